@@ -1,0 +1,1 @@
+//! aggregator library (work in progress).

@@ -1,0 +1,1 @@
+//! catalog library (work in progress).

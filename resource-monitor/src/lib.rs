@@ -1,0 +1,1 @@
+//! resource-monitor library (work in progress).
