@@ -1,3 +1,11 @@
 //! Shared support for the end-to-end tests: find the workspace's built
 //! binaries, start them as real processes on free loopback ports, wait until
 //! they listen, and kill them when the test ends.
+//!
+//! The binaries are built by the test script (`cargo build --workspace
+//! --bins`) before the tests run; they live next to the test executable's
+//! `deps/` directory, whatever `CARGO_TARGET_DIR` is.
+
+pub mod process;
+
+pub use process::{bin_path, free_port, wait_for_port, Child, Spawn};

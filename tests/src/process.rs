@@ -1,0 +1,166 @@
+//! Starting, waiting for and stopping the real binaries under test.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Path of a workspace binary (`catalog`, `resource-monitor`, `aggregator`).
+pub fn bin_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test-exe> -> target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --workspace --bins` first (the test script does)",
+        path.display()
+    );
+    path
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral loopback port")
+}
+
+/// Wait until something accepts TCP connections on `port`.
+pub fn wait_for_port(port: u16, timeout: Duration) -> Result<()> {
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    bail!("nothing listened on 127.0.0.1:{port} within {timeout:?}")
+}
+
+/// How to start one binary.
+pub struct Spawn {
+    name: String,
+    cmd: Command,
+}
+
+impl Spawn {
+    pub fn new(bin: &str) -> Self {
+        let mut cmd = Command::new(bin_path(bin));
+        cmd.stdin(Stdio::null());
+        // Logs go to the test's stderr, which the runner shows on failure.
+        cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        Self { name: bin.to_string(), cmd }
+    }
+
+    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.arg(a);
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(k, v);
+        self
+    }
+
+    /// Start the process without waiting for anything.
+    pub fn start(mut self) -> Result<Child> {
+        let child = self.cmd.spawn().with_context(|| format!("starting {}", self.name))?;
+        Ok(Child { name: self.name, child: Some(child) })
+    }
+
+    /// Start the process and wait until it listens on `port`.
+    pub fn start_listening(self, port: u16) -> Result<Child> {
+        let mut child = self.start()?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if wait_for_port(port, Duration::from_millis(200)).is_ok() {
+                return Ok(child);
+            }
+            if let Some(status) = child.try_wait()? {
+                bail!("{} exited with {status} before listening on {port}", child.name);
+            }
+            if Instant::now() > deadline {
+                bail!("{} did not listen on {port} within 30s", child.name);
+            }
+        }
+    }
+
+    /// Run to completion, capturing output (for `--help` and bad-config checks).
+    pub fn output(mut self) -> Result<std::process::Output> {
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        self.cmd.output().with_context(|| format!("running {}", self.name))
+    }
+}
+
+/// A running binary; killed (SIGKILL) when dropped so a failing test leaves
+/// nothing behind.
+pub struct Child {
+    name: String,
+    child: Option<std::process::Child>,
+}
+
+impl Child {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    pub fn try_wait(&mut self) -> Result<Option<std::process::ExitStatus>> {
+        match self.child.as_mut() {
+            Some(c) => Ok(c.try_wait()?),
+            None => Ok(None),
+        }
+    }
+
+    /// SIGKILL: the crash case.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then wait up to `timeout` for a clean exit; returns its status.
+    pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let mut c = self.child.take().context("process already stopped")?;
+        let pid = c.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status()?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = c.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let _ = c.wait();
+                bail!("{} did not exit within {timeout:?} of SIGTERM", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
