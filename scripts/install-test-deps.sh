@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs beyond the Rust toolchain, into
+# places the project owns (build/), so a fresh machine needs nothing else:
+#   - SecantusDB, a MongoDB-compatible server, for the MongoDB store tests
+#     (run as a separate process, never linked into the project);
+#   - Debian's Chromium, for the browser tests;
+#   - the browser tests' node packages (playwright-core; it never downloads a browser).
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+mkdir -p build
+
+step() { printf '==> %s\n' "$*"; }
+
+# --- SecantusDB (PyPI) into a project-local virtualenv -----------------------
+venv="$root/build/venv"
+if [ ! -x "$venv/bin/secantusd-py" ]; then
+  step "installing SecantusDB into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'SecantusDB==0.7.0b3'
+fi
+"$venv/bin/secantusd-py" --help >/dev/null 2>&1 || { echo "secantusd-py does not run" >&2; exit 1; }
+
+# --- Chromium (Debian) for the browser tests ---------------------------------
+if [ ! -x /usr/bin/chromium ]; then
+  step "installing Debian's chromium"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# --- node packages of the browser tests --------------------------------------
+if [ -f tests/browser/package.json ]; then
+  if [ ! -d tests/browser/node_modules/playwright-core ]; then
+    step "installing the browser tests' node packages"
+    # The browser comes from Debian; never let a package fetch its own.
+    (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+step "test dependencies ready"
