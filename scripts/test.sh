@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what the tests need,
+# builds every binary, then runs lint, unit, property, end-to-end (real
+# binaries over HTTP, WebSocket and gRPC) and browser tests.
+# Exits non-zero on the first failing stage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stage() { printf '\n==> %s\n' "$*"; }
+
+stage "installing test dependencies"
+bash scripts/install-test-deps.sh
+
+stage "checking formatting"
+cargo fmt --all -- --check
+
+stage "building every binary"
+cargo build --workspace --bins --locked
+
+stage "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+stage "unit, property and end-to-end tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+  cargo test --workspace --doc --locked
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
+
+if [ -f tests/browser/run.mjs ]; then
+  stage "browser tests (headless Chromium)"
+  CATALOG_BIN="$(pwd)/target/debug/catalog" node tests/browser/run.mjs
+fi
+
+stage "all tests passed"
