@@ -6,8 +6,11 @@
 //! through this crate, so a value means the same thing in the catalog's
 //! filters, the ResourceReader stages and the aggregator.
 
+mod canonical;
 mod list;
+mod parse;
 mod quantity;
 
 pub use list::ResourceList;
+pub use parse::MAX_INTEGER_DIGITS;
 pub use quantity::{Format, ParseError, Quantity};

@@ -13,32 +13,85 @@ impl ResourceList {
     pub fn new() -> Self {
         Self::default()
     }
+    /// The quantity for `name`, if present.
+    pub fn get(&self, name: &str) -> Option<&Quantity> {
+        self.0.get(name)
+    }
+    /// Set `name` to `quantity`, returning the previous one.
+    pub fn insert(&mut self, name: impl Into<String>, quantity: Quantity) -> Option<Quantity> {
+        self.0.insert(name.into(), quantity)
+    }
     /// Per-name sum; names missing on one side count as zero.
-    pub fn add(&self, _other: &ResourceList) -> ResourceList {
-        todo!()
+    pub fn add(&self, other: &ResourceList) -> ResourceList {
+        let mut sum = self.0.clone();
+        for (name, q) in &other.0 {
+            match sum.get_mut(name) {
+                Some(mine) => *mine = mine.add(q),
+                None => {
+                    sum.insert(name.clone(), q.clone());
+                }
+            }
+        }
+        ResourceList(sum)
     }
     /// Per-name `self - other`, clamped at zero; names only in `other` are ignored.
-    pub fn saturating_sub(&self, _other: &ResourceList) -> ResourceList {
-        todo!()
+    pub fn saturating_sub(&self, other: &ResourceList) -> ResourceList {
+        self.0
+            .iter()
+            .map(|(name, q)| {
+                let left = match other.0.get(name) {
+                    Some(theirs) => q.saturating_sub(theirs),
+                    None => q.saturating_sub(&Quantity::zero()),
+                };
+                (name.clone(), left)
+            })
+            .collect()
     }
     /// True when every quantity in `self` is at most the same name in `capacity`
     /// (a name missing from `capacity` counts as zero).
-    pub fn fits_within(&self, _capacity: &ResourceList) -> bool {
-        todo!()
+    pub fn fits_within(&self, capacity: &ResourceList) -> bool {
+        let zero = Quantity::zero();
+        self.0
+            .iter()
+            .all(|(name, q)| q <= capacity.0.get(name).unwrap_or(&zero))
     }
     /// Every quantity scaled by `percent` (see [`Quantity::scale_percent`]).
-    pub fn scale_percent(&self, _percent: u32) -> ResourceList {
-        todo!()
+    pub fn scale_percent(&self, percent: u32) -> ResourceList {
+        self.0
+            .iter()
+            .map(|(name, q)| (name.clone(), q.scale_percent(percent)))
+            .collect()
     }
     /// Parse a map of name → quantity string, naming the first bad entry.
-    pub fn from_strings<'a, I>(_entries: I) -> Result<ResourceList, (String, crate::ParseError)>
+    pub fn from_strings<'a, I>(entries: I) -> Result<ResourceList, (String, crate::ParseError)>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        todo!()
+        entries
+            .into_iter()
+            .map(|(name, value)| match value.parse::<Quantity>() {
+                Ok(q) => Ok((name.to_owned(), q)),
+                Err(e) => Err((name.to_owned(), e)),
+            })
+            .collect()
     }
     /// Name → canonical quantity string.
     pub fn to_strings(&self) -> BTreeMap<String, String> {
-        self.0.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
+        self.0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect()
+    }
+}
+
+impl FromIterator<(String, Quantity)> for ResourceList {
+    fn from_iter<T: IntoIterator<Item = (String, Quantity)>>(iter: T) -> Self {
+        ResourceList(iter.into_iter().collect())
+    }
+}
+
+impl From<BTreeMap<String, Quantity>> for ResourceList {
+    fn from(map: BTreeMap<String, Quantity>) -> Self {
+        ResourceList(map)
     }
 }

@@ -1,0 +1,276 @@
+//! Parsing a quantity string the way Kubernetes' `resource.ParseQuantity` does.
+//!
+//! The scanner follows the Go scanner (`parseQuantityString`) character for
+//! character, then the value is computed exactly in nano units: anything finer
+//! than `1n` rounds away from zero, and binary-suffixed values are capped at
+//! 2^63-1 like Kubernetes caps them.
+
+use num_bigint::{BigInt, BigUint};
+use num_traits::{One, Zero};
+
+use crate::quantity::{Format, Quantity};
+
+/// Quantities at or above `10^MAX_INTEGER_DIGITS` in magnitude are refused.
+///
+/// Kubernetes has no such bound, but adding a value with a huge exponent to a
+/// small one makes it (and any exact implementation) build a number with that
+/// many digits; a bound keeps arithmetic on untrusted input cheap. It is far
+/// beyond any real resource amount.
+pub const MAX_INTEGER_DIGITS: i64 = 1000;
+
+/// Why a string is not a quantity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    Format,
+    #[error("unable to parse quantity's suffix")]
+    Suffix,
+    #[error("quantity is empty")]
+    Empty,
+    /// The magnitude is at least `10^1000` (see [`MAX_INTEGER_DIGITS`]).
+    #[error("quantity is too large: its magnitude must be below 10^1000")]
+    OutOfRange,
+}
+
+/// The pieces of a quantity string, as the Go scanner splits them.
+struct Scanned<'a> {
+    negative: bool,
+    /// Integer digits with leading zeros removed (may be empty).
+    integer: &'a [u8],
+    /// Digits after the `.` (may be empty).
+    fraction: &'a [u8],
+    suffix: &'a str,
+}
+
+/// How the suffix scales the number.
+enum Multiplier {
+    /// `10^exponent`
+    Decimal(i64),
+    /// `2^exponent`
+    Binary(u32),
+}
+
+const SUFFIX_LETTERS: &[u8] = b"eEinumkKMGTP";
+
+/// Split `s` like Kubernetes' `parseQuantityString`.
+///
+/// One deliberate difference: Go accepts a number part with no digit at all
+/// (`"."`, `"-"`, `"Mi"`, `"e3"` all parse as zero there); the documented
+/// grammar and the regular expression in its own error message require a
+/// digit, and a bare suffix silently meaning zero is a trap, so it is refused.
+fn scan(s: &str) -> Result<Scanned<'_>, ParseError> {
+    let b = s.as_bytes();
+    let end = b.len();
+    let mut pos = 0;
+    let mut negative = false;
+    match b.first() {
+        Some(b'-') => {
+            negative = true;
+            pos += 1;
+        }
+        Some(b'+') => pos += 1,
+        _ => {}
+    }
+
+    let digits_start = pos;
+    while pos < end && b[pos] == b'0' {
+        pos += 1;
+    }
+    let int_start = pos;
+    while pos < end && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    let integer = &b[int_start..pos];
+    let mut saw_digit = pos > digits_start;
+
+    let mut fraction: &[u8] = &[];
+    if pos < end && b[pos] == b'.' {
+        pos += 1;
+        let frac_start = pos;
+        while pos < end && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        fraction = &b[frac_start..pos];
+        saw_digit |= !fraction.is_empty();
+    }
+
+    let suffix_start = pos;
+    while pos < end && SUFFIX_LETTERS.contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < end && (b[pos] == b'-' || b[pos] == b'+') {
+        pos += 1;
+    }
+    while pos < end && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    if pos != end || !saw_digit {
+        return Err(ParseError::Format);
+    }
+    Ok(Scanned {
+        negative,
+        integer,
+        fraction,
+        // Everything from suffix_start on is ASCII, so this slice is on a char boundary.
+        suffix: &s[suffix_start..],
+    })
+}
+
+/// Kubernetes' suffix table (`suffix.go`), plus the `e<int>` / `E<int>` exponent form.
+fn interpret_suffix(suffix: &str) -> Result<(Multiplier, Format), ParseError> {
+    let decimal = |e| Ok((Multiplier::Decimal(e), Format::DecimalSI));
+    let binary = |e| Ok((Multiplier::Binary(e), Format::BinarySI));
+    match suffix {
+        "" => decimal(0),
+        "n" => decimal(-9),
+        "u" => decimal(-6),
+        "m" => decimal(-3),
+        "k" => decimal(3),
+        "M" => decimal(6),
+        "G" => decimal(9),
+        "T" => decimal(12),
+        "P" => decimal(15),
+        "E" => decimal(18),
+        "Ki" => binary(10),
+        "Mi" => binary(20),
+        "Gi" => binary(30),
+        "Ti" => binary(40),
+        "Pi" => binary(50),
+        "Ei" => binary(60),
+        _ => {
+            let rest = suffix
+                .strip_prefix('e')
+                .or_else(|| suffix.strip_prefix('E'))
+                .filter(|r| !r.is_empty())
+                .ok_or(ParseError::Suffix)?;
+            // Go reads the exponent with strconv.ParseInt(.., 10, 64) and then
+            // narrows it to int32, silently wrapping; an exponent outside int32
+            // is refused here instead of wrapping to an unrelated value.
+            let exponent = parse_go_int(rest).ok_or(ParseError::Suffix)?;
+            let exponent = i32::try_from(exponent).map_err(|_| ParseError::Suffix)?;
+            Ok((
+                Multiplier::Decimal(i64::from(exponent)),
+                Format::DecimalExponent,
+            ))
+        }
+    }
+}
+
+/// `strconv.ParseInt(s, 10, 64)`: optional sign, then at least one ASCII digit.
+fn parse_go_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn pow10(exp: u64) -> BigUint {
+    // The callers bound exp by MAX_INTEGER_DIGITS plus the input length.
+    BigUint::from(10u32).pow(u32::try_from(exp).unwrap_or(u32::MAX))
+}
+
+fn digits_to_big(digits: &[u8]) -> BigUint {
+    if digits.is_empty() {
+        return BigUint::zero();
+    }
+    BigUint::parse_bytes(digits, 10).unwrap_or_default()
+}
+
+/// Kubernetes' cap for binary-suffixed quantities: 2^63-1, in nano units.
+fn binary_cap_nanos() -> BigUint {
+    BigUint::from(i64::MAX as u64) * BigUint::from(1_000_000_000u32)
+}
+
+pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
+    if s.is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let scanned = scan(s)?;
+    let (multiplier, mut format) = interpret_suffix(scanned.suffix)?;
+
+    // All significant digits of integer and fraction, as one integer D with
+    // value = D * 10^exp10 * multiplier.
+    let mut digits: Vec<u8> = Vec::with_capacity(scanned.integer.len() + scanned.fraction.len());
+    digits.extend_from_slice(scanned.integer);
+    digits.extend_from_slice(scanned.fraction);
+    let mut exp10 = -(scanned.fraction.len() as i64);
+    let leading = digits.iter().take_while(|&&c| c == b'0').count();
+    let trailing = digits[leading..]
+        .iter()
+        .rev()
+        .take_while(|&&c| c == b'0')
+        .count();
+    let significant = &digits[leading..digits.len() - trailing];
+    exp10 += trailing as i64;
+
+    if significant.is_empty() {
+        return Ok(Quantity::from_parts(BigInt::zero(), format));
+    }
+    let n = significant.len() as i64;
+
+    let magnitude = match multiplier {
+        Multiplier::Decimal(e) => {
+            let exp10 = exp10 + e;
+            // value < 10^(n + exp10)
+            if n + exp10 > MAX_INTEGER_DIGITS {
+                return Err(ParseError::OutOfRange);
+            }
+            nanos_from_decimal(significant, exp10)
+        }
+        Multiplier::Binary(bits) => {
+            // value >= 10^(n - 1 + exp10); at 10^19 it is already past the cap.
+            let nanos = if n - 1 + exp10 >= 19 {
+                binary_cap_nanos()
+            } else {
+                let d = digits_to_big(significant) << bits;
+                scale_nanos_ceil(d, exp10).min(binary_cap_nanos())
+            };
+            if nanos < BigUint::from(1_000_000_000u32) {
+                // Kubernetes: a non-zero binary value below 1 becomes DecimalSI.
+                format = Format::DecimalSI;
+            }
+            nanos
+        }
+    };
+    let magnitude = BigInt::from(magnitude);
+    Ok(Quantity::from_parts(
+        if scanned.negative {
+            -magnitude
+        } else {
+            magnitude
+        },
+        format,
+    ))
+}
+
+/// `ceil(D * 10^exp10 * 10^9)` for the significant digits D (no trailing zeros).
+fn nanos_from_decimal(significant: &[u8], exp10: i64) -> BigUint {
+    let k = exp10 + 9;
+    if k >= 0 {
+        return digits_to_big(significant) * pow10(k as u64);
+    }
+    let keep = significant.len() as i64 + k;
+    if keep <= 0 {
+        // Non-zero but below 1n: Kubernetes rounds it up to 1n.
+        return BigUint::one();
+    }
+    // The dropped digits end in a non-zero digit (trailing zeros were
+    // stripped), so the value is never exact here: round away from zero.
+    digits_to_big(&significant[..keep as usize]) + BigUint::one()
+}
+
+/// `ceil(d * 10^exp10 * 10^9)` for an arbitrary integer d.
+fn scale_nanos_ceil(d: BigUint, exp10: i64) -> BigUint {
+    let k = exp10 + 9;
+    if k >= 0 {
+        return d * pow10(k as u64);
+    }
+    let divisor = pow10(k.unsigned_abs());
+    let q = &d / &divisor;
+    if (&q * &divisor) == d {
+        q
+    } else {
+        q + BigUint::one()
+    }
+}
