@@ -1,0 +1,102 @@
+// What a person does in the catalog's web UI, as Playwright steps: sign in,
+// fill the offer editor (plans and resource rows), read the consumer list.
+
+/** Sign in on the provider view of `page` and wait for the provider's offer list. */
+export async function signIn(page, base, provider) {
+  await page.goto(`${base}/#/provider`);
+  await page.getByLabel('Cluster ID', { exact: true }).fill(provider.clusterID);
+  await page.getByLabel('Cluster name', { exact: true }).fill(provider.clusterName);
+  await page.getByLabel('Auth URL', { exact: true }).fill(provider.authURL);
+  await page.getByLabel('Token', { exact: true }).fill(provider.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+}
+
+/**
+ * Fill the offer editor. `offer` = { id?, name, type, description, plans:
+ * [{ key, name, cost, resources: [[name, quantity], …] }] }. Plans and rows are
+ * added or removed with the editor's own buttons until the counts match.
+ */
+export async function fillOffer(page, offer) {
+  const idField = page.getByLabel('Offer ID', { exact: true });
+  if (offer.id !== undefined && (await idField.isEditable())) await idField.fill(offer.id);
+  await page.getByLabel('Name', { exact: true }).fill(offer.name);
+  await page.getByLabel('Type', { exact: true }).fill(offer.type);
+  await page.getByLabel('Description', { exact: true }).fill(offer.description ?? '');
+  const plans = page.locator('fieldset[data-role="plan"]');
+  while ((await plans.count()) < offer.plans.length) await page.getByRole('button', { name: 'Add plan' }).click();
+  while ((await plans.count()) > offer.plans.length) await plans.last().locator('[data-role="remove-plan"]').click();
+  for (const [index, plan] of offer.plans.entries()) {
+    const box = plans.nth(index);
+    await box.getByLabel('Plan ID', { exact: true }).fill(plan.key);
+    await box.getByLabel('Display name', { exact: true }).fill(plan.name ?? '');
+    await box.getByLabel('Cost', { exact: true }).fill(plan.cost);
+    const rows = box.locator('li.resource-row');
+    while ((await rows.count()) < plan.resources.length) await box.getByRole('button', { name: 'Add resource' }).click();
+    while ((await rows.count()) > plan.resources.length) await rows.last().locator('[data-role="remove-resource"]').click();
+    for (const [rowIndex, [name, quantity]] of plan.resources.entries()) {
+      const row = rows.nth(rowIndex);
+      await row.getByLabel('Resource', { exact: true }).fill(name);
+      await row.getByLabel('Quantity', { exact: true }).fill(quantity);
+    }
+  }
+}
+
+/** The consumer card of an offer. */
+export function card(page, id) {
+  return page.locator(`ul.offer-list > li[data-offer-id="${id}"]`);
+}
+
+/** Ids of the offers the consumer list shows, in order. */
+export async function shownOfferIds(page) {
+  return page.locator('ul.offer-list > li').evaluateAll((items) => items.map((li) => li.dataset.offerId));
+}
+
+/**
+ * Problems an assistive-technology user would hit on the current view: form
+ * controls without a label, buttons and links without a name, images without
+ * alt, ids used twice. Returns a list of descriptions (empty when fine).
+ */
+export async function accessibilityProblems(page) {
+  return page.evaluate(() => {
+    const problems = [];
+    const visible = (el) => el.getClientRects().length > 0 || el.type === 'hidden';
+    const describe = (el) => `<${el.tagName.toLowerCase()}${el.id ? ` id="${el.id}"` : ''}${el.name ? ` name="${el.name}"` : ''}>`;
+    for (const el of document.querySelectorAll('input, select, textarea')) {
+      if (el.type === 'hidden' || !visible(el)) continue;
+      const named = el.labels?.length > 0 || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby');
+      if (!named) problems.push(`form control without a label: ${describe(el)}`);
+    }
+    for (const el of document.querySelectorAll('button, a[href]')) {
+      if (!visible(el)) continue;
+      const name = (el.getAttribute('aria-label') || el.textContent || '').trim();
+      if (!name) problems.push(`control without an accessible name: ${describe(el)}`);
+    }
+    for (const el of document.querySelectorAll('img')) {
+      if (!el.hasAttribute('alt')) problems.push(`image without alt: ${el.src}`);
+    }
+    const seen = new Map();
+    for (const el of document.querySelectorAll('[id]')) seen.set(el.id, (seen.get(el.id) ?? 0) + 1);
+    for (const [id, count] of seen) if (count > 1) problems.push(`id "${id}" used ${count} times`);
+    for (const el of document.querySelectorAll('[aria-describedby]')) {
+      for (const id of el.getAttribute('aria-describedby').split(/\s+/)) {
+        if (id && !document.getElementById(id)) problems.push(`aria-describedby points at missing id "${id}" on ${describe(el)}`);
+      }
+    }
+    if (!document.documentElement.lang) problems.push('<html> has no lang');
+    if (document.querySelectorAll('h1').length !== 1) problems.push(`${document.querySelectorAll('h1').length} h1 elements (want 1)`);
+    return problems;
+  });
+}
+
+/** Text of the error shown beside a control: the element its aria-describedby names with class field-error. */
+export async function errorBeside(locator) {
+  return locator.evaluate((el) => {
+    const ids = (el.getAttribute('aria-describedby') ?? '').split(/\s+/).filter(Boolean);
+    const error = ids.map((id) => document.getElementById(id)).find((node) => node?.classList.contains('field-error') && !node.hidden);
+    if (!error) return null;
+    // "Beside": the error lives in the same field wrapper as the control.
+    const sameField = el.closest('.field') === error.closest('.field');
+    return { text: error.textContent, sameField, invalid: el.getAttribute('aria-invalid') === 'true' };
+  });
+}

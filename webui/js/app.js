@@ -1,0 +1,162 @@
+// The page's entry point: one offer store and one live feed for the whole
+// page, the connection indicator, the announcer for screen readers, and a
+// hash router (#/ consumer, #/offer/<id> plan comparison, #/provider…) so the
+// single index.html the catalog serves holds every view.
+
+import { listOffers } from './api.js';
+import { FeedState, LiveFeed } from './feed.js';
+import { OfferStore } from './store.js';
+import { mountConsumer } from './views/consumer.js';
+import { mountOfferDetail } from './views/offer-detail.js';
+import { mountProvider } from './views/provider.js';
+import { mountEditor } from './views/editor.js';
+
+const store = new OfferStore();
+const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
+const feed = new LiveFeed({ url: `${wsScheme}://${location.host}/subscribe?mode=delta`, store });
+
+/** Polite screen-reader announcements ("New offer: …"). */
+function announce(message) {
+  const region = document.getElementById('announcer');
+  const line = document.createElement('p');
+  line.textContent = message;
+  region.append(line);
+  // Keep the region short: old lines have been read already.
+  while (region.childElementCount > 5) region.firstElementChild.remove();
+}
+
+// A one-shot REST load so the page shows offers even while the feed is
+// still connecting (or down); the feed's snapshot replaces it when it comes.
+const restLoad = { error: null, pending: true };
+async function loadOverRest() {
+  restLoad.pending = true;
+  try {
+    const offers = await listOffers();
+    restLoad.error = null;
+    if (!store.loaded || (store.source === 'rest' && feed.state !== FeedState.LIVE)) store.replaceAll(offers, 'rest');
+  } catch (err) {
+    restLoad.error = err;
+  } finally {
+    restLoad.pending = false;
+    store.dispatchEvent(new CustomEvent('restload'));
+  }
+}
+
+// --- connection indicator ---------------------------------------------------
+const indicator = {
+  box: document.getElementById('connection'),
+  text: document.getElementById('connection-text'),
+  countdown: document.getElementById('connection-countdown'),
+  retry: document.getElementById('connection-retry'),
+  ticker: null,
+};
+const STATE_TEXT = {
+  [FeedState.CONNECTING]: 'Connecting to the live feed…',
+  [FeedState.LIVE]: 'Live: offers update as they change',
+  [FeedState.WAITING]: 'Disconnected from the live feed; reconnecting',
+  [FeedState.STOPPED]: 'Live feed stopped',
+};
+function renderIndicator() {
+  const { state } = feed;
+  indicator.box.dataset.state = state;
+  const text = STATE_TEXT[state];
+  if (indicator.text.textContent !== text) indicator.text.textContent = text;
+  indicator.retry.hidden = state !== FeedState.WAITING;
+  clearInterval(indicator.ticker);
+  indicator.countdown.textContent = '';
+  if (state === FeedState.WAITING && feed.retryAt) {
+    const tick = () => {
+      const seconds = Math.max(0, Math.ceil((feed.retryAt - Date.now()) / 1000));
+      indicator.countdown.textContent = `in ${seconds} s`;
+    };
+    tick();
+    indicator.ticker = setInterval(tick, 1000);
+  }
+}
+indicator.retry.addEventListener('click', () => feed.reconnectNow());
+feed.addEventListener('state', () => {
+  renderIndicator();
+  // While the feed is down and the page has nothing to show, keep trying REST too.
+  if (feed.state === FeedState.WAITING && !store.loaded && !restLoad.pending) loadOverRest();
+});
+
+// --- router -------------------------------------------------------------------
+const routes = [
+  { pattern: /^\/?$/, nav: 'consumer', mount: mountConsumer },
+  { pattern: /^\/offer\/(.+)$/, nav: 'consumer', mount: mountOfferDetail },
+  { pattern: /^\/provider\/?$/, nav: 'provider', mount: mountProvider },
+  { pattern: /^\/provider\/new$/, nav: 'provider', mount: mountEditor },
+  { pattern: /^\/provider\/edit\/(.+)$/, nav: 'provider', mount: mountEditor },
+];
+
+const ctx = {
+  store,
+  feed,
+  restLoad,
+  announce,
+  reloadOverRest: loadOverRest,
+  navigate(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  },
+  /** A message shown once by the next view (e.g. "Offer saved"). */
+  flash: null,
+};
+
+let unmount = null;
+let firstRoute = true;
+
+function route() {
+  const hash = location.hash.replace(/^#/, '');
+  // In-page anchors (the skip link) are not routes.
+  if (hash !== '' && !hash.startsWith('/')) return;
+  let match = null;
+  let found = routes[0];
+  for (const candidate of routes) {
+    match = candidate.pattern.exec(hash);
+    if (match) {
+      found = candidate;
+      break;
+    }
+  }
+  const params = match ? match.slice(1).map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  }) : [];
+  if (unmount) unmount();
+  const main = document.getElementById('main');
+  main.replaceChildren();
+  for (const link of document.querySelectorAll('[data-nav]')) {
+    if (link.dataset.nav === found.nav) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  unmount = found.mount(main, ctx, params) ?? null;
+  // After navigation, move focus to the new view's heading so keyboard and
+  // screen-reader users start at the top of what changed (not on first load).
+  if (!firstRoute) {
+    const heading = main.querySelector('h1');
+    if (heading) {
+      heading.setAttribute('tabindex', '-1');
+      heading.focus({ preventScroll: false });
+    }
+    window.scrollTo(0, 0);
+  }
+  firstRoute = false;
+}
+
+document.querySelector('[data-skip-link]').addEventListener('click', (event) => {
+  event.preventDefault();
+  const main = document.getElementById('main');
+  (main.querySelector('h1') ?? main).focus();
+});
+
+window.addEventListener('hashchange', route);
+window.addEventListener('pagehide', () => feed.stop());
+
+renderIndicator();
+route();
+feed.start();
+loadOverRest();

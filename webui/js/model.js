@@ -1,0 +1,81 @@
+// The offer as the UI uses it: one normalised shape whatever spelling the
+// catalog sends (plans as a map keyed by plan id or as an array; plan names
+// as "name" or "planName", as the thesis writes both), with costs and
+// resource quantities parsed once for filtering and sorting.
+
+import { parseDecimal, parseQuantity } from './quantity.js';
+
+/** Resource names shown first, in this order; any others follow alphabetically. */
+export const WELL_KNOWN_RESOURCES = ['cpu', 'memory', 'storage', 'ephemeral-storage', 'nvidia.com/gpu', 'amd.com/gpu', 'pods'];
+
+function text(value) {
+  return value === undefined || value === null ? '' : String(value);
+}
+
+function tryParse(parse, value) {
+  try {
+    return parse(value);
+  } catch {
+    return null;
+  }
+}
+
+function normalizePlan(key, raw) {
+  const plan = raw && typeof raw === 'object' ? raw : {};
+  const resources = plan.resources && typeof plan.resources === 'object' ? plan.resources : {};
+  const entries = Object.entries(resources).map(([name, value]) => ({
+    name,
+    value: text(value),
+    quantity: tryParse(parseQuantity, text(value)),
+  }));
+  return {
+    key: text(key),
+    name: text(plan.name ?? plan.planName),
+    cost: text(plan.cost),
+    costValue: tryParse(parseDecimal, plan.cost),
+    resources: entries,
+    resourceMap: new Map(entries.map((entry) => [entry.name, entry])),
+  };
+}
+
+/** Normalise one offer from the catalog (REST or feed). Returns null if it has no id. */
+export function normalizeOffer(raw) {
+  if (!raw || typeof raw !== 'object' || raw.id === undefined || raw.id === null) return null;
+  let plans = [];
+  if (Array.isArray(raw.plans)) {
+    plans = raw.plans.map((plan, index) => normalizePlan(plan?.planID ?? plan?.id ?? plan?.name ?? plan?.planName ?? index, plan));
+  } else if (raw.plans && typeof raw.plans === 'object') {
+    plans = Object.entries(raw.plans).map(([key, plan]) => normalizePlan(key, plan));
+  }
+  const provider = raw.provider && typeof raw.provider === 'object' ? raw.provider : {};
+  return {
+    id: text(raw.id),
+    name: text(raw.name) || text(raw.id),
+    type: text(raw.type),
+    description: text(raw.description),
+    clusterID: text(raw.clusterID ?? provider.clusterID),
+    clusterName: text(raw.clusterName ?? provider.clusterName),
+    version: typeof raw.version === 'number' ? raw.version : Number(raw.version ?? 0) || 0,
+    createdAt: raw.createdAt ?? null,
+    updatedAt: raw.updatedAt ?? raw.createdAt ?? null,
+    plans,
+    raw,
+  };
+}
+
+/** Resource names across plans: well-known first, then the rest alphabetically. */
+export function resourceColumns(plans) {
+  const names = new Set();
+  for (const plan of plans) for (const entry of plan.resources) names.add(entry.name);
+  const known = WELL_KNOWN_RESOURCES.filter((name) => names.has(name));
+  const rest = [...names].filter((name) => !WELL_KNOWN_RESOURCES.includes(name)).sort();
+  return [...known, ...rest];
+}
+
+/** Timestamp in ms for sorting (0 when unknown). */
+export function timeValue(value) {
+  if (value === null || value === undefined) return 0;
+  if (typeof value === 'number') return value < 1e12 ? value * 1000 : value;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? 0 : ms;
+}

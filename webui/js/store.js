@@ -1,0 +1,112 @@
+// The offers the page knows, keyed by id, fed by the live feed (snapshots
+// replace everything, upserts and deletes patch) and by the REST answers to
+// the provider's own writes. Every change is announced as one "change" event
+// carrying what was added, updated and removed, so views patch the DOM
+// instead of rebuilding it and can tell users what changed.
+
+import { normalizeOffer } from './model.js';
+
+export class OfferStore extends EventTarget {
+  constructor() {
+    super();
+    this.offers = new Map();
+    /** True once a full list (feed snapshot or REST list) has been applied. */
+    this.loaded = false;
+    /** Where the current full list came from: "feed" or "rest". */
+    this.source = null;
+    this.loadedAt = null;
+  }
+
+  get(id) {
+    return this.offers.get(id) ?? null;
+  }
+
+  all() {
+    return [...this.offers.values()];
+  }
+
+  /** Replace every offer with `list` (a feed snapshot or a REST list). */
+  replaceAll(list, source) {
+    const next = new Map();
+    for (const raw of Array.isArray(list) ? list : []) {
+      const offer = normalizeOffer(raw);
+      if (offer) next.set(offer.id, offer);
+    }
+    const added = [];
+    const updated = [];
+    const removed = [];
+    for (const [id, offer] of next) {
+      const before = this.offers.get(id);
+      if (!before) added.push(offer);
+      else if (changed(before, offer)) updated.push(offer);
+      else next.set(id, before); // keep the same object: views key cached DOM on it
+    }
+    for (const [id, offer] of this.offers) if (!next.has(id)) removed.push(offer);
+    const initial = !this.loaded;
+    this.offers = next;
+    this.loaded = true;
+    this.source = source;
+    this.loadedAt = Date.now();
+    this.#emit({ added, updated, removed, initial, source });
+  }
+
+  /** Replace the offers matching `predicate` (e.g. one provider's) with `list`, leaving the others. */
+  replaceWhere(predicate, list, source) {
+    const incoming = new Map();
+    for (const raw of Array.isArray(list) ? list : []) {
+      const offer = normalizeOffer(raw);
+      if (offer) incoming.set(offer.id, offer);
+    }
+    const removed = [];
+    for (const [id, offer] of this.offers) {
+      if (predicate(offer) && !incoming.has(id)) {
+        this.offers.delete(id);
+        removed.push(offer);
+      }
+    }
+    const added = [];
+    const updated = [];
+    for (const offer of incoming.values()) this.#put(offer, added, updated);
+    this.#emit({ added, updated, removed, initial: false, source });
+  }
+
+  /** Add or replace one offer; an older version than the one held is ignored. */
+  upsert(raw, source) {
+    const offer = normalizeOffer(raw);
+    if (!offer) return;
+    const added = [];
+    const updated = [];
+    this.#put(offer, added, updated);
+    this.#emit({ added, updated, removed: [], initial: false, source });
+  }
+
+  /** Remove one offer by id. */
+  remove(id, source) {
+    const before = this.offers.get(id);
+    if (!before) return;
+    this.offers.delete(id);
+    this.#emit({ added: [], updated: [], removed: [before], initial: false, source });
+  }
+
+  #put(offer, added, updated) {
+    const before = this.offers.get(offer.id);
+    if (!before) {
+      this.offers.set(offer.id, offer);
+      added.push(offer);
+    } else if (offer.version >= before.version && changed(before, offer)) {
+      this.offers.set(offer.id, offer);
+      updated.push(offer);
+    }
+  }
+
+  #emit(detail) {
+    if (!detail.initial && detail.added.length + detail.updated.length + detail.removed.length === 0) return;
+    this.dispatchEvent(new CustomEvent('change', { detail }));
+  }
+}
+
+function changed(before, after) {
+  if (before.version !== after.version) return true;
+  // Same version number but different content (e.g. a catalog without versions): compare the wire form.
+  return JSON.stringify(before.raw) !== JSON.stringify(after.raw);
+}

@@ -1,0 +1,298 @@
+// The consumer view: the live list of offers with filters. The list is
+// patched in place as the feed reports changes (cards keyed by offer id),
+// so new, changed and withdrawn offers show up without a reload and without
+// moving the keyboard focus of someone reading another card.
+
+import { formatTime, h, replaceChildren, srOnly, uid } from '../dom.js';
+import { FeedState } from '../feed.js';
+import { RESOURCE_FILTERS, isUnfiltered, lowestCost, offerMatches, parseFilters, planMatches } from '../filters.js';
+import { filterState, resetFilters } from '../filter-state.js';
+import { compare } from '../quantity.js';
+import { resourceColumns, timeValue } from '../model.js';
+import { field } from '../fields.js';
+
+const SORTS = {
+  newest: { label: 'Newest first', compare: (a, b) => timeValue(b.updatedAt) - timeValue(a.updatedAt) || a.name.localeCompare(b.name) },
+  cost: {
+    label: 'Lowest cost first',
+    compare: (a, b) => {
+      const x = lowestCost(a)?.costValue;
+      const y = lowestCost(b)?.costValue;
+      if (x && y) return compare(x, y) || a.name.localeCompare(b.name);
+      return x ? -1 : y ? 1 : a.name.localeCompare(b.name);
+    },
+  },
+  name: { label: 'Name (A–Z)', compare: (a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id) },
+};
+
+const RECENT_MS = 10000;
+
+export function mountConsumer(main, ctx) {
+  const { store, feed, restLoad } = ctx;
+  document.title = 'Offers · Liqo resource catalog';
+  const cards = new Map(); // id -> { offer, key, li }
+  const recent = new Map(); // id -> { kind: 'New' | 'Updated', until }
+  let recentTimer = null;
+
+  // --- filters -----------------------------------------------------------
+  const typeField = field({ label: 'Type', tag: 'select', attrs: { name: 'type' } });
+  const costField = field({
+    label: 'Maximum cost', hint: 'at least one plan costs this or less, e.g. 2.5',
+    attrs: { name: 'maxCost', inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.maxCost },
+  });
+  const minFields = Object.fromEntries(RESOURCE_FILTERS.map((filter) => [filter.key, field({
+    label: filter.label, hint: filter.hint,
+    attrs: { name: `min.${filter.key}`, autocomplete: 'off', spellcheck: 'false', value: filterState.raw.min[filter.key] },
+  })]));
+  const sortField = field({
+    label: 'Sort', tag: 'select', attrs: { name: 'sort' },
+    children: Object.entries(SORTS).map(([value, sort]) => h('option', { value, text: sort.label })),
+  });
+  sortField.control.value = filterState.sort;
+  sortField.wrapper.classList.add('field--inline');
+  sortField.control.addEventListener('change', () => {
+    filterState.sort = sortField.control.value;
+    render();
+  });
+  const clearButton = h('button', { type: 'button', class: 'button button--secondary', text: 'Clear filters', onclick: () => clearFilters() });
+
+  const form = h('form', { class: 'filters', role: 'search', 'aria-labelledby': 'filters-heading', novalidate: true, onsubmit: (e) => e.preventDefault() },
+    h('h2', { id: 'filters-heading', text: 'Filter offers' }),
+    h('p', { class: 'hint', text: 'Amounts are Kubernetes quantities: 500m, 2, 4Gi, 100G.' }),
+    typeField.wrapper,
+    costField.wrapper,
+    h('fieldset', { class: 'filters__resources' },
+      h('legend', { text: 'One plan provides at least' }),
+      h('p', { class: 'hint', text: 'Storage counts storage or ephemeral-storage; GPUs count nvidia.com/gpu, amd.com/gpu and other …/gpu resources.' }),
+      h('div', { class: 'filters__grid' }, Object.values(minFields).map((f) => f.wrapper))),
+    clearButton);
+
+  form.addEventListener('input', (event) => {
+    const { name, value } = event.target;
+    if (name === 'type') filterState.raw.type = value;
+    else if (name === 'maxCost') filterState.raw.maxCost = value;
+    else if (name?.startsWith('min.')) filterState.raw.min[name.slice(4)] = value;
+    render();
+  });
+
+  function clearFilters() {
+    resetFilters();
+    typeField.control.value = '';
+    costField.control.value = '';
+    for (const f of Object.values(minFields)) f.control.value = '';
+    render();
+    typeField.control.focus();
+  }
+
+  // --- results -------------------------------------------------------------
+  const count = h('p', { class: 'result-count', role: 'status' });
+  const banner = h('div', { class: 'banner-slot' });
+  const list = h('ul', { class: 'offer-list', 'aria-label': 'Offers' });
+  const state = h('div', { class: 'state-slot' });
+  const results = h('section', { class: 'results', 'aria-labelledby': 'results-heading' },
+    h('h2', { id: 'results-heading', class: 'visually-hidden', text: 'Results' }),
+    h('div', { class: 'results__toolbar' }, count, sortField.wrapper),
+    banner, state, list);
+
+  replaceChildren(main,
+    h('div', { class: 'view-header' },
+      h('h1', { text: 'Offers' }),
+      h('p', { class: 'lede', text: 'Resources that providers in the federation offer for peering. The list updates by itself as providers publish, change and withdraw offers.' })),
+    h('div', { class: 'consumer-layout' }, form, results));
+
+  function updateTypeOptions() {
+    const types = [...new Set(store.all().map((o) => o.type).filter(Boolean))].sort((a, b) => a.localeCompare(b));
+    const selected = filterState.raw.type;
+    if (selected && !types.includes(selected)) types.push(selected);
+    const wanted = ['', ...types];
+    const current = [...typeField.control.options].map((o) => o.value);
+    if (JSON.stringify(wanted) !== JSON.stringify(current)) {
+      replaceChildren(typeField.control, wanted.map((value) => h('option', { value, text: value || 'All types' })));
+    }
+    typeField.control.value = selected;
+  }
+
+  function cardKey(offer, active, badge) {
+    const planFiltered = active.maxCost || Object.keys(active.min).length > 0;
+    const matching = planFiltered ? offer.plans.filter((p) => planMatches(p, active)).map((p) => p.key).join(',') : '*';
+    return `${matching}|${badge ?? ''}`;
+  }
+
+  function buildCard(offer, active, badge) {
+    const headingId = uid('offer-heading');
+    const cheapest = lowestCost(offer);
+    const planFiltered = active.maxCost || Object.keys(active.min).length > 0;
+    const matching = planFiltered ? offer.plans.filter((p) => planMatches(p, active)).length : null;
+    const columns = resourceColumns(offer.plans).slice(0, 4);
+    const range = (name) => {
+      const entries = offer.plans.map((p) => p.resourceMap.get(name)).filter((e) => e?.quantity);
+      if (entries.length === 0) return null;
+      entries.sort((a, b) => compare(a.quantity, b.quantity));
+      const low = entries[0].value;
+      const high = entries[entries.length - 1].value;
+      return low === high ? low : `${low} – ${high}`;
+    };
+    return h('article', { class: 'card', 'aria-labelledby': headingId },
+      h('div', { class: 'card__top' },
+        h('h3', { id: headingId, class: 'card__title', text: offer.name }),
+        offer.type ? h('span', { class: 'badge badge--type' }, srOnly('Type: '), offer.type) : null,
+        badge ? h('span', { class: `badge badge--${badge === 'New' ? 'new' : 'updated'}`, text: badge }) : null),
+      h('p', { class: 'card__provider' },
+        h('span', { class: 'label', text: 'Provider ' }),
+        h('strong', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' }),
+        h('br'),
+        h('span', { class: 'label', text: 'Cluster ID ' }),
+        h('code', { 'data-field': 'clusterID', text: offer.clusterID || 'unknown' })),
+      offer.description ? h('p', { class: 'card__description', text: offer.description }) : null,
+      h('dl', { class: 'card__facts' },
+        h('div', {}, h('dt', { text: 'Plans' }), h('dd', { text: matching === null ? String(offer.plans.length) : `${matching} of ${offer.plans.length} match` })),
+        h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? cheapest.cost : '—' })),
+        columns.map((name) => {
+          const value = range(name);
+          return value ? h('div', {}, h('dt', { text: name }), h('dd', { text: value })) : null;
+        })),
+      h('p', { class: 'card__actions' },
+        h('a', { class: 'button', href: `#/offer/${encodeURIComponent(offer.id)}` },
+          `Compare ${offer.plans.length === 1 ? 'the plan' : `${offer.plans.length} plans`}`,
+          srOnly(` of ${offer.name}`))));
+  }
+
+  function renderState(visibleCount, active, errors) {
+    const total = store.offers.size;
+    if (!store.loaded) {
+      // Both ways in have failed: REST answered with an error and the feed has dropped at least once.
+      const failing = Boolean(restLoad.error) && !restLoad.pending
+        && (feed.state === FeedState.WAITING || feed.failures > 0);
+      if (failing) {
+        // A network failure's message repeats the advice below; only an HTTP answer adds information.
+        const reason = restLoad.error?.status ? `HTTP ${restLoad.error.status}: ${restLoad.error.message}`
+          : feed.lastError ? `live feed: ${feed.lastError}` : '';
+        replaceChildren(state, h('section', { class: 'notice notice--error', role: 'alert', 'data-state': 'error' },
+          h('h2', { text: 'Can’t load offers' }),
+          h('p', {}, `The catalog at ${location.host} is not answering. `, reason ? h('span', { class: 'muted', text: `(${reason})` }) : null),
+          h('p', { text: 'The page keeps retrying by itself. If this lasts, check that the catalog is running and that this computer can reach it, then try again.' }),
+          h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } }))));
+      } else {
+        replaceChildren(state, h('p', { class: 'notice', 'data-state': 'loading', 'aria-busy': 'true', text: 'Loading offers…' }));
+      }
+      count.textContent = '';
+      return;
+    }
+    if (total === 0) {
+      replaceChildren(state, h('section', { class: 'notice', 'data-state': 'empty' },
+        h('h2', { text: 'No offers yet' }),
+        h('p', { text: 'No provider has published an offer in this catalog. You don’t need to reload: new offers appear here as soon as they are published.' }),
+        h('p', {}, 'Running a cluster? ', h('a', { href: '#/provider', text: 'Sign in as a provider and publish an offer' }), '.')));
+    } else if (visibleCount === 0) {
+      const describe = [];
+      if (active.type) describe.push(`type ${active.type}`);
+      if (active.maxCost) describe.push(`maximum cost ${filterState.raw.maxCost.trim()}`);
+      for (const f of RESOURCE_FILTERS) if (active.min[f.key]) describe.push(`${f.label.toLowerCase()} ${filterState.raw.min[f.key].trim()}`);
+      replaceChildren(state, h('section', { class: 'notice', 'data-state': 'filtered-empty' },
+        h('h2', { text: 'No offer matches your filters' }),
+        h('p', { text: `All ${total} ${total === 1 ? 'offer is' : 'offers are'} hidden by: ${describe.join(', ')}. Try a higher maximum cost or smaller minimums, or clear the filters.` }),
+        h('p', {}, h('button', { type: 'button', class: 'button button--secondary', text: 'Clear filters', onclick: () => clearFilters() }))));
+    } else {
+      state.replaceChildren();
+    }
+    const invalid = Object.keys(errors).length;
+    count.textContent = (isUnfiltered(active)
+      ? `${total} ${total === 1 ? 'offer' : 'offers'}`
+      : `Showing ${visibleCount} of ${total} offers`) + (invalid ? ` (${invalid} filter${invalid === 1 ? '' : 's'} not applied)` : '');
+  }
+
+  function renderBanner() {
+    if (store.loaded && feed.state === FeedState.WAITING) {
+      replaceChildren(banner, h('p', { class: 'notice notice--warning', 'data-state': 'stale' },
+        h('strong', { text: 'Live updates paused. ' }),
+        `Showing offers as of ${formatTime(store.loadedAt)}. The page reconnects by itself; use “Reconnect now” at the top to try at once.`));
+    } else {
+      banner.replaceChildren();
+    }
+  }
+
+  function render() {
+    const { active, errors } = parseFilters(filterState.raw);
+    costField.setError(errors.maxCost ? `Not applied: ${errors.maxCost}` : '');
+    for (const [key, f] of Object.entries(minFields)) f.setError(errors[`min.${key}`] ? `Not applied: ${errors[`min.${key}`]}` : '');
+    updateTypeOptions();
+
+    const now = Date.now();
+    const visible = store.all().filter((offer) => offerMatches(offer, active)).sort((SORTS[filterState.sort] ?? SORTS.newest).compare);
+    const keep = new Set(visible.map((o) => o.id));
+    for (const [id, card] of cards) {
+      if (!keep.has(id)) {
+        card.li.remove();
+        cards.delete(id);
+      }
+    }
+    let cursor = list.firstElementChild;
+    for (const offer of visible) {
+      const r = recent.get(offer.id);
+      const badge = r && r.until > now ? r.kind : null;
+      const key = cardKey(offer, active, badge);
+      let card = cards.get(offer.id);
+      if (!card) {
+        card = { li: h('li', { 'data-offer-id': offer.id }) };
+        cards.set(offer.id, card);
+      }
+      if (card.offer !== offer || card.key !== key) {
+        const hadFocus = card.li.contains(document.activeElement);
+        replaceChildren(card.li, buildCard(offer, active, badge));
+        card.li.classList.toggle('is-recent', Boolean(badge));
+        card.offer = offer;
+        card.key = key;
+        if (hadFocus) card.li.querySelector('a.button')?.focus();
+      }
+      if (card.li === cursor) cursor = cursor.nextElementSibling;
+      else list.insertBefore(card.li, cursor);
+    }
+    list.hidden = visible.length === 0;
+    renderState(visible.length, active, errors);
+    renderBanner();
+  }
+
+  function scheduleRecentExpiry() {
+    clearTimeout(recentTimer);
+    const now = Date.now();
+    let next = Infinity;
+    for (const [id, r] of recent) {
+      if (r.until <= now) recent.delete(id);
+      else next = Math.min(next, r.until);
+    }
+    if (next !== Infinity) recentTimer = setTimeout(() => { render(); scheduleRecentExpiry(); }, next - now + 50);
+  }
+
+  const onChange = (event) => {
+    const { added, updated, removed, initial } = event.detail;
+    if (!initial) {
+      const until = Date.now() + RECENT_MS;
+      for (const offer of added) recent.set(offer.id, { kind: 'New', until });
+      for (const offer of updated) if (recent.get(offer.id)?.kind !== 'New') recent.set(offer.id, { kind: 'Updated', until });
+      for (const offer of removed) recent.delete(offer.id);
+      scheduleRecentExpiry();
+      const { active } = parseFilters(filterState.raw);
+      const shown = (list2) => list2.filter((o) => offerMatches(o, active));
+      const lines = [
+        ...shown(added).map((o) => `New offer: ${o.name} from ${o.clusterName || o.clusterID}.`),
+        ...shown(updated).map((o) => `Offer updated: ${o.name}.`),
+        ...shown(removed).map((o) => `Offer withdrawn: ${o.name}.`),
+      ];
+      if (lines.length > 3) ctx.announce(`${lines.length} offers changed.`);
+      else lines.forEach((line) => ctx.announce(line));
+    }
+    render();
+  };
+  const onFeedState = () => render();
+  store.addEventListener('change', onChange);
+  store.addEventListener('restload', onFeedState);
+  feed.addEventListener('state', onFeedState);
+  render();
+
+  return () => {
+    clearTimeout(recentTimer);
+    store.removeEventListener('change', onChange);
+    store.removeEventListener('restload', onFeedState);
+    feed.removeEventListener('state', onFeedState);
+  };
+}

@@ -1,0 +1,197 @@
+// The plan editor inside the offer form: a fieldset per plan (its id, display
+// name and cost) holding editable resource rows (name + quantity). Plans and
+// rows are added and removed with buttons; focus moves to what appeared or
+// to the control that took the removed one's place.
+
+import { h, srOnly, uid } from '../dom.js';
+import { field } from '../fields.js';
+import { WELL_KNOWN_RESOURCES } from '../model.js';
+
+/** A fieldset-level error slot with the same interface as a field's. */
+function groupError(group) {
+  const error = h('p', { id: uid('group-error'), class: 'field-error', hidden: true });
+  return {
+    error,
+    wrapper: group,
+    control: group,
+    setError(message) {
+      error.textContent = message || '';
+      error.hidden = !message;
+      group.classList.toggle('has-error', Boolean(message));
+      if (message) group.setAttribute('aria-describedby', error.id);
+      else group.removeAttribute('aria-describedby');
+    },
+  };
+}
+
+export function createPlanEditor({ announce }) {
+  const resourceList = h('datalist', { id: uid('resource-names') },
+    WELL_KNOWN_RESOURCES.map((name) => h('option', { value: name })));
+  const plansBox = h('div', { class: 'plans' });
+  const addPlanButton = h('button', { type: 'button', class: 'button button--secondary', text: 'Add plan' });
+  const section = h('fieldset', { class: 'plans-section' },
+    h('legend', {}, h('span', { class: 'legend-title', text: 'Plans' })),
+    h('p', { class: 'hint', text: 'Each plan is one size consumers can pick: a cost and the resources it provides. Quantities are Kubernetes quantities such as 500m, 2, 4Gi or 100G.' }),
+    resourceList,
+    plansBox,
+    h('p', {}, addPlanButton));
+  const sectionError = groupError(section);
+  section.insertBefore(sectionError.error, plansBox);
+  const plans = []; // plan records in display order
+
+  function relabel() {
+    plans.forEach((plan, index) => {
+      const key = plan.key.control.value.trim();
+      const title = key ? `Plan ${key}` : `Plan ${index + 1}`;
+      plan.legend.textContent = title;
+      plan.removeLabel.textContent = ` ${key || index + 1}`;
+      plan.rows.forEach((row, rowIndex) => {
+        const name = row.name.control.value.trim();
+        row.removeLabel.textContent = ` resource ${name || rowIndex + 1} of ${title.toLowerCase()}`;
+      });
+    });
+  }
+
+  function addRow(plan, name = '', value = '', { focus = false } = {}) {
+    const row = {
+      name: field({ label: 'Resource', class: 'field--resource-name', attrs: { list: resourceList.id, autocomplete: 'off', spellcheck: 'false', 'data-role': 'resource-name' } }),
+      value: field({ label: 'Quantity', class: 'field--quantity', attrs: { autocomplete: 'off', spellcheck: 'false', 'data-role': 'resource-quantity' } }),
+      removeLabel: srOnly(''),
+    };
+    row.name.control.value = name;
+    row.value.control.value = value;
+    row.remove = h('button', { type: 'button', class: 'button button--icon', 'data-role': 'remove-resource' },
+      h('span', { 'aria-hidden': 'true', text: '✕' }), h('span', { class: 'visually-hidden', text: 'Remove' }), row.removeLabel);
+    row.element = h('li', { class: 'resource-row' }, row.name.wrapper, row.value.wrapper, row.remove);
+    row.remove.addEventListener('click', () => {
+      const index = plan.rows.indexOf(row);
+      plan.rows.splice(index, 1);
+      row.element.remove();
+      relabel();
+      const next = plan.rows[index] ?? plan.rows[index - 1];
+      (next ? next.name.control : plan.addRow).focus();
+      announce('Resource row removed.');
+    });
+    row.name.control.addEventListener('input', relabel);
+    plan.rows.push(row);
+    plan.rowList.append(row.element);
+    relabel();
+    if (focus) row.name.control.focus();
+    return row;
+  }
+
+  function addPlan(initial = {}, { focus = false } = {}) {
+    const plan = { rows: [], legend: h('span', { class: 'legend-title' }), removeLabel: srOnly('') };
+    plan.key = field({ label: 'Plan ID', hint: 'Short and unique in this offer, e.g. basic', attrs: { autocomplete: 'off', spellcheck: 'false', 'data-role': 'plan-key' } });
+    plan.name = field({ label: 'Display name', hint: 'What consumers see; defaults to the plan ID', attrs: { autocomplete: 'off', 'data-role': 'plan-name' } });
+    plan.cost = field({ label: 'Cost', hint: 'A decimal, e.g. 1.0', attrs: { inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', 'data-role': 'plan-cost' } });
+    plan.key.control.value = initial.key ?? '';
+    plan.name.control.value = initial.name ?? '';
+    plan.cost.control.value = initial.cost ?? '';
+    plan.rowList = h('ul', { class: 'resource-rows' });
+    plan.addRow = h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'add-resource' }, 'Add resource');
+    plan.removeButton = h('button', { type: 'button', class: 'button button--danger button--small', 'data-role': 'remove-plan' }, 'Remove plan', plan.removeLabel);
+    const resourcesGroup = h('fieldset', { class: 'resources' },
+      h('legend', { text: 'Resources' }),
+      plan.rowList,
+      h('p', {}, plan.addRow));
+    plan.resources = groupError(resourcesGroup);
+    resourcesGroup.insertBefore(plan.resources.error, plan.rowList);
+    plan.element = h('fieldset', { class: 'plan', 'data-role': 'plan' },
+      h('legend', {}, plan.legend),
+      h('div', { class: 'plan__fields' }, plan.key.wrapper, plan.name.wrapper, plan.cost.wrapper),
+      resourcesGroup,
+      h('p', { class: 'plan__remove' }, plan.removeButton));
+    plan.group = groupError(plan.element);
+    plan.element.insertBefore(plan.group.error, plan.element.children[1]);
+    plan.key.control.addEventListener('input', relabel);
+    plan.addRow.addEventListener('click', () => addRow(plan, '', '', { focus: true }));
+    plan.removeButton.addEventListener('click', () => {
+      const index = plans.indexOf(plan);
+      plans.splice(index, 1);
+      plan.element.remove();
+      relabel();
+      const next = plans[index] ?? plans[index - 1];
+      (next ? next.key.control : addPlanButton).focus();
+      announce('Plan removed.');
+    });
+    plans.push(plan);
+    plansBox.append(plan.element);
+    for (const [name, value] of initial.resources ?? []) addRow(plan, name, value);
+    relabel();
+    if (focus) plan.key.control.focus();
+    return plan;
+  }
+
+  addPlanButton.addEventListener('click', () => {
+    addPlan({ resources: [['cpu', ''], ['memory', ''], ['storage', '']] }, { focus: true });
+    announce('Plan added.');
+  });
+
+  /**
+   * Read the plans. Returns { plans, paths, problems }: the JSON map for the
+   * offer body, a map from field path ("plans.basic.cost") to the field
+   * showing it, and the problems JSON cannot express (empty or duplicate
+   * plan IDs and resource names), already tied to their fields.
+   */
+  function collect() {
+    const out = {};
+    const paths = new Map([['plans', sectionError]]);
+    const problems = [];
+    if (plans.length === 0) problems.push({ field: sectionError, message: 'Add at least one plan.' });
+    for (const plan of plans) {
+      const key = plan.key.control.value.trim();
+      if (!key) {
+        problems.push({ field: plan.key, message: 'Enter a plan ID.' });
+        continue;
+      }
+      if (Object.hasOwn(out, key)) {
+        problems.push({ field: plan.key, message: `Another plan already has the ID “${key}”. Plan IDs must be unique.` });
+        continue;
+      }
+      const base = `plans.${key}`;
+      // The server names a plan by its key when the key itself is bad ("plans.a b: must be …").
+      paths.set(base, plan.key);
+      paths.set(`${base}.name`, plan.name);
+      paths.set(`${base}.planName`, plan.name);
+      paths.set(`${base}.planID`, plan.key);
+      paths.set(`${base}.cost`, plan.cost);
+      paths.set(`${base}.resources`, plan.resources);
+      const resources = {};
+      for (const row of plan.rows) {
+        const name = row.name.control.value.trim();
+        const value = row.value.control.value.trim();
+        if (!name && !value) continue; // an untouched row
+        if (!name) {
+          problems.push({ field: row.name, message: 'Enter the resource’s name, e.g. cpu or memory.' });
+          continue;
+        }
+        if (Object.hasOwn(resources, name)) {
+          problems.push({ field: row.name, message: `This plan already lists “${name}”. Each resource may appear once per plan.` });
+          continue;
+        }
+        resources[name] = value; // the server judges the quantity and names this path if it is wrong
+        paths.set(`${base}.resources.${name}`, row.value);
+      }
+      const body = { name: '', cost: plan.cost.control.value.trim(), resources };
+      body.name = plan.name.control.value.trim() || key;
+      out[key] = body;
+    }
+    return { plans: out, paths, problems };
+  }
+
+  function clearErrors() {
+    sectionError.setError('');
+    for (const plan of plans) {
+      plan.group.setError('');
+      plan.resources.setError('');
+      for (const f of [plan.key, plan.name, plan.cost]) f.setError('');
+      for (const row of plan.rows) {
+        row.name.setError('');
+        row.value.setError('');
+      }
+    }
+  }
+
+  return { element: section, addPlan, collect, clearErrors };
+}

@@ -1,0 +1,246 @@
+// The provider view: sign in with the cluster's peering credentials, then
+// the list of this provider's own offers with edit and delete (delete asks
+// for confirmation in a modal dialog).
+
+import { authenticate, deleteOffer, listOffers } from '../api.js';
+import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
+import { FeedState } from '../feed.js';
+import { field, matchFieldPath } from '../fields.js';
+import { clearSession, currentSession, saveSession } from '../session.js';
+import { errorSummary } from './error-summary.js';
+
+/** A 401 on a write: the token expired or was revoked. Sign out and say so. */
+export function handleExpiredSession(ctx) {
+  clearSession();
+  ctx.flash = { kind: 'error', text: 'Your session has expired. Sign in again to continue.' };
+  ctx.navigate('#/provider');
+}
+
+function flashMessage(ctx) {
+  const flash = ctx.flash;
+  ctx.flash = null;
+  if (!flash) return null;
+  return h('p', {
+    class: `notice ${flash.kind === 'error' ? 'notice--error' : 'notice--ok'}`,
+    role: flash.kind === 'error' ? 'alert' : 'status',
+    'data-flash': flash.kind,
+    text: flash.text,
+  });
+}
+
+export function mountProvider(main, ctx) {
+  const session = currentSession();
+  if (!session) return mountSignIn(main, ctx);
+  return mountDashboard(main, ctx, session);
+}
+
+function mountSignIn(main, ctx) {
+  document.title = 'Provider sign-in · Liqo resource catalog';
+  const fields = {
+    clusterID: field({ label: 'Cluster ID', hint: 'Your cluster’s Liqo cluster ID (liqoctl info shows it).', attrs: { name: 'clusterID', autocomplete: 'username', spellcheck: 'false', required: true } }),
+    clusterName: field({ label: 'Cluster name', hint: 'The name consumers see next to your offers.', attrs: { name: 'clusterName', autocomplete: 'organization', spellcheck: 'false', required: true } }),
+    authURL: field({ label: 'Auth URL', hint: 'Your cluster’s Liqo authentication endpoint, e.g. https://auth.example.org:443', attrs: { name: 'authURL', type: 'url', inputmode: 'url', autocomplete: 'url', spellcheck: 'false', required: true } }),
+    token: field({ label: 'Token', hint: 'Your cluster’s Liqo peering token. The first sign-in for a cluster ID registers it; later sign-ins must use the same credentials.', attrs: { name: 'token', type: 'password', autocomplete: 'current-password', spellcheck: 'false', required: true } }),
+  };
+  const summary = errorSummary();
+  const submit = h('button', { type: 'submit', class: 'button', text: 'Sign in' });
+  const form = h('form', { class: 'form narrow', novalidate: true, 'aria-labelledby': 'signin-heading' },
+    summary.element,
+    Object.values(fields).map((f) => f.wrapper),
+    h('p', { class: 'form-actions' }, submit));
+
+  replaceChildren(main,
+    h('div', { class: 'view-header' },
+      h('h1', { id: 'signin-heading', text: 'Sign in as a provider' }),
+      h('p', { class: 'lede', text: 'Sign in with your cluster’s peering credentials to publish and manage offers. You stay signed in only in this tab.' })),
+    flashMessage(ctx),
+    form);
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const values = Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, f.control.value.trim()]));
+    for (const f of Object.values(fields)) f.setError('');
+    summary.clear();
+    const problems = [];
+    if (!values.clusterID) problems.push(['clusterID', 'Enter your cluster ID.']);
+    if (!values.clusterName) problems.push(['clusterName', 'Enter your cluster’s name.']);
+    if (!values.authURL) problems.push(['authURL', 'Enter your cluster’s auth URL.']);
+    if (!values.token) problems.push(['token', 'Enter your cluster’s token.']);
+    if (problems.length) {
+      summary.show(problems.map(([k, message]) => { fields[k].setError(message); return { message, control: fields[k].control }; }));
+      return;
+    }
+    submit.disabled = true;
+    submit.textContent = 'Signing in…';
+    try {
+      const answer = await authenticate(values);
+      saveSession({ token: answer.token, expiresAt: answer.expiresAt ?? null, clusterID: values.clusterID, clusterName: values.clusterName });
+      ctx.flash = { kind: 'ok', text: `Signed in as ${values.clusterName || values.clusterID}.` };
+      ctx.navigate('#/provider');
+    } catch (err) {
+      submit.disabled = false;
+      submit.textContent = 'Sign in';
+      if (err.status === 401) {
+        fields.token.setError(err.message);
+        summary.show([{ message: `${err.message.replace(/\.$/, '')}. The first sign-in for a cluster ID registers its name, auth URL and token; check all four.`, control: fields.token.control }]);
+        return;
+      }
+      const paths = new Map(Object.entries(fields));
+      const path = matchFieldPath(err.message, paths, err.field);
+      if (path) fields[path].setError(err.message);
+      summary.show([{ message: err.message, control: path ? fields[path].control : null }]);
+    }
+  });
+  return null;
+}
+
+function mountDashboard(main, ctx, session) {
+  const { store, feed } = ctx;
+  document.title = 'Your offers · Liqo resource catalog';
+  const mine = (offer) => offer.clusterID === session.clusterID;
+  const list = h('ul', { class: 'own-offers', 'aria-label': 'Your offers' });
+  const state = h('div', { class: 'state-slot' });
+  const status = h('div', { class: 'status-slot', role: 'status' });
+  const newButton = h('a', { class: 'button', href: '#/provider/new', text: 'New offer' });
+  const heading = h('h1', { text: 'Your offers' });
+
+  const dialogError = h('p', { class: 'field-error', role: 'alert', hidden: true });
+  const dialogText = h('p', {});
+  const cancelButton = h('button', { type: 'button', class: 'button button--secondary', text: 'Cancel', autofocus: true });
+  const confirmButton = h('button', { type: 'button', class: 'button button--danger', text: 'Delete offer' });
+  const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': 'delete-heading' },
+    h('h2', { id: 'delete-heading', text: 'Delete this offer?' }),
+    dialogText,
+    dialogError,
+    h('p', { class: 'dialog__actions' }, cancelButton, confirmButton));
+  let pendingDelete = null;
+  cancelButton.addEventListener('click', () => dialog.close('cancel'));
+  dialog.addEventListener('close', () => {
+    const returnTo = pendingDelete?.opener;
+    pendingDelete = null;
+    if (returnTo?.isConnected) returnTo.focus();
+  });
+  confirmButton.addEventListener('click', async () => {
+    if (!pendingDelete) return;
+    const { offer } = pendingDelete;
+    confirmButton.disabled = true;
+    cancelButton.disabled = true;
+    dialogError.hidden = true;
+    try {
+      await deleteOffer(offer.id, session.token);
+      store.remove(offer.id, 'rest');
+      finishDelete(offer);
+    } catch (err) {
+      if (err.status === 404) {
+        store.remove(offer.id, 'rest');
+        finishDelete(offer);
+      } else if (err.status === 401) {
+        dialog.close();
+        handleExpiredSession(ctx);
+      } else {
+        dialogError.textContent = `Could not delete: ${err.message}`;
+        dialogError.hidden = false;
+      }
+    } finally {
+      confirmButton.disabled = false;
+      cancelButton.disabled = false;
+    }
+  });
+  function finishDelete(offer) {
+    pendingDelete = null;
+    dialog.close('deleted');
+    replaceChildren(status, h('p', { class: 'notice notice--ok', 'data-flash': 'ok', text: `Deleted “${offer.name}”. Consumers no longer see it.` }));
+    newButton.focus();
+  }
+  function askDelete(offer, opener) {
+    pendingDelete = { offer, opener };
+    dialogText.textContent = `“${offer.name}” (ID ${offer.id}) will disappear from every consumer’s list at once. This cannot be undone.`;
+    dialogError.hidden = true;
+    dialog.showModal();
+    cancelButton.focus();
+  }
+
+  const signOut = h('button', {
+    type: 'button', class: 'link-button', text: 'Sign out',
+    onclick: () => {
+      clearSession();
+      ctx.flash = { kind: 'ok', text: 'Signed out.' };
+      ctx.navigate('#/provider');
+    },
+  });
+  replaceChildren(main,
+    h('div', { class: 'view-header' },
+      heading,
+      h('p', { class: 'signed-in' },
+        'Signed in as ', h('strong', { text: session.clusterName || session.clusterID }),
+        ' (cluster ID ', h('code', { text: session.clusterID }), '). ', signOut)),
+    flashMessage(ctx),
+    status,
+    h('p', {}, newButton),
+    state,
+    list,
+    dialog);
+
+  function row(offer) {
+    return h('li', { class: 'own-offer', 'data-offer-id': offer.id },
+      h('div', { class: 'own-offer__main' },
+        h('h2', { class: 'own-offer__title', text: offer.name }),
+        h('p', { class: 'muted' },
+          'ID ', h('code', { text: offer.id }),
+          offer.type ? ` · ${offer.type}` : '',
+          ` · ${offer.plans.length} ${offer.plans.length === 1 ? 'plan' : 'plans'}`,
+          offer.version ? ` · version ${offer.version}` : '',
+          offer.updatedAt ? ` · changed ${formatTime(offer.updatedAt)}` : '')),
+      h('p', { class: 'own-offer__actions' },
+        h('a', { class: 'button button--secondary', href: `#/provider/edit/${encodeURIComponent(offer.id)}` }, 'Edit', srOnly(` ${offer.name}`)),
+        h('a', { class: 'button button--secondary', href: `#/offer/${encodeURIComponent(offer.id)}` }, 'View', srOnly(` ${offer.name} as consumers see it`)),
+        h('button', { type: 'button', class: 'button button--danger', onclick: (e) => askDelete(offer, e.currentTarget) }, 'Delete', srOnly(` ${offer.name}`))));
+  }
+
+  let refreshError = null;
+  let ownLoaded = false;
+  function render() {
+    const offers = store.all().filter(mine).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    const focusedId = document.activeElement?.closest?.('[data-offer-id]')?.dataset.offerId;
+    replaceChildren(list, offers.map(row));
+    if (focusedId) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
+    list.hidden = offers.length === 0;
+    if (!store.loaded && !ownLoaded) {
+      replaceChildren(state, refreshError
+        ? h('p', { class: 'notice notice--error', role: 'alert', text: `Could not load your offers: ${refreshError.message} The page keeps trying.` })
+        : h('p', { class: 'notice', 'aria-busy': 'true', text: 'Loading your offers…' }));
+    } else if (offers.length === 0) {
+      replaceChildren(state, h('section', { class: 'notice', 'data-state': 'empty' },
+        h('h2', { text: 'No offers yet' }),
+        h('p', { text: 'You have not published an offer. An offer is a set of plans, each with a cost and the resources it provides. Consumers see it the moment you publish.' }),
+        h('p', {}, h('a', { href: '#/provider/new', text: 'Create your first offer' }))));
+    } else {
+      state.replaceChildren();
+    }
+  }
+
+  // Fresh data for this provider when the feed cannot vouch for it.
+  (async () => {
+    try {
+      const offers = await listOffers({ provider: session.clusterID });
+      refreshError = null;
+      ownLoaded = true;
+      if (feed.state !== FeedState.LIVE) {
+        const own = offers.filter((o) => (o.clusterID ?? o.provider?.clusterID) === session.clusterID);
+        store.replaceWhere(mine, own, 'rest');
+      }
+      render();
+    } catch (err) {
+      refreshError = err;
+      render();
+    }
+  })();
+
+  const onChange = () => render();
+  store.addEventListener('change', onChange);
+  render();
+  return () => {
+    store.removeEventListener('change', onChange);
+    if (dialog.open) dialog.close();
+  };
+}
