@@ -35,7 +35,7 @@ if (!existsSync(CHROMIUM) || !existsSync(join(here, 'node_modules', 'playwright-
 const { chromium } = await import('playwright-core');
 const { Catalog, freePort } = await import('./lib/catalog.mjs');
 const { Runner, check, checkEqual } = await import('./lib/runner.mjs');
-const { accessibilityProblems, card, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
+const { accessibilityProblems, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
 
 const bin = process.env.CATALOG_BIN ?? join(repo, 'target', 'debug', 'catalog');
 const buildDir = join(repo, 'build');
@@ -257,36 +257,37 @@ try {
     await setFilter(consumer, 'Type', 'storage');
     await expect([storageOffer.id], 'type=storage');
     await setFilter(consumer, 'Type', '');
-    await setFilter(consumer, 'Minimum memory', '8Gi');
+    await setFilter(consumer, 'Memory', '8Gi');
     await expect([gpuOffer.id], 'memory ≥ 8Gi');
-    await setFilter(consumer, 'Minimum memory', '4G');
+    await setFilter(consumer, 'Memory', '4G');
     await expect(both, 'memory ≥ 4G (the storage medium plan has exactly 4G)');
-    await setFilter(consumer, 'Minimum memory', '4Gi');
+    await setFilter(consumer, 'Memory', '4Gi');
     await expect([gpuOffer.id], 'memory ≥ 4Gi (4G is less than 4Gi)');
-    await setFilter(consumer, 'Minimum memory', '');
+    await setFilter(consumer, 'Memory', '');
     await setFilter(consumer, 'Maximum cost', '1.5');
     await expect([storageOffer.id], 'cost ≤ 1.5');
-    await setFilter(consumer, 'Minimum memory', '4G');
+    await setFilter(consumer, 'Memory', '4G');
     await expect([], 'cost ≤ 1.5 and memory ≥ 4G in the same plan');
     const empty = consumer.locator('[data-state="filtered-empty"]');
     await empty.waitFor();
     check(/clear the filters/i.test(await empty.textContent()), 'the filtered-empty state says what to do');
     await setFilter(consumer, 'Maximum cost', '');
-    await setFilter(consumer, 'Minimum memory', '');
-    await setFilter(consumer, 'Minimum GPUs', '2');
+    await setFilter(consumer, 'Memory', '');
+    await setFilter(consumer, 'GPUs', '2');
     await expect([gpuOffer.id], 'GPUs ≥ 2 (nvidia.com/gpu)');
-    await setFilter(consumer, 'Minimum GPUs', '');
-    await setFilter(consumer, 'Minimum CPU', '1500m');
+    await setFilter(consumer, 'GPUs', '');
+    await setFilter(consumer, 'CPU', '1500m');
     await expect(both, 'CPU ≥ 1500m');
-    await setFilter(consumer, 'Minimum CPU', '3');
+    await setFilter(consumer, 'CPU', '3');
     await expect([gpuOffer.id], 'CPU ≥ 3');
-    await setFilter(consumer, 'Minimum storage', 'lots');
-    const beside = await errorBeside(consumer.getByLabel('Minimum storage', { exact: true }));
+    await setFilter(consumer, 'Storage', 'lots');
+    const beside = await errorBeside(consumer.getByLabel('Storage', { exact: true }));
     check(beside?.sameField && /not applied/i.test(beside.text), `an invalid quantity is flagged beside its filter (got ${JSON.stringify(beside)})`);
     await expect([gpuOffer.id], 'an invalid filter is not applied');
     await consumer.getByRole('button', { name: 'Clear filters' }).first().click();
     await expect(both, 'after Clear filters');
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the consumer view');
+    checkEqual(await contrastProblems(consumer), [], 'text below WCAG AA contrast on the consumer view');
     await shot(consumer, 'consumer-offers');
   });
 
@@ -310,6 +311,11 @@ try {
     const facts = await consumer.locator('dl.facts').textContent();
     check(facts.includes(providerB.clusterName) && facts.includes(providerB.clusterID), 'provider name and cluster ID shown');
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the offer view');
+    for (const colorScheme of ['light', 'dark']) {
+      await consumer.emulateMedia({ colorScheme });
+      checkEqual(await contrastProblems(consumer), [], `text below WCAG AA contrast on the offer view (${colorScheme})`);
+    }
+    await consumer.emulateMedia({ colorScheme: 'light' });
     await shot(consumer, 'offer-plans');
     await consumer.getByRole('link', { name: 'All offers' }).click();
     await consumer.getByRole('heading', { level: 1, name: 'Offers' }).waitFor();
@@ -335,6 +341,10 @@ try {
     check(body.message.includes('plans.small.resources.memory'), `the server names the field (${body.message})`);
     checkEqual(await card(consumer, gpuOffer.id).locator('h3').textContent(), gpuOffer.name, 'nothing changed for consumers');
     checkEqual(await accessibilityProblems(providerPage), [], 'accessibility problems on the editor with an error');
+    checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor');
+    await providerPage.emulateMedia({ colorScheme: 'dark' });
+    checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor, dark scheme');
+    await providerPage.emulateMedia({ colorScheme: 'light' });
     await shot(providerPage, 'provider-editor-error');
   });
 

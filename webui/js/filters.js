@@ -15,15 +15,15 @@ function sumOf(entries) {
  */
 export const RESOURCE_FILTERS = [
   {
-    key: 'cpu', label: 'Minimum CPU', hint: 'cores, e.g. 2, 500m',
+    key: 'cpu', label: 'CPU', hint: 'cores, e.g. 2, 500m',
     amount: (plan) => plan.resourceMap.get('cpu')?.quantity ?? null,
   },
   {
-    key: 'memory', label: 'Minimum memory', hint: 'e.g. 4Gi, 8G',
+    key: 'memory', label: 'Memory', hint: 'e.g. 4Gi, 8G',
     amount: (plan) => plan.resourceMap.get('memory')?.quantity ?? null,
   },
   {
-    key: 'storage', label: 'Minimum storage', hint: 'e.g. 100Gi',
+    key: 'storage', label: 'Storage', hint: 'e.g. 100Gi',
     amount: (plan) => {
       const found = ['storage', 'ephemeral-storage']
         .map((name) => plan.resourceMap.get(name)?.quantity)
@@ -33,7 +33,7 @@ export const RESOURCE_FILTERS = [
     },
   },
   {
-    key: 'gpu', label: 'Minimum GPUs', hint: 'e.g. 1',
+    key: 'gpu', label: 'GPUs', hint: 'e.g. 1',
     amount: (plan) => {
       const gpus = plan.resources.filter((entry) => entry.quantity && (entry.name === 'gpu' || entry.name.endsWith('/gpu')));
       return gpus.length === 0 ? null : sumOf(gpus);

@@ -100,3 +100,68 @@ export async function errorBeside(locator) {
     return { text: error.textContent, sameField, invalid: el.getAttribute('aria-invalid') === 'true' };
   });
 }
+
+/**
+ * Text whose colour contrast against its background is below WCAG AA
+ * (4.5:1, or 3:1 for large text). The background is the first opaque
+ * background colour up the tree; disabled controls are exempt, as WCAG allows.
+ */
+export async function contrastProblems(page) {
+  return page.evaluate(() => {
+    const parse = (value) => {
+      const m = value.match(/rgba?\(([^)]+)\)/);
+      if (!m) return null;
+      const [r, g, b, a = 1] = m[1].split(/[,\s/]+/).filter(Boolean).map(Number);
+      return { r, g, b, a };
+    };
+    const luminance = ({ r, g, b }) => {
+      const ch = (v) => {
+        const c = v / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+      };
+      return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b);
+    };
+    const blend = (top, bottom) => ({
+      r: top.r * top.a + bottom.r * (1 - top.a),
+      g: top.g * top.a + bottom.g * (1 - top.a),
+      b: top.b * top.a + bottom.b * (1 - top.a),
+      a: 1,
+    });
+    const background = (el) => {
+      const layers = [];
+      for (let node = el; node; node = node.parentElement) {
+        const bg = parse(getComputedStyle(node).backgroundColor);
+        if (bg && bg.a > 0) {
+          layers.push(bg);
+          if (bg.a >= 1) break;
+        }
+      }
+      let color = { r: 255, g: 255, b: 255, a: 1 };
+      for (const layer of layers.reverse()) color = blend(layer, color);
+      return color;
+    };
+    const problems = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const seen = new Set();
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      const el = text.parentElement;
+      if (!el || seen.has(el) || !text.textContent.trim()) continue;
+      seen.add(el);
+      if (el.closest('.visually-hidden, [hidden], noscript, option, [disabled]') || el.getClientRects().length === 0) continue;
+      const style = getComputedStyle(el);
+      if (style.visibility === 'hidden' || Number(style.opacity) === 0) continue;
+      const fg = parse(style.color);
+      const bg = background(el);
+      const ratio = (a, b) => {
+        const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (hi + 0.05) / (lo + 0.05);
+      };
+      const actual = ratio(blend(fg, bg), bg);
+      const size = parseFloat(style.fontSize);
+      const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+      const needed = large ? 3 : 4.5;
+      if (actual < needed) problems.push(`${actual.toFixed(2)}:1 < ${needed}:1 for "${text.textContent.trim().slice(0, 40)}"`);
+    }
+    return problems;
+  });
+}

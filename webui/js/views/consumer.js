@@ -187,7 +187,7 @@ export function mountConsumer(main, ctx) {
       const describe = [];
       if (active.type) describe.push(`type ${active.type}`);
       if (active.maxCost) describe.push(`maximum cost ${filterState.raw.maxCost.trim()}`);
-      for (const f of RESOURCE_FILTERS) if (active.min[f.key]) describe.push(`${f.label.toLowerCase()} ${filterState.raw.min[f.key].trim()}`);
+      for (const f of RESOURCE_FILTERS) if (active.min[f.key]) describe.push(`at least ${filterState.raw.min[f.key].trim()} ${f.label === 'CPU' ? 'CPU' : f.label.toLowerCase()}`);
       replaceChildren(state, h('section', { class: 'notice', 'data-state': 'filtered-empty' },
         h('h2', { text: 'No offer matches your filters' }),
         h('p', { text: `All ${total} ${total === 1 ? 'offer is' : 'offers are'} hidden by: ${describe.join(', ')}. Try a higher maximum cost or smaller minimums, or clear the filters.` }),
