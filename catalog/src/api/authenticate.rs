@@ -1,0 +1,164 @@
+//! `POST /authenticate`: a provider presents its Liqo peering credentials
+//! and gets a catalog JWT. The first call claims the cluster ID; later calls
+//! must present the same credentials.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+
+use super::body::read_json_body;
+use super::{ApiError, ErrorBody};
+use crate::auth::{secret, IssuedToken, Role};
+use crate::model::{FieldError, ProviderAccount};
+use crate::AppState;
+
+const MAX_FIELD_LEN: usize = 256;
+const MAX_URL_LEN: usize = 2048;
+const MAX_TOKEN_LEN: usize = 4096;
+
+/// A provider's Liqo peering credentials.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
+    #[serde(rename = "clusterName")]
+    pub cluster_name: Option<String>,
+    #[serde(rename = "authURL")]
+    pub auth_url: Option<String>,
+    /// The provider's secret; stored only as an argon2 hash.
+    pub token: Option<String>,
+}
+
+struct Checked {
+    cluster_id: String,
+    cluster_name: String,
+    auth_url: String,
+    token: String,
+}
+
+fn required(field: &str, v: Option<String>, max: usize) -> Result<String, FieldError> {
+    let v = v.ok_or_else(|| FieldError::new(field, "is required"))?;
+    if v.trim().is_empty() {
+        return Err(FieldError::new(field, "must not be empty"));
+    }
+    if v.len() > max {
+        return Err(FieldError::new(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(v)
+}
+
+impl Credentials {
+    fn check(self) -> Result<Checked, FieldError> {
+        let cluster_id = required("clusterID", self.cluster_id, MAX_FIELD_LEN)?;
+        crate::model::validate_id("clusterID", &cluster_id)?;
+        let cluster_name = required("clusterName", self.cluster_name, MAX_FIELD_LEN)?;
+        let auth_url = required("authURL", self.auth_url, MAX_URL_LEN)?;
+        if !(auth_url.starts_with("https://") || auth_url.starts_with("http://")) {
+            return Err(FieldError::new(
+                "authURL",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        let token = required("token", self.token, MAX_TOKEN_LEN)?;
+        Ok(Checked {
+            cluster_id,
+            cluster_name,
+            auth_url,
+            token,
+        })
+    }
+}
+
+/// Exchange peering credentials for a bearer token.
+#[utoipa::path(
+    post, path = "/authenticate", tag = "auth",
+    request_body = Credentials,
+    responses(
+        (status = 200, body = IssuedToken),
+        (status = 400, body = ErrorBody),
+        (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
+        (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn authenticate(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(peer) = req.peer_addr() {
+        if !state.auth_limiter.allow(peer.ip()) {
+            return Err(ApiError::TooManyRequests);
+        }
+    }
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let de = &mut serde_json::Deserializer::from_slice(&body);
+    let creds: Credentials = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::bad_request(
+            if path == "." { "body".into() } else { path },
+            e.into_inner().to_string(),
+        )
+    })?;
+    let c = creds.check()?;
+    tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
+
+    let account = match state.store.get_provider(&c.cluster_id).await? {
+        Some(existing) => existing,
+        None => {
+            let token = c.token.clone();
+            let hash = web::block(move || secret::hash(&token))
+                .await
+                .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
+                .map_err(ApiError::Internal)?;
+            let fresh = ProviderAccount {
+                cluster_id: c.cluster_id.clone(),
+                cluster_name: c.cluster_name.clone(),
+                auth_url: c.auth_url.clone(),
+                secret_hash: hash,
+                created_at: crate::model::now(),
+            };
+            let (holder, claimed) = state.store.claim_provider(fresh).await?;
+            if claimed {
+                tracing::info!(cluster_id = %c.cluster_id, "provider registered");
+                return issue(&state, &holder);
+            }
+            // Lost a race to another first call: check against the winner.
+            holder
+        }
+    };
+    let (token, hash) = (c.token.clone(), account.secret_hash.clone());
+    let secret_ok = web::block(move || secret::verify(&token, &hash))
+        .await
+        .map_err(|e| ApiError::Internal(format!("verification task: {e}")))?;
+    if !secret_ok || account.cluster_name != c.cluster_name || account.auth_url != c.auth_url {
+        tracing::warn!(cluster_id = %c.cluster_id, "authentication refused: credentials differ from the registered ones");
+        return Err(ApiError::Unauthorized(
+            "these credentials do not match the ones registered for this cluster ID".into(),
+        ));
+    }
+    issue(&state, &account)
+}
+
+fn issue(state: &AppState, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
+    let issued = state
+        .tokens
+        .issue(
+            &account.cluster_id,
+            &account.cluster_name,
+            vec![Role::Provider],
+        )
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}

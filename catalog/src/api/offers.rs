@@ -1,0 +1,157 @@
+//! `GET /offers`, `GET|POST|DELETE /offer/{id}`.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::body::read_json_body;
+use super::{ApiError, ErrorBody};
+use crate::auth::{Caller, Role};
+use crate::model::{validate_id, Offer, OfferInput, OfferSpec, ProviderRef};
+use crate::store::OfferFilter;
+use crate::AppState;
+
+/// List offers, optionally filtered.
+///
+/// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
+/// same plan. Unknown parameters are refused.
+#[utoipa::path(
+    get, path = "/offers", tag = "offers",
+    params(
+        ("type" = Option<String>, Query, description = "Exact offer type"),
+        ("provider" = Option<String>, Query, description = "Owner's cluster ID or cluster name"),
+        ("maxCost" = Option<String>, Query, description = "Some plan costs at most this (decimal)"),
+        ("min.<resource>" = Option<String>, Query,
+            description = "Some plan provides at least this Kubernetes quantity of <resource>, e.g. min.memory=4Gi"),
+    ),
+    responses(
+        (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>),
+        (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| ApiError::bad_request("query", format!("malformed query string: {e}")))?;
+    let filter = OfferFilter::from_pairs(pairs)?;
+    let offers = state.store.list_offers(&filter).await?;
+    Ok(HttpResponse::Ok().json(offers))
+}
+
+/// One offer.
+#[utoipa::path(
+    get, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id")),
+    responses(
+        (status = 200, body = Offer),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn get(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    match state.store.get_offer(&id).await? {
+        Some(offer) => Ok(HttpResponse::Ok().json(offer)),
+        None => Err(ApiError::NotFound(format!("no offer {id}"))),
+    }
+}
+
+/// Create (201) or replace (200) the caller's offer `{id}`.
+///
+/// The body is the thesis's offer JSON; plans may name themselves `name` or
+/// `planName` (output always uses `name`). Read-only fields echoed from a
+/// `GET` are accepted: `id`/`clusterID` must match, `version` makes the write
+/// conditional (409 if the offer has changed since).
+#[utoipa::path(
+    post, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id: 1-128 of A-Z a-z 0-9 . _ ~ -")),
+    request_body = OfferInput,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Created", body = Offer),
+        (status = 200, description = "Replaced", body = Offer),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The offer belongs to another provider", body = ErrorBody),
+        (status = 409, description = "`version` given and stale", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn put(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Provider)?;
+    let id = id.into_inner();
+    validate_id("id", &id)?;
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let spec = OfferSpec::from_json(&body)?;
+    if spec.id.as_ref().is_some_and(|b| *b != id) {
+        return Err(ApiError::bad_request(
+            "id",
+            format!("does not match the offer id in the path ({id})"),
+        ));
+    }
+    if spec
+        .cluster_id
+        .as_ref()
+        .is_some_and(|c| *c != caller.cluster_id)
+    {
+        return Err(ApiError::bad_request(
+            "clusterID",
+            "does not match the authenticated provider",
+        ));
+    }
+    let expected = spec.version;
+    let owner = ProviderRef {
+        cluster_id: caller.cluster_id.clone(),
+        cluster_name: caller.cluster_name.clone(),
+    };
+    let outcome = state
+        .store
+        .put_offer(spec.into_draft(id, owner), expected)
+        .await?;
+    tracing::info!(offer = %outcome.offer.id, version = outcome.offer.version, created = outcome.created, "offer stored");
+    if outcome.created {
+        Ok(HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/offer/{}", outcome.offer.id)))
+            .json(outcome.offer))
+    } else {
+        Ok(HttpResponse::Ok().json(outcome.offer))
+    }
+}
+
+/// Delete the caller's offer `{id}`.
+#[utoipa::path(
+    delete, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The offer belongs to another provider", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Provider)?;
+    match state.store.delete_offer(&id, &caller.cluster_id).await {
+        Ok(_) => {
+            tracing::info!(offer = %id, "offer deleted");
+            Ok(HttpResponse::NoContent().finish())
+        }
+        Err(crate::store::StoreError::NotFound) => {
+            Err(ApiError::NotFound(format!("no offer {id}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,72 @@
+//! The authenticated caller of a request, from `Authorization: Bearer <JWT>`.
+
+use std::future::{ready, Ready};
+
+use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
+
+use super::Role;
+use crate::api::ApiError;
+use crate::AppState;
+
+/// A caller whose token verified. Extracting it answers 401 when the header
+/// is missing or the token invalid or expired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// Cluster ID (the token's `sub`).
+    pub cluster_id: String,
+    /// Cluster name at authentication time.
+    pub cluster_name: String,
+    pub roles: Vec<Role>,
+}
+
+impl Caller {
+    /// 403 unless the caller holds `role`.
+    pub fn require(&self, role: Role) -> Result<(), ApiError> {
+        if self.roles.contains(&role) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(
+                format!("this needs the {role:?} role").to_lowercase(),
+            ))
+        }
+    }
+
+    fn from_headers(req: &HttpRequest) -> Result<Self, ApiError> {
+        let state = req
+            .app_data::<web::Data<AppState>>()
+            .ok_or_else(|| ApiError::Internal("AppState missing from the app".into()))?;
+        let value = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .ok_or_else(|| ApiError::Unauthorized("missing Authorization: Bearer token".into()))?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .ok_or_else(|| {
+                ApiError::Unauthorized("Authorization must be `Bearer <token>`".into())
+            })?;
+        let claims = state.tokens.verify(token).map_err(|e| {
+            tracing::debug!(error = %e, "token refused");
+            ApiError::Unauthorized("invalid or expired token".into())
+        })?;
+        Ok(Caller {
+            cluster_id: claims.sub,
+            cluster_name: claims.name,
+            roles: claims.roles,
+        })
+    }
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(Caller::from_headers(req))
+    }
+}

@@ -1,0 +1,177 @@
+//! Command-line flags, each with an environment-variable fallback.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+/// The offer catalog of the Liqo resource broker: providers publish offers
+/// over a JWT-protected REST API; anyone can browse and filter them.
+///
+/// Stores offers in an embedded database under --data-dir, or in MongoDB when
+/// --mongodb-uri is given. Every flag can also be set through the environment
+/// variable shown with it.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "catalog", version, about, long_about)]
+pub struct Config {
+    /// Address to serve HTTP on.
+    #[arg(long, env = "CATALOG_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory for the embedded database and the generated JWT signing key.
+    #[arg(long, env = "CATALOG_DATA_DIR", default_value = "./catalog-data")]
+    pub data_dir: PathBuf,
+
+    /// MongoDB connection string; when set, offers and providers live in
+    /// MongoDB instead of the embedded store (several catalog processes may
+    /// share one database).
+    #[arg(long, env = "CATALOG_MONGODB_URI", hide_env_values = true)]
+    pub mongodb_uri: Option<String>,
+
+    /// MongoDB database name.
+    #[arg(
+        long,
+        env = "CATALOG_MONGODB_DATABASE",
+        default_value = "liqo_broker_catalog"
+    )]
+    pub mongodb_database: String,
+
+    /// How long a MongoDB operation waits for a reachable server before the
+    /// request fails with 503 (e.g. 5s, 500ms).
+    #[arg(long, env = "CATALOG_MONGODB_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub mongodb_timeout: Duration,
+
+    /// File holding the JWT signing key (at least 32 bytes). Without it (and
+    /// without --jwt-key), a key is generated once and kept: in
+    /// <data-dir>/jwt-signing.key (mode 0600) for the embedded store, in the
+    /// database for MongoDB, so every process sharing it accepts the same tokens.
+    #[arg(long, env = "CATALOG_JWT_KEY_FILE")]
+    pub jwt_key_file: Option<PathBuf>,
+
+    /// The JWT signing key itself (at least 32 bytes). Prefer the environment
+    /// variable to the flag, which other local users can see.
+    #[arg(
+        long,
+        env = "CATALOG_JWT_KEY",
+        hide_env_values = true,
+        conflicts_with = "jwt_key_file"
+    )]
+    pub jwt_key: Option<String>,
+
+    /// Issuer (`iss`) of the tokens this catalog issues and accepts.
+    #[arg(
+        long,
+        env = "CATALOG_JWT_ISSUER",
+        default_value = "liqo-broker-catalog"
+    )]
+    pub jwt_issuer: String,
+
+    /// Audience (`aud`) of the tokens this catalog issues and accepts.
+    #[arg(
+        long,
+        env = "CATALOG_JWT_AUDIENCE",
+        default_value = "liqo-broker-catalog"
+    )]
+    pub jwt_audience: String,
+
+    /// Lifetime of issued tokens (e.g. 1h, 30m).
+    #[arg(long, env = "CATALOG_TOKEN_TTL", default_value = "1h", value_parser = parse_duration)]
+    pub token_ttl: Duration,
+
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    #[arg(long, env = "CATALOG_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// POST /authenticate calls allowed per client address per minute
+    /// (0: no limit).
+    #[arg(long, env = "CATALOG_AUTH_RATE_LIMIT", default_value_t = 60)]
+    pub auth_rate_limit: u32,
+
+    /// Most concurrent connections per worker.
+    #[arg(long, env = "CATALOG_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// HTTP worker threads (0: one per CPU).
+    #[arg(long, env = "CATALOG_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+
+    /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
+    #[arg(long, env = "CATALOG_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+
+    /// Seed a demo provider with a few offers if it does not exist yet, and
+    /// print its credentials once.
+    #[arg(long, env = "CATALOG_DEMO")]
+    pub demo: bool,
+
+    /// Log filter (tracing EnvFilter syntax, e.g. `info,catalog=debug`);
+    /// RUST_LOG, when set, wins.
+    #[arg(long, env = "CATALOG_LOG", default_value = "info")]
+    pub log: String,
+
+    /// Log format.
+    #[arg(long, env = "CATALOG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration such as 5s or 500ms"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn every_flag_has_an_env_fallback_and_help() {
+        use clap::CommandFactory;
+        let cmd = Config::command();
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            assert!(
+                arg.get_env().is_some(),
+                "--{id} has no environment variable"
+            );
+            assert!(arg.get_help().is_some(), "--{id} has no help");
+        }
+    }
+}

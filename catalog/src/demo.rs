@@ -1,0 +1,84 @@
+//! `--demo`: a demo provider with a few realistic offers, created on first
+//! start so a fresh catalog has something to show. Its credentials are
+//! printed once, when it is created.
+
+use crate::auth::secret;
+use crate::model::{OfferSpec, ProviderAccount, ProviderRef};
+use crate::AppState;
+
+pub const DEMO_CLUSTER_ID: &str = "demo-provider";
+const DEMO_CLUSTER_NAME: &str = "Demo provider (Milan)";
+const DEMO_AUTH_URL: &str = "https://demo-provider.liqo.example:443";
+
+const DEMO_OFFERS: &[(&str, &str)] = &[
+    (
+        "demo-general",
+        r#"{"name": "General purpose", "type": "compute", "description": "Balanced vCPU and memory for web apps and services.",
+            "plans": {
+              "small":  {"name": "gp-small",  "cost": "0.05", "resources": {"cpu": "2",  "memory": "4Gi",  "pods": "110"}},
+              "medium": {"name": "gp-medium", "cost": "0.10", "resources": {"cpu": "4",  "memory": "8Gi",  "pods": "110"}},
+              "large":  {"name": "gp-large",  "cost": "0.20", "resources": {"cpu": "8",  "memory": "16Gi", "pods": "220"}}}}"#,
+    ),
+    (
+        "demo-storage",
+        r#"{"name": "Storage-optimized offer", "type": "storage", "description": "For all your storage needs.",
+            "plans": {
+              "basic":  {"name": "plan-basic", "cost": "1.0", "resources": {"cpu": "1000m", "memory": "2G", "storage": "100G"}},
+              "medium": {"planName": "plan-medium", "planID": "medium", "cost": "2.0",
+                         "resources": {"cpu": "2000m", "memory": "4G", "storage": "300G"}}}}"#,
+    ),
+    (
+        "demo-gpu",
+        r#"{"name": "GPU inference", "type": "gpu", "description": "NVIDIA GPUs for model serving.",
+            "plans": {
+              "t4":   {"name": "gpu-t4",   "cost": "0.35", "resources": {"cpu": "4",  "memory": "16Gi", "nvidia.com/gpu": "1"}},
+              "a100": {"name": "gpu-a100", "cost": "2.50", "resources": {"cpu": "12", "memory": "85Gi", "nvidia.com/gpu": "1"}}}}"#,
+    ),
+];
+
+/// Create the demo provider and its offers unless the provider exists.
+pub async fn seed(state: &AppState) -> anyhow::Result<()> {
+    if state.store.get_provider(DEMO_CLUSTER_ID).await?.is_some() {
+        tracing::info!("demo provider already present; not seeding");
+        return Ok(());
+    }
+    let token = {
+        let key = crate::auth::SigningKey::generate()?;
+        key.bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let t = token.clone();
+    let hash = tokio::task::spawn_blocking(move || secret::hash(&t))
+        .await?
+        .map_err(anyhow::Error::msg)?;
+    let account = ProviderAccount {
+        cluster_id: DEMO_CLUSTER_ID.into(),
+        cluster_name: DEMO_CLUSTER_NAME.into(),
+        auth_url: DEMO_AUTH_URL.into(),
+        secret_hash: hash,
+        created_at: crate::model::now(),
+    };
+    let (_, created) = state.store.claim_provider(account).await?;
+    if !created {
+        return Ok(());
+    }
+    let owner = ProviderRef {
+        cluster_id: DEMO_CLUSTER_ID.into(),
+        cluster_name: DEMO_CLUSTER_NAME.into(),
+    };
+    for (id, body) in DEMO_OFFERS {
+        let spec = OfferSpec::from_json(body.as_bytes())
+            .map_err(|e| anyhow::anyhow!("demo offer {id}: {e}"))?;
+        state
+            .store
+            .put_offer(spec.into_draft((*id).to_string(), owner.clone()), None)
+            .await?;
+    }
+    println!("demo provider created; its credentials (shown only now):");
+    println!(
+        "  {{\"clusterID\": \"{DEMO_CLUSTER_ID}\", \"clusterName\": \"{DEMO_CLUSTER_NAME}\", \"authURL\": \"{DEMO_AUTH_URL}\", \"token\": \"{token}\"}}"
+    );
+    Ok(())
+}

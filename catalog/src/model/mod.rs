@@ -1,0 +1,37 @@
+//! The catalog's data model: offers and their plans, exact costs, provider
+//! accounts, and the field-naming validation error every 400 carries.
+
+mod cost;
+mod offer;
+mod provider;
+
+pub use cost::{Cost, CostError, COST_SCALE};
+pub use offer::{
+    validate_id, Offer, OfferDraft, OfferInput, OfferSpec, Plan, PlanInput, ProviderRef,
+    MAX_ID_LEN, MAX_PLANS, MAX_RESOURCES,
+};
+pub use provider::{ProviderAccount, ProviderInfo};
+
+/// A bad request value, naming the field (`plans.basic.resources.memory`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The current time at the millisecond precision every store keeps, so an
+/// offer reads back exactly as its write returned it.
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    let t = chrono::Utc::now();
+    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}

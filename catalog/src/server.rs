@@ -1,0 +1,177 @@
+//! Wiring: open the store, load the signing key, build the [`AppState`],
+//! serve HTTP until SIGTERM/SIGINT, then finish in-flight requests.
+
+use std::sync::Arc;
+
+use actix_web::{middleware, web, App, HttpServer};
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, Instrument};
+
+use crate::auth::{key::KEY_FILE, SigningKey, TokenService, TokenSettings};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+use crate::state::{AppState, Limits};
+use crate::store::{EmbeddedStore, MongoConfig, MongoStore, Store};
+
+/// Open the configured store: MongoDB if a URI is given, else the embedded
+/// one in the data directory.
+pub async fn open_store(config: &Config) -> anyhow::Result<(Arc<dyn Store>, Option<MongoStore>)> {
+    match &config.mongodb_uri {
+        Some(uri) => {
+            let mongo = MongoStore::connect(&MongoConfig {
+                uri: uri.clone(),
+                database: config.mongodb_database.clone(),
+                timeout: config.mongodb_timeout,
+            })
+            .await
+            .context("connecting to MongoDB")?;
+            info!(database = %config.mongodb_database, "using the MongoDB store");
+            Ok((Arc::new(mongo.clone()), Some(mongo)))
+        }
+        None => {
+            let store = EmbeddedStore::open(&config.data_dir).with_context(|| {
+                format!(
+                    "opening the embedded store in {}",
+                    config.data_dir.display()
+                )
+            })?;
+            info!(dir = %config.data_dir.display(), "using the embedded store");
+            Ok((Arc::new(store), None))
+        }
+    }
+}
+
+/// The signing key: flag/env file, env value, the database's shared key
+/// (MongoDB), or the one generated in the data directory.
+pub async fn signing_key(
+    config: &Config,
+    mongo: Option<&MongoStore>,
+) -> anyhow::Result<SigningKey> {
+    if let Some(path) = &config.jwt_key_file {
+        return Ok(SigningKey::from_file(path)?);
+    }
+    if let Some(k) = &config.jwt_key {
+        return SigningKey::from_bytes(k.as_bytes().to_vec())
+            .context("--jwt-key / CATALOG_JWT_KEY");
+    }
+    if let Some(m) = mongo {
+        let candidate = SigningKey::generate()?;
+        let shared = m
+            .shared_signing_key(candidate.bytes())
+            .await
+            .context("loading the shared signing key")?;
+        return Ok(SigningKey::from_bytes(shared)?);
+    }
+    Ok(SigningKey::load_or_generate(
+        &config.data_dir.join(KEY_FILE),
+    )?)
+}
+
+/// Everything the handlers share.
+pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
+    let (store, mongo) = open_store(config).await?;
+    let key = signing_key(config, mongo.as_ref()).await?;
+    let tokens = TokenService::new(
+        &key,
+        TokenSettings {
+            issuer: config.jwt_issuer.clone(),
+            audience: config.jwt_audience.clone(),
+            ttl: config.token_ttl,
+        },
+    );
+    Ok(AppState {
+        store,
+        tokens: Arc::new(tokens),
+        metrics: Arc::new(Metrics::new()),
+        limits: Limits {
+            max_body_bytes: config.max_body_bytes,
+        },
+        auth_limiter: Arc::new(RateLimiter::new(config.auth_rate_limit)),
+        shutdown: CancellationToken::new(),
+    })
+}
+
+/// The actix `App` for `state` (also used by in-process tests).
+pub fn app(
+    state: AppState,
+) -> App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(web::Data::new(state))
+        .configure(crate::api::configure)
+        .wrap(middleware::from_fn(crate::api::observe::observe))
+}
+
+/// Serve until SIGTERM or SIGINT; then stop accepting, let in-flight
+/// requests finish (up to `--shutdown-timeout`) and return.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let state = build_state(&config).await?;
+    if config.demo {
+        crate::demo::seed(&state)
+            .await
+            .context("seeding the demo provider")?;
+    }
+    let factory_state = state.clone();
+    let mut server = HttpServer::new(move || app(factory_state.clone()))
+        .max_connections(config.max_connections)
+        .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
+        .disable_signals();
+    if config.workers > 0 {
+        server = server.workers(config.workers);
+    }
+    let server = server
+        .bind(config.listen)
+        .with_context(|| format!("binding {}", config.listen))?;
+    for addr in server.addrs() {
+        println!("catalog listening on http://{addr}");
+    }
+    let server = server.run();
+    let handle = server.handle();
+    let shutdown = state.shutdown.clone();
+    tokio::spawn(
+        async move {
+            wait_for_signal().await;
+            info!("shutting down: finishing in-flight requests");
+            shutdown.cancel();
+            handle.stop(true).await;
+        }
+        .instrument(tracing::info_span!("signals")),
+    );
+    server.await.context("HTTP server")?;
+    info!("catalog stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,766 @@
+//! The MongoDB store: several catalog processes may share one database.
+//!
+//! Layout (database chosen by `--mongodb-database`):
+//! - `offers`: one document per offer id ever written. Deleting replaces the
+//!   document with a tombstone (`deleted: true`) so the id's `version` keeps
+//!   counting and other processes learn of the deletion from the change
+//!   stream with its version. Plans are an array of sub-documents, each with
+//!   `costNanos` and `resources: [{name, quantity, milli}]`, so filters run
+//!   as `find` queries with `$elemMatch` (no aggregation expressions).
+//! - `providers`: one document per claimed cluster ID (`_id`), secret hashed.
+//! - `settings`: the shared JWT signing key when none is configured.
+//!
+//! Every write is conditioned on the version it read (`replace_one` with
+//! `{_id, version}`; `insert_one` for a new id) and retried on a lost race, so
+//! concurrent processes never lose each other's updates or bypass ownership.
+//! Writes use write concern `majority` with journaling. Network failures
+//! surface as [`StoreError::Unavailable`]; the driver reconnects by itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeZone, Utc};
+use futures::{StreamExt, TryStreamExt};
+use mongodb::bson::{self, doc, Document};
+use mongodb::change_stream::event::OperationType;
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+use mongodb::{Client, Collection, Database, IndexModel};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tracing::{info, warn, Instrument};
+
+use super::{
+    OfferChange, OfferFilter, PutOutcome, Store, StoreError, StoreStats, CHANGE_CHANNEL_CAPACITY,
+};
+use crate::model::{Cost, Offer, OfferDraft, Plan, ProviderAccount, ProviderInfo};
+
+/// How often a write retries after losing a version race before giving up.
+const MAX_WRITE_ATTEMPTS: usize = 16;
+const DUPLICATE_KEY: i32 = 11000;
+/// `_id` of the shared signing key in `settings`.
+const SIGNING_KEY_ID: &str = "jwt-signing-key";
+
+/// Connection settings.
+#[derive(Debug, Clone)]
+pub struct MongoConfig {
+    pub uri: String,
+    pub database: String,
+    /// How long an operation waits for a reachable server before failing
+    /// with 503.
+    pub timeout: Duration,
+}
+
+/// See the module docs.
+#[derive(Clone)]
+pub struct MongoStore {
+    db: Database,
+    offers: Collection<OfferDoc>,
+    providers: Collection<ProviderDoc>,
+    changes: broadcast::Sender<OfferChange>,
+    /// False when the server has no change streams (a standalone mongod):
+    /// then this process publishes its own writes, and other processes'
+    /// changes are not seen until a reload.
+    streams_supported: Arc<AtomicBool>,
+}
+
+/// An offer document: a live offer or the tombstone of a deleted one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OfferDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    version: i64,
+    #[serde(rename = "clusterID")]
+    cluster_id: String,
+    deleted: bool,
+    updated_at: bson::DateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    live: Option<LiveFields>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LiveFields {
+    name: String,
+    #[serde(rename = "type")]
+    offer_type: String,
+    description: String,
+    cluster_name: String,
+    created_at: bson::DateTime,
+    plans: Vec<PlanDoc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanDoc {
+    key: String,
+    name: String,
+    #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
+    plan_id: Option<String>,
+    cost: String,
+    cost_nanos: i64,
+    resources: Vec<ResourceDoc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ResourceDoc {
+    name: String,
+    quantity: String,
+    /// Milli-units rounded up: a superset prefilter for `min.<resource>`,
+    /// refined exactly in Rust.
+    milli: i64,
+}
+
+/// A provider account document, keyed by cluster ID.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderDoc {
+    #[serde(rename = "_id")]
+    cluster_id: String,
+    cluster_name: String,
+    #[serde(rename = "authURL")]
+    auth_url: String,
+    secret_hash: String,
+    created_at: bson::DateTime,
+}
+
+impl From<&ProviderAccount> for ProviderDoc {
+    fn from(a: &ProviderAccount) -> Self {
+        ProviderDoc {
+            cluster_id: a.cluster_id.clone(),
+            cluster_name: a.cluster_name.clone(),
+            auth_url: a.auth_url.clone(),
+            secret_hash: a.secret_hash.clone(),
+            created_at: to_bson_time(a.created_at),
+        }
+    }
+}
+
+impl From<ProviderDoc> for ProviderAccount {
+    fn from(d: ProviderDoc) -> Self {
+        ProviderAccount {
+            cluster_id: d.cluster_id,
+            cluster_name: d.cluster_name,
+            auth_url: d.auth_url,
+            secret_hash: d.secret_hash,
+            created_at: from_bson_time(d.created_at),
+        }
+    }
+}
+
+fn to_bson_time(t: DateTime<Utc>) -> bson::DateTime {
+    bson::DateTime::from_millis(t.timestamp_millis())
+}
+
+fn from_bson_time(t: bson::DateTime) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(t.timestamp_millis())
+        .single()
+        .unwrap_or_default()
+}
+
+fn version_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl OfferDoc {
+    fn live(offer: &Offer) -> Self {
+        let plans = offer
+            .plans
+            .iter()
+            .map(|(key, p)| PlanDoc {
+                key: key.clone(),
+                name: p.name.clone(),
+                plan_id: p.plan_id.clone(),
+                cost: p.cost.to_string(),
+                cost_nanos: p.cost.nanos(),
+                resources: p
+                    .resources
+                    .0
+                    .iter()
+                    .map(|(n, q)| ResourceDoc {
+                        name: n.clone(),
+                        quantity: q.to_string(),
+                        milli: q.milli_value(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        OfferDoc {
+            id: offer.id.clone(),
+            version: offer.version as i64,
+            cluster_id: offer.cluster_id.clone(),
+            deleted: false,
+            updated_at: to_bson_time(offer.updated_at),
+            live: Some(LiveFields {
+                name: offer.name.clone(),
+                offer_type: offer.offer_type.clone(),
+                description: offer.description.clone(),
+                cluster_name: offer.cluster_name.clone(),
+                created_at: to_bson_time(offer.created_at),
+                plans,
+            }),
+        }
+    }
+
+    fn into_offer(self) -> Result<Option<Offer>, StoreError> {
+        let live = match (self.deleted, self.live) {
+            (false, Some(live)) => live,
+            _ => return Ok(None),
+        };
+        let mut plans = std::collections::BTreeMap::new();
+        for p in live.plans {
+            let cost: Cost = p
+                .cost
+                .parse()
+                .map_err(|e| corrupt(&self.id, format!("plan {} cost: {e}", p.key)))?;
+            let mut resources = quantity::ResourceList::new();
+            for r in p.resources {
+                let q = r
+                    .quantity
+                    .parse()
+                    .map_err(|e| corrupt(&self.id, format!("resource {}: {e}", r.name)))?;
+                resources.0.insert(r.name, q);
+            }
+            plans.insert(
+                p.key,
+                Plan {
+                    name: p.name,
+                    plan_id: p.plan_id,
+                    cost,
+                    resources,
+                },
+            );
+        }
+        Ok(Some(Offer {
+            id: self.id,
+            name: live.name,
+            offer_type: live.offer_type,
+            description: live.description,
+            plans,
+            cluster_id: self.cluster_id,
+            cluster_name: live.cluster_name,
+            created_at: from_bson_time(live.created_at),
+            updated_at: from_bson_time(self.updated_at),
+            version: version_u64(self.version),
+        }))
+    }
+
+    /// The change a committed document means.
+    fn into_change(self) -> Result<OfferChange, StoreError> {
+        let (id, cluster_id, version) = (
+            self.id.clone(),
+            self.cluster_id.clone(),
+            version_u64(self.version),
+        );
+        Ok(match self.into_offer()? {
+            Some(offer) => OfferChange::Upserted(offer),
+            None => OfferChange::Deleted {
+                id,
+                cluster_id,
+                version,
+            },
+        })
+    }
+}
+
+fn corrupt(id: &str, what: String) -> StoreError {
+    StoreError::Internal(format!("offer {id} in MongoDB is corrupt: {what}"))
+}
+
+/// Sort a driver error into "retry later" (503) or "server fault" (500).
+fn classify(e: mongodb::error::Error) -> StoreError {
+    let unavailable = matches!(
+        *e.kind,
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::DnsResolve { .. }
+            | ErrorKind::Shutdown
+    ) || e.contains_label("RetryableWriteError")
+        || e.contains_label("TransientTransactionError");
+    if unavailable {
+        StoreError::Unavailable(format!("MongoDB is unreachable: {e}"))
+    } else {
+        StoreError::Internal(format!("MongoDB: {e}"))
+    }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == DUPLICATE_KEY)
+}
+
+/// The database query for `filter`: a superset of its exact semantics
+/// (quantities compare in rounded-up milli-units), refined in Rust.
+fn query_for(filter: &OfferFilter) -> Document {
+    let mut q = doc! { "deleted": false };
+    if let Some(t) = &filter.offer_type {
+        q.insert("live.type", t.as_str());
+    }
+    if let Some(p) = &filter.provider {
+        q.insert(
+            "$or",
+            vec![
+                doc! { "clusterID": p.as_str() },
+                doc! { "live.clusterName": p.as_str() },
+            ],
+        );
+    }
+    if filter.has_plan_conditions() {
+        let mut plan = Document::new();
+        if let Some(max) = filter.max_cost {
+            plan.insert("costNanos", doc! { "$lte": max.nanos() });
+        }
+        if !filter.min_resources.is_empty() {
+            let each: Vec<Document> = filter
+                .min_resources
+                .iter()
+                .map(|(name, min)| {
+                    doc! { "resources": { "$elemMatch": { "name": name.as_str(), "milli": { "$gte": min.milli_value() } } } }
+                })
+                .collect();
+            plan.insert("$and", each);
+        }
+        q.insert("live.plans", doc! { "$elemMatch": plan });
+    }
+    q
+}
+
+impl MongoStore {
+    /// Connect (lazily: the driver connects on first use), start creating the
+    /// indexes and following the change streams in the background.
+    pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
+        let mut options = ClientOptions::parse(&config.uri)
+            .await
+            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+        options
+            .app_name
+            .get_or_insert_with(|| "liqo-broker-catalog".to_string());
+        options.server_selection_timeout = Some(config.timeout);
+        options.connect_timeout = Some(config.timeout);
+        options.write_concern = Some(
+            WriteConcern::builder()
+                .w(Acknowledgment::Majority)
+                .journal(true)
+                .build(),
+        );
+        let client = Client::with_options(options)
+            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+        let db = client.database(&config.database);
+        let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
+        let store = MongoStore {
+            offers: db.collection("offers"),
+            providers: db.collection("providers"),
+            db,
+            changes,
+            streams_supported: Arc::new(AtomicBool::new(true)),
+        };
+        tokio::spawn(
+            store
+                .clone()
+                .create_indexes()
+                .instrument(tracing::info_span!("mongodb_indexes")),
+        );
+        tokio::spawn(
+            store
+                .clone()
+                .follow_offers()
+                .instrument(tracing::info_span!("mongodb_changes", coll = "offers")),
+        );
+        tokio::spawn(
+            store
+                .clone()
+                .follow_providers()
+                .instrument(tracing::info_span!("mongodb_changes", coll = "providers")),
+        );
+        Ok(store)
+    }
+
+    /// Indexes for the filters; retried until the database is reachable.
+    async fn create_indexes(self) {
+        let models = [
+            doc! { "clusterID": 1 },
+            doc! { "live.type": 1 },
+            doc! { "live.clusterName": 1 },
+            doc! { "live.plans.costNanos": 1 },
+            doc! { "live.plans.resources.name": 1, "live.plans.resources.milli": 1 },
+        ];
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let mut failed = None;
+            for keys in &models {
+                if let Err(e) = self
+                    .offers
+                    .create_index(IndexModel::builder().keys(keys.clone()).build())
+                    .await
+                {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            match failed {
+                None => {
+                    info!("MongoDB indexes ready");
+                    return;
+                }
+                Some(e) => {
+                    warn!(error = %e, "creating MongoDB indexes failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    /// The JWT signing key shared by every process on this database: the
+    /// stored one, or `candidate` if none is stored yet. Retries until the
+    /// database answers, since tokens must verify on every process.
+    pub async fn shared_signing_key(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let settings: Collection<Document> = self.db.collection("settings");
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let attempt = async {
+                settings
+                    .update_one(
+                        doc! { "_id": SIGNING_KEY_ID },
+                        doc! { "$setOnInsert": { "key": b64.encode(candidate) } },
+                    )
+                    .upsert(true)
+                    .await?;
+                settings.find_one(doc! { "_id": SIGNING_KEY_ID }).await
+            };
+            match attempt.await {
+                Ok(Some(d)) => {
+                    let key = d
+                        .get_str("key")
+                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")))?;
+                    return b64
+                        .decode(key)
+                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")));
+                }
+                Ok(None) => {
+                    return Err(StoreError::Internal(
+                        "signing key vanished after upsert".into(),
+                    ))
+                }
+                Err(e) => match classify(e) {
+                    StoreError::Unavailable(msg) => {
+                        warn!(error = %msg, "waiting for MongoDB to load the shared signing key");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+    }
+
+    fn publish_local(&self, change: OfferChange) {
+        if !self.streams_supported.load(Ordering::Relaxed) {
+            let _ = self.changes.send(change);
+        }
+    }
+
+    async fn follow_offers(self) {
+        let coll: Collection<Document> = self.db.collection("offers");
+        self.follow(coll, |d| {
+            let doc: OfferDoc =
+                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
+            doc.into_change()
+        })
+        .await
+    }
+
+    async fn follow_providers(self) {
+        let coll: Collection<Document> = self.db.collection("providers");
+        self.follow(coll, |d| {
+            let account: ProviderDoc =
+                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
+            Ok(OfferChange::ProviderAdded(
+                ProviderAccount::from(account).info(),
+            ))
+        })
+        .await
+    }
+
+    /// Follow one collection's change stream for ever, resuming after
+    /// failures from the last seen event; announce [`OfferChange::Resync`]
+    /// whenever the stream had to start afresh.
+    async fn follow<F>(&self, coll: Collection<Document>, to_change: F)
+    where
+        F: Fn(Document) -> Result<OfferChange, StoreError>,
+    {
+        let mut resume = None;
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let opened = coll
+                .watch()
+                .pipeline([
+                    doc! { "$match": { "operationType": { "$in": ["insert", "replace"] } } },
+                ])
+                .resume_after(resume.clone())
+                .await;
+            let mut stream = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    if let ErrorKind::Command(c) = &*e.kind {
+                        // 40573: not a replica set; 286: resume point gone.
+                        if c.code == 40573 || c.message.contains("only supported on replica sets") {
+                            warn!("MongoDB has no change streams (standalone server): only this process's writes are published");
+                            self.streams_supported.store(false, Ordering::Relaxed);
+                            return;
+                        }
+                        if resume.is_some() {
+                            warn!(error = %e, "cannot resume the change stream; starting afresh");
+                            resume = None;
+                            continue;
+                        }
+                    }
+                    warn!(error = %e, "opening the change stream failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            delay = Duration::from_millis(200);
+            if resume.is_none() {
+                let _ = self.changes.send(OfferChange::Resync);
+            }
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(ev) => {
+                        resume = Some(ev.id.clone());
+                        if !matches!(
+                            ev.operation_type,
+                            OperationType::Insert | OperationType::Replace
+                        ) {
+                            continue;
+                        }
+                        let Some(doc) = ev.full_document else {
+                            continue;
+                        };
+                        match to_change(doc) {
+                            Ok(change) => {
+                                let _ = self.changes.send(change);
+                            }
+                            Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
+                        }
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "change stream interrupted; resuming");
+                        if let Some(token) = stream.resume_token() {
+                            resume = Some(token);
+                        }
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn find_doc(&self, id: &str) -> Result<Option<OfferDoc>, StoreError> {
+        self.offers
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)
+    }
+
+    /// Write `new` in place of `old` (None: the id was never written), only
+    /// if nobody else wrote in between. Ok(false) means "lost the race".
+    async fn swap(&self, old: Option<&OfferDoc>, new: &OfferDoc) -> Result<bool, StoreError> {
+        match old {
+            None => match self.offers.insert_one(new).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_duplicate_key(&e) => Ok(false),
+                Err(e) => Err(classify(e)),
+            },
+            Some(old) => {
+                let r = self
+                    .offers
+                    .replace_one(doc! { "_id": &old.id, "version": old.version }, new)
+                    .await
+                    .map_err(classify)?;
+                Ok(r.matched_count == 1)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Store for MongoStore {
+    fn kind(&self) -> &'static str {
+        "mongodb"
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.db
+            .run_command(doc! { "ping": 1 })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError> {
+        let cursor = self
+            .offers
+            .find(query_for(filter))
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?;
+        let docs: Vec<OfferDoc> = cursor.try_collect().await.map_err(classify)?;
+        let mut out = Vec::with_capacity(docs.len());
+        for d in docs {
+            if let Some(offer) = d.into_offer()? {
+                if filter.matches(&offer) {
+                    out.push(offer);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        match self.find_doc(id).await? {
+            Some(d) => d.into_offer(),
+            None => Ok(None),
+        }
+    }
+
+    async fn put_offer(
+        &self,
+        draft: OfferDraft,
+        expected_version: Option<u64>,
+    ) -> Result<PutOutcome, StoreError> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let old = self.find_doc(&draft.id).await?;
+            let live = match &old {
+                Some(d) if !d.deleted => d.clone().into_offer()?,
+                _ => None,
+            };
+            if let Some(l) = &live {
+                if l.cluster_id != draft.owner.cluster_id {
+                    return Err(StoreError::NotOwner);
+                }
+            }
+            let current = live.as_ref().map(|l| l.version).unwrap_or(0);
+            if let Some(expected) = expected_version {
+                if expected != current {
+                    return Err(StoreError::VersionConflict { expected, current });
+                }
+            }
+            let now = crate::model::now();
+            let version = old.as_ref().map(|d| version_u64(d.version)).unwrap_or(0) + 1;
+            let created_at = live.as_ref().map(|l| l.created_at).unwrap_or(now);
+            let offer = draft.clone().into_offer(created_at, now, version);
+            if self.swap(old.as_ref(), &OfferDoc::live(&offer)).await? {
+                self.publish_local(OfferChange::Upserted(offer.clone()));
+                return Ok(PutOutcome {
+                    offer,
+                    created: live.is_none(),
+                });
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent writes to offer {}; retry",
+            draft.id
+        )))
+    }
+
+    async fn delete_offer(&self, id: &str, owner_cluster_id: &str) -> Result<Offer, StoreError> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let Some(old) = self.find_doc(id).await? else {
+                return Err(StoreError::NotFound);
+            };
+            let Some(offer) = old.clone().into_offer()? else {
+                return Err(StoreError::NotFound);
+            };
+            if offer.cluster_id != owner_cluster_id {
+                return Err(StoreError::NotOwner);
+            }
+            let tomb = OfferDoc {
+                id: old.id.clone(),
+                version: old.version + 1,
+                cluster_id: old.cluster_id.clone(),
+                deleted: true,
+                updated_at: to_bson_time(crate::model::now()),
+                live: None,
+            };
+            if self.swap(Some(&old), &tomb).await? {
+                self.publish_local(OfferChange::Deleted {
+                    id: id.to_string(),
+                    cluster_id: offer.cluster_id.clone(),
+                    version: version_u64(tomb.version),
+                });
+                return Ok(offer);
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent writes to offer {id}; retry"
+        )))
+    }
+
+    async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
+        let found = self
+            .providers
+            .find_one(doc! { "_id": cluster_id })
+            .await
+            .map_err(classify)?;
+        Ok(found.map(ProviderAccount::from))
+    }
+
+    async fn claim_provider(
+        &self,
+        account: ProviderAccount,
+    ) -> Result<(ProviderAccount, bool), StoreError> {
+        match self.providers.insert_one(ProviderDoc::from(&account)).await {
+            Ok(_) => {
+                self.publish_local(OfferChange::ProviderAdded(account.info()));
+                Ok((account, true))
+            }
+            Err(e) if is_duplicate_key(&e) => match self.get_provider(&account.cluster_id).await? {
+                Some(existing) => Ok((existing, false)),
+                None => Err(StoreError::Internal(
+                    "provider vanished after a duplicate-key insert".into(),
+                )),
+            },
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
+        let cursor = self
+            .providers
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?;
+        let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
+        Ok(docs
+            .into_iter()
+            .map(|d| ProviderAccount::from(d).info())
+            .collect())
+    }
+
+    async fn stats(&self) -> Result<StoreStats, StoreError> {
+        let offers = self
+            .offers
+            .count_documents(doc! { "deleted": false })
+            .await
+            .map_err(classify)?;
+        let providers = self
+            .providers
+            .count_documents(doc! {})
+            .await
+            .map_err(classify)?;
+        Ok(StoreStats { offers, providers })
+    }
+
+    fn changes(&self) -> broadcast::Receiver<OfferChange> {
+        self.changes.subscribe()
+    }
+}
