@@ -1,1 +1,291 @@
-fn main() {}
+//! `resource-monitor`: serve a ResourceReader chain (source → quota →
+//! filter) to Liqo over gRPC. Parses flags and the chain file, builds the
+//! chain, serves it; the logic lives in the library.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use resource_monitor::config::{ChainConfig, SourceConfig};
+use resource_monitor::server::{self, ServerOptions};
+use resource_monitor::stage::{Percent, QuotaConfig};
+use resource_monitor::LiqoApi;
+
+const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
+
+/// Serve a ResourceReader chain to Liqo: which resources may be offered to
+/// each peer cluster.
+///
+/// A source (kubernetes, host, static file, or an upstream resource-monitor
+/// over gRPC) is followed by an optional quota stage and an optional filter
+/// stage, and served in the wire shape of a Liqo release: point a Liqo
+/// controller-manager at it with `--resource-plugin-address` (or
+/// `--external-monitor` on v0.5–v0.6). Health checking (grpc.health.v1) and
+/// reflection are served too, so `grpcurl` works.
+///
+/// Quick start:   resource-monitor --source static:resources.yaml --quota-percent 50 --liqo-api v0.6
+/// Full chains:   resource-monitor --config chain.toml
+///
+/// Chain file (TOML; every section optional, flags override it; unknown
+/// keys are errors):
+///
+///   [server]       listen = "0.0.0.0:6001", liqo_api = "v0.6", pool_name = "", pool_prefix = "", max_connections = 256
+///   [source.static]      path = "resources.yaml"        (YAML/JSON map name → quantity, re-read on change)
+///   [source.host]        disk_path = "/", refresh_seconds = 30
+///   [source.kubernetes]  kubeconfig = "...", context = "...", origin_labels = ["virtualkubelet.liqo.io/origin", ...]
+///   [source.grpc]        address = "http://10.0.0.1:6001", liqo_api = "v0.5"
+///   [clusters."<cluster-id>".labels]   tier = "gold"
+///   [quota]        percent = 50, max = { cpu = "8", memory = "32Gi" }
+///   [[quota.originators]]  clusters = ["id"], labels = { tier = "gold" }, percent = 80, max = { ... }
+///   [[filter.rules]]       clusters = [...], labels = {...}, allow = ["nvidia.com/*"], deny = [...]
+///
+/// Filter rules are tried in order; the first rule that matches the asking
+/// cluster and names a resource decides; resources no rule names pass.
+#[derive(Debug, Parser)]
+#[command(name = "resource-monitor", version, verbatim_doc_comment)]
+struct Args {
+    /// Chain file (TOML) with [server], [source.*], [clusters], [quota] and [filter] sections.
+    #[arg(long, env = "RESOURCE_MONITOR_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Where resources come from: static:FILE | host | kubernetes | grpc:ADDRESS. Overrides the chain file's [source].
+    #[arg(long, env = "RESOURCE_MONITOR_SOURCE", value_name = "SPEC")]
+    source: Option<SourceConfig>,
+
+    /// Kubeconfig for the kubernetes source (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(long, env = "RESOURCE_MONITOR_KUBECONFIG", value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context for the kubernetes source (default: the current context).
+    #[arg(long, env = "RESOURCE_MONITOR_KUBE_CONTEXT", value_name = "NAME")]
+    kube_context: Option<String>,
+
+    /// Wire shape the grpc source's upstream serves: v0.5 | v0.6 | v0.9.
+    #[arg(long, env = "RESOURCE_MONITOR_UPSTREAM_API", value_name = "VERSION")]
+    upstream_api: Option<LiqoApi>,
+
+    /// Offer only this percentage (0-100) of what the source offers, like Liqo's sharing percentage. Overrides [quota] percent.
+    #[arg(long, env = "RESOURCE_MONITOR_QUOTA_PERCENT", value_name = "N")]
+    quota_percent: Option<Percent>,
+
+    /// Address to serve gRPC on [default: 0.0.0.0:6001].
+    #[arg(long, env = "RESOURCE_MONITOR_LISTEN", value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+
+    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.11 (shape C) [default: v0.5].
+    #[arg(long, env = "RESOURCE_MONITOR_LIQO_API", value_name = "VERSION")]
+    liqo_api: Option<LiqoApi>,
+
+    /// Shape C: pool_name of the answered resource list [default: empty].
+    #[arg(long, env = "RESOURCE_MONITOR_POOL_NAME", value_name = "NAME")]
+    pool_name: Option<String>,
+
+    /// Shape C: pool_prefix of the answered resource list [default: empty].
+    #[arg(long, env = "RESOURCE_MONITOR_POOL_PREFIX", value_name = "PREFIX")]
+    pool_prefix: Option<String>,
+
+    /// Most connections served at once; more wait [default: 256].
+    #[arg(long, env = "RESOURCE_MONITOR_MAX_CONNECTIONS", value_name = "N")]
+    max_connections: Option<std::num::NonZeroUsize>,
+
+    /// Check the configuration (flags and chain file) and exit without starting anything.
+    #[arg(long, env = "RESOURCE_MONITOR_CHECK")]
+    check: bool,
+
+    /// Log format: text or json. Log levels come from RUST_LOG (default: info).
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LOG_FORMAT",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let log_format = args.log_format;
+    init_logging(log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let message = describe(&error);
+            match log_format {
+                LogFormat::Json => tracing::error!("{message}"),
+                LogFormat::Text => eprintln!("error: {message}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes, skipping causes the message already quotes
+/// (most of ours embed their cause, so `{:#}` would print it twice).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// The chain file merged with the flags (flags win).
+fn settle_config(args: &Args) -> anyhow::Result<ChainConfig> {
+    let mut config = match &args.config {
+        Some(path) => ChainConfig::load(path)?,
+        None => ChainConfig::default(),
+    };
+    if let Some(source) = &args.source {
+        config.source = Some(source.clone());
+    }
+    match &mut config.source {
+        Some(SourceConfig::Kubernetes {
+            kubeconfig,
+            context,
+            ..
+        }) => {
+            if args.kubeconfig.is_some() {
+                kubeconfig.clone_from(&args.kubeconfig);
+            }
+            if args.kube_context.is_some() {
+                context.clone_from(&args.kube_context);
+            }
+        }
+        Some(SourceConfig::Grpc { liqo_api, .. }) => {
+            if let Some(api) = args.upstream_api {
+                *liqo_api = api;
+            }
+        }
+        _ => {}
+    }
+    if let Some(percent) = args.quota_percent {
+        config
+            .quota
+            .get_or_insert_with(QuotaConfig::default)
+            .percent = percent;
+    }
+    anyhow::ensure!(
+        config.source.is_some(),
+        "no source configured: pass --source static:FILE|host|kubernetes|grpc:ADDRESS, or --config with a [source.<kind>] table"
+    );
+    Ok(config)
+}
+
+fn server_options(args: &Args, config: &ChainConfig) -> ServerOptions {
+    let section = &config.server;
+    let api = args.liqo_api.or(section.liqo_api).unwrap_or_default();
+    let mut options = ServerOptions::new(api);
+    if let Some(name) = args.pool_name.clone().or_else(|| section.pool_name.clone()) {
+        options.pool_name = name;
+    }
+    if let Some(prefix) = args
+        .pool_prefix
+        .clone()
+        .or_else(|| section.pool_prefix.clone())
+    {
+        options.pool_prefix = prefix;
+    }
+    if let Some(max) = args.max_connections {
+        options.max_connections = max.get();
+    } else if let Some(max) = section.max_connections {
+        options.max_connections = usize::try_from(max.get()).unwrap_or(usize::MAX);
+    }
+    options
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let config = settle_config(&args)?;
+    let listen = match args.listen.or(config.server.listen) {
+        Some(addr) => addr,
+        None => DEFAULT_LISTEN.parse().context("default listen address")?,
+    };
+    let options = server_options(&args, &config);
+    if args.check {
+        println!("configuration is valid");
+        return Ok(());
+    }
+
+    // Everything that can be wrong with the configuration fails here,
+    // before the port is bound.
+    let reader = resource_monitor::chain::build(&config).await?;
+    tracing::info!(source = ?config.source, quota = config.quota.is_some(), filter = config.filter.is_some(), "chain built");
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stop_rx.await;
+    };
+    let server = tokio::spawn(server::serve(reader, listen, options, shutdown));
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => return result.context("server task")?.map_err(Into::into),
+        () = shutdown_signal() => {}
+    }
+    let _ = stop_tx.send(());
+    // Controllers that hold calls open must not keep us from exiting.
+    match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
+        Ok(result) => result.context("server task")?.map_err(Into::into),
+        Err(_) => {
+            tracing::warn!("connections still open after 5s; exiting anyway");
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("interrupted"),
+        () = terminate => tracing::info!("terminated"),
+    }
+}

@@ -1,0 +1,166 @@
+//! Serves any [`ResourceReader`] over gRPC in the wire shape of a Liqo
+//! release, with gRPC health checking and server reflection (so `grpcurl`
+//! works without the proto files).
+//!
+//! Every new `Subscribe` immediately gets an "all clusters" notification,
+//! then one per change; a controller that half-closes and re-subscribes
+//! (Liqo v0.6+ does, 100 ms after any stream error) just gets a new stream.
+//! Limits: connections, concurrent streams per connection, request size.
+
+mod adapter;
+mod limit;
+mod shape_a;
+mod shape_b;
+mod shape_c;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use liqo_proto::{shape_a as a, shape_b as b, shape_c as c, SERVICE_NAME};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Server;
+use tonic_health::ServingStatus;
+
+use crate::reader::ResourceReader;
+pub use crate::wire::LiqoApi;
+use adapter::Adapter;
+
+/// How to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// The wire shape.
+    pub api: LiqoApi,
+    /// Shape C only: the `pool_name` of the single pool answered.
+    pub pool_name: String,
+    /// Shape C only: the `pool_prefix` of the single pool answered.
+    pub pool_prefix: String,
+    /// Connections open at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// Concurrent HTTP/2 streams (calls) per connection.
+    pub max_concurrent_streams: u32,
+    /// Largest request accepted, in bytes (requests are a cluster ID).
+    pub max_request_size: usize,
+}
+
+impl ServerOptions {
+    pub fn new(api: LiqoApi) -> Self {
+        Self {
+            api,
+            pool_name: String::new(),
+            pool_prefix: String::new(),
+            max_connections: 256,
+            max_concurrent_streams: 128,
+            max_request_size: 64 * 1024,
+        }
+    }
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self::new(LiqoApi::default())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Bind `addr` and serve `reader` until `shutdown` completes, then stop
+/// accepting, end open subscriptions and wait for in-flight calls.
+pub async fn serve(
+    reader: Arc<dyn ResourceReader>,
+    addr: SocketAddr,
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    serve_listener(reader, listener, options, shutdown).await
+}
+
+/// As [`serve`], on a listener bound by the caller (bind port 0 to let the
+/// system pick a free port, then read it from the listener).
+pub async fn serve_listener(
+    reader: Arc<dyn ResourceReader>,
+    listener: TcpListener,
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let stop = CancellationToken::new();
+    let adapter = Adapter {
+        reader,
+        stop: stop.clone(),
+    };
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_service_status(SERVICE_NAME, ServingStatus::Serving)
+        .await;
+    let fds = options.api.file_descriptor_set();
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(fds)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(fds)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let max = options.max_request_size;
+    let mut server = Server::builder()
+        .max_concurrent_streams(options.max_concurrent_streams)
+        // Find dead controllers whose subscription would otherwise linger.
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .trace_fn(|request| tracing::info_span!("grpc", path = %request.uri().path()));
+    let router = match options.api {
+        LiqoApi::V05 => server.add_service(
+            a::resource_reader_server::ResourceReaderServer::new(shape_a::ShapeA(adapter))
+                .max_decoding_message_size(max),
+        ),
+        LiqoApi::V06 => server.add_service(
+            b::resource_reader_server::ResourceReaderServer::new(shape_b::ShapeB(adapter))
+                .max_decoding_message_size(max),
+        ),
+        LiqoApi::V09 => server.add_service(
+            c::resource_reader_server::ResourceReaderServer::new(shape_c::ShapeC {
+                adapter,
+                pool_name: options.pool_name.clone(),
+                pool_prefix: options.pool_prefix.clone(),
+            })
+            .max_decoding_message_size(max),
+        ),
+    }
+    .add_service(health_service)
+    .add_service(reflection_v1)
+    .add_service(reflection_v1alpha);
+
+    let local = listener.local_addr().ok();
+    tracing::info!(addr = ?local, api = %options.api, "serving ResourceReader");
+    let incoming = limit::incoming(listener, options.max_connections);
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: ending subscriptions");
+        health
+            .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
+            .await;
+        stop.cancel();
+    };
+    router
+        .serve_with_incoming_shutdown(incoming, signal)
+        .await?;
+    Ok(())
+}

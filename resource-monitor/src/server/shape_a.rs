@@ -1,0 +1,64 @@
+//! Shape A (Liqo v0.5, the thesis design): string maps, empty notifications.
+
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use liqo_proto::shape_a::{
+    resource_reader_server, ReadRequest, ReadResponse, RemoveRequest, RemoveResponse,
+    SubscribeRequest, UpdateNotification,
+};
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use super::adapter::{peer, Adapter};
+use crate::wire;
+
+pub(crate) struct ShapeA(pub(crate) Adapter);
+
+type Notifications = Pin<Box<dyn Stream<Item = Result<UpdateNotification, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl resource_reader_server::ResourceReader for ShapeA {
+    async fn read_resources(
+        &self,
+        request: Request<ReadRequest>,
+    ) -> Result<Response<ReadResponse>, Status> {
+        let originator = request.into_inner().originator;
+        let span = tracing::debug_span!("read", %originator);
+        let list = self
+            .0
+            .reader
+            .read(&originator)
+            .instrument(span)
+            .await
+            .map_err(wire::status_from)?;
+        Ok(Response::new(wire::to_shape_a(&list)))
+    }
+
+    type SubscribeStream = Notifications;
+
+    async fn subscribe(
+        &self,
+        request: Request<SubscribeRequest>,
+    ) -> Result<Response<Notifications>, Status> {
+        let stream = self
+            .0
+            .notifications(peer(&request))
+            .map(|_| Ok(UpdateNotification {}));
+        Ok(Response::new(stream.boxed()))
+    }
+
+    async fn remove_cluster(
+        &self,
+        request: Request<RemoveRequest>,
+    ) -> Result<Response<RemoveResponse>, Status> {
+        let cluster = request.into_inner().cluster;
+        tracing::info!(%cluster, "remove cluster");
+        self.0
+            .reader
+            .remove_cluster(&cluster)
+            .await
+            .map_err(wire::status_from)?;
+        Ok(Response::new(RemoveResponse {}))
+    }
+}

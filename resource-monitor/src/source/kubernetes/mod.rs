@@ -1,0 +1,205 @@
+//! The Kubernetes source: Liqo's local resource monitor.
+//!
+//! Watches Nodes and Pods (list, then watch, through `kube`'s watcher: the
+//! API server pushes every change, nothing is polled) and offers the
+//! allocatable of Ready, non-virtual nodes minus the requests of Running,
+//! non-shadow pods; a peer asking gets the requests of the pods it offloaded
+//! here added back, so it is never offered less because of its own
+//! workload. Never negative. Subscribers are notified whenever the answer
+//! changes (pod status heartbeats that change nothing are not notified).
+
+mod accounting;
+pub mod objects;
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Api;
+use quantity::ResourceList;
+use tracing::Instrument;
+
+pub use accounting::{Accounting, Changed};
+
+use crate::reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
+use crate::task::AbortOnDrop;
+
+/// How to reach the API server, and Liqo's labels.
+#[derive(Debug, Clone)]
+pub struct KubernetesOptions {
+    /// A kubeconfig file; `None` infers the configuration like `kubectl`
+    /// (`$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account).
+    pub kubeconfig: Option<PathBuf>,
+    /// A context of the kubeconfig other than its current one.
+    pub context: Option<String>,
+    /// Pod labels naming the peer that offloaded a pod here.
+    pub origin_labels: Vec<String>,
+}
+
+impl Default for KubernetesOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            context: None,
+            origin_labels: objects::DEFAULT_ORIGIN_LABELS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubernetesError {
+    #[error("cannot read kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: PathBuf,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot find a Kubernetes configuration: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    #[error("cannot build a Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// The local monitor of a Kubernetes cluster.
+pub struct KubernetesSource {
+    state: Arc<RwLock<Accounting>>,
+    notifier: Notifier,
+    _watchers: [AbortOnDrop; 2],
+}
+
+impl std::fmt::Debug for KubernetesSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubernetesSource").finish_non_exhaustive()
+    }
+}
+
+impl KubernetesSource {
+    /// Build a client from `options` (failing on a bad kubeconfig) and start
+    /// watching. Reads answer `UNAVAILABLE` until nodes and pods are listed;
+    /// subscribers get a notification then.
+    pub async fn connect(options: KubernetesOptions) -> Result<Self, KubernetesError> {
+        let config_options = kube::config::KubeConfigOptions {
+            context: options.context.clone(),
+            ..Default::default()
+        };
+        let config = match &options.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
+                    KubernetesError::Kubeconfig {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &config_options)
+                    .await
+                    .map_err(|source| KubernetesError::Kubeconfig {
+                        path: path.clone(),
+                        source,
+                    })?
+            }
+            None if options.context.is_some() => kube::Config::from_kubeconfig(&config_options)
+                .await
+                .map_err(|source| KubernetesError::Kubeconfig {
+                    path: PathBuf::from("(default kubeconfig)"),
+                    source,
+                })?,
+            None => kube::Config::infer().await?,
+        };
+        tracing::info!(cluster_url = %config.cluster_url, "watching Kubernetes");
+        let client = kube::Client::try_from(config)?;
+        Ok(Self::with_client(client, options.origin_labels))
+    }
+
+    /// Start watching with an existing client.
+    pub fn with_client(client: kube::Client, origin_labels: Vec<String>) -> Self {
+        let state = Arc::new(RwLock::new(Accounting::new(origin_labels)));
+        let notifier = Notifier::new();
+        let nodes = tokio::spawn(
+            watch_kind::<Node>(
+                Api::all(client.clone()),
+                state.clone(),
+                notifier.clone(),
+                |a, e| a.on_node_event(e),
+            )
+            .instrument(tracing::info_span!("watch", kind = "Node")),
+        );
+        let pods = tokio::spawn(
+            watch_kind::<Pod>(Api::all(client), state.clone(), notifier.clone(), |a, e| {
+                a.on_pod_event(e)
+            })
+            .instrument(tracing::info_span!("watch", kind = "Pod")),
+        );
+        Self {
+            state,
+            notifier,
+            _watchers: [AbortOnDrop(nodes), AbortOnDrop(pods)],
+        }
+    }
+}
+
+/// Feed one kind's watch events into the accounting; `watcher` re-lists
+/// and re-watches on its own, with backoff after errors.
+async fn watch_kind<K>(
+    api: Api<K>,
+    state: Arc<RwLock<Accounting>>,
+    notifier: Notifier,
+    apply: fn(&mut Accounting, watcher::Event<K>) -> Changed,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => {
+                let done = matches!(event, watcher::Event::InitDone);
+                let changed = {
+                    let mut state = state.write().unwrap_or_else(|e| e.into_inner());
+                    apply(&mut state, event)
+                };
+                if done {
+                    tracing::info!("listed");
+                }
+                if changed == Changed::Yes {
+                    tracing::debug!("available resources changed");
+                    notifier.notify(Notification::All);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "watch failed; retrying with backoff"),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ResourceReader for KubernetesSource {
+    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+        self.state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .answer(originator)
+            .ok_or_else(|| {
+                ReadError::Unavailable(
+                    "the kubernetes source has not listed nodes and pods yet".to_string(),
+                )
+            })
+    }
+
+    fn subscribe(&self) -> NotificationStream {
+        self.notifier.subscribe()
+    }
+
+    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+        // What a peer offloaded here is derived from the pods that are
+        // running now, not remembered: pods still running are still its.
+        tracing::debug!(cluster, "kubernetes source: nothing held for this cluster");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

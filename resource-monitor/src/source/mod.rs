@@ -1,0 +1,18 @@
+//! Sources: the first reader of a chain, producing the local answer.
+//!
+//! - [`KubernetesSource`]: Liqo's local monitor — watches Nodes and Pods.
+//! - [`HostSource`]: this machine's CPUs, memory and disk.
+//! - [`StaticFile`]: a YAML/JSON file of resources, re-read when it changes.
+//! - [`GrpcSource`]: an upstream ResourceReader in another process.
+//! - [`MemorySource`]: a list set by code.
+
+mod host;
+pub mod kubernetes;
+mod memory;
+mod static_file;
+
+pub use crate::client::UpstreamClient as GrpcSource;
+pub use host::{HostError, HostOptions, HostSource};
+pub use kubernetes::{KubernetesError, KubernetesOptions, KubernetesSource};
+pub use memory::MemorySource;
+pub use static_file::{StaticFile, StaticFileError};

@@ -1,0 +1,150 @@
+//! The filter stage: per originator, allow or deny resource names with
+//! wildcards — e.g. only allow-listed clusters see `nvidia.com/gpu`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use quantity::ResourceList;
+
+use crate::directory::{ClusterDirectory, Selector};
+use crate::pattern::Pattern;
+use crate::reader::{Layer, NotificationStream, ReadError, ResourceReader};
+
+/// Ordered filter rules.
+///
+/// For each resource name, the rules are tried in order; the first rule
+/// that matches the originator **and** names the resource (in `deny` or
+/// `allow`) decides: `deny` hides it, `allow` lets it through (if a rule
+/// names a resource in both, `deny` wins). A resource no rule names passes
+/// unchanged. So "only gold clusters see GPUs" is an `allow` rule for the
+/// gold clusters followed by a `deny` rule for everyone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterConfig {
+    #[serde(default)]
+    pub rules: Vec<FilterRule>,
+}
+
+/// One filter rule.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "FilterRuleFile")]
+pub struct FilterRule {
+    pub selector: Selector,
+    pub allow: Vec<Pattern>,
+    pub deny: Vec<Pattern>,
+}
+
+impl FilterRule {
+    /// What this rule says about `name` for a matching originator.
+    fn verdict(&self, name: &str) -> Option<bool> {
+        if self.deny.iter().any(|p| p.matches(name)) {
+            Some(false)
+        } else if self.allow.iter().any(|p| p.matches(name)) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilterRuleFile {
+    #[serde(default)]
+    clusters: Vec<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    allow: Vec<Pattern>,
+    #[serde(default)]
+    deny: Vec<Pattern>,
+}
+
+impl TryFrom<FilterRuleFile> for FilterRule {
+    type Error = &'static str;
+    fn try_from(f: FilterRuleFile) -> Result<Self, Self::Error> {
+        if f.allow.is_empty() && f.deny.is_empty() {
+            return Err("a filter rule needs `allow` or `deny` (a list of resource-name patterns)");
+        }
+        Ok(Self {
+            selector: Selector {
+                clusters: f.clusters,
+                labels: f.labels,
+            },
+            allow: f.allow,
+            deny: f.deny,
+        })
+    }
+}
+
+/// Builds [`Filter`] stages.
+#[derive(Debug, Clone)]
+pub struct FilterLayer {
+    config: Arc<FilterConfig>,
+    directory: Arc<ClusterDirectory>,
+}
+
+impl FilterLayer {
+    pub fn new(config: FilterConfig, directory: Arc<ClusterDirectory>) -> Self {
+        Self {
+            config: Arc::new(config),
+            directory,
+        }
+    }
+}
+
+impl<R: ResourceReader> Layer<R> for FilterLayer {
+    type Reader = Filter<R>;
+    fn layer(&self, inner: R) -> Filter<R> {
+        Filter {
+            inner,
+            config: self.config.clone(),
+            directory: self.directory.clone(),
+        }
+    }
+}
+
+/// The filter stage in front of `R`.
+#[derive(Debug)]
+pub struct Filter<R> {
+    inner: R,
+    config: Arc<FilterConfig>,
+    directory: Arc<ClusterDirectory>,
+}
+
+impl<R> Filter<R> {
+    /// Whether `originator` may see the resource `name`.
+    pub fn allows(&self, originator: &str, name: &str) -> bool {
+        self.config
+            .rules
+            .iter()
+            .filter(|rule| rule.selector.matches(originator, &self.directory))
+            .find_map(|rule| rule.verdict(name))
+            .unwrap_or(true)
+    }
+
+    /// Apply the filter to an upstream answer for `originator`.
+    pub fn apply(&self, originator: &str, mut upstream: ResourceList) -> ResourceList {
+        if !self.config.rules.is_empty() {
+            upstream.0.retain(|name, _| self.allows(originator, name));
+        }
+        upstream
+    }
+}
+
+#[async_trait::async_trait]
+impl<R: ResourceReader> ResourceReader for Filter<R> {
+    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+        let upstream = self.inner.read(originator).await?;
+        Ok(self.apply(originator, upstream))
+    }
+
+    fn subscribe(&self) -> NotificationStream {
+        self.inner.subscribe()
+    }
+
+    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+        tracing::debug!(cluster, "filter stage: forwarding remove_cluster");
+        self.inner.remove_cluster(cluster).await
+    }
+}
