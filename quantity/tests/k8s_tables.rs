@@ -299,7 +299,9 @@ const MOST_NEGATIVE: i64 = i64::MIN;
 /// One Go row, `(10^18 - 1) * 10^-17` vs `10`, is left out: it differs from 10
 /// by less than 1n, which Kubernetes' own parser rounds away (only its
 /// internal constructors can hold it).
-const CMP_SCALED: &[((i64, i32), (i64, i32), Ordering)] = &[
+/// `mantissa * 10^exponent`.
+type Scaled = (i64, i32);
+const CMP_SCALED: &[(Scaled, Scaled, Ordering)] = &[
     ((901, -2), (901, -2), Ordering::Equal),
     ((90, -1), (901, -2), Ordering::Less),
     ((901, -2), (900, -2), Ordering::Greater),
