@@ -1,0 +1,1 @@
+//! provider-agent library (work in progress).
