@@ -1,0 +1,316 @@
+//! The aggregator's Prometheus metrics: upstream up/down, upstream and
+//! downstream read latency, how reads were answered, notifications and
+//! reloads. Rendered in the Prometheus text format by [`Metrics::render`]
+//! (served on `/metrics`, see [`crate::http`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Latency buckets, seconds: loopback reads take well under a millisecond,
+/// a slow upstream hits the timeout (1 s by default).
+const BUCKETS: [f64; 14] = [
+    0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct UpstreamLabels {
+    pub cluster_id: String,
+    pub address: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ClusterLabels {
+    cluster_id: String,
+}
+
+/// How one upstream contributed to one read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Outcome {
+    /// Answered in time.
+    fresh,
+    /// Did not answer; its last-known answer was used.
+    last_known,
+    /// Did not answer; left out of the sum.
+    omitted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutcomeLabels {
+    cluster_id: String,
+    outcome: Outcome,
+}
+
+/// Why an upstream read failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Failure {
+    timeout,
+    unavailable,
+    rejected,
+    error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FailureLabels {
+    cluster_id: String,
+    reason: Failure,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+/// Shared handles to every metric; cheap to clone.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    upstream_up: Family<UpstreamLabels, Gauge>,
+    upstream_read_seconds: Family<ClusterLabels, Histogram, fn() -> Histogram>,
+    upstream_answers: Family<OutcomeLabels, Counter>,
+    upstream_failures: Family<FailureLabels, Counter>,
+    upstreams: Gauge,
+    read_seconds: Histogram,
+    reads: Family<ResultLabels, Counter>,
+    notifications: Counter,
+    reloads: Family<ResultLabels, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("aggregator");
+        let upstream_up = Family::<UpstreamLabels, Gauge>::default();
+        registry.register(
+            "upstream_up",
+            "1 if the upstream answers (subscribed and its last read succeeded), 0 if not",
+            upstream_up.clone(),
+        );
+        let upstream_read_seconds =
+            Family::<ClusterLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram as fn() -> Histogram,
+            );
+        registry.register(
+            "upstream_read_duration_seconds",
+            "Time for one upstream read, failures and timeouts included",
+            upstream_read_seconds.clone(),
+        );
+        let upstream_answers = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "upstream_answers",
+            "How each upstream contributed to reads: fresh, last_known (policy) or omitted",
+            upstream_answers.clone(),
+        );
+        let upstream_failures = Family::<FailureLabels, Counter>::default();
+        registry.register(
+            "upstream_read_failures",
+            "Upstream reads that failed, by reason",
+            upstream_failures.clone(),
+        );
+        let upstreams = Gauge::default();
+        registry.register("upstreams", "Upstreams configured", upstreams.clone());
+        let read_seconds = latency_histogram();
+        registry.register(
+            "read_duration_seconds",
+            "Time to answer one downstream read (fan-out and sum)",
+            read_seconds.clone(),
+        );
+        let reads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "reads",
+            "Downstream reads answered, by result",
+            reads.clone(),
+        );
+        let notifications = Counter::default();
+        registry.register(
+            "notifications",
+            "Change notifications sent downstream (after coalescing)",
+            notifications.clone(),
+        );
+        let reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads, by result",
+            reloads.clone(),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                upstream_up,
+                upstream_read_seconds,
+                upstream_answers,
+                upstream_failures,
+                upstreams,
+                read_seconds,
+                reads,
+                notifications,
+                reloads,
+            }),
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
+        out
+    }
+
+    pub fn set_upstream_up(&self, labels: &UpstreamLabels, up: bool) {
+        self.inner
+            .upstream_up
+            .get_or_create(labels)
+            .set(i64::from(up));
+    }
+
+    pub fn observe_upstream_read(&self, cluster_id: &str, took: Duration) {
+        self.inner
+            .upstream_read_seconds
+            .get_or_create(&ClusterLabels {
+                cluster_id: cluster_id.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn count_answer(&self, cluster_id: &str, outcome: Outcome) {
+        let labels = OutcomeLabels {
+            cluster_id: cluster_id.to_string(),
+            outcome,
+        };
+        self.inner.upstream_answers.get_or_create(&labels).inc();
+    }
+
+    pub fn count_failure(&self, cluster_id: &str, reason: Failure) {
+        let labels = FailureLabels {
+            cluster_id: cluster_id.to_string(),
+            reason,
+        };
+        self.inner.upstream_failures.get_or_create(&labels).inc();
+    }
+
+    /// Drop the series of an upstream that is no longer configured, so a
+    /// removed upstream does not stay "down" forever.
+    pub fn forget_upstream(&self, labels: &UpstreamLabels, cluster_id_still_used: bool) {
+        self.inner.upstream_up.remove(labels);
+        if cluster_id_still_used {
+            return;
+        }
+        let id = labels.cluster_id.clone();
+        self.inner.upstream_read_seconds.remove(&ClusterLabels {
+            cluster_id: id.clone(),
+        });
+        for outcome in [Outcome::fresh, Outcome::last_known, Outcome::omitted] {
+            self.inner.upstream_answers.remove(&OutcomeLabels {
+                cluster_id: id.clone(),
+                outcome,
+            });
+        }
+        for reason in [
+            Failure::timeout,
+            Failure::unavailable,
+            Failure::rejected,
+            Failure::error,
+        ] {
+            self.inner.upstream_failures.remove(&FailureLabels {
+                cluster_id: id.clone(),
+                reason,
+            });
+        }
+    }
+
+    pub fn set_upstreams(&self, n: usize) {
+        self.inner
+            .upstreams
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn observe_read(&self, took: Duration, ok: bool) {
+        self.inner.read_seconds.observe(took.as_secs_f64());
+        let result = if ok { "ok" } else { "error" };
+        self.inner
+            .reads
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    pub fn count_notification(&self) {
+        self.inner.notifications.inc();
+    }
+
+    pub fn count_reload(&self, ok: bool) {
+        let result = if ok { "ok" } else { "error" };
+        self.inner
+            .reloads
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_upstream_series_and_forgets_them() {
+        let m = Metrics::new();
+        let labels = UpstreamLabels {
+            cluster_id: "c1".into(),
+            address: "h:1".into(),
+        };
+        m.set_upstream_up(&labels, true);
+        m.observe_upstream_read("c1", Duration::from_millis(3));
+        m.count_answer("c1", Outcome::last_known);
+        m.observe_read(Duration::from_millis(4), true);
+        let text = m.render();
+        assert!(
+            text.contains(r#"aggregator_upstream_up{cluster_id="c1",address="h:1"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"aggregator_upstream_read_duration_seconds_count{cluster_id="c1"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"aggregator_upstream_answers_total{cluster_id="c1",outcome="last_known"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"aggregator_reads_total{result="ok"} 1"#),
+            "{text}"
+        );
+
+        m.forget_upstream(&labels, false);
+        let text = m.render();
+        assert!(!text.contains(r#"cluster_id="c1""#), "{text}");
+    }
+}

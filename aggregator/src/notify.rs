@@ -1,0 +1,148 @@
+//! One downstream notification stream out of N upstream ones.
+//!
+//! Every upstream's notifications (and the aggregator's own events: an
+//! upstream added, removed, or its last-known answer expiring) are
+//! [`Changes::signal`]led into one queue. The coalescer waits `window` after
+//! the first signal, takes everything that arrived meanwhile, and sends one
+//! [`Notification::All`] downstream: a burst across many upstreams costs
+//! Liqo one re-read, and a steady stream of changes at most one per window.
+//! The sum for X depends on every upstream, so a change anywhere concerns
+//! every cluster: downstream notifications are always "all".
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use resource_monitor::{Notification, NotificationStream, Notifier};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::metrics::Metrics;
+use crate::task::AbortOnDrop;
+
+/// Signals queued before the coalescer takes them; when full, a downstream
+/// notification is already due, so dropping more loses nothing.
+const QUEUE: usize = 256;
+
+/// Where changes are signalled; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Changes {
+    tx: mpsc::Sender<String>,
+}
+
+impl Changes {
+    /// Something that the downstream answer depends on may have changed.
+    pub fn signal(&self, cause: impl Into<String>) {
+        let _ = self.tx.try_send(cause.into());
+    }
+}
+
+/// Start coalescing signals into `notifier`, one per `window` at most.
+pub(crate) fn start(
+    window: Duration,
+    notifier: Notifier,
+    metrics: Metrics,
+) -> (Changes, AbortOnDrop) {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let span = tracing::info_span!("notify", window = ?window);
+    let task = tokio::spawn(coalesce(rx, window, notifier, metrics).instrument(span));
+    (Changes { tx }, AbortOnDrop(task))
+}
+
+async fn coalesce(
+    mut rx: mpsc::Receiver<String>,
+    window: Duration,
+    notifier: Notifier,
+    metrics: Metrics,
+) {
+    while let Some(first) = rx.recv().await {
+        if !window.is_zero() {
+            tokio::time::sleep(window).await;
+        }
+        let mut causes = vec![first];
+        while let Ok(cause) = rx.try_recv() {
+            causes.push(cause);
+        }
+        causes.sort();
+        causes.dedup();
+        tracing::debug!(
+            ?causes,
+            subscribers = notifier.subscribers(),
+            "notifying downstream"
+        );
+        notifier.notify(Notification::All);
+        metrics.count_notification();
+    }
+}
+
+/// Forward one upstream's notifications as changes until the stream ends
+/// (the upstream was removed) or the task is dropped.
+pub(crate) fn forward(
+    cluster_id: String,
+    mut stream: NotificationStream,
+    changes: Changes,
+) -> AbortOnDrop {
+    let span = tracing::info_span!("upstream_notifications", cluster_id = %cluster_id);
+    let task = tokio::spawn(
+        async move {
+            let cause = format!("upstream {cluster_id} changed");
+            while let Some(n) = stream.next().await {
+                tracing::trace!(notification = ?n, "upstream notification");
+                changes.signal(cause.clone());
+            }
+        }
+        .instrument(span),
+    );
+    AbortOnDrop(task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_burst_becomes_one_notification() {
+        let notifier = Notifier::new();
+        let mut downstream = notifier.subscribe();
+        let (changes, _task) = start(Duration::from_millis(100), notifier.clone(), Metrics::new());
+        for i in 0..50 {
+            changes.signal(format!("upstream c{} changed", i % 5));
+        }
+        let first = tokio::time::timeout(Duration::from_secs(1), downstream.next()).await;
+        assert_eq!(first.ok().flatten(), Some(Notification::All));
+        // Nothing else was pending.
+        let second = tokio::time::timeout(Duration::from_millis(400), downstream.next()).await;
+        assert!(
+            second.is_err(),
+            "a single burst must produce a single notification"
+        );
+    }
+
+    #[tokio::test]
+    async fn changes_after_a_notification_are_not_lost() {
+        let notifier = Notifier::new();
+        let mut downstream = notifier.subscribe();
+        let (changes, _task) = start(Duration::from_millis(100), notifier.clone(), Metrics::new());
+        changes.signal("a");
+        assert_eq!(downstream.next().await, Some(Notification::All));
+        changes.signal("b");
+        let again = tokio::time::timeout(Duration::from_secs(1), downstream.next()).await;
+        assert_eq!(again.ok().flatten(), Some(Notification::All));
+    }
+
+    #[tokio::test]
+    async fn forwards_upstream_notifications() {
+        let upstream = Notifier::new();
+        let notifier = Notifier::new();
+        let mut downstream = notifier.subscribe();
+        let (changes, _task) = start(Duration::ZERO, notifier.clone(), Metrics::new());
+        let _fwd = forward("c1".into(), upstream.subscribe(), changes);
+        tokio::task::yield_now().await;
+        upstream.notify(Notification::Cluster("x".into()));
+        let got = tokio::time::timeout(Duration::from_secs(1), downstream.next()).await;
+        assert_eq!(
+            got.ok().flatten(),
+            Some(Notification::All),
+            "a change anywhere concerns every cluster"
+        );
+    }
+}
