@@ -6,12 +6,13 @@
 // screenshot of each view under build/screenshots/.
 //
 //   node tests/browser/run.mjs          (after `cargo build -p catalog --bins`)
+//   UPDATE_DOCS_SCREENSHOTS=1 node tests/browser/run.mjs   (also refresh docs/screenshots/)
 //
 // Prints "browser tests: N passed, M failed" and exits non-zero on any
 // failure. The catalog and the browser are always stopped.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -324,10 +325,15 @@ try {
   await runner.test('a bad quantity shows the server\'s message beside its field', async () => {
     await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
     await providerPage.getByRole('heading', { level: 1, name: `Edit “${gpuOffer.name}”` }).waitFor();
-    const small = providerPage.locator('fieldset[data-role="plan"]').filter({ has: providerPage.locator('input[data-role="plan-key"]') }).first();
-    const memoryRow = small.locator('li.resource-row').filter({ has: providerPage.locator('input[data-role="resource-name"]') }).nth(1);
-    checkEqual(await memoryRow.getByLabel('Resource', { exact: true }).inputValue(), 'memory', 'second row of the first plan');
-    const quantity = memoryRow.getByLabel('Quantity', { exact: true });
+    // The catalog returns plans keyed (and so ordered) by plan ID: find "small" and its memory row by value.
+    const plans = providerPage.locator('fieldset[data-role="plan"]');
+    const planIndex = await plans.evaluateAll((sets) => sets.findIndex((f) => f.querySelector('[data-role="plan-key"]').value === 'small'));
+    check(planIndex >= 0, 'the editor holds the plan "small"');
+    const rows = plans.nth(planIndex).locator('li.resource-row');
+    const rowIndex = await rows.evaluateAll((items) => items.findIndex((li) => li.querySelector('[data-role="resource-name"]').value === 'memory'));
+    check(rowIndex >= 0, 'plan "small" has a memory row');
+    const quantity = rows.nth(rowIndex).getByLabel('Quantity', { exact: true });
+    checkEqual(await quantity.inputValue(), '16Gi', 'memory of plan "small" as loaded');
     await quantity.fill('16 Gi');
     const answer = await submitOffer(providerPage, gpuOffer.id);
     checkEqual(answer.status(), 400, 'status of a bad quantity');
@@ -508,6 +514,15 @@ try {
   if (context) await context.close().catch(() => {});
   await catalog.stop().catch(() => {});
   rmSync(workDir, { recursive: true, force: true });
+}
+
+// UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error'];
+if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
+  const docs = join(repo, 'docs', 'screenshots');
+  mkdirSync(docs, { recursive: true });
+  for (const name of DOC_SHOTS) copyFileSync(join(shotDir, `${name}.png`), join(docs, `${name}.png`));
+  console.log(`browser tests: copied ${DOC_SHOTS.length} screenshots to ${docs}`);
 }
 
 console.log(`browser tests: ${runner.passed} passed, ${runner.failed} failed (screenshots in ${shotDir})`);
