@@ -91,7 +91,7 @@ struct Args {
     #[arg(long, env = "RESOURCE_MONITOR_MAX_CONNECTIONS", value_name = "N")]
     max_connections: Option<std::num::NonZeroUsize>,
 
-    /// Check the configuration (flags and chain file) and exit without starting anything.
+    /// Check the configuration (flags, chain file, the source's files) and exit without serving.
     #[arg(long, env = "RESOURCE_MONITOR_CHECK")]
     check: bool,
 
@@ -232,14 +232,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
     };
     let options = server_options(&args, &config);
+
+    // Everything that can be wrong with the configuration (including the
+    // source's own files) fails here, before the port is bound.
+    let reader = resource_monitor::chain::build(&config).await?;
     if args.check {
         println!("configuration is valid");
         return Ok(());
     }
-
-    // Everything that can be wrong with the configuration fails here,
-    // before the port is bound.
-    let reader = resource_monitor::chain::build(&config).await?;
     tracing::info!(source = ?config.source, quota = config.quota.is_some(), filter = config.filter.is_some(), "chain built");
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

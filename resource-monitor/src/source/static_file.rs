@@ -20,15 +20,15 @@ use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use quantity::{Quantity, ResourceList};
-use tokio::sync::Notify;
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
 use crate::task::AbortOnDrop;
 
-/// How long to wait after a change event before reading, so a writer that
-/// truncates and then writes is read once, complete.
-const SETTLE: Duration = Duration::from_millis(15);
+/// After an in-place write that is not followed by a close, how long to
+/// wait before reading, so a slow writer is read once, complete.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Why a static resource file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -86,10 +86,10 @@ impl StaticFile {
             notifier: Notifier::new(),
         });
 
-        let wake = Arc::new(Notify::new());
-        let watcher = watch_directory(&path, wake.clone())?;
+        let (wake, woken) = mpsc::unbounded_channel();
+        let watcher = watch_directory(&path, wake)?;
         let span = tracing::info_span!("static_source", path = %path.display());
-        let reloader = tokio::spawn(reload_on_change(inner.clone(), wake).instrument(span));
+        let reloader = tokio::spawn(reload_on_change(inner.clone(), woken).instrument(span));
         Ok(Self {
             inner,
             _watcher: watcher,
@@ -128,26 +128,46 @@ impl ResourceReader for StaticFile {
     }
 }
 
+/// What a file-system event asks of the reloader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// The file is complete (closed after writing, renamed into place,
+    /// created, removed): read it now.
+    Now,
+    /// The file is being written: read it once writing has settled (or as
+    /// soon as a `Now` event says it is complete).
+    Settle,
+}
+
 /// Watch the file's directory and wake the reloader on any change that may
 /// concern the file.
 fn watch_directory(
     path: &Path,
-    wake: Arc<Notify>,
+    wake: mpsc::UnboundedSender<Wake>,
 ) -> Result<notify::RecommendedWatcher, StaticFileError> {
+    use notify::event::{AccessKind, AccessMode, ModifyKind};
+
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
     let name = path.file_name().map(|n| n.to_os_string());
     let handler = move |event: notify::Result<notify::Event>| match event {
-        // Our own reads open the file: reacting to that would loop.
-        Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
         Ok(event) => {
-            let relevant = event.paths.iter().any(|p| {
-                let file = p.file_name();
-                file == name.as_deref()
-                    // Kubernetes' atomic writer swaps a `..data` symlink.
-                    || file.is_some_and(|f| f.to_string_lossy().starts_with(".."))
-            });
-            if relevant || event.paths.is_empty() {
-                wake.notify_one();
+            let what = match event.kind {
+                EventKind::Access(AccessKind::Close(AccessMode::Write)) => Wake::Now,
+                // Opening and reading (our own reads among them) change nothing.
+                EventKind::Access(_) => return,
+                EventKind::Modify(ModifyKind::Data(_))
+                | EventKind::Modify(ModifyKind::Metadata(_)) => Wake::Settle,
+                _ => Wake::Now,
+            };
+            let relevant = event.paths.is_empty()
+                || event.paths.iter().any(|p| {
+                    let file = p.file_name();
+                    file == name.as_deref()
+                        // Kubernetes' atomic writer swaps a `..data` symlink.
+                        || file.is_some_and(|f| f.to_string_lossy().starts_with(".."))
+                });
+            if relevant {
+                let _ = wake.send(what);
             }
         }
         Err(error) => tracing::warn!(%error, "file watch error"),
@@ -163,10 +183,24 @@ fn watch_directory(
     Ok(watcher)
 }
 
-async fn reload_on_change(inner: Arc<Inner>, wake: Arc<Notify>) {
-    loop {
-        wake.notified().await;
-        tokio::time::sleep(SETTLE).await;
+async fn reload_on_change(inner: Arc<Inner>, mut wake: mpsc::UnboundedReceiver<Wake>) {
+    while let Some(first) = wake.recv().await {
+        if first == Wake::Settle {
+            let settled = tokio::time::sleep(SETTLE);
+            tokio::pin!(settled);
+            loop {
+                tokio::select! {
+                    () = &mut settled => break,
+                    next = wake.recv() => match next {
+                        Some(Wake::Now) => break,
+                        Some(Wake::Settle) => {}
+                        None => return,
+                    },
+                }
+            }
+        }
+        // One read covers every event so far.
+        while wake.try_recv().is_ok() {}
         match load(&inner.path).await {
             Ok(list) => {
                 let changed = {

@@ -1,0 +1,123 @@
+//! The real `resource-monitor` binary, static source + quota, served in each
+//! of Liqo's three wire shapes: read values, the immediate notification on
+//! subscribe, a notification within 1 s of a change to the file followed by
+//! the new value on read, and RemoveCluster.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use e2e::grpc::{resources, ReaderClient, Shape};
+use e2e::{free_port, Spawn};
+
+/// The bound the issue sets for a change to reach a subscriber.
+const CHANGE_DEADLINE: Duration = Duration::from_secs(1);
+
+/// Replace the file the way editors and ConfigMap mounts do: write a new
+/// file, rename it over the old one.
+fn replace_file(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+async fn exercise(shape: Shape) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("resources.yaml");
+    std::fs::write(&file, "cpu: 4\nmemory: 8Gi\nnvidia.com/gpu: 1\n")?;
+    let port = free_port();
+    let _server = Spawn::new("resource-monitor")
+        .arg("--source")
+        .arg(format!("static:{}", file.display()))
+        .args(["--quota-percent", "50", "--liqo-api", shape.liqo_api()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--pool-name", "pool-x", "--pool-prefix", "px"])
+        .start_listening(port)?;
+    let client = ReaderClient::connect(port, shape).await?;
+
+    // Read: half of the file, in canonical quantity strings.
+    let expected = resources(&[("cpu", "2"), ("memory", "4Gi"), ("nvidia.com/gpu", "500m")]);
+    assert_eq!(client.read("cluster-1").await?, expected, "{shape:?}");
+    if shape == Shape::C {
+        let pools = client.read_pools("cluster-1").await?;
+        assert_eq!(pools.len(), 1);
+        assert_eq!(
+            (pools[0].name.as_str(), pools[0].prefix.as_str()),
+            ("pool-x", "px")
+        );
+    }
+
+    // Subscribe: an "all clusters" notification comes at once.
+    let mut subscription = client.subscribe().await?;
+    assert_eq!(
+        subscription.next_within(Duration::from_secs(2)).await?,
+        "",
+        "{shape:?}"
+    );
+
+    // A change to the file (replaced by rename): notified within 1 s, then read.
+    replace_file(&file, "cpu: 8\nmemory: 8Gi\nnvidia.com/gpu: 1\n")?;
+    assert_eq!(
+        subscription.next_within(CHANGE_DEADLINE).await?,
+        "",
+        "{shape:?}"
+    );
+    let expected = resources(&[("cpu", "4"), ("memory", "4Gi"), ("nvidia.com/gpu", "500m")]);
+    assert_eq!(client.read("cluster-1").await?, expected, "{shape:?}");
+
+    // A change written in place is noticed too.
+    std::fs::write(&file, "cpu: 8\nmemory: 16Gi\n")?;
+    assert_eq!(
+        subscription.next_within(CHANGE_DEADLINE).await?,
+        "",
+        "{shape:?}"
+    );
+    assert_eq!(
+        client.read("cluster-1").await?,
+        resources(&[("cpu", "4"), ("memory", "8Gi")])
+    );
+
+    // A file that becomes invalid changes nothing (and notifies nothing).
+    std::fs::write(&file, "cpu: lots\n")?;
+    assert!(subscription
+        .next_within(Duration::from_millis(500))
+        .await
+        .is_err());
+    assert_eq!(
+        client.read("cluster-1").await?,
+        resources(&[("cpu", "4"), ("memory", "8Gi")])
+    );
+
+    // RemoveCluster is accepted, and the server goes on answering.
+    client.remove_cluster("cluster-1").await?;
+    assert_eq!(
+        client.read("cluster-2").await?,
+        resources(&[("cpu", "4"), ("memory", "8Gi")])
+    );
+
+    // A second subscriber (Liqo re-subscribes after errors) gets its own
+    // immediate notification; the first one stays open.
+    let mut second = client.subscribe().await?;
+    assert_eq!(second.next_within(Duration::from_secs(2)).await?, "");
+    replace_file(&file, "cpu: 2\n")?;
+    assert_eq!(subscription.next_within(CHANGE_DEADLINE).await?, "");
+    assert_eq!(second.next_within(CHANGE_DEADLINE).await?, "");
+    assert_eq!(client.read("cluster-1").await?, resources(&[("cpu", "1")]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn shape_a_read_subscribe_change_remove() -> Result<()> {
+    exercise(Shape::A).await
+}
+
+#[tokio::test]
+async fn shape_b_read_subscribe_change_remove() -> Result<()> {
+    exercise(Shape::B).await
+}
+
+#[tokio::test]
+async fn shape_c_read_subscribe_change_remove() -> Result<()> {
+    exercise(Shape::C).await
+}
