@@ -373,6 +373,34 @@ try {
     await shot(providerPage, 'provider-offers');
   });
 
+  await runner.test('a stale edit is refused, not silently overwritten (conditional write on version)', async () => {
+    await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await providerPage.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    await providerPage.getByLabel('Description', { exact: true }).fill('Edited in the first tab.');
+    // The same provider changes the offer from another tab meanwhile.
+    const other = await newPage('provider-a-second-tab');
+    await signIn(other, base, providerA);
+    await other.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await other.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    await other.getByLabel('Description', { exact: true }).fill('Edited in the second tab.');
+    checkEqual((await submitOffer(other, gpuOffer.id)).status(), 200, 'status of the second tab\'s save');
+    await other.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    await other.close();
+    delete pages['provider-a-second-tab'];
+    // The first tab is told, and its save is refused.
+    await providerPage.getByText('This offer changed while you were editing it').waitFor({ timeout: LIVE_WITHIN_MS });
+    checkEqual((await submitOffer(providerPage, gpuOffer.id)).status(), 409, 'status of the stale save');
+    const summary = providerPage.locator('.error-summary:not([hidden])');
+    await summary.waitFor();
+    check(/changed this offer after you opened it/.test(await summary.textContent()), 'the summary explains the conflict');
+    await summary.getByRole('button', { name: 'Reload the current version' }).click();
+    await providerPage.waitForFunction(() => document.querySelector('textarea[name="description"]')?.value === 'Edited in the second tab.');
+    const stored = await (await fetch(`${base}/offer/${gpuOffer.id}`)).json();
+    checkEqual(stored.description, 'Edited in the second tab.', 'the stored description');
+    await providerPage.getByRole('link', { name: 'Cancel' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
   await runner.test('the plan editor adds and removes plans and rows from the keyboard', async () => {
     await providerPage.goto(`${base}/#/provider/new`);
     await providerPage.getByRole('heading', { level: 1, name: 'New offer' }).waitFor();
@@ -402,6 +430,24 @@ try {
     checkEqual(await providerPage.evaluate(() => document.activeElement?.textContent), 'Add plan', 'focus after removing the only plan');
     await providerPage.getByRole('link', { name: 'Cancel' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
+  await runner.test('an expired or revoked token sends the provider back to sign-in, saying so', async () => {
+    await providerPage.evaluate(() => {
+      for (const key of Object.keys(sessionStorage)) {
+        const session = JSON.parse(sessionStorage.getItem(key));
+        sessionStorage.setItem(key, JSON.stringify({ ...session, token: 'revoked.token.value' }));
+      }
+    });
+    await providerPage.goto(`${base}/#/provider/new`);
+    await providerPage.getByRole('heading', { level: 1, name: 'New offer' }).waitFor();
+    await fillOffer(providerPage, { ...gpuOffer, id: 'never-stored' });
+    checkEqual((await submitOffer(providerPage, 'never-stored')).status(), 401, 'status with a bad token');
+    await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
+    check(/session has expired/i.test(await providerPage.locator('[data-flash="error"]').textContent()), 'the sign-in view says why');
+    checkEqual(await providerPage.evaluate(() => sessionStorage.length), 0, 'sessionStorage entries after a 401');
+    checkEqual((await fetch(`${base}/offer/never-stored`)).status, 404, 'nothing was stored');
+    await signIn(providerPage, base, providerA);
   });
 
   await runner.test(`deleting asks for confirmation, then the offer disappears from the open consumer page within ${LIVE_WITHIN_MS / 1000} s`, async () => {
@@ -438,6 +484,15 @@ try {
     await row.waitFor({ state: 'detached' });
     await detail.close();
     delete pages['consumer-detail'];
+  });
+
+  await runner.test('signing out forgets the token', async () => {
+    await providerPage.goto(`${base}/#/provider`);
+    await providerPage.getByRole('button', { name: 'Sign out' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
+    checkEqual(await providerPage.evaluate(() => sessionStorage.length), 0, 'sessionStorage entries after signing out');
+    await providerPage.goto(`${base}/#/provider/new`);
+    await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
   });
 
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {

@@ -155,6 +155,10 @@ document.querySelector('[data-skip-link]').addEventListener('click', (event) => 
 
 window.addEventListener('hashchange', route);
 window.addEventListener('pagehide', () => feed.stop());
+// Back from the back/forward cache: the socket was closed on the way out.
+window.addEventListener('pageshow', (event) => {
+  if (event.persisted) feed.start();
+});
 
 renderIndicator();
 route();

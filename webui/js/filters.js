@@ -15,7 +15,7 @@ function sumOf(entries) {
  */
 export const RESOURCE_FILTERS = [
   {
-    key: 'cpu', label: 'CPU', hint: 'cores, e.g. 2, 500m',
+    key: 'cpu', label: 'CPU', hint: 'e.g. 2, 500m',
     amount: (plan) => plan.resourceMap.get('cpu')?.quantity ?? null,
   },
   {

@@ -37,7 +37,7 @@ export function mountConsumer(main, ctx) {
   // --- filters -----------------------------------------------------------
   const typeField = field({ label: 'Type', tag: 'select', attrs: { name: 'type' } });
   const costField = field({
-    label: 'Maximum cost', hint: 'at least one plan costs this or less, e.g. 2.5',
+    label: 'Maximum cost', hint: 'per plan, e.g. 2.5',
     attrs: { name: 'maxCost', inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.maxCost },
   });
   const minFields = Object.fromEntries(RESOURCE_FILTERS.map((filter) => [filter.key, field({
@@ -58,7 +58,7 @@ export function mountConsumer(main, ctx) {
 
   const form = h('form', { class: 'filters', role: 'search', 'aria-labelledby': 'filters-heading', novalidate: true, onsubmit: (e) => e.preventDefault() },
     h('h2', { id: 'filters-heading', text: 'Filter offers' }),
-    h('p', { class: 'hint', text: 'Amounts are Kubernetes quantities: 500m, 2, 4Gi, 100G.' }),
+    h('p', { class: 'hint', text: 'An offer is shown when one of its plans meets every filter. Amounts are Kubernetes quantities: 500m, 2, 4Gi, 100G.' }),
     typeField.wrapper,
     costField.wrapper,
     h('fieldset', { class: 'filters__resources' },
