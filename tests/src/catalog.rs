@@ -1,0 +1,392 @@
+//! Support for the catalog's end-to-end tests: start the real `catalog`
+//! binary on either store, talk HTTP to it, and make test data.
+//!
+//! Every test is written once as `fn name(backend: Backend)` and expanded for
+//! both stores by [`catalog_tests!`](crate::catalog_tests).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use crate::mongo::MongoServer;
+use crate::process::{bin_path, free_port, wait_for_port};
+
+/// Which store a catalog runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    Mongo,
+}
+
+/// Generate, for each named `fn(Backend)` in scope, a test per store:
+/// `embedded::name` and `mongo::name`.
+#[macro_export]
+macro_rules! catalog_tests {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $( #[test] fn $name() { super::$name($crate::catalog::Backend::Embedded) } )*
+        }
+        mod mongo {
+            $( #[test] fn $name() { super::$name($crate::catalog::Backend::Mongo) } )*
+        }
+    };
+}
+
+/// Where a test's catalogs keep their data: a temp data directory, plus (for
+/// [`Backend::Mongo`]) a private SecantusDB server and database. Catalogs
+/// started from one `Env` share the data, so restarts see it.
+pub struct Env {
+    pub backend: Backend,
+    pub data_dir: tempfile::TempDir,
+    pub mongo: Option<MongoServer>,
+}
+
+impl Env {
+    pub fn new(backend: Backend) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp data dir");
+        let mongo = match backend {
+            Backend::Embedded => None,
+            Backend::Mongo => Some(MongoServer::start().expect("start SecantusDB")),
+        };
+        Env {
+            backend,
+            data_dir,
+            mongo,
+        }
+    }
+
+    /// The flags selecting this env's store.
+    pub fn store_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--data-dir".to_string(),
+            self.data_dir.path().display().to_string(),
+        ];
+        if let Some(m) = &self.mongo {
+            args.extend([
+                "--mongodb-uri".into(),
+                m.uri(),
+                "--mongodb-database".into(),
+                "catalog_e2e".into(),
+                "--mongodb-timeout".into(),
+                "2s".into(),
+            ]);
+        }
+        args
+    }
+
+    /// Start a catalog on a fresh port.
+    pub fn start(&self) -> Catalog {
+        self.start_with(&[])
+    }
+
+    /// Start a catalog with extra flags.
+    pub fn start_with(&self, extra: &[&str]) -> Catalog {
+        self.try_start(extra).expect("start catalog")
+    }
+
+    pub fn try_start(&self, extra: &[&str]) -> Result<Catalog> {
+        self.try_start_logged(extra, None)
+    }
+
+    /// Start a catalog whose stdout goes to `stdout` (a file), if given.
+    pub fn try_start_logged(
+        &self,
+        extra: &[&str],
+        stdout: Option<&std::path::Path>,
+    ) -> Result<Catalog> {
+        let port = free_port();
+        let mut cmd = std::process::Command::new(bin_path("catalog"));
+        cmd.args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--shutdown-timeout",
+            "10s",
+        ])
+        .args(self.store_args())
+        .args(extra)
+        .stdin(std::process::Stdio::null());
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        if let Some(path) = stdout {
+            cmd.stdout(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            );
+        }
+        let child = CatalogProcess {
+            child: Some(cmd.spawn().context("starting catalog")?),
+        };
+        let mut c = Catalog::attach(child, port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while wait_for_port(port, Duration::from_millis(200)).is_err() {
+            if let Some(status) = c.child.try_wait() {
+                anyhow::bail!("catalog exited with {status} before listening on {port}");
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("catalog did not listen on {port} within 30s");
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// A running `catalog` process; SIGKILLed when dropped.
+pub struct CatalogProcess {
+    child: Option<std::process::Child>,
+}
+
+impl CatalogProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// Exited already? Its status if so.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// SIGKILL: the crash case.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Send SIGTERM without waiting.
+    pub fn signal_term(&self) {
+        if let Some(c) = &self.child {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+        }
+    }
+
+    /// SIGTERM, then wait up to `timeout` for the exit status.
+    pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        self.signal_term();
+        self.wait(timeout)
+    }
+
+    /// Wait up to `timeout` for the process to exit (SIGKILL after that).
+    pub fn wait(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let mut c = self.child.take().context("catalog already stopped")?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = c.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let _ = c.wait();
+                anyhow::bail!("catalog did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for CatalogProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A running catalog process and an HTTP client for it.
+pub struct Catalog {
+    pub child: CatalogProcess,
+    pub port: u16,
+    http: reqwest::blocking::Client,
+}
+
+/// An HTTP answer: status, headers and body (parsed as JSON when it is).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Assert this is the JSON error shape with `status`; returns the message.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16) -> String {
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        assert!(
+            self.json["error"].is_string(),
+            "error body lacks `error`: {}",
+            self.text
+        );
+        let message = self.json["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("error body lacks `message`: {}", self.text));
+        message.to_string()
+    }
+}
+
+impl Catalog {
+    pub fn attach(child: CatalogProcess, port: u16) -> Self {
+        let http = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("HTTP client");
+        Catalog { child, port, http }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn send(&self, req: reqwest::blocking::RequestBuilder) -> Result<Resp> {
+        let r = req.send().context("HTTP request")?;
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().context("HTTP body")?;
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Resp {
+            status,
+            headers,
+            text,
+            json,
+        })
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.send(self.http.get(self.url(path))).expect("GET")
+    }
+
+    pub fn post(&self, path: &str, body: &Value, token: Option<&str>) -> Resp {
+        self.try_post(path, body, token).expect("POST")
+    }
+
+    pub fn try_post(&self, path: &str, body: &Value, token: Option<&str>) -> Result<Resp> {
+        let mut req = self.http.post(self.url(path)).json(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        self.send(req)
+    }
+
+    /// POST raw bytes as JSON.
+    pub fn post_raw(&self, path: &str, body: Vec<u8>, token: Option<&str>) -> Resp {
+        let mut req = self
+            .http
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        self.send(req).expect("POST")
+    }
+
+    pub fn delete(&self, path: &str, token: Option<&str>) -> Resp {
+        let mut req = self.http.delete(self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        self.send(req).expect("DELETE")
+    }
+
+    /// Authenticate `creds`, asserting success; returns the JWT.
+    #[track_caller]
+    pub fn login(&self, creds: &Value) -> String {
+        let r = self.post("/authenticate", creds, None);
+        assert_eq!(r.status, 200, "authenticate failed: {}", r.text);
+        r.json["token"]
+            .as_str()
+            .expect("token in answer")
+            .to_string()
+    }
+
+    /// Create or replace `id`, asserting 200/201; returns the stored offer.
+    #[track_caller]
+    pub fn put_offer(&self, id: &str, offer: &Value, token: &str) -> Value {
+        let r = self.post(&format!("/offer/{id}"), offer, Some(token));
+        assert!(
+            r.status == 200 || r.status == 201,
+            "POST /offer/{id}: {} {}",
+            r.status,
+            r.text
+        );
+        r.json
+    }
+
+    /// `GET /offers` with a raw query string; asserts 200, returns the ids.
+    #[track_caller]
+    pub fn list_ids(&self, query: &str) -> Vec<String> {
+        let r = self.get(&format!("/offers{query}"));
+        assert_eq!(r.status, 200, "GET /offers{query}: {}", r.text);
+        r.json
+            .as_array()
+            .expect("array of offers")
+            .iter()
+            .map(|o| o["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Every offer, for before/after comparisons.
+    pub fn all_offers(&self) -> Value {
+        let r = self.get("/offers");
+        assert_eq!(r.status, 200, "GET /offers: {}", r.text);
+        r.json
+    }
+
+    /// Wait until `GET path` answers `status` (e.g. readiness after an outage).
+    pub fn wait_for_status(&self, path: &str, status: u16, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(r) = self.send(self.http.get(self.url(path))) {
+                if r.status == status {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("GET {path} did not answer {status} within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Peering credentials of test provider `n`.
+pub fn provider(n: u32) -> Value {
+    json!({
+        "clusterID": format!("cluster-{n}"),
+        "clusterName": format!("provider {n}"),
+        "authURL": format!("https://provider-{n}.example:6443"),
+        "token": format!("secret-token-of-provider-{n}"),
+    })
+}
+
+/// The thesis's example offer, as it writes it (both plan spellings).
+pub fn thesis_offer() -> Value {
+    json!({ "name": "Storage-optimized offer", "type": "storage",
+      "description": "For all your storage needs.",
+      "plans": {
+        "basic":  { "name": "plan-basic", "cost": "1.0",
+                    "resources": { "cpu": "1000m", "memory": "2G", "storage": "100G" } },
+        "medium": { "planName": "plan-medium", "planID": "medium", "cost": "2.0",
+                    "resources": { "cpu": "2000m", "memory": "4G", "storage": "300G" } } } })
+}
+
+/// A one-plan offer.
+pub fn simple_offer(name: &str, offer_type: &str, cost: &str, resources: Value) -> Value {
+    json!({ "name": name, "type": offer_type, "plans": { "only": { "name": name, "cost": cost, "resources": resources } } })
+}

@@ -1,0 +1,131 @@
+//! A MongoDB-compatible server for the MongoDB store's tests: SecantusDB
+//! (`secantusd-py`, installed by `scripts/install-test-deps.sh`), run as a
+//! separate process on a free loopback port with its own data directory.
+//!
+//! Located through `$SECANTUSD`, else `<workspace>/build/venv/bin/secantusd-py`.
+//! A missing server fails the test (it never skips silently).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::process::{free_port, wait_for_port};
+
+/// Path of the SecantusDB launcher; panics with the fix if it is missing.
+pub fn secantusd_path() -> PathBuf {
+    let path = std::env::var_os("SECANTUSD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/venv/bin/secantusd-py")
+        });
+    assert!(
+        path.exists(),
+        "SecantusDB (MongoDB-compatible test server) not found at {}: run scripts/install-test-deps.sh \
+         (or point $SECANTUSD at secantusd-py)",
+        path.display()
+    );
+    path
+}
+
+/// A running SecantusDB server; killed when dropped. Its data directory
+/// lives as long as this value, so it can be stopped and restarted.
+pub struct MongoServer {
+    port: u16,
+    dir: tempfile::TempDir,
+    child: Option<std::process::Child>,
+}
+
+impl MongoServer {
+    /// Start a fresh server on a free port.
+    pub fn start() -> Result<Self> {
+        let dir = tempfile::tempdir().context("temp dir for SecantusDB")?;
+        let mut server = MongoServer {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        server.restart()?;
+        Ok(server)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Connection string for the official driver.
+    pub fn uri(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port)
+    }
+
+    /// (Re)start the server on the same port and data directory.
+    pub fn restart(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            bail!("SecantusDB is already running");
+        }
+        let mut child = Command::new(secantusd_path())
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &self.port.to_string(),
+                "--log-level",
+                "WARNING",
+            ])
+            .arg("--storage-path")
+            .arg(self.dir.path().join("db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting secantusd-py")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if wait_for_port(self.port, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "secantusd-py exited with {status} before listening on {}",
+                    self.port
+                );
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("secantusd-py did not listen on {} within 60s", self.port);
+            }
+        }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Stop the server (SIGTERM, then SIGKILL after a few seconds); its data
+    /// stays for [`MongoServer::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for MongoServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
