@@ -16,3 +16,6 @@ pub use host::{HostError, HostOptions, HostSource};
 pub use kubernetes::{KubernetesError, KubernetesOptions, KubernetesSource};
 pub use memory::MemorySource;
 pub use static_file::{StaticFile, StaticFileError};
+
+#[cfg(test)]
+pub(crate) use static_file::parse as static_file_parse;

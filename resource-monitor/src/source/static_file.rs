@@ -285,3 +285,70 @@ impl<'de> serde::Deserialize<'de> for FileQuantity {
         d.deserialize_any(Visitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+
+    use super::*;
+
+    #[test]
+    fn yaml_and_json_files_parse() {
+        let yaml = parse("cpu: 4\nmemory: 16Gi\nx: 0.5\n", Path::new("r.yaml")).unwrap();
+        assert_eq!(yaml.to_strings().get("cpu").map(String::as_str), Some("4"));
+        assert_eq!(yaml.to_strings().get("x").map(String::as_str), Some("500m"));
+        let json = parse(r#"{"cpu": "1500m", "pods": 10}"#, Path::new("r.json")).unwrap();
+        assert_eq!(json.to_strings().get("cpu").map(String::as_str), Some("1500m"));
+        assert_eq!(json.to_strings().get("pods").map(String::as_str), Some("10"));
+        assert_eq!(parse("{}", Path::new("r.yaml")).unwrap().0.len(), 0);
+    }
+
+    #[test]
+    fn bad_files_name_the_entry_and_line() {
+        let e = parse("cpu: 4\nmemory: lots\n", Path::new("r.yaml")).unwrap_err().to_string();
+        assert!(e.contains("memory") && e.contains("line 2") && e.contains("lots"), "{e}");
+        let e = parse("", Path::new("r.yaml")).unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let e = parse("- cpu\n", Path::new("r.yaml")).unwrap_err().to_string();
+        assert!(e.contains("r.yaml"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn changes_are_noticed_and_bad_edits_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.yaml");
+        std::fs::write(&path, "cpu: 1\n").unwrap();
+        let source = StaticFile::open(&path).await.unwrap();
+        let mut notes = source.subscribe();
+
+        std::fs::write(&path, "cpu: 2\n").unwrap();
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), notes.next()).await.unwrap(),
+            Some(Notification::All)
+        );
+        assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "2");
+
+        // Replaced by rename, as editors do.
+        let tmp = dir.path().join("r.yaml.new");
+        std::fs::write(&tmp, "cpu: 3\n").unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), notes.next()).await.unwrap(),
+            Some(Notification::All)
+        );
+        assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "3");
+
+        // An invalid edit keeps the last good resources.
+        std::fs::write(&path, "cpu: three\n").unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "3");
+    }
+
+    #[tokio::test]
+    async fn a_missing_file_is_an_error() {
+        let err = StaticFile::open("/no/such/dir/r.yaml").await.unwrap_err();
+        assert!(matches!(err, StaticFileError::Io { .. }), "{err}");
+    }
+}
