@@ -1,1 +1,28 @@
-//! provider-agent library (work in progress).
+//! The provider agent: keeps one plan of a provider's offer in the catalog
+//! in step with what the provider's ResourceReader chain offers, so the
+//! offer is "pulled directly from the provider's Liqo instance and
+//! automatically updated" instead of typed by hand.
+//!
+//! - [`config`]: the credentials file, the reader to follow, the target
+//!   offer and plan, checked before anything is contacted;
+//! - [`catalog_client`]: the catalog's REST API (authenticate, keep the
+//!   token fresh, read and write an offer), failures sorted into retry or
+//!   stop;
+//! - [`offer`]: replacing one plan's resources in an offer and nothing else;
+//! - [`sync`]: the loop — debounce notifications, detect changes, write,
+//!   retry with [`backoff`].
+//!
+//! The reader is any [`resource_monitor::ResourceReader`]: a running
+//! `resource-monitor` over gRPC (its reconnecting
+//! [`UpstreamClient`](resource_monitor::client::UpstreamClient)), or a
+//! chain built in-process from a chain file.
+
+pub mod backoff;
+pub mod catalog_client;
+pub mod config;
+pub mod offer;
+pub mod sync;
+
+pub use catalog_client::{CatalogClient, CatalogError};
+pub use config::{CreateDefaults, Credentials, ReaderSpec, Target};
+pub use sync::{Agent, SyncError, SyncOptions};
