@@ -101,14 +101,7 @@ pub async fn authenticate(
         }
     }
     let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    let creds: Credentials = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        ApiError::bad_request(
-            if path == "." { "body".into() } else { path },
-            e.into_inner().to_string(),
-        )
-    })?;
+    let creds: Credentials = crate::model::parse_json(&body)?;
     let c = creds.check()?;
     tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
 
@@ -130,6 +123,7 @@ pub async fn authenticate(
             let (holder, claimed) = state.store.claim_provider(fresh).await?;
             if claimed {
                 tracing::info!(cluster_id = %c.cluster_id, "provider registered");
+                crate::reservation::service::remember_peering_token(&state, &holder.cluster_id, &c.token).await;
                 return issue(&state, &holder);
             }
             // Lost a race to another first call: check against the winner.
@@ -146,6 +140,8 @@ pub async fn authenticate(
             "these credentials do not match the ones registered for this cluster ID".into(),
         ));
     }
+    // Purchases hand the real token to buyers: keep a sealed copy.
+    crate::reservation::service::remember_peering_token(&state, &account.cluster_id, &c.token).await;
     issue(&state, &account)
 }
 

@@ -35,3 +35,19 @@ pub fn now() -> chrono::DateTime<chrono::Utc> {
     let t = chrono::Utc::now();
     chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
 }
+
+/// Deserialize a JSON request body; the error names the field at fault
+/// (`plans.basic.cost`), or `body` when the JSON itself is malformed.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, FieldError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let value: T = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = match path.as_str() {
+            "" | "." | "?" => "body".to_string(),
+            _ => path,
+        };
+        FieldError::new(field, e.into_inner().to_string())
+    })?;
+    de.end().map_err(|e| FieldError::new("body", e.to_string()))?;
+    Ok(value)
+}

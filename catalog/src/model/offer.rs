@@ -170,16 +170,7 @@ pub struct OfferSpec {
 impl OfferSpec {
     /// Parse and validate a request body; the error names the bad field.
     pub fn from_json(body: &[u8]) -> Result<Self, FieldError> {
-        let de = &mut serde_json::Deserializer::from_slice(body);
-        let input: OfferInput = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." || path.is_empty() {
-                "body".to_string()
-            } else {
-                path
-            };
-            FieldError::new(field, e.into_inner().to_string())
-        })?;
+        let input: OfferInput = super::parse_json(body)?;
         input.validate()
     }
 
@@ -424,6 +415,7 @@ mod tests {
             "plans.a b"
         );
         assert_eq!(err("{not json").field, "body");
+        assert_eq!(err(&format!("{THESIS} {{}}")).field, "body");
         assert_eq!(err(r#"{"name":5}"#).field, "name");
     }
 

@@ -64,6 +64,9 @@ pub struct MongoStore {
     /// then this process publishes its own writes, and other processes'
     /// changes are not seen until a reload.
     streams_supported: Arc<AtomicBool>,
+    /// Counts change streams that have opened (or are known unsupported),
+    /// so `connect` can wait for them and no early write goes unannounced.
+    streams_opened: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 /// An offer document: a live offer or the tombstone of a deleted one.
@@ -313,15 +316,21 @@ fn query_for(filter: &OfferFilter) -> Document {
         if let Some(max) = filter.max_cost {
             plan.insert("costNanos", doc! { "$lte": max.nanos() });
         }
-        if !filter.min_resources.is_empty() {
-            let each: Vec<Document> = filter
-                .min_resources
-                .iter()
-                .map(|(name, min)| {
-                    doc! { "resources": { "$elemMatch": { "name": name.as_str(), "milli": { "$gte": min.milli_value() } } } }
-                })
-                .collect();
-            plan.insert("$and", each);
+        // One `$elemMatch` per resource, all on the same plan: `$all` of
+        // `$elemMatch`es (plain find operators, no aggregation expressions).
+        let each: Vec<Document> = filter
+            .min_resources
+            .iter()
+            .map(|(name, min)| doc! { "$elemMatch": { "name": name.as_str(), "milli": { "$gte": min.milli_value() } } })
+            .collect();
+        match each.len() {
+            0 => {}
+            1 => {
+                plan.insert("resources", each.into_iter().next().unwrap_or_default());
+            }
+            _ => {
+                plan.insert("resources", doc! { "$all": each });
+            }
         }
         q.insert("live.plans", doc! { "$elemMatch": plan });
     }
@@ -356,7 +365,9 @@ impl MongoStore {
             db,
             changes,
             streams_supported: Arc::new(AtomicBool::new(true)),
+            streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
         };
+        let mut opened = store.streams_opened.subscribe();
         tokio::spawn(
             store
                 .clone()
@@ -375,7 +386,20 @@ impl MongoStore {
                 .follow_providers()
                 .instrument(tracing::info_span!("mongodb_changes", coll = "providers")),
         );
+        // Wait (bounded) for both streams, so changes committed from now on
+        // are published. If the database is away, go on: the streams send
+        // `Resync` when they open later.
+        if tokio::time::timeout(config.timeout, opened.wait_for(|n| *n >= 2))
+            .await
+            .is_err()
+        {
+            warn!("MongoDB change streams not open yet; continuing without them for now");
+        }
         Ok(store)
+    }
+
+    fn stream_opened(&self) {
+        self.streams_opened.send_modify(|n| *n += 1);
     }
 
     /// Indexes for the filters; retried until the database is reachable.
@@ -496,6 +520,7 @@ impl MongoStore {
     {
         let mut resume = None;
         let mut delay = Duration::from_millis(200);
+        let mut first_open = true;
         loop {
             let opened = coll
                 .watch()
@@ -512,6 +537,7 @@ impl MongoStore {
                         if c.code == 40573 || c.message.contains("only supported on replica sets") {
                             warn!("MongoDB has no change streams (standalone server): only this process's writes are published");
                             self.streams_supported.store(false, Ordering::Relaxed);
+                            self.stream_opened();
                             return;
                         }
                         if resume.is_some() {
@@ -527,6 +553,10 @@ impl MongoStore {
                 }
             };
             delay = Duration::from_millis(200);
+            if first_open {
+                first_open = false;
+                self.stream_opened();
+            }
             if resume.is_none() {
                 let _ = self.changes.send(OfferChange::Resync);
             }
@@ -762,5 +792,90 @@ impl Store for MongoStore {
 
     fn changes(&self) -> broadcast::Receiver<OfferChange> {
         self.changes.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OfferSpec, ProviderRef};
+
+    fn draft(id: &str, body: &str) -> OfferDraft {
+        let owner = ProviderRef {
+            cluster_id: "c1".into(),
+            cluster_name: "one".into(),
+        };
+        OfferSpec::from_json(body.as_bytes())
+            .unwrap()
+            .into_draft(id.into(), owner)
+    }
+
+    /// The filters run in the database: the documents MongoDB returns for
+    /// each query are already the right ones (before the exact refinement).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn filters_run_as_database_queries() {
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "filters".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let offers = [
+            (
+                "a",
+                r#"{"name":"a","type":"compute","plans":{"p":{"name":"p","cost":"0.5","resources":{"cpu":"2","memory":"4Gi"}},
+                                                         "q":{"name":"q","cost":"3","resources":{"cpu":"16","memory":"64Gi"}}}}"#,
+            ),
+            (
+                "b",
+                r#"{"name":"b","type":"gpu","plans":{"p":{"name":"p","cost":"2.5","resources":{"cpu":"8","nvidia.com/gpu":"2"}}}}"#,
+            ),
+            (
+                "c",
+                r#"{"name":"c","type":"compute","plans":{"p":{"name":"p","cost":"1.0","resources":{"cpu":"500m","memory":"4G"}}}}"#,
+            ),
+        ];
+        for (id, body) in offers {
+            store.put_offer(draft(id, body), None).await.unwrap();
+        }
+        store
+            .put_offer(draft("gone", offers[0].1), None)
+            .await
+            .unwrap();
+        store.delete_offer("gone", "c1").await.unwrap();
+
+        for (query, expected) in [
+            (vec![], vec!["a", "b", "c"]),
+            (vec![("type", "compute")], vec!["a", "c"]),
+            (vec![("provider", "one")], vec!["a", "b", "c"]),
+            (vec![("provider", "c2")], vec![]),
+            (vec![("maxCost", "1")], vec!["a", "c"]),
+            (vec![("maxCost", "0.4")], vec![]),
+            (vec![("min.memory", "4Gi")], vec!["a"]),
+            (vec![("min.memory", "4G")], vec!["a", "c"]),
+            (vec![("min.nvidia.com/gpu", "1")], vec!["b"]),
+            (vec![("min.cpu", "600m")], vec!["a", "b"]),
+            // same-plan semantics in the database: a's cheap plan is small.
+            (vec![("maxCost", "1"), ("min.cpu", "4")], vec![]),
+            (vec![("min.cpu", "16"), ("min.memory", "64Gi")], vec!["a"]),
+            (vec![("min.cpu", "16"), ("min.memory", "65Gi")], vec![]),
+            (
+                vec![("type", "compute"), ("maxCost", "3"), ("min.memory", "8Gi")],
+                vec!["a"],
+            ),
+        ] {
+            let filter = OfferFilter::from_pairs(query.clone()).unwrap();
+            let cursor = store
+                .offers
+                .find(query_for(&filter))
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap();
+            let docs: Vec<OfferDoc> = cursor.try_collect().await.unwrap();
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            assert_eq!(ids, expected, "database query for {query:?}");
+        }
     }
 }

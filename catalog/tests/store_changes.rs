@@ -1,0 +1,152 @@
+//! Both stores publish every committed change on `Store::changes`, in order
+//! and with versions; with MongoDB, changes made through another store
+//! instance (another catalog process) arrive through the change streams.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use catalog::model::{OfferSpec, ProviderAccount, ProviderRef};
+use catalog::store::{EmbeddedStore, MongoConfig, MongoStore, OfferChange, Store, StoreError};
+use tokio::sync::broadcast;
+
+fn draft(id: &str, owner: &str, name: &str) -> catalog::model::OfferDraft {
+    let body = format!(
+        r#"{{"name":"{name}","type":"compute","plans":{{"p":{{"name":"p","cost":"1","resources":{{"cpu":"1"}}}}}}}}"#
+    );
+    let owner = ProviderRef {
+        cluster_id: owner.into(),
+        cluster_name: format!("{owner} name"),
+    };
+    OfferSpec::from_json(body.as_bytes())
+        .unwrap()
+        .into_draft(id.into(), owner)
+}
+
+fn account(id: &str) -> ProviderAccount {
+    ProviderAccount {
+        cluster_id: id.into(),
+        cluster_name: format!("{id} name"),
+        auth_url: "https://x.example".into(),
+        secret_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA".into(),
+        created_at: catalog::model::now(),
+    }
+}
+
+/// The next change that is not a `Resync`, within a few seconds.
+async fn next(rx: &mut broadcast::Receiver<OfferChange>) -> OfferChange {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            Ok(Ok(OfferChange::Resync)) => continue,
+            Ok(Ok(change)) => return change,
+            other => panic!("no change event: {other:?}"),
+        }
+    }
+}
+
+/// Drive `writer` and expect the same sequence on `observed`'s receiver.
+async fn check_changes(writer: Arc<dyn Store>, observed: Arc<dyn Store>) {
+    let mut rx = observed.changes();
+
+    let (_, claimed) = writer.claim_provider(account("c1")).await.unwrap();
+    assert!(claimed);
+    match next(&mut rx).await {
+        OfferChange::ProviderAdded(p) => assert_eq!(p.cluster_id, "c1"),
+        other => panic!("expected ProviderAdded, got {other:?}"),
+    }
+
+    let v1 = writer
+        .put_offer(draft("o", "c1", "first"), None)
+        .await
+        .unwrap();
+    assert!(v1.created);
+    let v2 = writer
+        .put_offer(draft("o", "c1", "second"), Some(1))
+        .await
+        .unwrap();
+    assert!(!v2.created);
+    // Refused writes publish nothing.
+    assert_eq!(
+        writer
+            .put_offer(draft("o", "c2", "hijack"), None)
+            .await
+            .unwrap_err(),
+        StoreError::NotOwner
+    );
+    assert!(matches!(
+        writer
+            .put_offer(draft("o", "c1", "stale"), Some(1))
+            .await
+            .unwrap_err(),
+        StoreError::VersionConflict {
+            expected: 1,
+            current: 2
+        }
+    ));
+    assert_eq!(
+        writer.delete_offer("o", "c2").await.unwrap_err(),
+        StoreError::NotOwner
+    );
+    writer.delete_offer("o", "c1").await.unwrap();
+    assert_eq!(
+        writer.delete_offer("o", "c1").await.unwrap_err(),
+        StoreError::NotFound
+    );
+
+    match next(&mut rx).await {
+        OfferChange::Upserted(o) => assert_eq!((o.name.as_str(), o.version), ("first", 1)),
+        other => panic!("expected Upserted v1, got {other:?}"),
+    }
+    match next(&mut rx).await {
+        OfferChange::Upserted(o) => {
+            assert_eq!((o.name.as_str(), o.version), ("second", 2));
+            assert_eq!(o, v2.offer, "the event carries the stored offer");
+        }
+        other => panic!("expected Upserted v2, got {other:?}"),
+    }
+    match next(&mut rx).await {
+        OfferChange::Deleted {
+            id,
+            cluster_id,
+            version,
+        } => {
+            assert_eq!((id.as_str(), cluster_id.as_str(), version), ("o", "c1", 3))
+        }
+        other => panic!("expected Deleted v3, got {other:?}"),
+    }
+    // Nothing else was published.
+    let extra = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+    assert!(
+        !matches!(extra, Ok(Ok(ref c)) if *c != OfferChange::Resync),
+        "unexpected {extra:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn embedded_store_publishes_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).unwrap());
+    check_changes(store.clone(), store).await;
+}
+
+async fn mongo(server: &e2e::mongo::MongoServer) -> Arc<dyn Store> {
+    let config = MongoConfig {
+        uri: server.uri(),
+        database: "changes".into(),
+        timeout: Duration::from_secs(10),
+    };
+    Arc::new(MongoStore::connect(&config).await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mongo_store_publishes_its_changes() {
+    let server = e2e::mongo::MongoServer::start().unwrap();
+    let store = mongo(&server).await;
+    check_changes(store.clone(), store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mongo_store_publishes_changes_made_by_another_process() {
+    let server = e2e::mongo::MongoServer::start().unwrap();
+    let (writer, observer) = (mongo(&server).await, mongo(&server).await);
+    check_changes(writer, observer).await;
+}
