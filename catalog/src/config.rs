@@ -113,6 +113,18 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "CATALOG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    #[command(flatten)]
+    pub feed: crate::feed::FeedConfig,
+
+    #[command(flatten)]
+    pub buying: crate::reservation::BuyingConfig,
+
+    #[command(flatten)]
+    pub osb: crate::osb::OsbConfig,
+
+    #[command(flatten)]
+    pub oidc: crate::auth::oidc::OidcConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,16 +8,20 @@
 //!
 //! Layout: [`model`] (offers, plans, costs, validation), [`store`],
 //! [`auth`], [`api`] (handlers, error shape, observation), [`state`]
-//! ([`AppState`]), [`webui`] (embedded UI files), [`metrics`], [`server`]
+//! ([`AppState`]), [`feed`] (the `/subscribe` WebSocket feed), [`webui`]
+//! (embedded UI files), [`metrics`], [`server`]
 //! (wiring and shutdown), [`config`] (flags), [`demo`] (`--demo` seeding).
 
 pub mod api;
 pub mod auth;
 pub mod config;
 pub mod demo;
+pub mod feed;
 pub mod metrics;
 pub mod model;
+pub mod osb;
 pub mod ratelimit;
+pub mod reservation;
 pub mod server;
 pub mod state;
 pub mod store;

@@ -33,6 +33,8 @@ pub struct Metrics {
     pub providers: Gauge<i64, std::sync::atomic::AtomicI64>,
     /// Store calls that failed because the database was unreachable.
     pub store_unavailable: Counter<u64, AtomicU64>,
+    /// The `/subscribe` feed's metrics (`catalog_feed_*`).
+    pub feed: crate::feed::FeedMetrics,
 }
 
 impl Default for Metrics {
@@ -73,7 +75,9 @@ impl Metrics {
             "Requests refused because the store was unreachable",
             store_unavailable.clone(),
         );
+        let feed = crate::feed::FeedMetrics::register(&mut registry);
         Metrics {
+            feed,
             registry,
             requests,
             latency,

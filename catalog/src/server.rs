@@ -73,6 +73,8 @@ pub async fn signing_key(
 pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
     let (store, mongo) = open_store(config).await?;
     let key = signing_key(config, mongo.as_ref()).await?;
+    let buying = crate::reservation::Buying::open(config, &key).await?;
+    let oidc = crate::auth::oidc::OidcVerifier::from_config(&config.oidc)?.map(Arc::new);
     let tokens = TokenService::new(
         &key,
         TokenSettings {
@@ -81,15 +83,26 @@ pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
             ttl: config.token_ttl,
         },
     );
+    let metrics = Arc::new(Metrics::new());
+    let shutdown = CancellationToken::new();
+    let feed = crate::feed::Feed::start(
+        store.clone(),
+        config.feed.clone(),
+        metrics.feed.clone(),
+        shutdown.clone(),
+    )?;
     Ok(AppState {
         store,
         tokens: Arc::new(tokens),
-        metrics: Arc::new(Metrics::new()),
+        metrics,
         limits: Limits {
             max_body_bytes: config.max_body_bytes,
         },
         auth_limiter: Arc::new(RateLimiter::new(config.auth_rate_limit)),
-        shutdown: CancellationToken::new(),
+        shutdown,
+        feed,
+        buying,
+        oidc,
     })
 }
 
@@ -120,8 +133,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .await
             .context("seeding the demo provider")?;
     }
+    crate::reservation::sweeper::spawn(
+        state.buying.store.clone(),
+        state.buying.sweep_interval,
+        state.shutdown.clone(),
+    );
     let factory_state = state.clone();
     let mut server = HttpServer::new(move || app(factory_state.clone()))
+        .on_connect(crate::feed::on_connect)
         .max_connections(config.max_connections)
         .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
         .disable_signals();

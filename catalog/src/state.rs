@@ -33,4 +33,10 @@ pub struct AppState {
     /// Cancelled when the server starts shutting down, so long-lived
     /// connections (WebSockets) can close and let shutdown finish.
     pub shutdown: CancellationToken,
+    /// The `/subscribe` feed.
+    pub feed: crate::feed::Feed,
+    /// Reservations, purchases and the Open Service Broker API.
+    pub buying: crate::reservation::Buying,
+    /// Verifier of an external OpenID Connect issuer's tokens, if configured.
+    pub oidc: Option<Arc<crate::auth::oidc::OidcVerifier>>,
 }

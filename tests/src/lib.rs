@@ -6,10 +6,12 @@
 //! --bins`) before the tests run; they live next to the test executable's
 //! `deps/` directory, whatever `CARGO_TARGET_DIR` is.
 
+pub mod buying;
 pub mod catalog;
 pub mod fake_kube;
 pub mod grpc;
 pub mod mongo;
 pub mod process;
+pub mod ws;
 
 pub use process::{bin_path, free_port, wait_for_port, Child, Spawn};

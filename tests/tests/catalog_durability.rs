@@ -131,7 +131,7 @@ fn kill_9_keeps_every_acknowledged_write(backend: Backend) {
         .collect();
 
     let deadline = Instant::now() + Duration::from_secs(60);
-    while acks.lock().unwrap().len() < 60 {
+    while acks.lock().unwrap().len() < 150 {
         assert!(Instant::now() < deadline, "writers made no progress");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -141,7 +141,7 @@ fn kill_9_keeps_every_acknowledged_write(backend: Backend) {
         w.join().expect("writer thread");
     }
     let acks = acks.lock().unwrap().clone();
-    assert!(acks.len() >= 60);
+    assert!(acks.len() >= 150);
 
     let c = env.start();
     let stored: std::collections::HashMap<String, serde_json::Value> = c

@@ -8,6 +8,9 @@
 //! | `POST /authenticate` | [`authenticate::authenticate`] |
 //! | `GET /offers` | [`offers::list`] |
 //! | `GET/POST/DELETE /offer/{id}` | [`offers::get`], [`offers::put`], [`offers::delete`] |
+//! | `GET /subscribe` (WebSocket) | [`crate::feed::subscribe`] |
+//! | reservations, purchases, plan caps, admin | [`crate::reservation::routes`] |
+//! | `/v2/...` (Open Service Broker) | [`crate::osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics`, `/openapi.json` | [`ops`] |
 
 pub mod authenticate;
@@ -44,10 +47,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::delete().to(offers::delete))
             .default_service(web::to(method_not_allowed)),
     )
+    .service(
+        web::resource("/subscribe")
+            .route(web::get().to(crate::feed::subscribe))
+            .default_service(web::to(method_not_allowed)),
+    )
     .service(web::resource("/healthz").route(web::get().to(ops::healthz)))
     .service(web::resource("/readyz").route(web::get().to(ops::readyz)))
     .service(web::resource("/metrics").route(web::get().to(ops::metrics)))
     .service(web::resource("/openapi.json").route(web::get().to(ops::openapi)))
+    .configure(crate::reservation::routes)
+    .configure(crate::osb::routes)
     .default_service(web::to(crate::webui::serve));
 }
 

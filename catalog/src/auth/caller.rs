@@ -1,6 +1,8 @@
-//! The authenticated caller of a request, from `Authorization: Bearer <JWT>`.
+//! The authenticated caller of a request, from `Authorization: Bearer <JWT>`:
+//! a catalog token, or (when configured) an external OIDC issuer's token
+//! verified by [`super::oidc`].
 
-use std::future::{ready, Ready};
+use futures::future::LocalBoxFuture;
 
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 
@@ -31,7 +33,7 @@ impl Caller {
         }
     }
 
-    fn from_headers(req: &HttpRequest) -> Result<Self, ApiError> {
+    async fn from_headers(req: &HttpRequest) -> Result<Self, ApiError> {
         let state = req
             .app_data::<web::Data<AppState>>()
             .ok_or_else(|| ApiError::Internal("AppState missing from the app".into()))?;
@@ -50,10 +52,17 @@ impl Caller {
             .ok_or_else(|| {
                 ApiError::Unauthorized("Authorization must be `Bearer <token>`".into())
             })?;
-        let claims = state.tokens.verify(token).map_err(|e| {
-            tracing::debug!(error = %e, "token refused");
-            ApiError::Unauthorized("invalid or expired token".into())
-        })?;
+        let claims = match state.tokens.verify(token) {
+            Ok(claims) => claims,
+            // Not one of the catalog's own: maybe the external issuer's.
+            Err(e) => match &state.oidc {
+                Some(oidc) => return oidc.caller(token).await,
+                None => {
+                    tracing::debug!(error = %e, "token refused");
+                    return Err(ApiError::Unauthorized("invalid or expired token".into()));
+                }
+            },
+        };
         Ok(Caller {
             cluster_id: claims.sub,
             cluster_name: claims.name,
@@ -64,9 +73,11 @@ impl Caller {
 
 impl FromRequest for Caller {
     type Error = ApiError;
-    type Future = Ready<Result<Self, Self::Error>>;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(Caller::from_headers(req))
+        // Async because an OIDC token may need the issuer's keys fetched.
+        let req = req.clone();
+        Box::pin(async move { Caller::from_headers(&req).await })
     }
 }

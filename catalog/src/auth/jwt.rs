@@ -16,6 +16,10 @@ use super::SigningKey;
 pub enum Role {
     /// A cluster operator: manages its own offers.
     Provider,
+    /// A buyer: reserves and purchases plans, sees its own records.
+    Consumer,
+    /// An operator of the catalog: sees every record, disables providers.
+    Admin,
 }
 
 /// The claims of a catalog token.

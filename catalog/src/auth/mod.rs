@@ -16,6 +16,7 @@
 pub mod caller;
 pub mod jwt;
 pub mod key;
+pub mod oidc;
 pub mod secret;
 
 pub use caller::Caller;

@@ -16,6 +16,9 @@ mod change;
 mod embedded;
 mod filter;
 mod mongo;
+pub mod reservations;
+mod reservations_embedded;
+mod reservations_mongo;
 
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -26,6 +29,9 @@ pub use change::OfferChange;
 pub use embedded::EmbeddedStore;
 pub use filter::OfferFilter;
 pub use mongo::{MongoConfig, MongoStore};
+pub use reservations::ReservationStore;
+pub use reservations_embedded::EmbeddedReservationStore;
+pub use reservations_mongo::MongoReservationStore;
 
 /// Why a store operation did not happen. Each maps to one HTTP status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -285,7 +285,10 @@ fn classify(e: mongodb::error::Error) -> StoreError {
     ) || e.contains_label("RetryableWriteError")
         || e.contains_label("TransientTransactionError");
     if unavailable {
-        StoreError::Unavailable(format!("MongoDB is unreachable: {e}"))
+        // The driver's detail names hosts and topology: log it, tell the
+        // client only what it can act on.
+        warn!(error = %e, "MongoDB unreachable");
+        StoreError::Unavailable("the database (MongoDB) is unreachable; retry later".into())
     } else {
         StoreError::Internal(format!("MongoDB: {e}"))
     }

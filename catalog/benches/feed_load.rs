@@ -1,0 +1,2 @@
+//! Feed load benchmark (being written).
+fn main() {}

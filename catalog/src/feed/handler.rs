@@ -1,0 +1,39 @@
+//! `GET /subscribe`: check the query and the upgrade, register the
+//! subscriber, answer 101 with its [`FeedBody`].
+
+use actix_http::body::BoxBody;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::body::FeedBody;
+use super::conn::ConnFd;
+use super::params::SubscribeParams;
+use crate::api::ApiError;
+use crate::AppState;
+
+/// Upgrade to the feed. 400 for a bad query or a request that is not a
+/// WebSocket upgrade; 503 when the feed is full or shutting down.
+pub async fn subscribe(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let params = SubscribeParams::parse(req.query_string())?;
+    let mut handshake = actix_http::ws::handshake(req.head()).map_err(|e| {
+        ApiError::bad_request(
+            "upgrade",
+            format!("/subscribe is a WebSocket endpoint: {e}"),
+        )
+    })?;
+    let (mode, filter) = (params.mode, params.filter_key.clone());
+    let hub = state.feed.hub().clone();
+    let fd = req.conn_data::<ConnFd>().copied();
+    let sub = hub
+        .register(params, fd)
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    tracing::info!(subscriber = sub.id, mode = mode.as_str(), filter = %filter, "feed subscriber connected");
+    let body = BoxBody::new(FeedBody::new(sub, hub, payload));
+    let response = handshake
+        .message_body(body)
+        .map_err(|e| ApiError::Internal(format!("building the upgrade response: {e}")))?;
+    Ok(HttpResponse::from(response))
+}

@@ -1,0 +1,123 @@
+//! The consumer feed: `GET /subscribe` upgrades to a WebSocket that follows
+//! every offer change as it happens.
+//!
+//! # Protocol
+//!
+//! Every message is a JSON text frame `{"type": ..., "seq": N, ...}`:
+//!
+//! - `{"type":"snapshot","seq":N,"offers":[...]}`: the full (filtered) offer
+//!   list, ordered by id, each offer exactly as `GET /offers` returns it.
+//!   Sent on connect; in the default mode (`mode=snapshot`, the thesis
+//!   behaviour) again after every change that touches the list; in every
+//!   mode whenever the server had to reload its list (see below).
+//! - `mode=delta`: after the first snapshot, `{"type":"upsert","seq":N,
+//!   "offer":{...}}` for an offer created, replaced or entering the filtered
+//!   view, and `{"type":"delete","seq":N,"id":"..."}` for one deleted or
+//!   leaving it.
+//!
+//! Clients must ignore message types they do not know.
+//!
+//! `seq` is this catalog process's count of offer-list changes since it
+//! started: each create, replace or delete (and each forced reload) adds
+//! one; a message carries the `seq` of the last change it reflects. On one
+//! connection `seq` never decreases: an unfiltered delta subscriber sees
+//! consecutive numbers, so a gap would mean a lost change (the server never
+//! drops one: it disconnects the subscriber instead). Filtered subscribers
+//! skip the changes that do not touch their view, and snapshot-mode
+//! subscribers that read slowly may skip lists (the newer one supersedes).
+//! A snapshot is the whole truth whatever its `seq` (after a reconnect, a
+//! restart or on another process the count is another one).
+//!
+//! Query parameters: `mode=snapshot|delta` and the filters of `GET /offers`
+//! (`type`, `provider`, `maxCost`, `min.<resource>`); a bad one is refused
+//! with 400 before the upgrade.
+//!
+//! # Limits and close codes
+//!
+//! - More than `--feed-max-subscribers` connections, or a new filter beyond
+//!   `--feed-max-filters`: 503 (with `Retry-After`) instead of the upgrade.
+//! - A subscriber that falls behind (a delta subscriber with
+//!   `--feed-queue` messages waiting, or any whose waiting messages make no
+//!   progress for `--feed-send-timeout`) is closed with **1008** "too slow";
+//!   it should reconnect, and gets a fresh snapshot. The others are never
+//!   delayed: the publisher only pushes into bounded outboxes.
+//! - The server pings every `--feed-ping-interval`; a client silent (no pong)
+//!   for `--feed-idle-timeout` is closed with **1001**.
+//! - On shutdown every subscriber is closed with **1001**.
+//! - A client frame over 4 KiB: **1009**; a protocol error: **1002**. The
+//!   feed takes no messages: client data frames are ignored.
+//! - A connection whose close frame makes no progress either is cut (TCP
+//!   reset) after another `--feed-send-timeout` (2 s at most on shutdown).
+//!
+//! # Many processes
+//!
+//! Each process runs one publisher ([`publisher::publish`]) that follows its
+//! store's changes. With MongoDB these come from the database's change
+//! stream, so a change written through any process reaches the subscribers
+//! of every process; when the stream cannot resume where it stopped the
+//! store asks for a resync, the publisher reloads the list and every
+//! subscriber gets a fresh snapshot.
+//!
+//! # Layout
+//!
+//! [`params`] (query), [`envelope`] (messages as shared frames), [`hub`]
+//! (list, groups, fan-out), [`subscriber`] (bounded outboxes), [`body`] (the
+//! connection), [`publisher`] (the tasks), [`conn`] (cutting stuck
+//! sockets), [`config`] (flags), [`metrics`].
+
+mod body;
+pub mod config;
+pub mod conn;
+pub mod envelope;
+mod handler;
+pub mod hub;
+pub mod metrics;
+pub mod params;
+mod publisher;
+mod subscriber;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::store::Store;
+
+pub use config::{FeedConfig, FeedConfigError};
+pub use conn::on_connect;
+pub use handler::subscribe;
+pub use metrics::FeedMetrics;
+pub use params::Mode;
+
+/// The running feed: shared by every handler through [`crate::AppState`].
+#[derive(Clone)]
+pub struct Feed {
+    hub: Arc<hub::Hub>,
+}
+
+impl Feed {
+    /// Start following `store` (the publisher and housekeeping tasks run on
+    /// the current Tokio runtime until `shutdown`).
+    pub fn start(
+        store: Arc<dyn Store>,
+        config: FeedConfig,
+        metrics: FeedMetrics,
+        shutdown: CancellationToken,
+    ) -> Result<Feed, FeedConfigError> {
+        config.validate()?;
+        let hub = Arc::new(hub::Hub::new(config, metrics));
+        tokio::spawn(
+            publisher::publish(hub.clone(), store, shutdown.clone())
+                .instrument(tracing::info_span!("feed_publisher")),
+        );
+        tokio::spawn(
+            publisher::housekeep(hub.clone(), shutdown)
+                .instrument(tracing::info_span!("feed_housekeeping")),
+        );
+        Ok(Feed { hub })
+    }
+
+    pub(crate) fn hub(&self) -> &Arc<hub::Hub> {
+        &self.hub
+    }
+}

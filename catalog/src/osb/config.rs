@@ -1,0 +1,43 @@
+//! Flags of the Open Service Broker API.
+
+use clap::ValueEnum;
+
+/// When provisioning and deprovisioning answer asynchronously.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AsyncMode {
+    /// Always synchronous (201/200), even with `accepts_incomplete=true`.
+    Never,
+    /// Asynchronous (202, then `last_operation`) when the platform sends
+    /// `accepts_incomplete=true`, synchronous otherwise.
+    Allowed,
+    /// Asynchronous only: requests without `accepts_incomplete=true` get
+    /// 422 `AsyncRequired`.
+    Required,
+}
+
+/// OSB flags (flattened into [`crate::Config`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OsbConfig {
+    /// User name of the platform account for HTTP basic authentication on
+    /// /v2 (with --osb-password). Bearer tokens with the consumer or admin
+    /// role are accepted as well.
+    #[arg(long, env = "CATALOG_OSB_USERNAME", requires = "osb_password")]
+    pub osb_username: Option<String>,
+
+    /// Password of the platform account (at least 16 bytes). Prefer the
+    /// environment variable to the flag.
+    #[arg(long, env = "CATALOG_OSB_PASSWORD", hide_env_values = true, requires = "osb_username")]
+    pub osb_password: Option<String>,
+
+    /// When provisioning answers 202 and runs in the background.
+    #[arg(long, env = "CATALOG_OSB_ASYNC", value_enum, default_value_t = AsyncMode::Allowed)]
+    pub osb_async: AsyncMode,
+
+    /// Currency key of plan costs in the OSB catalog (`metadata.costs[].amount`).
+    #[arg(long, env = "CATALOG_OSB_CURRENCY", default_value = "usd")]
+    pub osb_currency: String,
+
+    /// Unit of plan costs in the OSB catalog (`metadata.costs[].unit`).
+    #[arg(long, env = "CATALOG_OSB_COST_UNIT", default_value = "HOURLY")]
+    pub osb_cost_unit: String,
+}

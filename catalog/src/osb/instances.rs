@@ -1,0 +1,588 @@
+//! Service instances: `PUT` provisions a plan as a purchase (reserve, then
+//! purchase at once), `GET` fetches it, `DELETE` deprovisions it (cancels
+//! the purchase, freeing its unit), and `GET .../last_operation` reports
+//! asynchronous work.
+//!
+//! With `accepts_incomplete=true` (and `--osb-async allowed|required`) the
+//! work runs in the background: the answer is 202 with an `operation`, and
+//! `last_operation` says `in progress`, `succeeded` or `failed`. An
+//! asynchronous provisioning that fails (the plan sold out meanwhile, the
+//! provider disabled) stays recorded as failed until the platform deletes
+//! the instance; an asynchronous deprovisioning that finished answers
+//! `last_operation` with 410 Gone, as the spec asks.
+
+use std::collections::HashMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tracing::Instrument;
+
+use super::catalog::resolve;
+use super::config::AsyncMode;
+use super::error::OsbError;
+use super::guard::{guard, Platform};
+use super::model::{Operation, OperationKind, OperationState, OsbInstance};
+use crate::api::{read_json_body, ApiError};
+use crate::reservation::model::{new_id, Channel, Transition};
+use crate::reservation::service::{self, Buyer};
+use crate::reservation::BuyError;
+use crate::store::reservations::TransitionError;
+use crate::AppState;
+
+/// Longest OSB id accepted (instance, binding, service, plan).
+pub const MAX_OSB_ID: usize = 255;
+/// An operation still "in progress" after this long lost its worker (the
+/// process stopped): it is reported failed.
+const STALE_OPERATION: chrono::Duration = chrono::Duration::seconds(60);
+
+/// Query parameters of every instance and binding route.
+pub struct Query(pub HashMap<String, String>);
+
+impl Query {
+    pub fn parse(req: &HttpRequest) -> Result<Self, OsbError> {
+        serde_urlencoded::from_str(req.query_string())
+            .map(Query)
+            .map_err(|e| OsbError::bad_request(format!("malformed query string: {e}")))
+    }
+
+    pub fn accepts_incomplete(&self) -> Result<bool, OsbError> {
+        match self.0.get("accepts_incomplete").map(String::as_str) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(other) => Err(OsbError::bad_request(format!(
+                "accepts_incomplete: must be true or false, not `{other}`"
+            ))),
+        }
+    }
+
+    /// A required, non-empty parameter.
+    pub fn required(&self, name: &str) -> Result<&str, OsbError> {
+        match self.0.get(name).map(String::as_str) {
+            Some(v) if !v.is_empty() => Ok(v),
+            _ => Err(OsbError::bad_request(format!("{name}: query parameter is required"))),
+        }
+    }
+}
+
+/// Check a path id: non-empty, at most [`MAX_OSB_ID`] printable bytes.
+pub fn check_id(what: &str, id: &str) -> Result<(), OsbError> {
+    if id.is_empty() || id.len() > MAX_OSB_ID || id.chars().any(char::is_control) {
+        return Err(OsbError::bad_request(format!(
+            "{what}: must be 1 to {MAX_OSB_ID} printable characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether to answer asynchronously; 422 AsyncRequired when the broker
+/// demands it and the platform does not accept it.
+fn run_async(state: &AppState, accepts_incomplete: bool) -> Result<bool, OsbError> {
+    match (state.buying.osb.async_mode, accepts_incomplete) {
+        (AsyncMode::Required, false) => Err(OsbError::async_required()),
+        (AsyncMode::Never, _) => Ok(false),
+        (_, accepts) => Ok(accepts),
+    }
+}
+
+#[derive(Deserialize)]
+struct ProvisionRequest {
+    #[serde(default)]
+    service_id: Option<String>,
+    #[serde(default)]
+    plan_id: Option<String>,
+    #[serde(default)]
+    organization_guid: Option<String>,
+    #[serde(default)]
+    space_guid: Option<String>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    parameters: Option<Value>,
+}
+
+/// The request body within the size limit; a declared non-JSON type is a
+/// 400, as the spec asks.
+pub async fn read_body(
+    state: &AppState,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<web::Bytes, OsbError> {
+    read_json_body(req, payload, state.limits.max_body_bytes)
+        .await
+        .map_err(|e| match e {
+            ApiError::UnsupportedMediaType(m) => OsbError::bad_request(m),
+            other => other.into(),
+        })
+}
+
+/// Parse an OSB body (unknown fields ignored, as the spec requires).
+pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, OsbError> {
+    if body.is_empty() {
+        return Err(OsbError::bad_request("body: a JSON object is required"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "body".to_string() } else { path };
+        OsbError::bad_request(format!("{field}: {}", e.into_inner()))
+    })
+}
+
+/// A required, non-empty body field.
+pub fn required_field(name: &str, v: Option<String>) -> Result<String, OsbError> {
+    match v {
+        Some(s) if !s.is_empty() => {
+            check_id(name, &s)?;
+            Ok(s)
+        }
+        Some(_) => Err(OsbError::bad_request(format!("{name}: must not be empty"))),
+        None => Err(OsbError::bad_request(format!("{name}: is required"))),
+    }
+}
+
+/// `parameters`/`context` must be objects when present.
+pub fn object_field(name: &str, v: &Option<Value>) -> Result<(), OsbError> {
+    match v {
+        None | Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(OsbError::bad_request(format!("{name}: must be an object"))),
+    }
+}
+
+/// SHA-256 over the attributes that make two requests identical (JSON
+/// objects serialise with sorted keys, so equal values digest equally).
+pub fn request_digest(v: &Value) -> String {
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn accepted(operation: &str) -> HttpResponse {
+    HttpResponse::Accepted().json(json!({ "operation": operation }))
+}
+
+/// The instance with a stale "in progress" operation shown as failed (and
+/// recorded so, best effort).
+async fn settle(state: &AppState, mut inst: OsbInstance) -> Result<OsbInstance, OsbError> {
+    let stale = inst.operation.as_ref().is_some_and(|op| {
+        op.state == OperationState::InProgress
+            && op.started_at + STALE_OPERATION < crate::model::now()
+    });
+    if stale {
+        let expected = inst.revision;
+        if let Some(op) = inst.operation.as_mut() {
+            op.state = OperationState::Failed;
+            op.description = "the operation was interrupted (the broker restarted); retry".into();
+        }
+        inst.revision += 1;
+        if !state.buying.store.osb_replace_instance(&inst, expected).await? {
+            // Changed meanwhile: read it again.
+            return state
+                .buying
+                .store
+                .osb_get_instance(&inst.id)
+                .await?
+                .ok_or_else(|| OsbError::gone(format!("no service instance {}", inst.id)));
+        }
+    }
+    Ok(inst)
+}
+
+fn in_progress(inst: &OsbInstance, kind: OperationKind) -> Option<&Operation> {
+    inst.operation
+        .as_ref()
+        .filter(|op| op.kind == kind && op.state == OperationState::InProgress)
+}
+
+/// Provision: reserve and purchase; the reservation id on success.
+async fn provision_work(state: &AppState, inst: &OsbInstance) -> Result<String, OsbError> {
+    let reserved = service::reserve(
+        state,
+        &inst.owner,
+        &inst.offer_id,
+        &inst.plan_key,
+        state.buying.ttl,
+        Channel::Osb,
+    )
+    .await
+    .map_err(unavailable)?;
+    let buyer = Buyer {
+        subject: inst.owner.clone(),
+        admin: false,
+    };
+    match service::purchase(state, &reserved.id, &buyer).await {
+        Ok(contract) => Ok(contract.purchase.id),
+        Err(e) => {
+            let _ = service::end(state, &reserved.id, &buyer, Transition::Release).await;
+            Err(unavailable(e))
+        }
+    }
+}
+
+/// A buying failure while provisioning: the plan cannot be had (422), or a
+/// server-side problem.
+fn unavailable(e: BuyError) -> OsbError {
+    match e {
+        BuyError::Api(api) => {
+            let status = actix_web::ResponseError::status_code(&api);
+            if status.is_client_error() {
+                OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, Some("PlanUnavailable"), api.body().message)
+            } else {
+                api.into()
+            }
+        }
+        other => OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, Some("PlanUnavailable"), other.to_string()),
+    }
+}
+
+/// Record the outcome of a provisioning on `inst` (at its revision).
+async fn finish_provision(
+    state: &AppState,
+    mut inst: OsbInstance,
+    outcome: &Result<String, OsbError>,
+) -> Result<OsbInstance, OsbError> {
+    let expected = inst.revision;
+    inst.revision += 1;
+    match outcome {
+        Ok(reservation) => {
+            inst.reservation_id = Some(reservation.clone());
+            inst.provisioned = true;
+            if let Some(op) = inst.operation.as_mut() {
+                op.state = OperationState::Succeeded;
+                op.description = format!("purchased: reservation {reservation}");
+            }
+        }
+        Err(e) => {
+            if let Some(op) = inst.operation.as_mut() {
+                op.state = OperationState::Failed;
+                op.description = e.description.clone();
+            }
+        }
+    }
+    if !state.buying.store.osb_replace_instance(&inst, expected).await? {
+        return Err(OsbError::internal(format!(
+            "instance {} changed while it was being provisioned",
+            inst.id
+        )));
+    }
+    Ok(inst)
+}
+
+pub async fn provision(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+    id: web::Path<String>,
+) -> Result<HttpResponse, OsbError> {
+    let platform = guard(&state, &req).await?;
+    check_id("instance_id", &id)?;
+    let query = Query::parse(&req)?;
+    let accepts = query.accepts_incomplete()?;
+    let body = read_body(&state, &req, payload).await?;
+    let r: ProvisionRequest = parse(&body)?;
+    let service_id = required_field("service_id", r.service_id)?;
+    let plan_id = required_field("plan_id", r.plan_id)?;
+    for (name, v) in [("organization_guid", &r.organization_guid), ("space_guid", &r.space_guid)] {
+        if v.as_deref() == Some("") {
+            return Err(OsbError::bad_request(format!("{name}: must not be empty when present")));
+        }
+    }
+    object_field("context", &r.context)?;
+    object_field("parameters", &r.parameters)?;
+    let digest = request_digest(&json!({
+        "service_id": service_id, "plan_id": plan_id,
+        "organization_guid": r.organization_guid, "space_guid": r.space_guid,
+        "parameters": r.parameters,
+    }));
+    let is_async = run_async(&state, accepts)?;
+
+    if let Some(existing) = state.buying.store.osb_get_instance(&id).await? {
+        let existing = settle(&state, existing).await?;
+        if existing.owner != platform.owner || existing.request_digest != digest {
+            return Err(OsbError::conflict(format!(
+                "service instance {id} already exists with different attributes"
+            )));
+        }
+        if let Some(op) = in_progress(&existing, OperationKind::Provision) {
+            return if accepts {
+                Ok(accepted(&op.id))
+            } else {
+                Err(OsbError::concurrency("this service instance is being provisioned"))
+            };
+        }
+        if in_progress(&existing, OperationKind::Deprovision).is_some() {
+            return Err(OsbError::concurrency("this service instance is being deprovisioned"));
+        }
+        if existing.provisioned {
+            return Ok(HttpResponse::Ok().json(json!({})));
+        }
+        // A failed provisioning: the platform tries again; start afresh.
+        let expected = existing.revision;
+        let retry = OsbInstance {
+            operation: Some(new_operation(OperationKind::Provision)?),
+            revision: expected + 1,
+            ..existing
+        };
+        if !state.buying.store.osb_replace_instance(&retry, expected).await? {
+            return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+        }
+        return start_provision(&state, retry, is_async).await;
+    }
+
+    let (offer, plan_key) = resolve(&state, &service_id, &plan_id).await?;
+    let inst = OsbInstance {
+        id: id.to_string(),
+        owner: platform.owner.clone(),
+        service_id,
+        plan_id,
+        offer_id: offer.id,
+        plan_key,
+        request_digest: digest,
+        parameters: r.parameters.as_ref().map(Value::to_string),
+        reservation_id: None,
+        provisioned: false,
+        operation: Some(new_operation(OperationKind::Provision)?),
+        revision: 1,
+        created_at: crate::model::now(),
+    };
+    if !state.buying.store.osb_insert_instance(&inst).await? {
+        return Err(OsbError::concurrency(
+            "another request is provisioning this service instance; retry",
+        ));
+    }
+    start_provision(&state, inst, is_async).await
+}
+
+fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
+    Ok(Operation {
+        id: format!(
+            "{}-{}",
+            match kind {
+                OperationKind::Provision => "provision",
+                OperationKind::Deprovision => "deprovision",
+            },
+            new_id().map_err(OsbError::internal)?
+        ),
+        kind,
+        state: OperationState::InProgress,
+        description: "in progress".into(),
+        started_at: crate::model::now(),
+    })
+}
+
+async fn start_provision(state: &AppState, inst: OsbInstance, is_async: bool) -> Result<HttpResponse, OsbError> {
+    let op_id = inst
+        .operation
+        .as_ref()
+        .map(|o| o.id.clone())
+        .unwrap_or_default();
+    if is_async {
+        let state = state.clone();
+        let span = tracing::info_span!("osb_provision", instance = %inst.id, operation = %op_id);
+        actix_web::rt::spawn(
+            async move {
+                let outcome = provision_work(&state, &inst).await;
+                match finish_provision(&state, inst, &outcome).await {
+                    Ok(_) => tracing::info!(ok = outcome.is_ok(), "provisioning finished"),
+                    Err(e) => tracing::warn!(error = %e, "recording the provisioning outcome failed"),
+                }
+            }
+            .instrument(span),
+        );
+        return Ok(accepted(&op_id));
+    }
+    let outcome = provision_work(state, &inst).await;
+    match outcome {
+        Ok(_) => {
+            finish_provision(state, inst, &outcome).await?;
+            tracing::info!("service instance provisioned");
+            Ok(HttpResponse::Created().json(json!({})))
+        }
+        Err(e) => {
+            // A synchronous failure leaves nothing behind.
+            let _ = state.buying.store.osb_delete_instance(&inst.id, inst.revision).await;
+            Err(e)
+        }
+    }
+}
+
+pub async fn fetch(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<String>,
+) -> Result<HttpResponse, OsbError> {
+    let platform = guard(&state, &req).await?;
+    let inst = state
+        .buying
+        .store
+        .osb_get_instance(&id)
+        .await?
+        .filter(|i| platform.may_act_on(&i.owner) && i.provisioned)
+        .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
+    let parameters: Value = inst
+        .parameters
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or_else(|| json!({}));
+    Ok(HttpResponse::Ok().json(json!({
+        "service_id": inst.service_id,
+        "plan_id": inst.plan_id,
+        "parameters": parameters,
+    })))
+}
+
+/// Cancel the purchase, drop the bindings and the record.
+async fn deprovision_work(state: &AppState, inst: &OsbInstance) -> Result<(), OsbError> {
+    let store = &state.buying.store;
+    for b in store.osb_bindings_of(&inst.id).await? {
+        store.osb_delete_binding(&b.id).await?;
+    }
+    if let Some(rid) = &inst.reservation_id {
+        let now = crate::model::now();
+        match store.transition(rid, Transition::Cancel, now).await {
+            Ok(_) | Err(TransitionError::NotFound) => {}
+            // Already ended (cancelled through the REST API, say): fine.
+            Err(TransitionError::WrongState(r)) if r.state.is_final() => {}
+            Err(TransitionError::WrongState(r)) => {
+                let _ = store.transition(&r.id, Transition::Release, now).await;
+            }
+            Err(TransitionError::Store(e)) => return Err(e.into()),
+        }
+    }
+    if !store.osb_delete_instance(&inst.id, inst.revision).await? {
+        return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+    }
+    Ok(())
+}
+
+pub async fn deprovision(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<String>,
+) -> Result<HttpResponse, OsbError> {
+    let platform = guard(&state, &req).await?;
+    let query = Query::parse(&req)?;
+    let service_id = query.required("service_id")?.to_string();
+    let plan_id = query.required("plan_id")?.to_string();
+    let accepts = query.accepts_incomplete()?;
+    let is_async = run_async(&state, accepts)?;
+    let Some(inst) = state.buying.store.osb_get_instance(&id).await? else {
+        return Err(OsbError::gone(format!("no service instance {id}")));
+    };
+    let inst = settle(&state, inst).await?;
+    if !platform.may_act_on(&inst.owner) {
+        return Err(OsbError::forbidden(format!("service instance {id} belongs to someone else")));
+    }
+    if inst.service_id != service_id || inst.plan_id != plan_id {
+        return Err(OsbError::bad_request(format!(
+            "service_id/plan_id: service instance {id} is of service {} plan {}",
+            inst.service_id, inst.plan_id
+        )));
+    }
+    if let Some(op) = in_progress(&inst, OperationKind::Deprovision) {
+        return if accepts {
+            Ok(accepted(&op.id))
+        } else {
+            Err(OsbError::concurrency("this service instance is being deprovisioned"))
+        };
+    }
+    if in_progress(&inst, OperationKind::Provision).is_some() {
+        return Err(OsbError::concurrency("this service instance is being provisioned"));
+    }
+    if !is_async {
+        deprovision_work(&state, &inst).await?;
+        tracing::info!(instance = %inst.id, "service instance deprovisioned");
+        return Ok(HttpResponse::Ok().json(json!({})));
+    }
+    let expected = inst.revision;
+    let operation = new_operation(OperationKind::Deprovision)?;
+    let op_id = operation.id.clone();
+    let marked = OsbInstance {
+        operation: Some(operation),
+        revision: expected + 1,
+        ..inst
+    };
+    if !state.buying.store.osb_replace_instance(&marked, expected).await? {
+        return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+    }
+    let state = state.clone();
+    let span = tracing::info_span!("osb_deprovision", instance = %marked.id, operation = %op_id);
+    actix_web::rt::spawn(
+        async move {
+            if let Err(e) = deprovision_work(&state, &marked).await {
+                tracing::warn!(error = %e, "deprovisioning failed");
+                let mut failed = marked.clone();
+                if let Some(op) = failed.operation.as_mut() {
+                    op.state = OperationState::Failed;
+                    op.description = e.description.clone();
+                }
+                failed.revision += 1;
+                let _ = state.buying.store.osb_replace_instance(&failed, marked.revision).await;
+            } else {
+                tracing::info!("service instance deprovisioned");
+            }
+        }
+        .instrument(span),
+    );
+    Ok(accepted(&op_id))
+}
+
+pub async fn last_operation(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<String>,
+) -> Result<HttpResponse, OsbError> {
+    let platform = guard(&state, &req).await?;
+    let query = Query::parse(&req)?;
+    let Some(inst) = state.buying.store.osb_get_instance(&id).await? else {
+        return Err(OsbError::gone(format!("no service instance {id}")));
+    };
+    if !platform.may_act_on(&inst.owner) {
+        return Err(OsbError::not_found(format!("no service instance {id}")));
+    }
+    let inst = settle(&state, inst).await?;
+    let Some(op) = &inst.operation else {
+        return Ok(HttpResponse::Ok().json(json!({ "state": "succeeded" })));
+    };
+    if let Some(asked) = query.0.get("operation") {
+        if asked != &op.id {
+            return Err(OsbError::bad_request(format!(
+                "operation: {asked} is not the last operation of service instance {id}"
+            )));
+        }
+    }
+    let mut resp = HttpResponse::Ok();
+    if op.state == OperationState::InProgress {
+        resp.insert_header(("Retry-After", "1"));
+    }
+    Ok(resp.json(json!({ "state": op.state, "description": op.description })))
+}
+
+/// Whether `platform` may bind instance `id`: the instance, provisioned.
+pub async fn bindable(state: &AppState, platform: &Platform, id: &str) -> Result<OsbInstance, OsbError> {
+    let inst = state
+        .buying
+        .store
+        .osb_get_instance(id)
+        .await?
+        .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
+    if !platform.may_act_on(&inst.owner) {
+        return Err(OsbError::forbidden(format!("service instance {id} belongs to someone else")));
+    }
+    let inst = settle(state, inst).await?;
+    if inst
+        .operation
+        .as_ref()
+        .is_some_and(|op| op.state == OperationState::InProgress)
+    {
+        return Err(OsbError::concurrency(format!("service instance {id} has an operation in progress")));
+    }
+    if !inst.provisioned {
+        return Err(OsbError::not_found(format!("service instance {id} is not provisioned")));
+    }
+    Ok(inst)
+}

@@ -1,0 +1,113 @@
+//! The Open Service Broker API v2.17, so existing platforms can browse and
+//! buy: offers are services, plans are plans, provisioning a plan is a
+//! purchase, binding releases the provider's peering credentials.
+//!
+//! | route | handler |
+//! |---|---|
+//! | `GET /v2/catalog` | [`catalog::get`] |
+//! | `PUT/GET/DELETE /v2/service_instances/{id}` | [`instances`] |
+//! | `GET /v2/service_instances/{id}/last_operation` | [`instances::last_operation`] |
+//! | `PUT/GET/DELETE /v2/service_instances/{id}/service_bindings/{bid}` | [`bindings`] |
+//! | `GET .../service_bindings/{bid}/last_operation` | [`bindings::last_operation`] |
+//!
+//! Every request needs `X-Broker-API-Version` (2.14 or later; missing or
+//! older: 412, malformed: 400) and platform credentials ([`guard`]).
+
+pub mod bindings;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod guard;
+pub mod ids;
+pub mod instances;
+pub mod model;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+pub use config::{AsyncMode, OsbConfig};
+pub use error::OsbError;
+
+/// Shortest platform password accepted.
+pub const MIN_PASSWORD: usize = 16;
+
+/// The basic-auth platform account: its name and the SHA-256 of the name
+/// (the password's digest sits beside it in [`OsbSettings::basic`]).
+#[derive(Clone)]
+pub struct BasicUser {
+    pub name: String,
+    pub digest: [u8; 32],
+}
+
+/// OSB settings, from [`OsbConfig`].
+#[derive(Clone)]
+pub struct OsbSettings {
+    /// The platform account and its password's digest.
+    pub basic: Option<(BasicUser, [u8; 32])>,
+    pub async_mode: AsyncMode,
+    pub currency: String,
+    pub cost_unit: String,
+}
+
+impl OsbSettings {
+    pub fn from_config(c: &OsbConfig) -> anyhow::Result<Self> {
+        let digest = crate::reservation::admin::digest;
+        let basic = match (&c.osb_username, &c.osb_password) {
+            (Some(user), Some(pass)) => {
+                if user.is_empty() || user.contains(':') {
+                    anyhow::bail!("--osb-username must be non-empty and contain no `:`");
+                }
+                if pass.len() < MIN_PASSWORD {
+                    anyhow::bail!("--osb-password must be at least {MIN_PASSWORD} bytes");
+                }
+                Some((
+                    BasicUser {
+                        name: user.clone(),
+                        digest: digest(user.as_bytes()),
+                    },
+                    digest(pass.as_bytes()),
+                ))
+            }
+            _ => None,
+        };
+        Ok(OsbSettings {
+            basic,
+            async_mode: c.osb_async,
+            currency: c.osb_currency.clone(),
+            cost_unit: c.osb_cost_unit.clone(),
+        })
+    }
+}
+
+async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, OsbError> {
+    Err(OsbError::new(
+        actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        format!("{} is not allowed on {}", req.method(), req.path()),
+    ))
+}
+
+/// Register the `/v2` routes.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    let resource = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
+    cfg.service(resource("/v2/catalog").route(web::get().to(catalog::get)))
+        .service(
+            resource("/v2/service_instances/{id}")
+                .route(web::put().to(instances::provision))
+                .route(web::get().to(instances::fetch))
+                .route(web::delete().to(instances::deprovision)),
+        )
+        .service(
+            resource("/v2/service_instances/{id}/last_operation")
+                .route(web::get().to(instances::last_operation)),
+        )
+        .service(
+            resource("/v2/service_instances/{id}/service_bindings/{bid}")
+                .route(web::put().to(bindings::bind))
+                .route(web::get().to(bindings::fetch))
+                .route(web::delete().to(bindings::unbind)),
+        )
+        .service(
+            resource("/v2/service_instances/{id}/service_bindings/{bid}/last_operation")
+                .route(web::get().to(bindings::last_operation)),
+        );
+}

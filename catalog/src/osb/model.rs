@@ -1,0 +1,82 @@
+//! Open Service Broker instances and bindings as the catalog stores them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What an asynchronous operation is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationKind {
+    Provision,
+    Deprovision,
+}
+
+/// `last_operation` states, spelled as the OSB spec spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OperationState {
+    #[serde(rename = "in progress")]
+    InProgress,
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+/// The last operation on an instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    /// The `operation` handed to the platform in the 202 answer.
+    pub id: String,
+    pub kind: OperationKind,
+    pub state: OperationState,
+    pub description: String,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A service instance: a plan provisioned as a purchase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OsbInstance {
+    pub id: String,
+    /// The caller that provisioned it (token `sub`, or `osb:<user>` for the
+    /// broker's basic-auth platform account).
+    pub owner: String,
+    #[serde(rename = "serviceID")]
+    pub service_id: String,
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    pub plan_key: String,
+    /// Digest of the attributes that make two provision requests identical.
+    pub request_digest: String,
+    /// The request's `parameters`, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<String>,
+    /// The purchase this instance is, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<String>,
+    /// True once provisioning succeeded.
+    pub provisioned: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    /// Bumped by every write; writes are conditional on it.
+    pub revision: u64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A service binding: the release of the provider's peering credentials to
+/// one application of the instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OsbBinding {
+    pub id: String,
+    #[serde(rename = "instanceID")]
+    pub instance_id: String,
+    pub owner: String,
+    pub request_digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<String>,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,180 @@
+//! Administration and consumer identities without OpenID Connect.
+//!
+//! - `POST /authenticate/admin` `{"secret"}`: the configured administrator
+//!   secret for an admin token (rate-limited like `/authenticate`).
+//! - `POST /consumer-tokens` `{"subject", "name"?}` (admin): a consumer
+//!   token for `subject`, for catalogs whose consumers have no OIDC issuer.
+//! - `GET /admin/providers` (admin): every provider, with `disabled`.
+//! - `PUT /admin/providers/{clusterID}` `{"disabled": bool}` (admin).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::error::BuyError;
+use super::http::parse_body;
+use crate::api::{read_json_body, ApiError};
+use crate::auth::{Caller, Role};
+use crate::model::ProviderInfo;
+use crate::AppState;
+
+/// Shortest administrator secret accepted.
+pub const MIN_ADMIN_SECRET: usize = 16;
+/// The `sub` of admin tokens issued for the administrator secret.
+pub const ADMIN_SUBJECT: &str = "admin";
+const MAX_SUBJECT_LEN: usize = 256;
+
+/// SHA-256 of a secret, for constant-time comparison.
+pub fn digest(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdminLogin {
+    secret: String,
+}
+
+pub async fn login(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    if let Some(peer) = req.peer_addr() {
+        if !state.auth_limiter.allow(peer.ip()) {
+            return Err(ApiError::TooManyRequests.into());
+        }
+    }
+    let Some(expected) = state.buying.admin_secret_digest else {
+        return Err(BuyError::not_found(
+            "no administrator secret is configured on this catalog",
+        ));
+    };
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let login: AdminLogin = parse_body(&body)?;
+    if !bool::from(digest(login.secret.as_bytes()).ct_eq(&expected)) {
+        tracing::warn!("admin authentication refused");
+        return Err(ApiError::Unauthorized("wrong administrator secret".into()).into());
+    }
+    let issued = state
+        .tokens
+        .issue(ADMIN_SUBJECT, "administrator", vec![Role::Admin])
+        .map_err(|e| BuyError::internal(e.to_string()))?;
+    tracing::info!("admin token issued");
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsumerTokenRequest {
+    subject: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+fn check_text(field: &str, v: &str) -> Result<(), BuyError> {
+    if v.trim().is_empty() || v.len() > MAX_SUBJECT_LEN || v.chars().any(char::is_control) {
+        return Err(BuyError::bad_request(
+            field,
+            format!("must be 1 to {MAX_SUBJECT_LEN} bytes of printable text"),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn consumer_token(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    caller.require(Role::Admin)?;
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let r: ConsumerTokenRequest = parse_body(&body)?;
+    check_text("subject", &r.subject)?;
+    let name = r.name.unwrap_or_else(|| r.subject.clone());
+    check_text("name", &name)?;
+    let issued = state
+        .tokens
+        .issue(&r.subject, &name, vec![Role::Consumer])
+        .map_err(|e| BuyError::internal(e.to_string()))?;
+    tracing::info!(subject = %r.subject, "consumer token issued");
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}
+
+/// A provider as administrators see it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdminProvider {
+    #[serde(flatten)]
+    info: ProviderInfo,
+    disabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disabled_since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub async fn providers(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, BuyError> {
+    caller.require(Role::Admin)?;
+    let disabled = state.buying.store.disabled_providers().await?;
+    let out: Vec<AdminProvider> = state
+        .store
+        .list_providers()
+        .await?
+        .into_iter()
+        .map(|info| {
+            let since = disabled.get(&info.cluster_id).copied();
+            AdminProvider {
+                info,
+                disabled: since.is_some(),
+                disabled_since: since,
+            }
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(out))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderUpdate {
+    disabled: bool,
+}
+
+pub async fn set_provider(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+    cluster_id: web::Path<String>,
+) -> Result<HttpResponse, BuyError> {
+    caller.require(Role::Admin)?;
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let update: ProviderUpdate = parse_body(&body)?;
+    let account = state
+        .store
+        .get_provider(&cluster_id)
+        .await?
+        .ok_or_else(|| BuyError::not_found(format!("no provider {cluster_id}")))?;
+    state
+        .buying
+        .store
+        .set_provider_disabled(&account.cluster_id, update.disabled)
+        .await?;
+    tracing::warn!(cluster_id = %account.cluster_id, disabled = update.disabled, by = %caller.cluster_id, "provider status changed by an administrator");
+    let since = state
+        .buying
+        .store
+        .disabled_providers()
+        .await?
+        .get(&account.cluster_id)
+        .copied();
+    Ok(HttpResponse::Ok().json(AdminProvider {
+        info: account.info(),
+        disabled: since.is_some(),
+        disabled_since: since,
+    }))
+}

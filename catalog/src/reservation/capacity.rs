@@ -1,0 +1,108 @@
+//! Per-plan caps: `GET /offer/{id}/plans/{plan}/capacity` (public) shows a
+//! plan's cap and what is in use; `PUT` (the owning provider) sets or lifts
+//! the cap with `{"maxPurchases": n}` or `{"maxPurchases": null}`.
+//!
+//! A cap counts reservations that have not expired plus purchases not
+//! cancelled. Lowering a cap never revokes existing holdings; new
+//! reservations wait until enough of them end.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::error::BuyError;
+use super::http::parse_body;
+use crate::api::read_json_body;
+use crate::auth::{Caller, Role};
+use crate::model::Offer;
+use crate::AppState;
+
+/// Largest cap accepted.
+pub const MAX_CAP: u32 = 1_000_000;
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Capacity {
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    /// None: no cap.
+    pub max_purchases: Option<u32>,
+    /// Reservations not expired plus purchases not cancelled.
+    pub active: u64,
+    /// Units left (None without a cap).
+    pub available: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapRequest {
+    #[serde(rename = "maxPurchases")]
+    pub max_purchases: Option<u32>,
+}
+
+async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
+    let offer = state
+        .store
+        .get_offer(offer_id)
+        .await?
+        .ok_or_else(|| BuyError::not_found(format!("no offer {offer_id}")))?;
+    if !offer.plans.contains_key(plan_id) {
+        return Err(BuyError::not_found(format!("offer {offer_id} has no plan {plan_id}")));
+    }
+    Ok(offer)
+}
+
+async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Capacity, BuyError> {
+    let usage = state
+        .buying
+        .store
+        .plan_usage(offer_id, plan_id, crate::model::now())
+        .await?;
+    Ok(Capacity {
+        offer_id: offer_id.to_string(),
+        plan_id: plan_id.to_string(),
+        max_purchases: usage.cap,
+        active: usage.active,
+        available: usage.cap.map(|c| u64::from(c).saturating_sub(usage.active)),
+    })
+}
+
+pub async fn get(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, BuyError> {
+    let (offer_id, plan_id) = path.into_inner();
+    plan_of(&state, &offer_id, &plan_id).await?;
+    Ok(HttpResponse::Ok().json(capacity(&state, &offer_id, &plan_id).await?))
+}
+
+pub async fn put(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, BuyError> {
+    caller.require(Role::Provider)?;
+    let (offer_id, plan_id) = path.into_inner();
+    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let r: CapRequest = parse_body(&body)?;
+    if r.max_purchases.is_some_and(|c| c > MAX_CAP) {
+        return Err(BuyError::bad_request(
+            "maxPurchases",
+            format!("must be at most {MAX_CAP}"),
+        ));
+    }
+    let offer = plan_of(&state, &offer_id, &plan_id).await?;
+    if offer.cluster_id != caller.cluster_id {
+        return Err(BuyError::forbidden("this offer belongs to another provider"));
+    }
+    state
+        .buying
+        .store
+        .set_plan_cap(&offer_id, &plan_id, r.max_purchases)
+        .await?;
+    tracing::info!(offer = %offer_id, plan = %plan_id, cap = ?r.max_purchases, "plan cap set");
+    Ok(HttpResponse::Ok().json(capacity(&state, &offer_id, &plan_id).await?))
+}

@@ -1,0 +1,701 @@
+//! The MongoDB [`ReservationStore`], safe for several catalog processes on
+//! one database.
+//!
+//! Collections:
+//! - `reservations`: `{_id, consumer, state, expiresAt, unit, body}`, where
+//!   `body` is the [`Reservation`]; every state change is a `replace_one`
+//!   conditioned on the state it expects, so two processes never both
+//!   purchase, or purchase and expire, one reservation.
+//! - `plan_units`: one document per held unit,
+//!   `{_id: "offer␟plan␟slot", plan, reservation, expiresAt}`. For a capped
+//!   plan the slot is a number below the cap, so the unique `_id` makes
+//!   claiming a unit an atomic insert: however many clients race, at most
+//!   `cap` slots exist. An uncapped plan's units are named after their
+//!   reservation. A purchase clears `expiresAt` (held until cancelled).
+//! - `plan_caps`: `{_id: "offer␟plan", cap}`.
+//! - `peering_secrets`, `disabled_providers`, `osb_instances`,
+//!   `osb_bindings`.
+//!
+//! A process that dies between two writes (unit and reservation) leaves a
+//! unit whose reservation is missing or over; whoever next needs the unit
+//! (a reservation of that plan finding it sold out) checks each unit's
+//! reservation and frees the stale ones.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeZone, Utc};
+use futures::TryStreamExt;
+use mongodb::bson::{self, doc, Bson};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+use mongodb::{Client, Collection, IndexModel};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn, Instrument};
+
+use super::reservations::{ReservationStore, ReserveError, TransitionError};
+use super::{MongoConfig, StoreError};
+use crate::osb::model::{OsbBinding, OsbInstance};
+use crate::reservation::model::{PlanUsage, Reservation, ReservationState, Transition};
+
+const DUPLICATE_KEY: i32 = 11000;
+/// Attempts at a slot or a state change before answering 503.
+const MAX_ATTEMPTS: usize = 32;
+/// Most reservations one sweep expires.
+const SWEEP_BATCH: i64 = 1000;
+/// A unit younger than this whose reservation is missing may belong to a
+/// reservation being written right now: leave it alone.
+const ORPHAN_GRACE: chrono::Duration = chrono::Duration::seconds(30);
+const SEP: char = '\u{1f}';
+
+/// See the module docs.
+#[derive(Clone)]
+pub struct MongoReservationStore {
+    reservations: Collection<ReservationDoc>,
+    units: Collection<UnitDoc>,
+    caps: Collection<CapDoc>,
+    peering: Collection<SecretDoc>,
+    disabled: Collection<DisabledDoc>,
+    instances: Collection<InstanceDoc>,
+    bindings: Collection<BindingDoc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReservationDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    consumer: String,
+    state: String,
+    expires_at: bson::DateTime,
+    unit: String,
+    body: Reservation,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UnitDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    plan: String,
+    reservation: String,
+    /// None once purchased.
+    expires_at: Option<bson::DateTime>,
+    created_at: bson::DateTime,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CapDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    cap: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SecretDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    sealed: bson::Binary,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DisabledDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    since: bson::DateTime,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct InstanceDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    revision: i64,
+    body: OsbInstance,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(rename = "instanceID")]
+    instance_id: String,
+    body: OsbBinding,
+}
+
+fn bt(t: DateTime<Utc>) -> bson::DateTime {
+    bson::DateTime::from_millis(t.timestamp_millis())
+}
+
+fn from_bt(t: bson::DateTime) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(t.timestamp_millis())
+        .single()
+        .unwrap_or_default()
+}
+
+fn classify(e: mongodb::error::Error) -> StoreError {
+    let unavailable = matches!(
+        *e.kind,
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::DnsResolve { .. }
+            | ErrorKind::Shutdown
+    ) || e.contains_label("RetryableWriteError")
+        || e.contains_label("TransientTransactionError");
+    if unavailable {
+        StoreError::Unavailable(format!("MongoDB is unreachable: {e}"))
+    } else {
+        StoreError::Internal(format!("MongoDB: {e}"))
+    }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == DUPLICATE_KEY)
+}
+
+fn plan_key(offer_id: &str, plan_id: &str) -> String {
+    format!("{offer_id}{SEP}{plan_id}")
+}
+
+fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
+    ReservationDoc {
+        id: r.id.clone(),
+        consumer: r.consumer.clone(),
+        state: r.state.as_str().to_string(),
+        expires_at: bt(r.expires_at),
+        unit: unit.to_string(),
+        body: r.clone(),
+    }
+}
+
+/// A uniformly chosen index below `n` (n > 0), spreading racing clients
+/// over the free slots.
+fn pick(n: usize) -> usize {
+    let mut b = [0u8; 4];
+    if getrandom::fill(&mut b).is_err() {
+        return 0;
+    }
+    u32::from_le_bytes(b) as usize % n
+}
+
+impl MongoReservationStore {
+    /// Connect (lazily) and start creating indexes in the background.
+    pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
+        let mut options = ClientOptions::parse(&config.uri)
+            .await
+            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+        options
+            .app_name
+            .get_or_insert_with(|| "liqo-broker-catalog-buying".to_string());
+        options.server_selection_timeout = Some(config.timeout);
+        options.connect_timeout = Some(config.timeout);
+        options.write_concern = Some(
+            WriteConcern::builder()
+                .w(Acknowledgment::Majority)
+                .journal(true)
+                .build(),
+        );
+        let client = Client::with_options(options)
+            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+        let db = client.database(&config.database);
+        let store = MongoReservationStore {
+            reservations: db.collection("reservations"),
+            units: db.collection("plan_units"),
+            caps: db.collection("plan_caps"),
+            peering: db.collection("peering_secrets"),
+            disabled: db.collection("disabled_providers"),
+            instances: db.collection("osb_instances"),
+            bindings: db.collection("osb_bindings"),
+        };
+        tokio::spawn(
+            store
+                .clone()
+                .create_indexes()
+                .instrument(tracing::info_span!("mongodb_indexes", area = "buying")),
+        );
+        Ok(store)
+    }
+
+    async fn create_indexes(self) {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let result = async {
+                self.units
+                    .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
+                    .await?;
+                self.reservations
+                    .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
+                    .await?;
+                self.reservations
+                    .create_index(
+                        IndexModel::builder()
+                            .keys(doc! { "state": 1, "expiresAt": 1 })
+                            .build(),
+                    )
+                    .await?;
+                self.bindings
+                    .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
+                    .await?;
+                Ok::<_, mongodb::error::Error>(())
+            }
+            .await;
+            match result {
+                Ok(()) => {
+                    info!("MongoDB indexes for reservations ready");
+                    return;
+                }
+                Err(e) => {
+                    warn!(error = %e, "creating MongoDB reservation indexes failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
+        self.reservations
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)
+    }
+
+    /// Whether `unit` is still held after looking at its reservation; frees
+    /// it (and expires the reservation if due) when not.
+    async fn unit_still_held(&self, unit: &UnitDoc, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let Some(doc) = self.find_reservation(&unit.reservation).await? else {
+            if from_bt(unit.created_at) + ORPHAN_GRACE > now {
+                return Ok(true);
+            }
+            self.free_unit(&unit.id, &unit.reservation).await?;
+            return Ok(false);
+        };
+        let r = doc.body;
+        if r.is_due(now) {
+            return match self.transition(&r.id, Transition::Expire, now).await {
+                Ok(_) => Ok(false),
+                // Someone else moved it first: look again next time.
+                Err(TransitionError::WrongState(cur)) => Ok(cur.is_active(now)),
+                Err(TransitionError::NotFound) => Ok(false),
+                Err(TransitionError::Store(e)) => Err(e),
+            };
+        }
+        match r.state {
+            ReservationState::Reserved => Ok(true),
+            ReservationState::Purchased => {
+                if unit.expires_at.is_some() {
+                    self.units
+                        .update_one(
+                            doc! { "_id": &unit.id, "reservation": &r.id },
+                            doc! { "$set": { "expiresAt": Bson::Null } },
+                        )
+                        .await
+                        .map_err(classify)?;
+                }
+                Ok(true)
+            }
+            _ => {
+                self.free_unit(&unit.id, &r.id).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    async fn free_unit(&self, unit_id: &str, reservation: &str) -> Result<(), StoreError> {
+        self.units
+            .delete_one(doc! { "_id": unit_id, "reservation": reservation })
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    /// Claim a unit of `plan` for `reservation`: its id, or Err(cap) when
+    /// every unit is held.
+    async fn claim_unit(
+        &self,
+        plan: &str,
+        r: &Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Result<String, u32>, StoreError> {
+        let cap = self
+            .caps
+            .find_one(doc! { "_id": plan })
+            .await
+            .map_err(classify)?
+            .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
+        let unit = |slot: &str| UnitDoc {
+            id: format!("{plan}{SEP}{slot}"),
+            plan: plan.to_string(),
+            reservation: r.id.clone(),
+            expires_at: Some(bt(r.expires_at)),
+            created_at: bt(now),
+        };
+        let Some(cap) = cap else {
+            let u = unit(&format!("r-{}", r.id));
+            self.units.insert_one(&u).await.map_err(classify)?;
+            return Ok(Ok(u.id));
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            let units: Vec<UnitDoc> = self
+                .units
+                .find(doc! { "plan": plan })
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            let mut held = Vec::with_capacity(units.len());
+            for u in units {
+                let live = u.expires_at.is_none_or(|e| from_bt(e) > now);
+                if live || self.unit_still_held(&u, now).await? {
+                    held.push(u);
+                }
+            }
+            if held.len() as u64 >= u64::from(cap) {
+                // Before saying "sold out", make sure no unit outlived its
+                // reservation (a process that died between two writes).
+                let mut still = 0u64;
+                for u in &held {
+                    if self.unit_still_held(u, now).await? {
+                        still += 1;
+                    }
+                }
+                if still >= u64::from(cap) {
+                    return Ok(Err(cap));
+                }
+                continue;
+            }
+            let prefix_len = plan.len() + SEP.len_utf8();
+            let used: HashSet<&str> = held
+                .iter()
+                .filter_map(|u| u.id.get(prefix_len..))
+                .collect();
+            let free: Vec<u32> = (0..cap)
+                .filter(|i| !used.contains(i.to_string().as_str()))
+                .collect();
+            if free.is_empty() {
+                return Ok(Err(cap));
+            }
+            let u = unit(&free[pick(free.len())].to_string());
+            match self.units.insert_one(&u).await {
+                Ok(_) => return Ok(Ok(u.id)),
+                // Another client took this slot first: look again.
+                Err(e) if is_duplicate_key(&e) => continue,
+                Err(e) => return Err(classify(e)),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "too many concurrent reservations of this plan; retry".into(),
+        ))
+    }
+}
+
+#[async_trait]
+impl ReservationStore for MongoReservationStore {
+    fn kind(&self) -> &'static str {
+        "mongodb"
+    }
+
+    async fn reserve(&self, r: Reservation, now: DateTime<Utc>) -> Result<Reservation, ReserveError> {
+        let plan = plan_key(&r.offer_id, &r.plan_id);
+        let unit = match self.claim_unit(&plan, &r, now).await? {
+            Ok(unit) => unit,
+            Err(cap) => return Err(ReserveError::SoldOut { cap }),
+        };
+        if let Err(e) = self.reservations.insert_one(res_doc(&r, &unit)).await {
+            // Give the unit back; if even that fails, the next sold-out
+            // check frees it (its reservation is missing).
+            let _ = self.free_unit(&unit, &r.id).await;
+            return Err(classify(e).into());
+        }
+        Ok(r)
+    }
+
+    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError> {
+        Ok(self.find_reservation(id).await?.map(|d| d.body))
+    }
+
+    async fn list_reservations(&self, consumer: Option<&str>) -> Result<Vec<Reservation>, StoreError> {
+        let filter = match consumer {
+            Some(c) => doc! { "consumer": c },
+            None => doc! {},
+        };
+        let docs: Vec<ReservationDoc> = self
+            .reservations
+            .find(filter)
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+        out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, TransitionError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(doc) = self.find_reservation(id).await? else {
+                return Err(TransitionError::NotFound);
+            };
+            let r = &doc.body;
+            if r.state != t.from() {
+                return Err(TransitionError::WrongState(Box::new(doc.body)));
+            }
+            let (effective, refused) = match t {
+                Transition::Purchase if r.is_due(now) => (Transition::Expire, true),
+                Transition::Expire if !r.is_due(now) => {
+                    return Err(TransitionError::WrongState(Box::new(doc.body)))
+                }
+                _ => (t, false),
+            };
+            let next = effective.apply(r, now);
+            let replaced = self
+                .reservations
+                .replace_one(
+                    doc! { "_id": id, "state": r.state.as_str() },
+                    res_doc(&next, &doc.unit),
+                )
+                .await
+                .map_err(classify)?;
+            if replaced.matched_count == 0 {
+                // Another process changed it in between: read again.
+                continue;
+            }
+            if next.state == ReservationState::Purchased {
+                self.units
+                    .update_one(
+                        doc! { "_id": &doc.unit, "reservation": id },
+                        doc! { "$set": { "expiresAt": Bson::Null } },
+                    )
+                    .await
+                    .map_err(classify)?;
+            } else {
+                self.free_unit(&doc.unit, id).await?;
+            }
+            return if refused {
+                Err(TransitionError::WrongState(Box::new(next)))
+            } else {
+                Ok(next)
+            };
+        }
+        Err(StoreError::Unavailable(format!("too many concurrent changes to reservation {id}; retry")).into())
+    }
+
+    async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
+        let due: Vec<ReservationDoc> = self
+            .reservations
+            .find(doc! { "state": "reserved", "expiresAt": { "$lte": bt(now) } })
+            .limit(SWEEP_BATCH)
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        let mut expired = Vec::new();
+        for d in due {
+            match self.transition(&d.id, Transition::Expire, now).await {
+                Ok(r) => expired.push(r),
+                Err(TransitionError::Store(e)) => return Err(e),
+                // Purchased, released or expired by someone else meanwhile.
+                Err(_) => {}
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn set_plan_cap(&self, offer_id: &str, plan_id: &str, cap: Option<u32>) -> Result<(), StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        match cap {
+            Some(c) => {
+                self.caps
+                    .update_one(
+                        doc! { "_id": &key },
+                        doc! { "$set": { "cap": i64::from(c) } },
+                    )
+                    .upsert(true)
+                    .await
+                    .map_err(classify)?;
+            }
+            None => {
+                self.caps
+                    .delete_one(doc! { "_id": &key })
+                    .await
+                    .map_err(classify)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn plan_usage(&self, offer_id: &str, plan_id: &str, now: DateTime<Utc>) -> Result<PlanUsage, StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        let cap = self
+            .caps
+            .find_one(doc! { "_id": &key })
+            .await
+            .map_err(classify)?
+            .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
+        let active = self
+            .units
+            .count_documents(doc! {
+                "plan": &key,
+                "$or": [ { "expiresAt": Bson::Null }, { "expiresAt": { "$gt": bt(now) } } ],
+            })
+            .await
+            .map_err(classify)?;
+        Ok(PlanUsage { cap, active })
+    }
+
+    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>) -> Result<(), StoreError> {
+        let doc = SecretDoc {
+            id: cluster_id.to_string(),
+            sealed: bson::Binary {
+                subtype: bson::spec::BinarySubtype::Generic,
+                bytes: sealed,
+            },
+        };
+        self.peering
+            .replace_one(doc! { "_id": cluster_id }, doc)
+            .upsert(true)
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .peering
+            .find_one(doc! { "_id": cluster_id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.sealed.bytes))
+    }
+
+    async fn set_provider_disabled(&self, cluster_id: &str, disabled: bool) -> Result<(), StoreError> {
+        if disabled {
+            self.disabled
+                .update_one(
+                    doc! { "_id": cluster_id },
+                    doc! { "$setOnInsert": { "since": bt(crate::model::now()) } },
+                )
+                .upsert(true)
+                .await
+                .map_err(classify)?;
+        } else {
+            self.disabled
+                .delete_one(doc! { "_id": cluster_id })
+                .await
+                .map_err(classify)?;
+        }
+        Ok(())
+    }
+
+    async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
+        let docs: Vec<DisabledDoc> = self
+            .disabled
+            .find(doc! {})
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
+    }
+
+    async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError> {
+        let doc = InstanceDoc {
+            id: inst.id.clone(),
+            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+            body: inst.clone(),
+        };
+        match self.instances.insert_one(doc).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError> {
+        Ok(self
+            .instances
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.body))
+    }
+
+    async fn osb_replace_instance(&self, inst: &OsbInstance, expected_revision: u64) -> Result<bool, StoreError> {
+        let doc = InstanceDoc {
+            id: inst.id.clone(),
+            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+            body: inst.clone(),
+        };
+        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+        let r = self
+            .instances
+            .replace_one(doc! { "_id": &inst.id, "revision": expected }, doc)
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
+
+    async fn osb_delete_instance(&self, id: &str, expected_revision: u64) -> Result<bool, StoreError> {
+        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+        let r = self
+            .instances
+            .delete_one(doc! { "_id": id, "revision": expected })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
+        let doc = BindingDoc {
+            id: b.id.clone(),
+            instance_id: b.instance_id.clone(),
+            body: b.clone(),
+        };
+        match self.bindings.insert_one(doc).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError> {
+        Ok(self
+            .bindings
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.body))
+    }
+
+    async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
+        let r = self
+            .bindings
+            .delete_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError> {
+        let docs: Vec<BindingDoc> = self
+            .bindings
+            .find(doc! { "instanceID": instance_id })
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        Ok(docs.into_iter().map(|d| d.body).collect())
+    }
+}

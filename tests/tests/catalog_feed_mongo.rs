@@ -1,0 +1,147 @@
+//! The feed across machines: two catalog processes on one MongoDB-compatible
+//! server (SecantusDB) deliver each other's changes to their subscribers,
+//! through the database's change stream, and keep doing so after the
+//! database restarts.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use e2e::catalog::{provider, simple_offer, thesis_offer, Backend, Catalog, Env};
+use e2e::ws::{snapshot_ids, FeedClient};
+use serde_json::{json, Value};
+
+/// Change streams add a hop (the database) to the way: allow a little more
+/// than on one process.
+const CROSS: Duration = Duration::from_secs(5);
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A delta subscriber's view of the list.
+struct View {
+    client: FeedClient,
+    offers: BTreeMap<String, Value>,
+}
+
+impl View {
+    fn connect(c: &Catalog, query: &str) -> View {
+        let mut v = View { client: FeedClient::connect(c.port, query).unwrap(), offers: BTreeMap::new() };
+        let m = v.client.expect("snapshot", PATIENCE).unwrap();
+        v.apply(&m);
+        v
+    }
+
+    fn apply(&mut self, m: &Value) {
+        match m["type"].as_str() {
+            Some("snapshot") => {
+                self.offers = m["offers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|o| (o["id"].as_str().unwrap().to_string(), o.clone()))
+                    .collect();
+            }
+            Some("upsert") => {
+                self.offers.insert(m["offer"]["id"].as_str().unwrap().to_string(), m["offer"].clone());
+            }
+            Some("delete") => {
+                self.offers.remove(m["id"].as_str().unwrap());
+            }
+            _ => panic!("unexpected message {m}"),
+        }
+    }
+
+    fn list(&self) -> Value {
+        Value::Array(self.offers.values().cloned().collect())
+    }
+
+    /// Apply messages until the view equals `want`, within `timeout`.
+    #[track_caller]
+    fn converge(&mut self, want: &Value, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.list() != *want {
+            let m = self
+                .client
+                .next_by(deadline)
+                .unwrap_or_else(|e| panic!("view {} never became {want}: {e}", self.list()));
+            self.apply(&m);
+        }
+    }
+}
+
+#[test]
+fn two_processes_deliver_each_others_changes() {
+    let env = Env::new(Backend::Mongo);
+    let a = env.start();
+    let b = env.start();
+    let token = a.login(&provider(1));
+    a.put_offer("first", &thesis_offer(), &token);
+
+    let mut on_a = View::connect(&a, "?mode=delta");
+    let mut on_b = View::connect(&b, "?mode=delta");
+    let mut thesis_on_b = FeedClient::connect(b.port, "").unwrap();
+    thesis_on_b.expect("snapshot", PATIENCE).unwrap();
+    assert_eq!(on_b.list(), a.all_offers(), "B's first list includes A's offer");
+
+    // Written through A: B's subscribers get it.
+    let created = a.put_offer("gpu", &simple_offer("GPU", "gpu", "2", json!({"nvidia.com/gpu": "1"})), &token);
+    let t = Instant::now();
+    let m = on_b.client.next_by(t + CROSS).unwrap();
+    assert_eq!(m["type"], "upsert", "{m}");
+    assert_eq!(m["offer"], created);
+    on_b.apply(&m);
+    let m = thesis_on_b.next_by(t + CROSS).unwrap();
+    assert_eq!(snapshot_ids(&m), ["first", "gpu"]);
+
+    // Replaced through B (B's own token works: shared key): A's get it.
+    let token_b = b.login(&provider(1));
+    let replaced = b.put_offer("first", &simple_offer("First", "compute", "1", json!({"cpu": "2"})), &token_b);
+    let m = on_a.client.next_by(Instant::now() + CROSS).unwrap();
+    // A's first message after its list may be the create (A's own write).
+    let m = if m["offer"]["id"] == "gpu" { on_a.apply(&m); on_a.client.next_by(Instant::now() + CROSS).unwrap() } else { m };
+    assert_eq!(m["type"], "upsert", "{m}");
+    assert_eq!(m["offer"], replaced);
+    on_a.apply(&m);
+
+    // Deleted through A: both.
+    assert_eq!(a.delete("/offer/gpu", Some(&token)).status, 204);
+    let want = a.all_offers();
+    on_a.converge(&want, CROSS);
+    on_b.converge(&want, CROSS);
+    // The thesis-mode subscriber got a whole list per change (the replace,
+    // then the delete), the last one being the current list.
+    let deadline = Instant::now() + CROSS;
+    loop {
+        let m = thesis_on_b.next_by(deadline).unwrap();
+        assert_eq!(m["type"], "snapshot", "{m}");
+        if m["offers"] == want {
+            break;
+        }
+    }
+}
+
+#[test]
+fn subscribers_catch_up_after_the_database_restarts() {
+    let mut env = Env::new(Backend::Mongo);
+    let a = env.start();
+    let b = env.start();
+    let token = a.login(&provider(1));
+    a.put_offer("before", &thesis_offer(), &token);
+    let mut on_a = View::connect(&a, "?mode=delta");
+    on_a.converge(&a.all_offers(), CROSS);
+
+    // The database goes away and comes back: the change streams break and
+    // are reopened (resumed, or followed by a fresh list).
+    let mongo = env.mongo.as_mut().unwrap();
+    mongo.stop();
+    mongo.restart().unwrap();
+    b.wait_for_status("/readyz", 200, PATIENCE).unwrap();
+
+    // A change written through B after the outage reaches A's subscriber.
+    let token_b = b.login(&provider(1));
+    b.put_offer("after", &thesis_offer(), &token_b);
+    let want = b.all_offers();
+    assert_eq!(want.as_array().unwrap().len(), 2);
+    on_a.converge(&want, PATIENCE);
+    // And a new subscriber on A sees the same.
+    let mut fresh = FeedClient::connect(a.port, "").unwrap();
+    assert_eq!(fresh.expect("snapshot", PATIENCE).unwrap()["offers"], want);
+}
