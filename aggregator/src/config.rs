@@ -49,21 +49,36 @@ pub mod defaults {
     pub const MAX_CONNECTIONS: usize = 256;
 }
 
-/// Pools N upstream Liqo ResourceReaders into one.
+/// Pools N upstream Liqo ResourceReaders into one offer.
 ///
-/// A read for cluster X is fanned out to every upstream (except the one whose
-/// cluster ID is X) and answered with the per-resource sum; the upstreams'
-/// notifications are merged into one stream. Upstreams speak shape A
-/// (v0.5) unless the config file says otherwise.
+/// A read for cluster X is fanned out to every upstream except the one whose
+/// cluster ID is X, each read *for X* (so each upstream's own quota and filter
+/// decide what X sees), and answered with the per-resource sum, folded in the
+/// configured order. Upstream notifications are merged into one stream, bursts
+/// coalesced. Served in the wire shape of a Liqo release, with gRPC health and
+/// reflection.
+///
+/// Quick start:  aggregator --listen 0.0.0.0:6000 --upstream c1=10.0.0.1:6001 --upstream c2=10.0.0.2:6001
+/// From a file:  aggregator --config aggregator.toml   (reloaded on SIGHUP and when it changes)
+///
+/// Config file (TOML; every key optional, flags override it, unknown keys are errors):
+///
+///   listen = "0.0.0.0:6000"   liqo_api = "v0.6"   metrics_listen = "127.0.0.1:9090"
+///   upstream_timeout = "1s"   coalesce = "100ms"  pool_name = ""  pool_prefix = ""  max_connections = 256
+///   [policy]      mode = "last-known" | "omit",  max_age = "30s"
+///   [[upstream]]  cluster_id = "c1",  address = "10.0.0.1:6001",  liqo_api = "v0.5"   (repeat; summed in order)
+///
+/// Reload applies upstreams, policy and upstream_timeout; other keys need a restart.
 #[derive(Debug, Clone, Default, clap::Parser)]
-#[command(name = "aggregator", version)]
+#[command(name = "aggregator", version, verbatim_doc_comment)]
 pub struct Cli {
     /// TOML config file; re-read on SIGHUP and when it changes (upstreams,
     /// policy and timeout take effect without a restart).
     #[arg(long, short = 'c', env = "AGGREGATOR_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Address to serve the pooled ResourceReader on (gRPC).
+    /// Address to serve the pooled ResourceReader on (gRPC). Required, here or
+    /// as `listen` in the config file.
     #[arg(long, env = "AGGREGATOR_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 
@@ -121,6 +136,18 @@ pub struct Cli {
     /// Downstream gRPC connections open at once; more wait. [default: 256]
     #[arg(long, env = "AGGREGATOR_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
+
+    /// Log format; levels come from RUST_LOG (default: info).
+    #[arg(long, env = "AGGREGATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How logs are written (to stderr).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// A cluster ID: what Liqo sends as the originator of a read.

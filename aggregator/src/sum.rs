@@ -126,6 +126,10 @@ impl Aggregate {
         let upstreams = read_lock(&self.shared.upstreams);
         let connected =
             futures::future::join_all(upstreams.iter().map(|u| u.wait_connected(timeout))).await;
+        let policy = read_lock(&self.shared.settings).policy;
+        for upstream in upstreams.iter() {
+            upstream.observe_link(&policy);
+        }
         upstreams
             .iter()
             .zip(connected)

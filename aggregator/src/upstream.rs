@@ -294,13 +294,21 @@ impl Upstream {
 
     /// Compare the subscription state with the last one seen; called
     /// periodically, since the client reports no transitions itself.
+    ///
+    /// Losing the subscription always means down (reads fail fast without
+    /// it). Regaining it means up, once; after that only a read decides,
+    /// so a connected upstream that is too slow stays down.
     pub fn observe_link(&self, policy: &Policy) {
         let connected = self.client.is_connected();
-        let was = std::mem::replace(&mut lock(&self.state).link, connected);
-        match (was, connected) {
-            (false, true) => self.mark_up(None, "subscribed"),
-            (true, false) => self.mark_down("lost the subscription", policy, true),
-            _ => {}
+        let (was, up) = {
+            let mut state = lock(&self.state);
+            let was = std::mem::replace(&mut state.link, connected);
+            (was, matches!(state.health, Health::Up))
+        };
+        if connected && !was {
+            self.mark_up(None, "subscribed");
+        } else if !connected && up {
+            self.mark_down("lost the subscription", policy, true);
         }
     }
 
