@@ -51,15 +51,22 @@ impl FeedClient {
 
     /// Subscribe, returning the HTTP refusal (status and body) if there is one.
     pub fn try_connect(port: u16, query: &str) -> Result<std::result::Result<Self, Refused>> {
-        let stream = TcpStream::connect(("127.0.0.1", port)).context("connecting to the catalog")?;
+        let stream =
+            TcpStream::connect(("127.0.0.1", port)).context("connecting to the catalog")?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         match tungstenite::client(url(port, query), stream) {
             Ok((ws, _)) => Ok(Ok(FeedClient { ws })),
-            Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => Ok(Err(Refused {
-                status: resp.status().as_u16(),
-                body: resp.body().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
-            })),
+            Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
+                Ok(Err(Refused {
+                    status: resp.status().as_u16(),
+                    body: resp
+                        .body()
+                        .as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .unwrap_or_default(),
+                }))
+            }
             Err(e) => bail!("WebSocket handshake failed: {e}"),
         }
     }
@@ -75,18 +82,23 @@ impl FeedClient {
             self.ws.get_mut().set_read_timeout(Some(left))?;
             match self.ws.read() {
                 Ok(Message::Text(t)) => {
-                    let v: Value = serde_json::from_str(t.as_str()).with_context(|| format!("feed message is not JSON: {t}"))?;
+                    let v: Value = serde_json::from_str(t.as_str())
+                        .with_context(|| format!("feed message is not JSON: {t}"))?;
                     return Ok(Event::Json(v));
                 }
                 Ok(Message::Close(frame)) => {
-                    let (code, reason) =
-                        frame.map(|f| (u16::from(f.code), f.reason.to_string())).unwrap_or((1005, String::new()));
+                    let (code, reason) = frame
+                        .map(|f| (u16::from(f.code), f.reason.to_string()))
+                        .unwrap_or((1005, String::new()));
                     return Ok(Event::Closed(code, reason));
                 }
                 Ok(Message::Binary(_)) => bail!("the feed sent a binary message"),
                 Ok(_) => continue,
                 Err(tungstenite::Error::Io(e))
-                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
                 {
                     bail!("no feed message before the deadline")
                 }
@@ -104,7 +116,9 @@ impl FeedClient {
     pub fn next_by(&mut self, deadline: Instant) -> Result<Value> {
         match self.next_event(deadline)? {
             Event::Json(v) => Ok(v),
-            Event::Closed(code, reason) => bail!("the feed closed ({code} {reason}) instead of sending a message"),
+            Event::Closed(code, reason) => {
+                bail!("the feed closed ({code} {reason}) instead of sending a message")
+            }
         }
     }
 
@@ -155,7 +169,11 @@ impl FeedClient {
 pub fn snapshot_ids(m: &Value) -> Vec<String> {
     m["offers"]
         .as_array()
-        .map(|a| a.iter().map(|o| o["id"].as_str().unwrap_or_default().to_string()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|o| o["id"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -173,7 +191,8 @@ impl RawFrame {
 
     /// The close code of a close frame.
     pub fn close_code(&self) -> Option<u16> {
-        (self.opcode == Self::CLOSE && self.payload.len() >= 2).then(|| u16::from_be_bytes([self.payload[0], self.payload[1]]))
+        (self.opcode == Self::CLOSE && self.payload.len() >= 2)
+            .then(|| u16::from_be_bytes([self.payload[0], self.payload[1]]))
     }
 }
 
@@ -192,7 +211,10 @@ impl RawFeed {
             "GET /subscribe{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         )?;
-        let mut feed = RawFeed { stream, buf: Vec::new() };
+        let mut feed = RawFeed {
+            stream,
+            buf: Vec::new(),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         let head_end = loop {
             if let Some(i) = feed.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -215,7 +237,10 @@ impl RawFeed {
         }
         self.stream.set_read_timeout(Some(left))?;
         let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk).context("reading the raw feed")?;
+        let n = self
+            .stream
+            .read(&mut chunk)
+            .context("reading the raw feed")?;
         if n == 0 {
             bail!("the catalog closed the connection");
         }
@@ -253,5 +278,11 @@ fn parse(buf: &[u8]) -> Result<Option<(RawFrame, usize)>> {
     if buf.len() < header + len {
         return Ok(None);
     }
-    Ok(Some((RawFrame { opcode: buf[0] & 0x0f, payload: buf[header..header + len].to_vec() }, header + len)))
+    Ok(Some((
+        RawFrame {
+            opcode: buf[0] & 0x0f,
+            payload: buf[header..header + len].to_vec(),
+        },
+        header + len,
+    )))
 }

@@ -43,7 +43,9 @@ fn wait_for_metric(c: &Catalog, prefix: &str, ok: impl Fn(f64) -> bool, timeout:
 }
 
 fn seq(m: &Value) -> u64 {
-    m["seq"].as_u64().unwrap_or_else(|| panic!("message without a numeric seq: {m}"))
+    m["seq"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("message without a numeric seq: {m}"))
 }
 
 /// Every subscriber gets a snapshot equal to `GET /offers` within
@@ -52,10 +54,20 @@ fn seq(m: &Value) -> u64 {
 fn all_get_the_list(c: &Catalog, subs: &mut [FeedClient], last_seq: &mut [u64], since: Instant) {
     let list = c.all_offers();
     for (i, s) in subs.iter_mut().enumerate() {
-        let m = s.next_by(since + BROADCAST).unwrap_or_else(|e| panic!("subscriber {i}: {e}"));
+        let m = s
+            .next_by(since + BROADCAST)
+            .unwrap_or_else(|e| panic!("subscriber {i}: {e}"));
         assert_eq!(m["type"], "snapshot", "subscriber {i}: {m}");
-        assert_eq!(m["offers"], list, "subscriber {i}: the snapshot is not GET /offers");
-        assert!(seq(&m) > last_seq[i], "subscriber {i}: seq went from {} to {}", last_seq[i], seq(&m));
+        assert_eq!(
+            m["offers"], list,
+            "subscriber {i}: the snapshot is not GET /offers"
+        );
+        assert!(
+            seq(&m) > last_seq[i],
+            "subscriber {i}: seq went from {} to {}",
+            last_seq[i],
+            seq(&m)
+        );
         last_seq[i] = seq(&m);
     }
 }
@@ -67,18 +79,27 @@ fn the_full_list_on_connect_and_after_every_change_to_every_subscriber() {
     let token = c.login(&provider(1));
     c.put_offer("storage", &thesis_offer(), &token);
 
-    let mut subs: Vec<FeedClient> = (0..3).map(|_| FeedClient::connect(c.port, "").unwrap()).collect();
+    let mut subs: Vec<FeedClient> = (0..3)
+        .map(|_| FeedClient::connect(c.port, "").unwrap())
+        .collect();
     let list = c.all_offers();
     let mut last = vec![0; subs.len()];
     for (i, s) in subs.iter_mut().enumerate() {
         let m = s.expect("snapshot", PATIENCE).unwrap();
-        assert_eq!(m["offers"], list, "the first message is the full list, as GET /offers has it");
+        assert_eq!(
+            m["offers"], list,
+            "the first message is the full list, as GET /offers has it"
+        );
         assert_eq!(snapshot_ids(&m), ["storage"]);
         last[i] = seq(&m);
     }
 
     // Create.
-    c.put_offer("gpu", &simple_offer("GPU box", "gpu", "3.5", json!({"nvidia.com/gpu": "1"})), &token);
+    c.put_offer(
+        "gpu",
+        &simple_offer("GPU box", "gpu", "3.5", json!({"nvidia.com/gpu": "1"})),
+        &token,
+    );
     all_get_the_list(&c, &mut subs, &mut last, Instant::now());
     // Replace.
     let mut cheaper = thesis_offer();
@@ -94,10 +115,14 @@ fn the_full_list_on_connect_and_after_every_change_to_every_subscriber() {
 
     // A refused write (another provider's offer) broadcasts nothing.
     let other = c.login(&provider(2));
-    c.post("/offer/gpu", &thesis_offer(), Some(&other)).expect_error(403);
+    c.post("/offer/gpu", &thesis_offer(), Some(&other))
+        .expect_error(403);
     c.put_offer("other", &thesis_offer(), &other);
     for s in &mut subs {
-        assert_eq!(snapshot_ids(&s.expect("snapshot", BROADCAST).unwrap()), ["gpu", "other"]);
+        assert_eq!(
+            snapshot_ids(&s.expect("snapshot", BROADCAST).unwrap()),
+            ["gpu", "other"]
+        );
     }
     assert!(metric(&c, "catalog_feed_messages_sent_total") >= 15.0);
     assert_eq!(metric(&c, "catalog_feed_subscribers "), 3.0);
@@ -111,7 +136,10 @@ fn a_reconnect_gets_the_full_list_again() {
     c.put_offer("a", &thesis_offer(), &token);
 
     let mut s = FeedClient::connect(c.port, "").unwrap();
-    assert_eq!(snapshot_ids(&s.expect("snapshot", PATIENCE).unwrap()), ["a"]);
+    assert_eq!(
+        snapshot_ids(&s.expect("snapshot", PATIENCE).unwrap()),
+        ["a"]
+    );
     s.close();
 
     // Changes while nobody listens.
@@ -142,7 +170,10 @@ fn apply(view: &mut BTreeMap<String, Value>, m: &Value) {
             }
         }
         Some("upsert") => {
-            view.insert(m["offer"]["id"].as_str().unwrap().to_string(), m["offer"].clone());
+            view.insert(
+                m["offer"]["id"].as_str().unwrap().to_string(),
+                m["offer"].clone(),
+            );
         }
         Some("delete") => {
             view.remove(m["id"].as_str().unwrap());
@@ -162,7 +193,9 @@ fn delta_mode_sends_one_list_then_upserts_and_deletes() {
     let token = c.login(&provider(1));
     c.put_offer("a", &thesis_offer(), &token);
 
-    let mut deltas: Vec<FeedClient> = (0..2).map(|_| FeedClient::connect(c.port, "?mode=delta").unwrap()).collect();
+    let mut deltas: Vec<FeedClient> = (0..2)
+        .map(|_| FeedClient::connect(c.port, "?mode=delta").unwrap())
+        .collect();
     let mut thesis = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let mut views = vec![BTreeMap::new(); deltas.len()];
     let mut seqs = vec![0; deltas.len()];
@@ -173,7 +206,11 @@ fn delta_mode_sends_one_list_then_upserts_and_deletes() {
     }
     thesis.expect("snapshot", PATIENCE).unwrap();
 
-    let created = c.put_offer("b", &simple_offer("B", "compute", "1", json!({"cpu": "4"})), &token);
+    let created = c.put_offer(
+        "b",
+        &simple_offer("B", "compute", "1", json!({"cpu": "4"})),
+        &token,
+    );
     let t_create = Instant::now();
     let mut replacement = thesis_offer();
     replacement["description"] = json!("Now with more storage.");
@@ -184,15 +221,25 @@ fn delta_mode_sends_one_list_then_upserts_and_deletes() {
 
     for (i, d) in deltas.iter_mut().enumerate() {
         let m = d.next_by(t_create + BROADCAST).unwrap();
-        assert_eq!(m, json!({"type": "upsert", "seq": seqs[i] + 1, "offer": created}));
+        assert_eq!(
+            m,
+            json!({"type": "upsert", "seq": seqs[i] + 1, "offer": created})
+        );
         apply(&mut views[i], &m);
         let m = d.next_by(t_replace + BROADCAST).unwrap();
-        assert_eq!(m, json!({"type": "upsert", "seq": seqs[i] + 2, "offer": replaced}));
+        assert_eq!(
+            m,
+            json!({"type": "upsert", "seq": seqs[i] + 2, "offer": replaced})
+        );
         apply(&mut views[i], &m);
         let m = d.next_by(t_delete + BROADCAST).unwrap();
         assert_eq!(m, json!({"type": "delete", "seq": seqs[i] + 3, "id": "b"}));
         apply(&mut views[i], &m);
-        assert_eq!(as_list(&views[i]), c.all_offers(), "subscriber {i} rebuilt the list from deltas");
+        assert_eq!(
+            as_list(&views[i]),
+            c.all_offers(),
+            "subscriber {i} rebuilt the list from deltas"
+        );
         d.expect_silence(Duration::from_millis(200)).unwrap();
     }
     // The thesis-mode subscriber on the same server gets whole lists.
@@ -200,7 +247,10 @@ fn delta_mode_sends_one_list_then_upserts_and_deletes() {
         thesis.expect("snapshot", BROADCAST).unwrap();
     }
     thesis.expect_silence(Duration::from_millis(200)).unwrap();
-    assert_eq!(metric(&c, "catalog_feed_subscribers_by_mode{mode=\"delta\"}"), 2.0);
+    assert_eq!(
+        metric(&c, "catalog_feed_subscribers_by_mode{mode=\"delta\"}"),
+        2.0
+    );
 }
 
 #[test]
@@ -208,7 +258,14 @@ fn filters_apply_to_the_feed_as_to_the_list() {
     let env = Env::new(Backend::Embedded);
     let c = env.start();
     let token = c.login(&provider(1));
-    let gpu = |mem: &str| simple_offer("GPU", "gpu", "3", json!({"nvidia.com/gpu": "1", "memory": mem}));
+    let gpu = |mem: &str| {
+        simple_offer(
+            "GPU",
+            "gpu",
+            "3",
+            json!({"nvidia.com/gpu": "1", "memory": mem}),
+        )
+    };
     let cpu = |mem: &str| simple_offer("CPU", "compute", "1", json!({"cpu": "8", "memory": mem}));
     c.put_offer("gpu", &gpu("8Gi"), &token);
     c.put_offer("cpu", &cpu("2Gi"), &token);
@@ -244,12 +301,22 @@ fn filters_apply_to_the_feed_as_to_the_list() {
     let m = by_type.next_by(t + BROADCAST).unwrap();
     assert_eq!(m["type"], "snapshot");
     assert_eq!(m["offers"], c.get("/offers?type=gpu").json);
-    assert_eq!(m["offers"][0]["plans"]["only"]["resources"]["memory"], "1Gi");
+    assert_eq!(
+        m["offers"][0]["plans"]["only"]["resources"]["memory"],
+        "1Gi"
+    );
     by_type.expect_silence(Duration::from_millis(300)).unwrap();
 
     // Bad subscriptions are refused before the upgrade, naming the problem.
-    for (query, field) in [("?min.memory=lots", "min.memory"), ("?mode=fast", "mode"), ("?colour=red", "colour")] {
-        let r = FeedClient::try_connect(c.port, query).unwrap().err().unwrap_or_else(|| panic!("{query} accepted"));
+    for (query, field) in [
+        ("?min.memory=lots", "min.memory"),
+        ("?mode=fast", "mode"),
+        ("?colour=red", "colour"),
+    ] {
+        let r = FeedClient::try_connect(c.port, query)
+            .unwrap()
+            .err()
+            .unwrap_or_else(|| panic!("{query} accepted"));
         assert_eq!(r.status, 400, "{query}: {}", r.body);
         let body: Value = serde_json::from_str(&r.body).unwrap();
         assert_eq!(body["field"], field, "{query}: {}", r.body);
@@ -292,12 +359,17 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut updates = 0;
     while metric(&c, "catalog_feed_slow_disconnects_total") < 2.0 {
-        assert!(Instant::now() < deadline, "the non-readers were never disconnected");
+        assert!(
+            Instant::now() < deadline,
+            "the non-readers were never disconnected"
+        );
         let i = updates % 20;
         let stored = c.put_offer(&format!("big-{i:02}"), &big(i + updates), &token);
         let t = Instant::now();
         for (n, h) in healthy.iter_mut().enumerate() {
-            let m = h.next_by(t + BROADCAST).unwrap_or_else(|e| panic!("healthy subscriber {n}, update {updates}: {e}"));
+            let m = h
+                .next_by(t + BROADCAST)
+                .unwrap_or_else(|e| panic!("healthy subscriber {n}, update {updates}: {e}"));
             match m["type"].as_str() {
                 Some("snapshot") => assert!(m["offers"].as_array().unwrap().contains(&stored)),
                 _ => assert_eq!(m["offer"], stored),
@@ -305,7 +377,10 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
         }
         updates += 1;
     }
-    assert!(updates >= 5, "disconnected after only {updates} updates: not for being slow");
+    assert!(
+        updates >= 5,
+        "disconnected after only {updates} updates: not for being slow"
+    );
 
     // The one that reads again drains what was sent and finds the close
     // frame: 1008, too slow.
@@ -323,10 +398,15 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
     let t = Instant::now();
     for h in &mut healthy {
         let m = h.next_by(t + BROADCAST).unwrap();
-        assert!(m.to_string().contains(stored["description"].as_str().unwrap()));
+        assert!(m
+            .to_string()
+            .contains(stored["description"].as_str().unwrap()));
     }
     let mut again = FeedClient::connect(c.port, "").unwrap();
-    assert_eq!(again.expect("snapshot", PATIENCE).unwrap()["offers"], c.all_offers());
+    assert_eq!(
+        again.expect("snapshot", PATIENCE).unwrap()["offers"],
+        c.all_offers()
+    );
 }
 
 #[test]
@@ -336,9 +416,16 @@ fn the_connection_limit_answers_503() {
     let mut a = FeedClient::connect(c.port, "").unwrap();
     let _b = FeedClient::connect(c.port, "?mode=delta").unwrap();
     a.expect("snapshot", PATIENCE).unwrap();
-    let refused = FeedClient::try_connect(c.port, "").unwrap().err().expect("a third subscriber is refused");
+    let refused = FeedClient::try_connect(c.port, "")
+        .unwrap()
+        .err()
+        .expect("a third subscriber is refused");
     assert_eq!(refused.status, 503, "{}", refused.body);
-    assert!(refused.body.contains("maximum of 2 subscribers"), "{}", refused.body);
+    assert!(
+        refused.body.contains("maximum of 2 subscribers"),
+        "{}",
+        refused.body
+    );
     assert_eq!(metric(&c, "catalog_feed_refused_total"), 1.0);
 
     a.close();
@@ -369,14 +456,20 @@ fn pings_keep_subscribers_alive_and_silent_ones_are_closed() {
     };
     assert!(pings >= 2, "only {pings} pings before the idle close");
     assert_eq!(close.close_code(), Some(1001));
-    assert!(started.elapsed() >= Duration::from_secs(1), "closed before the idle timeout");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "closed before the idle timeout"
+    );
 
     // A client that answers (tungstenite pongs while reading) stays.
     let mut alive = FeedClient::connect(c.port, "").unwrap();
     alive.expect("snapshot", PATIENCE).unwrap();
     alive.expect_silence(Duration::from_millis(2500)).unwrap();
     c.put_offer("late", &thesis_offer(), &token);
-    assert_eq!(snapshot_ids(&alive.expect("snapshot", BROADCAST).unwrap()), ["late"]);
+    assert_eq!(
+        snapshot_ids(&alive.expect("snapshot", BROADCAST).unwrap()),
+        ["late"]
+    );
     assert!(metric(&c, "catalog_feed_closes_total{reason=\"idle\"}") >= 1.0);
 }
 
@@ -389,7 +482,8 @@ fn client_frames_beyond_the_limit_are_refused() {
     // Small messages are ignored; the feed stays open.
     s.send(tungstenite::Message::text("hello")).unwrap();
     s.expect_silence(Duration::from_millis(300)).unwrap();
-    s.send(tungstenite::Message::text("x".repeat(10_000))).unwrap();
+    s.send(tungstenite::Message::text("x".repeat(10_000)))
+        .unwrap();
     let (code, _) = s.expect_close(PATIENCE).unwrap();
     assert_eq!(code, 1009);
 }
@@ -415,5 +509,9 @@ fn shutdown_closes_every_subscriber_with_going_away() {
     }
     let status = c.child.wait(PATIENCE).unwrap();
     assert!(status.success(), "{status}");
-    assert!(started.elapsed() < Duration::from_secs(8), "shutdown took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
 }

@@ -23,7 +23,10 @@ struct View {
 
 impl View {
     fn connect(c: &Catalog, query: &str) -> View {
-        let mut v = View { client: FeedClient::connect(c.port, query).unwrap(), offers: BTreeMap::new() };
+        let mut v = View {
+            client: FeedClient::connect(c.port, query).unwrap(),
+            offers: BTreeMap::new(),
+        };
         let m = v.client.expect("snapshot", PATIENCE).unwrap();
         v.apply(&m);
         v
@@ -40,7 +43,10 @@ impl View {
                     .collect();
             }
             Some("upsert") => {
-                self.offers.insert(m["offer"]["id"].as_str().unwrap().to_string(), m["offer"].clone());
+                self.offers.insert(
+                    m["offer"]["id"].as_str().unwrap().to_string(),
+                    m["offer"].clone(),
+                );
             }
             Some("delete") => {
                 self.offers.remove(m["id"].as_str().unwrap());
@@ -79,10 +85,18 @@ fn two_processes_deliver_each_others_changes() {
     let mut on_b = View::connect(&b, "?mode=delta");
     let mut thesis_on_b = FeedClient::connect(b.port, "").unwrap();
     thesis_on_b.expect("snapshot", PATIENCE).unwrap();
-    assert_eq!(on_b.list(), a.all_offers(), "B's first list includes A's offer");
+    assert_eq!(
+        on_b.list(),
+        a.all_offers(),
+        "B's first list includes A's offer"
+    );
 
     // Written through A: B's subscribers get it.
-    let created = a.put_offer("gpu", &simple_offer("GPU", "gpu", "2", json!({"nvidia.com/gpu": "1"})), &token);
+    let created = a.put_offer(
+        "gpu",
+        &simple_offer("GPU", "gpu", "2", json!({"nvidia.com/gpu": "1"})),
+        &token,
+    );
     let t = Instant::now();
     let m = on_b.client.next_by(t + CROSS).unwrap();
     assert_eq!(m["type"], "upsert", "{m}");
@@ -93,10 +107,19 @@ fn two_processes_deliver_each_others_changes() {
 
     // Replaced through B (B's own token works: shared key): A's get it.
     let token_b = b.login(&provider(1));
-    let replaced = b.put_offer("first", &simple_offer("First", "compute", "1", json!({"cpu": "2"})), &token_b);
+    let replaced = b.put_offer(
+        "first",
+        &simple_offer("First", "compute", "1", json!({"cpu": "2"})),
+        &token_b,
+    );
     let m = on_a.client.next_by(Instant::now() + CROSS).unwrap();
     // A's first message after its list may be the create (A's own write).
-    let m = if m["offer"]["id"] == "gpu" { on_a.apply(&m); on_a.client.next_by(Instant::now() + CROSS).unwrap() } else { m };
+    let m = if m["offer"]["id"] == "gpu" {
+        on_a.apply(&m);
+        on_a.client.next_by(Instant::now() + CROSS).unwrap()
+    } else {
+        m
+    };
     assert_eq!(m["type"], "upsert", "{m}");
     assert_eq!(m["offer"], replaced);
     on_a.apply(&m);

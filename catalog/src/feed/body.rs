@@ -113,7 +113,10 @@ impl FeedBody {
                     };
                     debug!(subscriber = self.sub.id, error = %e, "feed client broke the protocol");
                     self.inbuf.clear();
-                    self.close_for_client(code, "the feed accepts only control frames of up to 4 KiB");
+                    self.close_for_client(
+                        code,
+                        "the feed accepts only control frames of up to 4 KiB",
+                    );
                     return;
                 }
             }
@@ -121,7 +124,10 @@ impl FeedBody {
     }
 
     fn close_for_client(&mut self, code: u16, reason: &str) {
-        if self.sub.close(code, reason, self.hub.config().feed_send_timeout) {
+        if self
+            .sub
+            .close(code, reason, self.hub.config().feed_send_timeout)
+        {
             self.hub.metrics.closed(CloseReason::Client);
         }
     }
@@ -146,8 +152,7 @@ impl MessageBody for FeedBody {
             match this.sub.next(cx.waker()) {
                 Next::Data(frame, published) => {
                     let m = &this.hub.metrics;
-                    m.publish_to_send
-                        .observe(published.elapsed().as_secs_f64());
+                    m.publish_to_send.observe(published.elapsed().as_secs_f64());
                     m.messages_sent.inc();
                     m.bytes_sent.inc_by(frame.len() as u64);
                     this.current = Some((frame, true));

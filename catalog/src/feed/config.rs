@@ -115,7 +115,11 @@ mod tests {
             feed_idle_timeout: Duration::from_secs(20),
             ..FeedConfig::default()
         };
-        assert!(c.validate().unwrap_err().to_string().contains("--feed-idle-timeout"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--feed-idle-timeout"));
     }
 
     #[test]
@@ -125,6 +129,9 @@ mod tests {
             ..FeedConfig::default()
         };
         assert_eq!(c.sweep_interval(), Duration::from_millis(100));
-        assert_eq!(FeedConfig::default().sweep_interval(), Duration::from_secs(1));
+        assert_eq!(
+            FeedConfig::default().sweep_interval(),
+            Duration::from_secs(1)
+        );
     }
 }

@@ -308,7 +308,11 @@ impl Hub {
                 (offer.id.clone(), Some(Entry::new(offer)))
             }
             OfferChange::Deleted { id, version, .. } => {
-                if st.offers.get(&id).is_none_or(|e| e.offer.version >= version) {
+                if st
+                    .offers
+                    .get(&id)
+                    .is_none_or(|e| e.offer.version >= version)
+                {
                     return;
                 }
                 (id, None)
@@ -442,7 +446,11 @@ impl Hub {
             if sub.close(code, text, cut_after) {
                 match reason {
                     CloseReason::Slow => {
-                        warn!(subscriber = sub.id, mode = sub.mode.as_str(), "feed subscriber too slow; disconnecting")
+                        warn!(
+                            subscriber = sub.id,
+                            mode = sub.mode.as_str(),
+                            "feed subscriber too slow; disconnecting"
+                        )
                     }
                     _ => debug!(subscriber = sub.id, ?reason, "closing feed subscriber"),
                 }
@@ -503,9 +511,8 @@ mod tests {
             match sub.next(waker) {
                 Next::Data(frame, _) => {
                     let mut buf = BytesMut::from(&frame[..]);
-                    let (_, _, payload) = Parser::parse(&mut buf, false, usize::MAX)
-                        .unwrap()
-                        .unwrap();
+                    let (_, _, payload) =
+                        Parser::parse(&mut buf, false, usize::MAX).unwrap().unwrap();
                     out.push(serde_json::from_slice(&payload.unwrap()).unwrap());
                     sub.message_done();
                 }
@@ -529,7 +536,10 @@ mod tests {
         let h = hub(8);
         let s = subscribe(&h, "");
         assert!(drain(&s).is_empty());
-        h.apply(OfferChange::Upserted(offer("early", "x", 1)), Instant::now());
+        h.apply(
+            OfferChange::Upserted(offer("early", "x", 1)),
+            Instant::now(),
+        );
         h.reload(vec![offer("a", "x", 1)], Instant::now());
         let msgs = drain(&s);
         assert_eq!(msgs.len(), 1);
@@ -546,10 +556,17 @@ mod tests {
         assert_eq!(ids(&drain(&s)[0]), ["a"]);
         h.apply(OfferChange::Upserted(offer("b", "x", 1)), Instant::now());
         let m = drain(&s);
-        assert_eq!((m[0]["type"].as_str(), m[0]["seq"].as_u64()), (Some("snapshot"), Some(1)));
+        assert_eq!(
+            (m[0]["type"].as_str(), m[0]["seq"].as_u64()),
+            (Some("snapshot"), Some(1))
+        );
         assert_eq!(ids(&m[0]), ["a", "b"]);
         h.apply(
-            OfferChange::Deleted { id: "a".into(), cluster_id: "c1".into(), version: 2 },
+            OfferChange::Deleted {
+                id: "a".into(),
+                cluster_id: "c1".into(),
+                version: 2,
+            },
             Instant::now(),
         );
         assert_eq!(ids(&drain(&s)[0]), ["b"]);
@@ -564,7 +581,11 @@ mod tests {
         assert_eq!(drain(&s)[0]["type"], "snapshot");
         h.apply(OfferChange::Upserted(offer("a", "x", 2)), Instant::now());
         h.apply(
-            OfferChange::Deleted { id: "a".into(), cluster_id: "c1".into(), version: 3 },
+            OfferChange::Deleted {
+                id: "a".into(),
+                cluster_id: "c1".into(),
+                version: 3,
+            },
             Instant::now(),
         );
         let m = drain(&s);
@@ -583,7 +604,11 @@ mod tests {
         h.apply(OfferChange::Upserted(offer("a", "x", 5)), Instant::now());
         h.apply(OfferChange::Upserted(offer("a", "x", 4)), Instant::now());
         h.apply(
-            OfferChange::Deleted { id: "zz".into(), cluster_id: "c1".into(), version: 9 },
+            OfferChange::Deleted {
+                id: "zz".into(),
+                cluster_id: "c1".into(),
+                version: 9,
+            },
             Instant::now(),
         );
         assert!(drain(&s).is_empty());
@@ -593,7 +618,10 @@ mod tests {
     #[test]
     fn filtered_views_see_entries_and_exits() {
         let h = hub(8);
-        h.reload(vec![offer("a", "gpu", 1), offer("b", "cpu", 1)], Instant::now());
+        h.reload(
+            vec![offer("a", "gpu", 1), offer("b", "cpu", 1)],
+            Instant::now(),
+        );
         let d = subscribe(&h, "mode=delta&type=gpu");
         let s = subscribe(&h, "type=gpu");
         assert_eq!(ids(&drain(&d)[0]), ["a"]);
@@ -656,19 +684,22 @@ mod tests {
         let h = Hub::new(config, FeedMetrics::register(&mut Registry::default()));
         let a = subscribe(&h, "type=x");
         assert_eq!(
-            h.register(SubscribeParams::parse("type=y").unwrap(), None).unwrap_err(),
+            h.register(SubscribeParams::parse("type=y").unwrap(), None)
+                .unwrap_err(),
             Refused::TooManyFilters(1)
         );
         let _b = subscribe(&h, "type=x");
         assert_eq!(
-            h.register(SubscribeParams::parse("type=x").unwrap(), None).unwrap_err(),
+            h.register(SubscribeParams::parse("type=x").unwrap(), None)
+                .unwrap_err(),
             Refused::Full(2)
         );
         h.unregister(&a);
         let _c = subscribe(&h, "type=x");
         h.shutdown();
         assert_eq!(
-            h.register(SubscribeParams::parse("").unwrap(), None).unwrap_err(),
+            h.register(SubscribeParams::parse("").unwrap(), None)
+                .unwrap_err(),
             Refused::Full(2)
         );
         assert_eq!(h.metrics.refused.get(), 3);
@@ -686,7 +717,8 @@ mod tests {
             _ => panic!("expected a close frame"),
         }
         assert_eq!(
-            h.register(SubscribeParams::parse("").unwrap(), None).unwrap_err(),
+            h.register(SubscribeParams::parse("").unwrap(), None)
+                .unwrap_err(),
             Refused::ShuttingDown
         );
     }

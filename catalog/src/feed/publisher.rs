@@ -40,7 +40,10 @@ pub(crate) async fn publish(hub: Arc<Hub>, store: Arc<dyn Store>, shutdown: Canc
             }
             Ok(change) => hub.apply(change, Instant::now()),
             Err(RecvError::Lagged(missed)) => {
-                warn!(missed, "the feed fell behind the store's changes; reloading its list");
+                warn!(
+                    missed,
+                    "the feed fell behind the store's changes; reloading its list"
+                );
                 reload = true;
             }
             Err(RecvError::Closed) => {
