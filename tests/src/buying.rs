@@ -14,7 +14,12 @@ pub const ADMIN_SECRET: &str = "admin-secret-for-the-e2e-tests";
 
 /// The flags every buying test passes (plus its own).
 pub fn buying_flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut flags = vec!["--admin-secret", ADMIN_SECRET, "--reservation-sweep-interval", "200ms"];
+    let mut flags = vec![
+        "--admin-secret",
+        ADMIN_SECRET,
+        "--reservation-sweep-interval",
+        "200ms",
+    ];
     flags.extend_from_slice(extra);
     flags
 }
@@ -34,7 +39,13 @@ pub fn client() -> reqwest::blocking::Client {
 }
 
 /// `method path` with an optional JSON body and bearer token.
-pub fn call(c: &Catalog, method: Method, path: &str, body: Option<&Value>, token: Option<&str>) -> Resp {
+pub fn call(
+    c: &Catalog,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    token: Option<&str>,
+) -> Resp {
     let mut req = client().request(method, c.url(path));
     if let Some(b) = body {
         req = req.json(b);
@@ -64,7 +75,12 @@ pub fn delete(c: &Catalog, path: &str, token: Option<&str>) -> Resp {
 /// An admin token, from the administrator secret.
 #[track_caller]
 pub fn admin(c: &Catalog) -> String {
-    let r = post(c, "/authenticate/admin", &json!({ "secret": ADMIN_SECRET }), None);
+    let r = post(
+        c,
+        "/authenticate/admin",
+        &json!({ "secret": ADMIN_SECRET }),
+        None,
+    );
     assert_eq!(r.status, 200, "admin login: {}", r.text);
     r.json["token"].as_str().expect("token").to_string()
 }
@@ -72,7 +88,12 @@ pub fn admin(c: &Catalog) -> String {
 /// A consumer token for `subject`, issued by an admin.
 #[track_caller]
 pub fn consumer(c: &Catalog, admin: &str, subject: &str) -> String {
-    let r = post(c, "/consumer-tokens", &json!({ "subject": subject }), Some(admin));
+    let r = post(
+        c,
+        "/consumer-tokens",
+        &json!({ "subject": subject }),
+        Some(admin),
+    );
     assert_eq!(r.status, 200, "consumer token: {}", r.text);
     r.json["token"].as_str().expect("token").to_string()
 }
@@ -96,7 +117,13 @@ pub fn offer() -> Value {
 
 /// Cap plan `plan` of `offer_id` at `cap` units, as its provider.
 #[track_caller]
-pub fn cap(c: &Catalog, provider_token: &str, offer_id: &str, plan: &str, cap: Option<u32>) -> Value {
+pub fn cap(
+    c: &Catalog,
+    provider_token: &str,
+    offer_id: &str,
+    plan: &str,
+    cap: Option<u32>,
+) -> Value {
     let r = put(
         c,
         &format!("/offer/{offer_id}/plans/{plan}/capacity"),
@@ -108,7 +135,13 @@ pub fn cap(c: &Catalog, provider_token: &str, offer_id: &str, plan: &str, cap: O
 }
 
 /// Reserve `plan` of `offer_id`; the raw answer.
-pub fn reserve(c: &Catalog, token: &str, offer_id: &str, plan: &str, ttl_seconds: Option<u64>) -> Resp {
+pub fn reserve(
+    c: &Catalog,
+    token: &str,
+    offer_id: &str,
+    plan: &str,
+    ttl_seconds: Option<u64>,
+) -> Resp {
     let mut body = json!({ "offerID": offer_id, "planID": plan });
     if let Some(t) = ttl_seconds {
         body["ttlSeconds"] = json!(t);

@@ -11,6 +11,8 @@ pub mod catalog;
 pub mod fake_kube;
 pub mod grpc;
 pub mod mongo;
+pub mod oidc_issuer;
+pub mod osb_client;
 pub mod process;
 pub mod ws;
 

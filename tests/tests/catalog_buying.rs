@@ -6,7 +6,9 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use e2e::buying::{self, admin, call, cap, consumer, delete, get, peering_token, post, publish, put, reserve};
+use e2e::buying::{
+    self, admin, call, cap, consumer, delete, get, peering_token, post, publish, put, reserve,
+};
 use e2e::catalog::{Backend, Env};
 use e2e::catalog_tests;
 use reqwest::Method;
@@ -32,7 +34,10 @@ fn reserve_purchase_and_credentials(backend: Backend) {
     let r = reserve(&c, &alice, "shop", "small", None);
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.json["id"].as_str().expect("id").to_string();
-    assert_eq!(r.header("location"), Some(format!("/reservations/{id}").as_str()));
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/reservations/{id}").as_str())
+    );
     assert_eq!(r.json["state"], "reserved");
     assert_eq!(r.json["consumer"], "alice");
     assert_eq!(r.json["offerID"], "shop");
@@ -41,16 +46,37 @@ fn reserve_purchase_and_credentials(backend: Backend) {
     assert_eq!(r.json["cost"], "1.5");
     let created = chrono_secs(&r.json["createdAt"]);
     let expires = chrono_secs(&r.json["expiresAt"]);
-    assert!((expires - created - 300.0).abs() < 1.0, "default TTL 5m: {}", r.text);
-    assert!(!r.text.contains(&peering_token(1)), "no credentials before purchase");
+    assert!(
+        (expires - created - 300.0).abs() < 1.0,
+        "default TTL 5m: {}",
+        r.text
+    );
+    assert!(
+        !r.text.contains(&peering_token(1)),
+        "no credentials before purchase"
+    );
 
     // Only the owner (and admins) see it; others get 404, not 403.
-    assert_eq!(get(&c, &format!("/reservations/{id}"), Some(&alice)).json["id"], id.as_str());
+    assert_eq!(
+        get(&c, &format!("/reservations/{id}"), Some(&alice)).json["id"],
+        id.as_str()
+    );
     get(&c, &format!("/reservations/{id}"), Some(&bob)).expect_error(404);
-    post(&c, &format!("/reservations/{id}/purchase"), &json!({}), Some(&bob)).expect_error(404);
+    post(
+        &c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(&bob),
+    )
+    .expect_error(404);
     assert_eq!(get(&c, "/reservations", Some(&bob)).json, json!([]));
 
-    let r = post(&c, &format!("/reservations/{id}/purchase"), &json!({}), Some(&alice));
+    let r = post(
+        &c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(&alice),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.header("cache-control"), Some("no-store"));
     assert_eq!(r.json["state"], "purchased");
@@ -61,7 +87,13 @@ fn reserve_purchase_and_credentials(backend: Backend) {
                 "authURL": "https://provider-1.example:6443", "token": peering_token(1) })
     );
     // Purchasing twice: 409, nothing changes.
-    post(&c, &format!("/reservations/{id}/purchase"), &json!({}), Some(&alice)).expect_error(409);
+    post(
+        &c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(&alice),
+    )
+    .expect_error(409);
     // A purchase is not released, it is cancelled.
     delete(&c, &format!("/reservations/{id}"), Some(&alice)).expect_error(409);
 
@@ -69,29 +101,62 @@ fn reserve_purchase_and_credentials(backend: Backend) {
     assert_eq!(p.status, 200, "{}", p.text);
     assert_eq!(p.json["peering"]["token"], peering_token(1).as_str());
     let listed = get(&c, "/purchases", Some(&alice));
-    assert_eq!(listed.json.as_array().map(Vec::len), Some(1), "{}", listed.text);
-    assert!(!listed.text.contains(&peering_token(1)), "lists never carry credentials");
+    assert_eq!(
+        listed.json.as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        listed.text
+    );
+    assert!(
+        !listed.text.contains(&peering_token(1)),
+        "lists never carry credentials"
+    );
     get(&c, &format!("/purchases/{id}"), Some(&bob)).expect_error(404);
 
     // The credentials never leave through public reads.
     for path in ["/offers", "/offer/shop", "/offer/shop/plans/small/capacity"] {
         let r = get(&c, path, None);
         assert_eq!(r.status, 200, "{path}: {}", r.text);
-        assert!(!r.text.contains(&peering_token(1)), "{path} leaks the token");
+        assert!(
+            !r.text.contains(&peering_token(1)),
+            "{path} leaks the token"
+        );
     }
-    assert_eq!(get(&c, "/offer/shop/plans/small/capacity", None).json["active"], 1);
+    assert_eq!(
+        get(&c, "/offer/shop/plans/small/capacity", None).json["active"],
+        1
+    );
 
     // Release an unpurchased reservation; cancel the purchase.
     let other = reserve(&c, &alice, "shop", "large", Some(60));
     assert_eq!(other.status, 201, "{}", other.text);
     let other_id = other.json["id"].as_str().unwrap().to_string();
     let r = delete(&c, &format!("/reservations/{other_id}"), Some(&alice));
-    assert_eq!((r.status, r.json["state"].as_str()), (200, Some("released")), "{}", r.text);
-    post(&c, &format!("/reservations/{other_id}/purchase"), &json!({}), Some(&alice)).expect_error(409);
+    assert_eq!(
+        (r.status, r.json["state"].as_str()),
+        (200, Some("released")),
+        "{}",
+        r.text
+    );
+    post(
+        &c,
+        &format!("/reservations/{other_id}/purchase"),
+        &json!({}),
+        Some(&alice),
+    )
+    .expect_error(409);
     delete(&c, &format!("/purchases/{id}"), Some(&bob)).expect_error(404);
     let r = delete(&c, &format!("/purchases/{id}"), Some(&alice));
-    assert_eq!((r.status, r.json["state"].as_str()), (200, Some("cancelled")), "{}", r.text);
-    assert_eq!(get(&c, "/offer/shop/plans/small/capacity", None).json["active"], 0);
+    assert_eq!(
+        (r.status, r.json["state"].as_str()),
+        (200, Some("cancelled")),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        get(&c, "/offer/shop/plans/small/capacity", None).json["active"],
+        0
+    );
     // A cancelled purchase reads back without credentials.
     let p = get(&c, &format!("/purchases/{id}"), Some(&alice));
     assert_eq!(p.json["state"], "cancelled");
@@ -105,7 +170,10 @@ fn reserve_purchase_and_credentials(backend: Backend) {
         .map(|r| r["state"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(states.len(), 2);
-    assert!(states.contains(&"released".into()) && states.contains(&"cancelled".into()), "{states:?}");
+    assert!(
+        states.contains(&"released".into()) && states.contains(&"cancelled".into()),
+        "{states:?}"
+    );
 }
 
 fn chrono_secs(v: &serde_json::Value) -> f64 {
@@ -127,10 +195,16 @@ fn expiry_frees_the_unit(backend: Backend) {
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.json["id"].as_str().unwrap().to_string();
     // The only unit is held: bob waits.
-    assert!(reserve(&c, &bob, "shop", "small", None).expect_error(409).contains("sold out"));
+    assert!(reserve(&c, &bob, "shop", "small", None)
+        .expect_error(409)
+        .contains("sold out"));
     let capacity = get(&c, "/offer/shop/plans/small/capacity", None);
     assert_eq!(
-        (capacity.json["maxPurchases"].as_u64(), capacity.json["active"].as_u64(), capacity.json["available"].as_u64()),
+        (
+            capacity.json["maxPurchases"].as_u64(),
+            capacity.json["active"].as_u64(),
+            capacity.json["available"].as_u64()
+        ),
         (Some(1), Some(1), Some(0)),
         "{}",
         capacity.text
@@ -139,14 +213,22 @@ fn expiry_frees_the_unit(backend: Backend) {
     std::thread::sleep(Duration::from_millis(1600));
     // The sweeper (every 200 ms here) expired it: the unit is free again,
     // without anyone reading the reservation first.
-    assert_eq!(get(&c, "/offer/shop/plans/small/capacity", None).json["active"], 0);
+    assert_eq!(
+        get(&c, "/offer/shop/plans/small/capacity", None).json["active"],
+        0
+    );
     let r = reserve(&c, &bob, "shop", "small", None);
     assert_eq!(r.status, 201, "{}", r.text);
 
     let r = get(&c, &format!("/reservations/{id}"), Some(&alice));
     assert_eq!(r.json["state"], "expired", "{}", r.text);
     assert_eq!(r.json["endedAt"], r.json["expiresAt"]);
-    let r = post(&c, &format!("/reservations/{id}/purchase"), &json!({}), Some(&alice));
+    let r = post(
+        &c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(&alice),
+    );
     assert!(r.expect_error(410).contains("expired"), "{}", r.text);
     assert_eq!(r.json["error"], "gone");
 }
@@ -159,7 +241,9 @@ fn last_unit_race(backend: Backend) {
     let seller = publish(&c, 1, "shop");
     cap(&c, &seller, "shop", "small", Some(CAP));
     let admin = admin(&c);
-    let tokens: Vec<String> = (0..CLIENTS).map(|i| consumer(&c, &admin, &format!("racer-{i}"))).collect();
+    let tokens: Vec<String> = (0..CLIENTS)
+        .map(|i| consumer(&c, &admin, &format!("racer-{i}")))
+        .collect();
 
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let url = c.url("/reservations");
@@ -180,13 +264,28 @@ fn last_unit_race(backend: Backend) {
             })
         })
         .collect();
-    let statuses: Vec<u16> = handles.into_iter().map(|h| h.join().expect("client thread")).collect();
+    let statuses: Vec<u16> = handles
+        .into_iter()
+        .map(|h| h.join().expect("client thread"))
+        .collect();
     let won = statuses.iter().filter(|s| **s == 201).count();
     let lost = statuses.iter().filter(|s| **s == 409).count();
-    assert_eq!((won, lost), (CAP as usize, CLIENTS - CAP as usize), "{statuses:?}");
+    assert_eq!(
+        (won, lost),
+        (CAP as usize, CLIENTS - CAP as usize),
+        "{statuses:?}"
+    );
     let all = get(&c, "/reservations", Some(&admin));
-    assert_eq!(all.json.as_array().map(Vec::len), Some(CAP as usize), "{}", all.text);
-    assert_eq!(get(&c, "/offer/shop/plans/small/capacity", None).json["active"], CAP);
+    assert_eq!(
+        all.json.as_array().map(Vec::len),
+        Some(CAP as usize),
+        "{}",
+        all.text
+    );
+    assert_eq!(
+        get(&c, "/offer/shop/plans/small/capacity", None).json["active"],
+        CAP
+    );
 
     // Raising the cap lets exactly the new units go.
     cap(&c, &seller, "shop", "small", Some(CAP + 1));
@@ -214,7 +313,11 @@ fn two_processes_race_for_the_last_units() {
     let handles: Vec<_> = (0..CLIENTS)
         .map(|i| {
             let token = consumer(&a, &admin, &format!("racer-{i}"));
-            let url = if i % 2 == 0 { a.url("/reservations") } else { b.url("/reservations") };
+            let url = if i % 2 == 0 {
+                a.url("/reservations")
+            } else {
+                b.url("/reservations")
+            };
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 let http = buying::client();
@@ -229,11 +332,20 @@ fn two_processes_race_for_the_last_units() {
             })
         })
         .collect();
-    let statuses: Vec<u16> = handles.into_iter().map(|h| h.join().expect("client thread")).collect();
+    let statuses: Vec<u16> = handles
+        .into_iter()
+        .map(|h| h.join().expect("client thread"))
+        .collect();
     let won = statuses.iter().filter(|s| **s == 201).count();
     assert_eq!(won, CAP as usize, "{statuses:?}");
-    assert!(statuses.iter().all(|s| *s == 201 || *s == 409), "{statuses:?}");
-    assert_eq!(get(&b, "/offer/shop/plans/large/capacity", None).json["active"], CAP);
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 409),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        get(&b, "/offer/shop/plans/large/capacity", None).json["active"],
+        CAP
+    );
 }
 
 fn survives_restart(backend: Backend) {
@@ -243,9 +355,24 @@ fn survives_restart(backend: Backend) {
     cap(&c, &seller, "shop", "small", Some(2));
     let admin = admin(&c);
     let alice = consumer(&c, &admin, "alice");
-    let bought = reserve(&c, &alice, "shop", "small", None).json["id"].as_str().unwrap().to_string();
-    assert_eq!(post(&c, &format!("/reservations/{bought}/purchase"), &json!({}), Some(&alice)).status, 201);
-    let held = reserve(&c, &alice, "shop", "small", None).json["id"].as_str().unwrap().to_string();
+    let bought = reserve(&c, &alice, "shop", "small", None).json["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        post(
+            &c,
+            &format!("/reservations/{bought}/purchase"),
+            &json!({}),
+            Some(&alice)
+        )
+        .status,
+        201
+    );
+    let held = reserve(&c, &alice, "shop", "small", None).json["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // A crash, not a clean stop.
     c.child.kill();
@@ -254,10 +381,22 @@ fn survives_restart(backend: Backend) {
     assert_eq!(p.status, 200, "{}", p.text);
     // The sealed peering token still opens after the restart.
     assert_eq!(p.json["peering"]["token"], peering_token(1).as_str());
-    assert_eq!(get(&c, &format!("/reservations/{held}"), Some(&alice)).json["state"], "reserved");
+    assert_eq!(
+        get(&c, &format!("/reservations/{held}"), Some(&alice)).json["state"],
+        "reserved"
+    );
     // The cap and both holdings survived.
     reserve(&c, &alice, "shop", "small", None).expect_error(409);
-    assert_eq!(post(&c, &format!("/reservations/{held}/purchase"), &json!({}), Some(&alice)).status, 201);
+    assert_eq!(
+        post(
+            &c,
+            &format!("/reservations/{held}/purchase"),
+            &json!({}),
+            Some(&alice)
+        )
+        .status,
+        201
+    );
 }
 
 fn bad_input_changes_nothing(backend: Backend) {
@@ -271,11 +410,31 @@ fn bad_input_changes_nothing(backend: Backend) {
     let cases = [
         (json!({ "planID": "small" }), 400, Some("offerID")),
         (json!({ "offerID": "shop" }), 400, Some("planID")),
-        (json!({ "offerID": "shop", "planID": "small", "extra": 1 }), 400, Some("extra")),
-        (json!({ "offerID": "shop", "planID": "small", "ttlSeconds": 0 }), 400, Some("ttlSeconds")),
-        (json!({ "offerID": "shop", "planID": "small", "ttlSeconds": 301 }), 400, Some("ttlSeconds")),
-        (json!({ "offerID": "shop", "planID": "small", "ttlSeconds": "soon" }), 400, Some("ttlSeconds")),
-        (json!({ "offerID": "bad id", "planID": "small" }), 400, Some("offerID")),
+        (
+            json!({ "offerID": "shop", "planID": "small", "extra": 1 }),
+            400,
+            Some("extra"),
+        ),
+        (
+            json!({ "offerID": "shop", "planID": "small", "ttlSeconds": 0 }),
+            400,
+            Some("ttlSeconds"),
+        ),
+        (
+            json!({ "offerID": "shop", "planID": "small", "ttlSeconds": 301 }),
+            400,
+            Some("ttlSeconds"),
+        ),
+        (
+            json!({ "offerID": "shop", "planID": "small", "ttlSeconds": "soon" }),
+            400,
+            Some("ttlSeconds"),
+        ),
+        (
+            json!({ "offerID": "bad id", "planID": "small" }),
+            400,
+            Some("offerID"),
+        ),
         (json!({ "offerID": "nope", "planID": "small" }), 404, None),
         (json!({ "offerID": "shop", "planID": "huge" }), 404, None),
     ];
@@ -290,19 +449,95 @@ fn bad_input_changes_nothing(backend: Backend) {
     let r = c.post_raw("/reservations", b"{oops".to_vec(), Some(&alice));
     assert_eq!(r.expect_error(400), r.json["message"].as_str().unwrap());
     // Who may reserve: not anonymous, not a provider, not a forged token.
-    post(&c, "/reservations", &json!({ "offerID": "shop", "planID": "small" }), None).expect_error(401);
-    post(&c, "/reservations", &json!({ "offerID": "shop", "planID": "small" }), Some(&seller)).expect_error(403);
-    post(&c, "/reservations", &json!({ "offerID": "shop", "planID": "small" }), Some("a.b.c")).expect_error(401);
+    post(
+        &c,
+        "/reservations",
+        &json!({ "offerID": "shop", "planID": "small" }),
+        None,
+    )
+    .expect_error(401);
+    post(
+        &c,
+        "/reservations",
+        &json!({ "offerID": "shop", "planID": "small" }),
+        Some(&seller),
+    )
+    .expect_error(403);
+    post(
+        &c,
+        "/reservations",
+        &json!({ "offerID": "shop", "planID": "small" }),
+        Some("a.b.c"),
+    )
+    .expect_error(401);
     // Only admins mint consumer tokens, log in with the right secret.
-    post(&c, "/consumer-tokens", &json!({ "subject": "mallory" }), Some(&alice)).expect_error(403);
-    post(&c, "/authenticate/admin", &json!({ "secret": "guess" }), None).expect_error(401);
-    post(&c, "/consumer-tokens", &json!({ "subject": "" }), Some(&admin)).expect_error(400);
+    post(
+        &c,
+        "/consumer-tokens",
+        &json!({ "subject": "mallory" }),
+        Some(&alice),
+    )
+    .expect_error(403);
+    post(
+        &c,
+        "/authenticate/admin",
+        &json!({ "secret": "guess" }),
+        None,
+    )
+    .expect_error(401);
+    post(
+        &c,
+        "/consumer-tokens",
+        &json!({ "subject": "" }),
+        Some(&admin),
+    )
+    .expect_error(400);
     // Caps: only the owner, only sane values.
-    put(&c, "/offer/shop/plans/small/capacity", &json!({ "maxPurchases": 1 }), Some(&other_seller)).expect_error(403);
-    put(&c, "/offer/shop/plans/small/capacity", &json!({ "maxPurchases": 1 }), Some(&alice)).expect_error(403);
-    let r = put(&c, "/offer/shop/plans/small/capacity", &json!({ "maxPurchases": -1 }), Some(&seller));
-    assert_eq!((r.status, r.json["field"].as_str()), (400, Some("maxPurchases")), "{}", r.text);
-    put(&c, "/offer/shop/plans/nope/capacity", &json!({ "maxPurchases": 1 }), Some(&seller)).expect_error(404);
+    put(
+        &c,
+        "/offer/shop/plans/small/capacity",
+        &json!({ "maxPurchases": 1 }),
+        Some(&other_seller),
+    )
+    .expect_error(403);
+    put(
+        &c,
+        "/offer/shop/plans/small/capacity",
+        &json!({ "maxPurchases": 1 }),
+        Some(&alice),
+    )
+    .expect_error(403);
+    let r = put(
+        &c,
+        "/offer/shop/plans/small/capacity",
+        &json!({ "maxPurchases": -1 }),
+        Some(&seller),
+    );
+    assert_eq!(
+        (r.status, r.json["field"].as_str()),
+        (400, Some("maxPurchases")),
+        "{}",
+        r.text
+    );
+    put(
+        &c,
+        "/offer/shop/plans/nope/capacity",
+        &json!({ "maxPurchases": 1 }),
+        Some(&seller),
+    )
+    .expect_error(404);
+    let r = put(
+        &c,
+        "/offer/shop/plans/small/capacity",
+        &json!({}),
+        Some(&seller),
+    );
+    assert_eq!(
+        (r.status, r.json["field"].as_str()),
+        (400, Some("maxPurchases")),
+        "{}",
+        r.text
+    );
     call(&c, Method::PATCH, "/reservations", None, Some(&alice)).expect_error(405);
     // A listing filter that is not a state.
     let r = get(&c, "/reservations?state=lost", Some(&alice));
@@ -312,7 +547,12 @@ fn bad_input_changes_nothing(backend: Backend) {
     // None of that changed anything.
     assert_eq!(get(&c, "/reservations", Some(&admin)).json, json!([]));
     let capacity = get(&c, "/offer/shop/plans/small/capacity", None);
-    assert_eq!(capacity.json["maxPurchases"], serde_json::Value::Null, "{}", capacity.text);
+    assert_eq!(
+        capacity.json["maxPurchases"],
+        serde_json::Value::Null,
+        "{}",
+        capacity.text
+    );
 }
 
 fn admin_sees_all_and_disables_providers(backend: Backend) {
@@ -322,36 +562,111 @@ fn admin_sees_all_and_disables_providers(backend: Backend) {
     let admin = admin(&c);
     let alice = consumer(&c, &admin, "alice");
     let bob = consumer(&c, &admin, "bob");
-    let a = reserve(&c, &alice, "shop", "small", None).json["id"].as_str().unwrap().to_string();
-    let b = reserve(&c, &bob, "shop", "large", None).json["id"].as_str().unwrap().to_string();
+    let a = reserve(&c, &alice, "shop", "small", None).json["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = reserve(&c, &bob, "shop", "large", None).json["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
-    assert_eq!(get(&c, "/reservations", Some(&alice)).json.as_array().map(Vec::len), Some(1));
-    assert_eq!(get(&c, "/reservations", Some(&admin)).json.as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        get(&c, "/reservations", Some(&alice))
+            .json
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        get(&c, "/reservations", Some(&admin))
+            .json
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
     let only_bob = get(&c, "/reservations?consumer=bob", Some(&admin));
     assert_eq!(only_bob.json[0]["id"], b.as_str(), "{}", only_bob.text);
-    assert_eq!(get(&c, &format!("/reservations/{a}"), Some(&admin)).json["consumer"], "alice");
+    assert_eq!(
+        get(&c, &format!("/reservations/{a}"), Some(&admin)).json["consumer"],
+        "alice"
+    );
 
     let providers = get(&c, "/admin/providers", Some(&admin));
-    assert_eq!(providers.json[0]["clusterID"], "cluster-1", "{}", providers.text);
+    assert_eq!(
+        providers.json[0]["clusterID"], "cluster-1",
+        "{}",
+        providers.text
+    );
     assert_eq!(providers.json[0]["disabled"], false);
     assert!(!providers.text.contains(&peering_token(1)));
     get(&c, "/admin/providers", Some(&alice)).expect_error(403);
-    put(&c, "/admin/providers/cluster-1", &json!({ "disabled": true }), Some(&alice)).expect_error(403);
-    put(&c, "/admin/providers/cluster-9", &json!({ "disabled": true }), Some(&admin)).expect_error(404);
+    put(
+        &c,
+        "/admin/providers/cluster-1",
+        &json!({ "disabled": true }),
+        Some(&alice),
+    )
+    .expect_error(403);
+    put(
+        &c,
+        "/admin/providers/cluster-9",
+        &json!({ "disabled": true }),
+        Some(&admin),
+    )
+    .expect_error(404);
 
-    let r = put(&c, "/admin/providers/cluster-1", &json!({ "disabled": true }), Some(&admin));
-    assert_eq!((r.status, r.json["disabled"].as_bool()), (200, Some(true)), "{}", r.text);
-    assert!(reserve(&c, &alice, "shop", "small", None).expect_error(403).contains("disabled"));
-    post(&c, &format!("/reservations/{a}/purchase"), &json!({}), Some(&alice)).expect_error(403);
+    let r = put(
+        &c,
+        "/admin/providers/cluster-1",
+        &json!({ "disabled": true }),
+        Some(&admin),
+    );
+    assert_eq!(
+        (r.status, r.json["disabled"].as_bool()),
+        (200, Some(true)),
+        "{}",
+        r.text
+    );
+    assert!(reserve(&c, &alice, "shop", "small", None)
+        .expect_error(403)
+        .contains("disabled"));
+    post(
+        &c,
+        &format!("/reservations/{a}/purchase"),
+        &json!({}),
+        Some(&alice),
+    )
+    .expect_error(403);
     // Releasing stays possible.
-    assert_eq!(delete(&c, &format!("/reservations/{b}"), Some(&bob)).status, 200);
+    assert_eq!(
+        delete(&c, &format!("/reservations/{b}"), Some(&bob)).status,
+        200
+    );
 
-    put(&c, "/admin/providers/cluster-1", &json!({ "disabled": false }), Some(&admin));
-    assert_eq!(post(&c, &format!("/reservations/{a}/purchase"), &json!({}), Some(&alice)).status, 201);
+    put(
+        &c,
+        "/admin/providers/cluster-1",
+        &json!({ "disabled": false }),
+        Some(&admin),
+    );
+    assert_eq!(
+        post(
+            &c,
+            &format!("/reservations/{a}/purchase"),
+            &json!({}),
+            Some(&alice)
+        )
+        .status,
+        201
+    );
     // Admins see purchases but never the buyer's credentials.
     let p = get(&c, &format!("/purchases/{a}"), Some(&admin));
     assert_eq!(p.json["state"], "purchased", "{}", p.text);
     assert!(!p.text.contains(&peering_token(1)));
     // ... and may cancel any of them.
-    assert_eq!(delete(&c, &format!("/purchases/{a}"), Some(&admin)).json["state"], "cancelled");
+    assert_eq!(
+        delete(&c, &format!("/purchases/{a}"), Some(&admin)).json["state"],
+        "cancelled"
+    );
 }

@@ -84,7 +84,9 @@ impl OidcVerifier {
             return Ok(None);
         };
         let Some(audience) = config.oidc_audience.clone().filter(|a| !a.is_empty()) else {
-            anyhow::bail!("--oidc-issuer needs --oidc-audience (the audience this catalog's tokens carry)");
+            anyhow::bail!(
+                "--oidc-issuer needs --oidc-audience (the audience this catalog's tokens carry)"
+            );
         };
         let mapping = RoleMapping::new(&config.oidc_roles_claim, &config.oidc_role_map)?;
         let keys = KeyCache::new(
@@ -104,7 +106,8 @@ impl OidcVerifier {
 
     /// Verify `token` and read its identity.
     pub async fn verify(&self, token: &str) -> Result<Identity, OidcError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| OidcError::Malformed(e.to_string()))?;
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| OidcError::Malformed(e.to_string()))?;
         if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
             return Err(OidcError::Algorithm(header.alg));
         }
@@ -118,10 +121,15 @@ impl OidcVerifier {
         let claims = jsonwebtoken::decode::<Value>(token, &key, &validation)?.claims;
         let text = |v: &Value| {
             v.as_str()
-                .filter(|s| !s.is_empty() && s.len() <= MAX_CLAIM_LEN && !s.chars().any(char::is_control))
+                .filter(|s| {
+                    !s.is_empty() && s.len() <= MAX_CLAIM_LEN && !s.chars().any(char::is_control)
+                })
                 .map(str::to_string)
         };
-        let subject = claims.get("sub").and_then(text).ok_or(OidcError::Claim("sub"))?;
+        let subject = claims
+            .get("sub")
+            .and_then(text)
+            .ok_or(OidcError::Claim("sub"))?;
         let name = ["name", "preferred_username", "email"]
             .iter()
             .find_map(|c| claims.get(*c).and_then(text))

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use super::error::OsbError;
 use super::guard::guard;
-use super::instances::{bindable, check_id, object_field, parse, read_body, request_digest, required_field, Query};
+use super::instances::{
+    bindable, check_id, object_field, parse, read_body, request_digest, required_field, Query,
+};
 use super::model::{OsbBinding, OsbInstance};
 use crate::reservation::model::ReservationState;
 use crate::reservation::service;
@@ -42,12 +44,18 @@ async fn credentials(state: &AppState, inst: &OsbInstance) -> Result<Value, OsbE
         .store
         .get_reservation(rid)
         .await?
-        .ok_or_else(|| OsbError::internal(format!("purchase {rid} of instance {} is missing", inst.id)))?;
+        .ok_or_else(|| {
+            OsbError::internal(format!("purchase {rid} of instance {} is missing", inst.id))
+        })?;
     if purchase.state != ReservationState::Purchased {
         return Err(OsbError::new(
             actix_web::http::StatusCode::UNPROCESSABLE_ENTITY,
             Some("PurchaseEnded"),
-            format!("the purchase behind service instance {} is {}", inst.id, purchase.state.as_str()),
+            format!(
+                "the purchase behind service instance {} is {}",
+                inst.id,
+                purchase.state.as_str()
+            ),
         ));
     }
     let c = service::credentials(state, &purchase.cluster_id).await?;
@@ -80,7 +88,9 @@ pub async fn bind(
     let service_id = required_field("service_id", r.service_id)?;
     let plan_id = required_field("plan_id", r.plan_id)?;
     if r.app_guid.as_deref() == Some("") {
-        return Err(OsbError::bad_request("app_guid: must not be empty when present"));
+        return Err(OsbError::bad_request(
+            "app_guid: must not be empty when present",
+        ));
     }
     object_field("bind_resource", &r.bind_resource)?;
     object_field("context", &r.context)?;
@@ -107,11 +117,19 @@ pub async fn bind(
     };
     if state.buying.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");
-        return Ok(with_credentials(actix_web::http::StatusCode::CREATED, credentials));
+        return Ok(with_credentials(
+            actix_web::http::StatusCode::CREATED,
+            credentials,
+        ));
     }
     match state.buying.store.osb_get_binding(&binding_id).await? {
-        Some(existing) if existing.instance_id == instance_id && existing.request_digest == digest => {
-            Ok(with_credentials(actix_web::http::StatusCode::OK, credentials))
+        Some(existing)
+            if existing.instance_id == instance_id && existing.request_digest == digest =>
+        {
+            Ok(with_credentials(
+                actix_web::http::StatusCode::OK,
+                credentials,
+            ))
         }
         _ => Err(OsbError::conflict(format!(
             "service binding {binding_id} already exists with different parameters"
@@ -140,9 +158,11 @@ pub async fn fetch(
 ) -> Result<HttpResponse, OsbError> {
     let platform = guard(&state, &req).await?;
     let (instance_id, binding_id) = path.into_inner();
-    let binding = binding_of(&state, &instance_id, &binding_id, |o| platform.may_act_on(o))
-        .await?
-        .ok_or_else(|| OsbError::not_found(format!("no service binding {binding_id}")))?;
+    let binding = binding_of(&state, &instance_id, &binding_id, |o| {
+        platform.may_act_on(o)
+    })
+    .await?
+    .ok_or_else(|| OsbError::not_found(format!("no service binding {binding_id}")))?;
     let inst = bindable(&state, &platform, &instance_id).await?;
     let credentials = credentials(&state, &inst).await?;
     let parameters: Value = binding
@@ -175,7 +195,9 @@ pub async fn unbind(
         )));
     }
     if !platform.may_act_on(&binding.owner) {
-        return Err(OsbError::forbidden(format!("service binding {binding_id} belongs to someone else")));
+        return Err(OsbError::forbidden(format!(
+            "service binding {binding_id} belongs to someone else"
+        )));
     }
     if !state.buying.store.osb_delete_binding(&binding_id).await? {
         return Err(OsbError::gone(format!("no service binding {binding_id}")));
@@ -192,7 +214,11 @@ pub async fn last_operation(
     let platform = guard(&state, &req).await?;
     let (instance_id, binding_id) = path.into_inner();
     // Bindings complete synchronously: one that exists has succeeded.
-    match binding_of(&state, &instance_id, &binding_id, |o| platform.may_act_on(o)).await? {
+    match binding_of(&state, &instance_id, &binding_id, |o| {
+        platform.may_act_on(o)
+    })
+    .await?
+    {
         Some(_) => Ok(HttpResponse::Ok().json(json!({ "state": "succeeded" }))),
         None => Err(OsbError::gone(format!("no service binding {binding_id}"))),
     }

@@ -38,9 +38,19 @@ fn truncate(s: &str, max: usize) -> String {
 fn cli_name(raw: &str, taken: &mut BTreeSet<String>) -> String {
     let base: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
-    let base = if base.is_empty() { "x".to_string() } else { base };
+    let base = if base.is_empty() {
+        "x".to_string()
+    } else {
+        base
+    };
     let mut name = base.clone();
     let mut n = 2;
     while !taken.insert(name.clone()) {
@@ -59,7 +69,13 @@ fn cost_number(plan: &Plan) -> Value {
     json!(whole as f64 + frac as f64 / 1e9)
 }
 
-fn plan_entry(settings: &OsbSettings, offer: &Offer, key: &str, plan: &Plan, name: String) -> Value {
+fn plan_entry(
+    settings: &OsbSettings,
+    offer: &Offer,
+    key: &str,
+    plan: &Plan,
+    name: String,
+) -> Value {
     let bullets: Vec<String> = plan
         .resources
         .0
@@ -143,12 +159,20 @@ pub async fn offers_on_sale(state: &AppState) -> Result<Vec<Offer>, OsbError> {
 }
 
 /// The offer and plan key behind OSB `service_id` and `plan_id`.
-pub async fn resolve(state: &AppState, service_id: &str, plan_id: &str) -> Result<(Offer, String), OsbError> {
+pub async fn resolve(
+    state: &AppState,
+    service_id: &str,
+    plan_id: &str,
+) -> Result<(Offer, String), OsbError> {
     let offer = offers_on_sale(state)
         .await?
         .into_iter()
         .find(|o| ids::service_id(&o.id) == service_id)
-        .ok_or_else(|| OsbError::bad_request(format!("service_id: no service {service_id} in this broker's catalog")))?;
+        .ok_or_else(|| {
+            OsbError::bad_request(format!(
+                "service_id: no service {service_id} in this broker's catalog"
+            ))
+        })?;
     let key = offer
         .plans
         .keys()

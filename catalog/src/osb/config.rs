@@ -26,7 +26,12 @@ pub struct OsbConfig {
 
     /// Password of the platform account (at least 16 bytes). Prefer the
     /// environment variable to the flag.
-    #[arg(long, env = "CATALOG_OSB_PASSWORD", hide_env_values = true, requires = "osb_username")]
+    #[arg(
+        long,
+        env = "CATALOG_OSB_PASSWORD",
+        hide_env_values = true,
+        requires = "osb_username"
+    )]
     pub osb_password: Option<String>,
 
     /// When provisioning answers 202 and runs in the background.

@@ -26,7 +26,11 @@ struct Body<'a> {
 }
 
 impl OsbError {
-    pub fn new(status: StatusCode, code: Option<&'static str>, description: impl Into<String>) -> Self {
+    pub fn new(
+        status: StatusCode,
+        code: Option<&'static str>,
+        description: impl Into<String>,
+    ) -> Self {
         OsbError {
             status,
             code,
@@ -63,7 +67,11 @@ impl OsbError {
     }
 
     pub fn concurrency(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, Some("ConcurrencyError"), description)
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("ConcurrencyError"),
+            description,
+        )
     }
 
     pub fn internal(detail: impl Into<String>) -> Self {
@@ -120,7 +128,9 @@ impl From<BuyError> for OsbError {
     fn from(e: BuyError) -> Self {
         match e {
             BuyError::Api(api) => api.into(),
-            BuyError::Gone(message) => OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, None, message),
+            BuyError::Gone(message) => {
+                OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, None, message)
+            }
         }
     }
 }

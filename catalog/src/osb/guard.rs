@@ -58,7 +58,9 @@ async fn authenticate(state: &AppState, req: &HttpRequest) -> Result<Platform, O
     {
         let settings = &state.buying.osb;
         let Some((user, pass)) = &settings.basic else {
-            return Err(unauthorized("basic authentication is not configured on this broker"));
+            return Err(unauthorized(
+                "basic authentication is not configured on this broker",
+            ));
         };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
@@ -98,7 +100,9 @@ pub fn check_version(req: &HttpRequest) -> Result<(), OsbError> {
         return Err(OsbError::new(
             StatusCode::PRECONDITION_FAILED,
             None,
-            format!("the {VERSION_HEADER} header is required; this broker implements {API_VERSION}"),
+            format!(
+                "the {VERSION_HEADER} header is required; this broker implements {API_VERSION}"
+            ),
         ));
     };
     let text = value.to_str().unwrap_or_default().trim();

@@ -62,7 +62,9 @@ impl Query {
     pub fn required(&self, name: &str) -> Result<&str, OsbError> {
         match self.0.get(name).map(String::as_str) {
             Some(v) if !v.is_empty() => Ok(v),
-            _ => Err(OsbError::bad_request(format!("{name}: query parameter is required"))),
+            _ => Err(OsbError::bad_request(format!(
+                "{name}: query parameter is required"
+            ))),
         }
     }
 }
@@ -126,7 +128,11 @@ pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, OsbError>
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "body".to_string() } else { path };
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
         OsbError::bad_request(format!("{field}: {}", e.into_inner()))
     })
 }
@@ -179,7 +185,12 @@ async fn settle(state: &AppState, mut inst: OsbInstance) -> Result<OsbInstance, 
             op.description = "the operation was interrupted (the broker restarted); retry".into();
         }
         inst.revision += 1;
-        if !state.buying.store.osb_replace_instance(&inst, expected).await? {
+        if !state
+            .buying
+            .store
+            .osb_replace_instance(&inst, expected)
+            .await?
+        {
             // Changed meanwhile: read it again.
             return state
                 .buying
@@ -230,12 +241,20 @@ fn unavailable(e: BuyError) -> OsbError {
         BuyError::Api(api) => {
             let status = actix_web::ResponseError::status_code(&api);
             if status.is_client_error() {
-                OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, Some("PlanUnavailable"), api.body().message)
+                OsbError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Some("PlanUnavailable"),
+                    api.body().message,
+                )
             } else {
                 api.into()
             }
         }
-        other => OsbError::new(StatusCode::UNPROCESSABLE_ENTITY, Some("PlanUnavailable"), other.to_string()),
+        other => OsbError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("PlanUnavailable"),
+            other.to_string(),
+        ),
     }
 }
 
@@ -263,7 +282,12 @@ async fn finish_provision(
             }
         }
     }
-    if !state.buying.store.osb_replace_instance(&inst, expected).await? {
+    if !state
+        .buying
+        .store
+        .osb_replace_instance(&inst, expected)
+        .await?
+    {
         return Err(OsbError::internal(format!(
             "instance {} changed while it was being provisioned",
             inst.id
@@ -286,9 +310,14 @@ pub async fn provision(
     let r: ProvisionRequest = parse(&body)?;
     let service_id = required_field("service_id", r.service_id)?;
     let plan_id = required_field("plan_id", r.plan_id)?;
-    for (name, v) in [("organization_guid", &r.organization_guid), ("space_guid", &r.space_guid)] {
+    for (name, v) in [
+        ("organization_guid", &r.organization_guid),
+        ("space_guid", &r.space_guid),
+    ] {
         if v.as_deref() == Some("") {
-            return Err(OsbError::bad_request(format!("{name}: must not be empty when present")));
+            return Err(OsbError::bad_request(format!(
+                "{name}: must not be empty when present"
+            )));
         }
     }
     object_field("context", &r.context)?;
@@ -311,11 +340,15 @@ pub async fn provision(
             return if accepts {
                 Ok(accepted(&op.id))
             } else {
-                Err(OsbError::concurrency("this service instance is being provisioned"))
+                Err(OsbError::concurrency(
+                    "this service instance is being provisioned",
+                ))
             };
         }
         if in_progress(&existing, OperationKind::Deprovision).is_some() {
-            return Err(OsbError::concurrency("this service instance is being deprovisioned"));
+            return Err(OsbError::concurrency(
+                "this service instance is being deprovisioned",
+            ));
         }
         if existing.provisioned {
             return Ok(HttpResponse::Ok().json(json!({})));
@@ -327,8 +360,15 @@ pub async fn provision(
             revision: expected + 1,
             ..existing
         };
-        if !state.buying.store.osb_replace_instance(&retry, expected).await? {
-            return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+        if !state
+            .buying
+            .store
+            .osb_replace_instance(&retry, expected)
+            .await?
+        {
+            return Err(OsbError::concurrency(
+                "this service instance changed meanwhile; retry",
+            ));
         }
         return start_provision(&state, retry, is_async).await;
     }
@@ -374,7 +414,11 @@ fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
     })
 }
 
-async fn start_provision(state: &AppState, inst: OsbInstance, is_async: bool) -> Result<HttpResponse, OsbError> {
+async fn start_provision(
+    state: &AppState,
+    inst: OsbInstance,
+    is_async: bool,
+) -> Result<HttpResponse, OsbError> {
     let op_id = inst
         .operation
         .as_ref()
@@ -388,7 +432,9 @@ async fn start_provision(state: &AppState, inst: OsbInstance, is_async: bool) ->
                 let outcome = provision_work(&state, &inst).await;
                 match finish_provision(&state, inst, &outcome).await {
                     Ok(_) => tracing::info!(ok = outcome.is_ok(), "provisioning finished"),
-                    Err(e) => tracing::warn!(error = %e, "recording the provisioning outcome failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "recording the provisioning outcome failed")
+                    }
                 }
             }
             .instrument(span),
@@ -404,7 +450,11 @@ async fn start_provision(state: &AppState, inst: OsbInstance, is_async: bool) ->
         }
         Err(e) => {
             // A synchronous failure leaves nothing behind.
-            let _ = state.buying.store.osb_delete_instance(&inst.id, inst.revision).await;
+            let _ = state
+                .buying
+                .store
+                .osb_delete_instance(&inst.id, inst.revision)
+                .await;
             Err(e)
         }
     }
@@ -454,7 +504,9 @@ async fn deprovision_work(state: &AppState, inst: &OsbInstance) -> Result<(), Os
         }
     }
     if !store.osb_delete_instance(&inst.id, inst.revision).await? {
-        return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+        return Err(OsbError::concurrency(
+            "this service instance changed meanwhile; retry",
+        ));
     }
     Ok(())
 }
@@ -475,7 +527,9 @@ pub async fn deprovision(
     };
     let inst = settle(&state, inst).await?;
     if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!("service instance {id} belongs to someone else")));
+        return Err(OsbError::forbidden(format!(
+            "service instance {id} belongs to someone else"
+        )));
     }
     if inst.service_id != service_id || inst.plan_id != plan_id {
         return Err(OsbError::bad_request(format!(
@@ -487,11 +541,15 @@ pub async fn deprovision(
         return if accepts {
             Ok(accepted(&op.id))
         } else {
-            Err(OsbError::concurrency("this service instance is being deprovisioned"))
+            Err(OsbError::concurrency(
+                "this service instance is being deprovisioned",
+            ))
         };
     }
     if in_progress(&inst, OperationKind::Provision).is_some() {
-        return Err(OsbError::concurrency("this service instance is being provisioned"));
+        return Err(OsbError::concurrency(
+            "this service instance is being provisioned",
+        ));
     }
     if !is_async {
         deprovision_work(&state, &inst).await?;
@@ -506,8 +564,15 @@ pub async fn deprovision(
         revision: expected + 1,
         ..inst
     };
-    if !state.buying.store.osb_replace_instance(&marked, expected).await? {
-        return Err(OsbError::concurrency("this service instance changed meanwhile; retry"));
+    if !state
+        .buying
+        .store
+        .osb_replace_instance(&marked, expected)
+        .await?
+    {
+        return Err(OsbError::concurrency(
+            "this service instance changed meanwhile; retry",
+        ));
     }
     let state = state.clone();
     let span = tracing::info_span!("osb_deprovision", instance = %marked.id, operation = %op_id);
@@ -521,7 +586,11 @@ pub async fn deprovision(
                     op.description = e.description.clone();
                 }
                 failed.revision += 1;
-                let _ = state.buying.store.osb_replace_instance(&failed, marked.revision).await;
+                let _ = state
+                    .buying
+                    .store
+                    .osb_replace_instance(&failed, marked.revision)
+                    .await;
             } else {
                 tracing::info!("service instance deprovisioned");
             }
@@ -563,7 +632,11 @@ pub async fn last_operation(
 }
 
 /// Whether `platform` may bind instance `id`: the instance, provisioned.
-pub async fn bindable(state: &AppState, platform: &Platform, id: &str) -> Result<OsbInstance, OsbError> {
+pub async fn bindable(
+    state: &AppState,
+    platform: &Platform,
+    id: &str,
+) -> Result<OsbInstance, OsbError> {
     let inst = state
         .buying
         .store
@@ -571,7 +644,9 @@ pub async fn bindable(state: &AppState, platform: &Platform, id: &str) -> Result
         .await?
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
     if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!("service instance {id} belongs to someone else")));
+        return Err(OsbError::forbidden(format!(
+            "service instance {id} belongs to someone else"
+        )));
     }
     let inst = settle(state, inst).await?;
     if inst
@@ -579,10 +654,14 @@ pub async fn bindable(state: &AppState, platform: &Platform, id: &str) -> Result
         .as_ref()
         .is_some_and(|op| op.state == OperationState::InProgress)
     {
-        return Err(OsbError::concurrency(format!("service instance {id} has an operation in progress")));
+        return Err(OsbError::concurrency(format!(
+            "service instance {id} has an operation in progress"
+        )));
     }
     if !inst.provisioned {
-        return Err(OsbError::not_found(format!("service instance {id} is not provisioned")));
+        return Err(OsbError::not_found(format!(
+            "service instance {id} is not provisioned"
+        )));
     }
     Ok(inst)
 }

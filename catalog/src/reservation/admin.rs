@@ -118,7 +118,10 @@ struct AdminProvider {
     disabled_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-pub async fn providers(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, BuyError> {
+pub async fn providers(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> Result<HttpResponse, BuyError> {
     caller.require(Role::Admin)?;
     let disabled = state.buying.store.disabled_providers().await?;
     let out: Vec<AdminProvider> = state

@@ -37,8 +37,13 @@ pub struct Capacity {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapRequest {
-    #[serde(rename = "maxPurchases")]
-    pub max_purchases: Option<u32>,
+    /// Required; `null` lifts the cap (so a missing field never does).
+    #[serde(rename = "maxPurchases", default, deserialize_with = "present")]
+    pub max_purchases: Option<Option<u32>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
+    Option::<u32>::deserialize(d).map(Some)
 }
 
 async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
@@ -48,7 +53,9 @@ async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offe
         .await?
         .ok_or_else(|| BuyError::not_found(format!("no offer {offer_id}")))?;
     if !offer.plans.contains_key(plan_id) {
-        return Err(BuyError::not_found(format!("offer {offer_id} has no plan {plan_id}")));
+        return Err(BuyError::not_found(format!(
+            "offer {offer_id} has no plan {plan_id}"
+        )));
     }
     Ok(offer)
 }
@@ -88,7 +95,13 @@ pub async fn put(
     let (offer_id, plan_id) = path.into_inner();
     let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
     let r: CapRequest = parse_body(&body)?;
-    if r.max_purchases.is_some_and(|c| c > MAX_CAP) {
+    let Some(cap) = r.max_purchases else {
+        return Err(BuyError::bad_request(
+            "maxPurchases",
+            "is required (null lifts the cap)",
+        ));
+    };
+    if cap.is_some_and(|c| c > MAX_CAP) {
         return Err(BuyError::bad_request(
             "maxPurchases",
             format!("must be at most {MAX_CAP}"),
@@ -96,13 +109,15 @@ pub async fn put(
     }
     let offer = plan_of(&state, &offer_id, &plan_id).await?;
     if offer.cluster_id != caller.cluster_id {
-        return Err(BuyError::forbidden("this offer belongs to another provider"));
+        return Err(BuyError::forbidden(
+            "this offer belongs to another provider",
+        ));
     }
     state
         .buying
         .store
-        .set_plan_cap(&offer_id, &plan_id, r.max_purchases)
+        .set_plan_cap(&offer_id, &plan_id, cap)
         .await?;
-    tracing::info!(offer = %offer_id, plan = %plan_id, cap = ?r.max_purchases, "plan cap set");
+    tracing::info!(offer = %offer_id, plan = %plan_id, cap = ?cap, "plan cap set");
     Ok(HttpResponse::Ok().json(capacity(&state, &offer_id, &plan_id).await?))
 }

@@ -34,6 +34,10 @@ pub struct BuyingConfig {
     pub admin_secret: Option<String>,
 
     /// File holding the administrator secret.
-    #[arg(long, env = "CATALOG_ADMIN_SECRET_FILE", conflicts_with = "admin_secret")]
+    #[arg(
+        long,
+        env = "CATALOG_ADMIN_SECRET_FILE",
+        conflicts_with = "admin_secret"
+    )]
     pub admin_secret_file: Option<PathBuf>,
 }

@@ -66,11 +66,9 @@ impl From<TransitionError> for BuyError {
     fn from(e: TransitionError) -> Self {
         match e {
             TransitionError::NotFound => BuyError::not_found("no such reservation"),
-            TransitionError::WrongState(r) => BuyError::conflict(format!(
-                "reservation {} is {}",
-                r.id,
-                r.state.as_str()
-            )),
+            TransitionError::WrongState(r) => {
+                BuyError::conflict(format!("reservation {} is {}", r.id, r.state.as_str()))
+            }
             TransitionError::Store(s) => s.into(),
         }
     }

@@ -27,12 +27,18 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BuyE
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." || path.is_empty() {
-            "body".to_string()
-        } else {
-            path
-        };
-        BuyError::bad_request(field, e.into_inner().to_string())
+        let message = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            // serde names a missing field only in its message: name it.
+            if let Some(name) = message
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.split('`').next())
+            {
+                return BuyError::bad_request(name, "is required");
+            }
+            return BuyError::bad_request("body", message);
+        }
+        BuyError::bad_request(path, message)
     })
 }
 
@@ -73,7 +79,10 @@ pub async fn create(
     )
     .await?;
     Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/reservations/{}", reservation.id)))
+        .insert_header((
+            header::LOCATION,
+            format!("/reservations/{}", reservation.id),
+        ))
         .json(reservation))
 }
 
@@ -102,7 +111,9 @@ async fn listed(
     let buyer = Buyer::from_caller(caller)?;
     let q = query(req)?;
     if q.consumer.is_some() && !buyer.admin {
-        return Err(BuyError::forbidden("consumer: only admins list other consumers' records"));
+        return Err(BuyError::forbidden(
+            "consumer: only admins list other consumers' records",
+        ));
     }
     let wanted = match &q.state {
         Some(s) => Some(ReservationState::parse(s).ok_or_else(|| {
@@ -159,7 +170,10 @@ pub async fn purchase(
     };
     let contract = service::purchase(&state, &id, &buyer).await?;
     Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/purchases/{}", contract.purchase.id)))
+        .insert_header((
+            header::LOCATION,
+            format!("/purchases/{}", contract.purchase.id),
+        ))
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(contract))
 }
@@ -193,7 +207,10 @@ pub async fn get_purchase(
     let peering = service::credentials(&state, &r.cluster_id).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(super::model::Contract { purchase: r, peering }))
+        .json(super::model::Contract {
+            purchase: r,
+            peering,
+        }))
 }
 
 pub async fn cancel(

@@ -51,7 +51,10 @@ impl ReservationState {
 
     /// Whether a record in this state ended for good.
     pub fn is_final(self) -> bool {
-        !matches!(self, ReservationState::Reserved | ReservationState::Purchased)
+        !matches!(
+            self,
+            ReservationState::Reserved | ReservationState::Purchased
+        )
     }
 }
 

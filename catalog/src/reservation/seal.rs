@@ -134,7 +134,14 @@ mod tests {
         let last = damaged.len() - 1;
         damaged[last] ^= 1;
         assert!(s.open("cluster-1", &damaged).is_err(), "damaged");
-        assert_ne!(sealed, s.seal("cluster-1", "the-token").unwrap(), "fresh nonce");
-        assert!(matches!(Sealer::derive(&[1u8; 8]), Err(SealError::ShortKey(8))));
+        assert_ne!(
+            sealed,
+            s.seal("cluster-1", "the-token").unwrap(),
+            "fresh nonce"
+        );
+        assert!(matches!(
+            Sealer::derive(&[1u8; 8]),
+            Err(SealError::ShortKey(8))
+        ));
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::BuyError;
-use super::model::{new_id, Channel, Contract, PeeringCredentials, Reservation, ReservationState, Transition};
+use super::model::{
+    new_id, Channel, Contract, PeeringCredentials, Reservation, ReservationState, Transition,
+};
 use super::seal::Sealer;
 use crate::auth::{Caller, Role};
 use crate::store::reservations::{ReservationStore, TransitionError};
@@ -75,7 +77,12 @@ pub async fn settle(state: &AppState, r: Reservation) -> Result<Reservation, Buy
     if !r.is_due(now) {
         return Ok(r);
     }
-    match state.buying.store.transition(&r.id, Transition::Expire, now).await {
+    match state
+        .buying
+        .store
+        .transition(&r.id, Transition::Expire, now)
+        .await
+    {
         Ok(expired) => Ok(expired),
         Err(TransitionError::WrongState(current)) => Ok(*current),
         Err(e) => Err(e.into()),
@@ -166,10 +173,9 @@ fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
             r.id,
             r.expires_at.to_rfc3339()
         )),
-        ReservationState::Purchased => BuyError::conflict(format!(
-            "reservation {} is already purchased",
-            r.id
-        )),
+        ReservationState::Purchased => {
+            BuyError::conflict(format!("reservation {} is already purchased", r.id))
+        }
         s => BuyError::conflict(format!("reservation {} is {}", r.id, s.as_str())),
     }
 }
@@ -184,7 +190,12 @@ pub async fn purchase(state: &AppState, id: &str, who: &Buyer) -> Result<Contrac
     ensure_enabled(state, &r.cluster_id).await?;
     let peering = credentials(state, &r.cluster_id).await?;
     let now = crate::model::now();
-    let purchase = match state.buying.store.transition(id, Transition::Purchase, now).await {
+    let purchase = match state
+        .buying
+        .store
+        .transition(id, Transition::Purchase, now)
+        .await
+    {
         Ok(p) => p,
         Err(TransitionError::WrongState(current)) => return Err(wrong_state(&current, true)),
         Err(e) => return Err(e.into()),
@@ -194,7 +205,12 @@ pub async fn purchase(state: &AppState, id: &str, who: &Buyer) -> Result<Contrac
 }
 
 /// End record `id` with `t` (release a reservation or cancel a purchase).
-pub async fn end(state: &AppState, id: &str, who: &Buyer, t: Transition) -> Result<Reservation, BuyError> {
+pub async fn end(
+    state: &AppState,
+    id: &str,
+    who: &Buyer,
+    t: Transition,
+) -> Result<Reservation, BuyError> {
     let r = lookup(state, id, who).await?;
     if r.state != t.from() {
         return Err(match (t, r.state) {
@@ -220,7 +236,10 @@ pub async fn end(state: &AppState, id: &str, who: &Buyer, t: Transition) -> Resu
 
 /// Provider `cluster_id`'s peering credentials, opened from their sealed
 /// copy. The token never goes to logs.
-pub async fn credentials(state: &AppState, cluster_id: &str) -> Result<PeeringCredentials, BuyError> {
+pub async fn credentials(
+    state: &AppState,
+    cluster_id: &str,
+) -> Result<PeeringCredentials, BuyError> {
     let account = state.store.get_provider(cluster_id).await?.ok_or_else(|| {
         BuyError::conflict(format!("provider {cluster_id} has no account any more"))
     })?;
@@ -234,9 +253,11 @@ pub async fn credentials(state: &AppState, cluster_id: &str) -> Result<PeeringCr
                 "provider {cluster_id} has no peering credentials on file yet: it must authenticate again"
             ))
         })?;
-    let token = state.buying.sealer.open(cluster_id, &sealed).map_err(|e| {
-        BuyError::internal(format!("peering token of {cluster_id}: {e}"))
-    })?;
+    let token = state
+        .buying
+        .sealer
+        .open(cluster_id, &sealed)
+        .map_err(|e| BuyError::internal(format!("peering token of {cluster_id}: {e}")))?;
     Ok(PeeringCredentials {
         cluster_id: account.cluster_id,
         cluster_name: account.cluster_name,
@@ -251,7 +272,12 @@ pub async fn credentials(state: &AppState, cluster_id: &str) -> Result<PeeringCr
 pub async fn remember_peering_token(state: &AppState, cluster_id: &str, token: &str) {
     let buying = &state.buying;
     match buying.store.get_peering_secret(cluster_id).await {
-        Ok(Some(sealed)) if buying.sealer.open(cluster_id, &sealed).is_ok_and(|t| t == token) => {
+        Ok(Some(sealed))
+            if buying
+                .sealer
+                .open(cluster_id, &sealed)
+                .is_ok_and(|t| t == token) =>
+        {
             return
         }
         Ok(_) => {}
@@ -268,7 +294,10 @@ pub async fn remember_peering_token(state: &AppState, cluster_id: &str, token: &
         }
     };
     match buying.store.put_peering_secret(cluster_id, sealed).await {
-        Ok(()) => tracing::info!(cluster_id, "peering credentials sealed and kept for purchases"),
+        Ok(()) => tracing::info!(
+            cluster_id,
+            "peering credentials sealed and kept for purchases"
+        ),
         Err(e) => tracing::warn!(cluster_id, error = %e, "cannot keep the sealed peering token"),
     }
 }
@@ -282,7 +311,10 @@ pub fn lifetime(state: &AppState, ttl_seconds: Option<u64>) -> Result<Duration, 
         Some(0) => Err(BuyError::bad_request("ttlSeconds", "must be at least 1")),
         Some(s) if Duration::from_secs(s) > max => Err(BuyError::bad_request(
             "ttlSeconds",
-            format!("must be at most {} (the catalog's reservation TTL)", max.as_secs()),
+            format!(
+                "must be at most {} (the catalog's reservation TTL)",
+                max.as_secs()
+            ),
         )),
         Some(s) => Ok(Duration::from_secs(s)),
     }
@@ -306,4 +338,3 @@ pub async fn list(
     }
     Ok(out)
 }
-

@@ -49,14 +49,21 @@ pub trait ReservationStore: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
 
     /// Store `r` (state `reserved`) if its plan has a free unit at `now`.
-    async fn reserve(&self, r: Reservation, now: DateTime<Utc>) -> Result<Reservation, ReserveError>;
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError>;
 
     /// The record as stored (a due reservation may still read `reserved`;
     /// callers expire it lazily with [`ReservationStore::transition`]).
     async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError>;
 
     /// Records of `consumer` (all when None), newest first.
-    async fn list_reservations(&self, consumer: Option<&str>) -> Result<Vec<Reservation>, StoreError>;
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError>;
 
     /// Apply `t` to record `id` if it is in `t.from()` — and, for
     /// [`Transition::Purchase`], not due at `now` (a due one is expired
@@ -75,18 +82,33 @@ pub trait ReservationStore: Send + Sync + 'static {
 
     /// Set (Some) or lift (None) the cap of a plan. Existing holdings are
     /// never revoked.
-    async fn set_plan_cap(&self, offer_id: &str, plan_id: &str, cap: Option<u32>) -> Result<(), StoreError>;
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError>;
 
-    async fn plan_usage(&self, offer_id: &str, plan_id: &str, now: DateTime<Utc>) -> Result<PlanUsage, StoreError>;
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError>;
 
     /// Keep a provider's sealed (encrypted) peering token.
-    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>) -> Result<(), StoreError>;
+    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>)
+        -> Result<(), StoreError>;
 
     async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Disable (true) or re-enable a provider: a disabled provider's plans
     /// cannot be reserved, purchased or provisioned.
-    async fn set_provider_disabled(&self, cluster_id: &str, disabled: bool) -> Result<(), StoreError>;
+    async fn set_provider_disabled(
+        &self,
+        cluster_id: &str,
+        disabled: bool,
+    ) -> Result<(), StoreError>;
 
     /// Disabled providers and since when.
     async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError>;
@@ -97,10 +119,18 @@ pub trait ReservationStore: Send + Sync + 'static {
     async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError>;
 
     /// Replace instance `inst.id` if it is still at `expected_revision`.
-    async fn osb_replace_instance(&self, inst: &OsbInstance, expected_revision: u64) -> Result<bool, StoreError>;
+    async fn osb_replace_instance(
+        &self,
+        inst: &OsbInstance,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError>;
 
     /// Delete instance `id` if it is still at `expected_revision`.
-    async fn osb_delete_instance(&self, id: &str, expected_revision: u64) -> Result<bool, StoreError>;
+    async fn osb_delete_instance(
+        &self,
+        id: &str,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError>;
 
     /// Insert a new binding; false if the id is taken.
     async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError>;

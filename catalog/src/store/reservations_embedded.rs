@@ -99,10 +99,7 @@ fn from_json<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result
     serde_json::from_slice(bytes).map_err(|e| internal(format!("{what} is corrupt: {e}")))
 }
 
-fn load(
-    table: &Table<'_, &str, &[u8]>,
-    id: &str,
-) -> Result<Option<Reservation>, StoreError> {
+fn load(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<Reservation>, StoreError> {
     match table.get(id).map_err(internal)? {
         Some(v) => Ok(Some(from_json("reservation", v.value())?)),
         None => Ok(None),
@@ -127,7 +124,9 @@ fn apply(
         due.remove(due_key(r).as_str()).map_err(internal)?;
     }
     if next.state == ReservationState::Purchased {
-        holds.insert(hold_key(&next).as_str(), PURCHASED).map_err(internal)?;
+        holds
+            .insert(hold_key(&next).as_str(), PURCHASED)
+            .map_err(internal)?;
     } else {
         holds.remove(hold_key(&next).as_str()).map_err(internal)?;
     }
@@ -312,7 +311,11 @@ impl ReservationStore for EmbeddedReservationStore {
         "embedded"
     }
 
-    async fn reserve(&self, r: Reservation, now: DateTime<Utc>) -> Result<Reservation, ReserveError> {
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError> {
         match self
             .blocking(move |db| Self::reserve_blocking(db, r, now))
             .await?
@@ -335,7 +338,10 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn list_reservations(&self, consumer: Option<&str>) -> Result<Vec<Reservation>, StoreError> {
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError> {
         let consumer = consumer.map(str::to_string);
         let mut out: Vec<Reservation> = self
             .blocking(move |db| {
@@ -386,7 +392,12 @@ impl ReservationStore for EmbeddedReservationStore {
             .await
     }
 
-    async fn set_plan_cap(&self, offer_id: &str, plan_id: &str, cap: Option<u32>) -> Result<(), StoreError> {
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError> {
         let key = plan_key(offer_id, plan_id);
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(internal)?;
@@ -403,7 +414,12 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn plan_usage(&self, offer_id: &str, plan_id: &str, now: DateTime<Utc>) -> Result<PlanUsage, StoreError> {
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError> {
         let key = plan_key(offer_id, plan_id);
         self.blocking(move |db| {
             let read = db.begin_read().map_err(internal)?;
@@ -428,7 +444,11 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>) -> Result<(), StoreError> {
+    async fn put_peering_secret(
+        &self,
+        cluster_id: &str,
+        sealed: Vec<u8>,
+    ) -> Result<(), StoreError> {
         let id = cluster_id.to_string();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(internal)?;
@@ -454,7 +474,11 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn set_provider_disabled(&self, cluster_id: &str, disabled: bool) -> Result<(), StoreError> {
+    async fn set_provider_disabled(
+        &self,
+        cluster_id: &str,
+        disabled: bool,
+    ) -> Result<(), StoreError> {
         let id = cluster_id.to_string();
         let since = crate::model::now().timestamp_millis();
         self.blocking(move |db| {
@@ -520,16 +544,21 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn osb_replace_instance(&self, inst: &OsbInstance, expected_revision: u64) -> Result<bool, StoreError> {
+    async fn osb_replace_instance(
+        &self,
+        inst: &OsbInstance,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
         let inst = inst.clone();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(internal)?;
             {
                 let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                let current: Option<OsbInstance> = match table.get(inst.id.as_str()).map_err(internal)? {
-                    Some(v) => Some(from_json("OSB instance", v.value())?),
-                    None => None,
-                };
+                let current: Option<OsbInstance> =
+                    match table.get(inst.id.as_str()).map_err(internal)? {
+                        Some(v) => Some(from_json("OSB instance", v.value())?),
+                        None => None,
+                    };
                 if current.map(|c| c.revision) != Some(expected_revision) {
                     return Ok(false);
                 }
@@ -543,7 +572,11 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 
-    async fn osb_delete_instance(&self, id: &str, expected_revision: u64) -> Result<bool, StoreError> {
+    async fn osb_delete_instance(
+        &self,
+        id: &str,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(internal)?;
@@ -606,10 +639,11 @@ impl ReservationStore for EmbeddedReservationStore {
             let txn = db.begin_write().map_err(internal)?;
             {
                 let mut table = txn.open_table(OSB_BINDINGS).map_err(internal)?;
-                let existing: Option<OsbBinding> = match table.remove(id.as_str()).map_err(internal)? {
-                    Some(v) => Some(from_json("OSB binding", v.value())?),
-                    None => None,
-                };
+                let existing: Option<OsbBinding> =
+                    match table.remove(id.as_str()).map_err(internal)? {
+                        Some(v) => Some(from_json("OSB binding", v.value())?),
+                        None => None,
+                    };
                 let Some(b) = existing else {
                     return Ok(false);
                 };
@@ -628,7 +662,9 @@ impl ReservationStore for EmbeddedReservationStore {
         let instance = instance_id.to_string();
         self.blocking(move |db| {
             let read = db.begin_read().map_err(internal)?;
-            let index = read.open_table(OSB_BINDINGS_BY_INSTANCE).map_err(internal)?;
+            let index = read
+                .open_table(OSB_BINDINGS_BY_INSTANCE)
+                .map_err(internal)?;
             let table = read.open_table(OSB_BINDINGS).map_err(internal)?;
             let (lo, hi) = prefix_range(&instance);
             let mut out = Vec::new();

@@ -264,7 +264,11 @@ impl MongoReservationStore {
 
     /// Whether `unit` is still held after looking at its reservation; frees
     /// it (and expires the reservation if due) when not.
-    async fn unit_still_held(&self, unit: &UnitDoc, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn unit_still_held(
+        &self,
+        unit: &UnitDoc,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
         let Some(doc) = self.find_reservation(&unit.reservation).await? else {
             if from_bt(unit.created_at) + ORPHAN_GRACE > now {
                 return Ok(true);
@@ -368,10 +372,7 @@ impl MongoReservationStore {
                 continue;
             }
             let prefix_len = plan.len() + SEP.len_utf8();
-            let used: HashSet<&str> = held
-                .iter()
-                .filter_map(|u| u.id.get(prefix_len..))
-                .collect();
+            let used: HashSet<&str> = held.iter().filter_map(|u| u.id.get(prefix_len..)).collect();
             let free: Vec<u32> = (0..cap)
                 .filter(|i| !used.contains(i.to_string().as_str()))
                 .collect();
@@ -398,7 +399,11 @@ impl ReservationStore for MongoReservationStore {
         "mongodb"
     }
 
-    async fn reserve(&self, r: Reservation, now: DateTime<Utc>) -> Result<Reservation, ReserveError> {
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError> {
         let plan = plan_key(&r.offer_id, &r.plan_id);
         let unit = match self.claim_unit(&plan, &r, now).await? {
             Ok(unit) => unit,
@@ -417,7 +422,10 @@ impl ReservationStore for MongoReservationStore {
         Ok(self.find_reservation(id).await?.map(|d| d.body))
     }
 
-    async fn list_reservations(&self, consumer: Option<&str>) -> Result<Vec<Reservation>, StoreError> {
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError> {
         let filter = match consumer {
             Some(c) => doc! { "consumer": c },
             None => doc! {},
@@ -486,7 +494,10 @@ impl ReservationStore for MongoReservationStore {
                 Ok(next)
             };
         }
-        Err(StoreError::Unavailable(format!("too many concurrent changes to reservation {id}; retry")).into())
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent changes to reservation {id}; retry"
+        ))
+        .into())
     }
 
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
@@ -511,7 +522,12 @@ impl ReservationStore for MongoReservationStore {
         Ok(expired)
     }
 
-    async fn set_plan_cap(&self, offer_id: &str, plan_id: &str, cap: Option<u32>) -> Result<(), StoreError> {
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError> {
         let key = plan_key(offer_id, plan_id);
         match cap {
             Some(c) => {
@@ -534,7 +550,12 @@ impl ReservationStore for MongoReservationStore {
         Ok(())
     }
 
-    async fn plan_usage(&self, offer_id: &str, plan_id: &str, now: DateTime<Utc>) -> Result<PlanUsage, StoreError> {
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError> {
         let key = plan_key(offer_id, plan_id);
         let cap = self
             .caps
@@ -553,7 +574,11 @@ impl ReservationStore for MongoReservationStore {
         Ok(PlanUsage { cap, active })
     }
 
-    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>) -> Result<(), StoreError> {
+    async fn put_peering_secret(
+        &self,
+        cluster_id: &str,
+        sealed: Vec<u8>,
+    ) -> Result<(), StoreError> {
         let doc = SecretDoc {
             id: cluster_id.to_string(),
             sealed: bson::Binary {
@@ -578,7 +603,11 @@ impl ReservationStore for MongoReservationStore {
             .map(|d| d.sealed.bytes))
     }
 
-    async fn set_provider_disabled(&self, cluster_id: &str, disabled: bool) -> Result<(), StoreError> {
+    async fn set_provider_disabled(
+        &self,
+        cluster_id: &str,
+        disabled: bool,
+    ) -> Result<(), StoreError> {
         if disabled {
             self.disabled
                 .update_one(
@@ -631,7 +660,11 @@ impl ReservationStore for MongoReservationStore {
             .map(|d| d.body))
     }
 
-    async fn osb_replace_instance(&self, inst: &OsbInstance, expected_revision: u64) -> Result<bool, StoreError> {
+    async fn osb_replace_instance(
+        &self,
+        inst: &OsbInstance,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
         let doc = InstanceDoc {
             id: inst.id.clone(),
             revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
@@ -646,7 +679,11 @@ impl ReservationStore for MongoReservationStore {
         Ok(r.matched_count == 1)
     }
 
-    async fn osb_delete_instance(&self, id: &str, expected_revision: u64) -> Result<bool, StoreError> {
+    async fn osb_delete_instance(
+        &self,
+        id: &str,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
         let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
         let r = self
             .instances

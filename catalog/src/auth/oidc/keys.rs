@@ -59,7 +59,9 @@ fn check_url(what: &str, url: &Url) -> Result<(), String> {
             Some(url::Host::Ipv4(ip)) if ip.is_loopback() => Ok(()),
             Some(url::Host::Ipv6(ip)) if ip.is_loopback() => Ok(()),
             Some(url::Host::Domain("localhost")) => Ok(()),
-            _ => Err(format!("{what} {url} must use https (http only on loopback)")),
+            _ => Err(format!(
+                "{what} {url} must use https (http only on loopback)"
+            )),
         },
         other => Err(format!("{what} {url}: unsupported scheme {other}")),
     }
@@ -69,7 +71,9 @@ fn check_url(what: &str, url: &Url) -> Result<(), String> {
 fn algorithm_of(jwk: &Jwk) -> Option<Algorithm> {
     let by_type = match &jwk.algorithm {
         AlgorithmParameters::RSA(_) => Algorithm::RS256,
-        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => Algorithm::ES256,
+        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+            Algorithm::ES256
+        }
         _ => return None,
     };
     let declared = match jwk.common.key_algorithm {
@@ -89,7 +93,8 @@ impl KeyCache {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let issuer = issuer.trim_end_matches('/').to_string();
-        let url = Url::parse(&issuer).map_err(|e| anyhow::anyhow!("--oidc-issuer {issuer}: {e}"))?;
+        let url =
+            Url::parse(&issuer).map_err(|e| anyhow::anyhow!("--oidc-issuer {issuer}: {e}"))?;
         check_url("--oidc-issuer", &url).map_err(anyhow::Error::msg)?;
         // rustls needs a process-wide crypto provider; installing it twice
         // is harmless (the second attempt just reports the first).
@@ -130,7 +135,9 @@ impl KeyCache {
     }
 
     fn fresh(&self, cached: &Cached) -> bool {
-        cached.fetched_at.is_some_and(|t| t.elapsed() < self.max_age)
+        cached
+            .fetched_at
+            .is_some_and(|t| t.elapsed() < self.max_age)
     }
 
     /// The key for a token's `kid` and `alg`.
@@ -184,7 +191,10 @@ impl KeyCache {
         if !resp.status().is_success() {
             return Err(fetch(format!("status {}", resp.status())));
         }
-        if resp.content_length().is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64) {
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
+        {
             return Err(fetch("document too large".into()));
         }
         let mut body = Vec::new();
@@ -198,8 +208,9 @@ impl KeyCache {
     }
 
     async fn fetch(&self) -> Result<Vec<Key>, OidcError> {
-        let discovery_url = Url::parse(&format!("{}/.well-known/openid-configuration", self.issuer))
-            .map_err(|e| OidcError::Fetch(e.to_string()))?;
+        let discovery_url =
+            Url::parse(&format!("{}/.well-known/openid-configuration", self.issuer))
+                .map_err(|e| OidcError::Fetch(e.to_string()))?;
         let discovery: Discovery = self.get_json(&discovery_url).await?;
         if discovery.issuer.trim_end_matches('/') != self.issuer {
             return Err(OidcError::Fetch(format!(
@@ -207,7 +218,8 @@ impl KeyCache {
                 discovery.issuer, self.issuer
             )));
         }
-        let jwks_url = Url::parse(&discovery.jwks_uri).map_err(|e| OidcError::Fetch(format!("jwks_uri: {e}")))?;
+        let jwks_url = Url::parse(&discovery.jwks_uri)
+            .map_err(|e| OidcError::Fetch(format!("jwks_uri: {e}")))?;
         check_url("jwks_uri", &jwks_url).map_err(OidcError::Fetch)?;
         let set: Value = self.get_json(&jwks_url).await?;
         let entries = set
@@ -221,7 +233,11 @@ impl KeyCache {
             let Ok(jwk) = serde_json::from_value::<Jwk>(entry.clone()) else {
                 continue;
             };
-            if entry.get("use").and_then(Value::as_str).is_some_and(|u| u != "sig") {
+            if entry
+                .get("use")
+                .and_then(Value::as_str)
+                .is_some_and(|u| u != "sig")
+            {
                 continue;
             }
             let Some(alg) = algorithm_of(&jwk) else {

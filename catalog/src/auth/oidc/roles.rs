@@ -35,11 +35,13 @@ impl RoleMapping {
             .filter_map(|n| Some((n.to_string(), role_named(n)?)))
             .collect();
         for pair in extra.iter().filter(|p| !p.trim().is_empty()) {
-            let (value, role) = pair
-                .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("--oidc-role-map entry `{pair}` is not value=role"))?;
+            let (value, role) = pair.split_once('=').ok_or_else(|| {
+                anyhow::anyhow!("--oidc-role-map entry `{pair}` is not value=role")
+            })?;
             let role = role_named(role.trim()).ok_or_else(|| {
-                anyhow::anyhow!("--oidc-role-map entry `{pair}`: role must be provider, consumer or admin")
+                anyhow::anyhow!(
+                    "--oidc-role-map entry `{pair}`: role must be provider, consumer or admin"
+                )
             })?;
             names.insert(value.trim().to_string(), role);
         }
@@ -81,11 +83,18 @@ mod tests {
     #[test]
     fn reads_nested_claims_and_maps_names() {
         let m = RoleMapping::new("realm_access.roles", &["catalog-admins=admin".into()]).unwrap();
-        let claims = json!({"realm_access": {"roles": ["catalog-admins", "consumer", "other", "consumer"]}});
+        let claims =
+            json!({"realm_access": {"roles": ["catalog-admins", "consumer", "other", "consumer"]}});
         assert_eq!(m.roles(&claims), vec![Role::Admin, Role::Consumer]);
-        assert!(m.roles(&json!({"roles": ["admin"]})).is_empty(), "wrong path");
+        assert!(
+            m.roles(&json!({"roles": ["admin"]})).is_empty(),
+            "wrong path"
+        );
         let flat = RoleMapping::new("scope", &[]).unwrap();
-        assert_eq!(flat.roles(&json!({"scope": "openid provider"})), vec![Role::Provider]);
+        assert_eq!(
+            flat.roles(&json!({"scope": "openid provider"})),
+            vec![Role::Provider]
+        );
         assert!(RoleMapping::new("a..b", &[]).is_err());
         assert!(RoleMapping::new("roles", &["x=root".into()]).is_err());
         assert!(RoleMapping::new("roles", &["nonsense".into()]).is_err());
