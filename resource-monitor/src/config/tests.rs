@@ -202,6 +202,7 @@ fn the_example_chain_file_is_valid() {
     assert!(c.source.is_some() && c.quota.is_some() && c.filter.is_some());
     assert_eq!(c.clusters.len(), 2);
     let text = include_str!("../../examples/resources.yaml");
-    let list = crate::source::static_file_parse(text, std::path::Path::new("resources.yaml")).unwrap();
+    let list =
+        crate::source::static_file_parse(text, std::path::Path::new("resources.yaml")).unwrap();
     assert_eq!(list.0.len(), 5);
 }

@@ -35,7 +35,6 @@ impl Adapter {
             .chain(updates)
             .take_until(self.stop.clone().cancelled_owned())
             .map(move |n| {
-                let _ = &guard;
                 tracing::debug!(peer = %guard.peer, notification = ?n, "notifying");
                 n
             })

@@ -300,18 +300,31 @@ mod tests {
         assert_eq!(yaml.to_strings().get("cpu").map(String::as_str), Some("4"));
         assert_eq!(yaml.to_strings().get("x").map(String::as_str), Some("500m"));
         let json = parse(r#"{"cpu": "1500m", "pods": 10}"#, Path::new("r.json")).unwrap();
-        assert_eq!(json.to_strings().get("cpu").map(String::as_str), Some("1500m"));
-        assert_eq!(json.to_strings().get("pods").map(String::as_str), Some("10"));
+        assert_eq!(
+            json.to_strings().get("cpu").map(String::as_str),
+            Some("1500m")
+        );
+        assert_eq!(
+            json.to_strings().get("pods").map(String::as_str),
+            Some("10")
+        );
         assert_eq!(parse("{}", Path::new("r.yaml")).unwrap().0.len(), 0);
     }
 
     #[test]
     fn bad_files_name_the_entry_and_line() {
-        let e = parse("cpu: 4\nmemory: lots\n", Path::new("r.yaml")).unwrap_err().to_string();
-        assert!(e.contains("memory") && e.contains("line 2") && e.contains("lots"), "{e}");
+        let e = parse("cpu: 4\nmemory: lots\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("memory") && e.contains("line 2") && e.contains("lots"),
+            "{e}"
+        );
         let e = parse("", Path::new("r.yaml")).unwrap_err().to_string();
         assert!(e.contains("empty"), "{e}");
-        let e = parse("- cpu\n", Path::new("r.yaml")).unwrap_err().to_string();
+        let e = parse("- cpu\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("r.yaml"), "{e}");
     }
 
@@ -325,7 +338,9 @@ mod tests {
 
         std::fs::write(&path, "cpu: 2\n").unwrap();
         assert_eq!(
-            tokio::time::timeout(Duration::from_secs(5), notes.next()).await.unwrap(),
+            tokio::time::timeout(Duration::from_secs(5), notes.next())
+                .await
+                .unwrap(),
             Some(Notification::All)
         );
         assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "2");
@@ -335,7 +350,9 @@ mod tests {
         std::fs::write(&tmp, "cpu: 3\n").unwrap();
         std::fs::rename(&tmp, &path).unwrap();
         assert_eq!(
-            tokio::time::timeout(Duration::from_secs(5), notes.next()).await.unwrap(),
+            tokio::time::timeout(Duration::from_secs(5), notes.next())
+                .await
+                .unwrap(),
             Some(Notification::All)
         );
         assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "3");
