@@ -145,7 +145,11 @@ impl Agent {
                 self.options.resync,
             );
             resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tracing::info!(originator = %self.target.originator, debounce = ?self.options.debounce, "keeping the plan up to date");
+            let originator = match self.target.originator.as_str() {
+                "" => "(any consumer)",
+                id => id,
+            };
+            tracing::info!(originator, debounce = ?self.options.debounce, "keeping the plan up to date");
 
             loop {
                 let at = due;

@@ -20,6 +20,7 @@ use provider_agent::{
 };
 use quantity::ResourceList;
 use resource_monitor::source::MemorySource;
+use resource_monitor::{ReadError, ResourceReader};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -529,6 +530,60 @@ async fn an_unreachable_catalog_is_retried_until_it_listens() {
         _server: server,
     };
     eventually("the agent to reach the catalog", || {
+        plan(&h) == Some(json!({"cpu": "4"}))
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+/// A reader that is unavailable for its first `failures` reads.
+struct Flaky {
+    inner: MemorySource,
+    failures: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl ResourceReader for Flaky {
+    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+        use std::sync::atomic::Ordering;
+        if self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(ReadError::Unavailable("upstream is unreachable".into()));
+        }
+        self.inner.read(originator).await
+    }
+    fn subscribe(&self) -> resource_monitor::NotificationStream {
+        self.inner.subscribe()
+    }
+    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+        self.inner.remove_cluster(cluster).await
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_chain_is_retried_until_it_answers() {
+    let h = fake_catalog().await;
+    let reader = Flaky {
+        inner: MemorySource::new(list(&[("cpu", "4")])),
+        failures: 4.into(),
+    };
+    let client = CatalogClient::new(
+        h.url.parse().unwrap(),
+        credentials(SECRET),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let agent = Agent::new(Arc::new(reader), client, target(true), options());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(agent.run(async {
+        let _ = stopped.await;
+    }));
+    // No notification comes: the retries alone get it there.
+    eventually("the plan to be published once the chain answers", || {
         plan(&h) == Some(json!({"cpu": "4"}))
     })
     .await;

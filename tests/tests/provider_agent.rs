@@ -1,0 +1,620 @@
+//! The provider agent between the real binaries: `resource-monitor` serving
+//! a static resource file over gRPC, the `catalog` on the embedded store,
+//! and `provider-agent` linking them. A WebSocket subscriber of the
+//! catalog's feed watches the plan follow the file, across a catalog
+//! restart and a resource-monitor restart; refused credentials, someone
+//! else's offer and bad flags stop the agent with a clear message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use e2e::ws::FeedClient;
+use e2e::{bin_path, free_port, Child, Spawn};
+use serde_json::{json, Value};
+
+/// The bound: a subscriber sees a change this soon after the file
+/// changes.
+const LIVE: Duration = Duration::from_secs(2);
+/// Generous wait for things that are not about that bound (start-up,
+/// recovery after an outage).
+const PATIENCE: Duration = Duration::from_secs(15);
+
+const OFFER: &str = "live-offer";
+const PLAN: &str = "standard";
+
+fn credentials(cluster: &str, token: &str) -> Value {
+    json!({
+        "clusterID": cluster,
+        "clusterName": format!("{cluster}-name"),
+        "authURL": format!("https://{cluster}.example:6443"),
+        "token": token,
+    })
+}
+
+/// Write a credentials file as an operator would: readable by its owner only.
+fn write_json(dir: &Path, name: &str, value: &Value) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+/// Replace the resource file the way an editor or a ConfigMap does: a new
+/// file renamed over the old one.
+fn set_resources(file: &Path, yaml: &str) {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, yaml).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+fn start_catalog(port: u16, data_dir: &Path) -> Child {
+    Spawn::new("catalog")
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--shutdown-timeout",
+            "2s",
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .start_listening(port)
+        .expect("start catalog")
+}
+
+fn start_resource_monitor(port: u16, file: &Path) -> Child {
+    Spawn::new("resource-monitor")
+        .arg("--source")
+        .arg(format!("static:{}", file.display()))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .start_listening(port)
+        .expect("start resource-monitor")
+}
+
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// Authenticate `creds` to the catalog on `port`; the bearer token.
+fn login(port: u16, creds: &Value) -> String {
+    let r = http()
+        .post(format!("http://127.0.0.1:{port}/authenticate"))
+        .json(creds)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "authenticate");
+    r.json::<Value>().unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn put_offer(port: u16, id: &str, offer: &Value, token: &str) {
+    let r = http()
+        .post(format!("http://127.0.0.1:{port}/offer/{id}"))
+        .bearer_auth(token)
+        .json(offer)
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "POST /offer/{id}: {}", r.status());
+}
+
+/// The offer a provider made by hand: the agent must change only the
+/// resources of [`PLAN`] and keep the rest.
+fn hand_made_offer() -> Value {
+    json!({
+        "name": "Hand-made live offer", "type": "compute", "description": "Kept as written.",
+        "plans": {
+            PLAN: { "name": "plan-standard", "cost": "1.0", "resources": { "cpu": "1" } },
+            "premium": { "planName": "plan-premium", "planID": "premium", "cost": "9.5",
+                         "resources": { "cpu": "64", "memory": "256Gi" } }
+        }
+    })
+}
+
+/// The parts of the offer the agent must never touch.
+fn assert_rest_kept(offer: &Value) {
+    assert_eq!(offer["name"], "Hand-made live offer", "{offer}");
+    assert_eq!(offer["type"], "compute");
+    assert_eq!(offer["description"], "Kept as written.");
+    assert_eq!(offer["plans"][PLAN]["name"], "plan-standard");
+    assert_eq!(offer["plans"][PLAN]["cost"], "1.0");
+    assert_eq!(
+        offer["plans"]["premium"],
+        json!({ "name": "plan-premium", "planID": "premium", "cost": "9.5",
+                "resources": { "cpu": "64", "memory": "256Gi" } })
+    );
+}
+
+/// Read the feed until a snapshot holds [`OFFER`] with [`PLAN`]'s
+/// resources equal to `want`; that offer. Fails at `deadline`, naming the
+/// last value seen.
+fn wait_for_plan(feed: &mut FeedClient, want: &Value, deadline: Instant) -> Value {
+    let mut last = Value::Null;
+    loop {
+        let m = feed.next_by(deadline).unwrap_or_else(|e| {
+            panic!("the feed never showed {PLAN} = {want} ({e}); last seen: {last}")
+        });
+        if m["type"] != "snapshot" {
+            continue;
+        }
+        let offer = m["offers"]
+            .as_array()
+            .and_then(|offers| offers.iter().find(|o| o["id"] == OFFER))
+            .cloned()
+            .unwrap_or(Value::Null);
+        last = offer["plans"][PLAN]["resources"].clone();
+        if &last == want {
+            return offer;
+        }
+    }
+}
+
+fn start_agent(catalog_port: u16, creds: &Path, reader: &str) -> Child {
+    Spawn::new("provider-agent")
+        .args(["--catalog", &format!("http://127.0.0.1:{catalog_port}")])
+        .arg("--credentials")
+        .arg(creds)
+        .args(["--offer", OFFER, "--plan", PLAN, "--reader", reader])
+        .args(["--debounce", "200ms", "--max-backoff", "1s"])
+        .start()
+        .expect("start provider-agent")
+}
+
+#[test]
+fn the_feed_follows_the_file_across_a_catalog_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("catalog-data");
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\nmemory: 8Gi\n").unwrap();
+    let creds = credentials("provider-e2e", "peering-secret-1");
+    let creds_file = write_json(dir.path(), "credentials.json", &creds);
+
+    let monitor_port = free_port();
+    let _monitor = start_resource_monitor(monitor_port, &resources);
+    let catalog_port = free_port();
+    let mut catalog = start_catalog(catalog_port, &data_dir);
+    let token = login(catalog_port, &creds);
+    put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
+
+    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let mut agent = start_agent(
+        catalog_port,
+        &creds_file,
+        &format!("grpc:127.0.0.1:{monitor_port}"),
+    );
+
+    // On start, the agent publishes what the chain offers.
+    let offer = wait_for_plan(
+        &mut feed,
+        &json!({"cpu": "4", "memory": "8Gi"}),
+        Instant::now() + PATIENCE,
+    );
+    assert_rest_kept(&offer);
+
+    // A change of the file reaches the subscriber within the bound.
+    let changed = Instant::now();
+    set_resources(&resources, "cpu: 6\nmemory: 8Gi\n");
+    let offer = wait_for_plan(
+        &mut feed,
+        &json!({"cpu": "6", "memory": "8Gi"}),
+        changed + LIVE,
+    );
+    assert_rest_kept(&offer);
+    let version_before_restart = offer["version"].as_u64().unwrap();
+
+    // The catalog crashes; the file changes while it is down.
+    catalog.kill();
+    drop(feed);
+    set_resources(&resources, "cpu: 5\nmemory: 8Gi\n");
+    // Long enough for the agent to try, fail and back off at least once.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent exited while the catalog was down"
+    );
+
+    let mut catalog = start_catalog(catalog_port, &data_dir);
+    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let first = feed.expect("snapshot", PATIENCE).unwrap();
+    let offer = first["offers"]
+        .as_array()
+        .and_then(|offers| offers.iter().find(|o| o["id"] == OFFER))
+        .cloned()
+        .unwrap_or_else(|| panic!("the offer is gone after the restart: {first}"));
+    // Nothing was lost: the offer as it was (or already caught up).
+    assert_rest_kept(&offer);
+    assert!(
+        offer["version"].as_u64().unwrap() >= version_before_restart,
+        "{offer}"
+    );
+    let plan = &offer["plans"][PLAN]["resources"];
+    assert!(
+        *plan == json!({"cpu": "6", "memory": "8Gi"})
+            || *plan == json!({"cpu": "5", "memory": "8Gi"}),
+        "unexpected plan after the restart: {plan}"
+    );
+
+    // The agent catches up by itself with the change it could not write...
+    let offer = wait_for_plan(
+        &mut feed,
+        &json!({"cpu": "5", "memory": "8Gi"}),
+        Instant::now() + PATIENCE,
+    );
+    assert_rest_kept(&offer);
+
+    // ...and follows the next change within the bound again.
+    let changed = Instant::now();
+    set_resources(&resources, "cpu: 3\nmemory: 16Gi\nnvidia.com/gpu: 1\n");
+    let offer = wait_for_plan(
+        &mut feed,
+        &json!({"cpu": "3", "memory": "16Gi", "nvidia.com/gpu": "1"}),
+        changed + LIVE,
+    );
+    assert_rest_kept(&offer);
+
+    // A clean stop on SIGTERM.
+    let status = agent.terminate(Duration::from_secs(10)).unwrap();
+    assert!(
+        status.success(),
+        "the agent exited with {status} on SIGTERM"
+    );
+    catalog.kill();
+}
+
+#[test]
+fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 8\n").unwrap();
+    let creds = credentials("provider-chain", "peering-secret-2");
+    // TOML this time: the agent takes either.
+    let creds_file = dir.path().join("credentials.toml");
+    let toml: String = ["clusterID", "clusterName", "authURL", "token"]
+        .iter()
+        .map(|k| format!("{k} = {}\n", creds[k]))
+        .collect();
+    std::fs::write(&creds_file, toml).unwrap();
+    let owner_only = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&creds_file, owner_only).unwrap();
+
+    let catalog_port = free_port();
+    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let token = login(catalog_port, &creds);
+    put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
+    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+
+    // The agent starts before the chain it follows.
+    let monitor_port = free_port();
+    let mut agent = start_agent(
+        catalog_port,
+        &creds_file,
+        &format!("grpc:127.0.0.1:{monitor_port}"),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent exited while the chain was not up yet"
+    );
+    let mut monitor = start_resource_monitor(monitor_port, &resources);
+    wait_for_plan(&mut feed, &json!({"cpu": "8"}), Instant::now() + PATIENCE);
+
+    // The chain goes away; the file changes; the chain comes back with it.
+    monitor.kill();
+    set_resources(&resources, "cpu: 2\n");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent exited while the chain was down"
+    );
+    let _monitor = start_resource_monitor(monitor_port, &resources);
+
+    let offer = wait_for_plan(&mut feed, &json!({"cpu": "2"}), Instant::now() + PATIENCE);
+    assert_rest_kept(&offer);
+    agent.kill();
+}
+
+/// Run `provider-agent` with `args` until it exits (killed after 20 s):
+/// its status and stderr.
+fn run_agent(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(bin_path("provider-agent"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start provider-agent");
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("provider-agent {args:?} did not exit within 20s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, reader.join().unwrap())
+}
+
+#[test]
+fn refused_credentials_and_someone_elses_offer_stop_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\n").unwrap();
+    let reader = format!("static:{}", resources.display());
+    let catalog_port = free_port();
+    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let catalog_url = format!("http://127.0.0.1:{catalog_port}");
+
+    // The cluster ID is registered with one secret; the agent has another.
+    let owner = credentials("provider-owner", "the-right-secret");
+    let token = login(catalog_port, &owner);
+    put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
+    let impostor = credentials("provider-owner", "a-wrong-secret-value");
+    let impostor_file = write_json(dir.path(), "impostor.json", &impostor);
+    let (status, stderr) = run_agent(&[
+        "--catalog",
+        &catalog_url,
+        "--credentials",
+        impostor_file.to_str().unwrap(),
+        "--offer",
+        OFFER,
+        "--plan",
+        PLAN,
+        "--reader",
+        &reader,
+    ]);
+    assert!(!status.success(), "refused credentials must fail the agent");
+    assert!(
+        stderr.contains("refused the credentials of cluster provider-owner"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("a-wrong-secret-value"),
+        "the secret was printed: {stderr}"
+    );
+
+    // Valid credentials of another provider: the offer is not theirs.
+    let other = credentials("provider-other", "other-secret");
+    let other_file = write_json(dir.path(), "other.json", &other);
+    let (status, stderr) = run_agent(&[
+        "--catalog",
+        &catalog_url,
+        "--credentials",
+        other_file.to_str().unwrap(),
+        "--offer",
+        OFFER,
+        "--plan",
+        PLAN,
+        "--reader",
+        &reader,
+    ]);
+    assert!(
+        !status.success(),
+        "someone else's offer must fail the agent"
+    );
+    assert!(stderr.contains("belongs to another provider"), "{stderr}");
+
+    // Its own offer that does not exist, without leave to create it.
+    let (status, stderr) = run_agent(&[
+        "--catalog",
+        &catalog_url,
+        "--credentials",
+        other_file.to_str().unwrap(),
+        "--offer",
+        "not-there",
+        "--plan",
+        PLAN,
+        "--reader",
+        &reader,
+    ]);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("offer not-there does not exist") && stderr.contains("--plan-cost"),
+        "{stderr}"
+    );
+
+    // Nothing changed in the owner's offer.
+    let r = http()
+        .get(format!("{catalog_url}/offer/{OFFER}"))
+        .send()
+        .unwrap();
+    let offer: Value = r.json().unwrap();
+    assert_rest_kept(&offer);
+    assert_eq!(offer["plans"][PLAN]["resources"], json!({"cpu": "1"}));
+    assert_eq!(offer["version"], 1);
+}
+
+#[test]
+fn configuration_errors_name_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\n").unwrap();
+    let reader = format!("static:{}", resources.display());
+    let creds_file = write_json(dir.path(), "creds.json", &credentials("c1", "s3cret"));
+    let creds = creds_file.to_str().unwrap();
+    // Nothing listens here: configuration errors come before any contact.
+    let catalog = format!("http://127.0.0.1:{}", free_port());
+
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                "/nonexistent/creds.json",
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                &reader,
+            ],
+            "/nonexistent/creds.json",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                "bad id",
+                "--plan",
+                PLAN,
+                "--reader",
+                &reader,
+            ],
+            "--offer",
+        ),
+        (
+            &[
+                "--catalog",
+                "ftp://x",
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                &reader,
+            ],
+            "--catalog",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                "magic",
+            ],
+            "--reader",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                "static:/nonexistent/r.yaml",
+            ],
+            "/nonexistent/r.yaml",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                &reader,
+                "--plan-cost=-3",
+            ],
+            "--plan-cost",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+            ],
+            "--reader",
+        ),
+        (
+            &[
+                "--catalog",
+                &catalog,
+                "--credentials",
+                creds,
+                "--offer",
+                OFFER,
+                "--plan",
+                PLAN,
+                "--reader",
+                &reader,
+                "--debounce",
+                "soon",
+            ],
+            "--debounce",
+        ),
+    ];
+    for (args, named) in cases {
+        let (status, stderr) = run_agent(args);
+        assert!(!status.success(), "{args:?} should fail");
+        assert!(
+            stderr.contains(named),
+            "{args:?}: the error does not name {named}: {stderr}"
+        );
+    }
+
+    let (status, stderr) = run_agent(&[
+        "--catalog",
+        &catalog,
+        "--credentials",
+        creds,
+        "--offer",
+        OFFER,
+        "--plan",
+        PLAN,
+        "--reader",
+        &reader,
+        "--check",
+    ]);
+    assert!(
+        status.success(),
+        "--check on a valid configuration: {stderr}"
+    );
+
+    let out = Spawn::new("provider-agent").arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--catalog",
+        "--credentials",
+        "--offer",
+        "--plan",
+        "--reader",
+        "--config",
+        "--originator",
+        "--debounce",
+        "PROVIDER_AGENT_CATALOG",
+    ] {
+        assert!(help.contains(flag), "--help does not mention {flag}");
+    }
+}
