@@ -465,6 +465,34 @@ mod tests {
         assert!(e.contains("--reader") && e.contains("grpc:ADDRESS"), "{e}");
     }
 
+    #[tokio::test]
+    async fn a_chain_file_runs_in_process() {
+        let dir = tempfile::tempdir().unwrap();
+        write(&dir, "resources.yaml", "cpu: 4\nmemory: 8Gi\n");
+        let chain = write(
+            &dir,
+            "chain.toml",
+            "[server]\nlisten = \"127.0.0.1:1\"\n[source.static]\npath = \"resources.yaml\"\n[quota]\npercent = 50\n",
+        );
+        let reader = ReaderSpec::ChainFile(chain).build().await.unwrap();
+        let offered = reader.read("").await.unwrap();
+        assert_eq!(offered.to_strings()["cpu"], "2");
+        assert_eq!(offered.to_strings()["memory"], "4Gi");
+
+        let bad = write(
+            &dir,
+            "bad.toml",
+            "[source.static]\npath = \"missing.yaml\"\n",
+        );
+        let e = ReaderSpec::ChainFile(bad)
+            .build()
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("missing.yaml"), "{e}");
+    }
+
     fn target() -> Target {
         Target {
             offer_id: "offer-1".into(),
