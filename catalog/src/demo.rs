@@ -64,6 +64,8 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
     if !created {
         return Ok(());
     }
+    // So the demo plans can be bought: purchases hand out this token.
+    crate::reservation::service::remember_peering_token(state, DEMO_CLUSTER_ID, &token).await;
     let owner = ProviderRef {
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),

@@ -141,6 +141,13 @@ impl EmbeddedReservationStore {
         let path = dir.join(BUYING_DB_FILE);
         let db = Database::create(&path)
             .map_err(|e| internal(format!("opening {}: {e}", path.display())))?;
+        // It holds sealed peering tokens: readable by the catalog's user only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| internal(format!("restricting {}: {e}", path.display())))?;
+        }
         let txn = db.begin_write().map_err(internal)?;
         {
             txn.open_table(RESERVATIONS).map_err(internal)?;
