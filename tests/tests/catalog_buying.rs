@@ -170,6 +170,27 @@ fn reserve_purchase_and_credentials(backend: Backend) {
         .map(|r| r["state"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(states.len(), 2);
+
+    // The buying routes are in the OpenAPI document beside the others.
+    let api = get(&c, "/openapi.json", None);
+    for path in [
+        "/offers",
+        "/reservations",
+        "/reservations/{id}",
+        "/reservations/{id}/purchase",
+        "/purchases/{id}",
+        "/offer/{id}/plans/{plan}/capacity",
+        "/admin/providers/{clusterID}",
+    ] {
+        assert!(
+            api.json["paths"][path].is_object(),
+            "{path} missing from OpenAPI"
+        );
+    }
+    assert!(
+        api.json["paths"]["/reservations/{id}/purchase"]["post"]["responses"]["410"].is_object()
+    );
+    assert!(api.json["components"]["schemas"]["Contract"].is_object());
     assert!(
         states.contains(&"released".into()) && states.contains(&"cancelled".into()),
         "{states:?}"

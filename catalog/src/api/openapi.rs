@@ -45,5 +45,7 @@ impl Modify for BearerAuth {
 
 /// The document as JSON.
 pub fn document() -> Result<String, serde_json::Error> {
-    ApiDoc::openapi().to_json()
+    ApiDoc::openapi()
+        .merge_from(crate::reservation::openapi::BuyingDoc::openapi())
+        .to_json()
 }

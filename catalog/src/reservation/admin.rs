@@ -14,8 +14,8 @@ use subtle::ConstantTimeEq;
 
 use super::error::BuyError;
 use super::http::parse_body;
-use crate::api::{read_json_body, ApiError};
-use crate::auth::{Caller, Role};
+use crate::api::{read_json_body, ApiError, ErrorBody};
+use crate::auth::{Caller, IssuedToken, Role};
 use crate::model::ProviderInfo;
 use crate::AppState;
 
@@ -30,12 +30,18 @@ pub fn digest(secret: &[u8]) -> [u8; 32] {
     Sha256::digest(secret).into()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AdminLogin {
-    secret: String,
+pub struct AdminLogin {
+    pub secret: String,
 }
 
+/// Exchange the administrator secret for an admin token.
+#[utoipa::path(
+    post, path = "/authenticate/admin", tag = "admin",
+    request_body = AdminLogin,
+    responses((status = 200, body = IssuedToken), (status = 401, body = ErrorBody), (status = 404, description = "No administrator secret configured", body = ErrorBody), (status = 429, body = ErrorBody))
+)]
 pub async fn login(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -67,12 +73,12 @@ pub async fn login(
         .json(issued))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ConsumerTokenRequest {
-    subject: String,
+pub struct ConsumerTokenRequest {
+    pub subject: String,
     #[serde(default)]
-    name: Option<String>,
+    pub name: Option<String>,
 }
 
 fn check_text(field: &str, v: &str) -> Result<(), BuyError> {
@@ -85,6 +91,13 @@ fn check_text(field: &str, v: &str) -> Result<(), BuyError> {
     Ok(())
 }
 
+/// Issue a consumer token (admins).
+#[utoipa::path(
+    post, path = "/consumer-tokens", tag = "admin",
+    request_body = ConsumerTokenRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody))
+)]
 pub async fn consumer_token(
     state: web::Data<AppState>,
     caller: Caller,
@@ -108,16 +121,23 @@ pub async fn consumer_token(
 }
 
 /// A provider as administrators see it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct AdminProvider {
+pub struct AdminProvider {
     #[serde(flatten)]
-    info: ProviderInfo,
-    disabled: bool,
+    pub info: ProviderInfo,
+    pub disabled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    disabled_since: Option<chrono::DateTime<chrono::Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub disabled_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// Every provider, with whether it is disabled (admins).
+#[utoipa::path(
+    get, path = "/admin/providers", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<AdminProvider>), (status = 403, body = ErrorBody))
+)]
 pub async fn providers(
     state: web::Data<AppState>,
     caller: Caller,
@@ -141,12 +161,20 @@ pub async fn providers(
     Ok(HttpResponse::Ok().json(out))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ProviderUpdate {
-    disabled: bool,
+pub struct ProviderUpdate {
+    pub disabled: bool,
 }
 
+/// Disable or re-enable a provider (admins).
+#[utoipa::path(
+    put, path = "/admin/providers/{clusterID}", tag = "admin",
+    params(("clusterID" = String, Path)),
+    request_body = ProviderUpdate,
+    security(("bearer" = [])),
+    responses((status = 200, body = AdminProvider), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
 pub async fn set_provider(
     state: web::Data<AppState>,
     caller: Caller,

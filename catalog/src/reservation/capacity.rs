@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::BuyError;
 use super::http::parse_body;
-use crate::api::read_json_body;
+use crate::api::{read_json_body, ErrorBody};
 use crate::auth::{Caller, Role};
 use crate::model::Offer;
 use crate::AppState;
@@ -34,11 +34,12 @@ pub struct Capacity {
     pub available: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapRequest {
     /// Required; `null` lifts the cap (so a missing field never does).
     #[serde(rename = "maxPurchases", default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
     pub max_purchases: Option<Option<u32>>,
 }
 
@@ -75,6 +76,12 @@ async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Cap
     })
 }
 
+/// A plan's cap and use.
+#[utoipa::path(
+    get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
+    params(("id" = String, Path), ("plan" = String, Path)),
+    responses((status = 200, body = Capacity), (status = 404, body = ErrorBody))
+)]
 pub async fn get(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -84,6 +91,14 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(capacity(&state, &offer_id, &plan_id).await?))
 }
 
+/// Set (or, with null, lift) the cap of one of the caller's plans.
+#[utoipa::path(
+    put, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
+    params(("id" = String, Path), ("plan" = String, Path)),
+    request_body = CapRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = Capacity), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
 pub async fn put(
     state: web::Data<AppState>,
     caller: Caller,

@@ -16,9 +16,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::error::BuyError;
-use super::model::{Channel, Reservation, ReservationState, Transition};
+use super::model::{Channel, Contract, Reservation, ReservationState, Transition};
 use super::service::{self, Buyer};
-use crate::api::read_json_body;
+use crate::api::{read_json_body, ErrorBody};
 use crate::auth::Caller;
 use crate::AppState;
 
@@ -57,6 +57,20 @@ pub struct ReserveRequest {
     pub ttl_seconds: Option<u64>,
 }
 
+/// Reserve one unit of a plan.
+#[utoipa::path(
+    post, path = "/reservations", tag = "buying",
+    request_body = ReserveRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Reserved", body = Reservation),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "Not a consumer, or the provider is disabled", body = ErrorBody),
+        (status = 404, description = "No such offer or plan", body = ErrorBody),
+        (status = 409, description = "The plan is sold out (its cap is reached)", body = ErrorBody),
+    )
+)]
 pub async fn create(
     state: web::Data<AppState>,
     caller: Caller,
@@ -131,6 +145,16 @@ async fn listed(
         .collect())
 }
 
+/// The caller's reservations and purchases (admins: everyone's).
+#[utoipa::path(
+    get, path = "/reservations", tag = "buying",
+    params(
+        ("state" = Option<String>, Query, description = "reserved, purchased, released, expired or cancelled"),
+        ("consumer" = Option<String>, Query, description = "Admins only: one consumer's records"),
+    ),
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<Reservation>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody))
+)]
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
@@ -139,6 +163,13 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(listed(&state, &caller, &req, |_| true).await?))
 }
 
+/// One reservation (404 unless it is the caller's, or the caller is an admin).
+#[utoipa::path(
+    get, path = "/reservations/{id}", tag = "buying",
+    params(("id" = String, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = Reservation), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
@@ -148,6 +179,13 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(service::lookup(&state, &id, &buyer).await?))
 }
 
+/// Release a reservation before it expires.
+#[utoipa::path(
+    delete, path = "/reservations/{id}", tag = "buying",
+    params(("id" = String, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Released", body = Reservation), (status = 404, body = ErrorBody), (status = 409, description = "Not a live reservation", body = ErrorBody))
+)]
 pub async fn release(
     state: web::Data<AppState>,
     caller: Caller,
@@ -157,6 +195,20 @@ pub async fn release(
     Ok(HttpResponse::Ok().json(service::end(&state, &id, &buyer, Transition::Release).await?))
 }
 
+/// Purchase a reservation: the contract, with the provider's peering
+/// credentials (the only way they leave the catalog).
+#[utoipa::path(
+    post, path = "/reservations/{id}/purchase", tag = "buying",
+    params(("id" = String, Path)),
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Purchased", body = Contract),
+        (status = 403, description = "The provider is disabled", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Already purchased or released", body = ErrorBody),
+        (status = 410, description = "The reservation expired", body = ErrorBody),
+    )
+)]
 pub async fn purchase(
     state: web::Data<AppState>,
     caller: Caller,
@@ -182,6 +234,12 @@ fn is_purchase(r: &Reservation) -> bool {
     r.purchased_at.is_some()
 }
 
+/// The caller's purchases (admins: everyone's), without credentials.
+#[utoipa::path(
+    get, path = "/purchases", tag = "buying",
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<Reservation>), (status = 401, body = ErrorBody))
+)]
 pub async fn list_purchases(
     state: web::Data<AppState>,
     caller: Caller,
@@ -190,6 +248,13 @@ pub async fn list_purchases(
     Ok(HttpResponse::Ok().json(listed(&state, &caller, &req, is_purchase).await?))
 }
 
+/// One purchase: the contract for its buyer, the record for admins.
+#[utoipa::path(
+    get, path = "/purchases/{id}", tag = "buying",
+    params(("id" = String, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = Contract), (status = 404, body = ErrorBody))
+)]
 pub async fn get_purchase(
     state: web::Data<AppState>,
     caller: Caller,
@@ -213,6 +278,13 @@ pub async fn get_purchase(
         }))
 }
 
+/// Cancel a purchase, freeing its unit.
+#[utoipa::path(
+    delete, path = "/purchases/{id}", tag = "buying",
+    params(("id" = String, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Cancelled", body = Reservation), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody))
+)]
 pub async fn cancel(
     state: web::Data<AppState>,
     caller: Caller,

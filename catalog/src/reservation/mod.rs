@@ -20,6 +20,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod model;
+pub mod openapi;
 pub mod seal;
 pub mod service;
 pub mod sweeper;
