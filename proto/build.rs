@@ -31,10 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(shape_out.join("descriptor.bin"), fds.encode_to_vec())?;
         tonic_prost_build::configure()
             .out_dir(&shape_out)
-            .extern_path(
-                ".k8s.io.apimachinery.pkg.api.resource",
-                "crate::k8s",
-            )
+            .extern_path(".k8s.io.apimachinery.pkg.api.resource", "crate::k8s")
             .compile_fds(fds)?;
     }
     Ok(())

@@ -9,7 +9,10 @@
 /// Kubernetes' `k8s.io.apimachinery.pkg.api.resource` proto package (the
 /// `Quantity` message only), shared by shapes B and C.
 pub mod k8s {
-    include!(concat!(env!("OUT_DIR"), "/k8s/k8s.io.apimachinery.pkg.api.resource.rs"));
+    include!(concat!(
+        env!("OUT_DIR"),
+        "/k8s/k8s.io.apimachinery.pkg.api.resource.rs"
+    ));
 }
 
 /// Shape A: string maps, empty notifications.

@@ -21,7 +21,10 @@ fn cat(parts: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn shape_a_read_request_is_originator_field_1() {
-    let bytes = shape_a::ReadRequest { originator: "c1".into() }.encode_to_vec();
+    let bytes = shape_a::ReadRequest {
+        originator: "c1".into(),
+    }
+    .encode_to_vec();
     assert_eq!(bytes, ld(1, b"c1"));
     let back = shape_a::ReadRequest::decode(&bytes[..]).unwrap();
     assert_eq!(back.originator, "c1");
@@ -40,7 +43,13 @@ fn shape_a_read_response_is_string_map_field_1() {
 
 #[test]
 fn shape_a_remove_request_and_empty_messages() {
-    assert_eq!(shape_a::RemoveRequest { cluster: "x".into() }.encode_to_vec(), ld(1, b"x"));
+    assert_eq!(
+        shape_a::RemoveRequest {
+            cluster: "x".into()
+        }
+        .encode_to_vec(),
+        ld(1, b"x")
+    );
     assert!(shape_a::RemoveResponse {}.encode_to_vec().is_empty());
     assert!(shape_a::SubscribeRequest {}.encode_to_vec().is_empty());
     assert!(shape_a::UpdateNotification {}.encode_to_vec().is_empty());
@@ -48,7 +57,9 @@ fn shape_a_remove_request_and_empty_messages() {
 
 #[test]
 fn k8s_quantity_is_optional_string_field_1() {
-    let q = k8s::Quantity { string: Some("4Gi".into()) };
+    let q = k8s::Quantity {
+        string: Some("4Gi".into()),
+    };
     assert_eq!(q.encode_to_vec(), ld(1, b"4Gi"));
     // proto2 `optional`: an absent field stays absent, it is not "".
     assert_eq!(k8s::Quantity::decode(&[][..]).unwrap().string, None);
@@ -56,9 +67,16 @@ fn k8s_quantity_is_optional_string_field_1() {
 
 #[test]
 fn shape_b_cluster_identity_and_resource_list() {
-    let id = shape_b::ClusterIdentity { cluster_id: "c2".into() };
+    let id = shape_b::ClusterIdentity {
+        cluster_id: "c2".into(),
+    };
     assert_eq!(id.encode_to_vec(), ld(1, b"c2"));
-    assert_eq!(shape_b::ClusterIdentity::decode(&ld(1, b"c2")[..]).unwrap().cluster_id, "c2");
+    assert_eq!(
+        shape_b::ClusterIdentity::decode(&ld(1, b"c2")[..])
+            .unwrap()
+            .cluster_id,
+        "c2"
+    );
 
     let entry = cat(&[ld(1, b"memory"), ld(2, &ld(1, b"2Gi"))]);
     let list = shape_b::ResourceList::decode(&ld(1, &entry)[..]).unwrap();
@@ -79,14 +97,29 @@ fn shape_c_pool_resource_list_fields() {
     assert_eq!(first.pool_name, "pool");
     assert_eq!(first.pool_prefix, "pre");
     assert_eq!(pools.encode_to_vec(), bytes);
-    assert_eq!(shape_c::ClusterIdentity { cluster_id: "z".into() }.encode_to_vec(), ld(1, b"z"));
+    assert_eq!(
+        shape_c::ClusterIdentity {
+            cluster_id: "z".into()
+        }
+        .encode_to_vec(),
+        ld(1, b"z")
+    );
 }
 
 #[test]
 fn every_shape_serves_the_unpackaged_resource_reader_service() {
-    assert_eq!(shape_a::resource_reader_server::SERVICE_NAME, crate::SERVICE_NAME);
-    assert_eq!(shape_b::resource_reader_server::SERVICE_NAME, crate::SERVICE_NAME);
-    assert_eq!(shape_c::resource_reader_server::SERVICE_NAME, crate::SERVICE_NAME);
+    assert_eq!(
+        shape_a::resource_reader_server::SERVICE_NAME,
+        crate::SERVICE_NAME
+    );
+    assert_eq!(
+        shape_b::resource_reader_server::SERVICE_NAME,
+        crate::SERVICE_NAME
+    );
+    assert_eq!(
+        shape_c::resource_reader_server::SERVICE_NAME,
+        crate::SERVICE_NAME
+    );
 }
 
 #[test]
@@ -97,7 +130,12 @@ fn descriptor_sets_name_the_methods() {
         shape_c::FILE_DESCRIPTOR_SET,
     ] {
         let text = String::from_utf8_lossy(set);
-        for method in ["ReadResources", "RemoveCluster", "Subscribe", "resource_reader"] {
+        for method in [
+            "ReadResources",
+            "RemoveCluster",
+            "Subscribe",
+            "resource_reader",
+        ] {
             assert!(text.contains(method), "descriptor set lacks {method}");
         }
     }

@@ -60,7 +60,10 @@ impl Spawn {
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
-        Self { name: bin.to_string(), cmd }
+        Self {
+            name: bin.to_string(),
+            cmd,
+        }
     }
 
     pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
@@ -84,8 +87,14 @@ impl Spawn {
 
     /// Start the process without waiting for anything.
     pub fn start(mut self) -> Result<Child> {
-        let child = self.cmd.spawn().with_context(|| format!("starting {}", self.name))?;
-        Ok(Child { name: self.name, child: Some(child) })
+        let child = self
+            .cmd
+            .spawn()
+            .with_context(|| format!("starting {}", self.name))?;
+        Ok(Child {
+            name: self.name,
+            child: Some(child),
+        })
     }
 
     /// Start the process and wait until it listens on `port`.
@@ -97,7 +106,10 @@ impl Spawn {
                 return Ok(child);
             }
             if let Some(status) = child.try_wait()? {
-                bail!("{} exited with {status} before listening on {port}", child.name);
+                bail!(
+                    "{} exited with {status} before listening on {port}",
+                    child.name
+                );
             }
             if Instant::now() > deadline {
                 bail!("{} did not listen on {port} within 30s", child.name);
@@ -108,7 +120,9 @@ impl Spawn {
     /// Run to completion, capturing output (for `--help` and bad-config checks).
     pub fn output(mut self) -> Result<std::process::Output> {
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.output().with_context(|| format!("running {}", self.name))
+        self.cmd
+            .output()
+            .with_context(|| format!("running {}", self.name))
     }
 }
 

@@ -123,7 +123,12 @@ pub async fn authenticate(
             let (holder, claimed) = state.store.claim_provider(fresh).await?;
             if claimed {
                 tracing::info!(cluster_id = %c.cluster_id, "provider registered");
-                crate::reservation::service::remember_peering_token(&state, &holder.cluster_id, &c.token).await;
+                crate::reservation::service::remember_peering_token(
+                    &state,
+                    &holder.cluster_id,
+                    &c.token,
+                )
+                .await;
                 return issue(&state, &holder);
             }
             // Lost a race to another first call: check against the winner.
@@ -141,7 +146,8 @@ pub async fn authenticate(
         ));
     }
     // Purchases hand the real token to buyers: keep a sealed copy.
-    crate::reservation::service::remember_peering_token(&state, &account.cluster_id, &c.token).await;
+    crate::reservation::service::remember_peering_token(&state, &account.cluster_id, &c.token)
+        .await;
     issue(&state, &account)
 }
 

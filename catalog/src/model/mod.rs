@@ -48,6 +48,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
         };
         FieldError::new(field, e.into_inner().to_string())
     })?;
-    de.end().map_err(|e| FieldError::new("body", e.to_string()))?;
+    de.end()
+        .map_err(|e| FieldError::new("body", e.to_string()))?;
     Ok(value)
 }
