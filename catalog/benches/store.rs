@@ -119,16 +119,16 @@ async fn bench(name: &str, store: Arc<dyn Store>, phase: Duration) {
     let filter =
         OfferFilter::from_pairs([("type", "gpu"), ("maxCost", "1.25"), ("min.memory", "8Gi")])
             .expect("filter");
-    let mut matched = 0;
+    let matched = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let list = latencies(phase, |_| {
-        let store = store.clone();
-        let filter = filter.clone();
-        let m = &mut matched;
+        let (store, filter, matched) = (store.clone(), filter.clone(), matched.clone());
         async move {
-            *m = store.list_offers(&filter).await.expect("list").len();
+            let n = store.list_offers(&filter).await.expect("list").len();
+            matched.store(n, std::sync::atomic::Ordering::Relaxed);
         }
     })
     .await;
+    let matched = matched.load(std::sync::atomic::Ordering::Relaxed);
     println!(
         "| {name} | {seq:.0} | {par:.0} | {} / {} | {} / {} (of {count} offers, {matched} match) |",
         ms(percentile(&get, 0.5)),
