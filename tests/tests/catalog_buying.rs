@@ -212,7 +212,7 @@ fn expiry_frees_the_unit(backend: Backend) {
     let alice = consumer(&c, &admin, "alice");
     let bob = consumer(&c, &admin, "bob");
 
-    let r = reserve(&c, &alice, "shop", "small", Some(1));
+    let r = reserve(&c, &alice, "shop", "small", Some(3));
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.json["id"].as_str().unwrap().to_string();
     // The only unit is held: bob waits.
@@ -231,9 +231,16 @@ fn expiry_frees_the_unit(backend: Backend) {
         capacity.text
     );
 
-    std::thread::sleep(Duration::from_millis(1600));
-    // The sweeper (every 200 ms here) expired it: the unit is free again,
-    // without anyone reading the reservation first.
+    // Wait until just past the deadline the catalog gave (3 s: room for the
+    // checks above on a loaded machine).
+    let deadline = chrono_secs(&r.json["expiresAt"]) + 0.3;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(deadline);
+    std::thread::sleep(Duration::from_secs_f64((deadline - now).max(0.0)));
+    // The unit is free once the deadline passed (the sweeper, a read or the
+    // next reservation of the plan expires the record, whichever is first).
     assert_eq!(
         get(&c, "/offer/shop/plans/small/capacity", None).json["active"],
         0
