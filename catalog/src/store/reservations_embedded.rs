@@ -689,3 +689,94 @@ impl ReservationStore for EmbeddedReservationStore {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Cost;
+    use crate::reservation::model::Channel;
+
+    fn reservation(id: &str, plan: &str, ttl_ms: i64) -> Reservation {
+        let now = crate::model::now();
+        Reservation {
+            id: id.into(),
+            consumer: format!("c-{id}"),
+            offer_id: "o".into(),
+            plan_id: plan.into(),
+            cluster_id: "cluster".into(),
+            cost: Cost::ZERO,
+            state: ReservationState::Reserved,
+            channel: Channel::Rest,
+            created_at: now,
+            expires_at: now + chrono::Duration::milliseconds(ttl_ms),
+            purchased_at: None,
+            ended_at: None,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn exactly_the_cap_wins_and_expiry_frees_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedReservationStore::open(dir.path()).unwrap();
+        store.set_plan_cap("o", "p", Some(3)).await.unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .reserve(
+                            reservation(&format!("r{i}"), "p", 60_000),
+                            crate::model::now(),
+                        )
+                        .await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(r) => won.push(r.id),
+                Err(ReserveError::SoldOut { cap: 3 }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(won.len(), 3);
+        let now = crate::model::now();
+        assert_eq!(store.plan_usage("o", "p", now).await.unwrap().active, 3);
+
+        // Purchase one, release one: one unit frees.
+        store
+            .transition(&won[0], Transition::Purchase, now)
+            .await
+            .unwrap();
+        store
+            .transition(&won[1], Transition::Release, now)
+            .await
+            .unwrap();
+        let again = store.transition(&won[1], Transition::Release, now).await;
+        assert!(matches!(again, Err(TransitionError::WrongState(_))));
+        assert_eq!(store.plan_usage("o", "p", now).await.unwrap().active, 2);
+
+        // Past the deadline: the sweep expires the reserved one only.
+        let later = now + chrono::Duration::minutes(2);
+        let expired = store.expire_due(later).await.unwrap();
+        assert_eq!(
+            expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            [won[2].as_str()]
+        );
+        assert!(store.expire_due(later).await.unwrap().is_empty());
+        assert_eq!(store.plan_usage("o", "p", later).await.unwrap().active, 1);
+        // A purchase attempted after the deadline expires the record instead.
+        let late = reservation("late", "q", 10);
+        store.reserve(late, now).await.unwrap();
+        match store.transition("late", Transition::Purchase, later).await {
+            Err(TransitionError::WrongState(r)) => assert_eq!(r.state, ReservationState::Expired),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            store.list_reservations(Some("c-late")).await.unwrap().len(),
+            1
+        );
+        assert_eq!(store.list_reservations(None).await.unwrap().len(), 4);
+    }
+}
