@@ -73,6 +73,49 @@ struct ResultLabels {
     result: &'static str,
 }
 
+/// The metric handles of one upstream.
+#[derive(Debug, Clone)]
+pub struct UpstreamMetrics {
+    up: Gauge,
+    read_seconds: Histogram,
+    fresh: Counter,
+    last_known: Counter,
+    omitted: Counter,
+    timeout: Counter,
+    unavailable: Counter,
+    rejected: Counter,
+    error: Counter,
+}
+
+impl UpstreamMetrics {
+    pub fn set_up(&self, up: bool) {
+        self.up.set(i64::from(up));
+    }
+
+    pub fn observe_read(&self, took: Duration) {
+        self.read_seconds.observe(took.as_secs_f64());
+    }
+
+    pub fn count_answer(&self, outcome: Outcome) {
+        match outcome {
+            Outcome::fresh => &self.fresh,
+            Outcome::last_known => &self.last_known,
+            Outcome::omitted => &self.omitted,
+        }
+        .inc();
+    }
+
+    pub fn count_failure(&self, reason: Failure) {
+        match reason {
+            Failure::timeout => &self.timeout,
+            Failure::unavailable => &self.unavailable,
+            Failure::rejected => &self.rejected,
+            Failure::error => &self.error,
+        }
+        .inc();
+    }
+}
+
 /// Shared handles to every metric; cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -184,36 +227,39 @@ impl Metrics {
         out
     }
 
-    pub fn set_upstream_up(&self, labels: &UpstreamLabels, up: bool) {
-        self.inner
-            .upstream_up
-            .get_or_create(labels)
-            .set(i64::from(up));
-    }
-
-    pub fn observe_upstream_read(&self, cluster_id: &str, took: Duration) {
-        self.inner
-            .upstream_read_seconds
-            .get_or_create(&ClusterLabels {
-                cluster_id: cluster_id.to_string(),
+    /// The series of one upstream, created now (so they show as zeros before
+    /// anything happens) and held as handles, so the read path does not
+    /// look labels up.
+    pub fn upstream(&self, labels: &UpstreamLabels) -> UpstreamMetrics {
+        let id = labels.cluster_id.clone();
+        let inner = &self.inner;
+        let answer = |outcome| {
+            inner.upstream_answers.get_or_create_owned(&OutcomeLabels {
+                cluster_id: id.clone(),
+                outcome,
             })
-            .observe(took.as_secs_f64());
-    }
-
-    pub fn count_answer(&self, cluster_id: &str, outcome: Outcome) {
-        let labels = OutcomeLabels {
-            cluster_id: cluster_id.to_string(),
-            outcome,
         };
-        self.inner.upstream_answers.get_or_create(&labels).inc();
-    }
-
-    pub fn count_failure(&self, cluster_id: &str, reason: Failure) {
-        let labels = FailureLabels {
-            cluster_id: cluster_id.to_string(),
-            reason,
+        let failure = |reason| {
+            inner.upstream_failures.get_or_create_owned(&FailureLabels {
+                cluster_id: id.clone(),
+                reason,
+            })
         };
-        self.inner.upstream_failures.get_or_create(&labels).inc();
+        UpstreamMetrics {
+            up: inner.upstream_up.get_or_create_owned(labels),
+            read_seconds: inner
+                .upstream_read_seconds
+                .get_or_create_owned(&ClusterLabels {
+                    cluster_id: id.clone(),
+                }),
+            fresh: answer(Outcome::fresh),
+            last_known: answer(Outcome::last_known),
+            omitted: answer(Outcome::omitted),
+            timeout: failure(Failure::timeout),
+            unavailable: failure(Failure::unavailable),
+            rejected: failure(Failure::rejected),
+            error: failure(Failure::error),
+        }
     }
 
     /// Drop the series of an upstream that is no longer configured, so a
@@ -285,9 +331,10 @@ mod tests {
             cluster_id: "c1".into(),
             address: "h:1".into(),
         };
-        m.set_upstream_up(&labels, true);
-        m.observe_upstream_read("c1", Duration::from_millis(3));
-        m.count_answer("c1", Outcome::last_known);
+        let u = m.upstream(&labels);
+        u.set_up(true);
+        u.observe_read(Duration::from_millis(3));
+        u.count_answer(Outcome::last_known);
         m.observe_read(Duration::from_millis(4), true);
         let text = m.render();
         assert!(
@@ -309,6 +356,12 @@ mod tests {
             "{text}"
         );
 
+        assert!(
+            text.contains(
+                r#"aggregator_upstream_read_failures_total{cluster_id="c1",reason="timeout"} 0"#
+            ),
+            "series exist before anything happened to them: {text}"
+        );
         m.forget_upstream(&labels, false);
         let text = m.render();
         assert!(!text.contains(r#"cluster_id="c1""#), "{text}");

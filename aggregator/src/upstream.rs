@@ -17,7 +17,7 @@ use resource_monitor::{ReadError, ResourceReader};
 use tracing::Instrument;
 
 use crate::config::UpstreamSpec;
-use crate::metrics::{Failure, Metrics, Outcome, UpstreamLabels};
+use crate::metrics::{Failure, Metrics, Outcome, UpstreamLabels, UpstreamMetrics};
 use crate::notify::{self, Changes};
 use crate::policy::Policy;
 use crate::task::AbortOnDrop;
@@ -66,7 +66,7 @@ pub struct Upstream {
     client: UpstreamClient,
     state: Mutex<State>,
     remembered: Mutex<HashMap<String, ResourceList>>,
-    metrics: Metrics,
+    metrics: UpstreamMetrics,
     changes: Changes,
     _forwarder: AbortOnDrop,
 }
@@ -129,7 +129,8 @@ impl Upstream {
             cluster_id: spec.cluster_id.to_string(),
             address: spec.address.to_string(),
         };
-        metrics.set_upstream_up(&labels, false);
+        let metrics = metrics.upstream(&labels);
+        metrics.set_up(false);
         Ok(Arc::new(Self {
             labels,
             client,
@@ -173,24 +174,23 @@ impl Upstream {
         let started = Instant::now();
         let result = tokio::time::timeout(timeout, self.client.read(originator)).await;
         let took = started.elapsed();
-        self.metrics.observe_upstream_read(self.cluster_id(), took);
+        self.metrics.observe_read(took);
         let (failure, reason) = match result {
             Ok(Ok(list)) => {
                 self.remember(originator, &list);
                 self.mark_up(Some(took), "answered a read");
-                self.metrics.count_answer(self.cluster_id(), Outcome::fresh);
+                self.metrics.count_answer(Outcome::fresh);
                 return Answer::Fresh(list);
             }
             Ok(Err(ReadError::InvalidArgument(m))) => {
-                self.metrics
-                    .count_failure(self.cluster_id(), Failure::rejected);
+                self.metrics.count_failure(Failure::rejected);
                 return Answer::Rejected(m);
             }
             Ok(Err(ReadError::Unavailable(m))) => (Failure::unavailable, m),
             Ok(Err(ReadError::Internal(m))) => (Failure::error, m),
             Err(_) => (Failure::timeout, format!("no answer within {timeout:?}")),
         };
-        self.metrics.count_failure(self.cluster_id(), failure);
+        self.metrics.count_failure(failure);
         // A failed read does not notify downstream: a flapping upstream
         // would otherwise make every read trigger another round of reads.
         self.mark_down(&reason, policy, false);
@@ -205,14 +205,12 @@ impl Upstream {
         if policy.allows_last_known(down_for) {
             if let Some(list) = lock(&self.remembered).get(originator) {
                 tracing::debug!(cluster_id = %self.cluster_id(), %reason, ?down_for, "using the last-known answer");
-                self.metrics
-                    .count_answer(self.cluster_id(), Outcome::last_known);
+                self.metrics.count_answer(Outcome::last_known);
                 return Answer::LastKnown(list.clone(), reason);
             }
         }
         tracing::debug!(cluster_id = %self.cluster_id(), %reason, "left out of the sum");
-        self.metrics
-            .count_answer(self.cluster_id(), Outcome::omitted);
+        self.metrics.count_answer(Outcome::omitted);
         Answer::Omitted(reason)
     }
 
@@ -242,7 +240,7 @@ impl Upstream {
             tracing::info!(cluster_id = %self.cluster_id(), address = %self.spec.address, down_for = ?since.elapsed(), "upstream up: {how}");
             state.health = Health::Up;
             state.expiry = None;
-            self.metrics.set_upstream_up(&self.labels, true);
+            self.metrics.set_up(true);
         }
     }
 
@@ -271,7 +269,7 @@ impl Upstream {
             since: Instant::now(),
             reason: reason.to_string(),
         };
-        self.metrics.set_upstream_up(&self.labels, false);
+        self.metrics.set_up(false);
         if notify {
             self.changes
                 .signal(format!("upstream {} down", self.cluster_id()));
