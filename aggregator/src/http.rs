@@ -18,6 +18,7 @@ use axum::{Json, Router};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 
 use crate::metrics::Metrics;
 use crate::sum::Aggregate;
@@ -49,6 +50,7 @@ pub fn router(aggregate: Arc<Aggregate>, metrics: Metrics) -> Router {
         .route("/metrics", get(render_metrics))
         .route("/status", get(status))
         .route("/healthz", get(|| async { "ok\n" }))
+        .layer(axum::middleware::from_fn(in_span))
         .with_state(AppState { aggregate, metrics })
 }
 
@@ -75,6 +77,16 @@ pub async fn bind(
             .await
             .map_err(HttpError::Serve)
     })
+}
+
+/// Run each request in a span naming it.
+async fn in_span(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let span =
+        tracing::info_span!("http", method = %request.method(), path = %request.uri().path());
+    next.run(request).instrument(span).await
 }
 
 async fn render_metrics(State(state): State<AppState>) -> impl IntoResponse {

@@ -166,6 +166,17 @@ async fn serves_all_three_wire_shapes() -> Result<()> {
             "",
             "{shape:?}"
         );
+        // gRPC health: the aggregator serves.
+        let health = tonic_health::pb::health_client::HealthClient::new(client.channel())
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "resource_reader".into(),
+            })
+            .await?
+            .into_inner();
+        assert_eq!(
+            health.status(),
+            tonic_health::pb::health_check_response::ServingStatus::Serving
+        );
         // RemoveCluster is accepted (and forwarded to every upstream).
         client.remove_cluster("gone").await?;
     }
