@@ -84,6 +84,13 @@ pub async fn run(
         None => None,
     };
 
+    let reloader = reload::Reloader::start(
+        cli.clone(),
+        settings.clone(),
+        aggregate.clone(),
+        metrics.clone(),
+    );
+
     let unreachable = aggregate.wait_connected(STARTUP_GRACE).await;
     if !unreachable.is_empty() {
         tracing::warn!(
@@ -92,15 +99,7 @@ pub async fn run(
         );
     }
 
-    let reloader = tokio::spawn(
-        reload::run(
-            cli.clone(),
-            settings.clone(),
-            aggregate.clone(),
-            metrics.clone(),
-        )
-        .instrument(tracing::info_span!("reloader")),
-    );
+    let reloader = tokio::spawn(reloader.run().instrument(tracing::info_span!("reloader")));
 
     let options = ServerOptions {
         pool_name: settings.pool_name.clone(),

@@ -30,33 +30,65 @@ enum Trigger {
     FileChanged,
 }
 
-/// Reload on SIGHUP and on changes of `cli.config`, for as long as the
-/// returned future runs.
-pub async fn run(cli: Cli, mut current: Settings, aggregate: Arc<Aggregate>, metrics: Metrics) {
-    let (tx, mut rx) = mpsc::channel::<Trigger>(16);
-    // Kept alive for as long as this future runs.
-    let _watcher = cli.config.as_deref().and_then(|path| watch_file(path, tx));
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .map_err(
-            |error| tracing::error!(%error, "cannot handle SIGHUP; reloading on file changes only"),
-        )
-        .ok();
-    loop {
-        let trigger = tokio::select! {
-            Some(t) = rx.recv() => t,
-            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => None } } => Trigger::Sighup,
-            else => return,
-        };
-        if trigger == Trigger::FileChanged {
-            tokio::time::sleep(SETTLE).await;
+/// Reloads on SIGHUP and on changes of `cli.config`.
+pub struct Reloader {
+    cli: Cli,
+    current: Settings,
+    aggregate: Arc<Aggregate>,
+    metrics: Metrics,
+    rx: mpsc::Receiver<Trigger>,
+    hup: Option<tokio::signal::unix::Signal>,
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl Reloader {
+    /// Take over SIGHUP and start watching the file now, before serving:
+    /// SIGHUP's default action ends the process, and a reload asked for
+    /// while the rest starts up must not be lost. Must be called inside a
+    /// Tokio runtime.
+    pub fn start(cli: Cli, current: Settings, aggregate: Arc<Aggregate>, metrics: Metrics) -> Self {
+        let (tx, rx) = mpsc::channel::<Trigger>(16);
+        let watcher = cli.config.as_deref().and_then(|path| watch_file(path, tx));
+        let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|error| tracing::error!(%error, "cannot handle SIGHUP; reloading on file changes only"))
+            .ok();
+        Self {
+            cli,
+            current,
+            aggregate,
+            metrics,
+            rx,
+            hup,
+            _watcher: watcher,
         }
-        // One reload covers every trigger queued meanwhile.
-        while rx.try_recv().is_ok() {}
-        if cli.config.is_none() {
-            tracing::info!("SIGHUP: no config file (--config), nothing to reload");
-            continue;
+    }
+
+    /// Reload on every trigger, for as long as the future runs.
+    pub async fn run(mut self) {
+        loop {
+            let hup = &mut self.hup;
+            let trigger = tokio::select! {
+                Some(t) = self.rx.recv() => t,
+                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => None } } => Trigger::Sighup,
+                else => return,
+            };
+            if trigger == Trigger::FileChanged {
+                tokio::time::sleep(SETTLE).await;
+            }
+            // One reload covers every trigger queued meanwhile.
+            while self.rx.try_recv().is_ok() {}
+            if self.cli.config.is_none() {
+                tracing::info!("SIGHUP: no config file (--config), nothing to reload");
+                continue;
+            }
+            reload(
+                &self.cli,
+                &mut self.current,
+                &self.aggregate,
+                &self.metrics,
+                trigger,
+            );
         }
-        reload(&cli, &mut current, &aggregate, &metrics, trigger);
     }
 }
 
