@@ -2,9 +2,9 @@
 //!
 //! - [`FeedClient`]: a real client (tungstenite) that answers pings by
 //!   itself, reads JSON messages with deadlines, and reports close frames.
-//! - [`RawFeed`]: a bare socket that does the handshake by hand and then
-//!   reads frames without ever answering, to play a client that stopped
-//!   responding.
+//! - [`RawFeed`]: a bare socket that does the handshake by hand (with any
+//!   extra headers, e.g. to offer compression) and then reads frames without
+//!   ever answering, to play a client that stopped responding.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -181,6 +181,8 @@ pub fn snapshot_ids(m: &Value) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawFrame {
     pub opcode: u8,
+    /// RSV1: the payload is compressed (`permessage-deflate`).
+    pub compressed: bool,
     pub payload: Vec<u8>,
 }
 
@@ -188,6 +190,41 @@ impl RawFrame {
     pub const TEXT: u8 = 0x1;
     pub const CLOSE: u8 = 0x8;
     pub const PING: u8 = 0x9;
+
+    /// The message payload, inflated if it is compressed.
+    pub fn message(&self) -> Result<Vec<u8>> {
+        if !self.compressed {
+            return Ok(self.payload.clone());
+        }
+        let mut input = self.payload.clone();
+        input.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        let mut out = Vec::with_capacity(input.len() * 8 + 64);
+        let mut d = flate2::Decompress::new(false);
+        loop {
+            let (before_in, before_out) = (d.total_in(), d.total_out());
+            d.decompress_vec(
+                &input[d.total_in() as usize..],
+                &mut out,
+                flate2::FlushDecompress::Sync,
+            )
+            .context("inflating a compressed message")?;
+            if d.total_in() as usize == input.len() && out.len() < out.capacity() {
+                return Ok(out);
+            }
+            if d.total_in() == before_in
+                && d.total_out() == before_out
+                && out.len() < out.capacity()
+            {
+                bail!("the compressed message does not inflate");
+            }
+            out.reserve(out.capacity().max(4096));
+        }
+    }
+
+    /// The message as JSON.
+    pub fn json(&self) -> Result<Value> {
+        serde_json::from_slice(&self.message()?).context("feed message is not JSON")
+    }
 
     /// The close code of a close frame.
     pub fn close_code(&self) -> Option<u16> {
@@ -201,19 +238,27 @@ impl RawFrame {
 pub struct RawFeed {
     stream: TcpStream,
     buf: Vec<u8>,
+    /// The server's handshake answer (status line and headers).
+    pub head: String,
 }
 
 impl RawFeed {
     pub fn connect(port: u16, query: &str) -> Result<Self> {
+        Self::connect_with(port, query, "")
+    }
+
+    /// Connect sending `extra_headers` too (each line ending in `\r\n`).
+    pub fn connect_with(port: u16, query: &str, extra_headers: &str) -> Result<Self> {
         let mut stream = TcpStream::connect(("127.0.0.1", port))?;
         write!(
             stream,
             "GET /subscribe{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra_headers}\r\n"
         )?;
         let mut feed = RawFeed {
             stream,
             buf: Vec::new(),
+            head: String::new(),
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         let head_end = loop {
@@ -227,6 +272,7 @@ impl RawFeed {
             bail!("expected 101 Switching Protocols, got: {head}");
         }
         feed.buf.drain(..head_end);
+        feed.head = head;
         Ok(feed)
     }
 
@@ -259,6 +305,19 @@ impl RawFeed {
             self.fill(deadline)?;
         }
     }
+
+    /// The next text message (skipping pings), waiting at most `timeout`.
+    pub fn next_message(&mut self, timeout: Duration) -> Result<RawFrame> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let f = self.next_frame(deadline.saturating_duration_since(Instant::now()))?;
+            match f.opcode {
+                RawFrame::PING => continue,
+                RawFrame::TEXT => return Ok(f),
+                other => bail!("expected a text message, got opcode {other}"),
+            }
+        }
+    }
 }
 
 /// One unmasked server frame from the front of `buf`, and its length.
@@ -278,11 +337,10 @@ fn parse(buf: &[u8]) -> Result<Option<(RawFrame, usize)>> {
     if buf.len() < header + len {
         return Ok(None);
     }
-    Ok(Some((
-        RawFrame {
-            opcode: buf[0] & 0x0f,
-            payload: buf[header..header + len].to_vec(),
-        },
-        header + len,
-    )))
+    let frame = RawFrame {
+        opcode: buf[0] & 0x0f,
+        compressed: buf[0] & 0x40 != 0,
+        payload: buf[header..header + len].to_vec(),
+    };
+    Ok(Some((frame, header + len)))
 }

@@ -515,3 +515,70 @@ fn shutdown_closes_every_subscriber_with_going_away() {
         started.elapsed()
     );
 }
+
+#[test]
+fn compressing_subscribers_get_the_same_messages_deflated() {
+    let env = Env::new(Backend::Embedded);
+    let c = env.start();
+    let token = c.login(&provider(1));
+    for i in 0..5 {
+        c.put_offer(&format!("o{i}"), &thesis_offer(), &token);
+    }
+    // What browsers offer: accepted, with no context takeover either way
+    // (each message compressed on its own, so one copy serves everyone).
+    let mut zipped = RawFeed::connect_with(
+        c.port,
+        "?mode=delta",
+        "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n",
+    )
+    .unwrap();
+    let head = zipped.head.to_ascii_lowercase();
+    assert!(
+        head.contains(
+            "sec-websocket-extensions: permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+        ),
+        "{head}"
+    );
+    let mut plain = FeedClient::connect(c.port, "?mode=delta").unwrap();
+
+    let f = zipped.next_message(PATIENCE).unwrap();
+    assert!(f.compressed, "the list should come compressed");
+    assert!(
+        f.payload.len() * 3 < f.message().unwrap().len(),
+        "five similar offers compress well"
+    );
+    let list = f.json().unwrap();
+    assert_eq!(list["offers"], c.all_offers());
+    assert_eq!(list, plain.expect("snapshot", PATIENCE).unwrap());
+
+    let created = c.put_offer(
+        "new",
+        &simple_offer("New", "compute", "1", json!({"cpu": "1"})),
+        &token,
+    );
+    let f = zipped.next_message(PATIENCE).unwrap();
+    assert!(f.compressed);
+    let m = f.json().unwrap();
+    assert_eq!(m["offer"], created);
+    assert_eq!(m, plain.expect("upsert", PATIENCE).unwrap());
+
+    // An offer the feed cannot honour (a smaller server window) is declined:
+    // plain frames.
+    let mut declined = RawFeed::connect_with(
+        c.port,
+        "",
+        "Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=9\r\n",
+    )
+    .unwrap();
+    assert!(
+        !declined
+            .head
+            .to_ascii_lowercase()
+            .contains("permessage-deflate"),
+        "{}",
+        declined.head
+    );
+    let f = declined.next_message(PATIENCE).unwrap();
+    assert!(!f.compressed);
+    assert_eq!(f.json().unwrap()["offers"], c.all_offers());
+}

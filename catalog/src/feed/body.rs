@@ -85,6 +85,15 @@ impl FeedBody {
 
     fn parse_frames(&mut self) {
         loop {
+            if self.sub.deflate {
+                // A compressing client may mark its data messages RSV1; the
+                // parser refuses RSV bits, and the feed ignores the data.
+                if let Some(first) = self.inbuf.first_mut() {
+                    if matches!(*first & 0x0f, 0x1 | 0x2) {
+                        *first &= !0x40;
+                    }
+                }
+            }
             match Parser::parse(&mut self.inbuf, true, MAX_CLIENT_FRAME) {
                 Ok(None) => return,
                 Ok(Some((_, op, payload))) => {

@@ -49,6 +49,29 @@ impl ConnFd {
     }
 }
 
+impl ConnFd {
+    /// Send each write at once (no Nagle delay): feed messages are written
+    /// in pieces, and waiting for the peer's ACK between them would add
+    /// up to a delayed-ACK timeout (tens of ms) to every message.
+    pub(crate) fn set_nodelay(self) {
+        #[cfg(unix)]
+        {
+            let on: libc::c_int = 1;
+            // SAFETY: called from the connection's own request handler, so
+            // the socket is open; the call only sets one of its options.
+            unsafe {
+                libc::setsockopt(
+                    self.0,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_NODELAY,
+                    (&on as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
+}
+
 /// `HttpServer::on_connect` callback: remember each TCP connection's socket.
 pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
     #[cfg(unix)]

@@ -7,10 +7,15 @@
 //!
 //! Offers are serialised once when they enter the feed ([`offer_json`]) and
 //! spliced into lists and deltas as they are, so they are byte for byte the
-//! JSON `GET /offers` returns.
+//! JSON `GET /offers` returns. A [`Message`] also carries, built on first
+//! need, its compressed frame for the subscribers that negotiated
+//! `permessage-deflate` (see [`super::deflate`]).
+
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
+use super::deflate;
 use crate::model::Offer;
 
 const OP_TEXT: u8 = 0x1;
@@ -18,21 +23,67 @@ const OP_CLOSE: u8 = 0x8;
 const OP_PING: u8 = 0x9;
 const OP_PONG: u8 = 0xA;
 const FIN: u8 = 0x80;
+/// Marks a compressed message (RFC 7692 §6).
+const RSV1: u8 = 0x40;
 /// The longest server frame header: 2 bytes plus a 64-bit length.
 const MAX_HEADER: usize = 10;
 /// Longest close reason that fits a control frame (125 bytes minus the code).
 const MAX_CLOSE_REASON: usize = 123;
 
+/// One feed message (a text frame), plain and, on first need, compressed;
+/// cheap to clone, its bytes shared.
+#[derive(Debug, Clone)]
+pub struct Message {
+    plain: Bytes,
+    /// Where the payload starts in `plain`.
+    payload_at: usize,
+    deflated: Arc<OnceLock<Bytes>>,
+}
+
+impl Message {
+    fn new(opcode: u8, capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Self {
+        let (plain, payload_at) = frame_parts(FIN | opcode, capacity, write);
+        Message {
+            plain,
+            payload_at,
+            deflated: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The frame for a subscriber that did (`deflate`) or did not negotiate
+    /// compression. The compressed frame is built once, by the first
+    /// subscriber that needs it.
+    pub fn frame(&self, deflate: bool) -> Bytes {
+        if !deflate {
+            return self.plain.clone();
+        }
+        self.deflated
+            .get_or_init(|| {
+                let packed = deflate::compress(&self.plain[self.payload_at..]);
+                frame_parts(FIN | RSV1 | OP_TEXT, packed.len(), |buf| {
+                    buf.extend_from_slice(&packed)
+                })
+                .0
+            })
+            .clone()
+    }
+}
+
 /// Build one unmasked frame (the server never masks) whose payload `write`
 /// appends; the header is written in front of it without copying the
 /// payload again.
 fn frame(opcode: u8, capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    frame_parts(FIN | opcode, capacity, write).0
+}
+
+/// The frame and where its payload starts.
+fn frame_parts(first: u8, capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> (Bytes, usize) {
     let mut buf = Vec::with_capacity(MAX_HEADER + capacity);
     buf.resize(MAX_HEADER, 0);
     write(&mut buf);
     let len = buf.len() - MAX_HEADER;
     let mut header = [0u8; MAX_HEADER];
-    header[0] = FIN | opcode;
+    header[0] = first;
     let header_len = if len < 126 {
         header[1] = len as u8;
         2
@@ -47,7 +98,7 @@ fn frame(opcode: u8, capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Bytes
     };
     let start = MAX_HEADER - header_len;
     buf[start..MAX_HEADER].copy_from_slice(&header[..header_len]);
-    Bytes::from(buf).slice(start..)
+    (Bytes::from(buf).slice(start..), header_len)
 }
 
 fn push_seq(buf: &mut Vec<u8>, kind: &str, seq: u64) {
@@ -79,8 +130,8 @@ pub fn offer_array<'a>(offers: impl IntoIterator<Item = &'a Bytes>) -> Bytes {
 }
 
 /// `{"type":"snapshot","seq":N,"offers":[...]}`
-pub fn snapshot(seq: u64, offer_array: &[u8]) -> Bytes {
-    frame(OP_TEXT, offer_array.len() + 48, |buf| {
+pub fn snapshot(seq: u64, offer_array: &[u8]) -> Message {
+    Message::new(OP_TEXT, offer_array.len() + 48, |buf| {
         push_seq(buf, "snapshot", seq);
         buf.extend_from_slice(b",\"offers\":");
         buf.extend_from_slice(offer_array);
@@ -89,8 +140,8 @@ pub fn snapshot(seq: u64, offer_array: &[u8]) -> Bytes {
 }
 
 /// `{"type":"upsert","seq":N,"offer":{...}}`
-pub fn upsert(seq: u64, offer_json: &[u8]) -> Bytes {
-    frame(OP_TEXT, offer_json.len() + 48, |buf| {
+pub fn upsert(seq: u64, offer_json: &[u8]) -> Message {
+    Message::new(OP_TEXT, offer_json.len() + 48, |buf| {
         push_seq(buf, "upsert", seq);
         buf.extend_from_slice(b",\"offer\":");
         buf.extend_from_slice(offer_json);
@@ -99,8 +150,8 @@ pub fn upsert(seq: u64, offer_json: &[u8]) -> Bytes {
 }
 
 /// `{"type":"delete","seq":N,"id":"..."}`
-pub fn delete(seq: u64, id: &str) -> Bytes {
-    frame(OP_TEXT, id.len() + 48, |buf| {
+pub fn delete(seq: u64, id: &str) -> Message {
+    Message::new(OP_TEXT, id.len() + 48, |buf| {
         push_seq(buf, "delete", seq);
         buf.extend_from_slice(b",\"id\":");
         // A string always serialises.
@@ -151,9 +202,23 @@ mod tests {
         (op, payload.map(|p| p.to_vec()).unwrap_or_default())
     }
 
-    fn text(frame: &Bytes) -> Value {
-        let (op, payload) = decode(frame);
+    /// The JSON of a message, read from its plain frame; its compressed
+    /// frame must inflate to the same payload.
+    fn text(m: &Message) -> Value {
+        let (op, payload) = decode(&m.frame(false));
         assert_eq!(op, OpCode::Text);
+        let packed = m.frame(true);
+        assert_eq!(packed[0], FIN | RSV1 | OP_TEXT);
+        // The parser refuses RSV bits it was not told about: clear it.
+        let mut bare = packed.to_vec();
+        bare[0] &= !RSV1;
+        let (_, mut deflated) = decode(&Bytes::from(bare));
+        deflated.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        let mut inflated = Vec::with_capacity(payload.len() + 16);
+        flate2::Decompress::new(false)
+            .decompress_vec(&deflated, &mut inflated, flate2::FlushDecompress::Sync)
+            .unwrap();
+        assert_eq!(inflated, payload);
         serde_json::from_slice(&payload).unwrap()
     }
 
@@ -183,7 +248,7 @@ mod tests {
     #[test]
     fn type_and_seq_come_first() {
         let f = upsert(42, b"{}");
-        let (_, payload) = decode(&f);
+        let (_, payload) = decode(&f.frame(false));
         assert!(payload.starts_with(br#"{"type":"upsert","seq":42,"#));
     }
 

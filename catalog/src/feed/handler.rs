@@ -4,8 +4,11 @@
 use actix_http::body::BoxBody;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use actix_web::http::header::SEC_WEBSOCKET_EXTENSIONS;
+
 use super::body::FeedBody;
 use super::conn::ConnFd;
+use super::deflate;
 use super::params::SubscribeParams;
 use crate::api::ApiError;
 use crate::AppState;
@@ -17,20 +20,28 @@ pub async fn subscribe(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let params = SubscribeParams::parse(req.query_string())?;
+    let mut params = SubscribeParams::parse(req.query_string())?;
     let mut handshake = actix_http::ws::handshake(req.head()).map_err(|e| {
         ApiError::bad_request(
             "upgrade",
             format!("/subscribe is a WebSocket endpoint: {e}"),
         )
     })?;
+    params.deflate = deflate::offered(req.headers());
+    if params.deflate {
+        handshake.insert_header((SEC_WEBSOCKET_EXTENSIONS, deflate::ACCEPTED));
+    }
     let (mode, filter) = (params.mode, params.filter_key.clone());
     let hub = state.feed.hub().clone();
+    state.feed.catch_up();
     let fd = req.conn_data::<ConnFd>().copied();
+    if let Some(fd) = fd {
+        fd.set_nodelay();
+    }
     let sub = hub
         .register(params, fd)
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    tracing::info!(subscriber = sub.id, mode = mode.as_str(), filter = %filter, "feed subscriber connected");
+    tracing::info!(subscriber = sub.id, mode = mode.as_str(), filter = %filter, deflate = sub.deflate, "feed subscriber connected");
     let body = BoxBody::new(FeedBody::new(sub, hub, payload));
     let response = handshake
         .message_body(body)

@@ -21,7 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::config::FeedConfig;
 use super::conn::ConnFd;
-use super::envelope;
+use super::envelope::{self, Message};
 use super::metrics::{CloseReason, FeedMetrics};
 use super::params::{Mode, SubscribeParams};
 use super::subscriber::{Reaped, Subscriber};
@@ -76,8 +76,8 @@ struct Group {
     snapshot_members: usize,
     /// The filtered list's JSON array, while no change has touched it.
     array: Option<Bytes>,
-    /// The list frame last built, and its `seq`.
-    frame: Option<(u64, Bytes)>,
+    /// The list message last built, and its `seq`.
+    frame: Option<(u64, Message)>,
 }
 
 impl Group {
@@ -96,8 +96,8 @@ impl Group {
         self.frame = None;
     }
 
-    /// The list frame at `seq` (built at most once per `seq`).
-    fn list_frame(&mut self, seq: u64, offers: &BTreeMap<String, Entry>) -> Bytes {
+    /// The list message at `seq` (built at most once per `seq`).
+    fn list_frame(&mut self, seq: u64, offers: &BTreeMap<String, Entry>) -> Message {
         if let Some((s, f)) = &self.frame {
             if *s == seq {
                 return f.clone();
@@ -222,9 +222,16 @@ impl Hub {
         let group = groups
             .entry(params.filter_key.clone())
             .or_insert_with(|| Group::new(params.filter));
-        let sub = Arc::new(Subscriber::new(id, params.mode, params.filter_key, fd, now));
+        let sub = Arc::new(Subscriber::new(
+            id,
+            params.mode,
+            params.filter_key,
+            params.deflate,
+            fd,
+            now,
+        ));
         if ready {
-            sub.push_list(group.list_frame(seq, offers), now);
+            sub.push_list(&group.list_frame(seq, offers), now);
         }
         group.members.insert(id, sub.clone());
         if sub.mode == Mode::Snapshot {
@@ -283,7 +290,7 @@ impl Hub {
             group.invalidate();
             let frame = group.list_frame(seq, offers);
             for sub in group.members.values() {
-                sub.push_list(frame.clone(), published);
+                sub.push_list(&frame, published);
             }
         }
         info!(seq, offers = st.offers.len(), "feed list loaded");
@@ -353,9 +360,9 @@ impl Hub {
             let list = (group.snapshot_members > 0).then(|| group.list_frame(seq, offers));
             for sub in group.members.values() {
                 match (sub.mode, &list) {
-                    (Mode::Snapshot, Some(list)) => sub.push_list(list.clone(), published),
+                    (Mode::Snapshot, Some(list)) => sub.push_list(list, published),
                     _ => {
-                        if !sub.push_delta(delta.clone(), published, cap) {
+                        if !sub.push_delta(&delta, published, cap) {
                             slow.push((sub.clone(), CloseReason::Slow));
                         }
                     }

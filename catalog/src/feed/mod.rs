@@ -52,7 +52,9 @@
 //! # Many processes
 //!
 //! Each process runs one publisher ([`publisher::publish`]) that follows its
-//! store's changes. With MongoDB these come from the database's change
+//! store's changes; a new subscriber's handler first applies whatever is
+//! already published, so its first list includes every write acknowledged
+//! before it connected. With MongoDB these come from the database's change
 //! stream, so a change written through any process reaches the subscribers
 //! of every process; when the stream cannot resume where it stopped the
 //! store asks for a resync, the publisher reloads the list and every
@@ -60,7 +62,8 @@
 //!
 //! # Layout
 //!
-//! [`params`] (query), [`envelope`] (messages as shared frames), [`hub`]
+//! [`params`] (query), [`envelope`] (messages as shared frames),
+//! [`deflate`] (compression), [`hub`]
 //! (list, groups, fan-out), [`subscriber`] (bounded outboxes), [`body`] (the
 //! connection), [`publisher`] (the tasks), [`conn`] (cutting stuck
 //! sockets), [`config`] (flags), [`metrics`].
@@ -68,6 +71,7 @@
 mod body;
 pub mod config;
 pub mod conn;
+pub mod deflate;
 pub mod envelope;
 mod handler;
 pub mod hub;
@@ -93,6 +97,7 @@ pub use params::Mode;
 #[derive(Clone)]
 pub struct Feed {
     hub: Arc<hub::Hub>,
+    follower: Arc<publisher::Follower>,
 }
 
 impl Feed {
@@ -106,18 +111,24 @@ impl Feed {
     ) -> Result<Feed, FeedConfigError> {
         config.validate()?;
         let hub = Arc::new(hub::Hub::new(config, metrics));
+        let follower = Arc::new(publisher::Follower::new(hub.clone(), &*store));
         tokio::spawn(
-            publisher::publish(hub.clone(), store, shutdown.clone())
+            publisher::publish(follower.clone(), store, shutdown.clone())
                 .instrument(tracing::info_span!("feed_publisher")),
         );
         tokio::spawn(
             publisher::housekeep(hub.clone(), shutdown)
                 .instrument(tracing::info_span!("feed_housekeeping")),
         );
-        Ok(Feed { hub })
+        Ok(Feed { hub, follower })
     }
 
     pub(crate) fn hub(&self) -> &Arc<hub::Hub> {
         &self.hub
+    }
+
+    /// Apply the changes published so far (see [`publisher::Follower`]).
+    pub(crate) fn catch_up(&self) {
+        self.follower.catch_up();
     }
 }

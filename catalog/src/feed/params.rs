@@ -31,6 +31,9 @@ pub struct SubscribeParams {
     /// The filter in one canonical spelling: subscribers whose filters mean
     /// the same share one filtered list.
     pub filter_key: String,
+    /// Messages go out compressed (`permessage-deflate` negotiated; set by
+    /// the handler from the headers, not the query).
+    pub deflate: bool,
 }
 
 impl SubscribeParams {
@@ -60,6 +63,7 @@ impl SubscribeParams {
             mode: mode.unwrap_or(Mode::Snapshot),
             filter_key: canonical_key(&filter),
             filter,
+            deflate: false,
         })
     }
 }

@@ -1,54 +1,130 @@
-//! The feed's two long-lived tasks: the publisher, which follows the store's
-//! changes into the [`Hub`], and the housekeeping, which pings, times out,
-//! cuts, and closes everything on shutdown.
+//! Following the store into the [`Hub`]: the [`Follower`] (which anyone
+//! may ask to catch up), the publisher task that drives it, and the
+//! housekeeping task (pings, timeouts, cuts, closing everything on
+//! shutdown).
+//!
+//! The store publishes each committed change on a broadcast channel before
+//! the write is acknowledged (with MongoDB, when its change stream delivers
+//! it). The publisher task applies them as they come; a new subscriber's
+//! handler first [catches up](Follower::catch_up) itself, so its first list
+//! includes every change already published, including a write acknowledged
+//! a moment before it connected.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::hub::Hub;
 use crate::store::{OfferChange, OfferFilter, Store};
 
-/// Follow `store.changes()` until shutdown. The list is (re)loaded from the
-/// store at start, on [`OfferChange::Resync`] (the MongoDB change stream
-/// could not resume) and when this task fell behind the change channel, so
-/// subscribers never miss a change: at worst they get a fresh full list.
-pub(crate) async fn publish(hub: Arc<Hub>, store: Arc<dyn Store>, shutdown: CancellationToken) {
-    // Subscribe before loading: a change committed during the load is then
-    // seen twice at worst, and versions drop the second copy.
-    let mut changes = store.changes();
-    let mut reload = true;
+/// The store's change channel, drained into the hub.
+pub(crate) struct Follower {
+    hub: Arc<Hub>,
+    changes: Mutex<Changes>,
+    /// The publisher must reload the whole list (start, resync, lag).
+    reload: AtomicBool,
+    wake: Notify,
+}
+
+struct Changes {
+    rx: broadcast::Receiver<OfferChange>,
+    /// The hub holds a loaded list and no reload is under way: changes may
+    /// be applied. While false they stay in the channel, to be applied on
+    /// top of the list being loaded.
+    current: bool,
+}
+
+impl Follower {
+    /// Subscribe to `store`'s changes now, before the first load, so none
+    /// committed during the load is missed.
+    pub fn new(hub: Arc<Hub>, store: &dyn Store) -> Self {
+        Follower {
+            hub,
+            changes: Mutex::new(Changes {
+                rx: store.changes(),
+                current: false,
+            }),
+            reload: AtomicBool::new(true),
+            wake: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Changes> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Apply every change published so far (nothing while a reload is under
+    /// way: the reload will).
+    pub fn catch_up(&self) {
+        let mut ch = self.lock();
+        if !ch.current {
+            return;
+        }
+        let now = Instant::now();
+        loop {
+            match ch.rx.try_recv() {
+                Ok(OfferChange::Resync) => {
+                    info!("the store asks for a resync; reloading the feed's list");
+                    self.request_reload(&mut ch);
+                    return;
+                }
+                Ok(change) => self.hub.apply(change, now),
+                Err(TryRecvError::Lagged(missed)) => {
+                    warn!(
+                        missed,
+                        "the feed fell behind the store's changes; reloading its list"
+                    );
+                    self.request_reload(&mut ch);
+                    return;
+                }
+                Err(TryRecvError::Empty) | Err(TryRecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn request_reload(&self, ch: &mut Changes) {
+        ch.current = false;
+        self.reload.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+}
+
+/// Drive `follower` until shutdown: (re)load the list when asked, apply
+/// changes as they are published.
+pub(crate) async fn publish(
+    follower: Arc<Follower>,
+    store: Arc<dyn Store>,
+    shutdown: CancellationToken,
+) {
+    // A second receiver only to be woken: the changes themselves are taken
+    // from the follower's (which handlers may drain too).
+    let mut signal = store.changes();
     loop {
-        if reload {
+        if follower.reload.swap(false, Ordering::SeqCst) {
+            follower.lock().current = false;
             let Some(offers) = load(&*store, &shutdown).await else {
                 return;
             };
-            hub.reload(offers, Instant::now());
-            reload = false;
+            follower.hub.reload(offers, Instant::now());
+            follower.lock().current = true;
         }
-        let change = tokio::select! {
+        follower.catch_up();
+        if follower.reload.load(Ordering::SeqCst) {
+            continue;
+        }
+        tokio::select! {
             _ = shutdown.cancelled() => return,
-            change = changes.recv() => change,
-        };
-        match change {
-            Ok(OfferChange::Resync) => {
-                info!("the store asks for a resync; reloading the feed's list");
-                reload = true;
-            }
-            Ok(change) => hub.apply(change, Instant::now()),
-            Err(RecvError::Lagged(missed)) => {
-                warn!(
-                    missed,
-                    "the feed fell behind the store's changes; reloading its list"
-                );
-                reload = true;
-            }
-            Err(RecvError::Closed) => {
-                warn!("the store's change channel closed; the feed stops following changes");
-                return;
+            _ = follower.wake.notified() => {}
+            r = signal.recv() => {
+                if let Err(RecvError::Closed) = r {
+                    warn!("the store's change channel closed; the feed stops following changes");
+                    return;
+                }
             }
         }
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::conn::ConnFd;
-use super::envelope;
+use super::envelope::{self, Message};
 use super::params::Mode;
 
 /// A data message waiting in an outbox.
@@ -66,6 +66,8 @@ pub(crate) struct Subscriber {
     pub id: u64,
     pub mode: Mode,
     pub filter_key: String,
+    /// Takes compressed frames.
+    pub deflate: bool,
     outbox: Mutex<Outbox>,
 }
 
@@ -88,11 +90,19 @@ pub(crate) struct Health {
 }
 
 impl Subscriber {
-    pub fn new(id: u64, mode: Mode, filter_key: String, fd: Option<ConnFd>, now: Instant) -> Self {
+    pub fn new(
+        id: u64,
+        mode: Mode,
+        filter_key: String,
+        deflate: bool,
+        fd: Option<ConnFd>,
+        now: Instant,
+    ) -> Self {
         Subscriber {
             id,
             mode,
             filter_key,
+            deflate,
             outbox: Mutex::new(Outbox {
                 fd,
                 last_heard: Some(now),
@@ -115,14 +125,17 @@ impl Subscriber {
 
     /// A full list: replaces whatever data is waiting (in delta mode too:
     /// a list supersedes the deltas before it).
-    pub fn push_list(&self, frame: Bytes, published: Instant) {
+    pub fn push_list(&self, message: &Message, published: Instant) {
         let waker = {
             let mut o = self.lock();
             if o.closing {
                 return;
             }
             o.data.clear();
-            o.data.push_back(Queued { frame, published });
+            o.data.push_back(Queued {
+                frame: message.frame(self.deflate),
+                published,
+            });
             o.waiting_since.get_or_insert_with(Instant::now);
             o.waker.take()
         };
@@ -131,7 +144,7 @@ impl Subscriber {
 
     /// A delta; false when the outbox already holds `cap` messages (the
     /// subscriber fell behind; nothing was queued).
-    pub fn push_delta(&self, frame: Bytes, published: Instant, cap: usize) -> bool {
+    pub fn push_delta(&self, message: &Message, published: Instant, cap: usize) -> bool {
         let waker = {
             let mut o = self.lock();
             if o.closing {
@@ -140,7 +153,10 @@ impl Subscriber {
             if o.data.len() >= cap {
                 return false;
             }
-            o.data.push_back(Queued { frame, published });
+            o.data.push_back(Queued {
+                frame: message.frame(self.deflate),
+                published,
+            });
             o.waiting_since.get_or_insert_with(Instant::now);
             o.waker.take()
         };
@@ -303,7 +319,17 @@ mod tests {
     }
 
     fn sub(mode: Mode) -> Subscriber {
-        Subscriber::new(1, mode, String::new(), None, Instant::now())
+        Subscriber::new(1, mode, String::new(), false, None, Instant::now())
+    }
+
+    /// A message whose payload is `text` (a delete of that id is one).
+    fn msg(text: &str) -> Message {
+        envelope::delete(0, text)
+    }
+
+    fn payload(frame: Bytes) -> String {
+        let v: serde_json::Value = serde_json::from_slice(&frame[2..]).unwrap();
+        v["id"].as_str().unwrap().to_string()
     }
 
     fn data(n: Next) -> Bytes {
@@ -317,9 +343,9 @@ mod tests {
     fn a_newer_list_replaces_an_unsent_one() {
         let s = sub(Mode::Snapshot);
         let (_, w) = waker();
-        s.push_list(Bytes::from_static(b"one"), Instant::now());
-        s.push_list(Bytes::from_static(b"two"), Instant::now());
-        assert_eq!(data(s.next(&w)), "two");
+        s.push_list(&msg("one"), Instant::now());
+        s.push_list(&msg("two"), Instant::now());
+        assert_eq!(payload(data(s.next(&w))), "two");
         assert!(matches!(s.next(&w), Next::Pending));
     }
 
@@ -327,11 +353,11 @@ mod tests {
     fn deltas_are_bounded_and_kept_in_order() {
         let s = sub(Mode::Delta);
         let (_, w) = waker();
-        assert!(s.push_delta(Bytes::from_static(b"a"), Instant::now(), 2));
-        assert!(s.push_delta(Bytes::from_static(b"b"), Instant::now(), 2));
-        assert!(!s.push_delta(Bytes::from_static(b"c"), Instant::now(), 2));
-        assert_eq!(data(s.next(&w)), "a");
-        assert_eq!(data(s.next(&w)), "b");
+        assert!(s.push_delta(&msg("a"), Instant::now(), 2));
+        assert!(s.push_delta(&msg("b"), Instant::now(), 2));
+        assert!(!s.push_delta(&msg("c"), Instant::now(), 2));
+        assert_eq!(payload(data(s.next(&w))), "a");
+        assert_eq!(payload(data(s.next(&w))), "b");
     }
 
     #[test]
@@ -339,7 +365,7 @@ mod tests {
         let s = sub(Mode::Delta);
         let (count, w) = waker();
         assert!(matches!(s.next(&w), Next::Pending));
-        s.push_delta(Bytes::from_static(b"a"), Instant::now(), 8);
+        s.push_delta(&msg("a"), Instant::now(), 8);
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
     }
 
@@ -347,11 +373,11 @@ mod tests {
     fn close_drops_the_rest_and_ends() {
         let s = sub(Mode::Delta);
         let (_, w) = waker();
-        s.push_delta(Bytes::from_static(b"a"), Instant::now(), 8);
+        s.push_delta(&msg("a"), Instant::now(), 8);
         s.request_ping();
         assert!(s.close(1008, "too slow", Duration::from_secs(1)));
         assert!(!s.close(1001, "again", Duration::from_secs(1)));
-        assert!(s.push_delta(Bytes::from_static(b"b"), Instant::now(), 8));
+        assert!(s.push_delta(&msg("b"), Instant::now(), 8));
         match s.next(&w) {
             Next::Control(c) => assert_eq!(c, envelope::close(1008, "too slow")),
             _ => panic!("expected the close frame"),
@@ -365,7 +391,7 @@ mod tests {
         let (_, w) = waker();
         let t0 = Instant::now();
         assert!(s.health(t0).stalled_for.is_none());
-        s.push_delta(Bytes::from_static(b"a"), t0, 8);
+        s.push_delta(&msg("a"), t0, 8);
         let later = Instant::now() + Duration::from_secs(5);
         assert!(s.health(later).stalled_for.unwrap() >= Duration::from_secs(4));
         data(s.next(&w));
