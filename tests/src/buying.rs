@@ -31,11 +31,7 @@ pub fn start(env: &Env, extra: &[&str]) -> Catalog {
 
 /// An HTTP client for requests the catalog helper does not cover.
 pub fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("HTTP client")
+    crate::http::blocking_client(Duration::from_secs(30))
 }
 
 /// `method path` with an optional JSON body and bearer token.

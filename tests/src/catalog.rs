@@ -241,11 +241,7 @@ impl Resp {
 
 impl Catalog {
     pub fn attach(child: CatalogProcess, port: u16) -> Self {
-        let http = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("HTTP client");
+        let http = crate::http::blocking_client(Duration::from_secs(30));
         Catalog { child, port, http }
     }
 

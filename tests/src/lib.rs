@@ -10,6 +10,7 @@ pub mod buying;
 pub mod catalog;
 pub mod fake_kube;
 pub mod grpc;
+pub mod http;
 pub mod mongo;
 pub mod oidc_issuer;
 pub mod osb_client;

@@ -42,11 +42,7 @@ pub enum Outcome {
 impl Platform {
     /// A platform for the broker at `base` (e.g. `http://127.0.0.1:8080`).
     pub fn new(base: &str, auth: Auth) -> Self {
-        let http = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("HTTP client");
+        let http = crate::http::blocking_client(Duration::from_secs(30));
         Platform {
             base: base.trim_end_matches('/').to_string(),
             http,

@@ -394,7 +394,10 @@ fn errors_change_nothing(backend: Backend) {
 
     // Wrong method: JSON 405.
     let r = c
-        .send(reqwest::blocking::Client::new().put(c.url("/offer/mine")))
+        .send(
+            e2e::http::blocking_client(std::time::Duration::from_secs(30))
+                .put(c.url("/offer/mine")),
+        )
         .unwrap();
     r.expect_error(405);
     unchanged("405");

@@ -94,11 +94,7 @@ fn kill_9_keeps_every_acknowledged_write(backend: Backend) {
         .map(|w| {
             let (acks, stop, token) = (acks.clone(), stop.clone(), token.clone());
             std::thread::spawn(move || {
-                let http = reqwest::blocking::Client::builder()
-                    .no_proxy()
-                    .timeout(Duration::from_secs(10))
-                    .build()
-                    .unwrap();
+                let http = e2e::http::blocking_client(Duration::from_secs(10));
                 for i in 0.. {
                     if stop.load(Ordering::Relaxed) {
                         break;

@@ -73,11 +73,7 @@ fn start_resource_monitor(port: u16, file: &Path) -> Child {
 }
 
 fn http() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
+    e2e::http::blocking_client(Duration::from_secs(10))
 }
 
 /// Authenticate `creds` to the catalog on `port`; the bearer token.

@@ -140,10 +140,7 @@ impl Aggregator {
 
     pub async fn get(&self, path: &str) -> Result<String> {
         let url = format!("http://127.0.0.1:{}{path}", self.metrics_port);
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(5))
-            .build()?;
+        let client = e2e::http::async_client(Duration::from_secs(5));
         let response = client
             .get(&url)
             .send()
