@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use e2e::catalog::{provider, Backend, Catalog, Env};
+use miniz_oxide::inflate::core::{self as inflate, inflate_flags};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -231,15 +232,25 @@ impl Frames {
         let kept = std::mem::take(&mut self.kept);
         match op {
             0x1 if compressed => {
-                let mut prefix = Vec::with_capacity(PREFIX);
-                // One inflater per thread: a fresh one per message would
-                // cost the client more than the server spends sending.
-                INFLATER.with(|d| {
+                // Inflate just the first bytes, with one decompressor per
+                // thread that is re-initialised, not re-zeroed: a fresh
+                // inflater per message would cost the client more than the
+                // server spends sending it.
+                let mut prefix = [0u8; PREFIX];
+                let n = INFLATER.with(|d| {
                     let mut d = d.borrow_mut();
-                    d.reset(false);
-                    let _ = d.decompress_vec(&kept, &mut prefix, flate2::FlushDecompress::Sync);
+                    d.init();
+                    let (_, _, n) = inflate::decompress(
+                        &mut d,
+                        &kept,
+                        &mut prefix,
+                        0,
+                        inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF
+                            | inflate_flags::TINFL_FLAG_HAS_MORE_INPUT,
+                    );
+                    n
                 });
-                out.push(FrameEvent::Text(prefix))
+                out.push(FrameEvent::Text(prefix[..n].to_vec()))
             }
             0x1 => out.push(FrameEvent::Text(kept)),
             0x9 => out.push(FrameEvent::Ping(kept)),
@@ -254,8 +265,8 @@ impl Frames {
 }
 
 thread_local! {
-    static INFLATER: std::cell::RefCell<flate2::Decompress> =
-        std::cell::RefCell::new(flate2::Decompress::new(false));
+    static INFLATER: std::cell::RefCell<Box<inflate::DecompressorOxide>> =
+        std::cell::RefCell::new(Box::default());
 }
 
 /// `seq` from the start of a message (`{"type":"...","seq":N,...`).

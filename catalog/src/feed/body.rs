@@ -101,12 +101,17 @@ impl FeedBody {
                     match op {
                         OpCode::Ping => self.sub.push_pong(payload.as_deref().unwrap_or_default()),
                         OpCode::Close => {
-                            // Echo the client's code (RFC 6455 §5.5.1).
-                            let code = payload
+                            // Echo the client's code (RFC 6455 §5.5.1), if
+                            // it is one that may be sent (§7.4).
+                            let code = match payload
                                 .as_deref()
                                 .and_then(|p| p.get(..2))
                                 .map(|c| u16::from_be_bytes([c[0], c[1]]))
-                                .unwrap_or(1000);
+                            {
+                                None => 1000,
+                                Some(c @ (1000..=1003 | 1007..=1014 | 3000..=4999)) => c,
+                                Some(_) => close_code::PROTOCOL,
+                            };
                             self.close_for_client(code, "");
                             return;
                         }
