@@ -14,6 +14,7 @@ use provider_agent::config::{parse_catalog_url, parse_duration};
 use provider_agent::{
     Agent, CatalogClient, CreateDefaults, Credentials, ReaderSpec, SyncOptions, Target,
 };
+use resource_monitor::cli::{self, LogFormat};
 use resource_monitor::LiqoApi;
 
 /// Keep a plan of your offer in the broker's catalog in step with what your
@@ -148,34 +149,9 @@ struct Args {
     log_format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
-    let log_format = args.log_format;
-    init_logging(log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            let message = describe(&error);
-            match log_format {
-                LogFormat::Json => tracing::error!("{message}"),
-                LogFormat::Text => eprintln!("error: {message}"),
-            }
-            ExitCode::FAILURE
-        }
-    }
+    cli::run_main(args.log_format, run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -222,31 +198,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// The error and its causes, skipping causes the message already quotes.
-fn describe(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }
 
 async fn shutdown_signal() {

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod chain;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod directory;

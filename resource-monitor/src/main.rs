@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use resource_monitor::cli::{self, LogFormat};
 use resource_monitor::config::{ChainConfig, SourceConfig};
 use resource_monitor::server::{self, ServerOptions};
 use resource_monitor::stage::{Percent, QuotaConfig};
@@ -105,60 +106,9 @@ struct Args {
     log_format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
-    let log_format = args.log_format;
-    init_logging(log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            let message = describe(&error);
-            match log_format {
-                LogFormat::Json => tracing::error!("{message}"),
-                LogFormat::Text => eprintln!("error: {message}"),
-            }
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The error and its causes, skipping causes the message already quotes
-/// (most of ours embed their cause, so `{:#}` would print it twice).
-fn describe(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    cli::run_main(args.log_format, run(args))
 }
 
 /// The chain file merged with the flags (flags win).
