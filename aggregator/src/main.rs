@@ -26,31 +26,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(aggregator::app::run(cli, shutdown_signal())) {
+    match runtime.block_on(aggregator::app::run(
+        cli,
+        resource_monitor::cli::shutdown_signal(),
+    )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // The messages embed their causes; print them once, no backtrace.
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// SIGTERM (Kubernetes) or Ctrl-C.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot handle SIGTERM; stop with Ctrl-C");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
     }
 }

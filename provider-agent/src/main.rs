@@ -194,35 +194,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     tracing::info!(catalog = %args.catalog, reader = ?spec, "provider agent starting");
     Agent::new(reader, catalog, target, options)
-        .run(shutdown_signal())
+        .run(cli::shutdown_signal())
         .await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("interrupted"),
-        () = terminate => tracing::info!("terminated"),
-    }
 }

@@ -200,7 +200,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tokio::pin!(server);
     tokio::select! {
         result = &mut server => return result.context("server task")?.map_err(Into::into),
-        () = shutdown_signal() => {}
+        () = cli::shutdown_signal() => {}
     }
     let _ = stop_tx.send(());
     // Controllers that hold calls open must not keep us from exiting.
@@ -210,32 +210,5 @@ async fn run(args: Args) -> anyhow::Result<()> {
             tracing::warn!("connections still open after 5s; exiting anyway");
             Ok(())
         }
-    }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("interrupted"),
-        () = terminate => tracing::info!("terminated"),
     }
 }
