@@ -6,18 +6,16 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use resource_monitor::server::LimitedConn;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
@@ -121,7 +119,7 @@ impl axum::serve::Listener for Limited {
                 Ok((io, addr)) => {
                     // The semaphore is never closed, so the slot is always there.
                     if let Ok(slot) = slot {
-                        return (LimitedConn { io, _slot: slot }, addr);
+                        return (LimitedConn::new(io, slot), addr);
                     }
                     drop(io);
                     return std::future::pending().await;
@@ -136,37 +134,5 @@ impl axum::serve::Listener for Limited {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
-    }
-}
-
-/// An accepted connection; frees its slot when closed.
-struct LimitedConn {
-    io: TcpStream,
-    _slot: OwnedSemaphorePermit,
-}
-
-impl AsyncRead for LimitedConn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for LimitedConn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }

@@ -15,9 +15,18 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// An accepted connection holding one of the limited slots until it closes.
-pub(crate) struct LimitedConn {
+/// Public so other servers of the project (the aggregator's HTTP port)
+/// limit their connections the same way.
+pub struct LimitedConn {
     io: TcpStream,
     _slot: OwnedSemaphorePermit,
+}
+
+impl LimitedConn {
+    /// `io` holds `slot` until it is dropped.
+    pub fn new(io: TcpStream, slot: OwnedSemaphorePermit) -> Self {
+        LimitedConn { io, _slot: slot }
+    }
 }
 
 /// Accept connections from `listener`, at most `max` open at once.
@@ -33,7 +42,7 @@ pub(crate) fn incoming(
                 // Reads are small request/response pairs: do not let Nagle
                 // hold them back.
                 let _ = io.set_nodelay(true);
-                Ok(LimitedConn { io, _slot: slot })
+                Ok(LimitedConn::new(io, slot))
             }
             Err(error) => {
                 tracing::warn!(%error, "accept failed");

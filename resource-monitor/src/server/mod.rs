@@ -27,6 +27,7 @@ use tonic_health::ServingStatus;
 use crate::reader::ResourceReader;
 pub use crate::wire::LiqoApi;
 use adapter::Adapter;
+pub use limit::LimitedConn;
 
 /// How to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
