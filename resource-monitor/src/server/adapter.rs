@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
+use quantity::ResourceList;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::reader::{Notification, ResourceReader};
+use crate::wire;
 
 /// A reader as seen by one wire shape.
 #[derive(Clone)]
@@ -19,6 +22,17 @@ pub(crate) struct Adapter {
 }
 
 impl Adapter {
+    /// Read for `originator` in a span naming it, with the error as the gRPC
+    /// status every shape answers.
+    pub(crate) async fn read(&self, originator: &str) -> Result<ResourceList, tonic::Status> {
+        let span = tracing::debug_span!("read", %originator);
+        self.reader
+            .read(originator)
+            .instrument(span)
+            .await
+            .map_err(wire::status_from)
+    }
+
     /// The notifications for one new subscriber.
     ///
     /// Subscribes to the reader before sending the initial `All`, so a

@@ -8,7 +8,6 @@ use liqo_proto::shape_a::{
     SubscribeRequest, UpdateNotification,
 };
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
 use super::adapter::{peer, Adapter};
 use crate::wire;
@@ -24,14 +23,7 @@ impl resource_reader_server::ResourceReader for ShapeA {
         request: Request<ReadRequest>,
     ) -> Result<Response<ReadResponse>, Status> {
         let originator = request.into_inner().originator;
-        let span = tracing::debug_span!("read", %originator);
-        let list = self
-            .0
-            .reader
-            .read(&originator)
-            .instrument(span)
-            .await
-            .map_err(wire::status_from)?;
+        let list = self.0.read(&originator).await?;
         Ok(Response::new(wire::to_shape_a(&list)))
     }
 

@@ -6,7 +6,6 @@ use std::pin::Pin;
 use futures::{Stream, StreamExt};
 use liqo_proto::shape_b::{resource_reader_server, ClusterIdentity, Empty, ResourceList};
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
 use super::adapter::{peer, Adapter};
 use crate::reader::Notification;
@@ -35,14 +34,7 @@ impl resource_reader_server::ResourceReader for ShapeB {
         request: Request<ClusterIdentity>,
     ) -> Result<Response<ResourceList>, Status> {
         let originator = request.into_inner().cluster_id;
-        let span = tracing::debug_span!("read", %originator);
-        let list = self
-            .adapter()
-            .reader
-            .read(&originator)
-            .instrument(span)
-            .await
-            .map_err(wire::status_from)?;
+        let list = self.adapter().read(&originator).await?;
         Ok(Response::new(wire::to_shape_b(&list)))
     }
 

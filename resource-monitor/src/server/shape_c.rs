@@ -6,7 +6,6 @@ use std::pin::Pin;
 use futures::{Stream, StreamExt};
 use liqo_proto::shape_c::{resource_reader_server, ClusterIdentity, Empty, PoolResourceList};
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
 use super::adapter::{peer, Adapter};
 use crate::reader::Notification;
@@ -39,14 +38,7 @@ impl resource_reader_server::ResourceReader for ShapeC {
         request: Request<ClusterIdentity>,
     ) -> Result<Response<PoolResourceList>, Status> {
         let originator = request.into_inner().cluster_id;
-        let span = tracing::debug_span!("read", %originator);
-        let list = self
-            .adapter()
-            .reader
-            .read(&originator)
-            .instrument(span)
-            .await
-            .map_err(wire::status_from)?;
+        let list = self.adapter().read(&originator).await?;
         Ok(Response::new(wire::to_shape_c(
             &list,
             &self.pool_name,
