@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 
 stage() { printf '\n==> %s\n' "$*"; }
 
+# A one-shot build gains nothing from incremental caches, which would add
+# gigabytes to target/. Disk is reported at start and end so a machine that
+# runs short says so plainly.
+export CARGO_INCREMENTAL=0
+disk() { df -h . | awk 'NR==2 {print "disk: " $4 " free of " $2}'; }
+disk
+
 stage "installing test dependencies"
 bash scripts/install-test-deps.sh
 
@@ -33,4 +40,5 @@ if [ -f tests/browser/run.mjs ]; then
   CATALOG_BIN="$(pwd)/target/debug/catalog" node tests/browser/run.mjs
 fi
 
+disk
 stage "all tests passed"

@@ -3,7 +3,7 @@
 //! make it fail) and an in-memory reader: debouncing, change detection,
 //! conflicts, token renewal, outages and the errors that stop the agent.
 //! The real catalog and resource-monitor are exercised by the end-to-end
-//! tests in `tests/tests/provider_agent*.rs`.
+//! tests in `tests/tests/e2e/provider_agent*.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Upstreams that die, freeze and come back, under each policy: what reads
 //! answer meanwhile, and how `/status`, `/metrics` and notifications show it.
 
-mod aggregator_support;
+use crate::aggregator_support;
 
 use std::time::Duration;
 

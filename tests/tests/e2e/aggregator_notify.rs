@@ -2,7 +2,7 @@
 //! new subscriber, one notification per upstream change (a burst across
 //! upstreams coalesced into one), then the new sum on read.
 
-mod aggregator_support;
+use crate::aggregator_support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Adding and removing upstreams without a restart: the config file is
 //! re-read when it changes and on SIGHUP; a broken file changes nothing.
 
-mod aggregator_support;
+use crate::aggregator_support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

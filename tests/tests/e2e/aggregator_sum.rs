@@ -3,7 +3,7 @@
 //! the originator's own upstream, honouring what each upstream lets the
 //! originator see, served in each of Liqo's three wire shapes.
 
-mod aggregator_support;
+use crate::aggregator_support;
 
 use std::time::Duration;
 

@@ -1,0 +1,29 @@
+//! Every end-to-end test in one test binary.
+//!
+//! Each test module starts the real binaries and talks HTTP, WebSocket or
+//! gRPC to them. They live in one binary rather than one per file because
+//! each test executable links the whole client stack (tonic, reqwest,
+//! tungstenite): eighteen copies cost gigabytes of disk and minutes of
+//! linking on a two-core CI machine. nextest still runs every test in its
+//! own process.
+
+mod aggregator_support;
+
+mod aggregator_cli;
+mod aggregator_notify;
+mod aggregator_reload;
+mod aggregator_sum;
+mod aggregator_upstreams;
+mod catalog_api;
+mod catalog_buying;
+mod catalog_durability;
+mod catalog_feed;
+mod catalog_feed_mongo;
+mod catalog_oidc;
+mod catalog_osb;
+mod catalog_shared;
+mod provider_agent;
+mod resource_monitor_chain;
+mod resource_monitor_cli;
+mod resource_monitor_kubernetes;
+mod resource_monitor_shapes;
