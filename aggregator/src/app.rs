@@ -107,7 +107,12 @@ pub async fn run(
         max_connections: settings.max_connections,
         ..ServerOptions::new(settings.liqo_api)
     };
-    let grpc = server::serve_listener(aggregate.clone(), listener, options, stopped());
+    let (serving_tx, serving) = watch::channel(aggregate.status().up > 0);
+    let health = tokio::spawn(
+        report_health(aggregate.clone(), serving_tx).instrument(tracing::info_span!("health")),
+    );
+    let grpc =
+        server::serve_listener_reporting(aggregate.clone(), listener, options, serving, stopped());
     tokio::pin!(grpc);
     let served = tokio::select! {
         served = &mut grpc => served,
@@ -119,6 +124,7 @@ pub async fn run(
     };
     let _ = stop_tx.send(true);
     reloader.abort();
+    health.abort();
     if let Some(http) = http {
         match http.await {
             Ok(result) => result?,
@@ -127,4 +133,31 @@ pub async fn run(
     }
     served?;
     Ok(())
+}
+
+/// How often gRPC health is brought in line with the upstreams' state.
+const HEALTH_EVERY: Duration = Duration::from_millis(250);
+
+/// Keep the ResourceReader service's gRPC health `SERVING` while at least
+/// one upstream is up, `NOT_SERVING` while none is (every read would answer
+/// an empty offer), so a readiness probe or a load balancer can tell.
+async fn report_health(aggregate: Arc<Aggregate>, serving: watch::Sender<bool>) {
+    let mut tick = tokio::time::interval(HEALTH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let up = aggregate.status().up > 0;
+        serving.send_if_modified(|was| {
+            if *was == up {
+                return false;
+            }
+            if up {
+                tracing::info!("an upstream is up: gRPC health SERVING");
+            } else {
+                tracing::warn!("no upstream is up: gRPC health NOT_SERVING");
+            }
+            *was = up;
+            true
+        });
+    }
 }

@@ -10,19 +10,34 @@ use crate::model::{validate_id, Offer, OfferInput, OfferSpec, ProviderRef};
 use crate::store::OfferFilter;
 use crate::AppState;
 
+/// The `GET /offers` filters as OpenAPI parameters (also taken by
+/// `/subscribe`). Parsing is [`OfferFilter::from_pairs`]: the resource in
+/// `min.<resource>` is open-ended, which a typed query struct cannot say.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct FilterParams {
+    /// Exact offer type.
+    #[param(rename = "type")]
+    offer_type: Option<String>,
+    /// Owner's cluster ID or cluster name.
+    provider: Option<String>,
+    /// Some plan costs at most this (decimal).
+    #[param(rename = "maxCost")]
+    max_cost: Option<String>,
+    /// Some plan provides at least this Kubernetes quantity of `<resource>`,
+    /// e.g. `min.memory=4Gi`.
+    #[param(rename = "min.<resource>")]
+    min_resource: Option<String>,
+}
+
 /// List offers, optionally filtered.
 ///
 /// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
 /// same plan. Unknown parameters are refused.
 #[utoipa::path(
     get, path = "/offers", tag = "offers",
-    params(
-        ("type" = Option<String>, Query, description = "Exact offer type"),
-        ("provider" = Option<String>, Query, description = "Owner's cluster ID or cluster name"),
-        ("maxCost" = Option<String>, Query, description = "Some plan costs at most this (decimal)"),
-        ("min.<resource>" = Option<String>, Query,
-            description = "Some plan provides at least this Kubernetes quantity of <resource>, e.g. min.memory=4Gi"),
-    ),
+    params(FilterParams),
     responses(
         (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>),
         (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
@@ -72,7 +87,7 @@ pub async fn get(
         (status = 200, description = "Replaced", body = Offer),
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
         (status = 401, body = ErrorBody),
-        (status = 403, description = "The offer belongs to another provider", body = ErrorBody),
+        (status = 403, description = "The offer belongs to another provider, or the provider is disabled", body = ErrorBody),
         (status = 409, description = "`version` given and stale", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 503, body = ErrorBody),
@@ -88,6 +103,20 @@ pub async fn put(
     caller.require(Role::Provider)?;
     let id = id.into_inner();
     validate_id("id", &id)?;
+    // A provider an administrator disabled may still withdraw its offers
+    // (DELETE) but not publish new capacity.
+    if state
+        .buying
+        .store
+        .disabled_providers()
+        .await?
+        .contains_key(&caller.cluster_id)
+    {
+        return Err(ApiError::Forbidden(format!(
+            "provider {} is disabled by an administrator; it may delete its offers but not publish",
+            caller.cluster_id
+        )));
+    }
     let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
     let spec = OfferSpec::from_json(&body)?;
     if spec.id.as_ref().is_some_and(|b| *b != id) {

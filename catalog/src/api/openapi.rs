@@ -20,6 +20,7 @@ use crate::model::{Offer, OfferInput, Plan, PlanInput};
         ops::readyz,
         ops::metrics,
         ops::openapi,
+        crate::feed::handler::subscribe,
     ),
     components(schemas(Offer, Plan, OfferInput, PlanInput, authenticate::Credentials, IssuedToken, ErrorBody)),
     modifiers(&BearerAuth)

@@ -15,6 +15,22 @@ use crate::AppState;
 
 /// Upgrade to the feed. 400 for a bad query or a request that is not a
 /// WebSocket upgrade; 503 when the feed is full or shutting down.
+///
+/// OpenAPI cannot describe the messages that follow the upgrade; the
+/// envelope (`snapshot`, `upsert`, `delete`, `seq`) is in `docs/feed.md`.
+#[utoipa::path(
+    get, path = "/subscribe", tag = "feed",
+    params(
+        ("mode" = Option<String>, Query,
+            description = "`snapshot` (default: the full list after every change) or `delta` (one snapshot, then upsert/delete events)"),
+        crate::api::offers::FilterParams,
+    ),
+    responses(
+        (status = 101, description = "Switching to the WebSocket feed; permessage-deflate is accepted when offered"),
+        (status = 400, description = "A bad query parameter (named in `field`) or not a WebSocket upgrade", body = crate::api::ErrorBody),
+        (status = 503, description = "Connection limit reached or shutting down", body = crate::api::ErrorBody),
+    )
+)]
 pub async fn subscribe(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -73,7 +73,7 @@ pub mod config;
 pub mod conn;
 pub mod deflate;
 pub mod envelope;
-mod handler;
+pub(crate) mod handler;
 pub mod hub;
 pub mod metrics;
 pub mod params;

@@ -20,9 +20,11 @@ use std::time::Duration;
 
 use liqo_proto::{shape_a as a, shape_b as b, shape_c as c, SERVICE_NAME};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 use tonic_health::ServingStatus;
+use tracing::Instrument;
 
 use crate::reader::ResourceReader;
 pub use crate::wire::LiqoApi;
@@ -100,6 +102,23 @@ pub async fn serve_listener(
     options: ServerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let (_always, serving) = watch::channel(true);
+    serve_listener_reporting(reader, listener, options, serving, shutdown).await
+}
+
+/// As [`serve_listener`], with the gRPC health of the ResourceReader
+/// service following `serving` (true: `SERVING`, false: `NOT_SERVING`), for
+/// readers that can be up yet have nothing to answer with, like an
+/// aggregator whose upstreams are all down. The overall server status
+/// (service `""`) stays `SERVING` while the process runs, so a liveness
+/// probe does not restart a process that is waiting for its upstreams.
+pub async fn serve_listener_reporting(
+    reader: Arc<dyn ResourceReader>,
+    listener: TcpListener,
+    options: ServerOptions,
+    mut serving: watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let stop = CancellationToken::new();
     let adapter = Adapter {
         reader,
@@ -107,9 +126,26 @@ pub async fn serve_listener(
     };
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_service_status(SERVICE_NAME, ServingStatus::Serving)
-        .await;
+    let mirror = {
+        let health = health.clone();
+        async move {
+            loop {
+                let up = *serving.borrow_and_update();
+                let status = if up {
+                    ServingStatus::Serving
+                } else {
+                    ServingStatus::NotServing
+                };
+                health.set_service_status(SERVICE_NAME, status).await;
+                tracing::debug!(serving = up, "health status");
+                if serving.changed().await.is_err() {
+                    // The sender is gone: the last status stands.
+                    break;
+                }
+            }
+        }
+    };
+    let mirror = tokio::spawn(mirror.instrument(tracing::info_span!("health")));
     let fds = options.api.file_descriptor_set();
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(fds)
@@ -155,6 +191,7 @@ pub async fn serve_listener(
     let signal = async move {
         shutdown.await;
         tracing::info!("shutting down: ending subscriptions");
+        mirror.abort();
         health
             .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
             .await;

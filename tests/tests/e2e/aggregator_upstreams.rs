@@ -8,6 +8,9 @@ use std::time::Duration;
 use aggregator_support::{metric, Aggregator, Monitor};
 use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
+use tonic_health::pb::health_check_response::ServingStatus::{self, NotServing, Serving};
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
 
 const A: &str = "cpu: \"1\"\nmemory: 1Gi\n";
 const B: &str = "cpu: 500m\nmemory: 512Mi\n";
@@ -180,6 +183,7 @@ async fn every_upstream_down_is_unavailable_not_an_empty_offer() -> Result<()> {
     client
         .read_until("x", Duration::from_secs(10), |r| !r.is_empty())
         .await?;
+    health_becomes(&client, "resource_reader", Serving).await?;
     a.kill();
     agg.wait_upstream("a", false, Duration::from_secs(5))
         .await?;
@@ -187,5 +191,33 @@ async fn every_upstream_down_is_unavailable_not_an_empty_offer() -> Result<()> {
     assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
     // The one cluster with nothing to ask gets an empty offer, not an error.
     assert_eq!(client.read("a").await?, resources(&[]));
+    // gRPC health tells a readiness probe; the process itself stays live.
+    health_becomes(&client, "resource_reader", NotServing).await?;
+    health_becomes(&client, "", Serving).await?;
+    a.restart()?;
+    health_becomes(&client, "resource_reader", Serving).await?;
     Ok(())
+}
+
+/// Poll gRPC health of `service` until it reports `want` (5 s at most).
+async fn health_becomes(client: &ReaderClient, service: &str, want: ServingStatus) -> Result<()> {
+    let mut health = HealthClient::new(client.channel());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await?
+            .into_inner()
+            .status();
+        if got == want {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "health of {service:?} stayed {got:?}, expected {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -455,6 +455,7 @@ fn operability_endpoints(backend: Backend) {
         "/healthz",
         "/readyz",
         "/metrics",
+        "/subscribe",
     ] {
         assert!(
             api.json["paths"][path].is_object(),
@@ -462,6 +463,7 @@ fn operability_endpoints(backend: Backend) {
         );
     }
     assert!(api.json["paths"]["/offer/{id}"]["post"]["responses"]["403"].is_object());
+    assert!(api.json["paths"]["/subscribe"]["get"]["responses"]["101"].is_object());
     assert!(api.json["components"]["schemas"]["Offer"].is_object());
 
     // The web UI is served at / (API routes win; unknown paths are JSON 404s).

@@ -26,7 +26,8 @@ catalog_tests!(
 fn reserve_purchase_and_credentials(backend: Backend) {
     let env = Env::new(backend);
     let c = buying::start(&env, &[]);
-    publish(&c, 1, "shop");
+    let seller = publish(&c, 1, "shop");
+    c.put_offer("shop-2", &buying::offer(), &seller);
     let admin = admin(&c);
     let alice = consumer(&c, &admin, "alice");
     let bob = consumer(&c, &admin, "bob");
@@ -586,7 +587,8 @@ fn bad_input_changes_nothing(backend: Backend) {
 fn admin_sees_all_and_disables_providers(backend: Backend) {
     let env = Env::new(backend);
     let c = buying::start(&env, &[]);
-    publish(&c, 1, "shop");
+    let seller = publish(&c, 1, "shop");
+    c.put_offer("shop-2", &buying::offer(), &seller);
     let admin = admin(&c);
     let alice = consumer(&c, &admin, "alice");
     let bob = consumer(&c, &admin, "bob");
@@ -671,12 +673,22 @@ fn admin_sees_all_and_disables_providers(backend: Backend) {
         delete(&c, &format!("/reservations/{b}"), Some(&bob)).status,
         200
     );
+    // A disabled provider cannot publish, but may withdraw what it sells.
+    assert!(post(&c, "/offer/shop", &buying::offer(), Some(&seller))
+        .expect_error(403)
+        .contains("disabled"));
+    assert_eq!(delete(&c, "/offer/shop-2", Some(&seller)).status, 204);
+    assert_eq!(get(&c, "/offer/shop-2", None).status, 404);
 
     put(
         &c,
         "/admin/providers/cluster-1",
         &json!({ "disabled": false }),
         Some(&admin),
+    );
+    assert_eq!(
+        post(&c, "/offer/shop", &buying::offer(), Some(&seller)).status,
+        200
     );
     assert_eq!(
         post(
