@@ -54,6 +54,7 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
         .await?
         .map_err(anyhow::Error::msg)?;
     let account = ProviderAccount {
+        generation: 0,
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),
         auth_url: DEMO_AUTH_URL.into(),

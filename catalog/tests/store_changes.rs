@@ -24,6 +24,7 @@ fn draft(id: &str, owner: &str, name: &str) -> catalog::model::OfferDraft {
 
 fn account(id: &str) -> ProviderAccount {
     ProviderAccount {
+        generation: 0,
         cluster_id: id.into(),
         cluster_name: format!("{id} name"),
         auth_url: "https://x.example".into(),

@@ -6,6 +6,7 @@
 //! | route | handler |
 //! |---|---|
 //! | `POST /authenticate` | [`authenticate::authenticate`] |
+//! | `POST /authenticate/rotate` | [`authenticate::rotate`] |
 //! | `GET /offers` | [`offers::list`] |
 //! | `GET/POST/DELETE /offer/{id}` | [`offers::get`], [`offers::put`], [`offers::delete`] |
 //! | `GET /subscribe` (WebSocket) | [`crate::feed::subscribe`] |
@@ -33,6 +34,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/authenticate")
             .route(web::post().to(authenticate::authenticate))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/authenticate/rotate")
+            .route(web::post().to(authenticate::rotate))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

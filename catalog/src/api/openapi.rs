@@ -12,6 +12,7 @@ use crate::model::{Offer, OfferInput, Plan, PlanInput};
     info(title = "Liqo resource broker catalog", description = "Providers publish offers; consumers browse them."),
     paths(
         authenticate::authenticate,
+        authenticate::rotate,
         offers::list,
         offers::get,
         offers::put,
@@ -22,7 +23,7 @@ use crate::model::{Offer, OfferInput, Plan, PlanInput};
         ops::openapi,
         crate::feed::handler::subscribe,
     ),
-    components(schemas(Offer, Plan, OfferInput, PlanInput, authenticate::Credentials, IssuedToken, ErrorBody)),
+    components(schemas(Offer, Plan, OfferInput, PlanInput, authenticate::Credentials, authenticate::Rotation, IssuedToken, ErrorBody)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -63,6 +63,17 @@ impl Caller {
                 }
             },
         };
+        if claims.roles.contains(&Role::Provider) {
+            // One lookup per provider request: rotating credentials must
+            // retire the tokens issued before, not wait for them to expire.
+            let current = state.store.get_provider(&claims.sub).await?;
+            if current.map(|a| a.generation) != Some(claims.gen) {
+                return Err(ApiError::Unauthorized(
+                    "this token was issued before the provider's credentials were rotated; authenticate again"
+                        .into(),
+                ));
+            }
+        }
         Ok(Caller {
             cluster_id: claims.sub,
             cluster_name: claims.name,

@@ -34,6 +34,14 @@ pub struct Claims {
     pub roles: Vec<Role>,
     pub iat: i64,
     pub exp: i64,
+    /// Provider tokens: the account's credential generation when issued
+    /// (see [`crate::model::ProviderAccount::generation`]). Absent means 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gen: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Issuer, audience and lifetime of issued tokens.
@@ -96,6 +104,18 @@ impl TokenService {
         name: &str,
         roles: Vec<Role>,
     ) -> Result<IssuedToken, TokenError> {
+        self.issue_generation(subject, name, roles, 0)
+    }
+
+    /// As [`TokenService::issue`], stamped with a provider account's
+    /// credential generation.
+    pub fn issue_generation(
+        &self,
+        subject: &str,
+        name: &str,
+        roles: Vec<Role>,
+        gen: u64,
+    ) -> Result<IssuedToken, TokenError> {
         let now = Utc::now();
         let ttl =
             chrono::Duration::from_std(self.settings.ttl).map_err(|_| TokenError::Lifetime)?;
@@ -108,6 +128,7 @@ impl TokenService {
             roles,
             iat: now.timestamp(),
             exp: expires_at.timestamp(),
+            gen,
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?;
         Ok(IssuedToken { token, expires_at })

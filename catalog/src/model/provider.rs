@@ -17,6 +17,11 @@ pub struct ProviderAccount {
     /// PHC string of the argon2id hash of the provider's token.
     pub secret_hash: String,
     pub created_at: DateTime<Utc>,
+    /// Bumped by every credential rotation. The catalog's provider tokens
+    /// carry it, so a rotation retires every token issued before it.
+    /// Accounts stored before rotation existed read as 0.
+    #[serde(default)]
+    pub generation: u64,
 }
 
 impl std::fmt::Debug for ProviderAccount {
@@ -25,6 +30,7 @@ impl std::fmt::Debug for ProviderAccount {
             .field("cluster_id", &self.cluster_id)
             .field("cluster_name", &self.cluster_name)
             .field("auth_url", &self.auth_url)
+            .field("generation", &self.generation)
             .finish_non_exhaustive()
     }
 }

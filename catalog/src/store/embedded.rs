@@ -233,6 +233,34 @@ impl Inner {
         Ok((account, true))
     }
 
+    fn rotate_provider(
+        &self,
+        expected_hash: &str,
+        account: ProviderAccount,
+    ) -> Result<bool, StoreError> {
+        let _order = self.lock_order();
+        let txn = self.db.begin_write().map_err(internal)?;
+        {
+            let mut providers = txn.open_table(PROVIDERS).map_err(internal)?;
+            let existing: ProviderAccount = match providers
+                .get(account.cluster_id.as_str())
+                .map_err(internal)?
+            {
+                Some(v) => serde_json::from_slice(v.value()).map_err(internal)?,
+                None => return Err(StoreError::NotFound),
+            };
+            if existing.secret_hash != expected_hash {
+                return Ok(false);
+            }
+            let json = serde_json::to_vec(&account).map_err(internal)?;
+            providers
+                .insert(account.cluster_id.as_str(), json.as_slice())
+                .map_err(internal)?;
+        }
+        txn.commit().map_err(internal)?;
+        Ok(true)
+    }
+
     fn providers(&self) -> Result<Vec<ProviderAccount>, StoreError> {
         let read = self.db.begin_read().map_err(internal)?;
         let table = read.open_table(PROVIDERS).map_err(internal)?;
@@ -301,6 +329,16 @@ impl Store for EmbeddedStore {
         account: ProviderAccount,
     ) -> Result<(ProviderAccount, bool), StoreError> {
         self.blocking(move |inner| inner.claim_provider(account))
+            .await
+    }
+
+    async fn rotate_provider(
+        &self,
+        expected_hash: &str,
+        account: ProviderAccount,
+    ) -> Result<bool, StoreError> {
+        let expected = expected_hash.to_string();
+        self.blocking(move |inner| inner.rotate_provider(&expected, account))
             .await
     }
 

@@ -112,6 +112,18 @@ pub trait Store: Send + Sync + 'static {
         account: ProviderAccount,
     ) -> Result<(ProviderAccount, bool), StoreError>;
 
+    /// Replace the account `account.cluster_id` with `account` (new secret
+    /// hash, auth URL and generation) if its stored secret hash is still
+    /// `expected_hash`. Each rotation hashes with a fresh salt, so the hash
+    /// is a compare-and-swap token: of two rotations racing, one wins and
+    /// the other gets `Ok(false)` with nothing changed.
+    /// [`StoreError::NotFound`] if the cluster ID was never claimed.
+    async fn rotate_provider(
+        &self,
+        expected_hash: &str,
+        account: ProviderAccount,
+    ) -> Result<bool, StoreError>;
+
     /// Every provider's public view, ordered by cluster ID.
     async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError>;
 

@@ -128,6 +128,8 @@ struct ProviderDoc {
     auth_url: String,
     secret_hash: String,
     created_at: bson::DateTime,
+    #[serde(default)]
+    generation: i64,
 }
 
 impl From<&ProviderAccount> for ProviderDoc {
@@ -138,6 +140,7 @@ impl From<&ProviderAccount> for ProviderDoc {
             auth_url: a.auth_url.clone(),
             secret_hash: a.secret_hash.clone(),
             created_at: to_bson_time(a.created_at),
+            generation: i64::try_from(a.generation).unwrap_or(i64::MAX),
         }
     }
 }
@@ -150,6 +153,7 @@ impl From<ProviderDoc> for ProviderAccount {
             auth_url: d.auth_url,
             secret_hash: d.secret_hash,
             created_at: from_bson_time(d.created_at),
+            generation: u64::try_from(d.generation).unwrap_or(0),
         }
     }
 }
@@ -762,6 +766,28 @@ impl Store for MongoStore {
                 )),
             },
             Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn rotate_provider(
+        &self,
+        expected_hash: &str,
+        account: ProviderAccount,
+    ) -> Result<bool, StoreError> {
+        let swapped = self
+            .providers
+            .replace_one(
+                doc! { "_id": &account.cluster_id, "secretHash": expected_hash },
+                ProviderDoc::from(&account),
+            )
+            .await
+            .map_err(classify)?;
+        if swapped.matched_count == 1 {
+            return Ok(true);
+        }
+        match self.get_provider(&account.cluster_id).await? {
+            Some(_) => Ok(false),
+            None => Err(StoreError::NotFound),
         }
     }
 

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 catalog_tests!(
     authenticate,
+    rotate_credentials,
     offer_lifecycle,
     list_filters,
     errors_change_nothing,
@@ -62,6 +63,90 @@ fn authenticate(backend: Backend) {
         .contains("role"));
     // The refused attempts registered nothing: cluster-2 can still claim its ID.
     c.login(&provider(2));
+}
+
+fn rotate_credentials(backend: Backend) {
+    let env = Env::new(backend);
+    let mut c = env.start();
+    let old_token = c.login(&provider(1));
+    c.put_offer("o1", &thesis_offer(), &old_token);
+    let rotation = |current: &Value, new_token: &str| {
+        let mut body = current.clone();
+        body["newToken"] = json!(new_token);
+        body
+    };
+
+    // Wrong current credentials, a missing or unchanged new token, an
+    // unknown field: refused, nothing changed.
+    let mut wrong = provider(1);
+    wrong["token"] = json!("guess");
+    c.post(
+        "/authenticate/rotate",
+        &rotation(&wrong, "new-secret"),
+        None,
+    )
+    .expect_error(401);
+    c.post("/authenticate/rotate", &rotation(&provider(9), "x"), None)
+        .expect_error(401);
+    let r = c.post("/authenticate/rotate", &provider(1), None);
+    assert_eq!(r.expect_error(400), "newToken: is required", "{}", r.text);
+    let same = rotation(&provider(1), "secret-token-of-provider-1");
+    assert_eq!(
+        c.post("/authenticate/rotate", &same, None).json["field"],
+        "newToken"
+    );
+    let mut bad_url = rotation(&provider(1), "new-secret");
+    bad_url["newAuthURL"] = json!("ftp://x");
+    assert_eq!(
+        c.post("/authenticate/rotate", &bad_url, None).json["field"],
+        "newAuthURL"
+    );
+    assert_eq!(c.post("/authenticate", &provider(1), None).status, 200);
+    c.put_offer("o1", &thesis_offer(), &old_token);
+
+    // Rotate the secret and move the auth URL.
+    let mut body = rotation(&provider(1), "new-secret");
+    body["newAuthURL"] = json!("https://moved.example:6443");
+    let r = c.post("/authenticate/rotate", &body, None);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        !r.text.contains("new-secret"),
+        "the secret must not come back"
+    );
+    let new_token = r.json["token"].as_str().expect("token").to_string();
+
+    // Tokens from before are retired at once; the new one works.
+    let refused = c.post("/offer/o1", &thesis_offer(), Some(&old_token));
+    assert!(
+        refused.expect_error(401).contains("rotated"),
+        "{}",
+        refused.text
+    );
+    c.delete("/offer/o1", Some(&old_token)).expect_error(401);
+    assert_eq!(c.put_offer("o1", &thesis_offer(), &new_token)["version"], 3);
+
+    // Only the new credentials authenticate, also after a restart.
+    c.child.kill();
+    let c = env.start();
+    c.post("/authenticate", &provider(1), None)
+        .expect_error(401);
+    let mut new_creds = provider(1);
+    new_creds["token"] = json!("new-secret");
+    new_creds["authURL"] = json!("https://moved.example:6443");
+    let fresh = c.login(&new_creds);
+    assert_eq!(c.delete("/offer/o1", Some(&fresh)).status, 204);
+    assert_eq!(
+        c.post("/offer/o2", &thesis_offer(), Some(&new_token))
+            .status,
+        201
+    );
+    // The old credentials cannot rotate back.
+    c.post(
+        "/authenticate/rotate",
+        &rotation(&provider(1), "again"),
+        None,
+    )
+    .expect_error(401);
 }
 
 fn offer_lifecycle(backend: Backend) {
