@@ -31,13 +31,72 @@ pub struct FilterParams {
     min_resource: Option<String>,
 }
 
-/// List offers, optionally filtered.
+/// Largest page `GET /offers?limit=` serves.
+pub const MAX_PAGE: usize = 1000;
+
+/// Paging of `GET /offers` (not taken by `/subscribe`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PageParams {
+    /// At most this many offers (1-1000). Without it, every matching offer.
+    /// A full page carries `Link: <...>; rel="next"`.
+    limit: Option<usize>,
+    /// Only offers whose id sorts after this one (the last id of the
+    /// previous page).
+    after: Option<String>,
+}
+
+/// `limit` and `after`, taken out of the query pairs.
+struct Page {
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+impl Page {
+    fn take(pairs: &mut Vec<(String, String)>) -> Result<Page, ApiError> {
+        let mut page = Page {
+            limit: None,
+            after: None,
+        };
+        let mut rest = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs.drain(..) {
+            match k.as_str() {
+                "limit" if page.limit.is_none() => {
+                    let n = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=MAX_PAGE).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::bad_request(
+                                "limit",
+                                format!("must be a whole number from 1 to {MAX_PAGE}"),
+                            )
+                        })?;
+                    page.limit = Some(n);
+                }
+                "after" if page.after.is_none() => {
+                    validate_id("after", &v)?;
+                    page.after = Some(v);
+                }
+                "limit" | "after" => {
+                    return Err(ApiError::bad_request(k, "given more than once"));
+                }
+                _ => rest.push((k, v)),
+            }
+        }
+        *pairs = rest;
+        Ok(page)
+    }
+}
+
+/// List offers, optionally filtered and paged.
 ///
 /// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
 /// same plan. Unknown parameters are refused.
 #[utoipa::path(
     get, path = "/offers", tag = "offers",
-    params(FilterParams),
+    params(FilterParams, PageParams),
     responses(
         (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>),
         (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
@@ -45,11 +104,37 @@ pub struct FilterParams {
     )
 )]
 pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
         .map_err(|e| ApiError::bad_request("query", format!("malformed query string: {e}")))?;
-    let filter = OfferFilter::from_pairs(pairs)?;
-    let offers = state.store.list_offers(&filter).await?;
-    Ok(HttpResponse::Ok().json(offers))
+    let page = Page::take(&mut pairs)?;
+    let filter = OfferFilter::from_pairs(pairs.iter().map(|(k, v)| (k, v)))?;
+    let Some(limit) = page.limit else {
+        let offers = match &page.after {
+            Some(after) => {
+                state
+                    .store
+                    .list_offers_page(&filter, Some(after), usize::MAX)
+                    .await?
+            }
+            None => state.store.list_offers(&filter).await?,
+        };
+        return Ok(HttpResponse::Ok().json(offers));
+    };
+    let offers = state
+        .store
+        .list_offers_page(&filter, page.after.as_deref(), limit)
+        .await?;
+    let mut response = HttpResponse::Ok();
+    if let (true, Some(last)) = (offers.len() == limit, offers.last()) {
+        // Same filters, continue after the last id. A last page that happens
+        // to be full leads to one empty page: cheaper than counting.
+        pairs.push(("after".into(), last.id.clone()));
+        pairs.push(("limit".into(), limit.to_string()));
+        let query = serde_urlencoded::to_string(&pairs)
+            .map_err(|e| ApiError::Internal(format!("encoding the next-page link: {e}")))?;
+        response.insert_header((header::LINK, format!("</offers?{query}>; rel=\"next\"")));
+    }
+    Ok(response.json(offers))
 }
 
 /// One offer.

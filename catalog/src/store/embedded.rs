@@ -293,6 +293,27 @@ impl Store for EmbeddedStore {
             .collect())
     }
 
+    async fn list_offers_page(
+        &self,
+        filter: &OfferFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Offer>, StoreError> {
+        use std::ops::Bound;
+        let offers = self.offers_read();
+        let start = match after {
+            Some(id) => Bound::Excluded(id),
+            None => Bound::Unbounded,
+        };
+        Ok(offers
+            .range::<str, _>((start, Bound::Unbounded))
+            .map(|(_, o)| o)
+            .filter(|o| filter.matches(o))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
         Ok(self.offers_read().get(id).cloned())
     }

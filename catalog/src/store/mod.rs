@@ -82,6 +82,17 @@ pub trait Store: Send + Sync + 'static {
     /// Live offers matching `filter`, ordered by id.
     async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError>;
 
+    /// One page of [`Store::list_offers`]: at most `limit` matching offers
+    /// whose id sorts after `after` (all ids when `None`), ordered by id.
+    /// Ids are unique, so following the last id of each page visits every
+    /// offer once even while others are written.
+    async fn list_offers_page(
+        &self,
+        filter: &OfferFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Offer>, StoreError>;
+
     async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError>;
 
     /// Create or replace `draft.id` for `draft.owner`.

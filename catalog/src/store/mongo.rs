@@ -661,6 +661,39 @@ impl Store for MongoStore {
         Ok(out)
     }
 
+    async fn list_offers_page(
+        &self,
+        filter: &OfferFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Offer>, StoreError> {
+        let mut query = query_for(filter);
+        if let Some(after) = after {
+            query.insert("_id", doc! { "$gt": after });
+        }
+        // The query may match a little more than the filter (see
+        // `query_for`), so the page is cut here, not with a `limit`.
+        let mut cursor = self
+            .offers
+            .find(query)
+            .sort(doc! { "_id": 1 })
+            .batch_size(u32::try_from(limit.min(1000)).unwrap_or(1000))
+            .await
+            .map_err(classify)?;
+        let mut out = Vec::with_capacity(limit.min(1000));
+        while out.len() < limit {
+            let Some(d) = cursor.try_next().await.map_err(classify)? else {
+                break;
+            };
+            if let Some(offer) = d.into_offer()? {
+                if filter.matches(&offer) {
+                    out.push(offer);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
         match self.find_doc(id).await? {
             Some(d) => d.into_offer(),

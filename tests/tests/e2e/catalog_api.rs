@@ -11,6 +11,7 @@ catalog_tests!(
     rotate_credentials,
     offer_lifecycle,
     list_filters,
+    list_pages,
     errors_change_nothing,
     operability_endpoints
 );
@@ -236,6 +237,77 @@ fn offer_lifecycle(backend: Backend) {
     let r = c.post("/offer/storage-1", &thesis_offer(), Some(&token));
     assert_eq!(r.status, 201, "{}", r.text);
     assert!(r.json["version"].as_u64().unwrap() > 3, "{}", r.text);
+}
+
+fn list_pages(backend: Backend) {
+    let env = Env::new(backend);
+    let c = env.start();
+    let p1 = c.login(&provider(1));
+    let p2 = c.login(&provider(2));
+    for (id, t, owner) in [
+        ("a", "compute", &p1),
+        ("b", "storage", &p2),
+        ("c", "compute", &p2),
+        ("d", "compute", &p1),
+        ("e", "storage", &p1),
+        ("f", "compute", &p2),
+    ] {
+        let offer = simple_offer(id, t, "1", json!({ "cpu": "1" }));
+        c.put_offer(id, &offer, owner);
+    }
+    let ids = |r: &e2e::catalog::Resp| -> Vec<String> {
+        r.json
+            .as_array()
+            .unwrap_or_else(|| panic!("an array: {}", r.text))
+            .iter()
+            .map(|o| o["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // Follow `Link: <...>; rel="next"` from the first page to the end.
+    let walk = |first: &str| -> Vec<Vec<String>> {
+        let mut pages = Vec::new();
+        let mut next = Some(first.to_string());
+        while let Some(path) = next.take() {
+            let r = c.get(&path);
+            assert_eq!(r.status, 200, "{path}: {}", r.text);
+            pages.push(ids(&r));
+            next = r.header("link").map(|link| {
+                assert!(link.ends_with(">; rel=\"next\""), "{link}");
+                link.trim_start_matches('<')
+                    .split('>')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+            assert!(pages.len() < 10, "paging does not end: {pages:?}");
+        }
+        pages
+    };
+    assert_eq!(
+        walk("/offers?limit=4"),
+        vec![vec!["a", "b", "c", "d"], vec!["e", "f"]]
+    );
+    // Filters carry over to every page; a full last page ends with an empty one.
+    assert_eq!(
+        walk("/offers?type=compute&limit=2"),
+        vec![vec!["a", "c"], vec!["d", "f"], Vec::<&str>::new()]
+    );
+    assert_eq!(ids(&c.get("/offers?after=c")), ["d", "e", "f"]);
+    // Without `limit`, everything, and no link (the thesis's plain list).
+    let all = c.get("/offers");
+    assert_eq!(ids(&all).len(), 6);
+    assert_eq!(all.header("link"), None);
+    for (query, field) in [
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+        ("limit=two", "limit"),
+        ("limit=1&limit=2", "limit"),
+        ("after=a%20b", "after"),
+    ] {
+        let r = c.get(&format!("/offers?{query}"));
+        assert_eq!(r.status, 400, "{query}: {}", r.text);
+        assert_eq!(r.json["field"], field, "{query}: {}", r.text);
+    }
 }
 
 fn list_filters(backend: Backend) {
