@@ -45,4 +45,10 @@ pub struct OsbConfig {
     /// Unit of plan costs in the OSB catalog (`metadata.costs[].unit`).
     #[arg(long, env = "CATALOG_OSB_COST_UNIT", default_value = "HOURLY")]
     pub osb_cost_unit: String,
+
+    /// Hold every asynchronous operation this long before doing it (e.g.
+    /// 5s), so a platform's handling of `last_operation` polling and of
+    /// ConcurrencyError can be exercised. Keep 0s in production.
+    #[arg(long, env = "CATALOG_OSB_ASYNC_DELAY", default_value = "0s", value_parser = crate::config::parse_duration)]
+    pub osb_async_delay: std::time::Duration,
 }

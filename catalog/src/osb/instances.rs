@@ -429,6 +429,7 @@ async fn start_provision(
         let span = tracing::info_span!("osb_provision", instance = %inst.id, operation = %op_id);
         actix_web::rt::spawn(
             async move {
+                tokio::time::sleep(state.buying.osb.async_delay).await;
                 let outcome = provision_work(&state, &inst).await;
                 match finish_provision(&state, inst, &outcome).await {
                     Ok(_) => tracing::info!(ok = outcome.is_ok(), "provisioning finished"),
@@ -578,6 +579,7 @@ pub async fn deprovision(
     let span = tracing::info_span!("osb_deprovision", instance = %marked.id, operation = %op_id);
     actix_web::rt::spawn(
         async move {
+            tokio::time::sleep(state.buying.osb.async_delay).await;
             if let Err(e) = deprovision_work(&state, &marked).await {
                 tracing::warn!(error = %e, "deprovisioning failed");
                 let mut failed = marked.clone();

@@ -46,6 +46,8 @@ pub struct OsbSettings {
     pub async_mode: AsyncMode,
     pub currency: String,
     pub cost_unit: String,
+    /// Added before every background operation (`--osb-async-delay`).
+    pub async_delay: std::time::Duration,
 }
 
 impl OsbSettings {
@@ -74,6 +76,7 @@ impl OsbSettings {
             async_mode: c.osb_async,
             currency: c.osb_currency.clone(),
             cost_unit: c.osb_cost_unit.clone(),
+            async_delay: c.osb_async_delay,
         })
     }
 }

@@ -44,7 +44,67 @@ fn ids(catalog: &Value, offer_id: &str, plan_key: &str) -> (String, String) {
     )
 }
 
-catalog_tests!(sync_flow, async_flow);
+catalog_tests!(sync_flow, async_flow, concurrent_operations);
+
+/// Requests that would change an instance while an operation on it runs
+/// answer 422 `ConcurrencyError` and change nothing; the operation then
+/// finishes as if they had never come.
+fn concurrent_operations(backend: Backend) {
+    let env = Env::new(backend);
+    // Hold each background operation long enough to send requests into it.
+    let c = buying::start(&env, &osb_flags(&["--osb-async-delay", "1500ms"]));
+    publish(&c, 1, "shop");
+    let p = platform(&c);
+    let (sid, pid) = ids(&p.catalog(), "shop", "small");
+    let concurrency = |r: &e2e::catalog::Resp, what: &str| {
+        assert_eq!(
+            (r.status, r.json["error"].as_str()),
+            (422, Some("ConcurrencyError")),
+            "{what}: {}",
+            r.text
+        );
+    };
+
+    let r = p.provision("inst-c", &sid, &pid, None, true);
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().expect("operation").to_string();
+    let polled = p.last_operation("inst-c", &sid, &pid, Some(&op));
+    assert_eq!(polled.json["state"], "in progress", "{}", polled.text);
+    concurrency(
+        &p.provision("inst-c", &sid, &pid, None, false),
+        "provision again without accepts_incomplete",
+    );
+    concurrency(
+        &p.deprovision("inst-c", &sid, &pid, false),
+        "deprovision while provisioning",
+    );
+    concurrency(
+        &p.deprovision("inst-c", &sid, &pid, true),
+        "asynchronous deprovision while provisioning",
+    );
+    assert!(matches!(
+        p.wait("inst-c", &sid, &pid, Some(&op)),
+        Outcome::Succeeded(_)
+    ));
+    assert_eq!(p.fetch_instance("inst-c").status, 200);
+
+    let r = p.deprovision("inst-c", &sid, &pid, true);
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().expect("operation").to_string();
+    concurrency(
+        &p.provision("inst-c", &sid, &pid, None, true),
+        "provision while deprovisioning",
+    );
+    concurrency(
+        &p.deprovision("inst-c", &sid, &pid, false),
+        "deprovision again without accepts_incomplete",
+    );
+    assert_eq!(p.wait("inst-c", &sid, &pid, Some(&op)), Outcome::Gone);
+    // Gone for good, and the unit is free again.
+    assert_eq!(p.fetch_instance("inst-c").status, 404);
+    let r = p.provision("inst-d", &sid, &pid, None, false);
+    assert_eq!(r.status, 201, "{}", r.text);
+}
 
 #[test]
 fn catalog_maps_offers_to_services() {
