@@ -42,6 +42,13 @@ pub struct Config {
     #[arg(long, env = "CATALOG_MONGODB_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     pub mongodb_timeout: Duration,
 
+    /// How long MongoDB keeps the tombstone of a deleted offer (which keeps
+    /// the id's version counting, so a write conditioned on a version read
+    /// before the deletion still fails) before purging it. 0s keeps them
+    /// forever. The embedded store needs none.
+    #[arg(long, env = "CATALOG_MONGODB_TOMBSTONE_TTL", default_value = "7d", value_parser = parse_duration)]
+    pub mongodb_tombstone_ttl: Duration,
+
     /// File holding the JWT signing key (at least 32 bytes). Without it (and
     /// without --jwt-key), a key is generated once and kept: in
     /// <data-dir>/jwt-signing.key (mode 0600) for the embedded store, in the
@@ -135,7 +142,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
+/// `500ms`, `5s`, `2m`, `1h`, `7d`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
@@ -150,7 +157,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => n,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s, m or h)")),
+        "d" => n * 86400.0,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (use ms, s, m, h or d)"
+            ))
+        }
     };
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
 }

@@ -27,6 +27,9 @@ pub async fn open_store(config: &Config) -> anyhow::Result<(Arc<dyn Store>, Opti
             })
             .await
             .context("connecting to MongoDB")?;
+            if !config.mongodb_tombstone_ttl.is_zero() {
+                mongo.purge_tombstones_every(config.mongodb_tombstone_ttl);
+            }
             info!(database = %config.mongodb_database, "using the MongoDB store");
             Ok((Arc::new(mongo.clone()), Some(mongo)))
         }

@@ -16,6 +16,7 @@ mod change;
 mod embedded;
 mod filter;
 mod mongo;
+mod mongo_conn;
 pub mod reservations;
 mod reservations_embedded;
 mod reservations_mongo;

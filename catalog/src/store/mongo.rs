@@ -26,8 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{self, doc, Document};
 use mongodb::change_stream::event::OperationType;
 use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
-use mongodb::{Client, Collection, Database, IndexModel};
+use mongodb::{Collection, Database, IndexModel};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tracing::{info, warn, Instrument};
@@ -348,23 +347,7 @@ impl MongoStore {
     /// Connect (lazily: the driver connects on first use), start creating the
     /// indexes and following the change streams in the background.
     pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
-        let mut options = ClientOptions::parse(&config.uri)
-            .await
-            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
-        options
-            .app_name
-            .get_or_insert_with(|| "liqo-broker-catalog".to_string());
-        options.server_selection_timeout = Some(config.timeout);
-        options.connect_timeout = Some(config.timeout);
-        options.write_concern = Some(
-            WriteConcern::builder()
-                .w(Acknowledgment::Majority)
-                .journal(true)
-                .build(),
-        );
-        let client = Client::with_options(options)
-            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
-        let db = client.database(&config.database);
+        let db = super::mongo_conn::open(config, "liqo-broker-catalog").await?;
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
         let store = MongoStore {
             offers: db.collection("offers"),
@@ -417,32 +400,60 @@ impl MongoStore {
             doc! { "live.clusterName": 1 },
             doc! { "live.plans.costNanos": 1 },
             doc! { "live.plans.resources.name": 1, "live.plans.resources.milli": 1 },
+            // Finding old tombstones to purge.
+            doc! { "deleted": 1, "updatedAt": 1 },
         ];
-        let mut delay = Duration::from_millis(200);
-        loop {
-            let mut failed = None;
+        super::mongo_conn::create_indexes("offers", || async {
             for keys in &models {
-                if let Err(e) = self
-                    .offers
+                self.offers
                     .create_index(IndexModel::builder().keys(keys.clone()).build())
-                    .await
-                {
-                    failed = Some(e);
-                    break;
+                    .await?;
+            }
+            Ok(())
+        })
+        .await;
+    }
+
+    /// Delete the tombstones of offers deleted more than `ttl` ago; returns
+    /// how many. Until then a deleted id's `version` keeps counting (a
+    /// write conditioned on a version read before the deletion fails);
+    /// after, the id starts again at version 1. Several processes may purge
+    /// at once: a tombstone is deleted once, and a write racing the purge
+    /// retries on its version condition.
+    pub async fn purge_tombstones(&self, ttl: Duration) -> Result<u64, StoreError> {
+        let cutoff = chrono::Duration::from_std(ttl)
+            .ok()
+            .and_then(|ttl| crate::model::now().checked_sub_signed(ttl))
+            .ok_or_else(|| StoreError::Internal(format!("tombstone TTL {ttl:?} out of range")))?;
+        let deleted = self
+            .offers
+            .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": to_bson_time(cutoff) } })
+            .await
+            .map_err(classify)?;
+        Ok(deleted.deleted_count)
+    }
+
+    /// Purge tombstones older than `ttl` in the background, every `ttl / 4`
+    /// (at least every hour, at most every second), for as long as the
+    /// process runs.
+    pub fn purge_tombstones_every(&self, ttl: Duration) {
+        let store = self.clone();
+        let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        tokio::spawn(
+            async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    match store.purge_tombstones(ttl).await {
+                        Ok(0) => {}
+                        Ok(n) => info!(purged = n, "purged old offer tombstones"),
+                        Err(e) => warn!(error = %e, "purging offer tombstones failed; will retry"),
+                    }
                 }
             }
-            match failed {
-                None => {
-                    info!("MongoDB indexes ready");
-                    return;
-                }
-                Some(e) => {
-                    warn!(error = %e, "creating MongoDB indexes failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(10));
-                }
-            }
-        }
+            .instrument(tracing::info_span!("mongodb_tombstones")),
+        );
     }
 
     /// The JWT signing key shared by every process on this database: the
@@ -870,6 +881,68 @@ mod tests {
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
             .into_draft(id.into(), owner)
+    }
+
+    /// Tombstones keep a deleted id's version counting until purged; live
+    /// offers are never purged.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn old_tombstones_are_purged() {
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "tombstones".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let body = r#"{"name":"a","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
+        store.put_offer(draft("kept", body), None).await.unwrap();
+        store.put_offer(draft("gone", body), None).await.unwrap();
+        store.delete_offer("gone", "c1").await.unwrap();
+        let docs = || async {
+            let cursor = store
+                .offers
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap();
+            let docs: Vec<OfferDoc> = cursor.try_collect().await.unwrap();
+            docs.into_iter()
+                .map(|d| (d.id, d.deleted))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            docs().await,
+            [("gone".to_string(), true), ("kept".to_string(), false)]
+        );
+
+        // Younger than the TTL: kept, and the id goes on counting.
+        assert_eq!(
+            store
+                .purge_tombstones(Duration::from_secs(3600))
+                .await
+                .unwrap(),
+            0
+        );
+        let again = store.put_offer(draft("gone", body), None).await.unwrap();
+        assert_eq!((again.created, again.offer.version), (true, 3));
+        store.delete_offer("gone", "c1").await.unwrap();
+
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            store
+                .purge_tombstones(Duration::from_millis(10))
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(docs().await, [("kept".to_string(), false)]);
+        let fresh = store.put_offer(draft("gone", body), None).await.unwrap();
+        assert_eq!((fresh.created, fresh.offer.version), (true, 1));
+        assert_eq!(
+            store.get_offer("kept").await.unwrap().map(|o| o.version),
+            Some(1)
+        );
     }
 
     /// The filters run in the database: the documents MongoDB returns for

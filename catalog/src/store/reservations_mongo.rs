@@ -22,17 +22,15 @@
 //! reservation and frees the stale ones.
 
 use std::collections::{BTreeMap, HashSet};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Bson};
 use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
-use mongodb::{Client, Collection, IndexModel};
+use mongodb::{Collection, IndexModel};
 use serde::{Deserialize, Serialize};
-use tracing::{info, warn, Instrument};
+use tracing::Instrument;
 
 use super::reservations::{ReservationStore, ReserveError, TransitionError};
 use super::{MongoConfig, StoreError};
@@ -183,23 +181,7 @@ fn pick(n: usize) -> usize {
 impl MongoReservationStore {
     /// Connect (lazily) and start creating indexes in the background.
     pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
-        let mut options = ClientOptions::parse(&config.uri)
-            .await
-            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
-        options
-            .app_name
-            .get_or_insert_with(|| "liqo-broker-catalog-buying".to_string());
-        options.server_selection_timeout = Some(config.timeout);
-        options.connect_timeout = Some(config.timeout);
-        options.write_concern = Some(
-            WriteConcern::builder()
-                .w(Acknowledgment::Majority)
-                .journal(true)
-                .build(),
-        );
-        let client = Client::with_options(options)
-            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
-        let db = client.database(&config.database);
+        let db = super::mongo_conn::open(config, "liqo-broker-catalog-buying").await?;
         let store = MongoReservationStore {
             reservations: db.collection("reservations"),
             units: db.collection("plan_units"),
@@ -219,40 +201,26 @@ impl MongoReservationStore {
     }
 
     async fn create_indexes(self) {
-        let mut delay = Duration::from_millis(200);
-        loop {
-            let result = async {
-                self.units
-                    .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
-                    .await?;
-                self.reservations
-                    .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
-                    .await?;
-                self.reservations
-                    .create_index(
-                        IndexModel::builder()
-                            .keys(doc! { "state": 1, "expiresAt": 1 })
-                            .build(),
-                    )
-                    .await?;
-                self.bindings
-                    .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
-                    .await?;
-                Ok::<_, mongodb::error::Error>(())
-            }
-            .await;
-            match result {
-                Ok(()) => {
-                    info!("MongoDB indexes for reservations ready");
-                    return;
-                }
-                Err(e) => {
-                    warn!(error = %e, "creating MongoDB reservation indexes failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(10));
-                }
-            }
-        }
+        super::mongo_conn::create_indexes("reservations", || async {
+            self.units
+                .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
+                .await?;
+            self.reservations
+                .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
+                .await?;
+            self.reservations
+                .create_index(
+                    IndexModel::builder()
+                        .keys(doc! { "state": 1, "expiresAt": 1 })
+                        .build(),
+                )
+                .await?;
+            self.bindings
+                .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
+                .await?;
+            Ok(())
+        })
+        .await;
     }
 
     async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
