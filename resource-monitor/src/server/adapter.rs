@@ -33,6 +33,16 @@ impl Adapter {
             .map_err(wire::status_from)
     }
 
+    /// Forget `cluster` in every stage, with the error as the gRPC status
+    /// every shape answers.
+    pub(crate) async fn remove_cluster(&self, cluster: &str) -> Result<(), tonic::Status> {
+        tracing::info!(%cluster, "remove cluster");
+        self.reader
+            .remove_cluster(cluster)
+            .await
+            .map_err(wire::status_from)
+    }
+
     /// The notifications for one new subscriber.
     ///
     /// Subscribes to the reader before sending the initial `All`, so a

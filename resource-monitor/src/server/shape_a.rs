@@ -44,13 +44,7 @@ impl resource_reader_server::ResourceReader for ShapeA {
         &self,
         request: Request<RemoveRequest>,
     ) -> Result<Response<RemoveResponse>, Status> {
-        let cluster = request.into_inner().cluster;
-        tracing::info!(%cluster, "remove cluster");
-        self.0
-            .reader
-            .remove_cluster(&cluster)
-            .await
-            .map_err(wire::status_from)?;
+        self.0.remove_cluster(&request.into_inner().cluster).await?;
         Ok(Response::new(RemoveResponse {}))
     }
 }

@@ -49,13 +49,9 @@ impl resource_reader_server::ResourceReader for ShapeB {
         &self,
         request: Request<ClusterIdentity>,
     ) -> Result<Response<Empty>, Status> {
-        let cluster = request.into_inner().cluster_id;
-        tracing::info!(%cluster, "remove cluster");
         self.adapter()
-            .reader
-            .remove_cluster(&cluster)
-            .await
-            .map_err(wire::status_from)?;
+            .remove_cluster(&request.into_inner().cluster_id)
+            .await?;
         Ok(Response::new(Empty {}))
     }
 }

@@ -57,13 +57,9 @@ impl resource_reader_server::ResourceReader for ShapeC {
         &self,
         request: Request<ClusterIdentity>,
     ) -> Result<Response<Empty>, Status> {
-        let cluster = request.into_inner().cluster_id;
-        tracing::info!(%cluster, "remove cluster");
         self.adapter()
-            .reader
-            .remove_cluster(&cluster)
-            .await
-            .map_err(wire::status_from)?;
+            .remove_cluster(&request.into_inner().cluster_id)
+            .await?;
         Ok(Response::new(Empty {}))
     }
 }
