@@ -4,10 +4,15 @@
 //! upstream added, removed, or its last-known answer expiring) are
 //! [`Changes::signal`]led into one queue. The coalescer waits `window` after
 //! the first signal, takes everything that arrived meanwhile, and sends one
-//! [`Notification::All`] downstream: a burst across many upstreams costs
-//! Liqo one re-read, and a steady stream of changes at most one per window.
-//! The sum for X depends on every upstream, so a change anywhere concerns
-//! every cluster: downstream notifications are always "all".
+//! notification downstream: a burst across many upstreams costs Liqo one
+//! re-read, and a steady stream of changes at most one per window.
+//!
+//! An upstream saying "cluster X's view changed" changes only the sum for
+//! X, so when every cause in a window names a cluster, and there are few,
+//! each of those clusters is notified ([`Notification::Cluster`]) and Liqo
+//! re-reads only them. Anything else (an upstream saying "all", an
+//! upstream added, removed or gone, a last-known answer expiring) changes
+//! the sums of every cluster: [`Notification::All`].
 
 use std::time::Duration;
 
@@ -23,17 +28,55 @@ use crate::task::AbortOnDrop;
 /// notification is already due, so dropping more loses nothing.
 const QUEUE: usize = 256;
 
+/// More distinct clusters than this in one window: notify "all" (one
+/// re-read of everything is cheaper than many separate notifications).
+const MAX_PRECISE: usize = 16;
+
+/// Why the downstream answer may have changed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Cause {
+    /// Only the sum for `cluster` (an upstream said so).
+    Cluster { cluster: String, upstream: String },
+    /// Every sum.
+    Everything(String),
+}
+
 /// Where changes are signalled; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Changes {
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Cause>,
 }
 
 impl Changes {
-    /// Something that the downstream answer depends on may have changed.
+    /// Something that every downstream answer depends on may have changed.
     pub fn signal(&self, cause: impl Into<String>) {
-        let _ = self.tx.try_send(cause.into());
+        let _ = self.tx.try_send(Cause::Everything(cause.into()));
     }
+
+    /// `upstream`'s answer for `cluster` may have changed.
+    fn signal_cluster(&self, upstream: &str, cluster: String) {
+        let _ = self.tx.try_send(Cause::Cluster {
+            cluster,
+            upstream: upstream.to_string(),
+        });
+    }
+}
+
+/// What one window's causes call for downstream.
+fn notifications(causes: &[Cause]) -> Vec<Notification> {
+    let mut clusters = Vec::new();
+    for cause in causes {
+        match cause {
+            Cause::Everything(_) => return vec![Notification::All],
+            Cause::Cluster { cluster, .. } => clusters.push(cluster.clone()),
+        }
+    }
+    clusters.sort();
+    clusters.dedup();
+    if clusters.len() > MAX_PRECISE {
+        return vec![Notification::All];
+    }
+    clusters.into_iter().map(Notification::Cluster).collect()
 }
 
 /// Start coalescing signals into `notifier`, one per `window` at most.
@@ -49,7 +92,7 @@ pub(crate) fn start(
 }
 
 async fn coalesce(
-    mut rx: mpsc::Receiver<String>,
+    mut rx: mpsc::Receiver<Cause>,
     window: Duration,
     notifier: Notifier,
     metrics: Metrics,
@@ -64,13 +107,17 @@ async fn coalesce(
         }
         causes.sort();
         causes.dedup();
+        let out = notifications(&causes);
         tracing::debug!(
             ?causes,
+            notifications = ?out,
             subscribers = notifier.subscribers(),
             "notifying downstream"
         );
-        notifier.notify(Notification::All);
-        metrics.count_notification();
+        for n in out {
+            notifier.notify(n);
+            metrics.count_notification();
+        }
     }
 }
 
@@ -87,7 +134,10 @@ pub(crate) fn forward(
             let cause = format!("upstream {cluster_id} changed");
             while let Some(n) = stream.next().await {
                 tracing::trace!(notification = ?n, "upstream notification");
-                changes.signal(cause.clone());
+                match n {
+                    Notification::All => changes.signal(cause.clone()),
+                    Notification::Cluster(x) => changes.signal_cluster(&cluster_id, x),
+                }
             }
         }
         .instrument(span),
@@ -141,8 +191,41 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(1), downstream.next()).await;
         assert_eq!(
             got.ok().flatten(),
-            Some(Notification::All),
-            "a change anywhere concerns every cluster"
+            Some(Notification::Cluster("x".into())),
+            "only x's sum changed"
         );
+        upstream.notify(Notification::All);
+        let got = tokio::time::timeout(Duration::from_secs(1), downstream.next()).await;
+        assert_eq!(got.ok().flatten(), Some(Notification::All));
+    }
+
+    fn cluster(c: &str, upstream: &str) -> Cause {
+        Cause::Cluster {
+            cluster: c.into(),
+            upstream: upstream.into(),
+        }
+    }
+
+    #[test]
+    fn a_window_names_its_clusters_unless_everything_changed() {
+        let named = [cluster("x", "u1"), cluster("y", "u2"), cluster("x", "u2")];
+        assert_eq!(
+            notifications(&named),
+            [
+                Notification::Cluster("x".into()),
+                Notification::Cluster("y".into())
+            ]
+        );
+        let mut mixed = named.to_vec();
+        mixed.push(Cause::Everything("upstream u3 down".into()));
+        assert_eq!(notifications(&mixed), [Notification::All]);
+        let many: Vec<Cause> = (0..=MAX_PRECISE)
+            .map(|i| cluster(&format!("c{i}"), "u1"))
+            .collect();
+        assert_eq!(notifications(&many), [Notification::All]);
+        let few: Vec<Cause> = (0..MAX_PRECISE)
+            .map(|i| cluster(&format!("c{i}"), "u1"))
+            .collect();
+        assert_eq!(notifications(&few).len(), MAX_PRECISE);
     }
 }
