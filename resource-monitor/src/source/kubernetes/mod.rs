@@ -7,6 +7,16 @@
 //! here added back, so it is never offered less because of its own
 //! workload. Never negative. Subscribers are notified whenever the answer
 //! changes (pod status heartbeats that change nothing are not notified).
+//!
+//! As Liqo does, the API server filters: Nodes are watched with
+//! `liqo.io/type!=virtual-node`, Pods with `liqo.io/shadowPod!=true` and
+//! `status.phase=Running`. In a big cluster finished pods (Jobs, CronJobs)
+//! can far outnumber running ones; they would otherwise be listed, streamed
+//! and held in memory only to be ignored. Under a selector, an object that stops matching (a pod
+//! finishing, a node labelled virtual) arrives as a DELETED event and one
+//! that starts matching as ADDED, which the accounting already treats as
+//! leaving and joining. Readiness cannot be selected server-side, so the
+//! client-side checks of [`objects`] still apply to everything received.
 
 mod accounting;
 pub mod objects;
@@ -121,6 +131,7 @@ impl KubernetesSource {
         let nodes = tokio::spawn(
             watch_kind::<Node>(
                 Api::all(client.clone()),
+                watcher::Config::default().labels(&objects::node_label_selector()),
                 state.clone(),
                 notifier.clone(),
                 |a, e| a.on_node_event(e),
@@ -128,9 +139,15 @@ impl KubernetesSource {
             .instrument(tracing::info_span!("watch", kind = "Node")),
         );
         let pods = tokio::spawn(
-            watch_kind::<Pod>(Api::all(client), state.clone(), notifier.clone(), |a, e| {
-                a.on_pod_event(e)
-            })
+            watch_kind::<Pod>(
+                Api::all(client),
+                watcher::Config::default()
+                    .labels(&objects::pod_label_selector())
+                    .fields(objects::POD_FIELD_SELECTOR),
+                state.clone(),
+                notifier.clone(),
+                |a, e| a.on_pod_event(e),
+            )
             .instrument(tracing::info_span!("watch", kind = "Pod")),
         );
         Self {
@@ -141,19 +158,20 @@ impl KubernetesSource {
     }
 }
 
-/// Feed one kind's watch events into the accounting; `watcher` re-lists
-/// and re-watches on its own, with backoff after errors.
+/// Feed one kind's watch events into the accounting; `watcher` follows
+/// list pages, re-watches when a stream ends, and re-lists from scratch
+/// when the API server answers 410 Gone (history compacted), with backoff
+/// after errors.
 async fn watch_kind<K>(
     api: Api<K>,
+    config: watcher::Config,
     state: Arc<RwLock<Accounting>>,
     notifier: Notifier,
     apply: fn(&mut Accounting, watcher::Event<K>) -> Changed,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
         match event {
             Ok(event) => {

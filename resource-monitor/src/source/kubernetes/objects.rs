@@ -1,6 +1,12 @@
 //! What the local monitor needs from a Node or a Pod, following Liqo's
 //! rules: which nodes count (Ready, not virtual), which pods count (Running,
 //! not shadow), what a pod requests, and which peer offloaded it.
+//!
+//! The same rules exist twice: as selectors sent to the API server, so it
+//! filters before anything crosses the wire, and as the checks below, which
+//! every received object still passes through (the Ready condition cannot be
+//! selected server-side, and a server or proxy ignoring a selector must not
+//! change the answer).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +24,23 @@ pub const SHADOW_POD_LABEL: &str = "liqo.io/shadowPod";
 /// `virtualkubelet.liqo.io/origin`, later releases `offloading.liqo.io/origin`.
 pub const DEFAULT_ORIGIN_LABELS: [&str; 2] =
     ["virtualkubelet.liqo.io/origin", "offloading.liqo.io/origin"];
+
+/// The label selector of the Node watch: everything but Liqo's virtual
+/// nodes, whose "allocatable" is a peer's offer, not capacity of ours.
+pub fn node_label_selector() -> String {
+    format!("{NODE_TYPE_LABEL}!={VIRTUAL_NODE}")
+}
+
+/// The label selector of the Pod watch: no shadow pods (they run on a peer).
+pub fn pod_label_selector() -> String {
+    format!("{SHADOW_POD_LABEL}!=true")
+}
+
+/// The field selector of the Pod watch: only Running pods. Finished pods
+/// (Succeeded, Failed) can outnumber running ones by far in a busy cluster
+/// and are never counted, so the API server keeps them to itself; a pod
+/// that stops running leaves the watch as a DELETED event.
+pub const POD_FIELD_SELECTOR: &str = "status.phase=Running";
 
 /// A node's allocatable resources, if the node counts (Ready and not a
 /// Liqo virtual node); `None` otherwise.

@@ -305,3 +305,105 @@ fn init_containers_sidecars_and_overhead() {
         pairs(&[("cpu", "2990m"), ("memory", "8082Mi"), ("pods", "110")])
     );
 }
+
+/// Under the Pod watch's selectors, a pod that stops running leaves the
+/// watch as a DELETED event carrying its new state, and one that starts
+/// running (or loses its shadow label) joins it as ADDED.
+#[test]
+fn objects_leaving_and_joining_the_selected_set() {
+    let mut a = synced(
+        vec![
+            node("n1", true, false, "4", "8Gi"),
+            node("n2", true, false, "2", "4Gi"),
+        ],
+        vec![pod(
+            "job",
+            "Running",
+            json!({"offloading.liqo.io/origin": "peer-a"}),
+            "1",
+            "1Gi",
+        )],
+    );
+    assert_eq!(
+        answer(&a, "peer-b"),
+        pairs(&[("cpu", "5"), ("memory", "11Gi"), ("pods", "220")])
+    );
+    // Running → Succeeded, delivered as DELETED with the Succeeded object.
+    assert_eq!(
+        a.on_pod_event(Event::Delete(pod(
+            "job",
+            "Succeeded",
+            json!({"offloading.liqo.io/origin": "peer-a"}),
+            "1",
+            "1Gi"
+        ))),
+        Changed::Yes
+    );
+    assert_eq!(
+        answer(&a, "peer-b"),
+        pairs(&[("cpu", "6"), ("memory", "12Gi"), ("pods", "220")])
+    );
+    assert_eq!(answer(&a, "peer-a"), answer(&a, "peer-b"));
+    // A DELETED for a pod that was never counted changes nothing.
+    assert_eq!(
+        a.on_pod_event(Event::Delete(pod("other", "Failed", json!({}), "1", "1Gi"))),
+        Changed::No
+    );
+    // A node labelled virtual leaves the Node watch the same way.
+    assert_eq!(
+        a.on_node_event(Event::Delete(node("n2", true, true, "2", "4Gi"))),
+        Changed::Yes
+    );
+    assert_eq!(
+        answer(&a, "peer-b"),
+        pairs(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+    );
+    // A shadow pod that is no longer one joins as ADDED.
+    assert_eq!(
+        a.on_pod_event(Event::Apply(pod(
+            "was-shadow",
+            "Running",
+            json!({}),
+            "1",
+            "2Gi"
+        ))),
+        Changed::Yes
+    );
+    assert_eq!(
+        answer(&a, "peer-b"),
+        pairs(&[("cpu", "3"), ("memory", "6Gi"), ("pods", "110")])
+    );
+}
+
+/// The selectors sent to the API server say what the client-side checks
+/// say: an object they exclude is one `counted_*` rejects.
+#[test]
+fn selectors_agree_with_the_client_side_rules() {
+    use super::objects::{
+        counted_node, counted_pod, node_label_selector, pod_label_selector, POD_FIELD_SELECTOR,
+    };
+    assert_eq!(node_label_selector(), "liqo.io/type!=virtual-node");
+    assert_eq!(pod_label_selector(), "liqo.io/shadowPod!=true");
+    assert_eq!(POD_FIELD_SELECTOR, "status.phase=Running");
+    let origin: Vec<String> = DEFAULT_ORIGIN_LABELS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(counted_node(&node("v", true, true, "1", "1Gi")).is_none());
+    assert!(counted_node(&node("n", true, false, "1", "1Gi")).is_some());
+    assert!(counted_pod(
+        &pod(
+            "s",
+            "Running",
+            json!({"liqo.io/shadowPod": "true"}),
+            "1",
+            "1Gi"
+        ),
+        &origin
+    )
+    .is_none());
+    for phase in ["Pending", "Succeeded", "Failed", "Unknown"] {
+        assert!(counted_pod(&pod("p", phase, json!({}), "1", "1Gi"), &origin).is_none());
+    }
+    assert!(counted_pod(&pod("p", "Running", json!({}), "1", "1Gi"), &origin).is_some());
+}
