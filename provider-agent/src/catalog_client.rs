@@ -7,6 +7,7 @@
 //! restarting), try again at once (a version conflict), or stop (the
 //! credentials are refused, the offer is someone else's).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -103,6 +104,10 @@ pub struct CatalogClient {
     http: reqwest::Client,
     base: Url,
     credentials: Credentials,
+    /// Where `credentials` came from: re-read when the catalog refuses
+    /// them, since an operator who rotated them (`POST
+    /// /authenticate/rotate`) updates the file, not the running agent.
+    credentials_file: Option<PathBuf>,
     token: Option<Token>,
 }
 
@@ -143,8 +148,16 @@ impl CatalogClient {
             http,
             base,
             credentials,
+            credentials_file: None,
             token: None,
         })
+    }
+
+    /// Re-read `path` when the catalog refuses the credentials, and carry
+    /// on with the new ones if they changed.
+    pub fn with_credentials_file(mut self, path: PathBuf) -> Self {
+        self.credentials_file = Some(path);
+        self
     }
 
     /// The cluster this client authenticates as.
@@ -158,8 +171,31 @@ impl CatalogClient {
             .map_err(|e| CatalogError::Unavailable(format!("cannot build the URL for {path}: {e}")))
     }
 
-    /// Exchange the credentials for a fresh token.
+    /// Exchange the credentials for a fresh token. Refused, and the
+    /// credentials file now says something else: once more with those.
     pub async fn authenticate(&mut self) -> Result<(), CatalogError> {
+        let refused = match self.authenticate_once().await {
+            Err(e @ CatalogError::BadCredentials { .. }) => e,
+            other => return other,
+        };
+        let Some(path) = &self.credentials_file else {
+            return Err(refused);
+        };
+        match Credentials::load(path) {
+            Ok(fresh) if fresh != self.credentials => {
+                tracing::info!(path = %path.display(), "the catalog refused the credentials and the file has changed; authenticating with the file's");
+                self.credentials = fresh;
+                self.authenticate_once().await
+            }
+            Ok(_) => Err(refused),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot re-read the credentials file");
+                Err(refused)
+            }
+        }
+    }
+
+    async fn authenticate_once(&mut self) -> Result<(), CatalogError> {
         let url = self.url("authenticate")?;
         let request = self.http.post(url).json(&self.credentials);
         let span = tracing::info_span!("authenticate", cluster_id = %self.credentials.cluster_id);

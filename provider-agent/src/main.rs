@@ -185,7 +185,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let catalog = CatalogClient::new(base, credentials, args.request_timeout)
-        .context("cannot set up the HTTP client")?;
+        .context("cannot set up the HTTP client")?
+        .with_credentials_file(args.credentials.clone());
     let options = SyncOptions {
         debounce: args.debounce,
         resync: args.resync.max(Duration::from_secs(1)),

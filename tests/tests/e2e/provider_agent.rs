@@ -315,6 +315,55 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     agent.kill();
 }
 
+#[test]
+fn the_agent_follows_a_credential_rotation_through_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\n").unwrap();
+    let creds = credentials("provider-rotating", "peering-secret-old");
+    let creds_file = write_json(dir.path(), "credentials.json", &creds);
+
+    let catalog_port = free_port();
+    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let token = login(catalog_port, &creds);
+    put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
+    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let monitor_port = free_port();
+    let _monitor = start_resource_monitor(monitor_port, &resources);
+    let mut agent = start_agent(
+        catalog_port,
+        &creds_file,
+        &format!("grpc:127.0.0.1:{monitor_port}"),
+    );
+    wait_for_plan(&mut feed, &json!({"cpu": "4"}), Instant::now() + PATIENCE);
+
+    // The operator rotates the credentials and updates the file; the
+    // agent's token is retired at once.
+    let mut rotation = creds.clone();
+    rotation["newToken"] = json!("peering-secret-new");
+    let r = http()
+        .post(format!(
+            "http://127.0.0.1:{catalog_port}/authenticate/rotate"
+        ))
+        .json(&rotation)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "rotate");
+    let mut rotated = creds.clone();
+    rotated["token"] = json!("peering-secret-new");
+    write_json(dir.path(), "credentials.json", &rotated);
+
+    // The next change is written with the file's new credentials.
+    set_resources(&resources, "cpu: 6\n");
+    let offer = wait_for_plan(&mut feed, &json!({"cpu": "6"}), Instant::now() + PATIENCE);
+    assert_rest_kept(&offer);
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent stopped instead of taking the rotated credentials"
+    );
+    agent.kill();
+}
+
 /// Run `provider-agent` with `args` until it exits (killed after 20 s):
 /// its status and stderr.
 fn run_agent(args: &[&str]) -> (std::process::ExitStatus, String) {
