@@ -101,12 +101,7 @@ pub async fn authenticate(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(peer) = req.peer_addr() {
-        if !state.auth_limiter.allow(peer.ip()) {
-            return Err(ApiError::TooManyRequests);
-        }
-    }
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = credentials_body(&state, &req, payload).await?;
     let creds: Credentials = crate::model::parse_json(&body)?;
     let c = creds.check()?;
     tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
@@ -154,6 +149,21 @@ pub async fn authenticate(
     issue(&state, &account)
 }
 
+/// The body of a request that presents a secret, after the per-address
+/// rate limit that keeps secrets from being guessed (429 beyond it).
+pub(crate) async fn credentials_body(
+    state: &AppState,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<web::Bytes, ApiError> {
+    if let Some(peer) = req.peer_addr() {
+        if !state.auth_limiter.allow(peer.ip()) {
+            return Err(ApiError::TooManyRequests);
+        }
+    }
+    read_json_body(req, payload, state.limits.max_body_bytes).await
+}
+
 /// Current credentials plus what replaces them.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -194,12 +204,7 @@ pub async fn rotate(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(peer) = req.peer_addr() {
-        if !state.auth_limiter.allow(peer.ip()) {
-            return Err(ApiError::TooManyRequests);
-        }
-    }
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = credentials_body(&state, &req, payload).await?;
     let r: Rotation = crate::model::parse_json(&body)?;
     let new_token = required("newToken", r.new_token, MAX_TOKEN_LEN)?;
     let new_auth_url = r

@@ -47,17 +47,12 @@ pub async fn login(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, BuyError> {
-    if let Some(peer) = req.peer_addr() {
-        if !state.auth_limiter.allow(peer.ip()) {
-            return Err(ApiError::TooManyRequests.into());
-        }
-    }
+    let body = crate::api::authenticate::credentials_body(&state, &req, payload).await?;
     let Some(expected) = state.buying.admin_secret_digest else {
         return Err(BuyError::not_found(
             "no administrator secret is configured on this catalog",
         ));
     };
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
     let login: AdminLogin = parse_body(&body)?;
     if !bool::from(digest(login.secret.as_bytes()).ct_eq(&expected)) {
         tracing::warn!("admin authentication refused");

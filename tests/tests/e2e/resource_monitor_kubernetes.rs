@@ -45,20 +45,7 @@ async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
     );
 
     let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    kube.write_kubeconfig(&kubeconfig)?;
-    let port = free_port();
-    let _monitor = Spawn::new("resource-monitor")
-        .args(["--source", "kubernetes", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .args([
-            "--liqo-api",
-            "v0.6",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .start_listening(port)?;
-    let client = ReaderClient::connect(port, Shape::B).await?;
+    let (_monitor, client) = start_monitor(&kube, dir.path()).await?;
 
     // Ready physical nodes (n1 + n2) minus the running, non-shadow pod.
     let all = resources(&[("cpu", "5"), ("memory", "11Gi"), ("pods", "220")]);
