@@ -28,6 +28,19 @@ pub struct Platform {
     base: String,
     http: reqwest::blocking::Client,
     pub auth: Auth,
+    /// `X-Broker-API-Originating-Identity`, sent with every request as a
+    /// Kubernetes-based platform does (None: left out).
+    pub identity: Option<String>,
+}
+
+/// The originating-identity header a Kubernetes platform sends for `user`.
+pub fn kubernetes_identity(user: &str) -> String {
+    use base64::Engine;
+    let json = serde_json::json!({ "username": user, "uid": format!("uid-{user}"), "groups": ["system:authenticated"] });
+    format!(
+        "kubernetes {}",
+        base64::engine::general_purpose::STANDARD.encode(json.to_string())
+    )
 }
 
 /// Where a polled operation ended.
@@ -47,6 +60,7 @@ impl Platform {
             base: base.trim_end_matches('/').to_string(),
             http,
             auth,
+            identity: Some(kubernetes_identity("e2e-user")),
         }
     }
 
@@ -68,6 +82,9 @@ impl Platform {
             Auth::None => req,
         };
         req = req.header("X-Broker-API-Request-Identity", "e2e-request");
+        if let Some(identity) = &self.identity {
+            req = req.header("X-Broker-API-Originating-Identity", identity);
+        }
         if let Some(b) = body {
             req = req.json(b);
         }
@@ -136,6 +153,15 @@ impl Platform {
         );
         check_operation_answer(&r);
         r
+    }
+
+    /// `PATCH /v2/service_instances/{instance}` with `body`.
+    pub fn update(&self, instance: &str, body: &Value) -> Resp {
+        self.call(
+            Method::PATCH,
+            &format!("/v2/service_instances/{instance}"),
+            Some(body),
+        )
     }
 
     pub fn fetch_instance(&self, instance: &str) -> Resp {

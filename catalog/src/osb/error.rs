@@ -66,6 +66,11 @@ impl OsbError {
         )
     }
 
+    /// 422 without an OSB error code: a change this broker cannot make.
+    pub fn unprocessable(description: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, None, description)
+    }
+
     pub fn concurrency(description: impl Into<String>) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -18,6 +18,9 @@ pub const API_VERSION: &str = "2.17";
 /// binding `last_operation` arrived in 2.14.
 pub const MIN_MINOR: u32 = 14;
 pub const VERSION_HEADER: &str = "X-Broker-API-Version";
+pub const IDENTITY_HEADER: &str = "X-Broker-API-Originating-Identity";
+/// Longest originating identity accepted (it is logged).
+const MAX_IDENTITY_LEN: usize = 4096;
 
 /// The authenticated platform or user behind a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,11 +42,46 @@ fn unauthorized(description: &str) -> OsbError {
     OsbError::new(StatusCode::UNAUTHORIZED, None, description)
 }
 
-/// Authenticate, then check the version header.
+/// Authenticate, then check the version and originating-identity headers.
 pub async fn guard(state: &AppState, req: &HttpRequest) -> Result<Platform, OsbError> {
     let platform = authenticate(state, req).await?;
     check_version(req)?;
+    if let Some((on, user)) = originating_identity(req)? {
+        tracing::info!(platform = %on, user = %user, owner = %platform.owner, method = %req.method(), path = %req.path(), "OSB request on behalf of a platform user");
+    }
     Ok(platform)
+}
+
+/// The `X-Broker-API-Originating-Identity` header, `<platform> <base64
+/// of a JSON object>`, decoded: the platform name and the user's JSON.
+pub fn originating_identity(req: &HttpRequest) -> Result<Option<(String, String)>, OsbError> {
+    let Some(value) = req.headers().get(IDENTITY_HEADER) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| OsbError::bad_request(format!("{IDENTITY_HEADER}: {why}"));
+    if value.len() > MAX_IDENTITY_LEN {
+        return Err(bad(&format!("longer than {MAX_IDENTITY_LEN} bytes")));
+    }
+    let text = value.to_str().map_err(|_| bad("must be ASCII"))?.trim();
+    let (platform, encoded) = text
+        .split_once(' ')
+        .ok_or_else(|| bad("must be `<platform> <base64-encoded JSON object>`"))?;
+    if platform.is_empty()
+        || !platform
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(bad("the platform must be a word such as `kubernetes`"));
+    }
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| bad("the value is not base64"))?;
+    let user: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|_| bad("the value is not JSON"))?;
+    if !user.is_object() {
+        return Err(bad("the value must be a JSON object"));
+    }
+    Ok(Some((platform.to_string(), user.to_string())))
 }
 
 async fn authenticate(state: &AppState, req: &HttpRequest) -> Result<Platform, OsbError> {

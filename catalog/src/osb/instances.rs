@@ -173,7 +173,10 @@ fn accepted(operation: &str) -> HttpResponse {
 
 /// The instance with a stale "in progress" operation shown as failed (and
 /// recorded so, best effort).
-async fn settle(state: &AppState, mut inst: OsbInstance) -> Result<OsbInstance, OsbError> {
+pub(crate) async fn settle(
+    state: &AppState,
+    mut inst: OsbInstance,
+) -> Result<OsbInstance, OsbError> {
     let stale = inst.operation.as_ref().is_some_and(|op| {
         op.state == OperationState::InProgress
             && op.started_at + STALE_OPERATION < crate::model::now()

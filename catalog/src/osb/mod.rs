@@ -6,12 +6,16 @@
 //! |---|---|
 //! | `GET /v2/catalog` | [`catalog::get`] |
 //! | `PUT/GET/DELETE /v2/service_instances/{id}` | [`instances`] |
+//! | `PATCH /v2/service_instances/{id}` | [`update::update`] |
 //! | `GET /v2/service_instances/{id}/last_operation` | [`instances::last_operation`] |
 //! | `PUT/GET/DELETE /v2/service_instances/{id}/service_bindings/{bid}` | [`bindings`] |
 //! | `GET .../service_bindings/{bid}/last_operation` | [`bindings::last_operation`] |
 //!
 //! Every request needs `X-Broker-API-Version` (2.14 or later; missing or
-//! older: 412, malformed: 400) and platform credentials ([`guard`]).
+//! older: 412, malformed: 400) and platform credentials ([`guard`]). An
+//! `X-Broker-API-Originating-Identity` header, when sent, must be well
+//! formed (400 otherwise) and is logged with the request, so an operator
+//! can tell which platform user provisioned or bound what.
 
 pub mod bindings;
 pub mod catalog;
@@ -21,6 +25,7 @@ pub mod guard;
 pub mod ids;
 pub mod instances;
 pub mod model;
+pub mod update;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -96,6 +101,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             resource("/v2/service_instances/{id}")
                 .route(web::put().to(instances::provision))
+                .route(web::patch().to(update::update))
                 .route(web::get().to(instances::fetch))
                 .route(web::delete().to(instances::deprovision)),
         )

@@ -222,6 +222,43 @@ fn sync_flow(backend: Backend) {
     assert_eq!(r.json["parameters"], params);
     assert_eq!(p.fetch_instance("nope").status, 404);
 
+    // Updates: the current values (and a new context) change nothing and
+    // answer 200 {}; a new plan, new parameters or maintenance_info are
+    // refused with 422, and the instance stays as it was.
+    for same in [
+        json!({ "service_id": sid }),
+        json!({ "service_id": sid, "plan_id": pid, "parameters": params,
+                "context": { "platform": "kubernetes", "namespace": "renamed" },
+                "previous_values": { "plan_id": pid } }),
+    ] {
+        let r = p.update("inst-1", &same);
+        assert_eq!((r.status, &r.json), (200, &json!({})), "{same}: {}", r.text);
+    }
+    for (change, code) in [
+        (json!({ "service_id": sid, "plan_id": other_pid }), None),
+        (
+            json!({ "service_id": sid, "parameters": { "purpose": "else" } }),
+            None,
+        ),
+        (
+            json!({ "service_id": sid, "maintenance_info": { "version": "2.0.0" } }),
+            Some("MaintenanceInfoConflict"),
+        ),
+    ] {
+        let r = p.update("inst-1", &change);
+        assert_eq!(r.status, 422, "{change}: {}", r.text);
+        assert_eq!(r.json["error"].as_str(), code, "{change}: {}", r.text);
+    }
+    assert_eq!(p.update("inst-1", &json!({ "plan_id": pid })).status, 400);
+    assert_eq!(
+        p.update("inst-1", &json!({ "service_id": "other" })).status,
+        400
+    );
+    assert_eq!(p.update("nope", &json!({ "service_id": sid })).status, 404);
+    let r = p.fetch_instance("inst-1");
+    assert_eq!(r.json["plan_id"].as_str(), Some(pid.as_str()));
+    assert_eq!(r.json["parameters"], params);
+
     // The instance is a purchase, owned by the platform account.
     let admin = admin(&c);
     let purchases = buying::get(&c, "/purchases?consumer=osb:platform", Some(&admin));
@@ -487,6 +524,31 @@ fn version_auth_and_validation_errors() {
     );
     assert_eq!(r.status, 400, "{}", r.text);
     assert_eq!(p.fetch_instance("bad").status, 404);
+    // A malformed X-Broker-API-Originating-Identity: 400, nothing created.
+    let good = json!({ "service_id": sid, "plan_id": pid });
+    for identity in [
+        "kubernetes",
+        "kubernetes not-base64!",
+        "kubernetes bm90IGpzb24=",
+        "kubernetes WzFd",
+        "kube rnetes e30=",
+    ] {
+        let mut odd = platform(&c);
+        odd.identity = Some(identity.into());
+        let r = odd.provision("bad", &sid, &pid, None, false);
+        assert_eq!(r.status, 400, "{identity}: {}", r.text);
+        assert!(r.text.contains("Originating-Identity"), "{}", r.text);
+    }
+    assert_eq!(p.fetch_instance("bad").status, 404);
+    let mut anonymous = platform(&c);
+    anonymous.identity = None;
+    let r = anonymous.send(
+        Method::PUT,
+        "/v2/service_instances/anon",
+        Some(&good),
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 201, "the header is optional: {}", r.text);
     // Deprovision and unbind need service_id and plan_id.
     assert_eq!(
         p.send(
