@@ -130,6 +130,11 @@ impl Env {
                 anyhow::bail!("catalog did not listen on {port} within 30s");
             }
         }
+        if self.mongo.is_some() {
+            // As a load balancer would: a MongoDB-backed catalog takes
+            // subscribers once it follows the database's change streams.
+            c.wait_for_status("/readyz", 200, Duration::from_secs(30))?;
+        }
         Ok(c)
     }
 }

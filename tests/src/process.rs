@@ -24,8 +24,52 @@ pub fn bin_path(name: &str) -> PathBuf {
     path
 }
 
-/// A loopback port that was free a moment ago.
+/// A loopback port that was free a moment ago and that no other test
+/// process of this run was handed.
+///
+/// nextest runs every test in its own process, all at once: two of them
+/// asking the system for a free port can be told the same one, and then
+/// one test's catalog or database would silently serve the other test
+/// (the second server fails to bind, while the first answers on the
+/// port). So each port handed out is marked with a file no other test
+/// process can create again; marks older than [`PORT_MARK_TTL`] are
+/// forgotten.
 pub fn free_port() -> u16 {
+    let dir = std::env::temp_dir().join("liqo-broker-e2e-ports");
+    let marks = std::fs::create_dir_all(&dir).is_ok();
+    for _ in 0..100 {
+        let port = system_free_port();
+        if !marks {
+            return port;
+        }
+        let mark = dir.join(port.to_string());
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&mark)
+        {
+            Ok(_) => return port,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let stale = std::fs::metadata(&mark)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > PORT_MARK_TTL);
+                if stale {
+                    let _ = std::fs::remove_file(&mark);
+                }
+            }
+            // Cannot mark (read-only temp dir?): the plain behaviour.
+            Err(_) => return port,
+        }
+    }
+    system_free_port()
+}
+
+/// Longer than any test holds a port.
+const PORT_MARK_TTL: Duration = Duration::from_secs(600);
+
+fn system_free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

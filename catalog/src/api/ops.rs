@@ -23,6 +23,11 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         .ping()
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    if !state.store.following_changes() {
+        return Err(ApiError::Unavailable(
+            "the store is reachable but its change streams are not open yet: other processes' changes would be missed".into(),
+        ));
+    }
     Ok(HttpResponse::Ok().json(json!({ "status": "ready", "store": state.store.kind() })))
 }
 

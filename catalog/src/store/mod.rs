@@ -80,6 +80,15 @@ pub trait Store: Send + Sync + 'static {
     /// Cheap reachability check (`/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;
 
+    /// Whether [`Store::changes`] carries every committed change, other
+    /// processes' included. MongoDB: false until its change streams have
+    /// opened (or proved unsupported) after start; meanwhile `/readyz`
+    /// answers 503, so no subscriber is sent to a process whose feed
+    /// would miss other processes' writes.
+    fn following_changes(&self) -> bool {
+        true
+    }
+
     /// Live offers matching `filter`, ordered by id.
     async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError>;
 

@@ -645,6 +645,10 @@ impl Store for MongoStore {
         "mongodb"
     }
 
+    fn following_changes(&self) -> bool {
+        *self.streams_opened.borrow() >= 2
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.db
             .run_command(doc! { "ping": 1 })
