@@ -206,10 +206,32 @@ pub(crate) async fn settle(
     Ok(inst)
 }
 
-fn in_progress(inst: &OsbInstance, kind: OperationKind) -> Option<&Operation> {
-    inst.operation
+/// The `ConcurrencyError` for a request that meets `op` under way.
+pub(crate) fn busy(op: &Operation) -> OsbError {
+    OsbError::concurrency(match op.kind {
+        OperationKind::Provision => "this service instance is being provisioned",
+        OperationKind::Deprovision => "this service instance is being deprovisioned",
+    })
+}
+
+/// What a `kind` request answers while an operation runs on `inst` (None
+/// when none does): the same operation asked again, by a platform that
+/// accepts incomplete answers, gets 202 with its id; anything else gets
+/// `ConcurrencyError`.
+fn answer_running(
+    inst: &OsbInstance,
+    kind: OperationKind,
+    accepts: bool,
+) -> Option<Result<HttpResponse, OsbError>> {
+    let op = inst
+        .operation
         .as_ref()
-        .filter(|op| op.kind == kind && op.state == OperationState::InProgress)
+        .filter(|op| op.state == OperationState::InProgress)?;
+    Some(if op.kind == kind && accepts {
+        Ok(accepted(&op.id))
+    } else {
+        Err(busy(op))
+    })
 }
 
 /// Provision: reserve and purchase; the reservation id on success.
@@ -339,19 +361,8 @@ pub async fn provision(
                 "service instance {id} already exists with different attributes"
             )));
         }
-        if let Some(op) = in_progress(&existing, OperationKind::Provision) {
-            return if accepts {
-                Ok(accepted(&op.id))
-            } else {
-                Err(OsbError::concurrency(
-                    "this service instance is being provisioned",
-                ))
-            };
-        }
-        if in_progress(&existing, OperationKind::Deprovision).is_some() {
-            return Err(OsbError::concurrency(
-                "this service instance is being deprovisioned",
-            ));
+        if let Some(answer) = answer_running(&existing, OperationKind::Provision, accepts) {
+            return answer;
         }
         if existing.provisioned {
             return Ok(HttpResponse::Ok().json(json!({})));
@@ -541,19 +552,8 @@ pub async fn deprovision(
             inst.service_id, inst.plan_id
         )));
     }
-    if let Some(op) = in_progress(&inst, OperationKind::Deprovision) {
-        return if accepts {
-            Ok(accepted(&op.id))
-        } else {
-            Err(OsbError::concurrency(
-                "this service instance is being deprovisioned",
-            ))
-        };
-    }
-    if in_progress(&inst, OperationKind::Provision).is_some() {
-        return Err(OsbError::concurrency(
-            "this service instance is being provisioned",
-        ));
+    if let Some(answer) = answer_running(&inst, OperationKind::Deprovision, accepts) {
+        return answer;
     }
     if !is_async {
         deprovision_work(&state, &inst).await?;

@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 
 use super::error::OsbError;
 use super::guard::guard;
-use super::instances::{check_id, object_field, parse, read_body, required_field, settle, Query};
+use super::instances::{
+    busy, check_id, object_field, parse, read_body, required_field, settle, Query,
+};
 use super::model::OperationState;
 use crate::AppState;
 use actix_web::http::StatusCode;
@@ -62,14 +64,12 @@ pub async fn update(
         .filter(|i| platform.may_act_on(&i.owner))
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
     let inst = settle(&state, inst).await?;
-    if inst
+    if let Some(op) = inst
         .operation
         .as_ref()
-        .is_some_and(|op| op.state == OperationState::InProgress)
+        .filter(|op| op.state == OperationState::InProgress)
     {
-        return Err(OsbError::concurrency(
-            "an operation on this service instance is in progress",
-        ));
+        return Err(busy(op));
     }
     if !inst.provisioned {
         return Err(OsbError::unprocessable(format!(
