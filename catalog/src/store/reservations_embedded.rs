@@ -99,11 +99,27 @@ fn from_json<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result
     serde_json::from_slice(bytes).map_err(|e| internal(format!("{what} is corrupt: {e}")))
 }
 
-fn load(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<Reservation>, StoreError> {
-    match table.get(id).map_err(internal)? {
-        Some(v) => Ok(Some(from_json("reservation", v.value())?)),
+/// The JSON record at `key` of `table`, decoded (`what` names it if it is
+/// corrupt).
+fn get_record<T: serde::de::DeserializeOwned>(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+    what: &str,
+) -> Result<Option<T>, StoreError> {
+    match table.get(key).map_err(internal)? {
+        Some(v) => Ok(Some(from_json(what, v.value())?)),
         None => Ok(None),
     }
+}
+
+/// The revision of OSB instance `id`, if it exists: what a conditional
+/// write compares.
+fn instance_revision(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<u64>, StoreError> {
+    Ok(get_record::<OsbInstance>(table, id, "OSB instance")?.map(|i| i.revision))
+}
+
+fn load(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<Reservation>, StoreError> {
+    get_record(table, id, "reservation")
 }
 
 /// Apply `t` to `r` inside `txn`, keeping every index in step.
@@ -337,10 +353,7 @@ impl ReservationStore for EmbeddedReservationStore {
         self.blocking(move |db| {
             let read = db.begin_read().map_err(internal)?;
             let table = read.open_table(RESERVATIONS).map_err(internal)?;
-            match table.get(id.as_str()).map_err(internal)? {
-                Some(v) => Ok(Some(from_json("reservation", v.value())?)),
-                None => Ok(None),
-            }
+            get_record(&table, &id, "reservation")
         })
         .await
     }
@@ -543,10 +556,7 @@ impl ReservationStore for EmbeddedReservationStore {
         self.blocking(move |db| {
             let read = db.begin_read().map_err(internal)?;
             let table = read.open_table(OSB_INSTANCES).map_err(internal)?;
-            match table.get(id.as_str()).map_err(internal)? {
-                Some(v) => Ok(Some(from_json("OSB instance", v.value())?)),
-                None => Ok(None),
-            }
+            get_record(&table, &id, "OSB instance")
         })
         .await
     }
@@ -561,12 +571,7 @@ impl ReservationStore for EmbeddedReservationStore {
             let txn = db.begin_write().map_err(internal)?;
             {
                 let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                let current: Option<OsbInstance> =
-                    match table.get(inst.id.as_str()).map_err(internal)? {
-                        Some(v) => Some(from_json("OSB instance", v.value())?),
-                        None => None,
-                    };
-                if current.map(|c| c.revision) != Some(expected_revision) {
+                if instance_revision(&table, &inst.id)? != Some(expected_revision) {
                     return Ok(false);
                 }
                 table
@@ -589,11 +594,7 @@ impl ReservationStore for EmbeddedReservationStore {
             let txn = db.begin_write().map_err(internal)?;
             {
                 let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                let current: Option<OsbInstance> = match table.get(id.as_str()).map_err(internal)? {
-                    Some(v) => Some(from_json("OSB instance", v.value())?),
-                    None => None,
-                };
-                if current.map(|c| c.revision) != Some(expected_revision) {
+                if instance_revision(&table, &id)? != Some(expected_revision) {
                     return Ok(false);
                 }
                 table.remove(id.as_str()).map_err(internal)?;
@@ -632,10 +633,7 @@ impl ReservationStore for EmbeddedReservationStore {
         self.blocking(move |db| {
             let read = db.begin_read().map_err(internal)?;
             let table = read.open_table(OSB_BINDINGS).map_err(internal)?;
-            match table.get(id.as_str()).map_err(internal)? {
-                Some(v) => Ok(Some(from_json("OSB binding", v.value())?)),
-                None => Ok(None),
-            }
+            get_record(&table, &id, "OSB binding")
         })
         .await
     }
