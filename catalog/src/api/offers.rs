@@ -108,24 +108,18 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
         .map_err(|e| ApiError::bad_request("query", format!("malformed query string: {e}")))?;
     let page = Page::take(&mut pairs)?;
     let filter = OfferFilter::from_pairs(pairs.iter().map(|(k, v)| (k, v)))?;
-    let Some(limit) = page.limit else {
-        let offers = match &page.after {
-            Some(after) => {
-                state
-                    .store
-                    .list_offers_page(&filter, Some(after), usize::MAX)
-                    .await?
-            }
-            None => state.store.list_offers(&filter).await?,
-        };
-        return Ok(HttpResponse::Ok().json(offers));
-    };
+    // Without `limit`, the whole (rest of the) list, as the thesis has it.
     let offers = state
         .store
-        .list_offers_page(&filter, page.after.as_deref(), limit)
+        .list_offers_page(
+            &filter,
+            page.after.as_deref(),
+            page.limit.unwrap_or(usize::MAX),
+        )
         .await?;
     let mut response = HttpResponse::Ok();
-    if let (true, Some(last)) = (offers.len() == limit, offers.last()) {
+    let full_page = page.limit.filter(|limit| offers.len() == *limit);
+    if let (Some(limit), Some(last)) = (full_page, offers.last()) {
         // Same filters, continue after the last id. A last page that happens
         // to be full leads to one empty page: cheaper than counting.
         pairs.push(("after".into(), last.id.clone()));

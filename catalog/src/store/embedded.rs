@@ -284,15 +284,6 @@ impl Store for EmbeddedStore {
             .await
     }
 
-    async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError> {
-        Ok(self
-            .offers_read()
-            .values()
-            .filter(|o| filter.matches(o))
-            .cloned()
-            .collect())
-    }
-
     async fn list_offers_page(
         &self,
         filter: &OfferFilter,

@@ -89,8 +89,10 @@ pub trait Store: Send + Sync + 'static {
         true
     }
 
-    /// Live offers matching `filter`, ordered by id.
-    async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError>;
+    /// Live offers matching `filter`, ordered by id: every page at once.
+    async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError> {
+        self.list_offers_page(filter, None, usize::MAX).await
+    }
 
     /// One page of [`Store::list_offers`]: at most `limit` matching offers
     /// whose id sorts after `after` (all ids when `None`), ordered by id.

@@ -657,25 +657,6 @@ impl Store for MongoStore {
             .map_err(classify)
     }
 
-    async fn list_offers(&self, filter: &OfferFilter) -> Result<Vec<Offer>, StoreError> {
-        let cursor = self
-            .offers
-            .find(query_for(filter))
-            .sort(doc! { "_id": 1 })
-            .await
-            .map_err(classify)?;
-        let docs: Vec<OfferDoc> = cursor.try_collect().await.map_err(classify)?;
-        let mut out = Vec::with_capacity(docs.len());
-        for d in docs {
-            if let Some(offer) = d.into_offer()? {
-                if filter.matches(&offer) {
-                    out.push(offer);
-                }
-            }
-        }
-        Ok(out)
-    }
-
     async fn list_offers_page(
         &self,
         filter: &OfferFilter,
