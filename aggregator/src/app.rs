@@ -107,7 +107,7 @@ pub async fn run(
         max_connections: settings.max_connections,
         ..ServerOptions::new(settings.liqo_api)
     };
-    let (serving_tx, serving) = watch::channel(aggregate.status().up > 0);
+    let (serving_tx, serving) = watch::channel(aggregate.any_up());
     let health = tokio::spawn(
         report_health(aggregate.clone(), serving_tx).instrument(tracing::info_span!("health")),
     );
@@ -146,7 +146,7 @@ async fn report_health(aggregate: Arc<Aggregate>, serving: watch::Sender<bool>) 
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let up = aggregate.status().up > 0;
+        let up = aggregate.any_up();
         serving.send_if_modified(|was| {
             if *was == up {
                 return false;

@@ -203,6 +203,12 @@ impl Aggregate {
         }
     }
 
+    /// Whether any upstream is up: cheaper than [`Aggregate::status`] for
+    /// what gRPC health needs.
+    pub fn any_up(&self) -> bool {
+        read_lock(&self.shared.upstreams).iter().any(|u| u.is_up())
+    }
+
     /// The cluster IDs of the upstreams, in configured order.
     pub fn upstream_ids(&self) -> Vec<String> {
         read_lock(&self.shared.upstreams)

@@ -322,6 +322,11 @@ impl Upstream {
         }
     }
 
+    /// Whether the upstream counts as up now (what `status().up` says).
+    pub fn is_up(&self) -> bool {
+        matches!(lock(&self.state).health, Health::Up)
+    }
+
     pub fn status(&self, policy: &Policy) -> UpstreamStatus {
         let state = lock(&self.state);
         let (up, reason, down_for) = match &state.health {
