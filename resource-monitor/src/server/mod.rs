@@ -126,22 +126,27 @@ pub async fn serve_listener_reporting(
     };
 
     let (health, health_service) = tonic_health::server::health_reporter();
+    let status_of = |up: bool| {
+        if up {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        }
+    };
+    // The first status is set before serving, so no health check can find
+    // the service unknown; the task follows the changes.
+    let first = *serving.borrow_and_update();
+    health
+        .set_service_status(SERVICE_NAME, status_of(first))
+        .await;
     let mirror = {
         let health = health.clone();
         async move {
-            loop {
+            // Ends when the sender is gone: the last status stands.
+            while serving.changed().await.is_ok() {
                 let up = *serving.borrow_and_update();
-                let status = if up {
-                    ServingStatus::Serving
-                } else {
-                    ServingStatus::NotServing
-                };
-                health.set_service_status(SERVICE_NAME, status).await;
+                health.set_service_status(SERVICE_NAME, status_of(up)).await;
                 tracing::debug!(serving = up, "health status");
-                if serving.changed().await.is_err() {
-                    // The sender is gone: the last status stands.
-                    break;
-                }
             }
         }
     };
