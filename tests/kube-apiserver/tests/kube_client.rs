@@ -108,6 +108,7 @@ async fn resource_slices_through_a_dynamic_api() {
 
     // Server-side apply of status, as kube-rs controllers write it.
     let applied = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": "s1"},
         "status": {"conditions": [{"type": "Authentication", "status": "Accepted"}]}});
     let ssa = PatchParams::apply("broker").force();
     let after = api.patch_status("s1", &ssa, &Patch::Apply(&applied)).await.unwrap();
@@ -115,6 +116,7 @@ async fn resource_slices_through_a_dynamic_api() {
     assert_eq!(after.data["status"]["resources"]["cpu"], "2", "other fields kept");
     assert_eq!(after.data["spec"]["resources"]["cpu"], "3");
     let other = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": "s1"},
         "status": {"conditions": [{"type": "Resources", "status": "Denied"}]}});
     let e = api
         .patch_status("s1", &PatchParams::apply("intruder"), &Patch::Apply(&other))
@@ -127,10 +129,14 @@ async fn resource_slices_through_a_dynamic_api() {
     let made = api.patch("s2", &PatchParams::apply("broker"), &Patch::Apply(&fresh)).await.unwrap();
     assert_eq!(made.data["spec"]["resources"]["cpu"], 4);
 
-    // Injected faults reach the client as API errors.
+    // Injected faults reach the client as API errors; kube-rs retries a
+    // 503 by itself.
     kube.inject(Fault::new(503).verb("get"));
+    api.get("s1").await.unwrap();
+    assert!(kube.audit().iter().any(|r| r.code == 503));
+    kube.inject(Fault::new(500).verb("get"));
     let e = api.get("s1").await.unwrap_err();
-    assert_eq!(api_error(e).0, 503);
+    assert_eq!(api_error(e), (500, "InternalError".into()));
 
     // What RBAC would have to allow.
     let rbac = kube.rbac_requests();
