@@ -114,7 +114,16 @@ pub fn definitions() -> Vec<ResourceDef> {
             &["status.phase"],
         ),
         def("", "v1", "secrets", "Secret", true, false, &[], &["type"]),
-        def("", "v1", "configmaps", "ConfigMap", true, false, &["cm"], &[]),
+        def(
+            "",
+            "v1",
+            "configmaps",
+            "ConfigMap",
+            true,
+            false,
+            &["cm"],
+            &[],
+        ),
         def("", "v1", "services", "Service", true, true, &["svc"], &[]),
         def(
             "",
@@ -182,7 +191,8 @@ pub fn definitions() -> Vec<ResourceDef> {
 }
 
 /// The namespaces every cluster starts with.
-pub const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const DEFAULT_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// A Node: `ready` sets the Ready condition; `virtual_node` labels it as a
 /// Liqo virtual node.

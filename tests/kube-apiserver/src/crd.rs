@@ -178,8 +178,7 @@ fn strings(value: &Value) -> Vec<String> {
 
 /// One `CustomResourceDefinition` as a [`ResourceDef`].
 pub fn crd_definition(crd: &Value) -> Result<ResourceDef> {
-    if crd["apiVersion"] != "apiextensions.k8s.io/v1" || crd["kind"] != "CustomResourceDefinition"
-    {
+    if crd["apiVersion"] != "apiextensions.k8s.io/v1" || crd["kind"] != "CustomResourceDefinition" {
         bail!(
             "not an apiextensions.k8s.io/v1 CustomResourceDefinition: {} {}",
             crd["apiVersion"],
@@ -212,7 +211,9 @@ pub fn crd_definition(crd: &Value) -> Result<ResourceDef> {
     let mut schemas = BTreeMap::new();
     let mut status_subresource = false;
     let mut selectable_fields = Vec::new();
-    let listed = spec["versions"].as_array().context("CRD without versions")?;
+    let listed = spec["versions"]
+        .as_array()
+        .context("CRD without versions")?;
     for v in listed {
         if v["served"] != true {
             continue;

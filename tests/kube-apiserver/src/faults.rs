@@ -53,7 +53,10 @@ impl Fault {
 
     fn matches(&self, request: &ResourceAttributes) -> bool {
         self.verb.as_ref().is_none_or(|v| *v == request.verb)
-            && self.resource.as_ref().is_none_or(|r| *r == request.resource)
+            && self
+                .resource
+                .as_ref()
+                .is_none_or(|r| *r == request.resource)
             && self
                 .subresource
                 .as_ref()
@@ -63,7 +66,9 @@ impl Fault {
 
 /// The error for `request` if a fault fires (using one of its times).
 pub fn take(faults: &mut Vec<Fault>, request: &ResourceAttributes) -> Option<ApiError> {
-    let i = faults.iter().position(|f| f.times > 0 && f.matches(request))?;
+    let i = faults
+        .iter()
+        .position(|f| f.times > 0 && f.matches(request))?;
     faults[i].times -= 1;
     let code = faults[i].code;
     faults.retain(|f| f.times > 0);
@@ -87,7 +92,12 @@ mod tests {
         };
         assert!(take(&mut faults, &request("get", "leases")).is_none());
         assert!(take(&mut faults, &request("update", "pods")).is_none());
-        assert_eq!(take(&mut faults, &request("update", "leases")).unwrap().code, 409);
+        assert_eq!(
+            take(&mut faults, &request("update", "leases"))
+                .unwrap()
+                .code,
+            409
+        );
         assert!(take(&mut faults, &request("update", "leases")).is_some());
         assert!(take(&mut faults, &request("update", "leases")).is_none());
         assert!(faults.is_empty());

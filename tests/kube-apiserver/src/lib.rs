@@ -191,19 +191,33 @@ impl KubeApiServer {
     // ---- writes as a client makes them --------------------------------
 
     /// Create as a POST would (validated; namespace from the object).
-    pub fn create(&self, resource: impl Into<GroupResource>, object: Value) -> Result<Value, ApiError> {
+    pub fn create(
+        &self,
+        resource: impl Into<GroupResource>,
+        object: Value,
+    ) -> Result<Value, ApiError> {
         let def = self.def(resource);
         let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
         self.shared.world().create(&def, ns.as_deref(), object)
     }
 
     /// Replace as a PUT would (to `/status` with `status: true`).
-    pub fn replace(&self, resource: impl Into<GroupResource>, object: Value, status: bool) -> Result<Value, ApiError> {
+    pub fn replace(
+        &self,
+        resource: impl Into<GroupResource>,
+        object: Value,
+        status: bool,
+    ) -> Result<Value, ApiError> {
         let def = self.def(resource);
         let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let target = if status { Target::Status } else { Target::Main };
-        self.shared.world().update(&def, ns.as_deref(), &name, object, target)
+        self.shared
+            .world()
+            .update(&def, ns.as_deref(), &name, object, target)
     }
 
     /// JSON merge patch as a PATCH would (to `/status` with `status: true`).
@@ -220,21 +234,44 @@ impl KubeApiServer {
         let body = patch.to_string();
         self.shared
             .world()
-            .patch(&def, namespace, name, patch::PatchType::Merge, body.as_bytes(), target, &PatchOptions::default())
+            .patch(
+                &def,
+                namespace,
+                name,
+                patch::PatchType::Merge,
+                body.as_bytes(),
+                target,
+                &PatchOptions::default(),
+            )
             .map(|(o, _)| o)
     }
 
     /// Delete as a DELETE would (finalizers hold it).
-    pub fn delete_object(&self, resource: impl Into<GroupResource>, namespace: Option<&str>, name: &str) -> Result<Value, ApiError> {
+    pub fn delete_object(
+        &self,
+        resource: impl Into<GroupResource>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         let def = self.def(resource);
-        self.shared.world().delete(&def, namespace, name, &Value::Null)
+        self.shared
+            .world()
+            .delete(&def, namespace, name, &Value::Null)
     }
 
     // ---- reads ----------------------------------------------------------
 
-    pub fn get(&self, resource: impl Into<GroupResource>, namespace: Option<&str>, name: &str) -> Option<Value> {
+    pub fn get(
+        &self,
+        resource: impl Into<GroupResource>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
         let def = self.def(resource);
-        self.shared.world().get(&def, namespace.filter(|_| def.namespaced), name).ok()
+        self.shared
+            .world()
+            .get(&def, namespace.filter(|_| def.namespaced), name)
+            .ok()
     }
 
     /// Every stored object of a resource, in `namespace/name` order.

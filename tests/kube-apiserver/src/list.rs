@@ -142,7 +142,10 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip() {
         let token = continue_token(3, "default/p1");
-        assert_eq!(parse_continue_token(&token), Some((3, "default/p1".to_string())));
+        assert_eq!(
+            parse_continue_token(&token),
+            Some((3, "default/p1".to_string()))
+        );
         for bad in ["bogus", "99-0", "x-00", "1-zz"] {
             assert_eq!(parse_continue_token(bad), None, "{bad}");
         }

@@ -50,7 +50,8 @@ impl PatchType {
 
 /// Parse a JSON body (400 if it is not JSON).
 pub fn json_body(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
 /// JSON merge patch (RFC 7386).
@@ -75,8 +76,13 @@ pub fn json_patch(target: &mut Value, body: &[u8]) -> Result<(), ApiError> {
 /// The key strategic merge patch merges a list field by.
 pub fn merge_key(field: &str) -> Option<&'static str> {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env"
-        | "imagePullSecrets" | "volumeDevices" => Some("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "volumeDevices" => Some("name"),
         "volumeMounts" => Some("mountPath"),
         "conditions" | "addresses" => Some("type"),
         "ownerReferences" => Some("uid"),
@@ -112,7 +118,9 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
             (Some(Value::Array(t)), Value::Array(items)) if merge_key(key).is_some() => {
                 let k = merge_key(key).unwrap_or_default();
                 for item in items {
-                    let position = t.iter().position(|e| e.get(k).is_some() && e.get(k) == item.get(k));
+                    let position = t
+                        .iter()
+                        .position(|e| e.get(k).is_some() && e.get(k) == item.get(k));
                     let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
                     match (position, delete) {
                         (Some(i), true) => {
@@ -172,7 +180,18 @@ fn owned(config: &Value) -> Vec<FieldPath> {
     out.retain(|p| {
         !matches!(
             p.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
-            ["apiVersion"] | ["kind"] | ["metadata", "name" | "namespace" | "resourceVersion" | "uid" | "generation" | "creationTimestamp" | "managedFields"]
+            ["apiVersion"]
+                | ["kind"]
+                | [
+                    "metadata",
+                    "name"
+                        | "namespace"
+                        | "resourceVersion"
+                        | "uid"
+                        | "generation"
+                        | "creationTimestamp"
+                        | "managedFields"
+                ]
         )
     });
     out
@@ -203,7 +222,9 @@ fn deep_merge(into: &mut Value, from: &Value) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
                 match a.get_mut(k) {
-                    Some(existing) if existing.is_object() && v.is_object() => deep_merge(existing, v),
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        deep_merge(existing, v)
+                    }
                     _ => {
                         a.insert(k.clone(), v.clone());
                     }
@@ -253,7 +274,11 @@ pub fn server_side_apply(
         return Err(conflicts);
     }
     if force {
-        for their in applied.iter_mut().filter(|(m, _)| m.as_str() != manager).map(|(_, c)| c) {
+        for their in applied
+            .iter_mut()
+            .filter(|(m, _)| m.as_str() != manager)
+            .map(|(_, c)| c)
+        {
             for path in &fields {
                 remove_at(their, path);
             }
@@ -297,11 +322,18 @@ mod tests {
     #[test]
     fn json_patch_applies_and_refuses() {
         let mut doc = json!({"metadata": {"finalizers": ["a", "b"]}});
-        json_patch(&mut doc, br#"[{"op": "test", "path": "/metadata/finalizers/0", "value": "a"},
-                                  {"op": "remove", "path": "/metadata/finalizers/0"}]"#)
+        json_patch(
+            &mut doc,
+            br#"[{"op": "test", "path": "/metadata/finalizers/0", "value": "a"},
+                                  {"op": "remove", "path": "/metadata/finalizers/0"}]"#,
+        )
         .unwrap();
         assert_eq!(doc, json!({"metadata": {"finalizers": ["b"]}}));
-        let e = json_patch(&mut doc, br#"[{"op": "test", "path": "/metadata/finalizers/0", "value": "a"}]"#).unwrap_err();
+        let e = json_patch(
+            &mut doc,
+            br#"[{"op": "test", "path": "/metadata/finalizers/0", "value": "a"}]"#,
+        )
+        .unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(json_patch(&mut doc, b"{").unwrap_err().code, 400);
     }
@@ -311,12 +343,18 @@ mod tests {
         let mut pod = json!({"metadata": {"finalizers": ["a"]}, "spec": {"containers": [
             {"name": "main", "image": "x:1"}, {"name": "side", "image": "y:1"}]},
             "status": {"conditions": [{"type": "Ready", "status": "False"}]}});
-        strategic_merge(&mut pod, &json!({"metadata": {"finalizers": ["b"]}, "spec": {"containers": [
+        strategic_merge(
+            &mut pod,
+            &json!({"metadata": {"finalizers": ["b"]}, "spec": {"containers": [
             {"name": "main", "image": "x:2"}, {"name": "side", "$patch": "delete"}]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "New", "status": "True"}]}}));
-        assert_eq!(pod, json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"containers": [
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "New", "status": "True"}]}}),
+        );
+        assert_eq!(
+            pod,
+            json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"containers": [
             {"name": "main", "image": "x:2"}]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "New", "status": "True"}]}}));
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "New", "status": "True"}]}})
+        );
     }
 
     #[test]
@@ -333,7 +371,13 @@ mod tests {
         // m2 sets a differently: conflict, unless forced.
         let other = json!({"metadata": {"name": "x"}, "spec": {"a": 5}});
         let conflicts = server_side_apply(&after, &other, "m2", &mut applied, false).unwrap_err();
-        assert_eq!(conflicts, [ApplyConflict { manager: "m1".into(), field: ".spec.a".into() }]);
+        assert_eq!(
+            conflicts,
+            [ApplyConflict {
+                manager: "m1".into(),
+                field: ".spec.a".into()
+            }]
+        );
         let same = json!({"metadata": {"name": "x"}, "spec": {"a": 2, "c": 1}});
         assert!(server_side_apply(&after, &same, "m2", &mut applied, false).is_ok());
         let forced = server_side_apply(&after, &other, "m2", &mut applied, true).unwrap();

@@ -323,15 +323,31 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
             if let Some(min) = schema["minimum"].as_f64() {
                 let exclusive = schema["exclusiveMinimum"] == true;
                 if x < min || (exclusive && x == min) {
-                    let op = if exclusive { "greater than" } else { "greater than or equal to" };
-                    out.push(invalid(path, value, format!("{shown_path} in body should be {op} {min}")));
+                    let op = if exclusive {
+                        "greater than"
+                    } else {
+                        "greater than or equal to"
+                    };
+                    out.push(invalid(
+                        path,
+                        value,
+                        format!("{shown_path} in body should be {op} {min}"),
+                    ));
                 }
             }
             if let Some(max) = schema["maximum"].as_f64() {
                 let exclusive = schema["exclusiveMaximum"] == true;
                 if x > max || (exclusive && x == max) {
-                    let op = if exclusive { "less than" } else { "less than or equal to" };
-                    out.push(invalid(path, value, format!("{shown_path} in body should be {op} {max}")));
+                    let op = if exclusive {
+                        "less than"
+                    } else {
+                        "less than or equal to"
+                    };
+                    out.push(invalid(
+                        path,
+                        value,
+                        format!("{shown_path} in body should be {op} {max}"),
+                    ));
                 }
             }
         }
@@ -339,11 +355,17 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
         Value::Object(map) => check_object(schema, map, old, path, shown_path, value, out),
         _ => {}
     }
-    for rule in schema["x-kubernetes-validations"].as_array().into_iter().flatten() {
+    for rule in schema["x-kubernetes-validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         if rule["rule"].as_str().map(str::trim) == Some("self == oldSelf") {
             if let Some(old) = old {
                 if old != value {
-                    let message = rule["message"].as_str().unwrap_or("failed rule: self == oldSelf");
+                    let message = rule["message"]
+                        .as_str()
+                        .unwrap_or("failed rule: self == oldSelf");
                     out.push(Cause::new(
                         "FieldValueInvalid",
                         path,
@@ -355,7 +377,13 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
     }
 }
 
-fn for_combinators(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
+fn for_combinators(
+    schema: &Value,
+    value: &Value,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     let run = |s: &Value| {
         let mut errs = Vec::new();
         check(s, value, old, path, &mut errs);
@@ -367,7 +395,11 @@ fn for_combinators(schema: &Value, value: &Value, old: Option<&Value>, path: &st
         if !int_or_string {
             let results: Vec<Vec<Cause>> = any.iter().map(run).collect();
             if !results.iter().any(Vec::is_empty) {
-                out.push(invalid(path, value, "must validate at least one schema (anyOf)".into()));
+                out.push(invalid(
+                    path,
+                    value,
+                    "must validate at least one schema (anyOf)".into(),
+                ));
                 out.extend(results.into_iter().next().unwrap_or_default());
             }
         }
@@ -380,18 +412,37 @@ fn for_combinators(schema: &Value, value: &Value, old: Option<&Value>, path: &st
     if let Some(one) = schema["oneOf"].as_array() {
         let passing = one.iter().filter(|s| run(s).is_empty()).count();
         if passing != 1 {
-            out.push(invalid(path, value, "must validate one and only one schema (oneOf)".into()));
+            out.push(invalid(
+                path,
+                value,
+                "must validate one and only one schema (oneOf)".into(),
+            ));
         }
     }
     if schema["not"].is_object() && run(&schema["not"]).is_empty() {
-        out.push(invalid(path, value, "must not validate the schema (not)".into()));
+        out.push(invalid(
+            path,
+            value,
+            "must not validate the schema (not)".into(),
+        ));
     }
 }
 
-fn check_array(schema: &Value, items: &[Value], path: &str, shown_path: &str, value: &Value, out: &mut Vec<Cause>) {
+fn check_array(
+    schema: &Value,
+    items: &[Value],
+    path: &str,
+    shown_path: &str,
+    value: &Value,
+    out: &mut Vec<Cause>,
+) {
     if let Some(min) = schema["minItems"].as_u64() {
         if (items.len() as u64) < min {
-            out.push(invalid(path, value, format!("{shown_path} in body should have at least {min} items")));
+            out.push(invalid(
+                path,
+                value,
+                format!("{shown_path} in body should have at least {min} items"),
+            ));
         }
     }
     if let Some(max) = schema["maxItems"].as_u64() {
@@ -411,18 +462,30 @@ fn check_array(schema: &Value, items: &[Value], path: &str, shown_path: &str, va
         .map(|k| k.iter().filter_map(Value::as_str).collect());
     let identity = |item: &Value| -> Value {
         match (schema["x-kubernetes-list-type"].as_str(), &keys) {
-            (Some("map"), Some(keys)) => Value::Array(keys.iter().map(|k| item[*k].clone()).collect()),
+            (Some("map"), Some(keys)) => {
+                Value::Array(keys.iter().map(|k| item[*k].clone()).collect())
+            }
             _ => item.clone(),
         }
     };
-    if matches!(schema["x-kubernetes-list-type"].as_str(), Some("set" | "map")) {
+    if matches!(
+        schema["x-kubernetes-list-type"].as_str(),
+        Some("set" | "map")
+    ) {
         for (i, item) in items.iter().enumerate() {
             let id = identity(item);
             if items[..i].iter().any(|earlier| identity(earlier) == id) {
                 out.push(Cause::new(
                     "FieldValueDuplicate",
                     format!("{path}[{i}]"),
-                    format!("Duplicate value: {}", if item.is_object() { id.to_string() } else { item.to_string() }),
+                    format!(
+                        "Duplicate value: {}",
+                        if item.is_object() {
+                            id.to_string()
+                        } else {
+                            item.to_string()
+                        }
+                    ),
                 ));
             }
         }
@@ -441,18 +504,30 @@ fn check_object(
     for required in schema["required"].as_array().into_iter().flatten() {
         if let Some(key) = required.as_str() {
             if map.get(key).is_none_or(Value::is_null) {
-                out.push(Cause::new("FieldValueRequired", child(path, key), "Required value"));
+                out.push(Cause::new(
+                    "FieldValueRequired",
+                    child(path, key),
+                    "Required value",
+                ));
             }
         }
     }
     if let Some(min) = schema["minProperties"].as_u64() {
         if (map.len() as u64) < min {
-            out.push(invalid(path, value, format!("{shown_path} in body should have at least {min} properties")));
+            out.push(invalid(
+                path,
+                value,
+                format!("{shown_path} in body should have at least {min} properties"),
+            ));
         }
     }
     if let Some(max) = schema["maxProperties"].as_u64() {
         if map.len() as u64 > max {
-            out.push(invalid(path, value, format!("{shown_path} in body should have at most {max} properties")));
+            out.push(invalid(
+                path,
+                value,
+                format!("{shown_path} in body should have at most {max} properties"),
+            ));
         }
     }
     for (key, v) in map {
@@ -471,7 +546,11 @@ fn check_object(
 /// them can see it is not enforced here.
 pub fn unsupported_rules(schema: &Value) -> Vec<(String, String)> {
     fn walk(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
-        for rule in schema["x-kubernetes-validations"].as_array().into_iter().flatten() {
+        for rule in schema["x-kubernetes-validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let text = rule["rule"].as_str().unwrap_or_default();
             if text.trim() != "self == oldSelf" {
                 out.push((path.to_string(), text.to_string()));
@@ -508,7 +587,10 @@ mod tests {
 
     /// (field, reason) of every cause, sorted.
     fn fields(causes: &[Cause]) -> Vec<(&str, &str)> {
-        let mut out: Vec<_> = causes.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect();
+        let mut out: Vec<_> = causes
+            .iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect();
         out.sort();
         out
     }
@@ -520,16 +602,38 @@ mod tests {
             json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
                    "metadata": {"name": "s"}, "spec": {"resources": {"cpu": cpu}}})
         };
-        for ok in [json!("4"), json!("500m"), json!("1.5Gi"), json!(2), json!("1e3")] {
-            assert!(validate(&schema, &slice(ok.clone()), None).is_empty(), "{ok}");
+        for ok in [
+            json!("4"),
+            json!("500m"),
+            json!("1.5Gi"),
+            json!(2),
+            json!("1e3"),
+        ] {
+            assert!(
+                validate(&schema, &slice(ok.clone()), None).is_empty(),
+                "{ok}"
+            );
         }
         let causes = validate(&schema, &slice(json!("four")), None);
-        assert_eq!(fields(&causes), [("spec.resources.cpu", "FieldValueInvalid")]);
-        assert!(causes[0].message.contains("should match"), "{}", causes[0].message);
+        assert_eq!(
+            fields(&causes),
+            [("spec.resources.cpu", "FieldValueInvalid")]
+        );
+        assert!(
+            causes[0].message.contains("should match"),
+            "{}",
+            causes[0].message
+        );
         let causes = validate(&schema, &slice(json!(true)), None);
-        assert_eq!(fields(&causes), [("spec.resources.cpu", "FieldValueTypeInvalid")]);
+        assert_eq!(
+            fields(&causes),
+            [("spec.resources.cpu", "FieldValueTypeInvalid")]
+        );
         let causes = validate(&schema, &slice(json!(1.5)), None);
-        assert_eq!(fields(&causes), [("spec.resources.cpu", "FieldValueTypeInvalid")]);
+        assert_eq!(
+            fields(&causes),
+            [("spec.resources.cpu", "FieldValueTypeInvalid")]
+        );
     }
 
     #[test]
@@ -546,11 +650,17 @@ mod tests {
                 ("spec.class", "FieldValueTypeInvalid"),
                 ("spec.consumerClusterID", "FieldValueInvalid"),
                 ("status.conditions[0].status", "FieldValueNotSupported"),
-                ("status.conditions[1].lastTransitionTime", "FieldValueInvalid"),
+                (
+                    "status.conditions[1].lastTransitionTime",
+                    "FieldValueInvalid"
+                ),
                 ("status.conditions[1].type", "FieldValueRequired"),
             ]
         );
-        let status = causes.iter().find(|c| c.field == "status.conditions[0].status").unwrap();
+        let status = causes
+            .iter()
+            .find(|c| c.field == "status.conditions[0].status")
+            .unwrap();
         assert_eq!(
             status.message,
             "Unsupported value: \"Maybe\": supported values: \"Accepted\", \"Denied\""
@@ -603,8 +713,13 @@ mod tests {
         assert_eq!(id.message, "Invalid value: \"string\": id is immutable");
         let good = json!({"n": 1, "s": "ab", "l": ["a"], "id": "x"});
         assert!(validate(&schema, &good, Some(&json!({"id": "x"}))).is_empty());
-        assert!(validate(&schema, &json!({"id": "new"}), None).is_empty(), "create is free");
-        let rules = unsupported_rules(&json!({"properties": {"a": {"x-kubernetes-validations": [{"rule": "self > 1"}]}}}));
+        assert!(
+            validate(&schema, &json!({"id": "new"}), None).is_empty(),
+            "create is free"
+        );
+        let rules = unsupported_rules(
+            &json!({"properties": {"a": {"x-kubernetes-validations": [{"rule": "self > 1"}]}}}),
+        );
         assert_eq!(rules, [("a".to_string(), "self > 1".to_string())]);
     }
 }

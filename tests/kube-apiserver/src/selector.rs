@@ -194,7 +194,10 @@ pub fn parse_label_selector(text: &str) -> Result<Vec<LabelRequirement>, String>
         .collect()
 }
 
-pub fn parse_field_selector(def: &ResourceDef, text: &str) -> Result<Vec<FieldRequirement>, String> {
+pub fn parse_field_selector(
+    def: &ResourceDef,
+    text: &str,
+) -> Result<Vec<FieldRequirement>, String> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }

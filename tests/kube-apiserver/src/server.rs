@@ -74,7 +74,9 @@ fn parse_path(shared: &Shared, path: &str) -> Parsed {
     let (group, version, rest) = match segments.as_slice() {
         ["version"] => return Parsed::Discovery(Some(discovery::version())),
         ["healthz" | "livez" | "readyz"] => return Parsed::Discovery(Some(json!("ok"))),
-        ["api"] => return Parsed::Discovery(Some(discovery::api_versions(&shared.addr.to_string()))),
+        ["api"] => {
+            return Parsed::Discovery(Some(discovery::api_versions(&shared.addr.to_string())))
+        }
         ["apis"] => return Parsed::Discovery(Some(discovery::group_list(registry))),
         ["api", v] => return Parsed::Discovery(discovery::resource_list(registry, "", v)),
         ["apis", g] => return Parsed::Discovery(discovery::group(registry, g)),
@@ -112,7 +114,11 @@ fn parse_path(shared: &Shared, path: &str) -> Parsed {
 }
 
 fn not_found_path() -> ApiError {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource")
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
 }
 
 /// The handler of every request.
@@ -137,7 +143,9 @@ pub async fn handle(
                 field_manager: None,
             });
             return match document {
-                Some(_) if method != Method::GET => error_response(&ApiError::method_not_allowed(method.as_str(), &path)),
+                Some(_) if method != Method::GET => {
+                    error_response(&ApiError::method_not_allowed(method.as_str(), &path))
+                }
                 Some(doc) => json_response(200, doc),
                 None => error_response(&not_found_path()),
             };
@@ -167,7 +175,9 @@ pub async fn handle(
     };
     let def = {
         let mut world = shared.world();
-        let def = world.registry.find(&route.group, &route.version, &route.plural);
+        let def = world
+            .registry
+            .find(&route.group, &route.version, &route.plural);
         match def {
             Some(def) if def.namespaced || route.namespace.is_none() => {
                 if let Some(error) = faults::take(&mut world.faults, &attributes) {
@@ -184,7 +194,10 @@ pub async fn handle(
             }
         }
     };
-    let response = serve(&shared, &def, &route, &method, &headers, &query, &body, watching).await;
+    let response = serve(
+        &shared, &def, &route, &method, &headers, &query, &body, watching,
+    )
+    .await;
     record(&shared, response.status().as_u16());
     response
 }
@@ -205,6 +218,13 @@ async fn serve(
         Some("status") if def.status_subresource => Target::Status,
         Some(_) => return error_response(&not_found_path()),
     };
+    if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        // Refused rather than carried out: a dry run that wrote would
+        // let a test pass on a write the client never meant to make.
+        return error_response(&ApiError::bad_request(
+            "dryRun is not supported by kube-test-server",
+        ));
+    }
     let ns = route.namespace.as_deref();
     let name = route.name.as_deref();
     let version = route.version.as_str();
@@ -217,7 +237,8 @@ async fn serve(
         Err(e) => error_response(&e),
     };
     let parse_body = || -> Result<Value, ApiError> {
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
     };
     match (method.as_str(), name) {
         ("GET", None) => {
@@ -268,8 +289,13 @@ async fn serve(
                 field_manager: query.get("fieldManager").cloned(),
                 force: query.get("force").is_some_and(|f| f == "true"),
             };
-            match shared.world().patch(def, ns, name, patch_type, body, target, &options) {
-                Ok((object, created)) => json_response(if created { 201 } else { 200 }, versioned(object)),
+            match shared
+                .world()
+                .patch(def, ns, name, patch_type, body, target, &options)
+            {
+                Ok((object, created)) => {
+                    json_response(if created { 201 } else { 200 }, versioned(object))
+                }
                 Err(e) => error_response(&e),
             }
         }
@@ -286,10 +312,11 @@ async fn serve(
         }
         ("DELETE", None) => {
             let param = |name: &str| query.get(name).cloned().unwrap_or_default();
-            let selector = match Selector::parse(def, &param("labelSelector"), &param("fieldSelector")) {
-                Ok(s) => s.in_namespace(ns),
-                Err(message) => return error_response(&ApiError::bad_request(message)),
-            };
+            let selector =
+                match Selector::parse(def, &param("labelSelector"), &param("fieldSelector")) {
+                    Ok(s) => s.in_namespace(ns),
+                    Err(message) => return error_response(&ApiError::bad_request(message)),
+                };
             let mut world = shared.world();
             let victims: Vec<Value> = world
                 .list_objects(&def.group_resource())
@@ -299,19 +326,28 @@ async fn serve(
             let mut items = Vec::new();
             for v in victims {
                 let vns = v["metadata"]["namespace"].as_str().map(str::to_string);
-                let vname = v["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                let vname = v["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 match world.delete(def, vns.as_deref(), &vname, &Value::Null) {
                     Ok(o) => items.push(versioned(o)),
                     Err(e) => return error_response(&e),
                 }
             }
             let rv = world.rv.to_string();
-            json_response(200, json!({
-                "apiVersion": def.api_version(version), "kind": def.list_kind,
-                "metadata": {"resourceVersion": rv}, "items": items,
-            }))
+            json_response(
+                200,
+                json!({
+                    "apiVersion": def.api_version(version), "kind": def.list_kind,
+                    "metadata": {"resourceVersion": rv}, "items": items,
+                }),
+            )
         }
-        (m, _) => error_response(&ApiError::method_not_allowed(m, &format!("{}", def.group_resource()))),
+        (m, _) => error_response(&ApiError::method_not_allowed(
+            m,
+            &format!("{}", def.group_resource()),
+        )),
     }
 }
 
@@ -347,18 +383,45 @@ mod tests {
     fn paths_route_like_the_real_server() {
         let s = shared();
         let r = resource(&s, "/api/v1/namespaces/default/pods");
-        assert_eq!((r.namespace.as_deref(), r.plural.as_str(), r.name), (Some("default"), "pods", None));
+        assert_eq!(
+            (r.namespace.as_deref(), r.plural.as_str(), r.name),
+            (Some("default"), "pods", None)
+        );
         let r = resource(&s, "/api/v1/namespaces/default/pods/web/status");
-        assert_eq!((r.name.as_deref(), r.subresource.as_deref()), (Some("web"), Some("status")));
+        assert_eq!(
+            (r.name.as_deref(), r.subresource.as_deref()),
+            (Some("web"), Some("status"))
+        );
         let r = resource(&s, "/api/v1/namespaces/default");
-        assert_eq!((r.plural.as_str(), r.name.as_deref(), r.namespace), ("namespaces", Some("default"), None));
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_deref(), r.namespace),
+            ("namespaces", Some("default"), None)
+        );
         let r = resource(&s, "/api/v1/namespaces/default/status");
-        assert_eq!((r.plural.as_str(), r.subresource.as_deref()), ("namespaces", Some("status")));
-        let r = resource(&s, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l");
-        assert_eq!((r.group.as_str(), r.plural.as_str(), r.name.as_deref()), ("coordination.k8s.io", "leases", Some("l")));
+        assert_eq!(
+            (r.plural.as_str(), r.subresource.as_deref()),
+            ("namespaces", Some("status"))
+        );
+        let r = resource(
+            &s,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l",
+        );
+        assert_eq!(
+            (r.group.as_str(), r.plural.as_str(), r.name.as_deref()),
+            ("coordination.k8s.io", "leases", Some("l"))
+        );
         let r = resource(&s, "/api/v1/nodes/n1");
-        assert_eq!((r.plural.as_str(), r.name.as_deref(), r.namespace), ("nodes", Some("n1"), None));
-        assert!(matches!(parse_path(&s, "/apis"), Parsed::Discovery(Some(_))));
-        assert!(matches!(parse_path(&s, "/apis/nope.io/v1"), Parsed::Discovery(None)));
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_deref(), r.namespace),
+            ("nodes", Some("n1"), None)
+        );
+        assert!(matches!(
+            parse_path(&s, "/apis"),
+            Parsed::Discovery(Some(_))
+        ));
+        assert!(matches!(
+            parse_path(&s, "/apis/nope.io/v1"),
+            Parsed::Discovery(None)
+        ));
     }
 }

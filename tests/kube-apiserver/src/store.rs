@@ -137,7 +137,9 @@ fn dns_subdomain(name: &str) -> bool {
 fn label_value_ok(value: &str) -> bool {
     value.len() <= 63
         && (value.is_empty()
-            || (value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            || (value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
                 && value.starts_with(|c: char| c.is_ascii_alphanumeric())
                 && value.ends_with(|c: char| c.is_ascii_alphanumeric())))
 }
@@ -352,7 +354,12 @@ impl World {
         Some(self.commit(&gr, previous.clone(), Some(previous), true))
     }
 
-    pub fn get(&self, def: &ResourceDef, namespace: Option<&str>, name: &str) -> Result<Value, ApiError> {
+    pub fn get(
+        &self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         self.stored(&def.group_resource(), &key(namespace, name))
             .cloned()
             .ok_or_else(|| ApiError::not_found(def, name))
@@ -360,7 +367,9 @@ impl World {
 
     fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
         if !body.is_object() {
-            return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request is not a JSON object",
+            ));
         }
         if let Some(av) = body["apiVersion"].as_str() {
             if !def.versions.iter().any(|v| def.api_version(v) == av) {
@@ -382,8 +391,16 @@ impl World {
     }
 
     /// Prune, default and validate a custom object; check its metadata.
-    fn admit(&self, def: &ResourceDef, object: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    fn admit(
+        &self,
+        def: &ResourceDef,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let mut causes = meta_causes(def, object);
         if def.custom {
             if let Some(schema) = def.schemas.get(def.storage_version()) {
@@ -399,7 +416,12 @@ impl World {
     }
 
     /// POST: create, as the real server does.
-    pub fn create(&mut self, def: &ResourceDef, namespace: Option<&str>, mut body: Value) -> Result<Value, ApiError> {
+    pub fn create(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        mut body: Value,
+    ) -> Result<Value, ApiError> {
         Self::check_type(def, &body)?;
         body["apiVersion"] = json!(def.api_version(def.storage_version()));
         body["kind"] = json!(def.kind);
@@ -425,9 +447,13 @@ impl World {
             }
         }
         if rv_of(&body).is_some() {
-            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
-        let m = body["metadata"].as_object_mut().expect("metadata is an object");
+        let m = body["metadata"]
+            .as_object_mut()
+            .expect("metadata is an object");
         m.insert("name".into(), json!(name));
         if def.namespaced {
             let ns = namespace.unwrap_or_default();
@@ -442,7 +468,13 @@ impl World {
         } else {
             m.remove("namespace");
         }
-        for field in ["uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+        for field in [
+            "uid",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+        ] {
             m.remove(field);
         }
         if def.custom && def.status_subresource {
@@ -458,13 +490,20 @@ impl World {
             }
         }
         let gr = def.group_resource();
-        if self.stored(&gr, &key(namespace.filter(|_| def.namespaced), &name)).is_some() {
+        if self
+            .stored(&gr, &key(namespace.filter(|_| def.namespaced), &name))
+            .is_some()
+        {
             return Err(ApiError::already_exists(def, &name));
         }
         body["metadata"]["uid"] = json!(self.uid());
         body["metadata"]["creationTimestamp"] = json!(now());
         if def.custom {
             body["metadata"]["generation"] = json!(1);
+        }
+        if !def.custom && def.plural == "namespaces" {
+            body["spec"] = json!({ "finalizers": ["kubernetes"] });
+            body["status"] = json!({ "phase": "Active" });
         }
         Ok(self.commit(&gr, body, None, false))
     }
@@ -486,7 +525,10 @@ impl World {
             )));
         }
         if def.namespaced {
-            if let Some(ns) = body["metadata"]["namespace"].as_str().filter(|n| !n.is_empty()) {
+            if let Some(ns) = body["metadata"]["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+            {
                 if Some(ns) != namespace {
                     return Err(ApiError::bad_request(
                         "the namespace of the provided object does not match the namespace sent on the request",
@@ -530,7 +572,9 @@ impl World {
                 if !new["metadata"].is_object() {
                     new["metadata"] = json!({});
                 }
-                let meta = new["metadata"].as_object_mut().expect("metadata is an object");
+                let meta = new["metadata"]
+                    .as_object_mut()
+                    .expect("metadata is an object");
                 for field in SYSTEM_META {
                     match existing["metadata"].get(*field) {
                         Some(v) => meta.insert(field.to_string(), v.clone()),
@@ -638,7 +682,9 @@ impl World {
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         Self::check_type(def, &config)?;
         if config["apiVersion"].is_null() || config["kind"].is_null() {
-            return Err(ApiError::bad_request("apiVersion and kind must be set in an applied configuration"));
+            return Err(ApiError::bad_request(
+                "apiVersion and kind must be set in an applied configuration",
+            ));
         }
         let given = config["metadata"]["name"].as_str().unwrap_or_default();
         if given != name {
@@ -683,9 +729,11 @@ impl World {
             }
             Some(existing) => {
                 if rv_of(&config).is_none() {
-                    object["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"].clone();
+                    object["metadata"]["resourceVersion"] =
+                        existing["metadata"]["resourceVersion"].clone();
                 }
-                self.update(def, ns, name, object, target).map(|o| (o, false))
+                self.update(def, ns, name, object, target)
+                    .map(|o| (o, false))
             }
         };
         if result.is_ok() {
@@ -741,7 +789,12 @@ impl World {
     /// Delete everything in a namespace being deleted (what the namespace
     /// controller does, at once).
     fn empty_namespace(&mut self, namespace: &str) {
-        let defs: Vec<Arc<ResourceDef>> = self.registry.all().filter(|d| d.namespaced).cloned().collect();
+        let defs: Vec<Arc<ResourceDef>> = self
+            .registry
+            .all()
+            .filter(|d| d.namespaced)
+            .cloned()
+            .collect();
         for def in defs {
             let prefix = format!("{namespace}/");
             let names: Vec<String> = self
@@ -789,13 +842,21 @@ mod tests {
         }
         let (tx, _) = broadcast::channel(16);
         let mut world = World::new(registry, tx);
-        let ns = world.registry.get(&GroupResource::new("", "namespaces")).unwrap();
-        world.create(&ns, None, json!({"metadata": {"name": "default"}})).unwrap();
+        let ns = world
+            .registry
+            .get(&GroupResource::new("", "namespaces"))
+            .unwrap();
+        world
+            .create(&ns, None, json!({"metadata": {"name": "default"}}))
+            .unwrap();
         world
     }
 
     fn def(world: &World, group: &str, plural: &str) -> Arc<ResourceDef> {
-        world.registry.get(&GroupResource::new(group, plural)).unwrap()
+        world
+            .registry
+            .get(&GroupResource::new(group, plural))
+            .unwrap()
     }
 
     fn slice(name: &str) -> Value {
@@ -814,8 +875,18 @@ mod tests {
         assert!(created["metadata"]["uid"].is_string());
         assert!(created["metadata"]["creationTimestamp"].is_string());
         assert!(created.get("status").is_none(), "status is a subresource");
-        assert_eq!(w.create(&slices, Some("default"), slice("a")).unwrap_err().reason, "AlreadyExists");
-        assert_eq!(w.create(&slices, Some("nowhere"), slice("b")).unwrap_err().code, 404);
+        assert_eq!(
+            w.create(&slices, Some("default"), slice("a"))
+                .unwrap_err()
+                .reason,
+            "AlreadyExists"
+        );
+        assert_eq!(
+            w.create(&slices, Some("nowhere"), slice("b"))
+                .unwrap_err()
+                .code,
+            404
+        );
         let mut generated = slice("");
         generated["metadata"] = json!({"generateName": "rs-"});
         let named = w.create(&slices, Some("default"), generated).unwrap();
@@ -826,7 +897,12 @@ mod tests {
         let e = w.create(&slices, Some("default"), bad).unwrap_err();
         assert_eq!(e.code, 422);
         let causes = e.details.unwrap()["causes"].clone();
-        let fields: Vec<&str> = causes.as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+        let fields: Vec<&str> = causes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["field"].as_str().unwrap())
+            .collect();
         assert_eq!(fields, ["metadata.name", "spec.resources.cpu"]);
     }
 
@@ -837,16 +913,37 @@ mod tests {
         let created = w.create(&slices, Some("default"), slice("a")).unwrap();
         let mut stale = created.clone();
         stale["metadata"]["resourceVersion"] = json!("1");
-        assert_eq!(w.update(&slices, Some("default"), "a", stale, Target::Main).unwrap_err().code, 409);
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", stale, Target::Main)
+                .unwrap_err()
+                .code,
+            409
+        );
         let mut no_rv = created.clone();
-        no_rv["metadata"].as_object_mut().unwrap().remove("resourceVersion");
-        assert_eq!(w.update(&slices, Some("default"), "a", no_rv, Target::Main).unwrap_err().code, 422);
+        no_rv["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", no_rv, Target::Main)
+                .unwrap_err()
+                .code,
+            422
+        );
 
         // Status through /status only; generation untouched.
         let mut with_status = created.clone();
         with_status["status"] = json!({"resources": {"cpu": "1"}});
         with_status["spec"]["class"] = json!("ignored");
-        let after = w.update(&slices, Some("default"), "a", with_status.clone(), Target::Status).unwrap();
+        let after = w
+            .update(
+                &slices,
+                Some("default"),
+                "a",
+                with_status.clone(),
+                Target::Status,
+            )
+            .unwrap();
         assert_eq!(after["status"]["resources"]["cpu"], "1");
         assert_eq!(after["spec"]["class"], "default");
         assert_eq!(after["metadata"]["generation"], 1);
@@ -854,17 +951,23 @@ mod tests {
         let mut main = after.clone();
         main["status"] = json!({});
         main["spec"]["class"] = json!("big");
-        let after = w.update(&slices, Some("default"), "a", main, Target::Main).unwrap();
+        let after = w
+            .update(&slices, Some("default"), "a", main, Target::Main)
+            .unwrap();
         assert_eq!(after["status"]["resources"]["cpu"], "1");
         assert_eq!(after["metadata"]["generation"], 2);
         // Labels alone do not.
         let mut labelled = after.clone();
         labelled["metadata"]["labels"] = json!({"x": "y"});
-        let after = w.update(&slices, Some("default"), "a", labelled, Target::Main).unwrap();
+        let after = w
+            .update(&slices, Some("default"), "a", labelled, Target::Main)
+            .unwrap();
         assert_eq!(after["metadata"]["generation"], 2);
         // A no-op write keeps the resourceVersion.
         let rv = after["metadata"]["resourceVersion"].clone();
-        let same = w.update(&slices, Some("default"), "a", after, Target::Main).unwrap();
+        let same = w
+            .update(&slices, Some("default"), "a", after, Target::Main)
+            .unwrap();
         assert_eq!(same["metadata"]["resourceVersion"], rv);
     }
 
@@ -875,15 +978,23 @@ mod tests {
         let mut body = slice("a");
         body["metadata"]["finalizers"] = json!(["liqo.io/x"]);
         w.create(&slices, Some("default"), body).unwrap();
-        let marked = w.delete(&slices, Some("default"), "a", &Value::Null).unwrap();
+        let marked = w
+            .delete(&slices, Some("default"), "a", &Value::Null)
+            .unwrap();
         assert!(marked["metadata"]["deletionTimestamp"].is_string());
         assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
         let mut more = marked.clone();
         more["metadata"]["finalizers"] = json!(["liqo.io/x", "other.io/y"]);
-        assert_eq!(w.update(&slices, Some("default"), "a", more, Target::Main).unwrap_err().code, 422);
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", more, Target::Main)
+                .unwrap_err()
+                .code,
+            422
+        );
         let mut done = marked.clone();
         done["metadata"]["finalizers"] = json!([]);
-        w.update(&slices, Some("default"), "a", done, Target::Main).unwrap();
+        w.update(&slices, Some("default"), "a", done, Target::Main)
+            .unwrap();
         assert_eq!(w.get(&slices, Some("default"), "a").unwrap_err().code, 404);
         let last = w.history.last().unwrap();
         assert!(last.deleted);
@@ -896,31 +1007,82 @@ mod tests {
         w.create(&slices, Some("default"), slice("a")).unwrap();
         let opts = PatchOptions::default();
         let (patched, _) = w
-            .patch(&slices, Some("default"), "a", PatchType::Merge, br#"{"spec": {"class": "x"}}"#, Target::Main, &opts)
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"spec": {"class": "x"}}"#,
+                Target::Main,
+                &opts,
+            )
             .unwrap();
         assert_eq!(patched["spec"]["class"], "x");
         let e = w
-            .patch(&slices, Some("default"), "a", PatchType::Strategic, b"{}", Target::Main, &opts)
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Strategic,
+                b"{}",
+                Target::Main,
+                &opts,
+            )
             .unwrap_err();
         assert_eq!(e.code, 415);
         let e = w
-            .patch(&slices, Some("default"), "a", PatchType::Merge, br#"{"metadata": {"resourceVersion": "1"}}"#, Target::Main, &opts)
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"metadata": {"resourceVersion": "1"}}"#,
+                Target::Main,
+                &opts,
+            )
             .unwrap_err();
         assert_eq!(e.code, 409);
         let e = w
-            .patch(&slices, Some("default"), "a", PatchType::Merge, br#"{"status": {"conditions": [{"type": "Nope", "status": "Accepted"}]}}"#, Target::Status, &opts)
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"status": {"conditions": [{"type": "Nope", "status": "Accepted"}]}}"#,
+                Target::Status,
+                &opts,
+            )
             .unwrap_err();
         assert_eq!(e.code, 422);
-        let apply = PatchOptions { field_manager: Some("ctrl".into()), force: true };
+        let apply = PatchOptions {
+            field_manager: Some("ctrl".into()),
+            force: true,
+        };
         let config = br#"{"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
                           "metadata": {"name": "b", "namespace": "default"}, "spec": {"class": "y"}}"#;
         let (made, created) = w
-            .patch(&slices, Some("default"), "b", PatchType::Apply, config, Target::Main, &apply)
+            .patch(
+                &slices,
+                Some("default"),
+                "b",
+                PatchType::Apply,
+                config,
+                Target::Main,
+                &apply,
+            )
             .unwrap();
         assert!(created);
         assert_eq!(made["spec"]["class"], "y");
         let e = w
-            .patch(&slices, Some("default"), "b", PatchType::Apply, config, Target::Main, &opts)
+            .patch(
+                &slices,
+                Some("default"),
+                "b",
+                PatchType::Apply,
+                config,
+                Target::Main,
+                &opts,
+            )
             .unwrap_err();
         assert_eq!(e.code, 422, "no fieldManager");
     }

@@ -48,11 +48,15 @@ async fn discovery_finds_builtins_and_liqo_crds() {
     let kube = KubeApiServer::start().await.unwrap();
     let discovery = Discovery::new(client(&kube).await).run().await.unwrap();
     let slices = GroupVersionKind::gvk("authentication.liqo.io", "v1beta1", "ResourceSlice");
-    let (resource, caps) = discovery.resolve_gvk(&slices).expect("ResourceSlice discovered");
+    let (resource, caps) = discovery
+        .resolve_gvk(&slices)
+        .expect("ResourceSlice discovered");
     assert_eq!(resource.plural, "resourceslices");
     assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
     let fc = GroupVersionKind::gvk("core.liqo.io", "v1beta1", "ForeignCluster");
-    let (_, caps) = discovery.resolve_gvk(&fc).expect("ForeignCluster discovered");
+    let (_, caps) = discovery
+        .resolve_gvk(&fc)
+        .expect("ForeignCluster discovered");
     assert_eq!(caps.scope, kube::discovery::Scope::Cluster);
     let lease = GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
     assert!(discovery.resolve_gvk(&lease).is_some());
@@ -66,7 +70,8 @@ async fn discovery_finds_builtins_and_liqo_crds() {
 async fn resource_slices_through_a_dynamic_api() {
     let kube = KubeApiServer::start().await.unwrap();
     let client = client(&kube).await;
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &slice_resource());
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &slice_resource());
     let pp = PostParams::default();
 
     let created = api.create(&pp, &slice("s1", json!("2"))).await.unwrap();
@@ -74,14 +79,24 @@ async fn resource_slices_through_a_dynamic_api() {
     assert!(created.metadata.uid.is_some() && created.metadata.creation_timestamp.is_some());
     let got = api.get("s1").await.unwrap();
     assert_eq!(got.data["spec"]["resources"]["cpu"], "2");
-    assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), 1);
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
 
     // Schema violations are refused with 422, field by field.
-    let e = api.create(&pp, &slice("bad", json!("two cores"))).await.unwrap_err();
+    let e = api
+        .create(&pp, &slice("bad", json!("two cores")))
+        .await
+        .unwrap_err();
     assert_eq!(api_error(e), (422, "Invalid".into()));
-    let e = api.create(&pp, &slice("Bad_Name", json!("1"))).await.unwrap_err();
+    let e = api
+        .create(&pp, &slice("Bad_Name", json!("1")))
+        .await
+        .unwrap_err();
     assert_eq!(api_error(e), (422, "Invalid".into()));
-    let wrong_enum = json!({"status": {"conditions": [{"type": "Authentication", "status": "Maybe"}]}});
+    let wrong_enum =
+        json!({"status": {"conditions": [{"type": "Authentication", "status": "Maybe"}]}});
     let e = api
         .patch_status("s1", &PatchParams::default(), &Patch::Merge(&wrong_enum))
         .await
@@ -100,7 +115,10 @@ async fn resource_slices_through_a_dynamic_api() {
     spec_change.data["status"] = json!({});
     let replaced = api.replace("s1", &pp, &spec_change).await.unwrap();
     assert_eq!(replaced.metadata.generation, Some(2));
-    assert_eq!(replaced.data["status"]["resources"]["cpu"], "2", "status ignored on the main resource");
+    assert_eq!(
+        replaced.data["status"]["resources"]["cpu"], "2",
+        "status ignored on the main resource"
+    );
 
     // A stale resourceVersion: 409, as client-go's and kube-rs's retry loops expect.
     let e = api.replace("s1", &pp, &spec_change).await.unwrap_err();
@@ -111,9 +129,18 @@ async fn resource_slices_through_a_dynamic_api() {
         "metadata": {"name": "s1"},
         "status": {"conditions": [{"type": "Authentication", "status": "Accepted"}]}});
     let ssa = PatchParams::apply("broker").force();
-    let after = api.patch_status("s1", &ssa, &Patch::Apply(&applied)).await.unwrap();
-    assert_eq!(after.data["status"]["conditions"][0]["type"], "Authentication");
-    assert_eq!(after.data["status"]["resources"]["cpu"], "2", "other fields kept");
+    let after = api
+        .patch_status("s1", &ssa, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data["status"]["conditions"][0]["type"],
+        "Authentication"
+    );
+    assert_eq!(
+        after.data["status"]["resources"]["cpu"], "2",
+        "other fields kept"
+    );
     assert_eq!(after.data["spec"]["resources"]["cpu"], "3");
     let other = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
         "metadata": {"name": "s1"},
@@ -126,7 +153,10 @@ async fn resource_slices_through_a_dynamic_api() {
     // Apply creates, too.
     let mut fresh = serde_json::to_value(slice("s2", json!(4))).unwrap();
     fresh["metadata"]["namespace"] = json!("default");
-    let made = api.patch("s2", &PatchParams::apply("broker"), &Patch::Apply(&fresh)).await.unwrap();
+    let made = api
+        .patch("s2", &PatchParams::apply("broker"), &Patch::Apply(&fresh))
+        .await
+        .unwrap();
     assert_eq!(made.data["spec"]["resources"]["cpu"], 4);
 
     // Injected faults reach the client as API errors; kube-rs retries a
@@ -140,7 +170,15 @@ async fn resource_slices_through_a_dynamic_api() {
 
     // What RBAC would have to allow.
     let rbac = kube.rbac_requests();
-    for (verb, sub) in [("create", None), ("get", None), ("list", None), ("update", None), ("update", Some("status")), ("patch", Some("status")), ("patch", None)] {
+    for (verb, sub) in [
+        ("create", None),
+        ("get", None),
+        ("list", None),
+        ("update", None),
+        ("update", Some("status")),
+        ("patch", Some("status")),
+        ("patch", None),
+    ] {
         assert!(
             rbac.iter().any(|r| r.verb == verb
                 && r.api_group == "authentication.liqo.io"
@@ -155,18 +193,27 @@ async fn resource_slices_through_a_dynamic_api() {
 #[tokio::test]
 async fn finalizers_hold_deletion_until_removed() {
     let kube = KubeApiServer::start().await.unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&kube).await, "default", &slice_resource());
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client(&kube).await, "default", &slice_resource());
     let mut object = slice("s1", json!("1"));
     object.metadata.finalizers = Some(vec!["liqo.io/broker".into()]);
     api.create(&PostParams::default(), &object).await.unwrap();
     let deleted = api.delete("s1", &DeleteParams::default()).await.unwrap();
     let marked = deleted.left().expect("the object, still there");
     assert!(marked.metadata.deletion_timestamp.is_some());
-    assert!(api.get("s1").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(api
+        .get("s1")
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .is_some());
     let remove = json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "liqo.io/broker"},
                         {"op": "remove", "path": "/metadata/finalizers/0"}]);
     let patch: json_patch::Patch = serde_json::from_value(remove).unwrap();
-    api.patch("s1", &PatchParams::default(), &Patch::Json::<()>(patch)).await.unwrap();
+    api.patch("s1", &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .unwrap();
     let e = api.get("s1").await.unwrap_err();
     assert_eq!(api_error(e), (404, "NotFound".into()));
 }
@@ -174,18 +221,29 @@ async fn finalizers_hold_deletion_until_removed() {
 #[tokio::test]
 async fn a_watcher_follows_a_crd() {
     let kube = KubeApiServer::start().await.unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&kube).await, "default", &slice_resource());
-    api.create(&PostParams::default(), &slice("before", json!("1"))).await.unwrap();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client(&kube).await, "default", &slice_resource());
+    api.create(&PostParams::default(), &slice("before", json!("1")))
+        .await
+        .unwrap();
     let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
     let mut seen = Vec::new();
     let writer = api.clone();
     let mut wrote = false;
-    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(10), events.try_next()).await.map(Result::unwrap) {
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .map(Result::unwrap)
+    {
         match event {
-            watcher::Event::InitApply(o) | watcher::Event::Apply(o) => seen.push(o.metadata.name.unwrap()),
+            watcher::Event::InitApply(o) | watcher::Event::Apply(o) => {
+                seen.push(o.metadata.name.unwrap())
+            }
             watcher::Event::InitDone if !wrote => {
                 wrote = true;
-                writer.create(&PostParams::default(), &slice("after", json!("2"))).await.unwrap();
+                writer
+                    .create(&PostParams::default(), &slice("after", json!("2")))
+                    .await
+                    .unwrap();
             }
             watcher::Event::Delete(o) => {
                 seen.push(format!("-{}", o.metadata.name.unwrap()));
@@ -194,7 +252,10 @@ async fn a_watcher_follows_a_crd() {
             _ => {}
         }
         if seen.last().map(String::as_str) == Some("after") {
-            writer.delete("before", &DeleteParams::default()).await.unwrap();
+            writer
+                .delete("before", &DeleteParams::default())
+                .await
+                .unwrap();
         }
     }
     assert_eq!(seen, ["before", "after", "-before"]);
@@ -208,7 +269,9 @@ async fn leases_namespaces_and_pods_round_trip_typed() {
     let path = dir.path().join("kubeconfig");
     kube.write_kubeconfig(&path).unwrap();
     let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
     let client = Client::try_from(config).unwrap();
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
@@ -220,20 +283,32 @@ async fn leases_namespaces_and_pods_round_trip_typed() {
     let created = leases.create(&PostParams::default(), &lease).await.unwrap();
     let mut renewed = created.clone();
     renewed.spec.as_mut().unwrap().holder_identity = Some("b".into());
-    let renewed = leases.replace("broker-leader", &PostParams::default(), &renewed).await.unwrap();
+    let renewed = leases
+        .replace("broker-leader", &PostParams::default(), &renewed)
+        .await
+        .unwrap();
     assert_eq!(renewed.spec.unwrap().holder_identity.as_deref(), Some("b"));
     // The loser of a leader race: a stale resourceVersion.
-    let e = leases.replace("broker-leader", &PostParams::default(), &created).await.unwrap_err();
+    let e = leases
+        .replace("broker-leader", &PostParams::default(), &created)
+        .await
+        .unwrap_err();
     assert_eq!(api_error(e), (409, "Conflict".into()));
 
     // Namespaces must exist for what is created in them.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "tenant-a");
-    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap();
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    )
+    .unwrap();
     let e = pods.create(&PostParams::default(), &pod).await.unwrap_err();
     assert_eq!(api_error(e), (404, "NotFound".into()));
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "tenant-a"}})).unwrap();
-    namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
     let e = pods.create(&PostParams::default(), &pod).await.unwrap_err();
     assert_eq!(api_error(e), (409, "AlreadyExists".into()));

@@ -26,7 +26,13 @@ async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
     (code, response.json().await.unwrap())
 }
 
-async fn send(kube: &KubeApiServer, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+async fn send(
+    kube: &KubeApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let response = client(Duration::from_secs(10))
         .request(method, format!("{}{path}", kube.url()))
@@ -55,7 +61,12 @@ async fn follow(kube: &KubeApiServer, query: &str, first: Value) -> (Vec<String>
     let (mut all, mut rvs) = (Vec::new(), Vec::new());
     loop {
         all.extend(names(&page));
-        rvs.push(page["metadata"]["resourceVersion"].as_str().unwrap().to_string());
+        rvs.push(
+            page["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
         let Some(token) = page["metadata"]["continue"].as_str() else {
             return (all, rvs);
         };
@@ -79,7 +90,10 @@ impl Events {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 200);
-        Self { response, buffer: Vec::new() }
+        Self {
+            response,
+            buffer: Vec::new(),
+        }
     }
 
     /// The next event; `None` when the stream ends. Panics if nothing
@@ -110,7 +124,10 @@ impl Events {
         let event = self.next().await.expect("an event, not the end");
         (
             event["type"].as_str().unwrap().to_string(),
-            event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
         )
     }
 }
@@ -127,7 +144,10 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
 async fn lists_page_from_a_consistent_snapshot() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
     for i in 0..5 {
-        kube.apply(Kind::Pod, pod(&format!("p{i}"), "n1", "Running", json!({}), "1", "1Gi"));
+        kube.apply(
+            Kind::Pod,
+            pod(&format!("p{i}"), "n1", "Running", json!({}), "1", "1Gi"),
+        );
     }
     let at_first = kube.resource_version().to_string();
     // No limit: everything at once, whatever the cap.
@@ -144,12 +164,19 @@ async fn lists_page_from_a_consistent_snapshot() {
     assert_eq!(names(&first), ["p0", "p1"], "capped at 2");
     assert_eq!(first["metadata"]["remainingItemCount"], 3);
     // The world changes between pages; the list does not.
-    kube.apply(Kind::Pod, pod("p2", "n1", "Succeeded", json!({}), "1", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("p2", "n1", "Succeeded", json!({}), "1", "1Gi"),
+    );
     kube.delete(Kind::Pod, "default/p3");
     kube.apply(Kind::Pod, pod("p9", "n1", "Running", json!({}), "1", "1Gi"));
     let (listed, rvs) = follow(&kube, "limit=500", first).await;
     assert_eq!(listed, ["p0", "p1", "p2", "p3", "p4"]);
-    assert_eq!(rvs, [at_first.clone(), at_first.clone(), at_first], "every page carries the snapshot's");
+    assert_eq!(
+        rvs,
+        [at_first.clone(), at_first.clone(), at_first],
+        "every page carries the snapshot's"
+    );
     assert_eq!(kube.pages(Kind::Pod), 4);
     assert_eq!(kube.lists(Kind::Pod), 2);
 
@@ -173,7 +200,10 @@ async fn lists_page_from_a_consistent_snapshot() {
     // A token older than a compaction, or one never issued: 410.
     let (_, first) = get(&kube, "/api/v1/pods?limit=1").await;
     let token = first["metadata"]["continue"].as_str().unwrap().to_string();
-    kube.apply(Kind::Pod, pod("p10", "n1", "Running", json!({}), "1", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("p10", "n1", "Running", json!({}), "1", "1Gi"),
+    );
     kube.compact();
     for token in [token.as_str(), "bogus", "99-00"] {
         let (code, body) = get(&kube, &format!("/api/v1/pods?limit=1&continue={token}")).await;
@@ -191,24 +221,40 @@ async fn watches_under_selectors_see_objects_join_and_leave() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
     let shadow = json!({"liqo.io/shadowPod": "true"});
     kube.apply(Kind::Pod, pod("a", "n1", "Running", json!({}), "1", "1Gi"));
-    kube.apply(Kind::Pod, pod("s", "n1", "Running", shadow.clone(), "1", "1Gi"));
-    let selectors = "labelSelector=liqo.io%2FshadowPod%21%3Dtrue&fieldSelector=status.phase%3DRunning";
+    kube.apply(
+        Kind::Pod,
+        pod("s", "n1", "Running", shadow.clone(), "1", "1Gi"),
+    );
+    let selectors =
+        "labelSelector=liqo.io%2FshadowPod%21%3Dtrue&fieldSelector=status.phase%3DRunning";
     let (code, list) = get(&kube, &format!("/api/v1/pods?{selectors}")).await;
     assert_eq!(code, 200, "{list}");
     assert_eq!(names(&list), ["a"]);
-    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let path = format!("/api/v1/pods?watch=true&resourceVersion={rv}&{selectors}");
     let mut live = Events::open(&kube, &path).await;
 
     kube.apply(Kind::Pod, pod("b", "n1", "Pending", json!({}), "1", "1Gi"));
     kube.apply(Kind::Pod, pod("b", "n1", "Running", json!({}), "1", "1Gi"));
     kube.apply(Kind::Pod, pod("b", "n1", "Running", json!({}), "2", "1Gi"));
-    kube.apply(Kind::Pod, pod("b", "n1", "Succeeded", json!({}), "2", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("b", "n1", "Succeeded", json!({}), "2", "1Gi"),
+    );
     kube.delete(Kind::Pod, "default/b");
     kube.apply(Kind::Pod, pod("s", "n1", "Running", shadow, "2", "1Gi"));
     kube.apply(Kind::Pod, pod("s", "n1", "Running", json!({}), "2", "1Gi"));
     kube.delete(Kind::Pod, "default/a");
-    let expected = [("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b"), ("ADDED", "s"), ("DELETED", "a")];
+    let expected = [
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+        ("DELETED", "b"),
+        ("ADDED", "s"),
+        ("DELETED", "a"),
+    ];
     // The same story live and replayed from history.
     let mut replay = Events::open(&kube, &path).await;
     for events in [&mut live, &mut replay] {
@@ -243,7 +289,10 @@ async fn watches_under_selectors_see_objects_join_and_leave() {
         let event = streaming.next().await.unwrap();
         kinds.push(event["type"].as_str().unwrap().to_string());
         if event["type"] == "BOOKMARK" {
-            assert_eq!(event["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+            assert_eq!(
+                event["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                "true"
+            );
             break;
         }
     }
@@ -270,14 +319,25 @@ async fn compacted_history_is_410_and_watches_can_be_held_and_ended() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
     kube.apply(Kind::Node, node("n1", true, false, "1", "1Gi"));
     let old = kube.resource_version();
-    let mut open = Events::open(&kube, &format!("/api/v1/nodes?watch=true&resourceVersion={old}")).await;
+    let mut open = Events::open(
+        &kube,
+        &format!("/api/v1/nodes?watch=true&resourceVersion={old}"),
+    )
+    .await;
     kube.end_watches();
     assert!(open.next().await.is_none(), "ended");
 
     kube.hold_watches(true);
-    let url = format!("{}/api/v1/nodes?watch=true&resourceVersion={old}", kube.url());
+    let url = format!(
+        "{}/api/v1/nodes?watch=true&resourceVersion={old}",
+        kube.url()
+    );
     let held = tokio::spawn(async move {
-        let response = client(Duration::from_secs(30)).get(url).send().await.unwrap();
+        let response = client(Duration::from_secs(30))
+            .get(url)
+            .send()
+            .await
+            .unwrap();
         (response.status().as_u16(), response.text().await.unwrap())
     });
     eventually("the watch waits", || kube.waiting_watches(Kind::Node) == 1).await;
@@ -288,7 +348,10 @@ async fn compacted_history_is_410_and_watches_can_be_held_and_ended() {
     kube.hold_watches(false);
     let (code, body) = held.await.unwrap();
     assert_eq!(code, 200, "the real server answers 410 inside the stream");
-    let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(
         lines,
         [json!({"type": "ERROR", "object": {
@@ -300,7 +363,11 @@ async fn compacted_history_is_410_and_watches_can_be_held_and_ended() {
     assert_eq!(kube.waiting_watches(Kind::Node), 0);
 
     // From the compaction point on, watching works again.
-    let mut current = Events::open(&kube, &format!("/api/v1/nodes?watch=true&resourceVersion={compacted}")).await;
+    let mut current = Events::open(
+        &kube,
+        &format!("/api/v1/nodes?watch=true&resourceVersion={compacted}"),
+    )
+    .await;
     kube.apply(Kind::Node, node("n3", true, false, "1", "1Gi"));
     assert_eq!(current.next_named().await, ("ADDED".into(), "n3".into()));
     assert_eq!(kube.gone(Kind::Node), 1);
@@ -313,20 +380,47 @@ async fn writes_answer_with_the_real_status_codes() {
     let slices = "/apis/authentication.liqo.io/v1beta1/namespaces/default/resourceslices";
     let slice = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
                        "metadata": {"name": "s1"}, "spec": {"resources": {"cpu": "2"}}});
-    let (code, created) = send(&kube, "POST", slices, "application/json", &slice.to_string()).await;
+    let (code, created) = send(
+        &kube,
+        "POST",
+        slices,
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
     assert_eq!(code, 201, "{created}");
-    let (code, again) = send(&kube, "POST", slices, "application/json", &slice.to_string()).await;
-    assert_eq!((code, again["reason"].as_str()), (409, Some("AlreadyExists")));
+    let (code, again) = send(
+        &kube,
+        "POST",
+        slices,
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (code, again["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
     let (code, missing) = get(&kube, &format!("{slices}/nope")).await;
     assert_eq!((code, missing["reason"].as_str()), (404, Some("NotFound")));
-    assert_eq!(missing["message"], "resourceslices.authentication.liqo.io \"nope\" not found");
+    assert_eq!(
+        missing["message"],
+        "resourceslices.authentication.liqo.io \"nope\" not found"
+    );
     // Strategic merge on a custom resource, or no patch type at all: 415.
     for content_type in ["application/strategic-merge-patch+json", "application/json"] {
         let (code, body) = send(&kube, "PATCH", &format!("{slices}/s1"), content_type, "{}").await;
-        assert_eq!((code, body["reason"].as_str()), (415, Some("UnsupportedMediaType")), "{content_type}");
+        assert_eq!(
+            (code, body["reason"].as_str()),
+            (415, Some("UnsupportedMediaType")),
+            "{content_type}"
+        );
     }
     // ...but built-ins take it.
-    kube.apply(Kind::Pod, pod("web", "n1", "Running", json!({}), "1", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("web", "n1", "Running", json!({}), "1", "1Gi"),
+    );
     let (code, patched) = send(
         &kube,
         "PATCH",
@@ -340,12 +434,30 @@ async fn writes_answer_with_the_real_status_codes() {
     // Stale resourceVersion: 409 Conflict.
     let mut stale = created.clone();
     stale["metadata"]["resourceVersion"] = json!("1");
-    let (code, body) = send(&kube, "PUT", &format!("{slices}/s1"), "application/json", &stale.to_string()).await;
-    assert_eq!((code, body["reason"].as_str()), (409, Some("Conflict")), "{body}");
+    let (code, body) = send(
+        &kube,
+        "PUT",
+        &format!("{slices}/s1"),
+        "application/json",
+        &stale.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (409, Some("Conflict")),
+        "{body}"
+    );
     // Schema: 422 with causes.
     let mut bad = created.clone();
     bad["spec"]["resources"]["cpu"] = json!("two");
-    let (code, body) = send(&kube, "PUT", &format!("{slices}/s1"), "application/json", &bad.to_string()).await;
+    let (code, body) = send(
+        &kube,
+        "PUT",
+        &format!("{slices}/s1"),
+        "application/json",
+        &bad.to_string(),
+    )
+    .await;
     assert_eq!((code, body["reason"].as_str()), (422, Some("Invalid")));
     assert_eq!(body["details"]["causes"][0]["field"], "spec.resources.cpu");
     // Unknown resources, wrong scope, unserved subresources: 404; wrong
@@ -360,16 +472,37 @@ async fn writes_answer_with_the_real_status_codes() {
         assert_eq!(code, 404, "{path}");
     }
     let (code, body) = send(&kube, "PUT", slices, "application/json", "{}").await;
-    assert_eq!((code, body["reason"].as_str()), (405, Some("MethodNotAllowed")));
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
+    // Dry runs are refused, not carried out.
+    let (code, _) = send(
+        &kube,
+        "POST",
+        &format!("{slices}?dryRun=All"),
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
+    assert_eq!(code, 400);
     // Injected faults, then served again; all of it in the request log.
     kube.inject(Fault::new(500).verb("get").resource("resourceslices"));
     let (code, body) = get(&kube, &format!("{slices}/s1")).await;
-    assert_eq!((code, body["reason"].as_str()), (500, Some("InternalError")));
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (500, Some("InternalError"))
+    );
     let (code, _) = get(&kube, &format!("{slices}/s1")).await;
     assert_eq!(code, 200);
     let rbac = kube.rbac_requests();
-    let has = |verb: &str, resource: &str| rbac.iter().any(|r| r.verb == verb && r.resource == resource);
-    assert!(has("create", "resourceslices") && has("update", "resourceslices") && has("patch", "pods"));
+    let has = |verb: &str, resource: &str| {
+        rbac.iter()
+            .any(|r| r.verb == verb && r.resource == resource)
+    };
+    assert!(
+        has("create", "resourceslices") && has("update", "resourceslices") && has("patch", "pods")
+    );
     let failed = kube.audit().into_iter().filter(|r| r.code == 500).count();
     assert_eq!(failed, 1);
 }

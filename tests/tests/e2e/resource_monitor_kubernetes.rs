@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use kube_test_server::{node, pod, Kind, KubeApiServer};
 use e2e::grpc::{resources, ReaderClient, Shape};
 use e2e::{free_port, Child, Spawn};
+use kube_test_server::{node, pod, Kind, KubeApiServer};
 use serde_json::json;
 
 /// Generous: this bounds a test, it does not measure anything.
