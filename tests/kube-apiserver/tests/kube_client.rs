@@ -305,10 +305,11 @@ async fn leases_namespaces_and_pods_round_trip_typed() {
     assert_eq!(api_error(e), (404, "NotFound".into()));
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "tenant-a"}})).unwrap();
-    namespaces
+    let ns = namespaces
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
     pods.create(&PostParams::default(), &pod).await.unwrap();
     let e = pods.create(&PostParams::default(), &pod).await.unwrap_err();
     assert_eq!(api_error(e), (409, "AlreadyExists".into()));
