@@ -227,6 +227,10 @@ async fn serve(
     }
     let ns = route.namespace.as_deref();
     let name = route.name.as_deref();
+    if def.namespaced && ns.is_none() && (method != Method::GET || name.is_some()) {
+        // Across namespaces there is only list and watch.
+        return error_response(&not_found_path());
+    }
     let version = route.version.as_str();
     let versioned = |mut o: Value| {
         o["apiVersion"] = json!(def.api_version(version));

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use crate::audit::{AuditRecord, SeenRequest};
@@ -819,11 +819,6 @@ impl World {
             .map(|o| o.values().cloned().collect())
             .unwrap_or_default()
     }
-}
-
-/// An empty JSON object, for callers that need one.
-pub fn empty() -> Value {
-    Value::Object(Map::new())
 }
 
 #[cfg(test)]

@@ -464,6 +464,7 @@ async fn writes_answer_with_the_real_status_codes() {
     // method: 405.
     for path in [
         "/apis/authentication.liqo.io/v1beta1/resourceslices/s1",
+        "/api/v1/pods/web",
         "/apis/nope.io/v1/things",
         "/api/v1/namespaces/default/nodes",
         "/apis/offloading.liqo.io/v1beta1/namespaces/default/quotas/q/status",
