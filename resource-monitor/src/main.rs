@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use resource_monitor::cli::{self, LogFormat};
+use edge::log::LogFormat;
 use resource_monitor::config::{ChainConfig, SourceConfig};
 use resource_monitor::server::{self, ServerOptions};
 use resource_monitor::stage::{Percent, QuotaConfig};
@@ -33,7 +33,8 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 /// Chain file (TOML; every section optional, flags override it; unknown
 /// keys are errors):
 ///
-///   [server]       listen = "0.0.0.0:6001", liqo_api = "v0.6", pool_name = "", pool_prefix = "", max_connections = 256
+///   [server]       listen = "0.0.0.0:6001", liqo_api = "v0.6", pool_name = "", pool_prefix = "", max_connections = 256,
+///                  max_connections_per_peer = 32, handshake_timeout = "5s", first_sync_timeout = "10s"
 ///   [source.static]      path = "resources.yaml"        (YAML/JSON map name → quantity, re-read on change)
 ///   [source.host]        disk_path = "/", refresh_seconds = 30
 ///   [source.kubernetes]  kubeconfig = "...", context = "...", origin_labels = ["virtualkubelet.liqo.io/origin", ...]
@@ -45,6 +46,9 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 ///
 /// Filter rules are tried in order; the first rule that matches the asking
 /// cluster and names a resource decides; resources no rule names pass.
+///
+/// Durations (flags, environment, chain file): 500ms, 30s, 5m, 1h 30m, 7d,
+/// or a bare number of seconds.
 #[derive(Debug, Parser)]
 #[command(name = "resource-monitor", version, verbatim_doc_comment)]
 struct Args {
@@ -76,7 +80,7 @@ struct Args {
     #[arg(long, env = "RESOURCE_MONITOR_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
 
-    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.11 (shape C) [default: v0.5].
+    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.10 (shape C) [default: v0.5].
     #[arg(long, env = "RESOURCE_MONITOR_LIQO_API", value_name = "VERSION")]
     liqo_api: Option<LiqoApi>,
 
@@ -91,6 +95,22 @@ struct Args {
     /// Most connections served at once; more wait [default: 256].
     #[arg(long, env = "RESOURCE_MONITOR_MAX_CONNECTIONS", value_name = "N")]
     max_connections: Option<std::num::NonZeroUsize>,
+
+    /// Most connections served at once to one IP address; more are closed at once [default: 32].
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_MAX_CONNECTIONS_PER_PEER",
+        value_name = "N"
+    )]
+    max_connections_per_peer: Option<std::num::NonZeroUsize>,
+
+    /// A new connection that has not sent the HTTP/2 preface within this time is closed, so silent connections cannot hold the slots [default: 5s].
+    #[arg(long, env = "RESOURCE_MONITOR_HANDSHAKE_TIMEOUT", value_name = "DURATION", value_parser = edge::duration::parse)]
+    handshake_timeout: Option<Duration>,
+
+    /// Shape A (Liqo v0.5, which withdraws the offer on any error): how long a read waits for a source that has not synced yet before answering the error; once synced, a failing read is answered with the last known answer [default: 10s].
+    #[arg(long, env = "RESOURCE_MONITOR_FIRST_SYNC_TIMEOUT", value_name = "DURATION", value_parser = edge::duration::parse)]
+    first_sync_timeout: Option<Duration>,
 
     /// Check the configuration (flags, chain file, the source's files) and exit without serving.
     #[arg(long, env = "RESOURCE_MONITOR_CHECK")]
@@ -108,7 +128,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cli::run_main(args.log_format, run(args))
+    edge::run(args.log_format, run(args))
 }
 
 /// The chain file merged with the flags (flags win).
@@ -172,6 +192,23 @@ fn server_options(args: &Args, config: &ChainConfig) -> ServerOptions {
     } else if let Some(max) = section.max_connections {
         options.max_connections = usize::try_from(max.get()).unwrap_or(usize::MAX);
     }
+    if let Some(max) = args.max_connections_per_peer {
+        options.max_connections_per_peer = max.get();
+    } else if let Some(max) = section.max_connections_per_peer {
+        options.max_connections_per_peer = usize::try_from(max.get()).unwrap_or(usize::MAX);
+    }
+    if let Some(timeout) = args
+        .handshake_timeout
+        .or(section.handshake_timeout.map(|d| d.0))
+    {
+        options.handshake_timeout = timeout;
+    }
+    if let Some(timeout) = args
+        .first_sync_timeout
+        .or(section.first_sync_timeout.map(|d| d.0))
+    {
+        options.first_sync_timeout = timeout;
+    }
     options
 }
 
@@ -200,7 +237,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tokio::pin!(server);
     tokio::select! {
         result = &mut server => return result.context("server task")?.map_err(Into::into),
-        () = cli::shutdown_signal() => {}
+        () = edge::signal::shutdown() => {}
     }
     let _ = stop_tx.send(());
     // Controllers that hold calls open must not keep us from exiting.

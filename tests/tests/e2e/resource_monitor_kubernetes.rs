@@ -150,6 +150,8 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
         .args(["--source", "kubernetes", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        // Shape A waits this long for a first answer before the error.
+        .args(["--first-sync-timeout", "500ms"])
         .start_listening(port)?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     let status = client.read("c1").await.expect_err("not listed yet");
