@@ -10,13 +10,19 @@ use num_traits::{One, Zero};
 
 use crate::quantity::{Format, Quantity};
 
-/// Quantities at or above `10^MAX_INTEGER_DIGITS` in magnitude are refused.
+/// Quantities at or above `10^MAX_INTEGER_DIGITS` in magnitude are refused
+/// ([`ParseError::OutOfRange`]); everything below is accepted and exact.
 ///
-/// Kubernetes has no such bound, but adding a value with a huge exponent to a
-/// small one makes it (and any exact implementation) build a number with that
-/// many digits; a bound keeps arithmetic on untrusted input cheap. It is far
-/// beyond any real resource amount.
-pub const MAX_INTEGER_DIGITS: i64 = 1000;
+/// Kubernetes has no such bound, but a value holds (and adding a value with a
+/// huge exponent to a small one builds) a number with that many digits, in
+/// Kubernetes as in any exact implementation. The bound caps that at about
+/// 41 KiB per value and a few milliseconds per parse or print, whatever the
+/// input (`"1e999999999"` is refused before anything is allocated). It is
+/// absurdly far beyond any real amount (the observable universe holds about
+/// 10^80 atoms), and far beyond `1e1000`, which Kubernetes accepts and prints
+/// as `10e999`. Values below `1n` round to `1n` as in Kubernetes, so there is
+/// no bound on how small a non-zero input may be.
+pub const MAX_INTEGER_DIGITS: i64 = 100_000;
 
 /// Why a string is not a quantity.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,8 +33,8 @@ pub enum ParseError {
     Suffix,
     #[error("quantity is empty")]
     Empty,
-    /// The magnitude is at least `10^1000` (see [`MAX_INTEGER_DIGITS`]).
-    #[error("quantity is too large: its magnitude must be below 10^1000")]
+    /// The magnitude is at least `10^100000` (see [`MAX_INTEGER_DIGITS`]).
+    #[error("quantity is too large: its magnitude must be below 10^100000")]
     OutOfRange,
 }
 
@@ -182,6 +188,93 @@ fn binary_cap_nanos() -> BigUint {
     BigUint::from(i64::MAX as u64) * BigUint::from(1_000_000_000u32)
 }
 
+/// Whether Kubernetes' `ParseQuantity` keeps `s` as the quantity's string
+/// (`q.s = str`), so that `String()` and `MarshalJSON` hand back the input
+/// unchanged.
+///
+/// This is the int64 fast path of `ParseQuantity` (k8s.io/apimachinery
+/// `pkg/api/resource/quantity.go`), which reuses the input "if the number is
+/// in canonical form":
+///
+/// ```go
+/// case DecimalExponent, DecimalSI:
+///     scale = exponent
+///     precision = maxInt64Factors - int32(len(num)+len(denom))   // maxInt64Factors = 18
+/// case BinarySI:
+///     scale = 0
+///     switch {
+///     case exponent >= 0 && len(denom) == 0:
+///         mantissa = int64(int64(mantissa) << uint64(exponent))
+///         precision = 15 - int32(len(num)) - int32(float32(exponent)*3/10) - 1
+///     default:
+///         precision = -1
+///     }
+/// ...
+/// if precision >= 0 {
+///     scale -= int32(len(denom))
+///     if scale >= int32(Nano) {
+///         shifted := num + denom
+///         value, err := strconv.ParseInt(shifted, 10, 64)
+///         if result, ok := int64Multiply(value, int64(mantissa)); ok {
+///             switch format {
+///             case BinarySI:
+///                 if exponent%10 == 0 && (value&0x07 != 0) { /* s: str */ }
+///             default:
+///                 if scale%3 == 0 && !strings.HasSuffix(shifted, "000") && shifted[0] != '0' { /* s: str */ }
+///             }
+/// ```
+///
+/// where `num` is the integer digits without their leading zeros (`"0"` when
+/// none are left) and `denom` the digits after the `.` (empty for `"1."`).
+/// Plus the first line of `ParseQuantity`: `"0"` itself is kept (and is
+/// canonical anyway, so it needs no copy here).
+///
+/// The quantity's format is the suffix's format here: a binary value on this
+/// path is a whole number of at least `1Ki`, never turned into DecimalSI.
+fn kubernetes_keeps_spelling(scanned: &Scanned<'_>, multiplier: &Multiplier) -> bool {
+    let num: &[u8] = if scanned.integer.is_empty() {
+        b"0"
+    } else {
+        scanned.integer
+    };
+    let denom = scanned.fraction;
+    match *multiplier {
+        Multiplier::Decimal(exponent) => {
+            // precision >= 0
+            if num.len() + denom.len() > 18 {
+                return false;
+            }
+            // Go computes this in int32; the exponent is an i32 and denom has
+            // at most 18 digits, so the i64 here is the same number (except
+            // where Go would wrap near i32::MIN, far past MAX_INTEGER_DIGITS
+            // in the other direction: such inputs are refused before this).
+            let scale = exponent - denom.len() as i64;
+            if scale < -9 || scale % 3 != 0 {
+                return false;
+            }
+            let shifted = [num, denom].concat();
+            !shifted.ends_with(b"000") && shifted[0] != b'0'
+        }
+        Multiplier::Binary(bits) => {
+            if !denom.is_empty() {
+                return false;
+            }
+            // precision = 15 - len(num) - exponent*3/10 - 1 >= 0; exponent is
+            // 10..=60, so exponent*3/10 is exact.
+            if num.len() as i64 > 15 - i64::from(bits) * 3 / 10 - 1 {
+                return false;
+            }
+            // At most 14 digits, so it fits, and value << bits does too
+            // (precision bounds it well below 2^63).
+            let value: i64 = num
+                .iter()
+                .fold(0, |acc, &d| acc * 10 + i64::from(d - b'0'));
+            debug_assert!(value.checked_mul(1 << bits).is_some());
+            bits % 10 == 0 && value & 0x07 != 0
+        }
+    }
+}
+
 pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
     if s.is_empty() {
         return Err(ParseError::Empty);
@@ -205,6 +298,8 @@ pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
     exp10 += trailing as i64;
 
     if significant.is_empty() {
+        // Kubernetes keeps no zero's spelling but "0" itself, which is
+        // what the canonical form prints.
         return Ok(Quantity::from_parts(BigInt::zero(), format));
     }
     let n = significant.len() as i64;
@@ -234,14 +329,19 @@ pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
         }
     };
     let magnitude = BigInt::from(magnitude);
-    Ok(Quantity::from_parts(
+    let value = Quantity::from_parts(
         if scanned.negative {
             -magnitude
         } else {
             magnitude
         },
         format,
-    ))
+    );
+    Ok(if kubernetes_keeps_spelling(&scanned, &multiplier) {
+        value.with_spelling(s)
+    } else {
+        value
+    })
 }
 
 /// `ceil(D * 10^exp10 * 10^9)` for the significant digits D (no trailing zeros).
