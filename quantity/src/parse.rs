@@ -226,8 +226,8 @@ fn binary_cap_nanos() -> BigUint {
 ///
 /// where `num` is the integer digits without their leading zeros (`"0"` when
 /// none are left) and `denom` the digits after the `.` (empty for `"1."`).
-/// Plus the first line of `ParseQuantity`: `"0"` itself is kept (and is
-/// canonical anyway, so it needs no copy here).
+/// `ParseQuantity`'s first check, which keeps `"0"` itself, is made where
+/// zeros are built.
 ///
 /// The quantity's format is the suffix's format here: a binary value on this
 /// path is a whole number of at least `1Ki`, never turned into DecimalSI.
@@ -266,9 +266,7 @@ fn kubernetes_keeps_spelling(scanned: &Scanned<'_>, multiplier: &Multiplier) -> 
             }
             // At most 14 digits, so it fits, and value << bits does too
             // (precision bounds it well below 2^63).
-            let value: i64 = num
-                .iter()
-                .fold(0, |acc, &d| acc * 10 + i64::from(d - b'0'));
+            let value: i64 = num.iter().fold(0, |acc, &d| acc * 10 + i64::from(d - b'0'));
             debug_assert!(value.checked_mul(1 << bits).is_some());
             bits % 10 == 0 && value & 0x07 != 0
         }
@@ -298,9 +296,14 @@ pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
     exp10 += trailing as i64;
 
     if significant.is_empty() {
-        // Kubernetes keeps no zero's spelling but "0" itself, which is
-        // what the canonical form prints.
-        return Ok(Quantity::from_parts(BigInt::zero(), format));
+        // Kubernetes keeps no zero's spelling but "0" itself (the first
+        // check in ParseQuantity), which is also its canonical form.
+        let zero = Quantity::from_parts(BigInt::zero(), format);
+        return Ok(if s == "0" {
+            zero.with_spelling(s)
+        } else {
+            zero
+        });
     }
     let n = significant.len() as i64;
 
@@ -318,8 +321,7 @@ pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
             let nanos = if n - 1 + exp10 >= 19 {
                 binary_cap_nanos()
             } else {
-                let d = digits_to_big(significant) << bits;
-                scale_nanos_ceil(d, exp10).min(binary_cap_nanos())
+                binary_nanos(significant, exp10, bits).min(binary_cap_nanos())
             };
             if nanos < BigUint::from(1_000_000_000u32) {
                 // Kubernetes: a non-zero binary value below 1 becomes DecimalSI.
@@ -358,6 +360,34 @@ fn nanos_from_decimal(significant: &[u8], exp10: i64) -> BigUint {
     // The dropped digits end in a non-zero digit (trailing zeros were
     // stripped), so the value is never exact here: round away from zero.
     digits_to_big(&significant[..keep as usize]) + BigUint::one()
+}
+
+/// `ceil(D * 10^exp10 * 2^bits * 10^9)` for the significant digits D (no
+/// trailing zeros), without converting more than `bits + 10` fraction digits
+/// of D, however long the input.
+///
+/// Every multiple of `1n / 2^bits` is `k / (2^bits * 10^9) = k * 5^bits /
+/// 10^(bits + 9)`: it has at most `bits + 9` fraction digits. Cut D after
+/// `s = bits + 10` fraction digits into `H / 10^s` plus a non-zero rest
+/// (the last digit of D is not zero) below `1 / 10^s`: the value lies strictly
+/// between two neighbours `H / 10^s` and `(H + 1) / 10^s` of a grid that
+/// holds every point where the result steps, so any value strictly between
+/// them rounds up to the same count of nano units. Replacing the rest by one
+/// digit `1` at position `s + 1` keeps the value strictly between them.
+fn binary_nanos(significant: &[u8], exp10: i64, bits: u32) -> BigUint {
+    let s = i64::from(bits) + 10;
+    if exp10 >= -s {
+        return scale_nanos_ceil(digits_to_big(significant) << bits, exp10);
+    }
+    // Digits at or above 10^-s: n + exp10 + s of them.
+    let keep = significant.len() as i64 + exp10 + s;
+    if keep <= 0 {
+        // 0 < value < 10^-s, so value * 2^bits * 10^9 < 1: one nano.
+        return BigUint::one();
+    }
+    let mut digits = significant[..keep as usize].to_vec();
+    digits.push(b'1');
+    scale_nanos_ceil(digits_to_big(&digits) << bits, -s - 1)
 }
 
 /// `ceil(d * 10^exp10 * 10^9)` for an arbitrary integer d.
