@@ -54,7 +54,11 @@
 //!   milliseconds; Kubernetes has no bound (and can exhaust its memory on
 //!   such values). Exponents outside int32 are refused
 //!   ([`ParseError::Suffix`]) where Kubernetes silently wraps them
-//!   (`"1e4294967296"` is `1` there).
+//!   (`"1e4294967296"` is `1` there), and so are exponents so close to
+//!   int32's minimum that Kubernetes' own scale arithmetic wraps
+//!   (exponent − fraction digits ≤ −2^31: `"1e-2147483648"`,
+//!   `"1.00E-2147483647"`). Tiny values otherwise have no bound: they round
+//!   up to `1n` as in Kubernetes (`"1e-999999999"` is `1n`).
 //! - **Binary values past `Ei`** (reachable only by arithmetic, since parsing
 //!   caps binary values at 2^63-1 like Kubernetes) print as `"1024Ei"`;
 //!   Kubernetes has no suffix there and prints the mantissa alone.

@@ -279,6 +279,16 @@ pub(crate) fn parse(s: &str) -> Result<Quantity, ParseError> {
     }
     let scanned = scan(s)?;
     let (multiplier, mut format) = interpret_suffix(scanned.suffix)?;
+    if let Multiplier::Decimal(exponent) = multiplier {
+        // Kubernetes subtracts the fraction digits from the exponent in int32
+        // (`scale -= int32(len(denom))`, and `amount.Scale() +
+        // Scale(exponent).infScale()` on its slow path); at or below int32's
+        // minimum that wraps to a huge positive scale (and "1.00E-2147483648"
+        // would print as typed while meaning 10^2147483648). Refused.
+        if exponent - scanned.fraction.len() as i64 <= i64::from(i32::MIN) {
+            return Err(ParseError::Suffix);
+        }
+    }
 
     // All significant digits of integer and fraction, as one integer D with
     // value = D * 10^exp10 * multiplier.

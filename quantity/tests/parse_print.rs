@@ -157,7 +157,8 @@ const CASES: &[(&str, &str, Format)] = &[
     ("1e999", "1e999", X),
     ("9.99e999", "9990e996", X),
     ("0.0001e1000", "1e996", X),
-    ("1e-2147483648", "1e-9", X),
+    ("1e-2147483647", "1e-9", X),
+    ("1.5e-2147483646", "1e-9", X),
 ];
 
 /// The inputs of [`CASES`] that Kubernetes keeps as typed (see
@@ -280,6 +281,12 @@ const REJECTED: &[(&str, ParseError)] = &[
     ("1e-9223372036854775808", ParseError::Suffix),
     ("1e2147483648", ParseError::Suffix),
     ("1e-2147483649", ParseError::Suffix),
+    // Exponents where Kubernetes' int32 scale (exponent - fraction digits)
+    // wraps around.
+    ("1e-2147483648", ParseError::Suffix),
+    ("1.5e-2147483647", ParseError::Suffix),
+    ("1.00E-2147483648", ParseError::Suffix),
+    ("1.000e-2147483645", ParseError::Suffix),
     // Magnitudes of 10^100000 (MAX_INTEGER_DIGITS) and above.
     ("1e100000", ParseError::OutOfRange),
     ("10e99999", ParseError::OutOfRange),
