@@ -430,6 +430,29 @@ fn structured() -> impl Strategy<Value = String> {
         .prop_map(|(signs, zeros, int, frac, suffix)| format!("{signs}{zeros}{int}{frac}{suffix}"))
 }
 
+/// Numbers made mostly of zeros (trailing `000`, leading `0`, `0.`, scales
+/// that are and are not multiples of 3): where Kubernetes' keep-or-canonicalize
+/// decision turns.
+fn zero_heavy() -> impl Strategy<Value = String> {
+    let digits = "(0|1|5|8|9|0{2,4}){0,7}";
+    (
+        "[-+]?",
+        digits,
+        prop_oneof![
+            Just(String::new()),
+            Just(".".to_owned()),
+            digits.prop_map(|d| format!(".{d}"))
+        ],
+        prop_oneof![
+            Just(String::new()),
+            "[numkMGTPE]",
+            "[KMGTPE]i",
+            "[eE][-+]?(0|1|2|3|6|9|10|12|18|21|999|1000)",
+        ],
+    )
+        .prop_map(|(sign, int, frac, suffix)| format!("{sign}{int}{frac}{suffix}"))
+}
+
 /// Long runs of one digit, around a point, with a suffix.
 fn long_runs() -> impl Strategy<Value = String> {
     (
@@ -502,6 +525,11 @@ proptest! {
 
     #[test]
     fn structured_numbers(s in structured()) {
+        check(&s)?;
+    }
+
+    #[test]
+    fn zero_heavy_numbers(s in zero_heavy()) {
         check(&s)?;
     }
 
