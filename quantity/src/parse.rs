@@ -244,10 +244,9 @@ fn kubernetes_keeps_spelling(scanned: &Scanned<'_>, multiplier: &Multiplier) -> 
             if num.len() + denom.len() > 18 {
                 return false;
             }
-            // Go computes this in int32; the exponent is an i32 and denom has
-            // at most 18 digits, so the i64 here is the same number (except
-            // where Go would wrap near i32::MIN, far past MAX_INTEGER_DIGITS
-            // in the other direction: such inputs are refused before this).
+            // Go computes this in int32; inputs where that wraps (exponent -
+            // len(denom) <= i32::MIN) are refused before this, so the i64
+            // here is the same number.
             let scale = exponent - denom.len() as i64;
             if scale < -9 || scale % 3 != 0 {
                 return false;
