@@ -251,8 +251,16 @@ fn kubernetes_keeps_spelling(scanned: &Scanned<'_>, multiplier: &Multiplier) -> 
             if scale < -9 || scale % 3 != 0 {
                 return false;
             }
-            let shifted = [num, denom].concat();
-            !shifted.ends_with(b"000") && shifted[0] != b'0'
+            // shifted = num + denom: not ending in "000", not starting with '0'.
+            let len = num.len() + denom.len();
+            let ends_in_000 = len >= 3
+                && denom
+                    .iter()
+                    .rev()
+                    .chain(num.iter().rev())
+                    .take(3)
+                    .all(|&c| c == b'0');
+            !ends_in_000 && num[0] != b'0'
         }
         Multiplier::Binary(bits) => {
             if !denom.is_empty() {

@@ -51,7 +51,42 @@ pub struct Quantity {
     format: Format,
     /// The input string, when Kubernetes' `ParseQuantity` would keep it
     /// (its `q.s`). `None` for computed values, which print canonically.
-    spelling: Option<Box<str>>,
+    spelling: Option<Spelling>,
+}
+
+/// A kept input string. Short ones (every real quantity) are held inline, so
+/// that parsing does not allocate for them.
+#[derive(Clone)]
+enum Spelling {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+const INLINE: usize = 22;
+
+impl Spelling {
+    fn new(s: &str) -> Self {
+        if s.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Spelling::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            Spelling::Heap(s.into())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a str (quantity spellings are ASCII anyway).
+            Spelling::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Spelling::Heap(s) => s,
+        }
+    }
 }
 
 impl Quantity {
@@ -66,7 +101,7 @@ impl Quantity {
     /// The same value, printing as `spelling` (which must be a string that
     /// parses to this value and that Kubernetes keeps).
     pub(crate) fn with_spelling(mut self, spelling: &str) -> Self {
-        self.spelling = Some(spelling.into());
+        self.spelling = Some(Spelling::new(spelling));
         self
     }
 
@@ -152,7 +187,7 @@ impl Quantity {
     /// `Add`, `Sub`, `Neg`, `Mul`, `Set*` clear it; `clone` keeps it, as
     /// `DeepCopy` does.
     pub fn kept_spelling(&self) -> Option<&str> {
-        self.spelling.as_deref()
+        self.spelling.as_ref().map(Spelling::as_str)
     }
 
     /// `-self`, same format.
@@ -243,7 +278,7 @@ impl fmt::Display for Quantity {
     /// [`Quantity::kept_spelling`]), else the canonical string.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.spelling {
-            Some(spelling) => f.write_str(spelling),
+            Some(spelling) => f.write_str(spelling.as_str()),
             None => f.write_str(&crate::canonical::canonical(self)),
         }
     }
