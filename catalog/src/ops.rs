@@ -1,10 +1,24 @@
-//! Operability endpoints: liveness, readiness, Prometheus metrics, OpenAPI.
+//! Operability endpoints: liveness, readiness and Prometheus metrics.
 
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-use super::{ApiError, ErrorBody};
-use crate::AppState;
+use std::sync::Arc;
+
+use crate::http::{ApiError, ErrorBody};
+use crate::metrics::Metrics;
+use crate::offers::OfferStore;
+use crate::providers::ProviderStore;
+use crate::storage::Health;
+
+/// What the operability endpoints read (`web::Data<Ops>`).
+#[derive(Clone)]
+pub struct Ops {
+    pub health: Arc<dyn Health>,
+    pub offers: Arc<dyn OfferStore>,
+    pub providers: Arc<dyn ProviderStore>,
+    pub metrics: Arc<Metrics>,
+}
 
 /// Liveness: the process serves HTTP.
 #[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "Alive")))]
@@ -17,34 +31,36 @@ pub async fn healthz() -> HttpResponse {
     get, path = "/readyz", tag = "ops",
     responses((status = 200, description = "Ready"), (status = 503, body = ErrorBody))
 )]
-pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
     state
-        .store
+        .health
         .ping()
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    if !state.store.following_changes() {
+    if !state.health.following_changes() {
         return Err(ApiError::Unavailable(
             "the store is reachable but its change streams are not open yet: other processes' changes would be missed".into(),
         ));
     }
-    Ok(HttpResponse::Ok().json(json!({ "status": "ready", "store": state.store.kind() })))
+    Ok(HttpResponse::Ok().json(json!({ "status": "ready", "store": state.health.kind() })))
 }
 
 /// Prometheus metrics (OpenMetrics text).
 #[utoipa::path(get, path = "/metrics", tag = "ops", responses((status = 200, description = "OpenMetrics text")))]
-pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn metrics(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
     // Counts come from the store at scrape time; if it is unreachable the
     // gauges keep their last values.
-    if let Ok(stats) = state.store.stats().await {
+    if let Ok(offers) = state.offers.count_offers().await {
         state
             .metrics
             .offers
-            .set(i64::try_from(stats.offers).unwrap_or(i64::MAX));
+            .set(i64::try_from(offers).unwrap_or(i64::MAX));
+    }
+    if let Ok(providers) = state.providers.count_providers().await {
         state
             .metrics
             .providers
-            .set(i64::try_from(stats.providers).unwrap_or(i64::MAX));
+            .set(i64::try_from(providers).unwrap_or(i64::MAX));
     }
     let text = state
         .metrics
@@ -53,13 +69,4 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     Ok(HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(text))
-}
-
-/// This API's OpenAPI 3 document, generated from the code.
-#[utoipa::path(get, path = "/openapi.json", tag = "ops", responses((status = 200, description = "OpenAPI document")))]
-pub async fn openapi() -> Result<HttpResponse, ApiError> {
-    let doc = super::openapi::document().map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(doc))
 }

@@ -6,6 +6,8 @@
 //! the public API (`"<mantissa>e<exponent>"` re-formatted); expected strings
 //! are what Kubernetes' `String()` prints for that value.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::cmp::Ordering;
 
 use quantity::{Format, ParseError, Quantity};

@@ -10,11 +10,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::error::BuyError;
-use super::http::parse_body;
-use crate::api::{read_json_body, ErrorBody};
+use super::Buying;
 use crate::auth::{Caller, Role};
-use crate::model::Offer;
-use crate::AppState;
+use crate::http::{parse_body, read_json_body, ErrorBody};
+use crate::offers::Offer;
 
 /// Largest cap accepted.
 pub const MAX_CAP: u32 = 1_000_000;
@@ -47,9 +46,9 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>
     Option::<u32>::deserialize(d).map(Some)
 }
 
-async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
+async fn plan_of(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
     let offer = state
-        .store
+        .offers
         .get_offer(offer_id)
         .await?
         .ok_or_else(|| BuyError::not_found(format!("no offer {offer_id}")))?;
@@ -61,11 +60,10 @@ async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offe
     Ok(offer)
 }
 
-async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Capacity, BuyError> {
+async fn capacity(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Capacity, BuyError> {
     let usage = state
-        .buying
         .store
-        .plan_usage(offer_id, plan_id, crate::model::now())
+        .plan_usage(offer_id, plan_id, crate::storage::now())
         .await?;
     Ok(Capacity {
         offer_id: offer_id.to_string(),
@@ -83,7 +81,7 @@ async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Cap
     responses((status = 200, body = Capacity), (status = 404, body = ErrorBody))
 )]
 pub async fn get(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, BuyError> {
     let (offer_id, plan_id) = path.into_inner();
@@ -100,7 +98,7 @@ pub async fn get(
     responses((status = 200, body = Capacity), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
 )]
 pub async fn put(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     req: HttpRequest,
     payload: web::Payload,
@@ -108,7 +106,7 @@ pub async fn put(
 ) -> Result<HttpResponse, BuyError> {
     caller.require(Role::Provider)?;
     let (offer_id, plan_id) = path.into_inner();
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: CapRequest = parse_body(&body)?;
     let Some(cap) = r.max_purchases else {
         return Err(BuyError::bad_request(
@@ -128,11 +126,7 @@ pub async fn put(
             "this offer belongs to another provider",
         ));
     }
-    state
-        .buying
-        .store
-        .set_plan_cap(&offer_id, &plan_id, cap)
-        .await?;
+    state.store.set_plan_cap(&offer_id, &plan_id, cap).await?;
     tracing::info!(offer = %offer_id, plan = %plan_id, cap = ?cap, "plan cap set");
     Ok(HttpResponse::Ok().json(capacity(&state, &offer_id, &plan_id).await?))
 }

@@ -4,10 +4,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::api::{ApiError, ErrorBody};
-use crate::model::FieldError;
-use crate::store::reservations::{ReserveError, TransitionError};
-use crate::store::StoreError;
+use super::store::{ReserveError, TransitionError};
+use crate::http::{ApiError, ErrorBody, FieldError};
+use crate::storage::StoreError;
 
 /// See the module docs.
 #[derive(Debug, thiserror::Error)]

@@ -18,29 +18,9 @@ use serde::Deserialize;
 use super::error::BuyError;
 use super::model::{Channel, Contract, Reservation, ReservationState, Transition};
 use super::service::{self, Buyer};
-use crate::api::{read_json_body, ErrorBody};
+use super::Buying;
 use crate::auth::Caller;
-use crate::AppState;
-
-/// Parse a JSON body; a bad one answers 400 naming the field.
-pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BuyError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let message = e.into_inner().to_string();
-        if path == "." || path.is_empty() {
-            // serde names a missing field only in its message: name it.
-            if let Some(name) = message
-                .strip_prefix("missing field `")
-                .and_then(|rest| rest.split('`').next())
-            {
-                return BuyError::bad_request(name, "is required");
-            }
-            return BuyError::bad_request("body", message);
-        }
-        BuyError::bad_request(path, message)
-    })
-}
+use crate::http::{parse_body, read_json_body, validate_id, ErrorBody};
 
 /// `POST /reservations` body.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -72,16 +52,16 @@ pub struct ReserveRequest {
     )
 )]
 pub async fn create(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, BuyError> {
     let buyer = Buyer::from_caller(&caller)?;
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: ReserveRequest = parse_body(&body)?;
-    crate::model::validate_id("offerID", &r.offer_id)?;
-    crate::model::validate_id("planID", &r.plan_id)?;
+    validate_id("offerID", &r.offer_id)?;
+    validate_id("planID", &r.plan_id)?;
     let ttl = service::lifetime(&state, r.ttl_seconds)?;
     let reservation = service::reserve(
         &state,
@@ -117,7 +97,7 @@ fn query(req: &HttpRequest) -> Result<ListQuery, BuyError> {
 }
 
 async fn listed(
-    state: &AppState,
+    state: &Buying,
     caller: &Caller,
     req: &HttpRequest,
     keep: impl Fn(&Reservation) -> bool,
@@ -156,7 +136,7 @@ async fn listed(
     responses((status = 200, body = Vec<Reservation>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody))
 )]
 pub async fn list(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, BuyError> {
@@ -171,7 +151,7 @@ pub async fn list(
     responses((status = 200, body = Reservation), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
 )]
 pub async fn get(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {
@@ -187,7 +167,7 @@ pub async fn get(
     responses((status = 200, description = "Released", body = Reservation), (status = 404, body = ErrorBody), (status = 409, description = "Not a live reservation", body = ErrorBody))
 )]
 pub async fn release(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {
@@ -210,7 +190,7 @@ pub async fn release(
     )
 )]
 pub async fn purchase(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {
@@ -241,7 +221,7 @@ fn is_purchase(r: &Reservation) -> bool {
     responses((status = 200, body = Vec<Reservation>), (status = 401, body = ErrorBody))
 )]
 pub async fn list_purchases(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, BuyError> {
@@ -256,7 +236,7 @@ pub async fn list_purchases(
     responses((status = 200, body = Contract), (status = 404, body = ErrorBody))
 )]
 pub async fn get_purchase(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {
@@ -286,7 +266,7 @@ pub async fn get_purchase(
     responses((status = 200, description = "Cancelled", body = Reservation), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody))
 )]
 pub async fn cancel(
-    state: web::Data<AppState>,
+    state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {

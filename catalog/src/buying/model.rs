@@ -9,7 +9,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::model::Cost;
+use crate::offers::Cost;
+use crate::providers::PeeringCredentials;
 
 /// Where a holding is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -166,6 +167,41 @@ impl Transition {
     }
 }
 
+/// What a store does to apply a transition to a record as it read it: the
+/// one decision both backends follow (each then writes with its own
+/// compare-and-swap).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Leave the record as it is and answer that it is in another state.
+    Refuse,
+    /// Write `next`. `refused`: the asked transition did not happen (a
+    /// purchase after the deadline expires the record instead), so the
+    /// caller is answered with the new state as a refusal.
+    Write { next: Reservation, refused: bool },
+}
+
+/// Decide how `t` applies to `r` at `now`: only from `t.from()`; a purchase
+/// of a due reservation expires it instead; an expiry only of a due one.
+pub fn step(r: &Reservation, t: Transition, now: DateTime<Utc>) -> Step {
+    if r.state != t.from() {
+        return Step::Refuse;
+    }
+    let (effective, refused) = match t {
+        Transition::Purchase if r.is_due(now) => (Transition::Expire, true),
+        Transition::Expire if !r.is_due(now) => return Step::Refuse,
+        _ => (t, false),
+    };
+    Step::Write {
+        next: effective.apply(r, now),
+        refused,
+    }
+}
+
+/// Whether a plan with `cap` units and `active` holdings has none left.
+pub fn sold_out(cap: u32, active: u64) -> bool {
+    active >= u64::from(cap)
+}
+
 /// A plan's cap and how much of it is in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanUsage {
@@ -173,28 +209,6 @@ pub struct PlanUsage {
     pub cap: Option<u32>,
     /// Holdings active now.
     pub active: u64,
-}
-
-/// A provider's Liqo peering credentials, as handed to a buyer.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct PeeringCredentials {
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    #[serde(rename = "clusterName")]
-    pub cluster_name: String,
-    #[serde(rename = "authURL")]
-    pub auth_url: String,
-    /// The provider's peering token (secret).
-    pub token: String,
-}
-
-impl std::fmt::Debug for PeeringCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PeeringCredentials")
-            .field("cluster_id", &self.cluster_id)
-            .field("auth_url", &self.auth_url)
-            .finish_non_exhaustive()
-    }
 }
 
 /// What `POST /reservations/{id}/purchase` (and `GET /purchases/{id}`)
@@ -219,7 +233,7 @@ mod tests {
     use super::*;
 
     fn sample(state: ReservationState, expires_in: i64) -> Reservation {
-        let now = crate::model::now();
+        let now = crate::storage::now();
         Reservation {
             id: "r1".into(),
             consumer: "alice".into(),
@@ -238,7 +252,7 @@ mod tests {
 
     #[test]
     fn activity_follows_state_and_deadline() {
-        let now = crate::model::now();
+        let now = crate::storage::now();
         assert!(sample(ReservationState::Reserved, 10).is_active(now));
         assert!(!sample(ReservationState::Reserved, -1).is_active(now));
         assert!(sample(ReservationState::Reserved, -1).is_due(now));
@@ -256,7 +270,7 @@ mod tests {
 
     #[test]
     fn transitions_stamp_times() {
-        let now = crate::model::now();
+        let now = crate::storage::now();
         let r = sample(ReservationState::Reserved, -5);
         let e = Transition::Expire.apply(&r, now);
         assert_eq!(
@@ -272,13 +286,33 @@ mod tests {
     }
 
     #[test]
-    fn credentials_debug_hides_the_token() {
-        let c = PeeringCredentials {
-            cluster_id: "c".into(),
-            cluster_name: "n".into(),
-            auth_url: "https://x".into(),
-            token: "very-secret".into(),
-        };
-        assert!(!format!("{c:?}").contains("very-secret"));
+    fn steps_follow_state_and_deadline() {
+        let now = crate::storage::now();
+        let due = sample(ReservationState::Reserved, -5);
+        let fresh = sample(ReservationState::Reserved, 60);
+        match step(&due, Transition::Purchase, now) {
+            Step::Write { next, refused } => {
+                assert!(refused);
+                assert_eq!(next.state, ReservationState::Expired);
+            }
+            other => panic!("a late purchase expires: {other:?}"),
+        }
+        assert_eq!(step(&fresh, Transition::Expire, now), Step::Refuse);
+        assert_eq!(
+            step(
+                &sample(ReservationState::Released, 60),
+                Transition::Purchase,
+                now
+            ),
+            Step::Refuse
+        );
+        match step(&fresh, Transition::Purchase, now) {
+            Step::Write { next, refused } => {
+                assert!(!refused);
+                assert_eq!(next.state, ReservationState::Purchased);
+            }
+            other => panic!("a purchase in time: {other:?}"),
+        }
+        assert!(sold_out(2, 2) && !sold_out(2, 1) && sold_out(0, 0));
     }
 }

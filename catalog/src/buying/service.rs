@@ -1,31 +1,32 @@
 //! Buying, independent of HTTP: reserve a plan, purchase or release a
 //! reservation, cancel a purchase, and hand over peering credentials.
 //! Used by the REST handlers ([`super::http`]) and the Open Service Broker
-//! API ([`crate::osb`]).
+//! API (the `osb` feature).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::BuyError;
-use super::model::{
-    new_id, Channel, Contract, PeeringCredentials, Reservation, ReservationState, Transition,
-};
-use super::seal::Sealer;
+use super::model::{new_id, Channel, Contract, Reservation, ReservationState, Transition};
+use super::store::{ReservationStore, ReserveError, TransitionError};
 use crate::auth::{Caller, Role};
-use crate::store::reservations::{ReservationStore, TransitionError};
-use crate::AppState;
+use crate::offers::OfferStore;
+use crate::providers::{PeeringCredentials, Providers};
 
-/// The buying side of the catalog (`AppState::buying`).
+/// What the buying handlers share (`web::Data<Buying>`), and what the
+/// Open Service Broker API buys through.
 #[derive(Clone)]
 pub struct Buying {
     pub store: Arc<dyn ReservationStore>,
-    pub sealer: Arc<Sealer>,
-    /// Default and longest reservation lifetime.
+    /// The offers whose plans are bought.
+    pub offers: Arc<dyn OfferStore>,
+    /// Disabled flags and the peering credentials a purchase hands over.
+    pub providers: Providers,
+    /// The longest (and default) reservation lifetime.
     pub ttl: Duration,
     pub sweep_interval: Duration,
-    /// SHA-256 of the administrator secret, if one is configured.
-    pub admin_secret_digest: Option<[u8; 32]>,
-    pub osb: crate::osb::OsbSettings,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
 }
 
 /// Who is buying, and whether they may see everyone's records.
@@ -61,8 +62,8 @@ fn not_found(id: &str) -> BuyError {
 
 /// The record `id` as `who` may see it (404 for others' records), expired
 /// on the spot if its deadline has passed.
-pub async fn lookup(state: &AppState, id: &str, who: &Buyer) -> Result<Reservation, BuyError> {
-    let store = &state.buying.store;
+pub async fn lookup(state: &Buying, id: &str, who: &Buyer) -> Result<Reservation, BuyError> {
+    let store = &state.store;
     let r = store
         .get_reservation(id)
         .await?
@@ -72,17 +73,12 @@ pub async fn lookup(state: &AppState, id: &str, who: &Buyer) -> Result<Reservati
 }
 
 /// `r`, expired first if it is due.
-pub async fn settle(state: &AppState, r: Reservation) -> Result<Reservation, BuyError> {
-    let now = crate::model::now();
+pub async fn settle(state: &Buying, r: Reservation) -> Result<Reservation, BuyError> {
+    let now = crate::storage::now();
     if !r.is_due(now) {
         return Ok(r);
     }
-    match state
-        .buying
-        .store
-        .transition(&r.id, Transition::Expire, now)
-        .await
-    {
+    match state.store.transition(&r.id, Transition::Expire, now).await {
         Ok(expired) => Ok(expired),
         Err(TransitionError::WrongState(current)) => Ok(*current),
         Err(e) => Err(e.into()),
@@ -91,7 +87,7 @@ pub async fn settle(state: &AppState, r: Reservation) -> Result<Reservation, Buy
 
 /// Reserve plan `plan_id` of offer `offer_id` for `consumer`, for `ttl`.
 pub async fn reserve(
-    state: &AppState,
+    state: &Buying,
     consumer: &str,
     offer_id: &str,
     plan_id: &str,
@@ -99,7 +95,7 @@ pub async fn reserve(
     channel: Channel,
 ) -> Result<Reservation, BuyError> {
     let offer = state
-        .store
+        .offers
         .get_offer(offer_id)
         .await?
         .ok_or_else(|| BuyError::not_found(format!("offerID: no offer {offer_id}")))?;
@@ -109,19 +105,13 @@ pub async fn reserve(
     ensure_enabled(state, &offer.cluster_id).await?;
     // Refuse now rather than at purchase time if the credentials a purchase
     // must hand over are not on file.
-    if state
-        .buying
-        .store
-        .get_peering_secret(&offer.cluster_id)
-        .await?
-        .is_none()
-    {
+    if !state.providers.has_peering_token(&offer.cluster_id).await? {
         return Err(BuyError::conflict(format!(
             "provider {} has no peering credentials on file yet: it must authenticate again before its plans can be bought",
             offer.cluster_id
         )));
     }
-    let now = crate::model::now();
+    let now = crate::storage::now();
     let ttl = chrono::Duration::from_std(ttl)
         .map_err(|_| BuyError::bad_request("ttlSeconds", "is out of range"))?;
     let r = Reservation {
@@ -138,8 +128,8 @@ pub async fn reserve(
         purchased_at: None,
         ended_at: None,
     };
-    let r = state.buying.store.reserve(r, now).await.map_err(|e| {
-        if let crate::store::reservations::ReserveError::SoldOut { cap } = &e {
+    let r = state.store.reserve(r, now).await.map_err(|e| {
+        if let ReserveError::SoldOut { cap } = &e {
             return BuyError::conflict(format!(
                 "plan {plan_id} of offer {offer_id} is sold out: all {cap} units are reserved or purchased"
             ));
@@ -151,14 +141,8 @@ pub async fn reserve(
 }
 
 /// 403 if an administrator disabled provider `cluster_id`.
-pub async fn ensure_enabled(state: &AppState, cluster_id: &str) -> Result<(), BuyError> {
-    if state
-        .buying
-        .store
-        .disabled_providers()
-        .await?
-        .contains_key(cluster_id)
-    {
+pub async fn ensure_enabled(state: &Buying, cluster_id: &str) -> Result<(), BuyError> {
+    if state.providers.is_disabled(cluster_id).await? {
         return Err(BuyError::forbidden(format!(
             "provider {cluster_id} is disabled by an administrator"
         )));
@@ -182,20 +166,15 @@ fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
 
 /// Purchase reservation `id` (which `who` may see): the contract with the
 /// provider's peering credentials.
-pub async fn purchase(state: &AppState, id: &str, who: &Buyer) -> Result<Contract, BuyError> {
+pub async fn purchase(state: &Buying, id: &str, who: &Buyer) -> Result<Contract, BuyError> {
     let r = lookup(state, id, who).await?;
     if r.state != ReservationState::Reserved {
         return Err(wrong_state(&r, true));
     }
     ensure_enabled(state, &r.cluster_id).await?;
     let peering = credentials(state, &r.cluster_id).await?;
-    let now = crate::model::now();
-    let purchase = match state
-        .buying
-        .store
-        .transition(id, Transition::Purchase, now)
-        .await
-    {
+    let now = crate::storage::now();
+    let purchase = match state.store.transition(id, Transition::Purchase, now).await {
         Ok(p) => p,
         Err(TransitionError::WrongState(current)) => return Err(wrong_state(&current, true)),
         Err(e) => return Err(e.into()),
@@ -206,7 +185,7 @@ pub async fn purchase(state: &AppState, id: &str, who: &Buyer) -> Result<Contrac
 
 /// End record `id` with `t` (release a reservation or cancel a purchase).
 pub async fn end(
-    state: &AppState,
+    state: &Buying,
     id: &str,
     who: &Buyer,
     t: Transition,
@@ -223,8 +202,8 @@ pub async fn end(
             _ => wrong_state(&r, false),
         });
     }
-    let now = crate::model::now();
-    match state.buying.store.transition(id, t, now).await {
+    let now = crate::storage::now();
+    match state.store.transition(id, t, now).await {
         Ok(ended) => {
             tracing::info!(reservation = %ended.id, state = ended.state.as_str(), "ended");
             Ok(ended)
@@ -234,78 +213,15 @@ pub async fn end(
     }
 }
 
-/// Provider `cluster_id`'s peering credentials, opened from their sealed
-/// copy. The token never goes to logs.
-pub async fn credentials(
-    state: &AppState,
-    cluster_id: &str,
-) -> Result<PeeringCredentials, BuyError> {
-    let account = state.store.get_provider(cluster_id).await?.ok_or_else(|| {
-        BuyError::conflict(format!("provider {cluster_id} has no account any more"))
-    })?;
-    let sealed = state
-        .buying
-        .store
-        .get_peering_secret(cluster_id)
-        .await?
-        .ok_or_else(|| {
-            BuyError::conflict(format!(
-                "provider {cluster_id} has no peering credentials on file yet: it must authenticate again"
-            ))
-        })?;
-    let token = state
-        .buying
-        .sealer
-        .open(cluster_id, &sealed)
-        .map_err(|e| BuyError::internal(format!("peering token of {cluster_id}: {e}")))?;
-    Ok(PeeringCredentials {
-        cluster_id: account.cluster_id,
-        cluster_name: account.cluster_name,
-        auth_url: account.auth_url,
-        token,
-    })
-}
-
-/// After a provider authenticated with `token`: keep a sealed copy if none
-/// (that opens to this token) is on file. Failures are logged, not fatal:
-/// the next authentication tries again.
-pub async fn remember_peering_token(state: &AppState, cluster_id: &str, token: &str) {
-    let buying = &state.buying;
-    match buying.store.get_peering_secret(cluster_id).await {
-        Ok(Some(sealed))
-            if buying
-                .sealer
-                .open(cluster_id, &sealed)
-                .is_ok_and(|t| t == token) =>
-        {
-            return
-        }
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(cluster_id, error = %e, "cannot read the sealed peering token");
-            return;
-        }
-    }
-    let sealed = match buying.sealer.seal(cluster_id, token) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(cluster_id, error = %e, "cannot seal the peering token");
-            return;
-        }
-    };
-    match buying.store.put_peering_secret(cluster_id, sealed).await {
-        Ok(()) => tracing::info!(
-            cluster_id,
-            "peering credentials sealed and kept for purchases"
-        ),
-        Err(e) => tracing::warn!(cluster_id, error = %e, "cannot keep the sealed peering token"),
-    }
+/// The peering credentials of `cluster_id` to hand to a buyer.
+pub async fn credentials(state: &Buying, cluster_id: &str) -> Result<PeeringCredentials, BuyError> {
+    Ok(state.providers.credentials(cluster_id).await?)
 }
 
 /// The requested lifetime: `ttl_seconds` if given (1 s up to the
 /// configured maximum), else the configured default.
-pub fn lifetime(state: &AppState, ttl_seconds: Option<u64>) -> Result<Duration, BuyError> {
-    let max = state.buying.ttl;
+pub fn lifetime(state: &Buying, ttl_seconds: Option<u64>) -> Result<Duration, BuyError> {
+    let max = state.ttl;
     match ttl_seconds {
         None => Ok(max),
         Some(0) => Err(BuyError::bad_request("ttlSeconds", "must be at least 1")),
@@ -322,7 +238,7 @@ pub fn lifetime(state: &AppState, ttl_seconds: Option<u64>) -> Result<Duration, 
 
 /// Records visible to `who`, each settled (due ones expired).
 pub async fn list(
-    state: &AppState,
+    state: &Buying,
     who: &Buyer,
     consumer: Option<&str>,
 ) -> Result<Vec<Reservation>, BuyError> {
@@ -331,7 +247,7 @@ pub async fn list(
     } else {
         Some(who.subject.as_str())
     };
-    let records = state.buying.store.list_reservations(filter).await?;
+    let records = state.store.list_reservations(filter).await?;
     let mut out = Vec::with_capacity(records.len());
     for r in records {
         out.push(settle(state, r).await?);

@@ -1,23 +1,20 @@
-//! Where buying lives: reservations and purchases, per-plan caps, providers'
-//! sealed peering tokens, disabled providers, and Open Service Broker
-//! instances and bindings. A trait of its own beside [`super::Store`], with
-//! the same two backends (embedded redb, MongoDB).
+//! Where reservations and purchases live: the [`ReservationStore`] trait
+//! the backends implement, with per-plan caps. Backends read, write with a
+//! compare-and-swap and keep their indexes; which transition is allowed is
+//! decided once, by [`super::model::step`].
 //!
 //! The one hard rule: a plan with a cap never holds more than `cap` active
 //! reservations and purchases, however many clients (or catalog processes)
 //! race for the last unit. The embedded store checks and writes in one redb
 //! write transaction; MongoDB claims one of `cap` numbered slot documents
 //! with an insert that the unique `_id` makes atomic (see
-//! [`super::reservations_mongo`]).
-
-use std::collections::BTreeMap;
+//! the MongoDB backend).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::StoreError;
-use crate::osb::model::{OsbBinding, OsbInstance};
-use crate::reservation::model::{PlanUsage, Reservation, Transition};
+use super::model::{PlanUsage, Reservation, Transition};
+use crate::storage::StoreError;
 
 /// Why a reservation was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,12 +39,25 @@ pub enum TransitionError {
     Store(#[from] StoreError),
 }
 
+/// What a transition answers once its [`Step`](super::model::Step) is written: the record as
+/// now stored, or — for a purchase that came after the deadline and expired
+/// the record instead — [`TransitionError::WrongState`] with it.
+pub fn written(next: Reservation, refused: bool) -> Result<Reservation, TransitionError> {
+    if refused {
+        Err(TransitionError::WrongState(Box::new(next)))
+    } else {
+        Ok(next)
+    }
+}
+
+/// A [`Step::Refuse`](super::model::Step::Refuse): the record stays as it is.
+pub fn refused(current: Reservation) -> TransitionError {
+    TransitionError::WrongState(Box::new(current))
+}
+
 /// See the module docs.
 #[async_trait]
 pub trait ReservationStore: Send + Sync + 'static {
-    /// `"embedded"` or `"mongodb"`.
-    fn kind(&self) -> &'static str;
-
     /// Store `r` (state `reserved`) if its plan has a free unit at `now`.
     async fn reserve(
         &self,
@@ -95,51 +105,4 @@ pub trait ReservationStore: Send + Sync + 'static {
         plan_id: &str,
         now: DateTime<Utc>,
     ) -> Result<PlanUsage, StoreError>;
-
-    /// Keep a provider's sealed (encrypted) peering token.
-    async fn put_peering_secret(&self, cluster_id: &str, sealed: Vec<u8>)
-        -> Result<(), StoreError>;
-
-    async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
-
-    /// Disable (true) or re-enable a provider: a disabled provider's plans
-    /// cannot be reserved, purchased or provisioned.
-    async fn set_provider_disabled(
-        &self,
-        cluster_id: &str,
-        disabled: bool,
-    ) -> Result<(), StoreError>;
-
-    /// Disabled providers and since when.
-    async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError>;
-
-    /// Insert a new OSB instance; false if the id is taken (nothing written).
-    async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError>;
-
-    async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError>;
-
-    /// Replace instance `inst.id` if it is still at `expected_revision`.
-    async fn osb_replace_instance(
-        &self,
-        inst: &OsbInstance,
-        expected_revision: u64,
-    ) -> Result<bool, StoreError>;
-
-    /// Delete instance `id` if it is still at `expected_revision`.
-    async fn osb_delete_instance(
-        &self,
-        id: &str,
-        expected_revision: u64,
-    ) -> Result<bool, StoreError>;
-
-    /// Insert a new binding; false if the id is taken.
-    async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError>;
-
-    async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError>;
-
-    /// Delete binding `id`; false if it did not exist.
-    async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError>;
-
-    /// Bindings of instance `instance_id`.
-    async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError>;
 }

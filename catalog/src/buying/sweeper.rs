@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::store::reservations::ReservationStore;
+use super::ReservationStore;
 
 /// Run until `shutdown` is cancelled, sweeping every `interval`.
 pub fn spawn(
@@ -27,7 +27,7 @@ pub fn spawn(
                     _ = shutdown.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                match store.expire_due(crate::model::now()).await {
+                match store.expire_due(crate::storage::now()).await {
                     Ok(expired) => {
                         for r in &expired {
                             tracing::info!(reservation = %r.id, offer = %r.offer_id, plan = %r.plan_id, "reservation expired");

@@ -5,8 +5,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::model::FieldError;
-use crate::store::StoreError;
+use super::FieldError;
 
 /// An error response. Internal details are logged, never sent.
 #[derive(Debug, thiserror::Error)]
@@ -120,19 +119,5 @@ impl ResponseError for ApiError {
 impl From<FieldError> for ApiError {
     fn from(e: FieldError) -> Self {
         ApiError::BadRequest(e)
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => ApiError::NotFound("not found".into()),
-            StoreError::NotOwner => ApiError::Forbidden("this offer belongs to another provider".into()),
-            StoreError::VersionConflict { expected, current } => ApiError::Conflict(format!(
-                "version: the offer is at version {current}, not {expected}; read it again and retry"
-            )),
-            StoreError::Unavailable(msg) => ApiError::Unavailable(msg),
-            StoreError::Internal(msg) => ApiError::Internal(msg),
-        }
     }
 }

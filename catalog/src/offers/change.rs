@@ -1,7 +1,8 @@
 //! Change events: what a store publishes after each committed write, for the
 //! consumer feed and anything else that must follow the catalog live.
 
-use crate::model::{Offer, ProviderInfo};
+use super::Offer;
+use crate::providers::ProviderInfo;
 
 /// One committed change. Versions let a receiver drop stale copies: for one
 /// offer id, a later event always carries a larger `version`.

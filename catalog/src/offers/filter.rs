@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use quantity::Quantity;
 
-use crate::model::{Cost, FieldError, Offer, Plan};
+use super::{Cost, Offer, Plan};
+use crate::http::FieldError;
 
 /// Longest filter value accepted (type, provider).
 const MAX_VALUE_LEN: usize = 256;
@@ -53,10 +54,10 @@ impl OfferFilter {
                 "type" => f.offer_type = Some(v.to_string()),
                 "provider" => f.provider = Some(v.to_string()),
                 "maxCost" => {
-                    f.max_cost =
-                        Some(v.parse().map_err(|e: crate::model::CostError| {
-                            FieldError::new(k, e.to_string())
-                        })?)
+                    f.max_cost = Some(
+                        v.parse()
+                            .map_err(|e: super::CostError| FieldError::new(k, e.to_string()))?,
+                    )
                 }
                 _ => match k.strip_prefix("min.") {
                     Some(resource) if !resource.is_empty() => {

@@ -3,12 +3,10 @@
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::body::read_json_body;
-use super::{ApiError, ErrorBody};
+use super::{Offer, OfferFilter, OfferInput, OfferSpec, Offers, ProviderRef};
 use crate::auth::{Caller, Role};
-use crate::model::{validate_id, Offer, OfferInput, OfferSpec, ProviderRef};
-use crate::store::OfferFilter;
-use crate::AppState;
+use crate::http::{read_json_body, validate_id, ApiError, ErrorBody};
+use crate::storage::StoreError;
 
 /// The `GET /offers` filters as OpenAPI parameters (also taken by
 /// `/subscribe`). Parsing is [`OfferFilter::from_pairs`]: the resource in
@@ -103,7 +101,7 @@ impl Page {
         (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
-pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
         .map_err(|e| ApiError::bad_request("query", format!("malformed query string: {e}")))?;
     let page = Page::take(&mut pairs)?;
@@ -141,7 +139,7 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     )
 )]
 pub async fn get(
-    state: web::Data<AppState>,
+    state: web::Data<Offers>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     match state.store.get_offer(&id).await? {
@@ -173,7 +171,7 @@ pub async fn get(
     )
 )]
 pub async fn put(
-    state: web::Data<AppState>,
+    state: web::Data<Offers>,
     caller: Caller,
     id: web::Path<String>,
     req: HttpRequest,
@@ -185,8 +183,7 @@ pub async fn put(
     // A provider an administrator disabled may still withdraw its offers
     // (DELETE) but not publish new capacity.
     if state
-        .buying
-        .store
+        .providers
         .disabled_providers()
         .await?
         .contains_key(&caller.cluster_id)
@@ -196,7 +193,7 @@ pub async fn put(
             caller.cluster_id
         )));
     }
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let spec = OfferSpec::from_json(&body)?;
     if spec.id.as_ref().is_some_and(|b| *b != id) {
         return Err(ApiError::bad_request(
@@ -247,7 +244,7 @@ pub async fn put(
     )
 )]
 pub async fn delete(
-    state: web::Data<AppState>,
+    state: web::Data<Offers>,
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
@@ -257,9 +254,7 @@ pub async fn delete(
             tracing::info!(offer = %id, "offer deleted");
             Ok(HttpResponse::NoContent().finish())
         }
-        Err(crate::store::StoreError::NotFound) => {
-            Err(ApiError::NotFound(format!("no offer {id}")))
-        }
+        Err(StoreError::NotFound) => Err(ApiError::NotFound(format!("no offer {id}"))),
         Err(e) => Err(e.into()),
     }
 }

@@ -7,14 +7,13 @@ use chrono::{DateTime, Utc};
 use quantity::{Quantity, ResourceList};
 use serde::{Deserialize, Serialize};
 
-use super::{Cost, FieldError};
+use super::Cost;
+use crate::http::{validate_id, FieldError};
 
 /// Most plans one offer may carry.
 pub const MAX_PLANS: usize = 64;
 /// Most resource entries one plan may carry.
 pub const MAX_RESOURCES: usize = 64;
-/// Longest identifier (offer id, plan key) accepted.
-pub const MAX_ID_LEN: usize = 128;
 const MAX_NAME_LEN: usize = 256;
 const MAX_DESCRIPTION_LEN: usize = 8 * 1024;
 const MAX_RESOURCE_NAME_LEN: usize = 253;
@@ -170,7 +169,7 @@ pub struct OfferSpec {
 impl OfferSpec {
     /// Parse and validate a request body; the error names the bad field.
     pub fn from_json(body: &[u8]) -> Result<Self, FieldError> {
-        let input: OfferInput = super::parse_json(body)?;
+        let input: OfferInput = crate::http::parse_json(body)?;
         input.validate()
     }
 
@@ -332,24 +331,6 @@ fn required_text(field: &str, value: Option<String>, max: usize) -> Result<Strin
         ));
     }
     Ok(value)
-}
-
-/// Offer ids and plan keys: 1 to 128 URL-safe characters
-/// (`A-Z a-z 0-9 . _ ~ -`), so they travel in paths unescaped.
-pub fn validate_id(field: &str, id: &str) -> Result<(), FieldError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(FieldError::new(
-            field,
-            format!("must be 1 to {MAX_ID_LEN} characters from A-Z a-z 0-9 . _ ~ -"),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -12,12 +12,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::error::BuyError;
-use super::http::parse_body;
-use crate::api::{read_json_body, ApiError, ErrorBody};
+use super::{ProviderInfo, Providers};
 use crate::auth::{Caller, IssuedToken, Role};
-use crate::model::ProviderInfo;
-use crate::AppState;
+use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
 
 /// Shortest administrator secret accepted.
 pub const MIN_ADMIN_SECRET: usize = 16;
@@ -43,25 +40,25 @@ pub struct AdminLogin {
     responses((status = 200, body = IssuedToken), (status = 401, body = ErrorBody), (status = 404, description = "No administrator secret configured", body = ErrorBody), (status = 429, body = ErrorBody))
 )]
 pub async fn login(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     req: HttpRequest,
     payload: web::Payload,
-) -> Result<HttpResponse, BuyError> {
-    let body = crate::api::authenticate::credentials_body(&state, &req, payload).await?;
-    let Some(expected) = state.buying.admin_secret_digest else {
-        return Err(BuyError::not_found(
-            "no administrator secret is configured on this catalog",
+) -> Result<HttpResponse, ApiError> {
+    let body = super::authenticate::credentials_body(&state, &req, payload).await?;
+    let Some(expected) = state.admin_secret_digest else {
+        return Err(ApiError::NotFound(
+            "no administrator secret is configured on this catalog".into(),
         ));
     };
     let login: AdminLogin = parse_body(&body)?;
     if !bool::from(digest(login.secret.as_bytes()).ct_eq(&expected)) {
         tracing::warn!("admin authentication refused");
-        return Err(ApiError::Unauthorized("wrong administrator secret".into()).into());
+        return Err(ApiError::Unauthorized("wrong administrator secret".into()));
     }
     let issued = state
         .tokens
         .issue(ADMIN_SUBJECT, "administrator", vec![Role::Admin])
-        .map_err(|e| BuyError::internal(e.to_string()))?;
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     tracing::info!("admin token issued");
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
@@ -76,9 +73,9 @@ pub struct ConsumerTokenRequest {
     pub name: Option<String>,
 }
 
-fn check_text(field: &str, v: &str) -> Result<(), BuyError> {
+fn check_text(field: &str, v: &str) -> Result<(), ApiError> {
     if v.trim().is_empty() || v.len() > MAX_SUBJECT_LEN || v.chars().any(char::is_control) {
-        return Err(BuyError::bad_request(
+        return Err(ApiError::bad_request(
             field,
             format!("must be 1 to {MAX_SUBJECT_LEN} bytes of printable text"),
         ));
@@ -94,13 +91,13 @@ fn check_text(field: &str, v: &str) -> Result<(), BuyError> {
     responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody))
 )]
 pub async fn consumer_token(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     caller: Caller,
     req: HttpRequest,
     payload: web::Payload,
-) -> Result<HttpResponse, BuyError> {
+) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: ConsumerTokenRequest = parse_body(&body)?;
     check_text("subject", &r.subject)?;
     let name = r.name.unwrap_or_else(|| r.subject.clone());
@@ -108,7 +105,7 @@ pub async fn consumer_token(
     let issued = state
         .tokens
         .issue(&r.subject, &name, vec![Role::Consumer])
-        .map_err(|e| BuyError::internal(e.to_string()))?;
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     tracing::info!(subject = %r.subject, "consumer token issued");
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
@@ -134,11 +131,11 @@ pub struct AdminProvider {
     responses((status = 200, body = Vec<AdminProvider>), (status = 403, body = ErrorBody))
 )]
 pub async fn providers(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     caller: Caller,
-) -> Result<HttpResponse, BuyError> {
+) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let disabled = state.buying.store.disabled_providers().await?;
+    let disabled = state.store.disabled_providers().await?;
     let out: Vec<AdminProvider> = state
         .store
         .list_providers()
@@ -171,28 +168,26 @@ pub struct ProviderUpdate {
     responses((status = 200, body = AdminProvider), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
 )]
 pub async fn set_provider(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     caller: Caller,
     req: HttpRequest,
     payload: web::Payload,
     cluster_id: web::Path<String>,
-) -> Result<HttpResponse, BuyError> {
+) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let body = read_json_body(&req, payload, state.limits.max_body_bytes).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let update: ProviderUpdate = parse_body(&body)?;
     let account = state
         .store
         .get_provider(&cluster_id)
         .await?
-        .ok_or_else(|| BuyError::not_found(format!("no provider {cluster_id}")))?;
+        .ok_or_else(|| ApiError::NotFound(format!("no provider {cluster_id}")))?;
     state
-        .buying
         .store
         .set_provider_disabled(&account.cluster_id, update.disabled)
         .await?;
     tracing::warn!(cluster_id = %account.cluster_id, disabled = update.disabled, by = %caller.cluster_id, "provider status changed by an administrator");
     let since = state
-        .buying
         .store
         .disabled_providers()
         .await?

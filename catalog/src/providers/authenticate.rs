@@ -9,11 +9,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use super::body::read_json_body;
-use super::{ApiError, ErrorBody};
+use super::{ProviderAccount, Providers};
 use crate::auth::{secret, IssuedToken, Role};
-use crate::model::{FieldError, ProviderAccount};
-use crate::AppState;
+use crate::http::{parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError};
+use crate::storage::StoreError;
 
 const MAX_FIELD_LEN: usize = 256;
 const MAX_URL_LEN: usize = 2048;
@@ -71,7 +70,7 @@ fn checked_auth_url(field: &str, v: Option<String>) -> Result<String, FieldError
 impl Credentials {
     fn check(self) -> Result<Checked, FieldError> {
         let cluster_id = required("clusterID", self.cluster_id, MAX_FIELD_LEN)?;
-        crate::model::validate_id("clusterID", &cluster_id)?;
+        validate_id("clusterID", &cluster_id)?;
         let cluster_name = required("clusterName", self.cluster_name, MAX_FIELD_LEN)?;
         let auth_url = checked_auth_url("authURL", self.auth_url)?;
         let token = required("token", self.token, MAX_TOKEN_LEN)?;
@@ -97,12 +96,12 @@ impl Credentials {
     )
 )]
 pub async fn authenticate(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = credentials_body(&state, &req, payload).await?;
-    let creds: Credentials = crate::model::parse_json(&body)?;
+    let creds: Credentials = parse_json(&body)?;
     let c = creds.check()?;
     tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
 
@@ -120,17 +119,14 @@ pub async fn authenticate(
                 cluster_name: c.cluster_name.clone(),
                 auth_url: c.auth_url.clone(),
                 secret_hash: hash,
-                created_at: crate::model::now(),
+                created_at: crate::storage::now(),
             };
             let (holder, claimed) = state.store.claim_provider(fresh).await?;
             if claimed {
                 tracing::info!(cluster_id = %c.cluster_id, "provider registered");
-                crate::reservation::service::remember_peering_token(
-                    &state,
-                    &holder.cluster_id,
-                    &c.token,
-                )
-                .await;
+                state
+                    .remember_peering_token(&holder.cluster_id, &c.token)
+                    .await;
                 return issue(&state, &holder);
             }
             // Lost a race to another first call: check against the winner.
@@ -144,7 +140,8 @@ pub async fn authenticate(
         ));
     };
     // Purchases hand the real token to buyers: keep a sealed copy.
-    crate::reservation::service::remember_peering_token(&state, &account.cluster_id, &c.token)
+    state
+        .remember_peering_token(&account.cluster_id, &c.token)
         .await;
     issue(&state, &account)
 }
@@ -152,16 +149,16 @@ pub async fn authenticate(
 /// The body of a request that presents a secret, after the per-address
 /// rate limit that keeps secrets from being guessed (429 beyond it).
 pub(crate) async fn credentials_body(
-    state: &AppState,
+    state: &Providers,
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<web::Bytes, ApiError> {
     if let Some(peer) = req.peer_addr() {
-        if !state.auth_limiter.allow(peer.ip()) {
+        if !state.limiter.allow(peer.ip()) {
             return Err(ApiError::TooManyRequests);
         }
     }
-    read_json_body(req, payload, state.limits.max_body_bytes).await
+    read_json_body(req, payload, state.max_body_bytes).await
 }
 
 /// Current credentials plus what replaces them.
@@ -200,12 +197,12 @@ pub struct Rotation {
     )
 )]
 pub async fn rotate(
-    state: web::Data<AppState>,
+    state: web::Data<Providers>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = credentials_body(&state, &req, payload).await?;
-    let r: Rotation = crate::model::parse_json(&body)?;
+    let r: Rotation = parse_json(&body)?;
     let new_token = required("newToken", r.new_token, MAX_TOKEN_LEN)?;
     let new_auth_url = r
         .new_auth_url
@@ -256,7 +253,7 @@ pub async fn rotate(
                 "the credentials were rotated by another request meanwhile; nothing changed".into(),
             ))
         }
-        Err(crate::store::StoreError::NotFound) => {
+        Err(StoreError::NotFound) => {
             return Err(ApiError::Unauthorized(
                 "the current credentials do not match the ones registered for this cluster ID"
                     .into(),
@@ -265,7 +262,8 @@ pub async fn rotate(
         Err(e) => return Err(e.into()),
     }
     tracing::info!(cluster_id = %rotated.cluster_id, generation = rotated.generation, "provider credentials rotated; earlier tokens retired");
-    crate::reservation::service::remember_peering_token(&state, &rotated.cluster_id, &new_token)
+    state
+        .remember_peering_token(&rotated.cluster_id, &new_token)
         .await;
     issue(&state, &rotated)
 }
@@ -287,7 +285,7 @@ async fn verified(
     Ok(same.then_some(account))
 }
 
-fn issue(state: &AppState, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
+fn issue(state: &Providers, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
     let issued = state
         .tokens
         .issue_generation(

@@ -1,5 +1,7 @@
 //! Provider accounts: a Liqo cluster that claimed its cluster ID on its first
-//! `POST /authenticate`. The secret is kept only as an argon2 hash.
+//! `POST /authenticate`. The secret is kept only as an argon2 hash; the
+//! peering credentials a buyer gets are rebuilt from the account and the
+//! sealed token ([`super::seal`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -58,4 +60,42 @@ pub struct ProviderInfo {
     pub auth_url: String,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
+}
+
+/// A provider's Liqo peering credentials, as handed to a buyer.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PeeringCredentials {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    #[serde(rename = "clusterName")]
+    pub cluster_name: String,
+    #[serde(rename = "authURL")]
+    pub auth_url: String,
+    /// The provider's peering token (secret).
+    pub token: String,
+}
+
+impl std::fmt::Debug for PeeringCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeeringCredentials")
+            .field("cluster_id", &self.cluster_id)
+            .field("auth_url", &self.auth_url)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_debug_hides_the_token() {
+        let c = PeeringCredentials {
+            cluster_id: "c".into(),
+            cluster_name: "n".into(),
+            auth_url: "https://x".into(),
+            token: "very-secret".into(),
+        };
+        assert!(!format!("{c:?}").contains("very-secret"));
+    }
 }

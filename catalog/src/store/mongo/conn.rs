@@ -1,6 +1,6 @@
-//! What the two MongoDB stores (offers and buying) share: connecting with
-//! the catalog's durability settings, and creating indexes in the
-//! background until the database answers.
+//! Connecting the one MongoDB client with the catalog's durability
+//! settings, and creating indexes in the background until the database
+//! answers.
 
 use std::future::Future;
 use std::time::Duration;
@@ -9,7 +9,8 @@ use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Database};
 use tracing::{info, warn};
 
-use super::{MongoConfig, StoreError};
+use super::MongoConfig;
+use crate::storage::StoreError;
 
 /// A handle on `config.database`. The driver connects lazily, so this
 /// fails only on a malformed URI; an unreachable server shows up as

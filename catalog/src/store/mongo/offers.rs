@@ -1,77 +1,47 @@
-//! The MongoDB store: several catalog processes may share one database.
-//!
-//! Layout (database chosen by `--mongodb-database`):
-//! - `offers`: one document per offer id ever written. Deleting replaces the
-//!   document with a tombstone (`deleted: true`) so the id's `version` keeps
-//!   counting and other processes learn of the deletion from the change
-//!   stream with its version. Plans are an array of sub-documents, each with
-//!   `costNanos` and `resources: [{name, quantity, milli}]`, so filters run
-//!   as `find` queries with `$elemMatch` (no aggregation expressions).
-//! - `providers`: one document per claimed cluster ID (`_id`), secret hashed.
-//! - `settings`: the shared JWT signing key when none is configured.
+//! The MongoDB [`OfferStore`]: offers in `offers`, one document per id
+//! ever written. Deleting replaces the document with a tombstone (`deleted:
+//! true`) so the id's `version` keeps counting and other processes learn of
+//! the deletion from the change stream with its version. Plans are an array
+//! of sub-documents, each with `costNanos` and `resources: [{name, quantity,
+//! milli}]`, so filters run as `find` queries with `$elemMatch` (no
+//! aggregation expressions).
 //!
 //! Every write is conditioned on the version it read (`replace_one` with
-//! `{_id, version}`; `insert_one` for a new id) and retried on a lost race, so
-//! concurrent processes never lose each other's updates or bypass ownership.
-//! Writes use write concern `majority` with journaling. Network failures
-//! surface as [`StoreError::Unavailable`]; the driver reconnects by itself.
+//! `{_id, version}`; `insert_one` for a new id) and retried on a lost race;
+//! what to write is decided by [`crate::offers::rules`]. The change streams
+//! of `offers` and `providers` are followed here, so changes written by any
+//! process reach this one's subscribers. Also here: the shared JWT signing
+//! key (`settings`) and the purge of old tombstones.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeZone, Utc};
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{self, doc, Document};
 use mongodb::change_stream::event::OperationType;
-use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::error::ErrorKind;
+use mongodb::{Collection, IndexModel};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tracing::{info, warn, Instrument};
 
-use super::{
-    OfferChange, OfferFilter, PutOutcome, Store, StoreError, StoreStats, CHANGE_CHANNEL_CAPACITY,
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use crate::offers::{
+    rules, Cost, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, Plan, PutOutcome,
 };
-use crate::model::{Cost, Offer, OfferDraft, Plan, ProviderAccount, ProviderInfo};
+use crate::providers::ProviderAccount;
+use crate::storage::StoreError;
 
 /// How often a write retries after losing a version race before giving up.
 const MAX_WRITE_ATTEMPTS: usize = 16;
-const DUPLICATE_KEY: i32 = 11000;
 /// `_id` of the shared signing key in `settings`.
 const SIGNING_KEY_ID: &str = "jwt-signing-key";
-
-/// Connection settings.
-#[derive(Debug, Clone)]
-pub struct MongoConfig {
-    pub uri: String,
-    pub database: String,
-    /// How long an operation waits for a reachable server before failing
-    /// with 503.
-    pub timeout: Duration,
-}
-
-/// See the module docs.
-#[derive(Clone)]
-pub struct MongoStore {
-    db: Database,
-    offers: Collection<OfferDoc>,
-    providers: Collection<ProviderDoc>,
-    changes: broadcast::Sender<OfferChange>,
-    /// False when the server has no change streams (a standalone mongod):
-    /// then this process publishes its own writes, and other processes'
-    /// changes are not seen until a reload.
-    streams_supported: Arc<AtomicBool>,
-    /// Counts change streams that have opened (or are known unsupported),
-    /// so `connect` can wait for them and no early write goes unannounced.
-    streams_opened: Arc<tokio::sync::watch::Sender<usize>>,
-}
 
 /// An offer document: a live offer or the tombstone of a deleted one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct OfferDoc {
+pub(super) struct OfferDoc {
     #[serde(rename = "_id")]
     id: String,
     version: i64,
@@ -85,7 +55,7 @@ struct OfferDoc {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct LiveFields {
+pub(super) struct LiveFields {
     name: String,
     #[serde(rename = "type")]
     offer_type: String,
@@ -97,7 +67,7 @@ struct LiveFields {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PlanDoc {
+pub(super) struct PlanDoc {
     key: String,
     name: String,
     #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
@@ -108,7 +78,7 @@ struct PlanDoc {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct ResourceDoc {
+pub(super) struct ResourceDoc {
     name: String,
     quantity: String,
     /// Milli-units rounded up: a superset prefilter for `min.<resource>`,
@@ -119,7 +89,7 @@ struct ResourceDoc {
 /// A provider account document, keyed by cluster ID.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ProviderDoc {
+pub(super) struct ProviderDoc {
     #[serde(rename = "_id")]
     cluster_id: String,
     cluster_name: String,
@@ -138,7 +108,7 @@ impl From<&ProviderAccount> for ProviderDoc {
             cluster_name: a.cluster_name.clone(),
             auth_url: a.auth_url.clone(),
             secret_hash: a.secret_hash.clone(),
-            created_at: to_bson_time(a.created_at),
+            created_at: bt(a.created_at),
             generation: i64::try_from(a.generation).unwrap_or(i64::MAX),
         }
     }
@@ -151,20 +121,10 @@ impl From<ProviderDoc> for ProviderAccount {
             cluster_name: d.cluster_name,
             auth_url: d.auth_url,
             secret_hash: d.secret_hash,
-            created_at: from_bson_time(d.created_at),
+            created_at: from_bt(d.created_at),
             generation: u64::try_from(d.generation).unwrap_or(0),
         }
     }
-}
-
-fn to_bson_time(t: DateTime<Utc>) -> bson::DateTime {
-    bson::DateTime::from_millis(t.timestamp_millis())
-}
-
-fn from_bson_time(t: bson::DateTime) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(t.timestamp_millis())
-        .single()
-        .unwrap_or_default()
 }
 
 fn version_u64(v: i64) -> u64 {
@@ -199,13 +159,13 @@ impl OfferDoc {
             version: offer.version as i64,
             cluster_id: offer.cluster_id.clone(),
             deleted: false,
-            updated_at: to_bson_time(offer.updated_at),
+            updated_at: bt(offer.updated_at),
             live: Some(LiveFields {
                 name: offer.name.clone(),
                 offer_type: offer.offer_type.clone(),
                 description: offer.description.clone(),
                 cluster_name: offer.cluster_name.clone(),
-                created_at: to_bson_time(offer.created_at),
+                created_at: bt(offer.created_at),
                 plans,
             }),
         }
@@ -248,8 +208,8 @@ impl OfferDoc {
             plans,
             cluster_id: self.cluster_id,
             cluster_name: live.cluster_name,
-            created_at: from_bson_time(live.created_at),
-            updated_at: from_bson_time(self.updated_at),
+            created_at: from_bt(live.created_at),
+            updated_at: from_bt(self.updated_at),
             version: version_u64(self.version),
         }))
     }
@@ -274,31 +234,6 @@ impl OfferDoc {
 
 fn corrupt(id: &str, what: String) -> StoreError {
     StoreError::Internal(format!("offer {id} in MongoDB is corrupt: {what}"))
-}
-
-/// Sort a driver error into "retry later" (503) or "server fault" (500).
-fn classify(e: mongodb::error::Error) -> StoreError {
-    let unavailable = matches!(
-        *e.kind,
-        ErrorKind::ServerSelection { .. }
-            | ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-            | ErrorKind::DnsResolve { .. }
-            | ErrorKind::Shutdown
-    ) || e.contains_label("RetryableWriteError")
-        || e.contains_label("TransientTransactionError");
-    if unavailable {
-        // The driver's detail names hosts and topology: log it, tell the
-        // client only what it can act on.
-        warn!(error = %e, "MongoDB unreachable");
-        StoreError::Unavailable("the database (MongoDB) is unreachable; retry later".into())
-    } else {
-        StoreError::Internal(format!("MongoDB: {e}"))
-    }
-}
-
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
-    matches!(&*e.kind, ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == DUPLICATE_KEY)
 }
 
 /// The database query for `filter`: a superset of its exact semantics
@@ -344,56 +279,12 @@ fn query_for(filter: &OfferFilter) -> Document {
 }
 
 impl MongoStore {
-    /// Connect (lazily: the driver connects on first use), start creating the
-    /// indexes and following the change streams in the background.
-    pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
-        let db = super::mongo_conn::open(config, "liqo-broker-catalog").await?;
-        let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
-        let store = MongoStore {
-            offers: db.collection("offers"),
-            providers: db.collection("providers"),
-            db,
-            changes,
-            streams_supported: Arc::new(AtomicBool::new(true)),
-            streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
-        };
-        let mut opened = store.streams_opened.subscribe();
-        tokio::spawn(
-            store
-                .clone()
-                .create_indexes()
-                .instrument(tracing::info_span!("mongodb_indexes")),
-        );
-        tokio::spawn(
-            store
-                .clone()
-                .follow_offers()
-                .instrument(tracing::info_span!("mongodb_changes", coll = "offers")),
-        );
-        tokio::spawn(
-            store
-                .clone()
-                .follow_providers()
-                .instrument(tracing::info_span!("mongodb_changes", coll = "providers")),
-        );
-        // Wait (bounded) for both streams, so changes committed from now on
-        // are published. If the database is away, go on: the streams send
-        // `Resync` when they open later.
-        if tokio::time::timeout(config.timeout, opened.wait_for(|n| *n >= 2))
-            .await
-            .is_err()
-        {
-            warn!("MongoDB change streams not open yet; continuing without them for now");
-        }
-        Ok(store)
-    }
-
     fn stream_opened(&self) {
         self.streams_opened.send_modify(|n| *n += 1);
     }
 
     /// Indexes for the filters; retried until the database is reachable.
-    async fn create_indexes(self) {
+    pub(super) async fn create_offer_indexes(self) {
         let models = [
             doc! { "clusterID": 1 },
             doc! { "live.type": 1 },
@@ -403,7 +294,7 @@ impl MongoStore {
             // Finding old tombstones to purge.
             doc! { "deleted": 1, "updatedAt": 1 },
         ];
-        super::mongo_conn::create_indexes("offers", || async {
+        super::conn::create_indexes("offers", || async {
             for keys in &models {
                 self.offers
                     .create_index(IndexModel::builder().keys(keys.clone()).build())
@@ -423,11 +314,11 @@ impl MongoStore {
     pub async fn purge_tombstones(&self, ttl: Duration) -> Result<u64, StoreError> {
         let cutoff = chrono::Duration::from_std(ttl)
             .ok()
-            .and_then(|ttl| crate::model::now().checked_sub_signed(ttl))
+            .and_then(|ttl| crate::storage::now().checked_sub_signed(ttl))
             .ok_or_else(|| StoreError::Internal(format!("tombstone TTL {ttl:?} out of range")))?;
         let deleted = self
             .offers
-            .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": to_bson_time(cutoff) } })
+            .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": bt(cutoff) } })
             .await
             .map_err(classify)?;
         Ok(deleted.deleted_count)
@@ -501,13 +392,13 @@ impl MongoStore {
         }
     }
 
-    fn publish_local(&self, change: OfferChange) {
+    pub(super) fn publish_local(&self, change: OfferChange) {
         if !self.streams_supported.load(Ordering::Relaxed) {
             let _ = self.changes.send(change);
         }
     }
 
-    async fn follow_offers(self) {
+    pub(super) async fn follow_offers(self) {
         let coll: Collection<Document> = self.db.collection("offers");
         self.follow(coll, |d| {
             let doc: OfferDoc =
@@ -517,7 +408,7 @@ impl MongoStore {
         .await
     }
 
-    async fn follow_providers(self) {
+    pub(super) async fn follow_providers(self) {
         let coll: Collection<Document> = self.db.collection("providers");
         self.follow(coll, |d| {
             let account: ProviderDoc =
@@ -640,23 +531,7 @@ impl MongoStore {
 }
 
 #[async_trait]
-impl Store for MongoStore {
-    fn kind(&self) -> &'static str {
-        "mongodb"
-    }
-
-    fn following_changes(&self) -> bool {
-        *self.streams_opened.borrow() >= 2
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.db
-            .run_command(doc! { "ping": 1 })
-            .await
-            .map(|_| ())
-            .map_err(classify)
-    }
-
+impl OfferStore for MongoStore {
     async fn list_offers_page(
         &self,
         filter: &OfferFilter,
@@ -708,27 +583,17 @@ impl Store for MongoStore {
                 Some(d) if !d.deleted => d.clone().into_offer()?,
                 _ => None,
             };
-            if let Some(l) = &live {
-                if l.cluster_id != draft.owner.cluster_id {
-                    return Err(StoreError::NotOwner);
-                }
-            }
-            let current = live.as_ref().map(|l| l.version).unwrap_or(0);
-            if let Some(expected) = expected_version {
-                if expected != current {
-                    return Err(StoreError::VersionConflict { expected, current });
-                }
-            }
-            let now = crate::model::now();
-            let version = old.as_ref().map(|d| version_u64(d.version)).unwrap_or(0) + 1;
-            let created_at = live.as_ref().map(|l| l.created_at).unwrap_or(now);
-            let offer = draft.clone().into_offer(created_at, now, version);
+            let last_version = old.as_ref().map(|d| version_u64(d.version)).unwrap_or(0);
+            let PutOutcome { offer, created } = rules::put(
+                draft.clone(),
+                live.as_ref(),
+                last_version,
+                expected_version,
+                crate::storage::now(),
+            )?;
             if self.swap(old.as_ref(), &OfferDoc::live(&offer)).await? {
                 self.publish_local(OfferChange::Upserted(offer.clone()));
-                return Ok(PutOutcome {
-                    offer,
-                    created: live.is_none(),
-                });
+                return Ok(PutOutcome { offer, created });
             }
         }
         Err(StoreError::Unavailable(format!(
@@ -742,18 +607,15 @@ impl Store for MongoStore {
             let Some(old) = self.find_doc(id).await? else {
                 return Err(StoreError::NotFound);
             };
-            let Some(offer) = old.clone().into_offer()? else {
-                return Err(StoreError::NotFound);
-            };
-            if offer.cluster_id != owner_cluster_id {
-                return Err(StoreError::NotOwner);
-            }
+            let live = old.clone().into_offer()?;
+            let version = rules::delete(live.as_ref(), owner_cluster_id, version_u64(old.version))?;
+            let offer = live.ok_or(StoreError::NotFound)?;
             let tomb = OfferDoc {
                 id: old.id.clone(),
-                version: old.version + 1,
+                version: i64::try_from(version).unwrap_or(i64::MAX),
                 cluster_id: old.cluster_id.clone(),
                 deleted: true,
-                updated_at: to_bson_time(crate::model::now()),
+                updated_at: bt(crate::storage::now()),
                 live: None,
             };
             if self.swap(Some(&old), &tomb).await? {
@@ -770,82 +632,11 @@ impl Store for MongoStore {
         )))
     }
 
-    async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
-        let found = self
-            .providers
-            .find_one(doc! { "_id": cluster_id })
-            .await
-            .map_err(classify)?;
-        Ok(found.map(ProviderAccount::from))
-    }
-
-    async fn claim_provider(
-        &self,
-        account: ProviderAccount,
-    ) -> Result<(ProviderAccount, bool), StoreError> {
-        match self.providers.insert_one(ProviderDoc::from(&account)).await {
-            Ok(_) => {
-                self.publish_local(OfferChange::ProviderAdded(account.info()));
-                Ok((account, true))
-            }
-            Err(e) if is_duplicate_key(&e) => match self.get_provider(&account.cluster_id).await? {
-                Some(existing) => Ok((existing, false)),
-                None => Err(StoreError::Internal(
-                    "provider vanished after a duplicate-key insert".into(),
-                )),
-            },
-            Err(e) => Err(classify(e)),
-        }
-    }
-
-    async fn rotate_provider(
-        &self,
-        expected_hash: &str,
-        account: ProviderAccount,
-    ) -> Result<bool, StoreError> {
-        let swapped = self
-            .providers
-            .replace_one(
-                doc! { "_id": &account.cluster_id, "secretHash": expected_hash },
-                ProviderDoc::from(&account),
-            )
-            .await
-            .map_err(classify)?;
-        if swapped.matched_count == 1 {
-            return Ok(true);
-        }
-        match self.get_provider(&account.cluster_id).await? {
-            Some(_) => Ok(false),
-            None => Err(StoreError::NotFound),
-        }
-    }
-
-    async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
-        let cursor = self
-            .providers
-            .find(doc! {})
-            .sort(doc! { "_id": 1 })
-            .await
-            .map_err(classify)?;
-        let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
-        Ok(docs
-            .into_iter()
-            .map(|d| ProviderAccount::from(d).info())
-            .collect())
-    }
-
-    async fn stats(&self) -> Result<StoreStats, StoreError> {
-        let offers = self
-            .offers
+    async fn count_offers(&self) -> Result<u64, StoreError> {
+        self.offers
             .count_documents(doc! { "deleted": false })
             .await
-            .map_err(classify)?;
-        let providers = self
-            .providers
-            .count_documents(doc! {})
-            .await
-            .map_err(classify)?;
-        Ok(StoreStats { offers, providers })
+            .map_err(classify)
     }
 
     fn changes(&self) -> broadcast::Receiver<OfferChange> {
@@ -855,8 +646,9 @@ impl Store for MongoStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::MongoConfig;
     use super::*;
-    use crate::model::{OfferSpec, ProviderRef};
+    use crate::offers::{OfferSpec, ProviderRef};
 
     fn draft(id: &str, body: &str) -> OfferDraft {
         let owner = ProviderRef {

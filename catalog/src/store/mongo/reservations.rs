@@ -1,5 +1,6 @@
 //! The MongoDB [`ReservationStore`], safe for several catalog processes on
-//! one database.
+//! one database. Which transition applies is decided by [`step`]; this
+//! file reads, writes with a state-conditioned replace and keeps the units.
 //!
 //! Collections:
 //! - `reservations`: `{_id, consumer, state, expiresAt, unit, body}`, where
@@ -13,31 +14,28 @@
 //!   `cap` slots exist. An uncapped plan's units are named after their
 //!   reservation. A purchase clears `expiresAt` (held until cancelled).
 //! - `plan_caps`: `{_id: "offer␟plan", cap}`.
-//! - `peering_secrets`, `disabled_providers`, `osb_instances`,
-//!   `osb_bindings`.
 //!
 //! A process that dies between two writes (unit and reservation) leaves a
 //! unit whose reservation is missing or over; whoever next needs the unit
 //! (a reservation of that plan finding it sold out) checks each unit's
 //! reservation and frees the stale ones.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Bson};
-use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::{Collection, IndexModel};
+use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
-use tracing::Instrument;
 
-use super::reservations::{ReservationStore, ReserveError, TransitionError};
-use super::{MongoConfig, StoreError};
-use crate::osb::model::{OsbBinding, OsbInstance};
-use crate::reservation::model::{PlanUsage, Reservation, ReservationState, Transition};
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use crate::buying::model::{
+    sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+};
+use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
+use crate::storage::StoreError;
 
-const DUPLICATE_KEY: i32 = 11000;
 /// Attempts at a slot or a state change before answering 503.
 const MAX_ATTEMPTS: usize = 32;
 /// Most reservations one sweep expires.
@@ -47,21 +45,9 @@ const SWEEP_BATCH: i64 = 1000;
 const ORPHAN_GRACE: chrono::Duration = chrono::Duration::seconds(30);
 const SEP: char = '\u{1f}';
 
-/// See the module docs.
-#[derive(Clone)]
-pub struct MongoReservationStore {
-    reservations: Collection<ReservationDoc>,
-    units: Collection<UnitDoc>,
-    caps: Collection<CapDoc>,
-    peering: Collection<SecretDoc>,
-    disabled: Collection<DisabledDoc>,
-    instances: Collection<InstanceDoc>,
-    bindings: Collection<BindingDoc>,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ReservationDoc {
+pub(super) struct ReservationDoc {
     #[serde(rename = "_id")]
     id: String,
     consumer: String,
@@ -73,7 +59,7 @@ struct ReservationDoc {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct UnitDoc {
+pub(super) struct UnitDoc {
     #[serde(rename = "_id")]
     id: String,
     plan: String,
@@ -84,73 +70,10 @@ struct UnitDoc {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct CapDoc {
+pub(super) struct CapDoc {
     #[serde(rename = "_id")]
     id: String,
     cap: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SecretDoc {
-    #[serde(rename = "_id")]
-    id: String,
-    sealed: bson::Binary,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct DisabledDoc {
-    #[serde(rename = "_id")]
-    id: String,
-    since: bson::DateTime,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct InstanceDoc {
-    #[serde(rename = "_id")]
-    id: String,
-    revision: i64,
-    body: OsbInstance,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct BindingDoc {
-    #[serde(rename = "_id")]
-    id: String,
-    #[serde(rename = "instanceID")]
-    instance_id: String,
-    body: OsbBinding,
-}
-
-fn bt(t: DateTime<Utc>) -> bson::DateTime {
-    bson::DateTime::from_millis(t.timestamp_millis())
-}
-
-fn from_bt(t: bson::DateTime) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(t.timestamp_millis())
-        .single()
-        .unwrap_or_default()
-}
-
-fn classify(e: mongodb::error::Error) -> StoreError {
-    let unavailable = matches!(
-        *e.kind,
-        ErrorKind::ServerSelection { .. }
-            | ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-            | ErrorKind::DnsResolve { .. }
-            | ErrorKind::Shutdown
-    ) || e.contains_label("RetryableWriteError")
-        || e.contains_label("TransientTransactionError");
-    if unavailable {
-        StoreError::Unavailable(format!("MongoDB is unreachable: {e}"))
-    } else {
-        StoreError::Internal(format!("MongoDB: {e}"))
-    }
-}
-
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
-    matches!(&*e.kind, ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == DUPLICATE_KEY)
 }
 
 fn plan_key(offer_id: &str, plan_id: &str) -> String {
@@ -178,30 +101,9 @@ fn pick(n: usize) -> usize {
     u32::from_le_bytes(b) as usize % n
 }
 
-impl MongoReservationStore {
-    /// Connect (lazily) and start creating indexes in the background.
-    pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
-        let db = super::mongo_conn::open(config, "liqo-broker-catalog-buying").await?;
-        let store = MongoReservationStore {
-            reservations: db.collection("reservations"),
-            units: db.collection("plan_units"),
-            caps: db.collection("plan_caps"),
-            peering: db.collection("peering_secrets"),
-            disabled: db.collection("disabled_providers"),
-            instances: db.collection("osb_instances"),
-            bindings: db.collection("osb_bindings"),
-        };
-        tokio::spawn(
-            store
-                .clone()
-                .create_indexes()
-                .instrument(tracing::info_span!("mongodb_indexes", area = "buying")),
-        );
-        Ok(store)
-    }
-
-    async fn create_indexes(self) {
-        super::mongo_conn::create_indexes("reservations", || async {
+impl MongoStore {
+    pub(super) async fn create_buying_indexes(self) {
+        super::conn::create_indexes("reservations", || async {
             self.units
                 .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
                 .await?;
@@ -325,7 +227,7 @@ impl MongoReservationStore {
                     held.push(u);
                 }
             }
-            if held.len() as u64 >= u64::from(cap) {
+            if sold_out(cap, held.len() as u64) {
                 // Before saying "sold out", make sure no unit outlived its
                 // reservation (a process that died between two writes).
                 let mut still = 0u64;
@@ -334,7 +236,7 @@ impl MongoReservationStore {
                         still += 1;
                     }
                 }
-                if still >= u64::from(cap) {
+                if sold_out(cap, still) {
                     return Ok(Err(cap));
                 }
                 continue;
@@ -362,11 +264,7 @@ impl MongoReservationStore {
 }
 
 #[async_trait]
-impl ReservationStore for MongoReservationStore {
-    fn kind(&self) -> &'static str {
-        "mongodb"
-    }
-
+impl ReservationStore for MongoStore {
     async fn reserve(
         &self,
         r: Reservation,
@@ -422,17 +320,10 @@ impl ReservationStore for MongoReservationStore {
                 return Err(TransitionError::NotFound);
             };
             let r = &doc.body;
-            if r.state != t.from() {
-                return Err(TransitionError::WrongState(Box::new(doc.body)));
-            }
-            let (effective, refused) = match t {
-                Transition::Purchase if r.is_due(now) => (Transition::Expire, true),
-                Transition::Expire if !r.is_due(now) => {
-                    return Err(TransitionError::WrongState(Box::new(doc.body)))
-                }
-                _ => (t, false),
+            let (next, refused_as) = match step(r, t, now) {
+                Step::Refuse => return Err(refused(doc.body)),
+                Step::Write { next, refused } => (next, refused),
             };
-            let next = effective.apply(r, now);
             let replaced = self
                 .reservations
                 .replace_one(
@@ -456,11 +347,7 @@ impl ReservationStore for MongoReservationStore {
             } else {
                 self.free_unit(&doc.unit, id).await?;
             }
-            return if refused {
-                Err(TransitionError::WrongState(Box::new(next)))
-            } else {
-                Ok(next)
-            };
+            return written(next, refused_as);
         }
         Err(StoreError::Unavailable(format!(
             "too many concurrent changes to reservation {id}; retry"
@@ -540,167 +427,5 @@ impl ReservationStore for MongoReservationStore {
             .await
             .map_err(classify)?;
         Ok(PlanUsage { cap, active })
-    }
-
-    async fn put_peering_secret(
-        &self,
-        cluster_id: &str,
-        sealed: Vec<u8>,
-    ) -> Result<(), StoreError> {
-        let doc = SecretDoc {
-            id: cluster_id.to_string(),
-            sealed: bson::Binary {
-                subtype: bson::spec::BinarySubtype::Generic,
-                bytes: sealed,
-            },
-        };
-        self.peering
-            .replace_one(doc! { "_id": cluster_id }, doc)
-            .upsert(true)
-            .await
-            .map_err(classify)?;
-        Ok(())
-    }
-
-    async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .peering
-            .find_one(doc! { "_id": cluster_id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.sealed.bytes))
-    }
-
-    async fn set_provider_disabled(
-        &self,
-        cluster_id: &str,
-        disabled: bool,
-    ) -> Result<(), StoreError> {
-        if disabled {
-            self.disabled
-                .update_one(
-                    doc! { "_id": cluster_id },
-                    doc! { "$setOnInsert": { "since": bt(crate::model::now()) } },
-                )
-                .upsert(true)
-                .await
-                .map_err(classify)?;
-        } else {
-            self.disabled
-                .delete_one(doc! { "_id": cluster_id })
-                .await
-                .map_err(classify)?;
-        }
-        Ok(())
-    }
-
-    async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
-        let docs: Vec<DisabledDoc> = self
-            .disabled
-            .find(doc! {})
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
-    }
-
-    async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError> {
-        let doc = InstanceDoc {
-            id: inst.id.clone(),
-            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-            body: inst.clone(),
-        };
-        match self.instances.insert_one(doc).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
-    }
-
-    async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError> {
-        Ok(self
-            .instances
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.body))
-    }
-
-    async fn osb_replace_instance(
-        &self,
-        inst: &OsbInstance,
-        expected_revision: u64,
-    ) -> Result<bool, StoreError> {
-        let doc = InstanceDoc {
-            id: inst.id.clone(),
-            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-            body: inst.clone(),
-        };
-        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
-        let r = self
-            .instances
-            .replace_one(doc! { "_id": &inst.id, "revision": expected }, doc)
-            .await
-            .map_err(classify)?;
-        Ok(r.matched_count == 1)
-    }
-
-    async fn osb_delete_instance(
-        &self,
-        id: &str,
-        expected_revision: u64,
-    ) -> Result<bool, StoreError> {
-        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
-        let r = self
-            .instances
-            .delete_one(doc! { "_id": id, "revision": expected })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
-    }
-
-    async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
-        let doc = BindingDoc {
-            id: b.id.clone(),
-            instance_id: b.instance_id.clone(),
-            body: b.clone(),
-        };
-        match self.bindings.insert_one(doc).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
-    }
-
-    async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError> {
-        Ok(self
-            .bindings
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.body))
-    }
-
-    async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
-        let r = self
-            .bindings
-            .delete_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
-    }
-
-    async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError> {
-        let docs: Vec<BindingDoc> = self
-            .bindings
-            .find(doc! { "instanceID": instance_id })
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        Ok(docs.into_iter().map(|d| d.body).collect())
     }
 }
