@@ -197,6 +197,12 @@ pub fn step(r: &Reservation, t: Transition, now: DateTime<Utc>) -> Step {
     }
 }
 
+/// The order every listing of reservations comes in: newest first, ties
+/// by id.
+pub fn newest_first(records: &mut [Reservation]) {
+    records.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+}
+
 /// Whether a plan with `cap` units and `active` holdings has none left.
 pub fn sold_out(cap: u32, active: u64) -> bool {
     active >= u64::from(cap)

@@ -15,7 +15,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
 use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
 use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
 use crate::buying::model::{
-    sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+    newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
 use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
 use crate::storage::StoreError;
@@ -270,7 +270,7 @@ impl ReservationStore for EmbeddedStore {
                 Ok(out)
             })
             .await?;
-        out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        newest_first(&mut out);
         Ok(out)
     }
 

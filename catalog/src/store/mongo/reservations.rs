@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
 use crate::buying::model::{
-    sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+    newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
 use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
 use crate::storage::StoreError;
@@ -305,7 +305,7 @@ impl ReservationStore for MongoStore {
             .await
             .map_err(classify)?;
         let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-        out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        newest_first(&mut out);
         Ok(out)
     }
 
