@@ -1,5 +1,6 @@
 //! A per-client token bucket, for the endpoints worth guessing at
-//! (`POST /authenticate`, whose argon2 check is deliberately expensive).
+//! (`POST /authenticate`, whose argon2 check is deliberately expensive, and
+//! the failed basic-auth attempts of the Open Service Broker API).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -24,6 +25,29 @@ impl RateLimiter {
             per_minute,
             buckets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether `client` has no token left, without taking one: for checks
+    /// charged only when they fail (OSB basic auth, where a platform's
+    /// every request carries the password).
+    pub fn exhausted(&self, client: IpAddr) -> bool {
+        if self.per_minute == 0 {
+            return false;
+        }
+        let rate = f64::from(self.per_minute) / 60.0;
+        let buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        buckets.get(&client).is_some_and(|(tokens, seen)| {
+            tokens + Instant::now().duration_since(*seen).as_secs_f64() * rate < 1.0
+        })
+    }
+
+    /// Seconds until an exhausted client has a token again (for
+    /// `Retry-After`), at least 1.
+    pub fn retry_after_secs(&self) -> u64 {
+        if self.per_minute == 0 {
+            return 1;
+        }
+        (60.0 / f64::from(self.per_minute)).ceil().max(1.0) as u64
     }
 
     /// Take one token for `client`; false means "too many, wait".
@@ -63,5 +87,19 @@ mod tests {
         assert!(!l.allow(a));
         assert!(l.allow(b));
         assert!(RateLimiter::new(0).allow(a));
+    }
+
+    #[test]
+    fn exhausted_peeks_without_taking() {
+        let l = RateLimiter::new(2);
+        let a: IpAddr = [127, 0, 0, 1].into();
+        assert!(!l.exhausted(a));
+        assert!(l.allow(a));
+        assert!(!l.exhausted(a) && !l.exhausted(a));
+        assert!(l.allow(a));
+        assert!(l.exhausted(a));
+        assert!(!RateLimiter::new(0).exhausted(a));
+        assert_eq!(l.retry_after_secs(), 30);
+        assert_eq!(RateLimiter::new(600).retry_after_secs(), 1);
     }
 }
