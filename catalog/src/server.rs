@@ -1,9 +1,23 @@
 //! Wiring: open the store, load the signing key, build the [`AppState`],
 //! serve HTTP until SIGTERM/SIGINT, then finish in-flight requests.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
-use actix_web::{middleware, web, App, HttpServer};
+use actix_http::error::PayloadError;
+use actix_http::BoxedPayloadStream;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header;
+use actix_web::middleware::Next;
+use actix_web::HttpMessage;
+use actix_web::{middleware, web, App, HttpResponse, HttpServer};
+use bytes::Bytes;
+use futures::Stream;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, Instrument};
@@ -124,7 +138,103 @@ pub fn app(
     App::new()
         .app_data(web::Data::new(state))
         .configure(crate::api::configure)
+        .wrap(middleware::from_fn(body_deadline))
         .wrap(middleware::from_fn(crate::api::observe::observe))
+}
+
+/// `--request-body-timeout` as app data: how long a request's body may
+/// take to arrive once its head has (zero: no limit). Without it (the
+/// in-process tests' apps), bodies have no deadline.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimeout(pub Duration);
+
+/// Hold every request body to the [`BodyTimeout`] deadline: reading past it
+/// fails, and the request is answered 408 on a connection that is then
+/// closed, so a client trickling a body cannot hold a connection (nor, with
+/// many, every connection) for longer. WebSocket upgrades are left alone:
+/// their "body" is the feed.
+async fn body_deadline(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let limit = req
+        .app_data::<BodyTimeout>()
+        .map(|t| t.0)
+        .filter(|t| !t.is_zero());
+    let Some(limit) = limit.filter(|_| !req.headers().contains_key(header::UPGRADE)) else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let payload = match req.take_payload() {
+        Payload::None => return Ok(next.call(req).await?.map_into_boxed_body()),
+        payload => payload,
+    };
+    let expired = Arc::new(AtomicBool::new(false));
+    let deadline: BoxedPayloadStream = Box::pin(DeadlinePayload {
+        inner: payload,
+        timer: Box::pin(tokio::time::sleep(limit)),
+        expired: expired.clone(),
+        done: false,
+    });
+    req.set_payload(Payload::from(deadline));
+    // (The request must not be cloned before routing: actix then panics.)
+    let res = next.call(req).await?;
+    if !expired.load(Ordering::Relaxed) {
+        return Ok(res.map_into_boxed_body());
+    }
+    let (http_req, _) = res.into_parts();
+    tracing::info!(
+        timeout = ?limit,
+        "request body too slow: answered 408 and closed the connection"
+    );
+    let response = HttpResponse::RequestTimeout()
+        .force_close()
+        .json(crate::api::ErrorBody {
+            error: "request_timeout".into(),
+            message: format!(
+                "the request body did not arrive within {} (--request-body-timeout); send it faster",
+                humantime_secs(limit)
+            ),
+            field: None,
+        });
+    Ok(ServiceResponse::new(http_req, response))
+}
+
+/// `10s`, `1.5s`.
+fn humantime_secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
+
+/// A request body that fails with `TimedOut` once its deadline passes.
+struct DeadlinePayload {
+    inner: Payload,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    expired: Arc<AtomicBool>,
+    done: bool,
+}
+
+impl Stream for DeadlinePayload {
+    type Item = Result<Bytes, PayloadError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(item) = Pin::new(&mut self.inner).poll_next(cx) {
+            if item.is_none() {
+                self.done = true;
+            }
+            return Poll::Ready(item);
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            self.done = true;
+            self.expired.store(true, Ordering::Relaxed);
+            return Poll::Ready(Some(Err(PayloadError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request body did not arrive in time",
+            )))));
+        }
+        Poll::Pending
+    }
 }
 
 /// Serve until SIGTERM or SIGINT; then stop accepting, let in-flight
@@ -136,14 +246,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .await
             .context("seeding the demo provider")?;
     }
+    tokio::spawn(crate::api::observe::summarise_client_errors(
+        state.shutdown.clone(),
+    ));
     crate::reservation::sweeper::spawn(
         state.buying.store.clone(),
         state.buying.sweep_interval,
         state.shutdown.clone(),
     );
     let factory_state = state.clone();
-    let mut server = HttpServer::new(move || app(factory_state.clone()))
+    let body_timeout = BodyTimeout(config.request_body_timeout);
+    let mut server = HttpServer::new(move || app(factory_state.clone()).app_data(body_timeout))
         .on_connect(crate::feed::on_connect)
+        .client_request_timeout(config.request_head_timeout)
+        .keep_alive(config.keep_alive_timeout)
         .max_connections(config.max_connections)
         .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
         .disable_signals();
