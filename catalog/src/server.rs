@@ -16,9 +16,9 @@ use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::HttpMessage;
 use actix_web::{middleware, web, App, HttpResponse, HttpServer};
+use anyhow::Context;
 use bytes::Bytes;
 use futures::Stream;
-use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, Instrument};
 
@@ -186,14 +186,15 @@ async fn body_deadline(
         timeout = ?limit,
         "request body too slow: answered 408 and closed the connection"
     );
+    let message = format!(
+        "the request body did not arrive within {} (--request-body-timeout); send it faster",
+        humantime_secs(limit)
+    );
     let response = HttpResponse::RequestTimeout()
         .force_close()
         .json(crate::api::ErrorBody {
             error: "request_timeout".into(),
-            message: format!(
-                "the request body did not arrive within {} (--request-body-timeout); send it faster",
-                humantime_secs(limit)
-            ),
+            message,
             field: None,
         });
     Ok(ServiceResponse::new(http_req, response))

@@ -351,7 +351,10 @@ mod tests {
         let euro = "\u{20ac}".as_bytes();
         let mut bytes = frame(0x01, &euro[..1]);
         bytes.extend(frame(0x80, &euro[1..]));
-        assert_eq!(read(&mut r, &bytes).unwrap(), vec![Frame::Data, Frame::Data]);
+        assert_eq!(
+            read(&mut r, &bytes).unwrap(),
+            vec![Frame::Data, Frame::Data]
+        );
     }
 
     #[test]

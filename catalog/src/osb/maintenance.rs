@@ -62,7 +62,8 @@ fn is_semver(s: &str) -> bool {
         Some((c, p)) => (c, Some(p)),
         None => (rest, None),
     };
-    let ident = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let ident =
+        |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     let number = |x: &str| {
         !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()) && (x == "0" || !x.starts_with('0'))
     };
@@ -97,7 +98,14 @@ mod tests {
 
     #[test]
     fn semantic_versions() {
-        for ok in ["1.0.0", "0.1.2", "1.2.3-rc.1", "1.2.3+build.5", "1.2.3-a-b+c", "1.2.3+b-x"] {
+        for ok in [
+            "1.0.0",
+            "0.1.2",
+            "1.2.3-rc.1",
+            "1.2.3+build.5",
+            "1.2.3-a-b+c",
+            "1.2.3+b-x",
+        ] {
             assert!(is_semver(ok), "{ok}");
         }
         for bad in ["1", "1.2", "01.2.3", "1.2.3-", "1.2.3+", "1.2.x", ""] {

@@ -103,7 +103,7 @@ async fn check_subject_free(state: &AppState, subject: &str) -> Result<(), BuyEr
     }
     if subject.starts_with(OSB_OWNER_PREFIX) {
         return Err(BuyError::conflict(format!(
-            "subject: subjects starting with `{OSB_OWNER_PREFIX}` are reserved for the Open Service Broker platform account; choose another subject"
+            "subject: `{subject}` starts with `{OSB_OWNER_PREFIX}`, reserved for the Open Service Broker platform account; choose another subject"
         )));
     }
     if state.store.get_provider(subject).await?.is_some() {
