@@ -98,6 +98,24 @@ pub struct Config {
     #[arg(long, env = "CATALOG_AUTH_RATE_LIMIT", default_value_t = 60)]
     pub auth_rate_limit: u32,
 
+    /// How long a client may take to send a request's head (request line
+    /// and headers) once its connection is open; slower ones get 408 and are
+    /// disconnected. 0s: no limit.
+    #[arg(long, env = "CATALOG_REQUEST_HEAD_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub request_head_timeout: Duration,
+
+    /// How long a client may take to send a request's whole body once its
+    /// head has arrived (bodies are at most --max-body-bytes); slower ones
+    /// get 408 and are disconnected. Does not apply to WebSocket feeds.
+    /// 0s: no limit.
+    #[arg(long, env = "CATALOG_REQUEST_BODY_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub request_body_timeout: Duration,
+
+    /// How long an idle keep-alive connection stays open waiting for its
+    /// next request. 0s: close every connection after its response.
+    #[arg(long, env = "CATALOG_KEEP_ALIVE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub keep_alive_timeout: Duration,
+
     /// Most concurrent connections per worker.
     #[arg(long, env = "CATALOG_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,

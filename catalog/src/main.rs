@@ -1,6 +1,8 @@
 //! `catalog`: parse the flags, set up logging, run the server.
 
 use clap::Parser;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 use catalog::config::{Config, LogFormat};
@@ -12,9 +14,12 @@ async fn main() -> anyhow::Result<()> {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
+    // Per-connection client errors are counted and summarised, not logged
+    // one ERROR each (see `ClientErrorLog`).
+    let client_errors = catalog::http::observe::ClientErrorLog;
     match config.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs.finish().with(client_errors).init(),
+        LogFormat::Json => logs.json().finish().with(client_errors).init(),
     }
     catalog::server::run(config).await
 }

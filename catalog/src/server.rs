@@ -172,6 +172,7 @@ pub fn app(
         .app_data(web::Data::new(features.ops))
         .app_data(web::Data::new(features.metrics.http.clone()))
         .configure(crate::routes::configure)
+        .wrap(middleware::from_fn(crate::http::deadline::body_deadline))
         .wrap(middleware::from_fn(crate::http::observe::observe))
 }
 
@@ -189,9 +190,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         features.buying.sweep_interval,
         features.shutdown.clone(),
     );
+    tokio::spawn(crate::http::observe::summarise_client_errors(
+        features.shutdown.clone(),
+    ));
     let factory = features.clone();
-    let mut server = HttpServer::new(move || app(factory.clone()))
+    let body_timeout = crate::http::deadline::BodyTimeout(config.request_body_timeout);
+    let mut server = HttpServer::new(move || app(factory.clone()).app_data(body_timeout))
         .on_connect(crate::feed::on_connect)
+        .client_request_timeout(config.request_head_timeout)
+        .keep_alive(config.keep_alive_timeout)
         .max_connections(config.max_connections)
         .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
         .disable_signals();

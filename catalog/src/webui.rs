@@ -20,6 +20,24 @@ const PLACEHOLDER: &str = r#"<!doctype html>
 offers are at <a href="/offers">/offers</a>.</p></body></html>
 "#;
 
+/// The policy of every UI response: scripts, styles, images and
+/// connections (the API, the feed's WebSocket) from the catalog itself,
+/// nothing inline, and no framing by any page (clickjacking). The same as
+/// `index.html`'s meta policy, plus what only a header can say
+/// (`frame-ancestors`).
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+    style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; \
+    form-action 'none'; frame-ancestors 'none'";
+
+/// The security headers of UI responses.
+fn secure(mut resp: actix_web::HttpResponseBuilder) -> actix_web::HttpResponseBuilder {
+    resp.insert_header((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"));
+    resp
+}
+
 /// Serve an embedded file, or a JSON 404/405.
 pub async fn serve(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -41,13 +59,12 @@ pub async fn serve(req: HttpRequest) -> Result<HttpResponse, ApiError> {
             } else {
                 "public, max-age=300"
             };
-            Ok(HttpResponse::Ok()
+            Ok(secure(HttpResponse::Ok())
                 .insert_header((header::CONTENT_TYPE, mime))
                 .insert_header((header::CACHE_CONTROL, cache))
-                .insert_header(("X-Content-Type-Options", "nosniff"))
                 .body(file.data.into_owned()))
         }
-        None if path == "index.html" => Ok(HttpResponse::Ok()
+        None if path == "index.html" => Ok(secure(HttpResponse::Ok())
             .content_type("text/html; charset=utf-8")
             .body(PLACEHOLDER)),
         None => Err(ApiError::NotFound(format!(

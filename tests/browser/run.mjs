@@ -79,6 +79,10 @@ let context = null;
 const pages = {};
 const requests = [];
 const pageErrors = [];
+// Content-Security-Policy violations, from the console and from the
+// `securitypolicyviolation` event: the UI must run entirely under its policy.
+const cspViolations = [];
+const CSP_CONSOLE = /Content Security Policy|Content-Security-Policy|securitypolicyviolation/i;
 
 async function shot(page, name, options = {}) {
   await page.screenshot({ path: join(shotDir, `${name}.png`), fullPage: true, animations: 'disabled', ...options });
@@ -97,7 +101,14 @@ async function newPage(label) {
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(`${label}: ${err.message}`));
   page.on('console', (msg) => {
+    if (CSP_CONSOLE.test(msg.text())) cspViolations.push(`${label} console: ${msg.text()}`);
     if (msg.type() === 'error' && !/Failed to load resource|WebSocket connection/.test(msg.text())) pageErrors.push(`${label} console: ${msg.text()}`);
+  });
+  await page.exposeBinding('__reportCspViolation', (_source, text) => { cspViolations.push(`${label}: ${text}`); });
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__reportCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`);
+    });
   });
   // WebSockets are not "requests" to Playwright: record their URLs too.
   page.on('websocket', (ws) => requests.push(ws.url()));
@@ -557,6 +568,37 @@ try {
     });
     checkEqual(foreign, [], 'requests to other origins');
     check(requests.some((url) => url.startsWith(`ws://127.0.0.1:${port}/subscribe`)), 'the feed was used');
+  });
+
+  await runner.test('UI responses carry the security headers; no page may frame the UI', async () => {
+    for (const path of ['/', '/js/app.js', '/styles.css']) {
+      const r = await fetch(`${base}${path}`);
+      const csp = r.headers.get('content-security-policy') ?? '';
+      check(/frame-ancestors 'none'/.test(csp), `${path}: CSP forbids framing ("${csp}")`);
+      check(/script-src 'self'/.test(csp) && /style-src 'self'/.test(csp) && !/unsafe-inline/.test(csp), `${path}: scripts and styles from the catalog only ("${csp}")`);
+      checkEqual(r.headers.get('x-frame-options'), 'DENY', `${path}: X-Frame-Options`);
+      checkEqual(r.headers.get('x-content-type-options'), 'nosniff', `${path}: X-Content-Type-Options`);
+      checkEqual(r.headers.get('referrer-policy'), 'no-referrer', `${path}: Referrer-Policy`);
+    }
+    // A page elsewhere tries to frame the catalog: the browser refuses.
+    // (Not a page of ours: the refusal it logs is expected here.)
+    const framer = await context.newPage();
+    try {
+      const refused = new Promise((done) => framer.on('console', (m) => { if (/frame-ancestors|X-Frame-Options/i.test(m.text())) done(true); }));
+      await framer.setContent(`<iframe src="${base}/" width="800" height="600"></iframe>`);
+      const said = await Promise.race([refused, new Promise((done) => setTimeout(() => done(false), 5000))]);
+      const child = framer.frames().find((f) => f !== framer.mainFrame());
+      // A refused frame shows the browser's own error page, not the UI.
+      const shown = child ? await child.locator('#connection, [data-skip-link]').count().catch(() => 0) : 0;
+      checkEqual(shown, 0, `catalog UI rendered inside a foreign frame (${child?.url()})`);
+      check(said, 'the browser reported refusing to frame the catalog');
+    } finally {
+      await framer.close();
+    }
+  });
+
+  await runner.test('no Content-Security-Policy violations on any page', async () => {
+    checkEqual(cspViolations, [], 'CSP violations');
   });
 
   await runner.test('no script errors on any page', async () => {

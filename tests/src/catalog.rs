@@ -95,6 +95,21 @@ impl Env {
         extra: &[&str],
         stdout: Option<&std::path::Path>,
     ) -> Result<Catalog> {
+        self.try_start_io(extra, stdout, None)
+    }
+
+    /// Start a catalog whose logs (stderr) go to `stderr` (a file).
+    pub fn start_with_logs(&self, extra: &[&str], stderr: &std::path::Path) -> Catalog {
+        self.try_start_io(extra, None, Some(stderr))
+            .expect("start catalog")
+    }
+
+    fn try_start_io(
+        &self,
+        extra: &[&str],
+        stdout: Option<&std::path::Path>,
+        stderr: Option<&std::path::Path>,
+    ) -> Result<Catalog> {
         let port = free_port();
         let mut cmd = std::process::Command::new(bin_path("catalog"));
         cmd.args([
@@ -111,6 +126,14 @@ impl Env {
         }
         if let Some(path) = stdout {
             cmd.stdout(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            );
+        }
+        if let Some(path) = stderr {
+            cmd.stderr(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)

@@ -320,6 +320,55 @@ impl RawFeed {
     }
 }
 
+impl RawFeed {
+    /// Send raw bytes: hand-made frames, for protocol tests.
+    pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.stream
+            .write_all(bytes)
+            .context("writing to the raw feed")
+    }
+
+    /// A second handle on the socket, e.g. to write from another thread.
+    pub fn stream_clone(&self) -> Result<TcpStream> {
+        self.stream.try_clone().context("cloning the feed socket")
+    }
+
+    /// Frames until the server's close frame (skipping data and pings);
+    /// its code.
+    pub fn expect_close(&mut self, timeout: Duration) -> Result<u16> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let f = self.next_frame(deadline.saturating_duration_since(Instant::now()))?;
+            if f.opcode == RawFrame::CLOSE {
+                return f
+                    .close_code()
+                    .context("the server's close frame has no code");
+            }
+        }
+    }
+}
+
+/// A masked client frame with first byte `b0` (FIN, RSV bits, opcode) and
+/// `payload`, as a client must send it.
+pub fn client_frame(b0: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x37u8, 0xfa, 0x21, 0x3d];
+    let mut out = vec![b0];
+    match payload.len() {
+        n if n < 126 => out.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            out.push(0x80 | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(0x80 | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&mask);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    out
+}
+
 /// One unmasked server frame from the front of `buf`, and its length.
 fn parse(buf: &[u8]) -> Result<Option<(RawFrame, usize)>> {
     if buf.len() < 2 {

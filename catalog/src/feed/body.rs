@@ -18,29 +18,33 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use actix_http::body::{BodySize, MessageBody};
-use actix_http::ws::{OpCode, Parser, ProtocolError};
 use actix_web::web;
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use tracing::debug;
 
-use super::hub::{close_code, Hub};
+use super::frame::{Frame, FrameReader};
+use super::hub::Hub;
 use super::metrics::CloseReason;
 use super::subscriber::{Next, Subscriber};
 
 /// Largest piece handed to actix before it must flush (fits, with the
 /// upgrade response head, in actix's initial 8 KiB write buffer).
 const PIECE: usize = 7 * 1024;
-/// Largest client frame accepted; the feed expects only control frames.
-const MAX_CLIENT_FRAME: usize = 4 * 1024;
+/// Largest client message accepted; the feed expects only control frames.
+const MAX_CLIENT_MESSAGE: usize = 4 * 1024;
 
 /// The response body of an upgraded `/subscribe` connection.
 pub(crate) struct FeedBody {
     sub: Arc<Subscriber>,
     hub: Arc<Hub>,
     payload: web::Payload,
-    /// Client bytes not yet parsed into a whole frame.
+    /// Client bytes not yet parsed into a whole frame: at most one frame
+    /// header plus [`MAX_CLIENT_MESSAGE`] once parsed (see [`FrameReader`]).
     inbuf: BytesMut,
+    reader: FrameReader,
+    /// The client broke the protocol or closed: drop what it sends.
+    refused: bool,
     /// The frame being handed over, and whether it is a data message.
     current: Option<(Bytes, bool)>,
     /// Bytes handed over since actix last flushed.
@@ -49,7 +53,10 @@ pub(crate) struct FeedBody {
 
 impl FeedBody {
     pub fn new(sub: Arc<Subscriber>, hub: Arc<Hub>, payload: web::Payload) -> Self {
+        let reader = FrameReader::new(MAX_CLIENT_MESSAGE, sub.deflate);
         FeedBody {
+            reader,
+            refused: false,
             sub,
             hub,
             payload,
@@ -64,8 +71,10 @@ impl FeedBody {
         loop {
             match Pin::new(&mut self.payload).poll_next(cx) {
                 Poll::Ready(Some(Ok(bytes))) => {
-                    self.inbuf.extend_from_slice(&bytes);
-                    self.parse_frames();
+                    if !self.refused {
+                        self.inbuf.extend_from_slice(&bytes);
+                        self.parse_frames();
+                    }
                 }
                 Poll::Ready(Some(Err(e))) => {
                     debug!(subscriber = self.sub.id, error = %e, "feed client connection failed");
@@ -84,53 +93,35 @@ impl FeedBody {
     }
 
     fn parse_frames(&mut self) {
+        if self.refused {
+            self.inbuf.clear();
+            return;
+        }
         loop {
-            if self.sub.deflate {
-                // A compressing client may mark its data messages RSV1; the
-                // parser refuses RSV bits, and the feed ignores the data.
-                if let Some(first) = self.inbuf.first_mut() {
-                    if matches!(*first & 0x0f, 0x1 | 0x2) {
-                        *first &= !0x40;
-                    }
-                }
-            }
-            match Parser::parse(&mut self.inbuf, true, MAX_CLIENT_FRAME) {
+            match self.reader.next(&mut self.inbuf) {
                 Ok(None) => return,
-                Ok(Some((_, op, payload))) => {
+                Ok(Some(frame)) => {
                     self.sub.heard(Instant::now());
-                    match op {
-                        OpCode::Ping => self.sub.push_pong(payload.as_deref().unwrap_or_default()),
-                        OpCode::Close => {
-                            // Echo the client's code (RFC 6455 §5.5.1), if
-                            // it is one that may be sent (§7.4).
-                            let code = match payload
-                                .as_deref()
-                                .and_then(|p| p.get(..2))
-                                .map(|c| u16::from_be_bytes([c[0], c[1]]))
-                            {
-                                None => 1000,
-                                Some(c @ (1000..=1003 | 1007..=1014 | 3000..=4999)) => c,
-                                Some(_) => close_code::PROTOCOL,
-                            };
-                            self.close_for_client(code, "");
+                    match frame {
+                        Frame::Ping(payload) => self.sub.push_pong(&payload),
+                        Frame::Close(code) => {
+                            // Echo the client's code (RFC 6455 §5.5.1).
+                            self.close_for_client(code.unwrap_or(1000), "");
+                            self.refused = true;
+                            self.inbuf.clear();
                             return;
                         }
                         // Pongs only prove liveness; the feed takes no
                         // messages, so data frames are ignored.
-                        _ => {}
+                        Frame::Pong | Frame::Data => {}
                     }
                 }
-                Err(e) => {
-                    let code = match e {
-                        ProtocolError::Overflow => close_code::TOO_BIG,
-                        _ => close_code::PROTOCOL,
-                    };
-                    debug!(subscriber = self.sub.id, error = %e, "feed client broke the protocol");
+                Err(violation) => {
+                    debug!(subscriber = self.sub.id, code = violation.code, reason = %violation.reason, "feed client broke the protocol");
+                    // Whatever else the client sends is dropped unread.
+                    self.refused = true;
                     self.inbuf.clear();
-                    self.close_for_client(
-                        code,
-                        "the feed accepts only control frames of up to 4 KiB",
-                    );
+                    self.close_for_client(violation.code, &violation.reason);
                     return;
                 }
             }

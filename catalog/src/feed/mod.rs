@@ -44,8 +44,12 @@
 //! - The server pings every `--feed-ping-interval`; a client silent (no pong)
 //!   for `--feed-idle-timeout` is closed with **1001**.
 //! - On shutdown every subscriber is closed with **1001**.
-//! - A client frame over 4 KiB: **1009**; a protocol error: **1002**. The
-//!   feed takes no messages: client data frames are ignored.
+//! - A client message over 4 KiB: **1009**, as soon as a frame header
+//!   announces it (nothing of it is buffered); a protocol error (unmasked
+//!   or fragmented control frames, stray continuations, reserved bits or
+//!   opcodes, control frames over 125 bytes): **1002**; a text message or
+//!   close reason that is not UTF-8: **1007** ([`frame`]). The feed takes
+//!   no messages: client data frames are ignored.
 //! - A connection whose close frame makes no progress either is cut (TCP
 //!   reset) after another `--feed-send-timeout` (2 s at most on shutdown).
 //!
@@ -63,7 +67,7 @@
 //! # Layout
 //!
 //! [`params`] (query), [`envelope`] (messages as shared frames),
-//! [`deflate`] (compression), [`hub`]
+//! [`deflate`] (compression), [`frame`] (client frames), [`hub`]
 //! (list, groups, fan-out), [`subscriber`] (bounded outboxes), [`body`] (the
 //! connection), [`publisher`] (the tasks), [`conn`] (cutting stuck
 //! sockets), [`config`] (flags), [`metrics`].
@@ -73,6 +77,7 @@ pub mod config;
 pub mod conn;
 pub mod deflate;
 pub mod envelope;
+mod frame;
 pub(crate) mod handler;
 pub mod hub;
 pub mod metrics;

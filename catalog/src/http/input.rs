@@ -41,21 +41,31 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
 }
 
 /// Offer ids and plan keys: 1 to 128 URL-safe characters
-/// (`A-Z a-z 0-9 . _ ~ -`), so they travel in paths unescaped.
+/// (`A-Z a-z 0-9 . _ ~ -`), so they travel in paths unescaped; but not `.`
+/// or `..`, path segments that URLs normalise away (`/offer/..` is `/`),
+/// so such an offer could never be read or deleted.
 pub fn validate_id(field: &str, id: &str) -> Result<(), FieldError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(FieldError::new(
+    if !ok {
+        return Err(FieldError::new(
             field,
             format!("must be 1 to {MAX_ID_LEN} characters from A-Z a-z 0-9 . _ ~ -"),
-        ))
+        ));
     }
+    if id == "." || id == ".." {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "must not be `{id}`, which URLs drop as a path segment; use 1 to {MAX_ID_LEN} \
+                 characters from A-Z a-z 0-9 . _ ~ - with at least one that is not a dot"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Parse a JSON body the lenient way of the buying and administration

@@ -12,6 +12,7 @@
 mod body;
 mod error;
 pub mod input;
+pub mod deadline;
 pub mod observe;
 pub mod ratelimit;
 

@@ -121,3 +121,81 @@ pub async fn observe(
     }
     result
 }
+
+/// How often, at most, the summary of refused client connections is logged.
+const CLIENT_ERROR_SUMMARY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connection errors actix reported since the last summary, and the last one.
+static CLIENT_ERRORS: std::sync::Mutex<(u64, String)> = std::sync::Mutex::new((0, String::new()));
+
+/// A tracing layer that takes actix's per-connection errors (a malformed or
+/// oversized request head, a bad URI, a client resetting the connection),
+/// which actix logs at ERROR once per connection, out of the log: any
+/// client could otherwise fill the logs with errors. They are counted
+/// instead, and [`summarise_client_errors`] logs a WARN summary at most
+/// every 10 s. Other actix errors pass untouched.
+pub struct ClientErrorLog;
+
+impl ClientErrorLog {
+    fn is_client_error(event: &tracing::Event<'_>) -> Option<String> {
+        let m = event.metadata();
+        if *m.level() != tracing::Level::ERROR || !m.target().starts_with("actix_http::h1") {
+            return None;
+        }
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        message.0.starts_with("stream error").then_some(message.0)
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientErrorLog {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        let Some(message) = Self::is_client_error(event) else {
+            return true;
+        };
+        let mut errors = CLIENT_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
+        errors.0 += 1;
+        errors.1 = message;
+        false
+    }
+}
+
+/// Log, at WARN and at most every 10 s, how many connections [`ClientErrorLog`]
+/// kept out of the log, with the last one's error; until `shutdown`.
+pub async fn summarise_client_errors(shutdown: tokio_util::sync::CancellationToken) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let mut last: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.cancelled() => return,
+        }
+        if last.is_some_and(|t| t.elapsed() < CLIENT_ERROR_SUMMARY_EVERY) {
+            continue;
+        }
+        let (count, message) = {
+            let mut errors = CLIENT_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
+            (std::mem::take(&mut errors.0), std::mem::take(&mut errors.1))
+        };
+        if count > 0 {
+            tracing::warn!(
+                connections = count,
+                last_error = %message,
+                "refused malformed requests or broken client connections (summarised at most every 10 s)"
+            );
+            last = Some(Instant::now());
+        }
+    }
+}

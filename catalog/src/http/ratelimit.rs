@@ -1,15 +1,14 @@
 //! A per-client token bucket, for the endpoints that check a secret
 //! (`POST /authenticate`, `/authenticate/rotate`, `/authenticate/admin`,
-//! whose argon2 or constant-time checks are worth guessing at).
+//! whose argon2 or constant-time checks are worth guessing at, and the
+//! failed basic-auth attempts of the Open Service Broker API).
 //!
 //! # Why not `governor`
 //!
 //! `governor`'s keyed limiter (GCRA, with `retain_recent` to forget idle
-//! clients) would do the same job and is the intended replacement. It is
-//! not used yet only because it is not in the workspace's dependency tree:
-//! adding it brings new crates to fetch and build, which this restructuring
-//! deliberately did not do. The bucket below is forty lines, bounded in
-//! memory (idle clients are forgotten past `MAX_CLIENTS`) and tested.
+//! clients) would do the same job. It is not used because it is not in the
+//! workspace's dependency tree and the bucket below is forty lines, bounded
+//! in memory (idle clients are forgotten past `MAX_CLIENTS`) and tested.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -34,6 +33,29 @@ impl RateLimiter {
             per_minute,
             buckets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether `client` has no token left, without taking one: for checks
+    /// charged only when they fail (OSB basic auth, where a platform's
+    /// every request carries the password).
+    pub fn exhausted(&self, client: IpAddr) -> bool {
+        if self.per_minute == 0 {
+            return false;
+        }
+        let rate = f64::from(self.per_minute) / 60.0;
+        let buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        buckets.get(&client).is_some_and(|(tokens, seen)| {
+            tokens + Instant::now().duration_since(*seen).as_secs_f64() * rate < 1.0
+        })
+    }
+
+    /// Seconds until an exhausted client has a token again (for
+    /// `Retry-After`), at least 1.
+    pub fn retry_after_secs(&self) -> u64 {
+        if self.per_minute == 0 {
+            return 1;
+        }
+        (60.0 / f64::from(self.per_minute)).ceil().max(1.0) as u64
     }
 
     /// Take one token for `client`; false means "too many, wait".
@@ -73,5 +95,19 @@ mod tests {
         assert!(!l.allow(a));
         assert!(l.allow(b));
         assert!(RateLimiter::new(0).allow(a));
+    }
+
+    #[test]
+    fn exhausted_peeks_without_taking() {
+        let l = RateLimiter::new(2);
+        let a: IpAddr = [127, 0, 0, 1].into();
+        assert!(!l.exhausted(a));
+        assert!(l.allow(a));
+        assert!(!l.exhausted(a) && !l.exhausted(a));
+        assert!(l.allow(a));
+        assert!(l.exhausted(a));
+        assert!(!RateLimiter::new(0).exhausted(a));
+        assert_eq!(l.retry_after_secs(), 30);
+        assert_eq!(RateLimiter::new(600).retry_after_secs(), 1);
     }
 }

@@ -46,8 +46,70 @@ impl Cost {
         Ok(Self { nanos })
     }
 
+    /// A JSON number token exactly as written in the request
+    /// (`123456789.123456789`, `25e-1`): read digit for digit, never through
+    /// a float, so it means what the client wrote.
+    pub fn from_json_number_text(text: &str) -> Result<Self, CostError> {
+        let (mantissa, exp) = match text.find(['e', 'E']) {
+            Some(i) => (&text[..i], &text[i + 1..]),
+            None => (text, ""),
+        };
+        if exp.is_empty() {
+            return if text.contains(['e', 'E']) {
+                Err(CostError::Format)
+            } else {
+                mantissa.parse()
+            };
+        }
+        let exp_digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+        if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(CostError::Format);
+        }
+        let negative = mantissa.starts_with('-');
+        let unsigned = mantissa.strip_prefix('-').unwrap_or(mantissa);
+        let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+        if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return Err(CostError::Format);
+        }
+        let digits = format!("{int}{frac}");
+        let significant = digits.trim_start_matches('0').trim_end_matches('0');
+        if significant.is_empty() {
+            return Ok(Cost::ZERO);
+        }
+        if negative {
+            return Err(CostError::Negative);
+        }
+        // Where the decimal point falls in `digits`; a nonzero value this
+        // far off either way is too large or too precise for any cost.
+        let shift: i64 = exp_digits
+            .trim_start_matches('0')
+            .parse::<i64>()
+            .ok()
+            .filter(|e| *e <= 1_000)
+            .map(|e| if exp.starts_with('-') { -e } else { e })
+            .unwrap_or(if exp.starts_with('-') { -1_001 } else { 1_001 });
+        let point = int.len() as i64 + shift;
+        if point > 1_000 {
+            return Err(CostError::TooLarge);
+        }
+        if point < -1_000 {
+            return Err(CostError::TooPrecise);
+        }
+        let plain = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+        } else if point as usize >= digits.len() {
+            format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+        } else {
+            let (i, f) = digits.split_at(point as usize);
+            format!("{i}.{f}")
+        };
+        plain.parse()
+    }
+
     /// A JSON number as a cost. Integers are exact; fractional numbers are
-    /// taken at their shortest round-trip decimal form (`0.1` is `"0.1"`).
+    /// taken at their shortest round-trip decimal form (`0.1` is `"0.1"`),
+    /// which may not be the digits the client wrote: request bodies use
+    /// [`Cost::from_json_number_text`] on the raw token instead.
     pub fn from_json_number(n: &serde_json::Number) -> Result<Self, CostError> {
         if let Some(u) = n.as_u64() {
             return u.to_string().parse();
@@ -195,6 +257,42 @@ mod tests {
         assert_eq!(c.to_string(), "2.0");
         assert!(serde_json::from_str::<Cost>("-2").is_err());
         assert_eq!(serde_json::to_string(&c).unwrap(), "\"2.0\"");
+    }
+
+    #[test]
+    fn json_number_text_is_read_exactly() {
+        for (text, printed) in [
+            ("123456789.123456789", "123456789.123456789"),
+            ("0.1", "0.1"),
+            ("2", "2.0"),
+            ("25e-1", "2.5"),
+            ("1.5E3", "1500.0"),
+            ("1e+2", "100.0"),
+            ("0.000000001", "0.000000001"),
+            ("1000e-12", "0.000000001"),
+            ("-0", "0.0"),
+            ("-0.0e5", "0.0"),
+            ("0e99999999999999999999", "0.0"),
+        ] {
+            assert_eq!(
+                Cost::from_json_number_text(text).map(|c| c.to_string()),
+                Ok(printed.to_string()),
+                "{text}"
+            );
+        }
+        for (text, err) in [
+            ("-1", CostError::Negative),
+            ("-1e-3", CostError::Negative),
+            ("1e-10", CostError::TooPrecise),
+            ("1e-99999999999999999999", CostError::TooPrecise),
+            ("1e13", CostError::TooLarge),
+            ("1e99999999999999999999", CostError::TooLarge),
+            ("1e", CostError::Format),
+            ("1ee2", CostError::Format),
+            ("e2", CostError::Format),
+        ] {
+            assert_eq!(Cost::from_json_number_text(text), Err(err), "{text}");
+        }
     }
 
     #[test]

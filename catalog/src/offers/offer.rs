@@ -147,8 +147,10 @@ pub struct PlanInput {
     pub plan_name: Option<String>,
     #[serde(default, rename = "planID")]
     pub plan_id: Option<String>,
+    /// Kept as the raw JSON token, so a number is read digit for digit
+    /// (`123456789.123456789` stays exact) instead of through a float.
     #[schema(value_type = String, example = "1.0")]
-    pub cost: Option<serde_json::Value>,
+    pub cost: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     #[schema(value_type = BTreeMap<String, String>)]
     pub resources: BTreeMap<String, serde_json::Value>,
@@ -252,13 +254,14 @@ impl PlanInput {
             validate_id(&format!("{field}.planID"), id)?;
         }
         let cost_field = format!("{field}.cost");
-        let cost = match self.cost {
-            None | Some(serde_json::Value::Null) => {
-                return Err(FieldError::new(cost_field, "is required"))
-            }
-            Some(serde_json::Value::String(s)) => s.parse(),
-            Some(serde_json::Value::Number(n)) => Cost::from_json_number(&n),
-            Some(_) => {
+        let raw = self.cost.as_deref().map_or("null", |r| r.get().trim());
+        let cost = match raw.as_bytes().first() {
+            Some(b'n') => return Err(FieldError::new(cost_field, "is required")),
+            Some(b'"') => serde_json::from_str::<String>(raw)
+                .map_err(|e| FieldError::new(cost_field.clone(), e.to_string()))?
+                .parse(),
+            Some(b'-' | b'0'..=b'9') => Cost::from_json_number_text(raw),
+            _ => {
                 return Err(FieldError::new(
                     cost_field,
                     "must be a decimal string or a number",
@@ -412,6 +415,40 @@ mod tests {
             "1".parse::<Quantity>().unwrap()
         );
         assert_eq!(spec.plans["a"].cost.to_string(), "0.5");
+    }
+
+    #[test]
+    fn number_costs_are_exact() {
+        let body = |cost: &str| {
+            format!(r#"{{"name":"x","type":"t","plans":{{"a":{{"name":"a","cost":{cost}}}}}}}"#)
+        };
+        for (cost, printed) in [
+            ("123456789.123456789", "123456789.123456789"),
+            ("\"123456789.123456789\"", "123456789.123456789"),
+            ("0.1", "0.1"),
+            ("7", "7.0"),
+            ("25e-1", "2.5"),
+        ] {
+            let spec = OfferSpec::from_json(body(cost).as_bytes()).unwrap();
+            assert_eq!(spec.plans["a"].cost.to_string(), printed, "{cost}");
+        }
+        assert_eq!(err(&body("null")).message, "is required");
+        assert_eq!(err(&body("true")).field, "plans.a.cost");
+        assert_eq!(err(&body("[1]")).field, "plans.a.cost");
+        assert_eq!(err(&body("1.0000000001")).field, "plans.a.cost");
+    }
+
+    #[test]
+    fn dot_segments_are_not_ids() {
+        for bad in [".", ".."] {
+            let e = validate_id("id", bad).unwrap_err();
+            assert!(e.message.contains("A-Z a-z 0-9"), "{}", e.message);
+        }
+        for good in ["...", ".a", "a.", "v1.2"] {
+            validate_id("id", good).unwrap();
+        }
+        let body = THESIS.replace("\"basic\":", "\"..\":");
+        assert_eq!(err(&body).field, "plans...");
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub struct OsbError {
     pub status: StatusCode,
     pub code: Option<&'static str>,
     pub description: String,
+    /// `Retry-After` seconds, for 429 and 503 (1 if unset).
+    pub retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -35,6 +37,15 @@ impl OsbError {
             status,
             code,
             description: description.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429 with `Retry-After: retry_after` seconds.
+    pub fn too_many_requests(description: impl Into<String>, retry_after: u64) -> Self {
+        OsbError {
+            retry_after: Some(retry_after),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, None, description)
         }
     }
 
@@ -101,8 +112,9 @@ impl ResponseError for OsbError {
             StatusCode::UNAUTHORIZED => {
                 resp.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"osb\", Bearer"));
             }
-            StatusCode::SERVICE_UNAVAILABLE => {
-                resp.insert_header((header::RETRY_AFTER, "1"));
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
+                let secs = self.retry_after.unwrap_or(1).to_string();
+                resp.insert_header((header::RETRY_AFTER, secs));
             }
             _ => {}
         }

@@ -42,6 +42,18 @@ fn unauthorized(description: &str) -> OsbError {
     OsbError::new(StatusCode::UNAUTHORIZED, None, description)
 }
 
+/// 429 for a client that failed basic authentication too often.
+fn too_many_attempts(state: &AppState) -> OsbError {
+    tracing::warn!("OSB basic authentication rate-limited");
+    OsbError::too_many_requests(
+        format!(
+            "too many failed authentication attempts from this address; retry in {} s",
+            state.auth_limiter.retry_after_secs()
+        ),
+        state.auth_limiter.retry_after_secs(),
+    )
+}
+
 /// Authenticate, then check the version and originating-identity headers.
 pub async fn guard(state: &Osb, req: &HttpRequest) -> Result<Platform, OsbError> {
     let platform = authenticate(state, req).await?;
@@ -100,19 +112,34 @@ async fn authenticate(state: &Osb, req: &HttpRequest) -> Result<Platform, OsbErr
                 "basic authentication is not configured on this broker",
             ));
         };
+        // Guessing the password is limited per client address like
+        // `POST /authenticate` (--auth-rate-limit); only failed attempts
+        // count, since a platform sends the password with every request.
+        let client = req.peer_addr().map(|a| a.ip());
+        if client.is_some_and(|ip| state.auth_limiter.exhausted(ip)) {
+            return Err(too_many_attempts(state));
+        }
+        let refuse = |why: &str| {
+            if let Some(ip) = client {
+                if !state.auth_limiter.allow(ip) {
+                    return too_many_attempts(state);
+                }
+            }
+            unauthorized(why)
+        };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| unauthorized("malformed basic credentials"))?;
+            .ok_or_else(|| refuse("malformed basic credentials"))?;
         let (u, p) = decoded
             .split_once(':')
-            .ok_or_else(|| unauthorized("malformed basic credentials"))?;
+            .ok_or_else(|| refuse("malformed basic credentials"))?;
         // Compare both halves, always, in constant time.
         let ok = digest(u.as_bytes()).ct_eq(&user.digest) & digest(p.as_bytes()).ct_eq(pass);
         if !bool::from(ok) {
             tracing::warn!("OSB basic authentication refused");
-            return Err(unauthorized("wrong broker credentials"));
+            return Err(refuse("wrong broker credentials"));
         }
         return Ok(Platform {
             owner: format!("osb:{}", user.name),

@@ -103,6 +103,8 @@ struct ProvisionRequest {
     context: Option<Value>,
     #[serde(default)]
     parameters: Option<Value>,
+    #[serde(default)]
+    maintenance_info: Option<Value>,
 }
 
 /// The request body within the size limit; a declared non-JSON type is a
@@ -321,18 +323,27 @@ pub async fn provision(
     let r: ProvisionRequest = parse(&body)?;
     let service_id = required_field("service_id", r.service_id)?;
     let plan_id = required_field("plan_id", r.plan_id)?;
+    // REQUIRED non-empty strings in v2.17 (deprecated in favour of
+    // `context`, which carries them too, but platforms must still send them).
     for (name, v) in [
         ("organization_guid", &r.organization_guid),
         ("space_guid", &r.space_guid),
     ] {
-        if v.as_deref() == Some("") {
-            return Err(OsbError::bad_request(format!(
-                "{name}: must not be empty when present"
-            )));
+        match v.as_deref() {
+            None => {
+                return Err(OsbError::bad_request(format!(
+                    "{name}: is required (OSB v2.17: the platform's organization and space GUIDs)"
+                )))
+            }
+            Some(s) if s.trim().is_empty() => {
+                return Err(OsbError::bad_request(format!("{name}: must not be empty")))
+            }
+            Some(_) => {}
         }
     }
     object_field("context", &r.context)?;
     object_field("parameters", &r.parameters)?;
+    super::maintenance::check(&r.maintenance_info)?;
     let digest = request_digest(&json!({
         "service_id": service_id, "plan_id": plan_id,
         "organization_guid": r.organization_guid, "space_guid": r.space_guid,

@@ -24,6 +24,7 @@ pub mod error;
 pub mod guard;
 pub mod ids;
 pub mod instances;
+pub mod maintenance;
 pub mod model;
 pub mod store;
 pub mod update;

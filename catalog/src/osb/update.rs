@@ -7,7 +7,8 @@
 //! values), so this answers, as v2.17 asks: 200 `{}` when nothing would
 //! change, 422 naming what cannot change, `ConcurrencyError` while an
 //! operation runs, `MaintenanceInfoConflict` for a `maintenance_info` (the
-//! catalog declares none). Nothing is ever written.
+//! catalog declares none; a malformed one is a 400, see
+//! [`super::maintenance`]). Nothing is ever written.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -54,7 +55,12 @@ pub async fn update(
     object_field("parameters", &r.parameters)?;
     object_field("context", &r.context)?;
     object_field("previous_values", &r.previous_values)?;
-    object_field("maintenance_info", &r.maintenance_info)?;
+    // A malformed maintenance_info is a bad request (400) whatever else;
+    // a well-formed one conflicts (422) once the instance is known.
+    let maintenance = match super::maintenance::check(&r.maintenance_info) {
+        Err(e) if e.status == StatusCode::BAD_REQUEST => return Err(e),
+        other => other,
+    };
 
     let inst = state
         .store
@@ -81,13 +87,7 @@ pub async fn update(
             inst.service_id
         )));
     }
-    if r.maintenance_info.is_some() {
-        return Err(OsbError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Some("MaintenanceInfoConflict"),
-            "this broker's plans declare no maintenance_info",
-        ));
-    }
+    maintenance?;
     if let Some(plan_id) = r.plan_id.filter(|p| *p != inst.plan_id) {
         return Err(OsbError::unprocessable(format!(
             "plan_id: plans cannot be changed (plan_updateable is false); instance {id} stays on plan {}, not {plan_id}: provision a new instance instead",

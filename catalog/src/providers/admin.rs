@@ -3,7 +3,8 @@
 //! - `POST /authenticate/admin` `{"secret"}`: the configured administrator
 //!   secret for an admin token (rate-limited like `/authenticate`).
 //! - `POST /consumer-tokens` `{"subject", "name"?}` (admin): a consumer
-//!   token for `subject`, for catalogs whose consumers have no OIDC issuer.
+//!   token for `subject`, for catalogs whose consumers have no OIDC issuer;
+//!   409 for a reserved subject (`admin`, `osb:…`) or a provider's cluster ID.
 //! - `GET /admin/providers` (admin): every provider, with `disabled`.
 //! - `PUT /admin/providers/{clusterID}` `{"disabled": bool}` (admin).
 
@@ -83,12 +84,39 @@ fn check_text(field: &str, v: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Prefix of the owners of instances provisioned with the OSB basic-auth
+/// platform account (`osb:<user>`).
+const OSB_OWNER_PREFIX: &str = "osb:";
+
+/// A token's subject is the identity that owns reservations, purchases and
+/// OSB instances, and a provider's subject is its cluster ID: a consumer
+/// token must not be minted for an identity that is already someone else's
+/// (409, nothing issued).
+async fn check_subject_free(state: &AppState, subject: &str) -> Result<(), BuyError> {
+    if subject.eq_ignore_ascii_case(ADMIN_SUBJECT) {
+        return Err(BuyError::conflict(format!(
+            "subject: `{subject}` is reserved for the administrator; choose another subject"
+        )));
+    }
+    if subject.starts_with(OSB_OWNER_PREFIX) {
+        return Err(BuyError::conflict(format!(
+            "subject: `{subject}` starts with `{OSB_OWNER_PREFIX}`, reserved for the Open Service Broker platform account; choose another subject"
+        )));
+    }
+    if state.store.get_provider(subject).await?.is_some() {
+        return Err(BuyError::conflict(format!(
+            "subject: `{subject}` is the cluster ID of a registered provider; a consumer token cannot share a provider's identity"
+        )));
+    }
+    Ok(())
+}
+
 /// Issue a consumer token (admins).
 #[utoipa::path(
     post, path = "/consumer-tokens", tag = "admin",
     request_body = ConsumerTokenRequest,
     security(("bearer" = [])),
-    responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody))
+    responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, description = "The subject is reserved (`admin`, `osb:…`) or a provider's cluster ID; nothing issued", body = ErrorBody))
 )]
 pub async fn consumer_token(
     state: web::Data<Providers>,
@@ -100,6 +128,7 @@ pub async fn consumer_token(
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: ConsumerTokenRequest = parse_body(&body)?;
     check_text("subject", &r.subject)?;
+    check_subject_free(&state, &r.subject).await?;
     let name = r.name.unwrap_or_else(|| r.subject.clone());
     check_text("name", &name)?;
     let issued = state

@@ -439,7 +439,8 @@ fn version_auth_and_validation_errors() {
         200
     );
     // A bad version on a write changes nothing.
-    let body = json!({ "service_id": sid, "plan_id": pid });
+    let body = json!({ "service_id": sid, "plan_id": pid,
+                       "organization_guid": "org-guid", "space_guid": "space-guid" });
     assert_eq!(
         p.send(Method::PUT, "/v2/service_instances/v", Some(&body), None)
             .status,
@@ -483,20 +484,28 @@ fn version_auth_and_validation_errors() {
     );
 
     // Validation: 400 naming the field, nothing created.
+    let guids = |mut v: serde_json::Value| {
+        v["organization_guid"] = json!("org-guid");
+        v["space_guid"] = json!("space-guid");
+        v
+    };
     for (body, field) in [
-        (json!({ "plan_id": pid }), "service_id"),
-        (json!({ "service_id": sid }), "plan_id"),
+        (guids(json!({ "plan_id": pid })), "service_id"),
+        (guids(json!({ "service_id": sid })), "plan_id"),
         (
-            json!({ "service_id": "nope", "plan_id": pid }),
+            guids(json!({ "service_id": "nope", "plan_id": pid })),
             "service_id",
         ),
-        (json!({ "service_id": sid, "plan_id": "nope" }), "plan_id"),
         (
-            json!({ "service_id": sid, "plan_id": pid, "parameters": [1] }),
+            guids(json!({ "service_id": sid, "plan_id": "nope" })),
+            "plan_id",
+        ),
+        (
+            guids(json!({ "service_id": sid, "plan_id": pid, "parameters": [1] })),
             "parameters",
         ),
         (
-            json!({ "service_id": sid, "plan_id": pid, "organization_guid": "" }),
+            json!({ "service_id": sid, "plan_id": pid, "organization_guid": "", "space_guid": "s" }),
             "organization_guid",
         ),
     ] {
@@ -525,7 +534,8 @@ fn version_auth_and_validation_errors() {
     assert_eq!(r.status, 400, "{}", r.text);
     assert_eq!(p.fetch_instance("bad").status, 404);
     // A malformed X-Broker-API-Originating-Identity: 400, nothing created.
-    let good = json!({ "service_id": sid, "plan_id": pid });
+    let good = json!({ "service_id": sid, "plan_id": pid,
+                       "organization_guid": "org-guid", "space_guid": "space-guid" });
     for identity in [
         "kubernetes",
         "kubernetes not-base64!",
