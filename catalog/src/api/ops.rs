@@ -7,15 +7,23 @@ use super::{ApiError, ErrorBody};
 use crate::AppState;
 
 /// Liveness: the process serves HTTP.
-#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "Alive")))]
+#[utoipa::path(
+    get, path = "/healthz", tag = "ops", operation_id = "healthz",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses((status = 200, description = "Alive: `{\"status\": \"ok\"}`", body = crate::api::openapi::Health))
+)]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
 /// Readiness: the store answers.
 #[utoipa::path(
-    get, path = "/readyz", tag = "ops",
-    responses((status = 200, description = "Ready"), (status = 503, body = ErrorBody))
+    get, path = "/readyz", tag = "ops", operation_id = "readyz",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses(
+        (status = 200, description = "Ready: `{\"status\": \"ready\", \"store\": <kind>}`", body = crate::api::openapi::Health),
+        (status = 503, description = "The store is unreachable or not following changes yet", body = ErrorBody),
+    )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state
@@ -32,7 +40,12 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
 }
 
 /// Prometheus metrics (OpenMetrics text).
-#[utoipa::path(get, path = "/metrics", tag = "ops", responses((status = 200, description = "OpenMetrics text")))]
+#[utoipa::path(
+    get, path = "/metrics", tag = "ops", operation_id = "metrics",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses((status = 200, description = "OpenMetrics text", body = String,
+        content_type = "application/openmetrics-text"))
+)]
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     // Counts come from the store at scrape time; if it is unreachable the
     // gauges keep their last values.
@@ -56,7 +69,11 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
 }
 
 /// This API's OpenAPI 3 document, generated from the code.
-#[utoipa::path(get, path = "/openapi.json", tag = "ops", responses((status = 200, description = "OpenAPI document")))]
+#[utoipa::path(
+    get, path = "/openapi.json", tag = "ops", operation_id = "openapi",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object))
+)]
 pub async fn openapi() -> Result<HttpResponse, ApiError> {
     let doc = super::openapi::document().map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok()

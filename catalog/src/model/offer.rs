@@ -107,19 +107,29 @@ impl OfferDraft {
 /// free-form. The read-only fields a client may echo back from a `GET` are
 /// accepted: `id` and `clusterID` must then match, `version` makes the
 /// write conditional (409 if the offer has moved on), the rest are ignored.
+/// (The echoed fields are left out of the schema: `id` and `clusterID` must
+/// equal the path's id and the caller's cluster ID, which a schema cannot
+/// say.)
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct OfferInput {
+    #[schema(required = true, value_type = crate::api::openapi::Name)]
     pub name: Option<String>,
     #[serde(rename = "type")]
+    #[schema(required = true, value_type = crate::api::openapi::Name)]
     pub offer_type: Option<String>,
+    /// At most 8192 bytes.
     #[serde(default)]
+    #[schema(max_length = 8192)]
     pub description: Option<String>,
-    #[schema(value_type = BTreeMap<String, PlanInput>)]
+    /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
+    #[schema(required = true, value_type = BTreeMap<crate::api::openapi::Id, PlanInput>, min_properties = 1, max_properties = 64)]
     pub plans: Option<BTreeMap<String, PlanInput>>,
     #[serde(default)]
+    #[schema(ignore)]
     pub id: Option<String>,
     #[serde(default, rename = "clusterID")]
+    #[schema(ignore)]
     pub cluster_id: Option<String>,
     #[serde(default)]
     #[schema(ignore)]
@@ -138,20 +148,24 @@ pub struct OfferInput {
 
 /// One plan as clients write it: `name` or `planName` (both thesis
 /// spellings), optional `planID`, `cost` as a decimal string or number,
-/// `resources` as name → quantity (string or number).
+/// `resources` as name → quantity (string or number). Exactly one of `name`
+/// and `planName` is given (both are accepted when they are equal).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanInput {
     #[serde(default)]
+    #[schema(value_type = crate::api::openapi::Name)]
     pub name: Option<String>,
     #[serde(default, rename = "planName")]
+    #[schema(value_type = crate::api::openapi::Name)]
     pub plan_name: Option<String>,
     #[serde(default, rename = "planID")]
+    #[schema(value_type = Option<crate::api::openapi::Id>)]
     pub plan_id: Option<String>,
-    #[schema(value_type = String, example = "1.0")]
+    #[schema(required = true, value_type = crate::api::openapi::CostInput)]
     pub cost: Option<serde_json::Value>,
     #[serde(default)]
-    #[schema(value_type = BTreeMap<String, String>)]
+    #[schema(value_type = crate::api::openapi::ResourcesInput)]
     pub resources: BTreeMap<String, serde_json::Value>,
 }
 

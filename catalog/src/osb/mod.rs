@@ -25,6 +25,7 @@ pub mod guard;
 pub mod ids;
 pub mod instances;
 pub mod model;
+pub mod openapi;
 pub mod update;
 
 use actix_web::{web, HttpRequest, HttpResponse};

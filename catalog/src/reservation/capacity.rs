@@ -39,7 +39,7 @@ pub struct Capacity {
 pub struct CapRequest {
     /// Required; `null` lifts the cap (so a missing field never does).
     #[serde(rename = "maxPurchases", default, deserialize_with = "present")]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, required = true, minimum = 0, maximum = 1_000_000)]
     pub max_purchases: Option<Option<u32>>,
 }
 
@@ -78,9 +78,17 @@ async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Cap
 
 /// A plan's cap and use.
 #[utoipa::path(
-    get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
-    params(("id" = String, Path), ("plan" = String, Path)),
-    responses((status = 200, body = Capacity), (status = 404, body = ErrorBody))
+    get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying", operation_id = "getPlanCapacity",
+    params(
+        ("id" = crate::api::openapi::Id, Path, description = "Offer id"),
+        ("plan" = crate::api::openapi::Id, Path, description = "Plan key in the offer's `plans`"),
+    ),
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses(
+        (status = 200, description = "The plan's cap and use", body = Capacity),
+        (status = 404, description = "No such offer or plan", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn get(
     state: web::Data<AppState>,
@@ -93,11 +101,21 @@ pub async fn get(
 
 /// Set (or, with null, lift) the cap of one of the caller's plans.
 #[utoipa::path(
-    put, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
-    params(("id" = String, Path), ("plan" = String, Path)),
+    put, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying", operation_id = "putPlanCapacity",
+    params(
+        ("id" = crate::api::openapi::Id, Path, description = "Offer id"),
+        ("plan" = crate::api::openapi::Id, Path, description = "Plan key in the offer's `plans`"),
+    ),
     request_body = CapRequest,
     security(("bearer" = [])),
-    responses((status = 200, body = Capacity), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+    extensions(("x-roles" = json!(["provider (own offers)"]))),
+    responses(
+        (status = 200, description = "The cap is set; the plan's cap and use", body = Capacity),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
+        (status = 404, description = "No such offer or plan", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn put(
     state: web::Data<AppState>,
