@@ -47,114 +47,85 @@ pub const NON_NEGATIVE_QUANTITY_PATTERN: &str =
 /// OSB ids: 1-255 bytes without control characters.
 pub const OSB_ID_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]+$";
 
-/// A named schema whose JSON is written out by hand (constrained strings
-/// and the open-ended `min.<resource>` object).
-macro_rules! json_schema {
-    ($(#[$doc:meta])* $name:ident, $json:expr) => {
-        $(#[$doc])*
-        pub struct $name;
+/// Named schemas whose JSON is written out by hand (constrained strings and
+/// open-ended objects that utoipa's model cannot hold). utoipa sees a
+/// placeholder, which [`complete`] replaces with [`raw_schemas`]' JSON.
+macro_rules! json_schemas {
+    ($($(#[$doc:meta])* $name:ident => $json:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub struct $name;
 
-        impl PartialSchema for $name {
-            fn schema() -> RefOr<Schema> {
-                RefOr::T(
-                    serde_json::from_value($json)
-                        .expect(concat!("the ", stringify!($name), " schema is valid")),
-                )
+            impl PartialSchema for $name {
+                fn schema() -> RefOr<Schema> {
+                    RefOr::T(Schema::Object(Default::default()))
+                }
             }
-        }
 
-        impl ToSchema for $name {
-            fn name() -> Cow<'static, str> {
-                Cow::Borrowed(stringify!($name))
+            impl ToSchema for $name {
+                fn name() -> Cow<'static, str> {
+                    Cow::Borrowed(stringify!($name))
+                }
             }
+        )*
+
+        /// The JSON of the hand-written schemas, by name.
+        pub fn raw_schemas() -> Vec<(&'static str, Value)> {
+            vec![$((stringify!($name), $json)),*]
         }
     };
 }
 
-json_schema!(
+json_schemas! {
     /// An offer id, plan key or cluster ID.
-    Id,
-    json!({"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN,
-        "description": "1-128 characters from `A-Z a-z 0-9 . _ ~ -`"})
-);
-json_schema!(
+    Id => json!({"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN,
+        "description": "1-128 characters from `A-Z a-z 0-9 . _ ~ -`"});
     /// A display name or subject.
-    Name,
-    json!({"type": "string", "minLength": 1, "maxLength": 256, "pattern": TEXT_PATTERN,
-        "description": "1-256 bytes of text, not blank, without control characters"})
-);
-json_schema!(
+    Name => json!({"type": "string", "minLength": 1, "maxLength": 256, "pattern": TEXT_PATTERN,
+        "description": "1-256 bytes of text, not blank, without control characters"});
     /// A provider's peering secret.
-    Secret,
-    json!({"type": "string", "minLength": 1, "maxLength": 4096, "pattern": TEXT_PATTERN,
-        "description": "1-4096 bytes of text, not blank, without control characters"})
-);
-json_schema!(
+    Secret => json!({"type": "string", "minLength": 1, "maxLength": 4096, "pattern": TEXT_PATTERN,
+        "description": "1-4096 bytes of text, not blank, without control characters"});
     /// A provider's Liqo auth URL.
-    HttpUrl,
-    json!({"type": "string", "minLength": 8, "maxLength": 2048, "pattern": URL_PATTERN,
-        "description": "An `http://` or `https://` URL of at most 2048 bytes, without control characters"})
-);
-json_schema!(
+    HttpUrl => json!({"type": "string", "maxLength": 2048, "pattern": URL_PATTERN,
+        "description": "An `http://` or `https://` URL of at most 2048 bytes, without control characters"});
     /// A non-negative decimal string.
-    Decimal,
-    json!({"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256, "example": "1.5",
-        "description": "A non-negative decimal: at most 12 integer and 9 fraction digits"})
-);
-json_schema!(
+    Decimal => json!({"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256, "example": "1.5",
+        "description": "A non-negative decimal: at most 12 integer and 9 fraction digits"});
     /// A Kubernetes quantity.
-    Quantity,
-    json!({"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256, "example": "4Gi",
-        "description": "A Kubernetes quantity such as `4Gi`, `500m` or `2`"})
-);
-json_schema!(
+    Quantity => json!({"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256, "example": "4Gi",
+        "description": "A Kubernetes quantity such as `4Gi`, `500m` or `2`"});
     /// The resources a plan provides, as clients write them.
-    ResourcesInput,
-    json!({"type": "object", "maxProperties": 64,
+    ResourcesInput => json!({"type": "object", "maxProperties": 64,
         "propertyNames": {"minLength": 1, "maxLength": 253, "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
         "additionalProperties": {"anyOf": [
-            {"type": "string", "pattern": NON_NEGATIVE_QUANTITY_PATTERN, "maxLength": 256},
+            {"type": "string", "pattern": NON_NEGATIVE_QUANTITY_PATTERN},
             {"type": "integer", "minimum": 0, "maximum": 1_000_000_000_000_000_i64},
         ]},
         "example": {"cpu": "2", "memory": "4Gi"},
-        "description": "Resource name (1-253 bytes, free-form: `cpu`, `memory`, `nvidia.com/gpu`) → non-negative Kubernetes quantity (a string, or a whole number); at most 64"})
-);
-json_schema!(
+        "description": "Resource name (1-253 bytes, free-form: `cpu`, `memory`, `nvidia.com/gpu`) → non-negative Kubernetes quantity (a string, or a whole number); at most 64"});
     /// A plan's cost as clients write it.
-    CostInput,
-    json!({"anyOf": [
-            {"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256},
+    CostInput => json!({"anyOf": [
+            {"type": "string", "pattern": DECIMAL_PATTERN},
             {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_i64},
         ],
         "example": "1.0",
-        "description": "A non-negative decimal string (at most 12 integer and 9 fraction digits) or a whole number"})
-);
-json_schema!(
+        "description": "A non-negative decimal string (at most 12 integer and 9 fraction digits) or a whole number"});
     /// The `min.<resource>` filters.
-    MinResources,
-    json!({"type": "object",
+    MinResources => json!({"type": "object",
         "propertyNames": {"pattern": r"^min\.[\s\S]+$"},
         "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256},
         "example": {"min.memory": "4Gi", "min.cpu": "2"},
-        "description": "Query parameters `min.<resource>=<quantity>`: property names are the parameter names"})
-);
-json_schema!(
+        "description": "Query parameters `min.<resource>=<quantity>`: property names are the parameter names"});
     /// An Open Service Broker id (instance, binding, service, plan).
-    OsbId,
-    json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
-        "description": "1-255 bytes without control characters"})
-);
-json_schema!(
+    OsbId => json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
+        "description": "1-255 bytes without control characters"});
     /// `/subscribe` modes.
-    FeedMode,
-    json!({"type": "string", "enum": ["snapshot", "delta"]})
-);
-json_schema!(
+    FeedMode => json!({"type": "string", "enum": ["snapshot", "delta"]});
     /// `/healthz` and `/readyz`.
-    Health,
-    json!({"type": "object", "required": ["status"],
-        "properties": {"status": {"type": "string"}, "store": {"type": "string"}}})
-);
+    Health => json!({"type": "object", "required": ["status"],
+        "properties": {"status": {"type": "string"}, "store": {"type": "string"}}});
+}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -244,6 +215,14 @@ fn add_response(responses: &mut Map<String, Value>, status: &str, description: &
 
 /// What holds for every operation alike (see the module docs).
 pub fn complete(doc: &mut Value) {
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        for (name, schema) in raw_schemas() {
+            schemas.insert(name.to_string(), schema);
+        }
+    }
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
             let osb = path.starts_with("/v2/");
@@ -313,6 +292,13 @@ pub fn complete(doc: &mut Value) {
                     }
                 }
             }
+        }
+    }
+    // 1 to 64 plans (`MAX_PLANS`); utoipa has no attribute for it.
+    if let Some(plans) = doc.pointer_mut("/components/schemas/OfferInput/properties/plans") {
+        if let Some(plans) = plans.as_object_mut() {
+            plans.insert("minProperties".into(), json!(1));
+            plans.insert("maxProperties".into(), json!(crate::model::MAX_PLANS));
         }
     }
     // Plans name themselves `name` or `planName`: one of the two.

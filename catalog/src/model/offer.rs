@@ -112,6 +112,13 @@ impl OfferDraft {
 /// say.)
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({
+    "name": "Storage-optimized offer", "type": "storage", "description": "For all your storage needs.",
+    "plans": {
+        "basic": {"name": "plan-basic", "cost": "1.0", "resources": {"cpu": "1000m", "memory": "2G", "storage": "100G"}},
+        "medium": {"planName": "plan-medium", "planID": "medium", "cost": "2.0", "resources": {"cpu": "2000m", "memory": "4G", "storage": "300G"}},
+    },
+}))]
 pub struct OfferInput {
     #[schema(required = true, value_type = crate::api::openapi::Name)]
     pub name: Option<String>,
@@ -123,7 +130,7 @@ pub struct OfferInput {
     #[schema(max_length = 8192)]
     pub description: Option<String>,
     /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
-    #[schema(required = true, value_type = BTreeMap<crate::api::openapi::Id, PlanInput>, min_properties = 1, max_properties = 64)]
+    #[schema(required = true, value_type = BTreeMap<crate::api::openapi::Id, PlanInput>)]
     pub plans: Option<BTreeMap<String, PlanInput>>,
     #[serde(default)]
     #[schema(ignore)]

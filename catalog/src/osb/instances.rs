@@ -90,7 +90,14 @@ fn run_async(state: &AppState, accepts_incomplete: bool) -> Result<bool, OsbErro
 }
 
 /// A provisioning request (unknown fields are ignored, as the spec asks).
+/// (The example names a plan of the `--demo` catalog.)
 #[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "service_id": super::ids::service_id("demo-general"),
+    "plan_id": super::ids::plan_id("demo-general", "small"),
+    "organization_guid": "org-1",
+    "space_guid": "space-1",
+}))]
 pub(crate) struct ProvisionRequest {
     /// A service id from `GET /v2/catalog`.
     #[serde(default)]

@@ -42,9 +42,11 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BuyE
     })
 }
 
-/// `POST /reservations` body.
+/// `POST /reservations` body. (The example names a plan of the `--demo`
+/// catalog.)
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"offerID": "demo-general", "planID": "small", "ttlSeconds": 120}))]
 pub struct ReserveRequest {
     #[serde(rename = "offerID")]
     #[schema(value_type = crate::api::openapi::Id)]
@@ -249,7 +251,7 @@ pub async fn release(
             )),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
-        (status = 409, description = "Already purchased or released", body = ErrorBody),
+        (status = 409, description = "Already purchased or released, or the provider's peering credentials are not on file", body = ErrorBody),
         (status = 410, description = "The reservation expired", body = ErrorBody),
         (status = 503, description = "Store unreachable", body = ErrorBody),
     )
@@ -315,6 +317,7 @@ pub async fn list_purchases(
         (status = 200, description = "The purchase; `peering` only for its buyer while purchased", body = super::openapi::PurchaseView),
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such purchase, or another consumer's", body = ErrorBody),
+        (status = 409, description = "The provider's peering credentials are not on file (it must authenticate again)", body = ErrorBody),
         (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
