@@ -141,7 +141,7 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
 /// One offer.
 #[utoipa::path(
     get, path = "/offer/{id}", tag = "offers", operation_id = "getOffer",
-    params(("id" = crate::api::openapi::Id, Path, description = "Offer id")),
+    params(("id" = crate::api::openapi::Id, Path, description = "Offer id", example = "demo-general")),
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "The offer", body = Offer),

@@ -34,9 +34,10 @@ pub const ID_PATTERN: &str = r"^[A-Za-z0-9._~-]{1,128}$";
 pub const TEXT_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]*[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00-\x1f\x7f-\x9f]*$";
 /// An `http://` or `https://` URL without control characters.
 pub const URL_PATTERN: &str = r"^https?://[^\x00-\x1f\x7f-\x9f]*$";
-/// A non-negative decimal with at most 12 integer and 9 fraction digits
-/// (trailing fraction zeros and leading zeros aside), as `Cost` parses it.
-pub const DECIMAL_PATTERN: &str = r"^(\+?0*[0-9]{1,12}(\.[0-9]{1,9}0*)?|-0+(\.0+)?)$";
+/// A non-negative decimal below 9223372036 (`Cost` holds nano-units in an
+/// i64) with at most 9 fraction digits (leading zeros and trailing fraction
+/// zeros aside), as `Cost` parses it.
+pub const DECIMAL_PATTERN: &str = r"^(\+?0*([0-9]{1,9}|[1-8][0-9]{9}|9[01][0-9]{8}|92[01][0-9]{7}|922[0-2][0-9]{6}|9223[0-2][0-9]{5}|92233[0-6][0-9]{4}|922337[01][0-9]{3}|92233720[0-2][0-9]|922337203[0-5])(\.[0-9]{1,9}0*)?|-0+(\.0+)?)$";
 /// A Kubernetes quantity (`4Gi`, `500m`, `1e3`), the exponent kept to two
 /// digits so that every value the pattern allows is in range.
 pub const QUANTITY_PATTERN: &str =
@@ -91,7 +92,7 @@ json_schemas! {
         "description": "An `http://` or `https://` URL of at most 2048 bytes, without control characters"});
     /// A non-negative decimal string.
     Decimal => json!({"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256, "example": "1.5",
-        "description": "A non-negative decimal: at most 12 integer and 9 fraction digits"});
+        "description": "A non-negative decimal below 9223372036 with at most 9 fraction digits"});
     /// A Kubernetes quantity.
     Quantity => json!({"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256, "example": "4Gi",
         "description": "A Kubernetes quantity such as `4Gi`, `500m` or `2`"});
@@ -107,10 +108,10 @@ json_schemas! {
     /// A plan's cost as clients write it.
     CostInput => json!({"anyOf": [
             {"type": "string", "pattern": DECIMAL_PATTERN},
-            {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_i64},
+            {"type": "integer", "minimum": 0, "maximum": 9_223_372_035_i64},
         ],
         "example": "1.0",
-        "description": "A non-negative decimal string (at most 12 integer and 9 fraction digits) or a whole number"});
+        "description": "A non-negative decimal string (below 9223372036, at most 9 fraction digits) or a whole number"});
     /// The `min.<resource>` filters.
     MinResources => json!({"type": "object",
         "propertyNames": {"pattern": r"^min\.[\s\S]+$"},
@@ -299,6 +300,11 @@ pub fn complete(doc: &mut Value) {
         if let Some(plans) = plans.as_object_mut() {
             plans.insert("minProperties".into(), json!(1));
             plans.insert("maxProperties".into(), json!(crate::model::MAX_PLANS));
+            // Map keys are inlined, so the placeholder would stand there.
+            plans.insert(
+                "propertyNames".into(),
+                json!({"minLength": 1, "maxLength": 128, "pattern": ID_PATTERN}),
+            );
         }
     }
     // Plans name themselves `name` or `planName`: one of the two.

@@ -29,6 +29,30 @@ impl FieldError {
     }
 }
 
+/// An optional whole JSON number that fits `T`, written `2` or `2.0`: JSON
+/// has one number type, and JSON Schema's `integer` admits both spellings
+/// (generated clients may send either). For `#[serde(deserialize_with)]`.
+pub fn optional_whole<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::de::Error;
+    use serde::Deserialize;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 18_446_744_073_709_551_616.0)
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|w| T::try_from(w).ok())
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("invalid value: {n}, expected a whole number in range")))
+}
+
 /// The current time at the millisecond precision every store keeps, so an
 /// offer reads back exactly as its write returned it.
 pub fn now() -> chrono::DateTime<chrono::Utc> {

@@ -44,7 +44,7 @@ pub struct CapRequest {
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
-    Option::<u32>::deserialize(d).map(Some)
+    crate::model::optional_whole::<D, u32>(d).map(Some)
 }
 
 async fn plan_of(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
@@ -80,8 +80,8 @@ async fn capacity(state: &AppState, offer_id: &str, plan_id: &str) -> Result<Cap
 #[utoipa::path(
     get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying", operation_id = "getPlanCapacity",
     params(
-        ("id" = crate::api::openapi::Id, Path, description = "Offer id"),
-        ("plan" = crate::api::openapi::Id, Path, description = "Plan key in the offer's `plans`"),
+        ("id" = crate::api::openapi::Id, Path, description = "Offer id", example = "demo-general"),
+        ("plan" = crate::api::openapi::Id, Path, description = "Plan key in the offer's `plans`", example = "small"),
     ),
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
