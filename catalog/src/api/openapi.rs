@@ -241,11 +241,11 @@ pub fn complete(doc: &mut Value) {
                 let has_body = op.contains_key("requestBody");
                 if let Some(body) = op.get_mut("requestBody").and_then(Value::as_object_mut) {
                     body.insert("required".into(), Value::Bool(true));
-                    body.entry("description")
-                        .or_insert_with(|| json!("A JSON object (`Content-Type: application/json`)"));
+                    body.entry("description").or_insert_with(|| {
+                        json!("A JSON object (`Content-Type: application/json`)")
+                    });
                 }
-                let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut)
-                else {
+                let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
                     continue;
                 };
                 if secured {

@@ -50,7 +50,11 @@ where
     whole
         .and_then(|w| T::try_from(w).ok())
         .map(Some)
-        .ok_or_else(|| D::Error::custom(format!("invalid value: {n}, expected a whole number in range")))
+        .ok_or_else(|| {
+            D::Error::custom(format!(
+                "invalid value: {n}, expected a whole number in range"
+            ))
+        })
 }
 
 /// The current time at the millisecond precision every store keeps, so an
@@ -75,4 +79,35 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
     de.end()
         .map_err(|e| FieldError::new("body", e.to_string()))?;
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Deserialize, Debug)]
+    struct Holder {
+        #[serde(default, deserialize_with = "super::optional_whole")]
+        n: Option<u32>,
+    }
+
+    fn parse(json: &str) -> Result<Option<u32>, serde_json::Error> {
+        serde_json::from_str::<Holder>(json).map(|h| h.n)
+    }
+
+    #[test]
+    fn whole_numbers_in_either_spelling() {
+        assert_eq!(parse(r#"{"n": 5}"#).unwrap(), Some(5));
+        assert_eq!(parse(r#"{"n": 5.0}"#).unwrap(), Some(5));
+        assert_eq!(parse(r#"{"n": null}"#).unwrap(), None);
+        assert_eq!(parse("{}").unwrap(), None);
+        for bad in [
+            r#"{"n": 5.5}"#,
+            r#"{"n": -1}"#,
+            r#"{"n": -1.0}"#,
+            r#"{"n": 4294967296}"#,
+            r#"{"n": 1e300}"#,
+            r#"{"n": "5"}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -127,7 +127,11 @@ pub struct OsbHeaders {
     /// or older: 412; malformed: 400). This broker implements 2.17. An
     /// optional `X-Broker-API-Originating-Identity: <platform> <base64 JSON
     /// object>` header is checked (400 if malformed) and logged.
-    #[param(rename = "X-Broker-API-Version", pattern = r"^2\.(1[4-9]|[2-9][0-9]|[1-9][0-9]{2,8})$", example = "2.17")]
+    #[param(
+        rename = "X-Broker-API-Version",
+        pattern = r"^2\.(1[4-9]|[2-9][0-9]|[1-9][0-9]{2,8})$",
+        example = "2.17"
+    )]
     pub version: String,
 }
 

@@ -57,7 +57,11 @@ pub struct ReserveRequest {
     pub plan_id: String,
     /// Hold the unit this long, in seconds (default and maximum: the
     /// catalog's `--reservation-ttl`, 300 unless configured otherwise).
-    #[serde(rename = "ttlSeconds", default, deserialize_with = "crate::model::optional_whole")]
+    #[serde(
+        rename = "ttlSeconds",
+        default,
+        deserialize_with = "crate::model::optional_whole"
+    )]
     #[schema(minimum = 1, maximum = 300)]
     pub ttl_seconds: Option<u64>,
 }
