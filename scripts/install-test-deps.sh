@@ -3,6 +3,8 @@
 # places the project owns (build/), so a fresh machine needs nothing else:
 #   - SecantusDB, a MongoDB-compatible server, for the MongoDB store tests
 #     (run as a separate process, never linked into the project);
+#   - Schemathesis and openapi-spec-validator (same virtualenv), for the
+#     catalog's OpenAPI document (scripts/schemathesis.sh);
 #   - Debian's Chromium, for the browser tests;
 #   - the browser tests' node packages (playwright-core; it never downloads a browser).
 # Idempotent: a second run only checks.
@@ -21,6 +23,16 @@ if [ ! -x "$venv/bin/secantusd-py" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'SecantusDB==0.7.0b3'
 fi
 "$venv/bin/secantusd-py" --help >/dev/null 2>&1 || { echo "secantusd-py does not run" >&2; exit 1; }
+
+# --- Schemathesis and an OpenAPI validator (PyPI), same virtualenv ---------
+# Pinned: the checks' exact rules change between releases. Nothing is
+# fetched at test time.
+if [ "$("$venv/bin/st" --version 2>/dev/null)" != "st, version 4.32.5" ] \
+  || ! "$venv/bin/python" -c 'import openapi_spec_validator' 2>/dev/null; then
+  step "installing Schemathesis and openapi-spec-validator into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    'schemathesis==4.32.5' 'openapi-spec-validator==0.9.0'
+fi
 
 # --- Chromium (Debian) for the browser tests ---------------------------------
 if [ ! -x /usr/bin/chromium ]; then

@@ -35,6 +35,9 @@ else
   cargo test --workspace --locked --no-fail-fast
 fi
 
+stage "Schemathesis against the catalog's OpenAPI document"
+CATALOG_BIN="$(pwd)/target/debug/catalog" bash scripts/schemathesis.sh
+
 if [ -f tests/browser/run.mjs ]; then
   stage "browser tests (headless Chromium)"
   CATALOG_BIN="$(pwd)/target/debug/catalog" node tests/browser/run.mjs

@@ -21,15 +21,23 @@ pub struct Ops {
 }
 
 /// Liveness: the process serves HTTP.
-#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "Alive")))]
+#[utoipa::path(
+    get, path = "/healthz", tag = "ops", operation_id = "healthz",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses((status = 200, description = "Alive: `{\"status\": \"ok\"}`", body = crate::http::schemas::Health))
+)]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
 /// Readiness: the store answers.
 #[utoipa::path(
-    get, path = "/readyz", tag = "ops",
-    responses((status = 200, description = "Ready"), (status = 503, body = ErrorBody))
+    get, path = "/readyz", tag = "ops", operation_id = "readyz",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses(
+        (status = 200, description = "Ready: `{\"status\": \"ready\", \"store\": <kind>}`", body = crate::http::schemas::Health),
+        (status = 503, description = "The store is unreachable or not following changes yet", body = ErrorBody),
+    )
 )]
 pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
     state
@@ -46,7 +54,12 @@ pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
 }
 
 /// Prometheus metrics (OpenMetrics text).
-#[utoipa::path(get, path = "/metrics", tag = "ops", responses((status = 200, description = "OpenMetrics text")))]
+#[utoipa::path(
+    get, path = "/metrics", tag = "ops", operation_id = "metrics",
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses((status = 200, description = "OpenMetrics text", body = String,
+        content_type = "application/openmetrics-text"))
+)]
 pub async fn metrics(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
     // Counts come from the store at scrape time; if it is unreachable the
     // gauges keep their last values.

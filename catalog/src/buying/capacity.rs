@@ -38,12 +38,12 @@ pub struct Capacity {
 pub struct CapRequest {
     /// Required; `null` lifts the cap (so a missing field never does).
     #[serde(rename = "maxPurchases", default, deserialize_with = "present")]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, required = true, minimum = 0, maximum = 1_000_000)]
     pub max_purchases: Option<Option<u32>>,
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
-    Option::<u32>::deserialize(d).map(Some)
+    crate::http::optional_whole::<D, u32>(d).map(Some)
 }
 
 async fn plan_of(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Offer, BuyError> {
@@ -76,9 +76,17 @@ async fn capacity(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Capac
 
 /// A plan's cap and use.
 #[utoipa::path(
-    get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
-    params(("id" = String, Path), ("plan" = String, Path)),
-    responses((status = 200, body = Capacity), (status = 404, body = ErrorBody))
+    get, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying", operation_id = "getPlanCapacity",
+    params(
+        ("id" = crate::http::schemas::Id, Path, description = "Offer id", example = "demo-general"),
+        ("plan" = crate::http::schemas::Id, Path, description = "Plan key in the offer's `plans`", example = "small"),
+    ),
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses(
+        (status = 200, description = "The plan's cap and use", body = Capacity),
+        (status = 404, description = "No such offer or plan", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn get(
     state: web::Data<Buying>,
@@ -91,11 +99,21 @@ pub async fn get(
 
 /// Set (or, with null, lift) the cap of one of the caller's plans.
 #[utoipa::path(
-    put, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying",
-    params(("id" = String, Path), ("plan" = String, Path)),
+    put, path = "/offer/{id}/plans/{plan}/capacity", tag = "buying", operation_id = "putPlanCapacity",
+    params(
+        ("id" = crate::http::schemas::Id, Path, description = "Offer id"),
+        ("plan" = crate::http::schemas::Id, Path, description = "Plan key in the offer's `plans`"),
+    ),
     request_body = CapRequest,
     security(("bearer" = [])),
-    responses((status = 200, body = Capacity), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+    extensions(("x-roles" = json!(["provider (own offers)"]))),
+    responses(
+        (status = 200, description = "The cap is set; the plan's cap and use", body = Capacity),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
+        (status = 404, description = "No such offer or plan", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn put(
     state: web::Data<Buying>,

@@ -22,33 +22,49 @@ use super::Buying;
 use crate::auth::Caller;
 use crate::http::{parse_body, read_json_body, validate_id, ErrorBody};
 
-/// `POST /reservations` body.
+/// `POST /reservations` body. (The example names a plan of the `--demo`
+/// catalog.)
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"offerID": "demo-general", "planID": "small", "ttlSeconds": 120}))]
 pub struct ReserveRequest {
     #[serde(rename = "offerID")]
+    #[schema(value_type = crate::http::schemas::Id)]
     pub offer_id: String,
     /// The plan's key in the offer's `plans`.
     #[serde(rename = "planID")]
+    #[schema(value_type = crate::http::schemas::Id)]
     pub plan_id: String,
-    /// Hold the unit this long (default and maximum: the catalog's
-    /// `--reservation-ttl`).
-    #[serde(rename = "ttlSeconds", default)]
+    /// Hold the unit this long, in seconds (default and maximum: the
+    /// catalog's `--reservation-ttl`, 300 unless configured otherwise).
+    #[serde(
+        rename = "ttlSeconds",
+        default,
+        deserialize_with = "crate::http::optional_whole"
+    )]
+    #[schema(minimum = 1, maximum = 300)]
     pub ttl_seconds: Option<u64>,
 }
 
 /// Reserve one unit of a plan.
 #[utoipa::path(
-    post, path = "/reservations", tag = "buying",
+    post, path = "/reservations", tag = "buying", operation_id = "createReservation",
     request_body = ReserveRequest,
     security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer", "admin"]))),
     responses(
-        (status = 201, description = "Reserved", body = Reservation),
+        (status = 201, description = "Reserved", body = Reservation,
+            headers(("Location" = String, description = "`/reservations/{id}`")),
+            links(
+                ("GetReservation" = (operation_id = "getReservation", parameters(("id" = "$response.body#/id")))),
+                ("PurchaseReservation" = (operation_id = "purchaseReservation", parameters(("id" = "$response.body#/id")))),
+                ("ReleaseReservation" = (operation_id = "releaseReservation", parameters(("id" = "$response.body#/id")))),
+            )),
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
-        (status = 401, body = ErrorBody),
-        (status = 403, description = "Not a consumer, or the provider is disabled", body = ErrorBody),
+        (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
         (status = 409, description = "The plan is sold out (its cap is reached)", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn create(
@@ -127,13 +143,19 @@ async fn listed(
 
 /// The caller's reservations and purchases (admins: everyone's).
 #[utoipa::path(
-    get, path = "/reservations", tag = "buying",
+    get, path = "/reservations", tag = "buying", operation_id = "listReservations",
     params(
-        ("state" = Option<String>, Query, description = "reserved, purchased, released, expired or cancelled"),
-        ("consumer" = Option<String>, Query, description = "Admins only: one consumer's records"),
+        ("state" = Option<ReservationState>, Query, description = "Only records in this state"),
+        ("consumer" = Option<String>, Query, description = "Admins only (403 for others): one consumer's records"),
     ),
     security(("bearer" = [])),
-    responses((status = 200, body = Vec<Reservation>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer", "admin"]))),
+    responses(
+        (status = 200, description = "The caller's records (admins: everyone's)", body = Vec<Reservation>),
+        (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
+        (status = 403, description = "Not a consumer or admin, or `consumer` given by a non-admin", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn list(
     state: web::Data<Buying>,
@@ -145,10 +167,16 @@ pub async fn list(
 
 /// One reservation (404 unless it is the caller's, or the caller is an admin).
 #[utoipa::path(
-    get, path = "/reservations/{id}", tag = "buying",
-    params(("id" = String, Path)),
+    get, path = "/reservations/{id}", tag = "buying", operation_id = "getReservation",
+    params(("id" = String, Path, description = "Reservation id")),
     security(("bearer" = [])),
-    responses((status = 200, body = Reservation), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer (own records)", "admin"]))),
+    responses(
+        (status = 200, description = "The record, in whatever state it is now", body = Reservation),
+        (status = 403, description = "Not a consumer or admin", body = ErrorBody),
+        (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn get(
     state: web::Data<Buying>,
@@ -160,11 +188,21 @@ pub async fn get(
 }
 
 /// Release a reservation before it expires.
+///
+/// The record is kept (state `released`), so `GET /reservations/{id}` still
+/// answers it afterwards.
 #[utoipa::path(
-    delete, path = "/reservations/{id}", tag = "buying",
-    params(("id" = String, Path)),
+    delete, path = "/reservations/{id}", tag = "buying", operation_id = "releaseReservation",
+    params(("id" = String, Path, description = "Reservation id")),
     security(("bearer" = [])),
-    responses((status = 200, description = "Released", body = Reservation), (status = 404, body = ErrorBody), (status = 409, description = "Not a live reservation", body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer (own records)", "admin"]))),
+    responses(
+        (status = 200, description = "Released", body = Reservation),
+        (status = 403, description = "Not a consumer or admin", body = ErrorBody),
+        (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
+        (status = 409, description = "Not a live reservation (purchased or ended)", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn release(
     state: web::Data<Buying>,
@@ -177,16 +215,29 @@ pub async fn release(
 
 /// Purchase a reservation: the contract, with the provider's peering
 /// credentials (the only way they leave the catalog).
+///
+/// Only the consumer that reserved purchases (an admin's token purchases
+/// only the admin's own reservations).
 #[utoipa::path(
-    post, path = "/reservations/{id}/purchase", tag = "buying",
-    params(("id" = String, Path)),
+    post, path = "/reservations/{id}/purchase", tag = "buying", operation_id = "purchaseReservation",
+    params(("id" = String, Path, description = "Reservation id")),
     security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own records)", "admin (own records)"]))),
     responses(
-        (status = 201, description = "Purchased", body = Contract),
-        (status = 403, description = "The provider is disabled", body = ErrorBody),
-        (status = 404, body = ErrorBody),
-        (status = 409, description = "Already purchased or released", body = ErrorBody),
+        (status = 201, description = "Purchased: the contract, with the provider's peering credentials", body = Contract,
+            headers(
+                ("Location" = String, description = "`/purchases/{id}`"),
+                ("Cache-Control" = String, description = "`no-store`"),
+            ),
+            links(
+                ("GetPurchase" = (operation_id = "getPurchase", parameters(("id" = "$response.body#/id")))),
+                ("CancelPurchase" = (operation_id = "cancelPurchase", parameters(("id" = "$response.body#/id")))),
+            )),
+        (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
+        (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
+        (status = 409, description = "Already purchased or released, or the provider's peering credentials are not on file", body = ErrorBody),
         (status = 410, description = "The reservation expired", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn purchase(
@@ -216,9 +267,19 @@ fn is_purchase(r: &Reservation) -> bool {
 
 /// The caller's purchases (admins: everyone's), without credentials.
 #[utoipa::path(
-    get, path = "/purchases", tag = "buying",
+    get, path = "/purchases", tag = "buying", operation_id = "listPurchases",
+    params(
+        ("state" = Option<ReservationState>, Query, description = "Only records in this state (`purchased` or `cancelled` ever match)"),
+        ("consumer" = Option<String>, Query, description = "Admins only (403 for others): one consumer's records"),
+    ),
     security(("bearer" = [])),
-    responses((status = 200, body = Vec<Reservation>), (status = 401, body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Records that were purchased (now `purchased` or `cancelled`)", body = Vec<Reservation>),
+        (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
+        (status = 403, description = "Not a consumer or admin, or `consumer` given by a non-admin", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn list_purchases(
     state: web::Data<Buying>,
@@ -228,12 +289,21 @@ pub async fn list_purchases(
     Ok(HttpResponse::Ok().json(listed(&state, &caller, &req, is_purchase).await?))
 }
 
-/// One purchase: the contract for its buyer, the record for admins.
+/// One purchase: for its buyer while it is `purchased`, the contract with
+/// the provider's peering credentials; otherwise (an admin's view, or a
+/// cancelled purchase) the record without `peering`.
 #[utoipa::path(
-    get, path = "/purchases/{id}", tag = "buying",
-    params(("id" = String, Path)),
+    get, path = "/purchases/{id}", tag = "buying", operation_id = "getPurchase",
+    params(("id" = String, Path, description = "Purchase (reservation) id")),
     security(("bearer" = [])),
-    responses((status = 200, body = Contract), (status = 404, body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer (own records, with credentials)", "admin (without credentials)"]))),
+    responses(
+        (status = 200, description = "The purchase; `peering` only for its buyer while purchased", body = super::openapi::PurchaseView),
+        (status = 403, description = "Not a consumer or admin", body = ErrorBody),
+        (status = 404, description = "No such purchase, or another consumer's", body = ErrorBody),
+        (status = 409, description = "The provider's peering credentials are not on file (it must authenticate again)", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn get_purchase(
     state: web::Data<Buying>,
@@ -259,11 +329,21 @@ pub async fn get_purchase(
 }
 
 /// Cancel a purchase, freeing its unit.
+///
+/// The record is kept (state `cancelled`), so `GET /purchases/{id}` still
+/// answers it afterwards.
 #[utoipa::path(
-    delete, path = "/purchases/{id}", tag = "buying",
-    params(("id" = String, Path)),
+    delete, path = "/purchases/{id}", tag = "buying", operation_id = "cancelPurchase",
+    params(("id" = String, Path, description = "Purchase (reservation) id")),
     security(("bearer" = [])),
-    responses((status = 200, description = "Cancelled", body = Reservation), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody))
+    extensions(("x-roles" = json!(["consumer (own records)", "admin"]))),
+    responses(
+        (status = 200, description = "Cancelled", body = Reservation),
+        (status = 403, description = "Not a consumer or admin", body = ErrorBody),
+        (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
+        (status = 409, description = "Not a live purchase (not purchased, or already cancelled)", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn cancel(
     state: web::Data<Buying>,

@@ -1,11 +1,26 @@
 //! The buying endpoints' part of the catalog's OpenAPI document, merged
 //! into it by the top-level `openapi` module. (The Open Service Broker
-//! routes follow the OSB specification and are not described here.)
+//! routes are in [`crate::osb::openapi`].)
 
-use utoipa::OpenApi;
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
 
 use super::{capacity, http, model};
 use crate::http::ErrorBody;
+
+/// What `GET /purchases/{id}` answers: the purchase record, plus `peering`
+/// (the provider's credentials) for its buyer while it is `purchased`; an
+/// admin, or the buyer of a cancelled purchase, gets the record alone.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PurchaseView {
+    #[serde(flatten)]
+    pub purchase: model::Reservation,
+    /// Present only for the buyer, while the purchase is `purchased`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub peering: Option<model::PeeringCredentials>,
+}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -26,6 +41,7 @@ use crate::http::ErrorBody;
         model::ReservationState,
         model::Channel,
         model::Contract,
+        PurchaseView,
         http::ReserveRequest,
         capacity::Capacity,
         capacity::CapRequest,

@@ -19,12 +19,17 @@ use crate::http::ApiError;
 /// OpenAPI cannot describe the messages that follow the upgrade; the
 /// envelope (`snapshot`, `upsert`, `delete`, `seq`) is in `docs/feed.md`.
 #[utoipa::path(
-    get, path = "/subscribe", tag = "feed",
+    get, path = "/subscribe", tag = "feed", operation_id = "subscribe",
     params(
-        ("mode" = Option<String>, Query,
+        ("mode" = Option<crate::http::schemas::FeedMode>, Query,
             description = "`snapshot` (default: the full list after every change) or `delta` (one snapshot, then upsert/delete events)"),
         crate::offers::handlers::FilterParams,
+        ("Connection" = String, Header, pattern = "^[Uu]pgrade$", description = "`Upgrade` (a WebSocket handshake)"),
+        ("Upgrade" = String, Header, pattern = "^websocket$", description = "`websocket`"),
+        ("Sec-WebSocket-Version" = String, Header, pattern = "^13$", description = "`13`"),
+        ("Sec-WebSocket-Key" = String, Header, pattern = "^[A-Za-z0-9+/]{21}[AQgw]==$", description = "16 random bytes in base64 (RFC 6455)"),
     ),
+    extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 101, description = "Switching to the WebSocket feed; permessage-deflate is accepted when offered"),
         (status = 400, description = "A bad query parameter (named in `field`) or not a WebSocket upgrade", body = crate::http::ErrorBody),

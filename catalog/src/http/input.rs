@@ -89,3 +89,62 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
         FieldError::new(path, message)
     })
 }
+
+/// An optional whole JSON number that fits `T`, written `2` or `2.0`: JSON
+/// has one number type, and JSON Schema's `integer` admits both spellings
+/// (generated clients may send either). For `#[serde(deserialize_with)]`.
+pub fn optional_whole<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::de::Error;
+    use serde::Deserialize;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 18_446_744_073_709_551_616.0)
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|w| T::try_from(w).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            D::Error::custom(format!(
+                "invalid value: {n}, expected a whole number in range"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Deserialize, Debug)]
+    struct Holder {
+        #[serde(default, deserialize_with = "super::optional_whole")]
+        n: Option<u32>,
+    }
+
+    fn parse(json: &str) -> Result<Option<u32>, serde_json::Error> {
+        serde_json::from_str::<Holder>(json).map(|h| h.n)
+    }
+
+    #[test]
+    fn whole_numbers_in_either_spelling() {
+        assert_eq!(parse(r#"{"n": 5}"#).unwrap(), Some(5));
+        assert_eq!(parse(r#"{"n": 5.0}"#).unwrap(), Some(5));
+        assert_eq!(parse(r#"{"n": null}"#).unwrap(), None);
+        assert_eq!(parse("{}").unwrap(), None);
+        for bad in [
+            r#"{"n": 5.5}"#,
+            r#"{"n": -1}"#,
+            r#"{"n": -1.0}"#,
+            r#"{"n": 4294967296}"#,
+            r#"{"n": 1e300}"#,
+            r#"{"n": "5"}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

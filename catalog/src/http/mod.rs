@@ -14,6 +14,7 @@ mod error;
 pub mod input;
 pub mod deadline;
 pub mod observe;
+pub mod schemas;
 pub mod ratelimit;
 
 use actix_web::http::header::{HeaderValue, ALLOW};
@@ -21,7 +22,7 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};
 
 pub use body::read_json_body;
 pub use error::{ApiError, ErrorBody};
-pub use input::{parse_body, parse_json, validate_id, FieldError, MAX_ID_LEN};
+pub use input::{optional_whole, parse_body, parse_json, validate_id, FieldError, MAX_ID_LEN};
 pub use observe::HttpMetrics;
 pub use ratelimit::RateLimiter;
 

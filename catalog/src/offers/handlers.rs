@@ -15,17 +15,20 @@ use crate::storage::StoreError;
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct FilterParams {
-    /// Exact offer type.
-    #[param(rename = "type")]
+    /// Exact offer type (at most 256 bytes).
+    #[param(rename = "type", max_length = 256)]
     offer_type: Option<String>,
-    /// Owner's cluster ID or cluster name.
+    /// Owner's cluster ID or cluster name (at most 256 bytes).
+    #[param(max_length = 256)]
     provider: Option<String>,
-    /// Some plan costs at most this (decimal).
-    #[param(rename = "maxCost")]
+    /// Some plan costs at most this (a non-negative decimal).
+    #[param(rename = "maxCost", value_type = Option<crate::http::schemas::Decimal>)]
     max_cost: Option<String>,
-    /// Some plan provides at least this Kubernetes quantity of `<resource>`,
-    /// e.g. `min.memory=4Gi`.
-    #[param(rename = "min.<resource>")]
+    /// `min.<resource>=<quantity>`, one query parameter per resource: some
+    /// plan provides at least this Kubernetes quantity of `<resource>`, e.g.
+    /// `min.memory=4Gi&min.cpu=2`. Described as one form-exploded object
+    /// whose property names are the query parameter names.
+    #[param(rename = "min", style = Form, explode, value_type = Option<crate::http::schemas::MinResources>)]
     min_resource: Option<String>,
 }
 
@@ -39,9 +42,11 @@ pub const MAX_PAGE: usize = 1000;
 pub struct PageParams {
     /// At most this many offers (1-1000). Without it, every matching offer.
     /// A full page carries `Link: <...>; rel="next"`.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<usize>,
     /// Only offers whose id sorts after this one (the last id of the
     /// previous page).
+    #[param(value_type = Option<crate::http::schemas::Id>)]
     after: Option<String>,
 }
 
@@ -93,10 +98,12 @@ impl Page {
 /// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
 /// same plan. Unknown parameters are refused.
 #[utoipa::path(
-    get, path = "/offers", tag = "offers",
+    get, path = "/offers", tag = "offers", operation_id = "listOffers",
     params(FilterParams, PageParams),
+    extensions(("x-roles" = json!(["anyone"]))),
     responses(
-        (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>),
+        (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>,
+            headers(("Link" = String, description = "`</offers?...&after=<last id>&limit=<n>>; rel=\"next\"`: the next page, sent when `limit` is given and the page is full"))),
         (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
         (status = 503, description = "Store unreachable", body = ErrorBody),
     )
@@ -131,11 +138,13 @@ pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResp
 
 /// One offer.
 #[utoipa::path(
-    get, path = "/offer/{id}", tag = "offers",
-    params(("id" = String, Path, description = "Offer id")),
+    get, path = "/offer/{id}", tag = "offers", operation_id = "getOffer",
+    params(("id" = crate::http::schemas::Id, Path, description = "Offer id", example = "demo-general")),
+    extensions(("x-roles" = json!(["anyone"]))),
     responses(
-        (status = 200, body = Offer),
-        (status = 404, body = ErrorBody),
+        (status = 200, description = "The offer", body = Offer),
+        (status = 404, description = "No such offer", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn get(
@@ -154,20 +163,30 @@ pub async fn get(
 /// `planName` (output always uses `name`). Read-only fields echoed from a
 /// `GET` are accepted: `id`/`clusterID` must match, `version` makes the write
 /// conditional (409 if the offer has changed since).
+///
+/// Providers only; a provider disabled by an administrator gets 403.
 #[utoipa::path(
-    post, path = "/offer/{id}", tag = "offers",
-    params(("id" = String, Path, description = "Offer id: 1-128 of A-Z a-z 0-9 . _ ~ -")),
+    post, path = "/offer/{id}", tag = "offers", operation_id = "putOffer",
+    params(("id" = crate::http::schemas::Id, Path, description = "Offer id: 1-128 of A-Z a-z 0-9 . _ ~ -")),
     request_body = OfferInput,
     security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider"]))),
     responses(
-        (status = 201, description = "Created", body = Offer),
-        (status = 200, description = "Replaced", body = Offer),
+        (status = 201, description = "Created", body = Offer,
+            headers(("Location" = String, description = "`/offer/{id}`")),
+            links(
+                ("GetOffer" = (operation_id = "getOffer", parameters(("id" = "$request.path.id")))),
+                ("DeleteOffer" = (operation_id = "deleteOffer", parameters(("id" = "$request.path.id")))),
+            )),
+        (status = 200, description = "Replaced", body = Offer,
+            links(
+                ("GetOffer" = (operation_id = "getOffer", parameters(("id" = "$request.path.id")))),
+                ("DeleteOffer" = (operation_id = "deleteOffer", parameters(("id" = "$request.path.id")))),
+            )),
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
-        (status = 401, body = ErrorBody),
-        (status = 403, description = "The offer belongs to another provider, or the provider is disabled", body = ErrorBody),
+        (status = 403, description = "Not a provider, the offer belongs to another provider, or the provider is disabled", body = ErrorBody),
         (status = 409, description = "`version` given and stale", body = ErrorBody),
-        (status = 413, body = ErrorBody),
-        (status = 503, body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn put(
@@ -232,15 +251,15 @@ pub async fn put(
 
 /// Delete the caller's offer `{id}`.
 #[utoipa::path(
-    delete, path = "/offer/{id}", tag = "offers",
-    params(("id" = String, Path, description = "Offer id")),
+    delete, path = "/offer/{id}", tag = "offers", operation_id = "deleteOffer",
+    params(("id" = crate::http::schemas::Id, Path, description = "Offer id")),
     security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider"]))),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, body = ErrorBody),
-        (status = 403, description = "The offer belongs to another provider", body = ErrorBody),
-        (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody),
+        (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
+        (status = 404, description = "No such offer", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn delete(

@@ -106,19 +106,36 @@ impl OfferDraft {
 /// free-form. The read-only fields a client may echo back from a `GET` are
 /// accepted: `id` and `clusterID` must then match, `version` makes the
 /// write conditional (409 if the offer has moved on), the rest are ignored.
+/// (The echoed fields are left out of the schema: `id` and `clusterID` must
+/// equal the path's id and the caller's cluster ID, which a schema cannot
+/// say.)
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({
+    "name": "Storage-optimized offer", "type": "storage", "description": "For all your storage needs.",
+    "plans": {
+        "basic": {"name": "plan-basic", "cost": "1.0", "resources": {"cpu": "1000m", "memory": "2G", "storage": "100G"}},
+        "medium": {"planName": "plan-medium", "planID": "medium", "cost": "2.0", "resources": {"cpu": "2000m", "memory": "4G", "storage": "300G"}},
+    },
+}))]
 pub struct OfferInput {
+    #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub name: Option<String>,
     #[serde(rename = "type")]
+    #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub offer_type: Option<String>,
+    /// At most 8192 bytes.
     #[serde(default)]
+    #[schema(max_length = 8192)]
     pub description: Option<String>,
-    #[schema(value_type = BTreeMap<String, PlanInput>)]
+    /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
+    #[schema(required = true, value_type = BTreeMap<crate::http::schemas::Id, PlanInput>)]
     pub plans: Option<BTreeMap<String, PlanInput>>,
     #[serde(default)]
+    #[schema(ignore)]
     pub id: Option<String>,
     #[serde(default, rename = "clusterID")]
+    #[schema(ignore)]
     pub cluster_id: Option<String>,
     #[serde(default)]
     #[schema(ignore)]
@@ -131,28 +148,32 @@ pub struct OfferInput {
     pub updated_at: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::optional_whole")]
     pub version: Option<u64>,
 }
 
 /// One plan as clients write it: `name` or `planName` (both thesis
 /// spellings), optional `planID`, `cost` as a decimal string or number,
-/// `resources` as name → quantity (string or number).
+/// `resources` as name → quantity (string or number). Exactly one of `name`
+/// and `planName` is given (both are accepted when they are equal).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanInput {
     #[serde(default)]
+    #[schema(value_type = crate::http::schemas::Name)]
     pub name: Option<String>,
     #[serde(default, rename = "planName")]
+    #[schema(value_type = crate::http::schemas::Name)]
     pub plan_name: Option<String>,
     #[serde(default, rename = "planID")]
+    #[schema(value_type = Option<crate::http::schemas::Id>)]
     pub plan_id: Option<String>,
     /// Kept as the raw JSON token, so a number is read digit for digit
     /// (`123456789.123456789` stays exact) instead of through a float.
-    #[schema(value_type = String, example = "1.0")]
+    #[schema(required = true, value_type = crate::http::schemas::CostInput)]
     pub cost: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
-    #[schema(value_type = BTreeMap<String, String>)]
+    #[schema(value_type = crate::http::schemas::ResourcesInput)]
     pub resources: BTreeMap<String, serde_json::Value>,
 }
 

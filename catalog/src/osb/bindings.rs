@@ -17,19 +17,28 @@ use super::Osb;
 use crate::buying::model::ReservationState;
 use crate::buying::service;
 
-#[derive(Deserialize)]
-struct BindRequest {
+/// A binding request (unknown fields are ignored, as the spec asks).
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct BindRequest {
+    /// The instance's service id.
     #[serde(default)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     service_id: Option<String>,
+    /// The instance's plan id.
     #[serde(default)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     plan_id: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1)]
     app_guid: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     bind_resource: Option<Value>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     context: Option<Value>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     parameters: Option<Value>,
 }
 
@@ -73,6 +82,37 @@ fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> 
         .json(json!({ "credentials": credentials }))
 }
 
+/// Bind: release the provider's peering credentials of the instance's
+/// purchase. Synchronous.
+#[utoipa::path(
+    put, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbBind",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; bindings are always synchronous"),
+        super::openapi::OsbHeaders,
+    ),
+    request_body = BindRequest,
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Already bound with identical attributes", body = super::openapi::OsbBindingCredentials,
+            headers(("Cache-Control" = String, description = "`no-store`"))),
+        (status = 201, description = "Bound", body = super::openapi::OsbBindingCredentials,
+            headers(("Cache-Control" = String, description = "`no-store`")),
+            links(
+                ("FetchBinding" = (operation_id = "osbFetchBinding", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
+                ("BindingLastOperation" = (operation_id = "osbBindingLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
+            )),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 404, description = "No such provisioned instance", body = super::openapi::OsbErrorBody),
+        (status = 409, description = "The binding exists with other attributes", body = super::openapi::OsbErrorBody),
+        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn bind(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -150,6 +190,23 @@ async fn binding_of(
         .filter(|b| b.instance_id == instance_id && owner_ok(&b.owner)))
 }
 
+/// A binding, with the credentials it released.
+#[utoipa::path(
+    get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbFetchBinding",
+    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"), super::openapi::OsbHeaders),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "The binding", body = super::openapi::OsbBindingView,
+            headers(("Cache-Control" = String, description = "`no-store`"))),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
+        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn fetch(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -174,6 +231,29 @@ pub async fn fetch(
         .json(json!({ "credentials": credentials, "parameters": parameters })))
 }
 
+/// Unbind: forget the binding (the provider's token itself cannot be
+/// revoked by the catalog).
+#[utoipa::path(
+    delete, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbUnbind",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
+        ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; unbinding is always synchronous"),
+        super::openapi::OsbHeaders,
+    ),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Unbound", body = super::openapi::OsbEmpty),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn unbind(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -205,6 +285,28 @@ pub async fn unbind(
     Ok(HttpResponse::Ok().json(json!({})))
 }
 
+/// Bindings complete synchronously: one that exists has succeeded.
+#[utoipa::path(
+    get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}/last_operation", tag = "osb", operation_id = "osbBindingLastOperation",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        ("operation" = Option<String>, Query, description = "Accepted and ignored"),
+        ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
+        ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
+        super::openapi::OsbHeaders,
+    ),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "`succeeded`", body = super::openapi::OsbLastOperation),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn last_operation(
     state: web::Data<Osb>,
     req: HttpRequest,

@@ -89,19 +89,35 @@ fn run_async(state: &Osb, accepts_incomplete: bool) -> Result<bool, OsbError> {
     }
 }
 
-#[derive(Deserialize)]
-struct ProvisionRequest {
+/// A provisioning request (unknown fields are ignored, as the spec asks).
+/// (The example names a plan of the `--demo` catalog.)
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "service_id": super::ids::service_id("demo-general"),
+    "plan_id": super::ids::plan_id("demo-general", "small"),
+    "organization_guid": "org-1",
+    "space_guid": "space-1",
+}))]
+pub(crate) struct ProvisionRequest {
+    /// A service id from `GET /v2/catalog`.
     #[serde(default)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     service_id: Option<String>,
+    /// One of that service's plan ids.
     #[serde(default)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     plan_id: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<crate::http::schemas::OsbId>)]
     organization_guid: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<crate::http::schemas::OsbId>)]
     space_guid: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     context: Option<Value>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     parameters: Option<Value>,
     #[serde(default)]
     maintenance_info: Option<Value>,
@@ -309,6 +325,38 @@ async fn finish_provision(
     Ok(inst)
 }
 
+/// Provision a plan: reserve and purchase one unit of it. With
+/// `accepts_incomplete=true` (and `--osb-async allowed|required`) the work
+/// runs in the background (202, then `last_operation`).
+#[utoipa::path(
+    put, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbProvision",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
+        super::openapi::OsbHeaders,
+    ),
+    request_body = ProvisionRequest,
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Already provisioned with identical attributes", body = super::openapi::OsbEmpty),
+        (status = 201, description = "Provisioned (a purchase)", body = super::openapi::OsbEmpty,
+            links(
+                ("FetchInstance" = (operation_id = "osbFetchInstance", parameters(("instance_id" = "$request.path.instance_id")))),
+                ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id")))),
+            )),
+        (status = 202, description = "Provisioning in the background", body = super::openapi::OsbAsyncOperation,
+            links(
+                ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("operation" = "$response.body#/operation")))),
+            )),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 409, description = "The instance exists with other attributes", body = super::openapi::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn provision(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -466,6 +514,21 @@ async fn start_provision(
     }
 }
 
+/// A provisioned instance.
+#[utoipa::path(
+    get, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbFetchInstance",
+    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), super::openapi::OsbHeaders),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "The instance", body = super::openapi::OsbInstanceView),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 404, description = "No such provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn fetch(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -518,6 +581,30 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
     Ok(())
 }
 
+/// Deprovision: cancel the purchase (freeing its unit) and drop the
+/// instance's bindings.
+#[utoipa::path(
+    delete, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbDeprovision",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
+        ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
+        super::openapi::OsbHeaders,
+    ),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Deprovisioned", body = super::openapi::OsbEmpty),
+        (status = 202, description = "Deprovisioning in the background", body = super::openapi::OsbAsyncOperation),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 410, description = "No such instance", body = super::openapi::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired` or `ConcurrencyError`", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn deprovision(
     state: web::Data<Osb>,
     req: HttpRequest,
@@ -591,6 +678,29 @@ pub async fn deprovision(
     Ok(accepted(&op_id))
 }
 
+/// The state of the instance's last (asynchronous) operation.
+#[utoipa::path(
+    get, path = "/v2/service_instances/{instance_id}/last_operation", tag = "osb", operation_id = "osbInstanceLastOperation",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("operation" = Option<String>, Query, description = "The `operation` of the 202 answer (400 if it is not the last one)"),
+        ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
+        ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
+        super::openapi::OsbHeaders,
+    ),
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "The operation's state", body = super::openapi::OsbLastOperation,
+            headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 404, description = "Another owner's instance", body = super::openapi::OsbErrorBody),
+        (status = 410, description = "No such instance (deprovisioned)", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn last_operation(
     state: web::Data<Osb>,
     req: HttpRequest,

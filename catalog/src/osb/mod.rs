@@ -27,6 +27,7 @@ pub mod instances;
 pub mod maintenance;
 pub mod model;
 pub mod store;
+pub mod openapi;
 pub mod update;
 
 use std::sync::Arc;

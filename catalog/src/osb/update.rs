@@ -23,22 +23,55 @@ use super::model::OperationState;
 use super::Osb;
 use actix_web::http::StatusCode;
 
-#[derive(Deserialize)]
-struct UpdateRequest {
+/// An update request (unknown fields are ignored, as the spec asks).
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct UpdateRequest {
+    /// The instance's service id.
     #[serde(default)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     service_id: Option<String>,
+    /// Plans cannot change: absent, null or the instance's plan id.
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     plan_id: Option<String>,
+    /// Parameters cannot change: absent, null or the current ones.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     parameters: Option<Value>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     context: Option<Value>,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     previous_values: Option<Value>,
+    /// This broker declares none: any object is a `MaintenanceInfoConflict`.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     maintenance_info: Option<Value>,
 }
 
+/// Update an instance. Plans and parameters cannot change, so this answers
+/// 200 when nothing would change and 422 otherwise; nothing is written.
+#[utoipa::path(
+    patch, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbUpdate",
+    params(
+        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; updates always answer synchronously"),
+        super::openapi::OsbHeaders,
+    ),
+    request_body = UpdateRequest,
+    security(("osbBasic" = []), ("bearer" = [])),
+    extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
+    responses(
+        (status = 200, description = "Nothing to change", body = super::openapi::OsbEmpty),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        (status = 404, description = "No such instance (or another owner's)", body = super::openapi::OsbErrorBody),
+        (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::openapi::OsbErrorBody),
+        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+    )
+)]
 pub async fn update(
     state: web::Data<Osb>,
     req: HttpRequest,

@@ -28,6 +28,7 @@ pub fn digest(secret: &[u8]) -> [u8; 32] {
     Sha256::digest(secret).into()
 }
 
+/// The administrator secret configured with `--admin-secret`.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdminLogin {
@@ -36,9 +37,16 @@ pub struct AdminLogin {
 
 /// Exchange the administrator secret for an admin token.
 #[utoipa::path(
-    post, path = "/authenticate/admin", tag = "admin",
+    post, path = "/authenticate/admin", tag = "admin", operation_id = "authenticateAdmin",
     request_body = AdminLogin,
-    responses((status = 200, body = IssuedToken), (status = 401, body = ErrorBody), (status = 404, description = "No administrator secret configured", body = ErrorBody), (status = 429, body = ErrorBody))
+    extensions(("x-roles" = json!(["anyone"]))),
+    responses(
+        (status = 200, description = "An admin token", body = IssuedToken),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 401, description = "Wrong administrator secret", body = ErrorBody),
+        (status = 404, description = "No administrator secret configured", body = ErrorBody),
+        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
+    )
 )]
 pub async fn login(
     state: web::Data<Providers>,
@@ -66,11 +74,16 @@ pub async fn login(
         .json(issued))
 }
 
+/// Whom a consumer token is for: `subject` becomes the token's `sub` (the
+/// owner of the records it makes), `name` its display name (default:
+/// `subject`). Both 1-256 bytes of printable, non-blank text.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerTokenRequest {
+    #[schema(value_type = crate::http::schemas::Name)]
     pub subject: String,
     #[serde(default)]
+    #[schema(value_type = Option<crate::http::schemas::Name>)]
     pub name: Option<String>,
 }
 
@@ -113,10 +126,16 @@ async fn check_subject_free(state: &AppState, subject: &str) -> Result<(), BuyEr
 
 /// Issue a consumer token (admins).
 #[utoipa::path(
-    post, path = "/consumer-tokens", tag = "admin",
+    post, path = "/consumer-tokens", tag = "admin", operation_id = "issueConsumerToken",
     request_body = ConsumerTokenRequest,
     security(("bearer" = [])),
-    responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, description = "The subject is reserved (`admin`, `osb:…`) or a provider's cluster ID; nothing issued", body = ErrorBody))
+    extensions(("x-roles" = json!(["admin"]))),
+    responses(
+        (status = 200, description = "A consumer token", body = IssuedToken),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 409, description = "The subject is reserved (`admin`, `osb:…`) or a provider's cluster ID; nothing issued", body = ErrorBody),
+    )
 )]
 pub async fn consumer_token(
     state: web::Data<Providers>,
@@ -155,9 +174,14 @@ pub struct AdminProvider {
 
 /// Every provider, with whether it is disabled (admins).
 #[utoipa::path(
-    get, path = "/admin/providers", tag = "admin",
+    get, path = "/admin/providers", tag = "admin", operation_id = "listProviders",
     security(("bearer" = [])),
-    responses((status = 200, body = Vec<AdminProvider>), (status = 403, body = ErrorBody))
+    extensions(("x-roles" = json!(["admin"]))),
+    responses(
+        (status = 200, description = "Every provider", body = Vec<AdminProvider>),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn providers(
     state: web::Data<Providers>,
@@ -190,11 +214,18 @@ pub struct ProviderUpdate {
 
 /// Disable or re-enable a provider (admins).
 #[utoipa::path(
-    put, path = "/admin/providers/{clusterID}", tag = "admin",
-    params(("clusterID" = String, Path)),
+    put, path = "/admin/providers/{clusterID}", tag = "admin", operation_id = "setProviderStatus",
+    params(("clusterID" = crate::http::schemas::Id, Path, description = "The provider's cluster ID")),
     request_body = ProviderUpdate,
     security(("bearer" = [])),
-    responses((status = 200, body = AdminProvider), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+    extensions(("x-roles" = json!(["admin"]))),
+    responses(
+        (status = 200, description = "The provider, with its new status", body = AdminProvider),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such provider", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
 )]
 pub async fn set_provider(
     state: web::Data<Providers>,

@@ -18,17 +18,26 @@ const MAX_FIELD_LEN: usize = 256;
 const MAX_URL_LEN: usize = 2048;
 const MAX_TOKEN_LEN: usize = 4096;
 
-/// A provider's Liqo peering credentials.
+/// A provider's Liqo peering credentials. Every field is required; text
+/// fields must not be blank nor hold control characters, and their length
+/// limits count UTF-8 bytes.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
+    /// The Liqo cluster ID: 1-128 of `A-Z a-z 0-9 . _ ~ -`.
     #[serde(rename = "clusterID")]
+    #[schema(required = true, value_type = crate::http::schemas::Id)]
     pub cluster_id: Option<String>,
+    /// At most 256 bytes.
     #[serde(rename = "clusterName")]
+    #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub cluster_name: Option<String>,
+    /// An `http://` or `https://` URL of at most 2048 bytes.
     #[serde(rename = "authURL")]
+    #[schema(required = true, value_type = crate::http::schemas::HttpUrl)]
     pub auth_url: Option<String>,
-    /// The provider's secret; stored only as an argon2 hash.
+    /// The provider's secret (at most 4096 bytes); stored only as an argon2 hash.
+    #[schema(required = true, value_type = crate::http::schemas::Secret)]
     pub token: Option<String>,
 }
 
@@ -84,15 +93,19 @@ impl Credentials {
 }
 
 /// Exchange peering credentials for a bearer token.
+///
+/// The first call for a cluster ID registers the provider; later calls must
+/// present the same credentials. Rate-limited per client address.
 #[utoipa::path(
-    post, path = "/authenticate", tag = "auth",
+    post, path = "/authenticate", tag = "auth", operation_id = "authenticateProvider",
     request_body = Credentials,
+    extensions(("x-roles" = json!(["anyone"]))),
     responses(
-        (status = 200, body = IssuedToken),
-        (status = 400, body = ErrorBody),
+        (status = 200, description = "A provider token", body = IssuedToken),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
         (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
-        (status = 429, body = ErrorBody),
-        (status = 503, body = ErrorBody),
+        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn authenticate(
@@ -161,23 +174,31 @@ pub(crate) async fn credentials_body(
     read_json_body(req, payload, state.max_body_bytes).await
 }
 
-/// Current credentials plus what replaces them.
+/// Current credentials plus what replaces them. All but `newAuthURL` are
+/// required, with the limits of [`Credentials`]; something must change
+/// (`newToken` differs from `token`, or `newAuthURL` from `authURL`).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rotation {
     #[serde(rename = "clusterID")]
+    #[schema(required = true, value_type = crate::http::schemas::Id)]
     pub cluster_id: Option<String>,
     #[serde(rename = "clusterName")]
+    #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub cluster_name: Option<String>,
     #[serde(rename = "authURL")]
+    #[schema(required = true, value_type = crate::http::schemas::HttpUrl)]
     pub auth_url: Option<String>,
     /// The current secret.
+    #[schema(required = true, value_type = crate::http::schemas::Secret)]
     pub token: Option<String>,
     /// The secret from now on (may equal `token` when only the URL moves).
     #[serde(rename = "newToken")]
+    #[schema(required = true, value_type = crate::http::schemas::Secret)]
     pub new_token: Option<String>,
-    /// The auth URL from now on; unchanged if absent.
+    /// The auth URL from now on; unchanged if absent or null.
     #[serde(rename = "newAuthURL")]
+    #[schema(value_type = Option<crate::http::schemas::HttpUrl>)]
     pub new_auth_url: Option<String>,
 }
 
@@ -185,15 +206,16 @@ pub struct Rotation {
 /// current credentials. Answers a fresh token; every token issued before is
 /// refused from then on.
 #[utoipa::path(
-    post, path = "/authenticate/rotate", tag = "auth",
+    post, path = "/authenticate/rotate", tag = "auth", operation_id = "rotateProviderCredentials",
     request_body = Rotation,
+    extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "Rotated; a token for the new credentials", body = IssuedToken),
-        (status = 400, body = ErrorBody),
+        (status = 400, description = "Invalid body, or nothing to rotate; `field` names the bad field", body = ErrorBody),
         (status = 401, description = "The current credentials are wrong (nothing changed)", body = ErrorBody),
         (status = 409, description = "Rotated concurrently by another request (nothing changed)", body = ErrorBody),
-        (status = 429, body = ErrorBody),
-        (status = 503, body = ErrorBody),
+        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
     )
 )]
 pub async fn rotate(
