@@ -20,6 +20,8 @@
 //!
 //! Run: `cargo bench -p aggregator --bench read_latency`
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::process::{Child, Command, Stdio};

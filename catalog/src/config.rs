@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 
 use crate::duration::parse_duration;
 
@@ -158,13 +158,8 @@ pub struct Config {
     pub oidc: crate::auth::oidc::OidcConfig,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+/// `--log-format`: shared by every binary of the project.
+pub use edge::log::LogFormat;
 
 #[cfg(test)]
 mod tests {

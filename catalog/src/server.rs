@@ -121,6 +121,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         store: backend.osb.clone(),
         buying: buying.clone(),
         settings: OsbSettings::from_config(&config.osb)?,
+        // Guessing the platform password is limited like guessing a
+        // provider's secret: one budget per client address.
+        limiter: providers.limiter.clone(),
         max_body_bytes,
     };
     let metrics = Arc::new(Metrics::new());
@@ -216,7 +219,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = features.shutdown.clone();
     tokio::spawn(
         async move {
-            wait_for_signal().await;
+            edge::signal::shutdown().await;
             info!("shutting down: finishing in-flight requests");
             shutdown.cancel();
             handle.stop(true).await;
@@ -226,29 +229,4 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     server.await.context("HTTP server")?;
     info!("catalog stopped");
     Ok(())
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -1,6 +1,8 @@
 //! Quantity arithmetic: Kubernetes' format rules for Add/Sub, clamped
 //! subtraction, percentage scaling with nano rounding, and the int64 readers.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use quantity::{Format, Quantity};
 
 use Format::{BinarySI as B, DecimalExponent as X, DecimalSI as D};

@@ -9,6 +9,8 @@
 //! `suffix.go`: `interpret`), ported line by line and independently of the
 //! crate's own scanner, plus the regular expression its error message names.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::time::{Duration, Instant};
 
 use num_bigint::{BigInt, BigUint};

@@ -2,6 +2,8 @@
 //! binary/decimal fallbacks, nano rounding, the exponent form, limits, and
 //! the exact error for each kind of bad input.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use quantity::{Format, ParseError, Quantity, MAX_INTEGER_DIGITS};
 
 use Format::{BinarySI as B, DecimalExponent as X, DecimalSI as D};

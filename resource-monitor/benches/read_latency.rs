@@ -8,6 +8,8 @@
 //!
 //! Run: `cargo bench -p resource-monitor --bench read_latency`
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

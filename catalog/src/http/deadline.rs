@@ -116,4 +116,3 @@ impl Stream for DeadlinePayload {
         Poll::Pending
     }
 }
-

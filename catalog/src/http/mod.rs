@@ -10,9 +10,9 @@
 //! them.
 
 mod body;
+pub mod deadline;
 mod error;
 pub mod input;
-pub mod deadline;
 pub mod observe;
 pub mod schemas;
 pub mod ratelimit;

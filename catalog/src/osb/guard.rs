@@ -43,14 +43,14 @@ fn unauthorized(description: &str) -> OsbError {
 }
 
 /// 429 for a client that failed basic authentication too often.
-fn too_many_attempts(state: &AppState) -> OsbError {
+fn too_many_attempts(state: &Osb) -> OsbError {
     tracing::warn!("OSB basic authentication rate-limited");
     OsbError::too_many_requests(
         format!(
             "too many failed authentication attempts from this address; retry in {} s",
-            state.auth_limiter.retry_after_secs()
+            state.limiter.retry_after_secs()
         ),
-        state.auth_limiter.retry_after_secs(),
+        state.limiter.retry_after_secs(),
     )
 }
 
@@ -116,12 +116,12 @@ async fn authenticate(state: &Osb, req: &HttpRequest) -> Result<Platform, OsbErr
         // `POST /authenticate` (--auth-rate-limit); only failed attempts
         // count, since a platform sends the password with every request.
         let client = req.peer_addr().map(|a| a.ip());
-        if client.is_some_and(|ip| state.auth_limiter.exhausted(ip)) {
+        if client.is_some_and(|ip| state.limiter.exhausted(ip)) {
             return Err(too_many_attempts(state));
         }
         let refuse = |why: &str| {
             if let Some(ip) = client {
-                if !state.auth_limiter.allow(ip) {
+                if !state.limiter.allow(ip) {
                     return too_many_attempts(state);
                 }
             }

@@ -47,6 +47,9 @@ pub struct Osb {
     pub store: Arc<dyn OsbStore>,
     pub buying: Buying,
     pub settings: OsbSettings,
+    /// Limits failed basic-auth attempts per client address (the limiter
+    /// of `POST /authenticate`).
+    pub limiter: Arc<crate::http::RateLimiter>,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
 }

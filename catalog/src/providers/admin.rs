@@ -105,19 +105,19 @@ const OSB_OWNER_PREFIX: &str = "osb:";
 /// OSB instances, and a provider's subject is its cluster ID: a consumer
 /// token must not be minted for an identity that is already someone else's
 /// (409, nothing issued).
-async fn check_subject_free(state: &AppState, subject: &str) -> Result<(), BuyError> {
+async fn check_subject_free(state: &Providers, subject: &str) -> Result<(), ApiError> {
     if subject.eq_ignore_ascii_case(ADMIN_SUBJECT) {
-        return Err(BuyError::conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "subject: `{subject}` is reserved for the administrator; choose another subject"
         )));
     }
     if subject.starts_with(OSB_OWNER_PREFIX) {
-        return Err(BuyError::conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "subject: `{subject}` starts with `{OSB_OWNER_PREFIX}`, reserved for the Open Service Broker platform account; choose another subject"
         )));
     }
     if state.store.get_provider(subject).await?.is_some() {
-        return Err(BuyError::conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "subject: `{subject}` is the cluster ID of a registered provider; a consumer token cannot share a provider's identity"
         )));
     }

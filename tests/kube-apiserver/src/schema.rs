@@ -95,11 +95,9 @@ fn prune(schema: &Value, value: &mut Value, root: bool) {
                 }
             }
         }
-        Value::Array(items) => {
-            if schema["items"].is_object() {
-                for item in items {
-                    prune(&schema["items"], item, false);
-                }
+        Value::Array(items) if schema["items"].is_object() => {
+            for item in items {
+                prune(&schema["items"], item, false);
             }
         }
         _ => {}
@@ -125,11 +123,9 @@ fn default(schema: &Value, value: &mut Value) {
                 }
             }
         }
-        Value::Array(items) => {
-            if schema["items"].is_object() {
-                for item in items {
-                    default(&schema["items"], item);
-                }
+        Value::Array(items) if schema["items"].is_object() => {
+            for item in items {
+                default(&schema["items"], item);
             }
         }
         _ => {}

@@ -5,6 +5,8 @@
 //! `kube::runtime::watcher`, a typed Lease round trip, and a kubeconfig
 //! written for child processes.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};

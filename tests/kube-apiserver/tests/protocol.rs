@@ -2,6 +2,8 @@
 //! source speaks it: selectors, pages from consistent snapshots, 410s,
 //! held and ended watches — and the status codes of writes.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::time::{Duration, Instant};
 
 use kube_test_server::{node, pod, Fault, Kind, KubeApiServer};

@@ -27,6 +27,7 @@ mod catalog_oidc;
 mod catalog_osb;
 mod catalog_osb_conformance;
 mod catalog_shared;
+mod duration_grammar;
 mod provider_agent;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
