@@ -19,7 +19,7 @@ pub struct PurchaseView {
     /// Present only for the buyer, while the purchase is `purchased`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    pub peering: Option<model::PeeringCredentials>,
+    pub peering: Option<crate::providers::PeeringCredentials>,
 }
 
 #[derive(OpenApi)]

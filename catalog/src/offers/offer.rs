@@ -148,7 +148,7 @@ pub struct OfferInput {
     pub updated_at: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
-    #[serde(default, deserialize_with = "super::optional_whole")]
+    #[serde(default, deserialize_with = "crate::http::optional_whole")]
     pub version: Option<u64>,
 }
 
