@@ -41,9 +41,13 @@ osb_pass="st-osb-$("$py" -c 'import secrets; print(secrets.token_hex(16))')"
 
 # A fresh data directory; --demo seeds a provider with offers, so requests
 # can reach real offers and plans (the document's examples name them).
+# Schemathesis sends wrong credentials on purpose, thousands of times, to
+# check every operation refuses them (401/403); the per-address limiter on
+# secret checks (tested end to end in catalog_hostile) would answer 429
+# instead, so it is set out of reach here.
 CATALOG_ADMIN_SECRET="$admin_secret" CATALOG_OSB_PASSWORD="$osb_pass" \
   "$bin" --listen "127.0.0.1:$port" --data-dir "$work/data" --demo \
-  --osb-username "$osb_user" --log warn >"$work/catalog.out" 2>"$work/catalog.log" &
+  --osb-username "$osb_user" --auth-rate-limit 1000000 --log warn >"$work/catalog.out" 2>"$work/catalog.log" &
 pid=$!
 
 ready=""
@@ -111,10 +115,6 @@ common=(
   --workers 1
   --request-timeout 10
   --exclude-path /subscribe
-  # unsupported_method: a 405 must carry `Allow` (RFC 9110); the catalog
-  # adds it in the restructured HTTP layer (branch `catalog`). Re-enable
-  # this check once that has landed.
-  --exclude-checks unsupported_method
   --no-color
   --output-truncate true
 )
@@ -136,9 +136,9 @@ failed=0
 # after deletion. The provider and platform runs keep it, for
 # DELETE /offer/{id} and the OSB deletions.
 run provider -H "Authorization: Bearer $provider_token" || failed=1
-run consumer -H "Authorization: Bearer $consumer_token" --exclude-checks unsupported_method,use_after_free || failed=1
+run consumer -H "Authorization: Bearer $consumer_token" --exclude-checks use_after_free || failed=1
 run "OSB platform (basic auth, /v2 only)" --include-path-regex '^/v2/' -a "$osb_user:$osb_pass" || failed=1
-run admin -H "Authorization: Bearer $admin_token" --exclude-checks unsupported_method,use_after_free || failed=1
+run admin -H "Authorization: Bearer $admin_token" --exclude-checks use_after_free || failed=1
 echo "schemathesis: $(( $(date +%s) - start )) s"
 
 if [ "$failed" -ne 0 ]; then

@@ -14,8 +14,8 @@ pub mod deadline;
 mod error;
 pub mod input;
 pub mod observe;
-pub mod schemas;
 pub mod ratelimit;
+pub mod schemas;
 
 use actix_web::http::header::{HeaderValue, ALLOW};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};

@@ -107,11 +107,13 @@ pub(crate) struct ProvisionRequest {
     #[serde(default)]
     #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     plan_id: Option<String>,
+    /// Required by OSB v2.17 (a non-empty string); 400 without it.
     #[serde(default)]
-    #[schema(value_type = Option<crate::http::schemas::OsbId>)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     organization_guid: Option<String>,
+    /// Required by OSB v2.17 (a non-empty string); 400 without it.
     #[serde(default)]
-    #[schema(value_type = Option<crate::http::schemas::OsbId>)]
+    #[schema(required = true, value_type = crate::http::schemas::OsbId)]
     space_guid: Option<String>,
     #[serde(default)]
     #[schema(value_type = Option<Object>)]

@@ -26,8 +26,8 @@ pub mod ids;
 pub mod instances;
 pub mod maintenance;
 pub mod model;
-pub mod store;
 pub mod openapi;
+pub mod store;
 pub mod update;
 
 use std::sync::Arc;
