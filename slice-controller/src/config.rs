@@ -25,11 +25,21 @@ pub struct ControllerArgs {
     pub class: Option<String>,
 
     /// How much of a slice's request to grant, out of what the chain offers its consumer less what the consumer's other accepted slices of the class hold: fit (all or deny), clamp (per resource, at most what remains), offer (what remains, whatever was asked).
-    #[arg(long, env = "RESOURCE_MONITOR_GRANT_POLICY", value_name = "POLICY", default_value = "fit")]
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_GRANT_POLICY",
+        value_name = "POLICY",
+        default_value = "fit"
+    )]
     pub grant_policy: GrantPolicy,
 
     /// When a consumer's allowance shrinks below what it was granted: keep (grants stand; only new requests see less) or follow (accepted slices are re-decided: denied under fit, shrunk under clamp and offer).
-    #[arg(long, env = "RESOURCE_MONITOR_ON_SHRINK", value_name = "BEHAVIOUR", default_value = "keep")]
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_ON_SHRINK",
+        value_name = "BEHAVIOUR",
+        default_value = "keep"
+    )]
     pub on_shrink: ShrinkPolicy,
 
     /// Re-read the chain for every consumer this often, notified or not.
@@ -37,7 +47,12 @@ pub struct ControllerArgs {
     pub resync: Duration,
 
     /// Serve /healthz, /readyz and /metrics for the controller on this address.
-    #[arg(long, env = "RESOURCE_MONITOR_HTTP_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081")]
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_HTTP_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
     pub http_listen: SocketAddr,
 
     /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
@@ -49,7 +64,11 @@ pub struct ControllerArgs {
     pub lease_name: Option<String>,
 
     /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_NAMESPACE", value_name = "NAMESPACE")]
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LEASE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
     pub lease_namespace: Option<String>,
 
     /// This replica's identity in the Lease [default: $HOSTNAME-<pid>].
@@ -144,16 +163,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A client for the provider cluster: `kubeconfig` (and `context`) if
 /// given, else inferred like `kubectl` (in-cluster in a pod).
-pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client, ConfigError> {
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Client, ConfigError> {
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
     };
     let config = match kubeconfig {
         Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path).map_err(|source| ConfigError::Kubeconfig {
-                path: path.to_path_buf(),
-                source,
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|source| {
+                ConfigError::Kubeconfig {
+                    path: path.to_path_buf(),
+                    source,
+                }
             })?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
@@ -162,12 +186,14 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
                     source,
                 })?
         }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|source| ConfigError::Kubeconfig {
-                path: PathBuf::from("(default kubeconfig)"),
-                source,
-            })?,
+        None if context.is_some() => {
+            kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|source| ConfigError::Kubeconfig {
+                    path: PathBuf::from("(default kubeconfig)"),
+                    source,
+                })?
+        }
         None => kube::Config::infer().await?,
     };
     Ok(Client::try_from(config)?)
@@ -193,7 +219,12 @@ pub async fn run(
     args.validate()?;
     let class = args.class()?.to_string();
     let metrics = Metrics::new();
-    let http = crate::http::bind(args.http_listen, metrics.clone(), shutdown.clone().cancelled_owned()).await?;
+    let http = crate::http::bind(
+        args.http_listen,
+        metrics.clone(),
+        shutdown.clone().cancelled_owned(),
+    )
+    .await?;
     let http = tokio::spawn(http);
 
     let identity = args.lease_identity.clone().unwrap_or_else(default_identity);
@@ -217,7 +248,11 @@ pub async fn run(
         let namespace = args
             .lease_namespace
             .clone()
-            .or_else(|| std::env::var("POD_NAMESPACE").ok().filter(|n| !n.is_empty()))
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
             .unwrap_or_else(|| client.default_namespace().to_string());
         let elector = Elector::new(
             client.clone(),
@@ -246,7 +281,14 @@ pub async fn run(
         .await;
     } else {
         metrics.set_leading(true);
-        reconcile::run(client, reader, settings, metrics, shutdown.clone().cancelled_owned()).await;
+        reconcile::run(
+            client,
+            reader,
+            settings,
+            metrics,
+            shutdown.clone().cancelled_owned(),
+        )
+        .await;
     }
     shutdown.cancel();
     match http.await {
@@ -280,8 +322,16 @@ mod tests {
 
     #[test]
     fn flags_and_checks() {
-        let cli = Cli::try_parse_from(["x", "--class", "gold", "--grant-policy", "clamp", "--on-shrink", "follow"])
-            .expect("parse");
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "gold",
+            "--grant-policy",
+            "clamp",
+            "--on-shrink",
+            "follow",
+        ])
+        .expect("parse");
         assert_eq!(cli.controller.class().expect("class"), "gold");
         assert_eq!(cli.controller.grant_policy, GrantPolicy::Clamp);
         assert_eq!(cli.controller.on_shrink, ShrinkPolicy::Follow);
@@ -289,13 +339,31 @@ mod tests {
         cli.controller.validate().expect("valid");
 
         let cli = Cli::try_parse_from(["x", "--class", "default"]).expect("parse");
-        assert!(matches!(cli.controller.validate(), Err(ConfigError::LiqoClass)));
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::LiqoClass)
+        ));
         let cli = Cli::try_parse_from(["x"]).expect("parse");
-        assert!(matches!(cli.controller.validate(), Err(ConfigError::NoClass)));
-        let cli = Cli::try_parse_from(["x", "--class", "g", "--lease-duration", "5s", "--lease-renew-deadline", "6s"])
-            .expect("parse");
-        assert!(matches!(cli.controller.validate(), Err(ConfigError::LeaseTimes { .. })));
-        let cli = Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::NoClass)
+        ));
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "g",
+            "--lease-duration",
+            "5s",
+            "--lease-renew-deadline",
+            "6s",
+        ])
+        .expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::LeaseTimes { .. })
+        ));
+        let cli =
+            Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
         assert!(!cli.controller.leader_elect);
     }
 }

@@ -150,11 +150,19 @@ pub struct Context {
 
 /// Decide every slice of one consumer. `offered` is the chain's answer for
 /// the consumer. Returns one decision per candidate, in the input order.
-pub fn decide_all(ctx: &Context, offered: &ResourceList, candidates: &[Candidate]) -> Vec<Decision> {
+pub fn decide_all(
+    ctx: &Context,
+    offered: &ResourceList,
+    candidates: &[Candidate],
+) -> Vec<Decision> {
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&candidates[a], &candidates[b]);
-        (a.accepted.is_none(), &a.created, &a.name).cmp(&(b.accepted.is_none(), &b.created, &b.name))
+        (a.accepted.is_none(), &a.created, &a.name).cmp(&(
+            b.accepted.is_none(),
+            &b.created,
+            &b.name,
+        ))
     });
     let mut decisions = vec![Decision::Keep; candidates.len()];
     let mut held = ResourceList::new();
@@ -325,7 +333,11 @@ fn clamp(
     let mut clamped = false;
     for (name, asked) in &requested.0 {
         let left = remaining.get(name).cloned().unwrap_or_else(zero);
-        let mut grant = if *asked <= left { asked.clone() } else { left.clone() };
+        let mut grant = if *asked <= left {
+            asked.clone()
+        } else {
+            left.clone()
+        };
         if let Some(kept) = floor.and_then(|f| f.get(name)) {
             if *kept > grant {
                 grant = kept.clone();
@@ -333,7 +345,9 @@ fn clamp(
         }
         if grant < *asked {
             clamped = true;
-            parts.push(format!("{name} {grant} (requested {asked}, remaining {left})"));
+            parts.push(format!(
+                "{name} {grant} (requested {asked}, remaining {left})"
+            ));
         } else {
             parts.push(format!("{name} {grant}"));
         }

@@ -40,7 +40,11 @@ pub fn router(metrics: Metrics) -> Router {
 }
 
 async fn readyz(State(metrics): State<Metrics>) -> impl IntoResponse {
-    let role = if metrics.is_leading() { "leader" } else { "standby" };
+    let role = if metrics.is_leading() {
+        "leader"
+    } else {
+        "standby"
+    };
     if metrics.reached_api() {
         (StatusCode::OK, format!("ok: {role}\n"))
     } else {

@@ -81,18 +81,25 @@ impl Elector {
 
     fn spec_for_me(&self, previous: Option<&LeaseSpec>) -> LeaseSpec {
         let now = MicroTime(jiff::Timestamp::now());
-        let mine = previous.and_then(|p| p.holder_identity.as_deref()) == Some(self.settings.identity.as_str());
+        let mine = previous.and_then(|p| p.holder_identity.as_deref())
+            == Some(self.settings.identity.as_str());
         let transitions = previous.and_then(|p| p.lease_transitions).unwrap_or(0);
         LeaseSpec {
             holder_identity: Some(self.settings.identity.clone()),
-            lease_duration_seconds: Some(i32::try_from(self.settings.duration.as_secs().max(1)).unwrap_or(i32::MAX)),
+            lease_duration_seconds: Some(
+                i32::try_from(self.settings.duration.as_secs().max(1)).unwrap_or(i32::MAX),
+            ),
             acquire_time: if mine {
                 previous.and_then(|p| p.acquire_time.clone())
             } else {
                 Some(now.clone())
             },
             renew_time: Some(now),
-            lease_transitions: Some(if mine || previous.is_none() { transitions } else { transitions + 1 }),
+            lease_transitions: Some(if mine || previous.is_none() {
+                transitions
+            } else {
+                transitions + 1
+            }),
             ..previous.cloned().unwrap_or_default()
         }
     }
@@ -192,8 +199,12 @@ impl Elector {
 /// Run `lead` whenever this replica holds the Lease, until `shutdown` is
 /// cancelled. `lead` gets a token that is cancelled when leadership is lost
 /// (or on shutdown) and must return soon after.
-pub async fn run_elected<F, Fut>(mut elector: Elector, metrics: Metrics, shutdown: CancellationToken, mut lead: F)
-where
+pub async fn run_elected<F, Fut>(
+    mut elector: Elector,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+    mut lead: F,
+) where
     F: FnMut(CancellationToken) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {

@@ -148,7 +148,10 @@ impl Metrics {
     }
 
     pub fn count_decision(&self, reason: &'static str) {
-        self.0.decisions.get_or_create(&ReasonLabels { reason }).inc();
+        self.0
+            .decisions
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
     }
 
     pub fn count_error(&self, kind: ErrorKind) {
@@ -160,24 +163,33 @@ impl Metrics {
 
     /// Record one consumer's slice counts after its reconcile.
     pub fn set_consumer_counts(&self, consumer: &str, counts: SliceCounts) {
-        let mut map = self.0.per_consumer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .0
+            .per_consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if counts == SliceCounts::default() {
             map.remove(consumer);
         } else {
             map.insert(consumer.to_string(), counts);
         }
-        let total = map.values().fold(SliceCounts::default(), |a, c| SliceCounts {
-            accepted: a.accepted + c.accepted,
-            denied: a.denied + c.denied,
-            waiting: a.waiting + c.waiting,
-        });
+        let total = map
+            .values()
+            .fold(SliceCounts::default(), |a, c| SliceCounts {
+                accepted: a.accepted + c.accepted,
+                denied: a.denied + c.denied,
+                waiting: a.waiting + c.waiting,
+            });
         drop(map);
         for (decision, value) in [
             ("accepted", total.accepted),
             ("denied", total.denied),
             ("waiting", total.waiting),
         ] {
-            self.0.slices.get_or_create(&DecisionLabels { decision }).set(value);
+            self.0
+                .slices
+                .get_or_create(&DecisionLabels { decision })
+                .set(value);
         }
     }
 

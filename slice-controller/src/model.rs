@@ -166,13 +166,14 @@ fn resource_list(value: &Value, field: &'static str) -> Result<ResourceList, Mod
             Value::Number(n) => n.to_string(),
             other => other.to_string(),
         };
-        let quantity: Quantity = text.trim().parse().map_err(|e: quantity::ParseError| {
-            ModelError::BadQuantity {
-                name: name.clone(),
-                value: text.clone(),
-                reason: e.to_string(),
-            }
-        })?;
+        let quantity: Quantity =
+            text.trim()
+                .parse()
+                .map_err(|e: quantity::ParseError| ModelError::BadQuantity {
+                    name: name.clone(),
+                    value: text.clone(),
+                    reason: e.to_string(),
+                })?;
         list.insert(name.clone(), quantity);
     }
     Ok(list)

@@ -117,7 +117,10 @@ pub async fn run(
     .touched_objects();
     let tenant_events = reflector(
         tenant_writer,
-        watcher(Api::<Tenant>::all(client.clone()), watcher::Config::default()),
+        watcher(
+            Api::<Tenant>::all(client.clone()),
+            watcher::Config::default(),
+        ),
     )
     .default_backoff()
     .touched_objects();
@@ -150,7 +153,10 @@ pub async fn run(
     });
     let span = tracing::info_span!("slice_controller", class = %shared.settings.class);
     async move {
-        tracing::info!(policy = shared.settings.policy.as_str(), "controller started");
+        tracing::info!(
+            policy = shared.settings.policy.as_str(),
+            "controller started"
+        );
         let results = applier(
             |tenant, shared: Arc<Shared>| Box::pin(reconcile(tenant, shared)),
             error_policy,
@@ -178,16 +184,19 @@ pub async fn run(
 /// `liqo.io/remote-cluster-id` label in the slice's namespace; until the
 /// Tenant is cached, the conventional name is used (the applier skips a
 /// reference that is not cached, and the Tenant's own arrival triggers it).
-fn tenant_of_slice(tenants: &Store<Tenant>, class: &str, slice: &ResourceSlice) -> Option<ObjectRef<Tenant>> {
+fn tenant_of_slice(
+    tenants: &Store<Tenant>,
+    class: &str,
+    slice: &ResourceSlice,
+) -> Option<ObjectRef<Tenant>> {
     if slice.class() != class || !slice.is_replicated() {
         return None;
     }
     let consumer = slice.consumer()?;
     let namespace = slice.metadata.namespace.as_deref()?;
-    let cached = tenants
-        .state()
-        .into_iter()
-        .find(|t| t.metadata.namespace.as_deref() == Some(namespace) && t.cluster_id() == Some(consumer));
+    let cached = tenants.state().into_iter().find(|t| {
+        t.metadata.namespace.as_deref() == Some(namespace) && t.cluster_id() == Some(consumer)
+    });
     Some(match cached {
         Some(tenant) => ObjectRef::from_obj(&*tenant),
         None => ObjectRef::new(consumer).within(namespace),
@@ -279,7 +288,8 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
                     && s.consumer() == Some(consumer.as_str())
             })
             .collect();
-        let (ready, waiting): (Vec<_>, Vec<_>) = mine.into_iter().partition(|s| s.is_authenticated());
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            mine.into_iter().partition(|s| s.is_authenticated());
         let mut counts = SliceCounts {
             waiting: i64::try_from(waiting.len()).unwrap_or(i64::MAX),
             ..SliceCounts::default()
@@ -295,18 +305,19 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             tenant: tenant.condition(),
             consumer: consumer.clone(),
         };
-        let offered = match ctx.tenant {
-            crate::model::TenantCondition::Active => shared
-                .reader
-                .read(&consumer)
-                .await
-                .map_err(|source| ReconcileError::Chain {
-                    consumer: consumer.clone(),
-                    source,
-                })?,
-            // Cordoned and drained tenants get nothing new: no need to ask.
-            _ => ResourceList::new(),
-        };
+        let offered =
+            match ctx.tenant {
+                crate::model::TenantCondition::Active => shared
+                    .reader
+                    .read(&consumer)
+                    .await
+                    .map_err(|source| ReconcileError::Chain {
+                        consumer: consumer.clone(),
+                        source,
+                    })?,
+                // Cordoned and drained tenants get nothing new: no need to ask.
+                _ => ResourceList::new(),
+            };
         let candidates: Vec<Candidate> = ready.iter().map(|s| candidate(s)).collect();
         let decisions = decision::decide_all(&ctx, &offered, &candidates);
 
@@ -325,27 +336,35 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
                 ConditionStatus::Denied => counts.denied += 1,
             }
             if let Some(status) = desired_status(slice, verdict, &now) {
-                writes.push((slice.clone(), verdict.clone(), status, candidate.requested.clone()));
+                writes.push((
+                    slice.clone(),
+                    verdict.clone(),
+                    status,
+                    candidate.requested.clone(),
+                ));
             }
         }
         shared.metrics.set_consumer_counts(&consumer, counts);
 
-        let outcomes: Vec<Result<(Arc<ResourceSlice>, Written), ReconcileError>> = stream::iter(writes)
-            .map(|(slice, verdict, status, requested)| {
-                let shared = shared.clone();
-                let now = now.clone();
-                async move {
-                    let written = write_status(&shared, &slice, &verdict, status, &requested, &now).await?;
-                    if matches!(written, Written::Done(_)) {
-                        shared.metrics.count_decision(verdict.reason.as_str());
-                        publish_event(&shared, &slice, &verdict);
+        let outcomes: Vec<Result<(Arc<ResourceSlice>, Written), ReconcileError>> =
+            stream::iter(writes)
+                .map(|(slice, verdict, status, requested)| {
+                    let shared = shared.clone();
+                    let now = now.clone();
+                    async move {
+                        let written =
+                            write_status(&shared, &slice, &verdict, status, &requested, &now)
+                                .await?;
+                        if matches!(written, Written::Done(_)) {
+                            shared.metrics.count_decision(verdict.reason.as_str());
+                            publish_event(&shared, &slice, &verdict);
+                        }
+                        Ok((slice, written))
                     }
-                    Ok((slice, written))
-                }
-            })
-            .buffer_unordered(WRITES_IN_FLIGHT)
-            .collect()
-            .await;
+                })
+                .buffer_unordered(WRITES_IN_FLIGHT)
+                .collect()
+                .await;
 
         let mut again = false;
         let mut written = Vec::new();
@@ -363,7 +382,11 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
         if let Some(error) = failure {
             return Err(error);
         }
-        tracing::debug!(slices = ready.len(), written = written.len(), "consumer reconciled");
+        tracing::debug!(
+            slices = ready.len(),
+            written = written.len(),
+            "consumer reconciled"
+        );
         Ok(if again {
             Action::requeue(Duration::ZERO)
         } else {
@@ -395,14 +418,23 @@ async fn write_status(
         ..slice.clone()
     };
     for _ in 0..WRITE_ATTEMPTS {
-        match api.replace_status(&name, &PostParams::default(), &body).await {
-            Ok(updated) => return Ok(Written::Done(updated.resource_version().unwrap_or_default())),
+        match api
+            .replace_status(&name, &PostParams::default(), &body)
+            .await
+        {
+            Ok(updated) => {
+                return Ok(Written::Done(
+                    updated.resource_version().unwrap_or_default(),
+                ))
+            }
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 shared.metrics.count_error(ErrorKind::Conflict);
                 tracing::debug!(slice = %slice.key(), "status write conflicted; re-reading");
                 let fresh = match api.get(&name).await {
                     Ok(fresh) => fresh,
-                    Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Written::Nothing),
+                    Err(kube::Error::Api(status)) if status.code == 404 => {
+                        return Ok(Written::Nothing)
+                    }
                     Err(error) => return Err(error.into()),
                 };
                 let same_request = fresh.class() == slice.class()
@@ -475,7 +507,10 @@ async fn catch_up(slices: &Store<ResourceSlice>, written: &[(Arc<ResourceSlice>,
             break;
         }
         if Instant::now() >= deadline {
-            tracing::warn!(slices = pending.len(), "the slice cache has not caught up with our writes");
+            tracing::warn!(
+                slices = pending.len(),
+                "the slice cache has not caught up with our writes"
+            );
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

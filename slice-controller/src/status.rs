@@ -56,7 +56,8 @@ pub fn desired_status(slice: &ResourceSlice, verdict: &Verdict, now: &str) -> Op
             .find(|c| c.get("type").and_then(Value::as_str) == Some(RESOURCES));
         match existing {
             Some(Value::Object(entry)) => {
-                let same = |key: &str, want: &str| entry.get(key).and_then(Value::as_str) == Some(want);
+                let same =
+                    |key: &str, want: &str| entry.get(key).and_then(Value::as_str) == Some(want);
                 let status_same = same("status", want_status);
                 if !status_same
                     || !same("reason", verdict.reason.as_str())
@@ -167,7 +168,10 @@ mod tests {
         // Same status, new message and grant: the time stays.
         let after = desired_status(&slice(before.clone()), &accepted("3"), NOW).expect("changed");
         assert_eq!(after["conditions"][0]["lastTransitionTime"], EARLIER);
-        assert_eq!(after["conditions"][0]["message"], "granted as requested: cpu 3");
+        assert_eq!(
+            after["conditions"][0]["message"],
+            "granted as requested: cpu 3"
+        );
         assert_eq!(after["conditions"][0]["extra"], 1);
         assert_eq!(after["conditions"][1], auth());
         assert_eq!(after["resources"], json!({"cpu": "3"}));

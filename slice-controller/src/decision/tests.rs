@@ -24,7 +24,12 @@ fn pending(name: &str, created: &str, asked: &[(&str, &str)]) -> Candidate {
     }
 }
 
-fn incumbent(name: &str, created: &str, asked: &[(&str, &str)], holds: &[(&str, &str)]) -> Candidate {
+fn incumbent(
+    name: &str,
+    created: &str,
+    asked: &[(&str, &str)],
+    holds: &[(&str, &str)],
+) -> Candidate {
     Candidate {
         accepted: Some(list(holds)),
         ..pending(name, created, asked)
@@ -72,7 +77,12 @@ fn fit_denies_naming_each_resource_and_the_shortfall() {
             pending(
                 "new",
                 T2,
-                &[("cpu", "4"), ("memory", "8Gi"), ("nvidia.com/gpu", "1"), ("pods", "0")],
+                &[
+                    ("cpu", "4"),
+                    ("memory", "8Gi"),
+                    ("nvidia.com/gpu", "1"),
+                    ("pods", "0"),
+                ],
             ),
         ],
     );
@@ -96,16 +106,28 @@ fn fit_denies_naming_each_resource_and_the_shortfall() {
 fn fit_compares_quantities_by_value() {
     let c = ctx(GrantPolicy::Fit, ShrinkPolicy::Keep);
     // 1Gi == 1024Mi: fits exactly.
-    let out = decide_all(&c, &list(&[("memory", "1024Mi")]), &[pending("a", T1, &[("memory", "1Gi")])]);
+    let out = decide_all(
+        &c,
+        &list(&[("memory", "1024Mi")]),
+        &[pending("a", T1, &[("memory", "1Gi")])],
+    );
     assert_eq!(verdict(&out[0]).status, ConditionStatus::Accepted);
     // 1G < 1Gi: short by the difference, exactly.
-    let out = decide_all(&c, &list(&[("memory", "1G")]), &[pending("a", T1, &[("memory", "1Gi")])]);
+    let out = decide_all(
+        &c,
+        &list(&[("memory", "1G")]),
+        &[pending("a", T1, &[("memory", "1Gi")])],
+    );
     assert_eq!(
         verdict(&out[0]).message,
         "does not fit: memory: requested 1Gi, remaining 1G (offered 1G, held by other accepted slices 0), short by 73741824"
     );
     // 1500m of cpu against 1.5: equal.
-    let out = decide_all(&c, &list(&[("cpu", "1.5")]), &[pending("a", T1, &[("cpu", "1500m")])]);
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "1.5")]),
+        &[pending("a", T1, &[("cpu", "1500m")])],
+    );
     assert_eq!(verdict(&out[0]).status, ConditionStatus::Accepted);
 }
 
@@ -114,12 +136,26 @@ fn fit_decides_the_oldest_first_and_incumbents_before_newcomers() {
     let offered = list(&[("cpu", "4")]);
     let c = ctx(GrantPolicy::Fit, ShrinkPolicy::Keep);
     // Two newcomers of 3 cpu: the older wins, whatever the input order.
-    let out = decide_all(&c, &offered, &[pending("b", T2, &[("cpu", "3")]), pending("a", T1, &[("cpu", "3")])]);
+    let out = decide_all(
+        &c,
+        &offered,
+        &[
+            pending("b", T2, &[("cpu", "3")]),
+            pending("a", T1, &[("cpu", "3")]),
+        ],
+    );
     assert_eq!(verdict(&out[1]).status, ConditionStatus::Accepted);
     assert_eq!(verdict(&out[0]).status, ConditionStatus::Denied);
     assert_eq!(verdict(&out[0]).message, "does not fit: cpu: requested 3, remaining 1 (offered 4, held by other accepted slices 3), short by 2");
     // An incumbent younger than a newcomer still goes first.
-    let out = decide_all(&c, &offered, &[pending("old", T1, &[("cpu", "3")]), incumbent("young", T3, &[("cpu", "3")], &[("cpu", "3")])]);
+    let out = decide_all(
+        &c,
+        &offered,
+        &[
+            pending("old", T1, &[("cpu", "3")]),
+            incumbent("young", T3, &[("cpu", "3")], &[("cpu", "3")]),
+        ],
+    );
     assert_eq!(out[1], Decision::Keep);
     assert_eq!(verdict(&out[0]).status, ConditionStatus::Denied);
 }
@@ -128,15 +164,26 @@ fn fit_decides_the_oldest_first_and_incumbents_before_newcomers() {
 fn fit_keep_never_takes_a_grant_back_follow_does() {
     // The allowance shrank from 4 to 2 cpu; "a" holds 3.
     let offered = list(&[("cpu", "2")]);
-    let slices = [incumbent("a", T1, &[("cpu", "3")], &[("cpu", "3")]), pending("b", T2, &[("cpu", "1")])];
-    let out = decide_all(&ctx(GrantPolicy::Fit, ShrinkPolicy::Keep), &offered, &slices);
+    let slices = [
+        incumbent("a", T1, &[("cpu", "3")], &[("cpu", "3")]),
+        pending("b", T2, &[("cpu", "1")]),
+    ];
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &slices,
+    );
     assert_eq!(out[0], Decision::Keep);
     assert_eq!(
         verdict(&out[1]).message,
         "does not fit: cpu: requested 1, remaining 0 (offered 2, held by other accepted slices 3), short by 1"
     );
 
-    let out = decide_all(&ctx(GrantPolicy::Fit, ShrinkPolicy::Follow), &offered, &slices);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Follow),
+        &offered,
+        &slices,
+    );
     assert_eq!(
         verdict(&out[0]),
         &Verdict {
@@ -175,7 +222,11 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
         &offered,
         &[
             incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]),
-            pending("b", T2, &[("cpu", "5"), ("memory", "2Gi"), ("nvidia.com/gpu", "1")]),
+            pending(
+                "b",
+                T2,
+                &[("cpu", "5"), ("memory", "2Gi"), ("nvidia.com/gpu", "1")],
+            ),
         ],
     );
     assert_eq!(
@@ -188,7 +239,11 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
         }
     );
     // A request within what remains is granted as asked.
-    let out = decide_all(&ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep), &offered, &[pending("c", T1, &[("cpu", "2")])]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &offered,
+        &[pending("c", T1, &[("cpu", "2")])],
+    );
     assert_eq!(
         verdict(&out[0]),
         &Verdict {
@@ -204,18 +259,37 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
 fn clamp_keep_grows_but_never_shrinks_follow_shrinks() {
     let holds = incumbent("a", T1, &[("cpu", "4")], &[("cpu", "2")]);
     // Grows to 3 when 3 remain.
-    let out = decide_all(&ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep), &list(&[("cpu", "3")]), std::slice::from_ref(&holds));
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "3")]),
+        std::slice::from_ref(&holds),
+    );
     assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "3")])));
     // Keeps 2 when only 1 remains.
-    let out = decide_all(&ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep), &list(&[("cpu", "1")]), std::slice::from_ref(&holds));
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "1")]),
+        std::slice::from_ref(&holds),
+    );
     assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "2")])));
-    assert_eq!(verdict(&out[0]).message, "granted less than requested: cpu 2 (requested 4, remaining 1)");
+    assert_eq!(
+        verdict(&out[0]).message,
+        "granted less than requested: cpu 2 (requested 4, remaining 1)"
+    );
     // Follow: shrinks to 1.
-    let out = decide_all(&ctx(GrantPolicy::Clamp, ShrinkPolicy::Follow), &list(&[("cpu", "1")]), &[holds]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Follow),
+        &list(&[("cpu", "1")]),
+        &[holds],
+    );
     assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "1")])));
     // A request lowered below the grant is decided afresh, even with keep.
     let lowered = incumbent("a", T1, &[("cpu", "1")], &[("cpu", "2")]);
-    let out = decide_all(&ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep), &list(&[("cpu", "8")]), &[lowered]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "8")]),
+        &[lowered],
+    );
     assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "1")])));
 }
 
@@ -240,18 +314,35 @@ fn offer_grants_what_remains_whatever_was_asked() {
     let out = decide_all(
         &ctx(GrantPolicy::Offer, ShrinkPolicy::Keep),
         &offered,
-        &[incumbent("a", T1, &[], &[("cpu", "4"), ("memory", "8Gi")]), pending("b", T2, &[])],
+        &[
+            incumbent("a", T1, &[], &[("cpu", "4"), ("memory", "8Gi")]),
+            pending("b", T2, &[]),
+        ],
     );
-    assert_eq!(verdict(&out[1]).message, "granted what is offered: cpu 0, memory 0");
+    assert_eq!(
+        verdict(&out[1]).message,
+        "granted what is offered: cpu 0, memory 0"
+    );
 }
 
 #[test]
 fn offer_follows_the_chain_down_only_with_follow() {
     let holds = incumbent("a", T1, &[], &[("cpu", "4")]);
     let shrunk = list(&[("cpu", "2"), ("memory", "1Gi")]);
-    let out = decide_all(&ctx(GrantPolicy::Offer, ShrinkPolicy::Keep), &shrunk, std::slice::from_ref(&holds));
-    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "4"), ("memory", "1Gi")])));
-    let out = decide_all(&ctx(GrantPolicy::Offer, ShrinkPolicy::Follow), &shrunk, &[holds]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Keep),
+        &shrunk,
+        std::slice::from_ref(&holds),
+    );
+    assert_eq!(
+        verdict(&out[0]).granted,
+        Some(list(&[("cpu", "4"), ("memory", "1Gi")]))
+    );
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Follow),
+        &shrunk,
+        &[holds],
+    );
     assert_eq!(verdict(&out[0]).granted, Some(shrunk));
 }
 
@@ -264,7 +355,10 @@ fn cordoned_tenant_keeps_grants_and_denies_new_ones() {
     let out = decide_all(
         &c,
         &list(&[("cpu", "100")]),
-        &[incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]), pending("b", T2, &[("cpu", "1")])],
+        &[
+            incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]),
+            pending("b", T2, &[("cpu", "1")]),
+        ],
     );
     assert_eq!(out[0], Decision::Keep);
     assert_eq!(
@@ -284,7 +378,11 @@ fn drained_tenant_gets_nothing() {
         tenant: TenantCondition::Drained,
         ..ctx(GrantPolicy::Fit, ShrinkPolicy::Keep)
     };
-    let out = decide_all(&c, &list(&[("cpu", "100")]), &[incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")])]);
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "100")]),
+        &[incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")])],
+    );
     assert_eq!(
         verdict(&out[0]),
         &Verdict {
@@ -306,15 +404,26 @@ fn unreadable_request_is_denied_with_the_reason() {
         }),
         ..pending("a", T1, &[])
     };
-    let out = decide_all(&ctx(GrantPolicy::Fit, ShrinkPolicy::Keep), &list(&[]), &[bad]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &list(&[]),
+        &[bad],
+    );
     let v = verdict(&out[0]);
     assert_eq!(v.reason, Reason::InvalidRequest);
-    assert_eq!(v.message, "spec.resources.cpu: \"lots\" is not a quantity: no digits");
+    assert_eq!(
+        v.message,
+        "spec.resources.cpu: \"lots\" is not a quantity: no digits"
+    );
 }
 
 #[test]
 fn an_empty_request_fits_anything() {
-    let out = decide_all(&ctx(GrantPolicy::Fit, ShrinkPolicy::Keep), &list(&[]), &[pending("a", T1, &[])]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &list(&[]),
+        &[pending("a", T1, &[])],
+    );
     assert_eq!(verdict(&out[0]).message, "granted as requested: nothing");
     assert_eq!(verdict(&out[0]).granted, Some(list(&[])));
 }
