@@ -79,6 +79,20 @@ impl Elector {
         &self.settings
     }
 
+    /// How long a candidate waits before trying again: `retry`, or less
+    /// when the Lease it saw expires sooner (so a dead leader is replaced
+    /// right at expiry, not up to one `retry` later).
+    pub fn next_try(&self) -> Duration {
+        let retry = self.settings.retry;
+        match &self.observed {
+            Some(seen) if seen.holder.is_some() => {
+                let left = seen.duration.saturating_sub(seen.since.elapsed());
+                retry.min(left + Duration::from_millis(5))
+            }
+            _ => retry,
+        }
+    }
+
     fn spec_for_me(&self, previous: Option<&LeaseSpec>) -> LeaseSpec {
         let now = MicroTime(jiff::Timestamp::now());
         let mine = previous.and_then(|p| p.holder_identity.as_deref())
@@ -227,7 +241,7 @@ pub async fn run_elected<F, Fut>(
                     metrics.set_reached_api();
                     tokio::select! {
                         () = shutdown.cancelled() => return,
-                        () = tokio::time::sleep(retry) => continue,
+                        () = tokio::time::sleep(elector.next_try()) => continue,
                     }
                 }
                 Err(error) => {
