@@ -7,9 +7,10 @@
 //! needs only get, create and replace with a `resourceVersion`
 //! precondition — the algorithm of client-go's `leaderelection` package:
 //!
-//! - a candidate reads the Lease every `retry`; it takes the Lease when it
-//!   is free (no holder) or expired, by replacing it at the version it read
-//!   (two candidates racing: one gets `409 Conflict` and stays candidate);
+//! - a candidate reads the Lease every `retry` (and right when the Lease it
+//!   saw expires); it takes the Lease when it is free (no holder) or
+//!   expired, by replacing it at the version it read (two candidates
+//!   racing: one gets `409 Conflict` and stays candidate);
 //! - "expired" is judged by this replica's own clock: the Lease's holder
 //!   and `renewTime` must not have changed for `leaseDurationSeconds` since
 //!   this replica first saw them. Clocks of different machines are never
@@ -20,8 +21,9 @@
 //! - on shutdown the leader releases the Lease (clears the holder), so a
 //!   standby takes over within one `retry` instead of a whole `duration`.
 //!
-//! A leader that dies without releasing is replaced at most `duration +
-//! retry` after its last renewal.
+//! A leader that dies without releasing is replaced `duration` after a
+//! standby first saw its last renewal — at most `duration + retry` after
+//! the renewal itself.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -125,6 +125,14 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
 
+    // Ready (for /readyz) once the slice cache is filled.
+    let ready = (slices.clone(), metrics.clone());
+    let readiness = tokio::spawn(async move {
+        if ready.0.wait_until_ready().await.is_ok() {
+            ready.1.set_reached_api();
+        }
+    });
+
     let class = settings.class.clone();
     let lookup = tenants.clone();
     let from_slices = slice_events.map_ok(move |slice| {
@@ -173,6 +181,7 @@ pub async fn run(
                 }
             })
             .await;
+        readiness.abort();
         tracing::info!("controller stopped");
     }
     .instrument(span)
