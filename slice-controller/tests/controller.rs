@@ -108,7 +108,7 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
     let b = wait_status(&kube, "b", "Denied").await;
     assert_eq!(
         b["message"],
-        "does not fit: cpu: requested 3, remaining 1 (offered 4, held by other accepted slices 3), short by 1"
+        "does not fit: cpu: requested 3, remaining 1 (offered 4, held by other accepted slices 3), short by 2"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let writes = status_writes(&kube);
@@ -117,8 +117,13 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
     // The next status write meets a 409; the controller re-reads and
     // writes again.
     kube.inject(Fault::new(409).verb("update").resource("resourceslices").subresource("status"));
+    let changed = Instant::now();
     source.set(cpu("6"));
     wait_status(&kube, "b", "Accepted").await;
+    // Re-read and rewritten at once, not after the 2 s retry of a failed
+    // reconcile.
+    assert!(changed.elapsed() < Duration::from_secs(1), "{:?}", changed.elapsed());
+    assert!(kube.audit().iter().any(|r| r.code == 409));
     let after = kube.get(SLICES, Some(NS), "b").expect("b");
     assert_eq!(after["status"]["resources"], json!({"cpu": "3"}));
     assert_eq!(after["status"]["authParams"], json!({"ca": "Q0E=", "signedCRT": "Q1JU", "apiServer": "https://p:6443"}));
