@@ -17,6 +17,30 @@ use crate::lease::{self, Elector, LeaseSettings};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Settings};
 
+/// What `resource-monitor --liqo-api` asks for: a gRPC wire shape for Liqo
+/// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiqoMode {
+    Grpc(resource_monitor::LiqoApi),
+    V1,
+}
+
+impl std::str::FromStr for LiqoMode {
+    type Err = String;
+    /// `v1`, `1`, `v1.2`, `v1.0.3` → [`LiqoMode::V1`]; anything else as a
+    /// wire shape (`v0.5`, `v0.6`, `v0.9`, …).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let version = lower.strip_prefix('v').unwrap_or(&lower);
+        if version.split('.').next() == Some("1") {
+            return Ok(LiqoMode::V1);
+        }
+        s.parse::<resource_monitor::LiqoApi>()
+            .map(LiqoMode::Grpc)
+            .map_err(|e| format!("{e}, or v1 (ResourceSlice classes)"))
+    }
+}
+
 /// Flags of the ResourceSlice class controller (`--liqo-api v1`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ControllerArgs {
@@ -307,6 +331,17 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         controller: ControllerArgs,
+    }
+
+    #[test]
+    fn liqo_modes() {
+        assert_eq!("v1".parse::<LiqoMode>(), Ok(LiqoMode::V1));
+        assert_eq!("v1.2.0".parse::<LiqoMode>(), Ok(LiqoMode::V1));
+        assert_eq!(
+            "v0.9".parse::<LiqoMode>(),
+            Ok(LiqoMode::Grpc(resource_monitor::LiqoApi::V09))
+        );
+        assert!("v2".parse::<LiqoMode>().is_err());
     }
 
     #[test]
