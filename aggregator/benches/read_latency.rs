@@ -1,7 +1,7 @@
 //! Read latency of the aggregator over 10 and 100 upstreams on loopback
 //! (not a test; bounded to well under a minute once built).
 //!
-//! N upstream ResourceReader servers (`resource-monitor`'s server over a
+//! N upstream ResourceReader servers (`resource-reader`'s server over a
 //! memory source, shape A, each on its own loopback port) are pooled by an
 //! [`Aggregate`] served over gRPC (shape A); a client reads it one call at a
 //! time. Every read fans out to all N upstreams over gRPC and sums their
@@ -31,9 +31,9 @@ use aggregator::metrics::Metrics;
 use aggregator::{Aggregate, Policy};
 use liqo_proto::shape_a;
 use quantity::ResourceList;
-use resource_monitor::server::{serve_listener, ServerOptions};
-use resource_monitor::source::MemorySource;
-use resource_monitor::LiqoApi;
+use resource_reader::server::{serve_listener, ServerOptions};
+use resource_reader::LiqoApi;
+use resource_reader::MemorySource;
 use tokio::net::TcpListener;
 use tonic::transport::Endpoint;
 

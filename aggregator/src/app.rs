@@ -1,14 +1,14 @@
 //! Wiring: start the upstream clients, the summing reader, the operator's
 //! HTTP port and the reloader, then serve the pooled reader over gRPC with
-//! `resource-monitor`'s server (any of Liqo's three wire shapes, with
+//! `resource-reader`'s server (any of Liqo's three wire shapes, with
 //! health checking and reflection) until shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use resource_monitor::client::ClientError;
-use resource_monitor::server::{self, ServeError, ServerOptions};
+use resource_reader::client::ClientError;
+use resource_reader::server::{self, ServeError, ServerOptions};
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -78,7 +78,12 @@ pub async fn run(
         })?;
     let http = match settings.metrics_listen {
         Some(addr) => {
-            let server = http::bind(addr, aggregate.clone(), metrics.clone(), stopped()).await?;
+            let limits = http::limits(
+                settings.max_connections_per_peer,
+                settings.handshake_timeout,
+            );
+            let server =
+                http::bind(addr, limits, aggregate.clone(), metrics.clone(), stopped()).await?;
             Some(tokio::spawn(server.instrument(tracing::info_span!("http"))))
         }
         None => None,
@@ -105,6 +110,9 @@ pub async fn run(
         pool_name: settings.pool_name.clone(),
         pool_prefix: settings.pool_prefix.clone(),
         max_connections: settings.max_connections,
+        max_connections_per_peer: settings.max_connections_per_peer,
+        handshake_timeout: settings.handshake_timeout,
+        first_sync_timeout: settings.first_sync_timeout,
         ..ServerOptions::new(settings.liqo_api)
     };
     let (serving_tx, serving) = watch::channel(aggregate.any_up());

@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! listen = "0.0.0.0:6000"
-//! liqo_api = "v0.6"               # downstream shape: v0.5 (A) | v0.6 … v0.8 (B) | v0.9 … v0.11 (C)
+//! liqo_api = "v0.6"               # downstream shape: v0.5 (A) | v0.6 … v0.8 (B) | v0.9 … v0.10 (C)
 //! metrics_listen = "127.0.0.1:9090"
 //! upstream_timeout = "1s"
 //! coalesce = "100ms"
@@ -18,9 +18,11 @@
 //! address = "10.0.0.1:6001"       # host:port or http://host:port, shape A
 //! ```
 //!
-//! The file is re-read on SIGHUP and when it changes (see [`crate::reload`]);
+//! The file is re-read on SIGHUP and when it changes (the `reload` module);
 //! a file that fails to parse or validate changes nothing. Errors name the
-//! key and its line.
+//! key and its line. Durations, in flags and file alike, are written in the
+//! grammar of [`edge::duration`]: `500ms`, `30s`, `5m`, `1h 30m`, `7d`, or a
+//! bare number of seconds.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -28,7 +30,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use resource_monitor::LiqoApi;
+pub use edge::log::LogFormat;
+use resource_reader::LiqoApi;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -44,9 +47,16 @@ pub mod defaults {
     /// downstream notification.
     pub const COALESCE: Duration = Duration::from_millis(100);
     /// How long a last-known answer may stand in for an unreachable upstream.
-    pub const MAX_AGE: Duration = Duration::from_secs(30);
+    pub const MAX_AGE: Duration = crate::policy::DEFAULT_MAX_AGE;
     /// Downstream gRPC connections open at once.
     pub const MAX_CONNECTIONS: usize = 256;
+    /// Downstream connections open at once from one IP address (each port).
+    pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
+    /// How long a new downstream connection has to send its first bytes.
+    pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+    /// Shape A: how long a read waits for a first answer when no upstream
+    /// can answer yet.
+    pub const FIRST_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 }
 
 /// Pools N upstream Liqo ResourceReaders into one offer.
@@ -65,10 +75,14 @@ pub mod defaults {
 ///
 ///   listen = "0.0.0.0:6000"   liqo_api = "v0.6"   metrics_listen = "127.0.0.1:9090"
 ///   upstream_timeout = "1s"   coalesce = "100ms"  pool_name = ""  pool_prefix = ""  max_connections = 256
+///   max_connections_per_peer = 32   handshake_timeout = "5s"   first_sync_timeout = "10s"
 ///   [policy]      mode = "last-known" | "omit",  max_age = "30s"
 ///   [[upstream]]  cluster_id = "c1",  address = "10.0.0.1:6001",  liqo_api = "v0.5"   (repeat; summed in order)
 ///
 /// Reload applies upstreams, policy and upstream_timeout; other keys need a restart.
+///
+/// Durations (flags, environment, file): 500ms, 30s, 5m, 1h 30m, 7d, or a
+/// bare number of seconds.
 #[derive(Debug, Clone, Default, clap::Parser)]
 #[command(name = "aggregator", version, verbatim_doc_comment)]
 pub struct Cli {
@@ -93,7 +107,7 @@ pub struct Cli {
     pub upstreams: Vec<UpstreamFlag>,
 
     /// Wire shape served downstream: v0.5 (shape A), v0.6 … v0.8 (B),
-    /// v0.9 … v0.11 (C). [default: v0.5]
+    /// v0.9 … v0.10 (C). [default: v0.5]
     #[arg(long, env = "AGGREGATOR_LIQO_API", value_name = "VERSION")]
     pub liqo_api: Option<LiqoApi>,
 
@@ -120,34 +134,45 @@ pub struct Cli {
 
     /// With `--policy last-known`: how long a last-known answer may stand in
     /// for an upstream that stopped answering (e.g. 30s, 2m). [default: 30s]
-    #[arg(long, env = "AGGREGATOR_MAX_AGE", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "AGGREGATOR_MAX_AGE", value_parser = edge::duration::parse, value_name = "DURATION")]
     pub max_age: Option<Duration>,
 
     /// Limit for one upstream read; a slower upstream is handled by the
     /// policy (e.g. 500ms, 2s). [default: 1s]
-    #[arg(long, env = "AGGREGATOR_UPSTREAM_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "AGGREGATOR_UPSTREAM_TIMEOUT", value_parser = edge::duration::parse, value_name = "DURATION")]
     pub upstream_timeout: Option<Duration>,
 
     /// Upstream changes within this window are sent downstream as one
     /// notification (e.g. 100ms, 0s to disable). [default: 100ms]
-    #[arg(long, env = "AGGREGATOR_COALESCE", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "AGGREGATOR_COALESCE", value_parser = edge::duration::parse, value_name = "DURATION")]
     pub coalesce: Option<Duration>,
 
     /// Downstream gRPC connections open at once; more wait. [default: 256]
     #[arg(long, env = "AGGREGATOR_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
 
+    /// Connections open at once from one IP address, on the gRPC port and on
+    /// the metrics port each; more are closed at once. [default: 32; the
+    /// metrics port never allows more than 8]
+    #[arg(long, env = "AGGREGATOR_MAX_CONNECTIONS_PER_PEER", value_name = "N")]
+    pub max_connections_per_peer: Option<usize>,
+
+    /// A new connection (gRPC or metrics port) that has not sent its first
+    /// bytes (the HTTP/2 preface, an HTTP request line) within this time is
+    /// closed, so silent connections cannot hold the slots. [default: 5s]
+    #[arg(long, env = "AGGREGATOR_HANDSHAKE_TIMEOUT", value_parser = edge::duration::parse, value_name = "DURATION")]
+    pub handshake_timeout: Option<Duration>,
+
+    /// Shape A downstream (Liqo v0.5 withdraws the offer on any error): how
+    /// long a read waits for a first answer while no upstream can give one;
+    /// once answered, a failing read is answered with the last known sum.
+    /// [default: 10s]
+    #[arg(long, env = "AGGREGATOR_FIRST_SYNC_TIMEOUT", value_parser = edge::duration::parse, value_name = "DURATION")]
+    pub first_sync_timeout: Option<Duration>,
+
     /// Log format; levels come from RUST_LOG (default: info).
     #[arg(long, env = "AGGREGATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-}
-
-/// How logs are written (to stderr).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
 }
 
 /// A cluster ID: what Liqo sends as the originator of a read.
@@ -276,33 +301,15 @@ impl FromStr for UpstreamFlag {
     }
 }
 
-/// A duration written with its unit: `250ms`, `1.5s`, `30s`, `5m`, `1h`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let bad = || format!("invalid duration {s:?}: write a number and a unit, e.g. 500ms, 30s, 5m");
-    let value: f64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(bad()),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
-}
-
-/// A duration in the file: a string with a unit, as [`parse_duration`].
+/// A duration in the file: a string in the grammar of [`edge::duration`]
+/// (`"30s"`, `"5m"`, `"1h 30m"`, or `"30"` for bare seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileDuration(Duration);
 
 impl<'de> Deserialize<'de> for FileDuration {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        parse_duration(&s)
+        edge::duration::parse(&s)
             .map(FileDuration)
             .map_err(serde::de::Error::custom)
     }
@@ -320,6 +327,9 @@ struct FileConfig {
     upstream_timeout: Option<FileDuration>,
     coalesce: Option<FileDuration>,
     max_connections: Option<usize>,
+    max_connections_per_peer: Option<usize>,
+    handshake_timeout: Option<FileDuration>,
+    first_sync_timeout: Option<FileDuration>,
     #[serde(default)]
     policy: FilePolicy,
     #[serde(default)]
@@ -368,6 +378,9 @@ pub struct Settings {
     pub pool_prefix: String,
     pub metrics_listen: Option<SocketAddr>,
     pub max_connections: usize,
+    pub max_connections_per_peer: usize,
+    pub handshake_timeout: Duration,
+    pub first_sync_timeout: Duration,
     pub coalesce: Duration,
     /// The part that a reload may change without a restart.
     pub dynamic: Dynamic,
@@ -457,6 +470,26 @@ impl Settings {
                 message: "must be at least 1".into(),
             });
         }
+        let max_connections_per_peer = cli
+            .max_connections_per_peer
+            .or(file.max_connections_per_peer)
+            .unwrap_or(defaults::MAX_CONNECTIONS_PER_PEER);
+        if max_connections_per_peer == 0 {
+            return Err(ConfigError::Invalid {
+                key: "max_connections_per_peer",
+                message: "must be at least 1".into(),
+            });
+        }
+        let handshake_timeout = cli
+            .handshake_timeout
+            .or(file.handshake_timeout.map(|d| d.0))
+            .unwrap_or(defaults::HANDSHAKE_TIMEOUT);
+        if handshake_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                key: "handshake_timeout",
+                message: "must be longer than 0s".into(),
+            });
+        }
         Ok(Settings {
             listen: cli.listen.or(file.listen).ok_or(ConfigError::NoListen)?,
             liqo_api: cli.liqo_api.or(file.liqo_api).unwrap_or_default(),
@@ -468,6 +501,12 @@ impl Settings {
                 .unwrap_or_default(),
             metrics_listen: cli.metrics_listen.or(file.metrics_listen),
             max_connections,
+            max_connections_per_peer,
+            handshake_timeout,
+            first_sync_timeout: cli
+                .first_sync_timeout
+                .or(file.first_sync_timeout.map(|d| d.0))
+                .unwrap_or(defaults::FIRST_SYNC_TIMEOUT),
             coalesce: cli
                 .coalesce
                 .or(file.coalesce.map(|d| d.0))
@@ -498,6 +537,15 @@ impl Settings {
         }
         if self.max_connections != new.max_connections {
             keys.push("max_connections");
+        }
+        if self.max_connections_per_peer != new.max_connections_per_peer {
+            keys.push("max_connections_per_peer");
+        }
+        if self.handshake_timeout != new.handshake_timeout {
+            keys.push("handshake_timeout");
+        }
+        if self.first_sync_timeout != new.first_sync_timeout {
+            keys.push("first_sync_timeout");
         }
         if self.coalesce != new.coalesce {
             keys.push("coalesce");
@@ -705,13 +753,36 @@ liqo_api = "v0.9"
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        for bad in ["", "5", "s", "-1s", "1d", "1.2.3s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+    fn durations_in_the_one_grammar() {
+        let s = from_text(
+            &Cli::default(),
+            "listen = \"127.0.0.1:1\"\nupstream_timeout = \"2\"\ncoalesce = \"1s 500ms\"\nhandshake_timeout = \"3s\"\n[policy]\nmax_age = \"1d\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.dynamic.upstream_timeout, Duration::from_secs(2));
+        assert_eq!(s.coalesce, Duration::from_millis(1500));
+        assert_eq!(s.handshake_timeout, Duration::from_secs(3));
+        assert_eq!(
+            s.dynamic.policy,
+            Policy::LastKnown {
+                max_age: Duration::from_secs(86_400)
+            }
+        );
+        let s = Settings::resolve(&cli(&["--listen", "127.0.0.1:1", "--max-age", "90"])).unwrap();
+        assert_eq!(
+            s.dynamic.policy,
+            Policy::LastKnown {
+                max_age: Duration::from_secs(90)
+            }
+        );
+        for bad in [
+            "upstream_timeout = -1\n",
+            "coalesce = \"1.5\"\n",
+            "coalesce = true\n",
+        ] {
+            let text = format!("listen = \"127.0.0.1:1\"\n{bad}");
+            let err = from_text(&Cli::default(), &text).unwrap_err().to_string();
+            assert!(err.contains("line 2"), "{bad}: {err}");
         }
     }
 
@@ -735,5 +806,107 @@ liqo_api = "v0.9"
         assert!(a.restart_needed(&b).is_empty());
         b.listen = "127.0.0.1:2".parse().unwrap();
         assert_eq!(a.restart_needed(&b), ["listen"]);
+    }
+
+    /// Hostile config files, assembled from pieces of real ones, broken
+    /// values and raw noise: resolving never panics, and what is accepted
+    /// holds what the aggregator relies on (unique, well-formed cluster IDs;
+    /// positive timeouts; at least one connection per peer).
+    mod hostile {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn value() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("\"127.0.0.1:6000\"".to_string()),
+                Just("\"nowhere\"".to_string()),
+                Just("\"a\"".to_string()),
+                Just("\"b\"".to_string()),
+                Just("\"a b\"".to_string()),
+                Just("\"\"".to_string()),
+                Just("\"https://h:1\"".to_string()),
+                Just("\"h:1\"".to_string()),
+                Just("\"0s\"".to_string()),
+                Just("\"1s\"".to_string()),
+                Just("\"-1s\"".to_string()),
+                Just("\"1.5s\"".to_string()),
+                Just("\"7d\"".to_string()),
+                Just("\"30\"".to_string()),
+                Just("\"omit\"".to_string()),
+                Just("\"last-known\"".to_string()),
+                Just("\"v0.6\"".to_string()),
+                Just("0".to_string()),
+                Just("-1".to_string()),
+                Just("5".to_string()),
+                Just("99999999999999999999".to_string()),
+                Just("true".to_string()),
+                "\"[^\"\\\\]{0,12}\"",
+            ]
+        }
+
+        fn line() -> impl Strategy<Value = String> {
+            let key = prop_oneof![
+                Just("listen"),
+                Just("liqo_api"),
+                Just("metrics_listen"),
+                Just("upstream_timeout"),
+                Just("coalesce"),
+                Just("max_connections"),
+                Just("max_connections_per_peer"),
+                Just("handshake_timeout"),
+                Just("first_sync_timeout"),
+                Just("mode"),
+                Just("max_age"),
+                Just("cluster_id"),
+                Just("address"),
+            ];
+            prop_oneof![
+                (key, value()).prop_map(|(k, v)| format!("{k} = {v}")),
+                prop_oneof![Just("[policy]"), Just("[[upstream]]")].prop_map(str::to_string),
+                "\\PC{0,20}",
+            ]
+        }
+
+        fn check(text: &str) -> Result<(), TestCaseError> {
+            let Ok(file) = parse_file(Path::new("agg.toml"), text) else {
+                return Ok(());
+            };
+            let Ok(settings) = Settings::merge(&Cli::default(), file, text) else {
+                return Ok(());
+            };
+            let ids: std::collections::BTreeSet<_> = settings
+                .dynamic
+                .upstreams
+                .iter()
+                .map(|u| &u.cluster_id)
+                .collect();
+            prop_assert_eq!(ids.len(), settings.dynamic.upstreams.len(), "{}", text);
+            for upstream in &settings.dynamic.upstreams {
+                prop_assert!(upstream.cluster_id.as_str().parse::<ClusterId>().is_ok());
+                prop_assert!(upstream.address.as_str().parse::<UpstreamAddress>().is_ok());
+            }
+            prop_assert!(!settings.dynamic.upstream_timeout.is_zero());
+            prop_assert!(!settings.handshake_timeout.is_zero());
+            prop_assert!(settings.max_connections >= 1);
+            prop_assert!(settings.max_connections_per_peer >= 1);
+            Ok(())
+        }
+
+        proptest! {
+            #[test]
+            fn never_panics_and_never_accepts_what_is_refused(
+                lines in proptest::collection::vec(line(), 0..14)
+            ) {
+                let mut text = String::from("listen = \"127.0.0.1:1\"\n");
+                text.push_str(&lines.join("\n"));
+                check(&text)?;
+            }
+
+            #[test]
+            fn raw_noise_never_panics(text in "\\PC{0,200}") {
+                check(&text)?;
+            }
+        }
     }
 }

@@ -1,7 +1,12 @@
 //! The operator's HTTP port (`--metrics-listen`): `/metrics` (Prometheus
 //! text), `/status` (JSON: policy and every upstream up or down, why, and
-//! for how long) and `/healthz`. Read-only, GET only; at most
-//! [`MAX_CONNECTIONS`] connections at once.
+//! for how long) and `/healthz`. Read-only, GET only.
+//!
+//! Its connections are guarded ([`edge::conn`]) so that clients which
+//! connect and send nothing cannot starve the liveness probe: at most
+//! [`MAX_CONNECTIONS`] at once, at most [`MAX_PER_PEER`] per IP address, a
+//! request line within the handshake deadline, and closed after
+//! [`IDLE_TIMEOUT`] without a byte.
 
 use std::future::Future;
 use std::io;
@@ -13,9 +18,8 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use resource_monitor::server::LimitedConn;
+use edge::conn::{GuardedConn, GuardedListener, Limits};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
@@ -24,6 +28,26 @@ use crate::sum::Aggregate;
 /// Connections to the operator's port open at once; more wait to be
 /// accepted. Scrapers and humans need few.
 pub const MAX_CONNECTIONS: usize = 64;
+
+/// Connections to the operator's port from one IP address at once, at most
+/// (a lower `--max-connections-per-peer` applies).
+pub const MAX_PER_PEER: usize = 8;
+
+/// A connection that sends nothing for this long is closed (HTTP/1 keeps
+/// connections alive between requests).
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The operator port's connection limits, given the flags that also apply
+/// to the gRPC port.
+pub fn limits(max_per_peer: usize, handshake_timeout: std::time::Duration) -> Limits {
+    Limits {
+        max_connections: MAX_CONNECTIONS,
+        max_per_peer: max_per_peer.min(MAX_PER_PEER),
+        handshake_timeout,
+        idle_timeout: Some(IDLE_TIMEOUT),
+        ..Limits::http1()
+    }
+}
 
 #[derive(Clone)]
 struct AppState {
@@ -56,6 +80,7 @@ pub fn router(aggregate: Arc<Aggregate>, metrics: Metrics) -> Router {
 /// server future, which runs until `shutdown` completes.
 pub async fn bind(
     addr: SocketAddr,
+    limits: Limits,
     aggregate: Arc<Aggregate>,
     metrics: Metrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -66,10 +91,7 @@ pub async fn bind(
     tracing::info!(%addr, "serving /metrics, /status and /healthz");
     let app = router(aggregate, metrics);
     Ok(async move {
-        let listener = Limited {
-            listener,
-            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-        };
+        let listener = Guarded(GuardedListener::new(listener, limits));
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await
@@ -102,37 +124,18 @@ async fn status(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.aggregate.status())
 }
 
-/// A listener that holds one of a fixed number of slots per open connection.
-struct Limited {
-    listener: TcpListener,
-    slots: Arc<Semaphore>,
-}
+/// The guarded listener, as axum takes it.
+struct Guarded(GuardedListener);
 
-impl axum::serve::Listener for Limited {
-    type Io = LimitedConn;
+impl axum::serve::Listener for Guarded {
+    type Io = GuardedConn;
     type Addr = SocketAddr;
 
-    async fn accept(&mut self) -> (LimitedConn, SocketAddr) {
-        let slot = self.slots.clone().acquire_owned().await;
-        loop {
-            match self.listener.accept().await {
-                Ok((io, addr)) => {
-                    // The semaphore is never closed, so the slot is always there.
-                    if let Ok(slot) = slot {
-                        return (LimitedConn::new(io, slot), addr);
-                    }
-                    drop(io);
-                    return std::future::pending().await;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "metrics port: accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            }
-        }
+    async fn accept(&mut self) -> (GuardedConn, SocketAddr) {
+        self.0.accept().await
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        self.0.local_addr()
     }
 }

@@ -4,14 +4,14 @@
 //! notification streams into one.
 //!
 //! - [`config`]: flags and TOML file → [`config::Settings`].
-//! - [`upstream`]: one upstream — `resource-monitor`'s reconnecting client,
+//! - [`upstream`]: one upstream — `resource-reader`'s reconnecting client,
 //!   its last-known answers, up/down.
-//! - [`sum`]: the summing [`ResourceReader`](resource_monitor::ResourceReader).
+//! - [`sum`]: the summing [`ResourceReader`](resource_reader::ResourceReader).
 //! - [`policy`]: what a read does with an unreachable or slow upstream.
 //! - [`notify`]: upstream notifications merged and coalesced.
 //! - [`metrics`], [`http`]: Prometheus metrics, `/status`, `/healthz`.
 //! - [`reload`]: SIGHUP and file-change reload.
-//! - [`app`]: wiring; serving is `resource-monitor`'s gRPC server.
+//! - [`app`]: wiring; serving is `resource-reader`'s gRPC server.
 
 pub mod app;
 pub mod config;
@@ -21,7 +21,6 @@ pub mod notify;
 pub mod policy;
 pub mod reload;
 pub mod sum;
-mod task;
 pub mod upstream;
 
 pub use config::{Cli, Settings};

@@ -1,7 +1,7 @@
 //! The aggregator's Prometheus metrics: upstream up/down, upstream and
 //! downstream read latency, how reads were answered, notifications and
 //! reloads. Rendered in the Prometheus text format by [`Metrics::render`]
-//! (served on `/metrics`, see [`crate::http`]).
+//! (served on `/metrics` by the `http` module).
 
 use std::sync::Arc;
 use std::time::Duration;

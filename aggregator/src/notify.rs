@@ -17,12 +17,12 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use resource_monitor::{Notification, NotificationStream, Notifier};
+use resource_reader::{Notification, NotificationStream, Notifier};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
-use crate::task::AbortOnDrop;
+use resource_reader::AbortOnDrop;
 
 /// Signals queued before the coalescer takes them; when full, a downstream
 /// notification is already due, so dropping more loses nothing.

@@ -21,6 +21,10 @@
 use std::fmt;
 use std::time::Duration;
 
+/// How long a last-known answer may stand in for an unreachable upstream,
+/// unless configured otherwise.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30);
+
 /// The policy's name, as written in flags and files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,7 +46,7 @@ pub enum Policy {
 impl Default for Policy {
     fn default() -> Self {
         Policy::LastKnown {
-            max_age: crate::config::defaults::MAX_AGE,
+            max_age: DEFAULT_MAX_AGE,
         }
     }
 }

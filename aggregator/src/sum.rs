@@ -13,16 +13,16 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use quantity::ResourceList;
-use resource_monitor::client::ClientError;
-use resource_monitor::{NotificationStream, Notifier, ReadError, ResourceReader};
+use resource_reader::client::ClientError;
+use resource_reader::{NotificationStream, Notifier, ReadError, ResourceReader};
 use tracing::Instrument;
 
 use crate::config::{Dynamic, UpstreamSpec};
 use crate::metrics::Metrics;
 use crate::notify::{self, Changes};
 use crate::policy::Policy;
-use crate::task::AbortOnDrop;
 use crate::upstream::{Answer, Upstream, UpstreamStatus};
+use resource_reader::AbortOnDrop;
 
 /// How often the upstreams' subscription state is checked, to notice an
 /// upstream that went away between reads.

@@ -1,5 +1,5 @@
 //! One upstream ResourceReader as the aggregator sees it: the reconnecting
-//! gRPC client from `resource-monitor`, the answers it last gave (per
+//! gRPC client from `resource-reader`, the answers it last gave (per
 //! originator, for the `last-known` policy), and whether it is up.
 //!
 //! An upstream is *up* when it answered its last read in time and its
@@ -12,15 +12,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use quantity::ResourceList;
-use resource_monitor::client::{ClientError, UpstreamClient, UpstreamOptions};
-use resource_monitor::{ReadError, ResourceReader};
+use resource_reader::client::{ClientError, UpstreamClient, UpstreamOptions};
+use resource_reader::{ReadError, ResourceReader};
 use tracing::Instrument;
 
 use crate::config::UpstreamSpec;
 use crate::metrics::{Failure, Metrics, Outcome, UpstreamLabels, UpstreamMetrics};
 use crate::notify::{self, Changes};
 use crate::policy::Policy;
-use crate::task::AbortOnDrop;
+use resource_reader::AbortOnDrop;
 
 /// Originators remembered per upstream for `last-known`. Anyone who can
 /// reach the gRPC port chooses the originator string, so this is bounded.

@@ -1,5 +1,5 @@
 //! The summing reader against real in-process upstream servers
-//! (`resource-monitor`'s server over a memory source, on loopback).
+//! (`resource-reader`'s server over a memory source, on loopback).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,9 +10,9 @@ use aggregator::metrics::Metrics;
 use aggregator::{Aggregate, Policy};
 use futures::StreamExt;
 use quantity::ResourceList;
-use resource_monitor::server::{serve_listener, ServerOptions};
-use resource_monitor::source::MemorySource;
-use resource_monitor::{LiqoApi, Notification, ReadError, ResourceReader};
+use resource_reader::server::{serve_listener, ServerOptions};
+use resource_reader::MemorySource;
+use resource_reader::{LiqoApi, Notification, ReadError, ResourceReader};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 

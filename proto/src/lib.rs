@@ -4,7 +4,7 @@
 //!
 //! - [`shape_a`]: the thesis design, Liqo v0.5.x (`--external-monitor`).
 //! - [`shape_b`]: Liqo v0.6.0 … v0.8.x.
-//! - [`shape_c`]: Liqo v0.9.0 … v0.11 (resource pools).
+//! - [`shape_c`]: Liqo v0.9.0 … v0.10.3 (resource pools; also v0.11.0-rc.1/rc.2).
 
 /// Kubernetes' `k8s.io.apimachinery.pkg.api.resource` proto package (the
 /// `Quantity` message only), shared by shapes B and C.

@@ -7,10 +7,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
+#[cfg(feature = "chain")]
 use resource_monitor::config::{ChainConfig, SourceConfig};
-use resource_monitor::{LiqoApi, ResourceReader};
+use resource_reader::client::{ClientError, UpstreamClient, UpstreamOptions};
+use resource_reader::{LiqoApi, ReaderExt, ResourceReader};
 use serde::{Deserialize, Serialize};
 
 /// Why the agent cannot start with this configuration.
@@ -32,7 +33,11 @@ pub enum ConfigError {
     #[error("invalid {flag}: {problem}")]
     Flag { flag: &'static str, problem: String },
     #[error("reader: {0}")]
+    Upstream(#[from] ClientError),
+    #[cfg(feature = "chain")]
+    #[error("reader: {0}")]
     Chain(#[from] resource_monitor::config::ConfigError),
+    #[cfg(feature = "chain")]
     #[error("reader: {0}")]
     Build(#[from] resource_monitor::chain::BuildError),
 }
@@ -179,14 +184,24 @@ fn warn_if_readable_by_others(path: &Path) {
 fn warn_if_readable_by_others(_path: &Path) {}
 
 /// Where the agent reads resources from.
+///
+/// A running `resource-monitor` over gRPC is always available. Running a
+/// source or a whole chain in-process needs the `chain` cargo feature (on by
+/// default), which links `resource-monitor` and its sources (Kubernetes
+/// client, host probes); `--no-default-features` builds a smaller agent that
+/// only follows a gRPC reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReaderSpec {
-    /// A single source, written like `resource-monitor --source`:
-    /// `grpc:ADDRESS` (a running resource-monitor), `static:FILE`, `host`
-    /// or `kubernetes`.
+    /// `grpc:ADDRESS`: a running resource-monitor (or aggregator) serving
+    /// the wire shape `api`.
+    Grpc { address: String, api: LiqoApi },
+    /// A single source run in-process, written like `resource-monitor
+    /// --source`: `static:FILE`, `host` or `kubernetes`.
+    #[cfg(feature = "chain")]
     Source(SourceConfig),
     /// A whole chain file (`resource-monitor --config`), run in-process; its
     /// `[server]` section is ignored.
+    #[cfg(feature = "chain")]
     ChainFile(PathBuf),
 }
 
@@ -194,28 +209,83 @@ impl ReaderSpec {
     /// Parse a `--reader` value. `api` is the wire shape of a `grpc:`
     /// upstream.
     pub fn source(spec: &str, api: LiqoApi) -> Result<Self, ConfigError> {
-        let mut source: SourceConfig =
+        if let Some(address) = spec.strip_prefix("grpc:") {
+            if address.is_empty() {
+                return Err(flag(
+                    "--reader",
+                    "grpc: needs an address, as in grpc:HOST:PORT",
+                ));
+            }
+            return Ok(ReaderSpec::Grpc {
+                address: address.to_string(),
+                api,
+            });
+        }
+        Self::in_process(spec)
+    }
+
+    #[cfg(feature = "chain")]
+    fn in_process(spec: &str) -> Result<Self, ConfigError> {
+        let source: SourceConfig =
             spec.parse()
                 .map_err(|e: resource_monitor::config::BadSourceSpec| {
                     flag("--reader", e.to_string())
                 })?;
-        if let SourceConfig::Grpc { liqo_api, .. } = &mut source {
-            *liqo_api = api;
-        }
         Ok(ReaderSpec::Source(source))
+    }
+
+    #[cfg(not(feature = "chain"))]
+    fn in_process(spec: &str) -> Result<Self, ConfigError> {
+        Err(flag(
+            "--reader",
+            format!("{spec:?}: this agent is built without the `chain` feature and follows only grpc:ADDRESS readers"),
+        ))
+    }
+
+    /// A chain file run in-process (`--config`).
+    #[cfg(feature = "chain")]
+    pub fn chain_file(path: PathBuf) -> Result<Self, ConfigError> {
+        Ok(ReaderSpec::ChainFile(path))
+    }
+
+    /// A chain file run in-process (`--config`): not in this build.
+    #[cfg(not(feature = "chain"))]
+    pub fn chain_file(path: PathBuf) -> Result<Self, ConfigError> {
+        Err(flag(
+            "--config",
+            format!("{}: this agent is built without the `chain` feature and cannot run a chain file; use --reader grpc:ADDRESS", path.display()),
+        ))
     }
 
     /// Build the reader (for a `grpc:` source this only starts connecting:
     /// an unreachable upstream is retried, not an error).
     pub async fn build(&self) -> Result<Arc<dyn ResourceReader>, ConfigError> {
-        let config = match self {
-            ReaderSpec::Source(source) => ChainConfig {
-                source: Some(source.clone()),
-                ..ChainConfig::default()
-            },
-            ReaderSpec::ChainFile(path) => ChainConfig::load(path)?,
+        match self {
+            ReaderSpec::Grpc { address, api } => Self::grpc(address, *api),
+            #[cfg(feature = "chain")]
+            ReaderSpec::Source(source) => {
+                Self::chain(&ChainConfig {
+                    source: Some(source.clone()),
+                    ..ChainConfig::default()
+                })
+                .await
+            }
+            #[cfg(feature = "chain")]
+            ReaderSpec::ChainFile(path) => Self::chain(&ChainConfig::load(path)?).await,
+        }
+    }
+
+    #[cfg(feature = "chain")]
+    async fn chain(config: &ChainConfig) -> Result<Arc<dyn ResourceReader>, ConfigError> {
+        Ok(resource_monitor::chain::build(config).await?)
+    }
+
+    fn grpc(address: &str, api: LiqoApi) -> Result<Arc<dyn ResourceReader>, ConfigError> {
+        let options = UpstreamOptions {
+            api,
+            ..UpstreamOptions::default()
         };
-        Ok(resource_monitor::chain::build(&config).await?)
+        Ok(UpstreamClient::connect(address, options)?.boxed())
     }
 }
 
@@ -333,26 +403,6 @@ pub fn parse_catalog_url(url: &str) -> Result<reqwest::Url, ConfigError> {
     Ok(parsed)
 }
 
-/// `500ms`, `2s`, `5m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration such as 500ms or 2s"))?;
-    let seconds = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{s:?}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,17 +504,22 @@ mod tests {
         let spec = ReaderSpec::source("grpc:127.0.0.1:6001", LiqoApi::V06).unwrap();
         assert_eq!(
             spec,
-            ReaderSpec::Source(SourceConfig::Grpc {
+            ReaderSpec::Grpc {
                 address: "127.0.0.1:6001".into(),
-                liqo_api: LiqoApi::V06
-            })
+                api: LiqoApi::V06
+            }
         );
         let e = ReaderSpec::source("magic", LiqoApi::V05)
             .unwrap_err()
             .to_string();
         assert!(e.contains("--reader") && e.contains("grpc:ADDRESS"), "{e}");
+        let e = ReaderSpec::source("grpc:", LiqoApi::V05)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--reader"), "{e}");
     }
 
+    #[cfg(feature = "chain")]
     #[tokio::test]
     async fn a_chain_file_runs_in_process() {
         let dir = tempfile::tempdir().unwrap();
@@ -548,17 +603,5 @@ mod tests {
         assert!(parse_catalog_url("ftp://x").is_err());
         assert!(parse_catalog_url("not a url").is_err());
         assert!(parse_catalog_url("http://x/?a=b").is_err());
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("5x").is_err());
-        assert!(parse_duration("ms").is_err());
-        assert!(parse_duration("-1s").is_err());
     }
 }

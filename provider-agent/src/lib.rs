@@ -12,10 +12,11 @@
 //! - [`sync`]: the loop — debounce notifications, detect changes, write,
 //!   retry with [`backoff`].
 //!
-//! The reader is any [`resource_monitor::ResourceReader`]: a running
+//! The reader is any [`resource_reader::ResourceReader`]: a running
 //! `resource-monitor` over gRPC (its reconnecting
-//! [`UpstreamClient`](resource_monitor::client::UpstreamClient)), or a
-//! chain built in-process from a chain file.
+//! [`UpstreamClient`](resource_reader::client::UpstreamClient)), or a
+//! chain built in-process from a chain file (the `chain` feature, on by
+//! default).
 
 pub mod backoff;
 pub mod catalog_client;

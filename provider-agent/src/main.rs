@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use edge::duration::parse as parse_duration;
+use edge::log::LogFormat;
 use provider_agent::backoff::Backoff;
-use provider_agent::config::{parse_catalog_url, parse_duration};
+use provider_agent::config::parse_catalog_url;
 use provider_agent::{
     Agent, CatalogClient, CreateDefaults, Credentials, ReaderSpec, SyncOptions, Target,
 };
-use resource_monitor::cli::{self, LogFormat};
-use resource_monitor::LiqoApi;
+use resource_reader::LiqoApi;
 
 /// Keep a plan of your offer in the broker's catalog in step with what your
 /// cluster's ResourceReader chain offers.
@@ -38,6 +39,8 @@ use resource_monitor::LiqoApi;
 /// If the offer or the plan does not exist, the agent creates it when
 /// --plan-cost is given (with --offer-name, --offer-type, --plan-name), and
 /// otherwise exits with an error.
+///
+/// Durations: 500ms, 30s, 5m, 1h 30m, 7d, or a bare number of seconds.
 ///
 /// An unreachable catalog or chain is retried with backoff, and the agent
 /// catches up by itself when it returns. It exits non-zero on a
@@ -151,7 +154,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cli::run_main(args.log_format, run(args))
+    edge::run(args.log_format, run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -175,7 +178,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     target.check()?;
     let spec = match (&args.reader, &args.config) {
         (Some(reader), None) => ReaderSpec::source(reader, args.reader_api)?,
-        (None, Some(path)) => ReaderSpec::ChainFile(path.clone()),
+        (None, Some(path)) => ReaderSpec::chain_file(path.clone())?,
         // clap's argument group makes this exactly one of the two.
         _ => anyhow::bail!("pass exactly one of --reader and --config"),
     };
@@ -195,7 +198,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     tracing::info!(catalog = %args.catalog, reader = ?spec, "provider agent starting");
     Agent::new(reader, catalog, target, options)
-        .run(cli::shutdown_signal())
+        .run(edge::signal::shutdown())
         .await?;
     tracing::info!("stopped");
     Ok(())

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use quantity::ResourceList;
-use resource_monitor::{ReadError, ResourceReader};
+use resource_reader::{ReadError, ResourceReader};
 use tokio::time::Instant;
 use tracing::Instrument;
 

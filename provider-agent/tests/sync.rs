@@ -19,8 +19,8 @@ use provider_agent::{
     Agent, CatalogClient, CatalogError, CreateDefaults, Credentials, SyncError, SyncOptions, Target,
 };
 use quantity::ResourceList;
-use resource_monitor::source::MemorySource;
-use resource_monitor::{ReadError, ResourceReader};
+use resource_reader::MemorySource;
+use resource_reader::{ReadError, ResourceReader};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -556,7 +556,7 @@ impl ResourceReader for Flaky {
         }
         self.inner.read(originator).await
     }
-    fn subscribe(&self) -> resource_monitor::NotificationStream {
+    fn subscribe(&self) -> resource_reader::NotificationStream {
         self.inner.subscribe()
     }
     async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {

@@ -45,6 +45,9 @@ fn main() {
     let print = measure(|i| {
         black_box(black_box(&parsed[i]).to_string());
     });
+    let canonical = measure(|i| {
+        black_box(black_box(&parsed[i]).canonical());
+    });
     let compare = measure(|i| {
         let j = (i + 1) % parsed.len();
         black_box(black_box(&parsed[i]).cmp(black_box(&parsed[j])));
@@ -56,6 +59,7 @@ fn main() {
 
     println!("parse    {parse:8.1} ns/op");
     println!("print    {print:8.1} ns/op");
+    println!("canonical{canonical:8.1} ns/op");
     println!("compare  {compare:8.1} ns/op");
     println!("add      {add:8.1} ns/op");
 }

@@ -21,7 +21,8 @@ impl ResourceList {
     pub fn insert(&mut self, name: impl Into<String>, quantity: Quantity) -> Option<Quantity> {
         self.0.insert(name.into(), quantity)
     }
-    /// Per-name sum; names missing on one side count as zero.
+    /// Per-name sum; names missing on one side count as zero (and keep their
+    /// quantity as it is, spelling included, as Kubernetes' quota helpers do).
     pub fn add(&self, other: &ResourceList) -> ResourceList {
         let mut sum = self.0.clone();
         for (name, q) in &other.0 {
@@ -35,13 +36,17 @@ impl ResourceList {
         ResourceList(sum)
     }
     /// Per-name `self - other`, clamped at zero; names only in `other` are ignored.
+    ///
+    /// As in Kubernetes' quota helpers, a name missing from `other` keeps its
+    /// quantity as it is (spelling included) unless it is negative.
     pub fn saturating_sub(&self, other: &ResourceList) -> ResourceList {
         self.0
             .iter()
             .map(|(name, q)| {
                 let left = match other.0.get(name) {
                     Some(theirs) => q.saturating_sub(theirs),
-                    None => q.saturating_sub(&Quantity::zero()),
+                    None if q.is_negative() => q.saturating_sub(&Quantity::zero()),
+                    None => q.clone(),
                 };
                 (name.clone(), left)
             })
@@ -75,7 +80,7 @@ impl ResourceList {
             })
             .collect()
     }
-    /// Name → canonical quantity string.
+    /// Name → quantity string as Kubernetes prints it (`Display`).
     pub fn to_strings(&self) -> BTreeMap<String, String> {
         self.0
             .iter()

@@ -24,20 +24,85 @@ pub enum Format {
 /// Nano units per unit: every quantity is a whole number of `1n`.
 pub(crate) const NANOS_PER_UNIT: i64 = 1_000_000_000;
 
-/// A Kubernetes quantity. Equality and ordering compare values, not formats:
-/// `"1Gi" == "1073741824"`.
+/// A Kubernetes quantity. Equality, ordering and hashing compare values, not
+/// formats or spellings: `"1Gi" == "1073741824"`, `"+2Gi" == "2Gi"`.
 ///
 /// The value is held exactly as a whole number of nano units (Kubernetes never
 /// keeps anything finer than `1n`: parsing rounds finer values away from zero).
+///
+/// # Printing
+///
+/// `Display` (and so `to_string()`) and `Serialize` print what Kubernetes'
+/// `String()` and `MarshalJSON` print:
+///
+/// - a quantity parsed from a string Kubernetes keeps prints that string
+///   unchanged (`"9264.126m"`, `"+2Gi"`, `"1."`, `"1E3"`, `"007"`; the rule is
+///   Kubernetes' and is spelt out in [`Quantity::kept_spelling`]);
+/// - every other quantity, and every result of arithmetic ([`add`](Self::add),
+///   [`sub`](Self::sub), [`neg`](Self::neg), [`scale_percent`](Self::scale_percent),
+///   …) or of a constructor, prints its canonical form
+///   ([`Quantity::canonical`]: `"1.5"` → `"1500m"`, `"1024Mi"` → `"1Gi"`).
+///
+/// [`Quantity::canonical`] always gives the canonical form, for callers that
+/// need one spelling per value.
 #[derive(Clone)]
 pub struct Quantity {
     nanos: BigInt,
     format: Format,
+    /// The input string, when Kubernetes' `ParseQuantity` would keep it
+    /// (its `q.s`). `None` for computed values, which print canonically.
+    spelling: Option<Spelling>,
+}
+
+/// A kept input string. Short ones (every real quantity) are held inline, so
+/// that parsing does not allocate for them.
+#[derive(Clone)]
+enum Spelling {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+const INLINE: usize = 22;
+
+impl Spelling {
+    fn new(s: &str) -> Self {
+        if s.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Spelling::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            Spelling::Heap(s.into())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a str (quantity spellings are ASCII anyway).
+            Spelling::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Spelling::Heap(s) => s,
+        }
+    }
 }
 
 impl Quantity {
     pub(crate) fn from_parts(nanos: BigInt, format: Format) -> Self {
-        Self { nanos, format }
+        Self {
+            nanos,
+            format,
+            spelling: None,
+        }
+    }
+
+    /// The same value, printing as `spelling` (which must be a string that
+    /// parses to this value and that Kubernetes keeps).
+    pub(crate) fn with_spelling(mut self, spelling: &str) -> Self {
+        self.spelling = Some(Spelling::new(spelling));
+        self
     }
 
     pub(crate) fn nanos(&self) -> &BigInt {
@@ -69,10 +134,60 @@ impl Quantity {
         self.format
     }
 
-    /// Same value, printed in `format` from now on.
+    /// Same value, printed canonically in `format` from now on (any kept
+    /// spelling is dropped, even when `format` is the current one).
     pub fn with_format(mut self, format: Format) -> Self {
         self.format = format;
+        self.spelling = None;
         self
+    }
+
+    /// The canonical string of the value, as Kubernetes' `CanonicalizeBytes`
+    /// builds it: no fractional digits, no lost precision, the largest suffix
+    /// (or exponent) of the format that keeps the number whole (`"1.5"` →
+    /// `"1500m"`, `"1.5Gi"` → `"1536Mi"`, `"1e4"` → `"10e3"`, `"+2Gi"` →
+    /// `"2Gi"`). Equal values of the same format have the same canonical
+    /// string, whatever they were parsed from.
+    ///
+    /// `Display` prints this too unless the quantity keeps its spelling
+    /// (see [`Quantity::kept_spelling`]).
+    pub fn canonical(&self) -> String {
+        crate::canonical::canonical(self)
+    }
+
+    /// The same value and format, printing canonically from now on.
+    pub fn into_canonical(mut self) -> Quantity {
+        self.spelling = None;
+        self
+    }
+
+    /// The string this quantity was parsed from, when Kubernetes keeps it
+    /// (and so prints it back unchanged); `None` when it prints
+    /// [`canonical`](Self::canonical).
+    ///
+    /// Kubernetes' `ParseQuantity` keeps the input (its `q.s = str`) when the
+    /// value takes its int64 fast path and is "already canonical":
+    ///
+    /// - **decimal suffix or exponent** (`n u m "" k M G T P E`, `e<int>`,
+    ///   `E<int>`): at most 18 digits in all (integer digits without their
+    ///   leading zeros, plus fraction digits), `exponent − fraction digits` a
+    ///   multiple of 3 and at least −9, those digits not ending in `000`, and
+    ///   a non-zero integer part. So `"9264.126m"`, `"1."`, `"1.G"`,
+    ///   `"1.500k"`, `"+1"`, `"-007"`, `"1E3"`, `"1e-9"`, `"1.25e5"` are kept;
+    ///   `"1.5"`, `"0.5"`, `".5"`, `"1000"`, `"1e4"`, `"1.5n"`, `"-0"` are not.
+    /// - **binary suffix** (`Ki … Ei`): no fraction digits (a bare trailing
+    ///   `.` is fine), few enough integer digits (11 for `Ki`, 8 for `Mi`, 5
+    ///   for `Gi`, 2 for `Ti`, none for `Pi`, `Ei`), and a number that is not
+    ///   a multiple of 8. So `"+2Gi"`, `"12Ki"`, `"1.Gi"`, `"007Ki"` are kept;
+    ///   `"8Gi"`, `"1024Mi"`, `"1.5Gi"`, `"1Pi"` are not.
+    /// - `"0"` itself (which is also its canonical form); no other zero.
+    ///
+    /// Arithmetic, negation, [`with_format`](Self::with_format) and the
+    /// constructors give quantities with no kept spelling, as Kubernetes'
+    /// `Add`, `Sub`, `Neg`, `Mul`, `Set*` clear it; `clone` keeps it, as
+    /// `DeepCopy` does.
+    pub fn kept_spelling(&self) -> Option<&str> {
+        self.spelling.as_ref().map(Spelling::as_str)
     }
 
     /// `-self`, same format.
@@ -159,13 +274,18 @@ impl FromStr for Quantity {
 }
 
 impl fmt::Display for Quantity {
-    /// The canonical string Kubernetes prints.
+    /// What Kubernetes' `String()` prints: the kept spelling if any (see
+    /// [`Quantity::kept_spelling`]), else the canonical string.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::canonical::canonical(self))
+        match &self.spelling {
+            Some(spelling) => f.write_str(spelling.as_str()),
+            None => f.write_str(&crate::canonical::canonical(self)),
+        }
     }
 }
 
 impl fmt::Debug for Quantity {
+    /// `Quantity("<Display>", <format>)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Quantity({:?}, {:?})", self.to_string(), self.format)
     }
@@ -195,6 +315,8 @@ impl Hash for Quantity {
 }
 
 impl serde::Serialize for Quantity {
+    /// The `Display` string, as Kubernetes' `MarshalJSON` writes `q.s` when
+    /// set and the canonical string otherwise.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }

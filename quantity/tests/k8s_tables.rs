@@ -5,6 +5,11 @@
 //! format)` triple, the row keeps the triple and the test builds it through
 //! the public API (`"<mantissa>e<exponent>"` re-formatted); expected strings
 //! are what Kubernetes' `String()` prints for that value.
+//!
+//! Kubernetes' `String()` hands back the input for some parsed strings (the
+//! int64 fast path of `ParseQuantity` keeps `q.s = str` when the input is
+//! already in a canonical-looking form); the tables say which, and the
+//! canonical string is checked separately through `Quantity::canonical`.
 
 use std::cmp::Ordering;
 
@@ -24,6 +29,8 @@ fn dec(mantissa: i64, exponent: i32, format: Format) -> Quantity {
 
 /// TestQuantityParse: input → (canonical string, format). Every row is also
 /// checked with a leading `-` (negated) and a leading `+` (unchanged).
+/// `String()` prints the canonical string, or the input itself (sign included)
+/// for the rows listed in [`PARSE_KEPT`].
 const PARSE: &[(&str, &str, Format)] = &[
     ("0", "0", D),
     ("0n", "0", D),
@@ -130,6 +137,53 @@ const PARSE: &[(&str, &str, Format)] = &[
     ("1.G", "1G", D),
 ];
 
+/// The rows of [`PARSE`] whose input Kubernetes' `ParseQuantity` keeps (and
+/// whose `String()` is therefore the input, with `+` or `-` if given):
+/// decimal inputs of at most 18 digits whose `exponent - fraction digits` is
+/// a multiple of 3, at least -9, not ending in `000`, not starting with `0`;
+/// binary inputs of few enough digits, no fraction, not a multiple of 8.
+/// Not kept, for instance: `"8Ki"` (multiple of 8), `"100Ti"` (too many
+/// digits for `Ti`), `"4Pi"` (no digit fits `Pi`), `"1e14"` (14 is not a
+/// multiple of 3), `"9.01"` (scale -2), `"0.5"` (integer part zero),
+/// `"1.01E"` (scale 16), `"0n"` (zero).
+const PARSE_KEPT: &[&str] = &[
+    "0",
+    "1",
+    "1Ki",
+    "7Mi",
+    "6Gi",
+    "5Ti",
+    "10Ti",
+    "5n",
+    "4u",
+    "3m",
+    "9",
+    "8k",
+    "50k",
+    "7M",
+    "6G",
+    "5T",
+    "40T",
+    "300T",
+    "2P",
+    "1E",
+    "1E-3",
+    "1e3",
+    "1E6",
+    "1e9",
+    "1E12",
+    "1e15",
+    "1E18",
+    "100.035k",
+    "10.035M",
+    "7.123456M",
+    "6.987654321G",
+    "5.444T",
+    "12E",
+    "1.",
+    "1.G",
+];
+
 /// TestQuantityParse: the invalid inputs.
 const INVALID: &[&str] = &[
     "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-",
@@ -152,6 +206,8 @@ const PARSE_EMIT: &[(&str, &str)] = &[
 
 /// TestQuantityString: (mantissa, exponent, format) → canonical string, and an
 /// alternate spelling that must parse to the same canonical string ("" = none).
+/// Kubernetes also checks that parsing each canonical string keeps it as the
+/// quantity's string (`q.s`), and that parsing an alternate does not.
 const STRING: &[(i64, i32, Format, &str, &str)] = &[
     (1024 * 1024 * 1024, 0, B, "1Gi", "1024Mi"),
     (300 * 1024 * 1024, 0, B, "300Mi", "307200Ki"),
@@ -398,28 +454,54 @@ const JSON_WHITESPACE: &[(&str, &str)] = &[
     (" -1", "-1"),
 ];
 
+fn kept(input: &str) -> bool {
+    PARSE_KEPT.contains(&input)
+}
+
+#[test]
+fn parse_kept_rows_are_parse_rows() {
+    for &input in PARSE_KEPT {
+        assert!(
+            PARSE.iter().any(|&(row, _, _)| row == input),
+            "{input} is not a PARSE row"
+        );
+    }
+}
+
 #[test]
 fn parse_table() {
     for &(input, canonical, format) in PARSE {
         let got = q(input);
-        assert_eq!(got.to_string(), canonical, "{input}");
+        let printed = if kept(input) { input } else { canonical };
+        assert_eq!(got.to_string(), printed, "{input}");
+        assert_eq!(got.canonical(), canonical, "{input}: canonical");
+        assert_eq!(got.kept_spelling(), kept(input).then_some(input), "{input}");
         assert_eq!(got.format(), format, "{input}: format");
         // Round trip through the canonical string keeps the value.
         assert_eq!(q(canonical), got, "{input}: reparse of {canonical}");
+        assert_eq!(q(canonical).to_string(), canonical, "{canonical}");
     }
 }
 
 #[test]
 fn parse_table_negated() {
     for &(input, canonical, format) in PARSE {
-        let got = q(&format!("-{input}"));
+        let negated = format!("-{input}");
+        let got = q(&negated);
         assert_eq!(got, q(input).neg(), "-{input}: value");
         let expected = if canonical == "0" {
             "0".to_owned()
         } else {
             format!("-{canonical}")
         };
-        assert_eq!(got.to_string(), expected, "-{input}");
+        // A zero keeps no spelling but "0".
+        let printed = if kept(input) && canonical != "0" {
+            negated.clone()
+        } else {
+            expected.clone()
+        };
+        assert_eq!(got.to_string(), printed, "-{input}");
+        assert_eq!(got.canonical(), expected, "-{input}: canonical");
         assert_eq!(got.format(), format, "-{input}: format");
     }
 }
@@ -427,9 +509,16 @@ fn parse_table_negated() {
 #[test]
 fn parse_table_explicit_plus() {
     for &(input, canonical, format) in PARSE {
-        let got = q(&format!("+{input}"));
+        let plus = format!("+{input}");
+        let got = q(&plus);
         assert_eq!(got, q(input), "+{input}: value");
-        assert_eq!(got.to_string(), canonical, "+{input}");
+        let printed = if kept(input) && canonical != "0" {
+            plus.as_str()
+        } else {
+            canonical
+        };
+        assert_eq!(got.to_string(), printed, "+{input}");
+        assert_eq!(got.canonical(), canonical, "+{input}: canonical");
         assert_eq!(got.format(), format, "+{input}: format");
     }
 }
@@ -466,11 +555,24 @@ fn string_table() {
             canonical,
             "{mantissa}e{exponent} {format:?}"
         );
-        // The canonical string parses back to the same value.
+        assert_eq!(built.canonical(), canonical);
+        assert_eq!(built.kept_spelling(), None, "built values keep no spelling");
+        // The canonical string parses back to the same value, and is kept.
         assert_eq!(q(canonical), built, "{canonical}");
         assert_eq!(q(canonical).to_string(), canonical, "{canonical}");
+        assert_eq!(
+            q(canonical).kept_spelling(),
+            Some(canonical),
+            "did not copy canonical string on parse: {canonical}"
+        );
         if !alternate.is_empty() {
-            assert_eq!(q(alternate).to_string(), canonical, "alternate {alternate}");
+            let alt = q(alternate);
+            assert_eq!(
+                alt.kept_spelling(),
+                None,
+                "unexpected nested string: {alternate}"
+            );
+            assert_eq!(alt.to_string(), canonical, "alternate {alternate}");
         }
         if !built.is_zero() {
             assert_eq!(
@@ -492,6 +594,7 @@ fn boundary_table() {
         };
         let got = q(input);
         assert_eq!(got.to_string(), expected, "{input}");
+        assert_eq!(got.canonical(), expected, "{input}: canonical");
         assert_eq!(q(expected), got, "{input}: reparse");
     }
 }
@@ -499,6 +602,7 @@ fn boundary_table() {
 #[test]
 fn parse_zero() {
     assert_eq!(q("0").to_string(), "0");
+    assert_eq!(q("0").kept_spelling(), Some("0"));
     assert_eq!(q("0").format(), Format::DecimalSI);
     assert!(q("0").is_zero());
 }

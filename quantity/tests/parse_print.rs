@@ -2,7 +2,7 @@
 //! binary/decimal fallbacks, nano rounding, the exponent form, limits, and
 //! the exact error for each kind of bad input.
 
-use quantity::{Format, ParseError, Quantity};
+use quantity::{Format, ParseError, Quantity, MAX_INTEGER_DIGITS};
 
 use Format::{BinarySI as B, DecimalExponent as X, DecimalSI as D};
 
@@ -11,7 +11,8 @@ fn q(s: &str) -> Quantity {
         .unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
 }
 
-/// input → (canonical string, format after parsing).
+/// input → (canonical string, format after parsing). `Display` prints the
+/// canonical string, or the input itself for the inputs in [`CASES_KEPT`].
 const CASES: &[(&str, &str, Format)] = &[
     // Binary suffixes fold up to the largest whole power of 1024.
     ("1024Mi", "1Gi", B),
@@ -156,7 +157,51 @@ const CASES: &[(&str, &str, Format)] = &[
     ("1e999", "1e999", X),
     ("9.99e999", "9990e996", X),
     ("0.0001e1000", "1e996", X),
-    ("1e-2147483648", "1e-9", X),
+    ("1e-2147483647", "1e-9", X),
+    ("1.5e-2147483646", "1e-9", X),
+];
+
+/// The inputs of [`CASES`] that Kubernetes keeps as typed (see
+/// `Quantity::kept_spelling`); every other input prints canonically.
+const CASES_KEPT: &[&str] = &[
+    "1023Ki",
+    "1025Ki",
+    "1024",
+    "1Ki",
+    "1n",
+    "1500n",
+    "1u",
+    "1m",
+    "100m",
+    "1100m",
+    "1500m",
+    "250m",
+    "1k",
+    "1500k",
+    "1M",
+    "1G",
+    "2T",
+    "1P",
+    "1E",
+    "999E",
+    "1500E",
+    "123456789",
+    "1234567890",
+    "3073741824",
+    "+1",
+    "+007",
+    "007Ki",
+    "5.",
+    "-5.",
+    "1.000000001",
+    "1e0",
+    "1E0",
+    "1e+3",
+    "1e03",
+    "1e-03",
+    "1e-9",
+    "1e21",
+    "1e999",
 ];
 
 /// Inputs Kubernetes rejects, and the error this crate names.
@@ -236,19 +281,46 @@ const REJECTED: &[(&str, ParseError)] = &[
     ("1e-9223372036854775808", ParseError::Suffix),
     ("1e2147483648", ParseError::Suffix),
     ("1e-2147483649", ParseError::Suffix),
-    // Magnitudes of 10^1000 and above.
-    ("1e1000", ParseError::OutOfRange),
-    ("10e999", ParseError::OutOfRange),
+    // Exponents where Kubernetes' int32 scale (exponent - fraction digits)
+    // wraps around.
+    ("1e-2147483648", ParseError::Suffix),
+    ("1.5e-2147483647", ParseError::Suffix),
+    ("1.00E-2147483648", ParseError::Suffix),
+    ("1.000e-2147483645", ParseError::Suffix),
+    // Magnitudes of 10^100000 (MAX_INTEGER_DIGITS) and above.
+    ("1e100000", ParseError::OutOfRange),
+    ("10e99999", ParseError::OutOfRange),
+    ("-1e100000", ParseError::OutOfRange),
+    ("0.1e100001", ParseError::OutOfRange),
+    ("9.9999e100000", ParseError::OutOfRange),
+    ("1e100002", ParseError::OutOfRange),
+    ("1e999999999", ParseError::OutOfRange),
     ("1e2147483647", ParseError::OutOfRange),
-    ("-1e1000", ParseError::OutOfRange),
 ];
 
 #[test]
 fn canonical_strings() {
     for &(input, canonical, format) in CASES {
         let got = q(input);
-        assert_eq!(got.to_string(), canonical, "{input}");
+        assert_eq!(got.canonical(), canonical, "{input}");
         assert_eq!(got.format(), format, "{input}: format");
+    }
+}
+
+#[test]
+fn display_prints_the_kept_spelling_or_the_canonical_string() {
+    for &(input, canonical, _) in CASES {
+        let got = q(input);
+        let kept = CASES_KEPT.contains(&input);
+        assert_eq!(got.kept_spelling(), kept.then_some(input), "{input}");
+        assert_eq!(
+            got.to_string(),
+            if kept { input } else { canonical },
+            "{input}"
+        );
+    }
+    for &input in CASES_KEPT {
+        assert!(CASES.iter().any(|&(row, _, _)| row == input), "{input}");
     }
 }
 
@@ -259,6 +331,7 @@ fn canonical_strings_reparse_to_the_same_value_and_string() {
         let back = q(canonical);
         assert_eq!(back, got, "{input} → {canonical}");
         assert_eq!(back.to_string(), canonical, "{canonical} is not stable");
+        assert_eq!(back.canonical(), canonical, "{canonical} is not stable");
     }
 }
 
@@ -292,13 +365,181 @@ fn long_inputs_are_exact() {
     assert_eq!(q(&many_nines).to_string(), "1");
     let tiny_binary = format!("0.{}1Ki", "0".repeat(400));
     assert_eq!(q(&tiny_binary).to_string(), "1n");
-    let long_integer = "9".repeat(1000);
+    let long_integer = "9".repeat(MAX_INTEGER_DIGITS as usize);
     assert_eq!(q(&long_integer).to_string(), long_integer);
-    let too_long = "9".repeat(1001);
+    let too_long = "9".repeat(MAX_INTEGER_DIGITS as usize + 1);
     assert_eq!(too_long.parse::<Quantity>(), Err(ParseError::OutOfRange));
-    // Leading zeros do not count towards the limit.
+    let power = format!("1{}", "0".repeat(MAX_INTEGER_DIGITS as usize));
+    assert_eq!(power.parse::<Quantity>(), Err(ParseError::OutOfRange));
+    // Leading zeros do not count towards the limit; Kubernetes keeps this
+    // spelling (its num is "1"), so it prints back as typed.
     let padded = format!("{}1", "0".repeat(5000));
-    assert_eq!(q(&padded).to_string(), "1");
+    assert_eq!(q(&padded).canonical(), "1");
+    assert_eq!(q(&padded).to_string(), padded);
+    // Nor do fraction digits below 1n.
+    let long_fraction = format!("1.{}", "3".repeat(200_000));
+    assert_eq!(q(&long_fraction).to_string(), "1333333334n");
+}
+
+#[test]
+fn the_magnitude_bound_is_at_ten_to_the_hundred_thousand() {
+    assert_eq!(MAX_INTEGER_DIGITS, 100_000);
+    // Kubernetes accepts 1e1000 and prints 10e999; so does this crate.
+    assert_eq!(q("1e1000").to_string(), "10e999");
+    assert_eq!(q("-1e1000").to_string(), "-10e999");
+    assert_eq!(q("1000E").to_string(), "1e21");
+    // Just below the bound: accepted, exact, printed as Kubernetes would.
+    let top = q("1e99999");
+    assert_eq!(top.to_string(), "1e99999");
+    assert_eq!(top.canonical(), "1e99999");
+    assert_eq!(q("1E99999").to_string(), "1E99999");
+    assert_eq!(q("1E99999").canonical(), "1e99999");
+    assert_eq!(q("10e99998").to_string(), "1e99999");
+    assert_eq!(q("9.99e99999").to_string(), "9990e99996");
+    assert!(q("1e99999") > q("9e99998"));
+    let just_below = format!("9.{}e99999", "9".repeat(50));
+    assert_eq!(
+        q(&just_below).canonical(),
+        format!("{}0e99948", "9".repeat(51))
+    );
+    let just_above = format!("1{}e99949", "0".repeat(51));
+    assert_eq!(just_above.parse::<Quantity>(), Err(ParseError::OutOfRange));
+    // A tiny part added to a value near the bound is kept exactly.
+    let sum = top.add(&q("1n"));
+    assert_eq!(sum.to_string(), format!("1{}1e-9", "0".repeat(99_999 + 8)));
+    assert_eq!(sum.sub(&q("1n")), top);
+    // At and past the bound: refused before anything is built.
+    for input in [
+        "1e100000",
+        "-1e100000",
+        "10e99999",
+        "1e100000000",
+        "1e999999999",
+        "1e2147483647",
+    ] {
+        assert_eq!(
+            input.parse::<Quantity>(),
+            Err(ParseError::OutOfRange),
+            "{input}"
+        );
+    }
+    assert_eq!(
+        ParseError::OutOfRange.to_string(),
+        "quantity is too large: its magnitude must be below 10^100000"
+    );
+    // Tiny values have no bound: they round up to 1n, as in Kubernetes.
+    assert_eq!(q("1e-99999").to_string(), "1e-9");
+    assert_eq!(q("1e-999999999").to_string(), "1e-9");
+    assert_eq!(q("-1e-999999999").to_string(), "-1e-9");
+}
+
+#[test]
+fn issue_examples_print_as_kubernetes_prints_them() {
+    // The kept spelling (Kubernetes' q.s) and the canonical string.
+    for (input, display, canonical) in [
+        ("9264.126m", "9264.126m", "9264126u"),
+        ("+2Gi", "+2Gi", "2Gi"),
+        ("1.", "1.", "1"),
+        ("1e1000", "10e999", "10e999"),
+        ("1.500k", "1.500k", "1500"),
+        ("1E3", "1E3", "1e3"),
+        ("007", "007", "7"),
+        ("-007", "-007", "-7"),
+        ("1.G", "1.G", "1G"),
+        ("1.Gi", "1.Gi", "1Gi"),
+        ("12Ki", "12Ki", "12Ki"),
+        ("1.25e5", "1.25e5", "125e3"),
+        ("1.100", "1.100", "1100m"),
+        ("0", "0", "0"),
+        // Not kept: Kubernetes prints the canonical string.
+        ("1.5", "1500m", "1500m"),
+        ("0.5", "500m", "500m"),
+        (".5", "500m", "500m"),
+        ("1000", "1k", "1k"),
+        ("1.000", "1", "1"),
+        ("1e4", "10e3", "10e3"),
+        ("1.5n", "2n", "2n"),
+        ("+8Gi", "8Gi", "8Gi"),
+        ("1024Ki", "1Mi", "1Mi"),
+        ("1.5Gi", "1536Mi", "1536Mi"),
+        ("+1Pi", "1Pi", "1Pi"),
+        ("+100Ti", "100Ti", "100Ti"),
+        ("+0", "0", "0"),
+        ("-0", "0", "0"),
+        ("00", "0", "0"),
+        ("0Ki", "0", "0"),
+        // 19 digits: past Kubernetes' int64 fast path.
+        (
+            "+1234567890123456789",
+            "1234567890123456789",
+            "1234567890123456789",
+        ),
+        (
+            "+123456789012345678",
+            "+123456789012345678",
+            "123456789012345678",
+        ),
+        ("+99999999999Ki", "+99999999999Ki", "99999999999Ki"),
+        ("+999999999999Ki", "999999999999Ki", "999999999999Ki"),
+    ] {
+        let got = q(input);
+        assert_eq!(got.to_string(), display, "{input}");
+        assert_eq!(got.canonical(), canonical, "{input}: canonical");
+        assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            format!("\"{display}\""),
+            "{input}: JSON"
+        );
+    }
+}
+
+#[test]
+fn equality_ignores_the_spelling() {
+    assert_eq!(q("+2Gi"), q("2Gi"));
+    assert_eq!(q("9264.126m"), q("9264126u"));
+    assert_eq!(q("1."), q("1"));
+    assert_eq!(q("007"), q("7"));
+    assert_eq!(q("1E3"), q("1k"));
+    use std::collections::HashSet;
+    let set: HashSet<Quantity> = ["+2Gi", "2Gi", "2048Mi", "2.Gi"]
+        .iter()
+        .map(|s| q(s))
+        .collect();
+    assert_eq!(set.len(), 1);
+}
+
+#[test]
+fn computed_values_print_canonically() {
+    let kept = q("9264.126m");
+    assert_eq!(kept.clone().to_string(), "9264.126m", "clone keeps it");
+    assert_eq!(kept.add(&Quantity::zero()).to_string(), "9264126u");
+    assert_eq!(Quantity::zero().add(&kept).to_string(), "9264126u");
+    assert_eq!(kept.sub(&Quantity::zero()).to_string(), "9264126u");
+    assert_eq!(kept.neg().to_string(), "-9264126u");
+    assert_eq!(kept.neg().neg().to_string(), "9264126u");
+    assert_eq!(kept.scale_percent(100).to_string(), "9264126u");
+    assert_eq!(
+        kept.saturating_sub(&Quantity::zero()).to_string(),
+        "9264126u"
+    );
+    assert_eq!(kept.clone().with_format(D).to_string(), "9264126u");
+    assert_eq!(kept.clone().into_canonical().to_string(), "9264126u");
+    assert_eq!(kept.clone().into_canonical().kept_spelling(), None);
+    assert_eq!(q("+2Gi").with_format(X).to_string(), "2147483648");
+    assert_eq!(Quantity::new(2, D).kept_spelling(), None);
+}
+
+#[test]
+fn json_keeps_the_spelling_both_ways() {
+    let got: Quantity = serde_json::from_str(r#"" +2Gi ""#).unwrap();
+    assert_eq!(got.to_string(), "+2Gi");
+    assert_eq!(serde_json::to_string(&got).unwrap(), r#""+2Gi""#);
+    let got: Quantity = serde_json::from_str(r#""1.5""#).unwrap();
+    assert_eq!(serde_json::to_string(&got).unwrap(), r#""1500m""#);
+    let got: Quantity = serde_json::from_str("1000").unwrap();
+    assert_eq!(serde_json::to_string(&got).unwrap(), r#""1k""#);
+    let got: Quantity = serde_json::from_str(r#""1e1000""#).unwrap();
+    assert_eq!(serde_json::to_string(&got).unwrap(), r#""10e999""#);
 }
 
 #[test]
@@ -335,6 +576,7 @@ fn equal_values_hash_alike() {
 }
 
 #[test]
-fn debug_shows_the_canonical_string() {
+fn debug_shows_the_printed_string() {
     assert_eq!(format!("{:?}", q("1024Mi")), r#"Quantity("1Gi", BinarySI)"#);
+    assert_eq!(format!("{:?}", q("+2Gi")), r#"Quantity("+2Gi", BinarySI)"#);
 }

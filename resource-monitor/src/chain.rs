@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::{ClientError, UpstreamClient, UpstreamOptions};
 use crate::config::{ChainConfig, SourceConfig};
-use crate::reader::{ReaderExt, ResourceReader};
 use crate::source::{
     HostError, HostOptions, HostSource, KubernetesError, KubernetesOptions, KubernetesSource,
     StaticFile, StaticFileError,
 };
 use crate::stage::{FilterLayer, QuotaLayer};
+use resource_reader::client::{ClientError, UpstreamClient, UpstreamOptions};
+use resource_reader::{ReaderExt, ResourceReader};
 
 /// Why a chain could not be started.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,8 @@
 //! ```toml
 //! [server]
 //! listen = "0.0.0.0:6001"
-//! liqo_api = "v0.6"            # v0.5 (shape A) | v0.6 … v0.8 (B) | v0.9 … v0.11 (C)
+//! liqo_api = "v0.6"            # v0.5 (shape A) | v0.6 … v0.8 (B) | v0.9 … v0.10 (C)
+//! handshake_timeout = "5s"     # durations: 500ms, 30s, 5m, 1h 30m, or bare seconds
 //!
 //! [source.static]              # or [source.host], [source.kubernetes], [source.grpc]
 //! path = "resources.yaml"      # relative to this file
@@ -37,7 +38,7 @@ use std::str::FromStr;
 
 use crate::directory::ClusterDirectory;
 use crate::stage::{FilterConfig, QuotaConfig};
-use crate::wire::LiqoApi;
+use resource_reader::LiqoApi;
 
 /// The whole chain file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
@@ -63,6 +64,24 @@ pub struct ServerSection {
     pub pool_name: Option<String>,
     pub pool_prefix: Option<String>,
     pub max_connections: Option<NonZeroU64>,
+    pub max_connections_per_peer: Option<NonZeroU64>,
+    pub handshake_timeout: Option<ConfigDuration>,
+    pub first_sync_timeout: Option<ConfigDuration>,
+}
+
+/// A duration in the chain file, in the grammar of every flag
+/// ([`edge::duration`]): `"500ms"`, `"30s"`, `"5m"`, `"1h 30m"`, or `"30"`
+/// for bare seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigDuration(pub std::time::Duration);
+
+impl<'de> serde::Deserialize<'de> for ConfigDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        edge::duration::parse(&s)
+            .map(ConfigDuration)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// `[clusters."<id>"]`.

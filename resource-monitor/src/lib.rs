@@ -1,15 +1,21 @@
 //! A chain of ResourceReaders for Liqo: *which resources may be offered to
 //! cluster X right now?*
 //!
-//! A [`ResourceReader`] can be asked ([`ResourceReader::read`]) and can tell
-//! ([`ResourceReader::subscribe`] yields a [`Notification`] when an answer may
-//! have changed). Readers chain like tower services: a **source** produces
-//! the local answer ([`source`]: Kubernetes, this host, a static file, or an
-//! upstream reader in another process over gRPC) and **stages** wrap a reader
-//! and transform its answer ([`stage`]: quota, filter), composed with
-//! [`ReaderExt::layer`]. The [`server`] serves any reader to Liqo in the wire
-//! shape of the Liqo release at hand, and the [`client`] reads one served by
-//! another process, so every stage works in one process or across processes.
+//! The contract — the [`ResourceReader`] trait, its notifications, the wire
+//! shapes, the gRPC server and client — lives in the `resource-reader`
+//! crate and is re-exported here, so a chain's user needs one dependency.
+//! This crate holds what produces and transforms answers:
+//!
+//! - [`source`]: the first reader of a chain — Kubernetes, this host, a
+//!   static file, or an upstream reader in another process over gRPC;
+//! - [`stage`]: readers that wrap a reader and transform its answer (quota,
+//!   filter), composed with [`ReaderExt::layer`];
+//! - [`directory`] and [`pattern`]: who is asking (cluster labels,
+//!   selectors) and resource-name patterns, shared by the stages;
+//! - [`config`]: the chain file; [`chain`]: a chain built from it.
+//!
+//! The `resource-monitor` binary serves a chain with [`server`], so every
+//! stage works in one process or across processes.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -27,20 +33,15 @@
 //! ```
 
 pub mod chain;
-pub mod cli;
-pub mod client;
 pub mod config;
 pub mod directory;
 pub mod pattern;
-pub mod reader;
-pub mod server;
 pub mod source;
 pub mod stage;
-mod task;
-pub mod wire;
 
 pub use directory::{ClusterDirectory, Selector};
-pub use reader::{
-    Layer, Notification, NotificationStream, Notifier, ReadError, ReaderExt, ResourceReader,
+/// The contract and its transport, from `resource-reader`.
+pub use resource_reader::{
+    client, reader, server, wire, Layer, LiqoApi, Notification, NotificationStream, Notifier,
+    ReadError, ReaderExt, ResourceReader,
 };
-pub use wire::LiqoApi;

@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use resource_monitor::cli::{self, LogFormat};
+use edge::log::LogFormat;
 use resource_monitor::config::{ChainConfig, SourceConfig};
 use resource_monitor::server::{self, ServerOptions};
 use resource_monitor::stage::{Percent, QuotaConfig};
 use resource_monitor::LiqoApi;
+use slice_controller::config::{ControllerArgs, LiqoMode};
+use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 
@@ -29,11 +31,13 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 ///
 /// Quick start:   resource-monitor --source static:resources.yaml --quota-percent 50 --liqo-api v0.6
 /// Full chains:   resource-monitor --config chain.toml
+/// Liqo v1:       resource-monitor --liqo-api v1 --class gold --config chain.toml   (the ResourceSlice class controller)
 ///
 /// Chain file (TOML; every section optional, flags override it; unknown
 /// keys are errors):
 ///
-///   [server]       listen = "0.0.0.0:6001", liqo_api = "v0.6", pool_name = "", pool_prefix = "", max_connections = 256
+///   [server]       listen = "0.0.0.0:6001", liqo_api = "v0.6", pool_name = "", pool_prefix = "", max_connections = 256,
+///                  max_connections_per_peer = 32, handshake_timeout = "5s", first_sync_timeout = "10s"
 ///   [source.static]      path = "resources.yaml"        (YAML/JSON map name → quantity, re-read on change)
 ///   [source.host]        disk_path = "/", refresh_seconds = 30
 ///   [source.kubernetes]  kubeconfig = "...", context = "...", origin_labels = ["virtualkubelet.liqo.io/origin", ...]
@@ -45,6 +49,9 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 ///
 /// Filter rules are tried in order; the first rule that matches the asking
 /// cluster and names a resource decides; resources no rule names pass.
+///
+/// Durations (flags, environment, chain file): 500ms, 30s, 5m, 1h 30m, 7d,
+/// or a bare number of seconds.
 #[derive(Debug, Parser)]
 #[command(name = "resource-monitor", version, verbatim_doc_comment)]
 struct Args {
@@ -76,9 +83,9 @@ struct Args {
     #[arg(long, env = "RESOURCE_MONITOR_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
 
-    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.11 (shape C) [default: v0.5].
+    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.10 (shape C) [default: v0.5]; or v1 (v1.0 … v1.2: no gRPC server, the ResourceSlice class controller of --class).
     #[arg(long, env = "RESOURCE_MONITOR_LIQO_API", value_name = "VERSION")]
-    liqo_api: Option<LiqoApi>,
+    liqo_api: Option<LiqoMode>,
 
     /// Shape C: pool_name of the answered resource list [default: empty].
     #[arg(long, env = "RESOURCE_MONITOR_POOL_NAME", value_name = "NAME")]
@@ -92,9 +99,29 @@ struct Args {
     #[arg(long, env = "RESOURCE_MONITOR_MAX_CONNECTIONS", value_name = "N")]
     max_connections: Option<std::num::NonZeroUsize>,
 
+    /// Most connections served at once to one IP address; more are closed at once [default: 32].
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_MAX_CONNECTIONS_PER_PEER",
+        value_name = "N"
+    )]
+    max_connections_per_peer: Option<std::num::NonZeroUsize>,
+
+    /// A new connection that has not sent the HTTP/2 preface within this time is closed, so silent connections cannot hold the slots [default: 5s].
+    #[arg(long, env = "RESOURCE_MONITOR_HANDSHAKE_TIMEOUT", value_name = "DURATION", value_parser = edge::duration::parse)]
+    handshake_timeout: Option<Duration>,
+
+    /// Shape A (Liqo v0.5, which withdraws the offer on any error): how long a read waits for a source that has not synced yet before answering the error; once synced, a failing read is answered with the last known answer [default: 10s].
+    #[arg(long, env = "RESOURCE_MONITOR_FIRST_SYNC_TIMEOUT", value_name = "DURATION", value_parser = edge::duration::parse)]
+    first_sync_timeout: Option<Duration>,
+
     /// Check the configuration (flags, chain file, the source's files) and exit without serving.
     #[arg(long, env = "RESOURCE_MONITOR_CHECK")]
     check: bool,
+
+    /// Liqo v1: the ResourceSlice class controller (see slice-controller/README.md). With --liqo-api v1 it runs alone; with --class and a v0.x --liqo-api it runs beside the gRPC server, over the same chain.
+    #[command(flatten)]
+    controller: ControllerArgs,
 
     /// Log format: text or json. Log levels come from RUST_LOG (default: info).
     #[arg(
@@ -108,7 +135,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cli::run_main(args.log_format, run(args))
+    edge::run(args.log_format, run(args))
 }
 
 /// The chain file merged with the flags (flags win).
@@ -155,7 +182,10 @@ fn settle_config(args: &Args) -> anyhow::Result<ChainConfig> {
 
 fn server_options(args: &Args, config: &ChainConfig) -> ServerOptions {
     let section = &config.server;
-    let api = args.liqo_api.or(section.liqo_api).unwrap_or_default();
+    let api = match args.liqo_api {
+        Some(LiqoMode::Grpc(api)) => api,
+        Some(LiqoMode::V1) | None => section.liqo_api.unwrap_or_default(),
+    };
     let mut options = ServerOptions::new(api);
     if let Some(name) = args.pool_name.clone().or_else(|| section.pool_name.clone()) {
         options.pool_name = name;
@@ -172,6 +202,23 @@ fn server_options(args: &Args, config: &ChainConfig) -> ServerOptions {
     } else if let Some(max) = section.max_connections {
         options.max_connections = usize::try_from(max.get()).unwrap_or(usize::MAX);
     }
+    if let Some(max) = args.max_connections_per_peer {
+        options.max_connections_per_peer = max.get();
+    } else if let Some(max) = section.max_connections_per_peer {
+        options.max_connections_per_peer = usize::try_from(max.get()).unwrap_or(usize::MAX);
+    }
+    if let Some(timeout) = args
+        .handshake_timeout
+        .or(section.handshake_timeout.map(|d| d.0))
+    {
+        options.handshake_timeout = timeout;
+    }
+    if let Some(timeout) = args
+        .first_sync_timeout
+        .or(section.first_sync_timeout.map(|d| d.0))
+    {
+        options.first_sync_timeout = timeout;
+    }
     options
 }
 
@@ -182,6 +229,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
     };
     let options = server_options(&args, &config);
+    // Liqo v1: the class controller alone; with --class and a v0.x API, the
+    // controller beside the gRPC server (a provider moving to v1).
+    let v1_only = args.liqo_api == Some(LiqoMode::V1);
+    let controller = v1_only || args.controller.class.is_some();
+    if controller {
+        args.controller.validate()?;
+    }
 
     // Everything that can be wrong with the configuration (including the
     // source's own files) fails here, before the port is bound.
@@ -192,6 +246,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!(source = ?config.source, quota = config.quota.is_some(), filter = config.filter.is_some(), "chain built");
 
+    let stop_controller = CancellationToken::new();
+    let controller = if controller {
+        let client = slice_controller::config::client(
+            args.kubeconfig.as_deref(),
+            args.kube_context.as_deref(),
+        )
+        .await?;
+        let (reader, settings, stop) = (
+            reader.clone(),
+            args.controller.clone(),
+            stop_controller.clone(),
+        );
+        Some(tokio::spawn(async move {
+            slice_controller::config::run(client, reader, &settings, stop).await
+        }))
+    } else {
+        None
+    };
+    if v1_only {
+        let Some(mut task) = controller else {
+            return Ok(());
+        };
+        tokio::select! {
+            result = &mut task => return Ok(result.context("controller task")??),
+            () = edge::signal::shutdown() => {}
+        }
+        stop_controller.cancel();
+        return Ok(task.await.context("controller task")??);
+    }
+
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         let _ = stop_rx.await;
@@ -199,10 +283,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let server = tokio::spawn(server::serve(reader, listen, options, shutdown));
     tokio::pin!(server);
     tokio::select! {
-        result = &mut server => return result.context("server task")?.map_err(Into::into),
-        () = cli::shutdown_signal() => {}
+        result = &mut server => {
+            stop_controller.cancel();
+            return result.context("server task")?.map_err(Into::into);
+        }
+        () = edge::signal::shutdown() => {}
     }
     let _ = stop_tx.send(());
+    stop_controller.cancel();
+    if let Some(task) = controller {
+        match task.await {
+            Ok(Err(error)) => tracing::warn!(%error, "the ResourceSlice controller failed"),
+            Err(error) => tracing::warn!(%error, "the ResourceSlice controller task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
     // Controllers that hold calls open must not keep us from exiting.
     match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
         Ok(result) => result.context("server task")?.map_err(Into::into),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use resource_monitor::ResourceReader;
+use resource_reader::ResourceReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::decision::{GrantPolicy, ShrinkPolicy};
@@ -21,7 +21,7 @@ use crate::reconcile::{self, Settings};
 /// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiqoMode {
-    Grpc(resource_monitor::LiqoApi),
+    Grpc(resource_reader::LiqoApi),
     V1,
 }
 
@@ -35,7 +35,7 @@ impl std::str::FromStr for LiqoMode {
         if version.split('.').next() == Some("1") {
             return Ok(LiqoMode::V1);
         }
-        s.parse::<resource_monitor::LiqoApi>()
+        s.parse::<resource_reader::LiqoApi>()
             .map(LiqoMode::Grpc)
             .map_err(|e| format!("{e}, or v1 (ResourceSlice classes)"))
     }
@@ -67,7 +67,7 @@ pub struct ControllerArgs {
     pub on_shrink: ShrinkPolicy,
 
     /// Re-read the chain for every consumer this often, notified or not.
-    #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub resync: Duration,
 
     /// Serve /healthz, /readyz and /metrics for the controller on this address.
@@ -100,15 +100,15 @@ pub struct ControllerArgs {
     pub lease_identity: Option<String>,
 
     /// How long a Lease not renewed stays held.
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
     pub lease_duration: Duration,
 
     /// The leader stops writing when it could not renew for this long (less than the lease duration).
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
     pub lease_renew_deadline: Duration,
 
     /// How often candidates try to take the Lease and the leader renews it.
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub lease_retry: Duration,
 }
 
@@ -163,26 +163,6 @@ impl ControllerArgs {
         }
         Ok(())
     }
-}
-
-/// `"15s"`, `"500ms"`, `"5m"`, `"1h"`, or a number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (e.g. 500ms, 15s, 5m)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// A client for the provider cluster: `kubeconfig` (and `context`) if
@@ -339,20 +319,9 @@ mod tests {
         assert_eq!("v1.2.0".parse::<LiqoMode>(), Ok(LiqoMode::V1));
         assert_eq!(
             "v0.9".parse::<LiqoMode>(),
-            Ok(LiqoMode::Grpc(resource_monitor::LiqoApi::V09))
+            Ok(LiqoMode::Grpc(resource_reader::LiqoApi::V09))
         );
         assert!("v2".parse::<LiqoMode>().is_err());
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("3d").is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! replicates it into the provider's tenant namespace and authenticates it,
 //! and — for any class but `""` and `"default"` — leaves the grant to the
 //! class's controller. This crate is that controller, fed by a
-//! [`ResourceReader`](resource_monitor::ResourceReader) chain: each consumer
+//! [`ResourceReader`](resource_reader::ResourceReader) chain: each consumer
 //! is granted out of what the chain offers it, by a stated
 //! [`GrantPolicy`](decision::GrantPolicy).
 //!

@@ -37,7 +37,7 @@ use kube::runtime::reflector::{self, reflector, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use quantity::ResourceList;
-use resource_monitor::{Notification, ReadError, ResourceReader};
+use resource_reader::{Notification, ReadError, ResourceReader};
 use tracing::Instrument;
 
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
@@ -215,7 +215,7 @@ fn tenant_of_slice(
 /// Chain notifications as Tenants to reconcile: `All` → every Tenant,
 /// `Cluster(id)` → the Tenants of that consumer.
 fn chain_triggers(
-    notifications: resource_monitor::NotificationStream,
+    notifications: resource_reader::NotificationStream,
     tenants: Store<Tenant>,
 ) -> impl Stream<Item = ObjectRef<Tenant>> + Send {
     notifications.flat_map(move |notification| {

@@ -8,7 +8,6 @@
 
 pub mod buying;
 pub mod catalog;
-pub mod fake_kube;
 pub mod grpc;
 pub mod http;
 pub mod mongo;

@@ -222,3 +222,59 @@ impl Drop for Child {
         self.kill();
     }
 }
+
+impl Spawn {
+    /// Send the process's stderr to `file` instead of the test's stderr, so
+    /// a test can check what it logged.
+    pub fn stderr_to(mut self, file: std::fs::File) -> Self {
+        self.cmd.stderr(file);
+        self
+    }
+}
+
+/// Open `count` TCP connections to 127.0.0.1:`port` from the local address
+/// `from` (any 127.x.y.z works on Linux loopback) and send nothing on them:
+/// the idle clients of a connection-exhaustion attack.
+pub async fn open_idle_connections(
+    port: u16,
+    count: usize,
+    from: std::net::Ipv4Addr,
+) -> Result<Vec<tokio::net::TcpStream>> {
+    let target: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut open = Vec::with_capacity(count);
+    for i in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket
+            .bind((from, 0).into())
+            .with_context(|| format!("binding {from}"))?;
+        let stream = tokio::time::timeout(Duration::from_secs(5), socket.connect(target))
+            .await
+            .with_context(|| format!("idle connection {i} to {target}: connect timed out"))?
+            .with_context(|| format!("idle connection {i} to {target}"))?;
+        open.push(stream);
+    }
+    Ok(open)
+}
+
+/// How many of `connections` the server has not closed by `deadline`
+/// (closed: a read sees the end of the stream or an error).
+pub async fn still_open_at(connections: Vec<tokio::net::TcpStream>, deadline: Instant) -> usize {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::from_std(deadline);
+    let waits = connections.into_iter().map(|mut stream| async move {
+        let mut buf = [0u8; 64];
+        loop {
+            match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+                Err(_) => return true,
+                Ok(Ok(0)) | Ok(Err(_)) => return false,
+                // Server bytes (an HTTP/2 SETTINGS frame): keep waiting.
+                Ok(Ok(_)) => {}
+            }
+        }
+    });
+    futures::future::join_all(waits)
+        .await
+        .into_iter()
+        .filter(|open| *open)
+        .count()
+}

@@ -206,3 +206,132 @@ fn the_example_chain_file_is_valid() {
         crate::source::static_file_parse(text, std::path::Path::new("resources.yaml")).unwrap();
     assert_eq!(list.0.len(), 5);
 }
+
+#[test]
+fn negative_caps_and_duplicate_keys_are_refused() {
+    let e = error_of("[quota]\nmax = { cpu = \"-1\" }\n");
+    assert!(
+        e.contains("line 2") && e.contains("cpu") && e.contains("negative"),
+        "{e}"
+    );
+    let e = error_of("[[quota.originators]]\nclusters = [\"a\"]\nmax = { memory = \"-1Gi\" }\n");
+    assert!(e.contains("memory") && e.contains("negative"), "{e}");
+    let e = error_of("[quota]\npercent = 50\npercent = 60\n");
+    assert!(e.contains("line 3") && e.contains("percent"), "{e}");
+    let e = error_of("[quota]\nmax = { cpu = \"1\", cpu = \"2\" }\n");
+    assert!(e.contains("cpu"), "{e}");
+}
+
+#[test]
+fn durations_in_the_server_section() {
+    let c = ChainConfig::parse(
+        "[server]\nhandshake_timeout = \"1s 500ms\"\nfirst_sync_timeout = \"30\"\nmax_connections_per_peer = 4\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.server.handshake_timeout,
+        Some(ConfigDuration(std::time::Duration::from_millis(1500)))
+    );
+    assert_eq!(
+        c.server.first_sync_timeout,
+        Some(ConfigDuration(std::time::Duration::from_secs(30)))
+    );
+    let e = error_of("[server]\nhandshake_timeout = \"soon\"\n");
+    assert!(
+        e.contains("line 2") && e.contains("invalid duration"),
+        "{e}"
+    );
+}
+
+/// Hostile chain files, assembled from pieces of real ones, broken values
+/// and raw noise: parsing never panics, and what is accepted holds what
+/// the contract requires (percentages within 0–100, no negative caps).
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("50".to_string()),
+            Just("150".to_string()),
+            Just("-1".to_string()),
+            Just("99999999999999999999".to_string()),
+            Just("\"8\"".to_string()),
+            Just("\"-8\"".to_string()),
+            Just("\"1e400\"".to_string()),
+            Just("\"32Gi\"".to_string()),
+            Just("\"-0.5Mi\"".to_string()),
+            Just("\"\"".to_string()),
+            Just("true".to_string()),
+            Just("[]".to_string()),
+            Just("{}".to_string()),
+            Just("{ cpu = \"-1\" }".to_string()),
+            Just("{ cpu = \"1\", memory = \"-2Gi\" }".to_string()),
+            Just("{ cpu = \"1\" }".to_string()),
+            Just("\"v0.5\"".to_string()),
+            Just("\"5s\"".to_string()),
+            Just("\"-5s\"".to_string()),
+            "\"[^\"\\\\]{0,12}\"",
+        ]
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("percent"),
+            Just("max"),
+            Just("clusters"),
+            Just("labels"),
+            Just("allow"),
+            Just("deny"),
+            Just("path"),
+            Just("address"),
+            Just("liqo_api"),
+            Just("listen"),
+            Just("max_connections"),
+            Just("max_connections_per_peer"),
+            Just("handshake_timeout"),
+            Just("first_sync_timeout"),
+            Just("refresh_seconds"),
+        ];
+        let header = prop_oneof![
+            Just("[server]"),
+            Just("[source.static]"),
+            Just("[source.host]"),
+            Just("[source.grpc]"),
+            Just("[quota]"),
+            Just("[[quota.originators]]"),
+            Just("[[filter.rules]]"),
+            Just("[clusters.\"c1\".labels]"),
+        ];
+        prop_oneof![
+            (key, value()).prop_map(|(k, v)| format!("{k} = {v}")),
+            header.prop_map(str::to_string),
+            "\\PC{0,20}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_never_accepts_what_the_contract_refuses(
+            lines in proptest::collection::vec(line(), 0..14)
+        ) {
+            let text = lines.join("\n");
+            if let Ok(config) = ChainConfig::parse(&text) {
+                if let Some(quota) = &config.quota {
+                    prop_assert!(quota.percent.get() <= 100);
+                    prop_assert!(quota.max.0.values().all(|q| !q.is_negative()), "{text}");
+                    for entry in &quota.originators {
+                        prop_assert!(entry.percent.is_none_or(|p| p.get() <= 100));
+                        prop_assert!(entry.max.0.values().all(|q| !q.is_negative()), "{text}");
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn raw_noise_never_panics(text in "\\PC{0,200}") {
+            let _ = ChainConfig::parse(&text);
+        }
+    }
+}

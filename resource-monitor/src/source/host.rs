@@ -14,8 +14,8 @@ use std::time::Duration;
 use quantity::ResourceList;
 use tracing::Instrument;
 
-use crate::reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
-use crate::task::AbortOnDrop;
+use resource_reader::AbortOnDrop;
+use resource_reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
 
 /// Where and how often to measure.
 #[derive(Debug, Clone)]

@@ -8,13 +8,12 @@
 
 mod host;
 pub mod kubernetes;
-mod memory;
 mod static_file;
 
-pub use crate::client::UpstreamClient as GrpcSource;
 pub use host::{HostError, HostOptions, HostSource};
 pub use kubernetes::{KubernetesError, KubernetesOptions, KubernetesSource};
-pub use memory::MemorySource;
+pub use resource_reader::client::UpstreamClient as GrpcSource;
+pub use resource_reader::MemorySource;
 pub use static_file::{StaticFile, StaticFileError};
 
 #[cfg(test)]

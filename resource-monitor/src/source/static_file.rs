@@ -11,6 +11,13 @@
 //! editors and Kubernetes ConfigMap mounts replace a file by renaming a new
 //! one over it, which a watch on the old inode would miss. A file that
 //! becomes invalid is reported and the previous resources are kept.
+//!
+//! Refused, naming the entry (and its line, in YAML): a quantity that is not
+//! a Kubernetes quantity, a negative quantity, a resource listed twice, an
+//! empty name. Only regular files are read (a symlink to one is fine): a
+//! FIFO, a device or a directory put in the file's place is refused without
+//! being opened for a blocking read, so the reloader never hangs, and a file
+//! larger than [`MAX_FILE_BYTES`] is refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,12 +30,16 @@ use quantity::{Quantity, ResourceList};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
-use crate::task::AbortOnDrop;
+use resource_reader::AbortOnDrop;
+use resource_reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
 
 /// After an in-place write that is not followed by a close, how long to
 /// wait before reading, so a slow writer is read once, complete.
 const SETTLE: Duration = Duration::from_millis(50);
+
+/// The largest resource file read; a list of resources is a few hundred
+/// bytes.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Why a static resource file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +49,10 @@ pub enum StaticFileError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path} is {kind}, not a regular file: refused")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{path} is larger than {MAX_FILE_BYTES} bytes: refused")]
+    TooLarge { path: PathBuf },
     #[error("{path} is empty (write `{{}}` to offer nothing)")]
     Empty { path: PathBuf },
     #[error("{path}: {message}")]
@@ -220,13 +235,84 @@ async fn reload_on_change(inner: Arc<Inner>, mut wake: mpsc::UnboundedReceiver<W
 }
 
 async fn load(path: &Path) -> Result<ResourceList, StaticFileError> {
-    let text = tokio::fs::read_to_string(path)
+    let owned = path.to_path_buf();
+    let text = tokio::task::spawn_blocking(move || read_regular(&owned))
         .await
-        .map_err(|source| StaticFileError::Io {
+        .map_err(|error| StaticFileError::Io {
             path: path.to_path_buf(),
-            source,
-        })?;
+            source: std::io::Error::other(error.to_string()),
+        })??;
     parse(&text, path)
+}
+
+/// Read `path` if it is a regular file, without ever blocking on it: its
+/// type is checked before opening, the open does not wait for a writer
+/// (`O_NONBLOCK`, in case a FIFO was swapped in meanwhile), and the opened
+/// file's type is checked again before reading.
+fn read_regular(path: &Path) -> Result<String, StaticFileError> {
+    use std::io::Read;
+
+    let io = |source| StaticFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let check = |meta: &std::fs::Metadata| {
+        if !meta.is_file() {
+            return Err(StaticFileError::NotRegular {
+                path: path.to_path_buf(),
+                kind: file_kind(meta),
+            });
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(StaticFileError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(())
+    };
+    check(&std::fs::metadata(path).map_err(io)?)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(io)?;
+    check(&file.metadata().map_err(io)?)?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(StaticFileError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(text)
+}
+
+/// What a non-regular file is, for the error message.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Parse a resource file: JSON when the name ends in `.json`, YAML otherwise.
@@ -243,46 +329,102 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<ResourceList, StaticFileE
         path: path.to_path_buf(),
         message,
     };
-    let map: BTreeMap<String, FileQuantity> = if is_json {
+    let FileResources(map) = if is_json {
         serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
     } else {
         serde_yaml::from_str(text).map_err(|e| parse_err(e.to_string()))?
     };
-    if let Some(name) = map.keys().find(|k| k.trim().is_empty()) {
-        return Err(parse_err(format!("resource name {name:?} is empty")));
-    }
-    Ok(ResourceList(
-        map.into_iter().map(|(k, v)| (k, v.0)).collect(),
-    ))
+    Ok(ResourceList(map))
 }
 
-/// A quantity written as a string (`"1500m"`, `16Gi`) or a bare number (`4`).
-struct FileQuantity(Quantity);
+/// The file's map, refusing what a resource list cannot hold: duplicate
+/// names (YAML and JSON parsers would keep the last silently), empty names,
+/// negative quantities. Errors name the resource; the parser adds the line.
+struct FileResources(BTreeMap<String, Quantity>);
 
-impl<'de> serde::Deserialize<'de> for FileQuantity {
+impl<'de> serde::Deserialize<'de> for FileResources {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = FileQuantity;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = FileResources;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a Kubernetes quantity such as 4, \"1500m\" or \"16Gi\"")
+                f.write_str("a map of resource names to quantities, such as `cpu: 4`")
             }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<FileQuantity, E> {
-                s.parse()
-                    .map(FileQuantity)
-                    .map_err(|e| E::custom(format!("invalid quantity {s:?}: {e}")))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<FileQuantity, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<FileQuantity, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<FileQuantity, E> {
-                self.visit_str(&v.to_string())
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut entries: A,
+            ) -> Result<FileResources, A::Error> {
+                use serde::de::Error;
+                let mut map = BTreeMap::new();
+                while let Some(name) = entries.next_key::<String>()? {
+                    if name.trim().is_empty() {
+                        return Err(A::Error::custom(format!("resource name {name:?} is empty")));
+                    }
+                    // Checked while the value is read, so the parser names
+                    // its line.
+                    let seed = EntrySeed {
+                        name: &name,
+                        duplicate: map.contains_key(&name),
+                    };
+                    let quantity = entries.next_value_seed(seed)?;
+                    map.insert(name, quantity);
+                }
+                Ok(FileResources(map))
             }
         }
-        d.deserialize_any(Visitor)
+        d.deserialize_map(Visitor)
+    }
+}
+
+/// The value of the entry `name`: a quantity written as a string
+/// (`"1500m"`, `16Gi`) or a bare number (`4`), never negative, for a name
+/// not seen before in the file.
+struct EntrySeed<'a> {
+    name: &'a str,
+    duplicate: bool,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for EntrySeed<'_> {
+    type Value = Quantity;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Quantity, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl EntrySeed<'_> {
+    fn check<E: serde::de::Error>(&self, text: &str) -> Result<Quantity, E> {
+        let name = self.name;
+        if self.duplicate {
+            return Err(E::custom(format!("resource {name:?} is listed twice")));
+        }
+        let quantity: Quantity = text
+            .parse()
+            .map_err(|e| E::custom(format!("invalid quantity {text:?}: {e}")))?;
+        if quantity.is_negative() {
+            return Err(E::custom(format!(
+                "negative quantity {quantity} for {name:?} (a resource cannot be offered below zero)"
+            )));
+        }
+        Ok(quantity)
+    }
+}
+
+impl serde::de::Visitor<'_> for EntrySeed<'_> {
+    type Value = Quantity;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes quantity such as 4, \"1500m\" or \"16Gi\"")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Quantity, E> {
+        self.check(s)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Quantity, E> {
+        self.check(&v.to_string())
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Quantity, E> {
+        self.check(&v.to_string())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Quantity, E> {
+        self.check(&v.to_string())
     }
 }
 
@@ -363,9 +505,160 @@ mod tests {
         assert_eq!(source.read("x").await.unwrap().to_strings()["cpu"], "3");
     }
 
+    #[test]
+    fn negative_and_duplicate_entries_are_refused_by_name() {
+        let e = parse("cpu: 4\nmemory: -1Gi\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("memory") && e.contains("negative") && e.contains("line 2"),
+            "{e}"
+        );
+        let e = parse("cpu: -100\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cpu") && e.contains("negative"), "{e}");
+        let e = parse(r#"{"cpu": "1", "pods": -3}"#, Path::new("r.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pods") && e.contains("negative"), "{e}");
+
+        let e = parse("cpu: 4\nmemory: 1Gi\ncpu: 8\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"cpu\"") && e.contains("twice") && e.contains("line 3"),
+            "{e}"
+        );
+        let e = parse(r#"{"cpu": "1", "cpu": "2"}"#, Path::new("r.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"cpu\"") && e.contains("twice") && e.contains("line 1"),
+            "{e}"
+        );
+
+        let e = parse("\"\": 1\n", Path::new("r.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("empty"), "{e}");
+        // Zero is a quantity like any other.
+        assert_eq!(
+            parse("cpu: 0\n", Path::new("r.yaml")).unwrap().to_strings()["cpu"],
+            "0"
+        );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("r.yaml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let started = std::time::Instant::now();
+        let err = tokio::time::timeout(Duration::from_secs(5), StaticFile::open(&fifo))
+            .await
+            .expect("opening a FIFO must not block")
+            .unwrap_err();
+        assert!(matches!(err, StaticFileError::NotRegular { .. }), "{err}");
+        assert!(err.to_string().contains("FIFO"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // Not a regular file either: a directory.
+        let err = read_regular(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+    }
+
     #[tokio::test]
     async fn a_missing_file_is_an_error() {
         let err = StaticFile::open("/no/such/dir/r.yaml").await.unwrap_err();
         assert!(matches!(err, StaticFileError::Io { .. }), "{err}");
+    }
+
+    /// Hostile resource files: names empty, repeated or odd; values
+    /// negative, malformed or huge; YAML and JSON alike. Parsing never
+    /// panics, and a file is accepted exactly when every name is non-empty
+    /// and unique and every value a non-negative quantity.
+    mod hostile {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("cpu".to_string()),
+                Just("memory".to_string()),
+                Just("nvidia.com/gpu".to_string()),
+                Just("".to_string()),
+                Just(" ".to_string()),
+                "[a-z]{1,3}",
+            ]
+        }
+
+        /// A value and whether it is a non-negative quantity.
+        fn value() -> impl Strategy<Value = (String, bool)> {
+            prop_oneof![
+                Just(("4".to_string(), true)),
+                Just(("0".to_string(), true)),
+                Just(("1500m".to_string(), true)),
+                Just(("16Gi".to_string(), true)),
+                Just(("-1".to_string(), false)),
+                Just(("-100m".to_string(), false)),
+                Just(("-0.5Gi".to_string(), false)),
+                Just(("lots".to_string(), false)),
+                Just(("1..2".to_string(), false)),
+                Just(("Mi".to_string(), false)),
+                Just(("1e1000".to_string(), false)),
+                Just(("".to_string(), false)),
+                (0u64..1_000_000).prop_map(|n| (n.to_string(), true)),
+                (1i64..1_000_000).prop_map(|n| (format!("-{n}"), false)),
+            ]
+        }
+
+        fn expected(entries: &[(String, (String, bool))]) -> bool {
+            let mut seen = std::collections::BTreeSet::new();
+            entries.iter().all(|(name, (_, valid))| {
+                *valid && !name.trim().is_empty() && seen.insert(name.clone())
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn yaml_is_accepted_exactly_when_valid(
+                entries in proptest::collection::vec((name(), value()), 1..8)
+            ) {
+                let text: String = entries
+                    .iter()
+                    .map(|(name, (value, _))| format!("{name:?}: {value:?}\n"))
+                    .collect();
+                let parsed = parse(&text, Path::new("r.yaml"));
+                prop_assert_eq!(parsed.is_ok(), expected(&entries), "{}: {:?}", text, parsed);
+                if let Ok(list) = parsed {
+                    prop_assert!(list.0.values().all(|q| !q.is_negative()));
+                }
+            }
+
+            #[test]
+            fn json_is_accepted_exactly_when_valid(
+                entries in proptest::collection::vec((name(), value()), 1..8)
+            ) {
+                let body: Vec<String> = entries
+                    .iter()
+                    .map(|(name, (value, _))| format!("{name:?}: {value:?}"))
+                    .collect();
+                let text = format!("{{{}}}", body.join(", "));
+                let parsed = parse(&text, Path::new("r.json"));
+                prop_assert_eq!(parsed.is_ok(), expected(&entries), "{}: {:?}", text, parsed);
+            }
+
+            #[test]
+            fn raw_noise_never_panics(text in "\\PC{0,200}") {
+                let _ = parse(&text, Path::new("r.yaml"));
+                let _ = parse(&text, Path::new("r.json"));
+            }
+        }
     }
 }

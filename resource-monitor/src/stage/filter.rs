@@ -8,7 +8,7 @@ use quantity::ResourceList;
 
 use crate::directory::{ClusterDirectory, Selector};
 use crate::pattern::Pattern;
-use crate::reader::{Layer, NotificationStream, ReadError, ResourceReader};
+use resource_reader::{Layer, NotificationStream, ReadError, ResourceReader};
 
 /// Ordered filter rules.
 ///

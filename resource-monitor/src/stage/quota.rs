@@ -8,8 +8,8 @@ use std::sync::Arc;
 use quantity::{Quantity, ResourceList};
 
 use crate::directory::{ClusterDirectory, Selector};
-use crate::reader::{Layer, NotificationStream, ReadError, ResourceReader};
 use crate::stage::{Percent, PercentError};
+use resource_reader::{Layer, NotificationStream, ReadError, ResourceReader};
 
 /// What the quota stage keeps.
 ///
@@ -23,8 +23,8 @@ pub struct QuotaConfig {
     /// Share of every upstream quantity to keep (default 100).
     #[serde(default)]
     pub percent: Percent,
-    /// Absolute caps, resource name → quantity.
-    #[serde(default)]
+    /// Absolute caps, resource name → quantity (never negative).
+    #[serde(default, deserialize_with = "non_negative")]
     pub max: ResourceList,
     /// Per-originator overrides, first match wins.
     #[serde(default)]
@@ -62,8 +62,20 @@ struct OriginatorQuotaFile {
     #[serde(default)]
     labels: BTreeMap<String, String>,
     percent: Option<Percent>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "non_negative")]
     max: ResourceList,
+}
+
+/// A resource list of caps: a negative cap would offer less than nothing,
+/// so it is refused, naming the resource.
+fn non_negative<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ResourceList, D::Error> {
+    let list = <ResourceList as serde::Deserialize>::deserialize(d)?;
+    if let Some((name, quantity)) = list.0.iter().find(|(_, q)| q.is_negative()) {
+        return Err(serde::de::Error::custom(format!(
+            "{name}: negative cap {quantity} (caps cannot be below zero)"
+        )));
+    }
+    Ok(list)
 }
 
 impl From<OriginatorQuotaFile> for OriginatorQuota {

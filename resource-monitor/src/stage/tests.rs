@@ -8,8 +8,8 @@ use quantity::ResourceList;
 use super::*;
 use crate::directory::{ClusterDirectory, Selector};
 use crate::pattern::Pattern;
-use crate::reader::{Notification, ReaderExt, ResourceReader};
 use crate::source::MemorySource;
+use resource_reader::{Notification, ReaderExt, ResourceReader};
 
 fn list(entries: &[(&str, &str)]) -> ResourceList {
     ResourceList::from_strings(entries.iter().copied()).unwrap()

@@ -174,12 +174,22 @@ async fn last_known_policy_holds_a_killed_upstream_for_max_age_only() -> Result<
     Ok(())
 }
 
+/// Downstream shape B (Liqo v0.6+, which keeps the offer and retries on an
+/// error); shape A answers the last known sum instead, see
+/// `aggregator_hardening`.
 #[tokio::test]
 async fn every_upstream_down_is_unavailable_not_an_empty_offer() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let mut a = Monitor::start(dir.path(), "a", A)?;
-    let agg = Aggregator::start(["--upstream", &a.flag(), "--policy", "omit"])?;
-    let client = ReaderClient::connect(agg.port, Shape::A).await?;
+    let agg = Aggregator::start([
+        "--upstream",
+        &a.flag(),
+        "--policy",
+        "omit",
+        "--liqo-api",
+        "v0.6",
+    ])?;
+    let client = ReaderClient::connect(agg.port, Shape::B).await?;
     client
         .read_until("x", Duration::from_secs(10), |r| !r.is_empty())
         .await?;

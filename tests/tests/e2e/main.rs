@@ -10,6 +10,7 @@
 mod aggregator_support;
 
 mod aggregator_cli;
+mod aggregator_hardening;
 mod aggregator_notify;
 mod aggregator_reload;
 mod aggregator_sum;
@@ -25,5 +26,6 @@ mod catalog_shared;
 mod provider_agent;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
+mod resource_monitor_hardening;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;

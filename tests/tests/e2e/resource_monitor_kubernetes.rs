@@ -1,7 +1,8 @@
-//! The kubernetes source of the real `resource-monitor` binary against a
-//! fake API server speaking the list/watch protocol: nodes becoming
-//! NotReady, pods starting and finishing, shadow pods, virtual nodes, and a
-//! peer's offloaded pods added back for that peer only; the selectors the
+//! The kubernetes source of the real `resource-monitor` binary against the
+//! test API server (`kube-test-server`) speaking the list/watch protocol:
+//! nodes becoming NotReady, pods starting and finishing, shadow pods,
+//! virtual nodes, and a peer's offloaded pods added back for that peer
+//! only; the selectors the
 //! source sends (the API server filters, as for Liqo), lists served in
 //! short pages, and a watch that comes back after the history it needs was
 //! compacted (410 Gone, then a re-list).
@@ -10,9 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use e2e::fake_kube::{node, pod, FakeKube, Kind};
 use e2e::grpc::{resources, ReaderClient, Shape};
 use e2e::{free_port, Child, Spawn};
+use kube_test_server::{node, pod, Kind, KubeApiServer};
 use serde_json::json;
 
 /// Generous: this bounds a test, it does not measure anything.
@@ -20,7 +21,7 @@ const NOTIFIED: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
-    let kube = FakeKube::start().await?;
+    let kube = KubeApiServer::start().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("n2", true, false, "2", "4Gi"));
     kube.apply(Kind::Node, node("liqo-peer", true, true, "100", "1Ti"));
@@ -149,6 +150,8 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
         .args(["--source", "kubernetes", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        // Shape A waits this long for a first answer before the error.
+        .args(["--first-sync-timeout", "500ms"])
         .start_listening(port)?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     let status = client.read("c1").await.expect_err("not listed yet");
@@ -176,7 +179,7 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
 const CAUGHT_UP: Duration = Duration::from_secs(10);
 
 /// The real binary watching `kube`, read in shape B.
-async fn start_monitor(kube: &FakeKube, dir: &Path) -> Result<(Child, ReaderClient)> {
+async fn start_monitor(kube: &KubeApiServer, dir: &Path) -> Result<(Child, ReaderClient)> {
     let kubeconfig = dir.join("kubeconfig");
     kube.write_kubeconfig(&kubeconfig)?;
     let port = free_port();
@@ -211,7 +214,7 @@ const POD_LABELS: &str = "liqo.io/shadowPod!=true";
 const POD_FIELDS: &str = "status.phase=Running";
 
 /// Every list and watch the source made carried Liqo's selectors.
-fn assert_selected(kube: &FakeKube) {
+fn assert_selected(kube: &KubeApiServer) {
     let nodes = kube.requests(Kind::Node);
     assert!(nodes.iter().any(|r| r.watch) && nodes.iter().any(|r| !r.watch));
     for r in &nodes {
@@ -231,7 +234,7 @@ fn assert_selected(kube: &FakeKube) {
 /// (it arrives as DELETED) or joining it (as ADDED) moves the answer.
 #[tokio::test]
 async fn kubernetes_source_selects_on_the_api_server() -> Result<()> {
-    let kube = FakeKube::start().await?;
+    let kube = KubeApiServer::start().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("down", false, false, "2", "4Gi"));
     kube.apply(Kind::Node, node("liqo-peer", true, true, "100", "1Ti"));
@@ -323,7 +326,7 @@ async fn kubernetes_source_selects_on_the_api_server() -> Result<()> {
 /// page before answering.
 #[tokio::test]
 async fn kubernetes_source_follows_every_list_page() -> Result<()> {
-    let kube = FakeKube::start().await?;
+    let kube = KubeApiServer::start().await?;
     kube.set_max_page(Some(2));
     for i in 0..5 {
         kube.apply(Kind::Node, node(&format!("n{i}"), true, false, "1", "1Gi"));
@@ -384,7 +387,7 @@ async fn kubernetes_source_follows_every_list_page() -> Result<()> {
 /// a restart.
 #[tokio::test]
 async fn kubernetes_source_relists_after_410_gone() -> Result<()> {
-    let kube = FakeKube::start().await?;
+    let kube = KubeApiServer::start().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("n2", true, false, "2", "4Gi"));
     kube.apply(

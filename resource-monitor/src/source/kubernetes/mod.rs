@@ -33,8 +33,8 @@ use tracing::Instrument;
 
 pub use accounting::{Accounting, Changed};
 
-use crate::reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
-use crate::task::AbortOnDrop;
+use resource_reader::AbortOnDrop;
+use resource_reader::{Notification, NotificationStream, Notifier, ReadError, ResourceReader};
 
 /// How to reach the API server, and Liqo's labels.
 #[derive(Debug, Clone)]

@@ -1,4 +1,11 @@
 //! Shape A (Liqo v0.5, the thesis design): string maps, empty notifications.
+//!
+//! Two things differ from the other shapes, both for Liqo v0.5's sake: a
+//! transient read failure is answered from the last known answers (v0.5
+//! withdraws the offer on any error; see the adapter's `LastKnown`), and a
+//! subscription always ends with an error status, never cleanly — v0.5 never
+//! subscribes again after a clean end of its stream, but retries after an
+//! error.
 
 use std::pin::Pin;
 
@@ -36,7 +43,12 @@ impl resource_reader_server::ResourceReader for ShapeA {
         let stream = self
             .0
             .notifications(peer(&request))
-            .map(|_| Ok(UpdateNotification {}));
+            .map(|_| Ok(UpdateNotification {}))
+            .chain(futures::stream::once(async {
+                Err(Status::unavailable(
+                    "the ResourceReader is going away: subscribe again",
+                ))
+            }));
         Ok(Response::new(stream.boxed()))
     }
 

@@ -21,7 +21,8 @@ pub enum LiqoApi {
     /// Shape B — Liqo v0.6.0 … v0.8.x: Kubernetes `Quantity` messages,
     /// notifications naming a cluster.
     V06,
-    /// Shape C — Liqo v0.9.0 … v0.11: as B, reads answer one list per pool.
+    /// Shape C — Liqo v0.9.0 … v0.10.3 (and v0.11.0-rc.1/rc.2): as B, reads
+    /// answer one list per pool.
     V09,
 }
 
@@ -49,13 +50,15 @@ impl fmt::Display for LiqoApi {
 /// Not a Liqo release this crate can speak to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown Liqo API {0:?}: use v0.5 (shape A), v0.6 … v0.8 (shape B) or v0.9 … v0.11 (shape C)"
+    "unknown Liqo API {0:?}: use v0.5 (shape A), v0.6 … v0.8 (shape B) or v0.9 … v0.10 (shape C)"
 )]
 pub struct UnknownLiqoApi(pub String);
 
 impl FromStr for LiqoApi {
     type Err = UnknownLiqoApi;
-    /// Accepts a Liqo release (`v0.5`, `0.7`, `v0.10.3`) or a shape (`a`, `b`, `c`).
+    /// Accepts a Liqo release (`v0.5`, `0.7`, `v0.10.3`; `v0.11` for its
+    /// release candidates rc.1 and rc.2, the last with the plugin API) or a
+    /// shape (`a`, `b`, `c`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.trim().to_ascii_lowercase();
         match lower.as_str() {

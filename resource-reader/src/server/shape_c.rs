@@ -1,4 +1,4 @@
-//! Shape C (Liqo v0.9 … v0.11): as shape B, but a read answers one resource
+//! Shape C (Liqo v0.9.0 … v0.10.3): as shape B, but a read answers one resource
 //! list per pool; this server answers a single pool, named as configured.
 
 use std::pin::Pin;

@@ -1,12 +1,12 @@
 //! Background tasks owned by a value: they stop when their owner is dropped,
-//! so removing an upstream (or dropping the aggregate in a test or a
-//! benchmark) leaves nothing running.
+//! so a reader torn down (a chain in a test, an upstream removed from an
+//! aggregator) leaves nothing running.
 
 use tokio::task::JoinHandle;
 
 /// Aborts the task when dropped.
 #[derive(Debug)]
-pub(crate) struct AbortOnDrop(pub(crate) JoinHandle<()>);
+pub struct AbortOnDrop(pub JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

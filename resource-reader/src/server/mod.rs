@@ -5,10 +5,15 @@
 //! Every new `Subscribe` immediately gets an "all clusters" notification,
 //! then one per change; a controller that half-closes and re-subscribes
 //! (Liqo v0.6+ does, 100 ms after any stream error) just gets a new stream.
-//! Limits: connections, concurrent streams per connection, request size.
+//! Shape A (Liqo v0.5) answers transient failures from the last known
+//! answers and ends subscriptions with an error, never cleanly (see
+//! `shape_a`).
+//!
+//! Limits ([`ServerOptions`]): connections in total and per peer, a deadline
+//! for a new connection's HTTP/2 preface (so connections that send nothing
+//! cannot hold the slots), concurrent streams per connection, request size.
 
 mod adapter;
-mod limit;
 mod shape_a;
 mod shape_b;
 mod shape_c;
@@ -18,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use edge::conn::{GuardedListener, Limits};
 use liqo_proto::{shape_a as a, shape_b as b, shape_c as c, SERVICE_NAME};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -28,8 +34,7 @@ use tracing::Instrument;
 
 use crate::reader::ResourceReader;
 pub use crate::wire::LiqoApi;
-use adapter::Adapter;
-pub use limit::LimitedConn;
+use adapter::{Adapter, LastKnown};
 
 /// How to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +47,15 @@ pub struct ServerOptions {
     pub pool_prefix: String,
     /// Connections open at once; more wait to be accepted.
     pub max_connections: usize,
+    /// Connections open at once from one IP address; more are closed at once.
+    pub max_connections_per_peer: usize,
+    /// How long a new connection has to send the HTTP/2 client preface
+    /// before it is closed.
+    pub handshake_timeout: Duration,
+    /// Shape A only: how long a read waits for a reader that cannot answer
+    /// yet (not synced, upstream away) and was never answered for that
+    /// originator, before the error is answered.
+    pub first_sync_timeout: Duration,
     /// Concurrent HTTP/2 streams (calls) per connection.
     pub max_concurrent_streams: u32,
     /// Largest request accepted, in bytes (requests are a cluster ID).
@@ -55,6 +69,9 @@ impl ServerOptions {
             pool_name: String::new(),
             pool_prefix: String::new(),
             max_connections: 256,
+            max_connections_per_peer: 32,
+            handshake_timeout: Duration::from_secs(5),
+            first_sync_timeout: Duration::from_secs(10),
             max_concurrent_streams: 128,
             max_request_size: 64 * 1024,
         }
@@ -123,6 +140,8 @@ pub async fn serve_listener_reporting(
     let adapter = Adapter {
         reader,
         stop: stop.clone(),
+        last_known: (options.api == LiqoApi::V05)
+            .then(|| Arc::new(LastKnown::new(options.first_sync_timeout))),
     };
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -192,7 +211,16 @@ pub async fn serve_listener_reporting(
 
     let local = listener.local_addr().ok();
     tracing::info!(addr = ?local, api = %options.api, "serving ResourceReader");
-    let incoming = limit::incoming(listener, options.max_connections);
+    let incoming = GuardedListener::new(
+        listener,
+        Limits {
+            max_connections: options.max_connections,
+            max_per_peer: options.max_connections_per_peer,
+            handshake_timeout: options.handshake_timeout,
+            ..Limits::http2()
+        },
+    )
+    .into_stream();
     let signal = async move {
         shutdown.await;
         tracing::info!("shutting down: ending subscriptions");

@@ -7,7 +7,9 @@
 //! its own — plus one [`Notification::All`] every time the subscription is
 //! (re)established, since changes made while disconnected were missed.
 //! While the subscription is down, reads fail fast with
-//! [`ReadError::Unavailable`] instead of waiting on a dead peer.
+//! [`ReadError::Unavailable`] instead of waiting on a dead peer. Negative
+//! quantities in an upstream's answer are ignored (counted as zero) with a
+//! warning naming the upstream and the resource.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -185,7 +187,7 @@ impl ResourceReader for UpstreamClient {
         let s = &self.shared;
         let to_err = |status: tonic::Status| wire::read_error_from(&status, &s.address);
         let max = s.options.max_message_size;
-        match s.options.api {
+        let list = match s.options.api {
             LiqoApi::V05 => {
                 let mut c =
                     shape_a::resource_reader_client::ResourceReaderClient::new(s.channel.clone())
@@ -228,7 +230,8 @@ impl ResourceReader for UpstreamClient {
                         .into_inner(),
                 )
             }
-        }
+        }?;
+        Ok(without_negative(list, &s.address, originator))
     }
 
     fn subscribe(&self) -> NotificationStream {
@@ -337,6 +340,32 @@ async fn subscribe_once(shared: &Shared, was_up: &mut bool) -> Result<(), tonic:
         }
     }
     Ok(())
+}
+
+/// An upstream's answer without its negative quantities, each logged: a
+/// negative amount of a resource offers nothing, and summed with others it
+/// would take away what they offer. Counted as absent (zero).
+fn without_negative(list: ResourceList, upstream: &str, originator: &str) -> ResourceList {
+    if !list.0.values().any(|q| q.is_negative()) {
+        return list;
+    }
+    ResourceList(
+        list.0
+            .into_iter()
+            .filter(|(name, quantity)| {
+                if quantity.is_negative() {
+                    tracing::warn!(
+                        %upstream,
+                        %originator,
+                        resource = %name,
+                        value = %quantity,
+                        "the upstream answered a negative quantity: ignored (counted as zero)"
+                    );
+                }
+                !quantity.is_negative()
+            })
+            .collect(),
+    )
 }
 
 fn describe(status: &tonic::Status) -> String {

@@ -1,0 +1,42 @@
+//! What every liqo-broker binary shares at its edge — the part between the
+//! operating system and the program's own logic (ripgrep's `grep-cli` is the
+//! model):
+//!
+//! - [`duration`]: the one duration grammar of every flag, environment
+//!   variable and config file value (`30s`, `5m`, `1h 30m`, `7d`, or bare
+//!   seconds), as a clap `value_parser`;
+//! - [`log`]: `--log-format text|json` and logging set-up;
+//! - [`signal`]: the shutdown signal (SIGTERM or Ctrl-C);
+//! - [`run`]: run a program's async `main` and turn its outcome into an exit
+//!   code with a one-line error;
+//! - [`conn`]: a guarded TCP accept loop for servers facing untrusted
+//!   clients (a handshake deadline, per-peer and total connection limits).
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//! use std::time::Duration;
+//!
+//! #[derive(clap::Parser)]
+//! struct Args {
+//!     #[arg(long, value_parser = edge::duration::parse, default_value = "30s")]
+//!     timeout: Duration,
+//!     #[arg(long, default_value = "text")]
+//!     log_format: edge::log::LogFormat,
+//! }
+//!
+//! fn main() -> ExitCode {
+//!     let args = <Args as clap::Parser>::parse();
+//!     edge::run(args.log_format, async move {
+//!         edge::signal::shutdown().await;
+//!         Ok(())
+//!     })
+//! }
+//! ```
+
+pub mod conn;
+pub mod duration;
+pub mod log;
+mod run;
+pub mod signal;
+
+pub use run::{describe, run, SHUTDOWN_GRACE};

@@ -1,0 +1,107 @@
+//! The request log: every request the server answered, with what Kubernetes
+//! RBAC would authorize it as — `(verb, apiGroup, resource, subresource,
+//! namespace)` in RBAC's vocabulary (`get`, `list`, `watch`, `create`,
+//! `update`, `patch`, `delete`, `deletecollection`) — so a test can check
+//! that every call a controller makes is allowed by the Role it ships.
+//! List and watch requests are also kept with their query
+//! ([`SeenRequest`]), to tell watching from polling and see the selectors.
+
+use crate::crd::GroupResource;
+
+/// One request, as answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub method: String,
+    pub path: String,
+    /// RBAC verb; for non-resource URLs (discovery), the lower-case method.
+    pub verb: String,
+    /// `None` for non-resource URLs (`/api`, `/apis/…`, `/version`).
+    pub resource: Option<ResourceAttributes>,
+    /// The HTTP status answered (200 for a watch that started).
+    pub code: u16,
+    pub field_manager: Option<String>,
+}
+
+/// What RBAC matches a resource request on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceAttributes {
+    pub verb: String,
+    /// `""` for the core group.
+    pub api_group: String,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl ResourceAttributes {
+    /// `resource` or `resource/subresource`, as written in a Role's rules.
+    pub fn rbac_resource(&self) -> String {
+        match &self.subresource {
+            Some(sub) => format!("{}/{sub}", self.resource),
+            None => self.resource.clone(),
+        }
+    }
+
+    /// `(verb, apiGroup, resource, subresource, namespace)`.
+    pub fn tuple(&self) -> (String, String, String, Option<String>, Option<String>) {
+        (
+            self.verb.clone(),
+            self.api_group.clone(),
+            self.resource.clone(),
+            self.subresource.clone(),
+            self.namespace.clone(),
+        )
+    }
+}
+
+/// The RBAC verb of a request to a resource.
+pub fn rbac_verb(method: &str, named: bool, watching: bool) -> &'static str {
+    match (method, named) {
+        ("GET" | "HEAD", _) if watching => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "unknown",
+    }
+}
+
+/// A list or watch request as the server received it (query parameters
+/// decoded; `None` where absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    pub resource: GroupResource,
+    pub namespace: Option<String>,
+    pub watch: bool,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<String>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_in_rbac_vocabulary() {
+        assert_eq!(rbac_verb("GET", false, true), "watch");
+        assert_eq!(rbac_verb("GET", true, false), "get");
+        assert_eq!(rbac_verb("GET", false, false), "list");
+        assert_eq!(rbac_verb("DELETE", false, false), "deletecollection");
+        let attrs = ResourceAttributes {
+            verb: "update".into(),
+            api_group: "authentication.liqo.io".into(),
+            resource: "resourceslices".into(),
+            subresource: Some("status".into()),
+            namespace: Some("t".into()),
+            name: Some("s".into()),
+        };
+        assert_eq!(attrs.rbac_resource(), "resourceslices/status");
+    }
+}

@@ -1,0 +1,234 @@
+//! The built-in resources controllers here need — core/v1 nodes, pods,
+//! namespaces, secrets, configmaps, services, serviceaccounts,
+//! resourcequotas and events, events.k8s.io/v1 events and
+//! coordination.k8s.io/v1 leases — with their real scope, kinds, short
+//! names, status subresources and field selectors; the namespaces a new
+//! cluster has; and test fixtures for Nodes and Pods.
+//!
+//! Built-in objects are not schema-validated (the server holds no
+//! OpenAPI for them): only their metadata is checked.
+
+use serde_json::{json, Value};
+
+use crate::crd::{GroupResource, ResourceDef};
+
+/// The built-in resources by name, for the test helpers
+/// (`kube.apply(Kind::Pod, …)`); any other resource is named by its
+/// [`GroupResource`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Node,
+    Pod,
+    Namespace,
+    Secret,
+    ConfigMap,
+    ResourceQuota,
+    Event,
+    Lease,
+}
+
+impl From<Kind> for GroupResource {
+    fn from(kind: Kind) -> Self {
+        let (group, resource) = match kind {
+            Kind::Node => ("", "nodes"),
+            Kind::Pod => ("", "pods"),
+            Kind::Namespace => ("", "namespaces"),
+            Kind::Secret => ("", "secrets"),
+            Kind::ConfigMap => ("", "configmaps"),
+            Kind::ResourceQuota => ("", "resourcequotas"),
+            Kind::Event => ("", "events"),
+            Kind::Lease => ("coordination.k8s.io", "leases"),
+        };
+        GroupResource::new(group, resource)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn def(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    status: bool,
+    short: &[&str],
+    fields: &[&str],
+) -> ResourceDef {
+    ResourceDef {
+        group: group.to_string(),
+        versions: vec![version.to_string()],
+        plural: plural.to_string(),
+        singular: kind.to_lowercase(),
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        namespaced,
+        status_subresource: status,
+        custom: false,
+        schemas: Default::default(),
+        selectable_fields: fields.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Every built-in resource served.
+pub fn definitions() -> Vec<ResourceDef> {
+    vec![
+        def(
+            "",
+            "v1",
+            "nodes",
+            "Node",
+            false,
+            true,
+            &["no"],
+            &["spec.unschedulable"],
+        ),
+        def(
+            "",
+            "v1",
+            "pods",
+            "Pod",
+            true,
+            true,
+            &["po"],
+            &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+        ),
+        def(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            false,
+            true,
+            &["ns"],
+            &["status.phase"],
+        ),
+        def("", "v1", "secrets", "Secret", true, false, &[], &["type"]),
+        def(
+            "",
+            "v1",
+            "configmaps",
+            "ConfigMap",
+            true,
+            false,
+            &["cm"],
+            &[],
+        ),
+        def("", "v1", "services", "Service", true, true, &["svc"], &[]),
+        def(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            false,
+            &["sa"],
+            &[],
+        ),
+        def(
+            "",
+            "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            true,
+            &["quota"],
+            &[],
+        ),
+        def(
+            "",
+            "v1",
+            "events",
+            "Event",
+            true,
+            false,
+            &["ev"],
+            &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ],
+        ),
+        def(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            true,
+            false,
+            &["ev"],
+            &[],
+        ),
+        def(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            false,
+            &[],
+            &[],
+        ),
+    ]
+}
+
+/// The namespaces every cluster starts with.
+pub const DEFAULT_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// A Node: `ready` sets the Ready condition; `virtual_node` labels it as a
+/// Liqo virtual node.
+pub fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str) -> Value {
+    let labels = if virtual_node {
+        json!({ "liqo.io/type": "virtual-node", "kubernetes.io/hostname": name })
+    } else {
+        json!({ "kubernetes.io/hostname": name })
+    };
+    json!({
+        "metadata": { "name": name, "labels": labels },
+        "spec": {},
+        "status": {
+            "capacity": { "cpu": cpu, "memory": memory, "pods": "110" },
+            "allocatable": { "cpu": cpu, "memory": memory, "pods": "110" },
+            "conditions": [
+                { "type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory" },
+                { "type": "Ready", "status": if ready { "True" } else { "Unknown" },
+                  "reason": if ready { "KubeletReady" } else { "NodeStatusUnknown" } }
+            ]
+        }
+    })
+}
+
+/// A Pod in `default` with one container requesting `cpu` and `memory`.
+pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory: &str) -> Value {
+    json!({
+        "metadata": { "name": name, "namespace": "default", "labels": labels },
+        "spec": {
+            "nodeName": node,
+            "containers": [{
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.9",
+                "resources": { "requests": { "cpu": cpu, "memory": memory } }
+            }]
+        },
+        "status": { "phase": phase }
+    })
+}

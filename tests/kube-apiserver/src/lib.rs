@@ -1,0 +1,413 @@
+//! A Kubernetes API server for tests, in process, faithful where
+//! controllers depend on it: it refuses what a real API server refuses.
+//!
+//! - Resources: built-ins ([`builtin`]) and any group/version/resource
+//!   registered from a `CustomResourceDefinition` manifest ([`crd`]),
+//!   namespaced or cluster-scoped; the Liqo v1.2.0 CRDs (vendored under
+//!   `crds/`) are loaded by [`KubeApiServer::start`]. Discovery
+//!   ([`discovery`]) serves them to kube-rs and client-go.
+//! - Verbs: get, list, watch ([`list`], [`watch`], [`selector`]), create,
+//!   update, delete, deletecollection, and patch ([`patch`]): merge, JSON,
+//!   strategic (built-ins only) and server-side apply.
+//! - Semantics ([`store`]): `resourceVersion` optimistic concurrency,
+//!   `generation`, the status subresource, finalizers and
+//!   `deletionTimestamp`, `generateName`, namespaces that must exist, and
+//!   `openAPIV3Schema` pruning, defaulting and validation ([`schema`]),
+//!   with `metav1.Status` errors ([`status`]).
+//! - For tests: direct helpers on [`KubeApiServer`], injected faults
+//!   ([`faults`]), held/ended watches and compaction (410 Gone), and a
+//!   request log in RBAC terms ([`audit`]).
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! use kube_test_server::{KubeApiServer, Kind, node};
+//! let kube = KubeApiServer::start().await?;
+//! kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
+//! kube.write_kubeconfig(std::path::Path::new("/tmp/kubeconfig"))?;
+//! # Ok(()) }
+//! ```
+
+pub mod audit;
+pub mod builtin;
+pub mod crd;
+pub mod discovery;
+pub mod faults;
+pub mod list;
+pub mod patch;
+pub mod schema;
+pub mod selector;
+pub mod server;
+pub mod status;
+pub mod store;
+pub mod watch;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Context, Result};
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch as signal};
+
+pub use audit::{AuditRecord, ResourceAttributes, SeenRequest};
+pub use builtin::{node, pod, Kind};
+pub use crd::{GroupResource, ResourceDef};
+pub use faults::Fault;
+pub use status::{ApiError, Cause};
+
+use crd::Registry;
+use server::Shared;
+use store::{Counters, PatchOptions, Target, World};
+
+/// A running API server on a loopback port; stops when dropped.
+pub struct KubeApiServer {
+    shared: Shared,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KubeApiServer {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl KubeApiServer {
+    /// Built-in resources and the Liqo v1.2.0 CRDs, with the namespaces a
+    /// new cluster has (`default`, `kube-system`, `kube-public`,
+    /// `kube-node-lease`).
+    pub async fn start() -> Result<Self> {
+        let server = Self::start_without_crds().await?;
+        server.register_liqo_crds("v1.2.0")?;
+        Ok(server)
+    }
+
+    /// Built-in resources only (register CRDs with
+    /// [`KubeApiServer::register_crd_file`]).
+    pub async fn start_without_crds() -> Result<Self> {
+        let mut registry = Registry::default();
+        for def in builtin::definitions() {
+            registry.register(def);
+        }
+        let (changes, _) = broadcast::channel(1024);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Shared {
+            world: Arc::new(Mutex::new(World::new(registry, changes))),
+            hold: signal::Sender::new(false),
+            epoch: signal::Sender::new(0),
+            addr,
+        };
+        {
+            let mut world = shared.world();
+            let namespaces = world
+                .registry
+                .get(&Kind::Namespace.into())
+                .context("namespaces are built in")?;
+            for ns in builtin::DEFAULT_NAMESPACES {
+                world
+                    .create(&namespaces, None, json!({ "metadata": { "name": ns } }))
+                    .map_err(|e| anyhow!("creating namespace {ns}: {e}"))?;
+            }
+        }
+        let app = Router::new()
+            .fallback(server::handle)
+            .with_state(shared.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { shared, server })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    /// A kubeconfig pointing at this server, without credentials, for
+    /// binaries started as child processes.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n\
+             users:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n\
+             current-context: test\n",
+            self.url()
+        );
+        std::fs::write(path, text).context("writing kubeconfig")
+    }
+
+    // ---- resources ----------------------------------------------------
+
+    fn register(&self, defs: Vec<ResourceDef>) -> Vec<GroupResource> {
+        let mut world = self.shared.world();
+        defs.into_iter()
+            .map(|def| {
+                let gr = def.group_resource();
+                world.registry.register(def);
+                gr
+            })
+            .collect()
+    }
+
+    /// Serve the CRDs of a manifest file (one or more YAML documents).
+    pub fn register_crd_file(&self, path: &Path) -> Result<Vec<GroupResource>> {
+        Ok(self.register(crd::read_crd_file(path)?))
+    }
+
+    /// Serve the CRDs of YAML text.
+    pub fn register_crd_yaml(&self, yaml: &str) -> Result<Vec<GroupResource>> {
+        Ok(self.register(crd::parse_crds(yaml)?))
+    }
+
+    /// Serve every vendored Liqo CRD of a tag: `v1.2.0` or `v0.10.3`
+    /// (`crds/liqo-<tag>/`).
+    pub fn register_liqo_crds(&self, tag: &str) -> Result<Vec<GroupResource>> {
+        Ok(self.register(crd::read_crd_dir(&crd::liqo_crd_dir(tag))?))
+    }
+
+    fn def(&self, resource: impl Into<GroupResource>) -> Arc<ResourceDef> {
+        let gr = resource.into();
+        self.shared
+            .world()
+            .registry
+            .get(&gr)
+            .unwrap_or_else(|| panic!("{gr} is not served"))
+    }
+
+    // ---- test writes, bypassing checks --------------------------------
+
+    /// Create or replace an object as given (ADDED or MODIFIED): no
+    /// validation, no concurrency check. `apiVersion` and `kind` are set.
+    pub fn apply(&self, resource: impl Into<GroupResource>, object: Value) -> Value {
+        let def = self.def(resource);
+        self.shared.world().upsert(&def, object)
+    }
+
+    /// Remove an object at once (DELETED), by `name` or `namespace/name`,
+    /// finalizers or not.
+    pub fn delete(&self, resource: impl Into<GroupResource>, key: &str) {
+        let def = self.def(resource);
+        self.shared.world().remove(&def, key);
+    }
+
+    // ---- writes as a client makes them --------------------------------
+
+    /// Create as a POST would (validated; namespace from the object).
+    pub fn create(
+        &self,
+        resource: impl Into<GroupResource>,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        let def = self.def(resource);
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        self.shared.world().create(&def, ns.as_deref(), object)
+    }
+
+    /// Replace as a PUT would (to `/status` with `status: true`).
+    pub fn replace(
+        &self,
+        resource: impl Into<GroupResource>,
+        object: Value,
+        status: bool,
+    ) -> Result<Value, ApiError> {
+        let def = self.def(resource);
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let target = if status { Target::Status } else { Target::Main };
+        self.shared
+            .world()
+            .update(&def, ns.as_deref(), &name, object, target)
+    }
+
+    /// JSON merge patch as a PATCH would (to `/status` with `status: true`).
+    pub fn merge_patch(
+        &self,
+        resource: impl Into<GroupResource>,
+        namespace: Option<&str>,
+        name: &str,
+        patch: Value,
+        status: bool,
+    ) -> Result<Value, ApiError> {
+        let def = self.def(resource);
+        let target = if status { Target::Status } else { Target::Main };
+        let body = patch.to_string();
+        self.shared
+            .world()
+            .patch(
+                &def,
+                namespace,
+                name,
+                patch::PatchType::Merge,
+                body.as_bytes(),
+                target,
+                &PatchOptions::default(),
+            )
+            .map(|(o, _)| o)
+    }
+
+    /// Delete as a DELETE would (finalizers hold it).
+    pub fn delete_object(
+        &self,
+        resource: impl Into<GroupResource>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let def = self.def(resource);
+        self.shared
+            .world()
+            .delete(&def, namespace, name, &Value::Null)
+    }
+
+    // ---- reads ----------------------------------------------------------
+
+    pub fn get(
+        &self,
+        resource: impl Into<GroupResource>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let def = self.def(resource);
+        self.shared
+            .world()
+            .get(&def, namespace.filter(|_| def.namespaced), name)
+            .ok()
+    }
+
+    /// Every stored object of a resource, in `namespace/name` order.
+    pub fn objects(&self, resource: impl Into<GroupResource>) -> Vec<Value> {
+        self.shared.world().list_objects(&resource.into())
+    }
+
+    /// The current resourceVersion (of the last change).
+    pub fn resource_version(&self) -> u64 {
+        self.shared.world().rv
+    }
+
+    // ---- list and watch behaviour ---------------------------------------
+
+    /// Return at most `max` items per list page, whatever `limit` asks
+    /// (`None`: as many as asked). Lists without `limit` are never paged.
+    pub fn set_max_page(&self, max: Option<usize>) {
+        self.shared.world().max_page = max.filter(|m| *m > 0);
+    }
+
+    /// Forget the history up to now, as etcd compaction does: a watch from
+    /// an older resourceVersion gets 410 Gone, and the continue tokens of
+    /// lists begun before the last change expire.
+    pub fn compact(&self) {
+        let mut world = self.shared.world();
+        let rv = world.rv;
+        world.compacted = rv;
+        world.history.clear();
+        world.snapshots.retain(|_, s| s.rv >= rv);
+    }
+
+    /// End every open watch stream (the client sees the response end, as
+    /// when the API server restarts or its timeout passes).
+    pub fn end_watches(&self) {
+        self.shared.epoch.send_modify(|e| *e += 1);
+    }
+
+    /// While `true`, new watch requests wait (unanswered) until it is
+    /// `false` again; open streams are unaffected.
+    pub fn hold_watches(&self, hold: bool) {
+        self.shared.hold.send_replace(hold);
+    }
+
+    // ---- faults ---------------------------------------------------------
+
+    /// Answer the next requests matching `fault` with its error status.
+    pub fn inject(&self, fault: Fault) {
+        self.shared.world().faults.push(fault);
+    }
+
+    /// Answer the next `n` resource requests, whatever they are, with
+    /// `code`.
+    pub fn fail_next(&self, n: usize, code: u16) {
+        self.inject(Fault::new(code).times(n));
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.world().faults.clear();
+    }
+
+    // ---- what clients did -----------------------------------------------
+
+    fn counters(&self, resource: impl Into<GroupResource>) -> Counters {
+        self.shared
+            .world()
+            .counters
+            .get(&resource.into())
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// How many lists were begun (requests without `continue`).
+    pub fn lists(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).lists
+    }
+
+    /// How many list pages were served, the first included.
+    pub fn pages(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).pages
+    }
+
+    /// How many watch calls were made (held ones included).
+    pub fn watches(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).watches
+    }
+
+    /// How many watch calls wait under [`KubeApiServer::hold_watches`] now.
+    pub fn waiting_watches(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).waiting
+    }
+
+    /// How many 410 Gone answers were served (expired watch
+    /// resourceVersions and expired continue tokens).
+    pub fn gone(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).gone
+    }
+
+    /// Every list and watch request for a resource, oldest first.
+    pub fn requests(&self, resource: impl Into<GroupResource>) -> Vec<SeenRequest> {
+        let gr = resource.into();
+        self.shared
+            .world()
+            .requests
+            .iter()
+            .filter(|r| r.resource == gr)
+            .cloned()
+            .collect()
+    }
+
+    /// Every request answered, oldest first.
+    pub fn audit(&self) -> Vec<AuditRecord> {
+        self.shared.world().audit.clone()
+    }
+
+    /// The distinct `(verb, apiGroup, resource, subresource, namespace)` of
+    /// every resource request, sorted: what the client's RBAC must allow.
+    pub fn rbac_requests(&self) -> Vec<ResourceAttributes> {
+        let mut all: Vec<ResourceAttributes> = self
+            .audit()
+            .into_iter()
+            .filter_map(|r| r.resource)
+            .map(|mut r| {
+                r.name = None;
+                r
+            })
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Forget the request log, counters and seen requests.
+    pub fn clear_requests(&self) {
+        let mut world = self.shared.world();
+        world.audit.clear();
+        world.requests.clear();
+        world.counters.clear();
+    }
+}

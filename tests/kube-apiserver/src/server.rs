@@ -1,0 +1,431 @@
+//! HTTP: the routes of a real API server (`/api/v1/…`,
+//! `/apis/{group}/{version}/…`, `namespaces/{ns}/…`, `{name}`, `/status`),
+//! each request turned into its RBAC attributes, logged, checked against
+//! injected faults, and served by the store, list or watch.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
+use crate::crd::ResourceDef;
+use crate::patch::PatchType;
+use crate::selector::Selector;
+use crate::status::ApiError;
+use crate::store::{PatchOptions, Target, World};
+use crate::{discovery, faults, list, watch as watching};
+
+/// What the HTTP handlers and the test handle share.
+#[derive(Clone)]
+pub struct Shared {
+    pub world: Arc<Mutex<World>>,
+    /// `true` while new watch requests must wait.
+    pub hold: watch::Sender<bool>,
+    /// Bumped to end every open watch stream.
+    pub epoch: watch::Sender<u64>,
+    pub addr: SocketAddr,
+}
+
+impl Shared {
+    /// The world, even if a test panicked while holding it.
+    pub fn world(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub fn error_response(error: &ApiError) -> Response {
+    let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (code, axum::Json(error.to_status())).into_response()
+}
+
+fn json_response(code: u16, body: Value) -> Response {
+    let code = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    (code, axum::Json(body)).into_response()
+}
+
+/// A request path to a resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Route {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    plural: String,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+enum Parsed {
+    /// A non-resource URL and its document (`None`: not found).
+    Discovery(Option<Value>),
+    Resource(Route),
+}
+
+fn parse_path(shared: &Shared, path: &str) -> Parsed {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let world = shared.world();
+    let registry = &world.registry;
+    let (group, version, rest) = match segments.as_slice() {
+        ["version"] => return Parsed::Discovery(Some(discovery::version())),
+        ["healthz" | "livez" | "readyz"] => return Parsed::Discovery(Some(json!("ok"))),
+        ["api"] => {
+            return Parsed::Discovery(Some(discovery::api_versions(&shared.addr.to_string())))
+        }
+        ["apis"] => return Parsed::Discovery(Some(discovery::group_list(registry))),
+        ["api", v] => return Parsed::Discovery(discovery::resource_list(registry, "", v)),
+        ["apis", g] => return Parsed::Discovery(discovery::group(registry, g)),
+        ["apis", g, v] => return Parsed::Discovery(discovery::resource_list(registry, g, v)),
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Parsed::Discovery(None),
+    };
+    let owned = |s: Option<&&str>| s.map(|s| s.to_string());
+    let namespaced_collection = |plural: &str| {
+        registry
+            .find(group, version, plural)
+            .is_some_and(|d| d.namespaced)
+    };
+    let route = |namespace: Option<&str>, tail: &[&str]| Route {
+        group: group.to_string(),
+        version: version.to_string(),
+        namespace: namespace.map(str::to_string),
+        plural: tail.first().map(|s| s.to_string()).unwrap_or_default(),
+        name: owned(tail.get(1)),
+        subresource: owned(tail.get(2)),
+    };
+    let parsed = match rest {
+        ["namespaces", ns, plural, tail @ ..]
+            if tail.len() <= 2 && (!tail.is_empty() || namespaced_collection(plural)) =>
+        {
+            let mut parts = vec![*plural];
+            parts.extend_from_slice(tail);
+            route(Some(ns), &parts)
+        }
+        tail if (1..=3).contains(&tail.len()) => route(None, tail),
+        _ => return Parsed::Discovery(None),
+    };
+    Parsed::Resource(parsed)
+}
+
+fn not_found_path() -> ApiError {
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+/// The handler of every request.
+pub async fn handle(
+    State(shared): State<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_string();
+    let route = match parse_path(&shared, &path) {
+        Parsed::Discovery(document) => {
+            let code = if document.is_some() { 200 } else { 404 };
+            shared.world().audit.push(AuditRecord {
+                method: method.to_string(),
+                path: path.clone(),
+                verb: method.as_str().to_lowercase(),
+                resource: None,
+                code,
+                field_manager: None,
+            });
+            return match document {
+                Some(_) if method != Method::GET => {
+                    error_response(&ApiError::method_not_allowed(method.as_str(), &path))
+                }
+                Some(doc) => json_response(200, doc),
+                None => error_response(&not_found_path()),
+            };
+        }
+        Parsed::Resource(route) => route,
+    };
+    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let verb = rbac_verb(method.as_str(), route.name.is_some(), watching);
+    let attributes = ResourceAttributes {
+        verb: verb.to_string(),
+        api_group: route.group.clone(),
+        resource: route.plural.clone(),
+        subresource: route.subresource.clone(),
+        namespace: route.namespace.clone(),
+        name: route.name.clone(),
+    };
+    let field_manager = query.get("fieldManager").cloned();
+    let record = |shared: &Shared, code: u16| {
+        shared.world().audit.push(AuditRecord {
+            method: method.to_string(),
+            path: path.clone(),
+            verb: verb.to_string(),
+            resource: Some(attributes.clone()),
+            code,
+            field_manager: field_manager.clone(),
+        });
+    };
+    let def = {
+        let mut world = shared.world();
+        let def = world
+            .registry
+            .find(&route.group, &route.version, &route.plural);
+        match def {
+            Some(def) if def.namespaced || route.namespace.is_none() => {
+                if let Some(error) = faults::take(&mut world.faults, &attributes) {
+                    drop(world);
+                    record(&shared, error.code);
+                    return error_response(&error);
+                }
+                def
+            }
+            _ => {
+                drop(world);
+                record(&shared, 404);
+                return error_response(&not_found_path());
+            }
+        }
+    };
+    let response = serve(
+        &shared, &def, &route, &method, &headers, &query, &body, watching,
+    )
+    .await;
+    record(&shared, response.status().as_u16());
+    response
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    shared: &Shared,
+    def: &ResourceDef,
+    route: &Route,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+    watching: bool,
+) -> Response {
+    let target = match route.subresource.as_deref() {
+        None => Target::Main,
+        Some("status") if def.status_subresource => Target::Status,
+        Some(_) => return error_response(&not_found_path()),
+    };
+    if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        // Refused rather than carried out: a dry run that wrote would
+        // let a test pass on a write the client never meant to make.
+        return error_response(&ApiError::bad_request(
+            "dryRun is not supported by kube-test-server",
+        ));
+    }
+    let ns = route.namespace.as_deref();
+    let name = route.name.as_deref();
+    if def.namespaced && ns.is_none() && (method != Method::GET || name.is_some()) {
+        // Across namespaces there is only list and watch.
+        return error_response(&not_found_path());
+    }
+    let version = route.version.as_str();
+    let versioned = |mut o: Value| {
+        o["apiVersion"] = json!(def.api_version(version));
+        o
+    };
+    let answer = |result: Result<Value, ApiError>, code: u16| match result {
+        Ok(o) => json_response(code, versioned(o)),
+        Err(e) => error_response(&e),
+    };
+    let parse_body = || -> Result<Value, ApiError> {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+    };
+    match (method.as_str(), name) {
+        ("GET", None) => {
+            let param = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
+            let seen = SeenRequest {
+                resource: def.group_resource(),
+                namespace: route.namespace.clone(),
+                watch: watching,
+                label_selector: param("labelSelector"),
+                field_selector: param("fieldSelector"),
+                limit: param("limit"),
+                continue_token: param("continue"),
+                resource_version: param("resourceVersion"),
+            };
+            shared.world().requests.push(seen.clone());
+            let selector = match Selector::parse(
+                def,
+                seen.label_selector.as_deref().unwrap_or(""),
+                seen.field_selector.as_deref().unwrap_or(""),
+            ) {
+                Ok(selector) => selector.in_namespace(ns),
+                Err(message) => return error_response(&ApiError::bad_request(message)),
+            };
+            if watching {
+                watching::watch(shared.clone(), def, version, query, &seen, selector).await
+            } else {
+                list::list(shared, def, version, &seen, &selector)
+            }
+        }
+        ("GET", Some(name)) => answer(shared.world().get(def, ns, name), 200),
+        ("POST", None) if target == Target::Main => {
+            let result = parse_body().and_then(|b| shared.world().create(def, ns, b));
+            answer(result, 201)
+        }
+        ("PUT", Some(name)) => {
+            let result = parse_body().and_then(|b| shared.world().update(def, ns, name, b, target));
+            answer(result, 200)
+        }
+        ("PATCH", Some(name)) => {
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let Some(patch_type) = PatchType::from_content_type(content_type) else {
+                return error_response(&ApiError::unsupported_patch(content_type, def.custom));
+            };
+            let options = PatchOptions {
+                field_manager: query.get("fieldManager").cloned(),
+                force: query.get("force").is_some_and(|f| f == "true"),
+            };
+            match shared
+                .world()
+                .patch(def, ns, name, patch_type, body, target, &options)
+            {
+                Ok((object, created)) => {
+                    json_response(if created { 201 } else { 200 }, versioned(object))
+                }
+                Err(e) => error_response(&e),
+            }
+        }
+        ("DELETE", Some(name)) if target == Target::Main => {
+            let options = if body.is_empty() {
+                Value::Null
+            } else {
+                match parse_body() {
+                    Ok(o) => o,
+                    Err(e) => return error_response(&e),
+                }
+            };
+            answer(shared.world().delete(def, ns, name, &options), 200)
+        }
+        ("DELETE", None) => {
+            let param = |name: &str| query.get(name).cloned().unwrap_or_default();
+            let selector =
+                match Selector::parse(def, &param("labelSelector"), &param("fieldSelector")) {
+                    Ok(s) => s.in_namespace(ns),
+                    Err(message) => return error_response(&ApiError::bad_request(message)),
+                };
+            let mut world = shared.world();
+            let victims: Vec<Value> = world
+                .list_objects(&def.group_resource())
+                .into_iter()
+                .filter(|o| selector.matches(o))
+                .collect();
+            let mut items = Vec::new();
+            for v in victims {
+                let vns = v["metadata"]["namespace"].as_str().map(str::to_string);
+                let vname = v["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                match world.delete(def, vns.as_deref(), &vname, &Value::Null) {
+                    Ok(o) => items.push(versioned(o)),
+                    Err(e) => return error_response(&e),
+                }
+            }
+            let rv = world.rv.to_string();
+            json_response(
+                200,
+                json!({
+                    "apiVersion": def.api_version(version), "kind": def.list_kind,
+                    "metadata": {"resourceVersion": rv}, "items": items,
+                }),
+            )
+        }
+        (m, _) => error_response(&ApiError::method_not_allowed(
+            m,
+            &format!("{}", def.group_resource()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin;
+    use crate::crd::Registry;
+    use crate::store::World;
+
+    fn shared() -> Shared {
+        let mut registry = Registry::default();
+        for def in builtin::definitions() {
+            registry.register(def);
+        }
+        let (tx, _) = tokio::sync::broadcast::channel(4);
+        Shared {
+            world: Arc::new(Mutex::new(World::new(registry, tx))),
+            hold: watch::Sender::new(false),
+            epoch: watch::Sender::new(0),
+            addr: "127.0.0.1:1".parse().unwrap(),
+        }
+    }
+
+    fn resource(shared: &Shared, path: &str) -> Route {
+        match parse_path(shared, path) {
+            Parsed::Resource(r) => r,
+            Parsed::Discovery(_) => panic!("{path} is not a resource path"),
+        }
+    }
+
+    #[test]
+    fn paths_route_like_the_real_server() {
+        let s = shared();
+        let r = resource(&s, "/api/v1/namespaces/default/pods");
+        assert_eq!(
+            (r.namespace.as_deref(), r.plural.as_str(), r.name),
+            (Some("default"), "pods", None)
+        );
+        let r = resource(&s, "/api/v1/namespaces/default/pods/web/status");
+        assert_eq!(
+            (r.name.as_deref(), r.subresource.as_deref()),
+            (Some("web"), Some("status"))
+        );
+        let r = resource(&s, "/api/v1/namespaces/default");
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_deref(), r.namespace),
+            ("namespaces", Some("default"), None)
+        );
+        let r = resource(&s, "/api/v1/namespaces/default/status");
+        assert_eq!(
+            (r.plural.as_str(), r.subresource.as_deref()),
+            ("namespaces", Some("status"))
+        );
+        let r = resource(
+            &s,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l",
+        );
+        assert_eq!(
+            (r.group.as_str(), r.plural.as_str(), r.name.as_deref()),
+            ("coordination.k8s.io", "leases", Some("l"))
+        );
+        let r = resource(&s, "/api/v1/nodes/n1");
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_deref(), r.namespace),
+            ("nodes", Some("n1"), None)
+        );
+        assert!(matches!(
+            parse_path(&s, "/apis"),
+            Parsed::Discovery(Some(_))
+        ));
+        assert!(matches!(
+            parse_path(&s, "/apis/nope.io/v1"),
+            Parsed::Discovery(None)
+        ));
+    }
+}

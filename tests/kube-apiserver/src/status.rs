@@ -1,0 +1,268 @@
+//! `metav1.Status`: the body of every error the server answers, with the
+//! `reason`, `code` and `details` a real kube-apiserver puts there, so a
+//! client's error handling (kube-rs `Error::Api`, client-go `IsConflict`…)
+//! takes the same branch against this server as against a real one.
+
+use serde_json::{json, Value};
+
+use crate::crd::ResourceDef;
+
+/// One field a request was refused for (`details.causes[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`,
+    /// `FieldValueTypeInvalid`, `FieldValueForbidden`.
+    pub reason: String,
+    /// Without the field: `Required value`, `Invalid value: "x": …`.
+    pub message: String,
+    /// The field's path: `spec.resources.cpu`, `status.conditions[0].type`.
+    pub field: String,
+}
+
+impl Cause {
+    pub fn new(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// `spec.x: Required value`, as the real server joins them.
+    pub fn text(&self) -> String {
+        format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// An API error: HTTP code, `reason` and message, rendered as a `Status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// `resourceslices.authentication.liqo.io`, or `pods` for the core group:
+/// how the real server names a resource in its messages.
+pub fn qualified(def: &ResourceDef) -> String {
+    if def.group.is_empty() {
+        def.plural.clone()
+    } else {
+        format!("{}.{}", def.plural, def.group)
+    }
+}
+
+fn name_details(def: &ResourceDef, name: &str) -> Value {
+    json!({ "name": name, "group": def.group, "kind": def.plural })
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.to_string(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn not_found(def: &ResourceDef, name: &str) -> Self {
+        let mut e = Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(def)),
+        );
+        e.details = Some(name_details(def, name));
+        e
+    }
+
+    /// A namespaced create into a namespace that does not exist.
+    pub fn namespace_not_found(namespace: &str) -> Self {
+        let mut e = Self::new(
+            404,
+            "NotFound",
+            format!("namespaces \"{namespace}\" not found"),
+        );
+        e.details = Some(json!({ "name": namespace, "kind": "namespaces" }));
+        e
+    }
+
+    pub fn already_exists(def: &ResourceDef, name: &str) -> Self {
+        let mut e = Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(def)),
+        );
+        e.details = Some(name_details(def, name));
+        e
+    }
+
+    /// A stale `metadata.resourceVersion` (or a failed precondition).
+    pub fn conflict(def: &ResourceDef, name: &str, why: &str) -> Self {
+        let mut e = Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(def)
+            ),
+        );
+        e.details = Some(name_details(def, name));
+        e
+    }
+
+    pub fn modified(def: &ResourceDef, name: &str) -> Self {
+        Self::conflict(
+            def,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 with one cause per refused field.
+    pub fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> Self {
+        let group_kind = if def.group.is_empty() {
+            def.kind.clone()
+        } else {
+            format!("{}.{}", def.kind, def.group)
+        };
+        let texts: Vec<String> = causes.iter().map(Cause::text).collect();
+        let joined = match texts.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let causes_json: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+            .collect();
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{group_kind} \"{name}\" is invalid: {joined}"),
+        );
+        e.details = Some(json!({
+            "name": name, "group": def.group, "kind": def.kind, "causes": causes_json,
+        }));
+        e
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn method_not_allowed(method: &str, what: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("{method} is not supported on {what}"),
+        )
+    }
+
+    /// A PATCH whose content type the resource does not take.
+    pub fn unsupported_patch(content_type: &str, custom: bool) -> Self {
+        let accepted = if custom {
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        } else {
+            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        };
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: {accepted} (got {content_type:?})"),
+        )
+    }
+
+    pub fn forbidden(def: &ResourceDef, name: &str, why: &str) -> Self {
+        let mut e = Self::new(
+            403,
+            "Forbidden",
+            format!("{} \"{name}\" is forbidden: {why}", qualified(def)),
+        );
+        e.details = Some(name_details(def, name));
+        e
+    }
+
+    /// The reason a real server gives for an injected status code.
+    pub fn injected(code: u16) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            409 => "Conflict",
+            410 => "Expired",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "InternalError",
+        };
+        Self::new(code, reason, format!("injected fault: {code} {reason}"))
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin;
+
+    #[test]
+    fn statuses_read_as_the_real_servers() {
+        let pods = builtin::definitions()
+            .into_iter()
+            .find(|d| d.plural == "pods")
+            .unwrap();
+        let e = ApiError::not_found(&pods, "web");
+        assert_eq!(e.to_status()["message"], "pods \"web\" not found");
+        assert_eq!(e.to_status()["details"]["kind"], "pods");
+        let e = ApiError::invalid(
+            &pods,
+            "web",
+            vec![
+                Cause::new("FieldValueRequired", "spec.containers", "Required value"),
+                Cause::new("FieldValueInvalid", "metadata.name", "Invalid value: \"A\""),
+            ],
+        );
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "Pod \"web\" is invalid: [spec.containers: Required value, metadata.name: Invalid value: \"A\"]"
+        );
+        assert_eq!(
+            e.to_status()["details"]["causes"][0]["field"],
+            "spec.containers"
+        );
+        assert_eq!(ApiError::injected(500).reason, "InternalError");
+        assert_eq!(ApiError::modified(&pods, "web").reason, "Conflict");
+    }
+}

@@ -1,0 +1,1084 @@
+//! The objects, by group/resource and `namespace/name`, and every write to
+//! them as a real API server makes it: one cluster-wide `resourceVersion`
+//! counter, a history of changes for watches (forgotten on compaction),
+//! server-set metadata (`uid`, `creationTimestamp`, `generation`,
+//! `generateName`), optimistic concurrency (409 on a stale
+//! `resourceVersion`), the status subresource (`/status` writes change only
+//! `.status`, main writes keep the stored `.status`), finalizers
+//! (`deletionTimestamp` instead of removal while any remain), and
+//! `openAPIV3Schema` pruning, defaulting and validation for custom
+//! resources. The HTTP layer and the test helpers both write through here.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use crate::audit::{AuditRecord, SeenRequest};
+use crate::crd::{GroupResource, Registry, ResourceDef};
+use crate::faults::Fault;
+use crate::patch::{self, PatchType};
+use crate::schema;
+use crate::status::{ApiError, Cause};
+
+/// One write, as watches replay it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub gr: GroupResource,
+    pub rv: u64,
+    /// The object after the change (for a deletion, its last state).
+    pub object: Value,
+    /// The object before the change; `None` when it was created.
+    pub previous: Option<Value>,
+    pub deleted: bool,
+}
+
+/// The objects of one resource as they were at `rv`, for the pages after
+/// the first of a list.
+pub struct Snapshot {
+    pub gr: GroupResource,
+    pub rv: u64,
+    pub objects: BTreeMap<String, Value>,
+}
+
+/// Per-resource request counts.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counters {
+    pub lists: usize,
+    pub pages: usize,
+    pub watches: usize,
+    pub gone: usize,
+    pub waiting: usize,
+}
+
+/// Which part of an object a write is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Main,
+    Status,
+}
+
+/// `fieldManager` and `force` of a PATCH.
+#[derive(Debug, Clone, Default)]
+pub struct PatchOptions {
+    pub field_manager: Option<String>,
+    pub force: bool,
+}
+
+/// Everything the server holds.
+pub struct World {
+    pub registry: Registry,
+    pub rv: u64,
+    /// History at or below this resourceVersion is forgotten.
+    pub compacted: u64,
+    pub objects: HashMap<GroupResource, BTreeMap<String, Value>>,
+    pub history: Vec<Change>,
+    pub snapshots: HashMap<u64, Snapshot>,
+    pub next_snapshot: u64,
+    pub max_page: Option<usize>,
+    pub counters: HashMap<GroupResource, Counters>,
+    pub requests: Vec<SeenRequest>,
+    pub audit: Vec<AuditRecord>,
+    pub faults: Vec<Fault>,
+    /// Server-side apply: each manager's last applied configuration, per
+    /// object and part (main or status).
+    pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
+    pub changes: broadcast::Sender<Change>,
+    serial: u64,
+    seed: u64,
+}
+
+/// `namespace/name`, or `name` for cluster-scoped objects.
+pub fn key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+pub fn key_of(object: &Value) -> String {
+    key(
+        object["metadata"]["namespace"].as_str(),
+        object["metadata"]["name"].as_str().unwrap_or_default(),
+    )
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn rv_of(object: &Value) -> Option<&str> {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
+fn finalizers(object: &Value) -> Vec<Value> {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && !name.is_empty()
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+fn label_value_ok(value: &str) -> bool {
+    value.len() <= 63
+        && (value.is_empty()
+            || (value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && value.ends_with(|c: char| c.is_ascii_alphanumeric())))
+}
+
+fn label_key_ok(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    prefix.is_none_or(dns_subdomain) && !name.is_empty() && label_value_ok(name)
+}
+
+/// What a real server checks of ObjectMeta on every write.
+fn meta_causes(def: &ResourceDef, object: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let meta = &object["metadata"];
+    let name = meta["name"].as_str().unwrap_or_default();
+    let name_ok = if def.plural == "namespaces" && def.group.is_empty() {
+        name.len() <= 63 && !name.contains('.') && dns_subdomain(name)
+    } else {
+        dns_subdomain(name)
+    };
+    if !name_ok {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "metadata.name",
+            format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+        ));
+    }
+    if let Some(labels) = meta["labels"].as_object() {
+        for (k, v) in labels {
+            match v.as_str() {
+                Some(v) if label_key_ok(k) && label_value_ok(v) => {}
+                _ => causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    "metadata.labels",
+                    format!("Invalid value: {v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.' (key {k:?})"),
+                )),
+            }
+        }
+    }
+    if let Some(annotations) = meta["annotations"].as_object() {
+        if annotations.values().any(|v| !v.is_string()) {
+            causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                "metadata.annotations",
+                "Invalid value: annotations must be strings",
+            ));
+        }
+    }
+    causes
+}
+
+/// The content `generation` follows: everything but metadata (and status
+/// when it is a subresource).
+fn spec_part(def: &ResourceDef, object: &Value) -> Value {
+    let mut part = object.clone();
+    if let Value::Object(map) = &mut part {
+        map.remove("metadata");
+        if def.status_subresource {
+            map.remove("status");
+        }
+    }
+    part
+}
+
+/// Fields of metadata only the server sets.
+const SYSTEM_META: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "resourceVersion",
+    "name",
+    "namespace",
+];
+
+impl World {
+    pub fn new(registry: Registry, changes: broadcast::Sender<Change>) -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(7);
+        Self {
+            registry,
+            rv: 0,
+            compacted: 0,
+            objects: HashMap::new(),
+            history: Vec::new(),
+            snapshots: HashMap::new(),
+            next_snapshot: 0,
+            max_page: None,
+            counters: HashMap::new(),
+            requests: Vec::new(),
+            audit: Vec::new(),
+            faults: Vec::new(),
+            applied: HashMap::new(),
+            changes,
+            serial: 0,
+            seed: seed | 1,
+        }
+    }
+
+    pub fn counters(&mut self, gr: &GroupResource) -> &mut Counters {
+        self.counters.entry(gr.clone()).or_default()
+    }
+
+    fn random(&mut self) -> u64 {
+        // xorshift64*: random enough for names and uids in tests.
+        let mut x = self.seed;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.seed = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn uid(&mut self) -> String {
+        self.serial += 1;
+        let r = self.random();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            (r >> 32) as u32,
+            (r >> 16) as u16,
+            (r >> 4) & 0xfff,
+            r & 0xfff,
+            self.serial
+        )
+    }
+
+    fn generated_name(&mut self, prefix: &str) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut name = prefix.to_string();
+        for _ in 0..5 {
+            let i = (self.random() % ALPHABET.len() as u64) as usize;
+            name.push(ALPHABET[i] as char);
+        }
+        name
+    }
+
+    /// Record a change: bump the resourceVersion, stamp it on the object,
+    /// keep it for watches and tell the open ones.
+    fn commit(
+        &mut self,
+        gr: &GroupResource,
+        mut object: Value,
+        previous: Option<Value>,
+        deleted: bool,
+    ) -> Value {
+        self.rv += 1;
+        let rv = self.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let key = key_of(&object);
+        let objects = self.objects.entry(gr.clone()).or_default();
+        if deleted {
+            objects.remove(&key);
+            self.applied.retain(|(g, k, _), _| !(g == gr && *k == key));
+        } else {
+            objects.insert(key, object.clone());
+        }
+        let change = Change {
+            gr: gr.clone(),
+            rv,
+            object: object.clone(),
+            previous,
+            deleted,
+        };
+        self.history.push(change.clone());
+        let _ = self.changes.send(change);
+        object
+    }
+
+    pub fn stored(&self, gr: &GroupResource, key: &str) -> Option<&Value> {
+        self.objects.get(gr).and_then(|o| o.get(key))
+    }
+
+    /// A test's write: create or replace as given (no validation, no
+    /// concurrency check), keeping the stored uid and creation time.
+    pub fn upsert(&mut self, def: &ResourceDef, mut object: Value) -> Value {
+        object["apiVersion"] = json!(def.api_version(def.storage_version()));
+        object["kind"] = json!(def.kind);
+        if !def.namespaced {
+            if let Some(meta) = object["metadata"].as_object_mut() {
+                meta.remove("namespace");
+            }
+        }
+        let key = key_of(&object);
+        let gr = def.group_resource();
+        let previous = self.stored(&gr, &key).cloned();
+        match &previous {
+            Some(old) => {
+                for field in ["uid", "creationTimestamp"] {
+                    object["metadata"][field] = old["metadata"][field].clone();
+                }
+            }
+            None => {
+                object["metadata"]["uid"] = json!(self.uid());
+                object["metadata"]["creationTimestamp"] = json!(now());
+                if def.custom {
+                    object["metadata"]["generation"] = json!(1);
+                }
+            }
+        }
+        self.commit(&gr, object, previous, false)
+    }
+
+    /// A test's removal: gone at once, finalizers or not.
+    pub fn remove(&mut self, def: &ResourceDef, key: &str) -> Option<Value> {
+        let gr = def.group_resource();
+        let previous = self.stored(&gr, key)?.clone();
+        Some(self.commit(&gr, previous.clone(), Some(previous), true))
+    }
+
+    pub fn get(
+        &self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        self.stored(&def.group_resource(), &key(namespace, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def, name))
+    }
+
+    fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request is not a JSON object",
+            ));
+        }
+        if let Some(av) = body["apiVersion"].as_str() {
+            if !def.versions.iter().any(|v| def.api_version(v) == av) {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({av}) does not match the expected API version ({})",
+                    def.api_version(def.storage_version())
+                )));
+            }
+        }
+        if let Some(kind) = body["kind"].as_str() {
+            if kind != def.kind {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({kind}) does not match the expected kind ({})",
+                    def.kind
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Prune, default and validate a custom object; check its metadata.
+    fn admit(
+        &self,
+        def: &ResourceDef,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let mut causes = meta_causes(def, object);
+        if def.custom {
+            if let Some(schema) = def.schemas.get(def.storage_version()) {
+                schema::prune_and_default(schema, object);
+                causes.extend(schema::validate(schema, object, old));
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(def, &name, causes))
+        }
+    }
+
+    /// POST: create, as the real server does.
+    pub fn create(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        mut body: Value,
+    ) -> Result<Value, ApiError> {
+        Self::check_type(def, &body)?;
+        body["apiVersion"] = json!(def.api_version(def.storage_version()));
+        body["kind"] = json!(def.kind);
+        if !body["metadata"].is_object() {
+            body["metadata"] = json!({});
+        }
+        let meta = body["metadata"].clone();
+        let mut name = meta["name"].as_str().unwrap_or_default().to_string();
+        if name.is_empty() {
+            match meta["generateName"].as_str().filter(|g| !g.is_empty()) {
+                Some(prefix) => name = self.generated_name(prefix),
+                None => {
+                    return Err(ApiError::invalid(
+                        def,
+                        "",
+                        vec![Cause::new(
+                            "FieldValueRequired",
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        )],
+                    ))
+                }
+            }
+        }
+        if rv_of(&body).is_some() {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let m = body["metadata"]
+            .as_object_mut()
+            .expect("metadata is an object");
+        m.insert("name".into(), json!(name));
+        if def.namespaced {
+            let ns = namespace.unwrap_or_default();
+            if let Some(given) = meta["namespace"].as_str().filter(|n| !n.is_empty()) {
+                if given != ns {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+            }
+            m.insert("namespace".into(), json!(ns));
+        } else {
+            m.remove("namespace");
+        }
+        for field in [
+            "uid",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+        ] {
+            m.remove(field);
+        }
+        if def.custom && def.status_subresource {
+            if let Some(map) = body.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        self.admit(def, &mut body, None)?;
+        if let Some(ns) = namespace.filter(|_| def.namespaced) {
+            let namespaces = GroupResource::new("", "namespaces");
+            if self.stored(&namespaces, ns).is_none() {
+                return Err(ApiError::namespace_not_found(ns));
+            }
+        }
+        let gr = def.group_resource();
+        if self
+            .stored(&gr, &key(namespace.filter(|_| def.namespaced), &name))
+            .is_some()
+        {
+            return Err(ApiError::already_exists(def, &name));
+        }
+        body["metadata"]["uid"] = json!(self.uid());
+        body["metadata"]["creationTimestamp"] = json!(now());
+        if def.custom {
+            body["metadata"]["generation"] = json!(1);
+        }
+        if !def.custom && def.plural == "namespaces" {
+            body["spec"] = json!({ "finalizers": ["kubernetes"] });
+            body["status"] = json!({ "phase": "Active" });
+        }
+        Ok(self.commit(&gr, body, None, false))
+    }
+
+    /// PUT: replace the object (or, for [`Target::Status`], its status).
+    pub fn update(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        target: Target,
+    ) -> Result<Value, ApiError> {
+        Self::check_type(def, &body)?;
+        let given = body["metadata"]["name"].as_str().unwrap_or_default();
+        if given != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            )));
+        }
+        if def.namespaced {
+            if let Some(ns) = body["metadata"]["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+            {
+                if Some(ns) != namespace {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+            }
+        }
+        let ns = namespace.filter(|_| def.namespaced);
+        let existing = self.get(def, ns, name)?;
+        match rv_of(&body) {
+            Some(rv) if Some(rv) != rv_of(&existing) => return Err(ApiError::modified(def, name)),
+            Some(_) => {}
+            None if def.custom => {
+                return Err(ApiError::invalid(
+                    def,
+                    name,
+                    vec![Cause::new(
+                        "FieldValueInvalid",
+                        "metadata.resourceVersion",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )],
+                ))
+            }
+            None => {}
+        }
+        let mut new = match target {
+            Target::Status => {
+                let mut new = existing.clone();
+                match body.get("status") {
+                    Some(status) => new["status"] = status.clone(),
+                    None => {
+                        if let Some(map) = new.as_object_mut() {
+                            map.remove("status");
+                        }
+                    }
+                }
+                new
+            }
+            Target::Main => {
+                let mut new = body;
+                if !new["metadata"].is_object() {
+                    new["metadata"] = json!({});
+                }
+                let meta = new["metadata"]
+                    .as_object_mut()
+                    .expect("metadata is an object");
+                for field in SYSTEM_META {
+                    match existing["metadata"].get(*field) {
+                        Some(v) => meta.insert(field.to_string(), v.clone()),
+                        None => meta.remove(*field),
+                    };
+                }
+                new["apiVersion"] = existing["apiVersion"].clone();
+                new["kind"] = existing["kind"].clone();
+                if def.status_subresource {
+                    let map = new.as_object_mut().expect("an object");
+                    match existing.get("status") {
+                        Some(status) => map.insert("status".into(), status.clone()),
+                        None => map.remove("status"),
+                    };
+                }
+                new
+            }
+        };
+        let deleting = existing["metadata"]["deletionTimestamp"].is_string();
+        if deleting {
+            let old = finalizers(&existing);
+            let added: Vec<String> = finalizers(&new)
+                .iter()
+                .filter(|f| !old.contains(f))
+                .map(|f| f.to_string())
+                .collect();
+            if !added.is_empty() {
+                return Err(ApiError::invalid(
+                    def,
+                    name,
+                    vec![Cause::new(
+                        "FieldValueForbidden",
+                        "metadata.finalizers",
+                        format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{}]", added.join(" ")),
+                    )],
+                ));
+            }
+        }
+        self.admit(def, &mut new, Some(&existing))?;
+        if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
+            let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);
+            new["metadata"]["generation"] = json!(generation + 1);
+        }
+        if new == existing {
+            // A no-op write: no new resourceVersion, no event.
+            return Ok(existing);
+        }
+        let gr = def.group_resource();
+        let gone = deleting && finalizers(&new).is_empty();
+        Ok(self.commit(&gr, new, Some(existing), gone))
+    }
+
+    /// PATCH: the patched object goes through [`World::update`] (a
+    /// `metadata.resourceVersion` in the patch is a precondition). Apply
+    /// creates a missing object. Returns the object and whether it was
+    /// created.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        target: Target,
+        options: &PatchOptions,
+    ) -> Result<(Value, bool), ApiError> {
+        let ns = namespace.filter(|_| def.namespaced);
+        if patch_type == PatchType::Strategic && def.custom {
+            return Err(ApiError::unsupported_patch(
+                "application/strategic-merge-patch+json",
+                true,
+            ));
+        }
+        if patch_type == PatchType::Apply {
+            return self.apply(def, ns, name, body, target, options);
+        }
+        let mut object = self.get(def, ns, name)?;
+        match patch_type {
+            PatchType::Merge => patch::merge_patch(&mut object, &patch::json_body(body)?),
+            PatchType::Json => patch::json_patch(&mut object, body)?,
+            PatchType::Strategic => patch::strategic_merge(&mut object, &patch::json_body(body)?),
+            PatchType::Apply => unreachable!("handled above"),
+        }
+        Ok((self.update(def, ns, name, object, target)?, false))
+    }
+
+    fn apply(
+        &mut self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+        body: &[u8],
+        target: Target,
+        options: &PatchOptions,
+    ) -> Result<(Value, bool), ApiError> {
+        let Some(manager) = options.field_manager.as_deref().filter(|m| !m.is_empty()) else {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            ));
+        };
+        let config: Value = serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        Self::check_type(def, &config)?;
+        if config["apiVersion"].is_null() || config["kind"].is_null() {
+            return Err(ApiError::bad_request(
+                "apiVersion and kind must be set in an applied configuration",
+            ));
+        }
+        let given = config["metadata"]["name"].as_str().unwrap_or_default();
+        if given != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            )));
+        }
+        let gr = def.group_resource();
+        let apply_key = (gr.clone(), key(ns, name), target == Target::Status);
+        let mut applied = self.applied.get(&apply_key).cloned().unwrap_or_default();
+        let existing = self.stored(&gr, &key(ns, name)).cloned();
+        let live = match (&existing, target) {
+            (Some(e), _) => e.clone(),
+            (None, Target::Status) => return Err(ApiError::not_found(def, name)),
+            (None, Target::Main) => json!({}),
+        };
+        let mut object = patch::server_side_apply(&live, &config, manager, &mut applied, options.force)
+            .map_err(|conflicts| {
+                let causes: Vec<Value> = conflicts
+                    .iter()
+                    .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {:?}", c.manager), "field": c.field}))
+                    .collect();
+                let list: Vec<String> = conflicts
+                    .iter()
+                    .map(|c| format!("conflict with {:?}: {}", c.manager, c.field))
+                    .collect();
+                let plural = if conflicts.len() == 1 { "" } else { "s" };
+                let mut e = ApiError::new(
+                    409,
+                    "Conflict",
+                    format!("Apply failed with {} conflict{plural}: {}", conflicts.len(), list.join("\n")),
+                );
+                e.details = Some(json!({"name": name, "group": def.group, "kind": def.plural, "causes": causes}));
+                e
+            })?;
+        let result = match existing {
+            None => {
+                if let Some(meta) = object["metadata"].as_object_mut() {
+                    meta.remove("resourceVersion");
+                }
+                self.create(def, ns, object).map(|o| (o, true))
+            }
+            Some(existing) => {
+                if rv_of(&config).is_none() {
+                    object["metadata"]["resourceVersion"] =
+                        existing["metadata"]["resourceVersion"].clone();
+                }
+                self.update(def, ns, name, object, target)
+                    .map(|o| (o, false))
+            }
+        };
+        if result.is_ok() {
+            self.applied.insert(apply_key, applied);
+        }
+        result
+    }
+
+    /// DELETE: gone, or — while finalizers remain — marked with a
+    /// `deletionTimestamp` and kept.
+    pub fn delete(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        options: &Value,
+    ) -> Result<Value, ApiError> {
+        let ns = namespace.filter(|_| def.namespaced);
+        let existing = self.get(def, ns, name)?;
+        let pre = &options["preconditions"];
+        if let Some(rv) = pre["resourceVersion"].as_str() {
+            let stored = rv_of(&existing).unwrap_or_default();
+            if rv != stored {
+                return Err(ApiError::conflict(def, name, &format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({stored}). The object might have been modified"
+                )));
+            }
+        }
+        if let Some(uid) = pre["uid"].as_str() {
+            let stored = existing["metadata"]["uid"].as_str().unwrap_or_default();
+            if uid != stored {
+                return Err(ApiError::conflict(def, name, &format!(
+                    "the UID in the precondition ({uid}) does not match the UID in record ({stored}). The object might have been deleted and then recreated"
+                )));
+            }
+        }
+        let gr = def.group_resource();
+        if !finalizers(&existing).is_empty() {
+            if existing["metadata"]["deletionTimestamp"].is_string() {
+                return Ok(existing);
+            }
+            let mut marked = existing.clone();
+            marked["metadata"]["deletionTimestamp"] = json!(now());
+            marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            return Ok(self.commit(&gr, marked, Some(existing), false));
+        }
+        if def.group.is_empty() && def.plural == "namespaces" {
+            self.empty_namespace(name);
+        }
+        Ok(self.commit(&gr, existing.clone(), Some(existing), true))
+    }
+
+    /// Delete everything in a namespace being deleted (what the namespace
+    /// controller does, at once).
+    fn empty_namespace(&mut self, namespace: &str) {
+        let defs: Vec<Arc<ResourceDef>> = self
+            .registry
+            .all()
+            .filter(|d| d.namespaced)
+            .cloned()
+            .collect();
+        for def in defs {
+            let prefix = format!("{namespace}/");
+            let names: Vec<String> = self
+                .objects
+                .get(&def.group_resource())
+                .map(|o| {
+                    o.keys()
+                        .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for name in names {
+                let _ = self.delete(&def, Some(namespace), &name, &Value::Null);
+            }
+        }
+    }
+
+    /// The stored objects of a resource (all namespaces), in key order.
+    pub fn list_objects(&self, gr: &GroupResource) -> Vec<Value> {
+        self.objects
+            .get(gr)
+            .map(|o| o.values().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin;
+    use crate::crd::{liqo_crd_dir, read_crd_dir};
+
+    fn world() -> World {
+        let mut registry = Registry::default();
+        for def in builtin::definitions() {
+            registry.register(def);
+        }
+        for def in read_crd_dir(&liqo_crd_dir("v1.2.0")).unwrap() {
+            registry.register(def);
+        }
+        let (tx, _) = broadcast::channel(16);
+        let mut world = World::new(registry, tx);
+        let ns = world
+            .registry
+            .get(&GroupResource::new("", "namespaces"))
+            .unwrap();
+        world
+            .create(&ns, None, json!({"metadata": {"name": "default"}}))
+            .unwrap();
+        world
+    }
+
+    fn def(world: &World, group: &str, plural: &str) -> Arc<ResourceDef> {
+        world
+            .registry
+            .get(&GroupResource::new(group, plural))
+            .unwrap()
+    }
+
+    fn slice(name: &str) -> Value {
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+               "metadata": {"name": name}, "spec": {"class": "default", "resources": {"cpu": "2"}},
+               "status": {"resources": {"cpu": "1"}}})
+    }
+
+    #[test]
+    fn create_sets_server_fields_and_drops_status() {
+        let mut w = world();
+        let slices = def(&w, "authentication.liqo.io", "resourceslices");
+        let created = w.create(&slices, Some("default"), slice("a")).unwrap();
+        assert_eq!(created["metadata"]["generation"], 1);
+        assert_eq!(created["metadata"]["namespace"], "default");
+        assert!(created["metadata"]["uid"].is_string());
+        assert!(created["metadata"]["creationTimestamp"].is_string());
+        assert!(created.get("status").is_none(), "status is a subresource");
+        assert_eq!(
+            w.create(&slices, Some("default"), slice("a"))
+                .unwrap_err()
+                .reason,
+            "AlreadyExists"
+        );
+        assert_eq!(
+            w.create(&slices, Some("nowhere"), slice("b"))
+                .unwrap_err()
+                .code,
+            404
+        );
+        let mut generated = slice("");
+        generated["metadata"] = json!({"generateName": "rs-"});
+        let named = w.create(&slices, Some("default"), generated).unwrap();
+        let name = named["metadata"]["name"].as_str().unwrap();
+        assert!(name.starts_with("rs-") && name.len() == 8, "{name}");
+        let mut bad = slice("BAD");
+        bad["spec"]["resources"]["cpu"] = json!("lots");
+        let e = w.create(&slices, Some("default"), bad).unwrap_err();
+        assert_eq!(e.code, 422);
+        let causes = e.details.unwrap()["causes"].clone();
+        let fields: Vec<&str> = causes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["field"].as_str().unwrap())
+            .collect();
+        assert_eq!(fields, ["metadata.name", "spec.resources.cpu"]);
+    }
+
+    #[test]
+    fn updates_check_versions_keep_status_and_bump_generation() {
+        let mut w = world();
+        let slices = def(&w, "authentication.liqo.io", "resourceslices");
+        let created = w.create(&slices, Some("default"), slice("a")).unwrap();
+        let mut stale = created.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", stale, Target::Main)
+                .unwrap_err()
+                .code,
+            409
+        );
+        let mut no_rv = created.clone();
+        no_rv["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", no_rv, Target::Main)
+                .unwrap_err()
+                .code,
+            422
+        );
+
+        // Status through /status only; generation untouched.
+        let mut with_status = created.clone();
+        with_status["status"] = json!({"resources": {"cpu": "1"}});
+        with_status["spec"]["class"] = json!("ignored");
+        let after = w
+            .update(
+                &slices,
+                Some("default"),
+                "a",
+                with_status.clone(),
+                Target::Status,
+            )
+            .unwrap();
+        assert_eq!(after["status"]["resources"]["cpu"], "1");
+        assert_eq!(after["spec"]["class"], "default");
+        assert_eq!(after["metadata"]["generation"], 1);
+        // A main write ignores status and bumps generation on spec changes.
+        let mut main = after.clone();
+        main["status"] = json!({});
+        main["spec"]["class"] = json!("big");
+        let after = w
+            .update(&slices, Some("default"), "a", main, Target::Main)
+            .unwrap();
+        assert_eq!(after["status"]["resources"]["cpu"], "1");
+        assert_eq!(after["metadata"]["generation"], 2);
+        // Labels alone do not.
+        let mut labelled = after.clone();
+        labelled["metadata"]["labels"] = json!({"x": "y"});
+        let after = w
+            .update(&slices, Some("default"), "a", labelled, Target::Main)
+            .unwrap();
+        assert_eq!(after["metadata"]["generation"], 2);
+        // A no-op write keeps the resourceVersion.
+        let rv = after["metadata"]["resourceVersion"].clone();
+        let same = w
+            .update(&slices, Some("default"), "a", after, Target::Main)
+            .unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], rv);
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_until_the_last_goes() {
+        let mut w = world();
+        let slices = def(&w, "authentication.liqo.io", "resourceslices");
+        let mut body = slice("a");
+        body["metadata"]["finalizers"] = json!(["liqo.io/x"]);
+        w.create(&slices, Some("default"), body).unwrap();
+        let marked = w
+            .delete(&slices, Some("default"), "a", &Value::Null)
+            .unwrap();
+        assert!(marked["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+        let mut more = marked.clone();
+        more["metadata"]["finalizers"] = json!(["liqo.io/x", "other.io/y"]);
+        assert_eq!(
+            w.update(&slices, Some("default"), "a", more, Target::Main)
+                .unwrap_err()
+                .code,
+            422
+        );
+        let mut done = marked.clone();
+        done["metadata"]["finalizers"] = json!([]);
+        w.update(&slices, Some("default"), "a", done, Target::Main)
+            .unwrap();
+        assert_eq!(w.get(&slices, Some("default"), "a").unwrap_err().code, 404);
+        let last = w.history.last().unwrap();
+        assert!(last.deleted);
+    }
+
+    #[test]
+    fn patches_by_type() {
+        let mut w = world();
+        let slices = def(&w, "authentication.liqo.io", "resourceslices");
+        w.create(&slices, Some("default"), slice("a")).unwrap();
+        let opts = PatchOptions::default();
+        let (patched, _) = w
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"spec": {"class": "x"}}"#,
+                Target::Main,
+                &opts,
+            )
+            .unwrap();
+        assert_eq!(patched["spec"]["class"], "x");
+        let e = w
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Strategic,
+                b"{}",
+                Target::Main,
+                &opts,
+            )
+            .unwrap_err();
+        assert_eq!(e.code, 415);
+        let e = w
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"metadata": {"resourceVersion": "1"}}"#,
+                Target::Main,
+                &opts,
+            )
+            .unwrap_err();
+        assert_eq!(e.code, 409);
+        let e = w
+            .patch(
+                &slices,
+                Some("default"),
+                "a",
+                PatchType::Merge,
+                br#"{"status": {"conditions": [{"type": "Nope", "status": "Accepted"}]}}"#,
+                Target::Status,
+                &opts,
+            )
+            .unwrap_err();
+        assert_eq!(e.code, 422);
+        let apply = PatchOptions {
+            field_manager: Some("ctrl".into()),
+            force: true,
+        };
+        let config = br#"{"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+                          "metadata": {"name": "b", "namespace": "default"}, "spec": {"class": "y"}}"#;
+        let (made, created) = w
+            .patch(
+                &slices,
+                Some("default"),
+                "b",
+                PatchType::Apply,
+                config,
+                Target::Main,
+                &apply,
+            )
+            .unwrap();
+        assert!(created);
+        assert_eq!(made["spec"]["class"], "y");
+        let e = w
+            .patch(
+                &slices,
+                Some("default"),
+                "b",
+                PatchType::Apply,
+                config,
+                Target::Main,
+                &opts,
+            )
+            .unwrap_err();
+        assert_eq!(e.code, 422, "no fieldManager");
+    }
+}

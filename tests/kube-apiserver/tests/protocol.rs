@@ -1,0 +1,509 @@
+//! The list/watch protocol over raw HTTP, as the resource monitor's
+//! source speaks it: selectors, pages from consistent snapshots, 410s,
+//! held and ended watches — and the status codes of writes.
+
+use std::time::{Duration, Instant};
+
+use kube_test_server::{node, pod, Fault, Kind, KubeApiServer};
+use serde_json::{json, Value};
+
+fn client(timeout: Duration) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(timeout)
+        .build()
+        .unwrap()
+}
+
+async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
+    let response = client(Duration::from_secs(10))
+        .get(format!("{}{path}", kube.url()))
+        .send()
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    (code, response.json().await.unwrap())
+}
+
+async fn send(
+    kube: &KubeApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let response = client(Duration::from_secs(10))
+        .request(method, format!("{}{path}", kube.url()))
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    (code, response.json().await.unwrap())
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Follow `continue` from `first` to the end: every name, and the
+/// resourceVersion of every page.
+async fn follow(kube: &KubeApiServer, query: &str, first: Value) -> (Vec<String>, Vec<String>) {
+    let mut page = first;
+    let (mut all, mut rvs) = (Vec::new(), Vec::new());
+    loop {
+        all.extend(names(&page));
+        rvs.push(
+            page["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        let Some(token) = page["metadata"]["continue"].as_str() else {
+            return (all, rvs);
+        };
+        let (code, next) = get(kube, &format!("/api/v1/pods?{query}&continue={token}")).await;
+        assert_eq!(code, 200, "{next}");
+        page = next;
+    }
+}
+
+/// An open watch response, read line by line.
+struct Events {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+impl Events {
+    async fn open(kube: &KubeApiServer, path: &str) -> Self {
+        let response = client(Duration::from_secs(30))
+            .get(format!("{}{path}", kube.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        Self {
+            response,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The next event; `None` when the stream ends. Panics if nothing
+    /// comes within 10 s.
+    async fn next(&mut self) -> Option<Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                return Some(serde_json::from_slice(&line).unwrap());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.response.chunk()).await {
+                Err(_) => panic!("no watch event within 10 s"),
+                Ok(chunk) => match chunk.unwrap() {
+                    Some(bytes) => self.buffer.extend_from_slice(&bytes),
+                    None => {
+                        assert!(self.buffer.is_empty(), "a partial line");
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+
+    /// The next event's type and object name.
+    async fn next_named(&mut self) -> (String, String) {
+        let event = self.next().await.expect("an event, not the end");
+        (
+            event["type"].as_str().unwrap().to_string(),
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    }
+}
+
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn lists_page_from_a_consistent_snapshot() {
+    let kube = KubeApiServer::start_without_crds().await.unwrap();
+    for i in 0..5 {
+        kube.apply(
+            Kind::Pod,
+            pod(&format!("p{i}"), "n1", "Running", json!({}), "1", "1Gi"),
+        );
+    }
+    let at_first = kube.resource_version().to_string();
+    // No limit: everything at once, whatever the cap.
+    kube.set_max_page(Some(2));
+    let (code, all) = get(&kube, "/api/v1/pods").await;
+    assert_eq!(code, 200);
+    assert_eq!(names(&all).len(), 5);
+    assert!(all["metadata"]["continue"].is_null());
+
+    let (code, first) = get(&kube, "/api/v1/pods?limit=500").await;
+    assert_eq!(code, 200, "{first}");
+    assert_eq!(first["kind"], "PodList");
+    assert_eq!(first["apiVersion"], "v1");
+    assert_eq!(names(&first), ["p0", "p1"], "capped at 2");
+    assert_eq!(first["metadata"]["remainingItemCount"], 3);
+    // The world changes between pages; the list does not.
+    kube.apply(
+        Kind::Pod,
+        pod("p2", "n1", "Succeeded", json!({}), "1", "1Gi"),
+    );
+    kube.delete(Kind::Pod, "default/p3");
+    kube.apply(Kind::Pod, pod("p9", "n1", "Running", json!({}), "1", "1Gi"));
+    let (listed, rvs) = follow(&kube, "limit=500", first).await;
+    assert_eq!(listed, ["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(
+        rvs,
+        [at_first.clone(), at_first.clone(), at_first],
+        "every page carries the snapshot's"
+    );
+    assert_eq!(kube.pages(Kind::Pod), 4);
+    assert_eq!(kube.lists(Kind::Pod), 2);
+
+    // Under a selector a fresh list sees the changes, without a count.
+    let now = kube.resource_version().to_string();
+    let query = "limit=2&fieldSelector=status.phase%3DRunning";
+    let (code, first) = get(&kube, &format!("/api/v1/pods?{query}")).await;
+    assert_eq!(code, 200, "{first}");
+    assert!(first["metadata"]["continue"].is_string());
+    assert!(first["metadata"]["remainingItemCount"].is_null());
+    let (listed, rvs) = follow(&kube, query, first).await;
+    assert_eq!(listed, ["p0", "p1", "p4", "p9"]);
+    assert!(rvs.iter().all(|rv| *rv == now), "{rvs:?}");
+
+    // Namespaced lists see their namespace only.
+    let (_, other) = get(&kube, "/api/v1/namespaces/kube-system/pods").await;
+    assert!(names(&other).is_empty());
+    let (_, here) = get(&kube, "/api/v1/namespaces/default/pods").await;
+    assert_eq!(names(&here).len(), 5);
+
+    // A token older than a compaction, or one never issued: 410.
+    let (_, first) = get(&kube, "/api/v1/pods?limit=1").await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    kube.apply(
+        Kind::Pod,
+        pod("p10", "n1", "Running", json!({}), "1", "1Gi"),
+    );
+    kube.compact();
+    for token in [token.as_str(), "bogus", "99-00"] {
+        let (code, body) = get(&kube, &format!("/api/v1/pods?limit=1&continue={token}")).await;
+        assert_eq!(code, 410, "{body}");
+        assert_eq!(body["kind"], "Status");
+        assert_eq!(body["status"], "Failure");
+        assert_eq!(body["reason"], "Expired");
+        assert_eq!(body["code"], 410);
+    }
+    assert_eq!(kube.gone(Kind::Pod), 3);
+}
+
+#[tokio::test]
+async fn watches_under_selectors_see_objects_join_and_leave() {
+    let kube = KubeApiServer::start_without_crds().await.unwrap();
+    let shadow = json!({"liqo.io/shadowPod": "true"});
+    kube.apply(Kind::Pod, pod("a", "n1", "Running", json!({}), "1", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("s", "n1", "Running", shadow.clone(), "1", "1Gi"),
+    );
+    let selectors =
+        "labelSelector=liqo.io%2FshadowPod%21%3Dtrue&fieldSelector=status.phase%3DRunning";
+    let (code, list) = get(&kube, &format!("/api/v1/pods?{selectors}")).await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(names(&list), ["a"]);
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/v1/pods?watch=true&resourceVersion={rv}&{selectors}");
+    let mut live = Events::open(&kube, &path).await;
+
+    kube.apply(Kind::Pod, pod("b", "n1", "Pending", json!({}), "1", "1Gi"));
+    kube.apply(Kind::Pod, pod("b", "n1", "Running", json!({}), "1", "1Gi"));
+    kube.apply(Kind::Pod, pod("b", "n1", "Running", json!({}), "2", "1Gi"));
+    kube.apply(
+        Kind::Pod,
+        pod("b", "n1", "Succeeded", json!({}), "2", "1Gi"),
+    );
+    kube.delete(Kind::Pod, "default/b");
+    kube.apply(Kind::Pod, pod("s", "n1", "Running", shadow, "2", "1Gi"));
+    kube.apply(Kind::Pod, pod("s", "n1", "Running", json!({}), "2", "1Gi"));
+    kube.delete(Kind::Pod, "default/a");
+    let expected = [
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+        ("DELETED", "b"),
+        ("ADDED", "s"),
+        ("DELETED", "a"),
+    ];
+    // The same story live and replayed from history.
+    let mut replay = Events::open(&kube, &path).await;
+    for events in [&mut live, &mut replay] {
+        for (kind, name) in expected {
+            assert_eq!(events.next_named().await, (kind.into(), name.into()));
+        }
+    }
+    // The DELETED of a pod that finished carries its new state.
+    let mut again = Events::open(&kube, &path).await;
+    let left = loop {
+        let event = again.next().await.unwrap();
+        if event["type"] == "DELETED" {
+            break event;
+        }
+    };
+    assert_eq!(left["object"]["status"]["phase"], "Succeeded");
+
+    // Without a resourceVersion: what matches now, as ADDED.
+    let mut fresh = Events::open(&kube, &format!("/api/v1/pods?watch=true&{selectors}")).await;
+    assert_eq!(fresh.next_named().await, ("ADDED".into(), "s".into()));
+    kube.apply(Kind::Pod, pod("c", "n1", "Running", json!({}), "1", "1Gi"));
+    assert_eq!(fresh.next_named().await, ("ADDED".into(), "c".into()));
+
+    // Streaming lists: the present, then a bookmark marking its end.
+    let mut streaming = Events::open(
+        &kube,
+        "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    )
+    .await;
+    let mut kinds = Vec::new();
+    loop {
+        let event = streaming.next().await.unwrap();
+        kinds.push(event["type"].as_str().unwrap().to_string());
+        if event["type"] == "BOOKMARK" {
+            assert_eq!(
+                event["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                "true"
+            );
+            break;
+        }
+    }
+    assert_eq!(kinds, ["ADDED", "ADDED", "BOOKMARK"]);
+
+    let (code, body) = get(&kube, "/api/v1/pods?watch=true&fieldSelector=spec.foo%3Dx").await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "reason": "BadRequest", "code": 400,
+               "message": "field label not supported: spec.foo"})
+    );
+    let seen = kube.requests(Kind::Pod);
+    assert!(seen.iter().any(|r| r.watch
+        && r.label_selector.as_deref() == Some("liqo.io/shadowPod!=true")
+        && r.field_selector.as_deref() == Some("status.phase=Running")
+        && r.resource_version.as_deref() == Some(rv.as_str())));
+    assert!(kube.requests(Kind::Node).is_empty());
+}
+
+#[tokio::test]
+async fn compacted_history_is_410_and_watches_can_be_held_and_ended() {
+    let kube = KubeApiServer::start_without_crds().await.unwrap();
+    kube.apply(Kind::Node, node("n1", true, false, "1", "1Gi"));
+    let old = kube.resource_version();
+    let mut open = Events::open(
+        &kube,
+        &format!("/api/v1/nodes?watch=true&resourceVersion={old}"),
+    )
+    .await;
+    kube.end_watches();
+    assert!(open.next().await.is_none(), "ended");
+
+    kube.hold_watches(true);
+    let url = format!(
+        "{}/api/v1/nodes?watch=true&resourceVersion={old}",
+        kube.url()
+    );
+    let held = tokio::spawn(async move {
+        let response = client(Duration::from_secs(30))
+            .get(url)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    });
+    eventually("the watch waits", || kube.waiting_watches(Kind::Node) == 1).await;
+    kube.apply(Kind::Node, node("n2", true, false, "1", "1Gi"));
+    kube.compact();
+    let compacted = kube.resource_version();
+    assert!(!held.is_finished(), "answered while held");
+    kube.hold_watches(false);
+    let (code, body) = held.await.unwrap();
+    assert_eq!(code, 200, "the real server answers 410 inside the stream");
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [json!({"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "reason": "Expired", "code": 410,
+            "message": format!("too old resource version: {old} ({compacted})")}})]
+    );
+    assert_eq!(kube.gone(Kind::Node), 1);
+    assert_eq!(kube.waiting_watches(Kind::Node), 0);
+
+    // From the compaction point on, watching works again.
+    let mut current = Events::open(
+        &kube,
+        &format!("/api/v1/nodes?watch=true&resourceVersion={compacted}"),
+    )
+    .await;
+    kube.apply(Kind::Node, node("n3", true, false, "1", "1Gi"));
+    assert_eq!(current.next_named().await, ("ADDED".into(), "n3".into()));
+    assert_eq!(kube.gone(Kind::Node), 1);
+    assert_eq!(kube.watches(Kind::Node), 3);
+}
+
+#[tokio::test]
+async fn writes_answer_with_the_real_status_codes() {
+    let kube = KubeApiServer::start().await.unwrap();
+    let slices = "/apis/authentication.liqo.io/v1beta1/namespaces/default/resourceslices";
+    let slice = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+                       "metadata": {"name": "s1"}, "spec": {"resources": {"cpu": "2"}}});
+    let (code, created) = send(
+        &kube,
+        "POST",
+        slices,
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let (code, again) = send(
+        &kube,
+        "POST",
+        slices,
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (code, again["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
+    let (code, missing) = get(&kube, &format!("{slices}/nope")).await;
+    assert_eq!((code, missing["reason"].as_str()), (404, Some("NotFound")));
+    assert_eq!(
+        missing["message"],
+        "resourceslices.authentication.liqo.io \"nope\" not found"
+    );
+    // Strategic merge on a custom resource, or no patch type at all: 415.
+    for content_type in ["application/strategic-merge-patch+json", "application/json"] {
+        let (code, body) = send(&kube, "PATCH", &format!("{slices}/s1"), content_type, "{}").await;
+        assert_eq!(
+            (code, body["reason"].as_str()),
+            (415, Some("UnsupportedMediaType")),
+            "{content_type}"
+        );
+    }
+    // ...but built-ins take it.
+    kube.apply(
+        Kind::Pod,
+        pod("web", "n1", "Running", json!({}), "1", "1Gi"),
+    );
+    let (code, patched) = send(
+        &kube,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/web",
+        "application/strategic-merge-patch+json",
+        r#"{"metadata": {"labels": {"a": "b"}}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{patched}");
+    assert_eq!(patched["metadata"]["labels"]["a"], "b");
+    // Stale resourceVersion: 409 Conflict.
+    let mut stale = created.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    let (code, body) = send(
+        &kube,
+        "PUT",
+        &format!("{slices}/s1"),
+        "application/json",
+        &stale.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (409, Some("Conflict")),
+        "{body}"
+    );
+    // Schema: 422 with causes.
+    let mut bad = created.clone();
+    bad["spec"]["resources"]["cpu"] = json!("two");
+    let (code, body) = send(
+        &kube,
+        "PUT",
+        &format!("{slices}/s1"),
+        "application/json",
+        &bad.to_string(),
+    )
+    .await;
+    assert_eq!((code, body["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(body["details"]["causes"][0]["field"], "spec.resources.cpu");
+    // Unknown resources, wrong scope, unserved subresources: 404; wrong
+    // method: 405.
+    for path in [
+        "/apis/authentication.liqo.io/v1beta1/resourceslices/s1",
+        "/api/v1/pods/web",
+        "/apis/nope.io/v1/things",
+        "/api/v1/namespaces/default/nodes",
+        "/apis/offloading.liqo.io/v1beta1/namespaces/default/quotas/q/status",
+    ] {
+        let (code, _) = get(&kube, path).await;
+        assert_eq!(code, 404, "{path}");
+    }
+    let (code, body) = send(&kube, "PUT", slices, "application/json", "{}").await;
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
+    // Dry runs are refused, not carried out.
+    let (code, _) = send(
+        &kube,
+        "POST",
+        &format!("{slices}?dryRun=All"),
+        "application/json",
+        &slice.to_string(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    // Injected faults, then served again; all of it in the request log.
+    kube.inject(Fault::new(500).verb("get").resource("resourceslices"));
+    let (code, body) = get(&kube, &format!("{slices}/s1")).await;
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (500, Some("InternalError"))
+    );
+    let (code, _) = get(&kube, &format!("{slices}/s1")).await;
+    assert_eq!(code, 200);
+    let rbac = kube.rbac_requests();
+    let has = |verb: &str, resource: &str| {
+        rbac.iter()
+            .any(|r| r.verb == verb && r.resource == resource)
+    };
+    assert!(
+        has("create", "resourceslices") && has("update", "resourceslices") && has("patch", "pods")
+    );
+    let failed = kube.audit().into_iter().filter(|r| r.code == 500).count();
+    assert_eq!(failed, 1);
+}
