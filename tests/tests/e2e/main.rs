@@ -8,6 +8,7 @@
 //! own process.
 
 mod aggregator_support;
+mod slice_controller_support;
 
 mod aggregator_cli;
 mod aggregator_hardening;
@@ -29,3 +30,5 @@ mod resource_monitor_cli;
 mod resource_monitor_hardening;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
+mod slice_controller;
+mod slice_controller_ha;
