@@ -52,13 +52,19 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(6);
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(6);
     let kube = KubeApiServer::start().await.map_err(|e| e.to_string())?;
     let started = Instant::now();
     for c in 0..CONSUMERS {
         let consumer = format!("consumer-{c:03}");
         let namespace = format!("liqo-tenant-{consumer}");
-        kube.apply(("", "namespaces"), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
+        kube.apply(
+            ("", "namespaces"),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        );
         kube.apply(
             ("authentication.liqo.io", "tenants"),
             json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
@@ -79,7 +85,11 @@ async fn main() -> Result<()> {
             );
         }
     }
-    eprintln!("{} slices created in {:?}", CONSUMERS * PER_CONSUMER, started.elapsed());
+    eprintln!(
+        "{} slices created in {:?}",
+        CONSUMERS * PER_CONSUMER,
+        started.elapsed()
+    );
 
     let client = Client::try_from(Config::new(kube.url().parse()?))?;
     let source = Arc::new(MemorySource::new(cpu("5")));
@@ -92,8 +102,17 @@ async fn main() -> Result<()> {
             controller: slice_controller::config::ControllerArgs,
         }
         Cli::try_parse_from([
-            "bench", "--class", CLASS, "--grant-policy", "fit", "--on-shrink", "follow",
-            "--leader-elect", "false", "--http-listen", "127.0.0.1:0",
+            "bench",
+            "--class",
+            CLASS,
+            "--grant-policy",
+            "fit",
+            "--on-shrink",
+            "follow",
+            "--leader-elect",
+            "false",
+            "--http-listen",
+            "127.0.0.1:0",
         ])?
         .controller
     };
@@ -108,7 +127,9 @@ async fn main() -> Result<()> {
     let watch = tokio::spawn({
         let api: Api<ResourceSlice> = Api::all(client.clone());
         async move {
-            let mut events = watcher(api, watcher::Config::default()).applied_objects().boxed();
+            let mut events = watcher(api, watcher::Config::default())
+                .applied_objects()
+                .boxed();
             while let Some(Ok(slice)) = events.next().await {
                 let _ = tx.send((Instant::now(), slice.key(), status_of(&slice)));
             }
@@ -118,17 +139,28 @@ async fn main() -> Result<()> {
     let mut current: HashMap<String, Option<ConditionStatus>> = HashMap::new();
     let total = CONSUMERS * PER_CONSUMER;
     let settle = |current: &HashMap<String, Option<ConditionStatus>>, accepted: usize| {
-        let a = current.values().filter(|s| **s == Some(ConditionStatus::Accepted)).count();
-        let d = current.values().filter(|s| **s == Some(ConditionStatus::Denied)).count();
+        let a = current
+            .values()
+            .filter(|s| **s == Some(ConditionStatus::Accepted))
+            .count();
+        let d = current
+            .values()
+            .filter(|s| **s == Some(ConditionStatus::Denied))
+            .count();
         a == accepted && a + d == total
     };
     // Initial decisions: 5 of 10 accepted per consumer.
     let first = Instant::now();
     while !settle(&current, total / 2) {
-        let Some((_, key, status)) = rx.recv().await else { break };
+        let Some((_, key, status)) = rx.recv().await else {
+            break;
+        };
         current.insert(key, status);
     }
-    eprintln!("initial decisions of {total} slices in {:?}", first.elapsed());
+    eprintln!(
+        "initial decisions of {total} slices in {:?}",
+        first.elapsed()
+    );
 
     let mut latencies = Vec::new();
     let mut round_times = Vec::new();
@@ -143,7 +175,9 @@ async fn main() -> Result<()> {
         source.set(cpu(if grow { "10" } else { "5" }));
         let mut flipped = 0;
         while !settle(&current, expect_accepted) {
-            let Some((at, key, status)) = rx.recv().await else { break };
+            let Some((at, key, status)) = rx.recv().await else {
+                break;
+            };
             if current.get(&key) != Some(&status) {
                 latencies.push(at.duration_since(changed));
                 flipped += 1;
@@ -151,7 +185,10 @@ async fn main() -> Result<()> {
             current.insert(key, status);
         }
         round_times.push(changed.elapsed());
-        eprintln!("round {round}: {flipped} slices flipped in {:?}", changed.elapsed());
+        eprintln!(
+            "round {round}: {flipped} slices flipped in {:?}",
+            changed.elapsed()
+        );
     }
     latencies.sort();
     round_times.sort();

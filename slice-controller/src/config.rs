@@ -279,26 +279,22 @@ pub async fn run(
                 reader.clone(),
                 settings.clone(),
                 lead_metrics.clone(),
-                term.cancelled_owned(),
+                term,
             )
         })
         .await;
     } else {
         metrics.set_leading(true);
-        reconcile::run(
-            client,
-            reader,
-            settings,
-            metrics,
-            shutdown.clone().cancelled_owned(),
-        )
-        .await;
+        reconcile::run(client, reader, settings, metrics, shutdown.clone()).await;
     }
     shutdown.cancel();
-    match http.await {
-        Ok(result) => result?,
-        Err(error) => tracing::warn!(%error, "the HTTP task failed"),
+    // A scraper holding a connection open must not keep the process alive.
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(result)) => result?,
+        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
+        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
     }
+    tracing::info!("ResourceSlice class controller stopped");
     Ok(())
 }
 

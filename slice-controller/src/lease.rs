@@ -292,10 +292,15 @@ pub async fn run_elected<F, Fut>(
             }
             metrics.set_leading(false);
             metrics.clear_counts();
-            if let Err(error) = elector.release().await {
-                tracing::warn!(%error, "cannot release the Lease");
-            } else {
-                tracing::info!("released the Lease");
+            match tokio::time::timeout(
+                elector.settings.retry.max(Duration::from_secs(1)),
+                elector.release(),
+            )
+            .await
+            {
+                Ok(Ok(())) => tracing::info!("released the Lease"),
+                Ok(Err(error)) => tracing::warn!(%error, "cannot release the Lease"),
+                Err(_) => tracing::warn!("releasing the Lease timed out; it expires by itself"),
             }
             if stopping {
                 return;

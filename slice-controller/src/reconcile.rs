@@ -38,6 +38,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use quantity::ResourceList;
 use resource_reader::{Notification, ReadError, ResourceReader};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
@@ -92,6 +93,8 @@ pub struct Shared {
     slices: Store<ResourceSlice>,
     metrics: Metrics,
     recorder: Recorder,
+    /// Cancelled when the controller stops: waits end early.
+    stopping: CancellationToken,
 }
 
 /// Run the controller until `shutdown` completes: watch Tenants and
@@ -101,7 +104,7 @@ pub async fn run(
     reader: Arc<dyn ResourceReader>,
     settings: Settings,
     metrics: Metrics,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    shutdown: CancellationToken,
 ) {
     let (slices, slice_writer) = reflector::store::<ResourceSlice>();
     let (tenants, tenant_writer) = reflector::store::<Tenant>();
@@ -158,6 +161,7 @@ pub async fn run(
         settings,
         slices,
         metrics,
+        stopping: shutdown.clone(),
     });
     let span = tracing::info_span!("slice_controller", class = %shared.settings.class);
     async move {
@@ -170,7 +174,7 @@ pub async fn run(
             error_policy,
             shared.clone(),
             tenants,
-            queue.take_until(shutdown),
+            queue.take_until(shutdown.cancelled_owned()),
             ApplierConfig::default(),
         );
         results
@@ -386,7 +390,10 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
                 Err(error) => failure = Some(error),
             }
         }
-        catch_up(&shared.slices, &written).await;
+        tokio::select! {
+            () = catch_up(&shared.slices, &written) => {}
+            () = shared.stopping.cancelled() => {}
+        }
         shared.metrics.observe_reconcile(started.elapsed());
         if let Some(error) = failure {
             return Err(error);

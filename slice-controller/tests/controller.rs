@@ -26,7 +26,15 @@ struct Cli {
 }
 
 fn args(extra: &[&str]) -> ControllerArgs {
-    let mut all = vec!["test", "--class", "gold", "--leader-elect", "false", "--http-listen", "127.0.0.1:0"];
+    let mut all = vec![
+        "test",
+        "--class",
+        "gold",
+        "--leader-elect",
+        "false",
+        "--http-listen",
+        "127.0.0.1:0",
+    ];
     all.extend_from_slice(extra);
     Cli::try_parse_from(all).expect("flags").controller
 }
@@ -36,7 +44,10 @@ fn cpu(n: &str) -> ResourceList {
 }
 
 fn setup(kube: &KubeApiServer) {
-    kube.apply(("", "namespaces"), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    kube.apply(
+        ("", "namespaces"),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    );
     kube.apply(
         ("authentication.liqo.io", "tenants"),
         json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
@@ -76,7 +87,11 @@ async fn wait_status(kube: &KubeApiServer, name: &str, status: &str) -> Value {
                 return c;
             }
         }
-        assert!(Instant::now() < deadline, "{name} never {status}: {:?}", kube.get(SLICES, Some(NS), name));
+        assert!(
+            Instant::now() < deadline,
+            "{name} never {status}: {:?}",
+            kube.get(SLICES, Some(NS), name)
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -84,7 +99,11 @@ async fn wait_status(kube: &KubeApiServer, name: &str, status: &str) -> Value {
 fn status_writes(kube: &KubeApiServer) -> usize {
     kube.audit()
         .iter()
-        .filter(|r| r.resource.as_ref().is_some_and(|a| a.subresource.as_deref() == Some("status")))
+        .filter(|r| {
+            r.resource
+                .as_ref()
+                .is_some_and(|a| a.subresource.as_deref() == Some("status"))
+        })
         .count()
 }
 
@@ -116,17 +135,29 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
 
     // The next status write meets a 409; the controller re-reads and
     // writes again.
-    kube.inject(Fault::new(409).verb("update").resource("resourceslices").subresource("status"));
+    kube.inject(
+        Fault::new(409)
+            .verb("update")
+            .resource("resourceslices")
+            .subresource("status"),
+    );
     let changed = Instant::now();
     source.set(cpu("6"));
     wait_status(&kube, "b", "Accepted").await;
     // Re-read and rewritten at once, not after the 2 s retry of a failed
     // reconcile.
-    assert!(changed.elapsed() < Duration::from_secs(1), "{:?}", changed.elapsed());
+    assert!(
+        changed.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        changed.elapsed()
+    );
     assert!(kube.audit().iter().any(|r| r.code == 409));
     let after = kube.get(SLICES, Some(NS), "b").expect("b");
     assert_eq!(after["status"]["resources"], json!({"cpu": "3"}));
-    assert_eq!(after["status"]["authParams"], json!({"ca": "Q0E=", "signedCRT": "Q1JU", "apiServer": "https://p:6443"}));
+    assert_eq!(
+        after["status"]["authParams"],
+        json!({"ca": "Q0E=", "signedCRT": "Q1JU", "apiServer": "https://p:6443"})
+    );
 
     // A notification that changes nothing writes nothing.
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -39,7 +39,8 @@ async fn other_classes_and_unauthenticated_slices_are_left_untouched() -> Result
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
 
     let (_controller, _) = p.controller(&[])?;
-    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted")).await?;
+    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
+        .await?;
     // Give the controller time to (wrongly) touch the others.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(p.get_slice("c1", "silver-1")?, silver);
@@ -49,7 +50,8 @@ async fn other_classes_and_unauthenticated_slices_are_left_untouched() -> Result
 
     // Once Liqo accepts its authentication, the waiting slice is decided.
     let mut authenticated = waiting.clone();
-    authenticated["status"] = json!({"conditions": [auth_condition()], "authParams": auth_params()});
+    authenticated["status"] =
+        json!({"conditions": [auth_condition()], "authParams": auth_params()});
     p.kube.apply(SLICES, authenticated);
     p.wait_condition("c1", "gold-waiting", Duration::from_secs(2), is("Accepted"))
         .await?;
@@ -60,14 +62,30 @@ async fn other_classes_and_unauthenticated_slices_are_left_untouched() -> Result
 async fn fit_accepts_and_denies_with_the_exact_condition_keeping_liqos_fields() -> Result<()> {
     let p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
-    p.slice("c1", "gold-a", CLASS, &[("cpu", "3"), ("memory", "4096Mi")], true);
-    p.slice("c1", "gold-b", CLASS, &[("cpu", "2"), ("nvidia.com/gpu", "1")], true);
+    p.slice(
+        "c1",
+        "gold-a",
+        CLASS,
+        &[("cpu", "3"), ("memory", "4096Mi")],
+        true,
+    );
+    p.slice(
+        "c1",
+        "gold-b",
+        CLASS,
+        &[("cpu", "2"), ("nvidia.com/gpu", "1")],
+        true,
+    );
 
     let (_controller, port) = p.controller(&["--grant-policy", "fit"])?;
-    let a = p.wait_condition("c1", "gold-a", SETTLE, is("Accepted")).await?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
     assert_eq!(a["reason"], "ResourcesGranted");
     assert_eq!(a["message"], "granted as requested: cpu 3, memory 4Gi");
-    let b = p.wait_condition("c1", "gold-b", SETTLE, is("Denied")).await?;
+    let b = p
+        .wait_condition("c1", "gold-b", SETTLE, is("Denied"))
+        .await?;
     assert_eq!(b["reason"], "InsufficientResources");
     assert_eq!(
         b["message"],
@@ -76,29 +94,62 @@ async fn fit_accepts_and_denies_with_the_exact_condition_keeping_liqos_fields() 
     );
 
     let a = p.get_slice("c1", "gold-a")?;
-    assert_eq!(a["status"]["resources"], json!({"cpu": "3", "memory": "4Gi"}));
+    assert_eq!(
+        a["status"]["resources"],
+        json!({"cpu": "3", "memory": "4Gi"})
+    );
     let b = p.get_slice("c1", "gold-b")?;
-    assert!(b["status"].get("resources").is_none(), "a denial grants nothing: {b}");
+    assert!(
+        b["status"].get("resources").is_none(),
+        "a denial grants nothing: {b}"
+    );
 
     // Liqo's fields, byte for byte.
     for slice in [&a, &b] {
-        assert_eq!(slice["status"]["authParams"].to_string(), auth_params().to_string());
-        assert_eq!(slice["status"]["conditions"][0].to_string(), auth_condition().to_string());
-        assert_eq!(slice["status"]["conditions"].as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            slice["status"]["authParams"].to_string(),
+            auth_params().to_string()
+        );
+        assert_eq!(
+            slice["status"]["conditions"][0].to_string(),
+            auth_condition().to_string()
+        );
+        assert_eq!(
+            slice["status"]["conditions"].as_array().map(Vec::len),
+            Some(2)
+        );
     }
 
     // The decisions are counted, and recorded as Events.
     let (code, metrics) = http_get(port, "/metrics").await?;
     assert_eq!(code, 200);
-    assert!(metrics.contains("slice_controller_slices{decision=\"accepted\"} 1"), "{metrics}");
-    assert!(metrics.contains("slice_controller_slices{decision=\"denied\"} 1"), "{metrics}");
-    assert!(metrics.contains("slice_controller_decisions_total{reason=\"InsufficientResources\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("slice_controller_slices{decision=\"accepted\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slice_controller_slices{decision=\"denied\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slice_controller_decisions_total{reason=\"InsufficientResources\"} 1"),
+        "{metrics}"
+    );
     let deadline = Instant::now() + SETTLE;
     loop {
         let events = p.kube.objects(("events.k8s.io", "events"));
-        let reasons: Vec<String> = events.iter().filter_map(|e| e["reason"].as_str().map(str::to_string)).collect();
-        if reasons.contains(&"ResourcesGranted".to_string()) && reasons.contains(&"InsufficientResources".to_string()) {
-            let denial = events.iter().find(|e| e["reason"] == "InsufficientResources").cloned().unwrap_or_default();
+        let reasons: Vec<String> = events
+            .iter()
+            .filter_map(|e| e["reason"].as_str().map(str::to_string))
+            .collect();
+        if reasons.contains(&"ResourcesGranted".to_string())
+            && reasons.contains(&"InsufficientResources".to_string())
+        {
+            let denial = events
+                .iter()
+                .find(|e| e["reason"] == "InsufficientResources")
+                .cloned()
+                .unwrap_or_default();
             assert_eq!(denial["type"], "Warning");
             assert_eq!(denial["regarding"]["name"], "gold-b");
             break;
@@ -114,11 +165,21 @@ async fn clamp_grants_what_remains() -> Result<()> {
     let p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
     p.slice("c1", "gold-a", CLASS, &[("cpu", "3")], true);
-    p.slice("c1", "gold-b", CLASS, &[("cpu", "2"), ("memory", "1Gi")], true);
+    p.slice(
+        "c1",
+        "gold-b",
+        CLASS,
+        &[("cpu", "2"), ("memory", "1Gi")],
+        true,
+    );
     let (_controller, _) = p.controller(&["--grant-policy", "clamp"])?;
-    let a = p.wait_condition("c1", "gold-a", SETTLE, is("Accepted")).await?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
     assert_eq!(a["reason"], "ResourcesGranted");
-    let b = p.wait_condition("c1", "gold-b", SETTLE, is("Accepted")).await?;
+    let b = p
+        .wait_condition("c1", "gold-b", SETTLE, is("Accepted"))
+        .await?;
     assert_eq!(b["reason"], "ResourcesClamped");
     assert_eq!(
         b["message"],
@@ -137,9 +198,14 @@ async fn offer_grants_what_the_chain_offers() -> Result<()> {
     p.tenant("c1", "Active");
     p.slice("c1", "gold-a", CLASS, &[("cpu", "1")], true);
     let (_controller, _) = p.controller(&["--grant-policy", "offer"])?;
-    let a = p.wait_condition("c1", "gold-a", SETTLE, is("Accepted")).await?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
     assert_eq!(a["reason"], "ResourcesOffered");
-    assert_eq!(a["message"], "granted what is offered: cpu 4, memory 8Gi, pods 110");
+    assert_eq!(
+        a["message"],
+        "granted what is offered: cpu 4, memory 8Gi, pods 110"
+    );
     assert_eq!(
         p.get_slice("c1", "gold-a")?["status"]["resources"],
         json!({"cpu": "4", "memory": "8Gi", "pods": "110"})
@@ -155,14 +221,19 @@ async fn a_static_source_change_reevaluates_within_two_seconds() -> Result<()> {
     p.slice("c1", "gold-big", CLASS, &[("cpu", "6")], true);
     p.slice("c2", "gold-small", CLASS, &[("cpu", "1")], true);
     let (_controller, _) = p.controller(&[])?;
-    let denied = p.wait_condition("c1", "gold-big", SETTLE, is("Denied")).await?;
+    let denied = p
+        .wait_condition("c1", "gold-big", SETTLE, is("Denied"))
+        .await?;
     assert_eq!(
         denied["message"],
         "does not fit: cpu: requested 6, remaining 4 (offered 4, held by other accepted slices 0), short by 2"
     );
-    p.wait_condition("c2", "gold-small", SETTLE, is("Accepted")).await?;
+    p.wait_condition("c2", "gold-small", SETTLE, is("Accepted"))
+        .await?;
     let small = p.get_slice("c2", "gold-small")?;
 
+    // Timestamps have whole seconds: let one pass so the transition shows.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let changed = Instant::now();
     p.write_inventory(&[("cpu", "16"), ("memory", "16Gi"), ("pods", "220")])?;
     let accepted = p
@@ -186,25 +257,40 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
     p.slice("c1", "gold-kept", CLASS, &[("cpu", "1")], true);
     p.slice("c2", "gold-new", CLASS, &[("cpu", "1")], true);
     let (_controller, _) = p.controller(&[])?;
-    let denied = p.wait_condition("c2", "gold-new", SETTLE, is("Denied")).await?;
+    let denied = p
+        .wait_condition("c2", "gold-new", SETTLE, is("Denied"))
+        .await?;
     assert_eq!(denied["reason"], "TenantCordoned");
-    assert_eq!(denied["message"], "tenant c2 is cordoned: no new resources are granted");
-    p.wait_condition("c1", "gold-kept", SETTLE, is("Accepted")).await?;
+    assert_eq!(
+        denied["message"],
+        "tenant c2 is cordoned: no new resources are granted"
+    );
+    p.wait_condition("c1", "gold-kept", SETTLE, is("Accepted"))
+        .await?;
 
     // Cordoning c1 keeps its grant and denies a new slice.
     p.tenant("c1", "Cordoned");
     p.slice("c1", "gold-more", CLASS, &[("cpu", "1")], true);
-    p.wait_condition("c1", "gold-more", SETTLE, is("Denied")).await?;
+    p.wait_condition("c1", "gold-more", SETTLE, is("Denied"))
+        .await?;
     assert_eq!(
-        p.resources_condition("c1", "gold-kept").map(|c| c["status"].clone()),
+        p.resources_condition("c1", "gold-kept")
+            .map(|c| c["status"].clone()),
         Some(json!("Accepted"))
     );
 
     // Draining it takes the grant away.
     p.tenant("c1", "Drained");
-    let drained = p.wait_condition("c1", "gold-kept", SETTLE, is("Denied")).await?;
+    let drained = p
+        .wait_condition("c1", "gold-kept", SETTLE, is("Denied"))
+        .await?;
     assert_eq!(drained["reason"], "TenantDrained");
-    assert_eq!(drained["message"], "tenant c1 is drained: no resources are granted");
-    assert!(p.get_slice("c1", "gold-kept")?["status"].get("resources").is_none());
+    assert_eq!(
+        drained["message"],
+        "tenant c1 is drained: no resources are granted"
+    );
+    assert!(p.get_slice("c1", "gold-kept")?["status"]
+        .get("resources")
+        .is_none());
     Ok(())
 }

@@ -25,7 +25,8 @@ async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
     p.tenant("c1", "Active");
     p.slice("c1", "gold-a", CLASS, &[("cpu", "6")], true);
     let (_controller, _) = p.controller(&[])?;
-    p.wait_condition("c1", "gold-a", SETTLE, is("Denied")).await?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Denied"))
+        .await?;
 
     // The controller stops seeing changes; Liqo renews the certificate
     // (a status write the controller's cache does not know about).
@@ -41,17 +42,30 @@ async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
     // The chain grows: the controller writes at the version it cached, gets
     // 409, re-reads and writes on top of Liqo's write.
     p.write_inventory(&[("cpu", "16"), ("memory", "16Gi"), ("pods", "220")])?;
-    let accepted = p.wait_condition("c1", "gold-a", SETTLE, is("Accepted")).await?;
+    let accepted = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
     p.kube.hold_watches(false);
     assert_eq!(accepted["reason"], "ResourcesGranted");
     let after = p.get_slice("c1", "gold-a")?;
-    assert_eq!(after["status"]["authParams"]["signedCRT"], "UkVORVdFRC1DRVJU");
-    assert_eq!(after["status"]["conditions"][0].to_string(), auth_condition().to_string());
+    assert_eq!(
+        after["status"]["authParams"]["signedCRT"],
+        "UkVORVdFRC1DRVJU"
+    );
+    assert_eq!(
+        after["status"]["conditions"][0].to_string(),
+        auth_condition().to_string()
+    );
     let conflicts = p
         .kube
         .audit()
         .iter()
-        .filter(|r| r.code == 409 && r.resource.as_ref().is_some_and(|a| a.subresource.as_deref() == Some("status")))
+        .filter(|r| {
+            r.code == 409
+                && r.resource
+                    .as_ref()
+                    .is_some_and(|a| a.subresource.as_deref() == Some("status"))
+        })
         .count();
     assert!(conflicts >= 1, "the write should have met a 409");
     Ok(())
@@ -64,8 +78,10 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
     p.slice("c1", "gold-a", CLASS, &[("cpu", "3")], true);
     p.slice("c1", "gold-b", CLASS, &[("cpu", "3")], true);
     let (mut first, _) = p.controller(&[])?;
-    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted")).await?;
-    p.wait_condition("c1", "gold-b", SETTLE, is("Denied")).await?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    p.wait_condition("c1", "gold-b", SETTLE, is("Denied"))
+        .await?;
     first.terminate(Duration::from_secs(5))?;
     let writes = p.status_writes();
     let before = (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?);
@@ -87,7 +103,10 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(p.status_writes(), writes, "a restart wrote a status");
-    assert_eq!((p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?), before);
+    assert_eq!(
+        (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?),
+        before
+    );
 
     // Every request made is allowed by the documented Role.
     let allowed: BTreeSet<(&str, &str, &str)> = [
@@ -125,7 +144,8 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (a, port_a) = p.controller(&["--lease-identity", "replica-a"])?;
     let (b, port_b) = p.controller(&["--lease-identity", "replica-b"])?;
-    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted")).await?;
+    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
+        .await?;
 
     // One leader, one standby, both ready.
     let deadline = Instant::now() + SETTLE;
@@ -147,7 +167,10 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
         other => bail!("unexpected holder {other:?}"),
     };
     let roles: BTreeSet<String> = [ready_a.trim().to_string(), ready_b.trim().to_string()].into();
-    assert_eq!(roles, BTreeSet::from(["ok: leader".to_string(), "ok: standby".to_string()]));
+    assert_eq!(
+        roles,
+        BTreeSet::from(["ok: leader".to_string(), "ok: standby".to_string()])
+    );
 
     // The leader dies without releasing the Lease.
     leader.kill();
@@ -163,11 +186,17 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let took_over = died.elapsed();
-    p.wait_condition("c1", "gold-2", SETTLE, is("Accepted")).await?;
+    p.wait_condition("c1", "gold-2", SETTLE, is("Accepted"))
+        .await?;
     let decided = died.elapsed();
-    eprintln!("failover: lease taken {took_over:?}, new slice decided {decided:?} after the leader died");
+    eprintln!(
+        "failover: lease taken {took_over:?}, new slice decided {decided:?} after the leader died"
+    );
     // Lease duration 3s; a standby polls every 250ms.
-    assert!(took_over <= Duration::from_millis(3500), "took over after {took_over:?}");
+    assert!(
+        took_over <= Duration::from_millis(3500),
+        "took over after {took_over:?}"
+    );
     drop(standby);
     Ok(())
 }

@@ -111,9 +111,18 @@ impl Provider {
 
     /// A slice as Liqo leaves it on the provider: replicated labels, and,
     /// if `authenticated`, the `Authentication` condition and `authParams`.
-    pub fn slice(&self, consumer: &str, name: &str, class: &str, asked: &[(&str, &str)], authenticated: bool) -> Value {
-        let resources: serde_json::Map<String, Value> =
-            asked.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect();
+    pub fn slice(
+        &self,
+        consumer: &str,
+        name: &str,
+        class: &str,
+        asked: &[(&str, &str)],
+        authenticated: bool,
+    ) -> Value {
+        let resources: serde_json::Map<String, Value> = asked
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::from(*v)))
+            .collect();
         let mut object = json!({
             "apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
             "metadata": {"name": name, "namespace": tenant_namespace(consumer),
@@ -123,7 +132,8 @@ impl Provider {
                      "resources": resources, "csr": "Y3NyLWJ5dGVz"},
         });
         if authenticated {
-            object["status"] = json!({"conditions": [auth_condition()], "authParams": auth_params()});
+            object["status"] =
+                json!({"conditions": [auth_condition()], "authParams": auth_params()});
         }
         self.kube.apply(SLICES, object)
     }
@@ -162,7 +172,9 @@ impl Provider {
             if Instant::now() >= deadline {
                 bail!(
                     "slice {name}: no matching Resources condition within {within:?}; slice is {}",
-                    self.get_slice(consumer, name).map(|s| s.to_string()).unwrap_or_default()
+                    self.get_slice(consumer, name)
+                        .map(|s| s.to_string())
+                        .unwrap_or_default()
                 );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -176,7 +188,9 @@ impl Provider {
             .iter()
             .filter(|r| {
                 r.resource.as_ref().is_some_and(|a| {
-                    a.resource == "resourceslices" && a.subresource.as_deref() == Some("status") && a.verb == "update"
+                    a.resource == "resourceslices"
+                        && a.subresource.as_deref() == Some("status")
+                        && a.verb == "update"
                 })
             })
             .count()
@@ -212,13 +226,20 @@ impl Provider {
 /// GET a path of the controller's HTTP port: (status, body).
 pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
     let client = e2e::http::async_client(Duration::from_secs(5));
-    let response = client.get(format!("http://127.0.0.1:{port}{path}")).send().await?;
+    let response = client
+        .get(format!("http://127.0.0.1:{port}{path}"))
+        .send()
+        .await?;
     let status = response.status().as_u16();
     Ok((status, response.text().await?))
 }
 
 /// The Lease's holder, if any.
 pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
-    let lease = kube.get(LEASES, Some("default"), &format!("slice-controller-{CLASS}"))?;
+    let lease = kube.get(
+        LEASES,
+        Some("default"),
+        &format!("slice-controller-{CLASS}"),
+    )?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_string)
 }
