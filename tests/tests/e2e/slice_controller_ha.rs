@@ -71,7 +71,9 @@ async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+// Multi-threaded: the API server runs in this process and must keep
+// answering (the Lease release) while the test blocks in `terminate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
     let p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
@@ -83,6 +85,8 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
     p.wait_condition("c1", "gold-b", SETTLE, is("Denied"))
         .await?;
     first.terminate(Duration::from_secs(5))?;
+    // A clean stop releases the Lease, so the next replica need not wait.
+    assert_eq!(lease_holder(&p.kube), None);
     let writes = p.status_writes();
     let before = (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?);
 
