@@ -200,8 +200,15 @@ impl Provider {
     /// with short Lease timings; `extra` adds flags.
     pub fn controller(&self, extra: &[&str]) -> Result<(Child, u16)> {
         let port = free_port();
+        // `--liqo-api v1` unless the test names another API.
+        let api = if extra.contains(&"--liqo-api") {
+            &[][..]
+        } else {
+            &["--liqo-api", "v1"][..]
+        };
         let child = Spawn::new("resource-monitor")
-            .args(["--liqo-api", "v1", "--class", CLASS, "--config"])
+            .args(api)
+            .args(["--class", CLASS, "--config"])
             .arg(&self.chain)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
