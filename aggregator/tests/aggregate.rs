@@ -1,6 +1,8 @@
 //! The summing reader against real in-process upstream servers
 //! (`resource-reader`'s server over a memory source, on loopback).
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -21,6 +21,8 @@
 //! `FEED_LOAD_OFFERS` (50), `FEED_LOAD_UPDATES` (20). Bounded: at most 15,000 subscribers, every
 //! phase has a timeout.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,7 @@ fn env_usize(name: &str, default: usize) -> Result<usize> {
 
 /// Raise the open-file limit to its hard maximum (the catalog child
 /// inherits it); returns the new soft limit.
+#[allow(unsafe_code)] // two syscalls on a local struct (see SAFETY below)
 fn raise_nofile() -> Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -7,16 +7,18 @@
 //! Run: `cargo bench -p catalog --bench reservations`
 //! (`BENCH_PHASE_SECS` changes the length of each phase, default 3).
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use catalog::model::Cost;
-use catalog::reservation::model::{new_id, Channel, Reservation, ReservationState, Transition};
-use catalog::store::reservations::{ReservationStore, ReserveError};
-use catalog::store::{EmbeddedReservationStore, MongoConfig, MongoReservationStore};
+use catalog::buying::model::{new_id, Channel, Reservation, ReservationState, Transition};
+use catalog::buying::{ReservationStore, ReserveError};
+use catalog::offers::Cost;
+use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
 
 fn reservation(task: usize, plan: &str) -> Reservation {
-    let now = catalog::model::now();
+    let now = catalog::storage::now();
     Reservation {
         id: new_id().expect("random id"),
         consumer: format!("consumer-{task}"),
@@ -66,13 +68,13 @@ async fn cycles(
                     let r = reservation(t, &plan);
                     let id = r.id.clone();
                     let began = Instant::now();
-                    let outcome = store.reserve(r, catalog::model::now()).await;
+                    let outcome = store.reserve(r, catalog::storage::now()).await;
                     latencies.push(began.elapsed());
                     match outcome {
                         Ok(_) => {
                             reserved += 1;
                             store
-                                .transition(&id, Transition::Release, catalog::model::now())
+                                .transition(&id, Transition::Release, catalog::storage::now())
                                 .await
                                 .expect("release");
                         }
@@ -146,13 +148,12 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async {
         let dir = tempfile::tempdir()?;
-        let embedded: Arc<dyn ReservationStore> =
-            Arc::new(EmbeddedReservationStore::open(dir.path())?);
+        let embedded: Arc<dyn ReservationStore> = Arc::new(EmbeddedStore::open(dir.path())?);
         run("embedded", embedded, phase).await;
 
         let server = e2e::mongo::MongoServer::start()?;
         let mongo: Arc<dyn ReservationStore> = Arc::new(
-            MongoReservationStore::connect(&MongoConfig {
+            MongoStore::connect(&MongoConfig {
                 uri: server.uri(),
                 database: "bench".into(),
                 timeout: Duration::from_secs(10),

@@ -6,11 +6,13 @@
 //! Run: `cargo bench -p catalog --bench store`
 //! (`BENCH_PHASE_SECS` changes the length of each phase, default 3).
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use catalog::model::{OfferSpec, ProviderRef};
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore, OfferFilter, Store};
+use catalog::offers::{OfferFilter, OfferSpec, OfferStore as Store, ProviderRef};
+use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
 
 fn offer_body(i: usize) -> String {
     format!(
@@ -26,7 +28,7 @@ fn offer_body(i: usize) -> String {
     )
 }
 
-fn draft(id: String, i: usize) -> catalog::model::OfferDraft {
+fn draft(id: String, i: usize) -> catalog::offers::OfferDraft {
     let owner = ProviderRef {
         cluster_id: "bench-cluster".into(),
         cluster_name: "bench".into(),

@@ -1,10 +1,13 @@
-//! Command-line flags, each with an environment-variable fallback.
+//! Command-line flags, each with an environment-variable fallback: the
+//! server's own, composed with each feature's config struct (flattened).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+
+use crate::duration::parse_duration;
 
 /// The offer catalog of the Liqo resource broker: providers publish offers
 /// over a JWT-protected REST API; anyone can browse and filter them.
@@ -125,7 +128,10 @@ pub struct Config {
     pub feed: crate::feed::FeedConfig,
 
     #[command(flatten)]
-    pub buying: crate::reservation::BuyingConfig,
+    pub buying: crate::buying::BuyingConfig,
+
+    #[command(flatten)]
+    pub providers: crate::providers::ProvidersConfig,
 
     #[command(flatten)]
     pub osb: crate::osb::OsbConfig,
@@ -142,45 +148,9 @@ pub enum LogFormat {
     Json,
 }
 
-/// `500ms`, `5s`, `2m`, `1h`, `7d`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration such as 5s or 500ms"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        "d" => n * 86400.0,
-        _ => {
-            return Err(format!(
-                "`{s}`: unknown unit `{unit}` (use ms, s, m, h or d)"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
-        assert!(parse_duration("5x").is_err());
-        assert!(parse_duration("fast").is_err());
-    }
 
     #[test]
     fn every_flag_has_an_env_fallback_and_help() {

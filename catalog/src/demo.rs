@@ -3,8 +3,8 @@
 //! printed once, when it is created.
 
 use crate::auth::secret;
-use crate::model::{OfferSpec, ProviderAccount, ProviderRef};
-use crate::AppState;
+use crate::offers::{OfferSpec, OfferStore, ProviderRef};
+use crate::providers::{ProviderAccount, Providers};
 
 pub const DEMO_CLUSTER_ID: &str = "demo-provider";
 const DEMO_CLUSTER_NAME: &str = "Demo provider (Milan)";
@@ -37,8 +37,13 @@ const DEMO_OFFERS: &[(&str, &str)] = &[
 ];
 
 /// Create the demo provider and its offers unless the provider exists.
-pub async fn seed(state: &AppState) -> anyhow::Result<()> {
-    if state.store.get_provider(DEMO_CLUSTER_ID).await?.is_some() {
+pub async fn seed(providers: &Providers, offers: &dyn OfferStore) -> anyhow::Result<()> {
+    if providers
+        .store
+        .get_provider(DEMO_CLUSTER_ID)
+        .await?
+        .is_some()
+    {
         tracing::info!("demo provider already present; not seeding");
         return Ok(());
     }
@@ -59,14 +64,16 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
         cluster_name: DEMO_CLUSTER_NAME.into(),
         auth_url: DEMO_AUTH_URL.into(),
         secret_hash: hash,
-        created_at: crate::model::now(),
+        created_at: crate::storage::now(),
     };
-    let (_, created) = state.store.claim_provider(account).await?;
+    let (_, created) = providers.store.claim_provider(account).await?;
     if !created {
         return Ok(());
     }
     // So the demo plans can be bought: purchases hand out this token.
-    crate::reservation::service::remember_peering_token(state, DEMO_CLUSTER_ID, &token).await;
+    providers
+        .remember_peering_token(DEMO_CLUSTER_ID, &token)
+        .await;
     let owner = ProviderRef {
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),
@@ -74,8 +81,7 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
     for (id, body) in DEMO_OFFERS {
         let spec = OfferSpec::from_json(body.as_bytes())
             .map_err(|e| anyhow::anyhow!("demo offer {id}: {e}"))?;
-        state
-            .store
+        offers
             .put_offer(spec.into_draft((*id).to_string(), owner.clone()), None)
             .await?;
     }

@@ -1,40 +1,25 @@
-//! Prometheus metrics: requests by route, method and status, request
-//! latency, and the numbers of offers and providers (read from the store at
-//! scrape time).
+//! The catalog's Prometheus registry, composed of each part's metrics:
+//! requests by route, method and status and their latency
+//! ([`crate::http::HttpMetrics`]), the `/subscribe` feed's
+//! ([`crate::feed::FeedMetrics`]), and the numbers of offers and providers
+//! (read from the store at scrape time).
 
-use std::sync::atomic::AtomicU64;
-
-use prometheus_client::encoding::{text::encode, EncodeLabelSet};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
+use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
-    pub route: String,
-    pub method: String,
-    pub status: u16,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RouteLabels {
-    pub route: String,
-    pub method: String,
-}
+use crate::feed::FeedMetrics;
+use crate::http::HttpMetrics;
 
 /// The catalog's metrics and their registry.
 pub struct Metrics {
     registry: Registry,
-    pub requests: Family<RequestLabels, Counter>,
-    pub latency: Family<RouteLabels, Histogram>,
+    /// Requests, latency, 503 answers (recorded by `http::observe`).
+    pub http: HttpMetrics,
     pub offers: Gauge<i64, std::sync::atomic::AtomicI64>,
     pub providers: Gauge<i64, std::sync::atomic::AtomicI64>,
-    /// Store calls that failed because the database was unreachable.
-    pub store_unavailable: Counter<u64, AtomicU64>,
     /// The `/subscribe` feed's metrics (`catalog_feed_*`).
-    pub feed: crate::feed::FeedMetrics,
+    pub feed: FeedMetrics,
 }
 
 impl Default for Metrics {
@@ -46,21 +31,7 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("catalog");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests by route, method and status",
-            requests.clone(),
-        );
-        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
-            // 0.5 ms .. ~16 s
-            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
-        });
-        registry.register(
-            "http_request_duration_seconds",
-            "HTTP request latency by route",
-            latency.clone(),
-        );
+        let http = HttpMetrics::register(&mut registry);
         let offers = Gauge::default();
         registry.register("offers", "Live offers in the store", offers.clone());
         let providers = Gauge::default();
@@ -69,21 +40,13 @@ impl Metrics {
             "Registered providers in the store",
             providers.clone(),
         );
-        let store_unavailable = Counter::default();
-        registry.register(
-            "store_unavailable",
-            "Requests refused because the store was unreachable",
-            store_unavailable.clone(),
-        );
-        let feed = crate::feed::FeedMetrics::register(&mut registry);
+        let feed = FeedMetrics::register(&mut registry);
         Metrics {
-            feed,
             registry,
-            requests,
-            latency,
+            http,
             offers,
             providers,
-            store_unavailable,
+            feed,
         }
     }
 

@@ -1,5 +1,6 @@
-//! Wiring: open the store, load the signing key, build the [`AppState`],
-//! serve HTTP until SIGTERM/SIGINT, then finish in-flight requests.
+//! Wiring: open the backend once, load the signing key, build each
+//! feature's state, serve HTTP until SIGTERM/SIGINT, then finish in-flight
+//! requests.
 
 use std::sync::Arc;
 
@@ -8,41 +9,29 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, Instrument};
 
-use crate::auth::{key::KEY_FILE, SigningKey, TokenService, TokenSettings};
+use crate::auth::oidc::OidcVerifier;
+use crate::auth::{key::KEY_FILE, SigningKey, TokenService, TokenSettings, Verifier};
+use crate::buying::Buying;
 use crate::config::Config;
+use crate::feed::Feed;
+use crate::http::RateLimiter;
 use crate::metrics::Metrics;
-use crate::ratelimit::RateLimiter;
-use crate::state::{AppState, Limits};
-use crate::store::{EmbeddedStore, MongoConfig, MongoStore, Store};
+use crate::offers::Offers;
+use crate::ops::Ops;
+use crate::osb::{Osb, OsbSettings};
+use crate::providers::{AccountGenerations, Providers};
+use crate::store::{Backend, BackendConfig, MongoConfig, MongoStore};
 
-/// Open the configured store: MongoDB if a URI is given, else the embedded
-/// one in the data directory.
-pub async fn open_store(config: &Config) -> anyhow::Result<(Arc<dyn Store>, Option<MongoStore>)> {
-    match &config.mongodb_uri {
-        Some(uri) => {
-            let mongo = MongoStore::connect(&MongoConfig {
-                uri: uri.clone(),
-                database: config.mongodb_database.clone(),
-                timeout: config.mongodb_timeout,
-            })
-            .await
-            .context("connecting to MongoDB")?;
-            if !config.mongodb_tombstone_ttl.is_zero() {
-                mongo.purge_tombstones_every(config.mongodb_tombstone_ttl);
-            }
-            info!(database = %config.mongodb_database, "using the MongoDB store");
-            Ok((Arc::new(mongo.clone()), Some(mongo)))
-        }
-        None => {
-            let store = EmbeddedStore::open(&config.data_dir).with_context(|| {
-                format!(
-                    "opening the embedded store in {}",
-                    config.data_dir.display()
-                )
-            })?;
-            info!(dir = %config.data_dir.display(), "using the embedded store");
-            Ok((Arc::new(store), None))
-        }
+/// Which backend `config` asks for.
+pub fn backend_config(config: &Config) -> BackendConfig {
+    BackendConfig {
+        data_dir: config.data_dir.clone(),
+        mongo: config.mongodb_uri.as_ref().map(|uri| MongoConfig {
+            uri: uri.clone(),
+            database: config.mongodb_database.clone(),
+            timeout: config.mongodb_timeout,
+        }),
+        tombstone_ttl: config.mongodb_tombstone_ttl,
     }
 }
 
@@ -72,46 +61,98 @@ pub async fn signing_key(
     )?)
 }
 
-/// Everything the handlers share.
-pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
-    let (store, mongo) = open_store(config).await?;
-    let key = signing_key(config, mongo.as_ref()).await?;
-    let buying = crate::reservation::Buying::open(config, &key).await?;
-    let oidc = crate::auth::oidc::OidcVerifier::from_config(&config.oidc)?.map(Arc::new);
-    let tokens = TokenService::new(
+/// Every feature's state, each handed to the handlers as its own
+/// `web::Data`.
+#[derive(Clone)]
+pub struct Features {
+    pub verifier: Verifier,
+    pub providers: Providers,
+    pub offers: Offers,
+    pub buying: Buying,
+    pub osb: Osb,
+    pub feed: Feed,
+    pub ops: Ops,
+    pub metrics: Arc<Metrics>,
+    /// Cancelled when the server starts shutting down, so long-lived
+    /// connections (WebSockets) can close and let shutdown finish.
+    pub shutdown: CancellationToken,
+}
+
+/// Open the backend and build every feature on it.
+pub async fn build(config: &Config) -> anyhow::Result<Features> {
+    let backend = Backend::open(&backend_config(config)).await?;
+    let key = signing_key(config, backend.mongo.as_ref()).await?;
+    let tokens = Arc::new(TokenService::new(
         &key,
         TokenSettings {
             issuer: config.jwt_issuer.clone(),
             audience: config.jwt_audience.clone(),
             ttl: config.token_ttl,
         },
-    );
+    ));
+    let max_body_bytes = config.max_body_bytes;
+    let providers = Providers::new(
+        &config.providers,
+        key.bytes(),
+        backend.providers.clone(),
+        tokens.clone(),
+        Arc::new(RateLimiter::new(config.auth_rate_limit)),
+        max_body_bytes,
+    )?;
+    let verifier = Verifier {
+        tokens,
+        oidc: OidcVerifier::from_config(&config.oidc)?.map(Arc::new),
+        generations: Arc::new(AccountGenerations(backend.providers.clone())),
+    };
+    let offers = Offers {
+        store: backend.offers.clone(),
+        providers: backend.providers.clone(),
+        max_body_bytes,
+    };
+    let buying = Buying {
+        store: backend.reservations.clone(),
+        offers: backend.offers.clone(),
+        providers: providers.clone(),
+        ttl: config.buying.reservation_ttl,
+        sweep_interval: config.buying.reservation_sweep_interval,
+        max_body_bytes,
+    };
+    let osb = Osb {
+        store: backend.osb.clone(),
+        buying: buying.clone(),
+        settings: OsbSettings::from_config(&config.osb)?,
+        max_body_bytes,
+    };
     let metrics = Arc::new(Metrics::new());
     let shutdown = CancellationToken::new();
-    let feed = crate::feed::Feed::start(
-        store.clone(),
+    let feed = Feed::start(
+        backend.offers.clone(),
         config.feed.clone(),
         metrics.feed.clone(),
         shutdown.clone(),
     )?;
-    Ok(AppState {
-        store,
-        tokens: Arc::new(tokens),
-        metrics,
-        limits: Limits {
-            max_body_bytes: config.max_body_bytes,
-        },
-        auth_limiter: Arc::new(RateLimiter::new(config.auth_rate_limit)),
-        shutdown,
-        feed,
+    let ops = Ops {
+        health: backend.health.clone(),
+        offers: backend.offers.clone(),
+        providers: backend.providers.clone(),
+        metrics: metrics.clone(),
+    };
+    Ok(Features {
+        verifier,
+        providers,
+        offers,
         buying,
-        oidc,
+        osb,
+        feed,
+        ops,
+        metrics,
+        shutdown,
     })
 }
 
-/// The actix `App` for `state` (also used by in-process tests).
+/// The actix `App` for `features` (also used by in-process tests).
 pub fn app(
-    state: AppState,
+    features: Features,
 ) -> App<
     impl actix_web::dev::ServiceFactory<
         actix_web::dev::ServiceRequest,
@@ -122,27 +163,34 @@ pub fn app(
     >,
 > {
     App::new()
-        .app_data(web::Data::new(state))
-        .configure(crate::api::configure)
-        .wrap(middleware::from_fn(crate::api::observe::observe))
+        .app_data(web::Data::new(features.verifier))
+        .app_data(web::Data::new(features.providers))
+        .app_data(web::Data::new(features.offers))
+        .app_data(web::Data::new(features.buying))
+        .app_data(web::Data::new(features.osb))
+        .app_data(web::Data::new(features.feed))
+        .app_data(web::Data::new(features.ops))
+        .app_data(web::Data::new(features.metrics.http.clone()))
+        .configure(crate::routes::configure)
+        .wrap(middleware::from_fn(crate::http::observe::observe))
 }
 
 /// Serve until SIGTERM or SIGINT; then stop accepting, let in-flight
 /// requests finish (up to `--shutdown-timeout`) and return.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    let state = build_state(&config).await?;
+    let features = build(&config).await?;
     if config.demo {
-        crate::demo::seed(&state)
+        crate::demo::seed(&features.providers, &*features.offers.store)
             .await
             .context("seeding the demo provider")?;
     }
-    crate::reservation::sweeper::spawn(
-        state.buying.store.clone(),
-        state.buying.sweep_interval,
-        state.shutdown.clone(),
+    crate::buying::sweeper::spawn(
+        features.buying.store.clone(),
+        features.buying.sweep_interval,
+        features.shutdown.clone(),
     );
-    let factory_state = state.clone();
-    let mut server = HttpServer::new(move || app(factory_state.clone()))
+    let factory = features.clone();
+    let mut server = HttpServer::new(move || app(factory.clone()))
         .on_connect(crate::feed::on_connect)
         .max_connections(config.max_connections)
         .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
@@ -158,7 +206,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let server = server.run();
     let handle = server.handle();
-    let shutdown = state.shutdown.clone();
+    let shutdown = features.shutdown.clone();
     tokio::spawn(
         async move {
             wait_for_signal().await;

@@ -6,7 +6,7 @@ use actix_web::http::{header, Method};
 use actix_web::{HttpRequest, HttpResponse};
 use rust_embed::RustEmbed;
 
-use crate::api::ApiError;
+use crate::http::ApiError;
 
 #[derive(RustEmbed)]
 #[folder = "../webui/"]

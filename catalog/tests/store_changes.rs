@@ -1,15 +1,23 @@
-//! Both stores publish every committed change on `Store::changes`, in order
+//! Both stores publish every committed change on `OfferStore::changes`, in order
 //! and with versions; with MongoDB, changes made through another store
 //! instance (another catalog process) arrive through the change streams.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog::model::{OfferSpec, ProviderAccount, ProviderRef};
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore, OfferChange, Store, StoreError};
+use catalog::offers::{OfferChange, OfferSpec, OfferStore, ProviderRef};
+use catalog::providers::{ProviderAccount, ProviderStore};
+use catalog::storage::StoreError;
+use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
+
+/// Offers and providers of one backend, as the tests drive them.
+trait Store: OfferStore + ProviderStore {}
+impl<S: OfferStore + ProviderStore> Store for S {}
 use tokio::sync::broadcast;
 
-fn draft(id: &str, owner: &str, name: &str) -> catalog::model::OfferDraft {
+fn draft(id: &str, owner: &str, name: &str) -> catalog::offers::OfferDraft {
     let body = format!(
         r#"{{"name":"{name}","type":"compute","plans":{{"p":{{"name":"p","cost":"1","resources":{{"cpu":"1"}}}}}}}}"#
     );
@@ -29,7 +37,7 @@ fn account(id: &str) -> ProviderAccount {
         cluster_name: format!("{id} name"),
         auth_url: "https://x.example".into(),
         secret_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA".into(),
-        created_at: catalog::model::now(),
+        created_at: catalog::storage::now(),
     }
 }
 

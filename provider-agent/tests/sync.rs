@@ -5,6 +5,8 @@
 //! The real catalog and resource-monitor are exercised by the end-to-end
 //! tests in `tests/tests/e2e/provider_agent*.rs`.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,6 +3,8 @@
 //!
 //! Run with `cargo bench -p quantity --bench parse_print`.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,8 @@
 //! already in a canonical-looking form); the tables say which, and the
 //! canonical string is checked separately through `Quantity::canonical`.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::cmp::Ordering;
 
 use quantity::{Format, ParseError, Quantity};

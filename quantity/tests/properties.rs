@@ -1,6 +1,8 @@
 //! Property tests: the parser never panics, printing round-trips, and the
 //! arithmetic is consistent with the ordering.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::cmp::Ordering;
 
 use proptest::prelude::*;

@@ -1,5 +1,7 @@
 //! ResourceList operations and the JSON shapes of lists and quantities.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::collections::BTreeMap;
 
 use quantity::{ParseError, Quantity, ResourceList};

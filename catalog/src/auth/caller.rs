@@ -6,9 +6,31 @@ use futures::future::LocalBoxFuture;
 
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 
-use super::Role;
-use crate::api::ApiError;
-use crate::AppState;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::oidc::OidcVerifier;
+use super::{Role, TokenService};
+use crate::http::ApiError;
+
+/// Where a provider token's generation is checked: the current credential
+/// generation of a cluster ID (`None` if no such provider). The providers
+/// feature implements it over its store; `auth` needs nothing else of it.
+#[async_trait]
+pub trait Generations: Send + Sync + 'static {
+    async fn current_generation(&self, cluster_id: &str) -> Result<Option<u64>, ApiError>;
+}
+
+/// What the [`Caller`] extractor needs, as `web::Data<Verifier>` on the
+/// app: the catalog's own token service, the external OIDC issuer (if
+/// configured) and the providers' credential generations.
+#[derive(Clone)]
+pub struct Verifier {
+    pub tokens: Arc<TokenService>,
+    pub oidc: Option<Arc<OidcVerifier>>,
+    pub generations: Arc<dyn Generations>,
+}
 
 /// A caller whose token verified. Extracting it answers 401 when the header
 /// is missing or the token invalid or expired.
@@ -34,9 +56,9 @@ impl Caller {
     }
 
     async fn from_headers(req: &HttpRequest) -> Result<Self, ApiError> {
-        let state = req
-            .app_data::<web::Data<AppState>>()
-            .ok_or_else(|| ApiError::Internal("AppState missing from the app".into()))?;
+        let state = req.app_data::<web::Data<Verifier>>().ok_or_else(|| {
+            ApiError::Internal("the token verifier is missing from the app".into())
+        })?;
         let value = req
             .headers()
             .get(header::AUTHORIZATION)
@@ -66,8 +88,8 @@ impl Caller {
         if claims.roles.contains(&Role::Provider) {
             // One lookup per provider request: rotating credentials must
             // retire the tokens issued before, not wait for them to expire.
-            let current = state.store.get_provider(&claims.sub).await?;
-            if current.map(|a| a.generation) != Some(claims.gen) {
+            let current = state.generations.current_generation(&claims.sub).await?;
+            if current != Some(claims.gen) {
                 return Err(ApiError::Unauthorized(
                     "this token was issued before the provider's credentials were rotated; authenticate again"
                         .into(),

@@ -35,7 +35,7 @@ pub struct Claims {
     pub iat: i64,
     pub exp: i64,
     /// Provider tokens: the account's credential generation when issued
-    /// (see [`crate::model::ProviderAccount::generation`]). Absent means 0.
+    /// (see `providers::ProviderAccount::generation`). Absent means 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gen: u64,
 }

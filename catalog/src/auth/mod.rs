@@ -1,17 +1,21 @@
 //! Who is calling: the catalog's own JWTs, provider secrets hashed with
-//! argon2, and the signing key's source.
+//! argon2, the signing key's source, and identities from an external OpenID
+//! Connect issuer.
 //!
-//! - [`jwt`]: issue and verify tokens (HS256 pinned; issuer, audience and
-//!   expiry checked).
+//! - [`jwt`]: issue and verify the catalog's tokens (HS256 pinned; issuer,
+//!   audience and expiry checked; roles `provider`, `consumer`, `admin`; a
+//!   provider token carries its credential generation).
 //! - [`secret`]: argon2id hashing and verification of provider tokens.
 //! - [`key`]: where the signing key comes from (file, environment, or
 //!   generated once and persisted).
+//! - [`oidc`]: an external issuer's tokens, verified against its JWKS, with
+//!   roles mapped from a claim.
 //! - [`caller`]: the actix extractor that turns `Authorization: Bearer` into
-//!   a verified [`Caller`] with roles.
+//!   a verified [`Caller`] with roles, through the app's [`Verifier`].
 //!
-//! Growth points: more [`Role`]s (consumer, admin) for reservations and the
-//! Open Service Broker API, and further token verifiers (an external OIDC
-//! issuer's JWKS) next to [`jwt::TokenService`] in [`caller`].
+//! It depends on [`crate::http`] only: whether a provider token is still
+//! current is asked through the [`Generations`] trait, which the providers
+//! feature implements.
 
 pub mod caller;
 pub mod jwt;
@@ -19,6 +23,6 @@ pub mod key;
 pub mod oidc;
 pub mod secret;
 
-pub use caller::Caller;
+pub use caller::{Caller, Generations, Verifier};
 pub use jwt::{Claims, IssuedToken, Role, TokenError, TokenService, TokenSettings};
 pub use key::{KeyError, SigningKey};

@@ -29,7 +29,7 @@ pub use keys::KeyCache;
 pub use roles::RoleMapping;
 
 use super::{Caller, Role};
-use crate::api::ApiError;
+use crate::http::ApiError;
 
 /// Leeway on `exp`/`nbf` for clock skew.
 const LEEWAY_SECS: u64 = 30;

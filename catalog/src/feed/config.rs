@@ -1,11 +1,11 @@
 //! The feed's limits and timings, as command-line flags (flattened into
-//! [`crate::Config`]), each with an environment-variable fallback.
+//! the catalog's `Config`), each with an environment-variable fallback.
 
 use std::time::Duration;
 
 use clap::Args;
 
-use crate::config::parse_duration;
+use crate::duration::parse_duration;
 
 /// Limits of the `/subscribe` WebSocket feed.
 #[derive(Debug, Clone, Args)]

@@ -8,6 +8,19 @@
 //! it down: actix's pending write fails, the connection ends and its memory
 //! is freed. With `SO_LINGER` 0 the kernel resets it instead of keeping the
 //! unsent data queued.
+//!
+//! # Why raw `setsockopt`/`shutdown` and not `socket2`
+//!
+//! `socket2::SockRef` does these calls safely, but only on a borrowed
+//! descriptor (`AsFd`), and the descriptor belongs to actix's `TcpStream`,
+//! which the feed sees only inside `on_connect`. Later, from the stored
+//! `RawFd`, a `SockRef` needs `BorrowedFd::borrow_raw` — `unsafe` with
+//! exactly the invariant documented on [`ConnFd`], so nothing would be
+//! gained. Owning a `dup` of the descriptor instead would make it safe but
+//! keep every socket open (no FIN to the peer) until the feed dropped its
+//! copy, and double the descriptors per connection. So the two calls stay
+//! raw, in the two `#[allow(unsafe_code)]` functions below, which rely on
+//! actix dropping a response body before it closes the socket.
 
 use std::any::Any;
 
@@ -25,6 +38,7 @@ pub struct ConnFd(#[cfg(unix)] std::os::fd::RawFd);
 
 impl ConnFd {
     /// Reset the connection: later writes fail and actix drops it.
+    #[allow(unsafe_code)] // sound: see the SAFETY comment and the type's docs
     pub(crate) fn cut(self) {
         #[cfg(unix)]
         {
@@ -53,6 +67,7 @@ impl ConnFd {
     /// Send each write at once (no Nagle delay): feed messages are written
     /// in pieces, and waiting for the peer's ACK between them would add
     /// up to a delayed-ACK timeout (tens of ms) to every message.
+    #[allow(unsafe_code)] // sound: see the SAFETY comment
     pub(crate) fn set_nodelay(self) {
         #[cfg(unix)]
         {

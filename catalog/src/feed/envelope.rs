@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 
 use super::deflate;
-use crate::model::Offer;
+use crate::offers::Offer;
 
 const OP_TEXT: u8 = 0x1;
 const OP_CLOSE: u8 = 0x8;

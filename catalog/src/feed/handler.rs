@@ -10,8 +10,8 @@ use super::body::FeedBody;
 use super::conn::ConnFd;
 use super::deflate;
 use super::params::SubscribeParams;
-use crate::api::ApiError;
-use crate::AppState;
+use super::Feed;
+use crate::http::ApiError;
 
 /// Upgrade to the feed. 400 for a bad query or a request that is not a
 /// WebSocket upgrade; 503 when the feed is full or shutting down.
@@ -23,16 +23,16 @@ use crate::AppState;
     params(
         ("mode" = Option<String>, Query,
             description = "`snapshot` (default: the full list after every change) or `delta` (one snapshot, then upsert/delete events)"),
-        crate::api::offers::FilterParams,
+        crate::offers::handlers::FilterParams,
     ),
     responses(
         (status = 101, description = "Switching to the WebSocket feed; permessage-deflate is accepted when offered"),
-        (status = 400, description = "A bad query parameter (named in `field`) or not a WebSocket upgrade", body = crate::api::ErrorBody),
-        (status = 503, description = "Connection limit reached or shutting down", body = crate::api::ErrorBody),
+        (status = 400, description = "A bad query parameter (named in `field`) or not a WebSocket upgrade", body = crate::http::ErrorBody),
+        (status = 503, description = "Connection limit reached or shutting down", body = crate::http::ErrorBody),
     )
 )]
 pub async fn subscribe(
-    state: web::Data<AppState>,
+    feed: web::Data<Feed>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -48,8 +48,8 @@ pub async fn subscribe(
         handshake.insert_header((SEC_WEBSOCKET_EXTENSIONS, deflate::ACCEPTED));
     }
     let (mode, filter) = (params.mode, params.filter_key.clone());
-    let hub = state.feed.hub().clone();
-    state.feed.catch_up();
+    let hub = feed.hub().clone();
+    feed.catch_up();
     let fd = req.conn_data::<ConnFd>().copied();
     if let Some(fd) = fd {
         fd.set_nodelay();

@@ -25,8 +25,8 @@ use super::envelope::{self, Message};
 use super::metrics::{CloseReason, FeedMetrics};
 use super::params::{Mode, SubscribeParams};
 use super::subscriber::{Reaped, Subscriber};
-use crate::model::Offer;
-use crate::store::{OfferChange, OfferFilter};
+use crate::offers::Offer;
+use crate::offers::{OfferChange, OfferFilter};
 
 /// WebSocket close codes the feed uses.
 pub mod close_code {
@@ -482,7 +482,7 @@ mod tests {
 
     use super::super::subscriber::Next;
     use super::*;
-    use crate::model::{OfferSpec, ProviderRef};
+    use crate::offers::{OfferSpec, ProviderRef};
 
     fn offer(id: &str, offer_type: &str, version: u64) -> Offer {
         let body = json!({"name": id, "type": offer_type,
@@ -494,7 +494,7 @@ mod tests {
         OfferSpec::from_json(body.to_string().as_bytes())
             .unwrap()
             .into_draft(id.to_string(), owner)
-            .into_offer(crate::model::now(), crate::model::now(), version)
+            .into_offer(crate::storage::now(), crate::storage::now(), version)
     }
 
     fn hub(queue: u16) -> Hub {

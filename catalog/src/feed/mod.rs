@@ -85,7 +85,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::store::Store;
+use crate::offers::OfferStore;
 
 pub use config::{FeedConfig, FeedConfigError};
 pub use conn::on_connect;
@@ -93,7 +93,7 @@ pub use handler::subscribe;
 pub use metrics::FeedMetrics;
 pub use params::Mode;
 
-/// The running feed: shared by every handler through [`crate::AppState`].
+/// The running feed: shared by every handler through `web::Data<Feed>`.
 #[derive(Clone)]
 pub struct Feed {
     hub: Arc<hub::Hub>,
@@ -104,7 +104,7 @@ impl Feed {
     /// Start following `store` (the publisher and housekeeping tasks run on
     /// the current Tokio runtime until `shutdown`).
     pub fn start(
-        store: Arc<dyn Store>,
+        store: Arc<dyn OfferStore>,
         config: FeedConfig,
         metrics: FeedMetrics,
         shutdown: CancellationToken,

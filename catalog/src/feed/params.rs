@@ -1,8 +1,8 @@
 //! What a subscriber asks for in the `/subscribe` query string: the mode and
 //! the same filters `GET /offers` takes.
 
-use crate::model::FieldError;
-use crate::store::OfferFilter;
+use crate::http::FieldError;
+use crate::offers::OfferFilter;
 
 /// How a subscriber follows changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::hub::Hub;
-use crate::store::{OfferChange, OfferFilter, Store};
+use crate::offers::{OfferChange, OfferFilter, OfferStore};
 
 /// The store's change channel, drained into the hub.
 pub(crate) struct Follower {
@@ -42,7 +42,7 @@ struct Changes {
 impl Follower {
     /// Subscribe to `store`'s changes now, before the first load, so none
     /// committed during the load is missed.
-    pub fn new(hub: Arc<Hub>, store: &dyn Store) -> Self {
+    pub fn new(hub: Arc<Hub>, store: &dyn OfferStore) -> Self {
         Follower {
             hub,
             changes: Mutex::new(Changes {
@@ -98,7 +98,7 @@ impl Follower {
 /// changes as they are published.
 pub(crate) async fn publish(
     follower: Arc<Follower>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OfferStore>,
     shutdown: CancellationToken,
 ) {
     // A second receiver only to be woken: the changes themselves are taken
@@ -132,7 +132,10 @@ pub(crate) async fn publish(
 
 /// Every offer, retrying with backoff while the store is unreachable.
 /// `None` on shutdown.
-async fn load(store: &dyn Store, shutdown: &CancellationToken) -> Option<Vec<crate::model::Offer>> {
+async fn load(
+    store: &dyn OfferStore,
+    shutdown: &CancellationToken,
+) -> Option<Vec<crate::offers::Offer>> {
     let everything = OfferFilter::default();
     let mut delay = Duration::from_millis(100);
     loop {

@@ -13,9 +13,9 @@ use super::instances::{
     bindable, check_id, object_field, parse, read_body, request_digest, required_field, Query,
 };
 use super::model::{OsbBinding, OsbInstance};
-use crate::reservation::model::ReservationState;
-use crate::reservation::service;
-use crate::AppState;
+use super::Osb;
+use crate::buying::model::ReservationState;
+use crate::buying::service;
 
 #[derive(Deserialize)]
 struct BindRequest {
@@ -34,7 +34,7 @@ struct BindRequest {
 }
 
 /// The credentials of `inst`'s purchase; 422 if it is no longer active.
-async fn credentials(state: &AppState, inst: &OsbInstance) -> Result<Value, OsbError> {
+async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError> {
     let rid = inst
         .reservation_id
         .as_deref()
@@ -58,7 +58,7 @@ async fn credentials(state: &AppState, inst: &OsbInstance) -> Result<Value, OsbE
             ),
         ));
     }
-    let c = service::credentials(state, &purchase.cluster_id).await?;
+    let c = service::credentials(&state.buying, &purchase.cluster_id).await?;
     Ok(json!({
         "clusterID": c.cluster_id,
         "clusterName": c.cluster_name,
@@ -74,7 +74,7 @@ fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> 
 }
 
 pub async fn bind(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     payload: web::Payload,
     path: web::Path<(String, String)>,
@@ -113,16 +113,16 @@ pub async fn bind(
         owner: inst.owner.clone(),
         request_digest: digest.clone(),
         parameters: r.parameters.as_ref().map(Value::to_string),
-        created_at: crate::model::now(),
+        created_at: crate::storage::now(),
     };
-    if state.buying.store.osb_insert_binding(&binding).await? {
+    if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");
         return Ok(with_credentials(
             actix_web::http::StatusCode::CREATED,
             credentials,
         ));
     }
-    match state.buying.store.osb_get_binding(&binding_id).await? {
+    match state.store.osb_get_binding(&binding_id).await? {
         Some(existing)
             if existing.instance_id == instance_id && existing.request_digest == digest =>
         {
@@ -138,13 +138,12 @@ pub async fn bind(
 }
 
 async fn binding_of(
-    state: &AppState,
+    state: &Osb,
     instance_id: &str,
     binding_id: &str,
     owner_ok: impl Fn(&str) -> bool,
 ) -> Result<Option<OsbBinding>, OsbError> {
     Ok(state
-        .buying
         .store
         .osb_get_binding(binding_id)
         .await?
@@ -152,7 +151,7 @@ async fn binding_of(
 }
 
 pub async fn fetch(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, OsbError> {
@@ -176,7 +175,7 @@ pub async fn fetch(
 }
 
 pub async fn unbind(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, OsbError> {
@@ -186,7 +185,7 @@ pub async fn unbind(
     query.required("service_id")?;
     query.required("plan_id")?;
     query.accepts_incomplete()?;
-    let Some(binding) = state.buying.store.osb_get_binding(&binding_id).await? else {
+    let Some(binding) = state.store.osb_get_binding(&binding_id).await? else {
         return Err(OsbError::gone(format!("no service binding {binding_id}")));
     };
     if binding.instance_id != instance_id {
@@ -199,7 +198,7 @@ pub async fn unbind(
             "service binding {binding_id} belongs to someone else"
         )));
     }
-    if !state.buying.store.osb_delete_binding(&binding_id).await? {
+    if !state.store.osb_delete_binding(&binding_id).await? {
         return Err(OsbError::gone(format!("no service binding {binding_id}")));
     }
     tracing::info!(instance = %instance_id, binding = %binding_id, "unbound");
@@ -207,7 +206,7 @@ pub async fn unbind(
 }
 
 pub async fn last_operation(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, OsbError> {

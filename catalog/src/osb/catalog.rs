@@ -15,10 +15,9 @@ use serde_json::{json, Value};
 use super::error::OsbError;
 use super::guard::guard;
 use super::ids;
+use super::Osb;
 use super::OsbSettings;
-use crate::model::{Offer, Plan};
-use crate::store::OfferFilter;
-use crate::AppState;
+use crate::offers::{Offer, OfferFilter, Plan};
 
 /// Longest description the spec recommends.
 const MAX_DESCRIPTION: usize = 255;
@@ -147,10 +146,11 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
 }
 
 /// Offers on sale: every offer of a provider not disabled.
-pub async fn offers_on_sale(state: &AppState) -> Result<Vec<Offer>, OsbError> {
-    let disabled = state.buying.store.disabled_providers().await?;
+pub async fn offers_on_sale(state: &Osb) -> Result<Vec<Offer>, OsbError> {
+    let disabled = state.buying.providers.store.disabled_providers().await?;
     Ok(state
-        .store
+        .buying
+        .offers
         .list_offers(&OfferFilter::default())
         .await?
         .into_iter()
@@ -160,7 +160,7 @@ pub async fn offers_on_sale(state: &AppState) -> Result<Vec<Offer>, OsbError> {
 
 /// The offer and plan key behind OSB `service_id` and `plan_id`.
 pub async fn resolve(
-    state: &AppState,
+    state: &Osb,
     service_id: &str,
     plan_id: &str,
 ) -> Result<(Offer, String), OsbError> {
@@ -186,13 +186,13 @@ pub async fn resolve(
     Ok((offer, key))
 }
 
-pub async fn get(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, OsbError> {
+pub async fn get(state: web::Data<Osb>, req: HttpRequest) -> Result<HttpResponse, OsbError> {
     guard(&state, &req).await?;
     let mut names = BTreeSet::new();
     let services: Vec<Value> = offers_on_sale(&state)
         .await?
         .iter()
-        .map(|o| service_entry(&state.buying.osb, o, cli_name(&o.id, &mut names)))
+        .map(|o| service_entry(&state.settings, o, cli_name(&o.id, &mut names)))
         .collect();
     Ok(HttpResponse::Ok().json(json!({ "services": services })))
 }

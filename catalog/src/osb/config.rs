@@ -15,7 +15,7 @@ pub enum AsyncMode {
     Required,
 }
 
-/// OSB flags (flattened into [`crate::Config`]).
+/// OSB flags (flattened into the catalog's `Config`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OsbConfig {
     /// User name of the platform account for HTTP basic authentication on
@@ -49,6 +49,6 @@ pub struct OsbConfig {
     /// Hold every asynchronous operation this long before doing it (e.g.
     /// 5s), so a platform's handling of `last_operation` polling and of
     /// ConcurrencyError can be exercised. Keep 0s in production.
-    #[arg(long, env = "CATALOG_OSB_ASYNC_DELAY", default_value = "0s", value_parser = crate::config::parse_duration)]
+    #[arg(long, env = "CATALOG_OSB_ASYNC_DELAY", default_value = "0s", value_parser = crate::duration::parse_duration)]
     pub osb_async_delay: std::time::Duration,
 }

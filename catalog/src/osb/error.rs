@@ -5,9 +5,9 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::api::ApiError;
-use crate::reservation::BuyError;
-use crate::store::StoreError;
+use crate::buying::BuyError;
+use crate::http::ApiError;
+use crate::storage::StoreError;
 
 /// An OSB error response. Internal details are logged, never sent.
 #[derive(Debug, thiserror::Error)]

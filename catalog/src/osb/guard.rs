@@ -8,9 +8,9 @@ use base64::Engine;
 use subtle::ConstantTimeEq;
 
 use super::error::OsbError;
+use super::Osb;
 use crate::auth::{Caller, Role};
-use crate::reservation::admin::digest;
-use crate::AppState;
+use crate::providers::admin::digest;
 
 /// The OSB version this broker implements.
 pub const API_VERSION: &str = "2.17";
@@ -43,7 +43,7 @@ fn unauthorized(description: &str) -> OsbError {
 }
 
 /// Authenticate, then check the version and originating-identity headers.
-pub async fn guard(state: &AppState, req: &HttpRequest) -> Result<Platform, OsbError> {
+pub async fn guard(state: &Osb, req: &HttpRequest) -> Result<Platform, OsbError> {
     let platform = authenticate(state, req).await?;
     check_version(req)?;
     if let Some((on, user)) = originating_identity(req)? {
@@ -84,7 +84,7 @@ pub fn originating_identity(req: &HttpRequest) -> Result<Option<(String, String)
     Ok(Some((platform.to_string(), user.to_string())))
 }
 
-async fn authenticate(state: &AppState, req: &HttpRequest) -> Result<Platform, OsbError> {
+async fn authenticate(state: &Osb, req: &HttpRequest) -> Result<Platform, OsbError> {
     let value = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -94,7 +94,7 @@ async fn authenticate(state: &AppState, req: &HttpRequest) -> Result<Platform, O
         .strip_prefix("Basic ")
         .or_else(|| value.strip_prefix("basic "))
     {
-        let settings = &state.buying.osb;
+        let settings = &state.settings;
         let Some((user, pass)) = &settings.basic else {
             return Err(unauthorized(
                 "basic authentication is not configured on this broker",

@@ -25,12 +25,12 @@ use super::config::AsyncMode;
 use super::error::OsbError;
 use super::guard::{guard, Platform};
 use super::model::{Operation, OperationKind, OperationState, OsbInstance};
-use crate::api::{read_json_body, ApiError};
-use crate::reservation::model::{new_id, Channel, Transition};
-use crate::reservation::service::{self, Buyer};
-use crate::reservation::BuyError;
-use crate::store::reservations::TransitionError;
-use crate::AppState;
+use super::Osb;
+use crate::buying::model::{new_id, Channel, Transition};
+use crate::buying::service::{self, Buyer};
+use crate::buying::BuyError;
+use crate::buying::TransitionError;
+use crate::http::{read_json_body, ApiError};
 
 /// Longest OSB id accepted (instance, binding, service, plan).
 pub const MAX_OSB_ID: usize = 255;
@@ -81,8 +81,8 @@ pub fn check_id(what: &str, id: &str) -> Result<(), OsbError> {
 
 /// Whether to answer asynchronously; 422 AsyncRequired when the broker
 /// demands it and the platform does not accept it.
-fn run_async(state: &AppState, accepts_incomplete: bool) -> Result<bool, OsbError> {
-    match (state.buying.osb.async_mode, accepts_incomplete) {
+fn run_async(state: &Osb, accepts_incomplete: bool) -> Result<bool, OsbError> {
+    match (state.settings.async_mode, accepts_incomplete) {
         (AsyncMode::Required, false) => Err(OsbError::async_required()),
         (AsyncMode::Never, _) => Ok(false),
         (_, accepts) => Ok(accepts),
@@ -108,11 +108,11 @@ struct ProvisionRequest {
 /// The request body within the size limit; a declared non-JSON type is a
 /// 400, as the spec asks.
 pub async fn read_body(
-    state: &AppState,
+    state: &Osb,
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<web::Bytes, OsbError> {
-    read_json_body(req, payload, state.limits.max_body_bytes)
+    read_json_body(req, payload, state.max_body_bytes)
         .await
         .map_err(|e| match e {
             ApiError::UnsupportedMediaType(m) => OsbError::bad_request(m),
@@ -173,13 +173,10 @@ fn accepted(operation: &str) -> HttpResponse {
 
 /// The instance with a stale "in progress" operation shown as failed (and
 /// recorded so, best effort).
-pub(crate) async fn settle(
-    state: &AppState,
-    mut inst: OsbInstance,
-) -> Result<OsbInstance, OsbError> {
+pub(crate) async fn settle(state: &Osb, mut inst: OsbInstance) -> Result<OsbInstance, OsbError> {
     let stale = inst.operation.as_ref().is_some_and(|op| {
         op.state == OperationState::InProgress
-            && op.started_at + STALE_OPERATION < crate::model::now()
+            && op.started_at + STALE_OPERATION < crate::storage::now()
     });
     if stale {
         let expected = inst.revision;
@@ -188,15 +185,9 @@ pub(crate) async fn settle(
             op.description = "the operation was interrupted (the broker restarted); retry".into();
         }
         inst.revision += 1;
-        if !state
-            .buying
-            .store
-            .osb_replace_instance(&inst, expected)
-            .await?
-        {
+        if !state.store.osb_replace_instance(&inst, expected).await? {
             // Changed meanwhile: read it again.
             return state
-                .buying
                 .store
                 .osb_get_instance(&inst.id)
                 .await?
@@ -235,9 +226,9 @@ fn answer_running(
 }
 
 /// Provision: reserve and purchase; the reservation id on success.
-async fn provision_work(state: &AppState, inst: &OsbInstance) -> Result<String, OsbError> {
+async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbError> {
     let reserved = service::reserve(
-        state,
+        &state.buying,
         &inst.owner,
         &inst.offer_id,
         &inst.plan_key,
@@ -250,10 +241,10 @@ async fn provision_work(state: &AppState, inst: &OsbInstance) -> Result<String, 
         subject: inst.owner.clone(),
         admin: false,
     };
-    match service::purchase(state, &reserved.id, &buyer).await {
+    match service::purchase(&state.buying, &reserved.id, &buyer).await {
         Ok(contract) => Ok(contract.purchase.id),
         Err(e) => {
-            let _ = service::end(state, &reserved.id, &buyer, Transition::Release).await;
+            let _ = service::end(&state.buying, &reserved.id, &buyer, Transition::Release).await;
             Err(unavailable(e))
         }
     }
@@ -285,7 +276,7 @@ fn unavailable(e: BuyError) -> OsbError {
 
 /// Record the outcome of a provisioning on `inst` (at its revision).
 async fn finish_provision(
-    state: &AppState,
+    state: &Osb,
     mut inst: OsbInstance,
     outcome: &Result<String, OsbError>,
 ) -> Result<OsbInstance, OsbError> {
@@ -307,12 +298,7 @@ async fn finish_provision(
             }
         }
     }
-    if !state
-        .buying
-        .store
-        .osb_replace_instance(&inst, expected)
-        .await?
-    {
+    if !state.store.osb_replace_instance(&inst, expected).await? {
         return Err(OsbError::internal(format!(
             "instance {} changed while it was being provisioned",
             inst.id
@@ -322,7 +308,7 @@ async fn finish_provision(
 }
 
 pub async fn provision(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     payload: web::Payload,
     id: web::Path<String>,
@@ -354,7 +340,7 @@ pub async fn provision(
     }));
     let is_async = run_async(&state, accepts)?;
 
-    if let Some(existing) = state.buying.store.osb_get_instance(&id).await? {
+    if let Some(existing) = state.store.osb_get_instance(&id).await? {
         let existing = settle(&state, existing).await?;
         if existing.owner != platform.owner || existing.request_digest != digest {
             return Err(OsbError::conflict(format!(
@@ -374,12 +360,7 @@ pub async fn provision(
             revision: expected + 1,
             ..existing
         };
-        if !state
-            .buying
-            .store
-            .osb_replace_instance(&retry, expected)
-            .await?
-        {
+        if !state.store.osb_replace_instance(&retry, expected).await? {
             return Err(OsbError::concurrency(
                 "this service instance changed meanwhile; retry",
             ));
@@ -401,9 +382,9 @@ pub async fn provision(
         provisioned: false,
         operation: Some(new_operation(OperationKind::Provision)?),
         revision: 1,
-        created_at: crate::model::now(),
+        created_at: crate::storage::now(),
     };
-    if !state.buying.store.osb_insert_instance(&inst).await? {
+    if !state.store.osb_insert_instance(&inst).await? {
         return Err(OsbError::concurrency(
             "another request is provisioning this service instance; retry",
         ));
@@ -424,12 +405,12 @@ fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
         kind,
         state: OperationState::InProgress,
         description: "in progress".into(),
-        started_at: crate::model::now(),
+        started_at: crate::storage::now(),
     })
 }
 
 async fn start_provision(
-    state: &AppState,
+    state: &Osb,
     inst: OsbInstance,
     is_async: bool,
 ) -> Result<HttpResponse, OsbError> {
@@ -443,7 +424,7 @@ async fn start_provision(
         let span = tracing::info_span!("osb_provision", instance = %inst.id, operation = %op_id);
         actix_web::rt::spawn(
             async move {
-                tokio::time::sleep(state.buying.osb.async_delay).await;
+                tokio::time::sleep(state.settings.async_delay).await;
                 let outcome = provision_work(&state, &inst).await;
                 match finish_provision(&state, inst, &outcome).await {
                     Ok(_) => tracing::info!(ok = outcome.is_ok(), "provisioning finished"),
@@ -466,7 +447,6 @@ async fn start_provision(
         Err(e) => {
             // A synchronous failure leaves nothing behind.
             let _ = state
-                .buying
                 .store
                 .osb_delete_instance(&inst.id, inst.revision)
                 .await;
@@ -476,13 +456,12 @@ async fn start_provision(
 }
 
 pub async fn fetch(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, OsbError> {
     let platform = guard(&state, &req).await?;
     let inst = state
-        .buying
         .store
         .osb_get_instance(&id)
         .await?
@@ -501,19 +480,21 @@ pub async fn fetch(
 }
 
 /// Cancel the purchase, drop the bindings and the record.
-async fn deprovision_work(state: &AppState, inst: &OsbInstance) -> Result<(), OsbError> {
-    let store = &state.buying.store;
+async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbError> {
+    let (store, reservations) = (&state.store, &state.buying.store);
     for b in store.osb_bindings_of(&inst.id).await? {
         store.osb_delete_binding(&b.id).await?;
     }
     if let Some(rid) = &inst.reservation_id {
-        let now = crate::model::now();
-        match store.transition(rid, Transition::Cancel, now).await {
+        let now = crate::storage::now();
+        match reservations.transition(rid, Transition::Cancel, now).await {
             Ok(_) | Err(TransitionError::NotFound) => {}
             // Already ended (cancelled through the REST API, say): fine.
             Err(TransitionError::WrongState(r)) if r.state.is_final() => {}
             Err(TransitionError::WrongState(r)) => {
-                let _ = store.transition(&r.id, Transition::Release, now).await;
+                let _ = reservations
+                    .transition(&r.id, Transition::Release, now)
+                    .await;
             }
             Err(TransitionError::Store(e)) => return Err(e.into()),
         }
@@ -527,7 +508,7 @@ async fn deprovision_work(state: &AppState, inst: &OsbInstance) -> Result<(), Os
 }
 
 pub async fn deprovision(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, OsbError> {
@@ -537,7 +518,7 @@ pub async fn deprovision(
     let plan_id = query.required("plan_id")?.to_string();
     let accepts = query.accepts_incomplete()?;
     let is_async = run_async(&state, accepts)?;
-    let Some(inst) = state.buying.store.osb_get_instance(&id).await? else {
+    let Some(inst) = state.store.osb_get_instance(&id).await? else {
         return Err(OsbError::gone(format!("no service instance {id}")));
     };
     let inst = settle(&state, inst).await?;
@@ -568,12 +549,7 @@ pub async fn deprovision(
         revision: expected + 1,
         ..inst
     };
-    if !state
-        .buying
-        .store
-        .osb_replace_instance(&marked, expected)
-        .await?
-    {
+    if !state.store.osb_replace_instance(&marked, expected).await? {
         return Err(OsbError::concurrency(
             "this service instance changed meanwhile; retry",
         ));
@@ -582,7 +558,7 @@ pub async fn deprovision(
     let span = tracing::info_span!("osb_deprovision", instance = %marked.id, operation = %op_id);
     actix_web::rt::spawn(
         async move {
-            tokio::time::sleep(state.buying.osb.async_delay).await;
+            tokio::time::sleep(state.settings.async_delay).await;
             if let Err(e) = deprovision_work(&state, &marked).await {
                 tracing::warn!(error = %e, "deprovisioning failed");
                 let mut failed = marked.clone();
@@ -592,7 +568,6 @@ pub async fn deprovision(
                 }
                 failed.revision += 1;
                 let _ = state
-                    .buying
                     .store
                     .osb_replace_instance(&failed, marked.revision)
                     .await;
@@ -606,13 +581,13 @@ pub async fn deprovision(
 }
 
 pub async fn last_operation(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, OsbError> {
     let platform = guard(&state, &req).await?;
     let query = Query::parse(&req)?;
-    let Some(inst) = state.buying.store.osb_get_instance(&id).await? else {
+    let Some(inst) = state.store.osb_get_instance(&id).await? else {
         return Err(OsbError::gone(format!("no service instance {id}")));
     };
     if !platform.may_act_on(&inst.owner) {
@@ -637,13 +612,8 @@ pub async fn last_operation(
 }
 
 /// Whether `platform` may bind instance `id`: the instance, provisioned.
-pub async fn bindable(
-    state: &AppState,
-    platform: &Platform,
-    id: &str,
-) -> Result<OsbInstance, OsbError> {
+pub async fn bindable(state: &Osb, platform: &Platform, id: &str) -> Result<OsbInstance, OsbError> {
     let inst = state
-        .buying
         .store
         .osb_get_instance(id)
         .await?

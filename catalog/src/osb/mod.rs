@@ -25,12 +25,29 @@ pub mod guard;
 pub mod ids;
 pub mod instances;
 pub mod model;
+pub mod store;
 pub mod update;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use std::sync::Arc;
+
+use actix_web::{web, HttpRequest, ResponseError, Route};
+
+use crate::buying::Buying;
 
 pub use config::{AsyncMode, OsbConfig};
 pub use error::OsbError;
+pub use store::OsbStore;
+
+/// What the OSB handlers share (`web::Data<Osb>`): instances and bindings,
+/// the buying service every provision goes through, and the settings.
+#[derive(Clone)]
+pub struct Osb {
+    pub store: Arc<dyn OsbStore>,
+    pub buying: Buying,
+    pub settings: OsbSettings,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+}
 
 /// Shortest platform password accepted.
 pub const MIN_PASSWORD: usize = 16;
@@ -57,7 +74,7 @@ pub struct OsbSettings {
 
 impl OsbSettings {
     pub fn from_config(c: &OsbConfig) -> anyhow::Result<Self> {
-        let digest = crate::reservation::admin::digest;
+        let digest = crate::providers::admin::digest;
         let basic = match (&c.osb_username, &c.osb_password) {
             (Some(user), Some(pass)) => {
                 if user.is_empty() || user.contains(':') {
@@ -86,37 +103,50 @@ impl OsbSettings {
     }
 }
 
-async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, OsbError> {
-    Err(OsbError::new(
-        actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
-        None,
-        format!("{} is not allowed on {}", req.method(), req.path()),
-    ))
+/// The `default_service` of an OSB resource that answers only `allow`:
+/// 405 in the OSB error shape, with the `Allow` header.
+pub fn method_not_allowed(allow: &'static str) -> Route {
+    web::to(move |req: HttpRequest| async move {
+        let error = OsbError::new(
+            actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+            None,
+            format!("{} is not allowed on {}", req.method(), req.path()),
+        );
+        crate::http::with_allow(error.error_response(), allow)
+    })
 }
 
 /// Register the `/v2` routes.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    let resource = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
-    cfg.service(resource("/v2/catalog").route(web::get().to(catalog::get)))
+    let resource = |path: &str, allow: &'static str| {
+        web::resource(path).default_service(method_not_allowed(allow))
+    };
+    cfg.service(resource("/v2/catalog", "GET").route(web::get().to(catalog::get)))
         .service(
-            resource("/v2/service_instances/{id}")
+            resource("/v2/service_instances/{id}", "PUT, PATCH, GET, DELETE")
                 .route(web::put().to(instances::provision))
                 .route(web::patch().to(update::update))
                 .route(web::get().to(instances::fetch))
                 .route(web::delete().to(instances::deprovision)),
         )
         .service(
-            resource("/v2/service_instances/{id}/last_operation")
+            resource("/v2/service_instances/{id}/last_operation", "GET")
                 .route(web::get().to(instances::last_operation)),
         )
         .service(
-            resource("/v2/service_instances/{id}/service_bindings/{bid}")
-                .route(web::put().to(bindings::bind))
-                .route(web::get().to(bindings::fetch))
-                .route(web::delete().to(bindings::unbind)),
+            resource(
+                "/v2/service_instances/{id}/service_bindings/{bid}",
+                "PUT, GET, DELETE",
+            )
+            .route(web::put().to(bindings::bind))
+            .route(web::get().to(bindings::fetch))
+            .route(web::delete().to(bindings::unbind)),
         )
         .service(
-            resource("/v2/service_instances/{id}/service_bindings/{bid}/last_operation")
-                .route(web::get().to(bindings::last_operation)),
+            resource(
+                "/v2/service_instances/{id}/service_bindings/{bid}/last_operation",
+                "GET",
+            )
+            .route(web::get().to(bindings::last_operation)),
         );
 }

@@ -19,7 +19,7 @@ use super::instances::{
     busy, check_id, object_field, parse, read_body, required_field, settle, Query,
 };
 use super::model::OperationState;
-use crate::AppState;
+use super::Osb;
 use actix_web::http::StatusCode;
 
 #[derive(Deserialize)]
@@ -39,7 +39,7 @@ struct UpdateRequest {
 }
 
 pub async fn update(
-    state: web::Data<AppState>,
+    state: web::Data<Osb>,
     req: HttpRequest,
     payload: web::Payload,
     id: web::Path<String>,
@@ -57,7 +57,6 @@ pub async fn update(
     object_field("maintenance_info", &r.maintenance_info)?;
 
     let inst = state
-        .buying
         .store
         .osb_get_instance(&id)
         .await?

@@ -7,6 +7,8 @@
 //! linking on a two-core CI machine. nextest still runs every test in its
 //! own process.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 mod aggregator_support;
 mod slice_controller_support;
 

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::config::parse_duration;
+use crate::duration::parse_duration;
 
-/// OIDC flags (flattened into [`crate::Config`]).
+/// OIDC flags (flattened into the catalog's `Config`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OidcConfig {
     /// Issuer URL of an OpenID Connect provider whose JWTs are accepted

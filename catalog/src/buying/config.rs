@@ -1,0 +1,19 @@
+//! Flags for buying: reservation lifetime and the expiry sweeper.
+
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+
+/// Reservation flags (flattened into the catalog's `Config`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BuyingConfig {
+    /// How long a reservation holds its unit unless purchased; also the
+    /// longest `ttlSeconds` a consumer may ask for (e.g. 5m, 30s).
+    #[arg(long, env = "CATALOG_RESERVATION_TTL", default_value = "5m", value_parser = parse_duration)]
+    pub reservation_ttl: Duration,
+
+    /// How often the sweeper expires reservations past their deadline
+    /// (reads and new reservations also expire them on the spot).
+    #[arg(long, env = "CATALOG_RESERVATION_SWEEP_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub reservation_sweep_interval: Duration,
+}

@@ -1,0 +1,324 @@
+//! Reservations and purchases as stored and returned.
+//!
+//! One record follows a holding through its life: `reserved` (holds a unit of
+//! the plan until `expiresAt`), then `purchased` (a contract: holds the unit
+//! until cancelled), or it ends as `released`, `expired` or `cancelled`. A
+//! purchase keeps its reservation's id, so `/purchases/{id}` and
+//! `/reservations/{id}` name the same record.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::offers::Cost;
+use crate::providers::PeeringCredentials;
+
+/// Where a holding is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReservationState {
+    /// Holds a unit until `expiresAt`; may be purchased or released.
+    Reserved,
+    /// Bought: holds a unit until cancelled.
+    Purchased,
+    /// Given back by the consumer before it expired.
+    Released,
+    /// Reached `expiresAt` without being purchased.
+    Expired,
+    /// A purchase the consumer (or an admin) cancelled.
+    Cancelled,
+}
+
+impl ReservationState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationState::Reserved => "reserved",
+            ReservationState::Purchased => "purchased",
+            ReservationState::Released => "released",
+            ReservationState::Expired => "expired",
+            ReservationState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "reserved" => ReservationState::Reserved,
+            "purchased" => ReservationState::Purchased,
+            "released" => ReservationState::Released,
+            "expired" => ReservationState::Expired,
+            "cancelled" => ReservationState::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// Whether a record in this state ended for good.
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            ReservationState::Reserved | ReservationState::Purchased
+        )
+    }
+}
+
+/// How a holding was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// `POST /reservations` and `POST /reservations/{id}/purchase`.
+    Rest,
+    /// An Open Service Broker provisioning.
+    Osb,
+}
+
+/// A reservation (and, once bought, its purchase).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservation {
+    pub id: String,
+    /// The buyer: the `sub` of the token that reserved.
+    pub consumer: String,
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    /// The plan's key in the offer's `plans`.
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    /// The selling provider's cluster ID.
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    /// The plan's cost when reserved (later price changes do not apply).
+    #[schema(value_type = String, example = "1.0")]
+    pub cost: Cost,
+    pub state: ReservationState,
+    pub channel: Channel,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    /// When an unpurchased reservation frees its unit.
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub purchased_at: Option<DateTime<Utc>>,
+    /// When it was released, expired or cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl Reservation {
+    /// Whether this record holds a unit of its plan at `now`.
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        match self.state {
+            ReservationState::Reserved => self.expires_at > now,
+            ReservationState::Purchased => true,
+            _ => false,
+        }
+    }
+
+    /// Reserved, but its time is up (the store has not noticed yet).
+    pub fn is_due(&self, now: DateTime<Utc>) -> bool {
+        self.state == ReservationState::Reserved && self.expires_at <= now
+    }
+}
+
+/// A state change a store applies atomically, only from the state it expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// reserved (and not yet due) → purchased.
+    Purchase,
+    /// reserved → released.
+    Release,
+    /// reserved (and due) → expired.
+    Expire,
+    /// purchased → cancelled.
+    Cancel,
+}
+
+impl Transition {
+    /// The state the record must be in.
+    pub fn from(self) -> ReservationState {
+        match self {
+            Transition::Purchase | Transition::Release | Transition::Expire => {
+                ReservationState::Reserved
+            }
+            Transition::Cancel => ReservationState::Purchased,
+        }
+    }
+
+    /// The state it ends in.
+    pub fn to(self) -> ReservationState {
+        match self {
+            Transition::Purchase => ReservationState::Purchased,
+            Transition::Release => ReservationState::Released,
+            Transition::Expire => ReservationState::Expired,
+            Transition::Cancel => ReservationState::Cancelled,
+        }
+    }
+
+    /// `r` after this transition at `now` (no checks).
+    pub fn apply(self, r: &Reservation, now: DateTime<Utc>) -> Reservation {
+        let mut next = r.clone();
+        next.state = self.to();
+        match self {
+            Transition::Purchase => next.purchased_at = Some(now),
+            // An expiry happened at the deadline, whenever it is noticed.
+            Transition::Expire => next.ended_at = Some(r.expires_at),
+            Transition::Release | Transition::Cancel => next.ended_at = Some(now),
+        }
+        next
+    }
+}
+
+/// What a store does to apply a transition to a record as it read it: the
+/// one decision both backends follow (each then writes with its own
+/// compare-and-swap).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Leave the record as it is and answer that it is in another state.
+    Refuse,
+    /// Write `next`. `refused`: the asked transition did not happen (a
+    /// purchase after the deadline expires the record instead), so the
+    /// caller is answered with the new state as a refusal.
+    Write { next: Reservation, refused: bool },
+}
+
+/// Decide how `t` applies to `r` at `now`: only from `t.from()`; a purchase
+/// of a due reservation expires it instead; an expiry only of a due one.
+pub fn step(r: &Reservation, t: Transition, now: DateTime<Utc>) -> Step {
+    if r.state != t.from() {
+        return Step::Refuse;
+    }
+    let (effective, refused) = match t {
+        Transition::Purchase if r.is_due(now) => (Transition::Expire, true),
+        Transition::Expire if !r.is_due(now) => return Step::Refuse,
+        _ => (t, false),
+    };
+    Step::Write {
+        next: effective.apply(r, now),
+        refused,
+    }
+}
+
+/// The order every listing of reservations comes in: newest first, ties
+/// by id.
+pub fn newest_first(records: &mut [Reservation]) {
+    records.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+}
+
+/// Whether a plan with `cap` units and `active` holdings has none left.
+pub fn sold_out(cap: u32, active: u64) -> bool {
+    active >= u64::from(cap)
+}
+
+/// A plan's cap and how much of it is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanUsage {
+    /// Most concurrent holdings (reservations + purchases); None: no cap.
+    pub cap: Option<u32>,
+    /// Holdings active now.
+    pub active: u64,
+}
+
+/// What `POST /reservations/{id}/purchase` (and `GET /purchases/{id}`)
+/// answers: the purchase and the credentials to peer with its provider.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Contract {
+    #[serde(flatten)]
+    pub purchase: Reservation,
+    pub peering: PeeringCredentials,
+}
+
+/// A new random identifier: 128 bits as 32 lower-case hex digits.
+pub fn new_id() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(state: ReservationState, expires_in: i64) -> Reservation {
+        let now = crate::storage::now();
+        Reservation {
+            id: "r1".into(),
+            consumer: "alice".into(),
+            offer_id: "o".into(),
+            plan_id: "p".into(),
+            cluster_id: "c".into(),
+            cost: Cost::ZERO,
+            state,
+            channel: Channel::Rest,
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(expires_in),
+            purchased_at: None,
+            ended_at: None,
+        }
+    }
+
+    #[test]
+    fn activity_follows_state_and_deadline() {
+        let now = crate::storage::now();
+        assert!(sample(ReservationState::Reserved, 10).is_active(now));
+        assert!(!sample(ReservationState::Reserved, -1).is_active(now));
+        assert!(sample(ReservationState::Reserved, -1).is_due(now));
+        assert!(sample(ReservationState::Purchased, -100).is_active(now));
+        for s in [
+            ReservationState::Released,
+            ReservationState::Expired,
+            ReservationState::Cancelled,
+        ] {
+            assert!(!sample(s, 10).is_active(now));
+            assert!(s.is_final());
+            assert_eq!(ReservationState::parse(s.as_str()), Some(s));
+        }
+    }
+
+    #[test]
+    fn transitions_stamp_times() {
+        let now = crate::storage::now();
+        let r = sample(ReservationState::Reserved, -5);
+        let e = Transition::Expire.apply(&r, now);
+        assert_eq!(
+            (e.state, e.ended_at),
+            (ReservationState::Expired, Some(r.expires_at))
+        );
+        let p = Transition::Purchase.apply(&r, now);
+        assert_eq!(
+            (p.state, p.purchased_at),
+            (ReservationState::Purchased, Some(now))
+        );
+        assert_eq!(Transition::Cancel.from(), ReservationState::Purchased);
+    }
+
+    #[test]
+    fn steps_follow_state_and_deadline() {
+        let now = crate::storage::now();
+        let due = sample(ReservationState::Reserved, -5);
+        let fresh = sample(ReservationState::Reserved, 60);
+        match step(&due, Transition::Purchase, now) {
+            Step::Write { next, refused } => {
+                assert!(refused);
+                assert_eq!(next.state, ReservationState::Expired);
+            }
+            other => panic!("a late purchase expires: {other:?}"),
+        }
+        assert_eq!(step(&fresh, Transition::Expire, now), Step::Refuse);
+        assert_eq!(
+            step(
+                &sample(ReservationState::Released, 60),
+                Transition::Purchase,
+                now
+            ),
+            Step::Refuse
+        );
+        match step(&fresh, Transition::Purchase, now) {
+            Step::Write { next, refused } => {
+                assert!(!refused);
+                assert_eq!(next.state, ReservationState::Purchased);
+            }
+            other => panic!("a purchase in time: {other:?}"),
+        }
+        assert!(sold_out(2, 2) && !sold_out(2, 1) && sold_out(0, 0));
+    }
+}

@@ -1,0 +1,256 @@
+//! Buying, independent of HTTP: reserve a plan, purchase or release a
+//! reservation, cancel a purchase, and hand over peering credentials.
+//! Used by the REST handlers ([`super::http`]) and the Open Service Broker
+//! API (the `osb` feature).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::BuyError;
+use super::model::{new_id, Channel, Contract, Reservation, ReservationState, Transition};
+use super::store::{ReservationStore, ReserveError, TransitionError};
+use crate::auth::{Caller, Role};
+use crate::offers::OfferStore;
+use crate::providers::{PeeringCredentials, Providers};
+
+/// What the buying handlers share (`web::Data<Buying>`), and what the
+/// Open Service Broker API buys through.
+#[derive(Clone)]
+pub struct Buying {
+    pub store: Arc<dyn ReservationStore>,
+    /// The offers whose plans are bought.
+    pub offers: Arc<dyn OfferStore>,
+    /// Disabled flags and the peering credentials a purchase hands over.
+    pub providers: Providers,
+    /// The longest (and default) reservation lifetime.
+    pub ttl: Duration,
+    pub sweep_interval: Duration,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+}
+
+/// Who is buying, and whether they may see everyone's records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buyer {
+    /// The token's `sub`: owner of the records it makes.
+    pub subject: String,
+    pub admin: bool,
+}
+
+impl Buyer {
+    /// The caller as a buyer: consumers and admins only (403 otherwise).
+    pub fn from_caller(caller: &Caller) -> Result<Self, BuyError> {
+        let admin = caller.roles.contains(&Role::Admin);
+        if !admin && !caller.roles.contains(&Role::Consumer) {
+            return Err(BuyError::forbidden("this needs the consumer or admin role"));
+        }
+        Ok(Buyer {
+            subject: caller.cluster_id.clone(),
+            admin,
+        })
+    }
+
+    /// Whether this buyer may see (and end) `r`.
+    pub fn may_see(&self, r: &Reservation) -> bool {
+        self.admin || r.consumer == self.subject
+    }
+}
+
+fn not_found(id: &str) -> BuyError {
+    BuyError::not_found(format!("no reservation {id}"))
+}
+
+/// The record `id` as `who` may see it (404 for others' records), expired
+/// on the spot if its deadline has passed.
+pub async fn lookup(state: &Buying, id: &str, who: &Buyer) -> Result<Reservation, BuyError> {
+    let store = &state.store;
+    let r = store
+        .get_reservation(id)
+        .await?
+        .filter(|r| who.may_see(r))
+        .ok_or_else(|| not_found(id))?;
+    settle(state, r).await
+}
+
+/// `r`, expired first if it is due.
+pub async fn settle(state: &Buying, r: Reservation) -> Result<Reservation, BuyError> {
+    let now = crate::storage::now();
+    if !r.is_due(now) {
+        return Ok(r);
+    }
+    match state.store.transition(&r.id, Transition::Expire, now).await {
+        Ok(expired) => Ok(expired),
+        Err(TransitionError::WrongState(current)) => Ok(*current),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reserve plan `plan_id` of offer `offer_id` for `consumer`, for `ttl`.
+pub async fn reserve(
+    state: &Buying,
+    consumer: &str,
+    offer_id: &str,
+    plan_id: &str,
+    ttl: Duration,
+    channel: Channel,
+) -> Result<Reservation, BuyError> {
+    let offer = state
+        .offers
+        .get_offer(offer_id)
+        .await?
+        .ok_or_else(|| BuyError::not_found(format!("offerID: no offer {offer_id}")))?;
+    let plan = offer.plans.get(plan_id).ok_or_else(|| {
+        BuyError::not_found(format!("planID: offer {offer_id} has no plan {plan_id}"))
+    })?;
+    ensure_enabled(state, &offer.cluster_id).await?;
+    // Refuse now rather than at purchase time if the credentials a purchase
+    // must hand over are not on file.
+    if !state.providers.has_peering_token(&offer.cluster_id).await? {
+        return Err(BuyError::conflict(format!(
+            "provider {} has no peering credentials on file yet: it must authenticate again before its plans can be bought",
+            offer.cluster_id
+        )));
+    }
+    let now = crate::storage::now();
+    let ttl = chrono::Duration::from_std(ttl)
+        .map_err(|_| BuyError::bad_request("ttlSeconds", "is out of range"))?;
+    let r = Reservation {
+        id: new_id().map_err(BuyError::internal)?,
+        consumer: consumer.to_string(),
+        offer_id: offer.id.clone(),
+        plan_id: plan_id.to_string(),
+        cluster_id: offer.cluster_id.clone(),
+        cost: plan.cost,
+        state: ReservationState::Reserved,
+        channel,
+        created_at: now,
+        expires_at: now + ttl,
+        purchased_at: None,
+        ended_at: None,
+    };
+    let r = state.store.reserve(r, now).await.map_err(|e| {
+        if let ReserveError::SoldOut { cap } = &e {
+            return BuyError::conflict(format!(
+                "plan {plan_id} of offer {offer_id} is sold out: all {cap} units are reserved or purchased"
+            ));
+        }
+        e.into()
+    })?;
+    tracing::info!(reservation = %r.id, offer = %r.offer_id, plan = %r.plan_id, consumer = %r.consumer, "reserved");
+    Ok(r)
+}
+
+/// 403 if an administrator disabled provider `cluster_id`.
+pub async fn ensure_enabled(state: &Buying, cluster_id: &str) -> Result<(), BuyError> {
+    if state.providers.is_disabled(cluster_id).await? {
+        return Err(BuyError::forbidden(format!(
+            "provider {cluster_id} is disabled by an administrator"
+        )));
+    }
+    Ok(())
+}
+
+fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
+    match r.state {
+        ReservationState::Expired if purchasing => BuyError::Gone(format!(
+            "reservation {} expired at {}; reserve again",
+            r.id,
+            r.expires_at.to_rfc3339()
+        )),
+        ReservationState::Purchased => {
+            BuyError::conflict(format!("reservation {} is already purchased", r.id))
+        }
+        s => BuyError::conflict(format!("reservation {} is {}", r.id, s.as_str())),
+    }
+}
+
+/// Purchase reservation `id` (which `who` may see): the contract with the
+/// provider's peering credentials.
+pub async fn purchase(state: &Buying, id: &str, who: &Buyer) -> Result<Contract, BuyError> {
+    let r = lookup(state, id, who).await?;
+    if r.state != ReservationState::Reserved {
+        return Err(wrong_state(&r, true));
+    }
+    ensure_enabled(state, &r.cluster_id).await?;
+    let peering = credentials(state, &r.cluster_id).await?;
+    let now = crate::storage::now();
+    let purchase = match state.store.transition(id, Transition::Purchase, now).await {
+        Ok(p) => p,
+        Err(TransitionError::WrongState(current)) => return Err(wrong_state(&current, true)),
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(reservation = %purchase.id, offer = %purchase.offer_id, plan = %purchase.plan_id, consumer = %purchase.consumer, "purchased");
+    Ok(Contract { purchase, peering })
+}
+
+/// End record `id` with `t` (release a reservation or cancel a purchase).
+pub async fn end(
+    state: &Buying,
+    id: &str,
+    who: &Buyer,
+    t: Transition,
+) -> Result<Reservation, BuyError> {
+    let r = lookup(state, id, who).await?;
+    if r.state != t.from() {
+        return Err(match (t, r.state) {
+            (Transition::Release, ReservationState::Purchased) => BuyError::conflict(format!(
+                "reservation {id} is purchased: cancel it with DELETE /purchases/{id}"
+            )),
+            (Transition::Cancel, ReservationState::Reserved) => BuyError::not_found(format!(
+                "no purchase {id}: it is a reservation not yet purchased"
+            )),
+            _ => wrong_state(&r, false),
+        });
+    }
+    let now = crate::storage::now();
+    match state.store.transition(id, t, now).await {
+        Ok(ended) => {
+            tracing::info!(reservation = %ended.id, state = ended.state.as_str(), "ended");
+            Ok(ended)
+        }
+        Err(TransitionError::WrongState(current)) => Err(wrong_state(&current, false)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The peering credentials of `cluster_id` to hand to a buyer.
+pub async fn credentials(state: &Buying, cluster_id: &str) -> Result<PeeringCredentials, BuyError> {
+    Ok(state.providers.credentials(cluster_id).await?)
+}
+
+/// The requested lifetime: `ttl_seconds` if given (1 s up to the
+/// configured maximum), else the configured default.
+pub fn lifetime(state: &Buying, ttl_seconds: Option<u64>) -> Result<Duration, BuyError> {
+    let max = state.ttl;
+    match ttl_seconds {
+        None => Ok(max),
+        Some(0) => Err(BuyError::bad_request("ttlSeconds", "must be at least 1")),
+        Some(s) if Duration::from_secs(s) > max => Err(BuyError::bad_request(
+            "ttlSeconds",
+            format!(
+                "must be at most {} (the catalog's reservation TTL)",
+                max.as_secs()
+            ),
+        )),
+        Some(s) => Ok(Duration::from_secs(s)),
+    }
+}
+
+/// Records visible to `who`, each settled (due ones expired).
+pub async fn list(
+    state: &Buying,
+    who: &Buyer,
+    consumer: Option<&str>,
+) -> Result<Vec<Reservation>, BuyError> {
+    let filter = if who.admin {
+        consumer
+    } else {
+        Some(who.subject.as_str())
+    };
+    let records = state.store.list_reservations(filter).await?;
+    let mut out = Vec::with_capacity(records.len());
+    for r in records {
+        out.push(settle(state, r).await?);
+    }
+    Ok(out)
+}

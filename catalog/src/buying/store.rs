@@ -1,0 +1,108 @@
+//! Where reservations and purchases live: the [`ReservationStore`] trait
+//! the backends implement, with per-plan caps. Backends read, write with a
+//! compare-and-swap and keep their indexes; which transition is allowed is
+//! decided once, by [`super::model::step`].
+//!
+//! The one hard rule: a plan with a cap never holds more than `cap` active
+//! reservations and purchases, however many clients (or catalog processes)
+//! race for the last unit. The embedded store checks and writes in one redb
+//! write transaction; MongoDB claims one of `cap` numbered slot documents
+//! with an insert that the unique `_id` makes atomic (see
+//! the MongoDB backend).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::model::{PlanUsage, Reservation, Transition};
+use crate::storage::StoreError;
+
+/// Why a reservation was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    /// Every unit of the plan is held.
+    #[error("plan is sold out: all {cap} units are reserved or purchased")]
+    SoldOut { cap: u32 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a state change did not happen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TransitionError {
+    #[error("no such reservation")]
+    NotFound,
+    /// The record is in another state (returned as it is now). A purchase
+    /// attempted after the deadline expires the record and lands here too.
+    #[error("reservation is {}", .0.state.as_str())]
+    WrongState(Box<Reservation>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a transition answers once its [`Step`](super::model::Step) is written: the record as
+/// now stored, or — for a purchase that came after the deadline and expired
+/// the record instead — [`TransitionError::WrongState`] with it.
+pub fn written(next: Reservation, refused: bool) -> Result<Reservation, TransitionError> {
+    if refused {
+        Err(TransitionError::WrongState(Box::new(next)))
+    } else {
+        Ok(next)
+    }
+}
+
+/// A [`Step::Refuse`](super::model::Step::Refuse): the record stays as it is.
+pub fn refused(current: Reservation) -> TransitionError {
+    TransitionError::WrongState(Box::new(current))
+}
+
+/// See the module docs.
+#[async_trait]
+pub trait ReservationStore: Send + Sync + 'static {
+    /// Store `r` (state `reserved`) if its plan has a free unit at `now`.
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError>;
+
+    /// The record as stored (a due reservation may still read `reserved`;
+    /// callers expire it lazily with [`ReservationStore::transition`]).
+    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError>;
+
+    /// Records of `consumer` (all when None), newest first.
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError>;
+
+    /// Apply `t` to record `id` if it is in `t.from()` — and, for
+    /// [`Transition::Purchase`], not due at `now` (a due one is expired
+    /// instead and reported as [`TransitionError::WrongState`]); for
+    /// [`Transition::Expire`], only if due. Frees the unit when the record
+    /// ends.
+    async fn transition(
+        &self,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, TransitionError>;
+
+    /// Expire every reservation due at `now`; returns them.
+    async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError>;
+
+    /// Set (Some) or lift (None) the cap of a plan. Existing holdings are
+    /// never revoked.
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError>;
+
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError>;
+}

@@ -1,0 +1,166 @@
+//! `GET /offers` filters and their reference semantics.
+//!
+//! Plan-level conditions (`maxCost`, `min.<resource>`) must all hold for the
+//! *same* plan: `maxCost=2&min.memory=4Gi` finds offers with a plan of at
+//! least 4Gi memory costing at most 2. Quantities compare as Kubernetes
+//! quantities (`4Gi` > `4G`); a plan without the resource does not qualify.
+
+use std::collections::BTreeMap;
+
+use quantity::Quantity;
+
+use super::{Cost, Offer, Plan};
+use crate::http::FieldError;
+
+/// Longest filter value accepted (type, provider).
+const MAX_VALUE_LEN: usize = 256;
+
+/// A parsed `GET /offers` query. The default matches every offer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OfferFilter {
+    /// `type=`: exact offer type.
+    pub offer_type: Option<String>,
+    /// `provider=`: the owner's cluster ID or cluster name, exactly.
+    pub provider: Option<String>,
+    /// `maxCost=`: some plan costs at most this.
+    pub max_cost: Option<Cost>,
+    /// `min.<resource>=`: some plan provides at least this much of each.
+    pub min_resources: BTreeMap<String, Quantity>,
+}
+
+impl OfferFilter {
+    /// Parse query pairs (already percent-decoded). Unknown and repeated
+    /// parameters are refused, naming them.
+    pub fn from_pairs<I, K, V>(pairs: I) -> Result<Self, FieldError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut f = OfferFilter::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            if !seen.insert(k.to_string()) {
+                return Err(FieldError::new(k, "given more than once"));
+            }
+            if v.len() > MAX_VALUE_LEN {
+                return Err(FieldError::new(
+                    k,
+                    format!("must be at most {MAX_VALUE_LEN} bytes"),
+                ));
+            }
+            match k {
+                "type" => f.offer_type = Some(v.to_string()),
+                "provider" => f.provider = Some(v.to_string()),
+                "maxCost" => {
+                    f.max_cost = Some(
+                        v.parse()
+                            .map_err(|e: super::CostError| FieldError::new(k, e.to_string()))?,
+                    )
+                }
+                _ => match k.strip_prefix("min.") {
+                    Some(resource) if !resource.is_empty() => {
+                        let q: Quantity = v
+                            .parse()
+                            .map_err(|e: quantity::ParseError| FieldError::new(k, e.to_string()))?;
+                        f.min_resources.insert(resource.to_string(), q);
+                    }
+                    _ => {
+                        return Err(FieldError::new(
+                            k,
+                            "unknown filter; use type, provider, maxCost or min.<resource>",
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(f)
+    }
+
+    /// Whether the filter constrains plans at all.
+    pub fn has_plan_conditions(&self) -> bool {
+        self.max_cost.is_some() || !self.min_resources.is_empty()
+    }
+
+    /// The reference semantics every store must reproduce.
+    pub fn matches(&self, offer: &Offer) -> bool {
+        if self
+            .offer_type
+            .as_ref()
+            .is_some_and(|t| *t != offer.offer_type)
+        {
+            return false;
+        }
+        if self
+            .provider
+            .as_ref()
+            .is_some_and(|p| *p != offer.cluster_id && *p != offer.cluster_name)
+        {
+            return false;
+        }
+        !self.has_plan_conditions() || offer.plans.values().any(|p| self.plan_matches(p))
+    }
+
+    pub fn plan_matches(&self, plan: &Plan) -> bool {
+        if self.max_cost.is_some_and(|max| plan.cost > max) {
+            return false;
+        }
+        self.min_resources
+            .iter()
+            .all(|(name, min)| plan.resources.0.get(name).is_some_and(|have| have >= min))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_filter() {
+        let f = OfferFilter::from_pairs([
+            ("type", "storage"),
+            ("provider", "c1"),
+            ("maxCost", "2.5"),
+            ("min.memory", "4Gi"),
+            ("min.nvidia.com/gpu", "1"),
+        ])
+        .unwrap();
+        assert_eq!(f.offer_type.as_deref(), Some("storage"));
+        assert_eq!(f.max_cost.unwrap().to_string(), "2.5");
+        assert_eq!(f.min_resources.len(), 2);
+        assert!(f.min_resources.contains_key("nvidia.com/gpu"));
+    }
+
+    #[test]
+    fn names_the_bad_parameter() {
+        assert_eq!(
+            OfferFilter::from_pairs([("maxCost", "-1")])
+                .unwrap_err()
+                .field,
+            "maxCost"
+        );
+        assert_eq!(
+            OfferFilter::from_pairs([("min.memory", "lots")])
+                .unwrap_err()
+                .field,
+            "min.memory"
+        );
+        assert_eq!(
+            OfferFilter::from_pairs([("colour", "red")])
+                .unwrap_err()
+                .field,
+            "colour"
+        );
+        assert_eq!(
+            OfferFilter::from_pairs([("min.", "1")]).unwrap_err().field,
+            "min."
+        );
+        assert_eq!(
+            OfferFilter::from_pairs([("type", "a"), ("type", "b")])
+                .unwrap_err()
+                .field,
+            "type"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! `GET /offers`, `GET|POST|DELETE /offer/{id}`.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::{Offer, OfferFilter, OfferInput, OfferSpec, Offers, ProviderRef};
+use crate::auth::{Caller, Role};
+use crate::http::{read_json_body, validate_id, ApiError, ErrorBody};
+use crate::storage::StoreError;
+
+/// The `GET /offers` filters as OpenAPI parameters (also taken by
+/// `/subscribe`). Parsing is [`OfferFilter::from_pairs`]: the resource in
+/// `min.<resource>` is open-ended, which a typed query struct cannot say.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct FilterParams {
+    /// Exact offer type.
+    #[param(rename = "type")]
+    offer_type: Option<String>,
+    /// Owner's cluster ID or cluster name.
+    provider: Option<String>,
+    /// Some plan costs at most this (decimal).
+    #[param(rename = "maxCost")]
+    max_cost: Option<String>,
+    /// Some plan provides at least this Kubernetes quantity of `<resource>`,
+    /// e.g. `min.memory=4Gi`.
+    #[param(rename = "min.<resource>")]
+    min_resource: Option<String>,
+}
+
+/// Largest page `GET /offers?limit=` serves.
+pub const MAX_PAGE: usize = 1000;
+
+/// Paging of `GET /offers` (not taken by `/subscribe`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PageParams {
+    /// At most this many offers (1-1000). Without it, every matching offer.
+    /// A full page carries `Link: <...>; rel="next"`.
+    limit: Option<usize>,
+    /// Only offers whose id sorts after this one (the last id of the
+    /// previous page).
+    after: Option<String>,
+}
+
+/// `limit` and `after`, taken out of the query pairs.
+struct Page {
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+impl Page {
+    fn take(pairs: &mut Vec<(String, String)>) -> Result<Page, ApiError> {
+        let mut page = Page {
+            limit: None,
+            after: None,
+        };
+        let mut rest = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs.drain(..) {
+            match k.as_str() {
+                "limit" if page.limit.is_none() => {
+                    let n = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=MAX_PAGE).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::bad_request(
+                                "limit",
+                                format!("must be a whole number from 1 to {MAX_PAGE}"),
+                            )
+                        })?;
+                    page.limit = Some(n);
+                }
+                "after" if page.after.is_none() => {
+                    validate_id("after", &v)?;
+                    page.after = Some(v);
+                }
+                "limit" | "after" => {
+                    return Err(ApiError::bad_request(k, "given more than once"));
+                }
+                _ => rest.push((k, v)),
+            }
+        }
+        *pairs = rest;
+        Ok(page)
+    }
+}
+
+/// List offers, optionally filtered and paged.
+///
+/// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
+/// same plan. Unknown parameters are refused.
+#[utoipa::path(
+    get, path = "/offers", tag = "offers",
+    params(FilterParams, PageParams),
+    responses(
+        (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>),
+        (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| ApiError::bad_request("query", format!("malformed query string: {e}")))?;
+    let page = Page::take(&mut pairs)?;
+    let filter = OfferFilter::from_pairs(pairs.iter().map(|(k, v)| (k, v)))?;
+    // Without `limit`, the whole (rest of the) list, as the thesis has it.
+    let offers = state
+        .store
+        .list_offers_page(
+            &filter,
+            page.after.as_deref(),
+            page.limit.unwrap_or(usize::MAX),
+        )
+        .await?;
+    let mut response = HttpResponse::Ok();
+    let full_page = page.limit.filter(|limit| offers.len() == *limit);
+    if let (Some(limit), Some(last)) = (full_page, offers.last()) {
+        // Same filters, continue after the last id. A last page that happens
+        // to be full leads to one empty page: cheaper than counting.
+        pairs.push(("after".into(), last.id.clone()));
+        pairs.push(("limit".into(), limit.to_string()));
+        let query = serde_urlencoded::to_string(&pairs)
+            .map_err(|e| ApiError::Internal(format!("encoding the next-page link: {e}")))?;
+        response.insert_header((header::LINK, format!("</offers?{query}>; rel=\"next\"")));
+    }
+    Ok(response.json(offers))
+}
+
+/// One offer.
+#[utoipa::path(
+    get, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id")),
+    responses(
+        (status = 200, body = Offer),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn get(
+    state: web::Data<Offers>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    match state.store.get_offer(&id).await? {
+        Some(offer) => Ok(HttpResponse::Ok().json(offer)),
+        None => Err(ApiError::NotFound(format!("no offer {id}"))),
+    }
+}
+
+/// Create (201) or replace (200) the caller's offer `{id}`.
+///
+/// The body is the thesis's offer JSON; plans may name themselves `name` or
+/// `planName` (output always uses `name`). Read-only fields echoed from a
+/// `GET` are accepted: `id`/`clusterID` must match, `version` makes the write
+/// conditional (409 if the offer has changed since).
+#[utoipa::path(
+    post, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id: 1-128 of A-Z a-z 0-9 . _ ~ -")),
+    request_body = OfferInput,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Created", body = Offer),
+        (status = 200, description = "Replaced", body = Offer),
+        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The offer belongs to another provider, or the provider is disabled", body = ErrorBody),
+        (status = 409, description = "`version` given and stale", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn put(
+    state: web::Data<Offers>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Provider)?;
+    let id = id.into_inner();
+    validate_id("id", &id)?;
+    // A provider an administrator disabled may still withdraw its offers
+    // (DELETE) but not publish new capacity.
+    if state
+        .providers
+        .disabled_providers()
+        .await?
+        .contains_key(&caller.cluster_id)
+    {
+        return Err(ApiError::Forbidden(format!(
+            "provider {} is disabled by an administrator; it may delete its offers but not publish",
+            caller.cluster_id
+        )));
+    }
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let spec = OfferSpec::from_json(&body)?;
+    if spec.id.as_ref().is_some_and(|b| *b != id) {
+        return Err(ApiError::bad_request(
+            "id",
+            format!("does not match the offer id in the path ({id})"),
+        ));
+    }
+    if spec
+        .cluster_id
+        .as_ref()
+        .is_some_and(|c| *c != caller.cluster_id)
+    {
+        return Err(ApiError::bad_request(
+            "clusterID",
+            "does not match the authenticated provider",
+        ));
+    }
+    let expected = spec.version;
+    let owner = ProviderRef {
+        cluster_id: caller.cluster_id.clone(),
+        cluster_name: caller.cluster_name.clone(),
+    };
+    let outcome = state
+        .store
+        .put_offer(spec.into_draft(id, owner), expected)
+        .await?;
+    tracing::info!(offer = %outcome.offer.id, version = outcome.offer.version, created = outcome.created, "offer stored");
+    if outcome.created {
+        Ok(HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/offer/{}", outcome.offer.id)))
+            .json(outcome.offer))
+    } else {
+        Ok(HttpResponse::Ok().json(outcome.offer))
+    }
+}
+
+/// Delete the caller's offer `{id}`.
+#[utoipa::path(
+    delete, path = "/offer/{id}", tag = "offers",
+    params(("id" = String, Path, description = "Offer id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The offer belongs to another provider", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn delete(
+    state: web::Data<Offers>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Provider)?;
+    match state.store.delete_offer(&id, &caller.cluster_id).await {
+        Ok(_) => {
+            tracing::info!(offer = %id, "offer deleted");
+            Ok(HttpResponse::NoContent().finish())
+        }
+        Err(StoreError::NotFound) => Err(ApiError::NotFound(format!("no offer {id}"))),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,44 @@
+//! Offers: what providers sell and anyone browses.
+//!
+//! - [`offer`] and [`cost`]: offers, plans and exact costs — the JSON the
+//!   thesis writes, its validation, and the stored form.
+//! - [`filter`]: the filters of `GET /offers` (and of the feed).
+//! - [`rules`]: the decisions of a write (ownership, versions), made once
+//!   for every backend.
+//! - [`store`]: the [`OfferStore`] trait the backends implement, and
+//!   [`change`]: what they publish after each committed write.
+//! - [`handlers`]: `GET /offers`, `GET/POST/DELETE /offer/{id}`.
+//!
+//! Handlers get this feature's own state, [`Offers`], as
+//! `web::Data<Offers>`.
+
+pub mod change;
+pub mod cost;
+pub mod filter;
+pub mod handlers;
+pub mod offer;
+pub mod rules;
+pub mod store;
+
+use std::sync::Arc;
+
+use crate::providers::ProviderStore;
+
+pub use change::OfferChange;
+pub use cost::{Cost, CostError, COST_SCALE};
+pub use filter::OfferFilter;
+pub use offer::{
+    Offer, OfferDraft, OfferInput, OfferSpec, Plan, PlanInput, ProviderRef, MAX_PLANS,
+    MAX_RESOURCES,
+};
+pub use store::{OfferStore, PutOutcome};
+
+/// What the offer handlers share (`web::Data<Offers>`).
+#[derive(Clone)]
+pub struct Offers {
+    pub store: Arc<dyn OfferStore>,
+    /// A disabled provider may withdraw its offers but not publish.
+    pub providers: Arc<dyn ProviderStore>,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+}

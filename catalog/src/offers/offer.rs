@@ -1,0 +1,424 @@
+//! Offers and plans: the JSON the thesis writes, its validation, and the
+//! stored/returned form with the fields the server adds.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use quantity::{Quantity, ResourceList};
+use serde::{Deserialize, Serialize};
+
+use super::Cost;
+use crate::http::{validate_id, FieldError};
+
+/// Most plans one offer may carry.
+pub const MAX_PLANS: usize = 64;
+/// Most resource entries one plan may carry.
+pub const MAX_RESOURCES: usize = 64;
+const MAX_NAME_LEN: usize = 256;
+const MAX_DESCRIPTION_LEN: usize = 8 * 1024;
+const MAX_RESOURCE_NAME_LEN: usize = 253;
+
+/// An offer as stored and as every read returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Offer {
+    /// The offer id (the `{id}` of `/offer/{id}`).
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub offer_type: String,
+    pub description: String,
+    /// Plans keyed by plan id.
+    pub plans: BTreeMap<String, Plan>,
+    /// Owning provider's Liqo cluster ID.
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    /// Owning provider's cluster name.
+    pub cluster_name: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: DateTime<Utc>,
+    /// Increases by one with every write to this id (deletions included), so
+    /// the newest of two copies of an offer is the one with the larger version.
+    pub version: u64,
+}
+
+/// One plan of an offer, in its canonical output form: the plan's display
+/// name is always `name` (input may spell it `planName`), costs print as
+/// decimal strings and quantities in Kubernetes' canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Plan {
+    pub name: String,
+    #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    #[schema(value_type = String, example = "1.0")]
+    pub cost: Cost,
+    /// Resource name → Kubernetes quantity.
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub resources: ResourceList,
+}
+
+/// The owning provider of an offer, from the caller's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRef {
+    pub cluster_id: String,
+    pub cluster_name: String,
+}
+
+/// A validated create/replace request, before the store adds its fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferDraft {
+    pub id: String,
+    pub owner: ProviderRef,
+    pub name: String,
+    pub offer_type: String,
+    pub description: String,
+    pub plans: BTreeMap<String, Plan>,
+}
+
+impl OfferDraft {
+    /// The stored offer this draft becomes at `version`.
+    pub fn into_offer(
+        self,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        version: u64,
+    ) -> Offer {
+        Offer {
+            id: self.id,
+            name: self.name,
+            offer_type: self.offer_type,
+            description: self.description,
+            plans: self.plans,
+            cluster_id: self.owner.cluster_id,
+            cluster_name: self.owner.cluster_name,
+            created_at,
+            updated_at,
+            version,
+        }
+    }
+}
+
+/// The request body of `POST /offer/{id}`, exactly as clients write it.
+///
+/// Unknown fields are refused here and in plans; only resource names are
+/// free-form. The read-only fields a client may echo back from a `GET` are
+/// accepted: `id` and `clusterID` must then match, `version` makes the
+/// write conditional (409 if the offer has moved on), the rest are ignored.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OfferInput {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub offer_type: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[schema(value_type = BTreeMap<String, PlanInput>)]
+    pub plans: Option<BTreeMap<String, PlanInput>>,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default, rename = "clusterID")]
+    pub cluster_id: Option<String>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub cluster_name: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub created_at: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub updated_at: Option<serde::de::IgnoredAny>,
+    /// If present, the write only succeeds while the stored offer still has
+    /// this version.
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+/// One plan as clients write it: `name` or `planName` (both thesis
+/// spellings), optional `planID`, `cost` as a decimal string or number,
+/// `resources` as name → quantity (string or number).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanInput {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default, rename = "planName")]
+    pub plan_name: Option<String>,
+    #[serde(default, rename = "planID")]
+    pub plan_id: Option<String>,
+    #[schema(value_type = String, example = "1.0")]
+    pub cost: Option<serde_json::Value>,
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub resources: BTreeMap<String, serde_json::Value>,
+}
+
+/// A validated request body (see [`OfferInput`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferSpec {
+    pub name: String,
+    pub offer_type: String,
+    pub description: String,
+    pub plans: BTreeMap<String, Plan>,
+    pub id: Option<String>,
+    pub cluster_id: Option<String>,
+    pub version: Option<u64>,
+}
+
+impl OfferSpec {
+    /// Parse and validate a request body; the error names the bad field.
+    pub fn from_json(body: &[u8]) -> Result<Self, FieldError> {
+        let input: OfferInput = crate::http::parse_json(body)?;
+        input.validate()
+    }
+
+    /// The draft to store for offer `id` owned by `owner`.
+    pub fn into_draft(self, id: String, owner: ProviderRef) -> OfferDraft {
+        OfferDraft {
+            id,
+            owner,
+            name: self.name,
+            offer_type: self.offer_type,
+            description: self.description,
+            plans: self.plans,
+        }
+    }
+}
+
+impl OfferInput {
+    pub fn validate(self) -> Result<OfferSpec, FieldError> {
+        let name = required_text("name", self.name, MAX_NAME_LEN)?;
+        let offer_type = required_text("type", self.offer_type, MAX_NAME_LEN)?;
+        let description = self.description.unwrap_or_default();
+        if description.len() > MAX_DESCRIPTION_LEN {
+            return Err(FieldError::new(
+                "description",
+                format!("must be at most {MAX_DESCRIPTION_LEN} bytes"),
+            ));
+        }
+        let plans_in = self
+            .plans
+            .ok_or_else(|| FieldError::new("plans", "is required"))?;
+        if plans_in.is_empty() {
+            return Err(FieldError::new("plans", "must hold at least one plan"));
+        }
+        if plans_in.len() > MAX_PLANS {
+            return Err(FieldError::new(
+                "plans",
+                format!("at most {MAX_PLANS} plans are allowed"),
+            ));
+        }
+        let mut plans = BTreeMap::new();
+        for (key, plan) in plans_in {
+            let field = format!("plans.{key}");
+            validate_id(&field, &key)?;
+            plans.insert(key, plan.validate(&field)?);
+        }
+        if let Some(id) = &self.id {
+            validate_id("id", id)?;
+        }
+        Ok(OfferSpec {
+            name,
+            offer_type,
+            description,
+            plans,
+            id: self.id,
+            cluster_id: self.cluster_id,
+            version: self.version,
+        })
+    }
+}
+
+impl PlanInput {
+    fn validate(self, field: &str) -> Result<Plan, FieldError> {
+        let name = match (self.name, self.plan_name) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(FieldError::new(
+                    format!("{field}.planName"),
+                    "differs from name; give the plan's name once, as name or planName",
+                ))
+            }
+            (Some(a), _) => required_text(&format!("{field}.name"), Some(a), MAX_NAME_LEN)?,
+            (None, Some(b)) => required_text(&format!("{field}.planName"), Some(b), MAX_NAME_LEN)?,
+            (None, None) => {
+                return Err(FieldError::new(
+                    format!("{field}.name"),
+                    "is required (or planName)",
+                ))
+            }
+        };
+        if let Some(id) = &self.plan_id {
+            validate_id(&format!("{field}.planID"), id)?;
+        }
+        let cost_field = format!("{field}.cost");
+        let cost = match self.cost {
+            None | Some(serde_json::Value::Null) => {
+                return Err(FieldError::new(cost_field, "is required"))
+            }
+            Some(serde_json::Value::String(s)) => s.parse(),
+            Some(serde_json::Value::Number(n)) => Cost::from_json_number(&n),
+            Some(_) => {
+                return Err(FieldError::new(
+                    cost_field,
+                    "must be a decimal string or a number",
+                ))
+            }
+        }
+        .map_err(|e| FieldError::new(cost_field.clone(), e.to_string()))?;
+        if self.resources.len() > MAX_RESOURCES {
+            return Err(FieldError::new(
+                format!("{field}.resources"),
+                format!("at most {MAX_RESOURCES} resources are allowed"),
+            ));
+        }
+        let mut resources = ResourceList::new();
+        for (rname, value) in self.resources {
+            let rfield = format!("{field}.resources.{rname}");
+            if rname.is_empty()
+                || rname.len() > MAX_RESOURCE_NAME_LEN
+                || rname.chars().any(char::is_control)
+            {
+                return Err(FieldError::new(
+                    rfield,
+                    format!(
+                        "resource names must be 1 to {MAX_RESOURCE_NAME_LEN} printable characters"
+                    ),
+                ));
+            }
+            let text = match value {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => {
+                    return Err(FieldError::new(
+                        rfield,
+                        "must be a quantity string such as \"4Gi\"",
+                    ))
+                }
+            };
+            let q: Quantity = text.parse().map_err(|e: quantity::ParseError| {
+                FieldError::new(rfield.clone(), e.to_string())
+            })?;
+            if q.is_negative() {
+                return Err(FieldError::new(rfield, "must not be negative"));
+            }
+            resources.0.insert(rname, q);
+        }
+        Ok(Plan {
+            name,
+            plan_id: self.plan_id,
+            cost,
+            resources,
+        })
+    }
+}
+
+fn required_text(field: &str, value: Option<String>, max: usize) -> Result<String, FieldError> {
+    let value = value.ok_or_else(|| FieldError::new(field, "is required"))?;
+    if value.trim().is_empty() {
+        return Err(FieldError::new(field, "must not be empty"));
+    }
+    if value.len() > max {
+        return Err(FieldError::new(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THESIS: &str = r#"{ "name": "Storage-optimized offer", "type": "storage",
+      "description": "For all your storage needs.",
+      "plans": {
+        "basic":  { "name": "plan-basic", "cost": "1.0",
+                    "resources": { "cpu": "1000m", "memory": "2G", "storage": "100G" } },
+        "medium": { "planName": "plan-medium", "planID": "medium", "cost": "2.0",
+                    "resources": { "cpu": "2000m", "memory": "4G", "storage": "300G" } } } }"#;
+
+    #[test]
+    fn accepts_the_thesis_offer_with_both_plan_spellings() {
+        let spec = OfferSpec::from_json(THESIS.as_bytes()).unwrap();
+        assert_eq!(spec.name, "Storage-optimized offer");
+        assert_eq!(spec.plans["basic"].name, "plan-basic");
+        assert_eq!(spec.plans["medium"].name, "plan-medium");
+        assert_eq!(spec.plans["medium"].plan_id.as_deref(), Some("medium"));
+        assert_eq!(spec.plans["medium"].cost.to_string(), "2.0");
+        assert_eq!(
+            spec.plans["basic"].resources.0["cpu"],
+            "1".parse::<Quantity>().unwrap()
+        );
+    }
+
+    fn err(body: &str) -> FieldError {
+        OfferSpec::from_json(body.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = err(&THESIS.replace("\"2G\"", "\"2 G\""));
+        assert_eq!(e.field, "plans.basic.resources.memory");
+        assert!(e.message.contains("quantities must match"), "{}", e.message);
+
+        assert_eq!(
+            err(&THESIS.replace("\"1.0\"", "\"-1\"")).field,
+            "plans.basic.cost"
+        );
+        assert_eq!(err(&THESIS.replace("\"type\"", "\"kind\"")).field, "kind");
+        assert_eq!(
+            err(&THESIS.replace("\"planID\"", "\"planId\"")).field,
+            "plans.medium.planId"
+        );
+        assert_eq!(err(r#"{"name":"x","type":"t","plans":{}}"#).field, "plans");
+        assert_eq!(
+            err(r#"{"type":"t","plans":{"a":{"name":"a","cost":1}}}"#).field,
+            "name"
+        );
+        assert_eq!(
+            err(r#"{"name":"x","type":"t","plans":{"a":{"cost":1}}}"#).field,
+            "plans.a.name"
+        );
+        assert_eq!(
+            err(r#"{"name":"x","type":"t","plans":{"a":{"name":"a"}}}"#).field,
+            "plans.a.cost"
+        );
+        assert_eq!(
+            err(r#"{"name":"x","type":"t","plans":{"a b":{"name":"a","cost":1}}}"#).field,
+            "plans.a b"
+        );
+        assert_eq!(err("{not json").field, "body");
+        assert_eq!(err(&format!("{THESIS} {{}}")).field, "body");
+        assert_eq!(err(r#"{"name":5}"#).field, "name");
+    }
+
+    #[test]
+    fn resource_names_are_free_form() {
+        let body = r#"{"name":"x","type":"gpu","plans":{"a":{"name":"a","cost":0.5,
+            "resources":{"nvidia.com/gpu":"2","brokering.liqo.io/redis":1}}}}"#;
+        let spec = OfferSpec::from_json(body.as_bytes()).unwrap();
+        let res = &spec.plans["a"].resources.0;
+        assert_eq!(res["nvidia.com/gpu"], "2".parse::<Quantity>().unwrap());
+        assert_eq!(
+            res["brokering.liqo.io/redis"],
+            "1".parse::<Quantity>().unwrap()
+        );
+        assert_eq!(spec.plans["a"].cost.to_string(), "0.5");
+    }
+
+    #[test]
+    fn conflicting_plan_names_are_refused() {
+        let body = r#"{"name":"x","type":"t","plans":{"a":{"name":"a","planName":"b","cost":1}}}"#;
+        assert_eq!(err(body).field, "plans.a.planName");
+        let same = r#"{"name":"x","type":"t","plans":{"a":{"name":"a","planName":"a","cost":1}}}"#;
+        assert!(OfferSpec::from_json(same.as_bytes()).is_ok());
+    }
+}

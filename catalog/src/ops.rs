@@ -1,0 +1,72 @@
+//! Operability endpoints: liveness, readiness and Prometheus metrics.
+
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+use std::sync::Arc;
+
+use crate::http::{ApiError, ErrorBody};
+use crate::metrics::Metrics;
+use crate::offers::OfferStore;
+use crate::providers::ProviderStore;
+use crate::storage::Health;
+
+/// What the operability endpoints read (`web::Data<Ops>`).
+#[derive(Clone)]
+pub struct Ops {
+    pub health: Arc<dyn Health>,
+    pub offers: Arc<dyn OfferStore>,
+    pub providers: Arc<dyn ProviderStore>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Liveness: the process serves HTTP.
+#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "Alive")))]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "ok" }))
+}
+
+/// Readiness: the store answers.
+#[utoipa::path(
+    get, path = "/readyz", tag = "ops",
+    responses((status = 200, description = "Ready"), (status = 503, body = ErrorBody))
+)]
+pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
+    state
+        .health
+        .ping()
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    if !state.health.following_changes() {
+        return Err(ApiError::Unavailable(
+            "the store is reachable but its change streams are not open yet: other processes' changes would be missed".into(),
+        ));
+    }
+    Ok(HttpResponse::Ok().json(json!({ "status": "ready", "store": state.health.kind() })))
+}
+
+/// Prometheus metrics (OpenMetrics text).
+#[utoipa::path(get, path = "/metrics", tag = "ops", responses((status = 200, description = "OpenMetrics text")))]
+pub async fn metrics(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
+    // Counts come from the store at scrape time; if it is unreachable the
+    // gauges keep their last values.
+    if let Ok(offers) = state.offers.count_offers().await {
+        state
+            .metrics
+            .offers
+            .set(i64::try_from(offers).unwrap_or(i64::MAX));
+    }
+    if let Ok(providers) = state.providers.count_providers().await {
+        state
+            .metrics
+            .providers
+            .set(i64::try_from(providers).unwrap_or(i64::MAX));
+    }
+    let text = state
+        .metrics
+        .render()
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(text))
+}

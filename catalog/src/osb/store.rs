@@ -1,0 +1,43 @@
+//! Where Open Service Broker instances and bindings live: the [`OsbStore`]
+//! trait the backends implement. Instances are written with a revision
+//! compare-and-swap, so concurrent requests on one instance cannot both
+//! win.
+
+use async_trait::async_trait;
+
+use super::model::{OsbBinding, OsbInstance};
+use crate::storage::StoreError;
+
+/// See the module docs. Shared as `Arc<dyn OsbStore>`.
+#[async_trait]
+pub trait OsbStore: Send + Sync + 'static {
+    /// Insert a new OSB instance; false if the id is taken (nothing written).
+    async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError>;
+
+    async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError>;
+
+    /// Replace instance `inst.id` if it is still at `expected_revision`.
+    async fn osb_replace_instance(
+        &self,
+        inst: &OsbInstance,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Delete instance `id` if it is still at `expected_revision`.
+    async fn osb_delete_instance(
+        &self,
+        id: &str,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Insert a new binding; false if the id is taken.
+    async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError>;
+
+    async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError>;
+
+    /// Delete binding `id`; false if it did not exist.
+    async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Bindings of instance `instance_id`.
+    async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError>;
+}

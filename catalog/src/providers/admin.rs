@@ -1,0 +1,201 @@
+//! Administration and consumer identities without OpenID Connect.
+//!
+//! - `POST /authenticate/admin` `{"secret"}`: the configured administrator
+//!   secret for an admin token (rate-limited like `/authenticate`).
+//! - `POST /consumer-tokens` `{"subject", "name"?}` (admin): a consumer
+//!   token for `subject`, for catalogs whose consumers have no OIDC issuer.
+//! - `GET /admin/providers` (admin): every provider, with `disabled`.
+//! - `PUT /admin/providers/{clusterID}` `{"disabled": bool}` (admin).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::{ProviderInfo, Providers};
+use crate::auth::{Caller, IssuedToken, Role};
+use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
+
+/// Shortest administrator secret accepted.
+pub const MIN_ADMIN_SECRET: usize = 16;
+/// The `sub` of admin tokens issued for the administrator secret.
+pub const ADMIN_SUBJECT: &str = "admin";
+const MAX_SUBJECT_LEN: usize = 256;
+
+/// SHA-256 of a secret, for constant-time comparison.
+pub fn digest(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminLogin {
+    pub secret: String,
+}
+
+/// Exchange the administrator secret for an admin token.
+#[utoipa::path(
+    post, path = "/authenticate/admin", tag = "admin",
+    request_body = AdminLogin,
+    responses((status = 200, body = IssuedToken), (status = 401, body = ErrorBody), (status = 404, description = "No administrator secret configured", body = ErrorBody), (status = 429, body = ErrorBody))
+)]
+pub async fn login(
+    state: web::Data<Providers>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = super::authenticate::credentials_body(&state, &req, payload).await?;
+    let Some(expected) = state.admin_secret_digest else {
+        return Err(ApiError::NotFound(
+            "no administrator secret is configured on this catalog".into(),
+        ));
+    };
+    let login: AdminLogin = parse_body(&body)?;
+    if !bool::from(digest(login.secret.as_bytes()).ct_eq(&expected)) {
+        tracing::warn!("admin authentication refused");
+        return Err(ApiError::Unauthorized("wrong administrator secret".into()));
+    }
+    let issued = state
+        .tokens
+        .issue(ADMIN_SUBJECT, "administrator", vec![Role::Admin])
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    tracing::info!("admin token issued");
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerTokenRequest {
+    pub subject: String,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+fn check_text(field: &str, v: &str) -> Result<(), ApiError> {
+    if v.trim().is_empty() || v.len() > MAX_SUBJECT_LEN || v.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            field,
+            format!("must be 1 to {MAX_SUBJECT_LEN} bytes of printable text"),
+        ));
+    }
+    Ok(())
+}
+
+/// Issue a consumer token (admins).
+#[utoipa::path(
+    post, path = "/consumer-tokens", tag = "admin",
+    request_body = ConsumerTokenRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = IssuedToken), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody))
+)]
+pub async fn consumer_token(
+    state: web::Data<Providers>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let r: ConsumerTokenRequest = parse_body(&body)?;
+    check_text("subject", &r.subject)?;
+    let name = r.name.unwrap_or_else(|| r.subject.clone());
+    check_text("name", &name)?;
+    let issued = state
+        .tokens
+        .issue(&r.subject, &name, vec![Role::Consumer])
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    tracing::info!(subject = %r.subject, "consumer token issued");
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}
+
+/// A provider as administrators see it.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminProvider {
+    #[serde(flatten)]
+    pub info: ProviderInfo,
+    pub disabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub disabled_since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Every provider, with whether it is disabled (admins).
+#[utoipa::path(
+    get, path = "/admin/providers", tag = "admin",
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<AdminProvider>), (status = 403, body = ErrorBody))
+)]
+pub async fn providers(
+    state: web::Data<Providers>,
+    caller: Caller,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let disabled = state.store.disabled_providers().await?;
+    let out: Vec<AdminProvider> = state
+        .store
+        .list_providers()
+        .await?
+        .into_iter()
+        .map(|info| {
+            let since = disabled.get(&info.cluster_id).copied();
+            AdminProvider {
+                info,
+                disabled: since.is_some(),
+                disabled_since: since,
+            }
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(out))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderUpdate {
+    pub disabled: bool,
+}
+
+/// Disable or re-enable a provider (admins).
+#[utoipa::path(
+    put, path = "/admin/providers/{clusterID}", tag = "admin",
+    params(("clusterID" = String, Path)),
+    request_body = ProviderUpdate,
+    security(("bearer" = [])),
+    responses((status = 200, body = AdminProvider), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody))
+)]
+pub async fn set_provider(
+    state: web::Data<Providers>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+    cluster_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let update: ProviderUpdate = parse_body(&body)?;
+    let account = state
+        .store
+        .get_provider(&cluster_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no provider {cluster_id}")))?;
+    state
+        .store
+        .set_provider_disabled(&account.cluster_id, update.disabled)
+        .await?;
+    tracing::warn!(cluster_id = %account.cluster_id, disabled = update.disabled, by = %caller.cluster_id, "provider status changed by an administrator");
+    let since = state
+        .store
+        .disabled_providers()
+        .await?
+        .get(&account.cluster_id)
+        .copied();
+    Ok(HttpResponse::Ok().json(AdminProvider {
+        info: account.info(),
+        disabled: since.is_some(),
+        disabled_since: since,
+    }))
+}

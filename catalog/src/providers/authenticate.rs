@@ -1,0 +1,301 @@
+//! `POST /authenticate`: a provider presents its Liqo peering credentials
+//! and gets a catalog JWT. The first call claims the cluster ID; later calls
+//! must present the same credentials.
+//!
+//! `POST /authenticate/rotate`: a provider whose Liqo token (or auth URL)
+//! changed presents the current credentials and the new ones. Tokens issued
+//! before the rotation stop working at once.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+
+use super::{ProviderAccount, Providers};
+use crate::auth::{secret, IssuedToken, Role};
+use crate::http::{parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError};
+use crate::storage::StoreError;
+
+const MAX_FIELD_LEN: usize = 256;
+const MAX_URL_LEN: usize = 2048;
+const MAX_TOKEN_LEN: usize = 4096;
+
+/// A provider's Liqo peering credentials.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
+    #[serde(rename = "clusterName")]
+    pub cluster_name: Option<String>,
+    #[serde(rename = "authURL")]
+    pub auth_url: Option<String>,
+    /// The provider's secret; stored only as an argon2 hash.
+    pub token: Option<String>,
+}
+
+struct Checked {
+    cluster_id: String,
+    cluster_name: String,
+    auth_url: String,
+    token: String,
+}
+
+fn required(field: &str, v: Option<String>, max: usize) -> Result<String, FieldError> {
+    let v = v.ok_or_else(|| FieldError::new(field, "is required"))?;
+    if v.trim().is_empty() {
+        return Err(FieldError::new(field, "must not be empty"));
+    }
+    if v.len() > max {
+        return Err(FieldError::new(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(v)
+}
+
+fn checked_auth_url(field: &str, v: Option<String>) -> Result<String, FieldError> {
+    let url = required(field, v, MAX_URL_LEN)?;
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(FieldError::new(field, "must be an http:// or https:// URL"));
+    }
+    Ok(url)
+}
+
+impl Credentials {
+    fn check(self) -> Result<Checked, FieldError> {
+        let cluster_id = required("clusterID", self.cluster_id, MAX_FIELD_LEN)?;
+        validate_id("clusterID", &cluster_id)?;
+        let cluster_name = required("clusterName", self.cluster_name, MAX_FIELD_LEN)?;
+        let auth_url = checked_auth_url("authURL", self.auth_url)?;
+        let token = required("token", self.token, MAX_TOKEN_LEN)?;
+        Ok(Checked {
+            cluster_id,
+            cluster_name,
+            auth_url,
+            token,
+        })
+    }
+}
+
+/// Exchange peering credentials for a bearer token.
+#[utoipa::path(
+    post, path = "/authenticate", tag = "auth",
+    request_body = Credentials,
+    responses(
+        (status = 200, body = IssuedToken),
+        (status = 400, body = ErrorBody),
+        (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
+        (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn authenticate(
+    state: web::Data<Providers>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = credentials_body(&state, &req, payload).await?;
+    let creds: Credentials = parse_json(&body)?;
+    let c = creds.check()?;
+    tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
+
+    let account = match state.store.get_provider(&c.cluster_id).await? {
+        Some(existing) => existing,
+        None => {
+            let token = c.token.clone();
+            let hash = web::block(move || secret::hash(&token))
+                .await
+                .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
+                .map_err(ApiError::Internal)?;
+            let fresh = ProviderAccount {
+                generation: 0,
+                cluster_id: c.cluster_id.clone(),
+                cluster_name: c.cluster_name.clone(),
+                auth_url: c.auth_url.clone(),
+                secret_hash: hash,
+                created_at: crate::storage::now(),
+            };
+            let (holder, claimed) = state.store.claim_provider(fresh).await?;
+            if claimed {
+                tracing::info!(cluster_id = %c.cluster_id, "provider registered");
+                state
+                    .remember_peering_token(&holder.cluster_id, &c.token)
+                    .await;
+                return issue(&state, &holder);
+            }
+            // Lost a race to another first call: check against the winner.
+            holder
+        }
+    };
+    let Some(account) = verified(Some(account), &c).await? else {
+        tracing::warn!(cluster_id = %c.cluster_id, "authentication refused: credentials differ from the registered ones");
+        return Err(ApiError::Unauthorized(
+            "these credentials do not match the ones registered for this cluster ID".into(),
+        ));
+    };
+    // Purchases hand the real token to buyers: keep a sealed copy.
+    state
+        .remember_peering_token(&account.cluster_id, &c.token)
+        .await;
+    issue(&state, &account)
+}
+
+/// The body of a request that presents a secret, after the per-address
+/// rate limit that keeps secrets from being guessed (429 beyond it).
+pub(crate) async fn credentials_body(
+    state: &Providers,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<web::Bytes, ApiError> {
+    if let Some(peer) = req.peer_addr() {
+        if !state.limiter.allow(peer.ip()) {
+            return Err(ApiError::TooManyRequests);
+        }
+    }
+    read_json_body(req, payload, state.max_body_bytes).await
+}
+
+/// Current credentials plus what replaces them.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rotation {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
+    #[serde(rename = "clusterName")]
+    pub cluster_name: Option<String>,
+    #[serde(rename = "authURL")]
+    pub auth_url: Option<String>,
+    /// The current secret.
+    pub token: Option<String>,
+    /// The secret from now on (may equal `token` when only the URL moves).
+    #[serde(rename = "newToken")]
+    pub new_token: Option<String>,
+    /// The auth URL from now on; unchanged if absent.
+    #[serde(rename = "newAuthURL")]
+    pub new_auth_url: Option<String>,
+}
+
+/// Replace a provider's secret (and optionally its auth URL), proving the
+/// current credentials. Answers a fresh token; every token issued before is
+/// refused from then on.
+#[utoipa::path(
+    post, path = "/authenticate/rotate", tag = "auth",
+    request_body = Rotation,
+    responses(
+        (status = 200, description = "Rotated; a token for the new credentials", body = IssuedToken),
+        (status = 400, body = ErrorBody),
+        (status = 401, description = "The current credentials are wrong (nothing changed)", body = ErrorBody),
+        (status = 409, description = "Rotated concurrently by another request (nothing changed)", body = ErrorBody),
+        (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    )
+)]
+pub async fn rotate(
+    state: web::Data<Providers>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = credentials_body(&state, &req, payload).await?;
+    let r: Rotation = parse_json(&body)?;
+    let new_token = required("newToken", r.new_token, MAX_TOKEN_LEN)?;
+    let new_auth_url = r
+        .new_auth_url
+        .map(|u| checked_auth_url("newAuthURL", Some(u)))
+        .transpose()?;
+    let c = Credentials {
+        cluster_id: r.cluster_id,
+        cluster_name: r.cluster_name,
+        auth_url: r.auth_url,
+        token: r.token,
+    }
+    .check()?;
+    tracing::Span::current().record("cluster_id", c.cluster_id.as_str());
+    let new_auth_url = new_auth_url.unwrap_or_else(|| c.auth_url.clone());
+    if new_token == c.token && new_auth_url == c.auth_url {
+        return Err(ApiError::bad_request(
+            "newToken",
+            "nothing to rotate: newToken equals token and newAuthURL is absent or unchanged",
+        ));
+    }
+
+    let account = state.store.get_provider(&c.cluster_id).await?;
+    let Some(account) = verified(account, &c).await? else {
+        tracing::warn!(cluster_id = %c.cluster_id, "rotation refused: current credentials do not match");
+        return Err(ApiError::Unauthorized(
+            "the current credentials do not match the ones registered for this cluster ID".into(),
+        ));
+    };
+    let token = new_token.clone();
+    let hash = web::block(move || secret::hash(&token))
+        .await
+        .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
+        .map_err(ApiError::Internal)?;
+    let rotated = ProviderAccount {
+        auth_url: new_auth_url,
+        secret_hash: hash,
+        generation: account.generation + 1,
+        ..account.clone()
+    };
+    match state
+        .store
+        .rotate_provider(&account.secret_hash, rotated.clone())
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(ApiError::Conflict(
+                "the credentials were rotated by another request meanwhile; nothing changed".into(),
+            ))
+        }
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::Unauthorized(
+                "the current credentials do not match the ones registered for this cluster ID"
+                    .into(),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    tracing::info!(cluster_id = %rotated.cluster_id, generation = rotated.generation, "provider credentials rotated; earlier tokens retired");
+    state
+        .remember_peering_token(&rotated.cluster_id, &new_token)
+        .await;
+    issue(&state, &rotated)
+}
+
+/// `account` if it exists and `c` are its credentials.
+async fn verified(
+    account: Option<ProviderAccount>,
+    c: &Checked,
+) -> Result<Option<ProviderAccount>, ApiError> {
+    let Some(account) = account else {
+        return Ok(None);
+    };
+    let (token, hash) = (c.token.clone(), account.secret_hash.clone());
+    let secret_ok = web::block(move || secret::verify(&token, &hash))
+        .await
+        .map_err(|e| ApiError::Internal(format!("verification task: {e}")))?;
+    let same =
+        secret_ok && account.cluster_name == c.cluster_name && account.auth_url == c.auth_url;
+    Ok(same.then_some(account))
+}
+
+fn issue(state: &Providers, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
+    let issued = state
+        .tokens
+        .issue_generation(
+            &account.cluster_id,
+            &account.cluster_name,
+            vec![Role::Provider],
+            account.generation,
+        )
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(issued))
+}

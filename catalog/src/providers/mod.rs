@@ -1,0 +1,212 @@
+//! Providers: the Liqo clusters that sell, and the administrator who can
+//! disable them.
+//!
+//! - [`model`]: accounts (the secret kept only as an argon2 hash) and the
+//!   peering credentials a buyer receives.
+//! - [`authenticate`]: `POST /authenticate` (claim a cluster ID or prove
+//!   it) and `POST /authenticate/rotate` (new credentials; earlier tokens
+//!   retired).
+//! - [`seal`]: each provider's peering token, encrypted at rest, so a
+//!   purchase can hand it over.
+//! - [`admin`]: the administrator's login, consumer tokens, and the
+//!   provider list with its disabled flags.
+//! - [`store`]: the [`ProviderStore`] trait the backends implement.
+//!
+//! Handlers get this feature's own state, [`Providers`], as
+//! `web::Data<Providers>`; the buying feature asks it for peering
+//! credentials and disabled flags through its methods.
+
+pub mod admin;
+pub mod authenticate;
+pub mod model;
+pub mod seal;
+pub mod store;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use model::{PeeringCredentials, ProviderAccount, ProviderInfo};
+pub use store::ProviderStore;
+
+use crate::auth::{Generations, TokenService};
+use crate::http::{ApiError, RateLimiter};
+use crate::storage::StoreError;
+use seal::Sealer;
+
+/// Flags of the providers feature: the key that seals peering tokens and
+/// the administrator's secret (flattened into the catalog's `Config`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProvidersConfig {
+    /// File whose bytes (at least 32) key the encryption of providers'
+    /// peering tokens at rest. Default: a key derived from the JWT signing
+    /// key. With MongoDB and no configured JWT key, the signing key lives in
+    /// the database, so set this to keep the sealing key off it.
+    #[arg(long, env = "CATALOG_PEERING_KEY_FILE")]
+    pub peering_key_file: Option<std::path::PathBuf>,
+
+    /// Administrator secret (at least 16 bytes), exchanged for an admin
+    /// token at POST /authenticate/admin. Unset: no admin login (OIDC
+    /// admins still work). Prefer the environment variable or the file.
+    #[arg(long, env = "CATALOG_ADMIN_SECRET", hide_env_values = true)]
+    pub admin_secret: Option<String>,
+
+    /// File holding the administrator secret.
+    #[arg(
+        long,
+        env = "CATALOG_ADMIN_SECRET_FILE",
+        conflicts_with = "admin_secret"
+    )]
+    pub admin_secret_file: Option<std::path::PathBuf>,
+}
+
+/// What the provider handlers share (`web::Data<Providers>`).
+#[derive(Clone)]
+pub struct Providers {
+    pub store: Arc<dyn ProviderStore>,
+    /// Seals and opens peering tokens.
+    pub sealer: Arc<Sealer>,
+    /// Issues the catalog's tokens.
+    pub tokens: Arc<TokenService>,
+    /// Limits the endpoints that check a secret, per client address.
+    pub limiter: Arc<RateLimiter>,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+    /// SHA-256 of the administrator's secret, if one is configured.
+    pub admin_secret_digest: Option<[u8; 32]>,
+}
+
+impl Providers {
+    /// Load the sealing key (`--peering-key-file`, or derived from
+    /// `signing_key`) and the administrator's secret.
+    pub fn new(
+        config: &ProvidersConfig,
+        signing_key: &[u8],
+        store: Arc<dyn ProviderStore>,
+        tokens: Arc<TokenService>,
+        limiter: Arc<RateLimiter>,
+        max_body_bytes: usize,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let sealer = match &config.peering_key_file {
+            Some(path) => Sealer::from_file(path)?,
+            None => Sealer::derive(signing_key)?,
+        };
+        let admin_secret = match (&config.admin_secret, &config.admin_secret_file) {
+            (Some(s), _) => Some(s.as_bytes().to_vec()),
+            (None, Some(path)) => {
+                let mut bytes = std::fs::read(path)
+                    .with_context(|| format!("reading the admin secret {}", path.display()))?;
+                while bytes.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
+                    bytes.pop();
+                }
+                Some(bytes)
+            }
+            (None, None) => None,
+        };
+        if let Some(s) = &admin_secret {
+            if s.len() < admin::MIN_ADMIN_SECRET {
+                anyhow::bail!(
+                    "the administrator secret must be at least {} bytes",
+                    admin::MIN_ADMIN_SECRET
+                );
+            }
+        }
+        Ok(Providers {
+            store,
+            sealer: Arc::new(sealer),
+            tokens,
+            limiter,
+            max_body_bytes,
+            admin_secret_digest: admin_secret.map(|s| admin::digest(&s)),
+        })
+    }
+
+    /// Whether an administrator disabled `cluster_id`.
+    pub async fn is_disabled(&self, cluster_id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .store
+            .disabled_providers()
+            .await?
+            .contains_key(cluster_id))
+    }
+
+    /// Whether a sealed peering token of `cluster_id` is on file.
+    pub async fn has_peering_token(&self, cluster_id: &str) -> Result<bool, StoreError> {
+        Ok(self.store.get_peering_secret(cluster_id).await?.is_some())
+    }
+
+    /// The peering credentials of `cluster_id` to hand to a buyer.
+    pub async fn credentials(&self, cluster_id: &str) -> Result<PeeringCredentials, ApiError> {
+        let account = self.store.get_provider(cluster_id).await?.ok_or_else(|| {
+            ApiError::Conflict(format!("provider {cluster_id} has no account any more"))
+        })?;
+        let sealed = self
+            .store
+            .get_peering_secret(cluster_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::Conflict(format!(
+                    "provider {cluster_id} has no peering credentials on file yet: it must authenticate again"
+                ))
+            })?;
+        let token = self
+            .sealer
+            .open(cluster_id, &sealed)
+            .map_err(|e| ApiError::Internal(format!("peering token of {cluster_id}: {e}")))?;
+        Ok(PeeringCredentials {
+            cluster_id: account.cluster_id,
+            cluster_name: account.cluster_name,
+            auth_url: account.auth_url,
+            token,
+        })
+    }
+
+    /// Keep a sealed copy of `token` for purchases, unless the same token
+    /// is already on file. Failures are logged, not answered: the
+    /// authentication itself succeeded.
+    pub async fn remember_peering_token(&self, cluster_id: &str, token: &str) {
+        match self.store.get_peering_secret(cluster_id).await {
+            Ok(Some(sealed))
+                if self
+                    .sealer
+                    .open(cluster_id, &sealed)
+                    .is_ok_and(|t| t == token) =>
+            {
+                return
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(cluster_id, error = %e, "cannot read the sealed peering token");
+                return;
+            }
+        }
+        let sealed = match self.sealer.seal(cluster_id, token) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(cluster_id, error = %e, "cannot seal the peering token");
+                return;
+            }
+        };
+        match self.store.put_peering_secret(cluster_id, sealed).await {
+            Ok(()) => tracing::info!(
+                cluster_id,
+                "peering credentials sealed and kept for purchases"
+            ),
+            Err(e) => {
+                tracing::warn!(cluster_id, error = %e, "cannot keep the sealed peering token")
+            }
+        }
+    }
+}
+
+/// Provider tokens are checked against the account's current credential
+/// generation (see [`crate::auth::Verifier`]).
+pub struct AccountGenerations(pub Arc<dyn ProviderStore>);
+
+#[async_trait]
+impl Generations for AccountGenerations {
+    async fn current_generation(&self, cluster_id: &str) -> Result<Option<u64>, ApiError> {
+        Ok(self.0.get_provider(cluster_id).await?.map(|a| a.generation))
+    }
+}

@@ -1,0 +1,83 @@
+//! The route table: every feature's handlers on their paths. API routes
+//! take precedence over the web UI, which serves every other `GET`.
+//!
+//! | route | handler |
+//! |---|---|
+//! | `POST /authenticate`, `POST /authenticate/rotate` | [`providers::authenticate`] |
+//! | `POST /authenticate/admin`, `POST /consumer-tokens`, `GET /admin/providers`, `PUT /admin/providers/{clusterID}` | [`providers::admin`] |
+//! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
+//! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
+//! | `/reservations...`, `/purchases...` | [`buying::http`] |
+//! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
+//! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
+//! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
+//! | `GET /openapi.json` | [`openapi::openapi`] |
+//!
+//! A method a resource does not serve answers 405 with `Allow` (see
+//! [`method_not_allowed`]). Each handler reads its own feature's state
+//! (`web::Data<Offers>`, `web::Data<Buying>`, ...), which
+//! the server registers on the app.
+
+use actix_web::web;
+
+use crate::buying::{capacity, http as buying};
+use crate::http::method_not_allowed;
+use crate::offers::handlers as offers;
+use crate::providers::{admin, authenticate};
+use crate::{feed, openapi, ops, osb, webui};
+
+/// Register every route on an `App` (which must hold every feature's
+/// state).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    let resource = |path: &str, allow: &'static str| {
+        web::resource(path).default_service(method_not_allowed(allow))
+    };
+    cfg.service(
+        resource("/authenticate", "POST").route(web::post().to(authenticate::authenticate)),
+    )
+    .service(resource("/authenticate/rotate", "POST").route(web::post().to(authenticate::rotate)))
+    .service(resource("/offers", "GET").route(web::get().to(offers::list)))
+    .service(
+        resource("/offer/{id}", "GET, POST, DELETE")
+            .route(web::get().to(offers::get))
+            .route(web::post().to(offers::put))
+            .route(web::delete().to(offers::delete)),
+    )
+    .service(resource("/subscribe", "GET").route(web::get().to(feed::subscribe)))
+    .service(web::resource("/healthz").route(web::get().to(ops::healthz)))
+    .service(web::resource("/readyz").route(web::get().to(ops::readyz)))
+    .service(web::resource("/metrics").route(web::get().to(ops::metrics)))
+    .service(web::resource("/openapi.json").route(web::get().to(openapi::openapi)))
+    .service(
+        resource("/reservations", "POST, GET")
+            .route(web::post().to(buying::create))
+            .route(web::get().to(buying::list)),
+    )
+    .service(
+        resource("/reservations/{id}", "GET, DELETE")
+            .route(web::get().to(buying::get))
+            .route(web::delete().to(buying::release)),
+    )
+    .service(
+        resource("/reservations/{id}/purchase", "POST").route(web::post().to(buying::purchase)),
+    )
+    .service(resource("/purchases", "GET").route(web::get().to(buying::list_purchases)))
+    .service(
+        resource("/purchases/{id}", "GET, DELETE")
+            .route(web::get().to(buying::get_purchase))
+            .route(web::delete().to(buying::cancel)),
+    )
+    .service(
+        resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")
+            .route(web::get().to(capacity::get))
+            .route(web::put().to(capacity::put)),
+    )
+    .service(resource("/authenticate/admin", "POST").route(web::post().to(admin::login)))
+    .service(resource("/consumer-tokens", "POST").route(web::post().to(admin::consumer_token)))
+    .service(resource("/admin/providers", "GET").route(web::get().to(admin::providers)))
+    .service(
+        resource("/admin/providers/{clusterID}", "PUT").route(web::put().to(admin::set_provider)),
+    )
+    .configure(osb::routes)
+    .default_service(web::to(webui::serve));
+}

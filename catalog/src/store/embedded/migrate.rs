@@ -1,0 +1,82 @@
+//! Opening data directories written by earlier catalogs.
+//!
+//! Until the stores were merged, the catalog kept reservations, caps,
+//! sealed peering tokens, disabled flags and OSB records in a second redb
+//! file, `buying.redb`, beside `catalog.redb`. On open, every table of that
+//! file is copied into the one file in a single write transaction, and the
+//! old file is then renamed aside (`buying.redb.migrated`), never deleted.
+//! Table names did not change, and a copy overwrites the same keys with the
+//! same values, so a migration interrupted before the rename simply runs
+//! again: it is idempotent.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableError};
+
+use super::internal;
+use super::tables::*;
+use crate::storage::StoreError;
+
+/// The second file of data directories written before the merge.
+pub const OLD_BUYING_DB_FILE: &str = "buying.redb";
+/// What the old file is renamed to once copied.
+pub const MIGRATED_SUFFIX: &str = ".migrated";
+
+/// Copy every entry of table `$def` from read transaction `$from` into
+/// write transaction `$into` (a table the old file never created is
+/// skipped). A macro because redb's tables are typed per key and value.
+macro_rules! copy_table {
+    ($from:expr, $into:expr, $def:expr) => {{
+        match $from.open_table($def) {
+            Ok(source) => {
+                let mut target = $into.open_table($def).map_err(internal)?;
+                for entry in source.iter().map_err(internal)? {
+                    let (k, v) = entry.map_err(internal)?;
+                    target.insert(k.value(), v.value()).map_err(internal)?;
+                }
+            }
+            Err(TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(internal(e)),
+        }
+    }};
+}
+
+/// Merge `<dir>/buying.redb` into `db` if it is there (see the module
+/// docs). Returns whether anything was migrated.
+pub fn merge_buying_file(dir: &Path, db: &Database) -> Result<bool, StoreError> {
+    let old_path = dir.join(OLD_BUYING_DB_FILE);
+    if !old_path.exists() {
+        return Ok(false);
+    }
+    let old = Database::open(&old_path)
+        .map_err(|e| internal(format!("opening {} to migrate it: {e}", old_path.display())))?;
+    let from = old.begin_read().map_err(internal)?;
+    let into = db.begin_write().map_err(internal)?;
+    copy_table!(from, into, RESERVATIONS);
+    copy_table!(from, into, HOLDS);
+    copy_table!(from, into, CAPS);
+    copy_table!(from, into, DUE);
+    copy_table!(from, into, BY_CONSUMER);
+    copy_table!(from, into, PEERING);
+    copy_table!(from, into, DISABLED);
+    copy_table!(from, into, OSB_INSTANCES);
+    copy_table!(from, into, OSB_BINDINGS);
+    copy_table!(from, into, OSB_BINDINGS_BY_INSTANCE);
+    into.commit().map_err(internal)?;
+    drop(from);
+    drop(old);
+    let aside = dir.join(format!("{OLD_BUYING_DB_FILE}{MIGRATED_SUFFIX}"));
+    std::fs::rename(&old_path, &aside).map_err(|e| {
+        internal(format!(
+            "renaming {} to {} after migrating it: {e}",
+            old_path.display(),
+            aside.display()
+        ))
+    })?;
+    tracing::info!(
+        from = %old_path.display(),
+        aside = %aside.display(),
+        "migrated the reservation store into the catalog's one database file"
+    );
+    Ok(true)
+}

@@ -1,0 +1,435 @@
+//! The embedded [`ReservationStore`]: reservations and purchases, their
+//! indexes (active holdings per plan, deadlines, consumers) and plan caps,
+//! in the catalog's one redb file.
+//!
+//! Every change is one redb write transaction (fsynced before it is
+//! acknowledged). redb runs one write transaction at a time, so counting a
+//! plan's active holdings and inserting a new one can never interleave with
+//! another reservation: the cap holds exactly. Which transition applies is
+//! decided by [`step`]; this file only reads and writes.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+
+use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
+use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
+use crate::buying::model::{
+    newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+};
+use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
+use crate::storage::StoreError;
+
+/// Deadline of a purchase: never.
+const PURCHASED: u64 = u64::MAX;
+/// Most reservations one sweep expires in one transaction.
+const SWEEP_BATCH: usize = 1000;
+
+fn plan_key(offer_id: &str, plan_id: &str) -> String {
+    format!("{offer_id}{SEP}{plan_id}")
+}
+
+fn hold_key(r: &Reservation) -> String {
+    format!("{}{SEP}{}", plan_key(&r.offer_id, &r.plan_id), r.id)
+}
+
+fn due_key(r: &Reservation) -> String {
+    format!("{:020}{SEP}{}", millis(r.expires_at), r.id)
+}
+
+fn consumer_key(r: &Reservation) -> String {
+    format!("{}{SEP}{}", r.consumer, r.id)
+}
+
+fn load(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<Reservation>, StoreError> {
+    get_record(table, id, "reservation")
+}
+
+/// Apply `t` to `r` inside `txn` without checks (expiring what is due),
+/// keeping every index in step.
+fn apply(
+    txn: &WriteTransaction,
+    r: &Reservation,
+    t: Transition,
+    now: DateTime<Utc>,
+) -> Result<Reservation, StoreError> {
+    let next = t.apply(r, now);
+    write(txn, r, &next)?;
+    Ok(next)
+}
+
+/// Replace `r` by `next` inside `txn`, keeping every index in step.
+fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<(), StoreError> {
+    let mut reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+    let mut holds = txn.open_table(HOLDS).map_err(internal)?;
+    let mut due = txn.open_table(DUE).map_err(internal)?;
+    reservations
+        .insert(next.id.as_str(), to_json(next)?.as_slice())
+        .map_err(internal)?;
+    if r.state == ReservationState::Reserved {
+        due.remove(due_key(r).as_str()).map_err(internal)?;
+    }
+    if next.state == ReservationState::Purchased {
+        holds
+            .insert(hold_key(next).as_str(), PURCHASED)
+            .map_err(internal)?;
+    } else {
+        holds.remove(hold_key(next).as_str()).map_err(internal)?;
+    }
+    Ok(())
+}
+
+impl EmbeddedStore {
+    fn reserve_blocking(
+        db: &Database,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Reservation, u32>, StoreError> {
+        let txn = db.begin_write().map_err(internal)?;
+        let plan = plan_key(&r.offer_id, &r.plan_id);
+        let cap = txn
+            .open_table(CAPS)
+            .map_err(internal)?
+            .get(plan.as_str())
+            .map_err(internal)?
+            .map(|v| v.value());
+        let now_ms = millis(now);
+        let (mut active, mut due_ids) = (0u64, Vec::new());
+        {
+            let holds = txn.open_table(HOLDS).map_err(internal)?;
+            let (lo, hi) = prefix_range(&plan);
+            for entry in holds.range(lo.as_str()..hi.as_str()).map_err(internal)? {
+                let (k, deadline) = entry.map_err(internal)?;
+                if deadline.value() > now_ms {
+                    active += 1;
+                } else if let Some((_, id)) = k.value().rsplit_once(SEP) {
+                    due_ids.push(id.to_string());
+                }
+            }
+        }
+        // Expire what is due on the way, so its units are free right now
+        // whether or not the sweeper has run.
+        for id in due_ids {
+            let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, &id)?;
+            if let Some(cur) = current.filter(|c| c.is_due(now)) {
+                apply(&txn, &cur, Transition::Expire, now)?;
+            }
+        }
+        if let Some(cap) = cap {
+            if sold_out(cap, active) {
+                txn.commit().map_err(internal)?;
+                return Ok(Err(cap));
+            }
+        }
+        {
+            let mut reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+            if reservations.get(r.id.as_str()).map_err(internal)?.is_some() {
+                return Err(internal(format!("reservation id {} already exists", r.id)));
+            }
+            reservations
+                .insert(r.id.as_str(), to_json(&r)?.as_slice())
+                .map_err(internal)?;
+            txn.open_table(HOLDS)
+                .map_err(internal)?
+                .insert(hold_key(&r).as_str(), millis(r.expires_at))
+                .map_err(internal)?;
+            txn.open_table(DUE)
+                .map_err(internal)?
+                .insert(due_key(&r).as_str(), 0)
+                .map_err(internal)?;
+            txn.open_table(BY_CONSUMER)
+                .map_err(internal)?
+                .insert(consumer_key(&r).as_str(), 0)
+                .map_err(internal)?;
+        }
+        txn.commit().map_err(internal)?;
+        Ok(Ok(r))
+    }
+
+    fn transition_blocking(
+        db: &Database,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Reservation, TransitionError>, StoreError> {
+        let txn = db.begin_write().map_err(internal)?;
+        let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, id)?;
+        let Some(r) = current else {
+            return Ok(Err(TransitionError::NotFound));
+        };
+        let outcome = match step(&r, t, now) {
+            Step::Refuse => return Ok(Err(refused(r))),
+            Step::Write { next, refused } => {
+                write(&txn, &r, &next)?;
+                written(next, refused)
+            }
+        };
+        txn.commit().map_err(internal)?;
+        Ok(outcome)
+    }
+
+    fn expire_due_blocking(
+        db: &Database,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Reservation>, StoreError> {
+        let txn = db.begin_write().map_err(internal)?;
+        let upper = format!("{:020}", millis(now).saturating_add(1));
+        let ids: Vec<String> = {
+            let due = txn.open_table(DUE).map_err(internal)?;
+            let mut ids = Vec::new();
+            for entry in due.range(..upper.as_str()).map_err(internal)? {
+                let (k, _) = entry.map_err(internal)?;
+                if let Some((_, id)) = k.value().split_once(SEP) {
+                    ids.push(id.to_string());
+                }
+                if ids.len() >= SWEEP_BATCH {
+                    break;
+                }
+            }
+            ids
+        };
+        let mut expired = Vec::new();
+        for id in ids {
+            let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, &id)?;
+            match current {
+                Some(r) if r.is_due(now) => expired.push(apply(&txn, &r, Transition::Expire, now)?),
+                // An index entry without a due reservation: drop it.
+                Some(r) => {
+                    txn.open_table(DUE)
+                        .map_err(internal)?
+                        .remove(due_key(&r).as_str())
+                        .map_err(internal)?;
+                }
+                None => {}
+            }
+        }
+        if !expired.is_empty() {
+            txn.commit().map_err(internal)?;
+        }
+        Ok(expired)
+    }
+}
+
+#[async_trait]
+impl ReservationStore for EmbeddedStore {
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError> {
+        match self
+            .blocking_db(move |db| Self::reserve_blocking(db, r, now))
+            .await?
+        {
+            Ok(r) => Ok(r),
+            Err(cap) => Err(ReserveError::SoldOut { cap }),
+        }
+    }
+
+    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError> {
+        let id = id.to_string();
+        self.blocking_db(move |db| {
+            let read = db.begin_read().map_err(internal)?;
+            let table = read.open_table(RESERVATIONS).map_err(internal)?;
+            get_record(&table, &id, "reservation")
+        })
+        .await
+    }
+
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError> {
+        let consumer = consumer.map(str::to_string);
+        let mut out: Vec<Reservation> = self
+            .blocking_db(move |db| {
+                let read = db.begin_read().map_err(internal)?;
+                let table = read.open_table(RESERVATIONS).map_err(internal)?;
+                let mut out = Vec::new();
+                match consumer {
+                    Some(c) => {
+                        let index = read.open_table(BY_CONSUMER).map_err(internal)?;
+                        let (lo, hi) = prefix_range(&c);
+                        for entry in index.range(lo.as_str()..hi.as_str()).map_err(internal)? {
+                            let (k, _) = entry.map_err(internal)?;
+                            let Some((_, id)) = k.value().rsplit_once(SEP) else {
+                                continue;
+                            };
+                            if let Some(v) = table.get(id).map_err(internal)? {
+                                out.push(from_json("reservation", v.value())?);
+                            }
+                        }
+                    }
+                    None => {
+                        for entry in table.iter().map_err(internal)? {
+                            let (_, v) = entry.map_err(internal)?;
+                            out.push(from_json("reservation", v.value())?);
+                        }
+                    }
+                }
+                Ok(out)
+            })
+            .await?;
+        newest_first(&mut out);
+        Ok(out)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, TransitionError> {
+        let id = id.to_string();
+        self.blocking_db(move |db| Self::transition_blocking(db, &id, t, now))
+            .await?
+    }
+
+    async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
+        self.blocking_db(move |db| Self::expire_due_blocking(db, now))
+            .await
+    }
+
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        self.blocking_db(move |db| {
+            let txn = db.begin_write().map_err(internal)?;
+            {
+                let mut caps = txn.open_table(CAPS).map_err(internal)?;
+                match cap {
+                    Some(c) => caps.insert(key.as_str(), c).map(|_| ()),
+                    None => caps.remove(key.as_str()).map(|_| ()),
+                }
+                .map_err(internal)?;
+            }
+            txn.commit().map_err(internal)
+        })
+        .await
+    }
+
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        self.blocking_db(move |db| {
+            let read = db.begin_read().map_err(internal)?;
+            let cap = read
+                .open_table(CAPS)
+                .map_err(internal)?
+                .get(key.as_str())
+                .map_err(internal)?
+                .map(|v| v.value());
+            let holds = read.open_table(HOLDS).map_err(internal)?;
+            let (lo, hi) = prefix_range(&key);
+            let now_ms = millis(now);
+            let mut active = 0;
+            for entry in holds.range(lo.as_str()..hi.as_str()).map_err(internal)? {
+                let (_, deadline) = entry.map_err(internal)?;
+                if deadline.value() > now_ms {
+                    active += 1;
+                }
+            }
+            Ok(PlanUsage { cap, active })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buying::model::Channel;
+    use crate::offers::Cost;
+
+    fn reservation(id: &str, plan: &str, ttl_ms: i64) -> Reservation {
+        let now = crate::storage::now();
+        Reservation {
+            id: id.into(),
+            consumer: format!("c-{id}"),
+            offer_id: "o".into(),
+            plan_id: plan.into(),
+            cluster_id: "cluster".into(),
+            cost: Cost::ZERO,
+            state: ReservationState::Reserved,
+            channel: Channel::Rest,
+            created_at: now,
+            expires_at: now + chrono::Duration::milliseconds(ttl_ms),
+            purchased_at: None,
+            ended_at: None,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn exactly_the_cap_wins_and_expiry_frees_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.set_plan_cap("o", "p", Some(3)).await.unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .reserve(
+                            reservation(&format!("r{i}"), "p", 60_000),
+                            crate::storage::now(),
+                        )
+                        .await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(r) => won.push(r.id),
+                Err(ReserveError::SoldOut { cap: 3 }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(won.len(), 3);
+        let now = crate::storage::now();
+        assert_eq!(store.plan_usage("o", "p", now).await.unwrap().active, 3);
+
+        // Purchase one, release one: one unit frees.
+        store
+            .transition(&won[0], Transition::Purchase, now)
+            .await
+            .unwrap();
+        store
+            .transition(&won[1], Transition::Release, now)
+            .await
+            .unwrap();
+        let again = store.transition(&won[1], Transition::Release, now).await;
+        assert!(matches!(again, Err(TransitionError::WrongState(_))));
+        assert_eq!(store.plan_usage("o", "p", now).await.unwrap().active, 2);
+
+        // Past the deadline: the sweep expires the reserved one only.
+        let later = now + chrono::Duration::minutes(2);
+        let expired = store.expire_due(later).await.unwrap();
+        assert_eq!(
+            expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            [won[2].as_str()]
+        );
+        assert!(store.expire_due(later).await.unwrap().is_empty());
+        assert_eq!(store.plan_usage("o", "p", later).await.unwrap().active, 1);
+        // A purchase attempted after the deadline expires the record instead.
+        let late = reservation("late", "q", 10);
+        store.reserve(late, now).await.unwrap();
+        match store.transition("late", Transition::Purchase, later).await {
+            Err(TransitionError::WrongState(r)) => assert_eq!(r.state, ReservationState::Expired),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            store.list_reservations(Some("c-late")).await.unwrap().len(),
+            1
+        );
+        assert_eq!(store.list_reservations(None).await.unwrap().len(), 4);
+    }
+}

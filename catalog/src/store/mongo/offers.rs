@@ -1,0 +1,793 @@
+//! The MongoDB [`OfferStore`]: offers in `offers`, one document per id
+//! ever written. Deleting replaces the document with a tombstone (`deleted:
+//! true`) so the id's `version` keeps counting and other processes learn of
+//! the deletion from the change stream with its version. Plans are an array
+//! of sub-documents, each with `costNanos` and `resources: [{name, quantity,
+//! milli}]`, so filters run as `find` queries with `$elemMatch` (no
+//! aggregation expressions).
+//!
+//! Every write is conditioned on the version it read (`replace_one` with
+//! `{_id, version}`; `insert_one` for a new id) and retried on a lost race;
+//! what to write is decided by [`crate::offers::rules`]. The change streams
+//! of `offers` and `providers` are followed here, so changes written by any
+//! process reach this one's subscribers. Also here: the shared JWT signing
+//! key (`settings`) and the purge of old tombstones.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
+use mongodb::bson::{self, doc, Document};
+use mongodb::change_stream::event::OperationType;
+use mongodb::error::ErrorKind;
+use mongodb::{Collection, IndexModel};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tracing::{info, warn, Instrument};
+
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use crate::offers::{
+    rules, Cost, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, Plan, PutOutcome,
+};
+use crate::providers::ProviderAccount;
+use crate::storage::StoreError;
+
+/// How often a write retries after losing a version race before giving up.
+const MAX_WRITE_ATTEMPTS: usize = 16;
+/// `_id` of the shared signing key in `settings`.
+const SIGNING_KEY_ID: &str = "jwt-signing-key";
+
+/// An offer document: a live offer or the tombstone of a deleted one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct OfferDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    version: i64,
+    #[serde(rename = "clusterID")]
+    cluster_id: String,
+    deleted: bool,
+    updated_at: bson::DateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    live: Option<LiveFields>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct LiveFields {
+    name: String,
+    #[serde(rename = "type")]
+    offer_type: String,
+    description: String,
+    cluster_name: String,
+    created_at: bson::DateTime,
+    plans: Vec<PlanDoc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PlanDoc {
+    key: String,
+    name: String,
+    #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
+    plan_id: Option<String>,
+    cost: String,
+    cost_nanos: i64,
+    resources: Vec<ResourceDoc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct ResourceDoc {
+    name: String,
+    quantity: String,
+    /// Milli-units rounded up: a superset prefilter for `min.<resource>`,
+    /// refined exactly in Rust.
+    milli: i64,
+}
+
+/// A provider account document, keyed by cluster ID.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ProviderDoc {
+    #[serde(rename = "_id")]
+    cluster_id: String,
+    cluster_name: String,
+    #[serde(rename = "authURL")]
+    auth_url: String,
+    secret_hash: String,
+    created_at: bson::DateTime,
+    #[serde(default)]
+    generation: i64,
+}
+
+impl From<&ProviderAccount> for ProviderDoc {
+    fn from(a: &ProviderAccount) -> Self {
+        ProviderDoc {
+            cluster_id: a.cluster_id.clone(),
+            cluster_name: a.cluster_name.clone(),
+            auth_url: a.auth_url.clone(),
+            secret_hash: a.secret_hash.clone(),
+            created_at: bt(a.created_at),
+            generation: i64::try_from(a.generation).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+impl From<ProviderDoc> for ProviderAccount {
+    fn from(d: ProviderDoc) -> Self {
+        ProviderAccount {
+            cluster_id: d.cluster_id,
+            cluster_name: d.cluster_name,
+            auth_url: d.auth_url,
+            secret_hash: d.secret_hash,
+            created_at: from_bt(d.created_at),
+            generation: u64::try_from(d.generation).unwrap_or(0),
+        }
+    }
+}
+
+fn version_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl OfferDoc {
+    fn live(offer: &Offer) -> Self {
+        let plans = offer
+            .plans
+            .iter()
+            .map(|(key, p)| PlanDoc {
+                key: key.clone(),
+                name: p.name.clone(),
+                plan_id: p.plan_id.clone(),
+                cost: p.cost.to_string(),
+                cost_nanos: p.cost.nanos(),
+                resources: p
+                    .resources
+                    .0
+                    .iter()
+                    .map(|(n, q)| ResourceDoc {
+                        name: n.clone(),
+                        quantity: q.to_string(),
+                        milli: q.milli_value(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        OfferDoc {
+            id: offer.id.clone(),
+            version: offer.version as i64,
+            cluster_id: offer.cluster_id.clone(),
+            deleted: false,
+            updated_at: bt(offer.updated_at),
+            live: Some(LiveFields {
+                name: offer.name.clone(),
+                offer_type: offer.offer_type.clone(),
+                description: offer.description.clone(),
+                cluster_name: offer.cluster_name.clone(),
+                created_at: bt(offer.created_at),
+                plans,
+            }),
+        }
+    }
+
+    fn into_offer(self) -> Result<Option<Offer>, StoreError> {
+        let live = match (self.deleted, self.live) {
+            (false, Some(live)) => live,
+            _ => return Ok(None),
+        };
+        let mut plans = std::collections::BTreeMap::new();
+        for p in live.plans {
+            let cost: Cost = p
+                .cost
+                .parse()
+                .map_err(|e| corrupt(&self.id, format!("plan {} cost: {e}", p.key)))?;
+            let mut resources = quantity::ResourceList::new();
+            for r in p.resources {
+                let q = r
+                    .quantity
+                    .parse()
+                    .map_err(|e| corrupt(&self.id, format!("resource {}: {e}", r.name)))?;
+                resources.0.insert(r.name, q);
+            }
+            plans.insert(
+                p.key,
+                Plan {
+                    name: p.name,
+                    plan_id: p.plan_id,
+                    cost,
+                    resources,
+                },
+            );
+        }
+        Ok(Some(Offer {
+            id: self.id,
+            name: live.name,
+            offer_type: live.offer_type,
+            description: live.description,
+            plans,
+            cluster_id: self.cluster_id,
+            cluster_name: live.cluster_name,
+            created_at: from_bt(live.created_at),
+            updated_at: from_bt(self.updated_at),
+            version: version_u64(self.version),
+        }))
+    }
+
+    /// The change a committed document means.
+    fn into_change(self) -> Result<OfferChange, StoreError> {
+        let (id, cluster_id, version) = (
+            self.id.clone(),
+            self.cluster_id.clone(),
+            version_u64(self.version),
+        );
+        Ok(match self.into_offer()? {
+            Some(offer) => OfferChange::Upserted(offer),
+            None => OfferChange::Deleted {
+                id,
+                cluster_id,
+                version,
+            },
+        })
+    }
+}
+
+fn corrupt(id: &str, what: String) -> StoreError {
+    StoreError::Internal(format!("offer {id} in MongoDB is corrupt: {what}"))
+}
+
+/// The database query for `filter`: a superset of its exact semantics
+/// (quantities compare in rounded-up milli-units), refined in Rust.
+fn query_for(filter: &OfferFilter) -> Document {
+    let mut q = doc! { "deleted": false };
+    if let Some(t) = &filter.offer_type {
+        q.insert("live.type", t.as_str());
+    }
+    if let Some(p) = &filter.provider {
+        q.insert(
+            "$or",
+            vec![
+                doc! { "clusterID": p.as_str() },
+                doc! { "live.clusterName": p.as_str() },
+            ],
+        );
+    }
+    if filter.has_plan_conditions() {
+        let mut plan = Document::new();
+        if let Some(max) = filter.max_cost {
+            plan.insert("costNanos", doc! { "$lte": max.nanos() });
+        }
+        // One `$elemMatch` per resource, all on the same plan: `$all` of
+        // `$elemMatch`es (plain find operators, no aggregation expressions).
+        let each: Vec<Document> = filter
+            .min_resources
+            .iter()
+            .map(|(name, min)| doc! { "$elemMatch": { "name": name.as_str(), "milli": { "$gte": min.milli_value() } } })
+            .collect();
+        match each.len() {
+            0 => {}
+            1 => {
+                plan.insert("resources", each.into_iter().next().unwrap_or_default());
+            }
+            _ => {
+                plan.insert("resources", doc! { "$all": each });
+            }
+        }
+        q.insert("live.plans", doc! { "$elemMatch": plan });
+    }
+    q
+}
+
+impl MongoStore {
+    fn stream_opened(&self) {
+        self.streams_opened.send_modify(|n| *n += 1);
+    }
+
+    /// Indexes for the filters; retried until the database is reachable.
+    pub(super) async fn create_offer_indexes(self) {
+        let models = [
+            doc! { "clusterID": 1 },
+            doc! { "live.type": 1 },
+            doc! { "live.clusterName": 1 },
+            doc! { "live.plans.costNanos": 1 },
+            doc! { "live.plans.resources.name": 1, "live.plans.resources.milli": 1 },
+            // Finding old tombstones to purge.
+            doc! { "deleted": 1, "updatedAt": 1 },
+        ];
+        super::conn::create_indexes("offers", || async {
+            for keys in &models {
+                self.offers
+                    .create_index(IndexModel::builder().keys(keys.clone()).build())
+                    .await?;
+            }
+            Ok(())
+        })
+        .await;
+    }
+
+    /// Delete the tombstones of offers deleted more than `ttl` ago; returns
+    /// how many. Until then a deleted id's `version` keeps counting (a
+    /// write conditioned on a version read before the deletion fails);
+    /// after, the id starts again at version 1. Several processes may purge
+    /// at once: a tombstone is deleted once, and a write racing the purge
+    /// retries on its version condition.
+    pub async fn purge_tombstones(&self, ttl: Duration) -> Result<u64, StoreError> {
+        let cutoff = chrono::Duration::from_std(ttl)
+            .ok()
+            .and_then(|ttl| crate::storage::now().checked_sub_signed(ttl))
+            .ok_or_else(|| StoreError::Internal(format!("tombstone TTL {ttl:?} out of range")))?;
+        let deleted = self
+            .offers
+            .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": bt(cutoff) } })
+            .await
+            .map_err(classify)?;
+        Ok(deleted.deleted_count)
+    }
+
+    /// Purge tombstones older than `ttl` in the background, every `ttl / 4`
+    /// (at least every hour, at most every second), for as long as the
+    /// process runs.
+    pub fn purge_tombstones_every(&self, ttl: Duration) {
+        let store = self.clone();
+        let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        tokio::spawn(
+            async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    match store.purge_tombstones(ttl).await {
+                        Ok(0) => {}
+                        Ok(n) => info!(purged = n, "purged old offer tombstones"),
+                        Err(e) => warn!(error = %e, "purging offer tombstones failed; will retry"),
+                    }
+                }
+            }
+            .instrument(tracing::info_span!("mongodb_tombstones")),
+        );
+    }
+
+    /// The JWT signing key shared by every process on this database: the
+    /// stored one, or `candidate` if none is stored yet. Retries until the
+    /// database answers, since tokens must verify on every process.
+    pub async fn shared_signing_key(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let settings: Collection<Document> = self.db.collection("settings");
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let attempt = async {
+                settings
+                    .update_one(
+                        doc! { "_id": SIGNING_KEY_ID },
+                        doc! { "$setOnInsert": { "key": b64.encode(candidate) } },
+                    )
+                    .upsert(true)
+                    .await?;
+                settings.find_one(doc! { "_id": SIGNING_KEY_ID }).await
+            };
+            match attempt.await {
+                Ok(Some(d)) => {
+                    let key = d
+                        .get_str("key")
+                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")))?;
+                    return b64
+                        .decode(key)
+                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")));
+                }
+                Ok(None) => {
+                    return Err(StoreError::Internal(
+                        "signing key vanished after upsert".into(),
+                    ))
+                }
+                Err(e) => match classify(e) {
+                    StoreError::Unavailable(msg) => {
+                        warn!(error = %msg, "waiting for MongoDB to load the shared signing key");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+    }
+
+    pub(super) fn publish_local(&self, change: OfferChange) {
+        if !self.streams_supported.load(Ordering::Relaxed) {
+            let _ = self.changes.send(change);
+        }
+    }
+
+    pub(super) async fn follow_offers(self) {
+        let coll: Collection<Document> = self.db.collection("offers");
+        self.follow(coll, |d| {
+            let doc: OfferDoc =
+                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
+            doc.into_change()
+        })
+        .await
+    }
+
+    pub(super) async fn follow_providers(self) {
+        let coll: Collection<Document> = self.db.collection("providers");
+        self.follow(coll, |d| {
+            let account: ProviderDoc =
+                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
+            Ok(OfferChange::ProviderAdded(
+                ProviderAccount::from(account).info(),
+            ))
+        })
+        .await
+    }
+
+    /// Follow one collection's change stream for ever, resuming after
+    /// failures from the last seen event; announce [`OfferChange::Resync`]
+    /// whenever the stream had to start afresh.
+    async fn follow<F>(&self, coll: Collection<Document>, to_change: F)
+    where
+        F: Fn(Document) -> Result<OfferChange, StoreError>,
+    {
+        let mut resume = None;
+        let mut delay = Duration::from_millis(200);
+        let mut first_open = true;
+        loop {
+            let opened = coll
+                .watch()
+                .pipeline([
+                    doc! { "$match": { "operationType": { "$in": ["insert", "replace"] } } },
+                ])
+                .resume_after(resume.clone())
+                .await;
+            let mut stream = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    if let ErrorKind::Command(c) = &*e.kind {
+                        // 40573: not a replica set; 286: resume point gone.
+                        if c.code == 40573 || c.message.contains("only supported on replica sets") {
+                            warn!("MongoDB has no change streams (standalone server): only this process's writes are published");
+                            self.streams_supported.store(false, Ordering::Relaxed);
+                            self.stream_opened();
+                            return;
+                        }
+                        if resume.is_some() {
+                            warn!(error = %e, "cannot resume the change stream; starting afresh");
+                            resume = None;
+                            continue;
+                        }
+                    }
+                    warn!(error = %e, "opening the change stream failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            delay = Duration::from_millis(200);
+            if first_open {
+                first_open = false;
+                self.stream_opened();
+            }
+            if resume.is_none() {
+                let _ = self.changes.send(OfferChange::Resync);
+            }
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(ev) => {
+                        resume = Some(ev.id.clone());
+                        if !matches!(
+                            ev.operation_type,
+                            OperationType::Insert | OperationType::Replace
+                        ) {
+                            continue;
+                        }
+                        let Some(doc) = ev.full_document else {
+                            continue;
+                        };
+                        match to_change(doc) {
+                            Ok(change) => {
+                                let _ = self.changes.send(change);
+                            }
+                            Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
+                        }
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "change stream interrupted; resuming");
+                        if let Some(token) = stream.resume_token() {
+                            resume = Some(token);
+                        }
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn find_doc(&self, id: &str) -> Result<Option<OfferDoc>, StoreError> {
+        self.offers
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)
+    }
+
+    /// Write `new` in place of `old` (None: the id was never written), only
+    /// if nobody else wrote in between. Ok(false) means "lost the race".
+    async fn swap(&self, old: Option<&OfferDoc>, new: &OfferDoc) -> Result<bool, StoreError> {
+        match old {
+            None => match self.offers.insert_one(new).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_duplicate_key(&e) => Ok(false),
+                Err(e) => Err(classify(e)),
+            },
+            Some(old) => {
+                let r = self
+                    .offers
+                    .replace_one(doc! { "_id": &old.id, "version": old.version }, new)
+                    .await
+                    .map_err(classify)?;
+                Ok(r.matched_count == 1)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl OfferStore for MongoStore {
+    async fn list_offers_page(
+        &self,
+        filter: &OfferFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Offer>, StoreError> {
+        let mut query = query_for(filter);
+        if let Some(after) = after {
+            query.insert("_id", doc! { "$gt": after });
+        }
+        // The query may match a little more than the filter (see
+        // `query_for`), so the page is cut here, not with a `limit`.
+        let mut cursor = self
+            .offers
+            .find(query)
+            .sort(doc! { "_id": 1 })
+            .batch_size(u32::try_from(limit.min(1000)).unwrap_or(1000))
+            .await
+            .map_err(classify)?;
+        let mut out = Vec::with_capacity(limit.min(1000));
+        while out.len() < limit {
+            let Some(d) = cursor.try_next().await.map_err(classify)? else {
+                break;
+            };
+            if let Some(offer) = d.into_offer()? {
+                if filter.matches(&offer) {
+                    out.push(offer);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        match self.find_doc(id).await? {
+            Some(d) => d.into_offer(),
+            None => Ok(None),
+        }
+    }
+
+    async fn put_offer(
+        &self,
+        draft: OfferDraft,
+        expected_version: Option<u64>,
+    ) -> Result<PutOutcome, StoreError> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let old = self.find_doc(&draft.id).await?;
+            let live = match &old {
+                Some(d) if !d.deleted => d.clone().into_offer()?,
+                _ => None,
+            };
+            let last_version = old.as_ref().map(|d| version_u64(d.version)).unwrap_or(0);
+            let PutOutcome { offer, created } = rules::put(
+                draft.clone(),
+                live.as_ref(),
+                last_version,
+                expected_version,
+                crate::storage::now(),
+            )?;
+            if self.swap(old.as_ref(), &OfferDoc::live(&offer)).await? {
+                self.publish_local(OfferChange::Upserted(offer.clone()));
+                return Ok(PutOutcome { offer, created });
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent writes to offer {}; retry",
+            draft.id
+        )))
+    }
+
+    async fn delete_offer(&self, id: &str, owner_cluster_id: &str) -> Result<Offer, StoreError> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let Some(old) = self.find_doc(id).await? else {
+                return Err(StoreError::NotFound);
+            };
+            let live = old.clone().into_offer()?;
+            let version = rules::delete(live.as_ref(), owner_cluster_id, version_u64(old.version))?;
+            let offer = live.ok_or(StoreError::NotFound)?;
+            let tomb = OfferDoc {
+                id: old.id.clone(),
+                version: i64::try_from(version).unwrap_or(i64::MAX),
+                cluster_id: old.cluster_id.clone(),
+                deleted: true,
+                updated_at: bt(crate::storage::now()),
+                live: None,
+            };
+            if self.swap(Some(&old), &tomb).await? {
+                self.publish_local(OfferChange::Deleted {
+                    id: id.to_string(),
+                    cluster_id: offer.cluster_id.clone(),
+                    version: version_u64(tomb.version),
+                });
+                return Ok(offer);
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent writes to offer {id}; retry"
+        )))
+    }
+
+    async fn count_offers(&self) -> Result<u64, StoreError> {
+        self.offers
+            .count_documents(doc! { "deleted": false })
+            .await
+            .map_err(classify)
+    }
+
+    fn changes(&self) -> broadcast::Receiver<OfferChange> {
+        self.changes.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::MongoConfig;
+    use super::*;
+    use crate::offers::{OfferSpec, ProviderRef};
+
+    fn draft(id: &str, body: &str) -> OfferDraft {
+        let owner = ProviderRef {
+            cluster_id: "c1".into(),
+            cluster_name: "one".into(),
+        };
+        OfferSpec::from_json(body.as_bytes())
+            .unwrap()
+            .into_draft(id.into(), owner)
+    }
+
+    /// Tombstones keep a deleted id's version counting until purged; live
+    /// offers are never purged.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn old_tombstones_are_purged() {
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "tombstones".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let body = r#"{"name":"a","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
+        store.put_offer(draft("kept", body), None).await.unwrap();
+        store.put_offer(draft("gone", body), None).await.unwrap();
+        store.delete_offer("gone", "c1").await.unwrap();
+        let docs = || async {
+            let cursor = store
+                .offers
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap();
+            let docs: Vec<OfferDoc> = cursor.try_collect().await.unwrap();
+            docs.into_iter()
+                .map(|d| (d.id, d.deleted))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            docs().await,
+            [("gone".to_string(), true), ("kept".to_string(), false)]
+        );
+
+        // Younger than the TTL: kept, and the id goes on counting.
+        assert_eq!(
+            store
+                .purge_tombstones(Duration::from_secs(3600))
+                .await
+                .unwrap(),
+            0
+        );
+        let again = store.put_offer(draft("gone", body), None).await.unwrap();
+        assert_eq!((again.created, again.offer.version), (true, 3));
+        store.delete_offer("gone", "c1").await.unwrap();
+
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            store
+                .purge_tombstones(Duration::from_millis(10))
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(docs().await, [("kept".to_string(), false)]);
+        let fresh = store.put_offer(draft("gone", body), None).await.unwrap();
+        assert_eq!((fresh.created, fresh.offer.version), (true, 1));
+        assert_eq!(
+            store.get_offer("kept").await.unwrap().map(|o| o.version),
+            Some(1)
+        );
+    }
+
+    /// The filters run in the database: the documents MongoDB returns for
+    /// each query are already the right ones (before the exact refinement).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn filters_run_as_database_queries() {
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "filters".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let offers = [
+            (
+                "a",
+                r#"{"name":"a","type":"compute","plans":{"p":{"name":"p","cost":"0.5","resources":{"cpu":"2","memory":"4Gi"}},
+                                                         "q":{"name":"q","cost":"3","resources":{"cpu":"16","memory":"64Gi"}}}}"#,
+            ),
+            (
+                "b",
+                r#"{"name":"b","type":"gpu","plans":{"p":{"name":"p","cost":"2.5","resources":{"cpu":"8","nvidia.com/gpu":"2"}}}}"#,
+            ),
+            (
+                "c",
+                r#"{"name":"c","type":"compute","plans":{"p":{"name":"p","cost":"1.0","resources":{"cpu":"500m","memory":"4G"}}}}"#,
+            ),
+        ];
+        for (id, body) in offers {
+            store.put_offer(draft(id, body), None).await.unwrap();
+        }
+        store
+            .put_offer(draft("gone", offers[0].1), None)
+            .await
+            .unwrap();
+        store.delete_offer("gone", "c1").await.unwrap();
+
+        for (query, expected) in [
+            (vec![], vec!["a", "b", "c"]),
+            (vec![("type", "compute")], vec!["a", "c"]),
+            (vec![("provider", "one")], vec!["a", "b", "c"]),
+            (vec![("provider", "c2")], vec![]),
+            (vec![("maxCost", "1")], vec!["a", "c"]),
+            (vec![("maxCost", "0.4")], vec![]),
+            (vec![("min.memory", "4Gi")], vec!["a"]),
+            (vec![("min.memory", "4G")], vec!["a", "c"]),
+            (vec![("min.nvidia.com/gpu", "1")], vec!["b"]),
+            (vec![("min.cpu", "600m")], vec!["a", "b"]),
+            // same-plan semantics in the database: a's cheap plan is small.
+            (vec![("maxCost", "1"), ("min.cpu", "4")], vec![]),
+            (vec![("min.cpu", "16"), ("min.memory", "64Gi")], vec!["a"]),
+            (vec![("min.cpu", "16"), ("min.memory", "65Gi")], vec![]),
+            (
+                vec![("type", "compute"), ("maxCost", "3"), ("min.memory", "8Gi")],
+                vec!["a"],
+            ),
+        ] {
+            let filter = OfferFilter::from_pairs(query.clone()).unwrap();
+            let cursor = store
+                .offers
+                .find(query_for(&filter))
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap();
+            let docs: Vec<OfferDoc> = cursor.try_collect().await.unwrap();
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            assert_eq!(ids, expected, "database query for {query:?}");
+        }
+    }
+}

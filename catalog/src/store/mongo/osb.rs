@@ -1,0 +1,132 @@
+//! The MongoDB [`OsbStore`]: Open Service Broker instances in
+//! `osb_instances` (each write conditioned on the revision it read) and
+//! bindings in `osb_bindings`.
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::doc;
+use serde::{Deserialize, Serialize};
+
+use super::{classify, is_duplicate_key, MongoStore};
+use crate::osb::model::{OsbBinding, OsbInstance};
+use crate::osb::OsbStore;
+use crate::storage::StoreError;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct InstanceDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    revision: i64,
+    body: OsbInstance,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct BindingDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(rename = "instanceID")]
+    instance_id: String,
+    body: OsbBinding,
+}
+
+#[async_trait]
+impl OsbStore for MongoStore {
+    async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError> {
+        let doc = InstanceDoc {
+            id: inst.id.clone(),
+            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+            body: inst.clone(),
+        };
+        match self.instances.insert_one(doc).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError> {
+        Ok(self
+            .instances
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.body))
+    }
+
+    async fn osb_replace_instance(
+        &self,
+        inst: &OsbInstance,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
+        let doc = InstanceDoc {
+            id: inst.id.clone(),
+            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+            body: inst.clone(),
+        };
+        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+        let r = self
+            .instances
+            .replace_one(doc! { "_id": &inst.id, "revision": expected }, doc)
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
+
+    async fn osb_delete_instance(
+        &self,
+        id: &str,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
+        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+        let r = self
+            .instances
+            .delete_one(doc! { "_id": id, "revision": expected })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
+        let doc = BindingDoc {
+            id: b.id.clone(),
+            instance_id: b.instance_id.clone(),
+            body: b.clone(),
+        };
+        match self.bindings.insert_one(doc).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError> {
+        Ok(self
+            .bindings
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.body))
+    }
+
+    async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
+        let r = self
+            .bindings
+            .delete_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError> {
+        let docs: Vec<BindingDoc> = self
+            .bindings
+            .find(doc! { "instanceID": instance_id })
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        Ok(docs.into_iter().map(|d| d.body).collect())
+    }
+}

@@ -1,0 +1,169 @@
+//! The MongoDB [`ProviderStore`]: accounts in `providers` (keyed by
+//! cluster ID, secret hashed), sealed peering tokens in `peering_secrets`,
+//! disabled flags in `disabled_providers`.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use mongodb::bson::{self, doc};
+use serde::{Deserialize, Serialize};
+
+use super::offers::ProviderDoc;
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use crate::offers::OfferChange;
+use crate::providers::{ProviderAccount, ProviderInfo, ProviderStore};
+use crate::storage::StoreError;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SecretDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    sealed: bson::Binary,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct DisabledDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    since: bson::DateTime,
+}
+
+#[async_trait]
+impl ProviderStore for MongoStore {
+    async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
+        let found = self
+            .providers
+            .find_one(doc! { "_id": cluster_id })
+            .await
+            .map_err(classify)?;
+        Ok(found.map(ProviderAccount::from))
+    }
+
+    async fn claim_provider(
+        &self,
+        account: ProviderAccount,
+    ) -> Result<(ProviderAccount, bool), StoreError> {
+        match self.providers.insert_one(ProviderDoc::from(&account)).await {
+            Ok(_) => {
+                self.publish_local(OfferChange::ProviderAdded(account.info()));
+                Ok((account, true))
+            }
+            Err(e) if is_duplicate_key(&e) => match self.get_provider(&account.cluster_id).await? {
+                Some(existing) => Ok((existing, false)),
+                None => Err(StoreError::Internal(
+                    "provider vanished after a duplicate-key insert".into(),
+                )),
+            },
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn rotate_provider(
+        &self,
+        expected_hash: &str,
+        account: ProviderAccount,
+    ) -> Result<bool, StoreError> {
+        let swapped = self
+            .providers
+            .replace_one(
+                doc! { "_id": &account.cluster_id, "secretHash": expected_hash },
+                ProviderDoc::from(&account),
+            )
+            .await
+            .map_err(classify)?;
+        if swapped.matched_count == 1 {
+            return Ok(true);
+        }
+        match self.get_provider(&account.cluster_id).await? {
+            Some(_) => Ok(false),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
+        let cursor = self
+            .providers
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?;
+        let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
+        Ok(docs
+            .into_iter()
+            .map(|d| ProviderAccount::from(d).info())
+            .collect())
+    }
+
+    async fn count_providers(&self) -> Result<u64, StoreError> {
+        self.providers
+            .count_documents(doc! {})
+            .await
+            .map_err(classify)
+    }
+
+    async fn put_peering_secret(
+        &self,
+        cluster_id: &str,
+        sealed: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let doc = SecretDoc {
+            id: cluster_id.to_string(),
+            sealed: bson::Binary {
+                subtype: bson::spec::BinarySubtype::Generic,
+                bytes: sealed,
+            },
+        };
+        self.peering
+            .replace_one(doc! { "_id": cluster_id }, doc)
+            .upsert(true)
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .peering
+            .find_one(doc! { "_id": cluster_id })
+            .await
+            .map_err(classify)?
+            .map(|d| d.sealed.bytes))
+    }
+
+    async fn set_provider_disabled(
+        &self,
+        cluster_id: &str,
+        disabled: bool,
+    ) -> Result<(), StoreError> {
+        if disabled {
+            self.disabled
+                .update_one(
+                    doc! { "_id": cluster_id },
+                    doc! { "$setOnInsert": { "since": bt(crate::storage::now()) } },
+                )
+                .upsert(true)
+                .await
+                .map_err(classify)?;
+        } else {
+            self.disabled
+                .delete_one(doc! { "_id": cluster_id })
+                .await
+                .map_err(classify)?;
+        }
+        Ok(())
+    }
+
+    async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
+        let docs: Vec<DisabledDoc> = self
+            .disabled
+            .find(doc! {})
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
+    }
+}

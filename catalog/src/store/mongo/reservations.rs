@@ -1,0 +1,431 @@
+//! The MongoDB [`ReservationStore`], safe for several catalog processes on
+//! one database. Which transition applies is decided by [`step`]; this
+//! file reads, writes with a state-conditioned replace and keeps the units.
+//!
+//! Collections:
+//! - `reservations`: `{_id, consumer, state, expiresAt, unit, body}`, where
+//!   `body` is the [`Reservation`]; every state change is a `replace_one`
+//!   conditioned on the state it expects, so two processes never both
+//!   purchase, or purchase and expire, one reservation.
+//! - `plan_units`: one document per held unit,
+//!   `{_id: "offer␟plan␟slot", plan, reservation, expiresAt}`. For a capped
+//!   plan the slot is a number below the cap, so the unique `_id` makes
+//!   claiming a unit an atomic insert: however many clients race, at most
+//!   `cap` slots exist. An uncapped plan's units are named after their
+//!   reservation. A purchase clears `expiresAt` (held until cancelled).
+//! - `plan_caps`: `{_id: "offer␟plan", cap}`.
+//!
+//! A process that dies between two writes (unit and reservation) leaves a
+//! unit whose reservation is missing or over; whoever next needs the unit
+//! (a reservation of that plan finding it sold out) checks each unit's
+//! reservation and frees the stale ones.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use mongodb::bson::{self, doc, Bson};
+use mongodb::IndexModel;
+use serde::{Deserialize, Serialize};
+
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use crate::buying::model::{
+    newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+};
+use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
+use crate::storage::StoreError;
+
+/// Attempts at a slot or a state change before answering 503.
+const MAX_ATTEMPTS: usize = 32;
+/// Most reservations one sweep expires.
+const SWEEP_BATCH: i64 = 1000;
+/// A unit younger than this whose reservation is missing may belong to a
+/// reservation being written right now: leave it alone.
+const ORPHAN_GRACE: chrono::Duration = chrono::Duration::seconds(30);
+const SEP: char = '\u{1f}';
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ReservationDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    consumer: String,
+    state: String,
+    expires_at: bson::DateTime,
+    unit: String,
+    body: Reservation,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct UnitDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    plan: String,
+    reservation: String,
+    /// None once purchased.
+    expires_at: Option<bson::DateTime>,
+    created_at: bson::DateTime,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct CapDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    cap: i64,
+}
+
+fn plan_key(offer_id: &str, plan_id: &str) -> String {
+    format!("{offer_id}{SEP}{plan_id}")
+}
+
+fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
+    ReservationDoc {
+        id: r.id.clone(),
+        consumer: r.consumer.clone(),
+        state: r.state.as_str().to_string(),
+        expires_at: bt(r.expires_at),
+        unit: unit.to_string(),
+        body: r.clone(),
+    }
+}
+
+/// A uniformly chosen index below `n` (n > 0), spreading racing clients
+/// over the free slots.
+fn pick(n: usize) -> usize {
+    let mut b = [0u8; 4];
+    if getrandom::fill(&mut b).is_err() {
+        return 0;
+    }
+    u32::from_le_bytes(b) as usize % n
+}
+
+impl MongoStore {
+    pub(super) async fn create_buying_indexes(self) {
+        super::conn::create_indexes("reservations", || async {
+            self.units
+                .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
+                .await?;
+            self.reservations
+                .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
+                .await?;
+            self.reservations
+                .create_index(
+                    IndexModel::builder()
+                        .keys(doc! { "state": 1, "expiresAt": 1 })
+                        .build(),
+                )
+                .await?;
+            self.bindings
+                .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
+                .await?;
+            Ok(())
+        })
+        .await;
+    }
+
+    async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
+        self.reservations
+            .find_one(doc! { "_id": id })
+            .await
+            .map_err(classify)
+    }
+
+    /// Whether `unit` is still held after looking at its reservation; frees
+    /// it (and expires the reservation if due) when not.
+    async fn unit_still_held(
+        &self,
+        unit: &UnitDoc,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let Some(doc) = self.find_reservation(&unit.reservation).await? else {
+            if from_bt(unit.created_at) + ORPHAN_GRACE > now {
+                return Ok(true);
+            }
+            self.free_unit(&unit.id, &unit.reservation).await?;
+            return Ok(false);
+        };
+        let r = doc.body;
+        if r.is_due(now) {
+            return match self.transition(&r.id, Transition::Expire, now).await {
+                Ok(_) => Ok(false),
+                // Someone else moved it first: look again next time.
+                Err(TransitionError::WrongState(cur)) => Ok(cur.is_active(now)),
+                Err(TransitionError::NotFound) => Ok(false),
+                Err(TransitionError::Store(e)) => Err(e),
+            };
+        }
+        match r.state {
+            ReservationState::Reserved => Ok(true),
+            ReservationState::Purchased => {
+                if unit.expires_at.is_some() {
+                    self.units
+                        .update_one(
+                            doc! { "_id": &unit.id, "reservation": &r.id },
+                            doc! { "$set": { "expiresAt": Bson::Null } },
+                        )
+                        .await
+                        .map_err(classify)?;
+                }
+                Ok(true)
+            }
+            _ => {
+                self.free_unit(&unit.id, &r.id).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    async fn free_unit(&self, unit_id: &str, reservation: &str) -> Result<(), StoreError> {
+        self.units
+            .delete_one(doc! { "_id": unit_id, "reservation": reservation })
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    /// Claim a unit of `plan` for `reservation`: its id, or Err(cap) when
+    /// every unit is held.
+    async fn claim_unit(
+        &self,
+        plan: &str,
+        r: &Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Result<String, u32>, StoreError> {
+        let cap = self
+            .caps
+            .find_one(doc! { "_id": plan })
+            .await
+            .map_err(classify)?
+            .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
+        let unit = |slot: &str| UnitDoc {
+            id: format!("{plan}{SEP}{slot}"),
+            plan: plan.to_string(),
+            reservation: r.id.clone(),
+            expires_at: Some(bt(r.expires_at)),
+            created_at: bt(now),
+        };
+        let Some(cap) = cap else {
+            let u = unit(&format!("r-{}", r.id));
+            self.units.insert_one(&u).await.map_err(classify)?;
+            return Ok(Ok(u.id));
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            let units: Vec<UnitDoc> = self
+                .units
+                .find(doc! { "plan": plan })
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            let mut held = Vec::with_capacity(units.len());
+            for u in units {
+                let live = u.expires_at.is_none_or(|e| from_bt(e) > now);
+                if live || self.unit_still_held(&u, now).await? {
+                    held.push(u);
+                }
+            }
+            if sold_out(cap, held.len() as u64) {
+                // Before saying "sold out", make sure no unit outlived its
+                // reservation (a process that died between two writes).
+                let mut still = 0u64;
+                for u in &held {
+                    if self.unit_still_held(u, now).await? {
+                        still += 1;
+                    }
+                }
+                if sold_out(cap, still) {
+                    return Ok(Err(cap));
+                }
+                continue;
+            }
+            let prefix_len = plan.len() + SEP.len_utf8();
+            let used: HashSet<&str> = held.iter().filter_map(|u| u.id.get(prefix_len..)).collect();
+            let free: Vec<u32> = (0..cap)
+                .filter(|i| !used.contains(i.to_string().as_str()))
+                .collect();
+            if free.is_empty() {
+                return Ok(Err(cap));
+            }
+            let u = unit(&free[pick(free.len())].to_string());
+            match self.units.insert_one(&u).await {
+                Ok(_) => return Ok(Ok(u.id)),
+                // Another client took this slot first: look again.
+                Err(e) if is_duplicate_key(&e) => continue,
+                Err(e) => return Err(classify(e)),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "too many concurrent reservations of this plan; retry".into(),
+        ))
+    }
+}
+
+#[async_trait]
+impl ReservationStore for MongoStore {
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError> {
+        let plan = plan_key(&r.offer_id, &r.plan_id);
+        let unit = match self.claim_unit(&plan, &r, now).await? {
+            Ok(unit) => unit,
+            Err(cap) => return Err(ReserveError::SoldOut { cap }),
+        };
+        if let Err(e) = self.reservations.insert_one(res_doc(&r, &unit)).await {
+            // Give the unit back; if even that fails, the next sold-out
+            // check frees it (its reservation is missing).
+            let _ = self.free_unit(&unit, &r.id).await;
+            return Err(classify(e).into());
+        }
+        Ok(r)
+    }
+
+    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError> {
+        Ok(self.find_reservation(id).await?.map(|d| d.body))
+    }
+
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError> {
+        let filter = match consumer {
+            Some(c) => doc! { "consumer": c },
+            None => doc! {},
+        };
+        let docs: Vec<ReservationDoc> = self
+            .reservations
+            .find(filter)
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+        newest_first(&mut out);
+        Ok(out)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, TransitionError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(doc) = self.find_reservation(id).await? else {
+                return Err(TransitionError::NotFound);
+            };
+            let r = &doc.body;
+            let (next, refused_as) = match step(r, t, now) {
+                Step::Refuse => return Err(refused(doc.body)),
+                Step::Write { next, refused } => (next, refused),
+            };
+            let replaced = self
+                .reservations
+                .replace_one(
+                    doc! { "_id": id, "state": r.state.as_str() },
+                    res_doc(&next, &doc.unit),
+                )
+                .await
+                .map_err(classify)?;
+            if replaced.matched_count == 0 {
+                // Another process changed it in between: read again.
+                continue;
+            }
+            if next.state == ReservationState::Purchased {
+                self.units
+                    .update_one(
+                        doc! { "_id": &doc.unit, "reservation": id },
+                        doc! { "$set": { "expiresAt": Bson::Null } },
+                    )
+                    .await
+                    .map_err(classify)?;
+            } else {
+                self.free_unit(&doc.unit, id).await?;
+            }
+            return written(next, refused_as);
+        }
+        Err(StoreError::Unavailable(format!(
+            "too many concurrent changes to reservation {id}; retry"
+        ))
+        .into())
+    }
+
+    async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
+        let due: Vec<ReservationDoc> = self
+            .reservations
+            .find(doc! { "state": "reserved", "expiresAt": { "$lte": bt(now) } })
+            .limit(SWEEP_BATCH)
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        let mut expired = Vec::new();
+        for d in due {
+            match self.transition(&d.id, Transition::Expire, now).await {
+                Ok(r) => expired.push(r),
+                Err(TransitionError::Store(e)) => return Err(e),
+                // Purchased, released or expired by someone else meanwhile.
+                Err(_) => {}
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn set_plan_cap(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        cap: Option<u32>,
+    ) -> Result<(), StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        match cap {
+            Some(c) => {
+                self.caps
+                    .update_one(
+                        doc! { "_id": &key },
+                        doc! { "$set": { "cap": i64::from(c) } },
+                    )
+                    .upsert(true)
+                    .await
+                    .map_err(classify)?;
+            }
+            None => {
+                self.caps
+                    .delete_one(doc! { "_id": &key })
+                    .await
+                    .map_err(classify)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn plan_usage(
+        &self,
+        offer_id: &str,
+        plan_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<PlanUsage, StoreError> {
+        let key = plan_key(offer_id, plan_id);
+        let cap = self
+            .caps
+            .find_one(doc! { "_id": &key })
+            .await
+            .map_err(classify)?
+            .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
+        let active = self
+            .units
+            .count_documents(doc! {
+                "plan": &key,
+                "$or": [ { "expiresAt": Bson::Null }, { "expiresAt": { "$gt": bt(now) } } ],
+            })
+            .await
+            .map_err(classify)?;
+        Ok(PlanUsage { cap, active })
+    }
+}
