@@ -14,6 +14,8 @@ use resource_monitor::config::{ChainConfig, SourceConfig};
 use resource_monitor::server::{self, ServerOptions};
 use resource_monitor::stage::{Percent, QuotaConfig};
 use resource_monitor::LiqoApi;
+use slice_controller::config::{ControllerArgs, LiqoMode};
+use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 
@@ -29,6 +31,7 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 ///
 /// Quick start:   resource-monitor --source static:resources.yaml --quota-percent 50 --liqo-api v0.6
 /// Full chains:   resource-monitor --config chain.toml
+/// Liqo v1:       resource-monitor --liqo-api v1 --class gold --config chain.toml   (the ResourceSlice class controller)
 ///
 /// Chain file (TOML; every section optional, flags override it; unknown
 /// keys are errors):
@@ -80,9 +83,9 @@ struct Args {
     #[arg(long, env = "RESOURCE_MONITOR_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
 
-    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.10 (shape C) [default: v0.5].
+    /// Liqo release to serve: v0.5 (shape A), v0.6 … v0.8 (shape B), v0.9 … v0.10 (shape C) [default: v0.5]; or v1 (v1.0 … v1.2: no gRPC server, the ResourceSlice class controller of --class).
     #[arg(long, env = "RESOURCE_MONITOR_LIQO_API", value_name = "VERSION")]
-    liqo_api: Option<LiqoApi>,
+    liqo_api: Option<LiqoMode>,
 
     /// Shape C: pool_name of the answered resource list [default: empty].
     #[arg(long, env = "RESOURCE_MONITOR_POOL_NAME", value_name = "NAME")]
@@ -115,6 +118,10 @@ struct Args {
     /// Check the configuration (flags, chain file, the source's files) and exit without serving.
     #[arg(long, env = "RESOURCE_MONITOR_CHECK")]
     check: bool,
+
+    /// Liqo v1: the ResourceSlice class controller (see slice-controller/README.md). With --liqo-api v1 it runs alone; with --class and a v0.x --liqo-api it runs beside the gRPC server, over the same chain.
+    #[command(flatten)]
+    controller: ControllerArgs,
 
     /// Log format: text or json. Log levels come from RUST_LOG (default: info).
     #[arg(
@@ -175,7 +182,10 @@ fn settle_config(args: &Args) -> anyhow::Result<ChainConfig> {
 
 fn server_options(args: &Args, config: &ChainConfig) -> ServerOptions {
     let section = &config.server;
-    let api = args.liqo_api.or(section.liqo_api).unwrap_or_default();
+    let api = match args.liqo_api {
+        Some(LiqoMode::Grpc(api)) => api,
+        Some(LiqoMode::V1) | None => section.liqo_api.unwrap_or_default(),
+    };
     let mut options = ServerOptions::new(api);
     if let Some(name) = args.pool_name.clone().or_else(|| section.pool_name.clone()) {
         options.pool_name = name;
@@ -219,6 +229,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
     };
     let options = server_options(&args, &config);
+    // Liqo v1: the class controller alone; with --class and a v0.x API, the
+    // controller beside the gRPC server (a provider moving to v1).
+    let v1_only = args.liqo_api == Some(LiqoMode::V1);
+    let controller = v1_only || args.controller.class.is_some();
+    if controller {
+        args.controller.validate()?;
+    }
 
     // Everything that can be wrong with the configuration (including the
     // source's own files) fails here, before the port is bound.
@@ -229,6 +246,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!(source = ?config.source, quota = config.quota.is_some(), filter = config.filter.is_some(), "chain built");
 
+    let stop_controller = CancellationToken::new();
+    let controller = if controller {
+        let client = slice_controller::config::client(
+            args.kubeconfig.as_deref(),
+            args.kube_context.as_deref(),
+        )
+        .await?;
+        let (reader, settings, stop) = (
+            reader.clone(),
+            args.controller.clone(),
+            stop_controller.clone(),
+        );
+        Some(tokio::spawn(async move {
+            slice_controller::config::run(client, reader, &settings, stop).await
+        }))
+    } else {
+        None
+    };
+    if v1_only {
+        let Some(mut task) = controller else {
+            return Ok(());
+        };
+        tokio::select! {
+            result = &mut task => return Ok(result.context("controller task")??),
+            () = edge::signal::shutdown() => {}
+        }
+        stop_controller.cancel();
+        return Ok(task.await.context("controller task")??);
+    }
+
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         let _ = stop_rx.await;
@@ -236,10 +283,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let server = tokio::spawn(server::serve(reader, listen, options, shutdown));
     tokio::pin!(server);
     tokio::select! {
-        result = &mut server => return result.context("server task")?.map_err(Into::into),
+        result = &mut server => {
+            stop_controller.cancel();
+            return result.context("server task")?.map_err(Into::into);
+        }
         () = edge::signal::shutdown() => {}
     }
     let _ = stop_tx.send(());
+    stop_controller.cancel();
+    if let Some(task) = controller {
+        match task.await {
+            Ok(Err(error)) => tracing::warn!(%error, "the ResourceSlice controller failed"),
+            Err(error) => tracing::warn!(%error, "the ResourceSlice controller task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
     // Controllers that hold calls open must not keep us from exiting.
     match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
         Ok(result) => result.context("server task")?.map_err(Into::into),

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod aggregator_support;
+mod slice_controller_support;
 
 mod aggregator_cli;
 mod aggregator_hardening;
@@ -34,3 +35,5 @@ mod resource_monitor_cli;
 mod resource_monitor_hardening;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
+mod slice_controller;
+mod slice_controller_ha;

@@ -1,0 +1,369 @@
+//! The controller's flags ([`ControllerArgs`], a clap `Args` that
+//! `resource-monitor` flattens into its own; every flag has a
+//! `RESOURCE_MONITOR_*` variable) and [`run`], which starts the HTTP port,
+//! the leader election and the controller.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use resource_reader::ResourceReader;
+use tokio_util::sync::CancellationToken;
+
+use crate::decision::{GrantPolicy, ShrinkPolicy};
+use crate::lease::{self, Elector, LeaseSettings};
+use crate::metrics::Metrics;
+use crate::reconcile::{self, Settings};
+
+/// What `resource-monitor --liqo-api` asks for: a gRPC wire shape for Liqo
+/// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiqoMode {
+    Grpc(resource_reader::LiqoApi),
+    V1,
+}
+
+impl std::str::FromStr for LiqoMode {
+    type Err = String;
+    /// `v1`, `1`, `v1.2`, `v1.0.3` → [`LiqoMode::V1`]; anything else as a
+    /// wire shape (`v0.5`, `v0.6`, `v0.9`, …).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let version = lower.strip_prefix('v').unwrap_or(&lower);
+        if version.split('.').next() == Some("1") {
+            return Ok(LiqoMode::V1);
+        }
+        s.parse::<resource_reader::LiqoApi>()
+            .map(LiqoMode::Grpc)
+            .map_err(|e| format!("{e}, or v1 (ResourceSlice classes)"))
+    }
+}
+
+/// Flags of the ResourceSlice class controller (`--liqo-api v1`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerArgs {
+    /// Liqo v1: the ResourceSlice class this process controls (spec.class). Slices of other classes are never touched.
+    #[arg(long, env = "RESOURCE_MONITOR_CLASS", value_name = "NAME")]
+    pub class: Option<String>,
+
+    /// How much of a slice's request to grant, out of what the chain offers its consumer less what the consumer's other accepted slices of the class hold: fit (all or deny), clamp (per resource, at most what remains), offer (what remains, whatever was asked).
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_GRANT_POLICY",
+        value_name = "POLICY",
+        default_value = "fit"
+    )]
+    pub grant_policy: GrantPolicy,
+
+    /// When a consumer's allowance shrinks below what it was granted: keep (grants stand; only new requests see less) or follow (accepted slices are re-decided: denied under fit, shrunk under clamp and offer).
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_ON_SHRINK",
+        value_name = "BEHAVIOUR",
+        default_value = "keep"
+    )]
+    pub on_shrink: ShrinkPolicy,
+
+    /// Re-read the chain for every consumer this often, notified or not.
+    #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
+    pub resync: Duration,
+
+    /// Serve /healthz, /readyz and /metrics for the controller on this address.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_HTTP_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub http_listen: SocketAddr,
+
+    /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
+    #[arg(long, env = "RESOURCE_MONITOR_LEADER_ELECT", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease [default: slice-controller-<class>].
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_NAME", value_name = "NAME")]
+    pub lease_name: Option<String>,
+
+    /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LEASE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub lease_namespace: Option<String>,
+
+    /// This replica's identity in the Lease [default: $HOSTNAME-<pid>].
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_IDENTITY", value_name = "ID")]
+    pub lease_identity: Option<String>,
+
+    /// How long a Lease not renewed stays held.
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
+    pub lease_duration: Duration,
+
+    /// The leader stops writing when it could not renew for this long (less than the lease duration).
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub lease_renew_deadline: Duration,
+
+    /// How often candidates try to take the Lease and the leader renews it.
+    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub lease_retry: Duration,
+}
+
+/// A flag value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--liqo-api v1 needs --class NAME (the ResourceSlice class to control)")]
+    NoClass,
+    #[error("--class: the classes \"\" and \"default\" belong to Liqo's own controller")]
+    LiqoClass,
+    #[error("--lease-renew-deadline ({renew:?}) must be shorter than --lease-duration ({duration:?}), and --lease-retry ({retry:?}) shorter than the deadline")]
+    LeaseTimes {
+        duration: Duration,
+        renew: Duration,
+        retry: Duration,
+    },
+    #[error("cannot read kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: PathBuf,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot find a Kubernetes configuration: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    #[error("cannot build a Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+}
+
+impl ControllerArgs {
+    /// The class, checked: set, and not one of Liqo's own.
+    pub fn class(&self) -> Result<&str, ConfigError> {
+        match self.class.as_deref() {
+            None => Err(ConfigError::NoClass),
+            Some("" | "default") => Err(ConfigError::LiqoClass),
+            Some(class) => Ok(class),
+        }
+    }
+
+    /// Check every value that can be checked without the cluster.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.class()?;
+        if self.leader_elect
+            && (self.lease_renew_deadline >= self.lease_duration
+                || self.lease_retry >= self.lease_renew_deadline)
+        {
+            return Err(ConfigError::LeaseTimes {
+                duration: self.lease_duration,
+                renew: self.lease_renew_deadline,
+                retry: self.lease_retry,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A client for the provider cluster: `kubeconfig` (and `context`) if
+/// given, else inferred like `kubectl` (in-cluster in a pod).
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Client, ConfigError> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|source| {
+                ConfigError::Kubeconfig {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|source| ConfigError::Kubeconfig {
+                    path: path.to_path_buf(),
+                    source,
+                })?
+        }
+        None if context.is_some() => {
+            kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|source| ConfigError::Kubeconfig {
+                    path: PathBuf::from("(default kubeconfig)"),
+                    source,
+                })?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "slice-controller".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Run the controller of `args.class` over `reader` until `shutdown` is
+/// cancelled: the HTTP port, then (with leader election) the controller
+/// whenever this replica leads.
+pub async fn run(
+    client: Client,
+    reader: Arc<dyn ResourceReader>,
+    args: &ControllerArgs,
+    shutdown: CancellationToken,
+) -> Result<(), ConfigError> {
+    args.validate()?;
+    let class = args.class()?.to_string();
+    let metrics = Metrics::new();
+    let http = crate::http::bind(
+        args.http_listen,
+        metrics.clone(),
+        shutdown.clone().cancelled_owned(),
+    )
+    .await?;
+    let http = tokio::spawn(http);
+
+    let identity = args.lease_identity.clone().unwrap_or_else(default_identity);
+    let settings = Settings {
+        class: class.clone(),
+        policy: args.grant_policy,
+        shrink: args.on_shrink,
+        resync: args.resync,
+        retry: Duration::from_secs(2),
+        reporter: "liqo-broker-slice-controller".to_string(),
+        instance: identity.clone(),
+    };
+    tracing::info!(
+        class = %class,
+        policy = settings.policy.as_str(),
+        on_shrink = ?settings.shrink,
+        leader_elect = args.leader_elect,
+        "ResourceSlice class controller starting"
+    );
+    if args.leader_elect {
+        let namespace = args
+            .lease_namespace
+            .clone()
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let elector = Elector::new(
+            client.clone(),
+            LeaseSettings {
+                name: args
+                    .lease_name
+                    .clone()
+                    .unwrap_or_else(|| format!("slice-controller-{class}")),
+                namespace,
+                identity,
+                duration: args.lease_duration,
+                renew_deadline: args.lease_renew_deadline,
+                retry: args.lease_retry,
+            },
+        );
+        let lead_metrics = metrics.clone();
+        lease::run_elected(elector, metrics, shutdown.clone(), move |term| {
+            reconcile::run(
+                client.clone(),
+                reader.clone(),
+                settings.clone(),
+                lead_metrics.clone(),
+                term,
+            )
+        })
+        .await;
+    } else {
+        metrics.set_leading(true);
+        reconcile::run(client, reader, settings, metrics, shutdown.clone()).await;
+    }
+    shutdown.cancel();
+    // A scraper holding a connection open must not keep the process alive.
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(result)) => result?,
+        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
+        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
+    }
+    tracing::info!("ResourceSlice class controller stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        controller: ControllerArgs,
+    }
+
+    #[test]
+    fn liqo_modes() {
+        assert_eq!("v1".parse::<LiqoMode>(), Ok(LiqoMode::V1));
+        assert_eq!("v1.2.0".parse::<LiqoMode>(), Ok(LiqoMode::V1));
+        assert_eq!(
+            "v0.9".parse::<LiqoMode>(),
+            Ok(LiqoMode::Grpc(resource_reader::LiqoApi::V09))
+        );
+        assert!("v2".parse::<LiqoMode>().is_err());
+    }
+
+    #[test]
+    fn flags_and_checks() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "gold",
+            "--grant-policy",
+            "clamp",
+            "--on-shrink",
+            "follow",
+        ])
+        .expect("parse");
+        assert_eq!(cli.controller.class().expect("class"), "gold");
+        assert_eq!(cli.controller.grant_policy, GrantPolicy::Clamp);
+        assert_eq!(cli.controller.on_shrink, ShrinkPolicy::Follow);
+        assert!(cli.controller.leader_elect);
+        cli.controller.validate().expect("valid");
+
+        let cli = Cli::try_parse_from(["x", "--class", "default"]).expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::LiqoClass)
+        ));
+        let cli = Cli::try_parse_from(["x"]).expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::NoClass)
+        ));
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "g",
+            "--lease-duration",
+            "5s",
+            "--lease-renew-deadline",
+            "6s",
+        ])
+        .expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::LeaseTimes { .. })
+        ));
+        let cli =
+            Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
+        assert!(!cli.controller.leader_elect);
+    }
+}

@@ -1,0 +1,390 @@
+//! The grant decision, a pure function: from one consumer's slices of the
+//! class, its Tenant's condition and the chain's answer for that consumer,
+//! to what each slice's `Resources` condition and `status.resources` should
+//! say. No I/O, no clock: [`crate::status`] turns a [`Verdict`] into a
+//! status document and [`crate::reconcile`] writes it.
+//!
+//! **Policies** ([`GrantPolicy`]), all measured against what *remains* for
+//! the consumer — the chain's answer less what the consumer's other accepted
+//! slices of this class already hold:
+//! - `fit`: grant the request as asked if every resource fits; else deny,
+//!   naming each resource that does not fit and by how much;
+//! - `clamp`: grant per resource the smaller of the request and what
+//!   remains; always accept;
+//! - `offer`: grant everything that remains, whatever was asked (what a
+//!   v0.x ResourceOffer did); always accept.
+//!
+//! **Order.** A consumer's slices are decided one after another, each
+//! seeing what the ones before hold: first the slices already accepted
+//! (oldest first), then the others (oldest first). A newcomer never takes
+//! from an incumbent.
+//!
+//! **When the allowance shrinks** ([`ShrinkPolicy`]): with `keep` an
+//! accepted grant is never taken back (it may still grow under `clamp` and
+//! `offer`); only slices not yet accepted see less. With `follow` every
+//! slice is re-decided as if new: under `fit` an incumbent that no longer
+//! fits is denied, under `clamp` and `offer` its grant shrinks.
+//!
+//! **Tenants.** A cordoned Tenant keeps the grants it has and gets no new
+//! ones; a drained Tenant gets nothing (every slice denied, grants cleared),
+//! as Liqo's own controller does for the default class.
+//!
+//! A request that changed since it was granted (under `fit`: the grant no
+//! longer equals the request; under `clamp`: the grant exceeds it) is a new
+//! request and is decided afresh.
+
+use std::fmt::Write as _;
+
+use quantity::{Quantity, ResourceList};
+
+use crate::model::{ConditionStatus, ModelError, TenantCondition};
+
+/// How much of a request is granted. See the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
+pub enum GrantPolicy {
+    /// Accept only requests that fit entirely; grant them as asked.
+    #[default]
+    Fit,
+    /// Grant per resource the smaller of the request and what remains.
+    Clamp,
+    /// Grant what remains of the chain's offer, whatever was asked.
+    Offer,
+}
+
+impl GrantPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantPolicy::Fit => "fit",
+            GrantPolicy::Clamp => "clamp",
+            GrantPolicy::Offer => "offer",
+        }
+    }
+}
+
+/// What happens to an accepted grant when the consumer's allowance shrinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
+pub enum ShrinkPolicy {
+    /// Never take back what was granted; only new requests see less.
+    #[default]
+    Keep,
+    /// Re-decide accepted slices too: deny (fit) or shrink (clamp, offer).
+    Follow,
+}
+
+/// The machine-readable reason of a verdict (the condition's `reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Granted exactly as requested.
+    ResourcesGranted,
+    /// Granted, some resources less than requested (`clamp`).
+    ResourcesClamped,
+    /// Granted what the chain offers (`offer`).
+    ResourcesOffered,
+    /// Denied: the request does not fit what remains (`fit`).
+    InsufficientResources,
+    /// Denied: the Tenant is cordoned and this would be a new grant.
+    TenantCordoned,
+    /// Denied: the Tenant is drained.
+    TenantDrained,
+    /// Denied: `spec.resources` cannot be read.
+    InvalidRequest,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ResourcesGranted => "ResourcesGranted",
+            Reason::ResourcesClamped => "ResourcesClamped",
+            Reason::ResourcesOffered => "ResourcesOffered",
+            Reason::InsufficientResources => "InsufficientResources",
+            Reason::TenantCordoned => "TenantCordoned",
+            Reason::TenantDrained => "TenantDrained",
+            Reason::InvalidRequest => "InvalidRequest",
+        }
+    }
+}
+
+/// What one slice's `Resources` condition and `status.resources` should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub status: ConditionStatus,
+    pub reason: Reason,
+    pub message: String,
+    /// `status.resources`; `None` removes the field (denials grant nothing).
+    pub granted: Option<ResourceList>,
+}
+
+/// The outcome for one slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Leave the slice as it is: an accepted grant that stands (its grant
+    /// keeps counting against the consumer's allowance).
+    Keep,
+    /// Write this verdict.
+    Set(Verdict),
+}
+
+/// One slice as the decision sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Orders slices of one age (the oldest decides first): the creation
+    /// timestamp (RFC 3339 sorts as text), then the name.
+    pub created: String,
+    pub name: String,
+    /// `spec.resources`, or why it cannot be read.
+    pub requested: Result<ResourceList, ModelError>,
+    /// The grant it holds: `Some` when its `Resources` condition is
+    /// `Accepted` (with `status.resources`, empty if absent).
+    pub accepted: Option<ResourceList>,
+}
+
+/// What the decision of one consumer depends on besides its slices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    pub policy: GrantPolicy,
+    pub shrink: ShrinkPolicy,
+    pub tenant: TenantCondition,
+    /// The consumer's cluster ID, for messages.
+    pub consumer: String,
+}
+
+/// Decide every slice of one consumer. `offered` is the chain's answer for
+/// the consumer. Returns one decision per candidate, in the input order.
+pub fn decide_all(
+    ctx: &Context,
+    offered: &ResourceList,
+    candidates: &[Candidate],
+) -> Vec<Decision> {
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&candidates[a], &candidates[b]);
+        (a.accepted.is_none(), &a.created, &a.name).cmp(&(
+            b.accepted.is_none(),
+            &b.created,
+            &b.name,
+        ))
+    });
+    let mut decisions = vec![Decision::Keep; candidates.len()];
+    let mut held = ResourceList::new();
+    for index in order {
+        let decision = decide(ctx, offered, &held, &candidates[index]);
+        let holds = match &decision {
+            Decision::Keep => candidates[index].accepted.clone(),
+            Decision::Set(v) if v.status == ConditionStatus::Accepted => v.granted.clone(),
+            Decision::Set(_) => None,
+        };
+        if let Some(grant) = holds {
+            held = held.add(&grant);
+        }
+        decisions[index] = decision;
+    }
+    decisions
+}
+
+/// Decide one slice, given what the consumer's slices decided before it
+/// hold (`held`).
+pub fn decide(
+    ctx: &Context,
+    offered: &ResourceList,
+    held: &ResourceList,
+    slice: &Candidate,
+) -> Decision {
+    match ctx.tenant {
+        TenantCondition::Drained => {
+            return Decision::Set(deny(
+                Reason::TenantDrained,
+                format!(
+                    "tenant {} is drained: no resources are granted",
+                    ctx.consumer
+                ),
+            ))
+        }
+        TenantCondition::Cordoned => {
+            return match slice.accepted {
+                Some(_) => Decision::Keep,
+                None => Decision::Set(deny(
+                    Reason::TenantCordoned,
+                    format!(
+                        "tenant {} is cordoned: no new resources are granted",
+                        ctx.consumer
+                    ),
+                )),
+            }
+        }
+        TenantCondition::Active => {}
+    }
+    let requested = match &slice.requested {
+        Ok(list) => list,
+        Err(error) => return Decision::Set(deny(Reason::InvalidRequest, error.to_string())),
+    };
+    let remaining = remaining(offered, held);
+    let keep = ctx.shrink == ShrinkPolicy::Keep;
+    match ctx.policy {
+        GrantPolicy::Fit => {
+            if keep && slice.accepted.as_ref() == Some(requested) {
+                return Decision::Keep;
+            }
+            fit(requested, offered, held, &remaining)
+        }
+        GrantPolicy::Clamp => {
+            let floor = slice
+                .accepted
+                .as_ref()
+                .filter(|grant| keep && within(grant, requested));
+            clamp(requested, &remaining, floor)
+        }
+        GrantPolicy::Offer => {
+            let floor = slice.accepted.as_ref().filter(|_| keep);
+            offer(&remaining, floor)
+        }
+    }
+}
+
+/// `offered - held`, per resource, never below zero.
+fn remaining(offered: &ResourceList, held: &ResourceList) -> ResourceList {
+    offered.saturating_sub(held)
+}
+
+/// Whether every resource of `grant` is requested and at most the request.
+fn within(grant: &ResourceList, requested: &ResourceList) -> bool {
+    grant
+        .0
+        .iter()
+        .all(|(name, q)| requested.get(name).is_some_and(|asked| q <= asked))
+}
+
+fn deny(reason: Reason, message: String) -> Verdict {
+    Verdict {
+        status: ConditionStatus::Denied,
+        reason,
+        message,
+        granted: None,
+    }
+}
+
+fn accept(reason: Reason, message: String, granted: ResourceList) -> Verdict {
+    Verdict {
+        status: ConditionStatus::Accepted,
+        reason,
+        message,
+        granted: Some(granted),
+    }
+}
+
+fn zero() -> Quantity {
+    Quantity::zero()
+}
+
+/// `cpu 2, memory 4Gi`, or `nothing`.
+fn list_text(list: &ResourceList) -> String {
+    if list.0.is_empty() {
+        return "nothing".to_string();
+    }
+    list.0
+        .iter()
+        .map(|(name, q)| format!("{name} {q}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn fit(
+    requested: &ResourceList,
+    offered: &ResourceList,
+    held: &ResourceList,
+    remaining: &ResourceList,
+) -> Decision {
+    let mut short = String::new();
+    for (name, asked) in &requested.0 {
+        let left = remaining.get(name).cloned().unwrap_or_else(zero);
+        if *asked > left {
+            if !short.is_empty() {
+                short.push_str("; ");
+            }
+            let _ = write!(
+                short,
+                "{name}: requested {asked}, remaining {left} (offered {}, held by other accepted slices {}), short by {}",
+                offered.get(name).cloned().unwrap_or_else(zero),
+                held.get(name).cloned().unwrap_or_else(zero),
+                asked.sub(&left),
+            );
+        }
+    }
+    if short.is_empty() {
+        Decision::Set(accept(
+            Reason::ResourcesGranted,
+            format!("granted as requested: {}", list_text(requested)),
+            requested.clone(),
+        ))
+    } else {
+        Decision::Set(deny(
+            Reason::InsufficientResources,
+            format!("does not fit: {short}"),
+        ))
+    }
+}
+
+fn clamp(
+    requested: &ResourceList,
+    remaining: &ResourceList,
+    floor: Option<&ResourceList>,
+) -> Decision {
+    let mut granted = ResourceList::new();
+    let mut parts = Vec::new();
+    let mut clamped = false;
+    for (name, asked) in &requested.0 {
+        let left = remaining.get(name).cloned().unwrap_or_else(zero);
+        let mut grant = if *asked <= left {
+            asked.clone()
+        } else {
+            left.clone()
+        };
+        if let Some(kept) = floor.and_then(|f| f.get(name)) {
+            if *kept > grant {
+                grant = kept.clone();
+            }
+        }
+        if grant < *asked {
+            clamped = true;
+            parts.push(format!(
+                "{name} {grant} (requested {asked}, remaining {left})"
+            ));
+        } else {
+            parts.push(format!("{name} {grant}"));
+        }
+        granted.insert(name.clone(), grant);
+    }
+    let verdict = if clamped {
+        accept(
+            Reason::ResourcesClamped,
+            format!("granted less than requested: {}", parts.join(", ")),
+            granted,
+        )
+    } else {
+        accept(
+            Reason::ResourcesGranted,
+            format!("granted as requested: {}", list_text(requested)),
+            granted,
+        )
+    };
+    Decision::Set(verdict)
+}
+
+fn offer(remaining: &ResourceList, floor: Option<&ResourceList>) -> Decision {
+    let mut granted = remaining.clone();
+    if let Some(kept) = floor {
+        for (name, q) in &kept.0 {
+            let grow = granted.get(name).is_none_or(|now| q > now);
+            if grow {
+                granted.insert(name.clone(), q.clone());
+            }
+        }
+    }
+    Decision::Set(accept(
+        Reason::ResourcesOffered,
+        format!("granted what is offered: {}", list_text(&granted)),
+        granted,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

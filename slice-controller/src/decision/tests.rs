@@ -1,0 +1,429 @@
+//! Each policy, exact messages, and quantity comparisons made by value.
+
+use super::*;
+
+fn list(entries: &[(&str, &str)]) -> ResourceList {
+    ResourceList::from_strings(entries.iter().copied()).expect("quantities")
+}
+
+fn ctx(policy: GrantPolicy, shrink: ShrinkPolicy) -> Context {
+    Context {
+        policy,
+        shrink,
+        tenant: TenantCondition::Active,
+        consumer: "consumer-1".into(),
+    }
+}
+
+fn pending(name: &str, created: &str, asked: &[(&str, &str)]) -> Candidate {
+    Candidate {
+        created: created.into(),
+        name: name.into(),
+        requested: Ok(list(asked)),
+        accepted: None,
+    }
+}
+
+fn incumbent(
+    name: &str,
+    created: &str,
+    asked: &[(&str, &str)],
+    holds: &[(&str, &str)],
+) -> Candidate {
+    Candidate {
+        accepted: Some(list(holds)),
+        ..pending(name, created, asked)
+    }
+}
+
+fn verdict(decision: &Decision) -> &Verdict {
+    match decision {
+        Decision::Set(v) => v,
+        Decision::Keep => panic!("expected a verdict, got Keep"),
+    }
+}
+
+const T1: &str = "2026-11-01T00:00:00Z";
+const T2: &str = "2026-11-02T00:00:00Z";
+const T3: &str = "2026-11-03T00:00:00Z";
+
+#[test]
+fn fit_grants_a_request_that_fits_as_asked() {
+    let offered = list(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &[pending("a", T1, &[("cpu", "1500m"), ("memory", "8192Mi")])],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesGranted,
+            message: "granted as requested: cpu 1500m, memory 8Gi".into(),
+            granted: Some(list(&[("cpu", "1500m"), ("memory", "8Gi")])),
+        }
+    );
+}
+
+#[test]
+fn fit_denies_naming_each_resource_and_the_shortfall() {
+    let offered = list(&[("cpu", "6"), ("memory", "6Gi")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &[
+            incumbent("old", T1, &[("cpu", "3500m")], &[("cpu", "3500m")]),
+            pending(
+                "new",
+                T2,
+                &[
+                    ("cpu", "4"),
+                    ("memory", "8Gi"),
+                    ("nvidia.com/gpu", "1"),
+                    ("pods", "0"),
+                ],
+            ),
+        ],
+    );
+    assert_eq!(out[0], Decision::Keep);
+    assert_eq!(
+        verdict(&out[1]),
+        &Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::InsufficientResources,
+            message: "does not fit: \
+                cpu: requested 4, remaining 2500m (offered 6, held by other accepted slices 3500m), short by 1500m; \
+                memory: requested 8Gi, remaining 6Gi (offered 6Gi, held by other accepted slices 0), short by 2Gi; \
+                nvidia.com/gpu: requested 1, remaining 0 (offered 0, held by other accepted slices 0), short by 1"
+                .into(),
+            granted: None,
+        }
+    );
+}
+
+#[test]
+fn fit_compares_quantities_by_value() {
+    let c = ctx(GrantPolicy::Fit, ShrinkPolicy::Keep);
+    // 1Gi == 1024Mi: fits exactly.
+    let out = decide_all(
+        &c,
+        &list(&[("memory", "1024Mi")]),
+        &[pending("a", T1, &[("memory", "1Gi")])],
+    );
+    assert_eq!(verdict(&out[0]).status, ConditionStatus::Accepted);
+    // 1G < 1Gi: short by the difference, exactly.
+    let out = decide_all(
+        &c,
+        &list(&[("memory", "1G")]),
+        &[pending("a", T1, &[("memory", "1Gi")])],
+    );
+    assert_eq!(
+        verdict(&out[0]).message,
+        "does not fit: memory: requested 1Gi, remaining 1G (offered 1G, held by other accepted slices 0), short by 73741824"
+    );
+    // 1500m of cpu against 1.5: equal.
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "1.5")]),
+        &[pending("a", T1, &[("cpu", "1500m")])],
+    );
+    assert_eq!(verdict(&out[0]).status, ConditionStatus::Accepted);
+}
+
+#[test]
+fn fit_decides_the_oldest_first_and_incumbents_before_newcomers() {
+    let offered = list(&[("cpu", "4")]);
+    let c = ctx(GrantPolicy::Fit, ShrinkPolicy::Keep);
+    // Two newcomers of 3 cpu: the older wins, whatever the input order.
+    let out = decide_all(
+        &c,
+        &offered,
+        &[
+            pending("b", T2, &[("cpu", "3")]),
+            pending("a", T1, &[("cpu", "3")]),
+        ],
+    );
+    assert_eq!(verdict(&out[1]).status, ConditionStatus::Accepted);
+    assert_eq!(verdict(&out[0]).status, ConditionStatus::Denied);
+    assert_eq!(verdict(&out[0]).message, "does not fit: cpu: requested 3, remaining 1 (offered 4, held by other accepted slices 3), short by 2");
+    // An incumbent younger than a newcomer still goes first.
+    let out = decide_all(
+        &c,
+        &offered,
+        &[
+            pending("old", T1, &[("cpu", "3")]),
+            incumbent("young", T3, &[("cpu", "3")], &[("cpu", "3")]),
+        ],
+    );
+    assert_eq!(out[1], Decision::Keep);
+    assert_eq!(verdict(&out[0]).status, ConditionStatus::Denied);
+}
+
+#[test]
+fn fit_keep_never_takes_a_grant_back_follow_does() {
+    // The allowance shrank from 4 to 2 cpu; "a" holds 3.
+    let offered = list(&[("cpu", "2")]);
+    let slices = [
+        incumbent("a", T1, &[("cpu", "3")], &[("cpu", "3")]),
+        pending("b", T2, &[("cpu", "1")]),
+    ];
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &slices,
+    );
+    assert_eq!(out[0], Decision::Keep);
+    assert_eq!(
+        verdict(&out[1]).message,
+        "does not fit: cpu: requested 1, remaining 0 (offered 2, held by other accepted slices 3), short by 1"
+    );
+
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Follow),
+        &offered,
+        &slices,
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::InsufficientResources,
+            message: "does not fit: cpu: requested 3, remaining 2 (offered 2, held by other accepted slices 0), short by 1".into(),
+            granted: None,
+        }
+    );
+    // With "a" denied, "b" fits.
+    assert_eq!(verdict(&out[1]).status, ConditionStatus::Accepted);
+}
+
+#[test]
+fn fit_a_changed_request_is_decided_afresh() {
+    let offered = list(&[("cpu", "4")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &[incumbent("a", T1, &[("cpu", "6")], &[("cpu", "2")])],
+    );
+    assert_eq!(verdict(&out[0]).reason, Reason::InsufficientResources);
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &offered,
+        &[incumbent("a", T1, &[("cpu", "3")], &[("cpu", "2")])],
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "3")])));
+}
+
+#[test]
+fn clamp_grants_the_smaller_of_request_and_remainder() {
+    let offered = list(&[("cpu", "4"), ("memory", "8Gi")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &offered,
+        &[
+            incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]),
+            pending(
+                "b",
+                T2,
+                &[("cpu", "5"), ("memory", "2Gi"), ("nvidia.com/gpu", "1")],
+            ),
+        ],
+    );
+    assert_eq!(
+        verdict(&out[1]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesClamped,
+            message: "granted less than requested: cpu 3 (requested 5, remaining 3), memory 2Gi, nvidia.com/gpu 0 (requested 1, remaining 0)".into(),
+            granted: Some(list(&[("cpu", "3"), ("memory", "2Gi"), ("nvidia.com/gpu", "0")])),
+        }
+    );
+    // A request within what remains is granted as asked.
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &offered,
+        &[pending("c", T1, &[("cpu", "2")])],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesGranted,
+            message: "granted as requested: cpu 2".into(),
+            granted: Some(list(&[("cpu", "2")])),
+        }
+    );
+}
+
+#[test]
+fn clamp_keep_grows_but_never_shrinks_follow_shrinks() {
+    let holds = incumbent("a", T1, &[("cpu", "4")], &[("cpu", "2")]);
+    // Grows to 3 when 3 remain.
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "3")]),
+        std::slice::from_ref(&holds),
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "3")])));
+    // Keeps 2 when only 1 remains.
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "1")]),
+        std::slice::from_ref(&holds),
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "2")])));
+    assert_eq!(
+        verdict(&out[0]).message,
+        "granted less than requested: cpu 2 (requested 4, remaining 1)"
+    );
+    // Follow: shrinks to 1.
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Follow),
+        &list(&[("cpu", "1")]),
+        &[holds],
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "1")])));
+    // A request lowered below the grant is decided afresh, even with keep.
+    let lowered = incumbent("a", T1, &[("cpu", "1")], &[("cpu", "2")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Clamp, ShrinkPolicy::Keep),
+        &list(&[("cpu", "8")]),
+        &[lowered],
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "1")])));
+}
+
+#[test]
+fn offer_grants_what_remains_whatever_was_asked() {
+    let offered = list(&[("cpu", "4"), ("memory", "8Gi")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Keep),
+        &offered,
+        &[pending("a", T1, &[("cpu", "1")])],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesOffered,
+            message: "granted what is offered: cpu 4, memory 8Gi".into(),
+            granted: Some(offered.clone()),
+        }
+    );
+    // A second slice of the same consumer gets what the first left: nothing.
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Keep),
+        &offered,
+        &[
+            incumbent("a", T1, &[], &[("cpu", "4"), ("memory", "8Gi")]),
+            pending("b", T2, &[]),
+        ],
+    );
+    assert_eq!(
+        verdict(&out[1]).message,
+        "granted what is offered: cpu 0, memory 0"
+    );
+}
+
+#[test]
+fn offer_follows_the_chain_down_only_with_follow() {
+    let holds = incumbent("a", T1, &[], &[("cpu", "4")]);
+    let shrunk = list(&[("cpu", "2"), ("memory", "1Gi")]);
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Keep),
+        &shrunk,
+        std::slice::from_ref(&holds),
+    );
+    assert_eq!(
+        verdict(&out[0]).granted,
+        Some(list(&[("cpu", "4"), ("memory", "1Gi")]))
+    );
+    let out = decide_all(
+        &ctx(GrantPolicy::Offer, ShrinkPolicy::Follow),
+        &shrunk,
+        &[holds],
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(shrunk));
+}
+
+#[test]
+fn cordoned_tenant_keeps_grants_and_denies_new_ones() {
+    let c = Context {
+        tenant: TenantCondition::Cordoned,
+        ..ctx(GrantPolicy::Clamp, ShrinkPolicy::Follow)
+    };
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "100")]),
+        &[
+            incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]),
+            pending("b", T2, &[("cpu", "1")]),
+        ],
+    );
+    assert_eq!(out[0], Decision::Keep);
+    assert_eq!(
+        verdict(&out[1]),
+        &Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::TenantCordoned,
+            message: "tenant consumer-1 is cordoned: no new resources are granted".into(),
+            granted: None,
+        }
+    );
+}
+
+#[test]
+fn drained_tenant_gets_nothing() {
+    let c = Context {
+        tenant: TenantCondition::Drained,
+        ..ctx(GrantPolicy::Fit, ShrinkPolicy::Keep)
+    };
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "100")]),
+        &[incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")])],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::TenantDrained,
+            message: "tenant consumer-1 is drained: no resources are granted".into(),
+            granted: None,
+        }
+    );
+}
+
+#[test]
+fn unreadable_request_is_denied_with_the_reason() {
+    let bad = Candidate {
+        requested: Err(ModelError::BadQuantity {
+            name: "cpu".into(),
+            value: "lots".into(),
+            reason: "no digits".into(),
+        }),
+        ..pending("a", T1, &[])
+    };
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &list(&[]),
+        &[bad],
+    );
+    let v = verdict(&out[0]);
+    assert_eq!(v.reason, Reason::InvalidRequest);
+    assert_eq!(
+        v.message,
+        "spec.resources.cpu: \"lots\" is not a quantity: no digits"
+    );
+}
+
+#[test]
+fn an_empty_request_fits_anything() {
+    let out = decide_all(
+        &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
+        &list(&[]),
+        &[pending("a", T1, &[])],
+    );
+    assert_eq!(verdict(&out[0]).message, "granted as requested: nothing");
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[])));
+}

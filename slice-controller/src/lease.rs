@@ -1,0 +1,312 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, so two or more
+//! replicas can run and exactly one writes.
+//!
+//! kube-rs has no elector of its own. `kube-lease-manager` (the maintained
+//! crate for kube 5) writes Leases with server-side apply, which needs an
+//! API server that implements apply patches and field managers; this module
+//! needs only get, create and replace with a `resourceVersion`
+//! precondition — the algorithm of client-go's `leaderelection` package:
+//!
+//! - a candidate reads the Lease every `retry` (and right when the Lease it
+//!   saw expires); it takes the Lease when it is free (no holder) or
+//!   expired, by replacing it at the version it read (two candidates
+//!   racing: one gets `409 Conflict` and stays candidate);
+//! - "expired" is judged by this replica's own clock: the Lease's holder
+//!   and `renewTime` must not have changed for `leaseDurationSeconds` since
+//!   this replica first saw them. Clocks of different machines are never
+//!   compared, so clock skew cannot make two leaders;
+//! - the leader renews every `retry`; if it cannot renew for
+//!   `renew_deadline` it stops leading (its controller is stopped) before
+//!   anyone else may take the Lease (`renew_deadline < duration`);
+//! - on shutdown the leader releases the Lease (clears the holder), so a
+//!   standby takes over within one `retry` instead of a whole `duration`.
+//!
+//! A leader that dies without releasing is replaced `duration` after a
+//! standby first saw its last renewal — at most `duration + retry` after
+//! the renewal itself.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, PostParams};
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::metrics::Metrics;
+
+/// How the Lease is held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseSettings {
+    pub name: String,
+    pub namespace: String,
+    /// This replica's name in `holderIdentity`; unique per replica.
+    pub identity: String,
+    /// `leaseDurationSeconds`: how long a Lease not renewed stays held.
+    pub duration: Duration,
+    /// How long the leader keeps leading without a successful renewal.
+    pub renew_deadline: Duration,
+    /// How often candidates try and the leader renews.
+    pub retry: Duration,
+}
+
+/// The last Lease record this replica saw, and when it first saw it.
+#[derive(Debug)]
+struct Observed {
+    holder: Option<String>,
+    renew: Option<MicroTime>,
+    duration: Duration,
+    since: Instant,
+}
+
+/// One replica's view of the Lease.
+pub struct Elector {
+    api: Api<Lease>,
+    settings: LeaseSettings,
+    observed: Option<Observed>,
+}
+
+impl Elector {
+    pub fn new(client: Client, settings: LeaseSettings) -> Self {
+        Self {
+            api: Api::namespaced(client, &settings.namespace),
+            settings,
+            observed: None,
+        }
+    }
+
+    pub fn settings(&self) -> &LeaseSettings {
+        &self.settings
+    }
+
+    /// How long a candidate waits before trying again: `retry`, or less
+    /// when the Lease it saw expires sooner (so a dead leader is replaced
+    /// right at expiry, not up to one `retry` later).
+    pub fn next_try(&self) -> Duration {
+        let retry = self.settings.retry;
+        match &self.observed {
+            Some(seen) if seen.holder.is_some() => {
+                let left = seen.duration.saturating_sub(seen.since.elapsed());
+                retry.min(left + Duration::from_millis(5))
+            }
+            _ => retry,
+        }
+    }
+
+    fn spec_for_me(&self, previous: Option<&LeaseSpec>) -> LeaseSpec {
+        let now = MicroTime(jiff::Timestamp::now());
+        let mine = previous.and_then(|p| p.holder_identity.as_deref())
+            == Some(self.settings.identity.as_str());
+        let transitions = previous.and_then(|p| p.lease_transitions).unwrap_or(0);
+        LeaseSpec {
+            holder_identity: Some(self.settings.identity.clone()),
+            lease_duration_seconds: Some(
+                i32::try_from(self.settings.duration.as_secs().max(1)).unwrap_or(i32::MAX),
+            ),
+            acquire_time: if mine {
+                previous.and_then(|p| p.acquire_time.clone())
+            } else {
+                Some(now.clone())
+            },
+            renew_time: Some(now),
+            lease_transitions: Some(if mine || previous.is_none() {
+                transitions
+            } else {
+                transitions + 1
+            }),
+            ..previous.cloned().unwrap_or_default()
+        }
+    }
+
+    /// Take or renew the Lease. `Ok(true)`: this replica holds it now.
+    pub async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
+        let current = match self.api.get_opt(&self.settings.name).await? {
+            Some(lease) => lease,
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(self.settings.name.clone()),
+                        namespace: Some(self.settings.namespace.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(self.spec_for_me(None)),
+                };
+                return match self.api.create(&PostParams::default(), &lease).await {
+                    Ok(_) => Ok(true),
+                    Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+                    Err(error) => Err(error),
+                };
+            }
+        };
+        let spec = current.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let duration = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(self.settings.duration, Duration::from_secs);
+        let changed = match &self.observed {
+            Some(seen) => seen.holder != holder || seen.renew != spec.renew_time,
+            None => true,
+        };
+        if changed {
+            self.observed = Some(Observed {
+                holder: holder.clone(),
+                renew: spec.renew_time.clone(),
+                duration,
+                since: Instant::now(),
+            });
+        }
+        let mine = holder.as_deref() == Some(self.settings.identity.as_str());
+        let expired = self
+            .observed
+            .as_ref()
+            .is_some_and(|seen| seen.since.elapsed() >= seen.duration);
+        if holder.is_some() && !mine && !expired {
+            return Ok(false);
+        }
+        let updated = Lease {
+            metadata: current.metadata.clone(),
+            spec: Some(self.spec_for_me(Some(&spec))),
+        };
+        match self
+            .api
+            .replace(&self.settings.name, &PostParams::default(), &updated)
+            .await
+        {
+            Ok(lease) => {
+                let spec = lease.spec.unwrap_or_default();
+                self.observed = Some(Observed {
+                    holder: spec.holder_identity,
+                    renew: spec.renew_time,
+                    duration: self.settings.duration,
+                    since: Instant::now(),
+                });
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Give the Lease up if this replica holds it (clear the holder).
+    pub async fn release(&mut self) -> Result<(), kube::Error> {
+        let Some(current) = self.api.get_opt(&self.settings.name).await? else {
+            return Ok(());
+        };
+        let mut spec = current.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.settings.identity.as_str()) {
+            return Ok(());
+        }
+        spec.holder_identity = None;
+        spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        let released = Lease {
+            metadata: current.metadata,
+            spec: Some(spec),
+        };
+        self.api
+            .replace(&self.settings.name, &PostParams::default(), &released)
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Run `lead` whenever this replica holds the Lease, until `shutdown` is
+/// cancelled. `lead` gets a token that is cancelled when leadership is lost
+/// (or on shutdown) and must return soon after.
+pub async fn run_elected<F, Fut>(
+    mut elector: Elector,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+    mut lead: F,
+) where
+    F: FnMut(CancellationToken) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let span = tracing::info_span!(
+        "leader_election",
+        lease = %format!("{}/{}", elector.settings.namespace, elector.settings.name),
+        identity = %elector.settings.identity
+    );
+    async move {
+        let retry = elector.settings.retry;
+        loop {
+            // Candidate.
+            let acquired = tokio::select! {
+                () = shutdown.cancelled() => return,
+                result = elector.try_acquire_or_renew() => result,
+            };
+            match acquired {
+                Ok(true) => {}
+                Ok(false) => {
+                    metrics.set_reached_api();
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(elector.next_try()) => continue,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the Lease");
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(retry) => continue,
+                    }
+                }
+            }
+
+            // Leader.
+            metrics.set_reached_api();
+            metrics.set_leading(true);
+            tracing::info!("became the leader");
+            let term = shutdown.child_token();
+            let mut leading = tokio::spawn(lead(term.clone()));
+            let mut renewed = Instant::now();
+            let stopping = loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break true,
+                    _ = &mut leading => {
+                        tracing::warn!("the controller stopped while leading; giving the Lease up");
+                        break false;
+                    }
+                    () = tokio::time::sleep(retry) => {}
+                }
+                match elector.try_acquire_or_renew().await {
+                    Ok(true) => renewed = Instant::now(),
+                    Ok(false) => {
+                        tracing::warn!("the Lease was taken by another replica");
+                        break false;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot renew the Lease");
+                        if renewed.elapsed() >= elector.settings.renew_deadline {
+                            tracing::warn!("no renewal within the renew deadline");
+                            break false;
+                        }
+                    }
+                }
+            };
+            term.cancel();
+            if !leading.is_finished() {
+                let _ = leading.await;
+            }
+            metrics.set_leading(false);
+            metrics.clear_counts();
+            match tokio::time::timeout(
+                elector.settings.retry.max(Duration::from_secs(1)),
+                elector.release(),
+            )
+            .await
+            {
+                Ok(Ok(())) => tracing::info!("released the Lease"),
+                Ok(Err(error)) => tracing::warn!(%error, "cannot release the Lease"),
+                Err(_) => tracing::warn!("releasing the Lease timed out; it expires by itself"),
+            }
+            if stopping {
+                return;
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+}

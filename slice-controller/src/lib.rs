@@ -1,0 +1,31 @@
+//! The controller of one Liqo v1 ResourceSlice class.
+//!
+//! Liqo v1 replaced the gRPC resource plugin with ResourceSlices: a consumer
+//! asks a provider for resources with a slice of some *class*, Liqo
+//! replicates it into the provider's tenant namespace and authenticates it,
+//! and — for any class but `""` and `"default"` — leaves the grant to the
+//! class's controller. This crate is that controller, fed by a
+//! [`ResourceReader`](resource_reader::ResourceReader) chain: each consumer
+//! is granted out of what the chain offers it, by a stated
+//! [`GrantPolicy`](decision::GrantPolicy).
+//!
+//! - [`model`]: the `ResourceSlice` and `Tenant` kinds, kept as raw JSON
+//!   with typed accessors;
+//! - [`decision`]: the grant decision, a pure function;
+//! - [`status`]: the status to write for a decision, or none;
+//! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
+//!   (Tenant), driven by slice changes, Tenant changes and chain
+//!   notifications — and the status write with its 409 handling;
+//! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
+//! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
+//! - [`config`]: the flags (clap `Args`, flattened into `resource-monitor`)
+//!   and [`run`](config::run), which starts it all.
+
+pub mod config;
+pub mod decision;
+pub mod http;
+pub mod lease;
+pub mod metrics;
+pub mod model;
+pub mod reconcile;
+pub mod status;

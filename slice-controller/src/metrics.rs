@@ -1,0 +1,279 @@
+//! The controller's Prometheus metrics and health state, rendered by
+//! [`Metrics::render`] on `/metrics` (see [`crate::http`]):
+//!
+//! | metric | what |
+//! |---|---|
+//! | `slice_controller_slices{decision}` | slices of the class now `accepted`, `denied`, or `waiting` (not yet authenticated) |
+//! | `slice_controller_decisions_total{reason}` | verdicts written, by reason (`ResourcesGranted`, `InsufficientResources`, …) |
+//! | `slice_controller_reconcile_duration_seconds` | one consumer's reconcile: chain read, decision, status writes |
+//! | `slice_controller_errors_total{kind}` | failed reconciles and writes: `chain`, `kubernetes`, `conflict` (a 409 that was retried) |
+//! | `slice_controller_leader` | 1 while this replica leads |
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Reconcile latency buckets, seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DecisionLabels {
+    decision: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// What kind of failure to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The chain could not answer.
+    Chain,
+    /// The Kubernetes API failed a read or write.
+    Kubernetes,
+    /// A status write met `409 Conflict` (and was retried).
+    Conflict,
+}
+
+impl ErrorKind {
+    fn label(self) -> &'static str {
+        match self {
+            ErrorKind::Chain => "chain",
+            ErrorKind::Kubernetes => "kubernetes",
+            ErrorKind::Conflict => "conflict",
+        }
+    }
+}
+
+/// Counts of one consumer's slices, by decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SliceCounts {
+    pub accepted: i64,
+    pub denied: i64,
+    pub waiting: i64,
+}
+
+struct Inner {
+    registry: Registry,
+    slices: Family<DecisionLabels, Gauge>,
+    decisions: Family<ReasonLabels, Counter>,
+    reconcile_seconds: Histogram,
+    errors: Family<KindLabels, Counter>,
+    leader: Gauge,
+    per_consumer: Mutex<HashMap<String, SliceCounts>>,
+    leading: AtomicBool,
+    reached_api: AtomicBool,
+}
+
+/// Shared handles to every metric and the health state; cheap to clone.
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("slice_controller");
+        let slices = Family::<DecisionLabels, Gauge>::default();
+        registry.register(
+            "slices",
+            "Slices of the class by current decision (accepted, denied, waiting for authentication)",
+            slices.clone(),
+        );
+        let decisions = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "decisions",
+            "Verdicts written to slices, by reason",
+            decisions.clone(),
+        );
+        let reconcile_seconds = Histogram::new(BUCKETS);
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time to reconcile one consumer: chain read, decision, status writes",
+            reconcile_seconds.clone(),
+        );
+        let errors = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "errors",
+            "Failures: chain reads, Kubernetes API calls, status write conflicts",
+            errors.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this replica leads", leader.clone());
+        for decision in ["accepted", "denied", "waiting"] {
+            slices.get_or_create(&DecisionLabels { decision }).set(0);
+        }
+        Self(Arc::new(Inner {
+            registry,
+            slices,
+            decisions,
+            reconcile_seconds,
+            errors,
+            leader,
+            per_consumer: Mutex::new(HashMap::new()),
+            leading: AtomicBool::new(false),
+            reached_api: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.0.reconcile_seconds.observe(took.as_secs_f64());
+    }
+
+    pub fn count_decision(&self, reason: &'static str) {
+        self.0
+            .decisions
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    pub fn count_error(&self, kind: ErrorKind) {
+        self.0
+            .errors
+            .get_or_create(&KindLabels { kind: kind.label() })
+            .inc();
+    }
+
+    /// Record one consumer's slice counts after its reconcile.
+    pub fn set_consumer_counts(&self, consumer: &str, counts: SliceCounts) {
+        let mut map = self
+            .0
+            .per_consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if counts == SliceCounts::default() {
+            map.remove(consumer);
+        } else {
+            map.insert(consumer.to_string(), counts);
+        }
+        let total = map
+            .values()
+            .fold(SliceCounts::default(), |a, c| SliceCounts {
+                accepted: a.accepted + c.accepted,
+                denied: a.denied + c.denied,
+                waiting: a.waiting + c.waiting,
+            });
+        drop(map);
+        for (decision, value) in [
+            ("accepted", total.accepted),
+            ("denied", total.denied),
+            ("waiting", total.waiting),
+        ] {
+            self.0
+                .slices
+                .get_or_create(&DecisionLabels { decision })
+                .set(value);
+        }
+    }
+
+    /// Forget every consumer's counts (leadership lost: another replica
+    /// now reports them).
+    pub fn clear_counts(&self) {
+        self.0
+            .per_consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.set_consumer_counts("", SliceCounts::default());
+    }
+
+    pub fn set_leading(&self, leading: bool) {
+        self.0.leading.store(leading, Ordering::Relaxed);
+        self.0.leader.set(i64::from(leading));
+    }
+
+    pub fn is_leading(&self) -> bool {
+        self.0.leading.load(Ordering::Relaxed)
+    }
+
+    /// The Kubernetes API answered (the elector's first Lease read, or the
+    /// first list): `/readyz` turns ready.
+    pub fn set_reached_api(&self) {
+        self.0.reached_api.store(true, Ordering::Relaxed);
+    }
+
+    pub fn reached_api(&self) -> bool {
+        self.0.reached_api.load(Ordering::Relaxed)
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.0.registry) {
+            tracing::warn!(%error, "cannot encode metrics");
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_family() {
+        let metrics = Metrics::new();
+        metrics.count_decision("ResourcesGranted");
+        metrics.count_error(ErrorKind::Conflict);
+        metrics.observe_reconcile(Duration::from_millis(3));
+        metrics.set_consumer_counts(
+            "c1",
+            SliceCounts {
+                accepted: 2,
+                denied: 1,
+                waiting: 0,
+            },
+        );
+        metrics.set_consumer_counts(
+            "c2",
+            SliceCounts {
+                accepted: 1,
+                denied: 0,
+                waiting: 3,
+            },
+        );
+        metrics.set_leading(true);
+        let text = metrics.render();
+        for line in [
+            "slice_controller_slices{decision=\"accepted\"} 3",
+            "slice_controller_slices{decision=\"waiting\"} 3",
+            "slice_controller_decisions_total{reason=\"ResourcesGranted\"} 1",
+            "slice_controller_errors_total{kind=\"conflict\"} 1",
+            "slice_controller_reconcile_duration_seconds_count 1",
+            "slice_controller_leader 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        metrics.clear_counts();
+        assert!(metrics
+            .render()
+            .contains("slice_controller_slices{decision=\"accepted\"} 0"));
+    }
+}

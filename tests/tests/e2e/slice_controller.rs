@@ -1,0 +1,319 @@
+//! The real `resource-monitor --liqo-api v1 --class gold` against the test
+//! API server (Liqo v1.2.0 CRDs), over a static source (cpu 8, memory 16Gi,
+//! pods 220, nvidia.com/gpu 2) → quota 50% → filter denying `nvidia.com/*`:
+//! each consumer is offered cpu 4, memory 8Gi, pods 110.
+//!
+//! What is decided and what is left alone: other classes and unauthenticated
+//! slices untouched; accept and deny under each grant policy with the exact
+//! condition; `Authentication` and `authParams` kept byte for byte; a static
+//! source change re-evaluating within 2 s; cordoned and drained Tenants.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::slice_controller_support::*;
+
+const INVENTORY: [(&str, &str); 4] = [
+    ("cpu", "8"),
+    ("memory", "16Gi"),
+    ("pods", "220"),
+    ("nvidia.com/gpu", "2"),
+];
+
+fn is(status: &'static str) -> impl Fn(&serde_json::Value) -> bool {
+    move |c| c["status"] == status
+}
+
+#[tokio::test]
+async fn other_classes_and_unauthenticated_slices_are_left_untouched() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    let silver = p.slice("c1", "silver-1", "silver", &[("cpu", "1")], true);
+    let waiting = p.slice("c1", "gold-waiting", CLASS, &[("cpu", "1")], false);
+    let mut local = p.slice("c1", "gold-local", CLASS, &[("cpu", "1")], true);
+    // A slice of the class that Liqo did not replicate here (no labels).
+    local["metadata"]["labels"] = json!({});
+    let local = p.kube.apply(SLICES, local);
+    p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
+
+    let (_controller, _) = p.controller(&[])?;
+    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
+        .await?;
+    // Give the controller time to (wrongly) touch the others.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(p.get_slice("c1", "silver-1")?, silver);
+    assert_eq!(p.get_slice("c1", "gold-waiting")?, waiting);
+    assert_eq!(p.get_slice("c1", "gold-local")?, local);
+    assert_eq!(p.status_writes(), 1, "only gold-1 was written");
+
+    // Once Liqo accepts its authentication, the waiting slice is decided.
+    let mut authenticated = waiting.clone();
+    authenticated["status"] =
+        json!({"conditions": [auth_condition()], "authParams": auth_params()});
+    p.kube.apply(SLICES, authenticated);
+    p.wait_condition("c1", "gold-waiting", Duration::from_secs(2), is("Accepted"))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn fit_accepts_and_denies_with_the_exact_condition_keeping_liqos_fields() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice(
+        "c1",
+        "gold-a",
+        CLASS,
+        &[("cpu", "3"), ("memory", "4096Mi")],
+        true,
+    );
+    p.slice(
+        "c1",
+        "gold-b",
+        CLASS,
+        &[("cpu", "2"), ("nvidia.com/gpu", "1")],
+        true,
+    );
+
+    let (_controller, port) = p.controller(&["--grant-policy", "fit"])?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    assert_eq!(a["reason"], "ResourcesGranted");
+    assert_eq!(a["message"], "granted as requested: cpu 3, memory 4Gi");
+    let b = p
+        .wait_condition("c1", "gold-b", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(b["reason"], "InsufficientResources");
+    assert_eq!(
+        b["message"],
+        "does not fit: cpu: requested 2, remaining 1 (offered 4, held by other accepted slices 3), short by 1; \
+         nvidia.com/gpu: requested 1, remaining 0 (offered 0, held by other accepted slices 0), short by 1"
+    );
+
+    let a = p.get_slice("c1", "gold-a")?;
+    assert_eq!(
+        a["status"]["resources"],
+        json!({"cpu": "3", "memory": "4Gi"})
+    );
+    let b = p.get_slice("c1", "gold-b")?;
+    assert!(
+        b["status"].get("resources").is_none(),
+        "a denial grants nothing: {b}"
+    );
+
+    // Liqo's fields, byte for byte.
+    for slice in [&a, &b] {
+        assert_eq!(
+            slice["status"]["authParams"].to_string(),
+            auth_params().to_string()
+        );
+        assert_eq!(
+            slice["status"]["conditions"][0].to_string(),
+            auth_condition().to_string()
+        );
+        assert_eq!(
+            slice["status"]["conditions"].as_array().map(Vec::len),
+            Some(2)
+        );
+    }
+
+    // The decisions are counted, and recorded as Events.
+    let (code, metrics) = http_get(port, "/metrics").await?;
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("slice_controller_slices{decision=\"accepted\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slice_controller_slices{decision=\"denied\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slice_controller_decisions_total{reason=\"InsufficientResources\"} 1"),
+        "{metrics}"
+    );
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let events = p.kube.objects(("events.k8s.io", "events"));
+        let reasons: Vec<String> = events
+            .iter()
+            .filter_map(|e| e["reason"].as_str().map(str::to_string))
+            .collect();
+        if reasons.contains(&"ResourcesGranted".to_string())
+            && reasons.contains(&"InsufficientResources".to_string())
+        {
+            let denial = events
+                .iter()
+                .find(|e| e["reason"] == "InsufficientResources")
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(denial["type"], "Warning");
+            assert_eq!(denial["regarding"]["name"], "gold-b");
+            break;
+        }
+        assert!(Instant::now() < deadline, "events: {events:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn clamp_grants_what_remains() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "3")], true);
+    p.slice(
+        "c1",
+        "gold-b",
+        CLASS,
+        &[("cpu", "2"), ("memory", "1Gi")],
+        true,
+    );
+    let (_controller, _) = p.controller(&["--grant-policy", "clamp"])?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    assert_eq!(a["reason"], "ResourcesGranted");
+    let b = p
+        .wait_condition("c1", "gold-b", SETTLE, is("Accepted"))
+        .await?;
+    assert_eq!(b["reason"], "ResourcesClamped");
+    assert_eq!(
+        b["message"],
+        "granted less than requested: cpu 1 (requested 2, remaining 1), memory 1Gi"
+    );
+    assert_eq!(
+        p.get_slice("c1", "gold-b")?["status"]["resources"],
+        json!({"cpu": "1", "memory": "1Gi"})
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn offer_grants_what_the_chain_offers() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "1")], true);
+    let (_controller, _) = p.controller(&["--grant-policy", "offer"])?;
+    let a = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    assert_eq!(a["reason"], "ResourcesOffered");
+    assert_eq!(
+        a["message"],
+        "granted what is offered: cpu 4, memory 8Gi, pods 110"
+    );
+    assert_eq!(
+        p.get_slice("c1", "gold-a")?["status"]["resources"],
+        json!({"cpu": "4", "memory": "8Gi", "pods": "110"})
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_static_source_change_reevaluates_within_two_seconds() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.tenant("c2", "Active");
+    p.slice("c1", "gold-big", CLASS, &[("cpu", "6")], true);
+    p.slice("c2", "gold-small", CLASS, &[("cpu", "1")], true);
+    let (_controller, _) = p.controller(&[])?;
+    let denied = p
+        .wait_condition("c1", "gold-big", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(
+        denied["message"],
+        "does not fit: cpu: requested 6, remaining 4 (offered 4, held by other accepted slices 0), short by 2"
+    );
+    p.wait_condition("c2", "gold-small", SETTLE, is("Accepted"))
+        .await?;
+    let small = p.get_slice("c2", "gold-small")?;
+
+    // Timestamps have whole seconds: let one pass so the transition shows.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let changed = Instant::now();
+    p.write_inventory(&[("cpu", "16"), ("memory", "16Gi"), ("pods", "220")])?;
+    let accepted = p
+        .wait_condition("c1", "gold-big", Duration::from_secs(2), is("Accepted"))
+        .await?;
+    let took = changed.elapsed();
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // A transition: the time moved.
+    assert_ne!(accepted["lastTransitionTime"], denied["lastTransitionTime"]);
+    // The other consumer's accepted slice had nothing to change.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(p.get_slice("c2", "gold-small")?, small);
+    Ok(())
+}
+
+#[tokio::test]
+async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.tenant("c2", "Cordoned");
+    p.slice("c1", "gold-kept", CLASS, &[("cpu", "1")], true);
+    p.slice("c2", "gold-new", CLASS, &[("cpu", "1")], true);
+    let (_controller, _) = p.controller(&[])?;
+    let denied = p
+        .wait_condition("c2", "gold-new", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(denied["reason"], "TenantCordoned");
+    assert_eq!(
+        denied["message"],
+        "tenant c2 is cordoned: no new resources are granted"
+    );
+    p.wait_condition("c1", "gold-kept", SETTLE, is("Accepted"))
+        .await?;
+
+    // Cordoning c1 keeps its grant and denies a new slice.
+    p.tenant("c1", "Cordoned");
+    p.slice("c1", "gold-more", CLASS, &[("cpu", "1")], true);
+    p.wait_condition("c1", "gold-more", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(
+        p.resources_condition("c1", "gold-kept")
+            .map(|c| c["status"].clone()),
+        Some(json!("Accepted"))
+    );
+
+    // Draining it takes the grant away.
+    p.tenant("c1", "Drained");
+    let drained = p
+        .wait_condition("c1", "gold-kept", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(drained["reason"], "TenantDrained");
+    assert_eq!(
+        drained["message"],
+        "tenant c1 is drained: no resources are granted"
+    );
+    assert!(p.get_slice("c1", "gold-kept")?["status"]
+        .get("resources")
+        .is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn runs_beside_the_grpc_server_for_a_provider_moving_to_v1() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "2")], true);
+    let grpc = e2e::free_port();
+    // `--liqo-api v0.6` serves gRPC; `--class` adds the controller.
+    let (_both, _) = p.controller(&[
+        "--liqo-api",
+        "v0.6",
+        "--listen",
+        &format!("127.0.0.1:{grpc}"),
+    ])?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    let client = e2e::grpc::ReaderClient::connect(grpc, e2e::grpc::Shape::B).await?;
+    assert_eq!(
+        client.read("c1").await?,
+        e2e::grpc::resources(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+    );
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The ResourceSlice class controller under concurrency and restarts: a
+//! status write that meets a concurrent write by Liqo (409) is redone on top
+//! of it; a restart writes nothing when nothing changed; two replicas elect
+//! one leader on the Lease and the standby takes over when the leader dies;
+//! every request the controller makes is allowed by the Role its README
+//! documents.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use serde_json::json;
+
+use crate::slice_controller_support::*;
+
+const INVENTORY: [(&str, &str); 3] = [("cpu", "8"), ("memory", "16Gi"), ("pods", "220")];
+
+fn is(status: &'static str) -> impl Fn(&serde_json::Value) -> bool {
+    move |c| c["status"] == status
+}
+
+#[tokio::test]
+async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "6")], true);
+    let (_controller, _) = p.controller(&[])?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Denied"))
+        .await?;
+
+    // The controller stops seeing changes; Liqo renews the certificate
+    // (a status write the controller's cache does not know about).
+    p.kube.hold_watches(true);
+    p.kube.end_watches();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut renewed = p.get_slice("c1", "gold-a")?;
+    renewed["status"]["authParams"]["signedCRT"] = json!("UkVORVdFRC1DRVJU");
+    p.kube
+        .replace(SLICES, renewed.clone(), true)
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+
+    // The chain grows: the controller writes at the version it cached, gets
+    // 409, re-reads and writes on top of Liqo's write.
+    p.write_inventory(&[("cpu", "16"), ("memory", "16Gi"), ("pods", "220")])?;
+    let accepted = p
+        .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    p.kube.hold_watches(false);
+    assert_eq!(accepted["reason"], "ResourcesGranted");
+    let after = p.get_slice("c1", "gold-a")?;
+    assert_eq!(
+        after["status"]["authParams"]["signedCRT"],
+        "UkVORVdFRC1DRVJU"
+    );
+    assert_eq!(
+        after["status"]["conditions"][0].to_string(),
+        auth_condition().to_string()
+    );
+    let conflicts = p
+        .kube
+        .audit()
+        .iter()
+        .filter(|r| {
+            r.code == 409
+                && r.resource
+                    .as_ref()
+                    .is_some_and(|a| a.subresource.as_deref() == Some("status"))
+        })
+        .count();
+    assert!(conflicts >= 1, "the write should have met a 409");
+    Ok(())
+}
+
+// Multi-threaded: the API server runs in this process and must keep
+// answering (the Lease release) while the test blocks in `terminate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "3")], true);
+    p.slice("c1", "gold-b", CLASS, &[("cpu", "3")], true);
+    let (mut first, _) = p.controller(&[])?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    p.wait_condition("c1", "gold-b", SETTLE, is("Denied"))
+        .await?;
+    first.terminate(Duration::from_secs(5))?;
+    // A clean stop releases the Lease, so the next replica need not wait.
+    assert_eq!(lease_holder(&p.kube), None);
+    let writes = p.status_writes();
+    let before = (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?);
+
+    let (_second, port) = p.controller(&[])?;
+    // Wait until the new process has reconciled the consumer.
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let (_, metrics) = http_get(port, "/metrics").await?;
+        if metrics.contains("slice_controller_slices{decision=\"accepted\"} 1")
+            && metrics.contains("slice_controller_slices{decision=\"denied\"} 1")
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the restarted controller did not reconcile: {metrics}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(p.status_writes(), writes, "a restart wrote a status");
+    assert_eq!(
+        (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?),
+        before
+    );
+
+    // Every request made is allowed by the documented Role.
+    let allowed: BTreeSet<(&str, &str, &str)> = [
+        ("authentication.liqo.io", "resourceslices", "get"),
+        ("authentication.liqo.io", "resourceslices", "list"),
+        ("authentication.liqo.io", "resourceslices", "watch"),
+        ("authentication.liqo.io", "tenants", "get"),
+        ("authentication.liqo.io", "tenants", "list"),
+        ("authentication.liqo.io", "tenants", "watch"),
+        ("authentication.liqo.io", "resourceslices/status", "update"),
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+        ("events.k8s.io", "events", "create"),
+        ("events.k8s.io", "events", "patch"),
+    ]
+    .into_iter()
+    .collect();
+    for record in p.kube.audit() {
+        if let Some(a) = &record.resource {
+            let key = (a.api_group.as_str(), a.rbac_resource(), a.verb.as_str());
+            assert!(
+                allowed.contains(&(key.0, key.1.as_str(), key.2)),
+                "not in the documented Role: {record:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
+    let (a, port_a) = p.controller(&["--lease-identity", "replica-a"])?;
+    let (b, port_b) = p.controller(&["--lease-identity", "replica-b"])?;
+    p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
+        .await?;
+
+    // One leader, one standby, both ready.
+    let deadline = Instant::now() + SETTLE;
+    let (ready_a, ready_b) = loop {
+        let ra = http_get(port_a, "/readyz").await?;
+        let rb = http_get(port_b, "/readyz").await?;
+        if ra.0 == 200 && rb.0 == 200 {
+            break (ra.1, rb.1);
+        }
+        if Instant::now() > deadline {
+            bail!("not ready: {ra:?} {rb:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let holder = lease_holder(&p.kube).unwrap_or_default();
+    let (mut leader, standby, standby_id) = match holder.as_str() {
+        "replica-a" => (a, b, "replica-b"),
+        "replica-b" => (b, a, "replica-a"),
+        other => bail!("unexpected holder {other:?}"),
+    };
+    let roles: BTreeSet<String> = [ready_a.trim().to_string(), ready_b.trim().to_string()].into();
+    assert_eq!(
+        roles,
+        BTreeSet::from(["ok: leader".to_string(), "ok: standby".to_string()])
+    );
+
+    // The leader dies without releasing the Lease.
+    leader.kill();
+    let died = Instant::now();
+    p.slice("c1", "gold-2", CLASS, &[("cpu", "1")], true);
+    loop {
+        if lease_holder(&p.kube).as_deref() == Some(standby_id) {
+            break;
+        }
+        if died.elapsed() > Duration::from_secs(10) {
+            bail!("no failover");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took_over = died.elapsed();
+    p.wait_condition("c1", "gold-2", SETTLE, is("Accepted"))
+        .await?;
+    let decided = died.elapsed();
+    eprintln!(
+        "failover: lease taken {took_over:?}, new slice decided {decided:?} after the leader died"
+    );
+    // Lease duration 3s; a standby polls every 250ms.
+    assert!(
+        took_over <= Duration::from_millis(3500),
+        "took over after {took_over:?}"
+    );
+    drop(standby);
+    Ok(())
+}

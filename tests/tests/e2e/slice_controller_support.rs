@@ -1,0 +1,252 @@
+//! A provider cluster for the ResourceSlice class controller's end-to-end
+//! tests: the test API server with Liqo v1.2.0's CRDs, a tenant namespace
+//! and Tenant per consumer, slices written the way Liqo writes them
+//! (replicated labels, `Authentication` accepted, `authParams`), and the
+//! real `resource-monitor --liqo-api v1` over a static source with quota and
+//! filter stages.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use e2e::{free_port, Child, Spawn};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+pub const SLICES: (&str, &str) = ("authentication.liqo.io", "resourceslices");
+pub const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
+pub const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
+
+/// The class under test.
+pub const CLASS: &str = "gold";
+/// When Liqo accepted the authentication of every test slice.
+pub const AUTH_TIME: &str = "2026-11-20T08:00:00Z";
+
+/// Bounds a wait; measures nothing.
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+pub fn tenant_namespace(consumer: &str) -> String {
+    format!("liqo-tenant-{consumer}")
+}
+
+/// The `Authentication` condition Liqo writes.
+pub fn auth_condition() -> Value {
+    json!({"type": "Authentication", "status": "Accepted",
+           "reason": "ResourceSliceAuthenticationAccepted",
+           "message": "ResourceSlice authentication accepted",
+           "lastTransitionTime": AUTH_TIME})
+}
+
+/// The `authParams` Liqo writes (base64 of a CA, a signed certificate).
+pub fn auth_params() -> Value {
+    json!({"ca": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWTVJNd0VRWURWUVFERXdwcmRXSmwKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=",
+           "signedCRT": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURJVENDQWdtZ0F3SUJBZ0lRYlhEdTZ5RE1FZGlvTlc4Y3pzS0xaREFOQmdrcWhraUc5dzBCQVFzRkFEQVYKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=",
+           "apiServer": "https://provider.example:6443"})
+}
+
+pub struct Provider {
+    pub kube: KubeApiServer,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+    pub resources: PathBuf,
+    pub chain: PathBuf,
+}
+
+impl Provider {
+    /// The API server, and a chain file: static `inventory` → quota 50% →
+    /// filter denying `nvidia.com/*`.
+    pub async fn start(inventory: &[(&str, &str)]) -> Result<Self> {
+        let kube = KubeApiServer::start().await?;
+        let dir = tempfile::tempdir()?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kube.write_kubeconfig(&kubeconfig)?;
+        let resources = dir.path().join("resources.yaml");
+        let chain = dir.path().join("chain.toml");
+        std::fs::write(
+            &chain,
+            "[source.static]\npath = \"resources.yaml\"\n\n[quota]\npercent = 50\n\n[[filter.rules]]\ndeny = [\"nvidia.com/*\"]\n",
+        )?;
+        let provider = Self {
+            kube,
+            dir,
+            kubeconfig,
+            resources,
+            chain,
+        };
+        provider.write_inventory(inventory)?;
+        Ok(provider)
+    }
+
+    /// Replace the static source's file (renamed into place, as editors do).
+    pub fn write_inventory(&self, inventory: &[(&str, &str)]) -> Result<()> {
+        let text: String = inventory
+            .iter()
+            .map(|(name, value)| format!("{name}: \"{value}\"\n"))
+            .collect();
+        let temp = self.dir.path().join(".resources.yaml.tmp");
+        std::fs::write(&temp, text)?;
+        std::fs::rename(&temp, &self.resources)?;
+        Ok(())
+    }
+
+    /// A consumer's tenant namespace and Tenant (`Active`, `Cordoned`,
+    /// `Drained`).
+    pub fn tenant(&self, consumer: &str, condition: &str) {
+        let namespace = tenant_namespace(consumer);
+        self.kube.apply(
+            NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": namespace,
+                                "labels": {"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": consumer}}}),
+        );
+        self.kube.apply(
+            TENANTS,
+            json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+                   "metadata": {"name": consumer, "namespace": namespace,
+                                "labels": {"liqo.io/remote-cluster-id": consumer}},
+                   "spec": {"clusterID": consumer, "authzPolicy": "KeysExchange", "tenantCondition": condition}}),
+        );
+    }
+
+    /// A slice as Liqo leaves it on the provider: replicated labels, and,
+    /// if `authenticated`, the `Authentication` condition and `authParams`.
+    pub fn slice(
+        &self,
+        consumer: &str,
+        name: &str,
+        class: &str,
+        asked: &[(&str, &str)],
+        authenticated: bool,
+    ) -> Value {
+        let resources: serde_json::Map<String, Value> = asked
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::from(*v)))
+            .collect();
+        let mut object = json!({
+            "apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+            "metadata": {"name": name, "namespace": tenant_namespace(consumer),
+                "labels": {"liqo.io/replicated": "true", "liqo.io/originID": consumer,
+                           "liqo.io/remote-cluster-id": consumer, "liqo.io/replication": "false"}},
+            "spec": {"class": class, "consumerClusterID": consumer, "providerClusterID": "provider-1",
+                     "resources": resources, "csr": "Y3NyLWJ5dGVz"},
+        });
+        if authenticated {
+            object["status"] =
+                json!({"conditions": [auth_condition()], "authParams": auth_params()});
+        }
+        self.kube.apply(SLICES, object)
+    }
+
+    pub fn get_slice(&self, consumer: &str, name: &str) -> Result<Value> {
+        self.kube
+            .get(SLICES, Some(&tenant_namespace(consumer)), name)
+            .with_context(|| format!("slice {name} of {consumer} is gone"))
+    }
+
+    /// The slice's `Resources` condition, if any.
+    pub fn resources_condition(&self, consumer: &str, name: &str) -> Option<Value> {
+        let slice = self.get_slice(consumer, name).ok()?;
+        slice["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Resources")
+            .cloned()
+    }
+
+    /// Wait until the slice's `Resources` condition satisfies `check`.
+    pub async fn wait_condition(
+        &self,
+        consumer: &str,
+        name: &str,
+        within: Duration,
+        check: impl Fn(&Value) -> bool,
+    ) -> Result<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(condition) = self.resources_condition(consumer, name) {
+                if check(&condition) {
+                    return Ok(condition);
+                }
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "slice {name}: no matching Resources condition within {within:?}; slice is {}",
+                    self.get_slice(consumer, name)
+                        .map(|s| s.to_string())
+                        .unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Status writes (PUT `/status`) made to slices so far.
+    pub fn status_writes(&self) -> usize {
+        self.kube
+            .audit()
+            .iter()
+            .filter(|r| {
+                r.resource.as_ref().is_some_and(|a| {
+                    a.resource == "resourceslices"
+                        && a.subresource.as_deref() == Some("status")
+                        && a.verb == "update"
+                })
+            })
+            .count()
+    }
+
+    /// `resource-monitor --liqo-api v1 --class gold` over the chain file,
+    /// with short Lease timings; `extra` adds flags.
+    pub fn controller(&self, extra: &[&str]) -> Result<(Child, u16)> {
+        let port = free_port();
+        // `--liqo-api v1` unless the test names another API.
+        let api = if extra.contains(&"--liqo-api") {
+            &[][..]
+        } else {
+            &["--liqo-api", "v1"][..]
+        };
+        let child = Spawn::new("resource-monitor")
+            .args(api)
+            .args(["--class", CLASS, "--config"])
+            .arg(&self.chain)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "--lease-namespace",
+                "default",
+                "--lease-duration",
+                "3s",
+                "--lease-renew-deadline",
+                "2s",
+                "--lease-retry",
+                "250ms",
+            ])
+            .args(extra)
+            .env("RUST_LOG", "info,slice_controller=debug")
+            .start_listening(port)?;
+        Ok((child, port))
+    }
+}
+
+/// GET a path of the controller's HTTP port: (status, body).
+pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    let client = e2e::http::async_client(Duration::from_secs(5));
+    let response = client
+        .get(format!("http://127.0.0.1:{port}{path}"))
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    Ok((status, response.text().await?))
+}
+
+/// The Lease's holder, if any.
+pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
+    let lease = kube.get(
+        LEASES,
+        Some("default"),
+        &format!("slice-controller-{CLASS}"),
+    )?;
+    lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+}
