@@ -270,6 +270,11 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
 
     // Cordoning c1 keeps its grant and denies a new slice.
     p.tenant("c1", "Cordoned");
+    // Tenants and slices arrive on separate watches: a slice created in the
+    // same instant as the cordon may be decided before the controller sees
+    // it (and then keeps its grant, as a cordon keeps grants). A real slice
+    // follows a cordon by far more than this.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     p.slice("c1", "gold-more", CLASS, &[("cpu", "1")], true);
     p.wait_condition("c1", "gold-more", SETTLE, is("Denied"))
         .await?;
