@@ -1,8 +1,8 @@
 //! The grant decision, a pure function: from one consumer's slices of the
 //! class, its Tenant's condition and the chain's answer for that consumer,
 //! to what each slice's `Resources` condition and `status.resources` should
-//! say. No I/O, no clock: [`crate::status`] turns a [`Verdict`] into a
-//! status document and [`crate::reconcile`] writes it.
+//! say. No I/O, no clock: the `status` module turns a [`Verdict`] into a
+//! status document and the `reconcile` module writes it.
 //!
 //! **Policies** ([`GrantPolicy`]), all measured against what *remains* for
 //! the consumer — the chain's answer less what the consumer's other accepted

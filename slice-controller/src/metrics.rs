@@ -1,5 +1,5 @@
 //! The controller's Prometheus metrics and health state, rendered by
-//! [`Metrics::render`] on `/metrics` (see [`crate::http`]):
+//! [`Metrics::render`] on `/metrics` (served by the `http` module):
 //!
 //! | metric | what |
 //! |---|---|

@@ -1,6 +1,6 @@
 //! The buying endpoints' part of the catalog's OpenAPI document, merged
 //! into it by the top-level `openapi` module. (The Open Service Broker
-//! routes are in [`crate::osb::openapi`].)
+//! routes are described by the `osb` feature's own `openapi` module.)
 
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};

@@ -1,5 +1,5 @@
 //! The resources the server knows: one [`ResourceDef`] per group and
-//! resource, built in ([`crate::builtin`]) or read from a
+//! resource, built in (the `builtin` module) or read from a
 //! `CustomResourceDefinition` manifest (`apiextensions.k8s.io/v1`, YAML,
 //! one or more documents), with its versions, scope, names, status
 //! subresource and `openAPIV3Schema` per version.
