@@ -72,6 +72,18 @@ impl SigningKey {
     /// two racing starts agree) if it does not exist yet.
     pub fn load_or_generate(path: &Path) -> Result<Self, KeyError> {
         if path.exists() {
+            // A key file an older catalog (or an operator) left readable by
+            // others is restricted before it is used.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(
+                    |source| KeyError::Write {
+                        path: path.into(),
+                        source,
+                    },
+                )?;
+            }
             return Self::from_file(path);
         }
         if let Some(dir) = path.parent() {

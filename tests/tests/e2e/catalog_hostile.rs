@@ -512,3 +512,35 @@ fn malformed_requests_are_not_logged_as_errors() {
     );
     assert_eq!(c.get("/healthz").status, 200);
 }
+
+/// Finding 10: the data directory and every file in it that holds secrets
+/// or their hashes are the catalog user's alone — also when an older
+/// catalog (or an operator's umask) left them readable by others.
+#[cfg(unix)]
+#[test]
+fn secrets_on_disk_are_private_even_when_left_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new(Backend::Embedded);
+    let dir = env.data_dir.path().to_path_buf();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+    // A first start creates the database and the signing key.
+    let catalog = env.start();
+    drop(catalog);
+    let db = dir.join("catalog.redb");
+    let key = dir.join("jwt-signing.key");
+    assert_eq!(mode(&dir), 0o700, "data directory");
+    assert_eq!(mode(&db), 0o600, "catalog.redb");
+    assert_eq!(mode(&key), 0o600, "jwt-signing.key");
+
+    // Opened up as an older catalog left them, they are restricted again
+    // on the next start, before anything is served.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let catalog = env.start();
+    assert_eq!(mode(&dir), 0o700, "data directory after restart");
+    assert_eq!(mode(&db), 0o600, "catalog.redb after restart");
+    assert_eq!(mode(&key), 0o600, "jwt-signing.key after restart");
+    drop(catalog);
+}

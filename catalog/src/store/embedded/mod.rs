@@ -139,6 +139,15 @@ impl EmbeddedStore {
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| internal(format!("creating {}: {e}", dir.display())))?;
+        // The directory holds the database and (by default) the signing key:
+        // only the catalog's user may list or enter it. An older catalog
+        // created it 0755; fixed here on every open.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| internal(format!("restricting {}: {e}", dir.display())))?;
+        }
         let path = dir.join(DB_FILE);
         let db = Database::create(&path)
             .map_err(|e| internal(format!("opening {}: {e}", path.display())))?;
