@@ -16,6 +16,16 @@ use crate::storage::StoreError;
 /// fails only on a malformed URI; an unreachable server shows up as
 /// [`StoreError::Unavailable`] on the first operation, after
 /// `config.timeout`.
+///
+/// The driver's own deadlines follow `--mongodb-timeout` (the flag wins over
+/// the URI's `serverSelectionTimeoutMS` / `connectTimeoutMS`): selecting a
+/// server and opening a connection each give up within it. The Rust driver
+/// has no socket timeout, so a server that accepts but never answers (a
+/// frozen process) is bounded by the per-operation deadline around every
+/// store call instead. The server monitor checks at least that often (not
+/// below the driver's 500 ms floor, not above its 10 s default), so a hung
+/// server is marked unknown, and fails fast, about one timeout after it
+/// stops answering; a URI's `heartbeatFrequencyMS` is kept.
 pub async fn open(config: &MongoConfig, app_name: &str) -> Result<Database, StoreError> {
     let mut options = ClientOptions::parse(&config.uri)
         .await
@@ -23,6 +33,11 @@ pub async fn open(config: &MongoConfig, app_name: &str) -> Result<Database, Stor
     options.app_name.get_or_insert_with(|| app_name.to_string());
     options.server_selection_timeout = Some(config.timeout);
     options.connect_timeout = Some(config.timeout);
+    options.heartbeat_freq.get_or_insert(
+        config
+            .timeout
+            .clamp(Duration::from_millis(500), Duration::from_secs(10)),
+    );
     // An acknowledged write must survive the loss of the primary and a
     // crash: majority, journaled.
     options.write_concern = Some(

@@ -17,6 +17,13 @@
 //! failures surface as [`StoreError::Unavailable`] with a generic message
 //! (the driver's detail — hosts, topology — goes to the log only); the
 //! driver reconnects by itself.
+//!
+//! Every store operation runs within `--mongodb-timeout`, whole (retries
+//! included), through [`MongoStore::bounded`]: a database that stops
+//! answering (frozen, partitioned) costs a request at most that long, and a
+//! write cut short is answered as "outcome unknown", with how to find out
+//! ([`Op::Write`]). `/readyz` pings with a shorter deadline
+//! ([`PING_DEADLINE`]).
 
 mod conn;
 mod offers;
@@ -24,6 +31,7 @@ mod osb;
 mod providers;
 mod reservations;
 
+use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,14 +51,120 @@ const DUPLICATE_KEY: i32 = 11000;
 /// What a client is told when MongoDB cannot be reached: what it can act
 /// on, never the driver's detail (hosts, topology, server selection).
 pub const UNREACHABLE: &str = "the database (MongoDB) is unreachable; retry later";
+/// The longest `/readyz` waits for MongoDB's answer to a ping (or
+/// `--mongodb-timeout`, if shorter): a load balancer's probe must learn
+/// "not ready" well within its own timeout, whatever the flag says.
+pub const PING_DEADLINE: Duration = Duration::from_secs(1);
+
+/// What a store operation does, so that its failure tells the client what
+/// it can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Op {
+    /// Reads only: failing changed nothing, retrying is safe.
+    Read,
+    /// Writes: cut short by an outage it may or may not have been applied.
+    /// The text tells the client how to find out (which resource to read,
+    /// and what to look at).
+    Write(String),
+}
+
+/// Why the database did not answer an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outage {
+    /// The driver gave up: no server, connection lost.
+    Unreachable,
+    /// No answer within `--mongodb-timeout` (a hung or partitioned server).
+    Timeout(Duration),
+}
+
+/// The 503 message for an operation the database did not answer: the
+/// outage, and for a write that its outcome is unknown and how to learn it.
+/// Never "too many concurrent writes": that is contention, this is not.
+fn outage_message(op: &Op, outage: Outage) -> String {
+    let cause = match outage {
+        Outage::Unreachable => "the database (MongoDB) is unreachable".to_string(),
+        Outage::Timeout(t) => format!(
+            "the database (MongoDB) did not answer within {}",
+            edge::duration::format(t)
+        ),
+    };
+    match op {
+        Op::Read => format!("{cause}; retry later"),
+        Op::Write(how) => {
+            format!("{cause}; outcome unknown: this write may or may not have been applied. {how}")
+        }
+    }
+}
+
+/// A failure of a store operation, with the [`StoreError`] inside it (if
+/// any) reachable, so [`bounded`] can reword an outage for a write.
+pub(super) trait StoreFailure: From<StoreError> {
+    fn store_error_mut(&mut self) -> Option<&mut StoreError>;
+}
+
+impl StoreFailure for StoreError {
+    fn store_error_mut(&mut self) -> Option<&mut StoreError> {
+        Some(self)
+    }
+}
+
+impl StoreFailure for crate::buying::store::ReserveError {
+    fn store_error_mut(&mut self) -> Option<&mut StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl StoreFailure for crate::buying::store::TransitionError {
+    fn store_error_mut(&mut self) -> Option<&mut StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Run one store operation `fut` (all its round trips and retries) within
+/// `timeout`. Past it the operation is dropped — the driver discards the
+/// connection it was using — and answered with a 503 naming the outage; a
+/// write's 503 (on a timeout or an unreachable database) says its outcome is
+/// unknown. Other errors pass unchanged.
+pub(super) async fn bounded<T, E, F>(timeout: Duration, op: Op, fut: F) -> Result<T, E>
+where
+    E: StoreFailure,
+    F: Future<Output = Result<T, E>>,
+{
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(mut e)) => {
+            if let Some(StoreError::Unavailable(msg)) = e.store_error_mut() {
+                if msg == UNREACHABLE {
+                    *msg = outage_message(&op, Outage::Unreachable);
+                }
+            }
+            Err(e)
+        }
+        Err(_) => {
+            warn!(
+                timeout = %edge::duration::format(timeout),
+                write = matches!(op, Op::Write(_)),
+                "MongoDB did not answer in time; operation abandoned"
+            );
+            Err(StoreError::Unavailable(outage_message(&op, Outage::Timeout(timeout))).into())
+        }
+    }
+}
 
 /// Connection settings.
 #[derive(Debug, Clone)]
 pub struct MongoConfig {
     pub uri: String,
     pub database: String,
-    /// How long an operation waits for a reachable server before failing
-    /// with 503.
+    /// The longest one store operation may take (server selection,
+    /// connecting, every round trip and retry) before it fails with 503;
+    /// also the driver's server-selection and connect timeouts.
     pub timeout: Duration,
 }
 
@@ -58,6 +172,8 @@ pub struct MongoConfig {
 #[derive(Clone)]
 pub struct MongoStore {
     db: Database,
+    /// `--mongodb-timeout`: the bound on every operation.
+    timeout: Duration,
     offers: Collection<offers::OfferDoc>,
     providers: Collection<offers::ProviderDoc>,
     peering: Collection<providers::SecretDoc>,
@@ -130,6 +246,7 @@ impl MongoStore {
             instances: db.collection("osb_instances"),
             bindings: db.collection("osb_bindings"),
             db,
+            timeout: config.timeout,
             changes,
             streams_supported: Arc::new(AtomicBool::new(true)),
             streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
@@ -170,6 +287,15 @@ impl MongoStore {
         }
         Ok(store)
     }
+
+    /// [`bounded`] by this store's `--mongodb-timeout`.
+    pub(super) async fn bounded<T, E, F>(&self, op: Op, fut: F) -> Result<T, E>
+    where
+        E: StoreFailure,
+        F: Future<Output = Result<T, E>>,
+    {
+        bounded(self.timeout, op, fut).await
+    }
 }
 
 #[async_trait]
@@ -182,12 +308,16 @@ impl Health for MongoStore {
         *self.streams_opened.borrow() >= 2
     }
 
+    /// Within [`PING_DEADLINE`] (or `--mongodb-timeout`, if shorter).
     async fn ping(&self) -> Result<(), StoreError> {
-        self.db
-            .run_command(doc! { "ping": 1 })
-            .await
-            .map(|_| ())
-            .map_err(classify)
+        let ping = async {
+            self.db
+                .run_command(doc! { "ping": 1 })
+                .await
+                .map(|_| ())
+                .map_err(classify)
+        };
+        bounded(self.timeout.min(PING_DEADLINE), Op::Read, ping).await
     }
 }
 

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tracing::{info, warn, Instrument};
 
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::{
     rules, Cost, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, Plan, PutOutcome,
 };
@@ -316,12 +316,14 @@ impl MongoStore {
             .ok()
             .and_then(|ttl| crate::storage::now().checked_sub_signed(ttl))
             .ok_or_else(|| StoreError::Internal(format!("tombstone TTL {ttl:?} out of range")))?;
-        let deleted = self
-            .offers
-            .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": bt(cutoff) } })
-            .await
-            .map_err(classify)?;
-        Ok(deleted.deleted_count)
+        let purge = async {
+            self.offers
+                .delete_many(doc! { "deleted": true, "updatedAt": { "$lt": bt(cutoff) } })
+                .await
+                .map_err(classify)
+        };
+        let how = "The next purge retries.".to_string();
+        Ok(self.bounded(Op::Write(how), purge).await?.deleted_count)
     }
 
     /// Purge tombstones older than `ttl` in the background, every `ttl / 4`
@@ -365,6 +367,14 @@ impl MongoStore {
                     .upsert(true)
                     .await?;
                 settings.find_one(doc! { "_id": SIGNING_KEY_ID }).await
+            };
+            // A hung database must not hang start-up on one attempt.
+            let attempt = async {
+                tokio::time::timeout(self.timeout, attempt)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
+                    })
             };
             match attempt.await {
                 Ok(Some(d)) => {
@@ -538,6 +548,62 @@ impl OfferStore for MongoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Offer>, StoreError> {
+        self.bounded(Op::Read, self.list_offers_page_now(filter, after, limit))
+            .await
+    }
+
+    async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        self.bounded(Op::Read, async {
+            match self.find_doc(id).await? {
+                Some(d) => d.into_offer(),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn put_offer(
+        &self,
+        draft: OfferDraft,
+        expected_version: Option<u64>,
+    ) -> Result<PutOutcome, StoreError> {
+        let how = format!(
+            "Read the offer (GET /offer/{}) and compare its `version` with the one you expected before retrying.",
+            draft.id
+        );
+        self.bounded(Op::Write(how), self.put_offer_now(draft, expected_version))
+            .await
+    }
+
+    async fn delete_offer(&self, id: &str, owner_cluster_id: &str) -> Result<Offer, StoreError> {
+        let how = format!("Read the offer (GET /offer/{id}): 404 means the deletion was applied.");
+        self.bounded(Op::Write(how), self.delete_offer_now(id, owner_cluster_id))
+            .await
+    }
+
+    async fn count_offers(&self) -> Result<u64, StoreError> {
+        self.bounded(Op::Read, async {
+            self.offers
+                .count_documents(doc! { "deleted": false })
+                .await
+                .map_err(classify)
+        })
+        .await
+    }
+
+    fn changes(&self) -> broadcast::Receiver<OfferChange> {
+        self.changes.subscribe()
+    }
+}
+
+/// The operations themselves, unbounded: the trait above bounds each whole.
+impl MongoStore {
+    async fn list_offers_page_now(
+        &self,
+        filter: &OfferFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Offer>, StoreError> {
         let mut query = query_for(filter);
         if let Some(after) = after {
             query.insert("_id", doc! { "$gt": after });
@@ -565,14 +631,7 @@ impl OfferStore for MongoStore {
         Ok(out)
     }
 
-    async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
-        match self.find_doc(id).await? {
-            Some(d) => d.into_offer(),
-            None => Ok(None),
-        }
-    }
-
-    async fn put_offer(
+    async fn put_offer_now(
         &self,
         draft: OfferDraft,
         expected_version: Option<u64>,
@@ -602,7 +661,11 @@ impl OfferStore for MongoStore {
         )))
     }
 
-    async fn delete_offer(&self, id: &str, owner_cluster_id: &str) -> Result<Offer, StoreError> {
+    async fn delete_offer_now(
+        &self,
+        id: &str,
+        owner_cluster_id: &str,
+    ) -> Result<Offer, StoreError> {
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let Some(old) = self.find_doc(id).await? else {
                 return Err(StoreError::NotFound);
@@ -630,17 +693,6 @@ impl OfferStore for MongoStore {
         Err(StoreError::Unavailable(format!(
             "too many concurrent writes to offer {id}; retry"
         )))
-    }
-
-    async fn count_offers(&self) -> Result<u64, StoreError> {
-        self.offers
-            .count_documents(doc! { "deleted": false })
-            .await
-            .map_err(classify)
-    }
-
-    fn changes(&self) -> broadcast::Receiver<OfferChange> {
-        self.changes.subscribe()
     }
 }
 

@@ -7,7 +7,7 @@ use futures::TryStreamExt;
 use mongodb::bson::doc;
 use serde::{Deserialize, Serialize};
 
-use super::{classify, is_duplicate_key, MongoStore};
+use super::{classify, is_duplicate_key, MongoStore, Op};
 use crate::osb::model::{OsbBinding, OsbInstance};
 use crate::osb::OsbStore;
 use crate::storage::StoreError;
@@ -33,25 +33,35 @@ pub(super) struct BindingDoc {
 #[async_trait]
 impl OsbStore for MongoStore {
     async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError> {
-        let doc = InstanceDoc {
-            id: inst.id.clone(),
-            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-            body: inst.clone(),
-        };
-        match self.instances.insert_one(doc).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        let how = format!(
+            "Read the instance (GET /v2/service_instances/{}) to see whether it was created.",
+            inst.id
+        );
+        self.bounded(Op::Write(how), async {
+            let doc = InstanceDoc {
+                id: inst.id.clone(),
+                revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+                body: inst.clone(),
+            };
+            match self.instances.insert_one(doc).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_duplicate_key(&e) => Ok(false),
+                Err(e) => Err(classify(e)),
+            }
+        })
+        .await
     }
 
     async fn osb_get_instance(&self, id: &str) -> Result<Option<OsbInstance>, StoreError> {
-        Ok(self
-            .instances
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.body))
+        self.bounded(Op::Read, async {
+            Ok(self
+                .instances
+                .find_one(doc! { "_id": id })
+                .await
+                .map_err(classify)?
+                .map(|d| d.body))
+        })
+        .await
     }
 
     async fn osb_replace_instance(
@@ -59,18 +69,25 @@ impl OsbStore for MongoStore {
         inst: &OsbInstance,
         expected_revision: u64,
     ) -> Result<bool, StoreError> {
-        let doc = InstanceDoc {
-            id: inst.id.clone(),
-            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-            body: inst.clone(),
-        };
-        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
-        let r = self
-            .instances
-            .replace_one(doc! { "_id": &inst.id, "revision": expected }, doc)
-            .await
-            .map_err(classify)?;
-        Ok(r.matched_count == 1)
+        let how = format!(
+            "Read the instance (GET /v2/service_instances/{}) to see whether it changed.",
+            inst.id
+        );
+        self.bounded(Op::Write(how), async {
+            let doc = InstanceDoc {
+                id: inst.id.clone(),
+                revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+                body: inst.clone(),
+            };
+            let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+            let r = self
+                .instances
+                .replace_one(doc! { "_id": &inst.id, "revision": expected }, doc)
+                .await
+                .map_err(classify)?;
+            Ok(r.matched_count == 1)
+        })
+        .await
     }
 
     async fn osb_delete_instance(
@@ -78,55 +95,75 @@ impl OsbStore for MongoStore {
         id: &str,
         expected_revision: u64,
     ) -> Result<bool, StoreError> {
-        let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
-        let r = self
-            .instances
-            .delete_one(doc! { "_id": id, "revision": expected })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
+        let how = format!(
+            "Read the instance (GET /v2/service_instances/{id}): 404 means it was deleted."
+        );
+        self.bounded(Op::Write(how), async {
+            let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+            let r = self
+                .instances
+                .delete_one(doc! { "_id": id, "revision": expected })
+                .await
+                .map_err(classify)?;
+            Ok(r.deleted_count == 1)
+        })
+        .await
     }
 
     async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
-        let doc = BindingDoc {
-            id: b.id.clone(),
-            instance_id: b.instance_id.clone(),
-            body: b.clone(),
-        };
-        match self.bindings.insert_one(doc).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        let how = format!("Read the binding (GET /v2/service_instances/{}/service_bindings/{}) to see whether it was created.", b.instance_id, b.id);
+        self.bounded(Op::Write(how), async {
+            let doc = BindingDoc {
+                id: b.id.clone(),
+                instance_id: b.instance_id.clone(),
+                body: b.clone(),
+            };
+            match self.bindings.insert_one(doc).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_duplicate_key(&e) => Ok(false),
+                Err(e) => Err(classify(e)),
+            }
+        })
+        .await
     }
 
     async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError> {
-        Ok(self
-            .bindings
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.body))
+        self.bounded(Op::Read, async {
+            Ok(self
+                .bindings
+                .find_one(doc! { "_id": id })
+                .await
+                .map_err(classify)?
+                .map(|d| d.body))
+        })
+        .await
     }
 
     async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
-        let r = self
-            .bindings
-            .delete_one(doc! { "_id": id })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
+        let how = format!("Read the binding (GET /v2/service_instances/<instance>/service_bindings/{id}): 404 means it was deleted.");
+        self.bounded(Op::Write(how), async {
+            let r = self
+                .bindings
+                .delete_one(doc! { "_id": id })
+                .await
+                .map_err(classify)?;
+            Ok(r.deleted_count == 1)
+        })
+        .await
     }
 
     async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError> {
-        let docs: Vec<BindingDoc> = self
-            .bindings
-            .find(doc! { "instanceID": instance_id })
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        Ok(docs.into_iter().map(|d| d.body).collect())
+        self.bounded(Op::Read, async {
+            let docs: Vec<BindingDoc> = self
+                .bindings
+                .find(doc! { "instanceID": instance_id })
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            Ok(docs.into_iter().map(|d| d.body).collect())
+        })
+        .await
     }
 }

@@ -11,7 +11,7 @@ use mongodb::bson::{self, doc};
 use serde::{Deserialize, Serialize};
 
 use super::offers::ProviderDoc;
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderStore};
 use crate::storage::StoreError;
@@ -33,31 +33,40 @@ pub(super) struct DisabledDoc {
 #[async_trait]
 impl ProviderStore for MongoStore {
     async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
-        let found = self
-            .providers
-            .find_one(doc! { "_id": cluster_id })
-            .await
-            .map_err(classify)?;
-        Ok(found.map(ProviderAccount::from))
+        self.bounded(Op::Read, async {
+            let found = self
+                .providers
+                .find_one(doc! { "_id": cluster_id })
+                .await
+                .map_err(classify)?;
+            Ok(found.map(ProviderAccount::from))
+        })
+        .await
     }
 
     async fn claim_provider(
         &self,
         account: ProviderAccount,
     ) -> Result<(ProviderAccount, bool), StoreError> {
-        match self.providers.insert_one(ProviderDoc::from(&account)).await {
-            Ok(_) => {
-                self.publish_local(OfferChange::ProviderAdded(account.info()));
-                Ok((account, true))
+        let how = format!("Read the provider (GET /admin/providers/{}) to see whether it was registered before retrying.", account.cluster_id);
+        self.bounded(Op::Write(how), async {
+            match self.providers.insert_one(ProviderDoc::from(&account)).await {
+                Ok(_) => {
+                    self.publish_local(OfferChange::ProviderAdded(account.info()));
+                    Ok((account, true))
+                }
+                Err(e) if is_duplicate_key(&e) => {
+                    match self.get_provider(&account.cluster_id).await? {
+                        Some(existing) => Ok((existing, false)),
+                        None => Err(StoreError::Internal(
+                            "provider vanished after a duplicate-key insert".into(),
+                        )),
+                    }
+                }
+                Err(e) => Err(classify(e)),
             }
-            Err(e) if is_duplicate_key(&e) => match self.get_provider(&account.cluster_id).await? {
-                Some(existing) => Ok((existing, false)),
-                None => Err(StoreError::Internal(
-                    "provider vanished after a duplicate-key insert".into(),
-                )),
-            },
-            Err(e) => Err(classify(e)),
-        }
+        })
+        .await
     }
 
     async fn rotate_provider(
@@ -65,42 +74,52 @@ impl ProviderStore for MongoStore {
         expected_hash: &str,
         account: ProviderAccount,
     ) -> Result<bool, StoreError> {
-        let swapped = self
-            .providers
-            .replace_one(
-                doc! { "_id": &account.cluster_id, "secretHash": expected_hash },
-                ProviderDoc::from(&account),
-            )
-            .await
-            .map_err(classify)?;
-        if swapped.matched_count == 1 {
-            return Ok(true);
-        }
-        match self.get_provider(&account.cluster_id).await? {
-            Some(_) => Ok(false),
-            None => Err(StoreError::NotFound),
-        }
+        let how = "Either the old or the new secret is in force: authenticate with the new one to find out.".to_string();
+        self.bounded(Op::Write(how), async {
+            let swapped = self
+                .providers
+                .replace_one(
+                    doc! { "_id": &account.cluster_id, "secretHash": expected_hash },
+                    ProviderDoc::from(&account),
+                )
+                .await
+                .map_err(classify)?;
+            if swapped.matched_count == 1 {
+                return Ok(true);
+            }
+            match self.get_provider(&account.cluster_id).await? {
+                Some(_) => Ok(false),
+                None => Err(StoreError::NotFound),
+            }
+        })
+        .await
     }
 
     async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
-        let cursor = self
-            .providers
-            .find(doc! {})
-            .sort(doc! { "_id": 1 })
-            .await
-            .map_err(classify)?;
-        let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
-        Ok(docs
-            .into_iter()
-            .map(|d| ProviderAccount::from(d).info())
-            .collect())
+        self.bounded(Op::Read, async {
+            let cursor = self
+                .providers
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .map_err(classify)?;
+            let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
+            Ok(docs
+                .into_iter()
+                .map(|d| ProviderAccount::from(d).info())
+                .collect())
+        })
+        .await
     }
 
     async fn count_providers(&self) -> Result<u64, StoreError> {
-        self.providers
-            .count_documents(doc! {})
-            .await
-            .map_err(classify)
+        self.bounded(Op::Read, async {
+            self.providers
+                .count_documents(doc! {})
+                .await
+                .map_err(classify)
+        })
+        .await
     }
 
     async fn put_peering_secret(
@@ -108,28 +127,35 @@ impl ProviderStore for MongoStore {
         cluster_id: &str,
         sealed: Vec<u8>,
     ) -> Result<(), StoreError> {
-        let doc = SecretDoc {
-            id: cluster_id.to_string(),
-            sealed: bson::Binary {
-                subtype: bson::spec::BinarySubtype::Generic,
-                bytes: sealed,
-            },
-        };
-        self.peering
-            .replace_one(doc! { "_id": cluster_id }, doc)
-            .upsert(true)
-            .await
-            .map_err(classify)?;
-        Ok(())
+        let how = format!("Authenticating again as {cluster_id} stores the peering token again.");
+        self.bounded(Op::Write(how), async {
+            let doc = SecretDoc {
+                id: cluster_id.to_string(),
+                sealed: bson::Binary {
+                    subtype: bson::spec::BinarySubtype::Generic,
+                    bytes: sealed,
+                },
+            };
+            self.peering
+                .replace_one(doc! { "_id": cluster_id }, doc)
+                .upsert(true)
+                .await
+                .map_err(classify)?;
+            Ok(())
+        })
+        .await
     }
 
     async fn get_peering_secret(&self, cluster_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .peering
-            .find_one(doc! { "_id": cluster_id })
-            .await
-            .map_err(classify)?
-            .map(|d| d.sealed.bytes))
+        self.bounded(Op::Read, async {
+            Ok(self
+                .peering
+                .find_one(doc! { "_id": cluster_id })
+                .await
+                .map_err(classify)?
+                .map(|d| d.sealed.bytes))
+        })
+        .await
     }
 
     async fn set_provider_disabled(
@@ -137,33 +163,42 @@ impl ProviderStore for MongoStore {
         cluster_id: &str,
         disabled: bool,
     ) -> Result<(), StoreError> {
-        if disabled {
-            self.disabled
-                .update_one(
-                    doc! { "_id": cluster_id },
-                    doc! { "$setOnInsert": { "since": bt(crate::storage::now()) } },
-                )
-                .upsert(true)
-                .await
-                .map_err(classify)?;
-        } else {
-            self.disabled
-                .delete_one(doc! { "_id": cluster_id })
-                .await
-                .map_err(classify)?;
-        }
-        Ok(())
+        let how = format!(
+            "Read the provider (GET /admin/providers/{cluster_id}) to see whether it is disabled."
+        );
+        self.bounded(Op::Write(how), async {
+            if disabled {
+                self.disabled
+                    .update_one(
+                        doc! { "_id": cluster_id },
+                        doc! { "$setOnInsert": { "since": bt(crate::storage::now()) } },
+                    )
+                    .upsert(true)
+                    .await
+                    .map_err(classify)?;
+            } else {
+                self.disabled
+                    .delete_one(doc! { "_id": cluster_id })
+                    .await
+                    .map_err(classify)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
-        let docs: Vec<DisabledDoc> = self
-            .disabled
-            .find(doc! {})
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
+        self.bounded(Op::Read, async {
+            let docs: Vec<DisabledDoc> = self
+                .disabled
+                .find(doc! {})
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
+        })
+        .await
     }
 }

@@ -29,7 +29,7 @@ use mongodb::bson::{self, doc, Bson};
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore};
+use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
@@ -148,7 +148,7 @@ impl MongoStore {
         };
         let r = doc.body;
         if r.is_due(now) {
-            return match self.transition(&r.id, Transition::Expire, now).await {
+            return match self.transition_now(&r.id, Transition::Expire, now).await {
                 Ok(_) => Ok(false),
                 // Someone else moved it first: look again next time.
                 Err(TransitionError::WrongState(cur)) => Ok(cur.is_active(now)),
@@ -261,55 +261,10 @@ impl MongoStore {
             "too many concurrent reservations of this plan; retry".into(),
         ))
     }
-}
 
-#[async_trait]
-impl ReservationStore for MongoStore {
-    async fn reserve(
-        &self,
-        r: Reservation,
-        now: DateTime<Utc>,
-    ) -> Result<Reservation, ReserveError> {
-        let plan = plan_key(&r.offer_id, &r.plan_id);
-        let unit = match self.claim_unit(&plan, &r, now).await? {
-            Ok(unit) => unit,
-            Err(cap) => return Err(ReserveError::SoldOut { cap }),
-        };
-        if let Err(e) = self.reservations.insert_one(res_doc(&r, &unit)).await {
-            // Give the unit back; if even that fails, the next sold-out
-            // check frees it (its reservation is missing).
-            let _ = self.free_unit(&unit, &r.id).await;
-            return Err(classify(e).into());
-        }
-        Ok(r)
-    }
-
-    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError> {
-        Ok(self.find_reservation(id).await?.map(|d| d.body))
-    }
-
-    async fn list_reservations(
-        &self,
-        consumer: Option<&str>,
-    ) -> Result<Vec<Reservation>, StoreError> {
-        let filter = match consumer {
-            Some(c) => doc! { "consumer": c },
-            None => doc! {},
-        };
-        let docs: Vec<ReservationDoc> = self
-            .reservations
-            .find(filter)
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-        newest_first(&mut out);
-        Ok(out)
-    }
-
-    async fn transition(
+    /// [`ReservationStore::transition`], unbounded: it also runs inside
+    /// other operations (a reservation freeing a stale unit, the sweep).
+    async fn transition_now(
         &self,
         id: &str,
         t: Transition,
@@ -354,27 +309,110 @@ impl ReservationStore for MongoStore {
         ))
         .into())
     }
+}
+
+#[async_trait]
+impl ReservationStore for MongoStore {
+    async fn reserve(
+        &self,
+        r: Reservation,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, ReserveError> {
+        let how = format!("List your reservations (GET /reservations) to see whether one of offer {} plan {} was made before retrying.", r.offer_id, r.plan_id);
+        self.bounded(Op::Write(how), async {
+            let plan = plan_key(&r.offer_id, &r.plan_id);
+            let unit = match self.claim_unit(&plan, &r, now).await? {
+                Ok(unit) => unit,
+                Err(cap) => return Err(ReserveError::SoldOut { cap }),
+            };
+            if let Err(e) = self.reservations.insert_one(res_doc(&r, &unit)).await {
+                // Give the unit back; if even that fails, the next sold-out
+                // check frees it (its reservation is missing).
+                let _ = self.free_unit(&unit, &r.id).await;
+                return Err(classify(e).into());
+            }
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn get_reservation(&self, id: &str) -> Result<Option<Reservation>, StoreError> {
+        self.bounded(Op::Read, async {
+            Ok(self.find_reservation(id).await?.map(|d| d.body))
+        })
+        .await
+    }
+
+    async fn list_reservations(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<Reservation>, StoreError> {
+        self.bounded(Op::Read, async {
+            let filter = match consumer {
+                Some(c) => doc! { "consumer": c },
+                None => doc! {},
+            };
+            let docs: Vec<ReservationDoc> = self
+                .reservations
+                .find(filter)
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+            newest_first(&mut out);
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        t: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Reservation, TransitionError> {
+        let how = match t {
+            Transition::Purchase => format!(
+                "Read the reservation (GET /reservations/{id}): state `purchased` means the purchase was applied."
+            ),
+            Transition::Release => format!(
+                "Read the reservation (GET /reservations/{id}): state `released` means the release was applied."
+            ),
+            Transition::Cancel => format!(
+                "Read the purchase (GET /purchases/{id}): state `cancelled` means the cancellation was applied."
+            ),
+            Transition::Expire => format!("Read the reservation (GET /reservations/{id})."),
+        };
+        self.bounded(Op::Write(how), self.transition_now(id, t, now))
+            .await
+    }
 
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
-        let due: Vec<ReservationDoc> = self
-            .reservations
-            .find(doc! { "state": "reserved", "expiresAt": { "$lte": bt(now) } })
-            .limit(SWEEP_BATCH)
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
-        let mut expired = Vec::new();
-        for d in due {
-            match self.transition(&d.id, Transition::Expire, now).await {
-                Ok(r) => expired.push(r),
-                Err(TransitionError::Store(e)) => return Err(e),
-                // Purchased, released or expired by someone else meanwhile.
-                Err(_) => {}
+        let how = "The next expiry sweep retries.".to_string();
+        self.bounded(Op::Write(how), async {
+            let due: Vec<ReservationDoc> = self
+                .reservations
+                .find(doc! { "state": "reserved", "expiresAt": { "$lte": bt(now) } })
+                .limit(SWEEP_BATCH)
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            let mut expired = Vec::new();
+            for d in due {
+                match self.transition_now(&d.id, Transition::Expire, now).await {
+                    Ok(r) => expired.push(r),
+                    Err(TransitionError::Store(e)) => return Err(e),
+                    // Purchased, released or expired by someone else meanwhile.
+                    Err(_) => {}
+                }
             }
-        }
-        Ok(expired)
+            Ok(expired)
+        })
+        .await
     }
 
     async fn set_plan_cap(
@@ -383,26 +421,30 @@ impl ReservationStore for MongoStore {
         plan_id: &str,
         cap: Option<u32>,
     ) -> Result<(), StoreError> {
-        let key = plan_key(offer_id, plan_id);
-        match cap {
-            Some(c) => {
-                self.caps
-                    .update_one(
-                        doc! { "_id": &key },
-                        doc! { "$set": { "cap": i64::from(c) } },
-                    )
-                    .upsert(true)
-                    .await
-                    .map_err(classify)?;
+        let how = format!("Read the plan's capacity (GET /offer/{offer_id}/plans/{plan_id}/capacity) to see the cap in force.");
+        self.bounded(Op::Write(how), async {
+            let key = plan_key(offer_id, plan_id);
+            match cap {
+                Some(c) => {
+                    self.caps
+                        .update_one(
+                            doc! { "_id": &key },
+                            doc! { "$set": { "cap": i64::from(c) } },
+                        )
+                        .upsert(true)
+                        .await
+                        .map_err(classify)?;
+                }
+                None => {
+                    self.caps
+                        .delete_one(doc! { "_id": &key })
+                        .await
+                        .map_err(classify)?;
+                }
             }
-            None => {
-                self.caps
-                    .delete_one(doc! { "_id": &key })
-                    .await
-                    .map_err(classify)?;
-            }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     async fn plan_usage(
@@ -411,21 +453,24 @@ impl ReservationStore for MongoStore {
         plan_id: &str,
         now: DateTime<Utc>,
     ) -> Result<PlanUsage, StoreError> {
-        let key = plan_key(offer_id, plan_id);
-        let cap = self
-            .caps
-            .find_one(doc! { "_id": &key })
-            .await
-            .map_err(classify)?
-            .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
-        let active = self
-            .units
-            .count_documents(doc! {
-                "plan": &key,
-                "$or": [ { "expiresAt": Bson::Null }, { "expiresAt": { "$gt": bt(now) } } ],
-            })
-            .await
-            .map_err(classify)?;
-        Ok(PlanUsage { cap, active })
+        self.bounded(Op::Read, async {
+            let key = plan_key(offer_id, plan_id);
+            let cap = self
+                .caps
+                .find_one(doc! { "_id": &key })
+                .await
+                .map_err(classify)?
+                .map(|c| u32::try_from(c.cap.max(0)).unwrap_or(u32::MAX));
+            let active = self
+                .units
+                .count_documents(doc! {
+                    "plan": &key,
+                    "$or": [ { "expiresAt": Bson::Null }, { "expiresAt": { "$gt": bt(now) } } ],
+                })
+                .await
+                .map_err(classify)?;
+            Ok(PlanUsage { cap, active })
+        })
+        .await
     }
 }
