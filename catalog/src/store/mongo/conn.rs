@@ -1,12 +1,19 @@
 //! Connecting the one MongoDB client with the catalog's durability
-//! settings, and creating indexes in the background until the database
-//! answers.
+//! settings and deadlines, noticing when the server behind an address is a
+//! new process (see [`ProcessIds`]), and creating indexes in the background
+//! until the database answers.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use mongodb::bson::{Bson, Document};
+use mongodb::event::sdam::SdamEvent;
+use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Database};
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::MongoConfig;
@@ -26,7 +33,13 @@ use crate::storage::StoreError;
 /// below the driver's 500 ms floor, not above its 10 s default), so a hung
 /// server is marked unknown, and fails fast, about one timeout after it
 /// stops answering; a URI's `heartbeatFrequencyMS` is kept.
-pub async fn open(config: &MongoConfig, app_name: &str) -> Result<Database, StoreError> {
+///
+/// Also returns a counter of server restarts: it moves each time a server
+/// answers the monitor's heartbeat as another process than before.
+pub async fn open(
+    config: &MongoConfig,
+    app_name: &str,
+) -> Result<(Database, watch::Receiver<u64>), StoreError> {
     let mut options = ClientOptions::parse(&config.uri)
         .await
         .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
@@ -46,9 +59,53 @@ pub async fn open(config: &MongoConfig, app_name: &str) -> Result<Database, Stor
             .journal(true)
             .build(),
     );
+    let (restarts, restarted) = watch::channel(0u64);
+    let seen = Mutex::new(ProcessIds::default());
+    options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+        if let SdamEvent::ServerHeartbeatSucceeded(hb) = event {
+            let address = hb.server_address.to_string();
+            let again = seen
+                .lock()
+                .map(|mut seen| seen.restarted(&address, &hb.reply))
+                .unwrap_or(false);
+            if again {
+                warn!(server = %address, "the MongoDB server is a new process: it restarted");
+                restarts.send_modify(|n| *n += 1);
+            }
+        }
+    }));
     let client = Client::with_options(options)
         .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
-    Ok(client.database(&config.database))
+    Ok((client.database(&config.database), restarted))
+}
+
+/// The process id (`topologyVersion.processId` of `hello`) last heard
+/// from each server address. A new one at a known address means the server
+/// restarted; the driver then resumes change streams by itself, and a
+/// server whose history is gone (its data replaced) may accept the old
+/// resume token and never deliver what is written from then on, without
+/// any error (SecantusDB does). The followers take this as a reason to
+/// start afresh. Failing over to another member changes the address, not
+/// the process at one: no restart.
+#[derive(Debug, Default)]
+pub struct ProcessIds(HashMap<String, Bson>);
+
+impl ProcessIds {
+    /// Record `reply`'s process id for `address`: true when it replaces
+    /// another one.
+    pub fn restarted(&mut self, address: &str, reply: &Document) -> bool {
+        let Some(id) = reply
+            .get_document("topologyVersion")
+            .ok()
+            .and_then(|tv| tv.get("processId"))
+        else {
+            return false;
+        };
+        match self.0.insert(address.to_string(), id.clone()) {
+            Some(before) => before != *id,
+            None => false,
+        }
+    }
 }
 
 /// Run `create` until it succeeds, backing off from 200 ms to 10 s: the
@@ -72,5 +129,31 @@ where
                 delay = (delay * 2).min(Duration::from_secs(10));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::{doc, oid::ObjectId};
+
+    fn hello(process: ObjectId, counter: i64) -> Document {
+        doc! { "isWritablePrimary": true, "topologyVersion": { "processId": process, "counter": counter } }
+    }
+
+    /// Only a different process at a known address is a restart: not the
+    /// first answer, not the same process again (its counter moving), not
+    /// another address, not a server that sends no topology version.
+    #[test]
+    fn a_new_process_at_a_known_address_is_a_restart() {
+        let (one, two, other) = (ObjectId::new(), ObjectId::new(), ObjectId::new());
+        let mut seen = ProcessIds::default();
+        assert!(!seen.restarted("db:27017", &hello(one, 0)));
+        assert!(!seen.restarted("db:27017", &hello(one, 3)));
+        assert!(!seen.restarted("db2:27017", &hello(other, 0)));
+        assert!(!seen.restarted("db:27017", &doc! { "isWritablePrimary": true }));
+        assert!(seen.restarted("db:27017", &hello(two, 0)));
+        assert!(!seen.restarted("db:27017", &hello(two, 1)));
+        assert!(!seen.restarted("db2:27017", &hello(other, 9)));
     }
 }

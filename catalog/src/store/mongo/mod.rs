@@ -191,6 +191,9 @@ pub struct MongoStore {
     /// Counts change streams that have opened (or are known unsupported),
     /// so `connect` can wait for them and no early write goes unannounced.
     streams_opened: Arc<tokio::sync::watch::Sender<usize>>,
+    /// Moves when the server at an address restarts (a new process): the
+    /// followers then drop their resume tokens and resync.
+    server_restarts: tokio::sync::watch::Receiver<u64>,
 }
 
 /// The MongoDB backend's one error classifier: "retry later" (503) or
@@ -233,7 +236,7 @@ impl MongoStore {
     /// Connect (lazily: the driver connects on first use), start creating the
     /// indexes and following the change streams in the background.
     pub async fn connect(config: &MongoConfig) -> Result<Self, StoreError> {
-        let db = conn::open(config, "liqo-broker-catalog").await?;
+        let (db, server_restarts) = conn::open(config, "liqo-broker-catalog").await?;
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
         let store = MongoStore {
             offers: db.collection("offers"),
@@ -250,6 +253,7 @@ impl MongoStore {
             changes,
             streams_supported: Arc::new(AtomicBool::new(true)),
             streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
+            server_restarts,
         };
         let mut opened = store.streams_opened.subscribe();
         tokio::spawn(
@@ -324,6 +328,78 @@ impl Health for MongoStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn message(e: StoreError) -> String {
+        match e {
+            StoreError::Unavailable(msg) => msg,
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+    }
+
+    /// An operation that never ends is cut at the deadline: a read says
+    /// "retry", a write "outcome unknown" and how to find out; neither
+    /// blames contention.
+    #[tokio::test]
+    async fn a_hung_operation_is_answered_at_the_deadline() {
+        let t = Duration::from_millis(200);
+        let hung = std::future::pending::<Result<(), StoreError>>;
+        let start = tokio::time::Instant::now();
+        let read = message(bounded(t, Op::Read, hung()).await.unwrap_err());
+        assert!(start.elapsed() >= t);
+        // Only an upper bound far above the deadline: the point is "ends".
+        assert!(start.elapsed() < Duration::from_secs(30));
+        assert_eq!(
+            read,
+            "the database (MongoDB) did not answer within 200ms; retry later"
+        );
+        let how = "Read the offer (GET /offer/x).".to_string();
+        let write = message(bounded(t, Op::Write(how), hung()).await.unwrap_err());
+        assert!(write.starts_with("the database (MongoDB) did not answer within 200ms"));
+        assert!(write.contains("outcome unknown"), "{write}");
+        assert!(write.ends_with("Read the offer (GET /offer/x)."), "{write}");
+        assert!(!write.contains("concurrent"), "{write}");
+    }
+
+    /// An unreachable database is reworded for a write (outcome unknown);
+    /// every other failure, contention included, passes unchanged, and so
+    /// do answers within the deadline.
+    #[tokio::test]
+    async fn only_outages_are_reworded() {
+        let t = Duration::from_secs(2);
+        let write = || Op::Write("Look.".into());
+        let unreachable = bounded(t, write(), async {
+            Err::<(), _>(StoreError::Unavailable(UNREACHABLE.into()))
+        });
+        let msg = message(unreachable.await.unwrap_err());
+        assert!(
+            msg.starts_with("the database (MongoDB) is unreachable; outcome unknown"),
+            "{msg}"
+        );
+        let read = bounded(t, Op::Read, async {
+            Err::<(), _>(StoreError::Unavailable(UNREACHABLE.into()))
+        });
+        assert_eq!(message(read.await.unwrap_err()), UNREACHABLE);
+        let busy = "too many concurrent writes to offer x; retry";
+        let contention = bounded(t, write(), async {
+            Err::<(), _>(StoreError::Unavailable(busy.into()))
+        });
+        assert_eq!(message(contention.await.unwrap_err()), busy);
+        let reserve = bounded(t, write(), async {
+            Err::<(), _>(crate::buying::store::ReserveError::Store(
+                StoreError::Unavailable(UNREACHABLE.into()),
+            ))
+        });
+        match reserve.await.unwrap_err() {
+            crate::buying::store::ReserveError::Store(e) => {
+                assert!(message(e).contains("outcome unknown"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            bounded(t, write(), async { Ok::<_, StoreError>(7) }).await,
+            Ok(7)
+        );
+    }
 
     /// A 503 body never carries the driver's detail.
     #[test]

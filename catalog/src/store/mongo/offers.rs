@@ -278,6 +278,39 @@ fn query_for(filter: &OfferFilter) -> Document {
     q
 }
 
+/// Logged (WARN) once each time a change stream starts afresh because it
+/// could not resume.
+const RESYNC_LOG: &str =
+    "the change stream cannot resume from its last event; resyncing subscribers from a fresh snapshot";
+
+/// Whether a change-stream error means resuming from the same token will
+/// never work — the history behind it is gone or the stream is dead — so
+/// the token must be dropped and subscribers resynced. Anything else
+/// (network, a primary stepping down) is worth resuming. The driver marks
+/// such errors `NonResumableChangeStreamError` on servers that say so;
+/// the codes and wording cover servers that do not.
+pub(super) fn cannot_resume(e: &mongodb::error::Error) -> bool {
+    // 260 InvalidResumeToken, 280 ChangeStreamFatalError, 286
+    // ChangeStreamHistoryLost, 40585 (resume token not found, before 4.2).
+    const FATAL: [i32; 4] = [260, 280, 286, 40585];
+    if e.contains_label("NonResumableChangeStreamError") {
+        return true;
+    }
+    let (code, message) = match &*e.kind {
+        ErrorKind::Command(c) => (c.code, c.message.as_str()),
+        ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(w)) => {
+            (w.code, w.message.as_str())
+        }
+        _ => return false,
+    };
+    if FATAL.contains(&code) {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    (message.contains("resume token") && message.contains("not found"))
+        || message.contains("resume of change stream was not possible")
+}
+
 impl MongoStore {
     fn stream_opened(&self) {
         self.streams_opened.send_modify(|n| *n += 1);
@@ -432,7 +465,11 @@ impl MongoStore {
 
     /// Follow one collection's change stream for ever, resuming after
     /// failures from the last seen event; announce [`OfferChange::Resync`]
-    /// whenever the stream had to start afresh.
+    /// whenever the stream had to start afresh: at first, and after a
+    /// resume proved impossible — refused when reopening (real MongoDB),
+    /// or failing on a later read (SecantusDB), see [`cannot_resume`] — or
+    /// after the server restarted as a new process (which may have lost
+    /// the history a resume needs without saying so).
     async fn follow<F>(&self, coll: Collection<Document>, to_change: F)
     where
         F: Fn(Document) -> Result<OfferChange, StoreError>,
@@ -440,6 +477,8 @@ impl MongoStore {
         let mut resume = None;
         let mut delay = Duration::from_millis(200);
         let mut first_open = true;
+        let mut restarts = self.server_restarts.clone();
+        restarts.mark_unchanged();
         loop {
             let opened = coll
                 .watch()
@@ -452,18 +491,22 @@ impl MongoStore {
                 Ok(s) => s,
                 Err(e) => {
                     if let ErrorKind::Command(c) = &*e.kind {
-                        // 40573: not a replica set; 286: resume point gone.
+                        // 40573: not a replica set.
                         if c.code == 40573 || c.message.contains("only supported on replica sets") {
                             warn!("MongoDB has no change streams (standalone server): only this process's writes are published");
                             self.streams_supported.store(false, Ordering::Relaxed);
                             self.stream_opened();
                             return;
                         }
-                        if resume.is_some() {
-                            warn!(error = %e, "cannot resume the change stream; starting afresh");
-                            resume = None;
-                            continue;
-                        }
+                    }
+                    // Any refusal of a token (not a network failure) counts:
+                    // a server that answers but will not resume never will.
+                    if resume.is_some()
+                        && (cannot_resume(&e) || matches!(&*e.kind, ErrorKind::Command(_)))
+                    {
+                        warn!(error = %e, "{RESYNC_LOG}");
+                        resume = None;
+                        continue;
                     }
                     warn!(error = %e, "opening the change stream failed; retrying");
                     tokio::time::sleep(delay).await;
@@ -479,9 +522,18 @@ impl MongoStore {
             if resume.is_none() {
                 let _ = self.changes.send(OfferChange::Resync);
             }
-            while let Some(event) = stream.next().await {
+            loop {
+                let event = tokio::select! {
+                    event = stream.next() => event,
+                    Ok(()) = restarts.changed() => {
+                        warn!("{RESYNC_LOG} (the database server restarted)");
+                        resume = None;
+                        break;
+                    }
+                };
                 match event {
-                    Ok(ev) => {
+                    None => break,
+                    Some(Ok(ev)) => {
                         resume = Some(ev.id.clone());
                         if !matches!(
                             ev.operation_type,
@@ -499,7 +551,12 @@ impl MongoStore {
                             Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
                         }
                     }
-                    Err(e) => {
+                    Some(Err(e)) if cannot_resume(&e) => {
+                        warn!(error = %e, "{RESYNC_LOG}");
+                        resume = None;
+                        break;
+                    }
+                    Some(Err(e)) => {
                         warn!(error = %e, "change stream interrupted; resuming");
                         if let Some(token) = stream.resume_token() {
                             resume = Some(token);
@@ -710,6 +767,38 @@ mod tests {
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
             .into_draft(id.into(), owner)
+    }
+
+    fn command_error(code: i32, errmsg: &str) -> mongodb::error::Error {
+        let c: mongodb::error::CommandError =
+            bson::from_document(doc! { "code": code, "codeName": "X", "errmsg": errmsg }).unwrap();
+        mongodb::error::Error::from(ErrorKind::Command(c))
+    }
+
+    /// A lost history or a dead stream is "start afresh"; a lost connection
+    /// or a primary stepping down is "resume".
+    #[test]
+    fn which_change_stream_errors_cannot_resume() {
+        for (code, msg) in [
+            (286, "Resume of change stream was not possible, as the resume point may no longer be in the oplog."),
+            (280, "Executor error during getMore :: caused by :: cannot resume stream"),
+            (260, "Invalid resume token"),
+            (40585, "resume of change stream was not possible, as the resume token was not found"),
+            (2, "the resume token was not found in the oplog"),
+        ] {
+            assert!(cannot_resume(&command_error(code, msg)), "{code} {msg}");
+        }
+        for (code, msg) in [
+            (43, "cursor id 123 not found"),
+            (189, "PrimarySteppedDown"),
+            (11600, "interrupted at shutdown"),
+            (91, "ShutdownInProgress"),
+        ] {
+            assert!(!cannot_resume(&command_error(code, msg)), "{code} {msg}");
+        }
+        let io =
+            mongodb::error::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(!cannot_resume(&io));
     }
 
     /// Tombstones keep a deleted id's version counting until purged; live
