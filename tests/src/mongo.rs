@@ -101,6 +101,49 @@ impl MongoServer {
         Ok(())
     }
 
+    /// Process id of the running server, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Freeze the server (SIGSTOP): its port still accepts connections,
+    /// but nothing is answered until [`MongoServer::thaw`] — a hung
+    /// database, not a dead one.
+    pub fn freeze(&self) -> Result<()> {
+        self.signal("STOP")
+    }
+
+    /// Resume a frozen server (SIGCONT).
+    pub fn thaw(&self) -> Result<()> {
+        self.signal("CONT")
+    }
+
+    fn signal(&self, name: &str) -> Result<()> {
+        let Some(pid) = self.pid() else {
+            bail!("SecantusDB is not running");
+        };
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &pid.to_string()])
+            .status()
+            .context("running kill")?;
+        if !status.success() {
+            bail!("kill -{name} {pid} failed: {status}");
+        }
+        Ok(())
+    }
+
+    /// Stop the server, throw its data away and start it again, empty, on
+    /// the same port: what a client sees when the database is replaced
+    /// (its change-stream history included).
+    pub fn restart_empty(&mut self) -> Result<()> {
+        self.stop();
+        let db = self.dir.path().join("db");
+        if db.exists() {
+            std::fs::remove_dir_all(&db).context("removing SecantusDB's data")?;
+        }
+        self.restart()
+    }
+
     /// Stop the server (SIGTERM, then SIGKILL after a few seconds); its data
     /// stays for [`MongoServer::restart`].
     pub fn stop(&mut self) {
@@ -124,6 +167,8 @@ impl MongoServer {
 impl Drop for MongoServer {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
+            // A frozen server would hold its port until reaped; SIGKILL
+            // works on a stopped process.
             let _ = c.kill();
             let _ = c.wait();
         }
