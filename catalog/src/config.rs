@@ -40,8 +40,12 @@ pub struct Config {
     )]
     pub mongodb_database: String,
 
-    /// How long a MongoDB operation waits for a reachable server before the
-    /// request fails with 503 (e.g. 5s, 500ms).
+    /// The longest one MongoDB store operation may take, retries included,
+    /// before the request fails with 503 (e.g. 5s, 500ms): a database that
+    /// is down or hangs is answered within it, a write cut short as "outcome
+    /// unknown". Also the driver's server-selection and connect timeouts,
+    /// and (kept within 0.5-10s) its heartbeat; `/readyz` pings within
+    /// min(1s, this).
     #[arg(long, env = "CATALOG_MONGODB_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     pub mongodb_timeout: Duration,
 

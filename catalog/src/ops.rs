@@ -40,6 +40,8 @@ pub async fn healthz() -> HttpResponse {
     )
 )]
 pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
+    // The store bounds its own ping (MongoDB: min(1s, --mongodb-timeout)),
+    // so a hung database reads "not ready" well within a probe's timeout.
     state
         .health
         .ping()
