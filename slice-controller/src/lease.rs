@@ -7,8 +7,9 @@
 //! needs only get, create and replace with a `resourceVersion`
 //! precondition — the algorithm of client-go's `leaderelection` package:
 //!
-//! - a candidate reads the Lease every `retry` (and right when the Lease it
-//!   saw expires); it takes the Lease when it is free (no holder) or
+//! - a candidate reads the Lease every `retry`, right when the Lease it
+//!   saw expires, and whenever a watch on the Lease reports a change; it
+//!   takes the Lease when it is free (no holder) or
 //!   expired, by replacing it at the version it read (two candidates
 //!   racing: one gets `409 Conflict` and stays candidate);
 //! - "expired" is judged by this replica's own clock: the Lease's holder
@@ -22,16 +23,24 @@
 //!   standby takes over within one `retry` instead of a whole `duration`.
 //!
 //! A leader that dies without releasing is replaced `duration` after a
-//! standby first saw its last renewal — at most `duration + retry` after
-//! the renewal itself.
+//! standby first saw its last renewal. The watch is why that is the
+//! renewal itself and not up to one `retry` later: a standby that only
+//! polled would start its clock late by as much as its polling interval,
+//! and fail over up to `duration + retry` after the leader's last sign of
+//! life. If the watch breaks, polling every `retry` still bounds it.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
 use kube::Client;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -79,6 +88,36 @@ impl Elector {
 
     pub fn settings(&self) -> &LeaseSettings {
         &self.settings
+    }
+
+    /// Watch this Lease and wake `changed` on every change, until
+    /// `shutdown`. Errors are logged and retried by the watcher's own
+    /// back-off; meanwhile candidates fall back to polling.
+    fn watch_changes(&self, changed: Arc<Notify>, shutdown: CancellationToken) {
+        let config =
+            watcher::Config::default().fields(&format!("metadata.name={}", self.settings.name));
+        let events = watcher(self.api.clone(), config);
+        let span = tracing::debug_span!("lease_watch");
+        tokio::spawn(
+            async move {
+                let mut events = std::pin::pin!(events);
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        event = events.next() => match event {
+                            Some(Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)
+                                | watcher::Event::InitDone)) => changed.notify_one(),
+                            Some(Ok(_)) => {}
+                            Some(Err(error)) => {
+                                tracing::debug!(%error, "Lease watch interrupted; polling meanwhile");
+                            }
+                            None => return,
+                        },
+                    }
+                }
+            }
+            .instrument(span),
+        );
     }
 
     /// How long a candidate waits before trying again: `retry`, or less
@@ -231,6 +270,8 @@ pub async fn run_elected<F, Fut>(
     );
     async move {
         let retry = elector.settings.retry;
+        let changed = Arc::new(Notify::new());
+        elector.watch_changes(changed.clone(), shutdown.child_token());
         loop {
             // Candidate.
             let acquired = tokio::select! {
@@ -243,6 +284,7 @@ pub async fn run_elected<F, Fut>(
                     metrics.set_reached_api();
                     tokio::select! {
                         () = shutdown.cancelled() => return,
+                        () = changed.notified() => continue,
                         () = tokio::time::sleep(elector.next_try()) => continue,
                     }
                 }

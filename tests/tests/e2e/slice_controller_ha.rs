@@ -6,9 +6,9 @@
 //! documents.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use crate::slice_controller_support::*;
@@ -122,6 +122,8 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
         ("authentication.liqo.io", "tenants", "watch"),
         ("authentication.liqo.io", "resourceslices/status", "update"),
         ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "list"),
+        ("coordination.k8s.io", "leases", "watch"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
         ("events.k8s.io", "events", "create"),
@@ -146,8 +148,11 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     let p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
-    let (a, port_a) = p.controller(&["--lease-identity", "replica-a"])?;
-    let (b, port_b) = p.controller(&["--lease-identity", "replica-b"])?;
+    // Renewals and polls 1 s apart: a standby that only polled would see
+    // the leader's last renewal up to 1 s late and take over that much
+    // after the Lease expired; watching the Lease, it sees it at once.
+    let (a, port_a) = p.controller_renewing_every("1s", &["--lease-identity", "replica-a"])?;
+    let (b, port_b) = p.controller_renewing_every("1s", &["--lease-identity", "replica-b"])?;
     p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
         .await?;
 
@@ -179,6 +184,7 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     // The leader dies without releasing the Lease.
     leader.kill();
     let died = Instant::now();
+    let last_renewal = lease_renewed(&p.kube).context("the Lease has no renewTime")?;
     p.slice("c1", "gold-2", CLASS, &[("cpu", "1")], true);
     loop {
         if lease_holder(&p.kube).as_deref() == Some(standby_id) {
@@ -190,16 +196,26 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let took_over = died.elapsed();
+    let since_renewal = SystemTime::now()
+        .duration_since(last_renewal)
+        .unwrap_or_default();
     p.wait_condition("c1", "gold-2", SETTLE, is("Accepted"))
         .await?;
     let decided = died.elapsed();
     eprintln!(
-        "failover: lease taken {took_over:?}, new slice decided {decided:?} after the leader died"
+        "failover: lease taken {took_over:?} after the kill, {since_renewal:?} after the last renewal; \
+         new slice decided {decided:?} after the kill"
     );
-    // Lease duration 3s; a standby polls every 250ms.
+    // Lease duration 3 s: the standby takes over when the Lease expires,
+    // counted from the leader's last renewal (the margin is for a busy
+    // machine, and is half the polling interval).
+    assert!(
+        since_renewal <= Duration::from_millis(3500),
+        "took over {since_renewal:?} after the last renewal"
+    );
     assert!(
         took_over <= Duration::from_millis(3500),
-        "took over after {took_over:?}"
+        "took over {took_over:?} after the kill"
     );
     drop(standby);
     Ok(())

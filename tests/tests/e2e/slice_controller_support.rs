@@ -199,6 +199,11 @@ impl Provider {
     /// `resource-monitor --liqo-api v1 --class gold` over the chain file,
     /// with short Lease timings; `extra` adds flags.
     pub fn controller(&self, extra: &[&str]) -> Result<(Child, u16)> {
+        self.controller_renewing_every("250ms", extra)
+    }
+
+    /// [`Provider::controller`] with `--lease-retry` set to `retry`.
+    pub fn controller_renewing_every(&self, retry: &str, extra: &[&str]) -> Result<(Child, u16)> {
         let port = free_port();
         // `--liqo-api v1` unless the test names another API.
         let api = if extra.contains(&"--liqo-api") {
@@ -221,7 +226,7 @@ impl Provider {
                 "--lease-renew-deadline",
                 "2s",
                 "--lease-retry",
-                "250ms",
+                retry,
             ])
             .args(extra)
             .env("RUST_LOG", "info,slice_controller=debug")
@@ -249,4 +254,15 @@ pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
         &format!("slice-controller-{CLASS}"),
     )?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+}
+
+/// The Lease's `renewTime`, if any.
+pub fn lease_renewed(kube: &KubeApiServer) -> Option<std::time::SystemTime> {
+    let lease = kube.get(
+        LEASES,
+        Some("default"),
+        &format!("slice-controller-{CLASS}"),
+    )?;
+    let stamp = chrono::DateTime::parse_from_rfc3339(lease["spec"]["renewTime"].as_str()?).ok()?;
+    Some(std::time::SystemTime::from(stamp))
 }
