@@ -63,7 +63,7 @@ fn run(args: Args) -> Result<Vec<String>> {
         help_of(&bin_dir, bin)
     }));
     problems.extend(checks::check_rbac(&rendered, &records));
-    println!(
+    eprintln!(
         "deploy-check: {} kustomizations ({}), {} audit records",
         rendered.len(),
         rendered
@@ -79,7 +79,7 @@ fn run(args: Args) -> Result<Vec<String>> {
 fn main() -> ExitCode {
     match run(Args::parse()) {
         Ok(problems) if problems.is_empty() => {
-            println!("deploy-check: every call allowed, every permission used, images and flags as built");
+            eprintln!("deploy-check: every call allowed, every permission used, images and flags as built");
             ExitCode::SUCCESS
         }
         Ok(problems) => {
