@@ -127,7 +127,8 @@ pub fn problems(text: &str, package: &str, bin: &str) -> Vec<String> {
         s.all("RUN").any(|run| {
             let w = words(run);
             run.contains("cargo build")
-                && w.windows(2).any(|p| p == ["-p", package] || p == ["--package", package])
+                && w.windows(2)
+                    .any(|p| p == ["-p", package] || p == ["--package", package])
                 && w.windows(2).any(|p| p == ["--bin", bin])
         })
     });
@@ -167,11 +168,15 @@ pub fn problems(text: &str, package: &str, bin: &str) -> Vec<String> {
         Some(user) if is_root(user) => out.push(format!("the final stage runs as {user}")),
         Some(_) => {}
     }
-    let entrypoint = last.all("ENTRYPOINT").last().map(|e| {
-        serde_json::from_str::<Vec<String>>(e).map_err(|_| e.to_string())
-    });
+    let entrypoint = last
+        .all("ENTRYPOINT")
+        .last()
+        .map(|e| serde_json::from_str::<Vec<String>>(e).map_err(|_| e.to_string()));
     match entrypoint {
-        Some(Ok(argv)) if argv.first().is_some_and(|a| a.ends_with(&format!("/{bin}"))) => {}
+        Some(Ok(argv))
+            if argv
+                .first()
+                .is_some_and(|a| a.ends_with(&format!("/{bin}"))) => {}
         Some(Ok(argv)) => out.push(format!("ENTRYPOINT {argv:?} does not run {bin}")),
         Some(Err(e)) => out.push(format!(
             "ENTRYPOINT {e}: use the exec form [\"/path/{bin}\"] (the shell form needs a shell \
@@ -183,7 +188,11 @@ pub fn problems(text: &str, package: &str, bin: &str) -> Vec<String> {
     let other_copies = last
         .all("COPY")
         .chain(last.all("ADD"))
-        .filter(|c| !words(c).iter().any(|w| w.ends_with(&format!("/release/{bin}"))))
+        .filter(|c| {
+            !words(c)
+                .iter()
+                .any(|w| w.ends_with(&format!("/release/{bin}")))
+        })
         .count();
     if other_copies > 0 {
         out.push(format!(
@@ -229,21 +238,33 @@ ENTRYPOINT [\"/usr/local/bin/catalog\"]
     fn each_broken_promise_is_named() {
         let cases = [
             (GOOD.replace("USER nonroot:nonroot\n", ""), "sets no USER"),
-            (GOOD.replace("USER nonroot:nonroot", "USER 0:0"), "runs as 0:0"),
-            (GOOD.replace("-p catalog", "-p aggregator"), "no builder stage"),
+            (
+                GOOD.replace("USER nonroot:nonroot", "USER 0:0"),
+                "runs as 0:0",
+            ),
+            (
+                GOOD.replace("-p catalog", "-p aggregator"),
+                "no builder stage",
+            ),
             (GOOD.replace("--locked ", ""), "without --locked"),
             (
                 GOOD.replace("[\"/usr/local/bin/catalog\"]", "/usr/local/bin/catalog"),
                 "exec form",
             ),
             (
-                GOOD.replace("USER nonroot", "COPY --from=builder /src/webui /webui\nUSER nonroot"),
+                GOOD.replace(
+                    "USER nonroot",
+                    "COPY --from=builder /src/webui /webui\nUSER nonroot",
+                ),
                 "besides the binary",
             ),
         ];
         for (text, expected) in cases {
             let found = problems(&text, "catalog", "catalog");
-            assert!(found.iter().any(|p| p.contains(expected)), "{expected}: {found:?}");
+            assert!(
+                found.iter().any(|p| p.contains(expected)),
+                "{expected}: {found:?}"
+            );
         }
         let single = "FROM rust:1\nRUN cargo build --release --locked -p catalog --bin catalog\nUSER 1000\nENTRYPOINT [\"/x/catalog\"]\n";
         assert!(problems(single, "catalog", "catalog")

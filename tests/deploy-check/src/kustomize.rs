@@ -143,7 +143,10 @@ pub fn render(dir: &Path) -> Result<Vec<Value>, RenderError> {
     let mut objects = Vec::new();
     for entry in list_of_strings(&path, &fields, "resources")? {
         if entry.contains("://") || entry.starts_with("github.com/") {
-            return Err(invalid(&path, format!("remote resource {entry}: not fetched")));
+            return Err(invalid(
+                &path,
+                format!("remote resource {entry}: not fetched"),
+            ));
         }
         let target = dir.join(&entry);
         if target.is_dir() {
@@ -162,8 +165,8 @@ pub fn render(dir: &Path) -> Result<Vec<Value>, RenderError> {
         }
     }
     if let Some(labels) = fields.get("labels") {
-        let labels: Vec<Labels> =
-            serde_json::from_value(labels.clone()).map_err(|e| invalid(&path, format!("labels: {e}")))?;
+        let labels: Vec<Labels> = serde_json::from_value(labels.clone())
+            .map_err(|e| invalid(&path, format!("labels: {e}")))?;
         for set in &labels {
             for object in &mut objects {
                 add_labels(object, set);
@@ -171,8 +174,8 @@ pub fn render(dir: &Path) -> Result<Vec<Value>, RenderError> {
         }
     }
     if let Some(images) = fields.get("images") {
-        let images: Vec<Image> =
-            serde_json::from_value(images.clone()).map_err(|e| invalid(&path, format!("images: {e}")))?;
+        let images: Vec<Image> = serde_json::from_value(images.clone())
+            .map_err(|e| invalid(&path, format!("images: {e}")))?;
         for object in &mut objects {
             for image in &images {
                 set_image(object, image);
@@ -367,7 +370,10 @@ mod tests {
         assert_eq!(web["metadata"]["labels"]["team"], "a");
         assert_eq!(web["spec"]["selector"]["matchLabels"].get("team"), None);
         assert_eq!(web["spec"]["selector"]["matchLabels"]["tier"], "front");
-        assert_eq!(web["spec"]["template"]["metadata"]["labels"]["tier"], "front");
+        assert_eq!(
+            web["spec"]["template"]["metadata"]["labels"]["tier"],
+            "front"
+        );
         assert_eq!(
             web["spec"]["template"]["spec"]["containers"][0]["image"],
             "registry.example:5000/web:v1"

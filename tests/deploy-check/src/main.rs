@@ -11,7 +11,10 @@ use clap::Parser;
 use deploy_check::{audit, checks};
 
 #[derive(Debug, Parser)]
-#[command(version, about = "Check deploy/ against the code and the end-to-end tests' audit")]
+#[command(
+    version,
+    about = "Check deploy/ against the code and the end-to-end tests' audit"
+)]
 struct Args {
     /// The directory of kustomizations (one per subdirectory).
     #[arg(long, env = "DEPLOY_CHECK_DEPLOY", default_value = "deploy/kubernetes")]
@@ -32,7 +35,12 @@ fn help_of(dir: &Path, bin: &str) -> Result<String, String> {
     let out = std::process::Command::new(&path)
         .arg("--help")
         .output()
-        .map_err(|e| format!("running {} --help: {e} (build the binaries first)", path.display()))?;
+        .map_err(|e| {
+            format!(
+                "running {} --help: {e} (build the binaries first)",
+                path.display()
+            )
+        })?;
     if !out.status.success() {
         return Err(format!("{} --help failed: {}", path.display(), out.status));
     }

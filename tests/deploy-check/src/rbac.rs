@@ -289,7 +289,10 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Finding::Denied { user, record } => {
-                write!(f, "denied: {user} made a call no shipped rule allows: {record}")
+                write!(
+                    f,
+                    "denied: {user} made a call no shipped rule allows: {record}"
+                )
             }
             Finding::Unused {
                 user,
@@ -299,7 +302,11 @@ impl fmt::Display for Finding {
                 api_group,
                 resource,
             } => {
-                let group = if api_group.is_empty() { "core" } else { api_group };
+                let group = if api_group.is_empty() {
+                    "core"
+                } else {
+                    api_group
+                };
                 let place = match namespace {
                     Some(ns) => format!("in namespace {ns}"),
                     None => "cluster-wide".to_string(),
@@ -412,7 +419,13 @@ mod tests {
         ]
     }
 
-    fn record(verb: &str, group: &str, resource: &str, ns: Option<&str>, name: Option<&str>) -> Record {
+    fn record(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> Record {
         let (resource, subresource) = match resource.split_once('/') {
             Some((r, s)) => (r.to_string(), Some(s.to_string())),
             None => (resource.to_string(), None),
@@ -431,9 +444,27 @@ mod tests {
 
     fn every_permission_used() -> Vec<Record> {
         vec![
-            record("get", "coordination.k8s.io", "leases", Some("liqo"), Some("l")),
-            record("update", "coordination.k8s.io", "leases", Some("liqo"), Some("l")),
-            record("update", "authentication.liqo.io", "resourceslices/status", Some("t1"), Some("s")),
+            record(
+                "get",
+                "coordination.k8s.io",
+                "leases",
+                Some("liqo"),
+                Some("l"),
+            ),
+            record(
+                "update",
+                "coordination.k8s.io",
+                "leases",
+                Some("liqo"),
+                Some("l"),
+            ),
+            record(
+                "update",
+                "authentication.liqo.io",
+                "resourceslices/status",
+                Some("t1"),
+                Some("s"),
+            ),
             record("get", "", "configmaps", Some("liqo"), Some("settings")),
         ]
     }
@@ -450,25 +481,56 @@ mod tests {
         let policy = Policy::from_objects(&objects()).unwrap();
         for bad in [
             // A Role holds in its own namespace only.
-            record("get", "coordination.k8s.io", "leases", Some("default"), Some("l")),
+            record(
+                "get",
+                "coordination.k8s.io",
+                "leases",
+                Some("default"),
+                Some("l"),
+            ),
             // A verb not granted.
-            record("create", "coordination.k8s.io", "leases", Some("liqo"), None),
+            record(
+                "create",
+                "coordination.k8s.io",
+                "leases",
+                Some("liqo"),
+                None,
+            ),
             // The main resource is not its status subresource.
-            record("update", "authentication.liqo.io", "resourceslices", Some("t1"), Some("s")),
+            record(
+                "update",
+                "authentication.liqo.io",
+                "resourceslices",
+                Some("t1"),
+                Some("s"),
+            ),
             // resourceNames hold.
             record("get", "", "configmaps", Some("liqo"), Some("other")),
             // Another group.
-            record("update", "liqo.io", "resourceslices/status", Some("t1"), Some("s")),
+            record(
+                "update",
+                "liqo.io",
+                "resourceslices/status",
+                Some("t1"),
+                Some("s"),
+            ),
         ] {
             let mut records = every_permission_used();
             records.push(bad.clone());
             let findings = check(&policy, &records);
             assert_eq!(
                 findings,
-                vec![Finding::Denied { user: USER.into(), record: bad.clone() }],
+                vec![Finding::Denied {
+                    user: USER.into(),
+                    record: bad.clone()
+                }],
                 "{bad}"
             );
-            assert!(findings[0].to_string().starts_with("denied: "), "{}", findings[0]);
+            assert!(
+                findings[0].to_string().starts_with("denied: "),
+                "{}",
+                findings[0]
+            );
         }
     }
 
@@ -502,7 +564,10 @@ mod tests {
         records.extend([stranger, idle.clone()]);
         assert_eq!(
             check(&policy, &records),
-            vec![Finding::Denied { user: idle.user.clone().unwrap(), record: idle }]
+            vec![Finding::Denied {
+                user: idle.user.clone().unwrap(),
+                record: idle
+            }]
         );
     }
 

@@ -44,7 +44,9 @@ pub fn containers(objects: &[Value]) -> Vec<Container> {
         }
         let workload = format!(
             "{kind} {}/{}",
-            object["metadata"]["namespace"].as_str().unwrap_or("default"),
+            object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default"),
             object["metadata"]["name"].as_str().unwrap_or_default()
         );
         for list in ["initContainers", "containers"] {

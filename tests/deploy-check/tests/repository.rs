@@ -23,7 +23,12 @@ fn every_kustomization_renders_and_runs_our_images() {
     let names: Vec<&str> = rendered.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        ["aggregator", "catalog", "resource-monitor", "slice-controller"]
+        [
+            "aggregator",
+            "catalog",
+            "resource-monitor",
+            "slice-controller"
+        ]
     );
     assert_eq!(checks::check_images(&rendered), Vec::<String>::new());
     for r in &rendered {

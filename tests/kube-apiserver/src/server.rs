@@ -15,8 +15,8 @@ use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
 use crate::patch::PatchType;
 use crate::selector::Selector;
-use crate::status::ApiError;
 use crate::shared::{error_response, json_response, Shared};
+use crate::status::ApiError;
 use crate::store::{PatchOptions, Target};
 use crate::{discovery, faults, list, watch as watching};
 

@@ -388,5 +388,7 @@ async fn a_kubeconfig_as_a_service_account_names_it_in_the_audit_log() {
         && l["namespace"] == "kube-system"
         && l["name"] == "nothing"
         && l["code"] == 404));
-    assert!(lines.iter().any(|l| l["user"].is_null() && l["code"] == 401));
+    assert!(lines
+        .iter()
+        .any(|l| l["user"].is_null() && l["code"] == 401));
 }

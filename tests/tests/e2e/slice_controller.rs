@@ -338,7 +338,10 @@ async fn a_repeated_decision_extends_the_events_series() -> Result<()> {
     // Still more than the 4 CPUs offered: denied again, same reason.
     p.slice("c1", "gold-big", CLASS, &[("cpu", "5")], true);
     p.wait_condition("c1", "gold-big", SETTLE, |c| {
-        c["status"] == "Denied" && c["message"].as_str().is_some_and(|m| m.contains("requested 5"))
+        c["status"] == "Denied"
+            && c["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requested 5"))
     })
     .await?;
     let deadline = Instant::now() + SETTLE;
