@@ -28,12 +28,22 @@ stage "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 stage "unit, property and end-to-end tests"
+# Every test API server writes the calls it answered, with who made them,
+# here; deploy-check then holds them against the RBAC in deploy/. Wiped
+# first, so calls from an earlier run cannot stand in for this one's.
+export KUBE_TEST_AUDIT_DIR="$(pwd)/build/kube-audit"
+rm -rf "$KUBE_TEST_AUDIT_DIR"
+mkdir -p "$KUBE_TEST_AUDIT_DIR"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   cargo test --workspace --doc --locked
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+
+stage "deploy/: RBAC against the end-to-end tests' calls, images, container flags"
+cargo run -p deploy-check --locked -- --deploy deploy/kubernetes --audit build/kube-audit
+unset KUBE_TEST_AUDIT_DIR
 
 stage "Schemathesis against the catalog's OpenAPI document"
 CATALOG_BIN="$(pwd)/target/debug/catalog" bash scripts/schemathesis.sh

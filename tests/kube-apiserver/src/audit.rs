@@ -11,6 +11,9 @@ use crate::crd::GroupResource;
 /// One request, as answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRecord {
+    /// The authenticated user (`system:anonymous` without credentials);
+    /// `None` when the credentials were refused (401).
+    pub user: Option<String>,
     pub method: String,
     pub path: String,
     /// RBAC verb; for non-resource URLs (discovery), the lower-case method.
@@ -52,6 +55,28 @@ impl ResourceAttributes {
             self.subresource.clone(),
             self.namespace.clone(),
         )
+    }
+}
+
+impl AuditRecord {
+    /// One line of the audit file written for `deploy-check`
+    /// ([`crate::KubeApiServer`] writes them under `KUBE_TEST_AUDIT_DIR`):
+    /// what RBAC decides on and what was answered. `None` for non-resource
+    /// URLs (discovery), which every authenticated user may read through
+    /// the `system:discovery` ClusterRole.
+    pub fn to_json_line(&self) -> Option<String> {
+        let r = self.resource.as_ref()?;
+        let line = serde_json::json!({
+            "user": self.user,
+            "verb": r.verb,
+            "apiGroup": r.api_group,
+            "resource": r.resource,
+            "subresource": r.subresource,
+            "namespace": r.namespace,
+            "name": r.name,
+            "code": self.code,
+        });
+        Some(line.to_string())
     }
 }
 

@@ -16,7 +16,12 @@
 //!   with `metav1.Status` errors ([`status`]).
 //! - For tests: direct helpers on [`KubeApiServer`], injected faults
 //!   ([`faults`]), held/ended watches and compaction (410 Gone), and a
-//!   request log in RBAC terms ([`audit`]).
+//!   request log in RBAC terms ([`audit`]), each request with its user:
+//!   [`KubeApiServer::write_kubeconfig_as`] gives a binary a bearer token
+//!   naming a user (a ServiceAccount, say), unknown tokens get 401, and
+//!   with `KUBE_TEST_AUDIT_DIR` set the log is written there as JSON lines
+//!   when the server is dropped, for `deploy-check` to hold against the
+//!   RBAC shipped in `deploy/kubernetes/`.
 //!
 //! ```no_run
 //! # async fn example() -> anyhow::Result<()> {
@@ -41,12 +46,16 @@ pub mod patch;
 pub mod schema;
 pub mod selector;
 pub mod server;
+pub mod shared;
 pub mod status;
 pub mod store;
 pub mod watch;
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use axum::Router;
@@ -60,7 +69,7 @@ pub use faults::Fault;
 pub use status::{ApiError, Cause};
 
 use crd::Registry;
-use server::Shared;
+use shared::Shared;
 use store::{Counters, PatchOptions, Target, World};
 
 /// A running API server on a loopback port; stops when dropped.
@@ -72,8 +81,21 @@ pub struct KubeApiServer {
 impl Drop for KubeApiServer {
     fn drop(&mut self) {
         self.server.abort();
+        if let Some(dir) = std::env::var_os(AUDIT_DIR_ENV) {
+            // A test cannot fail from a destructor: say so loudly instead,
+            // and `deploy-check` fails on the missing records.
+            if let Err(e) = self.write_audit(Path::new(&dir)) {
+                eprintln!("kube-test-server: {e:#}");
+            }
+        }
     }
 }
+
+/// Where every server writes its audit log when dropped, if set.
+pub const AUDIT_DIR_ENV: &str = "KUBE_TEST_AUDIT_DIR";
+
+/// Tells the tokens of one process's servers apart.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 impl KubeApiServer {
     /// Built-in resources and the Liqo v1.2.0 CRDs, with the namespaces a
@@ -100,6 +122,7 @@ impl KubeApiServer {
             hold: signal::Sender::new(false),
             epoch: signal::Sender::new(0),
             addr,
+            tokens: Arc::new(Mutex::new(HashMap::new())),
         };
         {
             let mut world = shared.world();
@@ -127,15 +150,72 @@ impl KubeApiServer {
     }
 
     /// A kubeconfig pointing at this server, without credentials, for
-    /// binaries started as child processes.
+    /// binaries started as child processes (their requests are
+    /// `system:anonymous`'s).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
+        self.write_kubeconfig_text(path, "test", "{}")
+    }
+
+    /// A kubeconfig whose bearer token this server maps to `user`, e.g.
+    /// `system:serviceaccount:liqo:resource-monitor`: what a Pod running
+    /// under that ServiceAccount presents, so the audit log says who made
+    /// each call.
+    pub fn write_kubeconfig_as(&self, path: &Path, user: &str) -> Result<()> {
+        let token = self.token_for(user);
+        let entry = format!("{user:?}");
+        self.write_kubeconfig_text(path, &entry, &format!("{{token: {token}}}"))
+    }
+
+    /// A fresh bearer token this server maps to `user`.
+    pub fn token_for(&self, user: &str) -> String {
+        let n = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let token = format!("kts-{}-{n}-{nanos:08x}", self.shared.addr.port());
+        self.shared
+            .tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token.clone(), user.to_string());
+        token
+    }
+
+    fn write_kubeconfig_text(&self, path: &Path, user_name: &str, user: &str) -> Result<()> {
         let text = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n\
-             users:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n\
+             users:\n- name: {user_name}\n  user: {user}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: {user_name}\n    namespace: default\n\
              current-context: test\n",
             self.url()
         );
         std::fs::write(path, text).context("writing kubeconfig")
+    }
+
+    /// Write the resource requests of the audit log, one JSON object a
+    /// line ([`AuditRecord::to_json_line`]), into a new file in `dir`.
+    pub fn write_audit(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating audit dir {}", dir.display()))?;
+        let lines: String = self
+            .audit()
+            .iter()
+            .filter_map(AuditRecord::to_json_line)
+            .map(|l| l + "\n")
+            .collect();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        // pid and port tell apart the servers alive at once; the time, a
+        // port reused by a later server of the same process.
+        let name = format!(
+            "audit-{}-{}-{nanos}.jsonl",
+            std::process::id(),
+            self.shared.addr.port()
+        );
+        let path = dir.join(name);
+        std::fs::write(&path, lines).with_context(|| format!("writing {}", path.display()))
     }
 
     // ---- resources ----------------------------------------------------

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::audit::SeenRequest;
 use crate::crd::ResourceDef;
 use crate::selector::Selector;
-use crate::server::{error_response, Shared};
+use crate::shared::{error_response, Shared};
 use crate::status::ApiError;
 use crate::store::Snapshot;
 

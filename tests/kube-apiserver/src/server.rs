@@ -4,51 +4,21 @@
 //! injected faults, and served by the store, list or watch.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
 use serde_json::{json, Value};
-use tokio::sync::watch;
 
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
 use crate::patch::PatchType;
 use crate::selector::Selector;
+use crate::shared::{error_response, json_response, Shared};
 use crate::status::ApiError;
-use crate::store::{PatchOptions, Target, World};
+use crate::store::{PatchOptions, Target};
 use crate::{discovery, faults, list, watch as watching};
-
-/// What the HTTP handlers and the test handle share.
-#[derive(Clone)]
-pub struct Shared {
-    pub world: Arc<Mutex<World>>,
-    /// `true` while new watch requests must wait.
-    pub hold: watch::Sender<bool>,
-    /// Bumped to end every open watch stream.
-    pub epoch: watch::Sender<u64>,
-    pub addr: SocketAddr,
-}
-
-impl Shared {
-    /// The world, even if a test panicked while holding it.
-    pub fn world(&self) -> MutexGuard<'_, World> {
-        self.world.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-pub fn error_response(error: &ApiError) -> Response {
-    let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (code, axum::Json(error.to_status())).into_response()
-}
-
-fn json_response(code: u16, body: Value) -> Response {
-    let code = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    (code, axum::Json(body)).into_response()
-}
 
 /// A request path to a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,10 +101,27 @@ pub async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    let authorization = headers
+        .get("authorization")
+        .map(|v| v.to_str().unwrap_or_default());
+    let user = shared.authenticate(authorization);
     let route = match parse_path(&shared, &path) {
+        Parsed::Discovery(_) if user.is_none() => {
+            shared.world().audit.push(AuditRecord {
+                user: None,
+                method: method.to_string(),
+                path: path.clone(),
+                verb: method.as_str().to_lowercase(),
+                resource: None,
+                code: 401,
+                field_manager: None,
+            });
+            return error_response(&ApiError::unauthorized());
+        }
         Parsed::Discovery(document) => {
             let code = if document.is_some() { 200 } else { 404 };
             shared.world().audit.push(AuditRecord {
+                user: user.clone(),
                 method: method.to_string(),
                 path: path.clone(),
                 verb: method.as_str().to_lowercase(),
@@ -165,6 +152,7 @@ pub async fn handle(
     let field_manager = query.get("fieldManager").cloned();
     let record = |shared: &Shared, code: u16| {
         shared.world().audit.push(AuditRecord {
+            user: user.clone(),
             method: method.to_string(),
             path: path.clone(),
             verb: verb.to_string(),
@@ -173,6 +161,12 @@ pub async fn handle(
             field_manager: field_manager.clone(),
         });
     };
+    if user.is_none() {
+        // Refused before anything else is looked at, as authentication
+        // comes first in a real server.
+        record(&shared, 401);
+        return error_response(&ApiError::unauthorized());
+    }
     let def = {
         let mut world = shared.world();
         let def = world
@@ -361,6 +355,8 @@ mod tests {
     use crate::builtin;
     use crate::crd::Registry;
     use crate::store::World;
+    use std::sync::{Arc, Mutex};
+    use tokio::sync::watch;
 
     fn shared() -> Shared {
         let mut registry = Registry::default();
@@ -373,6 +369,7 @@ mod tests {
             hold: watch::Sender::new(false),
             epoch: watch::Sender::new(0),
             addr: "127.0.0.1:1".parse().unwrap(),
+            tokens: Default::default(),
         }
     }
 

@@ -159,6 +159,11 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// Credentials that name nobody (a real server's exact answer).
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
     pub fn gone(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }

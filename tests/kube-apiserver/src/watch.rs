@@ -27,7 +27,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use crate::audit::SeenRequest;
 use crate::crd::{GroupResource, ResourceDef};
 use crate::selector::Selector;
-use crate::server::{error_response, Shared};
+use crate::shared::{error_response, Shared};
 use crate::status::ApiError;
 use crate::store::Change;
 

@@ -325,3 +325,70 @@ async fn leases_namespaces_and_pods_round_trip_typed() {
         .collect();
     assert!(names.contains(&"default".to_string()) && names.contains(&"tenant-a".to_string()));
 }
+
+#[tokio::test]
+async fn a_kubeconfig_as_a_service_account_names_it_in_the_audit_log() {
+    const USER: &str = "system:serviceaccount:liqo:resource-monitor";
+    let kube = KubeApiServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    kube.write_kubeconfig_as(&path, USER).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = Client::try_from(config).unwrap();
+    let leases: Api<Lease> = Api::namespaced(client, "kube-system");
+    assert!(leases.get_opt("nothing").await.unwrap().is_none());
+
+    // An unknown token is refused, as a real server refuses it: 401, not
+    // a fallback to anonymous.
+    let mut config = Config::new(kube.url().parse().unwrap());
+    config.auth_info.token = Some("not-a-token".to_string().into());
+    let stranger: Api<Lease> = Api::namespaced(Client::try_from(config).unwrap(), "kube-system");
+    match stranger.get_opt("nothing").await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 401),
+        other => panic!("expected 401, got {other:?}"),
+    }
+
+    let audit = kube.audit();
+    let lease_get = |user: Option<&str>| {
+        audit.iter().any(|r| {
+            r.user.as_deref() == user
+                && r.resource.as_ref().is_some_and(|a| {
+                    (a.verb.as_str(), a.resource.as_str(), a.namespace.as_deref())
+                        == ("get", "leases", Some("kube-system"))
+                })
+        })
+    };
+    assert!(lease_get(Some(USER)) && lease_get(None));
+    assert!(audit
+        .iter()
+        .filter(|r| r.user.is_none())
+        .all(|r| r.code == 401));
+
+    // The file deploy-check reads: one JSON object a line, resource
+    // requests only.
+    let audit_dir = dir.path().join("audit");
+    kube.write_audit(&audit_dir).unwrap();
+    let file = std::fs::read_dir(&audit_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|l| l["user"] == USER
+        && l["verb"] == "get"
+        && l["apiGroup"] == "coordination.k8s.io"
+        && l["resource"] == "leases"
+        && l["namespace"] == "kube-system"
+        && l["name"] == "nothing"
+        && l["code"] == 404));
+    assert!(lines
+        .iter()
+        .any(|l| l["user"].is_null() && l["code"] == 401));
+}

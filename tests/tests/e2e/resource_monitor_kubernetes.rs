@@ -175,13 +175,18 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
     Ok(())
 }
 
+/// Who the v0.x plugin is in the cluster.
+const MONITOR_USER: &str = "system:serviceaccount:liqo:resource-monitor";
+
 /// Generous: how long the source may take to catch up with a change.
 const CAUGHT_UP: Duration = Duration::from_secs(10);
 
 /// The real binary watching `kube`, read in shape B.
 async fn start_monitor(kube: &KubeApiServer, dir: &Path) -> Result<(Child, ReaderClient)> {
     let kubeconfig = dir.join("kubeconfig");
-    kube.write_kubeconfig(&kubeconfig)?;
+    // As the ServiceAccount `deploy/kubernetes/resource-monitor` gives it,
+    // so `deploy-check` holds every call against the ClusterRole shipped.
+    kube.write_kubeconfig_as(&kubeconfig, MONITOR_USER)?;
     let port = free_port();
     let monitor = Spawn::new("resource-monitor")
         .args(["--source", "kubernetes", "--kubeconfig"])

@@ -322,3 +322,47 @@ async fn runs_beside_the_grpc_server_for_a_provider_moving_to_v1() -> Result<()>
     );
     Ok(())
 }
+
+/// The same decision again for a slice (a changed request that still does
+/// not fit) extends its Event's series instead of adding an Event, as
+/// kube's Recorder does: a PATCH of the Event, which the shipped RBAC
+/// grants (`events: patch`) and this test exercises.
+#[tokio::test]
+async fn a_repeated_decision_extends_the_events_series() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-big", CLASS, &[("cpu", "6")], true);
+    let (_controller, _) = p.controller(&[])?;
+    p.wait_condition("c1", "gold-big", SETTLE, is("Denied"))
+        .await?;
+    // Still more than the 4 CPUs offered: denied again, same reason.
+    p.slice("c1", "gold-big", CLASS, &[("cpu", "5")], true);
+    p.wait_condition("c1", "gold-big", SETTLE, |c| {
+        c["status"] == "Denied"
+            && c["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requested 5"))
+    })
+    .await?;
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let events = p.kube.objects(("events.k8s.io", "events"));
+        let denials: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["reason"] == "InsufficientResources")
+            .collect();
+        if denials.len() == 1 && denials[0]["series"]["count"] == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "events: {events:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let patched = p.kube.audit().iter().any(|r| {
+        r.code == 200
+            && r.resource
+                .as_ref()
+                .is_some_and(|a| a.verb == "patch" && a.resource == "events")
+    });
+    assert!(patched, "the series was not written with a PATCH");
+    Ok(())
+}

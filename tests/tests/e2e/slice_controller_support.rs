@@ -18,6 +18,13 @@ pub const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
 pub const NAMESPACES: (&str, &str) = ("", "namespaces");
 pub const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
 
+/// The namespace the controller runs in, as `deploy/kubernetes/slice-controller`
+/// installs it: its Lease lives here (`POD_NAMESPACE`).
+pub const CONTROLLER_NAMESPACE: &str = "liqo";
+/// Who the controller is: the ServiceAccount of those manifests, so that
+/// `deploy-check` holds every call against the RBAC shipped for it.
+pub const CONTROLLER_USER: &str = "system:serviceaccount:liqo:slice-controller";
+
 /// The class under test.
 pub const CLASS: &str = "gold";
 /// When Liqo accepted the authentication of every test slice.
@@ -60,7 +67,12 @@ impl Provider {
         let kube = KubeApiServer::start().await?;
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
-        kube.write_kubeconfig(&kubeconfig)?;
+        kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+        kube.apply(
+            NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": CONTROLLER_NAMESPACE}}),
+        );
         let resources = dir.path().join("resources.yaml");
         let chain = dir.path().join("chain.toml");
         std::fs::write(
@@ -197,7 +209,8 @@ impl Provider {
     }
 
     /// `resource-monitor --liqo-api v1 --class gold` over the chain file,
-    /// with short Lease timings; `extra` adds flags.
+    /// as the ServiceAccount of the shipped manifests, with short Lease
+    /// timings; `extra` adds flags.
     pub fn controller(&self, extra: &[&str]) -> Result<(Child, u16)> {
         self.controller_renewing_every("250ms", extra)
     }
@@ -219,8 +232,6 @@ impl Provider {
             .arg(&self.kubeconfig)
             .args(["--http-listen", &format!("127.0.0.1:{port}")])
             .args([
-                "--lease-namespace",
-                "default",
                 "--lease-duration",
                 "3s",
                 "--lease-renew-deadline",
@@ -229,6 +240,9 @@ impl Provider {
                 retry,
             ])
             .args(extra)
+            // As the Deployment sets it (the downward API): the Lease's
+            // namespace.
+            .env("POD_NAMESPACE", CONTROLLER_NAMESPACE)
             .env("RUST_LOG", "info,slice_controller=debug")
             .start_listening(port)?;
         Ok((child, port))
@@ -250,7 +264,7 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
 pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
     let lease = kube.get(
         LEASES,
-        Some("default"),
+        Some(CONTROLLER_NAMESPACE),
         &format!("slice-controller-{CLASS}"),
     )?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_string)

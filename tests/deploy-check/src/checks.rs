@@ -1,0 +1,177 @@
+//! The checks over the repository's `deploy/` tree, each returning what is
+//! wrong as sentences (empty: nothing): images and Dockerfiles, container
+//! flags against the binaries, RBAC against the audit. The binary runs
+//! them all; the crate's tests run those that need no build.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::audit::Record;
+use crate::dockerfile;
+use crate::kustomize::{self, image_name, RenderError};
+use crate::rbac::{self, Policy};
+use crate::workloads::{self, Container};
+
+/// One image: `liqo-broker/<image>`, built by `deploy/docker/<image>.Dockerfile`
+/// from `cargo build -p <package> --bin <bin>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Component {
+    pub image: &'static str,
+    pub package: &'static str,
+    pub bin: &'static str,
+}
+
+/// Every image the repository ships.
+pub const COMPONENTS: [Component; 4] = [
+    Component {
+        image: "catalog",
+        package: "catalog",
+        bin: "catalog",
+    },
+    Component {
+        image: "resource-monitor",
+        package: "resource-monitor",
+        bin: "resource-monitor",
+    },
+    Component {
+        image: "aggregator",
+        package: "aggregator",
+        bin: "aggregator",
+    },
+    Component {
+        image: "provider-agent",
+        package: "provider-agent",
+        bin: "provider-agent",
+    },
+];
+
+/// Images are named `liqo-broker/<component>` in the manifests.
+pub const IMAGE_PREFIX: &str = "liqo-broker/";
+
+/// One rendered `deploy/kubernetes/<name>`.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub name: String,
+    pub objects: Vec<Value>,
+}
+
+/// Render every directory of `deploy` that holds a `kustomization.yaml`.
+pub fn render_all(deploy: &Path) -> Result<Vec<Rendered>, RenderError> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(deploy)
+        .map_err(|source| RenderError::Io {
+            path: deploy.to_path_buf(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("kustomization.yaml").is_file())
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .map(|dir| {
+            Ok(Rendered {
+                name: dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                objects: kustomize::render(dir)?,
+            })
+        })
+        .collect()
+}
+
+/// The component a container runs, from its image.
+pub fn component_of(container: &Container) -> Option<Component> {
+    let name = image_name(&container.image).strip_prefix(IMAGE_PREFIX)?;
+    COMPONENTS.into_iter().find(|c| c.image == name)
+}
+
+/// Every container runs one of our images, through its ENTRYPOINT.
+pub fn check_images(rendered: &[Rendered]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rendered {
+        for c in workloads::containers(&r.objects) {
+            if component_of(&c).is_none() {
+                out.push(format!(
+                    "{}: {} container {}: image {} is not one of {IMAGE_PREFIX}{{{}}}",
+                    r.name,
+                    c.workload,
+                    c.name,
+                    c.image,
+                    COMPONENTS.map(|c| c.image).join(",")
+                ));
+            }
+            if c.command.is_some() {
+                out.push(format!(
+                    "{}: {} container {}: sets `command`; the image's ENTRYPOINT is the binary",
+                    r.name, c.workload, c.name
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Every component has a Dockerfile that builds and ships it properly.
+pub fn check_dockerfiles(docker: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for component in COMPONENTS {
+        let path = docker.join(format!("{}.Dockerfile", component.image));
+        match std::fs::read_to_string(&path) {
+            Err(e) => out.push(format!("{}: {e}", path.display())),
+            Ok(text) => out.extend(
+                dockerfile::problems(&text, component.package, component.bin)
+                    .into_iter()
+                    .map(|p| format!("{}: {p}", path.display())),
+            ),
+        }
+    }
+    out
+}
+
+/// Every container's flags and variables are known to its binary's
+/// `--help`, which `help` returns for a binary name.
+pub fn check_flags(
+    rendered: &[Rendered],
+    help: &mut dyn FnMut(&str) -> Result<String, String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rendered {
+        for c in workloads::containers(&r.objects) {
+            let Some(component) = component_of(&c) else {
+                continue;
+            };
+            match help(component.bin) {
+                Err(e) => out.push(format!("{}: {}: {e}", r.name, component.bin)),
+                Ok(text) => {
+                    let accepted = workloads::accepted(&text);
+                    for unknown in workloads::unknown(&c, &accepted) {
+                        out.push(format!(
+                            "{}: {} container {}: {} does not accept {unknown}",
+                            r.name, c.workload, c.name, component.bin
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The RBAC of every rendered directory against the audit records.
+pub fn check_rbac(rendered: &[Rendered], records: &[Record]) -> Vec<String> {
+    let mut policy = Policy::default();
+    let mut out = Vec::new();
+    for r in rendered {
+        match Policy::from_objects(&r.objects) {
+            Ok(p) => policy.extend(p),
+            Err(e) => out.push(format!("{}: {e}", r.name)),
+        }
+    }
+    out.extend(
+        rbac::check(&policy, records)
+            .into_iter()
+            .map(|f| f.to_string()),
+    );
+    out
+}

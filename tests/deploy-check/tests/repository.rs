@@ -1,0 +1,71 @@
+//! The repository's own `deploy/`: every kustomization renders with the
+//! supported subset, every container runs one of our images, every
+//! Dockerfile is a multi-stage non-root build of its binary, and the RBAC
+//! names only ServiceAccounts and roles the manifests define. (The calls
+//! and the flags need the tests' audit and the built binaries: the
+//! `deploy-check` binary checks those.)
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::path::PathBuf;
+
+use deploy_check::checks::{self, COMPONENTS};
+use deploy_check::rbac::Policy;
+use deploy_check::workloads;
+
+fn deploy() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+}
+
+#[test]
+fn every_kustomization_renders_and_runs_our_images() {
+    let rendered = checks::render_all(&deploy().join("kubernetes")).unwrap();
+    let names: Vec<&str> = rendered.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "aggregator",
+            "catalog",
+            "resource-monitor",
+            "slice-controller"
+        ]
+    );
+    assert_eq!(checks::check_images(&rendered), Vec::<String>::new());
+    for r in &rendered {
+        let containers = workloads::containers(&r.objects);
+        assert!(!containers.is_empty(), "{}: no container", r.name);
+        for c in containers {
+            // Tagged by the kustomization's `images`.
+            assert!(c.image.ends_with(":0.1.0"), "{}: {}", r.name, c.image);
+        }
+        Policy::from_objects(&r.objects).unwrap();
+    }
+}
+
+#[test]
+fn the_controllers_accounts_hold_rules_and_the_others_none() {
+    let rendered = checks::render_all(&deploy().join("kubernetes")).unwrap();
+    let mut policy = Policy::default();
+    for r in &rendered {
+        policy.extend(Policy::from_objects(&r.objects).unwrap());
+    }
+    let granted: Vec<(&str, usize)> = policy
+        .users
+        .iter()
+        .map(|(u, g)| (u.as_str(), g.len()))
+        .collect();
+    assert!(granted.iter().all(|(u, n)| {
+        let controller = u.ends_with(":resource-monitor") || u.ends_with(":slice-controller");
+        controller == (*n > 0)
+    }));
+    assert_eq!(granted.len(), 4, "{granted:?}");
+}
+
+#[test]
+fn every_dockerfile_is_a_multi_stage_non_root_build_of_its_binary() {
+    assert_eq!(
+        checks::check_dockerfiles(&deploy().join("docker")),
+        Vec::<String>::new()
+    );
+    assert_eq!(COMPONENTS.len(), 4);
+}
