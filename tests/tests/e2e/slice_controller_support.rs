@@ -274,7 +274,7 @@ pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
 pub fn lease_renewed(kube: &KubeApiServer) -> Option<std::time::SystemTime> {
     let lease = kube.get(
         LEASES,
-        Some("default"),
+        Some(CONTROLLER_NAMESPACE),
         &format!("slice-controller-{CLASS}"),
     )?;
     let stamp = chrono::DateTime::parse_from_rfc3339(lease["spec"]["renewTime"].as_str()?).ok()?;
