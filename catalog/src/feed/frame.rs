@@ -366,3 +366,222 @@ mod tests {
         assert_eq!(read(&mut r, &frame(0xC9, b"")).unwrap_err().code, 1002);
     }
 }
+
+/// Property tests with hostile generators: any bytes in any chunking are
+/// answered without a panic and without holding more than one header plus
+/// the limit; well-formed traffic reads the same however it is split; each
+/// kind of violation gets its RFC 6455 close code.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LIMIT: usize = 512;
+    /// Longest header: 2 bytes, an 8-byte length, a 4-byte mask.
+    const MAX_HEADER: usize = 14;
+
+    /// One frame as a client may send it: first byte, payload, mask key.
+    fn encode(b0: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+        let mut out = vec![b0];
+        match payload.len() {
+            n if n < 126 => out.push(0x80 | n as u8),
+            n if n <= 0xffff => {
+                out.push(0x80 | 126);
+                out.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                out.push(0x80 | 127);
+                out.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(&mask);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        out
+    }
+
+    /// Feed `bytes` in pieces of the given sizes, draining frames after
+    /// each; checks the buffering bound whenever the reader waits.
+    fn feed(
+        reader: &mut FrameReader,
+        bytes: &[u8],
+        pieces: &[usize],
+    ) -> Result<Vec<Frame>, Violation> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        let mut rest = bytes;
+        let mut sizes = pieces.iter().cycle();
+        while !rest.is_empty() {
+            let n = (*sizes.next().unwrap_or(&1)).clamp(1, rest.len());
+            buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            while let Some(f) = reader.next(&mut buf)? {
+                out.push(f);
+            }
+            assert!(
+                buf.len() < MAX_HEADER + LIMIT,
+                "buffered {} bytes while waiting",
+                buf.len()
+            );
+        }
+        Ok(out)
+    }
+
+    /// A well-formed client message: its frames, and what reading yields.
+    #[derive(Debug, Clone)]
+    enum Piece {
+        /// A text message of UTF-8 split into fragments at any byte.
+        Text(String, Vec<usize>),
+        Binary(Vec<u8>, Vec<usize>),
+        Ping(Vec<u8>),
+        Pong,
+    }
+
+    fn piece() -> impl Strategy<Value = Piece> {
+        prop_oneof![
+            (".{0,60}", prop::collection::vec(0usize..40, 0..4))
+                .prop_map(|(s, cuts)| Piece::Text(s, cuts)),
+            (
+                prop::collection::vec(any::<u8>(), 0..200),
+                prop::collection::vec(0usize..200, 0..4)
+            )
+                .prop_map(|(b, cuts)| Piece::Binary(b, cuts)),
+            prop::collection::vec(any::<u8>(), 0..=125).prop_map(Piece::Ping),
+            Just(Piece::Pong),
+        ]
+    }
+
+    /// Split `payload` at `cuts` into data frames of `opcode`.
+    fn fragments(opcode: u8, payload: &[u8], cuts: &[usize], mask: [u8; 4]) -> (Vec<u8>, usize) {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (payload.len() + 1)).collect();
+        at.sort_unstable();
+        at.dedup();
+        let mut bounds = vec![0];
+        bounds.extend(at.into_iter().filter(|&c| c > 0 && c < payload.len()));
+        bounds.push(payload.len());
+        let mut out = Vec::new();
+        let n = bounds.len() - 1;
+        for i in 0..n {
+            let op = if i == 0 { opcode } else { 0x0 };
+            let fin = if i == n - 1 { 0x80 } else { 0 };
+            out.extend(encode(fin | op, &payload[bounds[i]..bounds[i + 1]], mask));
+        }
+        (out, n)
+    }
+
+    fn traffic(pieces: &[Piece], mask: [u8; 4]) -> (Vec<u8>, Vec<Frame>) {
+        let mut bytes = Vec::new();
+        let mut frames = Vec::new();
+        for p in pieces {
+            match p {
+                Piece::Text(s, cuts) => {
+                    let (b, n) = fragments(0x1, s.as_bytes(), cuts, mask);
+                    bytes.extend(b);
+                    frames.extend((0..n).map(|_| Frame::Data));
+                }
+                Piece::Binary(d, cuts) => {
+                    let (b, n) = fragments(0x2, d, cuts, mask);
+                    bytes.extend(b);
+                    frames.extend((0..n).map(|_| Frame::Data));
+                }
+                Piece::Ping(d) => {
+                    bytes.extend(encode(0x89, d, mask));
+                    frames.push(Frame::Ping(Bytes::copy_from_slice(d)));
+                }
+                Piece::Pong => {
+                    bytes.extend(encode(0x8A, b"", mask));
+                    frames.push(Frame::Pong);
+                }
+            }
+        }
+        (bytes, frames)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any bytes, any chunking: a frame, a wait or a violation with a
+        /// close code RFC 6455 defines — never a panic, never more
+        /// buffered than one header plus the limit.
+        #[test]
+        fn any_bytes_any_chunking(
+            bytes in prop::collection::vec(any::<u8>(), 0..2048),
+            pieces in prop::collection::vec(1usize..300, 1..8),
+            deflate in any::<bool>(),
+        ) {
+            let mut reader = FrameReader::new(LIMIT, deflate);
+            if let Err(v) = feed(&mut reader, &bytes, &pieces) {
+                prop_assert!(matches!(v.code, 1002 | 1007 | 1009), "{v:?}");
+                prop_assert!(!v.reason.is_empty());
+            }
+        }
+
+        /// Well-formed traffic (fragmented text and binary, pings and pongs
+        /// between messages) reads to the same frames however it is split.
+        #[test]
+        fn well_formed_traffic_reads_the_same_in_any_chunking(
+            pieces in prop::collection::vec(piece(), 0..12),
+            chunks in prop::collection::vec(1usize..64, 1..8),
+            mask in any::<[u8; 4]>(),
+        ) {
+            let (bytes, expected) = traffic(&pieces, mask);
+            let mut reader = FrameReader::new(LIMIT, false);
+            let got = feed(&mut reader, &bytes, &chunks)
+                .map_err(|v| TestCaseError::fail(format!("{v:?}")))?;
+            prop_assert_eq!(got, expected);
+        }
+
+        /// A header announcing more than the limit is refused (1009) from
+        /// the header alone, before any payload arrives.
+        #[test]
+        fn oversized_frames_are_refused_from_the_header(
+            len in (LIMIT as u64 + 1)..(1u64 << 62),
+            opcode in prop_oneof![Just(0x1u8), Just(0x2u8)],
+            fin in any::<bool>(),
+        ) {
+            let mut header = vec![if fin { 0x80 } else { 0 } | opcode];
+            if len <= 0xffff {
+                header.push(0x80 | 126);
+                header.extend_from_slice(&(len as u16).to_be_bytes());
+            } else {
+                header.push(0x80 | 127);
+                header.extend_from_slice(&len.to_be_bytes());
+            }
+            let mut reader = FrameReader::new(LIMIT, false);
+            let mut buf = BytesMut::from(&header[..]);
+            prop_assert_eq!(reader.next(&mut buf).map_err(|v| v.code), Err(close_code::TOO_BIG));
+        }
+
+        /// Frames a client must mask, sent unmasked: 1002.
+        #[test]
+        fn unmasked_frames_are_protocol_errors(
+            payload in prop::collection::vec(any::<u8>(), 0..100),
+            b0 in prop_oneof![Just(0x81u8), Just(0x82u8), Just(0x89u8), Just(0x8Au8)],
+        ) {
+            let mut bytes = encode(b0, &payload, [0; 4]);
+            bytes[1] &= 0x7f;
+            bytes.drain(bytes.len() - payload.len() - 4..bytes.len() - payload.len());
+            let mut reader = FrameReader::new(LIMIT, false);
+            prop_assert_eq!(feed(&mut reader, &bytes, &[bytes.len()]).map_err(|v| v.code), Err(1002));
+        }
+
+        /// A text message that is not UTF-8, however fragmented: 1007.
+        #[test]
+        fn invalid_utf8_text_is_1007(
+            prefix in ".{0,20}",
+            bad in prop_oneof![
+                Just(vec![0xffu8]),
+                Just(vec![0xc0, 0x80]),
+                Just(vec![0xed, 0xa0, 0x80]),
+                Just(vec![0xe2, 0x82]),
+            ],
+            cuts in prop::collection::vec(0usize..30, 0..4),
+            mask in any::<[u8; 4]>(),
+        ) {
+            let mut payload = prefix.into_bytes();
+            payload.extend(bad);
+            let (bytes, _) = fragments(0x1, &payload, &cuts, mask);
+            let mut reader = FrameReader::new(LIMIT, false);
+            prop_assert_eq!(feed(&mut reader, &bytes, &[7]).map_err(|v| v.code), Err(1007));
+        }
+    }
+}

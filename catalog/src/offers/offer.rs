@@ -174,7 +174,10 @@ pub struct PlanInput {
     pub cost: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     #[schema(value_type = crate::http::schemas::ResourcesInput)]
-    pub resources: BTreeMap<String, serde_json::Value>,
+    /// Raw tokens: a quantity sent as a JSON number is read from its own
+    /// digits, as Kubernetes' `Quantity.UnmarshalJSON` does, never through
+    /// an f64 (`0.100000000000000001` stays what it says).
+    pub resources: BTreeMap<String, Box<serde_json::value::RawValue>>,
 }
 
 /// A validated request body (see [`OfferInput`]).
@@ -310,9 +313,11 @@ impl PlanInput {
                     ),
                 ));
             }
-            let text = match value {
-                serde_json::Value::String(s) => s,
-                serde_json::Value::Number(n) => n.to_string(),
+            let raw = value.get().trim();
+            let text = match raw.as_bytes().first() {
+                Some(b'"') => serde_json::from_str::<String>(raw)
+                    .map_err(|e| FieldError::new(rfield.clone(), e.to_string()))?,
+                Some(b'-' | b'0'..=b'9') => raw.to_string(),
                 _ => {
                     return Err(FieldError::new(
                         rfield,
