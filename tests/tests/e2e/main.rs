@@ -28,6 +28,7 @@ mod catalog_mongo_faults;
 mod catalog_oidc;
 mod catalog_oidc_issuer;
 mod catalog_promises;
+mod catalog_secrets;
 mod catalog_osb;
 mod catalog_osb_conformance;
 mod catalog_shared;
