@@ -29,6 +29,14 @@ pub fn secantusd_path() -> PathBuf {
     path
 }
 
+/// What [`MongoServer::dump`] read.
+pub struct Dump {
+    /// `(collection, document)`, documents as relaxed extended JSON.
+    pub docs: Vec<(String, serde_json::Value)>,
+    /// Every document's raw BSON, concatenated.
+    pub raw: Vec<u8>,
+}
+
 /// A running SecantusDB server; killed when dropped. Its data directory
 /// lives as long as this value, so it can be stopped and restarted.
 pub struct MongoServer {
@@ -105,7 +113,7 @@ impl MongoServer {
     /// (installed beside SecantusDB): `(collection, document)` as relaxed
     /// extended JSON, and all documents' raw BSON bytes concatenated (for
     /// searching stored bytes, binary fields included).
-    pub fn dump(&self, database: &str) -> Result<(Vec<(String, serde_json::Value)>, Vec<u8>)> {
+    pub fn dump(&self, database: &str) -> Result<Dump> {
         const SCRIPT: &str = r#"
 import sys, json, bson, pymongo
 from bson import json_util
@@ -142,7 +150,7 @@ for name in sorted(db.list_collection_names()):
                 v["doc"].clone(),
             ));
         }
-        Ok((docs, raw))
+        Ok(Dump { docs, raw })
     }
 
     /// Process id of the running server, if it runs.

@@ -286,8 +286,11 @@ impl Issuer {
     /// From now on the discovery document names `issuer` (None: the real
     /// one).
     pub fn set_discovery_issuer(&self, issuer: Option<&str>) {
-        *self.shared.discovery_issuer.lock().expect("discovery issuer") =
-            issuer.map(str::to_string);
+        *self
+            .shared
+            .discovery_issuer
+            .lock()
+            .expect("discovery issuer") = issuer.map(str::to_string);
     }
 
     /// How many times the discovery document was fetched.

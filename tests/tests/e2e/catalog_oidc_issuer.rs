@@ -69,10 +69,7 @@ fn an_https_issuer_is_trusted_through_the_ca_file_only() {
     let ca = ca.display().to_string();
     let c = start(&env, &issuer, &["--oidc-ca-file", &ca]);
     assert_eq!(status_of(&c, &token), 200);
-    assert_eq!(
-        (issuer.discovery_fetches(), issuer.jwks_fetches()),
-        (1, 1)
-    );
+    assert_eq!((issuer.discovery_fetches(), issuer.jwks_fetches()), (1, 1));
 
     // A CA file that is missing or holds no certificate: refused at start.
     let empty = env.data_dir.path().join("empty.pem");
@@ -106,8 +103,16 @@ fn keys_without_alg_verify_tokens_whose_alg_fits_the_key_type() {
     let env = Env::new(Backend::Embedded);
     let c = start(&env, &issuer, &[]);
     let claims = issuer.claims(AUDIENCE, "alice", &["consumer"], 300);
-    assert_eq!(status_of(&c, &rsa.sign(&claims)), 200, "RS256 on an RSA key");
-    assert_eq!(status_of(&c, &ec.sign(&claims)), 200, "ES256 on a P-256 key");
+    assert_eq!(
+        status_of(&c, &rsa.sign(&claims)),
+        200,
+        "RS256 on an RSA key"
+    );
+    assert_eq!(
+        status_of(&c, &ec.sign(&claims)),
+        200,
+        "ES256 on a P-256 key"
+    );
     // ES256 under the RSA key's kid (and RS256 under the EC key's): the
     // algorithm does not fit the key type.
     assert_eq!(status_of(&c, &ec.sign_as("rsa-a", &claims)), 401);
@@ -151,7 +156,11 @@ fn nbf_is_checked_with_the_leeway() {
     };
     // The leeway is 30 s: 10 s early is clock skew, 2 min is not valid yet.
     for (offset, status) in [(-60, 200), (10, 200), (120, 401), (3600, 401)] {
-        assert_eq!(status_of(&c, &with_nbf(offset)), status, "nbf now{offset:+}");
+        assert_eq!(
+            status_of(&c, &with_nbf(offset)),
+            status,
+            "nbf now{offset:+}"
+        );
     }
 }
 
@@ -181,7 +190,11 @@ fn the_discovery_issuer_must_be_identical() {
         assert!(line.contains("ERROR"), "{line}");
         assert!(line.contains("must be identical"), "{line}");
     }
-    assert_eq!(issuer.jwks_fetches(), 0, "no keys from a mismatching issuer");
+    assert_eq!(
+        issuer.jwks_fetches(),
+        0,
+        "no keys from a mismatching issuer"
+    );
 
     // Once the document names the issuer again, its keys are used.
     issuer.set_discovery_issuer(None);

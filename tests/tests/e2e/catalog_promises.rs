@@ -85,9 +85,11 @@ fn concurrent_rotations_one_wins(backend: Backend) {
             let status = c.post("/authenticate", &creds, None).status;
             assert_eq!(status, if other == secret { 200 } else { 401 }, "{other}");
         }
-        c.post("/authenticate", &provider(1), None).expect_error(401);
+        c.post("/authenticate", &provider(1), None)
+            .expect_error(401);
         assert_eq!(
-            c.post("/offer/o0", &thesis_offer(), Some(&new_token)).status,
+            c.post("/offer/o0", &thesis_offer(), Some(&new_token))
+                .status,
             200
         );
     }
@@ -119,7 +121,11 @@ fn lowering_a_cap_never_revokes_holdings(backend: Backend) {
 
     let lowered = cap(&c, &seller, "shop", "small", Some(1));
     assert_eq!(
-        (&lowered["maxPurchases"], &lowered["active"], &lowered["available"]),
+        (
+            &lowered["maxPurchases"],
+            &lowered["active"],
+            &lowered["available"]
+        ),
         (&json!(1), &json!(2), &json!(0)),
         "{lowered}"
     );
@@ -141,9 +147,15 @@ fn lowering_a_cap_never_revokes_holdings(backend: Backend) {
     assert!(reserve(&c, &bob, "shop", "small", None)
         .expect_error(409)
         .contains("sold out"));
-    assert_eq!(delete(&c, &format!("/purchases/{bought}"), Some(&alice)).status, 200);
+    assert_eq!(
+        delete(&c, &format!("/purchases/{bought}"), Some(&alice)).status,
+        200
+    );
     reserve(&c, &bob, "shop", "small", None).expect_error(409);
-    assert_eq!(delete(&c, &format!("/purchases/{held}"), Some(&alice)).status, 200);
+    assert_eq!(
+        delete(&c, &format!("/purchases/{held}"), Some(&alice)).status,
+        200
+    );
     id(&reserve(&c, &bob, "shop", "small", None));
 }
 
@@ -178,7 +190,10 @@ fn osb_async_never_answers_synchronously(backend: Backend) {
         ],
     );
     publish(&c, 1, "shop");
-    let p = Platform::new(&c.url(""), Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()));
+    let p = Platform::new(
+        &c.url(""),
+        Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
+    );
     let (sid, pid) = osb_ids(&p);
     let started = Instant::now();
     let r = p.provision("inst-1", &sid, &pid, None, true);
@@ -195,7 +210,10 @@ fn osb_async_never_answers_synchronously(backend: Backend) {
 
 fn secs(v: &Value) -> f64 {
     let s = v.as_str().unwrap_or_else(|| panic!("not a timestamp: {v}"));
-    chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis() as f64 / 1000.0
+    chrono::DateTime::parse_from_rfc3339(s)
+        .unwrap()
+        .timestamp_millis() as f64
+        / 1000.0
 }
 
 fn unix_now() -> f64 {
@@ -228,7 +246,11 @@ fn a_custom_reservation_ttl(backend: Backend) {
     let id = r.json["id"].as_str().unwrap().to_string();
     let expires = secs(&r.json["expiresAt"]);
     let lifetime = expires - secs(&r.json["createdAt"]);
-    assert!((lifetime - 4.0).abs() < 0.5, "lifetime {lifetime}: {}", r.text);
+    assert!(
+        (lifetime - 4.0).abs() < 0.5,
+        "lifetime {lifetime}: {}",
+        r.text
+    );
 
     // Shortly before the deadline: still held (the sweeper runs every
     // 200 ms, so an early expiry would show).
@@ -238,7 +260,10 @@ fn a_custom_reservation_ttl(backend: Backend) {
         "reserved"
     );
     reserve(&c, &bob, "shop", "small", None).expect_error(409);
-    assert!(unix_now() < expires, "the machine is too slow for this test");
+    assert!(
+        unix_now() < expires,
+        "the machine is too slow for this test"
+    );
 
     // Just after it: expired, the unit is bob's to take.
     sleep_until(expires + 0.3);
@@ -278,12 +303,7 @@ fn the_osb_password_needs_16_bytes() {
         ("éééééééé", true),
         ("sixteen-bytes-xy", true),
     ] {
-        let flags = [
-            "--osb-username",
-            OSB_USER,
-            "--osb-password",
-            password,
-        ];
+        let flags = ["--osb-username", OSB_USER, "--osb-password", password];
         if !ok {
             let out = e2e::Spawn::new("catalog")
                 .args(["--listen", "127.0.0.1:0", "--data-dir", data.as_str()])
@@ -292,7 +312,10 @@ fn the_osb_password_needs_16_bytes() {
                 .expect("run catalog");
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(!out.status.success(), "{password:?} accepted");
-            assert!(stderr.contains("at least 16 bytes"), "{password:?}: {stderr}");
+            assert!(
+                stderr.contains("at least 16 bytes"),
+                "{password:?}: {stderr}"
+            );
             continue;
         }
         let env = Env::new(Backend::Embedded);
@@ -315,8 +338,17 @@ fn purchase_token(c: &Catalog, consumer: &str) -> Resp2 {
     let r = reserve(c, consumer, "shop", "small", None);
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.json["id"].as_str().unwrap();
-    let r = post(c, &format!("/reservations/{id}/purchase"), &json!({}), Some(consumer));
-    (r.status, r.json["peering"]["token"].as_str().map(str::to_string), r.text)
+    let r = post(
+        c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(consumer),
+    );
+    (
+        r.status,
+        r.json["peering"]["token"].as_str().map(str::to_string),
+        r.text,
+    )
 }
 
 type Resp2 = (u16, Option<String>, String);
@@ -343,9 +375,8 @@ fn the_peering_key_file_keys_the_sealed_tokens() {
     );
     let jwt_a = "jwt-key-a-0123456789abcdef0123456789abcdef";
     let jwt_b = "jwt-key-b-0123456789abcdef0123456789abcdef";
-    let start = |key: &str, jwt: &str| {
-        buying::start(&env, &["--peering-key-file", key, "--jwt-key", jwt])
-    };
+    let start =
+        |key: &str, jwt: &str| buying::start(&env, &["--peering-key-file", key, "--jwt-key", jwt]);
 
     let c = start(&k1, jwt_a);
     publish(&c, 1, "shop");
@@ -402,11 +433,14 @@ fn tombstones_are_purged_after_the_configured_period() {
     assert_eq!(c.delete("/offer/back", Some(&token)).status, 204);
     // Re-created at once: the tombstone is there, the version continues.
     let v = c.put_offer("back", &thesis_offer(), &token)["version"].clone();
-    assert!(v.as_u64().unwrap() > 1, "version after a fresh tombstone: {v}");
+    assert!(
+        v.as_u64().unwrap() > 1,
+        "version after a fresh tombstone: {v}"
+    );
 
     let mongo = env.mongo.as_ref().unwrap();
     let tombstone_of = |id: &str| {
-        let (docs, _) = mongo.dump("catalog_e2e").unwrap();
+        let docs = mongo.dump("catalog_e2e").unwrap().docs;
         docs.into_iter()
             .find(|(_, d)| d["_id"] == id)
             .map(|(_, d)| d)
@@ -414,7 +448,10 @@ fn tombstones_are_purged_after_the_configured_period() {
     assert!(tombstone_of("gone").is_some(), "the tombstone is stored");
     let deadline = deleted + Duration::from_secs(20);
     while tombstone_of("gone").is_some() {
-        assert!(Instant::now() < deadline, "tombstone not purged within 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "tombstone not purged within 20 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(

@@ -45,12 +45,7 @@ fn files_under(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
 fn no_secret_in_logs_or_stored_data(backend: Backend) {
     let env = Env::new(backend);
     let log = env.data_dir.path().join("trace.log");
-    let flags = buying::buying_flags(&[
-        "--osb-username",
-        OSB_USER,
-        "--osb-password",
-        OSB_PASSWORD,
-    ]);
+    let flags = buying::buying_flags(&["--osb-username", OSB_USER, "--osb-password", OSB_PASSWORD]);
     let mut c = env.start_with_log_filter(&flags, "trace", &log);
     let mut issued = Vec::new();
 
@@ -78,12 +73,23 @@ fn no_secret_in_logs_or_stored_data(backend: Backend) {
     let r = reserve(&c, &alice, "shop", "small", None);
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.json["id"].as_str().unwrap();
-    let r = post(&c, &format!("/reservations/{id}/purchase"), &json!({}), Some(&alice));
+    let r = post(
+        &c,
+        &format!("/reservations/{id}/purchase"),
+        &json!({}),
+        Some(&alice),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
-    assert_eq!(r.json["peering"]["token"], ROTATED, "the buyer gets the secret");
+    assert_eq!(
+        r.json["peering"]["token"], ROTATED,
+        "the buyer gets the secret"
+    );
 
     // OSB: provision, bind (credentials carry the peering token), unbind.
-    let p = Platform::new(&c.url(""), Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()));
+    let p = Platform::new(
+        &c.url(""),
+        Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
+    );
     let catalog = p.catalog();
     let sid = catalog["services"][0]["id"].as_str().unwrap().to_string();
     let pid = catalog["services"][0]["plans"][0]["id"]
@@ -103,41 +109,49 @@ fn no_secret_in_logs_or_stored_data(backend: Backend) {
     assert!(status.success(), "{status}");
 
     let logged = std::fs::read(&log).unwrap();
-    assert!(contains(&logged, "TRACE"), "the catalog logged at trace level");
+    assert!(
+        contains(&logged, "TRACE"),
+        "the catalog logged at trace level"
+    );
     let mut places = vec![("the trace log".to_string(), logged)];
     files_under(env.data_dir.path(), &mut places);
     places.retain(|(name, _)| !name.ends_with("jwt-signing.key"));
     if let Some(mongo) = &env.mongo {
-        let (docs, raw) = mongo.dump("catalog_e2e").unwrap();
+        let e2e::mongo::Dump { docs, raw } = mongo.dump("catalog_e2e").unwrap();
         assert!(!docs.is_empty());
         places.push(("MongoDB (raw BSON)".into(), raw));
-        places.push((
-            "MongoDB (JSON)".into(),
-            serde_json::to_vec(&docs).unwrap(),
-        ));
+        places.push(("MongoDB (JSON)".into(), serde_json::to_vec(&docs).unwrap()));
     }
     // The search works: what is meant to be there is found everywhere.
     for (name, bytes) in &places {
-        if name.ends_with("trace.log") || name.starts_with("MongoDB") || name.ends_with(".redb")
-        {
+        if name.ends_with("trace.log") || name.starts_with("MongoDB") || name.ends_with(".redb") {
             assert!(contains(bytes, "cluster-1"), "{name}: cluster-1 not found");
         }
     }
     let mut secrets = vec![
         ("the provider's first secret", old_secret),
         ("the rotated secret", ROTATED.to_string()),
-        ("a guessed secret", "guessed-secret-never-logged-55d0".into()),
+        (
+            "a guessed secret",
+            "guessed-secret-never-logged-55d0".into(),
+        ),
         ("the admin secret", ADMIN_SECRET.to_string()),
         ("the OSB password", OSB_PASSWORD.to_string()),
     ];
     for t in &issued {
         // A whole token, and its signature alone.
         secrets.push(("an issued token", t.clone()));
-        secrets.push(("a token's signature", t.rsplit('.').next().unwrap().to_string()));
+        secrets.push((
+            "a token's signature",
+            t.rsplit('.').next().unwrap().to_string(),
+        ));
     }
     for (name, bytes) in &places {
         for (what, secret) in &secrets {
-            assert!(!contains(bytes, secret), "{what} ({secret}) found in {name}");
+            assert!(
+                !contains(bytes, secret),
+                "{what} ({secret}) found in {name}"
+            );
         }
     }
 }
