@@ -104,11 +104,33 @@ impl Env {
             .expect("start catalog")
     }
 
+    /// Start a catalog logging at `filter` (as `RUST_LOG`, which wins over
+    /// the test process's own) to `stderr` (a file).
+    pub fn start_with_log_filter(
+        &self,
+        extra: &[&str],
+        filter: &str,
+        stderr: &std::path::Path,
+    ) -> Catalog {
+        self.try_start_full(extra, None, Some(stderr), Some(filter))
+            .expect("start catalog")
+    }
+
     fn try_start_io(
         &self,
         extra: &[&str],
         stdout: Option<&std::path::Path>,
         stderr: Option<&std::path::Path>,
+    ) -> Result<Catalog> {
+        self.try_start_full(extra, stdout, stderr, None)
+    }
+
+    fn try_start_full(
+        &self,
+        extra: &[&str],
+        stdout: Option<&std::path::Path>,
+        stderr: Option<&std::path::Path>,
+        filter: Option<&str>,
     ) -> Result<Catalog> {
         let port = free_port();
         let mut cmd = std::process::Command::new(bin_path("catalog"));
@@ -121,7 +143,9 @@ impl Env {
         .args(self.store_args())
         .args(extra)
         .stdin(std::process::Stdio::null());
-        if std::env::var_os("RUST_LOG").is_none() {
+        if let Some(f) = filter {
+            cmd.env("RUST_LOG", f);
+        } else if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
         if let Some(path) = stdout {

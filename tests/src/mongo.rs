@@ -29,6 +29,14 @@ pub fn secantusd_path() -> PathBuf {
     path
 }
 
+/// What [`MongoServer::dump`] read.
+pub struct Dump {
+    /// `(collection, document)`, documents as relaxed extended JSON.
+    pub docs: Vec<(String, serde_json::Value)>,
+    /// Every document's raw BSON, concatenated.
+    pub raw: Vec<u8>,
+}
+
 /// A running SecantusDB server; killed when dropped. Its data directory
 /// lives as long as this value, so it can be stopped and restarted.
 pub struct MongoServer {
@@ -99,6 +107,50 @@ impl MongoServer {
         }
         self.child = Some(child);
         Ok(())
+    }
+
+    /// Every document of every collection of `database`, read with pymongo
+    /// (installed beside SecantusDB): `(collection, document)` as relaxed
+    /// extended JSON, and all documents' raw BSON bytes concatenated (for
+    /// searching stored bytes, binary fields included).
+    pub fn dump(&self, database: &str) -> Result<Dump> {
+        const SCRIPT: &str = r#"
+import sys, json, bson, pymongo
+from bson import json_util
+client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=20000)
+db = client[sys.argv[2]]
+for name in sorted(db.list_collection_names()):
+    for doc in db[name].find():
+        raw = bson.encode(doc).hex()
+        doc = json.loads(json_util.dumps(doc, json_options=json_util.RELAXED_JSON_OPTIONS))
+        print(json.dumps({"c": name, "doc": doc, "raw": raw}))
+"#;
+        let python = secantusd_path().with_file_name("python");
+        let out = Command::new(&python)
+            .args(["-c", SCRIPT, &self.uri(), database])
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running {}", python.display()))?;
+        if !out.status.success() {
+            bail!(
+                "dumping {database}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let mut docs = Vec::new();
+        let mut raw = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let v: serde_json::Value = serde_json::from_str(line).context("dump line")?;
+            let hex = v["raw"].as_str().unwrap_or_default();
+            for i in (0..hex.len()).step_by(2) {
+                raw.push(u8::from_str_radix(&hex[i..i + 2], 16).context("dump hex")?);
+            }
+            docs.push((
+                v["c"].as_str().unwrap_or_default().to_string(),
+                v["doc"].clone(),
+            ));
+        }
+        Ok(Dump { docs, raw })
     }
 
     /// Process id of the running server, if it runs.

@@ -4,9 +4,16 @@
 //! Configured by the issuer URL (`--oidc-issuer`) and the audience tokens
 //! must carry (`--oidc-audience`). The issuer's discovery document and JWKS
 //! are fetched on first use and cached ([`keys`]); a token signed with a key
-//! the cache does not know triggers a refetch (at most one per
+//! the cache does not know triggers a JWKS refetch (at most one per
 //! `--oidc-refresh-interval`), so rotated keys are picked up and retired
-//! ones dropped. Only RS256 and ES256 are accepted; `iss`, `aud`, `exp` (and
+//! ones dropped; both are fetched again once older than
+//! `--oidc-keys-max-age`. The issuer is compared as a string, exactly
+//! (OpenID Connect Discovery 1.0 §4.3 and Core §3.1.3.7): the discovery
+//! document's `issuer` and every token's `iss` must equal `--oidc-issuer`
+//! character for character, a trailing slash included; only the discovery
+//! URL is built without the trailing slash (Discovery §4.1). A private CA
+//! for the issuer's https endpoints is trusted with `--oidc-ca-file`. Only
+//! RS256 and ES256 are accepted; `iss`, `aud`, `exp` (and
 //! `nbf` if present) are checked with 30 s leeway. Roles come from a
 //! configurable claim ([`roles`]).
 //!
@@ -46,6 +53,10 @@ pub enum OidcError {
     UnknownKey(Option<String>),
     #[error("the issuer's keys cannot be fetched: {0}")]
     Fetch(String),
+    /// The discovery document names another issuer: a configuration error
+    /// (or an impostor), never retried faster than a fetch failure.
+    #[error("{0}")]
+    IssuerMismatch(String),
     #[error("invalid token: {0}")]
     Invalid(#[from] jsonwebtoken::errors::Error),
     #[error("claim {0} is missing or malformed")]
@@ -94,6 +105,7 @@ impl OidcVerifier {
             config.oidc_refresh_interval,
             config.oidc_keys_max_age,
             config.oidc_timeout.max(Duration::from_millis(100)),
+            config.oidc_ca_file.as_deref(),
         )?;
         tracing::info!(issuer = %issuer, audience = %audience, "accepting OpenID Connect tokens");
         Ok(Some(OidcVerifier {
@@ -149,6 +161,12 @@ impl OidcVerifier {
                 cluster_name: id.name,
                 roles: id.roles,
             }),
+            Err(OidcError::IssuerMismatch(e)) => {
+                tracing::error!(error = %e, "OIDC issuer misconfigured: no OIDC token can be verified");
+                Err(ApiError::Unavailable(
+                    "the identity provider's keys cannot be fetched right now".into(),
+                ))
+            }
             Err(OidcError::Fetch(e)) => {
                 tracing::warn!(error = %e, "OIDC keys unavailable");
                 Err(ApiError::Unavailable(

@@ -38,6 +38,12 @@ pub struct OidcConfig {
     #[arg(long, env = "CATALOG_OIDC_KEYS_MAX_AGE", default_value = "1h", value_parser = parse_duration)]
     pub oidc_keys_max_age: Duration,
 
+    /// PEM file of certificate authorities trusted for the issuer's https
+    /// endpoints, beside the system's roots (for an issuer whose certificate
+    /// a private CA signed).
+    #[arg(long, env = "CATALOG_OIDC_CA_FILE", requires = "oidc_issuer")]
+    pub oidc_ca_file: Option<std::path::PathBuf>,
+
     /// Timeout of each request to the issuer.
     #[arg(long, env = "CATALOG_OIDC_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     pub oidc_timeout: Duration,

@@ -6,6 +6,12 @@
 //! miss at once: one fetch runs, the others wait for it and look again. A
 //! refetch replaces the whole set, so a key the issuer retired stops
 //! verifying as soon as the new set is in.
+//!
+//! The discovery document is read once and its `jwks_uri` kept: a refetch
+//! triggered by an unknown `kid` reads only the JWKS. The document is read
+//! again when the keys have grown older than their maximum age, or after a
+//! fetch failed. Its `issuer` must be identical to the configured issuer
+//! (OpenID Connect Discovery 1.0 §4.3: no trailing-slash or case folding).
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +38,8 @@ struct Key {
 struct Cached {
     keys: Vec<Key>,
     fetched_at: Option<Instant>,
+    /// The discovery document's `jwks_uri`, once read and checked.
+    jwks_uri: Option<Url>,
 }
 
 /// See the module docs.
@@ -91,19 +99,37 @@ impl KeyCache {
         refresh_interval: Duration,
         max_age: Duration,
         timeout: Duration,
+        ca_file: Option<&std::path::Path>,
     ) -> anyhow::Result<Self> {
-        let issuer = issuer.trim_end_matches('/').to_string();
+        // Kept verbatim: tokens' `iss` and the discovery document's `issuer`
+        // must equal it exactly (a trailing slash included).
+        let issuer = issuer.to_string();
         let url =
             Url::parse(&issuer).map_err(|e| anyhow::anyhow!("--oidc-issuer {issuer}: {e}"))?;
         check_url("--oidc-issuer", &url).map_err(anyhow::Error::msg)?;
         // rustls needs a process-wide crypto provider; installing it twice
         // is harmless (the second attempt just reports the first).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(path) = ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("--oidc-ca-file {}: {e}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| anyhow::anyhow!("--oidc-ca-file {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                anyhow::bail!(
+                    "--oidc-ca-file {}: no PEM certificate in it",
+                    path.display()
+                );
+            }
+            for cert in certs {
+                http = http.add_root_certificate(cert);
+            }
+        }
+        let http = http.build()?;
         Ok(KeyCache {
             http,
             issuer,
@@ -170,11 +196,31 @@ impl KeyCache {
             }
         }
         *last = Some(Instant::now());
-        let keys = self.fetch().await?;
+        // The discovery document is read again only when the keys expired
+        // (or none were ever fetched, or the last fetch failed).
+        let known = {
+            let cached = self.cached.read().await;
+            self.fresh(&cached)
+                .then(|| cached.jwks_uri.clone())
+                .flatten()
+        };
+        let result = match known {
+            Some(jwks_uri) => self.fetch_keys(&jwks_uri).await.map(|k| (k, jwks_uri)),
+            None => self.fetch().await,
+        };
+        let (keys, jwks_uri) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                // Rediscover on the next attempt.
+                self.cached.write().await.jwks_uri = None;
+                return Err(e);
+            }
+        };
         tracing::info!(issuer = %self.issuer, keys = keys.len(), "OIDC signing keys fetched");
         *self.cached.write().await = Cached {
             keys,
             fetched_at: Some(Instant::now()),
+            jwks_uri: Some(jwks_uri),
         };
         Ok(())
     }
@@ -207,21 +253,32 @@ impl KeyCache {
         serde_json::from_slice(&body).map_err(|e| fetch(e.to_string()))
     }
 
-    async fn fetch(&self) -> Result<Vec<Key>, OidcError> {
-        let discovery_url =
-            Url::parse(&format!("{}/.well-known/openid-configuration", self.issuer))
-                .map_err(|e| OidcError::Fetch(e.to_string()))?;
+    /// Discovery document, then the JWKS it names.
+    async fn fetch(&self) -> Result<(Vec<Key>, Url), OidcError> {
+        // Discovery §4.1: a trailing slash is dropped before the suffix.
+        let discovery_url = Url::parse(&format!(
+            "{}/.well-known/openid-configuration",
+            self.issuer.trim_end_matches('/')
+        ))
+        .map_err(|e| OidcError::Fetch(e.to_string()))?;
         let discovery: Discovery = self.get_json(&discovery_url).await?;
-        if discovery.issuer.trim_end_matches('/') != self.issuer {
-            return Err(OidcError::Fetch(format!(
-                "the discovery document names issuer {}, not {}",
+        if discovery.issuer != self.issuer {
+            return Err(OidcError::IssuerMismatch(format!(
+                "the discovery document {discovery_url} names issuer {:?}, but --oidc-issuer is {:?}: \
+                 they must be identical, trailing slash included (OpenID Connect Discovery 1.0 §4.3)",
                 discovery.issuer, self.issuer
             )));
         }
         let jwks_url = Url::parse(&discovery.jwks_uri)
             .map_err(|e| OidcError::Fetch(format!("jwks_uri: {e}")))?;
         check_url("jwks_uri", &jwks_url).map_err(OidcError::Fetch)?;
-        let set: Value = self.get_json(&jwks_url).await?;
+        let keys = self.fetch_keys(&jwks_url).await?;
+        Ok((keys, jwks_url))
+    }
+
+    /// The usable keys of the JWKS at `jwks_url`.
+    async fn fetch_keys(&self, jwks_url: &Url) -> Result<Vec<Key>, OidcError> {
+        let set: Value = self.get_json(jwks_url).await?;
         let entries = set
             .get("keys")
             .and_then(Value::as_array)
