@@ -66,9 +66,18 @@ fn concurrent_rotations_one_wins(backend: Backend) {
     let statuses: Vec<u16> = answers.iter().map(|a| a.1).collect();
     let winners: Vec<&(String, u16, Value)> = answers.iter().filter(|a| a.1 == 200).collect();
     assert_eq!(winners.len(), 1, "exactly one rotation wins: {statuses:?}");
+    // A loser that met the winner's rotation in progress answers 409; one
+    // that arrived after the winner committed presents a secret that is no
+    // longer valid, 401. Either way it changed nothing (checked below).
+    // Under load the second can happen, so both are right; at least one
+    // loser must have raced the winner for the 409 path to be seen.
     assert!(
-        statuses.iter().filter(|s| **s == 409).count() == RACERS - 1,
-        "the others answer 409 (rotated concurrently): {answers:?}"
+        statuses.iter().all(|s| matches!(s, 200 | 409 | 401)),
+        "the others answer 409 (rotated concurrently) or 401 (too late): {answers:?}"
+    );
+    assert!(
+        statuses.contains(&409),
+        "no rotation raced the winner: {answers:?}"
     );
     let (secret, _, body) = winners[0];
     let new_token = body["token"].as_str().unwrap().to_string();
