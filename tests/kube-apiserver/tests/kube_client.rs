@@ -328,7 +328,10 @@ async fn leases_namespaces_and_pods_round_trip_typed() {
 
 #[tokio::test]
 async fn a_kubeconfig_as_a_service_account_names_it_in_the_audit_log() {
-    const USER: &str = "system:serviceaccount:liqo:resource-monitor";
+    // A ServiceAccount no shipped manifest has: this server's audit file is
+    // written under KUBE_TEST_AUDIT_DIR too, and deploy-check holds only the
+    // shipped ServiceAccounts' calls against their RBAC.
+    const USER: &str = "system:serviceaccount:kube-test:audit-probe";
     let kube = KubeApiServer::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
