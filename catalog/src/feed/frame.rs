@@ -246,7 +246,11 @@ mod tests {
 
     /// A masked client frame: first byte, payload.
     fn frame(b0: u8, payload: &[u8]) -> Vec<u8> {
-        let mask = [1u8, 2, 3, 4];
+        encode(b0, payload, [1, 2, 3, 4])
+    }
+
+    /// A client frame masked with `mask`: first byte, payload.
+    pub(super) fn encode(b0: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
         let mut out = vec![b0];
         match payload.len() {
             n if n < 126 => out.push(0x80 | n as u8),
@@ -373,31 +377,13 @@ mod tests {
 /// kind of violation gets its RFC 6455 close code.
 #[cfg(test)]
 mod props {
+    use super::tests::encode;
     use super::*;
     use proptest::prelude::*;
 
     const LIMIT: usize = 512;
     /// Longest header: 2 bytes, an 8-byte length, a 4-byte mask.
     const MAX_HEADER: usize = 14;
-
-    /// One frame as a client may send it: first byte, payload, mask key.
-    fn encode(b0: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
-        let mut out = vec![b0];
-        match payload.len() {
-            n if n < 126 => out.push(0x80 | n as u8),
-            n if n <= 0xffff => {
-                out.push(0x80 | 126);
-                out.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                out.push(0x80 | 127);
-                out.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        out.extend_from_slice(&mask);
-        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        out
-    }
 
     /// Feed `bytes` in pieces of the given sizes, draining frames after
     /// each; checks the buffering bound whenever the reader waits.

@@ -20,6 +20,16 @@ pub(super) struct InstanceDoc {
     body: OsbInstance,
 }
 
+impl InstanceDoc {
+    fn of(inst: &OsbInstance) -> Self {
+        InstanceDoc {
+            id: inst.id.clone(),
+            revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
+            body: inst.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct BindingDoc {
@@ -38,11 +48,7 @@ impl OsbStore for MongoStore {
             inst.id
         );
         self.bounded(Op::Write(how), async {
-            let doc = InstanceDoc {
-                id: inst.id.clone(),
-                revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-                body: inst.clone(),
-            };
+            let doc = InstanceDoc::of(inst);
             match self.instances.insert_one(doc).await {
                 Ok(_) => Ok(true),
                 Err(e) if is_duplicate_key(&e) => Ok(false),
@@ -74,11 +80,7 @@ impl OsbStore for MongoStore {
             inst.id
         );
         self.bounded(Op::Write(how), async {
-            let doc = InstanceDoc {
-                id: inst.id.clone(),
-                revision: i64::try_from(inst.revision).unwrap_or(i64::MAX),
-                body: inst.clone(),
-            };
+            let doc = InstanceDoc::of(inst);
             let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
             let r = self
                 .instances
