@@ -434,7 +434,11 @@ async fn a_burst_of_notifications_makes_one_write() {
     let written = written_plans(&h);
     assert_eq!(
         written,
-        [json!({"cpu": "4"}), json!({"cpu": "14"}), json!({"cpu": "20"})],
+        [
+            json!({"cpu": "4"}),
+            json!({"cpu": "14"}),
+            json!({"cpu": "20"})
+        ],
         "the burst made more than one write"
     );
     agent.stop().await.unwrap();

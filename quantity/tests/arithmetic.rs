@@ -184,10 +184,18 @@ fn results_never_carry_an_operands_spelling() {
         ];
         for (op, r) in results {
             assert_eq!(r, a, "{input} {op}: value");
-            assert_eq!(r.kept_spelling(), None, "{input} {op}: spelling carried over");
+            assert_eq!(
+                r.kept_spelling(),
+                None,
+                "{input} {op}: spelling carried over"
+            );
             assert_eq!(r.to_string(), canonical, "{input} {op}");
         }
-        assert_eq!(a.to_string(), input, "{input}: operand still prints its spelling");
+        assert_eq!(
+            a.to_string(),
+            input,
+            "{input}: operand still prints its spelling"
+        );
     }
 }
 

@@ -70,8 +70,7 @@ async fn upstream_changes_reach_downstream_subscribers_coalesced() -> Result<()>
     // (Counted just after it is sent: wait for the count to catch up.)
     let deadline = std::time::Instant::now() + DEADLINE;
     let after = loop {
-        let after =
-            metric(&agg.metrics().await?, "aggregator_notifications_total").unwrap_or(0.0);
+        let after = metric(&agg.metrics().await?, "aggregator_notifications_total").unwrap_or(0.0);
         if after - before >= 2.0 || std::time::Instant::now() > deadline {
             break after;
         }

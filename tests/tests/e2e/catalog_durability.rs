@@ -257,7 +257,12 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
         };
         let body = simple_offer(&format!("write {i}"), "compute", "1", json!({"cpu": "1"}));
         let r = c.post(&format!("/offer/{id}"), &body, Some(&token));
-        assert!(r.status == 200 || r.status == 201, "{}: {}", r.status, r.text);
+        assert!(
+            r.status == 200 || r.status == 201,
+            "{}: {}",
+            r.status,
+            r.text
+        );
         acknowledged += 1;
     }
     assert_eq!(c.delete("/offer/o0", Some(&token)).status, 204);

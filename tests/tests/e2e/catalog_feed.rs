@@ -179,7 +179,10 @@ fn the_full_list_on_connect_and_after_every_change_to_every_subscriber() {
     let mut cheaper = thesis_offer();
     cheaper["plans"]["basic"]["cost"] = json!("0.5");
     c.put_offer("storage", &cheaper, &token);
-    expected.insert("storage".to_string(), written("storage", &cheaper, &owner, 2));
+    expected.insert(
+        "storage".to_string(),
+        written("storage", &cheaper, &owner, 2),
+    );
     all_get_the_list(&expected, &mut subs, &mut last, Instant::now());
     // Delete.
     assert_eq!(c.delete("/offer/storage", Some(&token)).status, 204);
@@ -400,8 +403,7 @@ fn filters_apply_to_the_feed_as_to_the_list() {
     let m = by_type.next_by(Instant::now() + BROADCAST).unwrap();
     assert_eq!(m["type"], "snapshot", "{m}");
     assert_eq!(
-        m["offers"][0]["plans"]["only"]["resources"]["memory"],
-        "2Gi",
+        m["offers"][0]["plans"]["only"]["resources"]["memory"], "2Gi",
         "an extra message before the marker's: {m}"
     );
 
