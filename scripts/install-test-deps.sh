@@ -6,6 +6,8 @@
 #   - Schemathesis and openapi-spec-validator (same virtualenv), for the
 #     catalog's OpenAPI document (scripts/schemathesis.sh);
 #   - Debian's Chromium, for the browser tests;
+#   - Debian's strace, for tests that prove what a process never did (bind
+#     a port) or did before answering (fsync the store);
 #   - the browser tests' node packages (playwright-core; it never downloads a browser).
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -40,6 +42,14 @@ if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# --- strace (Debian) for the tests that trace system calls ------------------
+if ! command -v strace >/dev/null 2>&1; then
+  step "installing Debian's strace"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq strace >/dev/null
 fi
 
 # --- node packages of the browser tests --------------------------------------

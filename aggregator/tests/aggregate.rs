@@ -14,7 +14,9 @@ use futures::StreamExt;
 use quantity::ResourceList;
 use resource_reader::server::{serve_listener, ServerOptions};
 use resource_reader::MemorySource;
-use resource_reader::{LiqoApi, Notification, ReadError, ResourceReader};
+use resource_reader::{
+    LiqoApi, Notification, NotificationStream, Notifier, ReadError, ResourceReader,
+};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -26,33 +28,77 @@ fn printed(l: &ResourceList) -> Vec<(String, String)> {
     l.to_strings().into_iter().collect()
 }
 
+/// A memory source that can also say "cluster X's view changed", so a test
+/// can send a notification it recognises downstream (a marker).
+#[derive(Clone)]
+struct Marked {
+    source: MemorySource,
+    marks: Notifier,
+}
+
+#[async_trait::async_trait]
+impl ResourceReader for Marked {
+    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+        self.source.read(originator).await
+    }
+
+    fn subscribe(&self) -> NotificationStream {
+        Box::pin(futures::stream::select(
+            self.source.subscribe(),
+            self.marks.subscribe(),
+        ))
+    }
+
+    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+        self.source.remove_cluster(cluster).await
+    }
+}
+
 /// An upstream ResourceReader server on loopback.
 struct TestUpstream {
     addr: SocketAddr,
     source: MemorySource,
+    marks: Notifier,
+    api: LiqoApi,
     stop: Option<oneshot::Sender<()>>,
 }
 
 impl TestUpstream {
     async fn start(resources: &[(&str, &str)]) -> Self {
+        Self::start_in(resources, LiqoApi::V05).await
+    }
+
+    /// Served in `api`'s shape (V06 and later carry cluster IDs in
+    /// notifications).
+    async fn start_in(resources: &[(&str, &str)], api: LiqoApi) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut up = Self {
             addr,
             source: MemorySource::new(list(resources)),
+            marks: Notifier::new(),
+            api,
             stop: None,
         };
         up.serve(listener);
         up
     }
 
+    /// Notify subscribers that `cluster`'s view changed.
+    fn mark(&self, cluster: &str) {
+        self.marks.notify(Notification::Cluster(cluster.into()));
+    }
+
     fn serve(&mut self, listener: TcpListener) {
         let (tx, rx) = oneshot::channel();
-        let reader = Arc::new(self.source.clone());
+        let reader = Arc::new(Marked {
+            source: self.source.clone(),
+            marks: self.marks.clone(),
+        });
         tokio::spawn(serve_listener(
             reader,
             listener,
-            ServerOptions::new(LiqoApi::V05),
+            ServerOptions::new(self.api),
             async {
                 let _ = rx.await;
             },
@@ -75,7 +121,7 @@ impl TestUpstream {
         UpstreamSpec {
             cluster_id: id.parse().unwrap(),
             address: self.addr.to_string().parse().unwrap(),
-            api: LiqoApi::V05,
+            api: self.api,
         }
     }
 }
@@ -164,7 +210,7 @@ async fn omit_policy_leaves_a_dead_upstream_out_and_takes_it_back() {
     assert_eq!((status.up, status.down), (1, 1), "{status:?}");
     assert!(!status.upstreams[1].up);
     // Losing an upstream changes the sum: downstream hears of it.
-    let n = tokio::time::timeout(Duration::from_secs(3), downstream.next()).await;
+    let n = tokio::time::timeout(Duration::from_secs(15), downstream.next()).await;
     assert_eq!(n.ok().flatten(), Some(Notification::All));
 
     b.restart().await;
@@ -210,7 +256,7 @@ async fn last_known_policy_holds_an_answer_for_max_age_then_drops_it() {
 
     // After max age it is left out, and downstream is told so.
     let mut downstream = agg.subscribe();
-    let n = tokio::time::timeout(max_age + Duration::from_secs(2), downstream.next()).await;
+    let n = tokio::time::timeout(max_age + Duration::from_secs(15), downstream.next()).await;
     assert_eq!(n.ok().flatten(), Some(Notification::All));
     eventually(&agg, "x", &[("cpu", "1")]).await;
     assert!(!agg.status().upstreams[1].last_known_in_use);
@@ -235,21 +281,63 @@ async fn no_answer_at_all_is_unavailable() {
     panic!("never unavailable: {last:?}");
 }
 
+/// The next downstream notification; a deadline only a lost one misses.
+async fn next(downstream: &mut NotificationStream) -> Notification {
+    tokio::time::timeout(Duration::from_secs(15), downstream.next())
+        .await
+        .expect("no notification within 15 s")
+        .expect("the notification stream ended")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_changes_reach_downstream_coalesced() {
-    let a = TestUpstream::start(&[("cpu", "1")]).await;
-    let b = TestUpstream::start(&[("cpu", "2")]).await;
-    let agg = start(&dynamic(vec![a.spec("a"), b.spec("b")], Policy::Omit)).await;
-    // Let the connect-time notifications drain.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let a = TestUpstream::start_in(&[("cpu", "1")], LiqoApi::V06).await;
+    let b = TestUpstream::start_in(&[("cpu", "2")], LiqoApi::V06).await;
+    // A window far longer than the two upstreams' notifications are apart.
+    let window = Duration::from_millis(500);
+    let d = dynamic(vec![a.spec("a"), b.spec("b")], Policy::Omit);
+    let agg = Aggregate::start(&d, window, Metrics::new()).unwrap();
+    assert!(agg.wait_connected(Duration::from_secs(10)).await.is_empty());
     let mut downstream = agg.subscribe();
+
+    // Settle: a marker notified alone means no connect-time cause is
+    // pending (one would have made its window an "all").
+    let mut settled = false;
+    for attempt in 0..5 {
+        let marker = format!("settle-{attempt}");
+        a.mark(&marker);
+        loop {
+            match next(&mut downstream).await {
+                Notification::Cluster(c) if c == marker => {
+                    settled = true;
+                    break;
+                }
+                Notification::All => break,
+                // An earlier attempt's marker, notified after an "all".
+                Notification::Cluster(c) if c.starts_with("settle-") => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        if settled {
+            break;
+        }
+    }
+    assert!(settled, "the connect-time notifications never ended");
+
+    // Both upstreams change: exactly one notification downstream...
     a.source.set(list(&[("cpu", "5")]));
     b.source.set(list(&[("cpu", "7")]));
-    let n = tokio::time::timeout(Duration::from_secs(3), downstream.next()).await;
-    assert_eq!(n.ok().flatten(), Some(Notification::All));
+    assert_eq!(next(&mut downstream).await, Notification::All);
     assert_eq!(
         printed(&agg.read("x").await.unwrap()),
         [("cpu".into(), "12".into())]
+    );
+    // ...because the next one is a later marker's, alone in its window.
+    a.mark("after");
+    assert_eq!(
+        next(&mut downstream).await,
+        Notification::Cluster("after".into()),
+        "the burst was not coalesced into one notification"
     );
 }
 
@@ -272,7 +360,7 @@ async fn apply_adds_and_removes_upstreams_keeping_the_others() {
     assert_eq!(applied.removed, ["b"]);
     assert_eq!(applied.kept, 1);
     assert_eq!(agg.upstream_ids(), ["a", "c"]);
-    let n = tokio::time::timeout(Duration::from_secs(3), downstream.next()).await;
+    let n = tokio::time::timeout(Duration::from_secs(15), downstream.next()).await;
     assert_eq!(n.ok().flatten(), Some(Notification::All));
     eventually(&agg, "x", &[("cpu", "5")]).await;
 

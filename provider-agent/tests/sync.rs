@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use provider_agent::{
 };
 use quantity::ResourceList;
 use resource_reader::MemorySource;
-use resource_reader::{ReadError, ResourceReader};
+use resource_reader::{NotificationStream, ReadError, ResourceReader};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -34,6 +35,8 @@ const SECRET: &str = "peering-secret";
 struct Fake {
     offers: HashMap<String, Value>,
     tokens: HashMap<String, tokio::time::Instant>,
+    /// When each token was issued and when it expires, in issue order.
+    issued_at: Vec<(tokio::time::Instant, tokio::time::Instant)>,
     issued: u64,
     token_ttl_ms: i64,
     auth_calls: u32,
@@ -83,10 +86,10 @@ async fn authenticate(State(fake): State<Shared>, Json(creds): Json<Value>) -> R
     f.issued += 1;
     let token = format!("jwt-{}", f.issued);
     let ttl = f.token_ttl_ms;
-    f.tokens.insert(
-        token.clone(),
-        tokio::time::Instant::now() + Duration::from_millis(ttl as u64),
-    );
+    let now = tokio::time::Instant::now();
+    let expiry = now + Duration::from_millis(ttl as u64);
+    f.tokens.insert(token.clone(), expiry);
+    f.issued_at.push((now, expiry));
     let expires = chrono::Utc::now() + chrono::TimeDelta::milliseconds(ttl);
     Json(json!({"token": token, "expiresAt": expires})).into_response()
 }
@@ -270,9 +273,57 @@ impl Running {
     }
 }
 
+/// A memory source that counts the agent's reads: a read is the agent
+/// deciding whether to write, an event a test can wait for.
+#[derive(Clone)]
+struct Counting {
+    source: MemorySource,
+    reads: Arc<AtomicUsize>,
+}
+
+impl Counting {
+    fn new(source: &MemorySource) -> Self {
+        Self {
+            source: source.clone(),
+            reads: Arc::default(),
+        }
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl ResourceReader for Counting {
+    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+        let answer = self.source.read(originator).await;
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        answer
+    }
+
+    fn subscribe(&self) -> NotificationStream {
+        self.source.subscribe()
+    }
+
+    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+        self.source.remove_cluster(cluster).await
+    }
+}
+
 fn start(
     h: &Harness,
     reader: &MemorySource,
+    secret: &str,
+    target: Target,
+    options: SyncOptions,
+) -> Running {
+    start_reading(h, Arc::new(reader.clone()), secret, target, options)
+}
+
+fn start_reading(
+    h: &Harness,
+    reader: Arc<dyn ResourceReader>,
     secret: &str,
     target: Target,
     options: SyncOptions,
@@ -283,7 +334,7 @@ fn start(
         Duration::from_secs(5),
     )
     .unwrap();
-    let agent = Agent::new(Arc::new(reader.clone()), client, target, options);
+    let agent = Agent::new(reader, client, target, options);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(agent.run(async {
         let _ = stopped.await;
@@ -292,6 +343,17 @@ fn start(
         stop: Some(stop),
         task,
     }
+}
+
+/// The plan resources of every accepted write, in order.
+fn written_plans(h: &Harness) -> Vec<Value> {
+    h.fake
+        .lock()
+        .unwrap()
+        .writes
+        .iter()
+        .map(|w| w["plans"]["small"]["resources"].clone())
+        .collect()
 }
 
 fn plan(h: &Harness) -> Option<Value> {
@@ -363,9 +425,22 @@ async fn a_burst_of_notifications_makes_one_write() {
         plan(&h) == Some(json!({"cpu": "14"}))
     })
     .await;
-    // Longer than a debounce window: nothing else is written.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(writes(&h), 2, "{:?}", h.fake.lock().unwrap().writes);
+    // Nothing else for the burst: the next write is a later change's.
+    reader.set(list(&[("cpu", "20")]));
+    eventually("the later change to be published", || {
+        plan(&h) == Some(json!({"cpu": "20"}))
+    })
+    .await;
+    let written = written_plans(&h);
+    assert_eq!(
+        written,
+        [
+            json!({"cpu": "4"}),
+            json!({"cpu": "14"}),
+            json!({"cpu": "20"})
+        ],
+        "the burst made more than one write"
+    );
     agent.stop().await.unwrap();
 }
 
@@ -373,13 +448,35 @@ async fn a_burst_of_notifications_makes_one_write() {
 async fn a_change_that_is_undone_within_the_window_writes_nothing() {
     let h = fake_catalog().await;
     let reader = MemorySource::new(list(&[("cpu", "4")]));
-    let agent = start(&h, &reader, SECRET, target(true), options());
+    let counting = Counting::new(&reader);
+    let agent = start_reading(
+        &h,
+        Arc::new(counting.clone()),
+        SECRET,
+        target(true),
+        options(),
+    );
     eventually("the offer to be created", || writes(&h) == 1).await;
 
+    let reads = counting.reads();
     reader.set(list(&[("cpu", "5")]));
     reader.set(list(&[("cpu", "4000m")]));
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(writes(&h), 1);
+    // The agent read the chain at the end of the window and decided; then
+    // a real change: its write must be the next one.
+    eventually("the agent to read the chain after the window", || {
+        counting.reads() > reads
+    })
+    .await;
+    reader.set(list(&[("cpu", "6")]));
+    eventually("the later change to be published", || {
+        plan(&h) == Some(json!({"cpu": "6"}))
+    })
+    .await;
+    assert_eq!(
+        written_plans(&h),
+        [json!({"cpu": "4"}), json!({"cpu": "6"})],
+        "the undone change was written"
+    );
     agent.stop().await.unwrap();
 }
 
@@ -447,26 +544,37 @@ async fn a_refused_token_is_replaced_once() {
 
 #[tokio::test]
 async fn tokens_are_renewed_before_they_expire() {
+    // Long enough that the write below, made at 83% of the token's life,
+    // is done well before its end even on a loaded machine.
+    const TTL_MS: u64 = 12_000;
     let h = fake_catalog().await;
-    h.fake.lock().unwrap().token_ttl_ms = 1500;
+    h.fake.lock().unwrap().token_ttl_ms = TTL_MS as i64;
     let reader = MemorySource::new(list(&[("cpu", "4")]));
     let agent = start(&h, &reader, SECRET, target(true), options());
     eventually("the offer to be created", || writes(&h) == 1).await;
+    let (issued, expiry) = h.fake.lock().unwrap().issued_at[0];
 
-    // Past 80% of the first token's life (and past its end): the next write
-    // goes out with a new token, never with an expired one.
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    // Past 80% of the first token's life but before its end, a change: the
+    // write goes out with a new token, fetched before the old one expired
+    // (an agent that renews only on expiry sends the old one, still valid).
+    tokio::time::sleep_until(issued + Duration::from_millis(TTL_MS * 83 / 100)).await;
     reader.set(list(&[("cpu", "2")]));
     eventually("the change to be published", || {
         plan(&h) == Some(json!({"cpu": "2"}))
     })
     .await;
-    let (refused, auth_calls) = {
+    let (refused, auth_calls, issued_at) = {
         let f = h.fake.lock().unwrap();
-        (f.refused_tokens, f.auth_calls)
+        (f.refused_tokens, f.auth_calls, f.issued_at.clone())
     };
     assert_eq!(refused, 0, "an expired token was sent");
-    assert_eq!(auth_calls, 2);
+    assert_eq!(auth_calls, 2, "the token was not renewed");
+    let renewed = issued_at[1].0;
+    assert!(
+        renewed < expiry,
+        "renewed {:?} after the first token expired",
+        renewed - expiry
+    );
     agent.stop().await.unwrap();
 }
 
@@ -605,12 +713,9 @@ async fn a_rejected_plan_is_not_retried_until_the_next_change() {
         h.fake.lock().unwrap().post_attempts == 2
     })
     .await;
+    // Time for a retry to happen if there were one (the backoff tops out
+    // at 200 ms); the counts below, taken after a later write, prove none did.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(
-        h.fake.lock().unwrap().post_attempts,
-        2,
-        "a refused plan was retried without a change"
-    );
     assert!(
         !agent.task.is_finished(),
         "a refused plan stopped the agent"
@@ -621,6 +726,11 @@ async fn a_rejected_plan_is_not_retried_until_the_next_change() {
         plan(&h) == Some(json!({"cpu": "1"}))
     })
     .await;
+    assert_eq!(
+        h.fake.lock().unwrap().post_attempts,
+        3,
+        "a refused plan was retried without a change"
+    );
     agent.stop().await.unwrap();
 }
 

@@ -163,17 +163,40 @@ fn value_and_milli_value_round_away_from_zero_and_saturate() {
     }
 }
 
+/// Operands cannot change (every operation takes `&self`; the compiler
+/// checks that). What can go wrong is a result carrying an operand's kept
+/// spelling: Kubernetes' `Add`, `Sub`, `Neg`, `Mul` clear it, so a result
+/// equal in value to an operand still prints canonically, and the operands
+/// keep printing theirs.
 #[test]
-fn operands_are_left_untouched() {
-    let a = q("1Gi");
-    let b = q("2G");
-    let _ = a.add(&b);
-    let _ = a.sub(&b);
-    let _ = a.saturating_sub(&b);
-    let _ = a.scale_percent(10);
-    let _ = a.neg();
-    assert_eq!(a.to_string(), "1Gi");
-    assert_eq!(b.to_string(), "2G");
+fn results_never_carry_an_operands_spelling() {
+    let zero = Quantity::zero();
+    for (input, canonical) in [("+2Gi", "2Gi"), ("1.500k", "1500"), ("007Ki", "7Ki")] {
+        let a = q(input);
+        assert_eq!(a.kept_spelling(), Some(input), "{input} is kept");
+        let results = [
+            ("add 0", a.add(&zero)),
+            ("0 add", zero.add(&a)),
+            ("sub 0", a.sub(&zero)),
+            ("saturating_sub 0", a.saturating_sub(&zero)),
+            ("scale 100%", a.scale_percent(100)),
+            ("neg neg", a.neg().neg()),
+        ];
+        for (op, r) in results {
+            assert_eq!(r, a, "{input} {op}: value");
+            assert_eq!(
+                r.kept_spelling(),
+                None,
+                "{input} {op}: spelling carried over"
+            );
+            assert_eq!(r.to_string(), canonical, "{input} {op}");
+        }
+        assert_eq!(
+            a.to_string(),
+            input,
+            "{input}: operand still prints its spelling"
+        );
+    }
 }
 
 #[test]

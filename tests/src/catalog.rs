@@ -112,7 +112,14 @@ impl Env {
         filter: &str,
         stderr: &std::path::Path,
     ) -> Catalog {
-        self.try_start_full(extra, None, Some(stderr), Some(filter))
+        self.try_start_full(&[], extra, None, Some(stderr), Some(filter))
+            .expect("start catalog")
+    }
+
+    /// Start a catalog as the last argument of `wrapper` (e.g. `strace -f
+    /// -o FILE`); the process handle is the wrapper's.
+    pub fn start_wrapped(&self, wrapper: &[&std::ffi::OsStr], extra: &[&str]) -> Catalog {
+        self.try_start_full(wrapper, extra, None, None, None)
             .expect("start catalog")
     }
 
@@ -122,18 +129,26 @@ impl Env {
         stdout: Option<&std::path::Path>,
         stderr: Option<&std::path::Path>,
     ) -> Result<Catalog> {
-        self.try_start_full(extra, stdout, stderr, None)
+        self.try_start_full(&[], extra, stdout, stderr, None)
     }
 
     fn try_start_full(
         &self,
+        wrapper: &[&std::ffi::OsStr],
         extra: &[&str],
         stdout: Option<&std::path::Path>,
         stderr: Option<&std::path::Path>,
         filter: Option<&str>,
     ) -> Result<Catalog> {
         let port = free_port();
-        let mut cmd = std::process::Command::new(bin_path("catalog"));
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = std::process::Command::new(program);
+                cmd.args(args).arg(bin_path("catalog"));
+                cmd
+            }
+            None => std::process::Command::new(bin_path("catalog")),
+        };
         cmd.args([
             "--listen",
             &format!("127.0.0.1:{port}"),

@@ -238,6 +238,26 @@ impl Subscription {
         }
     }
 
+    /// Assert that no notification arrives for `wait` and the stream is
+    /// still open: a notification, an error or the end of the stream fails
+    /// (a dead stream is silent too). Follow it with a change whose
+    /// notification must arrive, to show the stream was listening.
+    pub async fn expect_silence(&mut self, wait: Duration) -> Result<()> {
+        let next = async {
+            Ok::<_, tonic::Status>(match self {
+                Subscription::A(s) => s.message().await?.map(|_| String::new()),
+                Subscription::B(s) => s.message().await?.map(|n| n.cluster_id),
+                Subscription::C(s) => s.message().await?.map(|n| n.cluster_id),
+            })
+        };
+        match tokio::time::timeout(wait, next).await {
+            Err(_) => Ok(()),
+            Ok(Err(status)) => bail!("the subscription failed instead of staying silent: {status}"),
+            Ok(Ok(None)) => bail!("the subscription ended instead of staying silent"),
+            Ok(Ok(Some(cluster))) => bail!("expected no notification, got one for {cluster:?}"),
+        }
+    }
+
     /// Discard notifications that arrive within `quiet` of each other.
     pub async fn drain(&mut self, quiet: Duration) {
         while self.next_within(quiet).await.is_ok() {}

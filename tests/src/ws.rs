@@ -74,23 +74,33 @@ impl FeedClient {
     /// The next message or close frame, waiting at most until `deadline`.
     /// Pings are answered and skipped.
     pub fn next_event(&mut self, deadline: Instant) -> Result<Event> {
+        match self.poll_event(deadline)? {
+            Some(e) => Ok(e),
+            None => bail!("no feed message before the deadline"),
+        }
+    }
+
+    /// The next message or close frame before `deadline`; `None` only when
+    /// the deadline passed with nothing received. A reset connection, an
+    /// unparseable or binary frame is an error, never "nothing".
+    pub fn poll_event(&mut self, deadline: Instant) -> Result<Option<Event>> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("no feed message before the deadline");
+                return Ok(None);
             }
             self.ws.get_mut().set_read_timeout(Some(left))?;
             match self.ws.read() {
                 Ok(Message::Text(t)) => {
                     let v: Value = serde_json::from_str(t.as_str())
                         .with_context(|| format!("feed message is not JSON: {t}"))?;
-                    return Ok(Event::Json(v));
+                    return Ok(Some(Event::Json(v)));
                 }
                 Ok(Message::Close(frame)) => {
                     let (code, reason) = frame
                         .map(|f| (u16::from(f.code), f.reason.to_string()))
                         .unwrap_or((1005, String::new()));
-                    return Ok(Event::Closed(code, reason));
+                    return Ok(Some(Event::Closed(code, reason)));
                 }
                 Ok(Message::Binary(_)) => bail!("the feed sent a binary message"),
                 Ok(_) => continue,
@@ -100,7 +110,7 @@ impl FeedClient {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) =>
                 {
-                    bail!("no feed message before the deadline")
+                    return Ok(None)
                 }
                 Err(e) => bail!("reading the feed: {e}"),
             }
@@ -131,11 +141,18 @@ impl FeedClient {
         Ok(m)
     }
 
-    /// Assert that no message arrives for `wait`.
+    /// Assert that nothing arrives for `wait` and the connection is still
+    /// sound: a message, a close frame, a reset or a bad frame fails.
+    ///
+    /// Silence alone proves little (a stalled server is silent too): follow
+    /// it with a later change whose message must be the next one received.
     pub fn expect_silence(&mut self, wait: Duration) -> Result<()> {
-        match self.next_event(Instant::now() + wait) {
-            Ok(e) => bail!("expected no feed message, got {e:?}"),
-            Err(_) => Ok(()),
+        match self
+            .poll_event(Instant::now() + wait)
+            .context("the feed broke while it was expected to stay silent")?
+        {
+            Some(e) => bail!("expected no feed message, got {e:?}"),
+            None => Ok(()),
         }
     }
 

@@ -58,7 +58,7 @@ async fn upstreams_come_and_go_with_the_config_file() -> Result<()> {
 
     // Add c, drop b: no restart, and downstream is told.
     write_config(&config, &format!("{head}{}{}", a.toml(), c.toml()))?;
-    sub.next_within(Duration::from_secs(3)).await?;
+    sub.next_within(Duration::from_secs(15)).await?;
     client
         .read_until("x", Duration::from_secs(5), |r| {
             r == &resources(&[("cpu", "5")])

@@ -1,6 +1,9 @@
 //! Nothing acknowledged is ever lost, on both stores: across a clean
 //! restart, across `kill -9` in the middle of a stream of writes, and across
-//! a SIGTERM that arrives while a request is still being received.
+//! a SIGTERM that arrives while a request is still being received. On the
+//! embedded store, every acknowledgement leaves only after the store file
+//! was synced to disk (`kill -9` keeps the page cache, so only a trace of
+//! the system calls proves that).
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -210,4 +213,202 @@ fn sigterm_finishes_in_flight_requests(backend: Backend) {
 
     let c = env.start();
     assert_eq!(c.get("/offer/in-flight").status, 200);
+}
+
+/// The embedded store makes each acknowledged write durable before the
+/// answer leaves: under `strace`, every 2xx answer is preceded by a
+/// completed `fsync`/`fdatasync`/`sync_file_range` of `catalog.redb` since
+/// the previous one. (Writes are sent one at a time, so that sync can only
+/// be this write's.)
+#[test]
+fn embedded_syncs_the_store_before_every_acknowledgement() {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect(
+            "strace is not installed: this test proves every acknowledged write was \
+             synced by tracing the catalog; run scripts/install-test-deps.sh",
+        );
+    let env = Env::new(Backend::Embedded);
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("catalog.trace");
+    let wrapper: Vec<&std::ffi::OsStr> = vec![
+        strace.as_ref(),
+        "-f".as_ref(),
+        "-tt".as_ref(),
+        "-s".as_ref(),
+        "48".as_ref(),
+        "-e".as_ref(),
+        "trace=openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg".as_ref(),
+        "-o".as_ref(),
+        trace.as_os_str(),
+    ];
+    let mut c = env.start_wrapped(&wrapper, &[]);
+    let catalog = TracedChild::of(c.child.pid());
+
+    // Every 2xx this client got: the login, then creates and replacements.
+    let token = c.login(&provider(1));
+    let mut acknowledged = 1;
+    for i in 0..30 {
+        let id = if i % 3 == 2 {
+            "hot".to_string()
+        } else {
+            format!("o{i}")
+        };
+        let body = simple_offer(&format!("write {i}"), "compute", "1", json!({"cpu": "1"}));
+        let r = c.post(&format!("/offer/{id}"), &body, Some(&token));
+        assert!(
+            r.status == 200 || r.status == 201,
+            "{}: {}",
+            r.status,
+            r.text
+        );
+        acknowledged += 1;
+    }
+    assert_eq!(c.delete("/offer/o0", Some(&token)).status, 204);
+    acknowledged += 1;
+
+    catalog.terminate();
+    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
+    assert!(status.success(), "catalog under strace: {status}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    match synced_acknowledgements(&text) {
+        Ok(n) => assert_eq!(
+            n, acknowledged,
+            "the trace shows {n} 2xx answers, the client got {acknowledged}:\n{text}"
+        ),
+        Err(e) => panic!("{e}\n--- trace ---\n{text}"),
+    }
+}
+
+/// The catalog process under a tracer: found as the tracer's child, sent
+/// SIGTERM at the end and SIGKILL if the test fails first (killing the
+/// tracer would leave it running).
+struct TracedChild(Option<u32>);
+
+impl TracedChild {
+    fn of(tracer: u32) -> Self {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let children =
+                std::fs::read_to_string(format!("/proc/{tracer}/task/{tracer}/children"))
+                    .unwrap_or_default();
+            if let Some(pid) = children.split_whitespace().next() {
+                return TracedChild(Some(pid.parse().unwrap()));
+            }
+            assert!(Instant::now() < deadline, "the tracer started no catalog");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal(pid: u32, sig: &str) {
+        let _ = std::process::Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status();
+    }
+
+    fn terminate(mut self) {
+        if let Some(pid) = self.0.take() {
+            Self::signal(pid, "-TERM");
+        }
+    }
+}
+
+impl Drop for TracedChild {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            Self::signal(pid, "-KILL");
+        }
+    }
+}
+
+/// Walk an `strace -f -tt` trace in order and check that each 2xx answer
+/// written to a socket comes after a completed sync of the store file, with
+/// no other 2xx answer in between; the number of 2xx answers.
+///
+/// strace prints a call whole when no other thread interrupts it, else as
+/// `name(args <unfinished ...>` and later `<... name resumed>) = result`:
+/// a sync counts where it returned, an answer where it started.
+fn synced_acknowledgements(trace: &str) -> Result<usize, String> {
+    const SYNCS: [&str; 3] = ["fsync", "fdatasync", "sync_file_range"];
+    let mut store_fds = std::collections::HashSet::new();
+    // pids with an open of catalog.redb not yet returned
+    let mut opening = std::collections::HashSet::new();
+    // pid -> fd of a sync call not yet returned
+    let mut pending = std::collections::HashMap::new();
+    let mut synced = false;
+    let mut answers = 0;
+    for line in trace.lines() {
+        // `PID TIME CALL`, the PID padded to a fixed width.
+        let Some((pid, rest)) = line.trim_start().split_once(' ') else {
+            continue;
+        };
+        let Some((_time, call)) = rest.trim_start().split_once(' ') else {
+            continue;
+        };
+        // strace pads short calls: `fdatasync(9)      = 0`.
+        let result = |l: &str| {
+            l.rsplit_once(" = ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .and_then(|r| r.parse::<i64>().ok())
+        };
+        let result_ok = |l: &str| result(l) == Some(0);
+        if call.starts_with("openat(") && call.contains("/catalog.redb\"") {
+            if call.ends_with("<unfinished ...>") {
+                opening.insert(pid.to_string());
+            } else if let Some(fd) = result(call).filter(|fd| *fd >= 0) {
+                store_fds.insert(fd);
+            }
+            continue;
+        }
+        if let Some(rest) = call.strip_prefix("<... ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            if name == "openat" && opening.remove(pid) {
+                if let Some(fd) = result(call).filter(|fd| *fd >= 0) {
+                    store_fds.insert(fd);
+                }
+            }
+            if SYNCS.contains(&name) {
+                if let Some(fd) = pending.remove(pid) {
+                    if store_fds.contains(&fd) && result_ok(call) {
+                        synced = true;
+                    }
+                }
+            }
+            continue;
+        }
+        let name = call.split('(').next().unwrap_or("");
+        if SYNCS.contains(&name) {
+            let fd: i64 = call[name.len() + 1..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|d| d.parse().ok())
+                .ok_or_else(|| format!("cannot read the fd of {line}"))?;
+            if call.ends_with("<unfinished ...>") {
+                pending.insert(pid.to_string(), fd);
+            } else if store_fds.contains(&fd) && result_ok(call) {
+                synced = true;
+            }
+            continue;
+        }
+        let answer = ["write(", "writev(", "sendto(", "sendmsg("]
+            .iter()
+            .any(|w| call.starts_with(w))
+            && call.contains("\"HTTP/1.1 2");
+        if answer {
+            if store_fds.is_empty() {
+                return Err(format!("an answer before catalog.redb was opened: {line}"));
+            }
+            if !synced {
+                return Err(format!(
+                    "2xx answer number {} left without a sync of catalog.redb since the \
+                     previous one: {line}",
+                    answers + 1
+                ));
+            }
+            synced = false;
+            answers += 1;
+        }
+    }
+    Ok(answers)
 }

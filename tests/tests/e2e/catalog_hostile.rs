@@ -68,16 +68,12 @@ fn a_huge_frame_header_is_refused_at_once_without_buffering() {
         }
         sent
     });
-    let started = Instant::now();
-    let code = feed.expect_close(Duration::from_secs(3)).expect(
+    // A catalog waiting for the announced 2^40 bytes would never close (the
+    // client sends 96 MiB): closing at all proves it decided on the header.
+    let code = feed.expect_close(PATIENCE).expect(
         "the catalog closes the feed as soon as the header announces a frame over the limit",
     );
     assert_eq!(code, 1009, "close code for an oversized frame");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "the 1009 close took {:?}",
-        started.elapsed()
-    );
     let sent = streamer.join().unwrap();
     let after = rss(&c);
     let grown = after.saturating_sub(before);
@@ -135,7 +131,7 @@ fn websocket_protocol_errors_close_with_the_rfc_6455_codes() {
         let mut feed = subscribed(&c);
         feed.send_raw(&bytes).unwrap();
         let code = feed
-            .expect_close(Duration::from_secs(3))
+            .expect_close(PATIENCE)
             .unwrap_or_else(|e| panic!("{what}: no close frame ({e:#})"));
         assert_eq!(code, expected, "close code for {what}");
     }
@@ -154,8 +150,15 @@ fn websocket_protocol_errors_close_with_the_rfc_6455_codes() {
     .unwrap();
     let pong = feed.next_frame(PATIENCE).unwrap();
     assert_eq!((pong.opcode, pong.payload.as_slice()), (0xA, &b"hi"[..]));
-    assert!(
-        feed.next_frame(Duration::from_millis(500)).is_err(),
+    // The feed is still open and sent nothing else meanwhile (no close
+    // frame): the next frame is the pong of a later ping.
+    feed.send_raw(&client_frame(0x89, b"still there")).unwrap();
+    let pong = feed
+        .next_frame(PATIENCE)
+        .expect("a valid fragmented message must not close the feed");
+    assert_eq!(
+        (pong.opcode, pong.payload.as_slice()),
+        (0xA, &b"still there"[..]),
         "a valid fragmented message must not close the feed"
     );
 }
@@ -267,7 +270,8 @@ fn a_slow_request_head_gets_408() {
     let answer = String::from_utf8_lossy(&answer);
     assert_eq!(status_of(&answer), 408, "{answer}");
     assert!(
-        started.elapsed() < Duration::from_secs(4),
+        // The 1 s head timeout, not the client's 10 s patience, ended it.
+        started.elapsed() < Duration::from_secs(8),
         "closed after {:?}",
         started.elapsed()
     );

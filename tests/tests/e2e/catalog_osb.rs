@@ -51,8 +51,9 @@ catalog_tests!(sync_flow, async_flow, concurrent_operations);
 /// finishes as if they had never come.
 fn concurrent_operations(backend: Backend) {
     let env = Env::new(backend);
-    // Hold each background operation long enough to send requests into it.
-    let c = buying::start(&env, &osb_flags(&["--osb-async-delay", "1500ms"]));
+    // Hold each background operation long enough to send requests into it
+    // even on a loaded machine; that they did land inside it is checked.
+    let c = buying::start(&env, &osb_flags(&["--osb-async-delay", "10s"]));
     publish(&c, 1, "shop");
     let p = platform(&c);
     let (sid, pid) = ids(&p.catalog(), "shop", "small");
@@ -82,6 +83,12 @@ fn concurrent_operations(backend: Backend) {
         &p.deprovision("inst-c", &sid, &pid, true),
         "asynchronous deprovision while provisioning",
     );
+    let polled = p.last_operation("inst-c", &sid, &pid, Some(&op));
+    assert_eq!(
+        polled.json["state"], "in progress",
+        "the requests above did not all land inside the operation: {}",
+        polled.text
+    );
     assert!(matches!(
         p.wait("inst-c", &sid, &pid, Some(&op)),
         Outcome::Succeeded(_)
@@ -98,6 +105,12 @@ fn concurrent_operations(backend: Backend) {
     concurrency(
         &p.deprovision("inst-c", &sid, &pid, false),
         "deprovision again without accepts_incomplete",
+    );
+    let polled = p.last_operation("inst-c", &sid, &pid, Some(&op));
+    assert_eq!(
+        polled.json["state"], "in progress",
+        "the requests above did not all land inside the operation: {}",
+        polled.text
     );
     assert_eq!(p.wait("inst-c", &sid, &pid, Some(&op)), Outcome::Gone);
     // Gone for good, and the unit is free again.
@@ -278,7 +291,16 @@ fn sync_flow(backend: Backend) {
         json!({ "clusterID": "cluster-1", "clusterName": "provider 1",
                 "authURL": "https://provider-1.example:6443", "token": peering_token(1) })
     );
-    assert_eq!(p.bind("inst-1", "bind-1", &sid, &pid, "app-1").status, 200);
+    // An identical re-bind: 200 with the same credentials (OSB: "MUST
+    // return the same credentials" for an identical binding).
+    let first = r.json["credentials"].clone();
+    let again = p.bind("inst-1", "bind-1", &sid, &pid, "app-1");
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(
+        again.json["credentials"], first,
+        "an identical re-bind answered other credentials: {}",
+        again.text
+    );
     assert_eq!(p.bind("inst-1", "bind-1", &sid, &pid, "app-2").status, 409);
     let r = p.fetch_binding("inst-1", "bind-1");
     assert_eq!(

@@ -67,11 +67,11 @@ async fn notification_crosses_two_chained_processes() -> Result<()> {
     );
 
     let mut subscription = client.subscribe().await?;
-    assert_eq!(subscription.next_within(Duration::from_secs(2)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
     subscription.drain(Duration::from_millis(300)).await;
 
     std::fs::write(&file, "cpu: 16\nmemory: 8Gi\nnvidia.com/gpu: 2\n")?;
-    assert_eq!(subscription.next_within(Duration::from_secs(1)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
     assert_eq!(
         client.read("gpu-peer").await?,
         resources(&[("cpu", "8"), ("memory", "4Gi"), ("nvidia.com/gpu", "1")])
@@ -118,10 +118,10 @@ async fn remove_cluster_reaches_the_upstream() -> Result<()> {
 
     // An upstream change is forwarded too (shape C cluster IDs → shape A).
     let mut subscription = client.subscribe().await?;
-    assert_eq!(subscription.next_within(Duration::from_secs(2)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
     subscription.drain(Duration::from_millis(300)).await;
     upstream.set(list(&[("cpu", "8"), ("memory", "1Gi")]));
-    assert_eq!(subscription.next_within(Duration::from_secs(1)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
     assert_eq!(client.read("c1").await?, resources(&[("cpu", "2")]));
     serving.abort();
     Ok(())
@@ -155,7 +155,7 @@ async fn upstream_down_then_up() -> Result<()> {
     );
 
     let mut subscription = client.subscribe().await?;
-    assert_eq!(subscription.next_within(Duration::from_secs(2)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
 
     let mut p1 = Spawn::new("resource-monitor")
         .arg("--source")

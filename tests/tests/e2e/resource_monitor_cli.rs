@@ -2,37 +2,79 @@
 //! the port is bound, `--help` documents the flags, a chain file wires the
 //! quota and filter stages, and gRPC health and reflection are served.
 
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use e2e::grpc::{resources, ReaderClient, Shape};
-use e2e::{free_port, Spawn};
+use e2e::{bin_path, free_port, Spawn};
 
-fn port_is_free(port: u16) -> bool {
-    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+/// Run `resource-monitor` with `args` to completion under
+/// `strace -f -e trace=bind`, so every `bind(2)` any of its threads made is
+/// on record; return (success, stderr, the `bind` calls naming `port`).
+///
+/// Checking the port once the process has exited proves nothing (the
+/// kernel frees it with the process); the trace shows whether it was ever
+/// bound.
+fn run_traced(args: &[&std::ffi::OsStr], port: u16) -> Result<(bool, String, Vec<String>)> {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .context(
+            "strace is not installed: these tests prove the port was never bound by \
+             tracing bind(2); run scripts/install-test-deps.sh",
+        )?;
+    let dir = tempfile::tempdir()?;
+    let trace = dir.path().join("bind.trace");
+    let out = Command::new(strace)
+        .args(["-f", "-e", "trace=bind", "-o"])
+        .arg(&trace)
+        .arg(bin_path("resource-monitor"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .context("running resource-monitor under strace")?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let trace = std::fs::read_to_string(&trace)
+        .with_context(|| format!("strace wrote no trace; its stderr: {stderr}"))?;
+    assert!(
+        trace.contains("+++ exited with"),
+        "the trace does not cover the whole run:\n{trace}\n{stderr}"
+    );
+    let needle = format!("sin_port=htons({port})");
+    let binds = trace
+        .lines()
+        .filter(|l| l.contains("bind(") && l.contains(&needle))
+        .map(str::to_string)
+        .collect();
+    Ok((out.status.success(), stderr, binds))
 }
 
-/// Run with a chain file; return (success, stderr) and check the port
-/// stayed free.
+/// Run with a chain file; return (success, stderr) and check the port was
+/// never bound.
 fn run_with_config(text: &str) -> Result<(bool, String)> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("resources.yaml"), "cpu: 1\n")?;
     let chain = dir.path().join("chain.toml");
     std::fs::write(&chain, text)?;
     let port = free_port();
-    let out = Spawn::new("resource-monitor")
-        .arg("--config")
-        .arg(&chain)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .output()?;
+    let listen = format!("127.0.0.1:{port}");
+    let (ok, stderr, binds) = run_traced(
+        &[
+            "--config".as_ref(),
+            chain.as_os_str(),
+            "--listen".as_ref(),
+            listen.as_ref(),
+        ],
+        port,
+    )?;
     assert!(
-        port_is_free(port),
-        "the port was bound despite the bad configuration"
+        binds.is_empty(),
+        "the port was bound despite the bad configuration: {binds:?}"
     );
-    Ok((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+    Ok((ok, stderr))
 }
 
 #[test]
@@ -76,18 +118,23 @@ fn bad_resource_file_fails_before_binding() -> Result<()> {
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 2\nmemory: eight\n")?;
     let port = free_port();
-    let out = Spawn::new("resource-monitor")
-        .arg("--source")
-        .arg(format!("static:{}", file.display()))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .output()?;
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let source = format!("static:{}", file.display());
+    let listen = format!("127.0.0.1:{port}");
+    let (ok, stderr, binds) = run_traced(
+        &[
+            "--source".as_ref(),
+            source.as_ref(),
+            "--listen".as_ref(),
+            listen.as_ref(),
+        ],
+        port,
+    )?;
+    assert!(!ok);
     assert!(
         stderr.contains("memory") && stderr.contains("line 2"),
         "{stderr}"
     );
-    assert!(port_is_free(port));
+    assert!(binds.is_empty(), "the port was bound: {binds:?}");
     Ok(())
 }
 

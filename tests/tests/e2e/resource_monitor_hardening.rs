@@ -104,7 +104,9 @@ async fn silent_connections_within_the_peer_limit_are_closed_at_the_deadline() -
     )
     .await;
     assert_eq!(left_early, 5, "closed before the deadline");
-    let left = still_open_at(idle, opened + Duration::from_secs(4)).await;
+    // Closed as soon as they are (the wait ends then); 15 s only bounds a
+    // real failure.
+    let left = still_open_at(idle, opened + Duration::from_secs(15)).await;
     assert_eq!(left, 0);
     Ok(())
 }
@@ -307,7 +309,7 @@ async fn shape_a_subscriptions_end_with_an_error_on_shutdown() -> Result<()> {
     let mut monitor = static_monitor(&file, port, &["--liqo-api", "v0.5"])?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     let mut subscription = client.subscribe().await?;
-    assert_eq!(subscription.next_within(Duration::from_secs(2)).await?, "");
+    assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");
     let stopping = tokio::task::spawn_blocking(move || monitor.terminate(Duration::from_secs(10)));
     let end = subscription
         .next_within(Duration::from_secs(10))
