@@ -1,11 +1,42 @@
 //! The canonical string of a quantity, as Kubernetes' `CanonicalizeBytes`
 //! computes it: no fractional digits, no lost precision, the largest suffix
-//! (or exponent) that keeps the number whole.
+//! (or exponent) that keeps the number whole; and `Display`, which prints it
+//! unless the quantity keeps its spelling. (Printing lives here, beside the
+//! type rather than in it, so the type's module depends on neither the
+//! parser nor the printer.)
 
 use num_bigint::{BigUint, Sign};
 use num_traits::Zero;
 
+use std::fmt;
+
 use crate::quantity::{Format, Quantity, NANOS_PER_UNIT};
+
+impl Quantity {
+    /// The canonical string of the value, as Kubernetes' `CanonicalizeBytes`
+    /// builds it: no fractional digits, no lost precision, the largest suffix
+    /// (or exponent) of the format that keeps the number whole (`"1.5"` →
+    /// `"1500m"`, `"1.5Gi"` → `"1536Mi"`, `"1e4"` → `"10e3"`, `"+2Gi"` →
+    /// `"2Gi"`). Equal values of the same format have the same canonical
+    /// string, whatever they were parsed from.
+    ///
+    /// `Display` prints this too unless the quantity keeps its spelling
+    /// (see [`Quantity::kept_spelling`]).
+    pub fn canonical(&self) -> String {
+        canonical(self)
+    }
+}
+
+impl fmt::Display for Quantity {
+    /// What Kubernetes' `String()` prints: the kept spelling if any (see
+    /// [`Quantity::kept_spelling`]), else the canonical string.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kept_spelling() {
+            Some(spelling) => f.write_str(spelling),
+            None => f.write_str(&canonical(self)),
+        }
+    }
+}
 
 const BINARY_SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
 

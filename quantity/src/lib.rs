@@ -77,5 +77,5 @@ mod parse;
 mod quantity;
 
 pub use list::ResourceList;
-pub use parse::MAX_INTEGER_DIGITS;
-pub use quantity::{Format, ParseError, Quantity};
+pub use parse::{ParseError, MAX_INTEGER_DIGITS};
+pub use quantity::{Format, Quantity};

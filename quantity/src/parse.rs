@@ -8,6 +8,8 @@
 use num_bigint::{BigInt, BigUint};
 use num_traits::{One, Zero};
 
+use std::str::FromStr;
+
 use crate::quantity::{Format, Quantity};
 
 /// Quantities at or above `10^MAX_INTEGER_DIGITS` in magnitude are refused
@@ -419,5 +421,12 @@ fn scale_nanos_ceil(d: BigUint, exp10: i64) -> BigUint {
         q
     } else {
         q + BigUint::one()
+    }
+}
+
+impl FromStr for Quantity {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse(s)
     }
 }

@@ -3,12 +3,9 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::str::FromStr;
 
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
-
-pub use crate::parse::ParseError;
 
 /// How a quantity prints, as in Kubernetes (`resource.Format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,19 +139,6 @@ impl Quantity {
         self
     }
 
-    /// The canonical string of the value, as Kubernetes' `CanonicalizeBytes`
-    /// builds it: no fractional digits, no lost precision, the largest suffix
-    /// (or exponent) of the format that keeps the number whole (`"1.5"` →
-    /// `"1500m"`, `"1.5Gi"` → `"1536Mi"`, `"1e4"` → `"10e3"`, `"+2Gi"` →
-    /// `"2Gi"`). Equal values of the same format have the same canonical
-    /// string, whatever they were parsed from.
-    ///
-    /// `Display` prints this too unless the quantity keeps its spelling
-    /// (see [`Quantity::kept_spelling`]).
-    pub fn canonical(&self) -> String {
-        crate::canonical::canonical(self)
-    }
-
     /// The same value and format, printing canonically from now on.
     pub fn into_canonical(mut self) -> Quantity {
         self.spelling = None;
@@ -263,24 +247,6 @@ fn saturate(v: &BigInt) -> i64 {
 impl Default for Quantity {
     fn default() -> Self {
         Self::zero()
-    }
-}
-
-impl FromStr for Quantity {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::parse::parse(s)
-    }
-}
-
-impl fmt::Display for Quantity {
-    /// What Kubernetes' `String()` prints: the kept spelling if any (see
-    /// [`Quantity::kept_spelling`]), else the canonical string.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.spelling {
-            Some(spelling) => f.write_str(spelling.as_str()),
-            None => f.write_str(&crate::canonical::canonical(self)),
-        }
     }
 }
 
