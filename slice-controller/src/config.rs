@@ -70,6 +70,10 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub resync: Duration,
 
+    /// Wait this long before retrying a reconcile that failed (the API server refused or did not answer). A 409 Conflict is not a failure: it is re-read and rewritten at once.
+    #[arg(long, env = "RESOURCE_MONITOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub error_retry: Duration,
+
     /// Serve /healthz, /readyz and /metrics for the controller on this address.
     #[arg(
         long,
@@ -237,7 +241,7 @@ pub async fn run(
         policy: args.grant_policy,
         shrink: args.on_shrink,
         resync: args.resync,
-        retry: Duration::from_secs(2),
+        retry: args.error_retry,
         reporter: "liqo-broker-slice-controller".to_string(),
         instance: identity.clone(),
     };
