@@ -77,6 +77,12 @@ pub struct World {
     pub snapshots: HashMap<u64, Snapshot>,
     pub next_snapshot: u64,
     pub max_page: Option<usize>,
+    /// How often an open watch that asked for them gets a BOOKMARK.
+    pub bookmark_interval: std::time::Duration,
+    /// How long a read at a resourceVersion not reached yet waits for it
+    /// before the "Too large resource version" answer (3 s in the real
+    /// watch cache).
+    pub fresh_wait: std::time::Duration,
     pub counters: HashMap<GroupResource, Counters>,
     pub requests: Vec<SeenRequest>,
     pub audit: Vec<AuditRecord>,
@@ -233,6 +239,9 @@ impl World {
             snapshots: HashMap::new(),
             next_snapshot: 0,
             max_page: None,
+            // A real server's watch cache sends one about once a minute.
+            bookmark_interval: std::time::Duration::from_secs(60),
+            fresh_wait: std::time::Duration::from_secs(3),
             counters: HashMap::new(),
             requests: Vec::new(),
             audit: Vec::new(),
@@ -311,6 +320,34 @@ impl World {
         self.history.push(change.clone());
         let _ = self.changes.send(change);
         object
+    }
+
+    /// The objects of a resource as they were at `rv`, rolled back from the
+    /// present through the history; `None` if that history was compacted
+    /// (or `rv` is still to come).
+    pub fn objects_at(&self, gr: &GroupResource, rv: u64) -> Option<BTreeMap<String, Value>> {
+        if rv < self.compacted || rv > self.rv {
+            return None;
+        }
+        let mut objects = self.objects.get(gr).cloned().unwrap_or_default();
+        for change in self.history.iter().rev() {
+            if change.rv <= rv {
+                break;
+            }
+            if change.gr != *gr {
+                continue;
+            }
+            let key = key_of(&change.object);
+            match &change.previous {
+                Some(previous) => {
+                    objects.insert(key, previous.clone());
+                }
+                None => {
+                    objects.remove(&key);
+                }
+            }
+        }
+        Some(objects)
     }
 
     pub fn stored(&self, gr: &GroupResource, key: &str) -> Option<&Value> {
