@@ -509,6 +509,11 @@ impl KubeApiServer {
         self.inject(Fault::new(code).times(n));
     }
 
+    /// How many requests injected faults have answered so far.
+    pub fn faults_fired(&self) -> usize {
+        self.shared.world().faults_fired
+    }
+
     pub fn clear_faults(&self) {
         self.shared.world().faults.clear();
     }
@@ -548,6 +553,11 @@ impl KubeApiServer {
     /// resourceVersions and expired continue tokens).
     pub fn gone(&self, resource: impl Into<GroupResource>) -> usize {
         self.counters(resource).gone
+    }
+
+    /// How many periodic BOOKMARKs watches of a resource were sent.
+    pub fn bookmarks(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).bookmarks
     }
 
     /// Every list and watch request for a resource, oldest first.

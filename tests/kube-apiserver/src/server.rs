@@ -178,7 +178,9 @@ pub async fn handle(
             .find(&route.group, &route.version, &route.plural);
         match def {
             Some(def) if def.namespaced || route.namespace.is_none() => {
-                match faults::take(&mut world.faults, &attributes) {
+                let fired = faults::take(&mut world.faults, &attributes);
+                world.faults_fired += usize::from(fired.is_some());
+                match fired {
                     Some(Injected::Status(error, retry_after)) => {
                         drop(world);
                         record(&shared, error.code);

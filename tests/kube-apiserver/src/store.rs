@@ -50,6 +50,8 @@ pub struct Counters {
     pub watches: usize,
     pub gone: usize,
     pub waiting: usize,
+    /// Periodic BOOKMARKs sent.
+    pub bookmarks: usize,
 }
 
 /// Which part of an object a write is for.
@@ -87,6 +89,8 @@ pub struct World {
     pub requests: Vec<SeenRequest>,
     pub audit: Vec<AuditRecord>,
     pub faults: Vec<Fault>,
+    /// How many requests an injected fault answered.
+    pub faults_fired: usize,
     /// Server-side apply: each manager's last applied configuration, per
     /// object and part (main or status).
     pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
@@ -246,6 +250,7 @@ impl World {
             requests: Vec::new(),
             audit: Vec::new(),
             faults: Vec::new(),
+            faults_fired: 0,
             applied: HashMap::new(),
             changes,
             serial: 0,

@@ -184,6 +184,7 @@ pub async fn watch(
         first.push(bookmark(last_sent, true));
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let gr = gr.clone();
     tokio::spawn(async move {
         for event in first {
             if tx.send(Ok(event)).await.is_err() {
@@ -209,7 +210,10 @@ pub async fn watch(
                     let _ = tx.send(Err(cut)).await;
                     return;
                 }
-                _ = ticks.tick(), if bookmarks => bookmark(progress, false),
+                _ = ticks.tick(), if bookmarks => {
+                    shared.world().counters(&gr).bookmarks += 1;
+                    bookmark(progress, false)
+                }
                 change = live.recv() => match change {
                     Ok(c) => {
                         progress = progress.max(c.rv);

@@ -34,6 +34,7 @@ mod provider_agent;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
 mod resource_monitor_hardening;
+mod resource_monitor_kube_faults;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
 mod slice_controller;
