@@ -277,6 +277,16 @@ async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
     client
         .read_until("peer-a", CAUGHT_UP, |r| *r == busy)
         .await?;
+    // The streams end (their timeout, say) and the source watches again,
+    // nodes from where their list left them: nothing tells it the world
+    // moved on (a BOOKMARK at the start of each watch would).
+    let watches = kube.watches(Kind::Node);
+    kube.end_watches();
+    eventually("the node watch is back", || {
+        kube.watches(Kind::Node) > watches
+    })
+    .await?;
+    assert_eq!(kube.gone(Kind::Node), 0);
     kube.compact();
     kube.end_watches();
 
