@@ -151,7 +151,11 @@ mod tests {
             namespace: None,
             name: None,
         };
-        let mut faults = vec![Fault::new(429), Fault::new(503).retry_after(5), Fault::reset()];
+        let mut faults = vec![
+            Fault::new(429),
+            Fault::new(503).retry_after(5),
+            Fault::reset(),
+        ];
         let Some(Injected::Status(e, Some(1))) = take(&mut faults, &any) else {
             panic!("429 without Retry-After");
         };

@@ -14,14 +14,30 @@
 //!   `deletionTimestamp`, `generateName`, namespaces that must exist, and
 //!   `openAPIV3Schema` pruning, defaulting and validation ([`schema`]),
 //!   with `metav1.Status` errors ([`status`]).
+//! - `resourceVersion` as a real server reads it: lists at the most
+//!   recent state, at least as fresh as N, or exactly at N (410 once
+//!   compacted); reads at an N not reached yet answer the watch cache's
+//!   504 "Too large resource version" ([`list`], [`watch`]). BOOKMARKs
+//!   are periodic (60 s unless [`KubeApiServer::set_bookmark_interval`])
+//!   and only for watches that ask.
+//! - Transport ([`listen`], [`tls`]): plain HTTP ([`KubeApiServer::start`])
+//!   or HTTPS from a CA made per server ([`KubeApiServer::start_tls`]),
+//!   with bearer tokens and client certificates (user = CN) as
+//!   credentials.
 //! - For tests: direct helpers on [`KubeApiServer`], injected faults
-//!   ([`faults`]), held/ended watches and compaction (410 Gone), and a
-//!   request log in RBAC terms ([`audit`]), each request with its user:
-//!   [`KubeApiServer::write_kubeconfig_as`] gives a binary a bearer token
-//!   naming a user (a ServiceAccount, say), unknown tokens get 401, and
-//!   with `KUBE_TEST_AUDIT_DIR` set the log is written there as JSON lines
-//!   when the server is dropped, for `deploy-check` to hold against the
-//!   RBAC shipped in `deploy/kubernetes/`.
+//!   ([`faults`]: any status, 429/503 with `Retry-After`, connections
+//!   closed mid-response), held/ended/cut watches and compaction (410
+//!   Gone), and a request log in RBAC terms ([`audit`]), each request with
+//!   its user: [`KubeApiServer::write_kubeconfig_as`] gives a binary a
+//!   bearer token naming a user (a ServiceAccount, say),
+//!   [`KubeApiServer::write_kubeconfig_with_client_cert`] a client
+//!   certificate, unknown tokens get 401, and with `KUBE_TEST_AUDIT_DIR`
+//!   set the log is written there as JSON lines when the server is
+//!   dropped, for `deploy-check` to hold against the RBAC shipped in
+//!   `deploy/kubernetes/`.
+//!
+//! Not done: in-cluster configuration (kube-rs reads fixed paths under
+//! `/var/run/secrets/kubernetes.io/serviceaccount/`), HTTP/2, protobuf.
 //!
 //! ```no_run
 //! # async fn example() -> anyhow::Result<()> {
@@ -135,7 +151,11 @@ impl KubeApiServer {
     }
 
     async fn launch(tls: bool) -> Result<Self> {
-        let pki = if tls { Some(Arc::new(Pki::new()?)) } else { None };
+        let pki = if tls {
+            Some(Arc::new(Pki::new()?))
+        } else {
+            None
+        };
         let mut registry = Registry::default();
         for def in builtin::definitions() {
             registry.register(def);

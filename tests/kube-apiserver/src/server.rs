@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use axum::body::Bytes;
 use axum::body::Body;
+use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
+use crate::faults::Injected;
 use crate::patch::PatchType;
 use crate::selector::Selector;
-use crate::faults::Injected;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target};
@@ -186,9 +186,7 @@ pub async fn handle(
                         record(&shared, error.code);
                         let mut response = error_response(&error);
                         if let Some(seconds) = retry_after {
-                            response
-                                .headers_mut()
-                                .insert("retry-after", seconds.into());
+                            response.headers_mut().insert("retry-after", seconds.into());
                         }
                         return response;
                     }

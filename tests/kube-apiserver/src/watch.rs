@@ -28,8 +28,8 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use tokio_stream::wrappers::ReceiverStream;
 use serde_json::{json, Value};
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::audit::SeenRequest;
 use crate::crd::{GroupResource, ResourceDef};

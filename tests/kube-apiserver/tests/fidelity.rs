@@ -117,7 +117,11 @@ async fn lists_read_the_resource_version_asked_for() {
     // Newer than the server: it waits, then answers a 504 Timeout.
     kube.set_fresh_wait(Duration::from_millis(200));
     let future = now + 5;
-    for matching in ["", "&resourceVersionMatch=NotOlderThan", "&resourceVersionMatch=Exact"] {
+    for matching in [
+        "",
+        "&resourceVersionMatch=NotOlderThan",
+        "&resourceVersionMatch=Exact",
+    ] {
         let (code, status) = get(
             &kube,
             &format!("/api/v1/nodes?resourceVersion={future}{matching}"),
@@ -247,7 +251,10 @@ async fn bookmarks_are_periodic_and_only_on_request() {
     for event in &with {
         assert_eq!(event["type"], "BOOKMARK");
         assert_eq!(event["object"]["kind"], "Node");
-        assert_eq!(event["object"]["metadata"]["resourceVersion"], start.to_string());
+        assert_eq!(
+            event["object"]["metadata"]["resourceVersion"],
+            start.to_string()
+        );
     }
 
     // A change to pods moves the nodes watch's bookmarks on.
@@ -377,7 +384,10 @@ async fn https_with_tokens_and_client_certificates() {
         .collect();
     assert_eq!(
         users,
-        [Some("system:serviceaccount:liqo:a".into()), Some("jane".into())]
+        [
+            Some("system:serviceaccount:liqo:a".into()),
+            Some("jane".into())
+        ]
     );
 
     // Trusting another CA: the handshake fails, nothing reaches the API.

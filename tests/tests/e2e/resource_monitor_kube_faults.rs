@@ -176,7 +176,10 @@ async fn survives(fault: Fault, cut: fn(&KubeApiServer), spread: Duration) -> Re
     while kube.faults_fired() < 3 {
         assert_eq!(client.read("peer-a").await?, before());
         if Instant::now() > deadline {
-            bail!("the source stopped retrying: {} faults met", kube.faults_fired());
+            bail!(
+                "the source stopped retrying: {} faults met",
+                kube.faults_fired()
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -221,14 +224,24 @@ async fn kubernetes_source_waits_out_503_retry_after_and_recovers() -> Result<()
 
 #[tokio::test]
 async fn kubernetes_source_backs_off_on_500_and_recovers() -> Result<()> {
-    survives(Fault::new(500), KubeApiServer::end_watches, AFTER_TWO_BACKOFFS).await
+    survives(
+        Fault::new(500),
+        KubeApiServer::end_watches,
+        AFTER_TWO_BACKOFFS,
+    )
+    .await
 }
 
 /// Watches cut mid-stream, then the connections of the next requests
 /// closed mid-response.
 #[tokio::test]
 async fn kubernetes_source_survives_connection_resets() -> Result<()> {
-    survives(Fault::reset(), KubeApiServer::reset_watches, AFTER_TWO_BACKOFFS).await
+    survives(
+        Fault::reset(),
+        KubeApiServer::reset_watches,
+        AFTER_TWO_BACKOFFS,
+    )
+    .await
 }
 
 /// Faults on the first lists: UNAVAILABLE until a list gets through, then
@@ -270,7 +283,14 @@ async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
     for i in 0..3 {
         kube.apply(
             Kind::Pod,
-            pod(&format!("p{i}"), "n1", "Running", json!({}), "100m", "128Mi"),
+            pod(
+                &format!("p{i}"),
+                "n1",
+                "Running",
+                json!({}),
+                "100m",
+                "128Mi",
+            ),
         );
     }
     let busy = resources(&[("cpu", "2700m"), ("memory", "6784Mi"), ("pods", "110")]);
@@ -326,7 +346,14 @@ async fn bookmarks_keep_a_quiet_watch_past_a_compaction() -> Result<()> {
     for i in 0..3 {
         kube.apply(
             Kind::Pod,
-            pod(&format!("p{i}"), "n1", "Running", json!({}), "100m", "128Mi"),
+            pod(
+                &format!("p{i}"),
+                "n1",
+                "Running",
+                json!({}),
+                "100m",
+                "128Mi",
+            ),
         );
     }
     let busy = resources(&[("cpu", "2700m"), ("memory", "6784Mi"), ("pods", "110")]);
@@ -352,7 +379,11 @@ async fn bookmarks_keep_a_quiet_watch_past_a_compaction() -> Result<()> {
             *r == resources(&[("cpu", "4700m"), ("memory", "10880Mi"), ("pods", "220")])
         })
         .await?;
-    assert_eq!(kube.gone(Kind::Node), 0, "the bookmarks did not keep it fresh");
+    assert_eq!(
+        kube.gone(Kind::Node),
+        0,
+        "the bookmarks did not keep it fresh"
+    );
     assert_eq!(kube.lists(Kind::Node), 1);
     Ok(())
 }

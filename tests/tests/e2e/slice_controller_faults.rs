@@ -56,7 +56,11 @@ async fn decides_through(faults: Vec<Fault>, cut: fn(&KubeApiServer)) -> Result<
 #[tokio::test]
 async fn slice_controller_decides_through_429_503_and_500() -> Result<()> {
     decides_through(
-        vec![Fault::new(429), Fault::new(503).retry_after(1), Fault::new(500)],
+        vec![
+            Fault::new(429),
+            Fault::new(503).retry_after(1),
+            Fault::new(500),
+        ],
         KubeApiServer::end_watches,
     )
     .await
