@@ -107,6 +107,7 @@ pub struct SeenRequest {
     pub limit: Option<String>,
     pub continue_token: Option<String>,
     pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
 }
 
 #[cfg(test)]

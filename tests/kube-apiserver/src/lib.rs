@@ -14,14 +14,30 @@
 //!   `deletionTimestamp`, `generateName`, namespaces that must exist, and
 //!   `openAPIV3Schema` pruning, defaulting and validation ([`schema`]),
 //!   with `metav1.Status` errors ([`status`]).
+//! - `resourceVersion` as a real server reads it: lists at the most
+//!   recent state, at least as fresh as N, or exactly at N (410 once
+//!   compacted); reads at an N not reached yet answer the watch cache's
+//!   504 "Too large resource version" ([`list`], [`watch`]). BOOKMARKs
+//!   are periodic (60 s unless [`KubeApiServer::set_bookmark_interval`])
+//!   and only for watches that ask.
+//! - Transport ([`listen`], [`tls`]): plain HTTP ([`KubeApiServer::start`])
+//!   or HTTPS from a CA made per server ([`KubeApiServer::start_tls`]),
+//!   with bearer tokens and client certificates (user = CN) as
+//!   credentials.
 //! - For tests: direct helpers on [`KubeApiServer`], injected faults
-//!   ([`faults`]), held/ended watches and compaction (410 Gone), and a
-//!   request log in RBAC terms ([`audit`]), each request with its user:
-//!   [`KubeApiServer::write_kubeconfig_as`] gives a binary a bearer token
-//!   naming a user (a ServiceAccount, say), unknown tokens get 401, and
-//!   with `KUBE_TEST_AUDIT_DIR` set the log is written there as JSON lines
-//!   when the server is dropped, for `deploy-check` to hold against the
-//!   RBAC shipped in `deploy/kubernetes/`.
+//!   ([`faults`]: any status, 429/503 with `Retry-After`, connections
+//!   closed mid-response), held/ended/cut watches and compaction (410
+//!   Gone), and a request log in RBAC terms ([`audit`]), each request with
+//!   its user: [`KubeApiServer::write_kubeconfig_as`] gives a binary a
+//!   bearer token naming a user (a ServiceAccount, say),
+//!   [`KubeApiServer::write_kubeconfig_with_client_cert`] a client
+//!   certificate, unknown tokens get 401, and with `KUBE_TEST_AUDIT_DIR`
+//!   set the log is written there as JSON lines when the server is
+//!   dropped, for `deploy-check` to hold against the RBAC shipped in
+//!   `deploy/kubernetes/`.
+//!
+//! Not done: in-cluster configuration (kube-rs reads fixed paths under
+//! `/var/run/secrets/kubernetes.io/serviceaccount/`), HTTP/2, protobuf.
 //!
 //! ```no_run
 //! # async fn example() -> anyhow::Result<()> {
@@ -42,6 +58,7 @@ pub mod crd;
 pub mod discovery;
 pub mod faults;
 pub mod list;
+pub mod listen;
 pub mod patch;
 pub mod schema;
 pub mod selector;
@@ -49,6 +66,7 @@ pub mod server;
 pub mod shared;
 pub mod status;
 pub mod store;
+pub mod tls;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -71,11 +89,15 @@ pub use status::{ApiError, Cause};
 use crd::Registry;
 use shared::Shared;
 use store::{Counters, PatchOptions, Target, World};
+pub use tls::ClientCert;
+use tls::Pki;
 
 /// A running API server on a loopback port; stops when dropped.
 pub struct KubeApiServer {
     shared: Shared,
     server: tokio::task::JoinHandle<()>,
+    /// Set when serving HTTPS.
+    pki: Option<Arc<Pki>>,
 }
 
 impl Drop for KubeApiServer {
@@ -94,6 +116,11 @@ impl Drop for KubeApiServer {
 /// Where every server writes its audit log when dropped, if set.
 pub const AUDIT_DIR_ENV: &str = "KUBE_TEST_AUDIT_DIR";
 
+fn b64(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
 /// Tells the tokens of one process's servers apart.
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
@@ -107,9 +134,28 @@ impl KubeApiServer {
         Ok(server)
     }
 
+    /// As [`KubeApiServer::start`], over HTTPS: a CA made for this server
+    /// ([`KubeApiServer::ca_pem`]), which every kubeconfig it writes
+    /// trusts, and client certificates as credentials
+    /// ([`KubeApiServer::write_kubeconfig_with_client_cert`]).
+    pub async fn start_tls() -> Result<Self> {
+        let server = Self::launch(true).await?;
+        server.register_liqo_crds("v1.2.0")?;
+        Ok(server)
+    }
+
     /// Built-in resources only (register CRDs with
     /// [`KubeApiServer::register_crd_file`]).
     pub async fn start_without_crds() -> Result<Self> {
+        Self::launch(false).await
+    }
+
+    async fn launch(tls: bool) -> Result<Self> {
+        let pki = if tls {
+            Some(Arc::new(Pki::new()?))
+        } else {
+            None
+        };
         let mut registry = Registry::default();
         for def in builtin::definitions() {
             registry.register(def);
@@ -121,6 +167,7 @@ impl KubeApiServer {
             world: Arc::new(Mutex::new(World::new(registry, changes))),
             hold: signal::Sender::new(false),
             epoch: signal::Sender::new(0),
+            reset: signal::Sender::new(0),
             addr,
             tokens: Arc::new(Mutex::new(HashMap::new())),
         };
@@ -139,14 +186,31 @@ impl KubeApiServer {
         let app = Router::new()
             .fallback(server::handle)
             .with_state(shared.clone());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { shared, server })
+        let server = tokio::spawn(listen::serve(listener, app, pki.clone()));
+        Ok(Self {
+            shared,
+            server,
+            pki,
+        })
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.shared.addr)
+        let scheme = if self.pki.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.shared.addr)
+    }
+
+    /// The CA certificate (PEM) a client must trust, when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<String> {
+        self.pki.as_ref().map(|p| p.ca_pem())
+    }
+
+    /// A client certificate this server takes as `user` (its CN) in
+    /// `groups` (its O), when serving HTTPS.
+    pub fn client_cert(&self, user: &str, groups: &[&str]) -> Result<ClientCert> {
+        self.pki
+            .as_ref()
+            .context("client certificates need a server started with start_tls")?
+            .client_cert(user, groups)
     }
 
     /// A kubeconfig pointing at this server, without credentials, for
@@ -166,6 +230,32 @@ impl KubeApiServer {
         self.write_kubeconfig_text(path, &entry, &format!("{{token: {token}}}"))
     }
 
+    /// A kubeconfig with a client certificate (`client-certificate-data`,
+    /// `client-key-data`) this server takes as `user`; HTTPS only.
+    pub fn write_kubeconfig_with_client_cert(&self, path: &Path, user: &str) -> Result<()> {
+        let cert = self.client_cert(user, &[])?;
+        let entry = format!("{user:?}");
+        let credentials = format!(
+            "{{client-certificate-data: {}, client-key-data: {}}}",
+            b64(&cert.cert_pem),
+            b64(&cert.key_pem)
+        );
+        self.write_kubeconfig_text(path, &entry, &credentials)
+    }
+
+    /// As [`KubeApiServer::write_kubeconfig_as`], but trusting `ca_pem`
+    /// instead of this server's CA (say [`tls::unrelated_ca_pem`]): the
+    /// client must refuse the server.
+    pub fn write_kubeconfig_trusting(&self, path: &Path, user: &str, ca_pem: &str) -> Result<()> {
+        let token = self.token_for(user);
+        let text = self.kubeconfig_text(
+            &format!("{user:?}"),
+            &format!("{{token: {token}}}"),
+            Some(ca_pem),
+        );
+        std::fs::write(path, text).context("writing kubeconfig")
+    }
+
     /// A fresh bearer token this server maps to `user`.
     pub fn token_for(&self, user: &str) -> String {
         let n = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
@@ -183,13 +273,20 @@ impl KubeApiServer {
     }
 
     fn write_kubeconfig_text(&self, path: &Path, user_name: &str, user: &str) -> Result<()> {
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n\
+        let text = self.kubeconfig_text(user_name, user, self.ca_pem().as_deref());
+        std::fs::write(path, text).context("writing kubeconfig")
+    }
+
+    fn kubeconfig_text(&self, user_name: &str, user: &str, ca_pem: Option<&str>) -> String {
+        let ca = ca_pem
+            .map(|pem| format!("    certificate-authority-data: {}\n", b64(pem)))
+            .unwrap_or_default();
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n{ca}\
              users:\n- name: {user_name}\n  user: {user}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: {user_name}\n    namespace: default\n\
              current-context: test\n",
             self.url()
-        );
-        std::fs::write(path, text).context("writing kubeconfig")
+        )
     }
 
     /// Write the resource requests of the audit log, one JSON object a
@@ -393,6 +490,26 @@ impl KubeApiServer {
         self.shared.epoch.send_modify(|e| *e += 1);
     }
 
+    /// Cut every open watch stream mid-response: the connection is closed
+    /// without the chunked body's end, as when the server or a proxy dies.
+    pub fn reset_watches(&self) {
+        self.shared.reset.send_modify(|e| *e += 1);
+    }
+
+    /// How often an open watch that asked for them
+    /// (`allowWatchBookmarks=true`) gets a BOOKMARK (60 s unless set).
+    /// Applies to watches started afterwards.
+    pub fn set_bookmark_interval(&self, every: std::time::Duration) {
+        self.shared.world().bookmark_interval = every;
+    }
+
+    /// How long a list or watch from a resourceVersion the server has not
+    /// reached waits for it before "Too large resource version" (3 s, as
+    /// the real watch cache, unless set).
+    pub fn set_fresh_wait(&self, wait: std::time::Duration) {
+        self.shared.world().fresh_wait = wait;
+    }
+
     /// While `true`, new watch requests wait (unanswered) until it is
     /// `false` again; open streams are unaffected.
     pub fn hold_watches(&self, hold: bool) {
@@ -410,6 +527,11 @@ impl KubeApiServer {
     /// `code`.
     pub fn fail_next(&self, n: usize, code: u16) {
         self.inject(Fault::new(code).times(n));
+    }
+
+    /// How many requests injected faults have answered so far.
+    pub fn faults_fired(&self) -> usize {
+        self.shared.world().faults_fired
     }
 
     pub fn clear_faults(&self) {
@@ -451,6 +573,11 @@ impl KubeApiServer {
     /// resourceVersions and expired continue tokens).
     pub fn gone(&self, resource: impl Into<GroupResource>) -> usize {
         self.counters(resource).gone
+    }
+
+    /// How many periodic BOOKMARKs watches of a resource were sent.
+    pub fn bookmarks(&self, resource: impl Into<GroupResource>) -> usize {
+        self.counters(resource).bookmarks
     }
 
     /// Every list and watch request for a resource, oldest first.

@@ -6,7 +6,17 @@
 //! [`crate::KubeApiServer::set_max_page`] makes pages shorter than asked,
 //! as real servers may. An unknown or expired `continue` token answers 410
 //! Gone (`reason: Expired`).
+//!
+//! `resourceVersion` is read as a real server reads it ([`Read`]): unset
+//! (the most recent state), `0` (any state; this server's is the most
+//! recent), `N` or `N` with `resourceVersionMatch=NotOlderThan` (at least
+//! as fresh as N: the most recent), `N` with `resourceVersionMatch=Exact`
+//! (the state at exactly N, rolled back through the history; 410 Gone
+//! once that history is compacted). An N the server has not reached waits
+//! for it a while, then answers 504 "Too large resource version". Options
+//! `ValidateListOptions` refuses are a 422 for `ListOptions`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use axum::response::{IntoResponse, Response};
@@ -16,7 +26,7 @@ use crate::audit::SeenRequest;
 use crate::crd::ResourceDef;
 use crate::selector::Selector;
 use crate::shared::{error_response, Shared};
-use crate::status::ApiError;
+use crate::status::{ApiError, Cause};
 use crate::store::Snapshot;
 
 /// Continue tokens name a snapshot and the last key served, hex-encoded so
@@ -42,13 +52,102 @@ pub fn parse_continue_token(token: &str) -> Option<(u64, String)> {
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a \
     consistent list result. You can start a new list without the continue parameter.";
 
-pub fn list(
+/// Which state of the world a list reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// `resourceVersion` unset, or `0`: the most recent.
+    Latest,
+    /// At least as fresh as this resourceVersion.
+    NotOlderThan(u64),
+    /// Exactly this resourceVersion.
+    Exact(u64),
+    /// The next page of a list: the snapshot its token names.
+    Continue,
+}
+
+const EXPIRED_LIST: &str = "The resourceVersion for the provided list is too old.";
+
+impl Read {
+    /// The read a list request asks for, or the real server's refusal.
+    pub fn of(seen: &SeenRequest) -> Result<Self, ApiError> {
+        let rv = seen.resource_version.as_deref().unwrap_or("");
+        let matching = seen.resource_version_match.as_deref().unwrap_or("");
+        let continuing = seen.continue_token.is_some();
+        let mut causes = Vec::new();
+        let forbidden = |why: &str| {
+            Cause::new(
+                "FieldValueForbidden",
+                "resourceVersionMatch",
+                format!("Forbidden: {why}"),
+            )
+        };
+        if !matching.is_empty() {
+            if rv.is_empty() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if continuing {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if matching != "Exact" && matching != "NotOlderThan" {
+                causes.push(Cause::new(
+                    "FieldValueNotSupported",
+                    "resourceVersionMatch",
+                    format!(
+                        "Unsupported value: {matching:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+                    ),
+                ));
+            }
+            if matching == "Exact" && rv == "0" {
+                causes.push(forbidden(
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_list_options(causes));
+        }
+        if continuing {
+            if !rv.is_empty() && rv != "0" {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            return Ok(Read::Continue);
+        }
+        if rv.is_empty() || rv == "0" {
+            return Ok(Read::Latest);
+        }
+        let n: u64 = rv
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+        Ok(if matching == "Exact" {
+            Read::Exact(n)
+        } else {
+            Read::NotOlderThan(n)
+        })
+    }
+}
+
+pub async fn list(
     shared: &Shared,
     def: &ResourceDef,
     version: &str,
     seen: &SeenRequest,
     selector: &Selector,
 ) -> Response {
+    let read = match Read::of(seen) {
+        Ok(read) => read,
+        Err(e) => return error_response(&e),
+    };
+    if let Read::NotOlderThan(n) | Read::Exact(n) = read {
+        if let Err(e) = shared.wait_fresh(n).await {
+            return error_response(&e);
+        }
+    }
     let mut world = shared.world();
     let gr = def.group_resource();
     let page_size = seen
@@ -76,12 +175,22 @@ pub fn list(
         counters.lists += 1;
     }
     let empty = BTreeMap::new();
-    let (objects, rv) = match &continued {
-        Some((id, _)) => match world.snapshots.get(id) {
-            Some(snapshot) => (&snapshot.objects, snapshot.rv),
-            None => (&empty, world.rv),
+    let (objects, rv): (Cow<'_, BTreeMap<String, Value>>, u64) = match (&continued, read) {
+        (Some((id, _)), _) => match world.snapshots.get(id) {
+            Some(snapshot) => (Cow::Borrowed(&snapshot.objects), snapshot.rv),
+            None => (Cow::Borrowed(&empty), world.rv),
         },
-        None => (world.objects.get(&gr).unwrap_or(&empty), world.rv),
+        (None, Read::Exact(n)) => match world.objects_at(&gr, n) {
+            Some(objects) => (Cow::Owned(objects), n),
+            None => {
+                world.counters(&gr).gone += 1;
+                return error_response(&ApiError::gone(EXPIRED_LIST));
+            }
+        },
+        (None, _) => (
+            Cow::Borrowed(world.objects.get(&gr).unwrap_or(&empty)),
+            world.rv,
+        ),
     };
     let after = continued.as_ref().map(|(_, key)| key.as_str());
     let mut matching = objects
@@ -113,7 +222,7 @@ pub fn list(
                 let snapshot = Snapshot {
                     gr: gr.clone(),
                     rv,
-                    objects: objects.clone(),
+                    objects: objects.into_owned(),
                 };
                 world.next_snapshot += 1;
                 let id = world.next_snapshot;

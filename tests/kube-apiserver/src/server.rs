@@ -5,17 +5,20 @@
 
 use std::collections::HashMap;
 
+use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde_json::{json, Value};
 
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
+use crate::faults::Injected;
 use crate::patch::PatchType;
 use crate::selector::Selector;
-use crate::shared::{error_response, json_response, Shared};
+use crate::shared::{error_response, json_response, ClientCertUser, Shared};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target};
 use crate::{discovery, faults, list, watch as watching};
@@ -94,6 +97,7 @@ fn not_found_path() -> ApiError {
 /// The handler of every request.
 pub async fn handle(
     State(shared): State<Shared>,
+    certificate: Option<Extension<ClientCertUser>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -104,7 +108,7 @@ pub async fn handle(
     let authorization = headers
         .get("authorization")
         .map(|v| v.to_str().unwrap_or_default());
-    let user = shared.authenticate(authorization);
+    let user = shared.authenticate(certificate.as_ref().map(|c| &c.0), authorization);
     let route = match parse_path(&shared, &path) {
         Parsed::Discovery(_) if user.is_none() => {
             shared.world().audit.push(AuditRecord {
@@ -174,10 +178,24 @@ pub async fn handle(
             .find(&route.group, &route.version, &route.plural);
         match def {
             Some(def) if def.namespaced || route.namespace.is_none() => {
-                if let Some(error) = faults::take(&mut world.faults, &attributes) {
-                    drop(world);
-                    record(&shared, error.code);
-                    return error_response(&error);
+                let fired = faults::take(&mut world.faults, &attributes);
+                world.faults_fired += usize::from(fired.is_some());
+                match fired {
+                    Some(Injected::Status(error, retry_after)) => {
+                        drop(world);
+                        record(&shared, error.code);
+                        let mut response = error_response(&error);
+                        if let Some(seconds) = retry_after {
+                            response.headers_mut().insert("retry-after", seconds.into());
+                        }
+                        return response;
+                    }
+                    Some(Injected::Reset) => {
+                        drop(world);
+                        record(&shared, 200);
+                        return cut_response();
+                    }
+                    None => {}
                 }
                 def
             }
@@ -194,6 +212,24 @@ pub async fn handle(
     .await;
     record(&shared, response.status().as_u16());
     response
+}
+
+/// A 200 whose body breaks off after its first bytes: the connection is
+/// closed without the end of the chunked body, as when the server or a
+/// proxy in between dies mid-response.
+fn cut_response() -> Response {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from_static(b"{\"kind\":")),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "injected fault: connection reset",
+        )),
+    ];
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -250,6 +286,7 @@ async fn serve(
                 limit: param("limit"),
                 continue_token: param("continue"),
                 resource_version: param("resourceVersion"),
+                resource_version_match: param("resourceVersionMatch"),
             };
             shared.world().requests.push(seen.clone());
             let selector = match Selector::parse(
@@ -263,7 +300,7 @@ async fn serve(
             if watching {
                 watching::watch(shared.clone(), def, version, query, &seen, selector).await
             } else {
-                list::list(shared, def, version, &seen, &selector)
+                list::list(shared, def, version, &seen, &selector).await
             }
         }
         ("GET", Some(name)) => answer(shared.world().get(def, ns, name), 200),
@@ -368,6 +405,7 @@ mod tests {
             world: Arc::new(Mutex::new(World::new(registry, tx))),
             hold: watch::Sender::new(false),
             epoch: watch::Sender::new(0),
+            reset: watch::Sender::new(0),
             addr: "127.0.0.1:1".parse().unwrap(),
             tokens: Default::default(),
         }

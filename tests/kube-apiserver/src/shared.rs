@@ -23,10 +23,18 @@ pub struct Shared {
     pub hold: watch::Sender<bool>,
     /// Bumped to end every open watch stream.
     pub epoch: watch::Sender<u64>,
+    /// Bumped to cut every open watch stream (connection closed, no clean
+    /// end of the chunked response).
+    pub reset: watch::Sender<u64>,
     pub addr: SocketAddr,
     /// Bearer token → user name, as a token authenticator maps them.
     pub tokens: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// The user named by the client certificate of the connection a request
+/// came on (a request extension the connection loop sets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCertUser(pub String);
 
 /// The user of a request without credentials, as a real server with
 /// anonymous requests enabled names it.
@@ -38,11 +46,21 @@ impl Shared {
         self.world.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Who sent a request with this `Authorization` header: anonymous
-    /// without one, the token's user with a known bearer token, nobody
-    /// (`None`, answered 401) with anything else — a real server never
-    /// falls back to anonymous when credentials were presented and failed.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Option<String> {
+    /// Who sent a request: the client certificate's user if the TLS
+    /// handshake presented one this server issued (x509 comes first in a
+    /// real server's authenticator chain), else by the `Authorization`
+    /// header: anonymous without one, the token's user with a known bearer
+    /// token, nobody (`None`, answered 401) with anything else — a real
+    /// server never falls back to anonymous when credentials were presented
+    /// and failed.
+    pub fn authenticate(
+        &self,
+        certificate: Option<&ClientCertUser>,
+        authorization: Option<&str>,
+    ) -> Option<String> {
+        if let Some(ClientCertUser(user)) = certificate {
+            return Some(user.clone());
+        }
         let Some(header) = authorization else {
             return Some(ANONYMOUS.to_string());
         };
@@ -52,6 +70,38 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
             .get(token)
             .cloned()
+    }
+}
+
+impl Shared {
+    /// Wait, up to the world's `fresh_wait`, until the server has reached
+    /// resourceVersion `rv`; the real watch cache's answer if it does not.
+    pub async fn wait_fresh(&self, rv: u64) -> Result<(), ApiError> {
+        let (mut changes, wait) = {
+            let world = self.world();
+            if world.rv >= rv {
+                return Ok(());
+            }
+            (world.changes.subscribe(), world.fresh_wait)
+        };
+        let reached = async {
+            loop {
+                if self.world().rv >= rv {
+                    return;
+                }
+                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = changes.recv().await
+                {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(wait, reached).await;
+        let current = self.world().rv;
+        if current >= rv {
+            Ok(())
+        } else {
+            Err(ApiError::too_large_resource_version(rv, current))
+        }
     }
 }
 

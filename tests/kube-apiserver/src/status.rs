@@ -168,6 +168,56 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// A read at a resourceVersion the server has not reached: what the
+    /// real server's `storage.NewTooLargeResourceVersionError` answers —
+    /// a 504 `Timeout` ("Timeout: Too large resource version: N, current:
+    /// M") telling the client to retry after a second, with the cause
+    /// `ResourceVersionTooLarge` that client-go's
+    /// `IsTooLargeResourceVersion` looks for.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        e.details = Some(json!({
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        }));
+        e
+    }
+
+    /// `ListOptions` the real server's `ValidateListOptions` refuses: 422,
+    /// one `FieldValueForbidden`/`FieldValueNotSupported` cause each.
+    pub fn invalid_list_options(causes: Vec<Cause>) -> Self {
+        let texts: Vec<String> = causes.iter().map(Cause::text).collect();
+        let joined = match texts.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let causes_json: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+            .collect();
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {joined}"),
+        );
+        e.details = Some(json!({
+            "group": "meta.k8s.io", "kind": "ListOptions", "causes": causes_json,
+        }));
+        e
+    }
+
+    /// `retryAfterSeconds` in `details`, as the real server sets it on 429
+    /// and 504 answers (beside the `Retry-After` header).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        let details = self.details.get_or_insert_with(|| json!({}));
+        details["retryAfterSeconds"] = json!(seconds);
+        self
+    }
+
     pub fn method_not_allowed(method: &str, what: &str) -> Self {
         Self::new(
             405,
@@ -215,7 +265,12 @@ impl ApiError {
             504 => "Timeout",
             _ => "InternalError",
         };
-        Self::new(code, reason, format!("injected fault: {code} {reason}"))
+        let message = match code {
+            // The real server's words for its max-in-flight refusal.
+            429 => "Too many requests, please try again later.".to_string(),
+            _ => format!("injected fault: {code} {reason}"),
+        };
+        Self::new(code, reason, message)
     }
 
     /// The `Status` object.
@@ -269,5 +324,27 @@ mod tests {
         );
         assert_eq!(ApiError::injected(500).reason, "InternalError");
         assert_eq!(ApiError::modified(&pods, "web").reason, "Conflict");
+    }
+
+    /// The wire shape of apimachinery's `NewTooLargeResourceVersionError`
+    /// (`NewTimeoutError(msg, 1)` plus its cause).
+    #[test]
+    fn too_large_resource_version_reads_as_the_real_servers() {
+        let status = ApiError::too_large_resource_version(9, 4).to_status();
+        assert_eq!(
+            status,
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "code": 504, "reason": "Timeout",
+                "message": "Timeout: Too large resource version: 9, current: 4",
+                "details": {
+                    "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+                    "retryAfterSeconds": 1,
+                },
+            })
+        );
+        let e = ApiError::injected(429).retry_after(3);
+        assert_eq!(e.to_status()["details"]["retryAfterSeconds"], 3);
+        assert_eq!(e.message, "Too many requests, please try again later.");
     }
 }

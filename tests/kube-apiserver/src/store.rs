@@ -50,6 +50,8 @@ pub struct Counters {
     pub watches: usize,
     pub gone: usize,
     pub waiting: usize,
+    /// Periodic BOOKMARKs sent.
+    pub bookmarks: usize,
 }
 
 /// Which part of an object a write is for.
@@ -77,10 +79,18 @@ pub struct World {
     pub snapshots: HashMap<u64, Snapshot>,
     pub next_snapshot: u64,
     pub max_page: Option<usize>,
+    /// How often an open watch that asked for them gets a BOOKMARK.
+    pub bookmark_interval: std::time::Duration,
+    /// How long a read at a resourceVersion not reached yet waits for it
+    /// before the "Too large resource version" answer (3 s in the real
+    /// watch cache).
+    pub fresh_wait: std::time::Duration,
     pub counters: HashMap<GroupResource, Counters>,
     pub requests: Vec<SeenRequest>,
     pub audit: Vec<AuditRecord>,
     pub faults: Vec<Fault>,
+    /// How many requests an injected fault answered.
+    pub faults_fired: usize,
     /// Server-side apply: each manager's last applied configuration, per
     /// object and part (main or status).
     pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
@@ -233,10 +243,14 @@ impl World {
             snapshots: HashMap::new(),
             next_snapshot: 0,
             max_page: None,
+            // A real server's watch cache sends one about once a minute.
+            bookmark_interval: std::time::Duration::from_secs(60),
+            fresh_wait: std::time::Duration::from_secs(3),
             counters: HashMap::new(),
             requests: Vec::new(),
             audit: Vec::new(),
             faults: Vec::new(),
+            faults_fired: 0,
             applied: HashMap::new(),
             changes,
             serial: 0,
@@ -311,6 +325,34 @@ impl World {
         self.history.push(change.clone());
         let _ = self.changes.send(change);
         object
+    }
+
+    /// The objects of a resource as they were at `rv`, rolled back from the
+    /// present through the history; `None` if that history was compacted
+    /// (or `rv` is still to come).
+    pub fn objects_at(&self, gr: &GroupResource, rv: u64) -> Option<BTreeMap<String, Value>> {
+        if rv < self.compacted || rv > self.rv {
+            return None;
+        }
+        let mut objects = self.objects.get(gr).cloned().unwrap_or_default();
+        for change in self.history.iter().rev() {
+            if change.rv <= rv {
+                break;
+            }
+            if change.gr != *gr {
+                continue;
+            }
+            let key = key_of(&change.object);
+            match &change.previous {
+                Some(previous) => {
+                    objects.insert(key, previous.clone());
+                }
+                None => {
+                    objects.remove(&key);
+                }
+            }
+        }
+        Some(objects)
     }
 
     pub fn stored(&self, gr: &GroupResource, key: &str) -> Option<&Value> {

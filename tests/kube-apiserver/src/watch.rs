@@ -8,10 +8,18 @@
 //! (carrying its new state), one that never matches not at all. After a
 //! compaction a watch from an older resourceVersion gets what the real
 //! server sends: HTTP 200, one `ERROR` event holding a 410 `Expired`
-//! Status, end of stream. With `allowWatchBookmarks=true` a BOOKMARK
-//! follows the backlog. Watches can be held before they start and ended
-//! ([`crate::KubeApiServer::hold_watches`],
-//! [`crate::KubeApiServer::end_watches`]).
+//! Status, end of stream; a watch from a resourceVersion the server has not
+//! reached waits a while for it, then gets the same kind of answer holding
+//! the 504 "Too large resource version" Status. With
+//! `allowWatchBookmarks=true` a BOOKMARK carrying the resourceVersion the
+//! stream has got to is sent every `bookmark_interval` (60 s by default,
+//! about what a real server's watch cache does;
+//! [`crate::KubeApiServer::set_bookmark_interval`]) — not at the start, so
+//! a client whose watch sees no event for a while really does fall behind
+//! a compaction, as against a real server. Watches can be held before they
+//! start, ended, and cut mid-stream ([`crate::KubeApiServer::hold_watches`],
+//! [`crate::KubeApiServer::end_watches`],
+//! [`crate::KubeApiServer::reset_watches`]).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -20,9 +28,8 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::audit::SeenRequest;
 use crate::crd::{GroupResource, ResourceDef};
@@ -47,9 +54,9 @@ pub fn event_for(change: &Change, selector: &Selector) -> Option<&'static str> {
     }
 }
 
-fn line(event: &str, object: &Value) -> Result<Bytes, Infallible> {
+fn line(event: &str, object: &Value) -> Bytes {
     let line = json!({ "type": event, "object": object });
-    Ok(Bytes::from(format!("{line}\n")))
+    Bytes::from(format!("{line}\n"))
 }
 
 /// Decrements the waiting-watch counter however the wait ends (the client
@@ -105,6 +112,13 @@ pub async fn watch(
             let _ = hold.wait_for(|held| !*held).await;
         }
     }
+    if let Some(since) = since.filter(|_| !initial_events) {
+        // As the real watch cache: once past authentication and a parsed
+        // resourceVersion, errors are an ERROR event in a 200 stream.
+        if let Err(too_large) = shared.wait_fresh(since).await {
+            return error_stream(&too_large);
+        }
+    }
     let api_version = def.api_version(version);
     let versioned = move |o: &Value| {
         let mut o = o.clone();
@@ -112,31 +126,32 @@ pub async fn watch(
         o
     };
     // Subscribe before reading the world, so nothing falls in between.
-    let live = shared.world().changes.subscribe();
+    let mut live = shared.world().changes.subscribe();
     let mut ended = shared.epoch.subscribe();
     ended.borrow_and_update();
-    let (first, last_sent) = {
+    let mut reset = shared.reset.subscribe();
+    reset.borrow_and_update();
+    let (first, last_sent, interval) = {
         let mut world = shared.world();
         let current = world.rv;
+        let interval = world.bookmark_interval;
         match since {
             Some(since) if since < world.compacted && !initial_events => {
                 world.counters(&gr).gone += 1;
                 let message = format!("too old resource version: {since} ({})", world.compacted);
-                let error = line("ERROR", &ApiError::gone(message).to_status());
-                let body = Body::from_stream(futures::stream::iter([error]));
-                return ok_stream(body);
+                return error_stream(&ApiError::gone(message));
             }
             Some(since) if !initial_events => {
-                let backlog: Vec<Result<Bytes, Infallible>> = world
+                let backlog: Vec<Bytes> = world
                     .history
                     .iter()
                     .filter(|c| c.gr == gr && c.rv > since)
                     .filter_map(|c| event_for(c, &selector).map(|e| line(e, &versioned(&c.object))))
                     .collect();
-                (backlog, current.max(since))
+                (backlog, current.max(since), interval)
             }
             _ => {
-                let present: Vec<Result<Bytes, Infallible>> = world
+                let present: Vec<Bytes> = world
                     .objects
                     .get(&gr)
                     .into_iter()
@@ -144,43 +159,87 @@ pub async fn watch(
                     .filter(|o| selector.matches(o))
                     .map(|o| line("ADDED", &versioned(o)))
                     .collect();
-                (present, current)
+                (present, current, interval)
             }
         }
     };
-    let mut first = first;
-    if bookmarks || initial_events {
-        let mut bookmark = json!({
-            "apiVersion": def.api_version(version),
-            "kind": def.kind,
-            "metadata": { "resourceVersion": last_sent.to_string() }
-        });
-        if initial_events {
-            bookmark["metadata"]["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
-        }
-        first.push(line("BOOKMARK", &bookmark));
-    }
-    // A watcher that fell behind the broadcast would miss events: end its
-    // stream instead, so it re-watches from what it has seen.
-    let live = tokio_stream::wrappers::BroadcastStream::new(live)
-        .take_while(|c| std::future::ready(!matches!(c, Err(BroadcastStreamRecvError::Lagged(_)))))
-        .filter_map(move |c| {
-            let item = match c {
-                Ok(c) if c.gr == gr && c.rv > last_sent => {
-                    event_for(&c, &selector).map(|e| line(e, &versioned(&c.object)))
-                }
-                _ => None,
-            };
-            std::future::ready(item)
-        });
-    let stop = async move {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(timeout)) => {}
-            _ = ended.changed() => {}
+    let bookmark = {
+        let api_version = def.api_version(version);
+        let kind = def.kind.clone();
+        move |rv: u64, initial_end: bool| {
+            let mut bookmark = json!({
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": { "resourceVersion": rv.to_string() }
+            });
+            if initial_end {
+                bookmark["metadata"]["annotations"] =
+                    json!({ "k8s.io/initial-events-end": "true" });
+            }
+            line("BOOKMARK", &bookmark)
         }
     };
-    let stream = futures::stream::iter(first).chain(live).take_until(stop);
-    ok_stream(Body::from_stream(stream))
+    let mut first = first;
+    if initial_events {
+        first.push(bookmark(last_sent, true));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let gr = gr.clone();
+    tokio::spawn(async move {
+        for event in first {
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(Duration::from_secs(timeout));
+        tokio::pin!(deadline);
+        let start = tokio::time::Instant::now() + interval;
+        let mut ticks = tokio::time::interval_at(start, interval.max(Duration::from_millis(1)));
+        // The newest change this stream has been through, whatever its
+        // resource: every later event is newer, so a BOOKMARK may say it.
+        let mut progress = last_sent;
+        loop {
+            let event = tokio::select! {
+                _ = &mut deadline => return,
+                _ = ended.changed() => return,
+                _ = reset.changed() => {
+                    let cut = std::io::Error::new(
+                        std::io::ErrorKind::ConnectionReset,
+                        "watch reset by kube-test-server",
+                    );
+                    let _ = tx.send(Err(cut)).await;
+                    return;
+                }
+                _ = ticks.tick(), if bookmarks => {
+                    shared.world().counters(&gr).bookmarks += 1;
+                    bookmark(progress, false)
+                }
+                change = live.recv() => match change {
+                    Ok(c) => {
+                        progress = progress.max(c.rv);
+                        match event_for(&c, &selector) {
+                            Some(e) if c.gr == gr && c.rv > last_sent => line(e, &versioned(&c.object)),
+                            _ => continue,
+                        }
+                    }
+                    // A watcher that fell behind the broadcast would miss
+                    // events: end its stream instead, so it re-watches from
+                    // what it has seen.
+                    Err(_) => return,
+                },
+            };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
+    ok_stream(Body::from_stream(ReceiverStream::new(rx)))
+}
+
+/// A 200 stream of one `ERROR` event holding `error`'s Status.
+fn error_stream(error: &ApiError) -> Response {
+    let event: Result<Bytes, Infallible> = Ok(line("ERROR", &error.to_status()));
+    ok_stream(Body::from_stream(futures::stream::iter([event])))
 }
 
 fn ok_stream(body: Body) -> Response {

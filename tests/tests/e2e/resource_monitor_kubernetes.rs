@@ -5,7 +5,9 @@
 //! only; the selectors the
 //! source sends (the API server filters, as for Liqo), lists served in
 //! short pages, and a watch that comes back after the history it needs was
-//! compacted (410 Gone, then a re-list).
+//! compacted (410 Gone, then a re-list). The API server speaks HTTPS, as a
+//! real one: the kubeconfig trusts its CA and carries a bearer token
+//! (faults, credentials and bookmarks: `resource_monitor_kube_faults`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,7 +23,7 @@ const NOTIFIED: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("n2", true, false, "2", "4Gi"));
     kube.apply(Kind::Node, node("liqo-peer", true, true, "100", "1Ti"));
@@ -176,21 +178,37 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
 }
 
 /// Who the v0.x plugin is in the cluster.
-const MONITOR_USER: &str = "system:serviceaccount:liqo:resource-monitor";
+pub(crate) const MONITOR_USER: &str = "system:serviceaccount:liqo:resource-monitor";
 
 /// Generous: how long the source may take to catch up with a change.
-const CAUGHT_UP: Duration = Duration::from_secs(10);
+pub(crate) const CAUGHT_UP: Duration = Duration::from_secs(10);
 
 /// The real binary watching `kube`, read in shape B.
-async fn start_monitor(kube: &KubeApiServer, dir: &Path) -> Result<(Child, ReaderClient)> {
+pub(crate) async fn start_monitor(
+    kube: &KubeApiServer,
+    dir: &Path,
+) -> Result<(Child, ReaderClient)> {
     let kubeconfig = dir.join("kubeconfig");
     // As the ServiceAccount `deploy/kubernetes/resource-monitor` gives it,
     // so `deploy-check` holds every call against the ClusterRole shipped.
     kube.write_kubeconfig_as(&kubeconfig, MONITOR_USER)?;
+    start_monitor_with(&kubeconfig, None).await
+}
+
+/// The real binary with this kubeconfig, its log (stderr) into `log` if
+/// given, read in shape B.
+pub(crate) async fn start_monitor_with(
+    kubeconfig: &Path,
+    log: Option<std::fs::File>,
+) -> Result<(Child, ReaderClient)> {
     let port = free_port();
-    let monitor = Spawn::new("resource-monitor")
+    let mut spawn = Spawn::new("resource-monitor");
+    if let Some(log) = log {
+        spawn = spawn.stderr_to(log);
+    }
+    let monitor = spawn
         .args(["--source", "kubernetes", "--kubeconfig"])
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .args([
             "--liqo-api",
             "v0.6",
@@ -203,7 +221,7 @@ async fn start_monitor(kube: &KubeApiServer, dir: &Path) -> Result<(Child, Reade
 }
 
 /// Poll `check` every 50 ms until it holds, failing after [`CAUGHT_UP`].
-async fn eventually(what: &str, check: impl Fn() -> bool) -> Result<()> {
+pub(crate) async fn eventually(what: &str, check: impl Fn() -> bool) -> Result<()> {
     let deadline = Instant::now() + CAUGHT_UP;
     while !check() {
         if Instant::now() > deadline {
@@ -239,7 +257,7 @@ fn assert_selected(kube: &KubeApiServer) {
 /// (it arrives as DELETED) or joining it (as ADDED) moves the answer.
 #[tokio::test]
 async fn kubernetes_source_selects_on_the_api_server() -> Result<()> {
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("down", false, false, "2", "4Gi"));
     kube.apply(Kind::Node, node("liqo-peer", true, true, "100", "1Ti"));
@@ -331,7 +349,7 @@ async fn kubernetes_source_selects_on_the_api_server() -> Result<()> {
 /// page before answering.
 #[tokio::test]
 async fn kubernetes_source_follows_every_list_page() -> Result<()> {
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     kube.set_max_page(Some(2));
     for i in 0..5 {
         kube.apply(Kind::Node, node(&format!("n{i}"), true, false, "1", "1Gi"));
@@ -392,7 +410,7 @@ async fn kubernetes_source_follows_every_list_page() -> Result<()> {
 /// a restart.
 #[tokio::test]
 async fn kubernetes_source_relists_after_410_gone() -> Result<()> {
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
     kube.apply(Kind::Node, node("n2", true, false, "2", "4Gi"));
     kube.apply(

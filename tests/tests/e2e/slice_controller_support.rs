@@ -64,7 +64,7 @@ impl Provider {
     /// The API server, and a chain file: static `inventory` → quota 50% →
     /// filter denying `nvidia.com/*`.
     pub async fn start(inventory: &[(&str, &str)]) -> Result<Self> {
-        let kube = KubeApiServer::start().await?;
+        let kube = KubeApiServer::start_tls().await?;
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;

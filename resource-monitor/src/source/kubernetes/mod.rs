@@ -188,9 +188,31 @@ async fn watch_kind<K>(
                     notifier.notify(Notification::All);
                 }
             }
-            Err(error) => tracing::warn!(%error, "watch failed; retrying with backoff"),
+            Err(error) => {
+                let error = causes(&error);
+                tracing::warn!(%error, "watch failed; retrying with backoff")
+            }
         }
     }
+}
+
+/// An error and every cause under it, joined by `: `. kube's own message
+/// often stops at "client error (Connect)"; the reason an operator can act
+/// on — "invalid peer certificate: UnknownIssuer", a refused connection —
+/// is further down the chain.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        // Some layers repeat their source's text in their own.
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 #[async_trait::async_trait]

@@ -407,3 +407,32 @@ fn selectors_agree_with_the_client_side_rules() {
     }
     assert!(counted_pod(&pod("p", "Running", json!({}), "1", "1Gi"), &origin).is_some());
 }
+
+/// The log of a failed watch names the cause at the bottom of the chain,
+/// once.
+#[test]
+fn watch_errors_are_logged_with_every_cause() {
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+    let chain = Layer(
+        "client error (Connect)",
+        Some(Box::new(Layer(
+            "invalid peer certificate: UnknownIssuer",
+            Some(Box::new(Layer("UnknownIssuer", None))),
+        ))),
+    );
+    assert_eq!(
+        super::causes(&chain),
+        "client error (Connect): invalid peer certificate: UnknownIssuer"
+    );
+}
