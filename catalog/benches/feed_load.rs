@@ -475,7 +475,7 @@ fn run(
 
     let shared = Arc::new(Shared::new(updates));
     let gate = Arc::new(Semaphore::new(CONNECT_CONCURRENCY));
-    let query = if mode == "delta" { "?mode=delta" } else { "" }.to_string();
+    let query = format!("?mode={mode}");
     let started = Instant::now();
     for _ in 0..n {
         let (shared, gate, query) = (shared.clone(), gate.clone(), query.clone());

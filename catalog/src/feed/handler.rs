@@ -22,7 +22,7 @@ use crate::http::ApiError;
     get, path = "/subscribe", tag = "feed", operation_id = "subscribe",
     params(
         ("mode" = Option<crate::http::schemas::FeedMode>, Query,
-            description = "`snapshot` (default: the full list after every change) or `delta` (one snapshot, then upsert/delete events)"),
+            description = "`delta` (default: one snapshot on connect, then one upsert/delete event per change) or `snapshot` (the full list after every change, as the thesis has it)"),
         crate::offers::handlers::FilterParams,
         ("Connection" = String, Header, pattern = "^[Uu]pgrade$", description = "`Upgrade` (a WebSocket handshake)"),
         ("Upgrade" = String, Header, pattern = "^websocket$", description = "`websocket`"),

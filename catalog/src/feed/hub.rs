@@ -541,7 +541,7 @@ mod tests {
     #[test]
     fn subscribers_wait_for_the_first_list() {
         let h = hub(8);
-        let s = subscribe(&h, "");
+        let s = subscribe(&h, "mode=snapshot");
         assert!(drain(&s).is_empty());
         h.apply(
             OfferChange::Upserted(offer("early", "x", 1)),
@@ -559,7 +559,7 @@ mod tests {
     fn snapshot_mode_gets_the_full_list_after_every_change() {
         let h = hub(8);
         h.reload(vec![offer("a", "x", 1)], Instant::now());
-        let s = subscribe(&h, "");
+        let s = subscribe(&h, "mode=snapshot");
         assert_eq!(ids(&drain(&s)[0]), ["a"]);
         h.apply(OfferChange::Upserted(offer("b", "x", 1)), Instant::now());
         let m = drain(&s);
@@ -630,7 +630,7 @@ mod tests {
             Instant::now(),
         );
         let d = subscribe(&h, "mode=delta&type=gpu");
-        let s = subscribe(&h, "type=gpu");
+        let s = subscribe(&h, "mode=snapshot&type=gpu");
         assert_eq!(ids(&drain(&d)[0]), ["a"]);
         assert_eq!(ids(&drain(&s)[0]), ["a"]);
         // Outside the view: nothing.
@@ -689,23 +689,29 @@ mod tests {
             ..FeedConfig::default()
         };
         let h = Hub::new(config, FeedMetrics::register(&mut Registry::default()));
-        let a = subscribe(&h, "type=x");
+        let a = subscribe(&h, "mode=snapshot&type=x");
         assert_eq!(
-            h.register(SubscribeParams::parse("type=y").unwrap(), None)
-                .unwrap_err(),
+            h.register(
+                SubscribeParams::parse("mode=snapshot&type=y").unwrap(),
+                None
+            )
+            .unwrap_err(),
             Refused::TooManyFilters(1)
         );
-        let _b = subscribe(&h, "type=x");
+        let _b = subscribe(&h, "mode=snapshot&type=x");
         assert_eq!(
-            h.register(SubscribeParams::parse("type=x").unwrap(), None)
-                .unwrap_err(),
+            h.register(
+                SubscribeParams::parse("mode=snapshot&type=x").unwrap(),
+                None
+            )
+            .unwrap_err(),
             Refused::Full(2)
         );
         h.unregister(&a);
-        let _c = subscribe(&h, "type=x");
+        let _c = subscribe(&h, "mode=snapshot&type=x");
         h.shutdown();
         assert_eq!(
-            h.register(SubscribeParams::parse("").unwrap(), None)
+            h.register(SubscribeParams::parse("mode=snapshot").unwrap(), None)
                 .unwrap_err(),
             Refused::Full(2)
         );
@@ -716,7 +722,7 @@ mod tests {
     fn shutdown_closes_everyone_with_going_away() {
         let h = hub(8);
         h.reload(vec![], Instant::now());
-        let s = subscribe(&h, "");
+        let s = subscribe(&h, "mode=snapshot");
         drain(&s);
         h.shutdown();
         match s.next(std::task::Waker::noop()) {
@@ -724,7 +730,7 @@ mod tests {
             _ => panic!("expected a close frame"),
         }
         assert_eq!(
-            h.register(SubscribeParams::parse("").unwrap(), None)
+            h.register(SubscribeParams::parse("mode=snapshot").unwrap(), None)
                 .unwrap_err(),
             Refused::ShuttingDown
         );

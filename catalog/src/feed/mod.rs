@@ -7,10 +7,10 @@
 //!
 //! - `{"type":"snapshot","seq":N,"offers":[...]}`: the full (filtered) offer
 //!   list, ordered by id, each offer exactly as `GET /offers` returns it.
-//!   Sent on connect; in the default mode (`mode=snapshot`, the thesis
-//!   behaviour) again after every change that touches the list; in every
-//!   mode whenever the server had to reload its list (see below).
-//! - `mode=delta`: after the first snapshot, `{"type":"upsert","seq":N,
+//!   Sent on connect; with `mode=snapshot` (the thesis behaviour) again
+//!   after every change that touches the list; in every mode whenever the
+//!   server had to reload its list (see below).
+//! - `mode=delta`, the default: after the first snapshot, `{"type":"upsert","seq":N,
 //!   "offer":{...}}` for an offer created, replaced or entering the filtered
 //!   view, and `{"type":"delete","seq":N,"id":"..."}` for one deleted or
 //!   leaving it.

@@ -60,7 +60,11 @@ impl SubscribeParams {
         }
         let filter = OfferFilter::from_pairs(filters)?;
         Ok(SubscribeParams {
-            mode: mode.unwrap_or(Mode::Snapshot),
+            // Delta by default: a snapshot on connect, then one event per
+            // change. The thesis's full list on every change costs every
+            // subscriber the whole list per write; it stays as
+            // `mode=snapshot` for clients that want it.
+            mode: mode.unwrap_or(Mode::Delta),
             filter_key: canonical_key(&filter),
             filter,
             deflate: false,
@@ -93,14 +97,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mode_defaults_to_snapshot() {
+    fn mode_defaults_to_delta() {
         let p = SubscribeParams::parse("").unwrap();
-        assert_eq!(p.mode, Mode::Snapshot);
+        assert_eq!(p.mode, Mode::Delta);
         assert_eq!(p.filter, OfferFilter::default());
         assert_eq!(p.filter_key, "");
         assert_eq!(
-            SubscribeParams::parse("mode=delta").unwrap().mode,
-            Mode::Delta
+            SubscribeParams::parse("mode=snapshot").unwrap().mode,
+            Mode::Snapshot
         );
     }
 

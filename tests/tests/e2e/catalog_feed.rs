@@ -160,7 +160,7 @@ fn the_full_list_on_connect_and_after_every_change_to_every_subscriber() {
     );
 
     let mut subs: Vec<FeedClient> = (0..3)
-        .map(|_| FeedClient::connect(c.port, "").unwrap())
+        .map(|_| FeedClient::connect(c.port, "?mode=snapshot").unwrap())
         .collect();
     let mut last = vec![0; subs.len()];
     for (i, s) in subs.iter_mut().enumerate() {
@@ -213,7 +213,7 @@ fn a_reconnect_gets_the_full_list_again() {
     let token = c.login(&provider(1));
     c.put_offer("a", &thesis_offer(), &token);
 
-    let mut s = FeedClient::connect(c.port, "").unwrap();
+    let mut s = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     assert_eq!(
         snapshot_ids(&s.expect("snapshot", PATIENCE).unwrap()),
         ["a"]
@@ -225,7 +225,7 @@ fn a_reconnect_gets_the_full_list_again() {
     c.put_offer("c", &thesis_offer(), &token);
     assert_eq!(c.delete("/offer/a", Some(&token)).status, 204);
 
-    let mut s = FeedClient::connect(c.port, "").unwrap();
+    let mut s = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let m = s.expect("snapshot", PATIENCE).unwrap();
     assert_eq!(m["offers"], c.all_offers());
     assert_eq!(snapshot_ids(&m), ["b", "c"]);
@@ -265,14 +265,16 @@ fn as_list(view: &BTreeMap<String, Value>) -> Value {
 }
 
 #[test]
-fn delta_mode_sends_one_list_then_upserts_and_deletes() {
+fn delta_mode_the_default_sends_one_list_then_upserts_and_deletes() {
     let env = Env::new(Backend::Embedded);
     let c = env.start();
     let token = c.login(&provider(1));
     c.put_offer("a", &thesis_offer(), &token);
 
-    let mut deltas: Vec<FeedClient> = (0..2)
-        .map(|_| FeedClient::connect(c.port, "?mode=delta").unwrap())
+    // The second asks for no mode: delta is the default.
+    let mut deltas: Vec<FeedClient> = ["?mode=delta", ""]
+        .iter()
+        .map(|q| FeedClient::connect(c.port, q).unwrap())
         .collect();
     let mut thesis = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let mut views = vec![BTreeMap::new(); deltas.len()];
@@ -362,7 +364,7 @@ fn filters_apply_to_the_feed_as_to_the_list() {
     c.put_offer("gpu", &gpu("8Gi"), &token);
     c.put_offer("cpu", &cpu("2Gi"), &token);
 
-    let mut by_type = FeedClient::connect(c.port, "?type=gpu").unwrap();
+    let mut by_type = FeedClient::connect(c.port, "?mode=snapshot&type=gpu").unwrap();
     let mut by_memory = FeedClient::connect(c.port, "?mode=delta&min.memory=4Gi").unwrap();
     let m = by_type.expect("snapshot", PATIENCE).unwrap();
     assert_eq!(m["offers"], c.get("/offers?type=gpu").json);
@@ -442,12 +444,12 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
     }
     // Two subscribers that stop reading after the first list: one will read
     // again later, one never will.
-    let mut late = FeedClient::connect(c.port, "").unwrap();
+    let mut late = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     late.expect("snapshot", PATIENCE).unwrap();
-    let never = FeedClient::connect(c.port, "").unwrap();
+    let never = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let mut healthy = vec![
-        FeedClient::connect(c.port, "").unwrap(),
-        FeedClient::connect(c.port, "").unwrap(),
+        FeedClient::connect(c.port, "?mode=snapshot").unwrap(),
+        FeedClient::connect(c.port, "?mode=snapshot").unwrap(),
         FeedClient::connect(c.port, "?mode=delta").unwrap(),
     ];
     for h in &mut healthy {
@@ -502,7 +504,7 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
             .to_string()
             .contains(stored["description"].as_str().unwrap()));
     }
-    let mut again = FeedClient::connect(c.port, "").unwrap();
+    let mut again = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     assert_eq!(
         again.expect("snapshot", PATIENCE).unwrap()["offers"],
         c.all_offers()
@@ -513,10 +515,10 @@ fn a_subscriber_that_stops_reading_is_disconnected_and_the_others_keep_up() {
 fn the_connection_limit_answers_503() {
     let env = Env::new(Backend::Embedded);
     let c = env.start_with(&["--feed-max-subscribers", "2"]);
-    let mut a = FeedClient::connect(c.port, "").unwrap();
+    let mut a = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let _b = FeedClient::connect(c.port, "?mode=delta").unwrap();
     a.expect("snapshot", PATIENCE).unwrap();
-    let refused = FeedClient::try_connect(c.port, "")
+    let refused = FeedClient::try_connect(c.port, "?mode=snapshot")
         .unwrap()
         .err()
         .expect("a third subscriber is refused");
@@ -530,7 +532,7 @@ fn the_connection_limit_answers_503() {
 
     a.close();
     wait_for_metric(&c, "catalog_feed_subscribers ", |v| v == 1.0, PATIENCE);
-    let mut c3 = FeedClient::connect(c.port, "").unwrap();
+    let mut c3 = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     c3.expect("snapshot", PATIENCE).unwrap();
 }
 
@@ -541,7 +543,7 @@ fn pings_keep_subscribers_alive_and_silent_ones_are_closed() {
     let token = c.login(&provider(1));
 
     // A client that never answers: snapshot, pings, then 1001.
-    let mut mute = RawFeed::connect(c.port, "").unwrap();
+    let mut mute = RawFeed::connect(c.port, "?mode=snapshot").unwrap();
     let started = Instant::now();
     let first = mute.next_frame(PATIENCE).unwrap();
     assert_eq!(first.opcode, RawFrame::TEXT);
@@ -562,7 +564,7 @@ fn pings_keep_subscribers_alive_and_silent_ones_are_closed() {
     );
 
     // A client that answers (tungstenite pongs while reading) stays.
-    let mut alive = FeedClient::connect(c.port, "").unwrap();
+    let mut alive = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     alive.expect("snapshot", PATIENCE).unwrap();
     alive.expect_silence(Duration::from_millis(2500)).unwrap();
     c.put_offer("late", &thesis_offer(), &token);
@@ -577,7 +579,7 @@ fn pings_keep_subscribers_alive_and_silent_ones_are_closed() {
 fn client_frames_beyond_the_limit_are_refused() {
     let env = Env::new(Backend::Embedded);
     let c = env.start();
-    let mut s = FeedClient::connect(c.port, "").unwrap();
+    let mut s = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     s.expect("snapshot", PATIENCE).unwrap();
     // Small messages are ignored; the feed stays open.
     s.send(tungstenite::Message::text("hello")).unwrap();
@@ -592,7 +594,7 @@ fn client_frames_beyond_the_limit_are_refused() {
 fn shutdown_closes_every_subscriber_with_going_away() {
     let env = Env::new(Backend::Embedded);
     let mut c = env.start();
-    let mut subs: Vec<FeedClient> = ["", "?mode=delta", "?type=gpu"]
+    let mut subs: Vec<FeedClient> = ["?mode=snapshot", "?mode=delta", "?type=gpu", ""]
         .iter()
         .map(|q| FeedClient::connect(c.port, q).unwrap())
         .collect();
@@ -600,7 +602,7 @@ fn shutdown_closes_every_subscriber_with_going_away() {
         s.expect("snapshot", PATIENCE).unwrap();
     }
     // One that never reads must not hold the shutdown up for long.
-    let _stuck = FeedClient::connect(c.port, "").unwrap();
+    let _stuck = FeedClient::connect(c.port, "?mode=snapshot").unwrap();
     let started = Instant::now();
     c.child.signal_term();
     for s in &mut subs {

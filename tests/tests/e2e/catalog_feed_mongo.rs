@@ -107,7 +107,7 @@ fn two_processes_deliver_each_others_changes() {
     // A's write reaches B through the change stream: B's subscribers have
     // it at once or very soon after.
     on_b.converge(&a.all_offers(), CROSS);
-    let mut thesis_on_b = FeedClient::connect(b.port, "").unwrap();
+    let mut thesis_on_b = FeedClient::connect(b.port, "?mode=snapshot").unwrap();
     let deadline = Instant::now() + CROSS;
     while snapshot_ids(&thesis_on_b.expect("snapshot", PATIENCE).unwrap()) != ["first"] {
         assert!(
@@ -178,6 +178,6 @@ fn subscribers_catch_up_after_the_database_restarts() {
     assert_eq!(want.as_array().unwrap().len(), 2);
     on_a.converge(&want, PATIENCE);
     // And a new subscriber on A sees the same.
-    let mut fresh = FeedClient::connect(a.port, "").unwrap();
+    let mut fresh = FeedClient::connect(a.port, "?mode=snapshot").unwrap();
     assert_eq!(fresh.expect("snapshot", PATIENCE).unwrap()["offers"], want);
 }

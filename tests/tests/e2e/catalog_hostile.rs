@@ -30,7 +30,7 @@ fn rss(c: &Catalog) -> u64 {
 
 /// A subscriber past its first snapshot, on a raw socket.
 fn subscribed(c: &Catalog) -> RawFeed {
-    let mut feed = RawFeed::connect(c.port, "").expect("subscribe");
+    let mut feed = RawFeed::connect(c.port, "?mode=snapshot").expect("subscribe");
     feed.next_message(PATIENCE).expect("the first snapshot");
     feed
 }

@@ -179,7 +179,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
 
-    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
     let mut agent = start_agent(
         catalog_port,
         &creds_file,
@@ -217,7 +217,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     );
 
     let mut catalog = start_catalog(catalog_port, &data_dir);
-    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
     let first = feed.expect("snapshot", PATIENCE).unwrap();
     let offer = first["offers"]
         .as_array()
@@ -284,7 +284,7 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
-    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
 
     // The agent starts before the chain it follows.
     let monitor_port = free_port();
@@ -328,7 +328,7 @@ fn the_agent_follows_a_credential_rotation_through_its_file() {
     let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
-    let mut feed = FeedClient::connect(catalog_port, "").unwrap();
+    let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
     let monitor_port = free_port();
     let _monitor = start_resource_monitor(monitor_port, &resources);
     let mut agent = start_agent(
