@@ -262,17 +262,19 @@ async fn kubernetes_source_lists_through_faults_at_start() -> Result<()> {
     Ok(())
 }
 
-/// Pods change, nodes do not: without BOOKMARKs (a real server sends one
-/// about a minute apart) the node watch's resourceVersion stays where its
-/// list left it, so after a compaction and the end of the streams (an API
-/// server restart, say) the node watch gets 410 Gone and the source lists
-/// nodes again — and converges, still watching afterwards.
-#[tokio::test]
-async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
-    let kube = KubeApiServer::start_tls().await?;
-    small_cluster(&kube);
-    let dir = tempfile::tempdir()?;
-    let (mut monitor, client) = start_monitor(&kube, dir.path()).await?;
+/// The set-up of the compaction tests: the source watching
+/// [`small_cluster`], then three pods started (nodes unchanged); the
+/// running binary, its client and the answer it then serves.
+async fn watching_pods_change(
+    kube: &KubeApiServer,
+    dir: &std::path::Path,
+) -> Result<(
+    e2e::Child,
+    e2e::grpc::ReaderClient,
+    std::collections::BTreeMap<String, String>,
+)> {
+    small_cluster(kube);
+    let (monitor, client) = start_monitor(kube, dir).await?;
     client
         .read_until("peer-a", CAUGHT_UP, |r| *r == before())
         .await?;
@@ -297,6 +299,19 @@ async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
     client
         .read_until("peer-a", CAUGHT_UP, |r| *r == busy)
         .await?;
+    Ok((monitor, client, busy))
+}
+
+/// Pods change, nodes do not: without BOOKMARKs (a real server sends one
+/// about a minute apart) the node watch's resourceVersion stays where its
+/// list left it, so after a compaction and the end of the streams (an API
+/// server restart, say) the node watch gets 410 Gone and the source lists
+/// nodes again — and converges, still watching afterwards.
+#[tokio::test]
+async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
+    let kube = KubeApiServer::start_tls().await?;
+    let dir = tempfile::tempdir()?;
+    let (mut monitor, client, busy) = watching_pods_change(&kube, dir.path()).await?;
     // The streams end (their timeout, say) and the source watches again,
     // nodes from where their list left them: nothing tells it the world
     // moved on (a BOOKMARK at the start of each watch would).
@@ -333,33 +348,8 @@ async fn a_quiet_watch_falls_behind_a_compaction_and_relists() -> Result<()> {
 async fn bookmarks_keep_a_quiet_watch_past_a_compaction() -> Result<()> {
     let kube = KubeApiServer::start_tls().await?;
     kube.set_bookmark_interval(Duration::from_millis(300));
-    small_cluster(&kube);
     let dir = tempfile::tempdir()?;
-    let (_monitor, client) = start_monitor(&kube, dir.path()).await?;
-    client
-        .read_until("peer-a", CAUGHT_UP, |r| *r == before())
-        .await?;
-    eventually("both kinds are watched", || {
-        kube.watches(Kind::Node) >= 1 && kube.watches(Kind::Pod) >= 1
-    })
-    .await?;
-    for i in 0..3 {
-        kube.apply(
-            Kind::Pod,
-            pod(
-                &format!("p{i}"),
-                "n1",
-                "Running",
-                json!({}),
-                "100m",
-                "128Mi",
-            ),
-        );
-    }
-    let busy = resources(&[("cpu", "2700m"), ("memory", "6784Mi"), ("pods", "110")]);
-    client
-        .read_until("peer-a", CAUGHT_UP, |r| *r == busy)
-        .await?;
+    let (_monitor, client, _busy) = watching_pods_change(&kube, dir.path()).await?;
     // Two bookmarks after the changes: the second carries them.
     let sent = kube.bookmarks(Kind::Node);
     eventually("two more node bookmarks", || {
