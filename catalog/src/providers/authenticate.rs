@@ -121,11 +121,7 @@ pub async fn authenticate(
     let account = match state.store.get_provider(&c.cluster_id).await? {
         Some(existing) => existing,
         None => {
-            let token = c.token.clone();
-            let hash = web::block(move || secret::hash(&token))
-                .await
-                .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
-                .map_err(ApiError::Internal)?;
+            let hash = hashed(&c.token).await?;
             let fresh = ProviderAccount {
                 generation: 0,
                 cluster_id: c.cluster_id.clone(),
@@ -253,11 +249,7 @@ pub async fn rotate(
             "the current credentials do not match the ones registered for this cluster ID".into(),
         ));
     };
-    let token = new_token.clone();
-    let hash = web::block(move || secret::hash(&token))
-        .await
-        .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
-        .map_err(ApiError::Internal)?;
+    let hash = hashed(&new_token).await?;
     let rotated = ProviderAccount {
         auth_url: new_auth_url,
         secret_hash: hash,
@@ -288,6 +280,16 @@ pub async fn rotate(
         .remember_peering_token(&rotated.cluster_id, &new_token)
         .await;
     issue(&state, &rotated)
+}
+
+/// The argon2 hash of a provider secret, computed off the async workers
+/// (it takes tens of milliseconds by design).
+async fn hashed(plain: &str) -> Result<String, ApiError> {
+    let plain = plain.to_string();
+    web::block(move || secret::hash(&plain))
+        .await
+        .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
+        .map_err(ApiError::Internal)
 }
 
 /// `account` if it exists and `c` are its credentials.
