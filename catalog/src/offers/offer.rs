@@ -278,14 +278,12 @@ impl PlanInput {
             validate_id(&format!("{field}.planID"), id)?;
         }
         let cost_field = format!("{field}.cost");
-        let raw = self.cost.as_deref().map_or("null", |r| r.get().trim());
-        let cost = match raw.as_bytes().first() {
-            Some(b'n') => return Err(FieldError::new(cost_field, "is required")),
-            Some(b'"') => serde_json::from_str::<String>(raw)
-                .map_err(|e| FieldError::new(cost_field.clone(), e.to_string()))?
-                .parse(),
-            Some(b'-' | b'0'..=b'9') => Cost::from_json_number_text(raw),
-            _ => {
+        let raw = self.cost.as_deref().map_or("null", |r| r.get());
+        let cost = match scalar(&cost_field, raw)? {
+            Scalar::Null => return Err(FieldError::new(cost_field, "is required")),
+            Scalar::Text(text) => text.parse(),
+            Scalar::Number(token) => Cost::from_json_number_text(token),
+            Scalar::Other => {
                 return Err(FieldError::new(
                     cost_field,
                     "must be a decimal string or a number",
@@ -313,12 +311,10 @@ impl PlanInput {
                     ),
                 ));
             }
-            let raw = value.get().trim();
-            let text = match raw.as_bytes().first() {
-                Some(b'"') => serde_json::from_str::<String>(raw)
-                    .map_err(|e| FieldError::new(rfield.clone(), e.to_string()))?,
-                Some(b'-' | b'0'..=b'9') => raw.to_string(),
-                _ => {
+            let text = match scalar(&rfield, value.get())? {
+                Scalar::Text(text) => text,
+                Scalar::Number(token) => token.to_string(),
+                Scalar::Null | Scalar::Other => {
                     return Err(FieldError::new(
                         rfield,
                         "must be a quantity string such as \"4Gi\"",
@@ -340,6 +336,28 @@ impl PlanInput {
             resources,
         })
     }
+}
+
+/// A raw JSON value read as a string or a number token: the number's own
+/// digits, never an f64 near them (costs and quantities mean what the
+/// client wrote).
+enum Scalar<'a> {
+    Null,
+    Text(String),
+    Number(&'a str),
+    Other,
+}
+
+fn scalar<'a>(field: &str, raw: &'a str) -> Result<Scalar<'a>, FieldError> {
+    let raw = raw.trim();
+    Ok(match raw.as_bytes().first() {
+        Some(b'n') => Scalar::Null,
+        Some(b'"') => Scalar::Text(
+            serde_json::from_str(raw).map_err(|e| FieldError::new(field, e.to_string()))?,
+        ),
+        Some(b'-' | b'0'..=b'9') => Scalar::Number(raw),
+        _ => Scalar::Other,
+    })
 }
 
 fn required_text(field: &str, value: Option<String>, max: usize) -> Result<String, FieldError> {
