@@ -212,7 +212,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .bind(config.listen)
         .with_context(|| format!("binding {}", config.listen))?;
     for addr in server.addrs() {
-        println!("catalog listening on http://{addr}");
+        edge::announce::listening(None, "http", addr);
     }
     let server = server.run();
     let handle = server.handle();
