@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `POST /authenticate`, `POST /authenticate/rotate` | [`providers::authenticate`] |
 //! | `POST /authenticate/admin`, `POST /consumer-tokens`, `GET /admin/providers`, `PUT /admin/providers/{clusterID}` | [`providers::admin`] |
+//! | `GET/PUT /provider/peering` | [`providers::peering`] |
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
@@ -23,7 +24,7 @@ use actix_web::web;
 use crate::buying::{capacity, http as buying};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
-use crate::providers::{admin, authenticate};
+use crate::providers::{admin, authenticate, peering};
 use crate::{feed, openapi, ops, osb, webui};
 
 /// Register every route on an `App` (which must hold every feature's
@@ -71,6 +72,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")
             .route(web::get().to(capacity::get))
             .route(web::put().to(capacity::put)),
+    )
+    .service(
+        resource("/provider/peering", "GET, PUT")
+            .route(web::get().to(peering::get))
+            .route(web::put().to(peering::put)),
     )
     .service(resource("/authenticate/admin", "POST").route(web::post().to(admin::login)))
     .service(resource("/consumer-tokens", "POST").route(web::post().to(admin::consumer_token)))

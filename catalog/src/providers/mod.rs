@@ -10,6 +10,9 @@
 //!   purchase can hand it over.
 //! - [`admin`]: the administrator's login, consumer tokens, and the
 //!   provider list with its disabled flags.
+//! - [`peering`]: `PUT/GET /provider/peering`, the Liqo a provider runs
+//!   (v1 kubeconfig checked by [`kubeconfig`], sealed; its ResourceSlice
+//!   class) and the generations it peers with.
 //! - [`store`]: the [`ProviderStore`] trait the backends implement.
 //!
 //! Handlers get this feature's own state, [`Providers`], as
@@ -18,7 +21,9 @@
 
 pub mod admin;
 pub mod authenticate;
+pub mod kubeconfig;
 pub mod model;
+pub mod peering;
 pub mod seal;
 pub mod store;
 
@@ -26,7 +31,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use model::{PeeringCredentials, ProviderAccount, ProviderInfo};
+pub use model::{
+    LiqoGeneration, PeeringCredentials, ProviderAccount, ProviderInfo, ProviderPeering,
+};
 pub use store::ProviderStore;
 
 use crate::auth::{Generations, TokenService};
@@ -141,6 +148,12 @@ impl Providers {
         let account = self.store.get_provider(cluster_id).await?.ok_or_else(|| {
             ApiError::Conflict(format!("provider {cluster_id} has no account any more"))
         })?;
+        if account.auth_url.is_empty() {
+            // Its token is only a catalog secret: it peers with Liqo v1 alone.
+            return Err(ApiError::Conflict(format!(
+                "provider {cluster_id} peers only with Liqo v1 (no auth URL): it has no v0 peering credentials"
+            )));
+        }
         let sealed = self
             .store
             .get_peering_secret(cluster_id)
