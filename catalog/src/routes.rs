@@ -9,6 +9,7 @@
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
+//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state` | [`buying::contracts_http`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
@@ -21,7 +22,7 @@
 
 use actix_web::web;
 
-use crate::buying::{capacity, http as buying};
+use crate::buying::{capacity, contracts_http as contracts, http as buying};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
 use crate::providers::{admin, authenticate, peering};
@@ -68,6 +69,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(buying::get_purchase))
             .route(web::delete().to(buying::cancel)),
     )
+    .service(resource("/contracts", "GET").route(web::get().to(contracts::list)))
+    .service(resource("/contracts/{id}", "GET").route(web::get().to(contracts::get)))
+    .service(resource("/contracts/{id}/state", "PUT").route(web::put().to(contracts::put_state)))
     .service(
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")
             .route(web::get().to(capacity::get))

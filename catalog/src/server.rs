@@ -114,6 +114,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         offers: backend.offers.clone(),
         providers: providers.clone(),
         ttl: config.buying.reservation_ttl,
+        contract_duration: config.buying.contract_duration,
         sweep_interval: config.buying.reservation_sweep_interval,
         max_body_bytes,
     };
