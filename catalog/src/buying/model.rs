@@ -198,6 +198,8 @@ impl Transition {
 /// one decision both backends follow (each then writes with its own
 /// compare-and-swap).
 #[derive(Debug, Clone, PartialEq)]
+// A short-lived decision, built once per write: boxing `next` buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Step {
     /// Leave the record as it is and answer that it is in another state.
     Refuse,
