@@ -81,6 +81,8 @@ pub struct Providers {
     pub max_body_bytes: usize,
     /// SHA-256 of the administrator's secret, if one is configured.
     pub admin_secret_digest: Option<[u8; 32]>,
+    /// Told when a provider's Liqo generations change.
+    pub on_generations: Option<Arc<dyn peering::GenerationsChanged>>,
 }
 
 impl Providers {
@@ -126,6 +128,7 @@ impl Providers {
             limiter,
             max_body_bytes,
             admin_secret_digest: admin_secret.map(|s| admin::digest(&s)),
+            on_generations: None,
         })
     }
 

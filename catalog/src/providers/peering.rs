@@ -17,9 +17,29 @@ use super::model::{
     generations, LiqoGeneration, PeeringCredentials, ProviderPeering, DEFAULT_SLICE_CLASS,
     KUBECONFIG_SEAL_LABEL,
 };
-use super::Providers;
+use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
 use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
+use crate::storage::StoreError;
+
+/// Told when a provider's generations change, so its offers are re-stamped
+/// (the offers feature implements it; the top wires it in).
+#[async_trait::async_trait]
+pub trait GenerationsChanged: Send + Sync + 'static {
+    async fn changed(&self, cluster_id: &str, liqo: &[LiqoGeneration]);
+}
+
+/// The generations `cluster_id` peers with (none without an account).
+pub async fn liqo_of(
+    store: &dyn ProviderStore,
+    cluster_id: &str,
+) -> Result<Vec<LiqoGeneration>, StoreError> {
+    let Some(account) = store.get_provider(cluster_id).await? else {
+        return Ok(Vec::new());
+    };
+    let peering = store.get_provider_peering(cluster_id).await?;
+    Ok(generations(&account, peering.as_ref()))
+}
 
 /// `PUT /provider/peering` body.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -136,6 +156,7 @@ pub async fn put(
         sealed_kubeconfig: sealed,
         updated_at: crate::storage::now(),
     };
+    let before = state.liqo(cluster_id).await?;
     state
         .store
         .put_provider_peering(cluster_id, peering)
@@ -145,7 +166,11 @@ pub async fn put(
         v1 = r.v1.is_some(),
         "provider peering registered"
     );
-    Ok(HttpResponse::Ok().json(state.peering_info(cluster_id).await?))
+    let info = state.peering_info(cluster_id).await?;
+    state
+        .generations_changed(cluster_id, &before, &info.liqo)
+        .await;
+    Ok(HttpResponse::Ok().json(info))
 }
 
 /// What the calling provider registered, and the generations it peers with.
@@ -190,10 +215,21 @@ impl Providers {
 
     /// The generations `cluster_id` peers with (none without an account).
     pub async fn liqo(&self, cluster_id: &str) -> Result<Vec<LiqoGeneration>, ApiError> {
-        match self.peering_info(cluster_id).await {
-            Ok(info) => Ok(info.liqo),
-            Err(ApiError::NotFound(_)) => Ok(Vec::new()),
-            Err(e) => Err(e),
+        Ok(liqo_of(&*self.store, cluster_id).await?)
+    }
+
+    /// Tell the hook (the offers' re-stamping) if `before` and `after`
+    /// differ.
+    pub async fn generations_changed(
+        &self,
+        cluster_id: &str,
+        before: &[LiqoGeneration],
+        after: &[LiqoGeneration],
+    ) {
+        if before != after {
+            if let Some(hook) = &self.on_generations {
+                hook.changed(cluster_id, after).await;
+            }
         }
     }
 

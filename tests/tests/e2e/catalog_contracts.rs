@@ -9,6 +9,8 @@ use e2e::buying::{self, admin, cap, consumer, delete, get, peering_token, publis
 use e2e::catalog::{provider, Backend, Env};
 use e2e::catalog_tests;
 use e2e::contracts::{buy, kubeconfig, register_peering, wait_for};
+use e2e::osb_client::{check_catalog, Auth, Platform};
+use e2e::ws::{snapshot_ids, FeedClient};
 use reqwest::Method;
 use serde_json::json;
 
@@ -18,7 +20,8 @@ catalog_tests!(
     etag_and_not_modified,
     state_reports,
     expiry_and_cancellation,
-    bad_purchases_change_nothing
+    bad_purchases_change_nothing,
+    offers_say_which_liqo
 );
 
 const SERVER: &str = "https://provider-1.example:6443";
@@ -464,6 +467,86 @@ fn bad_purchases_change_nothing(backend: Backend) {
         .bearer_auth(&alice);
     let r = c.send(req).unwrap();
     assert_eq!(r.status, 201, "{}", r.text);
+}
+
+fn offers_say_which_liqo(backend: Backend) {
+    let env = Env::new(backend);
+    let (user, password) = ("platform", "platform-password-0123");
+    let c = buying::start(&env, &["--osb-username", user, "--osb-password", password]);
+    let osb = Platform::new(&c.url(""), Auth::Basic(user.into(), password.into()));
+    let service = || {
+        let catalog = osb.catalog();
+        check_catalog(&catalog).unwrap();
+        catalog["services"][0].clone()
+    };
+    let seller = publish(&c, 1, "shop");
+    let ids = |path: &str| {
+        let r = get(&c, path, None);
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        r.json
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let offer = get(&c, "/offer/shop", None).json;
+    assert_eq!(offer["liqo"], json!(["v0"]), "{offer}");
+    assert_eq!(ids("/offers?liqo=v0"), ["shop"]);
+    assert!(ids("/offers?liqo=v1").is_empty());
+    assert!(ids("/offers?liqo=v0&type=storage").is_empty());
+    assert_eq!(ids("/offers?liqo=v0&type=compute"), ["shop"]);
+    let r = get(&c, "/offers?liqo=v2", None);
+    r.expect_error(400);
+    assert_eq!(r.json["field"], "liqo");
+
+    let mut feed = FeedClient::connect(c.port, "?liqo=v1").unwrap();
+    let first = feed
+        .expect("snapshot", std::time::Duration::from_secs(15))
+        .unwrap();
+    assert!(snapshot_ids(&first).is_empty(), "{first}");
+    let svc = service();
+    assert_eq!(svc["metadata"]["liqo"], json!(["v0"]), "{svc}");
+    assert_eq!(svc["tags"], json!(["compute", "liqo-v0"]), "{svc}");
+
+    // Registering a kubeconfig re-stamps the provider's offers: a new
+    // version, announced on the feed.
+    register_peering(&c, &seller, Some(&kubeconfig(SERVER)), None);
+    let now = get(&c, "/offer/shop", None).json;
+    assert_eq!(now["liqo"], json!(["v0", "v1"]), "{now}");
+    assert_eq!(now["version"], offer["version"].as_u64().unwrap() + 1);
+    assert_eq!(ids("/offers?liqo=v1"), ["shop"]);
+    let svc = service();
+    assert_eq!(svc["metadata"]["liqo"], json!(["v0", "v1"]), "{svc}");
+    assert_eq!(
+        svc["tags"],
+        json!(["compute", "liqo-v0", "liqo-v1"]),
+        "{svc}"
+    );
+    let up = feed
+        .expect("upsert", std::time::Duration::from_secs(15))
+        .unwrap();
+    assert_eq!(
+        (&up["offer"]["id"], &up["offer"]["liqo"]),
+        (&json!("shop"), &json!(["v0", "v1"])),
+        "{up}"
+    );
+    // Registering the same again changes nothing.
+    register_peering(&c, &seller, Some(&kubeconfig(SERVER)), None);
+    assert_eq!(get(&c, "/offer/shop", None).json["version"], now["version"]);
+
+    // An offer read back and written again (with its server-added fields)
+    // is accepted, and stamped by the server, not the client.
+    let mut echoed = now.clone();
+    echoed["liqo"] = json!(["v0"]);
+    let r = buying::post(&c, "/offer/shop", &echoed, Some(&seller));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json["liqo"], json!(["v0", "v1"]));
+
+    // Dropping v1: out of the filter again.
+    register_peering(&c, &seller, None, None);
+    assert!(ids("/offers?liqo=v1").is_empty());
+    assert_eq!(ids("/offers?liqo=v0"), ["shop"]);
 }
 
 fn secs(v: &serde_json::Value) -> f64 {
