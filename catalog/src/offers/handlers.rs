@@ -30,6 +30,11 @@ pub struct FilterParams {
     /// whose property names are the query parameter names.
     #[param(rename = "min", style = Form, explode, value_type = Option<crate::http::schemas::MinResources>)]
     min_resource: Option<String>,
+    /// `label.<key>=<value>`, one query parameter per label: the offer
+    /// carries the provider label `<key>` with exactly `<value>`; several
+    /// must all hold, e.g. `label.region=eu-west-1&label.compliance=gdpr`.
+    #[param(rename = "label", style = Form, explode, value_type = Option<crate::http::schemas::LabelFilters>)]
+    label: Option<String>,
 }
 
 /// Largest page `GET /offers?limit=` serves.
