@@ -29,6 +29,11 @@ pub const QUANTITY_PATTERN: &str =
 /// A non-negative Kubernetes quantity.
 pub const NON_NEGATIVE_QUANTITY_PATTERN: &str =
     r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]{1,2})?$";
+/// A Kubernetes label key: an optional DNS-1123 subdomain prefix of at most
+/// 253 characters and `/`, then a 1-63 character name (`offers::labels`).
+pub const LABEL_KEY_PATTERN: &str = r"^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
+/// A Kubernetes label value: empty or 1-63 characters.
+pub const LABEL_VALUE_PATTERN: &str = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$";
 /// OSB ids: 1-255 bytes without control characters.
 pub const OSB_ID_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]+$";
 
@@ -105,6 +110,18 @@ json_schemas! {
         "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256},
         "example": {"min.memory": "4Gi", "min.cpu": "2"},
         "description": "Query parameters `min.<resource>=<quantity>`: property names are the parameter names"});
+    /// An offer's provider labels, as clients write them.
+    LabelsInput => json!({"type": "object", "maxProperties": 64,
+        "propertyNames": {"pattern": LABEL_KEY_PATTERN},
+        "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
+        "example": {"region": "eu-west-1", "compliance": "gdpr"},
+        "description": "Kubernetes label key (optional DNS subdomain prefix and `/`, then 1-63 of `A-Z a-z 0-9 - _ .`, alphanumeric at both ends) → label value (empty, or 1-63 of the same); at most 64"});
+    /// The `label.<key>` filters.
+    LabelFilters => json!({"type": "object",
+        "propertyNames": {"pattern": format!("^label\\.{}", &LABEL_KEY_PATTERN[1..])},
+        "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
+        "example": {"label.region": "eu-west-1"},
+        "description": "Query parameters `label.<key>=<value>`: the offer carries label `<key>` with exactly this value; several must all hold. Property names are the parameter names"});
     /// An Open Service Broker id (instance, binding, service, plan).
     OsbId => json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
         "description": "1-255 bytes without control characters"});

@@ -79,6 +79,7 @@ fn redraft(offer: Offer, liqo: &[LiqoGeneration]) -> OfferDraft {
         offer_type: offer.offer_type,
         description: offer.description,
         plans: offer.plans,
+        labels: offer.labels,
     }
 }
 

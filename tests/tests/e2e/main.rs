@@ -25,6 +25,7 @@ mod catalog_durability;
 mod catalog_feed;
 mod catalog_feed_mongo;
 mod catalog_hostile;
+mod catalog_labels;
 mod catalog_mongo_faults;
 mod catalog_oidc;
 mod catalog_oidc_issuer;
