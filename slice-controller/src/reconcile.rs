@@ -317,6 +317,7 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             shrink: settings.shrink,
             tenant: tenant.condition(),
             consumer: consumer.clone(),
+            contracted: None,
         };
         let offered =
             match ctx.tenant {
