@@ -11,8 +11,10 @@ use serde_json::{json, Value};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
-/// Offer ids, plan keys and cluster IDs (`validate_id`).
-pub const ID_PATTERN: &str = r"^[A-Za-z0-9._~-]{1,128}$";
+/// Offer ids, plan keys and cluster IDs (`validate_id`): URL-safe
+/// characters, but not `.` or `..` (path segments URLs drop); the length
+/// (1-128) is the schemas' `minLength`/`maxLength`.
+pub const ID_PATTERN: &str = r"^(?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-][A-Za-z0-9._~-]*|\.{3,})$";
 /// Non-blank text without control characters (`char::is_control`, blank
 /// as `str::trim` sees it).
 pub const TEXT_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]*[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00-\x1f\x7f-\x9f]*$";
@@ -125,6 +127,23 @@ json_schemas! {
     /// An Open Service Broker id (instance, binding, service, plan).
     OsbId => json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
         "description": "1-255 bytes without control characters"});
+    /// `PUT /contracts/{id}/state`: `reason` is required for `failed` (two
+    /// shapes, since the rule joins two fields).
+    StateReport => json!({
+        "description": "Where the consumer side is with a contract. `reason` (required for `failed`) says why; `consumerClusterID` may be set once, if the purchase did not set it.",
+        "example": {"state": "peered"},
+        "anyOf": [
+            {"type": "object", "additionalProperties": false, "required": ["state"],
+             "properties": {
+                "state": {"type": "string", "enum": ["pending", "peered", "granted", "ready"]},
+                "reason": {"anyOf": [{"$ref": "#/components/schemas/Name"}, {"type": "null"}]},
+                "consumerClusterID": {"anyOf": [{"$ref": "#/components/schemas/Id"}, {"type": "null"}]}}},
+            {"type": "object", "additionalProperties": false, "required": ["state", "reason"],
+             "properties": {
+                "state": {"type": "string", "enum": ["failed"]},
+                "reason": {"$ref": "#/components/schemas/Name"},
+                "consumerClusterID": {"anyOf": [{"$ref": "#/components/schemas/Id"}, {"type": "null"}]}}},
+        ]});
     /// `/subscribe` modes.
     FeedMode => json!({"type": "string", "enum": ["snapshot", "delta"]});
     /// `/healthz` and `/readyz`.

@@ -43,5 +43,6 @@ mod resource_monitor_kube_faults;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
 mod slice_controller;
+mod slice_controller_contracts;
 mod slice_controller_faults;
 mod slice_controller_ha;

@@ -812,6 +812,49 @@ mod tests {
 
     /// A lost history or a dead stream is "start afresh"; a lost connection
     /// or a primary stepping down is "resume".
+    /// `liqo=` runs as a database query on the stamped generations, and
+    /// finds what the reference filter finds.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn liqo_filter_runs_as_a_query() {
+        use crate::providers::LiqoGeneration::{V0, V1};
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "liqo".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let body = r#"{"name":"x","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
+        for (id, liqo) in [
+            ("none", vec![]),
+            ("old", vec![V0]),
+            ("new", vec![V1]),
+            ("both", vec![V0, V1]),
+        ] {
+            let mut d = draft(id, body);
+            d.owner.liqo = liqo;
+            store.put_offer(d, None).await.unwrap();
+        }
+        for (value, expected) in [("v0", vec!["both", "old"]), ("v1", vec!["both", "new"])] {
+            let filter = OfferFilter::from_pairs([("liqo", value)]).unwrap();
+            let docs: Vec<OfferDoc> = store
+                .offers
+                .find(query_for(&filter))
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            assert_eq!(ids, expected, "database query for liqo={value}");
+            let listed = store.list_offers(&filter).await.unwrap();
+            assert!(listed.iter().all(|o| filter.matches(o)));
+            assert_eq!(listed.len(), expected.len());
+        }
+    }
+
     #[test]
     fn which_change_stream_errors_cannot_resume() {
         for (code, msg) in [
