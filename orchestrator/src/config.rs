@@ -1,0 +1,231 @@
+//! The command line ([`Cli`]; every flag has an `ORCHESTRATOR_*`
+//! variable) and the two things it runs: the controller ([`run`]) and the
+//! dry run ([`explain`]).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+
+pub use edge::log::LogFormat;
+
+use crate::controller::{self, Settings};
+use crate::feed::{self, Catalog};
+use crate::metrics::Metrics;
+use crate::policy::Policy;
+use crate::view::View;
+
+/// `orchestrator`: places the namespaces consumers offloaded to this
+/// broker cluster on providers chosen by policy from the catalog's offers,
+/// by writing each one's NamespaceOffloading. Without a subcommand it runs
+/// the controller.
+#[derive(Debug, clap::Parser)]
+#[command(name = "orchestrator", version)]
+pub struct Cli {
+    /// The policy file (TOML): allow/deny lists, required labels, spread, hysteresis. Without it: any provider, one per namespace.
+    #[arg(long, env = "ORCHESTRATOR_POLICY", value_name = "FILE", global = true)]
+    pub policy: Option<PathBuf>,
+
+    /// The catalog: http://HOST:PORT (its feed, /subscribe, is followed).
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_CATALOG",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub catalog: String,
+
+    /// Kubeconfig of the broker cluster [default: in-cluster, else as kubectl finds it].
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_KUBECONFIG",
+        value_name = "FILE",
+        global = true
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig to use.
+    #[arg(long, env = "ORCHESTRATOR_CONTEXT", value_name = "NAME", global = true)]
+    pub context: Option<String>,
+
+    /// Serve /healthz, /readyz and /metrics on this address.
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_HTTP_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8082"
+    )]
+    pub http_listen: SocketAddr,
+
+    /// Decide every namespace again this often, whatever changed.
+    #[arg(long, env = "ORCHESTRATOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
+    pub resync: Duration,
+
+    /// Wait this long before retrying a reconcile that failed.
+    #[arg(long, env = "ORCHESTRATOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub error_retry: Duration,
+
+    /// This replica's name in Events [default: $HOSTNAME-<pid>].
+    #[arg(long, env = "ORCHESTRATOR_INSTANCE", value_name = "ID")]
+    pub instance: Option<String>,
+
+    /// Log format; levels come from RUST_LOG (default: info).
+    #[arg(long, env = "ORCHESTRATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of running the controller.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print where a namespace would go and why — the controller's own decision, from the cluster and the catalog as they are now — writing nothing.
+    Explain {
+        /// The namespace (on the broker cluster) to decide.
+        #[arg(long, value_name = "NS")]
+        namespace: String,
+        /// text or json.
+        #[arg(long, value_name = "FORMAT", default_value = "text")]
+        output: Output,
+        /// Give up reaching the cluster or the catalog after this long.
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+        timeout: Duration,
+    },
+}
+
+/// `explain --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+/// The policy named on the command line, or the default one.
+pub fn policy(cli: &Cli) -> anyhow::Result<Policy> {
+    Ok(match &cli.policy {
+        Some(path) => Policy::load(path)?,
+        None => Policy::default(),
+    })
+}
+
+/// A client for the broker cluster.
+pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<Client> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .context("cannot use the default kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("cannot find a Kubernetes configuration")?,
+    };
+    Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
+/// Run what the command line asks until `shutdown` completes.
+pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+    // Every input is checked before anything starts.
+    let policy = policy(&cli)?;
+    let catalog = Catalog::parse(&cli.catalog)?;
+    let client = client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await?;
+    match &cli.command {
+        Some(Command::Explain {
+            namespace,
+            output,
+            timeout,
+        }) => explain(client, &policy, catalog, namespace, *output, *timeout).await,
+        None => run(cli, client, policy, catalog, shutdown).await,
+    }
+}
+
+/// The dry run: print the decision for `namespace`.
+pub async fn explain(
+    client: Client,
+    policy: &Policy,
+    catalog: Catalog,
+    namespace: &str,
+    output: Output,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let view = tokio::time::timeout(timeout, View::read(&client, namespace))
+        .await
+        .map_err(|_| anyhow::anyhow!("the Kubernetes API did not answer within {timeout:?}"))??;
+    let offers = tokio::task::spawn_blocking(move || feed::fetch(&catalog, timeout))
+        .await
+        .context("the catalog reader stopped")??;
+    let decision = crate::explain::explain(&view, policy, &offers);
+    match output {
+        Output::Json => println!("{}", crate::explain::to_json(&view, &decision)),
+        Output::Text => print!("{}", crate::explain::to_text(&view, &decision)),
+    }
+    Ok(())
+}
+
+fn default_instance() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "orchestrator".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The controller: the HTTP port, the catalog's feed and the reconciles.
+pub async fn run(
+    cli: Cli,
+    client: Client,
+    policy: Policy,
+    catalog: Catalog,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let stop = CancellationToken::new();
+    let http = crate::http::bind(
+        cli.http_listen,
+        metrics.clone(),
+        stop.clone().cancelled_owned(),
+    )
+    .await?;
+    let http = tokio::spawn(http);
+    let stop_feed = Arc::new(AtomicBool::new(false));
+    tracing::info!(catalog = %catalog.url(), "orchestrator starting");
+    let (offers, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
+    let settings = Settings {
+        policy: Arc::new(policy),
+        resync: cli.resync,
+        retry: cli.error_retry,
+        reporter: "liqo-broker-orchestrator".to_string(),
+        instance: cli.instance.clone().unwrap_or_else(default_instance),
+    };
+    let controller = controller::run(client, settings, offers, metrics, stop.clone());
+    tokio::select! {
+        () = controller => {}
+        () = shutdown => tracing::info!("stopping"),
+    }
+    stop.cancel();
+    stop_feed.store(true, Ordering::Relaxed);
+    let _ = tokio::task::spawn_blocking(move || feed_thread.join()).await;
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(result)) => result?,
+        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
+        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
+    }
+    tracing::info!("orchestrator stopped");
+    Ok(())
+}
