@@ -246,8 +246,9 @@ pub fn decide(input: &Input<'_>) -> Decision {
     let ideal_names: BTreeSet<String> = names(&ideal).into_iter().collect();
     let kept_names: BTreeSet<String> = names(&kept).into_iter().collect();
     let total = |set: &BTreeSet<String>| {
-        set.iter()
-            .fold(Price::default(), |sum, p| sum.add(cost[p.as_str()]))
+        set.iter().fold(Price::default(), |sum, p| {
+            sum.saturating_add(cost[p.as_str()])
+        })
     };
     let (ideal_cost, kept_cost) = (total(&ideal_names), total(&kept_names));
     let margin = u128::from(100 - input.hysteresis.min_saving_percent.min(100));

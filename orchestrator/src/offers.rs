@@ -46,7 +46,7 @@ impl Price {
     pub fn nanos(self) -> u128 {
         self.0
     }
-    pub fn add(self, other: Price) -> Price {
+    pub fn saturating_add(self, other: Price) -> Price {
         Price(self.0.saturating_add(other.0))
     }
 }
@@ -104,7 +104,7 @@ mod tests {
         assert!(p("0.999999999") < p("1"));
         assert_eq!(p("2.5").to_string(), "2.5");
         assert_eq!(p("3.0").to_string(), "3");
-        assert_eq!(p("0.35").add(p("0.65")), p("1"));
+        assert_eq!(p("0.35").saturating_add(p("0.65")), p("1"));
         for bad in ["", "-1", "1e3", "0.0000000001", "x", ".5"] {
             assert!(bad.parse::<Price>().is_err(), "{bad}");
         }
