@@ -34,7 +34,7 @@ use toml::Spanned;
 /// Most providers one namespace may be spread over.
 pub const MAX_SPREAD: usize = 64;
 
-/// How a namespace stays on its providers (see [`crate::decision`]).
+/// How a namespace stays on its providers (the placement decision applies it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hysteresis {
     /// A cheaper set of providers must cost less than the current one by
