@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use edge::log::LogFormat;
 
+use slice_controller::lease::{self, Elector, LeaseSettings};
+
 use crate::controller::{self, Settings};
 use crate::feed::{self, Catalog};
 use crate::metrics::Metrics;
@@ -71,9 +73,38 @@ pub struct Cli {
     #[arg(long, env = "ORCHESTRATOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
-    /// This replica's name in Events [default: $HOSTNAME-<pid>].
+    /// This replica's name in Events and in the Lease [default: $HOSTNAME-<pid>].
     #[arg(long, env = "ORCHESTRATOR_INSTANCE", value_name = "ID")]
     pub instance: Option<String>,
+
+    /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
+    #[arg(long, env = "ORCHESTRATOR_LEADER_ELECT", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_LEASE_NAME",
+        value_name = "NAME",
+        default_value = "orchestrator"
+    )]
+    pub lease_name: String,
+
+    /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
+    #[arg(long, env = "ORCHESTRATOR_LEASE_NAMESPACE", value_name = "NAMESPACE")]
+    pub lease_namespace: Option<String>,
+
+    /// How long a Lease not renewed stays held.
+    #[arg(long, env = "ORCHESTRATOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
+    pub lease_duration: Duration,
+
+    /// The leader stops writing when it could not renew for this long (less than the lease duration).
+    #[arg(long, env = "ORCHESTRATOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub lease_renew_deadline: Duration,
+
+    /// How often candidates try to take the Lease and the leader renews it (less than the renew deadline).
+    #[arg(long, env = "ORCHESTRATOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub lease_retry: Duration,
 
     /// Log format; levels come from RUST_LOG (default: info).
     #[arg(long, env = "ORCHESTRATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -143,6 +174,17 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow:
 pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
     // Every input is checked before anything starts.
     let policy = policy(&cli)?;
+    if cli.leader_elect
+        && (cli.lease_renew_deadline >= cli.lease_duration
+            || cli.lease_retry >= cli.lease_renew_deadline)
+    {
+        anyhow::bail!(
+            "--lease-renew-deadline ({:?}) must be shorter than --lease-duration ({:?}), and --lease-retry ({:?}) shorter than the deadline",
+            cli.lease_renew_deadline,
+            cli.lease_duration,
+            cli.lease_retry
+        );
+    }
     let catalog = Catalog::parse(&cli.catalog)?;
     let client = client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await?;
     match &cli.command {
@@ -186,7 +228,9 @@ fn default_instance() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// The controller: the HTTP port, the catalog's feed and the reconciles.
+/// The controller: the HTTP port, the catalog's feed (followed by leader and
+/// standby alike, so a new leader decides at once) and, while this replica
+/// leads (or always, without election), the reconciles.
 pub async fn run(
     cli: Cli,
     client: Client,
@@ -206,14 +250,68 @@ pub async fn run(
     let stop_feed = Arc::new(AtomicBool::new(false));
     tracing::info!(catalog = %catalog.url(), "orchestrator starting");
     let (offers, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
+    let identity = cli.instance.clone().unwrap_or_else(default_instance);
     let settings = Settings {
         policy: Arc::new(policy),
         resync: cli.resync,
         retry: cli.error_retry,
         reporter: "liqo-broker-orchestrator".to_string(),
-        instance: cli.instance.clone().unwrap_or_else(default_instance),
+        instance: identity.clone(),
     };
-    let controller = controller::run(client, settings, offers, metrics, stop.clone());
+    let stopping = stop.clone();
+    let controller = async move {
+        if !cli.leader_elect {
+            metrics.set_leading(true);
+            controller::run(client, settings, offers, metrics, stopping).await;
+            return;
+        }
+        let namespace = cli
+            .lease_namespace
+            .clone()
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let elector = Elector::new(
+            client.clone(),
+            LeaseSettings {
+                name: cli.lease_name.clone(),
+                namespace,
+                identity,
+                duration: cli.lease_duration,
+                renew_deadline: cli.lease_renew_deadline,
+                retry: cli.lease_retry,
+            },
+        );
+        // The elector reports to the slice controller's metrics type; this
+        // process serves its own, and tracks leadership itself below.
+        let election_metrics = slice_controller::metrics::Metrics::new();
+        // A standby is ready once it could read the Lease.
+        let standby = (election_metrics.clone(), metrics.clone());
+        let readiness = tokio::spawn(async move {
+            while !standby.0.reached_api() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            standby.1.set_reached_api();
+        });
+        lease::run_elected(elector, election_metrics, stopping, move |term| {
+            let (client, settings, offers, metrics) = (
+                client.clone(),
+                settings.clone(),
+                offers.clone(),
+                metrics.clone(),
+            );
+            async move {
+                metrics.set_leading(true);
+                controller::run(client, settings, offers, metrics.clone(), term).await;
+                metrics.set_leading(false);
+            }
+        })
+        .await;
+        readiness.abort();
+    };
     tokio::select! {
         () = controller => {}
         () = shutdown => tracing::info!("stopping"),

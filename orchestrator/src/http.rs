@@ -1,6 +1,7 @@
 //! The orchestrator's HTTP port (`--http-listen`): `/healthz` (200 while
-//! the process runs), `/readyz` (200 once the Kubernetes API has answered
-//! and the namespace cache is filled, else 503) and `/metrics` (see
+//! the process runs), `/readyz` (200 once the Kubernetes API has answered —
+//! as leader, once the caches are filled; as standby, once the Lease could
+//! be read — else 503; the body says `leader` or `standby`) and `/metrics` (see
 //! [`crate::metrics`]). Connections are served by axum with a one-minute
 //! limit per request.
 
@@ -42,13 +43,13 @@ pub fn router(metrics: Metrics) -> Router {
 }
 
 async fn readyz(State(metrics): State<Metrics>) -> impl IntoResponse {
-    if metrics.reached_api() {
-        (StatusCode::OK, "ok\n")
-    } else {
-        (
+    match (metrics.reached_api(), metrics.is_leading()) {
+        (true, true) => (StatusCode::OK, "ok: leader\n"),
+        (true, false) => (StatusCode::OK, "ok: standby\n"),
+        (false, _) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "not ready: the Kubernetes API has not answered yet\n",
-        )
+        ),
     }
 }
 

@@ -11,6 +11,7 @@
 //! | `orchestrator_errors_total{kind}` | `kubernetes` (a failed read or write), `conflict` (a 409, re-read and retried), `demand` (a quantity that does not parse) |
 //! | `orchestrator_catalog_connected` | 1 while the catalog's feed is connected |
 //! | `orchestrator_catalog_events_total` | feed messages applied |
+//! | `orchestrator_leader` | 1 while this replica leads (and writes) |
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,7 @@ struct Inner {
     errors: Family<KindLabels, Counter>,
     catalog_connected: Gauge,
     catalog_events: Counter,
+    leader: Gauge,
     reached_api: AtomicBool,
     unplaced_set: Mutex<BTreeSet<String>>,
 }
@@ -73,6 +75,8 @@ impl Metrics {
         let errors = Family::<KindLabels, Counter>::default();
         let catalog_connected = Gauge::default();
         let catalog_events = Counter::default();
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this replica leads", leader.clone());
         registry.register(
             "writes",
             "NamespaceOffloadings written, by rule",
@@ -119,6 +123,7 @@ impl Metrics {
             errors,
             catalog_connected,
             catalog_events,
+            leader,
             reached_api: AtomicBool::new(false),
             unplaced_set: Mutex::new(BTreeSet::new()),
         }))
@@ -165,6 +170,14 @@ impl Metrics {
 
     pub fn count_feed_event(&self) {
         self.0.catalog_events.inc();
+    }
+
+    pub fn set_leading(&self, leading: bool) {
+        self.0.leader.set(i64::from(leading));
+    }
+
+    pub fn is_leading(&self) -> bool {
+        self.0.leader.get() == 1
     }
 
     pub fn set_reached_api(&self) {

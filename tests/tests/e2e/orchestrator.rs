@@ -11,7 +11,7 @@ use std::time::Duration;
 use e2e::Spawn;
 use serde_json::json;
 
-use crate::orchestrator_support::{recorded, selected, Broker};
+use crate::orchestrator_support::{lease_holder, recorded, selected, Broker, WAIT};
 
 /// A namespace of consumer `consumer-9` asking 1 CPU and 1Gi (one pod).
 fn app(broker: &Broker, name: &str) {
@@ -244,6 +244,47 @@ fn the_dry_run_answers_what_the_controller_decides() {
         stderr.contains("namespace liqo is not a namespace a consumer offloaded"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_standby_takes_over_when_the_leader_dies() {
+    let broker = Broker::start().unwrap();
+    market(&broker);
+    app(&broker, "app-h1");
+    let policy = broker.policy("");
+    let (mut first, _) = broker.orchestrator_as(&policy, "orchestrator-a").unwrap();
+    broker.wait_selected("app-h1", &["cluster-1"]).unwrap();
+    let (_second, port) = broker.orchestrator_as(&policy, "orchestrator-b").unwrap();
+    assert_eq!(
+        lease_holder(&broker.kube).as_deref(),
+        Some("orchestrator-a")
+    );
+    let ready = || {
+        e2e::http::blocking_client(Duration::from_secs(5))
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .and_then(|r| r.text())
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    while ready() != "ok: standby\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standby is not ready: {}",
+            ready()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The leader dies without releasing the Lease: the standby takes over
+    // once it expires and places what arrives meanwhile.
+    first.kill();
+    app(&broker, "app-h2");
+    broker.wait_selected("app-h2", &["cluster-1"]).unwrap();
+    assert_eq!(
+        lease_holder(&broker.kube).as_deref(),
+        Some("orchestrator-b")
+    );
+    assert_eq!(ready(), "ok: leader\n");
 }
 
 #[test]

@@ -125,6 +125,11 @@ impl Broker {
 
     /// The orchestrator over this cluster and catalog with `policy`.
     pub fn orchestrator(&self, policy: &PathBuf) -> Result<(Child, u16)> {
+        self.orchestrator_as(policy, "orchestrator-0")
+    }
+
+    /// [`Broker::orchestrator`] naming the replica `instance`.
+    pub fn orchestrator_as(&self, policy: &PathBuf, instance: &str) -> Result<(Child, u16)> {
         let port = free_port();
         let child = Spawn::new("orchestrator")
             .args(["--catalog", &self.catalog.url("")])
@@ -133,7 +138,18 @@ impl Broker {
             .arg("--policy")
             .arg(policy)
             .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--instance", instance])
             .args(["--error-retry", "200ms"])
+            .args([
+                "--lease-duration",
+                "3s",
+                "--lease-renew-deadline",
+                "2s",
+                "--lease-retry",
+                "250ms",
+            ])
+            // As the Deployment sets it (the downward API): the Lease's namespace.
+            .env("POD_NAMESPACE", "liqo")
             .env("RUST_LOG", "info,orchestrator=debug")
             .start_listening(port)?;
         Ok((child, port))
@@ -248,4 +264,14 @@ pub fn recorded(offloading: &Value) -> Value {
         .as_str()
         .unwrap_or_else(|| panic!("no decision annotation: {offloading}"));
     serde_json::from_str(text).unwrap()
+}
+
+/// The holder of the orchestrator's Lease, if any.
+pub fn lease_holder(kube: &KubeApiServer) -> Option<String> {
+    let lease = kube.get(
+        ("coordination.k8s.io", "leases"),
+        Some("liqo"),
+        "orchestrator",
+    )?;
+    lease["spec"]["holderIdentity"].as_str().map(str::to_string)
 }
