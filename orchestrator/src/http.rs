@@ -2,10 +2,14 @@
 //! the process runs), `/readyz` (200 once the Kubernetes API has answered —
 //! as leader, once the caches are filled; as standby, once the Lease could
 //! be read — else 503; the body says `leader` or `standby`) and `/metrics` (see
-//! [`crate::metrics`]). Connections are served by axum with a one-minute
-//! limit per request.
+//! [`crate::metrics`]).
+//!
+//! Its connections are guarded ([`edge::conn`]): at most 64 at once, 8 per
+//! IP address, a request line within 5 s, closed after 30 s without a byte,
+//! so clients that connect and send nothing cannot starve the probes.
 
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -14,12 +18,21 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use edge::conn::{GuardedConn, GuardedListener, Limits};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
 
-/// Longest a scrape may take.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// The port's connection limits.
+fn limits() -> Limits {
+    Limits {
+        max_connections: 64,
+        max_per_peer: 8,
+        handshake_timeout: Duration::from_secs(5),
+        idle_timeout: Some(Duration::from_secs(30)),
+        ..Limits::http1()
+    }
+}
 
 /// The port could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -54,15 +67,12 @@ async fn readyz(State(metrics): State<Metrics>) -> impl IntoResponse {
 }
 
 async fn render_metrics(State(metrics): State<Metrics>) -> impl IntoResponse {
-    let body = tokio::time::timeout(REQUEST_DEADLINE, async { metrics.render() })
-        .await
-        .unwrap_or_default();
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        body,
+        metrics.render(),
     )
 }
 
@@ -80,9 +90,25 @@ pub async fn bind(
     tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
     let app = router(metrics);
     Ok(async move {
-        axum::serve(listener, app)
+        axum::serve(Guarded(GuardedListener::new(listener, limits())), app)
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(HttpError::Serve)
     })
+}
+
+/// The guarded listener, as axum takes it.
+struct Guarded(GuardedListener);
+
+impl axum::serve::Listener for Guarded {
+    type Io = GuardedConn;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (GuardedConn, SocketAddr) {
+        self.0.accept().await
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
 }
