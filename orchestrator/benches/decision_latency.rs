@@ -156,8 +156,9 @@ async fn main() -> Result<()> {
     let client = Client::try_from(Config::new(kube.url().parse()?))?;
     let metrics = Metrics::new();
     let stop_feed = Arc::new(AtomicBool::new(false));
-    let (offers, feed_thread) =
+    let (snapshot, feed_thread) =
         feed::follow(Catalog::parse(&base)?, metrics.clone(), stop_feed.clone());
+    let offers = snapshot.subscribe();
     let shutdown = CancellationToken::new();
     let settings = Settings {
         policy: Arc::new(Policy::default()),

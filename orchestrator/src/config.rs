@@ -17,6 +17,7 @@ pub use edge::log::LogFormat;
 use slice_controller::lease::{self, Elector, LeaseSettings};
 
 use crate::controller::{self, Settings};
+use crate::disabled;
 use crate::feed::{self, Catalog};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -42,6 +43,19 @@ pub struct Cli {
         global = true
     )]
     pub catalog: String,
+
+    /// A file holding the catalog's administrator secret: with it, providers an administrator disabled are read from GET /admin/providers and never chosen (their offers stay visible in the catalog).
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_CATALOG_ADMIN_SECRET_FILE",
+        value_name = "FILE",
+        global = true
+    )]
+    pub catalog_admin_secret_file: Option<PathBuf>,
+
+    /// How often to read the disabled providers (with --catalog-admin-secret-file).
+    #[arg(long, env = "ORCHESTRATOR_DISABLED_POLL", value_name = "DURATION", default_value = "30s", value_parser = edge::duration::parse, global = true)]
+    pub disabled_poll: Duration,
 
     /// Kubeconfig of the broker cluster [default: in-cluster, else as kubectl finds it].
     #[arg(
@@ -146,6 +160,20 @@ pub fn policy(cli: &Cli) -> anyhow::Result<Policy> {
     })
 }
 
+/// The catalog's administrator secret, if a file names it.
+pub fn admin_secret(cli: &Cli) -> anyhow::Result<Option<String>> {
+    let Some(path) = &cli.catalog_admin_secret_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --catalog-admin-secret-file {}", path.display()))?;
+    let secret = text.trim().to_string();
+    if secret.is_empty() {
+        anyhow::bail!("--catalog-admin-secret-file {} is empty", path.display());
+    }
+    Ok(Some(secret))
+}
+
 /// A client for the broker cluster.
 pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<Client> {
     let options = kube::config::KubeConfigOptions {
@@ -186,15 +214,30 @@ pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> 
         );
     }
     let catalog = Catalog::parse(&cli.catalog)?;
+    let secret = admin_secret(&cli)?;
     let client = client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await?;
     match &cli.command {
         Some(Command::Explain {
             namespace,
             output,
             timeout,
-        }) => explain(client, &policy, catalog, namespace, *output, *timeout).await,
-        None => run(cli, client, policy, catalog, shutdown).await,
+        }) => {
+            let ask = Explain {
+                namespace,
+                output: *output,
+                timeout: *timeout,
+            };
+            explain(client, &policy, catalog, secret, ask).await
+        }
+        None => run(cli, client, policy, catalog, secret, shutdown).await,
     }
+}
+
+/// What `explain` is asked.
+pub struct Explain<'a> {
+    pub namespace: &'a str,
+    pub output: Output,
+    pub timeout: Duration,
 }
 
 /// The dry run: print the decision for `namespace`.
@@ -202,17 +245,29 @@ pub async fn explain(
     client: Client,
     policy: &Policy,
     catalog: Catalog,
-    namespace: &str,
-    output: Output,
-    timeout: Duration,
+    secret: Option<String>,
+    ask: Explain<'_>,
 ) -> anyhow::Result<()> {
+    let Explain {
+        namespace,
+        output,
+        timeout,
+    } = ask;
     let view = tokio::time::timeout(timeout, View::read(&client, namespace))
         .await
         .map_err(|_| anyhow::anyhow!("the Kubernetes API did not answer within {timeout:?}"))??;
+    let base = catalog.base();
     let offers = tokio::task::spawn_blocking(move || feed::fetch(&catalog, timeout))
         .await
         .context("the catalog reader stopped")??;
-    let decision = crate::explain::explain(&view, policy, &offers);
+    let disabled = match secret {
+        Some(secret) => tokio::task::spawn_blocking(move || disabled::fetch(&base, &secret))
+            .await
+            .context("the catalog reader stopped")?
+            .map_err(anyhow::Error::msg)?,
+        None => Default::default(),
+    };
+    let decision = crate::explain::explain(&view, policy, &offers, &disabled);
     match output {
         Output::Json => println!("{}", crate::explain::to_json(&view, &decision)),
         Output::Text => print!("{}", crate::explain::to_text(&view, &decision)),
@@ -236,6 +291,7 @@ pub async fn run(
     client: Client,
     policy: Policy,
     catalog: Catalog,
+    secret: Option<String>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let metrics = Metrics::new();
@@ -249,7 +305,19 @@ pub async fn run(
     let http = tokio::spawn(http);
     let stop_feed = Arc::new(AtomicBool::new(false));
     tracing::info!(catalog = %catalog.url(), "orchestrator starting");
-    let (offers, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
+    let base = catalog.base();
+    let (snapshot, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
+    let offers = snapshot.subscribe();
+    let disabled_thread = match secret {
+        Some(secret) => Some(disabled::follow(
+            base,
+            secret,
+            cli.disabled_poll,
+            snapshot.clone(),
+            stop_feed.clone(),
+        )),
+        None => None,
+    };
     let identity = cli.instance.clone().unwrap_or_else(default_instance);
     let settings = Settings {
         policy: Arc::new(policy),
@@ -318,7 +386,13 @@ pub async fn run(
     }
     stop.cancel();
     stop_feed.store(true, Ordering::Relaxed);
-    let _ = tokio::task::spawn_blocking(move || feed_thread.join()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = feed_thread.join();
+        if let Some(thread) = disabled_thread {
+            let _ = thread.join();
+        }
+    })
+    .await;
     match tokio::time::timeout(Duration::from_secs(2), http).await {
         Ok(Ok(result)) => result?,
         Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),

@@ -268,7 +268,12 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
         for _ in 0..WRITE_ATTEMPTS {
             let view = view_from_caches(&shared, &ns, existing.clone())?;
             let now = jiff::Timestamp::now();
-            let decision = view.decide(&shared.settings.policy, &snapshot.offers, now);
+            let decision = view.decide(
+                &shared.settings.policy,
+                &snapshot.offers,
+                &snapshot.disabled,
+                now,
+            );
             shared
                 .metrics
                 .set_unplaced(&name, decision.rule == Rule::NoneQualifies);

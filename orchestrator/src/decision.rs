@@ -3,8 +3,8 @@
 //! goes to, by which rule, and why every other provider was left out.
 //!
 //! **Who qualifies.** A provider (a cluster ID with offers in the catalog)
-//! qualifies for a namespace when it is not the namespace's consumer,
-//! passes the consumer's allow and deny lists, and has an offer carrying
+//! qualifies for a namespace when it is not the namespace's consumer, is
+//! not disabled in the catalog, passes the consumer's allow and deny lists, and has an offer carrying
 //! every required label with a plan that fits the namespace's demand (every
 //! resource of the demand at most the plan's, compared as Kubernetes
 //! quantities). Its cost is its cheapest such plan.
@@ -50,6 +50,8 @@ pub struct Input<'a> {
     pub rules: &'a Rules,
     pub hysteresis: Hysteresis,
     pub offers: &'a Offers,
+    /// Providers an administrator disabled in the catalog.
+    pub disabled: &'a BTreeSet<String>,
     /// The providers selected now (from the NamespaceOffloading).
     pub current: &'a [String],
     pub pending: Option<&'a Pending>,
@@ -71,6 +73,8 @@ pub struct Candidate {
 pub enum Exclusion {
     /// It is the namespace's consumer.
     OwnCluster,
+    /// Disabled by a catalog administrator.
+    Disabled,
     /// On a deny list.
     Denied,
     /// Not on an allow list.
@@ -87,6 +91,7 @@ impl fmt::Display for Exclusion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Exclusion::OwnCluster => f.write_str("the consumer's own cluster"),
+            Exclusion::Disabled => f.write_str("disabled in the catalog"),
             Exclusion::Denied => f.write_str("on a deny list"),
             Exclusion::NotAllowed => f.write_str("not on the allow list"),
             Exclusion::MissingLabels(l) => write!(f, "no offer carries {}", l.join(",")),
@@ -299,6 +304,8 @@ fn qualify(input: &Input<'_>) -> (Vec<Candidate>, BTreeMap<String, Exclusion>) {
     for (provider, offers) in providers {
         let verdict = if provider == input.consumer {
             Err(Exclusion::OwnCluster)
+        } else if input.disabled.contains(provider) {
+            Err(Exclusion::Disabled)
         } else if rules.deny.contains(provider) {
             Err(Exclusion::Denied)
         } else if rules.allow.iter().any(|a| !a.contains(provider)) {

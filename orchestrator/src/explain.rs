@@ -73,6 +73,11 @@ fn list(items: &[String]) -> String {
 }
 
 /// Decide `view` now, as the controller would.
-pub fn explain(view: &View, policy: &Policy, offers: &Offers) -> Decision {
-    view.decide(policy, offers, jiff::Timestamp::now())
+pub fn explain(
+    view: &View,
+    policy: &Policy,
+    offers: &Offers,
+    disabled: &std::collections::BTreeSet<String>,
+) -> Decision {
+    view.decide(policy, offers, disabled, jiff::Timestamp::now())
 }

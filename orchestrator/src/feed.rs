@@ -34,6 +34,8 @@ pub struct Snapshot {
     pub offers: Offers,
     /// A snapshot was received at least once.
     pub loaded: bool,
+    /// Providers an administrator disabled (see [`crate::disabled`]).
+    pub disabled: std::collections::BTreeSet<String>,
 }
 
 /// A catalog address that cannot be used, or a feed that did not answer.
@@ -81,6 +83,11 @@ impl Catalog {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// `http://HOST:PORT`, for the catalog's REST routes.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.host_port)
     }
 
     fn connect(&self, timeout: Duration) -> Result<WebSocket<TcpStream>, FeedError> {
@@ -167,13 +174,18 @@ pub fn fetch(catalog: &Catalog, timeout: Duration) -> Result<Offers, FeedError> 
     }
 }
 
-/// Follow the feed until `stop` is set; the receiver sees every change.
+/// Follow the feed until `stop` is set; the sender's receivers
+/// (`subscribe()`) see every change.
 pub fn follow(
     catalog: Catalog,
     metrics: Metrics,
     stop: Arc<AtomicBool>,
-) -> (watch::Receiver<Arc<Snapshot>>, std::thread::JoinHandle<()>) {
-    let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+) -> (
+    Arc<watch::Sender<Arc<Snapshot>>>,
+    std::thread::JoinHandle<()>,
+) {
+    let tx = Arc::new(watch::Sender::new(Arc::new(Snapshot::default())));
+    let sender = tx.clone();
     let span = tracing::info_span!("catalog_feed", url = %catalog.url);
     let handle = std::thread::spawn(move || {
         let _entered = span.enter();
@@ -207,10 +219,13 @@ pub fn follow(
                                     }
                                 }
                                 metrics.count_feed_event();
-                                tx.send_replace(Arc::new(Snapshot {
-                                    offers: offers.clone(),
-                                    loaded: true,
-                                }));
+                                tx.send_modify(|s| {
+                                    *s = Arc::new(Snapshot {
+                                        offers: offers.clone(),
+                                        loaded: true,
+                                        disabled: s.disabled.clone(),
+                                    })
+                                });
                             }
                             Err(e) => break Some(e),
                         }
@@ -234,7 +249,7 @@ pub fn follow(
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
     });
-    (rx, handle)
+    (sender, handle)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //!
 //! - [`policy`]: the policy file;
 //! - [`offers`]: the catalog's offers, and [`feed`]: following them live;
+//!   [`disabled`]: the providers an administrator disabled;
 //! - [`demand`]: what a namespace needs (ResourceQuota, else pods);
 //! - [`decision`]: the placement, a pure function, with its hysteresis;
 //! - [`offloading`]: the NamespaceOffloading written and read back;
@@ -27,6 +28,7 @@ pub mod config;
 pub mod controller;
 pub mod decision;
 pub mod demand;
+pub mod disabled;
 pub mod explain;
 pub mod feed;
 pub mod http;

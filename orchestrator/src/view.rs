@@ -116,8 +116,15 @@ impl View {
             .unwrap_or_default()
     }
 
-    /// Decide this namespace under `policy` with `offers` at `now`.
-    pub fn decide(&self, policy: &Policy, offers: &Offers, now: jiff::Timestamp) -> Decision {
+    /// Decide this namespace under `policy` with the catalog's `offers`
+    /// and `disabled` providers at `now`.
+    pub fn decide(
+        &self,
+        policy: &Policy,
+        offers: &Offers,
+        disabled: &std::collections::BTreeSet<String>,
+        now: jiff::Timestamp,
+    ) -> Decision {
         let rules = policy.rules_for(&self.consumer);
         let current = self.current();
         let pending: Option<Pending> = self
@@ -130,6 +137,7 @@ impl View {
             rules: &rules,
             hysteresis: policy.hysteresis,
             offers,
+            disabled,
             current: &current,
             pending: pending.as_ref(),
             now,

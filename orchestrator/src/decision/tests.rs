@@ -58,6 +58,7 @@ struct Case {
     rules: Rules,
     hysteresis: Hysteresis,
     offers: Offers,
+    disabled: BTreeSet<String>,
 }
 
 impl Case {
@@ -71,6 +72,7 @@ impl Case {
                 hold: Duration::from_secs(60),
             },
             offers,
+            disabled: BTreeSet::new(),
         }
     }
 
@@ -82,6 +84,7 @@ impl Case {
             rules: &self.rules,
             hysteresis: self.hysteresis,
             offers: &self.offers,
+            disabled: &self.disabled,
             current: &current,
             pending,
             now,
@@ -167,6 +170,16 @@ fn allow_deny_and_labels_compose() {
     let d = case.decide(&[], None, at(0));
     assert_eq!(d.chosen, ["p3"]);
     assert_eq!(d.excluded["p1"], Exclusion::Denied);
+
+    // A provider disabled in the catalog stops qualifying: replaced.
+    let mut off = Case::new(market());
+    off.disabled = BTreeSet::from(["p2".to_string()]);
+    let d = off.decide(&["p2"], None, at(0));
+    assert_eq!(
+        (d.chosen.clone(), d.rule),
+        (vec!["p1".to_string()], Rule::Replaced)
+    );
+    assert_eq!(d.excluded["p2"], Exclusion::Disabled);
 
     let mut labelled = Case::new(market());
     labelled.rules.required_labels = BTreeMap::from([("region".to_string(), "eu".to_string())]);

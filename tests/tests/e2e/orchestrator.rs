@@ -247,6 +247,56 @@ fn the_dry_run_answers_what_the_controller_decides() {
 }
 
 #[test]
+fn a_provider_disabled_in_the_catalog_is_left() {
+    let broker = Broker::start().unwrap();
+    market(&broker);
+    app(&broker, "app-x");
+    let policy = broker.policy("");
+    let secret = broker.admin_secret_file();
+    let port = e2e::free_port();
+    let _orch = Spawn::new("orchestrator")
+        .args(["--catalog", &broker.catalog.url("")])
+        .arg("--kubeconfig")
+        .arg(&broker.kubeconfig)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--catalog-admin-secret-file")
+        .arg(&secret)
+        .args(["--disabled-poll", "200ms", "--leader-elect", "false"])
+        .args(["--http-listen", &format!("127.0.0.1:{port}")])
+        .start_listening(port)
+        .unwrap();
+    broker.wait_selected("app-x", &["cluster-1"]).unwrap();
+    // Its offers stay in the catalog, but it is disabled: the namespace moves.
+    broker.disable(1, true);
+    let o = broker.wait_selected("app-x", &["cluster-2"]).unwrap();
+    let reason = recorded(&o)["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("cluster-1: disabled in the catalog"),
+        "{reason}"
+    );
+    assert_eq!(broker.catalog.list_ids("?provider=cluster-1"), ["o1"]);
+    // The dry run sees it too, with the secret.
+    let out = Spawn::new("orchestrator")
+        .args(["--catalog", &broker.catalog.url("")])
+        .arg("--kubeconfig")
+        .arg(&broker.kubeconfig)
+        .arg("--catalog-admin-secret-file")
+        .arg(&secret)
+        .args(["explain", "--namespace", "app-x", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["excluded"]["cluster-1"], "disabled in the catalog");
+    assert_eq!(answer["chosen"], json!(["cluster-2"]));
+}
+
+#[test]
 fn a_standby_takes_over_when_the_leader_dies() {
     let broker = Broker::start().unwrap();
     market(&broker);

@@ -34,6 +34,9 @@ pub struct Broker {
     _runtime: tokio::runtime::Runtime,
 }
 
+/// The catalog's administrator secret in these tests.
+pub const ADMIN_SECRET: &str = "admin-secret-of-the-orchestrator-tests";
+
 impl Broker {
     pub fn start() -> Result<Broker> {
         let runtime = tokio::runtime::Runtime::new()?;
@@ -46,7 +49,7 @@ impl Broker {
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "liqo"}}),
         );
         let env = Env::new(Backend::Embedded);
-        let catalog = env.start();
+        let catalog = env.start_with(&["--admin-secret", ADMIN_SECRET]);
         Ok(Broker {
             kube,
             _env: env,
@@ -75,6 +78,27 @@ impl Broker {
             &json!({"name": id, "type": "compute", "labels": labels, "plans": plans}),
             &token,
         );
+    }
+
+    /// A catalog administrator disables (or re-enables) provider `n`.
+    pub fn disable(&self, n: u32, disabled: bool) {
+        let r = self.catalog.post(
+            "/authenticate/admin",
+            &json!({"secret": ADMIN_SECRET}),
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        let token = r.json["token"].as_str().unwrap().to_string();
+        let r = self
+            .catalog
+            .send(
+                e2e::http::blocking_client(WAIT)
+                    .put(self.catalog.url(&format!("/admin/providers/cluster-{n}")))
+                    .bearer_auth(token)
+                    .json(&json!({"disabled": disabled})),
+            )
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
     }
 
     /// Provider `n` withdraws offer `id`.
@@ -126,6 +150,13 @@ impl Broker {
     /// The orchestrator over this cluster and catalog with `policy`.
     pub fn orchestrator(&self, policy: &PathBuf) -> Result<(Child, u16)> {
         self.orchestrator_as(policy, "orchestrator-0")
+    }
+
+    /// A file holding the catalog's administrator secret.
+    pub fn admin_secret_file(&self) -> PathBuf {
+        let path = self.dir.path().join("admin-secret");
+        std::fs::write(&path, format!("{ADMIN_SECRET}\n")).expect("secret file");
+        path
     }
 
     /// [`Broker::orchestrator`] naming the replica `instance`.
