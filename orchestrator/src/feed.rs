@@ -34,7 +34,7 @@ pub struct Snapshot {
     pub offers: Offers,
     /// A snapshot was received at least once.
     pub loaded: bool,
-    /// Providers an administrator disabled (see [`crate::disabled`]).
+    /// Providers an administrator disabled in the catalog.
     pub disabled: std::collections::BTreeSet<String>,
 }
 
