@@ -53,8 +53,11 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Read `path`: JSON, readable by its owner only (refused if group or
-    /// others may read it), with a non-empty cluster ID and token.
+    /// Read `path`: JSON, readable by its owner only, with a non-empty
+    /// cluster ID and token. Refused if others may read it, or its group
+    /// may and that group is not one of this process's own (a Kubernetes
+    /// Secret volume is group-readable by the Pod's `fsGroup`, which only
+    /// the Pod holds).
     pub fn load(path: &Path) -> Result<Self, ClientError> {
         let bad = |message: String| ClientError::Credentials {
             path: path.to_path_buf(),
@@ -63,11 +66,13 @@ impl Credentials {
         let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
             let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
+            let group_ok = mode & 0o070 == 0 || own_groups().contains(&meta.gid());
+            if mode & 0o007 != 0 || !group_ok {
                 return Err(bad(format!(
-                    "is readable by group or others (mode {mode:o}); it holds a secret: chmod 600"
+                    "is readable by other users (mode {mode:o}, group {}); it holds a secret: chmod 600",
+                    meta.gid()
                 )));
             }
         }
@@ -86,6 +91,32 @@ impl Credentials {
         }
         Ok(creds)
     }
+}
+
+/// This process's effective and supplementary group IDs (Linux: from
+/// `/proc/self/status`; none elsewhere, so group-readable files are refused).
+#[cfg(unix)]
+fn own_groups() -> Vec<u32> {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return Vec::new();
+    };
+    let mut groups = Vec::new();
+    for line in status.lines() {
+        if let Some(rest) = line.strip_prefix("Gid:") {
+            // real, effective, saved, filesystem: the effective one counts.
+            groups.extend(
+                rest.split_whitespace()
+                    .nth(1)
+                    .and_then(|g| g.parse::<u32>().ok()),
+            );
+        } else if let Some(rest) = line.strip_prefix("Groups:") {
+            groups.extend(
+                rest.split_whitespace()
+                    .filter_map(|g| g.parse::<u32>().ok()),
+            );
+        }
+    }
+    groups
 }
 
 /// What one listing found.
@@ -313,8 +344,17 @@ mod tests {
         assert!(!format!("{creds:?}").contains("s3cret"));
         #[cfg(unix)]
         {
-            let e = Credentials::load(&write(dir.path(), good, 0o640)).unwrap_err();
+            let e = Credentials::load(&write(dir.path(), good, 0o604)).unwrap_err();
             assert!(e.to_string().contains("chmod 600"), "{e}");
+            // Group-readable is fine only for a group of this process's
+            // own (the file's group is ours here: we created it).
+            Credentials::load(&write(dir.path(), good, 0o640)).unwrap();
+            assert!(own_groups().contains(&{
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(dir.path().join("creds.json"))
+                    .unwrap()
+                    .gid()
+            }));
         }
         let e = Credentials::load(&write(dir.path(), r#"{"clusterID":"p1"}"#, 0o600)).unwrap_err();
         assert!(e.to_string().contains("clusterName"), "{e}");
