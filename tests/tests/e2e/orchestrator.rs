@@ -102,6 +102,18 @@ fn the_cheapest_plan_that_fits_the_quota() {
     let reason = recorded(&o)["reason"].as_str().unwrap().to_string();
     assert!(reason.contains("offer o2 plan l at 2.5"), "{reason}");
     assert!(reason.contains("cluster-1: no plan fits"), "{reason}");
+
+    // Without a quota, the pods' requests add up: 2 + 1 CPU fits no 2-CPU plan.
+    broker.offloaded_namespace("app-p", "consumer-9");
+    broker.pod("app-p", "a", "2", "1Gi");
+    broker.pod("app-p", "b", "1", "1Gi");
+    let o = broker.wait_selected("app-p", &["cluster-2"]).unwrap();
+    let reason = recorded(&o)["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("offer o2 plan l at 2.5"), "{reason}");
+    // One pod alone: the cheap small plan.
+    broker.offloaded_namespace("app-one", "consumer-9");
+    broker.pod("app-one", "a", "2", "1Gi");
+    broker.wait_selected("app-one", &["cluster-1"]).unwrap();
 }
 
 #[test]
