@@ -1,0 +1,1022 @@
+//! The controller: a kube-rs [`Controller`] over Purchases. One reconcile
+//! gathers the facts (the credentials Secret, the contract from the
+//! catalog, the ForeignCluster, the ResourceSlice, the listed namespaces),
+//! creates or updates what is missing (objects built by [`crate::liqo`]),
+//! lets [`crate::decision`] judge, and writes the status, an Event on each
+//! phase change, and the contract's state in the catalog.
+//!
+//! The contract id is written to the status before a purchase is made, so
+//! a controller restarted half-way reads the contract instead of buying
+//! again. While the catalog is unreachable the controller keeps what exists
+//! and works from the contract as last read (kept in the status), retrying
+//! with a doubling delay. A finalizer removes, on deletion, what this
+//! Purchase created — and only that (see [`crate::liqo`] on ownership).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::ApiResource;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::catalog::{CatalogClient, CatalogError, Contract};
+use crate::decision::{self, Assessment, NamespaceOutcome, Progress, Unusable};
+use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
+use crate::metrics::Metrics;
+use crate::model::{Condition, Purchase, PurchaseStatus, FINALIZER};
+
+/// What the controller is told to do.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The Liqo generation this cluster runs.
+    pub generation: Generation,
+    /// This cluster's Liqo cluster ID.
+    pub cluster_id: String,
+    /// Liqo's namespace (v0.x token Secrets live here).
+    pub liqo_namespace: String,
+    /// While waiting for Liqo or the provider: look again this often.
+    pub poll: Duration,
+    /// Once ready: re-read the contract this often (expiry, cancellation).
+    pub resync: Duration,
+    /// First retry after a failure; doubles up to `retry_max`.
+    pub retry: Duration,
+    pub retry_max: Duration,
+    /// Bounds each catalog request.
+    pub catalog_timeout: Duration,
+    pub instance: String,
+}
+
+/// Why a reconcile failed (it is retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("cannot read an object: {0}")]
+    Decode(#[from] serde_json::Error),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+struct Shared {
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    recorder: Recorder,
+    http: reqwest::Client,
+    /// Consecutive failures per Purchase, for the retry delay.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Shared {
+    fn backoff(&self, key: &str) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let n = failures.entry(key.to_string()).or_insert(0);
+        let delay = self
+            .settings
+            .retry
+            .saturating_mul(1u32 << (*n).min(16))
+            .min(self.settings.retry_max);
+        *n = n.saturating_add(1);
+        delay
+    }
+
+    fn succeeded(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+}
+
+/// Run the controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) -> Result<(), CatalogError> {
+    let http = CatalogClient::http(settings.catalog_timeout)?;
+    let reporter = Reporter {
+        controller: "liqo-broker-purchase-controller".to_string(),
+        instance: Some(settings.instance.clone()),
+    };
+    let shared = Arc::new(Shared {
+        recorder: Recorder::new(client.clone(), reporter),
+        client: client.clone(),
+        settings,
+        metrics: metrics.clone(),
+        http,
+        failures: Mutex::new(HashMap::new()),
+    });
+    let purchases: Api<Purchase> = Api::all(client);
+    let span = tracing::info_span!("purchase_controller", cluster_id = %shared.settings.cluster_id);
+    async move {
+        tracing::info!(
+            liqo = shared.settings.generation.as_str(),
+            "controller started"
+        );
+        let controller = Controller::new(purchases, watcher::Config::default());
+        let store = controller.store();
+        let ready = metrics.clone();
+        let readiness = tokio::spawn(async move {
+            if store.wait_until_ready().await.is_ok() {
+                ready.set_reached_api();
+            }
+        });
+        controller
+            .graceful_shutdown_on(shutdown.cancelled_owned())
+            .run(reconcile, error_policy, shared)
+            .for_each(|result| async move {
+                match result {
+                    Ok((purchase, _)) => tracing::debug!(%purchase, "reconciled"),
+                    Err(error) => tracing::debug!(%error, "reconcile round failed"),
+                }
+            })
+            .await;
+        readiness.abort();
+        tracing::info!("controller stopped");
+    }
+    .instrument(span)
+    .await;
+    Ok(())
+}
+
+fn error_policy(purchase: Arc<Purchase>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
+    let delay = shared.backoff(&purchase.key());
+    tracing::warn!(purchase = %purchase.key(), %error, ?delay, "reconcile failed; retrying");
+    shared.metrics.count_error(match error {
+        ReconcileError::Catalog(_) => "catalog",
+        _ => "kubernetes",
+    });
+    Action::requeue(delay)
+}
+
+async fn reconcile(purchase: Arc<Purchase>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let key = purchase.key();
+    let span = tracing::info_span!("reconcile", purchase = %key);
+    async move {
+        let timer = std::time::Instant::now();
+        let result = reconcile_inner(&purchase, &shared).await;
+        shared.metrics.observe_reconcile(timer.elapsed());
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+async fn reconcile_inner(
+    purchase: &Purchase,
+    shared: &Arc<Shared>,
+) -> Result<Action, ReconcileError> {
+    let key = purchase.key();
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Purchase> = Api::namespaced(shared.client.clone(), &namespace);
+    if purchase.is_deleting() {
+        if purchase.has_finalizer() {
+            cleanup(purchase, shared, true).await?;
+            let finalizers: Vec<String> = purchase
+                .finalizers()
+                .iter()
+                .filter(|f| *f != FINALIZER)
+                .cloned()
+                .collect();
+            api.patch(
+                &purchase.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
+                    "resourceVersion": purchase.resource_version()}})),
+            )
+            .await?;
+            tracing::info!("cleaned up; finalizer removed");
+        }
+        shared.metrics.forget(&key);
+        shared.succeeded(&key);
+        return Ok(Action::await_change());
+    }
+    if !purchase.has_finalizer() {
+        let mut finalizers = purchase.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        api.patch(
+            &purchase.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
+                "resourceVersion": purchase.resource_version()}})),
+        )
+        .await?;
+        // The patch brings the Purchase back through the watch.
+        return Ok(Action::await_change());
+    }
+
+    let before = purchase.status();
+    let mut status = before.clone();
+    let (assessment, contract) = drive(purchase, shared, &mut status).await?;
+
+    // Tell the catalog, when it answered this round and needs telling.
+    if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
+        let stale = contract.state != *state
+            || contract.reason.as_deref() != reason.as_deref()
+            || contract.consumer_cluster_id.is_none();
+        if stale {
+            let consumer = contract
+                .consumer_cluster_id
+                .is_none()
+                .then_some(shared.settings.cluster_id.as_str());
+            let client = catalog_client(purchase, shared).await;
+            match client {
+                Ok(client) => match client
+                    .report(&contract.id, state, reason.as_deref(), consumer)
+                    .await
+                {
+                    Ok(()) => {
+                        tracing::info!(state, "contract state reported to the catalog");
+                        status.catalog_state = Some(state.to_string());
+                    }
+                    Err(error) => {
+                        shared.metrics.count_error("catalog");
+                        tracing::warn!(%error, "cannot report the contract's state");
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(error = %error.message(), "cannot report the contract's state")
+                }
+            }
+        } else {
+            status.catalog_state = Some(state.to_string());
+        }
+    }
+
+    let now = now_rfc3339();
+    let generation = purchase.metadata.generation.unwrap_or_default();
+    status.phase = assessment.phase.to_string();
+    status.observed_generation = generation;
+    status.conditions = merge_conditions(&before.conditions, &assessment, generation, &now);
+    if status != before {
+        api.patch_status(
+            &purchase.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await?;
+    }
+    if before.phase != status.phase {
+        publish_event(shared, purchase, &before.phase, &assessment);
+    }
+    shared.metrics.set_phase(&key, assessment.phase);
+
+    let unreachable = assessment
+        .conditions
+        .iter()
+        .any(|c| c.type_ == decision::CATALOG_REACHABLE && !c.status);
+    Ok(if unreachable {
+        Action::requeue(shared.backoff(&key))
+    } else {
+        shared.succeeded(&key);
+        match assessment.phase {
+            "Ready" | "Ended" => Action::requeue(shared.settings.resync),
+            _ => Action::requeue(shared.settings.poll),
+        }
+    })
+}
+
+/// The catalog client with the consumer's token from its Secret.
+async fn catalog_client(purchase: &Purchase, shared: &Shared) -> Result<CatalogClient, Unusable> {
+    let spec = &purchase.spec;
+    let reference = &spec.credentials_secret_ref;
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(shared.client.clone(), &namespace);
+    let secret = match secrets.get_opt(&reference.name).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => {
+            return Err(Unusable::Credentials(format!(
+                "credentials Secret {namespace}/{} does not exist",
+                reference.name
+            )))
+        }
+        Err(error) => {
+            return Err(Unusable::Credentials(format!(
+                "cannot read credentials Secret {namespace}/{}: {error}",
+                reference.name
+            )))
+        }
+    };
+    let token = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(&reference.key))
+        .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            Unusable::Credentials(format!(
+                "credentials Secret {namespace}/{} has no non-empty key {:?}",
+                reference.name, reference.key
+            ))
+        })?;
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Unusable::Credentials(format!(
+            "credentials Secret {namespace}/{} key {:?} is not a bearer token",
+            reference.name, reference.key
+        )));
+    }
+    Ok(CatalogClient::new(
+        shared.http.clone(),
+        &spec.catalog_url,
+        &token,
+    ))
+}
+
+fn unusable(error: CatalogError, id: &str) -> Result<Unusable, String> {
+    match error {
+        CatalogError::NotFound(_) => Ok(Unusable::NotFound(id.to_string())),
+        CatalogError::Unauthorized { status, message } => Ok(Unusable::Credentials(format!(
+            "the catalog refused the consumer's token (HTTP {status}): {message}"
+        ))),
+        CatalogError::Refused { .. } | CatalogError::Ended(_) => {
+            Ok(Unusable::Refused(error.to_string()))
+        }
+        CatalogError::Unavailable(message) => Err(message),
+    }
+}
+
+/// The contract as last read, from the status (no credentials).
+fn cached_contract(status: &PurchaseStatus, id: &str) -> Option<Contract> {
+    Some(Contract {
+        id: id.to_string(),
+        cluster_id: status.provider_cluster_id.clone()?,
+        resources: status.resources.clone(),
+        resource_slice_class: status.resource_slice_class.clone().unwrap_or_default(),
+        active: true,
+        ..Contract::default()
+    })
+}
+
+/// Everything up to the assessment; `Some(contract)` when the catalog
+/// answered this round (its `state` is then what the catalog holds).
+async fn drive(
+    purchase: &Purchase,
+    shared: &Shared,
+    status: &mut PurchaseStatus,
+) -> Result<(Assessment, Option<Contract>), ReconcileError> {
+    let settings = &shared.settings;
+    let spec = &purchase.spec;
+    let client = match catalog_client(purchase, shared).await {
+        Ok(client) => client,
+        Err(problem) => return Ok((decision::assess_unusable(&problem), None)),
+    };
+
+    // The contract id: given, recorded, or bought now (recorded first).
+    let from_offer = spec.contract_id.is_none();
+    let id = match (
+        &spec.contract_id,
+        &status.contract_id,
+        &spec.offer_id,
+        &spec.plan_id,
+    ) {
+        (Some(id), _, _, _) => id.clone(),
+        (None, Some(id), _, _) => id.clone(),
+        (None, None, Some(offer), Some(plan)) => {
+            match client.reserve(offer, plan).await {
+                Ok(reservation) => {
+                    status.contract_id = Some(reservation.id.clone());
+                    status.phase = "Purchasing".into();
+                    let api: Api<Purchase> = Api::namespaced(
+                        shared.client.clone(),
+                        purchase.metadata.namespace.as_deref().unwrap_or_default(),
+                    );
+                    api.patch_status(
+                    &purchase.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"contractID": reservation.id, "phase": "Purchasing"}})),
+                )
+                .await?;
+                    tracing::info!(reservation = %reservation.id, "plan reserved; contract id recorded");
+                    reservation.id
+                }
+                Err(error) => {
+                    return match unusable(error, offer) {
+                        Ok(problem) => Ok((decision::assess_unusable(&problem), None)),
+                        Err(message) => Ok((waiting_for_catalog(&message), None)),
+                    }
+                }
+            }
+        }
+        _ => {
+            let problem =
+                Unusable::Spec("set spec.contractID, or spec.offerID and spec.planID".to_string());
+            return Ok((decision::assess_unusable(&problem), None));
+        }
+    };
+
+    let mut read = client.contract(&id).await;
+    if from_offer && matches!(read, Err(CatalogError::NotFound(_))) {
+        // Reserved (recorded above or in an earlier round) but not bought.
+        match client.purchase(&id, &settings.cluster_id).await {
+            Ok(()) => {
+                tracing::info!(contract = %id, "reservation purchased");
+                read = client.contract(&id).await;
+            }
+            Err(error) => read = Err(error),
+        }
+    }
+    let (contract, catalog_error) = match read {
+        Ok(contract) => {
+            if let Err(problem) =
+                decision::check_contract(&contract, settings.generation, &settings.cluster_id)
+            {
+                if matches!(problem, Unusable::Ended(_)) {
+                    cleanup(purchase, shared, false).await?;
+                    status.granted.clear();
+                    status.offloaded_namespaces.clear();
+                    status.peering_command = None;
+                }
+                return Ok((decision::assess_unusable(&problem), Some(contract)));
+            }
+            status.provider_cluster_id = Some(contract.cluster_id.clone());
+            status.resources = contract.resources.clone();
+            status.resource_slice_class = Some(contract.resource_slice_class.clone());
+            status.expires_at = Some(contract.expires_at.clone()).filter(|e| !e.is_empty());
+            (contract, None)
+        }
+        Err(error) => match unusable(error, &id) {
+            Ok(problem) => return Ok((decision::assess_unusable(&problem), None)),
+            Err(message) => match cached_contract(status, &id) {
+                Some(cached) => (cached, Some(message)),
+                None => return Ok((waiting_for_catalog(&message), None)),
+            },
+        },
+    };
+    let fresh = catalog_error.is_none();
+    let progress = set_up(purchase, shared, status, &contract, catalog_error).await?;
+    Ok((decision::assess(&progress), fresh.then_some(contract)))
+}
+
+fn waiting_for_catalog(message: &str) -> Assessment {
+    Assessment {
+        phase: "Pending",
+        conditions: vec![
+            decision::Cond {
+                type_: decision::CATALOG_REACHABLE,
+                status: false,
+                reason: "CatalogUnreachable".into(),
+                message: format!("{message}; retrying with backoff"),
+            },
+            decision::Cond {
+                type_: decision::READY,
+                status: false,
+                reason: "CatalogUnreachable".into(),
+                message: "the contract has not been read yet".into(),
+            },
+        ],
+        report: None,
+    }
+}
+
+/// Peering, grant, offloading: create what is missing, read how far it got.
+async fn set_up(
+    purchase: &Purchase,
+    shared: &Shared,
+    status: &mut PurchaseStatus,
+    contract: &Contract,
+    catalog_error: Option<String>,
+) -> Result<Progress, ReconcileError> {
+    let settings = &shared.settings;
+    let key = purchase.key();
+    let provider = contract.cluster_id.as_str();
+    let creds = contract.credentials.clone().unwrap_or_default();
+    let mut progress = Progress {
+        generation: settings.generation,
+        catalog_error,
+        peered: false,
+        needs_peering_command: false,
+        grant: None,
+        namespaces: Vec::new(),
+    };
+    let fc_api = settings.generation.foreign_cluster();
+    let fcs: Api<DynamicObject> = Api::all_with(shared.client.clone(), &fc_api);
+
+    match settings.generation {
+        Generation::V0 => {
+            let label = format!("{}={provider}", liqo::V0_CLUSTER_ID_LABEL);
+            let existing = first(&fcs, &label).await?;
+            if let Some(v0) = &creds.v0 {
+                let secrets: Api<Secret> =
+                    Api::namespaced(shared.client.clone(), &settings.liqo_namespace);
+                let wanted = liqo::v0_token_secret(v0, &settings.liqo_namespace, &key);
+                let name = format!("remote-token-{}", v0.cluster_id);
+                match secrets.get_opt(&name).await? {
+                    None => {
+                        secrets
+                            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                            .await?;
+                        tracing::info!(secret = %name, "v0 token Secret created");
+                    }
+                    Some(have) => {
+                        let have = serde_json::to_value(&have)?;
+                        if liqo::owned_by(&have, &key) && have["data"] != wanted["data"] {
+                            secrets
+                                .patch(
+                                    &name,
+                                    &PatchParams::default(),
+                                    &Patch::Merge(json!({"data": wanted["data"]})),
+                                )
+                                .await?;
+                        }
+                    }
+                }
+                let wanted = liqo::v0_foreign_cluster(v0, existing.as_ref(), &key);
+                match &existing {
+                    None => {
+                        fcs.create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                            .await?;
+                        tracing::info!(foreign_cluster = %v0.cluster_name, "v0 ForeignCluster created");
+                    }
+                    Some(have) if liqo::owned_by(have, &key) && have["spec"] != wanted["spec"] => {
+                        let name = have["metadata"]["name"].as_str().unwrap_or_default();
+                        fcs.patch(
+                            name,
+                            &PatchParams::default(),
+                            &Patch::Merge(json!({"spec": wanted["spec"]})),
+                        )
+                        .await?;
+                    }
+                    Some(_) => {}
+                }
+            }
+            progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
+        }
+        Generation::V1 => {
+            let label = format!("{}={provider}", liqo::REMOTE_CLUSTER_ID);
+            let existing = first(&fcs, &label).await?;
+            let peering = liqo::v1_peering(existing.as_ref(), provider);
+            progress.peered = peering.peered;
+            if !peering.peered {
+                progress.needs_peering_command = true;
+                if let Some(v1) = &creds.v1 {
+                    let name = ensure_kubeconfig_secret(purchase, shared, &v1.kubeconfig).await?;
+                    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+                    status.peering_command = Some(liqo::peering_command(&namespace, &name));
+                    status.kubeconfig_secret = Some(name);
+                }
+            } else {
+                status.peering_command = None;
+                let request = SliceRequest {
+                    contract_id: &contract.id,
+                    class: &contract.resource_slice_class,
+                    resources: &contract.resources,
+                    consumer: &settings.cluster_id,
+                    provider,
+                };
+                let wanted = liqo::v1_resource_slice(&request, &peering.tenant_namespace, &key);
+                let slices: Api<DynamicObject> = Api::namespaced_with(
+                    shared.client.clone(),
+                    &peering.tenant_namespace,
+                    &liqo::resource_slice(),
+                );
+                let name = liqo::slice_name(&contract.id);
+                let slice = match slices.get_opt(&name).await? {
+                    None => {
+                        let created = slices
+                            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                            .await?;
+                        tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
+                        serde_json::to_value(created)?
+                    }
+                    Some(have) => {
+                        let have = serde_json::to_value(have)?;
+                        if liqo::owned_by(&have, &key) && have["spec"] != wanted["spec"] {
+                            serde_json::to_value(
+                                slices
+                                    .patch(
+                                        &name,
+                                        &PatchParams::default(),
+                                        &Patch::Merge(json!({"spec": wanted["spec"]})),
+                                    )
+                                    .await?,
+                            )?
+                        } else {
+                            have
+                        }
+                    }
+                };
+                let grant = liqo::slice_grant(&slice);
+                status.granted = match &grant {
+                    Grant::Accepted(granted) => granted.clone(),
+                    _ => BTreeMap::new(),
+                };
+                progress.grant = Some(grant);
+            }
+        }
+    }
+
+    let granted = progress.peered && matches!(progress.grant, None | Some(Grant::Accepted(_)));
+    if granted {
+        progress.namespaces = offload(purchase, shared, status, provider).await?;
+    }
+    Ok(progress)
+}
+
+/// The first object of `api` with `label`, as JSON.
+async fn first(api: &Api<DynamicObject>, label: &str) -> Result<Option<Value>, ReconcileError> {
+    let list = api.list(&ListParams::default().labels(label)).await?;
+    let mut items = list.items;
+    items.sort_by(|a, b| {
+        a.metadata
+            .creation_timestamp
+            .cmp(&b.metadata.creation_timestamp)
+    });
+    Ok(match items.into_iter().next() {
+        Some(object) => Some(serde_json::to_value(object)?),
+        None => None,
+    })
+}
+
+/// The Secret holding the contract's kubeconfig (created once, owned by
+/// the Purchase, never logged); its name.
+async fn ensure_kubeconfig_secret(
+    purchase: &Purchase,
+    shared: &Shared,
+    kubeconfig: &str,
+) -> Result<String, ReconcileError> {
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    let name = format!("{}-peering-kubeconfig", purchase.name_any());
+    let secrets: Api<Secret> = Api::namespaced(shared.client.clone(), &namespace);
+    let owner = purchase
+        .controller_owner_ref(&())
+        .map(serde_json::to_value)
+        .transpose()?;
+    let wanted = liqo::kubeconfig_secret(
+        &name,
+        &namespace,
+        kubeconfig,
+        &purchase.key(),
+        owner.unwrap_or(Value::Null),
+    );
+    match secrets.get_opt(&name).await? {
+        None => {
+            secrets
+                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                .await?;
+            tracing::info!(secret = %name, "peering kubeconfig stored");
+        }
+        Some(have) => {
+            let have = serde_json::to_value(have)?;
+            if liqo::owned_by(&have, &purchase.key()) && have["data"] != wanted["data"] {
+                secrets
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": wanted["data"]})),
+                    )
+                    .await?;
+            }
+        }
+    }
+    Ok(name)
+}
+
+fn offloading_of<'a>(
+    purchase: &'a Purchase,
+    shared: &Shared,
+    namespace: &'a str,
+    key: &'a str,
+    provider: &'a str,
+) -> Offloading<'a> {
+    Offloading {
+        generation: shared.settings.generation,
+        namespace,
+        purchase: key,
+        provider,
+        pod_strategy: &purchase.spec.pod_offloading_strategy,
+        mapping_strategy: &purchase.spec.namespace_mapping_strategy,
+    }
+}
+
+/// Apply an offloading plan in `namespace`.
+async fn apply_offloading(
+    api: &Api<DynamicObject>,
+    plan: OffloadingPlan,
+) -> Result<(), ReconcileError> {
+    match plan {
+        OffloadingPlan::Create(object) => {
+            api.create(&PostParams::default(), &serde_json::from_value(object)?)
+                .await?;
+        }
+        OffloadingPlan::Update(object) => {
+            api.replace(
+                liqo::OFFLOADING_NAME,
+                &PostParams::default(),
+                &serde_json::from_value(object)?,
+            )
+            .await?;
+        }
+        OffloadingPlan::Delete => {
+            api.delete(liqo::OFFLOADING_NAME, &DeleteParams::default())
+                .await?;
+        }
+        OffloadingPlan::Keep | OffloadingPlan::NotOurs => {}
+    }
+    Ok(())
+}
+
+/// Each listed namespace: offloaded to the provider, missing, or holding
+/// someone else's NamespaceOffloading. Namespaces no longer listed are
+/// released.
+async fn offload(
+    purchase: &Purchase,
+    shared: &Shared,
+    status: &mut PurchaseStatus,
+    provider: &str,
+) -> Result<Vec<(String, NamespaceOutcome)>, ReconcileError> {
+    let key = purchase.key();
+    let namespaces: Api<Namespace> = Api::all(shared.client.clone());
+    let ar = shared.settings.generation.namespace_offloading();
+    let mut outcomes = Vec::new();
+    let mut owned = Vec::new();
+    for namespace in &purchase.spec.namespaces {
+        if namespaces.get_opt(namespace).await?.is_none() {
+            outcomes.push((namespace.clone(), NamespaceOutcome::Missing));
+            continue;
+        }
+        let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, &ar);
+        let existing = api
+            .get_opt(liqo::OFFLOADING_NAME)
+            .await?
+            .map(serde_json::to_value)
+            .transpose()?;
+        let plan = liqo::plan_offloading(
+            existing.as_ref(),
+            &offloading_of(purchase, shared, namespace, &key, provider),
+        );
+        let outcome = if plan == OffloadingPlan::NotOurs {
+            NamespaceOutcome::NotOurs
+        } else {
+            owned.push(namespace.clone());
+            NamespaceOutcome::Offloaded
+        };
+        apply_offloading(&api, plan).await?;
+        outcomes.push((namespace.clone(), outcome));
+    }
+    for gone in status
+        .offloaded_namespaces
+        .iter()
+        .filter(|n| !purchase.spec.namespaces.contains(n))
+    {
+        release(purchase, shared, gone, &ar).await?;
+    }
+    status.offloaded_namespaces = owned;
+    Ok(outcomes)
+}
+
+async fn release(
+    purchase: &Purchase,
+    shared: &Shared,
+    namespace: &str,
+    ar: &ApiResource,
+) -> Result<(), ReconcileError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, ar);
+    let Some(existing) = api.get_opt(liqo::OFFLOADING_NAME).await? else {
+        return Ok(());
+    };
+    let key = purchase.key();
+    let plan = liqo::release_offloading(
+        &serde_json::to_value(existing)?,
+        &offloading_of(purchase, shared, namespace, &key, ""),
+    );
+    apply_offloading(&api, plan).await
+}
+
+/// Remove what this Purchase created: its ResourceSlice (v1), its v0.x
+/// ForeignCluster and token Secret, its share of NamespaceOffloadings, and
+/// (`all`: on deletion) the kubeconfig Secret. Objects without its mark
+/// are left alone.
+async fn cleanup(purchase: &Purchase, shared: &Shared, all: bool) -> Result<(), ReconcileError> {
+    let key = purchase.key();
+    let status = purchase.status();
+    let selector = format!("{}={}", liqo::MANAGED_BY, liqo::MANAGER);
+    let ar = shared.settings.generation.namespace_offloading();
+    let mut namespaces = status.offloaded_namespaces.clone();
+    namespaces.extend(purchase.spec.namespaces.iter().cloned());
+    namespaces.sort();
+    namespaces.dedup();
+    for namespace in &namespaces {
+        match release(purchase, shared, namespace, &ar).await {
+            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 404 => {}
+            other => other?,
+        }
+    }
+    let owned_dynamic = |api: Api<DynamicObject>| {
+        let selector = selector.clone();
+        let key = key.clone();
+        async move {
+            for object in api.list(&ListParams::default().labels(&selector)).await? {
+                let value = serde_json::to_value(&object)?;
+                if liqo::owned_by(&value, &key) {
+                    let name = object.name_any();
+                    let scoped: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+                        Some(ns) => Api::namespaced_with(
+                            api.clone().into_client(),
+                            ns,
+                            &api_resource(&value),
+                        ),
+                        None => api.clone(),
+                    };
+                    match scoped.delete(&name, &DeleteParams::default()).await {
+                        Ok(_) => tracing::info!(kind = %value["kind"], %name, "deleted"),
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
+                        Err(e) => return Err(ReconcileError::from(e)),
+                    }
+                }
+            }
+            Ok::<(), ReconcileError>(())
+        }
+    };
+    match shared.settings.generation {
+        Generation::V1 => {
+            owned_dynamic(Api::all_with(
+                shared.client.clone(),
+                &liqo::resource_slice(),
+            ))
+            .await?;
+        }
+        Generation::V0 => {
+            owned_dynamic(Api::all_with(
+                shared.client.clone(),
+                &Generation::V0.foreign_cluster(),
+            ))
+            .await?;
+            let secrets: Api<Secret> =
+                Api::namespaced(shared.client.clone(), &shared.settings.liqo_namespace);
+            for secret in secrets
+                .list(&ListParams::default().labels(&selector))
+                .await?
+            {
+                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
+                    match secrets
+                        .delete(&secret.name_any(), &DeleteParams::default())
+                        .await
+                    {
+                        Ok(_) | Err(kube::Error::Api(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+    if all {
+        if let Some(name) = &status.kubeconfig_secret {
+            let secrets: Api<Secret> = Api::namespaced(
+                shared.client.clone(),
+                purchase.metadata.namespace.as_deref().unwrap_or_default(),
+            );
+            if let Some(secret) = secrets.get_opt(name).await? {
+                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
+                    secrets.delete(name, &DeleteParams::default()).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn api_resource(object: &Value) -> ApiResource {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let plural = match kind {
+        "ResourceSlice" => "resourceslices",
+        _ => "foreignclusters",
+    };
+    ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk(group, version, kind),
+        plural,
+    )
+}
+
+/// The new conditions: `lastTransitionTime` moves only when a condition's
+/// status changes.
+fn merge_conditions(
+    before: &[Condition],
+    assessment: &Assessment,
+    generation: i64,
+    now: &str,
+) -> Vec<Condition> {
+    assessment
+        .conditions
+        .iter()
+        .map(|c| {
+            let status = if c.status { "True" } else { "False" };
+            let since = before
+                .iter()
+                .find(|b| b.type_ == c.type_ && b.status == status)
+                .map(|b| b.last_transition_time.clone())
+                .unwrap_or_else(|| now.to_string());
+            Condition {
+                type_: c.type_.to_string(),
+                status: status.to_string(),
+                reason: c.reason.clone(),
+                message: c.message.chars().take(1000).collect(),
+                last_transition_time: since,
+                observed_generation: generation,
+            }
+        })
+        .collect()
+}
+
+fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessment: &Assessment) {
+    let failed = matches!(assessment.phase, "Failed" | "Ended");
+    let ready = assessment
+        .conditions
+        .iter()
+        .find(|c| c.type_ == decision::READY);
+    let event = Event {
+        type_: if failed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: ready
+            .map(|c| c.reason.clone())
+            .unwrap_or_else(|| assessment.phase.to_string()),
+        note: Some(
+            format!(
+                "{} → {}: {}",
+                if from.is_empty() { "New" } else { from },
+                assessment.phase,
+                ready.map(|c| c.message.as_str()).unwrap_or_default()
+            )
+            .chars()
+            .take(1000)
+            .collect(),
+        ),
+        action: "Reconcile".to_string(),
+        secondary: None,
+    };
+    let reference = purchase.object_ref(&());
+    let recorder = shared.recorder.clone();
+    tokio::spawn(
+        async move {
+            if let Err(error) = recorder.publish(&event, &reference).await {
+                tracing::debug!(%error, "cannot record an Event");
+            }
+        }
+        .in_current_span(),
+    );
+}
+
+/// The current time as Kubernetes writes `metav1.Time`.
+fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_times_move_only_with_the_status() {
+        let before = vec![Condition {
+            type_: "Peered".into(),
+            status: "True".into(),
+            reason: "x".into(),
+            message: "m".into(),
+            last_transition_time: "T0".into(),
+            observed_generation: 1,
+        }];
+        let assessment = |status| Assessment {
+            phase: "Ready",
+            conditions: vec![decision::Cond {
+                type_: "Peered",
+                status,
+                reason: "y".into(),
+                message: "n".into(),
+            }],
+            report: None,
+        };
+        let kept = merge_conditions(&before, &assessment(true), 2, "T1");
+        assert_eq!(kept[0].last_transition_time, "T0");
+        assert_eq!(kept[0].observed_generation, 2);
+        let moved = merge_conditions(&before, &assessment(false), 2, "T1");
+        assert_eq!(moved[0].last_transition_time, "T1");
+    }
+
+    #[test]
+    fn cached_contracts_need_a_known_provider() {
+        let mut status = PurchaseStatus::default();
+        assert!(cached_contract(&status, "c").is_none());
+        status.provider_cluster_id = Some("p".into());
+        assert_eq!(
+            cached_contract(&status, "c").map(|c| c.cluster_id),
+            Some("p".into())
+        );
+    }
+}
