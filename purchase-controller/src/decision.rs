@@ -37,6 +37,9 @@ pub enum Unusable {
     Refused(String),
     /// The spec asks for neither a contract nor an offer and plan.
     Spec(String),
+    /// The API server refused an object built from the contract (422): a
+    /// value Liqo's CRD does not accept, such as an auth URL.
+    Rejected(String),
 }
 
 impl Unusable {
@@ -51,6 +54,7 @@ impl Unusable {
             Unusable::Credentials(_) => "CredentialsInvalid",
             Unusable::Refused(_) => "CatalogRefused",
             Unusable::Spec(_) => "InvalidSpec",
+            Unusable::Rejected(_) => "ObjectRejected",
         }
     }
 
@@ -73,6 +77,7 @@ impl Unusable {
                 g.as_str()
             ),
             Unusable::Credentials(m) | Unusable::Refused(m) | Unusable::Spec(m) => m.clone(),
+            Unusable::Rejected(m) => format!("the API server refused an object made from the contract: {m}"),
         }
     }
 
@@ -81,7 +86,7 @@ impl Unusable {
     pub fn report_failed(&self) -> bool {
         matches!(
             self,
-            Unusable::Generation { .. } | Unusable::NoCredentials(_)
+            Unusable::Generation { .. } | Unusable::NoCredentials(_) | Unusable::Rejected(_)
         )
     }
 }

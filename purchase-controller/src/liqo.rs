@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use kube::core::{ApiResource, GroupVersionKind};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::catalog::V0Credentials;
 
@@ -134,48 +134,44 @@ pub fn v0_token_secret(creds: &V0Credentials, liqo_namespace: &str, purchase: &s
     })
 }
 
-/// The v0.x ForeignCluster as `peeroob.enforceForeignCluster` leaves it:
-/// named after the remote cluster, the ID label, out-of-band peering with
-/// outgoing peering enabled; `incomingPeeringEnabled` and
-/// `insecureSkipTLSVerify` defaulted only where unset.
-pub fn v0_foreign_cluster(
-    creds: &V0Credentials,
-    existing: Option<&Value>,
-    purchase: &str,
-) -> Value {
+/// The v0.x ForeignCluster `peeroob.enforceForeignCluster` creates when
+/// there is none for the cluster ID: named after the remote cluster, the
+/// ID label, out-of-band peering with outgoing peering enabled, incoming
+/// `Auto` and `insecureSkipTLSVerify` (its defaults for unset fields).
+pub fn v0_foreign_cluster(creds: &V0Credentials, purchase: &str) -> Value {
     let (mut labels, annotations) = mark(purchase);
     labels[V0_CLUSTER_ID_LABEL] = json!(creds.cluster_id);
-    let spec = existing.map(|e| e["spec"].clone()).unwrap_or(json!({}));
-    let cluster_name = spec["clusterIdentity"]["clusterName"]
-        .as_str()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(&creds.cluster_name)
-        .to_string();
-    let incoming = spec["incomingPeeringEnabled"]
-        .as_str()
-        .filter(|v| !v.is_empty())
-        .unwrap_or("Auto")
-        .to_string();
-    let insecure = spec["insecureSkipTLSVerify"].as_bool().unwrap_or(true);
-    let mut spec = match spec {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    spec.insert("peeringType".into(), json!("OutOfBand"));
-    spec.insert(
-        "clusterIdentity".into(),
-        json!({"clusterID": creds.cluster_id, "clusterName": cluster_name}),
-    );
-    spec.insert("foreignAuthUrl".into(), json!(creds.auth_url));
-    spec.insert("foreignProxyUrl".into(), json!(""));
-    spec.insert("outgoingPeeringEnabled".into(), json!("Yes"));
-    spec.insert("incomingPeeringEnabled".into(), json!(incoming));
-    spec.insert("insecureSkipTLSVerify".into(), json!(insecure));
     json!({
         "apiVersion": "discovery.liqo.io/v1alpha1", "kind": "ForeignCluster",
-        "metadata": {"name": creds.cluster_name, "labels": labels, "annotations": annotations},
-        "spec": spec,
+        "metadata": {"name": v0_foreign_cluster_name(creds), "labels": labels, "annotations": annotations},
+        "spec": {"peeringType": "OutOfBand",
+                 "clusterIdentity": {"clusterID": creds.cluster_id, "clusterName": creds.cluster_name},
+                 "foreignAuthUrl": creds.auth_url, "foreignProxyUrl": "",
+                 "outgoingPeeringEnabled": "Yes", "incomingPeeringEnabled": "Auto",
+                 "insecureSkipTLSVerify": true},
     })
+}
+
+/// `liqoctl peer out-of-band <cluster-name>` names the ForeignCluster
+/// after the name the operator gives; here the provider's cluster name when
+/// it is a valid object name (a DNS-1123 subdomain), else its cluster ID.
+pub fn v0_foreign_cluster_name(creds: &V0Credentials) -> String {
+    if is_subdomain(&creds.cluster_name) {
+        creds.cluster_name.clone()
+    } else {
+        creds.cluster_id.clone()
+    }
+}
+
+fn is_subdomain(name: &str) -> bool {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
 fn peering_condition<'a>(conditions: &'a Value, kind: &str) -> Option<&'a str> {
@@ -460,7 +456,7 @@ mod tests {
         assert_eq!(secret["metadata"]["labels"][V0_AUTH_TOKEN_LABEL], "");
         assert_eq!(secret["data"]["token"], "dG9r");
 
-        let fc = v0_foreign_cluster(&creds(), None, "ns/p");
+        let fc = v0_foreign_cluster(&creds(), "ns/p");
         assert_eq!(fc["metadata"]["name"], "prov");
         assert_eq!(fc["metadata"]["labels"][V0_CLUSTER_ID_LABEL], "p-1");
         assert_eq!(
@@ -471,14 +467,15 @@ mod tests {
                    "outgoingPeeringEnabled": "Yes", "incomingPeeringEnabled": "Auto",
                    "insecureSkipTLSVerify": true})
         );
-        // Set values are kept, as CreateOrUpdate's mutate function keeps them.
-        let existing = json!({"spec": {"incomingPeeringEnabled": "No", "insecureSkipTLSVerify": false,
-                                       "clusterIdentity": {"clusterName": "named"}}});
-        let fc = v0_foreign_cluster(&creds(), Some(&existing), "ns/p");
-        assert_eq!(fc["spec"]["incomingPeeringEnabled"], "No");
-        assert_eq!(fc["spec"]["insecureSkipTLSVerify"], false);
-        assert_eq!(fc["spec"]["clusterIdentity"]["clusterName"], "named");
         assert!(owned_by(&fc, "ns/p"));
+        let spaced = V0Credentials {
+            cluster_name: "Provider 1".into(),
+            ..creds()
+        };
+        assert_eq!(
+            v0_foreign_cluster(&spaced, "ns/p")["metadata"]["name"],
+            "p-1"
+        );
         assert!(!owned_by(&fc, "ns/q"));
     }
 

@@ -218,7 +218,15 @@ async fn reconcile_inner(
 
     let before = purchase.status();
     let mut status = before.clone();
-    let (assessment, contract) = drive(purchase, shared, &mut status).await?;
+    let (assessment, contract) = match drive(purchase, shared, &mut status).await {
+        // An object built from the contract that Liqo's schema refuses is
+        // not worth retrying: say so.
+        Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 422 => (
+            decision::assess_unusable(&Unusable::Rejected(e.message)),
+            None,
+        ),
+        other => other?,
+    };
 
     // Tell the catalog, when it answered this round and needs telling.
     if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
@@ -511,43 +519,20 @@ async fn set_up(
                     Api::namespaced(shared.client.clone(), &settings.liqo_namespace);
                 let wanted = liqo::v0_token_secret(v0, &settings.liqo_namespace, &key);
                 let name = format!("remote-token-{}", v0.cluster_id);
-                match secrets.get_opt(&name).await? {
-                    None => {
-                        secrets
-                            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                            .await?;
-                        tracing::info!(secret = %name, "v0 token Secret created");
-                    }
-                    Some(have) => {
-                        let have = serde_json::to_value(&have)?;
-                        if liqo::owned_by(&have, &key) && have["data"] != wanted["data"] {
-                            secrets
-                                .patch(
-                                    &name,
-                                    &PatchParams::default(),
-                                    &Patch::Merge(json!({"data": wanted["data"]})),
-                                )
-                                .await?;
-                        }
-                    }
-                }
-                let wanted = liqo::v0_foreign_cluster(v0, existing.as_ref(), &key);
-                match &existing {
-                    None => {
-                        fcs.create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                            .await?;
-                        tracing::info!(foreign_cluster = %v0.cluster_name, "v0 ForeignCluster created");
-                    }
-                    Some(have) if liqo::owned_by(have, &key) && have["spec"] != wanted["spec"] => {
-                        let name = have["metadata"]["name"].as_str().unwrap_or_default();
-                        fcs.patch(
-                            name,
-                            &PatchParams::default(),
-                            &Patch::Merge(json!({"spec": wanted["spec"]})),
-                        )
+                // Created once: a contract's credentials do not change.
+                if secrets.get_opt(&name).await?.is_none() {
+                    secrets
+                        .create(&PostParams::default(), &serde_json::from_value(wanted)?)
                         .await?;
-                    }
-                    Some(_) => {}
+                    tracing::info!(secret = %name, "v0 token Secret created");
+                }
+                // An existing ForeignCluster (ours from an earlier round, or
+                // one the operator made) is used as it is.
+                if existing.is_none() {
+                    let wanted = liqo::v0_foreign_cluster(v0, &key);
+                    fcs.create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                        .await?;
+                    tracing::info!(foreign_cluster = %v0.cluster_name, "v0 ForeignCluster created");
                 }
             }
             progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
@@ -589,22 +574,8 @@ async fn set_up(
                         tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
                         serde_json::to_value(created)?
                     }
-                    Some(have) => {
-                        let have = serde_json::to_value(have)?;
-                        if liqo::owned_by(&have, &key) && have["spec"] != wanted["spec"] {
-                            serde_json::to_value(
-                                slices
-                                    .patch(
-                                        &name,
-                                        &PatchParams::default(),
-                                        &Patch::Merge(json!({"spec": wanted["spec"]})),
-                                    )
-                                    .await?,
-                            )?
-                        } else {
-                            have
-                        }
-                    }
+                    // A contract's class and resources never change.
+                    Some(have) => serde_json::to_value(have)?,
                 };
                 let grant = liqo::slice_grant(&slice);
                 status.granted = match &grant {
@@ -659,25 +630,11 @@ async fn ensure_kubeconfig_secret(
         &purchase.key(),
         owner.unwrap_or(Value::Null),
     );
-    match secrets.get_opt(&name).await? {
-        None => {
-            secrets
-                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                .await?;
-            tracing::info!(secret = %name, "peering kubeconfig stored");
-        }
-        Some(have) => {
-            let have = serde_json::to_value(have)?;
-            if liqo::owned_by(&have, &purchase.key()) && have["data"] != wanted["data"] {
-                secrets
-                    .patch(
-                        &name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"data": wanted["data"]})),
-                    )
-                    .await?;
-            }
-        }
+    if secrets.get_opt(&name).await?.is_none() {
+        secrets
+            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+            .await?;
+        tracing::info!(secret = %name, "peering kubeconfig stored");
     }
     Ok(name)
 }

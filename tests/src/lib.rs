@@ -10,6 +10,7 @@ pub mod buying;
 pub mod catalog;
 pub mod grpc;
 pub mod http;
+pub mod liqo_sim;
 pub mod mongo;
 pub mod oidc_issuer;
 pub mod osb_client;
