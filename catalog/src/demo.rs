@@ -77,6 +77,7 @@ pub async fn seed(providers: &Providers, offers: &dyn OfferStore) -> anyhow::Res
     let owner = ProviderRef {
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),
+        liqo: Vec::new(),
     };
     for (id, body) in DEMO_OFFERS {
         let spec = OfferSpec::from_json(body.as_bytes())

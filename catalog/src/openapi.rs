@@ -50,6 +50,8 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         admin::consumer_token,
         admin::providers,
         admin::set_provider,
+        crate::providers::peering::put,
+        crate::providers::peering::get,
         crate::feed::handler::subscribe,
     ),
     components(schemas(
@@ -57,6 +59,9 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         IssuedToken, ErrorBody, Id, Name, Secret, HttpUrl, Decimal, Quantity, ResourcesInput,
         CostInput, MinResources, OsbId, FeedMode, Health, PeeringCredentials, admin::AdminLogin,
         admin::ConsumerTokenRequest, admin::AdminProvider, admin::ProviderUpdate,
+        crate::http::schemas::AuthUrl, crate::providers::peering::PeeringRequest,
+        crate::providers::peering::V1Peering, crate::providers::peering::PeeringInfo,
+        crate::providers::LiqoGeneration,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -268,6 +273,11 @@ mod tests {
         ("get", "/purchases"),
         ("get", "/purchases/{id}"),
         ("delete", "/purchases/{id}"),
+        ("get", "/contracts"),
+        ("get", "/contracts/{id}"),
+        ("put", "/contracts/{id}/state"),
+        ("get", "/provider/peering"),
+        ("put", "/provider/peering"),
         ("get", "/offer/{id}/plans/{plan}/capacity"),
         ("put", "/offer/{id}/plans/{plan}/capacity"),
         ("post", "/authenticate/admin"),

@@ -76,6 +76,7 @@ pub async fn bind(
         .await
         .map_err(|source| HttpError::Bind { addr, source })?;
     let bound = listener.local_addr().unwrap_or(addr);
+    edge::announce::listening(Some("controller"), "http", bound);
     tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
     let app = router(metrics);
     Ok(async move {

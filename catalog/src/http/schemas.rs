@@ -74,6 +74,9 @@ json_schemas! {
     /// A provider's Liqo auth URL.
     HttpUrl => json!({"type": "string", "maxLength": 2048, "pattern": URL_PATTERN,
         "description": "An `http://` or `https://` URL of at most 2048 bytes, without control characters"});
+    /// A provider's Liqo auth URL, or `""` for a provider running only Liqo v1.
+    AuthUrl => json!({"type": "string", "maxLength": 2048, "pattern": r"^(https?://[^\x00-\x1f\x7f-\x9f]*)?$",
+        "description": "An `http://` or `https://` URL of at most 2048 bytes without control characters, or `\"\"` (Liqo v1 only: no v0 peering)"});
     /// A non-negative decimal string.
     Decimal => json!({"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256, "example": "1.5",
         "description": "A non-negative decimal below 9223372036 with at most 9 fraction digits"});

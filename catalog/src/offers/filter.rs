@@ -26,6 +26,8 @@ pub struct OfferFilter {
     pub max_cost: Option<Cost>,
     /// `min.<resource>=`: some plan provides at least this much of each.
     pub min_resources: BTreeMap<String, Quantity>,
+    /// `liqo=`: the owner peers with this Liqo generation.
+    pub liqo: Option<crate::providers::LiqoGeneration>,
 }
 
 impl OfferFilter {
@@ -53,6 +55,7 @@ impl OfferFilter {
             match k {
                 "type" => f.offer_type = Some(v.to_string()),
                 "provider" => f.provider = Some(v.to_string()),
+                "liqo" => f.liqo = Some(super::liqo::parse_filter(k, v)?),
                 "maxCost" => {
                     f.max_cost = Some(
                         v.parse()
@@ -85,6 +88,9 @@ impl OfferFilter {
 
     /// The reference semantics every store must reproduce.
     pub fn matches(&self, offer: &Offer) -> bool {
+        if !super::liqo::matches(self.liqo, offer) {
+            return false;
+        }
         if self
             .offer_type
             .as_ref()

@@ -3,6 +3,7 @@
 //! - [`offer`] and [`cost`]: offers, plans and exact costs — the JSON the
 //!   thesis writes, its validation, and the stored form.
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
+//! - [`liqo`]: the server-added `liqo` field and its filter.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
 //!   for every backend.
 //! - [`store`]: the [`OfferStore`] trait the backends implement, and
@@ -16,6 +17,7 @@ pub mod change;
 pub mod cost;
 pub mod filter;
 pub mod handlers;
+pub mod liqo;
 pub mod offer;
 pub mod rules;
 pub mod store;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Cost;
 use crate::http::{validate_id, FieldError};
+use crate::providers::LiqoGeneration;
 
 /// Most plans one offer may carry.
 pub const MAX_PLANS: usize = 64;
@@ -35,6 +36,10 @@ pub struct Offer {
     pub cluster_id: String,
     /// Owning provider's cluster name.
     pub cluster_name: String,
+    /// The Liqo generations the owner peers with (server-added; re-stamped
+    /// when they change).
+    #[serde(default)]
+    pub liqo: Vec<LiqoGeneration>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
     #[schema(value_type = String, format = DateTime)]
@@ -64,6 +69,8 @@ pub struct Plan {
 pub struct ProviderRef {
     pub cluster_id: String,
     pub cluster_name: String,
+    /// The generations it peers with, stamped on its offers.
+    pub liqo: Vec<LiqoGeneration>,
 }
 
 /// A validated create/replace request, before the store adds its fields.
@@ -93,6 +100,7 @@ impl OfferDraft {
             plans: self.plans,
             cluster_id: self.owner.cluster_id,
             cluster_name: self.owner.cluster_name,
+            liqo: self.owner.liqo,
             created_at,
             updated_at,
             version,
@@ -146,6 +154,9 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub updated_at: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub liqo: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
     #[serde(default, deserialize_with = "crate::http::optional_whole")]

@@ -21,6 +21,7 @@ mod aggregator_sum;
 mod aggregator_upstreams;
 mod catalog_api;
 mod catalog_buying;
+mod catalog_contracts;
 mod catalog_durability;
 mod catalog_feed;
 mod catalog_feed_mongo;

@@ -63,6 +63,9 @@ pub(super) struct LiveFields {
     cluster_name: String,
     created_at: bson::DateTime,
     plans: Vec<PlanDoc>,
+    /// The owner's Liqo generations (`v0`, `v1`), queried by `liqo=`.
+    #[serde(default)]
+    liqo: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -167,6 +170,7 @@ impl OfferDoc {
                 cluster_name: offer.cluster_name.clone(),
                 created_at: bt(offer.created_at),
                 plans,
+                liqo: offer.liqo.iter().map(|g| g.as_str().to_string()).collect(),
             }),
         }
     }
@@ -208,6 +212,11 @@ impl OfferDoc {
             plans,
             cluster_id: self.cluster_id,
             cluster_name: live.cluster_name,
+            liqo: live
+                .liqo
+                .iter()
+                .filter_map(|g| crate::providers::LiqoGeneration::parse(g))
+                .collect(),
             created_at: from_bt(live.created_at),
             updated_at: from_bt(self.updated_at),
             version: version_u64(self.version),
@@ -242,6 +251,9 @@ fn query_for(filter: &OfferFilter) -> Document {
     let mut q = doc! { "deleted": false };
     if let Some(t) = &filter.offer_type {
         q.insert("live.type", t.as_str());
+    }
+    if let Some(g) = filter.liqo {
+        q.insert("live.liqo", g.as_str());
     }
     if let Some(p) = &filter.provider {
         q.insert(
@@ -763,6 +775,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
+            liqo: Vec::new(),
         };
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
