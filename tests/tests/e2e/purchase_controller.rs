@@ -75,8 +75,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     wait_until("the catalog shows the contract pending", || {
         let (status, c) = market.contract(&alice, &id);
         status == 200 && c["state"] == "pending" && c["consumerClusterID"] == CONSUMER_ID
-    })
-    .unwrap();
+    });
 
     // The operator peers (Liqo does its part from here).
     liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
@@ -158,8 +157,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         let (_, mine) = market.contract(&alice, &id);
         let (_, sold) = market.contract(&market.provider_token, &id);
         mine["state"] == "ready" && sold["state"] == "ready" && sold.get("credentials").is_none()
-    })
-    .unwrap();
+    });
 
     // A second contract adds to the grant; a namespace with a
     // NamespaceOffloading someone else made is left alone.
@@ -233,8 +231,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         .unwrap();
     wait_until("the first Purchase is gone", || {
         consumer.get_purchase("gpu-burst").is_none()
-    })
-    .unwrap();
+    });
     assert!(consumer
         .kube
         .get(SLICES, Some(&tenant), &slice_name(&id))
@@ -257,8 +254,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     );
     wait_until("the first replica is gone", || {
         provider.replica(&slice_name(&id)).is_none()
-    })
-    .unwrap();
+    });
 
     consumer
         .kube
@@ -266,8 +262,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         .unwrap();
     wait_until("the second Purchase is gone", || {
         consumer.get_purchase("more").is_none()
-    })
-    .unwrap();
+    });
     assert!(consumer
         .kube
         .get(OFFLOADINGS, Some("apps"), "offloading")
@@ -323,10 +318,7 @@ fn v0_purchase_peers_out_of_band() {
         token["metadata"]["labels"]["discovery.liqo.io/auth-token"],
         ""
     );
-    assert_eq!(
-        token["data"],
-        json!({"token": b64(PROVIDER_TOKEN)})
-    );
+    assert_eq!(token["data"], json!({"token": b64(PROVIDER_TOKEN)}));
     let fc = consumer
         .kube
         .get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME)
@@ -345,8 +337,7 @@ fn v0_purchase_peers_out_of_band() {
     );
     wait_until("the contract is pending", || {
         market.contract(&alice, &id).1["state"] == "pending"
-    })
-    .unwrap();
+    });
 
     // Liqo peers; the namespace does not exist yet.
     liqo_sim::establish_v0(&consumer.kube, PROVIDER_NAME);
@@ -360,8 +351,7 @@ fn v0_purchase_peers_out_of_band() {
     wait_until("the catalog hears why", || {
         let c = market.contract(&alice, &id).1;
         c["state"] == "failed" && c["reason"].as_str().is_some_and(|r| r.contains("apps"))
-    })
-    .unwrap();
+    });
 
     liqo_sim::namespace(&consumer.kube, "apps", json!({}));
     consumer.wait_phase("old", "Ready").unwrap();
@@ -378,8 +368,7 @@ fn v0_purchase_peers_out_of_band() {
     );
     wait_until("the contract is ready", || {
         market.contract(&alice, &id).1["state"] == "ready"
-    })
-    .unwrap();
+    });
 
     consumer
         .kube
@@ -387,8 +376,7 @@ fn v0_purchase_peers_out_of_band() {
         .unwrap();
     wait_until("the Purchase is gone", || {
         consumer.get_purchase("old").is_none()
-    })
-    .unwrap();
+    });
     assert!(consumer
         .kube
         .get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME)
@@ -457,8 +445,7 @@ fn ended_contracts_release_their_slices() {
         .is_none());
     wait_until("the cancelled contract's replica is gone", || {
         provider.replica(&slice_name(&cancelled)).is_none()
-    })
-    .unwrap();
+    });
 
     let ended = consumer.wait_phase("b", "Ended").unwrap();
     assert_eq!(
@@ -542,8 +529,7 @@ fn bad_input_gets_clear_conditions_and_creates_nothing() {
     // Bob's contract is untouched; the wrong-generation one says why.
     wait_until("the catalog hears the generation mismatch", || {
         market.contract(&alice, &v0_only).1["state"] == "failed"
-    })
-    .unwrap();
+    });
     assert_eq!(
         market.contract(&bob, bobs["id"].as_str().unwrap()).1["state"],
         "pending"
@@ -620,8 +606,7 @@ fn the_catalog_unreachable_for_a_while() {
         .unwrap();
     wait_until("the contract is ready", || {
         market.contract(&alice, &id).1["state"] == "ready"
-    })
-    .unwrap();
+    });
 }
 
 /// A TCP relay to the catalog that can cut every connection and refuse

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use e2e::buying;
 use e2e::catalog::{Backend, Catalog, Env};
 use e2e::liqo_sim;
+use e2e::{buying, contracts};
 use e2e::{free_port, Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
@@ -60,14 +60,9 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// The peering-user kubeconfig the provider registers (as `liqoctl
-/// generate peering-user` writes one: https server, client certificate).
+/// The peering-user kubeconfig the provider registers.
 pub fn peering_kubeconfig() -> String {
-    "apiVersion: v1\nkind: Config\nclusters:\n- name: provider\n  cluster:\n    server: https://provider-1.example:6443\n    certificate-authority-data: Y2E=\n\
-     users:\n- name: liqo-peering-consumer\n  user:\n    client-certificate-data: Y2VydA==\n    client-key-data: a2V5\n\
-     contexts:\n- name: provider\n  context:\n    cluster: provider\n    user: liqo-peering-consumer\n\
-     current-context: provider\n"
-        .to_string()
+    contracts::kubeconfig("https://203.0.113.7:6443")
 }
 
 /// The catalog with a provider (v0 and v1 registered, offer `compute` with
@@ -90,11 +85,11 @@ impl Market {
         let catalog = buying::start(&env, extra);
         let provider_token = catalog.login(&provider_credentials());
         catalog.put_offer(OFFER, &buying::offer(), &provider_token);
-        let r = buying::put(
+        let r = contracts::register_peering(
             &catalog,
-            "/provider/peering",
-            &json!({"v1": {"kubeconfig": peering_kubeconfig()}, "resourceSliceClass": CLASS}),
-            Some(&provider_token),
+            &provider_token,
+            Some(&peering_kubeconfig()),
+            Some(CLASS),
         );
         assert_eq!(r.status, 200, "register v1 peering: {}", r.text);
         assert_eq!(r.json["liqo"], json!(["v0", "v1"]), "{}", r.text);
@@ -111,17 +106,10 @@ impl Market {
         buying::consumer(&self.catalog, &self.admin, subject)
     }
 
-    /// Reserve and buy `plan` as `token` for `cluster`; the contract.
+    /// Reserve and buy `plan` as `token` with `body`; the contract.
+    #[track_caller]
     pub fn buy(&self, token: &str, plan: &str, body: Value) -> Value {
-        let r = buying::reserve(&self.catalog, token, OFFER, plan, None);
-        assert_eq!(r.status, 201, "reserve: {}", r.text);
-        let id = r.json["id"].as_str().expect("id").to_string();
-        let r = buying::post(
-            &self.catalog,
-            &format!("/reservations/{id}/purchase"),
-            &body,
-            Some(token),
-        );
+        let r = contracts::buy(&self.catalog, token, OFFER, plan, &body);
         assert_eq!(r.status, 201, "purchase: {}", r.text);
         r.json
     }
@@ -260,16 +248,10 @@ pub fn condition(purchase: &Value, kind: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Wait until `check` holds.
-pub fn wait_until(what: &str, check: impl Fn() -> bool) -> Result<()> {
-    let deadline = Instant::now() + SETTLE;
-    while !check() {
-        if Instant::now() >= deadline {
-            bail!("{what}: not within {SETTLE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
+/// Wait until `check` holds (at most 15 s).
+#[track_caller]
+pub fn wait_until(what: &str, check: impl Fn() -> bool) {
+    contracts::wait_for(what, || check().then_some(()));
 }
 
 /// The provider cluster: the test API server with Liqo v1.2.0's CRDs and
