@@ -124,14 +124,24 @@ pub async fn run(
             liqo = shared.settings.generation.as_str(),
             "controller started"
         );
-        let controller = Controller::new(purchases, watcher::Config::default());
-        let store = controller.store();
+        // Ready (for /readyz) once the API server has answered a list.
+        let probe = purchases.clone();
         let ready = metrics.clone();
-        let readiness = tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                ready.set_reached_api();
+        let readiness = tokio::spawn(
+            async move {
+                loop {
+                    match probe.list(&ListParams::default().limit(1)).await {
+                        Ok(_) => break ready.set_reached_api(),
+                        Err(error) => {
+                            tracing::debug!(%error, "the API server has not answered yet")
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
             }
-        });
+            .in_current_span(),
+        );
+        let controller = Controller::new(purchases, watcher::Config::default());
         controller
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(reconcile, error_policy, shared)
@@ -271,7 +281,7 @@ async fn reconcile_inner(
         api.patch_status(
             &purchase.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": status})),
+            &Patch::Merge(json!({"status": status_patch(&before, &status)?})),
         )
         .await?;
     }
@@ -857,6 +867,23 @@ fn api_resource(object: &Value) -> ApiResource {
     )
 }
 
+/// `after` as a JSON merge patch over `before`: fields that are gone are
+/// sent as `null`, which is how a merge patch removes them.
+fn status_patch(
+    before: &PurchaseStatus,
+    after: &PurchaseStatus,
+) -> Result<Value, serde_json::Error> {
+    let mut patch = serde_json::to_value(after)?;
+    if let (Value::Object(old), Value::Object(new)) = (serde_json::to_value(before)?, &mut patch) {
+        for key in old.keys() {
+            if !new.contains_key(key) {
+                new.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+    Ok(patch)
+}
+
 /// The new conditions: `lastTransitionTime` moves only when a condition's
 /// status changes.
 fn merge_conditions(
@@ -964,6 +991,23 @@ mod tests {
         assert_eq!(kept[0].observed_generation, 2);
         let moved = merge_conditions(&before, &assessment(false), 2, "T1");
         assert_eq!(moved[0].last_transition_time, "T1");
+    }
+
+    #[test]
+    fn fields_that_go_are_sent_as_null() {
+        let before = PurchaseStatus {
+            peering_command: Some("liqoctl peer".into()),
+            phase: "Peering".into(),
+            ..PurchaseStatus::default()
+        };
+        let after = PurchaseStatus {
+            phase: "Ready".into(),
+            ..PurchaseStatus::default()
+        };
+        let patch = status_patch(&before, &after).unwrap();
+        assert_eq!(patch["peeringCommand"], Value::Null);
+        assert!(patch.as_object().unwrap().contains_key("peeringCommand"));
+        assert_eq!(patch["phase"], "Ready");
     }
 
     #[test]
