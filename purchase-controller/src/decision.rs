@@ -205,6 +205,23 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
     }
 }
 
+/// A step that failed: its condition and `Ready` say why, and so does the
+/// catalog (`failed` with the reason).
+fn failed(
+    mut conditions: Vec<Cond>,
+    step: &'static str,
+    reason: &str,
+    message: String,
+) -> Assessment {
+    conditions.push(cond(step, false, reason, message.clone()));
+    conditions.push(cond(READY, false, reason, message.clone()));
+    Assessment {
+        phase: "Failed",
+        conditions,
+        report: Some(("failed", Some(message))),
+    }
+}
+
 /// A usable contract, and how far its set-up has come.
 pub fn assess(p: &Progress) -> Assessment {
     let mut conditions = vec![cond(
@@ -284,19 +301,7 @@ pub fn assess(p: &Progress) -> Assessment {
         }
         Some(Grant::Denied(why)) => {
             let message = format!("the provider denied the ResourceSlice: {why}");
-            conditions.push(cond(
-                RESOURCES_GRANTED,
-                false,
-                "ResourcesDenied",
-                message.clone(),
-            ));
-            return not_ready(
-                conditions,
-                "Failed",
-                "ResourcesDenied",
-                message.clone(),
-                Some(("failed", Some(message))),
-            );
+            return failed(conditions, RESOURCES_GRANTED, "ResourcesDenied", message);
         }
         Some(Grant::Accepted(_)) => conditions.push(cond(
             RESOURCES_GRANTED,
@@ -321,18 +326,11 @@ pub fn assess(p: &Progress) -> Assessment {
         .collect();
     if !missing.is_empty() {
         let message = format!("namespace(s) {} do not exist", missing.join(", "));
-        conditions.push(cond(
-            NAMESPACES_OFFLOADED,
-            false,
-            "NamespaceNotFound",
-            message.clone(),
-        ));
-        return not_ready(
+        return failed(
             conditions,
-            "Failed",
+            NAMESPACES_OFFLOADED,
             "NamespaceNotFound",
-            message.clone(),
-            Some(("failed", Some(message))),
+            message,
         );
     }
     if !foreign.is_empty() {
@@ -340,18 +338,11 @@ pub fn assess(p: &Progress) -> Assessment {
             "namespace(s) {} hold a NamespaceOffloading this controller did not create; left alone",
             foreign.join(", ")
         );
-        conditions.push(cond(
-            NAMESPACES_OFFLOADED,
-            false,
-            "OffloadingNotOurs",
-            message.clone(),
-        ));
-        return not_ready(
+        return failed(
             conditions,
-            "Failed",
+            NAMESPACES_OFFLOADED,
             "OffloadingNotOurs",
-            message.clone(),
-            Some(("failed", Some(message))),
+            message,
         );
     }
     conditions.push(cond(

@@ -1,5 +1,5 @@
 //! The controller's Prometheus metrics and health state, rendered on
-//! `/metrics` (see [`crate::http`]):
+//! `/metrics` by the HTTP port:
 //!
 //! | metric | what |
 //! |---|---|

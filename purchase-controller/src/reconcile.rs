@@ -199,13 +199,7 @@ async fn reconcile_inner(
                 .filter(|f| *f != FINALIZER)
                 .cloned()
                 .collect();
-            api.patch(
-                &purchase.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
-                    "resourceVersion": purchase.resource_version()}})),
-            )
-            .await?;
+            set_finalizers(&api, purchase, finalizers).await?;
             tracing::info!("cleaned up; finalizer removed");
         }
         shared.metrics.forget(&key);
@@ -215,13 +209,7 @@ async fn reconcile_inner(
     if !purchase.has_finalizer() {
         let mut finalizers = purchase.finalizers().to_vec();
         finalizers.push(FINALIZER.to_string());
-        api.patch(
-            &purchase.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
-                "resourceVersion": purchase.resource_version()}})),
-        )
-        .await?;
+        set_finalizers(&api, purchase, finalizers).await?;
         // The patch brings the Purchase back through the watch.
         return Ok(Action::await_change());
     }
@@ -303,6 +291,23 @@ async fn reconcile_inner(
             _ => Action::requeue(shared.settings.poll),
         }
     })
+}
+
+/// Write the finalizer list, at the `resourceVersion` it was read at (a
+/// concurrent change answers 409 and the Purchase is reconciled again).
+async fn set_finalizers(
+    api: &Api<Purchase>,
+    purchase: &Purchase,
+    finalizers: Vec<String>,
+) -> Result<(), ReconcileError> {
+    api.patch(
+        &purchase.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
+            "resourceVersion": purchase.resource_version()}})),
+    )
+    .await?;
+    Ok(())
 }
 
 /// The catalog client with the consumer's token from its Secret.

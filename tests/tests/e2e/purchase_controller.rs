@@ -399,20 +399,9 @@ fn v0_purchase_peers_out_of_band() {
 /// it the grant on the provider), the peering stays.
 #[test]
 fn ended_contracts_release_their_slices() {
-    let rt = runtime();
-    let market = Market::open(&[]);
-    let alice = market.consumer("alice");
-    let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
-    let provider = Provider::start(&rt, &market.url()).unwrap();
-    liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
-    let _liqo = liqo_sim::replicate(
-        rt.handle(),
-        consumer.kube.clone(),
-        CONSUMER_ID,
-        provider.kube.clone(),
-        PROVIDER_ID,
-    );
-    let (_controller, _) = consumer.controller("v1").unwrap();
+    let world = Peered::start();
+    let (market, consumer, provider) = (&world.market, &world.consumer, &world.provider);
+    let alice = world.alice.clone();
 
     let cancelled = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
     let cancelled = cancelled["id"].as_str().unwrap().to_string();
@@ -559,21 +548,10 @@ fn bad_input_gets_clear_conditions_and_creates_nothing() {
 /// says so, and the controller carries on when it is back.
 #[test]
 fn the_catalog_unreachable_for_a_while() {
-    let rt = runtime();
-    let market = Market::open(&[]);
-    let alice = market.consumer("alice");
-    let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
-    let provider = Provider::start(&rt, &market.url()).unwrap();
-    liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
-    let _liqo = liqo_sim::replicate(
-        rt.handle(),
-        consumer.kube.clone(),
-        CONSUMER_ID,
-        provider.kube.clone(),
-        PROVIDER_ID,
-    );
-    let (_controller, _) = consumer.controller("v1").unwrap();
-    let gate = rt.block_on(Gate::open(market.catalog.port));
+    let world = Peered::start();
+    let (market, consumer) = (&world.market, &world.consumer);
+    let alice = world.alice.clone();
+    let gate = world.rt.block_on(Gate::open(market.catalog.port));
     let contract = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
     let id = contract["id"].as_str().unwrap().to_string();
     consumer.purchase("p", &gate.url(), json!({"contractID": id}));

@@ -318,3 +318,45 @@ impl Provider {
             .get(SLICES, Some(&liqo_sim::tenant_namespace(CONSUMER_ID)), name)
     }
 }
+
+/// A v1 consumer already peered with the provider, Liqo replicating, the
+/// class controller and `purchase-controller` running, and consumer
+/// `alice`'s token in `team/catalog-token`.
+pub struct Peered {
+    pub market: Market,
+    pub alice: String,
+    pub consumer: Consumer,
+    pub provider: Provider,
+    _liqo: liqo_sim::Replicator,
+    _controller: Child,
+    /// Last: the servers' tasks run on it until everything else is gone.
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl Peered {
+    pub fn start() -> Self {
+        let rt = runtime();
+        let market = Market::open(&[]);
+        let alice = market.consumer("alice");
+        let consumer = Consumer::start(&rt, "v1", &alice).expect("consumer cluster");
+        let provider = Provider::start(&rt, &market.url()).expect("provider cluster");
+        liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
+        let liqo = liqo_sim::replicate(
+            rt.handle(),
+            consumer.kube.clone(),
+            CONSUMER_ID,
+            provider.kube.clone(),
+            PROVIDER_ID,
+        );
+        let (controller, _) = consumer.controller("v1").expect("purchase-controller");
+        Self {
+            market,
+            alice,
+            consumer,
+            provider,
+            _liqo: liqo,
+            _controller: controller,
+            rt,
+        }
+    }
+}
