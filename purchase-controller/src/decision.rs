@@ -129,8 +129,12 @@ pub fn check_contract(
 /// A listed namespace, as the reconciler found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NamespaceOutcome {
-    /// Its NamespaceOffloading selects the provider.
+    /// Its NamespaceOffloading selects the provider and Liqo reports it
+    /// `Ready`.
     Offloaded,
+    /// Its NamespaceOffloading is written; Liqo has not reported it
+    /// `Ready` yet (the phase it reports).
+    Offloading(String),
     Missing,
     /// A NamespaceOffloading someone else made is there: left alone.
     NotOurs,
@@ -345,6 +349,34 @@ pub fn assess(p: &Progress) -> Assessment {
             message,
         );
     }
+    let waiting: Vec<String> = p
+        .namespaces
+        .iter()
+        .filter_map(|(n, o)| match o {
+            NamespaceOutcome::Offloading(phase) if phase.is_empty() => Some(n.clone()),
+            NamespaceOutcome::Offloading(phase) => Some(format!("{n} ({phase})")),
+            _ => None,
+        })
+        .collect();
+    if !waiting.is_empty() {
+        let message = format!(
+            "waiting for Liqo to offload namespace(s) {}",
+            waiting.join(", ")
+        );
+        conditions.push(cond(
+            NAMESPACES_OFFLOADED,
+            false,
+            "WaitingForLiqo",
+            message.clone(),
+        ));
+        return not_ready(
+            conditions,
+            "Offloading",
+            "WaitingForLiqo",
+            message,
+            Some(("granted", None)),
+        );
+    }
     conditions.push(cond(
         NAMESPACES_OFFLOADED,
         true,
@@ -448,6 +480,27 @@ mod tests {
             .conditions
             .iter()
             .any(|c| c.reason == "PeeringCommandRequired"));
+
+        let mut p = progress();
+        p.namespaces.push((
+            "web".into(),
+            NamespaceOutcome::Offloading("InProgress".into()),
+        ));
+        let a = assess(&p);
+        assert_eq!(
+            (a.phase, a.report.clone()),
+            ("Offloading", Some(("granted", None)))
+        );
+        let waiting = a
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NAMESPACES_OFFLOADED)
+            .unwrap();
+        assert!(
+            waiting.message.contains("web (InProgress)"),
+            "{}",
+            waiting.message
+        );
 
         let mut p = progress();
         p.grant = Some(Grant::Waiting);

@@ -385,6 +385,20 @@ pub fn plan_offloading(existing: Option<&Value>, o: &Offloading<'_>) -> Offloadi
     OffloadingPlan::Update(wanted)
 }
 
+/// Liqo's verdict on a NamespaceOffloading: `Ok` once `status.offloadingPhase`
+/// is `Ready` for the current generation (what `liqoctl offload` waits
+/// for), else the phase seen so far (`""` before Liqo looked at it).
+pub fn offloading_ready(object: &Value) -> Result<(), String> {
+    let status = &object["status"];
+    let phase = status["offloadingPhase"].as_str().unwrap_or_default();
+    let current = status["observedGeneration"] == object["metadata"]["generation"];
+    if phase == "Ready" && current {
+        Ok(())
+    } else {
+        Err(phase.to_string())
+    }
+}
+
 /// This Purchase leaves a NamespaceOffloading: delete it when it was the
 /// last owner, else drop it from the owners (and the selector).
 pub fn release_offloading(existing: &Value, o: &Offloading<'_>) -> OffloadingPlan {
@@ -592,6 +606,18 @@ mod tests {
             json!(["p2"])
         );
         assert_eq!(release_offloading(&only_b, &b), OffloadingPlan::Delete);
+
+        assert_eq!(offloading_ready(&created), Err(String::new()));
+        let mut ready = created.clone();
+        ready["metadata"]["generation"] = json!(2);
+        ready["status"] = json!({"offloadingPhase": "Ready", "observedGeneration": 1});
+        assert_eq!(
+            offloading_ready(&ready),
+            Err("Ready".into()),
+            "an older generation"
+        );
+        ready["status"]["observedGeneration"] = json!(2);
+        assert_eq!(offloading_ready(&ready), Ok(()));
 
         let foreign = json!({"metadata": {"name": "offloading"}, "spec": {}});
         assert_eq!(plan_offloading(Some(&foreign), &a), OffloadingPlan::NotOurs);

@@ -287,7 +287,7 @@ async fn reconcile_inner(
     } else {
         shared.succeeded(&key);
         match assessment.phase {
-            "Ready" | "Ended" => Action::requeue(shared.settings.resync),
+            "Ready" | "Ended" | "Failed" => Action::requeue(shared.settings.resync),
             _ => Action::requeue(shared.settings.poll),
         }
     })
@@ -727,12 +727,18 @@ async fn offload(
             existing.as_ref(),
             &offloading_of(purchase, shared, namespace, &key, provider),
         );
-        let outcome = if plan == OffloadingPlan::NotOurs {
-            NamespaceOutcome::NotOurs
-        } else {
-            owned.push(namespace.clone());
-            NamespaceOutcome::Offloaded
+        let outcome = match (&plan, &existing) {
+            (OffloadingPlan::NotOurs, _) => NamespaceOutcome::NotOurs,
+            (OffloadingPlan::Keep, Some(have)) => match liqo::offloading_ready(have) {
+                Ok(()) => NamespaceOutcome::Offloaded,
+                Err(phase) => NamespaceOutcome::Offloading(phase),
+            },
+            // Just written: Liqo has yet to look at it.
+            _ => NamespaceOutcome::Offloading(String::new()),
         };
+        if outcome != NamespaceOutcome::NotOurs {
+            owned.push(namespace.clone());
+        }
         apply_offloading(&api, plan).await?;
         outcomes.push((namespace.clone(), outcome));
     }

@@ -11,7 +11,9 @@
 //!   `Authentication=Accepted` there, and copies the provider's status (the
 //!   grant) back to the consumer's slice;
 //! - v0.10.3: marks an out-of-band ForeignCluster's peering established
-//!   (`AuthenticationStatus` and `OutgoingPeering` `Established`).
+//!   (`AuthenticationStatus` and `OutgoingPeering` `Established`);
+//! - both: reports each NamespaceOffloading `Ready` for its current
+//!   generation, as Liqo does once the remote namespaces exist.
 //!
 //! Every object goes through the server's validated paths (create,
 //! replace, status), so Liqo's CRD schemas check it.
@@ -27,6 +29,7 @@ pub const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
 pub const FOREIGN_CLUSTERS_V1: (&str, &str) = ("core.liqo.io", "foreignclusters");
 pub const FOREIGN_CLUSTERS_V0: (&str, &str) = ("discovery.liqo.io", "foreignclusters");
 pub const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
 
 /// When Liqo "accepted" what it accepted.
 const SINCE: &str = "2026-11-20T08:00:00Z";
@@ -198,8 +201,52 @@ pub fn replicate_once(
     changed
 }
 
-/// Run [`replicate_once`] every 50 ms until the returned handle is dropped
-/// or aborted.
+/// One pass of Liqo's namespace offloading on the consumer: every
+/// NamespaceOffloading not yet `Ready` for its generation becomes so, its
+/// remote namespace named as `DefaultName` names it.
+pub fn offload_once(consumer: &KubeApiServer, consumer_id: &str) -> bool {
+    let mut changed = false;
+    for mut offloading in consumer.objects(OFFLOADINGS) {
+        let generation = offloading["metadata"]["generation"].clone();
+        if offloading["status"]["offloadingPhase"] == "Ready"
+            && offloading["status"]["observedGeneration"] == generation
+        {
+            continue;
+        }
+        let namespace = offloading["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let remote = match offloading["spec"]["namespaceMappingStrategy"].as_str() {
+            Some("EnforceSameName") => namespace.clone(),
+            _ => format!("{namespace}-{consumer_id}"),
+        };
+        offloading["status"] = json!({"offloadingPhase": "Ready", "observedGeneration": generation,
+                                      "remoteNamespaceName": remote});
+        if consumer.replace(OFFLOADINGS, offloading, true).is_ok() {
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Run [`offload_once`] every 50 ms until the returned handle is dropped.
+pub fn offload(
+    runtime: &tokio::runtime::Handle,
+    consumer: Arc<KubeApiServer>,
+    consumer_id: &str,
+) -> Replicator {
+    let consumer_id = consumer_id.to_string();
+    Replicator(runtime.spawn(async move {
+        loop {
+            offload_once(&consumer, &consumer_id);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }))
+}
+
+/// Run [`replicate_once`] and [`offload_once`] every 50 ms until the
+/// returned handle is dropped.
 pub fn replicate(
     runtime: &tokio::runtime::Handle,
     consumer: Arc<KubeApiServer>,
@@ -211,13 +258,14 @@ pub fn replicate(
     let task = runtime.spawn(async move {
         loop {
             replicate_once(&consumer, &consumer_id, &provider, &provider_id);
+            offload_once(&consumer, &consumer_id);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
     Replicator(task)
 }
 
-/// Liqo's replication, running; stops when dropped.
+/// Liqo's part, running; stops when dropped.
 pub struct Replicator(tokio::task::JoinHandle<()>);
 
 impl Drop for Replicator {

@@ -208,15 +208,18 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     assert_eq!(untouched["spec"]["podOffloadingStrategy"], "Local");
     assert!(untouched["metadata"]["annotations"].is_null());
 
-    // /metrics and the probes.
-    let (status, metrics) = rt
-        .block_on(crate::slice_controller_support::http_get(port, "/metrics"))
-        .unwrap();
-    assert_eq!(status, 200);
-    assert!(
-        metrics.contains("purchase_controller_purchases{phase=\"Ready\"} 1"),
-        "{metrics}"
-    );
+    // /metrics and the probes: one Purchase ready, one failed (once the
+    // first has seen Liqo report the shared NamespaceOffloading again).
+    let metrics = || {
+        rt.block_on(crate::slice_controller_support::http_get(port, "/metrics"))
+            .map(|(_, body)| body)
+            .unwrap_or_default()
+    };
+    wait_until("/metrics counts one Purchase ready and one failed", || {
+        let text = metrics();
+        text.contains("purchase_controller_purchases{phase=\"Ready\"} 1")
+            && text.contains("purchase_controller_purchases{phase=\"Failed\"} 1")
+    });
     let (status, _) = rt
         .block_on(crate::slice_controller_support::http_get(port, "/readyz"))
         .unwrap();
@@ -353,7 +356,18 @@ fn v0_purchase_peers_out_of_band() {
         c["state"] == "failed" && c["reason"].as_str().is_some_and(|r| r.contains("apps"))
     });
 
+    // The namespace appears: offloading is asked for, and until Liqo
+    // reports it done the contract is `granted`, not `ready`.
     liqo_sim::namespace(&consumer.kube, "apps", json!({}));
+    let offloading = consumer.wait_phase("old", "Offloading").unwrap();
+    assert_eq!(
+        condition(&offloading, "NamespacesOffloaded")["reason"],
+        "WaitingForLiqo"
+    );
+    wait_until("the contract is granted", || {
+        market.contract(&alice, &id).1["state"] == "granted"
+    });
+    let _liqo = liqo_sim::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
     consumer.wait_phase("old", "Ready").unwrap();
     let offloading = consumer
         .kube
