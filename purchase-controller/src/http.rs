@@ -5,7 +5,6 @@
 //! a request line within 5 s, closed after 30 s without a byte.
 
 use std::future::Future;
-use std::io;
 use std::net::SocketAddr;
 
 use axum::extract::State;
@@ -13,7 +12,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use edge::conn::{GuardedConn, GuardedListener, Limits};
+use edge::conn::{GuardedListener, Limits};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -75,28 +74,9 @@ pub async fn bind(
     tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
     let app = router(metrics);
     Ok(async move {
-        axum::serve(
-            Guarded(GuardedListener::new(listener, Limits::http1())),
-            app,
-        )
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(HttpError::Serve)
+        axum::serve(GuardedListener::new(listener, Limits::http1()), app)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(HttpError::Serve)
     })
-}
-
-/// The guarded listener, as axum takes it.
-struct Guarded(GuardedListener);
-
-impl axum::serve::Listener for Guarded {
-    type Io = GuardedConn;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (GuardedConn, SocketAddr) {
-        self.0.accept().await
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.0.local_addr()
-    }
 }
