@@ -138,6 +138,8 @@ pub enum NamespaceOutcome {
     Missing,
     /// A NamespaceOffloading someone else made is there: left alone.
     NotOurs,
+    /// Shared with Purchases that chose other strategies: left alone.
+    Conflict(String),
 }
 
 /// How far the Purchase has come.
@@ -358,6 +360,12 @@ pub fn assess(p: &Progress) -> Assessment {
             _ => None,
         })
         .collect();
+    if let Some(why) = p.namespaces.iter().find_map(|(_, o)| match o {
+        NamespaceOutcome::Conflict(why) => Some(why.clone()),
+        _ => None,
+    }) {
+        return failed(conditions, NAMESPACES_OFFLOADED, "StrategyConflict", why);
+    }
     if !waiting.is_empty() {
         let message = format!(
             "waiting for Liqo to offload namespace(s) {}",

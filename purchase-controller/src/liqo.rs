@@ -345,6 +345,8 @@ pub enum OffloadingPlan {
     Keep,
     /// Someone else's: left alone.
     NotOurs,
+    /// Shared with other Purchases that chose other strategies: left alone.
+    Conflict(String),
     Delete,
 }
 
@@ -364,7 +366,9 @@ fn offloading_object(o: &Offloading<'_>, owners: &BTreeMap<String, String>) -> V
 
 /// The NamespaceOffloading `offloading` with this Purchase among its owners:
 /// its `clusterSelector` selects the virtual nodes of every owner's
-/// provider (`liqo.io/remote-cluster-id In [...]`).
+/// provider (`liqo.io/remote-cluster-id In [...]`). The strategies are the
+/// sole owner's; a Purchase joining others must ask for the ones in place
+/// ([`OffloadingPlan::Conflict`] otherwise, and nothing is written).
 pub fn plan_offloading(existing: Option<&Value>, o: &Offloading<'_>) -> OffloadingPlan {
     let Some(existing) = existing else {
         let owners = BTreeMap::from([(o.purchase.to_string(), o.provider.to_string())]);
@@ -374,6 +378,21 @@ pub fn plan_offloading(existing: Option<&Value>, o: &Offloading<'_>) -> Offloadi
         return OffloadingPlan::NotOurs;
     }
     let mut owners = owners(existing);
+    let shared = owners.keys().any(|k| k != o.purchase);
+    let (pod, mapping) = (
+        existing["spec"]["podOffloadingStrategy"]
+            .as_str()
+            .unwrap_or_default(),
+        existing["spec"]["namespaceMappingStrategy"]
+            .as_str()
+            .unwrap_or_default(),
+    );
+    if shared && (pod != o.pod_strategy || mapping != o.mapping_strategy) {
+        return OffloadingPlan::Conflict(format!(
+            "the NamespaceOffloading in {} is shared with other Purchases and uses podOffloadingStrategy {pod}, namespaceMappingStrategy {mapping}",
+            o.namespace
+        ));
+    }
     owners.insert(o.purchase.to_string(), o.provider.to_string());
     let mut wanted = offloading_object(o, &owners);
     if wanted["spec"] == existing["spec"]
@@ -618,6 +637,16 @@ mod tests {
         );
         ready["status"]["observedGeneration"] = json!(2);
         assert_eq!(offloading_ready(&ready), Ok(()));
+
+        let other_strategy = Offloading {
+            purchase: "ns/c",
+            pod_strategy: "LocalAndRemote",
+            ..a.clone()
+        };
+        assert!(matches!(
+            plan_offloading(Some(&both), &other_strategy),
+            OffloadingPlan::Conflict(m) if m.contains("Remote")
+        ));
 
         let foreign = json!({"metadata": {"name": "offloading"}, "spec": {}});
         assert_eq!(plan_offloading(Some(&foreign), &a), OffloadingPlan::NotOurs);

@@ -693,7 +693,7 @@ async fn apply_offloading(
             api.delete(liqo::OFFLOADING_NAME, &DeleteParams::default())
                 .await?;
         }
-        OffloadingPlan::Keep | OffloadingPlan::NotOurs => {}
+        OffloadingPlan::Keep | OffloadingPlan::NotOurs | OffloadingPlan::Conflict(_) => {}
     }
     Ok(())
 }
@@ -729,6 +729,7 @@ async fn offload(
         );
         let outcome = match (&plan, &existing) {
             (OffloadingPlan::NotOurs, _) => NamespaceOutcome::NotOurs,
+            (OffloadingPlan::Conflict(why), _) => NamespaceOutcome::Conflict(why.clone()),
             (OffloadingPlan::Keep, Some(have)) => match liqo::offloading_ready(have) {
                 Ok(()) => NamespaceOutcome::Offloaded,
                 Err(phase) => NamespaceOutcome::Offloading(phase),
@@ -736,7 +737,10 @@ async fn offload(
             // Just written: Liqo has yet to look at it.
             _ => NamespaceOutcome::Offloading(String::new()),
         };
-        if outcome != NamespaceOutcome::NotOurs {
+        if !matches!(
+            outcome,
+            NamespaceOutcome::NotOurs | NamespaceOutcome::Conflict(_)
+        ) {
             owned.push(namespace.clone());
         }
         apply_offloading(&api, plan).await?;

@@ -29,13 +29,13 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
     liqo_sim::namespace(&consumer.kube, "apps", json!({}));
     let provider = Provider::start(&rt, &market.url()).unwrap();
-    let (_controller, port) = consumer.controller("v1").unwrap();
+    let (mut controller, _) = consumer.controller("v1").unwrap();
 
     consumer.purchase(
         "gpu-burst",
         &market.url(),
         json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"],
-               "podOffloadingStrategy": "Remote"}),
+               "podOffloadingStrategy": "LocalAndRemote"}),
     );
     // Not peered: the exact command, the kubeconfig in a Secret (not in
     // the status), the contract `pending` for this consumer cluster.
@@ -76,6 +76,39 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         let (status, c) = market.contract(&alice, &id);
         status == 200 && c["state"] == "pending" && c["consumerClusterID"] == CONSUMER_ID
     });
+    // A restarted controller follows the recorded contract: it never buys
+    // twice. (Its reconcile of a changed spec is the marker that it ran.)
+    controller.kill();
+    let (_controller, port) = consumer.controller("v1").unwrap();
+    let changed = consumer
+        .kube
+        .merge_patch(
+            PURCHASES,
+            Some(TEAM),
+            "gpu-burst",
+            json!({"spec": {"podOffloadingStrategy": "Remote"}}),
+            false,
+        )
+        .unwrap();
+    let generation = changed["metadata"]["generation"].clone();
+    let again = consumer
+        .wait_purchase("gpu-burst", |p| {
+            p["status"]["observedGeneration"] == generation
+        })
+        .unwrap();
+    assert_eq!(again["status"]["contractID"], id.as_str());
+    for list in ["/contracts", "/reservations"] {
+        let r = e2e::buying::get(&market.catalog, list, Some(&alice));
+        assert_eq!(r.status, 200, "{}", r.text);
+        let ids: Vec<&str> = r
+            .json
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        assert_eq!(ids, [id.as_str()], "{list}: one, bought once");
+    }
 
     // The operator peers (Liqo does its part from here).
     liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
@@ -171,7 +204,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     consumer.purchase(
         "more",
         &market.url(),
-        json!({"contractID": second_id, "namespaces": ["apps"]}),
+        json!({"contractID": second_id, "namespaces": ["apps"], "podOffloadingStrategy": "Remote"}),
     );
     consumer.wait_phase("more", "Ready").unwrap();
     let replica = provider.replica(&slice_name(&second_id)).unwrap();
