@@ -57,7 +57,7 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
     components(schemas(
         Offer, Plan, OfferInput, PlanInput, authenticate::Credentials, authenticate::Rotation,
         IssuedToken, ErrorBody, Id, Name, Secret, HttpUrl, Decimal, Quantity, ResourcesInput,
-        CostInput, MinResources, OsbId, FeedMode, Health, PeeringCredentials, admin::AdminLogin,
+        CostInput, MinResources, LabelsInput, LabelFilters, OsbId, FeedMode, Health, PeeringCredentials, admin::AdminLogin,
         admin::ConsumerTokenRequest, admin::AdminProvider, admin::ProviderUpdate,
         crate::http::schemas::AuthUrl, crate::providers::peering::PeeringRequest,
         crate::providers::peering::V1Peering, crate::providers::peering::PeeringInfo,

@@ -371,10 +371,16 @@ pub fn wait_announced(
                 }
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                let status = exited()?;
-                bail!(
-                    "{name} closed its stdout ({status:?}) before announcing its ports ({got:?})"
-                );
+                // Stdout closes as the process ends; give it a moment to be
+                // reaped, so the error says how it exited.
+                let reaped = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < reaped {
+                    if let Some(status) = exited()? {
+                        bail!("{name} exited with {status} before announcing its ports ({got:?})");
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                bail!("{name} closed its stdout before announcing its ports ({got:?})");
             }
         }
     }

@@ -27,7 +27,7 @@ use crate::offers::Cost;
 use crate::providers::{LiqoGeneration, PeeringCredentials};
 
 /// Longest `reason` accepted, in bytes.
-pub const MAX_REASON_LEN: usize = 1024;
+pub const MAX_REASON_LEN: usize = 256;
 
 /// Where the consumer side says a contract is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -122,7 +122,7 @@ impl ContractTerms {
 
 /// The credentials a contract releases to its consumer.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Credentials {
+pub struct ContractCredentials {
     /// Liqo v0.x: what `liqoctl peer out-of-band` takes.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -191,7 +191,7 @@ pub struct Contract {
     /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    pub credentials: Option<Credentials>,
+    pub credentials: Option<ContractCredentials>,
 }
 
 /// `r` as a contract at `now` (without credentials); None if `r` is not

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::contract::{
-    self, check_report, party, report_step, view, Contract, ContractFilter, ContractTerms,
-    Credentials, Order, Party, Report, ReportError, V1Credentials, Viewer,
+    self, check_report, party, report_step, view, Contract, ContractCredentials, ContractFilter,
+    ContractTerms, Order, Party, Report, ReportError, V1Credentials, Viewer,
 };
 use super::error::BuyError;
 use super::model::{Reservation, Step};
@@ -80,7 +80,10 @@ pub async fn terms(
 
 /// What contract `c` releases to its consumer: the provider's credentials
 /// for every generation it peers with now.
-pub async fn credentials(state: &Buying, cluster_id: &str) -> Result<Credentials, BuyError> {
+pub async fn credentials(
+    state: &Buying,
+    cluster_id: &str,
+) -> Result<ContractCredentials, BuyError> {
     let liqo = state.providers.liqo(cluster_id).await?;
     let v0 = if liqo.contains(&LiqoGeneration::V0) {
         state.providers.v0_credentials(cluster_id).await?
@@ -101,7 +104,7 @@ pub async fn credentials(state: &Buying, cluster_id: &str) -> Result<Credentials
             "provider {cluster_id} has no peering credentials on file: it must authenticate or register its peering again"
         )));
     }
-    Ok(Credentials { v0, v1 })
+    Ok(ContractCredentials { v0, v1 })
 }
 
 fn not_found(id: &str) -> BuyError {

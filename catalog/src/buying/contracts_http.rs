@@ -16,7 +16,7 @@ use super::contracts::{self, viewer};
 use super::error::BuyError;
 use super::Buying;
 use crate::auth::Caller;
-use crate::http::{parse_body, read_json_body, ErrorBody};
+use crate::http::{parse_object, read_json_body, ErrorBody};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,25 +147,9 @@ pub async fn get(
     Ok(answer.json(c))
 }
 
-/// `PUT /contracts/{id}/state` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"state": "peered"}))]
-pub struct StateReport {
-    pub state: ContractState,
-    /// Why (required for `failed`): 1-1024 bytes without control characters.
-    #[serde(default)]
-    #[schema(max_length = 1024, value_type = Option<crate::http::schemas::Name>)]
-    pub reason: Option<String>,
-    /// The consumer's Liqo cluster ID, if the purchase did not set it (409
-    /// if it differs from the one set).
-    #[serde(rename = "consumerClusterID", default)]
-    #[schema(value_type = Option<crate::http::schemas::Id>)]
-    pub consumer_cluster_id: Option<String>,
-}
-
-/// The raw body, so that `state` is checked by [`Report::new`] with the
-/// same message whatever the value.
+/// `PUT /contracts/{id}/state` body, as read: `state` is checked by
+/// [`Report::new`] with the same message whatever the value. (Its schema
+/// is `StateReport` of the shared request schemas.)
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawReport {
@@ -181,7 +165,7 @@ struct RawReport {
 #[utoipa::path(
     put, path = "/contracts/{id}/state", tag = "buying", operation_id = "reportContractState",
     params(("id" = String, Path, description = "Contract (purchase) id")),
-    request_body = StateReport,
+    request_body = crate::http::schemas::StateReport,
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["consumer (own)"]))),
     responses(
@@ -202,7 +186,7 @@ pub async fn put_state(
 ) -> Result<HttpResponse, BuyError> {
     let who = viewer(&caller)?;
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    let raw: RawReport = parse_body(&body)?;
+    let raw: RawReport = parse_object(&body)?;
     let report = Report::new(&raw.state, raw.reason, raw.consumer_cluster_id)?;
     Ok(HttpResponse::Ok().json(contracts::report(&state, &id, &who, report).await?))
 }

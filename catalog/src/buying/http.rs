@@ -214,8 +214,8 @@ pub async fn release(
     Ok(HttpResponse::Ok().json(service::end(&state, &id, &buyer, Transition::Release).await?))
 }
 
-/// `POST /reservations/{id}/purchase` body (optional: no body, or `{}`,
-/// buys with the defaults).
+/// `POST /reservations/{id}/purchase` body (optional: no body, `null` or
+/// `{}` buys with the defaults).
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"consumerClusterID": "consumer-1", "durationSeconds": 3600}))]
@@ -232,7 +232,7 @@ pub struct PurchaseRequest {
         default,
         deserialize_with = "crate::http::optional_whole"
     )]
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 2592000)]
     pub duration_seconds: Option<u64>,
 }
 
@@ -276,6 +276,8 @@ pub struct PurchaseAnswer {
             links(
                 ("GetPurchase" = (operation_id = "getPurchase", parameters(("id" = "$response.body#/id")))),
                 ("CancelPurchase" = (operation_id = "cancelPurchase", parameters(("id" = "$response.body#/id")))),
+                ("GetContract" = (operation_id = "getContract", parameters(("id" = "$response.body#/id")))),
+                ("ReportContractState" = (operation_id = "reportContractState", parameters(("id" = "$response.body#/id")))),
             )),
         (status = 400, description = "Invalid body; `field` names the bad field (nothing bought)", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
@@ -299,10 +301,12 @@ pub async fn purchase(
         ..buyer
     };
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    let asked: PurchaseRequest = if body.iter().all(u8::is_ascii_whitespace) {
+    // No body, or `null`: the defaults.
+    let text = body.trim_ascii();
+    let asked: PurchaseRequest = if text.is_empty() || text == b"null" {
         PurchaseRequest::default()
     } else {
-        parse_body(&body)?
+        crate::http::parse_object(&body)?
     };
     if let Some(cid) = &asked.consumer_cluster_id {
         contract::check_cluster_id(cid)?;

@@ -33,6 +33,11 @@ pub struct FilterParams {
     /// The owner peers with this Liqo generation (`v0` or `v1`).
     #[param(value_type = Option<crate::providers::LiqoGeneration>)]
     liqo: Option<String>,
+    /// `label.<key>=<value>`, one query parameter per label: the offer
+    /// carries the provider label `<key>` with exactly `<value>`; several
+    /// must all hold, e.g. `label.region=eu-west-1&label.compliance=gdpr`.
+    #[param(rename = "label", style = Form, explode, value_type = Option<crate::http::schemas::LabelFilters>)]
+    label: Option<String>,
 }
 
 /// Largest page `GET /offers?limit=` serves.

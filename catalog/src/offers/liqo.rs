@@ -79,6 +79,7 @@ fn redraft(offer: Offer, liqo: &[LiqoGeneration]) -> OfferDraft {
         offer_type: offer.offer_type,
         description: offer.description,
         plans: offer.plans,
+        labels: offer.labels,
     }
 }
 
@@ -100,5 +101,39 @@ impl crate::providers::peering::GenerationsChanged for Restamper {
                 tracing::warn!(cluster_id, error = %e, "re-stamping the provider's offers failed")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_wants_the_generation_stamped() {
+        assert_eq!(parse_filter("liqo", "v1").unwrap(), LiqoGeneration::V1);
+        assert_eq!(parse_filter("liqo", "V1").unwrap_err().field, "liqo");
+        let filter = OfferFilter::from_pairs([("liqo", "v0")]).unwrap();
+        let spec = crate::offers::OfferSpec::from_json(
+            br#"{"name":"x","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{}}}}"#,
+        )
+        .unwrap();
+        let owner = |liqo| ProviderRef {
+            cluster_id: "c".into(),
+            cluster_name: "n".into(),
+            liqo,
+        };
+        let now = crate::storage::now();
+        let v1 = spec
+            .clone()
+            .into_draft("a".into(), owner(vec![LiqoGeneration::V1]))
+            .into_offer(now, now, 1);
+        let both = spec
+            .into_draft(
+                "b".into(),
+                owner(vec![LiqoGeneration::V0, LiqoGeneration::V1]),
+            )
+            .into_offer(now, now, 1);
+        assert!(!filter.matches(&v1) && filter.matches(&both));
+        assert!(OfferFilter::default().matches(&v1));
     }
 }

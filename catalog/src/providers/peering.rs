@@ -19,7 +19,7 @@ use super::model::{
 };
 use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
-use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
+use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
 use crate::storage::StoreError;
 
 /// Told when a provider's generations change, so its offers are re-stamped
@@ -134,7 +134,7 @@ pub async fn put(
 ) -> Result<HttpResponse, ApiError> {
     let cluster_id = provider(&caller)?;
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    let r: PeeringRequest = parse_body(&body)?;
+    let r: PeeringRequest = parse_object(&body)?;
     let class = r
         .resource_slice_class
         .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string());
