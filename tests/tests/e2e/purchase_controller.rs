@@ -120,6 +120,19 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         PROVIDER_ID,
     );
     let ready = consumer.wait_phase("gpu-burst", "Ready").unwrap();
+    // Each transition is an Event on the Purchase.
+    wait_until("an Event records the Purchase ready", || {
+        consumer
+            .kube
+            .objects(("events.k8s.io", "events"))
+            .iter()
+            .any(|e| {
+                e["regarding"]["name"] == "gpu-burst"
+                    && e["regarding"]["kind"] == "Purchase"
+                    && e["reason"] == "Ready"
+                    && e["type"] == "Normal"
+            })
+    });
     assert!(ready["status"]["peeringCommand"].is_null());
     assert_eq!(
         ready["status"]["granted"],
