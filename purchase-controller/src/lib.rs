@@ -10,11 +10,15 @@
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
 //! - [`decision`]: the pure judgement — phase, conditions, catalog state;
-//! - [`reconcile`]: the kube-rs controller, the finalizer and the writes;
+//! - [`cluster`]: the objects on the consumer's cluster — created, read,
+//!   removed (only its own);
+//! - [`reconcile`]: the kube-rs controller, the finalizer, the status, the
+//!   Events and the state reports;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).
 
 pub mod catalog;
+pub mod cluster;
 pub mod config;
 pub mod decision;
 pub mod http;

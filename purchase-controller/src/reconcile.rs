@@ -12,14 +12,13 @@
 //! with a doubling delay. A finalizer removes, on deletion, what this
 //! Purchase created — and only that (see [`crate::liqo`] on ownership).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::core::ApiResource;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
@@ -29,8 +28,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::catalog::{CatalogClient, CatalogError, Contract};
-use crate::decision::{self, Assessment, NamespaceOutcome, Progress, Unusable};
-use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
+use crate::cluster::{Cluster, ClusterError};
+use crate::decision::{self, Assessment, Unusable};
+use crate::liqo::Generation;
 use crate::metrics::Metrics;
 use crate::model::{Condition, Purchase, PurchaseStatus, FINALIZER};
 
@@ -66,8 +66,18 @@ pub enum ReconcileError {
     Catalog(#[from] CatalogError),
 }
 
+impl From<ClusterError> for ReconcileError {
+    fn from(error: ClusterError) -> Self {
+        match error {
+            ClusterError::Kube(e) => ReconcileError::Kube(e),
+            ClusterError::Decode(e) => ReconcileError::Decode(e),
+        }
+    }
+}
+
 struct Shared {
     client: Client,
+    cluster: Cluster,
     settings: Settings,
     metrics: Metrics,
     recorder: Recorder,
@@ -109,9 +119,16 @@ pub async fn run(
         controller: "liqo-broker-purchase-controller".to_string(),
         instance: Some(settings.instance.clone()),
     };
+    let cluster = Cluster {
+        client: client.clone(),
+        generation: settings.generation,
+        cluster_id: settings.cluster_id.clone(),
+        liqo_namespace: settings.liqo_namespace.clone(),
+    };
     let shared = Arc::new(Shared {
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
+        cluster,
         settings,
         metrics: metrics.clone(),
         http,
@@ -192,7 +209,7 @@ async fn reconcile_inner(
     let api: Api<Purchase> = Api::namespaced(shared.client.clone(), &namespace);
     if purchase.is_deleting() {
         if purchase.has_finalizer() {
-            cleanup(purchase, shared, true).await?;
+            crate::cluster::cleanup(purchase, &shared.cluster, true).await?;
             let finalizers: Vec<String> = purchase
                 .finalizers()
                 .iter()
@@ -455,7 +472,7 @@ async fn drive(
                 decision::check_contract(&contract, settings.generation, &settings.cluster_id)
             {
                 if matches!(problem, Unusable::Ended(_)) {
-                    cleanup(purchase, shared, false).await?;
+                    crate::cluster::cleanup(purchase, &shared.cluster, false).await?;
                     status.granted.clear();
                     status.offloaded_namespaces.clear();
                     status.peering_command = None;
@@ -477,7 +494,8 @@ async fn drive(
         },
     };
     let fresh = catalog_error.is_none();
-    let progress = set_up(purchase, shared, status, &contract, catalog_error).await?;
+    let progress =
+        crate::cluster::set_up(purchase, &shared.cluster, status, &contract, catalog_error).await?;
     Ok((decision::assess(&progress), fresh.then_some(contract)))
 }
 
@@ -500,386 +518,6 @@ fn waiting_for_catalog(message: &str) -> Assessment {
         ],
         report: None,
     }
-}
-
-/// Peering, grant, offloading: create what is missing, read how far it got.
-async fn set_up(
-    purchase: &Purchase,
-    shared: &Shared,
-    status: &mut PurchaseStatus,
-    contract: &Contract,
-    catalog_error: Option<String>,
-) -> Result<Progress, ReconcileError> {
-    let settings = &shared.settings;
-    let key = purchase.key();
-    let provider = contract.cluster_id.as_str();
-    let creds = contract.credentials.clone().unwrap_or_default();
-    let mut progress = Progress {
-        generation: settings.generation,
-        catalog_error,
-        peered: false,
-        needs_peering_command: false,
-        grant: None,
-        namespaces: Vec::new(),
-    };
-    let fc_api = settings.generation.foreign_cluster();
-    let fcs: Api<DynamicObject> = Api::all_with(shared.client.clone(), &fc_api);
-
-    match settings.generation {
-        Generation::V0 => {
-            let label = format!("{}={provider}", liqo::V0_CLUSTER_ID_LABEL);
-            let existing = first(&fcs, &label).await?;
-            if let Some(v0) = &creds.v0 {
-                let secrets: Api<Secret> =
-                    Api::namespaced(shared.client.clone(), &settings.liqo_namespace);
-                let wanted = liqo::v0_token_secret(v0, &settings.liqo_namespace, &key);
-                let name = format!("remote-token-{}", v0.cluster_id);
-                // Created once: a contract's credentials do not change.
-                if secrets.get_opt(&name).await?.is_none() {
-                    secrets
-                        .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                        .await?;
-                    tracing::info!(secret = %name, "v0 token Secret created");
-                }
-                // An existing ForeignCluster (ours from an earlier round, or
-                // one the operator made) is used as it is.
-                if existing.is_none() {
-                    let wanted = liqo::v0_foreign_cluster(v0, &key);
-                    fcs.create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                        .await?;
-                    tracing::info!(foreign_cluster = %v0.cluster_name, "v0 ForeignCluster created");
-                }
-            }
-            progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
-        }
-        Generation::V1 => {
-            let label = format!("{}={provider}", liqo::REMOTE_CLUSTER_ID);
-            let existing = first(&fcs, &label).await?;
-            let peering = liqo::v1_peering(existing.as_ref(), provider);
-            progress.peered = peering.peered;
-            if !peering.peered {
-                progress.needs_peering_command = true;
-                if let Some(v1) = &creds.v1 {
-                    let name = ensure_kubeconfig_secret(purchase, shared, &v1.kubeconfig).await?;
-                    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-                    status.peering_command = Some(liqo::peering_command(&namespace, &name));
-                    status.kubeconfig_secret = Some(name);
-                }
-            } else {
-                status.peering_command = None;
-                let request = SliceRequest {
-                    contract_id: &contract.id,
-                    class: &contract.resource_slice_class,
-                    resources: &contract.resources,
-                    consumer: &settings.cluster_id,
-                    provider,
-                };
-                let wanted = liqo::v1_resource_slice(&request, &peering.tenant_namespace, &key);
-                let slices: Api<DynamicObject> = Api::namespaced_with(
-                    shared.client.clone(),
-                    &peering.tenant_namespace,
-                    &liqo::resource_slice(),
-                );
-                let name = liqo::slice_name(&contract.id);
-                let slice = match slices.get_opt(&name).await? {
-                    None => {
-                        let created = slices
-                            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                            .await?;
-                        tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
-                        serde_json::to_value(created)?
-                    }
-                    // A contract's class and resources never change.
-                    Some(have) => serde_json::to_value(have)?,
-                };
-                let grant = liqo::slice_grant(&slice);
-                status.granted = match &grant {
-                    Grant::Accepted(granted) => granted.clone(),
-                    _ => BTreeMap::new(),
-                };
-                progress.grant = Some(grant);
-            }
-        }
-    }
-
-    let granted = progress.peered && matches!(progress.grant, None | Some(Grant::Accepted(_)));
-    if granted {
-        progress.namespaces = offload(purchase, shared, status, provider).await?;
-    }
-    Ok(progress)
-}
-
-/// The first object of `api` with `label`, as JSON.
-async fn first(api: &Api<DynamicObject>, label: &str) -> Result<Option<Value>, ReconcileError> {
-    let list = api.list(&ListParams::default().labels(label)).await?;
-    let mut items = list.items;
-    items.sort_by(|a, b| {
-        a.metadata
-            .creation_timestamp
-            .cmp(&b.metadata.creation_timestamp)
-    });
-    Ok(match items.into_iter().next() {
-        Some(object) => Some(serde_json::to_value(object)?),
-        None => None,
-    })
-}
-
-/// The Secret holding the contract's kubeconfig (created once, owned by
-/// the Purchase, never logged); its name.
-async fn ensure_kubeconfig_secret(
-    purchase: &Purchase,
-    shared: &Shared,
-    kubeconfig: &str,
-) -> Result<String, ReconcileError> {
-    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-    let name = format!("{}-peering-kubeconfig", purchase.name_any());
-    let secrets: Api<Secret> = Api::namespaced(shared.client.clone(), &namespace);
-    let owner = purchase
-        .controller_owner_ref(&())
-        .map(serde_json::to_value)
-        .transpose()?;
-    let wanted = liqo::kubeconfig_secret(
-        &name,
-        &namespace,
-        kubeconfig,
-        &purchase.key(),
-        owner.unwrap_or(Value::Null),
-    );
-    if secrets.get_opt(&name).await?.is_none() {
-        secrets
-            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-            .await?;
-        tracing::info!(secret = %name, "peering kubeconfig stored");
-    }
-    Ok(name)
-}
-
-fn offloading_of<'a>(
-    purchase: &'a Purchase,
-    shared: &Shared,
-    namespace: &'a str,
-    key: &'a str,
-    provider: &'a str,
-) -> Offloading<'a> {
-    Offloading {
-        generation: shared.settings.generation,
-        namespace,
-        purchase: key,
-        provider,
-        pod_strategy: &purchase.spec.pod_offloading_strategy,
-        mapping_strategy: &purchase.spec.namespace_mapping_strategy,
-    }
-}
-
-/// Apply an offloading plan in `namespace`.
-async fn apply_offloading(
-    api: &Api<DynamicObject>,
-    plan: OffloadingPlan,
-) -> Result<(), ReconcileError> {
-    match plan {
-        OffloadingPlan::Create(object) => {
-            api.create(&PostParams::default(), &serde_json::from_value(object)?)
-                .await?;
-        }
-        OffloadingPlan::Update(object) => {
-            api.replace(
-                liqo::OFFLOADING_NAME,
-                &PostParams::default(),
-                &serde_json::from_value(object)?,
-            )
-            .await?;
-        }
-        OffloadingPlan::Delete => {
-            api.delete(liqo::OFFLOADING_NAME, &DeleteParams::default())
-                .await?;
-        }
-        OffloadingPlan::Keep | OffloadingPlan::NotOurs | OffloadingPlan::Conflict(_) => {}
-    }
-    Ok(())
-}
-
-/// Each listed namespace: offloaded to the provider, missing, or holding
-/// someone else's NamespaceOffloading. Namespaces no longer listed are
-/// released.
-async fn offload(
-    purchase: &Purchase,
-    shared: &Shared,
-    status: &mut PurchaseStatus,
-    provider: &str,
-) -> Result<Vec<(String, NamespaceOutcome)>, ReconcileError> {
-    let key = purchase.key();
-    let namespaces: Api<Namespace> = Api::all(shared.client.clone());
-    let ar = shared.settings.generation.namespace_offloading();
-    let mut outcomes = Vec::new();
-    let mut owned = Vec::new();
-    for namespace in &purchase.spec.namespaces {
-        if namespaces.get_opt(namespace).await?.is_none() {
-            outcomes.push((namespace.clone(), NamespaceOutcome::Missing));
-            continue;
-        }
-        let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, &ar);
-        let existing = api
-            .get_opt(liqo::OFFLOADING_NAME)
-            .await?
-            .map(serde_json::to_value)
-            .transpose()?;
-        let plan = liqo::plan_offloading(
-            existing.as_ref(),
-            &offloading_of(purchase, shared, namespace, &key, provider),
-        );
-        let outcome = match (&plan, &existing) {
-            (OffloadingPlan::NotOurs, _) => NamespaceOutcome::NotOurs,
-            (OffloadingPlan::Conflict(why), _) => NamespaceOutcome::Conflict(why.clone()),
-            (OffloadingPlan::Keep, Some(have)) => match liqo::offloading_ready(have) {
-                Ok(()) => NamespaceOutcome::Offloaded,
-                Err(phase) => NamespaceOutcome::Offloading(phase),
-            },
-            // Just written: Liqo has yet to look at it.
-            _ => NamespaceOutcome::Offloading(String::new()),
-        };
-        if !matches!(
-            outcome,
-            NamespaceOutcome::NotOurs | NamespaceOutcome::Conflict(_)
-        ) {
-            owned.push(namespace.clone());
-        }
-        apply_offloading(&api, plan).await?;
-        outcomes.push((namespace.clone(), outcome));
-    }
-    for gone in status
-        .offloaded_namespaces
-        .iter()
-        .filter(|n| !purchase.spec.namespaces.contains(n))
-    {
-        release(purchase, shared, gone, &ar).await?;
-    }
-    status.offloaded_namespaces = owned;
-    Ok(outcomes)
-}
-
-async fn release(
-    purchase: &Purchase,
-    shared: &Shared,
-    namespace: &str,
-    ar: &ApiResource,
-) -> Result<(), ReconcileError> {
-    let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, ar);
-    let Some(existing) = api.get_opt(liqo::OFFLOADING_NAME).await? else {
-        return Ok(());
-    };
-    let key = purchase.key();
-    let plan = liqo::release_offloading(
-        &serde_json::to_value(existing)?,
-        &offloading_of(purchase, shared, namespace, &key, ""),
-    );
-    apply_offloading(&api, plan).await
-}
-
-/// Remove what this Purchase created: its ResourceSlice (v1), its v0.x
-/// ForeignCluster and token Secret, its share of NamespaceOffloadings, and
-/// (`all`: on deletion) the kubeconfig Secret. Objects without its mark
-/// are left alone.
-async fn cleanup(purchase: &Purchase, shared: &Shared, all: bool) -> Result<(), ReconcileError> {
-    let key = purchase.key();
-    let status = purchase.status();
-    let selector = format!("{}={}", liqo::MANAGED_BY, liqo::MANAGER);
-    let ar = shared.settings.generation.namespace_offloading();
-    let mut namespaces = status.offloaded_namespaces.clone();
-    namespaces.extend(purchase.spec.namespaces.iter().cloned());
-    namespaces.sort();
-    namespaces.dedup();
-    for namespace in &namespaces {
-        match release(purchase, shared, namespace, &ar).await {
-            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 404 => {}
-            other => other?,
-        }
-    }
-    let owned_dynamic = |api: Api<DynamicObject>| {
-        let selector = selector.clone();
-        let key = key.clone();
-        async move {
-            for object in api.list(&ListParams::default().labels(&selector)).await? {
-                let value = serde_json::to_value(&object)?;
-                if liqo::owned_by(&value, &key) {
-                    let name = object.name_any();
-                    let scoped: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
-                        Some(ns) => Api::namespaced_with(
-                            api.clone().into_client(),
-                            ns,
-                            &api_resource(&value),
-                        ),
-                        None => api.clone(),
-                    };
-                    match scoped.delete(&name, &DeleteParams::default()).await {
-                        Ok(_) => tracing::info!(kind = %value["kind"], %name, "deleted"),
-                        Err(kube::Error::Api(e)) if e.code == 404 => {}
-                        Err(e) => return Err(ReconcileError::from(e)),
-                    }
-                }
-            }
-            Ok::<(), ReconcileError>(())
-        }
-    };
-    match shared.settings.generation {
-        Generation::V1 => {
-            owned_dynamic(Api::all_with(
-                shared.client.clone(),
-                &liqo::resource_slice(),
-            ))
-            .await?;
-        }
-        Generation::V0 => {
-            owned_dynamic(Api::all_with(
-                shared.client.clone(),
-                &Generation::V0.foreign_cluster(),
-            ))
-            .await?;
-            let secrets: Api<Secret> =
-                Api::namespaced(shared.client.clone(), &shared.settings.liqo_namespace);
-            for secret in secrets
-                .list(&ListParams::default().labels(&selector))
-                .await?
-            {
-                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
-                    match secrets
-                        .delete(&secret.name_any(), &DeleteParams::default())
-                        .await
-                    {
-                        Ok(_) | Err(kube::Error::Api(_)) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-        }
-    }
-    if all {
-        if let Some(name) = &status.kubeconfig_secret {
-            let secrets: Api<Secret> = Api::namespaced(
-                shared.client.clone(),
-                purchase.metadata.namespace.as_deref().unwrap_or_default(),
-            );
-            if let Some(secret) = secrets.get_opt(name).await? {
-                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
-                    secrets.delete(name, &DeleteParams::default()).await?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn api_resource(object: &Value) -> ApiResource {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let kind = object["kind"].as_str().unwrap_or_default();
-    let plural = match kind {
-        "ResourceSlice" => "resourceslices",
-        _ => "foreignclusters",
-    };
-    ApiResource::from_gvk_with_plural(
-        &kube::core::GroupVersionKind::gvk(group, version, kind),
-        plural,
-    )
 }
 
 /// `after` as a JSON merge patch over `before`: fields that are gone are
