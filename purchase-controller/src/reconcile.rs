@@ -583,9 +583,10 @@ fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessme
             .map(|c| c.reason.clone())
             .unwrap_or_else(|| assessment.phase.to_string()),
         note: Some(
+            // The same arrival says the same thing (a repeat is counted on
+            // one Event); where it came from is in the log.
             format!(
-                "{} → {}: {}",
-                if from.is_empty() { "New" } else { from },
+                "{}: {}",
                 assessment.phase,
                 ready.map(|c| c.message.as_str()).unwrap_or_default()
             )
@@ -596,6 +597,7 @@ fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessme
         action: "Reconcile".to_string(),
         secondary: None,
     };
+    tracing::info!(from, to = assessment.phase, "phase changed");
     let reference = purchase.object_ref(&());
     let recorder = shared.recorder.clone();
     tokio::spawn(

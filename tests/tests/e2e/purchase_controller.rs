@@ -253,18 +253,34 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         .unwrap();
     assert_eq!(untouched["spec"]["podOffloadingStrategy"], "Local");
     assert!(untouched["metadata"]["annotations"].is_null());
+    // Back to "apps" alone: ready again, the same Event counted twice.
+    let mut more = consumer.get_purchase("more").unwrap();
+    more["spec"]["namespaces"] = json!(["apps"]);
+    consumer.kube.replace(PURCHASES, more, false).unwrap();
+    consumer.wait_phase("more", "Ready").unwrap();
+    wait_until("the repeated Ready Event of \"more\" is counted", || {
+        consumer
+            .kube
+            .objects(("events.k8s.io", "events"))
+            .iter()
+            .any(|e| {
+                e["regarding"]["name"] == "more"
+                    && e["reason"] == "Ready"
+                    && e["series"]["count"].as_u64().is_some_and(|n| n >= 2)
+            })
+    });
 
-    // /metrics and the probes: one Purchase ready, one failed (once the
-    // first has seen Liqo report the shared NamespaceOffloading again).
+    // /metrics and the probes: both Purchases ready (once each has seen
+    // Liqo report the shared NamespaceOffloading again).
     let metrics = || {
         rt.block_on(crate::slice_controller_support::http_get(port, "/metrics"))
             .map(|(_, body)| body)
             .unwrap_or_default()
     };
-    wait_until("/metrics counts one Purchase ready and one failed", || {
+    wait_until("/metrics counts two Purchases ready", || {
         let text = metrics();
-        text.contains("purchase_controller_purchases{phase=\"Ready\"} 1")
-            && text.contains("purchase_controller_purchases{phase=\"Failed\"} 1")
+        text.contains("purchase_controller_purchases{phase=\"Ready\"} 2")
+            && text.contains("purchase_controller_purchases{phase=\"Failed\"} 0")
     });
     let (status, _) = rt
         .block_on(crate::slice_controller_support::http_get(port, "/readyz"))
