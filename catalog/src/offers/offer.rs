@@ -32,8 +32,10 @@ pub struct Offer {
     pub description: String,
     /// Plans keyed by plan id.
     pub plans: BTreeMap<String, Plan>,
-    /// Provider labels (Kubernetes label keys and values), `{}` if none.
-    #[serde(default)]
+    /// Provider labels (Kubernetes label keys and values); left out when
+    /// there are none, as Kubernetes leaves out empty labels.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    #[schema(value_type = BTreeMap<String, String>)]
     pub labels: Labels,
     /// Owning provider's Liqo cluster ID.
     #[serde(rename = "clusterID")]

@@ -23,7 +23,7 @@ pub struct Component {
 }
 
 /// Every image the repository ships.
-pub const COMPONENTS: [Component; 5] = [
+pub const COMPONENTS: [Component; 6] = [
     Component {
         image: "catalog",
         package: "catalog",
@@ -43,6 +43,11 @@ pub const COMPONENTS: [Component; 5] = [
         image: "provider-agent",
         package: "provider-agent",
         bin: "provider-agent",
+    },
+    Component {
+        image: "orchestrator",
+        package: "orchestrator",
+        bin: "orchestrator",
     },
     Component {
         image: "purchase-controller",

@@ -54,7 +54,7 @@ fn seq(m: &Value) -> u64 {
 /// What the test wrote, as the API documents it comes back: the body sent,
 /// with `planName` read as `name`, a missing description as `""`, the
 /// quantities the tests write in Kubernetes' canonical form (`"1000m"` →
-/// `"1"`), missing labels as `{}`, and the owner's `id`, `clusterID`,
+/// `"1"`), labels only when there are some, and the owner's `id`, `clusterID`,
 /// `clusterName`, `version` and Liqo generations (`v0` for a provider that
 /// registered an auth URL) added (`createdAt` and `updatedAt` are checked apart: only the server
 /// knows them). Independent of the server's own `GET /offers`, so a feed
@@ -83,18 +83,25 @@ fn written(id: &str, body: &Value, owner: &Value, version: u64) -> Value {
         p.insert("resources".into(), Value::Object(resources));
         plans.insert(key.clone(), Value::Object(p));
     }
-    json!({
+    let mut offer = json!({
         "id": id,
         "name": body["name"],
         "type": body["type"],
         "description": body.get("description").cloned().unwrap_or(json!("")),
         "plans": plans,
-        "labels": body.get("labels").cloned().unwrap_or(json!({})),
         "clusterID": owner["clusterID"],
         "clusterName": owner["clusterName"],
         "liqo": if owner["authURL"].as_str().unwrap_or("").is_empty() { json!([]) } else { json!(["v0"]) },
         "version": version,
-    })
+    });
+    // Labels are returned as written, and left out when there are none.
+    if let Some(labels) = body
+        .get("labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+    {
+        offer["labels"] = labels.clone();
+    }
+    offer
 }
 
 /// A listed offer without its server-made timestamps (which must be there).

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod aggregator_support;
+mod orchestrator_support;
 mod purchase_controller_support;
 mod slice_controller_support;
 
@@ -36,6 +37,7 @@ mod catalog_promises;
 mod catalog_secrets;
 mod catalog_shared;
 mod duration_grammar;
+mod orchestrator;
 mod provider_agent;
 mod purchase_controller;
 mod resource_monitor_chain;

@@ -1,0 +1,403 @@
+//! The command line ([`Cli`]; every flag has an `ORCHESTRATOR_*`
+//! variable) and the two things it runs: the controller ([`run`]) and the
+//! dry run ([`explain`]).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+
+pub use edge::log::LogFormat;
+
+use slice_controller::lease::{self, Elector, LeaseSettings};
+
+use crate::controller::{self, Settings};
+use crate::disabled;
+use crate::feed::{self, Catalog};
+use crate::metrics::Metrics;
+use crate::policy::Policy;
+use crate::view::View;
+
+/// `orchestrator`: places the namespaces consumers offloaded to this
+/// broker cluster on providers chosen by policy from the catalog's offers,
+/// by writing each one's NamespaceOffloading. Without a subcommand it runs
+/// the controller.
+#[derive(Debug, clap::Parser)]
+#[command(name = "orchestrator", version)]
+pub struct Cli {
+    /// The policy file (TOML): allow/deny lists, required labels, spread, hysteresis. Without it: any provider, one per namespace.
+    #[arg(long, env = "ORCHESTRATOR_POLICY", value_name = "FILE", global = true)]
+    pub policy: Option<PathBuf>,
+
+    /// The catalog: http://HOST:PORT (its feed, /subscribe, is followed).
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_CATALOG",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub catalog: String,
+
+    /// A file holding the catalog's administrator secret: with it, providers an administrator disabled are read from GET /admin/providers and never chosen (their offers stay visible in the catalog).
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_CATALOG_ADMIN_SECRET_FILE",
+        value_name = "FILE",
+        global = true
+    )]
+    pub catalog_admin_secret_file: Option<PathBuf>,
+
+    /// How often to read the disabled providers (with --catalog-admin-secret-file).
+    #[arg(long, env = "ORCHESTRATOR_DISABLED_POLL", value_name = "DURATION", default_value = "30s", value_parser = edge::duration::parse, global = true)]
+    pub disabled_poll: Duration,
+
+    /// Kubeconfig of the broker cluster [default: in-cluster, else as kubectl finds it].
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_KUBECONFIG",
+        value_name = "FILE",
+        global = true
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig to use.
+    #[arg(long, env = "ORCHESTRATOR_CONTEXT", value_name = "NAME", global = true)]
+    pub context: Option<String>,
+
+    /// Serve /healthz, /readyz and /metrics on this address.
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_HTTP_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8082"
+    )]
+    pub http_listen: SocketAddr,
+
+    /// Decide every namespace again this often, whatever changed.
+    #[arg(long, env = "ORCHESTRATOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
+    pub resync: Duration,
+
+    /// Wait this long before retrying a reconcile that failed.
+    #[arg(long, env = "ORCHESTRATOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub error_retry: Duration,
+
+    /// This replica's name in Events and in the Lease [default: $HOSTNAME-<pid>].
+    #[arg(long, env = "ORCHESTRATOR_INSTANCE", value_name = "ID")]
+    pub instance: Option<String>,
+
+    /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
+    #[arg(long, env = "ORCHESTRATOR_LEADER_ELECT", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "ORCHESTRATOR_LEASE_NAME",
+        value_name = "NAME",
+        default_value = "orchestrator"
+    )]
+    pub lease_name: String,
+
+    /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
+    #[arg(long, env = "ORCHESTRATOR_LEASE_NAMESPACE", value_name = "NAMESPACE")]
+    pub lease_namespace: Option<String>,
+
+    /// How long a Lease not renewed stays held.
+    #[arg(long, env = "ORCHESTRATOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
+    pub lease_duration: Duration,
+
+    /// The leader stops writing when it could not renew for this long (less than the lease duration).
+    #[arg(long, env = "ORCHESTRATOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub lease_renew_deadline: Duration,
+
+    /// How often candidates try to take the Lease and the leader renews it (less than the renew deadline).
+    #[arg(long, env = "ORCHESTRATOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub lease_retry: Duration,
+
+    /// Log format; levels come from RUST_LOG (default: info).
+    #[arg(long, env = "ORCHESTRATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of running the controller.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print where a namespace would go and why — the controller's own decision, from the cluster and the catalog as they are now — writing nothing.
+    Explain {
+        /// The namespace (on the broker cluster) to decide.
+        #[arg(long, value_name = "NS")]
+        namespace: String,
+        /// text or json.
+        #[arg(long, value_name = "FORMAT", default_value = "text")]
+        output: Output,
+        /// Give up reaching the cluster or the catalog after this long.
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+        timeout: Duration,
+    },
+}
+
+/// `explain --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+/// The policy named on the command line, or the default one.
+pub fn policy(cli: &Cli) -> anyhow::Result<Policy> {
+    Ok(match &cli.policy {
+        Some(path) => Policy::load(path)?,
+        None => Policy::default(),
+    })
+}
+
+/// The catalog's administrator secret, if a file names it.
+pub fn admin_secret(cli: &Cli) -> anyhow::Result<Option<String>> {
+    let Some(path) = &cli.catalog_admin_secret_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --catalog-admin-secret-file {}", path.display()))?;
+    let secret = text.trim().to_string();
+    if secret.is_empty() {
+        anyhow::bail!("--catalog-admin-secret-file {} is empty", path.display());
+    }
+    Ok(Some(secret))
+}
+
+/// A client for the broker cluster.
+pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<Client> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .context("cannot use the default kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("cannot find a Kubernetes configuration")?,
+    };
+    Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
+/// Run what the command line asks until `shutdown` completes.
+pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+    // Every input is checked before anything starts.
+    let policy = policy(&cli)?;
+    if cli.leader_elect
+        && (cli.lease_renew_deadline >= cli.lease_duration
+            || cli.lease_retry >= cli.lease_renew_deadline)
+    {
+        anyhow::bail!(
+            "--lease-renew-deadline ({:?}) must be shorter than --lease-duration ({:?}), and --lease-retry ({:?}) shorter than the deadline",
+            cli.lease_renew_deadline,
+            cli.lease_duration,
+            cli.lease_retry
+        );
+    }
+    let catalog = Catalog::parse(&cli.catalog)?;
+    let secret = admin_secret(&cli)?;
+    let client = client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await?;
+    match &cli.command {
+        Some(Command::Explain {
+            namespace,
+            output,
+            timeout,
+        }) => {
+            let ask = Explain {
+                namespace,
+                output: *output,
+                timeout: *timeout,
+            };
+            explain(client, &policy, catalog, secret, ask).await
+        }
+        None => run(cli, client, policy, catalog, secret, shutdown).await,
+    }
+}
+
+/// What `explain` is asked.
+pub struct Explain<'a> {
+    pub namespace: &'a str,
+    pub output: Output,
+    pub timeout: Duration,
+}
+
+/// The dry run: print the decision for `namespace`.
+pub async fn explain(
+    client: Client,
+    policy: &Policy,
+    catalog: Catalog,
+    secret: Option<String>,
+    ask: Explain<'_>,
+) -> anyhow::Result<()> {
+    let Explain {
+        namespace,
+        output,
+        timeout,
+    } = ask;
+    let view = tokio::time::timeout(timeout, View::read(&client, namespace))
+        .await
+        .map_err(|_| anyhow::anyhow!("the Kubernetes API did not answer within {timeout:?}"))??;
+    let base = catalog.base();
+    let offers = tokio::task::spawn_blocking(move || feed::fetch(&catalog, timeout))
+        .await
+        .context("the catalog reader stopped")??;
+    let disabled = match secret {
+        Some(secret) => tokio::task::spawn_blocking(move || disabled::fetch(&base, &secret))
+            .await
+            .context("the catalog reader stopped")?
+            .map_err(anyhow::Error::msg)?,
+        None => Default::default(),
+    };
+    let decision = crate::explain::explain(&view, policy, &offers, &disabled);
+    match output {
+        Output::Json => println!("{}", crate::explain::to_json(&view, &decision)),
+        Output::Text => print!("{}", crate::explain::to_text(&view, &decision)),
+    }
+    Ok(())
+}
+
+fn default_instance() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "orchestrator".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The controller: the HTTP port, the catalog's feed (followed by leader and
+/// standby alike, so a new leader decides at once) and, while this replica
+/// leads (or always, without election), the reconciles.
+pub async fn run(
+    cli: Cli,
+    client: Client,
+    policy: Policy,
+    catalog: Catalog,
+    secret: Option<String>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let stop = CancellationToken::new();
+    let http = crate::http::bind(
+        cli.http_listen,
+        metrics.clone(),
+        stop.clone().cancelled_owned(),
+    )
+    .await?;
+    let http = tokio::spawn(http);
+    let stop_feed = Arc::new(AtomicBool::new(false));
+    tracing::info!(catalog = %catalog.url(), "orchestrator starting");
+    let base = catalog.base();
+    let (snapshot, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
+    let offers = snapshot.subscribe();
+    let disabled_thread = match secret {
+        Some(secret) => Some(disabled::follow(
+            base,
+            secret,
+            cli.disabled_poll,
+            snapshot.clone(),
+            stop_feed.clone(),
+        )),
+        None => None,
+    };
+    let identity = cli.instance.clone().unwrap_or_else(default_instance);
+    let settings = Settings {
+        policy: Arc::new(policy),
+        resync: cli.resync,
+        retry: cli.error_retry,
+        reporter: "liqo-broker-orchestrator".to_string(),
+        instance: identity.clone(),
+    };
+    let stopping = stop.clone();
+    let controller = async move {
+        if !cli.leader_elect {
+            metrics.set_leading(true);
+            controller::run(client, settings, offers, metrics, stopping).await;
+            return;
+        }
+        let namespace = cli
+            .lease_namespace
+            .clone()
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let elector = Elector::new(
+            client.clone(),
+            LeaseSettings {
+                name: cli.lease_name.clone(),
+                namespace,
+                identity,
+                duration: cli.lease_duration,
+                renew_deadline: cli.lease_renew_deadline,
+                retry: cli.lease_retry,
+            },
+        );
+        // The elector reports to the slice controller's metrics type; this
+        // process serves its own, and tracks leadership itself below.
+        let election_metrics = slice_controller::metrics::Metrics::new();
+        // A standby is ready once it could read the Lease.
+        let standby = (election_metrics.clone(), metrics.clone());
+        let readiness = tokio::spawn(async move {
+            while !standby.0.reached_api() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            standby.1.set_reached_api();
+        });
+        lease::run_elected(elector, election_metrics, stopping, move |term| {
+            let (client, settings, offers, metrics) = (
+                client.clone(),
+                settings.clone(),
+                offers.clone(),
+                metrics.clone(),
+            );
+            async move {
+                metrics.set_leading(true);
+                controller::run(client, settings, offers, metrics.clone(), term).await;
+                metrics.set_leading(false);
+            }
+        })
+        .await;
+        readiness.abort();
+    };
+    tokio::select! {
+        () = controller => {}
+        () = shutdown => tracing::info!("stopping"),
+    }
+    stop.cancel();
+    stop_feed.store(true, Ordering::Relaxed);
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = feed_thread.join();
+        if let Some(thread) = disabled_thread {
+            let _ = thread.join();
+        }
+    })
+    .await;
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(result)) => result?,
+        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
+        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
+    }
+    tracing::info!("orchestrator stopped");
+    Ok(())
+}

@@ -1,0 +1,373 @@
+//! The controller: kube-rs reflectors for the offloaded namespaces, their
+//! pods, ResourceQuotas and NamespaceOffloadings, and an [`applier`] that
+//! reconciles one namespace at a time.
+//!
+//! A namespace is reconciled when it, a pod or quota in it, or its
+//! NamespaceOffloading changes; when the catalog's offers change (every
+//! namespace); when a cheaper set's hold time ends; and every `resync`.
+//! A reconcile builds the namespace's [`View`], decides
+//! ([`View::decide`]), and writes the NamespaceOffloading only if the
+//! selection, the pending cheaper set or the explanation's presence
+//! changed — with the `resourceVersion` it read, so a `409 Conflict` is
+//! answered by re-reading the object and deciding again on top of it.
+//! A write that changes the providers is recorded as an Event on the
+//! NamespaceOffloading (`Placed`, `Moved`); a namespace no provider
+//! qualifies for gets a `NoProviderQualifies` warning and keeps what it has.
+//!
+//! Until the catalog's feed has delivered its first snapshot nothing is
+//! decided, and when the feed drops the last offers stay: selections are
+//! never cleared because the catalog is unreachable.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{stream, Stream, StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod, ResourceQuota};
+use kube::api::{Api, PostParams};
+use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, reflector, ObjectRef, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::decision::{Decision, Rule};
+use crate::feed::Snapshot;
+use crate::metrics::Metrics;
+use crate::offloading::{NamespaceOffloading, NAME};
+use crate::policy::Policy;
+use crate::view::{consumer_of, View, ViewError, NAMESPACE_SELECTOR};
+
+/// Writes of one namespace tried before the reconcile gives up and is
+/// retried later (each 409 re-reads the object first).
+const WRITE_ATTEMPTS: u32 = 5;
+
+/// What the controller is told to do.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub policy: Arc<Policy>,
+    /// Decide every namespace again this often.
+    pub resync: Duration,
+    /// Wait this long before retrying a failed reconcile.
+    pub retry: Duration,
+    /// Names the controller in Events (`reportingController`).
+    pub reporter: String,
+    /// Names this replica in Events (`reportingInstance`).
+    pub instance: String,
+}
+
+/// Why a reconcile failed (it is retried after `retry`).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    View(#[from] ViewError),
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(
+        "NamespaceOffloading of {namespace} still conflicting after {WRITE_ATTEMPTS} attempts"
+    )]
+    Conflicts { namespace: String },
+}
+
+struct Shared {
+    client: Client,
+    settings: Settings,
+    offers: watch::Receiver<Arc<Snapshot>>,
+    namespaces: Store<Namespace>,
+    pods: Store<Pod>,
+    quotas: Store<ResourceQuota>,
+    offloadings: Store<NamespaceOffloading>,
+    metrics: Metrics,
+    recorder: Recorder,
+}
+
+/// A stream of reflector events as namespaces to reconcile.
+fn by_namespace<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+) -> impl Stream<Item = Result<ObjectRef<Namespace>, watcher::Error>> + Send
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects()
+        .map_ok(|o| ObjectRef::new(o.meta().namespace.as_deref().unwrap_or_default()))
+}
+
+/// Run the controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    offers: watch::Receiver<Arc<Snapshot>>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) {
+    let (namespaces, ns_writer) = reflector::store::<Namespace>();
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let (quotas, quota_writer) = reflector::store::<ResourceQuota>();
+    let (offloadings, off_writer) = reflector::store::<NamespaceOffloading>();
+
+    let ns_events = reflector(
+        ns_writer,
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default().labels(NAMESPACE_SELECTOR),
+        ),
+    )
+    .default_backoff()
+    .touched_objects()
+    .map_ok(|ns| ObjectRef::from_obj(&ns));
+    let pod_events = by_namespace(Api::<Pod>::all(client.clone()), pod_writer);
+    let quota_events = by_namespace(Api::<ResourceQuota>::all(client.clone()), quota_writer);
+    let off_events = by_namespace(Api::<NamespaceOffloading>::all(client.clone()), off_writer);
+    let from_catalog = catalog_triggers(offers.clone(), namespaces.clone());
+
+    let queue = stream::select_all([
+        ns_events.boxed(),
+        pod_events.boxed(),
+        quota_events.boxed(),
+        off_events.boxed(),
+        from_catalog.map(Ok).boxed(),
+    ]);
+
+    let ready = (namespaces.clone(), offloadings.clone(), metrics.clone());
+    let readiness = tokio::spawn(async move {
+        if ready.0.wait_until_ready().await.is_ok() && ready.1.wait_until_ready().await.is_ok() {
+            ready.2.set_reached_api();
+        }
+    });
+
+    let reporter = Reporter {
+        controller: settings.reporter.clone(),
+        instance: Some(settings.instance.clone()),
+    };
+    let shared = Arc::new(Shared {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        settings,
+        offers,
+        namespaces: namespaces.clone(),
+        pods,
+        quotas,
+        offloadings,
+        metrics,
+    });
+    let span = tracing::info_span!("orchestrator");
+    async move {
+        tracing::info!("controller started");
+        applier(
+            |ns, shared: Arc<Shared>| Box::pin(reconcile(ns, shared)),
+            error_policy,
+            shared.clone(),
+            namespaces,
+            queue.take_until(shutdown.cancelled_owned()),
+            ApplierConfig::default(),
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile round failed");
+            }
+        })
+        .await;
+        readiness.abort();
+        tracing::info!("controller stopped");
+    }
+    .instrument(span)
+    .await;
+}
+
+/// Every change of the offers as every offloaded namespace to reconcile.
+fn catalog_triggers(
+    offers: watch::Receiver<Arc<Snapshot>>,
+    namespaces: Store<Namespace>,
+) -> impl Stream<Item = ObjectRef<Namespace>> + Send {
+    stream::unfold(offers, |mut rx| async move {
+        rx.changed().await.ok()?;
+        Some(((), rx))
+    })
+    .flat_map(move |()| {
+        let refs: Vec<ObjectRef<Namespace>> = namespaces
+            .state()
+            .iter()
+            .filter(|ns| consumer_of(ns).is_some())
+            .map(|ns| ObjectRef::from_obj(&**ns))
+            .collect();
+        stream::iter(refs)
+    })
+}
+
+fn error_policy(ns: Arc<Namespace>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
+    tracing::warn!(namespace = %ns.name_any(), %error, "reconcile failed; retrying");
+    shared.metrics.count_error(match error {
+        ReconcileError::View(ViewError::Demand { .. }) => "demand",
+        _ => "kubernetes",
+    });
+    Action::requeue(shared.settings.retry)
+}
+
+fn view_from_caches(
+    shared: &Shared,
+    ns: &Namespace,
+    existing: Option<NamespaceOffloading>,
+) -> Result<View, ViewError> {
+    let name = ns.name_any();
+    let in_ns = |n: Option<&str>| n == Some(name.as_str());
+    let pods = shared.pods.state();
+    let quotas = shared.quotas.state();
+    let pods: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| in_ns(p.metadata.namespace.as_deref()))
+        .map(|p| &**p)
+        .collect();
+    let quotas: Vec<&ResourceQuota> = quotas
+        .iter()
+        .filter(|q| in_ns(q.metadata.namespace.as_deref()))
+        .map(|q| &**q)
+        .collect();
+    View::build(ns, &quotas, &pods, existing)
+}
+
+async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let name = ns.name_any();
+    let Some(consumer) = consumer_of(&ns).map(str::to_string) else {
+        return Ok(Action::await_change());
+    };
+    let span = tracing::info_span!("reconcile", namespace = %name, consumer = %consumer);
+    async move {
+        shared.metrics.set_namespaces(
+            shared
+                .namespaces
+                .state()
+                .iter()
+                .filter(|ns| consumer_of(ns).is_some())
+                .count(),
+        );
+        let snapshot = shared.offers.borrow().clone();
+        if !snapshot.loaded {
+            tracing::debug!("no offers from the catalog yet; deciding nothing");
+            return Ok(Action::await_change());
+        }
+        let _ = shared.pods.wait_until_ready().await;
+        let _ = shared.quotas.wait_until_ready().await;
+        let _ = shared.offloadings.wait_until_ready().await;
+        let api: Api<NamespaceOffloading> = Api::namespaced(shared.client.clone(), &name);
+        let mut existing = shared
+            .offloadings
+            .get(&ObjectRef::new(NAME).within(&name))
+            .map(|o| (*o).clone());
+        for _ in 0..WRITE_ATTEMPTS {
+            let view = view_from_caches(&shared, &ns, existing.clone())?;
+            let now = jiff::Timestamp::now();
+            let decision = view.decide(
+                &shared.settings.policy,
+                &snapshot.offers,
+                &snapshot.disabled,
+                now,
+            );
+            shared
+                .metrics
+                .set_unplaced(&name, decision.rule == Rule::NoneQualifies);
+            let requeue = decision
+                .recheck
+                .map_or(shared.settings.resync, |r| r.min(shared.settings.resync));
+            if decision.chosen.is_empty() {
+                // Nothing qualifies and nothing was chosen before: an empty
+                // selector would mean every peered cluster, so write nothing.
+                tracing::info!(reason = %decision.explain(), "no provider qualifies; not offloading");
+                publish_event(&shared, None, &name, &decision, &[]);
+                shared.metrics.observe_reconcile(started.elapsed());
+                return Ok(Action::requeue(requeue));
+            }
+            let desired = NamespaceOffloading::apply(existing.as_ref(), &name, &decision, now);
+            if existing.as_ref().is_some_and(|e| same(e, &desired)) {
+                shared.metrics.observe_reconcile(started.elapsed());
+                return Ok(Action::requeue(requeue));
+            }
+            let before = view.current();
+            let written = match &existing {
+                None => api.create(&PostParams::default(), &desired).await,
+                Some(_) => api.replace(NAME, &PostParams::default(), &desired).await,
+            };
+            match written {
+                Ok(obj) => {
+                    let moved = decision.moves(&before);
+                    shared.metrics.count_write(decision.rule.as_str(), moved);
+                    if moved || decision.rule == Rule::NoneQualifies {
+                        tracing::info!(chosen = ?decision.chosen, rule = decision.rule.as_str(), reason = %decision.explain(), "namespace placed");
+                        publish_event(&shared, Some(&obj), &name, &decision, &before);
+                    }
+                    shared.metrics.observe_reconcile(started.elapsed());
+                    return Ok(Action::requeue(requeue));
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    shared.metrics.count_error("conflict");
+                    tracing::debug!("NamespaceOffloading write conflicted; re-reading");
+                    existing = api.get_opt(NAME).await?;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(ReconcileError::Conflicts { namespace: name.clone() })
+    }
+    .instrument(span)
+    .await
+}
+
+/// Whether writing `desired` over `existing` would change anything.
+fn same(existing: &NamespaceOffloading, desired: &NamespaceOffloading) -> bool {
+    existing.spec == desired.spec
+        && existing.metadata.labels == desired.metadata.labels
+        && existing.metadata.annotations == desired.metadata.annotations
+}
+
+/// Record the decision as a Kubernetes Event on the NamespaceOffloading
+/// (in the background: an Event that cannot be recorded is logged).
+fn publish_event(
+    shared: &Arc<Shared>,
+    obj: Option<&NamespaceOffloading>,
+    namespace: &str,
+    decision: &Decision,
+    before: &[String],
+) {
+    let (type_, reason, action) = match (decision.rule, before.is_empty()) {
+        (Rule::NoneQualifies, _) => (EventType::Warning, "NoProviderQualifies", "Keep"),
+        (_, true) => (EventType::Normal, "Placed", "Place"),
+        (_, false) => (EventType::Normal, "Moved", "Move"),
+    };
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(decision.explain().chars().take(1000).collect()),
+        action: action.to_string(),
+        secondary: None,
+    };
+    let reference: ObjectReference = match obj {
+        Some(o) => o.object_ref(&()),
+        None => ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Namespace".into()),
+            name: Some(namespace.to_string()),
+            namespace: Some(namespace.to_string()),
+            ..ObjectReference::default()
+        },
+    };
+    let recorder = shared.recorder.clone();
+    tokio::spawn(
+        async move {
+            if let Err(error) = recorder.publish(&event, &reference).await {
+                tracing::debug!(%error, "cannot record an Event");
+            }
+        }
+        .in_current_span(),
+    );
+}

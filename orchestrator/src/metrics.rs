@@ -1,0 +1,199 @@
+//! The orchestrator's Prometheus metrics and health state, rendered on
+//! `/metrics` (served by the `http` module):
+//!
+//! | metric | what |
+//! |---|---|
+//! | `orchestrator_writes_total{rule}` | NamespaceOffloadings written, by the rule of the decision (`cheapest`, `replaced`, `cheaper`, `kept`, `none-qualifies`) |
+//! | `orchestrator_moves_total` | writes that changed a namespace's providers |
+//! | `orchestrator_unplaced_namespaces` | offloaded namespaces no provider qualifies for |
+//! | `orchestrator_namespaces` | offloaded namespaces seen |
+//! | `orchestrator_reconcile_duration_seconds` | one namespace: decision and write |
+//! | `orchestrator_errors_total{kind}` | `kubernetes` (a failed read or write), `conflict` (a 409, re-read and retried), `demand` (a quantity that does not parse) |
+//! | `orchestrator_catalog_connected` | 1 while the catalog's feed is connected |
+//! | `orchestrator_catalog_events_total` | feed messages applied |
+//! | `orchestrator_leader` | 1 while this replica leads (and writes) |
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RuleLabels {
+    rule: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+struct Inner {
+    registry: Registry,
+    writes: Family<RuleLabels, Counter>,
+    moves: Counter,
+    unplaced: Gauge,
+    namespaces: Gauge,
+    reconcile_seconds: Histogram,
+    errors: Family<KindLabels, Counter>,
+    catalog_connected: Gauge,
+    catalog_events: Counter,
+    leader: Gauge,
+    reached_api: AtomicBool,
+    unplaced_set: Mutex<BTreeSet<String>>,
+}
+
+/// Shared handle to the metrics.
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("orchestrator");
+        let writes = Family::<RuleLabels, Counter>::default();
+        let moves = Counter::default();
+        let unplaced = Gauge::default();
+        let namespaces = Gauge::default();
+        let reconcile_seconds = Histogram::new(BUCKETS);
+        let errors = Family::<KindLabels, Counter>::default();
+        let catalog_connected = Gauge::default();
+        let catalog_events = Counter::default();
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this replica leads", leader.clone());
+        registry.register(
+            "writes",
+            "NamespaceOffloadings written, by rule",
+            writes.clone(),
+        );
+        registry.register(
+            "moves",
+            "Writes that changed a namespace's providers",
+            moves.clone(),
+        );
+        registry.register(
+            "unplaced_namespaces",
+            "Offloaded namespaces no provider qualifies for",
+            unplaced.clone(),
+        );
+        registry.register(
+            "namespaces",
+            "Offloaded namespaces seen",
+            namespaces.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "One namespace: decision and write",
+            reconcile_seconds.clone(),
+        );
+        registry.register("errors", "Failed reads and writes, by kind", errors.clone());
+        registry.register(
+            "catalog_connected",
+            "1 while the catalog's feed is connected",
+            catalog_connected.clone(),
+        );
+        registry.register(
+            "catalog_events",
+            "Feed messages applied",
+            catalog_events.clone(),
+        );
+        Metrics(Arc::new(Inner {
+            registry,
+            writes,
+            moves,
+            unplaced,
+            namespaces,
+            reconcile_seconds,
+            errors,
+            catalog_connected,
+            catalog_events,
+            leader,
+            reached_api: AtomicBool::new(false),
+            unplaced_set: Mutex::new(BTreeSet::new()),
+        }))
+    }
+
+    pub fn count_write(&self, rule: &'static str, moved: bool) {
+        self.0.writes.get_or_create(&RuleLabels { rule }).inc();
+        if moved {
+            self.0.moves.inc();
+        }
+    }
+
+    pub fn count_error(&self, kind: &'static str) {
+        self.0.errors.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    pub fn set_unplaced(&self, namespace: &str, unplaced: bool) {
+        let mut set = self
+            .0
+            .unplaced_set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if unplaced {
+            set.insert(namespace.to_string());
+        } else {
+            set.remove(namespace);
+        }
+        self.0
+            .unplaced
+            .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
+    }
+
+    pub fn set_namespaces(&self, n: usize) {
+        self.0.namespaces.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.0.reconcile_seconds.observe(took.as_secs_f64());
+    }
+
+    pub fn set_catalog_connected(&self, up: bool) {
+        self.0.catalog_connected.set(i64::from(up));
+    }
+
+    pub fn count_feed_event(&self) {
+        self.0.catalog_events.inc();
+    }
+
+    pub fn set_leading(&self, leading: bool) {
+        self.0.leader.set(i64::from(leading));
+    }
+
+    pub fn is_leading(&self) -> bool {
+        self.0.leader.get() == 1
+    }
+
+    pub fn set_reached_api(&self) {
+        self.0.reached_api.store(true, Ordering::Relaxed);
+    }
+
+    pub fn reached_api(&self) -> bool {
+        self.0.reached_api.load(Ordering::Relaxed)
+    }
+
+    /// The OpenMetrics text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.0.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
