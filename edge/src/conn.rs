@@ -309,6 +309,20 @@ impl tonic::transport::server::Connected for GuardedConn {
     }
 }
 
+#[cfg(feature = "axum")]
+impl axum::serve::Listener for GuardedListener {
+    type Io = GuardedConn;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (GuardedConn, SocketAddr) {
+        GuardedListener::accept(self).await
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        GuardedListener::local_addr(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -23,7 +23,7 @@ pub struct Component {
 }
 
 /// Every image the repository ships.
-pub const COMPONENTS: [Component; 5] = [
+pub const COMPONENTS: [Component; 6] = [
     Component {
         image: "catalog",
         package: "catalog",
@@ -48,6 +48,11 @@ pub const COMPONENTS: [Component; 5] = [
         image: "orchestrator",
         package: "orchestrator",
         bin: "orchestrator",
+    },
+    Component {
+        image: "purchase-controller",
+        package: "purchase-controller",
+        bin: "purchase-controller",
     },
 ];
 

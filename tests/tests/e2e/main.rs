@@ -11,6 +11,7 @@
 
 mod aggregator_support;
 mod orchestrator_support;
+mod purchase_controller_support;
 mod slice_controller_support;
 
 mod aggregator_cli;
@@ -38,6 +39,7 @@ mod catalog_shared;
 mod duration_grammar;
 mod orchestrator;
 mod provider_agent;
+mod purchase_controller;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
 mod resource_monitor_hardening;

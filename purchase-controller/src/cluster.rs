@@ -1,0 +1,422 @@
+//! The objects a Purchase leads to on the consumer's cluster, created,
+//! read and removed: the peering objects (v0.x) or the kubeconfig Secret
+//! (v1), the ResourceSlice, the NamespaceOffloadings, and their clean-up.
+//! What each object holds is built by [`crate::liqo`]; what it means is
+//! judged by [`crate::decision`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::core::ApiResource;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::Value;
+
+use crate::catalog::Contract;
+use crate::decision::{NamespaceOutcome, Progress};
+use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
+use crate::model::{Purchase, PurchaseStatus};
+
+/// The consumer's cluster, as the controller is told it is.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    /// The Liqo generation it runs.
+    pub generation: Generation,
+    /// Its Liqo cluster ID.
+    pub cluster_id: String,
+    /// Liqo's namespace (v0.x token Secrets live here).
+    pub liqo_namespace: String,
+}
+
+/// A Kubernetes call failed, or an object could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("cannot read an object: {0}")]
+    Decode(#[from] serde_json::Error),
+}
+
+/// Peering, grant, offloading: create what is missing, read how far it got.
+pub async fn set_up(
+    purchase: &Purchase,
+    cluster: &Cluster,
+    status: &mut PurchaseStatus,
+    contract: &Contract,
+    catalog_error: Option<String>,
+) -> Result<Progress, ClusterError> {
+    let key = purchase.key();
+    let provider = contract.cluster_id.as_str();
+    let creds = contract.credentials.clone().unwrap_or_default();
+    let mut progress = Progress {
+        generation: cluster.generation,
+        catalog_error,
+        peered: false,
+        needs_peering_command: false,
+        grant: None,
+        namespaces: Vec::new(),
+    };
+    let fc_api = cluster.generation.foreign_cluster();
+    let fcs: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &fc_api);
+
+    match cluster.generation {
+        Generation::V0 => {
+            let label = format!("{}={provider}", liqo::V0_CLUSTER_ID_LABEL);
+            let existing = first(&fcs, &label).await?;
+            if let Some(v0) = &creds.v0 {
+                let secrets: Api<Secret> =
+                    Api::namespaced(cluster.client.clone(), &cluster.liqo_namespace);
+                let wanted = liqo::v0_token_secret(v0, &cluster.liqo_namespace, &key);
+                let name = format!("remote-token-{}", v0.cluster_id);
+                // Created once: a contract's credentials do not change.
+                if secrets.get_opt(&name).await?.is_none() {
+                    secrets
+                        .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                        .await?;
+                    tracing::info!(secret = %name, "v0 token Secret created");
+                }
+                // An existing ForeignCluster (ours from an earlier round, or
+                // one the operator made) is used as it is.
+                if existing.is_none() {
+                    let wanted = liqo::v0_foreign_cluster(v0, &key);
+                    fcs.create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                        .await?;
+                    tracing::info!(foreign_cluster = %v0.cluster_name, "v0 ForeignCluster created");
+                }
+            }
+            progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
+        }
+        Generation::V1 => {
+            let label = format!("{}={provider}", liqo::REMOTE_CLUSTER_ID);
+            let existing = first(&fcs, &label).await?;
+            let peering = liqo::v1_peering(existing.as_ref(), provider);
+            progress.peered = peering.peered;
+            if !peering.peered {
+                progress.needs_peering_command = true;
+                if let Some(v1) = &creds.v1 {
+                    let name = ensure_kubeconfig_secret(purchase, cluster, &v1.kubeconfig).await?;
+                    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+                    status.peering_command = Some(liqo::peering_command(&namespace, &name));
+                    status.kubeconfig_secret = Some(name);
+                }
+            } else {
+                status.peering_command = None;
+                let request = SliceRequest {
+                    contract_id: &contract.id,
+                    class: &contract.resource_slice_class,
+                    resources: &contract.resources,
+                    consumer: &cluster.cluster_id,
+                    provider,
+                };
+                let wanted = liqo::v1_resource_slice(&request, &peering.tenant_namespace, &key);
+                let slices: Api<DynamicObject> = Api::namespaced_with(
+                    cluster.client.clone(),
+                    &peering.tenant_namespace,
+                    &liqo::resource_slice(),
+                );
+                let name = liqo::slice_name(&contract.id);
+                let slice = match slices.get_opt(&name).await? {
+                    None => {
+                        let created = slices
+                            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                            .await?;
+                        tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
+                        serde_json::to_value(created)?
+                    }
+                    // A contract's class and resources never change.
+                    Some(have) => serde_json::to_value(have)?,
+                };
+                let grant = liqo::slice_grant(&slice);
+                status.granted = match &grant {
+                    Grant::Accepted(granted) => granted.clone(),
+                    _ => BTreeMap::new(),
+                };
+                progress.grant = Some(grant);
+            }
+        }
+    }
+
+    let granted = progress.peered && matches!(progress.grant, None | Some(Grant::Accepted(_)));
+    if granted {
+        progress.namespaces = offload(purchase, cluster, status, provider).await?;
+    }
+    Ok(progress)
+}
+
+/// The first object of `api` with `label`, as JSON.
+async fn first(api: &Api<DynamicObject>, label: &str) -> Result<Option<Value>, ClusterError> {
+    let list = api.list(&ListParams::default().labels(label)).await?;
+    let mut items = list.items;
+    items.sort_by(|a, b| {
+        a.metadata
+            .creation_timestamp
+            .cmp(&b.metadata.creation_timestamp)
+    });
+    Ok(match items.into_iter().next() {
+        Some(object) => Some(serde_json::to_value(object)?),
+        None => None,
+    })
+}
+
+/// The Secret holding the contract's kubeconfig (created once, owned by
+/// the Purchase, never logged); its name.
+async fn ensure_kubeconfig_secret(
+    purchase: &Purchase,
+    cluster: &Cluster,
+    kubeconfig: &str,
+) -> Result<String, ClusterError> {
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    let name = format!("{}-peering-kubeconfig", purchase.name_any());
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &namespace);
+    let owner = purchase
+        .controller_owner_ref(&())
+        .map(serde_json::to_value)
+        .transpose()?;
+    let wanted = liqo::kubeconfig_secret(
+        &name,
+        &namespace,
+        kubeconfig,
+        &purchase.key(),
+        owner.unwrap_or(Value::Null),
+    );
+    if secrets.get_opt(&name).await?.is_none() {
+        secrets
+            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+            .await?;
+        tracing::info!(secret = %name, "peering kubeconfig stored");
+    }
+    Ok(name)
+}
+
+fn offloading_of<'a>(
+    purchase: &'a Purchase,
+    cluster: &Cluster,
+    namespace: &'a str,
+    key: &'a str,
+    provider: &'a str,
+) -> Offloading<'a> {
+    Offloading {
+        generation: cluster.generation,
+        namespace,
+        purchase: key,
+        provider,
+        pod_strategy: &purchase.spec.pod_offloading_strategy,
+        mapping_strategy: &purchase.spec.namespace_mapping_strategy,
+    }
+}
+
+/// Apply an offloading plan in `namespace`.
+async fn apply_offloading(
+    api: &Api<DynamicObject>,
+    plan: OffloadingPlan,
+) -> Result<(), ClusterError> {
+    match plan {
+        OffloadingPlan::Create(object) => {
+            api.create(&PostParams::default(), &serde_json::from_value(object)?)
+                .await?;
+        }
+        OffloadingPlan::Update(object) => {
+            api.replace(
+                liqo::OFFLOADING_NAME,
+                &PostParams::default(),
+                &serde_json::from_value(object)?,
+            )
+            .await?;
+        }
+        OffloadingPlan::Delete => {
+            api.delete(liqo::OFFLOADING_NAME, &DeleteParams::default())
+                .await?;
+        }
+        OffloadingPlan::Keep | OffloadingPlan::NotOurs | OffloadingPlan::Conflict(_) => {}
+    }
+    Ok(())
+}
+
+/// Each listed namespace: offloaded to the provider, missing, or holding
+/// someone else's NamespaceOffloading. Namespaces no longer listed are
+/// released.
+async fn offload(
+    purchase: &Purchase,
+    cluster: &Cluster,
+    status: &mut PurchaseStatus,
+    provider: &str,
+) -> Result<Vec<(String, NamespaceOutcome)>, ClusterError> {
+    let key = purchase.key();
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let ar = cluster.generation.namespace_offloading();
+    let mut outcomes = Vec::new();
+    let mut owned = Vec::new();
+    for namespace in &purchase.spec.namespaces {
+        if namespaces.get_opt(namespace).await?.is_none() {
+            outcomes.push((namespace.clone(), NamespaceOutcome::Missing));
+            continue;
+        }
+        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &ar);
+        let existing = api
+            .get_opt(liqo::OFFLOADING_NAME)
+            .await?
+            .map(serde_json::to_value)
+            .transpose()?;
+        let plan = liqo::plan_offloading(
+            existing.as_ref(),
+            &offloading_of(purchase, cluster, namespace, &key, provider),
+        );
+        let outcome = match (&plan, &existing) {
+            (OffloadingPlan::NotOurs, _) => NamespaceOutcome::NotOurs,
+            (OffloadingPlan::Conflict(why), _) => NamespaceOutcome::Conflict(why.clone()),
+            (OffloadingPlan::Keep, Some(have)) => match liqo::offloading_ready(have) {
+                Ok(()) => NamespaceOutcome::Offloaded,
+                Err(phase) => NamespaceOutcome::Offloading(phase),
+            },
+            // Just written: Liqo has yet to look at it.
+            _ => NamespaceOutcome::Offloading(String::new()),
+        };
+        if !matches!(
+            outcome,
+            NamespaceOutcome::NotOurs | NamespaceOutcome::Conflict(_)
+        ) {
+            owned.push(namespace.clone());
+        }
+        apply_offloading(&api, plan).await?;
+        outcomes.push((namespace.clone(), outcome));
+    }
+    for gone in status
+        .offloaded_namespaces
+        .iter()
+        .filter(|n| !purchase.spec.namespaces.contains(n))
+    {
+        release(purchase, cluster, gone, &ar).await?;
+    }
+    status.offloaded_namespaces = owned;
+    Ok(outcomes)
+}
+
+async fn release(
+    purchase: &Purchase,
+    cluster: &Cluster,
+    namespace: &str,
+    ar: &ApiResource,
+) -> Result<(), ClusterError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, ar);
+    let Some(existing) = api.get_opt(liqo::OFFLOADING_NAME).await? else {
+        return Ok(());
+    };
+    let key = purchase.key();
+    let plan = liqo::release_offloading(
+        &serde_json::to_value(existing)?,
+        &offloading_of(purchase, cluster, namespace, &key, ""),
+    );
+    apply_offloading(&api, plan).await
+}
+
+/// Remove what this Purchase created: its ResourceSlice (v1), its v0.x
+/// ForeignCluster and token Secret, its share of NamespaceOffloadings, and
+/// (`all`: on deletion) the kubeconfig Secret. Objects without its mark
+/// are left alone.
+pub async fn cleanup(
+    purchase: &Purchase,
+    cluster: &Cluster,
+    all: bool,
+) -> Result<(), ClusterError> {
+    let key = purchase.key();
+    let status = purchase.status();
+    let selector = format!("{}={}", liqo::MANAGED_BY, liqo::MANAGER);
+    let ar = cluster.generation.namespace_offloading();
+    let mut namespaces = status.offloaded_namespaces.clone();
+    namespaces.extend(purchase.spec.namespaces.iter().cloned());
+    namespaces.sort();
+    namespaces.dedup();
+    for namespace in &namespaces {
+        match release(purchase, cluster, namespace, &ar).await {
+            Err(ClusterError::Kube(kube::Error::Api(e))) if e.code == 404 => {}
+            other => other?,
+        }
+    }
+    let owned_dynamic = |api: Api<DynamicObject>| {
+        let selector = selector.clone();
+        let key = key.clone();
+        async move {
+            for object in api.list(&ListParams::default().labels(&selector)).await? {
+                let value = serde_json::to_value(&object)?;
+                if liqo::owned_by(&value, &key) {
+                    let name = object.name_any();
+                    let scoped: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+                        Some(ns) => Api::namespaced_with(
+                            api.clone().into_client(),
+                            ns,
+                            &api_resource(&value),
+                        ),
+                        None => api.clone(),
+                    };
+                    match scoped.delete(&name, &DeleteParams::default()).await {
+                        Ok(_) => tracing::info!(kind = %value["kind"], %name, "deleted"),
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
+                        Err(e) => return Err(ClusterError::from(e)),
+                    }
+                }
+            }
+            Ok::<(), ClusterError>(())
+        }
+    };
+    match cluster.generation {
+        Generation::V1 => {
+            owned_dynamic(Api::all_with(
+                cluster.client.clone(),
+                &liqo::resource_slice(),
+            ))
+            .await?;
+        }
+        Generation::V0 => {
+            owned_dynamic(Api::all_with(
+                cluster.client.clone(),
+                &Generation::V0.foreign_cluster(),
+            ))
+            .await?;
+            let secrets: Api<Secret> =
+                Api::namespaced(cluster.client.clone(), &cluster.liqo_namespace);
+            for secret in secrets
+                .list(&ListParams::default().labels(&selector))
+                .await?
+            {
+                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
+                    match secrets
+                        .delete(&secret.name_any(), &DeleteParams::default())
+                        .await
+                    {
+                        Ok(_) | Err(kube::Error::Api(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+    if all {
+        if let Some(name) = &status.kubeconfig_secret {
+            let secrets: Api<Secret> = Api::namespaced(
+                cluster.client.clone(),
+                purchase.metadata.namespace.as_deref().unwrap_or_default(),
+            );
+            if let Some(secret) = secrets.get_opt(name).await? {
+                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
+                    secrets.delete(name, &DeleteParams::default()).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn api_resource(object: &Value) -> ApiResource {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let plural = match kind {
+        "ResourceSlice" => "resourceslices",
+        _ => "foreignclusters",
+    };
+    ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk(group, version, kind),
+        plural,
+    )
+}

@@ -1,0 +1,187 @@
+//! The flags (every one with a `PURCHASE_CONTROLLER_*` variable) and
+//! [`run`], which starts the HTTP port and the controller.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::liqo::Generation;
+use crate::metrics::Metrics;
+use crate::reconcile::{self, Settings};
+
+/// Flags of `purchase-controller`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The Liqo generation this cluster runs: v0 (v0.x, out-of-band peering with an auth URL and token) or v1 (v1.x, kubeconfig peering and ResourceSlices).
+    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_API", value_name = "VERSION")]
+    pub liqo_api: Generation,
+
+    /// This cluster's Liqo cluster ID (sent to the catalog as the contract's consumerClusterID and written into ResourceSlices).
+    #[arg(long, env = "PURCHASE_CONTROLLER_CLUSTER_ID", value_name = "ID")]
+    pub cluster_id: String,
+
+    /// The namespace Liqo runs in (Liqo v0.x keeps peering token Secrets there).
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_LIQO_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "liqo"
+    )]
+    pub liqo_namespace: String,
+
+    /// While waiting for Liqo or the provider, look again this often.
+    #[arg(long, env = "PURCHASE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
+    pub poll_interval: Duration,
+
+    /// Once a Purchase is ready, re-read its contract this often (to see expiry and cancellation).
+    #[arg(long, env = "PURCHASE_CONTROLLER_RESYNC", value_name = "DURATION", default_value = "1m", value_parser = edge::duration::parse)]
+    pub resync: Duration,
+
+    /// First retry after the catalog or the API server failed; the delay doubles up to --retry-max.
+    #[arg(long, env = "PURCHASE_CONTROLLER_RETRY", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
+    pub retry: Duration,
+
+    /// Longest delay between retries.
+    #[arg(long, env = "PURCHASE_CONTROLLER_RETRY_MAX", value_name = "DURATION", default_value = "1m", value_parser = edge::duration::parse)]
+    pub retry_max: Duration,
+
+    /// Bounds each request to a catalog.
+    #[arg(long, env = "PURCHASE_CONTROLLER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub catalog_timeout: Duration,
+
+    /// Serve /healthz, /readyz and /metrics on this address.
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_HTTP_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8082"
+    )]
+    pub http_listen: SocketAddr,
+
+    /// Kubeconfig of the consumer cluster [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
+    #[arg(long, env = "PURCHASE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig to use [default: its current context].
+    #[arg(long, env = "PURCHASE_CONTROLLER_KUBE_CONTEXT", value_name = "NAME")]
+    pub kube_context: Option<String>,
+}
+
+/// A flag value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--cluster-id must not be empty")]
+    NoClusterId,
+    #[error("--retry ({retry:?}) must be positive and at most --retry-max ({max:?})")]
+    Retry { retry: Duration, max: Duration },
+    #[error("--poll-interval and --resync must be positive")]
+    Intervals,
+    #[error(transparent)]
+    Kube(#[from] slice_controller::config::ConfigError),
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+    #[error(transparent)]
+    Catalog(#[from] crate::catalog::CatalogError),
+}
+
+impl Args {
+    /// Check every value that can be checked without the cluster.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.cluster_id.trim().is_empty() {
+            return Err(ConfigError::NoClusterId);
+        }
+        if self.retry.is_zero() || self.retry > self.retry_max {
+            return Err(ConfigError::Retry {
+                retry: self.retry,
+                max: self.retry_max,
+            });
+        }
+        if self.poll_interval.is_zero() || self.resync.is_zero() {
+            return Err(ConfigError::Intervals);
+        }
+        Ok(())
+    }
+}
+
+fn instance() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "purchase-controller".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Run until `shutdown` is cancelled.
+pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
+    args.validate()?;
+    let client =
+        slice_controller::config::client(args.kubeconfig.as_deref(), args.kube_context.as_deref())
+            .await?;
+    let metrics = Metrics::new();
+    let http = crate::http::bind(
+        args.http_listen,
+        metrics.clone(),
+        shutdown.clone().cancelled_owned(),
+    )
+    .await?;
+    let http = tokio::spawn(http);
+    let settings = Settings {
+        generation: args.liqo_api,
+        cluster_id: args.cluster_id.trim().to_string(),
+        liqo_namespace: args.liqo_namespace.clone(),
+        poll: args.poll_interval,
+        resync: args.resync,
+        retry: args.retry,
+        retry_max: args.retry_max,
+        catalog_timeout: args.catalog_timeout,
+        instance: instance(),
+    };
+    let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
+    shutdown.cancel();
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(served)) => served?,
+        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
+        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
+    }
+    Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn flags_parse_and_are_checked() {
+        let cli = Cli::try_parse_from(["x", "--liqo-api", "v1.2.0", "--cluster-id", "c1"]).unwrap();
+        assert_eq!(cli.args.liqo_api, Generation::V1);
+        assert_eq!(cli.args.liqo_namespace, "liqo");
+        cli.args.validate().unwrap();
+        let cli = Cli::try_parse_from(["x", "--liqo-api", "v0.10", "--cluster-id", " "]).unwrap();
+        assert_eq!(cli.args.liqo_api, Generation::V0);
+        assert!(matches!(cli.args.validate(), Err(ConfigError::NoClusterId)));
+        assert!(Cli::try_parse_from(["x", "--liqo-api", "v2", "--cluster-id", "c"]).is_err());
+        let cli = Cli::try_parse_from([
+            "x",
+            "--liqo-api",
+            "v1",
+            "--cluster-id",
+            "c",
+            "--retry",
+            "2m",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.args.validate(),
+            Err(ConfigError::Retry { .. })
+        ));
+    }
+}

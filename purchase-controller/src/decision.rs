@@ -1,0 +1,541 @@
+//! The pure decision: from what is known of the contract and what the
+//! cluster shows, the Purchase's phase, conditions and the state to report
+//! to the catalog. The reconciler gathers the facts and applies the
+//! objects ([`crate::liqo`] builds them); this module only judges.
+
+use crate::catalog::Contract;
+use crate::liqo::{Generation, Grant};
+
+/// Condition types a Purchase reports.
+pub const CONTRACT_VALID: &str = "ContractValid";
+pub const CATALOG_REACHABLE: &str = "CatalogReachable";
+pub const PEERED: &str = "Peered";
+pub const RESOURCES_GRANTED: &str = "ResourcesGranted";
+pub const NAMESPACES_OFFLOADED: &str = "NamespacesOffloaded";
+pub const READY: &str = "Ready";
+
+/// Why a contract cannot be used (a clear condition, and nothing created).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// The catalog answers 404: unknown, or someone else's.
+    NotFound(String),
+    /// `expired` or `cancelled`.
+    Ended(String),
+    /// Bought for another consumer cluster.
+    OtherConsumer(String),
+    /// The provider does not peer with our Liqo generation.
+    Generation {
+        ours: Generation,
+        offered: Vec<String>,
+    },
+    /// The contract lacks the credentials of our generation.
+    NoCredentials(Generation),
+    /// The consumer's catalog credentials: Secret missing, key missing,
+    /// token refused.
+    Credentials(String),
+    /// The catalog refused a request for another reason.
+    Refused(String),
+    /// The spec asks for neither a contract nor an offer and plan.
+    Spec(String),
+    /// The API server refused an object built from the contract (422): a
+    /// value Liqo's CRD does not accept, such as an auth URL.
+    Rejected(String),
+}
+
+impl Unusable {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Unusable::NotFound(_) => "ContractNotFound",
+            Unusable::Ended(how) if how == "cancelled" => "ContractCancelled",
+            Unusable::Ended(_) => "ContractExpired",
+            Unusable::OtherConsumer(_) => "ContractOfAnotherCluster",
+            Unusable::Generation { .. } => "LiqoGenerationNotOffered",
+            Unusable::NoCredentials(_) => "NoPeeringCredentials",
+            Unusable::Credentials(_) => "CredentialsInvalid",
+            Unusable::Refused(_) => "CatalogRefused",
+            Unusable::Spec(_) => "InvalidSpec",
+            Unusable::Rejected(_) => "ObjectRejected",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Unusable::NotFound(id) => format!(
+                "the catalog has no contract {id} for these credentials: it is unknown, or it was bought by someone else"
+            ),
+            Unusable::Ended(how) => format!("the contract has ended ({how}); what it set up is removed"),
+            Unusable::OtherConsumer(other) => {
+                format!("the contract was bought for consumer cluster {other}, not this one")
+            }
+            Unusable::Generation { ours, offered } => format!(
+                "this cluster runs Liqo {}, the provider peers with [{}] only",
+                ours.as_str(),
+                offered.join(", ")
+            ),
+            Unusable::NoCredentials(g) => format!(
+                "the contract carries no Liqo {} peering credentials",
+                g.as_str()
+            ),
+            Unusable::Credentials(m) | Unusable::Refused(m) | Unusable::Spec(m) => m.clone(),
+            Unusable::Rejected(m) => format!("the API server refused an object made from the contract: {m}"),
+        }
+    }
+
+    /// Whether the catalog should hear about it as `failed` (only a problem
+    /// of a contract that is ours and still active).
+    pub fn report_failed(&self) -> bool {
+        matches!(
+            self,
+            Unusable::Generation { .. } | Unusable::NoCredentials(_) | Unusable::Rejected(_)
+        )
+    }
+}
+
+/// Check a contract read from the catalog against this consumer.
+pub fn check_contract(
+    contract: &Contract,
+    ours: Generation,
+    cluster_id: &str,
+) -> Result<(), Unusable> {
+    if !contract.active || contract.ended.is_some() {
+        return Err(Unusable::Ended(
+            contract.ended.clone().unwrap_or_else(|| "expired".into()),
+        ));
+    }
+    if let Some(other) = contract
+        .consumer_cluster_id
+        .as_deref()
+        .filter(|c| !c.is_empty() && *c != cluster_id)
+    {
+        return Err(Unusable::OtherConsumer(other.to_string()));
+    }
+    if !contract.liqo.iter().any(|g| g == ours.as_str()) {
+        return Err(Unusable::Generation {
+            ours,
+            offered: contract.liqo.clone(),
+        });
+    }
+    let creds = contract.credentials.clone().unwrap_or_default();
+    let has = match ours {
+        Generation::V0 => creds.v0.is_some(),
+        Generation::V1 => creds.v1.is_some(),
+    };
+    if !has {
+        return Err(Unusable::NoCredentials(ours));
+    }
+    Ok(())
+}
+
+/// A listed namespace, as the reconciler found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceOutcome {
+    /// Its NamespaceOffloading selects the provider and Liqo reports it
+    /// `Ready`.
+    Offloaded,
+    /// Its NamespaceOffloading is written; Liqo has not reported it
+    /// `Ready` yet (the phase it reports).
+    Offloading(String),
+    Missing,
+    /// A NamespaceOffloading someone else made is there: left alone.
+    NotOurs,
+    /// Shared with Purchases that chose other strategies: left alone.
+    Conflict(String),
+}
+
+/// How far the Purchase has come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    pub generation: Generation,
+    /// Why the catalog did not answer the last read, if it did not (the
+    /// controller then works from the last known contract).
+    pub catalog_error: Option<String>,
+    pub peered: bool,
+    /// v1: no peering yet, the operator must run `liqoctl peer`.
+    pub needs_peering_command: bool,
+    /// v1: the provider's answer; v0 has no grant step.
+    pub grant: Option<Grant>,
+    pub namespaces: Vec<(String, NamespaceOutcome)>,
+}
+
+/// A condition to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cond {
+    pub type_: &'static str,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+fn cond(type_: &'static str, status: bool, reason: &str, message: impl Into<String>) -> Cond {
+    Cond {
+        type_,
+        status,
+        reason: reason.to_string(),
+        message: message.into(),
+    }
+}
+
+/// What the Purchase should show, and what the catalog should hear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    pub phase: &'static str,
+    pub conditions: Vec<Cond>,
+    /// `(state, reason)` for `PUT /contracts/{id}/state`, if one applies.
+    pub report: Option<(&'static str, Option<String>)>,
+}
+
+/// A contract that cannot be used.
+pub fn assess_unusable(problem: &Unusable) -> Assessment {
+    let phase = match problem {
+        Unusable::Ended(_) => "Ended",
+        _ => "Failed",
+    };
+    let mut conditions = vec![
+        cond(CONTRACT_VALID, false, problem.reason(), problem.message()),
+        cond(READY, false, problem.reason(), problem.message()),
+    ];
+    if !matches!(problem, Unusable::Credentials(_) | Unusable::Spec(_)) {
+        conditions.push(cond(
+            CATALOG_REACHABLE,
+            true,
+            "CatalogAnswered",
+            "the catalog answered",
+        ));
+    }
+    Assessment {
+        phase,
+        conditions,
+        report: problem
+            .report_failed()
+            .then(|| ("failed", Some(problem.message()))),
+    }
+}
+
+/// A step that failed: its condition and `Ready` say why, and so does the
+/// catalog (`failed` with the reason).
+fn failed(
+    mut conditions: Vec<Cond>,
+    step: &'static str,
+    reason: &str,
+    message: String,
+) -> Assessment {
+    conditions.push(cond(step, false, reason, message.clone()));
+    conditions.push(cond(READY, false, reason, message.clone()));
+    Assessment {
+        phase: "Failed",
+        conditions,
+        report: Some(("failed", Some(message))),
+    }
+}
+
+/// A usable contract, and how far its set-up has come.
+pub fn assess(p: &Progress) -> Assessment {
+    let mut conditions = vec![cond(
+        CONTRACT_VALID,
+        true,
+        "ContractActive",
+        "the contract is active and this cluster's",
+    )];
+    conditions.push(match &p.catalog_error {
+        None => cond(
+            CATALOG_REACHABLE,
+            true,
+            "CatalogAnswered",
+            "the catalog answered",
+        ),
+        Some(error) => cond(
+            CATALOG_REACHABLE,
+            false,
+            "CatalogUnreachable",
+            format!("{error}; working from the last known contract, retrying with backoff"),
+        ),
+    });
+    let not_ready = |mut conditions: Vec<Cond>, phase, reason: &str, message: String, report| {
+        conditions.push(cond(READY, false, reason, message));
+        Assessment {
+            phase,
+            conditions,
+            report,
+        }
+    };
+
+    if !p.peered {
+        let (reason, message) = if p.needs_peering_command {
+            (
+                "PeeringCommandRequired",
+                "no Liqo v1 peering with the provider: run status.peeringCommand on this cluster"
+                    .to_string(),
+            )
+        } else {
+            (
+                "WaitingForPeering",
+                "waiting for Liqo to establish the outgoing peering".to_string(),
+            )
+        };
+        conditions.push(cond(PEERED, false, reason, message.clone()));
+        return not_ready(
+            conditions,
+            "Peering",
+            reason,
+            message,
+            Some(("pending", None)),
+        );
+    }
+    conditions.push(cond(
+        PEERED,
+        true,
+        "PeeringEstablished",
+        "the provider is peered",
+    ));
+
+    match &p.grant {
+        Some(Grant::Waiting) => {
+            let message = "waiting for the provider to decide on the ResourceSlice".to_string();
+            conditions.push(cond(
+                RESOURCES_GRANTED,
+                false,
+                "WaitingForProvider",
+                message.clone(),
+            ));
+            return not_ready(
+                conditions,
+                "Granting",
+                "WaitingForProvider",
+                message,
+                Some(("peered", None)),
+            );
+        }
+        Some(Grant::Denied(why)) => {
+            let message = format!("the provider denied the ResourceSlice: {why}");
+            return failed(conditions, RESOURCES_GRANTED, "ResourcesDenied", message);
+        }
+        Some(Grant::Accepted(_)) => conditions.push(cond(
+            RESOURCES_GRANTED,
+            true,
+            "ResourcesAccepted",
+            "the provider accepted the ResourceSlice",
+        )),
+        None => {}
+    }
+
+    let missing: Vec<&str> = p
+        .namespaces
+        .iter()
+        .filter(|(_, o)| *o == NamespaceOutcome::Missing)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let foreign: Vec<&str> = p
+        .namespaces
+        .iter()
+        .filter(|(_, o)| *o == NamespaceOutcome::NotOurs)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let message = format!("namespace(s) {} do not exist", missing.join(", "));
+        return failed(
+            conditions,
+            NAMESPACES_OFFLOADED,
+            "NamespaceNotFound",
+            message,
+        );
+    }
+    if !foreign.is_empty() {
+        let message = format!(
+            "namespace(s) {} hold a NamespaceOffloading this controller did not create; left alone",
+            foreign.join(", ")
+        );
+        return failed(
+            conditions,
+            NAMESPACES_OFFLOADED,
+            "OffloadingNotOurs",
+            message,
+        );
+    }
+    let waiting: Vec<String> = p
+        .namespaces
+        .iter()
+        .filter_map(|(n, o)| match o {
+            NamespaceOutcome::Offloading(phase) if phase.is_empty() => Some(n.clone()),
+            NamespaceOutcome::Offloading(phase) => Some(format!("{n} ({phase})")),
+            _ => None,
+        })
+        .collect();
+    if let Some(why) = p.namespaces.iter().find_map(|(_, o)| match o {
+        NamespaceOutcome::Conflict(why) => Some(why.clone()),
+        _ => None,
+    }) {
+        return failed(conditions, NAMESPACES_OFFLOADED, "StrategyConflict", why);
+    }
+    if !waiting.is_empty() {
+        let message = format!(
+            "waiting for Liqo to offload namespace(s) {}",
+            waiting.join(", ")
+        );
+        conditions.push(cond(
+            NAMESPACES_OFFLOADED,
+            false,
+            "WaitingForLiqo",
+            message.clone(),
+        ));
+        return not_ready(
+            conditions,
+            "Offloading",
+            "WaitingForLiqo",
+            message,
+            Some(("granted", None)),
+        );
+    }
+    conditions.push(cond(
+        NAMESPACES_OFFLOADED,
+        true,
+        "NamespacesOffloaded",
+        format!(
+            "{} namespace(s) offloaded to the provider",
+            p.namespaces.len()
+        ),
+    ));
+    conditions.push(cond(READY, true, "Ready", "peered, granted and offloaded"));
+    Assessment {
+        phase: "Ready",
+        conditions,
+        report: Some(("ready", None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::catalog::{Credentials, V1Credentials};
+
+    fn contract() -> Contract {
+        Contract {
+            id: "c".into(),
+            cluster_id: "p".into(),
+            liqo: vec!["v1".into()],
+            active: true,
+            credentials: Some(Credentials {
+                v0: None,
+                v1: Some(V1Credentials {
+                    kubeconfig: "k".into(),
+                }),
+            }),
+            ..Contract::default()
+        }
+    }
+
+    fn progress() -> Progress {
+        Progress {
+            generation: Generation::V1,
+            catalog_error: None,
+            peered: true,
+            needs_peering_command: false,
+            grant: Some(Grant::Accepted(BTreeMap::new())),
+            namespaces: vec![("apps".into(), NamespaceOutcome::Offloaded)],
+        }
+    }
+
+    #[test]
+    fn contracts_are_checked_against_this_consumer() {
+        assert_eq!(check_contract(&contract(), Generation::V1, "me"), Ok(()));
+        let mut c = contract();
+        c.active = false;
+        c.ended = Some("cancelled".into());
+        let problem = check_contract(&c, Generation::V1, "me").unwrap_err();
+        assert_eq!(problem.reason(), "ContractCancelled");
+        assert_eq!(assess_unusable(&problem).phase, "Ended");
+        assert_eq!(assess_unusable(&problem).report, None);
+
+        let mut c = contract();
+        c.consumer_cluster_id = Some("other".into());
+        assert_eq!(
+            check_contract(&c, Generation::V1, "me"),
+            Err(Unusable::OtherConsumer("other".into()))
+        );
+        let problem = check_contract(&contract(), Generation::V0, "me").unwrap_err();
+        assert_eq!(problem.reason(), "LiqoGenerationNotOffered");
+        assert!(problem.message().contains("[v1]"));
+        assert_eq!(
+            assess_unusable(&problem).report.map(|r| r.0),
+            Some("failed")
+        );
+
+        let mut c = contract();
+        c.liqo.push("v0".into());
+        assert_eq!(
+            check_contract(&c, Generation::V0, "me"),
+            Err(Unusable::NoCredentials(Generation::V0))
+        );
+    }
+
+    #[test]
+    fn each_step_maps_to_a_phase_and_a_catalog_state() {
+        let ready = assess(&progress());
+        assert_eq!(ready.phase, "Ready");
+        assert_eq!(ready.report, Some(("ready", None)));
+        assert!(ready.conditions.iter().all(|c| c.status));
+
+        let mut p = progress();
+        p.peered = false;
+        p.needs_peering_command = true;
+        let a = assess(&p);
+        assert_eq!(
+            (a.phase, a.report.clone()),
+            ("Peering", Some(("pending", None)))
+        );
+        assert!(a
+            .conditions
+            .iter()
+            .any(|c| c.reason == "PeeringCommandRequired"));
+
+        let mut p = progress();
+        p.namespaces.push((
+            "web".into(),
+            NamespaceOutcome::Offloading("InProgress".into()),
+        ));
+        let a = assess(&p);
+        assert_eq!(
+            (a.phase, a.report.clone()),
+            ("Offloading", Some(("granted", None)))
+        );
+        let waiting = a
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NAMESPACES_OFFLOADED)
+            .unwrap();
+        assert!(
+            waiting.message.contains("web (InProgress)"),
+            "{}",
+            waiting.message
+        );
+
+        let mut p = progress();
+        p.grant = Some(Grant::Waiting);
+        assert_eq!(assess(&p).report, Some(("peered", None)));
+        p.grant = Some(Grant::Denied("Short: no".into()));
+        let a = assess(&p);
+        assert_eq!(a.phase, "Failed");
+        assert_eq!(a.report.map(|r| r.0), Some("failed"));
+
+        let mut p = progress();
+        p.grant = None; // v0
+        p.namespaces
+            .push(("gone".into(), NamespaceOutcome::Missing));
+        let a = assess(&p);
+        assert_eq!(a.phase, "Failed");
+        let reason = a.report.and_then(|r| r.1).unwrap();
+        assert!(reason.contains("gone"), "{reason}");
+
+        let mut p = progress();
+        p.catalog_error = Some("cannot connect".into());
+        let a = assess(&p);
+        assert_eq!(a.phase, "Ready");
+        let reach = a
+            .conditions
+            .iter()
+            .find(|c| c.type_ == CATALOG_REACHABLE)
+            .unwrap();
+        assert!(!reach.status);
+    }
+}

@@ -1,0 +1,28 @@
+//! The consumer side of a catalog contract: a controller, run on the
+//! consumer's cluster, that turns a `Purchase` (a contract id, or an offer
+//! and plan to buy) into a Liqo peering with the provider, a ResourceSlice
+//! of the contract's class and resources (Liqo v1), and a
+//! NamespaceOffloading in each listed namespace — reporting each step on
+//! the Purchase and as the contract's state in the catalog.
+//!
+//! - [`model`]: the `Purchase` kind;
+//! - [`catalog`]: the catalog's contract wire (reserve, buy, read, report);
+//! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
+//!   pure functions, and the ownership marks;
+//! - [`decision`]: the pure judgement — phase, conditions, catalog state;
+//! - [`cluster`]: the objects on the consumer's cluster — created, read,
+//!   removed (only its own);
+//! - [`reconcile`]: the kube-rs controller, the finalizer, the status, the
+//!   Events and the state reports;
+//! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
+//! - [`config`]: the flags and [`run`](config::run).
+
+pub mod catalog;
+pub mod cluster;
+pub mod config;
+pub mod decision;
+pub mod http;
+pub mod liqo;
+pub mod metrics;
+pub mod model;
+pub mod reconcile;

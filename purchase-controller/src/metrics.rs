@@ -1,0 +1,167 @@
+//! The controller's Prometheus metrics and health state, rendered on
+//! `/metrics` by the HTTP port:
+//!
+//! | metric | what |
+//! |---|---|
+//! | `purchase_controller_purchases{phase}` | Purchases by phase (`Pending`, `Peering`, `Granting`, `Ready`, `Failed`, `Ended`, …) |
+//! | `purchase_controller_reconcile_duration_seconds` | one Purchase's reconcile, catalog calls included |
+//! | `purchase_controller_errors_total{kind}` | failures: `catalog` (unreachable, refused a state report), `kubernetes` |
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Reconcile latency buckets, seconds (catalog round trips included).
+const BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+struct Inner {
+    registry: Registry,
+    purchases: Family<PhaseLabels, Gauge>,
+    reconcile_seconds: Histogram,
+    errors: Family<KindLabels, Counter>,
+    phases: Mutex<HashMap<String, String>>,
+    reached_api: AtomicBool,
+}
+
+/// Shared handles to every metric and the health state; cheap to clone.
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("purchase_controller");
+        let purchases = Family::<PhaseLabels, Gauge>::default();
+        registry.register("purchases", "Purchases by phase", purchases.clone());
+        let reconcile_seconds = Histogram::new(BUCKETS);
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time to reconcile one Purchase, catalog calls included",
+            reconcile_seconds.clone(),
+        );
+        let errors = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "errors",
+            "Failures: catalog calls, Kubernetes API calls",
+            errors.clone(),
+        );
+        Self(Arc::new(Inner {
+            registry,
+            purchases,
+            reconcile_seconds,
+            errors,
+            phases: Mutex::new(HashMap::new()),
+            reached_api: AtomicBool::new(false),
+        }))
+    }
+
+    /// Record the phase of one Purchase (moving it between gauges).
+    pub fn set_phase(&self, purchase: &str, phase: &str) {
+        let mut phases = self.0.phases.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = phases.insert(purchase.to_string(), phase.to_string()) {
+            self.0
+                .purchases
+                .get_or_create(&PhaseLabels { phase: old })
+                .dec();
+        }
+        self.0
+            .purchases
+            .get_or_create(&PhaseLabels {
+                phase: phase.to_string(),
+            })
+            .inc();
+    }
+
+    /// A Purchase is gone.
+    pub fn forget(&self, purchase: &str) {
+        let mut phases = self.0.phases.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = phases.remove(purchase) {
+            self.0
+                .purchases
+                .get_or_create(&PhaseLabels { phase: old })
+                .dec();
+        }
+    }
+
+    pub fn count_error(&self, kind: &'static str) {
+        self.0.errors.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.0.reconcile_seconds.observe(took.as_secs_f64());
+    }
+
+    pub fn set_reached_api(&self) {
+        self.0.reached_api.store(true, Ordering::Relaxed);
+    }
+
+    pub fn reached_api(&self) -> bool {
+        self.0.reached_api.load(Ordering::Relaxed)
+    }
+
+    /// OpenMetrics text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.0.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_purchase_counts_in_one_phase_at_a_time() {
+        let m = Metrics::new();
+        m.set_phase("ns/a", "Peering");
+        m.set_phase("ns/a", "Ready");
+        m.set_phase("ns/b", "Ready");
+        let text = m.render();
+        assert!(
+            text.contains("purchase_controller_purchases{phase=\"Ready\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("purchase_controller_purchases{phase=\"Peering\"} 0"),
+            "{text}"
+        );
+        m.forget("ns/a");
+        assert!(m
+            .render()
+            .contains("purchase_controller_purchases{phase=\"Ready\"} 1"));
+    }
+}

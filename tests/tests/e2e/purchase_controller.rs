@@ -1,0 +1,721 @@
+//! `purchase-controller` end to end: the real catalog, the real consumer
+//! controller, the real provider class controller (`--grant-policy
+//! contracts`), two Kubernetes API test servers validating every object
+//! against Liqo's CRDs, and `e2e::liqo_sim` doing Liqo's part.
+
+use base64::Engine;
+use e2e::liqo_sim::{self, FOREIGN_CLUSTERS_V0};
+use serde_json::{json, Value};
+
+use crate::purchase_controller_support::*;
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn slice_name(contract: &str) -> String {
+    format!("contract-{}", contract.to_ascii_lowercase())
+}
+
+/// The Liqo v1 path: buy from an offer, be told the `liqoctl peer`
+/// command, peer, get exactly the contract's resources, offload, report
+/// `ready`; a second contract adds to the grant; deleting the Purchases
+/// removes what they made and leaves what someone else made.
+#[test]
+fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
+    liqo_sim::namespace(&consumer.kube, "apps", json!({}));
+    let provider = Provider::start(&rt, &market.url()).unwrap();
+    let (mut controller, _) = consumer.controller("v1").unwrap();
+
+    consumer.purchase(
+        "gpu-burst",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"],
+               "podOffloadingStrategy": "LocalAndRemote"}),
+    );
+    // Not peered: the exact command, the kubeconfig in a Secret (not in
+    // the status), the contract `pending` for this consumer cluster.
+    let waiting = consumer
+        .wait_purchase("gpu-burst", |p| p["status"]["peeringCommand"].is_string())
+        .unwrap();
+    let id = waiting["status"]["contractID"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(waiting["status"]["phase"], "Peering");
+    assert_eq!(
+        condition(&waiting, "Peered")["reason"],
+        "PeeringCommandRequired"
+    );
+    assert_eq!(
+        waiting["status"]["kubeconfigSecret"],
+        "gpu-burst-peering-kubeconfig"
+    );
+    assert_eq!(
+        waiting["status"]["peeringCommand"],
+        "kubectl -n team get secret gpu-burst-peering-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d > provider.kubeconfig && \
+         liqoctl peer --remote-kubeconfig provider.kubeconfig --create-resource-slice=false"
+    );
+    assert!(!waiting.to_string().contains("client-key-data"));
+    let secret = consumer
+        .kube
+        .get(SECRETS, Some(TEAM), "gpu-burst-peering-kubeconfig")
+        .unwrap();
+    assert_eq!(secret["data"]["kubeconfig"], b64(&peering_kubeconfig()));
+    assert_eq!(secret["type"], "Opaque");
+    assert_eq!(secret["metadata"]["ownerReferences"][0]["kind"], "Purchase");
+    assert_eq!(
+        secret["metadata"]["ownerReferences"][0]["name"],
+        "gpu-burst"
+    );
+    wait_until("the catalog shows the contract pending", || {
+        let (status, c) = market.contract(&alice, &id);
+        status == 200 && c["state"] == "pending" && c["consumerClusterID"] == CONSUMER_ID
+    });
+    // A restarted controller follows the recorded contract: it never buys
+    // twice. (Its reconcile of a changed spec is the marker that it ran.)
+    controller.kill();
+    let (_controller, port) = consumer.controller("v1").unwrap();
+    let changed = consumer
+        .kube
+        .merge_patch(
+            PURCHASES,
+            Some(TEAM),
+            "gpu-burst",
+            json!({"spec": {"podOffloadingStrategy": "Remote"}}),
+            false,
+        )
+        .unwrap();
+    let generation = changed["metadata"]["generation"].clone();
+    let again = consumer
+        .wait_purchase("gpu-burst", |p| {
+            p["status"]["observedGeneration"] == generation
+        })
+        .unwrap();
+    assert_eq!(again["status"]["contractID"], id.as_str());
+    for list in ["/contracts", "/reservations"] {
+        let r = e2e::buying::get(&market.catalog, list, Some(&alice));
+        assert_eq!(r.status, 200, "{}", r.text);
+        let ids: Vec<&str> = r
+            .json
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        assert_eq!(ids, [id.as_str()], "{list}: one, bought once");
+    }
+
+    // The operator peers (Liqo does its part from here).
+    liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
+    let _liqo = liqo_sim::replicate(
+        rt.handle(),
+        consumer.kube.clone(),
+        CONSUMER_ID,
+        provider.kube.clone(),
+        PROVIDER_ID,
+    );
+    let ready = consumer.wait_phase("gpu-burst", "Ready").unwrap();
+    // Each transition is an Event on the Purchase.
+    wait_until("an Event records the Purchase ready", || {
+        consumer
+            .kube
+            .objects(("events.k8s.io", "events"))
+            .iter()
+            .any(|e| {
+                e["regarding"]["name"] == "gpu-burst"
+                    && e["regarding"]["kind"] == "Purchase"
+                    && e["reason"] == "Ready"
+                    && e["type"] == "Normal"
+            })
+    });
+    assert!(ready["status"]["peeringCommand"].is_null());
+    assert_eq!(
+        ready["status"]["granted"],
+        json!({"cpu": "2", "memory": "4Gi"})
+    );
+    assert_eq!(
+        ready["status"]["observedGeneration"],
+        ready["metadata"]["generation"]
+    );
+    for kind in [
+        "ContractValid",
+        "CatalogReachable",
+        "Peered",
+        "ResourcesGranted",
+        "NamespacesOffloaded",
+        "Ready",
+    ] {
+        assert_eq!(
+            condition(&ready, kind)["status"],
+            "True",
+            "{kind}: {ready:#}"
+        );
+    }
+
+    // The ResourceSlice, field by field.
+    let tenant = liqo_sim::tenant_namespace(PROVIDER_ID);
+    let slice = consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&id))
+        .unwrap();
+    assert_eq!(
+        slice["metadata"]["labels"],
+        json!({"app.kubernetes.io/managed-by": "purchase-controller",
+               "liqo.io/replication": "true", "liqo.io/remoteID": PROVIDER_ID,
+               "liqo.io/remote-cluster-id": PROVIDER_ID})
+    );
+    assert_eq!(
+        slice["metadata"]["annotations"],
+        json!({"broker.liqo-broker.io/purchase": "team/gpu-burst", "liqo.io/create-virtual-node": "true"})
+    );
+    assert_eq!(
+        slice["spec"],
+        json!({"class": CLASS, "consumerClusterID": CONSUMER_ID, "providerClusterID": PROVIDER_ID,
+               "resources": {"cpu": "2", "memory": "4Gi"}})
+    );
+    // The provider's controller granted exactly the contract's resources.
+    let replica = provider.replica(&slice_name(&id)).unwrap();
+    assert_eq!(
+        replica["status"]["resources"],
+        json!({"cpu": "2", "memory": "4Gi"})
+    );
+
+    // The NamespaceOffloading, field by field.
+    let offloading = consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .unwrap();
+    assert_eq!(offloading["apiVersion"], "offloading.liqo.io/v1beta1");
+    assert_eq!(
+        offloading["spec"],
+        json!({"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "Remote",
+               "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                   {"key": "liqo.io/remote-cluster-id", "operator": "In", "values": [PROVIDER_ID]}]}]}})
+    );
+
+    // Both sides see the contract ready.
+    wait_until("consumer and provider see the contract ready", || {
+        let (_, mine) = market.contract(&alice, &id);
+        let (_, sold) = market.contract(&market.provider_token, &id);
+        mine["state"] == "ready" && sold["state"] == "ready" && sold.get("credentials").is_none()
+    });
+
+    // A second contract adds to the grant; a namespace with a
+    // NamespaceOffloading someone else made is left alone.
+    liqo_sim::namespace(&consumer.kube, "theirs", json!({}));
+    let theirs = json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
+        "metadata": {"name": "offloading", "namespace": "theirs"},
+        "spec": {"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "Local"}});
+    consumer.kube.create(OFFLOADINGS, theirs).unwrap();
+    let second = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
+    let second_id = second["id"].as_str().unwrap().to_string();
+    consumer.purchase(
+        "more",
+        &market.url(),
+        json!({"contractID": second_id, "namespaces": ["apps"], "podOffloadingStrategy": "Remote"}),
+    );
+    consumer.wait_phase("more", "Ready").unwrap();
+    let replica = provider.replica(&slice_name(&second_id)).unwrap();
+    assert_eq!(
+        replica["status"]["resources"],
+        json!({"cpu": "2", "memory": "4Gi"})
+    );
+    let first = provider.replica(&slice_name(&id)).unwrap();
+    assert_eq!(
+        first["status"]["resources"],
+        json!({"cpu": "2", "memory": "4Gi"})
+    );
+    let shared = consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .unwrap();
+    assert_eq!(
+        shared["metadata"]["annotations"]["broker.liqo-broker.io/purchases"],
+        format!("team/gpu-burst={PROVIDER_ID},team/more={PROVIDER_ID}")
+    );
+    // Listing "theirs" is a clear condition, and their object stays as is.
+    let mut more = consumer.get_purchase("more").unwrap();
+    more["spec"]["namespaces"] = json!(["apps", "theirs"]);
+    consumer.kube.replace(PURCHASES, more, false).unwrap();
+    let refused = consumer.wait_phase("more", "Failed").unwrap();
+    assert_eq!(
+        condition(&refused, "NamespacesOffloaded")["reason"],
+        "OffloadingNotOurs"
+    );
+    let untouched = consumer
+        .kube
+        .get(OFFLOADINGS, Some("theirs"), "offloading")
+        .unwrap();
+    assert_eq!(untouched["spec"]["podOffloadingStrategy"], "Local");
+    assert!(untouched["metadata"]["annotations"].is_null());
+    // Back to "apps" alone: ready again, the same Event counted twice.
+    let mut more = consumer.get_purchase("more").unwrap();
+    more["spec"]["namespaces"] = json!(["apps"]);
+    consumer.kube.replace(PURCHASES, more, false).unwrap();
+    consumer.wait_phase("more", "Ready").unwrap();
+    wait_until("the repeated Ready Event of \"more\" is counted", || {
+        consumer
+            .kube
+            .objects(("events.k8s.io", "events"))
+            .iter()
+            .any(|e| {
+                e["regarding"]["name"] == "more"
+                    && e["reason"] == "Ready"
+                    && e["series"]["count"].as_u64().is_some_and(|n| n >= 2)
+            })
+    });
+
+    // /metrics and the probes: both Purchases ready (once each has seen
+    // Liqo report the shared NamespaceOffloading again).
+    let metrics = || {
+        rt.block_on(crate::slice_controller_support::http_get(port, "/metrics"))
+            .map(|(_, body)| body)
+            .unwrap_or_default()
+    };
+    wait_until("/metrics counts two Purchases ready", || {
+        let text = metrics();
+        text.contains("purchase_controller_purchases{phase=\"Ready\"} 2")
+            && text.contains("purchase_controller_purchases{phase=\"Failed\"} 0")
+    });
+    let (status, _) = rt
+        .block_on(crate::slice_controller_support::http_get(port, "/readyz"))
+        .unwrap();
+    assert_eq!(status, 200);
+
+    // Deleting the first Purchase removes its slice (and so its replica)
+    // and its kubeconfig Secret; the shared NamespaceOffloading keeps the
+    // second's provider. Deleting the second removes the rest.
+    consumer
+        .kube
+        .delete_object(PURCHASES, Some(TEAM), "gpu-burst")
+        .unwrap();
+    wait_until("the first Purchase is gone", || {
+        consumer.get_purchase("gpu-burst").is_none()
+    });
+    assert!(consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&id))
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(SECRETS, Some(TEAM), "gpu-burst-peering-kubeconfig")
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&second_id))
+        .is_some());
+    let kept = consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .unwrap();
+    assert_eq!(
+        kept["metadata"]["annotations"]["broker.liqo-broker.io/purchases"],
+        format!("team/more={PROVIDER_ID}")
+    );
+    wait_until("the first replica is gone", || {
+        provider.replica(&slice_name(&id)).is_none()
+    });
+
+    consumer
+        .kube
+        .delete_object(PURCHASES, Some(TEAM), "more")
+        .unwrap();
+    wait_until("the second Purchase is gone", || {
+        consumer.get_purchase("more").is_none()
+    });
+    assert!(consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&second_id))
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(OFFLOADINGS, Some("theirs"), "offloading")
+        .is_some());
+    // Liqo's own objects are not the controller's to delete.
+    assert!(consumer
+        .kube
+        .get(liqo_sim::FOREIGN_CLUSTERS_V1, None, PROVIDER_ID)
+        .is_some());
+}
+
+/// The Liqo v0.x path: exactly what `liqoctl peer out-of-band` creates,
+/// waiting for the peering, a missing namespace as a clear condition, and
+/// the v1alpha1 NamespaceOffloading.
+#[test]
+fn v0_purchase_peers_out_of_band() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let contract = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
+    let id = contract["id"].as_str().unwrap().to_string();
+    let consumer = Consumer::start(&rt, "v0", &alice).unwrap();
+    let (_controller, _) = consumer.controller("v0").unwrap();
+    consumer.purchase(
+        "old",
+        &market.url(),
+        json!({"contractID": id, "namespaces": ["apps"], "namespaceMappingStrategy": "EnforceSameName"}),
+    );
+    let peering = consumer.wait_phase("old", "Peering").unwrap();
+    assert_eq!(condition(&peering, "Peered")["reason"], "WaitingForPeering");
+
+    let token = consumer
+        .kube
+        .get(
+            SECRETS,
+            Some("liqo"),
+            &format!("remote-token-{PROVIDER_ID}"),
+        )
+        .unwrap();
+    assert_eq!(
+        token["metadata"]["labels"]["discovery.liqo.io/cluster-id"],
+        PROVIDER_ID
+    );
+    assert_eq!(
+        token["metadata"]["labels"]["discovery.liqo.io/auth-token"],
+        ""
+    );
+    assert_eq!(token["data"], json!({"token": b64(PROVIDER_TOKEN)}));
+    let fc = consumer
+        .kube
+        .get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME)
+        .unwrap();
+    assert_eq!(
+        fc["metadata"]["labels"]["discovery.liqo.io/cluster-id"],
+        PROVIDER_ID
+    );
+    assert_eq!(
+        fc["spec"],
+        json!({"peeringType": "OutOfBand",
+               "clusterIdentity": {"clusterID": PROVIDER_ID, "clusterName": PROVIDER_NAME},
+               "foreignAuthUrl": PROVIDER_AUTH_URL, "foreignProxyUrl": "",
+               "outgoingPeeringEnabled": "Yes", "incomingPeeringEnabled": "Auto",
+               "insecureSkipTLSVerify": true})
+    );
+    wait_until("the contract is pending", || {
+        market.contract(&alice, &id).1["state"] == "pending"
+    });
+
+    // Liqo peers; the namespace does not exist yet.
+    liqo_sim::establish_v0(&consumer.kube, PROVIDER_NAME);
+    let failed = consumer.wait_phase("old", "Failed").unwrap();
+    let missing = condition(&failed, "NamespacesOffloaded");
+    assert_eq!(missing["reason"], "NamespaceNotFound");
+    assert!(
+        missing["message"].as_str().unwrap().contains("apps"),
+        "{missing}"
+    );
+    wait_until("the catalog hears why", || {
+        let c = market.contract(&alice, &id).1;
+        c["state"] == "failed" && c["reason"].as_str().is_some_and(|r| r.contains("apps"))
+    });
+
+    // The namespace appears: offloading is asked for, and until Liqo
+    // reports it done the contract is `granted`, not `ready`.
+    liqo_sim::namespace(&consumer.kube, "apps", json!({}));
+    let offloading = consumer.wait_phase("old", "Offloading").unwrap();
+    assert_eq!(
+        condition(&offloading, "NamespacesOffloaded")["reason"],
+        "WaitingForLiqo"
+    );
+    wait_until("the contract is granted", || {
+        market.contract(&alice, &id).1["state"] == "granted"
+    });
+    let _liqo = liqo_sim::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
+    consumer.wait_phase("old", "Ready").unwrap();
+    let offloading = consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .unwrap();
+    assert_eq!(offloading["apiVersion"], "offloading.liqo.io/v1alpha1");
+    assert_eq!(
+        offloading["spec"],
+        json!({"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "LocalAndRemote",
+               "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                   {"key": "liqo.io/remote-cluster-id", "operator": "In", "values": [PROVIDER_ID]}]}]}})
+    );
+    wait_until("the contract is ready", || {
+        market.contract(&alice, &id).1["state"] == "ready"
+    });
+
+    consumer
+        .kube
+        .delete_object(PURCHASES, Some(TEAM), "old")
+        .unwrap();
+    wait_until("the Purchase is gone", || {
+        consumer.get_purchase("old").is_none()
+    });
+    assert!(consumer
+        .kube
+        .get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME)
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(
+            SECRETS,
+            Some("liqo"),
+            &format!("remote-token-{PROVIDER_ID}")
+        )
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .is_none());
+}
+
+/// Cancellation and expiry: the Purchase ends, its slice goes (and with
+/// it the grant on the provider), the peering stays.
+#[test]
+fn ended_contracts_release_their_slices() {
+    let world = Peered::start();
+    let (market, consumer, provider) = (&world.market, &world.consumer, &world.provider);
+    let alice = world.alice.clone();
+
+    let cancelled = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
+    let cancelled = cancelled["id"].as_str().unwrap().to_string();
+    let expiring = market.buy(
+        &alice,
+        "small",
+        json!({"consumerClusterID": CONSUMER_ID, "durationSeconds": 4}),
+    );
+    let expiring = expiring["id"].as_str().unwrap().to_string();
+    consumer.purchase("a", &market.url(), json!({"contractID": cancelled}));
+    consumer.purchase("b", &market.url(), json!({"contractID": expiring}));
+    consumer.wait_phase("a", "Ready").unwrap();
+    assert!(provider.replica(&slice_name(&cancelled)).is_some());
+
+    let r = e2e::buying::delete(
+        &market.catalog,
+        &format!("/purchases/{cancelled}"),
+        Some(&alice),
+    );
+    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    let ended = consumer.wait_phase("a", "Ended").unwrap();
+    assert_eq!(
+        condition(&ended, "ContractValid")["reason"],
+        "ContractCancelled"
+    );
+    let tenant = liqo_sim::tenant_namespace(PROVIDER_ID);
+    assert!(consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&cancelled))
+        .is_none());
+    wait_until("the cancelled contract's replica is gone", || {
+        provider.replica(&slice_name(&cancelled)).is_none()
+    });
+
+    let ended = consumer.wait_phase("b", "Ended").unwrap();
+    assert_eq!(
+        condition(&ended, "ContractValid")["reason"],
+        "ContractExpired"
+    );
+    assert!(consumer
+        .kube
+        .get(SLICES, Some(&tenant), &slice_name(&expiring))
+        .is_none());
+    assert!(consumer
+        .kube
+        .get(liqo_sim::FOREIGN_CLUSTERS_V1, None, PROVIDER_ID)
+        .is_some());
+}
+
+/// Unknown, foreign, wrong-generation contracts and bad credentials are
+/// clear conditions, and nothing is created for them.
+#[test]
+fn bad_input_gets_clear_conditions_and_creates_nothing() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let bob = market.consumer("bob");
+    let bobs = market.buy(&bob, "small", json!({}));
+    // Provider 2 registered Liqo v0.x only.
+    e2e::buying::publish(&market.catalog, 2, "old-only");
+    let r = e2e::buying::reserve(&market.catalog, &alice, "old-only", "small", None);
+    let reservation = r.json["id"].as_str().unwrap().to_string();
+    let r = e2e::buying::post(
+        &market.catalog,
+        &format!("/reservations/{reservation}/purchase"),
+        &json!({}),
+        Some(&alice),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let v0_only = r.json["id"].as_str().unwrap().to_string();
+
+    let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
+    consumer.token_secret("empty", "");
+    let (_controller, _) = consumer.controller("v1").unwrap();
+    consumer.purchase(
+        "unknown",
+        &market.url(),
+        json!({"contractID": "no-such-contract"}),
+    );
+    consumer.purchase("foreign", &market.url(), json!({"contractID": bobs["id"]}));
+    consumer.purchase("old", &market.url(), json!({"contractID": v0_only}));
+    let mut no_secret = json!({"contractID": v0_only});
+    no_secret["credentialsSecretRef"] = json!({"name": "missing", "key": "token"});
+    consumer.purchase("no-secret", &market.url(), no_secret);
+    let mut empty = json!({"contractID": v0_only});
+    empty["credentialsSecretRef"] = json!({"name": "empty", "key": "token"});
+    consumer.purchase("empty-token", &market.url(), empty);
+
+    for (name, reason) in [
+        ("unknown", "ContractNotFound"),
+        ("foreign", "ContractNotFound"),
+        ("old", "LiqoGenerationNotOffered"),
+        ("no-secret", "CredentialsInvalid"),
+        ("empty-token", "CredentialsInvalid"),
+    ] {
+        let p = consumer.wait_phase(name, "Failed").unwrap();
+        let c = condition(&p, "ContractValid");
+        assert_eq!(c["reason"], reason, "{name}: {p:#}");
+        assert_eq!(c["status"], "False");
+    }
+    let old = consumer.get_purchase("old").unwrap();
+    assert!(condition(&old, "ContractValid")["message"]
+        .as_str()
+        .unwrap()
+        .contains("[v0]"));
+    let c = condition(
+        &consumer.get_purchase("no-secret").unwrap(),
+        "ContractValid",
+    );
+    assert!(
+        c["message"].as_str().unwrap().contains("team/missing"),
+        "{c}"
+    );
+    // Bob's contract is untouched; the wrong-generation one says why.
+    wait_until("the catalog hears the generation mismatch", || {
+        market.contract(&alice, &v0_only).1["state"] == "failed"
+    });
+    assert_eq!(
+        market.contract(&bob, bobs["id"].as_str().unwrap()).1["state"],
+        "pending"
+    );
+    // Nothing was created.
+    assert!(consumer.kube.objects(SLICES).is_empty());
+    assert!(consumer.kube.objects(OFFLOADINGS).is_empty());
+    let secrets: Vec<Value> = consumer.kube.objects(SECRETS);
+    assert_eq!(
+        secrets.len(),
+        2,
+        "only the test's token Secrets: {secrets:#?}"
+    );
+    // A spec asking for a contract and an offer at once is refused by the
+    // API server (the CRD's oneOf), before the controller sees it.
+    let both = consumer.kube.create(
+        PURCHASES,
+        json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "Purchase",
+               "metadata": {"name": "both", "namespace": TEAM},
+               "spec": {"catalogURL": market.url(), "contractID": "x", "offerID": "o", "planID": "p",
+                        "credentialsSecretRef": {"name": "catalog-token", "key": "token"}}}),
+    );
+    assert!(both.is_err());
+}
+
+/// The catalog unreachable for a while: what exists stays, the Purchase
+/// says so, and the controller carries on when it is back.
+#[test]
+fn the_catalog_unreachable_for_a_while() {
+    let world = Peered::start();
+    let (market, consumer) = (&world.market, &world.consumer);
+    let alice = world.alice.clone();
+    let gate = world.rt.block_on(Gate::open(market.catalog.port));
+    let contract = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
+    let id = contract["id"].as_str().unwrap().to_string();
+    consumer.purchase("p", &gate.url(), json!({"contractID": id}));
+    consumer.wait_phase("p", "Ready").unwrap();
+
+    gate.close();
+    let cut = consumer
+        .wait_purchase("p", |p| {
+            condition(p, "CatalogReachable")["status"] == "False"
+        })
+        .unwrap();
+    assert_eq!(
+        cut["status"]["phase"], "Ready",
+        "what exists is kept: {cut:#}"
+    );
+    assert!(consumer
+        .kube
+        .get(
+            SLICES,
+            Some(&liqo_sim::tenant_namespace(PROVIDER_ID)),
+            &slice_name(&id)
+        )
+        .is_some());
+
+    gate.reopen();
+    consumer
+        .wait_purchase("p", |p| {
+            condition(p, "CatalogReachable")["status"] == "True"
+        })
+        .unwrap();
+    wait_until("the contract is ready", || {
+        market.contract(&alice, &id).1["state"] == "ready"
+    });
+}
+
+/// A TCP relay to the catalog that can cut every connection and refuse
+/// new ones for a while.
+struct Gate {
+    port: u16,
+    open: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gate {
+    async fn open(target: u16) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (open, watch) = tokio::sync::watch::channel(true);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                if !*watch.borrow() {
+                    continue;
+                }
+                let mut watch = watch.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", target)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = watch.wait_for(|open| !open) => {}
+                    }
+                });
+            }
+        });
+        Self { port, open, task }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn close(&self) {
+        self.open.send_replace(false);
+    }
+
+    fn reopen(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,362 @@
+//! The world of the purchase-controller tests: the real catalog (a provider
+//! that registered both Liqo generations and published an offer, a
+//! consumer with a catalog token), a consumer cluster and a provider
+//! cluster (Kubernetes API test servers with Liqo's CRDs and the project's
+//! `Purchase` CRD), the real `purchase-controller` on the consumer and the
+//! real class controller (`resource-monitor --liqo-api v1 --grant-policy
+//! contracts`) on the provider, and `e2e::liqo_sim` playing Liqo between
+//! them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use e2e::catalog::{Backend, Catalog, Env};
+use e2e::liqo_sim;
+use e2e::{buying, contracts};
+use e2e::{free_port, Child, Spawn};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+pub const PURCHASES: (&str, &str) = ("broker.liqo-broker.io", "purchases");
+pub const SECRETS: (&str, &str) = ("", "secrets");
+pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
+pub const SLICES: (&str, &str) = liqo_sim::SLICES;
+
+/// Who the controllers are: the ServiceAccounts of `deploy/kubernetes/`.
+pub const PURCHASE_USER: &str = "system:serviceaccount:liqo:purchase-controller";
+pub const SLICE_USER: &str = "system:serviceaccount:liqo:slice-controller";
+
+pub const CONSUMER_ID: &str = "consumer-1";
+/// The provider: a cluster ID and name as Liqo makes them, an auth URL
+/// that Liqo v0.10.3's ForeignCluster schema accepts.
+pub const PROVIDER_ID: &str = "b0c1a5e2-provider";
+pub const PROVIDER_NAME: &str = "milan-edge";
+pub const PROVIDER_AUTH_URL: &str = "https://203.0.113.7:30443";
+pub const PROVIDER_TOKEN: &str = "v0-peering-token-of-milan-edge";
+
+/// The provider's catalog credentials (as `POST /authenticate` takes them).
+pub fn provider_credentials() -> Value {
+    json!({"clusterID": PROVIDER_ID, "clusterName": PROVIDER_NAME,
+           "authURL": PROVIDER_AUTH_URL, "token": PROVIDER_TOKEN})
+}
+pub const CLASS: &str = "liqo-broker";
+pub const OFFER: &str = "compute";
+/// The namespace of the Purchases and of the consumer's token Secret.
+pub const TEAM: &str = "team";
+
+/// Bounds a wait; measures nothing.
+pub const SETTLE: Duration = Duration::from_secs(15);
+
+/// The runtime the test API servers and helpers run on. Tests themselves
+/// are plain functions: the catalog helpers block, which a runtime thread
+/// must not do.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The peering-user kubeconfig the provider registers.
+pub fn peering_kubeconfig() -> String {
+    contracts::kubeconfig("https://203.0.113.7:6443")
+}
+
+/// The catalog with a provider (v0 and v1 registered, offer `compute` with
+/// plans `small` = {cpu 2, memory 4Gi} and `large`) and consumers.
+pub struct Market {
+    /// Keeps the catalog's data for its lifetime.
+    pub _env: Env,
+    pub catalog: Catalog,
+    pub provider_token: String,
+    pub admin: String,
+}
+
+impl Market {
+    pub fn open(extra: &[&str]) -> Self {
+        let env = Env::new(Backend::Embedded);
+        Self::open_on(env, extra)
+    }
+
+    pub fn open_on(env: Env, extra: &[&str]) -> Self {
+        let catalog = buying::start(&env, extra);
+        let provider_token = catalog.login(&provider_credentials());
+        catalog.put_offer(OFFER, &buying::offer(), &provider_token);
+        let r = contracts::register_peering(
+            &catalog,
+            &provider_token,
+            Some(&peering_kubeconfig()),
+            Some(CLASS),
+        );
+        assert_eq!(r.status, 200, "register v1 peering: {}", r.text);
+        assert_eq!(r.json["liqo"], json!(["v0", "v1"]), "{}", r.text);
+        let admin = buying::admin(&catalog);
+        Self {
+            _env: env,
+            catalog,
+            provider_token,
+            admin,
+        }
+    }
+
+    pub fn consumer(&self, subject: &str) -> String {
+        buying::consumer(&self.catalog, &self.admin, subject)
+    }
+
+    /// Reserve and buy `plan` as `token` with `body`; the contract.
+    #[track_caller]
+    pub fn buy(&self, token: &str, plan: &str, body: Value) -> Value {
+        let r = contracts::buy(&self.catalog, token, OFFER, plan, &body);
+        assert_eq!(r.status, 201, "purchase: {}", r.text);
+        r.json
+    }
+
+    /// `GET /contracts/{id}` as `token`.
+    pub fn contract(&self, token: &str, id: &str) -> (u16, Value) {
+        let r = buying::get(&self.catalog, &format!("/contracts/{id}"), Some(token));
+        (r.status, r.json)
+    }
+
+    pub fn url(&self) -> String {
+        self.catalog.url("")
+    }
+}
+
+/// The consumer cluster: the test API server with Liqo's CRDs of one
+/// generation and the `Purchase` CRD, the namespaces `liqo` and
+/// [`TEAM`], and the consumer's catalog token in Secret
+/// `team/catalog-token` (key `token`).
+pub struct Consumer {
+    pub kube: Arc<KubeApiServer>,
+    pub _dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+pub fn purchase_crd() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes/purchase-controller/crd.yaml")
+}
+
+impl Consumer {
+    pub fn start(rt: &tokio::runtime::Runtime, liqo: &str, token: &str) -> Result<Self> {
+        let kube = match liqo {
+            "v1" => rt.block_on(KubeApiServer::start())?,
+            _ => {
+                let kube = rt.block_on(KubeApiServer::start_without_crds())?;
+                kube.register_liqo_crds("v0.10.3")?;
+                kube
+            }
+        };
+        kube.register_crd_file(&purchase_crd())?;
+        let dir = tempfile::tempdir()?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kube.write_kubeconfig_as(&kubeconfig, PURCHASE_USER)?;
+        for ns in ["liqo", TEAM] {
+            liqo_sim::namespace(&kube, ns, json!({}));
+        }
+        let consumer = Self {
+            kube: Arc::new(kube),
+            _dir: dir,
+            kubeconfig,
+        };
+        consumer.token_secret("catalog-token", token);
+        Ok(consumer)
+    }
+
+    pub fn token_secret(&self, name: &str, token: &str) {
+        use base64::Engine;
+        self.kube.apply(
+            SECRETS,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": name, "namespace": TEAM},
+                   "data": {"token": base64::engine::general_purpose::STANDARD.encode(token)}}),
+        );
+    }
+
+    /// `purchase-controller` for `liqo` (`v0`/`v1`), as its ServiceAccount,
+    /// with short waits.
+    pub fn controller(&self, liqo: &str) -> Result<(Child, u16)> {
+        let port = free_port();
+        let child = Spawn::new("purchase-controller")
+            .args(["--liqo-api", liqo, "--cluster-id", CONSUMER_ID])
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--poll-interval", "200ms", "--resync", "500ms"])
+            .args([
+                "--retry",
+                "200ms",
+                "--retry-max",
+                "1s",
+                "--catalog-timeout",
+                "2s",
+            ])
+            .env("RUST_LOG", "info,purchase_controller=debug")
+            .start_listening(port)?;
+        Ok((child, port))
+    }
+
+    /// Create a Purchase in [`TEAM`] (validated against the CRD).
+    pub fn purchase(&self, name: &str, catalog: &str, spec: Value) -> Value {
+        let mut full = json!({"catalogURL": catalog,
+            "credentialsSecretRef": {"name": "catalog-token", "key": "token"}});
+        for (k, v) in spec.as_object().expect("spec object") {
+            full[k] = v.clone();
+        }
+        self.kube
+            .create(
+                PURCHASES,
+                json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "Purchase",
+                       "metadata": {"name": name, "namespace": TEAM}, "spec": full}),
+            )
+            .expect("Purchase created")
+    }
+
+    pub fn get_purchase(&self, name: &str) -> Option<Value> {
+        self.kube.get(PURCHASES, Some(TEAM), name)
+    }
+
+    /// Wait until Purchase `name` satisfies `check`.
+    pub fn wait_purchase(&self, name: &str, check: impl Fn(&Value) -> bool) -> Result<Value> {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let purchase = self.get_purchase(name);
+            if let Some(p) = &purchase {
+                if check(p) {
+                    return Ok(p.clone());
+                }
+            }
+            if Instant::now() >= deadline {
+                bail!("Purchase {name} never matched within {SETTLE:?}; it is {purchase:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_phase(&self, name: &str, phase: &str) -> Result<Value> {
+        self.wait_purchase(name, |p| p["status"]["phase"] == phase)
+    }
+}
+
+/// A condition of a Purchase by type.
+pub fn condition(purchase: &Value, kind: &str) -> Value {
+    purchase["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind).cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// Wait until `check` holds (at most 15 s).
+#[track_caller]
+pub fn wait_until(what: &str, check: impl Fn() -> bool) {
+    contracts::wait_for(what, || check().then_some(()));
+}
+
+/// The provider cluster: the test API server with Liqo v1.2.0's CRDs and
+/// the real class controller with the `contracts` grant policy, over a
+/// static chain far larger than any contract.
+pub struct Provider {
+    pub kube: Arc<KubeApiServer>,
+    pub _dir: tempfile::TempDir,
+    pub _controller: Child,
+}
+
+impl Provider {
+    pub fn start(rt: &tokio::runtime::Runtime, catalog: &str) -> Result<Self> {
+        let kube = rt.block_on(KubeApiServer::start())?;
+        liqo_sim::namespace(&kube, "liqo", json!({}));
+        let dir = tempfile::tempdir()?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kube.write_kubeconfig_as(&kubeconfig, SLICE_USER)?;
+        std::fs::write(
+            dir.path().join("resources.yaml"),
+            "cpu: \"64\"\nmemory: \"256Gi\"\npods: \"500\"\n",
+        )?;
+        let chain = dir.path().join("chain.toml");
+        std::fs::write(&chain, "[source.static]\npath = \"resources.yaml\"\n")?;
+        let creds = dir.path().join("provider.json");
+        std::fs::write(&creds, provider_credentials().to_string())?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))?;
+        let port = free_port();
+        let controller = Spawn::new("resource-monitor")
+            .args([
+                "--liqo-api",
+                "v1",
+                "--class",
+                CLASS,
+                "--grant-policy",
+                "contracts",
+            ])
+            .args(["--catalog-url", catalog, "--catalog-credentials-file"])
+            .arg(&creds)
+            .arg("--config")
+            .arg(&chain)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args([
+                "--leader-elect",
+                "false",
+                "--contracts-poll-interval",
+                "200ms",
+            ])
+            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "info,slice_controller=debug")
+            .start_listening(port)?;
+        Ok(Self {
+            kube: Arc::new(kube),
+            _dir: dir,
+            _controller: controller,
+        })
+    }
+
+    /// The replica of the consumer's slice `name` on the provider.
+    pub fn replica(&self, name: &str) -> Option<Value> {
+        self.kube
+            .get(SLICES, Some(&liqo_sim::tenant_namespace(CONSUMER_ID)), name)
+    }
+}
+
+/// A v1 consumer already peered with the provider, Liqo replicating, the
+/// class controller and `purchase-controller` running, and consumer
+/// `alice`'s token in `team/catalog-token`.
+pub struct Peered {
+    pub market: Market,
+    pub alice: String,
+    pub consumer: Consumer,
+    pub provider: Provider,
+    _liqo: liqo_sim::Replicator,
+    _controller: Child,
+    /// Last: the servers' tasks run on it until everything else is gone.
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl Peered {
+    pub fn start() -> Self {
+        let rt = runtime();
+        let market = Market::open(&[]);
+        let alice = market.consumer("alice");
+        let consumer = Consumer::start(&rt, "v1", &alice).expect("consumer cluster");
+        let provider = Provider::start(&rt, &market.url()).expect("provider cluster");
+        liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
+        let liqo = liqo_sim::replicate(
+            rt.handle(),
+            consumer.kube.clone(),
+            CONSUMER_ID,
+            provider.kube.clone(),
+            PROVIDER_ID,
+        );
+        let (controller, _) = consumer.controller("v1").expect("purchase-controller");
+        Self {
+            market,
+            alice,
+            consumer,
+            provider,
+            _liqo: liqo,
+            _controller: controller,
+            rt,
+        }
+    }
+}
