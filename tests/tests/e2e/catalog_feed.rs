@@ -90,6 +90,8 @@ fn written(id: &str, body: &Value, owner: &Value, version: u64) -> Value {
         "plans": plans,
         "clusterID": owner["clusterID"],
         "clusterName": owner["clusterName"],
+        // The generations the owner peers with: v0 with an auth URL.
+        "liqo": if owner["authURL"] == "" { json!([]) } else { json!(["v0"]) },
         "version": version,
     })
 }
