@@ -1,6 +1,6 @@
-//! The expiry sweeper: a background task that expires reservations past
-//! their deadline, so their units free themselves even when nobody reads
-//! them. (Reads and new reservations of the same plan also expire due
+//! The expiry sweeper: a background task that expires reservations and
+//! contracts past their deadline, so their units free themselves even when
+//! nobody reads them. (Reads and new reservations of the same plan also expire due
 //! records on the spot, so correctness never waits for the sweeper.)
 
 use std::sync::Arc;
@@ -30,7 +30,8 @@ pub fn spawn(
                 match store.expire_due(crate::storage::now()).await {
                     Ok(expired) => {
                         for r in &expired {
-                            tracing::info!(reservation = %r.id, offer = %r.offer_id, plan = %r.plan_id, "reservation expired");
+                            let what = if r.contract.is_some() { "contract expired" } else { "reservation expired" };
+                            tracing::info!(reservation = %r.id, offer = %r.offer_id, plan = %r.plan_id, "{what}");
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "expiry sweep failed; retrying next tick"),

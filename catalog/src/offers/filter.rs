@@ -84,7 +84,7 @@ impl OfferFilter {
                     _ => {
                         return Err(FieldError::new(
                             k,
-                            "unknown filter; use type, provider, maxCost, min.<resource> or label.<key>",
+                            "unknown filter; use type, provider, maxCost, min.<resource>, liqo or label.<key>",
                         ))
                     }
                 },
