@@ -39,7 +39,7 @@ if (!existsSync(CHROMIUM) || !existsSync(join(here, 'node_modules', 'playwright-
 const { chromium } = await import('playwright-core');
 const { Catalog, freePort } = await import('./lib/catalog.mjs');
 const { Runner, check, checkEqual } = await import('./lib/runner.mjs');
-const { accessibilityProblems, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
+const { accessibilityProblems, axeBothSchemes, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
 
 const bin = process.env.CATALOG_BIN ?? join(repo, 'target', 'debug', 'catalog');
 const buildDir = join(repo, 'build');
@@ -126,6 +126,25 @@ async function submitOffer(page, id) {
   return answer;
 }
 
+/** Sign a provider in over REST and return its bearer token. */
+async function restToken(provider) {
+  const r = await fetch(`${base}/authenticate`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(provider) });
+  if (!r.ok) throw new Error(`authenticate ${provider.clusterID}: ${r.status} ${await r.text()}`);
+  return (await r.json()).token;
+}
+
+/** Publish (or replace) an offer over REST, as a provider agent would. */
+async function restPublish(token, id, body) {
+  const r = await fetch(`${base}/offer/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  if (!r.ok) throw new Error(`publish ${id}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+async function restDelete(token, id) {
+  const r = await fetch(`${base}/offer/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+  if (!r.ok && r.status !== 404) throw new Error(`delete ${id}: ${r.status}`);
+}
+
 async function setFilter(page, label, value) {
   const control = page.getByLabel(label, { exact: true });
   if ((await control.evaluate((el) => el.tagName)) === 'SELECT') await control.selectOption(value);
@@ -180,6 +199,12 @@ try {
     checkEqual(await accessibilityProblems(providerPage), [], 'accessibility problems on the sign-in view');
     await shot(providerPage, 'provider-sign-in');
     await providerPage.getByRole('button', { name: 'Sign in' }).click();
+    // Defect 5: a cluster ID nobody offers from yet is confirmed before it is claimed.
+    const ask = providerPage.locator('[data-state="new-cluster"]');
+    await ask.waitFor();
+    check((await ask.textContent()).includes(providerA.clusterID), 'the question names the cluster ID');
+    check(!requests.some((url) => url.endsWith('/authenticate')), 'nothing was claimed before the answer');
+    await providerPage.getByRole('button', { name: 'Register new provider' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
     const storage = await providerPage.evaluate(() => ({
       session: Object.keys(sessionStorage).map((k) => sessionStorage.getItem(k)).join(''),
@@ -202,6 +227,8 @@ try {
     await intruder.getByLabel('Token', { exact: true }).fill('not-the-token');
     const answer = intruder.waitForResponse((r) => r.url().endsWith('/authenticate'));
     await intruder.getByRole('button', { name: 'Sign in' }).click();
+    // Provider A has no offer yet, so the ID is still asked about.
+    await intruder.getByRole('button', { name: 'Register new provider' }).click();
     checkEqual((await answer).status(), 401, 'status of a wrong sign-in');
     await intruder.locator('.error-summary:not([hidden])').waitFor();
     const beside = await errorBeside(intruder.getByLabel('Token', { exact: true }));
@@ -227,6 +254,29 @@ try {
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker (a reload would clear it)');
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
     await providerPage.locator(`li[data-offer-id="${gpuOffer.id}"]`).waitFor();
+  });
+
+  await runner.test('defect 5: a mistyped cluster ID is caught before it registers a second provider', async () => {
+    const typo = await newPage('typo');
+    await typo.goto(`${base}/#/provider`);
+    await typo.getByLabel('Cluster ID', { exact: true }).fill(`${providerA.clusterID.slice(0, -1)}9`);
+    await typo.getByLabel('Cluster name', { exact: true }).fill(providerA.clusterName);
+    await typo.getByLabel('Auth URL', { exact: true }).fill(providerA.authURL);
+    await typo.getByLabel('Token', { exact: true }).fill(providerA.token);
+    const before = requests.filter((url) => url.endsWith('/authenticate')).length;
+    await typo.getByRole('button', { name: 'Sign in' }).click();
+    const ask = typo.locator('[data-state="new-cluster"]');
+    await ask.waitFor();
+    check((await ask.textContent()).includes(`already a provider here, with the cluster ID ${providerA.clusterID}`), `the question points at the known ID ("${await ask.textContent()}")`);
+    checkEqual(requests.filter((url) => url.endsWith('/authenticate')).length, before, 'sign-in requests before the answer');
+    checkEqual(await accessibilityProblems(typo), [], 'accessibility problems on the question');
+    await typo.getByRole('button', { name: `Use ${providerA.clusterID}` }).click();
+    checkEqual(await typo.getByLabel('Cluster ID', { exact: true }).inputValue(), providerA.clusterID, 'the cluster ID after "Use …"');
+    await typo.getByRole('button', { name: 'Sign in' }).click();
+    await typo.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    await typo.locator(`li[data-offer-id="${gpuOffer.id}"]`).waitFor();
+    await typo.close();
+    delete pages.typo;
   });
 
   await runner.test('a second provider publishes; both offers listed with their providers', async () => {
@@ -295,6 +345,19 @@ try {
     await expect(both, 'CPU ≥ 1500m');
     await setFilter(consumer, 'CPU', '3');
     await expect([gpuOffer.id], 'CPU ≥ 3');
+    // Defect 7: an error keeps the panel's layout (short, beside its field, nothing else moves).
+    const layout = () => consumer.evaluate(() => {
+      const top = (label) => [...document.querySelectorAll('.filters label')].find((l) => l.textContent === label).getBoundingClientRect().top;
+      return { gpus: top('GPUs'), cpu: top('CPU'), memory: top('Memory') };
+    });
+    const calm = await layout();
+    await setFilter(consumer, 'Storage', '5GB');
+    const storageError = consumer.locator('.filters .field-error:not([hidden])');
+    await storageError.waitFor();
+    checkEqual(await storageError.textContent(), 'Not applied: Try 5G or 5Gi', 'the filter error (the first words for screen readers only)');
+    const lines = await storageError.evaluate((el) => Math.round(el.getBoundingClientRect().height / parseFloat(getComputedStyle(el).lineHeight)));
+    check(lines <= 2, `the filter error takes ${lines} lines`);
+    checkEqual(await layout(), calm, 'positions of the other filters with an error shown');
     await setFilter(consumer, 'Storage', 'lots');
     const beside = await errorBeside(consumer.getByLabel('Storage', { exact: true }));
     check(beside?.sameField && /not applied/i.test(beside.text), `an invalid quantity is flagged beside its filter (got ${JSON.stringify(beside)})`);
@@ -304,6 +367,65 @@ try {
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the consumer view');
     checkEqual(await contrastProblems(consumer), [], 'text below WCAG AA contrast on the consumer view');
     await shot(consumer, 'consumer-offers');
+  });
+
+  await runner.test('defect 6: filters and sort are in the address: a reload or a shared link keeps them', async () => {
+    await setFilter(consumer, 'Memory', '4G');
+    await setFilter(consumer, 'Sort', 'cost');
+    await consumer.waitForFunction(() => location.hash === '#/?memory=4G&sort=cost');
+    const link = consumer.url();
+    const shared = await newPage('shared-link');
+    await shared.goto(link);
+    await card(shared, storageOffer.id).waitFor();
+    checkEqual(await shared.getByLabel('Memory', { exact: true }).inputValue(), '4G', 'the memory filter from the link');
+    checkEqual(await shared.getByLabel('Sort', { exact: true }).inputValue(), 'cost', 'the sort from the link');
+    checkEqual(await shownOfferIds(shared), [storageOffer.id, gpuOffer.id], 'offers of the link, cheapest first');
+    await shared.reload();
+    await card(shared, storageOffer.id).waitFor();
+    checkEqual(await shared.getByLabel('Memory', { exact: true }).inputValue(), '4G', 'the memory filter after a reload');
+    await shared.close();
+    delete pages['shared-link'];
+    await consumer.getByRole('button', { name: 'Clear filters' }).first().click();
+    await setFilter(consumer, 'Sort', 'newest');
+    await consumer.waitForFunction(() => location.hash === '#/');
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
+  await runner.test('defects 9, 10: full dates, newest by publication, providers in natural order, "Free" and priced costs', async () => {
+    const node112 = { clusterID: 'node-112-cluster', clusterName: 'node #112', authURL: 'https://node112.example.org', token: 'node-112-token' };
+    const node12 = { clusterID: 'node-12-cluster', clusterName: 'node #12', authURL: 'https://node12.example.org', token: 'node-12-token' };
+    const t112 = await restToken(node112);
+    const t12 = await restToken(node12);
+    const plan = (cost) => ({ basic: { name: 'basic', cost, resources: { cpu: '1', memory: '1Gi' } } });
+    try {
+      await restPublish(t112, 'older-offer', { name: 'Older offer', type: 'compute', plans: plan('0.5') });
+      await card(consumer, 'older-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+      await restPublish(t12, 'free-tier', { name: 'Free tier', type: 'compute', plans: plan('0') });
+      await card(consumer, 'free-tier').waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await card(consumer, 'free-tier').locator('[data-field="lowestCost"]').textContent(), 'Free', 'a zero cost');
+      checkEqual(await card(consumer, 'older-offer').locator('[data-field="lowestCost"]').textContent(), '0.5 USD per hour', 'a priced cost');
+      const order = async () => (await shownOfferIds(consumer)).filter((id) => id === 'older-offer' || id === 'free-tier');
+      checkEqual(await order(), ['free-tier', 'older-offer'], 'newest first');
+      // An edit does not make an offer "newer".
+      await restPublish(t112, 'older-offer', { name: 'Older offer (edited)', type: 'compute', plans: plan('0.5') });
+      await card(consumer, 'older-offer').locator('h3', { hasText: 'Older offer (edited)' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await order(), ['free-tier', 'older-offer'], 'newest first after editing the older offer');
+      await setFilter(consumer, 'Sort', 'provider');
+      await consumer.waitForFunction(() => location.hash === '#/?sort=provider');
+      const providers = await consumer.locator('ul.offer-list > li [data-field="clusterName"]').allTextContents();
+      checkEqual(providers.filter((name) => name.startsWith('node')), ['node #12', 'node #112'], 'providers in natural order');
+      await setFilter(consumer, 'Sort', 'newest');
+      await card(consumer, 'older-offer').getByRole('link').click();
+      const changed = await consumer.locator('dl.facts').textContent();
+      check(changed.includes(String(new Date().getFullYear())), `the offer's times carry the date ("${changed}")`);
+      await consumer.goto(`${base}/#/`);
+    } finally {
+      await restDelete(t112, 'older-offer');
+      await restDelete(t12, 'free-tier');
+    }
+    await card(consumer, 'free-tier').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
+    await card(consumer, 'older-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
   });
 
   await runner.test('an offer opens to a comparison table of its plans, provider and cluster ID', async () => {
@@ -322,7 +444,7 @@ try {
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
     const headers = await table.locator('thead th').allTextContents();
     checkEqual(headers, ['Plan', 'Cost', 'CPU', 'Memory', 'Storage'], 'table columns');
-    checkEqual(rows, [['basicplan-basic', '1.0', '1', '2G', '100G'], ['mediumplan-medium', '2.0', '2', '4G', '300G']], 'table rows (cheapest first, canonical quantities)');
+    checkEqual(rows, [['basicplan-basic', '1.0 USD per hour', '1', '2G', '100G'], ['mediumplan-medium', '2.0 USD per hour', '2', '4G', '300G']], 'table rows (cheapest first, canonical quantities)');
     const facts = await consumer.locator('dl.facts').textContent();
     check(facts.includes(providerB.clusterName) && facts.includes(providerB.clusterID), 'provider name and cluster ID shown');
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the offer view');
@@ -336,11 +458,48 @@ try {
     await consumer.getByRole('heading', { level: 1, name: 'Offers' }).waitFor();
   }
 
-  await runner.test('a bad quantity shows the server\'s message beside its field', async () => {
+  await runner.test('defects 1, 2: a blank offer lists every problem at once, in plain words, without a request', async () => {
+    await providerPage.goto(`${base}/#/provider/new`);
+    await providerPage.getByRole('heading', { level: 1, name: 'New offer' }).waitFor();
+    const posts = () => requests.filter((url) => url.includes('/offer/')).length;
+    const before = posts();
+    await providerPage.getByRole('button', { name: 'Publish offer' }).click();
+    const summary = providerPage.locator('.error-summary:not([hidden])');
+    await summary.waitFor();
+    const items = await summary.locator('li').allTextContents();
+    checkEqual(items, [
+      'Enter an offer ID.', 'Enter a name.', 'Enter a type.', 'Enter a cost, e.g. 1.0 (0 for a free plan).',
+      'Enter an amount, e.g. 2, 500m or 4Gi.', 'Enter an amount, e.g. 2, 500m or 4Gi.', 'Enter an amount, e.g. 2, 500m or 4Gi.',
+    ], 'every problem of the blank form, listed once');
+    checkEqual(posts(), before, 'requests to /offer/ for a form with problems');
+    for (const label of ['Offer ID', 'Name', 'Type', 'Cost']) {
+      const beside = await errorBeside(providerPage.getByLabel(label, { exact: true }).first());
+      check(beside?.sameField && beside.invalid, `an error beside ${label}`);
+    }
+    await fillOffer(providerPage, { id: 'plain-words', name: 'Plain words', type: 'compute', plans: [{ key: 'p', name: 'p', cost: '1,5', resources: [['cpu', '2 cores'], ['memory', '5GB']] }] });
+    await providerPage.getByRole('button', { name: 'Publish offer' }).click();
+    await providerPage.waitForFunction(() => document.querySelectorAll('.error-summary li').length === 3);
+    checkEqual(await summary.locator('li').allTextContents(), [
+      '“1,5” is not a number. Write the cost as digits with a decimal point, e.g. 1.5.',
+      '2 cores is not a Kubernetes quantity — did you mean 2?',
+      '5GB is not a Kubernetes quantity — did you mean 5G or 5Gi?',
+    ], 'problems in plain words');
+    checkEqual(posts(), before, 'requests to /offer/ after the second try');
+    checkEqual((await axeBothSchemes(providerPage)), { light: [], dark: [] }, 'axe-core on the editor with errors');
+    await shot(providerPage, 'provider-editor-error');
+    // Leave without saving: the unsaved-changes question is answered "leave".
+    providerPage.once('dialog', (d) => d.accept());
+    await providerPage.getByRole('link', { name: 'Cancel' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
+  await runner.test('a bad quantity is explained beside its field, in plain words, before anything is sent', async () => {
     await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
     await providerPage.getByRole('heading', { level: 1, name: `Edit “${gpuOffer.name}”` }).waitFor();
     // The catalog returns plans keyed (and so ordered) by plan ID: find "small" and its memory row by value.
     const plans = providerPage.locator('fieldset[data-role="plan"]');
+    // Defect 9: plans keep the consumers' order (cheapest first), not the catalog's alphabetical one.
+    checkEqual(await plans.evaluateAll((sets) => sets.map((f) => f.querySelector('[data-role="plan-key"]').value)), ['small', 'large'], 'plan order in the editor');
     const planIndex = await plans.evaluateAll((sets) => sets.findIndex((f) => f.querySelector('[data-role="plan-key"]').value === 'small'));
     check(planIndex >= 0, 'the editor holds the plan "small"');
     const rows = plans.nth(planIndex).locator('li.resource-row');
@@ -349,23 +508,21 @@ try {
     const quantity = rows.nth(rowIndex).getByLabel('Quantity', { exact: true });
     checkEqual(await quantity.inputValue(), '16Gi', 'memory of plan "small" as loaded');
     await quantity.fill('16 Gi');
-    const answer = await submitOffer(providerPage, gpuOffer.id);
-    checkEqual(answer.status(), 400, 'status of a bad quantity');
-    const body = await answer.json();
+    const before = requests.filter((url) => url.endsWith(`/offer/${gpuOffer.id}`)).length;
+    await providerPage.getByRole('button', { name: 'Save changes' }).click();
     await providerPage.locator('.error-summary:not([hidden])').waitFor();
     const beside = await errorBeside(quantity);
     check(beside !== null, 'an error is shown beside the quantity field');
     check(beside.sameField, 'the error is in the same field as the quantity');
     check(beside.invalid, 'the quantity is marked aria-invalid');
-    checkEqual(beside.text, body.message, 'the message beside the field is the server\'s');
-    check(body.message.includes('plans.small.resources.memory'), `the server names the field (${body.message})`);
+    checkEqual(beside.text, '16 Gi is not a Kubernetes quantity — did you mean 16Gi?', 'the message beside the field');
+    checkEqual(requests.filter((url) => url.endsWith(`/offer/${gpuOffer.id}`)).length, before, 'requests sent for a bad quantity');
     checkEqual(await card(consumer, gpuOffer.id).locator('h3').textContent(), gpuOffer.name, 'nothing changed for consumers');
     checkEqual(await accessibilityProblems(providerPage), [], 'accessibility problems on the editor with an error');
     checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor');
     await providerPage.emulateMedia({ colorScheme: 'dark' });
     checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor, dark scheme');
     await providerPage.emulateMedia({ colorScheme: 'light' });
-    await shot(providerPage, 'provider-editor-error');
   });
 
   await runner.test('an edit shows up on the open consumer page', async () => {
@@ -379,7 +536,8 @@ try {
     checkEqual(answer.status(), 200, 'status of the replace');
     const title = card(consumer, gpuOffer.id).locator('h3', { hasText: edited.name });
     await title.waitFor({ timeout: LIVE_DEADLINE_MS });
-    checkEqual(await card(consumer, gpuOffer.id).locator('[data-field="lowestCost"]').textContent(), '1.25', 'lowest cost on the card');
+    // Defect 10: costs carry the currency and period the catalog prices in.
+    checkEqual(await card(consumer, gpuOffer.id).locator('[data-field="lowestCost"]').textContent(), '1.25 USD per hour', 'lowest cost on the card');
     check(/Updated/.test(await card(consumer, gpuOffer.id).locator('.badge--updated').textContent()), 'card is marked Updated');
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker');
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
@@ -407,10 +565,35 @@ try {
     const summary = providerPage.locator('.error-summary:not([hidden])');
     await summary.waitFor();
     check(/changed this offer after you opened it/.test(await summary.textContent()), 'the summary explains the conflict');
-    await summary.getByRole('button', { name: 'Reload the current version' }).click();
+    // Defect 4: what differs is shown, and the provider chooses.
+    const diff = summary.locator('table.diff-table');
+    await diff.waitFor();
+    checkEqual(await diff.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent))),
+      [['Description', 'Edited in the first tab.', 'Edited in the second tab.']], 'the differences');
+    checkEqual((await axeBothSchemes(providerPage)), { light: [], dark: [] }, 'axe-core on the conflict');
+    await shot(providerPage, 'provider-conflict');
+    await summary.getByRole('button', { name: 'Take theirs' }).click();
     await providerPage.waitForFunction(() => document.querySelector('textarea[name="description"]')?.value === 'Edited in the second tab.');
     const stored = await (await fetch(`${base}/offer/${gpuOffer.id}`)).json();
     checkEqual(stored.description, 'Edited in the second tab.', 'the stored description');
+    // Again, and this time keep mine: saved over the other version, on purpose.
+    await providerPage.getByLabel('Description', { exact: true }).fill('Mine after all.');
+    const third = await newPage('provider-a-third-tab');
+    await signIn(third, base, providerA);
+    await third.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await third.getByLabel('Description', { exact: true }).fill('Theirs again.');
+    checkEqual((await submitOffer(third, gpuOffer.id)).status(), 200, 'status of the third tab\'s save');
+    await third.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    await third.close();
+    delete pages['provider-a-third-tab'];
+    checkEqual((await submitOffer(providerPage, gpuOffer.id)).status(), 409, 'status of the second stale save');
+    const kept = providerPage.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/offer/${gpuOffer.id}`));
+    await summary.getByRole('button', { name: 'Keep mine' }).click();
+    checkEqual((await kept).status(), 200, 'status of "Keep mine"');
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    checkEqual((await (await fetch(`${base}/offer/${gpuOffer.id}`)).json()).description, 'Mine after all.', 'the stored description after "Keep mine"');
+    await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await providerPage.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
     await providerPage.getByRole('link', { name: 'Cancel' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
   });
@@ -442,6 +625,7 @@ try {
     await providerPage.keyboard.press('Enter');
     checkEqual(await plans.count(), 0, 'plans after removing every plan');
     checkEqual(await providerPage.evaluate(() => document.activeElement?.textContent), 'Add plan', 'focus after removing the only plan');
+    providerPage.once('dialog', (d) => d.accept()); // the plans changed: leaving asks first
     await providerPage.getByRole('link', { name: 'Cancel' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
   });
@@ -459,9 +643,52 @@ try {
     checkEqual((await submitOffer(providerPage, 'never-stored')).status(), 401, 'status with a bad token');
     await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
     check(/session has expired/i.test(await providerPage.locator('[data-flash="error"]').textContent()), 'the sign-in view says why');
-    checkEqual(await providerPage.evaluate(() => sessionStorage.length), 0, 'sessionStorage entries after a 401');
+    const kept = await providerPage.evaluate(() => Object.keys(sessionStorage));
+    checkEqual(kept, ['catalog.draft.new'], 'sessionStorage after a 401: the token is gone, the draft stays');
     checkEqual((await fetch(`${base}/offer/never-stored`)).status, 404, 'nothing was stored');
-    await signIn(providerPage, base, providerA);
+    // Defect 3: signing in again brings the edits back, and saving them works.
+    await signIn(providerPage, base, { ...providerA, landing: 'New offer' });
+    await providerPage.locator('[data-state="draft-restored"]').waitFor();
+    checkEqual(await providerPage.getByLabel('Offer ID', { exact: true }).inputValue(), 'never-stored', 'the restored offer ID');
+    checkEqual(await providerPage.getByLabel('Name', { exact: true }).inputValue(), gpuOffer.name, 'the restored name');
+    checkEqual(await providerPage.locator('fieldset[data-role="plan"]').count(), gpuOffer.plans.length, 'the restored plans');
+    await providerPage.getByRole('button', { name: 'Discard them' }).click();
+    checkEqual(await providerPage.getByLabel('Offer ID', { exact: true }).inputValue(), '', 'the form after discarding the draft');
+    checkEqual(await providerPage.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('catalog.draft.'))), [], 'drafts after discarding');
+    await providerPage.getByRole('link', { name: 'Cancel' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
+  await runner.test('defect 3: leaving unsaved edits asks first; a reload keeps them as a draft', async () => {
+    await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await providerPage.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    await providerPage.getByLabel('Description', { exact: true }).fill('Half-typed description');
+    let asked = null;
+    providerPage.once('dialog', (d) => { asked = d.message(); d.dismiss(); });
+    await providerPage.getByRole('link', { name: 'Your offers' }).click();
+    await providerPage.waitForFunction(() => location.hash.startsWith('#/provider/edit/'));
+    check(/unsaved changes/.test(asked ?? ''), `the page asked before leaving ("${asked}")`);
+    checkEqual(await providerPage.getByLabel('Description', { exact: true }).inputValue(), 'Half-typed description', 'the edit after staying');
+    await providerPage.reload();
+    await providerPage.locator('[data-state="draft-restored"]').waitFor();
+    checkEqual(await providerPage.getByLabel('Description', { exact: true }).inputValue(), 'Half-typed description', 'the edit after a reload');
+    providerPage.once('dialog', (d) => d.accept());
+    await providerPage.getByRole('link', { name: 'Your offers' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    checkEqual(await providerPage.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('catalog.draft.'))), [], 'drafts after leaving on purpose');
+  });
+
+  await runner.test('defect 3: the session is renewed before the token expires', async () => {
+    const renewing = await newPage('renewing');
+    await renewing.clock.install();
+    await signIn(renewing, base, providerA);
+    const renewed = renewing.waitForResponse((r) => r.url().endsWith('/authenticate') && r.status() === 200);
+    // The catalog's tokens last an hour: 50 minutes on, the page signs in again by itself.
+    await renewing.clock.fastForward('50:00');
+    const { token } = await (await renewed).json();
+    await renewing.waitForFunction((t) => JSON.parse(sessionStorage.getItem('catalog.provider-session')).token === t, token);
+    await renewing.close();
+    delete pages.renewing;
   });
 
   await runner.test('deleting asks for confirmation, then the offer disappears from the open consumer page', async () => {
@@ -495,6 +722,9 @@ try {
     checkEqual(await shownOfferIds(consumer), [storageOffer.id], 'offers left');
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker');
     await detail.locator('[data-state="withdrawn"]').waitFor({ timeout: LIVE_DEADLINE_MS });
+    // Defect 8: the withdrawn offer stays readable.
+    checkEqual(await axeBothSchemes(detail), { light: [], dark: [] }, 'axe-core on the withdrawn offer');
+    await shot(detail, 'offer-withdrawn');
     await row.waitFor({ state: 'detached' });
     await detail.close();
     delete pages['consumer-detail'];
@@ -516,11 +746,33 @@ try {
     await card(narrow, storageOffer.id).waitFor();
     const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `consumer view is ${overflow}px wider than a 360px screen`);
+    // Defect 11: the filters fold away (the first offer is on the first screen) and open from the keyboard.
+    const firstCard = await card(narrow, storageOffer.id).boundingBox();
+    check(firstCard.y < 780, `the first offer starts at ${firstCard.y}px, below the first screen`);
+    check(!(await narrow.getByLabel('Memory', { exact: true }).isVisible()), 'the filters are folded at first');
+    await narrow.locator('.filters-panel > summary').focus();
+    await narrow.keyboard.press('Enter');
+    await narrow.getByLabel('Memory', { exact: true }).waitFor();
     await shot(narrow, 'consumer-narrow');
-    await narrow.goto(`${base}/#/offer/${storageOffer.id}`);
+    // The connection status stays in view while scrolling.
+    await narrow.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    const status = await narrow.locator('#connection').boundingBox();
+    check(status && status.y >= 0 && status.y + status.height <= 780, `the connection status is off screen after scrolling (${JSON.stringify(status)})`);
+    const tokenB = await restToken(providerB);
+    await restPublish(tokenB, 'gpu-narrow', { name: 'GPU (narrow check)', type: 'gpu', plans: {
+      small: { name: 'small', cost: '2.5', resources: { cpu: '4', memory: '16Gi', storage: '100Gi', 'nvidia.com/gpu': '1' } },
+      large: { name: 'large', cost: '6', resources: { cpu: '16', memory: '64Gi', storage: '1Ti', 'nvidia.com/gpu': '4' } },
+    } });
+    await narrow.goto(`${base}/#/offer/gpu-narrow`);
     await narrow.locator('table.plan-table').waitFor();
     const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
+    // Every GPU cell is on screen, without scrolling sideways.
+    const gpuCells = await narrow.locator('td[data-column="nvidia.com/gpu"]').evaluateAll((tds) => tds.map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; }));
+    check(gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
+    checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
+    await shot(narrow, 'offer-narrow');
+    await restDelete(tokenB, 'gpu-narrow');
     await narrow.goto(`${base}/#/provider/new`);
     await narrow.getByRole('heading', { level: 1 }).waitFor();
     const overflow3 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -10,6 +10,7 @@ import { mountConsumer } from './views/consumer.js';
 import { mountOfferDetail } from './views/offer-detail.js';
 import { mountProvider } from './views/provider.js';
 import { mountEditor } from './views/editor.js';
+import { loadUiConfig } from './pricing.js';
 
 const store = new OfferStore();
 const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
@@ -95,25 +96,43 @@ const ctx = {
   restLoad,
   announce,
   reloadOverRest: loadOverRest,
+  /** Put the current view's state in the address without a new history entry or routing again. */
+  replaceHash(hash) {
+    if (location.hash === hash) return;
+    history.replaceState(null, '', hash);
+    routedHash = hash.replace(/^#/, '');
+  },
   navigate(hash) {
     if (location.hash === hash) route();
     else location.hash = hash;
   },
   /** A message shown once by the next view (e.g. "Offer saved"). */
   flash: null,
+  /** Set by a view with unsaved changes: returns false to stay. */
+  leaveGuard: null,
+  /** Where to go back to after signing in (an editor whose session expired). */
+  returnTo: null,
 };
 
 let unmount = null;
 let firstRoute = true;
+let routedHash = null;
 
 function route() {
   const hash = location.hash.replace(/^#/, '');
   // In-page anchors (the skip link) are not routes.
   if (hash !== '' && !hash.startsWith('/')) return;
+  if (routedHash !== null && hash !== routedHash && ctx.leaveGuard && !ctx.leaveGuard()) {
+    // Stay: put the address back without routing again.
+    history.replaceState(null, '', `#${routedHash}`);
+    return;
+  }
+  routedHash = hash;
+  const [path, query = ''] = hash.split('?');
   let match = null;
   let found = routes[0];
   for (const candidate of routes) {
-    match = candidate.pattern.exec(hash);
+    match = candidate.pattern.exec(path);
     if (match) {
       found = candidate;
       break;
@@ -133,7 +152,7 @@ function route() {
     if (link.dataset.nav === found.nav) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  unmount = found.mount(main, ctx, params) ?? null;
+  unmount = found.mount(main, ctx, params, new URLSearchParams(query)) ?? null;
   // After navigation, move focus to the new view's heading so keyboard and
   // screen-reader users start at the top of what changed (not on first load).
   if (!firstRoute) {
@@ -161,6 +180,7 @@ window.addEventListener('pageshow', (event) => {
 });
 
 renderIndicator();
-route();
 feed.start();
 loadOverRest();
+await loadUiConfig();
+route();

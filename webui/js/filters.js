@@ -3,7 +3,7 @@
 // filter at once (a consumer buys one plan, so "4 CPUs" from one plan and
 // "8Gi" from another would not serve them). Quantities compare exactly.
 
-import { add, compare, isNegative, parseDecimal, parseQuantity, ZERO } from './quantity.js';
+import { add, compare, isNegative, parseDecimal, parseQuantity, shortQuantityProblem, ZERO } from './quantity.js';
 
 function sumOf(entries) {
   return entries.reduce((sum, entry) => add(sum, entry.quantity), ZERO);
@@ -58,10 +58,10 @@ export function parseFilters(raw) {
   if (maxCost !== '') {
     try {
       const value = parseDecimal(maxCost);
-      if (isNegative(value)) errors.maxCost = 'Enter a cost of zero or more.';
+      if (isNegative(value)) errors.maxCost = 'Must be zero or more';
       else active.maxCost = value;
     } catch {
-      errors.maxCost = `"${maxCost}" is not a number. Enter a cost such as 2 or 1.5.`;
+      errors.maxCost = 'Not a number (e.g. 1.5)';
     }
   }
   for (const filter of RESOURCE_FILTERS) {
@@ -69,10 +69,10 @@ export function parseFilters(raw) {
     if (input === '') continue;
     try {
       const value = parseQuantity(input);
-      if (isNegative(value)) errors[`min.${filter.key}`] = 'Enter an amount of zero or more.';
+      if (isNegative(value)) errors[`min.${filter.key}`] = 'Must be zero or more';
       else active.min[filter.key] = value;
-    } catch (err) {
-      errors[`min.${filter.key}`] = `${err.message}.`;
+    } catch {
+      errors[`min.${filter.key}`] = shortQuantityProblem(input);
     }
   }
   return { active, errors };

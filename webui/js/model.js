@@ -3,7 +3,7 @@
 // as "name" or "planName", as the thesis writes both), with costs and
 // resource quantities parsed once for filtering and sorting.
 
-import { parseDecimal, parseQuantity } from './quantity.js';
+import { compare as compareDecimal, parseDecimal, parseQuantity } from './quantity.js';
 
 /** Resource names shown first, in this order; any others follow alphabetically. */
 export const WELL_KNOWN_RESOURCES = ['cpu', 'memory', 'storage', 'ephemeral-storage', 'nvidia.com/gpu', 'amd.com/gpu', 'pods'];
@@ -78,4 +78,18 @@ export function timeValue(value) {
   if (typeof value === 'number') return value < 1e12 ? value * 1000 : value;
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? 0 : ms;
+}
+
+/** Text order for names and ids: numbers inside compare as numbers ("#12" before "#112"), case-insensitive. */
+export const naturalCollator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
+/** Plans in the order consumers compare them: cheapest first, then by plan ID (natural order). */
+export function planOrder(a, b) {
+  if (a.costValue && b.costValue) {
+    const byCost = compareDecimal(a.costValue, b.costValue);
+    if (byCost) return byCost;
+  } else if (a.costValue || b.costValue) {
+    return a.costValue ? -1 : 1;
+  }
+  return naturalCollator.compare(a.key, b.key);
 }

@@ -6,28 +6,33 @@
 import { formatTime, h, replaceChildren, srOnly, uid } from '../dom.js';
 import { FeedState } from '../feed.js';
 import { RESOURCE_FILTERS, isUnfiltered, lowestCost, offerMatches, parseFilters, planMatches } from '../filters.js';
-import { filterState, resetFilters } from '../filter-state.js';
+import { filterState, queryString, readQuery, resetFilters } from '../filter-state.js';
 import { compare } from '../quantity.js';
-import { resourceColumns, timeValue } from '../model.js';
+import { naturalCollator, resourceColumns, timeValue } from '../model.js';
 import { field } from '../fields.js';
+import { formatCost, periodText, uiConfig } from '../pricing.js';
 
+const byName = (a, b) => naturalCollator.compare(a.name, b.name) || naturalCollator.compare(a.id, b.id);
+// "Newest" is when an offer was first published: editing an offer does not move it.
 const SORTS = {
-  newest: { label: 'Newest first', compare: (a, b) => timeValue(b.updatedAt) - timeValue(a.updatedAt) || a.name.localeCompare(b.name) },
+  newest: { label: 'Newest first', compare: (a, b) => timeValue(b.createdAt) - timeValue(a.createdAt) || byName(a, b) },
   cost: {
     label: 'Lowest cost first',
     compare: (a, b) => {
       const x = lowestCost(a)?.costValue;
       const y = lowestCost(b)?.costValue;
-      if (x && y) return compare(x, y) || a.name.localeCompare(b.name);
-      return x ? -1 : y ? 1 : a.name.localeCompare(b.name);
+      if (x && y) return compare(x, y) || byName(a, b);
+      return x ? -1 : y ? 1 : byName(a, b);
     },
   },
-  name: { label: 'Name (A–Z)', compare: (a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id) },
+  name: { label: 'Name (A–Z)', compare: byName },
+  provider: { label: 'Provider (A–Z)', compare: (a, b) => naturalCollator.compare(a.clusterName || a.clusterID, b.clusterName || b.clusterID) || byName(a, b) },
 };
 
 const RECENT_MS = 10000;
 
-export function mountConsumer(main, ctx) {
+export function mountConsumer(main, ctx, _params, query = new URLSearchParams()) {
+  readQuery(query);
   const { store, feed, restLoad } = ctx;
   document.title = 'Offers · Liqo resource catalog';
   const cards = new Map(); // id -> { offer, key, li }
@@ -37,7 +42,7 @@ export function mountConsumer(main, ctx) {
   // --- filters -----------------------------------------------------------
   const typeField = field({ label: 'Type', tag: 'select', attrs: { name: 'type' } });
   const costField = field({
-    label: 'Maximum cost', hint: 'per plan, e.g. 2.5',
+    label: 'Maximum cost', hint: `${[uiConfig.currency.toUpperCase(), periodText()].filter(Boolean).join(' ')}, e.g. 2.5`,
     attrs: { name: 'maxCost', inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.maxCost },
   });
   const minFields = Object.fromEntries(RESOURCE_FILTERS.map((filter) => [filter.key, field({
@@ -57,7 +62,7 @@ export function mountConsumer(main, ctx) {
   const clearButton = h('button', { type: 'button', class: 'button button--secondary', text: 'Clear filters', onclick: () => clearFilters() });
 
   const form = h('form', { class: 'filters', role: 'search', 'aria-labelledby': 'filters-heading', novalidate: true, onsubmit: (e) => e.preventDefault() },
-    h('h2', { id: 'filters-heading', text: 'Filter offers' }),
+    h('h2', { id: 'filters-heading', class: 'filters__heading', text: 'Filter offers' }),
     h('p', { class: 'hint', text: 'An offer is shown when one of its plans meets every filter. Amounts are Kubernetes quantities: 500m, 2, 4Gi, 100G.' }),
     typeField.wrapper,
     costField.wrapper,
@@ -66,6 +71,14 @@ export function mountConsumer(main, ctx) {
       h('p', { class: 'hint', text: 'Storage counts storage or ephemeral-storage; GPUs count nvidia.com/gpu, amd.com/gpu and other …/gpu resources.' }),
       h('div', { class: 'filters__grid' }, Object.values(minFields).map((f) => f.wrapper))),
     clearButton);
+
+  // On a narrow screen the panel folds (closed at first) so the offers come first.
+  const panelSummary = h('summary', { text: 'Filters' });
+  const panel = h('details', { class: 'filters-panel' }, panelSummary, form);
+  const narrow = window.matchMedia('(max-width: 48rem)');
+  panel.open = !narrow.matches;
+  const onNarrow = () => { panel.open = !narrow.matches; };
+  narrow.addEventListener('change', onNarrow);
 
   form.addEventListener('input', (event) => {
     const { name, value } = event.target;
@@ -98,10 +111,10 @@ export function mountConsumer(main, ctx) {
     h('div', { class: 'view-header' },
       h('h1', { text: 'Offers' }),
       h('p', { class: 'lede', text: 'Resources that providers in the federation offer for peering. The list updates by itself as providers publish, change and withdraw offers.' })),
-    h('div', { class: 'consumer-layout' }, form, results));
+    h('div', { class: 'consumer-layout' }, panel, results));
 
   function updateTypeOptions() {
-    const types = [...new Set(store.all().map((o) => o.type).filter(Boolean))].sort((a, b) => a.localeCompare(b));
+    const types = [...new Set(store.all().map((o) => o.type).filter(Boolean))].sort(naturalCollator.compare);
     const selected = filterState.raw.type;
     if (selected && !types.includes(selected)) types.push(selected);
     const wanted = ['', ...types];
@@ -146,7 +159,7 @@ export function mountConsumer(main, ctx) {
       offer.description ? h('p', { class: 'card__description', text: offer.description }) : null,
       h('dl', { class: 'card__facts' },
         h('div', {}, h('dt', { text: 'Plans' }), h('dd', { text: matching === null ? String(offer.plans.length) : `${matching} of ${offer.plans.length} match` })),
-        h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? cheapest.cost : '—' })),
+        h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? formatCost(cheapest.cost) : '—' })),
         columns.map((name) => {
           const value = range(name);
           return value ? h('div', {}, h('dt', { text: name }), h('dd', { text: value })) : null;
@@ -212,9 +225,12 @@ export function mountConsumer(main, ctx) {
   }
 
   function render() {
+    ctx.replaceHash(`#/${queryString()}`);
     const { active, errors } = parseFilters(filterState.raw);
-    costField.setError(errors.maxCost ? `Not applied: ${errors.maxCost}` : '');
-    for (const [key, f] of Object.entries(minFields)) f.setError(errors[`min.${key}`] ? `Not applied: ${errors[`min.${key}`]}` : '');
+    const applied = (active.type ? 1 : 0) + (active.maxCost ? 1 : 0) + Object.keys(active.min).length;
+    panelSummary.textContent = applied ? `Filters (${applied} applied)` : 'Filters';
+    costField.setError(errors.maxCost ?? '', 'Not applied: ');
+    for (const [key, f] of Object.entries(minFields)) f.setError(errors[`min.${key}`] ?? '', 'Not applied: ');
     updateTypeOptions();
 
     const now = Date.now();
@@ -290,6 +306,7 @@ export function mountConsumer(main, ctx) {
   render();
 
   return () => {
+    narrow.removeEventListener('change', onNarrow);
     clearTimeout(recentTimer);
     store.removeEventListener('change', onChange);
     store.removeEventListener('restload', onFeedState);

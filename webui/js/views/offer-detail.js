@@ -4,7 +4,7 @@
 
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
 import { isUnfiltered, parseFilters } from '../filters.js';
-import { filterState } from '../filter-state.js';
+import { filterState, queryString } from '../filter-state.js';
 import { planTable } from './plan-table.js';
 
 export function mountOfferDetail(main, ctx, [id]) {
@@ -12,7 +12,7 @@ export function mountOfferDetail(main, ctx, [id]) {
   const body = h('div', { class: 'offer-detail' });
   const notice = h('div', { class: 'notice-slot', role: 'alert' });
   replaceChildren(main,
-    h('p', { class: 'back-link' }, h('a', { href: '#/' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'All offers')),
+    h('p', { class: 'back-link' }, h('a', { href: `#/${queryString()}` }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'All offers')),
     notice,
     body);
   let lastOffer = null;

@@ -2,9 +2,10 @@
 // a column for its cost and for each resource any plan provides.
 
 import { h, srOnly, uid } from '../dom.js';
-import { compare, toPlainString } from '../quantity.js';
-import { resourceColumns } from '../model.js';
+import { toPlainString } from '../quantity.js';
+import { planOrder, resourceColumns } from '../model.js';
 import { planMatches } from '../filters.js';
+import { formatCost } from '../pricing.js';
 
 const COLUMN_LABELS = {
   cpu: 'CPU',
@@ -16,19 +17,12 @@ const COLUMN_LABELS = {
   pods: 'Pods',
 };
 
-function byCost(a, b) {
-  if (a.costValue && b.costValue) return compare(a.costValue, b.costValue) || a.key.localeCompare(b.key);
-  if (a.costValue) return -1;
-  if (b.costValue) return 1;
-  return a.key.localeCompare(b.key);
-}
-
 /**
  * @param {object} offer normalised offer
  * @param {object|null} active parsed filters, to mark matching plans (null: no marking)
  */
 export function planTable(offer, active) {
-  const plans = [...offer.plans].sort(byCost);
+  const plans = [...offer.plans].sort(planOrder);
   const columns = resourceColumns(plans);
   const captionId = uid('caption');
   const marking = Boolean(active);
@@ -50,19 +44,20 @@ export function planTable(offer, active) {
           h('th', { scope: 'row' },
             h('span', { class: 'plan-key', text: plan.key }),
             plan.name && plan.name !== plan.key ? h('span', { class: 'plan-name', text: plan.name }) : null),
-          h('td', { class: 'num', 'data-column': 'cost', text: plan.cost || '—' }),
+          h('td', { class: 'num', 'data-column': 'cost', 'data-label': 'Cost', text: formatCost(plan.cost) }),
           columns.map((name) => {
             const entry = plan.resourceMap.get(name);
-            if (!entry) return h('td', { class: 'num muted', 'data-column': name }, h('span', { 'aria-hidden': 'true', text: '—' }), srOnly('none'));
+            if (!entry) return h('td', { class: 'num muted', 'data-column': name, 'data-label': COLUMN_LABELS[name] ?? name }, h('span', { 'aria-hidden': 'true', text: '—' }), srOnly('none'));
             const exact = entry.quantity ? toPlainString(entry.quantity) : null;
             return h('td', {
               class: 'num',
               'data-column': name,
+              'data-label': COLUMN_LABELS[name] ?? name,
               title: exact && exact !== entry.value ? `exactly ${exact}` : null,
               text: entry.value,
             });
           }),
-          marking ? h('td', {}, matches ? h('span', { class: 'badge badge--ok', text: 'Matches' }) : h('span', { class: 'muted', text: 'No' })) : null);
+          marking ? h('td', { 'data-label': 'Matches filters' }, matches ? h('span', { class: 'badge badge--ok', text: 'Matches' }) : h('span', { class: 'muted', text: 'No' })) : null);
       })));
   if (plans.length === 0) {
     return h('p', { class: 'notice', text: 'This offer has no plans yet.' });

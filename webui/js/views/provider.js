@@ -6,13 +6,14 @@ import { authenticate, deleteOffer, listOffers } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
 import { FeedState } from '../feed.js';
 import { field, matchFieldPath } from '../fields.js';
-import { clearSession, currentSession, saveSession } from '../session.js';
+import { clearSession, currentSession, keepCredentialsForRenewal, saveSession } from '../session.js';
 import { errorSummary } from './error-summary.js';
+import { naturalCollator } from '../model.js';
 
 /** A 401 on a write: the token expired or was revoked. Sign out and say so. */
-export function handleExpiredSession(ctx) {
+export function handleExpiredSession(ctx, text = 'Your session has expired. Sign in again to continue.') {
   clearSession();
-  ctx.flash = { kind: 'error', text: 'Your session has expired. Sign in again to continue.' };
+  ctx.flash = { kind: 'error', text };
   ctx.navigate('#/provider');
 }
 
@@ -70,13 +71,67 @@ function mountSignIn(main, ctx) {
       summary.show(problems.map(([k, message]) => { fields[k].setError(message); return { message, control: fields[k].control }; }));
       return;
     }
+    if (!confirmedNew.has(values.clusterID) && !(await knownProvider(ctx, values.clusterID))) {
+      askNewCluster(values);
+      return;
+    }
+    await signIn(values);
+  });
+
+  // A typo in the cluster ID would silently register a second provider:
+  // before claiming an ID no offer in the catalog comes from, ask.
+  const confirmedNew = new Set();
+  const confirmBox = h('div', { class: 'confirm-slot' });
+  form.insertBefore(confirmBox, form.lastElementChild);
+  function askNewCluster(values) {
+    const sameName = ctx.store.all().find((o) => o.clusterName === values.clusterName && o.clusterID !== values.clusterID);
+    const headingId = 'new-cluster-heading';
+    const useKnown = sameName ? h('button', {
+      type: 'button', class: 'button', text: `Use ${sameName.clusterID}`,
+      onclick: () => {
+        fields.clusterID.control.value = sameName.clusterID;
+        confirmBox.replaceChildren();
+        fields.token.control.focus();
+      },
+    }) : null;
+    replaceChildren(confirmBox, h('section', { class: 'notice notice--warning', role: 'alert', 'aria-labelledby': headingId, 'data-state': 'new-cluster' },
+      h('h2', { id: headingId, text: 'Register a new provider?' }),
+      h('p', {}, 'No offer in this catalog comes from the cluster ID ', h('code', { text: values.clusterID }),
+        '. Signing in with it registers a new provider, and only these credentials can use it from then on.'),
+      sameName ? h('p', {}, h('strong', { text: values.clusterName }), ' is already a provider here, with the cluster ID ',
+        h('code', { text: sameName.clusterID }), '. Did you mistype it?') : null,
+      h('p', { class: 'form-actions' },
+        useKnown,
+        h('button', {
+          type: 'button', class: sameName ? 'button button--secondary' : 'button', text: 'Register new provider',
+          onclick: async () => {
+            confirmedNew.add(values.clusterID);
+            confirmBox.replaceChildren();
+            await signIn(values);
+          },
+        }),
+        h('button', {
+          type: 'button', class: 'button button--secondary', text: 'Check the cluster ID',
+          onclick: () => {
+            confirmBox.replaceChildren();
+            fields.clusterID.control.focus();
+            fields.clusterID.control.select();
+          },
+        }))));
+    confirmBox.querySelector('button')?.focus();
+  }
+
+  async function signIn(values) {
     submit.disabled = true;
     submit.textContent = 'Signing in…';
     try {
       const answer = await authenticate(values);
+      keepCredentialsForRenewal(values);
       saveSession({ token: answer.token, expiresAt: answer.expiresAt ?? null, clusterID: values.clusterID, clusterName: values.clusterName });
       ctx.flash = { kind: 'ok', text: `Signed in as ${values.clusterName || values.clusterID}.` };
-      ctx.navigate('#/provider');
+      const back = ctx.returnTo;
+      ctx.returnTo = null;
+      ctx.navigate(back && back.startsWith('#/provider/') ? back : '#/provider');
     } catch (err) {
       submit.disabled = false;
       submit.textContent = 'Sign in';
@@ -90,8 +145,19 @@ function mountSignIn(main, ctx) {
       if (path) fields[path].setError(err.message);
       summary.show([{ message: err.message, control: path ? fields[path].control : null }]);
     }
-  });
+  }
   return null;
+}
+
+/** Does any offer in the catalog come from `clusterID`? (The feed's list, or the REST list when the feed has none yet.) */
+async function knownProvider(ctx, clusterID) {
+  if (ctx.store.all().some((o) => o.clusterID === clusterID)) return true;
+  if (ctx.store.loaded) return false;
+  try {
+    return (await listOffers({ provider: clusterID })).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 function mountDashboard(main, ctx, session) {
@@ -200,7 +266,7 @@ function mountDashboard(main, ctx, session) {
   let refreshError = null;
   let ownLoaded = false;
   function render() {
-    const offers = store.all().filter(mine).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    const offers = store.all().filter(mine).sort((a, b) => naturalCollator.compare(a.name, b.name) || naturalCollator.compare(a.id, b.id));
     const focusedId = document.activeElement?.closest?.('[data-offer-id]')?.dataset.offerId;
     replaceChildren(list, offers.map(row));
     if (focusedId) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
