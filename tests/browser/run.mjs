@@ -38,6 +38,7 @@ if (!existsSync(CHROMIUM) || !existsSync(join(here, 'node_modules', 'playwright-
 
 const { chromium } = await import('playwright-core');
 const { Catalog, freePort } = await import('./lib/catalog.mjs');
+const { OidcIssuer } = await import('./lib/oidc-issuer.mjs');
 const { Runner, check, checkEqual } = await import('./lib/runner.mjs');
 const { accessibilityProblems, axeBothSchemes, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
 
@@ -76,7 +77,11 @@ const storageOffer = {
 
 // --- the run -----------------------------------------------------------------
 const port = await freePort();
-const catalog = new Catalog({ bin, port, dataDir: join(workDir, 'data'), logFile: join(buildDir, 'browser-tests-catalog.log') });
+const ADMIN_SECRET = 'browser-tests-admin-secret-0123456789';
+const catalog = new Catalog({
+  bin, port, dataDir: join(workDir, 'data'), logFile: join(buildDir, 'browser-tests-catalog.log'),
+  env: { CATALOG_ADMIN_SECRET: ADMIN_SECRET },
+});
 const base = catalog.url;
 let context = null;
 const pages = {};
@@ -145,6 +150,16 @@ async function restDelete(token, id) {
   if (!r.ok && r.status !== 404) throw new Error(`delete ${id}: ${r.status}`);
 }
 
+/** A consumer token from the catalog's administrator (POST /consumer-tokens). */
+async function consumerToken(subject, name) {
+  const admin = await fetch(`${base}/authenticate/admin`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ secret: ADMIN_SECRET }) });
+  if (!admin.ok) throw new Error(`admin sign-in: ${admin.status} ${await admin.text()}`);
+  const { token } = await admin.json();
+  const r = await fetch(`${base}/consumer-tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify({ subject, name }) });
+  if (!r.ok) throw new Error(`consumer token: ${r.status} ${await r.text()}`);
+  return (await r.json()).token;
+}
+
 async function setFilter(page, label, value) {
   const control = page.getByLabel(label, { exact: true });
   if ((await control.evaluate((el) => el.tagName)) === 'SELECT') await control.selectOption(value);
@@ -170,6 +185,7 @@ try {
     reducedMotion: 'reduce',
   });
   context.setDefaultTimeout(10000);
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   context.on('request', (request) => requests.push(request.url()));
 
   const consumer = await newPage('consumer');
@@ -443,8 +459,11 @@ try {
     const table = consumer.locator('table.plan-table');
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
     const headers = await table.locator('thead th').allTextContents();
-    checkEqual(headers, ['Plan', 'Cost', 'CPU', 'Memory', 'Storage'], 'table columns');
-    checkEqual(rows, [['basicplan-basic', '1.0 USD per hour', '1', '2G', '100G'], ['mediumplan-medium', '2.0 USD per hour', '2', '4G', '300G']], 'table rows (cheapest first, canonical quantities)');
+    checkEqual(headers, ['Plan', 'Cost', 'CPU', 'Memory', 'Storage', 'Buy'], 'table columns');
+    checkEqual(rows, [
+      ['basicplan-basic', '1.0 USD per hour', '1', '2G', '100G', 'Reserve plan plan-basic'],
+      ['mediumplan-medium', '2.0 USD per hour', '2', '4G', '300G', 'Reserve plan plan-medium'],
+    ], 'table rows (cheapest first, canonical quantities)');
     const facts = await consumer.locator('dl.facts').textContent();
     check(facts.includes(providerB.clusterName) && facts.includes(providerB.clusterID), 'provider name and cluster ID shown');
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the offer view');
@@ -678,19 +697,6 @@ try {
     checkEqual(await providerPage.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('catalog.draft.'))), [], 'drafts after leaving on purpose');
   });
 
-  await runner.test('defect 3: the session is renewed before the token expires', async () => {
-    const renewing = await newPage('renewing');
-    await renewing.clock.install();
-    await signIn(renewing, base, providerA);
-    const renewed = renewing.waitForResponse((r) => r.url().endsWith('/authenticate') && r.status() === 200);
-    // The catalog's tokens last an hour: 50 minutes on, the page signs in again by itself.
-    await renewing.clock.fastForward('50:00');
-    const { token } = await (await renewed).json();
-    await renewing.waitForFunction((t) => JSON.parse(sessionStorage.getItem('catalog.provider-session')).token === t, token);
-    await renewing.close();
-    delete pages.renewing;
-  });
-
   await runner.test('deleting asks for confirmation, then the offer disappears from the open consumer page', async () => {
     await consumer.goto(`${base}/#/offer/${gpuOffer.id}`);
     const detail = await newPage('consumer-detail');
@@ -737,6 +743,72 @@ try {
     checkEqual(await providerPage.evaluate(() => sessionStorage.length), 0, 'sessionStorage entries after signing out');
     await providerPage.goto(`${base}/#/provider/new`);
     await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
+  });
+
+  await runner.test('buying: sign in with a consumer token, reserve a capped plan (countdown, units left live), buy, contract with the liqoctl command', async () => {
+    const tokenB = await restToken(providerB);
+    const capped = await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: 2 }) });
+    checkEqual(capped.status, 200, 'status of setting a cap');
+    const alice = await consumerToken('alice', 'Alice');
+    const buyer = await newPage('buyer');
+    const watcher = await newPage('watcher');
+    await watcher.goto(`${base}/#/offer/${storageOffer.id}`);
+    const units = (page) => page.locator('tr[data-plan="basic"] td[data-column="units"]');
+    await units(watcher).getByText('2 of 2 left').waitFor();
+    await buyer.goto(`${base}/#/offer/${storageOffer.id}`);
+    await buyer.locator('tr[data-plan="basic"] [data-reserve]').click();
+    // Not signed in: to the sign-in view, and back afterwards.
+    await buyer.getByRole('heading', { level: 1, name: 'Sign in to buy' }).waitFor();
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the consumer sign-in');
+    await shot(buyer, 'consumer-sign-in');
+    await buyer.getByLabel('Consumer token', { exact: true }).fill(alice);
+    await buyer.getByRole('button', { name: 'Sign in with the token' }).click();
+    await buyer.getByRole('heading', { level: 1, name: storageOffer.name }).waitFor();
+    checkEqual(await buyer.locator('[data-nav="mine"]').textContent(), 'My purchases', 'the header after signing in');
+    await buyer.locator('tr[data-plan="basic"] [data-reserve]').click();
+    await buyer.getByRole('heading', { level: 1, name: 'Reservation' }).waitFor();
+    const countdown = buyer.locator('[data-field="countdown"]');
+    await countdown.waitFor();
+    const first = await countdown.textContent();
+    check(/^\d+:\d\d$/.test(first), `the countdown reads "${first}"`);
+    await buyer.waitForFunction((t) => document.querySelector('[data-field="countdown"]').textContent !== t, first, { timeout: LIVE_DEADLINE_MS });
+    await units(watcher).getByText('1 of 2 left').waitFor({ timeout: LIVE_DEADLINE_MS });
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the reservation');
+    await shot(buyer, 'consumer-reservation');
+    const bought = buyer.waitForResponse((r) => r.url().includes('/purchase') && r.request().method() === 'POST');
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    checkEqual((await bought).status(), 201, 'status of the purchase');
+    await buyer.getByRole('heading', { level: 1, name: 'Contract' }).waitFor();
+    const command = buyer.locator('[data-role="liqoctl-v0"]');
+    await command.waitFor();
+    const expected = `liqoctl peer out-of-band ${providerB.clusterName} --auth-url ${providerB.authURL} --cluster-id ${providerB.clusterID} --auth-token ${providerB.token}`;
+    checkEqual(await command.textContent(), expected, 'the liqoctl command');
+    await buyer.locator('[data-copy="liqoctl-v0"]').click();
+    await buyer.getByText('Copied.').waitFor();
+    checkEqual(await buyer.evaluate(() => navigator.clipboard.readText()), expected, 'the clipboard after Copy');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the contract');
+    await shot(buyer, 'consumer-contract');
+    // Another consumer takes the last unit: the open page says "Sold out" and offers no Reserve.
+    const bob = await consumerToken('bob', 'Bob');
+    const last = await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${bob}` }, body: JSON.stringify({ offerID: storageOffer.id, planID: 'basic' }) });
+    checkEqual(last.status, 201, 'status of the last unit\'s reservation');
+    await units(watcher).getByText('Sold out').waitFor({ timeout: LIVE_DEADLINE_MS });
+    check(await watcher.locator('tr[data-plan="basic"] [data-reserve]').isDisabled(), 'Reserve is disabled on a sold-out plan');
+    checkEqual(await axeBothSchemes(watcher), { light: [], dark: [] }, 'axe-core on an offer with a sold-out plan');
+    await shot(watcher, 'offer-sold-out');
+    // "My reservations and purchases" lists the purchase.
+    await buyer.getByRole('link', { name: 'My purchases' }).click();
+    await buyer.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+    await buyer.locator('[data-list="mine-bought"] li').first().waitFor();
+    checkEqual(await buyer.locator('[data-list="mine-bought"] li').count(), 1, 'purchases listed');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on my purchases');
+    await shot(buyer, 'consumer-mine');
+    await watcher.close();
+    delete pages.watcher;
+    await buyer.close();
+    delete pages.buyer;
+    // Free the plan for the scenarios after this one.
+    await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: null }) });
   });
 
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
@@ -823,6 +895,58 @@ try {
     });
     checkEqual(foreign, [], 'requests to other origins');
     check(requests.some((url) => url.startsWith(`ws://127.0.0.1:${port}/subscribe`)), 'the feed was used');
+  });
+
+  await runner.test('consumer sign-in with OpenID Connect (authorization code + PKCE) on a test issuer; the provider\'s token is renewed before it expires', async () => {
+    const oidcPort = await freePort();
+    const oidcBase = `http://127.0.0.1:${oidcPort}`;
+    const issuer = await new OidcIssuer({
+      clientID: 'catalog-ui', redirectUri: `${oidcBase}/`, audience: 'liqo-broker-catalog',
+      user: { sub: 'carol@example.org', name: 'Carol', roles: ['consumer'] },
+    }).start();
+    const second = new Catalog({
+      bin, port: oidcPort, dataDir: join(workDir, 'data-oidc'), logFile: join(buildDir, 'browser-tests-catalog-oidc.log'),
+      extraArgs: ['--oidc-issuer', issuer.url, '--oidc-audience', 'liqo-broker-catalog', '--oidc-client-id', 'catalog-ui', '--token-ttl', '75s'],
+    });
+    await second.start();
+    const oidcPage = await newPage('oidc');
+    try {
+      const config = await (await fetch(`${oidcBase}/ui-config.json`)).json();
+      checkEqual(config.oidc, { issuer: issuer.url, clientID: 'catalog-ui' }, 'the sign-in client in /ui-config.json');
+      const csp = (await fetch(`${oidcBase}/`)).headers.get('content-security-policy');
+      check(csp.includes(`connect-src 'self' ${issuer.url}`), `the policy lets the page reach the issuer only ("${csp}")`);
+      // Provider side: the token (75 s here) is renewed while the page is open.
+      await signIn(oidcPage, oidcBase, providerA);
+      const renewed = oidcPage.waitForResponse((r) => r.url().endsWith('/authenticate') && r.status() === 200, { timeout: 45000 });
+      const { token } = await (await renewed).json();
+      await oidcPage.waitForFunction((t) => JSON.parse(sessionStorage.getItem('catalog.provider-session')).token === t, token);
+      await oidcPage.getByRole('button', { name: 'Sign out' }).click();
+      // Consumer side: sign in at the issuer and come back signed in.
+      await oidcPage.goto(`${oidcBase}/#/sign-in`);
+      await oidcPage.getByRole('button', { name: `Sign in with 127.0.0.1:${new URL(issuer.url).port}` }).click();
+      await oidcPage.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+      check((await oidcPage.locator('.signed-in').textContent()).includes('Carol'), 'signed in as the issuer\'s user');
+      checkEqual(issuer.refusals, [], 'what the issuer refused');
+      checkEqual(issuer.tokenRequests, 1, 'token requests');
+      check(!oidcPage.url().includes('code='), `the code is gone from the address (${oidcPage.url()})`);
+      const session = await oidcPage.evaluate(() => JSON.parse(sessionStorage.getItem('catalog.consumer-session')));
+      checkEqual(session.subject, 'carol@example.org', 'the consumer session\'s subject');
+      const mine = await fetch(`${oidcBase}/reservations`, { headers: { Authorization: `Bearer ${session.token}` } });
+      checkEqual(mine.status, 200, 'the catalog accepts the issuer\'s token');
+      // A forged answer (state from no sign-in of this tab) is refused.
+      await oidcPage.goto(`${oidcBase}/?code=stolen&state=not-ours#/mine`);
+      await oidcPage.locator('[data-flash="error"]').waitFor();
+      check(/does not belong to a sign-in started in this tab/.test(await oidcPage.locator('[data-flash="error"]').textContent()), 'a forged answer is refused');
+      checkEqual(issuer.tokenRequests, 1, 'token requests after a forged answer');
+      const foreign = requests.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:')).map((url) => new URL(url).host)
+        .filter((host) => host !== new URL(base).host && host !== new URL(oidcBase).host && host !== new URL(issuer.url).host);
+      checkEqual(foreign, [], 'hosts other than the catalogs and the issuer');
+    } finally {
+      await oidcPage.close();
+      delete pages.oidc;
+      await second.stop();
+      await issuer.stop();
+    }
   });
 
   await runner.test('UI responses carry the security headers; no page may frame the UI', async () => {

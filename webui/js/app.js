@@ -11,6 +11,11 @@ import { mountOfferDetail } from './views/offer-detail.js';
 import { mountProvider } from './views/provider.js';
 import { mountEditor } from './views/editor.js';
 import { loadUiConfig } from './pricing.js';
+import { consumerSession, finishOidcSignIn } from './consumer-session.js';
+import { mountSignIn } from './views/sign-in.js';
+import { mountMine } from './views/mine.js';
+import { mountReservation } from './views/reservation.js';
+import { mountContract } from './views/contract.js';
 
 const store = new OfferStore();
 const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
@@ -88,6 +93,10 @@ const routes = [
   { pattern: /^\/provider\/?$/, nav: 'provider', mount: mountProvider },
   { pattern: /^\/provider\/new$/, nav: 'provider', mount: mountEditor },
   { pattern: /^\/provider\/edit\/(.+)$/, nav: 'provider', mount: mountEditor },
+  { pattern: /^\/sign-in$/, nav: 'mine', mount: mountSignIn },
+  { pattern: /^\/mine$/, nav: 'mine', mount: mountMine },
+  { pattern: /^\/reservation\/(.+)$/, nav: 'mine', mount: mountReservation },
+  { pattern: /^\/contract\/(.+)$/, nav: 'mine', mount: mountContract },
 ];
 
 const ctx = {
@@ -179,8 +188,25 @@ window.addEventListener('pageshow', (event) => {
   if (event.persisted) feed.start();
 });
 
+/** The header's link to the consumer's purchases says who is signed in. */
+function renderConsumerLink() {
+  const link = document.querySelector('[data-nav="mine"]');
+  const session = consumerSession();
+  link.textContent = session ? 'My purchases' : 'Sign in to buy';
+  link.setAttribute('href', session ? '#/mine' : '#/sign-in');
+}
+window.addEventListener('consumer-session', renderConsumerLink);
+
 renderIndicator();
 feed.start();
 loadOverRest();
 await loadUiConfig();
+// Back from the OpenID Connect issuer: finish signing in, then go where the consumer was.
+const returned = await finishOidcSignIn();
+if (returned) {
+  if (returned.error) ctx.flash = { kind: 'error', text: returned.error };
+  else ctx.flash = { kind: 'ok', text: `Signed in as ${consumerSession()?.name}.` };
+  history.replaceState(null, '', returned.returnTo);
+}
+renderConsumerLink();
 route();
