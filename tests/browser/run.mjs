@@ -407,6 +407,70 @@ try {
     await consumer.evaluate(() => { window.__noReload = 'still here'; });
   });
 
+  await runner.test('finding: text search, provider filter, a page per provider, all in the address', async () => {
+    const ids = () => shownOfferIds(consumer).then((list) => list.sort());
+    const waitIds = (wanted) => consumer.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('ul.offer-list > li')].map((li) => li.dataset.offerId).sort()) === w, JSON.stringify(wanted));
+    await setFilter(consumer, 'Search', 'nvidia');
+    await waitIds([gpuOffer.id]);
+    await setFilter(consumer, 'Search', 'TURIN storage');
+    await waitIds([storageOffer.id]);
+    await consumer.waitForFunction(() => location.hash === '#/?q=TURIN+storage');
+    await setFilter(consumer, 'Search', '');
+    await setFilter(consumer, 'Provider', providerA.clusterID);
+    await waitIds([gpuOffer.id]);
+    checkEqual(await consumer.evaluate(() => location.hash), `#/?provider=${providerA.clusterID}`, 'the address with a provider filter');
+    await setFilter(consumer, 'Provider', '');
+    checkEqual(await ids(), [gpuOffer.id, storageOffer.id], 'offers without filters');
+    await card(consumer, storageOffer.id).getByRole('link', { name: new RegExp(providerB.clusterName) }).click();
+    await consumer.getByRole('heading', { level: 1, name: `Offers from ${providerB.clusterName}` }).waitFor();
+    checkEqual(await consumer.evaluate(() => location.hash), `#/providers/${providerB.clusterID}`, 'the provider page\'s address');
+    await waitIds([storageOffer.id]);
+    checkEqual(await axeBothSchemes(consumer), { light: [], dark: [] }, 'axe-core on a provider page');
+    await shot(consumer, 'consumer-provider-page');
+    await consumer.getByRole('link', { name: 'All offers' }).click();
+    await consumer.getByRole('heading', { level: 1, name: 'Offers' }).waitFor();
+    await waitIds([gpuOffer.id, storageOffer.id]);
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
+  await runner.test('finding: the compact table view sorts by cost per CPU and pages through many offers', async () => {
+    await consumer.getByRole('button', { name: 'Table', exact: true }).click();
+    await consumer.locator('table.offer-table').waitFor();
+    const rows = () => consumer.locator('table.offer-table tbody tr').evaluateAll((trs) => trs.map((tr) => `${tr.dataset.offerId}/${tr.dataset.plan}`));
+    checkEqual(await rows(), [`${storageOffer.id}/basic`, `${storageOffer.id}/medium`, `${gpuOffer.id}/small`, `${gpuOffer.id}/large`], 'rows by cost');
+    await consumer.locator('button[data-sort="costPerCpu"]').click();
+    await consumer.waitForFunction(() => location.hash === '#/?view=table&tsort=costPerCpu');
+    // Cost per CPU: storage basic 1.0/1, medium 2.0/2, gpu small 2.5/4 = 0.625, large 6/16 = 0.375.
+    checkEqual(await rows(), [`${gpuOffer.id}/large`, `${gpuOffer.id}/small`, `${storageOffer.id}/basic`, `${storageOffer.id}/medium`], 'rows by cost per CPU');
+    checkEqual(await consumer.locator('th[aria-sort]').getAttribute('aria-sort'), 'ascending', 'aria-sort of the sorted column');
+    await consumer.locator('button[data-sort="costPerCpu"]').press('Enter');
+    await consumer.waitForFunction(() => location.hash === '#/?view=table&tsort=-costPerCpu');
+    checkEqual(await rows(), [`${storageOffer.id}/basic`, `${storageOffer.id}/medium`, `${gpuOffer.id}/small`, `${gpuOffer.id}/large`], 'rows high to low (ties by offer, then plan)');
+    checkEqual(await consumer.locator('tr[data-plan="large"] td[data-column="costPerCpu"]').textContent(), '0.375', 'cost per CPU of the GPU large plan');
+    checkEqual(await axeBothSchemes(consumer), { light: [], dark: [] }, 'axe-core on the table view');
+    await shot(consumer, 'consumer-table');
+    // Many offers: one page at a time.
+    const tokenB = await restToken(providerB);
+    const many = Array.from({ length: 60 }, (_, i) => `bulk-${String(i).padStart(2, '0')}`);
+    try {
+      for (const id of many) await restPublish(tokenB, id, { name: `Bulk ${id}`, type: 'bulk', plans: { p: { name: 'p', cost: '0.1', resources: { cpu: '1' } } } });
+      await consumer.getByRole('button', { name: 'Cards', exact: true }).click();
+      await consumer.locator('.pager').getByText('Page 1 of 2').waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await consumer.locator('ul.offer-list > li').count(), 50, 'cards on page 1');
+      await consumer.locator('[data-page="next"]').click();
+      await consumer.waitForFunction(() => location.hash === '#/?page=2');
+      checkEqual(await consumer.locator('ul.offer-list > li').count(), 12, 'cards on page 2');
+      await consumer.reload();
+      await consumer.locator('.pager').getByText('Page 2 of 2').waitFor();
+    } finally {
+      for (const id of many) await restDelete(tokenB, id);
+    }
+    await consumer.goto(`${base}/#/`);
+    await card(consumer, storageOffer.id).waitFor();
+    await consumer.waitForFunction(() => document.querySelectorAll('ul.offer-list > li').length === 2, null, { timeout: LIVE_DEADLINE_MS });
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
   await runner.test('defects 9, 10: full dates, newest by publication, providers in natural order, "Free" and priced costs', async () => {
     const node112 = { clusterID: 'node-112-cluster', clusterName: 'node #112', authURL: 'https://node112.example.org', token: 'node-112-token' };
     const node12 = { clusterID: 'node-12-cluster', clusterName: 'node #12', authURL: 'https://node12.example.org', token: 'node-12-token' };
@@ -431,7 +495,7 @@ try {
       const providers = await consumer.locator('ul.offer-list > li [data-field="clusterName"]').allTextContents();
       checkEqual(providers.filter((name) => name.startsWith('node')), ['node #12', 'node #112'], 'providers in natural order');
       await setFilter(consumer, 'Sort', 'newest');
-      await card(consumer, 'older-offer').getByRole('link').click();
+      await card(consumer, 'older-offer').getByRole('link', { name: /Compare/ }).click();
       const changed = await consumer.locator('dl.facts').textContent();
       check(changed.includes(String(new Date().getFullYear())), `the offer's times carry the date ("${changed}")`);
       await consumer.goto(`${base}/#/`);

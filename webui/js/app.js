@@ -90,6 +90,7 @@ feed.addEventListener('state', () => {
 const routes = [
   { pattern: /^\/?$/, nav: 'consumer', mount: mountConsumer },
   { pattern: /^\/offer\/(.+)$/, nav: 'consumer', mount: mountOfferDetail },
+  { pattern: /^\/providers\/(.+)$/, nav: 'consumer', mount: mountConsumer },
   { pattern: /^\/provider\/?$/, nav: 'provider', mount: mountProvider },
   { pattern: /^\/provider\/new$/, nav: 'provider', mount: mountEditor },
   { pattern: /^\/provider\/edit\/(.+)$/, nav: 'provider', mount: mountEditor },

@@ -43,7 +43,21 @@ export const RESOURCE_FILTERS = [
 
 /** The empty filter state. */
 export function emptyFilters() {
-  return { type: '', maxCost: '', min: Object.fromEntries(RESOURCE_FILTERS.map((f) => [f.key, ''])) };
+  return { q: '', provider: '', labels: '', type: '', maxCost: '', min: Object.fromEntries(RESOURCE_FILTERS.map((f) => [f.key, ''])) };
+}
+
+/**
+ * Label conditions typed as "tier=gold, region=eu" (commas or spaces
+ * between them). Returns { labels: [[key, value]], error }.
+ */
+export function parseLabels(text) {
+  const labels = [];
+  for (const part of String(text ?? '').split(/[,\s]+/).filter(Boolean)) {
+    const at = part.indexOf('=');
+    if (at <= 0) return { labels: [], error: `Write key=value (not “${part}”)` };
+    labels.push([part.slice(0, at), part.slice(at + 1)]);
+  }
+  return { labels, error: null };
 }
 
 /**
@@ -53,7 +67,10 @@ export function emptyFilters() {
  */
 export function parseFilters(raw) {
   const errors = {};
-  const active = { type: raw.type || '', maxCost: null, min: {} };
+  const words = String(raw.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+  const { labels, error: labelError } = parseLabels(raw.labels);
+  if (labelError) errors.labels = labelError;
+  const active = { q: words, provider: raw.provider || '', labels, type: raw.type || '', maxCost: null, min: {} };
   const maxCost = (raw.maxCost ?? '').trim();
   if (maxCost !== '') {
     try {
@@ -80,7 +97,8 @@ export function parseFilters(raw) {
 
 /** True when no filter would hide anything. */
 export function isUnfiltered(active) {
-  return !active.type && !active.maxCost && Object.keys(active.min).length === 0;
+  return !active.type && !active.maxCost && Object.keys(active.min).length === 0
+    && !(active.q?.length) && !active.provider && !(active.labels?.length);
 }
 
 /** Does this plan satisfy the cost and resource filters? */
@@ -100,6 +118,12 @@ export function planMatches(plan, active) {
 /** Does the offer have the type and at least one plan satisfying the filters? */
 export function offerMatches(offer, active) {
   if (active.type && offer.type !== active.type) return false;
+  if (active.provider && offer.clusterID !== active.provider) return false;
+  if (active.labels?.length && !active.labels.every(([k, v]) => offer.labels?.[k] === v)) return false;
+  if (active.q?.length) {
+    const text = offer.searchText ?? `${offer.name} ${offer.id} ${offer.type} ${offer.description} ${offer.clusterName}`.toLowerCase();
+    if (!active.q.every((word) => text.includes(word))) return false;
+  }
   const plansFiltered = active.maxCost || Object.keys(active.min).length > 0;
   if (!plansFiltered) return true;
   return offer.plans.some((plan) => planMatches(plan, active));
@@ -107,6 +131,7 @@ export function offerMatches(offer, active) {
 
 /** The cheapest plan cost of an offer (null when no plan has a valid cost). */
 export function lowestCost(offer) {
+  if (offer.cheapest !== undefined) return offer.cheapest;
   let best = null;
   for (const plan of offer.plans) {
     if (plan.costValue && (!best || compare(plan.costValue, best.costValue) < 0)) best = plan;

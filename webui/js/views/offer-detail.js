@@ -3,7 +3,7 @@
 // a withdrawal says so instead of leaving stale data on screen.
 
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
-import { isUnfiltered, parseFilters } from '../filters.js';
+import { parseFilters } from '../filters.js';
 import { filterState, queryString } from '../filter-state.js';
 import { planCapacity, reserve } from '../api.js';
 import { consumerSession } from '../consumer-session.js';
@@ -97,7 +97,7 @@ export function mountOfferDetail(main, ctx, [id]) {
     body.classList.remove('is-withdrawn');
     document.title = `${offer.name} · Liqo resource catalog`;
     const { active } = parseFilters(filterState.raw);
-    const planFiltered = !isUnfiltered({ ...active, type: '' });
+    const planFiltered = Boolean(active.maxCost) || Object.keys(active.min).length > 0;
     const headingHadFocus = document.activeElement?.tagName === 'H1' && body.contains(document.activeElement);
     const focusedReserve = body.contains(document.activeElement) ? document.activeElement.dataset?.reserve : undefined;
     replaceChildren(body,
