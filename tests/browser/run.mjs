@@ -12,7 +12,7 @@
 // failure. The catalog and the browser are always stopped.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -809,6 +809,68 @@ try {
     await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
   });
 
+  await runner.test('operating: caps and holdings per plan, changes by the agent, duplicate a plan, export and import JSON/YAML', async () => {
+    const page = pages['provider-b'];
+    // It was left in the editor with an unsaved form: leaving asks, and the answer is "leave".
+    page.once('dialog', (d) => d.accept());
+    await page.goto(`${base}/#/provider`);
+    const row = page.locator(`li[data-offer-id="${storageOffer.id}"]`);
+    await row.locator('summary').click();
+    const capInput = row.locator('input[data-cap="basic"]');
+    await capInput.fill('3');
+    await row.locator('tr[data-plan="basic"] button[type="submit"]').click();
+    await row.getByText('Cap set: 3 left.').waitFor();
+    const cap = await (await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`)).json();
+    checkEqual(cap.maxPurchases, 3, 'the stored cap');
+    await capInput.fill('-2');
+    await row.locator('tr[data-plan="basic"] button[type="submit"]').click();
+    await row.getByText('Enter a whole number from 0 to 1000000').waitFor();
+    checkEqual((await (await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`)).json()).maxPurchases, 3, 'the cap after a bad value');
+    // A consumer holds one unit; the provider agent changes the basic plan's resources.
+    const dave = await consumerToken('dave', 'Dave');
+    const held = await (await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${dave}` }, body: JSON.stringify({ offerID: storageOffer.id, planID: 'basic' }) })).json();
+    const tokenB = await restToken(providerB);
+    const current = await (await fetch(`${base}/offer/${storageOffer.id}`)).json();
+    const agentWrite = { name: current.name, type: current.type, description: current.description, plans: { ...current.plans, basic: { ...current.plans.basic, resources: { ...current.plans.basic.resources, cpu: '1500m' } } } };
+    await restPublish(tokenB, storageOffer.id, agentWrite);
+    await row.locator('tr[data-plan="basic"] td[data-column="changed"]').filter({ hasNotText: 'not since' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+    checkEqual(await row.locator('tr[data-plan="medium"] td[data-column="changed"]').textContent(), 'not since this page opened', 'the medium plan did not change');
+    check(/by another client/.test(await row.locator('.plan-ops__body > p').textContent()), 'the last write is marked as not from this page');
+    checkEqual(await row.locator('tr[data-plan="basic"] td[data-column="held"]').textContent(), '1', 'units held of the basic plan');
+    checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the provider\'s offers with plan operations');
+    await shot(page, 'provider-plan-ops');
+    await fetch(`${base}/reservations/${held.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${dave}` } });
+    await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: null }) });
+
+    // Duplicate a plan, export the offer as YAML and JSON, import a YAML file.
+    await page.goto(`${base}/#/provider/edit/${storageOffer.id}`);
+    await page.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    const plans = page.locator('fieldset[data-role="plan"]');
+    await plans.first().locator('[data-role="duplicate-plan"]').click();
+    checkEqual(await plans.evaluateAll((sets) => sets.map((f) => f.querySelector('[data-role="plan-key"]').value)), ['basic', 'basic-copy', 'medium'], 'plans after duplicating basic');
+    checkEqual(await page.evaluate(() => document.activeElement?.value), 'basic-copy', 'focus on the copy\'s ID');
+    checkEqual(await plans.nth(1).locator('[data-role="resource-quantity"]').evaluateAll((els) => els.map((e) => e.value)), ['1500m', '2G', '100G'], 'the copy\'s quantities');
+    const [yamlDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export YAML' }).click()]);
+    checkEqual(yamlDownload.suggestedFilename(), `${storageOffer.id}.yaml`, 'the YAML file name');
+    const yaml = readFileSync(await yamlDownload.path(), 'utf8');
+    check(yaml.includes('plans:\n  basic:\n') && yaml.includes('  basic-copy:\n') && yaml.includes('cpu: 1500m'), `the exported YAML:\n${yaml}`);
+    const [jsonDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    const exported = JSON.parse(readFileSync(await jsonDownload.path(), 'utf8'));
+    checkEqual(Object.keys(exported.plans), ['basic', 'basic-copy', 'medium'], 'plans of the exported JSON');
+    const edited = yaml.replace(/^name: .*$/m, 'name: Imported storage offer');
+    await page.locator('[data-role="import-file"]').setInputFiles({ name: 'offer.yaml', mimeType: 'application/yaml', buffer: Buffer.from(edited) });
+    await page.getByText('Imported offer.yaml').waitFor();
+    checkEqual(await page.getByLabel('Name', { exact: true }).inputValue(), 'Imported storage offer', 'the name after importing');
+    await page.locator('[data-role="import-file"]').setInputFiles({ name: 'bad.yaml', mimeType: 'application/yaml', buffer: Buffer.from('name: x\nplans:\n  - basic\n') });
+    await page.locator('.error-summary:not([hidden])').getByText(/line 3: lists are not part of an offer/).waitFor();
+    checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the editor with import/export');
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    // Put the offer back as the later scenarios expect it.
+    await restPublish(tokenB, storageOffer.id, { ...agentWrite, plans: { ...agentWrite.plans, basic: { ...agentWrite.plans.basic, resources: { ...agentWrite.plans.basic.resources, cpu: '1000m' } } } });
+  });
+
   await runner.test('buying: sign in with a consumer token, reserve a capped plan (countdown, units left live), buy, contract with the liqoctl command', async () => {
     const tokenB = await restToken(providerB);
     const capped = await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: 2 }) });
@@ -904,7 +966,10 @@ try {
     const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
     // Every GPU cell is on screen, without scrolling sideways.
-    const gpuCells = await narrow.locator('td[data-column="nvidia.com/gpu"]').evaluateAll((tds) => tds.map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; }));
+    // (The table is drawn again once the units left arrive: measure what is on screen then.)
+    const onScreen = () => [...document.querySelectorAll('td[data-column="nvidia.com/gpu"]')].map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; });
+    await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`).catch(() => {});
+    const gpuCells = await narrow.evaluate((f) => eval(f)(), `(${onScreen})`);
     check(gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
     checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
     await shot(narrow, 'offer-narrow');

@@ -12,7 +12,9 @@ import { formatTime, h, replaceChildren } from '../dom.js';
 import { field, matchFieldPath } from '../fields.js';
 import { normalizeOffer, planOrder } from '../model.js';
 import { offerProblems, plainServerMessage } from '../offer-rules.js';
+import { OfferFileError, offerDocument, readOfferFile, toYaml } from '../offer-file.js';
 import { currentSession } from '../session.js';
+import { noteOwnWrite } from '../plan-activity.js';
 import { errorSummary } from './error-summary.js';
 import { createPlanEditor } from './plan-editor.js';
 import { handleExpiredSession } from './provider.js';
@@ -92,12 +94,53 @@ export function mountEditor(main, ctx, [editId]) {
       submit,
       h('a', { class: 'button button--secondary', href: '#/provider', text: 'Cancel' })));
   const heading = h('h1', { id: 'editor-heading', text: creating ? 'New offer' : 'Edit offer' });
+
+  // Import and export: the form as a JSON or YAML file, and a file read into the form.
+  const fileStatus = h('p', { class: 'file-status', role: 'status' });
+  const download = (kind) => {
+    const doc = offerDocument(current());
+    const text = kind === 'json' ? `${JSON.stringify(doc, null, 2)}\n` : `${toYaml(doc)}\n`;
+    const link = h('a', {
+      href: URL.createObjectURL(new Blob([text], { type: kind === 'json' ? 'application/json' : 'application/yaml' })),
+      download: `${doc.id || 'offer'}.${kind === 'json' ? 'json' : 'yaml'}`,
+    });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+    fileStatus.textContent = `Exported ${link.download}.`;
+  };
+  const importInput = h('input', { type: 'file', accept: '.json,.yaml,.yml,application/json,application/yaml', hidden: true, 'aria-label': 'Offer file to import', 'data-role': 'import-file' });
+  importInput.addEventListener('change', async () => {
+    const file = importInput.files?.[0];
+    importInput.value = '';
+    if (!file) return;
+    summary.clear();
+    try {
+      if (file.size > 64 * 1024) throw new OfferFileError('The file is larger than an offer can be (64 KiB).');
+      const state = readOfferFile(await file.text());
+      if (!creating) state.id = editId; // an edit keeps its ID
+      setForm(state);
+      keepDraft();
+      fileStatus.textContent = `Imported ${file.name}: check the form, then ${creating ? 'publish' : 'save'}.`;
+      fields.name.control.focus();
+    } catch (err) {
+      summary.show([{ message: `Could not import ${file.name}: ${err.message}`, control: null }]);
+    }
+  });
+  const fileTools = h('div', { class: 'file-tools', role: 'group', 'aria-label': 'Import and export' },
+    h('button', { type: 'button', class: 'button button--secondary button--small', text: 'Export JSON', onclick: () => download('json') }),
+    h('button', { type: 'button', class: 'button button--secondary button--small', text: 'Export YAML', onclick: () => download('yaml') }),
+    h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'import', text: 'Import JSON or YAML…', onclick: () => importInput.click() }),
+    importInput,
+    fileStatus);
   replaceChildren(main,
     h('p', { class: 'back-link' }, h('a', { href: '#/provider' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'Your offers')),
     h('div', { class: 'view-header' }, heading,
       h('p', { class: 'lede', text: creating
         ? 'Describe what you offer and its plans. Consumers see it as soon as you publish.'
         : 'Changes reach consumers as soon as you save.' })),
+    fileTools,
     form);
 
   /** The form as typed. */
@@ -296,7 +339,10 @@ export function mountEditor(main, ctx, [editId]) {
           stored = null; // the feed will bring it
         }
       }
-      if (stored) store.upsert(stored, 'rest');
+      if (stored) {
+        noteOwnWrite(id, stored.version);
+        store.upsert(stored, 'rest');
+      }
       discardDraft(draftKey);
       saved = current();
       ctx.flash = { kind: 'ok', text: created || creating ? `Published “${body.name || id}”. Consumers see it now.` : `Saved “${body.name || id}”. Consumers see the changes now.` };

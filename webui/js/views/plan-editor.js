@@ -45,6 +45,7 @@ export function createPlanEditor({ announce }) {
       const title = key ? `Plan ${key}` : `Plan ${index + 1}`;
       plan.legend.textContent = title;
       plan.removeLabel.textContent = ` ${key || index + 1}`;
+      plan.duplicateLabel.textContent = ` ${key || index + 1}`;
       plan.rows.forEach((row, rowIndex) => {
         const name = row.name.control.value.trim();
         row.removeLabel.textContent = ` resource ${name || rowIndex + 1} of ${title.toLowerCase()}`;
@@ -80,7 +81,7 @@ export function createPlanEditor({ announce }) {
     return row;
   }
 
-  function addPlan(initial = {}, { focus = false } = {}) {
+  function addPlan(initial = {}, { focus = false, after = null } = {}) {
     const plan = { rows: [], legend: h('span', { class: 'legend-title' }), removeLabel: srOnly('') };
     plan.key = field({ label: 'Plan ID', hint: 'Short and unique in this offer, e.g. basic', attrs: { autocomplete: 'off', spellcheck: 'false', 'data-role': 'plan-key' } });
     plan.name = field({ label: 'Display name', hint: 'What consumers see; defaults to the plan ID', attrs: { autocomplete: 'off', 'data-role': 'plan-name' } });
@@ -91,6 +92,8 @@ export function createPlanEditor({ announce }) {
     plan.rowList = h('ul', { class: 'resource-rows' });
     plan.addRow = h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'add-resource' }, 'Add resource');
     plan.removeButton = h('button', { type: 'button', class: 'button button--danger button--small', 'data-role': 'remove-plan' }, 'Remove plan', plan.removeLabel);
+    plan.duplicateLabel = srOnly('');
+    plan.duplicateButton = h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'duplicate-plan' }, 'Duplicate plan', plan.duplicateLabel);
     const resourcesGroup = h('fieldset', { class: 'resources' },
       h('legend', { text: 'Resources' }),
       plan.rowList,
@@ -101,11 +104,26 @@ export function createPlanEditor({ announce }) {
       h('legend', {}, plan.legend),
       h('div', { class: 'plan__fields' }, plan.key.wrapper, plan.name.wrapper, plan.cost.wrapper),
       resourcesGroup,
-      h('p', { class: 'plan__remove' }, plan.removeButton));
+      h('p', { class: 'plan__remove' }, plan.duplicateButton, ' ', plan.removeButton));
     plan.group = groupError(plan.element);
     plan.element.insertBefore(plan.group.error, plan.element.children[1]);
     plan.key.control.addEventListener('input', relabel);
     plan.addRow.addEventListener('click', () => addRow(plan, '', '', { focus: true }));
+    plan.duplicateButton.addEventListener('click', () => {
+      const key = plan.key.control.value.trim() || 'plan';
+      const taken = new Set(plans.map((p) => p.key.control.value.trim()));
+      let copyKey = `${key}-copy`;
+      for (let n = 2; taken.has(copyKey); n += 1) copyKey = `${key}-copy-${n}`;
+      const copy = addPlan({
+        key: copyKey,
+        name: plan.name.control.value.trim() ? `${plan.name.control.value.trim()} (copy)` : '',
+        cost: plan.cost.control.value,
+        resources: plan.rows.map((row) => [row.name.control.value, row.value.control.value]),
+      }, { after: plan });
+      copy.key.control.focus();
+      copy.key.control.select();
+      announce(`Plan duplicated as ${copyKey}.`);
+    });
     plan.removeButton.addEventListener('click', () => {
       const index = plans.indexOf(plan);
       plans.splice(index, 1);
@@ -115,8 +133,13 @@ export function createPlanEditor({ announce }) {
       (next ? next.key.control : addPlanButton).focus();
       announce('Plan removed.');
     });
-    plans.push(plan);
-    plansBox.append(plan.element);
+    if (after) {
+      plans.splice(plans.indexOf(after) + 1, 0, plan);
+      after.element.after(plan.element);
+    } else {
+      plans.push(plan);
+      plansBox.append(plan.element);
+    }
     for (const [name, value] of initial.resources ?? []) addRow(plan, name, value);
     relabel();
     if (focus) plan.key.control.focus();

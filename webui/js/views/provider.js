@@ -2,13 +2,14 @@
 // the list of this provider's own offers with edit and delete (delete asks
 // for confirmation in a modal dialog).
 
-import { authenticate, deleteOffer, listOffers } from '../api.js';
+import { authenticate, deleteOffer, listContracts, listOffers } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
 import { FeedState } from '../feed.js';
 import { field, matchFieldPath } from '../fields.js';
 import { clearSession, currentSession, keepCredentialsForRenewal, saveSession } from '../session.js';
 import { errorSummary } from './error-summary.js';
 import { naturalCollator } from '../model.js';
+import { planOps } from './plan-ops.js';
 
 /** A 401 on a write: the token expired or was revoked. Sign out and say so. */
 export function handleExpiredSession(ctx, text = 'Your session has expired. Sign in again to continue.') {
@@ -260,16 +261,53 @@ function mountDashboard(main, ctx, session) {
       h('p', { class: 'own-offer__actions' },
         h('a', { class: 'button button--secondary', href: `#/provider/edit/${encodeURIComponent(offer.id)}` }, 'Edit', srOnly(` ${offer.name}`)),
         h('a', { class: 'button button--secondary', href: `#/offer/${encodeURIComponent(offer.id)}` }, 'View', srOnly(` ${offer.name} as consumers see it`)),
-        h('button', { type: 'button', class: 'button button--danger', onclick: (e) => askDelete(offer, e.currentTarget) }, 'Delete', srOnly(` ${offer.name}`))));
+        h('button', { type: 'button', class: 'button button--danger', onclick: (e) => askDelete(offer, e.currentTarget) }, 'Delete', srOnly(` ${offer.name}`))),
+      planOps(offer, { ctx, session, open: openPlans, bought }));
   }
+  // Plans shown under an offer stay shown across updates; a row being worked in is not rebuilt.
+  const openPlans = new Set();
+  const rows = new Map(); // offer id -> { offer, li }
+  let bought = null; // "offer/plan" -> active contracts sold, where the catalog has contracts
+  (async () => {
+    try {
+      const contracts = await listContracts(session.token);
+      if (!contracts) return;
+      bought = new Map();
+      for (const c of contracts) if (c.active !== false) bought.set(`${c.offerID}/${c.planID}`, (bought.get(`${c.offerID}/${c.planID}`) ?? 0) + 1);
+      rows.clear();
+      render();
+    } catch {
+      // No contracts to count: the column says so.
+    }
+  })();
 
   let refreshError = null;
   let ownLoaded = false;
   function render() {
     const offers = store.all().filter(mine).sort((a, b) => naturalCollator.compare(a.name, b.name) || naturalCollator.compare(a.id, b.id));
     const focusedId = document.activeElement?.closest?.('[data-offer-id]')?.dataset.offerId;
-    replaceChildren(list, offers.map(row));
-    if (focusedId) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
+    const items = offers.map((offer) => {
+      const cached = rows.get(offer.id);
+      if (cached?.offer === offer) return cached.li;
+      if (cached && cached.li.contains(document.activeElement)) {
+        cached.li.querySelector('.plan-ops')?.refresh(offer);
+        cached.offer = offer;
+        return cached.li;
+      }
+      const li = row(offer);
+      rows.set(offer.id, { offer, li });
+      return li;
+    });
+    for (const id of rows.keys()) if (!offers.some((o) => o.id === id)) rows.delete(id);
+    // Patch in place: moving a node that holds the focus would drop it.
+    const wanted = new Set(items);
+    for (const child of [...list.children]) if (!wanted.has(child)) child.remove();
+    let cursor = list.firstElementChild;
+    for (const li of items) {
+      if (li === cursor) cursor = cursor.nextElementSibling;
+      else list.insertBefore(li, cursor);
+    }
+    if (focusedId && !list.contains(document.activeElement)) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
     list.hidden = offers.length === 0;
     if (!store.loaded && !ownLoaded) {
       replaceChildren(state, refreshError
