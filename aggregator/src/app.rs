@@ -76,6 +76,11 @@ pub async fn run(
             addr: settings.listen,
             source,
         })?;
+    edge::announce::listening(
+        None,
+        "http",
+        listener.local_addr().unwrap_or(settings.listen),
+    );
     let http = match settings.metrics_listen {
         Some(addr) => {
             let limits = http::limits(

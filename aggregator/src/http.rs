@@ -88,7 +88,9 @@ pub async fn bind(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| HttpError::Bind { addr, source })?;
-    tracing::info!(%addr, "serving /metrics, /status and /healthz");
+    let bound = listener.local_addr().unwrap_or(addr);
+    edge::announce::listening(Some("metrics"), "http", bound);
+    tracing::info!(addr = %bound, "serving /metrics, /status and /healthz");
     let app = router(aggregate, metrics);
     Ok(async move {
         let listener = Guarded(GuardedListener::new(listener, limits));

@@ -32,6 +32,7 @@ fn reservation(task: usize, plan: &str) -> Reservation {
         expires_at: now + chrono::Duration::minutes(5),
         purchased_at: None,
         ended_at: None,
+        contract: None,
     }
 }
 

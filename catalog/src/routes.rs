@@ -5,9 +5,11 @@
 //! |---|---|
 //! | `POST /authenticate`, `POST /authenticate/rotate` | [`providers::authenticate`] |
 //! | `POST /authenticate/admin`, `POST /consumer-tokens`, `GET /admin/providers`, `PUT /admin/providers/{clusterID}` | [`providers::admin`] |
+//! | `GET/PUT /provider/peering` | [`providers::peering`] |
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
+//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state` | [`buying::contracts_http`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
@@ -20,10 +22,10 @@
 
 use actix_web::web;
 
-use crate::buying::{capacity, http as buying};
+use crate::buying::{capacity, contracts_http as contracts, http as buying};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
-use crate::providers::{admin, authenticate};
+use crate::providers::{admin, authenticate, peering};
 use crate::{feed, openapi, ops, osb, webui};
 
 /// Register every route on an `App` (which must hold every feature's
@@ -67,10 +69,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(buying::get_purchase))
             .route(web::delete().to(buying::cancel)),
     )
+    .service(resource("/contracts", "GET").route(web::get().to(contracts::list)))
+    .service(resource("/contracts/{id}", "GET").route(web::get().to(contracts::get)))
+    .service(resource("/contracts/{id}/state", "PUT").route(web::put().to(contracts::put_state)))
     .service(
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")
             .route(web::get().to(capacity::get))
             .route(web::put().to(capacity::put)),
+    )
+    .service(
+        resource("/provider/peering", "GET, PUT")
+            .route(web::get().to(peering::get))
+            .route(web::put().to(peering::put)),
     )
     .service(resource("/authenticate/admin", "POST").route(web::post().to(admin::login)))
     .service(resource("/consumer-tokens", "POST").route(web::post().to(admin::consumer_token)))

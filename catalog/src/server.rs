@@ -91,7 +91,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         },
     ));
     let max_body_bytes = config.max_body_bytes;
-    let providers = Providers::new(
+    let mut providers = Providers::new(
         &config.providers,
         key.bytes(),
         backend.providers.clone(),
@@ -99,6 +99,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         Arc::new(RateLimiter::new(config.auth_rate_limit)),
         max_body_bytes,
     )?;
+    providers.on_generations = Some(Arc::new(crate::offers::liqo::Restamper(
+        backend.offers.clone(),
+    )));
     let verifier = Verifier {
         tokens,
         oidc: OidcVerifier::from_config(&config.oidc)?.map(Arc::new),
@@ -114,6 +117,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         offers: backend.offers.clone(),
         providers: providers.clone(),
         ttl: config.buying.reservation_ttl,
+        contract_duration: config.buying.contract_duration,
         sweep_interval: config.buying.reservation_sweep_interval,
         max_body_bytes,
     };
@@ -212,7 +216,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .bind(config.listen)
         .with_context(|| format!("binding {}", config.listen))?;
     for addr in server.addrs() {
-        println!("catalog listening on http://{addr}");
+        edge::announce::listening(None, "http", addr);
     }
     let server = server.run();
     let handle = server.handle();

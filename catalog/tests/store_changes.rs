@@ -24,6 +24,7 @@ fn draft(id: &str, owner: &str, name: &str) -> catalog::offers::OfferDraft {
     let owner = ProviderRef {
         cluster_id: owner.into(),
         cluster_name: format!("{owner} name"),
+        liqo: Vec::new(),
     };
     OfferSpec::from_json(body.as_bytes())
         .unwrap()

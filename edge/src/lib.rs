@@ -10,7 +10,9 @@
 //! - [`run`]: run a program's async `main` and turn its outcome into an exit
 //!   code with a one-line error;
 //! - [`conn`]: a guarded TCP accept loop for servers facing untrusted
-//!   clients (a handshake deadline, per-peer and total connection limits).
+//!   clients (a handshake deadline, per-peer and total connection limits);
+//! - [`announce`]: the stdout line a server prints for each port it bound,
+//!   so it can be started on port 0 and found.
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -33,6 +35,7 @@
 //! }
 //! ```
 
+pub mod announce;
 pub mod conn;
 pub mod duration;
 pub mod log;

@@ -48,7 +48,7 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_CLASS", value_name = "NAME")]
     pub class: Option<String>,
 
-    /// How much of a slice's request to grant, out of what the chain offers its consumer less what the consumer's other accepted slices of the class hold: fit (all or deny), clamp (per resource, at most what remains), offer (what remains, whatever was asked).
+    /// How much of a slice's request to grant, out of what the chain offers its consumer less what the consumer's other accepted slices of the class hold: fit (all or deny), clamp (per resource, at most what remains), offer (what remains, whatever was asked), contracts (as clamp, within the consumer's active contracts in the catalog: needs --catalog-url and --catalog-credentials-file; no contract, nothing granted).
     #[arg(
         long,
         env = "RESOURCE_MONITOR_GRANT_POLICY",
@@ -66,6 +66,19 @@ pub struct ControllerArgs {
     )]
     pub on_shrink: ShrinkPolicy,
 
+    /// With --grant-policy contracts: the catalog's base URL (e.g. https://catalog.example).
+    #[arg(long, env = "RESOURCE_MONITOR_CATALOG_URL", value_name = "URL")]
+    pub catalog_url: Option<url::Url>,
+    /// With --grant-policy contracts: the provider's catalog credentials, JSON {clusterID, clusterName, authURL, token} (what POST /authenticate takes); refused if group or others may read it.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_CATALOG_CREDENTIALS_FILE",
+        value_name = "FILE"
+    )]
+    pub catalog_credentials_file: Option<PathBuf>,
+    /// With --grant-policy contracts: how often the catalog is asked (conditionally) for the active contracts.
+    #[arg(long, env = "RESOURCE_MONITOR_CONTRACTS_POLL_INTERVAL", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub contracts_poll_interval: Duration,
     /// Re-read the chain for every consumer this often, notified or not.
     #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub resync: Duration,
@@ -140,6 +153,14 @@ pub enum ConfigError {
     Client(#[from] kube::Error),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
+    #[error("--grant-policy contracts needs --catalog-url and --catalog-credentials-file")]
+    NoCatalog,
+    #[error(
+        "--catalog-url and --catalog-credentials-file are used by --grant-policy contracts only"
+    )]
+    CatalogUnused,
+    #[error(transparent)]
+    Catalog(#[from] crate::contracts::ClientError),
 }
 
 impl ControllerArgs {
@@ -155,6 +176,18 @@ impl ControllerArgs {
     /// Check every value that can be checked without the cluster.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.class()?;
+        let catalog = self.catalog_url.is_some() || self.catalog_credentials_file.is_some();
+        match self.grant_policy {
+            GrantPolicy::Contracts
+                if self.catalog_url.is_none() || self.catalog_credentials_file.is_none() =>
+            {
+                return Err(ConfigError::NoCatalog)
+            }
+            GrantPolicy::Fit | GrantPolicy::Clamp | GrantPolicy::Offer if catalog => {
+                return Err(ConfigError::CatalogUnused)
+            }
+            _ => {}
+        }
         if self.leader_elect
             && (self.lease_renew_deadline >= self.lease_duration
                 || self.lease_retry >= self.lease_renew_deadline)
@@ -207,6 +240,39 @@ pub async fn client(
     Ok(Client::try_from(config)?)
 }
 
+/// Under `contracts`: load the credentials (refusing a file others may
+/// read) and start following the catalog (whether or not this replica
+/// leads, so a new leader decides from current contracts at once).
+fn follow_contracts(
+    args: &ControllerArgs,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> Result<Option<crate::contracts::Contracts>, ConfigError> {
+    use crate::contracts::{CatalogClient, Contracts, Credentials, FollowerSettings};
+    let (GrantPolicy::Contracts, Some(url), Some(file)) = (
+        args.grant_policy,
+        &args.catalog_url,
+        &args.catalog_credentials_file,
+    ) else {
+        return Ok(None);
+    };
+    let credentials = Credentials::load(file)?;
+    let client = CatalogClient::new(url.clone(), credentials, CATALOG_TIMEOUT)?;
+    tracing::info!(catalog = %url, provider = client.cluster_id(), "following the provider's contracts");
+    metrics.expect_contracts();
+    Ok(Some(Contracts::follow(
+        client,
+        FollowerSettings {
+            interval: args.contracts_poll_interval,
+        },
+        metrics.clone(),
+        shutdown.clone(),
+    )))
+}
+
+/// Bound on each request to the catalog.
+const CATALOG_TIMEOUT: Duration = Duration::from_secs(10);
+
 fn default_identity() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
@@ -234,6 +300,7 @@ pub async fn run(
     )
     .await?;
     let http = tokio::spawn(http);
+    let contracts = follow_contracts(args, &metrics, &shutdown)?;
 
     let identity = args.lease_identity.clone().unwrap_or_else(default_identity);
     let settings = Settings {
@@ -282,6 +349,7 @@ pub async fn run(
                 client.clone(),
                 reader.clone(),
                 settings.clone(),
+                contracts.clone(),
                 lead_metrics.clone(),
                 term,
             )
@@ -289,7 +357,15 @@ pub async fn run(
         .await;
     } else {
         metrics.set_leading(true);
-        reconcile::run(client, reader, settings, metrics, shutdown.clone()).await;
+        reconcile::run(
+            client,
+            reader,
+            settings,
+            contracts,
+            metrics,
+            shutdown.clone(),
+        )
+        .await;
     }
     shutdown.cancel();
     // A scraper holding a connection open must not keep the process alive.

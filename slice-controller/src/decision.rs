@@ -12,7 +12,14 @@
 //! - `clamp`: grant per resource the smaller of the request and what
 //!   remains; always accept;
 //! - `offer`: grant everything that remains, whatever was asked (what a
-//!   v0.x ResourceOffer did); always accept.
+//!   v0.x ResourceOffer did); always accept;
+//! - `contracts`: the consumer's allowance is, per resource, the smaller of
+//!   the sum of its active contracts with this provider (bought in the
+//!   catalog) and the chain's answer — a resource in no contract is
+//!   allowed nothing ([`contract_allowance`]); within it a slice is
+//!   answered as under `clamp` (an over-asking slice is granted what its
+//!   contracts leave, and says by how much it was clamped). A consumer
+//!   without an active contract is denied (`NoContract`).
 //!
 //! **Order.** A consumer's slices are decided one after another, each
 //! seeing what the ones before hold: first the slices already accepted
@@ -23,7 +30,12 @@
 //! accepted grant is never taken back (it may still grow under `clamp` and
 //! `offer`); only slices not yet accepted see less. With `follow` every
 //! slice is re-decided as if new: under `fit` an incumbent that no longer
-//! fits is denied, under `clamp` and `offer` its grant shrinks.
+//! fits is denied, under `clamp` and `offer` its grant shrinks. Under
+//! `contracts` a contract that expires or is cancelled shrinks the
+//! allowance the same way: with `keep` what it granted stays granted (only
+//! new requests see less); with `follow` grants shrink to what the
+//! remaining contracts allow, and a consumer with none left is denied
+//! (`NoContract`, grants cleared).
 //!
 //! **Tenants.** A cordoned Tenant keeps the grants it has and gets no new
 //! ones; a drained Tenant gets nothing (every slice denied, grants cleared),
@@ -49,6 +61,9 @@ pub enum GrantPolicy {
     Clamp,
     /// Grant what remains of the chain's offer, whatever was asked.
     Offer,
+    /// Grant as `clamp`, within what the consumer's active contracts in the
+    /// catalog allow (`--catalog-url`).
+    Contracts,
 }
 
 impl GrantPolicy {
@@ -57,6 +72,7 @@ impl GrantPolicy {
             GrantPolicy::Fit => "fit",
             GrantPolicy::Clamp => "clamp",
             GrantPolicy::Offer => "offer",
+            GrantPolicy::Contracts => "contracts",
         }
     }
 }
@@ -88,6 +104,8 @@ pub enum Reason {
     TenantDrained,
     /// Denied: `spec.resources` cannot be read.
     InvalidRequest,
+    /// Denied: the consumer has no active contract (`contracts`).
+    NoContract,
 }
 
 impl Reason {
@@ -100,6 +118,7 @@ impl Reason {
             Reason::TenantCordoned => "TenantCordoned",
             Reason::TenantDrained => "TenantDrained",
             Reason::InvalidRequest => "InvalidRequest",
+            Reason::NoContract => "NoContract",
         }
     }
 }
@@ -146,6 +165,28 @@ pub struct Context {
     pub tenant: TenantCondition,
     /// The consumer's cluster ID, for messages.
     pub consumer: String,
+    /// Under `contracts`: the sum of the resources of the consumer's active
+    /// contracts with this provider; `None` when it has none.
+    pub contracted: Option<ResourceList>,
+}
+
+/// What a consumer may be granted under `contracts`: per resource of its
+/// contracts, the smaller of the contracted sum and the chain's answer;
+/// resources in no contract are absent (allowed nothing).
+pub fn contract_allowance(offered: &ResourceList, contracted: &ResourceList) -> ResourceList {
+    contracted
+        .0
+        .iter()
+        .map(|(name, bought)| {
+            let available = offered.get(name).cloned().unwrap_or_else(zero);
+            let allowed = if *bought <= available {
+                bought.clone()
+            } else {
+                available
+            };
+            (name.clone(), allowed)
+        })
+        .collect()
 }
 
 /// Decide every slice of one consumer. `offered` is the chain's answer for
@@ -164,6 +205,14 @@ pub fn decide_all(
             &b.name,
         ))
     });
+    let allowance;
+    let offered = match (ctx.policy, &ctx.contracted) {
+        (GrantPolicy::Contracts, Some(contracted)) => {
+            allowance = contract_allowance(offered, contracted);
+            &allowance
+        }
+        _ => offered,
+    };
     let mut decisions = vec![Decision::Keep; candidates.len()];
     let mut held = ResourceList::new();
     for index in order {
@@ -182,7 +231,8 @@ pub fn decide_all(
 }
 
 /// Decide one slice, given what the consumer's slices decided before it
-/// hold (`held`).
+/// hold (`held`). Under `contracts`, `offered` is already the
+/// [`contract_allowance`].
 pub fn decide(
     ctx: &Context,
     offered: &ResourceList,
@@ -236,6 +286,25 @@ pub fn decide(
         GrantPolicy::Offer => {
             let floor = slice.accepted.as_ref().filter(|_| keep);
             offer(&remaining, floor)
+        }
+        GrantPolicy::Contracts => {
+            if ctx.contracted.is_none() {
+                return match slice.accepted {
+                    Some(_) if keep => Decision::Keep,
+                    _ => Decision::Set(deny(
+                        Reason::NoContract,
+                        format!(
+                            "consumer {} has no active contract with this provider: nothing is granted",
+                            ctx.consumer
+                        ),
+                    )),
+                };
+            }
+            let floor = slice
+                .accepted
+                .as_ref()
+                .filter(|grant| keep && within(grant, requested));
+            clamp(requested, &remaining, floor)
         }
     }
 }

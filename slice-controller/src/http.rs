@@ -2,8 +2,11 @@
 //!
 //! - `/healthz`: 200 while the process runs;
 //! - `/readyz`: 200 once the Kubernetes API has answered (as leader, once
-//!   the slice cache is filled; as standby, once the Lease could be read),
-//!   else 503. The body says `leader` or `standby`;
+//!   the slice cache is filled; as standby, once the Lease could be read)
+//!   and, under the `contracts` policy, the catalog first listed the
+//!   contracts; else 503. The body says `leader` or `standby`, and notes
+//!   when the catalog cannot be reached (decisions then use the last known
+//!   contracts);
 //! - `/metrics`: Prometheus text (see [`crate::metrics`]).
 
 use std::future::Future;
@@ -45,7 +48,18 @@ async fn readyz(State(metrics): State<Metrics>) -> impl IntoResponse {
     } else {
         "standby"
     };
-    if metrics.reached_api() {
+    let contracts = metrics.contracts_state();
+    if metrics.reached_api() && contracts == crate::metrics::CONTRACTS_WAITING {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: no contracts read from the catalog yet\n".to_string(),
+        )
+    } else if metrics.reached_api() && contracts == crate::metrics::CONTRACTS_STALE {
+        (
+            StatusCode::OK,
+            format!("ok: {role}; the catalog cannot be reached: deciding from the last known contracts\n"),
+        )
+    } else if metrics.reached_api() {
         (StatusCode::OK, format!("ok: {role}\n"))
     } else {
         (
@@ -76,6 +90,7 @@ pub async fn bind(
         .await
         .map_err(|source| HttpError::Bind { addr, source })?;
     let bound = listener.local_addr().unwrap_or(addr);
+    edge::announce::listening(Some("controller"), "http", bound);
     tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
     let app = router(metrics);
     Ok(async move {

@@ -12,6 +12,8 @@
 //! - [`model`]: the `ResourceSlice` and `Tenant` kinds, kept as raw JSON
 //!   with typed accessors;
 //! - [`decision`]: the grant decision, a pure function;
+//! - [`contracts`]: the `contracts` policy's view of the catalog (the
+//!   provider's active contracts, polled);
 //! - [`status`]: the status to write for a decision, or none;
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
@@ -22,6 +24,7 @@
 //!   and [`run`](config::run), which starts it all.
 
 pub mod config;
+pub mod contracts;
 pub mod decision;
 pub mod http;
 pub mod lease;

@@ -10,7 +10,7 @@
 //! | `slice_controller_leader` | 1 while this replica leads |
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,7 +80,21 @@ struct Inner {
     per_consumer: Mutex<HashMap<String, SliceCounts>>,
     leading: AtomicBool,
     reached_api: AtomicBool,
+    catalog_reachable: Gauge,
+    contracts: Gauge,
+    /// Under `contracts`: [`CONTRACTS_UNUSED`], [`CONTRACTS_WAITING`] (none
+    /// read yet), [`CONTRACTS_CURRENT`] or [`CONTRACTS_STALE`].
+    contracts_state: AtomicU8,
 }
+
+/// Not under the `contracts` policy.
+pub const CONTRACTS_UNUSED: u8 = 0;
+/// Under `contracts`, before the catalog first answered.
+pub const CONTRACTS_WAITING: u8 = 1;
+/// The last poll of the catalog succeeded.
+pub const CONTRACTS_CURRENT: u8 = 2;
+/// The catalog cannot be reached: deciding from the last known contracts.
+pub const CONTRACTS_STALE: u8 = 3;
 
 /// Shared handles to every metric and the health state; cheap to clone.
 #[derive(Clone)]
@@ -127,6 +141,18 @@ impl Metrics {
         );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica leads", leader.clone());
+        let catalog_reachable = Gauge::default();
+        registry.register(
+            "catalog_reachable",
+            "Under the contracts policy: 1 while the catalog answers, 0 while decisions use the last known contracts",
+            catalog_reachable.clone(),
+        );
+        let contracts = Gauge::default();
+        registry.register(
+            "contracts",
+            "Under the contracts policy: active contracts known",
+            contracts.clone(),
+        );
         for decision in ["accepted", "denied", "waiting"] {
             slices.get_or_create(&DecisionLabels { decision }).set(0);
         }
@@ -140,6 +166,9 @@ impl Metrics {
             per_consumer: Mutex::new(HashMap::new()),
             leading: AtomicBool::new(false),
             reached_api: AtomicBool::new(false),
+            catalog_reachable,
+            contracts,
+            contracts_state: AtomicU8::new(CONTRACTS_UNUSED),
         }))
     }
 
@@ -221,6 +250,40 @@ impl Metrics {
 
     pub fn reached_api(&self) -> bool {
         self.0.reached_api.load(Ordering::Relaxed)
+    }
+
+    /// The `contracts` policy is in force: `/readyz` waits for the first
+    /// contracts.
+    pub fn expect_contracts(&self) {
+        self.0
+            .contracts_state
+            .store(CONTRACTS_WAITING, Ordering::Relaxed);
+    }
+
+    /// Whether the last poll of the catalog succeeded.
+    pub fn set_catalog_reachable(&self, reachable: bool) {
+        self.0.catalog_reachable.set(i64::from(reachable));
+        let state = if reachable {
+            CONTRACTS_CURRENT
+        } else {
+            CONTRACTS_STALE
+        };
+        // Stale only once something was read: before, it is still waiting.
+        let _ = self
+            .0
+            .contracts_state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                (reachable || now != CONTRACTS_WAITING).then_some(state)
+            });
+    }
+
+    pub fn set_contracts(&self, n: usize) {
+        self.0.contracts.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// One of the `CONTRACTS_*` states.
+    pub fn contracts_state(&self) -> u8 {
+        self.0.contracts_state.load(Ordering::Relaxed)
     }
 
     /// The Prometheus text exposition of every metric.

@@ -41,6 +41,7 @@ use resource_reader::{Notification, ReadError, ResourceReader};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
 use crate::model::{ConditionStatus, ResourceSlice, Tenant, REPLICATED_SELECTOR, RESOURCES};
@@ -90,6 +91,8 @@ pub struct Shared {
     client: Client,
     reader: Arc<dyn ResourceReader>,
     settings: Settings,
+    /// Under `contracts`: the provider's active contracts.
+    contracts: Option<Contracts>,
     slices: Store<ResourceSlice>,
     metrics: Metrics,
     recorder: Recorder,
@@ -103,6 +106,7 @@ pub async fn run(
     client: Client,
     reader: Arc<dyn ResourceReader>,
     settings: Settings,
+    contracts: Option<Contracts>,
     metrics: Metrics,
     shutdown: CancellationToken,
 ) {
@@ -143,11 +147,18 @@ pub async fn run(
     });
     let from_tenants = tenant_events.map_ok(|tenant| ObjectRef::from_obj(&tenant));
     let from_chain = chain_triggers(reader.subscribe(), tenants.clone());
+    // A contract change reaches its consumer's slices like a chain
+    // notification does, without waiting for a slice event.
+    let from_contracts = match &contracts {
+        Some(c) => chain_triggers(c.subscribe(), tenants.clone()).boxed(),
+        None => stream::empty().boxed(),
+    };
 
     let queue = stream::select_all([
         from_slices.try_flatten().boxed(),
         from_tenants.boxed(),
         from_chain.map(Ok).boxed(),
+        from_contracts.map(Ok).boxed(),
     ]);
 
     let reporter = Reporter {
@@ -159,6 +170,7 @@ pub async fn run(
         client,
         reader,
         settings,
+        contracts,
         slices,
         metrics,
         stopping: shutdown.clone(),
@@ -312,11 +324,21 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             return Ok(Action::requeue(settings.resync));
         }
 
+        let contracted = match (&shared.contracts, settings.policy) {
+            (Some(contracts), GrantPolicy::Contracts) => match contracts.current() {
+                Some(book) => book.contracted(&consumer).cloned(),
+                // Nothing read from the catalog yet: decide nothing (the
+                // first book notifies every consumer).
+                None => return Ok(Action::requeue(settings.retry)),
+            },
+            _ => None,
+        };
         let ctx = Context {
             policy: settings.policy,
             shrink: settings.shrink,
             tenant: tenant.condition(),
             consumer: consumer.clone(),
+            contracted,
         };
         let offered =
             match ctx.tenant {

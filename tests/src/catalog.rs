@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use crate::mongo::MongoServer;
-use crate::process::{bin_path, free_port, wait_for_port};
+use crate::process::{bin_path, follow_stdout, wait_announced};
 
 /// Which store a catalog runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +140,6 @@ impl Env {
         stderr: Option<&std::path::Path>,
         filter: Option<&str>,
     ) -> Result<Catalog> {
-        let port = free_port();
         let mut cmd = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut cmd = std::process::Command::new(program);
@@ -149,28 +148,30 @@ impl Env {
             }
             None => std::process::Command::new(bin_path("catalog")),
         };
-        cmd.args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--shutdown-timeout",
-            "10s",
-        ])
-        .args(self.store_args())
-        .args(extra)
-        .stdin(std::process::Stdio::null());
+        // Port 0: the catalog binds a port the system chose and announces it
+        // on stdout, so no other test can take it in between.
+        if !extra.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(["--shutdown-timeout", "10s"])
+            .args(self.store_args())
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
         if let Some(f) = filter {
             cmd.env("RUST_LOG", f);
         } else if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
-        if let Some(path) = stdout {
-            cmd.stdout(
+        let sink = match stdout {
+            Some(path) => Some(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)?,
-            );
-        }
+            ),
+            None => None,
+        };
         if let Some(path) = stderr {
             cmd.stderr(
                 std::fs::OpenOptions::new()
@@ -179,19 +180,13 @@ impl Env {
                     .open(path)?,
             );
         }
-        let child = CatalogProcess {
-            child: Some(cmd.spawn().context("starting catalog")?),
+        let mut spawned = cmd.spawn().context("starting catalog")?;
+        let announced = follow_stdout(spawned.stdout.take().context("catalog stdout")?, sink);
+        let mut child = CatalogProcess {
+            child: Some(spawned),
         };
-        let mut c = Catalog::attach(child, port);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while wait_for_port(port, Duration::from_millis(200)).is_err() {
-            if let Some(status) = c.child.try_wait() {
-                anyhow::bail!("catalog exited with {status} before listening on {port}");
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!("catalog did not listen on {port} within 30s");
-            }
-        }
+        let bound = wait_announced("catalog", announced, 1, || Ok(child.try_wait()))?;
+        let c = Catalog::attach(child, bound.port(None));
         if self.mongo.is_some() {
             // As a load balancer would: a MongoDB-backed catalog takes
             // subscribers once it follows the database's change streams.

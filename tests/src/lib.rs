@@ -8,6 +8,7 @@
 
 pub mod buying;
 pub mod catalog;
+pub mod contracts;
 pub mod grpc;
 pub mod http;
 pub mod mongo;

@@ -141,6 +141,24 @@ impl Spawn {
         })
     }
 
+    /// Start the process with `--listen`-style flags on port 0 and wait
+    /// until it has announced `count` bound ports on stdout (see
+    /// `edge::announce`); its other stdout lines go to the test's stdout.
+    /// No port is chosen by the test, so none can be taken by another.
+    pub fn start_announced(mut self, count: usize) -> Result<(Child, Bound)> {
+        self.cmd.stdout(Stdio::piped());
+        let mut child = self.start()?;
+        let announced = child
+            .child
+            .as_mut()
+            .and_then(|c| c.stdout.take())
+            .map(|out| follow_stdout(out, None))
+            .context("no stdout to read")?;
+        let name = child.name.clone();
+        let bound = wait_announced(&name, announced, count, || child.try_wait())?;
+        Ok((child, bound))
+    }
+
     /// Start the process and wait until it listens on `port`.
     pub fn start_listening(self, port: u16) -> Result<Child> {
         let mut child = self.start()?;
@@ -277,4 +295,94 @@ pub async fn still_open_at(connections: Vec<tokio::net::TcpStream>, deadline: In
         .into_iter()
         .filter(|open| *open)
         .count()
+}
+
+/// The ports a server announced it bound (`edge::announce`).
+#[derive(Debug, Clone)]
+pub struct Bound(pub Vec<edge::announce::Announcement>);
+
+impl Bound {
+    /// The port announced for `role` (`None`: the main one, announced with
+    /// no role).
+    pub fn port(&self, role: Option<&str>) -> u16 {
+        self.addr(role).port()
+    }
+
+    pub fn addr(&self, role: Option<&str>) -> SocketAddr {
+        let found = self.0.iter().find(|a| {
+            let mut words = a.who.split(' ');
+            let _program = words.next();
+            words.next() == role
+        });
+        match found {
+            Some(a) => a.addr,
+            None => panic!("no port announced for role {role:?} in {:?}", self.0),
+        }
+    }
+}
+
+/// Read a child's stdout line by line on a thread of its own: each line is
+/// appended to `sink` (or printed to the test's stdout), and each
+/// announcement of a bound port is also sent on the returned channel.
+pub fn follow_stdout(
+    stdout: std::process::ChildStdout,
+    sink: Option<std::fs::File>,
+) -> std::sync::mpsc::Receiver<edge::announce::Announcement> {
+    use std::io::{BufRead, Write};
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = sink;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            match sink.as_mut() {
+                Some(file) => {
+                    let _ = writeln!(file, "{line}");
+                    let _ = file.flush();
+                }
+                None => println!("{line}"),
+            }
+            if let Some(a) = edge::announce::parse(&line) {
+                let _ = tx.send(a);
+            }
+        }
+    });
+    rx
+}
+
+/// Wait (30 s at most) for `count` announcements, failing at once if the
+/// process exits first.
+pub fn wait_announced(
+    name: &str,
+    announced: std::sync::mpsc::Receiver<edge::announce::Announcement>,
+    count: usize,
+    mut exited: impl FnMut() -> Result<Option<std::process::ExitStatus>>,
+) -> Result<Bound> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < count {
+        match announced.recv_timeout(Duration::from_millis(100)) {
+            Ok(a) => got.push(a),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(status) = exited()? {
+                    bail!("{name} exited with {status} before announcing its ports ({got:?})");
+                }
+                if Instant::now() > deadline {
+                    bail!("{name} did not announce {count} bound ports within 30s ({got:?})");
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                // Stdout closes as the process ends; give it a moment to be
+                // reaped, so the error says how it exited.
+                let reaped = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < reaped {
+                    if let Some(status) = exited()? {
+                        bail!("{name} exited with {status} before announcing its ports ({got:?})");
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                bail!("{name} closed its stdout before announcing its ports ({got:?})");
+            }
+        }
+    }
+    Ok(Bound(got))
 }

@@ -1,4 +1,5 @@
-//! Flags for buying: reservation lifetime and the expiry sweeper.
+//! Flags for buying: reservation and contract lifetimes, and the expiry
+//! sweeper.
 
 use std::time::Duration;
 
@@ -12,8 +13,14 @@ pub struct BuyingConfig {
     #[arg(long, env = "CATALOG_RESERVATION_TTL", default_value = "5m", value_parser = parse_duration)]
     pub reservation_ttl: Duration,
 
-    /// How often the sweeper expires reservations past their deadline
-    /// (reads and new reservations also expire them on the spot).
+    /// How long a contract (a REST purchase) lasts before it expires and
+    /// frees its unit; also the longest `durationSeconds` a purchase may ask
+    /// for (e.g. 30d, 12h).
+    #[arg(long, env = "CATALOG_CONTRACT_DURATION", default_value = "30d", value_parser = parse_duration)]
+    pub contract_duration: Duration,
+
+    /// How often the sweeper expires reservations and contracts past their
+    /// deadline (reads and new reservations also expire them on the spot).
     #[arg(long, env = "CATALOG_RESERVATION_SWEEP_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub reservation_sweep_interval: Duration,
 }

@@ -6,7 +6,7 @@
 //! | `GET /reservations` | consumer, admin | own records (admin: all, `?consumer=`) |
 //! | `GET /reservations/{id}` | owner, admin | one record |
 //! | `DELETE /reservations/{id}` | owner, admin | release → 200 |
-//! | `POST /reservations/{id}/purchase` | owner | the contract → 201 (410 if expired) |
+//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` → the contract, with credentials → 201 (410 if expired) |
 //! | `GET /purchases` | consumer, admin | purchased and cancelled records |
 //! | `GET /purchases/{id}` | owner (with credentials), admin (without) | one purchase |
 //! | `DELETE /purchases/{id}` | owner, admin | cancel → 200 |
@@ -15,8 +15,9 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
+use super::contract::{self, Contract, Order};
 use super::error::BuyError;
-use super::model::{Channel, Contract, Reservation, ReservationState, Transition};
+use super::model::{Channel, PurchaseWithPeering, Reservation, ReservationState, Transition};
 use super::service::{self, Buyer};
 use super::Buying;
 use crate::auth::Caller;
@@ -213,18 +214,61 @@ pub async fn release(
     Ok(HttpResponse::Ok().json(service::end(&state, &id, &buyer, Transition::Release).await?))
 }
 
+/// `POST /reservations/{id}/purchase` body (optional: no body, `null` or
+/// `{}` buys with the defaults).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"consumerClusterID": "consumer-1", "durationSeconds": 3600}))]
+pub struct PurchaseRequest {
+    /// The consumer's Liqo cluster ID (may also be reported later with
+    /// `PUT /contracts/{id}/state`; never changed once set).
+    #[serde(rename = "consumerClusterID", default)]
+    #[schema(value_type = Option<crate::http::schemas::Id>)]
+    pub consumer_cluster_id: Option<String>,
+    /// How long the contract lasts, in seconds (default and maximum: the
+    /// catalog's `--contract-duration`, 30 days unless configured otherwise).
+    #[serde(
+        rename = "durationSeconds",
+        default,
+        deserialize_with = "crate::http::optional_whole"
+    )]
+    #[schema(minimum = 1, maximum = 2592000)]
+    pub duration_seconds: Option<u64>,
+}
+
+/// What a purchase answers: the contract with its credentials, plus the
+/// purchase fields older clients read (`channel`, `createdAt`) and
+/// `peering` (the v0 credentials, when the provider peers with Liqo v0).
+/// Where the names meet, the contract's meaning wins: `state` is the
+/// contract's (`pending`), `expiresAt` its expiry.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PurchaseAnswer {
+    #[serde(flatten)]
+    pub contract: Contract,
+    pub channel: Channel,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub peering: Option<crate::providers::PeeringCredentials>,
+}
+
 /// Purchase a reservation: the contract, with the provider's peering
 /// credentials (the only way they leave the catalog).
 ///
 /// Only the consumer that reserved purchases (an admin's token purchases
-/// only the admin's own reservations).
+/// only the admin's own reservations). The contract lasts
+/// `durationSeconds` (default and maximum `--contract-duration`), then
+/// expires and frees its unit.
 #[utoipa::path(
     post, path = "/reservations/{id}/purchase", tag = "buying", operation_id = "purchaseReservation",
     params(("id" = String, Path, description = "Reservation id")),
+    request_body(content = Option<PurchaseRequest>, description = "Optional"),
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["consumer (own records)", "admin (own records)"]))),
     responses(
-        (status = 201, description = "Purchased: the contract, with the provider's peering credentials", body = Contract,
+        (status = 201, description = "Purchased: the contract, with the provider's peering credentials", body = PurchaseAnswer,
             headers(
                 ("Location" = String, description = "`/purchases/{id}`"),
                 ("Cache-Control" = String, description = "`no-store`"),
@@ -232,7 +276,10 @@ pub async fn release(
             links(
                 ("GetPurchase" = (operation_id = "getPurchase", parameters(("id" = "$response.body#/id")))),
                 ("CancelPurchase" = (operation_id = "cancelPurchase", parameters(("id" = "$response.body#/id")))),
+                ("GetContract" = (operation_id = "getContract", parameters(("id" = "$response.body#/id")))),
+                ("ReportContractState" = (operation_id = "reportContractState", parameters(("id" = "$response.body#/id")))),
             )),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing bought)", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
         (status = 409, description = "Already purchased or released, or the provider's peering credentials are not on file", body = ErrorBody),
@@ -244,6 +291,8 @@ pub async fn purchase(
     state: web::Data<Buying>,
     caller: Caller,
     id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
 ) -> Result<HttpResponse, BuyError> {
     let buyer = Buyer::from_caller(&caller)?;
     // Only the buyer receives the credentials, so only the buyer purchases.
@@ -251,14 +300,42 @@ pub async fn purchase(
         admin: false,
         ..buyer
     };
-    let contract = service::purchase(&state, &id, &buyer).await?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    // No body, or `null`: the defaults.
+    let text = body.trim_ascii();
+    let asked: PurchaseRequest = if text.is_empty() || text == b"null" {
+        PurchaseRequest::default()
+    } else {
+        crate::http::parse_object(&body)?
+    };
+    if let Some(cid) = &asked.consumer_cluster_id {
+        contract::check_cluster_id(cid)?;
+    }
+    contract::lifetime(state.contract_duration, asked.duration_seconds)?;
+    let order = Order {
+        consumer_cluster_id: asked.consumer_cluster_id,
+        duration_seconds: asked.duration_seconds,
+    };
+    let r = service::lookup(&state, &id, &buyer).await?;
+    let now = crate::storage::now();
+    let terms = super::contracts::terms(&state, &r, &order, now).await?;
+    // Fetched first: a purchase whose credentials cannot be handed over
+    // does not happen.
+    let credentials = super::contracts::credentials(&state, &r.cluster_id).await?;
+    let bought = service::purchase(&state, &id, &buyer, Some(terms)).await?;
+    let mut c = contract::view(&bought, now)
+        .ok_or_else(|| BuyError::internal("a purchase without its contract"))?;
+    let peering = credentials.v0.clone();
+    c.credentials = Some(credentials);
     Ok(HttpResponse::Created()
-        .insert_header((
-            header::LOCATION,
-            format!("/purchases/{}", contract.purchase.id),
-        ))
+        .insert_header((header::LOCATION, format!("/purchases/{}", bought.id)))
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(contract))
+        .json(PurchaseAnswer {
+            contract: c,
+            channel: bought.channel,
+            created_at: bought.created_at,
+            peering,
+        }))
 }
 
 fn is_purchase(r: &Reservation) -> bool {
@@ -319,10 +396,13 @@ pub async fn get_purchase(
         // Admins (and ended purchases) get the record without credentials.
         return Ok(HttpResponse::Ok().json(r));
     }
-    let peering = service::credentials(&state, &r.cluster_id).await?;
+    let Some(peering) = state.providers.v0_credentials(&r.cluster_id).await? else {
+        // A provider without Liqo v0: its credentials are in GET /contracts/{id}.
+        return Ok(HttpResponse::Ok().json(r));
+    };
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(super::model::Contract {
+        .json(PurchaseWithPeering {
             purchase: r,
             peering,
         }))

@@ -3,14 +3,17 @@
 //! Liqo peering credentials — or release it. Providers may cap how many
 //! concurrent reservations and purchases a plan accepts.
 //!
-//! - [`model`]: reservations, purchases, contracts, and the rules both
+//! - [`model`]: reservations and purchases, and the rules both
 //!   backends follow ([`model::step`] for state transitions,
 //!   [`model::sold_out`] for caps).
+//! - [`contract`]: contracts (a REST purchase's terms, its state reports,
+//!   who sees what), the rules written once; [`contracts`] their
+//!   operations, [`contracts_http`] their endpoints.
 //! - [`store`]: the [`ReservationStore`] trait the backends implement.
 //! - [`service`]: the operations, shared by the REST API and the Open
 //!   Service Broker API (the `osb` feature, above this one).
 //! - [`http`], [`capacity`]: the REST endpoints; [`error`]: their answers.
-//! - [`sweeper`]: the background expiry of due reservations.
+//! - [`sweeper`]: the background expiry of due reservations and contracts.
 //! - [`config`]: the flags; [`openapi`]: this feature's part of the
 //!   document.
 //!
@@ -19,6 +22,9 @@
 
 pub mod capacity;
 pub mod config;
+pub mod contract;
+pub mod contracts;
+pub mod contracts_http;
 pub mod error;
 pub mod http;
 pub mod model;

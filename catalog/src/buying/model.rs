@@ -1,14 +1,18 @@
 //! Reservations and purchases as stored and returned.
 //!
 //! One record follows a holding through its life: `reserved` (holds a unit of
-//! the plan until `expiresAt`), then `purchased` (a contract: holds the unit
-//! until cancelled), or it ends as `released`, `expired` or `cancelled`. A
-//! purchase keeps its reservation's id, so `/purchases/{id}` and
-//! `/reservations/{id}` name the same record.
+//! the plan until `expiresAt`), then `purchased` (holds the unit until
+//! cancelled — or, for a contract, until its `expiresAt`), or it ends as
+//! `released`, `expired` or `cancelled`. A purchase keeps its reservation's
+//! id, so `/purchases/{id}` and `/reservations/{id}` name the same record.
+//! A REST purchase carries the [`ContractTerms`] of its contract (see
+//! [`super::contract`]); an Open Service Broker purchase carries none and
+//! never expires.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::contract::ContractTerms;
 use crate::offers::Cost;
 use crate::providers::PeeringCredentials;
 
@@ -18,11 +22,12 @@ use crate::providers::PeeringCredentials;
 pub enum ReservationState {
     /// Holds a unit until `expiresAt`; may be purchased or released.
     Reserved,
-    /// Bought: holds a unit until cancelled.
+    /// Bought: holds a unit until cancelled (a contract: or until it expires).
     Purchased,
     /// Given back by the consumer before it expired.
     Released,
-    /// Reached `expiresAt` without being purchased.
+    /// Reached `expiresAt` without being purchased, or a contract that
+    /// reached its expiry.
     Expired,
     /// A purchase the consumer (or an admin) cancelled.
     Cancelled,
@@ -91,7 +96,9 @@ pub struct Reservation {
     pub channel: Channel,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    /// When an unpurchased reservation frees its unit.
+    /// When it frees its unit: an unpurchased reservation's deadline; a
+    /// contract's expiry once purchased (an OSB purchase keeps its
+    /// reservation's deadline and never expires).
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,21 +108,41 @@ pub struct Reservation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub ended_at: Option<DateTime<Utc>>,
+    /// A REST purchase's contract terms (see `GET /contracts/{id}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub contract: Option<ContractTerms>,
 }
 
 impl Reservation {
     /// Whether this record holds a unit of its plan at `now`.
     pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.holds() && !self.is_due(now)
+    }
+
+    /// Whether its state holds a unit (until [`Reservation::due_at`]).
+    pub fn holds(&self) -> bool {
+        matches!(
+            self.state,
+            ReservationState::Reserved | ReservationState::Purchased
+        )
+    }
+
+    /// When it stops holding its unit unless something happens first: a
+    /// reservation's deadline, a contract's expiry; None for what holds
+    /// until cancelled (an OSB purchase) or holds nothing. The stores index
+    /// this for the sweeper and the plan's unit count.
+    pub fn due_at(&self) -> Option<DateTime<Utc>> {
         match self.state {
-            ReservationState::Reserved => self.expires_at > now,
-            ReservationState::Purchased => true,
-            _ => false,
+            ReservationState::Reserved => Some(self.expires_at),
+            ReservationState::Purchased if self.contract.is_some() => Some(self.expires_at),
+            _ => None,
         }
     }
 
-    /// Reserved, but its time is up (the store has not noticed yet).
+    /// Its time is up (the store has not noticed yet).
     pub fn is_due(&self, now: DateTime<Utc>) -> bool {
-        self.state == ReservationState::Reserved && self.expires_at <= now
+        self.due_at().is_some_and(|d| d <= now)
     }
 }
 
@@ -126,7 +153,7 @@ pub enum Transition {
     Purchase,
     /// reserved → released.
     Release,
-    /// reserved (and due) → expired.
+    /// reserved or contract (and due) → expired.
     Expire,
     /// purchased → cancelled.
     Cancel,
@@ -171,6 +198,8 @@ impl Transition {
 /// one decision both backends follow (each then writes with its own
 /// compare-and-swap).
 #[derive(Debug, Clone, PartialEq)]
+// A short-lived decision, built once per write: boxing `next` buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Step {
     /// Leave the record as it is and answer that it is in another state.
     Refuse,
@@ -181,14 +210,18 @@ pub enum Step {
 }
 
 /// Decide how `t` applies to `r` at `now`: only from `t.from()`; a purchase
-/// of a due reservation expires it instead; an expiry only of a due one.
+/// of a due reservation (or a cancellation of a due contract) expires it
+/// instead; an expiry only of a due record, reserved or a contract.
 pub fn step(r: &Reservation, t: Transition, now: DateTime<Utc>) -> Step {
-    if r.state != t.from() {
+    if t == Transition::Expire {
+        if !r.is_due(now) {
+            return Step::Refuse;
+        }
+    } else if r.state != t.from() {
         return Step::Refuse;
     }
     let (effective, refused) = match t {
-        Transition::Purchase if r.is_due(now) => (Transition::Expire, true),
-        Transition::Expire if !r.is_due(now) => return Step::Refuse,
+        Transition::Purchase | Transition::Cancel if r.is_due(now) => (Transition::Expire, true),
         _ => (t, false),
     };
     Step::Write {
@@ -217,11 +250,11 @@ pub struct PlanUsage {
     pub active: u64,
 }
 
-/// What `POST /reservations/{id}/purchase` (and `GET /purchases/{id}`)
-/// answers: the purchase and the credentials to peer with its provider.
+/// What `GET /purchases/{id}` answers its buyer: the purchase and the
+/// provider's v0 credentials.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Contract {
+pub struct PurchaseWithPeering {
     #[serde(flatten)]
     pub purchase: Reservation,
     pub peering: PeeringCredentials,
@@ -253,6 +286,7 @@ mod tests {
             expires_at: now + chrono::Duration::seconds(expires_in),
             purchased_at: None,
             ended_at: None,
+            contract: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
-use super::{capacity, http, model};
+use super::{capacity, contract, contracts_http, http, model};
 use crate::http::ErrorBody;
 
 /// What `GET /purchases/{id}` answers: the purchase record, plus `peering`
@@ -35,14 +35,26 @@ pub struct PurchaseView {
         http::cancel,
         capacity::get,
         capacity::put,
+        contracts_http::list,
+        contracts_http::get,
+        contracts_http::put_state,
     ),
     components(schemas(
         model::Reservation,
         model::ReservationState,
         model::Channel,
-        model::Contract,
+        model::PurchaseWithPeering,
         PurchaseView,
         http::ReserveRequest,
+        http::PurchaseRequest,
+        http::PurchaseAnswer,
+        contract::Contract,
+        contract::ContractTerms,
+        contract::ContractState,
+        contract::Ended,
+        contract::ContractCredentials,
+        contract::V1Credentials,
+        crate::http::schemas::StateReport,
         capacity::Capacity,
         capacity::CapRequest,
         ErrorBody,

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::contract::{purchase_step, ContractTerms};
 use super::error::BuyError;
-use super::model::{new_id, Channel, Contract, Reservation, ReservationState, Transition};
+use super::model::{new_id, Channel, Reservation, ReservationState, Step, Transition};
 use super::store::{ReservationStore, ReserveError, TransitionError};
 use crate::auth::{Caller, Role};
 use crate::offers::OfferStore;
@@ -24,6 +25,8 @@ pub struct Buying {
     pub providers: Providers,
     /// The longest (and default) reservation lifetime.
     pub ttl: Duration,
+    /// The longest (and default) contract lifetime.
+    pub contract_duration: Duration,
     pub sweep_interval: Duration,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
@@ -105,7 +108,7 @@ pub async fn reserve(
     ensure_enabled(state, &offer.cluster_id).await?;
     // Refuse now rather than at purchase time if the credentials a purchase
     // must hand over are not on file.
-    if !state.providers.has_peering_token(&offer.cluster_id).await? {
+    if !state.providers.can_sell(&offer.cluster_id).await? {
         return Err(BuyError::conflict(format!(
             "provider {} has no peering credentials on file yet: it must authenticate again before its plans can be bought",
             offer.cluster_id
@@ -127,6 +130,7 @@ pub async fn reserve(
         expires_at: now + ttl,
         purchased_at: None,
         ended_at: None,
+        contract: None,
     };
     let r = state.store.reserve(r, now).await.map_err(|e| {
         if let ReserveError::SoldOut { cap } = &e {
@@ -164,23 +168,41 @@ fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
     }
 }
 
-/// Purchase reservation `id` (which `who` may see): the contract with the
-/// provider's peering credentials.
-pub async fn purchase(state: &Buying, id: &str, who: &Buyer) -> Result<Contract, BuyError> {
+/// Purchase reservation `id` (which `who` may see). With `contract`
+/// (a REST purchase: its terms and lifetime) the purchase is a contract
+/// that expires; without (an Open Service Broker purchase) it holds its
+/// unit until cancelled, and the provider's v0 credentials must be on file.
+pub async fn purchase(
+    state: &Buying,
+    id: &str,
+    who: &Buyer,
+    contract: Option<(ContractTerms, chrono::Duration)>,
+) -> Result<Reservation, BuyError> {
     let r = lookup(state, id, who).await?;
     if r.state != ReservationState::Reserved {
         return Err(wrong_state(&r, true));
     }
     ensure_enabled(state, &r.cluster_id).await?;
-    let peering = credentials(state, &r.cluster_id).await?;
+    if contract.is_none() {
+        credentials(state, &r.cluster_id).await?;
+    }
     let now = crate::storage::now();
-    let purchase = match state.store.transition(id, Transition::Purchase, now).await {
+    let written = match contract {
+        Some((terms, lifetime)) => {
+            let decide = std::sync::Arc::new(move |r: &Reservation| -> Step {
+                purchase_step(r, &terms, lifetime, now)
+            });
+            state.store.update(id, decide).await
+        }
+        None => state.store.transition(id, Transition::Purchase, now).await,
+    };
+    let purchase = match written {
         Ok(p) => p,
         Err(TransitionError::WrongState(current)) => return Err(wrong_state(&current, true)),
         Err(e) => return Err(e.into()),
     };
-    tracing::info!(reservation = %purchase.id, offer = %purchase.offer_id, plan = %purchase.plan_id, consumer = %purchase.consumer, "purchased");
-    Ok(Contract { purchase, peering })
+    tracing::info!(reservation = %purchase.id, offer = %purchase.offer_id, plan = %purchase.plan_id, consumer = %purchase.consumer, contract = purchase.contract.is_some(), "purchased");
+    Ok(purchase)
 }
 
 /// End record `id` with `t` (release a reservation or cancel a purchase).

@@ -10,10 +10,12 @@
 //! with an insert that the unique `_id` makes atomic (see
 //! the MongoDB backend).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::model::{PlanUsage, Reservation, Transition};
+use super::model::{PlanUsage, Reservation, Step, Transition};
 use crate::storage::StoreError;
 
 /// Why a reservation was not made.
@@ -55,6 +57,10 @@ pub fn refused(current: Reservation) -> TransitionError {
     TransitionError::WrongState(Box::new(current))
 }
 
+/// What [`ReservationStore::update`] makes of a record as it reads it: a
+/// decision of the model (`step`, `purchase_step`, `report_step`).
+pub type Decide = Arc<dyn Fn(&Reservation) -> Step + Send + Sync>;
+
 /// See the module docs.
 #[async_trait]
 pub trait ReservationStore: Send + Sync + 'static {
@@ -87,7 +93,17 @@ pub trait ReservationStore: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<Reservation, TransitionError>;
 
-    /// Expire every reservation due at `now`; returns them.
+    /// Replace record `id` by what `decide` makes of it as stored, with a
+    /// compare-and-swap (re-read and re-decided if it changed meanwhile),
+    /// keeping the plan's units and the expiry index in step with the new
+    /// record's [`Reservation::due_at`]. [`Step::Refuse`] changes nothing
+    /// and answers [`TransitionError::WrongState`] with the record.
+    async fn update(&self, id: &str, decide: Decide) -> Result<Reservation, TransitionError>;
+
+    /// The records sold by provider `cluster_id`, newest first.
+    async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError>;
+
+    /// Expire every reservation and contract due at `now`; returns them.
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError>;
 
     /// Set (Some) or lift (None) the cap of a plan. Existing holdings are

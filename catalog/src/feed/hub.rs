@@ -490,6 +490,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
+            liqo: Vec::new(),
         };
         OfferSpec::from_json(body.to_string().as_bytes())
             .unwrap()

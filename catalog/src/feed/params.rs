@@ -88,6 +88,12 @@ pub fn canonical_key(f: &OfferFilter) -> String {
     for (name, q) in &f.min_resources {
         pairs.push((format!("min.{name}"), q.to_string()));
     }
+    if let Some(g) = f.liqo {
+        pairs.push(("liqo".into(), g.as_str().into()));
+    }
+    for (key, value) in &f.labels {
+        pairs.push((format!("label.{key}"), value.clone()));
+    }
     // Encoding plain string pairs cannot fail.
     serde_urlencoded::to_string(&pairs).unwrap_or_default()
 }

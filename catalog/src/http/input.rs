@@ -90,6 +90,15 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
     })
 }
 
+/// [`parse_body`] for bodies that must be a JSON object: serde would also
+/// fill a struct from an array (`[null, null]`), which no schema allows.
+pub fn parse_object<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, FieldError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => parse_body(body),
+        _ => Err(FieldError::new("body", "must be a JSON object")),
+    }
+}
+
 /// An optional whole JSON number that fits `T`, written `2` or `2.0`: JSON
 /// has one number type, and JSON Schema's `integer` admits both spellings
 /// (generated clients may send either). For `#[serde(deserialize_with)]`.

@@ -22,7 +22,9 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};
 
 pub use body::read_json_body;
 pub use error::{ApiError, ErrorBody};
-pub use input::{optional_whole, parse_body, parse_json, validate_id, FieldError, MAX_ID_LEN};
+pub use input::{
+    optional_whole, parse_body, parse_json, parse_object, validate_id, FieldError, MAX_ID_LEN,
+};
 pub use observe::HttpMetrics;
 pub use ratelimit::RateLimiter;
 

@@ -11,8 +11,10 @@ use serde_json::{json, Value};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
-/// Offer ids, plan keys and cluster IDs (`validate_id`).
-pub const ID_PATTERN: &str = r"^[A-Za-z0-9._~-]{1,128}$";
+/// Offer ids, plan keys and cluster IDs (`validate_id`): URL-safe
+/// characters, but not `.` or `..` (path segments URLs drop); the length
+/// (1-128) is the schemas' `minLength`/`maxLength`.
+pub const ID_PATTERN: &str = r"^(?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-][A-Za-z0-9._~-]*|\.{3,})$";
 /// Non-blank text without control characters (`char::is_control`, blank
 /// as `str::trim` sees it).
 pub const TEXT_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]*[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00-\x1f\x7f-\x9f]*$";
@@ -29,6 +31,11 @@ pub const QUANTITY_PATTERN: &str =
 /// A non-negative Kubernetes quantity.
 pub const NON_NEGATIVE_QUANTITY_PATTERN: &str =
     r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]{1,2})?$";
+/// A Kubernetes label key: an optional DNS-1123 subdomain prefix of at most
+/// 253 characters and `/`, then a 1-63 character name (`offers::labels`).
+pub const LABEL_KEY_PATTERN: &str = r"^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
+/// A Kubernetes label value: empty or 1-63 characters.
+pub const LABEL_VALUE_PATTERN: &str = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$";
 /// OSB ids: 1-255 bytes without control characters.
 pub const OSB_ID_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]+$";
 
@@ -74,6 +81,9 @@ json_schemas! {
     /// A provider's Liqo auth URL.
     HttpUrl => json!({"type": "string", "maxLength": 2048, "pattern": URL_PATTERN,
         "description": "An `http://` or `https://` URL of at most 2048 bytes, without control characters"});
+    /// A provider's Liqo auth URL, or `""` for a provider running only Liqo v1.
+    AuthUrl => json!({"type": "string", "maxLength": 2048, "pattern": r"^(https?://[^\x00-\x1f\x7f-\x9f]*)?$",
+        "description": "An `http://` or `https://` URL of at most 2048 bytes without control characters, or `\"\"` (Liqo v1 only: no v0 peering)"});
     /// A non-negative decimal string.
     Decimal => json!({"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": 256, "example": "1.5",
         "description": "A non-negative decimal below 9223372036 with at most 9 fraction digits"});
@@ -102,9 +112,38 @@ json_schemas! {
         "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 256},
         "example": {"min.memory": "4Gi", "min.cpu": "2"},
         "description": "Query parameters `min.<resource>=<quantity>`: property names are the parameter names"});
+    /// An offer's provider labels, as clients write them.
+    LabelsInput => json!({"type": "object", "maxProperties": 64,
+        "propertyNames": {"pattern": LABEL_KEY_PATTERN},
+        "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
+        "example": {"region": "eu-west-1", "compliance": "gdpr"},
+        "description": "Kubernetes label key (optional DNS subdomain prefix and `/`, then 1-63 of `A-Z a-z 0-9 - _ .`, alphanumeric at both ends) → label value (empty, or 1-63 of the same); at most 64"});
+    /// The `label.<key>` filters.
+    LabelFilters => json!({"type": "object",
+        "propertyNames": {"pattern": format!("^label\\.{}", &LABEL_KEY_PATTERN[1..])},
+        "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
+        "example": {"label.region": "eu-west-1"},
+        "description": "Query parameters `label.<key>=<value>`: the offer carries label `<key>` with exactly this value; several must all hold. Property names are the parameter names"});
     /// An Open Service Broker id (instance, binding, service, plan).
     OsbId => json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
         "description": "1-255 bytes without control characters"});
+    /// `PUT /contracts/{id}/state`: `reason` is required for `failed` (two
+    /// shapes, since the rule joins two fields).
+    StateReport => json!({
+        "description": "Where the consumer side is with a contract. `reason` (required for `failed`) says why; `consumerClusterID` may be set once, if the purchase did not set it.",
+        "example": {"state": "peered"},
+        "anyOf": [
+            {"type": "object", "additionalProperties": false, "required": ["state"],
+             "properties": {
+                "state": {"type": "string", "enum": ["pending", "peered", "granted", "ready"]},
+                "reason": {"anyOf": [{"$ref": "#/components/schemas/Name"}, {"type": "null"}]},
+                "consumerClusterID": {"anyOf": [{"$ref": "#/components/schemas/Id"}, {"type": "null"}]}}},
+            {"type": "object", "additionalProperties": false, "required": ["state", "reason"],
+             "properties": {
+                "state": {"type": "string", "enum": ["failed"]},
+                "reason": {"$ref": "#/components/schemas/Name"},
+                "consumerClusterID": {"anyOf": [{"$ref": "#/components/schemas/Id"}, {"type": "null"}]}}},
+        ]});
     /// `/subscribe` modes.
     FeedMode => json!({"type": "string", "enum": ["snapshot", "delta"]});
     /// `/healthz` and `/readyz`.

@@ -4,6 +4,8 @@
 //! *same* plan: `maxCost=2&min.memory=4Gi` finds offers with a plan of at
 //! least 4Gi memory costing at most 2. Quantities compare as Kubernetes
 //! quantities (`4Gi` > `4G`); a plan without the resource does not qualify.
+//! `label.<key>=<value>` conditions are on the offer: it carries every one of
+//! those provider labels with exactly that value.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +28,11 @@ pub struct OfferFilter {
     pub max_cost: Option<Cost>,
     /// `min.<resource>=`: some plan provides at least this much of each.
     pub min_resources: BTreeMap<String, Quantity>,
+    /// `liqo=`: the owner peers with this Liqo generation.
+    pub liqo: Option<crate::providers::LiqoGeneration>,
+    /// `label.<key>=`: the offer carries each of these labels with exactly
+    /// this value.
+    pub labels: super::Labels,
 }
 
 impl OfferFilter {
@@ -53,11 +60,19 @@ impl OfferFilter {
             match k {
                 "type" => f.offer_type = Some(v.to_string()),
                 "provider" => f.provider = Some(v.to_string()),
+                "liqo" => f.liqo = Some(super::liqo::parse_filter(k, v)?),
                 "maxCost" => {
                     f.max_cost = Some(
                         v.parse()
                             .map_err(|e: super::CostError| FieldError::new(k, e.to_string()))?,
                     )
+                }
+                _ if k.starts_with("label.") => {
+                    let key = &k["label.".len()..];
+                    super::labels::check_key(key)
+                        .and_then(|()| super::labels::check_value(v))
+                        .map_err(|m| FieldError::new(k, m))?;
+                    f.labels.insert(key.to_string(), v.to_string());
                 }
                 _ => match k.strip_prefix("min.") {
                     Some(resource) if !resource.is_empty() => {
@@ -69,7 +84,7 @@ impl OfferFilter {
                     _ => {
                         return Err(FieldError::new(
                             k,
-                            "unknown filter; use type, provider, maxCost or min.<resource>",
+                            "unknown filter; use type, provider, maxCost, min.<resource> or label.<key>",
                         ))
                     }
                 },
@@ -85,6 +100,9 @@ impl OfferFilter {
 
     /// The reference semantics every store must reproduce.
     pub fn matches(&self, offer: &Offer) -> bool {
+        if !super::liqo::matches(self.liqo, offer) {
+            return false;
+        }
         if self
             .offer_type
             .as_ref()
@@ -96,6 +114,13 @@ impl OfferFilter {
             .provider
             .as_ref()
             .is_some_and(|p| *p != offer.cluster_id && *p != offer.cluster_name)
+        {
+            return false;
+        }
+        if !self
+            .labels
+            .iter()
+            .all(|(k, v)| offer.labels.get(k) == Some(v))
         {
             return false;
         }
@@ -130,6 +155,46 @@ mod tests {
         assert_eq!(f.max_cost.unwrap().to_string(), "2.5");
         assert_eq!(f.min_resources.len(), 2);
         assert!(f.min_resources.contains_key("nvidia.com/gpu"));
+    }
+
+    #[test]
+    fn label_conditions_must_all_hold() {
+        let f = OfferFilter::from_pairs([
+            ("label.region", "eu-west"),
+            ("label.topology.kubernetes.io/zone", ""),
+        ])
+        .unwrap();
+        assert_eq!(f.labels.len(), 2);
+        let body = r#"{"name":"x","type":"t","labels":{"region":"eu-west","topology.kubernetes.io/zone":"","x":"y"},
+            "plans":{"a":{"name":"a","cost":1}}}"#;
+        let owner = super::super::ProviderRef {
+            cluster_id: "c".into(),
+            cluster_name: "c".into(),
+            liqo: Vec::new(),
+        };
+        let now = crate::storage::now();
+        let offer = super::super::OfferSpec::from_json(body.as_bytes())
+            .unwrap()
+            .into_draft("o".into(), owner)
+            .into_offer(now, now, 1);
+        assert!(f.matches(&offer));
+        let other =
+            OfferFilter::from_pairs([("label.region", "eu-west"), ("label.x", "z")]).unwrap();
+        assert!(!other.matches(&offer));
+        let missing = OfferFilter::from_pairs([("label.gpu", "")]).unwrap();
+        assert!(!missing.matches(&offer));
+        assert_eq!(
+            OfferFilter::from_pairs([("label.bad key", "x")])
+                .unwrap_err()
+                .field,
+            "label.bad key"
+        );
+        assert_eq!(
+            OfferFilter::from_pairs([("label.region", "-x")])
+                .unwrap_err()
+                .field,
+            "label.region"
+        );
     }
 
     #[test]

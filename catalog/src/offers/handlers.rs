@@ -30,6 +30,14 @@ pub struct FilterParams {
     /// whose property names are the query parameter names.
     #[param(rename = "min", style = Form, explode, value_type = Option<crate::http::schemas::MinResources>)]
     min_resource: Option<String>,
+    /// The owner peers with this Liqo generation (`v0` or `v1`).
+    #[param(value_type = Option<crate::providers::LiqoGeneration>)]
+    liqo: Option<String>,
+    /// `label.<key>=<value>`, one query parameter per label: the offer
+    /// carries the provider label `<key>` with exactly `<value>`; several
+    /// must all hold, e.g. `label.region=eu-west-1&label.compliance=gdpr`.
+    #[param(rename = "label", style = Form, explode, value_type = Option<crate::http::schemas::LabelFilters>)]
+    label: Option<String>,
 }
 
 /// Largest page `GET /offers?limit=` serves.
@@ -234,6 +242,7 @@ pub async fn put(
     let owner = ProviderRef {
         cluster_id: caller.cluster_id.clone(),
         cluster_name: caller.cluster_name.clone(),
+        liqo: crate::providers::peering::liqo_of(&*state.providers, &caller.cluster_id).await?,
     };
     let outcome = state
         .store

@@ -3,6 +3,8 @@
 //! - [`offer`] and [`cost`]: offers, plans and exact costs — the JSON the
 //!   thesis writes, its validation, and the stored form.
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
+//! - [`liqo`]: the server-added `liqo` field and its filter.
+//! - [`labels`]: provider labels, validated as Kubernetes labels.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
 //!   for every backend.
 //! - [`store`]: the [`OfferStore`] trait the backends implement, and
@@ -16,6 +18,8 @@ pub mod change;
 pub mod cost;
 pub mod filter;
 pub mod handlers;
+pub mod labels;
+pub mod liqo;
 pub mod offer;
 pub mod rules;
 pub mod store;
@@ -27,6 +31,7 @@ use crate::providers::ProviderStore;
 pub use change::OfferChange;
 pub use cost::{Cost, CostError, COST_SCALE};
 pub use filter::OfferFilter;
+pub use labels::Labels;
 pub use offer::{
     Offer, OfferDraft, OfferInput, OfferSpec, Plan, PlanInput, ProviderRef, MAX_PLANS,
     MAX_RESOURCES,

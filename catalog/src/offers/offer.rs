@@ -7,8 +7,10 @@ use chrono::{DateTime, Utc};
 use quantity::{Quantity, ResourceList};
 use serde::{Deserialize, Serialize};
 
+use super::labels::{self, Labels};
 use super::Cost;
 use crate::http::{validate_id, FieldError};
+use crate::providers::LiqoGeneration;
 
 /// Most plans one offer may carry.
 pub const MAX_PLANS: usize = 64;
@@ -30,11 +32,18 @@ pub struct Offer {
     pub description: String,
     /// Plans keyed by plan id.
     pub plans: BTreeMap<String, Plan>,
+    /// Provider labels (Kubernetes label keys and values), `{}` if none.
+    #[serde(default)]
+    pub labels: Labels,
     /// Owning provider's Liqo cluster ID.
     #[serde(rename = "clusterID")]
     pub cluster_id: String,
     /// Owning provider's cluster name.
     pub cluster_name: String,
+    /// The Liqo generations the owner peers with (server-added; re-stamped
+    /// when they change).
+    #[serde(default)]
+    pub liqo: Vec<LiqoGeneration>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
     #[schema(value_type = String, format = DateTime)]
@@ -64,6 +73,8 @@ pub struct Plan {
 pub struct ProviderRef {
     pub cluster_id: String,
     pub cluster_name: String,
+    /// The generations it peers with, stamped on its offers.
+    pub liqo: Vec<LiqoGeneration>,
 }
 
 /// A validated create/replace request, before the store adds its fields.
@@ -75,6 +86,7 @@ pub struct OfferDraft {
     pub offer_type: String,
     pub description: String,
     pub plans: BTreeMap<String, Plan>,
+    pub labels: Labels,
 }
 
 impl OfferDraft {
@@ -91,8 +103,10 @@ impl OfferDraft {
             offer_type: self.offer_type,
             description: self.description,
             plans: self.plans,
+            labels: self.labels,
             cluster_id: self.owner.cluster_id,
             cluster_name: self.owner.cluster_name,
+            liqo: self.owner.liqo,
             created_at,
             updated_at,
             version,
@@ -131,6 +145,12 @@ pub struct OfferInput {
     /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
     #[schema(required = true, value_type = BTreeMap<crate::http::schemas::Id, PlanInput>)]
     pub plans: Option<BTreeMap<String, PlanInput>>,
+    /// Provider labels: Kubernetes label keys (optional DNS subdomain
+    /// prefix and `/`, then 1-63 of `A-Z a-z 0-9 - _ .`) and values (0-63 of
+    /// the same); at most 64. Filter with `label.<key>=<value>`.
+    #[serde(default)]
+    #[schema(value_type = Option<crate::http::schemas::LabelsInput>)]
+    pub labels: Option<Labels>,
     #[serde(default)]
     #[schema(ignore)]
     pub id: Option<String>,
@@ -146,6 +166,9 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub updated_at: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub liqo: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
     #[serde(default, deserialize_with = "crate::http::optional_whole")]
@@ -187,6 +210,7 @@ pub struct OfferSpec {
     pub offer_type: String,
     pub description: String,
     pub plans: BTreeMap<String, Plan>,
+    pub labels: Labels,
     pub id: Option<String>,
     pub cluster_id: Option<String>,
     pub version: Option<u64>,
@@ -208,6 +232,7 @@ impl OfferSpec {
             offer_type: self.offer_type,
             description: self.description,
             plans: self.plans,
+            labels: self.labels,
         }
     }
 }
@@ -244,11 +269,14 @@ impl OfferInput {
         if let Some(id) = &self.id {
             validate_id("id", id)?;
         }
+        let labels = self.labels.unwrap_or_default();
+        labels::validate(&labels)?;
         Ok(OfferSpec {
             name,
             offer_type,
             description,
             plans,
+            labels,
             id: self.id,
             cluster_id: self.cluster_id,
             version: self.version,
@@ -493,6 +521,27 @@ mod tests {
         }
         let body = THESIS.replace("\"basic\":", "\"..\":");
         assert_eq!(err(&body).field, "plans...");
+    }
+
+    #[test]
+    fn labels_are_kept_and_bad_keys_named() {
+        let body = r#"{"name":"x","type":"t","labels":{"region":"eu-west","topology.kubernetes.io/zone":""},
+            "plans":{"a":{"name":"a","cost":1}}}"#;
+        let spec = OfferSpec::from_json(body.as_bytes()).unwrap();
+        assert_eq!(spec.labels["region"], "eu-west");
+        assert_eq!(spec.labels["topology.kubernetes.io/zone"], "");
+        let bad = body.replace("\"region\"", "\"Bad/region\"");
+        assert_eq!(err(&bad).field, "labels.Bad/region");
+        assert_eq!(
+            err(&body.replace("eu-west", "eu west")).field,
+            "labels.region"
+        );
+        assert_eq!(
+            err(&body.replace("\"eu-west\"", "1")).field,
+            "labels.region"
+        );
+        let none = OfferSpec::from_json(THESIS.as_bytes()).unwrap();
+        assert!(none.labels.is_empty());
     }
 
     #[test]

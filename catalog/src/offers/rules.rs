@@ -64,6 +64,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: owner.into(),
             cluster_name: owner.into(),
+            liqo: Vec::new(),
         };
         OfferSpec::from_json(
             br#"{"name":"n","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#,

@@ -1,7 +1,8 @@
 //! `GET /v2/catalog`: offers as services, plans as plans.
 //!
 //! Each offer becomes a service (id derived from the offer id, name the
-//! offer id made CLI-friendly, `tags: [type]`), each plan a plan (id derived
+//! offer id made CLI-friendly, `tags: [type, liqo-v0?, liqo-v1?]`,
+//! `metadata.liqo`: the provider's Liqo generations), each plan a plan (id derived
 //! from offer id and plan key, `free` when its cost is zero, costs in the
 //! OSB pricing convention `metadata.costs: [{amount: {<currency>: n},
 //! unit}]`, resources as `metadata.bullets`). Disabled providers' offers are
@@ -109,6 +110,14 @@ fn plan_entry(
     })
 }
 
+/// A service's tags: the offer type, and `liqo-v0` / `liqo-v1` for the
+/// Liqo generations its provider peers with.
+fn tags(offer: &Offer) -> Vec<String> {
+    std::iter::once(offer.offer_type.clone())
+        .chain(offer.liqo.iter().map(|g| format!("liqo-{}", g.as_str())))
+        .collect()
+}
+
 /// The service entry of `offer`.
 pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Value {
     let mut plan_names = BTreeSet::new();
@@ -129,7 +138,7 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
         "id": ids::service_id(&offer.id),
         "name": name,
         "description": truncate(&description, MAX_DESCRIPTION),
-        "tags": [offer.offer_type],
+        "tags": tags(offer),
         "bindable": true,
         "instances_retrievable": true,
         "bindings_retrievable": true,
@@ -140,6 +149,7 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
             "providerDisplayName": offer.cluster_name,
             "clusterID": offer.cluster_id,
             "offerID": offer.id,
+            "liqo": offer.liqo,
         },
         "plans": plans,
     })

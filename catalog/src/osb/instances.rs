@@ -261,8 +261,8 @@ async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbEr
         subject: inst.owner.clone(),
         admin: false,
     };
-    match service::purchase(&state.buying, &reserved.id, &buyer).await {
-        Ok(contract) => Ok(contract.purchase.id),
+    match service::purchase(&state.buying, &reserved.id, &buyer, None).await {
+        Ok(purchase) => Ok(purchase.id),
         Err(e) => {
             let _ = service::end(&state.buying, &reserved.id, &buyer, Transition::Release).await;
             Err(unavailable(e))

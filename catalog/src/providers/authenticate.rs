@@ -32,9 +32,10 @@ pub struct Credentials {
     #[serde(rename = "clusterName")]
     #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub cluster_name: Option<String>,
-    /// An `http://` or `https://` URL of at most 2048 bytes.
+    /// An `http://` or `https://` URL of at most 2048 bytes, or `""` for a
+    /// provider that runs only Liqo v1 (it then offers no v0 peering).
     #[serde(rename = "authURL")]
-    #[schema(required = true, value_type = crate::http::schemas::HttpUrl)]
+    #[schema(required = true, value_type = crate::http::schemas::AuthUrl)]
     pub auth_url: Option<String>,
     /// The provider's secret (at most 4096 bytes); stored only as an argon2 hash.
     #[schema(required = true, value_type = crate::http::schemas::Secret)]
@@ -69,6 +70,10 @@ fn required(field: &str, v: Option<String>, max: usize) -> Result<String, FieldE
 }
 
 fn checked_auth_url(field: &str, v: Option<String>) -> Result<String, FieldError> {
+    // "": a provider that runs only Liqo v1 (no v0 peering to offer).
+    if v.as_deref() == Some("") {
+        return Ok(String::new());
+    }
     let url = required(field, v, MAX_URL_LEN)?;
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return Err(FieldError::new(field, "must be an http:// or https:// URL"));
@@ -183,7 +188,7 @@ pub struct Rotation {
     #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub cluster_name: Option<String>,
     #[serde(rename = "authURL")]
-    #[schema(required = true, value_type = crate::http::schemas::HttpUrl)]
+    #[schema(required = true, value_type = crate::http::schemas::AuthUrl)]
     pub auth_url: Option<String>,
     /// The current secret.
     #[schema(required = true, value_type = crate::http::schemas::Secret)]
@@ -194,7 +199,7 @@ pub struct Rotation {
     pub new_token: Option<String>,
     /// The auth URL from now on; unchanged if absent or null.
     #[serde(rename = "newAuthURL")]
-    #[schema(value_type = Option<crate::http::schemas::HttpUrl>)]
+    #[schema(value_type = Option<crate::http::schemas::AuthUrl>)]
     pub new_auth_url: Option<String>,
 }
 
@@ -276,6 +281,19 @@ pub async fn rotate(
         Err(e) => return Err(e.into()),
     }
     tracing::info!(cluster_id = %rotated.cluster_id, generation = rotated.generation, "provider credentials rotated; earlier tokens retired");
+    // An auth URL set or cleared changes whether it peers with Liqo v0.
+    if account.auth_url.is_empty() != rotated.auth_url.is_empty() {
+        let after = state.liqo(&rotated.cluster_id).await?;
+        let mut before = after.clone();
+        if account.auth_url.is_empty() {
+            before.retain(|g| *g != super::LiqoGeneration::V0);
+        } else {
+            before.insert(0, super::LiqoGeneration::V0);
+        }
+        state
+            .generations_changed(&rotated.cluster_id, &before, &after)
+            .await;
+    }
     state
         .remember_peering_token(&rotated.cluster_id, &new_token)
         .await;

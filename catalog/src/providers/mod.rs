@@ -10,6 +10,9 @@
 //!   purchase can hand it over.
 //! - [`admin`]: the administrator's login, consumer tokens, and the
 //!   provider list with its disabled flags.
+//! - [`peering`]: `PUT/GET /provider/peering`, the Liqo a provider runs
+//!   (v1 kubeconfig checked by [`kubeconfig`], sealed; its ResourceSlice
+//!   class) and the generations it peers with.
 //! - [`store`]: the [`ProviderStore`] trait the backends implement.
 //!
 //! Handlers get this feature's own state, [`Providers`], as
@@ -18,7 +21,9 @@
 
 pub mod admin;
 pub mod authenticate;
+pub mod kubeconfig;
 pub mod model;
+pub mod peering;
 pub mod seal;
 pub mod store;
 
@@ -26,7 +31,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use model::{PeeringCredentials, ProviderAccount, ProviderInfo};
+pub use model::{
+    LiqoGeneration, PeeringCredentials, ProviderAccount, ProviderInfo, ProviderPeering,
+};
 pub use store::ProviderStore;
 
 use crate::auth::{Generations, TokenService};
@@ -74,6 +81,8 @@ pub struct Providers {
     pub max_body_bytes: usize,
     /// SHA-256 of the administrator's secret, if one is configured.
     pub admin_secret_digest: Option<[u8; 32]>,
+    /// Told when a provider's Liqo generations change.
+    pub on_generations: Option<Arc<dyn peering::GenerationsChanged>>,
 }
 
 impl Providers {
@@ -119,6 +128,7 @@ impl Providers {
             limiter,
             max_body_bytes,
             admin_secret_digest: admin_secret.map(|s| admin::digest(&s)),
+            on_generations: None,
         })
     }
 
@@ -141,6 +151,12 @@ impl Providers {
         let account = self.store.get_provider(cluster_id).await?.ok_or_else(|| {
             ApiError::Conflict(format!("provider {cluster_id} has no account any more"))
         })?;
+        if account.auth_url.is_empty() {
+            // Its token is only a catalog secret: it peers with Liqo v1 alone.
+            return Err(ApiError::Conflict(format!(
+                "provider {cluster_id} peers only with Liqo v1 (no auth URL): it has no v0 peering credentials"
+            )));
+        }
         let sealed = self
             .store
             .get_peering_secret(cluster_id)

@@ -84,6 +84,89 @@ impl std::fmt::Debug for PeeringCredentials {
     }
 }
 
+/// A Liqo generation a provider peers with: `v0` (Liqo v0.x: cluster ID,
+/// auth URL and token) or `v1` (a peering user's kubeconfig).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LiqoGeneration {
+    V0,
+    V1,
+}
+
+impl LiqoGeneration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LiqoGeneration::V0 => "v0",
+            LiqoGeneration::V1 => "v1",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "v0" => Some(LiqoGeneration::V0),
+            "v1" => Some(LiqoGeneration::V1),
+            _ => None,
+        }
+    }
+}
+
+/// The ResourceSlice class a provider enforces when it registers none.
+pub const DEFAULT_SLICE_CLASS: &str = "liqo-broker";
+
+/// What a provider registered with `PUT /provider/peering`, as stored: its
+/// ResourceSlice class and its Liqo v1 peering user's kubeconfig, sealed
+/// (base64 of the [`super::seal`] layout, bound to the cluster ID and
+/// [`KUBECONFIG_SEAL_LABEL`]). Never serialise this into a response.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderPeering {
+    pub resource_slice_class: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_kubeconfig: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for ProviderPeering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderPeering")
+            .field("resource_slice_class", &self.resource_slice_class)
+            .field("v1", &self.sealed_kubeconfig.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Associated-data label of a sealed kubeconfig, so it never opens as a
+/// peering token (nor a token as a kubeconfig).
+pub const KUBECONFIG_SEAL_LABEL: &str = "v1-kubeconfig";
+
+/// The generations a provider peers with: `v0` when its account has a
+/// non-empty auth URL, `v1` when a kubeconfig is registered. Ordered.
+pub fn generations(
+    account: &ProviderAccount,
+    peering: Option<&ProviderPeering>,
+) -> Vec<LiqoGeneration> {
+    let mut out = Vec::with_capacity(2);
+    if !account.auth_url.is_empty() {
+        out.push(LiqoGeneration::V0);
+    }
+    if peering.is_some_and(|p| p.sealed_kubeconfig.is_some()) {
+        out.push(LiqoGeneration::V1);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +180,33 @@ mod tests {
             token: "very-secret".into(),
         };
         assert!(!format!("{c:?}").contains("very-secret"));
+    }
+
+    #[test]
+    fn generations_follow_auth_url_and_kubeconfig() {
+        let mut account = ProviderAccount {
+            cluster_id: "c".into(),
+            cluster_name: "n".into(),
+            auth_url: "https://x".into(),
+            secret_hash: String::new(),
+            created_at: crate::storage::now(),
+            generation: 0,
+        };
+        let mut peering = ProviderPeering {
+            resource_slice_class: DEFAULT_SLICE_CLASS.into(),
+            sealed_kubeconfig: None,
+            updated_at: crate::storage::now(),
+        };
+        assert_eq!(generations(&account, None), [LiqoGeneration::V0]);
+        assert_eq!(generations(&account, Some(&peering)), [LiqoGeneration::V0]);
+        peering.sealed_kubeconfig = Some("sealed".into());
+        assert_eq!(
+            generations(&account, Some(&peering)),
+            [LiqoGeneration::V0, LiqoGeneration::V1]
+        );
+        account.auth_url.clear();
+        assert_eq!(generations(&account, Some(&peering)), [LiqoGeneration::V1]);
+        assert!(generations(&account, None).is_empty());
+        assert!(!format!("{peering:?}").contains("sealed\""));
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{ProviderAccount, ProviderInfo};
+use super::{ProviderAccount, ProviderInfo, ProviderPeering};
 use crate::storage::StoreError;
 
 /// See the module docs. Shared as `Arc<dyn ProviderStore>`.
@@ -57,4 +57,17 @@ pub trait ProviderStore: Send + Sync + 'static {
 
     /// Disabled providers and since when.
     async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError>;
+
+    /// Replace what `cluster_id` registered with `PUT /provider/peering`.
+    async fn put_provider_peering(
+        &self,
+        cluster_id: &str,
+        peering: ProviderPeering,
+    ) -> Result<(), StoreError>;
+
+    /// What `cluster_id` registered with `PUT /provider/peering`, if anything.
+    async fn get_provider_peering(
+        &self,
+        cluster_id: &str,
+    ) -> Result<Option<ProviderPeering>, StoreError>;
 }

@@ -108,6 +108,7 @@ pub async fn serve(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
+    edge::announce::listening(None, "http", listener.local_addr().unwrap_or(addr));
     serve_listener(reader, listener, options, shutdown).await
 }
 

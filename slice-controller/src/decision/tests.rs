@@ -12,6 +12,7 @@ fn ctx(policy: GrantPolicy, shrink: ShrinkPolicy) -> Context {
         shrink,
         tenant: TenantCondition::Active,
         consumer: "consumer-1".into(),
+        contracted: None,
     }
 }
 
@@ -426,4 +427,177 @@ fn an_empty_request_fits_anything() {
     );
     assert_eq!(verdict(&out[0]).message, "granted as requested: nothing");
     assert_eq!(verdict(&out[0]).granted, Some(list(&[])));
+}
+
+fn contracts(shrink: ShrinkPolicy, bought: Option<&[(&str, &str)]>) -> Context {
+    Context {
+        contracted: bought.map(list),
+        ..ctx(GrantPolicy::Contracts, shrink)
+    }
+}
+
+#[test]
+fn contracts_allow_the_smaller_of_contract_and_chain_per_resource() {
+    let allowance = contract_allowance(
+        &list(&[("cpu", "8"), ("memory", "2Gi"), ("pods", "110")]),
+        &list(&[("cpu", "2"), ("memory", "4Gi"), ("nvidia.com/gpu", "1")]),
+    );
+    assert_eq!(
+        allowance,
+        list(&[("cpu", "2"), ("memory", "2Gi"), ("nvidia.com/gpu", "0")])
+    );
+}
+
+#[test]
+fn contracts_clamp_an_over_asking_slice_and_grant_nothing_outside_them() {
+    let out = decide_all(
+        &contracts(ShrinkPolicy::Keep, Some(&[("cpu", "2"), ("memory", "4Gi")])),
+        &list(&[("cpu", "8"), ("memory", "16Gi"), ("pods", "110")]),
+        &[
+            pending("a", T1, &[("cpu", "1"), ("memory", "4Gi")]),
+            pending("b", T2, &[("cpu", "2"), ("pods", "10")]),
+        ],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesGranted,
+            message: "granted as requested: cpu 1, memory 4Gi".into(),
+            granted: Some(list(&[("cpu", "1"), ("memory", "4Gi")])),
+        }
+    );
+    assert_eq!(
+        verdict(&out[1]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesClamped,
+            message: "granted less than requested: cpu 1 (requested 2, remaining 1), pods 0 (requested 10, remaining 0)".into(),
+            granted: Some(list(&[("cpu", "1"), ("pods", "0")])),
+        }
+    );
+}
+
+#[test]
+fn contracts_a_second_contract_adds_to_the_grant() {
+    let holding = incumbent("a", T1, &[("cpu", "4")], &[("cpu", "2")]);
+    let out = decide_all(
+        &contracts(ShrinkPolicy::Keep, Some(&[("cpu", "4")])),
+        &list(&[("cpu", "100")]),
+        &[holding],
+    );
+    assert_eq!(verdict(&out[0]).granted, Some(list(&[("cpu", "4")])));
+}
+
+#[test]
+fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
+    let holding = incumbent("a", T1, &[("cpu", "2")], &[("cpu", "2")]);
+    let newcomer = pending("b", T2, &[("cpu", "1")]);
+    let offered = list(&[("cpu", "100")]);
+    let kept = decide_all(
+        &contracts(ShrinkPolicy::Keep, None),
+        &offered,
+        &[holding.clone(), newcomer.clone()],
+    );
+    assert_eq!(kept[0], Decision::Keep, "keep: the grant stands");
+    assert_eq!(
+        verdict(&kept[1]),
+        &Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::NoContract,
+            message:
+                "consumer consumer-1 has no active contract with this provider: nothing is granted"
+                    .into(),
+            granted: None,
+        }
+    );
+    let followed = decide_all(
+        &contracts(ShrinkPolicy::Follow, None),
+        &offered,
+        &[holding.clone(), newcomer],
+    );
+    assert_eq!(verdict(&followed[0]).reason, Reason::NoContract);
+    assert_eq!(verdict(&followed[0]).granted, None);
+    // A contract that shrinks (one of two expired): follow shrinks the grant.
+    let shrunk = decide_all(
+        &contracts(ShrinkPolicy::Follow, Some(&[("cpu", "1")])),
+        &offered,
+        &[incumbent("a", T1, &[("cpu", "2")], &[("cpu", "2")])],
+    );
+    assert_eq!(verdict(&shrunk[0]).granted, Some(list(&[("cpu", "1")])));
+    let stays = decide_all(
+        &contracts(ShrinkPolicy::Keep, Some(&[("cpu", "1")])),
+        &offered,
+        &[incumbent("a", T1, &[("cpu", "2")], &[("cpu", "2")])],
+    );
+    assert_eq!(verdict(&stays[0]).granted, Some(list(&[("cpu", "2")])));
+}
+
+mod contracts_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn amounts() -> impl Strategy<Value = Vec<(u8, u8)>> {
+        // (cpu, memory in Gi) pairs; 0 leaves the resource out.
+        proptest::collection::vec((0u8..6, 0u8..6), 0..5)
+    }
+
+    fn to_list(cpu: u8, mem: u8) -> ResourceList {
+        let mut l = ResourceList::new();
+        if cpu > 0 {
+            l.insert("cpu", cpu.to_string().parse().expect("q"));
+        }
+        if mem > 0 {
+            l.insert("memory", format!("{mem}Gi").parse().expect("q"));
+        }
+        l
+    }
+
+    proptest! {
+        /// Under `contracts` with `follow`, whatever the slices ask and hold,
+        /// the consumer's accepted grants together never exceed, resource
+        /// by resource, its contracts nor the chain; no slice gets more
+        /// than it asked; and resources outside the contracts get nothing.
+        #[test]
+        fn grants_stay_within_contracts_and_chain(
+            bought in (0u8..6, 0u8..6),
+            chain in (0u8..8, 0u8..8),
+            asks in amounts(),
+            holds in amounts(),
+        ) {
+            let contracted = to_list(bought.0, bought.1);
+            let offered = to_list(chain.0, chain.1);
+            let candidates: Vec<Candidate> = asks.iter().enumerate().map(|(i, a)| {
+                let mut asked = to_list(a.0, a.1);
+                asked.insert("pods", "3".parse().expect("q"));
+                Candidate {
+                    created: format!("2026-11-0{}T00:00:00Z", i + 1),
+                    name: format!("s{i}"),
+                    requested: Ok(asked),
+                    accepted: holds.get(i).map(|h| to_list(h.0, h.1)),
+                }
+            }).collect();
+            let c = contracts(ShrinkPolicy::Follow, Some(&[]));
+            let c = Context { contracted: Some(contracted.clone()), ..c };
+            let out = decide_all(&c, &offered, &candidates);
+            let allowance = contract_allowance(&offered, &contracted);
+            let mut total = ResourceList::new();
+            for (d, cand) in out.iter().zip(&candidates) {
+                let granted = match d {
+                    Decision::Keep => cand.accepted.clone(),
+                    Decision::Set(v) => v.granted.clone(),
+                };
+                if let Some(g) = granted {
+                    let asked = cand.requested.as_ref().expect("asked");
+                    prop_assert!(within(&g, asked), "granted {g:?} for {asked:?}");
+                    prop_assert!(g.get("pods").is_none_or(Quantity::is_zero), "pods: {g:?}");
+                    total = total.add(&g);
+                }
+            }
+            for (name, q) in &total.0 {
+                let allowed = allowance.get(name).cloned().unwrap_or_else(zero);
+                prop_assert!(*q <= allowed, "{name}: {q} > {allowed}");
+            }
+        }
+    }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use e2e::{free_port, Child, Spawn};
+use e2e::{Child, Spawn};
 
 /// A `resource-monitor` process serving a static file in shape A.
 pub struct Monitor {
@@ -26,7 +26,7 @@ impl Monitor {
         std::fs::write(&file, yaml)?;
         let mut m = Self {
             id: id.into(),
-            port: free_port(),
+            port: 0,
             file,
             config: None,
             child: None,
@@ -50,7 +50,7 @@ impl Monitor {
         )?;
         let mut m = Self {
             id: id.into(),
-            port: free_port(),
+            port: 0,
             file,
             config: Some(config),
             child: None,
@@ -59,7 +59,9 @@ impl Monitor {
         Ok(m)
     }
 
-    /// (Re)start the process on the same port.
+    /// (Re)start the process: the first time on a port the system picks
+    /// (port 0, announced), then on that same port, so the aggregator's
+    /// `--upstream` address stays true.
     pub fn restart(&mut self) -> Result<()> {
         let mut spawn = Spawn::new("resource-monitor");
         spawn = match &self.config {
@@ -68,14 +70,15 @@ impl Monitor {
                 .arg("--source")
                 .arg(format!("static:{}", self.file.display())),
         };
-        let child = spawn
+        let (child, bound) = spawn
             .args([
                 "--liqo-api",
                 "v0.5",
                 "--listen",
                 &format!("127.0.0.1:{}", self.port),
             ])
-            .start_listening(self.port)?;
+            .start_announced(1)?;
+        self.port = bound.port(None);
         self.child = Some(child);
         Ok(())
     }
@@ -122,18 +125,17 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
-    /// Start with `args` plus `--listen` and `--metrics-listen` on free ports.
+    /// Start with `args` plus `--listen` and `--metrics-listen` on port 0
+    /// (the system picks; the aggregator announces both).
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Result<Self> {
-        let port = free_port();
-        let metrics_port = free_port();
-        let child = Spawn::new("aggregator")
+        let (child, bound) = Spawn::new("aggregator")
             .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
-            .start_listening(port)?;
+            .args(["--listen", "127.0.0.1:0"])
+            .args(["--metrics-listen", "127.0.0.1:0"])
+            .start_announced(2)?;
         Ok(Self {
-            port,
-            metrics_port,
+            port: bound.port(None),
+            metrics_port: bound.port(Some("metrics")),
             child,
         })
     }

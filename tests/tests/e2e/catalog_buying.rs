@@ -80,7 +80,9 @@ fn reserve_purchase_and_credentials(backend: Backend) {
     );
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.header("cache-control"), Some("no-store"));
-    assert_eq!(r.json["state"], "purchased");
+    // The purchase answers the contract: its state is the contract's.
+    assert_eq!(r.json["state"], "pending", "{}", r.text);
+    assert_eq!(r.json["active"], true, "{}", r.text);
     assert!(r.json["purchasedAt"].is_string());
     assert_eq!(
         r.json["peering"],

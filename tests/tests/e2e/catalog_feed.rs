@@ -54,8 +54,9 @@ fn seq(m: &Value) -> u64 {
 /// What the test wrote, as the API documents it comes back: the body sent,
 /// with `planName` read as `name`, a missing description as `""`, the
 /// quantities the tests write in Kubernetes' canonical form (`"1000m"` →
-/// `"1"`), and the owner's `id`, `clusterID`, `clusterName` and `version`
-/// added (`createdAt` and `updatedAt` are checked apart: only the server
+/// `"1"`), missing labels as `{}`, and the owner's `id`, `clusterID`,
+/// `clusterName`, `version` and Liqo generations (`v0` for a provider that
+/// registered an auth URL) added (`createdAt` and `updatedAt` are checked apart: only the server
 /// knows them). Independent of the server's own `GET /offers`, so a feed
 /// and a list that are wrong the same way are caught.
 fn written(id: &str, body: &Value, owner: &Value, version: u64) -> Value {
@@ -88,8 +89,10 @@ fn written(id: &str, body: &Value, owner: &Value, version: u64) -> Value {
         "type": body["type"],
         "description": body.get("description").cloned().unwrap_or(json!("")),
         "plans": plans,
+        "labels": body.get("labels").cloned().unwrap_or(json!({})),
         "clusterID": owner["clusterID"],
         "clusterName": owner["clusterName"],
+        "liqo": if owner["authURL"].as_str().unwrap_or("").is_empty() { json!([]) } else { json!(["v0"]) },
         "version": version,
     })
 }

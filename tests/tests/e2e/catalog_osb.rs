@@ -144,7 +144,10 @@ fn catalog_maps_offers_to_services() {
         .expect("shop");
     assert_eq!(shop["name"], "shop");
     assert_eq!(shop["description"], "Spare cluster capacity.");
-    assert_eq!(shop["tags"], json!(["compute"]));
+    // The offer's type, then the Liqo generations its provider peers with
+    // (it registered an auth URL: v0).
+    assert_eq!(shop["tags"], json!(["compute", "liqo-v0"]));
+    assert_eq!(shop["metadata"]["liqo"], json!(["v0"]));
     assert_eq!(shop["bindable"], true);
     assert_eq!(shop["metadata"]["displayName"], "Compute for rent");
     assert_eq!(shop["metadata"]["clusterID"], "cluster-1");

@@ -22,17 +22,12 @@ async fn notification_crosses_two_chained_processes() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 4\nmemory: 8Gi\nnvidia.com/gpu: 2\n")?;
-    let p1_port = free_port();
-    let _p1 = Spawn::new("resource-monitor")
+    let (_p1, bound) = Spawn::new("resource-monitor")
         .arg("--source")
         .arg(format!("static:{}", file.display()))
-        .args([
-            "--liqo-api",
-            "v0.5",
-            "--listen",
-            &format!("127.0.0.1:{p1_port}"),
-        ])
-        .start_listening(p1_port)?;
+        .args(["--liqo-api", "v0.5", "--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let p1_port = bound.port(None);
 
     let chain = dir.path().join("chain.toml");
     std::fs::write(
@@ -45,12 +40,12 @@ async fn notification_crosses_two_chained_processes() -> Result<()> {
              [[filter.rules]]\ndeny = [\"nvidia.com/*\"]\n"
         ),
     )?;
-    let p2_port = free_port();
-    let _p2 = Spawn::new("resource-monitor")
+    let (_p2, bound) = Spawn::new("resource-monitor")
         .arg("--config")
         .arg(&chain)
-        .args(["--listen", &format!("127.0.0.1:{p2_port}")])
-        .start_listening(p2_port)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let p2_port = bound.port(None);
     let client = ReaderClient::connect(p2_port, Shape::B).await?;
 
     // Wait until P2 is subscribed to P1 (its reads fail until then).
@@ -102,11 +97,11 @@ async fn remove_cluster_reaches_the_upstream() -> Result<()> {
              [quota]\npercent = 25\n\n[[filter.rules]]\ndeny = [\"memory\"]\n"
         ),
     )?;
-    let port = free_port();
-    let _p = Spawn::new("resource-monitor")
+    let (_p, bound) = Spawn::new("resource-monitor")
         .args(["--config".as_ref(), chain.as_os_str()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::A).await?;
     let answer = client
         .read_until("c1", Duration::from_secs(10), |r| !r.is_empty())

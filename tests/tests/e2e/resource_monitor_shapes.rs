@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
-use e2e::{free_port, Spawn};
+use e2e::Spawn;
 
 /// How long a change may take to reach a subscriber before the test calls
 /// it lost. The README promises 1 s; that is a latency figure for a
@@ -28,14 +28,14 @@ async fn exercise(shape: Shape) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 4\nmemory: 8Gi\nnvidia.com/gpu: 1\n")?;
-    let port = free_port();
-    let _server = Spawn::new("resource-monitor")
+    let (_server, bound) = Spawn::new("resource-monitor")
         .arg("--source")
         .arg(format!("static:{}", file.display()))
         .args(["--quota-percent", "50", "--liqo-api", shape.liqo_api()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--listen", "127.0.0.1:0"])
         .args(["--pool-name", "pool-x", "--pool-prefix", "px"])
-        .start_listening(port)?;
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, shape).await?;
 
     // Read: half of the file, in canonical quantity strings.

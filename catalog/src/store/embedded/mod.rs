@@ -51,6 +51,9 @@ pub(crate) mod tables {
     pub const PROVIDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("providers");
     /// cluster ID → sealed peering token.
     pub const PEERING: TableDefinition<&str, &[u8]> = TableDefinition::new("peering_secrets");
+    /// cluster ID → JSON of `ProviderPeering` (class, sealed kubeconfig).
+    pub const PROVIDER_PEERING: TableDefinition<&str, &[u8]> =
+        TableDefinition::new("provider_peering");
     /// cluster ID → disabled since (ms).
     pub const DISABLED: TableDefinition<&str, i64> = TableDefinition::new("disabled_providers");
 
@@ -167,6 +170,7 @@ impl EmbeddedStore {
             txn.open_table(PROVIDERS).map_err(internal)?;
             txn.open_table(PEERING).map_err(internal)?;
             txn.open_table(DISABLED).map_err(internal)?;
+            txn.open_table(PROVIDER_PEERING).map_err(internal)?;
             txn.open_table(RESERVATIONS).map_err(internal)?;
             txn.open_table(HOLDS).map_err(internal)?;
             txn.open_table(CAPS).map_err(internal)?;

@@ -7,10 +7,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-use super::tables::{DISABLED, PEERING, PROVIDERS};
-use super::{from_millis, internal, EmbeddedStore, Inner};
+use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
+use super::{from_millis, get_record, internal, to_json, EmbeddedStore, Inner};
 use crate::offers::OfferChange;
-use crate::providers::{ProviderAccount, ProviderInfo, ProviderStore};
+use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::storage::StoreError;
 
 impl Inner {
@@ -199,6 +199,37 @@ impl ProviderStore for EmbeddedStore {
                 out.insert(k.value().to_string(), from_millis(v.value()));
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn put_provider_peering(
+        &self,
+        cluster_id: &str,
+        peering: ProviderPeering,
+    ) -> Result<(), StoreError> {
+        let id = cluster_id.to_string();
+        self.blocking_db(move |db| {
+            let json = to_json(&peering)?;
+            let txn = db.begin_write().map_err(internal)?;
+            txn.open_table(PROVIDER_PEERING)
+                .map_err(internal)?
+                .insert(id.as_str(), json.as_slice())
+                .map_err(internal)?;
+            txn.commit().map_err(internal)
+        })
+        .await
+    }
+
+    async fn get_provider_peering(
+        &self,
+        cluster_id: &str,
+    ) -> Result<Option<ProviderPeering>, StoreError> {
+        let id = cluster_id.to_string();
+        self.blocking_db(move |db| {
+            let read = db.begin_read().map_err(internal)?;
+            let table = read.open_table(PROVIDER_PEERING).map_err(internal)?;
+            get_record(&table, &id, "provider peering")
         })
         .await
     }

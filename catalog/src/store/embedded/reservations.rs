@@ -15,12 +15,14 @@ use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
 use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
 use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
 use crate::buying::model::{
-    newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
+    newest_first, sold_out, step, PlanUsage, Reservation, Step, Transition,
 };
-use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
+use crate::buying::store::{
+    refused, written, Decide, ReservationStore, ReserveError, TransitionError,
+};
 use crate::storage::StoreError;
 
-/// Deadline of a purchase: never.
+/// Deadline of a purchase without expiry (an OSB purchase): never.
 const PURCHASED: u64 = u64::MAX;
 /// Most reservations one sweep expires in one transaction.
 const SWEEP_BATCH: usize = 1000;
@@ -35,6 +37,12 @@ fn hold_key(r: &Reservation) -> String {
 
 fn due_key(r: &Reservation) -> String {
     format!("{:020}{SEP}{}", millis(r.expires_at), r.id)
+}
+
+/// `r`'s entry in the expiry index, if it is due some day.
+fn due_entry(r: &Reservation) -> Option<String> {
+    r.due_at()
+        .map(|d| format!("{:020}{SEP}{}", millis(d), r.id))
 }
 
 fn consumer_key(r: &Reservation) -> String {
@@ -66,12 +74,16 @@ fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<
     reservations
         .insert(next.id.as_str(), to_json(next)?.as_slice())
         .map_err(internal)?;
-    if r.state == ReservationState::Reserved {
-        due.remove(due_key(r).as_str()).map_err(internal)?;
+    if let Some(old) = due_entry(r) {
+        due.remove(old.as_str()).map_err(internal)?;
     }
-    if next.state == ReservationState::Purchased {
+    if let Some(new) = due_entry(next) {
+        due.insert(new.as_str(), 0).map_err(internal)?;
+    }
+    if next.holds() {
+        let deadline = next.due_at().map_or(PURCHASED, millis);
         holds
-            .insert(hold_key(next).as_str(), PURCHASED)
+            .insert(hold_key(next).as_str(), deadline)
             .map_err(internal)?;
     } else {
         holds.remove(hold_key(next).as_str()).map_err(internal)?;
@@ -146,18 +158,17 @@ impl EmbeddedStore {
         Ok(Ok(r))
     }
 
-    fn transition_blocking(
+    fn update_blocking(
         db: &Database,
         id: &str,
-        t: Transition,
-        now: DateTime<Utc>,
+        decide: &Decide,
     ) -> Result<Result<Reservation, TransitionError>, StoreError> {
         let txn = db.begin_write().map_err(internal)?;
         let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, id)?;
         let Some(r) = current else {
             return Ok(Err(TransitionError::NotFound));
         };
-        let outcome = match step(&r, t, now) {
+        let outcome = match decide(&r) {
             Step::Refuse => return Ok(Err(refused(r))),
             Step::Write { next, refused } => {
                 write(&txn, &r, &next)?;
@@ -174,36 +185,37 @@ impl EmbeddedStore {
     ) -> Result<Vec<Reservation>, StoreError> {
         let txn = db.begin_write().map_err(internal)?;
         let upper = format!("{:020}", millis(now).saturating_add(1));
-        let ids: Vec<String> = {
+        let keys: Vec<String> = {
             let due = txn.open_table(DUE).map_err(internal)?;
-            let mut ids = Vec::new();
+            let mut keys = Vec::new();
             for entry in due.range(..upper.as_str()).map_err(internal)? {
                 let (k, _) = entry.map_err(internal)?;
-                if let Some((_, id)) = k.value().split_once(SEP) {
-                    ids.push(id.to_string());
-                }
-                if ids.len() >= SWEEP_BATCH {
+                keys.push(k.value().to_string());
+                if keys.len() >= SWEEP_BATCH {
                     break;
                 }
             }
-            ids
+            keys
         };
-        let mut expired = Vec::new();
-        for id in ids {
-            let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, &id)?;
+        let (mut expired, mut dropped) = (Vec::new(), false);
+        for key in keys {
+            let Some((_, id)) = key.split_once(SEP) else {
+                continue;
+            };
+            let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, id)?;
             match current {
                 Some(r) if r.is_due(now) => expired.push(apply(&txn, &r, Transition::Expire, now)?),
-                // An index entry without a due reservation: drop it.
-                Some(r) => {
+                // An index entry without a due record: drop it.
+                _ => {
                     txn.open_table(DUE)
                         .map_err(internal)?
-                        .remove(due_key(&r).as_str())
+                        .remove(key.as_str())
                         .map_err(internal)?;
+                    dropped = true;
                 }
-                None => {}
             }
         }
-        if !expired.is_empty() {
+        if !expired.is_empty() || dropped {
             txn.commit().map_err(internal)?;
         }
         Ok(expired)
@@ -280,9 +292,37 @@ impl ReservationStore for EmbeddedStore {
         t: Transition,
         now: DateTime<Utc>,
     ) -> Result<Reservation, TransitionError> {
+        self.update(id, std::sync::Arc::new(move |r| step(r, t, now)))
+            .await
+    }
+
+    async fn update(&self, id: &str, decide: Decide) -> Result<Reservation, TransitionError> {
         let id = id.to_string();
-        self.blocking_db(move |db| Self::transition_blocking(db, &id, t, now))
+        self.blocking_db(move |db| Self::update_blocking(db, &id, &decide))
             .await?
+    }
+
+    async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError> {
+        let cluster_id = cluster_id.to_string();
+        let mut out: Vec<Reservation> = self
+            .blocking_db(move |db| {
+                // A scan: providers poll with ETags, and the embedded store
+                // serves one catalog's worth of records.
+                let read = db.begin_read().map_err(internal)?;
+                let table = read.open_table(RESERVATIONS).map_err(internal)?;
+                let mut out = Vec::new();
+                for entry in table.iter().map_err(internal)? {
+                    let (_, v) = entry.map_err(internal)?;
+                    let r: Reservation = from_json("reservation", v.value())?;
+                    if r.cluster_id == cluster_id {
+                        out.push(r);
+                    }
+                }
+                Ok(out)
+            })
+            .await?;
+        newest_first(&mut out);
+        Ok(out)
     }
 
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
@@ -346,7 +386,7 @@ impl ReservationStore for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buying::model::Channel;
+    use crate::buying::model::{Channel, ReservationState};
     use crate::offers::Cost;
 
     fn reservation(id: &str, plan: &str, ttl_ms: i64) -> Reservation {
@@ -364,6 +404,7 @@ mod tests {
             expires_at: now + chrono::Duration::milliseconds(ttl_ms),
             purchased_at: None,
             ended_at: None,
+            contract: None,
         }
     }
 

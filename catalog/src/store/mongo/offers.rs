@@ -63,6 +63,13 @@ pub(super) struct LiveFields {
     cluster_name: String,
     created_at: bson::DateTime,
     plans: Vec<PlanDoc>,
+    /// The owner's Liqo generations (`v0`, `v1`), queried by `liqo=`.
+    #[serde(default)]
+    liqo: Vec<String>,
+    /// Provider labels as `key=value` strings (a key never holds `=`), so
+    /// `label.*` filters are one `$all` on a multikey index.
+    #[serde(default)]
+    labels: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -167,6 +174,8 @@ impl OfferDoc {
                 cluster_name: offer.cluster_name.clone(),
                 created_at: bt(offer.created_at),
                 plans,
+                liqo: offer.liqo.iter().map(|g| g.as_str().to_string()).collect(),
+                labels: label_pairs(&offer.labels),
             }),
         }
     }
@@ -200,14 +209,27 @@ impl OfferDoc {
                 },
             );
         }
+        let mut labels = crate::offers::Labels::new();
+        for pair in live.labels {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| corrupt(&self.id, format!("label {pair}")))?;
+            labels.insert(k.to_string(), v.to_string());
+        }
         Ok(Some(Offer {
             id: self.id,
             name: live.name,
             offer_type: live.offer_type,
             description: live.description,
             plans,
+            labels,
             cluster_id: self.cluster_id,
             cluster_name: live.cluster_name,
+            liqo: live
+                .liqo
+                .iter()
+                .filter_map(|g| crate::providers::LiqoGeneration::parse(g))
+                .collect(),
             created_at: from_bt(live.created_at),
             updated_at: from_bt(self.updated_at),
             version: version_u64(self.version),
@@ -232,6 +254,11 @@ impl OfferDoc {
     }
 }
 
+/// Labels as stored: `key=value` each.
+fn label_pairs(labels: &crate::offers::Labels) -> Vec<String> {
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
 fn corrupt(id: &str, what: String) -> StoreError {
     StoreError::Internal(format!("offer {id} in MongoDB is corrupt: {what}"))
 }
@@ -243,6 +270,9 @@ fn query_for(filter: &OfferFilter) -> Document {
     if let Some(t) = &filter.offer_type {
         q.insert("live.type", t.as_str());
     }
+    if let Some(g) = filter.liqo {
+        q.insert("live.liqo", g.as_str());
+    }
     if let Some(p) = &filter.provider {
         q.insert(
             "$or",
@@ -251,6 +281,9 @@ fn query_for(filter: &OfferFilter) -> Document {
                 doc! { "live.clusterName": p.as_str() },
             ],
         );
+    }
+    if !filter.labels.is_empty() {
+        q.insert("live.labels", doc! { "$all": label_pairs(&filter.labels) });
     }
     if filter.has_plan_conditions() {
         let mut plan = Document::new();
@@ -323,6 +356,7 @@ impl MongoStore {
             doc! { "live.type": 1 },
             doc! { "live.clusterName": 1 },
             doc! { "live.plans.costNanos": 1 },
+            doc! { "live.labels": 1 },
             doc! { "live.plans.resources.name": 1, "live.plans.resources.milli": 1 },
             // Finding old tombstones to purge.
             doc! { "deleted": 1, "updatedAt": 1 },
@@ -763,6 +797,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
+            liqo: Vec::new(),
         };
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
@@ -777,6 +812,49 @@ mod tests {
 
     /// A lost history or a dead stream is "start afresh"; a lost connection
     /// or a primary stepping down is "resume".
+    /// `liqo=` runs as a database query on the stamped generations, and
+    /// finds what the reference filter finds.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn liqo_filter_runs_as_a_query() {
+        use crate::providers::LiqoGeneration::{V0, V1};
+        let server = e2e::mongo::MongoServer::start().unwrap();
+        let store = MongoStore::connect(&MongoConfig {
+            uri: server.uri(),
+            database: "liqo".into(),
+            timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let body = r#"{"name":"x","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
+        for (id, liqo) in [
+            ("none", vec![]),
+            ("old", vec![V0]),
+            ("new", vec![V1]),
+            ("both", vec![V0, V1]),
+        ] {
+            let mut d = draft(id, body);
+            d.owner.liqo = liqo;
+            store.put_offer(d, None).await.unwrap();
+        }
+        for (value, expected) in [("v0", vec!["both", "old"]), ("v1", vec!["both", "new"])] {
+            let filter = OfferFilter::from_pairs([("liqo", value)]).unwrap();
+            let docs: Vec<OfferDoc> = store
+                .offers
+                .find(query_for(&filter))
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            assert_eq!(ids, expected, "database query for liqo={value}");
+            let listed = store.list_offers(&filter).await.unwrap();
+            assert!(listed.iter().all(|o| filter.matches(o)));
+            assert_eq!(listed.len(), expected.len());
+        }
+    }
+
     #[test]
     fn which_change_stream_errors_cannot_resume() {
         for (code, msg) in [
@@ -887,7 +965,7 @@ mod tests {
             ),
             (
                 "c",
-                r#"{"name":"c","type":"compute","plans":{"p":{"name":"p","cost":"1.0","resources":{"cpu":"500m","memory":"4G"}}}}"#,
+                r#"{"name":"c","type":"compute","labels":{"region":"eu","tier":""},"plans":{"p":{"name":"p","cost":"1.0","resources":{"cpu":"500m","memory":"4G"}}}}"#,
             ),
         ];
         for (id, body) in offers {
@@ -904,6 +982,10 @@ mod tests {
             (vec![("type", "compute")], vec!["a", "c"]),
             (vec![("provider", "one")], vec!["a", "b", "c"]),
             (vec![("provider", "c2")], vec![]),
+            (vec![("label.region", "eu")], vec!["c"]),
+            (vec![("label.region", "eu"), ("label.tier", "")], vec!["c"]),
+            (vec![("label.region", "eu"), ("label.tier", "x")], vec![]),
+            (vec![("label.region", "us")], vec![]),
             (vec![("maxCost", "1")], vec!["a", "c"]),
             (vec![("maxCost", "0.4")], vec![]),
             (vec![("min.memory", "4Gi")], vec!["a"]),

@@ -1,6 +1,7 @@
 //! The MongoDB [`ProviderStore`]: accounts in `providers` (keyed by
 //! cluster ID, secret hashed), sealed peering tokens in `peering_secrets`,
-//! disabled flags in `disabled_providers`.
+//! disabled flags in `disabled_providers`, what each registered with
+//! `PUT /provider/peering` (kubeconfig sealed) in `provider_peering`.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::offers::ProviderDoc;
 use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::OfferChange;
-use crate::providers::{ProviderAccount, ProviderInfo, ProviderStore};
+use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::storage::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +29,19 @@ pub(super) struct DisabledDoc {
     #[serde(rename = "_id")]
     id: String,
     since: bson::DateTime,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct PeeringDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    body: ProviderPeering,
+}
+
+impl MongoStore {
+    fn provider_peering(&self) -> mongodb::Collection<PeeringDoc> {
+        self.db.collection("provider_peering")
+    }
 }
 
 #[async_trait]
@@ -198,6 +212,42 @@ impl ProviderStore for MongoStore {
                 .await
                 .map_err(classify)?;
             Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
+        })
+        .await
+    }
+
+    async fn put_provider_peering(
+        &self,
+        cluster_id: &str,
+        peering: ProviderPeering,
+    ) -> Result<(), StoreError> {
+        let how = "Read it (GET /provider/peering) to see what is registered.".to_string();
+        self.bounded(Op::Write(how), async {
+            let doc = PeeringDoc {
+                id: cluster_id.to_string(),
+                body: peering,
+            };
+            self.provider_peering()
+                .replace_one(doc! { "_id": cluster_id }, doc)
+                .upsert(true)
+                .await
+                .map_err(classify)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_provider_peering(
+        &self,
+        cluster_id: &str,
+    ) -> Result<Option<ProviderPeering>, StoreError> {
+        self.bounded(Op::Read, async {
+            Ok(self
+                .provider_peering()
+                .find_one(doc! { "_id": cluster_id })
+                .await
+                .map_err(classify)?
+                .map(|d| d.body))
         })
         .await
     }

@@ -3,16 +3,19 @@
 //! file reads, writes with a state-conditioned replace and keeps the units.
 //!
 //! Collections:
-//! - `reservations`: `{_id, consumer, state, expiresAt, unit, body}`, where
-//!   `body` is the [`Reservation`]; every state change is a `replace_one`
-//!   conditioned on the state it expects, so two processes never both
-//!   purchase, or purchase and expire, one reservation.
+//! - `reservations`: `{_id, consumer, state, expiresAt, contractEnds?,
+//!   unit, body}`, where `body` is the [`Reservation`] and `contractEnds`
+//!   a live contract's expiry (for the sweeper); every change is a
+//!   `replace_one` conditioned on the state it expects (and, for a
+//!   contract, its revision), so two processes never both purchase, or
+//!   purchase and expire, one reservation, nor lose a state report.
 //! - `plan_units`: one document per held unit,
 //!   `{_id: "offer␟plan␟slot", plan, reservation, expiresAt}`. For a capped
 //!   plan the slot is a number below the cap, so the unique `_id` makes
 //!   claiming a unit an atomic insert: however many clients race, at most
 //!   `cap` slots exist. An uncapped plan's units are named after their
-//!   reservation. A purchase clears `expiresAt` (held until cancelled).
+//!   reservation. A purchase sets `expiresAt` to the contract's expiry
+//!   (clears it for an OSB purchase: held until cancelled).
 //! - `plan_caps`: `{_id: "offer␟plan", cap}`.
 //!
 //! A process that dies between two writes (unit and reservation) leaves a
@@ -33,7 +36,9 @@ use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
-use crate::buying::store::{refused, written, ReservationStore, ReserveError, TransitionError};
+use crate::buying::store::{
+    refused, written, Decide, ReservationStore, ReserveError, TransitionError,
+};
 use crate::storage::StoreError;
 
 /// Attempts at a slot or a state change before answering 503.
@@ -53,6 +58,9 @@ pub(super) struct ReservationDoc {
     consumer: String,
     state: String,
     expires_at: bson::DateTime,
+    /// A purchased contract's expiry: what the sweeper looks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    contract_ends: Option<bson::DateTime>,
     unit: String,
     body: Reservation,
 }
@@ -86,6 +94,9 @@ fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
         consumer: r.consumer.clone(),
         state: r.state.as_str().to_string(),
         expires_at: bt(r.expires_at),
+        contract_ends: (r.state == ReservationState::Purchased)
+            .then(|| r.due_at().map(bt))
+            .flatten(),
         unit: unit.to_string(),
         body: r.clone(),
     }
@@ -114,6 +125,20 @@ impl MongoStore {
                 .create_index(
                     IndexModel::builder()
                         .keys(doc! { "state": 1, "expiresAt": 1 })
+                        .build(),
+                )
+                .await?;
+            self.reservations
+                .create_index(
+                    IndexModel::builder()
+                        .keys(doc! { "state": 1, "contractEnds": 1 })
+                        .build(),
+                )
+                .await?;
+            self.reservations
+                .create_index(
+                    IndexModel::builder()
+                        .keys(doc! { "body.clusterID": 1 })
                         .build(),
                 )
                 .await?;
@@ -159,14 +184,9 @@ impl MongoStore {
         match r.state {
             ReservationState::Reserved => Ok(true),
             ReservationState::Purchased => {
-                if unit.expires_at.is_some() {
-                    self.units
-                        .update_one(
-                            doc! { "_id": &unit.id, "reservation": &r.id },
-                            doc! { "$set": { "expiresAt": Bson::Null } },
-                        )
-                        .await
-                        .map_err(classify)?;
+                let until = r.due_at().map(bt);
+                if unit.expires_at != until {
+                    self.hold_unit(&unit.id, &r.id, until).await?;
                 }
                 Ok(true)
             }
@@ -175,6 +195,24 @@ impl MongoStore {
                 Ok(false)
             }
         }
+    }
+
+    /// Hold `unit_id` until `until` (None: until cancelled).
+    async fn hold_unit(
+        &self,
+        unit_id: &str,
+        reservation: &str,
+        until: Option<bson::DateTime>,
+    ) -> Result<(), StoreError> {
+        let until = until.map_or(Bson::Null, Bson::DateTime);
+        self.units
+            .update_one(
+                doc! { "_id": unit_id, "reservation": reservation },
+                doc! { "$set": { "expiresAt": until } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn free_unit(&self, unit_id: &str, reservation: &str) -> Result<(), StoreError> {
@@ -270,35 +308,40 @@ impl MongoStore {
         t: Transition,
         now: DateTime<Utc>,
     ) -> Result<Reservation, TransitionError> {
+        self.update_now(id, &|r: &Reservation| step(r, t, now))
+            .await
+    }
+
+    /// [`ReservationStore::update`], unbounded.
+    async fn update_now(
+        &self,
+        id: &str,
+        decide: &(dyn Fn(&Reservation) -> Step + Send + Sync),
+    ) -> Result<Reservation, TransitionError> {
         for _ in 0..MAX_ATTEMPTS {
             let Some(doc) = self.find_reservation(id).await? else {
                 return Err(TransitionError::NotFound);
             };
             let r = &doc.body;
-            let (next, refused_as) = match step(r, t, now) {
+            let (next, refused_as) = match decide(r) {
                 Step::Refuse => return Err(refused(doc.body)),
                 Step::Write { next, refused } => (next, refused),
             };
+            let mut expected = doc! { "_id": id, "state": r.state.as_str() };
+            if let Some(terms) = &r.contract {
+                expected.insert("body.contract.revision", terms.revision);
+            }
             let replaced = self
                 .reservations
-                .replace_one(
-                    doc! { "_id": id, "state": r.state.as_str() },
-                    res_doc(&next, &doc.unit),
-                )
+                .replace_one(expected, res_doc(&next, &doc.unit))
                 .await
                 .map_err(classify)?;
             if replaced.matched_count == 0 {
                 // Another process changed it in between: read again.
                 continue;
             }
-            if next.state == ReservationState::Purchased {
-                self.units
-                    .update_one(
-                        doc! { "_id": &doc.unit, "reservation": id },
-                        doc! { "$set": { "expiresAt": Bson::Null } },
-                    )
-                    .await
-                    .map_err(classify)?;
+            if next.holds() {
+                self.hold_unit(&doc.unit, id, next.due_at().map(bt)).await?;
             } else {
                 self.free_unit(&doc.unit, id).await?;
             }
@@ -389,12 +432,40 @@ impl ReservationStore for MongoStore {
             .await
     }
 
+    async fn update(&self, id: &str, decide: Decide) -> Result<Reservation, TransitionError> {
+        let how = format!(
+            "Read the record (GET /reservations/{id}) to see whether the change was applied."
+        );
+        self.bounded(Op::Write(how), self.update_now(id, &*decide))
+            .await
+    }
+
+    async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError> {
+        self.bounded(Op::Read, async {
+            let docs: Vec<ReservationDoc> = self
+                .reservations
+                .find(doc! { "body.clusterID": cluster_id })
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+            newest_first(&mut out);
+            Ok(out)
+        })
+        .await
+    }
+
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
         let how = "The next expiry sweep retries.".to_string();
         self.bounded(Op::Write(how), async {
             let due: Vec<ReservationDoc> = self
                 .reservations
-                .find(doc! { "state": "reserved", "expiresAt": { "$lte": bt(now) } })
+                .find(doc! { "$or": [
+                    { "state": "reserved", "expiresAt": { "$lte": bt(now) } },
+                    { "state": "purchased", "contractEnds": { "$lte": bt(now) } },
+                ] })
                 .limit(SWEEP_BATCH)
                 .await
                 .map_err(classify)?

@@ -1,0 +1,661 @@
+//! Contracts: what a REST purchase yields, and the rules about them that
+//! both stores and every handler follow, written once here.
+//!
+//! A contract is the purchased record itself ([`Reservation`] with
+//! [`ContractTerms`]); its id is the purchase's id. The terms fix, at
+//! purchase time, the plan's resources, the provider's ResourceSlice class
+//! and Liqo generations, and the expiry (the record's `expiresAt`, so the
+//! expiry sweeper and the plan's unit accounting treat it like a
+//! reservation's deadline). The consumer side reports a [`ContractState`]
+//! (`pending`, `peered`, `granted`, `ready`, `failed` — any may follow any)
+//! until the contract ends: expired, or cancelled with `DELETE
+//! /purchases/{id}`.
+//!
+//! Who sees what ([`party`]): the buyer sees its contracts (and, one at a
+//! time, their credentials), the selling provider its cluster's contracts
+//! without credentials, an admin all without credentials; others nothing.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use quantity::ResourceList;
+use serde::{Deserialize, Serialize};
+
+use super::model::{step, Reservation, ReservationState, Step, Transition};
+use crate::http::{validate_id, FieldError};
+use crate::offers::Cost;
+use crate::providers::{LiqoGeneration, PeeringCredentials};
+
+/// Longest `reason` accepted, in bytes.
+pub const MAX_REASON_LEN: usize = 256;
+
+/// Where the consumer side says a contract is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ContractState {
+    /// Bought; not peered yet (or the peering was lost).
+    Pending,
+    /// The consumer's cluster peered with the provider.
+    Peered,
+    /// The provider granted the contract's resources.
+    Granted,
+    /// Workloads can be offloaded.
+    Ready,
+    /// Something went wrong; `reason` says what.
+    Failed,
+}
+
+impl ContractState {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => ContractState::Pending,
+            "peered" => ContractState::Peered,
+            "granted" => ContractState::Granted,
+            "ready" => ContractState::Ready,
+            "failed" => ContractState::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// How a contract ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Ended {
+    Cancelled,
+    Expired,
+}
+
+/// What a REST purchase fixes, stored with the purchased record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContractTerms {
+    /// The consumer's Liqo cluster ID, once known (set once).
+    #[serde(
+        rename = "consumerClusterID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consumer_cluster_id: Option<String>,
+    /// The provider's cluster name at purchase time.
+    pub cluster_name: String,
+    /// The plan's resources at purchase time.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub resources: ResourceList,
+    /// The ResourceSlice class the provider enforces.
+    pub resource_slice_class: String,
+    /// The Liqo generations the provider peered with at purchase time.
+    pub liqo: Vec<LiqoGeneration>,
+    pub state: ContractState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub state_changed_at: DateTime<Utc>,
+    /// Bumped by every state report: the stores' compare-and-swap token.
+    #[serde(default)]
+    pub revision: i64,
+}
+
+impl ContractTerms {
+    /// Fresh terms (state `pending` since `now`).
+    pub fn new(
+        consumer_cluster_id: Option<String>,
+        cluster_name: String,
+        resources: ResourceList,
+        resource_slice_class: String,
+        liqo: Vec<LiqoGeneration>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        ContractTerms {
+            consumer_cluster_id,
+            cluster_name,
+            resources,
+            resource_slice_class,
+            liqo,
+            state: ContractState::Pending,
+            reason: None,
+            state_changed_at: now,
+            revision: 0,
+        }
+    }
+}
+
+/// The credentials a contract releases to its consumer.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ContractCredentials {
+    /// Liqo v0.x: what `liqoctl peer out-of-band` takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub v0: Option<PeeringCredentials>,
+    /// Liqo v1: the provider's peering user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub v1: Option<V1Credentials>,
+}
+
+/// A Liqo v1 peering user's kubeconfig (YAML text).
+#[derive(Clone, Serialize, utoipa::ToSchema)]
+pub struct V1Credentials {
+    pub kubeconfig: String,
+}
+
+impl std::fmt::Debug for V1Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("V1Credentials(..)")
+    }
+}
+
+/// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Contract {
+    /// The purchase's (and reservation's) id.
+    pub id: String,
+    /// The buyer (the `sub` of its token).
+    pub consumer: String,
+    #[serde(rename = "consumerClusterID", skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub consumer_cluster_id: Option<String>,
+    /// The provider's cluster ID.
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    pub cluster_name: String,
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    #[schema(value_type = std::collections::BTreeMap<String, String>, example = json!({"cpu": "2", "memory": "4Gi"}))]
+    pub resources: ResourceList,
+    #[schema(value_type = String, example = "1.0")]
+    pub cost: Cost,
+    pub resource_slice_class: String,
+    pub liqo: Vec<LiqoGeneration>,
+    #[schema(value_type = String, format = DateTime)]
+    pub purchased_at: DateTime<Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+    /// Not ended (and not past `expiresAt`).
+    pub active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub ended: Option<Ended>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    pub ended_at: Option<DateTime<Utc>>,
+    pub state: ContractState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub reason: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub state_changed_at: DateTime<Utc>,
+    /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub credentials: Option<ContractCredentials>,
+}
+
+/// `r` as a contract at `now` (without credentials); None if `r` is not
+/// one (a reservation, or an Open Service Broker purchase).
+pub fn view(r: &Reservation, now: DateTime<Utc>) -> Option<Contract> {
+    let terms = r.contract.as_ref()?;
+    let purchased_at = r.purchased_at?;
+    let (active, ended, ended_at) = match r.state {
+        ReservationState::Purchased if r.is_due(now) => {
+            (false, Some(Ended::Expired), Some(r.expires_at))
+        }
+        ReservationState::Purchased => (true, None, None),
+        ReservationState::Cancelled => (false, Some(Ended::Cancelled), r.ended_at),
+        _ => (
+            false,
+            Some(Ended::Expired),
+            r.ended_at.or(Some(r.expires_at)),
+        ),
+    };
+    Some(Contract {
+        id: r.id.clone(),
+        consumer: r.consumer.clone(),
+        consumer_cluster_id: terms.consumer_cluster_id.clone(),
+        cluster_id: r.cluster_id.clone(),
+        cluster_name: terms.cluster_name.clone(),
+        offer_id: r.offer_id.clone(),
+        plan_id: r.plan_id.clone(),
+        resources: terms.resources.clone(),
+        cost: r.cost,
+        resource_slice_class: terms.resource_slice_class.clone(),
+        liqo: terms.liqo.clone(),
+        purchased_at,
+        expires_at: r.expires_at,
+        active,
+        ended,
+        ended_at,
+        state: terms.state,
+        reason: terms.reason.clone(),
+        state_changed_at: terms.state_changed_at,
+        credentials: None,
+    })
+}
+
+/// Who is asking about contracts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewer {
+    /// The token's `sub` (a provider's is its cluster ID).
+    pub subject: String,
+    pub consumer: bool,
+    pub provider: bool,
+    pub admin: bool,
+}
+
+/// How a viewer stands to a contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Party {
+    /// Its buyer: sees it with credentials, reports its state.
+    Consumer,
+    /// The provider that sold it: sees it without credentials.
+    Provider,
+    /// An administrator: sees it without credentials.
+    Admin,
+}
+
+/// How `who` stands to `r` (None: it does not exist for them, 404).
+pub fn party(r: &Reservation, who: &Viewer) -> Option<Party> {
+    if (who.consumer || who.admin) && r.consumer == who.subject {
+        Some(Party::Consumer)
+    } else if who.provider && r.cluster_id == who.subject {
+        Some(Party::Provider)
+    } else if who.admin {
+        Some(Party::Admin)
+    } else {
+        None
+    }
+}
+
+/// `GET /contracts` filters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContractFilter {
+    pub active: Option<bool>,
+    pub state: Option<ContractState>,
+}
+
+impl ContractFilter {
+    pub fn matches(&self, c: &Contract) -> bool {
+        self.active.is_none_or(|a| c.active == a) && self.state.is_none_or(|s| c.state == s)
+    }
+}
+
+/// What a REST purchase asks for besides the reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Order {
+    pub consumer_cluster_id: Option<String>,
+    /// None: the longest (`--contract-duration`).
+    pub duration_seconds: Option<u64>,
+}
+
+/// The contract's lifetime: `asked` seconds (1 up to `max`), else `max`.
+pub fn lifetime(max: Duration, asked: Option<u64>) -> Result<chrono::Duration, FieldError> {
+    let d = match asked {
+        None => max,
+        Some(0) => return Err(FieldError::new("durationSeconds", "must be at least 1")),
+        Some(s) if Duration::from_secs(s) > max => {
+            return Err(FieldError::new(
+                "durationSeconds",
+                format!(
+                    "must be at most {} (the catalog's contract duration)",
+                    max.as_secs()
+                ),
+            ))
+        }
+        Some(s) => Duration::from_secs(s),
+    };
+    chrono::Duration::from_std(d).map_err(|_| FieldError::new("durationSeconds", "is out of range"))
+}
+
+/// A consumer cluster ID as Liqo writes them (a UUID for v0, a name for
+/// v1): 1-128 of `A-Z a-z 0-9 . _ ~ -`.
+pub fn check_cluster_id(v: &str) -> Result<(), FieldError> {
+    validate_id("consumerClusterID", v)
+}
+
+/// The purchase of `r` at `now` as a contract with `terms`, lasting
+/// `lifetime`: [`step`]'s purchase, stamped with the terms and the expiry.
+pub fn purchase_step(
+    r: &Reservation,
+    terms: &ContractTerms,
+    lifetime: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Step {
+    match step(r, Transition::Purchase, now) {
+        Step::Write {
+            mut next,
+            refused: false,
+        } => {
+            next.contract = Some(terms.clone());
+            next.expires_at = now + lifetime;
+            Step::Write {
+                next,
+                refused: false,
+            }
+        }
+        other => other,
+    }
+}
+
+/// A state report (`PUT /contracts/{id}/state`), checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub state: ContractState,
+    pub reason: Option<String>,
+    pub consumer_cluster_id: Option<String>,
+}
+
+impl Report {
+    /// A report; `reason` is required for `failed`, at most
+    /// [`MAX_REASON_LEN`] bytes of text without control characters.
+    pub fn new(
+        state: &str,
+        reason: Option<String>,
+        consumer_cluster_id: Option<String>,
+    ) -> Result<Self, FieldError> {
+        let state = ContractState::parse(state).ok_or_else(|| {
+            FieldError::new("state", "must be pending, peered, granted, ready or failed")
+        })?;
+        if let Some(r) = &reason {
+            if r.trim().is_empty() || r.len() > MAX_REASON_LEN || r.chars().any(char::is_control) {
+                return Err(FieldError::new(
+                    "reason",
+                    format!(
+                        "must be 1 to {MAX_REASON_LEN} bytes of text without control characters"
+                    ),
+                ));
+            }
+        }
+        if state == ContractState::Failed && reason.is_none() {
+            return Err(FieldError::new(
+                "reason",
+                "is required when state is failed",
+            ));
+        }
+        if let Some(id) = &consumer_cluster_id {
+            check_cluster_id(id)?;
+        }
+        Ok(Report {
+            state,
+            reason,
+            consumer_cluster_id,
+        })
+    }
+}
+
+/// Why a report cannot apply to a contract.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    #[error("no contract {0}")]
+    NotAContract(String),
+    #[error("contract {id} has ended ({how}); its state no longer changes")]
+    Ended { id: String, how: &'static str },
+    #[error("consumerClusterID: contract {id} is already bound to consumer cluster {current}; it never changes")]
+    ClusterIdFixed { id: String, current: String },
+}
+
+/// Whether `report` may apply to `r` at `now`.
+pub fn check_report(
+    r: &Reservation,
+    report: &Report,
+    now: DateTime<Utc>,
+) -> Result<(), ReportError> {
+    let Some(terms) = &r.contract else {
+        return Err(ReportError::NotAContract(r.id.clone()));
+    };
+    if r.state != ReservationState::Purchased || r.is_due(now) {
+        let how = if r.state == ReservationState::Cancelled {
+            "cancelled"
+        } else {
+            "expired"
+        };
+        return Err(ReportError::Ended {
+            id: r.id.clone(),
+            how,
+        });
+    }
+    if let (Some(current), Some(asked)) = (&terms.consumer_cluster_id, &report.consumer_cluster_id)
+    {
+        if current != asked {
+            return Err(ReportError::ClusterIdFixed {
+                id: r.id.clone(),
+                current: current.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Apply `report` to `r` at `now` ([`Step::Refuse`] when [`check_report`]
+/// refuses: the caller asks it why).
+pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step {
+    if check_report(r, report, now).is_err() {
+        return Step::Refuse;
+    }
+    let mut next = r.clone();
+    if let Some(terms) = next.contract.as_mut() {
+        terms.state = report.state;
+        terms.reason = report.reason.clone();
+        terms.state_changed_at = now;
+        terms.revision += 1;
+        if terms.consumer_cluster_id.is_none() {
+            terms.consumer_cluster_id = report.consumer_cluster_id.clone();
+        }
+    }
+    Step::Write {
+        next,
+        refused: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buying::model::Channel;
+    use proptest::prelude::*;
+
+    fn reserved(expires_in: i64) -> Reservation {
+        let now = crate::storage::now();
+        Reservation {
+            id: "k1".into(),
+            consumer: "alice".into(),
+            offer_id: "o".into(),
+            plan_id: "p".into(),
+            cluster_id: "prov".into(),
+            cost: Cost::ZERO,
+            state: ReservationState::Reserved,
+            channel: Channel::Rest,
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(expires_in),
+            purchased_at: None,
+            ended_at: None,
+            contract: None,
+        }
+    }
+
+    fn terms(now: DateTime<Utc>) -> ContractTerms {
+        ContractTerms::new(
+            None,
+            "provider".into(),
+            ResourceList::from_strings([("cpu", "2"), ("memory", "4Gi")]).unwrap(),
+            "liqo-broker".into(),
+            vec![LiqoGeneration::V1],
+            now,
+        )
+    }
+
+    fn bought(now: DateTime<Utc>, lifetime_s: i64) -> Reservation {
+        match purchase_step(
+            &reserved(60),
+            &terms(now),
+            chrono::Duration::seconds(lifetime_s),
+            now,
+        ) {
+            Step::Write {
+                next,
+                refused: false,
+            } => next,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_purchase_stamps_terms_and_expiry() {
+        let now = crate::storage::now();
+        let c = bought(now, 100);
+        assert_eq!(c.state, ReservationState::Purchased);
+        assert_eq!(c.expires_at, now + chrono::Duration::seconds(100));
+        let v = view(&c, now).unwrap();
+        assert!(v.active && v.ended.is_none());
+        assert_eq!(v.state, ContractState::Pending);
+        assert_eq!(v.resources.to_strings()["memory"], "4Gi");
+        // A late purchase is refused (the record expires instead).
+        let late = purchase_step(
+            &reserved(-1),
+            &terms(now),
+            chrono::Duration::seconds(5),
+            now,
+        );
+        assert!(matches!(late, Step::Write { refused: true, .. }));
+        // A reservation is no contract.
+        assert!(view(&reserved(60), now).is_none());
+    }
+
+    #[test]
+    fn expiry_and_cancellation_end_it() {
+        let now = crate::storage::now();
+        let c = bought(now, 10);
+        let later = now + chrono::Duration::seconds(11);
+        let v = view(&c, later).unwrap();
+        assert_eq!((v.active, v.ended), (false, Some(Ended::Expired)));
+        assert!(c.is_due(later) && !c.is_due(now));
+        match step(&c, Transition::Expire, later) {
+            Step::Write { next, .. } => {
+                assert_eq!(next.state, ReservationState::Expired);
+                assert_eq!(next.ended_at, Some(c.expires_at));
+                assert!(!next.is_active(later));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(step(&c, Transition::Expire, now), Step::Refuse);
+        // Cancelling a contract past its expiry expires it instead.
+        assert!(matches!(
+            step(&c, Transition::Cancel, later),
+            Step::Write { refused: true, ref next } if next.state == ReservationState::Expired
+        ));
+        match step(&c, Transition::Cancel, now) {
+            Step::Write {
+                next,
+                refused: false,
+            } => {
+                let v = view(&next, now).unwrap();
+                assert_eq!((v.active, v.ended), (false, Some(Ended::Cancelled)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn who_sees_what() {
+        let now = crate::storage::now();
+        let c = bought(now, 10);
+        let who = |subject: &str, consumer, provider, admin| Viewer {
+            subject: subject.into(),
+            consumer,
+            provider,
+            admin,
+        };
+        assert_eq!(
+            party(&c, &who("alice", true, false, false)),
+            Some(Party::Consumer)
+        );
+        assert_eq!(party(&c, &who("bob", true, false, false)), None);
+        assert_eq!(
+            party(&c, &who("prov", false, true, false)),
+            Some(Party::Provider)
+        );
+        assert_eq!(party(&c, &who("other", false, true, false)), None);
+        assert_eq!(
+            party(&c, &who("admin", false, false, true)),
+            Some(Party::Admin)
+        );
+        // A consumer token whose subject happens to be the provider's ID
+        // is not the provider.
+        assert_eq!(party(&c, &who("prov", true, false, false)), None);
+    }
+
+    #[test]
+    fn reports_validate_and_bind_the_cluster_once() {
+        assert_eq!(
+            Report::new("ready2", None, None).unwrap_err().field,
+            "state"
+        );
+        assert_eq!(
+            Report::new("failed", None, None).unwrap_err().field,
+            "reason"
+        );
+        assert_eq!(
+            Report::new("peered", Some("\u{7}".into()), None)
+                .unwrap_err()
+                .field,
+            "reason"
+        );
+        assert_eq!(
+            Report::new("peered", None, Some("a b".into()))
+                .unwrap_err()
+                .field,
+            "consumerClusterID"
+        );
+        let now = crate::storage::now();
+        let c = bought(now, 10);
+        let bind = Report::new("peered", None, Some("cons-1".into())).unwrap();
+        let Step::Write { next, .. } = report_step(&c, &bind, now) else {
+            panic!()
+        };
+        let t = next.contract.as_ref().unwrap();
+        assert_eq!((t.state, t.revision), (ContractState::Peered, 1));
+        assert_eq!(t.consumer_cluster_id.as_deref(), Some("cons-1"));
+        let rebind = Report::new("ready", None, Some("cons-2".into())).unwrap();
+        assert!(matches!(
+            check_report(&next, &rebind, now),
+            Err(ReportError::ClusterIdFixed { .. })
+        ));
+        assert_eq!(report_step(&next, &rebind, now), Step::Refuse);
+        let later = now + chrono::Duration::seconds(11);
+        assert!(matches!(
+            check_report(&next, &bind, later),
+            Err(ReportError::Ended { how: "expired", .. })
+        ));
+    }
+
+    proptest! {
+        /// Any sequence of reports applies in order while the contract
+        /// lives: the last one is what is stored, revisions count them,
+        /// and the consumer cluster ID is the first one given.
+        #[test]
+        fn any_state_may_follow_any(seq in proptest::collection::vec((0usize..5, proptest::option::of(0u8..3)), 1..20)) {
+            let states = ["pending", "peered", "granted", "ready", "failed"];
+            let now = crate::storage::now();
+            let mut c = bought(now, 1000);
+            let mut first_id = None;
+            for (i, (s, id)) in seq.iter().enumerate() {
+                let id = id.map(|n| format!("c{n}"));
+                let report = Report::new(states[*s], Some("why".into()), id.clone()).unwrap();
+                let bound = first_id.clone();
+                match report_step(&c, &report, now) {
+                    Step::Write { next, .. } => {
+                        prop_assert!(bound.is_none() || id.is_none() || id == bound);
+                        c = next;
+                        if first_id.is_none() { first_id = id; }
+                    }
+                    Step::Refuse => prop_assert!(bound.is_some() && id.is_some() && id != bound),
+                }
+                let t = c.contract.as_ref().unwrap();
+                prop_assert!(t.revision as usize <= i + 1);
+                prop_assert_eq!(&t.consumer_cluster_id, &first_id);
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The contract REST endpoints:
+//!
+//! | route | who | what |
+//! |---|---|---|
+//! | `GET /contracts[?active=][&state=]` | consumer (own), provider (sold by its cluster), admin (all) | never credentials; `ETag`, `If-None-Match` → 304 |
+//! | `GET /contracts/{id}` | its consumer (with credentials while active), its provider, admin | one contract |
+//! | `PUT /contracts/{id}/state` | its consumer | `{state, reason?, consumerClusterID?}` → 200 |
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::contract::{Contract, ContractFilter, ContractState, Report};
+use super::contracts::{self, viewer};
+use super::error::BuyError;
+use super::Buying;
+use crate::auth::Caller;
+use crate::http::{parse_object, read_json_body, ErrorBody};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    #[serde(default)]
+    active: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+fn filter(req: &HttpRequest) -> Result<ContractFilter, BuyError> {
+    let q: ListQuery = serde_urlencoded::from_str(req.query_string()).map_err(|e| {
+        // serde names an unknown parameter in backquotes: name it.
+        let msg = e.to_string();
+        let field = msg
+            .split('`')
+            .nth(1)
+            .filter(|_| msg.starts_with("unknown field"))
+            .unwrap_or("query")
+            .to_string();
+        BuyError::bad_request(field, msg)
+    })?;
+    let active = match q.active.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err(BuyError::bad_request("active", "must be true or false")),
+    };
+    let state = match q.state.as_deref() {
+        None => None,
+        Some(s) => Some(ContractState::parse(s).ok_or_else(|| {
+            BuyError::bad_request("state", "must be pending, peered, granted, ready or failed")
+        })?),
+    };
+    Ok(ContractFilter { active, state })
+}
+
+/// A strong validator of a listing: the SHA-256 of its JSON, quoted.
+fn etag(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// Whether `If-None-Match` names `tag` (or `*`).
+fn not_modified(req: &HttpRequest, tag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == tag || t == "*")
+}
+
+/// The contracts the caller may see, without credentials.
+///
+/// A consumer sees its own, a provider those sold by its cluster, an
+/// admin all. The answer carries an `ETag`; asking again with it in
+/// `If-None-Match` answers 304 while nothing changed (providers' controllers
+/// poll this).
+#[utoipa::path(
+    get, path = "/contracts", tag = "buying", operation_id = "listContracts",
+    params(
+        ("active" = Option<bool>, Query, description = "Only active (`true`) or ended (`false`) contracts"),
+        ("state" = Option<ContractState>, Query, description = "Only contracts in this state"),
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` of an earlier answer: 304 if still current"),
+    ),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own)", "provider (sold by its cluster)", "admin"]))),
+    responses(
+        (status = 200, description = "Contracts, newest first", body = Vec<Contract>,
+            headers(("ETag" = String, description = "Validator of this answer"))),
+        (status = 304, description = "Not modified since the `ETag` given in `If-None-Match`",
+            headers(("ETag" = String, description = "The current validator"))),
+        (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
+        (status = 403, description = "Not a consumer, provider or admin", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn list(
+    state: web::Data<Buying>,
+    caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    let filter = filter(&req)?;
+    let contracts = contracts::list(&state, &who, &filter).await?;
+    let body = serde_json::to_vec(&contracts).map_err(|e| BuyError::internal(e.to_string()))?;
+    let tag = etag(&body);
+    if not_modified(&req, &tag) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, tag))
+            .finish());
+    }
+    Ok(HttpResponse::Ok()
+        .insert_header((header::ETAG, tag))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .content_type("application/json")
+        .body(body))
+}
+
+/// One contract: with `credentials` for its consumer while it is active;
+/// without for its provider and admins; 404 for anyone else.
+#[utoipa::path(
+    get, path = "/contracts/{id}", tag = "buying", operation_id = "getContract",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own, with credentials)", "provider (sold by its cluster)", "admin"]))),
+    responses(
+        (status = 200, description = "The contract", body = Contract),
+        (status = 403, description = "Not a consumer, provider or admin", body = ErrorBody),
+        (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
+        (status = 409, description = "The provider's credentials are not on file", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn get(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    let c = contracts::get(&state, &id, &who).await?;
+    let mut answer = HttpResponse::Ok();
+    if c.credentials.is_some() {
+        answer.insert_header((header::CACHE_CONTROL, "no-store"));
+    }
+    Ok(answer.json(c))
+}
+
+/// `PUT /contracts/{id}/state` body, as read: `state` is checked by
+/// [`Report::new`] with the same message whatever the value. (Its schema
+/// is `StateReport` of the shared request schemas.)
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReport {
+    state: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(rename = "consumerClusterID", default)]
+    consumer_cluster_id: Option<String>,
+}
+
+/// Report where the consumer side is with a contract. Any state may follow
+/// any other while the contract is active.
+#[utoipa::path(
+    put, path = "/contracts/{id}/state", tag = "buying", operation_id = "reportContractState",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body = crate::http::schemas::StateReport,
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own)"]))),
+    responses(
+        (status = 200, description = "The contract as now stored, without credentials", body = Contract),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 403, description = "The contract's provider or an admin (only its consumer reports)", body = ErrorBody),
+        (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
+        (status = 409, description = "The contract ended, or `consumerClusterID` differs from the one set", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn put_state(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let raw: RawReport = parse_object(&body)?;
+    let report = Report::new(&raw.state, raw.reason, raw.consumer_cluster_id)?;
+    Ok(HttpResponse::Ok().json(contracts::report(&state, &id, &who, report).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    #[test]
+    fn if_none_match_forms() {
+        let tag = etag(b"[]");
+        assert_ne!(tag, etag(b"[1]"));
+        for v in [
+            tag.clone(),
+            format!("W/{tag}"),
+            format!("\"x\", {tag}"),
+            "*".into(),
+        ] {
+            let req = TestRequest::default()
+                .insert_header((header::IF_NONE_MATCH, v.as_str()))
+                .to_http_request();
+            assert!(not_modified(&req, &tag), "{v}");
+        }
+        let req = TestRequest::default()
+            .insert_header((header::IF_NONE_MATCH, "\"other\""))
+            .to_http_request();
+        assert!(!not_modified(&req, &tag));
+    }
+
+    #[test]
+    fn filters_name_the_bad_parameter() {
+        let f =
+            |q: &str| filter(&TestRequest::with_uri(&format!("/contracts?{q}")).to_http_request());
+        assert_eq!(
+            f("active=true&state=ready").unwrap(),
+            ContractFilter {
+                active: Some(true),
+                state: Some(ContractState::Ready)
+            }
+        );
+        for (q, field) in [
+            ("active=yes", "active"),
+            ("state=done", "state"),
+            ("colour=red", "colour"),
+        ] {
+            match f(q) {
+                Err(BuyError::Api(crate::http::ApiError::BadRequest(e))) => {
+                    assert_eq!(e.field, field, "{q}")
+                }
+                other => panic!("{q}: {other:?}"),
+            }
+        }
+    }
+}

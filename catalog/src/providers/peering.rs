@@ -1,0 +1,299 @@
+//! `PUT /provider/peering` and `GET /provider/peering`: a provider
+//! registers the Liqo it runs — its Liqo v1 peering user's kubeconfig
+//! (sealed at rest like the v0 token, released only inside a contract's
+//! credentials) and the ResourceSlice class its controller enforces — and
+//! reads back which generations it peers with (never the kubeconfig).
+//!
+//! Also the [`Providers`] methods the buying feature asks: a provider's
+//! generations, its v0 credentials (only when it has an auth URL) and its
+//! kubeconfig.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use super::kubeconfig;
+use super::model::{
+    generations, LiqoGeneration, PeeringCredentials, ProviderPeering, DEFAULT_SLICE_CLASS,
+    KUBECONFIG_SEAL_LABEL,
+};
+use super::{ProviderStore, Providers};
+use crate::auth::{Caller, Role};
+use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
+use crate::storage::StoreError;
+
+/// Told when a provider's generations change, so its offers are re-stamped
+/// (the offers feature implements it; the top wires it in).
+#[async_trait::async_trait]
+pub trait GenerationsChanged: Send + Sync + 'static {
+    async fn changed(&self, cluster_id: &str, liqo: &[LiqoGeneration]);
+}
+
+/// The generations `cluster_id` peers with (none without an account).
+pub async fn liqo_of(
+    store: &dyn ProviderStore,
+    cluster_id: &str,
+) -> Result<Vec<LiqoGeneration>, StoreError> {
+    let Some(account) = store.get_provider(cluster_id).await? else {
+        return Ok(Vec::new());
+    };
+    let peering = store.get_provider_peering(cluster_id).await?;
+    Ok(generations(&account, peering.as_ref()))
+}
+
+/// `PUT /provider/peering` body.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"v1": null, "resourceSliceClass": "liqo-broker"}))]
+pub struct PeeringRequest {
+    /// The Liqo v1 peering credentials; absent or null: the provider does
+    /// not peer with Liqo v1 (a kubeconfig registered before is dropped).
+    #[serde(default)]
+    pub v1: Option<V1Peering>,
+    /// The ResourceSlice class the provider's controller enforces (a
+    /// DNS-1123 subdomain, not `default`). Default `liqo-broker`.
+    #[serde(default, rename = "resourceSliceClass")]
+    #[schema(
+        max_length = 253,
+        pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    )]
+    pub resource_slice_class: Option<String>,
+}
+
+/// Liqo v1 peering credentials.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct V1Peering {
+    /// A peering user's kubeconfig as YAML text (`liqoctl generate
+    /// peering-user`), at most 32 KiB: its current context's cluster has an
+    /// `https://` server, its user a token or embedded client certificate
+    /// and key.
+    #[schema(max_length = 32768)]
+    pub kubeconfig: String,
+}
+
+/// What a provider registered, as anyone may see it (no kubeconfig).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PeeringInfo {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    /// The Liqo generations it peers with: `v0` with a non-empty auth URL,
+    /// `v1` with a registered kubeconfig.
+    pub liqo: Vec<LiqoGeneration>,
+    #[serde(rename = "resourceSliceClass")]
+    pub resource_slice_class: String,
+}
+
+/// A ResourceSlice class as Liqo accepts it: a DNS-1123 subdomain (at most
+/// 253 characters of `a-z 0-9 - .`, labels starting and ending with a
+/// letter or digit), and neither empty nor `default` (Liqo's own class).
+pub fn check_slice_class(class: &str) -> Result<(), String> {
+    if class.is_empty() || class == "default" {
+        return Err("must name a class of its own, not \"\" or \"default\" (Liqo's)".into());
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if class.len() > 253 || !class.split('.').all(label_ok) {
+        return Err(
+            "must be a DNS-1123 subdomain: at most 253 characters of a-z 0-9 - ., each dot-separated part starting and ending with a letter or digit"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn provider(caller: &Caller) -> Result<&str, ApiError> {
+    caller.require(Role::Provider)?;
+    Ok(&caller.cluster_id)
+}
+
+/// Register the Liqo a provider runs (replacing what it registered before).
+#[utoipa::path(
+    put, path = "/provider/peering", tag = "providers", operation_id = "putProviderPeering",
+    request_body = PeeringRequest,
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider"]))),
+    responses(
+        (status = 200, description = "Registered", body = PeeringInfo),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 403, description = "Not a provider", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn put(
+    state: web::Data<Providers>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let cluster_id = provider(&caller)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let r: PeeringRequest = parse_object(&body)?;
+    let class = r
+        .resource_slice_class
+        .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string());
+    check_slice_class(&class).map_err(|m| ApiError::bad_request("resourceSliceClass", m))?;
+    let sealed = match &r.v1 {
+        Some(v1) => {
+            kubeconfig::check(&v1.kubeconfig)
+                .map_err(|e| ApiError::bad_request("v1.kubeconfig", e.0))?;
+            let sealed = state
+                .sealer
+                .seal(&kubeconfig_aad(cluster_id), &v1.kubeconfig)
+                .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
+            Some(base64::engine::general_purpose::STANDARD.encode(sealed))
+        }
+        None => None,
+    };
+    let peering = ProviderPeering {
+        resource_slice_class: class,
+        sealed_kubeconfig: sealed,
+        updated_at: crate::storage::now(),
+    };
+    let before = state.liqo(cluster_id).await?;
+    state
+        .store
+        .put_provider_peering(cluster_id, peering)
+        .await?;
+    tracing::info!(
+        cluster_id,
+        v1 = r.v1.is_some(),
+        "provider peering registered"
+    );
+    let info = state.peering_info(cluster_id).await?;
+    state
+        .generations_changed(cluster_id, &before, &info.liqo)
+        .await;
+    Ok(HttpResponse::Ok().json(info))
+}
+
+/// What the calling provider registered, and the generations it peers with.
+#[utoipa::path(
+    get, path = "/provider/peering", tag = "providers", operation_id = "getProviderPeering",
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider"]))),
+    responses(
+        (status = 200, description = "The provider's peering registration (the default class and v0 alone if it registered nothing)", body = PeeringInfo),
+        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 403, description = "Not a provider", body = ErrorBody),
+        (status = 503, description = "Store unreachable", body = ErrorBody),
+    )
+)]
+pub async fn get(state: web::Data<Providers>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let cluster_id = provider(&caller)?;
+    Ok(HttpResponse::Ok().json(state.peering_info(cluster_id).await?))
+}
+
+/// Associated data of `cluster_id`'s sealed kubeconfig.
+fn kubeconfig_aad(cluster_id: &str) -> String {
+    format!("{cluster_id}\u{1f}{KUBECONFIG_SEAL_LABEL}")
+}
+
+impl Providers {
+    /// `cluster_id`'s registration and generations (404 without an account).
+    pub async fn peering_info(&self, cluster_id: &str) -> Result<PeeringInfo, ApiError> {
+        let account = self
+            .store
+            .get_provider(cluster_id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no provider {cluster_id}")))?;
+        let peering = self.store.get_provider_peering(cluster_id).await?;
+        Ok(PeeringInfo {
+            cluster_id: account.cluster_id.clone(),
+            liqo: generations(&account, peering.as_ref()),
+            resource_slice_class: peering
+                .map(|p| p.resource_slice_class)
+                .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string()),
+        })
+    }
+
+    /// The generations `cluster_id` peers with (none without an account).
+    pub async fn liqo(&self, cluster_id: &str) -> Result<Vec<LiqoGeneration>, ApiError> {
+        Ok(liqo_of(&*self.store, cluster_id).await?)
+    }
+
+    /// Tell the hook (the offers' re-stamping) if `before` and `after`
+    /// differ.
+    pub async fn generations_changed(
+        &self,
+        cluster_id: &str,
+        before: &[LiqoGeneration],
+        after: &[LiqoGeneration],
+    ) {
+        if before != after {
+            if let Some(hook) = &self.on_generations {
+                hook.changed(cluster_id, after).await;
+            }
+        }
+    }
+
+    /// `cluster_id`'s v0 credentials, or None when it peers only with v1
+    /// (an empty auth URL).
+    pub async fn v0_credentials(
+        &self,
+        cluster_id: &str,
+    ) -> Result<Option<PeeringCredentials>, ApiError> {
+        let account = self.store.get_provider(cluster_id).await?;
+        if account.is_some_and(|a| a.auth_url.is_empty()) {
+            return Ok(None);
+        }
+        self.credentials(cluster_id).await.map(Some)
+    }
+
+    /// `cluster_id`'s registered kubeconfig, opened, if any.
+    pub async fn kubeconfig(&self, cluster_id: &str) -> Result<Option<String>, ApiError> {
+        let Some(sealed) = self
+            .store
+            .get_provider_peering(cluster_id)
+            .await?
+            .and_then(|p| p.sealed_kubeconfig)
+        else {
+            return Ok(None);
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(sealed)
+            .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))?;
+        self.sealer
+            .open(&kubeconfig_aad(cluster_id), &bytes)
+            .map(Some)
+            .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))
+    }
+
+    /// Whether a purchase from `cluster_id` has credentials to hand over:
+    /// v0 (an auth URL and its sealed token) or a v1 kubeconfig.
+    pub async fn can_sell(&self, cluster_id: &str) -> Result<bool, ApiError> {
+        let liqo = self.liqo(cluster_id).await?;
+        let v0 = liqo.contains(&LiqoGeneration::V0) && self.has_peering_token(cluster_id).await?;
+        Ok(v0 || liqo.contains(&LiqoGeneration::V1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_classes() {
+        for ok in ["liqo-broker", "a", "my.class-1", "x.y.z"] {
+            check_slice_class(ok).unwrap();
+        }
+        for bad in [
+            "",
+            "default",
+            "Upper",
+            "-x",
+            "x-",
+            "a..b",
+            "a_b",
+            &"a".repeat(254),
+        ] {
+            assert!(check_slice_class(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Support for the contract tests: a Liqo v1 peering user's kubeconfig, a
+//! provider registering it, a consumer buying a contract, and waiting for
+//! a condition on the catalog's answers.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::buying::{post, put, reserve};
+use crate::catalog::{Catalog, Resp};
+
+/// A kubeconfig as `liqoctl generate peering-user` writes it (client
+/// certificate user), for a provider API server at `server`.
+pub fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: liqo-peering\ncontexts:\n- name: liqo-peering\n  context:\n    cluster: provider\n    user: liqo-peer-user\nclusters:\n- name: provider\n  cluster:\n    server: {server}\n    certificate-authority-data: Q0EtREFUQQ==\nusers:\n- name: liqo-peer-user\n  user:\n    client-certificate-data: Q0VSVC1EQVRB\n    client-key-data: S0VZLURBVEEtc2VjcmV0\n"
+    )
+}
+
+/// Register `kubeconfig` (None: no v1) and `class` as the provider of
+/// `token`; the raw answer.
+pub fn register_peering(
+    c: &Catalog,
+    token: &str,
+    kubeconfig: Option<&str>,
+    class: Option<&str>,
+) -> Resp {
+    let mut body = json!({ "v1": kubeconfig.map(|k| json!({ "kubeconfig": k })) });
+    if let Some(class) = class {
+        body["resourceSliceClass"] = json!(class);
+    }
+    put(c, "/provider/peering", &body, Some(token))
+}
+
+/// Reserve `plan` of `offer_id` and purchase it with `body`; the purchase's
+/// raw answer.
+#[track_caller]
+pub fn buy(c: &Catalog, token: &str, offer_id: &str, plan: &str, body: &Value) -> Resp {
+    let r = reserve(c, token, offer_id, plan, None);
+    assert_eq!(r.status, 201, "reserve: {}", r.text);
+    let id = r.json["id"].as_str().expect("id");
+    post(
+        c,
+        &format!("/reservations/{id}/purchase"),
+        body,
+        Some(token),
+    )
+}
+
+/// Ask `probe` every 100 ms until it returns Some, for at most 15 s.
+#[track_caller]
+pub fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,313 @@
+//! The `contracts` grant policy end to end: the real catalog (embedded
+//! store), the real `resource-monitor --liqo-api v1 --grant-policy
+//! contracts` authenticating to the catalog as the provider and to the test
+//! API server as its ServiceAccount, and consumers buying in the catalog.
+//!
+//! The chain offers each consumer cpu 4, memory 8Gi, pods 110 (see
+//! `slice_controller.rs`); plan `small` is cpu 2, memory 4Gi. With
+//! `--on-shrink follow`: a slice is granted what its consumer's contracts
+//! allow (clamped, nothing outside them); a second contract adds to the
+//! grant; expiry and cancellation take it back; a consumer without a
+//! contract is denied; and with the catalog gone the controller goes on
+//! deciding from the last contracts it read.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use e2e::buying::{self, admin, consumer, delete, publish};
+use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::contracts::buy;
+use serde_json::{json, Value};
+
+use crate::slice_controller_support::*;
+
+const INVENTORY: [(&str, &str); 4] = [
+    ("cpu", "8"),
+    ("memory", "16Gi"),
+    ("pods", "220"),
+    ("nvidia.com/gpu", "2"),
+];
+
+/// Catalog calls are blocking (reqwest's blocking client): off the async
+/// workers.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+struct Shop {
+    _env: Env,
+    catalog: Catalog,
+    alice: String,
+    credentials: PathBuf,
+}
+
+/// A catalog where provider 1 (`cluster-1`) sells offer `shop` (plan
+/// `small`: cpu 2, memory 4Gi), consumer `alice` may buy, and the
+/// provider's credentials file (0600) lies in `dir`.
+fn shop(dir: &Path) -> Shop {
+    blocking(|| {
+        let env = Env::new(Backend::Embedded);
+        let catalog = buying::start(&env, &[]);
+        publish(&catalog, 1, "shop");
+        let admin = admin(&catalog);
+        let alice = consumer(&catalog, &admin, "alice");
+        let credentials = dir.join("catalog-credentials.json");
+        std::fs::write(&credentials, provider(1).to_string()).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        Shop {
+            _env: env,
+            catalog,
+            alice,
+            credentials,
+        }
+    })
+}
+
+impl Shop {
+    /// Alice buys plan `small` for consumer cluster `cluster`; the
+    /// contract's id.
+    fn buy(&self, cluster: &str, extra: Value) -> String {
+        blocking(|| {
+            let mut body = json!({ "consumerClusterID": cluster });
+            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+                b.extend(e.clone());
+            }
+            let r = buy(&self.catalog, &self.alice, "shop", "small", &body);
+            assert_eq!(r.status, 201, "{}", r.text);
+            r.json["id"].as_str().unwrap().to_string()
+        })
+    }
+
+    fn cancel(&self, id: &str) {
+        blocking(|| {
+            let r = delete(
+                &self.catalog,
+                &format!("/purchases/{id}"),
+                Some(&self.alice),
+            );
+            assert_eq!(r.status, 200, "{}", r.text);
+        })
+    }
+
+    /// The controller's flags for this catalog.
+    fn flags(&self) -> Vec<String> {
+        vec![
+            "--grant-policy".into(),
+            "contracts".into(),
+            "--on-shrink".into(),
+            "follow".into(),
+            "--catalog-url".into(),
+            self.catalog.url(""),
+            "--catalog-credentials-file".into(),
+            self.credentials.display().to_string(),
+            "--contracts-poll-interval".into(),
+            "200ms".into(),
+        ]
+    }
+}
+
+fn start(p: &Provider, shop: &Shop) -> Result<(e2e::Child, u16)> {
+    let flags = shop.flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    p.controller(&flags)
+}
+
+/// A `Resources` condition with this status and reason.
+fn verdict(status: &'static str, reason: &'static str) -> impl Fn(&Value) -> bool {
+    move |c| c["status"] == status && c["reason"] == reason
+}
+
+fn grant_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
+    Ok(p.get_slice(consumer, slice)?["status"]["resources"].clone())
+}
+
+/// Wait until `slice`'s `status.resources` is `want` (and its condition
+/// `Accepted`).
+async fn wait_grant(p: &Provider, consumer: &str, slice: &str, want: Value) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let accepted = p
+            .resources_condition(consumer, slice)
+            .is_some_and(|c| c["status"] == "Accepted");
+        if accepted && grant_of(p, consumer, slice)? == want {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "{slice}: never granted {want}; slice is {}",
+            p.get_slice(consumer, slice)?
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn contracts_grant_add_and_end() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    let shop = shop(p.dir.path());
+    p.tenant("c1", "Active");
+    p.tenant("c2", "Active");
+    let first = shop.buy("c1", json!({}));
+
+    // Asks more cpu than one contract holds, and pods, which no contract
+    // sells: clamped to the contract, pods 0.
+    p.slice(
+        "c1",
+        "gold-1",
+        CLASS,
+        &[("cpu", "3"), ("memory", "4Gi"), ("pods", "10")],
+        true,
+    );
+    // A consumer without a contract gets nothing.
+    p.slice("c2", "gold-1", CLASS, &[("cpu", "1")], true);
+    let (_controller, port) = start(&p, &shop)?;
+
+    let c = p
+        .wait_condition(
+            "c1",
+            "gold-1",
+            SETTLE,
+            verdict("Accepted", "ResourcesClamped"),
+        )
+        .await?;
+    assert_eq!(
+        c["message"],
+        "granted less than requested: cpu 2 (requested 3, remaining 2), memory 4Gi, pods 0 (requested 10, remaining 0)"
+    );
+    assert_eq!(
+        grant_of(&p, "c1", "gold-1")?,
+        json!({"cpu": "2", "memory": "4Gi", "pods": "0"})
+    );
+    let denied = p
+        .wait_condition("c2", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+        .await?;
+    assert_eq!(
+        denied["message"],
+        "consumer c2 has no active contract with this provider: nothing is granted"
+    );
+    assert!(p.get_slice("c2", "gold-1")?["status"]
+        .get("resources")
+        .is_none());
+
+    // A second contract adds to the grant, with no slice event: the
+    // controller follows the catalog.
+    let second = shop.buy("c1", json!({}));
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "3", "memory": "4Gi", "pods": "0"}),
+    )
+    .await?;
+
+    // Cancelling one shrinks it back (--on-shrink follow)...
+    shop.cancel(&second);
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "2", "memory": "4Gi", "pods": "0"}),
+    )
+    .await?;
+    // ... cancelling the last leaves nothing.
+    shop.cancel(&first);
+    p.wait_condition("c1", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+        .await?;
+    assert!(p.get_slice("c1", "gold-1")?["status"]
+        .get("resources")
+        .is_none());
+
+    let (status, metrics) = http_get(port, "/metrics").await?;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("slice_controller_catalog_reachable 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slice_controller_contracts 0"),
+        "{metrics}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_contract_grants_nothing() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    let shop = shop(p.dir.path());
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
+    let (_controller, _) = start(&p, &shop)?;
+    // No contract yet: denied.
+    p.wait_condition("c1", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+        .await?;
+    // A contract of 15 s: granted while it lasts, taken back when it ends.
+    shop.buy("c1", json!({"durationSeconds": 15}));
+    wait_grant(&p, "c1", "gold-1", json!({"cpu": "1"})).await?;
+    p.wait_condition(
+        "c1",
+        "gold-1",
+        Duration::from_secs(30),
+        verdict("Denied", "NoContract"),
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    let mut shop = shop(p.dir.path());
+    p.tenant("c1", "Active");
+    p.tenant("c2", "Active");
+    shop.buy("c1", json!({}));
+    p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
+    let (_controller, port) = start(&p, &shop)?;
+    wait_grant(&p, "c1", "gold-1", json!({"cpu": "1"})).await?;
+    assert_eq!(
+        http_get(port, "/readyz").await?,
+        (200, "ok: leader\n".into())
+    );
+
+    blocking(|| shop.catalog.child.kill());
+    // The outage is noticed...
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, metrics) = http_get(port, "/metrics").await?;
+        if metrics.contains("slice_controller_catalog_reachable 0") {
+            break;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "outage not noticed: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, body) = http_get(port, "/readyz").await?;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("deciding from the last known contracts"),
+        "{body}"
+    );
+
+    // ... and new slices are decided from the last contracts read: c1's
+    // contract still allows cpu 2 (1 left), c2 still has none.
+    p.slice("c1", "gold-2", CLASS, &[("cpu", "2")], true);
+    p.slice("c2", "gold-1", CLASS, &[("cpu", "1")], true);
+    p.wait_condition(
+        "c1",
+        "gold-2",
+        SETTLE,
+        verdict("Accepted", "ResourcesClamped"),
+    )
+    .await?;
+    assert_eq!(grant_of(&p, "c1", "gold-2")?, json!({"cpu": "1"}));
+    p.wait_condition("c2", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+        .await?;
+    assert_eq!(grant_of(&p, "c1", "gold-1")?, json!({"cpu": "1"}));
+    Ok(())
+}
