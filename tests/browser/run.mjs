@@ -416,6 +416,21 @@ try {
     await waitIds([storageOffer.id]);
     await consumer.waitForFunction(() => location.hash === '#/?q=TURIN+storage');
     await setFilter(consumer, 'Search', '');
+    // Label filters, as label.KEY=VALUE in the address (the catalog's own spelling).
+    const tokenB = await restToken(providerB);
+    await restPublish(tokenB, 'gold-offer', { name: 'Gold tier', type: 'compute', labels: { tier: 'gold', region: 'eu-south' }, plans: { p: { name: 'p', cost: '3', resources: { cpu: '2' } } } });
+    try {
+      await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+      await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
+      await waitIds(['gold-offer']);
+      await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
+      await setFilter(consumer, 'Labels', 'tier=silver');
+      await consumer.locator('[data-state="filtered-empty"]').waitFor();
+      await setFilter(consumer, 'Labels', '');
+    } finally {
+      await restDelete(tokenB, 'gold-offer');
+    }
+    await card(consumer, 'gold-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
     await setFilter(consumer, 'Provider', providerA.clusterID);
     await waitIds([gpuOffer.id]);
     checkEqual(await consumer.evaluate(() => location.hash), `#/?provider=${providerA.clusterID}`, 'the address with a provider filter');
@@ -909,6 +924,8 @@ try {
     await command.waitFor();
     const expected = `liqoctl peer out-of-band ${providerB.clusterName} --auth-url ${providerB.authURL} --cluster-id ${providerB.clusterID} --auth-token ${providerB.token}`;
     checkEqual(await command.textContent(), expected, 'the liqoctl command');
+    checkEqual(await buyer.locator('[data-field="contract-state"]').textContent(), 'Pending: waiting for your cluster to peer', 'the contract\'s state');
+    check(/days? .*left/.test(await buyer.locator('[data-field="expires"]').textContent()), 'the contract\'s expiry with the time left');
     await buyer.locator('[data-copy="liqoctl-v0"]').click();
     await buyer.getByText('Copied.').waitFor();
     checkEqual(await buyer.evaluate(() => navigator.clipboard.readText()), expected, 'the clipboard after Copy');

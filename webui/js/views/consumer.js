@@ -240,17 +240,25 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         // A network failure's message repeats the advice below; only an HTTP answer adds information.
         const reason = restLoad.error?.status ? `HTTP ${restLoad.error.status}: ${restLoad.error.message}`
           : feed.lastError ? `live feed: ${feed.lastError}` : '';
+        // Kept while it says the same (the feed retrying must not redraw the button under the pointer).
+        if (state.dataset.shown === `error|${reason}`) {
+          count.textContent = '';
+          return;
+        }
+        state.dataset.shown = `error|${reason}`;
         replaceChildren(state, h('section', { class: 'notice notice--error', role: 'alert', 'data-state': 'error' },
           h('h2', { text: 'Can’t load offers' }),
           h('p', {}, `The catalog at ${location.host} is not answering. `, reason ? h('span', { class: 'muted', text: `(${reason})` }) : null),
           h('p', { text: 'The page keeps retrying by itself. If this lasts, check that the catalog is running and that this computer can reach it, then try again.' }),
           h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } }))));
-      } else {
+      } else if (state.dataset.shown !== 'loading') {
+        state.dataset.shown = 'loading';
         replaceChildren(state, h('p', { class: 'notice', 'data-state': 'loading', 'aria-busy': 'true', text: 'Loading offers…' }));
       }
       count.textContent = '';
       return;
     }
+    state.dataset.shown = '';
     if (total === 0) {
       replaceChildren(state, h('section', { class: 'notice', 'data-state': 'empty' },
         h('h2', { text: 'No offers yet' }),
