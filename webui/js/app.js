@@ -35,9 +35,10 @@ function announce(message) {
 
 // A one-shot REST load so the page shows offers even while the feed is
 // still connecting (or down); the feed's snapshot replaces it when it comes.
-const restLoad = { error: null, pending: true };
+const restLoad = { error: null, pending: false, attempted: false };
 async function loadOverRest() {
   restLoad.pending = true;
+  restLoad.attempted = true;
   try {
     const offers = await listOffers();
     restLoad.error = null;
@@ -202,7 +203,12 @@ window.addEventListener('consumer-session', renderConsumerLink);
 
 renderIndicator();
 feed.start();
-loadOverRest();
+// The feed's snapshot usually comes first; the REST list is the way in when
+// the feed is slow or down (loading both at once doubles the work with many offers).
+const REST_FALLBACK_MS = 1500;
+setTimeout(() => {
+  if (!restLoad.attempted && (!store.loaded || feed.state !== FeedState.LIVE)) loadOverRest();
+}, REST_FALLBACK_MS);
 await loadUiConfig();
 // Back from the OpenID Connect issuer: finish signing in, then go where the consumer was.
 const returned = await finishOidcSignIn();

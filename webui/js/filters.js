@@ -3,7 +3,7 @@
 // filter at once (a consumer buys one plan, so "4 CPUs" from one plan and
 // "8Gi" from another would not serve them). Quantities compare exactly.
 
-import { add, compare, isNegative, parseDecimal, parseQuantity, shortQuantityProblem, ZERO } from './quantity.js';
+import { add, compare, compareQuick, isNegative, parseDecimal, parseQuantity, shortQuantityProblem, ZERO } from './quantity.js';
 
 function sumOf(entries) {
   return entries.reduce((sum, entry) => add(sum, entry.quantity), ZERO);
@@ -104,13 +104,13 @@ export function isUnfiltered(active) {
 /** Does this plan satisfy the cost and resource filters? */
 export function planMatches(plan, active) {
   if (active.maxCost) {
-    if (!plan.costValue || compare(plan.costValue, active.maxCost) > 0) return false;
+    if (!plan.costValue || compareQuick(plan.costValue, active.maxCost) > 0) return false;
   }
   for (const filter of RESOURCE_FILTERS) {
     const wanted = active.min[filter.key];
     if (!wanted) continue;
     const provided = filter.amount(plan);
-    if (!provided || compare(provided, wanted) < 0) return false;
+    if (!provided || compareQuick(provided, wanted) < 0) return false;
   }
   return true;
 }
