@@ -1139,7 +1139,7 @@ try {
 }
 
 // UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
-const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error'];
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict'];
 if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
   const docs = join(repo, 'docs', 'screenshots');
   mkdirSync(docs, { recursive: true });
