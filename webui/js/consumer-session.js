@@ -5,6 +5,8 @@
 // configured, is a consumer token the catalog's administrator issued
 // (`POST /consumer-tokens`; `catalog --demo` prints one).
 
+import { storedSession } from './session.js';
+
 const KEY = 'catalog.consumer-session';
 const PENDING = 'catalog.oidc-pending';
 
@@ -23,18 +25,7 @@ export function jwtClaims(token) {
 
 /** The signed-in consumer ({ token, subject, name, expiresAt, via }) or null. */
 export function consumerSession() {
-  let session;
-  try {
-    session = JSON.parse(sessionStorage.getItem(KEY) ?? 'null');
-  } catch {
-    session = null;
-  }
-  if (!session || typeof session.token !== 'string') return null;
-  if (session.expiresAt && session.expiresAt <= Date.now()) {
-    sessionStorage.removeItem(KEY);
-    return null;
-  }
-  return session;
+  return storedSession(KEY);
 }
 
 /**

@@ -20,20 +20,28 @@ function expiryMs(expiresAt) {
   return Number.isNaN(ms) ? null : ms;
 }
 
-/** The current session, or null when signed out or expired. */
-export function currentSession() {
+/** A session kept under `key` in sessionStorage ({ token, expiresAt, … }), dropped once expired; null if none. */
+export function storedSession(key) {
   let session;
   try {
-    session = JSON.parse(sessionStorage.getItem(KEY) ?? 'null');
+    session = JSON.parse(sessionStorage.getItem(key) ?? 'null');
   } catch {
     session = null;
   }
   if (!session || typeof session.token !== 'string') return null;
   const expires = expiryMs(session.expiresAt);
   if (expires !== null && expires <= Date.now()) {
-    clearSession();
+    sessionStorage.removeItem(key);
     return null;
   }
+  return session;
+}
+
+/** The current session, or null when signed out or expired. */
+export function currentSession() {
+  const session = storedSession(KEY);
+  // Expired (or gone): nothing left to renew.
+  if (!session && (credentials || renewTimer)) clearSession();
   return session;
 }
 
