@@ -8,7 +8,7 @@
 #   - Debian's Chromium, for the browser tests;
 #   - Debian's strace, for tests that prove what a process never did (bind
 #     a port) or did before answering (fsync the store);
-#   - the browser tests' node packages (playwright-core; it never downloads a browser).
+#   - the browser tests' node packages (playwright-core, axe-core; never a downloaded browser).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +54,7 @@ fi
 
 # --- node packages of the browser tests --------------------------------------
 if [ -f tests/browser/package.json ]; then
-  if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  if [ ! -d tests/browser/node_modules/playwright-core ] || [ ! -d tests/browser/node_modules/axe-core ]; then
     step "installing the browser tests' node packages"
     # The browser comes from Debian; never let a package fetch its own.
     (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)

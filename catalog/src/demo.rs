@@ -1,12 +1,15 @@
 //! `--demo`: a demo provider with a few realistic offers, created on first
 //! start so a fresh catalog has something to show. Its credentials are
-//! printed once, when it is created.
+//! printed once, when it is created. Every start also prints a consumer
+//! token (valid for `--token-ttl`) to sign in with in the web UI and buy.
 
-use crate::auth::secret;
+use crate::auth::{secret, Role};
 use crate::offers::{OfferSpec, OfferStore, ProviderRef};
 use crate::providers::{ProviderAccount, Providers};
 
 pub const DEMO_CLUSTER_ID: &str = "demo-provider";
+/// The demo consumer's identity (the `sub` of its tokens).
+pub const DEMO_CONSUMER: &str = "demo-consumer";
 const DEMO_CLUSTER_NAME: &str = "Demo provider (Milan)";
 const DEMO_AUTH_URL: &str = "https://demo-provider.liqo.example:443";
 
@@ -36,8 +39,27 @@ const DEMO_OFFERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Create the demo provider and its offers unless the provider exists.
+/// Create the demo provider and its offers unless the provider exists,
+/// then print a demo consumer login.
 pub async fn seed(providers: &Providers, offers: &dyn OfferStore) -> anyhow::Result<()> {
+    seed_provider(providers, offers).await?;
+    print_consumer_login(providers)
+}
+
+/// A fresh consumer token for the demo consumer, printed with where to use it.
+fn print_consumer_login(providers: &Providers) -> anyhow::Result<()> {
+    let issued = providers
+        .tokens
+        .issue(DEMO_CONSUMER, "Demo consumer", vec![Role::Consumer])?;
+    println!(
+        "demo consumer login (valid until {}): in the web UI choose \"Sign in to buy\" and paste this token:",
+        issued.expires_at.to_rfc3339()
+    );
+    println!("  {}", issued.token);
+    Ok(())
+}
+
+async fn seed_provider(providers: &Providers, offers: &dyn OfferStore) -> anyhow::Result<()> {
     if providers
         .store
         .get_provider(DEMO_CLUSTER_ID)

@@ -12,7 +12,7 @@
 // failure. The catalog and the browser are always stopped.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,8 +38,9 @@ if (!existsSync(CHROMIUM) || !existsSync(join(here, 'node_modules', 'playwright-
 
 const { chromium } = await import('playwright-core');
 const { Catalog, freePort } = await import('./lib/catalog.mjs');
+const { OidcIssuer } = await import('./lib/oidc-issuer.mjs');
 const { Runner, check, checkEqual } = await import('./lib/runner.mjs');
-const { accessibilityProblems, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
+const { accessibilityProblems, axeBothSchemes, card, contrastProblems, errorBeside, fillOffer, shownOfferIds, signIn } = await import('./lib/ui.mjs');
 
 const bin = process.env.CATALOG_BIN ?? join(repo, 'target', 'debug', 'catalog');
 const buildDir = join(repo, 'build');
@@ -76,7 +77,11 @@ const storageOffer = {
 
 // --- the run -----------------------------------------------------------------
 const port = await freePort();
-const catalog = new Catalog({ bin, port, dataDir: join(workDir, 'data'), logFile: join(buildDir, 'browser-tests-catalog.log') });
+const ADMIN_SECRET = 'browser-tests-admin-secret-0123456789';
+const catalog = new Catalog({
+  bin, port, dataDir: join(workDir, 'data'), logFile: join(buildDir, 'browser-tests-catalog.log'),
+  env: { CATALOG_ADMIN_SECRET: ADMIN_SECRET },
+});
 const base = catalog.url;
 let context = null;
 const pages = {};
@@ -126,6 +131,35 @@ async function submitOffer(page, id) {
   return answer;
 }
 
+/** Sign a provider in over REST and return its bearer token. */
+async function restToken(provider) {
+  const r = await fetch(`${base}/authenticate`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(provider) });
+  if (!r.ok) throw new Error(`authenticate ${provider.clusterID}: ${r.status} ${await r.text()}`);
+  return (await r.json()).token;
+}
+
+/** Publish (or replace) an offer over REST, as a provider agent would. */
+async function restPublish(token, id, body) {
+  const r = await fetch(`${base}/offer/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  if (!r.ok) throw new Error(`publish ${id}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+async function restDelete(token, id) {
+  const r = await fetch(`${base}/offer/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+  if (!r.ok && r.status !== 404) throw new Error(`delete ${id}: ${r.status}`);
+}
+
+/** A consumer token from the catalog's administrator (POST /consumer-tokens). */
+async function consumerToken(subject, name) {
+  const admin = await fetch(`${base}/authenticate/admin`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ secret: ADMIN_SECRET }) });
+  if (!admin.ok) throw new Error(`admin sign-in: ${admin.status} ${await admin.text()}`);
+  const { token } = await admin.json();
+  const r = await fetch(`${base}/consumer-tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify({ subject, name }) });
+  if (!r.ok) throw new Error(`consumer token: ${r.status} ${await r.text()}`);
+  return (await r.json()).token;
+}
+
 async function setFilter(page, label, value) {
   const control = page.getByLabel(label, { exact: true });
   if ((await control.evaluate((el) => el.tagName)) === 'SELECT') await control.selectOption(value);
@@ -151,6 +185,7 @@ try {
     reducedMotion: 'reduce',
   });
   context.setDefaultTimeout(10000);
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   context.on('request', (request) => requests.push(request.url()));
 
   const consumer = await newPage('consumer');
@@ -180,6 +215,12 @@ try {
     checkEqual(await accessibilityProblems(providerPage), [], 'accessibility problems on the sign-in view');
     await shot(providerPage, 'provider-sign-in');
     await providerPage.getByRole('button', { name: 'Sign in' }).click();
+    // Defect 5: a cluster ID nobody offers from yet is confirmed before it is claimed.
+    const ask = providerPage.locator('[data-state="new-cluster"]');
+    await ask.waitFor();
+    check((await ask.textContent()).includes(providerA.clusterID), 'the question names the cluster ID');
+    check(!requests.some((url) => url.endsWith('/authenticate')), 'nothing was claimed before the answer');
+    await providerPage.getByRole('button', { name: 'Register new provider' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
     const storage = await providerPage.evaluate(() => ({
       session: Object.keys(sessionStorage).map((k) => sessionStorage.getItem(k)).join(''),
@@ -202,6 +243,8 @@ try {
     await intruder.getByLabel('Token', { exact: true }).fill('not-the-token');
     const answer = intruder.waitForResponse((r) => r.url().endsWith('/authenticate'));
     await intruder.getByRole('button', { name: 'Sign in' }).click();
+    // Provider A has no offer yet, so the ID is still asked about.
+    await intruder.getByRole('button', { name: 'Register new provider' }).click();
     checkEqual((await answer).status(), 401, 'status of a wrong sign-in');
     await intruder.locator('.error-summary:not([hidden])').waitFor();
     const beside = await errorBeside(intruder.getByLabel('Token', { exact: true }));
@@ -227,6 +270,29 @@ try {
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker (a reload would clear it)');
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
     await providerPage.locator(`li[data-offer-id="${gpuOffer.id}"]`).waitFor();
+  });
+
+  await runner.test('defect 5: a mistyped cluster ID is caught before it registers a second provider', async () => {
+    const typo = await newPage('typo');
+    await typo.goto(`${base}/#/provider`);
+    await typo.getByLabel('Cluster ID', { exact: true }).fill(`${providerA.clusterID.slice(0, -1)}9`);
+    await typo.getByLabel('Cluster name', { exact: true }).fill(providerA.clusterName);
+    await typo.getByLabel('Auth URL', { exact: true }).fill(providerA.authURL);
+    await typo.getByLabel('Token', { exact: true }).fill(providerA.token);
+    const before = requests.filter((url) => url.endsWith('/authenticate')).length;
+    await typo.getByRole('button', { name: 'Sign in' }).click();
+    const ask = typo.locator('[data-state="new-cluster"]');
+    await ask.waitFor();
+    check((await ask.textContent()).includes(`already a provider here, with the cluster ID ${providerA.clusterID}`), `the question points at the known ID ("${await ask.textContent()}")`);
+    checkEqual(requests.filter((url) => url.endsWith('/authenticate')).length, before, 'sign-in requests before the answer');
+    checkEqual(await accessibilityProblems(typo), [], 'accessibility problems on the question');
+    await typo.getByRole('button', { name: `Use ${providerA.clusterID}` }).click();
+    checkEqual(await typo.getByLabel('Cluster ID', { exact: true }).inputValue(), providerA.clusterID, 'the cluster ID after "Use …"');
+    await typo.getByRole('button', { name: 'Sign in' }).click();
+    await typo.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    await typo.locator(`li[data-offer-id="${gpuOffer.id}"]`).waitFor();
+    await typo.close();
+    delete pages.typo;
   });
 
   await runner.test('a second provider publishes; both offers listed with their providers', async () => {
@@ -295,6 +361,19 @@ try {
     await expect(both, 'CPU ≥ 1500m');
     await setFilter(consumer, 'CPU', '3');
     await expect([gpuOffer.id], 'CPU ≥ 3');
+    // Defect 7: an error keeps the panel's layout (short, beside its field, nothing else moves).
+    const layout = () => consumer.evaluate(() => {
+      const top = (label) => [...document.querySelectorAll('.filters label')].find((l) => l.textContent === label).getBoundingClientRect().top;
+      return { gpus: top('GPUs'), cpu: top('CPU'), memory: top('Memory') };
+    });
+    const calm = await layout();
+    await setFilter(consumer, 'Storage', '5GB');
+    const storageError = consumer.locator('.filters .field-error:not([hidden])');
+    await storageError.waitFor();
+    checkEqual(await storageError.textContent(), 'Not applied: Try 5G or 5Gi', 'the filter error (the first words for screen readers only)');
+    const lines = await storageError.evaluate((el) => Math.round(el.getBoundingClientRect().height / parseFloat(getComputedStyle(el).lineHeight)));
+    check(lines <= 2, `the filter error takes ${lines} lines`);
+    checkEqual(await layout(), calm, 'positions of the other filters with an error shown');
     await setFilter(consumer, 'Storage', 'lots');
     const beside = await errorBeside(consumer.getByLabel('Storage', { exact: true }));
     check(beside?.sameField && /not applied/i.test(beside.text), `an invalid quantity is flagged beside its filter (got ${JSON.stringify(beside)})`);
@@ -304,6 +383,144 @@ try {
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the consumer view');
     checkEqual(await contrastProblems(consumer), [], 'text below WCAG AA contrast on the consumer view');
     await shot(consumer, 'consumer-offers');
+  });
+
+  await runner.test('defect 6: filters and sort are in the address: a reload or a shared link keeps them', async () => {
+    await setFilter(consumer, 'Memory', '4G');
+    await setFilter(consumer, 'Sort', 'cost');
+    await consumer.waitForFunction(() => location.hash === '#/?memory=4G&sort=cost');
+    const link = consumer.url();
+    const shared = await newPage('shared-link');
+    await shared.goto(link);
+    await card(shared, storageOffer.id).waitFor();
+    checkEqual(await shared.getByLabel('Memory', { exact: true }).inputValue(), '4G', 'the memory filter from the link');
+    checkEqual(await shared.getByLabel('Sort', { exact: true }).inputValue(), 'cost', 'the sort from the link');
+    checkEqual(await shownOfferIds(shared), [storageOffer.id, gpuOffer.id], 'offers of the link, cheapest first');
+    await shared.reload();
+    await card(shared, storageOffer.id).waitFor();
+    checkEqual(await shared.getByLabel('Memory', { exact: true }).inputValue(), '4G', 'the memory filter after a reload');
+    await shared.close();
+    delete pages['shared-link'];
+    await consumer.getByRole('button', { name: 'Clear filters' }).first().click();
+    await setFilter(consumer, 'Sort', 'newest');
+    await consumer.waitForFunction(() => location.hash === '#/');
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
+  await runner.test('finding: text search, provider filter, a page per provider, all in the address', async () => {
+    const ids = () => shownOfferIds(consumer).then((list) => list.sort());
+    const waitIds = (wanted) => consumer.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('ul.offer-list > li')].map((li) => li.dataset.offerId).sort()) === w, JSON.stringify(wanted));
+    await setFilter(consumer, 'Search', 'nvidia');
+    await waitIds([gpuOffer.id]);
+    await setFilter(consumer, 'Search', 'TURIN storage');
+    await waitIds([storageOffer.id]);
+    await consumer.waitForFunction(() => location.hash === '#/?q=TURIN+storage');
+    await setFilter(consumer, 'Search', '');
+    // Label filters, as label.KEY=VALUE in the address (the catalog's own spelling).
+    const tokenB = await restToken(providerB);
+    await restPublish(tokenB, 'gold-offer', { name: 'Gold tier', type: 'compute', labels: { tier: 'gold', region: 'eu-south' }, plans: { p: { name: 'p', cost: '3', resources: { cpu: '2' } } } });
+    try {
+      await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+      await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
+      await waitIds(['gold-offer']);
+      await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
+      await setFilter(consumer, 'Labels', 'tier=silver');
+      await consumer.locator('[data-state="filtered-empty"]').waitFor();
+      await setFilter(consumer, 'Labels', '');
+    } finally {
+      await restDelete(tokenB, 'gold-offer');
+    }
+    await card(consumer, 'gold-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
+    await setFilter(consumer, 'Provider', providerA.clusterID);
+    await waitIds([gpuOffer.id]);
+    checkEqual(await consumer.evaluate(() => location.hash), `#/?provider=${providerA.clusterID}`, 'the address with a provider filter');
+    await setFilter(consumer, 'Provider', '');
+    checkEqual(await ids(), [gpuOffer.id, storageOffer.id], 'offers without filters');
+    await card(consumer, storageOffer.id).getByRole('link', { name: new RegExp(providerB.clusterName) }).click();
+    await consumer.getByRole('heading', { level: 1, name: `Offers from ${providerB.clusterName}` }).waitFor();
+    checkEqual(await consumer.evaluate(() => location.hash), `#/providers/${providerB.clusterID}`, 'the provider page\'s address');
+    await waitIds([storageOffer.id]);
+    checkEqual(await axeBothSchemes(consumer), { light: [], dark: [] }, 'axe-core on a provider page');
+    await shot(consumer, 'consumer-provider-page');
+    await consumer.getByRole('link', { name: 'All offers' }).click();
+    await consumer.getByRole('heading', { level: 1, name: 'Offers' }).waitFor();
+    await waitIds([gpuOffer.id, storageOffer.id]);
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
+  await runner.test('finding: the compact table view sorts by cost per CPU and pages through many offers', async () => {
+    await consumer.getByRole('button', { name: 'Table', exact: true }).click();
+    await consumer.locator('table.offer-table').waitFor();
+    const rows = () => consumer.locator('table.offer-table tbody tr').evaluateAll((trs) => trs.map((tr) => `${tr.dataset.offerId}/${tr.dataset.plan}`));
+    checkEqual(await rows(), [`${storageOffer.id}/basic`, `${storageOffer.id}/medium`, `${gpuOffer.id}/small`, `${gpuOffer.id}/large`], 'rows by cost');
+    await consumer.locator('button[data-sort="costPerCpu"]').click();
+    await consumer.waitForFunction(() => location.hash === '#/?view=table&tsort=costPerCpu');
+    // Cost per CPU: storage basic 1.0/1, medium 2.0/2, gpu small 2.5/4 = 0.625, large 6/16 = 0.375.
+    checkEqual(await rows(), [`${gpuOffer.id}/large`, `${gpuOffer.id}/small`, `${storageOffer.id}/basic`, `${storageOffer.id}/medium`], 'rows by cost per CPU');
+    checkEqual(await consumer.locator('th[aria-sort]').getAttribute('aria-sort'), 'ascending', 'aria-sort of the sorted column');
+    await consumer.locator('button[data-sort="costPerCpu"]').press('Enter');
+    await consumer.waitForFunction(() => location.hash === '#/?view=table&tsort=-costPerCpu');
+    checkEqual(await rows(), [`${storageOffer.id}/basic`, `${storageOffer.id}/medium`, `${gpuOffer.id}/small`, `${gpuOffer.id}/large`], 'rows high to low (ties by offer, then plan)');
+    checkEqual(await consumer.locator('tr[data-plan="large"] td[data-column="costPerCpu"]').textContent(), '0.375', 'cost per CPU of the GPU large plan');
+    checkEqual(await axeBothSchemes(consumer), { light: [], dark: [] }, 'axe-core on the table view');
+    await shot(consumer, 'consumer-table');
+    // Many offers: one page at a time.
+    const tokenB = await restToken(providerB);
+    const many = Array.from({ length: 60 }, (_, i) => `bulk-${String(i).padStart(2, '0')}`);
+    try {
+      for (const id of many) await restPublish(tokenB, id, { name: `Bulk ${id}`, type: 'bulk', plans: { p: { name: 'p', cost: '0.1', resources: { cpu: '1' } } } });
+      await consumer.getByRole('button', { name: 'Cards', exact: true }).click();
+      await consumer.locator('.pager').getByText('Page 1 of 2').waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await consumer.locator('ul.offer-list > li').count(), 50, 'cards on page 1');
+      await consumer.locator('[data-page="next"]').click();
+      await consumer.waitForFunction(() => location.hash === '#/?page=2');
+      checkEqual(await consumer.locator('ul.offer-list > li').count(), 12, 'cards on page 2');
+      await consumer.reload();
+      await consumer.locator('.pager').getByText('Page 2 of 2').waitFor();
+    } finally {
+      for (const id of many) await restDelete(tokenB, id);
+    }
+    await consumer.goto(`${base}/#/`);
+    await card(consumer, storageOffer.id).waitFor();
+    await consumer.waitForFunction(() => document.querySelectorAll('ul.offer-list > li').length === 2, null, { timeout: LIVE_DEADLINE_MS });
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
+  });
+
+  await runner.test('defects 9, 10: full dates, newest by publication, providers in natural order, "Free" and priced costs', async () => {
+    const node112 = { clusterID: 'node-112-cluster', clusterName: 'node #112', authURL: 'https://node112.example.org', token: 'node-112-token' };
+    const node12 = { clusterID: 'node-12-cluster', clusterName: 'node #12', authURL: 'https://node12.example.org', token: 'node-12-token' };
+    const t112 = await restToken(node112);
+    const t12 = await restToken(node12);
+    const plan = (cost) => ({ basic: { name: 'basic', cost, resources: { cpu: '1', memory: '1Gi' } } });
+    try {
+      await restPublish(t112, 'older-offer', { name: 'Older offer', type: 'compute', plans: plan('0.5') });
+      await card(consumer, 'older-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+      await restPublish(t12, 'free-tier', { name: 'Free tier', type: 'compute', plans: plan('0') });
+      await card(consumer, 'free-tier').waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await card(consumer, 'free-tier').locator('[data-field="lowestCost"]').textContent(), 'Free', 'a zero cost');
+      checkEqual(await card(consumer, 'older-offer').locator('[data-field="lowestCost"]').textContent(), '0.5 USD per hour', 'a priced cost');
+      const order = async () => (await shownOfferIds(consumer)).filter((id) => id === 'older-offer' || id === 'free-tier');
+      checkEqual(await order(), ['free-tier', 'older-offer'], 'newest first');
+      // An edit does not make an offer "newer".
+      await restPublish(t112, 'older-offer', { name: 'Older offer (edited)', type: 'compute', plans: plan('0.5') });
+      await card(consumer, 'older-offer').locator('h3', { hasText: 'Older offer (edited)' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await order(), ['free-tier', 'older-offer'], 'newest first after editing the older offer');
+      await setFilter(consumer, 'Sort', 'provider');
+      await consumer.waitForFunction(() => location.hash === '#/?sort=provider');
+      const providers = await consumer.locator('ul.offer-list > li [data-field="clusterName"]').allTextContents();
+      checkEqual(providers.filter((name) => name.startsWith('node')), ['node #12', 'node #112'], 'providers in natural order');
+      await setFilter(consumer, 'Sort', 'newest');
+      await card(consumer, 'older-offer').getByRole('link', { name: /Compare/ }).click();
+      const changed = await consumer.locator('dl.facts').textContent();
+      check(changed.includes(String(new Date().getFullYear())), `the offer's times carry the date ("${changed}")`);
+      await consumer.goto(`${base}/#/`);
+    } finally {
+      await restDelete(t112, 'older-offer');
+      await restDelete(t12, 'free-tier');
+    }
+    await card(consumer, 'free-tier').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
+    await card(consumer, 'older-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
+    await consumer.evaluate(() => { window.__noReload = 'still here'; });
   });
 
   await runner.test('an offer opens to a comparison table of its plans, provider and cluster ID', async () => {
@@ -321,8 +538,11 @@ try {
     const table = consumer.locator('table.plan-table');
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
     const headers = await table.locator('thead th').allTextContents();
-    checkEqual(headers, ['Plan', 'Cost', 'CPU', 'Memory', 'Storage'], 'table columns');
-    checkEqual(rows, [['basicplan-basic', '1.0', '1', '2G', '100G'], ['mediumplan-medium', '2.0', '2', '4G', '300G']], 'table rows (cheapest first, canonical quantities)');
+    checkEqual(headers, ['Plan', 'Cost', 'CPU', 'Memory', 'Storage', 'Buy'], 'table columns');
+    checkEqual(rows, [
+      ['basicplan-basic', '1.0 USD per hour', '1', '2G', '100G', 'Reserve plan plan-basic'],
+      ['mediumplan-medium', '2.0 USD per hour', '2', '4G', '300G', 'Reserve plan plan-medium'],
+    ], 'table rows (cheapest first, canonical quantities)');
     const facts = await consumer.locator('dl.facts').textContent();
     check(facts.includes(providerB.clusterName) && facts.includes(providerB.clusterID), 'provider name and cluster ID shown');
     checkEqual(await accessibilityProblems(consumer), [], 'accessibility problems on the offer view');
@@ -336,11 +556,48 @@ try {
     await consumer.getByRole('heading', { level: 1, name: 'Offers' }).waitFor();
   }
 
-  await runner.test('a bad quantity shows the server\'s message beside its field', async () => {
+  await runner.test('defects 1, 2: a blank offer lists every problem at once, in plain words, without a request', async () => {
+    await providerPage.goto(`${base}/#/provider/new`);
+    await providerPage.getByRole('heading', { level: 1, name: 'New offer' }).waitFor();
+    const posts = () => requests.filter((url) => url.includes('/offer/')).length;
+    const before = posts();
+    await providerPage.getByRole('button', { name: 'Publish offer' }).click();
+    const summary = providerPage.locator('.error-summary:not([hidden])');
+    await summary.waitFor();
+    const items = await summary.locator('li').allTextContents();
+    checkEqual(items, [
+      'Enter an offer ID.', 'Enter a name.', 'Enter a type.', 'Enter a cost, e.g. 1.0 (0 for a free plan).',
+      'Enter an amount, e.g. 2, 500m or 4Gi.', 'Enter an amount, e.g. 2, 500m or 4Gi.', 'Enter an amount, e.g. 2, 500m or 4Gi.',
+    ], 'every problem of the blank form, listed once');
+    checkEqual(posts(), before, 'requests to /offer/ for a form with problems');
+    for (const label of ['Offer ID', 'Name', 'Type', 'Cost']) {
+      const beside = await errorBeside(providerPage.getByLabel(label, { exact: true }).first());
+      check(beside?.sameField && beside.invalid, `an error beside ${label}`);
+    }
+    await fillOffer(providerPage, { id: 'plain-words', name: 'Plain words', type: 'compute', plans: [{ key: 'p', name: 'p', cost: '1,5', resources: [['cpu', '2 cores'], ['memory', '5GB']] }] });
+    await providerPage.getByRole('button', { name: 'Publish offer' }).click();
+    await providerPage.waitForFunction(() => document.querySelectorAll('.error-summary li').length === 3);
+    checkEqual(await summary.locator('li').allTextContents(), [
+      '“1,5” is not a number. Write the cost as digits with a decimal point, e.g. 1.5.',
+      '2 cores is not a Kubernetes quantity — did you mean 2?',
+      '5GB is not a Kubernetes quantity — did you mean 5G or 5Gi?',
+    ], 'problems in plain words');
+    checkEqual(posts(), before, 'requests to /offer/ after the second try');
+    checkEqual((await axeBothSchemes(providerPage)), { light: [], dark: [] }, 'axe-core on the editor with errors');
+    await shot(providerPage, 'provider-editor-error');
+    // Leave without saving: the unsaved-changes question is answered "leave".
+    providerPage.once('dialog', (d) => d.accept());
+    await providerPage.getByRole('link', { name: 'Cancel' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
+  await runner.test('a bad quantity is explained beside its field, in plain words, before anything is sent', async () => {
     await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
     await providerPage.getByRole('heading', { level: 1, name: `Edit “${gpuOffer.name}”` }).waitFor();
     // The catalog returns plans keyed (and so ordered) by plan ID: find "small" and its memory row by value.
     const plans = providerPage.locator('fieldset[data-role="plan"]');
+    // Defect 9: plans keep the consumers' order (cheapest first), not the catalog's alphabetical one.
+    checkEqual(await plans.evaluateAll((sets) => sets.map((f) => f.querySelector('[data-role="plan-key"]').value)), ['small', 'large'], 'plan order in the editor');
     const planIndex = await plans.evaluateAll((sets) => sets.findIndex((f) => f.querySelector('[data-role="plan-key"]').value === 'small'));
     check(planIndex >= 0, 'the editor holds the plan "small"');
     const rows = plans.nth(planIndex).locator('li.resource-row');
@@ -349,23 +606,21 @@ try {
     const quantity = rows.nth(rowIndex).getByLabel('Quantity', { exact: true });
     checkEqual(await quantity.inputValue(), '16Gi', 'memory of plan "small" as loaded');
     await quantity.fill('16 Gi');
-    const answer = await submitOffer(providerPage, gpuOffer.id);
-    checkEqual(answer.status(), 400, 'status of a bad quantity');
-    const body = await answer.json();
+    const before = requests.filter((url) => url.endsWith(`/offer/${gpuOffer.id}`)).length;
+    await providerPage.getByRole('button', { name: 'Save changes' }).click();
     await providerPage.locator('.error-summary:not([hidden])').waitFor();
     const beside = await errorBeside(quantity);
     check(beside !== null, 'an error is shown beside the quantity field');
     check(beside.sameField, 'the error is in the same field as the quantity');
     check(beside.invalid, 'the quantity is marked aria-invalid');
-    checkEqual(beside.text, body.message, 'the message beside the field is the server\'s');
-    check(body.message.includes('plans.small.resources.memory'), `the server names the field (${body.message})`);
+    checkEqual(beside.text, '16 Gi is not a Kubernetes quantity — did you mean 16Gi?', 'the message beside the field');
+    checkEqual(requests.filter((url) => url.endsWith(`/offer/${gpuOffer.id}`)).length, before, 'requests sent for a bad quantity');
     checkEqual(await card(consumer, gpuOffer.id).locator('h3').textContent(), gpuOffer.name, 'nothing changed for consumers');
     checkEqual(await accessibilityProblems(providerPage), [], 'accessibility problems on the editor with an error');
     checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor');
     await providerPage.emulateMedia({ colorScheme: 'dark' });
     checkEqual(await contrastProblems(providerPage), [], 'text below WCAG AA contrast on the editor, dark scheme');
     await providerPage.emulateMedia({ colorScheme: 'light' });
-    await shot(providerPage, 'provider-editor-error');
   });
 
   await runner.test('an edit shows up on the open consumer page', async () => {
@@ -379,7 +634,8 @@ try {
     checkEqual(answer.status(), 200, 'status of the replace');
     const title = card(consumer, gpuOffer.id).locator('h3', { hasText: edited.name });
     await title.waitFor({ timeout: LIVE_DEADLINE_MS });
-    checkEqual(await card(consumer, gpuOffer.id).locator('[data-field="lowestCost"]').textContent(), '1.25', 'lowest cost on the card');
+    // Defect 10: costs carry the currency and period the catalog prices in.
+    checkEqual(await card(consumer, gpuOffer.id).locator('[data-field="lowestCost"]').textContent(), '1.25 USD per hour', 'lowest cost on the card');
     check(/Updated/.test(await card(consumer, gpuOffer.id).locator('.badge--updated').textContent()), 'card is marked Updated');
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker');
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
@@ -407,10 +663,35 @@ try {
     const summary = providerPage.locator('.error-summary:not([hidden])');
     await summary.waitFor();
     check(/changed this offer after you opened it/.test(await summary.textContent()), 'the summary explains the conflict');
-    await summary.getByRole('button', { name: 'Reload the current version' }).click();
+    // Defect 4: what differs is shown, and the provider chooses.
+    const diff = summary.locator('table.diff-table');
+    await diff.waitFor();
+    checkEqual(await diff.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent))),
+      [['Description', 'Edited in the first tab.', 'Edited in the second tab.']], 'the differences');
+    checkEqual((await axeBothSchemes(providerPage)), { light: [], dark: [] }, 'axe-core on the conflict');
+    await shot(providerPage, 'provider-conflict');
+    await summary.getByRole('button', { name: 'Take theirs' }).click();
     await providerPage.waitForFunction(() => document.querySelector('textarea[name="description"]')?.value === 'Edited in the second tab.');
     const stored = await (await fetch(`${base}/offer/${gpuOffer.id}`)).json();
     checkEqual(stored.description, 'Edited in the second tab.', 'the stored description');
+    // Again, and this time keep mine: saved over the other version, on purpose.
+    await providerPage.getByLabel('Description', { exact: true }).fill('Mine after all.');
+    const third = await newPage('provider-a-third-tab');
+    await signIn(third, base, providerA);
+    await third.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await third.getByLabel('Description', { exact: true }).fill('Theirs again.');
+    checkEqual((await submitOffer(third, gpuOffer.id)).status(), 200, 'status of the third tab\'s save');
+    await third.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    await third.close();
+    delete pages['provider-a-third-tab'];
+    checkEqual((await submitOffer(providerPage, gpuOffer.id)).status(), 409, 'status of the second stale save');
+    const kept = providerPage.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/offer/${gpuOffer.id}`));
+    await summary.getByRole('button', { name: 'Keep mine' }).click();
+    checkEqual((await kept).status(), 200, 'status of "Keep mine"');
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    checkEqual((await (await fetch(`${base}/offer/${gpuOffer.id}`)).json()).description, 'Mine after all.', 'the stored description after "Keep mine"');
+    await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await providerPage.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
     await providerPage.getByRole('link', { name: 'Cancel' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
   });
@@ -442,6 +723,7 @@ try {
     await providerPage.keyboard.press('Enter');
     checkEqual(await plans.count(), 0, 'plans after removing every plan');
     checkEqual(await providerPage.evaluate(() => document.activeElement?.textContent), 'Add plan', 'focus after removing the only plan');
+    providerPage.once('dialog', (d) => d.accept()); // the plans changed: leaving asks first
     await providerPage.getByRole('link', { name: 'Cancel' }).click();
     await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
   });
@@ -459,9 +741,39 @@ try {
     checkEqual((await submitOffer(providerPage, 'never-stored')).status(), 401, 'status with a bad token');
     await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
     check(/session has expired/i.test(await providerPage.locator('[data-flash="error"]').textContent()), 'the sign-in view says why');
-    checkEqual(await providerPage.evaluate(() => sessionStorage.length), 0, 'sessionStorage entries after a 401');
+    const kept = await providerPage.evaluate(() => Object.keys(sessionStorage));
+    checkEqual(kept, ['catalog.draft.new'], 'sessionStorage after a 401: the token is gone, the draft stays');
     checkEqual((await fetch(`${base}/offer/never-stored`)).status, 404, 'nothing was stored');
-    await signIn(providerPage, base, providerA);
+    // Defect 3: signing in again brings the edits back, and saving them works.
+    await signIn(providerPage, base, { ...providerA, landing: 'New offer' });
+    await providerPage.locator('[data-state="draft-restored"]').waitFor();
+    checkEqual(await providerPage.getByLabel('Offer ID', { exact: true }).inputValue(), 'never-stored', 'the restored offer ID');
+    checkEqual(await providerPage.getByLabel('Name', { exact: true }).inputValue(), gpuOffer.name, 'the restored name');
+    checkEqual(await providerPage.locator('fieldset[data-role="plan"]').count(), gpuOffer.plans.length, 'the restored plans');
+    await providerPage.getByRole('button', { name: 'Discard them' }).click();
+    checkEqual(await providerPage.getByLabel('Offer ID', { exact: true }).inputValue(), '', 'the form after discarding the draft');
+    checkEqual(await providerPage.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('catalog.draft.'))), [], 'drafts after discarding');
+    await providerPage.getByRole('link', { name: 'Cancel' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  });
+
+  await runner.test('defect 3: leaving unsaved edits asks first; a reload keeps them as a draft', async () => {
+    await providerPage.goto(`${base}/#/provider/edit/${gpuOffer.id}`);
+    await providerPage.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    await providerPage.getByLabel('Description', { exact: true }).fill('Half-typed description');
+    let asked = null;
+    providerPage.once('dialog', (d) => { asked = d.message(); d.dismiss(); });
+    await providerPage.getByRole('link', { name: 'Your offers' }).click();
+    await providerPage.waitForFunction(() => location.hash.startsWith('#/provider/edit/'));
+    check(/unsaved changes/.test(asked ?? ''), `the page asked before leaving ("${asked}")`);
+    checkEqual(await providerPage.getByLabel('Description', { exact: true }).inputValue(), 'Half-typed description', 'the edit after staying');
+    await providerPage.reload();
+    await providerPage.locator('[data-state="draft-restored"]').waitFor();
+    checkEqual(await providerPage.getByLabel('Description', { exact: true }).inputValue(), 'Half-typed description', 'the edit after a reload');
+    providerPage.once('dialog', (d) => d.accept());
+    await providerPage.getByRole('link', { name: 'Your offers' }).click();
+    await providerPage.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    checkEqual(await providerPage.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('catalog.draft.'))), [], 'drafts after leaving on purpose');
   });
 
   await runner.test('deleting asks for confirmation, then the offer disappears from the open consumer page', async () => {
@@ -495,6 +807,9 @@ try {
     checkEqual(await shownOfferIds(consumer), [storageOffer.id], 'offers left');
     checkEqual(await consumer.evaluate(() => window.__noReload), 'still here', 'consumer page marker');
     await detail.locator('[data-state="withdrawn"]').waitFor({ timeout: LIVE_DEADLINE_MS });
+    // Defect 8: the withdrawn offer stays readable.
+    checkEqual(await axeBothSchemes(detail), { light: [], dark: [] }, 'axe-core on the withdrawn offer');
+    await shot(detail, 'offer-withdrawn');
     await row.waitFor({ state: 'detached' });
     await detail.close();
     delete pages['consumer-detail'];
@@ -509,6 +824,136 @@ try {
     await providerPage.getByRole('heading', { level: 1, name: 'Sign in as a provider' }).waitFor();
   });
 
+  await runner.test('operating: caps and holdings per plan, changes by the agent, duplicate a plan, export and import JSON/YAML', async () => {
+    const page = pages['provider-b'];
+    // It was left in the editor with an unsaved form: leaving asks, and the answer is "leave".
+    page.once('dialog', (d) => d.accept());
+    await page.goto(`${base}/#/provider`);
+    const row = page.locator(`li[data-offer-id="${storageOffer.id}"]`);
+    await row.locator('summary').click();
+    const capInput = row.locator('input[data-cap="basic"]');
+    await capInput.fill('3');
+    await row.locator('tr[data-plan="basic"] button[type="submit"]').click();
+    await row.getByText('Cap set: 3 left.').waitFor();
+    const cap = await (await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`)).json();
+    checkEqual(cap.maxPurchases, 3, 'the stored cap');
+    await capInput.fill('-2');
+    await row.locator('tr[data-plan="basic"] button[type="submit"]').click();
+    await row.getByText('Enter a whole number from 0 to 1000000').waitFor();
+    checkEqual((await (await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`)).json()).maxPurchases, 3, 'the cap after a bad value');
+    // A consumer holds one unit; the provider agent changes the basic plan's resources.
+    const dave = await consumerToken('dave', 'Dave');
+    const held = await (await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${dave}` }, body: JSON.stringify({ offerID: storageOffer.id, planID: 'basic' }) })).json();
+    const tokenB = await restToken(providerB);
+    const current = await (await fetch(`${base}/offer/${storageOffer.id}`)).json();
+    const agentWrite = { name: current.name, type: current.type, description: current.description, plans: { ...current.plans, basic: { ...current.plans.basic, resources: { ...current.plans.basic.resources, cpu: '1500m' } } } };
+    await restPublish(tokenB, storageOffer.id, agentWrite);
+    await row.locator('tr[data-plan="basic"] td[data-column="changed"]').filter({ hasNotText: 'not since' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+    checkEqual(await row.locator('tr[data-plan="medium"] td[data-column="changed"]').textContent(), 'not since this page opened', 'the medium plan did not change');
+    check(/by another client/.test(await row.locator('.plan-ops__body > p').textContent()), 'the last write is marked as not from this page');
+    checkEqual(await row.locator('tr[data-plan="basic"] td[data-column="held"]').textContent(), '1', 'units held of the basic plan');
+    checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the provider\'s offers with plan operations');
+    await shot(page, 'provider-plan-ops');
+    await fetch(`${base}/reservations/${held.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${dave}` } });
+    await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: null }) });
+
+    // Duplicate a plan, export the offer as YAML and JSON, import a YAML file.
+    await page.goto(`${base}/#/provider/edit/${storageOffer.id}`);
+    await page.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
+    const plans = page.locator('fieldset[data-role="plan"]');
+    await plans.first().locator('[data-role="duplicate-plan"]').click();
+    checkEqual(await plans.evaluateAll((sets) => sets.map((f) => f.querySelector('[data-role="plan-key"]').value)), ['basic', 'basic-copy', 'medium'], 'plans after duplicating basic');
+    checkEqual(await page.evaluate(() => document.activeElement?.value), 'basic-copy', 'focus on the copy\'s ID');
+    checkEqual(await plans.nth(1).locator('[data-role="resource-quantity"]').evaluateAll((els) => els.map((e) => e.value)), ['1500m', '2G', '100G'], 'the copy\'s quantities');
+    const [yamlDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export YAML' }).click()]);
+    checkEqual(yamlDownload.suggestedFilename(), `${storageOffer.id}.yaml`, 'the YAML file name');
+    const yaml = readFileSync(await yamlDownload.path(), 'utf8');
+    check(yaml.includes('plans:\n  basic:\n') && yaml.includes('  basic-copy:\n') && yaml.includes('cpu: 1500m'), `the exported YAML:\n${yaml}`);
+    const [jsonDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    const exported = JSON.parse(readFileSync(await jsonDownload.path(), 'utf8'));
+    checkEqual(Object.keys(exported.plans), ['basic', 'basic-copy', 'medium'], 'plans of the exported JSON');
+    const edited = yaml.replace(/^name: .*$/m, 'name: Imported storage offer');
+    await page.locator('[data-role="import-file"]').setInputFiles({ name: 'offer.yaml', mimeType: 'application/yaml', buffer: Buffer.from(edited) });
+    await page.getByText('Imported offer.yaml').waitFor();
+    checkEqual(await page.getByLabel('Name', { exact: true }).inputValue(), 'Imported storage offer', 'the name after importing');
+    await page.locator('[data-role="import-file"]').setInputFiles({ name: 'bad.yaml', mimeType: 'application/yaml', buffer: Buffer.from('name: x\nplans:\n  - basic\n') });
+    await page.locator('.error-summary:not([hidden])').getByText(/line 3: lists are not part of an offer/).waitFor();
+    checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the editor with import/export');
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+    // Put the offer back as the later scenarios expect it.
+    await restPublish(tokenB, storageOffer.id, { ...agentWrite, plans: { ...agentWrite.plans, basic: { ...agentWrite.plans.basic, resources: { ...agentWrite.plans.basic.resources, cpu: '1000m' } } } });
+  });
+
+  await runner.test('buying: sign in with a consumer token, reserve a capped plan (countdown, units left live), buy, contract with the liqoctl command', async () => {
+    const tokenB = await restToken(providerB);
+    const capped = await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: 2 }) });
+    checkEqual(capped.status, 200, 'status of setting a cap');
+    const alice = await consumerToken('alice', 'Alice');
+    const buyer = await newPage('buyer');
+    const watcher = await newPage('watcher');
+    await watcher.goto(`${base}/#/offer/${storageOffer.id}`);
+    const units = (page) => page.locator('tr[data-plan="basic"] td[data-column="units"]');
+    await units(watcher).getByText('2 of 2 left').waitFor();
+    await buyer.goto(`${base}/#/offer/${storageOffer.id}`);
+    await buyer.locator('tr[data-plan="basic"] [data-reserve]').click();
+    // Not signed in: to the sign-in view, and back afterwards.
+    await buyer.getByRole('heading', { level: 1, name: 'Sign in to buy' }).waitFor();
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the consumer sign-in');
+    await shot(buyer, 'consumer-sign-in');
+    await buyer.getByLabel('Consumer token', { exact: true }).fill(alice);
+    await buyer.getByRole('button', { name: 'Sign in with the token' }).click();
+    await buyer.getByRole('heading', { level: 1, name: storageOffer.name }).waitFor();
+    checkEqual(await buyer.locator('[data-nav="mine"]').textContent(), 'My purchases', 'the header after signing in');
+    await buyer.locator('tr[data-plan="basic"] [data-reserve]').click();
+    await buyer.getByRole('heading', { level: 1, name: 'Reservation' }).waitFor();
+    const countdown = buyer.locator('[data-field="countdown"]');
+    await countdown.waitFor();
+    const first = await countdown.textContent();
+    check(/^\d+:\d\d$/.test(first), `the countdown reads "${first}"`);
+    await buyer.waitForFunction((t) => document.querySelector('[data-field="countdown"]').textContent !== t, first, { timeout: LIVE_DEADLINE_MS });
+    await units(watcher).getByText('1 of 2 left').waitFor({ timeout: LIVE_DEADLINE_MS });
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the reservation');
+    await shot(buyer, 'consumer-reservation');
+    const bought = buyer.waitForResponse((r) => r.url().includes('/purchase') && r.request().method() === 'POST');
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    checkEqual((await bought).status(), 201, 'status of the purchase');
+    await buyer.getByRole('heading', { level: 1, name: 'Contract' }).waitFor();
+    const command = buyer.locator('[data-role="liqoctl-v0"]');
+    await command.waitFor();
+    const expected = `liqoctl peer out-of-band ${providerB.clusterName} --auth-url ${providerB.authURL} --cluster-id ${providerB.clusterID} --auth-token ${providerB.token}`;
+    checkEqual(await command.textContent(), expected, 'the liqoctl command');
+    checkEqual(await buyer.locator('[data-field="contract-state"]').textContent(), 'Pending: waiting for your cluster to peer', 'the contract\'s state');
+    check(/days? .*left/.test(await buyer.locator('[data-field="expires"]').textContent()), 'the contract\'s expiry with the time left');
+    await buyer.locator('[data-copy="liqoctl-v0"]').click();
+    await buyer.getByText('Copied.').waitFor();
+    checkEqual(await buyer.evaluate(() => navigator.clipboard.readText()), expected, 'the clipboard after Copy');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the contract');
+    await shot(buyer, 'consumer-contract');
+    // Another consumer takes the last unit: the open page says "Sold out" and offers no Reserve.
+    const bob = await consumerToken('bob', 'Bob');
+    const last = await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${bob}` }, body: JSON.stringify({ offerID: storageOffer.id, planID: 'basic' }) });
+    checkEqual(last.status, 201, 'status of the last unit\'s reservation');
+    await units(watcher).getByText('Sold out').waitFor({ timeout: LIVE_DEADLINE_MS });
+    check(await watcher.locator('tr[data-plan="basic"] [data-reserve]').isDisabled(), 'Reserve is disabled on a sold-out plan');
+    checkEqual(await axeBothSchemes(watcher), { light: [], dark: [] }, 'axe-core on an offer with a sold-out plan');
+    await shot(watcher, 'offer-sold-out');
+    // "My reservations and purchases" lists the purchase.
+    await buyer.getByRole('link', { name: 'My purchases' }).click();
+    await buyer.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+    await buyer.locator('[data-list="mine-bought"] li').first().waitFor();
+    checkEqual(await buyer.locator('[data-list="mine-bought"] li').count(), 1, 'purchases listed');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on my purchases');
+    await shot(buyer, 'consumer-mine');
+    await watcher.close();
+    delete pages.watcher;
+    await buyer.close();
+    delete pages.buyer;
+    // Free the plan for the scenarios after this one.
+    await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: null }) });
+  });
+
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
     const narrow = await newPage('narrow');
     await narrow.setViewportSize({ width: 360, height: 780 });
@@ -516,11 +961,36 @@ try {
     await card(narrow, storageOffer.id).waitFor();
     const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `consumer view is ${overflow}px wider than a 360px screen`);
+    // Defect 11: the filters fold away (the first offer is on the first screen) and open from the keyboard.
+    const firstCard = await card(narrow, storageOffer.id).boundingBox();
+    check(firstCard.y < 780, `the first offer starts at ${firstCard.y}px, below the first screen`);
+    check(!(await narrow.getByLabel('Memory', { exact: true }).isVisible()), 'the filters are folded at first');
+    await narrow.locator('.filters-panel > summary').focus();
+    await narrow.keyboard.press('Enter');
+    await narrow.getByLabel('Memory', { exact: true }).waitFor();
     await shot(narrow, 'consumer-narrow');
-    await narrow.goto(`${base}/#/offer/${storageOffer.id}`);
+    // The connection status stays in view while scrolling.
+    await narrow.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    const status = await narrow.locator('#connection').boundingBox();
+    check(status && status.y >= 0 && status.y + status.height <= 780, `the connection status is off screen after scrolling (${JSON.stringify(status)})`);
+    const tokenB = await restToken(providerB);
+    await restPublish(tokenB, 'gpu-narrow', { name: 'GPU (narrow check)', type: 'gpu', plans: {
+      small: { name: 'small', cost: '2.5', resources: { cpu: '4', memory: '16Gi', storage: '100Gi', 'nvidia.com/gpu': '1' } },
+      large: { name: 'large', cost: '6', resources: { cpu: '16', memory: '64Gi', storage: '1Ti', 'nvidia.com/gpu': '4' } },
+    } });
+    await narrow.goto(`${base}/#/offer/gpu-narrow`);
     await narrow.locator('table.plan-table').waitFor();
     const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
+    // Every GPU cell is on screen, without scrolling sideways.
+    // (The table is drawn again once the units left arrive: measure what is on screen then.)
+    const onScreen = () => [...document.querySelectorAll('td[data-column="nvidia.com/gpu"]')].map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; });
+    await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`).catch(() => {});
+    const gpuCells = await narrow.evaluate((f) => eval(f)(), `(${onScreen})`);
+    check(gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
+    checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
+    await shot(narrow, 'offer-narrow');
+    await restDelete(tokenB, 'gpu-narrow');
     await narrow.goto(`${base}/#/provider/new`);
     await narrow.getByRole('heading', { level: 1 }).waitFor();
     const overflow3 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -573,6 +1043,58 @@ try {
     check(requests.some((url) => url.startsWith(`ws://127.0.0.1:${port}/subscribe`)), 'the feed was used');
   });
 
+  await runner.test('consumer sign-in with OpenID Connect (authorization code + PKCE) on a test issuer; the provider\'s token is renewed before it expires', async () => {
+    const oidcPort = await freePort();
+    const oidcBase = `http://127.0.0.1:${oidcPort}`;
+    const issuer = await new OidcIssuer({
+      clientID: 'catalog-ui', redirectUri: `${oidcBase}/`, audience: 'liqo-broker-catalog',
+      user: { sub: 'carol@example.org', name: 'Carol', roles: ['consumer'] },
+    }).start();
+    const second = new Catalog({
+      bin, port: oidcPort, dataDir: join(workDir, 'data-oidc'), logFile: join(buildDir, 'browser-tests-catalog-oidc.log'),
+      extraArgs: ['--oidc-issuer', issuer.url, '--oidc-audience', 'liqo-broker-catalog', '--oidc-client-id', 'catalog-ui', '--token-ttl', '75s'],
+    });
+    await second.start();
+    const oidcPage = await newPage('oidc');
+    try {
+      const config = await (await fetch(`${oidcBase}/ui-config.json`)).json();
+      checkEqual(config.oidc, { issuer: issuer.url, clientID: 'catalog-ui' }, 'the sign-in client in /ui-config.json');
+      const csp = (await fetch(`${oidcBase}/`)).headers.get('content-security-policy');
+      check(csp.includes(`connect-src 'self' ${issuer.url}`), `the policy lets the page reach the issuer only ("${csp}")`);
+      // Provider side: the token (75 s here) is renewed while the page is open.
+      await signIn(oidcPage, oidcBase, providerA);
+      const renewed = oidcPage.waitForResponse((r) => r.url().endsWith('/authenticate') && r.status() === 200, { timeout: 45000 });
+      const { token } = await (await renewed).json();
+      await oidcPage.waitForFunction((t) => JSON.parse(sessionStorage.getItem('catalog.provider-session')).token === t, token);
+      await oidcPage.getByRole('button', { name: 'Sign out' }).click();
+      // Consumer side: sign in at the issuer and come back signed in.
+      await oidcPage.goto(`${oidcBase}/#/sign-in`);
+      await oidcPage.getByRole('button', { name: `Sign in with 127.0.0.1:${new URL(issuer.url).port}` }).click();
+      await oidcPage.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+      check((await oidcPage.locator('.signed-in').textContent()).includes('Carol'), 'signed in as the issuer\'s user');
+      checkEqual(issuer.refusals, [], 'what the issuer refused');
+      checkEqual(issuer.tokenRequests, 1, 'token requests');
+      check(!oidcPage.url().includes('code='), `the code is gone from the address (${oidcPage.url()})`);
+      const session = await oidcPage.evaluate(() => JSON.parse(sessionStorage.getItem('catalog.consumer-session')));
+      checkEqual(session.subject, 'carol@example.org', 'the consumer session\'s subject');
+      const mine = await fetch(`${oidcBase}/reservations`, { headers: { Authorization: `Bearer ${session.token}` } });
+      checkEqual(mine.status, 200, 'the catalog accepts the issuer\'s token');
+      // A forged answer (state from no sign-in of this tab) is refused.
+      await oidcPage.goto(`${oidcBase}/?code=stolen&state=not-ours#/mine`);
+      await oidcPage.locator('[data-flash="error"]').waitFor();
+      check(/does not belong to a sign-in started in this tab/.test(await oidcPage.locator('[data-flash="error"]').textContent()), 'a forged answer is refused');
+      checkEqual(issuer.tokenRequests, 1, 'token requests after a forged answer');
+      const foreign = requests.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:')).map((url) => new URL(url).host)
+        .filter((host) => host !== new URL(base).host && host !== new URL(oidcBase).host && host !== new URL(issuer.url).host);
+      checkEqual(foreign, [], 'hosts other than the catalogs and the issuer');
+    } finally {
+      await oidcPage.close();
+      delete pages.oidc;
+      await second.stop();
+      await issuer.stop();
+    }
+  });
+
   await runner.test('UI responses carry the security headers; no page may frame the UI', async () => {
     for (const path of ['/', '/js/app.js', '/styles.css']) {
       const r = await fetch(`${base}${path}`);
@@ -617,7 +1139,7 @@ try {
 }
 
 // UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
-const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error'];
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict'];
 if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
   const docs = join(repo, 'docs', 'screenshots');
   mkdirSync(docs, { recursive: true });

@@ -89,3 +89,81 @@ export async function authenticate(credentials) {
   }
   return data;
 }
+
+// --- buying (consumer token) -------------------------------------------------
+
+/** A plan's cap and holdings: { maxPurchases, active, available } (available null without a cap). */
+export async function planCapacity(offerID, planID, signal) {
+  const { data } = await request('GET', `${offerPath(offerID)}/plans/${encodeURIComponent(planID)}/capacity`, { signal });
+  return data;
+}
+
+/** Set or lift (null) a plan's cap (its provider). */
+export async function setPlanCapacity(offerID, planID, maxPurchases, token) {
+  const { data } = await request('PUT', `${offerPath(offerID)}/plans/${encodeURIComponent(planID)}/capacity`, { body: { maxPurchases }, token });
+  return data;
+}
+
+export async function reserve(offerID, planID, token) {
+  const { data } = await request('POST', '/reservations', { body: { offerID, planID }, token });
+  return data;
+}
+
+export async function getReservation(id, token) {
+  const { data } = await request('GET', `/reservations/${encodeURIComponent(id)}`, { token });
+  return data;
+}
+
+export async function releaseReservation(id, token) {
+  const { data } = await request('DELETE', `/reservations/${encodeURIComponent(id)}`, { token });
+  return data;
+}
+
+/** Buy a reservation; `body` is the contract's optional { consumerClusterID, durationSeconds }. */
+export async function purchase(id, token, body = undefined) {
+  const { data } = await request('POST', `/reservations/${encodeURIComponent(id)}/purchase`, { body, token });
+  return data;
+}
+
+export async function cancelPurchase(id, token) {
+  const { data } = await request('DELETE', `/purchases/${encodeURIComponent(id)}`, { token });
+  return data;
+}
+
+export async function listReservations(token, params = {}) {
+  const query = new URLSearchParams(params).toString();
+  const { data } = await request('GET', `/reservations${query ? `?${query}` : ''}`, { token });
+  return Array.isArray(data) ? data : [];
+}
+
+export async function listPurchases(token) {
+  const { data } = await request('GET', '/purchases', { token });
+  return Array.isArray(data) ? data : [];
+}
+
+/**
+ * A contract (GET /contracts/{id}, with credentials for its consumer).
+ * A catalog without contracts answers 404 for the route: then the purchase
+ * (GET /purchases/{id}, with `peering`) stands in, marked `legacy: true`.
+ */
+export async function getContract(id, token) {
+  try {
+    const { data } = await request('GET', `/contracts/${encodeURIComponent(id)}`, { token });
+    return data;
+  } catch (err) {
+    if (err.status !== 404 || !/no such page or route/.test(err.message)) throw err;
+  }
+  const { data } = await request('GET', `/purchases/${encodeURIComponent(id)}`, { token });
+  return { ...data, legacy: true };
+}
+
+/** The caller's contracts (GET /contracts); null when the catalog has none (older catalog). */
+export async function listContracts(token) {
+  try {
+    const { data } = await request('GET', '/contracts', { token });
+    return Array.isArray(data) ? data : Array.isArray(data?.contracts) ? data.contracts : [];
+  } catch (err) {
+    if (err.status === 404 && /no such page or route/.test(err.message)) return null;
+    throw err;
+  }
+}

@@ -10,8 +10,16 @@ import { mountConsumer } from './views/consumer.js';
 import { mountOfferDetail } from './views/offer-detail.js';
 import { mountProvider } from './views/provider.js';
 import { mountEditor } from './views/editor.js';
+import { loadUiConfig } from './pricing.js';
+import { trackPlanChanges } from './plan-activity.js';
+import { consumerSession, finishOidcSignIn } from './consumer-session.js';
+import { mountSignIn } from './views/sign-in.js';
+import { mountMine } from './views/mine.js';
+import { mountReservation } from './views/reservation.js';
+import { mountContract } from './views/contract.js';
 
 const store = new OfferStore();
+trackPlanChanges(store);
 const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
 const feed = new LiveFeed({ url: `${wsScheme}://${location.host}/subscribe?mode=delta`, store });
 
@@ -27,9 +35,10 @@ function announce(message) {
 
 // A one-shot REST load so the page shows offers even while the feed is
 // still connecting (or down); the feed's snapshot replaces it when it comes.
-const restLoad = { error: null, pending: true };
+const restLoad = { error: null, pending: false, attempted: false };
 async function loadOverRest() {
   restLoad.pending = true;
+  restLoad.attempted = true;
   try {
     const offers = await listOffers();
     restLoad.error = null;
@@ -84,9 +93,14 @@ feed.addEventListener('state', () => {
 const routes = [
   { pattern: /^\/?$/, nav: 'consumer', mount: mountConsumer },
   { pattern: /^\/offer\/(.+)$/, nav: 'consumer', mount: mountOfferDetail },
+  { pattern: /^\/providers\/(.+)$/, nav: 'consumer', mount: mountConsumer },
   { pattern: /^\/provider\/?$/, nav: 'provider', mount: mountProvider },
   { pattern: /^\/provider\/new$/, nav: 'provider', mount: mountEditor },
   { pattern: /^\/provider\/edit\/(.+)$/, nav: 'provider', mount: mountEditor },
+  { pattern: /^\/sign-in$/, nav: 'mine', mount: mountSignIn },
+  { pattern: /^\/mine$/, nav: 'mine', mount: mountMine },
+  { pattern: /^\/reservation\/(.+)$/, nav: 'mine', mount: mountReservation },
+  { pattern: /^\/contract\/(.+)$/, nav: 'mine', mount: mountContract },
 ];
 
 const ctx = {
@@ -95,25 +109,43 @@ const ctx = {
   restLoad,
   announce,
   reloadOverRest: loadOverRest,
+  /** Put the current view's state in the address without a new history entry or routing again. */
+  replaceHash(hash) {
+    if (location.hash === hash) return;
+    history.replaceState(null, '', hash);
+    routedHash = hash.replace(/^#/, '');
+  },
   navigate(hash) {
     if (location.hash === hash) route();
     else location.hash = hash;
   },
   /** A message shown once by the next view (e.g. "Offer saved"). */
   flash: null,
+  /** Set by a view with unsaved changes: returns false to stay. */
+  leaveGuard: null,
+  /** Where to go back to after signing in (an editor whose session expired). */
+  returnTo: null,
 };
 
 let unmount = null;
 let firstRoute = true;
+let routedHash = null;
 
 function route() {
   const hash = location.hash.replace(/^#/, '');
   // In-page anchors (the skip link) are not routes.
   if (hash !== '' && !hash.startsWith('/')) return;
+  if (routedHash !== null && hash !== routedHash && ctx.leaveGuard && !ctx.leaveGuard()) {
+    // Stay: put the address back without routing again.
+    history.replaceState(null, '', `#${routedHash}`);
+    return;
+  }
+  routedHash = hash;
+  const [path, query = ''] = hash.split('?');
   let match = null;
   let found = routes[0];
   for (const candidate of routes) {
-    match = candidate.pattern.exec(hash);
+    match = candidate.pattern.exec(path);
     if (match) {
       found = candidate;
       break;
@@ -133,7 +165,7 @@ function route() {
     if (link.dataset.nav === found.nav) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  unmount = found.mount(main, ctx, params) ?? null;
+  unmount = found.mount(main, ctx, params, new URLSearchParams(query)) ?? null;
   // After navigation, move focus to the new view's heading so keyboard and
   // screen-reader users start at the top of what changed (not on first load).
   if (!firstRoute) {
@@ -160,7 +192,30 @@ window.addEventListener('pageshow', (event) => {
   if (event.persisted) feed.start();
 });
 
+/** The header's link to the consumer's purchases says who is signed in. */
+function renderConsumerLink() {
+  const link = document.querySelector('[data-nav="mine"]');
+  const session = consumerSession();
+  link.textContent = session ? 'My purchases' : 'Sign in to buy';
+  link.setAttribute('href', session ? '#/mine' : '#/sign-in');
+}
+window.addEventListener('consumer-session', renderConsumerLink);
+
 renderIndicator();
-route();
 feed.start();
-loadOverRest();
+// The feed's snapshot usually comes first; the REST list is the way in when
+// the feed is slow or down (loading both at once doubles the work with many offers).
+const REST_FALLBACK_MS = 1500;
+setTimeout(() => {
+  if (!restLoad.attempted && (!store.loaded || feed.state !== FeedState.LIVE)) loadOverRest();
+}, REST_FALLBACK_MS);
+await loadUiConfig();
+// Back from the OpenID Connect issuer: finish signing in, then go where the consumer was.
+const returned = await finishOidcSignIn();
+if (returned) {
+  if (returned.error) ctx.flash = { kind: 'error', text: returned.error };
+  else ctx.flash = { kind: 'ok', text: `Signed in as ${consumerSession()?.name}.` };
+  history.replaceState(null, '', returned.returnTo);
+}
+renderConsumerLink();
+route();

@@ -58,13 +58,10 @@ export function srOnly(text) {
   return h('span', { class: 'visually-hidden', text });
 }
 
-/** Human time like "15:04:05" (today) or "22 Nov 2026, 15:04", from an ISO string or epoch. */
+/** A date and time like "22 Nov 2026, 15:04:05" (always with the date), from an ISO string or epoch. */
 export function formatTime(value) {
   if (value === undefined || value === null || value === '') return '';
   const date = typeof value === 'number' ? new Date(value < 1e12 ? value * 1000 : value) : new Date(value);
   if (Number.isNaN(date.getTime())) return String(value);
-  const sameDay = date.toDateString() === new Date().toDateString();
-  return sameDay
-    ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
-    : date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }

@@ -25,9 +25,10 @@ export function field({ label, tag = 'input', attrs = {}, hint = '', children = 
     else control.removeAttribute('aria-describedby');
   };
   describe(false);
-  const setError = (message) => {
+  // `hiddenPrefix`: words only screen readers need ("Not applied: "), for errors kept short on screen.
+  const setError = (message, hiddenPrefix = '') => {
     if (message) {
-      error.textContent = message;
+      error.replaceChildren(hiddenPrefix ? h('span', { class: 'visually-hidden', text: hiddenPrefix }) : '', message);
       error.hidden = false;
       control.setAttribute('aria-invalid', 'true');
       wrapper.classList.add('has-error');

@@ -3,7 +3,7 @@
 // filter at once (a consumer buys one plan, so "4 CPUs" from one plan and
 // "8Gi" from another would not serve them). Quantities compare exactly.
 
-import { add, compare, isNegative, parseDecimal, parseQuantity, ZERO } from './quantity.js';
+import { add, compare, compareQuick, isNegative, parseDecimal, parseQuantity, shortQuantityProblem, ZERO } from './quantity.js';
 
 function sumOf(entries) {
   return entries.reduce((sum, entry) => add(sum, entry.quantity), ZERO);
@@ -43,7 +43,21 @@ export const RESOURCE_FILTERS = [
 
 /** The empty filter state. */
 export function emptyFilters() {
-  return { type: '', maxCost: '', min: Object.fromEntries(RESOURCE_FILTERS.map((f) => [f.key, ''])) };
+  return { q: '', provider: '', labels: '', type: '', maxCost: '', min: Object.fromEntries(RESOURCE_FILTERS.map((f) => [f.key, ''])) };
+}
+
+/**
+ * Label conditions typed as "tier=gold, region=eu" (commas or spaces
+ * between them). Returns { labels: [[key, value]], error }.
+ */
+export function parseLabels(text) {
+  const labels = [];
+  for (const part of String(text ?? '').split(/[,\s]+/).filter(Boolean)) {
+    const at = part.indexOf('=');
+    if (at <= 0) return { labels: [], error: `Write key=value (not “${part}”)` };
+    labels.push([part.slice(0, at), part.slice(at + 1)]);
+  }
+  return { labels, error: null };
 }
 
 /**
@@ -53,15 +67,18 @@ export function emptyFilters() {
  */
 export function parseFilters(raw) {
   const errors = {};
-  const active = { type: raw.type || '', maxCost: null, min: {} };
+  const words = String(raw.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+  const { labels, error: labelError } = parseLabels(raw.labels);
+  if (labelError) errors.labels = labelError;
+  const active = { q: words, provider: raw.provider || '', labels, type: raw.type || '', maxCost: null, min: {} };
   const maxCost = (raw.maxCost ?? '').trim();
   if (maxCost !== '') {
     try {
       const value = parseDecimal(maxCost);
-      if (isNegative(value)) errors.maxCost = 'Enter a cost of zero or more.';
+      if (isNegative(value)) errors.maxCost = 'Must be zero or more';
       else active.maxCost = value;
     } catch {
-      errors.maxCost = `"${maxCost}" is not a number. Enter a cost such as 2 or 1.5.`;
+      errors.maxCost = 'Not a number (e.g. 1.5)';
     }
   }
   for (const filter of RESOURCE_FILTERS) {
@@ -69,10 +86,10 @@ export function parseFilters(raw) {
     if (input === '') continue;
     try {
       const value = parseQuantity(input);
-      if (isNegative(value)) errors[`min.${filter.key}`] = 'Enter an amount of zero or more.';
+      if (isNegative(value)) errors[`min.${filter.key}`] = 'Must be zero or more';
       else active.min[filter.key] = value;
-    } catch (err) {
-      errors[`min.${filter.key}`] = `${err.message}.`;
+    } catch {
+      errors[`min.${filter.key}`] = shortQuantityProblem(input);
     }
   }
   return { active, errors };
@@ -80,19 +97,20 @@ export function parseFilters(raw) {
 
 /** True when no filter would hide anything. */
 export function isUnfiltered(active) {
-  return !active.type && !active.maxCost && Object.keys(active.min).length === 0;
+  return !active.type && !active.maxCost && Object.keys(active.min).length === 0
+    && !(active.q?.length) && !active.provider && !(active.labels?.length);
 }
 
 /** Does this plan satisfy the cost and resource filters? */
 export function planMatches(plan, active) {
   if (active.maxCost) {
-    if (!plan.costValue || compare(plan.costValue, active.maxCost) > 0) return false;
+    if (!plan.costValue || compareQuick(plan.costValue, active.maxCost) > 0) return false;
   }
   for (const filter of RESOURCE_FILTERS) {
     const wanted = active.min[filter.key];
     if (!wanted) continue;
     const provided = filter.amount(plan);
-    if (!provided || compare(provided, wanted) < 0) return false;
+    if (!provided || compareQuick(provided, wanted) < 0) return false;
   }
   return true;
 }
@@ -100,6 +118,12 @@ export function planMatches(plan, active) {
 /** Does the offer have the type and at least one plan satisfying the filters? */
 export function offerMatches(offer, active) {
   if (active.type && offer.type !== active.type) return false;
+  if (active.provider && offer.clusterID !== active.provider) return false;
+  if (active.labels?.length && !active.labels.every(([k, v]) => offer.labels?.[k] === v)) return false;
+  if (active.q?.length) {
+    const text = offer.searchText ?? `${offer.name} ${offer.id} ${offer.type} ${offer.description} ${offer.clusterName}`.toLowerCase();
+    if (!active.q.every((word) => text.includes(word))) return false;
+  }
   const plansFiltered = active.maxCost || Object.keys(active.min).length > 0;
   if (!plansFiltered) return true;
   return offer.plans.some((plan) => planMatches(plan, active));
@@ -107,6 +131,7 @@ export function offerMatches(offer, active) {
 
 /** The cheapest plan cost of an offer (null when no plan has a valid cost). */
 export function lowestCost(offer) {
+  if (offer.cheapest !== undefined) return offer.cheapest;
   let best = null;
   for (const plan of offer.plans) {
     if (plan.costValue && (!best || compare(plan.costValue, best.costValue) < 0)) best = plan;

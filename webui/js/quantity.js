@@ -123,3 +123,71 @@ export function toPlainString(value) {
   }
   return negative && out !== '0' ? `-${out}` : out;
 }
+
+// Unit spellings people write for the Kubernetes suffixes, lower-cased.
+const UNIT_GUESSES = {
+  k: ['k', 'Ki'], kb: ['k', 'Ki'], kib: ['Ki'], ki: ['Ki'],
+  mb: ['M', 'Mi'], mib: ['Mi'], mi: ['Mi'],
+  g: ['G', 'Gi'], gb: ['G', 'Gi'], gib: ['Gi'], gi: ['Gi'],
+  t: ['T', 'Ti'], tb: ['T', 'Ti'], tib: ['Ti'], ti: ['Ti'],
+  p: ['P', 'Pi'], pb: ['P', 'Pi'], pib: ['Pi'], pi: ['Pi'],
+  e: ['E', 'Ei'], eb: ['E', 'Ei'], eib: ['Ei'], ei: ['Ei'],
+  m: ['m', 'M', 'Mi'], b: [''], bytes: [''], byte: [''],
+  cpu: [''], cpus: [''], core: [''], cores: [''], millicores: ['m'], millicpu: ['m'],
+};
+
+/** Quantities `text` probably meant ("5GB" → ["5G", "5Gi"]); empty when there is no good guess. */
+export function quantityCandidates(text) {
+  const raw = String(text);
+  const compact = raw.replace(/\s+/g, '').replace(',', '.');
+  const m = /^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([A-Za-z]*)$/.exec(compact);
+  if (!m) return [];
+  const [, number, unit] = m;
+  const guesses = unit === '' ? [''] : UNIT_GUESSES[unit.toLowerCase()];
+  return (guesses ?? []).map((suffix) => `${number}${suffix}`)
+    .filter((candidate) => candidate !== raw && QUANTITY_RE.test(candidate));
+}
+
+function orList(items) {
+  return items.length === 1 ? items[0] : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}
+
+/**
+ * Why `text` is not a quantity, in plain words, with what was probably
+ * meant: "5GB is not a Kubernetes quantity — did you mean 5G or 5Gi?".
+ */
+export function suggestQuantity(text) {
+  const base = `${text} is not a Kubernetes quantity`;
+  const candidates = quantityCandidates(text);
+  if (candidates.length > 0) return `${base} — did you mean ${orList(candidates)}?`;
+  return `${base}. Write a number with an optional unit, e.g. 2, 500m, 4Gi or 100G.`;
+}
+
+/** The same, short enough for a narrow filter field: "did you mean 5G or 5Gi?". */
+export function shortQuantityProblem(text) {
+  const candidates = quantityCandidates(text);
+  return candidates.length > 0 ? `Try ${orList(candidates)}` : 'Not a quantity (e.g. 4Gi)';
+}
+
+/** The value as a float, kept on the value (exact decimals are never mutated otherwise). */
+function approx(value) {
+  if (value.approx === undefined) {
+    const n = Number(value.coef) * 10 ** value.exp;
+    if (Object.isFrozen(value)) return n;
+    value.approx = n;
+  }
+  return value.approx;
+}
+
+/**
+ * compare(a, b), answered from floats when they are clearly apart and
+ * exactly otherwise: the same result, without BigInt arithmetic for almost
+ * every comparison a filter makes over thousands of plans.
+ */
+export function compareQuick(a, b) {
+  const x = approx(a);
+  const y = approx(b);
+  const scale = Math.max(Math.abs(x), Math.abs(y));
+  if (Number.isFinite(scale) && Math.abs(x - y) > scale * 1e-9) return x < y ? -1 : 1;
+  return compare(a, b);
+}

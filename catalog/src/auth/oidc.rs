@@ -75,6 +75,8 @@ pub struct Identity {
 pub struct OidcVerifier {
     issuer: String,
     audience: String,
+    /// The web UI's public client (`--oidc-client-id`), if any.
+    client_id: Option<String>,
     mapping: RoleMapping,
     keys: KeyCache,
 }
@@ -111,9 +113,18 @@ impl OidcVerifier {
         Ok(Some(OidcVerifier {
             issuer: keys.issuer().to_string(),
             audience,
+            client_id: config.oidc_client_id.clone().filter(|c| !c.is_empty()),
             mapping,
             keys,
         }))
+    }
+
+    /// The issuer and the web UI's client ID, when the UI may sign users
+    /// in here (`--oidc-client-id` set).
+    pub fn browser_client(&self) -> Option<(&str, &str)> {
+        self.client_id
+            .as_deref()
+            .map(|client| (self.issuer.as_str(), client))
     }
 
     /// Verify `token` and read its identity.

@@ -51,8 +51,12 @@ export class Catalog {
    * @param {number} options.port      port to listen on (127.0.0.1)
    * @param {string} options.dataDir   the embedded store's directory
    * @param {string} options.logFile   where stdout/stderr go
+   * @param {string[]} [options.extraArgs] more flags (e.g. --oidc-issuer …)
+   * @param {object} [options.env]       more environment (e.g. CATALOG_ADMIN_SECRET)
    */
-  constructor({ bin, port, dataDir, logFile }) {
+  constructor({ bin, port, dataDir, logFile, extraArgs = [], env = {} }) {
+    this.extraArgs = extraArgs;
+    this.env = env;
     this.bin = bin;
     this.port = port;
     this.dataDir = dataDir;
@@ -62,7 +66,7 @@ export class Catalog {
   }
 
   args() {
-    return ['--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir];
+    return ['--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir, ...this.extraArgs];
   }
 
   /** Start the binary and wait until it accepts connections. */
@@ -70,7 +74,7 @@ export class Catalog {
     const log = createWriteStream(this.logFile, { flags: 'a' });
     const child = spawn(this.bin, this.args(), {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1', ...this.env },
     });
     this.child = child;
     running.add(child);

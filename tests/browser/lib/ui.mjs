@@ -9,7 +9,37 @@ export async function signIn(page, base, provider) {
   await page.getByLabel('Auth URL', { exact: true }).fill(provider.authURL);
   await page.getByLabel('Token', { exact: true }).fill(provider.token);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Your offers' }).waitFor();
+  // A cluster ID no offer comes from yet is confirmed first (a typo would register a new provider).
+  const register = page.getByRole('button', { name: 'Register new provider' });
+  const done = page.getByRole('heading', { level: 1, name: provider.landing ?? 'Your offers' });
+  await register.or(done).first().waitFor();
+  if (await register.isVisible()) await register.click();
+  await done.waitFor();
+}
+
+/** axe-core's violations on the current view (rule id: how many nodes), run in the page without touching its CSP. */
+export async function axeViolations(page) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    const { readFileSync } = await import('node:fs');
+    const { createRequire } = await import('node:module');
+    const source = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+    await page.evaluate(source);
+  }
+  return page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.length} × ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')} — ${v.nodes[0]?.failureSummary?.split('\n')[1]?.trim() ?? v.help}`);
+  });
+}
+
+/** axe-core in both colour schemes: { light: [...], dark: [...] }. */
+export async function axeBothSchemes(page) {
+  const out = {};
+  for (const colorScheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme });
+    out[colorScheme] = await axeViolations(page);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  return out;
 }
 
 /**

@@ -65,3 +65,22 @@ test('normalises both plan-name spellings and finds the cheapest plan', () => {
   assert.deepEqual(storage.plans.map((p) => [p.key, p.name]), [['basic', 'plan-basic'], ['medium', 'plan-medium']]);
   assert.equal(lowestCost(gpu).key, 'small');
 });
+
+test('text search, provider and label filters', async () => {
+  const { normalizeOffer } = await import('../../../webui/js/model.js');
+  const { offerMatches, parseFilters, emptyFilters, parseLabels } = await import('../../../webui/js/filters.js');
+  const offer = normalizeOffer({
+    id: 'gpu-a', name: 'GPU inference', type: 'gpu', description: 'NVIDIA A100', clusterID: 'c1', clusterName: 'milan-edge',
+    labels: { tier: 'gold', region: 'eu' }, plans: { a100: { name: 'gpu-a100', cost: '2.5', resources: { cpu: '12' } } },
+  });
+  const matches = (raw) => offerMatches(offer, parseFilters({ ...emptyFilters(), ...raw }).active);
+  assert.equal(matches({ q: 'a100 MILAN' }), true);
+  assert.equal(matches({ q: 'a100 turin' }), false);
+  assert.equal(matches({ provider: 'c1' }), true);
+  assert.equal(matches({ provider: 'c2' }), false);
+  assert.equal(matches({ labels: 'tier=gold, region=eu' }), true);
+  assert.equal(matches({ labels: 'tier=silver' }), false);
+  assert.match(parseLabels('tier').error, /key=value/);
+  assert.equal(parseFilters({ ...emptyFilters(), labels: 'tier' }).errors.labels !== undefined, true);
+  assert.equal(offer.plans[0].numbers.costPerCpu, 2.5 / 12);
+});

@@ -52,3 +52,13 @@ test('costs are plain decimals', () => {
   assert.throws(() => parseDecimal('1Gi'), QuantityError);
   assert.throws(() => parseDecimal(''), QuantityError);
 });
+
+test('compareQuick answers as compare does, near ties included', async () => {
+  const { compareQuick } = await import('../../../webui/js/quantity.js');
+  const cases = [['1Gi', '1073741824'], ['1Gi', '1073741825'], ['4G', '4Gi'], ['0.1', '100m'], ['1', '1000000001n'], ['0', '1n'], ['-1', '1'], ['1e3', '1k'], ['999999999999999999', '1E']];
+  for (const [a, b] of cases) {
+    for (const [x, y] of [[a, b], [b, a]]) {
+      assert.equal(compareQuick(parseQuantity(x), parseQuantity(y)), compare(parseQuantity(x), parseQuantity(y)), `${x} vs ${y}`);
+    }
+  }
+});

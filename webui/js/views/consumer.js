@@ -6,38 +6,59 @@
 import { formatTime, h, replaceChildren, srOnly, uid } from '../dom.js';
 import { FeedState } from '../feed.js';
 import { RESOURCE_FILTERS, isUnfiltered, lowestCost, offerMatches, parseFilters, planMatches } from '../filters.js';
-import { filterState, resetFilters } from '../filter-state.js';
+import { filterState, queryString, readQuery, resetFilters } from '../filter-state.js';
 import { compare } from '../quantity.js';
-import { resourceColumns, timeValue } from '../model.js';
+import { naturalCollator, resourceColumns, timeValue } from '../model.js';
 import { field } from '../fields.js';
+import { offerTable, sortRows } from './offer-table.js';
+import { formatCost, periodText, uiConfig } from '../pricing.js';
 
+const byName = (a, b) => naturalCollator.compare(a.name, b.name) || naturalCollator.compare(a.id, b.id);
+// "Newest" is when an offer was first published: editing an offer does not move it.
 const SORTS = {
-  newest: { label: 'Newest first', compare: (a, b) => timeValue(b.updatedAt) - timeValue(a.updatedAt) || a.name.localeCompare(b.name) },
+  newest: { label: 'Newest first', compare: (a, b) => (b.createdMs ?? timeValue(b.createdAt)) - (a.createdMs ?? timeValue(a.createdAt)) || byName(a, b) },
   cost: {
     label: 'Lowest cost first',
     compare: (a, b) => {
       const x = lowestCost(a)?.costValue;
       const y = lowestCost(b)?.costValue;
-      if (x && y) return compare(x, y) || a.name.localeCompare(b.name);
-      return x ? -1 : y ? 1 : a.name.localeCompare(b.name);
+      if (x && y) return compare(x, y) || byName(a, b);
+      return x ? -1 : y ? 1 : byName(a, b);
     },
   },
-  name: { label: 'Name (A–Z)', compare: (a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id) },
+  name: { label: 'Name (A–Z)', compare: byName },
+  provider: { label: 'Provider (A–Z)', compare: (a, b) => naturalCollator.compare(a.clusterName || a.clusterID, b.clusterName || b.clusterID) || byName(a, b) },
 };
 
 const RECENT_MS = 10000;
 
-export function mountConsumer(main, ctx) {
+/** Offers per page (cards, or plans in the table view): the DOM holds one page, however many offers match. */
+export const PAGE_SIZE = 50;
+
+export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLSearchParams()) {
+  readQuery(query);
+  if (lockedProvider) filterState.raw.provider = lockedProvider;
   const { store, feed, restLoad } = ctx;
-  document.title = 'Offers · Liqo resource catalog';
+  const providerName = () => store.all().find((o) => o.clusterID === lockedProvider)?.clusterName || lockedProvider;
+  document.title = lockedProvider ? `Offers from ${providerName()} · Liqo resource catalog` : 'Offers · Liqo resource catalog';
+  const basePath = lockedProvider ? `#/providers/${encodeURIComponent(lockedProvider)}` : '#/';
   const cards = new Map(); // id -> { offer, key, li }
   const recent = new Map(); // id -> { kind: 'New' | 'Updated', until }
   let recentTimer = null;
 
   // --- filters -----------------------------------------------------------
+  const searchField = field({
+    label: 'Search', hint: 'Words in names, descriptions, providers, plans or labels',
+    attrs: { name: 'q', type: 'search', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.q },
+  });
+  const providerField = field({ label: 'Provider', tag: 'select', attrs: { name: 'provider' } });
+  const labelsField = field({
+    label: 'Labels', hint: 'key=value, e.g. tier=gold, region=eu',
+    attrs: { name: 'labels', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.labels },
+  });
   const typeField = field({ label: 'Type', tag: 'select', attrs: { name: 'type' } });
   const costField = field({
-    label: 'Maximum cost', hint: 'per plan, e.g. 2.5',
+    label: 'Maximum cost', hint: `${[uiConfig.currency.toUpperCase(), periodText()].filter(Boolean).join(' ')}, e.g. 2.5`,
     attrs: { name: 'maxCost', inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', value: filterState.raw.maxCost },
   });
   const minFields = Object.fromEntries(RESOURCE_FILTERS.map((filter) => [filter.key, field({
@@ -52,13 +73,27 @@ export function mountConsumer(main, ctx) {
   sortField.wrapper.classList.add('field--inline');
   sortField.control.addEventListener('change', () => {
     filterState.sort = sortField.control.value;
+    filterState.page = 1;
     render();
   });
+  // Cards or a compact table, as two toggle buttons.
+  const viewButtons = Object.fromEntries([['cards', 'Cards'], ['table', 'Table']].map(([view, label]) => [view, h('button', {
+    type: 'button', class: 'button button--secondary button--small', 'data-view': view, text: label,
+    onclick: () => {
+      filterState.view = view;
+      filterState.page = 1;
+      render();
+    },
+  })]));
+  const viewToggle = h('div', { class: 'view-toggle', role: 'group', 'aria-label': 'Show offers as' }, Object.values(viewButtons));
   const clearButton = h('button', { type: 'button', class: 'button button--secondary', text: 'Clear filters', onclick: () => clearFilters() });
 
   const form = h('form', { class: 'filters', role: 'search', 'aria-labelledby': 'filters-heading', novalidate: true, onsubmit: (e) => e.preventDefault() },
-    h('h2', { id: 'filters-heading', text: 'Filter offers' }),
+    h('h2', { id: 'filters-heading', class: 'filters__heading', text: 'Filter offers' }),
     h('p', { class: 'hint', text: 'An offer is shown when one of its plans meets every filter. Amounts are Kubernetes quantities: 500m, 2, 4Gi, 100G.' }),
+    searchField.wrapper,
+    lockedProvider ? null : providerField.wrapper,
+    labelsField.wrapper,
     typeField.wrapper,
     costField.wrapper,
     h('fieldset', { class: 'filters__resources' },
@@ -67,41 +102,77 @@ export function mountConsumer(main, ctx) {
       h('div', { class: 'filters__grid' }, Object.values(minFields).map((f) => f.wrapper))),
     clearButton);
 
+  // On a narrow screen the panel folds (closed at first) so the offers come first.
+  const panelSummary = h('summary', { text: 'Filters' });
+  const panel = h('details', { class: 'filters-panel' }, panelSummary, form);
+  const narrow = window.matchMedia('(max-width: 48rem)');
+  panel.open = !narrow.matches;
+  const onNarrow = () => { panel.open = !narrow.matches; };
+  narrow.addEventListener('change', onNarrow);
+
   form.addEventListener('input', (event) => {
     const { name, value } = event.target;
-    if (name === 'type') filterState.raw.type = value;
+    filterState.page = 1;
+    if (name === 'q') filterState.raw.q = value;
+    else if (name === 'provider') filterState.raw.provider = value;
+    else if (name === 'labels') filterState.raw.labels = value;
+    else if (name === 'type') filterState.raw.type = value;
     else if (name === 'maxCost') filterState.raw.maxCost = value;
     else if (name?.startsWith('min.')) filterState.raw.min[name.slice(4)] = value;
     render();
   });
 
   function clearFilters() {
-    resetFilters();
+    resetFilters({ keepProvider: Boolean(lockedProvider) });
+    searchField.control.value = '';
+    labelsField.control.value = '';
     typeField.control.value = '';
     costField.control.value = '';
     for (const f of Object.values(minFields)) f.control.value = '';
     render();
-    typeField.control.focus();
+    searchField.control.focus();
   }
 
   // --- results -------------------------------------------------------------
   const count = h('p', { class: 'result-count', role: 'status' });
   const banner = h('div', { class: 'banner-slot' });
   const list = h('ul', { class: 'offer-list', 'aria-label': 'Offers' });
+  const tableSlot = h('div', { class: 'table-slot' });
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of results' });
   const state = h('div', { class: 'state-slot' });
   const results = h('section', { class: 'results', 'aria-labelledby': 'results-heading' },
     h('h2', { id: 'results-heading', class: 'visually-hidden', text: 'Results' }),
-    h('div', { class: 'results__toolbar' }, count, sortField.wrapper),
-    banner, state, list);
+    h('div', { class: 'results__toolbar' }, count, viewToggle, sortField.wrapper),
+    banner, state, list, tableSlot, pager);
 
+  const heading = h('h1', { text: lockedProvider ? `Offers from ${providerName()}` : 'Offers' });
   replaceChildren(main,
+    lockedProvider ? h('p', { class: 'back-link' }, h('a', { href: '#/' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'All offers')) : null,
     h('div', { class: 'view-header' },
-      h('h1', { text: 'Offers' }),
-      h('p', { class: 'lede', text: 'Resources that providers in the federation offer for peering. The list updates by itself as providers publish, change and withdraw offers.' })),
-    h('div', { class: 'consumer-layout' }, form, results));
+      heading,
+      lockedProvider
+        ? h('p', { class: 'lede' }, 'Every offer of this provider (cluster ID ', h('code', { text: lockedProvider }), '), updated live.')
+        : h('p', { class: 'lede', text: 'Resources that providers in the federation offer for peering. The list updates by itself as providers publish, change and withdraw offers.' })),
+    h('div', { class: 'consumer-layout' }, panel, results));
+
+  function updateProviderOptions() {
+    if (lockedProvider) return;
+    const names = new Map();
+    for (const o of store.offers.values()) if (!names.has(o.clusterID)) names.set(o.clusterID, o.clusterName || o.clusterID);
+    const selected = filterState.raw.provider;
+    if (selected && !names.has(selected)) names.set(selected, selected);
+    const wanted = [['', 'All providers'], ...[...names].sort((a, b) => naturalCollator.compare(a[1], b[1]))];
+    const current = [...providerField.control.options].map((o) => [o.value, o.textContent]);
+    if (JSON.stringify(wanted) !== JSON.stringify(current)) {
+      replaceChildren(providerField.control, wanted.map(([value, text]) => h('option', { value, text })));
+    }
+    providerField.control.value = selected;
+  }
 
   function updateTypeOptions() {
-    const types = [...new Set(store.all().map((o) => o.type).filter(Boolean))].sort((a, b) => a.localeCompare(b));
+    const seen = new Set();
+    for (const o of store.offers.values()) if (o.type) seen.add(o.type);
+    const types = [...seen].sort(naturalCollator.compare);
     const selected = filterState.raw.type;
     if (selected && !types.includes(selected)) types.push(selected);
     const wanted = ['', ...types];
@@ -139,14 +210,16 @@ export function mountConsumer(main, ctx) {
         badge ? h('span', { class: `badge badge--${badge === 'New' ? 'new' : 'updated'}`, text: badge }) : null),
       h('p', { class: 'card__provider' },
         h('span', { class: 'label', text: 'Provider ' }),
-        h('strong', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' }),
+        h('a', { href: `#/providers/${encodeURIComponent(offer.clusterID)}`, class: 'card__provider-link' },
+          h('strong', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' }),
+          srOnly(': all its offers')),
         h('br'),
         h('span', { class: 'label', text: 'Cluster ID ' }),
         h('code', { 'data-field': 'clusterID', text: offer.clusterID || 'unknown' })),
       offer.description ? h('p', { class: 'card__description', text: offer.description }) : null,
       h('dl', { class: 'card__facts' },
         h('div', {}, h('dt', { text: 'Plans' }), h('dd', { text: matching === null ? String(offer.plans.length) : `${matching} of ${offer.plans.length} match` })),
-        h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? cheapest.cost : '—' })),
+        h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? formatCost(cheapest.cost) : '—' })),
         columns.map((name) => {
           const value = range(name);
           return value ? h('div', {}, h('dt', { text: name }), h('dd', { text: value })) : null;
@@ -167,17 +240,25 @@ export function mountConsumer(main, ctx) {
         // A network failure's message repeats the advice below; only an HTTP answer adds information.
         const reason = restLoad.error?.status ? `HTTP ${restLoad.error.status}: ${restLoad.error.message}`
           : feed.lastError ? `live feed: ${feed.lastError}` : '';
+        // Kept while it says the same (the feed retrying must not redraw the button under the pointer).
+        if (state.dataset.shown === `error|${reason}`) {
+          count.textContent = '';
+          return;
+        }
+        state.dataset.shown = `error|${reason}`;
         replaceChildren(state, h('section', { class: 'notice notice--error', role: 'alert', 'data-state': 'error' },
           h('h2', { text: 'Can’t load offers' }),
           h('p', {}, `The catalog at ${location.host} is not answering. `, reason ? h('span', { class: 'muted', text: `(${reason})` }) : null),
           h('p', { text: 'The page keeps retrying by itself. If this lasts, check that the catalog is running and that this computer can reach it, then try again.' }),
           h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } }))));
-      } else {
+      } else if (state.dataset.shown !== 'loading') {
+        state.dataset.shown = 'loading';
         replaceChildren(state, h('p', { class: 'notice', 'data-state': 'loading', 'aria-busy': 'true', text: 'Loading offers…' }));
       }
       count.textContent = '';
       return;
     }
+    state.dataset.shown = '';
     if (total === 0) {
       replaceChildren(state, h('section', { class: 'notice', 'data-state': 'empty' },
         h('h2', { text: 'No offers yet' }),
@@ -185,6 +266,9 @@ export function mountConsumer(main, ctx) {
         h('p', {}, 'Running a cluster? ', h('a', { href: '#/provider', text: 'Sign in as a provider and publish an offer' }), '.')));
     } else if (visibleCount === 0) {
       const describe = [];
+      if (active.q.length) describe.push(`search “${filterState.raw.q.trim()}”`);
+      if (active.provider && !lockedProvider) describe.push(`provider ${providerField.control.selectedOptions[0]?.textContent ?? active.provider}`);
+      for (const [k, v] of active.labels) describe.push(`label ${k}=${v}`);
       if (active.type) describe.push(`type ${active.type}`);
       if (active.maxCost) describe.push(`maximum cost ${filterState.raw.maxCost.trim()}`);
       for (const f of RESOURCE_FILTERS) if (active.min[f.key]) describe.push(`at least ${filterState.raw.min[f.key].trim()} ${f.label === 'CPU' ? 'CPU' : f.label.toLowerCase()}`);
@@ -196,7 +280,8 @@ export function mountConsumer(main, ctx) {
       state.replaceChildren();
     }
     const invalid = Object.keys(errors).length;
-    count.textContent = (isUnfiltered(active)
+    const unfiltered = isUnfiltered(lockedProvider ? { ...active, provider: '' } : active);
+    count.textContent = (unfiltered
       ? `${total} ${total === 1 ? 'offer' : 'offers'}`
       : `Showing ${visibleCount} of ${total} offers`) + (invalid ? ` (${invalid} filter${invalid === 1 ? '' : 's'} not applied)` : '');
   }
@@ -212,13 +297,49 @@ export function mountConsumer(main, ctx) {
   }
 
   function render() {
+    ctx.replaceHash(`${basePath}${queryString({ withProvider: !lockedProvider })}`);
+    if (lockedProvider) {
+      const name = providerName();
+      if (heading.textContent !== `Offers from ${name}`) heading.textContent = `Offers from ${name}`;
+    }
+    for (const [view, button] of Object.entries(viewButtons)) button.setAttribute('aria-pressed', String(filterState.view === view));
+    sortField.wrapper.hidden = filterState.view === 'table';
     const { active, errors } = parseFilters(filterState.raw);
-    costField.setError(errors.maxCost ? `Not applied: ${errors.maxCost}` : '');
-    for (const [key, f] of Object.entries(minFields)) f.setError(errors[`min.${key}`] ? `Not applied: ${errors[`min.${key}`]}` : '');
+    const applied = (active.type ? 1 : 0) + (active.maxCost ? 1 : 0) + Object.keys(active.min).length
+      + (active.q.length ? 1 : 0) + (active.provider && !lockedProvider ? 1 : 0) + active.labels.length;
+    labelsField.setError(errors.labels ?? '', 'Not applied: ');
+    panelSummary.textContent = applied ? `Filters (${applied} applied)` : 'Filters';
+    costField.setError(errors.maxCost ?? '', 'Not applied: ');
+    for (const [key, f] of Object.entries(minFields)) f.setError(errors[`min.${key}`] ?? '', 'Not applied: ');
     updateTypeOptions();
+    updateProviderOptions();
 
     const now = Date.now();
-    const visible = store.all().filter((offer) => offerMatches(offer, active)).sort((SORTS[filterState.sort] ?? SORTS.newest).compare);
+    const matching = [];
+    for (const offer of store.offers.values()) if (offerMatches(offer, active)) matching.push(offer);
+    let shownCount = matching.length;
+    let visible = [];
+    const planFiltered = Boolean(active.maxCost) || Object.keys(active.min).length > 0;
+    if (filterState.view === 'table') {
+      const rows = [];
+      for (const offer of matching) for (const plan of offer.plans) if (!planFiltered || planMatches(plan, active)) rows.push({ offer, plan });
+      sortRows(rows, filterState.tableSort);
+      const pageRows = paginate(rows.length, rows);
+      const focusedSort = document.activeElement?.dataset?.sort;
+      replaceChildren(tableSlot, rows.length ? offerTable(pageRows, filterState.tableSort, (next) => {
+        filterState.tableSort = next;
+        filterState.page = 1;
+        render();
+      }) : null);
+      if (focusedSort) tableSlot.querySelector(`[data-sort="${focusedSort}"]`)?.focus();
+      tableSlot.hidden = false;
+    } else {
+      tableSlot.replaceChildren();
+      tableSlot.hidden = true;
+      matching.sort((SORTS[filterState.sort] ?? SORTS.newest).compare);
+      visible = paginate(matching.length, matching);
+    }
+    shownCount = matching.length;
     const keep = new Set(visible.map((o) => o.id));
     for (const [id, card] of cards) {
       if (!keep.has(id)) {
@@ -248,8 +369,33 @@ export function mountConsumer(main, ctx) {
       else list.insertBefore(card.li, cursor);
     }
     list.hidden = visible.length === 0;
-    renderState(visible.length, active, errors);
+    renderState(shownCount, active, errors);
     renderBanner();
+  }
+
+  /** The current page's slice of `items` (and the pager under the results). */
+  function paginate(total, items) {
+    const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+    // Before the offers have loaded, the page asked for (a link to page 2) is kept.
+    const page = Math.min(filterState.page, pages);
+    if (store.loaded) filterState.page = page;
+    if (pages <= 1) {
+      pager.replaceChildren();
+      pager.hidden = true;
+    } else {
+      const go = (to) => () => {
+        filterState.page = to;
+        render();
+        results.scrollIntoView({ block: 'start' });
+        pager.querySelector(to > page ? '[data-page="next"]' : '[data-page="previous"]')?.focus();
+      };
+      replaceChildren(pager,
+        h('button', { type: 'button', class: 'button button--secondary button--small', 'data-page': 'previous', disabled: page <= 1, onclick: go(page - 1) }, 'Previous', srOnly(' page')),
+        h('span', { class: 'pager__where', text: `Page ${page} of ${pages}` }),
+        h('button', { type: 'button', class: 'button button--secondary button--small', 'data-page': 'next', disabled: page >= pages, onclick: go(page + 1) }, 'Next', srOnly(' page')));
+      pager.hidden = false;
+    }
+    return items.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
   }
 
   function scheduleRecentExpiry() {
@@ -290,6 +436,7 @@ export function mountConsumer(main, ctx) {
   render();
 
   return () => {
+    narrow.removeEventListener('change', onNarrow);
     clearTimeout(recentTimer);
     store.removeEventListener('change', onChange);
     store.removeEventListener('restload', onFeedState);

@@ -3,19 +3,71 @@
 // a withdrawal says so instead of leaving stale data on screen.
 
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
-import { isUnfiltered, parseFilters } from '../filters.js';
-import { filterState } from '../filter-state.js';
+import { parseFilters } from '../filters.js';
+import { filterState, queryString } from '../filter-state.js';
+import { planCapacity, reserve } from '../api.js';
+import { consumerSession } from '../consumer-session.js';
 import { planTable } from './plan-table.js';
+import { consumerSessionExpired, requireConsumer } from './sign-in.js';
+
+/** How often the units left of capped plans are read again while the offer is open. */
+const CAPACITY_POLL_MS = 3000;
 
 export function mountOfferDetail(main, ctx, [id]) {
   const { store } = ctx;
   const body = h('div', { class: 'offer-detail' });
   const notice = h('div', { class: 'notice-slot', role: 'alert' });
   replaceChildren(main,
-    h('p', { class: 'back-link' }, h('a', { href: '#/' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'All offers')),
+    h('p', { class: 'back-link' }, h('a', { href: `#/${queryString()}` }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'All offers')),
     notice,
     body);
   let lastOffer = null;
+  const capacity = new Map(); // plan key -> { maxPurchases, active, available }
+  const buyError = h('div', { class: 'notice-slot', role: 'alert' });
+  const buying = {
+    capacity,
+    async reserve(plan, button) {
+      const session = requireConsumer(ctx, 'Sign in to reserve a plan.');
+      if (!session) return;
+      button.disabled = true;
+      buyError.replaceChildren();
+      try {
+        const r = await reserve(id, plan.key, session.token);
+        ctx.navigate(`#/reservation/${encodeURIComponent(r.id)}`);
+      } catch (err) {
+        button.disabled = false;
+        if (err.status === 401) {
+          consumerSessionExpired(ctx);
+          return;
+        }
+        const text = err.status === 409 ? `Plan ${plan.name || plan.key} is sold out: every unit is reserved or bought.` : `Could not reserve: ${err.message}`;
+        replaceChildren(buyError, h('p', { class: 'notice notice--error', text }));
+        refreshCapacity();
+      }
+    },
+  };
+
+  // Units left change with other consumers' reservations, which the offer feed does not carry: read them again while open.
+  let capacityTimer = null;
+  let capacityKey = '';
+  async function refreshCapacity() {
+    const offer = store.get(id);
+    if (!offer) return;
+    const answers = await Promise.all(offer.plans.map((plan) => planCapacity(id, plan.key).then((c) => [plan.key, c], () => [plan.key, null])));
+    const key = JSON.stringify(answers);
+    if (key === capacityKey) return;
+    capacityKey = key;
+    capacity.clear();
+    for (const [plan, c] of answers) if (c) capacity.set(plan, c);
+    render();
+  }
+  function scheduleCapacity() {
+    clearTimeout(capacityTimer);
+    capacityTimer = setTimeout(async () => {
+      if (document.visibilityState === 'visible') await refreshCapacity().catch(() => {});
+      scheduleCapacity();
+    }, CAPACITY_POLL_MS);
+  }
 
   function render() {
     const offer = store.get(id);
@@ -45,8 +97,9 @@ export function mountOfferDetail(main, ctx, [id]) {
     body.classList.remove('is-withdrawn');
     document.title = `${offer.name} · Liqo resource catalog`;
     const { active } = parseFilters(filterState.raw);
-    const planFiltered = !isUnfiltered({ ...active, type: '' });
+    const planFiltered = Boolean(active.maxCost) || Object.keys(active.min).length > 0;
     const headingHadFocus = document.activeElement?.tagName === 'H1' && body.contains(document.activeElement);
+    const focusedReserve = body.contains(document.activeElement) ? document.activeElement.dataset?.reserve : undefined;
     replaceChildren(body,
       h('div', { class: 'view-header' },
         h('h1', { tabindex: '-1', text: offer.name }),
@@ -59,16 +112,27 @@ export function mountOfferDetail(main, ctx, [id]) {
         offer.version ? h('div', {}, h('dt', { text: 'Version' }), h('dd', { text: String(offer.version) })) : null,
         offer.updatedAt ? h('div', {}, h('dt', { text: 'Last changed' }), h('dd', { text: formatTime(offer.updatedAt) })) : null),
       h('h2', { text: 'Compare plans' }),
-      planTable(offer, planFiltered ? active : null),
+      buyError,
+      planTable(offer, planFiltered ? active : null, buying),
       h('p', { class: 'hint' },
-        'To use a plan, peer your cluster with this provider (cluster ID ',
+        consumerSession() ? 'Reserving holds one unit of a plan for a few minutes while you decide; buying it gives you a contract with the command to peer your cluster with this provider (cluster ID '
+          : 'Sign in to reserve and buy a plan. Buying gives you a contract with the command to peer your cluster with this provider (cluster ID ',
         h('code', { text: offer.clusterID || 'unknown' }),
-        ') using the peering credentials it gives you.'));
+        ').'));
     if (headingHadFocus) body.querySelector('h1')?.focus();
+    if (focusedReserve !== undefined) body.querySelector(`[data-reserve="${CSS.escape(focusedReserve)}"]`)?.focus();
   }
 
-  const onChange = () => render();
+  const onChange = () => {
+    render();
+    refreshCapacity().catch(() => {});
+  };
   store.addEventListener('change', onChange);
   render();
-  return () => store.removeEventListener('change', onChange);
+  refreshCapacity().catch(() => {});
+  scheduleCapacity();
+  return () => {
+    clearTimeout(capacityTimer);
+    store.removeEventListener('change', onChange);
+  };
 }

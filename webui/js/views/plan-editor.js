@@ -45,6 +45,7 @@ export function createPlanEditor({ announce }) {
       const title = key ? `Plan ${key}` : `Plan ${index + 1}`;
       plan.legend.textContent = title;
       plan.removeLabel.textContent = ` ${key || index + 1}`;
+      plan.duplicateLabel.textContent = ` ${key || index + 1}`;
       plan.rows.forEach((row, rowIndex) => {
         const name = row.name.control.value.trim();
         row.removeLabel.textContent = ` resource ${name || rowIndex + 1} of ${title.toLowerCase()}`;
@@ -80,7 +81,7 @@ export function createPlanEditor({ announce }) {
     return row;
   }
 
-  function addPlan(initial = {}, { focus = false } = {}) {
+  function addPlan(initial = {}, { focus = false, after = null } = {}) {
     const plan = { rows: [], legend: h('span', { class: 'legend-title' }), removeLabel: srOnly('') };
     plan.key = field({ label: 'Plan ID', hint: 'Short and unique in this offer, e.g. basic', attrs: { autocomplete: 'off', spellcheck: 'false', 'data-role': 'plan-key' } });
     plan.name = field({ label: 'Display name', hint: 'What consumers see; defaults to the plan ID', attrs: { autocomplete: 'off', 'data-role': 'plan-name' } });
@@ -91,6 +92,8 @@ export function createPlanEditor({ announce }) {
     plan.rowList = h('ul', { class: 'resource-rows' });
     plan.addRow = h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'add-resource' }, 'Add resource');
     plan.removeButton = h('button', { type: 'button', class: 'button button--danger button--small', 'data-role': 'remove-plan' }, 'Remove plan', plan.removeLabel);
+    plan.duplicateLabel = srOnly('');
+    plan.duplicateButton = h('button', { type: 'button', class: 'button button--secondary button--small', 'data-role': 'duplicate-plan' }, 'Duplicate plan', plan.duplicateLabel);
     const resourcesGroup = h('fieldset', { class: 'resources' },
       h('legend', { text: 'Resources' }),
       plan.rowList,
@@ -101,11 +104,26 @@ export function createPlanEditor({ announce }) {
       h('legend', {}, plan.legend),
       h('div', { class: 'plan__fields' }, plan.key.wrapper, plan.name.wrapper, plan.cost.wrapper),
       resourcesGroup,
-      h('p', { class: 'plan__remove' }, plan.removeButton));
+      h('p', { class: 'plan__remove' }, plan.duplicateButton, ' ', plan.removeButton));
     plan.group = groupError(plan.element);
     plan.element.insertBefore(plan.group.error, plan.element.children[1]);
     plan.key.control.addEventListener('input', relabel);
     plan.addRow.addEventListener('click', () => addRow(plan, '', '', { focus: true }));
+    plan.duplicateButton.addEventListener('click', () => {
+      const key = plan.key.control.value.trim() || 'plan';
+      const taken = new Set(plans.map((p) => p.key.control.value.trim()));
+      let copyKey = `${key}-copy`;
+      for (let n = 2; taken.has(copyKey); n += 1) copyKey = `${key}-copy-${n}`;
+      const copy = addPlan({
+        key: copyKey,
+        name: plan.name.control.value.trim() ? `${plan.name.control.value.trim()} (copy)` : '',
+        cost: plan.cost.control.value,
+        resources: plan.rows.map((row) => [row.name.control.value, row.value.control.value]),
+      }, { after: plan });
+      copy.key.control.focus();
+      copy.key.control.select();
+      announce(`Plan duplicated as ${copyKey}.`);
+    });
     plan.removeButton.addEventListener('click', () => {
       const index = plans.indexOf(plan);
       plans.splice(index, 1);
@@ -115,8 +133,13 @@ export function createPlanEditor({ announce }) {
       (next ? next.key.control : addPlanButton).focus();
       announce('Plan removed.');
     });
-    plans.push(plan);
-    plansBox.append(plan.element);
+    if (after) {
+      plans.splice(plans.indexOf(after) + 1, 0, plan);
+      after.element.after(plan.element);
+    } else {
+      plans.push(plan);
+      plansBox.append(plan.element);
+    }
     for (const [name, value] of initial.resources ?? []) addRow(plan, name, value);
     relabel();
     if (focus) plan.key.control.focus();
@@ -128,56 +151,75 @@ export function createPlanEditor({ announce }) {
     announce('Plan added.');
   });
 
+  /** The plans as typed (trimmed): [{ key, name, cost, rows: [{ name, value }] }], in display order. */
+  function read() {
+    return plans.map((plan) => ({
+      key: plan.key.control.value.trim(),
+      name: plan.name.control.value.trim(),
+      cost: plan.cost.control.value.trim(),
+      rows: plan.rows.map((row) => ({ name: row.name.control.value.trim(), value: row.value.control.value.trim() })),
+    }));
+  }
+
   /**
-   * Read the plans. Returns { plans, paths, problems }: the JSON map for the
-   * offer body, a map from field path ("plans.basic.cost") to the field
-   * showing it, and the problems JSON cannot express (empty or duplicate
-   * plan IDs and resource names), already tied to their fields.
+   * The field showing a path of `offerProblems` ("plans", "plans.0.cost",
+   * "plans.1.rows.2.value") or of the server's messages ("plans.basic.cost",
+   * "plans.basic.resources.memory"), with what kind of value it holds; null
+   * when no field shows it.
    */
-  function collect() {
-    const out = {};
-    const paths = new Map([['plans', sectionError]]);
-    const problems = [];
-    if (plans.length === 0) problems.push({ field: sectionError, message: 'Add at least one plan.' });
+  function fieldAt(path) {
+    if (path === 'plans') return { field: sectionError, kind: null };
+    let m = /^plans\.(\d+)\.(key|name|cost)$/.exec(path);
+    if (m) {
+      const plan = plans[Number(m[1])];
+      return plan ? { field: plan[m[2]], kind: m[2] === 'cost' ? 'cost' : m[2] === 'key' ? 'id' : null } : null;
+    }
+    m = /^plans\.(\d+)\.rows\.(\d+)\.(name|value)$/.exec(path);
+    if (m) {
+      const row = plans[Number(m[1])]?.rows[Number(m[2])];
+      return row ? { field: row[m[3]], kind: m[3] === 'value' ? 'quantity' : null } : null;
+    }
+    return null;
+  }
+
+  /** Server field paths ("plans.basic.resources.memory") mapped to the fields that show them. */
+  function serverPaths() {
+    const paths = new Map([['plans', { field: sectionError, kind: null }]]);
     for (const plan of plans) {
       const key = plan.key.control.value.trim();
-      if (!key) {
-        problems.push({ field: plan.key, message: 'Enter a plan ID.' });
-        continue;
-      }
-      if (Object.hasOwn(out, key)) {
-        problems.push({ field: plan.key, message: `Another plan already has the ID “${key}”. Plan IDs must be unique.` });
-        continue;
-      }
+      if (!key) continue;
       const base = `plans.${key}`;
       // The server names a plan by its key when the key itself is bad ("plans.a b: must be …").
-      paths.set(base, plan.key);
-      paths.set(`${base}.name`, plan.name);
-      paths.set(`${base}.planName`, plan.name);
-      paths.set(`${base}.planID`, plan.key);
-      paths.set(`${base}.cost`, plan.cost);
-      paths.set(`${base}.resources`, plan.resources);
-      const resources = {};
+      paths.set(base, { field: plan.key, kind: 'id' });
+      paths.set(`${base}.name`, { field: plan.name, kind: null });
+      paths.set(`${base}.planName`, { field: plan.name, kind: null });
+      paths.set(`${base}.planID`, { field: plan.key, kind: 'id' });
+      paths.set(`${base}.cost`, { field: plan.cost, kind: 'cost' });
+      paths.set(`${base}.resources`, { field: plan.resources, kind: null });
       for (const row of plan.rows) {
         const name = row.name.control.value.trim();
-        const value = row.value.control.value.trim();
-        if (!name && !value) continue; // an untouched row
-        if (!name) {
-          problems.push({ field: row.name, message: 'Enter the resource’s name, e.g. cpu or memory.' });
-          continue;
-        }
-        if (Object.hasOwn(resources, name)) {
-          problems.push({ field: row.name, message: `This plan already lists “${name}”. Each resource may appear once per plan.` });
-          continue;
-        }
-        resources[name] = value; // the server judges the quantity and names this path if it is wrong
-        paths.set(`${base}.resources.${name}`, row.value);
+        if (name) paths.set(`${base}.resources.${name}`, { field: row.value, kind: 'quantity' });
       }
-      const body = { name: '', cost: plan.cost.control.value.trim(), resources };
-      body.name = plan.name.control.value.trim() || key;
-      out[key] = body;
     }
-    return { plans: out, paths, problems };
+    return paths;
+  }
+
+  /** The plans as the catalog's JSON map (call once `offerProblems` found nothing). */
+  function body() {
+    const out = {};
+    for (const plan of read()) {
+      const resources = {};
+      for (const row of plan.rows) if (row.name || row.value) resources[row.name] = row.value;
+      out[plan.key] = { name: plan.name || plan.key, cost: plan.cost, resources };
+    }
+    return out;
+  }
+
+  /** Replace every plan with `list` ([{ key, name, cost, resources: [[name, value]] }]). */
+  function reset(list) {
+    for (const plan of plans) plan.element.remove();
+    plans.length = 0;
+    for (const plan of list) addPlan(plan);
   }
 
   function clearErrors() {
@@ -193,5 +235,5 @@ export function createPlanEditor({ announce }) {
     }
   }
 
-  return { element: section, addPlan, collect, clearErrors };
+  return { element: section, addPlan, read, fieldAt, serverPaths, body, reset, clearErrors };
 }

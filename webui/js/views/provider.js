@@ -2,17 +2,19 @@
 // the list of this provider's own offers with edit and delete (delete asks
 // for confirmation in a modal dialog).
 
-import { authenticate, deleteOffer, listOffers } from '../api.js';
+import { authenticate, deleteOffer, listContracts, listOffers } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
 import { FeedState } from '../feed.js';
 import { field, matchFieldPath } from '../fields.js';
-import { clearSession, currentSession, saveSession } from '../session.js';
+import { clearSession, currentSession, keepCredentialsForRenewal, saveSession } from '../session.js';
 import { errorSummary } from './error-summary.js';
+import { naturalCollator } from '../model.js';
+import { planOps } from './plan-ops.js';
 
 /** A 401 on a write: the token expired or was revoked. Sign out and say so. */
-export function handleExpiredSession(ctx) {
+export function handleExpiredSession(ctx, text = 'Your session has expired. Sign in again to continue.') {
   clearSession();
-  ctx.flash = { kind: 'error', text: 'Your session has expired. Sign in again to continue.' };
+  ctx.flash = { kind: 'error', text };
   ctx.navigate('#/provider');
 }
 
@@ -70,13 +72,67 @@ function mountSignIn(main, ctx) {
       summary.show(problems.map(([k, message]) => { fields[k].setError(message); return { message, control: fields[k].control }; }));
       return;
     }
+    if (!confirmedNew.has(values.clusterID) && !(await knownProvider(ctx, values.clusterID))) {
+      askNewCluster(values);
+      return;
+    }
+    await signIn(values);
+  });
+
+  // A typo in the cluster ID would silently register a second provider:
+  // before claiming an ID no offer in the catalog comes from, ask.
+  const confirmedNew = new Set();
+  const confirmBox = h('div', { class: 'confirm-slot' });
+  form.insertBefore(confirmBox, form.lastElementChild);
+  function askNewCluster(values) {
+    const sameName = ctx.store.all().find((o) => o.clusterName === values.clusterName && o.clusterID !== values.clusterID);
+    const headingId = 'new-cluster-heading';
+    const useKnown = sameName ? h('button', {
+      type: 'button', class: 'button', text: `Use ${sameName.clusterID}`,
+      onclick: () => {
+        fields.clusterID.control.value = sameName.clusterID;
+        confirmBox.replaceChildren();
+        fields.token.control.focus();
+      },
+    }) : null;
+    replaceChildren(confirmBox, h('section', { class: 'notice notice--warning', role: 'alert', 'aria-labelledby': headingId, 'data-state': 'new-cluster' },
+      h('h2', { id: headingId, text: 'Register a new provider?' }),
+      h('p', {}, 'No offer in this catalog comes from the cluster ID ', h('code', { text: values.clusterID }),
+        '. Signing in with it registers a new provider, and only these credentials can use it from then on.'),
+      sameName ? h('p', {}, h('strong', { text: values.clusterName }), ' is already a provider here, with the cluster ID ',
+        h('code', { text: sameName.clusterID }), '. Did you mistype it?') : null,
+      h('p', { class: 'form-actions' },
+        useKnown,
+        h('button', {
+          type: 'button', class: sameName ? 'button button--secondary' : 'button', text: 'Register new provider',
+          onclick: async () => {
+            confirmedNew.add(values.clusterID);
+            confirmBox.replaceChildren();
+            await signIn(values);
+          },
+        }),
+        h('button', {
+          type: 'button', class: 'button button--secondary', text: 'Check the cluster ID',
+          onclick: () => {
+            confirmBox.replaceChildren();
+            fields.clusterID.control.focus();
+            fields.clusterID.control.select();
+          },
+        }))));
+    confirmBox.querySelector('button')?.focus();
+  }
+
+  async function signIn(values) {
     submit.disabled = true;
     submit.textContent = 'Signing in…';
     try {
       const answer = await authenticate(values);
+      keepCredentialsForRenewal(values);
       saveSession({ token: answer.token, expiresAt: answer.expiresAt ?? null, clusterID: values.clusterID, clusterName: values.clusterName });
       ctx.flash = { kind: 'ok', text: `Signed in as ${values.clusterName || values.clusterID}.` };
-      ctx.navigate('#/provider');
+      const back = ctx.returnTo;
+      ctx.returnTo = null;
+      ctx.navigate(back && back.startsWith('#/provider/') ? back : '#/provider');
     } catch (err) {
       submit.disabled = false;
       submit.textContent = 'Sign in';
@@ -90,8 +146,19 @@ function mountSignIn(main, ctx) {
       if (path) fields[path].setError(err.message);
       summary.show([{ message: err.message, control: path ? fields[path].control : null }]);
     }
-  });
+  }
   return null;
+}
+
+/** Does any offer in the catalog come from `clusterID`? (The feed's list, or the REST list when the feed has none yet.) */
+async function knownProvider(ctx, clusterID) {
+  if (ctx.store.all().some((o) => o.clusterID === clusterID)) return true;
+  if (ctx.store.loaded) return false;
+  try {
+    return (await listOffers({ provider: clusterID })).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 function mountDashboard(main, ctx, session) {
@@ -194,16 +261,53 @@ function mountDashboard(main, ctx, session) {
       h('p', { class: 'own-offer__actions' },
         h('a', { class: 'button button--secondary', href: `#/provider/edit/${encodeURIComponent(offer.id)}` }, 'Edit', srOnly(` ${offer.name}`)),
         h('a', { class: 'button button--secondary', href: `#/offer/${encodeURIComponent(offer.id)}` }, 'View', srOnly(` ${offer.name} as consumers see it`)),
-        h('button', { type: 'button', class: 'button button--danger', onclick: (e) => askDelete(offer, e.currentTarget) }, 'Delete', srOnly(` ${offer.name}`))));
+        h('button', { type: 'button', class: 'button button--danger', onclick: (e) => askDelete(offer, e.currentTarget) }, 'Delete', srOnly(` ${offer.name}`))),
+      planOps(offer, { ctx, session, open: openPlans, bought }));
   }
+  // Plans shown under an offer stay shown across updates; a row being worked in is not rebuilt.
+  const openPlans = new Set();
+  const rows = new Map(); // offer id -> { offer, li }
+  let bought = null; // "offer/plan" -> active contracts sold, where the catalog has contracts
+  (async () => {
+    try {
+      const contracts = await listContracts(session.token);
+      if (!contracts) return;
+      bought = new Map();
+      for (const c of contracts) if (c.active !== false) bought.set(`${c.offerID}/${c.planID}`, (bought.get(`${c.offerID}/${c.planID}`) ?? 0) + 1);
+      rows.clear();
+      render();
+    } catch {
+      // No contracts to count: the column says so.
+    }
+  })();
 
   let refreshError = null;
   let ownLoaded = false;
   function render() {
-    const offers = store.all().filter(mine).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    const offers = store.all().filter(mine).sort((a, b) => naturalCollator.compare(a.name, b.name) || naturalCollator.compare(a.id, b.id));
     const focusedId = document.activeElement?.closest?.('[data-offer-id]')?.dataset.offerId;
-    replaceChildren(list, offers.map(row));
-    if (focusedId) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
+    const items = offers.map((offer) => {
+      const cached = rows.get(offer.id);
+      if (cached?.offer === offer) return cached.li;
+      if (cached && cached.li.contains(document.activeElement)) {
+        cached.li.querySelector('.plan-ops')?.refresh(offer);
+        cached.offer = offer;
+        return cached.li;
+      }
+      const li = row(offer);
+      rows.set(offer.id, { offer, li });
+      return li;
+    });
+    for (const id of rows.keys()) if (!offers.some((o) => o.id === id)) rows.delete(id);
+    // Patch in place: moving a node that holds the focus would drop it.
+    const wanted = new Set(items);
+    for (const child of [...list.children]) if (!wanted.has(child)) child.remove();
+    let cursor = list.firstElementChild;
+    for (const li of items) {
+      if (li === cursor) cursor = cursor.nextElementSibling;
+      else list.insertBefore(li, cursor);
+    }
+    if (focusedId && !list.contains(document.activeElement)) list.querySelector(`[data-offer-id="${CSS.escape(focusedId)}"] a`)?.focus();
     list.hidden = offers.length === 0;
     if (!store.loaded && !ownLoaded) {
       replaceChildren(state, refreshError

@@ -18,6 +18,13 @@ pub struct OidcConfig {
     #[arg(long, env = "CATALOG_OIDC_AUDIENCE", requires = "oidc_issuer")]
     pub oidc_audience: Option<String>,
 
+    /// Client ID the web UI signs consumers in with (OpenID Connect
+    /// authorization-code flow with PKCE, a public client: no secret). The
+    /// UI offers "Sign in with …" only when it is set; register the
+    /// catalog's address + `/` as the client's redirect URI at the issuer.
+    #[arg(long, env = "CATALOG_OIDC_CLIENT_ID", requires = "oidc_issuer")]
+    pub oidc_client_id: Option<String>,
+
     /// Claim holding the roles (dots descend into objects, e.g.
     /// realm_access.roles); an array of strings or a space-separated string.
     #[arg(long, env = "CATALOG_OIDC_ROLES_CLAIM", default_value = "roles")]

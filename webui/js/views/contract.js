@@ -1,0 +1,173 @@
+// One contract (what a purchase yields): its state as the consumer's
+// cluster reports it, when it ends, what it grants, and how to peer: the
+// exact liqoctl command for Liqo v0.x (out-of-band peering with the
+// provider's auth URL, cluster ID and token) and, for Liqo v1, the
+// peering-user kubeconfig to download with the `liqoctl peer` command that
+// uses it. Commands have a copy button.
+
+import { cancelPurchase, getContract } from '../api.js';
+import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
+import { formatCost } from '../pricing.js';
+import { consumerSessionExpired, requireConsumer } from './sign-in.js';
+
+const STATE_TEXT = {
+  pending: 'Pending: waiting for your cluster to peer',
+  peered: 'Peered: your cluster reached the provider',
+  granted: 'Granted: the provider granted the resources',
+  ready: 'Ready: the virtual node is up',
+  failed: 'Failed',
+};
+
+/** A shell word: as is when plain, else single-quoted. */
+export function shellWord(value) {
+  const text = String(value ?? '');
+  if (/^[A-Za-z0-9._:/=@%+,-]+$/.test(text)) return text;
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/** liqoctl v0.10 out-of-band peering. */
+export function liqoctlV0(v0) {
+  return `liqoctl peer out-of-band ${shellWord(v0.clusterName)} --auth-url ${shellWord(v0.authURL)} --cluster-id ${shellWord(v0.clusterID)} --auth-token ${shellWord(v0.token)}`;
+}
+
+/** liqoctl v1.2 peering with the downloaded peering-user kubeconfig, asking for what the contract grants. */
+export function liqoctlV1(file, contract) {
+  const words = ['liqoctl', 'peer', '--remote-kubeconfig', shellWord(file)];
+  if (contract.resourceSliceClass) words.push('--resource-slice-class', shellWord(contract.resourceSliceClass));
+  const resources = contract.resources ?? {};
+  for (const [name, value] of Object.entries(resources)) {
+    if (name === 'cpu') words.push('--cpu', shellWord(value));
+    else if (name === 'memory') words.push('--memory', shellWord(value));
+    else if (name === 'pods') words.push('--pods', shellWord(value));
+    else words.push('--resource', shellWord(`${name}=${value}`));
+  }
+  return words.join(' ');
+}
+
+function copyBlock(label, text, dataRole) {
+  const status = h('span', { class: 'copy-status', role: 'status' });
+  const code = h('pre', { class: 'command', tabindex: '0', 'aria-label': label }, h('code', { 'data-role': dataRole, text }));
+  const button = h('button', {
+    type: 'button', class: 'button button--secondary button--small', 'data-copy': dataRole,
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        status.textContent = 'Copied.';
+      } catch {
+        // No clipboard access: select the text so Ctrl+C copies it.
+        const range = document.createRange();
+        range.selectNodeContents(code);
+        const selection = getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        status.textContent = 'Selected: press Ctrl+C to copy.';
+      }
+    },
+  }, 'Copy', srOnly(` ${label.charAt(0).toLowerCase()}${label.slice(1)}`));
+  return h('div', { class: 'copy-block' }, code, h('p', { class: 'copy-actions' }, button, status));
+}
+
+function timeLeft(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  if (Number.isNaN(ms)) return '';
+  if (ms <= 0) return 'ended';
+  const days = Math.floor(ms / 86400000);
+  const hours = Math.floor((ms % 86400000) / 3600000);
+  const minutes = Math.floor((ms % 3600000) / 60000);
+  if (days > 0) return `${days} day${days === 1 ? '' : 's'} ${hours} h left`;
+  if (hours > 0) return `${hours} h ${minutes} min left`;
+  return `${Math.max(1, minutes)} min left`;
+}
+
+export function mountContract(main, ctx, [id]) {
+  const session = requireConsumer(ctx, 'Sign in to see your contract.');
+  if (!session) return null;
+  document.title = 'Contract · Liqo resource catalog';
+  let disposed = false;
+  const flash = ctx.flash;
+  ctx.flash = null;
+  const body = h('div', { class: 'contract' }, h('p', { class: 'notice', 'aria-busy': 'true', text: 'Loading the contract…' }));
+  const error = h('div', { class: 'notice-slot', role: 'alert' });
+  replaceChildren(main,
+    h('p', { class: 'back-link' }, h('a', { href: '#/mine' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'My reservations and purchases')),
+    h('div', { class: 'view-header' }, h('h1', { text: 'Contract' })),
+    flash ? h('p', { class: 'notice notice--ok', role: 'status', 'data-flash': flash.kind, text: flash.text }) : null,
+    error, body);
+
+  function render(c) {
+    const offer = ctx.store.get(c.offerID);
+    const plan = offer?.plans.find((p) => p.key === c.planID);
+    // An older catalog's purchase: v0 credentials as `peering`, no contract state.
+    const v0 = c.credentials?.v0 ?? (c.legacy ? c.peering : null);
+    const v1 = c.credentials?.v1 ?? null;
+    const active = c.legacy ? c.state === 'purchased' : c.active !== false;
+    const providerName = c.clusterName || v0?.clusterName || offer?.clusterName || c.clusterID;
+    const resources = c.resources ?? Object.fromEntries((plan?.resources ?? []).map((r) => [r.name, r.value]));
+    const stateText = c.legacy ? (active ? 'Bought' : 'Cancelled') : (active ? (STATE_TEXT[c.state] ?? c.state) : `Ended (${c.ended ?? 'ended'})`);
+    const peering = [];
+    if (active && v0) {
+      peering.push(h('section', { class: 'peering', 'aria-labelledby': 'peer-v0', 'data-liqo': 'v0' },
+        h('h2', { id: 'peer-v0', text: 'Peer with Liqo v0.x' }),
+        h('p', { text: 'Run this on your (consumer) cluster, with liqoctl of the Liqo version the provider runs:' }),
+        copyBlock('Command for Liqo v0.x', liqoctlV0(v0), 'liqoctl-v0')));
+    }
+    if (active && v1?.kubeconfig) {
+      const file = `${String(providerName).replace(/[^A-Za-z0-9._-]+/g, '-')}-peering-user.kubeconfig`;
+      const url = URL.createObjectURL(new Blob([v1.kubeconfig], { type: 'application/yaml' }));
+      peering.push(h('section', { class: 'peering', 'aria-labelledby': 'peer-v1', 'data-liqo': 'v1' },
+        h('h2', { id: 'peer-v1', text: 'Peer with Liqo v1' }),
+        h('p', {}, '1. Download the provider’s peering-user kubeconfig and keep it private: ',
+          h('a', { class: 'button button--secondary button--small', href: url, download: file, 'data-role': 'kubeconfig' }, `Download ${file}`)),
+        h('p', { text: '2. Run this on your (consumer) cluster, in the folder you saved it to:' }),
+        copyBlock('Command for Liqo v1', liqoctlV1(file, c), 'liqoctl-v1')));
+    }
+    if (active && peering.length === 0) {
+      peering.push(h('p', { class: 'notice notice--warning', text: 'The provider’s peering credentials are not available right now. Try again later or ask the provider.' }));
+    }
+    const cancel = h('button', {
+      type: 'button', class: 'button button--danger', text: 'Cancel this contract',
+      onclick: async () => {
+        // eslint-disable-next-line no-alert
+        if (!window.confirm('Cancel this contract? The provider stops granting its resources, and the unit goes back to the plan.')) return;
+        cancel.disabled = true;
+        try {
+          await cancelPurchase(c.id ?? id, session.token);
+          render(await getContract(id, session.token));
+          ctx.announce('Contract cancelled.');
+        } catch (err) {
+          cancel.disabled = false;
+          if (err.status === 401) consumerSessionExpired(ctx);
+          else replaceChildren(error, h('p', { class: 'notice notice--error', text: err.message }));
+        }
+      },
+    });
+    replaceChildren(body,
+      h('dl', { class: 'facts' },
+        h('div', {}, h('dt', { text: 'State' }), h('dd', { 'data-field': 'contract-state' }, stateText, c.reason ? h('span', { class: 'muted', text: ` — ${c.reason}` }) : null)),
+        h('div', {}, h('dt', { text: 'Provider' }), h('dd', { text: providerName })),
+        h('div', {}, h('dt', { text: 'Offer and plan' }), h('dd', {}, h('a', { href: `#/offer/${encodeURIComponent(c.offerID)}`, text: offer?.name ?? c.offerID }), ` · ${plan?.name || c.planID}`)),
+        h('div', {}, h('dt', { text: 'Resources' }), h('dd', { text: Object.entries(resources).map(([k, v]) => `${k} ${v}`).join(', ') || '—' })),
+        h('div', {}, h('dt', { text: 'Cost' }), h('dd', { text: formatCost(c.cost) })),
+        c.purchasedAt ? h('div', {}, h('dt', { text: 'Bought' }), h('dd', { text: formatTime(c.purchasedAt) })) : null,
+        c.expiresAt && !c.legacy ? h('div', {}, h('dt', { text: 'Expires' }), h('dd', { 'data-field': 'expires' }, formatTime(c.expiresAt), active ? h('span', { class: 'muted', text: ` (${timeLeft(c.expiresAt)})` }) : null)) : null,
+        c.consumerClusterID ? h('div', {}, h('dt', { text: 'Your cluster ID' }), h('dd', {}, h('code', { text: c.consumerClusterID }))) : null,
+        c.liqo ? h('div', {}, h('dt', { text: 'Liqo' }), h('dd', { text: c.liqo.join(', ') })) : null),
+      peering,
+      active ? h('p', { class: 'form-actions' }, cancel) : null);
+  }
+
+  (async () => {
+    try {
+      const c = await getContract(id, session.token);
+      if (!disposed) render(c);
+    } catch (err) {
+      if (disposed) return;
+      body.replaceChildren();
+      if (err.status === 401) consumerSessionExpired(ctx);
+      else replaceChildren(error, h('p', { class: 'notice notice--error', text: err.status === 404 ? `You have no contract with the ID ${id}.` : err.message }));
+    }
+  })();
+  return () => {
+    disposed = true;
+  };
+}
