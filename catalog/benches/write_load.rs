@@ -13,11 +13,18 @@
 //! catalog once the write is durable. Rounds alternate the binaries
 //! (A, B, A, B, …) so drifting machine load hits both alike.
 //!
+//! A last phase per binary measures whether `/authenticate` blocks writes:
+//! one writer beside `WRITE_LOAD_AUTHENTICATORS` threads that call
+//! `POST /authenticate` (one argon2 verification each) in a loop
+//! (`--auth-rate-limit 0`); compare its writes/s and p99 with the
+//! one-writer phase.
+//!
 //! Run: `cargo bench -p catalog --bench write_load`
 //!
 //! Settings (environment): `WRITE_LOAD_CATALOGS` (`name=path,…`; default
 //! `after=` the `catalog` beside this bench), `WRITE_LOAD_WRITERS`
-//! (`1,16`), `WRITE_LOAD_SECS` (5), `WRITE_LOAD_ROUNDS` (2).
+//! (`1,16`), `WRITE_LOAD_SECS` (5), `WRITE_LOAD_ROUNDS` (2),
+//! `WRITE_LOAD_AUTHENTICATORS` (16; 0 skips that phase).
 
 #![allow(clippy::unwrap_used)] // bench code: a failed unwrap is a failed run
 
@@ -127,12 +134,13 @@ impl Drop for Running {
     }
 }
 
-fn start(bin: &PathBuf) -> Result<Running> {
+fn start(bin: &PathBuf, extra: &[&str]) -> Result<Running> {
     let data = tempfile::tempdir()?;
     let port = free_port();
     let child = Command::new(bin)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(data.path())
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -151,6 +159,7 @@ struct Phase {
     writes_per_s: f64,
     p50_ms: f64,
     p99_ms: f64,
+    auths_per_s: f64,
 }
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
@@ -161,8 +170,8 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
-fn phase(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
-    let c = start(bin)?;
+fn phase(bin: &PathBuf, writers: usize, authenticators: usize, secs: u64) -> Result<Phase> {
+    let c = start(bin, &["--auth-rate-limit", "0"])?;
     let mut conn = Conn::open(c.port)?;
     let (status, body) = conn.call(
         "POST",
@@ -210,6 +219,30 @@ fn phase(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
             })
         })
         .collect();
+    let auths = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let auth_threads: Vec<_> = (0..authenticators)
+        .map(|_| {
+            let (auths, measuring, stop, port) =
+                (auths.clone(), measuring.clone(), stop.clone(), c.port);
+            std::thread::spawn(move || -> Result<()> {
+                let body = serde_json::to_vec(&provider(1))?;
+                let mut conn = Conn::open(port)?;
+                while !stop.load(Ordering::Relaxed) {
+                    let (status, answer) = conn.call("POST", "/authenticate", None, &body)?;
+                    if status != 200 {
+                        bail!(
+                            "authenticate: {status} {}",
+                            String::from_utf8_lossy(&answer)
+                        );
+                    }
+                    if measuring.load(Ordering::Relaxed) {
+                        auths.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
     std::thread::sleep(Duration::from_secs(1));
     measuring.store(true, Ordering::Relaxed);
     let t = Instant::now();
@@ -224,8 +257,13 @@ fn phase(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
                 .map_err(|_| anyhow::anyhow!("writer panicked"))??,
         );
     }
+    for th in auth_threads {
+        th.join()
+            .map_err(|_| anyhow::anyhow!("authenticator panicked"))??;
+    }
     all.sort_unstable();
     Ok(Phase {
+        auths_per_s: auths.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
         writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
         p50_ms: percentile(&all, 0.5),
         p99_ms: percentile(&all, 0.99),
@@ -255,15 +293,30 @@ fn main() -> Result<()> {
     let rounds: usize = std::env::var("WRITE_LOAD_ROUNDS")
         .map(|s| s.parse().context("WRITE_LOAD_ROUNDS"))
         .unwrap_or(Ok(2))?;
-    println!("| catalog | writers | round | writes/s | p50 | p99 |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    let authenticators: usize = std::env::var("WRITE_LOAD_AUTHENTICATORS")
+        .map(|s| s.parse().context("WRITE_LOAD_AUTHENTICATORS"))
+        .unwrap_or(Ok(16))?;
+    println!("| catalog | writers | round | writes/s | p50 | p99 | /authenticate/s |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
     for round in 1..=rounds {
         for &w in &writers {
             for (name, bin) in &catalogs {
-                let p = phase(bin, w, secs).with_context(|| format!("{name}, {w} writers"))?;
+                let p = phase(bin, w, 0, secs).with_context(|| format!("{name}, {w} writers"))?;
                 println!(
-                    "| {name} | {w} | {round} | {:.0} | {:.2} ms | {:.2} ms |",
+                    "| {name} | {w} | {round} | {:.0} | {:.2} ms | {:.2} ms | – |",
                     p.writes_per_s, p.p50_ms, p.p99_ms
+                );
+                std::io::stdout().flush()?;
+            }
+        }
+        if authenticators > 0 {
+            for (name, bin) in &catalogs {
+                let p = phase(bin, 1, authenticators, secs).with_context(|| {
+                    format!("{name}, 1 writer and {authenticators} authenticating")
+                })?;
+                println!(
+                    "| {name} | 1 + {authenticators} authenticating | {round} | {:.0} | {:.2} ms | {:.2} ms | {:.0} |",
+                    p.writes_per_s, p.p50_ms, p.p99_ms, p.auths_per_s
                 );
                 std::io::stdout().flush()?;
             }
