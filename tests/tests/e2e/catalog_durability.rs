@@ -222,29 +222,14 @@ fn sigterm_finishes_in_flight_requests(backend: Backend) {
 /// be this write's.)
 #[test]
 fn embedded_syncs_the_store_before_every_acknowledgement() {
-    let strace = ["/usr/bin/strace", "/bin/strace"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect(
-            "strace is not installed: this test proves every acknowledged write was \
-             synced by tracing the catalog; run scripts/install-test-deps.sh",
-        );
     let env = Env::new(Backend::Embedded);
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("catalog.trace");
-    let wrapper: Vec<&std::ffi::OsStr> = vec![
-        strace.as_ref(),
-        "-f".as_ref(),
-        "-tt".as_ref(),
-        "-s".as_ref(),
-        "48".as_ref(),
-        "-e".as_ref(),
-        "trace=openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg".as_ref(),
-        "-o".as_ref(),
-        trace.as_os_str(),
-    ];
-    let mut c = env.start_wrapped(&wrapper, &[]);
-    let catalog = TracedChild::of(c.child.pid());
+    let (mut c, catalog) = start_traced(
+        &env,
+        &trace,
+        "openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg",
+    );
 
     // Every 2xx this client got: the login, then creates and replacements.
     let token = c.login(&provider(1));
@@ -279,6 +264,37 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
         ),
         Err(e) => panic!("{e}\n--- trace ---\n{text}"),
     }
+}
+
+/// Start a catalog of `env` under `strace -f -tt`, tracing `calls` into
+/// `trace`; the catalog process itself is the [`TracedChild`].
+fn start_traced(
+    env: &Env,
+    trace: &std::path::Path,
+    calls: &str,
+) -> (e2e::catalog::Catalog, TracedChild) {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect(
+            "strace is not installed: this test proves every acknowledged write was \
+             synced by tracing the catalog; run scripts/install-test-deps.sh",
+        );
+    let filter = format!("trace={calls}");
+    let wrapper: Vec<&std::ffi::OsStr> = vec![
+        strace.as_ref(),
+        "-f".as_ref(),
+        "-tt".as_ref(),
+        "-s".as_ref(),
+        "48".as_ref(),
+        "-e".as_ref(),
+        filter.as_ref(),
+        "-o".as_ref(),
+        trace.as_os_str(),
+    ];
+    let c = env.start_wrapped(&wrapper, &[]);
+    let catalog = TracedChild::of(c.child.pid());
+    (c, catalog)
 }
 
 /// The catalog process under a tracer: found as the tracer's child, sent
@@ -421,27 +437,15 @@ fn synced_acknowledgements(trace: &str) -> Result<usize, String> {
 /// preceded by such a sync.
 #[test]
 fn embedded_syncs_the_store_before_every_concurrent_acknowledgement() {
-    let strace = ["/usr/bin/strace", "/bin/strace"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("strace is not installed; run scripts/install-test-deps.sh");
     let env = Env::new(Backend::Embedded);
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("catalog.trace");
-    let wrapper: Vec<&std::ffi::OsStr> = vec![
-        strace.as_ref(),
-        "-f".as_ref(),
-        "-tt".as_ref(),
-        "-s".as_ref(),
-        "48".as_ref(),
-        "-e".as_ref(),
-        "trace=openat,fsync,fdatasync,sync_file_range,read,readv,recvfrom,recvmsg,write,writev,sendto,sendmsg"
-            .as_ref(),
-        "-o".as_ref(),
-        trace.as_os_str(),
-    ];
-    let mut c = env.start_wrapped(&wrapper, &[]);
-    let catalog = TracedChild::of(c.child.pid());
+    let (mut c, catalog) = start_traced(
+        &env,
+        &trace,
+        "openat,fsync,fdatasync,sync_file_range,read,readv,recvfrom,recvmsg,\
+         write,writev,sendto,sendmsg",
+    );
     let token = c.login(&provider(1));
     let port = c.port;
 
