@@ -225,7 +225,7 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
     let env = Env::new(Backend::Embedded);
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("catalog.trace");
-    let (mut c, catalog) = start_traced(
+    let (c, catalog) = start_traced(
         &env,
         &trace,
         "openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg",
@@ -253,10 +253,7 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
     assert_eq!(c.delete("/offer/o0", Some(&token)).status, 204);
     acknowledged += 1;
 
-    catalog.terminate();
-    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
-    assert!(status.success(), "catalog under strace: {status}");
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let text = stop_traced(c, catalog, &trace);
     match synced_acknowledgements(&text) {
         Ok(n) => assert_eq!(
             n, acknowledged,
@@ -295,6 +292,18 @@ fn start_traced(
     let c = env.start_wrapped(&wrapper, &[]);
     let catalog = TracedChild::of(c.child.pid());
     (c, catalog)
+}
+
+/// Stop a catalog started by [`start_traced`] with SIGTERM; its trace.
+fn stop_traced(
+    mut c: e2e::catalog::Catalog,
+    catalog: TracedChild,
+    trace: &std::path::Path,
+) -> String {
+    catalog.terminate();
+    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
+    assert!(status.success(), "catalog under strace: {status}");
+    std::fs::read_to_string(trace).unwrap()
 }
 
 /// The catalog process under a tracer: found as the tracer's child, sent
@@ -440,7 +449,7 @@ fn embedded_syncs_the_store_before_every_concurrent_acknowledgement() {
     let env = Env::new(Backend::Embedded);
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("catalog.trace");
-    let (mut c, catalog) = start_traced(
+    let (c, catalog) = start_traced(
         &env,
         &trace,
         "openat,fsync,fdatasync,sync_file_range,read,readv,recvfrom,recvmsg,\
@@ -488,10 +497,7 @@ fn embedded_syncs_the_store_before_every_concurrent_acknowledgement() {
     // Nothing was lost in the groups: every writer's offers are there.
     assert_eq!(c.list_ids("").len(), 8 * 8 + 1);
 
-    catalog.terminate();
-    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
-    assert!(status.success(), "catalog under strace: {status}");
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let text = stop_traced(c, catalog, &trace);
     match synced_write_answers(&text) {
         Ok(n) => assert_eq!(
             n, acknowledged,
