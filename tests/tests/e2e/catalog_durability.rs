@@ -222,29 +222,14 @@ fn sigterm_finishes_in_flight_requests(backend: Backend) {
 /// be this write's.)
 #[test]
 fn embedded_syncs_the_store_before_every_acknowledgement() {
-    let strace = ["/usr/bin/strace", "/bin/strace"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect(
-            "strace is not installed: this test proves every acknowledged write was \
-             synced by tracing the catalog; run scripts/install-test-deps.sh",
-        );
     let env = Env::new(Backend::Embedded);
     let trace_dir = tempfile::tempdir().unwrap();
     let trace = trace_dir.path().join("catalog.trace");
-    let wrapper: Vec<&std::ffi::OsStr> = vec![
-        strace.as_ref(),
-        "-f".as_ref(),
-        "-tt".as_ref(),
-        "-s".as_ref(),
-        "48".as_ref(),
-        "-e".as_ref(),
-        "trace=openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg".as_ref(),
-        "-o".as_ref(),
-        trace.as_os_str(),
-    ];
-    let mut c = env.start_wrapped(&wrapper, &[]);
-    let catalog = TracedChild::of(c.child.pid());
+    let (c, catalog) = start_traced(
+        &env,
+        &trace,
+        "openat,fsync,fdatasync,sync_file_range,write,writev,sendto,sendmsg",
+    );
 
     // Every 2xx this client got: the login, then creates and replacements.
     let token = c.login(&provider(1));
@@ -268,10 +253,7 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
     assert_eq!(c.delete("/offer/o0", Some(&token)).status, 204);
     acknowledged += 1;
 
-    catalog.terminate();
-    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
-    assert!(status.success(), "catalog under strace: {status}");
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let text = stop_traced(c, catalog, &trace);
     match synced_acknowledgements(&text) {
         Ok(n) => assert_eq!(
             n, acknowledged,
@@ -279,6 +261,49 @@ fn embedded_syncs_the_store_before_every_acknowledgement() {
         ),
         Err(e) => panic!("{e}\n--- trace ---\n{text}"),
     }
+}
+
+/// Start a catalog of `env` under `strace -f -tt`, tracing `calls` into
+/// `trace`; the catalog process itself is the [`TracedChild`].
+fn start_traced(
+    env: &Env,
+    trace: &std::path::Path,
+    calls: &str,
+) -> (e2e::catalog::Catalog, TracedChild) {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect(
+            "strace is not installed: this test proves every acknowledged write was \
+             synced by tracing the catalog; run scripts/install-test-deps.sh",
+        );
+    let filter = format!("trace={calls}");
+    let wrapper: Vec<&std::ffi::OsStr> = vec![
+        strace.as_ref(),
+        "-f".as_ref(),
+        "-tt".as_ref(),
+        "-s".as_ref(),
+        "48".as_ref(),
+        "-e".as_ref(),
+        filter.as_ref(),
+        "-o".as_ref(),
+        trace.as_os_str(),
+    ];
+    let c = env.start_wrapped(&wrapper, &[]);
+    let catalog = TracedChild::of(c.child.pid());
+    (c, catalog)
+}
+
+/// Stop a catalog started by [`start_traced`] with SIGTERM; its trace.
+fn stop_traced(
+    mut c: e2e::catalog::Catalog,
+    catalog: TracedChild,
+    trace: &std::path::Path,
+) -> String {
+    catalog.terminate();
+    let status = c.child.wait(Duration::from_secs(30)).expect("strace exits");
+    assert!(status.success(), "catalog under strace: {status}");
+    std::fs::read_to_string(trace).unwrap()
 }
 
 /// The catalog process under a tracer: found as the tracer's child, sent
@@ -408,6 +433,196 @@ fn synced_acknowledgements(trace: &str) -> Result<usize, String> {
             }
             synced = false;
             answers += 1;
+        }
+    }
+    Ok(answers)
+}
+
+/// Concurrent writers (whose writes the embedded store commits in groups,
+/// one fsync for many) are each answered only after a sync of
+/// `catalog.redb` that started after their request was read and completed
+/// before their answer: under `strace`, for every `POST`/`DELETE
+/// /offer/…` read from a connection, the 2xx written back on it is
+/// preceded by such a sync.
+#[test]
+fn embedded_syncs_the_store_before_every_concurrent_acknowledgement() {
+    let env = Env::new(Backend::Embedded);
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("catalog.trace");
+    let (c, catalog) = start_traced(
+        &env,
+        &trace,
+        "openat,fsync,fdatasync,sync_file_range,read,readv,recvfrom,recvmsg,\
+         write,writev,sendto,sendmsg",
+    );
+    let token = c.login(&provider(1));
+    let port = c.port;
+
+    // Eight writers at once, each on its own keep-alive connection: their
+    // own ids and a shared "hot" one, then a delete of their first offer.
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let token = token.clone();
+            std::thread::spawn(move || {
+                let http = e2e::http::blocking_client(Duration::from_secs(30));
+                let mut acknowledged = 0;
+                for i in 0..12 {
+                    let id = if i % 4 == 3 {
+                        "hot".to_string()
+                    } else {
+                        format!("w{w}-{i}")
+                    };
+                    let body =
+                        simple_offer(&format!("w{w} {i}"), "compute", "1", json!({"cpu": "1"}));
+                    let r = http
+                        .post(format!("http://127.0.0.1:{port}/offer/{id}"))
+                        .bearer_auth(&token)
+                        .json(&body)
+                        .send()
+                        .expect("write");
+                    assert!(r.status().is_success(), "write {id}: {}", r.status());
+                    acknowledged += 1;
+                }
+                let r = http
+                    .delete(format!("http://127.0.0.1:{port}/offer/w{w}-0"))
+                    .bearer_auth(&token)
+                    .send()
+                    .expect("delete");
+                assert_eq!(r.status().as_u16(), 204);
+                acknowledged + 1
+            })
+        })
+        .collect();
+    let acknowledged: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    // Nothing was lost in the groups: every writer's offers are there.
+    assert_eq!(c.list_ids("").len(), 8 * 8 + 1);
+
+    let text = stop_traced(c, catalog, &trace);
+    match synced_write_answers(&text) {
+        Ok(n) => assert_eq!(
+            n, acknowledged,
+            "the trace matched {n} write answers to their requests, the clients got {acknowledged}"
+        ),
+        Err(e) => panic!("{e}\n--- trace ---\n{text}"),
+    }
+}
+
+/// Walk an `strace -f -tt` trace (as [`synced_acknowledgements`] does) and
+/// check that every 2xx answer to a `POST`/`DELETE /offer/…` request comes
+/// after a sync of the store file that started after the request's last
+/// read on that connection and completed before the answer; the number of
+/// such answers.
+fn synced_write_answers(trace: &str) -> Result<usize, String> {
+    use std::collections::{HashMap, HashSet};
+    const SYNCS: [&str; 3] = ["fsync", "fdatasync", "sync_file_range"];
+    const READS: [&str; 4] = ["read", "readv", "recvfrom", "recvmsg"];
+    let result = |l: &str| {
+        l.rsplit_once(" = ")
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .and_then(|r| r.parse::<i64>().ok())
+    };
+    let first_fd = |args: &str| -> Option<i64> {
+        args.split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|d| d.parse().ok())
+    };
+    let is_write_request = |l: &str| l.contains("\"POST /offer/") || l.contains("\"DELETE /offer/");
+    let mut store_fds: HashSet<i64> = HashSet::new();
+    let mut opening: HashSet<String> = HashSet::new();
+    // pid -> the connections a sync in progress covers (fds waiting when it started)
+    let mut syncing: HashMap<String, (i64, Vec<i64>)> = HashMap::new();
+    // pid -> fd of a read in progress
+    let mut reading: HashMap<String, i64> = HashMap::new();
+    // connection fd with an unanswered write request -> covered by a completed sync
+    let mut waiting: HashMap<i64, bool> = HashMap::new();
+    let mut answers = 0;
+    let read_done = |waiting: &mut HashMap<i64, bool>, fd: i64, line: &str| {
+        if result(line).is_some_and(|n| n > 0)
+            && (is_write_request(line) || waiting.contains_key(&fd))
+        {
+            waiting.insert(fd, false);
+        }
+    };
+    for line in trace.lines() {
+        let Some((pid, rest)) = line.trim_start().split_once(' ') else {
+            continue;
+        };
+        let Some((_time, call)) = rest.trim_start().split_once(' ') else {
+            continue;
+        };
+        let unfinished = call.ends_with("<unfinished ...>");
+        if let Some(rest) = call.strip_prefix("<... ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            if name == "openat" && opening.remove(pid) {
+                if let Some(fd) = result(call).filter(|fd| *fd >= 0) {
+                    store_fds.insert(fd);
+                }
+            } else if SYNCS.contains(&name) {
+                if let Some((fd, covered)) = syncing.remove(pid) {
+                    if store_fds.contains(&fd) && result(call) == Some(0) {
+                        for c in covered {
+                            if let Some(s) = waiting.get_mut(&c) {
+                                *s = true;
+                            }
+                        }
+                    }
+                }
+            } else if READS.contains(&name) {
+                if let Some(fd) = reading.remove(pid) {
+                    read_done(&mut waiting, fd, call);
+                }
+            }
+            continue;
+        }
+        let Some((name, args)) = call.split_once('(') else {
+            continue;
+        };
+        if name == "openat" {
+            if call.contains("/catalog.redb\"") {
+                if unfinished {
+                    opening.insert(pid.to_string());
+                } else if let Some(fd) = result(call).filter(|fd| *fd >= 0) {
+                    store_fds.insert(fd);
+                }
+            }
+            continue;
+        }
+        let Some(fd) = first_fd(args) else {
+            continue;
+        };
+        if SYNCS.contains(&name) {
+            if !store_fds.contains(&fd) {
+                continue;
+            }
+            let covered: Vec<i64> = waiting.keys().copied().collect();
+            if unfinished {
+                syncing.insert(pid.to_string(), (fd, covered));
+            } else if result(call) == Some(0) {
+                for c in covered {
+                    if let Some(s) = waiting.get_mut(&c) {
+                        *s = true;
+                    }
+                }
+            }
+        } else if READS.contains(&name) {
+            if unfinished {
+                reading.insert(pid.to_string(), fd);
+            } else {
+                read_done(&mut waiting, fd, call);
+            }
+        } else if ["write", "writev", "sendto", "sendmsg"].contains(&name)
+            && call.contains("\"HTTP/1.1 2")
+        {
+            if let Some(synced) = waiting.remove(&fd) {
+                if !synced {
+                    return Err(format!(
+                        "write answer number {} left without a sync of catalog.redb \
+                         started after its request: {line}",
+                        answers + 1
+                    ));
+                }
+                answers += 1;
+            }
         }
     }
     Ok(answers)

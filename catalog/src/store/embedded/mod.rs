@@ -4,9 +4,9 @@
 //! reservations ([`reservations`]) and OSB instances and bindings
 //! ([`osb`]).
 //!
-//! Every write is one redb transaction committed with immediate durability
-//! (fsync) before it is acknowledged, so an acknowledged write survives a
-//! crash. Live offers are also kept in memory, loaded at open and updated
+//! Every write is committed with immediate durability (fsync) before it is
+//! acknowledged, so an acknowledged write survives a crash; concurrent offer
+//! writes share one transaction and one fsync ([`group`]). Live offers are also kept in memory, loaded at open and updated
 //! after each commit, so reads never touch the disk. redb locks its file:
 //! one catalog process per data directory. The file holds sealed peering
 //! tokens, so it is readable by the catalog's user only (mode 0600).
@@ -14,6 +14,7 @@
 //! Data directories written before the stores were merged (a second file,
 //! `buying.redb`) are migrated on open ([`migrate`]).
 
+mod group;
 mod migrate;
 mod offers;
 mod osb;
@@ -93,6 +94,8 @@ struct Inner {
     /// Held across commit and publish so changes go out in commit order.
     write_order: Mutex<()>,
     changes: broadcast::Sender<OfferChange>,
+    /// Offer writes waiting for the group committer ([`group`]).
+    offer_writes: std::sync::mpsc::Sender<group::Write>,
 }
 
 /// The embedded backend's one error classifier: redb and I/O failures are
@@ -185,14 +188,17 @@ impl EmbeddedStore {
 
         let offers = offers::load(&db)?;
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
-        Ok(Self {
-            inner: Arc::new(Inner {
-                db,
-                offers: RwLock::new(offers),
-                write_order: Mutex::new(()),
-                changes,
-            }),
-        })
+        let (offer_writes, queue) = std::sync::mpsc::channel();
+        let inner = Arc::new(Inner {
+            db,
+            offers: RwLock::new(offers),
+            write_order: Mutex::new(()),
+            changes,
+            offer_writes,
+        });
+        group::start(Arc::downgrade(&inner), queue)
+            .map_err(|e| internal(format!("starting the offer committer: {e}")))?;
+        Ok(Self { inner })
     }
 
     /// Run `f` on the blocking pool (redb calls block on the disk).
@@ -220,6 +226,13 @@ impl EmbeddedStore {
 impl Inner {
     fn lock_order(&self) -> std::sync::MutexGuard<'_, ()> {
         self.write_order.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue an offer write for the group committer.
+    fn enqueue(&self, write: group::Write) -> Result<(), StoreError> {
+        self.offer_writes
+            .send(write)
+            .map_err(|_| internal("the offer committer stopped"))
     }
 
     fn publish(&self, change: OfferChange) {

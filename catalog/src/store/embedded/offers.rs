@@ -1,15 +1,17 @@
 //! The embedded [`OfferStore`]: live offers in the `offers` table (and in
 //! memory, for reads), each id's last version in `offer_versions`.
 //! Ownership and versions are decided by [`crate::offers::rules`] inside the
-//! write transaction, so no two writers can interleave a check and a write.
+//! write transaction, so no two writers can interleave a check and a write;
+//! writes are committed in groups ([`super::group`]).
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, ReadableTable};
-use tokio::sync::broadcast;
+use redb::{Database, ReadableDatabase, ReadableTable, Table};
+use tokio::sync::{broadcast, oneshot};
 
-use super::tables::{OFFERS, VERSIONS};
+use super::group::Write;
+use super::tables::OFFERS;
 use super::{from_json, internal, to_json, EmbeddedStore, Inner};
 use crate::offers::{rules, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, PutOutcome};
 use crate::storage::StoreError;
@@ -27,6 +29,77 @@ pub(super) fn load(db: &Database) -> Result<BTreeMap<String, Offer>, StoreError>
     Ok(offers)
 }
 
+type OffersTable<'t> = Table<'t, &'static str, &'static [u8]>;
+type VersionsTable<'t> = Table<'t, &'static str, u64>;
+
+/// Decide (by [`rules::put`]) and write one upsert inside the batch's
+/// transaction. The outer error is a storage failure (the batch fails), the
+/// inner one the rules' refusal (nothing written).
+pub(super) fn apply_put(
+    offers: &mut OffersTable<'_>,
+    versions: &mut VersionsTable<'_>,
+    draft: OfferDraft,
+    expected_version: Option<u64>,
+) -> Result<Result<PutOutcome, StoreError>, StoreError> {
+    let existing: Option<Offer> = match offers.get(draft.id.as_str()).map_err(internal)? {
+        Some(v) => Some(from_json("offer", v.value())?),
+        None => None,
+    };
+    let last_version = versions
+        .get(draft.id.as_str())
+        .map_err(internal)?
+        .map(|v| v.value())
+        .unwrap_or(0);
+    let outcome = match rules::put(
+        draft,
+        existing.as_ref(),
+        last_version,
+        expected_version,
+        crate::storage::now(),
+    ) {
+        Ok(o) => o,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let offer = &outcome.offer;
+    offers
+        .insert(offer.id.as_str(), to_json(offer)?.as_slice())
+        .map_err(internal)?;
+    versions
+        .insert(offer.id.as_str(), offer.version)
+        .map_err(internal)?;
+    Ok(Ok(outcome))
+}
+
+/// Decide (by [`rules::delete`]) and write one deletion inside the batch's
+/// transaction: the removed offer and its tombstone version. Errors as
+/// [`apply_put`].
+pub(super) fn apply_delete(
+    offers: &mut OffersTable<'_>,
+    versions: &mut VersionsTable<'_>,
+    id: &str,
+    owner: &str,
+) -> Result<Result<(Offer, u64), StoreError>, StoreError> {
+    let live: Option<Offer> = match offers.get(id).map_err(internal)? {
+        Some(v) => Some(from_json("offer", v.value())?),
+        None => None,
+    };
+    let last = versions
+        .get(id)
+        .map_err(internal)?
+        .map(|v| v.value())
+        .unwrap_or(0);
+    let version = match rules::delete(live.as_ref(), owner, last) {
+        Ok(v) => v,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let Some(offer) = live else {
+        return Ok(Err(StoreError::NotFound));
+    };
+    offers.remove(id).map_err(internal)?;
+    versions.insert(id, version).map_err(internal)?;
+    Ok(Ok((offer, version)))
+}
+
 impl EmbeddedStore {
     fn offers_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Offer>> {
         // A poisoned lock only means a panic elsewhere; the map itself is
@@ -36,83 +109,12 @@ impl EmbeddedStore {
 }
 
 impl Inner {
-    fn set_cached(&self, id: &str, offer: Option<Offer>) {
+    pub(super) fn set_cached(&self, id: &str, offer: Option<Offer>) {
         let mut map = self.offers.write().unwrap_or_else(|e| e.into_inner());
         match offer {
             Some(o) => map.insert(id.to_string(), o),
             None => map.remove(id),
         };
-    }
-
-    fn put(
-        &self,
-        draft: OfferDraft,
-        expected_version: Option<u64>,
-    ) -> Result<PutOutcome, StoreError> {
-        let _order = self.lock_order();
-        let txn = self.db.begin_write().map_err(internal)?;
-        let outcome = {
-            let mut offers = txn.open_table(OFFERS).map_err(internal)?;
-            let mut versions = txn.open_table(VERSIONS).map_err(internal)?;
-            let existing: Option<Offer> = match offers.get(draft.id.as_str()).map_err(internal)? {
-                Some(v) => Some(from_json("offer", v.value())?),
-                None => None,
-            };
-            let last_version = versions
-                .get(draft.id.as_str())
-                .map_err(internal)?
-                .map(|v| v.value())
-                .unwrap_or(0);
-            let outcome = rules::put(
-                draft,
-                existing.as_ref(),
-                last_version,
-                expected_version,
-                crate::storage::now(),
-            )?;
-            let offer = &outcome.offer;
-            offers
-                .insert(offer.id.as_str(), to_json(offer)?.as_slice())
-                .map_err(internal)?;
-            versions
-                .insert(offer.id.as_str(), offer.version)
-                .map_err(internal)?;
-            outcome
-        };
-        txn.commit().map_err(internal)?;
-        self.set_cached(&outcome.offer.id, Some(outcome.offer.clone()));
-        self.publish(OfferChange::Upserted(outcome.offer.clone()));
-        Ok(outcome)
-    }
-
-    fn delete(&self, id: &str, owner: &str) -> Result<Offer, StoreError> {
-        let _order = self.lock_order();
-        let txn = self.db.begin_write().map_err(internal)?;
-        let (offer, version) = {
-            let mut offers = txn.open_table(OFFERS).map_err(internal)?;
-            let mut versions = txn.open_table(VERSIONS).map_err(internal)?;
-            let live: Option<Offer> = match offers.get(id).map_err(internal)? {
-                Some(v) => Some(from_json("offer", v.value())?),
-                None => None,
-            };
-            let last = versions
-                .get(id)
-                .map_err(internal)?
-                .map(|v| v.value())
-                .unwrap_or(0);
-            let version = rules::delete(live.as_ref(), owner, last)?;
-            offers.remove(id).map_err(internal)?;
-            versions.insert(id, version).map_err(internal)?;
-            (live.ok_or(StoreError::NotFound)?, version)
-        };
-        txn.commit().map_err(internal)?;
-        self.set_cached(id, None);
-        self.publish(OfferChange::Deleted {
-            id: id.to_string(),
-            cluster_id: offer.cluster_id.clone(),
-            version,
-        });
-        Ok(offer)
     }
 }
 
@@ -148,13 +150,27 @@ impl OfferStore for EmbeddedStore {
         draft: OfferDraft,
         expected_version: Option<u64>,
     ) -> Result<PutOutcome, StoreError> {
-        self.blocking(move |inner| inner.put(draft, expected_version))
+        let (reply, answer) = oneshot::channel();
+        self.inner.enqueue(Write::Put {
+            draft,
+            expected_version,
+            reply,
+        })?;
+        answer
             .await
+            .map_err(|_| internal("the offer committer stopped"))?
     }
 
     async fn delete_offer(&self, id: &str, owner_cluster_id: &str) -> Result<Offer, StoreError> {
-        let (id, owner) = (id.to_string(), owner_cluster_id.to_string());
-        self.blocking(move |inner| inner.delete(&id, &owner)).await
+        let (reply, answer) = oneshot::channel();
+        self.inner.enqueue(Write::Delete {
+            id: id.to_string(),
+            owner: owner_cluster_id.to_string(),
+            reply,
+        })?;
+        answer
+            .await
+            .map_err(|_| internal("the offer committer stopped"))?
     }
 
     async fn count_offers(&self) -> Result<u64, StoreError> {
