@@ -11,7 +11,6 @@ import { mountOfferDetail } from './views/offer-detail.js';
 import { mountProvider } from './views/provider.js';
 import { mountEditor } from './views/editor.js';
 import { loadUiConfig } from './pricing.js';
-import { trackPlanChanges } from './plan-activity.js';
 import { consumerSession, finishOidcSignIn } from './consumer-session.js';
 import { mountSignIn } from './views/sign-in.js';
 import { mountMine } from './views/mine.js';
@@ -19,7 +18,6 @@ import { mountReservation } from './views/reservation.js';
 import { mountContract } from './views/contract.js';
 
 const store = new OfferStore();
-trackPlanChanges(store);
 const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
 const feed = new LiveFeed({ url: `${wsScheme}://${location.host}/subscribe?mode=delta`, store });
 

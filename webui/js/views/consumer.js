@@ -44,6 +44,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
   const basePath = lockedProvider ? `#/providers/${encodeURIComponent(lockedProvider)}` : '#/';
   const cards = new Map(); // id -> { offer, key, li }
   const recent = new Map(); // id -> { kind: 'New' | 'Updated', until }
+  const order = { generation: -1, sort: null, list: [] }; // the sorted offers, see sortedOffers()
   let recentTimer = null;
 
   // --- filters -----------------------------------------------------------
@@ -316,7 +317,9 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
 
     const now = Date.now();
     const matching = [];
-    for (const offer of store.offers.values()) if (offerMatches(offer, active)) matching.push(offer);
+    // Filtering the kept sorted order keeps that order: a keystroke filters, it does not sort.
+    const ordered = filterState.view === 'table' ? store.offers.values() : sortedOffers();
+    for (const offer of ordered) if (offerMatches(offer, active)) matching.push(offer);
     let shownCount = matching.length;
     let visible = [];
     const planFiltered = Boolean(active.maxCost) || Object.keys(active.min).length > 0;
@@ -336,7 +339,6 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     } else {
       tableSlot.replaceChildren();
       tableSlot.hidden = true;
-      matching.sort((SORTS[filterState.sort] ?? SORTS.newest).compare);
       visible = paginate(matching.length, matching);
     }
     shownCount = matching.length;
@@ -371,6 +373,17 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     list.hidden = visible.length === 0;
     renderState(shownCount, active, errors);
     renderBanner();
+  }
+
+  /** Every offer in the chosen sort order, sorted again only when the offers or the order change. */
+  function sortedOffers() {
+    const sort = SORTS[filterState.sort] ? filterState.sort : 'newest';
+    if (order.generation !== store.generation || order.sort !== sort) {
+      order.list = [...store.offers.values()].sort(SORTS[sort].compare);
+      order.generation = store.generation;
+      order.sort = sort;
+    }
+    return order.list;
   }
 
   /** The current page's slice of `items` (and the pager under the results). */
