@@ -433,7 +433,7 @@ try {
     await card(consumer, 'gold-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
     await setFilter(consumer, 'Provider', providerA.clusterID);
     await waitIds([gpuOffer.id]);
-    checkEqual(await consumer.evaluate(() => location.hash), `#/?provider=${providerA.clusterID}`, 'the address with a provider filter');
+    await consumer.waitForFunction((id) => location.hash === `#/?provider=${id}`, providerA.clusterID);
     await setFilter(consumer, 'Provider', '');
     checkEqual(await ids(), [gpuOffer.id, storageOffer.id], 'offers without filters');
     await card(consumer, storageOffer.id).getByRole('link', { name: new RegExp(providerB.clusterName) }).click();
@@ -1023,6 +1023,8 @@ try {
     await shot(buyer, 'consumer-contract-v1');
     await buyer.close();
     delete pages['v1-buyer'];
+    // The later scenarios expect the storage offer alone.
+    await restDelete(tokenA, 'gpu-v1');
   });
 
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
@@ -1210,7 +1212,7 @@ try {
 }
 
 // UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
-const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict'];
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict', 'consumer-purchase-terms', 'consumer-contract-v1', 'provider-editor-plan-stamps'];
 if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
   const docs = join(repo, 'docs', 'screenshots');
   mkdirSync(docs, { recursive: true });

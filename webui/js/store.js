@@ -122,9 +122,10 @@ export class OfferStore extends EventTarget {
     const pending = [...this.offers.values()].filter((o) => o.parsed === false);
     let at = 0;
     const step = (deadline) => {
-      // At least one slice per call, even when called at the deadline with no time left.
+      // At least one slice per call; a bigger one when the page was never idle for a second.
+      const slice = deadline.didTimeout ? 1000 : 100;
       do {
-        for (const end = Math.min(at + 100, pending.length); at < end; at += 1) void pending[at].plans;
+        for (const end = Math.min(at + slice, pending.length); at < end; at += 1) void pending[at].plans;
       } while (at < pending.length && deadline.timeRemaining() > 1);
       if (at < pending.length) idle(step);
       else this.warming = null;

@@ -242,7 +242,8 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     const total = store.offers.size;
     if (!store.loaded) {
       // Both ways in have failed: REST answered with an error and the feed has dropped at least once.
-      const failing = Boolean(restLoad.error) && !restLoad.pending
+      // Kept while a retry is under way (no flicker to "Loading" and back under the pointer).
+      const failing = Boolean(restLoad.error)
         && (feed.state === FeedState.WAITING || feed.failures > 0);
       if (failing) {
         // A network failure's message repeats the advice below; only an HTTP answer adds information.
@@ -304,8 +305,21 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     }
   }
 
+  // The address follows the view state just after the frame that shows it
+  // (history.replaceState costs several milliseconds in Chromium: not on the keystroke's frame).
+  let addressPending = false;
+  let disposed = false;
+  function syncAddress() {
+    if (addressPending) return;
+    addressPending = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      addressPending = false;
+      if (!disposed) ctx.replaceHash(`${basePath}${queryString({ withProvider: !lockedProvider })}`);
+    }, 0));
+  }
+
   function render() {
-    ctx.replaceHash(`${basePath}${queryString({ withProvider: !lockedProvider })}`);
+    syncAddress();
     if (lockedProvider) {
       const name = providerName();
       if (heading.textContent !== `Offers from ${name}`) heading.textContent = `Offers from ${name}`;
@@ -461,6 +475,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
   render();
 
   return () => {
+    disposed = true;
     narrow.removeEventListener('change', onNarrow);
     clearTimeout(recentTimer);
     store.removeEventListener('change', onChange);
