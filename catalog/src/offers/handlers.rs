@@ -246,7 +246,10 @@ pub async fn put(
     };
     let outcome = state
         .store
-        .put_offer(spec.into_draft(id, owner).written_by(writer(&req)), expected)
+        .put_offer(
+            spec.into_draft(id, owner).written_by(writer(&req)),
+            expected,
+        )
         .await?;
     tracing::info!(offer = %outcome.offer.id, version = outcome.offer.version, created = outcome.created, "offer stored");
     if outcome.created {

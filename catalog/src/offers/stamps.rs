@@ -83,31 +83,60 @@ mod tests {
 
     #[test]
     fn the_agent_is_told_apart_by_its_user_agent() {
-        for ua in ["provider-agent/0.1.0", "liqo-broker-provider-agent/1.2 (linux)", "Provider-Agent"] {
-            assert_eq!(Writer::from_user_agent(Some(ua)), Writer::ProviderAgent, "{ua}");
+        for ua in [
+            "provider-agent/0.1.0",
+            "liqo-broker-provider-agent/1.2 (linux)",
+            "Provider-Agent",
+        ] {
+            assert_eq!(
+                Writer::from_user_agent(Some(ua)),
+                Writer::ProviderAgent,
+                "{ua}"
+            );
         }
-        for ua in [None, Some(""), Some("Mozilla/5.0 (X11)"), Some("curl/8.5"), Some("my-provider-agent/1")] {
+        for ua in [
+            None,
+            Some(""),
+            Some("Mozilla/5.0 (X11)"),
+            Some("curl/8.5"),
+            Some("my-provider-agent/1"),
+        ] {
             assert_eq!(Writer::from_user_agent(ua), Writer::Provider, "{ua:?}");
         }
     }
 
     #[test]
     fn only_new_and_changed_plans_get_new_stamps() {
-        let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
-        let t1 = DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z").unwrap().to_utc();
+        let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let t1 = DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
+            .unwrap()
+            .to_utc();
         let mut first = plans(
             r#"{"a":{"name":"a","cost":"1","resources":{"cpu":"1"}},"b":{"name":"b","cost":"2","resources":{"cpu":"2"}}}"#,
         );
         stamp_plans(&mut first, None, Writer::Provider, t0);
-        assert!(first.values().all(|p| p.updated_at == Some(t0) && p.updated_by == Some(Writer::Provider)));
+        assert!(first
+            .values()
+            .all(|p| p.updated_at == Some(t0) && p.updated_by == Some(Writer::Provider)));
         // The agent changes b's resources (1000m is 1, but 2 → 3 is a change), keeps a, adds c.
         let mut second = plans(
             r#"{"a":{"name":"a","cost":"1.0","resources":{"cpu":"1000m"}},"b":{"name":"b","cost":"2","resources":{"cpu":"3"}},"c":{"name":"c","cost":"1","resources":{}}}"#,
         );
         stamp_plans(&mut second, Some(&first), Writer::ProviderAgent, t1);
-        assert_eq!((second["a"].updated_at, second["a"].updated_by), (Some(t0), Some(Writer::Provider)));
-        assert_eq!((second["b"].updated_at, second["b"].updated_by), (Some(t1), Some(Writer::ProviderAgent)));
-        assert_eq!((second["c"].updated_at, second["c"].updated_by), (Some(t1), Some(Writer::ProviderAgent)));
+        assert_eq!(
+            (second["a"].updated_at, second["a"].updated_by),
+            (Some(t0), Some(Writer::Provider))
+        );
+        assert_eq!(
+            (second["b"].updated_at, second["b"].updated_by),
+            (Some(t1), Some(Writer::ProviderAgent))
+        );
+        assert_eq!(
+            (second["c"].updated_at, second["c"].updated_by),
+            (Some(t1), Some(Writer::ProviderAgent))
+        );
         // A renamed plan is a change too.
         let mut third = second.clone();
         third.get_mut("a").unwrap().name = "renamed".into();

@@ -32,7 +32,12 @@ fn write(c: &Catalog, token: &str, body: &Value, user_agent: &str) -> Value {
                 .json(body),
         )
         .unwrap();
-    assert!(r.status == 200 || r.status == 201, "{} {}", r.status, r.text);
+    assert!(
+        r.status == 200 || r.status == 201,
+        "{} {}",
+        r.status,
+        r.text
+    );
     r.json
 }
 
@@ -48,7 +53,9 @@ fn past(t: &Value) {
         .unwrap()
         .timestamp_millis();
     let now = || {
-        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
         i64::try_from(d.as_millis()).unwrap()
     };
     while now() <= t {
@@ -65,8 +72,16 @@ fn writes_stamp_only_the_plans_they_change(backend: Backend) {
     let first = write(&c, &token, &offer("2"), "Mozilla/5.0 (X11; Linux x86_64)");
     let t1 = first["updatedAt"].clone();
     assert!(t1.is_string(), "{first}");
-    assert_eq!(stamps(&first, "a"), (t1.clone(), json!("provider")), "{first}");
-    assert_eq!(stamps(&first, "b"), (t1.clone(), json!("provider")), "{first}");
+    assert_eq!(
+        stamps(&first, "a"),
+        (t1.clone(), json!("provider")),
+        "{first}"
+    );
+    assert_eq!(
+        stamps(&first, "b"),
+        (t1.clone(), json!("provider")),
+        "{first}"
+    );
 
     // The agent rewrites the offer with plan b's resources changed (a is
     // written again as it was, in another spelling of the same values).
@@ -77,12 +92,26 @@ fn writes_stamp_only_the_plans_they_change(backend: Backend) {
     let second = write(&c, &token, &body, AGENT);
     let t2 = second["updatedAt"].clone();
     assert_ne!(t1, t2);
-    assert_eq!(stamps(&second, "a"), (t1.clone(), json!("provider")), "{second}");
-    assert_eq!(stamps(&second, "b"), (t2.clone(), json!("provider-agent")), "{second}");
+    assert_eq!(
+        stamps(&second, "a"),
+        (t1.clone(), json!("provider")),
+        "{second}"
+    );
+    assert_eq!(
+        stamps(&second, "b"),
+        (t2.clone(), json!("provider-agent")),
+        "{second}"
+    );
     // Every read says the same as the write's answer.
     assert_eq!(c.get("/offer/stamped").json["plans"], second["plans"]);
     let listed = c.get("/offers").json;
-    let listed = listed.as_array().unwrap().iter().find(|o| o["id"] == "stamped").unwrap().clone();
+    let listed = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "stamped")
+        .unwrap()
+        .clone();
     assert_eq!(listed["plans"], second["plans"]);
 
     // A client echoing a GET back (stamps included) is accepted; nothing
@@ -91,7 +120,10 @@ fn writes_stamp_only_the_plans_they_change(backend: Backend) {
     let echoed = c.get("/offer/stamped").json;
     let third = write(&c, &token, &echoed, "curl/8.5.0");
     assert_eq!(third["version"], second["version"].as_u64().unwrap() + 1);
-    assert_eq!(third["plans"], second["plans"], "an unchanged write moved a stamp");
+    assert_eq!(
+        third["plans"], second["plans"],
+        "an unchanged write moved a stamp"
+    );
 
     // A plan renamed by the provider is a change; a new plan is stamped too.
     let mut body = offer("4");
@@ -99,9 +131,21 @@ fn writes_stamp_only_the_plans_they_change(backend: Backend) {
     body["plans"]["c"] = json!({ "name": "plan-c", "cost": "0", "resources": {} });
     let fourth = write(&c, &token, &body, "curl/8.5.0");
     let t4 = fourth["updatedAt"].clone();
-    assert_eq!(stamps(&fourth, "a"), (t4.clone(), json!("provider")), "{fourth}");
-    assert_eq!(stamps(&fourth, "b"), (t2.clone(), json!("provider-agent")), "{fourth}");
-    assert_eq!(stamps(&fourth, "c"), (t4.clone(), json!("provider")), "{fourth}");
+    assert_eq!(
+        stamps(&fourth, "a"),
+        (t4.clone(), json!("provider")),
+        "{fourth}"
+    );
+    assert_eq!(
+        stamps(&fourth, "b"),
+        (t2.clone(), json!("provider-agent")),
+        "{fourth}"
+    );
+    assert_eq!(
+        stamps(&fourth, "c"),
+        (t4.clone(), json!("provider")),
+        "{fourth}"
+    );
 
     // The stamps are stored: a restarted catalog returns them.
     drop(c);

@@ -124,7 +124,9 @@ fn assert_rest_kept(offer: &Value) {
     // The catalog stamps who last changed each plan: the agent never
     // changes the premium plan, so it keeps the provider's stamp.
     let mut premium = offer["plans"]["premium"].clone();
-    let stamps = premium.as_object_mut().map(|p| (p.remove("updatedAt"), p.remove("updatedBy")));
+    let stamps = premium
+        .as_object_mut()
+        .map(|p| (p.remove("updatedAt"), p.remove("updatedBy")));
     assert_eq!(
         premium,
         json!({ "name": "plan-premium", "planID": "premium", "cost": "9.5",
