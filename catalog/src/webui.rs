@@ -64,7 +64,9 @@ fn policy(req: &HttpRequest) -> String {
     }
 }
 
-/// `/ui-config.json`: pricing and the sign-in client, for the UI.
+/// `/ui-config.json`: pricing, the longest contract a purchase may ask for
+/// (`contractDurationSeconds`, the `--contract-duration`) and the sign-in
+/// client, for the UI.
 fn ui_config(req: &HttpRequest) -> serde_json::Value {
     let (currency, cost_unit) = req
         .app_data::<web::Data<Osb>>()
@@ -77,7 +79,15 @@ fn ui_config(req: &HttpRequest) -> serde_json::Value {
         .unwrap_or_else(|| ("usd".to_string(), "HOURLY".to_string()));
     let oidc = browser_client(req)
         .map(|(issuer, client)| serde_json::json!({ "issuer": issuer, "clientID": client }));
-    serde_json::json!({ "currency": currency, "costUnit": cost_unit, "oidc": oidc })
+    let contract_seconds = req
+        .app_data::<web::Data<crate::buying::Buying>>()
+        .map(|b| b.contract_duration.as_secs());
+    serde_json::json!({
+        "currency": currency,
+        "costUnit": cost_unit,
+        "contractDurationSeconds": contract_seconds,
+        "oidc": oidc,
+    })
 }
 
 /// The security headers of UI responses.

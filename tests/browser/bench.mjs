@@ -7,11 +7,15 @@
 //   - time per filter keystroke: typing into Search and into Memory, from
 //     the input event to the next animation frame (filtering, sorting,
 //     patching the DOM, style and layout of that frame).
-// Run after `cargo build -p catalog` (or with CATALOG_BIN):
+// The targets are about the UI, so measure against a release catalog (its
+// snapshot then costs little of the time to the first offer):
+//   cargo build --release -p catalog --bin catalog
 //   node tests/browser/bench.mjs [offers]      # default 10000
-// Prints one line per figure; docs/benchmarks.md keeps the results.
+// It runs target/release/catalog when built, else target/debug/catalog
+// (CATALOG_BIN picks another). Prints one line per figure and the load
+// average; docs/benchmarks.md keeps the results.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,8 +31,11 @@ const PROVIDERS = 10;
 const CONCURRENCY = 16;
 const workDir = mkdtempSync(join(tmpdir(), 'catalog-bench-'));
 const port = await freePort();
+const release = join(repo, 'target', 'release', 'catalog');
+const bin = process.env.CATALOG_BIN ?? (existsSync(release) ? release : join(repo, 'target', 'debug', 'catalog'));
+console.log(`catalog: ${bin}`);
 const catalog = new Catalog({
-  bin: process.env.CATALOG_BIN ?? join(repo, 'target', 'debug', 'catalog'),
+  bin,
   port, dataDir: join(workDir, 'data'), logFile: join(workDir, 'catalog.log'),
   extraArgs: ['--auth-rate-limit', '0'],
 });
@@ -115,6 +122,7 @@ try {
   }
   console.log(`filter keystroke, Search: ${stats(search)}`);
   console.log(`filter keystroke, Memory (quantities): ${stats(memory)}`);
+  console.log(`load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 } finally {
   if (browser) await browser.close();
   await catalog.stop();

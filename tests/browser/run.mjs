@@ -139,8 +139,8 @@ async function restToken(provider) {
 }
 
 /** Publish (or replace) an offer over REST, as a provider agent would. */
-async function restPublish(token, id, body) {
-  const r = await fetch(`${base}/offer/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+async function restPublish(token, id, body, headers = {}) {
+  const r = await fetch(`${base}/offer/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, ...headers }, body: JSON.stringify(body) });
   if (!r.ok) throw new Error(`publish ${id}: ${r.status} ${await r.text()}`);
   return r.json();
 }
@@ -433,7 +433,7 @@ try {
     await card(consumer, 'gold-offer').waitFor({ state: 'detached', timeout: LIVE_DEADLINE_MS });
     await setFilter(consumer, 'Provider', providerA.clusterID);
     await waitIds([gpuOffer.id]);
-    checkEqual(await consumer.evaluate(() => location.hash), `#/?provider=${providerA.clusterID}`, 'the address with a provider filter');
+    await consumer.waitForFunction((id) => location.hash === `#/?provider=${id}`, providerA.clusterID);
     await setFilter(consumer, 'Provider', '');
     checkEqual(await ids(), [gpuOffer.id, storageOffer.id], 'offers without filters');
     await card(consumer, storageOffer.id).getByRole('link', { name: new RegExp(providerB.clusterName) }).click();
@@ -847,9 +847,15 @@ try {
     const tokenB = await restToken(providerB);
     const current = await (await fetch(`${base}/offer/${storageOffer.id}`)).json();
     const agentWrite = { name: current.name, type: current.type, description: current.description, plans: { ...current.plans, basic: { ...current.plans.basic, resources: { ...current.plans.basic.resources, cpu: '1500m' } } } };
-    await restPublish(tokenB, storageOffer.id, agentWrite);
-    await row.locator('tr[data-plan="basic"] td[data-column="changed"]').filter({ hasNotText: 'not since' }).waitFor({ timeout: LIVE_DEADLINE_MS });
-    checkEqual(await row.locator('tr[data-plan="medium"] td[data-column="changed"]').textContent(), 'not since this page opened', 'the medium plan did not change');
+    // Written as the provider agent writes (its User-Agent): the catalog stamps the plan it changed.
+    await restPublish(tokenB, storageOffer.id, agentWrite, { 'User-Agent': 'provider-agent/0.1.0' });
+    const basicChanged = row.locator('tr[data-plan="basic"] td[data-column="changed"][data-by="provider-agent"]');
+    await basicChanged.waitFor({ timeout: LIVE_DEADLINE_MS });
+    check(/^updated by the agent (just now|\d+ min ago)$/.test(await basicChanged.textContent()), `the basic plan's last update: ${await basicChanged.textContent()}`);
+    const stored = await (await fetch(`${base}/offer/${storageOffer.id}`)).json();
+    checkEqual([stored.plans.basic.updatedBy, stored.plans.medium.updatedBy], ['provider-agent', 'provider'], 'the stored plans\' writers');
+    checkEqual(await row.locator('tr[data-plan="medium"] td[data-column="changed"]').getAttribute('data-by'), 'provider', 'the medium plan keeps the provider\'s stamp');
+    check(/^updated by the provider /.test(await row.locator('tr[data-plan="medium"] td[data-column="changed"]').textContent()), 'the medium plan\'s last update, in words');
     check(/by another client/.test(await row.locator('.plan-ops__body > p').textContent()), 'the last write is marked as not from this page');
     checkEqual(await row.locator('tr[data-plan="basic"] td[data-column="held"]').textContent(), '1', 'units held of the basic plan');
     checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the provider\'s offers with plan operations');
@@ -861,6 +867,10 @@ try {
     await page.goto(`${base}/#/provider/edit/${storageOffer.id}`);
     await page.getByRole('heading', { level: 1, name: /^Edit/ }).waitFor();
     const plans = page.locator('fieldset[data-role="plan"]');
+    // The editor says per plan when it was last updated, and by whom.
+    check(/^Updated by the agent (just now|\d+ min ago)$/.test(await plans.first().locator('[data-role="plan-stamp"]').textContent()), 'the basic plan\'s stamp in the editor');
+    check(/^Updated by the provider /.test(await plans.nth(1).locator('[data-role="plan-stamp"]').textContent()), 'the medium plan\'s stamp in the editor');
+    await shot(page, 'provider-editor-plan-stamps');
     await plans.first().locator('[data-role="duplicate-plan"]').click();
     checkEqual(await plans.evaluateAll((sets) => sets.map((f) => f.querySelector('[data-role="plan-key"]').value)), ['basic', 'basic-copy', 'medium'], 'plans after duplicating basic');
     checkEqual(await page.evaluate(() => document.activeElement?.value), 'basic-copy', 'focus on the copy\'s ID');
@@ -916,16 +926,38 @@ try {
     await units(watcher).getByText('1 of 2 left').waitFor({ timeout: LIVE_DEADLINE_MS });
     checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the reservation');
     await shot(buyer, 'consumer-reservation');
+    // The purchase terms: a bad cluster ID and a bad length are both explained, and nothing is sent.
+    const purchasePosts = [];
+    buyer.on('request', (req) => { if (req.method() === 'POST' && req.url().includes('/purchase')) purchasePosts.push(req.postData()); });
+    const clusterInput = buyer.getByLabel('Your cluster ID (optional)', { exact: true });
+    const lengthInput = buyer.getByLabel('Contract length (optional)', { exact: true });
+    check(/Empty: 30 days, the longest this catalog allows/.test(await buyer.locator('.purchase-terms').textContent()), 'the length hint names the catalog\'s longest contract');
+    await clusterInput.fill('rome consumer/1');
+    await lengthInput.fill('31d');
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    checkEqual(await errorBeside(clusterInput), { text: 'Only letters, digits and . _ ~ - may appear (not spaces, “/”); copy the ID from liqoctl info', sameField: true, invalid: true }, 'the cluster ID\'s error');
+    checkEqual(await errorBeside(lengthInput), { text: 'At most 30 days (the catalog\'s longest contract)', sameField: true, invalid: true }, 'the length\'s error');
+    checkEqual(await buyer.evaluate(() => document.activeElement?.name), 'consumerClusterID', 'focus on the first bad field');
+    await lengthInput.fill('2 fortnights');
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    checkEqual(await errorBeside(lengthInput), { text: '“fortnights” is not a unit: use s, m, h, d or w (e.g. 30d, 12h, 1h 30m), or a number of seconds', sameField: true, invalid: true }, 'the length\'s error for an unknown unit');
+    checkEqual(await errorBeside(clusterInput), { text: 'Only letters, digits and . _ ~ - may appear (not spaces, “/”); copy the ID from liqoctl info', sameField: true, invalid: true }, 'the cluster ID\'s error, still');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on the purchase form with errors');
+    await shot(buyer, 'consumer-purchase-terms');
+    await clusterInput.fill('rome-consumer-1');
+    await lengthInput.fill('12h');
     const bought = buyer.waitForResponse((r) => r.url().includes('/purchase') && r.request().method() === 'POST');
     await buyer.getByRole('button', { name: 'Buy now' }).click();
     checkEqual((await bought).status(), 201, 'status of the purchase');
+    checkEqual(purchasePosts.map((b) => JSON.parse(b)), [{ consumerClusterID: 'rome-consumer-1', durationSeconds: 43200 }], 'the purchase requests sent (only the valid one)');
     await buyer.getByRole('heading', { level: 1, name: 'Contract' }).waitFor();
     const command = buyer.locator('[data-role="liqoctl-v0"]');
     await command.waitFor();
     const expected = `liqoctl peer out-of-band ${providerB.clusterName} --auth-url ${providerB.authURL} --cluster-id ${providerB.clusterID} --auth-token ${providerB.token}`;
     checkEqual(await command.textContent(), expected, 'the liqoctl command');
     checkEqual(await buyer.locator('[data-field="contract-state"]').textContent(), 'Pending: waiting for your cluster to peer', 'the contract\'s state');
-    check(/days? .*left/.test(await buyer.locator('[data-field="expires"]').textContent()), 'the contract\'s expiry with the time left');
+    check(/\((11 h 5\d|12 h 0) min left\)$/.test(await buyer.locator('[data-field="expires"]').textContent()), `the contract's expiry, 12 hours away: ${await buyer.locator('[data-field="expires"]').textContent()}`);
+    await buyer.getByText('rome-consumer-1', { exact: true }).waitFor();
     await buyer.locator('[data-copy="liqoctl-v0"]').click();
     await buyer.getByText('Copied.').waitFor();
     checkEqual(await buyer.evaluate(() => navigator.clipboard.readText()), expected, 'the clipboard after Copy');
@@ -952,6 +984,47 @@ try {
     delete pages.buyer;
     // Free the plan for the scenarios after this one.
     await fetch(`${base}/offer/${storageOffer.id}/plans/basic/capacity`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: JSON.stringify({ maxPurchases: null }) });
+  });
+
+  await runner.test('buying from a Liqo v1 provider: the contract page downloads the registered kubeconfig and shows the exact liqoctl peer command', async () => {
+    const tokenA = await restToken(providerA);
+    // What `liqoctl generate peering-user` writes: a client certificate and key embedded.
+    const kubeconfig = [
+      'apiVersion: v1', 'kind: Config', 'current-context: liqo-peering', 'contexts:', '- name: liqo-peering', '  context:',
+      '    cluster: milan-edge', '    user: liqo-peer-user', 'clusters:', '- name: milan-edge', '  cluster:',
+      '    server: https://203.0.113.7:6443', '    certificate-authority-data: Q0EtREFUQQ==', 'users:', '- name: liqo-peer-user', '  user:',
+      '    client-certificate-data: Q0VSVC1EQVRB', '    client-key-data: S0VZLURBVEEtc2VjcmV0', '',
+    ].join('\n');
+    const registered = await fetch(`${base}/provider/peering`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` }, body: JSON.stringify({ v1: { kubeconfig }, resourceSliceClass: 'broker-gold' }) });
+    checkEqual(registered.status, 200, `status of registering the peering (${await registered.clone().text()})`);
+    await restPublish(tokenA, 'gpu-v1', { name: 'GPU on Liqo v1', type: 'gpu', description: 'Peers with Liqo v1.', plans: { one: { name: 'one-gpu', cost: '3', resources: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': '1' } } } });
+    const carol = await consumerToken('carol', 'Carol');
+    const held = await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${carol}` }, body: JSON.stringify({ offerID: 'gpu-v1', planID: 'one' }) });
+    checkEqual(held.status, 201, 'status of the reservation');
+    const { id } = await held.json();
+    const buyer = await newPage('v1-buyer');
+    await buyer.goto(`${base}/#/sign-in`);
+    await buyer.getByLabel('Consumer token', { exact: true }).fill(carol);
+    await buyer.getByRole('button', { name: 'Sign in with the token' }).click();
+    await buyer.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+    await buyer.goto(`${base}/#/reservation/${encodeURIComponent(id)}`);
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    await buyer.getByRole('heading', { level: 1, name: 'Contract' }).waitFor();
+    const file = `${providerA.clusterName}-peering-user.kubeconfig`;
+    const link = buyer.locator('[data-role="kubeconfig"]');
+    await link.waitFor();
+    const [download] = await Promise.all([buyer.waitForEvent('download'), link.click()]);
+    checkEqual(download.suggestedFilename(), file, 'the kubeconfig\'s file name');
+    checkEqual(readFileSync(await download.path(), 'utf8'), kubeconfig, 'the downloaded kubeconfig (what the provider registered)');
+    checkEqual(await buyer.locator('[data-role="liqoctl-v1"]').textContent(),
+      `liqoctl peer --remote-kubeconfig ${file} --resource-slice-class broker-gold --cpu 4 --memory 16Gi --resource nvidia.com/gpu=1`,
+      'the liqoctl peer command (Liqo v1.2 flags)');
+    checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on a v1 contract');
+    await shot(buyer, 'consumer-contract-v1');
+    await buyer.close();
+    delete pages['v1-buyer'];
+    // The later scenarios expect the storage offer alone.
+    await restDelete(tokenA, 'gpu-v1');
   });
 
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
@@ -1139,7 +1212,7 @@ try {
 }
 
 // UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
-const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict'];
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict', 'consumer-purchase-terms', 'consumer-contract-v1', 'provider-editor-plan-stamps'];
 if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
   const docs = join(repo, 'docs', 'screenshots');
   mkdirSync(docs, { recursive: true });

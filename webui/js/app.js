@@ -4,24 +4,19 @@
 // single index.html the catalog serves holds every view.
 
 import { listOffers } from './api.js';
-import { FeedState, LiveFeed } from './feed.js';
-import { OfferStore } from './store.js';
+import { FeedState } from './feed.js';
+import { feed, store } from './live.js';
 import { mountConsumer } from './views/consumer.js';
 import { mountOfferDetail } from './views/offer-detail.js';
 import { mountProvider } from './views/provider.js';
 import { mountEditor } from './views/editor.js';
 import { loadUiConfig } from './pricing.js';
-import { trackPlanChanges } from './plan-activity.js';
 import { consumerSession, finishOidcSignIn } from './consumer-session.js';
 import { mountSignIn } from './views/sign-in.js';
 import { mountMine } from './views/mine.js';
 import { mountReservation } from './views/reservation.js';
 import { mountContract } from './views/contract.js';
 
-const store = new OfferStore();
-trackPlanChanges(store);
-const wsScheme = location.protocol === 'https:' ? 'wss' : 'ws';
-const feed = new LiveFeed({ url: `${wsScheme}://${location.host}/subscribe?mode=delta`, store });
 
 /** Polite screen-reader announcements ("New offer: …"). */
 function announce(message) {
@@ -202,7 +197,7 @@ function renderConsumerLink() {
 window.addEventListener('consumer-session', renderConsumerLink);
 
 renderIndicator();
-feed.start();
+feed.start(); // started by live.js already; again after a stop
 // The feed's snapshot usually comes first; the REST list is the way in when
 // the feed is slow or down (loading both at once doubles the work with many offers).
 const REST_FALLBACK_MS = 1500;

@@ -101,6 +101,18 @@ export function isUnfiltered(active) {
     && !(active.q?.length) && !active.provider && !(active.labels?.length);
 }
 
+/** What `plan` provides for `filter`, worked out once per plan and kept on it. */
+function amountOf(plan, filter) {
+  const cache = plan.amounts;
+  if (!cache) return filter.amount(plan);
+  let value = cache[filter.key];
+  if (value === undefined) {
+    value = filter.amount(plan);
+    cache[filter.key] = value;
+  }
+  return value;
+}
+
 /** Does this plan satisfy the cost and resource filters? */
 export function planMatches(plan, active) {
   if (active.maxCost) {
@@ -109,7 +121,7 @@ export function planMatches(plan, active) {
   for (const filter of RESOURCE_FILTERS) {
     const wanted = active.min[filter.key];
     if (!wanted) continue;
-    const provided = filter.amount(plan);
+    const provided = amountOf(plan, filter);
     if (!provided || compareQuick(provided, wanted) < 0) return false;
   }
   return true;
@@ -131,7 +143,7 @@ export function offerMatches(offer, active) {
 
 /** The cheapest plan cost of an offer (null when no plan has a valid cost). */
 export function lowestCost(offer) {
-  if (offer.cheapest !== undefined) return offer.cheapest;
+  if ('cheapest' in offer) return offer.cheapest;
   let best = null;
   for (const plan of offer.plans) {
     if (plan.costValue && (!best || compare(plan.costValue, best.costValue) < 0)) best = plan;

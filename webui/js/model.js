@@ -1,7 +1,7 @@
 // The offer as the UI uses it: one normalised shape whatever spelling the
 // catalog sends (plans as a map keyed by plan id or as an array; plan names
 // as "name" or "planName", as the thesis writes both), with costs and
-// resource quantities parsed once for filtering and sorting.
+// resource quantities parsed once (on first use) for filtering and sorting.
 
 import { compare as compareDecimal, parseDecimal, parseQuantity } from './quantity.js';
 
@@ -42,6 +42,10 @@ function normalizePlan(key, raw) {
     costValue,
     resources: entries,
     resourceMap,
+    /** What the filters read, worked out once per plan (filters.js fills it). */
+    amounts: {},
+    /** When the catalog recorded this plan's last change, and who made it. */
+    stamp: { updatedAt: plan.updatedAt ?? null, updatedBy: plan.updatedBy ?? null },
     // Plain numbers for the table view's columns and sorting (display, not filtering: filters compare exactly).
     numbers: {
       cost: costNumber,
@@ -59,41 +63,87 @@ function toNumber(value) {
   return Number(value.coef) * 10 ** value.exp;
 }
 
+/**
+ * One offer as the UI uses it. What every list pass needs (names, ids,
+ * provider, labels, times) is read at once; the plans, with their exactly
+ * parsed costs and quantities, are parsed the first time something asks for
+ * them (an offer on screen, a quantity filter, or the idle pass the store
+ * runs after a snapshot), so a page of 10,000 offers shows its first cards
+ * without parsing every quantity first.
+ */
+export class NormalizedOffer {
+  #plans = null;
+  #cheapest = undefined;
+  #searchText = null;
+
+  constructor(raw) {
+    const provider = raw.provider && typeof raw.provider === 'object' ? raw.provider : {};
+    this.id = text(raw.id);
+    this.name = text(raw.name) || text(raw.id);
+    this.type = text(raw.type);
+    this.description = text(raw.description);
+    this.clusterID = text(raw.clusterID ?? provider.clusterID);
+    this.clusterName = text(raw.clusterName ?? provider.clusterName);
+    this.labels = raw.labels && typeof raw.labels === 'object' && !Array.isArray(raw.labels)
+      ? Object.fromEntries(Object.entries(raw.labels).map(([k, v]) => [k, text(v)])) : {};
+    this.version = typeof raw.version === 'number' ? raw.version : Number(raw.version ?? 0) || 0;
+    this.createdAt = raw.createdAt ?? null;
+    this.updatedAt = raw.updatedAt ?? raw.createdAt ?? null;
+    this.raw = raw;
+    // Worked out once here, not on every comparison of a sort.
+    this.createdMs = timeValue(this.createdAt);
+  }
+
+  /** The plans, normalised (parsed on first use). */
+  get plans() {
+    if (this.#plans === null) {
+      const raw = this.raw.plans;
+      if (Array.isArray(raw)) {
+        this.#plans = raw.map((plan, index) => normalizePlan(plan?.planID ?? plan?.id ?? plan?.name ?? plan?.planName ?? index, plan));
+      } else if (raw && typeof raw === 'object') {
+        this.#plans = Object.entries(raw).map(([key, plan]) => normalizePlan(key, plan));
+      } else {
+        this.#plans = [];
+      }
+    }
+    return this.#plans;
+  }
+
+  /** Have the plans been parsed yet? */
+  get parsed() {
+    return this.#plans !== null;
+  }
+
+  /** The plan with the lowest valid cost, or null. */
+  get cheapest() {
+    if (this.#cheapest === undefined) {
+      let best = null;
+      for (const plan of this.plans) {
+        if (plan.costValue && (!best || compareDecimal(plan.costValue, best.costValue) < 0)) best = plan;
+      }
+      this.#cheapest = best;
+    }
+    return this.#cheapest;
+  }
+
+  /** Lower-case text the search box looks in (names, ids, provider, plan keys and names, labels). */
+  get searchText() {
+    if (this.#searchText === null) {
+      const raw = this.raw.plans;
+      const planWords = Array.isArray(raw)
+        ? raw.flatMap((p, i) => [text(p?.planID ?? p?.id ?? p?.name ?? p?.planName ?? i), text(p?.name ?? p?.planName)])
+        : raw && typeof raw === 'object' ? Object.entries(raw).flatMap(([k, p]) => [k, text(p?.name ?? p?.planName)]) : [];
+      this.#searchText = [this.name, this.id, this.type, this.description, this.clusterName, this.clusterID,
+        ...planWords, ...Object.entries(this.labels).map(([k, v]) => `${k}=${v}`)].join('\n').toLowerCase();
+    }
+    return this.#searchText;
+  }
+}
+
 /** Normalise one offer from the catalog (REST or feed). Returns null if it has no id. */
 export function normalizeOffer(raw) {
   if (!raw || typeof raw !== 'object' || raw.id === undefined || raw.id === null) return null;
-  let plans = [];
-  if (Array.isArray(raw.plans)) {
-    plans = raw.plans.map((plan, index) => normalizePlan(plan?.planID ?? plan?.id ?? plan?.name ?? plan?.planName ?? index, plan));
-  } else if (raw.plans && typeof raw.plans === 'object') {
-    plans = Object.entries(raw.plans).map(([key, plan]) => normalizePlan(key, plan));
-  }
-  const provider = raw.provider && typeof raw.provider === 'object' ? raw.provider : {};
-  const labels = raw.labels && typeof raw.labels === 'object' && !Array.isArray(raw.labels)
-    ? Object.fromEntries(Object.entries(raw.labels).map(([k, v]) => [k, text(v)])) : {};
-  const offer = {
-    id: text(raw.id),
-    name: text(raw.name) || text(raw.id),
-    type: text(raw.type),
-    description: text(raw.description),
-    clusterID: text(raw.clusterID ?? provider.clusterID),
-    clusterName: text(raw.clusterName ?? provider.clusterName),
-    labels,
-    version: typeof raw.version === 'number' ? raw.version : Number(raw.version ?? 0) || 0,
-    createdAt: raw.createdAt ?? null,
-    updatedAt: raw.updatedAt ?? raw.createdAt ?? null,
-    plans,
-    raw,
-  };
-  // Worked out once here, not on every keystroke or comparison of a sort.
-  offer.createdMs = timeValue(offer.createdAt);
-  offer.searchText = [offer.name, offer.id, offer.type, offer.description, offer.clusterName, offer.clusterID,
-    ...plans.flatMap((p) => [p.key, p.name]), ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)].join('\n').toLowerCase();
-  offer.cheapest = null;
-  for (const plan of plans) {
-    if (plan.costValue && (!offer.cheapest || compareDecimal(plan.costValue, offer.cheapest.costValue) < 0)) offer.cheapest = plan;
-  }
-  return offer;
+  return new NormalizedOffer(raw);
 }
 
 /** Resource names across plans: well-known first, then the rest alphabetically. */

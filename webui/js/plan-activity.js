@@ -1,13 +1,14 @@
-// What the provider view says about who changed a plan and when. The
-// catalog keeps one `updatedAt` per offer and no author, so the page tells
-// apart what it can see: the versions this page wrote itself (held in
-// memory), and, from the live feed, when each plan's resources last changed
-// while the page was open — the provider agent's updates, which change
-// exactly those.
+// Who last changed a plan, and when, as the provider's views say it. The
+// catalog stamps every plan a write changes with `updatedAt` and
+// `updatedBy` ("provider-agent" when the provider agent wrote it, told
+// apart by its User-Agent; "provider" for any other client of the
+// provider's token), so "updated by the agent 3 min ago" holds whoever
+// opened the page when. The page also remembers the versions it wrote
+// itself, to say that the offer's last write came from here.
+
+import { formatTime } from './dom.js';
 
 const ownVersions = new Map(); // offer id -> Set of versions written from this page
-const planChanges = new Map(); // offer id -> Map(plan key -> time its resources changed)
-const lastResources = new Map(); // offer id -> Map(plan key -> resources as JSON)
 
 /** Remember that this page wrote `version` of `offerId`. */
 export function noteOwnWrite(offerId, version) {
@@ -20,34 +21,29 @@ export function writtenHere(offer) {
   return ownVersions.get(offer.id)?.has(offer.version) ?? false;
 }
 
-/** When a plan's resources last changed while this page watched (ms), or null. */
-export function planChangedAt(offerId, planKey) {
-  return planChanges.get(offerId)?.get(planKey) ?? null;
+const WRITERS = { 'provider-agent': 'the agent', provider: 'the provider' };
+
+/** "3 min ago", "2 h ago", "5 days ago", "just now" (for a time `ms` before `now`). */
+export function ago(ms, now = Date.now()) {
+  const seconds = Math.max(0, Math.round((now - ms) / 1000));
+  if (seconds < 45) return 'just now';
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  const days = Math.round(hours / 24);
+  return `${days} day${days === 1 ? '' : 's'} ago`;
 }
 
-function snapshot(offer) {
-  return new Map(offer.plans.map((p) => [p.key, JSON.stringify(p.resources.map((r) => [r.name, r.value]))]));
-}
-
-/** Follow the store: note each plan whose resources an update changed. */
-export function trackPlanChanges(store) {
-  for (const offer of store.all()) lastResources.set(offer.id, snapshot(offer));
-  store.addEventListener('change', (event) => {
-    const { added, updated, removed, initial } = event.detail;
-    const now = Date.now();
-    for (const offer of [...added, ...updated]) {
-      const before = lastResources.get(offer.id);
-      const after = snapshot(offer);
-      if (before && !initial) {
-        for (const [key, resources] of after) {
-          if (before.get(key) !== resources) {
-            if (!planChanges.has(offer.id)) planChanges.set(offer.id, new Map());
-            planChanges.get(offer.id).set(key, now);
-          }
-        }
-      }
-      lastResources.set(offer.id, after);
-    }
-    for (const offer of removed) lastResources.delete(offer.id);
-  });
+/**
+ * What the catalog recorded about a plan's last change (the plan's
+ * `updatedAt`/`updatedBy`, normalised as `plan.stamp`), in words:
+ * { text: "updated by the agent 3 min ago", title: the full date } or null
+ * when the catalog has no stamp (a plan unchanged since before it stamped plans).
+ */
+export function stampText(stamp, now = Date.now()) {
+  const at = Date.parse(stamp?.updatedAt ?? '');
+  if (Number.isNaN(at)) return null;
+  const who = WRITERS[stamp.updatedBy] ?? (stamp.updatedBy ? `“${stamp.updatedBy}”` : null);
+  return { text: `updated ${who ? `by ${who} ` : ''}${ago(at, now)}`, title: formatTime(stamp.updatedAt), by: stamp.updatedBy ?? null };
 }

@@ -15,6 +15,9 @@ export class OfferStore extends EventTarget {
     /** Where the current full list came from: "feed" or "rest". */
     this.source = null;
     this.loadedAt = null;
+    /** Goes up by one with every announced change (views key cached orders on it). */
+    this.generation = 0;
+    this.warming = null;
   }
 
   get(id) {
@@ -48,6 +51,7 @@ export class OfferStore extends EventTarget {
     this.source = source;
     this.loadedAt = Date.now();
     this.#emit({ added, updated, removed, initial, source });
+    this.#warmUp();
   }
 
   /** Replace the offers matching `predicate` (e.g. one provider's) with `list`, leaving the others. */
@@ -101,7 +105,32 @@ export class OfferStore extends EventTarget {
 
   #emit(detail) {
     if (!detail.initial && detail.added.length + detail.updated.length + detail.removed.length === 0) return;
+    this.generation += 1;
     this.dispatchEvent(new CustomEvent('change', { detail }));
+  }
+
+  /**
+   * Parse the plans of every offer not parsed yet, a slice at a time while
+   * the page is idle: the first page shows before this, and the first
+   * quantity filter finds the work done.
+   */
+  #warmUp() {
+    if (this.warming !== null) return;
+    const idle = typeof requestIdleCallback === 'function'
+      ? (fn) => requestIdleCallback(fn, { timeout: 1000 })
+      : (fn) => setTimeout(() => fn({ timeRemaining: () => 8 }), 0);
+    const pending = [...this.offers.values()].filter((o) => o.parsed === false);
+    let at = 0;
+    const step = (deadline) => {
+      // At least one slice per call; a bigger one when the page was never idle for a second.
+      const slice = deadline.didTimeout ? 1000 : 100;
+      do {
+        for (const end = Math.min(at + slice, pending.length); at < end; at += 1) void pending[at].plans;
+      } while (at < pending.length && deadline.timeRemaining() > 1);
+      if (at < pending.length) idle(step);
+      else this.warming = null;
+    };
+    this.warming = idle(step);
   }
 }
 

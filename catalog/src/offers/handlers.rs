@@ -246,7 +246,10 @@ pub async fn put(
     };
     let outcome = state
         .store
-        .put_offer(spec.into_draft(id, owner), expected)
+        .put_offer(
+            spec.into_draft(id, owner).written_by(writer(&req)),
+            expected,
+        )
         .await?;
     tracing::info!(offer = %outcome.offer.id, version = outcome.offer.version, created = outcome.created, "offer stored");
     if outcome.created {
@@ -256,6 +259,12 @@ pub async fn put(
     } else {
         Ok(HttpResponse::Ok().json(outcome.offer))
     }
+}
+
+/// Who sends a write: the provider agent or the provider (see [`Writer`]).
+fn writer(req: &HttpRequest) -> super::Writer {
+    let ua = req.headers().get(header::USER_AGENT);
+    super::Writer::from_user_agent(ua.and_then(|v| v.to_str().ok()))
 }
 
 /// Delete the caller's offer `{id}`.

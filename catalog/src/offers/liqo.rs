@@ -80,6 +80,8 @@ fn redraft(offer: Offer, liqo: &[LiqoGeneration]) -> OfferDraft {
         description: offer.description,
         plans: offer.plans,
         labels: offer.labels,
+        // Plans are unchanged, so they keep their stamps whoever writes.
+        writer: super::Writer::Provider,
     }
 }
 

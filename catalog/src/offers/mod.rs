@@ -6,7 +6,7 @@
 //! - [`liqo`]: the server-added `liqo` field and its filter.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
-//!   for every backend.
+//!   for every backend; [`stamps`]: who last changed each plan, and when.
 //! - [`store`]: the [`OfferStore`] trait the backends implement, and
 //!   [`change`]: what they publish after each committed write.
 //! - [`handlers`]: `GET /offers`, `GET/POST/DELETE /offer/{id}`.
@@ -22,6 +22,7 @@ pub mod labels;
 pub mod liqo;
 pub mod offer;
 pub mod rules;
+pub mod stamps;
 pub mod store;
 
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub use offer::{
     Offer, OfferDraft, OfferInput, OfferSpec, Plan, PlanInput, ProviderRef, MAX_PLANS,
     MAX_RESOURCES,
 };
+pub use stamps::Writer;
 pub use store::{OfferStore, PutOutcome};
 
 /// What the offer handlers share (`web::Data<Offers>`).

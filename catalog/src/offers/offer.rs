@@ -8,6 +8,7 @@ use quantity::{Quantity, ResourceList};
 use serde::{Deserialize, Serialize};
 
 use super::labels::{self, Labels};
+use super::stamps::Writer;
 use super::Cost;
 use crate::http::{validate_id, FieldError};
 use crate::providers::LiqoGeneration;
@@ -67,6 +68,18 @@ pub struct Plan {
     /// Resource name → Kubernetes quantity.
     #[schema(value_type = BTreeMap<String, String>)]
     pub resources: ResourceList,
+    /// When a write last changed this plan (its name, planID, cost or
+    /// resources); server-set. Absent on plans unchanged since before the
+    /// catalog stamped plans.
+    #[serde(rename = "updatedAt", default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime, read_only, nullable = false)]
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Who made that change: `provider-agent` (the provider agent, told
+    /// apart by its `User-Agent`) or `provider` (any other client of the
+    /// provider's token); server-set.
+    #[serde(rename = "updatedBy", default, skip_serializing_if = "Option::is_none")]
+    #[schema(read_only, nullable = false)]
+    pub updated_by: Option<Writer>,
 }
 
 /// The owning provider of an offer, from the caller's token.
@@ -88,9 +101,16 @@ pub struct OfferDraft {
     pub description: String,
     pub plans: BTreeMap<String, Plan>,
     pub labels: Labels,
+    /// Who sends this write (stamped on the plans it changes).
+    pub writer: Writer,
 }
 
 impl OfferDraft {
+    /// The same draft, sent by `writer`.
+    pub fn written_by(self, writer: Writer) -> Self {
+        Self { writer, ..self }
+    }
+
     /// The stored offer this draft becomes at `version`.
     pub fn into_offer(
         self,
@@ -202,6 +222,13 @@ pub struct PlanInput {
     /// digits, as Kubernetes' `Quantity.UnmarshalJSON` does, never through
     /// an f64 (`0.100000000000000001` stays what it says).
     pub resources: BTreeMap<String, Box<serde_json::value::RawValue>>,
+    /// Server-set stamps a client may echo back from a `GET`; ignored.
+    #[serde(default, rename = "updatedAt")]
+    #[schema(ignore)]
+    pub updated_at: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "updatedBy")]
+    #[schema(ignore)]
+    pub updated_by: Option<serde::de::IgnoredAny>,
 }
 
 /// A validated request body (see [`OfferInput`]).
@@ -234,6 +261,7 @@ impl OfferSpec {
             description: self.description,
             plans: self.plans,
             labels: self.labels,
+            writer: Writer::Provider,
         }
     }
 }
@@ -363,6 +391,8 @@ impl PlanInput {
             plan_id: self.plan_id,
             cost,
             resources,
+            updated_at: None,
+            updated_by: None,
         })
     }
 }

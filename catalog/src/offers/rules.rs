@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::stamps::stamp_plans;
 use super::{Offer, OfferDraft, PutOutcome};
 use crate::storage::StoreError;
 
@@ -17,9 +18,11 @@ use crate::storage::StoreError;
 /// [`StoreError::NotOwner`] if `live` belongs to another cluster;
 /// [`StoreError::VersionConflict`] if `expected_version` is given and is not
 /// the live version (0 meaning "must not exist"). Replacing keeps
-/// `createdAt`; the new version is one past the last.
+/// `createdAt`; the new version is one past the last. Plans the write
+/// changes are stamped with `now` and the draft's writer; the others keep
+/// their stamps.
 pub fn put(
-    draft: OfferDraft,
+    mut draft: OfferDraft,
     live: Option<&Offer>,
     last_version: u64,
     expected_version: Option<u64>,
@@ -37,6 +40,7 @@ pub fn put(
         }
     }
     let created_at = live.map(|l| l.created_at).unwrap_or(now);
+    stamp_plans(&mut draft.plans, live.map(|l| &l.plans), draft.writer, now);
     let version = last_version.max(current) + 1;
     Ok(PutOutcome {
         offer: draft.into_offer(created_at, now, version),

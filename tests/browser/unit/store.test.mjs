@@ -67,3 +67,25 @@ test('offers without an id are ignored', () => {
   store.replaceAll([{ name: 'no id' }, offer('a', 1), null], 'feed');
   assert.deepEqual(store.all().map((o) => o.id), ['a']);
 });
+
+test('plans are parsed on first use, then in idle slices after a snapshot; each change moves the generation', async () => {
+  const store = new OfferStore();
+  const withPlans = (id) => ({ ...offer(id, 1), plans: { p: { name: 'p', cost: '1', resources: { memory: '4Gi' } } } });
+  store.replaceAll(Array.from({ length: 250 }, (_, i) => withPlans(`o${i}`)), 'feed');
+  assert.equal(store.generation, 1);
+  const first = store.get('o0');
+  // Nothing parsed yet: the first page can show before any quantity is parsed.
+  assert.equal(first.parsed, false);
+  assert.equal(first.searchText.includes('o0'), true);
+  assert.equal(first.parsed, false, 'searching does not parse quantities');
+  assert.equal(first.plans[0].resourceMap.get('memory').value, '4Gi');
+  assert.equal(first.parsed, true);
+  // The idle pass (setTimeout here, requestIdleCallback in a browser) parses the rest.
+  const deadline = Date.now() + 15000;
+  while (store.all().some((o) => !o.parsed) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(store.all().every((o) => o.parsed), true);
+  store.upsert({ ...withPlans('o1'), version: 2, name: 'changed' }, 'feed');
+  assert.equal(store.generation, 2);
+  store.upsert({ ...withPlans('o1'), version: 1 }, 'feed'); // older: ignored, no change
+  assert.equal(store.generation, 2);
+});

@@ -110,6 +110,21 @@ fn without_timestamps(offer: &Value) -> Value {
             "{key} missing in {offer}"
         );
     }
+    // Each plan's stamps (who last changed it, when): this test writes as the provider.
+    if let Some(plans) = o["plans"].as_object_mut() {
+        for plan in plans.values_mut() {
+            let p = plan.as_object_mut().unwrap();
+            assert!(
+                p.remove("updatedAt").is_some_and(|t| t.is_string()),
+                "plan updatedAt missing in {offer}"
+            );
+            assert_eq!(
+                p.remove("updatedBy"),
+                Some(json!("provider")),
+                "plan updatedBy in {offer}"
+            );
+        }
+    }
     o
 }
 

@@ -121,11 +121,25 @@ fn assert_rest_kept(offer: &Value) {
     assert_eq!(offer["description"], "Kept as written.");
     assert_eq!(offer["plans"][PLAN]["name"], "plan-standard");
     assert_eq!(offer["plans"][PLAN]["cost"], "1.0");
+    // The catalog stamps who last changed each plan: the agent never
+    // changes the premium plan, so it keeps the provider's stamp.
+    let mut premium = offer["plans"]["premium"].clone();
+    let stamps = premium
+        .as_object_mut()
+        .map(|p| (p.remove("updatedAt"), p.remove("updatedBy")));
     assert_eq!(
-        offer["plans"]["premium"],
+        premium,
         json!({ "name": "plan-premium", "planID": "premium", "cost": "9.5",
                 "resources": { "cpu": "64", "memory": "256Gi" } })
     );
+    assert_eq!(stamps.and_then(|s| s.1), Some(json!("provider")), "{offer}");
+}
+
+/// The plan the agent updated carries its stamp (its `User-Agent` names it).
+fn assert_stamped_by_agent(offer: &Value) {
+    let plan = &offer["plans"][PLAN];
+    assert_eq!(plan["updatedBy"], "provider-agent", "{offer}");
+    assert_eq!(plan["updatedAt"], offer["updatedAt"], "{offer}");
 }
 
 /// Read the feed until a snapshot holds [`OFFER`] with [`PLAN`]'s
@@ -203,6 +217,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
         changed + LIVE,
     );
     assert_rest_kept(&offer);
+    assert_stamped_by_agent(&offer);
     let version_before_restart = offer["version"].as_u64().unwrap();
 
     // The catalog crashes; the file changes while it is down.

@@ -44,6 +44,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
   const basePath = lockedProvider ? `#/providers/${encodeURIComponent(lockedProvider)}` : '#/';
   const cards = new Map(); // id -> { offer, key, li }
   const recent = new Map(); // id -> { kind: 'New' | 'Updated', until }
+  const order = { generation: -1, sort: null, list: [] }; // the sorted offers, see sortedOffers()
   let recentTimer = null;
 
   // --- filters -----------------------------------------------------------
@@ -155,8 +156,12 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         : h('p', { class: 'lede', text: 'Resources that providers in the federation offer for peering. The list updates by itself as providers publish, change and withdraw offers.' })),
     h('div', { class: 'consumer-layout' }, panel, results));
 
+  // The option lists change only with the offers: rebuilt once per store generation.
+  const optionsSeen = { providers: -1, types: -1 };
   function updateProviderOptions() {
     if (lockedProvider) return;
+    if (optionsSeen.providers === store.generation && providerField.control.value === filterState.raw.provider) return;
+    optionsSeen.providers = store.generation;
     const names = new Map();
     for (const o of store.offers.values()) if (!names.has(o.clusterID)) names.set(o.clusterID, o.clusterName || o.clusterID);
     const selected = filterState.raw.provider;
@@ -170,6 +175,8 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
   }
 
   function updateTypeOptions() {
+    if (optionsSeen.types === store.generation && typeField.control.value === filterState.raw.type) return;
+    optionsSeen.types = store.generation;
     const seen = new Set();
     for (const o of store.offers.values()) if (o.type) seen.add(o.type);
     const types = [...seen].sort(naturalCollator.compare);
@@ -183,17 +190,18 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     typeField.control.value = selected;
   }
 
-  function cardKey(offer, active, badge) {
+  /** "2 plans", or "1 of 2 match" while a cost or resource filter is on: the only part of a card a filter changes. */
+  function plansText(offer, active) {
     const planFiltered = active.maxCost || Object.keys(active.min).length > 0;
-    const matching = planFiltered ? offer.plans.filter((p) => planMatches(p, active)).map((p) => p.key).join(',') : '*';
-    return `${matching}|${badge ?? ''}`;
+    if (!planFiltered) return String(offer.plans.length);
+    let matching = 0;
+    for (const plan of offer.plans) if (planMatches(plan, active)) matching += 1;
+    return `${matching} of ${offer.plans.length} match`;
   }
 
   function buildCard(offer, active, badge) {
     const headingId = uid('offer-heading');
     const cheapest = lowestCost(offer);
-    const planFiltered = active.maxCost || Object.keys(active.min).length > 0;
-    const matching = planFiltered ? offer.plans.filter((p) => planMatches(p, active)).length : null;
     const columns = resourceColumns(offer.plans).slice(0, 4);
     const range = (name) => {
       const entries = offer.plans.map((p) => p.resourceMap.get(name)).filter((e) => e?.quantity);
@@ -218,7 +226,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         h('code', { 'data-field': 'clusterID', text: offer.clusterID || 'unknown' })),
       offer.description ? h('p', { class: 'card__description', text: offer.description }) : null,
       h('dl', { class: 'card__facts' },
-        h('div', {}, h('dt', { text: 'Plans' }), h('dd', { text: matching === null ? String(offer.plans.length) : `${matching} of ${offer.plans.length} match` })),
+        h('div', {}, h('dt', { text: 'Plans' }), h('dd', { 'data-field': 'plans', text: plansText(offer, active) })),
         h('div', {}, h('dt', { text: 'From' }), h('dd', { 'data-field': 'lowestCost', text: cheapest ? formatCost(cheapest.cost) : '—' })),
         columns.map((name) => {
           const value = range(name);
@@ -234,7 +242,8 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     const total = store.offers.size;
     if (!store.loaded) {
       // Both ways in have failed: REST answered with an error and the feed has dropped at least once.
-      const failing = Boolean(restLoad.error) && !restLoad.pending
+      // Kept while a retry is under way (no flicker to "Loading" and back under the pointer).
+      const failing = Boolean(restLoad.error)
         && (feed.state === FeedState.WAITING || feed.failures > 0);
       if (failing) {
         // A network failure's message repeats the advice below; only an HTTP answer adds information.
@@ -296,8 +305,21 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     }
   }
 
+  // The address follows the view state just after the frame that shows it
+  // (history.replaceState costs several milliseconds in Chromium: not on the keystroke's frame).
+  let addressPending = false;
+  let disposed = false;
+  function syncAddress() {
+    if (addressPending) return;
+    addressPending = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      addressPending = false;
+      if (!disposed) ctx.replaceHash(`${basePath}${queryString({ withProvider: !lockedProvider })}`);
+    }, 0));
+  }
+
   function render() {
-    ctx.replaceHash(`${basePath}${queryString({ withProvider: !lockedProvider })}`);
+    syncAddress();
     if (lockedProvider) {
       const name = providerName();
       if (heading.textContent !== `Offers from ${name}`) heading.textContent = `Offers from ${name}`;
@@ -316,7 +338,9 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
 
     const now = Date.now();
     const matching = [];
-    for (const offer of store.offers.values()) if (offerMatches(offer, active)) matching.push(offer);
+    // Filtering the kept sorted order keeps that order: a keystroke filters, it does not sort.
+    const ordered = filterState.view === 'table' ? store.offers.values() : sortedOffers();
+    for (const offer of ordered) if (offerMatches(offer, active)) matching.push(offer);
     let shownCount = matching.length;
     let visible = [];
     const planFiltered = Boolean(active.maxCost) || Object.keys(active.min).length > 0;
@@ -336,7 +360,6 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     } else {
       tableSlot.replaceChildren();
       tableSlot.hidden = true;
-      matching.sort((SORTS[filterState.sort] ?? SORTS.newest).compare);
       visible = paginate(matching.length, matching);
     }
     shownCount = matching.length;
@@ -351,7 +374,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     for (const offer of visible) {
       const r = recent.get(offer.id);
       const badge = r && r.until > now ? r.kind : null;
-      const key = cardKey(offer, active, badge);
+      const key = badge ?? '';
       let card = cards.get(offer.id);
       if (!card) {
         card = { li: h('li', { 'data-offer-id': offer.id }) };
@@ -363,7 +386,12 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         card.li.classList.toggle('is-recent', Boolean(badge));
         card.offer = offer;
         card.key = key;
+        card.plans = card.li.querySelector('[data-field="plans"]');
         if (hadFocus) card.li.querySelector('a.button')?.focus();
+      } else {
+        // Same offer: a filter only changes how many of its plans match.
+        const text = plansText(offer, active);
+        if (card.plans.textContent !== text) card.plans.textContent = text;
       }
       if (card.li === cursor) cursor = cursor.nextElementSibling;
       else list.insertBefore(card.li, cursor);
@@ -371,6 +399,17 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     list.hidden = visible.length === 0;
     renderState(shownCount, active, errors);
     renderBanner();
+  }
+
+  /** Every offer in the chosen sort order, sorted again only when the offers or the order change. */
+  function sortedOffers() {
+    const sort = SORTS[filterState.sort] ? filterState.sort : 'newest';
+    if (order.generation !== store.generation || order.sort !== sort) {
+      order.list = [...store.offers.values()].sort(SORTS[sort].compare);
+      order.generation = store.generation;
+      order.sort = sort;
+    }
+    return order.list;
   }
 
   /** The current page's slice of `items` (and the pager under the results). */
@@ -436,6 +475,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
   render();
 
   return () => {
+    disposed = true;
     narrow.removeEventListener('change', onNarrow);
     clearTimeout(recentTimer);
     store.removeEventListener('change', onChange);

@@ -154,12 +154,14 @@ export function mountEditor(main, ctx, [editId]) {
     };
   }
 
+  // Each stored plan's last update as the catalog recorded it (plan key → stamp), shown in its fieldset.
+  let stamps = new Map();
   function setForm(state) {
     fields.id.control.value = state.id;
     fields.name.control.value = state.name;
     fields.type.control.value = state.type;
     fields.description.control.value = state.description;
-    planEditor.reset(state.plans.map((p) => ({ key: p.key, name: p.name, cost: p.cost, resources: p.rows.map((r) => [r.name, r.value]) })));
+    planEditor.reset(state.plans.map((p) => ({ key: p.key, name: p.name, cost: p.cost, resources: p.rows.map((r) => [r.name, r.value]), stamp: stamps.get(p.key) })));
   }
 
   const isDirty = () => ready && saved !== null && JSON.stringify(current()) !== JSON.stringify(saved);
@@ -193,6 +195,7 @@ export function mountEditor(main, ctx, [editId]) {
 
   function fill(offer) {
     loadedVersion = offer.version;
+    stamps = new Map(offer.plans.map((p) => [p.key, p.stamp]));
     saved = formOf(offer);
     setForm(saved);
     fields.id.control.readOnly = true;

@@ -6,6 +6,7 @@
 import { h, srOnly, uid } from '../dom.js';
 import { field } from '../fields.js';
 import { WELL_KNOWN_RESOURCES } from '../model.js';
+import { stampText } from '../plan-activity.js';
 
 /** A fieldset-level error slot with the same interface as a field's. */
 function groupError(group) {
@@ -100,8 +101,12 @@ export function createPlanEditor({ announce }) {
       h('p', {}, plan.addRow));
     plan.resources = groupError(resourcesGroup);
     resourcesGroup.insertBefore(plan.resources.error, plan.rowList);
+    // What the catalog recorded about this plan's last change ("updated by the agent 3 min ago").
+    const stamp = stampText(initial.stamp);
     plan.element = h('fieldset', { class: 'plan', 'data-role': 'plan' },
       h('legend', {}, plan.legend),
+      stamp ? h('p', { class: 'plan__stamp muted', 'data-role': 'plan-stamp', 'data-by': stamp.by ?? '' },
+        h('time', { datetime: initial.stamp.updatedAt, title: stamp.title, text: `${stamp.text.charAt(0).toUpperCase()}${stamp.text.slice(1)}` })) : null,
       h('div', { class: 'plan__fields' }, plan.key.wrapper, plan.name.wrapper, plan.cost.wrapper),
       resourcesGroup,
       h('p', { class: 'plan__remove' }, plan.duplicateButton, ' ', plan.removeButton));
@@ -215,7 +220,7 @@ export function createPlanEditor({ announce }) {
     return out;
   }
 
-  /** Replace every plan with `list` ([{ key, name, cost, resources: [[name, value]] }]). */
+  /** Replace every plan with `list` ([{ key, name, cost, resources: [[name, value]], stamp? }]). */
   function reset(list) {
     for (const plan of plans) plan.element.remove();
     plans.length = 0;

@@ -2,13 +2,14 @@
 // in "Your offers": each plan's cap (units that may be held at once; empty
 // for no cap), what is held now (unexpired reservations plus purchases, from
 // the catalog's capacity endpoint), how many are bought (its active
-// contracts, where the catalog has contracts), and when its resources last
-// changed — the provider agent's updates — as this page saw them.
+// contracts, where the catalog has contracts), and when the plan was last
+// updated and by whom (the provider agent or the provider), as the catalog
+// recorded it.
 
 import { planCapacity, setPlanCapacity } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
 import { planOrder } from '../model.js';
-import { planChangedAt, writtenHere } from '../plan-activity.js';
+import { stampText, writtenHere } from '../plan-activity.js';
 import { handleExpiredSession } from './provider.js';
 
 /**
@@ -46,7 +47,7 @@ export function planOps(initialOffer, { ctx, session, open, bought }) {
             h('th', { scope: 'col', text: 'Cap' }),
             h('th', { scope: 'col', class: 'num', text: 'Held now' }),
             h('th', { scope: 'col', class: 'num', text: 'Bought' }),
-            h('th', { scope: 'col', text: 'Resources last changed' }))),
+            h('th', { scope: 'col', text: 'Last updated' }))),
           h('tbody', {}, plans.map((plan) => planRow(plan, capacity.get(plan.key)))))));
     if (focused !== undefined) body.querySelector(`[data-cap="${CSS.escape(focused)}"]`)?.focus();
   }
@@ -92,14 +93,15 @@ export function planOps(initialOffer, { ctx, session, open, bought }) {
         save.disabled = false;
       }
     });
-    const changed = planChangedAt(offer.id, plan.key);
+    const changed = stampText(plan.stamp);
     const soldCount = bought?.get(`${offer.id}/${plan.key}`) ?? 0;
     return h('tr', { 'data-plan': plan.key },
       h('th', { scope: 'row', text: plan.name || plan.key }),
       h('td', {}, form),
       h('td', { class: 'num', 'data-column': 'held', text: cap ? String(cap.active) : '?' }),
       h('td', { class: 'num', 'data-column': 'bought', text: bought ? String(soldCount) : '—' }),
-      h('td', { 'data-column': 'changed', text: changed ? formatTime(changed) : 'not since this page opened' }));
+      h('td', { 'data-column': 'changed', 'data-by': changed?.by ?? '', title: changed?.title ?? '' },
+        changed ? h('time', { datetime: plan.stamp.updatedAt, text: changed.text }) : '—'));
   }
 
   if (details.open) load();

@@ -1,10 +1,14 @@
 // One reservation: the plan it holds, the time left before the unit goes
 // back (counting down), and the two ways on: buy it (the contract page
-// follows) or release it.
+// follows) or release it. Buying may name the consumer's Liqo cluster ID and
+// how long the contract lasts; both are checked here, with every problem
+// shown beside its field at once, before anything is sent.
 
 import { getReservation, purchase, releaseReservation } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
-import { formatCost } from '../pricing.js';
+import { field } from '../fields.js';
+import { formatCost, uiConfig } from '../pricing.js';
+import { durationWords, purchaseBody } from '../purchase-terms.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 
 /** "4:05" from milliseconds (minutes:seconds), "0:00" once past. */
@@ -57,22 +61,53 @@ export function mountReservation(main, ctx, [id]) {
         replaceChildren(error, h('p', { class: 'notice notice--warning', 'data-state': 'expired', text: 'Time is up: the unit went back to the plan. Reserve again to buy.' }));
       }
     };
-    const buy = h('button', {
-      type: 'button', class: 'button', text: 'Buy now',
-      onclick: async () => {
-        buy.disabled = true;
+    const longest = Number.isSafeInteger(uiConfig.contractDurationSeconds) ? uiConfig.contractDurationSeconds : null;
+    const clusterField = field({
+      label: 'Your cluster ID (optional)',
+      hint: 'The Liqo cluster ID of the cluster that will use the resources (liqoctl info shows it). You can also report it later.',
+      attrs: { name: 'consumerClusterID', autocomplete: 'off', spellcheck: 'false', 'data-field': 'consumer-cluster-id' },
+    });
+    const durationField = field({
+      label: 'Contract length (optional)',
+      hint: `A number with a unit: s, m, h, d or w, e.g. 30d, 12h or 1h 30m; or a whole number of seconds. Empty: ${longest ? durationWords(longest) : 'the catalog\u2019s longest'}${longest ? ', the longest this catalog allows' : ''}.`,
+      attrs: { name: 'duration', autocomplete: 'off', spellcheck: 'false', 'data-field': 'duration' },
+    });
+    const fields = { consumerClusterID: clusterField, duration: durationField, durationSeconds: durationField };
+    const buy = h('button', { type: 'submit', class: 'button', text: 'Buy now' });
+    const terms = h('form', {
+      class: 'purchase-terms', novalidate: true, 'aria-labelledby': 'purchase-terms-heading',
+      onsubmit: async (event) => {
+        event.preventDefault();
         error.replaceChildren();
+        const checked = purchaseBody({ clusterID: clusterField.control.value, duration: durationField.control.value }, longest);
+        clusterField.setError(checked.errors?.consumerClusterID ?? '');
+        durationField.setError(checked.errors?.duration ?? '');
+        if (checked.errors) {
+          (checked.errors.consumerClusterID ? clusterField : durationField).control.focus();
+          return;
+        }
+        buy.disabled = true;
         try {
-          const contract = await purchase(r.id, session.token);
+          const contract = await purchase(r.id, session.token, checked.body);
           ctx.purchased = { id: r.id, answer: contract };
           ctx.flash = { kind: 'ok', text: 'Bought. Use the command below to peer with the provider.' };
           ctx.navigate(`#/contract/${encodeURIComponent(r.id)}`);
         } catch (err) {
           buy.disabled = false;
-          fail(err);
+          // A refusal that names one of the fields shows beside it.
+          const target = err.status === 400 ? fields[err.field] : null;
+          if (target) {
+            target.setError(err.message.replace(/^[A-Za-z]+: /, ''));
+            target.control.focus();
+          } else {
+            fail(err);
+          }
         }
       },
-    });
+    },
+    h('h2', { id: 'purchase-terms-heading', text: 'Buy' }),
+    clusterField.wrapper, durationField.wrapper,
+    h('p', { class: 'form-actions' }, buy, h('span', { 'data-slot': 'release' })));
     const release = h('button', {
       type: 'button', class: 'button button--secondary', text: 'Release',
       onclick: async () => {
@@ -93,9 +128,10 @@ export function mountReservation(main, ctx, [id]) {
         h('div', {}, h('dt', { text: 'Cost' }), h('dd', { text: formatCost(r.cost) })),
         h('div', {}, h('dt', { text: 'State' }), h('dd', { 'data-field': 'state', text: r.state })),
         live ? h('div', {}, h('dt', { text: 'Held for' }), h('dd', {}, left, spoken, h('span', { class: 'muted', text: ` (until ${formatTime(r.expiresAt)})` }))) : null),
-      live ? h('p', { class: 'form-actions' }, buy, release) : null,
+      live ? terms : null,
       r.state === 'purchased' ? h('p', {}, h('a', { class: 'button', href: `#/contract/${encodeURIComponent(r.id)}`, text: 'Open the contract' })) : null);
     if (live) {
+      terms.querySelector('[data-slot="release"]').replaceWith(release);
       tick();
       ticker = setInterval(tick, 1000);
     }

@@ -82,6 +82,11 @@ pub(super) struct PlanDoc {
     cost: String,
     cost_nanos: i64,
     resources: Vec<ResourceDoc>,
+    /// The plan's stamps (see `offers::stamps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<bson::DateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_by: Option<crate::offers::Writer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -159,6 +164,8 @@ impl OfferDoc {
                         milli: q.milli_value(),
                     })
                     .collect(),
+                updated_at: p.updated_at.map(bt),
+                updated_by: p.updated_by,
             })
             .collect();
         OfferDoc {
@@ -206,6 +213,8 @@ impl OfferDoc {
                     plan_id: p.plan_id,
                     cost,
                     resources,
+                    updated_at: p.updated_at.map(from_bt),
+                    updated_by: p.updated_by,
                 },
             );
         }
