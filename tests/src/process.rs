@@ -386,3 +386,47 @@ pub fn wait_announced(
     }
     Ok(Bound(got))
 }
+
+/// Run workspace binary `bin` with `args` to completion under
+/// `strace -f -e trace=bind`, so every `bind(2)` any of its threads made is
+/// on record; return (success, stderr, every `bind` of an internet socket).
+///
+/// For "refused before binding" checks: looking at the port once the
+/// process has exited proves nothing (the kernel frees it with the
+/// process); the trace shows whether anything was ever bound. Start the
+/// binary with `--listen 127.0.0.1:0`: no port needs to be known.
+pub fn run_tracing_binds(
+    bin: &str,
+    args: &[&std::ffi::OsStr],
+) -> Result<(bool, String, Vec<String>)> {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .context(
+            "strace is not installed: \"refused before binding\" is proven by \
+             tracing bind(2); run scripts/install-test-deps.sh",
+        )?;
+    let dir = tempfile::tempdir()?;
+    let trace = dir.path().join("bind.trace");
+    let out = Command::new(strace)
+        .args(["-f", "-e", "trace=bind", "-o"])
+        .arg(&trace)
+        .arg(bin_path(bin))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {bin} under strace"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let trace = std::fs::read_to_string(&trace)
+        .with_context(|| format!("strace wrote no trace; its stderr: {stderr}"))?;
+    if !trace.contains("+++ exited with") {
+        bail!("the trace does not cover the whole run:\n{trace}\n{stderr}");
+    }
+    let binds = trace
+        .lines()
+        .filter(|l| l.contains("bind(") && (l.contains("AF_INET") || l.contains("sin_port")))
+        .map(str::to_string)
+        .collect();
+    Ok((out.status.success(), stderr, binds))
+}
