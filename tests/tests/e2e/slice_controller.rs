@@ -316,14 +316,12 @@ async fn runs_beside_the_grpc_server_for_a_provider_moving_to_v1() -> Result<()>
     let p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
     p.slice("c1", "gold-a", CLASS, &[("cpu", "2")], true);
-    let grpc = e2e::free_port();
     // `--liqo-api v0.6` serves gRPC; `--class` adds the controller.
-    let (_both, _) = p.controller(&[
-        "--liqo-api",
-        "v0.6",
-        "--listen",
-        &format!("127.0.0.1:{grpc}"),
-    ])?;
+    let (_both, bound) = p.controller_announced(
+        "250ms",
+        &["--liqo-api", "v0.6", "--listen", "127.0.0.1:0"],
+    )?;
+    let grpc = bound.port(None);
     p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
         .await?;
     let client = e2e::grpc::ReaderClient::connect(grpc, e2e::grpc::Shape::B).await?;
