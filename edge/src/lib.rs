@@ -40,9 +40,9 @@
 pub mod announce;
 pub mod conn;
 pub mod duration;
+pub mod log;
 #[cfg(feature = "axum")]
 pub mod probe;
-pub mod log;
 mod run;
 pub mod signal;
 

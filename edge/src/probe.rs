@@ -48,8 +48,14 @@ pub enum HttpError {
 pub fn router<P: Probes>(probes: P) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/readyz", get(|State(p): State<P>| async move { p.readiness() }))
-        .route("/metrics", get(|State(p): State<P>| async move { metrics(p.render()) }))
+        .route(
+            "/readyz",
+            get(|State(p): State<P>| async move { p.readiness() }),
+        )
+        .route(
+            "/metrics",
+            get(|State(p): State<P>| async move { metrics(p.render()) }),
+        )
         .layer(axum::middleware::from_fn(in_span))
         .with_state(probes)
 }

@@ -618,7 +618,11 @@ fn bad_input_gets_clear_conditions_and_creates_nothing() {
                         "credentialsSecretRef": {"name": "catalog-token", "key": "token"}}}),
     );
     let refused = both.expect_err("a Purchase with a contract and an offer was stored");
-    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"), "{refused}");
+    assert_eq!(
+        (refused.code, refused.reason.as_str()),
+        (422, "Invalid"),
+        "{refused}"
+    );
     assert!(refused.message.contains("oneOf"), "{refused}");
 }
 

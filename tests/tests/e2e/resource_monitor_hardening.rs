@@ -46,7 +46,9 @@ fn static_monitor_logged(
 /// was closed again (for a client to be refused; were another test to take
 /// it meanwhile, it would not speak this protocol either).
 fn dead_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// A read and a health check answered within `within` on a fresh

@@ -141,7 +141,9 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
     // An API server address nothing listens on: a port the system handed
     // out and that was closed again (nothing listens there; were another
     // test to take it meanwhile, it is not a Kubernetes API server either).
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,

@@ -317,10 +317,8 @@ async fn runs_beside_the_grpc_server_for_a_provider_moving_to_v1() -> Result<()>
     p.tenant("c1", "Active");
     p.slice("c1", "gold-a", CLASS, &[("cpu", "2")], true);
     // `--liqo-api v0.6` serves gRPC; `--class` adds the controller.
-    let (_both, bound) = p.controller_announced(
-        "250ms",
-        &["--liqo-api", "v0.6", "--listen", "127.0.0.1:0"],
-    )?;
+    let (_both, bound) =
+        p.controller_announced("250ms", &["--liqo-api", "v0.6", "--listen", "127.0.0.1:0"])?;
     let grpc = bound.port(None);
     p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
         .await?;

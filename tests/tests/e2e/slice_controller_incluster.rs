@@ -107,7 +107,10 @@ async fn the_controller_runs_on_the_in_cluster_configuration() -> Result<()> {
         .filter(|r| r.user.as_deref() != Some(CONTROLLER_USER))
         .map(|r| format!("{} {} as {:?}", r.method, r.path, r.user))
         .collect();
-    ensure!(others.is_empty(), "calls not made as {CONTROLLER_USER}: {others:?}");
+    ensure!(
+        others.is_empty(),
+        "calls not made as {CONTROLLER_USER}: {others:?}"
+    );
     Ok(())
 }
 
