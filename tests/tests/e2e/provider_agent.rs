@@ -176,14 +176,81 @@ fn wait_for_plan(feed: &mut FeedClient, want: &Value, deadline: Instant) -> Valu
 }
 
 fn start_agent(catalog_port: u16, creds: &Path, reader: &str) -> Child {
+    agent(catalog_port, creds, reader)
+        .start()
+        .expect("start provider-agent")
+}
+
+/// [`start_agent`], its log (stderr) into `log`.
+fn start_agent_logged(catalog_port: u16, creds: &Path, reader: &str, log: &Path) -> Child {
+    agent(catalog_port, creds, reader)
+        .stderr_to(std::fs::File::create(log).expect("agent log"))
+        .start()
+        .expect("start provider-agent")
+}
+
+fn agent(catalog_port: u16, creds: &Path, reader: &str) -> Spawn {
     Spawn::new("provider-agent")
         .args(["--catalog", &format!("http://127.0.0.1:{catalog_port}")])
         .arg("--credentials")
         .arg(creds)
         .args(["--offer", OFFER, "--plan", PLAN, "--reader", reader])
         .args(["--debounce", "200ms", "--max-backoff", "1s"])
-        .start()
-        .expect("start provider-agent")
+        .env("RUST_LOG", "info")
+}
+
+/// The agent's log so far, in bytes: where [`wait_for_retry`] starts.
+fn log_len(log: &Path) -> usize {
+    std::fs::metadata(log)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0)
+}
+
+/// Wait until the agent logged, after byte `from` of `log`, that it
+/// failed `what` ("cannot update the catalog", "cannot read the resource
+/// chain"), backed off and failed again (`failures=2`): it tried, did not
+/// give up, and is still running.
+fn wait_for_retry(agent: &mut Child, log: &Path, from: usize, what: &str) {
+    let needle = format!("{what}; retrying");
+    wait_for_line(
+        agent,
+        log,
+        from,
+        &format!("a second {what:?} attempt"),
+        |l| l.contains(&needle) && l.contains("failures=2"),
+    );
+}
+
+/// Wait until the agent logged, after byte `from` of `log`, a line that
+/// `matches` (`what` names it in the failure message), and is still
+/// running.
+fn wait_for_line(
+    agent: &mut Child,
+    log: &Path,
+    from: usize,
+    what: &str,
+    matches: impl Fn(&str) -> bool,
+) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read(log).unwrap_or_default();
+        let after = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
+        if after.lines().any(&matches) {
+            break;
+        }
+        if let Some(status) = agent.try_wait().unwrap() {
+            panic!("the agent exited ({status}) before logging {what}:\n{after}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not log {what} within {PATIENCE:?}:\n{after}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent exited after logging {what}"
+    );
 }
 
 #[test]
@@ -201,10 +268,12 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
 
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
-    let mut agent = start_agent(
+    let agent_log = dir.path().join("agent.log");
+    let mut agent = start_agent_logged(
         catalog_port,
         &creds_file,
         &format!("grpc:127.0.0.1:{monitor_port}"),
+        &agent_log,
     );
 
     // On start, the agent publishes what the chain offers.
@@ -227,15 +296,12 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let version_before_restart = offer["version"].as_u64().unwrap();
 
     // The catalog crashes; the file changes while it is down.
+    let from = log_len(&agent_log);
     catalog.kill();
     drop(feed);
     set_resources(&resources, "cpu: 5\nmemory: 8Gi\n");
-    // Long enough for the agent to try, fail and back off at least once.
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the catalog was down"
-    );
+    // The agent tries, fails, backs off and tries again (its log says so).
+    wait_for_retry(&mut agent, &agent_log, from, "cannot update the catalog");
 
     let mut catalog = restart_catalog(catalog_port, &data_dir);
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
@@ -309,27 +375,25 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     // The agent starts before the chain it follows: a known port,
     // deliberately (nothing can announce it yet).
     let monitor_port = free_port();
-    let mut agent = start_agent(
+    let agent_log = dir.path().join("agent.log");
+    let mut agent = start_agent_logged(
         catalog_port,
         &creds_file,
         &format!("grpc:127.0.0.1:{monitor_port}"),
+        &agent_log,
     );
-    std::thread::sleep(Duration::from_millis(700));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the chain was not up yet"
-    );
+    wait_for_retry(&mut agent, &agent_log, 0, "cannot read the resource chain");
     let mut monitor = resource_monitor_on(monitor_port, &resources);
     wait_for_plan(&mut feed, &json!({"cpu": "8"}), Instant::now() + PATIENCE);
 
     // The chain goes away; the file changes; the chain comes back with it.
+    let from = log_len(&agent_log);
     monitor.kill();
     set_resources(&resources, "cpu: 2\n");
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the chain was down"
-    );
+    // The agent sees the chain go and keeps reconnecting (its log says so).
+    wait_for_line(&mut agent, &agent_log, from, "the chain lost", |l| {
+        l.contains("lost the upstream; reconnecting")
+    });
     let _monitor = resource_monitor_on(monitor_port, &resources);
 
     let offer = wait_for_plan(&mut feed, &json!({"cpu": "2"}), Instant::now() + PATIENCE);
