@@ -152,7 +152,7 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
     anyhow::ensure!(made.success(), "mkfifo failed");
     std::fs::rename(&fifo, &file)?;
-    let logged = wait_for_log(&log_path, "FIFO", Duration::from_secs(5)).await?;
+    let logged = wait_for_log(&log_path, "FIFO", Duration::from_secs(15)).await?;
     assert!(logged.contains("not a regular file"), "{logged}");
     // The last good resources are still served.
     assert_eq!(client.read("x").await?, resources(&[("cpu", "4")]));
@@ -162,7 +162,7 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     std::fs::write(&tmp, "cpu: 7\n")?;
     std::fs::rename(&tmp, &file)?;
     client
-        .read_until("x", Duration::from_secs(5), |r| {
+        .read_until("x", Duration::from_secs(15), |r| {
             r == &resources(&[("cpu", "7")])
         })
         .await?;
@@ -171,7 +171,20 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
     anyhow::ensure!(made.success(), "mkfifo failed");
     std::fs::rename(&fifo, &file)?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Terminated once it has met the FIFO (its second refusal logged), so
+    // the stop is tested with the FIFO in place.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if log.matches("not a regular file").count() >= 2 {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the second FIFO was not refused within 15s; log:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let status = monitor.terminate(Duration::from_secs(10))?;
     assert!(status.success(), "{status}");
     Ok(())
