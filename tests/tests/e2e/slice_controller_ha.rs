@@ -224,3 +224,29 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     drop(standby);
     Ok(())
 }
+
+/// The controller's HTTP port is guarded (`edge::probe`, HTTP/1 limits):
+/// 100 connections from one address that send nothing neither starve
+/// `/healthz` and `/readyz` nor stay open past the 5 s request-line
+/// deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_cannot_starve_the_probes() -> Result<()> {
+    use e2e::process::{open_idle_connections, still_open_at};
+    let p = Provider::start(&INVENTORY).await?;
+    let (_controller, port) = p.controller(&[])?;
+    let opened = Instant::now();
+    let idle = open_idle_connections(port, 100, std::net::Ipv4Addr::new(127, 0, 0, 2)).await?;
+    // Another address is answered at once (the idle peer holds at most 8).
+    let (status, body) = http_get(port, "/healthz").await?;
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let deadline = Instant::now() + SETTLE;
+    while http_get(port, "/readyz").await?.0 != 200 {
+        anyhow::ensure!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Closed by the deadline (the wait ends as soon as they are); 15 s only
+    // bounds a real failure.
+    let left = still_open_at(idle, opened + Duration::from_secs(15)).await;
+    assert_eq!(left, 0, "{left} idle connections outlived the deadline");
+    Ok(())
+}
