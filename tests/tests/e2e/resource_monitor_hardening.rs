@@ -285,7 +285,9 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
     // A known port, deliberately: the monitor must be told where its
     // upstream will be before the upstream exists.
     let upstream_port = free_port();
+    let log_path = dir.path().join("monitor.log");
     let (_monitor, bound) = Spawn::new("resource-monitor")
+        .stderr_to(std::fs::File::create(&log_path)?)
         .args(["--source", &format!("grpc:127.0.0.1:{upstream_port}")])
         .args(["--liqo-api", "v0.5", "--first-sync-timeout", "20s"])
         .args(["--listen", "127.0.0.1:0"])
@@ -312,8 +314,10 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
     assert!(started.elapsed() < Duration::from_secs(20));
 
     // The upstream goes away: the last known answer, not an error.
+    // Read once the monitor has noticed (its log says so), so the answer
+    // comes from the kept one and not from a connection still believed up.
     upstream.kill();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_log(&log_path, "lost the upstream", Duration::from_secs(15)).await?;
     for _ in 0..5 {
         assert_eq!(client.read("peer-1").await?, resources(&[("cpu", "3")]));
     }
