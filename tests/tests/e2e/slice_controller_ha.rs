@@ -32,7 +32,15 @@ async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
     // (a status write the controller's cache does not know about).
     p.kube.hold_watches(true);
     p.kube.end_watches();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Its new slice watch is held: from now on it sees no change.
+    let deadline = Instant::now() + SETTLE;
+    while p.kube.waiting_watches(SLICES) == 0 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the controller never watched again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut renewed = p.get_slice("c1", "gold-a")?;
     renewed["status"]["authParams"]["signedCRT"] = json!("UkVORVdFRC1DRVJU");
     p.kube
