@@ -8,6 +8,8 @@
 #   - Debian's Chromium, for the browser tests;
 #   - Debian's strace, for tests that prove what a process never did (bind
 #     a port) or did before answering (fsync the store);
+#   - util-linux's unshare, to run a controller on the in-cluster
+#     configuration in a mount namespace of its own;
 #   - the browser tests' node packages (playwright-core, axe-core; never a downloaded browser).
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -50,6 +52,14 @@ if ! command -v strace >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq strace >/dev/null
+fi
+
+# --- unshare (Debian's util-linux) for the in-cluster configuration test -----
+if ! command -v unshare >/dev/null 2>&1; then
+  step "installing Debian's util-linux (unshare)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq util-linux >/dev/null
 fi
 
 # --- node packages of the browser tests --------------------------------------

@@ -28,7 +28,7 @@ pub enum RunError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Upstream(#[from] ClientError),
-    #[error(transparent)]
+    #[error("the metrics port: {0}")]
     Http(#[from] HttpError),
     #[error(transparent)]
     Serve(#[from] ServeError),

@@ -1,6 +1,7 @@
 //! The operator's HTTP port (`--metrics-listen`): `/metrics` (Prometheus
 //! text), `/status` (JSON: policy and every upstream up or down, why, and
-//! for how long) and `/healthz`. Read-only, GET only.
+//! for how long) and `/healthz`. Read-only, GET only. Bound, announced
+//! (role `metrics`) and served by [`edge::probe`].
 //!
 //! Its connections are guarded ([`edge::conn`]) so that clients which
 //! connect and send nothing cannot starve the liveness probe: at most
@@ -9,18 +10,15 @@
 //! [`IDLE_TIMEOUT`] without a byte.
 
 use std::future::Future;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use edge::conn::{GuardedConn, GuardedListener, Limits};
-use tokio::net::TcpListener;
-use tracing::Instrument;
+use edge::conn::Limits;
+pub use edge::probe::HttpError;
 
 use crate::metrics::Metrics;
 use crate::sum::Aggregate;
@@ -55,24 +53,13 @@ struct AppState {
     metrics: Metrics,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum HttpError {
-    #[error("cannot listen on {addr} for metrics: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("metrics server failed: {0}")]
-    Serve(std::io::Error),
-}
-
 /// The router, for serving and for tests.
 pub fn router(aggregate: Arc<Aggregate>, metrics: Metrics) -> Router {
     Router::new()
         .route("/metrics", get(render_metrics))
         .route("/status", get(status))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .layer(axum::middleware::from_fn(in_span))
+        .route("/healthz", get(edge::probe::healthz))
+        .layer(axum::middleware::from_fn(edge::probe::in_span))
         .with_state(AppState { aggregate, metrics })
 }
 
@@ -85,59 +72,15 @@ pub async fn bind(
     metrics: Metrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<impl Future<Output = Result<(), HttpError>>, HttpError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| HttpError::Bind { addr, source })?;
-    let bound = listener.local_addr().unwrap_or(addr);
-    edge::announce::listening(Some("metrics"), "http", bound);
-    tracing::info!(addr = %bound, "serving /metrics, /status and /healthz");
     let app = router(aggregate, metrics);
-    Ok(async move {
-        let listener = Guarded(GuardedListener::new(listener, limits));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(HttpError::Serve)
-    })
-}
-
-/// Run each request in a span naming it.
-async fn in_span(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let span =
-        tracing::info_span!("http", method = %request.method(), path = %request.uri().path());
-    next.run(request).instrument(span).await
+    let (_, server) = edge::probe::bind(addr, Some("metrics"), limits, app, shutdown).await?;
+    Ok(server)
 }
 
 async fn render_metrics(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
+    edge::probe::metrics(state.metrics.render())
 }
 
 async fn status(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.aggregate.status())
-}
-
-/// The guarded listener, as axum takes it.
-struct Guarded(GuardedListener);
-
-impl axum::serve::Listener for Guarded {
-    type Io = GuardedConn;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (GuardedConn, SocketAddr) {
-        self.0.accept().await
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.0.local_addr()
-    }
 }

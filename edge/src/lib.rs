@@ -12,7 +12,9 @@
 //! - [`conn`]: a guarded TCP accept loop for servers facing untrusted
 //!   clients (a handshake deadline, per-peer and total connection limits);
 //! - [`announce`]: the stdout line a server prints for each port it bound,
-//!   so it can be started on port 0 and found.
+//!   so it can be started on port 0 and found;
+//! - `probe` (feature `axum`): the operator's HTTP port, `/healthz`,
+//!   `/readyz` and `/metrics`, guarded and announced.
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -39,6 +41,8 @@ pub mod announce;
 pub mod conn;
 pub mod duration;
 pub mod log;
+#[cfg(feature = "axum")]
+pub mod probe;
 mod run;
 pub mod signal;
 

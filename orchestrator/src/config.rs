@@ -353,18 +353,7 @@ pub async fn run(
                 retry: cli.lease_retry,
             },
         );
-        // The elector reports to the slice controller's metrics type; this
-        // process serves its own, and tracks leadership itself below.
-        let election_metrics = slice_controller::metrics::Metrics::new();
-        // A standby is ready once it could read the Lease.
-        let standby = (election_metrics.clone(), metrics.clone());
-        let readiness = tokio::spawn(async move {
-            while !standby.0.reached_api() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            standby.1.set_reached_api();
-        });
-        lease::run_elected(elector, election_metrics, stopping, move |term| {
+        lease::run_elected(elector, metrics.clone(), stopping, move |term| {
             let (client, settings, offers, metrics) = (
                 client.clone(),
                 settings.clone(),
@@ -372,13 +361,10 @@ pub async fn run(
                 metrics.clone(),
             );
             async move {
-                metrics.set_leading(true);
-                controller::run(client, settings, offers, metrics.clone(), term).await;
-                metrics.set_leading(false);
+                controller::run(client, settings, offers, metrics, term).await;
             }
         })
         .await;
-        readiness.abort();
     };
     tokio::select! {
         () = controller => {}

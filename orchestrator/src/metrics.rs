@@ -197,3 +197,15 @@ impl Metrics {
         out
     }
 }
+
+/// Leader election reports here: a standby is ready once it could read the
+/// Lease; `leader` says whether this replica leads.
+impl slice_controller::lease::ElectionObserver for Metrics {
+    fn reached_api(&self) {
+        self.set_reached_api();
+    }
+
+    fn leading(&self, leading: bool) {
+        self.set_leading(leading);
+    }
+}

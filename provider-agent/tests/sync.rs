@@ -613,16 +613,39 @@ async fn an_unreachable_catalog_is_retried_until_it_listens() {
         Duration::from_secs(2),
     )
     .unwrap();
+    // The agent's log, read back: this test's thread only (the runtime is
+    // current-thread, so the agent's task logs here too).
+    let log = Log::default();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(log.clone())
+            .finish(),
+    );
     let agent = Agent::new(Arc::new(reader.clone()), client, target(true), options());
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(agent.run(async {
         let _ = stopped.await;
     }));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        !task.is_finished(),
-        "the agent gave up on an unreachable catalog"
-    );
+    // Refused, backed off, refused again: the agent retries (and did not
+    // give up) while nothing listens.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !log
+        .text()
+        .lines()
+        .any(|l| l.contains("cannot update the catalog; retrying") && l.contains("failures=2"))
+    {
+        assert!(
+            !task.is_finished(),
+            "the agent gave up on an unreachable catalog"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no second attempt logged within 15 s:\n{}",
+            log.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let fake: Shared = Arc::new(Mutex::new(Fake {
         token_ttl_ms: 3_600_000,
@@ -645,6 +668,33 @@ async fn an_unreachable_catalog_is_retried_until_it_listens() {
     .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();
+}
+
+/// A log written by a `tracing` subscriber, read back by the test.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl Log {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
+    type Writer = Log;
+    fn make_writer(&'a self) -> Log {
+        self.clone()
+    }
 }
 
 /// A reader that is unavailable for its first `failures` reads.

@@ -46,6 +46,32 @@ use tracing::Instrument;
 
 use crate::metrics::Metrics;
 
+/// What the election reports as it goes, for whoever serves readiness and
+/// leadership (a binary's metrics): the orchestrator and the class
+/// controller each pass their own.
+pub trait ElectionObserver: Send + Sync + 'static {
+    /// The Kubernetes API answered: the Lease could be read (a standby is
+    /// ready from then on).
+    fn reached_api(&self);
+    /// This replica started (`true`) or stopped (`false`) leading.
+    fn leading(&self, leading: bool);
+}
+
+/// The class controller's metrics: leadership is its `leader` gauge, and
+/// the decision counts are cleared when it stops leading.
+impl ElectionObserver for Metrics {
+    fn reached_api(&self) {
+        self.set_reached_api();
+    }
+
+    fn leading(&self, leading: bool) {
+        self.set_leading(leading);
+        if !leading {
+            self.clear_counts();
+        }
+    }
+}
+
 /// How the Lease is held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseSettings {
@@ -252,11 +278,12 @@ impl Elector {
 }
 
 /// Run `lead` whenever this replica holds the Lease, until `shutdown` is
-/// cancelled. `lead` gets a token that is cancelled when leadership is lost
-/// (or on shutdown) and must return soon after.
+/// cancelled, telling `observer` as it goes. `lead` gets a token that is
+/// cancelled when leadership is lost (or on shutdown) and must return soon
+/// after.
 pub async fn run_elected<F, Fut>(
     mut elector: Elector,
-    metrics: Metrics,
+    observer: impl ElectionObserver,
     shutdown: CancellationToken,
     mut lead: F,
 ) where
@@ -281,7 +308,7 @@ pub async fn run_elected<F, Fut>(
             match acquired {
                 Ok(true) => {}
                 Ok(false) => {
-                    metrics.set_reached_api();
+                    observer.reached_api();
                     tokio::select! {
                         () = shutdown.cancelled() => return,
                         () = changed.notified() => continue,
@@ -298,8 +325,8 @@ pub async fn run_elected<F, Fut>(
             }
 
             // Leader.
-            metrics.set_reached_api();
-            metrics.set_leading(true);
+            observer.reached_api();
+            observer.leading(true);
             tracing::info!("became the leader");
             let term = shutdown.child_token();
             let mut leading = tokio::spawn(lead(term.clone()));
@@ -332,8 +359,7 @@ pub async fn run_elected<F, Fut>(
             if !leading.is_finished() {
                 let _ = leading.await;
             }
-            metrics.set_leading(false);
-            metrics.clear_counts();
+            observer.leading(false);
             match tokio::time::timeout(
                 elector.settings.retry.max(Duration::from_secs(1)),
                 elector.release(),

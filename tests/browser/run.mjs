@@ -330,9 +330,11 @@ try {
     const ids = async () => (await shownOfferIds(consumer)).sort();
     const both = [gpuOffer.id, storageOffer.id];
     const expect = async (wanted, what) => {
-      // Filters apply on input; give the DOM a frame to settle.
-      await consumer.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('ul.offer-list > li')].map((li) => li.dataset.offerId).sort()) === w, JSON.stringify(wanted), { timeout: 15000 }).catch(() => {});
+      // Filters apply on input: wait for the list to show `wanted`; if it
+      // never does, the check below reports what it shows instead.
+      const shown = await consumer.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('ul.offer-list > li')].map((li) => li.dataset.offerId).sort()) === w, JSON.stringify(wanted), { timeout: LIVE_DEADLINE_MS }).then(() => true, () => false);
       checkEqual(await ids(), wanted, what);
+      check(shown, `${what}: the list did not settle on ${JSON.stringify(wanted)} within ${LIVE_DEADLINE_MS} ms`);
     };
     await expect(both, 'no filter');
     await setFilter(consumer, 'Type', 'storage');
@@ -1058,9 +1060,10 @@ try {
     // Every GPU cell is on screen, without scrolling sideways.
     // (The table is drawn again once the units left arrive: measure what is on screen then.)
     const onScreen = () => [...document.querySelectorAll('td[data-column="nvidia.com/gpu"]')].map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; });
-    await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`).catch(() => {});
+    // Wait for the cells to fit; if they never do, the check reports where they are.
+    const fitted = await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`, { timeout: LIVE_DEADLINE_MS }).then(() => true, () => false);
     const gpuCells = await narrow.evaluate((f) => eval(f)(), `(${onScreen})`);
-    check(gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
+    check(fitted && gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
     checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
     await shot(narrow, 'offer-narrow');
     await restDelete(tokenB, 'gpu-narrow');
@@ -1187,7 +1190,8 @@ try {
       const said = await Promise.race([refused, new Promise((done) => setTimeout(() => done(false), 5000))]);
       const child = framer.frames().find((f) => f !== framer.mainFrame());
       // A refused frame shows the browser's own error page, not the UI.
-      const shown = child ? await child.locator('#connection, [data-skip-link]').count().catch(() => 0) : 0;
+      // (A detached error frame cannot be queried: nothing of the UI is in it.)
+      const shown = child ? await child.locator('#connection, [data-skip-link]').count().catch((e) => (child.isDetached() ? 0 : Promise.reject(e))) : 0;
       checkEqual(shown, 0, `catalog UI rendered inside a foreign frame (${child?.url()})`);
       check(said, 'the browser reported refusing to frame the catalog');
     } finally {

@@ -50,6 +50,9 @@ impl MongoServer {
     pub fn start() -> Result<Self> {
         let dir = tempfile::tempdir().context("temp dir for SecantusDB")?;
         let mut server = MongoServer {
+            // A known port, deliberately: the server is restarted on it
+            // (its clients, the catalogs under test, know it by URL), and
+            // SecantusDB does not announce a port it chose.
             port: free_port(),
             dir,
             child: None,

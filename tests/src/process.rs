@@ -27,16 +27,24 @@ pub fn bin_path(name: &str) -> PathBuf {
 /// A loopback port that was free a moment ago and that no other test
 /// process of this run was handed.
 ///
+/// Only for a port that must be known before its server starts (a client
+/// told where an upstream will be, a server restarted where its clients
+/// know it): every other server is started on port 0 and read back from
+/// its announcement ([`Spawn::start_announced`]), which no other process
+/// can take meanwhile.
+///
 /// nextest runs every test in its own process, all at once: two of them
 /// asking the system for a free port can be told the same one, and then
-/// one test's catalog or database would silently serve the other test
-/// (the second server fails to bind, while the first answers on the
-/// port). So each port handed out is marked with a file no other test
-/// process can create again; marks older than [`PORT_MARK_TTL`] are
-/// forgotten.
+/// one test's server would silently serve the other test. So each port
+/// handed out is marked with a file no other test process can create
+/// again; marks older than [`PORT_MARK_TTL`] are forgotten and removed
+/// (every call sweeps them, so the directory does not grow).
 pub fn free_port() -> u16 {
     let dir = std::env::temp_dir().join("liqo-broker-e2e-ports");
     let marks = std::fs::create_dir_all(&dir).is_ok();
+    if marks {
+        sweep_stale_marks(&dir);
+    }
     for _ in 0..100 {
         let port = system_free_port();
         if !marks {
@@ -50,12 +58,7 @@ pub fn free_port() -> u16 {
         {
             Ok(_) => return port,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let stale = std::fs::metadata(&mark)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > PORT_MARK_TTL);
-                if stale {
+                if is_stale(&mark) {
                     let _ = std::fs::remove_file(&mark);
                 }
             }
@@ -68,6 +71,27 @@ pub fn free_port() -> u16 {
 
 /// Longer than any test holds a port.
 const PORT_MARK_TTL: Duration = Duration::from_secs(600);
+
+fn is_stale(mark: &std::path::Path) -> bool {
+    std::fs::metadata(mark)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > PORT_MARK_TTL)
+}
+
+/// Remove the marks no test can still hold (best effort: another test
+/// process may be removing the same ones).
+fn sweep_stale_marks(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if is_stale(&entry.path()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
 
 fn system_free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -108,6 +132,29 @@ impl Spawn {
             name: bin.to_string(),
             cmd,
         }
+    }
+
+    /// Start `bin` through a wrapper command (`wrapper[0]` with the rest of
+    /// `wrapper` as its first arguments, then the binary's path, then the
+    /// binary's own arguments), e.g. `unshare … sh -c 'set-up; exec "$@"' sh`.
+    pub fn wrapped(bin: &str, wrapper: &[&str]) -> Self {
+        let (program, first) = wrapper.split_first().expect("a wrapper command");
+        let mut spawn = Self::new(bin);
+        let mut cmd = Command::new(program);
+        cmd.args(first).arg(bin_path(bin));
+        cmd.stdin(Stdio::null());
+        cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        spawn.cmd = cmd;
+        spawn
+    }
+
+    /// Remove `k` from the environment the process starts with.
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.cmd.env_remove(k);
+        self
     }
 
     pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
@@ -385,4 +432,48 @@ pub fn wait_announced(
         }
     }
     Ok(Bound(got))
+}
+
+/// Run workspace binary `bin` with `args` to completion under
+/// `strace -f -e trace=bind`, so every `bind(2)` any of its threads made is
+/// on record; return (success, stderr, every `bind` of an internet socket).
+///
+/// For "refused before binding" checks: looking at the port once the
+/// process has exited proves nothing (the kernel frees it with the
+/// process); the trace shows whether anything was ever bound. Start the
+/// binary with `--listen 127.0.0.1:0`: no port needs to be known.
+pub fn run_tracing_binds(
+    bin: &str,
+    args: &[&std::ffi::OsStr],
+) -> Result<(bool, String, Vec<String>)> {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .context(
+            "strace is not installed: \"refused before binding\" is proven by \
+             tracing bind(2); run scripts/install-test-deps.sh",
+        )?;
+    let dir = tempfile::tempdir()?;
+    let trace = dir.path().join("bind.trace");
+    let out = Command::new(strace)
+        .args(["-f", "-e", "trace=bind", "-o"])
+        .arg(&trace)
+        .arg(bin_path(bin))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {bin} under strace"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let trace = std::fs::read_to_string(&trace)
+        .with_context(|| format!("strace wrote no trace; its stderr: {stderr}"))?;
+    if !trace.contains("+++ exited with") {
+        bail!("the trace does not cover the whole run:\n{trace}\n{stderr}");
+    }
+    let binds = trace
+        .lines()
+        .filter(|l| l.contains("bind(") && (l.contains("AF_INET") || l.contains("sin_port")))
+        .map(str::to_string)
+        .collect();
+    Ok((out.status.success(), stderr, binds))
 }

@@ -51,3 +51,4 @@ mod slice_controller;
 mod slice_controller_contracts;
 mod slice_controller_faults;
 mod slice_controller_ha;
+mod slice_controller_incluster;

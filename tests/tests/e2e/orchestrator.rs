@@ -265,7 +265,6 @@ fn a_provider_disabled_in_the_catalog_is_left() {
     app(&broker, "app-x");
     let policy = broker.policy("");
     let secret = broker.admin_secret_file();
-    let port = e2e::free_port();
     let _orch = Spawn::new("orchestrator")
         .args(["--catalog", &broker.catalog.url("")])
         .arg("--kubeconfig")
@@ -275,8 +274,8 @@ fn a_provider_disabled_in_the_catalog_is_left() {
         .arg("--catalog-admin-secret-file")
         .arg(&secret)
         .args(["--disabled-poll", "200ms", "--leader-elect", "false"])
-        .args(["--http-listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)
+        .args(["--http-listen", "127.0.0.1:0"])
+        .start_announced(1)
         .unwrap();
     broker.wait_selected("app-x", &["cluster-1"]).unwrap();
     // Its offers stay in the catalog, but it is disabled: the namespace moves.

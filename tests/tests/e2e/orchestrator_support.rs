@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use e2e::catalog::{provider, Backend, Catalog, Env};
-use e2e::{free_port, Child, Spawn};
+use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
@@ -161,14 +161,13 @@ impl Broker {
 
     /// [`Broker::orchestrator`] naming the replica `instance`.
     pub fn orchestrator_as(&self, policy: &PathBuf, instance: &str) -> Result<(Child, u16)> {
-        let port = free_port();
-        let child = Spawn::new("orchestrator")
+        let (child, bound) = Spawn::new("orchestrator")
             .args(["--catalog", &self.catalog.url("")])
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--policy")
             .arg(policy)
-            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--http-listen", "127.0.0.1:0"])
             .args(["--instance", instance])
             .args(["--error-retry", "200ms"])
             .args([
@@ -182,8 +181,8 @@ impl Broker {
             // As the Deployment sets it (the downward API): the Lease's namespace.
             .env("POD_NAMESPACE", "liqo")
             .env("RUST_LOG", "info,orchestrator=debug")
-            .start_listening(port)?;
-        Ok((child, port))
+            .start_announced(1)?;
+        Ok((child, bound.port(None)))
     }
 
     /// `orchestrator explain --namespace NS --output json`.

@@ -50,27 +50,50 @@ fn set_resources(file: &Path, yaml: &str) {
     std::fs::rename(&tmp, file).unwrap();
 }
 
-fn start_catalog(port: u16, data_dir: &Path) -> Child {
-    Spawn::new("catalog")
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--shutdown-timeout",
-            "2s",
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .start_listening(port)
-        .expect("start catalog")
+/// The catalog on the port it announces; its port.
+fn start_catalog(data_dir: &Path) -> (Child, u16) {
+    let (child, bound) = catalog(data_dir, "127.0.0.1:0")
+        .start_announced(1)
+        .expect("start catalog");
+    (child, bound.port(None))
 }
 
-fn start_resource_monitor(port: u16, file: &Path) -> Child {
+/// The catalog again on `port`, deliberately: the agent knows the catalog
+/// by its URL, and a restarted catalog must be found there.
+fn restart_catalog(port: u16, data_dir: &Path) -> Child {
+    catalog(data_dir, &format!("127.0.0.1:{port}"))
+        .start_listening(port)
+        .expect("restart catalog")
+}
+
+fn catalog(data_dir: &Path, listen: &str) -> Spawn {
+    Spawn::new("catalog")
+        .args(["--listen", listen, "--shutdown-timeout", "2s"])
+        .arg("--data-dir")
+        .arg(data_dir)
+}
+
+/// `resource-monitor` over `file` on the port it announces; its port.
+fn start_resource_monitor(file: &Path) -> (Child, u16) {
+    let (child, bound) = resource_monitor(file, "127.0.0.1:0")
+        .start_announced(1)
+        .expect("start resource-monitor");
+    (child, bound.port(None))
+}
+
+/// `resource-monitor` on `port`, deliberately: the agent was told where
+/// its chain is before the chain existed (or restarted).
+fn resource_monitor_on(port: u16, file: &Path) -> Child {
+    resource_monitor(file, &format!("127.0.0.1:{port}"))
+        .start_listening(port)
+        .expect("start resource-monitor")
+}
+
+fn resource_monitor(file: &Path, listen: &str) -> Spawn {
     Spawn::new("resource-monitor")
         .arg("--source")
         .arg(format!("static:{}", file.display()))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)
-        .expect("start resource-monitor")
+        .args(["--listen", listen])
 }
 
 fn http() -> reqwest::blocking::Client {
@@ -167,14 +190,81 @@ fn wait_for_plan(feed: &mut FeedClient, want: &Value, deadline: Instant) -> Valu
 }
 
 fn start_agent(catalog_port: u16, creds: &Path, reader: &str) -> Child {
+    agent(catalog_port, creds, reader)
+        .start()
+        .expect("start provider-agent")
+}
+
+/// [`start_agent`], its log (stderr) into `log`.
+fn start_agent_logged(catalog_port: u16, creds: &Path, reader: &str, log: &Path) -> Child {
+    agent(catalog_port, creds, reader)
+        .stderr_to(std::fs::File::create(log).expect("agent log"))
+        .start()
+        .expect("start provider-agent")
+}
+
+fn agent(catalog_port: u16, creds: &Path, reader: &str) -> Spawn {
     Spawn::new("provider-agent")
         .args(["--catalog", &format!("http://127.0.0.1:{catalog_port}")])
         .arg("--credentials")
         .arg(creds)
         .args(["--offer", OFFER, "--plan", PLAN, "--reader", reader])
         .args(["--debounce", "200ms", "--max-backoff", "1s"])
-        .start()
-        .expect("start provider-agent")
+        .env("RUST_LOG", "info")
+}
+
+/// The agent's log so far, in bytes: where [`wait_for_retry`] starts.
+fn log_len(log: &Path) -> usize {
+    std::fs::metadata(log)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0)
+}
+
+/// Wait until the agent logged, after byte `from` of `log`, that it
+/// failed `what` ("cannot update the catalog", "cannot read the resource
+/// chain"), backed off and failed again (`failures=2`): it tried, did not
+/// give up, and is still running.
+fn wait_for_retry(agent: &mut Child, log: &Path, from: usize, what: &str) {
+    let needle = format!("{what}; retrying");
+    wait_for_line(
+        agent,
+        log,
+        from,
+        &format!("a second {what:?} attempt"),
+        |l| l.contains(&needle) && l.contains("failures=2"),
+    );
+}
+
+/// Wait until the agent logged, after byte `from` of `log`, a line that
+/// `matches` (`what` names it in the failure message), and is still
+/// running.
+fn wait_for_line(
+    agent: &mut Child,
+    log: &Path,
+    from: usize,
+    what: &str,
+    matches: impl Fn(&str) -> bool,
+) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read(log).unwrap_or_default();
+        let after = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
+        if after.lines().any(&matches) {
+            break;
+        }
+        if let Some(status) = agent.try_wait().unwrap() {
+            panic!("the agent exited ({status}) before logging {what}:\n{after}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not log {what} within {PATIENCE:?}:\n{after}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent exited after logging {what}"
+    );
 }
 
 #[test]
@@ -186,18 +276,18 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let creds = credentials("provider-e2e", "peering-secret-1");
     let creds_file = write_json(dir.path(), "credentials.json", &creds);
 
-    let monitor_port = free_port();
-    let _monitor = start_resource_monitor(monitor_port, &resources);
-    let catalog_port = free_port();
-    let mut catalog = start_catalog(catalog_port, &data_dir);
+    let (_monitor, monitor_port) = start_resource_monitor(&resources);
+    let (mut catalog, catalog_port) = start_catalog(&data_dir);
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
 
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
-    let mut agent = start_agent(
+    let agent_log = dir.path().join("agent.log");
+    let mut agent = start_agent_logged(
         catalog_port,
         &creds_file,
         &format!("grpc:127.0.0.1:{monitor_port}"),
+        &agent_log,
     );
 
     // On start, the agent publishes what the chain offers.
@@ -221,17 +311,14 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let version_before_restart = offer["version"].as_u64().unwrap();
 
     // The catalog crashes; the file changes while it is down.
+    let from = log_len(&agent_log);
     catalog.kill();
     drop(feed);
     set_resources(&resources, "cpu: 5\nmemory: 8Gi\n");
-    // Long enough for the agent to try, fail and back off at least once.
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the catalog was down"
-    );
+    // The agent tries, fails, backs off and tries again (its log says so).
+    wait_for_retry(&mut agent, &agent_log, from, "cannot update the catalog");
 
-    let mut catalog = start_catalog(catalog_port, &data_dir);
+    let mut catalog = restart_catalog(catalog_port, &data_dir);
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
     let first = feed.expect("snapshot", PATIENCE).unwrap();
     let offer = first["offers"]
@@ -295,36 +382,34 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     let owner_only = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
     std::fs::set_permissions(&creds_file, owner_only).unwrap();
 
-    let catalog_port = free_port();
-    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let (_catalog, catalog_port) = start_catalog(&dir.path().join("catalog-data"));
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
 
-    // The agent starts before the chain it follows.
+    // The agent starts before the chain it follows: a known port,
+    // deliberately (nothing can announce it yet).
     let monitor_port = free_port();
-    let mut agent = start_agent(
+    let agent_log = dir.path().join("agent.log");
+    let mut agent = start_agent_logged(
         catalog_port,
         &creds_file,
         &format!("grpc:127.0.0.1:{monitor_port}"),
+        &agent_log,
     );
-    std::thread::sleep(Duration::from_millis(700));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the chain was not up yet"
-    );
-    let mut monitor = start_resource_monitor(monitor_port, &resources);
+    wait_for_retry(&mut agent, &agent_log, 0, "cannot read the resource chain");
+    let mut monitor = resource_monitor_on(monitor_port, &resources);
     wait_for_plan(&mut feed, &json!({"cpu": "8"}), Instant::now() + PATIENCE);
 
     // The chain goes away; the file changes; the chain comes back with it.
+    let from = log_len(&agent_log);
     monitor.kill();
     set_resources(&resources, "cpu: 2\n");
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        agent.try_wait().unwrap().is_none(),
-        "the agent exited while the chain was down"
-    );
-    let _monitor = start_resource_monitor(monitor_port, &resources);
+    // The agent sees the chain go and keeps reconnecting (its log says so).
+    wait_for_line(&mut agent, &agent_log, from, "the chain lost", |l| {
+        l.contains("lost the upstream; reconnecting")
+    });
+    let _monitor = resource_monitor_on(monitor_port, &resources);
 
     let offer = wait_for_plan(&mut feed, &json!({"cpu": "2"}), Instant::now() + PATIENCE);
     assert_rest_kept(&offer);
@@ -339,13 +424,11 @@ fn the_agent_follows_a_credential_rotation_through_its_file() {
     let creds = credentials("provider-rotating", "peering-secret-old");
     let creds_file = write_json(dir.path(), "credentials.json", &creds);
 
-    let catalog_port = free_port();
-    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let (_catalog, catalog_port) = start_catalog(&dir.path().join("catalog-data"));
     let token = login(catalog_port, &creds);
     put_offer(catalog_port, OFFER, &hand_made_offer(), &token);
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
-    let monitor_port = free_port();
-    let _monitor = start_resource_monitor(monitor_port, &resources);
+    let (_monitor, monitor_port) = start_resource_monitor(&resources);
     let mut agent = start_agent(
         catalog_port,
         &creds_file,
@@ -418,8 +501,7 @@ fn refused_credentials_and_someone_elses_offer_stop_the_agent() {
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
     let reader = format!("static:{}", resources.display());
-    let catalog_port = free_port();
-    let _catalog = start_catalog(catalog_port, &dir.path().join("catalog-data"));
+    let (_catalog, catalog_port) = start_catalog(&dir.path().join("catalog-data"));
     let catalog_url = format!("http://127.0.0.1:{catalog_port}");
 
     // The cluster ID is registered with one secret; the agent has another.
@@ -510,7 +592,11 @@ fn configuration_errors_name_what_is_wrong() {
     let creds_file = write_json(dir.path(), "creds.json", &credentials("c1", "s3cret"));
     let creds = creds_file.to_str().unwrap();
     // Nothing listens here: configuration errors come before any contact.
-    let catalog = format!("http://127.0.0.1:{}", free_port());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let catalog = format!("http://127.0.0.1:{dead}");
 
     let cases: &[(&[&str], &str)] = &[
         (

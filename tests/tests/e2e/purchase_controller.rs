@@ -617,7 +617,13 @@ fn bad_input_gets_clear_conditions_and_creates_nothing() {
                "spec": {"catalogURL": market.url(), "contractID": "x", "offerID": "o", "planID": "p",
                         "credentialsSecretRef": {"name": "catalog-token", "key": "token"}}}),
     );
-    assert!(both.is_err());
+    let refused = both.expect_err("a Purchase with a contract and an offer was stored");
+    assert_eq!(
+        (refused.code, refused.reason.as_str()),
+        (422, "Invalid"),
+        "{refused}"
+    );
+    assert!(refused.message.contains("oneOf"), "{refused}");
 }
 
 /// The catalog unreachable for a while: what exists stays, the Purchase

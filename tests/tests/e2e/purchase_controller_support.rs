@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 use e2e::catalog::{Backend, Catalog, Env};
 use e2e::liqo_sim;
 use e2e::{buying, contracts};
-use e2e::{free_port, Child, Spawn};
+use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
@@ -178,12 +178,11 @@ impl Consumer {
     /// `purchase-controller` for `liqo` (`v0`/`v1`), as its ServiceAccount,
     /// with short waits.
     pub fn controller(&self, liqo: &str) -> Result<(Child, u16)> {
-        let port = free_port();
-        let child = Spawn::new("purchase-controller")
+        let (child, bound) = Spawn::new("purchase-controller")
             .args(["--liqo-api", liqo, "--cluster-id", CONSUMER_ID])
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
-            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--http-listen", "127.0.0.1:0"])
             .args(["--poll-interval", "200ms", "--resync", "500ms"])
             .args([
                 "--retry",
@@ -194,8 +193,8 @@ impl Consumer {
                 "2s",
             ])
             .env("RUST_LOG", "info,purchase_controller=debug")
-            .start_listening(port)?;
-        Ok((child, port))
+            .start_announced(1)?;
+        Ok((child, bound.port(None)))
     }
 
     /// Create a Purchase in [`TEAM`] (validated against the CRD).
@@ -280,8 +279,7 @@ impl Provider {
         std::fs::write(&creds, provider_credentials().to_string())?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))?;
-        let port = free_port();
-        let controller = Spawn::new("resource-monitor")
+        let (controller, _) = Spawn::new("resource-monitor")
             .args([
                 "--liqo-api",
                 "v1",
@@ -302,9 +300,9 @@ impl Provider {
                 "--contracts-poll-interval",
                 "200ms",
             ])
-            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--http-listen", "127.0.0.1:0"])
             .env("RUST_LOG", "info,slice_controller=debug")
-            .start_listening(port)?;
+            .start_announced(1)?;
         Ok(Self {
             kube: Arc::new(kube),
             _dir: dir,

@@ -129,17 +129,14 @@ async fn upstream_down_then_up() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.json");
     std::fs::write(&file, r#"{"cpu": "3", "memory": "3Gi"}"#)?;
+    // A known port, deliberately: p2 must be told where its upstream will
+    // be before the upstream exists.
     let p1_port = free_port();
-    let p2_port = free_port();
-    let _p2 = Spawn::new("resource-monitor")
+    let (_p2, bound) = Spawn::new("resource-monitor")
         .args(["--source", &format!("grpc:127.0.0.1:{p1_port}")])
-        .args([
-            "--liqo-api",
-            "v0.9",
-            "--listen",
-            &format!("127.0.0.1:{p2_port}"),
-        ])
-        .start_listening(p2_port)?;
+        .args(["--liqo-api", "v0.9", "--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let p2_port = bound.port(None);
     let client = ReaderClient::connect(p2_port, Shape::C).await?;
 
     let status = client.read("c1").await.expect_err("no upstream yet");

@@ -2,54 +2,19 @@
 //! the port is bound, `--help` documents the flags, a chain file wires the
 //! quota and filter stages, and gRPC health and reflection are served.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
-use e2e::{bin_path, free_port, Spawn};
+use e2e::process::run_tracing_binds;
+use e2e::Spawn;
 
-/// Run `resource-monitor` with `args` to completion under
-/// `strace -f -e trace=bind`, so every `bind(2)` any of its threads made is
-/// on record; return (success, stderr, the `bind` calls naming `port`).
-///
-/// Checking the port once the process has exited proves nothing (the
-/// kernel frees it with the process); the trace shows whether it was ever
-/// bound.
-fn run_traced(args: &[&std::ffi::OsStr], port: u16) -> Result<(bool, String, Vec<String>)> {
-    let strace = ["/usr/bin/strace", "/bin/strace"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .context(
-            "strace is not installed: these tests prove the port was never bound by \
-             tracing bind(2); run scripts/install-test-deps.sh",
-        )?;
-    let dir = tempfile::tempdir()?;
-    let trace = dir.path().join("bind.trace");
-    let out = Command::new(strace)
-        .args(["-f", "-e", "trace=bind", "-o"])
-        .arg(&trace)
-        .arg(bin_path("resource-monitor"))
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .output()
-        .context("running resource-monitor under strace")?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let trace = std::fs::read_to_string(&trace)
-        .with_context(|| format!("strace wrote no trace; its stderr: {stderr}"))?;
-    assert!(
-        trace.contains("+++ exited with"),
-        "the trace does not cover the whole run:\n{trace}\n{stderr}"
-    );
-    let needle = format!("sin_port=htons({port})");
-    let binds = trace
-        .lines()
-        .filter(|l| l.contains("bind(") && l.contains(&needle))
-        .map(str::to_string)
-        .collect();
-    Ok((out.status.success(), stderr, binds))
+/// Run `resource-monitor` with `args` (and `--listen 127.0.0.1:0`) to
+/// completion under strace; return (success, stderr, its `bind` calls).
+fn run_traced(args: &[&std::ffi::OsStr]) -> Result<(bool, String, Vec<String>)> {
+    let mut all = args.to_vec();
+    all.extend(["--listen", "127.0.0.1:0"].map(std::ffi::OsStr::new));
+    run_tracing_binds("resource-monitor", &all)
 }
 
 /// Run with a chain file; return (success, stderr) and check the port was
@@ -59,17 +24,7 @@ fn run_with_config(text: &str) -> Result<(bool, String)> {
     std::fs::write(dir.path().join("resources.yaml"), "cpu: 1\n")?;
     let chain = dir.path().join("chain.toml");
     std::fs::write(&chain, text)?;
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let (ok, stderr, binds) = run_traced(
-        &[
-            "--config".as_ref(),
-            chain.as_os_str(),
-            "--listen".as_ref(),
-            listen.as_ref(),
-        ],
-        port,
-    )?;
+    let (ok, stderr, binds) = run_traced(&["--config".as_ref(), chain.as_os_str()])?;
     assert!(
         binds.is_empty(),
         "the port was bound despite the bad configuration: {binds:?}"
@@ -117,18 +72,8 @@ fn bad_resource_file_fails_before_binding() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 2\nmemory: eight\n")?;
-    let port = free_port();
     let source = format!("static:{}", file.display());
-    let listen = format!("127.0.0.1:{port}");
-    let (ok, stderr, binds) = run_traced(
-        &[
-            "--source".as_ref(),
-            source.as_ref(),
-            "--listen".as_ref(),
-            listen.as_ref(),
-        ],
-        port,
-    )?;
+    let (ok, stderr, binds) = run_traced(&["--source".as_ref(), source.as_ref()])?;
     assert!(!ok);
     assert!(
         stderr.contains("memory") && stderr.contains("line 2"),
@@ -238,12 +183,12 @@ allow = ["*/gpu"]
 deny = ["*gpu*"]
 "#,
     )?;
-    let port = free_port();
-    let _p = Spawn::new("resource-monitor")
+    let (_p, bound) = Spawn::new("resource-monitor")
         .arg("--config")
         .arg(&chain)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::B).await?;
     assert_eq!(
         client.read("gold-1").await?,
@@ -270,11 +215,11 @@ async fn health_and_reflection_are_served() -> Result<()> {
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     use tonic_reflection::pb::v1::ServerReflectionRequest;
 
-    let port = free_port();
-    let _p = Spawn::new("resource-monitor")
+    let (_p, bound) = Spawn::new("resource-monitor")
         .args(["--source", "host", "--liqo-api", "v0.9"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::C).await?;
 
     let mut health = HealthClient::new(client.channel());

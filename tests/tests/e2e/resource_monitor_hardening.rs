@@ -18,13 +18,37 @@ use tonic_health::pb::HealthCheckRequest;
 /// well-behaved client's, as an attacker would be another host.
 const ATTACKER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
-fn static_monitor(file: &Path, port: u16, extra: &[&str]) -> Result<Child> {
-    Spawn::new("resource-monitor")
+/// `resource-monitor` over a static file, on the port it announces.
+fn static_monitor(file: &Path, extra: &[&str]) -> Result<(Child, u16)> {
+    static_monitor_logged(file, extra, None)
+}
+
+/// The same, its log (stderr) into `log` if given.
+fn static_monitor_logged(
+    file: &Path,
+    extra: &[&str],
+    log: Option<std::fs::File>,
+) -> Result<(Child, u16)> {
+    let mut spawn = Spawn::new("resource-monitor");
+    if let Some(log) = log {
+        spawn = spawn.stderr_to(log);
+    }
+    let (child, bound) = spawn
         .arg("--source")
         .arg(format!("static:{}", file.display()))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--listen", "127.0.0.1:0"])
         .args(extra)
-        .start_listening(port)
+        .start_announced(1)?;
+    Ok((child, bound.port(None)))
+}
+
+/// A loopback port nothing listens on: one the system handed out and that
+/// was closed again (for a client to be refused; were another test to take
+/// it meanwhile, it would not speak this protocol either).
+fn dead_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// A read and a health check answered within `within` on a fresh
@@ -58,8 +82,7 @@ async fn idle_connections_cannot_lock_out_reads_or_health() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 4\nmemory: 8Gi\n")?;
-    let port = free_port();
-    let _monitor = static_monitor(&file, port, &["--handshake-timeout", "2s"])?;
+    let (_monitor, port) = static_monitor(&file, &["--handshake-timeout", "2s"])?;
     answers_within(port, Shape::A, Duration::from_secs(5)).await?;
 
     let opened = Instant::now();
@@ -85,10 +108,8 @@ async fn silent_connections_within_the_peer_limit_are_closed_at_the_deadline() -
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 4\n")?;
-    let port = free_port();
-    let _monitor = static_monitor(
+    let (_monitor, port) = static_monitor(
         &file,
-        port,
         &[
             "--handshake-timeout",
             "1s",
@@ -121,13 +142,8 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 4\n")?;
     let log_path = dir.path().join("monitor.log");
-    let port = free_port();
-    let mut monitor = Spawn::new("resource-monitor")
-        .arg("--source")
-        .arg(format!("static:{}", file.display()))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stderr_to(std::fs::File::create(&log_path)?)
-        .start_listening(port)?;
+    let (mut monitor, port) =
+        static_monitor_logged(&file, &[], Some(std::fs::File::create(&log_path)?))?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     assert_eq!(client.read("x").await?, resources(&[("cpu", "4")]));
 
@@ -136,7 +152,7 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
     anyhow::ensure!(made.success(), "mkfifo failed");
     std::fs::rename(&fifo, &file)?;
-    let logged = wait_for_log(&log_path, "FIFO", Duration::from_secs(5)).await?;
+    let logged = wait_for_log(&log_path, "FIFO", Duration::from_secs(15)).await?;
     assert!(logged.contains("not a regular file"), "{logged}");
     // The last good resources are still served.
     assert_eq!(client.read("x").await?, resources(&[("cpu", "4")]));
@@ -146,7 +162,7 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     std::fs::write(&tmp, "cpu: 7\n")?;
     std::fs::rename(&tmp, &file)?;
     client
-        .read_until("x", Duration::from_secs(5), |r| {
+        .read_until("x", Duration::from_secs(15), |r| {
             r == &resources(&[("cpu", "7")])
         })
         .await?;
@@ -155,7 +171,20 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
     anyhow::ensure!(made.success(), "mkfifo failed");
     std::fs::rename(&fifo, &file)?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Terminated once it has met the FIFO (its second refusal logged), so
+    // the stop is tested with the FIFO in place.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if log.matches("not a regular file").count() >= 2 {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the second FIFO was not refused within 15s; log:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let status = monitor.terminate(Duration::from_secs(10))?;
     assert!(status.success(), "{status}");
     Ok(())
@@ -199,7 +228,7 @@ async fn negative_and_duplicate_resources_are_refused() -> Result<()> {
         let out = Spawn::new("resource-monitor")
             .arg("--source")
             .arg(format!("static:{}", file.display()))
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--listen", "127.0.0.1:0"])
             .output()?;
         assert!(!out.status.success(), "{text:?} was accepted");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -215,22 +244,24 @@ async fn negative_and_duplicate_resources_are_refused() -> Result<()> {
     let out = Spawn::new("resource-monitor")
         .arg("--source")
         .arg(format!("static:{}", json.display()))
-        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--listen", "127.0.0.1:0"])
         .output()?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
 
     // On reload: refused, the last good resources stay.
     std::fs::write(&file, "cpu: 2\n")?;
-    let port = free_port();
-    let _monitor = static_monitor(&file, port, &[])?;
+    let log_path = dir.path().join("monitor.log");
+    let (_monitor, port) =
+        static_monitor_logged(&file, &[], Some(std::fs::File::create(&log_path)?))?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     assert_eq!(client.read("x").await?, resources(&[("cpu", "2")]));
-    for text in ["cpu: -100\n", "cpu: 3\ncpu: 5\n"] {
+    for (text, refusal) in [("cpu: -100\n", "negative"), ("cpu: 3\ncpu: 5\n", "twice")] {
         let tmp = dir.path().join("resources.tmp");
         std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, &file)?;
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // The refusal logged is the proof the file was read (no waiting).
+        wait_for_log(&log_path, refusal, Duration::from_secs(15)).await?;
         assert_eq!(
             client.read("x").await?,
             resources(&[("cpu", "2")]),
@@ -251,13 +282,17 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 3\n")?;
+    // A known port, deliberately: the monitor must be told where its
+    // upstream will be before the upstream exists.
     let upstream_port = free_port();
-    let port = free_port();
-    let _monitor = Spawn::new("resource-monitor")
+    let log_path = dir.path().join("monitor.log");
+    let (_monitor, bound) = Spawn::new("resource-monitor")
+        .stderr_to(std::fs::File::create(&log_path)?)
         .args(["--source", &format!("grpc:127.0.0.1:{upstream_port}")])
         .args(["--liqo-api", "v0.5", "--first-sync-timeout", "20s"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .start_listening(port)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::A).await?;
 
     // The upstream comes up while the read waits.
@@ -267,7 +302,11 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
         async move { client.read("peer-1").await }
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let mut upstream = static_monitor(&file, upstream_port, &[])?;
+    let mut upstream = Spawn::new("resource-monitor")
+        .arg("--source")
+        .arg(format!("static:{}", file.display()))
+        .args(["--listen", &format!("127.0.0.1:{upstream_port}")])
+        .start_listening(upstream_port)?;
     let answer = read
         .await?
         .context("the first read failed instead of waiting")?;
@@ -275,19 +314,21 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
     assert!(started.elapsed() < Duration::from_secs(20));
 
     // The upstream goes away: the last known answer, not an error.
+    // Read once the monitor has noticed (its log says so), so the answer
+    // comes from the kept one and not from a connection still believed up.
     upstream.kill();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_log(&log_path, "lost the upstream", Duration::from_secs(15)).await?;
     for _ in 0..5 {
         assert_eq!(client.read("peer-1").await?, resources(&[("cpu", "3")]));
     }
 
     // Shape B in the same situation answers UNAVAILABLE at once.
-    let port_b = free_port();
-    let _monitor_b = Spawn::new("resource-monitor")
-        .args(["--source", &format!("grpc:127.0.0.1:{}", free_port())])
+    let (_monitor_b, bound_b) = Spawn::new("resource-monitor")
+        .args(["--source", &format!("grpc:127.0.0.1:{}", dead_port()?)])
         .args(["--liqo-api", "v0.6"])
-        .args(["--listen", &format!("127.0.0.1:{port_b}")])
-        .start_listening(port_b)?;
+        .args(["--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port_b = bound_b.port(None);
     let client_b = ReaderClient::connect(port_b, Shape::B).await?;
     let status = client_b
         .read("peer-1")
@@ -305,8 +346,7 @@ async fn shape_a_subscriptions_end_with_an_error_on_shutdown() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("resources.yaml");
     std::fs::write(&file, "cpu: 3\n")?;
-    let port = free_port();
-    let mut monitor = static_monitor(&file, port, &["--liqo-api", "v0.5"])?;
+    let (mut monitor, port) = static_monitor(&file, &["--liqo-api", "v0.5"])?;
     let client = ReaderClient::connect(port, Shape::A).await?;
     let mut subscription = client.subscribe().await?;
     assert_eq!(subscription.next_within(Duration::from_secs(15)).await?, "");

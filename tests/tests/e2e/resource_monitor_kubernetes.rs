@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use e2e::grpc::{resources, ReaderClient, Shape};
-use e2e::{free_port, Child, Spawn};
+use e2e::{Child, Spawn};
 use kube_test_server::{node, pod, Kind, KubeApiServer};
 use serde_json::json;
 
@@ -110,9 +110,11 @@ async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
         resources(&[("cpu", "3"), ("memory", "7Gi"), ("pods", "110")])
     );
 
-    // A node heartbeat that changes nothing counted is not a change.
+    // A node heartbeat that changes nothing counted is not a change: no
+    // notification, and the stream still open (a dead stream is silent
+    // too); the deletion below must then be notified, so it was listening.
     kube.apply(Kind::Node, node("n1", true, false, "4", "8Gi"));
-    assert!(notes.next_within(Duration::from_millis(500)).await.is_err());
+    notes.expect_silence(Duration::from_millis(500)).await?;
 
     // The offloaded pod is deleted; n2 comes back.
     kube.delete(Kind::Pod, "default/from-a");
@@ -136,8 +138,12 @@ async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
 #[tokio::test]
 async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    // An API server address nothing listens on.
-    let dead = free_port();
+    // An API server address nothing listens on: a port the system handed
+    // out and that was closed again (nothing listens there; were another
+    // test to take it meanwhile, it is not a Kubernetes API server either).
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -147,33 +153,36 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
              current-context: x\n"
         ),
     )?;
-    let port = free_port();
-    let _monitor = Spawn::new("resource-monitor")
+    let (_monitor, bound) = Spawn::new("resource-monitor")
         .args(["--source", "kubernetes", "--kubeconfig"])
         .arg(&kubeconfig)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--listen", "127.0.0.1:0"])
         // Shape A waits this long for a first answer before the error.
         .args(["--first-sync-timeout", "500ms"])
-        .start_listening(port)?;
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::A).await?;
     let status = client.read("c1").await.expect_err("not listed yet");
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
 
     let bad = dir.path().join("bad-kubeconfig");
     std::fs::write(&bad, "this: [is not a kubeconfig\n")?;
-    let port = free_port();
-    let out = Spawn::new("resource-monitor")
-        .args(["--source", "kubernetes", "--kubeconfig"])
-        .arg(&bad)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .output()?;
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Traced: a port checked after the exit is free anyway; the trace
+    // shows whether anything was ever bound.
+    let (ok, stderr, binds) = e2e::process::run_tracing_binds(
+        "resource-monitor",
+        &[
+            "--source".as_ref(),
+            "kubernetes".as_ref(),
+            "--kubeconfig".as_ref(),
+            bad.as_os_str(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+        ],
+    )?;
+    assert!(!ok);
     assert!(stderr.contains("bad-kubeconfig"), "{stderr}");
-    assert!(
-        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
-        "port was bound"
-    );
+    assert!(binds.is_empty(), "a port was bound: {binds:?}");
     Ok(())
 }
 
@@ -201,21 +210,16 @@ pub(crate) async fn start_monitor_with(
     kubeconfig: &Path,
     log: Option<std::fs::File>,
 ) -> Result<(Child, ReaderClient)> {
-    let port = free_port();
     let mut spawn = Spawn::new("resource-monitor");
     if let Some(log) = log {
         spawn = spawn.stderr_to(log);
     }
-    let monitor = spawn
+    let (monitor, bound) = spawn
         .args(["--source", "kubernetes", "--kubeconfig"])
         .arg(kubeconfig)
-        .args([
-            "--liqo-api",
-            "v0.6",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .start_listening(port)?;
+        .args(["--liqo-api", "v0.6", "--listen", "127.0.0.1:0"])
+        .start_announced(1)?;
+    let port = bound.port(None);
     let client = ReaderClient::connect(port, Shape::B).await?;
     Ok((monitor, client))
 }

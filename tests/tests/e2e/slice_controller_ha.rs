@@ -32,7 +32,15 @@ async fn a_concurrent_conflicting_status_write_is_survived() -> Result<()> {
     // (a status write the controller's cache does not know about).
     p.kube.hold_watches(true);
     p.kube.end_watches();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Its new slice watch is held: from now on it sees no change.
+    let deadline = Instant::now() + SETTLE;
+    while p.kube.waiting_watches(SLICES) == 0 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the controller never watched again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut renewed = p.get_slice("c1", "gold-a")?;
     renewed["status"]["authParams"]["signedCRT"] = json!("UkVORVdFRC1DRVJU");
     p.kube
@@ -105,8 +113,13 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(p.status_writes(), writes, "a restart wrote a status");
+    // The marker: a slice created now is decided after the restart's
+    // reconciles of the others; by then any (wrong) rewrite is on record,
+    // so the marker's is the one new status write.
+    p.slice("c1", "gold-marker", CLASS, &[("cpu", "100")], true);
+    p.wait_condition("c1", "gold-marker", SETTLE, is("Denied"))
+        .await?;
+    assert_eq!(p.status_writes(), writes + 1, "a restart wrote a status");
     assert_eq!(
         (p.get_slice("c1", "gold-a")?, p.get_slice("c1", "gold-b")?),
         before
@@ -217,5 +230,31 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
         "took over {took_over:?} after the kill"
     );
     drop(standby);
+    Ok(())
+}
+
+/// The controller's HTTP port is guarded (`edge::probe`, HTTP/1 limits):
+/// 100 connections from one address that send nothing neither starve
+/// `/healthz` and `/readyz` nor stay open past the 5 s request-line
+/// deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_cannot_starve_the_probes() -> Result<()> {
+    use e2e::process::{open_idle_connections, still_open_at};
+    let p = Provider::start(&INVENTORY).await?;
+    let (_controller, port) = p.controller(&[])?;
+    let opened = Instant::now();
+    let idle = open_idle_connections(port, 100, std::net::Ipv4Addr::new(127, 0, 0, 2)).await?;
+    // Another address is answered at once (the idle peer holds at most 8).
+    let (status, body) = http_get(port, "/healthz").await?;
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let deadline = Instant::now() + SETTLE;
+    while http_get(port, "/readyz").await?.0 != 200 {
+        anyhow::ensure!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Closed by the deadline (the wait ends as soon as they are); 15 s only
+    // bounds a real failure.
+    let left = still_open_at(idle, opened + Duration::from_secs(15)).await;
+    assert_eq!(left, 0, "{left} idle connections outlived the deadline");
     Ok(())
 }

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use e2e::{free_port, Child, Spawn};
+use e2e::process::Bound;
+use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
@@ -217,20 +218,28 @@ impl Provider {
 
     /// [`Provider::controller`] with `--lease-retry` set to `retry`.
     pub fn controller_renewing_every(&self, retry: &str, extra: &[&str]) -> Result<(Child, u16)> {
-        let port = free_port();
+        let (child, bound) = self.controller_announced(retry, extra)?;
+        Ok((child, bound.port(Some("controller"))))
+    }
+
+    /// [`Provider::controller_renewing_every`], with every port it
+    /// announced (the controller's, role `controller`; the gRPC server's,
+    /// if `extra` has `--listen`).
+    pub fn controller_announced(&self, retry: &str, extra: &[&str]) -> Result<(Child, Bound)> {
+        let ports = if extra.contains(&"--listen") { 2 } else { 1 };
         // `--liqo-api v1` unless the test names another API.
         let api = if extra.contains(&"--liqo-api") {
             &[][..]
         } else {
             &["--liqo-api", "v1"][..]
         };
-        let child = Spawn::new("resource-monitor")
+        Spawn::new("resource-monitor")
             .args(api)
             .args(["--class", CLASS, "--config"])
             .arg(&self.chain)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
-            .args(["--http-listen", &format!("127.0.0.1:{port}")])
+            .args(["--http-listen", "127.0.0.1:0"])
             .args([
                 "--lease-duration",
                 "3s",
@@ -244,8 +253,7 @@ impl Provider {
             // namespace.
             .env("POD_NAMESPACE", CONTROLLER_NAMESPACE)
             .env("RUST_LOG", "info,slice_controller=debug")
-            .start_listening(port)?;
-        Ok((child, port))
+            .start_announced(ports)
     }
 }
 
