@@ -80,6 +80,19 @@ fn raise_nofile() -> Result<u64> {
     Ok(lim.rlim_cur)
 }
 
+/// CPU time (user + system) used so far by process `pid`, from
+/// `/proc/<pid>/stat` (fields 14 and 15, in clock ticks).
+fn cpu_of(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) may hold spaces: count after its `)`.
+    let rest = stat.rsplit_once(')').context("no ) in stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    #[allow(unsafe_code)] // SAFETY: sysconf takes and returns integers.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_nanos(ticks * 1_000_000_000 / hz))
+}
+
 fn rss_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
@@ -451,6 +464,13 @@ struct Outcome {
     server_p99: f64,
     shutdown: Duration,
     closed_1001: usize,
+    /// CPU time per update of the catalog and of this client process
+    /// (every subscriber, the driver), over the update phase.
+    catalog_cpu_per_update: Duration,
+    client_cpu_per_update: Duration,
+    /// Per update: from the first subscriber receiving it to the last one
+    /// (how long the client takes to drain every socket once data flows).
+    spread_p50: f64,
 }
 
 fn run(
@@ -510,6 +530,8 @@ fn run(
     let rss_per_sub_kib = (rss_after as f64 - rss_before as f64) / n as f64;
 
     let buckets_before = buckets(&c.get("/metrics").text);
+    let me = std::process::id();
+    let (catalog_cpu_before, client_cpu_before) = (cpu_of(pid)?, cpu_of(me)?);
     let mut post = Vec::new();
     for k in 1..=updates {
         let i = k % offers;
@@ -524,16 +546,24 @@ fn run(
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    // The 200 ms pauses cost next to nothing: idle subscribers wait.
+    let catalog_cpu_per_update = (cpu_of(pid)? - catalog_cpu_before) / updates as u32;
+    let client_cpu_per_update = (cpu_of(me)? - client_cpu_before) / updates as u32;
     let mut all: Vec<u32> = Vec::new();
+    let mut spreads: Vec<u32> = Vec::new();
     let mut delivered = 0;
     for k in 1..=updates {
         let l = shared.latencies[k]
             .lock()
             .map(|l| l.clone())
             .unwrap_or_default();
+        if let (Some(first), Some(last)) = (l.iter().min(), l.iter().max()) {
+            spreads.push(last - first);
+        }
         delivered += l.len();
         all.extend(l);
     }
+    spreads.sort_unstable();
     all.sort_unstable();
     post.sort_unstable();
 
@@ -583,6 +613,9 @@ fn run(
         server_p99,
         shutdown,
         closed_1001: shared.closed_1001.load(Ordering::SeqCst),
+        catalog_cpu_per_update,
+        client_cpu_per_update,
+        spread_p50: percentile(&spreads, 0.50),
     })
 }
 
@@ -620,9 +653,9 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     println!(
-        "| subscribers | mode | deflate | list JSON / avg message on the wire (bytes) | publish→receive p50 | p99 | max | server publish→socket p50 / p99 (≤ bucket) | POST p50 | delivered | RSS per idle subscriber | SIGTERM→exit (1001 closes) |"
+        "| subscribers | mode | deflate | list JSON / avg message on the wire (bytes) | publish→receive p50 | p99 | max | server publish→socket p50 / p99 (≤ bucket) | POST p50 | delivered | RSS per idle subscriber | SIGTERM→exit (1001 closes) | CPU per update, catalog / client | first→last subscriber, p50 |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in &counts {
         if n > MAX_SUBSCRIBERS || (n as u64) + 200 > nofile {
             bail!("{n} subscribers: over the bench's bound ({MAX_SUBSCRIBERS}) or the open-file limit ({nofile})");
@@ -634,7 +667,7 @@ fn main() -> Result<()> {
             eprintln!("{n} subscribers, {mode} mode, deflate {deflate}, {offers} offers, {updates} updates");
             let o = run(n, mode, deflate, offers, updates, &rt)?;
             println!(
-                "| {} | {} | {} | {} / {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {}/{} | {:.1} KiB | {:.2} s ({}) |",
+                "| {} | {} | {} | {} / {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {}/{} | {:.1} KiB | {:.2} s ({}) | {:.1} / {:.1} ms | {:.1} ms |",
                 o.subscribers,
                 o.mode,
                 if o.deflate { "on" } else { "off" },
@@ -651,6 +684,9 @@ fn main() -> Result<()> {
                 o.rss_per_sub_kib,
                 o.shutdown.as_secs_f64(),
                 o.closed_1001,
+                o.catalog_cpu_per_update.as_secs_f64() * 1000.0,
+                o.client_cpu_per_update.as_secs_f64() * 1000.0,
+                o.spread_p50,
             );
             std::io::stdout().flush()?;
         }

@@ -6,6 +6,8 @@
 //!   audience and expiry checked; roles `provider`, `consumer`, `admin`; a
 //!   provider token carries its credential generation).
 //! - [`secret`]: argon2id hashing and verification of provider tokens.
+//! - [`secret_pool`]: where that argon2 work runs: a few lower-priority
+//!   threads behind a bounded queue (503 beyond it).
 //! - [`key`]: where the signing key comes from (file, environment, or
 //!   generated once and persisted).
 //! - [`oidc`]: an external issuer's tokens, verified against its JWKS, with
@@ -22,7 +24,9 @@ pub mod jwt;
 pub mod key;
 pub mod oidc;
 pub mod secret;
+pub mod secret_pool;
 
 pub use caller::{Caller, Generations, Verifier};
 pub use jwt::{Claims, IssuedToken, Role, TokenError, TokenService, TokenSettings};
 pub use key::{KeyError, SigningKey};
+pub use secret_pool::{PoolError, SecretPool, SecretPoolConfig};

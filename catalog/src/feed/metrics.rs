@@ -6,8 +6,14 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+/// Upper bounds (seconds) of `catalog_feed_publish_to_send_seconds`.
+const PUBLISH_TO_SEND_BUCKETS: [f64; 20] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5,
+    0.75, 1.0, 2.5, 5.0, 10.0,
+];
 
 /// Why a feed connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +88,8 @@ impl FeedMetrics {
             refused: Counter::default(),
             changes: Counter::default(),
             reloads: Counter::default(),
-            // 100 µs .. ~6.5 s
-            publish_to_send: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
+            // Fine where the targets are (tens of ms), coarse beyond.
+            publish_to_send: Histogram::new(PUBLISH_TO_SEND_BUCKETS.iter().copied()),
             subscribers_by_mode: Family::default(),
             closes: Family::default(),
         };

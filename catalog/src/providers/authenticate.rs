@@ -10,7 +10,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::{ProviderAccount, Providers};
-use crate::auth::{secret, IssuedToken, Role};
+use crate::auth::{secret, IssuedToken, PoolError, Role};
 use crate::http::{parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError};
 use crate::storage::StoreError;
 
@@ -110,7 +110,7 @@ impl Credentials {
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
         (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
         (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
     )
 )]
 pub async fn authenticate(
@@ -126,7 +126,7 @@ pub async fn authenticate(
     let account = match state.store.get_provider(&c.cluster_id).await? {
         Some(existing) => existing,
         None => {
-            let hash = hashed(&c.token).await?;
+            let hash = hashed(&state, &c.token).await?;
             let fresh = ProviderAccount {
                 generation: 0,
                 cluster_id: c.cluster_id.clone(),
@@ -147,7 +147,7 @@ pub async fn authenticate(
             holder
         }
     };
-    let Some(account) = verified(Some(account), &c).await? else {
+    let Some(account) = verified(&state, Some(account), &c).await? else {
         tracing::warn!(cluster_id = %c.cluster_id, "authentication refused: credentials differ from the registered ones");
         return Err(ApiError::Unauthorized(
             "these credentials do not match the ones registered for this cluster ID".into(),
@@ -216,7 +216,7 @@ pub struct Rotation {
         (status = 401, description = "The current credentials are wrong (nothing changed)", body = ErrorBody),
         (status = 409, description = "Rotated concurrently by another request (nothing changed)", body = ErrorBody),
         (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
     )
 )]
 pub async fn rotate(
@@ -248,13 +248,13 @@ pub async fn rotate(
     }
 
     let account = state.store.get_provider(&c.cluster_id).await?;
-    let Some(account) = verified(account, &c).await? else {
+    let Some(account) = verified(&state, account, &c).await? else {
         tracing::warn!(cluster_id = %c.cluster_id, "rotation refused: current credentials do not match");
         return Err(ApiError::Unauthorized(
             "the current credentials do not match the ones registered for this cluster ID".into(),
         ));
     };
-    let hash = hashed(&new_token).await?;
+    let hash = hashed(&state, &new_token).await?;
     let rotated = ProviderAccount {
         auth_url: new_auth_url,
         secret_hash: hash,
@@ -300,18 +300,22 @@ pub async fn rotate(
     issue(&state, &rotated)
 }
 
-/// The argon2 hash of a provider secret, computed off the async workers
-/// (it takes tens of milliseconds by design).
-async fn hashed(plain: &str) -> Result<String, ApiError> {
+/// The argon2 hash of a provider secret, computed on the secret pool (it
+/// takes tens of milliseconds by design); 503 when the pool is saturated.
+async fn hashed(state: &Providers, plain: &str) -> Result<String, ApiError> {
     let plain = plain.to_string();
-    web::block(move || secret::hash(&plain))
+    state
+        .secrets
+        .run(move || secret::hash(&plain))
         .await
-        .map_err(|e| ApiError::Internal(format!("hashing task: {e}")))?
+        .map_err(pool_error)?
         .map_err(ApiError::Internal)
 }
 
-/// `account` if it exists and `c` are its credentials.
+/// `account` if it exists and `c` are its credentials. The argon2
+/// verification runs on the secret pool; 503 when it is saturated.
 async fn verified(
+    state: &Providers,
     account: Option<ProviderAccount>,
     c: &Checked,
 ) -> Result<Option<ProviderAccount>, ApiError> {
@@ -319,12 +323,24 @@ async fn verified(
         return Ok(None);
     };
     let (token, hash) = (c.token.clone(), account.secret_hash.clone());
-    let secret_ok = web::block(move || secret::verify(&token, &hash))
+    let secret_ok = state
+        .secrets
+        .run(move || secret::verify(&token, &hash))
         .await
-        .map_err(|e| ApiError::Internal(format!("verification task: {e}")))?;
+        .map_err(pool_error)?;
     let same =
         secret_ok && account.cluster_name == c.cluster_name && account.auth_url == c.auth_url;
     Ok(same.then_some(account))
+}
+
+fn pool_error(e: PoolError) -> ApiError {
+    match e {
+        PoolError::Busy => {
+            tracing::warn!("authentication refused: every argon2 thread busy and the queue full");
+            ApiError::Unavailable(e.to_string())
+        }
+        PoolError::Stopped => ApiError::Unavailable(e.to_string()),
+    }
 }
 
 fn issue(state: &Providers, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {

@@ -36,7 +36,7 @@ pub use model::{
 };
 pub use store::ProviderStore;
 
-use crate::auth::{Generations, TokenService};
+use crate::auth::{Generations, SecretPool, TokenService};
 use crate::http::{ApiError, RateLimiter};
 use crate::storage::StoreError;
 use seal::Sealer;
@@ -65,6 +65,10 @@ pub struct ProvidersConfig {
         conflicts_with = "admin_secret"
     )]
     pub admin_secret_file: Option<std::path::PathBuf>,
+
+    /// Where provider secrets are hashed and verified (argon2).
+    #[command(flatten)]
+    pub secret_pool: crate::auth::SecretPoolConfig,
 }
 
 /// What the provider handlers share (`web::Data<Providers>`).
@@ -83,6 +87,8 @@ pub struct Providers {
     pub admin_secret_digest: Option<[u8; 32]>,
     /// Told when a provider's Liqo generations change.
     pub on_generations: Option<Arc<dyn peering::GenerationsChanged>>,
+    /// Runs the argon2 hashes and verifications (bounded, low priority).
+    pub secrets: Arc<SecretPool>,
 }
 
 impl Providers {
@@ -129,6 +135,9 @@ impl Providers {
             max_body_bytes,
             admin_secret_digest: admin_secret.map(|s| admin::digest(&s)),
             on_generations: None,
+            secrets: Arc::new(
+                SecretPool::start(&config.secret_pool).context("starting the argon2 threads")?,
+            ),
         })
     }
 

@@ -21,6 +21,7 @@ mod aggregator_reload;
 mod aggregator_sum;
 mod aggregator_upstreams;
 mod catalog_api;
+mod catalog_auth_pool;
 mod catalog_buying;
 mod catalog_contracts;
 mod catalog_durability;

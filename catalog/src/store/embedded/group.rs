@@ -106,6 +106,7 @@ impl Inner {
     fn commit_batch(&self, batch: Vec<Write>) {
         let _order = self.lock_order();
         let n = batch.len();
+        let started = std::time::Instant::now();
         let txn = match self.db.begin_write() {
             Ok(t) => t,
             Err(e) => {
@@ -156,7 +157,9 @@ impl Inner {
             }
             Ok(())
         })();
+        let decided_at = started.elapsed();
         let committed = decided.and_then(|()| txn.commit().map_err(internal));
+        let committed_at = started.elapsed();
         if let Err(e) = committed {
             tracing::error!(error = %e, writes = n, "offer batch not committed");
             for d in done {
@@ -164,15 +167,18 @@ impl Inner {
             }
             return;
         }
+        self.set_cached_batch(done.iter().filter_map(|d| match d {
+            Done::Put(Ok(outcome), _) => Some((&outcome.offer.id, Some(&outcome.offer))),
+            Done::Delete(Ok((offer, _)), _) => Some((&offer.id, None)),
+            _ => None,
+        }));
         for d in done {
             match d {
                 Done::Put(Ok(outcome), reply) => {
-                    self.set_cached(&outcome.offer.id, Some(outcome.offer.clone()));
                     self.publish(OfferChange::Upserted(outcome.offer.clone()));
                     let _ = reply.send(Ok(outcome));
                 }
                 Done::Delete(Ok((offer, version)), reply) => {
-                    self.set_cached(&offer.id, None);
                     self.publish(OfferChange::Deleted {
                         id: offer.id.clone(),
                         cluster_id: offer.cluster_id.clone(),
@@ -184,5 +190,13 @@ impl Inner {
                 Done::Delete(Err(e), reply) => drop(reply.send(Err(e))),
             }
         }
+        // Where a batch's time goes (RUST_LOG=catalog::store::embedded=debug).
+        tracing::debug!(
+            writes = n,
+            decide_us = decided_at.as_micros() as u64,
+            commit_us = (committed_at - decided_at).as_micros() as u64,
+            answer_us = (started.elapsed() - committed_at).as_micros() as u64,
+            "offer batch committed"
+        );
     }
 }

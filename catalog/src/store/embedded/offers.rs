@@ -109,12 +109,18 @@ impl EmbeddedStore {
 }
 
 impl Inner {
-    pub(super) fn set_cached(&self, id: &str, offer: Option<Offer>) {
+    /// Apply a committed batch to the in-memory offers, under one lock.
+    pub(super) fn set_cached_batch<'a>(
+        &self,
+        changes: impl Iterator<Item = (&'a String, Option<&'a Offer>)>,
+    ) {
         let mut map = self.offers.write().unwrap_or_else(|e| e.into_inner());
-        match offer {
-            Some(o) => map.insert(id.to_string(), o),
-            None => map.remove(id),
-        };
+        for (id, offer) in changes {
+            match offer {
+                Some(o) => map.insert(id.clone(), o.clone()),
+                None => map.remove(id),
+            };
+        }
     }
 }
 
