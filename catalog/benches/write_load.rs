@@ -25,7 +25,9 @@
 //! database's floor: W writers using the driver directly (one client, as a
 //! catalog has) replacing the very documents a catalog stored for those
 //! offers, each conditioned on its version, with the catalog's write
-//! concern — one round trip per write, no HTTP, no authentication.
+//! concern — one round trip per write, no HTTP, no authentication. Then
+//! lists: each catalog on MongoDB holding 200 offers answers `GET /offers`
+//! (the whole list, uncompressed) to 1 and to 16 clients in a loop.
 //!
 //! Run: `cargo bench -p catalog --bench write_load`
 //!
@@ -366,6 +368,15 @@ fn main() -> Result<()> {
                     );
                     std::io::stdout().flush()?;
                 }
+                for (name, bin) in &catalogs {
+                    let p = mongo_lists(bin, w, secs)
+                        .with_context(|| format!("{name} lists on MongoDB, {w} clients"))?;
+                    println!(
+                        "| {name}, MongoDB, `GET /offers` (200 offers) | {w} | {round} | {:.0} lists/s | {:.2} ms | {:.2} ms | – |",
+                        p.writes_per_s, p.p50_ms, p.p99_ms
+                    );
+                    std::io::stdout().flush()?;
+                }
                 let (_, bin) = catalogs.last().context("no catalog")?;
                 let p = mongo_floor(bin, w, secs)
                     .with_context(|| format!("MongoDB floor, {w} writers"))?;
@@ -381,6 +392,78 @@ fn main() -> Result<()> {
 }
 
 const MONGO_DATABASE: &str = "write_load";
+
+/// `clients` threads calling `GET /offers` in a loop on a catalog (on a
+/// fresh SecantusDB) holding 200 offers of 10 writers.
+fn mongo_lists(bin: &PathBuf, clients: usize, secs: u64) -> Result<Phase> {
+    let db = e2e::mongo::MongoServer::start()?;
+    let c = start(bin, &mongo_flags(&db.uri()))?;
+    let mut conn = Conn::open(c.port)?;
+    let (status, body) = conn.call(
+        "POST",
+        "/authenticate",
+        None,
+        &serde_json::to_vec(&provider(1))?,
+    )?;
+    if status != 200 {
+        bail!("authenticate: {status} {}", String::from_utf8_lossy(&body));
+    }
+    let token: Value = serde_json::from_slice(&body)?;
+    let token = token["token"].as_str().context("token")?;
+    for w in 0..10 {
+        for i in 0..OFFERS_PER_WRITER {
+            let body = serde_json::to_vec(&offer(w, i))?;
+            let (status, answer) =
+                conn.call("POST", &format!("/offer/w{w}-{i}"), Some(token), &body)?;
+            if !(200..300).contains(&status) {
+                bail!("write: {status} {}", String::from_utf8_lossy(&answer));
+            }
+        }
+    }
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (measuring, stop, port) = (measuring.clone(), stop.clone(), c.port);
+            std::thread::spawn(move || -> Result<Vec<u32>> {
+                let mut conn = Conn::open(port)?;
+                let mut lat = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    let (status, body) = conn.call("GET", "/offers", None, b"")?;
+                    if status != 200 || body.len() < 1000 {
+                        bail!("list: {status} {}", String::from_utf8_lossy(&body));
+                    }
+                    if measuring.load(Ordering::Relaxed) {
+                        lat.push(t.elapsed().as_micros() as u32);
+                    }
+                }
+                Ok(lat)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    measuring.store(false, Ordering::Relaxed);
+    let elapsed = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for th in threads {
+        all.extend(
+            th.join()
+                .map_err(|_| anyhow::anyhow!("lister panicked"))??,
+        );
+    }
+    all.sort_unstable();
+    Ok(Phase {
+        auths_per_s: 0.0,
+        writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
+        p50_ms: percentile(&all, 0.5),
+        p99_ms: percentile(&all, 0.99),
+    })
+}
 
 fn mongo_flags(uri: &str) -> [&str; 6] {
     [
