@@ -181,17 +181,46 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
-fn phase(
-    bin: &PathBuf,
-    writers: usize,
-    authenticators: usize,
-    secs: u64,
-    extra: &[&str],
-) -> Result<Phase> {
-    let mut flags = vec!["--auth-rate-limit", "0"];
-    flags.extend_from_slice(extra);
-    let c = start(bin, &flags)?;
-    let mut conn = Conn::open(c.port)?;
+impl Phase {
+    /// From every measured latency (µs), the measured time, and the
+    /// authentications counted in it.
+    fn of(mut lat: Vec<u32>, elapsed: Duration, auths: usize) -> Phase {
+        lat.sort_unstable();
+        Phase {
+            auths_per_s: auths as f64 / elapsed.as_secs_f64(),
+            writes_per_s: lat.len() as f64 / elapsed.as_secs_f64(),
+            p50_ms: percentile(&lat, 0.5),
+            p99_ms: percentile(&lat, 0.99),
+        }
+    }
+}
+
+/// A warm-up second, then `secs` measured; then `stop`. The measured time.
+fn measure(measuring: &AtomicBool, stop: &AtomicBool, secs: u64) -> Duration {
+    std::thread::sleep(Duration::from_secs(1));
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    measuring.store(false, Ordering::Relaxed);
+    let elapsed = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    elapsed
+}
+
+/// Every latency the threads measured.
+fn latencies(
+    threads: Vec<std::thread::JoinHandle<Result<Vec<u32>>>>,
+    who: &str,
+) -> Result<Vec<u32>> {
+    let mut all = Vec::new();
+    for th in threads {
+        all.extend(th.join().map_err(|_| anyhow::anyhow!("{who} panicked"))??);
+    }
+    Ok(all)
+}
+
+/// Provider 1's token.
+fn login(conn: &mut Conn) -> Result<String> {
     let (status, body) = conn.call(
         "POST",
         "/authenticate",
@@ -202,7 +231,35 @@ fn phase(
         bail!("authenticate: {status} {}", String::from_utf8_lossy(&body));
     }
     let token: Value = serde_json::from_slice(&body)?;
-    let token = Arc::new(token["token"].as_str().context("token")?.to_string());
+    Ok(token["token"].as_str().context("token")?.to_string())
+}
+
+/// Store each of `writers` writers' offers once.
+fn store_offers(conn: &mut Conn, token: &str, writers: usize) -> Result<()> {
+    for w in 0..writers {
+        for i in 0..OFFERS_PER_WRITER {
+            let body = serde_json::to_vec(&offer(w, i))?;
+            let (status, answer) =
+                conn.call("POST", &format!("/offer/w{w}-{i}"), Some(token), &body)?;
+            if !(200..300).contains(&status) {
+                bail!("write: {status} {}", String::from_utf8_lossy(&answer));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn phase(
+    bin: &PathBuf,
+    writers: usize,
+    authenticators: usize,
+    secs: u64,
+    extra: &[&str],
+) -> Result<Phase> {
+    let mut flags = vec!["--auth-rate-limit", "0"];
+    flags.extend_from_slice(extra);
+    let c = start(bin, &flags)?;
+    let token = Arc::new(login(&mut Conn::open(c.port)?)?);
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..writers)
@@ -262,31 +319,13 @@ fn phase(
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(1));
-    measuring.store(true, Ordering::Relaxed);
-    let t = Instant::now();
-    std::thread::sleep(Duration::from_secs(secs));
-    measuring.store(false, Ordering::Relaxed);
-    let elapsed = t.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    for th in threads {
-        all.extend(
-            th.join()
-                .map_err(|_| anyhow::anyhow!("writer panicked"))??,
-        );
-    }
+    let elapsed = measure(&measuring, &stop, secs);
+    let all = latencies(threads, "writer")?;
     for th in auth_threads {
         th.join()
             .map_err(|_| anyhow::anyhow!("authenticator panicked"))??;
     }
-    all.sort_unstable();
-    Ok(Phase {
-        auths_per_s: auths.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
-        writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
-        p50_ms: percentile(&all, 0.5),
-        p99_ms: percentile(&all, 0.99),
-    })
+    Ok(Phase::of(all, elapsed, auths.load(Ordering::Relaxed)))
 }
 
 fn main() -> Result<()> {
@@ -362,32 +401,31 @@ fn main() -> Result<()> {
                     let uri = db.uri();
                     let p = phase(bin, w, 0, secs, &mongo_flags(&uri))
                         .with_context(|| format!("{name} on MongoDB, {w} writers"))?;
-                    println!(
-                        "| {name}, MongoDB | {w} | {round} | {:.0} | {:.2} ms | {:.2} ms | – |",
-                        p.writes_per_s, p.p50_ms, p.p99_ms
-                    );
-                    std::io::stdout().flush()?;
+                    row(&format!("{name}, MongoDB"), w, round, &p, "")?;
                 }
                 for (name, bin) in &catalogs {
                     let p = mongo_lists(bin, w, secs)
                         .with_context(|| format!("{name} lists on MongoDB, {w} clients"))?;
-                    println!(
-                        "| {name}, MongoDB, `GET /offers` (200 offers) | {w} | {round} | {:.0} lists/s | {:.2} ms | {:.2} ms | – |",
-                        p.writes_per_s, p.p50_ms, p.p99_ms
-                    );
-                    std::io::stdout().flush()?;
+                    let what = format!("{name}, MongoDB, `GET /offers` (200 offers)");
+                    row(&what, w, round, &p, " lists/s")?;
                 }
                 let (_, bin) = catalogs.last().context("no catalog")?;
                 let p = mongo_floor(bin, w, secs)
                     .with_context(|| format!("MongoDB floor, {w} writers"))?;
-                println!(
-                    "| floor: the driver, MongoDB | {w} | {round} | {:.0} | {:.2} ms | {:.2} ms | – |",
-                    p.writes_per_s, p.p50_ms, p.p99_ms
-                );
-                std::io::stdout().flush()?;
+                row("floor: the driver, MongoDB", w, round, &p, "")?;
             }
         }
     }
+    Ok(())
+}
+
+/// One table row of a phase without authenticators.
+fn row(what: &str, w: usize, round: usize, p: &Phase, unit: &str) -> Result<()> {
+    println!(
+        "| {what} | {w} | {round} | {:.0}{unit} | {:.2} ms | {:.2} ms | – |",
+        p.writes_per_s, p.p50_ms, p.p99_ms
+    );
+    std::io::stdout().flush()?;
     Ok(())
 }
 
@@ -399,27 +437,8 @@ fn mongo_lists(bin: &PathBuf, clients: usize, secs: u64) -> Result<Phase> {
     let db = e2e::mongo::MongoServer::start()?;
     let c = start(bin, &mongo_flags(&db.uri()))?;
     let mut conn = Conn::open(c.port)?;
-    let (status, body) = conn.call(
-        "POST",
-        "/authenticate",
-        None,
-        &serde_json::to_vec(&provider(1))?,
-    )?;
-    if status != 200 {
-        bail!("authenticate: {status} {}", String::from_utf8_lossy(&body));
-    }
-    let token: Value = serde_json::from_slice(&body)?;
-    let token = token["token"].as_str().context("token")?;
-    for w in 0..10 {
-        for i in 0..OFFERS_PER_WRITER {
-            let body = serde_json::to_vec(&offer(w, i))?;
-            let (status, answer) =
-                conn.call("POST", &format!("/offer/w{w}-{i}"), Some(token), &body)?;
-            if !(200..300).contains(&status) {
-                bail!("write: {status} {}", String::from_utf8_lossy(&answer));
-            }
-        }
-    }
+    let token = login(&mut conn)?;
+    store_offers(&mut conn, &token, 10)?;
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..clients)
@@ -442,27 +461,9 @@ fn mongo_lists(bin: &PathBuf, clients: usize, secs: u64) -> Result<Phase> {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(1));
-    measuring.store(true, Ordering::Relaxed);
-    let t = Instant::now();
-    std::thread::sleep(Duration::from_secs(secs));
-    measuring.store(false, Ordering::Relaxed);
-    let elapsed = t.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    for th in threads {
-        all.extend(
-            th.join()
-                .map_err(|_| anyhow::anyhow!("lister panicked"))??,
-        );
-    }
-    all.sort_unstable();
-    Ok(Phase {
-        auths_per_s: 0.0,
-        writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
-        p50_ms: percentile(&all, 0.5),
-        p99_ms: percentile(&all, 0.99),
-    })
+    let elapsed = measure(&measuring, &stop, secs);
+    let all = latencies(threads, "lister")?;
+    Ok(Phase::of(all, elapsed, 0))
 }
 
 fn mongo_flags(uri: &str) -> [&str; 6] {
@@ -490,27 +491,8 @@ fn mongo_floor(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
     {
         let c = start(bin, &mongo_flags(&uri))?;
         let mut conn = Conn::open(c.port)?;
-        let (status, body) = conn.call(
-            "POST",
-            "/authenticate",
-            None,
-            &serde_json::to_vec(&provider(1))?,
-        )?;
-        if status != 200 {
-            bail!("authenticate: {status} {}", String::from_utf8_lossy(&body));
-        }
-        let token: Value = serde_json::from_slice(&body)?;
-        let token = token["token"].as_str().context("token")?;
-        for w in 0..writers {
-            for i in 0..OFFERS_PER_WRITER {
-                let body = serde_json::to_vec(&offer(w, i))?;
-                let (status, answer) =
-                    conn.call("POST", &format!("/offer/w{w}-{i}"), Some(token), &body)?;
-                if !(200..300).contains(&status) {
-                    bail!("write: {status} {}", String::from_utf8_lossy(&answer));
-                }
-            }
-        }
+        let token = login(&mut conn)?;
+        store_offers(&mut conn, &token, writers)?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -572,23 +554,12 @@ fn mongo_floor(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        measuring.store(true, Ordering::Relaxed);
-        let t = Instant::now();
-        tokio::time::sleep(Duration::from_secs(secs)).await;
-        measuring.store(false, Ordering::Relaxed);
-        let elapsed = t.elapsed();
-        stop.store(true, Ordering::Relaxed);
+        // The tasks run on the runtime's workers; this thread only waits.
+        let elapsed = measure(&measuring, &stop, secs);
         let mut all = Vec::new();
         for task in tasks {
             all.extend(task.await??);
         }
-        all.sort_unstable();
-        Ok(Phase {
-            auths_per_s: 0.0,
-            writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
-            p50_ms: percentile(&all, 0.5),
-            p99_ms: percentile(&all, 0.99),
-        })
+        Ok(Phase::of(all, elapsed, 0))
     })
 }
