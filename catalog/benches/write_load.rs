@@ -19,12 +19,23 @@
 //! (`--auth-rate-limit 0`); compare its writes/s and p99 with the
 //! one-writer phase.
 //!
+//! With `WRITE_LOAD_STORES` naming `mongodb`, the same phases run with each
+//! catalog on MongoDB (a fresh SecantusDB server per phase, as the `store`
+//! bench starts it; write concern majority, journaled), followed by the
+//! database's floor: W writers using the driver directly (one client, as a
+//! catalog has) replacing the very documents a catalog stored for those
+//! offers, each conditioned on its version, with the catalog's write
+//! concern — one round trip per write, no HTTP, no authentication. Then
+//! lists: each catalog on MongoDB holding 200 offers answers `GET /offers`
+//! (the whole list, uncompressed) to 1 and to 16 clients in a loop.
+//!
 //! Run: `cargo bench -p catalog --bench write_load`
 //!
 //! Settings (environment): `WRITE_LOAD_CATALOGS` (`name=path,…`; default
 //! `after=` the `catalog` beside this bench), `WRITE_LOAD_WRITERS`
 //! (`1,16`), `WRITE_LOAD_SECS` (5), `WRITE_LOAD_ROUNDS` (2),
-//! `WRITE_LOAD_AUTHENTICATORS` (16; 0 skips that phase).
+//! `WRITE_LOAD_AUTHENTICATORS` (16; 0 skips that phase),
+//! `WRITE_LOAD_STORES` (`embedded`; `embedded,mongodb` or `mongodb`).
 
 #![allow(clippy::unwrap_used)] // bench code: a failed unwrap is a failed run
 
@@ -172,9 +183,47 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
-fn phase(bin: &PathBuf, writers: usize, authenticators: usize, secs: u64) -> Result<Phase> {
-    let c = start(bin, &["--auth-rate-limit", "0"])?;
-    let mut conn = Conn::open(c.port)?;
+impl Phase {
+    /// From every measured latency (µs), the measured time, and the
+    /// authentications counted in it.
+    fn of(mut lat: Vec<u32>, elapsed: Duration, auths: usize) -> Phase {
+        lat.sort_unstable();
+        Phase {
+            auths_per_s: auths as f64 / elapsed.as_secs_f64(),
+            writes_per_s: lat.len() as f64 / elapsed.as_secs_f64(),
+            p50_ms: percentile(&lat, 0.5),
+            p99_ms: percentile(&lat, 0.99),
+            refused_per_s: 0.0,
+        }
+    }
+}
+
+/// A warm-up second, then `secs` measured; then `stop`. The measured time.
+fn measure(measuring: &AtomicBool, stop: &AtomicBool, secs: u64) -> Duration {
+    std::thread::sleep(Duration::from_secs(1));
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    measuring.store(false, Ordering::Relaxed);
+    let elapsed = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    elapsed
+}
+
+/// Every latency the threads measured.
+fn latencies(
+    threads: Vec<std::thread::JoinHandle<Result<Vec<u32>>>>,
+    who: &str,
+) -> Result<Vec<u32>> {
+    let mut all = Vec::new();
+    for th in threads {
+        all.extend(th.join().map_err(|_| anyhow::anyhow!("{who} panicked"))??);
+    }
+    Ok(all)
+}
+
+/// Provider 1's token.
+fn login(conn: &mut Conn) -> Result<String> {
     let (status, body) = conn.call(
         "POST",
         "/authenticate",
@@ -185,7 +234,35 @@ fn phase(bin: &PathBuf, writers: usize, authenticators: usize, secs: u64) -> Res
         bail!("authenticate: {status} {}", String::from_utf8_lossy(&body));
     }
     let token: Value = serde_json::from_slice(&body)?;
-    let token = Arc::new(token["token"].as_str().context("token")?.to_string());
+    Ok(token["token"].as_str().context("token")?.to_string())
+}
+
+/// Store each of `writers` writers' offers once.
+fn store_offers(conn: &mut Conn, token: &str, writers: usize) -> Result<()> {
+    for w in 0..writers {
+        for i in 0..OFFERS_PER_WRITER {
+            let body = serde_json::to_vec(&offer(w, i))?;
+            let (status, answer) =
+                conn.call("POST", &format!("/offer/w{w}-{i}"), Some(token), &body)?;
+            if !(200..300).contains(&status) {
+                bail!("write: {status} {}", String::from_utf8_lossy(&answer));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn phase(
+    bin: &PathBuf,
+    writers: usize,
+    authenticators: usize,
+    secs: u64,
+    extra: &[&str],
+) -> Result<Phase> {
+    let mut flags = vec!["--auth-rate-limit", "0"];
+    flags.extend_from_slice(extra);
+    let c = start(bin, &flags)?;
+    let token = Arc::new(login(&mut Conn::open(c.port)?)?);
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..writers)
@@ -260,32 +337,15 @@ fn phase(bin: &PathBuf, writers: usize, authenticators: usize, secs: u64) -> Res
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(1));
-    measuring.store(true, Ordering::Relaxed);
-    let t = Instant::now();
-    std::thread::sleep(Duration::from_secs(secs));
-    measuring.store(false, Ordering::Relaxed);
-    let elapsed = t.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    for th in threads {
-        all.extend(
-            th.join()
-                .map_err(|_| anyhow::anyhow!("writer panicked"))??,
-        );
-    }
+    let elapsed = measure(&measuring, &stop, secs);
+    let all = latencies(threads, "writer")?;
     for th in auth_threads {
         th.join()
             .map_err(|_| anyhow::anyhow!("authenticator panicked"))??;
     }
-    all.sort_unstable();
-    Ok(Phase {
-        auths_per_s: auths.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
-        refused_per_s: refused.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
-        writes_per_s: all.len() as f64 / elapsed.as_secs_f64(),
-        p50_ms: percentile(&all, 0.5),
-        p99_ms: percentile(&all, 0.99),
-    })
+    let mut p = Phase::of(all, elapsed, auths.load(Ordering::Relaxed));
+    p.refused_per_s = refused.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64();
+    Ok(p)
 }
 
 fn main() -> Result<()> {
@@ -314,12 +374,27 @@ fn main() -> Result<()> {
     let authenticators: usize = std::env::var("WRITE_LOAD_AUTHENTICATORS")
         .map(|s| s.parse().context("WRITE_LOAD_AUTHENTICATORS"))
         .unwrap_or(Ok(16))?;
+    let stores: Vec<String> = std::env::var("WRITE_LOAD_STORES")
+        .unwrap_or_else(|_| "embedded".into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    if let Some(bad) = stores
+        .iter()
+        .find(|s| !matches!(s.as_str(), "embedded" | "mongodb"))
+    {
+        bail!("WRITE_LOAD_STORES: unknown store `{bad}` (embedded, mongodb)");
+    }
     println!("| catalog | writers | round | writes/s | p50 | p99 | /authenticate/s |");
     println!("|---|---|---:|---:|---:|---:|---:|");
     for round in 1..=rounds {
         for &w in &writers {
             for (name, bin) in &catalogs {
-                let p = phase(bin, w, 0, secs).with_context(|| format!("{name}, {w} writers"))?;
+                if !stores.contains(&"embedded".to_string()) {
+                    continue;
+                }
+                let p =
+                    phase(bin, w, 0, secs, &[]).with_context(|| format!("{name}, {w} writers"))?;
                 println!(
                     "| {name} | {w} | {round} | {:.0} | {:.2} ms | {:.2} ms | – |",
                     p.writes_per_s, p.p50_ms, p.p99_ms
@@ -327,9 +402,9 @@ fn main() -> Result<()> {
                 std::io::stdout().flush()?;
             }
         }
-        if authenticators > 0 {
+        if authenticators > 0 && stores.contains(&"embedded".to_string()) {
             for (name, bin) in &catalogs {
-                let p = phase(bin, 1, authenticators, secs).with_context(|| {
+                let p = phase(bin, 1, authenticators, secs, &[]).with_context(|| {
                     format!("{name}, 1 writer and {authenticators} authenticating")
                 })?;
                 println!(
@@ -339,6 +414,172 @@ fn main() -> Result<()> {
                 std::io::stdout().flush()?;
             }
         }
+        if stores.contains(&"mongodb".to_string()) {
+            for &w in &writers {
+                for (name, bin) in &catalogs {
+                    let db = e2e::mongo::MongoServer::start()?;
+                    let uri = db.uri();
+                    let p = phase(bin, w, 0, secs, &mongo_flags(&uri))
+                        .with_context(|| format!("{name} on MongoDB, {w} writers"))?;
+                    row(&format!("{name}, MongoDB"), w, round, &p, "")?;
+                }
+                for (name, bin) in &catalogs {
+                    let p = mongo_lists(bin, w, secs)
+                        .with_context(|| format!("{name} lists on MongoDB, {w} clients"))?;
+                    let what = format!("{name}, MongoDB, `GET /offers` (200 offers)");
+                    row(&what, w, round, &p, " lists/s")?;
+                }
+                let (_, bin) = catalogs.last().context("no catalog")?;
+                let p = mongo_floor(bin, w, secs)
+                    .with_context(|| format!("MongoDB floor, {w} writers"))?;
+                row("floor: the driver, MongoDB", w, round, &p, "")?;
+            }
+        }
     }
     Ok(())
+}
+
+/// One table row of a phase without authenticators.
+fn row(what: &str, w: usize, round: usize, p: &Phase, unit: &str) -> Result<()> {
+    println!(
+        "| {what} | {w} | {round} | {:.0}{unit} | {:.2} ms | {:.2} ms | – |",
+        p.writes_per_s, p.p50_ms, p.p99_ms
+    );
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+const MONGO_DATABASE: &str = "write_load";
+
+/// `clients` threads calling `GET /offers` in a loop on a catalog (on a
+/// fresh SecantusDB) holding 200 offers of 10 writers.
+fn mongo_lists(bin: &PathBuf, clients: usize, secs: u64) -> Result<Phase> {
+    let db = e2e::mongo::MongoServer::start()?;
+    let c = start(bin, &mongo_flags(&db.uri()))?;
+    let mut conn = Conn::open(c.port)?;
+    let token = login(&mut conn)?;
+    store_offers(&mut conn, &token, 10)?;
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (measuring, stop, port) = (measuring.clone(), stop.clone(), c.port);
+            std::thread::spawn(move || -> Result<Vec<u32>> {
+                let mut conn = Conn::open(port)?;
+                let mut lat = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    let (status, body) = conn.call("GET", "/offers", None, b"")?;
+                    if status != 200 || body.len() < 1000 {
+                        bail!("list: {status} {}", String::from_utf8_lossy(&body));
+                    }
+                    if measuring.load(Ordering::Relaxed) {
+                        lat.push(t.elapsed().as_micros() as u32);
+                    }
+                }
+                Ok(lat)
+            })
+        })
+        .collect();
+    let elapsed = measure(&measuring, &stop, secs);
+    let all = latencies(threads, "lister")?;
+    Ok(Phase::of(all, elapsed, 0))
+}
+
+fn mongo_flags(uri: &str) -> [&str; 6] {
+    [
+        "--mongodb-uri",
+        uri,
+        "--mongodb-database",
+        MONGO_DATABASE,
+        "--mongodb-timeout",
+        "10s",
+    ]
+}
+
+/// The database's floor for this load: a catalog (`bin`) stores each
+/// writer's offers once, then `writers` tasks on one driver client replace
+/// those very documents with their version and `updatedAt` moved on, each
+/// conditioned on its version (as the catalog's write is), with the
+/// catalog's write concern (majority, journaled).
+fn mongo_floor(bin: &PathBuf, writers: usize, secs: u64) -> Result<Phase> {
+    use mongodb::bson::{doc, Document};
+    use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+
+    let db = e2e::mongo::MongoServer::start()?;
+    let uri = db.uri();
+    {
+        let c = start(bin, &mongo_flags(&uri))?;
+        let mut conn = Conn::open(c.port)?;
+        let token = login(&mut conn)?;
+        store_offers(&mut conn, &token, writers)?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let mut options = ClientOptions::parse(&uri).await?;
+        options.write_concern = Some(
+            WriteConcern::builder()
+                .w(Acknowledgment::Majority)
+                .journal(true)
+                .build(),
+        );
+        let client = mongodb::Client::with_options(options)?;
+        let offers = client
+            .database(MONGO_DATABASE)
+            .collection::<Document>("offers");
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = (0..writers)
+            .map(|w| {
+                let (offers, measuring, stop) = (offers.clone(), measuring.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut docs = Vec::new();
+                    for i in 0..OFFERS_PER_WRITER {
+                        let id = format!("w{w}-{i}");
+                        docs.push(
+                            offers
+                                .find_one(doc! { "_id": &id })
+                                .await?
+                                .with_context(|| format!("{id} was not stored"))?,
+                        );
+                    }
+                    let mut lat = Vec::new();
+                    for i in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let d = &mut docs[i % OFFERS_PER_WRITER];
+                        let version = d.get_i64("version")?;
+                        let mut next = d.clone();
+                        next.insert("version", version + 1);
+                        next.insert("updatedAt", mongodb::bson::DateTime::now());
+                        let t = Instant::now();
+                        let r = offers
+                            .replace_one(
+                                doc! { "_id": d.get_str("_id")?, "version": version },
+                                &next,
+                            )
+                            .await?;
+                        if r.matched_count != 1 {
+                            bail!("the floor lost its own version race");
+                        }
+                        if measuring.load(Ordering::Relaxed) {
+                            lat.push(t.elapsed().as_micros() as u32);
+                        }
+                        *d = next;
+                    }
+                    Ok::<_, anyhow::Error>(lat)
+                })
+            })
+            .collect();
+        // The tasks run on the runtime's workers; this thread only waits.
+        let elapsed = measure(&measuring, &stop, secs);
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await??);
+        }
+        Ok(Phase::of(all, elapsed, 0))
+    })
 }

@@ -105,13 +105,26 @@ impl Page {
 ///
 /// Plan-level filters (`maxCost`, `min.<resource>`) must hold for one and the
 /// same plan. Unknown parameters are refused.
+///
+/// The answer carries an `ETag` (it changes whenever the list does);
+/// `If-None-Match` with it is answered 304 without a body. The body is sent
+/// compressed (`Content-Encoding: br` or `gzip`) when the client accepts it.
 #[utoipa::path(
     get, path = "/offers", tag = "offers", operation_id = "listOffers",
-    params(FilterParams, PageParams),
+    params(
+        FilterParams, PageParams,
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: 304 if the list has not changed since"),
+    ),
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "Matching offers, ordered by id", body = Vec<Offer>,
-            headers(("Link" = String, description = "`</offers?...&after=<last id>&limit=<n>>; rel=\"next\"`: the next page, sent when `limit` is given and the page is full"))),
+            headers(
+                ("Link" = String, description = "`</offers?...&after=<last id>&limit=<n>>; rel=\"next\"`: the next page, sent when `limit` is given and the page is full"),
+                ("ETag" = String, description = "Identifies this list: send it back in `If-None-Match` to get 304 while the list is unchanged"),
+                ("Content-Encoding" = String, description = "`br` or `gzip` when the client's `Accept-Encoding` takes it (bodies of 512 bytes and more)"),
+            )),
+        (status = 304, description = "Not modified: the list still has the `ETag` given in `If-None-Match`",
+            headers(("ETag" = String, description = "The list's current ETag (the one matched)"))),
         (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
         (status = 503, description = "Store unreachable", body = ErrorBody),
     )
@@ -141,7 +154,10 @@ pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResp
             .map_err(|e| ApiError::Internal(format!("encoding the next-page link: {e}")))?;
         response.insert_header((header::LINK, format!("</offers?{query}>; rel=\"next\"")));
     }
-    Ok(response.json(offers))
+    let body = serde_json::to_vec(&offers)
+        .map_err(|e| ApiError::Internal(format!("encoding the offer list: {e}")))?;
+    super::list_body::respond(req.headers(), response, body)
+        .map_err(|e| ApiError::Internal(format!("compressing the offer list: {e}")))
 }
 
 /// One offer.

@@ -9,7 +9,8 @@
 //!   for every backend; [`stamps`]: who last changed each plan, and when.
 //! - [`store`]: the [`OfferStore`] trait the backends implement, and
 //!   [`change`]: what they publish after each committed write.
-//! - [`handlers`]: `GET /offers`, `GET/POST/DELETE /offer/{id}`.
+//! - [`handlers`]: `GET /offers`, `GET/POST/DELETE /offer/{id}`; the list's
+//!   body as sent (ETag, 304, compression): [`list_body`].
 //!
 //! Handlers get this feature's own state, [`Offers`], as
 //! `web::Data<Offers>`.
@@ -20,6 +21,7 @@ pub mod filter;
 pub mod handlers;
 pub mod labels;
 pub mod liqo;
+pub mod list_body;
 pub mod offer;
 pub mod rules;
 pub mod stamps;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use e2e::catalog::{provider, simple_offer, thesis_offer, Backend, Catalog, Env};
 use e2e::catalog_tests;
+use e2e::contracts::wait_for;
 use serde_json::json;
 
 catalog_tests!(two_processes_on_one_database);
@@ -32,7 +33,11 @@ fn two_processes_on_one_database(backend: Backend) {
     // provider registered through A is known to B.
     let t1 = a.login(&provider(1));
     let created = b.put_offer("shared", &thesis_offer(), &t1);
-    assert_eq!(a.get("/offer/shared").json, created);
+    // Each process reads from memory kept current by the change streams:
+    // another process's write is seen once its change event arrives.
+    wait_for("A to read B's write", || {
+        (a.get("/offer/shared").json == created).then_some(())
+    });
     let t1b = b.login(&provider(1));
     let mut wrong = provider(1);
     wrong["token"] = json!("nope");
@@ -70,12 +75,13 @@ fn two_processes_on_one_database(backend: Backend) {
         2 * writes_each,
         "versions handed out twice: {va:?} {vb:?}"
     );
-    let last = a.get("/offer/shared").json;
-    assert_eq!(
-        last["version"].as_u64().unwrap(),
-        1 + 2 * writes_each as u64
-    );
-    assert_eq!(b.get("/offer/shared").json, last);
+    let last = wait_for("A to read the last write", || {
+        let r = a.get("/offer/shared").json;
+        (r["version"].as_u64() == Some(1 + 2 * writes_each as u64)).then_some(r)
+    });
+    wait_for("B to read the last write", || {
+        (b.get("/offer/shared").json == last).then_some(())
+    });
 
     // Two first authentications of one cluster ID with different secrets,
     // one per process, at once: exactly one claims it.
@@ -95,7 +101,10 @@ fn two_processes_on_one_database(backend: Backend) {
 
     // Deletion through one is seen by the other.
     assert_eq!(b.delete("/offer/shared", Some(&t1)).status, 204);
-    a.get("/offer/shared").expect_error(404);
+    b.get("/offer/shared").expect_error(404);
+    wait_for("A to see the deletion", || {
+        (a.get("/offer/shared").status == 404).then_some(())
+    });
 }
 
 #[test]

@@ -29,6 +29,8 @@ mod catalog_feed;
 mod catalog_feed_mongo;
 mod catalog_hostile;
 mod catalog_labels;
+mod catalog_list_body;
+mod catalog_memory;
 mod catalog_mongo_faults;
 mod catalog_oidc;
 mod catalog_oidc_issuer;

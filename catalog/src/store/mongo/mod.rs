@@ -11,6 +11,13 @@
 //! are the collections catalogs have always written: a database written by
 //! an earlier catalog is read as it is.
 //!
+//! Offers, provider accounts (credential generations), disabled flags and
+//! peering registrations are also kept in memory ([`memory`]), loaded when
+//! each collection's change stream opens and kept current by it
+//! ([`follow`]): an authenticated offer write is one round trip, and lists
+//! are served from memory. Another process's change (a rotation, a
+//! disabling) is honoured here once its change event arrives.
+//!
 //! Writes use write concern `majority` with journaling, each conditioned on
 //! what it read (a version, a state, a revision, a unique `_id`) and retried
 //! on a lost race. Driver errors are sorted once, by [`classify`]: network
@@ -26,6 +33,8 @@
 //! ([`PING_DEADLINE`]).
 
 mod conn;
+mod follow;
+mod memory;
 mod offers;
 mod osb;
 mod providers;
@@ -194,6 +203,9 @@ pub struct MongoStore {
     /// Moves when the server at an address restarts (a new process): the
     /// followers then drop their resume tokens and resync.
     server_restarts: tokio::sync::watch::Receiver<u64>,
+    /// Offers, accounts, disabled flags and peering kept in memory
+    /// ([`memory`], kept current by [`follow`]).
+    memory: Arc<memory::Memory>,
 }
 
 /// The MongoDB backend's one error classifier: "retry later" (503) or
@@ -254,6 +266,7 @@ impl MongoStore {
             streams_supported: Arc::new(AtomicBool::new(true)),
             streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
             server_restarts,
+            memory: Arc::default(),
         };
         let mut opened = store.streams_opened.subscribe();
         tokio::spawn(
@@ -268,24 +281,24 @@ impl MongoStore {
                 .create_buying_indexes()
                 .instrument(tracing::info_span!("mongodb_indexes", area = "buying")),
         );
-        tokio::spawn(
-            store
-                .clone()
-                .follow_offers()
-                .instrument(tracing::info_span!("mongodb_changes", coll = "offers")),
-        );
-        tokio::spawn(
-            store
-                .clone()
-                .follow_providers()
-                .instrument(tracing::info_span!("mongodb_changes", coll = "providers")),
-        );
-        // Wait (bounded) for both streams, so changes committed from now on
-        // are published. If the database is away, go on: the streams send
-        // `Resync` when they open later.
-        if tokio::time::timeout(config.timeout, opened.wait_for(|n| *n >= 2))
-            .await
-            .is_err()
+        for part in memory::Part::ALL {
+            tokio::spawn(
+                store
+                    .clone()
+                    .follow(part)
+                    .instrument(tracing::info_span!("mongodb_changes", coll = ?part)),
+            );
+        }
+        // Wait (bounded) for every stream and its load into memory, so
+        // changes committed from now on are published and reads are served
+        // from memory. If the database is away, go on: reads go to the
+        // database, and the streams send `Resync` when they open later.
+        if tokio::time::timeout(
+            config.timeout,
+            opened.wait_for(|n| *n >= memory::Part::ALL.len()),
+        )
+        .await
+        .is_err()
         {
             warn!("MongoDB change streams not open yet; continuing without them for now");
         }
@@ -309,7 +322,7 @@ impl Health for MongoStore {
     }
 
     fn following_changes(&self) -> bool {
-        *self.streams_opened.borrow() >= 2
+        *self.streams_opened.borrow() >= memory::Part::ALL.len()
     }
 
     /// Within [`PING_DEADLINE`] (or `--mongodb-timeout`, if shorter).

@@ -6,26 +6,27 @@
 //! milli}]`, so filters run as `find` queries with `$elemMatch` (no
 //! aggregation expressions).
 //!
-//! Every write is conditioned on the version it read (`replace_one` with
-//! `{_id, version}`; `insert_one` for a new id) and retried on a lost race;
-//! what to write is decided by [`crate::offers::rules`]. The change streams
-//! of `offers` and `providers` are followed here, so changes written by any
-//! process reach this one's subscribers. Also here: the shared JWT signing
-//! key (`settings`) and the purge of old tombstones.
+//! Every write is one command conditioned on the version it read
+//! (`replace_one` with `{_id, version}`; `insert_one` for a new id): read
+//! from memory ([`super::memory`]) when trusted, so an acknowledged write
+//! costs one round trip; what memory had wrong (another process wrote
+//! first) fails the condition and the write is decided again from the
+//! database. What to write is decided by [`crate::offers::rules`]. Lists
+//! and reads come from memory too (the database while it is not trusted).
+//! Also here: the shared JWT signing key (`settings`) and the purge of old
+//! tombstones.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Document};
-use mongodb::change_stream::event::OperationType;
-use mongodb::error::ErrorKind;
 use mongodb::{Collection, IndexModel};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tracing::{info, warn, Instrument};
 
+use super::memory::Slot;
 use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::{
     rules, Cost, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, Plan, PutOutcome,
@@ -245,8 +246,21 @@ impl OfferDoc {
         }))
     }
 
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// What memory keeps of this document.
+    pub(super) fn slot(&self) -> Result<Slot, StoreError> {
+        Ok(Slot {
+            version: version_u64(self.version),
+            cluster_id: self.cluster_id.clone(),
+            offer: self.clone().into_offer()?,
+        })
+    }
+
     /// The change a committed document means.
-    fn into_change(self) -> Result<OfferChange, StoreError> {
+    pub(super) fn into_change(self) -> Result<OfferChange, StoreError> {
         let (id, cluster_id, version) = (
             self.id.clone(),
             self.cluster_id.clone(),
@@ -320,44 +334,7 @@ fn query_for(filter: &OfferFilter) -> Document {
     q
 }
 
-/// Logged (WARN) once each time a change stream starts afresh because it
-/// could not resume.
-const RESYNC_LOG: &str =
-    "the change stream cannot resume from its last event; resyncing subscribers from a fresh snapshot";
-
-/// Whether a change-stream error means resuming from the same token will
-/// never work — the history behind it is gone or the stream is dead — so
-/// the token must be dropped and subscribers resynced. Anything else
-/// (network, a primary stepping down) is worth resuming. The driver marks
-/// such errors `NonResumableChangeStreamError` on servers that say so;
-/// the codes and wording cover servers that do not.
-pub(super) fn cannot_resume(e: &mongodb::error::Error) -> bool {
-    // 260 InvalidResumeToken, 280 ChangeStreamFatalError, 286
-    // ChangeStreamHistoryLost, 40585 (resume token not found, before 4.2).
-    const FATAL: [i32; 4] = [260, 280, 286, 40585];
-    if e.contains_label("NonResumableChangeStreamError") {
-        return true;
-    }
-    let (code, message) = match &*e.kind {
-        ErrorKind::Command(c) => (c.code, c.message.as_str()),
-        ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(w)) => {
-            (w.code, w.message.as_str())
-        }
-        _ => return false,
-    };
-    if FATAL.contains(&code) {
-        return true;
-    }
-    let message = message.to_ascii_lowercase();
-    (message.contains("resume token") && message.contains("not found"))
-        || message.contains("resume of change stream was not possible")
-}
-
 impl MongoStore {
-    fn stream_opened(&self) {
-        self.streams_opened.send_modify(|n| *n += 1);
-    }
-
     /// Indexes for the filters; retried until the database is reachable.
     pub(super) async fn create_offer_indexes(self) {
         let models = [
@@ -478,140 +455,6 @@ impl MongoStore {
         }
     }
 
-    pub(super) fn publish_local(&self, change: OfferChange) {
-        if !self.streams_supported.load(Ordering::Relaxed) {
-            let _ = self.changes.send(change);
-        }
-    }
-
-    pub(super) async fn follow_offers(self) {
-        let coll: Collection<Document> = self.db.collection("offers");
-        self.follow(coll, |d| {
-            let doc: OfferDoc =
-                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
-            doc.into_change()
-        })
-        .await
-    }
-
-    pub(super) async fn follow_providers(self) {
-        let coll: Collection<Document> = self.db.collection("providers");
-        self.follow(coll, |d| {
-            let account: ProviderDoc =
-                bson::from_document(d).map_err(|e| StoreError::Internal(e.to_string()))?;
-            Ok(OfferChange::ProviderAdded(
-                ProviderAccount::from(account).info(),
-            ))
-        })
-        .await
-    }
-
-    /// Follow one collection's change stream for ever, resuming after
-    /// failures from the last seen event; announce [`OfferChange::Resync`]
-    /// whenever the stream had to start afresh: at first, and after a
-    /// resume proved impossible — refused when reopening (real MongoDB),
-    /// or failing on a later read (SecantusDB), see [`cannot_resume`] — or
-    /// after the server restarted as a new process (which may have lost
-    /// the history a resume needs without saying so).
-    async fn follow<F>(&self, coll: Collection<Document>, to_change: F)
-    where
-        F: Fn(Document) -> Result<OfferChange, StoreError>,
-    {
-        let mut resume = None;
-        let mut delay = Duration::from_millis(200);
-        let mut first_open = true;
-        let mut restarts = self.server_restarts.clone();
-        restarts.mark_unchanged();
-        loop {
-            let opened = coll
-                .watch()
-                .pipeline([
-                    doc! { "$match": { "operationType": { "$in": ["insert", "replace"] } } },
-                ])
-                .resume_after(resume.clone())
-                .await;
-            let mut stream = match opened {
-                Ok(s) => s,
-                Err(e) => {
-                    if let ErrorKind::Command(c) = &*e.kind {
-                        // 40573: not a replica set.
-                        if c.code == 40573 || c.message.contains("only supported on replica sets") {
-                            warn!("MongoDB has no change streams (standalone server): only this process's writes are published");
-                            self.streams_supported.store(false, Ordering::Relaxed);
-                            self.stream_opened();
-                            return;
-                        }
-                    }
-                    // Any refusal of a token (not a network failure) counts:
-                    // a server that answers but will not resume never will.
-                    if resume.is_some()
-                        && (cannot_resume(&e) || matches!(&*e.kind, ErrorKind::Command(_)))
-                    {
-                        warn!(error = %e, "{RESYNC_LOG}");
-                        resume = None;
-                        continue;
-                    }
-                    warn!(error = %e, "opening the change stream failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
-                    continue;
-                }
-            };
-            delay = Duration::from_millis(200);
-            if first_open {
-                first_open = false;
-                self.stream_opened();
-            }
-            if resume.is_none() {
-                let _ = self.changes.send(OfferChange::Resync);
-            }
-            loop {
-                let event = tokio::select! {
-                    event = stream.next() => event,
-                    Ok(()) = restarts.changed() => {
-                        warn!("{RESYNC_LOG} (the database server restarted)");
-                        resume = None;
-                        break;
-                    }
-                };
-                match event {
-                    None => break,
-                    Some(Ok(ev)) => {
-                        resume = Some(ev.id.clone());
-                        if !matches!(
-                            ev.operation_type,
-                            OperationType::Insert | OperationType::Replace
-                        ) {
-                            continue;
-                        }
-                        let Some(doc) = ev.full_document else {
-                            continue;
-                        };
-                        match to_change(doc) {
-                            Ok(change) => {
-                                let _ = self.changes.send(change);
-                            }
-                            Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
-                        }
-                    }
-                    Some(Err(e)) if cannot_resume(&e) => {
-                        warn!(error = %e, "{RESYNC_LOG}");
-                        resume = None;
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        warn!(error = %e, "change stream interrupted; resuming");
-                        if let Some(token) = stream.resume_token() {
-                            resume = Some(token);
-                        }
-                        break;
-                    }
-                }
-            }
-            tokio::time::sleep(delay).await;
-        }
-    }
-
     async fn find_doc(&self, id: &str) -> Result<Option<OfferDoc>, StoreError> {
         self.offers
             .find_one(doc! { "_id": id })
@@ -619,40 +462,59 @@ impl MongoStore {
             .map_err(classify)
     }
 
-    /// Write `new` in place of `old` (None: the id was never written), only
-    /// if nobody else wrote in between. Ok(false) means "lost the race".
-    async fn swap(&self, old: Option<&OfferDoc>, new: &OfferDoc) -> Result<bool, StoreError> {
-        match old {
+    /// Write `new` in place of the document at `old_version` (`None`: no
+    /// document with this id exists), only if nobody else wrote in between:
+    /// one command. Ok(false) means "lost the race" (or memory was behind).
+    async fn swap(&self, old_version: Option<i64>, new: &OfferDoc) -> Result<bool, StoreError> {
+        match old_version {
             None => match self.offers.insert_one(new).await {
                 Ok(_) => Ok(true),
                 Err(e) if is_duplicate_key(&e) => Ok(false),
                 Err(e) => Err(classify(e)),
             },
-            Some(old) => {
+            Some(version) => {
                 let r = self
                     .offers
-                    .replace_one(doc! { "_id": &old.id, "version": old.version }, new)
+                    .replace_one(doc! { "_id": &new.id, "version": version }, new)
                     .await
                     .map_err(classify)?;
                 Ok(r.matched_count == 1)
             }
         }
     }
+
+    /// After an acknowledged write of `doc`: memory holds it at once (this
+    /// process reads its own writes), and subscribers hear of it if no
+    /// stream will tell them.
+    fn wrote(&self, doc: &OfferDoc, inserted: bool, change: OfferChange) {
+        match doc.slot() {
+            Ok(slot) => self.memory.apply_offer(&doc.id, slot, inserted),
+            Err(e) => warn!(error = %e, "an offer just written does not read back"),
+        }
+        self.publish_local(change);
+    }
 }
 
 #[async_trait]
 impl OfferStore for MongoStore {
+    /// From memory while it is trusted, else a database query.
     async fn list_offers_page(
         &self,
         filter: &OfferFilter,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Offer>, StoreError> {
+        if let Some(offers) = self.memory.list_offers(filter, after, limit) {
+            return Ok(offers);
+        }
         self.bounded(Op::Read, self.list_offers_page_now(filter, after, limit))
             .await
     }
 
     async fn get_offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        if let Some(slot) = self.memory.offer_slot(id) {
+            return Ok(slot.and_then(|s| s.offer));
+        }
         self.bounded(Op::Read, async {
             match self.find_doc(id).await? {
                 Some(d) => d.into_offer(),
@@ -682,6 +544,9 @@ impl OfferStore for MongoStore {
     }
 
     async fn count_offers(&self) -> Result<u64, StoreError> {
+        if let Some(n) = self.memory.count_offers() {
+            return Ok(n);
+        }
         self.bounded(Op::Read, async {
             self.offers
                 .count_documents(doc! { "deleted": false })
@@ -693,6 +558,47 @@ impl OfferStore for MongoStore {
 
     fn changes(&self) -> broadcast::Receiver<OfferChange> {
         self.changes.subscribe()
+    }
+}
+
+/// What one attempt at a write starts from: the id's document as last
+/// written (from memory or read), or none.
+struct Current {
+    live: Option<Offer>,
+    last_version: u64,
+    /// The version the write is conditioned on (`None`: insert).
+    condition: Option<i64>,
+}
+
+impl Current {
+    fn of_slot(slot: Option<Slot>) -> Self {
+        match slot {
+            Some(s) => Current {
+                live: s.offer,
+                last_version: s.version,
+                condition: Some(i64::try_from(s.version).unwrap_or(i64::MAX)),
+            },
+            None => Current {
+                live: None,
+                last_version: 0,
+                condition: None,
+            },
+        }
+    }
+
+    fn of_doc(doc: Option<OfferDoc>) -> Result<Self, StoreError> {
+        Ok(match doc {
+            Some(d) => Current {
+                last_version: version_u64(d.version),
+                condition: Some(d.version),
+                live: d.into_offer()?,
+            },
+            None => Current {
+                live: None,
+                last_version: 0,
+                condition: None,
+            },
+        })
     }
 }
 
@@ -731,27 +637,39 @@ impl MongoStore {
         Ok(out)
     }
 
+    /// The first attempt starts from memory (when trusted): one round
+    /// trip, the write conditioned on the version memory holds. If memory
+    /// was behind, the write matches nothing (or hits the duplicate key),
+    /// and a refusal decided from memory (409, 403) is decided again: both
+    /// from the document as read from the database.
     async fn put_offer_now(
         &self,
         draft: OfferDraft,
         expected_version: Option<u64>,
     ) -> Result<PutOutcome, StoreError> {
+        let mut from_memory = self.memory.offer_slot(&draft.id).map(Current::of_slot);
         for _ in 0..MAX_WRITE_ATTEMPTS {
-            let old = self.find_doc(&draft.id).await?;
-            let live = match &old {
-                Some(d) if !d.deleted => d.clone().into_offer()?,
-                _ => None,
+            let remembered = from_memory.is_some();
+            let current = match from_memory.take() {
+                Some(c) => c,
+                None => Current::of_doc(self.find_doc(&draft.id).await?)?,
             };
-            let last_version = old.as_ref().map(|d| version_u64(d.version)).unwrap_or(0);
-            let PutOutcome { offer, created } = rules::put(
+            let decided = rules::put(
                 draft.clone(),
-                live.as_ref(),
-                last_version,
+                current.live.as_ref(),
+                current.last_version,
                 expected_version,
                 crate::storage::now(),
-            )?;
-            if self.swap(old.as_ref(), &OfferDoc::live(&offer)).await? {
-                self.publish_local(OfferChange::Upserted(offer.clone()));
+            );
+            let PutOutcome { offer, created } = match decided {
+                Ok(outcome) => outcome,
+                Err(_) if remembered => continue,
+                Err(e) => return Err(e),
+            };
+            let doc = OfferDoc::live(&offer);
+            if self.swap(current.condition, &doc).await? {
+                let inserted = current.condition.is_none();
+                self.wrote(&doc, inserted, OfferChange::Upserted(offer.clone()));
                 return Ok(PutOutcome { offer, created });
             }
         }
@@ -761,32 +679,48 @@ impl MongoStore {
         )))
     }
 
+    /// As [`Self::put_offer_now`]: from memory first, a refusal decided
+    /// again from the database.
     async fn delete_offer_now(
         &self,
         id: &str,
         owner_cluster_id: &str,
     ) -> Result<Offer, StoreError> {
+        let mut from_memory = self.memory.offer_slot(id).map(Current::of_slot);
         for _ in 0..MAX_WRITE_ATTEMPTS {
-            let Some(old) = self.find_doc(id).await? else {
+            let remembered = from_memory.is_some();
+            let current = match from_memory.take() {
+                Some(c) => c,
+                None => Current::of_doc(self.find_doc(id).await?)?,
+            };
+            let decided = rules::delete(
+                current.live.as_ref(),
+                owner_cluster_id,
+                current.last_version,
+            );
+            let version = match decided {
+                Ok(v) => v,
+                Err(_) if remembered => continue,
+                Err(e) => return Err(e),
+            };
+            let (Some(offer), Some(condition)) = (current.live, current.condition) else {
                 return Err(StoreError::NotFound);
             };
-            let live = old.clone().into_offer()?;
-            let version = rules::delete(live.as_ref(), owner_cluster_id, version_u64(old.version))?;
-            let offer = live.ok_or(StoreError::NotFound)?;
             let tomb = OfferDoc {
-                id: old.id.clone(),
+                id: id.to_string(),
                 version: i64::try_from(version).unwrap_or(i64::MAX),
-                cluster_id: old.cluster_id.clone(),
+                cluster_id: offer.cluster_id.clone(),
                 deleted: true,
                 updated_at: bt(crate::storage::now()),
                 live: None,
             };
-            if self.swap(Some(&old), &tomb).await? {
-                self.publish_local(OfferChange::Deleted {
+            if self.swap(Some(condition), &tomb).await? {
+                let change = OfferChange::Deleted {
                     id: id.to_string(),
                     cluster_id: offer.cluster_id.clone(),
                     version: version_u64(tomb.version),
-                });
+                };
+                self.wrote(&tomb, false, change);
                 return Ok(offer);
             }
         }
@@ -813,14 +747,6 @@ mod tests {
             .into_draft(id.into(), owner)
     }
 
-    fn command_error(code: i32, errmsg: &str) -> mongodb::error::Error {
-        let c: mongodb::error::CommandError =
-            bson::from_document(doc! { "code": code, "codeName": "X", "errmsg": errmsg }).unwrap();
-        mongodb::error::Error::from(ErrorKind::Command(c))
-    }
-
-    /// A lost history or a dead stream is "start afresh"; a lost connection
-    /// or a primary stepping down is "resume".
     /// `liqo=` runs as a database query on the stamped generations, and
     /// finds what the reference filter finds.
     #[tokio::test(flavor = "multi_thread")]
@@ -862,30 +788,6 @@ mod tests {
             assert!(listed.iter().all(|o| filter.matches(o)));
             assert_eq!(listed.len(), expected.len());
         }
-    }
-
-    #[test]
-    fn which_change_stream_errors_cannot_resume() {
-        for (code, msg) in [
-            (286, "Resume of change stream was not possible, as the resume point may no longer be in the oplog."),
-            (280, "Executor error during getMore :: caused by :: cannot resume stream"),
-            (260, "Invalid resume token"),
-            (40585, "resume of change stream was not possible, as the resume token was not found"),
-            (2, "the resume token was not found in the oplog"),
-        ] {
-            assert!(cannot_resume(&command_error(code, msg)), "{code} {msg}");
-        }
-        for (code, msg) in [
-            (43, "cursor id 123 not found"),
-            (189, "PrimarySteppedDown"),
-            (11600, "interrupted at shutdown"),
-            (91, "ShutdownInProgress"),
-        ] {
-            assert!(!cannot_resume(&command_error(code, msg)), "{code} {msg}");
-        }
-        let io =
-            mongodb::error::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-        assert!(!cannot_resume(&io));
     }
 
     /// Tombstones keep a deleted id's version counting until purged; live

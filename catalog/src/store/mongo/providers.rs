@@ -27,26 +27,31 @@ pub(super) struct SecretDoc {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct DisabledDoc {
     #[serde(rename = "_id")]
-    id: String,
-    since: bson::DateTime,
+    pub(super) id: String,
+    pub(super) since: bson::DateTime,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct PeeringDoc {
     #[serde(rename = "_id")]
-    id: String,
-    body: ProviderPeering,
+    pub(super) id: String,
+    pub(super) body: ProviderPeering,
 }
 
 impl MongoStore {
-    fn provider_peering(&self) -> mongodb::Collection<PeeringDoc> {
+    pub(super) fn provider_peering(&self) -> mongodb::Collection<PeeringDoc> {
         self.db.collection("provider_peering")
     }
 }
 
 #[async_trait]
 impl ProviderStore for MongoStore {
+    /// From memory when known there; an unknown one may have just
+    /// registered through another process, so the database is asked.
     async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
+        if let Some(account) = self.memory.provider(cluster_id) {
+            return Ok(Some(account));
+        }
         self.bounded(Op::Read, async {
             let found = self
                 .providers
@@ -66,6 +71,8 @@ impl ProviderStore for MongoStore {
         self.bounded(Op::Write(how), async {
             match self.providers.insert_one(ProviderDoc::from(&account)).await {
                 Ok(_) => {
+                    self.memory
+                        .set_provider(&account.cluster_id, Some(account.clone()));
                     self.publish_local(OfferChange::ProviderAdded(account.info()));
                     Ok((account, true))
                 }
@@ -99,9 +106,16 @@ impl ProviderStore for MongoStore {
                 .await
                 .map_err(classify)?;
             if swapped.matched_count == 1 {
+                self.memory
+                    .set_provider(&account.cluster_id, Some(account.clone()));
                 return Ok(true);
             }
-            match self.get_provider(&account.cluster_id).await? {
+            let stored = self
+                .providers
+                .find_one(doc! { "_id": &account.cluster_id })
+                .await
+                .map_err(classify)?;
+            match stored {
                 Some(_) => Ok(false),
                 None => Err(StoreError::NotFound),
             }
@@ -182,19 +196,24 @@ impl ProviderStore for MongoStore {
         );
         self.bounded(Op::Write(how), async {
             if disabled {
-                self.disabled
-                    .update_one(
+                let now = crate::storage::now();
+                let before = self
+                    .disabled
+                    .find_one_and_update(
                         doc! { "_id": cluster_id },
-                        doc! { "$setOnInsert": { "since": bt(crate::storage::now()) } },
+                        doc! { "$setOnInsert": { "since": bt(now) } },
                     )
                     .upsert(true)
                     .await
                     .map_err(classify)?;
+                let since = before.map(|d| from_bt(d.since)).unwrap_or(from_bt(bt(now)));
+                self.memory.set_disabled(cluster_id, Some(since));
             } else {
                 self.disabled
                     .delete_one(doc! { "_id": cluster_id })
                     .await
                     .map_err(classify)?;
+                self.memory.set_disabled(cluster_id, None);
             }
             Ok(())
         })
@@ -202,6 +221,9 @@ impl ProviderStore for MongoStore {
     }
 
     async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
+        if let Some(disabled) = self.memory.disabled() {
+            return Ok(disabled);
+        }
         self.bounded(Op::Read, async {
             let docs: Vec<DisabledDoc> = self
                 .disabled
@@ -228,10 +250,11 @@ impl ProviderStore for MongoStore {
                 body: peering,
             };
             self.provider_peering()
-                .replace_one(doc! { "_id": cluster_id }, doc)
+                .replace_one(doc! { "_id": cluster_id }, &doc)
                 .upsert(true)
                 .await
                 .map_err(classify)?;
+            self.memory.set_peering(cluster_id, Some(doc.body));
             Ok(())
         })
         .await
@@ -241,6 +264,9 @@ impl ProviderStore for MongoStore {
         &self,
         cluster_id: &str,
     ) -> Result<Option<ProviderPeering>, StoreError> {
+        if let Some(peering) = self.memory.peering(cluster_id) {
+            return Ok(peering);
+        }
         self.bounded(Op::Read, async {
             Ok(self
                 .provider_peering()
