@@ -236,7 +236,9 @@ mod tests {
             cluster_name: "one".into(),
             liqo: Vec::new(),
         };
-        let now = crate::storage::now();
+        // A fixed instant: two copies built a millisecond apart must be equal.
+        let now =
+            chrono::DateTime::from_timestamp_millis(1_700_000_000_000).expect("a valid instant");
         OfferSpec::from_json(
             br#"{"name":"n","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#,
         )
