@@ -254,6 +254,36 @@ mod tests {
         .unwrap()
     }
 
+    /// Occupy the pool's (single) thread with a job that runs until the
+    /// returned sender is used, then returns `value`; returns once the job
+    /// has started.
+    async fn hold_the_thread<T: Send + 'static>(
+        p: &Arc<SecretPool>,
+        value: T,
+    ) -> (
+        std::sync::mpsc::Sender<()>,
+        tokio::task::JoinHandle<Result<T, PoolError>>,
+    ) {
+        let (release, held) = std_channel::<()>();
+        let (started_tx, started) = std_channel::<()>();
+        let first = tokio::spawn({
+            let p = p.clone();
+            async move {
+                p.run(move || {
+                    let _ = started_tx.send(());
+                    let _ = held.recv();
+                    value
+                })
+                .await
+            }
+        });
+        tokio::task::spawn_blocking(move || started.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        (release, first)
+    }
+
     #[tokio::test]
     async fn runs_jobs_and_returns_their_results() {
         let p = pool(2, 4, Duration::from_secs(15));
@@ -271,23 +301,7 @@ mod tests {
         // One thread, held by the first job; one queue slot, taken by the
         // second; the third is refused without waiting.
         let p = Arc::new(pool(1, 1, Duration::from_secs(15)));
-        let (release, held) = std_channel::<()>();
-        let (started_tx, started) = std_channel::<()>();
-        let first = tokio::spawn({
-            let p = p.clone();
-            async move {
-                p.run(move || {
-                    let _ = started_tx.send(());
-                    let _ = held.recv();
-                    1
-                })
-                .await
-            }
-        });
-        tokio::task::spawn_blocking(move || started.recv())
-            .await
-            .unwrap()
-            .unwrap();
+        let (release, first) = hold_the_thread(&p, 1).await;
         // Poll the second call once: it is queued (the thread is held).
         let mut second = Box::pin(p.run(|| 2));
         std::future::poll_fn(|cx| {
@@ -305,22 +319,7 @@ mod tests {
     #[tokio::test]
     async fn a_caller_that_waited_too_long_gives_up_and_its_job_never_runs() {
         let p = Arc::new(pool(1, 4, Duration::from_millis(50)));
-        let (release, held) = std_channel::<()>();
-        let (started_tx, started) = std_channel::<()>();
-        let first = tokio::spawn({
-            let p = p.clone();
-            async move {
-                p.run(move || {
-                    let _ = started_tx.send(());
-                    let _ = held.recv();
-                })
-                .await
-            }
-        });
-        tokio::task::spawn_blocking(move || started.recv())
-            .await
-            .unwrap()
-            .unwrap();
+        let (release, first) = hold_the_thread(&p, ()).await;
         let ran = Arc::new(AtomicU8::new(0));
         let r = ran.clone();
         // The thread is held until after this call returns, so it waits
