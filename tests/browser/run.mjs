@@ -422,13 +422,13 @@ try {
     const tokenB = await restToken(providerB);
     await restPublish(tokenB, 'gold-offer', { name: 'Gold tier', type: 'compute', labels: { tier: 'gold', region: 'eu-south' }, plans: { p: { name: 'p', cost: '3', resources: { cpu: '2' } } } });
     try {
-      await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
-      await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
-      await waitIds(['gold-offer']);
-      await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
-      await setFilter(consumer, 'Labels', 'tier=silver');
-      await consumer.locator('[data-state="filtered-empty"]').waitFor();
-      await setFilter(consumer, 'Labels', '');
+        await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+        await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
+        await waitIds(['gold-offer']);
+        await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
+        await setFilter(consumer, 'Labels', 'tier=silver');
+        await consumer.locator('[data-state="filtered-empty"]').waitFor();
+        await setFilter(consumer, 'Labels', '');
     } finally {
       await restDelete(tokenB, 'gold-offer');
     }
@@ -1053,8 +1053,10 @@ try {
       small: { name: 'small', cost: '2.5', resources: { cpu: '4', memory: '16Gi', storage: '100Gi', 'nvidia.com/gpu': '1' } },
       large: { name: 'large', cost: '6', resources: { cpu: '16', memory: '64Gi', storage: '1Ti', 'nvidia.com/gpu': '4' } },
     } });
+    try {
+    // The offer arrives over the page's live feed: a change's deadline, not a page load's.
     await narrow.goto(`${base}/#/offer/gpu-narrow`);
-    await narrow.locator('table.plan-table').waitFor();
+    await narrow.locator('table.plan-table').waitFor({ timeout: LIVE_DEADLINE_MS });
     const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
     // Every GPU cell is on screen, without scrolling sideways.
@@ -1066,7 +1068,10 @@ try {
     check(fitted && gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
     checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
     await shot(narrow, 'offer-narrow');
-    await restDelete(tokenB, 'gpu-narrow');
+    } finally {
+      // Withdrawn even when a check above failed, so later tests see only their own offers.
+      await restDelete(tokenB, 'gpu-narrow');
+    }
     await narrow.goto(`${base}/#/provider/new`);
     await narrow.getByRole('heading', { level: 1 }).waitFor();
     const overflow3 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
