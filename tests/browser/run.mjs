@@ -422,13 +422,13 @@ try {
     const tokenB = await restToken(providerB);
     await restPublish(tokenB, 'gold-offer', { name: 'Gold tier', type: 'compute', labels: { tier: 'gold', region: 'eu-south' }, plans: { p: { name: 'p', cost: '3', resources: { cpu: '2' } } } });
     try {
-        await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
-        await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
-        await waitIds(['gold-offer']);
-        await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
-        await setFilter(consumer, 'Labels', 'tier=silver');
-        await consumer.locator('[data-state="filtered-empty"]').waitFor();
-        await setFilter(consumer, 'Labels', '');
+      await card(consumer, 'gold-offer').waitFor({ timeout: LIVE_DEADLINE_MS });
+      await setFilter(consumer, 'Labels', 'tier=gold, region=eu-south');
+      await waitIds(['gold-offer']);
+      await consumer.waitForFunction(() => location.hash === '#/?label.tier=gold&label.region=eu-south');
+      await setFilter(consumer, 'Labels', 'tier=silver');
+      await consumer.locator('[data-state="filtered-empty"]').waitFor();
+      await setFilter(consumer, 'Labels', '');
     } finally {
       await restDelete(tokenB, 'gold-offer');
     }
@@ -1054,20 +1054,20 @@ try {
       large: { name: 'large', cost: '6', resources: { cpu: '16', memory: '64Gi', storage: '1Ti', 'nvidia.com/gpu': '4' } },
     } });
     try {
-    // The offer arrives over the page's live feed: a change's deadline, not a page load's.
-    await narrow.goto(`${base}/#/offer/gpu-narrow`);
-    await narrow.locator('table.plan-table').waitFor({ timeout: LIVE_DEADLINE_MS });
-    const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
-    // Every GPU cell is on screen, without scrolling sideways.
-    // (The table is drawn again once the units left arrive: measure what is on screen then.)
-    const onScreen = () => [...document.querySelectorAll('td[data-column="nvidia.com/gpu"]')].map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; });
-    // Wait for the cells to fit; if they never do, the check reports where they are.
-    const fitted = await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`, { timeout: LIVE_DEADLINE_MS }).then(() => true, () => false);
-    const gpuCells = await narrow.evaluate((f) => eval(f)(), `(${onScreen})`);
-    check(fitted && gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
-    checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
-    await shot(narrow, 'offer-narrow');
+      // The offer arrives over the page's live feed: a change's deadline, not a page load's.
+      await narrow.goto(`${base}/#/offer/gpu-narrow`);
+      await narrow.locator('table.plan-table').waitFor({ timeout: LIVE_DEADLINE_MS });
+      const overflow2 = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(overflow2 <= 0, `offer view is ${overflow2}px wider than a 360px screen`);
+      // Every GPU cell is on screen, without scrolling sideways.
+      // (The table is drawn again once the units left arrive: measure what is on screen then.)
+      const onScreen = () => [...document.querySelectorAll('td[data-column="nvidia.com/gpu"]')].map((td) => { const r = td.getBoundingClientRect(); return { right: r.right, width: r.width, text: td.textContent }; });
+      // Wait for the cells to fit; if they never do, the check reports where they are.
+      const fitted = await narrow.waitForFunction((f) => { const cells = eval(f)(); return cells.length === 2 && cells.every((c) => c.width > 0 && c.right <= 360); }, `(${onScreen})`, { timeout: LIVE_DEADLINE_MS }).then(() => true, () => false);
+      const gpuCells = await narrow.evaluate((f) => eval(f)(), `(${onScreen})`);
+      check(fitted && gpuCells.length === 2 && gpuCells.every((c) => c.width > 0 && c.right <= 360), `GPU cells on a 360px screen: ${JSON.stringify(gpuCells)}`);
+      checkEqual(await axeBothSchemes(narrow), { light: [], dark: [] }, 'axe-core on the narrow offer view');
+      await shot(narrow, 'offer-narrow');
     } finally {
       // Withdrawn even when a check above failed, so later tests see only their own offers.
       await restDelete(tokenB, 'gpu-narrow');
