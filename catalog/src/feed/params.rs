@@ -7,10 +7,10 @@ use crate::offers::OfferFilter;
 /// How a subscriber follows changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// The thesis behaviour (default): the full (filtered) list on connect
-    /// and again after every change that touches it.
+    /// The thesis behaviour (`mode=snapshot`): the full (filtered) list on
+    /// connect and again after every change that touches it.
     Snapshot,
-    /// One list on connect, then `upsert` / `delete` events.
+    /// The default: one list on connect, then `upsert` / `delete` events.
     Delta,
 }
 
