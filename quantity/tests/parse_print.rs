@@ -582,3 +582,27 @@ fn debug_shows_the_printed_string() {
     assert_eq!(format!("{:?}", q("1024Mi")), r#"Quantity("1Gi", BinarySI)"#);
     assert_eq!(format!("{:?}", q("+2Gi")), r#"Quantity("+2Gi", BinarySI)"#);
 }
+
+/// A BinarySI value that is no multiple of 1024 prints as a plain number,
+/// which Kubernetes reads back as DecimalSI: the same value, printed with a
+/// decimal suffix from then on (found by `properties::print_then_parse_is_identity`).
+#[test]
+fn binary_values_off_1024_read_back_as_decimal() {
+    for (value, plain, decimal) in [
+        ("2000", "2000", "2k"),
+        (
+            "-1377963907582315000",
+            "-1377963907582315000",
+            "-1377963907582315k",
+        ),
+    ] {
+        let binary = q(value).with_format(B);
+        assert_eq!(binary.to_string(), plain);
+        let back = q(plain);
+        assert_eq!(back, binary);
+        assert_eq!(back.format(), D);
+        assert_eq!(back.to_string(), decimal);
+    }
+    // A multiple of 1024 keeps its binary suffix both ways.
+    assert_eq!(q("2048").with_format(B).to_string(), "2Ki");
+}
