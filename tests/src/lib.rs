@@ -18,4 +18,4 @@ pub mod osb_client;
 pub mod process;
 pub mod ws;
 
-pub use process::{bin_path, free_port, wait_for_port, Child, Spawn};
+pub use process::{bin_path, free_port, wait_for_log, wait_for_port, Child, Spawn};

@@ -113,6 +113,26 @@ pub fn wait_for_port(port: u16, timeout: Duration) -> Result<()> {
     bail!("nothing listened on 127.0.0.1:{port} within {timeout:?}")
 }
 
+/// Wait until the log file at `log` holds `needle`, up to `within`; the
+/// whole log so far, or a panic quoting it. A condition to wait for where a
+/// process says what it did only in its log.
+#[track_caller]
+pub fn wait_for_log(log: &std::path::Path, needle: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {needle:?} in {} within {within:?}:\n{text}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// How to start one binary.
 pub struct Spawn {
     name: String,

@@ -6,7 +6,6 @@
 //! makes the catalog drop its resume token and send its subscribers a
 //! fresh snapshot.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -369,7 +368,7 @@ fn mongo_change_stream_without_history_resyncs_subscribers() {
             break;
         }
     }
-    wait_for_log(&log, "resyncing", PATIENCE);
+    e2e::wait_for_log(&log, "resyncing", PATIENCE);
 }
 
 /// `POST /authenticate` until it succeeds (the database just came back).
@@ -382,23 +381,6 @@ fn login_when_ready(c: &Catalog) -> String {
         }
         assert!(Instant::now() < deadline, "login never worked: {}", r.text);
         thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Wait until the catalog's log holds `needle`.
-#[track_caller]
-fn wait_for_log(log: &Path, needle: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the log never said {needle:?}:\n{text}"
-        );
-        thread::sleep(Duration::from_millis(100));
     }
 }
 

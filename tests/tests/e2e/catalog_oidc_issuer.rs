@@ -7,7 +7,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use e2e::buying::{self, get};
@@ -30,22 +29,6 @@ fn start(env: &Env, issuer: &Issuer, extra: &[&str]) -> Catalog {
 
 fn status_of(c: &Catalog, token: &str) -> u16 {
     get(c, "/reservations", Some(token)).status
-}
-
-/// Wait up to 20 s for `needle` in the log file.
-fn wait_for_log(log: &Path, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {needle:?} in the catalog's log within 20 s:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -185,7 +168,7 @@ fn the_discovery_issuer_must_be_identical() {
         let r = get(&c, "/reservations", Some(&token));
         assert_eq!(r.status, 503, "discovery names {named}: {}", r.text);
         let needle = format!("names issuer \"{named}\"");
-        let text = wait_for_log(&log, &needle);
+        let text = e2e::wait_for_log(&log, &needle, Duration::from_secs(20));
         let line = text.lines().find(|l| l.contains(&needle)).unwrap();
         assert!(line.contains("ERROR"), "{line}");
         assert!(line.contains("must be identical"), "{line}");

@@ -301,7 +301,14 @@ async fn shape_a_waits_for_the_first_sync_then_serves_the_last_known_answer() ->
         let client = client.clone();
         async move { client.read("peer-1").await }
     });
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The monitor says when a read waits for the first answer: only then
+    // does the upstream start, so the read is proven to have waited.
+    wait_for_log(
+        &log_path,
+        "not ready yet: waiting for the first answer",
+        Duration::from_secs(15),
+    )
+    .await?;
     let mut upstream = Spawn::new("resource-monitor")
         .arg("--source")
         .arg(format!("static:{}", file.display()))
