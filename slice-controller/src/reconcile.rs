@@ -301,6 +301,12 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
     let namespace = tenant.metadata.namespace.clone().unwrap_or_default();
     let span = tracing::info_span!("reconcile", consumer = %consumer, namespace = %namespace);
     async move {
+        // Which Tenant this decision read: tells an operator (and a test)
+        // that a change to the Tenant, such as a cordon, has been seen.
+        tracing::debug!(
+            tenant_version = %tenant.metadata.resource_version.as_deref().unwrap_or("none"),
+            "deciding the consumer's slices"
+        );
         let settings = &shared.settings;
         let mine: Vec<Arc<ResourceSlice>> = shared
             .slices

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::slice_controller_support::*;
@@ -267,7 +267,12 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
     p.tenant("c2", "Cordoned");
     p.slice("c1", "gold-kept", CLASS, &[("cpu", "1")], true);
     p.slice("c2", "gold-new", CLASS, &[("cpu", "1")], true);
-    let (_controller, _) = p.controller(&[])?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("controller.log");
+    let (_controller, _) = p
+        .controller_spawn("250ms", &[])
+        .stderr_to(std::fs::File::create(&log)?)
+        .start_announced(1)?;
     let denied = p
         .wait_condition("c2", "gold-new", SETTLE, is("Denied"))
         .await?;
@@ -280,12 +285,17 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
         .await?;
 
     // Cordoning c1 keeps its grant and denies a new slice.
-    p.tenant("c1", "Cordoned");
+    let cordoned = p.tenant("c1", "Cordoned");
     // Tenants and slices arrive on separate watches: a slice created in the
     // same instant as the cordon may be decided before the controller sees
-    // it (and then keeps its grant, as a cordon keeps grants). A real slice
-    // follows a cordon by far more than this.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    // it (and then keeps its grant, as a cordon keeps grants). The new
+    // slice comes once the controller has decided on the cordoned Tenant.
+    let version = cordoned["metadata"]["resourceVersion"]
+        .as_str()
+        .context("the Tenant's resourceVersion")?;
+    let seen = format!("tenant_version={version}\n");
+    let text = tokio::task::spawn_blocking(move || e2e::wait_for_log(&log, &seen, SETTLE)).await?;
+    assert!(text.contains("deciding the consumer's slices"));
     p.slice("c1", "gold-more", CLASS, &[("cpu", "1")], true);
     p.wait_condition("c1", "gold-more", SETTLE, is("Denied"))
         .await?;

@@ -105,7 +105,8 @@ impl Provider {
 
     /// A consumer's tenant namespace and Tenant (`Active`, `Cordoned`,
     /// `Drained`).
-    pub fn tenant(&self, consumer: &str, condition: &str) {
+    /// Returns the Tenant as stored.
+    pub fn tenant(&self, consumer: &str, condition: &str) -> Value {
         let namespace = tenant_namespace(consumer);
         self.kube.apply(
             NAMESPACES,
@@ -119,7 +120,7 @@ impl Provider {
                    "metadata": {"name": consumer, "namespace": namespace,
                                 "labels": {"liqo.io/remote-cluster-id": consumer}},
                    "spec": {"clusterID": consumer, "authzPolicy": "KeysExchange", "tenantCondition": condition}}),
-        );
+        )
     }
 
     /// A slice as Liqo leaves it on the provider: replicated labels, and,
@@ -227,6 +228,12 @@ impl Provider {
     /// if `extra` has `--listen`).
     pub fn controller_announced(&self, retry: &str, extra: &[&str]) -> Result<(Child, Bound)> {
         let ports = if extra.contains(&"--listen") { 2 } else { 1 };
+        self.controller_spawn(retry, extra).start_announced(ports)
+    }
+
+    /// The controller [`Provider::controller_announced`] starts, not yet
+    /// started (to send its log to a file, say).
+    pub fn controller_spawn(&self, retry: &str, extra: &[&str]) -> Spawn {
         // `--liqo-api v1` unless the test names another API.
         let api = if extra.contains(&"--liqo-api") {
             &[][..]
@@ -253,7 +260,6 @@ impl Provider {
             // namespace.
             .env("POD_NAMESPACE", CONTROLLER_NAMESPACE)
             .env("RUST_LOG", "info,slice_controller=debug")
-            .start_announced(ports)
     }
 }
 
