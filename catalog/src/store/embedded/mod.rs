@@ -6,8 +6,10 @@
 //!
 //! Every write is committed with immediate durability (fsync) before it is
 //! acknowledged, so an acknowledged write survives a crash; concurrent offer
-//! writes share one transaction and one fsync ([`group`]). Live offers are also kept in memory, loaded at open and updated
-//! after each commit, so reads never touch the disk. redb locks its file:
+//! writes share one transaction and one fsync ([`group`]). Live offers,
+//! provider accounts, disabled flags and peering registrations are also
+//! kept in memory, loaded at open and updated after each commit, so their
+//! reads never touch the disk. redb locks its file:
 //! one catalog process per data directory. The file holds sealed peering
 //! tokens, so it is readable by the catalog's user only (mode 0600).
 //!
@@ -91,6 +93,8 @@ pub struct EmbeddedStore {
 struct Inner {
     db: Database,
     offers: RwLock<BTreeMap<String, Offer>>,
+    /// Accounts, disabled flags and peering registrations ([`providers`]).
+    providers: RwLock<providers::ProviderMemory>,
     /// Held across commit and publish so changes go out in commit order.
     write_order: Mutex<()>,
     changes: broadcast::Sender<OfferChange>,
@@ -187,11 +191,13 @@ impl EmbeddedStore {
         migrate::merge_buying_file(dir, &db)?;
 
         let offers = offers::load(&db)?;
+        let provider_memory = providers::load(&db)?;
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
         let (offer_writes, queue) = std::sync::mpsc::channel();
         let inner = Arc::new(Inner {
             db,
             offers: RwLock::new(offers),
+            providers: RwLock::new(provider_memory),
             write_order: Mutex::new(()),
             changes,
             offer_writes,

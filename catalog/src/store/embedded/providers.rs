@@ -1,19 +1,82 @@
 //! The embedded [`ProviderStore`]: accounts, sealed peering tokens and
 //! disabled flags, each a table of the one redb file.
+//!
+//! Accounts, disabled flags and peering registrations are also kept in
+//! memory ([`ProviderMemory`]), loaded at open and updated after each
+//! commit. redb's file lock makes this process the only writer, so the copy
+//! is exact, and an authenticated offer write (token generation, disabled
+//! flag, the provider's Liqo generations) reads no table and waits for no
+//! blocking thread before its own write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{Database, ReadableDatabase, ReadableTable};
 
 use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
-use super::{from_millis, get_record, internal, to_json, EmbeddedStore, Inner};
+use super::{from_json, from_millis, internal, to_json, EmbeddedStore, Inner};
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::storage::StoreError;
 
+/// See the module docs.
+#[derive(Default)]
+pub(super) struct ProviderMemory {
+    accounts: HashMap<String, ProviderAccount>,
+    disabled: BTreeMap<String, DateTime<Utc>>,
+    peering: HashMap<String, ProviderPeering>,
+}
+
+/// Read the three tables [`ProviderMemory`] mirrors.
+pub(super) fn load(db: &Database) -> Result<ProviderMemory, StoreError> {
+    let read = db.begin_read().map_err(internal)?;
+    let mut memory = ProviderMemory::default();
+    for entry in read
+        .open_table(PROVIDERS)
+        .map_err(internal)?
+        .iter()
+        .map_err(internal)?
+    {
+        let (k, v) = entry.map_err(internal)?;
+        memory.accounts.insert(
+            k.value().to_string(),
+            from_json("provider account", v.value())?,
+        );
+    }
+    for entry in read
+        .open_table(DISABLED)
+        .map_err(internal)?
+        .iter()
+        .map_err(internal)?
+    {
+        let (k, v) = entry.map_err(internal)?;
+        memory
+            .disabled
+            .insert(k.value().to_string(), from_millis(v.value()));
+    }
+    let peering = read.open_table(PROVIDER_PEERING).map_err(internal)?;
+    for entry in peering.iter().map_err(internal)? {
+        let (k, v) = entry.map_err(internal)?;
+        memory.peering.insert(
+            k.value().to_string(),
+            from_json("provider peering", v.value())?,
+        );
+    }
+    Ok(memory)
+}
+
 impl Inner {
+    /// A poisoned lock only means a panic elsewhere; the maps stay usable.
+    fn providers_read(&self) -> RwLockReadGuard<'_, ProviderMemory> {
+        self.providers.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn providers_write(&self) -> RwLockWriteGuard<'_, ProviderMemory> {
+        self.providers.write().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn claim_provider(
         &self,
         account: ProviderAccount,
@@ -36,6 +99,9 @@ impl Inner {
                 .map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
+        self.providers_write()
+            .accounts
+            .insert(account.cluster_id.clone(), account.clone());
         self.publish(OfferChange::ProviderAdded(account.info()));
         Ok((account, true))
     }
@@ -65,34 +131,22 @@ impl Inner {
                 .map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
+        self.providers_write()
+            .accounts
+            .insert(account.cluster_id.clone(), account);
         Ok(true)
-    }
-
-    fn providers(&self) -> Result<Vec<ProviderAccount>, StoreError> {
-        let read = self.db.begin_read().map_err(internal)?;
-        let table = read.open_table(PROVIDERS).map_err(internal)?;
-        let mut out = Vec::new();
-        for entry in table.iter().map_err(internal)? {
-            let (_, v) = entry.map_err(internal)?;
-            out.push(serde_json::from_slice(v.value()).map_err(internal)?);
-        }
-        Ok(out)
     }
 }
 
 #[async_trait]
 impl ProviderStore for EmbeddedStore {
     async fn get_provider(&self, cluster_id: &str) -> Result<Option<ProviderAccount>, StoreError> {
-        let id = cluster_id.to_string();
-        self.blocking(move |inner| {
-            let read = inner.db.begin_read().map_err(internal)?;
-            let table = read.open_table(PROVIDERS).map_err(internal)?;
-            match table.get(id.as_str()).map_err(internal)? {
-                Some(v) => Ok(Some(serde_json::from_slice(v.value()).map_err(internal)?)),
-                None => Ok(None),
-            }
-        })
-        .await
+        Ok(self
+            .inner
+            .providers_read()
+            .accounts
+            .get(cluster_id)
+            .cloned())
     }
 
     async fn claim_provider(
@@ -114,25 +168,20 @@ impl ProviderStore for EmbeddedStore {
     }
 
     async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
-        self.blocking(|inner| {
-            Ok(inner
-                .providers()?
-                .iter()
-                .map(ProviderAccount::info)
-                .collect())
-        })
-        .await
+        let mut out: Vec<ProviderInfo> = self
+            .inner
+            .providers_read()
+            .accounts
+            .values()
+            .map(ProviderAccount::info)
+            .collect();
+        // In cluster ID order, as the table iterates.
+        out.sort_by(|a, b| a.cluster_id.cmp(&b.cluster_id));
+        Ok(out)
     }
 
     async fn count_providers(&self) -> Result<u64, StoreError> {
-        self.blocking(|inner| {
-            let read = inner.db.begin_read().map_err(internal)?;
-            read.open_table(PROVIDERS)
-                .map_err(internal)?
-                .len()
-                .map_err(internal)
-        })
-        .await
+        Ok(self.inner.providers_read().accounts.len() as u64)
     }
 
     async fn put_peering_secret(
@@ -172,35 +221,37 @@ impl ProviderStore for EmbeddedStore {
     ) -> Result<(), StoreError> {
         let id = cluster_id.to_string();
         let since = crate::storage::now().timestamp_millis();
-        self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
+        self.blocking(move |inner| {
+            // The write and the memory change in one order with other
+            // provider writes, so memory ends as the table does.
+            let _order = inner.lock_order();
+            let txn = inner.db.begin_write().map_err(internal)?;
+            let kept = {
                 let mut table = txn.open_table(DISABLED).map_err(internal)?;
                 if disabled {
-                    if table.get(id.as_str()).map_err(internal)?.is_none() {
+                    let earlier = table.get(id.as_str()).map_err(internal)?.map(|v| v.value());
+                    if earlier.is_none() {
                         table.insert(id.as_str(), since).map_err(internal)?;
                     }
+                    Some(earlier.unwrap_or(since))
                 } else {
                     table.remove(id.as_str()).map_err(internal)?;
+                    None
                 }
-            }
-            txn.commit().map_err(internal)
+            };
+            txn.commit().map_err(internal)?;
+            let mut memory = inner.providers_write();
+            match kept {
+                Some(ms) => memory.disabled.insert(id, from_millis(ms)),
+                None => memory.disabled.remove(&id),
+            };
+            Ok(())
         })
         .await
     }
 
     async fn disabled_providers(&self) -> Result<BTreeMap<String, DateTime<Utc>>, StoreError> {
-        self.blocking_db(|db| {
-            let read = db.begin_read().map_err(internal)?;
-            let table = read.open_table(DISABLED).map_err(internal)?;
-            let mut out = BTreeMap::new();
-            for entry in table.iter().map_err(internal)? {
-                let (k, v) = entry.map_err(internal)?;
-                out.insert(k.value().to_string(), from_millis(v.value()));
-            }
-            Ok(out)
-        })
-        .await
+        Ok(self.inner.providers_read().disabled.clone())
     }
 
     async fn put_provider_peering(
@@ -209,14 +260,17 @@ impl ProviderStore for EmbeddedStore {
         peering: ProviderPeering,
     ) -> Result<(), StoreError> {
         let id = cluster_id.to_string();
-        self.blocking_db(move |db| {
+        self.blocking(move |inner| {
             let json = to_json(&peering)?;
-            let txn = db.begin_write().map_err(internal)?;
+            let _order = inner.lock_order();
+            let txn = inner.db.begin_write().map_err(internal)?;
             txn.open_table(PROVIDER_PEERING)
                 .map_err(internal)?
                 .insert(id.as_str(), json.as_slice())
                 .map_err(internal)?;
-            txn.commit().map_err(internal)
+            txn.commit().map_err(internal)?;
+            inner.providers_write().peering.insert(id, peering);
+            Ok(())
         })
         .await
     }
@@ -225,12 +279,6 @@ impl ProviderStore for EmbeddedStore {
         &self,
         cluster_id: &str,
     ) -> Result<Option<ProviderPeering>, StoreError> {
-        let id = cluster_id.to_string();
-        self.blocking_db(move |db| {
-            let read = db.begin_read().map_err(internal)?;
-            let table = read.open_table(PROVIDER_PEERING).map_err(internal)?;
-            get_record(&table, &id, "provider peering")
-        })
-        .await
+        Ok(self.inner.providers_read().peering.get(cluster_id).cloned())
     }
 }
