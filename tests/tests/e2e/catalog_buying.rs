@@ -682,6 +682,16 @@ fn admin_sees_all_and_disables_providers(backend: Backend) {
     assert_eq!(delete(&c, "/offer/shop-2", Some(&seller)).status, 204);
     assert_eq!(get(&c, "/offer/shop-2", None).status, 404);
 
+    // The flag survives a restart (each store loads it into memory when
+    // it opens), and the provider's token still names its account.
+    drop(c);
+    let c = buying::start(&env, &[]);
+    assert!(post(&c, "/offer/shop", &buying::offer(), Some(&seller))
+        .expect_error(403)
+        .contains("disabled"));
+    let listed = get(&c, "/admin/providers", Some(&admin));
+    assert_eq!(listed.json[0]["disabled"], true, "{}", listed.text);
+
     put(
         &c,
         "/admin/providers/cluster-1",
