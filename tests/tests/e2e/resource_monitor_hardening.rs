@@ -190,20 +190,11 @@ async fn a_fifo_in_place_of_the_static_file_is_refused_and_reloading_goes_on() -
     Ok(())
 }
 
-/// Poll the log file until it contains `needle`; returns the log.
+/// [`e2e::wait_for_log`] off the test's runtime threads, which the
+/// monitor's clients in the same test still need while it polls.
 async fn wait_for_log(path: &Path, needle: &str, within: Duration) -> Result<String> {
-    let deadline = Instant::now() + within;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return Ok(text);
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "{needle:?} not logged within {within:?}; log:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (path, needle) = (path.to_path_buf(), needle.to_string());
+    Ok(tokio::task::spawn_blocking(move || e2e::wait_for_log(&path, &needle, within)).await?)
 }
 
 /// Findings 3 and 4 (low): a negative quantity (`cpu: -100`) was served, and
