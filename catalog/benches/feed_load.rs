@@ -14,10 +14,15 @@
 //! catalog with SIGTERM and times the shutdown (every socket gets a 1001
 //! close frame).
 //!
+//! Mode `floor` (in `FEED_LOAD_MODES`) runs the same subscribers and
+//! updates against the least a WebSocket server can do instead of the
+//! catalog (see `feed_load/floor.rs`): the machine's own floor for the
+//! delta rows.
+//!
 //! Run: `cargo bench -p catalog --bench feed_load`
 //!
 //! Settings (environment): `FEED_LOAD_SUBSCRIBERS` (default `1000,10000`),
-//! `FEED_LOAD_MODES` (`snapshot,delta`), `FEED_LOAD_DEFLATE` (`on,off`),
+//! `FEED_LOAD_MODES` (`snapshot,delta`; add `floor` for the floor row), `FEED_LOAD_DEFLATE` (`on,off`),
 //! `FEED_LOAD_OFFERS` (50), `FEED_LOAD_UPDATES` (20). Bounded: at most 15,000 subscribers, every
 //! phase has a timeout.
 
@@ -35,6 +40,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
+
+#[path = "feed_load/floor.rs"]
+mod floor;
 
 const MAX_SUBSCRIBERS: usize = 15_000;
 const CONNECT_CONCURRENCY: usize = 200;
@@ -549,22 +557,7 @@ fn run(
     // The 200 ms pauses cost next to nothing: idle subscribers wait.
     let catalog_cpu_per_update = (cpu_of(pid)? - catalog_cpu_before) / updates as u32;
     let client_cpu_per_update = (cpu_of(me)? - client_cpu_before) / updates as u32;
-    let mut all: Vec<u32> = Vec::new();
-    let mut spreads: Vec<u32> = Vec::new();
-    let mut delivered = 0;
-    for k in 1..=updates {
-        let l = shared.latencies[k]
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default();
-        if let (Some(first), Some(last)) = (l.iter().min(), l.iter().max()) {
-            spreads.push(last - first);
-        }
-        delivered += l.len();
-        all.extend(l);
-    }
-    spreads.sort_unstable();
-    all.sort_unstable();
+    let (all, spreads, delivered) = latencies(&shared, updates);
     post.sort_unstable();
 
     let metrics = c.get("/metrics").text;
@@ -619,7 +612,127 @@ fn run(
     })
 }
 
+/// The floor row: the same subscribers and updates against [`floor`]'s
+/// minimal server (a child process: this executable, re-run), messages the
+/// size of one delta upsert, compression off.
+fn run_floor(n: usize, updates: usize, rt: &tokio::runtime::Runtime) -> Result<Outcome> {
+    use std::io::BufRead as _;
+    // An upsert carries the offer and a short envelope (type, seq, id, provider).
+    let size = serde_json::to_vec(&offer(1, 1))?.len() + 96;
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .env("FEED_LOAD_FLOOR_SERVE", size.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let mut control = child.stdin.take().context("floor stdin")?;
+    let mut out = std::io::BufReader::new(child.stdout.take().context("floor stdout")?).lines();
+    let port: u16 = out
+        .next()
+        .context("floor server printed nothing")??
+        .strip_prefix("port ")
+        .context("floor server's first line is not its port")?
+        .parse()?;
+    let shared = Arc::new(Shared::new(updates));
+    let gate = Arc::new(Semaphore::new(CONNECT_CONCURRENCY));
+    for _ in 0..n {
+        let (shared, gate) = (shared.clone(), gate.clone());
+        rt.spawn(async move {
+            if let Err(e) = subscriber(port, String::new(), false, shared.clone(), gate).await {
+                if let Ok(mut f) = shared.failures.lock() {
+                    f.push(e.to_string());
+                }
+            }
+            shared.ended.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    wait_until(
+        "every floor subscriber's first message",
+        CONNECT_TIMEOUT,
+        || shared.ready.load(Ordering::SeqCst) + shared.ended.load(Ordering::SeqCst) >= n,
+    )?;
+    if shared.ready.load(Ordering::SeqCst) < n {
+        bail!(
+            "floor: only {} of {n} subscribers connected",
+            shared.ready.load(Ordering::SeqCst)
+        );
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let me = std::process::id();
+    let (server_cpu_before, client_cpu_before) = (cpu_of(pid)?, cpu_of(me)?);
+    for k in 1..=updates {
+        shared.sent_at[k].store(shared.now_ns(), Ordering::SeqCst);
+        writeln!(control, "{k}")?;
+        control.flush()?;
+        let _ = wait_until(&format!("floor update {k}"), UPDATE_TIMEOUT, || {
+            shared.received[k].load(Ordering::SeqCst) >= n
+        });
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let server_cpu_per_update = (cpu_of(pid)? - server_cpu_before) / updates as u32;
+    let client_cpu_per_update = (cpu_of(me)? - client_cpu_before) / updates as u32;
+    drop(control);
+    let written = out.next().context("floor server printed no latencies")??;
+    let micros: Vec<f64> = written
+        .strip_prefix("written ")
+        .context("floor server's last line is not its latencies")?
+        .split(' ')
+        .map(|v| v.parse::<f64>().map(|us| us / 1000.0))
+        .collect::<Result<_, _>>()?;
+    child.wait()?;
+    let (all, spreads, delivered) = latencies(&shared, updates);
+    Ok(Outcome {
+        subscribers: n,
+        mode: "floor".into(),
+        deflate: false,
+        list_bytes: 0,
+        p50: percentile(&all, 0.50),
+        p99: percentile(&all, 0.99),
+        max: percentile(&all, 1.0),
+        post_p50: f64::NAN,
+        delivered,
+        expected: n * updates,
+        rss_per_sub_kib: f64::NAN,
+        message_bytes: size as f64,
+        server_p50: micros[0],
+        server_p99: micros[1],
+        shutdown: Duration::ZERO,
+        closed_1001: 0,
+        catalog_cpu_per_update: server_cpu_per_update,
+        client_cpu_per_update,
+        spread_p50: percentile(&spreads, 0.50),
+    })
+}
+
+/// Every subscriber's latency over the updates (sorted), each update's
+/// first→last spread (sorted), and how many messages arrived.
+fn latencies(shared: &Shared, updates: usize) -> (Vec<u32>, Vec<u32>, usize) {
+    let mut all: Vec<u32> = Vec::new();
+    let mut spreads: Vec<u32> = Vec::new();
+    let mut delivered = 0;
+    for k in 1..=updates {
+        let l = shared.latencies[k]
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        if let (Some(first), Some(last)) = (l.iter().min(), l.iter().max()) {
+            spreads.push(last - first);
+        }
+        delivered += l.len();
+        all.extend(l);
+    }
+    spreads.sort_unstable();
+    all.sort_unstable();
+    (all, spreads, delivered)
+}
+
 fn main() -> Result<()> {
+    if let Ok(size) = std::env::var("FEED_LOAD_FLOOR_SERVE") {
+        return floor::serve(
+            size.parse()
+                .context("FEED_LOAD_FLOOR_SERVE: a message size")?,
+        );
+    }
     // `cargo bench` passes `--bench`; this harness takes its settings from
     // the environment instead.
     let counts: Vec<usize> = env_list("FEED_LOAD_SUBSCRIBERS", "1000,10000")
@@ -664,8 +777,17 @@ fn main() -> Result<()> {
             .iter()
             .flat_map(|m| deflates.iter().map(move |d| (m, d)))
         {
-            eprintln!("{n} subscribers, {mode} mode, deflate {deflate}, {offers} offers, {updates} updates");
-            let o = run(n, mode, deflate, offers, updates, &rt)?;
+            let o = if mode == "floor" {
+                // One floor row per count, uncompressed, whatever FEED_LOAD_DEFLATE says.
+                if deflates.first() != Some(&deflate) {
+                    continue;
+                }
+                eprintln!("{n} subscribers, the floor server, {updates} updates");
+                run_floor(n, updates, &rt)?
+            } else {
+                eprintln!("{n} subscribers, {mode} mode, deflate {deflate}, {offers} offers, {updates} updates");
+                run(n, mode, deflate, offers, updates, &rt)?
+            };
             println!(
                 "| {} | {} | {} | {} / {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {}/{} | {:.1} KiB | {:.2} s ({}) | {:.1} / {:.1} ms | {:.1} ms |",
                 o.subscribers,
