@@ -221,10 +221,7 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
-        out
+        edge::probe::openmetrics(&self.inner.registry)
     }
 
     /// The series of one upstream, created now (so they show as zeros before

@@ -3,21 +3,27 @@
 //! written once for every binary.
 //!
 //! What a binary adds is what only it knows: when it is ready and its
-//! metrics ([`Probes`]), and any route of its own (merged into [`router`]'s
+//! metrics ([`Probes`], usually a prometheus-client registry rendered by
+//! [`openmetrics`]), and any route of its own (merged into [`router`]'s
 //! `Router`). [`bind`] binds the port at once (a bad or taken address fails
 //! at start), announces it ([`crate::announce`]) and serves it through a
 //! [`GuardedListener`] with the given [`Limits`], so clients that connect
-//! and send nothing cannot starve the probes.
+//! and send nothing cannot starve the probes. A controller, which has no
+//! route of its own, serves its port with [`spawn`] and, once the shutdown
+//! it passed has completed, waits for it with [`join`].
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 
 use crate::conn::{GuardedListener, Limits};
 
@@ -79,6 +85,51 @@ pub async fn healthz() -> &'static str {
 /// A `/metrics` answer: `text` as OpenMetrics.
 pub fn metrics(text: String) -> impl IntoResponse {
     (StatusCode::OK, [(header::CONTENT_TYPE, OPENMETRICS)], text)
+}
+
+/// The OpenMetrics text of every metric in `registry`: the body of
+/// `/metrics`.
+pub fn openmetrics(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Only the writer can fail, and a String never does; were that to
+    // change, a scraper gets nothing rather than a truncated exposition.
+    if let Err(error) = prometheus_client::encoding::text::encode(&mut text, registry) {
+        tracing::warn!(%error, "cannot encode metrics");
+        text.clear();
+    }
+    text
+}
+
+/// How long [`join`] waits for the port's connections to close.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// Bind `addr` now, as [`bind`] does, and serve [`router`]`(probes)` with
+/// the HTTP/1 limits on a task of its own until `shutdown` completes.
+pub async fn spawn<P: Probes>(
+    addr: SocketAddr,
+    role: Option<&str>,
+    probes: P,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<JoinHandle<Result<(), HttpError>>, HttpError> {
+    let (_, server) = bind(addr, role, Limits::http1(), router(probes), shutdown).await?;
+    Ok(tokio::spawn(server))
+}
+
+/// Wait for a port [`spawn`]ed with a shutdown that has completed: its
+/// outcome, or nothing after [`CLOSE_GRACE`], because a scraper holding a
+/// connection open must not keep a stopping process alive.
+pub async fn join(server: JoinHandle<Result<(), HttpError>>) -> Result<(), HttpError> {
+    match tokio::time::timeout(CLOSE_GRACE, server).await {
+        Ok(Ok(served)) => served,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "the HTTP task failed");
+            Ok(())
+        }
+        Err(_) => {
+            tracing::warn!("HTTP connections still open after 2s; closing");
+            Ok(())
+        }
+    }
 }
 
 /// Bind `addr` now (a bad or taken address fails at start), announce it
@@ -166,6 +217,34 @@ mod tests {
         assert!(metrics.ends_with("up 1\n# EOF\n"), "{metrics}");
         let _ = stop.send(());
         server.await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn openmetrics_renders_a_registry() {
+        let mut registry = Registry::with_prefix("x");
+        let up = prometheus_client::metrics::gauge::Gauge::<i64>::default();
+        registry.register("up", "Up", up.clone());
+        up.set(1);
+        let text = openmetrics(&registry);
+        assert!(text.contains("\nx_up 1\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_spawned_port_is_joined_after_its_shutdown() {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            Fake::default(),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+        let _ = stop.send(());
+        join(server).await.unwrap();
     }
 
     #[tokio::test]

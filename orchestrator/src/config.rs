@@ -296,13 +296,13 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let stop = CancellationToken::new();
-    let http = crate::http::bind(
+    let http = edge::probe::spawn(
         cli.http_listen,
+        None,
         metrics.clone(),
         stop.clone().cancelled_owned(),
     )
     .await?;
-    let http = tokio::spawn(http);
     let stop_feed = Arc::new(AtomicBool::new(false));
     tracing::info!(catalog = %catalog.url(), "orchestrator starting");
     let base = catalog.base();
@@ -379,11 +379,7 @@ pub async fn run(
         }
     })
     .await;
-    match tokio::time::timeout(Duration::from_secs(2), http).await {
-        Ok(Ok(result)) => result?,
-        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
-        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
-    }
+    edge::probe::join(http).await?;
     tracing::info!("orchestrator stopped");
     Ok(())
 }

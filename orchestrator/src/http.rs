@@ -9,11 +9,7 @@
 //! 30 s without a byte, so clients that connect and send nothing cannot
 //! starve the probes.
 
-use std::future::Future;
-use std::net::SocketAddr;
-
 use axum::http::StatusCode;
-use edge::conn::Limits;
 pub use edge::probe::HttpError;
 
 use crate::metrics::Metrics;
@@ -34,16 +30,4 @@ impl edge::probe::Probes for Metrics {
     fn render(&self) -> String {
         Metrics::render(self)
     }
-}
-
-/// Bind `addr` now (a bad address fails at start) and return the server,
-/// which runs until `shutdown` completes.
-pub async fn bind(
-    addr: SocketAddr,
-    metrics: Metrics,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<impl Future<Output = Result<(), HttpError>>, HttpError> {
-    let app = edge::probe::router(metrics);
-    let (_, server) = edge::probe::bind(addr, None, Limits::http1(), app, shutdown).await?;
-    Ok(server)
 }

@@ -190,11 +190,7 @@ impl Metrics {
 
     /// The OpenMetrics text.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.0.registry).is_err() {
-            out.clear();
-        }
-        out
+        edge::probe::openmetrics(&self.0.registry)
     }
 }
 

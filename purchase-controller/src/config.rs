@@ -120,13 +120,13 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         slice_controller::config::client(args.kubeconfig.as_deref(), args.kube_context.as_deref())
             .await?;
     let metrics = Metrics::new();
-    let http = crate::http::bind(
+    let http = edge::probe::spawn(
         args.http_listen,
+        None,
         metrics.clone(),
         shutdown.clone().cancelled_owned(),
     )
     .await?;
-    let http = tokio::spawn(http);
     let settings = Settings {
         generation: args.liqo_api,
         cluster_id: args.cluster_id.trim().to_string(),
@@ -140,11 +140,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
     shutdown.cancel();
-    match tokio::time::timeout(Duration::from_secs(2), http).await {
-        Ok(Ok(served)) => served?,
-        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
-        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
-    }
+    edge::probe::join(http).await?;
     Ok(result?)
 }
 

@@ -132,11 +132,7 @@ impl Metrics {
 
     /// OpenMetrics text.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.0.registry).is_err() {
-            out.clear();
-        }
-        out
+        edge::probe::openmetrics(&self.0.registry)
     }
 }
 

@@ -293,13 +293,13 @@ pub async fn run(
     args.validate()?;
     let class = args.class()?.to_string();
     let metrics = Metrics::new();
-    let http = crate::http::bind(
+    let http = edge::probe::spawn(
         args.http_listen,
+        Some("controller"),
         metrics.clone(),
         shutdown.clone().cancelled_owned(),
     )
     .await?;
-    let http = tokio::spawn(http);
     let contracts = follow_contracts(args, &metrics, &shutdown)?;
 
     let identity = args.lease_identity.clone().unwrap_or_else(default_identity);
@@ -368,12 +368,7 @@ pub async fn run(
         .await;
     }
     shutdown.cancel();
-    // A scraper holding a connection open must not keep the process alive.
-    match tokio::time::timeout(Duration::from_secs(2), http).await {
-        Ok(Ok(result)) => result?,
-        Ok(Err(error)) => tracing::warn!(%error, "the HTTP task failed"),
-        Err(_) => tracing::warn!("HTTP connections still open after 2s; closing"),
-    }
+    edge::probe::join(http).await?;
     tracing::info!("ResourceSlice class controller stopped");
     Ok(())
 }

@@ -288,11 +288,7 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
-        let mut text = String::new();
-        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.0.registry) {
-            tracing::warn!(%error, "cannot encode metrics");
-        }
-        text
+        edge::probe::openmetrics(&self.0.registry)
     }
 }
 
