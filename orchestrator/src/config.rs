@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use edge::log::LogFormat;
 
-use slice_controller::lease::{self, Elector, LeaseSettings};
+use slice_controller::lease::{self, Elector, LeaseSettings, LeaseTimes};
 
 use crate::controller::{self, Settings};
 use crate::disabled;
@@ -128,6 +128,16 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+impl Cli {
+    fn lease_times(&self) -> LeaseTimes {
+        LeaseTimes {
+            duration: self.lease_duration,
+            renew_deadline: self.lease_renew_deadline,
+            retry: self.lease_retry,
+        }
+    }
+}
+
 /// What to do instead of running the controller.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -202,16 +212,8 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow:
 pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
     // Every input is checked before anything starts.
     let policy = policy(&cli)?;
-    if cli.leader_elect
-        && (cli.lease_renew_deadline >= cli.lease_duration
-            || cli.lease_retry >= cli.lease_renew_deadline)
-    {
-        anyhow::bail!(
-            "--lease-renew-deadline ({:?}) must be shorter than --lease-duration ({:?}), and --lease-retry ({:?}) shorter than the deadline",
-            cli.lease_renew_deadline,
-            cli.lease_duration,
-            cli.lease_retry
-        );
+    if cli.leader_elect {
+        cli.lease_times().validate()?;
     }
     let catalog = Catalog::parse(&cli.catalog)?;
     let secret = admin_secret(&cli)?;
@@ -275,14 +277,6 @@ pub async fn explain(
     Ok(())
 }
 
-fn default_instance() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "orchestrator".to_string());
-    format!("{host}-{}", std::process::id())
-}
-
 /// The controller: the HTTP port, the catalog's feed (followed by leader and
 /// standby alike, so a new leader decides at once) and, while this replica
 /// leads (or always, without election), the reconciles.
@@ -318,7 +312,10 @@ pub async fn run(
         )),
         None => None,
     };
-    let identity = cli.instance.clone().unwrap_or_else(default_instance);
+    let identity = cli
+        .instance
+        .clone()
+        .unwrap_or_else(|| lease::replica_identity("orchestrator"));
     let settings = Settings {
         policy: Arc::new(policy),
         resync: cli.resync,
@@ -333,26 +330,14 @@ pub async fn run(
             controller::run(client, settings, offers, metrics, stopping).await;
             return;
         }
-        let namespace = cli
-            .lease_namespace
-            .clone()
-            .or_else(|| {
-                std::env::var("POD_NAMESPACE")
-                    .ok()
-                    .filter(|n| !n.is_empty())
-            })
-            .unwrap_or_else(|| client.default_namespace().to_string());
-        let elector = Elector::new(
-            client.clone(),
-            LeaseSettings {
-                name: cli.lease_name.clone(),
-                namespace,
-                identity,
-                duration: cli.lease_duration,
-                renew_deadline: cli.lease_renew_deadline,
-                retry: cli.lease_retry,
-            },
+        let lease = LeaseSettings::from_parts(
+            &client,
+            cli.lease_name.clone(),
+            cli.lease_namespace.clone(),
+            identity,
+            cli.lease_times(),
         );
+        let elector = Elector::new(client.clone(), lease);
         lease::run_elected(elector, metrics.clone(), stopping, move |term| {
             let (client, settings, offers, metrics) = (
                 client.clone(),

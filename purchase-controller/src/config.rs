@@ -79,7 +79,7 @@ pub enum ConfigError {
     #[error("--poll-interval and --resync must be positive")]
     Intervals,
     #[error(transparent)]
-    Kube(#[from] slice_controller::config::ConfigError),
+    Kube(#[from] slice_controller::kubeconfig::ClientError),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error(transparent)]
@@ -105,20 +105,14 @@ impl Args {
     }
 }
 
-fn instance() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "purchase-controller".to_string());
-    format!("{host}-{}", std::process::id())
-}
-
 /// Run until `shutdown` is cancelled.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
-    let client =
-        slice_controller::config::client(args.kubeconfig.as_deref(), args.kube_context.as_deref())
-            .await?;
+    let client = slice_controller::kubeconfig::client(
+        args.kubeconfig.as_deref(),
+        args.kube_context.as_deref(),
+    )
+    .await?;
     let metrics = Metrics::new();
     let http = edge::probe::spawn(
         args.http_listen,
@@ -136,7 +130,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         retry: args.retry,
         retry_max: args.retry_max,
         catalog_timeout: args.catalog_timeout,
-        instance: instance(),
+        instance: slice_controller::lease::replica_identity("purchase-controller"),
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
     shutdown.cancel();

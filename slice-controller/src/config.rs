@@ -4,7 +4,7 @@
 //! the leader election and the controller.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use resource_reader::ResourceReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::decision::{GrantPolicy, ShrinkPolicy};
-use crate::lease::{self, Elector, LeaseSettings};
+use crate::lease::{self, Elector, LeaseSettings, LeaseTimes, LeaseTimesError};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Settings};
 
@@ -136,21 +136,10 @@ pub enum ConfigError {
     NoClass,
     #[error("--class: the classes \"\" and \"default\" belong to Liqo's own controller")]
     LiqoClass,
-    #[error("--lease-renew-deadline ({renew:?}) must be shorter than --lease-duration ({duration:?}), and --lease-retry ({retry:?}) shorter than the deadline")]
-    LeaseTimes {
-        duration: Duration,
-        renew: Duration,
-        retry: Duration,
-    },
-    #[error("cannot read kubeconfig {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: kube::config::KubeconfigError,
-    },
-    #[error("cannot find a Kubernetes configuration: {0}")]
-    Infer(#[from] kube::config::InferConfigError),
-    #[error("cannot build a Kubernetes client: {0}")]
-    Client(#[from] kube::Error),
+    #[error(transparent)]
+    LeaseTimes(#[from] LeaseTimesError),
+    #[error(transparent)]
+    Kube(#[from] crate::kubeconfig::ClientError),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error("--grant-policy contracts needs --catalog-url and --catalog-credentials-file")]
@@ -188,56 +177,19 @@ impl ControllerArgs {
             }
             _ => {}
         }
-        if self.leader_elect
-            && (self.lease_renew_deadline >= self.lease_duration
-                || self.lease_retry >= self.lease_renew_deadline)
-        {
-            return Err(ConfigError::LeaseTimes {
-                duration: self.lease_duration,
-                renew: self.lease_renew_deadline,
-                retry: self.lease_retry,
-            });
+        if self.leader_elect {
+            self.lease_times().validate()?;
         }
         Ok(())
     }
-}
 
-/// A client for the provider cluster: `kubeconfig` (and `context`) if
-/// given, else inferred like `kubectl` (in-cluster in a pod).
-pub async fn client(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-) -> Result<Client, ConfigError> {
-    let options = kube::config::KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..Default::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path).map_err(|source| {
-                ConfigError::Kubeconfig {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            })?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|source| ConfigError::Kubeconfig {
-                    path: path.to_path_buf(),
-                    source,
-                })?
+    fn lease_times(&self) -> LeaseTimes {
+        LeaseTimes {
+            duration: self.lease_duration,
+            renew_deadline: self.lease_renew_deadline,
+            retry: self.lease_retry,
         }
-        None if context.is_some() => {
-            kube::Config::from_kubeconfig(&options)
-                .await
-                .map_err(|source| ConfigError::Kubeconfig {
-                    path: PathBuf::from("(default kubeconfig)"),
-                    source,
-                })?
-        }
-        None => kube::Config::infer().await?,
-    };
-    Ok(Client::try_from(config)?)
+    }
 }
 
 /// Under `contracts`: load the credentials (refusing a file others may
@@ -273,14 +225,6 @@ fn follow_contracts(
 /// Bound on each request to the catalog.
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn default_identity() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "slice-controller".to_string());
-    format!("{host}-{}", std::process::id())
-}
-
 /// Run the controller of `args.class` over `reader` until `shutdown` is
 /// cancelled: the HTTP port, then (with leader election) the controller
 /// whenever this replica leads.
@@ -302,7 +246,10 @@ pub async fn run(
     .await?;
     let contracts = follow_contracts(args, &metrics, &shutdown)?;
 
-    let identity = args.lease_identity.clone().unwrap_or_else(default_identity);
+    let identity = args
+        .lease_identity
+        .clone()
+        .unwrap_or_else(|| lease::replica_identity("slice-controller"));
     let settings = Settings {
         class: class.clone(),
         policy: args.grant_policy,
@@ -320,29 +267,18 @@ pub async fn run(
         "ResourceSlice class controller starting"
     );
     if args.leader_elect {
-        let namespace = args
-            .lease_namespace
+        let name = args
+            .lease_name
             .clone()
-            .or_else(|| {
-                std::env::var("POD_NAMESPACE")
-                    .ok()
-                    .filter(|n| !n.is_empty())
-            })
-            .unwrap_or_else(|| client.default_namespace().to_string());
-        let elector = Elector::new(
-            client.clone(),
-            LeaseSettings {
-                name: args
-                    .lease_name
-                    .clone()
-                    .unwrap_or_else(|| format!("slice-controller-{class}")),
-                namespace,
-                identity,
-                duration: args.lease_duration,
-                renew_deadline: args.lease_renew_deadline,
-                retry: args.lease_retry,
-            },
+            .unwrap_or_else(|| format!("slice-controller-{class}"));
+        let lease = LeaseSettings::from_parts(
+            &client,
+            name,
+            args.lease_namespace.clone(),
+            identity,
+            args.lease_times(),
         );
+        let elector = Elector::new(client.clone(), lease);
         let lead_metrics = metrics.clone();
         lease::run_elected(elector, metrics, shutdown.clone(), move |term| {
             reconcile::run(

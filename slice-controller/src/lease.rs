@@ -87,6 +87,75 @@ pub struct LeaseSettings {
     pub retry: Duration,
 }
 
+/// The Lease's timings as a binary's flags give them (`--lease-duration`,
+/// `--lease-renew-deadline`, `--lease-retry`; each binary keeps its own
+/// environment variables for them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTimes {
+    pub duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry: Duration,
+}
+
+/// Lease timings under which two replicas could lead at once, or the
+/// leader could lose the Lease between two renewals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("--lease-renew-deadline ({:?}) must be shorter than --lease-duration ({:?}), and --lease-retry ({:?}) shorter than the deadline", .0.renew_deadline, .0.duration, .0.retry)]
+pub struct LeaseTimesError(pub LeaseTimes);
+
+impl LeaseTimes {
+    /// Check that the leader stops leading before anyone else may take the
+    /// Lease (`renew_deadline < duration`) and tries to renew at least once
+    /// before it does (`retry < renew_deadline`).
+    pub fn validate(self) -> Result<Self, LeaseTimesError> {
+        if self.renew_deadline >= self.duration || self.retry >= self.renew_deadline {
+            return Err(LeaseTimesError(self));
+        }
+        Ok(self)
+    }
+}
+
+impl LeaseSettings {
+    /// The Lease `name` held as `identity` with `times`, in `namespace` if
+    /// given, else in `$POD_NAMESPACE` (the downward API: the replica's own
+    /// namespace), else in the client's default namespace.
+    pub fn from_parts(
+        client: &Client,
+        name: String,
+        namespace: Option<String>,
+        identity: String,
+        times: LeaseTimes,
+    ) -> Self {
+        let namespace = namespace
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        Self {
+            name,
+            namespace,
+            identity,
+            duration: times.duration,
+            renew_deadline: times.renew_deadline,
+            retry: times.retry,
+        }
+    }
+}
+
+/// This replica's name among its peers — in the Lease's `holderIdentity`
+/// and Events' `reportingInstance` — when no flag gives one:
+/// `$HOSTNAME-<pid>` (in a pod, the pod's name), `<program>-<pid>` without
+/// a host name.
+pub fn replica_identity(program: &str) -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| program.to_string());
+    format!("{host}-{}", std::process::id())
+}
+
 /// The last Lease record this replica saw, and when it first saw it.
 #[derive(Debug)]
 struct Observed {
@@ -377,4 +446,25 @@ pub async fn run_elected<F, Fut>(
     }
     .instrument(span)
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_times_must_nest() {
+        let times = |duration, renew_deadline, retry| LeaseTimes {
+            duration: Duration::from_secs(duration),
+            renew_deadline: Duration::from_secs(renew_deadline),
+            retry: Duration::from_secs(retry),
+        };
+        assert!(times(15, 10, 2).validate().is_ok());
+        let late = times(5, 6, 2).validate().unwrap_err();
+        assert_eq!(
+            late.to_string(),
+            "--lease-renew-deadline (6s) must be shorter than --lease-duration (5s), and --lease-retry (2s) shorter than the deadline"
+        );
+        assert!(times(15, 10, 10).validate().is_err());
+    }
 }

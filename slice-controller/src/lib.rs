@@ -19,6 +19,8 @@
 //!   (Tenant), driven by slice changes, Tenant changes and chain
 //!   notifications — and the status write with its 409 handling;
 //! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
+//! - [`kubeconfig`]: a Kubernetes client from the flags, as `kubectl`
+//!   builds one;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags (clap `Args`, flattened into `resource-monitor`)
 //!   and [`run`](config::run), which starts it all.
@@ -27,6 +29,7 @@ pub mod config;
 pub mod contracts;
 pub mod decision;
 pub mod http;
+pub mod kubeconfig;
 pub mod lease;
 pub mod metrics;
 pub mod model;

@@ -61,18 +61,9 @@ impl Default for KubernetesOptions {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum KubernetesError {
-    #[error("cannot read kubeconfig {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: kube::config::KubeconfigError,
-    },
-    #[error("cannot find a Kubernetes configuration: {0}")]
-    Infer(#[from] kube::config::InferConfigError),
-    #[error("cannot build a Kubernetes client: {0}")]
-    Client(#[from] kube::Error),
-}
+/// Why the source cannot reach the API server: the class controller's
+/// reasons, in its words.
+pub use slice_controller::kubeconfig::ClientError as KubernetesError;
 
 /// The local monitor of a Kubernetes cluster.
 pub struct KubernetesSource {
@@ -92,33 +83,11 @@ impl KubernetesSource {
     /// watching. Reads answer `UNAVAILABLE` until nodes and pods are listed;
     /// subscribers get a notification then.
     pub async fn connect(options: KubernetesOptions) -> Result<Self, KubernetesError> {
-        let config_options = kube::config::KubeConfigOptions {
-            context: options.context.clone(),
-            ..Default::default()
-        };
-        let config = match &options.kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
-                    KubernetesError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &config_options)
-                    .await
-                    .map_err(|source| KubernetesError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    })?
-            }
-            None if options.context.is_some() => kube::Config::from_kubeconfig(&config_options)
-                .await
-                .map_err(|source| KubernetesError::Kubeconfig {
-                    path: PathBuf::from("(default kubeconfig)"),
-                    source,
-                })?,
-            None => kube::Config::infer().await?,
-        };
+        let config = slice_controller::kubeconfig::config(
+            options.kubeconfig.as_deref(),
+            options.context.as_deref(),
+        )
+        .await?;
         tracing::info!(cluster_url = %config.cluster_url, "watching Kubernetes");
         let client = kube::Client::try_from(config)?;
         Ok(Self::with_client(client, options.origin_labels))
