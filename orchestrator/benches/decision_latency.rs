@@ -164,8 +164,10 @@ async fn main() -> Result<()> {
         policy: Arc::new(Policy::default()),
         resync: Duration::from_secs(3600),
         retry: Duration::from_millis(200),
-        reporter: "bench".into(),
-        instance: "bench".into(),
+        reporter: kube::runtime::events::Reporter {
+            controller: "bench".into(),
+            instance: Some("bench".into()),
+        },
     };
     let controller = tokio::spawn(controller::run(
         client.clone(),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use kube::runtime::events::Reporter;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 
@@ -320,8 +321,10 @@ pub async fn run(
         policy: Arc::new(policy),
         resync: cli.resync,
         retry: cli.error_retry,
-        reporter: "liqo-broker-orchestrator".to_string(),
-        instance: identity.clone(),
+        reporter: Reporter {
+            controller: "liqo-broker-orchestrator".to_string(),
+            instance: Some(identity.clone()),
+        },
     };
     let stopping = stop.clone();
     let controller = async move {

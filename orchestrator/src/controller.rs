@@ -26,9 +26,10 @@ use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod, ResourceQuota}
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, reflector, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
+use slice_controller::runtime;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -52,10 +53,8 @@ pub struct Settings {
     pub resync: Duration,
     /// Wait this long before retrying a failed reconcile.
     pub retry: Duration,
-    /// Names the controller in Events (`reportingController`).
-    pub reporter: String,
-    /// Names this replica in Events (`reportingInstance`).
-    pub instance: String,
+    /// Names the controller and this replica in Events.
+    pub reporter: Reporter,
 }
 
 /// Why a reconcile failed (it is retried after `retry`).
@@ -83,23 +82,13 @@ struct Shared {
     recorder: Recorder,
 }
 
-/// A stream of reflector events as namespaces to reconcile.
-fn by_namespace<K>(
+/// Every object of `api` (into the cache `writer` fills) as the namespace
+/// it lives in, to reconcile.
+fn by_namespace<K: runtime::Watched>(
     api: Api<K>,
     writer: reflector::store::Writer<K>,
-) -> impl Stream<Item = Result<ObjectRef<Namespace>, watcher::Error>> + Send
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    reflector(writer, watcher(api, watcher::Config::default()))
-        .default_backoff()
-        .touched_objects()
+) -> impl Stream<Item = Result<ObjectRef<Namespace>, watcher::Error>> + Send {
+    runtime::cached_watch(api, watcher::Config::default(), writer)
         .map_ok(|o| ObjectRef::new(o.meta().namespace.as_deref().unwrap_or_default()))
 }
 
@@ -116,15 +105,11 @@ pub async fn run(
     let (quotas, quota_writer) = reflector::store::<ResourceQuota>();
     let (offloadings, off_writer) = reflector::store::<NamespaceOffloading>();
 
-    let ns_events = reflector(
+    let ns_events = runtime::cached_watch(
+        Api::<Namespace>::all(client.clone()),
+        watcher::Config::default().labels(NAMESPACE_SELECTOR),
         ns_writer,
-        watcher(
-            Api::<Namespace>::all(client.clone()),
-            watcher::Config::default().labels(NAMESPACE_SELECTOR),
-        ),
     )
-    .default_backoff()
-    .touched_objects()
     .map_ok(|ns| ObjectRef::from_obj(&ns));
     let pod_events = by_namespace(Api::<Pod>::all(client.clone()), pod_writer);
     let quota_events = by_namespace(Api::<ResourceQuota>::all(client.clone()), quota_writer);
@@ -146,12 +131,8 @@ pub async fn run(
         }
     });
 
-    let reporter = Reporter {
-        controller: settings.reporter.clone(),
-        instance: Some(settings.instance.clone()),
-    };
     let shared = Arc::new(Shared {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), settings.reporter.clone()),
         client,
         settings,
         offers,
@@ -347,7 +328,7 @@ fn publish_event(
     let event = Event {
         type_,
         reason: reason.to_string(),
-        note: Some(decision.explain().chars().take(1000).collect()),
+        note: Some(runtime::note(&decision.explain())),
         action: action.to_string(),
         secondary: None,
     };
@@ -361,13 +342,5 @@ fn publish_event(
             ..ObjectReference::default()
         },
     };
-    let recorder = shared.recorder.clone();
-    tokio::spawn(
-        async move {
-            if let Err(error) = recorder.publish(&event, &reference).await {
-                tracing::debug!(%error, "cannot record an Event");
-            }
-        }
-        .in_current_span(),
-    );
+    runtime::publish_event(&shared.recorder, event, reference);
 }

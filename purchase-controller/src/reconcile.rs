@@ -24,6 +24,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
+use slice_controller::runtime;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -582,32 +583,18 @@ fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessme
         reason: ready
             .map(|c| c.reason.clone())
             .unwrap_or_else(|| assessment.phase.to_string()),
-        note: Some(
-            // The same arrival says the same thing (a repeat is counted on
-            // one Event); where it came from is in the log.
-            format!(
-                "{}: {}",
-                assessment.phase,
-                ready.map(|c| c.message.as_str()).unwrap_or_default()
-            )
-            .chars()
-            .take(1000)
-            .collect(),
-        ),
+        // The same arrival says the same thing (a repeat is counted on one
+        // Event); where it came from is in the log.
+        note: Some(runtime::note(&format!(
+            "{}: {}",
+            assessment.phase,
+            ready.map(|c| c.message.as_str()).unwrap_or_default()
+        ))),
         action: "Reconcile".to_string(),
         secondary: None,
     };
     tracing::info!(from, to = assessment.phase, "phase changed");
-    let reference = purchase.object_ref(&());
-    let recorder = shared.recorder.clone();
-    tokio::spawn(
-        async move {
-            if let Err(error) = recorder.publish(&event, &reference).await {
-                tracing::debug!(%error, "cannot record an Event");
-            }
-        }
-        .in_current_span(),
-    );
+    runtime::publish_event(&shared.recorder, event, purchase.object_ref(&()));
 }
 
 /// The current time as Kubernetes writes `metav1.Time`.

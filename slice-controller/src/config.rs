@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::runtime::events::Reporter;
 use kube::Client;
 use resource_reader::ResourceReader;
 use tokio_util::sync::CancellationToken;
@@ -256,8 +257,10 @@ pub async fn run(
         shrink: args.on_shrink,
         resync: args.resync,
         retry: args.error_retry,
-        reporter: "liqo-broker-slice-controller".to_string(),
-        instance: identity.clone(),
+        reporter: Reporter {
+            controller: "liqo-broker-slice-controller".to_string(),
+            instance: Some(identity.clone()),
+        },
     };
     tracing::info!(
         class = %class,

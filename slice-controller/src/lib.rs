@@ -18,6 +18,8 @@
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
 //!   notifications — and the status write with its 409 handling;
+//! - [`runtime`]: the kube-rs plumbing the broker's controllers share (a
+//!   cache-filling watch, Events recorded in the background);
 //! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
 //! - [`kubeconfig`]: a Kubernetes client from the flags, as `kubectl`
 //!   builds one;
@@ -34,4 +36,5 @@ pub mod lease;
 pub mod metrics;
 pub mod model;
 pub mod reconcile;
+pub mod runtime;
 pub mod status;

@@ -33,8 +33,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, reflector, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use quantity::ResourceList;
 use resource_reader::{Notification, ReadError, ResourceReader};
@@ -45,6 +45,7 @@ use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
 use crate::model::{ConditionStatus, ResourceSlice, Tenant, REPLICATED_SELECTOR, RESOURCES};
+use crate::runtime;
 use crate::status::{desired_status, now_rfc3339};
 
 /// Status writes of one slice tried before the reconcile gives up and is
@@ -67,10 +68,8 @@ pub struct Settings {
     pub resync: Duration,
     /// Wait this long before retrying a failed reconcile.
     pub retry: Duration,
-    /// Names the controller in Events (`reportingController`).
-    pub reporter: String,
-    /// Names this replica in Events (`reportingInstance`).
-    pub instance: String,
+    /// Names the controller and this replica in Events.
+    pub reporter: Reporter,
 }
 
 /// Why a reconcile failed (it is retried after `retry`).
@@ -113,24 +112,16 @@ pub async fn run(
     let (slices, slice_writer) = reflector::store::<ResourceSlice>();
     let (tenants, tenant_writer) = reflector::store::<Tenant>();
 
-    let slice_events = reflector(
+    let slice_events = runtime::cached_watch(
+        Api::<ResourceSlice>::all(client.clone()),
+        watcher::Config::default().labels(REPLICATED_SELECTOR),
         slice_writer,
-        watcher(
-            Api::<ResourceSlice>::all(client.clone()),
-            watcher::Config::default().labels(REPLICATED_SELECTOR),
-        ),
-    )
-    .default_backoff()
-    .touched_objects();
-    let tenant_events = reflector(
+    );
+    let tenant_events = runtime::cached_watch(
+        Api::<Tenant>::all(client.clone()),
+        watcher::Config::default(),
         tenant_writer,
-        watcher(
-            Api::<Tenant>::all(client.clone()),
-            watcher::Config::default(),
-        ),
-    )
-    .default_backoff()
-    .touched_objects();
+    );
 
     // Ready (for /readyz) once the slice cache is filled.
     let ready = (slices.clone(), metrics.clone());
@@ -161,12 +152,8 @@ pub async fn run(
         from_contracts.map(Ok).boxed(),
     ]);
 
-    let reporter = Reporter {
-        controller: settings.reporter.clone(),
-        instance: Some(settings.instance.clone()),
-    };
     let shared = Arc::new(Shared {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), settings.reporter.clone()),
         client,
         reader,
         settings,
@@ -514,7 +501,7 @@ fn publish_event(shared: &Arc<Shared>, slice: &ResourceSlice, verdict: &Verdict)
             ConditionStatus::Denied => EventType::Warning,
         },
         reason: verdict.reason.as_str().to_string(),
-        note: Some(verdict.message.chars().take(1000).collect()),
+        note: Some(runtime::note(&verdict.message)),
         action: match verdict.status {
             ConditionStatus::Accepted => "Grant".to_string(),
             ConditionStatus::Denied => "Deny".to_string(),
@@ -522,16 +509,10 @@ fn publish_event(shared: &Arc<Shared>, slice: &ResourceSlice, verdict: &Verdict)
         secondary: None,
     };
     let reference: ObjectReference = slice.object_ref(&());
-    let recorder = shared.recorder.clone();
-    let key = slice.key();
-    tokio::spawn(
-        async move {
-            if let Err(error) = recorder.publish(&event, &reference).await {
-                tracing::debug!(slice = %key, %error, "cannot record an Event");
-            }
-        }
-        .in_current_span(),
-    );
+    // A failure is logged in a span naming the slice: its consumer's
+    // reconcile span does not say which of its slices it was.
+    let _event = tracing::debug_span!("event", slice = %slice.key()).entered();
+    runtime::publish_event(&shared.recorder, event, reference);
 }
 
 /// Wait (at most [`CATCH_UP`]) until the cache holds each written slice at
