@@ -175,21 +175,38 @@ pub struct Cli {
     pub log_format: LogFormat,
 }
 
+/// A string newtype whose `FromStr` checks it: `as_str`, `Display`, and a
+/// `Deserialize` that goes through the same `FromStr`, so a value in the
+/// file is checked exactly as the same value given as a flag.
+macro_rules! checked_string {
+    ($name:ident) => {
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d)?
+                    .parse()
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
 /// A cluster ID: what Liqo sends as the originator of a read.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClusterId(String);
 
-impl ClusterId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ClusterId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+checked_string!(ClusterId);
 
 impl FromStr for ClusterId {
     type Err = String;
@@ -216,30 +233,12 @@ impl FromStr for ClusterId {
     }
 }
 
-impl<'de> Deserialize<'de> for ClusterId {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
-
 /// An upstream's address as given (`host:port` or `http://host:port`),
 /// checked to be something the gRPC client can dial.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UpstreamAddress(String);
 
-impl UpstreamAddress {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for UpstreamAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+checked_string!(UpstreamAddress);
 
 impl FromStr for UpstreamAddress {
     type Err = String;
@@ -263,14 +262,6 @@ impl FromStr for UpstreamAddress {
             return Err(format!("upstream address {s:?} has no host"));
         }
         Ok(UpstreamAddress(s.to_string()))
-    }
-}
-
-impl<'de> Deserialize<'de> for UpstreamAddress {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -454,40 +445,35 @@ impl Settings {
             .upstream_timeout
             .or(file.upstream_timeout.map(|d| d.0))
             .unwrap_or(defaults::UPSTREAM_TIMEOUT);
-        if upstream_timeout.is_zero() {
-            return Err(ConfigError::Invalid {
-                key: "upstream_timeout",
-                message: "must be longer than 0s".into(),
-            });
-        }
         let max_connections = cli
             .max_connections
             .or(file.max_connections)
             .unwrap_or(defaults::MAX_CONNECTIONS);
-        if max_connections == 0 {
-            return Err(ConfigError::Invalid {
-                key: "max_connections",
-                message: "must be at least 1".into(),
-            });
-        }
         let max_connections_per_peer = cli
             .max_connections_per_peer
             .or(file.max_connections_per_peer)
             .unwrap_or(defaults::MAX_CONNECTIONS_PER_PEER);
-        if max_connections_per_peer == 0 {
-            return Err(ConfigError::Invalid {
-                key: "max_connections_per_peer",
-                message: "must be at least 1".into(),
-            });
-        }
         let handshake_timeout = cli
             .handshake_timeout
             .or(file.handshake_timeout.map(|d| d.0))
             .unwrap_or(defaults::HANDSHAKE_TIMEOUT);
-        if handshake_timeout.is_zero() {
+        // At zero, each of these would refuse every read or connection.
+        const NOT_ZERO: &str = "must be longer than 0s";
+        const AT_LEAST_ONE: &str = "must be at least 1";
+        let zeros = [
+            ("upstream_timeout", upstream_timeout.is_zero(), NOT_ZERO),
+            ("max_connections", max_connections == 0, AT_LEAST_ONE),
+            (
+                "max_connections_per_peer",
+                max_connections_per_peer == 0,
+                AT_LEAST_ONE,
+            ),
+            ("handshake_timeout", handshake_timeout.is_zero(), NOT_ZERO),
+        ];
+        if let Some(&(key, _, why)) = zeros.iter().find(|(_, zero, _)| *zero) {
             return Err(ConfigError::Invalid {
-                key: "handshake_timeout",
-                message: "must be longer than 0s".into(),
+                key,
+                message: why.into(),
             });
         }
         Ok(Settings {
