@@ -2,13 +2,12 @@
 //! wildcards — e.g. only allow-listed clusters see `nvidia.com/gpu`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use quantity::ResourceList;
 
+use super::per_originator::{OriginatorRule, PerOriginator, PerOriginatorLayer};
 use crate::directory::{ClusterDirectory, Selector};
 use crate::pattern::Pattern;
-use resource_reader::{Layer, NotificationStream, ReadError, ResourceReader};
 
 /// Ordered filter rules.
 ///
@@ -78,73 +77,43 @@ impl TryFrom<FilterRuleFile> for FilterRule {
 }
 
 /// Builds [`Filter`] stages.
-#[derive(Debug, Clone)]
-pub struct FilterLayer {
-    config: Arc<FilterConfig>,
-    directory: Arc<ClusterDirectory>,
-}
-
-impl FilterLayer {
-    pub fn new(config: FilterConfig, directory: Arc<ClusterDirectory>) -> Self {
-        Self {
-            config: Arc::new(config),
-            directory,
-        }
-    }
-}
-
-impl<R: ResourceReader> Layer<R> for FilterLayer {
-    type Reader = Filter<R>;
-    fn layer(&self, inner: R) -> Filter<R> {
-        Filter {
-            inner,
-            config: self.config.clone(),
-            directory: self.directory.clone(),
-        }
-    }
-}
+pub type FilterLayer = PerOriginatorLayer<FilterConfig>;
 
 /// The filter stage in front of `R`.
-#[derive(Debug)]
-pub struct Filter<R> {
-    inner: R,
-    config: Arc<FilterConfig>,
-    directory: Arc<ClusterDirectory>,
-}
+pub type Filter<R> = PerOriginator<FilterConfig, R>;
 
-impl<R> Filter<R> {
+impl FilterConfig {
     /// Whether `originator` may see the resource `name`.
-    pub fn allows(&self, originator: &str, name: &str) -> bool {
-        self.config
-            .rules
+    pub fn allows(&self, originator: &str, name: &str, directory: &ClusterDirectory) -> bool {
+        self.rules
             .iter()
-            .filter(|rule| rule.selector.matches(originator, &self.directory))
+            .filter(|rule| rule.selector.matches(originator, directory))
             .find_map(|rule| rule.verdict(name))
             .unwrap_or(true)
     }
+}
 
-    /// Apply the filter to an upstream answer for `originator`.
-    pub fn apply(&self, originator: &str, mut upstream: ResourceList) -> ResourceList {
-        if !self.config.rules.is_empty() {
-            upstream.0.retain(|name, _| self.allows(originator, name));
+impl OriginatorRule for FilterConfig {
+    const STAGE: &'static str = "filter";
+
+    fn apply(
+        &self,
+        originator: &str,
+        directory: &ClusterDirectory,
+        mut upstream: ResourceList,
+    ) -> ResourceList {
+        if !self.rules.is_empty() {
+            upstream
+                .0
+                .retain(|name, _| self.allows(originator, name, directory));
         }
         upstream
     }
 }
 
-#[async_trait::async_trait]
-impl<R: ResourceReader> ResourceReader for Filter<R> {
-    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
-        let upstream = self.inner.read(originator).await?;
-        Ok(self.apply(originator, upstream))
-    }
-
-    fn subscribe(&self) -> NotificationStream {
-        self.inner.subscribe()
-    }
-
-    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
-        tracing::debug!(cluster, "filter stage: forwarding remove_cluster");
-        self.inner.remove_cluster(cluster).await
+impl<R> Filter<R> {
+    /// Whether `originator` may see the resource `name`.
+    pub fn allows(&self, originator: &str, name: &str) -> bool {
+        self.config.allows(originator, name, &self.directory)
     }
 }

@@ -3,10 +3,12 @@
 //! services: `source.layer(QuotaLayer::new(..)).layer(FilterLayer::new(..))`.
 
 mod filter;
+mod per_originator;
 mod percent;
 mod quota;
 
 pub use filter::{Filter, FilterConfig, FilterLayer, FilterRule};
+pub use per_originator::{OriginatorRule, PerOriginator, PerOriginatorLayer};
 pub use percent::{Percent, PercentError};
 pub use quota::{OriginatorQuota, Quota, QuotaConfig, QuotaLayer};
 

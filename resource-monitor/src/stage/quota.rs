@@ -3,13 +3,12 @@
 //! originator.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use quantity::{Quantity, ResourceList};
 
+use super::per_originator::{OriginatorRule, PerOriginator, PerOriginatorLayer};
 use crate::directory::{ClusterDirectory, Selector};
 use crate::stage::{Percent, PercentError};
-use resource_reader::{Layer, NotificationStream, ReadError, ResourceReader};
 
 /// What the quota stage keeps.
 ///
@@ -92,53 +91,29 @@ impl From<OriginatorQuotaFile> for OriginatorQuota {
 }
 
 /// Builds [`Quota`] stages.
-#[derive(Debug, Clone)]
-pub struct QuotaLayer {
-    config: Arc<QuotaConfig>,
-    directory: Arc<ClusterDirectory>,
-}
-
-impl QuotaLayer {
-    pub fn new(config: QuotaConfig, directory: Arc<ClusterDirectory>) -> Self {
-        Self {
-            config: Arc::new(config),
-            directory,
-        }
-    }
-}
-
-impl<R: ResourceReader> Layer<R> for QuotaLayer {
-    type Reader = Quota<R>;
-    fn layer(&self, inner: R) -> Quota<R> {
-        Quota {
-            inner,
-            config: self.config.clone(),
-            directory: self.directory.clone(),
-        }
-    }
-}
+pub type QuotaLayer = PerOriginatorLayer<QuotaConfig>;
 
 /// The quota stage in front of `R`.
-#[derive(Debug)]
-pub struct Quota<R> {
-    inner: R,
-    config: Arc<QuotaConfig>,
-    directory: Arc<ClusterDirectory>,
-}
+pub type Quota<R> = PerOriginator<QuotaConfig, R>;
 
-impl<R> Quota<R> {
-    /// Apply the quota to an upstream answer for `originator`.
-    pub fn apply(&self, originator: &str, upstream: ResourceList) -> ResourceList {
+impl OriginatorRule for QuotaConfig {
+    const STAGE: &'static str = "quota";
+
+    fn apply(
+        &self,
+        originator: &str,
+        directory: &ClusterDirectory,
+        upstream: ResourceList,
+    ) -> ResourceList {
         let special = self
-            .config
             .originators
             .iter()
-            .find(|o| o.selector.matches(originator, &self.directory));
+            .find(|o| o.selector.matches(originator, directory));
         let percent = special
             .and_then(|o| o.percent)
-            .unwrap_or(self.config.percent)
+            .unwrap_or(self.percent)
             .get();
-        let caps = [Some(&self.config.max), special.map(|o| &o.max)];
+        let caps = [Some(&self.max), special.map(|o| &o.max)];
         let kept = upstream
             .0
             .into_iter()
@@ -160,24 +135,5 @@ impl<R> Quota<R> {
             })
             .collect();
         ResourceList(kept)
-    }
-}
-
-#[async_trait::async_trait]
-impl<R: ResourceReader> ResourceReader for Quota<R> {
-    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
-        let upstream = self.inner.read(originator).await?;
-        Ok(self.apply(originator, upstream))
-    }
-
-    fn subscribe(&self) -> NotificationStream {
-        // The quota is fixed for the life of the stage: only upstream changes
-        // change the answer.
-        self.inner.subscribe()
-    }
-
-    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
-        tracing::debug!(cluster, "quota stage: forwarding remove_cluster");
-        self.inner.remove_cluster(cluster).await
     }
 }
