@@ -44,11 +44,16 @@ pub fn cached_watch<K: Watched>(
         .touched_objects()
 }
 
-/// An Event's note: `text`, cut to its first 1000 characters (the API
-/// server refuses notes over 1 kB, and a decision's explanation can be
-/// longer).
+/// An Event's note: `text`, cut to at most 1000 bytes on a character
+/// boundary. The API server refuses notes over 1 kB (it counts bytes, not
+/// characters), and a decision's explanation can be longer.
 pub fn note(text: &str) -> String {
-    text.chars().take(1000).collect()
+    const MAX: usize = 1000;
+    let mut end = text.len().min(MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
 }
 
 /// Record `event` on `reference` in the background, in the current span:
@@ -71,9 +76,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_note_is_cut_at_1000_characters() {
+    fn a_note_is_cut_at_1000_bytes_on_a_character_boundary() {
         assert_eq!(note("short"), "short");
-        let long = "é".repeat(1500);
-        assert_eq!(note(&long).chars().count(), 1000);
+        // "é" is two bytes: 500 of them fill the 1000 bytes exactly.
+        assert_eq!(note(&"é".repeat(1500)), "é".repeat(500));
+        // "€" is three bytes: 333 of them (999 bytes), never half of one.
+        assert_eq!(note(&"€".repeat(1500)), "€".repeat(333));
+        assert_eq!(note(&"a".repeat(1500)).len(), 1000);
     }
 }
