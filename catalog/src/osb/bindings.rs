@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use super::error::OsbError;
 use super::guard::guard;
 use super::instances::{
-    bindable, check_id, object_field, parse, read_body, request_digest, required_field, Query,
+    bindable, check_id, check_plan, object_field, parse, read_body, request_digest, required_field,
+    Query,
 };
-use super::model::{OsbBinding, OsbInstance};
+use super::model::{answered_parameters, stored_parameters, OsbBinding, OsbInstance};
 use super::Osb;
 use crate::buying::model::ReservationState;
 use crate::buying::service;
@@ -76,10 +77,11 @@ async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError>
     }))
 }
 
-fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> HttpResponse {
+/// An answer that carries credentials: never cached on the way.
+fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpResponse {
     HttpResponse::build(status)
         .insert_header(("Cache-Control", "no-store"))
-        .json(json!({ "credentials": credentials }))
+        .json(body)
 }
 
 /// Bind: release the provider's peering credentials of the instance's
@@ -136,12 +138,7 @@ pub async fn bind(
     object_field("context", &r.context)?;
     object_field("parameters", &r.parameters)?;
     let inst = bindable(&state, &platform, &instance_id).await?;
-    if inst.service_id != service_id || inst.plan_id != plan_id {
-        return Err(OsbError::bad_request(format!(
-            "service_id/plan_id: service instance {instance_id} is of service {} plan {}",
-            inst.service_id, inst.plan_id
-        )));
-    }
+    check_plan(&inst, &service_id, &plan_id)?;
     let digest = request_digest(&json!({
         "instance": instance_id, "service_id": service_id, "plan_id": plan_id,
         "app_guid": r.app_guid, "bind_resource": r.bind_resource, "parameters": r.parameters,
@@ -152,14 +149,14 @@ pub async fn bind(
         instance_id: instance_id.clone(),
         owner: inst.owner.clone(),
         request_digest: digest.clone(),
-        parameters: r.parameters.as_ref().map(Value::to_string),
+        parameters: stored_parameters(&r.parameters),
         created_at: crate::storage::now(),
     };
     if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");
         return Ok(with_credentials(
             actix_web::http::StatusCode::CREATED,
-            credentials,
+            json!({ "credentials": credentials }),
         ));
     }
     match state.store.osb_get_binding(&binding_id).await? {
@@ -168,7 +165,7 @@ pub async fn bind(
         {
             Ok(with_credentials(
                 actix_web::http::StatusCode::OK,
-                credentials,
+                json!({ "credentials": credentials }),
             ))
         }
         _ => Err(OsbError::conflict(format!(
@@ -221,14 +218,13 @@ pub async fn fetch(
     .ok_or_else(|| OsbError::not_found(format!("no service binding {binding_id}")))?;
     let inst = bindable(&state, &platform, &instance_id).await?;
     let credentials = credentials(&state, &inst).await?;
-    let parameters: Value = binding
-        .parameters
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_else(|| json!({}));
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(json!({ "credentials": credentials, "parameters": parameters })))
+    Ok(with_credentials(
+        actix_web::http::StatusCode::OK,
+        json!({
+            "credentials": credentials,
+            "parameters": answered_parameters(binding.parameters.as_deref()),
+        }),
+    ))
 }
 
 /// Unbind: forget the binding (the provider's token itself cannot be

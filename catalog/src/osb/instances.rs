@@ -24,7 +24,9 @@ use super::catalog::resolve;
 use super::config::AsyncMode;
 use super::error::OsbError;
 use super::guard::{guard, Platform};
-use super::model::{Operation, OperationKind, OperationState, OsbInstance};
+use super::model::{
+    answered_parameters, stored_parameters, Operation, OperationKind, OperationState, OsbInstance,
+};
 use super::Osb;
 use crate::buying::model::{new_id, Channel, Transition};
 use crate::buying::service::{self, Buyer};
@@ -234,10 +236,7 @@ fn answer_running(
     kind: OperationKind,
     accepts: bool,
 ) -> Option<Result<HttpResponse, OsbError>> {
-    let op = inst
-        .operation
-        .as_ref()
-        .filter(|op| op.state == OperationState::InProgress)?;
+    let op = inst.running()?;
     Some(if op.kind == kind && accepts {
         Ok(accepted(&op.id))
     } else {
@@ -438,7 +437,7 @@ pub async fn provision(
         offer_id: offer.id,
         plan_key,
         request_digest: digest,
-        parameters: r.parameters.as_ref().map(Value::to_string),
+        parameters: stored_parameters(&r.parameters),
         reservation_id: None,
         provisioned: false,
         operation: Some(new_operation(OperationKind::Provision)?),
@@ -543,15 +542,10 @@ pub async fn fetch(
         .await?
         .filter(|i| platform.may_act_on(&i.owner) && i.provisioned)
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
-    let parameters: Value = inst
-        .parameters
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_else(|| json!({}));
     Ok(HttpResponse::Ok().json(json!({
         "service_id": inst.service_id,
         "plan_id": inst.plan_id,
-        "parameters": parameters,
+        "parameters": answered_parameters(inst.parameters.as_deref()),
     })))
 }
 
@@ -622,17 +616,8 @@ pub async fn deprovision(
         return Err(OsbError::gone(format!("no service instance {id}")));
     };
     let inst = settle(&state, inst).await?;
-    if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!(
-            "service instance {id} belongs to someone else"
-        )));
-    }
-    if inst.service_id != service_id || inst.plan_id != plan_id {
-        return Err(OsbError::bad_request(format!(
-            "service_id/plan_id: service instance {id} is of service {} plan {}",
-            inst.service_id, inst.plan_id
-        )));
-    }
+    check_owner(&platform, &inst)?;
+    check_plan(&inst, &service_id, &plan_id)?;
     if let Some(answer) = answer_running(&inst, OperationKind::Deprovision, accepts) {
         return answer;
     }
@@ -734,6 +719,34 @@ pub async fn last_operation(
     Ok(resp.json(json!({ "state": op.state, "description": op.description })))
 }
 
+/// 403 unless `platform` may act on `inst` (its owner, or an admin).
+fn check_owner(platform: &Platform, inst: &OsbInstance) -> Result<(), OsbError> {
+    if !platform.may_act_on(&inst.owner) {
+        return Err(OsbError::forbidden(format!(
+            "service instance {} belongs to someone else",
+            inst.id
+        )));
+    }
+    Ok(())
+}
+
+/// 400 unless the request names the instance's own service and plan: the
+/// spec has platforms send them back, and a mismatch means the platform
+/// confused two instances.
+pub(crate) fn check_plan(
+    inst: &OsbInstance,
+    service_id: &str,
+    plan_id: &str,
+) -> Result<(), OsbError> {
+    if inst.service_id != service_id || inst.plan_id != plan_id {
+        return Err(OsbError::bad_request(format!(
+            "service_id/plan_id: service instance {} is of service {} plan {}",
+            inst.id, inst.service_id, inst.plan_id
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `platform` may bind instance `id`: the instance, provisioned.
 pub async fn bindable(state: &Osb, platform: &Platform, id: &str) -> Result<OsbInstance, OsbError> {
     let inst = state
@@ -741,17 +754,9 @@ pub async fn bindable(state: &Osb, platform: &Platform, id: &str) -> Result<OsbI
         .osb_get_instance(id)
         .await?
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
-    if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!(
-            "service instance {id} belongs to someone else"
-        )));
-    }
+    check_owner(platform, &inst)?;
     let inst = settle(state, inst).await?;
-    if inst
-        .operation
-        .as_ref()
-        .is_some_and(|op| op.state == OperationState::InProgress)
-    {
+    if inst.running().is_some() {
         return Err(OsbError::concurrency(format!(
             "service instance {id} has an operation in progress"
         )));

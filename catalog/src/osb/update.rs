@@ -19,7 +19,7 @@ use super::guard::guard;
 use super::instances::{
     busy, check_id, object_field, parse, read_body, required_field, settle, Query,
 };
-use super::model::OperationState;
+use super::model::answered_parameters;
 use super::Osb;
 use actix_web::http::StatusCode;
 
@@ -102,11 +102,7 @@ pub async fn update(
         .filter(|i| platform.may_act_on(&i.owner))
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
     let inst = settle(&state, inst).await?;
-    if let Some(op) = inst
-        .operation
-        .as_ref()
-        .filter(|op| op.state == OperationState::InProgress)
-    {
+    if let Some(op) = inst.running() {
         return Err(busy(op));
     }
     if !inst.provisioned {
@@ -128,12 +124,7 @@ pub async fn update(
         )));
     }
     if let Some(parameters) = r.parameters {
-        let current: Value = inst
-            .parameters
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_else(|| json!({}));
-        if parameters != current {
+        if parameters != answered_parameters(inst.parameters.as_deref()) {
             return Err(OsbError::unprocessable(
                 "parameters: the parameters of a service instance cannot be changed",
             ));
