@@ -29,7 +29,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Bson};
-use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
@@ -114,38 +113,20 @@ fn pick(n: usize) -> usize {
 
 impl MongoStore {
     pub(super) async fn create_buying_indexes(self) {
+        let units = [doc! { "plan": 1 }];
+        let reservations = [
+            doc! { "consumer": 1 },
+            // The sweeper's queries: reservations due, contracts ended.
+            doc! { "state": 1, "expiresAt": 1 },
+            doc! { "state": 1, "contractEnds": 1 },
+            doc! { "body.clusterID": 1 },
+        ];
+        let bindings = [doc! { "instanceID": 1 }];
         super::conn::create_indexes("reservations", || async {
-            self.units
-                .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
-                .await?;
-            self.reservations
-                .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "state": 1, "expiresAt": 1 })
-                        .build(),
-                )
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "state": 1, "contractEnds": 1 })
-                        .build(),
-                )
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "body.clusterID": 1 })
-                        .build(),
-                )
-                .await?;
-            self.bindings
-                .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
-                .await?;
-            Ok(())
+            use super::conn::create_key_indexes;
+            create_key_indexes(&self.units, &units).await?;
+            create_key_indexes(&self.reservations, &reservations).await?;
+            create_key_indexes(&self.bindings, &bindings).await
         })
         .await;
     }
