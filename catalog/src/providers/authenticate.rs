@@ -344,14 +344,28 @@ fn pool_error(e: PoolError) -> ApiError {
 }
 
 fn issue(state: &Providers, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
+    token_answer(
+        state,
+        &account.cluster_id,
+        &account.cluster_name,
+        vec![Role::Provider],
+        account.generation,
+    )
+}
+
+/// A fresh token for `subject`, answered as every token this feature hands
+/// out: uncacheable, since it is a credential. `generation` is a provider
+/// account's credential generation (0 for identities without an account).
+pub(crate) fn token_answer(
+    state: &Providers,
+    subject: &str,
+    name: &str,
+    roles: Vec<Role>,
+    generation: u64,
+) -> Result<HttpResponse, ApiError> {
     let issued = state
         .tokens
-        .issue_generation(
-            &account.cluster_id,
-            &account.cluster_name,
-            vec![Role::Provider],
-            account.generation,
-        )
+        .issue_generation(subject, name, roles, generation)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
