@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use mongodb::bson::{self, doc, Bson};
+use mongodb::bson::{self, doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
 use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
@@ -129,6 +129,22 @@ impl MongoStore {
             create_key_indexes(&self.bindings, &bindings).await
         })
         .await;
+    }
+
+    /// The records matching `filter`, in the order every listing answers
+    /// ([`newest_first`]).
+    async fn find_newest_first(&self, filter: Document) -> Result<Vec<Reservation>, StoreError> {
+        let docs: Vec<ReservationDoc> = self
+            .reservations
+            .find(filter)
+            .await
+            .map_err(classify)?
+            .try_collect()
+            .await
+            .map_err(classify)?;
+        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+        newest_first(&mut out);
+        Ok(out)
     }
 
     async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
@@ -371,24 +387,11 @@ impl ReservationStore for MongoStore {
         &self,
         consumer: Option<&str>,
     ) -> Result<Vec<Reservation>, StoreError> {
-        self.bounded(Op::Read, async {
-            let filter = match consumer {
-                Some(c) => doc! { "consumer": c },
-                None => doc! {},
-            };
-            let docs: Vec<ReservationDoc> = self
-                .reservations
-                .find(filter)
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
-            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-            newest_first(&mut out);
-            Ok(out)
-        })
-        .await
+        let filter = match consumer {
+            Some(c) => doc! { "consumer": c },
+            None => doc! {},
+        };
+        self.bounded(Op::Read, self.find_newest_first(filter)).await
     }
 
     async fn transition(
@@ -422,19 +425,10 @@ impl ReservationStore for MongoStore {
     }
 
     async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError> {
-        self.bounded(Op::Read, async {
-            let docs: Vec<ReservationDoc> = self
-                .reservations
-                .find(doc! { "body.clusterID": cluster_id })
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
-            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-            newest_first(&mut out);
-            Ok(out)
-        })
+        self.bounded(
+            Op::Read,
+            self.find_newest_first(doc! { "body.clusterID": cluster_id }),
+        )
         .await
     }
 
