@@ -89,8 +89,7 @@ fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpRes
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbBind",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; bindings are always synchronous"),
         super::openapi::OsbHeaders,
     ),
@@ -108,11 +107,10 @@ fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpRes
             )),
         (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::openapi::OsbErrorBody),
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "No such provisioned instance", body = super::openapi::OsbErrorBody),
         (status = 409, description = "The binding exists with other attributes", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn bind(
@@ -190,18 +188,17 @@ async fn binding_of(
 /// A binding, with the credentials it released.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbFetchBinding",
-    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"), super::openapi::OsbHeaders),
+    params(super::openapi::OsbBindingPath, super::openapi::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "The binding", body = super::openapi::OsbBindingView,
             headers(("Cache-Control" = String, description = "`no-store`"))),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -232,8 +229,7 @@ pub async fn fetch(
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbUnbind",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; unbinding is always synchronous"),
@@ -243,11 +239,10 @@ pub async fn fetch(
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "Unbound", body = super::openapi::OsbEmpty),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn unbind(
@@ -285,8 +280,7 @@ pub async fn unbind(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}/last_operation", tag = "osb", operation_id = "osbBindingLastOperation",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("operation" = Option<String>, Query, description = "Accepted and ignored"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
@@ -296,11 +290,10 @@ pub async fn unbind(
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "`succeeded`", body = super::openapi::OsbLastOperation),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(

@@ -332,7 +332,7 @@ async fn finish_provision(
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbProvision",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
         super::openapi::OsbHeaders,
     ),
@@ -352,10 +352,9 @@ async fn finish_provision(
             )),
         (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::openapi::OsbErrorBody),
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 409, description = "The instance exists with other attributes", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn provision(
@@ -518,16 +517,15 @@ async fn start_provision(
 /// A provisioned instance.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbFetchInstance",
-    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), super::openapi::OsbHeaders),
+    params(super::openapi::OsbInstancePath, super::openapi::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "The instance", body = super::openapi::OsbInstanceView),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "No such provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -582,7 +580,7 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbDeprovision",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
@@ -593,12 +591,11 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
     responses(
         (status = 200, description = "Deprovisioned", body = super::openapi::OsbEmpty),
         (status = 202, description = "Deprovisioning in the background", body = super::openapi::OsbAsyncOperation),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such instance", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`AsyncRequired` or `ConcurrencyError`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn deprovision(
@@ -669,7 +666,7 @@ pub async fn deprovision(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/last_operation", tag = "osb", operation_id = "osbInstanceLastOperation",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("operation" = Option<String>, Query, description = "The `operation` of the 202 answer (400 if it is not the last one)"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
@@ -680,12 +677,11 @@ pub async fn deprovision(
     responses(
         (status = 200, description = "The operation's state", body = super::openapi::OsbLastOperation,
             headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "Another owner's instance", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such instance (deprovisioned)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(

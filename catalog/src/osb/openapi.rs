@@ -119,6 +119,49 @@ pub struct OsbBindingView {
     pub parameters: serde_json::Value,
 }
 
+/// The path of every instance route.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OsbInstancePath {
+    /// Service instance id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub instance_id: String,
+}
+
+/// The path of every binding route.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OsbBindingPath {
+    /// Service instance id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub instance_id: String,
+    /// Service binding id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub binding_id: String,
+}
+
+/// What every `/v2` operation can answer, whatever it does: the version
+/// check of [`super::guard`] and an unreachable store.
+#[derive(utoipa::IntoResponses)]
+pub enum OsbCommonResponses {
+    #[response(
+        status = 412,
+        description = "`X-Broker-API-Version` missing or older than 2.14"
+    )]
+    Version(OsbErrorBody),
+    #[response(status = 503, description = "Store unreachable")]
+    Store(OsbErrorBody),
+}
+
+/// The 400 of an operation whose body (if any) is not checked beyond its
+/// form; provisioning and binding say more.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 400,
+    description = "A malformed request: header, query, path or body (named in `description`)"
+)]
+pub struct OsbMalformed(OsbErrorBody);
+
 /// The headers every `/v2` request carries.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Header)]

@@ -55,7 +55,7 @@ pub(crate) struct UpdateRequest {
 #[utoipa::path(
     patch, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbUpdate",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; updates always answer synchronously"),
         super::openapi::OsbHeaders,
     ),
@@ -64,12 +64,11 @@ pub(crate) struct UpdateRequest {
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "Nothing to change", body = super::openapi::OsbEmpty),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "No such instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn update(
