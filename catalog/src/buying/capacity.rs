@@ -85,7 +85,7 @@ async fn capacity(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Capac
     responses(
         (status = 200, description = "The plan's cap and use", body = Capacity),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(
@@ -112,7 +112,7 @@ pub async fn get(
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
         (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn put(

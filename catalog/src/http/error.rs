@@ -46,6 +46,15 @@ pub struct ErrorBody {
     pub field: Option<String>,
 }
 
+/// The 503 of every REST operation that reads or writes the store: it
+/// answers [`ApiError::Unavailable`] when the store is unreachable. (For
+/// OpenAPI annotations: `responses(..., crate::http::StoreUnreachable)`.)
+#[derive(utoipa::IntoResponses)]
+#[response(status = 503, description = "Store unreachable")]
+// Never built: utoipa reads only the field's type, for the body's schema.
+#[allow(dead_code)]
+pub struct StoreUnreachable(ErrorBody);
+
 impl ApiError {
     pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::BadRequest(FieldError::new(field, message))

@@ -195,7 +195,7 @@ async fn binding_of(
         (status = 200, description = "The binding", body = super::openapi::OsbBindingView,
             headers(("Cache-Control" = String, description = "`no-store`"))),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,
@@ -291,7 +291,7 @@ pub async fn unbind(
     responses(
         (status = 200, description = "`succeeded`", body = super::openapi::OsbLastOperation),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,
     )

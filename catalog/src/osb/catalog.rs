@@ -206,7 +206,7 @@ pub async fn resolve(
     responses(
         (status = 200, description = "The services", body = super::openapi::OsbCatalog),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         super::openapi::OsbCommonResponses,
     )
 )]

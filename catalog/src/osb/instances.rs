@@ -351,7 +351,7 @@ async fn finish_provision(
                 ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("operation" = "$response.body#/operation")))),
             )),
         (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 409, description = "The instance exists with other attributes", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,
@@ -523,7 +523,7 @@ async fn start_provision(
     responses(
         (status = 200, description = "The instance", body = super::openapi::OsbInstanceView),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,
     )
@@ -678,7 +678,7 @@ pub async fn deprovision(
         (status = 200, description = "The operation's state", body = super::openapi::OsbLastOperation,
             headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 404, description = "Another owner's instance", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such instance (deprovisioned)", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,

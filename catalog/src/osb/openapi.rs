@@ -162,6 +162,15 @@ pub enum OsbCommonResponses {
 )]
 pub struct OsbMalformed(OsbErrorBody);
 
+/// The 403 of [`super::guard`]'s role check, for operations that have no
+/// owner to check besides.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 403,
+    description = "A bearer token without the consumer or admin role"
+)]
+pub struct OsbNoRole(OsbErrorBody);
+
 /// The headers every `/v2` request carries.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Header)]

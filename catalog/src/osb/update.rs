@@ -65,7 +65,7 @@ pub(crate) struct UpdateRequest {
     responses(
         (status = 200, description = "Nothing to change", body = super::openapi::OsbEmpty),
         super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::openapi::OsbErrorBody),
         super::openapi::OsbCommonResponses,

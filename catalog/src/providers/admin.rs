@@ -171,7 +171,7 @@ pub struct AdminProvider {
     responses(
         (status = 200, description = "Every provider", body = Vec<AdminProvider>),
         (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn providers(
@@ -215,7 +215,7 @@ pub struct ProviderUpdate {
         (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such provider", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn set_provider(
