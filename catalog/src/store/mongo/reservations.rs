@@ -27,11 +27,10 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
+use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
@@ -134,14 +133,7 @@ impl MongoStore {
     /// The records matching `filter`, in the order every listing answers
     /// ([`newest_first`]).
     async fn find_newest_first(&self, filter: Document) -> Result<Vec<Reservation>, StoreError> {
-        let docs: Vec<ReservationDoc> = self
-            .reservations
-            .find(filter)
-            .await
-            .map_err(classify)?
-            .try_collect()
-            .await
-            .map_err(classify)?;
+        let docs: Vec<ReservationDoc> = find_all(self.reservations.find(filter)).await?;
         let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
         newest_first(&mut out);
         Ok(out)
@@ -247,14 +239,7 @@ impl MongoStore {
             return Ok(Ok(u.id));
         };
         for _ in 0..MAX_ATTEMPTS {
-            let units: Vec<UnitDoc> = self
-                .units
-                .find(doc! { "plan": plan })
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let units: Vec<UnitDoc> = find_all(self.units.find(doc! { "plan": plan })).await?;
             let mut held = Vec::with_capacity(units.len());
             for u in units {
                 let live = u.expires_at.is_none_or(|e| from_bt(e) > now);
@@ -435,18 +420,15 @@ impl ReservationStore for MongoStore {
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
         let how = "The next expiry sweep retries.".to_string();
         self.bounded(Op::Write(how), async {
-            let due: Vec<ReservationDoc> = self
-                .reservations
-                .find(doc! { "$or": [
-                    { "state": "reserved", "expiresAt": { "$lte": bt(now) } },
-                    { "state": "purchased", "contractEnds": { "$lte": bt(now) } },
-                ] })
-                .limit(SWEEP_BATCH)
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let due: Vec<ReservationDoc> = find_all(
+                self.reservations
+                    .find(doc! { "$or": [
+                        { "state": "reserved", "expiresAt": { "$lte": bt(now) } },
+                        { "state": "purchased", "contractEnds": { "$lte": bt(now) } },
+                    ] })
+                    .limit(SWEEP_BATCH),
+            )
+            .await?;
             let mut expired = Vec::new();
             for d in due {
                 match self.transition_now(&d.id, Transition::Expire, now).await {
