@@ -61,7 +61,7 @@ pub struct ReserveRequest {
                 ("PurchaseReservation" = (operation_id = "purchaseReservation", parameters(("id" = "$response.body#/id")))),
                 ("ReleaseReservation" = (operation_id = "releaseReservation", parameters(("id" = "$response.body#/id")))),
             )),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
         (status = 409, description = "The plan is sold out (its cap is reached)", body = ErrorBody),

@@ -55,6 +55,17 @@ pub struct ErrorBody {
 #[allow(dead_code)]
 pub struct StoreUnreachable(ErrorBody);
 
+/// The 400 of an operation whose body is parsed and checked field by field
+/// ([`ApiError::BadRequest`] names the field).
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 400,
+    description = "Invalid body; `field` names the bad field"
+)]
+// Never built: utoipa reads only the field's type, for the body's schema.
+#[allow(dead_code)]
+pub struct InvalidBody(ErrorBody);
+
 impl ApiError {
     pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::BadRequest(FieldError::new(field, message))

@@ -207,7 +207,7 @@ pub async fn get(
                 ("GetOffer" = (operation_id = "getOffer", parameters(("id" = "$request.path.id")))),
                 ("DeleteOffer" = (operation_id = "deleteOffer", parameters(("id" = "$request.path.id")))),
             )),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not a provider, the offer belongs to another provider, or the provider is disabled", body = ErrorBody),
         (status = 409, description = "`version` given and stale", body = ErrorBody),
         crate::http::StoreUnreachable,

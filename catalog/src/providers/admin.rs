@@ -43,10 +43,10 @@ pub struct AdminLogin {
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "An admin token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 401, description = "Wrong administrator secret", body = ErrorBody),
         (status = 404, description = "No administrator secret configured", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
+        super::authenticate::TooManyAttempts,
     )
 )]
 pub async fn login(
@@ -128,7 +128,7 @@ async fn check_subject_free(state: &Providers, subject: &str) -> Result<(), ApiE
     extensions(("x-roles" = json!(["admin"]))),
     responses(
         (status = 200, description = "A consumer token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 409, description = "The subject is reserved (`admin`, `osb:…`) or a provider's cluster ID; nothing issued", body = ErrorBody),
     )
@@ -212,7 +212,7 @@ pub struct ProviderUpdate {
     extensions(("x-roles" = json!(["admin"]))),
     responses(
         (status = 200, description = "The provider, with its new status", body = AdminProvider),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such provider", body = ErrorBody),
         crate::http::StoreUnreachable,

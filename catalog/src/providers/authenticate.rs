@@ -107,10 +107,10 @@ impl Credentials {
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "A provider token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
+        TooManyAttempts,
+        StoreOrVerifiersBusy,
     )
 )]
 pub async fn authenticate(
@@ -159,6 +159,27 @@ pub async fn authenticate(
         .await;
     issue(&state, &account)
 }
+
+/// The 429 of [`credentials_body`]'s rate limit, for the routes that call it.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 429,
+    description = "Too many attempts from this address; retry after `Retry-After`"
+)]
+// Never built: utoipa reads only the field's type, for the body's schema.
+#[allow(dead_code)]
+pub struct TooManyAttempts(ErrorBody);
+
+/// The 503 of the routes that read an account and verify or hash its
+/// secret on the bounded secret pool ([`verified`], [`hashed`]).
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 503,
+    description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`"
+)]
+// Never built: utoipa reads only the field's type, for the body's schema.
+#[allow(dead_code)]
+pub struct StoreOrVerifiersBusy(ErrorBody);
 
 /// The body of a request that presents a secret, after the per-address
 /// rate limit that keeps secrets from being guessed (429 beyond it).
@@ -215,8 +236,8 @@ pub struct Rotation {
         (status = 400, description = "Invalid body, or nothing to rotate; `field` names the bad field", body = ErrorBody),
         (status = 401, description = "The current credentials are wrong (nothing changed)", body = ErrorBody),
         (status = 409, description = "Rotated concurrently by another request (nothing changed)", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
+        TooManyAttempts,
+        StoreOrVerifiersBusy,
     )
 )]
 pub async fn rotate(
