@@ -46,25 +46,39 @@ pub struct ErrorBody {
     pub field: Option<String>,
 }
 
-/// The 503 of every REST operation that reads or writes the store: it
-/// answers [`ApiError::Unavailable`] when the store is unreachable. (For
-/// OpenAPI annotations: `responses(..., crate::http::StoreUnreachable)`.)
-#[derive(utoipa::IntoResponses)]
-#[response(status = 503, description = "Store unreachable")]
-// Never built: utoipa reads only the field's type, for the body's schema.
-#[allow(dead_code)]
-pub struct StoreUnreachable(ErrorBody);
+/// Declares an error answer that several operations document alike, for
+/// the `responses(...)` of their `#[utoipa::path]`:
+/// `documented_error!(/// doc, Name, status, Body, "description");`.
+macro_rules! documented_error {
+    ($(#[$doc:meta])* $name:ident, $status:tt, $body:ty, $description:tt) => {
+        $(#[$doc])*
+        #[derive(utoipa::IntoResponses)]
+        #[response(status = $status, description = $description)]
+        // Never built: utoipa reads only the field's type, for the body's
+        // schema.
+        #[allow(dead_code)]
+        pub struct $name($body);
+    };
+}
+pub(crate) use documented_error;
 
-/// The 400 of an operation whose body is parsed and checked field by field
-/// ([`ApiError::BadRequest`] names the field).
-#[derive(utoipa::IntoResponses)]
-#[response(
-    status = 400,
-    description = "Invalid body; `field` names the bad field"
-)]
-// Never built: utoipa reads only the field's type, for the body's schema.
-#[allow(dead_code)]
-pub struct InvalidBody(ErrorBody);
+documented_error!(
+    /// The 503 of every REST operation that reads or writes the store: it
+    /// answers [`ApiError::Unavailable`] when the store is unreachable.
+    StoreUnreachable,
+    503,
+    ErrorBody,
+    "Store unreachable"
+);
+
+documented_error!(
+    /// The 400 of an operation whose body is parsed and checked field by
+    /// field ([`ApiError::BadRequest`] names the field).
+    InvalidBody,
+    400,
+    ErrorBody,
+    "Invalid body; `field` names the bad field"
+);
 
 impl ApiError {
     pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {

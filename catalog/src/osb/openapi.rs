@@ -8,6 +8,7 @@
 use utoipa::{OpenApi, ToSchema};
 
 use super::{bindings, catalog, instances, update};
+use crate::http::documented_error;
 use crate::providers::PeeringCredentials;
 
 /// Every `/v2` error: an OSB error code where the spec has one, and a
@@ -153,23 +154,23 @@ pub enum OsbCommonResponses {
     Store(OsbErrorBody),
 }
 
-/// The 400 of an operation whose body (if any) is not checked beyond its
-/// form; provisioning and binding say more.
-#[derive(utoipa::IntoResponses)]
-#[response(
-    status = 400,
-    description = "A malformed request: header, query, path or body (named in `description`)"
-)]
-pub struct OsbMalformed(OsbErrorBody);
+documented_error!(
+    /// The 400 of an operation whose body (if any) is not checked beyond
+    /// its form; provisioning and binding say more.
+    OsbMalformed,
+    400,
+    OsbErrorBody,
+    "A malformed request: header, query, path or body (named in `description`)"
+);
 
-/// The 403 of [`super::guard`]'s role check, for operations that have no
-/// owner to check besides.
-#[derive(utoipa::IntoResponses)]
-#[response(
-    status = 403,
-    description = "A bearer token without the consumer or admin role"
-)]
-pub struct OsbNoRole(OsbErrorBody);
+documented_error!(
+    /// The 403 of [`super::guard`]'s role check, for operations that have
+    /// no owner to check besides.
+    OsbNoRole,
+    403,
+    OsbErrorBody,
+    "A bearer token without the consumer or admin role"
+);
 
 /// The headers every `/v2` request carries.
 #[derive(utoipa::IntoParams)]

@@ -11,7 +11,9 @@ use serde::Deserialize;
 
 use super::{ProviderAccount, Providers};
 use crate::auth::{secret, IssuedToken, PoolError, Role};
-use crate::http::{parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError};
+use crate::http::{
+    documented_error, parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError,
+};
 use crate::storage::StoreError;
 
 const MAX_FIELD_LEN: usize = 256;
@@ -160,26 +162,23 @@ pub async fn authenticate(
     issue(&state, &account)
 }
 
-/// The 429 of [`credentials_body`]'s rate limit, for the routes that call it.
-#[derive(utoipa::IntoResponses)]
-#[response(
-    status = 429,
-    description = "Too many attempts from this address; retry after `Retry-After`"
-)]
-// Never built: utoipa reads only the field's type, for the body's schema.
-#[allow(dead_code)]
-pub struct TooManyAttempts(ErrorBody);
+documented_error!(
+    /// The 429 of [`credentials_body`]'s rate limit, for the routes that
+    /// call it.
+    TooManyAttempts,
+    429,
+    ErrorBody,
+    "Too many attempts from this address; retry after `Retry-After`"
+);
 
-/// The 503 of the routes that read an account and verify or hash its
-/// secret on the bounded secret pool ([`verified`], [`hashed`]).
-#[derive(utoipa::IntoResponses)]
-#[response(
-    status = 503,
-    description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`"
-)]
-// Never built: utoipa reads only the field's type, for the body's schema.
-#[allow(dead_code)]
-pub struct StoreOrVerifiersBusy(ErrorBody);
+documented_error!(
+    /// The 503 of the routes that read an account and verify or hash its
+    /// secret on the bounded secret pool ([`verified`], [`hashed`]).
+    StoreOrVerifiersBusy,
+    503,
+    ErrorBody,
+    "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`"
+);
 
 /// The body of a request that presents a secret, after the per-address
 /// rate limit that keeps secrets from being guessed (429 beyond it).
