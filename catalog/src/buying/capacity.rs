@@ -85,7 +85,7 @@ async fn capacity(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Capac
     responses(
         (status = 200, description = "The plan's cap and use", body = Capacity),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(
@@ -109,10 +109,10 @@ pub async fn get(
     extensions(("x-roles" = json!(["provider (own offers)"]))),
     responses(
         (status = 200, description = "The cap is set; the plan's cap and use", body = Capacity),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn put(

@@ -147,15 +147,21 @@ pub async fn list(
     Ok(out)
 }
 
-/// Contract `id` as `who` sees it (404 for others): with credentials for
-/// its consumer while it is active.
-pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, BuyError> {
-    let r = state
+/// The record of contract `id`: a purchase with contract terms (404
+/// otherwise, as for a contract that does not exist).
+async fn contract_record(state: &Buying, id: &str) -> Result<Reservation, BuyError> {
+    state
         .store
         .get_reservation(id)
         .await?
         .filter(|r| r.contract.is_some())
-        .ok_or_else(|| not_found(id))?;
+        .ok_or_else(|| not_found(id))
+}
+
+/// Contract `id` as `who` sees it (404 for others): with credentials for
+/// its consumer while it is active.
+pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, BuyError> {
+    let r = contract_record(state, id).await?;
     let Some(p) = party(&r, who) else {
         return Err(not_found(id));
     };
@@ -176,12 +182,7 @@ pub async fn report(
     who: &Viewer,
     report: Report,
 ) -> Result<Contract, BuyError> {
-    let r = state
-        .store
-        .get_reservation(id)
-        .await?
-        .filter(|r| r.contract.is_some())
-        .ok_or_else(|| not_found(id))?;
+    let r = contract_record(state, id).await?;
     match party(&r, who) {
         Some(Party::Consumer) => {}
         Some(_) => {

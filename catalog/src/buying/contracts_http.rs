@@ -93,7 +93,7 @@ fn not_modified(req: &HttpRequest, tag: &str) -> bool {
             headers(("ETag" = String, description = "The current validator"))),
         (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
         (status = 403, description = "Not a consumer, provider or admin", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn list(
@@ -130,7 +130,7 @@ pub async fn list(
         (status = 403, description = "Not a consumer, provider or admin", body = ErrorBody),
         (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
         (status = 409, description = "The provider's credentials are not on file", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(
@@ -174,7 +174,7 @@ struct RawReport {
         (status = 403, description = "The contract's provider or an admin (only its consumer reports)", body = ErrorBody),
         (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
         (status = 409, description = "The contract ended, or `consumerClusterID` differs from the one set", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn put_state(

@@ -61,11 +61,11 @@ pub struct ReserveRequest {
                 ("PurchaseReservation" = (operation_id = "purchaseReservation", parameters(("id" = "$response.body#/id")))),
                 ("ReleaseReservation" = (operation_id = "releaseReservation", parameters(("id" = "$response.body#/id")))),
             )),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such offer or plan", body = ErrorBody),
         (status = 409, description = "The plan is sold out (its cap is reached)", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn create(
@@ -155,7 +155,7 @@ async fn listed(
         (status = 200, description = "The caller's records (admins: everyone's)", body = Vec<Reservation>),
         (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or `consumer` given by a non-admin", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn list(
@@ -176,7 +176,7 @@ pub async fn list(
         (status = 200, description = "The record, in whatever state it is now", body = Reservation),
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(
@@ -202,7 +202,7 @@ pub async fn get(
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
         (status = 409, description = "Not a live reservation (purchased or ended)", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn release(
@@ -284,7 +284,7 @@ pub struct PurchaseAnswer {
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
         (status = 409, description = "Already purchased or released, or the provider's peering credentials are not on file", body = ErrorBody),
         (status = 410, description = "The reservation expired", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn purchase(
@@ -355,7 +355,7 @@ fn is_purchase(r: &Reservation) -> bool {
         (status = 200, description = "Records that were purchased (now `purchased` or `cancelled`)", body = Vec<Reservation>),
         (status = 400, description = "A bad or unknown query parameter, named in `field`", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or `consumer` given by a non-admin", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn list_purchases(
@@ -379,7 +379,7 @@ pub async fn list_purchases(
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such purchase, or another consumer's", body = ErrorBody),
         (status = 409, description = "The provider's peering credentials are not on file (it must authenticate again)", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get_purchase(
@@ -422,7 +422,7 @@ pub async fn get_purchase(
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such record, or another consumer's", body = ErrorBody),
         (status = 409, description = "Not a live purchase (not purchased, or already cancelled)", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn cancel(

@@ -60,6 +60,17 @@ struct Outbox {
     ended: bool,
 }
 
+impl Outbox {
+    /// Queue a data frame; the waker to wake once the lock is released.
+    /// Starts the stall clock if nothing was waiting: the housekeeping
+    /// measures how long data waits without a message completing.
+    fn queue(&mut self, frame: Bytes, published: Instant) -> Option<Waker> {
+        self.data.push_back(Queued { frame, published });
+        self.waiting_since.get_or_insert_with(Instant::now);
+        self.waker.take()
+    }
+}
+
 /// A subscriber shared between its connection, the publisher and the
 /// housekeeping.
 pub(crate) struct Subscriber {
@@ -132,12 +143,7 @@ impl Subscriber {
                 return;
             }
             o.data.clear();
-            o.data.push_back(Queued {
-                frame: message.frame(self.deflate),
-                published,
-            });
-            o.waiting_since.get_or_insert_with(Instant::now);
-            o.waker.take()
+            o.queue(message.frame(self.deflate), published)
         };
         Self::wake(waker);
     }
@@ -153,12 +159,7 @@ impl Subscriber {
             if o.data.len() >= cap {
                 return false;
             }
-            o.data.push_back(Queued {
-                frame: message.frame(self.deflate),
-                published,
-            });
-            o.waiting_since.get_or_insert_with(Instant::now);
-            o.waker.take()
+            o.queue(message.frame(self.deflate), published)
         };
         Self::wake(waker);
         true

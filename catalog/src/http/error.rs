@@ -46,6 +46,40 @@ pub struct ErrorBody {
     pub field: Option<String>,
 }
 
+/// Declares an error answer that several operations document alike, for
+/// the `responses(...)` of their `#[utoipa::path]`:
+/// `documented_error!(/// doc, Name, status, Body, "description");`.
+macro_rules! documented_error {
+    ($(#[$doc:meta])* $name:ident, $status:tt, $body:ty, $description:tt) => {
+        $(#[$doc])*
+        #[derive(utoipa::IntoResponses)]
+        #[response(status = $status, description = $description)]
+        // Never built: utoipa reads only the field's type, for the body's
+        // schema.
+        #[allow(dead_code)]
+        pub struct $name($body);
+    };
+}
+pub(crate) use documented_error;
+
+documented_error!(
+    /// The 503 of every REST operation that reads or writes the store: it
+    /// answers [`ApiError::Unavailable`] when the store is unreachable.
+    StoreUnreachable,
+    503,
+    ErrorBody,
+    "Store unreachable"
+);
+
+documented_error!(
+    /// The 400 of an operation whose body is parsed and checked field by
+    /// field ([`ApiError::BadRequest`] names the field).
+    InvalidBody,
+    400,
+    ErrorBody,
+    "Invalid body; `field` names the bad field"
+);
+
 impl ApiError {
     pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::BadRequest(FieldError::new(field, message))

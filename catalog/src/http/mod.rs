@@ -21,7 +21,8 @@ use actix_web::http::header::{HeaderValue, ALLOW};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};
 
 pub use body::read_json_body;
-pub use error::{ApiError, ErrorBody};
+pub(crate) use error::documented_error;
+pub use error::{ApiError, ErrorBody, InvalidBody, StoreUnreachable};
 pub use input::{
     optional_whole, parse_body, parse_json, parse_object, validate_id, FieldError, MAX_ID_LEN,
 };

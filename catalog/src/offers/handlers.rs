@@ -126,7 +126,7 @@ impl Page {
         (status = 304, description = "Not modified: the list still has the `ETag` given in `If-None-Match`",
             headers(("ETag" = String, description = "The list's current ETag (the one matched)"))),
         (status = 400, description = "A bad filter, named in `field`", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
@@ -168,7 +168,7 @@ pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResp
     responses(
         (status = 200, description = "The offer", body = Offer),
         (status = 404, description = "No such offer", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(
@@ -207,10 +207,10 @@ pub async fn get(
                 ("GetOffer" = (operation_id = "getOffer", parameters(("id" = "$request.path.id")))),
                 ("DeleteOffer" = (operation_id = "deleteOffer", parameters(("id" = "$request.path.id")))),
             )),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not a provider, the offer belongs to another provider, or the provider is disabled", body = ErrorBody),
         (status = 409, description = "`version` given and stale", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn put(
@@ -293,7 +293,7 @@ fn writer(req: &HttpRequest) -> super::Writer {
         (status = 204, description = "Deleted"),
         (status = 403, description = "Not a provider, or the offer belongs to another provider", body = ErrorBody),
         (status = 404, description = "No such offer", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn delete(

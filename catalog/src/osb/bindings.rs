@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use super::error::OsbError;
 use super::guard::guard;
 use super::instances::{
-    bindable, check_id, object_field, parse, read_body, request_digest, required_field, Query,
+    bindable, check_id, check_plan, object_field, parse, read_body, request_digest, required_field,
+    Query,
 };
-use super::model::{OsbBinding, OsbInstance};
+use super::model::{answered_parameters, stored_parameters, OsbBinding, OsbInstance};
 use super::Osb;
 use crate::buying::model::ReservationState;
 use crate::buying::service;
@@ -76,10 +77,11 @@ async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError>
     }))
 }
 
-fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> HttpResponse {
+/// An answer that carries credentials: never cached on the way.
+fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpResponse {
     HttpResponse::build(status)
         .insert_header(("Cache-Control", "no-store"))
-        .json(json!({ "credentials": credentials }))
+        .json(body)
 }
 
 /// Bind: release the provider's peering credentials of the instance's
@@ -87,8 +89,7 @@ fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> 
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbBind",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; bindings are always synchronous"),
         super::openapi::OsbHeaders,
     ),
@@ -106,11 +107,10 @@ fn with_credentials(status: actix_web::http::StatusCode, credentials: Value) -> 
             )),
         (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::openapi::OsbErrorBody),
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 404, description = "No such provisioned instance", body = super::openapi::OsbErrorBody),
         (status = 409, description = "The binding exists with other attributes", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn bind(
@@ -136,12 +136,7 @@ pub async fn bind(
     object_field("context", &r.context)?;
     object_field("parameters", &r.parameters)?;
     let inst = bindable(&state, &platform, &instance_id).await?;
-    if inst.service_id != service_id || inst.plan_id != plan_id {
-        return Err(OsbError::bad_request(format!(
-            "service_id/plan_id: service instance {instance_id} is of service {} plan {}",
-            inst.service_id, inst.plan_id
-        )));
-    }
+    check_plan(&inst, &service_id, &plan_id)?;
     let digest = request_digest(&json!({
         "instance": instance_id, "service_id": service_id, "plan_id": plan_id,
         "app_guid": r.app_guid, "bind_resource": r.bind_resource, "parameters": r.parameters,
@@ -152,14 +147,14 @@ pub async fn bind(
         instance_id: instance_id.clone(),
         owner: inst.owner.clone(),
         request_digest: digest.clone(),
-        parameters: r.parameters.as_ref().map(Value::to_string),
+        parameters: stored_parameters(&r.parameters),
         created_at: crate::storage::now(),
     };
     if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");
         return Ok(with_credentials(
             actix_web::http::StatusCode::CREATED,
-            credentials,
+            json!({ "credentials": credentials }),
         ));
     }
     match state.store.osb_get_binding(&binding_id).await? {
@@ -168,7 +163,7 @@ pub async fn bind(
         {
             Ok(with_credentials(
                 actix_web::http::StatusCode::OK,
-                credentials,
+                json!({ "credentials": credentials }),
             ))
         }
         _ => Err(OsbError::conflict(format!(
@@ -193,18 +188,17 @@ async fn binding_of(
 /// A binding, with the credentials it released.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbFetchBinding",
-    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"), super::openapi::OsbHeaders),
+    params(super::openapi::OsbBindingPath, super::openapi::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "The binding", body = super::openapi::OsbBindingView,
             headers(("Cache-Control" = String, description = "`no-store`"))),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -221,14 +215,13 @@ pub async fn fetch(
     .ok_or_else(|| OsbError::not_found(format!("no service binding {binding_id}")))?;
     let inst = bindable(&state, &platform, &instance_id).await?;
     let credentials = credentials(&state, &inst).await?;
-    let parameters: Value = binding
-        .parameters
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_else(|| json!({}));
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(json!({ "credentials": credentials, "parameters": parameters })))
+    Ok(with_credentials(
+        actix_web::http::StatusCode::OK,
+        json!({
+            "credentials": credentials,
+            "parameters": answered_parameters(binding.parameters.as_deref()),
+        }),
+    ))
 }
 
 /// Unbind: forget the binding (the provider's token itself cannot be
@@ -236,8 +229,7 @@ pub async fn fetch(
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbUnbind",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; unbinding is always synchronous"),
@@ -247,11 +239,10 @@ pub async fn fetch(
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "Unbound", body = super::openapi::OsbEmpty),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn unbind(
@@ -289,8 +280,7 @@ pub async fn unbind(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}/last_operation", tag = "osb", operation_id = "osbBindingLastOperation",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
-        ("binding_id" = crate::http::schemas::OsbId, Path, description = "Service binding id (chosen by the platform)"),
+        super::openapi::OsbBindingPath,
         ("operation" = Option<String>, Query, description = "Accepted and ignored"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
@@ -300,11 +290,10 @@ pub async fn unbind(
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "`succeeded`", body = super::openapi::OsbLastOperation),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
         (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(

@@ -205,10 +205,9 @@ pub async fn resolve(
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "The services", body = super::openapi::OsbCatalog),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn get(state: web::Data<Osb>, req: HttpRequest) -> Result<HttpResponse, OsbError> {

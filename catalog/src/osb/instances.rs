@@ -24,7 +24,9 @@ use super::catalog::resolve;
 use super::config::AsyncMode;
 use super::error::OsbError;
 use super::guard::{guard, Platform};
-use super::model::{Operation, OperationKind, OperationState, OsbInstance};
+use super::model::{
+    answered_parameters, stored_parameters, Operation, OperationKind, OperationState, OsbInstance,
+};
 use super::Osb;
 use crate::buying::model::{new_id, Channel, Transition};
 use crate::buying::service::{self, Buyer};
@@ -234,10 +236,7 @@ fn answer_running(
     kind: OperationKind,
     accepts: bool,
 ) -> Option<Result<HttpResponse, OsbError>> {
-    let op = inst
-        .operation
-        .as_ref()
-        .filter(|op| op.state == OperationState::InProgress)?;
+    let op = inst.running()?;
     Some(if op.kind == kind && accepts {
         Ok(accepted(&op.id))
     } else {
@@ -333,7 +332,7 @@ async fn finish_provision(
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbProvision",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
         super::openapi::OsbHeaders,
     ),
@@ -352,11 +351,10 @@ async fn finish_provision(
                 ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("operation" = "$response.body#/operation")))),
             )),
         (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbNoRole,
         (status = 409, description = "The instance exists with other attributes", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn provision(
@@ -438,7 +436,7 @@ pub async fn provision(
         offer_id: offer.id,
         plan_key,
         request_digest: digest,
-        parameters: r.parameters.as_ref().map(Value::to_string),
+        parameters: stored_parameters(&r.parameters),
         reservation_id: None,
         provisioned: false,
         operation: Some(new_operation(OperationKind::Provision)?),
@@ -519,16 +517,15 @@ async fn start_provision(
 /// A provisioned instance.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbFetchInstance",
-    params(("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"), super::openapi::OsbHeaders),
+    params(super::openapi::OsbInstancePath, super::openapi::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "The instance", body = super::openapi::OsbInstanceView),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -543,15 +540,10 @@ pub async fn fetch(
         .await?
         .filter(|i| platform.may_act_on(&i.owner) && i.provisioned)
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
-    let parameters: Value = inst
-        .parameters
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_else(|| json!({}));
     Ok(HttpResponse::Ok().json(json!({
         "service_id": inst.service_id,
         "plan_id": inst.plan_id,
-        "parameters": parameters,
+        "parameters": answered_parameters(inst.parameters.as_deref()),
     })))
 }
 
@@ -588,7 +580,7 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbDeprovision",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
@@ -599,12 +591,11 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
     responses(
         (status = 200, description = "Deprovisioned", body = super::openapi::OsbEmpty),
         (status = 202, description = "Deprovisioning in the background", body = super::openapi::OsbAsyncOperation),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such instance", body = super::openapi::OsbErrorBody),
         (status = 422, description = "`AsyncRequired` or `ConcurrencyError`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn deprovision(
@@ -622,17 +613,8 @@ pub async fn deprovision(
         return Err(OsbError::gone(format!("no service instance {id}")));
     };
     let inst = settle(&state, inst).await?;
-    if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!(
-            "service instance {id} belongs to someone else"
-        )));
-    }
-    if inst.service_id != service_id || inst.plan_id != plan_id {
-        return Err(OsbError::bad_request(format!(
-            "service_id/plan_id: service instance {id} is of service {} plan {}",
-            inst.service_id, inst.plan_id
-        )));
-    }
+    check_owner(&platform, &inst)?;
+    check_plan(&inst, &service_id, &plan_id)?;
     if let Some(answer) = answer_running(&inst, OperationKind::Deprovision, accepts) {
         return answer;
     }
@@ -684,7 +666,7 @@ pub async fn deprovision(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/last_operation", tag = "osb", operation_id = "osbInstanceLastOperation",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("operation" = Option<String>, Query, description = "The `operation` of the 202 answer (400 if it is not the last one)"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
@@ -695,12 +677,11 @@ pub async fn deprovision(
     responses(
         (status = 200, description = "The operation's state", body = super::openapi::OsbLastOperation,
             headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
         (status = 404, description = "Another owner's instance", body = super::openapi::OsbErrorBody),
         (status = 410, description = "No such instance (deprovisioned)", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(
@@ -734,6 +715,34 @@ pub async fn last_operation(
     Ok(resp.json(json!({ "state": op.state, "description": op.description })))
 }
 
+/// 403 unless `platform` may act on `inst` (its owner, or an admin).
+fn check_owner(platform: &Platform, inst: &OsbInstance) -> Result<(), OsbError> {
+    if !platform.may_act_on(&inst.owner) {
+        return Err(OsbError::forbidden(format!(
+            "service instance {} belongs to someone else",
+            inst.id
+        )));
+    }
+    Ok(())
+}
+
+/// 400 unless the request names the instance's own service and plan: the
+/// spec has platforms send them back, and a mismatch means the platform
+/// confused two instances.
+pub(crate) fn check_plan(
+    inst: &OsbInstance,
+    service_id: &str,
+    plan_id: &str,
+) -> Result<(), OsbError> {
+    if inst.service_id != service_id || inst.plan_id != plan_id {
+        return Err(OsbError::bad_request(format!(
+            "service_id/plan_id: service instance {} is of service {} plan {}",
+            inst.id, inst.service_id, inst.plan_id
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `platform` may bind instance `id`: the instance, provisioned.
 pub async fn bindable(state: &Osb, platform: &Platform, id: &str) -> Result<OsbInstance, OsbError> {
     let inst = state
@@ -741,17 +750,9 @@ pub async fn bindable(state: &Osb, platform: &Platform, id: &str) -> Result<OsbI
         .osb_get_instance(id)
         .await?
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
-    if !platform.may_act_on(&inst.owner) {
-        return Err(OsbError::forbidden(format!(
-            "service instance {id} belongs to someone else"
-        )));
-    }
+    check_owner(platform, &inst)?;
     let inst = settle(state, inst).await?;
-    if inst
-        .operation
-        .as_ref()
-        .is_some_and(|op| op.state == OperationState::InProgress)
-    {
+    if inst.running().is_some() {
         return Err(OsbError::concurrency(format!(
             "service instance {id} has an operation in progress"
         )));

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 /// What an asynchronous operation is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +65,30 @@ pub struct OsbInstance {
     /// Bumped by every write; writes are conditional on it.
     pub revision: u64,
     pub created_at: DateTime<Utc>,
+}
+
+impl OsbInstance {
+    /// The operation still running on the instance, if any: while it runs,
+    /// other requests on the instance must wait (`ConcurrencyError`).
+    pub fn running(&self) -> Option<&Operation> {
+        self.operation
+            .as_ref()
+            .filter(|op| op.state == OperationState::InProgress)
+    }
+}
+
+/// A request's `parameters` as stored (JSON text), so records need no
+/// schema of their own for what platforms send.
+pub fn stored_parameters(parameters: &Option<Value>) -> Option<String> {
+    parameters.as_ref().map(Value::to_string)
+}
+
+/// Stored `parameters` as they are answered: `{}` when none were sent
+/// (the spec's "no parameters"), and for text that no longer parses.
+pub fn answered_parameters(stored: Option<&str>) -> Value {
+    stored
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or_else(|| json!({}))
 }
 
 /// A service binding: the release of the provider's peering credentials to

@@ -8,6 +8,7 @@
 use utoipa::{OpenApi, ToSchema};
 
 use super::{bindings, catalog, instances, update};
+use crate::http::documented_error;
 use crate::providers::PeeringCredentials;
 
 /// Every `/v2` error: an OSB error code where the spec has one, and a
@@ -118,6 +119,58 @@ pub struct OsbBindingView {
     #[schema(value_type = Object)]
     pub parameters: serde_json::Value,
 }
+
+/// The path of every instance route.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OsbInstancePath {
+    /// Service instance id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub instance_id: String,
+}
+
+/// The path of every binding route.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OsbBindingPath {
+    /// Service instance id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub instance_id: String,
+    /// Service binding id (chosen by the platform)
+    #[param(value_type = crate::http::schemas::OsbId)]
+    pub binding_id: String,
+}
+
+/// What every `/v2` operation can answer, whatever it does: the version
+/// check of [`super::guard`] and an unreachable store.
+#[derive(utoipa::IntoResponses)]
+pub enum OsbCommonResponses {
+    #[response(
+        status = 412,
+        description = "`X-Broker-API-Version` missing or older than 2.14"
+    )]
+    Version(OsbErrorBody),
+    #[response(status = 503, description = "Store unreachable")]
+    Store(OsbErrorBody),
+}
+
+documented_error!(
+    /// The 400 of an operation whose body (if any) is not checked beyond
+    /// its form; provisioning and binding say more.
+    OsbMalformed,
+    400,
+    OsbErrorBody,
+    "A malformed request: header, query, path or body (named in `description`)"
+);
+
+documented_error!(
+    /// The 403 of [`super::guard`]'s role check, for operations that have
+    /// no owner to check besides.
+    OsbNoRole,
+    403,
+    OsbErrorBody,
+    "A bearer token without the consumer or admin role"
+);
 
 /// The headers every `/v2` request carries.
 #[derive(utoipa::IntoParams)]

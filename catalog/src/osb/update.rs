@@ -19,7 +19,7 @@ use super::guard::guard;
 use super::instances::{
     busy, check_id, object_field, parse, read_body, required_field, settle, Query,
 };
-use super::model::OperationState;
+use super::model::answered_parameters;
 use super::Osb;
 use actix_web::http::StatusCode;
 
@@ -55,7 +55,7 @@ pub(crate) struct UpdateRequest {
 #[utoipa::path(
     patch, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbUpdate",
     params(
-        ("instance_id" = crate::http::schemas::OsbId, Path, description = "Service instance id (chosen by the platform)"),
+        super::openapi::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; updates always answer synchronously"),
         super::openapi::OsbHeaders,
     ),
@@ -64,12 +64,11 @@ pub(crate) struct UpdateRequest {
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "Nothing to change", body = super::openapi::OsbEmpty),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`)", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role", body = super::openapi::OsbErrorBody),
-        (status = 412, description = "`X-Broker-API-Version` missing or older than 2.14", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbMalformed,
+        super::openapi::OsbNoRole,
         (status = 404, description = "No such instance (or another owner's)", body = super::openapi::OsbErrorBody),
         (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::openapi::OsbErrorBody),
-        (status = 503, description = "Store unreachable", body = super::openapi::OsbErrorBody),
+        super::openapi::OsbCommonResponses,
     )
 )]
 pub async fn update(
@@ -102,11 +101,7 @@ pub async fn update(
         .filter(|i| platform.may_act_on(&i.owner))
         .ok_or_else(|| OsbError::not_found(format!("no service instance {id}")))?;
     let inst = settle(&state, inst).await?;
-    if let Some(op) = inst
-        .operation
-        .as_ref()
-        .filter(|op| op.state == OperationState::InProgress)
-    {
+    if let Some(op) = inst.running() {
         return Err(busy(op));
     }
     if !inst.provisioned {
@@ -128,12 +123,7 @@ pub async fn update(
         )));
     }
     if let Some(parameters) = r.parameters {
-        let current: Value = inst
-            .parameters
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_else(|| json!({}));
-        if parameters != current {
+        if parameters != answered_parameters(inst.parameters.as_deref()) {
             return Err(OsbError::unprocessable(
                 "parameters: the parameters of a service instance cannot be changed",
             ));

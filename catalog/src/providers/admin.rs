@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::authenticate::{credentials_body, token_answer};
 use super::{ProviderInfo, Providers};
 use crate::auth::{Caller, IssuedToken, Role};
 use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
@@ -42,10 +43,10 @@ pub struct AdminLogin {
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "An admin token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 401, description = "Wrong administrator secret", body = ErrorBody),
         (status = 404, description = "No administrator secret configured", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
+        super::authenticate::TooManyAttempts,
     )
 )]
 pub async fn login(
@@ -53,7 +54,7 @@ pub async fn login(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = super::authenticate::credentials_body(&state, &req, payload).await?;
+    let body = credentials_body(&state, &req, payload).await?;
     let Some(expected) = state.admin_secret_digest else {
         return Err(ApiError::NotFound(
             "no administrator secret is configured on this catalog".into(),
@@ -64,14 +65,9 @@ pub async fn login(
         tracing::warn!("admin authentication refused");
         return Err(ApiError::Unauthorized("wrong administrator secret".into()));
     }
-    let issued = state
-        .tokens
-        .issue(ADMIN_SUBJECT, "administrator", vec![Role::Admin])
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let answer = token_answer(&state, ADMIN_SUBJECT, "administrator", vec![Role::Admin], 0)?;
     tracing::info!("admin token issued");
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(issued))
+    Ok(answer)
 }
 
 /// Whom a consumer token is for: `subject` becomes the token's `sub` (the
@@ -132,7 +128,7 @@ async fn check_subject_free(state: &Providers, subject: &str) -> Result<(), ApiE
     extensions(("x-roles" = json!(["admin"]))),
     responses(
         (status = 200, description = "A consumer token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 409, description = "The subject is reserved (`admin`, `osb:…`) or a provider's cluster ID; nothing issued", body = ErrorBody),
     )
@@ -150,14 +146,9 @@ pub async fn consumer_token(
     check_subject_free(&state, &r.subject).await?;
     let name = r.name.unwrap_or_else(|| r.subject.clone());
     check_text("name", &name)?;
-    let issued = state
-        .tokens
-        .issue(&r.subject, &name, vec![Role::Consumer])
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let answer = token_answer(&state, &r.subject, &name, vec![Role::Consumer], 0)?;
     tracing::info!(subject = %r.subject, "consumer token issued");
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(issued))
+    Ok(answer)
 }
 
 /// A provider as administrators see it.
@@ -180,7 +171,7 @@ pub struct AdminProvider {
     responses(
         (status = 200, description = "Every provider", body = Vec<AdminProvider>),
         (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn providers(
@@ -221,10 +212,10 @@ pub struct ProviderUpdate {
     extensions(("x-roles" = json!(["admin"]))),
     responses(
         (status = 200, description = "The provider, with its new status", body = AdminProvider),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such provider", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn set_provider(

@@ -11,7 +11,9 @@ use serde::Deserialize;
 
 use super::{ProviderAccount, Providers};
 use crate::auth::{secret, IssuedToken, PoolError, Role};
-use crate::http::{parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError};
+use crate::http::{
+    documented_error, parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError,
+};
 use crate::storage::StoreError;
 
 const MAX_FIELD_LEN: usize = 256;
@@ -107,10 +109,10 @@ impl Credentials {
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "A provider token", body = IssuedToken),
-        (status = 400, description = "Invalid body; `field` names the bad field", body = ErrorBody),
+        crate::http::InvalidBody,
         (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
+        TooManyAttempts,
+        StoreOrVerifiersBusy,
     )
 )]
 pub async fn authenticate(
@@ -159,6 +161,24 @@ pub async fn authenticate(
         .await;
     issue(&state, &account)
 }
+
+documented_error!(
+    /// The 429 of [`credentials_body`]'s rate limit, for the routes that
+    /// call it.
+    TooManyAttempts,
+    429,
+    ErrorBody,
+    "Too many attempts from this address; retry after `Retry-After`"
+);
+
+documented_error!(
+    /// The 503 of the routes that read an account and verify or hash its
+    /// secret on the bounded secret pool ([`verified`], [`hashed`]).
+    StoreOrVerifiersBusy,
+    503,
+    ErrorBody,
+    "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`"
+);
 
 /// The body of a request that presents a secret, after the per-address
 /// rate limit that keeps secrets from being guessed (429 beyond it).
@@ -215,8 +235,8 @@ pub struct Rotation {
         (status = 400, description = "Invalid body, or nothing to rotate; `field` names the bad field", body = ErrorBody),
         (status = 401, description = "The current credentials are wrong (nothing changed)", body = ErrorBody),
         (status = 409, description = "Rotated concurrently by another request (nothing changed)", body = ErrorBody),
-        (status = 429, description = "Too many attempts from this address; retry after `Retry-After`", body = ErrorBody),
-        (status = 503, description = "Store unreachable, or too many authentications waiting for a verifying thread; retry after `Retry-After`", body = ErrorBody),
+        TooManyAttempts,
+        StoreOrVerifiersBusy,
     )
 )]
 pub async fn rotate(
@@ -344,14 +364,28 @@ fn pool_error(e: PoolError) -> ApiError {
 }
 
 fn issue(state: &Providers, account: &ProviderAccount) -> Result<HttpResponse, ApiError> {
+    token_answer(
+        state,
+        &account.cluster_id,
+        &account.cluster_name,
+        vec![Role::Provider],
+        account.generation,
+    )
+}
+
+/// A fresh token for `subject`, answered as every token this feature hands
+/// out: uncacheable, since it is a credential. `generation` is a provider
+/// account's credential generation (0 for identities without an account).
+pub(crate) fn token_answer(
+    state: &Providers,
+    subject: &str,
+    name: &str,
+    roles: Vec<Role>,
+    generation: u64,
+) -> Result<HttpResponse, ApiError> {
     let issued = state
         .tokens
-        .issue_generation(
-            &account.cluster_id,
-            &account.cluster_name,
-            vec![Role::Provider],
-            account.generation,
-        )
+        .issue_generation(subject, name, roles, generation)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))

@@ -123,7 +123,7 @@ fn provider(caller: &Caller) -> Result<&str, ApiError> {
         (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
         (status = 401, description = "No valid token", body = ErrorBody),
         (status = 403, description = "Not a provider", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn put(
@@ -182,7 +182,7 @@ pub async fn put(
         (status = 200, description = "The provider's peering registration (the default class and v0 alone if it registered nothing)", body = PeeringInfo),
         (status = 401, description = "No valid token", body = ErrorBody),
         (status = 403, description = "Not a provider", body = ErrorBody),
-        (status = 503, description = "Store unreachable", body = ErrorBody),
+        crate::http::StoreUnreachable,
     )
 )]
 pub async fn get(state: web::Data<Providers>, caller: Caller) -> Result<HttpResponse, ApiError> {

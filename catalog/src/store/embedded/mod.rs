@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
 use tokio::sync::broadcast;
 
 use crate::offers::{Offer, OfferChange};
@@ -141,6 +141,35 @@ fn get_record<T: serde::de::DeserializeOwned>(
         Some(v) => Ok(Some(from_json(what, v.value())?)),
         None => Ok(None),
     }
+}
+
+/// Run `write` in one write transaction and commit it (with its fsync) only
+/// when `write` answers true: a conditional write whose condition fails
+/// leaves the file as it was and costs no fsync.
+fn write_if(
+    db: &Database,
+    write: impl FnOnce(&WriteTransaction) -> Result<bool, StoreError>,
+) -> Result<bool, StoreError> {
+    let txn = db.begin_write().map_err(internal)?;
+    if !write(&txn)? {
+        return Ok(false);
+    }
+    txn.commit().map_err(internal)?;
+    Ok(true)
+}
+
+/// Insert `value` at `key` unless the key is taken: false, and nothing
+/// written, if it is (ids chosen by clients are claimed, never overwritten).
+fn insert_new(
+    table: &mut Table<'_, &str, &[u8]>,
+    key: &str,
+    value: &[u8],
+) -> Result<bool, StoreError> {
+    if table.get(key).map_err(internal)?.is_some() {
+        return Ok(false);
+    }
+    table.insert(key, value).map_err(internal)?;
+    Ok(true)
 }
 
 impl EmbeddedStore {

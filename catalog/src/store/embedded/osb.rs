@@ -3,10 +3,13 @@
 //! instance's bindings, in the one redb file.
 
 use async_trait::async_trait;
-use redb::{ReadableDatabase, ReadableTable, Table};
+use redb::{ReadableDatabase, Table, WriteTransaction};
 
 use super::tables::{OSB_BINDINGS, OSB_BINDINGS_BY_INSTANCE, OSB_INSTANCES};
-use super::{from_json, get_record, internal, prefix_range, to_json, EmbeddedStore, SEP};
+use super::{
+    from_json, get_record, insert_new, internal, prefix_range, to_json, write_if, EmbeddedStore,
+    SEP,
+};
 use crate::osb::model::{OsbBinding, OsbInstance};
 use crate::osb::OsbStore;
 use crate::storage::StoreError;
@@ -17,23 +20,37 @@ fn instance_revision(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<
     Ok(get_record::<OsbInstance>(table, id, "OSB instance")?.map(|i| i.revision))
 }
 
+/// The key of `b` in the index of each instance's bindings.
+fn binding_index_key(b: &OsbBinding) -> String {
+    format!("{}{SEP}{}", b.instance_id, b.id)
+}
+
+/// The compare-and-swap of instance writes: `change` runs on the instances
+/// table only if instance `id` is still at `expected_revision`; false (and
+/// nothing written) otherwise.
+fn at_revision(
+    txn: &WriteTransaction,
+    id: &str,
+    expected_revision: u64,
+    change: impl FnOnce(&mut Table<'_, &str, &[u8]>) -> Result<(), StoreError>,
+) -> Result<bool, StoreError> {
+    let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
+    if instance_revision(&table, id)? != Some(expected_revision) {
+        return Ok(false);
+    }
+    change(&mut table)?;
+    Ok(true)
+}
+
 #[async_trait]
 impl OsbStore for EmbeddedStore {
     async fn osb_insert_instance(&self, inst: &OsbInstance) -> Result<bool, StoreError> {
         let inst = inst.clone();
         self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
+            write_if(db, |txn| {
                 let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                if table.get(inst.id.as_str()).map_err(internal)?.is_some() {
-                    return Ok(false);
-                }
-                table
-                    .insert(inst.id.as_str(), to_json(&inst)?.as_slice())
-                    .map_err(internal)?;
-            }
-            txn.commit().map_err(internal)?;
-            Ok(true)
+                insert_new(&mut table, &inst.id, &to_json(&inst)?)
+            })
         })
         .await
     }
@@ -55,18 +72,14 @@ impl OsbStore for EmbeddedStore {
     ) -> Result<bool, StoreError> {
         let inst = inst.clone();
         self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
-                let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                if instance_revision(&table, &inst.id)? != Some(expected_revision) {
-                    return Ok(false);
-                }
-                table
-                    .insert(inst.id.as_str(), to_json(&inst)?.as_slice())
-                    .map_err(internal)?;
-            }
-            txn.commit().map_err(internal)?;
-            Ok(true)
+            write_if(db, |txn| {
+                at_revision(txn, &inst.id, expected_revision, |table| {
+                    table
+                        .insert(inst.id.as_str(), to_json(&inst)?.as_slice())
+                        .map_err(internal)?;
+                    Ok(())
+                })
+            })
         })
         .await
     }
@@ -78,16 +91,12 @@ impl OsbStore for EmbeddedStore {
     ) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
-                let mut table = txn.open_table(OSB_INSTANCES).map_err(internal)?;
-                if instance_revision(&table, &id)? != Some(expected_revision) {
-                    return Ok(false);
-                }
-                table.remove(id.as_str()).map_err(internal)?;
-            }
-            txn.commit().map_err(internal)?;
-            Ok(true)
+            write_if(db, |txn| {
+                at_revision(txn, &id, expected_revision, |table| {
+                    table.remove(id.as_str()).map_err(internal)?;
+                    Ok(())
+                })
+            })
         })
         .await
     }
@@ -95,22 +104,17 @@ impl OsbStore for EmbeddedStore {
     async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
         let b = b.clone();
         self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
+            write_if(db, |txn| {
                 let mut table = txn.open_table(OSB_BINDINGS).map_err(internal)?;
-                if table.get(b.id.as_str()).map_err(internal)?.is_some() {
+                if !insert_new(&mut table, &b.id, &to_json(&b)?)? {
                     return Ok(false);
                 }
-                table
-                    .insert(b.id.as_str(), to_json(&b)?.as_slice())
-                    .map_err(internal)?;
                 txn.open_table(OSB_BINDINGS_BY_INSTANCE)
                     .map_err(internal)?
-                    .insert(format!("{}{SEP}{}", b.instance_id, b.id).as_str(), 0)
+                    .insert(binding_index_key(&b).as_str(), 0)
                     .map_err(internal)?;
-            }
-            txn.commit().map_err(internal)?;
-            Ok(true)
+                Ok(true)
+            })
         })
         .await
     }
@@ -128,8 +132,7 @@ impl OsbStore for EmbeddedStore {
     async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.blocking_db(move |db| {
-            let txn = db.begin_write().map_err(internal)?;
-            {
+            write_if(db, |txn| {
                 let mut table = txn.open_table(OSB_BINDINGS).map_err(internal)?;
                 let existing: Option<OsbBinding> =
                     match table.remove(id.as_str()).map_err(internal)? {
@@ -141,11 +144,10 @@ impl OsbStore for EmbeddedStore {
                 };
                 txn.open_table(OSB_BINDINGS_BY_INSTANCE)
                     .map_err(internal)?
-                    .remove(format!("{}{SEP}{}", b.instance_id, b.id).as_str())
+                    .remove(binding_index_key(&b).as_str())
                     .map_err(internal)?;
-            }
-            txn.commit().map_err(internal)?;
-            Ok(true)
+                Ok(true)
+            })
         })
         .await
     }

@@ -13,10 +13,12 @@ use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable, Table};
 
 use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
-use super::{from_json, from_millis, internal, to_json, EmbeddedStore, Inner};
+use super::{
+    from_json, from_millis, get_record, internal, to_json, write_if, EmbeddedStore, Inner,
+};
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::storage::StoreError;
@@ -67,6 +69,17 @@ pub(super) fn load(db: &Database) -> Result<ProviderMemory, StoreError> {
     Ok(memory)
 }
 
+/// Write `account` in its row of the accounts table.
+fn put_account(
+    providers: &mut Table<'_, &str, &[u8]>,
+    account: &ProviderAccount,
+) -> Result<(), StoreError> {
+    providers
+        .insert(account.cluster_id.as_str(), to_json(account)?.as_slice())
+        .map_err(internal)?;
+    Ok(())
+}
+
 impl Inner {
     /// A poisoned lock only means a panic elsewhere; the maps stay usable.
     fn providers_read(&self) -> RwLockReadGuard<'_, ProviderMemory> {
@@ -82,23 +95,19 @@ impl Inner {
         account: ProviderAccount,
     ) -> Result<(ProviderAccount, bool), StoreError> {
         let _order = self.lock_order();
-        let txn = self.db.begin_write().map_err(internal)?;
-        {
+        let mut holder = None;
+        write_if(&self.db, |txn| {
             let mut providers = txn.open_table(PROVIDERS).map_err(internal)?;
-            if let Some(v) = providers
-                .get(account.cluster_id.as_str())
-                .map_err(internal)?
-            {
-                let existing: ProviderAccount =
-                    serde_json::from_slice(v.value()).map_err(internal)?;
-                return Ok((existing, false));
+            holder = get_record(&providers, &account.cluster_id, "provider account")?;
+            if holder.is_some() {
+                return Ok(false);
             }
-            let json = serde_json::to_vec(&account).map_err(internal)?;
-            providers
-                .insert(account.cluster_id.as_str(), json.as_slice())
-                .map_err(internal)?;
+            put_account(&mut providers, &account)?;
+            Ok(true)
+        })?;
+        if let Some(existing) = holder {
+            return Ok((existing, false));
         }
-        txn.commit().map_err(internal)?;
         self.providers_write()
             .accounts
             .insert(account.cluster_id.clone(), account.clone());
@@ -112,29 +121,23 @@ impl Inner {
         account: ProviderAccount,
     ) -> Result<bool, StoreError> {
         let _order = self.lock_order();
-        let txn = self.db.begin_write().map_err(internal)?;
-        {
+        let rotated = write_if(&self.db, |txn| {
             let mut providers = txn.open_table(PROVIDERS).map_err(internal)?;
-            let existing: ProviderAccount = match providers
-                .get(account.cluster_id.as_str())
-                .map_err(internal)?
-            {
-                Some(v) => serde_json::from_slice(v.value()).map_err(internal)?,
-                None => return Err(StoreError::NotFound),
-            };
+            let existing: ProviderAccount =
+                get_record(&providers, &account.cluster_id, "provider account")?
+                    .ok_or(StoreError::NotFound)?;
             if existing.secret_hash != expected_hash {
                 return Ok(false);
             }
-            let json = serde_json::to_vec(&account).map_err(internal)?;
-            providers
-                .insert(account.cluster_id.as_str(), json.as_slice())
-                .map_err(internal)?;
+            put_account(&mut providers, &account)?;
+            Ok(true)
+        })?;
+        if rotated {
+            self.providers_write()
+                .accounts
+                .insert(account.cluster_id.clone(), account);
         }
-        txn.commit().map_err(internal)?;
-        self.providers_write()
-            .accounts
-            .insert(account.cluster_id.clone(), account);
-        Ok(true)
+        Ok(rotated)
     }
 }
 

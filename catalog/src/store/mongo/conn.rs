@@ -12,7 +12,7 @@ use mongodb::bson::{Bson, Document};
 use mongodb::event::sdam::SdamEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
-use mongodb::{Client, Database};
+use mongodb::{Client, Collection, Database, IndexModel};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -130,6 +130,20 @@ where
             }
         }
     }
+}
+
+/// One index per document of `keys` on `collection`, in that order (for
+/// [`create_indexes`]; creating an index that exists is a no-op).
+pub async fn create_key_indexes<T: Send + Sync>(
+    collection: &Collection<T>,
+    keys: &[Document],
+) -> Result<(), mongodb::error::Error> {
+    for k in keys {
+        collection
+            .create_index(IndexModel::builder().keys(k.clone()).build())
+            .await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

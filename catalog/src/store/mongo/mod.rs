@@ -208,6 +208,22 @@ pub struct MongoStore {
     memory: Arc<memory::Memory>,
 }
 
+/// Every document `query` finds: the cursor drained, both steps' driver
+/// errors classified (a cursor can fail mid-way, after the query answered).
+async fn find_all<T, Q>(query: Q) -> Result<Vec<T>, StoreError>
+where
+    Q: std::future::IntoFuture<Output = mongodb::error::Result<mongodb::Cursor<T>>>,
+    T: serde::de::DeserializeOwned + Send + Sync + Unpin,
+{
+    use futures::TryStreamExt;
+    query
+        .await
+        .map_err(classify)?
+        .try_collect()
+        .await
+        .map_err(classify)
+}
+
 /// The MongoDB backend's one error classifier: "retry later" (503) or
 /// "server fault" (500). The driver's detail names hosts and topology: it
 /// is logged, and the client is told only what it can act on.

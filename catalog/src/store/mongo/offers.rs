@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{self, doc, Document};
-use mongodb::{Collection, IndexModel};
+use mongodb::Collection;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tracing::{info, warn, Instrument};
@@ -348,12 +348,7 @@ impl MongoStore {
             doc! { "deleted": 1, "updatedAt": 1 },
         ];
         super::conn::create_indexes("offers", || async {
-            for keys in &models {
-                self.offers
-                    .create_index(IndexModel::builder().keys(keys.clone()).build())
-                    .await?;
-            }
-            Ok(())
+            super::conn::create_key_indexes(&self.offers, &models).await
         })
         .await;
     }

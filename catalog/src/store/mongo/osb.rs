@@ -3,11 +3,10 @@
 //! bindings in `osb_bindings`.
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
 use mongodb::bson::doc;
 use serde::{Deserialize, Serialize};
 
-use super::{classify, is_duplicate_key, MongoStore, Op};
+use super::{classify, find_all, is_duplicate_key, MongoStore, Op};
 use crate::osb::model::{OsbBinding, OsbInstance};
 use crate::osb::OsbStore;
 use crate::storage::StoreError;
@@ -156,14 +155,8 @@ impl OsbStore for MongoStore {
 
     async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError> {
         self.bounded(Op::Read, async {
-            let docs: Vec<BindingDoc> = self
-                .bindings
-                .find(doc! { "instanceID": instance_id })
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let docs: Vec<BindingDoc> =
+                find_all(self.bindings.find(doc! { "instanceID": instance_id })).await?;
             Ok(docs.into_iter().map(|d| d.body).collect())
         })
         .await

@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
 use mongodb::bson::{self, doc};
 use serde::{Deserialize, Serialize};
 
 use super::offers::ProviderDoc;
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
+use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::storage::StoreError;
@@ -125,13 +124,8 @@ impl ProviderStore for MongoStore {
 
     async fn list_providers(&self) -> Result<Vec<ProviderInfo>, StoreError> {
         self.bounded(Op::Read, async {
-            let cursor = self
-                .providers
-                .find(doc! {})
-                .sort(doc! { "_id": 1 })
-                .await
-                .map_err(classify)?;
-            let docs: Vec<ProviderDoc> = cursor.try_collect().await.map_err(classify)?;
+            let docs: Vec<ProviderDoc> =
+                find_all(self.providers.find(doc! {}).sort(doc! { "_id": 1 })).await?;
             Ok(docs
                 .into_iter()
                 .map(|d| ProviderAccount::from(d).info())
@@ -225,14 +219,7 @@ impl ProviderStore for MongoStore {
             return Ok(disabled);
         }
         self.bounded(Op::Read, async {
-            let docs: Vec<DisabledDoc> = self
-                .disabled
-                .find(doc! {})
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let docs: Vec<DisabledDoc> = find_all(self.disabled.find(doc! {})).await?;
             Ok(docs.into_iter().map(|d| (d.id, from_bt(d.since))).collect())
         })
         .await

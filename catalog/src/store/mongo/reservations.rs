@@ -27,12 +27,10 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
-use mongodb::bson::{self, doc, Bson};
-use mongodb::IndexModel;
+use mongodb::bson::{self, doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
-use super::{bt, classify, from_bt, is_duplicate_key, MongoStore, Op};
+use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
@@ -114,40 +112,31 @@ fn pick(n: usize) -> usize {
 
 impl MongoStore {
     pub(super) async fn create_buying_indexes(self) {
+        let units = [doc! { "plan": 1 }];
+        let reservations = [
+            doc! { "consumer": 1 },
+            // The sweeper's queries: reservations due, contracts ended.
+            doc! { "state": 1, "expiresAt": 1 },
+            doc! { "state": 1, "contractEnds": 1 },
+            doc! { "body.clusterID": 1 },
+        ];
+        let bindings = [doc! { "instanceID": 1 }];
         super::conn::create_indexes("reservations", || async {
-            self.units
-                .create_index(IndexModel::builder().keys(doc! { "plan": 1 }).build())
-                .await?;
-            self.reservations
-                .create_index(IndexModel::builder().keys(doc! { "consumer": 1 }).build())
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "state": 1, "expiresAt": 1 })
-                        .build(),
-                )
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "state": 1, "contractEnds": 1 })
-                        .build(),
-                )
-                .await?;
-            self.reservations
-                .create_index(
-                    IndexModel::builder()
-                        .keys(doc! { "body.clusterID": 1 })
-                        .build(),
-                )
-                .await?;
-            self.bindings
-                .create_index(IndexModel::builder().keys(doc! { "instanceID": 1 }).build())
-                .await?;
-            Ok(())
+            use super::conn::create_key_indexes;
+            create_key_indexes(&self.units, &units).await?;
+            create_key_indexes(&self.reservations, &reservations).await?;
+            create_key_indexes(&self.bindings, &bindings).await
         })
         .await;
+    }
+
+    /// The records matching `filter`, in the order every listing answers
+    /// ([`newest_first`]).
+    async fn find_newest_first(&self, filter: Document) -> Result<Vec<Reservation>, StoreError> {
+        let docs: Vec<ReservationDoc> = find_all(self.reservations.find(filter)).await?;
+        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+        newest_first(&mut out);
+        Ok(out)
     }
 
     async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
@@ -250,14 +239,7 @@ impl MongoStore {
             return Ok(Ok(u.id));
         };
         for _ in 0..MAX_ATTEMPTS {
-            let units: Vec<UnitDoc> = self
-                .units
-                .find(doc! { "plan": plan })
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let units: Vec<UnitDoc> = find_all(self.units.find(doc! { "plan": plan })).await?;
             let mut held = Vec::with_capacity(units.len());
             for u in units {
                 let live = u.expires_at.is_none_or(|e| from_bt(e) > now);
@@ -390,24 +372,11 @@ impl ReservationStore for MongoStore {
         &self,
         consumer: Option<&str>,
     ) -> Result<Vec<Reservation>, StoreError> {
-        self.bounded(Op::Read, async {
-            let filter = match consumer {
-                Some(c) => doc! { "consumer": c },
-                None => doc! {},
-            };
-            let docs: Vec<ReservationDoc> = self
-                .reservations
-                .find(filter)
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
-            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-            newest_first(&mut out);
-            Ok(out)
-        })
-        .await
+        let filter = match consumer {
+            Some(c) => doc! { "consumer": c },
+            None => doc! {},
+        };
+        self.bounded(Op::Read, self.find_newest_first(filter)).await
     }
 
     async fn transition(
@@ -441,37 +410,25 @@ impl ReservationStore for MongoStore {
     }
 
     async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError> {
-        self.bounded(Op::Read, async {
-            let docs: Vec<ReservationDoc> = self
-                .reservations
-                .find(doc! { "body.clusterID": cluster_id })
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
-            let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
-            newest_first(&mut out);
-            Ok(out)
-        })
+        self.bounded(
+            Op::Read,
+            self.find_newest_first(doc! { "body.clusterID": cluster_id }),
+        )
         .await
     }
 
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
         let how = "The next expiry sweep retries.".to_string();
         self.bounded(Op::Write(how), async {
-            let due: Vec<ReservationDoc> = self
-                .reservations
-                .find(doc! { "$or": [
-                    { "state": "reserved", "expiresAt": { "$lte": bt(now) } },
-                    { "state": "purchased", "contractEnds": { "$lte": bt(now) } },
-                ] })
-                .limit(SWEEP_BATCH)
-                .await
-                .map_err(classify)?
-                .try_collect()
-                .await
-                .map_err(classify)?;
+            let due: Vec<ReservationDoc> = find_all(
+                self.reservations
+                    .find(doc! { "$or": [
+                        { "state": "reserved", "expiresAt": { "$lte": bt(now) } },
+                        { "state": "purchased", "contractEnds": { "$lte": bt(now) } },
+                    ] })
+                    .limit(SWEEP_BATCH),
+            )
+            .await?;
             let mut expired = Vec::new();
             for d in due {
                 match self.transition_now(&d.id, Transition::Expire, now).await {
