@@ -13,7 +13,7 @@ use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use redb::{Database, ReadableDatabase, ReadableTable, Table};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition};
 
 use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
 use super::{
@@ -31,22 +31,30 @@ pub(super) struct ProviderMemory {
     peering: HashMap<String, ProviderPeering>,
 }
 
-/// Read the three tables [`ProviderMemory`] mirrors.
-pub(super) fn load(db: &Database) -> Result<ProviderMemory, StoreError> {
-    let read = db.begin_read().map_err(internal)?;
-    let mut memory = ProviderMemory::default();
+/// Every row of the JSON table `definition`, decoded (`what` names the
+/// record in the error of a row that does not decode).
+fn json_rows<T: serde::de::DeserializeOwned>(
+    read: &redb::ReadTransaction,
+    definition: TableDefinition<&str, &[u8]>,
+    what: &str,
+) -> Result<HashMap<String, T>, StoreError> {
+    let mut rows = HashMap::new();
     for entry in read
-        .open_table(PROVIDERS)
+        .open_table(definition)
         .map_err(internal)?
         .iter()
         .map_err(internal)?
     {
         let (k, v) = entry.map_err(internal)?;
-        memory.accounts.insert(
-            k.value().to_string(),
-            from_json("provider account", v.value())?,
-        );
+        rows.insert(k.value().to_string(), from_json(what, v.value())?);
     }
+    Ok(rows)
+}
+
+/// Read the three tables [`ProviderMemory`] mirrors.
+pub(super) fn load(db: &Database) -> Result<ProviderMemory, StoreError> {
+    let read = db.begin_read().map_err(internal)?;
+    let mut disabled = BTreeMap::new();
     for entry in read
         .open_table(DISABLED)
         .map_err(internal)?
@@ -54,19 +62,13 @@ pub(super) fn load(db: &Database) -> Result<ProviderMemory, StoreError> {
         .map_err(internal)?
     {
         let (k, v) = entry.map_err(internal)?;
-        memory
-            .disabled
-            .insert(k.value().to_string(), from_millis(v.value()));
+        disabled.insert(k.value().to_string(), from_millis(v.value()));
     }
-    let peering = read.open_table(PROVIDER_PEERING).map_err(internal)?;
-    for entry in peering.iter().map_err(internal)? {
-        let (k, v) = entry.map_err(internal)?;
-        memory.peering.insert(
-            k.value().to_string(),
-            from_json("provider peering", v.value())?,
-        );
-    }
-    Ok(memory)
+    Ok(ProviderMemory {
+        accounts: json_rows(&read, PROVIDERS, "provider account")?,
+        disabled,
+        peering: json_rows(&read, PROVIDER_PEERING, "provider peering")?,
+    })
 }
 
 /// Write `account` in its row of the accounts table.
