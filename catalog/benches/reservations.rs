@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use catalog::buying::model::{new_id, Channel, Reservation, ReservationState, Transition};
 use catalog::buying::{ReservationStore, ReserveError};
 use catalog::offers::Cost;
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 
 fn reservation(task: usize, plan: &str) -> Reservation {
-    let now = catalog::storage::now();
+    let now = catalog::store::now();
     Reservation {
         id: new_id().expect("random id"),
         consumer: format!("consumer-{task}"),
@@ -69,13 +69,13 @@ async fn cycles(
                     let r = reservation(t, &plan);
                     let id = r.id.clone();
                     let began = Instant::now();
-                    let outcome = store.reserve(r, catalog::storage::now()).await;
+                    let outcome = store.reserve(r, catalog::store::now()).await;
                     latencies.push(began.elapsed());
                     match outcome {
                         Ok(_) => {
                             reserved += 1;
                             store
-                                .transition(&id, Transition::Release, catalog::storage::now())
+                                .transition(&id, Transition::Release, catalog::store::now())
                                 .await
                                 .expect("release");
                         }

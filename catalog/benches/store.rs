@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use catalog::offers::{OfferFilter, OfferSpec, OfferStore as Store, ProviderRef};
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 
 fn offer_body(i: usize) -> String {
     format!(

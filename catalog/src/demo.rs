@@ -86,7 +86,7 @@ async fn seed_provider(providers: &Providers, offers: &dyn OfferStore) -> anyhow
         cluster_name: DEMO_CLUSTER_NAME.into(),
         auth_url: DEMO_AUTH_URL.into(),
         secret_hash: hash,
-        created_at: crate::storage::now(),
+        created_at: crate::store::now(),
     };
     let (_, created) = providers.store.claim_provider(account).await?;
     if !created {

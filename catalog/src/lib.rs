@@ -17,8 +17,8 @@
 //! - [`duration`]: the duration grammar of the flags.
 //! - [`auth`]: the catalog's JWTs, argon2 secrets, the signing key, an
 //!   external OIDC issuer, and the [`auth::Caller`] extractor.
-//! - [`storage`]: the storage vocabulary every store trait speaks
-//!   ([`storage::StoreError`], the clock, the backend's health).
+//! - [`store`]: the vocabulary every feature's store trait speaks
+//!   ([`store::StoreError`], the clock, the backend's health).
 //!
 //! **Features**, each a folder with its handlers, service logic, model,
 //! store trait and its own state (handed to its handlers as its own
@@ -34,9 +34,10 @@
 //! - [`feed`]: the `/subscribe` WebSocket feed of offer changes.
 //! - [`webui`]: the embedded browser UI.
 //!
-//! **Backends**, above the features: [`store`] — [`store::embedded`] (one
-//! redb file) and [`store::mongo`] (one MongoDB client), each implementing
-//! every feature's store trait, opened once by [`store::Backend::open`].
+//! **Backends**, above the features: [`backends`] — [`backends::embedded`]
+//! (one redb file) and [`backends::mongo`] (one MongoDB client), each
+//! implementing every feature's store trait, opened once by
+//! [`backends::Backend::open`].
 //!
 //! **Top**: [`config`] (the flags, composing each feature's), [`routes`]
 //! (the route table), [`openapi`] (the document), [`ops`] (health,
@@ -48,7 +49,7 @@ pub mod http;
 
 pub mod auth;
 pub mod duration;
-pub mod storage;
+pub mod store;
 
 pub mod buying;
 pub mod feed;
@@ -57,7 +58,7 @@ pub mod osb;
 pub mod providers;
 pub mod webui;
 
-pub mod store;
+pub mod backends;
 
 pub mod config;
 pub mod demo;

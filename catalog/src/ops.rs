@@ -9,7 +9,7 @@ use crate::http::{ApiError, ErrorBody};
 use crate::metrics::Metrics;
 use crate::offers::OfferStore;
 use crate::providers::ProviderStore;
-use crate::storage::Health;
+use crate::store::Health;
 
 /// What the operability endpoints read (`web::Data<Ops>`).
 #[derive(Clone)]

@@ -20,7 +20,7 @@ use crate::offers::Offers;
 use crate::ops::Ops;
 use crate::osb::{Osb, OsbSettings};
 use crate::providers::{AccountGenerations, Providers};
-use crate::store::{Backend, BackendConfig, MongoConfig, MongoStore};
+use crate::backends::{Backend, BackendConfig, MongoConfig, MongoStore};
 
 /// Which backend `config` asks for.
 pub fn backend_config(config: &Config) -> BackendConfig {

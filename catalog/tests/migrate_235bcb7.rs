@@ -17,8 +17,8 @@ use catalog::buying::ReservationStore;
 use catalog::offers::{OfferFilter, OfferSpec, OfferStore, ProviderRef};
 use catalog::osb::OsbStore;
 use catalog::providers::ProviderStore;
-use catalog::store::embedded::{DB_FILE, OLD_BUYING_DB_FILE};
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
+use catalog::backends::embedded::{DB_FILE, OLD_BUYING_DB_FILE};
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 use redb::{Database, TableDefinition};
 
 const OFFER: &str = r#"{"id":"o1","name":"General purpose","type":"compute","description":"d","plans":{"p":{"name":"small","cost":"0.05","resources":{"cpu":"2","memory":"4Gi"}}},"clusterID":"c1","clusterName":"one","createdAt":"2026-11-01T10:00:00Z","updatedAt":"2026-11-02T10:00:00Z","version":3}"#;
@@ -128,7 +128,7 @@ async fn reads_everything<S>(store: &S)
 where
     S: OfferStore + ProviderStore + ReservationStore + OsbStore,
 {
-    let now = catalog::storage::now();
+    let now = catalog::store::now();
     let offer = store.get_offer("o1").await.unwrap().expect("the offer");
     assert_eq!((offer.version, offer.cluster_id.as_str()), (3, "c1"));
     assert_eq!(offer.plans["p"].cost.to_string(), "0.05");
@@ -176,7 +176,7 @@ async fn a_235bcb7_data_dir_is_migrated_into_one_file() {
             ..store.get_reservation("r1").await.unwrap().unwrap()
         };
         assert!(store
-            .reserve(reserve, catalog::storage::now())
+            .reserve(reserve, catalog::store::now())
             .await
             .is_err());
     }

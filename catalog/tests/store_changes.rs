@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use catalog::offers::{OfferChange, OfferSpec, OfferStore, ProviderRef};
 use catalog::providers::{ProviderAccount, ProviderStore};
-use catalog::storage::StoreError;
-use catalog::store::{EmbeddedStore, MongoConfig, MongoStore};
+use catalog::store::StoreError;
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 
 /// Offers and providers of one backend, as the tests drive them.
 trait Store: OfferStore + ProviderStore {}
@@ -38,7 +38,7 @@ fn account(id: &str) -> ProviderAccount {
         cluster_name: format!("{id} name"),
         auth_url: "https://x.example".into(),
         secret_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA".into(),
-        created_at: catalog::storage::now(),
+        created_at: catalog::store::now(),
     }
 }
 

@@ -63,7 +63,7 @@ async fn plan_of(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Offer,
 async fn capacity(state: &Buying, offer_id: &str, plan_id: &str) -> Result<Capacity, BuyError> {
     let usage = state
         .store
-        .plan_usage(offer_id, plan_id, crate::storage::now())
+        .plan_usage(offer_id, plan_id, crate::store::now())
         .await?;
     Ok(Capacity {
         offer_id: offer_id.to_string(),

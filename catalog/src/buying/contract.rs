@@ -457,7 +457,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn reserved(expires_in: i64) -> Reservation {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         Reservation {
             id: "k1".into(),
             consumer: "alice".into(),
@@ -503,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_purchase_stamps_terms_and_expiry() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let c = bought(now, 100);
         assert_eq!(c.state, ReservationState::Purchased);
         assert_eq!(c.expires_at, now + chrono::Duration::seconds(100));
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn expiry_and_cancellation_end_it() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let c = bought(now, 10);
         let later = now + chrono::Duration::seconds(11);
         let v = view(&c, later).unwrap();
@@ -559,7 +559,7 @@ mod tests {
 
     #[test]
     fn who_sees_what() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let c = bought(now, 10);
         let who = |subject: &str, consumer, provider, admin| Viewer {
             subject: subject.into(),
@@ -608,7 +608,7 @@ mod tests {
                 .field,
             "consumerClusterID"
         );
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let c = bought(now, 10);
         let bind = Report::new("peered", None, Some("cons-1".into())).unwrap();
         let Step::Write { next, .. } = report_step(&c, &bind, now) else {
@@ -637,7 +637,7 @@ mod tests {
         #[test]
         fn any_state_may_follow_any(seq in proptest::collection::vec((0usize..5, proptest::option::of(0u8..3)), 1..20)) {
             let states = ["pending", "peered", "granted", "ready", "failed"];
-            let now = crate::storage::now();
+            let now = crate::store::now();
             let mut c = bought(now, 1000);
             let mut first_id = None;
             for (i, (s, id)) in seq.iter().enumerate() {

@@ -133,7 +133,7 @@ pub async fn list(
         super::model::newest_first(&mut records);
         records
     };
-    let now = crate::storage::now();
+    let now = crate::store::now();
     let mut out = Vec::new();
     for r in records {
         if r.contract.is_none() || party(&r, who).is_none() {
@@ -166,7 +166,7 @@ pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, Buy
         return Err(not_found(id));
     };
     let r = settle(state, r).await?;
-    let mut c = view(&r, crate::storage::now()).ok_or_else(|| not_found(id))?;
+    let mut c = view(&r, crate::store::now()).ok_or_else(|| not_found(id))?;
     if p == Party::Consumer && c.active {
         c.credentials = Some(credentials(state, &r.cluster_id).await?);
     }
@@ -192,7 +192,7 @@ pub async fn report(
         }
         None => return Err(not_found(id)),
     }
-    let now = crate::storage::now();
+    let now = crate::store::now();
     let asked = report.clone();
     let decide = Arc::new(move |r: &Reservation| -> Step { report_step(r, &asked, now) });
     let written = match state.store.update(id, decide).await {

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, ResponseError};
 
 use super::store::{ReserveError, TransitionError};
 use crate::http::{ApiError, ErrorBody, FieldError};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// See the module docs.
 #[derive(Debug, thiserror::Error)]

@@ -317,7 +317,7 @@ pub async fn purchase(
         duration_seconds: asked.duration_seconds,
     };
     let r = service::lookup(&state, &id, &buyer).await?;
-    let now = crate::storage::now();
+    let now = crate::store::now();
     let terms = super::contracts::terms(&state, &r, &order, now).await?;
     // Fetched first: a purchase whose credentials cannot be handed over
     // does not happen.

@@ -272,7 +272,7 @@ mod tests {
     use super::*;
 
     fn sample(state: ReservationState, expires_in: i64) -> Reservation {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         Reservation {
             id: "r1".into(),
             consumer: "alice".into(),
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn activity_follows_state_and_deadline() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         assert!(sample(ReservationState::Reserved, 10).is_active(now));
         assert!(!sample(ReservationState::Reserved, -1).is_active(now));
         assert!(sample(ReservationState::Reserved, -1).is_due(now));
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn transitions_stamp_times() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let r = sample(ReservationState::Reserved, -5);
         let e = Transition::Expire.apply(&r, now);
         assert_eq!(
@@ -327,7 +327,7 @@ mod tests {
 
     #[test]
     fn steps_follow_state_and_deadline() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let due = sample(ReservationState::Reserved, -5);
         let fresh = sample(ReservationState::Reserved, 60);
         match step(&due, Transition::Purchase, now) {

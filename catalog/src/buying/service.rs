@@ -77,7 +77,7 @@ pub async fn lookup(state: &Buying, id: &str, who: &Buyer) -> Result<Reservation
 
 /// `r`, expired first if it is due.
 pub async fn settle(state: &Buying, r: Reservation) -> Result<Reservation, BuyError> {
-    let now = crate::storage::now();
+    let now = crate::store::now();
     if !r.is_due(now) {
         return Ok(r);
     }
@@ -114,7 +114,7 @@ pub async fn reserve(
             offer.cluster_id
         )));
     }
-    let now = crate::storage::now();
+    let now = crate::store::now();
     let ttl = chrono::Duration::from_std(ttl)
         .map_err(|_| BuyError::bad_request("ttlSeconds", "is out of range"))?;
     let r = Reservation {
@@ -186,7 +186,7 @@ pub async fn purchase(
     if contract.is_none() {
         credentials(state, &r.cluster_id).await?;
     }
-    let now = crate::storage::now();
+    let now = crate::store::now();
     let written = match contract {
         Some((terms, lifetime)) => {
             let decide = std::sync::Arc::new(move |r: &Reservation| -> Step {
@@ -224,7 +224,7 @@ pub async fn end(
             _ => wrong_state(&r, false),
         });
     }
-    let now = crate::storage::now();
+    let now = crate::store::now();
     match state.store.transition(id, t, now).await {
         Ok(ended) => {
             tracing::info!(reservation = %ended.id, state = ended.state.as_str(), "ended");

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::{PlanUsage, Reservation, Step, Transition};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Why a reservation was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

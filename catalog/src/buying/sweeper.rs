@@ -27,7 +27,7 @@ pub fn spawn(
                     _ = shutdown.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                match store.expire_due(crate::storage::now()).await {
+                match store.expire_due(crate::store::now()).await {
                     Ok(expired) => {
                         for r in &expired {
                             let what = if r.contract.is_some() { "contract expired" } else { "reservation expired" };

@@ -495,7 +495,7 @@ mod tests {
         OfferSpec::from_json(body.to_string().as_bytes())
             .unwrap()
             .into_draft(id.to_string(), owner)
-            .into_offer(crate::storage::now(), crate::storage::now(), version)
+            .into_offer(crate::store::now(), crate::store::now(), version)
     }
 
     fn hub(queue: u16) -> Hub {

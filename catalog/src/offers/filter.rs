@@ -172,7 +172,7 @@ mod tests {
             cluster_name: "c".into(),
             liqo: Vec::new(),
         };
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let offer = super::super::OfferSpec::from_json(body.as_bytes())
             .unwrap()
             .into_draft("o".into(), owner)

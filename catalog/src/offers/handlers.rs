@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use super::{Offer, OfferFilter, OfferInput, OfferSpec, Offers, ProviderRef};
 use crate::auth::{Caller, Role};
 use crate::http::{read_json_body, validate_id, ApiError, ErrorBody};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// The `GET /offers` filters as OpenAPI parameters (also taken by
 /// `/subscribe`). Parsing is [`OfferFilter::from_pairs`]: the resource in

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::{Offer, OfferDraft, OfferFilter, OfferStore, ProviderRef};
 use crate::http::FieldError;
 use crate::providers::LiqoGeneration;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Parse the `liqo` filter's value.
 pub fn parse_filter(key: &str, value: &str) -> Result<LiqoGeneration, FieldError> {
@@ -124,7 +124,7 @@ mod tests {
             cluster_name: "n".into(),
             liqo,
         };
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let v1 = spec
             .clone()
             .into_draft("a".into(), owner(vec![LiqoGeneration::V1]))

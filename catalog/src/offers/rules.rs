@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::stamps::stamp_plans;
 use super::{Offer, OfferDraft, PutOutcome};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// The result of creating or replacing `draft.id`, given the live offer
 /// with that id (if any) and the id's last version ever written (deleted
@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn versions_continue_past_deletions_and_ownership_holds() {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         let first = put(draft("a"), None, 0, None, now).unwrap();
         assert!(first.created);
         assert_eq!(first.offer.version, 1);

@@ -1,5 +1,5 @@
 //! Where offers live: the [`OfferStore`] trait every backend implements
-//! (the embedded and MongoDB backends of the `store` module), and what a write
+//! (the embedded and MongoDB backends of the `backends` module), and what a write
 //! answers.
 //!
 //! Backends only read, compare-and-swap and follow changes; the decisions
@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use super::{Offer, OfferChange, OfferDraft, OfferFilter};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// What a create-or-replace did.
 #[derive(Debug, Clone, PartialEq)]

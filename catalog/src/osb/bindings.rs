@@ -148,7 +148,7 @@ pub async fn bind(
         owner: inst.owner.clone(),
         request_digest: digest.clone(),
         parameters: stored_parameters(&r.parameters),
-        created_at: crate::storage::now(),
+        created_at: crate::store::now(),
     };
     if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::buying::BuyError;
 use crate::http::ApiError;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// An OSB error response. Internal details are logged, never sent.
 #[derive(Debug, thiserror::Error)]

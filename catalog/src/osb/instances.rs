@@ -198,7 +198,7 @@ fn accepted(operation: &str) -> HttpResponse {
 pub(crate) async fn settle(state: &Osb, mut inst: OsbInstance) -> Result<OsbInstance, OsbError> {
     let stale = inst.operation.as_ref().is_some_and(|op| {
         op.state == OperationState::InProgress
-            && op.started_at + STALE_OPERATION < crate::storage::now()
+            && op.started_at + STALE_OPERATION < crate::store::now()
     });
     if stale {
         let expected = inst.revision;
@@ -441,7 +441,7 @@ pub async fn provision(
         provisioned: false,
         operation: Some(new_operation(OperationKind::Provision)?),
         revision: 1,
-        created_at: crate::storage::now(),
+        created_at: crate::store::now(),
     };
     if !state.store.osb_insert_instance(&inst).await? {
         return Err(OsbError::concurrency(
@@ -464,7 +464,7 @@ fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
         kind,
         state: OperationState::InProgress,
         description: "in progress".into(),
-        started_at: crate::storage::now(),
+        started_at: crate::store::now(),
     })
 }
 
@@ -554,7 +554,7 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
         store.osb_delete_binding(&b.id).await?;
     }
     if let Some(rid) = &inst.reservation_id {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         match reservations.transition(rid, Transition::Cancel, now).await {
             Ok(_) | Err(TransitionError::NotFound) => {}
             // Already ended (cancelled through the REST API, say): fine.

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::model::{OsbBinding, OsbInstance};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// See the module docs. Shared as `Arc<dyn OsbStore>`.
 #[async_trait]

@@ -14,7 +14,7 @@ use crate::auth::{secret, IssuedToken, PoolError, Role};
 use crate::http::{
     documented_error, parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError,
 };
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 const MAX_FIELD_LEN: usize = 256;
 const MAX_URL_LEN: usize = 2048;
@@ -135,7 +135,7 @@ pub async fn authenticate(
                 cluster_name: c.cluster_name.clone(),
                 auth_url: c.auth_url.clone(),
                 secret_hash: hash,
-                created_at: crate::storage::now(),
+                created_at: crate::store::now(),
             };
             let (holder, claimed) = state.store.claim_provider(fresh).await?;
             if claimed {

@@ -38,7 +38,7 @@ pub use store::ProviderStore;
 
 use crate::auth::{Generations, SecretPool, TokenService};
 use crate::http::{ApiError, RateLimiter};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 use seal::Sealer;
 
 /// Flags of the providers feature: the key that seals peering tokens and

@@ -189,13 +189,13 @@ mod tests {
             cluster_name: "n".into(),
             auth_url: "https://x".into(),
             secret_hash: String::new(),
-            created_at: crate::storage::now(),
+            created_at: crate::store::now(),
             generation: 0,
         };
         let mut peering = ProviderPeering {
             resource_slice_class: DEFAULT_SLICE_CLASS.into(),
             sealed_kubeconfig: None,
-            updated_at: crate::storage::now(),
+            updated_at: crate::store::now(),
         };
         assert_eq!(generations(&account, None), [LiqoGeneration::V0]);
         assert_eq!(generations(&account, Some(&peering)), [LiqoGeneration::V0]);

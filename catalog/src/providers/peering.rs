@@ -20,7 +20,7 @@ use super::model::{
 use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
 use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Told when a provider's generations change, so its offers are re-stamped
 /// (the offers feature implements it; the top wires it in).
@@ -65,9 +65,15 @@ pub struct PeeringRequest {
 #[serde(deny_unknown_fields)]
 pub struct V1Peering {
     /// A peering user's kubeconfig as YAML text (`liqoctl generate
-    /// peering-user`), at most 32 KiB: its current context's cluster has an
-    /// `https://` server, its user a token or embedded client certificate
-    /// and key.
+    /// peering-user`), at most 32 KiB: one cluster with an `https://`
+    /// server (no userinfo, query or fragment) and optionally
+    /// `certificate-authority-data` holding certificates; one user with a
+    /// token or an embedded client certificate and key; one context naming
+    /// them (optionally a namespace), current; optionally `preferences:
+    /// {}`. Nothing else: no exec, auth-provider, file paths, proxy,
+    /// insecure or tls-server-name keys, unknown keys, YAML anchors,
+    /// aliases, tags or merge keys. Consumers receive a re-serialised copy
+    /// built from these fields, never the text sent.
     #[schema(max_length = 32768)]
     pub kubeconfig: String,
 }
@@ -141,11 +147,12 @@ pub async fn put(
     check_slice_class(&class).map_err(|m| ApiError::bad_request("resourceSliceClass", m))?;
     let sealed = match &r.v1 {
         Some(v1) => {
-            kubeconfig::check(&v1.kubeconfig)
+            // Only the canonical copy is kept: never the bytes received.
+            let canonical = kubeconfig::canonical(&v1.kubeconfig)
                 .map_err(|e| ApiError::bad_request("v1.kubeconfig", e.0))?;
             let sealed = state
                 .sealer
-                .seal(&kubeconfig_aad(cluster_id), &v1.kubeconfig)
+                .seal(&kubeconfig_aad(cluster_id), &canonical)
                 .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
             Some(base64::engine::general_purpose::STANDARD.encode(sealed))
         }
@@ -154,7 +161,7 @@ pub async fn put(
     let peering = ProviderPeering {
         resource_slice_class: class,
         sealed_kubeconfig: sealed,
-        updated_at: crate::storage::now(),
+        updated_at: crate::store::now(),
     };
     let before = state.liqo(cluster_id).await?;
     state
@@ -246,7 +253,8 @@ impl Providers {
         self.credentials(cluster_id).await.map(Some)
     }
 
-    /// `cluster_id`'s registered kubeconfig, opened, if any.
+    /// `cluster_id`'s registered kubeconfig, opened and in its canonical
+    /// form, if any (None, logged, if it no longer passes the check).
     pub async fn kubeconfig(&self, cluster_id: &str) -> Result<Option<String>, ApiError> {
         let Some(sealed) = self
             .store
@@ -259,10 +267,24 @@ impl Providers {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(sealed)
             .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))?;
-        self.sealer
+        let opened = self
+            .sealer
             .open(&kubeconfig_aad(cluster_id), &bytes)
-            .map(Some)
-            .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))
+            .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))?;
+        // Checked again on the way out: a kubeconfig stored before the
+        // check was strict is released only if it passes today's, and
+        // then only as its canonical copy.
+        match kubeconfig::canonical(&opened) {
+            Ok(canonical) => Ok(Some(canonical)),
+            Err(e) => {
+                tracing::warn!(
+                    cluster_id,
+                    error = %e,
+                    "stored kubeconfig refused on release; the provider must PUT /provider/peering again"
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// Whether a purchase from `cluster_id` has credentials to hand over:

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{ProviderAccount, ProviderInfo, ProviderPeering};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// See the module docs. Shared as `Arc<dyn ProviderStore>`.
 #[async_trait]

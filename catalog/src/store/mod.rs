@@ -1,98 +1,77 @@
-//! The storage backends, above every feature: each implements every
-//! feature's store trait ([`crate::offers::OfferStore`],
-//! [`crate::providers::ProviderStore`], [`crate::buying::ReservationStore`],
-//! [`crate::osb::OsbStore`]) over ONE database handle per process.
+//! The store vocabulary every feature's store trait speaks, whatever the
+//! backend: why an operation did not happen ([`StoreError`], and the HTTP
+//! answer each kind maps to), the clock every store keeps times at
+//! ([`now`]), and the size of the change channels stores publish on.
 //!
-//! - [`embedded`]: one redb file in the data directory (the default; a
-//!   write is fsynced before it is acknowledged).
-//! - [`mongo`]: MongoDB through one client, for several catalog processes
-//!   sharing one database.
-//!
-//! Backends only read, compare-and-swap and follow changes; the decisions
-//! (ownership, versions, reservation transitions, caps) are the features'.
-//! [`Backend::open`] chooses and opens one, once.
+//! It names no feature's types: the traits themselves live in the features
+//! (`offers::OfferStore`, `providers::ProviderStore`, ...), their
+//! implementations in [`crate::backends`], above the features.
 
-pub mod embedded;
-pub mod mongo;
+use async_trait::async_trait;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use crate::http::ApiError;
 
-use anyhow::Context;
-use tracing::info;
+/// The backend as a whole, for logs, `/readyz` and metrics.
+#[async_trait]
+pub trait Health: Send + Sync + 'static {
+    /// `"embedded"` or `"mongodb"`.
+    fn kind(&self) -> &'static str;
 
-use crate::buying::ReservationStore;
-use crate::offers::OfferStore;
-use crate::osb::OsbStore;
-use crate::providers::ProviderStore;
-use crate::storage::Health;
+    /// Cheap reachability check (`/readyz`).
+    async fn ping(&self) -> Result<(), StoreError>;
 
-pub use embedded::EmbeddedStore;
-pub use mongo::{MongoConfig, MongoStore};
-
-/// Which backend to open, and where.
-#[derive(Debug, Clone)]
-pub struct BackendConfig {
-    /// The embedded store's directory (used when `mongo` is `None`).
-    pub data_dir: PathBuf,
-    pub mongo: Option<MongoConfig>,
-    /// How long MongoDB keeps offer tombstones (zero: for ever).
-    pub tombstone_ttl: Duration,
+    /// Whether the change channels carry every committed change, other
+    /// processes' included. MongoDB: false until its change streams have
+    /// opened (or proved unsupported) after start; meanwhile `/readyz`
+    /// answers 503, so no subscriber is sent to a process whose feed
+    /// would miss other processes' writes.
+    fn following_changes(&self) -> bool {
+        true
+    }
 }
 
-/// The one opened backend, as each feature's trait object.
-#[derive(Clone)]
-pub struct Backend {
-    pub health: Arc<dyn Health>,
-    pub offers: Arc<dyn OfferStore>,
-    pub providers: Arc<dyn ProviderStore>,
-    pub reservations: Arc<dyn ReservationStore>,
-    pub osb: Arc<dyn OsbStore>,
-    /// The MongoDB store itself, for what only it does (the shared signing
-    /// key).
-    pub mongo: Option<MongoStore>,
+/// Why a store operation did not happen. Each maps to one HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The offer (or provider) does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The offer exists and belongs to another provider (its cluster ID).
+    #[error("offer belongs to another provider")]
+    NotOwner,
+    /// A conditional write saw another version than the caller expected.
+    #[error("the offer is at version {current}, not the expected {expected}")]
+    VersionConflict { expected: u64, current: u64 },
+    /// The backing database cannot be reached right now; retry later. The
+    /// message is sent to clients: it never carries driver details.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else (corrupt data, driver bug): a server fault.
+    #[error("store failure: {0}")]
+    Internal(String),
 }
 
-impl Backend {
-    /// Open the configured backend: MongoDB if a URI is given, else the
-    /// embedded one in the data directory (migrating older layouts).
-    pub async fn open(config: &BackendConfig) -> anyhow::Result<Backend> {
-        match &config.mongo {
-            Some(m) => {
-                let mongo = MongoStore::connect(m)
-                    .await
-                    .context("connecting to MongoDB")?;
-                if !config.tombstone_ttl.is_zero() {
-                    mongo.purge_tombstones_every(config.tombstone_ttl);
-                }
-                info!(database = %m.database, "using the MongoDB store");
-                Ok(Backend::of(mongo.clone(), Some(mongo)))
-            }
-            None => {
-                let store = EmbeddedStore::open(&config.data_dir).with_context(|| {
-                    format!(
-                        "opening the embedded store in {}",
-                        config.data_dir.display()
-                    )
-                })?;
-                info!(dir = %config.data_dir.display(), "using the embedded store");
-                Ok(Backend::of(store, None))
-            }
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::NotFound("not found".into()),
+            StoreError::NotOwner => ApiError::Forbidden("this offer belongs to another provider".into()),
+            StoreError::VersionConflict { expected, current } => ApiError::Conflict(format!(
+                "version: the offer is at version {current}, not {expected}; read it again and retry"
+            )),
+            StoreError::Unavailable(msg) => ApiError::Unavailable(msg),
+            StoreError::Internal(msg) => ApiError::Internal(msg),
         }
     }
+}
 
-    fn of<S>(store: S, mongo: Option<MongoStore>) -> Backend
-    where
-        S: Health + OfferStore + ProviderStore + ReservationStore + OsbStore + Clone,
-    {
-        Backend {
-            health: Arc::new(store.clone()),
-            offers: Arc::new(store.clone()),
-            providers: Arc::new(store.clone()),
-            reservations: Arc::new(store.clone()),
-            osb: Arc::new(store),
-            mongo,
-        }
-    }
+/// Capacity of a change channel: how far a subscriber may fall behind
+/// before it is told it lagged.
+pub const CHANGE_CHANNEL_CAPACITY: usize = 1024;
+
+/// The current time at the millisecond precision every store keeps, so a
+/// record reads back exactly as its write returned it.
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    let t = chrono::Utc::now();
+    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
 }

@@ -33,7 +33,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
 use tokio::sync::broadcast;
 
 use crate::offers::{Offer, OfferChange};
-use crate::storage::{Health, StoreError, CHANGE_CHANNEL_CAPACITY};
+use crate::store::{Health, StoreError, CHANGE_CHANNEL_CAPACITY};
 
 pub use migrate::OLD_BUYING_DB_FILE;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{classify, find_all, is_duplicate_key, MongoStore, Op};
 use crate::osb::model::{OsbBinding, OsbInstance};
 use crate::osb::OsbStore;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct InstanceDoc {

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::osb::model::{OsbBinding, OsbInstance};
 use crate::osb::OsbStore;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// The revision of OSB instance `id`, if it exists: what a conditional
 /// write compares.

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::MongoConfig;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// A handle on `config.database`. The driver connects lazily, so this
 /// fails only on a malformed URI; an unreachable server shows up as

@@ -22,7 +22,7 @@ use super::offers::{apply_delete, apply_put};
 use super::tables::{OFFERS, VERSIONS};
 use super::{internal, Inner};
 use crate::offers::{Offer, OfferChange, OfferDraft, PutOutcome};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// The most writes one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 512;
@@ -190,7 +190,7 @@ impl Inner {
                 Done::Delete(Err(e), reply) => drop(reply.send(Err(e))),
             }
         }
-        // Where a batch's time goes (RUST_LOG=catalog::store::embedded=debug).
+        // Where a batch's time goes (RUST_LOG=catalog::backends::embedded=debug).
         tracing::debug!(
             writes = n,
             decide_us = decided_at.as_micros() as u64,

@@ -20,7 +20,7 @@ use crate::buying::model::{
 use crate::buying::store::{
     refused, written, Decide, ReservationStore, ReserveError, TransitionError,
 };
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Deadline of a purchase without expiry (an OSB purchase): never.
 const PURCHASED: u64 = u64::MAX;
@@ -390,7 +390,7 @@ mod tests {
     use crate::offers::Cost;
 
     fn reservation(id: &str, plan: &str, ttl_ms: i64) -> Reservation {
-        let now = crate::storage::now();
+        let now = crate::store::now();
         Reservation {
             id: id.into(),
             consumer: format!("c-{id}"),
@@ -420,7 +420,7 @@ mod tests {
                     store
                         .reserve(
                             reservation(&format!("r{i}"), "p", 60_000),
-                            crate::storage::now(),
+                            crate::store::now(),
                         )
                         .await
                 })
@@ -435,7 +435,7 @@ mod tests {
             }
         }
         assert_eq!(won.len(), 3);
-        let now = crate::storage::now();
+        let now = crate::store::now();
         assert_eq!(store.plan_usage("o", "p", now).await.unwrap().active, 3);
 
         // Purchase one, release one: one unit frees.

@@ -14,7 +14,7 @@ use super::offers::ProviderDoc;
 use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct SecretDoc {
@@ -190,7 +190,7 @@ impl ProviderStore for MongoStore {
         );
         self.bounded(Op::Write(how), async {
             if disabled {
-                let now = crate::storage::now();
+                let now = crate::store::now();
                 let before = self
                     .disabled
                     .find_one_and_update(

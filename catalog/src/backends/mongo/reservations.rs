@@ -37,7 +37,7 @@ use crate::buying::model::{
 use crate::buying::store::{
     refused, written, Decide, ReservationStore, ReserveError, TransitionError,
 };
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Attempts at a slot or a state change before answering 503.
 const MAX_ATTEMPTS: usize = 32;

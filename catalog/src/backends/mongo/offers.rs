@@ -32,7 +32,7 @@ use crate::offers::{
     rules, Cost, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, Plan, PutOutcome,
 };
 use crate::providers::ProviderAccount;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// How often a write retries after losing a version race before giving up.
 const MAX_WRITE_ATTEMPTS: usize = 16;
@@ -362,7 +362,7 @@ impl MongoStore {
     pub async fn purge_tombstones(&self, ttl: Duration) -> Result<u64, StoreError> {
         let cutoff = chrono::Duration::from_std(ttl)
             .ok()
-            .and_then(|ttl| crate::storage::now().checked_sub_signed(ttl))
+            .and_then(|ttl| crate::store::now().checked_sub_signed(ttl))
             .ok_or_else(|| StoreError::Internal(format!("tombstone TTL {ttl:?} out of range")))?;
         let purge = async {
             self.offers
@@ -654,7 +654,7 @@ impl MongoStore {
                 current.live.as_ref(),
                 current.last_version,
                 expected_version,
-                crate::storage::now(),
+                crate::store::now(),
             );
             let PutOutcome { offer, created } = match decided {
                 Ok(outcome) => outcome,
@@ -706,7 +706,7 @@ impl MongoStore {
                 version: i64::try_from(version).unwrap_or(i64::MAX),
                 cluster_id: offer.cluster_id.clone(),
                 deleted: true,
-                updated_at: bt(crate::storage::now()),
+                updated_at: bt(crate::store::now()),
                 live: None,
             };
             if self.swap(Some(condition), &tomb).await? {

@@ -14,7 +14,7 @@ use super::group::Write;
 use super::tables::OFFERS;
 use super::{from_json, internal, to_json, EmbeddedStore, Inner};
 use crate::offers::{rules, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, PutOutcome};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// Every live offer, read once at open.
 pub(super) fn load(db: &Database) -> Result<BTreeMap<String, Offer>, StoreError> {
@@ -55,7 +55,7 @@ pub(super) fn apply_put(
         existing.as_ref(),
         last_version,
         expected_version,
-        crate::storage::now(),
+        crate::store::now(),
     ) {
         Ok(o) => o,
         Err(refused) => return Ok(Err(refused)),

@@ -54,7 +54,7 @@ use tokio::sync::broadcast;
 use tracing::{warn, Instrument};
 
 use crate::offers::OfferChange;
-use crate::storage::{Health, StoreError, CHANGE_CHANNEL_CAPACITY};
+use crate::store::{Health, StoreError, CHANGE_CHANNEL_CAPACITY};
 
 const DUPLICATE_KEY: i32 = 11000;
 /// What a client is told when MongoDB cannot be reached: what it can act

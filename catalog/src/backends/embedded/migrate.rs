@@ -15,7 +15,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableError};
 
 use super::internal;
 use super::tables::*;
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// The second file of data directories written before the merge.
 pub const OLD_BUYING_DB_FILE: &str = "buying.redb";

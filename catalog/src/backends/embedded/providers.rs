@@ -21,7 +21,7 @@ use super::{
 };
 use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
-use crate::storage::StoreError;
+use crate::store::StoreError;
 
 /// See the module docs.
 #[derive(Default)]
@@ -225,7 +225,7 @@ impl ProviderStore for EmbeddedStore {
         disabled: bool,
     ) -> Result<(), StoreError> {
         let id = cluster_id.to_string();
-        let since = crate::storage::now().timestamp_millis();
+        let since = crate::store::now().timestamp_millis();
         self.blocking(move |inner| {
             // The write and the memory change in one order with other
             // provider writes, so memory ends as the table does.
