@@ -1,5 +1,7 @@
 //! `catalog`: parse the flags, set up logging, run the server.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -18,7 +20,12 @@ async fn main() -> anyhow::Result<()> {
     // one ERROR each (see `ClientErrorLog`).
     let client_errors = catalog::http::observe::ClientErrorLog;
     match config.log_format {
-        LogFormat::Text => logs.finish().with(client_errors).init(),
+        // Colour codes are noise in a file or a pipe: only a terminal gets them.
+        LogFormat::Text => logs
+            .with_ansi(std::io::stderr().is_terminal())
+            .finish()
+            .with(client_errors)
+            .init(),
         LogFormat::Json => logs.json().finish().with(client_errors).init(),
     }
     catalog::server::run(config).await
