@@ -1,6 +1,8 @@
-//! Retry delays for an unreachable catalog or chain: doubling from an
-//! initial delay up to a cap, with jitter so that many agents behind one
-//! restarted catalog do not all retry in the same instant.
+//! Retry delays for anything a binary reaches over the network (the
+//! catalog, a resource chain): doubling from an initial delay up to a cap,
+//! with jitter so that many clients behind one restarted server do not all
+//! retry in the same instant. The one backoff of the workspace: every
+//! catalog client retries with it.
 
 use std::hash::BuildHasher;
 use std::time::Duration;

@@ -11,6 +11,7 @@
 //!   code with a one-line error;
 //! - [`conn`]: a guarded TCP accept loop for servers facing untrusted
 //!   clients (a handshake deadline, per-peer and total connection limits);
+//! - [`backoff`]: capped exponential retry delays with jitter;
 //! - [`announce`]: the stdout line a server prints for each port it bound,
 //!   so it can be started on port 0 and found;
 //! - `probe` (feature `axum`): the operator's HTTP port, `/healthz`,
@@ -38,6 +39,7 @@
 //! ```
 
 pub mod announce;
+pub mod backoff;
 pub mod conn;
 pub mod duration;
 pub mod log;

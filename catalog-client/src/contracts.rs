@@ -1,0 +1,139 @@
+//! The contract endpoints. A provider lists its active contracts with a
+//! conditional `GET /contracts?active=true`; a consumer reserves and buys a
+//! plan, reads its contract (with the peering credentials) and reports
+//! where its side is.
+
+use reqwest::header::IF_NONE_MATCH;
+use reqwest::{Method, StatusCode};
+
+use crate::error::Error;
+use crate::http::MAX_ANSWER_BYTES;
+use crate::routes;
+use crate::session::Session;
+use crate::wire::{
+    Contract, ContractState, PurchaseRequest, Reservation, ReserveRequest, StateReport,
+};
+
+/// Largest contract listing read (a few hundred bytes per contract).
+pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
+
+/// What one listing found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listing {
+    /// 304: the `ETag` given is still current.
+    NotModified,
+    /// The contracts, and the `ETag` to ask with next time.
+    Contracts {
+        etag: Option<String>,
+        contracts: Vec<Contract>,
+    },
+}
+
+impl Session {
+    /// `GET /contracts?active=true`, conditional on `etag`: the caller's
+    /// active contracts (a provider's: the ones bought from it).
+    pub async fn active_contracts(&mut self, etag: Option<&str>) -> Result<Listing, Error> {
+        let what = "GET /contracts";
+        let route = format!("{}?active=true", routes::CONTRACTS);
+        let answer = self
+            .call(what, MAX_LISTING_BYTES, |http| {
+                let request = http.request(Method::GET, &route)?;
+                Ok(match etag {
+                    Some(etag) => request.header(IF_NONE_MATCH, etag),
+                    None => request,
+                })
+            })
+            .await?;
+        match answer.status {
+            StatusCode::NOT_MODIFIED => Ok(Listing::NotModified),
+            status if status.is_success() => Ok(Listing::Contracts {
+                contracts: answer.json(what)?,
+                etag: answer.etag,
+            }),
+            _ => Err(answer.unexpected(what)),
+        }
+    }
+
+    /// `GET /contracts/{id}`: the contract with its credentials.
+    pub async fn contract(&mut self, id: &str) -> Result<Contract, Error> {
+        let route = routes::contract(id);
+        let answer = self
+            .call("GET /contracts/{id}", MAX_ANSWER_BYTES, |http| {
+                http.request(Method::GET, &route)
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json("GET /contracts/{id}"),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            _ => Err(answer.rejected("the contract read")),
+        }
+    }
+
+    /// `POST /reservations`: hold one unit of a plan.
+    pub async fn reserve(&mut self, offer: &str, plan: &str) -> Result<Reservation, Error> {
+        let body = ReserveRequest {
+            offer_id: offer.to_string(),
+            plan_id: plan.to_string(),
+            ttl_seconds: None,
+        };
+        let answer = self
+            .call("POST /reservations", MAX_ANSWER_BYTES, |http| {
+                Ok(http
+                    .request(Method::POST, routes::RESERVATIONS)?
+                    .json(&body))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::CREATED | StatusCode::OK => answer.json("POST /reservations"),
+            _ => Err(answer.rejected("the reservation")),
+        }
+    }
+
+    /// `POST /reservations/{id}/purchase` with the consumer's cluster ID.
+    pub async fn purchase(&mut self, id: &str, consumer: &str) -> Result<(), Error> {
+        let body = PurchaseRequest {
+            consumer_cluster_id: Some(consumer.to_string()),
+            duration_seconds: None,
+        };
+        let route = routes::purchase(id);
+        let answer = self
+            .call(
+                "POST /reservations/{id}/purchase",
+                MAX_ANSWER_BYTES,
+                |http| Ok(http.request(Method::POST, &route)?.json(&body)),
+            )
+            .await?;
+        match answer.status {
+            StatusCode::CREATED | StatusCode::OK => Ok(()),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("reservation {id}"))),
+            _ => Err(answer.rejected("the purchase")),
+        }
+    }
+
+    /// `PUT /contracts/{id}/state`.
+    pub async fn report(
+        &mut self,
+        id: &str,
+        state: ContractState,
+        reason: Option<&str>,
+        consumer: Option<&str>,
+    ) -> Result<(), Error> {
+        let body = StateReport {
+            state,
+            reason: reason.map(str::to_string),
+            consumer_cluster_id: consumer.map(str::to_string),
+        };
+        let route = routes::contract_state(id);
+        let answer = self
+            .call("PUT /contracts/{id}/state", MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::PUT, &route)?.json(&body))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => Ok(()),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            StatusCode::CONFLICT => Err(Error::Ended(answer.message())),
+            _ => Err(answer.rejected("the state report")),
+        }
+    }
+}

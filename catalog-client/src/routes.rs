@@ -1,0 +1,64 @@
+//! The catalog's paths, relative to its base URL. The server declares them
+//! in `catalog/src/routes.rs`; outside `catalog/` and the end-to-end tests,
+//! this is the only place that spells them, so a moved route is one edit.
+
+/// `POST`: a provider's peering credentials for a token.
+pub const AUTHENTICATE: &str = "authenticate";
+/// `POST`: the administrator secret for an admin token.
+pub const AUTHENTICATE_ADMIN: &str = "authenticate/admin";
+/// `GET`: every provider, with whether it is disabled (admins).
+pub const ADMIN_PROVIDERS: &str = "admin/providers";
+/// `GET`: every offer (public).
+pub const OFFERS: &str = "offers";
+/// `GET`: the WebSocket feed of the offers.
+pub const SUBSCRIBE: &str = "subscribe";
+/// `GET`: the caller's contracts (`?active=true`: only the active ones).
+pub const CONTRACTS: &str = "contracts";
+/// `POST`: hold one unit of a plan.
+pub const RESERVATIONS: &str = "reservations";
+
+/// `GET`/`POST`/`DELETE` one offer.
+pub fn offer(id: &str) -> String {
+    format!("offer/{}", segment(id))
+}
+
+/// `GET` one contract (its consumer sees the credentials).
+pub fn contract(id: &str) -> String {
+    format!("{CONTRACTS}/{}", segment(id))
+}
+
+/// `PUT`: the consumer reports where a contract is.
+pub fn contract_state(id: &str) -> String {
+    format!("{CONTRACTS}/{}/state", segment(id))
+}
+
+/// `POST`: buy a reservation.
+pub fn purchase(reservation: &str) -> String {
+    format!("{RESERVATIONS}/{}/purchase", segment(reservation))
+}
+
+/// A path segment: ids are opaque, so anything but unreserved bytes is
+/// percent-encoded (an id can never climb out of its route).
+pub fn segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_percent_encoded_in_paths() {
+        assert_eq!(segment("a-b_c.d~1"), "a-b_c.d~1");
+        assert_eq!(segment("../x y"), "..%2Fx%20y");
+        assert_eq!(contract_state("a/b"), "contracts/a%2Fb/state");
+        assert_eq!(offer("live"), "offer/live");
+    }
+}

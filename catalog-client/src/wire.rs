@@ -1,0 +1,30 @@
+//! The catalog's JSON, field for field: what its routes take and answer
+//! and what its feed sends. No HTTP here (the crate's `client` feature is
+//! not needed), so the server can serialise these very types; each type's
+//! doc names the server type it mirrors.
+//!
+//! - [`cost`]: exact decimal costs;
+//! - [`offer`]: offers and plans;
+//! - [`provider`]: providers, their peering credentials, tokens;
+//! - [`contract`]: contracts, reservations and state reports;
+//! - [`feed`]: the messages of `GET /subscribe`;
+//! - [`error_body`]: the body of every error answer.
+
+pub mod contract;
+pub mod cost;
+pub mod error_body;
+pub mod feed;
+pub mod offer;
+pub mod provider;
+
+pub use contract::{
+    Contract, ContractCredentials, ContractState, Ended, PurchaseRequest, Reservation,
+    ReserveRequest, StateReport, V1Credentials,
+};
+pub use cost::{Cost, CostError};
+pub use error_body::ErrorBody;
+pub use feed::FeedEvent;
+pub use offer::{Offer, Plan, Writer};
+pub use provider::{
+    AdminLogin, AdminProvider, IssuedToken, LiqoGeneration, PeeringCredentials, ProviderInfo,
+};

@@ -1,0 +1,265 @@
+//! Contracts — who bought what from whom, and the credentials released to
+//! the buyer — with the requests that make and report them. Mirrors
+//! `catalog/src/buying/contract.rs` (`Contract`, `ContractState`, `Ended`,
+//! `ContractCredentials`, `V1Credentials`), `catalog/src/buying/http.rs`
+//! (`ReserveRequest`, `PurchaseRequest`), `catalog/src/buying/contracts_http.rs`
+//! (`RawReport` as [`StateReport`]) and the fields of
+//! `catalog/src/buying/model.rs` `Reservation` a client reads.
+
+use chrono::{DateTime, Utc};
+use quantity::ResourceList;
+use serde::{Deserialize, Serialize};
+
+use super::cost::Cost;
+use super::provider::{LiqoGeneration, PeeringCredentials};
+
+/// Where the consumer side says a contract is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContractState {
+    /// Bought; not peered yet (or the peering was lost).
+    #[default]
+    Pending,
+    /// The consumer's cluster peered with the provider.
+    Peered,
+    /// The provider granted the contract's resources.
+    Granted,
+    /// Workloads can be offloaded.
+    Ready,
+    /// Something went wrong; `reason` says what.
+    Failed,
+}
+
+impl ContractState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContractState::Pending => "pending",
+            ContractState::Peered => "peered",
+            ContractState::Granted => "granted",
+            ContractState::Ready => "ready",
+            ContractState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => ContractState::Pending,
+            "peered" => ContractState::Peered,
+            "granted" => ContractState::Granted,
+            "ready" => ContractState::Ready,
+            "failed" => ContractState::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// How a contract ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ended {
+    Cancelled,
+    Expired,
+}
+
+impl Ended {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Cancelled => "cancelled",
+            Ended::Expired => "expired",
+        }
+    }
+}
+
+/// The credentials a contract releases to its consumer. `Debug` shows
+/// which generations are present, never their secrets.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContractCredentials {
+    /// Liqo v0.x: what `liqoctl peer out-of-band` takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v0: Option<PeeringCredentials>,
+    /// Liqo v1: the provider's peering user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1: Option<V1Credentials>,
+}
+
+impl std::fmt::Debug for ContractCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContractCredentials")
+            .field("v0", &self.v0.as_ref().map(|_| "<redacted>"))
+            .field("v1", &self.v1.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A Liqo v1 peering user's kubeconfig (YAML text; secret).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct V1Credentials {
+    pub kubeconfig: String,
+}
+
+impl std::fmt::Debug for V1Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("V1Credentials(..)")
+    }
+}
+
+/// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contract {
+    /// The purchase's (and reservation's) id.
+    pub id: String,
+    /// The buyer (the `sub` of its token).
+    pub consumer: String,
+    #[serde(
+        rename = "consumerClusterID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consumer_cluster_id: Option<String>,
+    /// The provider's cluster ID.
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    pub cluster_name: String,
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    pub resources: ResourceList,
+    pub cost: Cost,
+    pub resource_slice_class: String,
+    pub liqo: Vec<LiqoGeneration>,
+    pub purchased_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    /// Not ended (and not past `expiresAt`).
+    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    pub state: ContractState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub state_changed_at: DateTime<Utc>,
+    /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<ContractCredentials>,
+}
+
+/// `POST /reservations` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReserveRequest {
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    /// The plan's key in the offer's `plans`.
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    /// Hold the unit this long, in seconds (default: the catalog's).
+    #[serde(
+        rename = "ttlSeconds",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttl_seconds: Option<u64>,
+}
+
+/// `POST /reservations/{id}/purchase` body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurchaseRequest {
+    /// The consumer's Liqo cluster ID (never changed once set).
+    #[serde(
+        rename = "consumerClusterID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consumer_cluster_id: Option<String>,
+    /// How long the contract lasts, in seconds (default: the catalog's).
+    #[serde(
+        rename = "durationSeconds",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_seconds: Option<u64>,
+}
+
+/// `PUT /contracts/{id}/state` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateReport {
+    pub state: ContractState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(
+        rename = "consumerClusterID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consumer_cluster_id: Option<String>,
+}
+
+/// A reservation as `POST /reservations` answers it (the fields a client
+/// reads; the others are ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservation {
+    pub id: String,
+    #[serde(rename = "offerID")]
+    pub offer_id: String,
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_contract_reads_as_the_catalog_writes_it_and_hides_its_credentials() {
+        let c: Contract = serde_json::from_value(json!({
+            "id": "c1", "consumer": "alice", "clusterID": "p1", "clusterName": "prov",
+            "offerID": "o", "planID": "small", "resources": {"cpu": "2", "memory": "4Gi"},
+            "cost": "1.0", "resourceSliceClass": "liqo-broker", "liqo": ["v0", "v1"],
+            "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-01-31T00:00:00Z",
+            "active": true, "state": "pending", "stateChangedAt": "2026-01-01T00:00:00Z",
+            "credentials": {"v1": {"kubeconfig": "secret-kubeconfig"}}
+        }))
+        .unwrap();
+        assert_eq!(c.cluster_id, "p1");
+        assert_eq!(c.resources.to_strings()["memory"], "4Gi");
+        assert_eq!(c.consumer_cluster_id, None);
+        assert_eq!(c.liqo, vec![LiqoGeneration::V0, LiqoGeneration::V1]);
+        assert!(!format!("{c:?}").contains("secret-kubeconfig"));
+        let back = serde_json::to_value(&c).unwrap();
+        assert_eq!(back["stateChangedAt"], "2026-01-01T00:00:00Z");
+        assert!(back.get("consumerClusterID").is_none());
+    }
+
+    #[test]
+    fn requests_are_written_as_the_catalog_reads_them() {
+        let report = StateReport {
+            state: ContractState::Peered,
+            reason: None,
+            consumer_cluster_id: Some("c".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            json!({"state": "peered", "consumerClusterID": "c"})
+        );
+        let reserve = ReserveRequest {
+            offer_id: "o".into(),
+            plan_id: "p".into(),
+            ttl_seconds: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&reserve).unwrap(),
+            json!({"offerID": "o", "planID": "p"})
+        );
+    }
+}

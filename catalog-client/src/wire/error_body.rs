@@ -1,0 +1,16 @@
+//! The body of every error answer. Mirrors `catalog/src/http/error.rs`
+//! (`ErrorBody`).
+
+use serde::{Deserialize, Serialize};
+
+/// `{"error", "message", "field"?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable machine-readable code (`bad_request`, `unauthorized`, ...).
+    pub error: String,
+    /// Human-readable explanation; for 400 it starts with the field path.
+    pub message: String,
+    /// The offending field or query parameter, for 400 answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}

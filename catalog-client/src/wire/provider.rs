@@ -1,0 +1,156 @@
+//! Providers and tokens: the peering credentials a provider authenticates
+//! with (and a contract hands its consumer), the token answer, and the
+//! administrator's views. Mirrors `catalog/src/providers/model.rs`
+//! (`PeeringCredentials`, `LiqoGeneration`, `ProviderInfo`),
+//! `catalog/src/providers/admin.rs` (`AdminLogin`, `AdminProvider`) and
+//! `catalog/src/auth/jwt.rs` (`IssuedToken`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A provider's Liqo peering credentials: what `POST /authenticate` takes
+/// (the credentials file holds them) and what a contract releases to its
+/// consumer for Liqo v0.x. `Debug` never shows the token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeeringCredentials {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    #[serde(rename = "clusterName")]
+    pub cluster_name: String,
+    /// An `http://` or `https://` URL, or `""` for a provider that peers
+    /// only with Liqo v1.
+    #[serde(rename = "authURL")]
+    pub auth_url: String,
+    /// The provider's peering token (secret).
+    pub token: String,
+}
+
+impl PeeringCredentials {
+    /// The field names, as the catalog spells them.
+    pub const FIELDS: [&'static str; 4] = ["clusterID", "clusterName", "authURL", "token"];
+}
+
+// The token is a secret: it must not reach a log line through `{:?}`.
+impl std::fmt::Debug for PeeringCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeeringCredentials")
+            .field("cluster_id", &self.cluster_id)
+            .field("cluster_name", &self.cluster_name)
+            .field("auth_url", &self.auth_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Liqo generation a provider peers with: `v0` (Liqo v0.x: cluster ID,
+/// auth URL and token) or `v1` (a peering user's kubeconfig).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiqoGeneration {
+    V0,
+    V1,
+}
+
+impl LiqoGeneration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LiqoGeneration::V0 => "v0",
+            LiqoGeneration::V1 => "v1",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "v0" => Some(LiqoGeneration::V0),
+            "v1" => Some(LiqoGeneration::V1),
+            _ => None,
+        }
+    }
+}
+
+/// The answer of `POST /authenticate` and `POST /authenticate/admin`.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedToken {
+    /// The bearer token (secret).
+    pub token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for IssuedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedToken")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The body of `POST /authenticate/admin`.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminLogin {
+    /// The administrator secret.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for AdminLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminLogin(..)")
+    }
+}
+
+/// A provider as anyone may see it (no secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    pub cluster_name: String,
+    #[serde(rename = "authURL")]
+    pub auth_url: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A provider as administrators see it (`GET /admin/providers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminProvider {
+    #[serde(flatten)]
+    pub info: ProviderInfo,
+    pub disabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_since: Option<DateTime<Utc>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_stay_out_of_debug() {
+        let c = PeeringCredentials {
+            cluster_id: "c1".into(),
+            cluster_name: "one".into(),
+            auth_url: String::new(),
+            token: "s3cret".into(),
+        };
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let t: IssuedToken =
+            serde_json::from_str(r#"{"token":"s3cret","expiresAt":"2026-01-01T00:00:00Z"}"#)
+                .unwrap();
+        assert!(!format!("{t:?}").contains("s3cret"));
+        let a = AdminLogin {
+            secret: "s3cret".into(),
+        };
+        assert!(!format!("{a:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn admin_providers_read_flat() {
+        let p: AdminProvider = serde_json::from_str(
+            r#"{"clusterID":"p1","clusterName":"P","authURL":"","createdAt":"2026-01-01T00:00:00Z","disabled":true}"#,
+        )
+        .unwrap();
+        assert_eq!(p.info.cluster_id, "p1");
+        assert!(p.disabled);
+    }
+}
