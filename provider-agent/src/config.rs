@@ -4,32 +4,20 @@
 //! checked here, before the agent contacts anything, and every error names
 //! the flag, file or field that is wrong.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::CatalogClient;
 #[cfg(feature = "chain")]
 use resource_monitor::config::{ChainConfig, SourceConfig};
 use resource_reader::client::{ClientError, UpstreamClient, UpstreamOptions};
 use resource_reader::{LiqoApi, ReaderExt, ResourceReader};
-use serde::{Deserialize, Serialize};
 
 /// Why the agent cannot start with this configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read the credentials file {path}: {source}")]
-    CredentialsRead {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("invalid credentials file {path}: {message}")]
-    CredentialsParse { path: PathBuf, message: String },
-    #[error("invalid credentials file {path}: {field} {problem}")]
-    CredentialsField {
-        path: PathBuf,
-        field: &'static str,
-        problem: String,
-    },
+    #[error(transparent)]
+    Credentials(#[from] catalog_client::CredentialsError),
     #[error("invalid {flag}: {problem}")]
     Flag { flag: &'static str, problem: String },
     #[error("reader: {0}")]
@@ -51,137 +39,39 @@ fn flag(flag: &'static str, problem: impl Into<String>) -> ConfigError {
 
 /// The provider's Liqo peering credentials, as `POST /authenticate` takes
 /// them. `Debug` never shows the token.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    #[serde(rename = "clusterName")]
-    pub cluster_name: String,
-    #[serde(rename = "authURL")]
-    pub auth_url: String,
-    pub token: String,
+pub type Credentials = catalog_client::wire::PeeringCredentials;
+
+/// Read the credentials file (JSON or TOML). One that other users may read
+/// is used, with a warning to `chmod 600` it.
+pub fn load_credentials(path: &Path) -> Result<Credentials, ConfigError> {
+    Ok(catalog_client::credentials::load(
+        path,
+        catalog_client::Exposure::Warn,
+    )?)
 }
 
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("cluster_id", &self.cluster_id)
-            .field("cluster_name", &self.cluster_name)
-            .field("auth_url", &self.auth_url)
-            .field("token", &"<redacted>")
-            .finish()
-    }
+/// The catalog at `base`, authenticated as `credentials` (read again from
+/// `credentials_file`, if given, when the catalog refuses them), each
+/// request bounded by `timeout` (nothing is contacted yet). The catalog stamps the
+/// plans this client writes as the provider agent's by its `User-Agent`.
+pub fn catalog_session(
+    base: reqwest::Url,
+    credentials: Credentials,
+    credentials_file: Option<PathBuf>,
+    timeout: std::time::Duration,
+) -> Result<CatalogClient, catalog_client::Error> {
+    let http = catalog_client::Http::client(
+        timeout,
+        concat!("provider-agent/", env!("CARGO_PKG_VERSION")),
+    )?;
+    Ok(CatalogClient::new(
+        catalog_client::Http::new(http, base),
+        catalog_client::Login::Provider {
+            credentials,
+            file: credentials_file.map(|path| (path, catalog_client::Exposure::Warn)),
+        },
+    ))
 }
-
-impl Credentials {
-    /// Read a credentials file: JSON when it ends in `.json`, TOML when it
-    /// ends in `.toml`, otherwise whichever of the two parses.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::CredentialsRead {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        warn_if_readable_by_others(path);
-        let creds = Self::parse(&text, path)?;
-        creds.check(path)?;
-        Ok(creds)
-    }
-
-    fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let bad = |message: String| ConfigError::CredentialsParse {
-            path: path.to_path_buf(),
-            message,
-        };
-        let extension = path
-            .extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase());
-        // The parsers' messages quote the offending line; for the token's
-        // line that would print the secret, so only their position is kept.
-        match extension.as_deref() {
-            Some("json") => serde_json::from_str(text).map_err(|e| bad(json_message(&e))),
-            Some("toml") => toml::from_str(text).map_err(|e| bad(toml_message(&e, text))),
-            _ => serde_json::from_str(text).or_else(|json| {
-                toml::from_str(text).map_err(|toml| {
-                    bad(format!(
-                        "neither JSON ({}) nor TOML ({})",
-                        json_message(&json),
-                        toml_message(&toml, text)
-                    ))
-                })
-            }),
-        }
-    }
-
-    fn check(&self, path: &Path) -> Result<(), ConfigError> {
-        let field = |field: &'static str, problem: &str| ConfigError::CredentialsField {
-            path: path.to_path_buf(),
-            field,
-            problem: problem.to_string(),
-        };
-        for (name, value) in [
-            ("clusterID", &self.cluster_id),
-            ("clusterName", &self.cluster_name),
-            ("authURL", &self.auth_url),
-            ("token", &self.token),
-        ] {
-            if value.trim().is_empty() {
-                return Err(field(name, "must not be empty"));
-            }
-        }
-        if !(self.auth_url.starts_with("https://") || self.auth_url.starts_with("http://")) {
-            return Err(field("authURL", "must be an http:// or https:// URL"));
-        }
-        Ok(())
-    }
-}
-
-fn json_message(e: &serde_json::Error) -> String {
-    redact_values(&e.to_string())
-}
-
-fn toml_message(e: &toml::de::Error, text: &str) -> String {
-    let line = e.span().map(|span| {
-        let before = &text.as_bytes()[..span.start.min(text.len())];
-        before.iter().filter(|b| **b == b'\n').count() + 1
-    });
-    let message = redact_values(e.message());
-    match line {
-        Some(line) => format!("{message} (line {line})"),
-        None => message,
-    }
-}
-
-/// serde's "invalid type: integer `123`, expected a string" quotes the
-/// value, which may be the secret: keep only its kind.
-fn redact_values(message: &str) -> String {
-    for prefix in ["invalid type: ", "invalid value: "] {
-        let Some(start) = message.find(prefix) else {
-            continue;
-        };
-        let rest = &message[start + prefix.len()..];
-        let Some(end) = rest.find(", expected") else {
-            continue;
-        };
-        let kind = rest[..end].split_whitespace().next().unwrap_or("value");
-        return format!("{}{prefix}{kind}{}", &message[..start], &rest[end..]);
-    }
-    message.to_string()
-}
-
-#[cfg(unix)]
-fn warn_if_readable_by_others(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(path = %path.display(), "the credentials file is readable by other users; chmod 600 it");
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn warn_if_readable_by_others(_path: &Path) {}
 
 /// Where the agent reads resources from.
 ///
@@ -411,92 +301,6 @@ mod tests {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         path
-    }
-
-    const JSON: &str = r#"{"clusterID":"c1","clusterName":"one","authURL":"https://one:443","token":"s3cret-value"}"#;
-    const TOML: &str = "clusterID = \"c1\"\nclusterName = \"one\"\nauthURL = \"https://one:443\"\ntoken = \"s3cret-value\"\n";
-
-    #[test]
-    fn credentials_load_from_json_and_toml_alike() {
-        let dir = tempfile::tempdir().unwrap();
-        let from_json = Credentials::load(&write(&dir, "c.json", JSON)).unwrap();
-        let from_toml = Credentials::load(&write(&dir, "c.toml", TOML)).unwrap();
-        let sniffed_json = Credentials::load(&write(&dir, "creds", JSON)).unwrap();
-        let sniffed_toml = Credentials::load(&write(&dir, "creds2", TOML)).unwrap();
-        assert_eq!(from_json.cluster_id, "c1");
-        assert_eq!(from_json.token, "s3cret-value");
-        assert_eq!(from_json, from_toml);
-        assert_eq!(from_json, sniffed_json);
-        assert_eq!(from_json, sniffed_toml);
-    }
-
-    #[test]
-    fn credentials_debug_hides_the_token() {
-        let dir = tempfile::tempdir().unwrap();
-        let creds = Credentials::load(&write(&dir, "c.json", JSON)).unwrap();
-        let shown = format!("{creds:?}");
-        assert!(!shown.contains("s3cret"), "{shown}");
-        assert!(shown.contains("c1"));
-    }
-
-    #[test]
-    fn bad_credentials_files_name_the_problem_without_the_secret() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = Credentials::load(&dir.path().join("nope.json")).unwrap_err();
-        assert!(missing.to_string().contains("nope.json"), "{missing}");
-
-        let no_token = write(
-            &dir,
-            "a.json",
-            r#"{"clusterID":"c1","clusterName":"one","authURL":"https://x"}"#,
-        );
-        let e = Credentials::load(&no_token).unwrap_err().to_string();
-        assert!(e.contains("token"), "{e}");
-
-        let empty = write(
-            &dir,
-            "b.toml",
-            "clusterID = \"\"\nclusterName = \"one\"\nauthURL = \"https://x\"\ntoken = \"t\"\n",
-        );
-        let e = Credentials::load(&empty).unwrap_err().to_string();
-        assert!(e.contains("clusterID") && e.contains("empty"), "{e}");
-
-        let bad_url = write(
-            &dir,
-            "c.json",
-            r#"{"clusterID":"c1","clusterName":"one","authURL":"ftp://x","token":"t"}"#,
-        );
-        let e = Credentials::load(&bad_url).unwrap_err().to_string();
-        assert!(e.contains("authURL"), "{e}");
-
-        // A syntax error on the token's line must not echo the token.
-        let broken = write(
-            &dir,
-            "d.toml",
-            "clusterID = \"c1\"\ntoken = \"s3cret-value\" oops\n",
-        );
-        let e = Credentials::load(&broken).unwrap_err().to_string();
-        assert!(!e.contains("s3cret"), "{e}");
-        assert!(e.contains("line 2"), "{e}");
-
-        let numeric = write(
-            &dir,
-            "f.json",
-            r#"{"clusterID":"c1","clusterName":"one","authURL":"https://x","token":987654321}"#,
-        );
-        let e = Credentials::load(&numeric).unwrap_err().to_string();
-        assert!(
-            !e.contains("987654321") && e.contains("expected a string"),
-            "{e}"
-        );
-
-        let unknown = write(
-            &dir,
-            "e.json",
-            r#"{"clusterID":"c1","clusterName":"one","authURL":"https://x","token":"t","extra":1}"#,
-        );
-        let e = Credentials::load(&unknown).unwrap_err().to_string();
-        assert!(e.contains("extra"), "{e}");
     }
 
     #[test]

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use edge::backoff::Backoff;
 use edge::duration::parse as parse_duration;
 use edge::log::LogFormat;
-use provider_agent::backoff::Backoff;
-use provider_agent::config::parse_catalog_url;
-use provider_agent::{
-    Agent, CatalogClient, CreateDefaults, Credentials, ReaderSpec, SyncOptions, Target,
-};
+use provider_agent::config::{catalog_session, load_credentials, parse_catalog_url};
+use provider_agent::{Agent, CreateDefaults, ReaderSpec, SyncOptions, Target};
 use resource_reader::LiqoApi;
 
 /// Keep a plan of your offer in the broker's catalog in step with what your
@@ -159,7 +157,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let base = parse_catalog_url(&args.catalog)?;
-    let credentials = Credentials::load(&args.credentials)?;
+    let credentials = load_credentials(&args.credentials)?;
     let target = Target {
         offer_id: args.offer.clone(),
         plan_id: args.plan.clone(),
@@ -187,9 +185,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("configuration is valid");
         return Ok(());
     }
-    let catalog = CatalogClient::new(base, credentials, args.request_timeout)
-        .context("cannot set up the HTTP client")?
-        .with_credentials_file(args.credentials.clone());
+    let catalog = catalog_session(
+        base,
+        credentials,
+        Some(args.credentials.clone()),
+        args.request_timeout,
+    )
+    .context("cannot set up the HTTP client")?;
     let options = SyncOptions {
         debounce: args.debounce,
         resync: args.resync.max(Duration::from_secs(1)),

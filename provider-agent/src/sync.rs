@@ -27,10 +27,11 @@ use resource_reader::{ReadError, ResourceReader};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::backoff::Backoff;
-use crate::catalog_client::{CatalogClient, CatalogError};
+use edge::backoff::Backoff;
+
 use crate::config::Target;
 use crate::offer::{self, Edit, OfferError};
+use crate::{CatalogClient, CatalogError};
 
 /// Timing of the loop.
 #[derive(Debug, Clone)]

@@ -17,9 +17,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use provider_agent::backoff::Backoff;
+use edge::backoff::Backoff;
+use provider_agent::config::catalog_session;
 use provider_agent::{
-    Agent, CatalogClient, CatalogError, CreateDefaults, Credentials, SyncError, SyncOptions, Target,
+    Agent, CatalogError, CreateDefaults, Credentials, SyncError, SyncOptions, Target,
 };
 use quantity::ResourceList;
 use resource_reader::MemorySource;
@@ -328,9 +329,10 @@ fn start_reading(
     target: Target,
     options: SyncOptions,
 ) -> Running {
-    let client = CatalogClient::new(
+    let client = catalog_session(
         h.url.parse().unwrap(),
         credentials(secret),
+        None,
         Duration::from_secs(5),
     )
     .unwrap();
@@ -607,9 +609,10 @@ async fn an_unreachable_catalog_is_retried_until_it_listens() {
     let addr = probe.local_addr().unwrap();
     drop(probe);
     let reader = MemorySource::new(list(&[("cpu", "4")]));
-    let client = CatalogClient::new(
+    let client = catalog_session(
         format!("http://{addr}").parse().unwrap(),
         credentials(SECRET),
+        None,
         Duration::from_secs(2),
     )
     .unwrap();
@@ -731,9 +734,10 @@ async fn an_unreadable_chain_is_retried_until_it_answers() {
         inner: MemorySource::new(list(&[("cpu", "4")])),
         failures: 4.into(),
     };
-    let client = CatalogClient::new(
+    let client = catalog_session(
         h.url.parse().unwrap(),
         credentials(SECRET),
+        None,
         Duration::from_secs(5),
     )
     .unwrap();
