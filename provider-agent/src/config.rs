@@ -297,6 +297,7 @@ pub fn parse_catalog_url(url: &str) -> Result<reqwest::Url, ConfigError> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "chain")]
     fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
