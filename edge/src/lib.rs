@@ -11,6 +11,8 @@
 //!   code with a one-line error;
 //! - [`conn`]: a guarded TCP accept loop for servers facing untrusted
 //!   clients (a handshake deadline, per-peer and total connection limits);
+//! - [`config_file`]: reading a file a flag names — regular files only,
+//!   size-bounded, within a deadline, errors naming the flag and the file;
 //! - [`backoff`]: capped exponential retry delays with jitter;
 //! - [`announce`]: the stdout line a server prints for each port it bound,
 //!   so it can be started on port 0 and found;
@@ -40,6 +42,7 @@
 
 pub mod announce;
 pub mod backoff;
+pub mod config_file;
 pub mod conn;
 pub mod duration;
 pub mod log;
