@@ -63,7 +63,7 @@ fn bad(msg: impl Into<String>) -> KubeconfigError {
 }
 
 /// A checked kubeconfig: only what a consumer needs to reach the provider.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kubeconfig {
     pub context: String,
     pub namespace: Option<String>,
@@ -93,27 +93,24 @@ pub struct Pem {
     pub der: Vec<u8>,
 }
 
-// Secrets stay out of logs: Debug names the parts, not the token or key.
-impl fmt::Debug for Kubeconfig {
+// Secrets stay out of logs: Debug shows the kind of credential and the
+// size of each PEM section, never a token or key.
+impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Kubeconfig")
-            .field("context", &self.context)
-            .field("namespace", &self.namespace)
-            .field("cluster", &self.cluster)
-            .field("server", &self.server)
-            .field(
-                "certificate_authority",
-                &self.certificate_authority.as_ref().map(Vec::len),
-            )
-            .field("user", &self.user)
-            .field(
-                "credential",
-                &match self.credential {
-                    Credential::Token(_) => "token",
-                    Credential::ClientCertificate { .. } => "client certificate",
-                },
-            )
-            .finish()
+        match self {
+            Credential::Token(_) => f.write_str("Token(..)"),
+            Credential::ClientCertificate { chain, key } => f
+                .debug_struct("ClientCertificate")
+                .field("chain", chain)
+                .field("key", key)
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Debug for Pem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} bytes)", self.label, self.der.len())
     }
 }
 
@@ -635,7 +632,10 @@ fn pem_sections(part: &str, data: &str) -> Result<Vec<Pem>, KubeconfigError> {
                     })?;
                     sections.push(Pem { label, der });
                     open = None;
-                } else if line.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)) {
+                } else if line
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+                {
                     body.push_str(line);
                 } else {
                     return Err(bad(format!(
