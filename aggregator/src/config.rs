@@ -345,11 +345,8 @@ struct FileUpstream {
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Read(#[from] edge::config_file::ConfigFileError),
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{origin}: upstream cluster ID {cluster_id:?} is configured twice (cluster IDs must be unique)")]
@@ -386,15 +383,16 @@ pub struct Dynamic {
     pub upstream_timeout: Duration,
 }
 
+/// The largest config file read: a list of upstreams and a policy is a few
+/// kilobytes, and an unbounded read of `/dev/zero` once took gigabytes.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 impl Settings {
     /// Merge the flags with the file they name (if any), reading the file now.
     pub fn resolve(cli: &Cli) -> Result<Settings, ConfigError> {
         let (file, file_text) = match &cli.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
+                let text = edge::config_file::read("--config", path, MAX_CONFIG_BYTES)?;
                 (parse_file(path, &text)?, text)
             }
             None => (FileConfig::default(), String::new()),

@@ -166,11 +166,8 @@ impl FromStr for SourceConfig {
 /// Why a chain file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Read(#[from] edge::config_file::ConfigFileError),
     #[error("invalid configuration in {path}: {source}")]
     Parse {
         path: PathBuf,
@@ -178,14 +175,15 @@ pub enum ConfigError {
     },
 }
 
+/// The largest chain file read: a few stages are a few hundred bytes, and an
+/// unbounded read of `/dev/zero` once took gigabytes.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 impl ChainConfig {
     /// Read and check a chain file. Relative paths in it are resolved
     /// against the file's directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = edge::config_file::read("--config", path, MAX_CONFIG_BYTES)?;
         let mut config = Self::parse(&text).map_err(|source| ConfigError::Parse {
             path: path.to_path_buf(),
             source: Box::new(source),

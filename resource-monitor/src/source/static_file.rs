@@ -245,74 +245,29 @@ async fn load(path: &Path) -> Result<ResourceList, StaticFileError> {
     parse(&text, path)
 }
 
-/// Read `path` if it is a regular file, without ever blocking on it: its
-/// type is checked before opening, the open does not wait for a writer
-/// (`O_NONBLOCK`, in case a FIFO was swapped in meanwhile), and the opened
-/// file's type is checked again before reading.
+/// Read `path` if it is a regular file, without ever blocking on it (see
+/// [`edge::config_file`], which every file a flag names goes through).
 fn read_regular(path: &Path) -> Result<String, StaticFileError> {
-    use std::io::Read;
+    use edge::config_file::Problem;
 
-    let io = |source| StaticFileError::Io {
-        path: path.to_path_buf(),
-        source,
+    let error = match edge::config_file::read("static source", path, MAX_FILE_BYTES) {
+        Ok(text) => return Ok(text),
+        Err(error) => error,
     };
-    let check = |meta: &std::fs::Metadata| {
-        if !meta.is_file() {
-            return Err(StaticFileError::NotRegular {
-                path: path.to_path_buf(),
-                kind: file_kind(meta),
-            });
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(StaticFileError::TooLarge {
-                path: path.to_path_buf(),
-            });
-        }
-        Ok(())
-    };
-    check(&std::fs::metadata(path).map_err(io)?)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(io)?;
-    check(&file.metadata().map_err(io)?)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(StaticFileError::TooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(text)
-}
-
-/// What a non-regular file is, for the error message.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let kind = meta.file_type();
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_block_device() || kind.is_char_device() {
-            return "a device";
-        }
-    }
-    if meta.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
-    }
+    let path = path.to_path_buf();
+    Err(match error.problem {
+        Problem::NotRegular(kind) => StaticFileError::NotRegular { path, kind },
+        Problem::TooLarge(_) => StaticFileError::TooLarge { path },
+        Problem::Io(source) => StaticFileError::Io { path, source },
+        Problem::TimedOut(after) => StaticFileError::Parse {
+            path,
+            message: format!("reading it took longer than {after:?}"),
+        },
+        Problem::NotText => StaticFileError::Parse {
+            path,
+            message: "is not UTF-8 text".into(),
+        },
+    })
 }
 
 /// Parse a resource file: JSON when the name ends in `.json`, YAML otherwise.
