@@ -44,32 +44,15 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::metrics::Metrics;
-
 /// What the election reports as it goes, for whoever serves readiness and
-/// leadership (a binary's metrics): the orchestrator and the class
-/// controller each pass their own.
+/// leadership (a binary's metrics): each controller passes its own
+/// (the metrics module's `ReconcileMetrics` implements it).
 pub trait ElectionObserver: Send + Sync + 'static {
     /// The Kubernetes API answered: the Lease could be read (a standby is
     /// ready from then on).
     fn reached_api(&self);
     /// This replica started (`true`) or stopped (`false`) leading.
     fn leading(&self, leading: bool);
-}
-
-/// The class controller's metrics: leadership is its `leader` gauge, and
-/// the decision counts are cleared when it stops leading.
-impl ElectionObserver for Metrics {
-    fn reached_api(&self) {
-        self.set_reached_api();
-    }
-
-    fn leading(&self, leading: bool) {
-        self.set_leading(leading);
-        if !leading {
-            self.clear_counts();
-        }
-    }
 }
 
 /// How the Lease is held.

@@ -1,4 +1,4 @@
-//! The kube-rs plumbing the broker's controllers share (this crate's class
+//! The kube-rs plumbing the broker's controllers share (the class
 //! controller, the orchestrator and the purchase controller): a watch that
 //! fills a reflector cache, and Kubernetes Events recorded off the
 //! reconcile path.

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use edge::log::LogFormat;
 
-use slice_controller::lease::{self, Elector, LeaseSettings, LeaseTimes};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimes};
 
 use crate::controller::{self, Settings};
 use crate::disabled;

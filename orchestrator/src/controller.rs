@@ -21,6 +21,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use controller_core::runtime;
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod, ResourceQuota};
 use kube::api::{Api, PostParams};
@@ -29,7 +30,6 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use slice_controller::runtime;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -37,9 +37,10 @@ use tracing::Instrument;
 use crate::decision::{Decision, Rule};
 use crate::feed::Snapshot;
 use crate::metrics::Metrics;
-use crate::offloading::{NamespaceOffloading, NAME};
+use crate::offloading::NamespaceOffloading;
 use crate::policy::Policy;
 use crate::view::{consumer_of, View, ViewError, NAMESPACE_SELECTOR};
+use controller_core::liqo::OFFLOADING_NAME;
 
 /// Writes of one namespace tried before the reconcile gives up and is
 /// retried later (each 409 re-reads the object first).
@@ -244,7 +245,7 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
         let api: Api<NamespaceOffloading> = Api::namespaced(shared.client.clone(), &name);
         let mut existing = shared
             .offloadings
-            .get(&ObjectRef::new(NAME).within(&name))
+            .get(&ObjectRef::new(OFFLOADING_NAME).within(&name))
             .map(|o| (*o).clone());
         for _ in 0..WRITE_ATTEMPTS {
             let view = view_from_caches(&shared, &ns, existing.clone())?;
@@ -277,7 +278,7 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
             let before = view.current();
             let written = match &existing {
                 None => api.create(&PostParams::default(), &desired).await,
-                Some(_) => api.replace(NAME, &PostParams::default(), &desired).await,
+                Some(_) => api.replace(OFFLOADING_NAME, &PostParams::default(), &desired).await,
             };
             match written {
                 Ok(obj) => {
@@ -293,7 +294,7 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
                 Err(kube::Error::Api(status)) if status.code == 409 => {
                     shared.metrics.count_error("conflict");
                     tracing::debug!("NamespaceOffloading write conflicted; re-reading");
-                    existing = api.get_opt(NAME).await?;
+                    existing = api.get_opt(OFFLOADING_NAME).await?;
                 }
                 Err(error) => return Err(error.into()),
             }

@@ -196,12 +196,86 @@ impl Metrics {
 
 /// Leader election reports here: a standby is ready once it could read the
 /// Lease; `leader` says whether this replica leads.
-impl slice_controller::lease::ElectionObserver for Metrics {
+impl controller_core::lease::ElectionObserver for Metrics {
     fn reached_api(&self) {
         self.set_reached_api();
     }
 
     fn leading(&self, leading: bool) {
         self.set_leading(leading);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `/metrics` exposition as it was before the reconcile metrics
+    /// moved to `controller_core::metrics`: names, help texts and label
+    /// sets are what dashboards and alerts match on.
+    const EXPOSITION: &str = r#"# HELP orchestrator_leader 1 while this replica leads.
+# TYPE orchestrator_leader gauge
+orchestrator_leader 1
+# HELP orchestrator_writes NamespaceOffloadings written, by rule.
+# TYPE orchestrator_writes counter
+orchestrator_writes_total{rule="cheapest"} 1
+orchestrator_writes_total{rule="cheaper"} 1
+# HELP orchestrator_moves Writes that changed a namespace's providers.
+# TYPE orchestrator_moves counter
+orchestrator_moves_total 1
+# HELP orchestrator_unplaced_namespaces Offloaded namespaces no provider qualifies for.
+# TYPE orchestrator_unplaced_namespaces gauge
+orchestrator_unplaced_namespaces 1
+# HELP orchestrator_namespaces Offloaded namespaces seen.
+# TYPE orchestrator_namespaces gauge
+orchestrator_namespaces 3
+# HELP orchestrator_reconcile_duration_seconds One namespace: decision and write.
+# TYPE orchestrator_reconcile_duration_seconds histogram
+orchestrator_reconcile_duration_seconds_sum 0.02
+orchestrator_reconcile_duration_seconds_count 1
+orchestrator_reconcile_duration_seconds_bucket{le="0.0005"} 0
+orchestrator_reconcile_duration_seconds_bucket{le="0.001"} 0
+orchestrator_reconcile_duration_seconds_bucket{le="0.0025"} 0
+orchestrator_reconcile_duration_seconds_bucket{le="0.005"} 0
+orchestrator_reconcile_duration_seconds_bucket{le="0.01"} 0
+orchestrator_reconcile_duration_seconds_bucket{le="0.025"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="0.05"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="0.1"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="0.25"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="0.5"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="1.0"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="2.5"} 1
+orchestrator_reconcile_duration_seconds_bucket{le="+Inf"} 1
+# HELP orchestrator_errors Failed reads and writes, by kind.
+# TYPE orchestrator_errors counter
+orchestrator_errors_total{kind="conflict"} 1
+# HELP orchestrator_catalog_connected 1 while the catalog's feed is connected.
+# TYPE orchestrator_catalog_connected gauge
+orchestrator_catalog_connected 1
+# HELP orchestrator_catalog_events Feed messages applied.
+# TYPE orchestrator_catalog_events counter
+orchestrator_catalog_events_total 2
+# EOF
+"#;
+
+    #[test]
+    fn the_exposition_is_unchanged() {
+        let metrics = Metrics::new();
+        metrics.count_write("cheapest", false);
+        metrics.count_write("cheaper", true);
+        metrics.set_unplaced("a", true);
+        metrics.set_namespaces(3);
+        metrics.observe_reconcile(Duration::from_millis(20));
+        metrics.count_error("conflict");
+        metrics.set_catalog_connected(true);
+        metrics.count_feed_event();
+        metrics.count_feed_event();
+        metrics.set_leading(true);
+        let text = metrics.render();
+        assert_eq!(
+            controller_core::metrics::comparable_exposition(&text),
+            controller_core::metrics::comparable_exposition(EXPOSITION),
+            "{text}"
+        );
     }
 }

@@ -17,15 +17,14 @@ use kube::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use controller_core::liqo::{
+    LiqoKind, NAMESPACE_OFFLOADING, OFFLOADING_NAME, REMOTE_CLUSTER_ID_LABEL,
+};
+
 use crate::decision::{Decision, Pending, Rule};
 
-pub const GROUP: &str = "offloading.liqo.io";
-pub const VERSION: &str = "v1beta1";
-/// Every namespace's NamespaceOffloading has this name (Liqo's
-/// `DefaultNamespaceOffloadingName`).
-pub const NAME: &str = "offloading";
-/// The virtual-node label naming a provider (Liqo's `RemoteClusterID`).
-pub const CLUSTER_ID_LABEL: &str = "liqo.io/remote-cluster-id";
+/// The kind this controller writes: v1's, the orchestrator runs on Liqo v1.
+const KIND: LiqoKind = NAMESPACE_OFFLOADING;
 /// The last decision written: `{"chosen", "rule", "reason", "decidedAt"}`.
 pub const DECISION_ANNOTATION: &str = "orchestrator.liqo-broker.io/decision";
 /// A cheaper set waiting out the hold time: `{"providers", "since"}`.
@@ -48,16 +47,16 @@ impl Resource for NamespaceOffloading {
     type DynamicType = ();
     type Scope = NamespaceResourceScope;
     fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("NamespaceOffloading")
+        Cow::Borrowed(KIND.kind)
     }
     fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
+        Cow::Borrowed(KIND.group)
     }
     fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
+        Cow::Borrowed(KIND.version)
     }
     fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("namespaceoffloadings")
+        Cow::Borrowed(KIND.plural)
     }
     fn meta(&self) -> &ObjectMeta {
         &self.metadata
@@ -70,9 +69,9 @@ impl Resource for NamespaceOffloading {
 impl Serialize for NamespaceOffloading {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut out = serializer.serialize_struct("NamespaceOffloading", 5)?;
-        out.serialize_field("apiVersion", &format!("{GROUP}/{VERSION}"))?;
-        out.serialize_field("kind", "NamespaceOffloading")?;
+        let mut out = serializer.serialize_struct(KIND.kind, 5)?;
+        out.serialize_field("apiVersion", &KIND.api_version())?;
+        out.serialize_field("kind", KIND.kind)?;
         out.serialize_field("metadata", &self.metadata)?;
         out.serialize_field("spec", &self.spec)?;
         if let Some(status) = &self.status {
@@ -101,7 +100,7 @@ impl NamespaceOffloading {
             .into_iter()
             .flatten()
             .flat_map(|t| t["matchExpressions"].as_array().into_iter().flatten())
-            .filter(|e| e["key"] == CLUSTER_ID_LABEL && e["operator"] == "In")
+            .filter(|e| e["key"] == REMOTE_CLUSTER_ID_LABEL && e["operator"] == "In")
             .flat_map(|e| e["values"].as_array().into_iter().flatten())
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
@@ -139,7 +138,7 @@ impl NamespaceOffloading {
     ) -> NamespaceOffloading {
         let mut obj = existing.cloned().unwrap_or_else(|| NamespaceOffloading {
             metadata: ObjectMeta {
-                name: Some(NAME.to_string()),
+                name: Some(OFFLOADING_NAME.to_string()),
                 namespace: Some(namespace.to_string()),
                 ..ObjectMeta::default()
             },
@@ -151,7 +150,7 @@ impl NamespaceOffloading {
         }
         let moves = existing.is_none_or(|e| e.selected() != decision.chosen);
         obj.spec["clusterSelector"] = json!({"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": CLUSTER_ID_LABEL, "operator": "In", "values": decision.chosen}]}]});
+            {"key": REMOTE_CLUSTER_ID_LABEL, "operator": "In", "values": decision.chosen}]}]});
         obj.metadata
             .labels
             .get_or_insert_with(Default::default)

@@ -15,20 +15,18 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, ResourceQuota};
 use kube::api::{Api, ListParams};
 use kube::Client;
 
+use controller_core::liqo::{
+    MANAGED_BY_NAMESPACE_MAP_ANNOTATION, OFFLOADING_NAME, REMOTE_CLUSTER_ID_LABEL,
+};
+
 use crate::decision::{self, Decision, Pending};
 use crate::demand::{self, Demand, DemandError};
 use crate::offers::Offers;
-use crate::offloading::{NamespaceOffloading, NAME};
+use crate::offloading::NamespaceOffloading;
 use crate::policy::Policy;
 
-/// The label Liqo puts on a remote namespace, naming its origin cluster.
-pub const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
-/// The annotation naming the NamespaceMap that manages a remote namespace.
-pub const MANAGED_BY_NAMESPACE_MAP: &str = "liqo.io/managed-by-namespace-map";
-/// The annotation with the namespace's name in the consumer cluster.
-pub const ORIGINAL_NAME: &str = "liqo.io/original-name";
 /// Selects the candidate namespaces on the API server.
-pub const NAMESPACE_SELECTOR: &str = REMOTE_CLUSTER_ID;
+pub const NAMESPACE_SELECTOR: &str = REMOTE_CLUSTER_ID_LABEL;
 
 /// The consumer whose offloaded namespace `ns` is, if it is one.
 pub fn consumer_of(ns: &Namespace) -> Option<&str> {
@@ -36,8 +34,8 @@ pub fn consumer_of(ns: &Namespace) -> Option<&str> {
         .metadata
         .annotations
         .as_ref()
-        .is_some_and(|a| a.contains_key(MANAGED_BY_NAMESPACE_MAP));
-    let consumer = ns.metadata.labels.as_ref()?.get(REMOTE_CLUSTER_ID)?;
+        .is_some_and(|a| a.contains_key(MANAGED_BY_NAMESPACE_MAP_ANNOTATION));
+    let consumer = ns.metadata.labels.as_ref()?.get(REMOTE_CLUSTER_ID_LABEL)?;
     (managed && !consumer.is_empty()).then_some(consumer.as_str())
 }
 
@@ -53,7 +51,7 @@ pub struct View {
 /// A namespace that cannot be decided.
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
-    #[error("namespace {0} is not a namespace a consumer offloaded (no {REMOTE_CLUSTER_ID} label with the {MANAGED_BY_NAMESPACE_MAP} annotation)")]
+    #[error("namespace {0} is not a namespace a consumer offloaded (no {REMOTE_CLUSTER_ID_LABEL} label with the {MANAGED_BY_NAMESPACE_MAP_ANNOTATION} annotation)")]
     NotOffloaded(String),
     #[error("namespace {namespace}: {source}")]
     Demand {
@@ -98,7 +96,7 @@ impl View {
             .list(&ListParams::default())
             .await?;
         let existing = Api::<NamespaceOffloading>::namespaced(client.clone(), name)
-            .get_opt(NAME)
+            .get_opt(OFFLOADING_NAME)
             .await?;
         View::build(
             &ns,

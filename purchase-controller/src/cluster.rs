@@ -6,6 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use controller_core::liqo::{
+    FOREIGN_CLUSTER, OFFLOADING_NAME, REMOTE_CLUSTER_ID_LABEL, RESOURCE_SLICE, V0_CLUSTER_ID_LABEL,
+};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::ApiResource;
@@ -62,7 +65,7 @@ pub async fn set_up(
 
     match cluster.generation {
         Generation::V0 => {
-            let label = format!("{}={provider}", liqo::V0_CLUSTER_ID_LABEL);
+            let label = format!("{V0_CLUSTER_ID_LABEL}={provider}");
             let existing = first(&fcs, &label).await?;
             if let Some(v0) = &creds.v0 {
                 let secrets: Api<Secret> =
@@ -88,7 +91,7 @@ pub async fn set_up(
             progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
         }
         Generation::V1 => {
-            let label = format!("{}={provider}", liqo::REMOTE_CLUSTER_ID);
+            let label = format!("{REMOTE_CLUSTER_ID_LABEL}={provider}");
             let existing = first(&fcs, &label).await?;
             let peering = liqo::v1_peering(existing.as_ref(), provider);
             progress.peered = peering.peered;
@@ -218,14 +221,14 @@ async fn apply_offloading(
         }
         OffloadingPlan::Update(object) => {
             api.replace(
-                liqo::OFFLOADING_NAME,
+                OFFLOADING_NAME,
                 &PostParams::default(),
                 &serde_json::from_value(object)?,
             )
             .await?;
         }
         OffloadingPlan::Delete => {
-            api.delete(liqo::OFFLOADING_NAME, &DeleteParams::default())
+            api.delete(OFFLOADING_NAME, &DeleteParams::default())
                 .await?;
         }
         OffloadingPlan::Keep | OffloadingPlan::NotOurs | OffloadingPlan::Conflict(_) => {}
@@ -254,7 +257,7 @@ async fn offload(
         }
         let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &ar);
         let existing = api
-            .get_opt(liqo::OFFLOADING_NAME)
+            .get_opt(OFFLOADING_NAME)
             .await?
             .map(serde_json::to_value)
             .transpose()?;
@@ -299,7 +302,7 @@ async fn release(
     ar: &ApiResource,
 ) -> Result<(), ClusterError> {
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, ar);
-    let Some(existing) = api.get_opt(liqo::OFFLOADING_NAME).await? else {
+    let Some(existing) = api.get_opt(OFFLOADING_NAME).await? else {
         return Ok(());
     };
     let key = purchase.key();
@@ -411,9 +414,10 @@ fn api_resource(object: &Value) -> ApiResource {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let kind = object["kind"].as_str().unwrap_or_default();
-    let plural = match kind {
-        "ResourceSlice" => "resourceslices",
-        _ => "foreignclusters",
+    let plural = if kind == RESOURCE_SLICE.kind {
+        RESOURCE_SLICE.plural
+    } else {
+        FOREIGN_CLUSTER.plural
     };
     ApiResource::from_gvk_with_plural(
         &kube::core::GroupVersionKind::gvk(group, version, kind),

@@ -79,7 +79,7 @@ pub enum ConfigError {
     #[error("--poll-interval and --resync must be positive")]
     Intervals,
     #[error(transparent)]
-    Kube(#[from] slice_controller::kubeconfig::ClientError),
+    Kube(#[from] controller_core::kubeconfig::ClientError),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error(transparent)]
@@ -108,7 +108,7 @@ impl Args {
 /// Run until `shutdown` is cancelled.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
-    let client = slice_controller::kubeconfig::client(
+    let client = controller_core::kubeconfig::client(
         args.kubeconfig.as_deref(),
         args.kube_context.as_deref(),
     )
@@ -130,7 +130,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         retry: args.retry,
         retry_max: args.retry_max,
         catalog_timeout: args.catalog_timeout,
-        instance: slice_controller::lease::replica_identity("purchase-controller"),
+        instance: controller_core::lease::replica_identity("purchase-controller"),
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
     shutdown.cancel();

@@ -14,7 +14,15 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
-use kube::core::{ApiResource, GroupVersionKind};
+use controller_core::liqo::{
+    LiqoKind, ACCEPTED, AUTH_IDENTITY_CONTROL_PLANE_CONDITION, CREATE_VIRTUAL_NODE_ANNOTATION,
+    DENIED, FOREIGN_CLUSTER, FOREIGN_CLUSTER_V0, NAMESPACE_OFFLOADING, NAMESPACE_OFFLOADING_V0,
+    OFFLOADING_NAME, PROVIDER_ROLES, READY, REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL,
+    REPLICATION_REQUESTED_LABEL, RESOURCES_CONDITION, RESOURCE_SLICE,
+    V0_AUTHENTICATION_STATUS_CONDITION, V0_AUTH_TOKEN_LABEL, V0_CLUSTER_ID_LABEL, V0_ESTABLISHED,
+    V0_OUTGOING_PEERING_CONDITION,
+};
+use kube::core::ApiResource;
 use serde_json::{json, Value};
 
 use crate::catalog::V0Credentials;
@@ -23,19 +31,6 @@ pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGER: &str = "purchase-controller";
 pub const OWNER: &str = "broker.liqo-broker.io/purchase";
 pub const OWNERS: &str = "broker.liqo-broker.io/purchases";
-
-/// v0.10.3 `discovery.ClusterIDLabel` and `discovery.AuthTokenLabel`.
-pub const V0_CLUSTER_ID_LABEL: &str = "discovery.liqo.io/cluster-id";
-pub const V0_AUTH_TOKEN_LABEL: &str = "discovery.liqo.io/auth-token";
-/// v1.2.0 `consts.RemoteClusterID`, also the virtual nodes' label.
-pub const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
-/// v1.2.0 `consts.ReplicationRequestedLabel` / `ReplicationDestinationLabel`.
-pub const REPLICATION: &str = "liqo.io/replication";
-pub const REPLICATION_DESTINATION: &str = "liqo.io/remoteID";
-/// v1.2.0 `consts.CreateVirtualNodeAnnotation`.
-pub const CREATE_VIRTUAL_NODE: &str = "liqo.io/create-virtual-node";
-/// The name every NamespaceOffloading must have.
-pub const OFFLOADING_NAME: &str = "offloading";
 
 /// The Liqo generation this consumer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,32 +50,21 @@ impl Generation {
 
     pub fn foreign_cluster(self) -> ApiResource {
         match self {
-            Generation::V0 => api(
-                "discovery.liqo.io",
-                "v1alpha1",
-                "ForeignCluster",
-                "foreignclusters",
-            ),
-            Generation::V1 => api(
-                "core.liqo.io",
-                "v1beta1",
-                "ForeignCluster",
-                "foreignclusters",
-            ),
+            Generation::V0 => FOREIGN_CLUSTER_V0,
+            Generation::V1 => FOREIGN_CLUSTER,
         }
+        .api_resource()
     }
 
     pub fn namespace_offloading(self) -> ApiResource {
-        let version = match self {
-            Generation::V0 => "v1alpha1",
-            Generation::V1 => "v1beta1",
-        };
-        api(
-            "offloading.liqo.io",
-            version,
-            "NamespaceOffloading",
-            "namespaceoffloadings",
-        )
+        self.namespace_offloading_kind().api_resource()
+    }
+
+    fn namespace_offloading_kind(self) -> LiqoKind {
+        match self {
+            Generation::V0 => NAMESPACE_OFFLOADING_V0,
+            Generation::V1 => NAMESPACE_OFFLOADING,
+        }
     }
 }
 
@@ -98,16 +82,7 @@ impl std::str::FromStr for Generation {
 }
 
 pub fn resource_slice() -> ApiResource {
-    api(
-        "authentication.liqo.io",
-        "v1beta1",
-        "ResourceSlice",
-        "resourceslices",
-    )
-}
-
-fn api(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+    RESOURCE_SLICE.api_resource()
 }
 
 /// Whether `object` carries the single-owner mark of `purchase`.
@@ -142,7 +117,7 @@ pub fn v0_foreign_cluster(creds: &V0Credentials, purchase: &str) -> Value {
     let (mut labels, annotations) = mark(purchase);
     labels[V0_CLUSTER_ID_LABEL] = json!(creds.cluster_id);
     json!({
-        "apiVersion": "discovery.liqo.io/v1alpha1", "kind": "ForeignCluster",
+        "apiVersion": FOREIGN_CLUSTER_V0.api_version(), "kind": FOREIGN_CLUSTER_V0.kind,
         "metadata": {"name": v0_foreign_cluster_name(creds), "labels": labels, "annotations": annotations},
         "spec": {"peeringType": "OutOfBand",
                  "clusterIdentity": {"clusterID": creds.cluster_id, "clusterName": creds.cluster_name},
@@ -183,8 +158,8 @@ fn peering_condition<'a>(conditions: &'a Value, kind: &str) -> Option<&'a str> {
 /// (`OutgoingPeering`), both `Established`.
 pub fn v0_peered(fc: &Value) -> bool {
     let conditions = &fc["status"]["peeringConditions"];
-    peering_condition(conditions, "AuthenticationStatus") == Some("Established")
-        && peering_condition(conditions, "OutgoingPeering") == Some("Established")
+    peering_condition(conditions, V0_AUTHENTICATION_STATUS_CONDITION) == Some(V0_ESTABLISHED)
+        && peering_condition(conditions, V0_OUTGOING_PEERING_CONDITION) == Some(V0_ESTABLISHED)
 }
 
 /// A v1 ForeignCluster as the consumer sees a provider.
@@ -210,10 +185,10 @@ pub fn v1_peering(fc: Option<&Value>, provider: &str) -> V1Peering {
     let status = &fc["status"];
     let role = status["role"].as_str().unwrap_or_default();
     let auth = &status["modules"]["authentication"];
-    let peered = matches!(role, "Provider" | "ConsumerAndProvider")
+    let peered = PROVIDER_ROLES.contains(&role)
         && auth["enabled"].as_bool() == Some(true)
-        && peering_condition(&auth["conditions"], "AuthIdentityControlPlaneStatus")
-            == Some("Ready");
+        && peering_condition(&auth["conditions"], AUTH_IDENTITY_CONTROL_PLANE_CONDITION)
+            == Some(READY);
     V1Peering {
         peered,
         tenant_namespace: status["tenantNamespace"]["local"]
@@ -256,12 +231,12 @@ pub struct SliceRequest<'a> {
 /// both cluster IDs.
 pub fn v1_resource_slice(request: &SliceRequest<'_>, namespace: &str, purchase: &str) -> Value {
     let (mut labels, mut annotations) = mark(purchase);
-    labels[REPLICATION] = json!("true");
-    labels[REPLICATION_DESTINATION] = json!(request.provider);
-    labels[REMOTE_CLUSTER_ID] = json!(request.provider);
-    annotations[CREATE_VIRTUAL_NODE] = json!("true");
+    labels[REPLICATION_REQUESTED_LABEL] = json!("true");
+    labels[REPLICATION_DESTINATION_LABEL] = json!(request.provider);
+    labels[REMOTE_CLUSTER_ID_LABEL] = json!(request.provider);
+    annotations[CREATE_VIRTUAL_NODE_ANNOTATION] = json!("true");
     json!({
-        "apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "apiVersion": RESOURCE_SLICE.api_version(), "kind": RESOURCE_SLICE.kind,
         "metadata": {"name": slice_name(request.contract_id), "namespace": namespace,
                      "labels": labels, "annotations": annotations},
         "spec": {"class": request.class, "consumerClusterID": request.consumer,
@@ -281,12 +256,12 @@ pub enum Grant {
 pub fn slice_grant(slice: &Value) -> Grant {
     let Some(condition) = slice["status"]["conditions"]
         .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Resources"))
+        .and_then(|c| c.iter().find(|c| c["type"] == RESOURCES_CONDITION))
     else {
         return Grant::Waiting;
     };
     match condition["status"].as_str() {
-        Some("Accepted") => Grant::Accepted(
+        Some(ACCEPTED) => Grant::Accepted(
             slice["status"]["resources"]
                 .as_object()
                 .map(|m| {
@@ -296,9 +271,9 @@ pub fn slice_grant(slice: &Value) -> Grant {
                 })
                 .unwrap_or_default(),
         ),
-        Some("Denied") => Grant::Denied(format!(
+        Some(DENIED) => Grant::Denied(format!(
             "{}: {}",
-            condition["reason"].as_str().unwrap_or("Denied"),
+            condition["reason"].as_str().unwrap_or(DENIED),
             condition["message"].as_str().unwrap_or_default()
         )),
         _ => Grant::Waiting,
@@ -352,15 +327,15 @@ pub enum OffloadingPlan {
 
 fn offloading_object(o: &Offloading<'_>, owners: &BTreeMap<String, String>) -> Value {
     let providers: std::collections::BTreeSet<&String> = owners.values().collect();
-    let api = o.generation.namespace_offloading();
+    let kind = o.generation.namespace_offloading_kind();
     json!({
-        "apiVersion": api.api_version, "kind": "NamespaceOffloading",
+        "apiVersion": kind.api_version(), "kind": kind.kind,
         "metadata": {"name": OFFLOADING_NAME, "namespace": o.namespace,
                      "labels": {MANAGED_BY: MANAGER}, "annotations": {OWNERS: owners_text(owners)}},
         "spec": {"namespaceMappingStrategy": o.mapping_strategy,
                  "podOffloadingStrategy": o.pod_strategy,
                  "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-                     {"key": REMOTE_CLUSTER_ID, "operator": "In", "values": providers}]}]}},
+                     {"key": REMOTE_CLUSTER_ID_LABEL, "operator": "In", "values": providers}]}]}},
     })
 }
 
@@ -411,7 +386,7 @@ pub fn offloading_ready(object: &Value) -> Result<(), String> {
     let status = &object["status"];
     let phase = status["offloadingPhase"].as_str().unwrap_or_default();
     let current = status["observedGeneration"] == object["metadata"]["generation"];
-    if phase == "Ready" && current {
+    if phase == READY && current {
         Ok(())
     } else {
         Err(phase.to_string())
@@ -554,11 +529,17 @@ mod tests {
         };
         let slice = v1_resource_slice(&request, "liqo-tenant-p-1", "ns/p");
         assert_eq!(slice["metadata"]["name"], "contract-ab-12");
-        assert_eq!(slice["metadata"]["labels"][REPLICATION], "true");
-        assert_eq!(slice["metadata"]["labels"][REPLICATION_DESTINATION], "p-1");
-        assert_eq!(slice["metadata"]["labels"][REMOTE_CLUSTER_ID], "p-1");
         assert_eq!(
-            slice["metadata"]["annotations"][CREATE_VIRTUAL_NODE],
+            slice["metadata"]["labels"][REPLICATION_REQUESTED_LABEL],
+            "true"
+        );
+        assert_eq!(
+            slice["metadata"]["labels"][REPLICATION_DESTINATION_LABEL],
+            "p-1"
+        );
+        assert_eq!(slice["metadata"]["labels"][REMOTE_CLUSTER_ID_LABEL], "p-1");
+        assert_eq!(
+            slice["metadata"]["annotations"][CREATE_VIRTUAL_NODE_ANNOTATION],
             "true"
         );
         assert_eq!(

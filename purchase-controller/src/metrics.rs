@@ -140,6 +140,51 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    /// The `/metrics` exposition as it was before the reconcile metrics
+    /// moved to `controller_core::metrics`: names, help texts and label
+    /// sets are what dashboards and alerts match on.
+    const EXPOSITION: &str = r#"# HELP purchase_controller_purchases Purchases by phase.
+# TYPE purchase_controller_purchases gauge
+purchase_controller_purchases{phase="Ready"} 1
+purchase_controller_purchases{phase="Peering"} 0
+# HELP purchase_controller_reconcile_duration_seconds Time to reconcile one Purchase, catalog calls included.
+# TYPE purchase_controller_reconcile_duration_seconds histogram
+purchase_controller_reconcile_duration_seconds_sum 0.2
+purchase_controller_reconcile_duration_seconds_count 1
+purchase_controller_reconcile_duration_seconds_bucket{le="0.001"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.005"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.01"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.025"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.05"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.1"} 0
+purchase_controller_reconcile_duration_seconds_bucket{le="0.25"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="0.5"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="1.0"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="2.5"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="5.0"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="10.0"} 1
+purchase_controller_reconcile_duration_seconds_bucket{le="+Inf"} 1
+# HELP purchase_controller_errors Failures: catalog calls, Kubernetes API calls.
+# TYPE purchase_controller_errors counter
+purchase_controller_errors_total{kind="catalog"} 1
+# EOF
+"#;
+
+    #[test]
+    fn the_exposition_is_unchanged() {
+        let metrics = Metrics::new();
+        metrics.set_phase("ns/a", "Peering");
+        metrics.set_phase("ns/a", "Ready");
+        metrics.observe_reconcile(Duration::from_millis(200));
+        metrics.count_error("catalog");
+        let text = metrics.render();
+        assert_eq!(
+            controller_core::metrics::comparable_exposition(&text),
+            controller_core::metrics::comparable_exposition(EXPOSITION),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_purchase_counts_in_one_phase_at_a_time() {
         let m = Metrics::new();

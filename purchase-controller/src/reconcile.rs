@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controller_core::clock::now_rfc3339;
+use controller_core::runtime;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -24,7 +26,6 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
-use slice_controller::runtime;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -595,13 +596,6 @@ fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessme
     };
     tracing::info!(from, to = assessment.phase, "phase changed");
     runtime::publish_event(&shared.recorder, event, purchase.object_ref(&()));
-}
-
-/// The current time as Kubernetes writes `metav1.Time`.
-fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 #[cfg(test)]

@@ -248,7 +248,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let stop_controller = CancellationToken::new();
     let controller = if controller {
-        let client = slice_controller::kubeconfig::client(
+        let client = controller_core::kubeconfig::client(
             args.kubeconfig.as_deref(),
             args.kube_context.as_deref(),
         )

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use controller_core::liqo::RESOURCES_CONDITION;
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Config};
@@ -25,7 +26,7 @@ use quantity::ResourceList;
 use resource_reader::MemorySource;
 use resource_reader::ResourceReader;
 use serde_json::json;
-use slice_controller::model::{ConditionStatus, ResourceSlice, RESOURCES};
+use slice_controller::model::{ConditionStatus, ResourceSlice};
 use tokio_util::sync::CancellationToken;
 
 const CONSUMERS: usize = 100;
@@ -39,7 +40,7 @@ fn cpu(n: &str) -> ResourceList {
 }
 
 fn status_of(slice: &ResourceSlice) -> Option<ConditionStatus> {
-    slice.condition(RESOURCES).and_then(|c| c.status)
+    slice.condition(RESOURCES_CONDITION).and_then(|c| c.status)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

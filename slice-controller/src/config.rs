@@ -14,9 +14,9 @@ use resource_reader::ResourceReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::decision::{GrantPolicy, ShrinkPolicy};
-use crate::lease::{self, Elector, LeaseSettings, LeaseTimes, LeaseTimesError};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Settings};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimes, LeaseTimesError};
 
 /// What `resource-monitor --liqo-api` asks for: a gRPC wire shape for Liqo
 /// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
@@ -140,7 +140,7 @@ pub enum ConfigError {
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
-    Kube(#[from] crate::kubeconfig::ClientError),
+    Kube(#[from] controller_core::kubeconfig::ClientError),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error("--grant-policy contracts needs --catalog-url and --catalog-credentials-file")]

@@ -18,23 +18,19 @@
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
 //!   notifications — and the status write with its 409 handling;
-//! - [`runtime`]: the kube-rs plumbing the broker's controllers share (a
-//!   cache-filling watch, Events recorded in the background);
-//! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
-//! - [`kubeconfig`]: a Kubernetes client from the flags, as `kubectl`
-//!   builds one;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags (clap `Args`, flattened into `resource-monitor`)
 //!   and [`run`](config::run), which starts it all.
+//!
+//! The Kubernetes plumbing every controller shares — the client, Lease
+//! election, the cache-filling watch, Events, the clock and Liqo's names —
+//! is the `controller-core` crate.
 
 pub mod config;
 pub mod contracts;
 pub mod decision;
 pub mod http;
-pub mod kubeconfig;
-pub mod lease;
 pub mod metrics;
 pub mod model;
 pub mod reconcile;
-pub mod runtime;
 pub mod status;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controller_core::lease::ElectionObserver;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -99,6 +100,21 @@ pub const CONTRACTS_STALE: u8 = 3;
 /// Shared handles to every metric and the health state; cheap to clone.
 #[derive(Clone)]
 pub struct Metrics(Arc<Inner>);
+
+/// Leadership is the `leader` gauge, and the decision counts are cleared
+/// when this replica stops leading (another replica reports them then).
+impl ElectionObserver for Metrics {
+    fn reached_api(&self) {
+        self.set_reached_api();
+    }
+
+    fn leading(&self, leading: bool) {
+        self.set_leading(leading);
+        if !leading {
+            self.clear_counts();
+        }
+    }
+}
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -295,6 +311,80 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `/metrics` exposition as it was before the reconcile metrics
+    /// moved to `controller_core::metrics`: names, help texts and label
+    /// sets are what dashboards and alerts match on.
+    const EXPOSITION: &str = r#"# HELP slice_controller_slices Slices of the class by current decision (accepted, denied, waiting for authentication).
+# TYPE slice_controller_slices gauge
+slice_controller_slices{decision="accepted"} 2
+slice_controller_slices{decision="denied"} 1
+slice_controller_slices{decision="waiting"} 0
+# HELP slice_controller_decisions Verdicts written to slices, by reason.
+# TYPE slice_controller_decisions counter
+slice_controller_decisions_total{reason="ResourcesGranted"} 1
+# HELP slice_controller_reconcile_duration_seconds Time to reconcile one consumer: chain read, decision, status writes.
+# TYPE slice_controller_reconcile_duration_seconds histogram
+slice_controller_reconcile_duration_seconds_sum 0.003
+slice_controller_reconcile_duration_seconds_count 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.0005"} 0
+slice_controller_reconcile_duration_seconds_bucket{le="0.001"} 0
+slice_controller_reconcile_duration_seconds_bucket{le="0.0025"} 0
+slice_controller_reconcile_duration_seconds_bucket{le="0.005"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.01"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.025"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.05"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.1"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.25"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="0.5"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="1.0"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="2.5"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="5.0"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="10.0"} 1
+slice_controller_reconcile_duration_seconds_bucket{le="+Inf"} 1
+# HELP slice_controller_errors Failures: chain reads, Kubernetes API calls, status write conflicts.
+# TYPE slice_controller_errors counter
+slice_controller_errors_total{kind="conflict"} 1
+slice_controller_errors_total{kind="chain"} 2
+# HELP slice_controller_leader 1 while this replica leads.
+# TYPE slice_controller_leader gauge
+slice_controller_leader 1
+# HELP slice_controller_catalog_reachable Under the contracts policy: 1 while the catalog answers, 0 while decisions use the last known contracts.
+# TYPE slice_controller_catalog_reachable gauge
+slice_controller_catalog_reachable 1
+# HELP slice_controller_contracts Under the contracts policy: active contracts known.
+# TYPE slice_controller_contracts gauge
+slice_controller_contracts 2
+# EOF
+"#;
+
+    #[test]
+    fn the_exposition_is_unchanged() {
+        let metrics = Metrics::new();
+        metrics.count_decision("ResourcesGranted");
+        metrics.count_error(ErrorKind::Conflict);
+        metrics.count_error(ErrorKind::Chain);
+        metrics.count_error(ErrorKind::Chain);
+        metrics.observe_reconcile(Duration::from_millis(3));
+        metrics.set_consumer_counts(
+            "c1",
+            SliceCounts {
+                accepted: 2,
+                denied: 1,
+                waiting: 0,
+            },
+        );
+        metrics.set_leading(true);
+        metrics.expect_contracts();
+        metrics.set_catalog_reachable(true);
+        metrics.set_contracts(2);
+        let text = metrics.render();
+        assert_eq!(
+            controller_core::metrics::comparable_exposition(&text),
+            controller_core::metrics::comparable_exposition(EXPOSITION),
+            "{text}"
+        );
+    }
 
     #[test]
     fn renders_every_family() {

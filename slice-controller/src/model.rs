@@ -11,30 +11,15 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use controller_core::liqo::{
+    ACCEPTED, AUTHENTICATION_CONDITION, DENIED, ORIGIN_ID_LABEL, REMOTE_CLUSTER_ID_LABEL,
+    REPLICATED_LABEL, RESOURCE_SLICE, TENANT,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use quantity::{Quantity, ResourceList};
 use serde_json::Value;
-
-/// API group of both kinds.
-pub const GROUP: &str = "authentication.liqo.io";
-/// API version of both kinds (Liqo v1.0 … v1.2).
-pub const VERSION: &str = "v1beta1";
-/// Set to `"true"` by Liqo's CRD replicator on objects it replicated here.
-pub const REPLICATED_LABEL: &str = "liqo.io/replicated";
-/// The cluster a replicated object came from (`consts.ReplicationOriginLabel`).
-pub const ORIGIN_LABEL: &str = "liqo.io/originID";
-/// The peer a Liqo object belongs to (`consts.RemoteClusterID`); Liqo finds
-/// a consumer's Tenant by it.
-pub const REMOTE_CLUSTER_ID_LABEL: &str = "liqo.io/remote-cluster-id";
-/// The label selector of the slices Liqo replicated to this provider.
-pub const REPLICATED_SELECTOR: &str = "liqo.io/replicated=true,liqo.io/originID";
-
-/// Condition types of a slice.
-pub const AUTHENTICATION: &str = "Authentication";
-/// The condition this controller owns.
-pub const RESOURCES: &str = "Resources";
 
 /// A `ResourceSlice`: what a consumer asks of this provider. Replicated into
 /// the consumer's tenant namespace by Liqo. Serialises with its
@@ -60,21 +45,21 @@ pub struct Tenant {
 }
 
 macro_rules! liqo_resource {
-    ($ty:ty, $kind:literal, $plural:literal) => {
+    ($ty:ty, $kind:expr) => {
         impl Resource for $ty {
             type DynamicType = ();
             type Scope = NamespaceResourceScope;
             fn kind(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($kind)
+                Cow::Borrowed($kind.kind)
             }
             fn group(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed(GROUP)
+                Cow::Borrowed($kind.group)
             }
             fn version(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed(VERSION)
+                Cow::Borrowed($kind.version)
             }
             fn plural(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($plural)
+                Cow::Borrowed($kind.plural)
             }
             fn meta(&self) -> &ObjectMeta {
                 &self.metadata
@@ -86,17 +71,17 @@ macro_rules! liqo_resource {
     };
 }
 
-liqo_resource!(ResourceSlice, "ResourceSlice", "resourceslices");
-liqo_resource!(Tenant, "Tenant", "tenants");
+liqo_resource!(ResourceSlice, RESOURCE_SLICE);
+liqo_resource!(Tenant, TENANT);
 
 macro_rules! with_type_meta {
-    ($ty:ty, $kind:literal) => {
+    ($ty:ty, $kind:expr) => {
         impl serde::Serialize for $ty {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 use serde::ser::SerializeStruct;
-                let mut out = serializer.serialize_struct($kind, 5)?;
-                out.serialize_field("apiVersion", &format!("{GROUP}/{VERSION}"))?;
-                out.serialize_field("kind", $kind)?;
+                let mut out = serializer.serialize_struct($kind.kind, 5)?;
+                out.serialize_field("apiVersion", &$kind.api_version())?;
+                out.serialize_field("kind", $kind.kind)?;
                 out.serialize_field("metadata", &self.metadata)?;
                 out.serialize_field("spec", &self.spec)?;
                 if let Some(status) = &self.status {
@@ -108,8 +93,8 @@ macro_rules! with_type_meta {
     };
 }
 
-with_type_meta!(ResourceSlice, "ResourceSlice");
-with_type_meta!(Tenant, "Tenant");
+with_type_meta!(ResourceSlice, RESOURCE_SLICE);
+with_type_meta!(Tenant, TENANT);
 
 /// `Accepted` or `Denied`, the only statuses Liqo's CRD allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,8 +106,8 @@ pub enum ConditionStatus {
 impl ConditionStatus {
     pub fn as_str(self) -> &'static str {
         match self {
-            ConditionStatus::Accepted => "Accepted",
-            ConditionStatus::Denied => "Denied",
+            ConditionStatus::Accepted => ACCEPTED,
+            ConditionStatus::Denied => DENIED,
         }
     }
 }
@@ -196,7 +181,7 @@ impl ResourceSlice {
         let labels = self.metadata.labels.as_ref();
         labels.is_some_and(|l| {
             l.get(REPLICATED_LABEL).map(String::as_str) == Some("true")
-                && l.contains_key(ORIGIN_LABEL)
+                && l.contains_key(ORIGIN_ID_LABEL)
         })
     }
 
@@ -226,8 +211,8 @@ impl ResourceSlice {
             .find(|c| str_at(c, "type") == Some(kind))?;
         Some(Condition {
             status: match str_at(entry, "status") {
-                Some("Accepted") => Some(ConditionStatus::Accepted),
-                Some("Denied") => Some(ConditionStatus::Denied),
+                Some(ACCEPTED) => Some(ConditionStatus::Accepted),
+                Some(DENIED) => Some(ConditionStatus::Denied),
                 _ => None,
             },
             reason: str_at(entry, "reason").unwrap_or_default().to_string(),
@@ -239,7 +224,7 @@ impl ResourceSlice {
     /// Whether Liqo accepted the slice's authentication: nothing is decided
     /// before.
     pub fn is_authenticated(&self) -> bool {
-        self.condition(AUTHENTICATION)
+        self.condition(AUTHENTICATION_CONDITION)
             .is_some_and(|c| c.status == Some(ConditionStatus::Accepted))
     }
 
@@ -300,6 +285,7 @@ pub fn resource_list_json(list: &ResourceList) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use controller_core::liqo::RESOURCES_CONDITION;
     use serde_json::json;
 
     fn slice(value: Value) -> ResourceSlice {
@@ -331,7 +317,7 @@ mod tests {
             s.granted(),
             Some(ResourceList::from_strings([("cpu", "1")]).expect("list"))
         );
-        assert_eq!(s.condition(RESOURCES), None);
+        assert_eq!(s.condition(RESOURCES_CONDITION), None);
         assert_eq!(s.key(), "liqo-tenant-c1/a");
     }
 

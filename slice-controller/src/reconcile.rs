@@ -44,9 +44,11 @@ use tracing::Instrument;
 use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
-use crate::model::{ConditionStatus, ResourceSlice, Tenant, REPLICATED_SELECTOR, RESOURCES};
-use crate::runtime;
-use crate::status::{desired_status, now_rfc3339};
+use crate::model::{ConditionStatus, ResourceSlice, Tenant};
+use crate::status::desired_status;
+use controller_core::clock::now_rfc3339;
+use controller_core::liqo::{REPLICATED_SELECTOR, RESOURCES_CONDITION};
+use controller_core::runtime;
 
 /// Status writes of one slice tried before the reconcile gives up and is
 /// retried later (each 409 re-reads the slice first).
@@ -247,7 +249,7 @@ fn error_policy(tenant: Arc<Tenant>, error: &ReconcileError, shared: Arc<Shared>
 /// The slice as the decision sees it.
 fn candidate(slice: &ResourceSlice) -> Candidate {
     let accepted = slice
-        .condition(RESOURCES)
+        .condition(RESOURCES_CONDITION)
         .filter(|c| c.status == Some(ConditionStatus::Accepted))
         .map(|_| slice.granted().unwrap_or_default());
     Candidate {

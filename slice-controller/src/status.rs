@@ -13,7 +13,8 @@
 use serde_json::{Map, Value};
 
 use crate::decision::Verdict;
-use crate::model::{resource_list_json, ResourceSlice, RESOURCES};
+use crate::model::{resource_list_json, ResourceSlice};
+use controller_core::liqo::RESOURCES_CONDITION;
 
 /// The status `slice` should have under `verdict`, or `None` when it
 /// already has it. `now` is the RFC 3339 timestamp for a transition.
@@ -53,7 +54,7 @@ pub fn desired_status(slice: &ResourceSlice, verdict: &Verdict, now: &str) -> Op
         let want_status = verdict.status.as_str();
         let existing = list
             .iter_mut()
-            .find(|c| c.get("type").and_then(Value::as_str) == Some(RESOURCES));
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(RESOURCES_CONDITION));
         match existing {
             Some(Value::Object(entry)) => {
                 let same =
@@ -75,24 +76,17 @@ pub fn desired_status(slice: &ResourceSlice, verdict: &Verdict, now: &str) -> Op
             _ => {
                 changed = true;
                 let mut entry = Map::new();
-                entry.insert("type".into(), Value::from(RESOURCES));
+                entry.insert("type".into(), Value::from(RESOURCES_CONDITION));
                 entry.insert("status".into(), Value::from(want_status));
                 entry.insert("lastTransitionTime".into(), Value::from(now));
                 entry.insert("reason".into(), Value::from(verdict.reason.as_str()));
                 entry.insert("message".into(), Value::from(verdict.message.as_str()));
-                list.retain(|c| c.get("type").and_then(Value::as_str) != Some(RESOURCES));
+                list.retain(|c| c.get("type").and_then(Value::as_str) != Some(RESOURCES_CONDITION));
                 list.push(Value::Object(entry));
             }
         }
     }
     changed.then_some(Value::Object(status))
-}
-
-/// The current time as Kubernetes writes `metav1.Time`: RFC 3339, seconds.
-pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 #[cfg(test)]
@@ -201,12 +195,5 @@ mod tests {
         let first = desired_status(&slice(json!({"conditions": [auth()]})), &denied, NOW)
             .expect("first write");
         assert_eq!(desired_status(&slice(first), &denied, NOW), None);
-    }
-
-    #[test]
-    fn time_format() {
-        let now = now_rfc3339();
-        assert_eq!(now.len(), 20, "{now}");
-        assert!(now.ends_with('Z'));
     }
 }

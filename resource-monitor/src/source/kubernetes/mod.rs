@@ -53,7 +53,7 @@ impl Default for KubernetesOptions {
         Self {
             kubeconfig: None,
             context: None,
-            origin_labels: objects::DEFAULT_ORIGIN_LABELS
+            origin_labels: controller_core::liqo::POD_ORIGIN_LABELS
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
@@ -61,9 +61,9 @@ impl Default for KubernetesOptions {
     }
 }
 
-/// Why the source cannot reach the API server: the class controller's
-/// reasons, in its words.
-pub use slice_controller::kubeconfig::ClientError as KubernetesError;
+/// Why the source cannot reach the API server: the controllers' reasons,
+/// in their words.
+pub use controller_core::kubeconfig::ClientError as KubernetesError;
 
 /// The local monitor of a Kubernetes cluster.
 pub struct KubernetesSource {
@@ -83,7 +83,7 @@ impl KubernetesSource {
     /// watching. Reads answer `UNAVAILABLE` until nodes and pods are listed;
     /// subscribers get a notification then.
     pub async fn connect(options: KubernetesOptions) -> Result<Self, KubernetesError> {
-        let config = slice_controller::kubeconfig::config(
+        let config = controller_core::kubeconfig::config(
             options.kubeconfig.as_deref(),
             options.context.as_deref(),
         )

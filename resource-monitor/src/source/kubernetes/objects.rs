@@ -10,25 +10,15 @@
 
 use std::collections::BTreeMap;
 
+use controller_core::liqo::{NODE_TYPE_LABEL, SHADOW_POD_LABEL, VIRTUAL_NODE_TYPE};
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use quantity::{Quantity, ResourceList};
 
-/// Liqo labels its virtual nodes `liqo.io/type=virtual-node`.
-pub const NODE_TYPE_LABEL: &str = "liqo.io/type";
-pub const VIRTUAL_NODE: &str = "virtual-node";
-/// Liqo labels the local pods it offloaded to a peer (they run there, not
-/// here) `liqo.io/shadowPod=true`.
-pub const SHADOW_POD_LABEL: &str = "liqo.io/shadowPod";
-/// Labels naming the peer that offloaded a pod here: Liqo up to v0.x used
-/// `virtualkubelet.liqo.io/origin`, later releases `offloading.liqo.io/origin`.
-pub const DEFAULT_ORIGIN_LABELS: [&str; 2] =
-    ["virtualkubelet.liqo.io/origin", "offloading.liqo.io/origin"];
-
 /// The label selector of the Node watch: everything but Liqo's virtual
 /// nodes, whose "allocatable" is a peer's offer, not capacity of ours.
 pub fn node_label_selector() -> String {
-    format!("{NODE_TYPE_LABEL}!={VIRTUAL_NODE}")
+    format!("{NODE_TYPE_LABEL}!={VIRTUAL_NODE_TYPE}")
 }
 
 /// The label selector of the Pod watch: no shadow pods (they run on a peer).
@@ -49,7 +39,7 @@ pub fn counted_node(node: &Node) -> Option<ResourceList> {
     if labels
         .and_then(|l| l.get(NODE_TYPE_LABEL))
         .map(String::as_str)
-        == Some(VIRTUAL_NODE)
+        == Some(VIRTUAL_NODE_TYPE)
     {
         return None;
     }

@@ -4,8 +4,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use serde_json::json;
 
-use super::objects::DEFAULT_ORIGIN_LABELS;
 use super::{Accounting, Changed};
+use controller_core::liqo::POD_ORIGIN_LABELS;
 
 fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str) -> Node {
     let mut labels = serde_json::Map::new();
@@ -40,12 +40,7 @@ fn pod(name: &str, phase: &str, labels: serde_json::Value, cpu: &str, memory: &s
 }
 
 fn accounting() -> Accounting {
-    Accounting::new(
-        DEFAULT_ORIGIN_LABELS
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-    )
+    Accounting::new(POD_ORIGIN_LABELS.iter().map(|s| s.to_string()).collect())
 }
 
 fn synced(nodes: Vec<Node>, pods: Vec<Pod>) -> Accounting {
@@ -385,10 +380,7 @@ fn selectors_agree_with_the_client_side_rules() {
     assert_eq!(node_label_selector(), "liqo.io/type!=virtual-node");
     assert_eq!(pod_label_selector(), "liqo.io/shadowPod!=true");
     assert_eq!(POD_FIELD_SELECTOR, "status.phase=Running");
-    let origin: Vec<String> = DEFAULT_ORIGIN_LABELS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let origin: Vec<String> = POD_ORIGIN_LABELS.iter().map(|s| s.to_string()).collect();
     assert!(counted_node(&node("v", true, true, "1", "1Gi")).is_none());
     assert!(counted_node(&node("n", true, false, "1", "1Gi")).is_some());
     assert!(counted_pod(

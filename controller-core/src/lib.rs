@@ -1,0 +1,26 @@
+//! What every Kubernetes controller of the broker shares — the class
+//! controller (`slice-controller`), the orchestrator and the purchase
+//! controller — and the resource monitor's Kubernetes source, so that none
+//! of them depends on another controller to reach it.
+//!
+//! Modules, each one concept; imports point down this list:
+//!
+//! - [`liqo`]: Liqo's vocabulary — API groups, versions and kinds, label,
+//!   annotation, condition and phase names — each declared once, with the
+//!   Liqo source it comes from;
+//! - [`clock`]: the time as the Kubernetes API writes it (RFC 3339);
+//! - [`kubeconfig`]: a Kubernetes client from a kubeconfig, or in-cluster,
+//!   as `kubectl` builds one;
+//! - [`runtime`]: a watch that fills a reflector cache, and Events
+//!   published in the background;
+//! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
+//! - [`metrics`]: one reconcile-metrics type (runs, failures by kind,
+//!   duration) with the leader and readiness state, registered into the
+//!   controller's own Prometheus registry under the names it chooses.
+
+pub mod clock;
+pub mod kubeconfig;
+pub mod lease;
+pub mod liqo;
+pub mod metrics;
+pub mod runtime;
