@@ -14,15 +14,14 @@
 //! | `orchestrator_leader` | 1 while this replica leads (and writes) |
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controller_core::metrics::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 const BUCKETS: [f64; 12] = [
@@ -34,23 +33,15 @@ struct RuleLabels {
     rule: &'static str,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct KindLabels {
-    kind: &'static str,
-}
-
 struct Inner {
     registry: Registry,
     writes: Family<RuleLabels, Counter>,
     moves: Counter,
     unplaced: Gauge,
     namespaces: Gauge,
-    reconcile_seconds: Histogram,
-    errors: Family<KindLabels, Counter>,
+    reconcile: ReconcileMetrics,
     catalog_connected: Gauge,
     catalog_events: Counter,
-    leader: Gauge,
-    reached_api: AtomicBool,
     unplaced_set: Mutex<BTreeSet<String>>,
 }
 
@@ -71,12 +62,10 @@ impl Metrics {
         let moves = Counter::default();
         let unplaced = Gauge::default();
         let namespaces = Gauge::default();
-        let reconcile_seconds = Histogram::new(BUCKETS);
-        let errors = Family::<KindLabels, Counter>::default();
+        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
         let catalog_connected = Gauge::default();
         let catalog_events = Counter::default();
-        let leader = Gauge::default();
-        registry.register("leader", "1 while this replica leads", leader.clone());
+        reconcile.register_leader(&mut registry, "leader", "1 while this replica leads");
         registry.register(
             "writes",
             "NamespaceOffloadings written, by rule",
@@ -97,12 +86,12 @@ impl Metrics {
             "Offloaded namespaces seen",
             namespaces.clone(),
         );
-        registry.register(
+        reconcile.register_duration(
+            &mut registry,
             "reconcile_duration_seconds",
             "One namespace: decision and write",
-            reconcile_seconds.clone(),
         );
-        registry.register("errors", "Failed reads and writes, by kind", errors.clone());
+        reconcile.register_failures(&mut registry, "errors", "Failed reads and writes, by kind");
         registry.register(
             "catalog_connected",
             "1 while the catalog's feed is connected",
@@ -119,12 +108,9 @@ impl Metrics {
             moves,
             unplaced,
             namespaces,
-            reconcile_seconds,
-            errors,
+            reconcile,
             catalog_connected,
             catalog_events,
-            leader,
-            reached_api: AtomicBool::new(false),
             unplaced_set: Mutex::new(BTreeSet::new()),
         }))
     }
@@ -137,7 +123,7 @@ impl Metrics {
     }
 
     pub fn count_error(&self, kind: &'static str) {
-        self.0.errors.get_or_create(&KindLabels { kind }).inc();
+        self.0.reconcile.count_failure(kind);
     }
 
     pub fn set_unplaced(&self, namespace: &str, unplaced: bool) {
@@ -161,7 +147,7 @@ impl Metrics {
     }
 
     pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile_seconds.observe(took.as_secs_f64());
+        self.0.reconcile.observe_reconcile(took);
     }
 
     pub fn set_catalog_connected(&self, up: bool) {
@@ -173,19 +159,19 @@ impl Metrics {
     }
 
     pub fn set_leading(&self, leading: bool) {
-        self.0.leader.set(i64::from(leading));
+        self.0.reconcile.set_leading(leading);
     }
 
     pub fn is_leading(&self) -> bool {
-        self.0.leader.get() == 1
+        self.0.reconcile.is_leading()
     }
 
     pub fn set_reached_api(&self) {
-        self.0.reached_api.store(true, Ordering::Relaxed);
+        self.0.reconcile.set_reached_api();
     }
 
     pub fn reached_api(&self) -> bool {
-        self.0.reached_api.load(Ordering::Relaxed)
+        self.0.reconcile.reached_api()
     }
 
     /// The OpenMetrics text.

@@ -8,15 +8,13 @@
 //! | `purchase_controller_errors_total{kind}` | failures: `catalog` (unreachable, refused a state report), `kubernetes` |
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controller_core::metrics::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Reconcile latency buckets, seconds (catalog round trips included).
@@ -29,18 +27,11 @@ struct PhaseLabels {
     phase: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct KindLabels {
-    kind: &'static str,
-}
-
 struct Inner {
     registry: Registry,
     purchases: Family<PhaseLabels, Gauge>,
-    reconcile_seconds: Histogram,
-    errors: Family<KindLabels, Counter>,
+    reconcile: ReconcileMetrics,
     phases: Mutex<HashMap<String, String>>,
-    reached_api: AtomicBool,
 }
 
 /// Shared handles to every metric and the health state; cheap to clone.
@@ -64,25 +55,23 @@ impl Metrics {
         let mut registry = Registry::with_prefix("purchase_controller");
         let purchases = Family::<PhaseLabels, Gauge>::default();
         registry.register("purchases", "Purchases by phase", purchases.clone());
-        let reconcile_seconds = Histogram::new(BUCKETS);
-        registry.register(
+        // No Lease election here, so no `leader` gauge.
+        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
+        reconcile.register_duration(
+            &mut registry,
             "reconcile_duration_seconds",
             "Time to reconcile one Purchase, catalog calls included",
-            reconcile_seconds.clone(),
         );
-        let errors = Family::<KindLabels, Counter>::default();
-        registry.register(
+        reconcile.register_failures(
+            &mut registry,
             "errors",
             "Failures: catalog calls, Kubernetes API calls",
-            errors.clone(),
         );
         Self(Arc::new(Inner {
             registry,
             purchases,
-            reconcile_seconds,
-            errors,
+            reconcile,
             phases: Mutex::new(HashMap::new()),
-            reached_api: AtomicBool::new(false),
         }))
     }
 
@@ -115,19 +104,19 @@ impl Metrics {
     }
 
     pub fn count_error(&self, kind: &'static str) {
-        self.0.errors.get_or_create(&KindLabels { kind }).inc();
+        self.0.reconcile.count_failure(kind);
     }
 
     pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile_seconds.observe(took.as_secs_f64());
+        self.0.reconcile.observe_reconcile(took);
     }
 
     pub fn set_reached_api(&self) {
-        self.0.reached_api.store(true, Ordering::Relaxed);
+        self.0.reconcile.set_reached_api();
     }
 
     pub fn reached_api(&self) -> bool {
-        self.0.reached_api.load(Ordering::Relaxed)
+        self.0.reconcile.reached_api()
     }
 
     /// OpenMetrics text.

@@ -10,16 +10,16 @@
 //! | `slice_controller_leader` | 1 while this replica leads |
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use controller_core::lease::ElectionObserver;
+use controller_core::metrics::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Reconcile latency buckets, seconds.
@@ -35,11 +35,6 @@ struct DecisionLabels {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct KindLabels {
-    kind: &'static str,
 }
 
 /// What kind of failure to count.
@@ -75,12 +70,8 @@ struct Inner {
     registry: Registry,
     slices: Family<DecisionLabels, Gauge>,
     decisions: Family<ReasonLabels, Counter>,
-    reconcile_seconds: Histogram,
-    errors: Family<KindLabels, Counter>,
-    leader: Gauge,
+    reconcile: ReconcileMetrics,
     per_consumer: Mutex<HashMap<String, SliceCounts>>,
-    leading: AtomicBool,
-    reached_api: AtomicBool,
     catalog_reachable: Gauge,
     contracts: Gauge,
     /// Under `contracts`: [`CONTRACTS_UNUSED`], [`CONTRACTS_WAITING`] (none
@@ -143,20 +134,18 @@ impl Metrics {
             "Verdicts written to slices, by reason",
             decisions.clone(),
         );
-        let reconcile_seconds = Histogram::new(BUCKETS);
-        registry.register(
+        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
+        reconcile.register_duration(
+            &mut registry,
             "reconcile_duration_seconds",
             "Time to reconcile one consumer: chain read, decision, status writes",
-            reconcile_seconds.clone(),
         );
-        let errors = Family::<KindLabels, Counter>::default();
-        registry.register(
+        reconcile.register_failures(
+            &mut registry,
             "errors",
             "Failures: chain reads, Kubernetes API calls, status write conflicts",
-            errors.clone(),
         );
-        let leader = Gauge::default();
-        registry.register("leader", "1 while this replica leads", leader.clone());
+        reconcile.register_leader(&mut registry, "leader", "1 while this replica leads");
         let catalog_reachable = Gauge::default();
         registry.register(
             "catalog_reachable",
@@ -176,12 +165,8 @@ impl Metrics {
             registry,
             slices,
             decisions,
-            reconcile_seconds,
-            errors,
-            leader,
+            reconcile,
             per_consumer: Mutex::new(HashMap::new()),
-            leading: AtomicBool::new(false),
-            reached_api: AtomicBool::new(false),
             catalog_reachable,
             contracts,
             contracts_state: AtomicU8::new(CONTRACTS_UNUSED),
@@ -189,7 +174,7 @@ impl Metrics {
     }
 
     pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile_seconds.observe(took.as_secs_f64());
+        self.0.reconcile.observe_reconcile(took);
     }
 
     pub fn count_decision(&self, reason: &'static str) {
@@ -200,10 +185,7 @@ impl Metrics {
     }
 
     pub fn count_error(&self, kind: ErrorKind) {
-        self.0
-            .errors
-            .get_or_create(&KindLabels { kind: kind.label() })
-            .inc();
+        self.0.reconcile.count_failure(kind.label());
     }
 
     /// Record one consumer's slice counts after its reconcile.
@@ -250,22 +232,21 @@ impl Metrics {
     }
 
     pub fn set_leading(&self, leading: bool) {
-        self.0.leading.store(leading, Ordering::Relaxed);
-        self.0.leader.set(i64::from(leading));
+        self.0.reconcile.set_leading(leading);
     }
 
     pub fn is_leading(&self) -> bool {
-        self.0.leading.load(Ordering::Relaxed)
+        self.0.reconcile.is_leading()
     }
 
     /// The Kubernetes API answered (the elector's first Lease read, or the
     /// first list): `/readyz` turns ready.
     pub fn set_reached_api(&self) {
-        self.0.reached_api.store(true, Ordering::Relaxed);
+        self.0.reconcile.set_reached_api();
     }
 
     pub fn reached_api(&self) -> bool {
-        self.0.reached_api.load(Ordering::Relaxed)
+        self.0.reconcile.reached_api()
     }
 
     /// The `contracts` policy is in force: `/readyz` waits for the first
