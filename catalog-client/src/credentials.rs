@@ -30,14 +30,15 @@ pub enum CredentialsError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Not a regular file, too large, unreadable in time, or not text.
+    #[error("{0}")]
+    File(#[from] edge::config_file::ConfigFileError),
     #[error("credentials file {path}: is readable by other users (mode {mode:o}, group {group}); it holds a secret: chmod 600")]
     Exposed {
         path: PathBuf,
         mode: u32,
         group: u32,
     },
-    #[error("credentials file {path}: larger than {MAX_FILE_BYTES} bytes")]
-    TooLarge { path: PathBuf },
     #[error("invalid credentials file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("invalid credentials file {path}: {field} {problem}")]
@@ -60,12 +61,7 @@ pub fn load(path: &Path, exposure: Exposure) -> Result<PeeringCredentials, Crede
     };
     let meta = std::fs::metadata(path).map_err(read)?;
     check_exposure(path, &meta, exposure)?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(CredentialsError::TooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(read)?;
+    let text = edge::config_file::read("--credentials", path, MAX_FILE_BYTES)?;
     let creds = parse(&text, path)?;
     check(&creds, path)?;
     Ok(creds)
@@ -296,7 +292,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let big = format!("{{\"token\":\"{}\"}}", "x".repeat(70 * 1024));
         let e = load_private(&dir, "big.json", &big).unwrap_err();
-        assert!(matches!(e, CredentialsError::TooLarge { .. }), "{e}");
+        assert!(
+            matches!(&e, CredentialsError::File(f) if matches!(f.problem, edge::config_file::Problem::TooLarge(_))),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_device_or_fifo_in_the_files_place_is_refused_without_reading() {
+        let e = load(Path::new("/dev/zero"), Exposure::Warn).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 
     #[test]
