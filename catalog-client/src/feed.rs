@@ -135,7 +135,7 @@ pub fn apply(offers: &mut OfferSet, event: FeedEvent) -> bool {
             *offers = all.into_iter().map(|o| (o.id.clone(), o)).collect();
         }
         FeedEvent::Upsert { offer, .. } => {
-            offers.insert(offer.id.clone(), offer);
+            offers.insert(offer.id.clone(), *offer);
         }
         FeedEvent::Delete { id, .. } => {
             offers.remove(&id);
@@ -290,14 +290,14 @@ mod tests {
             &mut set,
             FeedEvent::Upsert {
                 seq: 1,
-                offer: offer("a")
+                offer: Box::new(offer("a"))
             }
         ));
         assert!(apply(
             &mut set,
             FeedEvent::Upsert {
                 seq: 2,
-                offer: offer("b")
+                offer: Box::new(offer("b"))
             }
         ));
         assert!(apply(

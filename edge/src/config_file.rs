@@ -211,7 +211,10 @@ mod tests {
             .unwrap();
         assert!(status.success());
         let error = read_within("--config", &path, 1024, Duration::from_secs(30)).unwrap_err();
-        assert!(matches!(error.problem, Problem::NotRegular("a FIFO")), "{error}");
+        assert!(
+            matches!(error.problem, Problem::NotRegular("a FIFO")),
+            "{error}"
+        );
     }
 
     #[test]
@@ -229,7 +232,9 @@ mod tests {
     fn a_missing_file_names_the_flag() {
         let error = read("--config", Path::new("/nonexistent/x.toml"), 64).unwrap_err();
         assert!(matches!(error.problem, Problem::Io(_)));
-        assert!(error.to_string().starts_with("--config /nonexistent/x.toml: cannot read it"));
+        assert!(error
+            .to_string()
+            .starts_with("--config /nonexistent/x.toml: cannot read it"));
     }
 
     #[test]

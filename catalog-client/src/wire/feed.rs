@@ -22,7 +22,8 @@ pub enum FeedEvent {
     Upsert {
         #[serde(default)]
         seq: u64,
-        offer: Offer,
+        // Boxed: an offer is large beside the other variants.
+        offer: Box<Offer>,
     },
     /// An offer was deleted, or left the filtered view.
     Delete {
