@@ -12,10 +12,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 use catalog::buying::model::{new_id, Channel, Reservation, ReservationState, Transition};
 use catalog::buying::{ReservationStore, ReserveError};
 use catalog::offers::Cost;
-use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 
 fn reservation(task: usize, plan: &str) -> Reservation {
     let now = catalog::store::now();

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use catalog::offers::{OfferFilter, OfferSpec, OfferStore as Store, ProviderRef};
 use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
+use catalog::offers::{OfferFilter, OfferSpec, OfferStore as Store, ProviderRef};
 
 fn offer_body(i: usize) -> String {
     format!(

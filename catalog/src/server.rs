@@ -11,6 +11,7 @@ use tracing::{info, Instrument};
 
 use crate::auth::oidc::OidcVerifier;
 use crate::auth::{key::KEY_FILE, SigningKey, TokenService, TokenSettings, Verifier};
+use crate::backends::{Backend, BackendConfig, MongoConfig, MongoStore};
 use crate::buying::Buying;
 use crate::config::Config;
 use crate::feed::Feed;
@@ -20,7 +21,6 @@ use crate::offers::Offers;
 use crate::ops::Ops;
 use crate::osb::{Osb, OsbSettings};
 use crate::providers::{AccountGenerations, Providers};
-use crate::backends::{Backend, BackendConfig, MongoConfig, MongoStore};
 
 /// Which backend `config` asks for.
 pub fn backend_config(config: &Config) -> BackendConfig {

@@ -13,12 +13,12 @@
 
 use std::time::Duration;
 
+use catalog::backends::embedded::{DB_FILE, OLD_BUYING_DB_FILE};
+use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 use catalog::buying::ReservationStore;
 use catalog::offers::{OfferFilter, OfferSpec, OfferStore, ProviderRef};
 use catalog::osb::OsbStore;
 use catalog::providers::ProviderStore;
-use catalog::backends::embedded::{DB_FILE, OLD_BUYING_DB_FILE};
-use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 use redb::{Database, TableDefinition};
 
 const OFFER: &str = r#"{"id":"o1","name":"General purpose","type":"compute","description":"d","plans":{"p":{"name":"small","cost":"0.05","resources":{"cpu":"2","memory":"4Gi"}}},"clusterID":"c1","clusterName":"one","createdAt":"2026-11-01T10:00:00Z","updatedAt":"2026-11-02T10:00:00Z","version":3}"#;
@@ -175,10 +175,7 @@ async fn a_235bcb7_data_dir_is_migrated_into_one_file() {
             id: "r3".into(),
             ..store.get_reservation("r1").await.unwrap().unwrap()
         };
-        assert!(store
-            .reserve(reserve, catalog::store::now())
-            .await
-            .is_err());
+        assert!(store.reserve(reserve, catalog::store::now()).await.is_err());
     }
     assert!(dir.path().join(DB_FILE).exists());
     assert!(!dir.path().join(OLD_BUYING_DB_FILE).exists());
