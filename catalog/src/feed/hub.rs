@@ -324,7 +324,7 @@ impl Hub {
                 }
                 (id, None)
             }
-            OfferChange::ProviderAdded(_) | OfferChange::Resync => return,
+            OfferChange::Resync => return,
         };
         st.seq += 1;
         self.metrics.changes.inc();

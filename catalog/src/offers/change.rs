@@ -2,7 +2,6 @@
 //! consumer feed and anything else that must follow the catalog live.
 
 use super::Offer;
-use crate::providers::ProviderInfo;
 
 /// One committed change. Versions let a receiver drop stale copies: for one
 /// offer id, a later event always carries a larger `version`.
@@ -17,8 +16,6 @@ pub enum OfferChange {
         cluster_id: String,
         version: u64,
     },
-    /// A provider claimed its cluster ID (first authentication).
-    ProviderAdded(ProviderInfo),
     /// Changes may have been missed (e.g. the MongoDB change stream had to be
     /// reopened without its resume point): reload the full list.
     Resync,
@@ -30,7 +27,7 @@ impl OfferChange {
         match self {
             OfferChange::Upserted(o) => Some(&o.id),
             OfferChange::Deleted { id, .. } => Some(id),
-            OfferChange::ProviderAdded(_) | OfferChange::Resync => None,
+            OfferChange::Resync => None,
         }
     }
 }

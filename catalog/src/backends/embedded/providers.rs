@@ -19,7 +19,6 @@ use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
 use super::{
     from_json, from_millis, get_record, internal, to_json, write_if, EmbeddedStore, Inner,
 };
-use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::store::StoreError;
 
@@ -113,7 +112,6 @@ impl Inner {
         self.providers_write()
             .accounts
             .insert(account.cluster_id.clone(), account.clone());
-        self.publish(OfferChange::ProviderAdded(account.info()));
         Ok((account, true))
     }
 

@@ -2,7 +2,7 @@
 //! memory ([`super::memory`]): `offers`, `providers`, `disabled_providers`
 //! and `provider_peering`, one stream each. Each time a stream opens, its
 //! collection is loaded into memory, then every event is applied; offer
-//! changes (and provider registrations) are also published to this
+//! changes are also published to this
 //! process's subscribers, so changes written by any process reach them.
 //!
 //! A stream resumes after failures from its last event; it starts afresh
@@ -187,19 +187,8 @@ impl MongoStore {
                     return Ok(());
                 };
                 let now = self.providers.find_one(doc! { "_id": &id }).await?;
-                let account = now.map(ProviderAccount::from);
-                self.memory.set_provider(&id, account.clone());
-                if let (true, Some(account)) = (
-                    matches!(
-                        ev.operation_type,
-                        OperationType::Insert | OperationType::Replace
-                    ),
-                    account,
-                ) {
-                    let _ = self
-                        .changes
-                        .send(OfferChange::ProviderAdded(account.info()));
-                }
+                self.memory
+                    .set_provider(&id, now.map(ProviderAccount::from));
             }
             Part::Disabled => {
                 let Some(id) = key else {

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use super::offers::ProviderDoc;
 use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
-use crate::offers::OfferChange;
 use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
 use crate::store::StoreError;
 
@@ -72,7 +71,6 @@ impl ProviderStore for MongoStore {
                 Ok(_) => {
                     self.memory
                         .set_provider(&account.cluster_id, Some(account.clone()));
-                    self.publish_local(OfferChange::ProviderAdded(account.info()));
                     Ok((account, true))
                 }
                 Err(e) if is_duplicate_key(&e) => {
