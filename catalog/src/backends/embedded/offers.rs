@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, ReadableTable, Table};
+use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::{broadcast, oneshot};
 
 use super::group::Write;
 use super::tables::OFFERS;
-use super::{from_json, internal, to_json, EmbeddedStore, Inner};
-use crate::offers::{rules, Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, PutOutcome};
+use super::{from_json, internal, EmbeddedStore, Inner};
+use crate::offers::{Offer, OfferChange, OfferDraft, OfferFilter, OfferStore, PutOutcome};
 use crate::store::StoreError;
 
 /// Every live offer, read once at open.
@@ -27,77 +27,6 @@ pub(super) fn load(db: &Database) -> Result<BTreeMap<String, Offer>, StoreError>
         offers.insert(k.value().to_string(), offer);
     }
     Ok(offers)
-}
-
-type OffersTable<'t> = Table<'t, &'static str, &'static [u8]>;
-type VersionsTable<'t> = Table<'t, &'static str, u64>;
-
-/// Decide (by [`rules::put`]) and write one upsert inside the batch's
-/// transaction. The outer error is a storage failure (the batch fails), the
-/// inner one the rules' refusal (nothing written).
-pub(super) fn apply_put(
-    offers: &mut OffersTable<'_>,
-    versions: &mut VersionsTable<'_>,
-    draft: OfferDraft,
-    expected_version: Option<u64>,
-) -> Result<Result<PutOutcome, StoreError>, StoreError> {
-    let existing: Option<Offer> = match offers.get(draft.id.as_str()).map_err(internal)? {
-        Some(v) => Some(from_json("offer", v.value())?),
-        None => None,
-    };
-    let last_version = versions
-        .get(draft.id.as_str())
-        .map_err(internal)?
-        .map(|v| v.value())
-        .unwrap_or(0);
-    let outcome = match rules::put(
-        draft,
-        existing.as_ref(),
-        last_version,
-        expected_version,
-        crate::store::now(),
-    ) {
-        Ok(o) => o,
-        Err(refused) => return Ok(Err(refused)),
-    };
-    let offer = &outcome.offer;
-    offers
-        .insert(offer.id.as_str(), to_json(offer)?.as_slice())
-        .map_err(internal)?;
-    versions
-        .insert(offer.id.as_str(), offer.version)
-        .map_err(internal)?;
-    Ok(Ok(outcome))
-}
-
-/// Decide (by [`rules::delete`]) and write one deletion inside the batch's
-/// transaction: the removed offer and its tombstone version. Errors as
-/// [`apply_put`].
-pub(super) fn apply_delete(
-    offers: &mut OffersTable<'_>,
-    versions: &mut VersionsTable<'_>,
-    id: &str,
-    owner: &str,
-) -> Result<Result<(Offer, u64), StoreError>, StoreError> {
-    let live: Option<Offer> = match offers.get(id).map_err(internal)? {
-        Some(v) => Some(from_json("offer", v.value())?),
-        None => None,
-    };
-    let last = versions
-        .get(id)
-        .map_err(internal)?
-        .map(|v| v.value())
-        .unwrap_or(0);
-    let version = match rules::delete(live.as_ref(), owner, last) {
-        Ok(v) => v,
-        Err(refused) => return Ok(Err(refused)),
-    };
-    let Some(offer) = live else {
-        return Ok(Err(StoreError::NotFound));
-    };
-    offers.remove(id).map_err(internal)?;
-    versions.insert(id, version).map_err(internal)?;
-    Ok(Ok((offer, version)))
 }
 
 impl EmbeddedStore {
