@@ -22,7 +22,7 @@
 
 use actix_web::web;
 
-use crate::buying::{capacity, contracts_http as contracts, http as buying};
+use crate::buying::{capacity, contracts::http as contracts, http as buying};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
 use crate::providers::{admin, authenticate, peering};

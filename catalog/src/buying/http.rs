@@ -15,7 +15,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use super::contract::{self, Contract, Order};
+use super::contracts::model::{self as contract, Contract, Order};
 use super::error::BuyError;
 use super::model::{Channel, PurchaseWithPeering, Reservation, ReservationState, Transition};
 use super::service::{self, Buyer};
@@ -318,10 +318,10 @@ pub async fn purchase(
     };
     let r = service::lookup(&state, &id, &buyer).await?;
     let now = crate::store::now();
-    let terms = super::contracts::terms(&state, &r, &order, now).await?;
+    let terms = super::contracts::service::terms(&state, &r, &order, now).await?;
     // Fetched first: a purchase whose credentials cannot be handed over
     // does not happen.
-    let credentials = super::contracts::credentials(&state, &r.cluster_id).await?;
+    let credentials = super::contracts::service::credentials(&state, &r.cluster_id).await?;
     let bought = service::purchase(&state, &id, &buyer, Some(terms)).await?;
     let mut c = contract::view(&bought, now)
         .ok_or_else(|| BuyError::internal("a purchase without its contract"))?;
@@ -375,7 +375,7 @@ pub async fn list_purchases(
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["consumer (own records, with credentials)", "admin (without credentials)"]))),
     responses(
-        (status = 200, description = "The purchase; `peering` only for its buyer while purchased", body = super::openapi::PurchaseView),
+        (status = 200, description = "The purchase; `peering` only for its buyer while purchased", body = PurchaseView),
         (status = 403, description = "Not a consumer or admin", body = ErrorBody),
         (status = 404, description = "No such purchase, or another consumer's", body = ErrorBody),
         (status = 409, description = "The provider's peering credentials are not on file (it must authenticate again)", body = ErrorBody),
@@ -432,4 +432,18 @@ pub async fn cancel(
 ) -> Result<HttpResponse, BuyError> {
     let buyer = Buyer::from_caller(&caller)?;
     Ok(HttpResponse::Ok().json(service::end(&state, &id, &buyer, Transition::Cancel).await?))
+}
+
+/// What `GET /purchases/{id}` answers: the purchase record, plus `peering`
+/// (the provider's credentials) for its buyer while it is `purchased`; an
+/// admin, or the buyer of a cancelled purchase, gets the record alone.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PurchaseView {
+    #[serde(flatten)]
+    pub purchase: Reservation,
+    /// Present only for the buyer, while the purchase is `purchased`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub peering: Option<crate::providers::PeeringCredentials>,
 }

@@ -3,12 +3,11 @@
 //! Liqo peering credentials — or release it. Providers may cap how many
 //! concurrent reservations and purchases a plan accepts.
 //!
-//! - [`model`]: reservations and purchases, and the rules both
-//!   backends follow ([`model::step`] for state transitions,
-//!   [`model::sold_out`] for caps).
-//! - [`contract`]: contracts (a REST purchase's terms, its state reports,
-//!   who sees what), the rules written once; [`contracts`] their
-//!   operations, [`contracts_http`] their endpoints.
+//! - [`model`]: reservations and purchases (a REST purchase with its
+//!   contract's terms), and the rules both backends follow
+//!   ([`model::step`] for state transitions, [`model::sold_out`] for caps).
+//! - [`contracts`]: contracts (what a REST purchase yields, its state
+//!   reports, who sees what): their rules, operations and endpoints.
 //! - [`store`]: the [`ReservationStore`] trait the backends implement.
 //! - [`service`]: the operations, shared by the REST API and the Open
 //!   Service Broker API (the `osb` feature, above this one).
@@ -22,9 +21,7 @@
 
 pub mod capacity;
 pub mod config;
-pub mod contract;
 pub mod contracts;
-pub mod contracts_http;
 pub mod error;
 pub mod http;
 pub mod model;

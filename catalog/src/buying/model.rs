@@ -6,15 +6,16 @@
 //! `released`, `expired` or `cancelled`. A purchase keeps its reservation's
 //! id, so `/purchases/{id}` and `/reservations/{id}` name the same record.
 //! A REST purchase carries the [`ContractTerms`] of its contract (see
-//! [`super::contract`]); an Open Service Broker purchase carries none and
+//! [`super::contracts`]); an Open Service Broker purchase carries none and
 //! never expires.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::contract::ContractTerms;
+use quantity::ResourceList;
+
 use crate::offers::Cost;
-use crate::providers::PeeringCredentials;
+use crate::providers::{LiqoGeneration, PeeringCredentials};
 
 /// Where a holding is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -265,6 +266,113 @@ pub fn new_id() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Where the consumer side says a contract is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ContractState {
+    /// Bought; not peered yet (or the peering was lost).
+    Pending,
+    /// The consumer's cluster peered with the provider.
+    Peered,
+    /// The provider granted the contract's resources.
+    Granted,
+    /// Workloads can be offloaded.
+    Ready,
+    /// Something went wrong; `reason` says what.
+    Failed,
+}
+
+impl ContractState {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => ContractState::Pending,
+            "peered" => ContractState::Peered,
+            "granted" => ContractState::Granted,
+            "ready" => ContractState::Ready,
+            "failed" => ContractState::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// What a REST purchase fixes, stored with the purchased record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContractTerms {
+    /// The consumer's Liqo cluster ID, once known (set once).
+    #[serde(
+        rename = "consumerClusterID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consumer_cluster_id: Option<String>,
+    /// The provider's cluster name at purchase time.
+    pub cluster_name: String,
+    /// The plan's resources at purchase time.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub resources: ResourceList,
+    /// The ResourceSlice class the provider enforces.
+    pub resource_slice_class: String,
+    /// The Liqo generations the provider peered with at purchase time.
+    pub liqo: Vec<LiqoGeneration>,
+    pub state: ContractState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub state_changed_at: DateTime<Utc>,
+    /// Bumped by every state report: the stores' compare-and-swap token.
+    #[serde(default)]
+    pub revision: i64,
+}
+
+impl ContractTerms {
+    /// Fresh terms (state `pending` since `now`).
+    pub fn new(
+        consumer_cluster_id: Option<String>,
+        cluster_name: String,
+        resources: ResourceList,
+        resource_slice_class: String,
+        liqo: Vec<LiqoGeneration>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        ContractTerms {
+            consumer_cluster_id,
+            cluster_name,
+            resources,
+            resource_slice_class,
+            liqo,
+            state: ContractState::Pending,
+            reason: None,
+            state_changed_at: now,
+            revision: 0,
+        }
+    }
+}
+
+/// The purchase of `r` at `now` as a contract with `terms`, lasting
+/// `lifetime`: [`step`]'s purchase, stamped with the terms and the expiry.
+pub fn purchase_step(
+    r: &Reservation,
+    terms: &ContractTerms,
+    lifetime: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Step {
+    match step(r, Transition::Purchase, now) {
+        Step::Write {
+            mut next,
+            refused: false,
+        } => {
+            next.contract = Some(terms.clone());
+            next.expires_at = now + lifetime;
+            Step::Write {
+                next,
+                refused: false,
+            }
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]

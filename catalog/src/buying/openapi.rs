@@ -2,25 +2,10 @@
 //! into it by the top-level `openapi` module. (The Open Service Broker
 //! routes are described by the `osb` feature's own `openapi` module.)
 
-use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::OpenApi;
 
-use super::{capacity, contract, contracts_http, http, model};
+use super::{capacity, contracts, http, model};
 use crate::http::ErrorBody;
-
-/// What `GET /purchases/{id}` answers: the purchase record, plus `peering`
-/// (the provider's credentials) for its buyer while it is `purchased`; an
-/// admin, or the buyer of a cancelled purchase, gets the record alone.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PurchaseView {
-    #[serde(flatten)]
-    pub purchase: model::Reservation,
-    /// Present only for the buyer, while the purchase is `purchased`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub peering: Option<crate::providers::PeeringCredentials>,
-}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,25 +20,25 @@ pub struct PurchaseView {
         http::cancel,
         capacity::get,
         capacity::put,
-        contracts_http::list,
-        contracts_http::get,
-        contracts_http::put_state,
+        contracts::http::list,
+        contracts::http::get,
+        contracts::http::put_state,
     ),
     components(schemas(
         model::Reservation,
         model::ReservationState,
         model::Channel,
         model::PurchaseWithPeering,
-        PurchaseView,
+        http::PurchaseView,
         http::ReserveRequest,
         http::PurchaseRequest,
         http::PurchaseAnswer,
-        contract::Contract,
-        contract::ContractTerms,
-        contract::ContractState,
-        contract::Ended,
-        contract::ContractCredentials,
-        contract::V1Credentials,
+        contracts::model::Contract,
+        model::ContractTerms,
+        model::ContractState,
+        contracts::model::Ended,
+        contracts::model::ContractCredentials,
+        contracts::model::V1Credentials,
         crate::http::schemas::StateReport,
         capacity::Capacity,
         capacity::CapRequest,

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::contract::{purchase_step, ContractTerms};
 use super::error::BuyError;
-use super::model::{new_id, Channel, Reservation, ReservationState, Step, Transition};
+use super::model::{
+    new_id, purchase_step, Channel, ContractTerms, Reservation, ReservationState, Step, Transition,
+};
 use super::store::{ReservationStore, ReserveError, TransitionError};
 use crate::auth::{Caller, Role};
 use crate::offers::OfferStore;

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 
 use super::error::OsbError;
 use super::guard::guard;
-use super::instances::{
-    bindable, check_id, check_plan, object_field, parse, read_body, request_digest, required_field,
-    Query,
-};
+use super::instances::{bindable, check_plan};
 use super::model::{answered_parameters, stored_parameters, OsbBinding, OsbInstance};
+use super::request::{
+    check_id, object_field, parse, read_body, request_digest, required_field, Query,
+};
 use super::Osb;
 use crate::buying::model::ReservationState;
 use crate::buying::service;
@@ -89,28 +89,28 @@ fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpRes
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbBind",
     params(
-        super::openapi::OsbBindingPath,
+        super::responses::OsbBindingPath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; bindings are always synchronous"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     request_body = BindRequest,
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "Already bound with identical attributes", body = super::openapi::OsbBindingCredentials,
+        (status = 200, description = "Already bound with identical attributes", body = super::responses::OsbBindingCredentials,
             headers(("Cache-Control" = String, description = "`no-store`"))),
-        (status = 201, description = "Bound", body = super::openapi::OsbBindingCredentials,
+        (status = 201, description = "Bound", body = super::responses::OsbBindingCredentials,
             headers(("Cache-Control" = String, description = "`no-store`")),
             links(
                 ("FetchBinding" = (operation_id = "osbFetchBinding", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
                 ("BindingLastOperation" = (operation_id = "osbBindingLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
             )),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::openapi::OsbErrorBody),
-        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 404, description = "No such provisioned instance", body = super::openapi::OsbErrorBody),
-        (status = 409, description = "The binding exists with other attributes", body = super::openapi::OsbErrorBody),
-        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::responses::OsbErrorBody),
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::responses::OsbErrorBody),
+        (status = 404, description = "No such provisioned instance", body = super::responses::OsbErrorBody),
+        (status = 409, description = "The binding exists with other attributes", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn bind(
@@ -188,17 +188,17 @@ async fn binding_of(
 /// A binding, with the credentials it released.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbFetchBinding",
-    params(super::openapi::OsbBindingPath, super::openapi::OsbHeaders),
+    params(super::responses::OsbBindingPath, super::responses::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "The binding", body = super::openapi::OsbBindingView,
+        (status = 200, description = "The binding", body = super::responses::OsbBindingView,
             headers(("Cache-Control" = String, description = "`no-store`"))),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
-        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -229,20 +229,20 @@ pub async fn fetch(
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbUnbind",
     params(
-        super::openapi::OsbBindingPath,
+        super::responses::OsbBindingPath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; unbinding is always synchronous"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "Unbound", body = super::openapi::OsbEmpty),
-        super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::openapi::OsbErrorBody),
-        (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "Unbound", body = super::responses::OsbEmpty),
+        super::responses::OsbMalformed,
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::responses::OsbErrorBody),
+        (status = 410, description = "No such binding", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn unbind(
@@ -280,20 +280,20 @@ pub async fn unbind(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}/last_operation", tag = "osb", operation_id = "osbBindingLastOperation",
     params(
-        super::openapi::OsbBindingPath,
+        super::responses::OsbBindingPath,
         ("operation" = Option<String>, Query, description = "Accepted and ignored"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "`succeeded`", body = super::openapi::OsbLastOperation),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        (status = 410, description = "No such binding", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "`succeeded`", body = super::responses::OsbLastOperation),
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        (status = 410, description = "No such binding", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(

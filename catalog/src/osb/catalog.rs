@@ -200,14 +200,14 @@ pub async fn resolve(
 /// service, its plans as plans.
 #[utoipa::path(
     get, path = "/v2/catalog", tag = "osb", operation_id = "osbGetCatalog",
-    params(super::openapi::OsbHeaders),
+    params(super::responses::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "The services", body = super::openapi::OsbCatalog),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "The services", body = super::responses::OsbCatalog),
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn get(state: web::Data<Osb>, req: HttpRequest) -> Result<HttpResponse, OsbError> {

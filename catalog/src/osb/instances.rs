@@ -11,13 +11,10 @@
 //! the instance; an asynchronous deprovisioning that finished answers
 //! `last_operation` with 410 Gone, as the spec asks.
 
-use std::collections::HashMap;
-
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use super::catalog::resolve;
@@ -27,59 +24,18 @@ use super::guard::{guard, Platform};
 use super::model::{
     answered_parameters, stored_parameters, Operation, OperationKind, OperationState, OsbInstance,
 };
+use super::request::{
+    check_id, object_field, parse, read_body, request_digest, required_field, Query,
+};
 use super::Osb;
 use crate::buying::model::{new_id, Channel, Transition};
 use crate::buying::service::{self, Buyer};
 use crate::buying::BuyError;
 use crate::buying::TransitionError;
-use crate::http::{read_json_body, ApiError};
 
-/// Longest OSB id accepted (instance, binding, service, plan).
-pub const MAX_OSB_ID: usize = 255;
 /// An operation still "in progress" after this long lost its worker (the
 /// process stopped): it is reported failed.
 const STALE_OPERATION: chrono::Duration = chrono::Duration::seconds(60);
-
-/// Query parameters of every instance and binding route.
-pub struct Query(pub HashMap<String, String>);
-
-impl Query {
-    pub fn parse(req: &HttpRequest) -> Result<Self, OsbError> {
-        serde_urlencoded::from_str(req.query_string())
-            .map(Query)
-            .map_err(|e| OsbError::bad_request(format!("malformed query string: {e}")))
-    }
-
-    pub fn accepts_incomplete(&self) -> Result<bool, OsbError> {
-        match self.0.get("accepts_incomplete").map(String::as_str) {
-            None | Some("false") => Ok(false),
-            Some("true") => Ok(true),
-            Some(other) => Err(OsbError::bad_request(format!(
-                "accepts_incomplete: must be true or false, not `{other}`"
-            ))),
-        }
-    }
-
-    /// A required, non-empty parameter.
-    pub fn required(&self, name: &str) -> Result<&str, OsbError> {
-        match self.0.get(name).map(String::as_str) {
-            Some(v) if !v.is_empty() => Ok(v),
-            _ => Err(OsbError::bad_request(format!(
-                "{name}: query parameter is required"
-            ))),
-        }
-    }
-}
-
-/// Check a path id: non-empty, at most [`MAX_OSB_ID`] printable bytes.
-pub fn check_id(what: &str, id: &str) -> Result<(), OsbError> {
-    if id.is_empty() || id.len() > MAX_OSB_ID || id.chars().any(char::is_control) {
-        return Err(OsbError::bad_request(format!(
-            "{what}: must be 1 to {MAX_OSB_ID} printable characters"
-        )));
-    }
-    Ok(())
-}
 
 /// Whether to answer asynchronously; 422 AsyncRequired when the broker
 /// demands it and the platform does not accept it.
@@ -125,68 +81,6 @@ pub(crate) struct ProvisionRequest {
     parameters: Option<Value>,
     #[serde(default)]
     maintenance_info: Option<Value>,
-}
-
-/// The request body within the size limit; a declared non-JSON type is a
-/// 400, as the spec asks.
-pub async fn read_body(
-    state: &Osb,
-    req: &HttpRequest,
-    payload: web::Payload,
-) -> Result<web::Bytes, OsbError> {
-    read_json_body(req, payload, state.max_body_bytes)
-        .await
-        .map_err(|e| match e {
-            ApiError::UnsupportedMediaType(m) => OsbError::bad_request(m),
-            other => other.into(),
-        })
-}
-
-/// Parse an OSB body (unknown fields ignored, as the spec requires).
-pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, OsbError> {
-    if body.is_empty() {
-        return Err(OsbError::bad_request("body: a JSON object is required"));
-    }
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." {
-            "body".to_string()
-        } else {
-            path
-        };
-        OsbError::bad_request(format!("{field}: {}", e.into_inner()))
-    })
-}
-
-/// A required, non-empty body field.
-pub fn required_field(name: &str, v: Option<String>) -> Result<String, OsbError> {
-    match v {
-        Some(s) if !s.is_empty() => {
-            check_id(name, &s)?;
-            Ok(s)
-        }
-        Some(_) => Err(OsbError::bad_request(format!("{name}: must not be empty"))),
-        None => Err(OsbError::bad_request(format!("{name}: is required"))),
-    }
-}
-
-/// `parameters`/`context` must be objects when present.
-pub fn object_field(name: &str, v: &Option<Value>) -> Result<(), OsbError> {
-    match v {
-        None | Some(Value::Object(_)) => Ok(()),
-        Some(_) => Err(OsbError::bad_request(format!("{name}: must be an object"))),
-    }
-}
-
-/// SHA-256 over the attributes that make two requests identical (JSON
-/// objects serialise with sorted keys, so equal values digest equally).
-pub fn request_digest(v: &Value) -> String {
-    let bytes = serde_json::to_vec(v).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn accepted(operation: &str) -> HttpResponse {
@@ -332,29 +226,29 @@ async fn finish_provision(
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbProvision",
     params(
-        super::openapi::OsbInstancePath,
+        super::responses::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     request_body = ProvisionRequest,
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "Already provisioned with identical attributes", body = super::openapi::OsbEmpty),
-        (status = 201, description = "Provisioned (a purchase)", body = super::openapi::OsbEmpty,
+        (status = 200, description = "Already provisioned with identical attributes", body = super::responses::OsbEmpty),
+        (status = 201, description = "Provisioned (a purchase)", body = super::responses::OsbEmpty,
             links(
                 ("FetchInstance" = (operation_id = "osbFetchInstance", parameters(("instance_id" = "$request.path.instance_id")))),
                 ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id")))),
             )),
-        (status = 202, description = "Provisioning in the background", body = super::openapi::OsbAsyncOperation,
+        (status = 202, description = "Provisioning in the background", body = super::responses::OsbAsyncOperation,
             links(
                 ("InstanceLastOperation" = (operation_id = "osbInstanceLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("operation" = "$response.body#/operation")))),
             )),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbNoRole,
-        (status = 409, description = "The instance exists with other attributes", body = super::openapi::OsbErrorBody),
-        (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or a `service_id`/`plan_id` not in the catalog", body = super::responses::OsbErrorBody),
+        super::responses::OsbNoRole,
+        (status = 409, description = "The instance exists with other attributes", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired`, `ConcurrencyError` (an operation is running) or `PlanUnavailable` (sold out, provider disabled)", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn provision(
@@ -517,15 +411,15 @@ async fn start_provision(
 /// A provisioned instance.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbFetchInstance",
-    params(super::openapi::OsbInstancePath, super::openapi::OsbHeaders),
+    params(super::responses::OsbInstancePath, super::responses::OsbHeaders),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "The instance", body = super::openapi::OsbInstanceView),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        (status = 404, description = "No such provisioned instance (or another owner's)", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "The instance", body = super::responses::OsbInstanceView),
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        (status = 404, description = "No such provisioned instance (or another owner's)", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn fetch(
@@ -580,22 +474,22 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbDeprovision",
     params(
-        super::openapi::OsbInstancePath,
+        super::responses::OsbInstancePath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
         ("accepts_incomplete" = Option<bool>, Query, description = "The platform accepts a 202 and polls `last_operation`"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "Deprovisioned", body = super::openapi::OsbEmpty),
-        (status = 202, description = "Deprovisioning in the background", body = super::openapi::OsbAsyncOperation),
-        super::openapi::OsbMalformed,
-        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 410, description = "No such instance", body = super::openapi::OsbErrorBody),
-        (status = 422, description = "`AsyncRequired` or `ConcurrencyError`", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "Deprovisioned", body = super::responses::OsbEmpty),
+        (status = 202, description = "Deprovisioning in the background", body = super::responses::OsbAsyncOperation),
+        super::responses::OsbMalformed,
+        (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::responses::OsbErrorBody),
+        (status = 410, description = "No such instance", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired` or `ConcurrencyError`", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn deprovision(
@@ -666,22 +560,22 @@ pub async fn deprovision(
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/last_operation", tag = "osb", operation_id = "osbInstanceLastOperation",
     params(
-        super::openapi::OsbInstancePath,
+        super::responses::OsbInstancePath,
         ("operation" = Option<String>, Query, description = "The `operation` of the 202 answer (400 if it is not the last one)"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "The operation's state", body = super::openapi::OsbLastOperation,
+        (status = 200, description = "The operation's state", body = super::responses::OsbLastOperation,
             headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        (status = 404, description = "Another owner's instance", body = super::openapi::OsbErrorBody),
-        (status = 410, description = "No such instance (deprovisioned)", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        (status = 404, description = "Another owner's instance", body = super::responses::OsbErrorBody),
+        (status = 410, description = "No such instance (deprovisioned)", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn last_operation(

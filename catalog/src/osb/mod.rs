@@ -27,6 +27,8 @@ pub mod instances;
 pub mod maintenance;
 pub mod model;
 pub mod openapi;
+pub mod request;
+pub mod responses;
 pub mod store;
 pub mod update;
 

@@ -16,10 +16,9 @@ use serde_json::{json, Value};
 
 use super::error::OsbError;
 use super::guard::guard;
-use super::instances::{
-    busy, check_id, object_field, parse, read_body, required_field, settle, Query,
-};
+use super::instances::{busy, settle};
 use super::model::answered_parameters;
+use super::request::{check_id, object_field, parse, read_body, required_field, Query};
 use super::Osb;
 use actix_web::http::StatusCode;
 
@@ -55,20 +54,20 @@ pub(crate) struct UpdateRequest {
 #[utoipa::path(
     patch, path = "/v2/service_instances/{instance_id}", tag = "osb", operation_id = "osbUpdate",
     params(
-        super::openapi::OsbInstancePath,
+        super::responses::OsbInstancePath,
         ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; updates always answer synchronously"),
-        super::openapi::OsbHeaders,
+        super::responses::OsbHeaders,
     ),
     request_body = UpdateRequest,
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "Nothing to change", body = super::openapi::OsbEmpty),
-        super::openapi::OsbMalformed,
-        super::openapi::OsbNoRole,
-        (status = 404, description = "No such instance (or another owner's)", body = super::openapi::OsbErrorBody),
-        (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::openapi::OsbErrorBody),
-        super::openapi::OsbCommonResponses,
+        (status = 200, description = "Nothing to change", body = super::responses::OsbEmpty),
+        super::responses::OsbMalformed,
+        super::responses::OsbNoRole,
+        (status = 404, description = "No such instance (or another owner's)", body = super::responses::OsbErrorBody),
+        (status = 422, description = "Not provisioned, a change that cannot be made, `ConcurrencyError` or `MaintenanceInfoConflict`", body = super::responses::OsbErrorBody),
+        super::responses::OsbCommonResponses,
     )
 )]
 pub async fn update(

@@ -5,7 +5,7 @@
 //!
 //! It names no feature's types: the traits themselves live in the features
 //! (`offers::OfferStore`, `providers::ProviderStore`, ...), their
-//! implementations in [`crate::backends`], above the features.
+//! implementations in the backends (the `backends` module, above the features).
 
 use async_trait::async_trait;
 

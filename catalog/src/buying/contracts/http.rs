@@ -11,11 +11,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::contract::{Contract, ContractFilter, ContractState, Report};
-use super::contracts::{self, viewer};
-use super::error::BuyError;
-use super::Buying;
+use super::model::{Contract, ContractFilter, Report};
+use super::service::{self, viewer};
 use crate::auth::Caller;
+use crate::buying::error::BuyError;
+use crate::buying::model::ContractState;
+use crate::buying::Buying;
 use crate::http::{parse_object, read_json_body, ErrorBody};
 
 #[derive(Debug, Deserialize)]
@@ -103,7 +104,7 @@ pub async fn list(
 ) -> Result<HttpResponse, BuyError> {
     let who = viewer(&caller)?;
     let filter = filter(&req)?;
-    let contracts = contracts::list(&state, &who, &filter).await?;
+    let contracts = service::list(&state, &who, &filter).await?;
     let body = serde_json::to_vec(&contracts).map_err(|e| BuyError::internal(e.to_string()))?;
     let tag = etag(&body);
     if not_modified(&req, &tag) {
@@ -139,7 +140,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse, BuyError> {
     let who = viewer(&caller)?;
-    let c = contracts::get(&state, &id, &who).await?;
+    let c = service::get(&state, &id, &who).await?;
     let mut answer = HttpResponse::Ok();
     if c.credentials.is_some() {
         answer.insert_header((header::CACHE_CONTROL, "no-store"));
@@ -188,7 +189,7 @@ pub async fn put_state(
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let raw: RawReport = parse_object(&body)?;
     let report = Report::new(&raw.state, raw.reason, raw.consumer_cluster_id)?;
-    Ok(HttpResponse::Ok().json(contracts::report(&state, &id, &who, report).await?))
+    Ok(HttpResponse::Ok().json(service::report(&state, &id, &who, report).await?))
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Contracts: what a REST purchase yields, and the rules about them that
 //! both stores and every handler follow, written once here.
 //!
-//! A contract is the purchased record itself ([`Reservation`] with
-//! [`ContractTerms`]); its id is the purchase's id. The terms fix, at
+//! A contract is the purchased record itself: a [`Reservation`] with
+//! [`ContractTerms`](crate::buying::model::ContractTerms), both in
+//! [`crate::buying::model`] with the purchase step that writes the terms.
+//! Its id is the purchase's id. The terms fix, at
 //! purchase time, the plan's resources, the provider's ResourceSlice class
 //! and Liqo generations, and the expiry (the record's `expiresAt`, so the
 //! expiry sweeper and the plan's unit accounting treat it like a
@@ -21,7 +23,7 @@ use chrono::{DateTime, Utc};
 use quantity::ResourceList;
 use serde::{Deserialize, Serialize};
 
-use super::model::{step, Reservation, ReservationState, Step, Transition};
+use crate::buying::model::{ContractState, Reservation, ReservationState, Step};
 use crate::http::{validate_id, FieldError};
 use crate::offers::Cost;
 use crate::providers::{LiqoGeneration, PeeringCredentials};
@@ -29,95 +31,12 @@ use crate::providers::{LiqoGeneration, PeeringCredentials};
 /// Longest `reason` accepted, in bytes.
 pub const MAX_REASON_LEN: usize = 256;
 
-/// Where the consumer side says a contract is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ContractState {
-    /// Bought; not peered yet (or the peering was lost).
-    Pending,
-    /// The consumer's cluster peered with the provider.
-    Peered,
-    /// The provider granted the contract's resources.
-    Granted,
-    /// Workloads can be offloaded.
-    Ready,
-    /// Something went wrong; `reason` says what.
-    Failed,
-}
-
-impl ContractState {
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "pending" => ContractState::Pending,
-            "peered" => ContractState::Peered,
-            "granted" => ContractState::Granted,
-            "ready" => ContractState::Ready,
-            "failed" => ContractState::Failed,
-            _ => return None,
-        })
-    }
-}
-
 /// How a contract ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Ended {
     Cancelled,
     Expired,
-}
-
-/// What a REST purchase fixes, stored with the purchased record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ContractTerms {
-    /// The consumer's Liqo cluster ID, once known (set once).
-    #[serde(
-        rename = "consumerClusterID",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub consumer_cluster_id: Option<String>,
-    /// The provider's cluster name at purchase time.
-    pub cluster_name: String,
-    /// The plan's resources at purchase time.
-    #[schema(value_type = std::collections::BTreeMap<String, String>)]
-    pub resources: ResourceList,
-    /// The ResourceSlice class the provider enforces.
-    pub resource_slice_class: String,
-    /// The Liqo generations the provider peered with at purchase time.
-    pub liqo: Vec<LiqoGeneration>,
-    pub state: ContractState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
-    pub state_changed_at: DateTime<Utc>,
-    /// Bumped by every state report: the stores' compare-and-swap token.
-    #[serde(default)]
-    pub revision: i64,
-}
-
-impl ContractTerms {
-    /// Fresh terms (state `pending` since `now`).
-    pub fn new(
-        consumer_cluster_id: Option<String>,
-        cluster_name: String,
-        resources: ResourceList,
-        resource_slice_class: String,
-        liqo: Vec<LiqoGeneration>,
-        now: DateTime<Utc>,
-    ) -> Self {
-        ContractTerms {
-            consumer_cluster_id,
-            cluster_name,
-            resources,
-            resource_slice_class,
-            liqo,
-            state: ContractState::Pending,
-            reason: None,
-            state_changed_at: now,
-            revision: 0,
-        }
-    }
 }
 
 /// The credentials a contract releases to its consumer.
@@ -315,30 +234,6 @@ pub fn check_cluster_id(v: &str) -> Result<(), FieldError> {
     validate_id("consumerClusterID", v)
 }
 
-/// The purchase of `r` at `now` as a contract with `terms`, lasting
-/// `lifetime`: [`step`]'s purchase, stamped with the terms and the expiry.
-pub fn purchase_step(
-    r: &Reservation,
-    terms: &ContractTerms,
-    lifetime: chrono::Duration,
-    now: DateTime<Utc>,
-) -> Step {
-    match step(r, Transition::Purchase, now) {
-        Step::Write {
-            mut next,
-            refused: false,
-        } => {
-            next.contract = Some(terms.clone());
-            next.expires_at = now + lifetime;
-            Step::Write {
-                next,
-                refused: false,
-            }
-        }
-        other => other,
-    }
-}
-
 /// A state report (`PUT /contracts/{id}/state`), checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
@@ -453,7 +348,7 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buying::model::Channel;
+    use crate::buying::model::{purchase_step, step, Channel, ContractTerms, Transition};
     use proptest::prelude::*;
 
     fn reserved(expires_in: i64) -> Reservation {

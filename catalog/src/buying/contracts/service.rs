@@ -1,23 +1,23 @@
 //! Contract operations, independent of HTTP: the terms a REST purchase
 //! fixes, the credentials a contract releases to its consumer, listing and
 //! reading contracts as each party may see them, and state reports. The
-//! rules are [`super::contract`]'s; this module reads and writes.
+//! rules are [`super::model`]'s; this module reads and writes.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::contract::{
+use super::model::{
     self, check_report, party, report_step, view, Contract, ContractCredentials, ContractFilter,
-    ContractTerms, Order, Party, Report, ReportError, V1Credentials, Viewer,
+    Order, Party, Report, ReportError, V1Credentials, Viewer,
 };
-use super::error::BuyError;
-use super::model::{Reservation, Step};
-use super::service::settle;
-use super::store::TransitionError;
-use super::Buying;
 use crate::auth::{Caller, Role};
+use crate::buying::error::BuyError;
+use crate::buying::model::{ContractTerms, Reservation, Step};
+use crate::buying::service::settle;
+use crate::buying::store::TransitionError;
+use crate::buying::Buying;
 use crate::providers::LiqoGeneration;
 
 /// The caller as a viewer of contracts: consumers, providers and admins
@@ -46,7 +46,7 @@ pub async fn terms(
     order: &Order,
     now: DateTime<Utc>,
 ) -> Result<(ContractTerms, chrono::Duration), BuyError> {
-    let lifetime = contract::lifetime(state.contract_duration, order.duration_seconds)?;
+    let lifetime = model::lifetime(state.contract_duration, order.duration_seconds)?;
     let plan = state
         .offers
         .get_offer(&r.offer_id)
@@ -130,7 +130,7 @@ pub async fn list(
         }
         let mut seen = BTreeSet::new();
         records.retain(|r| seen.insert(r.id.clone()));
-        super::model::newest_first(&mut records);
+        crate::buying::model::newest_first(&mut records);
         records
     };
     let now = crate::store::now();
