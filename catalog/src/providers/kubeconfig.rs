@@ -393,11 +393,13 @@ fn model(file: File) -> Result<Kubeconfig, KubeconfigError> {
         )));
     }
     if let Some(ns) = &context.context.namespace {
+        let part = "contexts[0].context.namespace";
         if !is_dns_label(ns) {
-            return Err(bad(
-                "contexts[0].context.namespace must be a DNS-1123 label (a Kubernetes namespace)",
-            ));
+            return Err(bad(format!(
+                "{part} must be a DNS-1123 label (a Kubernetes namespace)"
+            )));
         }
+        read_alike(part, ns)?;
     }
     let server = check_server(&cluster.cluster.server)?;
     let certificate_authority = match &cluster.cluster.certificate_authority_data {
@@ -431,13 +433,51 @@ fn check_name(part: &str, name: &str) -> Result<(), KubeconfigError> {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-:@/".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(bad(format!(
+    if !ok {
+        return Err(bad(format!(
             "{part} must be 1 to {MAX_NAME} of A-Z a-z 0-9 . _ - : @ /"
-        )))
+        )));
     }
+    read_alike(part, name)
+}
+
+/// Refuse `value` if the canonical copy would write it unquoted and YAML
+/// 1.1 readers (client-go reads kubeconfigs through go-yaml v2) would read
+/// it as a boolean, null or number rather than the string serde_yaml (YAML
+/// 1.2) reads: `yes`, `on`, `n`, `1_000`, `0b101`, …. Quoted values are
+/// read alike by both.
+fn read_alike(part: &str, value: &str) -> Result<(), KubeconfigError> {
+    let plain = serde_yaml::to_string(value).is_ok_and(|t| !t.starts_with(['\'', '"']));
+    if plain && yaml11_not_a_string(value) {
+        return Err(bad(format!(
+            "{part} `{value}` would be read as a boolean or a number by client-go (YAML 1.1)"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether go-yaml v2 resolves the plain scalar `s` to something other
+/// than a string (its bool and null words; ints with `_`, `0b`, `0o`,
+/// `0x`; floats).
+pub(super) fn yaml11_not_a_string(s: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "y", "yes", "n", "no", "on", "off", "true", "false", "null", "~",
+    ];
+    if WORDS.iter().any(|w| s.eq_ignore_ascii_case(w)) {
+        return true;
+    }
+    if !s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) {
+        return false;
+    }
+    let t: String = s.chars().filter(|c| *c != '_').collect();
+    let digits = t.trim_start_matches(['+', '-']);
+    let int = match digits.get(..2) {
+        Some("0b") => u64::from_str_radix(&digits[2..], 2).is_ok(),
+        Some("0o") => u64::from_str_radix(&digits[2..], 8).is_ok(),
+        Some("0x") => u64::from_str_radix(&digits[2..], 16).is_ok(),
+        _ => digits.parse::<u64>().is_ok(),
+    };
+    int || t.parse::<f64>().is_ok()
 }
 
 fn is_dns_label(s: &str) -> bool {
@@ -541,13 +581,12 @@ fn check_token(token: &str) -> Result<(), KubeconfigError> {
         && body
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(bad(
+    if !ok {
+        return Err(bad(
             "users[0].user.token must be a non-empty bearer token (A-Z a-z 0-9 - . _ ~ + /, then = padding)",
-        ))
+        ));
     }
+    read_alike("users[0].user.token", token)
 }
 
 /// Every section of `sections` is a certificate that `parse` accepts.
