@@ -341,7 +341,7 @@ pub async fn run(
             cli.lease_times(),
         );
         let elector = Elector::new(client.clone(), lease);
-        lease::run_elected(elector, metrics.clone(), stopping, move |term| {
+        lease::run_elected(elector, metrics.election(), stopping, move |term| {
             let (client, settings, offers, metrics) = (
                 client.clone(),
                 settings.clone(),

@@ -174,21 +174,15 @@ impl Metrics {
         self.0.reconcile.reached_api()
     }
 
+    /// What leader election reports to: a standby is ready once it could
+    /// read the Lease; `leader` says whether this replica leads.
+    pub fn election(&self) -> ReconcileMetrics {
+        self.0.reconcile.clone()
+    }
+
     /// The OpenMetrics text.
     pub fn render(&self) -> String {
         edge::probe::openmetrics(&self.0.registry)
-    }
-}
-
-/// Leader election reports here: a standby is ready once it could read the
-/// Lease; `leader` says whether this replica leads.
-impl controller_core::lease::ElectionObserver for Metrics {
-    fn reached_api(&self) {
-        self.set_reached_api();
-    }
-
-    fn leading(&self, leading: bool) {
-        self.set_leading(leading);
     }
 }
 
