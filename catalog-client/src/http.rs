@@ -200,7 +200,10 @@ mod tests {
 
     #[test]
     fn a_base_keeps_its_path() {
-        let http = Http::new(reqwest::Client::new(), "http://h/broker".parse().unwrap());
+        let http = Http::new(
+            Http::client(Duration::from_secs(5), "test").unwrap(),
+            "http://h/broker".parse().unwrap(),
+        );
         assert_eq!(http.base().as_str(), "http://h/broker/");
         let req = http
             .request(Method::GET, "offer/x")

@@ -305,7 +305,10 @@ mod tests {
 
     #[test]
     fn debug_shows_no_secret() {
-        let http = Http::new(reqwest::Client::new(), "http://h".parse().unwrap());
+        let http = Http::new(
+            Http::client(std::time::Duration::from_secs(5), "test").unwrap(),
+            "http://h".parse().unwrap(),
+        );
         let admin = Session::new(
             http.clone(),
             Login::Admin {
