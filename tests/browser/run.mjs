@@ -990,13 +990,9 @@ try {
 
   await runner.test('buying from a Liqo v1 provider: the contract page downloads the registered kubeconfig and shows the exact liqoctl peer command', async () => {
     const tokenA = await restToken(providerA);
-    // What `liqoctl generate peering-user` writes: a client certificate and key embedded.
-    const kubeconfig = [
-      'apiVersion: v1', 'kind: Config', 'current-context: liqo-peering', 'contexts:', '- name: liqo-peering', '  context:',
-      '    cluster: milan-edge', '    user: liqo-peer-user', 'clusters:', '- name: milan-edge', '  cluster:',
-      '    server: https://203.0.113.7:6443', '    certificate-authority-data: Q0EtREFUQQ==', 'users:', '- name: liqo-peer-user', '  user:',
-      '    client-certificate-data: Q0VSVC1EQVRB', '    client-key-data: S0VZLURBVEEtc2VjcmV0', '',
-    ].join('\n');
+    // What `liqoctl generate peering-user` v1.2.0 writes: a client certificate and key embedded
+    // (the catalog releases exactly this, its canonical form).
+    const kubeconfig = readFileSync(new URL('../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml', import.meta.url), 'utf8');
     const registered = await fetch(`${base}/provider/peering`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` }, body: JSON.stringify({ v1: { kubeconfig }, resourceSliceClass: 'broker-gold' }) });
     checkEqual(registered.status, 200, `status of registering the peering (${await registered.clone().text()})`);
     await restPublish(tokenA, 'gpu-v1', { name: 'GPU on Liqo v1', type: 'gpu', description: 'Peers with Liqo v1.', plans: { one: { name: 'one-gpu', cost: '3', resources: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': '1' } } } });

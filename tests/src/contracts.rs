@@ -9,13 +9,17 @@ use serde_json::{json, Value};
 use crate::buying::{post, put, reserve};
 use crate::catalog::{Catalog, Resp};
 
-/// A kubeconfig as `liqoctl generate peering-user` writes it (client
-/// certificate user), for a provider API server at `server`.
+/// A kubeconfig as `liqoctl generate peering-user` v1.2.0 writes it
+/// (client certificate user; see catalog/tests/fixtures/kubeconfig), for a
+/// provider API server at `server`. It is also the catalog's canonical
+/// form, so a contract releases it unchanged.
 pub fn kubeconfig(server: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: liqo-peering\ncontexts:\n- name: liqo-peering\n  context:\n    cluster: provider\n    user: liqo-peer-user\nclusters:\n- name: provider\n  cluster:\n    server: {server}\n    certificate-authority-data: Q0EtREFUQQ==\nusers:\n- name: liqo-peer-user\n  user:\n    client-certificate-data: Q0VSVC1EQVRB\n    client-key-data: S0VZLURBVEEtc2VjcmV0\n"
-    )
+    LIQOCTL_KUBECONFIG.replace("https://203.0.113.7:6443", server)
 }
+
+/// The fixture [`kubeconfig`] starts from.
+pub const LIQOCTL_KUBECONFIG: &str =
+    include_str!("../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml");
 
 /// Register `kubeconfig` (None: no v1) and `class` as the provider of
 /// `token`; the raw answer.

@@ -36,6 +36,7 @@ mod catalog_oidc;
 mod catalog_oidc_issuer;
 mod catalog_osb;
 mod catalog_osb_conformance;
+mod catalog_peering_kubeconfig;
 mod catalog_plan_stamps;
 mod catalog_promises;
 mod catalog_secrets;
