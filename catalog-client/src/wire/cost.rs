@@ -1,7 +1,6 @@
 //! Exact plan costs: non-negative decimals kept as integer nano-units, so
 //! `maxCost` compares exactly (no float rounding) in memory and in MongoDB.
-//! The server's `catalog/src/offers/cost.rs` (`Cost`, `CostError`), which
-//! adopts this module as it is.
+//! The catalog server uses this very module (`catalog::offers::Cost`).
 
 use std::fmt;
 use std::str::FromStr;

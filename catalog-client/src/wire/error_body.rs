@@ -1,10 +1,12 @@
-//! The body of every error answer. Mirrors `catalog/src/http/error.rs`
-//! (`ErrorBody`).
+//! The body of every error answer. The catalog server answers with this
+//! very type (`catalog/src/http/error.rs` re-exports it).
 
 use serde::{Deserialize, Serialize};
 
-/// `{"error", "message", "field"?}`.
+// `{"error", "message", "field"?}`.
+/// The JSON body of every error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     /// Stable machine-readable code (`bad_request`, `unauthorized`, ...).
     pub error: String,

@@ -1,24 +1,28 @@
 //! Providers and tokens: the peering credentials a provider authenticates
 //! with (and a contract hands its consumer), the token answer, and the
-//! administrator's views. Mirrors `catalog/src/providers/model.rs`
-//! (`PeeringCredentials`, `LiqoGeneration`, `ProviderInfo`),
-//! `catalog/src/providers/admin.rs` (`AdminLogin`, `AdminProvider`) and
-//! `catalog/src/auth/jwt.rs` (`IssuedToken`).
+//! administrator's views. The catalog server uses these very types
+//! (`catalog/src/providers/model.rs`: `PeeringCredentials`,
+//! `LiqoGeneration`, `ProviderInfo`; `catalog/src/providers/admin.rs`:
+//! `AdminLogin`, `AdminProvider`; `catalog/src/auth/jwt.rs`:
+//! `IssuedToken`), so the doc comments below are also the descriptions in
+//! its `/openapi.json`.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// A provider's Liqo peering credentials: what `POST /authenticate` takes
-/// (the credentials file holds them) and what a contract releases to its
-/// consumer for Liqo v0.x. `Debug` never shows the token.
+// What `POST /authenticate` takes (the credentials file holds them) and
+// what a contract releases to its consumer for Liqo v0.x. `Debug` never
+// shows the token.
+/// A provider's Liqo peering credentials, as handed to a buyer.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PeeringCredentials {
     #[serde(rename = "clusterID")]
     pub cluster_id: String,
     #[serde(rename = "clusterName")]
     pub cluster_name: String,
-    /// An `http://` or `https://` URL, or `""` for a provider that peers
-    /// only with Liqo v1.
+    // An `http://` or `https://` URL, or `""` for a provider that peers
+    // only with Liqo v1.
     #[serde(rename = "authURL")]
     pub auth_url: String,
     /// The provider's peering token (secret).
@@ -44,6 +48,7 @@ impl std::fmt::Debug for PeeringCredentials {
 /// A Liqo generation a provider peers with: `v0` (Liqo v0.x: cluster ID,
 /// auth URL and token) or `v1` (a peering user's kubeconfig).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum LiqoGeneration {
     V0,
@@ -67,12 +72,15 @@ impl LiqoGeneration {
     }
 }
 
-/// The answer of `POST /authenticate` and `POST /authenticate/admin`.
+// The answer of `POST /authenticate` and `POST /authenticate/admin`.
+/// A freshly issued token.
 #[derive(Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct IssuedToken {
-    /// The bearer token (secret).
+    // The bearer token (secret).
     pub token: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub expires_at: DateTime<Utc>,
 }
 
@@ -84,11 +92,12 @@ impl std::fmt::Debug for IssuedToken {
     }
 }
 
-/// The body of `POST /authenticate/admin`.
+// The body of `POST /authenticate/admin`.
+/// The administrator secret configured with `--admin-secret`.
 #[derive(Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AdminLogin {
-    /// The administrator secret.
     pub secret: String,
 }
 
@@ -98,8 +107,9 @@ impl std::fmt::Debug for AdminLogin {
     }
 }
 
-/// A provider as anyone may see it (no secret).
+/// What anyone may see of a provider (no secret, no hash).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderInfo {
     #[serde(rename = "clusterID")]
@@ -107,17 +117,21 @@ pub struct ProviderInfo {
     pub cluster_name: String,
     #[serde(rename = "authURL")]
     pub auth_url: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: DateTime<Utc>,
 }
 
-/// A provider as administrators see it (`GET /admin/providers`).
+// The items of `GET /admin/providers`.
+/// A provider as administrators see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AdminProvider {
     #[serde(flatten)]
     pub info: ProviderInfo,
     pub disabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub disabled_since: Option<DateTime<Utc>>,
 }
 

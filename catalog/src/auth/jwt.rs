@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -52,14 +52,9 @@ pub struct TokenSettings {
     pub ttl: Duration,
 }
 
-/// A freshly issued token.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IssuedToken {
-    pub token: String,
-    #[schema(value_type = String, format = DateTime)]
-    pub expires_at: DateTime<Utc>,
-}
+// The answer of `POST /authenticate`: a wire type, declared once in
+// `catalog-client` (with its schema).
+pub use catalog_client::wire::provider::IssuedToken;
 
 /// Why a token was refused (all answer 401; the detail goes to logs only).
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,6 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use serde::Serialize;
 
 use super::FieldError;
 
@@ -34,17 +33,9 @@ pub enum ApiError {
     Internal(String),
 }
 
-/// The JSON body of every error.
-#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// Stable machine-readable code (`bad_request`, `unauthorized`, ...).
-    pub error: String,
-    /// Human-readable explanation; for 400 it starts with the field path.
-    pub message: String,
-    /// The offending field or query parameter, for 400 answers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-}
+// The JSON body of every error: a wire type, declared once in
+// `catalog-client` (with its schema).
+pub use catalog_client::wire::error_body::ErrorBody;
 
 /// Declares an error answer that several operations document alike, for
 /// the `responses(...)` of their `#[utoipa::path]`:

@@ -280,7 +280,7 @@ pub async fn put(
 /// Who sends a write: the provider agent or the provider (see [`Writer`]).
 fn writer(req: &HttpRequest) -> super::Writer {
     let ua = req.headers().get(header::USER_AGENT);
-    super::Writer::from_user_agent(ua.and_then(|v| v.to_str().ok()))
+    super::stamps::writer_from_user_agent(ua.and_then(|v| v.to_str().ok()))
 }
 
 /// Delete the caller's offer `{id}`.

@@ -1,7 +1,9 @@
 //! Offers: what providers sell and anyone browses.
 //!
-//! - [`offer`] and [`cost`]: offers, plans and exact costs — the JSON the
-//!   thesis writes, its validation, and the stored form.
+//! - [`offer`]: offers and plans — the JSON the thesis writes, its
+//!   validation, and the stored form. The stored form ([`Offer`], [`Plan`],
+//!   [`Writer`]) and exact costs ([`Cost`]) are the wire types of
+//!   `catalog-client`, declared once for the server and its clients.
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
 //! - [`liqo`]: the server-added `liqo` field and its filter.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
@@ -16,7 +18,6 @@
 //! `web::Data<Offers>`.
 
 pub mod change;
-pub mod cost;
 pub mod filter;
 pub mod handlers;
 pub mod labels;
@@ -31,8 +32,8 @@ use std::sync::Arc;
 
 use crate::providers::ProviderStore;
 
+pub use catalog_client::wire::cost::{Cost, CostError, COST_SCALE};
 pub use change::OfferChange;
-pub use cost::{Cost, CostError, COST_SCALE};
 pub use filter::OfferFilter;
 pub use labels::Labels;
 pub use offer::{

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use quantity::{Quantity, ResourceList};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::labels::{self, Labels};
 use super::stamps::Writer;
@@ -21,66 +21,9 @@ const MAX_NAME_LEN: usize = 256;
 const MAX_DESCRIPTION_LEN: usize = 8 * 1024;
 const MAX_RESOURCE_NAME_LEN: usize = 253;
 
-/// An offer as stored and as every read returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Offer {
-    /// The offer id (the `{id}` of `/offer/{id}`).
-    pub id: String,
-    pub name: String,
-    #[serde(rename = "type")]
-    pub offer_type: String,
-    pub description: String,
-    /// Plans keyed by plan id.
-    pub plans: BTreeMap<String, Plan>,
-    /// Provider labels (Kubernetes label keys and values), `{}` if none.
-    #[serde(default)]
-    #[schema(value_type = BTreeMap<String, String>)]
-    pub labels: Labels,
-    /// Owning provider's Liqo cluster ID.
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    /// Owning provider's cluster name.
-    pub cluster_name: String,
-    /// The Liqo generations the owner peers with (server-added; re-stamped
-    /// when they change).
-    #[serde(default)]
-    pub liqo: Vec<LiqoGeneration>,
-    #[schema(value_type = String, format = DateTime)]
-    pub created_at: DateTime<Utc>,
-    #[schema(value_type = String, format = DateTime)]
-    pub updated_at: DateTime<Utc>,
-    /// Increases by one with every write to this id (deletions included), so
-    /// the newest of two copies of an offer is the one with the larger version.
-    pub version: u64,
-}
-
-/// One plan of an offer, in its canonical output form: the plan's display
-/// name is always `name` (input may spell it `planName`), costs print as
-/// decimal strings and quantities in Kubernetes' canonical form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Plan {
-    pub name: String,
-    #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
-    pub plan_id: Option<String>,
-    #[schema(value_type = String, example = "1.0")]
-    pub cost: Cost,
-    /// Resource name → Kubernetes quantity.
-    #[schema(value_type = BTreeMap<String, String>)]
-    pub resources: ResourceList,
-    /// When a write last changed this plan (its name, planID, cost or
-    /// resources); server-set. Absent on plans unchanged since before the
-    /// catalog stamped plans.
-    #[serde(rename = "updatedAt", default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = DateTime, read_only, nullable = false)]
-    pub updated_at: Option<DateTime<Utc>>,
-    /// Who made that change: `provider-agent` (the provider agent, told
-    /// apart by its `User-Agent`) or `provider` (any other client of the
-    /// provider's token); server-set.
-    #[serde(rename = "updatedBy", default, skip_serializing_if = "Option::is_none")]
-    #[schema(read_only, nullable = false)]
-    pub updated_by: Option<Writer>,
-}
+// `Offer` and `Plan` are the wire types the clients read, declared once in
+// `catalog-client` (with their schema), so a renamed field fails both builds.
+pub use catalog_client::wire::offer::{Offer, Plan};
 
 /// The owning provider of an offer, from the caller's token.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,37 +8,27 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::Plan;
 
-/// Who wrote a plan's current content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Writer {
-    /// The provider agent (`provider-agent`), publishing what its cluster has.
-    ProviderAgent,
-    /// Any other client of the provider's token: the web UI, scripts.
-    Provider,
-}
+// `Writer` is a wire type, declared once in `catalog-client`.
+pub use catalog_client::wire::offer::Writer;
 
 /// The product names of the provider agent's `User-Agent` (the second is
 /// the spelling with the project's name in front).
 const AGENT_PRODUCTS: [&str; 2] = ["provider-agent", "liqo-broker-provider-agent"];
 
-impl Writer {
-    /// The writer of a request with this `User-Agent` header: the provider
-    /// agent when its first product is the agent's, else the provider.
-    pub fn from_user_agent(user_agent: Option<&str>) -> Self {
-        let product = user_agent
-            .and_then(|ua| ua.split_whitespace().next())
-            .map(|p| p.split('/').next().unwrap_or(p));
-        match product {
-            Some(p) if AGENT_PRODUCTS.iter().any(|a| a.eq_ignore_ascii_case(p)) => {
-                Self::ProviderAgent
-            }
-            _ => Self::Provider,
+/// The writer of a request with this `User-Agent` header: the provider
+/// agent when its first product is the agent's, else the provider.
+pub fn writer_from_user_agent(user_agent: Option<&str>) -> Writer {
+    let product = user_agent
+        .and_then(|ua| ua.split_whitespace().next())
+        .map(|p| p.split('/').next().unwrap_or(p));
+    match product {
+        Some(p) if AGENT_PRODUCTS.iter().any(|a| a.eq_ignore_ascii_case(p)) => {
+            Writer::ProviderAgent
         }
+        _ => Writer::Provider,
     }
 }
 
@@ -89,7 +79,7 @@ mod tests {
             "Provider-Agent",
         ] {
             assert_eq!(
-                Writer::from_user_agent(Some(ua)),
+                writer_from_user_agent(Some(ua)),
                 Writer::ProviderAgent,
                 "{ua}"
             );
@@ -101,7 +91,7 @@ mod tests {
             Some("curl/8.5"),
             Some("my-provider-agent/1"),
         ] {
-            assert_eq!(Writer::from_user_agent(ua), Writer::Provider, "{ua:?}");
+            assert_eq!(writer_from_user_agent(ua), Writer::Provider, "{ua:?}");
         }
     }
 

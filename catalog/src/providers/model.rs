@@ -49,78 +49,10 @@ impl ProviderAccount {
     }
 }
 
-/// What anyone may see of a provider (no secret, no hash).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderInfo {
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    pub cluster_name: String,
-    #[serde(rename = "authURL")]
-    pub auth_url: String,
-    #[schema(value_type = String, format = DateTime)]
-    pub created_at: DateTime<Utc>,
-}
-
-/// A provider's Liqo peering credentials, as handed to a buyer.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct PeeringCredentials {
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    #[serde(rename = "clusterName")]
-    pub cluster_name: String,
-    #[serde(rename = "authURL")]
-    pub auth_url: String,
-    /// The provider's peering token (secret).
-    pub token: String,
-}
-
-impl std::fmt::Debug for PeeringCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PeeringCredentials")
-            .field("cluster_id", &self.cluster_id)
-            .field("auth_url", &self.auth_url)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A Liqo generation a provider peers with: `v0` (Liqo v0.x: cluster ID,
-/// auth URL and token) or `v1` (a peering user's kubeconfig).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum LiqoGeneration {
-    V0,
-    V1,
-}
-
-impl LiqoGeneration {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LiqoGeneration::V0 => "v0",
-            LiqoGeneration::V1 => "v1",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "v0" => Some(LiqoGeneration::V0),
-            "v1" => Some(LiqoGeneration::V1),
-            _ => None,
-        }
-    }
-}
+// The public view, the peering credentials and the generations are wire
+// types, declared once in `catalog-client` (with their schema), so a
+// renamed field fails the server's build and the clients' alike.
+pub use catalog_client::wire::provider::{LiqoGeneration, PeeringCredentials, ProviderInfo};
 
 /// The ResourceSlice class a provider enforces when it registers none.
 pub const DEFAULT_SLICE_CLASS: &str = "liqo-broker";
