@@ -105,10 +105,11 @@ pub async fn set_up(
                 }
             } else {
                 status.peering_command = None;
+                let resources = contract.resources.to_strings();
                 let request = SliceRequest {
                     contract_id: &contract.id,
                     class: &contract.resource_slice_class,
-                    resources: &contract.resources,
+                    resources: &resources,
                     consumer: &cluster.cluster_id,
                     provider,
                 };

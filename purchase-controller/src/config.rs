@@ -83,7 +83,7 @@ pub enum ConfigError {
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error(transparent)]
-    Catalog(#[from] crate::catalog::CatalogError),
+    Catalog(#[from] catalog_client::Error),
 }
 
 impl Args {

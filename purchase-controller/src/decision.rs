@@ -3,8 +3,9 @@
 //! to the catalog. The reconciler gathers the facts and applies the
 //! objects ([`crate::liqo`] builds them); this module only judges.
 
-use crate::catalog::Contract;
+use crate::catalog::{Contract, ContractState};
 use crate::liqo::{Generation, Grant};
+use crate::model::Condition;
 
 /// Condition types a Purchase reports.
 pub const CONTRACT_VALID: &str = "ContractValid";
@@ -13,6 +14,55 @@ pub const PEERED: &str = "Peered";
 pub const RESOURCES_GRANTED: &str = "ResourcesGranted";
 pub const NAMESPACES_OFFLOADED: &str = "NamespacesOffloaded";
 pub const READY: &str = "Ready";
+
+/// Where a Purchase is, as `status.phase` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Phase {
+    /// The contract has not been read yet (the catalog is unreachable).
+    Pending,
+    /// A plan is reserved and being bought.
+    Purchasing,
+    Peering,
+    Granting,
+    Offloading,
+    Ready,
+    /// Unusable: its conditions say why.
+    Failed,
+    /// The contract was cancelled or has expired.
+    Ended,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Purchasing => "Purchasing",
+            Phase::Peering => "Peering",
+            Phase::Granting => "Granting",
+            Phase::Offloading => "Offloading",
+            Phase::Ready => "Ready",
+            Phase::Failed => "Failed",
+            Phase::Ended => "Ended",
+        }
+    }
+
+    /// Settled: nothing happens until the contract changes, so it is
+    /// re-read at the resync interval rather than polled.
+    pub fn is_settled(self) -> bool {
+        matches!(self, Phase::Ready | Phase::Ended | Phase::Failed)
+    }
+
+    /// A phase change to it is a Warning Event.
+    pub fn is_bad(self) -> bool {
+        matches!(self, Phase::Failed | Phase::Ended)
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Why a contract cannot be used (a clear condition, and nothing created).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +149,10 @@ pub fn check_contract(
 ) -> Result<(), Unusable> {
     if !contract.active || contract.ended.is_some() {
         return Err(Unusable::Ended(
-            contract.ended.clone().unwrap_or_else(|| "expired".into()),
+            contract
+                .ended
+                .map_or("expired", |how| how.as_str())
+                .to_string(),
         ));
     }
     if let Some(other) = contract
@@ -109,10 +162,14 @@ pub fn check_contract(
     {
         return Err(Unusable::OtherConsumer(other.to_string()));
     }
-    if !contract.liqo.iter().any(|g| g == ours.as_str()) {
+    if !contract.liqo.iter().any(|g| g.as_str() == ours.as_str()) {
         return Err(Unusable::Generation {
             ours,
-            offered: contract.liqo.clone(),
+            offered: contract
+                .liqo
+                .iter()
+                .map(|g| g.as_str().to_string())
+                .collect(),
         });
     }
     let creds = contract.credentials.clone().unwrap_or_default();
@@ -178,17 +235,17 @@ fn cond(type_: &'static str, status: bool, reason: &str, message: impl Into<Stri
 /// What the Purchase should show, and what the catalog should hear.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assessment {
-    pub phase: &'static str,
+    pub phase: Phase,
     pub conditions: Vec<Cond>,
     /// `(state, reason)` for `PUT /contracts/{id}/state`, if one applies.
-    pub report: Option<(&'static str, Option<String>)>,
+    pub report: Option<(ContractState, Option<String>)>,
 }
 
 /// A contract that cannot be used.
 pub fn assess_unusable(problem: &Unusable) -> Assessment {
     let phase = match problem {
-        Unusable::Ended(_) => "Ended",
-        _ => "Failed",
+        Unusable::Ended(_) => Phase::Ended,
+        _ => Phase::Failed,
     };
     let mut conditions = vec![
         cond(CONTRACT_VALID, false, problem.reason(), problem.message()),
@@ -207,7 +264,7 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
         conditions,
         report: problem
             .report_failed()
-            .then(|| ("failed", Some(problem.message()))),
+            .then(|| (ContractState::Failed, Some(problem.message()))),
     }
 }
 
@@ -222,9 +279,9 @@ fn failed(
     conditions.push(cond(step, false, reason, message.clone()));
     conditions.push(cond(READY, false, reason, message.clone()));
     Assessment {
-        phase: "Failed",
+        phase: Phase::Failed,
         conditions,
-        report: Some(("failed", Some(message))),
+        report: Some((ContractState::Failed, Some(message))),
     }
 }
 
@@ -275,10 +332,10 @@ pub fn assess(p: &Progress) -> Assessment {
         conditions.push(cond(PEERED, false, reason, message.clone()));
         return not_ready(
             conditions,
-            "Peering",
+            Phase::Peering,
             reason,
             message,
-            Some(("pending", None)),
+            Some((ContractState::Pending, None)),
         );
     }
     conditions.push(cond(
@@ -299,10 +356,10 @@ pub fn assess(p: &Progress) -> Assessment {
             ));
             return not_ready(
                 conditions,
-                "Granting",
+                Phase::Granting,
                 "WaitingForProvider",
                 message,
-                Some(("peered", None)),
+                Some((ContractState::Peered, None)),
             );
         }
         Some(Grant::Denied(why)) => {
@@ -379,10 +436,10 @@ pub fn assess(p: &Progress) -> Assessment {
         ));
         return not_ready(
             conditions,
-            "Offloading",
+            Phase::Offloading,
             "WaitingForLiqo",
             message,
-            Some(("granted", None)),
+            Some((ContractState::Granted, None)),
         );
     }
     conditions.push(cond(
@@ -396,10 +453,79 @@ pub fn assess(p: &Progress) -> Assessment {
     ));
     conditions.push(cond(READY, true, "Ready", "peered, granted and offloaded"));
     Assessment {
-        phase: "Ready",
+        phase: Phase::Ready,
         conditions,
-        report: Some(("ready", None)),
+        report: Some((ContractState::Ready, None)),
     }
+}
+
+/// The catalog has not answered and no contract was read before: wait.
+pub fn waiting_for_catalog(message: &str) -> Assessment {
+    Assessment {
+        phase: Phase::Pending,
+        conditions: vec![
+            cond(
+                CATALOG_REACHABLE,
+                false,
+                "CatalogUnreachable",
+                format!("{message}; retrying with backoff"),
+            ),
+            cond(
+                READY,
+                false,
+                "CatalogUnreachable",
+                "the contract has not been read yet",
+            ),
+        ],
+        report: None,
+    }
+}
+
+/// Whether the catalog, which holds `contract` as read this round, must
+/// hear `state` and `reason` (it also learns our cluster ID while the
+/// contract has none).
+pub fn report_due(contract: &Contract, state: ContractState, reason: Option<&str>) -> bool {
+    contract.state != state
+        || contract.reason.as_deref() != reason
+        || contract.consumer_cluster_id.is_none()
+}
+
+/// Whether the catalog is unreachable (the next round then backs off).
+pub fn catalog_unreachable(assessment: &Assessment) -> bool {
+    assessment
+        .conditions
+        .iter()
+        .any(|c| c.type_ == CATALOG_REACHABLE && !c.status)
+}
+
+/// The new conditions: `lastTransitionTime` moves only when a condition's
+/// status changes.
+pub fn merge_conditions(
+    before: &[Condition],
+    assessment: &Assessment,
+    generation: i64,
+    now: &str,
+) -> Vec<Condition> {
+    assessment
+        .conditions
+        .iter()
+        .map(|c| {
+            let status = if c.status { "True" } else { "False" };
+            let since = before
+                .iter()
+                .find(|b| b.type_ == c.type_ && b.status == status)
+                .map(|b| b.last_transition_time.clone())
+                .unwrap_or_else(|| now.to_string());
+            Condition {
+                type_: c.type_.to_string(),
+                status: status.to_string(),
+                reason: c.reason.clone(),
+                message: c.message.chars().take(1000).collect(),
+                last_transition_time: since,
+                observed_generation: generation,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -407,15 +533,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::catalog::{Credentials, V1Credentials};
+    use crate::catalog::{ContractCredentials, V1Credentials};
+    use catalog_client::wire::{Ended, LiqoGeneration};
 
     fn contract() -> Contract {
         Contract {
             id: "c".into(),
             cluster_id: "p".into(),
-            liqo: vec!["v1".into()],
+            liqo: vec![LiqoGeneration::V1],
             active: true,
-            credentials: Some(Credentials {
+            credentials: Some(ContractCredentials {
                 v0: None,
                 v1: Some(V1Credentials {
                     kubeconfig: "k".into(),
@@ -441,10 +568,10 @@ mod tests {
         assert_eq!(check_contract(&contract(), Generation::V1, "me"), Ok(()));
         let mut c = contract();
         c.active = false;
-        c.ended = Some("cancelled".into());
+        c.ended = Some(Ended::Cancelled);
         let problem = check_contract(&c, Generation::V1, "me").unwrap_err();
         assert_eq!(problem.reason(), "ContractCancelled");
-        assert_eq!(assess_unusable(&problem).phase, "Ended");
+        assert_eq!(assess_unusable(&problem).phase, Phase::Ended);
         assert_eq!(assess_unusable(&problem).report, None);
 
         let mut c = contract();
@@ -458,11 +585,11 @@ mod tests {
         assert!(problem.message().contains("[v1]"));
         assert_eq!(
             assess_unusable(&problem).report.map(|r| r.0),
-            Some("failed")
+            Some(ContractState::Failed)
         );
 
         let mut c = contract();
-        c.liqo.push("v0".into());
+        c.liqo.push(LiqoGeneration::V0);
         assert_eq!(
             check_contract(&c, Generation::V0, "me"),
             Err(Unusable::NoCredentials(Generation::V0))
@@ -472,8 +599,8 @@ mod tests {
     #[test]
     fn each_step_maps_to_a_phase_and_a_catalog_state() {
         let ready = assess(&progress());
-        assert_eq!(ready.phase, "Ready");
-        assert_eq!(ready.report, Some(("ready", None)));
+        assert_eq!(ready.phase, Phase::Ready);
+        assert_eq!(ready.report, Some((ContractState::Ready, None)));
         assert!(ready.conditions.iter().all(|c| c.status));
 
         let mut p = progress();
@@ -482,7 +609,7 @@ mod tests {
         let a = assess(&p);
         assert_eq!(
             (a.phase, a.report.clone()),
-            ("Peering", Some(("pending", None)))
+            (Phase::Peering, Some((ContractState::Pending, None)))
         );
         assert!(a
             .conditions
@@ -497,7 +624,7 @@ mod tests {
         let a = assess(&p);
         assert_eq!(
             (a.phase, a.report.clone()),
-            ("Offloading", Some(("granted", None)))
+            (Phase::Offloading, Some((ContractState::Granted, None)))
         );
         let waiting = a
             .conditions
@@ -512,30 +639,99 @@ mod tests {
 
         let mut p = progress();
         p.grant = Some(Grant::Waiting);
-        assert_eq!(assess(&p).report, Some(("peered", None)));
+        assert_eq!(assess(&p).report, Some((ContractState::Peered, None)));
         p.grant = Some(Grant::Denied("Short: no".into()));
         let a = assess(&p);
-        assert_eq!(a.phase, "Failed");
-        assert_eq!(a.report.map(|r| r.0), Some("failed"));
+        assert_eq!(a.phase, Phase::Failed);
+        assert_eq!(a.report.map(|r| r.0), Some(ContractState::Failed));
 
         let mut p = progress();
         p.grant = None; // v0
         p.namespaces
             .push(("gone".into(), NamespaceOutcome::Missing));
         let a = assess(&p);
-        assert_eq!(a.phase, "Failed");
+        assert_eq!(a.phase, Phase::Failed);
         let reason = a.report.and_then(|r| r.1).unwrap();
         assert!(reason.contains("gone"), "{reason}");
 
         let mut p = progress();
         p.catalog_error = Some("cannot connect".into());
         let a = assess(&p);
-        assert_eq!(a.phase, "Ready");
+        assert_eq!(a.phase, Phase::Ready);
         let reach = a
             .conditions
             .iter()
             .find(|c| c.type_ == CATALOG_REACHABLE)
             .unwrap();
         assert!(!reach.status);
+    }
+    #[test]
+    fn phases_are_spelt_as_the_status_always_has() {
+        let all = [
+            Phase::Pending,
+            Phase::Purchasing,
+            Phase::Peering,
+            Phase::Granting,
+            Phase::Offloading,
+            Phase::Ready,
+            Phase::Failed,
+            Phase::Ended,
+        ];
+        for phase in all {
+            assert_eq!(
+                serde_json::to_value(phase).unwrap(),
+                serde_json::json!(phase.as_str())
+            );
+        }
+        let spelt: Vec<&str> = all.iter().map(|p| p.as_str()).collect();
+        assert_eq!(
+            spelt,
+            [
+                "Pending",
+                "Purchasing",
+                "Peering",
+                "Granting",
+                "Offloading",
+                "Ready",
+                "Failed",
+                "Ended"
+            ]
+        );
+    }
+
+    #[test]
+    fn transition_times_move_only_with_the_status() {
+        let before = vec![Condition {
+            type_: "Peered".into(),
+            status: "True".into(),
+            reason: "x".into(),
+            message: "m".into(),
+            last_transition_time: "T0".into(),
+            observed_generation: 1,
+        }];
+        let assessment = |status| Assessment {
+            phase: Phase::Ready,
+            conditions: vec![cond(PEERED, status, "y", "n")],
+            report: None,
+        };
+        let kept = merge_conditions(&before, &assessment(true), 2, "T1");
+        assert_eq!(kept[0].last_transition_time, "T0");
+        assert_eq!(kept[0].observed_generation, 2);
+        let moved = merge_conditions(&before, &assessment(false), 2, "T1");
+        assert_eq!(moved[0].last_transition_time, "T1");
+    }
+
+    #[test]
+    fn the_catalog_hears_only_what_it_does_not_hold() {
+        let mut c = contract();
+        c.consumer_cluster_id = Some("me".into());
+        c.state = ContractState::Peered;
+        assert!(!report_due(&c, ContractState::Peered, None));
+        assert!(report_due(&c, ContractState::Ready, None));
+        assert!(report_due(&c, ContractState::Peered, Some("why")));
+        c.consumer_cluster_id = None;
+        assert!(report_due(&c, ContractState::Peered, None));
+        assert!(catalog_unreachable(&waiting_for_catalog("down")));
+        assert!(!catalog_unreachable(&assess(&progress())));
     }
 }

@@ -6,13 +6,16 @@
 //! the Purchase and as the contract's state in the catalog.
 //!
 //! - [`model`]: the `Purchase` kind;
-//! - [`catalog`]: the catalog's contract wire (reserve, buy, read, report);
+//! - [`catalog`]: a consumer session with the catalog (`catalog-client`),
+//!   opened from the credentials Secret, and its answers sorted;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
-//! - [`decision`]: the pure judgement — phase, conditions, catalog state;
+//! - [`decision`]: the pure judgement — [`Phase`](decision::Phase),
+//!   conditions, the state the catalog must hear;
 //! - [`cluster`]: the objects on the consumer's cluster — created, read,
 //!   removed (only its own);
-//! - [`reconcile`]: the kube-rs controller, the finalizer, the status, the
+//! - [`reconcile`]: the kube-rs controller (`reconcile` over kube's
+//!   finalizer helper, its context and error policy), the status, the
 //!   Events and the state reports;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).

@@ -25,7 +25,7 @@ use controller_core::liqo::{
 use kube::core::ApiResource;
 use serde_json::{json, Value};
 
-use crate::catalog::V0Credentials;
+use crate::catalog::PeeringCredentials;
 
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGER: &str = "purchase-controller";
@@ -97,7 +97,7 @@ fn mark(purchase: &str) -> (Value, Value) {
 
 /// The v0.x token Secret `liqoctl peer out-of-band` stores
 /// (`authenticationtoken.StoreInSecret`): `remote-token-<clusterID>`.
-pub fn v0_token_secret(creds: &V0Credentials, liqo_namespace: &str, purchase: &str) -> Value {
+pub fn v0_token_secret(creds: &PeeringCredentials, liqo_namespace: &str, purchase: &str) -> Value {
     let (mut labels, annotations) = mark(purchase);
     labels[V0_CLUSTER_ID_LABEL] = json!(creds.cluster_id);
     labels[V0_AUTH_TOKEN_LABEL] = json!("");
@@ -113,7 +113,7 @@ pub fn v0_token_secret(creds: &V0Credentials, liqo_namespace: &str, purchase: &s
 /// there is none for the cluster ID: named after the remote cluster, the
 /// ID label, out-of-band peering with outgoing peering enabled, incoming
 /// `Auto` and `insecureSkipTLSVerify` (its defaults for unset fields).
-pub fn v0_foreign_cluster(creds: &V0Credentials, purchase: &str) -> Value {
+pub fn v0_foreign_cluster(creds: &PeeringCredentials, purchase: &str) -> Value {
     let (mut labels, annotations) = mark(purchase);
     labels[V0_CLUSTER_ID_LABEL] = json!(creds.cluster_id);
     json!({
@@ -130,7 +130,7 @@ pub fn v0_foreign_cluster(creds: &V0Credentials, purchase: &str) -> Value {
 /// `liqoctl peer out-of-band <cluster-name>` names the ForeignCluster
 /// after the name the operator gives; here the provider's cluster name when
 /// it is a valid object name (a DNS-1123 subdomain), else its cluster ID.
-pub fn v0_foreign_cluster_name(creds: &V0Credentials) -> String {
+pub fn v0_foreign_cluster_name(creds: &PeeringCredentials) -> String {
     if is_subdomain(&creds.cluster_name) {
         creds.cluster_name.clone()
     } else {
@@ -446,8 +446,8 @@ pub fn peering_command(secret_namespace: &str, secret_name: &str) -> String {
 mod tests {
     use super::*;
 
-    fn creds() -> V0Credentials {
-        V0Credentials {
+    fn creds() -> PeeringCredentials {
+        PeeringCredentials {
             cluster_id: "p-1".into(),
             cluster_name: "prov".into(),
             auth_url: "https://auth.prov:443".into(),
@@ -476,7 +476,7 @@ mod tests {
                    "insecureSkipTLSVerify": true})
         );
         assert!(owned_by(&fc, "ns/p"));
-        let spaced = V0Credentials {
+        let spaced = PeeringCredentials {
             cluster_name: "Provider 1".into(),
             ..creds()
         };

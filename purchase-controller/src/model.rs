@@ -169,6 +169,28 @@ pub struct PurchaseStatus {
     pub conditions: Vec<Condition>,
 }
 
+impl PurchaseStatus {
+    /// `self` as a JSON merge patch over `before`: fields that are gone are
+    /// sent as `null`, which is how a merge patch removes them.
+    pub fn merge_patch_over(
+        &self,
+        before: &PurchaseStatus,
+    ) -> Result<serde_json::Value, serde_json::Error> {
+        use serde_json::Value;
+        let mut patch = serde_json::to_value(self)?;
+        if let (Value::Object(old), Value::Object(new)) =
+            (serde_json::to_value(before)?, &mut patch)
+        {
+            for key in old.keys() {
+                if !new.contains_key(key) {
+                    new.insert(key.clone(), Value::Null);
+                }
+            }
+        }
+        Ok(patch)
+    }
+}
+
 impl Purchase {
     /// `namespace/name`, the owner mark written on what it creates.
     pub fn key(&self) -> String {
@@ -192,5 +214,27 @@ impl Purchase {
             .finalizers
             .as_ref()
             .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_that_go_are_sent_as_null() {
+        let before = PurchaseStatus {
+            peering_command: Some("liqoctl peer".into()),
+            phase: "Peering".into(),
+            ..PurchaseStatus::default()
+        };
+        let after = PurchaseStatus {
+            phase: "Ready".into(),
+            ..PurchaseStatus::default()
+        };
+        let patch = after.merge_patch_over(&before).unwrap();
+        assert_eq!(patch["peeringCommand"], serde_json::Value::Null);
+        assert!(patch.as_object().unwrap().contains_key("peeringCommand"));
+        assert_eq!(patch["phase"], "Ready");
     }
 }

@@ -1,40 +1,45 @@
-//! The controller: a kube-rs [`Controller`] over Purchases. One reconcile
-//! gathers the facts (the credentials Secret, the contract from the
-//! catalog, the ForeignCluster, the ResourceSlice, the listed namespaces),
-//! creates or updates what is missing (objects built by [`crate::liqo`]),
-//! lets [`crate::decision`] judge, and writes the status, an Event on each
-//! phase change, and the contract's state in the catalog.
+//! The controller, in the shape of kube-rs's `controller-rs`: a
+//! [`Controller`] over Purchases, a [`Context`] every round shares, a short
+//! [`reconcile`] over kube's [`finalizer`] helper (set up on apply, clean up
+//! on deletion) and an [`error_policy`] that retries with backoff.
+//!
+//! One round opens a catalog session from the credentials Secret (read and
+//! checked once), reads or buys the contract ([`crate::catalog`]), sets up
+//! what is missing on the cluster ([`crate::cluster`]), lets
+//! [`crate::decision`] judge, and writes the status, an Event on each phase
+//! change and the contract's state in the catalog.
 //!
 //! The contract id is written to the status before a purchase is made, so
 //! a controller restarted half-way reads the contract instead of buying
 //! again. While the catalog is unreachable the controller keeps what exists
 //! and works from the contract as last read (kept in the status), retrying
-//! with a doubling delay. A finalizer removes, on deletion, what this
+//! with a doubling delay. On deletion, the finalizer removes what this
 //! Purchase created — and only that (see [`crate::liqo`] on ownership).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use catalog_client::{Backoff, Session};
 use controller_core::clock::now_rfc3339;
 use controller_core::runtime;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{CatalogClient, CatalogError, Contract};
+use crate::catalog::{self, Contract};
 use crate::cluster::{Cluster, ClusterError};
-use crate::decision::{self, Assessment, Unusable};
+use crate::decision::{self, Assessment, Phase, Unusable};
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
-use crate::model::{Condition, Purchase, PurchaseStatus, FINALIZER};
+use crate::model::{Purchase, PurchaseStatus, FINALIZER};
 
 /// What the controller is told to do.
 #[derive(Debug, Clone)]
@@ -64,8 +69,10 @@ pub enum ReconcileError {
     Kube(#[from] kube::Error),
     #[error("cannot read an object: {0}")]
     Decode(#[from] serde_json::Error),
+    /// Adding or removing the finalizer failed, or so did the round it
+    /// wraps.
     #[error(transparent)]
-    Catalog(#[from] CatalogError),
+    Finalizer(Box<finalizer::Error<ReconcileError>>),
 }
 
 impl From<ClusterError> for ReconcileError {
@@ -77,32 +84,30 @@ impl From<ClusterError> for ReconcileError {
     }
 }
 
-struct Shared {
+/// What every round shares.
+pub struct Context {
     client: Client,
     cluster: Cluster,
     settings: Settings,
     metrics: Metrics,
     recorder: Recorder,
+    /// The HTTP client every catalog session uses.
     http: reqwest::Client,
-    /// Consecutive failures per Purchase, for the retry delay.
-    failures: Mutex<HashMap<String, u32>>,
+    /// Per Purchase, the retry delay after consecutive failures.
+    retries: Mutex<HashMap<String, Backoff>>,
 }
 
-impl Shared {
+impl Context {
     fn backoff(&self, key: &str) -> Duration {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let n = failures.entry(key.to_string()).or_insert(0);
-        let delay = self
-            .settings
-            .retry
-            .saturating_mul(1u32 << (*n).min(16))
-            .min(self.settings.retry_max);
-        *n = n.saturating_add(1);
-        delay
+        let mut retries = self.retries.lock().unwrap_or_else(|e| e.into_inner());
+        retries
+            .entry(key.to_string())
+            .or_insert_with(|| Backoff::new(self.settings.retry, self.settings.retry_max))
+            .next_delay()
     }
 
     fn succeeded(&self, key: &str) {
-        self.failures
+        self.retries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -115,8 +120,8 @@ pub async fn run(
     settings: Settings,
     metrics: Metrics,
     shutdown: CancellationToken,
-) -> Result<(), CatalogError> {
-    let http = CatalogClient::http(settings.catalog_timeout)?;
+) -> Result<(), catalog_client::Error> {
+    let http = catalog::http_client(settings.catalog_timeout)?;
     let reporter = Reporter {
         controller: "liqo-broker-purchase-controller".to_string(),
         instance: Some(settings.instance.clone()),
@@ -127,20 +132,21 @@ pub async fn run(
         cluster_id: settings.cluster_id.clone(),
         liqo_namespace: settings.liqo_namespace.clone(),
     };
-    let shared = Arc::new(Shared {
+    let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         cluster,
         settings,
         metrics: metrics.clone(),
         http,
-        failures: Mutex::new(HashMap::new()),
+        retries: Mutex::new(HashMap::new()),
     });
     let purchases: Api<Purchase> = Api::all(client);
-    let span = tracing::info_span!("purchase_controller", cluster_id = %shared.settings.cluster_id);
+    let span =
+        tracing::info_span!("purchase_controller", cluster_id = %context.settings.cluster_id);
     async move {
         tracing::info!(
-            liqo = shared.settings.generation.as_str(),
+            liqo = context.settings.generation.as_str(),
             "controller started"
         );
         // Ready (for /readyz) once the API server has answered a list.
@@ -160,10 +166,9 @@ pub async fn run(
             }
             .in_current_span(),
         );
-        let controller = Controller::new(purchases, watcher::Config::default());
-        controller
+        Controller::new(purchases, watcher::Config::default())
             .graceful_shutdown_on(shutdown.cancelled_owned())
-            .run(reconcile, error_policy, shared)
+            .run(reconcile, error_policy, context)
             .for_each(|result| async move {
                 match result {
                     Ok((purchase, _)) => tracing::debug!(%purchase, "reconciled"),
@@ -179,240 +184,166 @@ pub async fn run(
     Ok(())
 }
 
-fn error_policy(purchase: Arc<Purchase>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
-    let delay = shared.backoff(&purchase.key());
+/// A failed round: counted, and retried after the Purchase's backoff.
+pub fn error_policy(purchase: Arc<Purchase>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let delay = ctx.backoff(&purchase.key());
     tracing::warn!(purchase = %purchase.key(), %error, ?delay, "reconcile failed; retrying");
-    shared.metrics.count_error(match error {
-        ReconcileError::Catalog(_) => "catalog",
-        _ => "kubernetes",
-    });
+    // Every catalog failure is judged inside the round; what fails a round
+    // is the API server.
+    ctx.metrics.count_error("kubernetes");
     Action::requeue(delay)
 }
 
-async fn reconcile(purchase: Arc<Purchase>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+/// One round: the finalizer first (the helper adds it and waits for the
+/// change), then [`apply`], or [`cleanup`] on deletion.
+pub async fn reconcile(
+    purchase: Arc<Purchase>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
     let key = purchase.key();
     let span = tracing::info_span!("reconcile", purchase = %key);
     async move {
         let timer = std::time::Instant::now();
-        let result = reconcile_inner(&purchase, &shared).await;
-        shared.metrics.observe_reconcile(timer.elapsed());
+        let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+        let api: Api<Purchase> = Api::namespaced(ctx.client.clone(), &namespace);
+        let deleting = purchase.is_deleting();
+        let result = finalizer(&api, FINALIZER, purchase, |event| async {
+            match event {
+                finalizer::Event::Apply(purchase) => apply(&purchase, &ctx).await,
+                finalizer::Event::Cleanup(purchase) => cleanup(&purchase, &ctx).await,
+            }
+        })
+        .await
+        .map_err(|e| ReconcileError::Finalizer(Box::new(e)));
+        if deleting && result.is_ok() {
+            ctx.metrics.forget(&key);
+            ctx.succeeded(&key);
+        }
+        ctx.metrics.observe_reconcile(timer.elapsed());
         result
     }
     .instrument(span)
     .await
 }
 
-async fn reconcile_inner(
-    purchase: &Purchase,
-    shared: &Arc<Shared>,
-) -> Result<Action, ReconcileError> {
-    let key = purchase.key();
-    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Purchase> = Api::namespaced(shared.client.clone(), &namespace);
-    if purchase.is_deleting() {
-        if purchase.has_finalizer() {
-            crate::cluster::cleanup(purchase, &shared.cluster, true).await?;
-            let finalizers: Vec<String> = purchase
-                .finalizers()
-                .iter()
-                .filter(|f| *f != FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(&api, purchase, finalizers).await?;
-            tracing::info!("cleaned up; finalizer removed");
-        }
-        shared.metrics.forget(&key);
-        shared.succeeded(&key);
-        return Ok(Action::await_change());
-    }
-    if !purchase.has_finalizer() {
-        let mut finalizers = purchase.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_string());
-        set_finalizers(&api, purchase, finalizers).await?;
-        // The patch brings the Purchase back through the watch.
-        return Ok(Action::await_change());
-    }
+/// Deletion: remove what this Purchase created; the helper then removes
+/// the finalizer.
+async fn cleanup(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileError> {
+    crate::cluster::cleanup(purchase, &ctx.cluster, true).await?;
+    tracing::info!("cleaned up; removing the finalizer");
+    Ok(Action::await_change())
+}
 
+/// Bring the Purchase one step further and say where it is.
+async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileError> {
+    let key = purchase.key();
     let before = purchase.status();
     let mut status = before.clone();
-    let (assessment, contract) = match drive(purchase, shared, &mut status).await {
-        // An object built from the contract that Liqo's schema refuses is
-        // not worth retrying: say so.
-        Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 422 => (
-            decision::assess_unusable(&Unusable::Rejected(e.message)),
-            None,
-        ),
-        other => other?,
+    let mut session = catalog::open(&ctx.client, &ctx.http, purchase).await;
+    let (assessment, contract) = match &mut session {
+        Err(problem) => (decision::assess_unusable(problem), None),
+        Ok(session) => match drive(purchase, ctx, session, &mut status).await {
+            // An object built from the contract that Liqo's schema refuses
+            // is not worth retrying: say so.
+            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 422 => (
+                decision::assess_unusable(&Unusable::Rejected(e.message)),
+                None,
+            ),
+            other => other?,
+        },
     };
-
-    // Tell the catalog, when it answered this round and needs telling.
-    if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
-        let stale = contract.state != *state
-            || contract.reason.as_deref() != reason.as_deref()
-            || contract.consumer_cluster_id.is_none();
-        if stale {
-            let consumer = contract
-                .consumer_cluster_id
-                .is_none()
-                .then_some(shared.settings.cluster_id.as_str());
-            let client = catalog_client(purchase, shared).await;
-            match client {
-                Ok(client) => match client
-                    .report(&contract.id, state, reason.as_deref(), consumer)
-                    .await
-                {
-                    Ok(()) => {
-                        tracing::info!(state, "contract state reported to the catalog");
-                        status.catalog_state = Some(state.to_string());
-                    }
-                    Err(error) => {
-                        shared.metrics.count_error("catalog");
-                        tracing::warn!(%error, "cannot report the contract's state");
-                    }
-                },
-                Err(error) => {
-                    tracing::warn!(error = %error.message(), "cannot report the contract's state")
-                }
-            }
-        } else {
-            status.catalog_state = Some(state.to_string());
-        }
+    if let (Some(contract), Some((state, reason)), Ok(session)) =
+        (&contract, &assessment.report, &mut session)
+    {
+        report(
+            ctx,
+            session,
+            contract,
+            *state,
+            reason.as_deref(),
+            &mut status,
+        )
+        .await;
     }
 
-    let now = now_rfc3339();
     let generation = purchase.metadata.generation.unwrap_or_default();
-    status.phase = assessment.phase.to_string();
+    status.phase = assessment.phase.as_str().to_string();
     status.observed_generation = generation;
-    status.conditions = merge_conditions(&before.conditions, &assessment, generation, &now);
+    status.conditions =
+        decision::merge_conditions(&before.conditions, &assessment, generation, &now_rfc3339());
     if status != before {
-        api.patch_status(
-            &purchase.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": status_patch(&before, &status)?})),
-        )
-        .await?;
+        let patch = json!({ "status": status.merge_patch_over(&before)? });
+        Api::<Purchase>::namespaced(ctx.client.clone(), &namespace_of(purchase))
+            .patch_status(
+                &purchase.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await?;
     }
     if before.phase != status.phase {
-        publish_event(shared, purchase, &before.phase, &assessment);
+        publish_event(ctx, purchase, &before.phase, &assessment);
     }
-    shared.metrics.set_phase(&key, assessment.phase);
+    ctx.metrics.set_phase(&key, assessment.phase.as_str());
 
-    let unreachable = assessment
-        .conditions
-        .iter()
-        .any(|c| c.type_ == decision::CATALOG_REACHABLE && !c.status);
-    Ok(if unreachable {
-        Action::requeue(shared.backoff(&key))
+    Ok(if decision::catalog_unreachable(&assessment) {
+        Action::requeue(ctx.backoff(&key))
     } else {
-        shared.succeeded(&key);
-        match assessment.phase {
-            "Ready" | "Ended" | "Failed" => Action::requeue(shared.settings.resync),
-            _ => Action::requeue(shared.settings.poll),
+        ctx.succeeded(&key);
+        if assessment.phase.is_settled() {
+            Action::requeue(ctx.settings.resync)
+        } else {
+            Action::requeue(ctx.settings.poll)
         }
     })
 }
 
-/// Write the finalizer list, at the `resourceVersion` it was read at (a
-/// concurrent change answers 409 and the Purchase is reconciled again).
-async fn set_finalizers(
-    api: &Api<Purchase>,
-    purchase: &Purchase,
-    finalizers: Vec<String>,
-) -> Result<(), ReconcileError> {
-    api.patch(
-        &purchase.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": finalizers,
-            "resourceVersion": purchase.resource_version()}})),
-    )
-    .await?;
-    Ok(())
+fn namespace_of(purchase: &Purchase) -> String {
+    purchase.metadata.namespace.clone().unwrap_or_default()
 }
 
-/// The catalog client with the consumer's token from its Secret.
-async fn catalog_client(purchase: &Purchase, shared: &Shared) -> Result<CatalogClient, Unusable> {
-    let spec = &purchase.spec;
-    let reference = &spec.credentials_secret_ref;
-    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-    let secrets: Api<Secret> = Api::namespaced(shared.client.clone(), &namespace);
-    let secret = match secrets.get_opt(&reference.name).await {
-        Ok(Some(secret)) => secret,
-        Ok(None) => {
-            return Err(Unusable::Credentials(format!(
-                "credentials Secret {namespace}/{} does not exist",
-                reference.name
-            )))
+/// Tell the catalog where the contract is, when it does not know yet.
+async fn report(
+    ctx: &Context,
+    session: &mut Session,
+    contract: &Contract,
+    state: catalog::ContractState,
+    reason: Option<&str>,
+    status: &mut PurchaseStatus,
+) {
+    if !decision::report_due(contract, state, reason) {
+        status.catalog_state = Some(state.as_str().to_string());
+        return;
+    }
+    let consumer = contract
+        .consumer_cluster_id
+        .is_none()
+        .then_some(ctx.settings.cluster_id.as_str());
+    match session.report(&contract.id, state, reason, consumer).await {
+        Ok(()) => {
+            tracing::info!(
+                state = state.as_str(),
+                "contract state reported to the catalog"
+            );
+            status.catalog_state = Some(state.as_str().to_string());
         }
         Err(error) => {
-            return Err(Unusable::Credentials(format!(
-                "cannot read credentials Secret {namespace}/{}: {error}",
-                reference.name
-            )))
+            ctx.metrics.count_error("catalog");
+            tracing::warn!(%error, "cannot report the contract's state");
         }
-    };
-    let token = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(&reference.key))
-        .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            Unusable::Credentials(format!(
-                "credentials Secret {namespace}/{} has no non-empty key {:?}",
-                reference.name, reference.key
-            ))
-        })?;
-    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Unusable::Credentials(format!(
-            "credentials Secret {namespace}/{} key {:?} is not a bearer token",
-            reference.name, reference.key
-        )));
     }
-    Ok(CatalogClient::new(
-        shared.http.clone(),
-        &spec.catalog_url,
-        &token,
-    ))
-}
-
-fn unusable(error: CatalogError, id: &str) -> Result<Unusable, String> {
-    match error {
-        CatalogError::NotFound(_) => Ok(Unusable::NotFound(id.to_string())),
-        CatalogError::Unauthorized { status, message } => Ok(Unusable::Credentials(format!(
-            "the catalog refused the consumer's token (HTTP {status}): {message}"
-        ))),
-        CatalogError::Refused { .. } | CatalogError::Ended(_) => {
-            Ok(Unusable::Refused(error.to_string()))
-        }
-        CatalogError::Unavailable(message) => Err(message),
-    }
-}
-
-/// The contract as last read, from the status (no credentials).
-fn cached_contract(status: &PurchaseStatus, id: &str) -> Option<Contract> {
-    Some(Contract {
-        id: id.to_string(),
-        cluster_id: status.provider_cluster_id.clone()?,
-        resources: status.resources.clone(),
-        resource_slice_class: status.resource_slice_class.clone().unwrap_or_default(),
-        active: true,
-        ..Contract::default()
-    })
 }
 
 /// Everything up to the assessment; `Some(contract)` when the catalog
 /// answered this round (its `state` is then what the catalog holds).
 async fn drive(
     purchase: &Purchase,
-    shared: &Shared,
+    ctx: &Context,
+    session: &mut Session,
     status: &mut PurchaseStatus,
 ) -> Result<(Assessment, Option<Contract>), ReconcileError> {
-    let settings = &shared.settings;
+    let settings = &ctx.settings;
     let spec = &purchase.spec;
-    let client = match catalog_client(purchase, shared).await {
-        Ok(client) => client,
-        Err(problem) => return Ok((decision::assess_unusable(&problem), None)),
-    };
 
     // The contract id: given, recorded, or bought now (recorded first).
     let from_offer = spec.contract_id.is_none();
@@ -422,34 +353,22 @@ async fn drive(
         &spec.offer_id,
         &spec.plan_id,
     ) {
-        (Some(id), _, _, _) => id.clone(),
-        (None, Some(id), _, _) => id.clone(),
-        (None, None, Some(offer), Some(plan)) => {
-            match client.reserve(offer, plan).await {
-                Ok(reservation) => {
-                    status.contract_id = Some(reservation.id.clone());
-                    status.phase = "Purchasing".into();
-                    let api: Api<Purchase> = Api::namespaced(
-                        shared.client.clone(),
-                        purchase.metadata.namespace.as_deref().unwrap_or_default(),
-                    );
-                    api.patch_status(
-                    &purchase.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {"contractID": reservation.id, "phase": "Purchasing"}})),
-                )
-                .await?;
-                    tracing::info!(reservation = %reservation.id, "plan reserved; contract id recorded");
-                    reservation.id
-                }
-                Err(error) => {
-                    return match unusable(error, offer) {
-                        Ok(problem) => Ok((decision::assess_unusable(&problem), None)),
-                        Err(message) => Ok((waiting_for_catalog(&message), None)),
-                    }
-                }
+        (Some(id), _, _, _) | (None, Some(id), _, _) => id.clone(),
+        (None, None, Some(offer), Some(plan)) => match session.reserve(offer, plan).await {
+            Ok(reservation) => {
+                record_reservation(purchase, ctx, &reservation.id).await?;
+                status.contract_id = Some(reservation.id.clone());
+                status.phase = Phase::Purchasing.as_str().to_string();
+                reservation.id
             }
-        }
+            Err(error) => {
+                let assessment = match catalog::unusable(error, offer) {
+                    Ok(problem) => decision::assess_unusable(&problem),
+                    Err(message) => decision::waiting_for_catalog(&message),
+                };
+                return Ok((assessment, None));
+            }
+        },
         _ => {
             let problem =
                 Unusable::Spec("set spec.contractID, or spec.offerID and spec.planID".to_string());
@@ -457,24 +376,14 @@ async fn drive(
         }
     };
 
-    let mut read = client.contract(&id).await;
-    if from_offer && matches!(read, Err(CatalogError::NotFound(_))) {
-        // Reserved (recorded above or in an earlier round) but not bought.
-        match client.purchase(&id, &settings.cluster_id).await {
-            Ok(()) => {
-                tracing::info!(contract = %id, "reservation purchased");
-                read = client.contract(&id).await;
-            }
-            Err(error) => read = Err(error),
-        }
-    }
+    let read = catalog::read_or_buy(session, &id, from_offer, &settings.cluster_id).await;
     let (contract, catalog_error) = match read {
         Ok(contract) => {
             if let Err(problem) =
                 decision::check_contract(&contract, settings.generation, &settings.cluster_id)
             {
                 if matches!(problem, Unusable::Ended(_)) {
-                    crate::cluster::cleanup(purchase, &shared.cluster, false).await?;
+                    crate::cluster::cleanup(purchase, &ctx.cluster, false).await?;
                     status.granted.clear();
                     status.offloaded_namespaces.clear();
                     status.peering_command = None;
@@ -482,101 +391,51 @@ async fn drive(
                 return Ok((decision::assess_unusable(&problem), Some(contract)));
             }
             status.provider_cluster_id = Some(contract.cluster_id.clone());
-            status.resources = contract.resources.clone();
+            status.resources = contract.resources.to_strings();
             status.resource_slice_class = Some(contract.resource_slice_class.clone());
-            status.expires_at = Some(contract.expires_at.clone()).filter(|e| !e.is_empty());
+            status.expires_at = catalog::expires_at(&contract);
             (contract, None)
         }
-        Err(error) => match unusable(error, &id) {
+        Err(error) => match catalog::unusable(error, &id) {
             Ok(problem) => return Ok((decision::assess_unusable(&problem), None)),
-            Err(message) => match cached_contract(status, &id) {
+            Err(message) => match catalog::cached_contract(status, &id) {
                 Some(cached) => (cached, Some(message)),
-                None => return Ok((waiting_for_catalog(&message), None)),
+                None => return Ok((decision::waiting_for_catalog(&message), None)),
             },
         },
     };
     let fresh = catalog_error.is_none();
     let progress =
-        crate::cluster::set_up(purchase, &shared.cluster, status, &contract, catalog_error).await?;
+        crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, catalog_error).await?;
     Ok((decision::assess(&progress), fresh.then_some(contract)))
 }
 
-fn waiting_for_catalog(message: &str) -> Assessment {
-    Assessment {
-        phase: "Pending",
-        conditions: vec![
-            decision::Cond {
-                type_: decision::CATALOG_REACHABLE,
-                status: false,
-                reason: "CatalogUnreachable".into(),
-                message: format!("{message}; retrying with backoff"),
-            },
-            decision::Cond {
-                type_: decision::READY,
-                status: false,
-                reason: "CatalogUnreachable".into(),
-                message: "the contract has not been read yet".into(),
-            },
-        ],
-        report: None,
-    }
+/// Write the reserved contract's id to the status before buying it, so a
+/// restart reads it instead of buying again.
+async fn record_reservation(
+    purchase: &Purchase,
+    ctx: &Context,
+    id: &str,
+) -> Result<(), ReconcileError> {
+    let patch = json!({"status": {"contractID": id, "phase": Phase::Purchasing}});
+    Api::<Purchase>::namespaced(ctx.client.clone(), &namespace_of(purchase))
+        .patch_status(
+            &purchase.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await?;
+    tracing::info!(reservation = %id, "plan reserved; contract id recorded");
+    Ok(())
 }
 
-/// `after` as a JSON merge patch over `before`: fields that are gone are
-/// sent as `null`, which is how a merge patch removes them.
-fn status_patch(
-    before: &PurchaseStatus,
-    after: &PurchaseStatus,
-) -> Result<Value, serde_json::Error> {
-    let mut patch = serde_json::to_value(after)?;
-    if let (Value::Object(old), Value::Object(new)) = (serde_json::to_value(before)?, &mut patch) {
-        for key in old.keys() {
-            if !new.contains_key(key) {
-                new.insert(key.clone(), Value::Null);
-            }
-        }
-    }
-    Ok(patch)
-}
-
-/// The new conditions: `lastTransitionTime` moves only when a condition's
-/// status changes.
-fn merge_conditions(
-    before: &[Condition],
-    assessment: &Assessment,
-    generation: i64,
-    now: &str,
-) -> Vec<Condition> {
-    assessment
-        .conditions
-        .iter()
-        .map(|c| {
-            let status = if c.status { "True" } else { "False" };
-            let since = before
-                .iter()
-                .find(|b| b.type_ == c.type_ && b.status == status)
-                .map(|b| b.last_transition_time.clone())
-                .unwrap_or_else(|| now.to_string());
-            Condition {
-                type_: c.type_.to_string(),
-                status: status.to_string(),
-                reason: c.reason.clone(),
-                message: c.message.chars().take(1000).collect(),
-                last_transition_time: since,
-                observed_generation: generation,
-            }
-        })
-        .collect()
-}
-
-fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessment: &Assessment) {
-    let failed = matches!(assessment.phase, "Failed" | "Ended");
+fn publish_event(ctx: &Context, purchase: &Purchase, from: &str, assessment: &Assessment) {
     let ready = assessment
         .conditions
         .iter()
         .find(|c| c.type_ == decision::READY);
     let event = Event {
-        type_: if failed {
+        type_: if assessment.phase.is_bad() {
             EventType::Warning
         } else {
             EventType::Normal
@@ -594,66 +453,6 @@ fn publish_event(shared: &Arc<Shared>, purchase: &Purchase, from: &str, assessme
         action: "Reconcile".to_string(),
         secondary: None,
     };
-    tracing::info!(from, to = assessment.phase, "phase changed");
-    runtime::publish_event(&shared.recorder, event, purchase.object_ref(&()));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transition_times_move_only_with_the_status() {
-        let before = vec![Condition {
-            type_: "Peered".into(),
-            status: "True".into(),
-            reason: "x".into(),
-            message: "m".into(),
-            last_transition_time: "T0".into(),
-            observed_generation: 1,
-        }];
-        let assessment = |status| Assessment {
-            phase: "Ready",
-            conditions: vec![decision::Cond {
-                type_: "Peered",
-                status,
-                reason: "y".into(),
-                message: "n".into(),
-            }],
-            report: None,
-        };
-        let kept = merge_conditions(&before, &assessment(true), 2, "T1");
-        assert_eq!(kept[0].last_transition_time, "T0");
-        assert_eq!(kept[0].observed_generation, 2);
-        let moved = merge_conditions(&before, &assessment(false), 2, "T1");
-        assert_eq!(moved[0].last_transition_time, "T1");
-    }
-
-    #[test]
-    fn fields_that_go_are_sent_as_null() {
-        let before = PurchaseStatus {
-            peering_command: Some("liqoctl peer".into()),
-            phase: "Peering".into(),
-            ..PurchaseStatus::default()
-        };
-        let after = PurchaseStatus {
-            phase: "Ready".into(),
-            ..PurchaseStatus::default()
-        };
-        let patch = status_patch(&before, &after).unwrap();
-        assert_eq!(patch["peeringCommand"], Value::Null);
-        assert!(patch.as_object().unwrap().contains_key("peeringCommand"));
-        assert_eq!(patch["phase"], "Ready");
-    }
-
-    #[test]
-    fn cached_contracts_need_a_known_provider() {
-        let mut status = PurchaseStatus::default();
-        assert!(cached_contract(&status, "c").is_none());
-        status.provider_cluster_id = Some("p".into());
-        assert_eq!(
-            cached_contract(&status, "c").map(|c| c.cluster_id),
-            Some("p".into())
-        );
-    }
+    tracing::info!(from, to = %assessment.phase, "phase changed");
+    runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
 }
