@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::authenticate::{credentials_body, token_answer};
-use super::{ProviderInfo, Providers};
+use super::{IdentityKind, ProviderInfo, Providers};
 use crate::auth::{Caller, IssuedToken, Role};
 use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
 
@@ -112,12 +112,7 @@ async fn check_subject_free(state: &Providers, subject: &str) -> Result<(), ApiE
             "subject: `{subject}` starts with `{OSB_OWNER_PREFIX}`, reserved for the Open Service Broker platform account; choose another subject"
         )));
     }
-    if state.store.get_provider(subject).await?.is_some() {
-        return Err(ApiError::Conflict(format!(
-            "subject: `{subject}` is the cluster ID of a registered provider; a consumer token cannot share a provider's identity"
-        )));
-    }
-    Ok(())
+    state.claim_identity(subject, IdentityKind::Consumer).await
 }
 
 /// Issue a consumer token (admins).

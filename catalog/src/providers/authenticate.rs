@@ -9,7 +9,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use super::{ProviderAccount, Providers};
+use super::{IdentityKind, ProviderAccount, Providers};
 use crate::auth::{secret, IssuedToken, PoolError, Role};
 use crate::http::{
     documented_error, parse_json, read_json_body, validate_id, ApiError, ErrorBody, FieldError,
@@ -111,6 +111,7 @@ impl Credentials {
         (status = 200, description = "A provider token", body = IssuedToken),
         crate::http::InvalidBody,
         (status = 401, description = "The cluster ID is claimed with other credentials", body = ErrorBody),
+        (status = 409, description = "The cluster ID is a consumer's subject (one namespace of identities); nothing registered", body = ErrorBody),
         TooManyAttempts,
         StoreOrVerifiersBusy,
     )
@@ -128,6 +129,10 @@ pub async fn authenticate(
     let account = match state.store.get_provider(&c.cluster_id).await? {
         Some(existing) => existing,
         None => {
+            // One namespace of identities: a consumer's subject is not free.
+            state
+                .claim_identity(&c.cluster_id, IdentityKind::Provider)
+                .await?;
             let hash = hashed(&state, &c.token).await?;
             let fresh = ProviderAccount {
                 generation: 0,

@@ -71,6 +71,30 @@ pub struct ProvidersConfig {
     pub secret_pool: crate::auth::SecretPoolConfig,
 }
 
+/// Who holds a subject in the one namespace of identities: a token's `sub`
+/// owns records, so a provider's cluster ID and a consumer's subject must
+/// never be the same string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdentityKind {
+    Provider,
+    Consumer,
+}
+
+/// The one rule of the namespace of identities, for both directions: the
+/// 409 message when `subject`, wanted as `wanted`, is held as `holder`.
+pub fn identity_clash(subject: &str, wanted: IdentityKind, holder: IdentityKind) -> Option<String> {
+    match (wanted, holder) {
+        (IdentityKind::Provider, IdentityKind::Consumer) => Some(format!(
+            "clusterID: `{subject}` is already the subject of a consumer; a provider cannot share a consumer's identity (choose another cluster ID)"
+        )),
+        (IdentityKind::Consumer, IdentityKind::Provider) => Some(format!(
+            "subject: `{subject}` is the cluster ID of a registered provider; a consumer token cannot share a provider's identity"
+        )),
+        _ => None,
+    }
+}
+
 /// What the provider handlers share (`web::Data<Providers>`).
 #[derive(Clone)]
 pub struct Providers {
@@ -139,6 +163,23 @@ impl Providers {
                 SecretPool::start(&config.secret_pool).context("starting the argon2 threads")?,
             ),
         })
+    }
+
+    /// Claim `subject` for `kind` (see [`identity_clash`]): 409 naming the
+    /// clash when the other kind holds it. The store's conditional insert
+    /// decides races; a provider registered before identities were recorded
+    /// is still found by its account.
+    pub async fn claim_identity(&self, subject: &str, kind: IdentityKind) -> Result<(), ApiError> {
+        if kind == IdentityKind::Consumer && self.store.get_provider(subject).await?.is_some() {
+            return Err(ApiError::Conflict(
+                identity_clash(subject, kind, IdentityKind::Provider).unwrap_or_default(),
+            ));
+        }
+        let holder = self.store.claim_identity(subject, kind).await?;
+        match identity_clash(subject, kind, holder) {
+            Some(message) => Err(ApiError::Conflict(message)),
+            None => Ok(()),
+        }
     }
 
     /// Whether an administrator disabled `cluster_id`.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{ProviderAccount, ProviderInfo, ProviderPeering};
+use super::{IdentityKind, ProviderAccount, ProviderInfo, ProviderPeering};
 use crate::store::StoreError;
 
 /// See the module docs. Shared as `Arc<dyn ProviderStore>`.
@@ -22,6 +22,17 @@ pub trait ProviderStore: Send + Sync + 'static {
         &self,
         account: ProviderAccount,
     ) -> Result<(ProviderAccount, bool), StoreError>;
+
+    /// Claim `subject` for `kind` in the one namespace of identities
+    /// (provider cluster IDs and consumer-token subjects) unless someone
+    /// holds it already; answers the holder's kind afterwards. One
+    /// conditional insert per subject, so of two racing claims of one
+    /// subject exactly one kind wins and both callers see it.
+    async fn claim_identity(
+        &self,
+        subject: &str,
+        kind: IdentityKind,
+    ) -> Result<IdentityKind, StoreError>;
 
     /// Replace the account `account.cluster_id` with `account` (new secret
     /// hash, auth URL and generation) if its stored secret hash is still

@@ -28,6 +28,7 @@ mod catalog_durability;
 mod catalog_feed;
 mod catalog_feed_mongo;
 mod catalog_hostile;
+mod catalog_identities;
 mod catalog_labels;
 mod catalog_list_body;
 mod catalog_memory;

@@ -57,6 +57,9 @@ pub(crate) mod tables {
     /// cluster ID → JSON of `ProviderPeering` (class, sealed kubeconfig).
     pub const PROVIDER_PEERING: TableDefinition<&str, &[u8]> =
         TableDefinition::new("provider_peering");
+    /// subject → JSON of `IdentityKind`: provider cluster IDs and consumer
+    /// subjects, one namespace.
+    pub const IDENTITIES: TableDefinition<&str, &[u8]> = TableDefinition::new("identities");
     /// cluster ID → disabled since (ms).
     pub const DISABLED: TableDefinition<&str, i64> = TableDefinition::new("disabled_providers");
 

@@ -15,11 +15,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition};
 
-use super::tables::{DISABLED, PEERING, PROVIDERS, PROVIDER_PEERING};
+use super::tables::{DISABLED, IDENTITIES, PEERING, PROVIDERS, PROVIDER_PEERING};
 use super::{
     from_json, from_millis, get_record, internal, to_json, write_if, EmbeddedStore, Inner,
 };
-use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
+use crate::providers::{
+    IdentityKind, ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore,
+};
 use crate::store::StoreError;
 
 /// See the module docs.
@@ -158,6 +160,31 @@ impl ProviderStore for EmbeddedStore {
     ) -> Result<(ProviderAccount, bool), StoreError> {
         self.blocking(move |inner| inner.claim_provider(account))
             .await
+    }
+
+    async fn claim_identity(
+        &self,
+        subject: &str,
+        kind: IdentityKind,
+    ) -> Result<IdentityKind, StoreError> {
+        let subject = subject.to_string();
+        self.blocking(move |inner| {
+            let _order = inner.lock_order();
+            let mut holder = kind;
+            write_if(&inner.db, |txn| {
+                let mut identities = txn.open_table(IDENTITIES).map_err(internal)?;
+                if let Some(existing) = get_record(&identities, &subject, "identity")? {
+                    holder = existing;
+                    return Ok(false);
+                }
+                identities
+                    .insert(subject.as_str(), to_json(&kind)?.as_slice())
+                    .map_err(internal)?;
+                Ok(true)
+            })?;
+            Ok(holder)
+        })
+        .await
     }
 
     async fn rotate_provider(

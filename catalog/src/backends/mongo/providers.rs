@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::offers::ProviderDoc;
 use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
-use crate::providers::{ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore};
+use crate::providers::{
+    IdentityKind, ProviderAccount, ProviderInfo, ProviderPeering, ProviderStore,
+};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,7 +38,19 @@ pub(super) struct PeeringDoc {
     pub(super) body: ProviderPeering,
 }
 
+/// A subject of the one namespace of identities (`identities`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct IdentityDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    kind: IdentityKind,
+}
+
 impl MongoStore {
+    fn identities(&self) -> mongodb::Collection<IdentityDoc> {
+        self.db.collection("identities")
+    }
+
     pub(super) fn provider_peering(&self) -> mongodb::Collection<PeeringDoc> {
         self.db.collection("provider_peering")
     }
@@ -80,6 +94,39 @@ impl ProviderStore for MongoStore {
                             "provider vanished after a duplicate-key insert".into(),
                         )),
                     }
+                }
+                Err(e) => Err(classify(e)),
+            }
+        })
+        .await
+    }
+
+    /// `_id` is the subject, so the insert is the conditional write: a
+    /// duplicate key means someone holds it, and the stored kind says who.
+    async fn claim_identity(
+        &self,
+        subject: &str,
+        kind: IdentityKind,
+    ) -> Result<IdentityKind, StoreError> {
+        let how = "Nothing else was written: retry the same request.".to_string();
+        self.bounded(Op::Write(how), async {
+            let fresh = IdentityDoc {
+                id: subject.to_string(),
+                kind,
+            };
+            match self.identities().insert_one(fresh).await {
+                Ok(_) => Ok(kind),
+                Err(e) if is_duplicate_key(&e) => {
+                    let held = self
+                        .identities()
+                        .find_one(doc! { "_id": subject })
+                        .await
+                        .map_err(classify)?;
+                    held.map(|d| d.kind).ok_or_else(|| {
+                        StoreError::Internal(
+                            "identity vanished after a duplicate-key insert".into(),
+                        )
+                    })
                 }
                 Err(e) => Err(classify(e)),
             }
