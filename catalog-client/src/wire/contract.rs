@@ -1,10 +1,13 @@
 //! Contracts — who bought what from whom, and the credentials released to
-//! the buyer — with the requests that make and report them. Mirrors
-//! `catalog/src/buying/contract.rs` (`Contract`, `ContractState`, `Ended`,
-//! `ContractCredentials`, `V1Credentials`), `catalog/src/buying/http.rs`
-//! (`ReserveRequest`, `PurchaseRequest`), `catalog/src/buying/contracts_http.rs`
-//! (`RawReport` as [`StateReport`]) and the fields of
-//! `catalog/src/buying/model.rs` `Reservation` a client reads.
+//! the buyer — with the requests that make and report them. The catalog
+//! server uses these very types where its JSON is the same:
+//! `catalog/src/buying/contracts/model.rs` (`Contract`, `Ended`,
+//! `ContractCredentials`, `V1Credentials`), `catalog/src/buying/model.rs`
+//! (`ContractState`), `catalog/src/buying/http.rs` (`ReserveRequest`,
+//! `PurchaseRequest`) and `catalog/src/buying/contracts/http.rs`
+//! (`RawReport`, checked against [`StateReport`]); the doc comments below
+//! are also the descriptions in its `/openapi.json`. [`Reservation`] holds
+//! the fields of `catalog/src/buying/model.rs` `Reservation` a client reads.
 
 use chrono::{DateTime, Utc};
 use quantity::ResourceList;
@@ -15,6 +18,7 @@ use super::provider::{LiqoGeneration, PeeringCredentials};
 
 /// Where the consumer side says a contract is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ContractState {
     /// Bought; not peered yet (or the peering was lost).
@@ -55,6 +59,7 @@ impl ContractState {
 
 /// How a contract ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Ended {
     Cancelled,
@@ -70,15 +75,18 @@ impl Ended {
     }
 }
 
-/// The credentials a contract releases to its consumer. `Debug` shows
-/// which generations are present, never their secrets.
+// `Debug` shows which generations are present, never their secrets.
+/// The credentials a contract releases to its consumer.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ContractCredentials {
     /// Liqo v0.x: what `liqoctl peer out-of-band` takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub v0: Option<PeeringCredentials>,
     /// Liqo v1: the provider's peering user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub v1: Option<V1Credentials>,
 }
 
@@ -91,8 +99,10 @@ impl std::fmt::Debug for ContractCredentials {
     }
 }
 
-/// A Liqo v1 peering user's kubeconfig (YAML text; secret).
+// The kubeconfig is a secret: `Debug` never shows it.
+/// A Liqo v1 peering user's kubeconfig (YAML text).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct V1Credentials {
     pub kubeconfig: String,
 }
@@ -105,6 +115,7 @@ impl std::fmt::Debug for V1Credentials {
 
 /// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Contract {
     /// The purchase's (and reservation's) id.
@@ -116,6 +127,7 @@ pub struct Contract {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub consumer_cluster_id: Option<String>,
     /// The provider's cluster ID.
     #[serde(rename = "clusterID")]
@@ -125,24 +137,42 @@ pub struct Contract {
     pub offer_id: String,
     #[serde(rename = "planID")]
     pub plan_id: String,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = std::collections::BTreeMap<String, String>,
+            example = json!({"cpu": "2", "memory": "4Gi"})
+        )
+    )]
     pub resources: ResourceList,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1.0"))]
     pub cost: Cost,
     pub resource_slice_class: String,
     pub liqo: Vec<LiqoGeneration>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub purchased_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub expires_at: DateTime<Utc>,
     /// Not ended (and not past `expiresAt`).
     pub active: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub ended: Option<Ended>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, format = DateTime, nullable = false)
+    )]
     pub ended_at: Option<DateTime<Utc>>,
     pub state: ContractState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub reason: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub state_changed_at: DateTime<Utc>,
     /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub credentials: Option<ContractCredentials>,
 }
 

@@ -268,34 +268,9 @@ pub fn new_id() -> Result<String, String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Where the consumer side says a contract is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ContractState {
-    /// Bought; not peered yet (or the peering was lost).
-    Pending,
-    /// The consumer's cluster peered with the provider.
-    Peered,
-    /// The provider granted the contract's resources.
-    Granted,
-    /// Workloads can be offloaded.
-    Ready,
-    /// Something went wrong; `reason` says what.
-    Failed,
-}
-
-impl ContractState {
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "pending" => ContractState::Pending,
-            "peered" => ContractState::Peered,
-            "granted" => ContractState::Granted,
-            "ready" => ContractState::Ready,
-            "failed" => ContractState::Failed,
-            _ => return None,
-        })
-    }
-}
+// Where the consumer side says a contract is: a wire type, declared once
+// in `catalog-client` (with its schema).
+pub use catalog_client::wire::contract::ContractState;
 
 /// What a REST purchase fixes, stored with the purchased record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

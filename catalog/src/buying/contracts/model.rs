@@ -20,98 +20,17 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use quantity::ResourceList;
-use serde::{Deserialize, Serialize};
 
 use crate::buying::model::{ContractState, Reservation, ReservationState, Step};
 use crate::http::{validate_id, FieldError};
-use crate::offers::Cost;
-use crate::providers::{LiqoGeneration, PeeringCredentials};
 
 /// Longest `reason` accepted, in bytes.
 pub const MAX_REASON_LEN: usize = 256;
 
-/// How a contract ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Ended {
-    Cancelled,
-    Expired,
-}
-
-/// The credentials a contract releases to its consumer.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ContractCredentials {
-    /// Liqo v0.x: what `liqoctl peer out-of-band` takes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub v0: Option<PeeringCredentials>,
-    /// Liqo v1: the provider's peering user.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub v1: Option<V1Credentials>,
-}
-
-/// A Liqo v1 peering user's kubeconfig (YAML text).
-#[derive(Clone, Serialize, utoipa::ToSchema)]
-pub struct V1Credentials {
-    pub kubeconfig: String,
-}
-
-impl std::fmt::Debug for V1Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("V1Credentials(..)")
-    }
-}
-
-/// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Contract {
-    /// The purchase's (and reservation's) id.
-    pub id: String,
-    /// The buyer (the `sub` of its token).
-    pub consumer: String,
-    #[serde(rename = "consumerClusterID", skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub consumer_cluster_id: Option<String>,
-    /// The provider's cluster ID.
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    pub cluster_name: String,
-    #[serde(rename = "offerID")]
-    pub offer_id: String,
-    #[serde(rename = "planID")]
-    pub plan_id: String,
-    #[schema(value_type = std::collections::BTreeMap<String, String>, example = json!({"cpu": "2", "memory": "4Gi"}))]
-    pub resources: ResourceList,
-    #[schema(value_type = String, example = "1.0")]
-    pub cost: Cost,
-    pub resource_slice_class: String,
-    pub liqo: Vec<LiqoGeneration>,
-    #[schema(value_type = String, format = DateTime)]
-    pub purchased_at: DateTime<Utc>,
-    #[schema(value_type = String, format = DateTime)]
-    pub expires_at: DateTime<Utc>,
-    /// Not ended (and not past `expiresAt`).
-    pub active: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub ended: Option<Ended>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
-    pub ended_at: Option<DateTime<Utc>>,
-    pub state: ContractState,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub reason: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
-    pub state_changed_at: DateTime<Utc>,
-    /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub credentials: Option<ContractCredentials>,
-}
+// What a contract looks like on the wire is declared once, in
+// `catalog-client` (with its schema), so a renamed field fails the
+// server's build and the clients' alike.
+pub use catalog_client::wire::contract::{Contract, ContractCredentials, Ended, V1Credentials};
 
 /// `r` as a contract at `now` (without credentials); None if `r` is not
 /// one (a reservation, or an Open Service Broker purchase).
