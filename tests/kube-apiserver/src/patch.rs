@@ -62,8 +62,11 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 /// JSON patch (RFC 6902); a failing operation is a 422, as the real
 /// server answers.
 pub fn json_patch(target: &mut Value, body: &[u8]) -> Result<(), ApiError> {
-    let patch: json_patch::Patch = serde_json::from_slice(body)
+    let mut patch: json_patch::Patch = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    patch
+        .0
+        .retain(|op| !null_test_of_an_absent_member(target, op));
     json_patch::patch(target, &patch.0).map_err(|e| {
         ApiError::new(
             422,
@@ -71,6 +74,32 @@ pub fn json_patch(target: &mut Value, body: &[u8]) -> Result<(), ApiError> {
             format!("the server rejected our request due to an error in our request: {e}"),
         )
     })
+}
+
+/// Whether `op` is a `test` for `null` of a member that is absent from an
+/// object that exists. The API server's JSON patch (gopkg.in/evanphx/
+/// json-patch.v4, `patch.go`, `func (p Patch) test`: a missing key reads as
+/// `nil`, and a `nil` value passes a test whose value is `null`) lets it
+/// pass, where RFC 6902 (and the `json-patch` crate) fail it. kube-runtime's
+/// `finalizer` helper relies on it: its first finalizer is added with
+/// `test /metadata/finalizers null` + `add`, and an object without
+/// finalizers has no `finalizers` member at all.
+fn null_test_of_an_absent_member(target: &Value, op: &json_patch::PatchOperation) -> bool {
+    let json_patch::PatchOperation::Test(test) = op else {
+        return false;
+    };
+    if !test.value.is_null() {
+        return false;
+    }
+    let path = test.path.to_string();
+    let Some((parent, member)) = path.rsplit_once('/') else {
+        return false;
+    };
+    let member = member.replace("~1", "/").replace("~0", "~");
+    match target.pointer(parent) {
+        Some(Value::Object(map)) => !map.contains_key(&member),
+        _ => false,
+    }
 }
 
 /// The key strategic merge patch merges a list field by.
@@ -336,6 +365,33 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(json_patch(&mut doc, b"{").unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn a_null_test_of_an_absent_member_passes_as_on_the_api_server() {
+        // kube-runtime's finalizer helper, on an object without finalizers.
+        let mut doc = json!({"metadata": {"name": "p"}});
+        json_patch(
+            &mut doc,
+            br#"[{"op": "test", "path": "/metadata/finalizers", "value": null},
+                 {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]"#,
+        )
+        .unwrap();
+        assert_eq!(doc, json!({"metadata": {"name": "p", "finalizers": ["f"]}}));
+        // A member that exists is tested as RFC 6902 says.
+        let e = json_patch(
+            &mut doc,
+            br#"[{"op": "test", "path": "/metadata/finalizers", "value": null}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
+        // So is a member of an object that does not exist.
+        let e = json_patch(
+            &mut doc,
+            br#"[{"op": "test", "path": "/spec/x", "value": null}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
     }
 
     #[test]
