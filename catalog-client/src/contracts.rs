@@ -17,15 +17,17 @@ use crate::wire::{
 /// Largest contract listing read (a few hundred bytes per contract).
 pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
 
-/// What one listing found.
+/// What one listing found: contracts as [`Contract`]s, or as `T` for a
+/// caller that reads each one on its own (so one it cannot read is left
+/// out rather than failing the whole listing).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Listing {
+pub enum Listing<T = Contract> {
     /// 304: the `ETag` given is still current.
     NotModified,
     /// The contracts, and the `ETag` to ask with next time.
     Contracts {
         etag: Option<String>,
-        contracts: Vec<Contract>,
+        contracts: Vec<T>,
     },
 }
 
@@ -33,6 +35,15 @@ impl Session {
     /// `GET /contracts?active=true`, conditional on `etag`: the caller's
     /// active contracts (a provider's: the ones bought from it).
     pub async fn active_contracts(&mut self, etag: Option<&str>) -> Result<Listing, Error> {
+        self.active_contracts_as(etag).await
+    }
+
+    /// [`Session::active_contracts`], each contract read as `T` (e.g.
+    /// `serde_json::Value`, to read them one by one).
+    pub async fn active_contracts_as<T: serde::de::DeserializeOwned>(
+        &mut self,
+        etag: Option<&str>,
+    ) -> Result<Listing<T>, Error> {
         let what = "GET /contracts";
         let route = format!("{}?active=true", routes::CONTRACTS);
         let answer = self

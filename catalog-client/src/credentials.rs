@@ -55,13 +55,23 @@ pub enum CredentialsError {
 /// must not be blank; `authURL` is an `http://` or `https://` URL, or empty
 /// for a provider that peers only with Liqo v1.
 pub fn load(path: &Path, exposure: Exposure) -> Result<PeeringCredentials, CredentialsError> {
+    load_named("--credentials", path, exposure)
+}
+
+/// [`load`] for a program whose flag naming the file is `flag` (e.g.
+/// `--catalog-credentials-file`): errors about the file name that flag.
+pub fn load_named(
+    flag: &str,
+    path: &Path,
+    exposure: Exposure,
+) -> Result<PeeringCredentials, CredentialsError> {
     let read = |source| CredentialsError::Read {
         path: path.to_path_buf(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(read)?;
     check_exposure(path, &meta, exposure)?;
-    let text = edge::config_file::read("--credentials", path, MAX_FILE_BYTES)?;
+    let text = edge::config_file::read(flag, path, MAX_FILE_BYTES)?;
     let creds = parse(&text, path)?;
     check(&creds, path)?;
     Ok(creds)

@@ -1,5 +1,6 @@
-//! The provider's offer endpoints: read one offer (`GET /offer/{id}`) and
-//! create or replace it (`POST /offer/{id}`). The offer travels as JSON as
+//! The provider's offer endpoints: read one offer (`GET /offer/{id}`),
+//! create or replace it (`POST /offer/{id}`) and withdraw it (`DELETE
+//! /offer/{id}`). The offer travels as JSON as
 //! the catalog wrote it, so a client that edits one field keeps every other
 //! field (even ones newer than this client) as it was.
 
@@ -84,6 +85,28 @@ impl Session {
             | StatusCode::PAYLOAD_TOO_LARGE
             | StatusCode::UNSUPPORTED_MEDIA_TYPE
             | StatusCode::UNPROCESSABLE_ENTITY => Err(answer.rejected("the offer")),
+            _ => Err(answer.unexpected(&what)),
+        }
+    }
+
+    /// `DELETE /offer/{id}`: withdraw the offer; `false` if there was none.
+    pub async fn delete_offer(&mut self, id: &str) -> Result<bool, Error> {
+        let what = format!("DELETE /offer/{id}");
+        let route = routes::offer(id);
+        let span = tracing::info_span!("delete_offer", offer = id);
+        let answer = self
+            .call(&what, MAX_ANSWER_BYTES, |http| {
+                http.request(Method::DELETE, &route)
+            })
+            .instrument(span)
+            .await?;
+        match answer.status {
+            status if status.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            StatusCode::FORBIDDEN => Err(Error::Forbidden(format!(
+                "offer {id}: {}",
+                answer.message()
+            ))),
             _ => Err(answer.unexpected(&what)),
         }
     }

@@ -201,7 +201,8 @@ fn follow_contracts(
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Result<Option<crate::contracts::Contracts>, ConfigError> {
-    use crate::contracts::{CatalogClient, Contracts, Credentials, FollowerSettings};
+    use crate::contracts::{CatalogClient, ClientError, Contracts, FollowerSettings};
+    use catalog_client::{credentials, Exposure, Http, Login};
     let (GrantPolicy::Contracts, Some(url), Some(file)) = (
         args.grant_policy,
         &args.catalog_url,
@@ -209,8 +210,21 @@ fn follow_contracts(
     ) else {
         return Ok(None);
     };
-    let credentials = Credentials::load(file)?;
-    let client = CatalogClient::new(url.clone(), credentials, CATALOG_TIMEOUT)?;
+    let credentials = credentials::load_named("--catalog-credentials-file", file, Exposure::Refuse)
+        .map_err(ClientError::from)?;
+    let http = Http::client(
+        CATALOG_TIMEOUT,
+        concat!("slice-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
+    // No file to re-read: credentials refused by the catalog stay refused
+    // (each poll reports it) until the controller is restarted, as before.
+    let client = CatalogClient::new(
+        Http::new(http, url.clone()),
+        Login::Provider {
+            credentials,
+            file: None,
+        },
+    );
     tracing::info!(catalog = %url, provider = client.cluster_id(), "following the provider's contracts");
     metrics.expect_contracts();
     Ok(Some(Contracts::follow(

@@ -4,9 +4,11 @@
 //!
 //! - [`book`]: what the decision needs of them — per consumer cluster, the
 //!   sum of its active contracts' resources — and which consumers changed
-//!   between two listings (a pure function);
-//! - [`client`]: the catalog client (the credentials file, `POST
-//!   /authenticate`, the conditional `GET`);
+//!   between two listings (pure functions);
+//! - the catalog client is `catalog-client`'s provider
+//!   [`Session`](catalog_client::Session): the credentials file (refused
+//!   when others may read it), `POST /authenticate` and the token's
+//!   renewal, the conditional `GET`;
 //! - [`follower`]: the polling task: it keeps the last known book while
 //!   the catalog is unreachable (WARN once per outage, the
 //!   `slice_controller_catalog_reachable` gauge, a `/readyz` note) and
@@ -14,9 +16,9 @@
 //!   without waiting for a slice event.
 
 pub mod book;
-pub mod client;
 pub mod follower;
 
 pub use book::ContractBook;
-pub use client::{CatalogClient, ClientError, Credentials};
+pub use catalog_client::Error as ClientError;
+pub use catalog_client::Session as CatalogClient;
 pub use follower::{Contracts, FollowerSettings};

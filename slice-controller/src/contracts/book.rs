@@ -4,21 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use quantity::ResourceList;
-use serde::Deserialize;
 
-/// One contract of `GET /contracts` (the fields this controller reads).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ContractDoc {
-    pub id: String,
-    #[serde(rename = "consumerClusterID", default)]
-    pub consumer_cluster_id: Option<String>,
-    /// The provider's cluster ID.
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    #[serde(default)]
-    pub resources: BTreeMap<String, String>,
-    pub active: bool,
-}
+/// One contract of `GET /contracts`, as the catalog writes it.
+pub type ContractDoc = catalog_client::wire::Contract;
 
 /// Per consumer cluster ID, the sum of its active contracts' resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,14 +23,35 @@ pub struct Skipped {
     pub why: String,
 }
 
+/// The contracts of a listing read one by one: one that cannot be read
+/// (resources in a syntax this build does not know) is left out and
+/// reported, and the others still count.
+pub fn read(listing: Vec<serde_json::Value>) -> (Vec<ContractDoc>, Vec<Skipped>) {
+    let mut docs = Vec::with_capacity(listing.len());
+    let mut skipped = Vec::new();
+    for value in listing {
+        let id = value
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match serde_json::from_value::<ContractDoc>(value) {
+            Ok(doc) => docs.push(doc),
+            Err(error) => skipped.push(Skipped {
+                id,
+                why: error.to_string(),
+            }),
+        }
+    }
+    (docs, skipped)
+}
+
 impl ContractBook {
     /// The book of `provider`'s active contracts in `docs`. Contracts of
     /// other providers, ended ones and ones without a consumer cluster ID
-    /// count for nobody; one whose resources cannot be read is skipped
-    /// (and reported).
-    pub fn new(provider: &str, docs: &[ContractDoc]) -> (Self, Vec<Skipped>) {
+    /// count for nobody.
+    pub fn new(provider: &str, docs: &[ContractDoc]) -> Self {
         let mut book = ContractBook::default();
-        let mut skipped = Vec::new();
         for doc in docs {
             if !doc.active || doc.cluster_id != provider {
                 continue;
@@ -50,23 +59,11 @@ impl ContractBook {
             let Some(consumer) = &doc.consumer_cluster_id else {
                 continue;
             };
-            let resources = match ResourceList::from_strings(
-                doc.resources.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            ) {
-                Ok(list) => list,
-                Err((name, error)) => {
-                    skipped.push(Skipped {
-                        id: doc.id.clone(),
-                        why: format!("resources.{name}: {error}"),
-                    });
-                    continue;
-                }
-            };
             let sum = book.by_consumer.entry(consumer.clone()).or_default();
-            *sum = sum.add(&resources);
+            *sum = sum.add(&doc.resources);
             book.contracts += 1;
         }
-        (book, skipped)
+        book
     }
 
     /// The sum of `consumer`'s active contracts; None when it has none.
@@ -100,8 +97,9 @@ mod tests {
             id: id.into(),
             consumer_cluster_id: consumer.map(str::to_string),
             cluster_id: provider.into(),
-            resources: [("cpu".to_string(), cpu.to_string())].into(),
+            resources: ResourceList::from_strings([("cpu", cpu)]).unwrap(),
             active,
+            ..ContractDoc::default()
         }
     }
 
@@ -114,28 +112,38 @@ mod tests {
             doc("d", Some("c2"), "me", "5", false),
             doc("e", Some("c3"), "other", "5", true),
             doc("f", None, "me", "5", true),
-            doc("g", Some("c4"), "me", "lots", true),
         ];
-        let (book, skipped) = ContractBook::new("me", &docs);
+        let book = ContractBook::new("me", &docs);
         assert_eq!(book.contracted("c1").unwrap().to_strings()["cpu"], "2500m");
         assert_eq!(book.contracted("c2").unwrap().to_strings()["cpu"], "1");
         assert_eq!(book.contracted("c3"), None);
-        assert_eq!(book.contracted("c4"), None);
         assert_eq!(book.contracts, 3);
-        assert_eq!(skipped.len(), 1);
-        assert!(skipped[0].why.starts_with("resources.cpu"), "{skipped:?}");
+    }
+
+    #[test]
+    fn a_contract_that_cannot_be_read_is_left_out_and_the_others_count() {
+        let good = serde_json::to_value(doc("a", Some("c1"), "me", "2", true)).unwrap();
+        let mut bad = serde_json::to_value(doc("g", Some("c4"), "me", "1", true)).unwrap();
+        bad["resources"] = serde_json::json!({"cpu": "lots"});
+        let (docs, skipped) = read(vec![good, bad]);
+        assert_eq!(docs.len(), 1);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].id, "g");
+        let book = ContractBook::new("me", &docs);
+        assert_eq!(book.contracted("c1").unwrap().to_strings()["cpu"], "2");
+        assert_eq!(book.contracted("c4"), None);
     }
 
     #[test]
     fn names_the_consumers_that_changed() {
-        let (before, _) = ContractBook::new(
+        let before = ContractBook::new(
             "me",
             &[
                 doc("a", Some("c1"), "me", "2", true),
                 doc("b", Some("c2"), "me", "1", true),
             ],
         );
-        let (after, _) = ContractBook::new(
+        let after = ContractBook::new(
             "me",
             &[
                 doc("a", Some("c1"), "me", "2", true),

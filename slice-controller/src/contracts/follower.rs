@@ -14,8 +14,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::book::ContractBook;
-use super::client::{CatalogClient, Listing};
+use catalog_client::contracts::Listing;
+
+use super::book::{self, ContractBook};
+use super::CatalogClient;
 use crate::metrics::Metrics;
 
 /// How the follower polls.
@@ -82,7 +84,12 @@ async fn poll(
     let mut outage: Option<bool> = None;
     let provider = client.cluster_id().to_string();
     loop {
-        match client.active_contracts(etag.as_deref()).await {
+        // Read as JSON values, then one by one: a contract this build
+        // cannot read is left out instead of failing the whole listing.
+        match client
+            .active_contracts_as::<serde_json::Value>(etag.as_deref())
+            .await
+        {
             Ok(listing) => {
                 if outage == Some(true) {
                     tracing::info!("the catalog answers again; contracts followed anew");
@@ -94,10 +101,11 @@ async fn poll(
                     contracts,
                 } = listing
                 {
-                    let (next, skipped) = ContractBook::new(&provider, &contracts);
+                    let (contracts, skipped) = book::read(contracts);
                     for s in skipped {
-                        tracing::warn!(contract = %s.id, why = %s.why, "contract left out: its resources cannot be read");
+                        tracing::warn!(contract = %s.id, why = %s.why, "contract left out: it cannot be read");
                     }
+                    let next = ContractBook::new(&provider, &contracts);
                     let previous = tx.borrow().clone();
                     metrics.set_contracts(next.contracts);
                     let changed = previous.as_ref().map(|p| p.changed(&next));
