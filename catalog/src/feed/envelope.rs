@@ -245,6 +245,67 @@ mod tests {
         );
     }
 
+    /// Offers as the store holds them: every optional field set, and none.
+    fn offers() -> Vec<Offer> {
+        let full = json!({
+            "id": "o1", "name": "General", "type": "compute", "description": "d \"q\"",
+            "plans": {
+                "small": {"name": "plan-small", "planID": "s", "cost": "1.5",
+                          "resources": {"cpu": "2", "memory": "4Gi"},
+                          "updatedAt": "2026-01-01T00:00:00Z", "updatedBy": "provider-agent"},
+                "big": {"name": "plan-big", "cost": "0.000000001", "resources": {"cpu": "500m"}}
+            },
+            "labels": {"topology.kubernetes.io/region": "eu-west"},
+            "clusterID": "p1", "clusterName": "one", "liqo": ["v0", "v1"],
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-02T03:04:05.123456789Z",
+            "version": 7
+        });
+        let bare = json!({
+            "id": "o2", "name": "n", "type": "t", "description": "", "plans": {},
+            "clusterID": "p2", "clusterName": "two",
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+            "version": 1
+        });
+        [full, bare]
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect()
+    }
+
+    /// Every frame the server writes is a `catalog_client::wire::FeedEvent`
+    /// a client reads whole: it parses as a known variant and writes back
+    /// the same JSON, so the clients' typed feed and these hand-written
+    /// bytes cannot drift apart.
+    #[test]
+    fn every_message_is_the_clients_feed_event() {
+        use catalog_client::wire::FeedEvent;
+
+        let offers = offers();
+        let jsons: Vec<Bytes> = offers.iter().map(offer_json).collect();
+        let messages = [
+            snapshot(0, &offer_array([])),
+            snapshot(3, &offer_array(&jsons)),
+            upsert(4, &jsons[0]),
+            upsert(u64::MAX, &jsons[1]),
+            delete(5, "o1"),
+            delete(6, "we\"ird/ü"),
+        ];
+        for m in &messages {
+            let sent = text(m);
+            let event: FeedEvent = serde_json::from_value(sent.clone()).unwrap();
+            assert_ne!(event, FeedEvent::Unknown, "{sent}");
+            assert_eq!(serde_json::to_value(&event).unwrap(), sent);
+        }
+        let event: FeedEvent = serde_json::from_value(text(&messages[2])).unwrap();
+        assert_eq!(
+            event,
+            FeedEvent::Upsert {
+                seq: 4,
+                offer: Box::new(offers[0].clone())
+            }
+        );
+    }
+
     #[test]
     fn type_and_seq_come_first() {
         let f = upsert(42, b"{}");

@@ -268,7 +268,10 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
 mod tests {
     use super::*;
     use crate::buying::model::{purchase_step, step, Channel, ContractTerms, Transition};
+    use crate::offers::Cost;
+    use crate::providers::LiqoGeneration;
     use proptest::prelude::*;
+    use quantity::ResourceList;
 
     fn reserved(expires_in: i64) -> Reservation {
         let now = crate::store::now();
