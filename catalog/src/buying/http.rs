@@ -447,3 +447,54 @@ pub struct PurchaseView {
     #[schema(nullable = false)]
     pub peering: Option<crate::providers::PeeringCredentials>,
 }
+
+// The request bodies stay the server's own types (they read numbers with
+// `optional_whole` and document server-side id schemas); these tests hold
+// them to the clients' `catalog_client::wire` types field for field.
+#[cfg(test)]
+mod tests {
+    use catalog_client::wire;
+
+    use super::*;
+
+    /// What a client sends with every field set reads back whole: a field
+    /// renamed on either side is an unknown field here (`deny_unknown_fields`)
+    /// or a value lost.
+    #[test]
+    fn the_clients_request_bodies_read_field_for_field() {
+        let sent = wire::ReserveRequest {
+            offer_id: "o".into(),
+            plan_id: "p".into(),
+            ttl_seconds: Some(60),
+        };
+        let ReserveRequest {
+            offer_id,
+            plan_id,
+            ttl_seconds,
+        } = serde_json::from_value(serde_json::to_value(&sent).unwrap()).unwrap();
+        assert_eq!(
+            (offer_id, plan_id, ttl_seconds),
+            (sent.offer_id, sent.plan_id, sent.ttl_seconds)
+        );
+
+        let sent = wire::PurchaseRequest {
+            consumer_cluster_id: Some("c1".into()),
+            duration_seconds: Some(3600),
+        };
+        let PurchaseRequest {
+            consumer_cluster_id,
+            duration_seconds,
+        } = serde_json::from_value(serde_json::to_value(&sent).unwrap()).unwrap();
+        assert_eq!(
+            (consumer_cluster_id, duration_seconds),
+            (sent.consumer_cluster_id, sent.duration_seconds)
+        );
+        let defaults: PurchaseRequest =
+            serde_json::from_value(serde_json::to_value(wire::PurchaseRequest::default()).unwrap())
+                .unwrap();
+        assert_eq!(
+            (defaults.consumer_cluster_id, defaults.duration_seconds),
+            (None, None)
+        );
+    }
+}

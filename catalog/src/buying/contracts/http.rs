@@ -197,6 +197,31 @@ mod tests {
     use super::*;
     use actix_web::test::TestRequest;
 
+    /// `RawReport` stays the server's own type (it reads `state` as text,
+    /// to answer any unknown value alike); a client's `StateReport` with
+    /// every field set must read back whole, so a field renamed on either
+    /// side fails here (`deny_unknown_fields`).
+    #[test]
+    fn the_clients_state_report_reads_field_for_field() {
+        use catalog_client::wire::{ContractState, StateReport};
+
+        let sent = StateReport {
+            state: ContractState::Failed,
+            reason: Some("no route".into()),
+            consumer_cluster_id: Some("c1".into()),
+        };
+        let RawReport {
+            state,
+            reason,
+            consumer_cluster_id,
+        } = serde_json::from_value(serde_json::to_value(&sent).unwrap()).unwrap();
+        assert_eq!(state, sent.state.as_str());
+        assert_eq!(
+            (reason, consumer_cluster_id),
+            (sent.reason, sent.consumer_cluster_id)
+        );
+    }
+
     #[test]
     fn if_none_match_forms() {
         let tag = etag(b"[]");
