@@ -22,10 +22,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use catalog_client::wire::PeeringCredentials;
+use catalog_client::{Http, Login, Session};
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Config, ResourceExt};
@@ -101,40 +102,44 @@ async fn main() -> Result<()> {
             .spawn()?,
     );
     let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
+    // Each provider publishes through its own catalog-client session.
+    let client = Http::client(Duration::from_secs(10), "orchestrator-bench")?;
+    let session = |i: usize| -> Result<Session> {
+        let credentials = PeeringCredentials {
+            cluster_id: provider(i),
+            cluster_name: provider(i),
+            auth_url: format!("https://{}.example:6443", provider(i)),
+            token: format!("secret-of-{}", provider(i)),
+        };
+        Ok(Session::new(
+            Http::new(client.clone(), base.parse()?),
+            Login::Provider {
+                credentials,
+                file: None,
+            },
+        ))
+    };
     let up = Instant::now();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
+    let mut first = session(0)?;
+    while let Err(e) = first.authenticate().await {
         if up.elapsed() > Duration::from_secs(30) {
-            return Err("the catalog did not start".into());
+            return Err(format!("the catalog did not start: {e}").into());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let mut tokens = Vec::new();
+    let mut sessions = vec![first];
     let started = Instant::now();
     for i in 0..PROVIDERS {
-        let r: serde_json::Value = http
-            .post(format!("{base}/authenticate"))
-            .json(
-                &json!({"clusterID": provider(i), "clusterName": provider(i),
-                          "authURL": format!("https://{}.example:6443", provider(i)),
-                          "token": format!("secret-of-{}", provider(i))}),
-            )
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let token = r["token"].as_str().ok_or("no token")?.to_string();
-        http.post(format!("{base}/offer/offer-{i:03}"))
-            .bearer_auth(&token)
-            .json(&json!({"name": format!("offer {i}"), "type": "compute",
+        if i > 0 {
+            sessions.push(session(i)?);
+        }
+        let offer = json!({"name": format!("offer {i}"), "type": "compute",
                           "labels": {"region": if i % 2 == 0 { "eu" } else { "us" }},
                           "plans": {"std": {"name": "std", "cost": format!("{}", 10 + i),
-                                            "resources": {"cpu": "4", "memory": "8Gi"}}}}))
-            .send()
-            .await?
-            .error_for_status()?;
-        tokens.push(token);
+                                            "resources": {"cpu": "4", "memory": "8Gi"}}}});
+        sessions[i]
+            .put_offer(&format!("offer-{i:03}"), &offer)
+            .await?;
     }
     eprintln!("{PROVIDERS} providers published in {:?}", started.elapsed());
 
@@ -155,8 +160,8 @@ async fn main() -> Result<()> {
 
     let client = Client::try_from(Config::new(kube.url().parse()?))?;
     let metrics = Metrics::new();
-    let stop_feed = Arc::new(AtomicBool::new(false));
-    let (snapshot, feed_thread) =
+    let stop_feed = CancellationToken::new();
+    let (snapshot, feed_task) =
         feed::follow(Catalog::parse(&base)?, metrics.clone(), stop_feed.clone());
     let offers = snapshot.subscribe();
     let shutdown = CancellationToken::new();
@@ -210,18 +215,18 @@ async fn main() -> Result<()> {
 
     let mut latencies = Vec::new();
     let mut round_times = Vec::new();
-    for (round, token) in tokens.iter().enumerate().take(rounds.min(PROVIDERS - 1)) {
+    for (round, session) in sessions
+        .iter_mut()
+        .enumerate()
+        .take(rounds.min(PROVIDERS - 1))
+    {
         tokio::time::sleep(Duration::from_millis(300)).await;
         while let Ok((_, ns, sel)) = rx.try_recv() {
             current.insert(ns, sel);
         }
         let next = provider(round + 1);
         let changed = Instant::now();
-        http.delete(format!("{base}/offer/offer-{round:03}"))
-            .bearer_auth(token)
-            .send()
-            .await?
-            .error_for_status()?;
+        session.delete_offer(&format!("offer-{round:03}")).await?;
         let mut moved = 0;
         while !all_on(&current, &next) {
             let Some((at, ns, sel)) = rx.recv().await else {
@@ -252,9 +257,9 @@ async fn main() -> Result<()> {
         percentile(&round_times, 50.0).as_secs_f64() * 1e3,
     );
     shutdown.cancel();
-    stop_feed.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop_feed.cancel();
     let _ = controller.await;
     watch.abort();
-    let _ = tokio::task::spawn_blocking(move || feed_thread.join()).await;
+    let _ = feed_task.await;
     Ok(())
 }

@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,13 +170,16 @@ pub fn policy(cli: &Cli) -> anyhow::Result<Policy> {
     })
 }
 
-/// The catalog's administrator secret, if a file names it.
+/// Largest administrator secret file read.
+const MAX_SECRET_BYTES: u64 = 64 * 1024;
+
+/// The catalog's administrator secret, if a file names it (a regular file,
+/// read up to [`MAX_SECRET_BYTES`]).
 pub fn admin_secret(cli: &Cli) -> anyhow::Result<Option<String>> {
     let Some(path) = &cli.catalog_admin_secret_file else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read --catalog-admin-secret-file {}", path.display()))?;
+    let text = edge::config_file::read("--catalog-admin-secret-file", path, MAX_SECRET_BYTES)?;
     let secret = text.trim().to_string();
     if secret.is_empty() {
         anyhow::bail!("--catalog-admin-secret-file {} is empty", path.display());
@@ -259,14 +261,11 @@ pub async fn explain(
     let view = tokio::time::timeout(timeout, View::read(&client, namespace))
         .await
         .map_err(|_| anyhow::anyhow!("the Kubernetes API did not answer within {timeout:?}"))??;
-    let base = catalog.base();
-    let offers = tokio::task::spawn_blocking(move || feed::fetch(&catalog, timeout))
-        .await
-        .context("the catalog reader stopped")??;
+    let offers = feed::fetch(&catalog, timeout).await?;
     let disabled = match secret {
-        Some(secret) => tokio::task::spawn_blocking(move || disabled::fetch(&base, &secret))
+        Some(secret) => tokio::time::timeout(timeout, disabled::fetch(&catalog.base(), secret))
             .await
-            .context("the catalog reader stopped")?
+            .map_err(|_| anyhow::anyhow!("the catalog did not answer within {timeout:?}"))?
             .map_err(anyhow::Error::msg)?,
         None => Default::default(),
     };
@@ -298,21 +297,23 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     )
     .await?;
-    let stop_feed = Arc::new(AtomicBool::new(false));
-    tracing::info!(catalog = %catalog.url(), "orchestrator starting");
-    let base = catalog.base();
-    let (snapshot, feed_thread) = feed::follow(catalog, metrics.clone(), stop_feed.clone());
-    let offers = snapshot.subscribe();
-    let disabled_thread = match secret {
-        Some(secret) => Some(disabled::follow(
-            base,
-            secret,
-            cli.disabled_poll,
-            snapshot.clone(),
-            stop_feed.clone(),
-        )),
+    // The catalog's tasks stop with `stop_catalog`, after the controller.
+    let stop_catalog = CancellationToken::new();
+    let admin = match secret {
+        Some(secret) => Some(disabled::session(&catalog.base(), secret)?),
         None => None,
     };
+    tracing::info!(catalog = %catalog.url(), "orchestrator starting");
+    let (snapshot, feed_task) = feed::follow(catalog, metrics.clone(), stop_catalog.clone());
+    let offers = snapshot.subscribe();
+    let disabled_task = admin.map(|session| {
+        disabled::follow(
+            session,
+            cli.disabled_poll,
+            snapshot.clone(),
+            stop_catalog.clone(),
+        )
+    });
     let identity = cli
         .instance
         .clone()
@@ -359,15 +360,56 @@ pub async fn run(
         () = shutdown => tracing::info!("stopping"),
     }
     stop.cancel();
-    stop_feed.store(true, Ordering::Relaxed);
-    let _ = tokio::task::spawn_blocking(move || {
-        let _ = feed_thread.join();
-        if let Some(thread) = disabled_thread {
-            let _ = thread.join();
-        }
-    })
-    .await;
+    stop_catalog.cancel();
+    let _ = feed_task.await;
+    if let Some(task) = disabled_task {
+        let _ = task.await;
+    }
     edge::probe::join(http).await?;
     tracing::info!("orchestrator stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[test]
+    fn the_admin_secret_file_is_a_bounded_regular_file_named_in_errors() {
+        let cli = |path: &Path| {
+            Cli::parse_from([
+                "orchestrator".as_ref(),
+                "--catalog-admin-secret-file".as_ref(),
+                path.as_os_str(),
+            ])
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("secret");
+        std::fs::write(&good, " s3cret \n").unwrap();
+        assert_eq!(
+            admin_secret(&cli(&good)).unwrap().as_deref(),
+            Some("s3cret")
+        );
+
+        let big = dir.path().join("big");
+        std::fs::write(&big, "x".repeat(70 * 1024)).unwrap();
+        let e = admin_secret(&cli(&big)).unwrap_err().to_string();
+        assert!(e.contains("--catalog-admin-secret-file"), "{e}");
+        assert!(!e.contains("xxxx"), "{e}");
+
+        let e = admin_secret(&cli(Path::new("/dev/zero")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--catalog-admin-secret-file") && e.contains("not a regular file"),
+            "{e}"
+        );
+
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let e = admin_secret(&cli(&empty)).unwrap_err().to_string();
+        assert!(e.contains("is empty"), "{e}");
+    }
 }

@@ -12,8 +12,9 @@
 //! re-offloads the workload to those providers.
 //!
 //! - [`policy`]: the policy file;
-//! - [`offers`]: the catalog's offers, and [`feed`]: following them live;
-//!   [`disabled`]: the providers an administrator disabled;
+//! - [`offers`]: the catalog's offers as the decision reads them, and
+//!   [`feed`]: following them live; [`disabled`]: the providers an
+//!   administrator disabled (all three through `catalog-client`);
 //! - [`demand`]: what a namespace needs (ResourceQuota, else pods);
 //! - [`decision`]: the placement, a pure function, with its hysteresis;
 //! - [`offloading`]: the NamespaceOffloading written and read back;

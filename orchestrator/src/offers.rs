@@ -1,37 +1,72 @@
-//! The catalog's offers as the orchestrator reads them (from the feed of
-//! `GET /subscribe`): who offers, with which provider labels, which plans at
-//! which cost. Costs compare exactly, as decimals (the catalog prints them
-//! as decimal strings with at most 9 fraction digits).
+//! The catalog's offers as the decision reads them: who offers, with which
+//! provider labels, which plans at which cost — built from the catalog's
+//! own offers (`catalog_client::wire::Offer`, as the feed of `GET
+//! /subscribe` delivers them) by [`from_wire`]. Costs compare exactly, as
+//! decimals (the catalog prints them as decimal strings with at most 9
+//! fraction digits).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use catalog_client::wire;
 use quantity::ResourceList;
 use serde::Deserialize;
 
-/// One offer of the catalog (the fields the decision reads; others ignored).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// One offer of the catalog (the fields the decision reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(Deserialize))]
 pub struct Offer {
     pub id: String,
     /// The provider's Liqo cluster ID.
-    #[serde(rename = "clusterID")]
+    #[cfg_attr(test, serde(rename = "clusterID"))]
     pub cluster_id: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub labels: BTreeMap<String, String>,
     pub plans: BTreeMap<String, Plan>,
 }
 
 /// One plan of an offer.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(Deserialize))]
 pub struct Plan {
     pub name: String,
     pub cost: Price,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub resources: ResourceList,
 }
 
 /// The catalog's offers, by offer id.
 pub type Offers = BTreeMap<String, Offer>;
+
+impl From<&wire::Offer> for Offer {
+    fn from(offer: &wire::Offer) -> Self {
+        Offer {
+            id: offer.id.clone(),
+            cluster_id: offer.cluster_id.clone(),
+            labels: offer.labels.clone(),
+            plans: offer
+                .plans
+                .iter()
+                .map(|(id, plan)| {
+                    let plan = Plan {
+                        name: plan.name.clone(),
+                        cost: Price::from(plan.cost),
+                        resources: plan.resources.clone(),
+                    };
+                    (id.clone(), plan)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The decision's view of the offers the feed holds.
+pub fn from_wire(offers: &BTreeMap<String, wire::Offer>) -> Offers {
+    offers
+        .iter()
+        .map(|(id, offer)| (id.clone(), Offer::from(offer)))
+        .collect()
+}
 
 /// A non-negative decimal cost, held exactly in nano-units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -86,6 +121,13 @@ impl fmt::Display for Price {
     }
 }
 
+impl From<wire::Cost> for Price {
+    /// Both count nano-units; a cost is never negative.
+    fn from(cost: wire::Cost) -> Price {
+        Price(u128::from(cost.nanos().unsigned_abs()))
+    }
+}
+
 impl<'de> Deserialize<'de> for Price {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -112,14 +154,19 @@ mod tests {
 
     #[test]
     fn reads_a_catalog_offer() {
-        let o: Offer = serde_json::from_str(
-            r#"{"id":"o","name":"n","type":"t","clusterID":"p1","clusterName":"one","version":3,
+        let wire: wire::Offer = serde_json::from_str(
+            r#"{"id":"o","name":"n","type":"t","description":"","clusterID":"p1","clusterName":"one",
+                "createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","version":3,
                 "labels":{"region":"eu"},
-                "plans":{"a":{"name":"a","cost":"1.5","resources":{"cpu":"2","memory":"4Gi"}}}}"#,
+                "plans":{"a":{"name":"a","cost":"1.000000005","resources":{"cpu":"2","memory":"4Gi"}}}}"#,
         )
         .unwrap();
+        let offers = from_wire(&[("o".to_string(), wire)].into());
+        let o = &offers["o"];
         assert_eq!(o.cluster_id, "p1");
         assert_eq!(o.labels["region"], "eu");
-        assert_eq!(o.plans["a"].cost.to_string(), "1.5");
+        assert_eq!(o.plans["a"].name, "a");
+        assert_eq!(o.plans["a"].cost, "1.000000005".parse().unwrap());
+        assert_eq!(o.plans["a"].resources.to_strings()["memory"], "4Gi");
     }
 }
