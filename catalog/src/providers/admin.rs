@@ -9,12 +9,12 @@
 //! - `PUT /admin/providers/{clusterID}` `{"disabled": bool}` (admin).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::authenticate::{credentials_body, token_answer};
-use super::{IdentityKind, ProviderInfo, Providers};
+use super::{IdentityKind, Providers};
 use crate::auth::{Caller, IssuedToken, Role};
 use crate::http::{parse_body, read_json_body, ApiError, ErrorBody};
 
@@ -29,12 +29,11 @@ pub fn digest(secret: &[u8]) -> [u8; 32] {
     Sha256::digest(secret).into()
 }
 
-/// The administrator secret configured with `--admin-secret`.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AdminLogin {
-    pub secret: String,
-}
+// The body of `POST /authenticate/admin` and the items of `GET
+// /admin/providers` are wire types, declared once in `catalog-client` (with
+// their schemas), so a renamed field fails the server's build and the
+// clients' alike.
+pub use catalog_client::wire::provider::{AdminLogin, AdminProvider};
 
 /// Exchange the administrator secret for an admin token.
 #[utoipa::path(
@@ -144,18 +143,6 @@ pub async fn consumer_token(
     let answer = token_answer(&state, &r.subject, &name, vec![Role::Consumer], 0)?;
     tracing::info!(subject = %r.subject, "consumer token issued");
     Ok(answer)
-}
-
-/// A provider as administrators see it.
-#[derive(Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AdminProvider {
-    #[serde(flatten)]
-    pub info: ProviderInfo,
-    pub disabled: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = DateTime)]
-    pub disabled_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Every provider, with whether it is disabled (admins).
