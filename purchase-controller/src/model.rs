@@ -1,13 +1,14 @@
 //! The `Purchase` kind (`broker.liqo-broker.io/v1alpha1`, namespaced, status
 //! subresource): what the consumer asks for, and what the controller
-//! reports. Its schema is `deploy/kubernetes/purchase-controller/crd.yaml`.
+//! reports. The CRD is generated from these types ([`crd`]);
+//! `tests/crd.rs` fails when `deploy/kubernetes/purchase-controller/crd.yaml`
+//! means something else.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::NamespaceResourceScope;
-use kube::Resource;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const GROUP: &str = "broker.liqo-broker.io";
@@ -18,81 +19,77 @@ pub const PLURAL: &str = "purchases";
 /// The finalizer that makes deletion wait for the clean-up.
 pub const FINALIZER: &str = "broker.liqo-broker.io/purchase-cleanup";
 
-/// A Purchase as the API server holds it.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-pub struct Purchase {
-    #[serde(rename = "apiVersion", default = "api_version")]
-    pub api_version: String,
-    #[serde(default = "kind")]
-    pub kind: String,
-    pub metadata: ObjectMeta,
-    pub spec: PurchaseSpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<PurchaseStatus>,
-}
-
-fn api_version() -> String {
-    format!("{GROUP}/{VERSION}")
-}
-
-fn kind() -> String {
-    KIND.to_string()
-}
-
-impl Resource for Purchase {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
 /// A reference to one key of a Secret in the Purchase's namespace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[schemars(transform = schema::plain)]
 pub struct SecretKeyRef {
+    #[schemars(length(min = 1, max = 253))]
     pub name: String,
+    #[schemars(length(min = 1, max = 253))]
     pub key: String,
 }
 
-/// What the consumer asks for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+/// What the consumer asks for; the `Purchase` kind (namespaced, with a
+/// status subresource) is generated around it.
+#[derive(
+    CustomResource, Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema,
+)]
+#[kube(
+    group = "broker.liqo-broker.io",
+    version = "v1alpha1",
+    kind = "Purchase",
+    plural = "purchases",
+    namespaced,
+    status = "PurchaseStatus",
+    doc = "A catalog contract to set up on this (the consumer's) cluster.",
+    // As raw JSON: the `printcolumn(name = …)` form repeats keys, which
+    // clippy's duplicated_attributes refuses.
+    printcolumn = r#"{"name": "Contract", "type": "string", "jsonPath": ".status.contractID"}"#,
+    printcolumn = r#"{"name": "Provider", "type": "string", "jsonPath": ".status.providerClusterID"}"#,
+    printcolumn = r#"{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
 #[serde(rename_all = "camelCase")]
+#[schemars(
+    description = "Either contractID, or offerID and planID (the controller then reserves and buys).",
+    extend("oneOf" = [{"required": ["contractID"]}, {"required": ["offerID", "planID"]}]),
+    transform = schema::plain
+)]
 pub struct PurchaseSpec {
+    /// The catalog's base URL.
     #[serde(rename = "catalogURL")]
+    #[schemars(regex(pattern = r"^https?://[^\s]+$"), length(max = 2048))]
     pub catalog_url: String,
+    /// The Secret (in this namespace) and key holding the consumer's catalog bearer token.
     pub credentials_secret_ref: SecretKeyRef,
-    /// A contract bought already …
+    // A contract bought already …
     #[serde(
         rename = "contractID",
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(length(min = 1, max = 256))]
     pub contract_id: Option<String>,
-    /// … or an offer and plan to reserve and buy.
+    // … or an offer and plan to reserve and buy.
     #[serde(rename = "offerID", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
     pub offer_id: Option<String>,
     #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
     pub plan_id: Option<String>,
+    /// Namespaces to offload to the provider (each gets the NamespaceOffloading "offloading").
     #[serde(default)]
+    #[schemars(
+        length(max = 256),
+        inner(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), length(max = 63)),
+        extend("x-kubernetes-list-type" = "set")
+    )]
     pub namespaces: Vec<String>,
     #[serde(default = "default_pod_strategy")]
+    #[schemars(extend("enum" = ["Local", "Remote", "LocalAndRemote"], "x-default" = "LocalAndRemote"))]
     pub pod_offloading_strategy: String,
     #[serde(default = "default_mapping_strategy")]
+    #[schemars(extend("enum" = ["EnforceSameName", "DefaultName"], "x-default" = "DefaultName"))]
     pub namespace_mapping_strategy: String,
 }
 
@@ -104,25 +101,103 @@ fn default_mapping_strategy() -> String {
     "DefaultName".to_string()
 }
 
+/// The Purchase CRD, as `deploy/kubernetes/purchase-controller/crd.yaml`
+/// holds it: kube's derived CRD, with the kind's own schema given the
+/// [`schema::plain`] treatment its fields get (kube-derive accepts no
+/// `schemars` attribute for the struct it generates): no `title`, and an
+/// absent status is absent, never `null`.
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = <Purchase as kube::CustomResourceExt>::crd();
+    let roots = crd
+        .spec
+        .versions
+        .iter_mut()
+        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
+    for root in roots {
+        root.title = None;
+        if let Some(status) = root.properties.as_mut().and_then(|p| p.get_mut("status")) {
+            status.nullable = None;
+        }
+    }
+    crd
+}
+
+/// Schema adjustments the derive cannot say with attributes.
+mod schema {
+    use schemars::Schema;
+    use serde_json::{Map, Value};
+
+    /// The serde defaults of these types make the controller lenient when
+    /// it reads; they are not defaults the API server should write, and an
+    /// absent optional field is absent, never `null`. So the properties of
+    /// the object `schema` get neither `default` nor `nullable`, except a
+    /// `default` an attribute set explicitly (kept in `x-default` until
+    /// here).
+    pub fn plain(schema: &mut Schema) {
+        let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
+            return;
+        };
+        for property in properties.values_mut() {
+            if let Some(property) = property.as_object_mut() {
+                not_null(property);
+                property.remove("default");
+                if let Some(default) = property.remove("x-default") {
+                    property.insert("default".to_string(), default);
+                }
+            }
+        }
+    }
+
+    /// An `Option`'s schema without its `null`: `["string", "null"]` is
+    /// `"string"`, `anyOf: [X, {type: null}]` is `X`.
+    fn not_null(property: &mut Map<String, Value>) {
+        property.remove("nullable");
+        if let Some(Value::Array(types)) = property.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                property.insert("type".to_string(), only);
+            }
+        }
+        let Some(Value::Array(any_of)) = property.get("anyOf") else {
+            return;
+        };
+        let mut kept = any_of
+            .iter()
+            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"));
+        if let (Some(Value::Object(only)), None) = (kept.next().cloned(), kept.next()) {
+            property.remove("anyOf");
+            property.extend(only);
+        }
+    }
+}
+
 /// One condition, as `metav1.Condition`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(
+    extend("required" = ["type", "status", "reason", "message", "lastTransitionTime"]),
+    transform = schema::plain
+)]
 pub struct Condition {
     #[serde(rename = "type")]
     pub type_: String,
-    /// `True`, `False` or `Unknown`.
+    // `True`, `False` or `Unknown`.
+    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
     pub status: String,
     pub reason: String,
     pub message: String,
     #[serde(default)]
+    #[schemars(extend("format" = "date-time"))]
     pub last_transition_time: String,
     #[serde(default)]
     pub observed_generation: i64,
 }
 
 /// What the controller reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
 pub struct PurchaseStatus {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub phase: String,
@@ -166,6 +241,10 @@ pub struct PurchaseStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_state: Option<String>,
     #[serde(default)]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["type"]
+    ))]
     pub conditions: Vec<Condition>,
 }
 
