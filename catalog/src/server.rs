@@ -61,6 +61,12 @@ pub async fn signing_key(
     )?)
 }
 
+/// Whether the signing key is the database's shared one (none configured):
+/// then it can change under a running process, which follows it.
+fn key_is_shared(config: &Config) -> bool {
+    config.jwt_key_file.is_none() && config.jwt_key.is_none()
+}
+
 /// Every feature's state, each handed to the handlers as its own
 /// `web::Data`.
 #[derive(Clone)]
@@ -82,14 +88,18 @@ pub struct Features {
 pub async fn build(config: &Config) -> anyhow::Result<Features> {
     let backend = Backend::open(&backend_config(config)).await?;
     let key = signing_key(config, backend.mongo.as_ref()).await?;
-    let tokens = Arc::new(TokenService::new(
+    let mut tokens = TokenService::new(
         &key,
         TokenSettings {
             issuer: config.jwt_issuer.clone(),
             audience: config.jwt_audience.clone(),
             ttl: config.token_ttl,
         },
-    ));
+    );
+    if let Some(m) = backend.mongo.as_ref().filter(|_| key_is_shared(config)) {
+        tokens = tokens.with_source(Arc::new(m.clone()));
+    }
+    let tokens = Arc::new(tokens);
     let max_body_bytes = config.max_body_bytes;
     let mut providers = Providers::new(
         &config.providers,
@@ -192,6 +202,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .await
             .context("seeding the demo provider")?;
     }
+    tokio::spawn(
+        features
+            .verifier
+            .tokens
+            .clone()
+            .follow(features.shutdown.clone())
+            .instrument(tracing::info_span!("jwt_key_follow")),
+    );
     crate::buying::sweeper::spawn(
         features.buying.store.clone(),
         features.buying.sweep_interval,

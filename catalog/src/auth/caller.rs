@@ -74,7 +74,7 @@ impl Caller {
             .ok_or_else(|| {
                 ApiError::Unauthorized("Authorization must be `Bearer <token>`".into())
             })?;
-        let claims = match state.tokens.verify(token) {
+        let claims = match state.tokens.verify_current(token).await {
             Ok(claims) => claims,
             // Not one of the catalog's own: maybe the external issuer's.
             Err(e) => match &state.oidc {
@@ -89,11 +89,22 @@ impl Caller {
             // One lookup per provider request: rotating credentials must
             // retire the tokens issued before, not wait for them to expire.
             let current = state.generations.current_generation(&claims.sub).await?;
-            if current != Some(claims.gen) {
-                return Err(ApiError::Unauthorized(
-                    "this token was issued before the provider's credentials were rotated; authenticate again"
-                        .into(),
-                ));
+            match current {
+                Some(gen) if gen == claims.gen => {}
+                Some(_) => {
+                    return Err(ApiError::Unauthorized(
+                        "this token was issued before the provider's credentials were rotated; authenticate again"
+                            .into(),
+                    ))
+                }
+                // No account: the database lost it (wiped or restored), or
+                // it never reached this one; nothing was rotated.
+                None => {
+                    return Err(ApiError::Unauthorized(format!(
+                        "this token's provider `{}` is not registered on this catalog (its store no longer holds the account); authenticate again to register",
+                        claims.sub
+                    )))
+                }
             }
         }
         Ok(Caller {

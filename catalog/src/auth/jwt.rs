@@ -1,13 +1,23 @@
 //! The catalog's own JWTs: HS256 only (the algorithm is pinned on verify, so
 //! `alg: none` or an RS/HS confusion is refused), with `iss`, `aud`, `exp`
 //! and `sub` required and checked.
+//!
+//! With a [`KeySource`] (the MongoDB store's shared key, when none is
+//! configured) the key is not fixed: every process on one database must
+//! sign with the same one, and a database that was wiped or re-keyed by a
+//! restarted process changes it. The service then re-reads the key when a
+//! token fails verification with the cached one and at a fixed interval
+//! ([`TokenService::follow`]), logs every change, and restores its own key
+//! to a database that lost it, so processes never silently diverge.
 
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use super::key::KeySource;
 use super::SigningKey;
 
 /// What a token allows. Serialised lower-case in the `roles` claim.
@@ -65,12 +75,40 @@ pub enum TokenError {
     Lifetime,
 }
 
-/// Issues and verifies catalog tokens with one key.
-pub struct TokenService {
+/// Fewest seconds between two re-reads of the key caused by tokens that
+/// failed verification: a flood of bad tokens costs the database one read
+/// per second, not one per request.
+const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
+/// How often [`TokenService::follow`] re-reads the shared key.
+pub const KEY_FOLLOW_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One signing key, ready to sign and verify.
+struct Keys {
+    key: SigningKey,
     encoding: EncodingKey,
     decoding: DecodingKey,
+}
+
+impl Keys {
+    fn new(key: &SigningKey) -> Arc<Self> {
+        Arc::new(Keys {
+            key: key.clone(),
+            encoding: EncodingKey::from_secret(key.bytes()),
+            decoding: DecodingKey::from_secret(key.bytes()),
+        })
+    }
+}
+
+/// Issues and verifies catalog tokens with the current key (see the module
+/// docs for a key that can change).
+pub struct TokenService {
+    keys: RwLock<Arc<Keys>>,
     validation: Validation,
     settings: TokenSettings,
+    source: Option<Arc<dyn KeySource>>,
+    /// When a token last caused a re-read; locked for the re-read (single
+    /// flight).
+    refreshed: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl TokenService {
@@ -81,10 +119,91 @@ impl TokenService {
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = 30;
         TokenService {
-            encoding: EncodingKey::from_secret(key.bytes()),
-            decoding: DecodingKey::from_secret(key.bytes()),
+            keys: RwLock::new(Keys::new(key)),
             validation,
             settings,
+            source: None,
+            refreshed: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Follow the key that `source` holds (see the module docs).
+    pub fn with_source(mut self, source: Arc<dyn KeySource>) -> Self {
+        self.source = Some(source);
+        self
+    }
+
+    /// A poisoned lock only means a panic elsewhere; the key stays usable.
+    fn keys(&self) -> Arc<Keys> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The key tokens are signed with now.
+    pub fn current_key(&self) -> SigningKey {
+        self.keys().key.clone()
+    }
+
+    /// Re-read the shared key (no-op without a source); true if the key in
+    /// use is now another one than `seen`, whoever changed it. `forced`
+    /// skips the [`MIN_REFRESH_GAP`].
+    async fn refresh(&self, seen: &Arc<Keys>, forced: bool) -> bool {
+        let Some(source) = &self.source else {
+            return false;
+        };
+        let mut last = self.refreshed.lock().await;
+        let current = self.keys();
+        if !Arc::ptr_eq(seen, &current) {
+            // Another request re-read it while this one waited.
+            return true;
+        }
+        if !forced {
+            // Only re-reads caused by tokens count: a periodic one must not
+            // make the next token from a re-keyed process wait a gap.
+            if last.is_some_and(|t| t.elapsed() < MIN_REFRESH_GAP) {
+                return false;
+            }
+            *last = Some(Instant::now());
+        }
+        let shared = match source.shared_key(current.key.bytes()).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not re-read the shared JWT signing key; keeping the one in use");
+                return false;
+            }
+        };
+        if shared == current.key.bytes() {
+            return false;
+        }
+        match SigningKey::from_bytes(shared) {
+            Ok(key) => {
+                tracing::warn!(
+                    "the shared JWT signing key in the database changed (wiped, or re-keyed by another process); following it: tokens signed with the previous key are refused from now on"
+                );
+                *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Keys::new(&key);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the shared JWT signing key in the database is unusable; keeping the one in use");
+                false
+            }
+        }
+    }
+
+    /// Re-read the shared key every [`KEY_FOLLOW_INTERVAL`] until
+    /// `shutdown`, so a process that only issues tokens follows a change
+    /// too, and a wiped database gets this process's key back before a
+    /// restarted process stores a new one. Returns at once without a source.
+    pub async fn follow(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        if self.source.is_none() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(KEY_FOLLOW_INTERVAL) => {}
+            }
+            let seen = self.keys();
+            self.refresh(&seen, true).await;
         }
     }
 
@@ -125,12 +244,43 @@ impl TokenService {
             exp: expires_at.timestamp(),
             gen,
         };
-        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?;
+        let token = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.keys().encoding,
+        )?;
         Ok(IssuedToken { token, expires_at })
     }
 
+    /// Verify with the key in use, without consulting the source.
     pub fn verify(&self, token: &str) -> Result<Claims, TokenError> {
-        Ok(jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)?.claims)
+        Self::verify_with(&self.keys(), &self.validation, token)
+    }
+
+    fn verify_with(
+        keys: &Keys,
+        validation: &Validation,
+        token: &str,
+    ) -> Result<Claims, TokenError> {
+        Ok(jsonwebtoken::decode::<Claims>(token, &keys.decoding, validation)?.claims)
+    }
+
+    /// Verify; a token whose signature does not match the cached key makes
+    /// the service re-read the shared key first (another process may sign
+    /// with a newer one), then try again if it changed.
+    pub async fn verify_current(&self, token: &str) -> Result<Claims, TokenError> {
+        let seen = self.keys();
+        match Self::verify_with(&seen, &self.validation, token) {
+            Err(TokenError::Invalid(e))
+                if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::InvalidSignature) =>
+            {
+                if self.refresh(&seen, false).await {
+                    return self.verify(token);
+                }
+                Err(TokenError::Invalid(e))
+            }
+            other => other,
+        }
     }
 }
 

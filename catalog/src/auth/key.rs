@@ -1,5 +1,6 @@
 //! The JWT signing key: from `--jwt-key-file`, from `CATALOG_JWT_KEY`, or
-//! generated once and persisted (mode 0600) so tokens survive a restart.
+//! generated once and persisted (mode 0600) so tokens survive a restart;
+//! or shared through a store ([`KeySource`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,16 @@ use std::path::{Path, PathBuf};
 pub const MIN_KEY_BYTES: usize = 32;
 /// Name of the generated key file inside the data directory.
 pub const KEY_FILE: &str = "jwt-signing.key";
+
+/// Where every process on one database finds the signing key (the MongoDB
+/// store's `settings`), for [`super::TokenService::with_source`].
+#[async_trait::async_trait]
+pub trait KeySource: Send + Sync + 'static {
+    /// The key stored now; `ours` is stored first if none is (a database
+    /// that was wiped gets the key this process signs with back). One
+    /// attempt, bounded by the store's timeout.
+    async fn shared_key(&self, ours: &[u8]) -> Result<Vec<u8>, String>;
+}
 
 /// Secret key bytes. `Debug` never prints them.
 #[derive(Clone, PartialEq, Eq)]

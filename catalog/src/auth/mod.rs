@@ -8,8 +8,8 @@
 //! - [`secret`]: argon2id hashing and verification of provider tokens.
 //! - [`secret_pool`]: where that argon2 work runs: a few lower-priority
 //!   threads behind a bounded queue (503 beyond it).
-//! - [`key`]: where the signing key comes from (file, environment, or
-//!   generated once and persisted).
+//! - [`key`]: where the signing key comes from (file, environment,
+//!   generated once and persisted, or a store shared by every process).
 //! - [`oidc`]: an external issuer's tokens, verified against its JWKS, with
 //!   roles mapped from a claim.
 //! - [`caller`]: the actix extractor that turns `Authorization: Bearer` into
@@ -28,5 +28,5 @@ pub mod secret_pool;
 
 pub use caller::{Caller, Generations, Verifier};
 pub use jwt::{Claims, IssuedToken, Role, TokenError, TokenService, TokenSettings};
-pub use key::{KeyError, SigningKey};
+pub use key::{KeyError, KeySource, SigningKey};
 pub use secret_pool::{PoolError, SecretPool, SecretPoolConfig};

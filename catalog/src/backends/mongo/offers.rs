@@ -397,55 +397,52 @@ impl MongoStore {
         );
     }
 
+    /// One attempt at [`MongoStore::shared_signing_key`], bounded by the
+    /// store's timeout.
+    async fn signing_key_once(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let settings: Collection<Document> = self.db.collection("settings");
+        let attempt = async {
+            settings
+                .update_one(
+                    doc! { "_id": SIGNING_KEY_ID },
+                    doc! { "$setOnInsert": { "key": b64.encode(candidate) } },
+                )
+                .upsert(true)
+                .await?;
+            settings.find_one(doc! { "_id": SIGNING_KEY_ID }).await
+        };
+        // A hung database must not hang a caller on one attempt.
+        let found = tokio::time::timeout(self.timeout, attempt)
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
+            .map_err(classify)?;
+        let Some(d) = found else {
+            return Err(StoreError::Internal(
+                "signing key vanished after upsert".into(),
+            ));
+        };
+        let key = d
+            .get_str("key")
+            .map_err(|e| StoreError::Internal(format!("signing key: {e}")))?;
+        b64.decode(key)
+            .map_err(|e| StoreError::Internal(format!("signing key: {e}")))
+    }
+
     /// The JWT signing key shared by every process on this database: the
     /// stored one, or `candidate` if none is stored yet. Retries until the
     /// database answers, since tokens must verify on every process.
     pub async fn shared_signing_key(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let settings: Collection<Document> = self.db.collection("settings");
         let mut delay = Duration::from_millis(200);
         loop {
-            let attempt = async {
-                settings
-                    .update_one(
-                        doc! { "_id": SIGNING_KEY_ID },
-                        doc! { "$setOnInsert": { "key": b64.encode(candidate) } },
-                    )
-                    .upsert(true)
-                    .await?;
-                settings.find_one(doc! { "_id": SIGNING_KEY_ID }).await
-            };
-            // A hung database must not hang start-up on one attempt.
-            let attempt = async {
-                tokio::time::timeout(self.timeout, attempt)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
-                    })
-            };
-            match attempt.await {
-                Ok(Some(d)) => {
-                    let key = d
-                        .get_str("key")
-                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")))?;
-                    return b64
-                        .decode(key)
-                        .map_err(|e| StoreError::Internal(format!("signing key: {e}")));
+            match self.signing_key_once(candidate).await {
+                Err(StoreError::Unavailable(msg)) => {
+                    warn!(error = %msg, "waiting for MongoDB to load the shared signing key");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
                 }
-                Ok(None) => {
-                    return Err(StoreError::Internal(
-                        "signing key vanished after upsert".into(),
-                    ))
-                }
-                Err(e) => match classify(e) {
-                    StoreError::Unavailable(msg) => {
-                        warn!(error = %msg, "waiting for MongoDB to load the shared signing key");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                    }
-                    other => return Err(other),
-                },
+                other => return other,
             }
         }
     }
@@ -487,6 +484,15 @@ impl MongoStore {
             Err(e) => warn!(error = %e, "an offer just written does not read back"),
         }
         self.publish_local(change);
+    }
+}
+
+/// The key [`crate::auth::TokenService`] follows: re-read (and restored
+/// if the database lost it) with one bounded attempt.
+#[async_trait]
+impl crate::auth::KeySource for MongoStore {
+    async fn shared_key(&self, ours: &[u8]) -> Result<Vec<u8>, String> {
+        self.signing_key_once(ours).await.map_err(|e| e.to_string())
     }
 }
 
