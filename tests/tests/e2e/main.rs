@@ -42,7 +42,6 @@ mod catalog_plan_stamps;
 mod catalog_promises;
 mod catalog_secrets;
 mod catalog_shared;
-mod controllers_unreachable_api;
 mod catalog_signing_key;
 mod duration_grammar;
 mod orchestrator;
