@@ -207,7 +207,10 @@ async fn fake_catalog() -> Harness {
         ..Fake::default()
     }));
     let app = Router::new()
-        .route("/authenticate", post(authenticate))
+        .route(
+            &format!("/{}", catalog_client::routes::AUTHENTICATE),
+            post(authenticate),
+        )
         .route("/offer/{id}", axum::routing::get(get_offer).post(put_offer))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -655,7 +658,10 @@ async fn an_unreachable_catalog_is_retried_until_it_listens() {
         ..Fake::default()
     }));
     let app = Router::new()
-        .route("/authenticate", post(authenticate))
+        .route(
+            &format!("/{}", catalog_client::routes::AUTHENTICATE),
+            post(authenticate),
+        )
         .route("/offer/{id}", axum::routing::get(get_offer).post(put_offer))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
