@@ -15,8 +15,7 @@ use kube::api::Api;
 use kube::Client;
 use quantity::ResourceList;
 
-pub use catalog_client::wire::PeeringCredentials;
-pub use catalog_client::wire::{Contract, ContractCredentials, ContractState, V1Credentials};
+pub use catalog_client::wire::{Contract, ContractState};
 
 use crate::decision::Unusable;
 use crate::model::{Purchase, PurchaseStatus};

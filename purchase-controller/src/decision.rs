@@ -3,9 +3,9 @@
 //! to the catalog. The reconciler gathers the facts and applies the
 //! objects ([`crate::liqo`] builds them); this module only judges.
 
-use crate::catalog::{Contract, ContractState};
 use crate::liqo::{Generation, Grant};
 use crate::model::Condition;
+use catalog_client::wire::{Contract, ContractState};
 
 /// Condition types a Purchase reports.
 pub const CONTRACT_VALID: &str = "ContractValid";
@@ -533,7 +533,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::catalog::{ContractCredentials, V1Credentials};
+    use catalog_client::wire::{ContractCredentials, V1Credentials};
     use catalog_client::wire::{Ended, LiqoGeneration};
 
     fn contract() -> Contract {

@@ -25,7 +25,7 @@ use controller_core::liqo::{
 use kube::core::ApiResource;
 use serde_json::{json, Value};
 
-use crate::catalog::PeeringCredentials;
+use catalog_client::wire::PeeringCredentials;
 
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGER: &str = "purchase-controller";

@@ -272,14 +272,7 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     status.conditions =
         decision::merge_conditions(&before.conditions, &assessment, generation, &now_rfc3339());
     if status != before {
-        let patch = json!({ "status": status.merge_patch_over(&before)? });
-        Api::<Purchase>::namespaced(ctx.client.clone(), &namespace_of(purchase))
-            .patch_status(
-                &purchase.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(patch),
-            )
-            .await?;
+        patch_status(ctx, purchase, status.merge_patch_over(&before)?).await?;
     }
     if before.phase != status.phase {
         publish_event(ctx, purchase, &before.phase, &assessment);
@@ -298,8 +291,21 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     })
 }
 
-fn namespace_of(purchase: &Purchase) -> String {
-    purchase.metadata.namespace.clone().unwrap_or_default()
+/// A JSON merge patch of the Purchase's status.
+async fn patch_status(
+    ctx: &Context,
+    purchase: &Purchase,
+    status: serde_json::Value,
+) -> Result<(), kube::Error> {
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    Api::<Purchase>::namespaced(ctx.client.clone(), &namespace)
+        .patch_status(
+            &purchase.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    Ok(())
 }
 
 /// Tell the catalog where the contract is, when it does not know yet.
@@ -417,14 +423,8 @@ async fn record_reservation(
     ctx: &Context,
     id: &str,
 ) -> Result<(), ReconcileError> {
-    let patch = json!({"status": {"contractID": id, "phase": Phase::Purchasing}});
-    Api::<Purchase>::namespaced(ctx.client.clone(), &namespace_of(purchase))
-        .patch_status(
-            &purchase.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        )
-        .await?;
+    let patch = json!({"contractID": id, "phase": Phase::Purchasing});
+    patch_status(ctx, purchase, patch).await?;
     tracing::info!(reservation = %id, "plan reserved; contract id recorded");
     Ok(())
 }
