@@ -3,15 +3,24 @@
 //! `~/.kube/config`, then the in-cluster service account). The class
 //! controller, the purchase controller and the resource monitor's
 //! Kubernetes source all start this way, and report a bad configuration in
-//! the same words.
+//! the same words. The file `--kubeconfig` names is read as every file a
+//! flag names is: `/dev/zero` or a FIFO there is refused at once.
 
 use std::path::{Path, PathBuf};
 
 use kube::Client;
 
+/// Largest kubeconfig file read: far more than one with a few embedded
+/// certificates takes, far less than `/dev/zero` would fill.
+pub const MAX_KUBECONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Why no client could be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The file named by `--kubeconfig` is not a regular file of at most
+    /// [`MAX_KUBECONFIG_BYTES`], or cannot be read in time.
+    #[error(transparent)]
+    File(#[from] edge::config_file::ConfigFileError),
     #[error("cannot read kubeconfig {path}: {source}")]
     Kubeconfig {
         path: PathBuf,
@@ -39,7 +48,8 @@ pub async fn config(
     };
     Ok(match kubeconfig {
         Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path).map_err(unreadable(path))?;
+            let text = read_file(path).await?;
+            let file = kube::config::Kubeconfig::from_yaml(&text).map_err(unreadable(path))?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
                 .map_err(unreadable(path))?
@@ -51,6 +61,26 @@ pub async fn config(
             .map_err(unreadable(Path::new("(default kubeconfig)")))?,
         None => kube::Config::infer().await?,
     })
+}
+
+/// The text of the kubeconfig `--kubeconfig` names, read as every file a
+/// flag names is (edge's `config_file`: a regular file, bounded, within a
+/// deadline), off the async threads.
+async fn read_file(path: &Path) -> Result<String, ClientError> {
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        edge::config_file::read("--kubeconfig", &owned, MAX_KUBECONFIG_BYTES)
+    })
+    .await;
+    match read {
+        Ok(result) => Ok(result?),
+        // The read panicked or the runtime is stopping: no file either way.
+        Err(error) => Err(ClientError::File(edge::config_file::ConfigFileError {
+            flag: "--kubeconfig".to_string(),
+            path: path.to_path_buf(),
+            problem: edge::config_file::Problem::Io(std::io::Error::other(error)),
+        })),
+    }
 }
 
 /// A client over [`config`].

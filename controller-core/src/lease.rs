@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
+use edge::backoff::Backoff;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -43,6 +44,8 @@ use kube::Client;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+use crate::retry::{self, Failures};
 
 /// What the election reports as it goes, for whoever serves readiness and
 /// leadership (a binary's metrics): each controller passes its own
@@ -169,12 +172,14 @@ impl Elector {
     }
 
     /// Watch this Lease and wake `changed` on every change, until
-    /// `shutdown`. Errors are logged and retried by the watcher's own
-    /// back-off; meanwhile candidates fall back to polling.
+    /// `shutdown`. A failed watch is reopened after edge's backoff (never at
+    /// once: that spun at 40,000 attempts a second with the API server
+    /// down) and logged at debug only, since candidates poll meanwhile and
+    /// log their own failures.
     fn watch_changes(&self, changed: Arc<Notify>, shutdown: CancellationToken) {
         let config =
             watcher::Config::default().fields(&format!("metadata.name={}", self.settings.name));
-        let events = watcher(self.api.clone(), config);
+        let events = retry::backed_off_watch(watcher(self.api.clone(), config), None);
         let span = tracing::debug_span!("lease_watch");
         tokio::spawn(
             async move {
@@ -351,12 +356,21 @@ pub async fn run_elected<F, Fut>(
         let retry = elector.settings.retry;
         let changed = Arc::new(Notify::new());
         elector.watch_changes(changed.clone(), shutdown.child_token());
+        // A candidate that cannot read the Lease tries again after `retry`,
+        // doubling up to the Lease's duration (it could not take a held
+        // Lease sooner than that after an outage anyway).
+        let mut unreachable = Backoff::new(retry, elector.settings.duration);
+        let mut read_failures = Failures::new("read the Lease");
         loop {
             // Candidate.
             let acquired = tokio::select! {
                 () = shutdown.cancelled() => return,
                 result = elector.try_acquire_or_renew() => result,
             };
+            if acquired.is_ok() {
+                unreachable.reset();
+                read_failures.succeeded();
+            }
             match acquired {
                 Ok(true) => {}
                 Ok(false) => {
@@ -368,10 +382,10 @@ pub async fn run_elected<F, Fut>(
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "cannot read the Lease");
+                    read_failures.failed(&error);
                     tokio::select! {
                         () = shutdown.cancelled() => return,
-                        () = tokio::time::sleep(retry) => continue,
+                        () = tokio::time::sleep(unreachable.next_delay()) => continue,
                     }
                 }
             }
@@ -383,6 +397,7 @@ pub async fn run_elected<F, Fut>(
             let term = shutdown.child_token();
             let mut leading = tokio::spawn(lead(term.clone()));
             let mut renewed = Instant::now();
+            let mut renew_failures = Failures::new("renew the Lease");
             let stopping = loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break true,
@@ -392,14 +407,21 @@ pub async fn run_elected<F, Fut>(
                     }
                     () = tokio::time::sleep(retry) => {}
                 }
-                match elector.try_acquire_or_renew().await {
-                    Ok(true) => renewed = Instant::now(),
+                let renewal = tokio::select! {
+                    () = shutdown.cancelled() => break true,
+                    renewal = elector.try_acquire_or_renew() => renewal,
+                };
+                match renewal {
+                    Ok(true) => {
+                        renewed = Instant::now();
+                        renew_failures.succeeded();
+                    }
                     Ok(false) => {
                         tracing::warn!("the Lease was taken by another replica");
                         break false;
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "cannot renew the Lease");
+                        renew_failures.failed(&error);
                         if renewed.elapsed() >= elector.settings.renew_deadline {
                             tracing::warn!("no renewal within the renew deadline");
                             break false;
@@ -408,8 +430,16 @@ pub async fn run_elected<F, Fut>(
                 }
             };
             term.cancel();
-            if !leading.is_finished() {
-                let _ = leading.await;
+            // The controller finishes what it started, within a bound: a
+            // reconcile stuck on an unreachable API server must not keep
+            // the process (or the Lease) past its shutdown timeout.
+            if !leading.is_finished()
+                && tokio::time::timeout(retry::STOP_GRACE, &mut leading)
+                    .await
+                    .is_err()
+            {
+                tracing::warn!("the controller did not stop in time; abandoning it");
+                leading.abort();
             }
             observer.leading(false);
             match tokio::time::timeout(

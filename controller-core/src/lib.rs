@@ -11,6 +11,9 @@
 //! - [`clock`]: the time as the Kubernetes API writes it (RFC 3339);
 //! - [`kubeconfig`]: a Kubernetes client from a kubeconfig, or in-cluster,
 //!   as `kubectl` builds one;
+//! - [`retry`]: edge's backoff for every loop that reaches the API server,
+//!   failures logged once per run (not per attempt), and work stopped
+//!   within a bound;
 //! - [`runtime`]: a watch that fills a reflector cache, and Events
 //!   published in the background;
 //! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
@@ -23,4 +26,5 @@ pub mod kubeconfig;
 pub mod lease;
 pub mod liqo;
 pub mod metrics;
+pub mod retry;
 pub mod runtime;

@@ -13,6 +13,8 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
+use crate::retry;
+
 /// A kind [`cached_watch`] can watch: what kube-rs's reflector asks of it,
 /// named once so that callers generic over the kind need not repeat it.
 pub trait Watched:
@@ -31,17 +33,17 @@ impl<K> Watched for K where
 {
 }
 
-/// Watch `api` with `config` into the cache `writer` fills, with the
-/// watcher's default back-off, yielding each object that changed (deleted
-/// ones included), for the caller to turn into objects to reconcile.
+/// Watch `api` with `config` into the cache `writer` fills, backing off
+/// after failures ([`retry::logged_watch`]: edge's backoff, a run of
+/// failures logged once), yielding each object that changed (deleted ones
+/// included), for the caller to turn into objects to reconcile.
 pub fn cached_watch<K: Watched>(
     api: Api<K>,
     config: watcher::Config,
     writer: Writer<K>,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send {
-    reflector(writer, watcher(api, config))
-        .default_backoff()
-        .touched_objects()
+    let what = format!("watch {}", K::kind(&()));
+    retry::logged_watch(reflector(writer, watcher(api, config)), what).touched_objects()
 }
 
 /// An Event's note: `text`, cut to at most 1000 bytes on a character

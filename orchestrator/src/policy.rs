@@ -113,11 +113,10 @@ impl Policy {
     }
 
     /// Read and check the file at `path`.
+    /// Read `--policy`'s file as every file a flag names is (regular,
+    /// at most [`MAX_POLICY_BYTES`], within a deadline), then [`parse`](Self::parse) it.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = edge::config_file::read("--policy", path, MAX_POLICY_BYTES)?;
         Policy::parse(&text).map_err(|e| e.in_file(path))
     }
 
@@ -140,7 +139,7 @@ impl Policy {
                 .ok_or_else(|| at(s.span().start, format!("spread must be 1 to {MAX_SPREAD}")))
         };
         let labels = |l: &Option<Spanned<BTreeMap<String, String>>>| match l {
-            None => Ok(BTreeMap::new()),
+            None => Ok::<_, PolicyError>(BTreeMap::new()),
             Some(l) => {
                 for (k, v) in l.get_ref() {
                     check_label(k, v).map_err(|m| at(l.span().start, m))?;
@@ -266,14 +265,17 @@ struct ConsumerFile {
     required_labels: Option<Spanned<BTreeMap<String, String>>>,
 }
 
+/// Largest policy file read: a policy lists providers and labels, never
+/// megabytes of them.
+pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+
 /// A policy file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
-    #[error("cannot read the policy file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The file cannot be read, or is not a regular file of at most
+    /// [`MAX_POLICY_BYTES`]; the message names `--policy` and the file.
+    #[error(transparent)]
+    Read(#[from] edge::config_file::ConfigFileError),
     #[error("{}line {line}: {message}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
     Invalid {
         path: Option<PathBuf>,
@@ -298,7 +300,7 @@ impl PolicyError {
     pub fn line(&self) -> Option<usize> {
         match self {
             PolicyError::Invalid { line, .. } => Some(*line),
-            PolicyError::Read { .. } => None,
+            PolicyError::Read(_) => None,
         }
     }
 }

@@ -44,5 +44,17 @@ async fn run(args: purchase_controller::config::Args) -> anyhow::Result<()> {
         () = edge::signal::shutdown() => {}
     }
     stop.cancel();
-    Ok(task.await??)
+    // kube's Controller waits for ever for a cache that never filled (the
+    // API server unreachable), and a reconcile may be stuck on a call: the
+    // process exits after `STOP_TIMEOUT` regardless.
+    match tokio::time::timeout(STOP_TIMEOUT, &mut task).await {
+        Ok(result) => Ok(result??),
+        Err(_) => {
+            tracing::warn!("the controller still running after {STOP_TIMEOUT:?}; exiting anyway");
+            Ok(())
+        }
+    }
 }
+
+/// How long SIGTERM waits for the controller to stop.
+const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

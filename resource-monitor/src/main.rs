@@ -19,6 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LISTEN: &str = "0.0.0.0:6001";
 
+/// How long SIGTERM waits for open calls, and for the class controller,
+/// before the process exits anyway.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Serve a ResourceReader chain to Liqo: which resources may be offered to
 /// each peer cluster.
 ///
@@ -273,7 +277,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
             () = edge::signal::shutdown() => {}
         }
         stop_controller.cancel();
-        return Ok(task.await.context("controller task")??);
+        return match tokio::time::timeout(STOP_TIMEOUT, task).await {
+            Ok(result) => Ok(result.context("controller task")??),
+            Err(_) => {
+                tracing::warn!("the ResourceSlice controller still running after {STOP_TIMEOUT:?}; exiting anyway");
+                Ok(())
+            }
+        };
     }
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -292,14 +302,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let _ = stop_tx.send(());
     stop_controller.cancel();
     if let Some(task) = controller {
-        match task.await {
-            Ok(Err(error)) => tracing::warn!(%error, "the ResourceSlice controller failed"),
-            Err(error) => tracing::warn!(%error, "the ResourceSlice controller task failed"),
-            Ok(Ok(())) => {}
+        match tokio::time::timeout(STOP_TIMEOUT, task).await {
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "the ResourceSlice controller failed"),
+            Ok(Err(error)) => tracing::warn!(%error, "the ResourceSlice controller task failed"),
+            Ok(Ok(Ok(()))) => {}
+            Err(_) => tracing::warn!(
+                "the ResourceSlice controller still running after {STOP_TIMEOUT:?}; exiting anyway"
+            ),
         }
     }
     // Controllers that hold calls open must not keep us from exiting.
-    match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
+    match tokio::time::timeout(STOP_TIMEOUT, &mut server).await {
         Ok(result) => result.context("server task")?.map_err(Into::into),
         Err(_) => {
             tracing::warn!("connections still open after 5s; exiting anyway");

@@ -48,7 +48,7 @@ use crate::model::{ConditionStatus, ResourceSlice, Tenant};
 use crate::status::desired_status;
 use controller_core::clock::now_rfc3339;
 use controller_core::liqo::{REPLICATED_SELECTOR, RESOURCES_CONDITION};
-use controller_core::runtime;
+use controller_core::{retry, runtime};
 
 /// Status writes of one slice tried before the reconcile gives up and is
 /// retried later (each 409 re-reads the slice first).
@@ -170,22 +170,24 @@ pub async fn run(
             policy = shared.settings.policy.as_str(),
             "controller started"
         );
+        // The queue is dropped on shutdown (not merely ended), so an
+        // applier still waiting for caches that never filled stops too; a
+        // reconcile stuck on the API server gets `STOP_GRACE`, no more.
         let results = applier(
             |tenant, shared: Arc<Shared>| Box::pin(reconcile(tenant, shared)),
             error_policy,
             shared.clone(),
             tenants,
-            queue.take_until(shutdown.cancelled_owned()),
+            retry::until_cancelled(queue, shutdown.clone()),
             ApplierConfig::default(),
         );
-        results
-            .for_each(|result| async move {
-                match result {
-                    Ok((tenant, _)) => tracing::debug!(%tenant, "reconciled"),
-                    Err(error) => tracing::debug!(%error, "reconcile round failed"),
-                }
-            })
-            .await;
+        let work = results.for_each(|result| async move {
+            match result {
+                Ok((tenant, _)) => tracing::debug!(%tenant, "reconciled"),
+                Err(error) => tracing::debug!(%error, "reconcile round failed"),
+            }
+        });
+        retry::finish_within(work, &shutdown, retry::STOP_GRACE).await;
         readiness.abort();
         tracing::info!("controller stopped");
     }

@@ -43,6 +43,7 @@ mod catalog_promises;
 mod catalog_secrets;
 mod catalog_shared;
 mod catalog_signing_key;
+mod controllers_unreachable_api;
 mod duration_grammar;
 mod orchestrator;
 mod provider_agent;

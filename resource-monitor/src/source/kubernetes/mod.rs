@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::Api;
 use quantity::ResourceList;
 use tracing::Instrument;
@@ -129,8 +129,9 @@ impl KubernetesSource {
 
 /// Feed one kind's watch events into the accounting; `watcher` follows
 /// list pages, re-watches when a stream ends, and re-lists from scratch
-/// when the API server answers 410 Gone (history compacted), with backoff
-/// after errors.
+/// when the API server answers 410 Gone (history compacted), with the
+/// controllers' backoff after errors, a run of failures logged once
+/// (`controller_core::retry::logged_watch`).
 async fn watch_kind<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -138,51 +139,36 @@ async fn watch_kind<K>(
     notifier: Notifier,
     apply: fn(&mut Accounting, watcher::Event<K>) -> Changed,
 ) where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
-    let mut events = watcher(api, config).default_backoff().boxed();
+    let what = format!("watch {}s", K::kind(&()));
+    let mut events = controller_core::retry::logged_watch(watcher(api, config), what).boxed();
     while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => {
-                let done = matches!(event, watcher::Event::InitDone);
-                let changed = {
-                    let mut state = state.write().unwrap_or_else(|e| e.into_inner());
-                    apply(&mut state, event)
-                };
-                if done {
-                    tracing::info!("listed");
-                }
-                if changed == Changed::Yes {
-                    tracing::debug!("available resources changed");
-                    notifier.notify(Notification::All);
-                }
-            }
-            Err(error) => {
-                let error = causes(&error);
-                tracing::warn!(%error, "watch failed; retrying with backoff")
-            }
+        // A failure is logged by `logged_watch`, once per run of failures.
+        let Ok(event) = event else { continue };
+        let done = matches!(event, watcher::Event::InitDone);
+        let changed = {
+            let mut state = state.write().unwrap_or_else(|e| e.into_inner());
+            apply(&mut state, event)
+        };
+        if done {
+            tracing::info!("listed");
+        }
+        if changed == Changed::Yes {
+            tracing::debug!("available resources changed");
+            notifier.notify(Notification::All);
         }
     }
 }
 
-/// An error and every cause under it, joined by `: `. kube's own message
-/// often stops at "client error (Connect)"; the reason an operator can act
-/// on — "invalid peer certificate: UnknownIssuer", a refused connection —
-/// is further down the chain.
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        let part = cause.to_string();
-        // Some layers repeat their source's text in their own.
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = cause.source();
-    }
-    text
-}
+// The controllers' words for a failure, which the tests check here too.
+#[cfg(test)]
+use controller_core::retry::causes;
 
 #[async_trait::async_trait]
 impl ResourceReader for KubernetesSource {

@@ -1,0 +1,376 @@
+//! Every controller binary with its Kubernetes API server unreachable
+//! (issue 29, findings 2 and 3), and every kubeconfig or policy file flag
+//! given a device or a FIFO (finding 4).
+//!
+//! For 10 s each binary is pointed at a loopback port that refuses
+//! connections (or one that accepts and closes them at once): its log must
+//! stay short and its CPU time small — a Lease watch reopened with no
+//! backoff once wrote 40,000 ERROR lines a second — and SIGTERM must then
+//! end it within its shutdown timeout (resource-monitor with
+//! `--leader-elect false` and purchase-controller used to stay up for a
+//! minute and more).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use e2e::Spawn;
+
+/// How long each binary runs against the unreachable server.
+const RUN_FOR: Duration = Duration::from_secs(10);
+/// Most log lines allowed over [`RUN_FOR`]: a few per watch (first
+/// failures, kube-client's line per attempt 1, 2, 4, 8 s apart).
+const MAX_LINES: usize = 50;
+/// Most CPU time (user + system) allowed over [`RUN_FOR`].
+const MAX_CPU: Duration = Duration::from_secs(1);
+
+/// How the API server is unreachable.
+#[derive(Debug, Clone, Copy)]
+enum Server {
+    /// Nothing listens: every connect is refused.
+    Refused,
+    /// Connections are accepted and closed at once.
+    Closing,
+}
+
+/// One binary in one state, and the time SIGTERM has to end it.
+struct Case {
+    bin: &'static str,
+    /// Arguments; `{kubeconfig}`, `{resources}` are filled in.
+    args: &'static [&'static str],
+    server: Server,
+    stop_within: Duration,
+}
+
+/// resource-monitor and orchestrator: 5 s for open calls and the
+/// controller, then edge's 2 s grace; purchase-controller the same.
+const STOP: Duration = Duration::from_secs(7);
+
+const RM_V1: &[&str] = &[
+    "--liqo-api",
+    "v1",
+    "--class",
+    "gold",
+    "--source",
+    "static:{resources}",
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--http-listen",
+    "127.0.0.1:0",
+];
+const RM_V1_NO_ELECTION: &[&str] = &[
+    "--liqo-api",
+    "v1",
+    "--class",
+    "gold",
+    "--source",
+    "static:{resources}",
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--http-listen",
+    "127.0.0.1:0",
+    "--leader-elect",
+    "false",
+];
+const RM_CLASS_BESIDE_GRPC: &[&str] = &[
+    "--liqo-api",
+    "v0.6",
+    "--class",
+    "gold",
+    "--source",
+    "static:{resources}",
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--listen",
+    "127.0.0.1:0",
+    "--http-listen",
+    "127.0.0.1:0",
+    "--leader-elect",
+    "false",
+];
+const RM_KUBERNETES_SOURCE: &[&str] = &[
+    "--source",
+    "kubernetes",
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--listen",
+    "127.0.0.1:0",
+];
+const ORCHESTRATOR: &[&str] = &[
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--http-listen",
+    "127.0.0.1:0",
+    "--catalog",
+    "http://127.0.0.1:9",
+];
+const ORCHESTRATOR_NO_ELECTION: &[&str] = &[
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--http-listen",
+    "127.0.0.1:0",
+    "--catalog",
+    "http://127.0.0.1:9",
+    "--leader-elect",
+    "false",
+];
+const PURCHASE_CONTROLLER: &[&str] = &[
+    "--liqo-api",
+    "v1",
+    "--cluster-id",
+    "c1",
+    "--kubeconfig",
+    "{kubeconfig}",
+    "--http-listen",
+    "127.0.0.1:0",
+];
+
+/// A kubeconfig whose server is `127.0.0.1:port`.
+fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: dead\n\
+         clusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+         contexts:\n- name: dead\n  context:\n    cluster: dead\n    user: u\n    namespace: default\n\
+         users:\n- name: u\n  user:\n    token: t\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A port in the state `server` names; the listener (if any) lives as long
+/// as the returned guard.
+fn unreachable(server: Server) -> (u16, Option<std::thread::JoinHandle<()>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    match server {
+        Server::Refused => (port, None),
+        Server::Closing => {
+            let handle = std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    drop(stream);
+                }
+            });
+            (port, Some(handle))
+        }
+    }
+}
+
+/// CPU time (user + system) the process `pid` has used.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name (field 2) may hold spaces: count from its `)`.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after field 3.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let per_second: u64 = String::from_utf8(
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap_or(100);
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+fn check(case: &Case) {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, _server) = unreachable(case.server);
+    let kubeconfig = kubeconfig(dir.path(), port);
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\n").unwrap();
+    let args: Vec<String> = case
+        .args
+        .iter()
+        .map(|a| {
+            a.replace("{kubeconfig}", &kubeconfig.display().to_string())
+                .replace("{resources}", &resources.display().to_string())
+        })
+        .collect();
+    let log = dir.path().join("log");
+    let mut child = Spawn::new(case.bin)
+        .args(&args)
+        .env("RUST_LOG", "info")
+        .stderr_to(std::fs::File::create(&log).unwrap())
+        .start()
+        .unwrap();
+    std::thread::sleep(RUN_FOR);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "{} exited early:\n{}",
+        case.bin,
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let cpu = cpu_time(child.pid());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines = text.lines().count();
+    let head: String = text.lines().take(30).collect::<Vec<_>>().join("\n");
+    assert!(
+        lines < MAX_LINES,
+        "{} {:?} wrote {lines} log lines in {RUN_FOR:?}; first ones:\n{head}",
+        case.bin,
+        case.server
+    );
+    assert!(
+        cpu < MAX_CPU,
+        "{} {:?} used {cpu:?} of CPU in {RUN_FOR:?}",
+        case.bin,
+        case.server
+    );
+    let asked = Instant::now();
+    let stopped = child.terminate(case.stop_within);
+    let tail: String = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .take(15)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let status = stopped.unwrap_or_else(|e| panic!("{e}; last log lines (newest first):\n{tail}"));
+    assert!(status.success(), "{} exited with {status}", case.bin);
+    assert!(asked.elapsed() <= case.stop_within);
+}
+
+macro_rules! cases {
+    ($($name:ident: $bin:expr, $args:expr, $server:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            check(&Case { bin: $bin, args: $args, server: $server, stop_within: STOP });
+        }
+    )*};
+}
+
+cases! {
+    unreachable_api_resource_monitor_v1_elected: "resource-monitor", RM_V1, Server::Refused;
+    unreachable_api_resource_monitor_v1_elected_closing: "resource-monitor", RM_V1, Server::Closing;
+    unreachable_api_resource_monitor_v1_not_elected: "resource-monitor", RM_V1_NO_ELECTION, Server::Refused;
+    unreachable_api_resource_monitor_class_beside_grpc: "resource-monitor", RM_CLASS_BESIDE_GRPC, Server::Refused;
+    unreachable_api_resource_monitor_kubernetes_source: "resource-monitor", RM_KUBERNETES_SOURCE, Server::Refused;
+    unreachable_api_orchestrator_elected: "orchestrator", ORCHESTRATOR, Server::Refused;
+    unreachable_api_orchestrator_elected_closing: "orchestrator", ORCHESTRATOR, Server::Closing;
+    unreachable_api_orchestrator_not_elected: "orchestrator", ORCHESTRATOR_NO_ELECTION, Server::Refused;
+    unreachable_api_purchase_controller: "purchase-controller", PURCHASE_CONTROLLER, Server::Refused;
+}
+
+/// Run `bin` with `args` (`{file}` replaced by `file`) and expect it to
+/// refuse at once, naming `flag` and the file.
+fn refuses_file(bin: &str, args: &[&str], file: &Path, flag: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, "cpu: 4\n").unwrap();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| {
+            a.replace("{file}", &file.display().to_string())
+                .replace("{resources}", &resources.display().to_string())
+        })
+        .collect();
+    let log = dir.path().join("log");
+    let started = Instant::now();
+    let mut child = Spawn::new(bin)
+        .args(&args)
+        .stderr_to(std::fs::File::create(&log).unwrap())
+        .start()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{bin} {flag} {}: still running after 3 s:\n{}",
+            file.display(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !status.success(),
+        "{bin} accepted {}:\n{text}",
+        file.display()
+    );
+    let named = format!("{flag} {}", file.display());
+    assert!(
+        text.contains(&named) && text.contains("not a regular file"),
+        "{bin}'s error does not name {named:?} as not a regular file:\n{text}"
+    );
+}
+
+/// Every binary's `--kubeconfig`, and orchestrator's `--policy`, given
+/// `/dev/zero` and then a FIFO.
+#[test]
+fn kubeconfig_and_policy_flags_refuse_devices_and_fifos() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let rows: &[(&str, &[&str], &str)] = &[
+        (
+            "resource-monitor",
+            &[
+                "--liqo-api",
+                "v1",
+                "--class",
+                "gold",
+                "--source",
+                "static:{resources}",
+                "--kubeconfig",
+                "{file}",
+                "--http-listen",
+                "127.0.0.1:0",
+            ],
+            "--kubeconfig",
+        ),
+        (
+            "resource-monitor",
+            &[
+                "--source",
+                "kubernetes",
+                "--kubeconfig",
+                "{file}",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "--kubeconfig",
+        ),
+        (
+            "orchestrator",
+            &["--kubeconfig", "{file}", "--http-listen", "127.0.0.1:0"],
+            "--kubeconfig",
+        ),
+        (
+            "orchestrator",
+            &["--policy", "{file}", "--http-listen", "127.0.0.1:0"],
+            "--policy",
+        ),
+        (
+            "purchase-controller",
+            &[
+                "--liqo-api",
+                "v1",
+                "--cluster-id",
+                "c1",
+                "--kubeconfig",
+                "{file}",
+                "--http-listen",
+                "127.0.0.1:0",
+            ],
+            "--kubeconfig",
+        ),
+    ];
+    for (bin, args, flag) in rows {
+        for file in [Path::new("/dev/zero"), fifo.as_path()] {
+            refuses_file(bin, args, file, flag);
+        }
+    }
+}
