@@ -89,7 +89,30 @@ fn check_text(field: &str, v: &str) -> Result<(), ApiError> {
             format!("must be 1 to {MAX_SUBJECT_LEN} bytes of printable text"),
         ));
     }
+    // A subject is an identity shown to people: one that looks like another
+    // (padding, or text reordered by bidi controls) must not be issuable.
+    if v.trim() != v {
+        return Err(ApiError::bad_request(
+            field,
+            "must not begin or end with white space",
+        ));
+    }
+    if let Some(c) = v.chars().find(|c| is_bidi_control(*c)) {
+        return Err(ApiError::bad_request(
+            field,
+            format!(
+                "must not contain the bidirectional control character U+{:04X}",
+                u32::from(c)
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// Unicode's bidirectional formatting characters (marks, embeddings,
+/// overrides, isolates), which reorder how the text around them displays.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Prefix of the owners of instances provisioned with the OSB basic-auth

@@ -2,13 +2,18 @@
 //! namespace of identities. A provider cannot sign up under a subject a
 //! consumer token was issued for (nor the reverse), with a 409 naming the
 //! clash, on both stores; racing claims of one subject end with one holder.
+//! Issue 29, low: a consumer subject padded with white space or holding a
+//! bidirectional control character (U+202E …) is refused (400).
 
 use e2e::buying::{admin, consumer, post, start};
 use e2e::catalog::{provider, Backend, Env};
 use e2e::catalog_tests;
 use serde_json::json;
 
-catalog_tests!(provider_cannot_take_a_consumer_subject);
+catalog_tests!(
+    provider_cannot_take_a_consumer_subject,
+    subjects_that_look_like_others_are_refused
+);
 
 fn provider_cannot_take_a_consumer_subject(backend: Backend) {
     let env = Env::new(backend);
@@ -62,4 +67,29 @@ fn provider_cannot_take_a_consumer_subject(backend: Backend) {
     let mut statuses = [p, k];
     statuses.sort_unstable();
     assert_eq!(statuses, [200, 409], "provider {p}, consumer {k}");
+}
+
+fn subjects_that_look_like_others_are_refused(backend: Backend) {
+    let env = Env::new(backend);
+    let c = start(&env, &[]);
+    let admin = admin(&c);
+    for (subject, says) in [
+        (" alice", "white space"),
+        ("alice ", "white space"),
+        ("ali\u{202E}ecila", "U+202E"),
+        ("\u{2066}bob", "U+2066"),
+        ("bob\u{200F}", "U+200F"),
+    ] {
+        let msg = post(
+            &c,
+            "/consumer-tokens",
+            &json!({ "subject": subject }),
+            Some(&admin),
+        )
+        .expect_error(400);
+        assert!(msg.contains(says), "{subject:?}: {msg}");
+    }
+    // Inner spaces and ordinary non-ASCII stay allowed.
+    consumer(&c, &admin, "alice smith");
+    consumer(&c, &admin, "zoë");
 }
