@@ -3,7 +3,8 @@
 //! consumer token was issued for (nor the reverse), with a 409 naming the
 //! clash, on both stores; racing claims of one subject end with one holder.
 //! Issue 29, low: a consumer subject padded with white space or holding a
-//! bidirectional control character (U+202E …) is refused (400).
+//! bidirectional control character (U+202E …) is refused (400); a consumer
+//! may list `GET /reservations?consumer=<its own subject>` (others: 403).
 
 use e2e::buying::{admin, consumer, post, start};
 use e2e::catalog::{provider, Backend, Env};
@@ -12,7 +13,8 @@ use serde_json::json;
 
 catalog_tests!(
     provider_cannot_take_a_consumer_subject,
-    subjects_that_look_like_others_are_refused
+    subjects_that_look_like_others_are_refused,
+    a_consumer_may_name_itself_when_listing
 );
 
 fn provider_cannot_take_a_consumer_subject(backend: Backend) {
@@ -92,4 +94,14 @@ fn subjects_that_look_like_others_are_refused(backend: Backend) {
     // Inner spaces and ordinary non-ASCII stay allowed.
     consumer(&c, &admin, "alice smith");
     consumer(&c, &admin, "zoë");
+}
+
+fn a_consumer_may_name_itself_when_listing(backend: Backend) {
+    let env = Env::new(backend);
+    let c = start(&env, &[]);
+    let admin = admin(&c);
+    let alice = consumer(&c, &admin, "alice");
+    let r = e2e::buying::get(&c, "/reservations?consumer=alice", Some(&alice));
+    assert_eq!(r.status, 200, "{}", r.text);
+    e2e::buying::get(&c, "/reservations?consumer=bob", Some(&alice)).expect_error(403);
 }
