@@ -37,8 +37,9 @@ enum Server {
 /// One binary in one state, and the time SIGTERM has to end it.
 struct Case {
     bin: &'static str,
-    /// Arguments; `{kubeconfig}`, `{resources}` are filled in.
-    args: &'static [&'static str],
+    /// Arguments (see [`words`]).
+    args: &'static str,
+    extra: &'static str,
     server: Server,
     stop_within: Duration,
 }
@@ -47,84 +48,31 @@ struct Case {
 /// controller, then edge's 2 s grace; purchase-controller the same.
 const STOP: Duration = Duration::from_secs(7);
 
-const RM_V1: &[&str] = &[
-    "--liqo-api",
-    "v1",
-    "--class",
-    "gold",
-    "--source",
-    "static:{resources}",
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--http-listen",
-    "127.0.0.1:0",
-];
-const RM_V1_NO_ELECTION: &[&str] = &[
-    "--liqo-api",
-    "v1",
-    "--class",
-    "gold",
-    "--source",
-    "static:{resources}",
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--http-listen",
-    "127.0.0.1:0",
-    "--leader-elect",
-    "false",
-];
-const RM_CLASS_BESIDE_GRPC: &[&str] = &[
-    "--liqo-api",
-    "v0.6",
-    "--class",
-    "gold",
-    "--source",
-    "static:{resources}",
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--listen",
-    "127.0.0.1:0",
-    "--http-listen",
-    "127.0.0.1:0",
-    "--leader-elect",
-    "false",
-];
-const RM_KUBERNETES_SOURCE: &[&str] = &[
-    "--source",
-    "kubernetes",
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--listen",
-    "127.0.0.1:0",
-];
-const ORCHESTRATOR: &[&str] = &[
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--http-listen",
-    "127.0.0.1:0",
-    "--catalog",
-    "http://127.0.0.1:9",
-];
-const ORCHESTRATOR_NO_ELECTION: &[&str] = &[
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--http-listen",
-    "127.0.0.1:0",
-    "--catalog",
-    "http://127.0.0.1:9",
-    "--leader-elect",
-    "false",
-];
-const PURCHASE_CONTROLLER: &[&str] = &[
-    "--liqo-api",
-    "v1",
-    "--cluster-id",
-    "c1",
-    "--kubeconfig",
-    "{kubeconfig}",
-    "--http-listen",
-    "127.0.0.1:0",
-];
+// Arguments, split on whitespace; `{kubeconfig}` and `{resources}` are
+// filled in per word.
+const RM_V1: &str = "--liqo-api v1 --class gold --source static:{resources} \
+    --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
+const RM_CLASS_BESIDE_GRPC: &str = "--liqo-api v0.6 --class gold --source static:{resources} \
+    --kubeconfig {kubeconfig} --listen 127.0.0.1:0 --http-listen 127.0.0.1:0";
+const RM_KUBERNETES_SOURCE: &str =
+    "--source kubernetes --kubeconfig {kubeconfig} --listen 127.0.0.1:0";
+const ORCHESTRATOR: &str =
+    "--kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --catalog http://127.0.0.1:9";
+const PURCHASE_CONTROLLER: &str =
+    "--liqo-api v1 --cluster-id c1 --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
+const NO_ELECTION: &str = "--leader-elect false";
+
+/// `args` and then `extra` as words, `{kubeconfig}` and `{resources}`
+/// replaced.
+fn words(args: &str, extra: &str, kubeconfig: &Path, resources: &Path) -> Vec<String> {
+    args.split_whitespace()
+        .chain(extra.split_whitespace())
+        .map(|a| {
+            a.replace("{kubeconfig}", &kubeconfig.display().to_string())
+                .replace("{resources}", &resources.display().to_string())
+        })
+        .collect()
+}
 
 /// A kubeconfig whose server is `127.0.0.1:port`.
 fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
@@ -185,14 +133,7 @@ fn check(case: &Case) {
     let kubeconfig = kubeconfig(dir.path(), port);
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
-    let args: Vec<String> = case
-        .args
-        .iter()
-        .map(|a| {
-            a.replace("{kubeconfig}", &kubeconfig.display().to_string())
-                .replace("{resources}", &resources.display().to_string())
-        })
-        .collect();
+    let args = words(case.args, case.extra, &kubeconfig, &resources);
     let log = dir.path().join("log");
     let mut child = Spawn::new(case.bin)
         .args(&args)
@@ -238,39 +179,33 @@ fn check(case: &Case) {
 }
 
 macro_rules! cases {
-    ($($name:ident: $bin:expr, $args:expr, $server:expr;)*) => {$(
+    ($($name:ident: $bin:expr, $args:expr, $extra:expr, $server:expr;)*) => {$(
         #[test]
         fn $name() {
-            check(&Case { bin: $bin, args: $args, server: $server, stop_within: STOP });
+            check(&Case { bin: $bin, args: $args, extra: $extra, server: $server, stop_within: STOP });
         }
     )*};
 }
 
 cases! {
-    unreachable_api_resource_monitor_v1_elected: "resource-monitor", RM_V1, Server::Refused;
-    unreachable_api_resource_monitor_v1_elected_closing: "resource-monitor", RM_V1, Server::Closing;
-    unreachable_api_resource_monitor_v1_not_elected: "resource-monitor", RM_V1_NO_ELECTION, Server::Refused;
-    unreachable_api_resource_monitor_class_beside_grpc: "resource-monitor", RM_CLASS_BESIDE_GRPC, Server::Refused;
-    unreachable_api_resource_monitor_kubernetes_source: "resource-monitor", RM_KUBERNETES_SOURCE, Server::Refused;
-    unreachable_api_orchestrator_elected: "orchestrator", ORCHESTRATOR, Server::Refused;
-    unreachable_api_orchestrator_elected_closing: "orchestrator", ORCHESTRATOR, Server::Closing;
-    unreachable_api_orchestrator_not_elected: "orchestrator", ORCHESTRATOR_NO_ELECTION, Server::Refused;
-    unreachable_api_purchase_controller: "purchase-controller", PURCHASE_CONTROLLER, Server::Refused;
+    unreachable_api_resource_monitor_v1_elected: "resource-monitor", RM_V1, "", Server::Refused;
+    unreachable_api_resource_monitor_v1_elected_closing: "resource-monitor", RM_V1, "", Server::Closing;
+    unreachable_api_resource_monitor_v1_not_elected: "resource-monitor", RM_V1, NO_ELECTION, Server::Refused;
+    unreachable_api_resource_monitor_class_beside_grpc: "resource-monitor", RM_CLASS_BESIDE_GRPC, NO_ELECTION, Server::Refused;
+    unreachable_api_resource_monitor_kubernetes_source: "resource-monitor", RM_KUBERNETES_SOURCE, "", Server::Refused;
+    unreachable_api_orchestrator_elected: "orchestrator", ORCHESTRATOR, "", Server::Refused;
+    unreachable_api_orchestrator_elected_closing: "orchestrator", ORCHESTRATOR, "", Server::Closing;
+    unreachable_api_orchestrator_not_elected: "orchestrator", ORCHESTRATOR, NO_ELECTION, Server::Refused;
+    unreachable_api_purchase_controller: "purchase-controller", PURCHASE_CONTROLLER, "", Server::Refused;
 }
 
-/// Run `bin` with `args` (`{file}` replaced by `file`) and expect it to
+/// Run `bin` with `args` (`{kubeconfig}` replaced by `file`) and expect it to
 /// refuse at once, naming `flag` and the file.
-fn refuses_file(bin: &str, args: &[&str], file: &Path, flag: &str) {
+fn refuses_file(bin: &str, args: &str, file: &Path, flag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| {
-            a.replace("{file}", &file.display().to_string())
-                .replace("{resources}", &resources.display().to_string())
-        })
-        .collect();
+    let args = words(args, "", file, &resources);
     let log = dir.path().join("log");
     let started = Instant::now();
     let mut child = Spawn::new(bin)
@@ -314,59 +249,13 @@ fn kubeconfig_and_policy_flags_refuse_devices_and_fifos() {
         .status()
         .unwrap()
         .success());
-    let rows: &[(&str, &[&str], &str)] = &[
-        (
-            "resource-monitor",
-            &[
-                "--liqo-api",
-                "v1",
-                "--class",
-                "gold",
-                "--source",
-                "static:{resources}",
-                "--kubeconfig",
-                "{file}",
-                "--http-listen",
-                "127.0.0.1:0",
-            ],
-            "--kubeconfig",
-        ),
-        (
-            "resource-monitor",
-            &[
-                "--source",
-                "kubernetes",
-                "--kubeconfig",
-                "{file}",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            "--kubeconfig",
-        ),
-        (
-            "orchestrator",
-            &["--kubeconfig", "{file}", "--http-listen", "127.0.0.1:0"],
-            "--kubeconfig",
-        ),
-        (
-            "orchestrator",
-            &["--policy", "{file}", "--http-listen", "127.0.0.1:0"],
-            "--policy",
-        ),
-        (
-            "purchase-controller",
-            &[
-                "--liqo-api",
-                "v1",
-                "--cluster-id",
-                "c1",
-                "--kubeconfig",
-                "{file}",
-                "--http-listen",
-                "127.0.0.1:0",
-            ],
-            "--kubeconfig",
-        ),
+    let policy = "--policy {kubeconfig} --http-listen 127.0.0.1:0";
+    let rows = [
+        ("resource-monitor", RM_V1, "--kubeconfig"),
+        ("resource-monitor", RM_KUBERNETES_SOURCE, "--kubeconfig"),
+        ("orchestrator", ORCHESTRATOR, "--kubeconfig"),
+        ("orchestrator", policy, "--policy"),
+        ("purchase-controller", PURCHASE_CONTROLLER, "--kubeconfig"),
     ];
     for (bin, args, flag) in rows {
         for file in [Path::new("/dev/zero"), fifo.as_path()] {
