@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use kube::runtime::events::Reporter;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -187,28 +186,10 @@ pub fn admin_secret(cli: &Cli) -> anyhow::Result<Option<String>> {
     Ok(Some(secret))
 }
 
-/// A client for the broker cluster.
+/// A client for the broker cluster, built as every controller builds one
+/// (`--kubeconfig` read as a bounded regular file).
 pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<Client> {
-    let options = kube::config::KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..Default::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
-        }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .context("cannot use the default kubeconfig")?,
-        None => kube::Config::infer()
-            .await
-            .context("cannot find a Kubernetes configuration")?,
-    };
-    Client::try_from(config).context("cannot build a Kubernetes client")
+    Ok(controller_core::kubeconfig::client(kubeconfig, context).await?)
 }
 
 /// Run what the command line asks until `shutdown` completes.
