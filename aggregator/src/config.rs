@@ -506,35 +506,35 @@ impl Settings {
     /// The settings that differ from `self` in `new` but need a restart to
     /// take effect, by key.
     pub fn restart_needed(&self, new: &Settings) -> Vec<&'static str> {
-        let mut keys = Vec::new();
-        if self.listen != new.listen {
-            keys.push("listen");
-        }
-        if self.liqo_api != new.liqo_api {
-            keys.push("liqo_api");
-        }
-        if self.pool_name != new.pool_name || self.pool_prefix != new.pool_prefix {
-            keys.push("pool_name/pool_prefix");
-        }
-        if self.metrics_listen != new.metrics_listen {
-            keys.push("metrics_listen");
-        }
-        if self.max_connections != new.max_connections {
-            keys.push("max_connections");
-        }
-        if self.max_connections_per_peer != new.max_connections_per_peer {
-            keys.push("max_connections_per_peer");
-        }
-        if self.handshake_timeout != new.handshake_timeout {
-            keys.push("handshake_timeout");
-        }
-        if self.first_sync_timeout != new.first_sync_timeout {
-            keys.push("first_sync_timeout");
-        }
-        if self.coalesce != new.coalesce {
-            keys.push("coalesce");
-        }
-        keys
+        [
+            ("listen", self.listen != new.listen),
+            ("liqo_api", self.liqo_api != new.liqo_api),
+            (
+                "pool_name/pool_prefix",
+                self.pool_name != new.pool_name || self.pool_prefix != new.pool_prefix,
+            ),
+            ("metrics_listen", self.metrics_listen != new.metrics_listen),
+            (
+                "max_connections",
+                self.max_connections != new.max_connections,
+            ),
+            (
+                "max_connections_per_peer",
+                self.max_connections_per_peer != new.max_connections_per_peer,
+            ),
+            (
+                "handshake_timeout",
+                self.handshake_timeout != new.handshake_timeout,
+            ),
+            (
+                "first_sync_timeout",
+                self.first_sync_timeout != new.first_sync_timeout,
+            ),
+            ("coalesce", self.coalesce != new.coalesce),
+        ]
+        .into_iter()
+        .filter_map(|(key, changed)| changed.then_some(key))
+        .collect()
     }
 }
 

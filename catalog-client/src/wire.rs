@@ -8,12 +8,14 @@
 //! - [`provider`]: providers, their peering credentials, tokens;
 //! - [`contract`]: contracts, reservations and state reports;
 //! - [`feed`]: the messages of `GET /subscribe`;
-//! - [`error_body`]: the body of every error answer.
+//! - [`error_body`]: the body of every error answer;
+//! - [`names`]: the Kubernetes name rule of fields that become object names.
 
 pub mod contract;
 pub mod cost;
 pub mod error_body;
 pub mod feed;
+pub mod names;
 pub mod offer;
 pub mod provider;
 

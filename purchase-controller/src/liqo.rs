@@ -131,22 +131,11 @@ pub fn v0_foreign_cluster(creds: &PeeringCredentials, purchase: &str) -> Value {
 /// after the name the operator gives; here the provider's cluster name when
 /// it is a valid object name (a DNS-1123 subdomain), else its cluster ID.
 pub fn v0_foreign_cluster_name(creds: &PeeringCredentials) -> String {
-    if is_subdomain(&creds.cluster_name) {
+    if catalog_client::wire::names::is_dns_subdomain(&creds.cluster_name) {
         creds.cluster_name.clone()
     } else {
         creds.cluster_id.clone()
     }
-}
-
-fn is_subdomain(name: &str) -> bool {
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
 fn peering_condition<'a>(conditions: &'a Value, kind: &str) -> Option<&'a str> {

@@ -90,31 +90,25 @@ pub trait ResourceReader: Send + Sync + 'static {
     async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError>;
 }
 
-#[async_trait::async_trait]
-impl<T: ResourceReader + ?Sized> ResourceReader for Arc<T> {
-    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
-        (**self).read(originator).await
-    }
-    fn subscribe(&self) -> NotificationStream {
-        (**self).subscribe()
-    }
-    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
-        (**self).remove_cluster(cluster).await
-    }
+/// A shared or boxed reader reads as the reader it holds.
+macro_rules! reader_through {
+    ($($holder:ident),*) => {$(
+        #[async_trait::async_trait]
+        impl<T: ResourceReader + ?Sized> ResourceReader for $holder<T> {
+            async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
+                (**self).read(originator).await
+            }
+            fn subscribe(&self) -> NotificationStream {
+                (**self).subscribe()
+            }
+            async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
+                (**self).remove_cluster(cluster).await
+            }
+        }
+    )*};
 }
 
-#[async_trait::async_trait]
-impl<T: ResourceReader + ?Sized> ResourceReader for Box<T> {
-    async fn read(&self, originator: &str) -> Result<ResourceList, ReadError> {
-        (**self).read(originator).await
-    }
-    fn subscribe(&self) -> NotificationStream {
-        (**self).subscribe()
-    }
-    async fn remove_cluster(&self, cluster: &str) -> Result<(), ReadError> {
-        (**self).remove_cluster(cluster).await
-    }
-}
+reader_through!(Arc, Box);
 
 /// Wraps a reader in a stage, in the spirit of `tower::Layer`.
 pub trait Layer<R> {

@@ -339,6 +339,14 @@ slice_controller_contracts 2
 # EOF
 "#;
 
+    fn counts(accepted: i64, denied: i64, waiting: i64) -> SliceCounts {
+        SliceCounts {
+            accepted,
+            denied,
+            waiting,
+        }
+    }
+
     #[test]
     fn the_exposition_is_unchanged() {
         let metrics = Metrics::new();
@@ -347,14 +355,7 @@ slice_controller_contracts 2
         metrics.count_error(ErrorKind::Chain);
         metrics.count_error(ErrorKind::Chain);
         metrics.observe_reconcile(Duration::from_millis(3));
-        metrics.set_consumer_counts(
-            "c1",
-            SliceCounts {
-                accepted: 2,
-                denied: 1,
-                waiting: 0,
-            },
-        );
+        metrics.set_consumer_counts("c1", counts(2, 1, 0));
         metrics.set_leading(true);
         metrics.expect_contracts();
         metrics.set_catalog_reachable(true);
@@ -373,22 +374,8 @@ slice_controller_contracts 2
         metrics.count_decision("ResourcesGranted");
         metrics.count_error(ErrorKind::Conflict);
         metrics.observe_reconcile(Duration::from_millis(3));
-        metrics.set_consumer_counts(
-            "c1",
-            SliceCounts {
-                accepted: 2,
-                denied: 1,
-                waiting: 0,
-            },
-        );
-        metrics.set_consumer_counts(
-            "c2",
-            SliceCounts {
-                accepted: 1,
-                denied: 0,
-                waiting: 3,
-            },
-        );
+        metrics.set_consumer_counts("c1", counts(2, 1, 0));
+        metrics.set_consumer_counts("c2", counts(1, 0, 3));
         metrics.set_leading(true);
         let text = metrics.render();
         for line in [

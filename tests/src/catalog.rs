@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use crate::mongo::MongoServer;
-use crate::process::{bin_path, follow_stdout, wait_announced};
+use crate::process::{bin_path, exit_within, follow_stdout, wait_announced};
 
 /// Which store a catalog runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,18 +239,8 @@ impl CatalogProcess {
     /// Wait up to `timeout` for the process to exit (SIGKILL after that).
     pub fn wait(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
         let mut c = self.child.take().context("catalog already stopped")?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = c.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                let _ = c.wait();
-                anyhow::bail!("catalog did not exit within {timeout:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut c, timeout)
+            .with_context(|| format!("catalog did not exit within {timeout:?}"))
     }
 }
 

@@ -100,6 +100,26 @@ fn system_free_port() -> u16 {
         .expect("bind an ephemeral loopback port")
 }
 
+/// Wait up to `timeout` for `child` to exit and return its status; after
+/// that, kill it and fail.
+pub fn exit_within(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Result<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("still running after {timeout:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Wait until something accepts TCP connections on `port`.
 pub fn wait_for_port(port: u16, timeout: Duration) -> Result<()> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -287,18 +307,8 @@ impl Child {
         let mut c = self.child.take().context("process already stopped")?;
         let pid = c.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status()?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = c.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                let _ = c.wait();
-                bail!("{} did not exit within {timeout:?} of SIGTERM", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut c, timeout)
+            .with_context(|| format!("{} did not exit within {timeout:?} of SIGTERM", self.name))
     }
 }
 

@@ -351,10 +351,12 @@ pub fn purchase_step(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample(state: ReservationState, expires_in: i64) -> Reservation {
+    /// A REST reservation in `state`, expiring `expires_in` seconds from
+    /// now (the contracts tests build theirs from it too).
+    pub(crate) fn sample(state: ReservationState, expires_in: i64) -> Reservation {
         let now = crate::store::now();
         Reservation {
             id: "r1".into(),

@@ -97,14 +97,7 @@ pub fn check_slice_class(class: &str) -> Result<(), String> {
     if class.is_empty() || class == "default" {
         return Err("must name a class of its own, not \"\" or \"default\" (Liqo's)".into());
     }
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if class.len() > 253 || !class.split('.').all(label_ok) {
+    if !catalog_client::wire::names::is_dns_subdomain(class) {
         return Err(
             "must be a DNS-1123 subdomain: at most 253 characters of a-z 0-9 - ., each dot-separated part starting and ending with a letter or digit"
                 .into(),

@@ -13,4 +13,4 @@ pub use percent::{Percent, PercentError};
 pub use quota::{OriginatorQuota, Quota, QuotaConfig, QuotaLayer};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -19,7 +19,9 @@ fn strings(l: &ResourceList) -> Vec<(String, String)> {
     l.to_strings().into_iter().collect()
 }
 
-fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
+/// Expected resources as the sorted string pairs a list prints (the
+/// Kubernetes source's tests compare with it too).
+pub(crate) fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
     entries
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

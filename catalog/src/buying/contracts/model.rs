@@ -267,28 +267,16 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buying::model::{purchase_step, step, Channel, ContractTerms, Transition};
-    use crate::offers::Cost;
+    use crate::buying::model::{purchase_step, step, ContractTerms, Transition};
     use crate::providers::LiqoGeneration;
     use proptest::prelude::*;
     use quantity::ResourceList;
 
     fn reserved(expires_in: i64) -> Reservation {
-        let now = crate::store::now();
         Reservation {
             id: "k1".into(),
-            consumer: "alice".into(),
-            offer_id: "o".into(),
-            plan_id: "p".into(),
             cluster_id: "prov".into(),
-            cost: Cost::ZERO,
-            state: ReservationState::Reserved,
-            channel: Channel::Rest,
-            created_at: now,
-            expires_at: now + chrono::Duration::seconds(expires_in),
-            purchased_at: None,
-            ended_at: None,
-            contract: None,
+            ..crate::buying::model::tests::sample(ReservationState::Reserved, expires_in)
         }
     }
 

@@ -5,6 +5,7 @@ use kube::runtime::watcher::Event;
 use serde_json::json;
 
 use super::{Accounting, Changed};
+use crate::stage::tests::pairs;
 use controller_core::liqo::POD_ORIGIN_LABELS;
 
 fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str) -> Node {
@@ -67,13 +68,6 @@ fn answer(a: &Accounting, originator: &str) -> Vec<(String, String)> {
         .unwrap()
         .to_strings()
         .into_iter()
-        .collect()
-}
-
-fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
-    entries
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
