@@ -311,7 +311,7 @@ pub async fn run(
     let stopping = stop.clone();
     let controller = async move {
         if !cli.leader_elect {
-            metrics.set_leading(true);
+            metrics.reconcile().set_leading(true);
             controller::run(client, settings, offers, metrics, stopping).await;
             return;
         }

@@ -128,7 +128,7 @@ pub async fn run(
     let ready = (namespaces.clone(), offloadings.clone(), metrics.clone());
     let readiness = tokio::spawn(async move {
         if ready.0.wait_until_ready().await.is_ok() && ready.1.wait_until_ready().await.is_ok() {
-            ready.2.set_reached_api();
+            ready.2.reconcile().set_reached_api();
         }
     });
 

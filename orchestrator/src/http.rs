@@ -16,7 +16,10 @@ use crate::metrics::Metrics;
 
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
-        let (status, body) = match (self.reached_api(), self.is_leading()) {
+        let (status, body) = match (
+            self.reconcile().reached_api(),
+            self.reconcile().is_leading(),
+        ) {
             (true, true) => (StatusCode::OK, "ok: leader\n"),
             (true, false) => (StatusCode::OK, "ok: standby\n"),
             (false, _) => (

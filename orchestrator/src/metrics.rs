@@ -158,20 +158,10 @@ impl Metrics {
         self.0.catalog_events.inc();
     }
 
-    pub fn set_leading(&self, leading: bool) {
-        self.0.reconcile.set_leading(leading);
-    }
-
-    pub fn is_leading(&self) -> bool {
-        self.0.reconcile.is_leading()
-    }
-
-    pub fn set_reached_api(&self) {
-        self.0.reconcile.set_reached_api();
-    }
-
-    pub fn reached_api(&self) -> bool {
-        self.0.reconcile.reached_api()
+    /// The reconcile metrics and the leader/readiness state every controller
+    /// shares (controller-core's `ReconcileMetrics`).
+    pub fn reconcile(&self) -> &ReconcileMetrics {
+        &self.0.reconcile
     }
 
     /// What leader election reports to: a standby is ready once it could
@@ -250,7 +240,7 @@ orchestrator_catalog_events_total 2
         metrics.set_catalog_connected(true);
         metrics.count_feed_event();
         metrics.count_feed_event();
-        metrics.set_leading(true);
+        metrics.reconcile().set_leading(true);
         let text = metrics.render();
         assert_eq!(
             controller_core::metrics::comparable_exposition(&text),

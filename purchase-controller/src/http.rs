@@ -12,7 +12,7 @@ use crate::metrics::Metrics;
 
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
-        if self.reached_api() {
+        if self.reconcile().reached_api() {
             (StatusCode::OK, "ok\n".to_string())
         } else {
             (

@@ -111,12 +111,10 @@ impl Metrics {
         self.0.reconcile.observe_reconcile(took);
     }
 
-    pub fn set_reached_api(&self) {
-        self.0.reconcile.set_reached_api();
-    }
-
-    pub fn reached_api(&self) -> bool {
-        self.0.reconcile.reached_api()
+    /// The reconcile metrics and the leader/readiness state every controller
+    /// shares (controller-core's `ReconcileMetrics`).
+    pub fn reconcile(&self) -> &ReconcileMetrics {
+        &self.0.reconcile
     }
 
     /// OpenMetrics text.

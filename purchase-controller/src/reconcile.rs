@@ -156,7 +156,7 @@ pub async fn run(
             async move {
                 loop {
                     match probe.list(&ListParams::default().limit(1)).await {
-                        Ok(_) => break ready.set_reached_api(),
+                        Ok(_) => break ready.reconcile().set_reached_api(),
                         Err(error) => {
                             tracing::debug!(%error, "the API server has not answered yet")
                         }

@@ -309,7 +309,7 @@ pub async fn run(
         })
         .await;
     } else {
-        metrics.set_leading(true);
+        metrics.reconcile().set_leading(true);
         reconcile::run(
             client,
             reader,

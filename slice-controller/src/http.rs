@@ -18,23 +18,23 @@ use crate::metrics::Metrics;
 
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
-        let role = if self.is_leading() {
+        let role = if self.reconcile().is_leading() {
             "leader"
         } else {
             "standby"
         };
         let contracts = self.contracts_state();
-        if self.reached_api() && contracts == crate::metrics::CONTRACTS_WAITING {
+        if self.reconcile().reached_api() && contracts == crate::metrics::CONTRACTS_WAITING {
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not ready: no contracts read from the catalog yet\n".to_string(),
             )
-        } else if self.reached_api() && contracts == crate::metrics::CONTRACTS_STALE {
+        } else if self.reconcile().reached_api() && contracts == crate::metrics::CONTRACTS_STALE {
             (
                 StatusCode::OK,
                 format!("ok: {role}; the catalog cannot be reached: deciding from the last known contracts\n"),
             )
-        } else if self.reached_api() {
+        } else if self.reconcile().reached_api() {
             (StatusCode::OK, format!("ok: {role}\n"))
         } else {
             (

@@ -96,11 +96,11 @@ pub struct Metrics(Arc<Inner>);
 /// when this replica stops leading (another replica reports them then).
 impl ElectionObserver for Metrics {
     fn reached_api(&self) {
-        self.set_reached_api();
+        self.0.reconcile.set_reached_api();
     }
 
     fn leading(&self, leading: bool) {
-        self.set_leading(leading);
+        self.0.reconcile.set_leading(leading);
         if !leading {
             self.clear_counts();
         }
@@ -231,22 +231,10 @@ impl Metrics {
         self.set_consumer_counts("", SliceCounts::default());
     }
 
-    pub fn set_leading(&self, leading: bool) {
-        self.0.reconcile.set_leading(leading);
-    }
-
-    pub fn is_leading(&self) -> bool {
-        self.0.reconcile.is_leading()
-    }
-
-    /// The Kubernetes API answered (the elector's first Lease read, or the
-    /// first list): `/readyz` turns ready.
-    pub fn set_reached_api(&self) {
-        self.0.reconcile.set_reached_api();
-    }
-
-    pub fn reached_api(&self) -> bool {
-        self.0.reconcile.reached_api()
+    /// The reconcile metrics and the leader/readiness state every controller
+    /// shares (controller-core's `ReconcileMetrics`).
+    pub fn reconcile(&self) -> &ReconcileMetrics {
+        &self.0.reconcile
     }
 
     /// The `contracts` policy is in force: `/readyz` waits for the first
@@ -356,7 +344,7 @@ slice_controller_contracts 2
         metrics.count_error(ErrorKind::Chain);
         metrics.observe_reconcile(Duration::from_millis(3));
         metrics.set_consumer_counts("c1", counts(2, 1, 0));
-        metrics.set_leading(true);
+        metrics.reconcile().set_leading(true);
         metrics.expect_contracts();
         metrics.set_catalog_reachable(true);
         metrics.set_contracts(2);
@@ -376,7 +364,7 @@ slice_controller_contracts 2
         metrics.observe_reconcile(Duration::from_millis(3));
         metrics.set_consumer_counts("c1", counts(2, 1, 0));
         metrics.set_consumer_counts("c2", counts(1, 0, 3));
-        metrics.set_leading(true);
+        metrics.reconcile().set_leading(true);
         let text = metrics.render();
         for line in [
             "slice_controller_slices{decision=\"accepted\"} 3",

@@ -129,7 +129,7 @@ pub async fn run(
     let ready = (slices.clone(), metrics.clone());
     let readiness = tokio::spawn(async move {
         if ready.0.wait_until_ready().await.is_ok() {
-            ready.1.set_reached_api();
+            ready.1.reconcile().set_reached_api();
         }
     });
 
