@@ -103,7 +103,7 @@ async fn kubernetes_source_refuses_a_wrong_ca_and_is_refused_a_bad_token() -> Re
     let (mut monitor, client) =
         start_monitor_with(&wrong_ca, Some(std::fs::File::create(&log)?)).await?;
     let content = logged(&log, "UnknownIssuer").await?;
-    assert!(content.contains("watch failed"), "{content}");
+    assert!(content.contains("retrying with backoff"), "{content}");
     let status = client.read("peer-a").await.expect_err("nothing listed");
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
     assert!(monitor.try_wait()?.is_none(), "the binary exited");
