@@ -38,6 +38,8 @@ pub mod directory;
 pub mod pattern;
 pub mod source;
 pub mod stage;
+#[cfg(test)]
+mod test_support;
 
 pub use directory::{ClusterDirectory, Selector};
 /// The contract and its transport, from `resource-reader`.

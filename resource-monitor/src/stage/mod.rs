@@ -13,4 +13,4 @@ pub use percent::{Percent, PercentError};
 pub use quota::{OriginatorQuota, Quota, QuotaConfig, QuotaLayer};
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

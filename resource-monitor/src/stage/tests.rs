@@ -9,6 +9,7 @@ use super::*;
 use crate::directory::{ClusterDirectory, Selector};
 use crate::pattern::Pattern;
 use crate::source::MemorySource;
+use crate::test_support::pairs;
 use resource_reader::{Notification, ReaderExt, ResourceReader};
 
 fn list(entries: &[(&str, &str)]) -> ResourceList {
@@ -17,15 +18,6 @@ fn list(entries: &[(&str, &str)]) -> ResourceList {
 
 fn strings(l: &ResourceList) -> Vec<(String, String)> {
     l.to_strings().into_iter().collect()
-}
-
-/// Expected resources as the sorted string pairs a list prints (the
-/// Kubernetes source's tests compare with it too).
-pub(crate) fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
-    entries
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 fn directory() -> Arc<ClusterDirectory> {

@@ -5,7 +5,7 @@ use kube::runtime::watcher::Event;
 use serde_json::json;
 
 use super::{Accounting, Changed};
-use crate::stage::tests::pairs;
+use crate::test_support::pairs;
 use controller_core::liqo::POD_ORIGIN_LABELS;
 
 fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str) -> Node {
