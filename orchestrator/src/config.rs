@@ -323,17 +323,22 @@ pub async fn run(
             cli.lease_times(),
         );
         let elector = Elector::new(client.clone(), lease);
-        lease::run_elected(elector, metrics.election(), stopping, move |term| {
-            let (client, settings, offers, metrics) = (
-                client.clone(),
-                settings.clone(),
-                offers.clone(),
-                metrics.clone(),
-            );
-            async move {
-                controller::run(client, settings, offers, metrics, term).await;
-            }
-        })
+        lease::run_elected(
+            elector,
+            metrics.reconcile().clone(),
+            stopping,
+            move |term| {
+                let (client, settings, offers, metrics) = (
+                    client.clone(),
+                    settings.clone(),
+                    offers.clone(),
+                    metrics.clone(),
+                );
+                async move {
+                    controller::run(client, settings, offers, metrics, term).await;
+                }
+            },
+        )
         .await;
     };
     tokio::select! {

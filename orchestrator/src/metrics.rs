@@ -164,12 +164,6 @@ impl Metrics {
         &self.0.reconcile
     }
 
-    /// What leader election reports to: a standby is ready once it could
-    /// read the Lease; `leader` says whether this replica leads.
-    pub fn election(&self) -> ReconcileMetrics {
-        self.0.reconcile.clone()
-    }
-
     /// The OpenMetrics text.
     pub fn render(&self) -> String {
         edge::probe::openmetrics(&self.0.registry)
