@@ -105,7 +105,7 @@ pub const OFFLOADING_NAME: &str = "offloading";
 
 // Labels.
 
-/// `consts.RemoteClusterID` (`pkg/consts/clusterid.go`): the peer a Liqo
+/// `consts.RemoteClusterID` (`pkg/consts/labels.go`, beside `TypeLabel`): the peer a Liqo
 /// object belongs to. Set on replicas
 /// (`internal/crdReplicator/reflection/handler.go`), on namespaces
 /// offloaded here (naming the origin), on virtual nodes (naming the
