@@ -23,11 +23,17 @@
 //! allow lists, is excluded by either deny list, and must carry the global
 //! **and** the consumer's required labels; the consumer's `spread`
 //! replaces the global one.
+//!
+//! Lists that cannot mean what they say are refused: an empty `allow`
+//! (it would place nothing; absent means any), a provider both allowed and
+//! denied where the two lists apply together, and an id the catalog would
+//! not accept as a cluster ID (it could never match an offer).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use catalog_client::wire::names;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -150,17 +156,26 @@ impl Policy {
         let set = |l: &Option<Spanned<Vec<String>>>,
                    what: &str|
          -> Result<Option<BTreeSet<String>>, PolicyError> {
-            match l {
-                None => Ok(None),
-                Some(l) => {
-                    if l.get_ref().iter().any(|p| p.trim().is_empty()) {
-                        return Err(at(
-                            l.span().start,
-                            format!("{what} names an empty provider"),
-                        ));
-                    }
-                    Ok(Some(l.get_ref().iter().cloned().collect()))
-                }
+            let Some(l) = l else { return Ok(None) };
+            check_providers(what, l.get_ref())
+                .map(Some)
+                .map_err(|m| at(l.span().start, m))
+        };
+        // Deny wins over allow, so a provider on both is never chosen and
+        // the allow entry only misleads the reader.
+        let overlap = |allow: &Option<Spanned<Vec<String>>>,
+                       allowed: &Option<BTreeSet<String>>,
+                       deny: &BTreeSet<String>,
+                       lists: &str| {
+            match (allow, allowed) {
+                (Some(l), Some(allowed)) => match allowed.intersection(deny).next() {
+                    Some(p) => Err(at(
+                        l.span().start,
+                        format!("allow: provider {p} is on both {lists}; deny wins, so allowing it means nothing"),
+                    )),
+                    None => Ok(()),
+                },
+                _ => Ok(()),
             }
         };
 
@@ -173,9 +188,9 @@ impl Policy {
             deny: set(&file.deny, "deny")?.unwrap_or_default(),
             required_labels: labels(&file.required_labels)?,
         };
-        if let Some(allow) = set(&file.allow, "allow")? {
-            global.allow.push(allow);
-        }
+        let allow = set(&file.allow, "allow")?;
+        overlap(&file.allow, &allow, &global.deny, "allow and deny")?;
+        global.allow.extend(allow);
 
         let mut hysteresis = Hysteresis::default();
         if let Some(h) = &file.hysteresis {
@@ -208,6 +223,18 @@ impl Policy {
                 deny: set(&c.deny, "deny")?.unwrap_or_default(),
                 required_labels: labels(&c.required_labels)?,
             };
+            overlap(
+                &c.allow,
+                &rules.allow,
+                &rules.deny,
+                "this consumer's allow and deny",
+            )?;
+            overlap(
+                &c.allow,
+                &rules.allow,
+                &global.deny,
+                "this consumer's allow and the global deny",
+            )?;
             for (k, v) in &rules.required_labels {
                 if global.required_labels.get(k).is_some_and(|g| g != v) {
                     let span = c.required_labels.as_ref().map_or(0, |l| l.span().start);
@@ -305,6 +332,26 @@ impl PolicyError {
     }
 }
 
+/// An allow or deny list as a set: every entry a provider cluster ID the
+/// catalog would accept (anything else can never match an offer, so it is
+/// a mistake, not a rule), and an allow list that names someone — an empty
+/// one would place no namespace at all (leave `allow` out to allow any).
+fn check_providers(what: &str, providers: &[String]) -> Result<BTreeSet<String>, String> {
+    if what == "allow" && providers.is_empty() {
+        return Err(
+            "allow is empty: it would place no namespace (leave allow out to allow any provider)"
+                .into(),
+        );
+    }
+    match providers.iter().find(|p| !names::is_id(p)) {
+        Some(p) => Err(format!(
+            "{what}: {p:?} is not a cluster ID ({})",
+            names::ID_RULE
+        )),
+        None => Ok(providers.iter().cloned().collect()),
+    }
+}
+
 /// A required label must be one a provider could publish: the catalog's
 /// rules (Kubernetes label syntax), checked loosely here — a key and value
 /// without spaces or `=`.
@@ -368,6 +415,67 @@ spread = 2
         assert_eq!(Policy::parse("").unwrap(), Policy::default());
     }
 
+    /// Lists no placement could use (issue 29): each row names its line,
+    /// the field and the problem; every row is checked before failing, so
+    /// the failure lists all that were accepted or misreported.
+    #[test]
+    fn lists_that_cannot_mean_anything_are_refused() {
+        let wrong: Vec<String> = [
+            ("\ndeny = [\"\"]\n", 2, "deny: \"\" is not a cluster ID"),
+            ("\nallow = []\n", 2, "allow is empty"),
+            (
+                "[[consumer]]\nid = \"c\"\nallow = []\n",
+                3,
+                "allow is empty",
+            ),
+            (
+                "allow = [\"p1\", \"p2\"]\ndeny = [\"p2\"]\n",
+                1,
+                "provider p2 is on both allow and deny",
+            ),
+            (
+                "[[consumer]]\nid = \"c\"\nallow = [\"p1\"]\ndeny = [\"p1\"]\n",
+                3,
+                "p1 is on both this consumer's allow and deny",
+            ),
+            (
+                "deny = [\"p1\"]\n[[consumer]]\nid = \"c\"\nallow = [\"p1\"]\n",
+                4,
+                "p1 is on both this consumer's allow and the global deny",
+            ),
+            (
+                "allow = [\"provider one\"]\n",
+                1,
+                "allow: \"provider one\" is not a cluster ID",
+            ),
+            (
+                "[[consumer]]\nid = \"c\"\ndeny = [\" p1\"]\n",
+                3,
+                "deny: \" p1\" is not a cluster ID",
+            ),
+            ("deny = [\"p/1\"]\n", 1, "not a cluster ID"),
+        ]
+        .into_iter()
+        .filter_map(|(text, line, words)| match Policy::parse(text) {
+            Ok(_) => Some(format!("{text:?} accepted")),
+            Err(e) if e.line() != Some(line) || !e.to_string().contains(words) => {
+                Some(format!("{text:?}: {e}"))
+            }
+            Err(_) => None,
+        })
+        .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    #[test]
+    fn a_global_allow_a_consumer_denies_is_a_refinement() {
+        let p =
+            Policy::parse("allow = [\"p1\", \"p2\"]\n[[consumer]]\nid = \"c\"\ndeny = [\"p1\"]\n")
+                .unwrap();
+        let c = p.rules_for("c");
+        assert!(c.allow[0].contains("p1") && c.deny.contains("p1"));
+    }
+
     #[test]
     fn bad_files_name_their_line() {
         for (text, line, words) in [
@@ -378,7 +486,6 @@ spread = 2
             ("[hysteresis]\n\nmin_saving_percent = 101\n", 3, "0 to 100"),
             ("[[consumer]]\nid = \"a\"\n[[consumer]]\nid = \"a\"\n", 4, "given twice"),
             ("required_labels = { a = \"x\" }\n[[consumer]]\nid = \"c\"\nrequired_labels = { a = \"y\" }\n", 4, "contradicts"),
-            ("\ndeny = [\"\"]\n", 2, "empty provider"),
             ("required_labels = { \"a b\" = \"x\" }\n", 1, "not a label key"),
             ("spread = [\n", 1, ""),
         ] {

@@ -348,6 +348,41 @@ fn a_standby_takes_over_when_the_leader_dies() {
     assert_eq!(ready(), "ok: leader\n");
 }
 
+/// Lists that say nothing a placement could use (issue 29, low): an empty
+/// allow list (it would place nothing), a provider both allowed and
+/// denied, a provider id the catalog would never hold as a cluster ID.
+/// Each is refused at start, with the file, the field and the problem.
+#[test]
+fn a_policy_list_that_cannot_mean_anything_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, words) in [
+        ("allow = []\n", "allow is empty"),
+        (
+            "allow = [\"p1\", \"p2\"]\ndeny = [\"p2\"]\n",
+            "p2 is on both",
+        ),
+        (
+            "[[consumer]]\nid = \"c\"\ndeny = [\"provider one\"]\n",
+            "deny: \"provider one\" is not a cluster ID",
+        ),
+    ] {
+        let path = dir.path().join("policy.toml");
+        std::fs::write(&path, text).unwrap();
+        let out = Spawn::new("orchestrator")
+            .arg("--policy")
+            .arg(&path)
+            .args(["--catalog", "http://127.0.0.1:1"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{text:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{}: line ", path.display())) && stderr.contains(words),
+            "{text:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_policy_file_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
