@@ -534,6 +534,29 @@ try {
     }
   });
 
+  await runner.test('a navigation is not undone by the view being left (its address update racing the hashchange)', async () => {
+    await consumer.goto(`${base}/#/`);
+    await card(consumer, storageOffer.id).waitFor();
+    // The race as it happens: the address moves to an offer (pushState: no hashchange yet), the list
+    // view then changes (here its sort) and writes its own state to the address a frame later, and
+    // only then is the hashchange handled. The user must land on the offer, not back on the list.
+    const sortBefore = await consumer.evaluate((id) => {
+      history.pushState(null, '', `#/offer/${id}`);
+      const sort = document.querySelector('select[name="sort"]');
+      const before = sort.value;
+      sort.value = [...sort.options].map((o) => o.value).find((v) => v !== before);
+      sort.dispatchEvent(new Event('change', { bubbles: true }));
+      return new Promise((done) => requestAnimationFrame(() => setTimeout(() => setTimeout(() => {
+        window.dispatchEvent(new HashChangeEvent('hashchange'));
+        done(before);
+      }, 20), 0)));
+    }, storageOffer.id);
+    await consumer.locator('table.plan-table').waitFor({ timeout: LIVE_DEADLINE_MS });
+    checkEqual(await consumer.evaluate(() => location.hash), `#/offer/${storageOffer.id}`, 'the address after the navigation');
+    await consumer.goto(`${base}/#/`);
+    await consumer.getByLabel('Sort', { exact: true }).selectOption(sortBefore);
+  });
+
   async function checkOfferView() {
     await card(consumer, storageOffer.id).getByRole('link', { name: /Compare 2 plans/ }).click();
     await consumer.getByRole('heading', { level: 1, name: storageOffer.name }).waitFor();

@@ -107,8 +107,13 @@ const ctx = {
   /** Put the current view's state in the address without a new history entry or routing again. */
   replaceHash(hash) {
     if (location.hash === hash) return;
+    // The address moved on and its hashchange is not handled yet (a link, the
+    // back button, a live update landing as the user clicks): the view being
+    // left must not write over where the user is going.
+    if (location.hash.replace(/^#/, '') !== routedHash) return;
     history.replaceState(null, '', hash);
-    routedHash = hash.replace(/^#/, '');
+    // Read back: the browser may percent-encode what it stores.
+    routedHash = location.hash.replace(/^#/, '');
   },
   navigate(hash) {
     if (location.hash === hash) route();
