@@ -132,13 +132,13 @@ where
 {
     struct State<S> {
         stream: std::pin::Pin<Box<S>>,
-        backoff: Backoff,
+        pacing: WatchPacing,
         failures: Option<Failures>,
         delay: Option<Duration>,
     }
     let state = State {
         stream: Box::pin(stream),
-        backoff: api_backoff(),
+        pacing: WatchPacing::new(api_backoff()),
         failures: what.map(Failures::new),
         delay: None,
     };
@@ -147,23 +147,46 @@ where
             tokio::time::sleep(delay).await;
         }
         let item = state.stream.next().await?;
-        match &item {
-            Ok(watcher::Event::Init) => {}
-            Ok(_) => {
-                state.backoff.reset();
-                if let Some(failures) = &mut state.failures {
-                    failures.succeeded();
-                }
-            }
-            Err(error) => {
-                if let Some(failures) = &mut state.failures {
-                    failures.failed(error);
-                }
-                state.delay = Some(state.backoff.next_delay());
+        if let Some(failures) = &mut state.failures {
+            match &item {
+                Ok(watcher::Event::Init) => {}
+                Ok(_) => failures.succeeded(),
+                Err(error) => failures.failed(error),
             }
         }
+        state.delay = state.pacing.after(&item);
         Some((item, state))
     })
+}
+
+/// The pacing of a watch's events, apart from the waiting so it is tested
+/// without a clock: the delay before the watch is polled again.
+#[derive(Debug)]
+pub struct WatchPacing {
+    backoff: Backoff,
+}
+
+impl WatchPacing {
+    pub fn new(backoff: Backoff) -> Self {
+        Self { backoff }
+    }
+
+    /// `None` to go on at once; after an error, the backoff's next delay.
+    /// An event with an object, or the end of a list, resets the delay;
+    /// `Init` does not (the watcher sends it before every list attempt).
+    pub fn after<K>(
+        &mut self,
+        item: &Result<watcher::Event<K>, watcher::Error>,
+    ) -> Option<Duration> {
+        match item {
+            Ok(watcher::Event::Init) => None,
+            Ok(_) => {
+                self.backoff.reset();
+                None
+            }
+            Err(_) => Some(self.backoff.next_delay()),
+        }
+    }
 }
 
 /// [`backed_off_watch`] with its failures logged as "cannot {what}".
@@ -292,22 +315,33 @@ mod tests {
         assert!(finish_within(async {}, &stop, Duration::from_millis(50)).await);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_failing_watch_backs_off_up_to_the_cap() {
-        let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let counted = attempts.clone();
-        // As kube's watcher does: `Init` before every list attempt.
-        let failing = futures::stream::iter(0u32..).flat_map(move |_| {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            futures::stream::iter([
-                Ok(watcher::Event::<()>::Init),
-                Err(watcher::Error::NoResourceVersion),
-            ])
-        });
-        let watch = logged_watch(failing, "watch Pods");
-        let _ = tokio::time::timeout(Duration::from_secs(60), watch.for_each(|_| async {})).await;
-        // 1, 2, 4, 8, 16, 30 s (±20%) fill a minute: a handful, not thousands.
-        let n = attempts.load(std::sync::atomic::Ordering::SeqCst);
-        assert!((4..=8).contains(&n), "{n} attempts in a minute");
+    #[test]
+    fn a_failing_watch_backs_off_up_to_the_cap_and_an_object_resets_it() {
+        let mut pacing = WatchPacing::new(api_backoff());
+        let init = Ok::<_, watcher::Error>(watcher::Event::<()>::Init);
+        let failed = || Err::<watcher::Event<()>, _>(watcher::Error::NoResourceVersion);
+        // As kube's watcher does: `Init` before every list attempt, then the failure.
+        let mut delays = Vec::new();
+        for _ in 0..8 {
+            assert_eq!(pacing.after(&init), None, "Init neither waits nor resets");
+            delays.push(pacing.after(&failed()).expect("a failure waits"));
+        }
+        // 1, 2, 4, 8, 16, then 30 s, never more (each ±20% jitter): a handful a minute, not thousands.
+        for (delay, nominal) in delays
+            .iter()
+            .zip([1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0])
+        {
+            let s = delay.as_secs_f64();
+            assert!(
+                s >= nominal * 0.8 - 1e-9 && s <= nominal * 1.2 + 1e-9,
+                "{delays:?}"
+            );
+        }
+        assert_eq!(pacing.after(&Ok(watcher::Event::Apply(()))), None);
+        let again = pacing.after(&failed()).expect("a failure waits");
+        assert!(
+            again <= Duration::from_millis(1200),
+            "an object resets the delay: {again:?}"
+        );
     }
 }
