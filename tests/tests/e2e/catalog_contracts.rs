@@ -49,7 +49,7 @@ fn provider_registers_its_liqo(backend: Backend) {
     let want = json!({"clusterID": "cluster-1", "liqo": ["v0", "v1"], "resourceSliceClass": "gold.example"});
     assert_eq!(r.json, want);
     let r = get(&c, "/provider/peering", Some(&seller));
-    assert_eq!(r.json, want);
+    assert_eq!((r.status, &r.json), (200, &want), "{}", r.text);
     assert!(!r.text.contains(PRIVATE_KEY_PEM), "never the kubeconfig");
 
     // Bad input: 400 naming the field; what was registered stays.
@@ -96,7 +96,8 @@ fn provider_registers_its_liqo(backend: Backend) {
         json!([])
     );
     buying::reserve(&c, &alice, "shop-2", "small", None).expect_error(409);
-    register_peering(&c, &token2, Some(&kubeconfig("https://p2.example")), None);
+    let registered = register_peering(&c, &token2, Some(&kubeconfig("https://p2.example")), None);
+    assert_eq!(registered.status, 200, "{}", registered.text);
     let r = buy(&c, &alice, "shop-2", "small", &json!({}));
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["liqo"], json!(["v1"]));
@@ -208,6 +209,7 @@ fn who_sees_what(backend: Backend) {
     get(&c, "/contracts/no-such-contract", Some(&alice)).expect_error(404);
     // A reservation is not a contract.
     let held = buying::reserve(&c, &alice, "shop", "large", None);
+    assert_eq!(held.status, 201, "{}", held.text);
     let held = held.json["id"].as_str().unwrap();
     get(&c, &format!("/contracts/{held}"), Some(&alice)).expect_error(404);
 }
@@ -220,7 +222,12 @@ fn etag_and_not_modified(backend: Backend) {
     let alice = consumer(&c, &admin, "alice");
 
     let first = get(&c, "/contracts?active=true", Some(&seller));
-    assert_eq!(first.json, json!([]));
+    assert_eq!(
+        (first.status, &first.json),
+        (200, &json!([])),
+        "{}",
+        first.text
+    );
     let tag = first.header("etag").expect("ETag").to_string();
     let again = |tag: &str| {
         let req = buying::client()
@@ -234,6 +241,7 @@ fn etag_and_not_modified(backend: Backend) {
     assert_eq!(r.header("etag"), Some(tag.as_str()));
 
     let bought = buy(&c, &alice, "shop", "small", &json!({}));
+    assert_eq!(bought.status, 201, "{}", bought.text);
     let id = bought.json["id"].as_str().unwrap().to_string();
     let r = again(&tag);
     assert_eq!(r.status, 200, "a new contract changes the list");
@@ -253,7 +261,8 @@ fn etag_and_not_modified(backend: Backend) {
     assert_eq!((r.status, &r.json[0]["state"]), (200, &json!("peered")));
     // So does a cancellation (it leaves the active list).
     let tag3 = r.header("etag").unwrap().to_string();
-    delete(&c, &format!("/purchases/{id}"), Some(&alice));
+    let cancelled = delete(&c, &format!("/purchases/{id}"), Some(&alice));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
     let r = again(&tag3);
     assert_eq!((r.status, r.json.clone()), (200, json!([])));
 }
@@ -266,6 +275,7 @@ fn state_reports(backend: Backend) {
     let alice = consumer(&c, &admin, "alice");
     let bob = consumer(&c, &admin, "bob");
     let bought = buy(&c, &alice, "shop", "small", &json!({}));
+    assert_eq!(bought.status, 201, "{}", bought.text);
     assert!(bought.json.get("consumerClusterID").is_none());
     let id = bought.json["id"].as_str().unwrap().to_string();
     let path = format!("/contracts/{id}/state");
@@ -340,10 +350,14 @@ fn state_reports(backend: Backend) {
     );
     assert!(r.json.get("reason").is_none(), "{}", r.text);
     let filtered = get(&c, "/contracts?state=ready", Some(&seller));
+    assert_eq!(filtered.status, 200, "{}", filtered.text);
     assert_eq!(filtered.json.as_array().map(Vec::len), Some(1));
+    let failed = get(&c, "/contracts?state=failed", Some(&seller));
     assert_eq!(
-        get(&c, "/contracts?state=failed", Some(&seller)).json,
-        json!([])
+        (failed.status, &failed.json),
+        (200, &json!([])),
+        "{}",
+        failed.text
     );
     let r = get(&c, "/contracts?state=nope", Some(&seller));
     r.expect_error(400);
@@ -353,7 +367,8 @@ fn state_reports(backend: Backend) {
     assert_eq!(r.json["field"], "since");
 
     // An ended contract's state no longer changes.
-    delete(&c, &format!("/purchases/{id}"), Some(&alice));
+    let cancelled = delete(&c, &format!("/purchases/{id}"), Some(&alice));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
     report(json!({"state": "pending"}), &alice).expect_error(409);
     assert_eq!(current()["state"], "ready");
 }
@@ -416,11 +431,12 @@ fn expiry_and_cancellation(backend: Backend) {
         "--contract-duration: {}",
         r.text
     );
-    delete(&c, &format!("/purchases/{bob_id}"), Some(&bob));
+    let cancelled = delete(&c, &format!("/purchases/{bob_id}"), Some(&bob));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
     let r = get(&c, &format!("/contracts/{bob_id}"), Some(&bob));
     assert_eq!(
-        (&r.json["active"], &r.json["ended"]),
-        (&json!(false), &json!("cancelled")),
+        (r.status, &r.json["active"], &r.json["ended"]),
+        (200, &json!(false), &json!("cancelled")),
         "{}",
         r.text
     );
@@ -459,7 +475,12 @@ fn bad_purchases_change_nothing(backend: Backend) {
         r.expect_error(400);
         assert_eq!(r.json["field"], field, "{body}: {}", r.text);
         let still = get(&c, &format!("/reservations/{id}"), Some(&alice));
-        assert_eq!(still.json["state"], "reserved", "{body}: {}", still.text);
+        assert_eq!(
+            (still.status, &still.json["state"]),
+            (200, &json!("reserved")),
+            "{body}: {}",
+            still.text
+        );
     }
     assert_eq!(get(&c, "/contracts", Some(&alice)).json, json!([]));
     // No body at all buys with the defaults.

@@ -3,7 +3,8 @@
 //! and `updatedBy` (`provider-agent` when the request carries the provider
 //! agent's `User-Agent`, else `provider`); plans the write left as they were
 //! keep their stamps, across restarts; a client echoing the stamps back
-//! from a `GET` is accepted and changes none of them.
+//! from a `GET` is accepted and changes none of them, and stamps a client
+//! forges are ignored.
 
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::catalog_tests;
@@ -151,6 +152,26 @@ fn writes_stamp_only_the_plans_they_change(backend: Backend) {
     drop(c);
     let c = env.start();
     assert_eq!(c.get("/offer/stamped").json["plans"], fourth["plans"]);
+
+    // Stamps a client sends are never believed: forged on plans it left as
+    // they were, they change nothing; on a plan it changed, the write's own
+    // time and writer replace them (a server that stored what it was sent
+    // fails here).
+    past(&t4);
+    let mut forged = c.get("/offer/stamped").json;
+    for plan in ["a", "b", "c"] {
+        forged["plans"][plan]["updatedAt"] = json!("2001-01-01T00:00:00Z");
+        forged["plans"][plan]["updatedBy"] = json!("provider-agent");
+    }
+    forged["updatedAt"] = json!("2001-01-01T00:00:00Z");
+    forged["plans"]["c"]["cost"] = json!("5");
+    let fifth = write(&c, &token, &forged, "curl/8.5.0");
+    let t5 = fifth["updatedAt"].clone();
+    assert_ne!(t5, json!("2001-01-01T00:00:00Z"), "{fifth}");
+    assert_ne!(t5, t4, "{fifth}");
+    assert_eq!(stamps(&fifth, "a"), stamps(&fourth, "a"), "{fifth}");
+    assert_eq!(stamps(&fifth, "b"), stamps(&fourth, "b"), "{fifth}");
+    assert_eq!(stamps(&fifth, "c"), (t5, json!("provider")), "{fifth}");
 
     // The OpenAPI document describes them as read-only plan fields.
     let doc = c.get("/openapi.json").json;
