@@ -19,7 +19,9 @@
 //! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
 //! - [`metrics`]: one reconcile-metrics type (runs, failures by kind,
 //!   duration) with the leader and readiness state, registered into the
-//!   controller's own Prometheus registry under the names it chooses.
+//!   controller's own Prometheus registry under the names it chooses; and
+//!   that registry with the controller's handles, rendered for `/metrics`
+//!   ([`metrics::Registered`], declared by [`controller_metrics!`]).
 
 pub mod clock;
 pub mod kubeconfig;

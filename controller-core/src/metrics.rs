@@ -1,5 +1,7 @@
 //! The metrics every controller keeps about its reconciles, and the
-//! leader/readiness state its `/readyz` reports.
+//! leader/readiness state its `/readyz` reports; and the registry around a
+//! controller's metrics ([`Registered`], declared per controller with
+//! [`controller_metrics!`](crate::controller_metrics)).
 //!
 //! A controller keeps its own registry (with its own prefix) and its own
 //! domain metrics; [`ReconcileMetrics`] adds the part all of them share —
@@ -112,14 +114,142 @@ impl ReconcileMetrics {
     }
 }
 
-/// A text exposition in a form two can be compared in: the metrics in
-/// the order they were registered (their `# HELP` lines), then every line
-/// sorted — a family prints its label sets in no fixed order.
-pub fn comparable_exposition(text: &str) -> (Vec<&str>, Vec<&str>) {
-    let order = text.lines().filter(|l| l.starts_with("# HELP")).collect();
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.sort_unstable();
-    (order, lines)
+/// A controller's metric handles: created and registered into its own
+/// registry, whose prefix names every metric (`<PREFIX>_…`), beside the
+/// [`ReconcileMetrics`] every controller keeps.
+pub trait MetricSet: Send + Sync + 'static {
+    /// The registry's prefix.
+    const PREFIX: &'static str;
+    /// The reconcile duration's histogram buckets, seconds.
+    const BUCKETS: &'static [f64];
+    /// The label that names a failure's kind.
+    const FAILURE_LABEL: &'static str = "kind";
+    /// Create every handle and register it, with the parts of `reconcile`
+    /// the controller exposes, in the order `/metrics` lists them (the
+    /// exposition follows registration order).
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self;
+}
+
+/// A controller's registry, its [`ReconcileMetrics`] and the handles `T`
+/// registered into it; cheap to clone (every clone shares them).
+/// Dereferences to the handles.
+pub struct Registered<T>(Arc<Parts<T>>);
+
+struct Parts<T> {
+    registry: Registry,
+    reconcile: ReconcileMetrics,
+    handles: T,
+}
+
+impl<T: MetricSet> Registered<T> {
+    /// Every metric of `T` created and registered under `T::PREFIX`.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix(T::PREFIX);
+        let reconcile = ReconcileMetrics::new(T::BUCKETS.iter().copied(), T::FAILURE_LABEL);
+        let handles = T::register(&mut registry, &reconcile);
+        Self(Arc::new(Parts {
+            registry,
+            reconcile,
+            handles,
+        }))
+    }
+}
+
+impl<T> Registered<T> {
+    /// The OpenMetrics text of every metric: the body of `/metrics`.
+    pub fn render(&self) -> String {
+        edge::probe::openmetrics(&self.0.registry)
+    }
+
+    /// The reconcile metrics and the leader/readiness state every
+    /// controller shares.
+    pub fn reconcile(&self) -> &ReconcileMetrics {
+        &self.0.reconcile
+    }
+
+    /// One reconcile ran for `took`.
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.0.reconcile.observe_reconcile(took);
+    }
+}
+
+impl<T: MetricSet> Default for Registered<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for Registered<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for Registered<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0.handles
+    }
+}
+
+/// Declares a controller's `Metrics`: a type of the controller's own (so
+/// that it can implement its probes and the election observer on it) over
+/// [`Registered`]`<$handles>`, which it dereferences to (`render`,
+/// `reconcile`, `observe_reconcile`, then the handles' fields), with `new`,
+/// `Default`, a `Debug` that shows nothing, and an inherent `render` (the
+/// probe port calls it by path).
+#[macro_export]
+macro_rules! controller_metrics {
+    ($(#[$attr:meta])* $vis:vis struct $name:ident($handles:ty);) => {
+        $(#[$attr])*
+        #[derive(Clone)]
+        $vis struct $name($crate::metrics::Registered<$handles>);
+
+        impl $name {
+            /// Every metric created, registered and at zero.
+            pub fn new() -> Self {
+                Self($crate::metrics::Registered::new())
+            }
+
+            /// The OpenMetrics text of every metric.
+            pub fn render(&self) -> String {
+                self.0.render()
+            }
+        }
+
+        impl ::std::default::Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($name)).finish_non_exhaustive()
+            }
+        }
+
+        impl ::std::ops::Deref for $name {
+            type Target = $crate::metrics::Registered<$handles>;
+            fn deref(&self) -> &Self::Target {
+                &self.0
+            }
+        }
+    };
+}
+
+/// For tests: panic unless `text` is the exposition `expected`, in the
+/// same registration order (the `# HELP` lines) with the same lines —
+/// sorted before comparing, since a family prints its label sets in no
+/// fixed order.
+pub fn assert_same_exposition(text: &str, expected: &str) {
+    fn comparable(text: &str) -> (Vec<&str>, Vec<&str>) {
+        let order = text.lines().filter(|l| l.starts_with("# HELP")).collect();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        (order, lines)
+    }
+    assert_eq!(comparable(text), comparable(expected), "{text}");
 }
 
 /// The election's reports are exactly readiness and leadership.
@@ -141,6 +271,46 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, registry).expect("a String writes");
         text
+    }
+
+    struct Set {
+        things: Gauge,
+    }
+
+    impl MetricSet for Set {
+        const PREFIX: &'static str = "set";
+        const BUCKETS: &'static [f64] = &[1.0];
+        fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
+            reconcile.register_failures(registry, "errors", "Failed");
+            let things = Gauge::default();
+            registry.register("things", "Things", things.clone());
+            Set { things }
+        }
+    }
+
+    crate::controller_metrics!(
+        /// A controller's metrics, as a controller declares them.
+        struct Declared(Set);
+    );
+
+    #[test]
+    fn a_declared_set_renders_its_prefix_in_registration_order_and_clones_share() {
+        let metrics = Declared::default();
+        let clone = metrics.clone();
+        clone.things.set(3);
+        clone.reconcile().count_failure("kubernetes");
+        clone.observe_reconcile(Duration::from_millis(1));
+        assert_eq!(
+            metrics.render(),
+            "# HELP set_errors Failed.\n\
+             # TYPE set_errors counter\n\
+             set_errors_total{kind=\"kubernetes\"} 1\n\
+             # HELP set_things Things.\n\
+             # TYPE set_things gauge\n\
+             set_things 3\n\
+             # EOF\n"
+        );
+        assert_eq!(format!("{metrics:?}"), "Declared { .. }");
     }
 
     #[test]

@@ -14,10 +14,9 @@
 //! | `orchestrator_leader` | 1 while this replica leads (and writes) |
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
-use controller_core::metrics::ReconcileMetrics;
+use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -33,39 +32,35 @@ struct RuleLabels {
     rule: &'static str,
 }
 
-struct Inner {
-    registry: Registry,
+controller_core::controller_metrics!(
+    /// Shared handle to the metrics.
+    pub struct Metrics(Handles);
+);
+
+/// Every metric and the unplaced namespaces behind the gauge, registered
+/// by [`MetricSet::register`] (reached through [`Metrics`]).
+pub struct Handles {
     writes: Family<RuleLabels, Counter>,
     moves: Counter,
     unplaced: Gauge,
     namespaces: Gauge,
-    reconcile: ReconcileMetrics,
     catalog_connected: Gauge,
     catalog_events: Counter,
     unplaced_set: Mutex<BTreeSet<String>>,
 }
 
-/// Shared handle to the metrics.
-#[derive(Clone)]
-pub struct Metrics(Arc<Inner>);
+impl MetricSet for Handles {
+    const BUCKETS: &'static [f64] = &BUCKETS;
+    const PREFIX: &'static str = "orchestrator";
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Metrics {
-    pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("orchestrator");
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let writes = Family::<RuleLabels, Counter>::default();
         let moves = Counter::default();
         let unplaced = Gauge::default();
         let namespaces = Gauge::default();
-        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
         let catalog_connected = Gauge::default();
         let catalog_events = Counter::default();
-        reconcile.register_leader(&mut registry, "leader", "1 while this replica leads");
+        reconcile.register_leader(registry, "leader", "1 while this replica leads");
         registry.register(
             "writes",
             "NamespaceOffloadings written, by rule",
@@ -87,11 +82,11 @@ impl Metrics {
             namespaces.clone(),
         );
         reconcile.register_duration(
-            &mut registry,
+            registry,
             "reconcile_duration_seconds",
             "One namespace: decision and write",
         );
-        reconcile.register_failures(&mut registry, "errors", "Failed reads and writes, by kind");
+        reconcile.register_failures(registry, "errors", "Failed reads and writes, by kind");
         registry.register(
             "catalog_connected",
             "1 while the catalog's feed is connected",
@@ -102,76 +97,58 @@ impl Metrics {
             "Feed messages applied",
             catalog_events.clone(),
         );
-        Metrics(Arc::new(Inner {
-            registry,
+        Handles {
             writes,
             moves,
             unplaced,
             namespaces,
-            reconcile,
             catalog_connected,
             catalog_events,
             unplaced_set: Mutex::new(BTreeSet::new()),
-        }))
+        }
     }
+}
 
+impl Metrics {
     pub fn count_write(&self, rule: &'static str, moved: bool) {
-        self.0.writes.get_or_create(&RuleLabels { rule }).inc();
+        self.writes.get_or_create(&RuleLabels { rule }).inc();
         if moved {
-            self.0.moves.inc();
+            self.moves.inc();
         }
     }
 
     pub fn count_error(&self, kind: &'static str) {
-        self.0.reconcile.count_failure(kind);
+        self.reconcile().count_failure(kind);
     }
 
     pub fn set_unplaced(&self, namespace: &str, unplaced: bool) {
-        let mut set = self
-            .0
-            .unplaced_set
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut set = self.unplaced_set.lock().unwrap_or_else(|e| e.into_inner());
         if unplaced {
             set.insert(namespace.to_string());
         } else {
             set.remove(namespace);
         }
-        self.0
-            .unplaced
+        self.unplaced
             .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
     }
 
     pub fn set_namespaces(&self, n: usize) {
-        self.0.namespaces.set(i64::try_from(n).unwrap_or(i64::MAX));
-    }
-
-    pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile.observe_reconcile(took);
+        self.namespaces.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     pub fn set_catalog_connected(&self, up: bool) {
-        self.0.catalog_connected.set(i64::from(up));
+        self.catalog_connected.set(i64::from(up));
     }
 
     pub fn count_feed_event(&self) {
-        self.0.catalog_events.inc();
-    }
-
-    /// The reconcile metrics and the leader/readiness state every controller
-    /// shares (controller-core's `ReconcileMetrics`).
-    pub fn reconcile(&self) -> &ReconcileMetrics {
-        &self.0.reconcile
-    }
-
-    /// The OpenMetrics text.
-    pub fn render(&self) -> String {
-        edge::probe::openmetrics(&self.0.registry)
+        self.catalog_events.inc();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// The `/metrics` exposition as it was before the reconcile metrics
@@ -235,11 +212,6 @@ orchestrator_catalog_events_total 2
         metrics.count_feed_event();
         metrics.count_feed_event();
         metrics.reconcile().set_leading(true);
-        let text = metrics.render();
-        assert_eq!(
-            controller_core::metrics::comparable_exposition(&text),
-            controller_core::metrics::comparable_exposition(EXPOSITION),
-            "{text}"
-        );
+        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
     }
 }

@@ -8,10 +8,9 @@
 //! | `purchase_controller_errors_total{kind}` | failures: `catalog` (unreachable, refused a state report), `kubernetes` |
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
-use controller_core::metrics::ReconcileMetrics;
+use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -27,65 +26,53 @@ struct PhaseLabels {
     phase: String,
 }
 
-struct Inner {
-    registry: Registry,
+controller_core::controller_metrics!(
+    /// Shared handles to every metric and the health state; cheap to clone.
+    pub struct Metrics(Handles);
+);
+
+/// Every metric and the phases behind the gauges, registered by
+/// [`MetricSet::register`] (reached through [`Metrics`]).
+pub struct Handles {
     purchases: Family<PhaseLabels, Gauge>,
-    reconcile: ReconcileMetrics,
     phases: Mutex<HashMap<String, String>>,
 }
 
-/// Shared handles to every metric and the health state; cheap to clone.
-#[derive(Clone)]
-pub struct Metrics(Arc<Inner>);
+impl MetricSet for Handles {
+    const BUCKETS: &'static [f64] = &BUCKETS;
+    const PREFIX: &'static str = "purchase_controller";
 
-impl std::fmt::Debug for Metrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Metrics").finish_non_exhaustive()
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Metrics {
-    pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("purchase_controller");
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let purchases = Family::<PhaseLabels, Gauge>::default();
         registry.register("purchases", "Purchases by phase", purchases.clone());
         // No Lease election here, so no `leader` gauge.
-        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
         reconcile.register_duration(
-            &mut registry,
+            registry,
             "reconcile_duration_seconds",
             "Time to reconcile one Purchase, catalog calls included",
         );
         reconcile.register_failures(
-            &mut registry,
+            registry,
             "errors",
             "Failures: catalog calls, Kubernetes API calls",
         );
-        Self(Arc::new(Inner {
-            registry,
+        Handles {
             purchases,
-            reconcile,
             phases: Mutex::new(HashMap::new()),
-        }))
+        }
     }
+}
 
+impl Metrics {
     /// Record the phase of one Purchase (moving it between gauges).
     pub fn set_phase(&self, purchase: &str, phase: &str) {
-        let mut phases = self.0.phases.lock().unwrap_or_else(|e| e.into_inner());
+        let mut phases = self.phases.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(old) = phases.insert(purchase.to_string(), phase.to_string()) {
-            self.0
-                .purchases
+            self.purchases
                 .get_or_create(&PhaseLabels { phase: old })
                 .dec();
         }
-        self.0
-            .purchases
+        self.purchases
             .get_or_create(&PhaseLabels {
                 phase: phase.to_string(),
             })
@@ -94,37 +81,23 @@ impl Metrics {
 
     /// A Purchase is gone.
     pub fn forget(&self, purchase: &str) {
-        let mut phases = self.0.phases.lock().unwrap_or_else(|e| e.into_inner());
+        let mut phases = self.phases.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(old) = phases.remove(purchase) {
-            self.0
-                .purchases
+            self.purchases
                 .get_or_create(&PhaseLabels { phase: old })
                 .dec();
         }
     }
 
     pub fn count_error(&self, kind: &'static str) {
-        self.0.reconcile.count_failure(kind);
-    }
-
-    pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile.observe_reconcile(took);
-    }
-
-    /// The reconcile metrics and the leader/readiness state every controller
-    /// shares (controller-core's `ReconcileMetrics`).
-    pub fn reconcile(&self) -> &ReconcileMetrics {
-        &self.0.reconcile
-    }
-
-    /// OpenMetrics text.
-    pub fn render(&self) -> String {
-        edge::probe::openmetrics(&self.0.registry)
+        self.reconcile().count_failure(kind);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// The `/metrics` exposition as it was before the reconcile metrics
@@ -164,12 +137,7 @@ purchase_controller_errors_total{kind="catalog"} 1
         metrics.set_phase("ns/a", "Ready");
         metrics.observe_reconcile(Duration::from_millis(200));
         metrics.count_error("catalog");
-        let text = metrics.render();
-        assert_eq!(
-            controller_core::metrics::comparable_exposition(&text),
-            controller_core::metrics::comparable_exposition(EXPOSITION),
-            "{text}"
-        );
+        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
     }
 
     #[test]

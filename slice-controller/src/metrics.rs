@@ -11,11 +11,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use controller_core::lease::ElectionObserver;
-use controller_core::metrics::ReconcileMetrics;
+use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -66,11 +65,16 @@ pub struct SliceCounts {
     pub waiting: i64,
 }
 
-struct Inner {
-    registry: Registry,
+controller_core::controller_metrics!(
+    /// Shared handles to every metric and the health state; cheap to clone.
+    pub struct Metrics(Handles);
+);
+
+/// Every metric and the health state, registered by [`MetricSet::register`]
+/// (reached through [`Metrics`]).
+pub struct Handles {
     slices: Family<DecisionLabels, Gauge>,
     decisions: Family<ReasonLabels, Counter>,
-    reconcile: ReconcileMetrics,
     per_consumer: Mutex<HashMap<String, SliceCounts>>,
     catalog_reachable: Gauge,
     contracts: Gauge,
@@ -88,40 +92,26 @@ pub const CONTRACTS_CURRENT: u8 = 2;
 /// The catalog cannot be reached: deciding from the last known contracts.
 pub const CONTRACTS_STALE: u8 = 3;
 
-/// Shared handles to every metric and the health state; cheap to clone.
-#[derive(Clone)]
-pub struct Metrics(Arc<Inner>);
-
 /// Leadership is the `leader` gauge, and the decision counts are cleared
 /// when this replica stops leading (another replica reports them then).
 impl ElectionObserver for Metrics {
     fn reached_api(&self) {
-        self.0.reconcile.set_reached_api();
+        self.reconcile().set_reached_api();
     }
 
     fn leading(&self, leading: bool) {
-        self.0.reconcile.set_leading(leading);
+        self.reconcile().set_leading(leading);
         if !leading {
             self.clear_counts();
         }
     }
 }
 
-impl std::fmt::Debug for Metrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Metrics").finish_non_exhaustive()
-    }
-}
+impl MetricSet for Handles {
+    const BUCKETS: &'static [f64] = &BUCKETS;
+    const PREFIX: &'static str = "slice_controller";
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Metrics {
-    pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("slice_controller");
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let slices = Family::<DecisionLabels, Gauge>::default();
         registry.register(
             "slices",
@@ -134,18 +124,17 @@ impl Metrics {
             "Verdicts written to slices, by reason",
             decisions.clone(),
         );
-        let reconcile = ReconcileMetrics::new(BUCKETS, "kind");
         reconcile.register_duration(
-            &mut registry,
+            registry,
             "reconcile_duration_seconds",
             "Time to reconcile one consumer: chain read, decision, status writes",
         );
         reconcile.register_failures(
-            &mut registry,
+            registry,
             "errors",
             "Failures: chain reads, Kubernetes API calls, status write conflicts",
         );
-        reconcile.register_leader(&mut registry, "leader", "1 while this replica leads");
+        reconcile.register_leader(registry, "leader", "1 while this replica leads");
         let catalog_reachable = Gauge::default();
         registry.register(
             "catalog_reachable",
@@ -161,40 +150,29 @@ impl Metrics {
         for decision in ["accepted", "denied", "waiting"] {
             slices.get_or_create(&DecisionLabels { decision }).set(0);
         }
-        Self(Arc::new(Inner {
-            registry,
+        Handles {
             slices,
             decisions,
-            reconcile,
             per_consumer: Mutex::new(HashMap::new()),
             catalog_reachable,
             contracts,
             contracts_state: AtomicU8::new(CONTRACTS_UNUSED),
-        }))
+        }
     }
+}
 
-    pub fn observe_reconcile(&self, took: Duration) {
-        self.0.reconcile.observe_reconcile(took);
-    }
-
+impl Metrics {
     pub fn count_decision(&self, reason: &'static str) {
-        self.0
-            .decisions
-            .get_or_create(&ReasonLabels { reason })
-            .inc();
+        self.decisions.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     pub fn count_error(&self, kind: ErrorKind) {
-        self.0.reconcile.count_failure(kind.label());
+        self.reconcile().count_failure(kind.label());
     }
 
     /// Record one consumer's slice counts after its reconcile.
     pub fn set_consumer_counts(&self, consumer: &str, counts: SliceCounts) {
-        let mut map = self
-            .0
-            .per_consumer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut map = self.per_consumer.lock().unwrap_or_else(|e| e.into_inner());
         if counts == SliceCounts::default() {
             map.remove(consumer);
         } else {
@@ -213,8 +191,7 @@ impl Metrics {
             ("denied", total.denied),
             ("waiting", total.waiting),
         ] {
-            self.0
-                .slices
+            self.slices
                 .get_or_create(&DecisionLabels { decision })
                 .set(value);
         }
@@ -223,31 +200,23 @@ impl Metrics {
     /// Forget every consumer's counts (leadership lost: another replica
     /// now reports them).
     pub fn clear_counts(&self) {
-        self.0
-            .per_consumer
+        self.per_consumer
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         self.set_consumer_counts("", SliceCounts::default());
     }
 
-    /// The reconcile metrics and the leader/readiness state every controller
-    /// shares (controller-core's `ReconcileMetrics`).
-    pub fn reconcile(&self) -> &ReconcileMetrics {
-        &self.0.reconcile
-    }
-
     /// The `contracts` policy is in force: `/readyz` waits for the first
     /// contracts.
     pub fn expect_contracts(&self) {
-        self.0
-            .contracts_state
+        self.contracts_state
             .store(CONTRACTS_WAITING, Ordering::Relaxed);
     }
 
     /// Whether the last poll of the catalog succeeded.
     pub fn set_catalog_reachable(&self, reachable: bool) {
-        self.0.catalog_reachable.set(i64::from(reachable));
+        self.catalog_reachable.set(i64::from(reachable));
         let state = if reachable {
             CONTRACTS_CURRENT
         } else {
@@ -255,7 +224,6 @@ impl Metrics {
         };
         // Stale only once something was read: before, it is still waiting.
         let _ = self
-            .0
             .contracts_state
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
                 (reachable || now != CONTRACTS_WAITING).then_some(state)
@@ -263,22 +231,19 @@ impl Metrics {
     }
 
     pub fn set_contracts(&self, n: usize) {
-        self.0.contracts.set(i64::try_from(n).unwrap_or(i64::MAX));
+        self.contracts.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// One of the `CONTRACTS_*` states.
     pub fn contracts_state(&self) -> u8 {
-        self.0.contracts_state.load(Ordering::Relaxed)
-    }
-
-    /// The Prometheus text exposition of every metric.
-    pub fn render(&self) -> String {
-        edge::probe::openmetrics(&self.0.registry)
+        self.contracts_state.load(Ordering::Relaxed)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// The `/metrics` exposition as it was before the reconcile metrics
@@ -348,12 +313,7 @@ slice_controller_contracts 2
         metrics.expect_contracts();
         metrics.set_catalog_reachable(true);
         metrics.set_contracts(2);
-        let text = metrics.render();
-        assert_eq!(
-            controller_core::metrics::comparable_exposition(&text),
-            controller_core::metrics::comparable_exposition(EXPOSITION),
-            "{text}"
-        );
+        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
     }
 
     #[test]
