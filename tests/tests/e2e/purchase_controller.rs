@@ -481,16 +481,22 @@ fn ended_contracts_release_their_slices() {
 
     let cancelled = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
     let cancelled = cancelled["id"].as_str().unwrap().to_string();
+    // Long enough to be Ready (slice replicated, grant made) before it
+    // expires, so the expiry below takes away something that existed.
     let expiring = market.buy(
         &alice,
         "small",
-        json!({"consumerClusterID": CONSUMER_ID, "durationSeconds": 4}),
+        json!({"consumerClusterID": CONSUMER_ID, "durationSeconds": 10}),
     );
     let expiring = expiring["id"].as_str().unwrap().to_string();
     consumer.purchase("a", &market.url(), json!({"contractID": cancelled}));
     consumer.purchase("b", &market.url(), json!({"contractID": expiring}));
     consumer.wait_phase("a", "Ready").unwrap();
     assert!(provider.replica(&slice_name(&cancelled)).is_some());
+    consumer
+        .wait_phase("b", "Ready")
+        .expect("the 10 s contract became Ready before it expired");
+    assert!(provider.replica(&slice_name(&expiring)).is_some());
 
     let r = e2e::buying::delete(
         &market.catalog,
@@ -521,6 +527,9 @@ fn ended_contracts_release_their_slices() {
         .kube
         .get(SLICES, Some(&tenant), &slice_name(&expiring))
         .is_none());
+    wait_until("the expired contract's replica is gone", || {
+        provider.replica(&slice_name(&expiring)).is_none()
+    });
     assert!(consumer
         .kube
         .get(liqo_sim::FOREIGN_CLUSTERS_V1, None, PROVIDER_ID)
@@ -645,9 +654,16 @@ fn the_catalog_unreachable_for_a_while() {
             condition(p, "CatalogReachable")["status"] == "False"
         })
         .unwrap();
+    // What exists is kept, not once but while the controller keeps trying:
+    // three more attempts refused at the gate, and still Ready with its slice.
+    let tries = gate.refused();
+    wait_until("the controller tries the catalog three more times", || {
+        gate.refused() >= tries + 3
+    });
+    let still = consumer.get_purchase("p").unwrap();
     assert_eq!(
-        cut["status"]["phase"], "Ready",
-        "what exists is kept: {cut:#}"
+        still["status"]["phase"], "Ready",
+        "what exists is kept: {still:#} (first seen cut: {cut:#})"
     );
     assert!(consumer
         .kube
@@ -658,14 +674,31 @@ fn the_catalog_unreachable_for_a_while() {
         )
         .is_some());
 
+    // While the controller cannot see it, the contract is cancelled; once
+    // the catalog is back the controller carries on and acts on that (a
+    // fact that was not true before the outage).
+    let r = e2e::buying::delete(&market.catalog, &format!("/purchases/{id}"), Some(&alice));
+    assert_eq!(r.status, 200, "cancel: {}", r.text);
     gate.reopen();
-    consumer
-        .wait_purchase("p", |p| {
-            condition(p, "CatalogReachable")["status"] == "True"
-        })
-        .unwrap();
-    wait_until("the contract is ready", || {
-        market.contract(&alice, &id).1["state"] == "ready"
+    let ended = consumer.wait_phase("p", "Ended").unwrap();
+    assert_eq!(
+        condition(&ended, "ContractValid")["reason"],
+        "ContractCancelled"
+    );
+    assert_eq!(
+        condition(&ended, "CatalogReachable")["status"],
+        "True",
+        "{ended:#}"
+    );
+    wait_until("the cancelled contract's slice is gone", || {
+        consumer
+            .kube
+            .get(
+                SLICES,
+                Some(&liqo_sim::tenant_namespace(PROVIDER_ID)),
+                &slice_name(&id),
+            )
+            .is_none()
     });
 }
 
@@ -674,6 +707,7 @@ fn the_catalog_unreachable_for_a_while() {
 struct Gate {
     port: u16,
     open: tokio::sync::watch::Sender<bool>,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -682,12 +716,15 @@ impl Gate {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (open, watch) = tokio::sync::watch::channel(true);
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = refused.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut inbound, _)) = listener.accept().await else {
                     continue;
                 };
                 if !*watch.borrow() {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     continue;
                 }
                 let mut watch = watch.clone();
@@ -704,7 +741,17 @@ impl Gate {
                 });
             }
         });
-        Self { port, open, task }
+        Self {
+            port,
+            open,
+            refused,
+            task,
+        }
+    }
+
+    /// Connections refused while closed.
+    fn refused(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn url(&self) -> String {
