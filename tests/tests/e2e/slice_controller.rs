@@ -352,8 +352,32 @@ async fn a_repeated_decision_extends_the_events_series() -> Result<()> {
     let (_controller, _) = p.controller(&[])?;
     p.wait_condition("c1", "gold-big", SETTLE, is("Denied"))
         .await?;
-    // Still more than the 4 CPUs offered: denied again, same reason.
-    p.slice("c1", "gold-big", CLASS, &[("cpu", "5")], true);
+    // Still more than the 4 CPUs offered: denied again, same reason. The
+    // consumer changes its request in place (as Liqo's controller updates
+    // a slice: generation moves, status stays), not by re-creating it.
+    let before = p
+        .kube
+        .get(SLICES, Some(&tenant_namespace("c1")), "gold-big")
+        .expect("the slice");
+    let changed = p
+        .kube
+        .merge_patch(
+            SLICES,
+            Some(&tenant_namespace("c1")),
+            "gold-big",
+            json!({"spec": {"resources": {"cpu": "5"}}}),
+            false,
+        )
+        .expect("the request changed");
+    assert_eq!(
+        changed["metadata"]["uid"], before["metadata"]["uid"],
+        "the same object"
+    );
+    assert!(
+        changed["metadata"]["generation"].as_i64() > before["metadata"]["generation"].as_i64(),
+        "a spec change moves the generation: {changed:#}"
+    );
+    assert_eq!(changed["status"], before["status"], "and keeps the status");
     p.wait_condition("c1", "gold-big", SETTLE, |c| {
         c["status"] == "Denied"
             && c["message"]
