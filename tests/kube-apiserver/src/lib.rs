@@ -54,12 +54,14 @@
 
 pub mod audit;
 pub mod builtin;
+pub mod cel;
 pub mod crd;
 pub mod discovery;
 pub mod faults;
 pub mod list;
 pub mod listen;
 pub mod patch;
+pub mod rules;
 pub mod schema;
 pub mod selector;
 pub mod server;
@@ -67,6 +69,7 @@ pub mod shared;
 pub mod status;
 pub mod store;
 pub mod tls;
+pub mod validation;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -353,13 +356,18 @@ impl KubeApiServer {
             .unwrap_or_else(|| panic!("{gr} is not served"))
     }
 
-    // ---- test writes, bypassing checks --------------------------------
+    // ---- test writes, bypassing concurrency and finalizers --------------
 
-    /// Create or replace an object as given (ADDED or MODIFIED): no
-    /// validation, no concurrency check. `apiVersion` and `kind` are set.
+    /// Create or replace an object as given (ADDED or MODIFIED), with no
+    /// concurrency check; `apiVersion` and `kind` are set. The object is
+    /// validated as a client's write is (schema, CEL rules, the kind's
+    /// rules): a fixture a real server would refuse panics here, naming
+    /// the refused fields, rather than making a test prove a world that
+    /// cannot exist.
     pub fn apply(&self, resource: impl Into<GroupResource>, object: Value) -> Value {
         let def = self.def(resource);
-        self.shared.world().upsert(&def, object)
+        let result = self.shared.world().upsert(&def, object);
+        result.unwrap_or_else(|e| panic!("kube.apply: a real API server refuses this object: {e}"))
     }
 
     /// Remove an object at once (DELETED), by `name` or `namespace/name`,

@@ -12,11 +12,11 @@
 //! `anyOf`/`allOf`/`oneOf`/`not`, `format` `date-time`, `date` and
 //! `byte`, `x-kubernetes-list-type` `set` and `map` (duplicates),
 //! `x-kubernetes-preserve-unknown-fields`,
-//! `x-kubernetes-embedded-resource`, and of the CEL rules in
-//! `x-kubernetes-validations` only the immutability rule
-//! `self == oldSelf`. Other CEL rules are not evaluated (see
-//! [`unsupported_rules`]). Messages follow the real server's wording
-//! closely but not byte for byte.
+//! `x-kubernetes-embedded-resource`, and the CEL rules of
+//! `x-kubernetes-validations` at every level ([`rules`], which also
+//! refuses at registration a rule or `pattern` this server could not
+//! enforce). Messages follow the real server's wording closely but not
+//! byte for byte.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -24,6 +24,7 @@ use std::sync::{Mutex, OnceLock};
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::rules;
 use crate::status::Cause;
 
 /// The `metadata` fields an object keeps (ObjectMeta); others are pruned.
@@ -133,11 +134,41 @@ fn default(schema: &Value, value: &mut Value) {
 }
 
 /// Every violation of `schema` by `object`; `old` is the stored object on
-/// an update (for `self == oldSelf`).
+/// an update (for the CEL transition rules, [`rules`]). The rules run only
+/// when the schema check found no error that blocks them, as in the real
+/// server (`hasBlockingErr`).
 pub fn validate(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    check(schema, object, old, "", &mut causes);
+    check(schema, object, "", &mut causes);
+    if rules::blocking(&causes) {
+        if schema_has_rules(schema) {
+            causes.push(rules::not_checked());
+        }
+    } else {
+        causes.extend(rules::validate(schema, object, old));
+    }
     causes
+}
+
+/// Whether any level of `schema` has CEL rules (the real server builds no
+/// CEL validator, and adds no "not checked" cause, without one).
+fn schema_has_rules(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+                || map.iter().any(|(k, v)| {
+                    k != "x-kubernetes-validations"
+                        && k != "default"
+                        && k != "enum"
+                        && k != "example"
+                        && schema_has_rules(v)
+                })
+        }
+        Value::Array(items) => items.iter().any(schema_has_rules),
+        _ => false,
+    }
 }
 
 fn child(path: &str, key: &str) -> String {
@@ -212,7 +243,7 @@ fn format_ok(format: &str, s: &str) -> bool {
     }
 }
 
-fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
+fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     if !schema.is_object() {
         return;
     }
@@ -272,7 +303,7 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
             ));
         }
     }
-    for_combinators(schema, value, old, path, out);
+    for_combinators(schema, value, path, out);
     match value {
         Value::String(s) => {
             if let Some(p) = schema["pattern"].as_str() {
@@ -348,41 +379,15 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
             }
         }
         Value::Array(items) => check_array(schema, items, path, shown_path, value, out),
-        Value::Object(map) => check_object(schema, map, old, path, shown_path, value, out),
+        Value::Object(map) => check_object(schema, map, path, shown_path, value, out),
         _ => {}
-    }
-    for rule in schema["x-kubernetes-validations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        if rule["rule"].as_str().map(str::trim) == Some("self == oldSelf") {
-            if let Some(old) = old {
-                if old != value {
-                    let message = rule["message"]
-                        .as_str()
-                        .unwrap_or("failed rule: self == oldSelf");
-                    out.push(Cause::new(
-                        "FieldValueInvalid",
-                        path,
-                        format!("Invalid value: \"{}\": {message}", type_name(value)),
-                    ));
-                }
-            }
-        }
     }
 }
 
-fn for_combinators(
-    schema: &Value,
-    value: &Value,
-    old: Option<&Value>,
-    path: &str,
-    out: &mut Vec<Cause>,
-) {
+fn for_combinators(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     let run = |s: &Value| {
         let mut errs = Vec::new();
-        check(s, value, old, path, &mut errs);
+        check(s, value, path, &mut errs);
         errs
     };
     let int_or_string = schema["x-kubernetes-int-or-string"] == true;
@@ -451,7 +456,7 @@ fn check_array(
         }
     }
     for (i, item) in items.iter().enumerate() {
-        check(&schema["items"], item, None, &format!("{path}[{i}]"), out);
+        check(&schema["items"], item, &format!("{path}[{i}]"), out);
     }
     let keys: Option<Vec<&str>> = schema["x-kubernetes-list-map-keys"]
         .as_array()
@@ -491,7 +496,6 @@ fn check_array(
 fn check_object(
     schema: &Value,
     map: &Map<String, Value>,
-    old: Option<&Value>,
     path: &str,
     shown_path: &str,
     value: &Value,
@@ -531,42 +535,9 @@ fn check_object(
             continue;
         }
         if let Some(s) = property(schema, key) {
-            let old_value = old.and_then(|o| o.get(key));
-            check(s, v, old_value, &child(path, key), out);
+            check(s, v, &child(path, key), out);
         }
     }
-}
-
-/// The CEL rules of a schema this server does not evaluate (anything but
-/// `self == oldSelf`), with their paths: a test that relies on one of
-/// them can see it is not enforced here.
-pub fn unsupported_rules(schema: &Value) -> Vec<(String, String)> {
-    fn walk(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
-        for rule in schema["x-kubernetes-validations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            let text = rule["rule"].as_str().unwrap_or_default();
-            if text.trim() != "self == oldSelf" {
-                out.push((path.to_string(), text.to_string()));
-            }
-        }
-        if let Some(props) = schema["properties"].as_object() {
-            for (k, s) in props {
-                walk(s, &child(path, k), out);
-            }
-        }
-        if schema["additionalProperties"].is_object() {
-            walk(&schema["additionalProperties"], &child(path, "*"), out);
-        }
-        if schema["items"].is_object() {
-            walk(&schema["items"], &format!("{path}[*]"), out);
-        }
-    }
-    let mut out = Vec::new();
-    walk(schema, "", &mut out);
-    out
 }
 
 #[cfg(test)]
@@ -698,24 +669,29 @@ mod tests {
         assert_eq!(
             fields(&causes),
             [
-                ("id", "FieldValueInvalid"),
+                ("", "FieldValueInvalid"),
                 ("l", "FieldValueTooMany"),
                 ("l[1]", "FieldValueDuplicate"),
                 ("n", "FieldValueInvalid"),
                 ("s", "FieldValueTooLong"),
             ]
         );
-        let id = causes.iter().find(|c| c.field == "id").unwrap();
-        assert_eq!(id.message, "Invalid value: \"string\": id is immutable");
+        let blocked = causes.iter().find(|c| c.field.is_empty()).unwrap();
+        assert_eq!(
+            blocked.message,
+            rules::not_checked().message,
+            "blocked rules"
+        );
         let good = json!({"n": 1, "s": "ab", "l": ["a"], "id": "x"});
         assert!(validate(&schema, &good, Some(&json!({"id": "x"}))).is_empty());
         assert!(
             validate(&schema, &json!({"id": "new"}), None).is_empty(),
             "create is free"
         );
-        let rules = unsupported_rules(
-            &json!({"properties": {"a": {"x-kubernetes-validations": [{"rule": "self > 1"}]}}}),
-        );
-        assert_eq!(rules, [("a".to_string(), "self > 1".to_string())]);
+        // With the schema errors gone, the rule runs; the value is shown.
+        let changed = json!({"n": 1, "s": "ab", "l": ["a"], "id": "y"});
+        let causes = validate(&schema, &changed, Some(&json!({"id": "x"})));
+        assert_eq!(fields(&causes), [("id", "FieldValueInvalid")]);
+        assert_eq!(causes[0].message, "Invalid value: \"y\": id is immutable");
     }
 }

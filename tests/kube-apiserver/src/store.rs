@@ -21,6 +21,7 @@ use crate::faults::Fault;
 use crate::patch::{self, PatchType};
 use crate::schema;
 use crate::status::{ApiError, Cause};
+use crate::validation;
 
 /// One write, as watches replay it.
 #[derive(Debug, Clone)]
@@ -129,78 +130,6 @@ fn finalizers(object: &Value) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-fn dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && !name.is_empty()
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-fn label_value_ok(value: &str) -> bool {
-    value.len() <= 63
-        && (value.is_empty()
-            || (value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-                && value.ends_with(|c: char| c.is_ascii_alphanumeric())))
-}
-
-fn label_key_ok(key: &str) -> bool {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    prefix.is_none_or(dns_subdomain) && !name.is_empty() && label_value_ok(name)
-}
-
-/// What a real server checks of ObjectMeta on every write.
-fn meta_causes(def: &ResourceDef, object: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let meta = &object["metadata"];
-    let name = meta["name"].as_str().unwrap_or_default();
-    let name_ok = if def.plural == "namespaces" && def.group.is_empty() {
-        name.len() <= 63 && !name.contains('.') && dns_subdomain(name)
-    } else {
-        dns_subdomain(name)
-    };
-    if !name_ok {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            "metadata.name",
-            format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
-        ));
-    }
-    if let Some(labels) = meta["labels"].as_object() {
-        for (k, v) in labels {
-            match v.as_str() {
-                Some(v) if label_key_ok(k) && label_value_ok(v) => {}
-                _ => causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    "metadata.labels",
-                    format!("Invalid value: {v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.' (key {k:?})"),
-                )),
-            }
-        }
-    }
-    if let Some(annotations) = meta["annotations"].as_object() {
-        if annotations.values().any(|v| !v.is_string()) {
-            causes.push(Cause::new(
-                "FieldValueTypeInvalid",
-                "metadata.annotations",
-                "Invalid value: annotations must be strings",
-            ));
-        }
-    }
-    causes
 }
 
 /// The content `generation` follows: everything but metadata (and status
@@ -359,9 +288,11 @@ impl World {
         self.objects.get(gr).and_then(|o| o.get(key))
     }
 
-    /// A test's write: create or replace as given (no validation, no
-    /// concurrency check), keeping the stored uid and creation time.
-    pub fn upsert(&mut self, def: &ResourceDef, mut object: Value) -> Value {
+    /// A test's write: create or replace as given (no concurrency check),
+    /// keeping the stored uid and creation time. It is validated as a
+    /// client's write is ([`World::admit`]), so a fixture a real server
+    /// would refuse is refused here too.
+    pub fn upsert(&mut self, def: &ResourceDef, mut object: Value) -> Result<Value, ApiError> {
         object["apiVersion"] = json!(def.api_version(def.storage_version()));
         object["kind"] = json!(def.kind);
         if !def.namespaced {
@@ -372,6 +303,7 @@ impl World {
         let key = key_of(&object);
         let gr = def.group_resource();
         let previous = self.stored(&gr, &key).cloned();
+        self.admit(def, &mut object, previous.as_ref(), Target::Main)?;
         match &previous {
             Some(old) => {
                 for field in ["uid", "creationTimestamp"] {
@@ -386,7 +318,7 @@ impl World {
                 }
             }
         }
-        self.commit(&gr, object, previous, false)
+        Ok(self.commit(&gr, object, previous, false))
     }
 
     /// A test's removal: gone at once, finalizers or not.
@@ -432,23 +364,38 @@ impl World {
         Ok(())
     }
 
-    /// Prune, default and validate a custom object; check its metadata.
+    /// Validate a write as the real server's strategy does: metadata
+    /// ([`validation::object_meta`]); a custom object pruned, defaulted and
+    /// checked against its schema and CEL rules ([`schema`]); a built-in
+    /// one against its kind's rules ([`validation::kind_causes`]).
     fn admit(
         &self,
         def: &ResourceDef,
         object: &mut Value,
         old: Option<&Value>,
+        target: Target,
     ) -> Result<(), ApiError> {
         let name = object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let mut causes = meta_causes(def, object);
+        if let Some(message) = validation::decode_error(def, object) {
+            return Err(ApiError::bad_request(message));
+        }
+        let mut causes = validation::object_meta(def, object);
         if def.custom {
             if let Some(schema) = def.schemas.get(def.storage_version()) {
                 schema::prune_and_default(schema, object);
                 causes.extend(schema::validate(schema, object, old));
             }
+        } else {
+            validation::default_kind(def, object);
+            causes.extend(validation::kind_causes(
+                def,
+                object,
+                old,
+                target == Target::Status,
+            ));
         }
         if causes.is_empty() {
             Ok(())
@@ -524,7 +471,7 @@ impl World {
                 map.remove("status");
             }
         }
-        self.admit(def, &mut body, None)?;
+        self.admit(def, &mut body, None, Target::Main)?;
         if let Some(ns) = namespace.filter(|_| def.namespaced) {
             let namespaces = GroupResource::new("", "namespaces");
             if self.stored(&namespaces, ns).is_none() {
@@ -655,7 +602,7 @@ impl World {
                 ));
             }
         }
-        self.admit(def, &mut new, Some(&existing))?;
+        self.admit(def, &mut new, Some(&existing), target)?;
         if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(generation + 1);
