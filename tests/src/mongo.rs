@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::process::{free_port, wait_for_port};
+use crate::process::{free_port, listening_pids, wait_for_port};
 
 /// Path of the SecantusDB launcher; panics with the fix if it is missing.
 pub fn secantusd_path() -> PathBuf {
@@ -94,7 +94,19 @@ impl MongoServer {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if wait_for_port(self.port, Duration::from_millis(200)).is_ok() {
-                break;
+                // Whatever answers must be this child: a port picked in
+                // advance can be taken by another process meanwhile, and a
+                // test would then run against a stranger.
+                let holders = listening_pids(self.port);
+                if holders.contains(&child.id()) {
+                    break;
+                }
+                if let Some(status) = child.try_wait()? {
+                    bail!(
+                        "secantusd-py exited with {status}: port {} is held by process(es) {holders:?}",
+                        self.port
+                    );
+                }
             }
             if let Some(status) = child.try_wait()? {
                 bail!(
@@ -105,7 +117,11 @@ impl MongoServer {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                bail!("secantusd-py did not listen on {} within 60s", self.port);
+                bail!(
+                    "secantusd-py did not listen on {} within 60s (listening there: {:?})",
+                    self.port,
+                    listening_pids(self.port)
+                );
             }
         }
         self.child = Some(child);

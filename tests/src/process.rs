@@ -133,6 +133,61 @@ pub fn wait_for_port(port: u16, timeout: Duration) -> Result<()> {
     bail!("nothing listened on 127.0.0.1:{port} within {timeout:?}")
 }
 
+/// The processes holding a socket that listens on TCP `port` (IPv4 or
+/// IPv6), read from `/proc`: a port picked in advance may have been taken
+/// by some other process meanwhile, and "something answers there" does not
+/// say that our child is what answers.
+pub fn listening_pids(port: u16) -> Vec<u32> {
+    // Socket inodes in state 0A (LISTEN) whose local port is `port`.
+    let mut inodes = std::collections::HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) =
+                (fields.get(1), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            let local_port = local
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if *state == "0A" && local_port == Some(port) {
+                inodes.insert(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    let mut pids = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .ok()
+                .and_then(|target| target.to_str().map(|t| inodes.contains(t)))
+                .unwrap_or(false)
+        });
+        if holds {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 /// Wait until the log file at `log` holds `needle`, up to `within`; the
 /// whole log so far, or a panic quoting it. A condition to wait for where a
 /// process says what it did only in its log.
