@@ -31,6 +31,27 @@ fn unshare() -> Result<&'static str> {
         )
 }
 
+/// Whether this machine lets an unprivileged process make a user and a
+/// mount namespace; if not, an error that says so and what to change,
+/// rather than the controller failing to start for a reason nobody sees.
+fn user_namespaces_available(unshare: &str) -> Result<()> {
+    let out = std::process::Command::new(unshare)
+        .args(["--user", "--map-root-user", "--mount", "true"])
+        .output()
+        .with_context(|| format!("running {unshare}"))?;
+    ensure!(
+        out.status.success(),
+        "this machine does not allow unprivileged user namespaces ({unshare} --user --map-root-user \
+         --mount true: {}, {}). The test runs the controller in a namespace of its own to put the \
+         ServiceAccount files where a Pod has them. Allow them (sysctl kernel.unprivileged_userns_clone=1, \
+         or user.max_user_namespaces > 0, or a container seccomp/AppArmor profile that permits unshare) \
+         and run it again.",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
+}
+
 /// Mount a tmpfs over /run, put the ServiceAccount's files where a Pod has
 /// them, and run the binary (`"$@"`).
 const SET_UP: &str = r#"set -e
@@ -43,6 +64,7 @@ exec "$@""#;
 #[tokio::test]
 async fn the_controller_runs_on_the_in_cluster_configuration() -> Result<()> {
     let unshare = unshare()?;
+    user_namespaces_available(unshare)?;
     let p = Provider::start(&[("cpu", "8"), ("memory", "16Gi"), ("pods", "220")]).await?;
     p.tenant("c1", "Active");
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
