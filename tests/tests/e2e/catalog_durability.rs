@@ -173,28 +173,43 @@ fn kill_9_keeps_every_acknowledged_write(backend: Backend) {
 
 fn sigterm_finishes_in_flight_requests(backend: Backend) {
     let env = Env::new(backend);
-    let mut c = env.start();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("catalog.log");
+    let mut c = env.start_with_logs(&[], &log);
     let token = c.login(&provider(1));
     let body = serde_json::to_vec(&thesis_offer()).unwrap();
     let (first, rest) = body.split_at(body.len() / 2);
 
-    // Start a request and send only half of its body.
+    // Start a request and send only half of its body. `Expect:
+    // 100-continue`: the server's "100 Continue" says it has taken the
+    // request and is reading its body, so it is surely in flight.
     let mut conn = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     write!(
         conn,
         "POST /offer/in-flight HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+         Content-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\
+         Connection: close\r\n\r\n",
         body.len()
     )
     .unwrap();
+    conn.flush().unwrap();
+    let mut interim = Vec::new();
+    let mut byte = [0u8; 1];
+    while !interim.ends_with(b"\r\n\r\n") {
+        conn.read_exact(&mut byte).expect("an interim answer");
+        interim.push(byte[0]);
+    }
+    let interim = String::from_utf8_lossy(&interim);
+    assert!(interim.starts_with("HTTP/1.1 100"), "{interim}");
     conn.write_all(first).unwrap();
     conn.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
 
+    // SIGTERM, and the process says it is stopping: it must wait for the
+    // request.
     c.child.signal_term();
-    std::thread::sleep(Duration::from_millis(500));
+    e2e::wait_for_log(&log, "shutting down", Duration::from_secs(15));
     assert!(
         c.child.try_wait().is_none(),
         "exited with a request in flight"
