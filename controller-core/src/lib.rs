@@ -17,6 +17,8 @@
 //! - [`runtime`]: a watch that fills a reflector cache, and Events
 //!   published in the background;
 //! - [`lease`]: leader election on a `coordination.k8s.io` Lease;
+//! - [`flags`]: the probe port's and the Lease election's flags, flattened
+//!   into each binary's under that binary's environment variables;
 //! - [`metrics`]: one reconcile-metrics type (runs, failures by kind,
 //!   duration) with the leader and readiness state, registered into the
 //!   controller's own Prometheus registry under the names it chooses; and
@@ -24,6 +26,7 @@
 //!   ([`metrics::Registered`], declared by [`controller_metrics!`]).
 
 pub mod clock;
+pub mod flags;
 pub mod kubeconfig;
 pub mod lease;
 pub mod liqo;

@@ -2,7 +2,6 @@
 //! variable) and the two things it runs: the controller ([`run`]) and the
 //! dry run ([`explain`]).
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use edge::log::LogFormat;
 
-use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimes};
+use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::lease::{self, Elector, LeaseSettings};
 
 use crate::controller::{self, Settings};
 use crate::disabled;
@@ -27,7 +27,11 @@ use crate::view::View;
 /// by writing each one's NamespaceOffloading. Without a subcommand it runs
 /// the controller.
 #[derive(Debug, clap::Parser)]
-#[command(name = "orchestrator", version)]
+#[command(
+    name = "orchestrator",
+    version,
+    mut_arg("lease_name", |a| a.default_value(LEASE_NAME))
+)]
 pub struct Cli {
     /// The policy file (TOML): allow/deny lists, required labels, spread, hysteresis. Without it: any provider, one per namespace.
     #[arg(long, env = "ORCHESTRATOR_POLICY", value_name = "FILE", global = true)]
@@ -69,14 +73,8 @@ pub struct Cli {
     #[arg(long, env = "ORCHESTRATOR_CONTEXT", value_name = "NAME", global = true)]
     pub context: Option<String>,
 
-    /// Serve /healthz, /readyz and /metrics on this address.
-    #[arg(
-        long,
-        env = "ORCHESTRATOR_HTTP_LISTEN",
-        value_name = "ADDR",
-        default_value = "0.0.0.0:8082"
-    )]
-    pub http_listen: SocketAddr,
+    #[command(flatten)]
+    pub probe: Prefixed<ProbeArgs, Env>,
 
     /// Decide every namespace again this often, whatever changed.
     #[arg(long, env = "ORCHESTRATOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
@@ -90,34 +88,11 @@ pub struct Cli {
     #[arg(long, env = "ORCHESTRATOR_INSTANCE", value_name = "ID")]
     pub instance: Option<String>,
 
-    /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
-    #[arg(long, env = "ORCHESTRATOR_LEADER_ELECT", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_elect: bool,
+    #[command(flatten)]
+    pub election: Prefixed<ElectionArgs, Env>,
 
-    /// Name of the Lease.
-    #[arg(
-        long,
-        env = "ORCHESTRATOR_LEASE_NAME",
-        value_name = "NAME",
-        default_value = "orchestrator"
-    )]
-    pub lease_name: String,
-
-    /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
-    #[arg(long, env = "ORCHESTRATOR_LEASE_NAMESPACE", value_name = "NAMESPACE")]
-    pub lease_namespace: Option<String>,
-
-    /// How long a Lease not renewed stays held.
-    #[arg(long, env = "ORCHESTRATOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
-    pub lease_duration: Duration,
-
-    /// The leader stops writing when it could not renew for this long (less than the lease duration).
-    #[arg(long, env = "ORCHESTRATOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
-    pub lease_renew_deadline: Duration,
-
-    /// How often candidates try to take the Lease and the leader renews it (less than the renew deadline).
-    #[arg(long, env = "ORCHESTRATOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
-    pub lease_retry: Duration,
+    #[command(flatten)]
+    pub lease: Prefixed<LeaseTimesArgs, Env>,
 
     /// Log format; levels come from RUST_LOG (default: info).
     #[arg(long, env = "ORCHESTRATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -127,15 +102,16 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-impl Cli {
-    fn lease_times(&self) -> LeaseTimes {
-        LeaseTimes {
-            duration: self.lease_duration,
-            renew_deadline: self.lease_renew_deadline,
-            retry: self.lease_retry,
-        }
-    }
+/// Every flag's environment variable starts `ORCHESTRATOR_`.
+#[derive(Debug)]
+pub struct Env;
+
+impl EnvPrefix for Env {
+    const PREFIX: &'static str = "ORCHESTRATOR";
 }
+
+/// `--lease-name`'s default.
+const LEASE_NAME: &str = "orchestrator";
 
 /// What to do instead of running the controller.
 #[derive(Debug, clap::Subcommand)]
@@ -196,8 +172,8 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow:
 pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
     // Every input is checked before anything starts.
     let policy = policy(&cli)?;
-    if cli.leader_elect {
-        cli.lease_times().validate()?;
+    if cli.election.leader_elect {
+        cli.lease.times().validate()?;
     }
     let catalog = Catalog::parse(&cli.catalog)?;
     let secret = admin_secret(&cli)?;
@@ -272,7 +248,7 @@ pub async fn run(
     let metrics = Metrics::new();
     let stop = CancellationToken::new();
     let http = edge::probe::spawn(
-        cli.http_listen,
+        cli.probe.http_listen,
         None,
         metrics.clone(),
         stop.clone().cancelled_owned(),
@@ -310,17 +286,20 @@ pub async fn run(
     };
     let stopping = stop.clone();
     let controller = async move {
-        if !cli.leader_elect {
+        if !cli.election.leader_elect {
             metrics.reconcile().set_leading(true);
             controller::run(client, settings, offers, metrics, stopping).await;
             return;
         }
         let lease = LeaseSettings::from_parts(
             &client,
-            cli.lease_name.clone(),
-            cli.lease_namespace.clone(),
+            cli.election
+                .lease_name
+                .clone()
+                .unwrap_or_else(|| LEASE_NAME.to_string()),
+            cli.election.lease_namespace.clone(),
             identity,
-            cli.lease_times(),
+            cli.lease.times(),
         );
         let elector = Elector::new(client.clone(), lease);
         lease::run_elected(

@@ -1,10 +1,10 @@
 //! The flags (every one with a `PURCHASE_CONTROLLER_*` variable) and
 //! [`run`], which starts the HTTP port and the controller.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use controller_core::flags::{EnvPrefix, Prefixed, ProbeArgs};
 use tokio_util::sync::CancellationToken;
 
 use crate::liqo::Generation;
@@ -51,14 +51,8 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
     pub catalog_timeout: Duration,
 
-    /// Serve /healthz, /readyz and /metrics on this address.
-    #[arg(
-        long,
-        env = "PURCHASE_CONTROLLER_HTTP_LISTEN",
-        value_name = "ADDR",
-        default_value = "0.0.0.0:8082"
-    )]
-    pub http_listen: SocketAddr,
+    #[command(flatten)]
+    pub probe: Prefixed<ProbeArgs, Env>,
 
     /// Kubeconfig of the consumer cluster [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
     #[arg(long, env = "PURCHASE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
@@ -67,6 +61,14 @@ pub struct Args {
     /// Context of the kubeconfig to use [default: its current context].
     #[arg(long, env = "PURCHASE_CONTROLLER_KUBE_CONTEXT", value_name = "NAME")]
     pub kube_context: Option<String>,
+}
+
+/// Every flag's environment variable starts `PURCHASE_CONTROLLER_`.
+#[derive(Debug)]
+pub struct Env;
+
+impl EnvPrefix for Env {
+    const PREFIX: &'static str = "PURCHASE_CONTROLLER";
 }
 
 /// A flag value that cannot be used.
@@ -115,7 +117,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     .await?;
     let metrics = Metrics::new();
     let http = edge::probe::spawn(
-        args.http_listen,
+        args.probe.http_listen,
         None,
         metrics.clone(),
         shutdown.clone().cancelled_owned(),

@@ -3,7 +3,6 @@
 //! `RESOURCE_MONITOR_*` variable) and [`run`], which starts the HTTP port,
 //! the leader election and the controller.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::decision::{GrantPolicy, ShrinkPolicy};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Settings};
-use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimes, LeaseTimesError};
+use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 
 /// What `resource-monitor --liqo-api` asks for: a gRPC wire shape for Liqo
 /// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
@@ -44,6 +44,13 @@ impl std::str::FromStr for LiqoMode {
 
 /// Flags of the ResourceSlice class controller (`--liqo-api v1`).
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("http_listen", |a| a
+        .default_value("0.0.0.0:8081")
+        .help("Serve /healthz, /readyz and /metrics for the controller on this address")),
+    mut_arg("lease_name", |a| a.help("Name of the Lease [default: slice-controller-<class>]")),
+    mut_arg("lease_retry", |a| a.help("How often candidates try to take the Lease and the leader renews it")),
+)]
 pub struct ControllerArgs {
     /// Liqo v1: the ResourceSlice class this process controls (spec.class). Slices of other classes are never touched.
     #[arg(long, env = "RESOURCE_MONITOR_CLASS", value_name = "NAME")]
@@ -88,46 +95,27 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
-    /// Serve /healthz, /readyz and /metrics for the controller on this address.
-    #[arg(
-        long,
-        env = "RESOURCE_MONITOR_HTTP_LISTEN",
-        value_name = "ADDR",
-        default_value = "0.0.0.0:8081"
-    )]
-    pub http_listen: SocketAddr,
+    #[command(flatten)]
+    pub probe: Prefixed<ProbeArgs, Env>,
 
-    /// Elect one leader among replicas on a coordination.k8s.io Lease (false: this process always writes).
-    #[arg(long, env = "RESOURCE_MONITOR_LEADER_ELECT", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_elect: bool,
-
-    /// Name of the Lease [default: slice-controller-<class>].
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_NAME", value_name = "NAME")]
-    pub lease_name: Option<String>,
-
-    /// Namespace of the Lease [default: $POD_NAMESPACE, else the kubeconfig's namespace].
-    #[arg(
-        long,
-        env = "RESOURCE_MONITOR_LEASE_NAMESPACE",
-        value_name = "NAMESPACE"
-    )]
-    pub lease_namespace: Option<String>,
+    #[command(flatten)]
+    pub election: Prefixed<ElectionArgs, Env>,
 
     /// This replica's identity in the Lease [default: $HOSTNAME-<pid>].
     #[arg(long, env = "RESOURCE_MONITOR_LEASE_IDENTITY", value_name = "ID")]
     pub lease_identity: Option<String>,
 
-    /// How long a Lease not renewed stays held.
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = edge::duration::parse)]
-    pub lease_duration: Duration,
+    #[command(flatten)]
+    pub lease: Prefixed<LeaseTimesArgs, Env>,
+}
 
-    /// The leader stops writing when it could not renew for this long (less than the lease duration).
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
-    pub lease_renew_deadline: Duration,
+/// Every flag's environment variable starts `RESOURCE_MONITOR_` (the flags
+/// are `resource-monitor`'s).
+#[derive(Debug)]
+pub struct Env;
 
-    /// How often candidates try to take the Lease and the leader renews it.
-    #[arg(long, env = "RESOURCE_MONITOR_LEASE_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
-    pub lease_retry: Duration,
+impl EnvPrefix for Env {
+    const PREFIX: &'static str = "RESOURCE_MONITOR";
 }
 
 /// A flag value that cannot be used.
@@ -178,18 +166,10 @@ impl ControllerArgs {
             }
             _ => {}
         }
-        if self.leader_elect {
-            self.lease_times().validate()?;
+        if self.election.leader_elect {
+            self.lease.times().validate()?;
         }
         Ok(())
-    }
-
-    fn lease_times(&self) -> LeaseTimes {
-        LeaseTimes {
-            duration: self.lease_duration,
-            renew_deadline: self.lease_renew_deadline,
-            retry: self.lease_retry,
-        }
     }
 }
 
@@ -253,7 +233,7 @@ pub async fn run(
     let class = args.class()?.to_string();
     let metrics = Metrics::new();
     let http = edge::probe::spawn(
-        args.http_listen,
+        args.probe.http_listen,
         Some("controller"),
         metrics.clone(),
         shutdown.clone().cancelled_owned(),
@@ -280,20 +260,21 @@ pub async fn run(
         class = %class,
         policy = settings.policy.as_str(),
         on_shrink = ?settings.shrink,
-        leader_elect = args.leader_elect,
+        leader_elect = args.election.leader_elect,
         "ResourceSlice class controller starting"
     );
-    if args.leader_elect {
+    if args.election.leader_elect {
         let name = args
+            .election
             .lease_name
             .clone()
             .unwrap_or_else(|| format!("slice-controller-{class}"));
         let lease = LeaseSettings::from_parts(
             &client,
             name,
-            args.lease_namespace.clone(),
+            args.election.lease_namespace.clone(),
             identity,
-            args.lease_times(),
+            args.lease.times(),
         );
         let elector = Elector::new(client.clone(), lease);
         let lead_metrics = metrics.clone();
@@ -363,7 +344,7 @@ mod tests {
         assert_eq!(cli.controller.class().expect("class"), "gold");
         assert_eq!(cli.controller.grant_policy, GrantPolicy::Clamp);
         assert_eq!(cli.controller.on_shrink, ShrinkPolicy::Follow);
-        assert!(cli.controller.leader_elect);
+        assert!(cli.controller.election.leader_elect);
         cli.controller.validate().expect("valid");
 
         let cli = Cli::try_parse_from(["x", "--class", "default"]).expect("parse");
@@ -392,6 +373,6 @@ mod tests {
         ));
         let cli =
             Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
-        assert!(!cli.controller.leader_elect);
+        assert!(!cli.controller.election.leader_elect);
     }
 }
