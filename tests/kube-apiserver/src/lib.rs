@@ -539,7 +539,12 @@ impl KubeApiServer {
 
     /// How many requests injected faults have answered so far.
     pub fn faults_fired(&self) -> usize {
-        self.shared.world().faults_fired
+        self.shared.world().faults_fired_at.len()
+    }
+
+    /// When each injected fault fired, in order.
+    pub fn faults_fired_at(&self) -> Vec<std::time::Instant> {
+        self.shared.world().faults_fired_at.clone()
     }
 
     pub fn clear_faults(&self) {

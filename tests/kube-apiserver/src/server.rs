@@ -179,7 +179,9 @@ pub async fn handle(
         match def {
             Some(def) if def.namespaced || route.namespace.is_none() => {
                 let fired = faults::take(&mut world.faults, &attributes);
-                world.faults_fired += usize::from(fired.is_some());
+                if fired.is_some() {
+                    world.faults_fired_at.push(std::time::Instant::now());
+                }
                 match fired {
                     Some(Injected::Status(error, retry_after)) => {
                         drop(world);

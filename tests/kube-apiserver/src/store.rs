@@ -90,8 +90,9 @@ pub struct World {
     pub requests: Vec<SeenRequest>,
     pub audit: Vec<AuditRecord>,
     pub faults: Vec<Fault>,
-    /// How many requests an injected fault answered.
-    pub faults_fired: usize,
+    /// When each request an injected fault answered was answered (tests
+    /// bound retry delays by these, not by their own polling).
+    pub faults_fired_at: Vec<std::time::Instant>,
     /// Server-side apply: each manager's last applied configuration, per
     /// object and part (main or status).
     pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
@@ -179,7 +180,7 @@ impl World {
             requests: Vec::new(),
             audit: Vec::new(),
             faults: Vec::new(),
-            faults_fired: 0,
+            faults_fired_at: Vec::new(),
             applied: HashMap::new(),
             changes,
             serial: 0,
