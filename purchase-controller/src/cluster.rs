@@ -384,11 +384,17 @@ pub async fn cleanup(
                 .await?
             {
                 if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
+                    // Gone already is done; anything else (a 403 from RBAC
+                    // that does not allow the delete, say) fails the round,
+                    // which logs it and keeps the finalizer until it works.
                     match secrets
                         .delete(&secret.name_any(), &DeleteParams::default())
                         .await
                     {
-                        Ok(_) | Err(kube::Error::Api(_)) => {}
+                        Ok(_) => {
+                            tracing::info!(secret = %secret.name_any(), "v0 token Secret deleted")
+                        }
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
                         Err(e) => return Err(e.into()),
                     }
                 }

@@ -16,6 +16,7 @@ pub mod mongo;
 pub mod oidc_issuer;
 pub mod osb_client;
 pub mod process;
+pub mod rbac;
 pub mod ws;
 
 pub use process::{bin_path, free_port, wait_for_log, wait_for_port, Child, Spawn};

@@ -1,7 +1,8 @@
 //! The built-in resources controllers here need — core/v1 nodes, pods,
 //! namespaces, secrets, configmaps, services, serviceaccounts,
-//! resourcequotas and events, events.k8s.io/v1 events and
-//! coordination.k8s.io/v1 leases — with their real scope, kinds, short
+//! resourcequotas and events, events.k8s.io/v1 events,
+//! coordination.k8s.io/v1 leases and rbac.authorization.k8s.io/v1 roles,
+//! clusterroles, rolebindings and clusterrolebindings — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
 //! cluster has; and test fixtures for Nodes and Pods.
 //!
@@ -187,8 +188,42 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
             &[],
         ),
+        // RBAC: what the authorizer (`crate::rbac`) evaluates.
+        def(RBAC, "v1", "roles", "Role", true, false, &[], &[]),
+        def(
+            RBAC,
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            false,
+            &[],
+            &[],
+        ),
+        def(
+            RBAC,
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            false,
+            &[],
+            &[],
+        ),
+        def(
+            RBAC,
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            false,
+            &[],
+            &[],
+        ),
     ]
 }
+
+const RBAC: &str = crate::rbac::RBAC_GROUP;
 
 /// The namespaces every cluster starts with.
 pub const DEFAULT_NAMESPACES: [&str; 4] =

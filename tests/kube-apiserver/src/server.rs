@@ -1,9 +1,12 @@
 //! HTTP: the routes of a real API server (`/api/v1/…`,
 //! `/apis/{group}/{version}/…`, `namespaces/{ns}/…`, `{name}`, `/status`),
-//! each request turned into its RBAC attributes, logged, checked against
-//! injected faults, and served by the store, list or watch.
+//! each request in a real server's order: authenticated, turned into its
+//! RBAC attributes and authorized ([`crate::rbac`]), logged, checked
+//! against injected faults, its writes admitted (RBAC escalation,
+//! [`crate::owner_refs`]), and served by the store, list or watch.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 
 use axum::body::Body;
 use axum::body::Bytes;
@@ -14,11 +17,13 @@ use axum::Extension;
 use serde_json::{json, Value};
 
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
-use crate::crd::ResourceDef;
+use crate::crd::{GroupResource, ResourceDef};
 use crate::faults::Injected;
-use crate::patch::PatchType;
+use crate::owner_refs;
+use crate::patch::{self, PatchType};
+use crate::rbac::{self, Attributes, Decision, Policy, RbacWrite, Rule, UserInfo, MASTERS};
 use crate::selector::Selector;
-use crate::shared::{error_response, json_response, ClientCertUser, Shared};
+use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target};
 use crate::{discovery, faults, list, watch as watching};
@@ -108,7 +113,10 @@ pub async fn handle(
     let authorization = headers
         .get("authorization")
         .map(|v| v.to_str().unwrap_or_default());
-    let user = shared.authenticate(certificate.as_ref().map(|c| &c.0), authorization);
+    let user_info = shared.authenticate(certificate.as_ref().map(|c| &c.0), authorization);
+    let user = user_info.as_ref().map(|u| u.name.clone());
+    // Who RBAC holds to; `None`: allowed everything.
+    let restricted = user_info.as_ref().filter(|u| restricted(&shared, u));
     let route = match parse_path(&shared, &path) {
         Parsed::Discovery(_) if user.is_none() => {
             shared.world().audit.push(AuditRecord {
@@ -123,7 +131,17 @@ pub async fn handle(
             return error_response(&ApiError::unauthorized());
         }
         Parsed::Discovery(document) => {
-            let code = if document.is_some() { 200 } else { 404 };
+            let verb = method.as_str().to_lowercase();
+            let attributes = Attributes::NonResource {
+                verb: &verb,
+                path: &path,
+            };
+            let denied = restricted.and_then(|u| denial(&shared, u, &attributes));
+            let code = match (&denied, &document) {
+                (Some(_), _) => 403,
+                (None, Some(_)) => 200,
+                (None, None) => 404,
+            };
             shared.world().audit.push(AuditRecord {
                 user: user.clone(),
                 method: method.to_string(),
@@ -133,6 +151,9 @@ pub async fn handle(
                 code,
                 field_manager: None,
             });
+            if let Some(error) = denied {
+                return error_response(&error);
+            }
             return match document {
                 Some(_) if method != Method::GET => {
                     error_response(&ApiError::method_not_allowed(method.as_str(), &path))
@@ -171,6 +192,14 @@ pub async fn handle(
         record(&shared, 401);
         return error_response(&ApiError::unauthorized());
     }
+    // Authorized before the resource is looked up, as a real server's
+    // filter chain does: a forbidden request for anything is 403.
+    if let Some(error) =
+        restricted.and_then(|u| denial(&shared, u, &Attributes::Resource(&attributes)))
+    {
+        record(&shared, 403);
+        return error_response(&error);
+    }
     let def = {
         let mut world = shared.world();
         let def = world
@@ -208,12 +237,186 @@ pub async fn handle(
             }
         }
     };
+    if let Some(user) = restricted {
+        if let Err(error) = admit(&shared, user, &def, &route, &method, &headers, &body) {
+            record(&shared, error.code);
+            return error_response(&error);
+        }
+    }
     let response = serve(
         &shared, &def, &route, &method, &headers, &query, &body, watching,
     )
     .await;
     record(&shared, response.status().as_u16());
     response
+}
+
+/// Whether RBAC holds `user` to its bindings: when enforced, everyone but
+/// `system:anonymous` (the tests' own clients) and `system:masters`.
+fn restricted(shared: &Shared, user: &UserInfo) -> bool {
+    shared.rbac_enforced.load(Ordering::Relaxed)
+        && user.name != ANONYMOUS
+        && !user.in_group(MASTERS)
+}
+
+/// The roles and bindings stored now.
+fn policy(shared: &Shared) -> Policy {
+    let world = shared.world();
+    let objects =
+        |resource: &str| world.list_objects(&GroupResource::new(rbac::RBAC_GROUP, resource));
+    Policy::new(&rbac::Stored {
+        roles: objects("roles"),
+        cluster_roles: objects("clusterroles"),
+        role_bindings: objects("rolebindings"),
+        cluster_role_bindings: objects("clusterrolebindings"),
+    })
+}
+
+/// The 403 of a request RBAC does not allow, if it does not.
+fn denial(shared: &Shared, user: &UserInfo, attributes: &Attributes<'_>) -> Option<ApiError> {
+    match policy(shared).authorize(user, attributes) {
+        Decision::Allow => None,
+        Decision::Deny(reason) => Some(rbac::forbidden(user, attributes, &reason)),
+    }
+}
+
+/// The object a write would store and the one it replaces (`None`: a
+/// create), computed as the store will; `None` when the request is not a
+/// write of the main resource or is malformed (the store answers that).
+/// Server-side apply is approximated by a strategic merge of the applied
+/// configuration, which keys `ownerReferences` by `uid` as apply does.
+fn written(
+    shared: &Shared,
+    def: &ResourceDef,
+    route: &Route,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Option<(Value, Option<Value>)> {
+    if route.subresource.is_some() {
+        // Status writes keep the stored metadata and rules.
+        return None;
+    }
+    let ns = route.namespace.as_deref();
+    let stored = |name: &str| shared.world().get(def, ns, name).ok();
+    match (method.as_str(), route.name.as_deref()) {
+        ("POST", None) => Some((serde_json::from_slice(body).ok()?, None)),
+        ("PUT", Some(name)) => Some((serde_json::from_slice(body).ok()?, stored(name))),
+        ("PATCH", Some(name)) => {
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let patch_type = PatchType::from_content_type(content_type)?;
+            let Some(old) = stored(name) else {
+                // Only apply creates.
+                return (patch_type == PatchType::Apply)
+                    .then(|| serde_json::from_slice(body).ok())
+                    .flatten()
+                    .map(|o| (o, None));
+            };
+            let mut new = old.clone();
+            match patch_type {
+                PatchType::Merge => patch::merge_patch(&mut new, &patch::json_body(body).ok()?),
+                PatchType::Json => patch::json_patch(&mut new, body).ok()?,
+                PatchType::Strategic | PatchType::Apply => {
+                    patch::strategic_merge(&mut new, &patch::json_body(body).ok()?)
+                }
+            }
+            Some((new, Some(old)))
+        }
+        _ => None,
+    }
+}
+
+/// `IsOnlyMutatingGCFields` (pkg/registry/rbac/helpers.go): an update that
+/// changes nothing but owner references and finalizers is not checked for
+/// escalation.
+fn only_gc_fields(new: &Value, old: &Value) -> bool {
+    let mut copy = old.clone();
+    for field in ["ownerReferences", "finalizers"] {
+        copy["metadata"][field] = new["metadata"][field].clone();
+    }
+    &copy == new
+}
+
+/// The admission a real server runs on a write by a user RBAC holds: the
+/// RBAC storage's escalation check on Roles and bindings
+/// ([`rbac::check_escalation`]), then OwnerReferencesPermissionEnforcement
+/// ([`owner_refs`]). Checked against the state before the write, as the
+/// store lock is taken again to write.
+fn admit(
+    shared: &Shared,
+    user: &UserInfo,
+    def: &ResourceDef,
+    route: &Route,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let Some((object, old)) = written(shared, def, route, method, headers, body) else {
+        return Ok(());
+    };
+    let policy = policy(shared);
+    let namespace = route.namespace.as_deref().unwrap_or_default();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .or(route.name.as_deref())
+        .unwrap_or_default();
+    if def.group == rbac::RBAC_GROUP && !old.as_ref().is_some_and(|o| only_gc_fields(&object, o)) {
+        let resource = def.plural.as_str();
+        match resource {
+            "roles" | "clusterroles" => {
+                let rules: Vec<Rule> = rbac::rules_of(&object);
+                rbac::check_escalation(
+                    &policy,
+                    user,
+                    &RbacWrite::Role {
+                        resource,
+                        namespace,
+                        name,
+                        rules: &rules,
+                    },
+                )?;
+            }
+            _ => {
+                if let Ok(role_ref) = serde_json::from_value(object["roleRef"].clone()) {
+                    rbac::check_escalation(
+                        &policy,
+                        user,
+                        &RbacWrite::Binding {
+                            resource,
+                            namespace,
+                            name,
+                            role_ref: &role_ref,
+                        },
+                    )?;
+                }
+            }
+        }
+    }
+    let resolve = |group: &str, version: &str, kind: &str| {
+        shared
+            .world()
+            .registry
+            .all()
+            .find(|d| d.group == group && d.kind == kind && d.versions.iter().any(|v| v == version))
+            .map(|d| d.plural.clone())
+    };
+    owner_refs::admit(
+        &policy,
+        user,
+        &owner_refs::Write {
+            api_group: &def.group,
+            resource: &def.plural,
+            subresource: None,
+            namespace: route.namespace.as_deref(),
+            name,
+            object: &object,
+            old: old.as_ref(),
+        },
+        &resolve,
+    )
 }
 
 /// A 200 whose body breaks off after its first bytes: the connection is
@@ -410,6 +613,7 @@ mod tests {
             reset: watch::Sender::new(0),
             addr: "127.0.0.1:1".parse().unwrap(),
             tokens: Default::default(),
+            rbac_enforced: Default::default(),
         }
     }
 

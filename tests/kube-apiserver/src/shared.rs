@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::http::StatusCode;
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::rbac::{UserInfo, UNAUTHENTICATED};
 use crate::status::ApiError;
 use crate::store::World;
 
@@ -27,14 +29,18 @@ pub struct Shared {
     /// end of the chunked response).
     pub reset: watch::Sender<u64>,
     pub addr: SocketAddr,
-    /// Bearer token → user name, as a token authenticator maps them.
-    pub tokens: Arc<Mutex<HashMap<String, String>>>,
+    /// Bearer token → user, as a token authenticator maps them.
+    pub tokens: Arc<Mutex<HashMap<String, UserInfo>>>,
+    /// Whether requests are authorized by RBAC ([`crate::rbac`]); on
+    /// unless a test turns it off.
+    pub rbac_enforced: Arc<AtomicBool>,
 }
 
-/// The user named by the client certificate of the connection a request
-/// came on (a request extension the connection loop sets).
+/// The user (CN) and groups (O) of the client certificate of the
+/// connection a request came on (a request extension the connection loop
+/// sets).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientCertUser(pub String);
+pub struct ClientCertUser(pub UserInfo);
 
 /// The user of a request without credentials, as a real server with
 /// anonymous requests enabled names it.
@@ -57,12 +63,15 @@ impl Shared {
         &self,
         certificate: Option<&ClientCertUser>,
         authorization: Option<&str>,
-    ) -> Option<String> {
+    ) -> Option<UserInfo> {
         if let Some(ClientCertUser(user)) = certificate {
             return Some(user.clone());
         }
         let Some(header) = authorization else {
-            return Some(ANONYMOUS.to_string());
+            return Some(UserInfo {
+                name: ANONYMOUS.to_string(),
+                groups: vec![UNAUTHENTICATED.to_string()],
+            });
         };
         let token = header.strip_prefix("Bearer ")?.trim();
         self.tokens

@@ -18,6 +18,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
+use crate::rbac::UserInfo;
+
 /// A client certificate and its key, PEM-encoded, as a kubeconfig's
 /// `client-certificate-data` and `client-key-data` hold them (base64'd).
 #[derive(Debug, Clone)]
@@ -31,10 +33,11 @@ pub struct Pki {
     ca: Certificate,
     ca_key: KeyPair,
     pub server_config: Arc<ServerConfig>,
-    /// Issued client certificate (DER) → user (its CN). Only certificates
-    /// this CA issued get through the handshake, and each is issued here,
-    /// so looking the DER up is reading its CN.
-    issued: Mutex<HashMap<Vec<u8>, String>>,
+    /// Issued client certificate (DER) → user (its CN, and its O as
+    /// groups). Only certificates this CA issued get through the
+    /// handshake, and each is issued here, so looking the DER up is
+    /// reading its subject.
+    issued: Mutex<HashMap<Vec<u8>, UserInfo>>,
 }
 
 fn ca(common_name: &str) -> Result<(Certificate, KeyPair)> {
@@ -122,15 +125,21 @@ impl Pki {
         self.issued
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(cert.der().to_vec(), user.to_string());
+            .insert(
+                cert.der().to_vec(),
+                UserInfo::authenticated(
+                    user,
+                    &groups.iter().map(|g| g.to_string()).collect::<Vec<_>>(),
+                ),
+            );
         Ok(ClientCert {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
         })
     }
 
-    /// The user of a verified client certificate (its CN).
-    pub fn user_of(&self, der: &[u8]) -> Option<String> {
+    /// The user of a verified client certificate (its CN and O).
+    pub fn user_of(&self, der: &[u8]) -> Option<UserInfo> {
         self.issued
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -363,6 +363,16 @@ async fn https_with_tokens_and_client_certificates() {
     let kube = KubeApiServer::start_tls().await.unwrap();
     assert!(kube.url().starts_with("https://127.0.0.1:"));
     let dir = tempfile::tempdir().unwrap();
+    // Both users may read Leases in `default`, and nothing else (RBAC is
+    // enforced for users with credentials).
+    kube.load_rbac(&[
+        serde_json::json!({"kind": "Role", "metadata": {"name": "leases", "namespace": "default"},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}]}),
+        serde_json::json!({"kind": "RoleBinding", "metadata": {"name": "leases", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leases"},
+            "subjects": [{"kind": "ServiceAccount", "name": "a", "namespace": "liqo"},
+                         {"kind": "User", "name": "jane"}]}),
+    ]);
 
     let by_token = dir.path().join("token");
     kube.write_kubeconfig_as(&by_token, "system:serviceaccount:liqo:a")
@@ -375,6 +385,15 @@ async fn https_with_tokens_and_client_certificates() {
         .unwrap();
     let leases: Api<Lease> = Api::namespaced(kube_client(&by_cert).await.unwrap(), "default");
     assert!(leases.get_opt("y").await.unwrap().is_none());
+    let elsewhere: Api<Lease> =
+        Api::namespaced(kube_client(&by_cert).await.unwrap(), "kube-system");
+    match elsewhere.get_opt("y").await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, "leases.coordination.k8s.io \"y\" is forbidden: User \"jane\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\"")
+        ),
+        other => panic!("not refused: {other:?}"),
+    }
 
     let users: Vec<Option<String>> = kube
         .audit()
@@ -386,6 +405,7 @@ async fn https_with_tokens_and_client_certificates() {
         users,
         [
             Some("system:serviceaccount:liqo:a".into()),
+            Some("jane".into()),
             Some("jane".into())
         ]
     );
@@ -398,7 +418,7 @@ async fn https_with_tokens_and_client_certificates() {
     let leases: Api<Lease> = Api::namespaced(kube_client(&wrong_ca).await.unwrap(), "default");
     let error = leases.get_opt("z").await.expect_err("an untrusted server");
     assert!(!matches!(error, kube::Error::Api(_)), "{error:?}");
-    assert_eq!(kube.audit().len(), 2, "a request got through");
+    assert_eq!(kube.audit().len(), 3, "a request got through");
 
     // Plain HTTP to the HTTPS port gets nowhere either.
     let plain = kube.url().replace("https://", "http://");

@@ -333,6 +333,15 @@ async fn a_kubeconfig_as_a_service_account_names_it_in_the_audit_log() {
     // shipped ServiceAccounts' calls against their RBAC.
     const USER: &str = "system:serviceaccount:kube-test:audit-probe";
     let kube = KubeApiServer::start().await.unwrap();
+    // RBAC is enforced for users with credentials: it may read Leases in
+    // kube-system.
+    kube.load_rbac(&[
+        serde_json::json!({"kind": "Role", "metadata": {"name": "probe", "namespace": "kube-system"},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}]}),
+        serde_json::json!({"kind": "RoleBinding", "metadata": {"name": "probe", "namespace": "kube-system"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "probe"},
+            "subjects": [{"kind": "ServiceAccount", "name": "audit-probe", "namespace": "kube-test"}]}),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
     kube.write_kubeconfig_as(&path, USER).unwrap();

@@ -153,6 +153,8 @@ impl Consumer {
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, PURCHASE_USER)?;
+        // Under exactly the permissions deploy/ ships for it.
+        e2e::rbac::load_shipped(&kube)?;
         for ns in ["liqo", TEAM] {
             liqo_sim::namespace(&kube, ns, json!({}));
         }
@@ -269,6 +271,7 @@ impl Provider {
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, SLICE_USER)?;
+        e2e::rbac::load_shipped(&kube)?;
         std::fs::write(
             dir.path().join("resources.yaml"),
             "cpu: \"64\"\nmemory: \"256Gi\"\npods: \"500\"\n",

@@ -60,9 +60,11 @@ async fn logged(log: &std::path::Path, text: &str) -> Result<String> {
 #[tokio::test]
 async fn kubernetes_source_authenticates_with_a_client_certificate() -> Result<()> {
     // Not a ServiceAccount: a user the shipped RBAC does not know, so
-    // `deploy-check` leaves its calls alone.
+    // `deploy-check` leaves its calls alone; bound here to the shipped
+    // ClusterRole as a User subject, as an operator would bind it.
     const USER: &str = "resource-monitor-by-certificate";
     let kube = KubeApiServer::start_tls().await?;
+    e2e::rbac::load_shipped_for_user(&kube, "liqo-broker-resource-monitor", USER)?;
     small_cluster(&kube);
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");

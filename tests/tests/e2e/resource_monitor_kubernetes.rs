@@ -201,6 +201,7 @@ pub(crate) async fn start_monitor(
     // As the ServiceAccount `deploy/kubernetes/resource-monitor` gives it,
     // so `deploy-check` holds every call against the ClusterRole shipped.
     kube.write_kubeconfig_as(&kubeconfig, MONITOR_USER)?;
+    e2e::rbac::load_shipped(kube)?;
     start_monitor_with(&kubeconfig, None).await
 }
 

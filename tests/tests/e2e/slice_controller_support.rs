@@ -69,6 +69,8 @@ impl Provider {
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+        // Under exactly the permissions deploy/ ships for it.
+        e2e::rbac::load_shipped(&kube)?;
         kube.apply(
             NAMESPACES,
             json!({"apiVersion": "v1", "kind": "Namespace",
