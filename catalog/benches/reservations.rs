@@ -33,6 +33,7 @@ fn reservation(task: usize, plan: &str) -> Reservation {
         purchased_at: None,
         ended_at: None,
         contract: None,
+        reserved_plan: None,
     }
 }
 

@@ -6,7 +6,7 @@
 //! | `GET /reservations` | consumer, admin | own records (admin: all, `?consumer=`) |
 //! | `GET /reservations/{id}` | owner, admin | one record |
 //! | `DELETE /reservations/{id}` | owner, admin | release → 200 |
-//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` → the contract, with credentials → 201 (410 if expired) |
+//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` → the contract on the terms reserved, with credentials → 201 (409 if the plan changed since, 410 if expired) |
 //! | `GET /purchases` | consumer, admin | purchased and cancelled records |
 //! | `GET /purchases/{id}` | owner (with credentials), admin (without) | one purchase |
 //! | `DELETE /purchases/{id}` | owner, admin | cancel → 200 |
@@ -262,6 +262,14 @@ pub struct PurchaseAnswer {
 /// only the admin's own reservations). The contract lasts
 /// `durationSeconds` (default and maximum `--contract-duration`), then
 /// expires and frees its unit.
+///
+/// The contract gets the plan's terms (cost and resources) exactly as they
+/// were reserved. If the provider changed them since, nothing is bought:
+/// 409 names each change (`cost 1.0 → 100.0, cpu 4 → 1`), and the buyer
+/// may release the reservation and reserve the new terms. Buying the old
+/// terms anyway would hold the provider to what it no longer offers;
+/// buying today's plan at the reserved price would give the buyer less
+/// than it reserved, without a word.
 #[utoipa::path(
     post, path = "/reservations/{id}/purchase", tag = "buying", operation_id = "purchaseReservation",
     params(("id" = String, Path, description = "Reservation id")),
@@ -283,7 +291,7 @@ pub struct PurchaseAnswer {
         (status = 400, description = "Invalid body; `field` names the bad field (nothing bought)", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
-        (status = 409, description = "Already purchased or released, or the provider's peering credentials are not on file", body = ErrorBody),
+        (status = 409, description = "Already purchased or released, the provider's peering credentials are not on file, or the provider changed the plan's cost or resources since it was reserved (the message names each change; nothing is bought)", body = ErrorBody),
         (status = 410, description = "The reservation expired", body = ErrorBody),
         crate::http::StoreUnreachable,
     )

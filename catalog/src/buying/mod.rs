@@ -13,6 +13,8 @@
 //!   Service Broker API (the `osb` feature, above this one).
 //! - [`http`], [`capacity`]: the REST endpoints; [`error`]: their answers.
 //! - [`sweeper`]: the background expiry of due reservations and contracts.
+//! - [`terms`]: a reservation's terms hold — a purchase gets the plan as
+//!   reserved, or a 409 naming what the provider changed meanwhile.
 //! - [`config`]: the flags; [`openapi`]: this feature's part of the
 //!   document.
 //!
@@ -29,6 +31,7 @@ pub mod openapi;
 pub mod service;
 pub mod store;
 pub mod sweeper;
+pub mod terms;
 
 pub use config::BuyingConfig;
 pub use error::BuyError;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use quantity::ResourceList;
 
-use crate::offers::Cost;
+use crate::offers::{Cost, Plan};
 use crate::providers::{LiqoGeneration, PeeringCredentials};
 
 /// Where a holding is in its life.
@@ -113,6 +113,12 @@ pub struct Reservation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub contract: Option<ContractTerms>,
+    /// The whole plan as it was when reserved: the terms a purchase gets
+    /// (see [`super::terms`]). Kept by the stores beside the record and
+    /// never answered (the record's API form is unchanged); None for
+    /// records stored before terms were recorded.
+    #[serde(skip)]
+    pub reserved_plan: Option<Plan>,
 }
 
 impl Reservation {
@@ -372,6 +378,7 @@ pub(crate) mod tests {
             purchased_at: None,
             ended_at: None,
             contract: None,
+            reserved_plan: None,
         }
     }
 

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use quantity::ResourceList;
+
 use super::error::BuyError;
 use super::model::{
     new_id, purchase_step, Channel, ContractTerms, Reservation, ReservationState, Step, Transition,
@@ -109,11 +111,8 @@ pub async fn reserve(
     ensure_enabled(state, &offer.cluster_id).await?;
     // Refuse now rather than at purchase time if the credentials a purchase
     // must hand over are not on file.
-    if !state.providers.can_sell(&offer.cluster_id).await? {
-        return Err(BuyError::conflict(format!(
-            "provider {} has no peering credentials on file yet: it must authenticate again before its plans can be bought",
-            offer.cluster_id
-        )));
+    if let Some(why) = state.providers.cannot_sell(&offer.cluster_id).await? {
+        return Err(BuyError::conflict(why));
     }
     let now = crate::store::now();
     let ttl = chrono::Duration::from_std(ttl)
@@ -132,6 +131,8 @@ pub async fn reserve(
         purchased_at: None,
         ended_at: None,
         contract: None,
+        // The terms a purchase gets (see `super::terms`).
+        reserved_plan: Some(plan.clone()),
     };
     let r = state.store.reserve(r, now).await.map_err(|e| {
         if let ReserveError::SoldOut { cap } = &e {
@@ -169,6 +170,24 @@ fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
     }
 }
 
+/// The resources a purchase of `r` gets: the plan as reserved, checked
+/// against the plan on offer now (409 naming what changed, or that the
+/// plan is gone; see [`super::terms`]).
+pub async fn reserved_terms(state: &Buying, r: &Reservation) -> Result<ResourceList, BuyError> {
+    let plan = state
+        .offers
+        .get_offer(&r.offer_id)
+        .await?
+        .and_then(|o| o.plans.get(&r.plan_id).cloned())
+        .ok_or_else(|| {
+            BuyError::conflict(format!(
+                "offer {} no longer has plan {}: release this reservation",
+                r.offer_id, r.plan_id
+            ))
+        })?;
+    super::terms::purchasable(r, &plan).map_err(BuyError::conflict)
+}
+
 /// Purchase reservation `id` (which `who` may see). With `contract`
 /// (a REST purchase: its terms and lifetime) the purchase is a contract
 /// that expires; without (an Open Service Broker purchase) it holds its
@@ -186,6 +205,9 @@ pub async fn purchase(
     ensure_enabled(state, &r.cluster_id).await?;
     if contract.is_none() {
         credentials(state, &r.cluster_id).await?;
+        // A contract's terms were checked when they were made; an Open
+        // Service Broker purchase holds to its reservation's terms too.
+        reserved_terms(state, &r).await?;
     }
     let now = crate::store::now();
     let written = match contract {

@@ -7,6 +7,7 @@
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
 //! - [`liqo`]: the server-added `liqo` field and its filter.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
+//! - [`unique_keys`]: the body's free-form objects refuse a key given twice.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
 //!   for every backend; [`stamps`]: who last changed each plan, and when.
 //! - [`store`]: the [`OfferStore`] trait the backends implement, and
@@ -27,6 +28,7 @@ pub mod offer;
 pub mod rules;
 pub mod stamps;
 pub mod store;
+pub mod unique_keys;
 
 use std::sync::Arc;
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::labels::{self, Labels};
 use super::stamps::Writer;
+use super::unique_keys;
 use super::Cost;
 use crate::http::{validate_id, FieldError};
 use crate::providers::LiqoGeneration;
@@ -87,6 +88,9 @@ impl OfferDraft {
 /// (The echoed fields are left out of the schema: `id` and `clusterID` must
 /// equal the path's id and the caller's cluster ID, which a schema cannot
 /// say.)
+// A key given twice is refused in every object of the body: serde refuses
+// it among named fields, `unique_keys` in `plans`, `resources` and
+// `labels` (said here, not in the doc comment, which is the schema's text).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schema(example = json!({
@@ -107,12 +111,13 @@ pub struct OfferInput {
     #[schema(max_length = 8192)]
     pub description: Option<String>,
     /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
+    #[serde(default, deserialize_with = "unique_keys::optional_map")]
     #[schema(required = true, value_type = BTreeMap<crate::http::schemas::Id, PlanInput>)]
     pub plans: Option<BTreeMap<String, PlanInput>>,
     /// Provider labels: Kubernetes label keys (optional DNS subdomain
     /// prefix and `/`, then 1-63 of `A-Z a-z 0-9 - _ .`) and values (0-63 of
     /// the same); at most 64. Filter with `label.<key>=<value>`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys::optional_map")]
     #[schema(value_type = Option<crate::http::schemas::LabelsInput>)]
     pub labels: Option<Labels>,
     #[serde(default)]
@@ -159,7 +164,7 @@ pub struct PlanInput {
     /// (`123456789.123456789` stays exact) instead of through a float.
     #[schema(required = true, value_type = crate::http::schemas::CostInput)]
     pub cost: Option<Box<serde_json::value::RawValue>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys::map")]
     #[schema(value_type = crate::http::schemas::ResourcesInput)]
     /// Raw tokens: a quantity sent as a JSON number is read from its own
     /// digits, as Kubernetes' `Quantity.UnmarshalJSON` does, never through
@@ -516,6 +521,44 @@ mod tests {
         );
         let none = OfferSpec::from_json(THESIS.as_bytes()).unwrap();
         assert!(none.labels.is_empty());
+    }
+
+    #[test]
+    fn keys_given_twice_are_refused_in_every_object() {
+        let body = r#"{"name":"x","type":"t","labels":{"region":"eu"},
+            "plans":{"a":{"name":"a","cost":1,"resources":{"cpu":"1"}}}}"#;
+        OfferSpec::from_json(body.as_bytes()).unwrap();
+        for (twice, field, key) in [
+            (
+                body.replace(r#""cpu":"1""#, r#""cpu":"1","cpu":"64""#),
+                "plans.a.resources",
+                "cpu",
+            ),
+            (
+                body.replace(r#""region":"eu""#, r#""region":"eu","region":"us""#),
+                "labels",
+                "region",
+            ),
+            (
+                body.replace(r#""plans":{"#, r#""plans":{"a":{"name":"b","cost":2},"#),
+                "plans",
+                "a",
+            ),
+            (
+                body.replace(r#""name":"a","#, r#""name":"a","name":"b","#),
+                "plans.a",
+                "name",
+            ),
+            (
+                body.replace(r#""type":"t","#, r#""type":"t","type":"u","#),
+                "body",
+                "type",
+            ),
+        ] {
+            let e = err(&twice);
+            assert_eq!(e.field, field, "{twice}");
+            assert!(e.message.contains(&format!("`{key}`")), "{}", e.message);
+        }
     }
 
     #[test]

@@ -112,6 +112,8 @@ fn provider(caller: &Caller) -> Result<&str, ApiError> {
 }
 
 /// Register the Liqo a provider runs (replacing what it registered before).
+///
+/// A provider an administrator disabled cannot change it (403).
 #[utoipa::path(
     put, path = "/provider/peering", tag = "providers", operation_id = "putProviderPeering",
     request_body = PeeringRequest,
@@ -121,7 +123,7 @@ fn provider(caller: &Caller) -> Result<&str, ApiError> {
         (status = 200, description = "Registered", body = PeeringInfo),
         (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
         (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "Not a provider", body = ErrorBody),
+        (status = 403, description = "Not a provider, or the provider is disabled (nothing changed)", body = ErrorBody),
         crate::http::StoreUnreachable,
     )
 )]
@@ -132,6 +134,13 @@ pub async fn put(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let cluster_id = provider(&caller)?;
+    // A disabled provider's registration stays as the administrator found
+    // it: a change would re-stamp its offers.
+    if state.is_disabled(cluster_id).await? {
+        return Err(ApiError::Forbidden(format!(
+            "provider {cluster_id} is disabled by an administrator; its peering registration cannot change"
+        )));
+    }
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: PeeringRequest = parse_object(&body)?;
     let class = r
@@ -280,18 +289,56 @@ impl Providers {
         }
     }
 
-    /// Whether a purchase from `cluster_id` has credentials to hand over:
+    /// Why a purchase from `cluster_id` would have no credentials to hand
+    /// over, with the provider's fix ([`sell_blocker`]); None when it has
     /// v0 (an auth URL and its sealed token) or a v1 kubeconfig.
-    pub async fn can_sell(&self, cluster_id: &str) -> Result<bool, ApiError> {
+    pub async fn cannot_sell(&self, cluster_id: &str) -> Result<Option<String>, ApiError> {
         let liqo = self.liqo(cluster_id).await?;
-        let v0 = liqo.contains(&LiqoGeneration::V0) && self.has_peering_token(cluster_id).await?;
-        Ok(v0 || liqo.contains(&LiqoGeneration::V1))
+        let v0 = liqo.contains(&LiqoGeneration::V0);
+        let token = v0 && self.has_peering_token(cluster_id).await?;
+        Ok(sell_blocker(
+            cluster_id,
+            v0,
+            token,
+            liqo.contains(&LiqoGeneration::V1),
+        ))
     }
+}
+
+/// Why provider `cluster_id` cannot sell, naming what it must do: `v0`
+/// when it has an auth URL, `token` when its v0 token is on file, `v1`
+/// when a kubeconfig is registered. A provider with an auth URL gets its
+/// token kept by `POST /authenticate`; one without (Liqo v1 alone) can
+/// only register a kubeconfig, so authenticating again would not help it.
+pub fn sell_blocker(cluster_id: &str, v0: bool, token: bool, v1: bool) -> Option<String> {
+    if (v0 && token) || v1 {
+        return None;
+    }
+    Some(if v0 {
+        format!(
+            "provider {cluster_id} has no peering credentials on file yet: it must authenticate again (POST /authenticate) before its plans can be bought"
+        )
+    } else {
+        format!(
+            "provider {cluster_id} peers only with Liqo v1 (no auth URL) and has registered no peering kubeconfig: it must register one with PUT /provider/peering before its plans can be bought"
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn who_cannot_sell_is_told_its_own_fix() {
+        assert_eq!(sell_blocker("c", true, true, false), None);
+        assert_eq!(sell_blocker("c", false, false, true), None);
+        let v0 = sell_blocker("c", true, false, false).unwrap();
+        assert!(v0.contains("POST /authenticate"), "{v0}");
+        let v1 = sell_blocker("c", false, false, false).unwrap();
+        assert!(v1.contains("PUT /provider/peering"), "{v1}");
+        assert!(!v1.contains("authenticate"), "{v1}");
+    }
 
     #[test]
     fn slice_classes() {

@@ -7,10 +7,14 @@
 //! plan's active holdings and inserting a new one can never interleave with
 //! another reservation: the cap holds exactly. Which transition applies is
 //! decided by [`step`]; this file only reads and writes.
+//!
+//! A record is the reservation's JSON plus `reservedPlan`, the plan as
+//! reserved (the terms a purchase gets); records written before terms were
+//! recorded have none and read as None.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
 use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
 use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
@@ -20,7 +24,9 @@ use crate::buying::model::{
 use crate::buying::store::{
     refused, written, Decide, ReservationStore, ReserveError, TransitionError,
 };
+use crate::offers::Plan;
 use crate::store::StoreError;
+use serde::{Deserialize, Serialize};
 
 /// Deadline of a purchase without expiry (an OSB purchase): never.
 const PURCHASED: u64 = u64::MAX;
@@ -49,8 +55,52 @@ fn consumer_key(r: &Reservation) -> String {
     format!("{}{SEP}{}", r.consumer, r.id)
 }
 
-fn load(table: &Table<'_, &str, &[u8]>, id: &str) -> Result<Option<Reservation>, StoreError> {
-    get_record(table, id, "reservation")
+/// A record as this store writes it: the reservation's JSON, plus the
+/// plan it reserved as `reservedPlan` (the record's own serde form leaves
+/// the plan out, as the API answers it).
+#[derive(Serialize)]
+struct Writing<'a> {
+    #[serde(flatten)]
+    record: &'a Reservation,
+    #[serde(rename = "reservedPlan", skip_serializing_if = "Option::is_none")]
+    reserved_plan: Option<&'a Plan>,
+}
+
+/// A record as this store reads it; records written before terms were
+/// recorded have no `reservedPlan` and read as None.
+#[derive(Deserialize)]
+struct Stored {
+    #[serde(flatten)]
+    record: Reservation,
+    #[serde(rename = "reservedPlan", default)]
+    reserved_plan: Option<Plan>,
+}
+
+impl From<Stored> for Reservation {
+    fn from(s: Stored) -> Self {
+        Reservation {
+            reserved_plan: s.reserved_plan,
+            ..s.record
+        }
+    }
+}
+
+fn encode(r: &Reservation) -> Result<Vec<u8>, StoreError> {
+    to_json(&Writing {
+        record: r,
+        reserved_plan: r.reserved_plan.as_ref(),
+    })
+}
+
+fn decode(bytes: &[u8]) -> Result<Reservation, StoreError> {
+    from_json::<Stored>("reservation", bytes).map(Reservation::from)
+}
+
+fn load(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    id: &str,
+) -> Result<Option<Reservation>, StoreError> {
+    Ok(get_record::<Stored>(table, id, "reservation")?.map(Reservation::from))
 }
 
 /// Apply `t` to `r` inside `txn` without checks (expiring what is due),
@@ -72,7 +122,7 @@ fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<
     let mut holds = txn.open_table(HOLDS).map_err(internal)?;
     let mut due = txn.open_table(DUE).map_err(internal)?;
     reservations
-        .insert(next.id.as_str(), to_json(next)?.as_slice())
+        .insert(next.id.as_str(), encode(next)?.as_slice())
         .map_err(internal)?;
     if let Some(old) = due_entry(r) {
         due.remove(old.as_str()).map_err(internal)?;
@@ -139,7 +189,7 @@ impl EmbeddedStore {
                 return Err(internal(format!("reservation id {} already exists", r.id)));
             }
             reservations
-                .insert(r.id.as_str(), to_json(&r)?.as_slice())
+                .insert(r.id.as_str(), encode(&r)?.as_slice())
                 .map_err(internal)?;
             txn.open_table(HOLDS)
                 .map_err(internal)?
@@ -243,7 +293,7 @@ impl ReservationStore for EmbeddedStore {
         self.blocking_db(move |db| {
             let read = db.begin_read().map_err(internal)?;
             let table = read.open_table(RESERVATIONS).map_err(internal)?;
-            get_record(&table, &id, "reservation")
+            load(&table, &id)
         })
         .await
     }
@@ -268,14 +318,14 @@ impl ReservationStore for EmbeddedStore {
                                 continue;
                             };
                             if let Some(v) = table.get(id).map_err(internal)? {
-                                out.push(from_json("reservation", v.value())?);
+                                out.push(decode(v.value())?);
                             }
                         }
                     }
                     None => {
                         for entry in table.iter().map_err(internal)? {
                             let (_, v) = entry.map_err(internal)?;
-                            out.push(from_json("reservation", v.value())?);
+                            out.push(decode(v.value())?);
                         }
                     }
                 }
@@ -313,7 +363,7 @@ impl ReservationStore for EmbeddedStore {
                 let mut out = Vec::new();
                 for entry in table.iter().map_err(internal)? {
                     let (_, v) = entry.map_err(internal)?;
-                    let r: Reservation = from_json("reservation", v.value())?;
+                    let r = decode(v.value())?;
                     if r.cluster_id == cluster_id {
                         out.push(r);
                     }
@@ -405,7 +455,45 @@ mod tests {
             purchased_at: None,
             ended_at: None,
             contract: None,
+            reserved_plan: None,
         }
+    }
+
+    #[tokio::test]
+    async fn the_reserved_plan_is_kept_and_old_records_read_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let plan: Plan =
+            serde_json::from_str(r#"{"name":"s","cost":"1","resources":{"cpu":"4"}}"#).unwrap();
+        let r = Reservation {
+            reserved_plan: Some(plan.clone()),
+            ..reservation("with", "p", 60_000)
+        };
+        store.reserve(r, crate::store::now()).await.unwrap();
+        let read = store.get_reservation("with").await.unwrap().unwrap();
+        assert_eq!(read.reserved_plan, Some(plan.clone()));
+        let listed = store.list_reservations(Some("c-with")).await.unwrap();
+        assert_eq!(listed[0].reserved_plan, Some(plan.clone()));
+        // A transition keeps it.
+        let now = crate::store::now();
+        let released = store
+            .transition("with", Transition::Release, now)
+            .await
+            .unwrap();
+        assert_eq!(released.reserved_plan, Some(plan));
+        // The API form never carries it.
+        assert!(!serde_json::to_string(&read)
+            .unwrap()
+            .contains("reservedPlan"));
+
+        // A record as written before terms were recorded.
+        let old = r#"{"id":"old","consumer":"alice","offerID":"o","planID":"p","clusterID":"cluster","cost":"0.05","state":"reserved","channel":"rest","createdAt":"2026-11-02T10:00:00Z","expiresAt":"2999-01-01T00:00:00Z"}"#;
+        let legacy = decode(old.as_bytes()).unwrap();
+        assert_eq!((legacy.id.as_str(), &legacy.reserved_plan), ("old", &None));
+        assert_eq!(
+            decode(&encode(&legacy).unwrap()).unwrap().cost.to_string(),
+            "0.05"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

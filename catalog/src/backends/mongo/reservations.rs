@@ -4,7 +4,9 @@
 //!
 //! Collections:
 //! - `reservations`: `{_id, consumer, state, expiresAt, contractEnds?,
-//!   unit, body}`, where `body` is the [`Reservation`] and `contractEnds`
+//!   unit, body, reservedPlan?}`, where `body` is the [`Reservation`],
+//!   `reservedPlan` the plan as reserved (the terms a purchase gets;
+//!   absent on records from before terms were recorded) and `contractEnds`
 //!   a live contract's expiry (for the sweeper); every change is a
 //!   `replace_one` conditioned on the state it expects (and, for a
 //!   contract, its revision), so two processes never both purchase, or
@@ -37,6 +39,7 @@ use crate::buying::model::{
 use crate::buying::store::{
     refused, written, Decide, ReservationStore, ReserveError, TransitionError,
 };
+use crate::offers::Plan;
 use crate::store::StoreError;
 
 /// Attempts at a slot or a state change before answering 503.
@@ -61,6 +64,19 @@ pub(super) struct ReservationDoc {
     contract_ends: Option<bson::DateTime>,
     unit: String,
     body: Reservation,
+    /// The plan as reserved: the terms a purchase gets. Beside `body`, whose
+    /// serde form (the API's) leaves it out; absent on records written
+    /// before terms were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reserved_plan: Option<Plan>,
+}
+
+impl ReservationDoc {
+    /// The doc with its reserved plan back in the record.
+    fn whole(mut self) -> Self {
+        self.body.reserved_plan = self.reserved_plan.take();
+        self
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,6 +113,7 @@ fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
             .flatten(),
         unit: unit.to_string(),
         body: r.clone(),
+        reserved_plan: r.reserved_plan.clone(),
     }
 }
 
@@ -134,16 +151,18 @@ impl MongoStore {
     /// ([`newest_first`]).
     async fn find_newest_first(&self, filter: Document) -> Result<Vec<Reservation>, StoreError> {
         let docs: Vec<ReservationDoc> = find_all(self.reservations.find(filter)).await?;
-        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.body).collect();
+        let mut out: Vec<Reservation> = docs.into_iter().map(|d| d.whole().body).collect();
         newest_first(&mut out);
         Ok(out)
     }
 
     async fn find_reservation(&self, id: &str) -> Result<Option<ReservationDoc>, StoreError> {
-        self.reservations
+        Ok(self
+            .reservations
             .find_one(doc! { "_id": id })
             .await
-            .map_err(classify)
+            .map_err(classify)?
+            .map(ReservationDoc::whole))
     }
 
     /// Whether `unit` is still held after looking at its reservation; frees

@@ -38,8 +38,10 @@ pub fn viewer(caller: &Caller) -> Result<Viewer, BuyError> {
     Ok(v)
 }
 
-/// The terms a purchase of `r` fixes now: the plan's resources, the
-/// provider's name, ResourceSlice class and generations; and its lifetime.
+/// The terms a purchase of `r` fixes now: the plan's resources as
+/// reserved (409 if the plan changed since, see [`crate::buying::terms`]),
+/// the provider's name, ResourceSlice class and generations; and its
+/// lifetime.
 pub async fn terms(
     state: &Buying,
     r: &Reservation,
@@ -47,17 +49,6 @@ pub async fn terms(
     now: DateTime<Utc>,
 ) -> Result<(ContractTerms, chrono::Duration), BuyError> {
     let lifetime = model::lifetime(state.contract_duration, order.duration_seconds)?;
-    let plan = state
-        .offers
-        .get_offer(&r.offer_id)
-        .await?
-        .and_then(|o| o.plans.get(&r.plan_id).cloned())
-        .ok_or_else(|| {
-            BuyError::conflict(format!(
-                "offer {} no longer has plan {}: release this reservation",
-                r.offer_id, r.plan_id
-            ))
-        })?;
     let account = state
         .providers
         .store
@@ -66,11 +57,14 @@ pub async fn terms(
         .ok_or_else(|| {
             BuyError::conflict(format!("provider {} has no account any more", r.cluster_id))
         })?;
+    // The plan as reserved, or nothing: a changed plan is refused here,
+    // before anything is bought.
+    let resources = crate::buying::service::reserved_terms(state, r).await?;
     let info = state.providers.peering_info(&r.cluster_id).await?;
     let terms = ContractTerms::new(
         order.consumer_cluster_id.clone(),
         account.cluster_name,
-        plan.resources,
+        resources,
         info.resource_slice_class,
         info.liqo,
         now,
@@ -100,9 +94,11 @@ pub async fn credentials(
         None
     };
     if v0.is_none() && v1.is_none() {
-        return Err(BuyError::conflict(format!(
-            "provider {cluster_id} has no peering credentials on file: it must authenticate or register its peering again"
-        )));
+        // Missing v0 credentials failed above; what is missing is a v1
+        // kubeconfig, which only PUT /provider/peering registers.
+        let why = crate::providers::peering::sell_blocker(cluster_id, false, false, false)
+            .unwrap_or_default();
+        return Err(BuyError::conflict(why));
     }
     Ok(ContractCredentials { v0, v1 })
 }
