@@ -143,6 +143,41 @@ struct State {
     next_ping: Instant,
 }
 
+/// What [`Hub::reload`] did with a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reloaded {
+    /// It replaced the hub's list and went to every subscriber.
+    Replaced,
+    /// The same offers at the same versions: nothing sent.
+    Unchanged,
+    /// Refused, nothing sent: the list holds offer `id` at version
+    /// `listed`, older than the `held` one subscribers were already sent,
+    /// so it was read before changes the hub has (its missing offers may
+    /// be ones it has not seen yet, not deletions).
+    Older { id: String, listed: u64, held: u64 },
+}
+
+/// The first offer `list` holds at an older version than `held` does.
+fn older_than_held(held: &BTreeMap<String, Entry>, list: &[Offer]) -> Option<Reloaded> {
+    list.iter().find_map(|o| {
+        let h = held.get(&o.id)?.offer.version;
+        (o.version < h).then(|| Reloaded::Older {
+            id: o.id.clone(),
+            listed: o.version,
+            held: h,
+        })
+    })
+}
+
+/// Whether `list` is exactly the offers (ids and versions) `held`.
+fn unchanged(held: &BTreeMap<String, Entry>, list: &[Offer]) -> bool {
+    held.len() == list.len()
+        && list.iter().all(|o| {
+            held.get(&o.id)
+                .is_some_and(|e| e.offer.version == o.version)
+        })
+}
+
 /// See the module docs.
 pub(crate) struct Hub {
     state: Mutex<State>,
@@ -260,22 +295,29 @@ impl Hub {
     }
 
     /// Replace the whole list (first load, resync, lag): every subscriber
-    /// gets the new list. A reload that changes nothing sends nothing.
-    pub fn reload(&self, offers: Vec<Offer>, published: Instant) {
+    /// gets the new list. A reload that changes nothing sends nothing, and
+    /// one that is older than what the hub already sent — an offer at a
+    /// lower version than the hub holds — is refused ([`Reloaded::Older`]):
+    /// no subscriber is ever sent an offer older than one it was sent, nor
+    /// a list older than the last one. Only `allow_older` (the caller gave
+    /// the store time to catch up and it did not: the hub's copy is what is
+    /// wrong, e.g. a write the database lost) takes such a list.
+    pub fn reload(&self, offers: Vec<Offer>, published: Instant, allow_older: bool) -> Reloaded {
         self.metrics.reloads.inc();
         let mut st = self.lock();
-        let unchanged = st.ready
-            && st.offers.len() == offers.len()
-            && offers.iter().all(|o| {
-                st.offers
-                    .get(&o.id)
-                    .is_some_and(|e| e.offer.version == o.version)
-            });
-        if unchanged {
-            debug!("reload found no change");
-            return;
-        }
         if st.ready {
+            if let Some(older) = older_than_held(&st.offers, &offers) {
+                if !allow_older {
+                    return older;
+                }
+                warn!(
+                    ?older,
+                    "the store's list stays older than the feed's; taking it as the truth"
+                );
+            } else if unchanged(&st.offers, &offers) {
+                debug!("reload found no change");
+                return Reloaded::Unchanged;
+            }
             st.seq += 1;
             self.metrics.changes.inc();
         }
@@ -294,6 +336,7 @@ impl Hub {
             }
         }
         info!(seq, offers = st.offers.len(), "feed list loaded");
+        Reloaded::Replaced
     }
 
     /// Publish one committed change.
@@ -548,7 +591,7 @@ mod tests {
             OfferChange::Upserted(offer("early", "x", 1)),
             Instant::now(),
         );
-        h.reload(vec![offer("a", "x", 1)], Instant::now());
+        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
         let msgs = drain(&s);
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs[0]["type"], "snapshot");
@@ -559,7 +602,7 @@ mod tests {
     #[test]
     fn snapshot_mode_gets_the_full_list_after_every_change() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now());
+        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
         let s = subscribe(&h, "mode=snapshot");
         assert_eq!(ids(&drain(&s)[0]), ["a"]);
         h.apply(OfferChange::Upserted(offer("b", "x", 1)), Instant::now());
@@ -584,7 +627,7 @@ mod tests {
     #[test]
     fn delta_mode_gets_upserts_and_deletes_with_consecutive_seqs() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now());
+        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
         let s = subscribe(&h, "mode=delta");
         assert_eq!(drain(&s)[0]["type"], "snapshot");
         h.apply(OfferChange::Upserted(offer("a", "x", 2)), Instant::now());
@@ -606,7 +649,7 @@ mod tests {
     #[test]
     fn stale_and_duplicate_changes_are_dropped() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 5)], Instant::now());
+        h.reload(vec![offer("a", "x", 5)], Instant::now(), false);
         let s = subscribe(&h, "mode=delta");
         drain(&s);
         h.apply(OfferChange::Upserted(offer("a", "x", 5)), Instant::now());
@@ -629,6 +672,7 @@ mod tests {
         h.reload(
             vec![offer("a", "gpu", 1), offer("b", "cpu", 1)],
             Instant::now(),
+            false,
         );
         let d = subscribe(&h, "mode=delta&type=gpu");
         let s = subscribe(&h, "mode=snapshot&type=gpu");
@@ -651,7 +695,7 @@ mod tests {
     #[test]
     fn a_full_delta_queue_disconnects_only_that_subscriber() {
         let h = hub(2);
-        h.reload(vec![], Instant::now());
+        h.reload(vec![], Instant::now(), false);
         let slow = subscribe(&h, "mode=delta");
         let fast = subscribe(&h, "mode=delta");
         for v in 1..=4 {
@@ -670,16 +714,81 @@ mod tests {
     #[test]
     fn a_reload_sends_fresh_lists_to_everyone() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now());
+        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
         let d = subscribe(&h, "mode=delta");
         drain(&d);
-        h.reload(vec![offer("a", "x", 1)], Instant::now());
+        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
         assert!(drain(&d).is_empty(), "an identical reload sends nothing");
-        h.reload(vec![offer("b", "x", 1)], Instant::now());
+        h.reload(vec![offer("b", "x", 1)], Instant::now(), false);
         let m = drain(&d);
         assert_eq!(m[0]["type"], "snapshot");
         assert_eq!(m[0]["seq"], 1);
         assert_eq!(ids(&m[0]), ["b"]);
+    }
+
+    /// A list read before changes the hub already sent (one offer at a
+    /// lower version) is refused whole: nobody is sent the older version,
+    /// nor a list that may lack offers written meanwhile. A list that is
+    /// not older is taken, even if it lacks offers (deletions).
+    #[test]
+    fn a_list_older_than_what_was_sent_is_refused() {
+        let h = hub(8);
+        h.reload(
+            vec![offer("a", "x", 20), offer("b", "x", 1)],
+            Instant::now(),
+            false,
+        );
+        let d = subscribe(&h, "mode=delta");
+        let s = subscribe(&h, "mode=snapshot");
+        drain(&d);
+        drain(&s);
+        h.apply(OfferChange::Upserted(offer("a", "x", 21)), Instant::now());
+        h.apply(OfferChange::Upserted(offer("c", "x", 1)), Instant::now());
+        drain(&d);
+        drain(&s);
+        // Read before a@21 and c were written.
+        let older = vec![offer("a", "x", 20), offer("b", "x", 1)];
+        assert_eq!(
+            h.reload(older, Instant::now(), false),
+            Reloaded::Older {
+                id: "a".into(),
+                listed: 20,
+                held: 21
+            }
+        );
+        assert!(drain(&d).is_empty() && drain(&s).is_empty());
+        assert_eq!(h.seq(), 2);
+        // Changes still apply on top of the kept list.
+        h.apply(OfferChange::Upserted(offer("b", "x", 2)), Instant::now());
+        assert_eq!(drain(&d)[0]["offer"]["version"], 2);
+        assert_eq!(ids(&drain(&s)[0]), ["a", "b", "c"]);
+        // A newer list is taken whole: c was deleted meanwhile.
+        let newer = vec![offer("a", "x", 22), offer("b", "x", 2)];
+        assert_eq!(h.reload(newer, Instant::now(), false), Reloaded::Replaced);
+        let m = drain(&d);
+        assert_eq!(
+            (m[0]["type"].as_str(), ids(&m[0])),
+            (Some("snapshot"), vec!["a", "b"])
+        );
+        assert_eq!(m[0]["offers"][0]["version"], 22);
+        assert_eq!(ids(&drain(&s)[0]), ["a", "b"]);
+    }
+
+    /// When the store's list stays older (the caller waited; e.g. the
+    /// database lost a write the feed had seen), `allow_older` takes it.
+    #[test]
+    fn allow_older_takes_the_stores_list() {
+        let h = hub(8);
+        h.reload(vec![offer("a", "x", 5)], Instant::now(), false);
+        let d = subscribe(&h, "mode=delta");
+        drain(&d);
+        let older = || vec![offer("a", "x", 4)];
+        assert!(matches!(
+            h.reload(older(), Instant::now(), false),
+            Reloaded::Older { .. }
+        ));
+        assert_eq!(h.reload(older(), Instant::now(), true), Reloaded::Replaced);
+        assert_eq!(drain(&d)[0]["offers"][0]["version"], 4);
     }
 
     #[test]
@@ -722,7 +831,7 @@ mod tests {
     #[test]
     fn shutdown_closes_everyone_with_going_away() {
         let h = hub(8);
-        h.reload(vec![], Instant::now());
+        h.reload(vec![], Instant::now(), false);
         let s = subscribe(&h, "mode=snapshot");
         drain(&s);
         h.shutdown();

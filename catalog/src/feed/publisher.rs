@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::hub::Hub;
+use super::hub::{Hub, Reloaded};
 use crate::offers::{OfferChange, OfferFilter, OfferStore};
 
 /// The store's change channel, drained into the hub.
@@ -94,8 +94,23 @@ impl Follower {
     }
 }
 
+/// How many times a list older than the feed's ([`Reloaded::Older`]) is
+/// read again before it is taken anyway: the store catches up within
+/// milliseconds (MongoDB applies its change stream's backlog), so a list
+/// that stays older for seconds means the feed holds what the store lost.
+const OLDER_REREADS: u32 = 8;
+
+/// The pause before re-reading an older list for the `n`-th time (from
+/// 1): 50 ms doubling to 1 s, about 4.5 s over [`OLDER_REREADS`].
+fn older_pause(n: u32) -> Duration {
+    (Duration::from_millis(50) * 2u32.saturating_pow(n.saturating_sub(1)))
+        .min(Duration::from_secs(1))
+}
+
 /// Drive `follower` until shutdown: (re)load the list when asked, apply
-/// changes as they are published.
+/// changes as they are published. One load at a time: requests that come
+/// during one are served by one more load after it, which starts after
+/// them (so its read is ordered after whatever failure asked for it).
 pub(crate) async fn publish(
     follower: Arc<Follower>,
     store: Arc<dyn OfferStore>,
@@ -104,22 +119,50 @@ pub(crate) async fn publish(
     // A second receiver only to be woken: the changes themselves are taken
     // from the follower's (which handlers may drain too).
     let mut signal = store.changes();
+    // Consecutive lists refused as older, and when to read again.
+    let mut older_reads = 0u32;
+    let mut reread_at: Option<tokio::time::Instant> = None;
     loop {
         if follower.reload.swap(false, Ordering::SeqCst) {
             follower.lock().current = false;
             let Some(offers) = load(&*store, &shutdown).await else {
                 return;
             };
-            follower.hub.reload(offers, Instant::now());
+            let allow_older = older_reads >= OLDER_REREADS;
+            match follower.hub.reload(offers, Instant::now(), allow_older) {
+                Reloaded::Older { id, listed, held } => {
+                    older_reads += 1;
+                    let pause = older_pause(older_reads);
+                    info!(offer = %id, listed, held, retry_in = ?pause,
+                        "the store's list is older than the feed's; reading it again");
+                    reread_at = Some(tokio::time::Instant::now() + pause);
+                }
+                Reloaded::Replaced | Reloaded::Unchanged => {
+                    older_reads = 0;
+                    reread_at = None;
+                }
+            }
+            // Changes published meanwhile apply on top, whichever list
+            // the hub kept (each is checked against its offer's version).
             follower.lock().current = true;
         }
         follower.catch_up();
         if follower.reload.load(Ordering::SeqCst) {
             continue;
         }
+        let reread = async {
+            match reread_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = follower.wake.notified() => {}
+            _ = reread => {
+                reread_at = None;
+                follower.reload.store(true, Ordering::SeqCst);
+            }
             r = signal.recv() => {
                 if let Err(RecvError::Closed) = r {
                     warn!("the store's change channel closed; the feed stops following changes");
@@ -171,5 +214,21 @@ pub(crate) async fn housekeep(hub: Arc<Hub>, shutdown: CancellationToken) {
             }
             _ = tick.tick() => hub.sweep(Instant::now()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Re-reads of an older list back off from 50 ms to 1 s and give up
+    /// after a few seconds in all.
+    #[test]
+    fn older_lists_are_reread_with_a_bounded_backoff() {
+        let pauses: Vec<u64> = (1..=OLDER_REREADS)
+            .map(|n| older_pause(n).as_millis() as u64)
+            .collect();
+        assert_eq!(pauses, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(older_pause(u32::MAX), Duration::from_secs(1));
     }
 }

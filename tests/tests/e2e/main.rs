@@ -28,6 +28,7 @@ mod catalog_demo_liqo;
 mod catalog_durability;
 mod catalog_feed;
 mod catalog_feed_mongo;
+mod catalog_feed_resync;
 mod catalog_hostile;
 mod catalog_identities;
 mod catalog_labels;

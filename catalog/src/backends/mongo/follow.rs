@@ -13,14 +13,23 @@
 //! (which may have lost the history a resume needs without saying so).
 //! From a break until the reload after reopening, that part of memory is
 //! not trusted and reads go to the database.
+//!
+//! Only the offers' stream asks for a resync (the feed lists nothing else),
+//! and only once memory has applied its stream up to the cluster time read
+//! just after the reload ([`caught_up`]): the feed reads its fresh list
+//! from memory then, and a list the feed read meanwhile from the database
+//! (offers not trusted yet) is never newer than it. Without this wait a
+//! resync's list could be the reload's, older than such a read, and the
+//! feed would go backwards (issue 29, finding 7).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use mongodb::bson::{self, doc, Document};
+use mongodb::bson::{self, doc, Document, Timestamp};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::change_stream::ChangeStream;
 use mongodb::error::ErrorKind;
 use mongodb::Collection;
 use tracing::warn;
@@ -211,12 +220,28 @@ impl MongoStore {
         Ok(())
     }
 
+    /// The database's cluster time now: the `operationTime` of a ping
+    /// (`None` from a server that keeps none). Every write committed
+    /// before this call, and every read started before it, is at or
+    /// before it.
+    async fn cluster_time(&self) -> Result<Option<Timestamp>, FollowError> {
+        let mut session = self.db.client().start_session().await?;
+        self.db
+            .run_command(doc! { "ping": 1 })
+            .session(&mut session)
+            .await?;
+        Ok(session.operation_time())
+    }
+
     /// Follow `part`'s change stream for ever (see the module docs).
     pub(super) async fn follow(self, part: Part) {
         let coll: Collection<Document> = self.db.collection(part.collection());
         let mut resume = None;
         let mut delay = Duration::from_millis(200);
         let mut first_open = true;
+        // A resync the feed is owed (the stream started afresh) and has not
+        // been sent: it survives a break while catching up.
+        let mut resync_owed = false;
         let mut restarts = self.server_restarts.clone();
         restarts.mark_unchanged();
         loop {
@@ -225,6 +250,7 @@ impl MongoStore {
                 .watch()
                 .pipeline([doc! { "$match": { "operationType": { "$in": part.operations() } } }])
                 .resume_after(resume.clone())
+                .max_await_time(CATCH_UP_WAIT)
                 .await;
             let mut stream = match opened {
                 Ok(s) => s,
@@ -266,17 +292,44 @@ impl MongoStore {
                 continue;
             }
             self.memory.set_trusted(part, true);
+            // Only offers make the feed's list: a resync for anything else
+            // would only make it read again (and while offers are not
+            // trusted, from the database: a read newer than the offers'
+            // load, which the next resync's list from memory would undo).
+            let mut resync_at = None;
+            resync_owed |= resume.is_none() && part == Part::Offers;
+            if resync_owed {
+                // The feed's read for this resync must not be older than
+                // any list it took before: those were read (from the
+                // database, while offers were not trusted) before now, so
+                // the resync waits until memory has applied the stream up
+                // to now.
+                match tokio::time::timeout(self.timeout, self.cluster_time()).await {
+                    Ok(Ok(Some(now))) => resync_at = Some(now),
+                    Ok(Ok(None)) => {
+                        resync_owed = false;
+                        let _ = self.changes.send(OfferChange::Resync);
+                    }
+                    Ok(Err(e)) => {
+                        warn!(error = %e, "reading the cluster time failed; reopening");
+                        tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                    Err(_) => {
+                        warn!("reading the cluster time timed out; reopening");
+                        tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                }
+            }
             delay = Duration::from_millis(200);
             if first_open {
                 first_open = false;
                 self.stream_opened();
             }
-            if resume.is_none() && matches!(part, Part::Offers | Part::Providers) {
-                let _ = self.changes.send(OfferChange::Resync);
-            }
             loop {
                 let event = tokio::select! {
-                    event = stream.next() => event,
+                    event = next_event(&mut stream, resync_at.is_some()) => event,
                     Ok(()) = restarts.changed() => {
                         warn!("{RESYNC_LOG} (the database server restarted)");
                         resume = None;
@@ -285,18 +338,26 @@ impl MongoStore {
                 };
                 match event {
                     None => break,
-                    Some(Ok(ev)) => {
-                        let token = ev.id.clone();
-                        match tokio::time::timeout(self.timeout, self.apply(part, ev)).await {
-                            Ok(Ok(())) => resume = Some(token),
-                            Ok(Err(e)) => {
-                                warn!(error = %e, "applying a change failed; reopening and reloading");
-                                break;
+                    Some(Ok(next)) => {
+                        let (caught_up, ev) = caught_up(next, resync_at);
+                        if let Some(ev) = ev {
+                            let token = ev.id.clone();
+                            match tokio::time::timeout(self.timeout, self.apply(part, ev)).await {
+                                Ok(Ok(())) => resume = Some(token),
+                                Ok(Err(e)) => {
+                                    warn!(error = %e, "applying a change failed; reopening and reloading");
+                                    break;
+                                }
+                                Err(_) => {
+                                    warn!("applying a change timed out; reopening and reloading");
+                                    break;
+                                }
                             }
-                            Err(_) => {
-                                warn!("applying a change timed out; reopening and reloading");
-                                break;
-                            }
+                        }
+                        if caught_up {
+                            resync_at = None;
+                            resync_owed = false;
+                            let _ = self.changes.send(OfferChange::Resync);
                         }
                     }
                     Some(Err(e)) if cannot_resume(&e) => {
@@ -319,6 +380,54 @@ impl MongoStore {
     }
 }
 
+/// How long one read of a change stream waits for an event before
+/// answering an empty batch (`maxAwaitTime`): an empty batch is how a
+/// follower catching up learns it has seen everything committed so far.
+const CATCH_UP_WAIT: Duration = Duration::from_millis(200);
+
+/// The next read of `stream`: `Some(Ok(None))` is an empty batch, which
+/// only a stream `catching_up` asks for (one read at a time); otherwise
+/// it waits for an event. `None`: the stream ended.
+async fn next_event(
+    stream: &mut ChangeStream<ChangeStreamEvent<Document>>,
+    catching_up: bool,
+) -> Option<Result<Option<ChangeStreamEvent<Document>>, FollowError>> {
+    if catching_up {
+        Some(stream.next_if_any().await)
+    } else {
+        stream.next().await.map(|r| r.map(Some))
+    }
+}
+
+/// Whether a follower waiting to reach cluster time `resync_at` has done
+/// so with `next` (an event at or past it, or an empty batch: nothing more
+/// is committed); the event to apply either way.
+fn caught_up<E: HasClusterTime>(
+    next: Option<E>,
+    resync_at: Option<Timestamp>,
+) -> (bool, Option<E>) {
+    let Some(at) = resync_at else {
+        return (false, next);
+    };
+    let reached = match &next {
+        None => true,
+        Some(ev) => ev.cluster_time().is_some_and(|t| t >= at),
+    };
+    (reached, next)
+}
+
+/// An event's cluster time (a trait so [`caught_up`] can be tested without
+/// building driver events).
+trait HasClusterTime {
+    fn cluster_time(&self) -> Option<Timestamp>;
+}
+
+impl HasClusterTime for ChangeStreamEvent<Document> {
+    fn cluster_time(&self) -> Option<Timestamp> {
+        self.cluster_time
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +436,37 @@ mod tests {
         let c: mongodb::error::CommandError =
             bson::from_document(doc! { "code": code, "codeName": "X", "errmsg": errmsg }).unwrap();
         mongodb::error::Error::from(ErrorKind::Command(c))
+    }
+
+    struct At(Option<Timestamp>);
+
+    impl HasClusterTime for At {
+        fn cluster_time(&self) -> Option<Timestamp> {
+            self.0
+        }
+    }
+
+    fn ts(time: u32, increment: u32) -> Timestamp {
+        Timestamp { time, increment }
+    }
+
+    /// A follower owing a resync sends it once memory has applied the
+    /// stream up to the cluster time read after its load: an event at or
+    /// past it, or an empty batch (nothing more committed); never on an
+    /// earlier event or one without a time.
+    #[test]
+    fn a_resync_waits_until_the_stream_reaches_its_cluster_time() {
+        let mark = Some(ts(100, 5));
+        let reached = |next: Option<At>| caught_up(next, mark).0;
+        assert!(!reached(Some(At(Some(ts(100, 4))))));
+        assert!(!reached(Some(At(Some(ts(99, 9))))));
+        assert!(!reached(Some(At(None))));
+        assert!(reached(Some(At(Some(ts(100, 5))))));
+        assert!(reached(Some(At(Some(ts(101, 0))))));
+        assert!(reached(None));
+        // Not catching up: nothing to reach, the event passes through.
+        let (done, ev) = caught_up(Some(At(Some(ts(1, 1)))), None);
+        assert!(!done && ev.is_some());
     }
 
     /// A lost history or a dead stream is "start afresh"; a lost connection
