@@ -220,6 +220,27 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
             &[],
         ),
+        // Admission policies: what `crate::admission` evaluates.
+        def(
+            crate::admission::GROUP,
+            "v1",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            false,
+            true,
+            &[],
+            &[],
+        ),
+        def(
+            crate::admission::GROUP,
+            "v1",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+            false,
+            &[],
+            &[],
+        ),
     ]
 }
 

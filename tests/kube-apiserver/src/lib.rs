@@ -68,6 +68,7 @@
 // are; a test server gains nothing from boxing them.
 #![allow(clippy::result_large_err)]
 
+pub mod admission;
 pub mod audit;
 pub mod builtin;
 pub mod cel;
@@ -446,6 +447,20 @@ impl KubeApiServer {
     pub fn delete(&self, resource: impl Into<GroupResource>, key: &str) {
         let def = self.def(resource);
         self.shared.world().remove(&def, key);
+    }
+
+    // ---- admission ------------------------------------------------------
+
+    /// Add a mutating admission hook (run, in the order added, before
+    /// validation): how an in-process model of a mutating webhook takes part.
+    pub fn add_mutating_hook(&self, hook: Arc<dyn admission::MutatingHook>) {
+        self.shared.world().hooks.mutating.push(hook);
+    }
+
+    /// Add a validating admission hook (run, in the order added, after
+    /// validation and ValidatingAdmissionPolicies).
+    pub fn add_validating_hook(&self, hook: Arc<dyn admission::ValidatingHook>) {
+        self.shared.world().hooks.validating.push(hook);
     }
 
     // ---- writes as a client makes them --------------------------------

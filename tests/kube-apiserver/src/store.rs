@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+use crate::admission::{self, Attributes};
 use crate::audit::{AuditRecord, SeenRequest};
 use crate::crd::{GroupResource, Registry, ResourceDef};
 use crate::faults::Fault;
@@ -97,6 +98,8 @@ pub struct World {
     /// object and part (main or status).
     pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
     pub changes: broadcast::Sender<Change>,
+    /// In-process admission hooks ([`admission`]).
+    pub hooks: admission::Hooks,
     serial: u64,
     seed: u64,
 }
@@ -183,6 +186,7 @@ impl World {
             faults_fired_at: Vec::new(),
             applied: HashMap::new(),
             changes,
+            hooks: admission::Hooks::default(),
             serial: 0,
             seed: seed | 1,
         }
@@ -365,10 +369,12 @@ impl World {
         Ok(())
     }
 
-    /// Validate a write as the real server's strategy does: metadata
-    /// ([`validation::object_meta`]); a custom object pruned, defaulted and
-    /// checked against its schema and CEL rules ([`schema`]); a built-in
-    /// one against its kind's rules ([`validation::kind_causes`]).
+    /// Admit a write as the real server does, in its order: mutating hooks;
+    /// then validation as the resource's strategy runs it — metadata
+    /// ([`validation::object_meta`]), a custom object pruned, defaulted and
+    /// checked against its schema and CEL rules ([`schema`]), a built-in
+    /// one against its kind's rules ([`validation::kind_causes`]); then
+    /// ValidatingAdmissionPolicies; then validating hooks ([`admission`]).
     fn admit(
         &self,
         def: &ResourceDef,
@@ -382,6 +388,29 @@ impl World {
             .to_string();
         if let Some(message) = validation::decode_error(def, object) {
             return Err(ApiError::bad_request(message));
+        }
+        let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+        let subresource = if target == Target::Status {
+            "status"
+        } else {
+            ""
+        };
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !self.hooks.mutating.is_empty() {
+            let before = object.clone();
+            let attributes = Attributes {
+                operation,
+                def,
+                subresource,
+                namespace: &namespace,
+                name: &name,
+                object: &before,
+                old_object: old,
+            };
+            self.hooks.mutate(&attributes, object)?;
         }
         let mut causes = validation::object_meta(def, object);
         if def.custom {
@@ -398,11 +427,38 @@ impl World {
                 target == Target::Status,
             ));
         }
-        if causes.is_empty() {
-            Ok(())
-        } else {
-            Err(ApiError::invalid(def, &name, causes))
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(def, &name, causes));
         }
+        let attributes = Attributes {
+            operation,
+            def,
+            subresource,
+            namespace: &namespace,
+            name: &name,
+            object,
+            old_object: old,
+        };
+        let listed = |plural: &str| -> Vec<Value> {
+            self.objects
+                .get(&GroupResource::new(admission::GROUP, plural))
+                .map(|o| o.values().cloned().collect())
+                .unwrap_or_default()
+        };
+        let bindings = listed("validatingadmissionpolicybindings");
+        if !bindings.is_empty() {
+            let ns_object = self
+                .stored(&GroupResource::new("", "namespaces"), &namespace)
+                .cloned()
+                .unwrap_or(Value::Null);
+            admission::check_policies(
+                &listed("validatingadmissionpolicies"),
+                &bindings,
+                &attributes,
+                &ns_object,
+            )?;
+        }
+        self.hooks.validate(&attributes)
     }
 
     /// POST: create, as the real server does.

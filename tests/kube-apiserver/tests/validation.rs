@@ -160,6 +160,19 @@ async fn built_in_kinds_are_validated_by_their_own_rules() {
         .create(Kind::Namespace, json!({"metadata": {"name": "a.b"}}))
         .unwrap_err();
     assert_eq!(status(&e)["details"]["causes"][0]["field"], "metadata.name");
+    let bindings = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");
+    let e = kube
+        .create(
+            bindings,
+            json!({"metadata": {"name": "system:b", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Pod", "name": "r"}}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        status(&e)["details"]["causes"],
+        json!([{"reason": "FieldValueNotSupported", "field": "roleRef.kind",
+                "message": "Unsupported value: \"Pod\": supported values: \"Role\", \"ClusterRole\""}])
+    );
 }
 
 #[tokio::test]
