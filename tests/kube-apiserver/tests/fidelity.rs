@@ -444,3 +444,84 @@ async fn https_with_tokens_and_client_certificates() {
     let (code, _) = get_with(&trusting, &kube, "/api/v1/nodes").await;
     assert_eq!(code, 200, "anonymous over HTTPS");
 }
+
+/// Writes by a user RBAC holds pass the API server's admission as a real
+/// one's do: a binding to a role the writer does not hold is refused
+/// (escalation check), and so is an owner reference with
+/// `blockOwnerDeletion` to an owner whose finalizers the writer may not
+/// update (OwnerReferencesPermissionEnforcement); the same writes within
+/// the writer's permissions are stored.
+#[tokio::test]
+async fn writes_pass_the_escalation_and_owner_reference_checks() {
+    let kube = KubeApiServer::start().await.unwrap();
+    let user = "system:serviceaccount:default:writer";
+    kube.load_rbac(&[
+        json!({"kind": "ClusterRole", "metadata": {"name": "writer"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets", "configmaps"], "verbs": ["create"]},
+                      {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"], "verbs": ["create"]}]}),
+        json!({"kind": "ClusterRole", "metadata": {"name": "secrets-only"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}]}),
+        json!({"kind": "ClusterRole", "metadata": {"name": "admin"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+        json!({"kind": "ClusterRoleBinding", "metadata": {"name": "writer"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "writer"},
+            "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": "default"}]}),
+    ]);
+    let token = kube.token_for(user);
+    let client = builder().build().unwrap();
+    let post = |path: &str, body: Value| {
+        client
+            .post(format!("{}{path}", kube.url()))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    let binding = |role: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": format!("to-{role}"), "namespace": "default"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+               "subjects": [{"kind": "User", "name": "someone", "apiGroup": "rbac.authorization.k8s.io"}]})
+    };
+    let path = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+    let r = post(path, binding("admin")).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let status: Value = r.json().await.unwrap();
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "rolebindings.rbac.authorization.k8s.io \"to-admin\" is forbidden: user \
+             \"system:serviceaccount:default:writer\" (groups=[\"system:serviceaccounts\" \
+             \"system:serviceaccounts:default\" \"system:authenticated\"]) is attempting to grant \
+             RBAC permissions not currently held:"
+        ),
+        "{status}"
+    );
+    assert!(kube
+        .get(
+            ("rbac.authorization.k8s.io", "rolebindings"),
+            Some("default"),
+            "to-admin"
+        )
+        .is_none());
+    assert_eq!(
+        post(path, binding("secrets-only")).await.unwrap().status(),
+        201
+    );
+
+    let owned = |block: bool| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": format!("owned-{block}"), "namespace": "default",
+                            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                                 "uid": "u-1", "controller": true, "blockOwnerDeletion": block}]}})
+    };
+    let path = "/api/v1/namespaces/default/secrets";
+    let r = post(path, owned(true)).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(
+        status["message"],
+        "secrets \"owned-true\" is forbidden: cannot set blockOwnerDeletion if an ownerReference \
+         refers to a resource you can't set finalizers on: , <nil>"
+    );
+    assert_eq!(post(path, owned(false)).await.unwrap().status(), 201);
+}
