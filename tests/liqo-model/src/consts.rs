@@ -1,0 +1,72 @@
+//! Liqo's names for the objects, labels and annotations the modelled
+//! controllers read and write, each with the v1.2.0 file that defines it.
+
+use kube::api::ApiResource;
+use kube::core::GroupVersionKind;
+
+/// `pkg/consts/namespace_mapping.go:19`.
+pub const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
+/// `pkg/consts/core.go:19`.
+pub const TENANT_NAMESPACE: &str = "liqo.io/tenant-namespace";
+/// `pkg/consts/replication.go:30`: the consumer asks for its slice to be replicated.
+pub const REPLICATION_REQUESTED: &str = "liqo.io/replication";
+/// `pkg/consts/replication.go:34`.
+pub const REPLICATION_ORIGIN: &str = "liqo.io/originID";
+/// `pkg/consts/replication.go:36`.
+pub const REPLICATION_DESTINATION: &str = "liqo.io/remoteID";
+/// `pkg/consts/replication.go:38`: the object is a replica made by the crdReplicator.
+pub const REPLICATED: &str = "liqo.io/replicated";
+/// `pkg/consts/authentication.go:41`.
+pub const RESOURCE_SLICE_NAME: &str = "liqo.io/resourceslice-name";
+/// `pkg/consts/authentication.go:44`: set on each ShadowPod by the ShadowPod mutating webhook.
+pub const CREATOR_USER: &str = "liqo.io/creator-user";
+/// `pkg/consts/authentication.go:47`.
+pub const CREATE_VIRTUAL_NODE: &str = "liqo.io/create-virtual-node";
+/// `pkg/consts/authentication.go:50`.
+pub const CORDON_RESOURCE: &str = "liqo.io/cordon";
+/// `pkg/consts/authentication.go:53`.
+pub const CORDON_TENANT: &str = "liqo.io/cordon-tenant";
+/// `pkg/consts/storage.go:22`.
+pub const STORAGE_AVAILABLE: &str = "storage.liqo.io/available";
+/// `pkg/consts/webhook.go:20`: the taint every virtual node carries.
+pub const VIRTUAL_NODE_TOLERATION_KEY: &str = "virtual-node.liqo.io/not-allowed";
+
+/// Label selector of the replicas the crdReplicator made
+/// (`internal/crdReplicator/reflection/reflector.go:295-309`).
+pub const REPLICATED_SELECTOR: &str = "liqo.io/originID,liqo.io/replicated=true";
+/// Label selector of the local slices to replicate
+/// (`internal/crdReplicator/reflection/manager.go:164-178`).
+pub const LOCAL_SELECTOR: &str = "liqo.io/replication=true,liqo.io/remoteID";
+
+fn resource(group: &str, kind: &str, plural: &str) -> ApiResource {
+    let version = if group.is_empty() { "v1" } else { "v1beta1" };
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+pub fn resource_slices() -> ApiResource {
+    resource("authentication.liqo.io", "ResourceSlice", "resourceslices")
+}
+pub fn tenants() -> ApiResource {
+    resource("authentication.liqo.io", "Tenant", "tenants")
+}
+pub fn identities() -> ApiResource {
+    resource("authentication.liqo.io", "Identity", "identities")
+}
+pub fn quotas() -> ApiResource {
+    resource("offloading.liqo.io", "Quota", "quotas")
+}
+pub fn virtual_nodes() -> ApiResource {
+    resource("offloading.liqo.io", "VirtualNode", "virtualnodes")
+}
+pub fn foreign_clusters() -> ApiResource {
+    resource("core.liqo.io", "ForeignCluster", "foreignclusters")
+}
+pub fn namespaces() -> ApiResource {
+    resource("", "Namespace", "namespaces")
+}
+pub fn nodes() -> ApiResource {
+    resource("", "Node", "nodes")
+}
+pub fn secrets() -> ApiResource {
+    resource("", "Secret", "secrets")
+}

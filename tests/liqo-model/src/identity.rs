@@ -1,0 +1,58 @@
+//! Each modelled component talks to the API server as its own user, with
+//! only the RBAC its Liqo counterpart has, so the server's authorization
+//! and admission apply to it as they would to Liqo.
+//!
+//! The rules are written per controller from the `+kubebuilder:rbac`
+//! markers beside each Liqo reconciler (cited in each module), which is
+//! what `deployments/liqo/files/liqo-controller-manager-ClusterRole.yaml`
+//! is generated from.
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+use crate::Error;
+
+/// One RBAC policy rule: API groups, resources, verbs.
+pub struct Rule {
+    pub groups: &'static [&'static str],
+    pub resources: &'static [&'static str],
+    pub verbs: &'static [&'static str],
+}
+
+/// Everything on the objects a controller owns.
+pub const ALL: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+/// Read and watch.
+pub const READ: &[&str] = &["get", "list", "watch"];
+
+/// Store a ClusterRole named `role` with `rules`, bound to `user`, in `kube`.
+pub fn grant(kube: &KubeApiServer, user: &str, role: &str, rules: &[Rule]) {
+    let rules: Vec<Value> = rules
+        .iter()
+        .map(|r| json!({"apiGroups": r.groups, "resources": r.resources, "verbs": r.verbs}))
+        .collect();
+    kube.load_rbac(&[
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": role}, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": role},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    ]);
+}
+
+/// A client that `kube` authenticates as `user`.
+pub async fn client_as(kube: &KubeApiServer, user: &str) -> Result<Client, Error> {
+    let dir = tempfile::tempdir().map_err(Error::Kubeconfig)?;
+    let path = dir.path().join("kubeconfig");
+    kube.write_kubeconfig_as(&path, user)
+        .map_err(|e| Error::Identity(format!("{e:#}")))?;
+    let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| Error::Identity(e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::Identity(e.to_string()))?;
+    Client::try_from(config).map_err(Error::Kube)
+}

@@ -1,0 +1,194 @@
+//! A model of Liqo v1.2.0's controllers for the tests: each runs as its own
+//! tokio task on watches against a Kubernetes API test server
+//! ([`kube_test_server::KubeApiServer`], which loads Liqo v1.2.0's CRDs),
+//! as its own user under its own RBAC ([`identity`]), so authorization and
+//! schema validation apply to what it writes as they would to Liqo. A test
+//! starts them ([`Provider::start`], [`Consumer::start`]) and then only
+//! writes and reads objects: it never calls a controller.
+//!
+//! Paths are in `liqotech/liqo` at tag v1.2.0; each behaviour cites its
+//! file and lines beside the code that does it.
+//!
+//! # Modelled
+//! Provider side, as `system:serviceaccount:liqo:liqo-controller-manager`:
+//! - [`remote_resource_slice`] (`pkg/liqo-controller-manager/authentication/remoteresourceslice-controller/remoteresourceslice_controller.go`):
+//!   watches replicated slices carrying a CSR on spec changes only
+//!   (:313-318, 354-362) and Tenant events (:319-352); skips slices without
+//!   `consumerClusterID` (:116-121) or outside the consumer's tenant
+//!   namespace (:123-132); denies authentication when the namespace is not
+//!   the consumer's tenant namespace (:156-167, 451-469) or the CSR is not
+//!   one PEM block (:185-193, `authentication/csr.go:158-162`), else
+//!   accepts it (:235-236); with an Active Tenant grants classes `""` and
+//!   `default` every requested key plus `defaultNodeResources` for the
+//!   default keys not requested (:72-75, 253-277), with ingress and
+//!   load-balancer classes and node labels from its options (:279-288), and
+//!   leaves other classes' resources to their class controller
+//!   (:251-257); a Cordoned Tenant denies only slices not yet judged
+//!   (:291-296), a Drained one every slice (:297-298); the status is
+//!   written back on every reconcile (:142-154).
+//! - [`quota_creator`] (`pkg/liqo-controller-manager/quotacreator-controller/quotacreator_controller.go`):
+//!   on any change of a replica (status included, :142-144) whose
+//!   resources are `Accepted` (:81-86) — so `Denied` after `Accepted`
+//!   leaves the Quota — creates or updates the Quota named as the slice's
+//!   certificate user (`authentication/csr.go:46-63`) with
+//!   `spec.resources = status.resources` (:99), the configured
+//!   `limitsEnforcement` (:98), `cordoned` from either cordon annotation
+//!   (:101-132), owned by the slice (:107).
+//! - [`shadowpod_webhook`] (`pkg/webhooks/shadowpod/webhook.go:87-146`,
+//!   `peeringinfo.go`, `spdescription.go`): the ShadowPod creation check —
+//!   origin label and namespace, creator label, the creator's Quota,
+//!   cordon ("user is cordoned"), requests per enforcement level and room
+//!   left — as a pure function ([`shadowpod_webhook::validate_create`]).
+//!
+//! Consumer side:
+//! - [`virtual_node_creator`] (`pkg/liqo-controller-manager/virtualnodecreator-controller/virtualnodecreator_controller.go`),
+//!   as the consumer's controller manager: for each local slice asking for
+//!   a virtual node whose two conditions are `Accepted` (:83-93, 155,
+//!   161-180) and whose Identity names its kubeconfig Secret (:103-118),
+//!   creates or updates the VirtualNode with `resourceQuota.hard =
+//!   status.resources` and the storage, ingress and load-balancer classes,
+//!   node labels and node selector of the grant
+//!   (`offloading/forge/virtualnode.go:59-137`).
+//! - [`node_provider`] (`pkg/virtualKubelet/liqoNodeProvider/`), as the
+//!   virtual kubelet: the Node of each VirtualNode, labels and the
+//!   virtual-node taint (`utils.go:39-65`), capacity and allocatable copied
+//!   key by key and never removed (`utils.go:84-97`), Ready only with cpu
+//!   and memory above zero (`reconciler.go:134-148`) and, when the network
+//!   check is on and the networking module not off, the ForeignCluster's
+//!   network `Established` (`utils.go:99-133`), with pressure and
+//!   NetworkUnavailable conditions (`conditions.go`).
+//!
+//! # Not modelled yet
+//! The crdReplicator (labels, annotations at creation only, status copied
+//! back) and the local slice controller (`consumerClusterID`, CSR): tests
+//! write the replica and the consumer's status themselves for now. In the
+//! remote slice controller: the CSR's x509 parse and its CN, O and public
+//! key checks (csr.go:164-192), `status.authParams` (a signed certificate,
+//! RRS:211-233), certificate renewal, storage classes from StorageClasses,
+//! events. The Tenant controller's cordon and drain. The ShadowPod webhook
+//! as an admission hook (the test server has none yet), its mutating half
+//! (the creator label), updates and deletions. The virtual kubelet's
+//! reflection, the scheduler, NamespaceOffloading and NamespaceMaps, the
+//! pod webhook, node deletion, the node's own labels and addresses.
+
+pub mod consts;
+pub mod identity;
+pub mod node_provider;
+pub mod quota_creator;
+pub mod remote_resource_slice;
+pub mod runner;
+pub mod shadowpod_webhook;
+pub mod slice;
+pub mod virtual_node_creator;
+
+use kube_test_server::KubeApiServer;
+use tokio::task::JoinHandle;
+
+pub use quota_creator::LimitsEnforcement;
+pub use remote_resource_slice::Options as SliceOptions;
+
+/// What goes wrong starting or running a modelled controller.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("writing a kubeconfig: {0}")]
+    Kubeconfig(std::io::Error),
+    #[error("making the client of an identity: {0}")]
+    Identity(String),
+    #[error("encoding an object: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Another object is not there yet; the key is tried again.
+    #[error("waiting: {0}")]
+    Waiting(String),
+}
+
+/// The user Liqo's controller manager runs as (the chart's ServiceAccount).
+pub const CONTROLLER_MANAGER: &str = "system:serviceaccount:liqo:liqo-controller-manager";
+/// The user the model's virtual kubelet runs as.
+pub const VIRTUAL_KUBELET: &str = "system:serviceaccount:liqo:virtual-kubelet";
+
+/// How the provider's Liqo is configured.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderConfig {
+    /// What the default class gets besides its request.
+    pub slices: SliceOptions,
+    /// `controllerManager.config.defaultLimitsEnforcement`.
+    pub limits_enforcement: LimitsEnforcement,
+}
+
+/// Tasks that stop when dropped.
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Liqo's provider-side controllers running against one API server.
+pub struct Provider {
+    _tasks: Tasks,
+}
+
+impl Provider {
+    /// Grant the controller manager its RBAC in `kube` and start the remote
+    /// ResourceSlice controller and the quota creator.
+    pub async fn start(kube: &KubeApiServer, config: ProviderConfig) -> Result<Provider, Error> {
+        identity::grant(
+            kube,
+            CONTROLLER_MANAGER,
+            "liqo-model-remote-resourceslice",
+            remote_resource_slice::RULES,
+        );
+        identity::grant(
+            kube,
+            CONTROLLER_MANAGER,
+            "liqo-model-quota-creator",
+            quota_creator::RULES,
+        );
+        let client = identity::client_as(kube, CONTROLLER_MANAGER).await?;
+        let tasks = vec![
+            tokio::spawn(remote_resource_slice::run(client.clone(), config.slices)),
+            tokio::spawn(quota_creator::run(client, config.limits_enforcement)),
+        ];
+        Ok(Provider {
+            _tasks: Tasks(tasks),
+        })
+    }
+}
+
+/// Liqo's consumer-side controllers running against one API server.
+pub struct Consumer {
+    _tasks: Tasks,
+}
+
+impl Consumer {
+    /// Grant the controller manager and the virtual kubelet their RBAC in
+    /// `kube` and start the virtual-node creator and the node provider.
+    pub async fn start(kube: &KubeApiServer) -> Result<Consumer, Error> {
+        identity::grant(
+            kube,
+            CONTROLLER_MANAGER,
+            "liqo-model-virtual-node-creator",
+            virtual_node_creator::RULES,
+        );
+        identity::grant(
+            kube,
+            VIRTUAL_KUBELET,
+            "liqo-model-virtual-kubelet",
+            node_provider::RULES,
+        );
+        let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
+        let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;
+        let tasks = vec![
+            tokio::spawn(virtual_node_creator::run(manager)),
+            tokio::spawn(node_provider::run(kubelet)),
+        ];
+        Ok(Consumer {
+            _tasks: Tasks(tasks),
+        })
+    }
+}

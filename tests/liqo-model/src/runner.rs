@@ -1,0 +1,101 @@
+//! The work queue every modelled controller runs on, as controller-runtime
+//! gives Liqo's: watch events become object keys, each key is reconciled
+//! from a fresh read, and a failed reconcile is queued again after a short
+//! backoff (controller-runtime requeues with rate limiting on error).
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use kube::api::{Api, DynamicObject};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
+use kube::ResourceExt;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument;
+
+use crate::Error;
+
+/// An object to reconcile: namespace ("" when cluster-scoped) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Key {
+    pub fn of(obj: &DynamicObject) -> Key {
+        Key {
+            namespace: obj.namespace().unwrap_or_default(),
+            name: obj.name_any(),
+        }
+    }
+}
+
+/// How long a failed reconcile waits before its next try.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// Objects applied (added or changed) under `api`, with `selector`.
+pub fn applied(
+    api: Api<DynamicObject>,
+    selector: &str,
+) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
+    let config = watcher::Config::default().labels(selector);
+    watcher(api, config)
+        .default_backoff()
+        .applied_objects()
+        .boxed()
+}
+
+/// Keys of the objects in `objects`, watch errors logged (the watcher
+/// retries them itself).
+pub fn keys<F, I>(
+    objects: BoxStream<'static, Result<DynamicObject, watcher::Error>>,
+    map: F,
+) -> BoxStream<'static, Key>
+where
+    F: Fn(DynamicObject) -> I + Send + 'static,
+    I: IntoIterator<Item = Key>,
+    I::IntoIter: Send + 'static,
+{
+    objects
+        .filter_map(|event| async move {
+            match event {
+                Ok(obj) => Some(obj),
+                Err(e) => {
+                    tracing::warn!(error = %e, "watch failed; retrying");
+                    None
+                }
+            }
+        })
+        .flat_map(move |obj| stream::iter(map(obj)))
+        .boxed()
+}
+
+/// Reconcile every key `triggers` yields, one at a time, until the
+/// triggers end; a failed key is tried again after [`RETRY`].
+pub async fn run<F, Fut>(name: &'static str, triggers: Vec<BoxStream<'static, Key>>, reconcile: F)
+where
+    F: Fn(Key) -> Fut,
+    Fut: Future<Output = Result<(), Error>>,
+{
+    let (retry, retried) = tokio::sync::mpsc::unbounded_channel::<Key>();
+    let mut all = stream::select_all(triggers);
+    all.push(UnboundedReceiverStream::new(retried).boxed());
+    let span = tracing::info_span!("liqo_model", controller = name);
+    async move {
+        while let Some(key) = all.next().await {
+            if let Err(e) = reconcile(key.clone()).await {
+                tracing::debug!(error = %e, ?key, "reconcile failed; queued again");
+                let retry = retry.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY).await;
+                    // The receiver is gone only when the controller stopped.
+                    let _ = retry.send(key);
+                });
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}

@@ -1,0 +1,73 @@
+//! The model's conformance suite: the cases of Liqo v1.2.0's own tests
+//! (`pkg/webhooks/shadowpod/webhook_test.go`,
+//! `pkg/virtualKubelet/liqoNodeProvider/nodeProvider_test.go`) and the
+//! behaviours the project depends on, each against the Kubernetes API test
+//! server with the controllers running on their own.
+#![allow(clippy::unwrap_used)]
+
+mod consumer;
+mod provider;
+mod shadowpod;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use kube_test_server::{GroupResource, KubeApiServer};
+use serde_json::{json, Value};
+
+pub const SLICES: (&str, &str) = ("authentication.liqo.io", "resourceslices");
+pub const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
+pub const QUOTAS: (&str, &str) = ("offloading.liqo.io", "quotas");
+pub const IDENTITIES: (&str, &str) = ("authentication.liqo.io", "identities");
+pub const VIRTUAL_NODES: (&str, &str) = ("offloading.liqo.io", "virtualnodes");
+pub const FOREIGN_CLUSTERS: (&str, &str) = ("core.liqo.io", "foreignclusters");
+pub const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub const SECRETS: (&str, &str) = ("", "secrets");
+pub const NODES: (&str, &str) = ("", "nodes");
+
+/// Poll `kube` until the object satisfies `ready`, or fail after 10 s
+/// naming what was awaited and what was last seen.
+pub async fn wait_for(
+    kube: &KubeApiServer,
+    resource: (&str, &str),
+    namespace: Option<&str>,
+    name: &str,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = kube.get(GroupResource::new(resource.0, resource.1), namespace, name);
+        if let Some(obj) = seen.as_ref().filter(|o| ready(o)) {
+            return obj.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {name}: {what}; last seen {seen:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A `spec.csr` as Liqo writes it: one PEM block, base64 in JSON.
+pub fn csr() -> String {
+    let pem = "-----BEGIN CERTIFICATE REQUEST-----\nTUlJQ2FqQ0NBVklDQVFBd0pURWpNQ0VHQTFVRUF3d2E=\n-----END CERTIFICATE REQUEST-----\n";
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+pub fn namespace(kube: &KubeApiServer, name: &str, labels: Value) {
+    kube.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": name, "labels": labels}}),
+    );
+}
+
+/// The status of condition `kind` of a slice.
+pub fn condition(slice: &Value, kind: &str) -> Option<String> {
+    slice["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .map(|c| c["status"].as_str().unwrap_or_default().to_string())
+}

@@ -1,0 +1,479 @@
+//! The provider's remote ResourceSlice controller and quota creator.
+
+use kube_test_server::KubeApiServer;
+use liqo_model::shadowpod_webhook::{validate_create, World};
+use liqo_model::{slice, LimitsEnforcement, Provider, ProviderConfig};
+use serde_json::{json, Value};
+
+use super::*;
+
+const CONSUMER: &str = "consumer-1";
+const TENANT_NS: &str = "liqo-tenant-consumer-1";
+
+/// A provider cluster peered with [`CONSUMER`] (tenant namespace and
+/// Tenant, as `liqoctl peer` leaves them), Liqo's controllers running.
+async fn provider(config: ProviderConfig) -> (KubeApiServer, Provider) {
+    let kube = KubeApiServer::start().await.unwrap();
+    namespace(
+        &kube,
+        TENANT_NS,
+        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": CONSUMER}),
+    );
+    kube.create(TENANTS, json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+        "metadata": {"name": CONSUMER, "namespace": TENANT_NS, "labels": {"liqo.io/remote-cluster-id": CONSUMER}},
+        "spec": {"clusterID": CONSUMER, "authzPolicy": "TolerateNoHandshake", "tenantCondition": "Active"}}))
+        .unwrap();
+    let running = Provider::start(&kube, config).await.unwrap();
+    (kube, running)
+}
+
+/// The crdReplicator's replica of the consumer's slice `name`.
+fn replica(kube: &KubeApiServer, name: &str, class: &str, resources: Value, csr: &str) {
+    kube.create(
+        SLICES,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": name, "namespace": TENANT_NS,
+                     "labels": {"liqo.io/replicated": "true", "liqo.io/originID": CONSUMER,
+                                "liqo.io/remote-cluster-id": CONSUMER}},
+        "spec": {"class": class, "consumerClusterID": CONSUMER, "providerClusterID": "provider-1",
+                 "csr": csr, "resources": resources}}),
+    )
+    .unwrap();
+}
+
+async fn authenticated(kube: &KubeApiServer, name: &str) -> Value {
+    wait_for(
+        kube,
+        SLICES,
+        Some(TENANT_NS),
+        name,
+        "Authentication Accepted",
+        |s| condition(s, "Authentication").as_deref() == Some("Accepted"),
+    )
+    .await
+}
+
+/// What a class controller writes: both conditions, `resources` granted.
+fn grant(kube: &KubeApiServer, name: &str, resources_condition: &str, resources: Value) {
+    let conditions = json!([
+        {"type": "Authentication", "status": "Accepted", "reason": "x", "message": "x",
+         "lastTransitionTime": "2026-11-26T00:00:00Z"},
+        {"type": "Resources", "status": resources_condition, "reason": "x", "message": "x",
+         "lastTransitionTime": "2026-11-26T00:00:00Z"}]);
+    kube.merge_patch(
+        SLICES,
+        Some(TENANT_NS),
+        name,
+        json!({"status": {"conditions": conditions, "resources": resources}}),
+        true,
+    )
+    .unwrap();
+}
+
+fn quota_name(slice_name: &str) -> String {
+    slice::common_name(slice_name, CONSUMER)
+}
+
+#[tokio::test]
+async fn a_default_class_slice_is_granted_its_request_plus_the_default_node_resources() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "plain",
+        "default",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    let slice = wait_for(
+        &kube,
+        SLICES,
+        Some(TENANT_NS),
+        "plain",
+        "Resources Accepted",
+        |s| condition(s, "Resources").as_deref() == Some("Accepted"),
+    )
+    .await;
+    assert_eq!(
+        condition(&slice, "Authentication").as_deref(),
+        Some("Accepted")
+    );
+    assert_eq!(
+        slice["status"]["resources"],
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110", "ephemeral-storage": "20Gi"})
+    );
+    // And the Quota follows the grant.
+    let quota = wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("plain"),
+        "a Quota",
+        |_| true,
+    )
+    .await;
+    assert_eq!(quota["spec"]["resources"], slice["status"]["resources"]);
+}
+
+#[tokio::test]
+async fn the_empty_class_is_the_default_class_and_a_request_above_the_defaults_is_granted_uncapped()
+{
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "unnamed",
+        "",
+        json!({"cpu": "64", "pods": "500"}),
+        &csr(),
+    );
+    let slice = wait_for(
+        &kube,
+        SLICES,
+        Some(TENANT_NS),
+        "unnamed",
+        "Resources Accepted",
+        |s| condition(s, "Resources").as_deref() == Some("Accepted"),
+    )
+    .await;
+    assert_eq!(
+        slice["status"]["resources"],
+        json!({"cpu": "64", "memory": "8Gi", "pods": "500", "ephemeral-storage": "20Gi"})
+    );
+}
+
+#[tokio::test]
+async fn another_class_is_authenticated_but_its_resources_are_left_to_its_class_controller() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    let slice = authenticated(&kube, "gold").await;
+    assert_eq!(condition(&slice, "Resources"), None);
+    assert_eq!(slice["status"]["resources"], Value::Null);
+    // A later spec change is reconciled again, and still not granted.
+    kube.merge_patch(
+        SLICES,
+        Some(TENANT_NS),
+        "gold",
+        json!({"spec": {"resources": {"cpu": "3"}}}),
+        false,
+    )
+    .unwrap();
+    // Sync point: a default-class slice created after the change is granted
+    // by the same controller's queue.
+    replica(&kube, "marker", "default", json!({}), &csr());
+    wait_for(&kube, SLICES, Some(TENANT_NS), "marker", "granted", |s| {
+        condition(s, "Resources").as_deref() == Some("Accepted")
+    })
+    .await;
+    let slice = kube
+        .get(
+            kube_test_server::GroupResource::new(SLICES.0, SLICES.1),
+            Some(TENANT_NS),
+            "gold",
+        )
+        .unwrap();
+    assert_eq!(condition(&slice, "Resources"), None);
+}
+
+#[tokio::test]
+async fn a_slice_whose_csr_is_not_one_pem_block_is_denied_authentication() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    use base64::Engine;
+    let garbage = base64::engine::general_purpose::STANDARD.encode("not a certificate request");
+    replica(
+        &kube,
+        "forged",
+        "default",
+        json!({"cpu": "1", "memory": "1Gi"}),
+        &garbage,
+    );
+    let slice = wait_for(
+        &kube,
+        SLICES,
+        Some(TENANT_NS),
+        "forged",
+        "Authentication Denied",
+        |s| condition(s, "Authentication").as_deref() == Some("Denied"),
+    )
+    .await;
+    // Nothing granted, so no Quota.
+    assert_eq!(condition(&slice, "Resources"), None);
+}
+
+#[tokio::test]
+async fn a_drained_tenant_denies_every_class() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    authenticated(&kube, "gold").await;
+    kube.merge_patch(
+        TENANTS,
+        Some(TENANT_NS),
+        CONSUMER,
+        json!({"spec": {"tenantCondition": "Drained"}}),
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &kube,
+        SLICES,
+        Some(TENANT_NS),
+        "gold",
+        "Resources Denied",
+        |s| condition(s, "Resources").as_deref() == Some("Denied"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_cordoned_tenant_denies_only_slices_not_yet_judged() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "early",
+        "default",
+        json!({"cpu": "1", "memory": "1Gi"}),
+        &csr(),
+    );
+    wait_for(&kube, SLICES, Some(TENANT_NS), "early", "granted", |s| {
+        condition(s, "Resources").as_deref() == Some("Accepted")
+    })
+    .await;
+    kube.merge_patch(
+        TENANTS,
+        Some(TENANT_NS),
+        CONSUMER,
+        json!({"spec": {"tenantCondition": "Cordoned"}}),
+        false,
+    )
+    .unwrap();
+    replica(
+        &kube,
+        "late",
+        "default",
+        json!({"cpu": "1", "memory": "1Gi"}),
+        &csr(),
+    );
+    wait_for(
+        &kube,
+        SLICES,
+        Some(TENANT_NS),
+        "late",
+        "Resources Denied",
+        |s| condition(s, "Resources").as_deref() == Some("Denied"),
+    )
+    .await;
+    let early = kube
+        .get(
+            kube_test_server::GroupResource::new(SLICES.0, SLICES.1),
+            Some(TENANT_NS),
+            "early",
+        )
+        .unwrap();
+    assert_eq!(condition(&early, "Resources").as_deref(), Some("Accepted"));
+}
+
+#[tokio::test]
+async fn a_quota_holds_what_an_accepted_slice_grants_at_the_configured_level() {
+    let config = ProviderConfig {
+        limits_enforcement: LimitsEnforcement::Hard,
+        ..Default::default()
+    };
+    let (kube, _liqo) = provider(config).await;
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    authenticated(&kube, "gold").await;
+    // Not accepted yet: no Quota; then the class controller grants.
+    grant(
+        &kube,
+        "gold",
+        "Accepted",
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
+    );
+    let quota = wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "a Quota",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        quota["spec"]["resources"],
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"})
+    );
+    assert_eq!(quota["spec"]["limitsEnforcement"], "Hard");
+    assert_eq!(quota["spec"]["user"], json!(quota_name("gold")));
+    assert_eq!(quota["metadata"]["ownerReferences"][0]["name"], "gold");
+    // A shrink while Accepted is followed.
+    grant(
+        &kube,
+        "gold",
+        "Accepted",
+        json!({"cpu": "500m", "memory": "1Gi", "pods": "5"}),
+    );
+    wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "the shrink",
+        |q| q["spec"]["resources"]["cpu"] == "500m",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn denied_after_accepted_leaves_the_quota_as_it_was() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    authenticated(&kube, "gold").await;
+    grant(
+        &kube,
+        "gold",
+        "Accepted",
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
+    );
+    wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "a Quota",
+        |_| true,
+    )
+    .await;
+    // The revocation as `--on-shrink follow` writes it.
+    grant(&kube, "gold", "Denied", Value::Null);
+    // Sync point: the quota creator handles slice events in order, so once a
+    // later slice has its Quota the Denied has been seen.
+    replica(&kube, "marker", "gold", json!({}), &csr());
+    authenticated(&kube, "marker").await;
+    grant(&kube, "marker", "Accepted", json!({"cpu": "1"}));
+    wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("marker"),
+        "the marker's Quota",
+        |_| true,
+    )
+    .await;
+    let quota = kube
+        .get(
+            kube_test_server::GroupResource::new(QUOTAS.0, QUOTAS.1),
+            Some(TENANT_NS),
+            &quota_name("gold"),
+        )
+        .unwrap();
+    assert_eq!(
+        quota["spec"]["resources"],
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"})
+    );
+}
+
+#[tokio::test]
+async fn a_cordoned_quota_refuses_a_new_pod() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    authenticated(&kube, "gold").await;
+    grant(
+        &kube,
+        "gold",
+        "Accepted",
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
+    );
+    let quota = wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "a Quota",
+        |_| true,
+    )
+    .await;
+    let offloaded_ns = std::collections::BTreeMap::from([(
+        "liqo.io/remote-cluster-id".to_string(),
+        CONSUMER.to_string(),
+    )]);
+    let pod = shadowpod::shadow_pod("web", CONSUMER, &quota_name("gold"), "100m", "128Mi");
+    let world = |quota: &Value| -> Result<(), String> {
+        let quotas = [quota.clone()];
+        let world = World {
+            resource_enforcement: true,
+            namespace_labels: Some(&offloaded_ns),
+            quotas: &quotas,
+            admitted: &[],
+        };
+        validate_create(&pod, &world).map_err(|d| d.0)
+    };
+    assert_eq!(
+        world(&quota),
+        Ok(()),
+        "the pod fits the Quota before the cordon"
+    );
+    // The class controller cordons the replica (`liqo.io/cordon`).
+    kube.merge_patch(
+        SLICES,
+        Some(TENANT_NS),
+        "gold",
+        json!({"metadata": {"annotations": {"liqo.io/cordon": "true"}}}),
+        false,
+    )
+    .unwrap();
+    let quota = wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "cordoned",
+        |q| q["spec"]["cordoned"] == true,
+    )
+    .await;
+    assert_eq!(world(&quota), Err("user is cordoned".to_string()));
+    // Lifting the cordon lifts it on the Quota.
+    kube.merge_patch(
+        SLICES,
+        Some(TENANT_NS),
+        "gold",
+        json!({"metadata": {"annotations": {"liqo.io/cordon": "false"}}}),
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &kube,
+        QUOTAS,
+        Some(TENANT_NS),
+        &quota_name("gold"),
+        "uncordoned",
+        |q| q["spec"].get("cordoned").is_none(),
+    )
+    .await;
+}
