@@ -160,6 +160,17 @@ pub const V0_AUTH_TOKEN_LABEL: &str = "discovery.liqo.io/auth-token";
 /// `docs/advanced/peering/peering-via-cr.md`): `"true"` on a ResourceSlice
 /// makes Liqo create a virtual node for it once accepted.
 pub const CREATE_VIRTUAL_NODE_ANNOTATION: &str = "liqo.io/create-virtual-node";
+/// `consts.CordonResourceAnnotation` (`pkg/consts/authentication.go` line
+/// 50): on a provider's replicated ResourceSlice, any value but `false`,
+/// `False` or `0` cordons its Quota, and the ShadowPod webhook then admits
+/// no new pod (`pkg/liqo-controller-manager/quotacreator-controller/quotacreator_controller.go`
+/// lines 101-132; `liqoctl cordon resourceslice` writes `"true"`,
+/// `pkg/liqoctl/cordon/handler.go` line 100). The replicator copies
+/// annotations only at creation, so one set on the replica stays.
+pub const CORDON_ANNOTATION: &str = "liqo.io/cordon";
+/// `quotacreator_controller.go` lines 121-123: the values of
+/// [`CORDON_ANNOTATION`] that do not cordon.
+pub const NOT_CORDONED_VALUES: [&str; 3] = ["false", "False", "0"];
 /// `pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go`
 /// (lines 55-66): on a namespace Liqo created for an offloaded one, the
 /// NamespaceMap that made it (`<tenant namespace>/<name>`).

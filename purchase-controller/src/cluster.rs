@@ -110,7 +110,6 @@ pub async fn set_up(
                     contract_id: &contract.id,
                     class: &contract.resource_slice_class,
                     resources: &resources,
-                    consumer: &cluster.cluster_id,
                     provider,
                 };
                 let wanted = liqo::v1_resource_slice(&request, &peering.tenant_namespace, &key);

@@ -210,14 +210,17 @@ pub struct SliceRequest<'a> {
     pub contract_id: &'a str,
     pub class: &'a str,
     pub resources: &'a BTreeMap<String, String>,
-    pub consumer: &'a str,
     pub provider: &'a str,
 }
 
 /// The ResourceSlice as `liqoctl create resourceslice` forges it
 /// (`forge.MutateResourceSlice`: replication labels towards the provider, a
 /// virtual node asked for), with the contract's class and resources and
-/// both cluster IDs.
+/// the provider's cluster ID. `spec.consumerClusterID` is left unset: Liqo's
+/// local slice controller fills it with this cluster's own ID
+/// (`pkg/liqo-controller-manager/authentication/localresourceslice-controller/localresourceslice_controller.go`
+/// lines 83-85), and a wrong one would make the provider skip the slice for
+/// ever (its tenant namespace must match).
 pub fn v1_resource_slice(request: &SliceRequest<'_>, namespace: &str, purchase: &str) -> Value {
     let (mut labels, mut annotations) = mark(purchase);
     labels[REPLICATION_REQUESTED_LABEL] = json!("true");
@@ -228,8 +231,8 @@ pub fn v1_resource_slice(request: &SliceRequest<'_>, namespace: &str, purchase: 
         "apiVersion": RESOURCE_SLICE.api_version(), "kind": RESOURCE_SLICE.kind,
         "metadata": {"name": slice_name(request.contract_id), "namespace": namespace,
                      "labels": labels, "annotations": annotations},
-        "spec": {"class": request.class, "consumerClusterID": request.consumer,
-                 "providerClusterID": request.provider, "resources": request.resources},
+        "spec": {"class": request.class, "providerClusterID": request.provider,
+                 "resources": request.resources},
     })
 }
 
@@ -507,13 +510,12 @@ mod tests {
     }
 
     #[test]
-    fn the_slice_carries_class_resources_ids_and_liqo_labels() {
+    fn the_slice_carries_class_resources_the_provider_and_liqo_labels_not_the_consumer_id() {
         let resources = BTreeMap::from([("cpu".to_string(), "2".to_string())]);
         let request = SliceRequest {
             contract_id: "AB_12",
             class: "liqo-broker",
             resources: &resources,
-            consumer: "c-1",
             provider: "p-1",
         };
         let slice = v1_resource_slice(&request, "liqo-tenant-p-1", "ns/p");
@@ -533,7 +535,7 @@ mod tests {
         );
         assert_eq!(
             slice["spec"],
-            json!({"class": "liqo-broker", "consumerClusterID": "c-1", "providerClusterID": "p-1",
+            json!({"class": "liqo-broker", "providerClusterID": "p-1",
                    "resources": {"cpu": "2"}})
         );
         assert_eq!(slice_grant(&slice), Grant::Waiting);

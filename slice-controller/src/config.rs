@@ -3,6 +3,7 @@
 //! `RESOURCE_MONITOR_*` variable) and [`run`], which starts the HTTP port,
 //! the leader election and the controller.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,9 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::decision::{GrantPolicy, ShrinkPolicy};
 use crate::metrics::Metrics;
+use crate::model::{ClassOffer, NodeExtras};
 use crate::reconcile::{self, Settings};
 use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
 use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
+use quantity::ResourceList;
 
 /// What `resource-monitor --liqo-api` asks for: a gRPC wire shape for Liqo
 /// v0.x, or `v1` (no plugin API: this controller, no gRPC server).
@@ -95,6 +98,45 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
+    /// The keys every grant carries and the value each gets when the policy's grant lacks it (not asked for, or sold by none of the consumer's contracts), at most what was asked and what the chain offers the consumer: Liqo's virtual node is Ready only with cpu > 0 and memory > 0 and schedules pods only with a pods allocatable. Per slice, not counted against allowances. Must name cpu, memory and pods, each above 0.
+    #[arg(long, env = "RESOURCE_MONITOR_GRANT_DEFAULTS", value_name = "NAME=QUANTITY,...", default_value = "cpu=4,memory=8Gi,pods=110", value_parser = parse_grant_defaults)]
+    pub grant_defaults: ResourceList,
+
+    /// Storage classes of this cluster offered on the consumer's virtual node, written into every accepted grant (status.storageClasses); NAME:default marks Liqo's default one. Liqo fills these only for its own default class.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_STORAGE_CLASSES",
+        value_name = "NAME[:default],...",
+        value_delimiter = ','
+    )]
+    pub storage_classes: Vec<ClassOffer>,
+
+    /// Ingress classes offered on the consumer's virtual node (status.ingressClasses); NAME:default marks the default one.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_INGRESS_CLASSES",
+        value_name = "NAME[:default],...",
+        value_delimiter = ','
+    )]
+    pub ingress_classes: Vec<ClassOffer>,
+
+    /// Load-balancer classes offered on the consumer's virtual node (status.loadBalancerClasses); NAME:default marks the default one.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LOAD_BALANCER_CLASSES",
+        value_name = "NAME[:default],...",
+        value_delimiter = ','
+    )]
+    pub load_balancer_classes: Vec<ClassOffer>,
+
+    /// Labels Liqo puts on the consumer's virtual node (status.nodeLabels), e.g. the offer's provider labels: KEY=VALUE,...
+    #[arg(long, env = "RESOURCE_MONITOR_NODE_LABELS", value_name = "KEY=VALUE,...", value_parser = parse_labels, default_value = "")]
+    pub node_labels: Labels,
+
+    /// Node selector Liqo applies to pods offloaded through the grant (status.nodeSelector): KEY=VALUE,...
+    #[arg(long, env = "RESOURCE_MONITOR_NODE_SELECTOR", value_name = "KEY=VALUE,...", value_parser = parse_labels, default_value = "")]
+    pub node_selector: Labels,
+
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
@@ -107,6 +149,65 @@ pub struct ControllerArgs {
 
     #[command(flatten)]
     pub lease: Prefixed<LeaseTimesArgs, Env>,
+}
+
+/// `KEY=VALUE` pairs of `--node-labels` and `--node-selector`.
+pub type Labels = BTreeMap<String, String>;
+
+/// The keys [`ControllerArgs::grant_defaults`] must name.
+pub const MANDATORY_KEYS: [&str; 3] = ["cpu", "memory", "pods"];
+
+/// `--grant-defaults`: `NAME=QUANTITY` pairs naming each of
+/// [`MANDATORY_KEYS`] above 0.
+fn parse_grant_defaults(text: &str) -> Result<ResourceList, String> {
+    let mut list = ResourceList::new();
+    for (name, value) in parse_pairs(text)? {
+        let quantity: quantity::Quantity = value
+            .parse()
+            .map_err(|e| format!("{name}={value}: not a quantity: {e}"))?;
+        list.insert(name, quantity);
+    }
+    for key in MANDATORY_KEYS {
+        match list.get(key) {
+            None => {
+                return Err(format!(
+                    "must name {key} (every grant carries cpu, memory and pods)"
+                ))
+            }
+            Some(q) if q.is_zero() => {
+                return Err(format!(
+                    "{key} must be above 0 (Liqo's virtual node needs it)"
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(list)
+}
+
+/// `--node-labels`, `--node-selector`: `KEY=VALUE` pairs (or nothing).
+fn parse_labels(text: &str) -> Result<Labels, String> {
+    Ok(parse_pairs(text)?.into_iter().collect())
+}
+
+/// `a=1,b=2` → pairs; an entry without `=`, with an empty key, or a key
+/// given twice is refused, naming it.
+fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(format!("{entry:?}: expected KEY=VALUE"));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("{entry:?}: empty key"));
+        }
+        if pairs.iter().any(|(k, _)| k == key) {
+            return Err(format!("{key} given twice"));
+        }
+        pairs.push((key.to_string(), value.trim().to_string()));
+    }
+    Ok(pairs)
 }
 
 /// Every flag's environment variable starts `RESOURCE_MONITOR_` (the flags
@@ -232,13 +333,10 @@ pub async fn run(
     args.validate()?;
     let class = args.class()?.to_string();
     let metrics = Metrics::new();
-    let http = edge::probe::spawn(
-        args.probe.http_listen,
-        Some("controller"),
-        metrics.clone(),
-        shutdown.clone().cancelled_owned(),
-    )
-    .await?;
+    let http = args
+        .probe
+        .spawn(Some("controller"), metrics.clone(), &shutdown)
+        .await?;
     let contracts = follow_contracts(args, &metrics, &shutdown)?;
 
     let identity = args
@@ -249,6 +347,14 @@ pub async fn run(
         class: class.clone(),
         policy: args.grant_policy,
         shrink: args.on_shrink,
+        defaults: args.grant_defaults.clone(),
+        extras: NodeExtras {
+            storage_classes: args.storage_classes.clone(),
+            ingress_classes: args.ingress_classes.clone(),
+            load_balancer_classes: args.load_balancer_classes.clone(),
+            node_labels: args.node_labels.clone(),
+            node_selector: args.node_selector.clone(),
+        },
         resync: args.resync,
         retry: args.error_retry,
         reporter: Reporter {
@@ -374,5 +480,46 @@ mod tests {
         let cli =
             Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
         assert!(!cli.controller.election.leader_elect);
+    }
+
+    #[test]
+    fn grant_defaults_and_node_extras() {
+        let cli = Cli::try_parse_from(["x", "--class", "g"]).expect("parse");
+        assert_eq!(
+            cli.controller.grant_defaults.to_strings(),
+            [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into()
+        );
+        assert!(cli.controller.storage_classes.is_empty());
+        assert!(cli.controller.node_labels.is_empty());
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "g",
+            "--grant-defaults",
+            "cpu=500m,memory=1Gi,pods=20,ephemeral-storage=1Gi",
+            "--storage-classes",
+            "standard:default,fast",
+            "--node-labels",
+            "region=eu, tier=gold",
+        ])
+        .expect("parse");
+        assert_eq!(cli.controller.grant_defaults.to_strings()["cpu"], "500m");
+        assert_eq!(cli.controller.storage_classes.len(), 2);
+        assert!(cli.controller.storage_classes[0].default);
+        assert_eq!(cli.controller.node_labels["tier"], "gold");
+        for bad in [
+            ["--grant-defaults", "cpu=1,memory=1Gi"],
+            ["--grant-defaults", "cpu=0,memory=1Gi,pods=1"],
+            ["--grant-defaults", "cpu=lots,memory=1Gi,pods=1"],
+            ["--node-labels", "region"],
+            ["--node-selector", "a=1,a=2"],
+            ["--storage-classes", "Standard"],
+        ] {
+            let error =
+                Cli::try_parse_from(["x", "--class", "g", bad[0], bad[1]]).expect_err("refused");
+            assert!(error.to_string().contains(bad[0]), "{bad:?}: {error}");
+        }
     }
 }

@@ -19,7 +19,7 @@
 //!   allowed nothing ([`contract_allowance`]); within it a slice is
 //!   answered as under `clamp` (an over-asking slice is granted what its
 //!   contracts leave, and says by how much it was clamped). A consumer
-//!   without an active contract is denied (`NoContract`).
+//!   without an active contract is denied (`NoActiveContract`).
 //!
 //! **Order.** A consumer's slices are decided one after another, each
 //! seeing what the ones before hold: first the slices already accepted
@@ -29,13 +29,42 @@
 //! **When the allowance shrinks** ([`ShrinkPolicy`]): with `keep` an
 //! accepted grant is never taken back (it may still grow under `clamp` and
 //! `offer`); only slices not yet accepted see less. With `follow` every
-//! slice is re-decided as if new: under `fit` an incumbent that no longer
-//! fits is denied, under `clamp` and `offer` its grant shrinks. Under
-//! `contracts` a contract that expires or is cancelled shrinks the
-//! allowance the same way: with `keep` what it granted stays granted (only
-//! new requests see less); with `follow` grants shrink to what the
-//! remaining contracts allow, and a consumer with none left is denied
-//! (`NoContract`, grants cleared).
+//! slice is re-decided as if new: under `clamp`, `offer` and `contracts`
+//! its grant shrinks in place; a consumer with no contract left (under
+//! `contracts`), or an incumbent that no longer fits (under `fit`), is
+//! **revoked**.
+//!
+//! **Grants Liqo honours.** Liqo v1.2's quota creator and virtual-node
+//! creator act only on `Resources=Accepted` (`quotacreator_controller.go`
+//! lines 81-86, `virtualnodecreator_controller.go` 155, 172-180), and the
+//! virtual kubelet never removes a key from the node: writing `Denied`
+//! after `Accepted`, or dropping a key, leaves the old capacity in force.
+//! So, after the policy has spoken ([`decide_all`]):
+//! - an accepted grant never loses a key: a key it held that the new grant
+//!   lacks is written as `0`;
+//! - a slice that holds a grant is never `Denied`: what would deny it
+//!   **revokes** it instead — `Accepted`, reason `ResourcesRevoked`, every
+//!   key it held, asked for or must carry at `0`, and [`Verdict::cordon`]
+//!   set (the `liqo.io/cordon` annotation: the Quota is cordoned, the
+//!   ShadowPod webhook admits no new pod). A later grant lifts the cordon.
+//!   Under `keep`, a *changed* request that cannot be granted (`fit`'s
+//!   `InsufficientResources`, `InvalidRequest`) leaves the held grant
+//!   standing instead, `Accepted` with that reason;
+//! - every accepted grant carries the keys of [`Context::defaults`] (cpu,
+//!   memory and pods, checked at start-up): a key the policy's grant lacks —
+//!   not asked for or, under `contracts`, sold by none of the consumer's
+//!   contracts — gets its default, at most what was asked and what the
+//!   chain offers the consumer (when the chain names it). Defaults are per
+//!   slice and never counted against the allowance: they make the virtual
+//!   node Ready (cpu > 0, memory > 0) and schedulable (`pods`), they are
+//!   not sold;
+//! - a slice the previous release left `Denied` with reason
+//!   [`LEGACY_NO_CONTRACT`] (it wrote that after `Accepted` when the last
+//!   contract ended) counts as holding a grant of unknown keys
+//!   ([`held_grant`]), so it is revoked, or granted again if a contract is
+//!   back: an upgrade in place needs no migration step. A slice never
+//!   granted and without a contract is denied with reason
+//!   `NoActiveContract`, which the previous release never wrote.
 //!
 //! **Tenants.** A cordoned Tenant keeps the grants it has and gets no new
 //! ones; a drained Tenant gets nothing (every slice denied, grants cleared),
@@ -83,7 +112,9 @@ pub enum ShrinkPolicy {
     /// Never take back what was granted; only new requests see less.
     #[default]
     Keep,
-    /// Re-decide accepted slices too: deny (fit) or shrink (clamp, offer).
+    /// Re-decide accepted slices too: shrink them in place (clamp, offer,
+    /// contracts) or revoke them (fit when they no longer fit, contracts
+    /// when none is left): see the module docs.
     Follow,
 }
 
@@ -104,8 +135,42 @@ pub enum Reason {
     TenantDrained,
     /// Denied: `spec.resources` cannot be read.
     InvalidRequest,
-    /// Denied: the consumer has no active contract (`contracts`).
-    NoContract,
+    /// Denied: the consumer has no active contract and this slice holds
+    /// no grant (`contracts`). Not the previous release's `NoContract`
+    /// ([`LEGACY_NO_CONTRACT`]).
+    NoActiveContract,
+    /// Accepted with every resource at zero and cordoned: what would have
+    /// denied a slice that holds a grant (see the module docs).
+    ResourcesRevoked,
+}
+
+/// The reason the previous release wrote, with `Denied`, when a consumer
+/// had no contract left — also after `Accepted`, which Liqo ignores. A
+/// slice left so is revoked on the next reconcile ([`held_grant`]).
+pub const LEGACY_NO_CONTRACT: &str = "NoContract";
+
+/// The grant a slice holds as far as the decision is concerned, from its
+/// `Resources` condition (status, reason) and `status.resources`: `Some`
+/// when `Accepted` (the list, empty if absent), and `Some(empty)` when the
+/// previous release left it `Denied` with [`LEGACY_NO_CONTRACT`] (its old
+/// grant may still be in force in Liqo); `None` otherwise.
+pub fn held_grant(
+    status: Option<ConditionStatus>,
+    reason: &str,
+    granted: Option<ResourceList>,
+) -> Option<ResourceList> {
+    match status {
+        Some(ConditionStatus::Accepted) => Some(granted.unwrap_or_default()),
+        _ if is_legacy_denial(status, reason) => Some(ResourceList::new()),
+        _ => None,
+    }
+}
+
+/// Whether the previous release left the slice `Denied` with
+/// [`LEGACY_NO_CONTRACT`]: such a slice is always re-decided (never kept
+/// as it is, whatever `--on-shrink` says).
+pub fn is_legacy_denial(status: Option<ConditionStatus>, reason: &str) -> bool {
+    status == Some(ConditionStatus::Denied) && reason == LEGACY_NO_CONTRACT
 }
 
 impl Reason {
@@ -118,7 +183,8 @@ impl Reason {
             Reason::TenantCordoned => "TenantCordoned",
             Reason::TenantDrained => "TenantDrained",
             Reason::InvalidRequest => "InvalidRequest",
-            Reason::NoContract => "NoContract",
+            Reason::NoActiveContract => "NoActiveContract",
+            Reason::ResourcesRevoked => "ResourcesRevoked",
         }
     }
 }
@@ -131,6 +197,9 @@ pub struct Verdict {
     pub message: String,
     /// `status.resources`; `None` removes the field (denials grant nothing).
     pub granted: Option<ResourceList>,
+    /// Whether the slice should carry this controller's cordon (only
+    /// revocations set it; any other `Accepted` verdict lifts it).
+    pub cordon: bool,
 }
 
 /// The outcome for one slice.
@@ -152,9 +221,13 @@ pub struct Candidate {
     pub name: String,
     /// `spec.resources`, or why it cannot be read.
     pub requested: Result<ResourceList, ModelError>,
-    /// The grant it holds: `Some` when its `Resources` condition is
-    /// `Accepted` (with `status.resources`, empty if absent).
+    /// The grant it holds ([`held_grant`]): `Some` when its `Resources`
+    /// condition is `Accepted` (with `status.resources`, empty if absent),
+    /// or left `Denied/NoContract` by the previous release.
     pub accepted: Option<ResourceList>,
+    /// Left `Denied/NoContract` by the previous release
+    /// ([`is_legacy_denial`]): re-decided even where a grant would be kept.
+    pub legacy: bool,
 }
 
 /// What the decision of one consumer depends on besides its slices.
@@ -168,6 +241,9 @@ pub struct Context {
     /// Under `contracts`: the sum of the resources of the consumer's active
     /// contracts with this provider; `None` when it has none.
     pub contracted: Option<ResourceList>,
+    /// The keys every accepted grant carries, each with the value it gets
+    /// when the policy's grant lacks it (see the module docs).
+    pub defaults: ResourceList,
 }
 
 /// What a consumer may be granted under `contracts`: per resource of its
@@ -206,28 +282,171 @@ pub fn decide_all(
         ))
     });
     let allowance;
-    let offered = match (ctx.policy, &ctx.contracted) {
+    let allowance_or_offer = match (ctx.policy, &ctx.contracted) {
         (GrantPolicy::Contracts, Some(contracted)) => {
             allowance = contract_allowance(offered, contracted);
             &allowance
         }
         _ => offered,
     };
+    // Under `contracts`, a default key no contract sells is not asked of
+    // the allowance (it would be clamped to 0): it is completed below.
+    let unsold: Vec<&String> = match (ctx.policy, &ctx.contracted) {
+        (GrantPolicy::Contracts, Some(contracted)) => ctx
+            .defaults
+            .0
+            .keys()
+            .filter(|key| contracted.get(key).is_none())
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut decisions = vec![Decision::Keep; candidates.len()];
     let mut held = ResourceList::new();
     for index in order {
-        let decision = decide(ctx, offered, &held, &candidates[index]);
+        let slice = &candidates[index];
+        let view = sold_view(ctx, slice, &unsold);
+        let decision = decide(ctx, allowance_or_offer, &held, &view);
         let holds = match &decision {
-            Decision::Keep => candidates[index].accepted.clone(),
+            Decision::Keep => view.accepted.clone(),
             Decision::Set(v) if v.status == ConditionStatus::Accepted => v.granted.clone(),
             Decision::Set(_) => None,
         };
         if let Some(grant) = holds {
             held = held.add(&grant);
         }
-        decisions[index] = decision;
+        decisions[index] = finish(ctx, offered, slice, decision);
     }
     decisions
+}
+
+/// The slice as the policy sees it: without the request's `unsold` keys,
+/// and holding only what it asks for (completed defaults and zeros of
+/// dropped keys are never counted, nor kept as a floor).
+fn sold_view(ctx: &Context, slice: &Candidate, unsold: &[&String]) -> Candidate {
+    let requested = slice.requested.clone().map(|asked| {
+        asked
+            .0
+            .into_iter()
+            .filter(|(name, _)| !unsold.contains(&name))
+            .collect::<ResourceList>()
+    });
+    let accepted = match (&slice.accepted, &requested) {
+        // Under `offer` a grant is not bound to the request.
+        (Some(grant), Ok(asked)) if ctx.policy != GrantPolicy::Offer => Some(
+            grant
+                .0
+                .iter()
+                .filter(|(name, _)| asked.get(name).is_some())
+                .map(|(name, q)| (name.clone(), q.clone()))
+                .collect::<ResourceList>(),
+        ),
+        (accepted, _) => accepted.clone(),
+    };
+    Candidate {
+        requested,
+        accepted,
+        ..slice.clone()
+    }
+}
+
+/// Make the policy's decision one Liqo honours (see the module docs):
+/// revoke instead of denying a slice that holds a grant; complete an
+/// accepted grant with the defaults and with zeros for keys it held.
+/// `offered` is the chain's answer for the consumer.
+pub fn finish(
+    ctx: &Context,
+    offered: &ResourceList,
+    slice: &Candidate,
+    decision: Decision,
+) -> Decision {
+    let verdict = match decision {
+        Decision::Keep => return Decision::Keep,
+        Decision::Set(verdict) => verdict,
+    };
+    let keep = ctx.shrink == ShrinkPolicy::Keep && !slice.legacy;
+    let changed_request = matches!(
+        verdict.reason,
+        Reason::InsufficientResources | Reason::InvalidRequest
+    );
+    match (verdict.status, &slice.accepted) {
+        (ConditionStatus::Denied, None) => Decision::Set(verdict),
+        // Under `keep`, a changed request that cannot be granted leaves
+        // the grant the slice holds (still cordoned if it was revoked).
+        (ConditionStatus::Denied, Some(held)) if keep && changed_request => {
+            Decision::Set(Verdict {
+                status: ConditionStatus::Accepted,
+                message: format!("{}; the grant it holds stands", verdict.message),
+                granted: Some(held.clone()),
+                cordon: !held.0.is_empty() && held.0.values().all(Quantity::is_zero),
+                ..verdict
+            })
+        }
+        (ConditionStatus::Denied, Some(held)) => {
+            let mut zeros: ResourceList = held.0.keys().map(|k| (k.clone(), zero())).collect();
+            if let Ok(asked) = &slice.requested {
+                for name in asked.0.keys() {
+                    zeros.insert(name.clone(), zero());
+                }
+            }
+            for name in ctx.defaults.0.keys() {
+                zeros.insert(name.clone(), zero());
+            }
+            Decision::Set(Verdict {
+                status: ConditionStatus::Accepted,
+                reason: Reason::ResourcesRevoked,
+                message: format!(
+                    "revoked: every resource is 0 and the slice is cordoned ({})",
+                    verdict.message
+                ),
+                granted: Some(zeros),
+                cordon: true,
+            })
+        }
+        (ConditionStatus::Accepted, held) => {
+            let mut granted = verdict.granted.clone().unwrap_or_default();
+            let asked = slice.requested.as_ref().ok();
+            let mut completed = Vec::new();
+            for (name, default) in &ctx.defaults.0 {
+                // Present: decided by the policy. Unsold under `contracts`
+                // keys were taken out of the request (`sold_view`).
+                if granted.get(name).is_some() {
+                    continue;
+                }
+                let mut value = default.clone();
+                for cap in [asked.and_then(|a| a.get(name)), offered.get(name)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if *cap < value {
+                        value = cap.clone();
+                    }
+                }
+                completed.push(format!("{name} {value}"));
+                granted.insert(name.clone(), value);
+            }
+            if let Some(held) = held {
+                for name in held.0.keys() {
+                    if granted.get(name).is_none() {
+                        granted.insert(name.clone(), zero());
+                    }
+                }
+            }
+            let mut message = verdict.message;
+            if !completed.is_empty() {
+                let _ = write!(
+                    message,
+                    "; with the class's defaults for a usable node: {}",
+                    completed.join(", ")
+                );
+            }
+            Decision::Set(Verdict {
+                message,
+                granted: Some(granted),
+                cordon: false,
+                ..verdict
+            })
+        }
+    }
 }
 
 /// Decide one slice, given what the consumer's slices decided before it
@@ -251,8 +470,8 @@ pub fn decide(
         }
         TenantCondition::Cordoned => {
             return match slice.accepted {
-                Some(_) => Decision::Keep,
-                None => Decision::Set(deny(
+                Some(_) if !slice.legacy => Decision::Keep,
+                _ => Decision::Set(deny(
                     Reason::TenantCordoned,
                     format!(
                         "tenant {} is cordoned: no new resources are granted",
@@ -268,7 +487,7 @@ pub fn decide(
         Err(error) => return Decision::Set(deny(Reason::InvalidRequest, error.to_string())),
     };
     let remaining = remaining(offered, held);
-    let keep = ctx.shrink == ShrinkPolicy::Keep;
+    let keep = ctx.shrink == ShrinkPolicy::Keep && !slice.legacy;
     match ctx.policy {
         GrantPolicy::Fit => {
             if keep && slice.accepted.as_ref() == Some(requested) {
@@ -292,7 +511,7 @@ pub fn decide(
                 return match slice.accepted {
                     Some(_) if keep => Decision::Keep,
                     _ => Decision::Set(deny(
-                        Reason::NoContract,
+                        Reason::NoActiveContract,
                         format!(
                             "consumer {} has no active contract with this provider: nothing is granted",
                             ctx.consumer
@@ -328,6 +547,7 @@ fn deny(reason: Reason, message: String) -> Verdict {
         reason,
         message,
         granted: None,
+        cordon: false,
     }
 }
 
@@ -337,6 +557,7 @@ fn accept(reason: Reason, message: String, granted: ResourceList) -> Verdict {
         reason,
         message,
         granted: Some(granted),
+        cordon: false,
     }
 }
 

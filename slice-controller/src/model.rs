@@ -228,6 +228,15 @@ impl ResourceSlice {
             .is_some_and(|c| c.status == Some(ConditionStatus::Accepted))
     }
 
+    /// The value of the annotation `key`, if set.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+
     /// `namespace/name`, for logs and messages.
     pub fn key(&self) -> String {
         format!(
@@ -273,6 +282,105 @@ impl Tenant {
             Some("Drained") => TenantCondition::Drained,
             _ => TenantCondition::Active,
         }
+    }
+}
+
+/// One storage, ingress or load-balancer class offered on the consumer's
+/// virtual node: `NAME`, or `NAME:default` for Liqo's default one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassOffer {
+    pub name: String,
+    pub default: bool,
+}
+
+/// A class offer that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected NAME or NAME:default, NAME a Kubernetes object name")]
+pub struct ClassOfferError(String);
+
+impl std::str::FromStr for ClassOffer {
+    type Err = ClassOfferError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, default) = match text.trim().split_once(':') {
+            None => (text.trim(), false),
+            Some((name, "default")) => (name, true),
+            Some(_) => return Err(ClassOfferError(text.to_string())),
+        };
+        let valid = !name.is_empty()
+            && name.len() <= 253
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        if !valid {
+            return Err(ClassOfferError(text.to_string()));
+        }
+        Ok(ClassOffer {
+            name: name.to_string(),
+            default,
+        })
+    }
+}
+
+/// What the class writes beside the resources of every accepted grant, for
+/// Liqo's virtual node (`status.storageClasses`, `ingressClasses`,
+/// `loadBalancerClasses`, `nodeLabels`, `nodeSelector` of
+/// `apis/authentication/v1beta1/resourceslice_types.go` lines 106-115, items
+/// as `apis/core/v1beta1/common_types.go` lines 18-39). Liqo fills them only
+/// for its default class; an empty one is left as the slice has it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeExtras {
+    pub storage_classes: Vec<ClassOffer>,
+    pub ingress_classes: Vec<ClassOffer>,
+    pub load_balancer_classes: Vec<ClassOffer>,
+    pub node_labels: BTreeMap<String, String>,
+    pub node_selector: BTreeMap<String, String>,
+}
+
+impl NodeExtras {
+    /// The status fields to set, each as Liqo's CRD spells it.
+    pub fn fields(&self) -> Vec<(&'static str, Value)> {
+        let classes = |list: &[ClassOffer], key: &str| {
+            Value::Array(
+                list.iter()
+                    .map(|c| {
+                        let mut entry = serde_json::Map::new();
+                        entry.insert(key.to_string(), Value::from(c.name.as_str()));
+                        // `default,omitempty` in Go: absent when false.
+                        if c.default {
+                            entry.insert("default".into(), Value::Bool(true));
+                        }
+                        Value::Object(entry)
+                    })
+                    .collect(),
+            )
+        };
+        let mut out = Vec::new();
+        if !self.storage_classes.is_empty() {
+            out.push((
+                "storageClasses",
+                classes(&self.storage_classes, "storageClassName"),
+            ));
+        }
+        if !self.ingress_classes.is_empty() {
+            out.push((
+                "ingressClasses",
+                classes(&self.ingress_classes, "ingressClassName"),
+            ));
+        }
+        if !self.load_balancer_classes.is_empty() {
+            out.push((
+                "loadBalancerClasses",
+                classes(&self.load_balancer_classes, "loadBalancerClassName"),
+            ));
+        }
+        let map = |m: &BTreeMap<String, String>| serde_json::to_value(m).unwrap_or(Value::Null);
+        if !self.node_labels.is_empty() {
+            out.push(("nodeLabels", map(&self.node_labels)));
+        }
+        if !self.node_selector.is_empty() {
+            out.push(("nodeSelector", map(&self.node_selector)));
+        }
+        out
     }
 }
 

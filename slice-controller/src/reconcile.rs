@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -44,8 +44,8 @@ use tracing::Instrument;
 use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
-use crate::model::{ConditionStatus, ResourceSlice, Tenant};
-use crate::status::desired_status;
+use crate::model::{ConditionStatus, NodeExtras, ResourceSlice, Tenant};
+use crate::status::{desired_annotations, desired_status};
 use controller_core::clock::now_rfc3339;
 use controller_core::liqo::{REPLICATED_SELECTOR, RESOURCES_CONDITION};
 use controller_core::{retry, runtime};
@@ -72,6 +72,11 @@ pub struct Settings {
     pub retry: Duration,
     /// Names the controller and this replica in Events.
     pub reporter: Reporter,
+    /// The keys every grant carries, with their defaults
+    /// ([`Context::defaults`]).
+    pub defaults: ResourceList,
+    /// Written beside every accepted grant, for Liqo's virtual node.
+    pub extras: NodeExtras,
 }
 
 /// Why a reconcile failed (it is retried after `retry`).
@@ -250,11 +255,13 @@ fn error_policy(tenant: Arc<Tenant>, error: &ReconcileError, shared: Arc<Shared>
 
 /// The slice as the decision sees it.
 fn candidate(slice: &ResourceSlice) -> Candidate {
-    let accepted = slice
-        .condition(RESOURCES_CONDITION)
-        .filter(|c| c.status == Some(ConditionStatus::Accepted))
-        .map(|_| slice.granted().unwrap_or_default());
+    let condition = slice.condition(RESOURCES_CONDITION);
+    let (status, reason) = condition
+        .map(|c| (c.status, c.reason))
+        .unwrap_or((None, String::new()));
     Candidate {
+        accepted: decision::held_grant(status, &reason, slice.granted()),
+        legacy: decision::is_legacy_denial(status, &reason),
         created: slice
             .metadata
             .creation_timestamp
@@ -263,7 +270,6 @@ fn candidate(slice: &ResourceSlice) -> Candidate {
             .unwrap_or_default(),
         name: slice.metadata.name.clone().unwrap_or_default(),
         requested: slice.requested(),
-        accepted,
     }
 }
 
@@ -336,6 +342,7 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             tenant: tenant.condition(),
             consumer: consumer.clone(),
             contracted,
+            defaults: settings.defaults.clone(),
         };
         let offered =
             match ctx.tenant {
@@ -355,23 +362,22 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
 
         let now = now_rfc3339();
         let mut writes = Vec::new();
-        for ((slice, decision), candidate) in ready.iter().zip(&decisions).zip(&candidates) {
+        for ((slice, decision), candidate) in ready.iter().zip(decisions).zip(&candidates) {
             let verdict = match decision {
-                Decision::Keep => {
-                    counts.accepted += 1;
-                    continue;
-                }
-                Decision::Set(verdict) => verdict,
+                Decision::Keep => None,
+                Decision::Set(verdict) => Some(verdict),
             };
-            match verdict.status {
-                ConditionStatus::Accepted => counts.accepted += 1,
-                ConditionStatus::Denied => counts.denied += 1,
+            match verdict.as_ref().map(|v| v.status) {
+                None | Some(ConditionStatus::Accepted) => counts.accepted += 1,
+                Some(ConditionStatus::Denied) => counts.denied += 1,
             }
-            if let Some(status) = desired_status(slice, verdict, &now) {
+            let annotations = verdict.as_ref().and_then(|v| desired_annotations(slice, v));
+            let status = desired_status(slice, verdict.as_ref(), &settings.extras, &now);
+            if annotations.is_some() || status.is_some() {
                 writes.push((
                     slice.clone(),
-                    verdict.clone(),
-                    status,
+                    verdict,
+                    annotations,
                     candidate.requested.clone(),
                 ));
             }
@@ -380,16 +386,22 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
 
         let outcomes: Vec<Result<(Arc<ResourceSlice>, Written), ReconcileError>> =
             stream::iter(writes)
-                .map(|(slice, verdict, status, requested)| {
+                .map(|(slice, verdict, annotations, requested)| {
                     let shared = shared.clone();
                     let now = now.clone();
                     async move {
-                        let written =
-                            write_status(&shared, &slice, &verdict, status, &requested, &now)
-                                .await?;
-                        if matches!(written, Written::Done(_)) {
+                        let written = write_slice(
+                            &shared,
+                            &slice,
+                            verdict.as_ref(),
+                            annotations,
+                            &requested,
+                            &now,
+                        )
+                        .await?;
+                        if let (Written::Done(_), Some(verdict)) = (&written, &verdict) {
                             shared.metrics.count_decision(verdict.reason.as_str());
-                            publish_event(&shared, &slice, &verdict);
+                            publish_event(&shared, &slice, verdict);
                         }
                         Ok((slice, written))
                     }
@@ -432,22 +444,62 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
     .await
 }
 
+/// Write what `verdict` (`None`: a kept grant) asks of `slice`: first the
+/// cordon's `annotations` patch (a revocation is cordoned before its zeros
+/// land), then the status.
+async fn write_slice(
+    shared: &Shared,
+    slice: &ResourceSlice,
+    verdict: Option<&Verdict>,
+    annotations: Option<serde_json::Value>,
+    requested: &Result<ResourceList, crate::model::ModelError>,
+    now: &str,
+) -> Result<Written, ReconcileError> {
+    let api: Api<ResourceSlice> = Api::namespaced(
+        shared.client.clone(),
+        slice.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let mut patched = None;
+    if let Some(patch) = annotations {
+        match api
+            .patch(
+                &slice.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(updated) => {
+                tracing::info!(slice = %slice.key(), cordon = verdict.is_some_and(|v| v.cordon), "cordon annotation written");
+                patched = Some(updated);
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Written::Nothing),
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let base = patched.as_ref().unwrap_or(slice);
+    match desired_status(base, verdict, &shared.settings.extras, now) {
+        Some(status) => write_status(shared, &api, base, verdict, status, requested, now).await,
+        None => Ok(match patched {
+            Some(updated) => Written::Done(updated.resource_version().unwrap_or_default()),
+            None => Written::Nothing,
+        }),
+    }
+}
+
 /// Write `status` to `slice` with the `resourceVersion` it was read at. On
 /// `409 Conflict` re-read it and, if it is still the same request, apply
 /// the same verdict on top of what is there now.
 async fn write_status(
     shared: &Shared,
+    api: &Api<ResourceSlice>,
     slice: &ResourceSlice,
-    verdict: &Verdict,
+    verdict: Option<&Verdict>,
     status: serde_json::Value,
     requested: &Result<ResourceList, crate::model::ModelError>,
     now: &str,
 ) -> Result<Written, ReconcileError> {
     let name = slice.name_any();
-    let api: Api<ResourceSlice> = Api::namespaced(
-        shared.client.clone(),
-        slice.metadata.namespace.as_deref().unwrap_or_default(),
-    );
     let mut body = ResourceSlice {
         status: Some(status),
         ..slice.clone()
@@ -476,10 +528,13 @@ async fn write_status(
                     && fresh.consumer() == slice.consumer()
                     && fresh.is_authenticated()
                     && fresh.requested() == *requested;
-                if !same_request {
+                // A kept grant is kept only while it is still accepted.
+                let same_grant = verdict.is_some()
+                    || fresh.condition(RESOURCES_CONDITION) == slice.condition(RESOURCES_CONDITION);
+                if !same_request || !same_grant {
                     return Ok(Written::Redecide);
                 }
-                match desired_status(&fresh, verdict, now) {
+                match desired_status(&fresh, verdict, &shared.settings.extras, now) {
                     Some(status) => {
                         body = ResourceSlice {
                             status: Some(status),
@@ -500,15 +555,16 @@ async fn write_status(
 /// background: an Event that cannot be recorded is logged, never retried).
 fn publish_event(shared: &Arc<Shared>, slice: &ResourceSlice, verdict: &Verdict) {
     let event = Event {
-        type_: match verdict.status {
-            ConditionStatus::Accepted => EventType::Normal,
-            ConditionStatus::Denied => EventType::Warning,
+        type_: match (verdict.status, verdict.cordon) {
+            (ConditionStatus::Accepted, false) => EventType::Normal,
+            _ => EventType::Warning,
         },
         reason: verdict.reason.as_str().to_string(),
         note: Some(runtime::note(&verdict.message)),
-        action: match verdict.status {
-            ConditionStatus::Accepted => "Grant".to_string(),
-            ConditionStatus::Denied => "Deny".to_string(),
+        action: match (verdict.status, verdict.cordon) {
+            (ConditionStatus::Accepted, false) => "Grant".to_string(),
+            (ConditionStatus::Accepted, true) => "Revoke".to_string(),
+            (ConditionStatus::Denied, _) => "Deny".to_string(),
         },
         secondary: None,
     };

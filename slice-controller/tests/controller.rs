@@ -125,7 +125,11 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
     });
 
     let a = wait_status(&kube, "a", "Accepted").await;
-    assert_eq!(a["message"], "granted as requested: cpu 3");
+    // The chain names only cpu: memory and pods are the class's defaults.
+    assert_eq!(
+        a["message"],
+        "granted as requested: cpu 3; with the class's defaults for a usable node: memory 8Gi, pods 110"
+    );
     let b = wait_status(&kube, "b", "Denied").await;
     assert_eq!(
         b["message"],
@@ -155,7 +159,10 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
     );
     assert!(kube.audit().iter().any(|r| r.code == 409));
     let after = kube.get(SLICES, Some(NS), "b").expect("b");
-    assert_eq!(after["status"]["resources"], json!({"cpu": "3"}));
+    assert_eq!(
+        after["status"]["resources"],
+        json!({"cpu": "3", "memory": "8Gi", "pods": "110"})
+    );
     assert_eq!(
         after["status"]["authParams"],
         json!({"ca": "Q0E=", "signedCRT": "Q1JU", "apiServer": "https://p:6443"})

@@ -136,6 +136,17 @@ pub fn replicate_once(
         .collect();
     for slice in &wanted {
         let name = slice["metadata"]["name"].as_str().unwrap_or_default();
+        // Liqo's local slice controller fills a missing consumerClusterID
+        // with the local cluster's ID before anything else
+        // (`pkg/liqo-controller-manager/authentication/localresourceslice-controller/localresourceslice_controller.go`
+        // lines 83-85, v1.2.0).
+        if slice["spec"]["consumerClusterID"].is_null() {
+            let mut filled = slice.clone();
+            filled["spec"]["consumerClusterID"] = json!(consumer_id);
+            let _ = consumer.replace(SLICES, filled, false);
+            changed = true;
+            continue;
+        }
         let replica = match provider.get(SLICES, Some(&remote_ns), name) {
             Some(replica) => replica,
             None => {

@@ -13,6 +13,7 @@ fn ctx(policy: GrantPolicy, shrink: ShrinkPolicy) -> Context {
         tenant: TenantCondition::Active,
         consumer: "consumer-1".into(),
         contracted: None,
+        defaults: ResourceList::new(),
     }
 }
 
@@ -22,6 +23,7 @@ fn pending(name: &str, created: &str, asked: &[(&str, &str)]) -> Candidate {
         name: name.into(),
         requested: Ok(list(asked)),
         accepted: None,
+        legacy: false,
     }
 }
 
@@ -63,6 +65,7 @@ fn fit_grants_a_request_that_fits_as_asked() {
             reason: Reason::ResourcesGranted,
             message: "granted as requested: cpu 1500m, memory 8Gi".into(),
             granted: Some(list(&[("cpu", "1500m"), ("memory", "8Gi")])),
+            cordon: false,
         }
     );
 }
@@ -99,6 +102,7 @@ fn fit_denies_naming_each_resource_and_the_shortfall() {
                 nvidia.com/gpu: requested 1, remaining 0 (offered 0, held by other accepted slices 0), short by 1"
                 .into(),
             granted: None,
+            cordon: false,
         }
     );
 }
@@ -185,16 +189,18 @@ fn fit_keep_never_takes_a_grant_back_follow_does() {
         &offered,
         &slices,
     );
+    // Revoked, not denied: Liqo ignores a denial after acceptance.
     assert_eq!(
         verdict(&out[0]),
         &Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::InsufficientResources,
-            message: "does not fit: cpu: requested 3, remaining 2 (offered 2, held by other accepted slices 0), short by 1".into(),
-            granted: None,
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesRevoked,
+            message: "revoked: every resource is 0 and the slice is cordoned (does not fit: cpu: requested 3, remaining 2 (offered 2, held by other accepted slices 0), short by 1)".into(),
+            granted: Some(list(&[("cpu", "0")])),
+            cordon: true,
         }
     );
-    // With "a" denied, "b" fits.
+    // With "a" revoked, "b" fits.
     assert_eq!(verdict(&out[1]).status, ConditionStatus::Accepted);
 }
 
@@ -206,7 +212,17 @@ fn fit_a_changed_request_is_decided_afresh() {
         &offered,
         &[incumbent("a", T1, &[("cpu", "6")], &[("cpu", "2")])],
     );
-    assert_eq!(verdict(&out[0]).reason, Reason::InsufficientResources);
+    // The new request does not fit; under keep the grant held stands.
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::InsufficientResources,
+            message: "does not fit: cpu: requested 6, remaining 4 (offered 4, held by other accepted slices 0), short by 2; the grant it holds stands".into(),
+            granted: Some(list(&[("cpu", "2")])),
+            cordon: false,
+        }
+    );
     let out = decide_all(
         &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
         &offered,
@@ -237,6 +253,7 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
             reason: Reason::ResourcesClamped,
             message: "granted less than requested: cpu 3 (requested 5, remaining 3), memory 2Gi, nvidia.com/gpu 0 (requested 1, remaining 0)".into(),
             granted: Some(list(&[("cpu", "3"), ("memory", "2Gi"), ("nvidia.com/gpu", "0")])),
+            cordon: false,
         }
     );
     // A request within what remains is granted as asked.
@@ -252,6 +269,7 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
             reason: Reason::ResourcesGranted,
             message: "granted as requested: cpu 2".into(),
             granted: Some(list(&[("cpu", "2")])),
+            cordon: false,
         }
     );
 }
@@ -309,6 +327,7 @@ fn offer_grants_what_remains_whatever_was_asked() {
             reason: Reason::ResourcesOffered,
             message: "granted what is offered: cpu 4, memory 8Gi".into(),
             granted: Some(offered.clone()),
+            cordon: false,
         }
     );
     // A second slice of the same consumer gets what the first left: nothing.
@@ -369,6 +388,7 @@ fn cordoned_tenant_keeps_grants_and_denies_new_ones() {
             reason: Reason::TenantCordoned,
             message: "tenant consumer-1 is cordoned: no new resources are granted".into(),
             granted: None,
+            cordon: false,
         }
     );
 }
@@ -382,15 +402,30 @@ fn drained_tenant_gets_nothing() {
     let out = decide_all(
         &c,
         &list(&[("cpu", "100")]),
-        &[incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")])],
+        &[
+            incumbent("a", T1, &[("cpu", "1")], &[("cpu", "1")]),
+            pending("b", T2, &[("cpu", "1")]),
+        ],
     );
+    // What it held is revoked; what it never held is denied.
     assert_eq!(
         verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesRevoked,
+            message: "revoked: every resource is 0 and the slice is cordoned (tenant consumer-1 is drained: no resources are granted)".into(),
+            granted: Some(list(&[("cpu", "0")])),
+            cordon: true,
+        }
+    );
+    assert_eq!(
+        verdict(&out[1]),
         &Verdict {
             status: ConditionStatus::Denied,
             reason: Reason::TenantDrained,
             message: "tenant consumer-1 is drained: no resources are granted".into(),
             granted: None,
+            cordon: false,
         }
     );
 }
@@ -465,6 +500,7 @@ fn contracts_clamp_an_over_asking_slice_and_grant_nothing_outside_them() {
             reason: Reason::ResourcesGranted,
             message: "granted as requested: cpu 1, memory 4Gi".into(),
             granted: Some(list(&[("cpu", "1"), ("memory", "4Gi")])),
+            cordon: false,
         }
     );
     assert_eq!(
@@ -474,6 +510,7 @@ fn contracts_clamp_an_over_asking_slice_and_grant_nothing_outside_them() {
             reason: Reason::ResourcesClamped,
             message: "granted less than requested: cpu 1 (requested 2, remaining 1), pods 0 (requested 10, remaining 0)".into(),
             granted: Some(list(&[("cpu", "1"), ("pods", "0")])),
+            cordon: false,
         }
     );
 }
@@ -504,11 +541,12 @@ fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
         verdict(&kept[1]),
         &Verdict {
             status: ConditionStatus::Denied,
-            reason: Reason::NoContract,
+            reason: Reason::NoActiveContract,
             message:
                 "consumer consumer-1 has no active contract with this provider: nothing is granted"
                     .into(),
             granted: None,
+            cordon: false,
         }
     );
     let followed = decide_all(
@@ -516,8 +554,18 @@ fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
         &offered,
         &[holding.clone(), newcomer],
     );
-    assert_eq!(verdict(&followed[0]).reason, Reason::NoContract);
-    assert_eq!(verdict(&followed[0]).granted, None);
+    // follow: the grant is revoked, not denied (Liqo ignores a denial
+    // after acceptance).
+    assert_eq!(
+        verdict(&followed[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesRevoked,
+            message: "revoked: every resource is 0 and the slice is cordoned (consumer consumer-1 has no active contract with this provider: nothing is granted)".into(),
+            granted: Some(list(&[("cpu", "0")])),
+            cordon: true,
+        }
+    );
     // A contract that shrinks (one of two expired): follow shrinks the grant.
     let shrunk = decide_all(
         &contracts(ShrinkPolicy::Follow, Some(&[("cpu", "1")])),
@@ -531,6 +579,208 @@ fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
         &[incumbent("a", T1, &[("cpu", "2")], &[("cpu", "2")])],
     );
     assert_eq!(verdict(&stays[0]).granted, Some(list(&[("cpu", "2")])));
+}
+
+fn with_defaults(c: Context) -> Context {
+    Context {
+        defaults: list(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]),
+        ..c
+    }
+}
+
+#[test]
+fn a_grant_always_carries_the_default_keys_capped_by_request_and_chain() {
+    // A GPU-only plan: the contract sells no cpu, memory or pods.
+    let c = with_defaults(contracts(
+        ShrinkPolicy::Follow,
+        Some(&[("nvidia.com/gpu", "1")]),
+    ));
+    let offered = list(&[("cpu", "8"), ("memory", "2Gi"), ("nvidia.com/gpu", "2")]);
+    let out = decide_all(
+        &c,
+        &offered,
+        &[
+            pending("gpu", T1, &[("nvidia.com/gpu", "1")]),
+            // Asks pods no contract sells: not clamped to 0, given the
+            // default up to what it asked.
+            pending("pods", T2, &[("pods", "10")]),
+        ],
+    );
+    assert_eq!(
+        verdict(&out[0]),
+        &Verdict {
+            status: ConditionStatus::Accepted,
+            reason: Reason::ResourcesGranted,
+            message: "granted as requested: nvidia.com/gpu 1; with the class's defaults for a usable node: cpu 4, memory 2Gi, pods 110".into(),
+            granted: Some(list(&[("cpu", "4"), ("memory", "2Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")])),
+            cordon: false,
+        }
+    );
+    // Defaults are per slice, never taken from the allowance.
+    assert_eq!(
+        verdict(&out[1]).granted,
+        Some(list(&[("cpu", "4"), ("memory", "2Gi"), ("pods", "10")]))
+    );
+    // Sold keys are the contracts' business: a contract selling cpu 1
+    // gives cpu 1, not the default.
+    let c = with_defaults(contracts(ShrinkPolicy::Follow, Some(&[("cpu", "1")])));
+    let out = decide_all(&c, &offered, &[pending("a", T1, &[("cpu", "3")])]);
+    assert_eq!(
+        verdict(&out[0]).granted,
+        Some(list(&[("cpu", "1"), ("memory", "2Gi"), ("pods", "110")]))
+    );
+}
+
+#[test]
+fn a_shrink_keeps_accepted_and_every_key_held() {
+    let c = with_defaults(contracts(
+        ShrinkPolicy::Follow,
+        Some(&[("cpu", "1"), ("memory", "1Gi")]),
+    ));
+    let out = decide_all(
+        &c,
+        &list(&[("cpu", "8"), ("memory", "8Gi"), ("pods", "110")]),
+        &[incumbent(
+            "a",
+            T1,
+            &[("cpu", "2"), ("memory", "2Gi")],
+            &[
+                ("cpu", "2"),
+                ("memory", "2Gi"),
+                ("pods", "110"),
+                ("nvidia.com/gpu", "1"),
+            ],
+        )],
+    );
+    let v = verdict(&out[0]);
+    assert_eq!(v.status, ConditionStatus::Accepted);
+    assert!(!v.cordon);
+    assert_eq!(
+        v.granted,
+        Some(list(&[
+            ("cpu", "1"),
+            ("memory", "1Gi"),
+            ("pods", "110"),
+            ("nvidia.com/gpu", "0")
+        ]))
+    );
+}
+
+#[test]
+fn the_end_of_the_last_contract_zeroes_every_key_and_cordons_a_new_one_lifts_it() {
+    let held = incumbent(
+        "a",
+        T1,
+        &[("cpu", "2"), ("memory", "4Gi")],
+        &[("cpu", "2"), ("memory", "4Gi"), ("pods", "110")],
+    );
+    let offered = list(&[("cpu", "8"), ("memory", "8Gi"), ("pods", "110")]);
+    let out = decide_all(
+        &with_defaults(contracts(ShrinkPolicy::Follow, None)),
+        &offered,
+        std::slice::from_ref(&held),
+    );
+    let revoked = verdict(&out[0]);
+    assert_eq!(
+        (revoked.status, revoked.reason, revoked.cordon),
+        (ConditionStatus::Accepted, Reason::ResourcesRevoked, true)
+    );
+    assert_eq!(
+        revoked.granted,
+        Some(list(&[("cpu", "0"), ("memory", "0"), ("pods", "0")]))
+    );
+    // Revoked again: nothing changes (the same verdict).
+    let again = Candidate {
+        accepted: revoked.granted.clone(),
+        ..held.clone()
+    };
+    let out = decide_all(
+        &with_defaults(contracts(ShrinkPolicy::Follow, None)),
+        &offered,
+        std::slice::from_ref(&again),
+    );
+    assert_eq!(verdict(&out[0]), revoked);
+    // A new contract: granted again, the cordon lifted.
+    let out = decide_all(
+        &with_defaults(contracts(
+            ShrinkPolicy::Follow,
+            Some(&[("cpu", "2"), ("memory", "4Gi")]),
+        )),
+        &offered,
+        &[again],
+    );
+    let back = verdict(&out[0]);
+    assert_eq!(back.status, ConditionStatus::Accepted);
+    assert!(!back.cordon);
+    assert_eq!(
+        back.granted,
+        Some(list(&[("cpu", "2"), ("memory", "4Gi"), ("pods", "110")]))
+    );
+}
+
+#[test]
+fn a_slice_the_previous_release_left_denied_without_contract_is_revoked() {
+    assert_eq!(
+        held_grant(Some(ConditionStatus::Denied), LEGACY_NO_CONTRACT, None),
+        Some(list(&[]))
+    );
+    assert!(is_legacy_denial(
+        Some(ConditionStatus::Denied),
+        "NoContract"
+    ));
+    assert!(!is_legacy_denial(
+        Some(ConditionStatus::Denied),
+        "NoActiveContract"
+    ));
+    assert_eq!(
+        held_grant(Some(ConditionStatus::Denied), "InsufficientResources", None),
+        None
+    );
+    assert_eq!(
+        held_grant(
+            Some(ConditionStatus::Accepted),
+            "x",
+            Some(list(&[("cpu", "1")]))
+        ),
+        Some(list(&[("cpu", "1")]))
+    );
+    let legacy = Candidate {
+        accepted: Some(list(&[])),
+        legacy: true,
+        ..pending("a", T1, &[("cpu", "2"), ("nvidia.com/gpu", "1")])
+    };
+    // Under keep too: the old release's denial left Liqo's grant in force.
+    for shrink in [ShrinkPolicy::Keep, ShrinkPolicy::Follow] {
+        let out = decide_all(
+            &with_defaults(contracts(shrink, None)),
+            &list(&[("cpu", "8")]),
+            std::slice::from_ref(&legacy),
+        );
+        let v = verdict(&out[0]);
+        assert_eq!(
+            (v.reason, v.cordon),
+            (Reason::ResourcesRevoked, true),
+            "{shrink:?}"
+        );
+        assert_eq!(
+            v.granted,
+            Some(list(&[
+                ("cpu", "0"),
+                ("memory", "0"),
+                ("nvidia.com/gpu", "0"),
+                ("pods", "0")
+            ]))
+        );
+    }
+    // A slice never granted and without a contract is denied, with a
+    // reason the previous release never wrote.
+    let out = decide_all(
+        &with_defaults(contracts(ShrinkPolicy::Follow, None)),
+        &list(&[("cpu", "8")]),
+        &[pending("b", T1, &[("cpu", "1")])],
+    );
+    assert_eq!(verdict(&out[0]).reason.as_str(), "NoActiveContract");
+    assert_eq!(verdict(&out[0]).status, ConditionStatus::Denied);
 }
 
 mod contracts_properties {
@@ -575,6 +825,7 @@ mod contracts_properties {
                     name: format!("s{i}"),
                     requested: Ok(asked),
                     accepted: holds.get(i).map(|h| to_list(h.0, h.1)),
+                    legacy: false,
                 }
             }).collect();
             let c = contracts(ShrinkPolicy::Follow, Some(&[]));
@@ -589,7 +840,11 @@ mod contracts_properties {
                 };
                 if let Some(g) = granted {
                     let asked = cand.requested.as_ref().expect("asked");
-                    prop_assert!(within(&g, asked), "granted {g:?} for {asked:?}");
+                    // Keys held before and no longer asked for stay at 0.
+                    let asked_part: ResourceList = g.0.iter()
+                        .filter(|(name, q)| asked.get(name).is_some() || !q.is_zero())
+                        .map(|(n, q)| (n.clone(), q.clone())).collect();
+                    prop_assert!(within(&asked_part, asked), "granted {g:?} for {asked:?}");
                     prop_assert!(g.get("pods").is_none_or(Quantity::is_zero), "pods: {g:?}");
                     total = total.add(&g);
                 }
