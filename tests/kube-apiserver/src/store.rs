@@ -399,19 +399,18 @@ impl World {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        if !self.hooks.mutating.is_empty() {
-            let before = object.clone();
-            let attributes = Attributes {
-                operation,
-                def,
-                subresource,
-                namespace: &namespace,
-                name: &name,
-                object: &before,
-                old_object: old,
-            };
-            self.hooks.mutate(&attributes, object)?;
-        }
+        // The hooks see the object as sent while they change it.
+        let sent = object.clone();
+        let request = Attributes {
+            operation,
+            def,
+            subresource,
+            namespace: &namespace,
+            name: &name,
+            object: &sent,
+            old_object: old,
+        };
+        self.hooks.mutate(&request, object)?;
         let mut causes = validation::object_meta(def, object);
         if def.custom {
             if let Some(schema) = def.schemas.get(def.storage_version()) {
@@ -431,13 +430,8 @@ impl World {
             return Err(ApiError::invalid(def, &name, causes));
         }
         let attributes = Attributes {
-            operation,
-            def,
-            subresource,
-            namespace: &namespace,
-            name: &name,
             object,
-            old_object: old,
+            ..request
         };
         let listed = |plural: &str| -> Vec<Value> {
             self.objects
