@@ -20,13 +20,12 @@ fn a_disabled_provider_cannot_change_its_peering() {
     );
     assert_eq!(before.0["liqo"], json!(["v0"]));
 
-    let r = put(
-        &c,
-        "/admin/providers/cluster-1",
-        &json!({ "disabled": true }),
-        Some(&admin),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
+    let set_disabled = |disabled: bool| {
+        let body = json!({ "disabled": disabled });
+        let r = put(&c, "/admin/providers/cluster-1", &body, Some(&admin));
+        assert_eq!(r.status, 200, "{}", r.text);
+    };
+    set_disabled(true);
     let message = register_peering(
         &c,
         &seller,
@@ -42,12 +41,7 @@ fn a_disabled_provider_cannot_change_its_peering() {
     assert_eq!(after, before, "nothing changed");
 
     // Enabled again, the same registration goes through.
-    put(
-        &c,
-        "/admin/providers/cluster-1",
-        &json!({ "disabled": false }),
-        Some(&admin),
-    );
+    set_disabled(false);
     let r = register_peering(&c, &seller, Some(&kubeconfig("https://p1.example")), None);
     assert_eq!(r.json["liqo"], json!(["v0", "v1"]), "{}", r.text);
 }

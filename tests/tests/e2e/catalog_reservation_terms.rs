@@ -32,6 +32,18 @@ fn purchase(c: &e2e::catalog::Catalog, token: &str, id: &str) -> e2e::catalog::R
     )
 }
 
+/// A 201 purchase whose contract has `cost` and `cpu` together.
+#[track_caller]
+fn assert_bought(bought: e2e::catalog::Resp, cost: &str, cpu: &str) {
+    assert_eq!(bought.status, 201, "{}", bought.text);
+    assert_eq!(
+        (&bought.json["cost"], &bought.json["resources"]["cpu"]),
+        (&json!(cost), &json!(cpu)),
+        "{}",
+        bought.text
+    );
+}
+
 fn reservation_terms_hold(backend: e2e::catalog::Backend) {
     let env = Env::new(backend);
     let c = buying::start(&env, &[]);
@@ -65,26 +77,12 @@ fn reservation_terms_hold(backend: e2e::catalog::Backend) {
         200
     );
     let again = reserved(&c, &alice);
-    let bought = purchase(&c, &alice, &again);
-    assert_eq!(bought.status, 201, "{}", bought.text);
-    assert_eq!(
-        (&bought.json["cost"], &bought.json["resources"]["cpu"]),
-        (&json!("100.0"), &json!("1")),
-        "{}",
-        bought.text
-    );
+    assert_bought(purchase(&c, &alice, &again), "100.0", "1");
 
     // A repost with the same terms (another plan name, 4 CPU written as
     // 4000m) changes no term: bought as reserved.
     c.put_offer("shop", &offer("1", "4", "small"), &seller);
     let third = reserved(&c, &alice);
     c.put_offer("shop", &offer("1.0", "4000m", "renamed"), &seller);
-    let bought = purchase(&c, &alice, &third);
-    assert_eq!(bought.status, 201, "{}", bought.text);
-    assert_eq!(
-        (&bought.json["cost"], &bought.json["resources"]["cpu"]),
-        (&json!("1.0"), &json!("4")),
-        "{}",
-        bought.text
-    );
+    assert_bought(purchase(&c, &alice, &third), "1.0", "4");
 }
