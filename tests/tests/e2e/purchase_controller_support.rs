@@ -180,7 +180,14 @@ impl Consumer {
     /// `purchase-controller` for `liqo` (`v0`/`v1`), as its ServiceAccount,
     /// with short waits.
     pub fn controller(&self, liqo: &str) -> Result<(Child, u16)> {
-        let (child, bound) = Spawn::new("purchase-controller")
+        let (child, bound) = self.controller_spawn(liqo).start_announced(1)?;
+        Ok((child, bound.port(None)))
+    }
+
+    /// The controller [`Consumer::controller`] starts, not yet started (to
+    /// send its log to a file, say).
+    pub fn controller_spawn(&self, liqo: &str) -> Spawn {
+        Spawn::new("purchase-controller")
             .args(["--liqo-api", liqo, "--cluster-id", CONSUMER_ID])
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -195,8 +202,6 @@ impl Consumer {
                 "2s",
             ])
             .env("RUST_LOG", "info,purchase_controller=debug")
-            .start_announced(1)?;
-        Ok((child, bound.port(None)))
     }
 
     /// Create a Purchase in [`TEAM`] (validated against the CRD).
