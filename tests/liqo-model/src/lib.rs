@@ -38,7 +38,11 @@
 //!   `peeringinfo.go`, `spdescription.go`): the ShadowPod creation check —
 //!   origin label and namespace, creator label, the creator's Quota,
 //!   cordon ("user is cordoned"), requests per enforcement level and room
-//!   left — as a pure function ([`shadowpod_webhook::validate_create`]).
+//!   left — as a pure function ([`shadowpod_webhook::validate_create`])
+//!   and as a validating hook on the test server's admission chain for
+//!   ShadowPod creation ([`shadowpod_webhook::Hook`], registered by
+//!   [`Provider::start`]), reading Quotas and Namespaces from watch caches
+//!   and counting the pods it admitted.
 //!
 //! Consumer side:
 //! - [`virtual_node_creator`] (`pkg/liqo-controller-manager/virtualnodecreator-controller/virtualnodecreator_controller.go`),
@@ -65,9 +69,10 @@
 //! remote slice controller: the CSR's x509 parse and its CN, O and public
 //! key checks (csr.go:164-192), `status.authParams` (a signed certificate,
 //! RRS:211-233), certificate renewal, storage classes from StorageClasses,
-//! events. The Tenant controller's cordon and drain. The ShadowPod webhook
-//! as an admission hook (the test server has none yet), its mutating half
-//! (the creator label), updates and deletions. The virtual kubelet's
+//! events. The Tenant controller's cordon and drain. The ShadowPod webhook's
+//! mutating half (the creator label from the request's user, which hooks
+//! are not given), updates, deletions and its cache refresh; the test
+//! server serves no ShadowPod CRD yet, so the hook is driven directly. The virtual kubelet's
 //! reflection, the scheduler, NamespaceOffloading and NamespaceMaps, the
 //! pod webhook, node deletion, the node's own labels and addresses.
 
@@ -80,6 +85,8 @@ pub mod runner;
 pub mod shadowpod_webhook;
 pub mod slice;
 pub mod virtual_node_creator;
+
+use std::sync::Arc;
 
 use kube_test_server::KubeApiServer;
 use tokio::task::JoinHandle;
@@ -108,13 +115,29 @@ pub const CONTROLLER_MANAGER: &str = "system:serviceaccount:liqo:liqo-controller
 /// The user the model's virtual kubelet runs as.
 pub const VIRTUAL_KUBELET: &str = "system:serviceaccount:liqo:virtual-kubelet";
 
+/// The user Liqo's webhook runs as (the chart's ServiceAccount).
+pub const WEBHOOK: &str = "system:serviceaccount:liqo:liqo-webhook";
+
 /// How the provider's Liqo is configured.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ProviderConfig {
     /// What the default class gets besides its request.
     pub slices: SliceOptions,
     /// `controllerManager.config.defaultLimitsEnforcement`.
     pub limits_enforcement: LimitsEnforcement,
+    /// `controllerManager.config.enableResourceEnforcement`.
+    pub resource_enforcement: bool,
+}
+
+impl Default for ProviderConfig {
+    /// The chart's defaults (`deployments/liqo/values.yaml:265-273, 431, 438`).
+    fn default() -> Self {
+        ProviderConfig {
+            slices: SliceOptions::default(),
+            limits_enforcement: LimitsEnforcement::None,
+            resource_enforcement: true,
+        }
+    }
 }
 
 /// Tasks that stop when dropped.
@@ -131,17 +154,20 @@ impl Drop for Tasks {
 /// Liqo's provider-side controllers running against one API server.
 pub struct Provider {
     _tasks: Tasks,
+    webhook: Arc<shadowpod_webhook::Hook>,
 }
 
 impl Provider {
-    /// Grant the controller manager its RBAC in `kube` and start the remote
-    /// ResourceSlice controller and the quota creator.
+    /// Grant the controller manager and the webhook their RBAC in `kube`,
+    /// start the remote ResourceSlice controller and the quota creator, and
+    /// add the ShadowPod webhook to `kube`'s admission chain.
     pub async fn start(kube: &KubeApiServer, config: ProviderConfig) -> Result<Provider, Error> {
+        let rrs = remote_resource_slice::RULES;
         identity::grant(
             kube,
             CONTROLLER_MANAGER,
             "liqo-model-remote-resourceslice",
-            remote_resource_slice::RULES,
+            rrs,
         );
         identity::grant(
             kube,
@@ -149,14 +175,36 @@ impl Provider {
             "liqo-model-quota-creator",
             quota_creator::RULES,
         );
+        identity::grant(
+            kube,
+            WEBHOOK,
+            "liqo-model-webhook",
+            shadowpod_webhook::RULES,
+        );
         let client = identity::client_as(kube, CONTROLLER_MANAGER).await?;
-        let tasks = vec![
-            tokio::spawn(remote_resource_slice::run(client.clone(), config.slices)),
-            tokio::spawn(quota_creator::run(client, config.limits_enforcement)),
-        ];
+        let webhook_client = identity::client_as(kube, WEBHOOK).await?;
+        let (webhook, mut tasks) =
+            shadowpod_webhook::Hook::start(webhook_client, config.resource_enforcement).await;
+        let webhook = Arc::new(webhook);
+        kube.add_validating_hook(webhook.clone());
+        tasks.push(tokio::spawn(remote_resource_slice::run(
+            client.clone(),
+            config.slices,
+        )));
+        tasks.push(tokio::spawn(quota_creator::run(
+            client,
+            config.limits_enforcement,
+        )));
         Ok(Provider {
             _tasks: Tasks(tasks),
+            webhook,
         })
+    }
+
+    /// The ShadowPod webhook as registered, for tests that drive it
+    /// directly (the test server serves no ShadowPod CRD yet).
+    pub fn shadowpod_webhook(&self) -> &shadowpod_webhook::Hook {
+        &self.webhook
     }
 }
 

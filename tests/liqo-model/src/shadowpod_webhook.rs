@@ -4,14 +4,26 @@
 //! a ShadowPod is admitted only while its creator's Quota has room for it,
 //! and never while the Quota is cordoned.
 //!
-//! A pure function: the test API server has no admission hook yet, so the
-//! caller gives it what the webhook would read (the namespace's labels, the
-//! Quotas, the ShadowPods already admitted for the creator).
+//! The decision is a pure function ([`validate_create`]) given what the
+//! webhook reads; [`Hook`] is the webhook on the test API server's
+//! admission chain, reading Quotas and Namespaces from watch caches as
+//! Liqo's does from the manager's cached client, and keeping the pods it
+//! admitted per creator as its peering cache does.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{self, store::Writer, Store};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use kube_test_server::admission::{Attributes, Denial, ValidatingHook};
 use quantity::Quantity;
 use serde_json::Value;
+
+use crate::identity::{Rule, READ};
 
 use crate::consts::{CREATOR_USER, REMOTE_CLUSTER_ID};
 
@@ -191,4 +203,125 @@ pub fn resource_list(list: &Value) -> BTreeMap<String, Quantity> {
             Some((k.clone(), text.parse().ok()?))
         })
         .collect()
+}
+
+/// RBAC of the webhook's reads (the chart's `liqo-webhook` ClusterRole,
+/// the part this model uses).
+pub const RULES: &[Rule] = &[
+    Rule {
+        groups: &["offloading.liqo.io"],
+        resources: &["quotas"],
+        verbs: READ,
+    },
+    Rule {
+        groups: &[""],
+        resources: &["namespaces"],
+        verbs: READ,
+    },
+];
+
+/// The webhook's name in the chart
+/// (`deployments/liqo/templates/webhooks/liqo-validating-webhook.yaml:33-49`).
+pub const NAME: &str = "shadowpod.validate.liqo.io";
+
+/// The ShadowPod validating webhook as an admission hook of the test API
+/// server: CREATE of `offloading.liqo.io` `shadowpods` (the chart's rule,
+/// :43-47); updates and deletions are let through (not modelled).
+pub struct Hook {
+    resource_enforcement: bool,
+    quotas: Store<DynamicObject>,
+    namespaces: Store<DynamicObject>,
+    /// The pods admitted so far per creator (PI:109-112, 143-148); the
+    /// cache refresh that drops deleted ShadowPods (`cache.go`) is not
+    /// modelled.
+    admitted: Mutex<BTreeMap<String, Vec<Value>>>,
+}
+
+impl Hook {
+    /// The hook and the watch tasks filling its caches; the caches are
+    /// filled once the returned future's first lists are in.
+    pub async fn start(
+        client: Client,
+        resource_enforcement: bool,
+    ) -> (Hook, Vec<tokio::task::JoinHandle<()>>) {
+        let (quotas, quota_task) = cache(client.clone(), crate::consts::quotas());
+        let (namespaces, namespace_task) = cache(client, crate::consts::namespaces());
+        // SPW:69-72: no answer before the caches are ready.
+        let _ = quotas.wait_until_ready().await;
+        let _ = namespaces.wait_until_ready().await;
+        let hook = Hook {
+            resource_enforcement,
+            quotas,
+            namespaces,
+            admitted: Mutex::new(BTreeMap::new()),
+        };
+        (hook, vec![quota_task, namespace_task])
+    }
+}
+
+fn cache(
+    client: Client,
+    resource: kube::api::ApiResource,
+) -> (Store<DynamicObject>, tokio::task::JoinHandle<()>) {
+    let writer = Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects();
+    let task = tokio::spawn(async move {
+        stream
+            .for_each(|event| async move {
+                if let Err(e) = event {
+                    tracing::warn!(error = %e, "shadowpod webhook cache: watch failed; retrying");
+                }
+            })
+            .await
+    });
+    (store, task)
+}
+
+impl ValidatingHook for Hook {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn validate(&self, a: &Attributes<'_>) -> Result<(), Denial> {
+        if a.def.group != "offloading.liqo.io"
+            || a.def.plural != "shadowpods"
+            || a.operation != "CREATE"
+        {
+            return Ok(());
+        }
+        let namespace = self
+            .namespaces
+            .state()
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(a.namespace));
+        let namespace_labels = namespace.map(|n| n.metadata.labels.clone().unwrap_or_default());
+        let quotas: Vec<Value> = self
+            .quotas
+            .state()
+            .iter()
+            .filter_map(|q| serde_json::to_value(q.as_ref()).ok())
+            .collect();
+        let creator = a.object["metadata"]["labels"][CREATOR_USER]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let mut admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = admitted.entry(creator).or_default();
+        let world = World {
+            resource_enforcement: self.resource_enforcement,
+            namespace_labels: namespace_labels.as_ref(),
+            quotas: &quotas,
+            admitted: mine,
+        };
+        // `admission.Denied` answers 403 Forbidden with the message.
+        validate_create(a.object, &world).map_err(|Denied(m)| Denial::new(403, "Forbidden", m))?;
+        if self.resource_enforcement {
+            mine.push(a.object.clone());
+        }
+        Ok(())
+    }
 }

@@ -477,3 +477,106 @@ async fn a_cordoned_quota_refuses_a_new_pod() {
     )
     .await;
 }
+
+/// ShadowPods as the test server would describe them to its hooks.
+fn shadowpods_def() -> kube_test_server::ResourceDef {
+    kube_test_server::ResourceDef {
+        group: "offloading.liqo.io".into(),
+        versions: vec!["v1beta1".into()],
+        plural: "shadowpods".into(),
+        singular: "shadowpod".into(),
+        kind: "ShadowPod".into(),
+        list_kind: "ShadowPodList".into(),
+        short_names: vec![],
+        categories: vec![],
+        namespaced: true,
+        status_subresource: true,
+        custom: true,
+        schemas: Default::default(),
+        selectable_fields: vec![],
+    }
+}
+
+/// Ask the registered webhook about creating `pod` until `expected(answer)`
+/// holds (its caches follow the server a moment later), or fail after 10 s.
+async fn webhook_answers(
+    liqo: &Provider,
+    pod: &Value,
+    what: &str,
+    expected: impl Fn(&Result<(), String>) -> bool,
+) {
+    use kube_test_server::admission::{Attributes, ValidatingHook};
+    let def = shadowpods_def();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let attributes = Attributes {
+            operation: "CREATE",
+            def: &def,
+            subresource: "",
+            namespace: "offloaded",
+            name: pod["metadata"]["name"].as_str().unwrap(),
+            object: pod,
+            old_object: None,
+        };
+        let answer = liqo
+            .shadowpod_webhook()
+            .validate(&attributes)
+            .map_err(|d| d.message);
+        if expected(&answer) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "webhook never answered {what}; last {answer:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_beyond_it_or_once_cordoned(
+) {
+    let (kube, liqo) = provider(ProviderConfig::default()).await;
+    namespace(
+        &kube,
+        "offloaded",
+        json!({"liqo.io/remote-cluster-id": CONSUMER}),
+    );
+    replica(
+        &kube,
+        "gold",
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    authenticated(&kube, "gold").await;
+    grant(
+        &kube,
+        "gold",
+        "Accepted",
+        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
+    );
+    let user = quota_name("gold");
+    let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
+    webhook_answers(&liqo, &first, "admitted", |a| a.is_ok()).await;
+    // The first pod is counted: a second of the same size no longer fits.
+    let second = shadowpod::shadow_pod("second", CONSUMER, &user, "600m", "512Mi");
+    webhook_answers(&liqo, &second, "refused for room", |a| {
+        a.as_ref()
+            .is_err_and(|m| m.starts_with("peering cpu quota usage exceeded"))
+    })
+    .await;
+    let small = shadowpod::shadow_pod("small", CONSUMER, &user, "100m", "128Mi");
+    kube.merge_patch(
+        SLICES,
+        Some(TENANT_NS),
+        "gold",
+        json!({"metadata": {"annotations": {"liqo.io/cordon": "true"}}}),
+        false,
+    )
+    .unwrap();
+    webhook_answers(&liqo, &small, "refused as cordoned", |a| {
+        a.as_ref().err().map(String::as_str) == Some("user is cordoned")
+    })
+    .await;
+}
