@@ -134,9 +134,11 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
             })
     });
     assert!(ready["status"]["peeringCommand"].is_null());
+    // The contract's resources, and the class's default pods (plan
+    // `small` sells none: a virtual node without pods schedules nothing).
     assert_eq!(
         ready["status"]["granted"],
-        json!({"cpu": "2", "memory": "4Gi"})
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
     assert_eq!(
         ready["status"]["observedGeneration"],
@@ -173,16 +175,21 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         slice["metadata"]["annotations"],
         json!({"broker.liqo-broker.io/purchase": "team/gpu-burst", "liqo.io/create-virtual-node": "true"})
     );
+    // consumerClusterID is Liqo's to fill: the purchase controller created
+    // the slice without it and Liqo's local slice controller added it (a
+    // spec change: generation 2).
     assert_eq!(
         slice["spec"],
         json!({"class": CLASS, "consumerClusterID": CONSUMER_ID, "providerClusterID": PROVIDER_ID,
                "resources": {"cpu": "2", "memory": "4Gi"}})
     );
-    // The provider's controller granted exactly the contract's resources.
+    assert_eq!(slice["metadata"]["generation"], 2, "{slice}");
+    // The provider's controller granted the contract's resources, and
+    // the class's default pods.
     let replica = provider.replica(&slice_name(&id)).unwrap();
     assert_eq!(
         replica["status"]["resources"],
-        json!({"cpu": "2", "memory": "4Gi"})
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
 
     // The NamespaceOffloading, field by field.
@@ -223,12 +230,12 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     let replica = provider.replica(&slice_name(&second_id)).unwrap();
     assert_eq!(
         replica["status"]["resources"],
-        json!({"cpu": "2", "memory": "4Gi"})
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
     let first = provider.replica(&slice_name(&id)).unwrap();
     assert_eq!(
         first["status"]["resources"],
-        json!({"cpu": "2", "memory": "4Gi"})
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
     let shared = consumer
         .kube

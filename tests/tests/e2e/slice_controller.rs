@@ -88,7 +88,10 @@ async fn fit_accepts_and_denies_with_the_exact_condition_keeping_liqos_fields() 
         .wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
         .await?;
     assert_eq!(a["reason"], "ResourcesGranted");
-    assert_eq!(a["message"], "granted as requested: cpu 3, memory 4Gi");
+    assert_eq!(
+        a["message"],
+        "granted as requested: cpu 3, memory 4Gi; with the class's defaults for a usable node: pods 110"
+    );
     let b = p
         .wait_condition("c1", "gold-b", SETTLE, is("Denied"))
         .await?;
@@ -102,7 +105,7 @@ async fn fit_accepts_and_denies_with_the_exact_condition_keeping_liqos_fields() 
     let a = p.get_slice("c1", "gold-a")?;
     assert_eq!(
         a["status"]["resources"],
-        json!({"cpu": "3", "memory": "4Gi"})
+        json!({"cpu": "3", "memory": "4Gi", "pods": "110"})
     );
     let b = p.get_slice("c1", "gold-b")?;
     assert!(
@@ -189,11 +192,11 @@ async fn clamp_grants_what_remains() -> Result<()> {
     assert_eq!(b["reason"], "ResourcesClamped");
     assert_eq!(
         b["message"],
-        "granted less than requested: cpu 1 (requested 2, remaining 1), memory 1Gi"
+        "granted less than requested: cpu 1 (requested 2, remaining 1), memory 1Gi; with the class's defaults for a usable node: pods 110"
     );
     assert_eq!(
         p.get_slice("c1", "gold-b")?["status"]["resources"],
-        json!({"cpu": "1", "memory": "1Gi"})
+        json!({"cpu": "1", "memory": "1Gi", "pods": "110"})
     );
     Ok(())
 }
@@ -305,18 +308,116 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
         Some(json!("Accepted"))
     );
 
-    // Draining it takes the grant away.
+    // Draining it takes the grant away: revoked (every key 0, cordoned),
+    // as Liqo ignores a denial after acceptance; the slice never granted
+    // is denied.
     p.tenant("c1", "Drained");
     let drained = p
-        .wait_condition("c1", "gold-kept", SETTLE, is("Denied"))
+        .wait_condition("c1", "gold-kept", SETTLE, |c| {
+            c["reason"] == "ResourcesRevoked"
+        })
         .await?;
-    assert_eq!(drained["reason"], "TenantDrained");
+    assert_eq!(drained["status"], "Accepted");
     assert_eq!(
         drained["message"],
-        "tenant c1 is drained: no resources are granted"
+        "revoked: every resource is 0 and the slice is cordoned (tenant c1 is drained: no resources are granted)"
     );
-    assert!(p.get_slice("c1", "gold-kept")?["status"]
-        .get("resources")
+    let kept = p.get_slice("c1", "gold-kept")?;
+    assert_eq!(
+        kept["status"]["resources"],
+        json!({"cpu": "0", "memory": "0", "pods": "0"})
+    );
+    assert_eq!(kept["metadata"]["annotations"]["liqo.io/cordon"], "true");
+    let more = p
+        .wait_condition("c1", "gold-more", SETTLE, |c| c["reason"] == "TenantDrained")
+        .await?;
+    assert_eq!(more["status"], "Denied");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_shrink_keeps_accepted_and_every_key_at_its_lower_value() -> Result<()> {
+    let p = Provider::start(&[
+        ("cpu", "8"),
+        ("memory", "16Gi"),
+        ("pods", "220"),
+        ("ephemeral-storage", "100Gi"),
+    ])
+    .await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "1")], true);
+    let (_controller, _) = p.controller(&["--grant-policy", "offer", "--on-shrink", "follow"])?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    assert_eq!(
+        p.get_slice("c1", "gold-a")?["status"]["resources"],
+        json!({"cpu": "4", "ephemeral-storage": "50Gi", "memory": "8Gi", "pods": "110"})
+    );
+    // The provider gives less cpu and stops offering ephemeral storage:
+    // the grant shrinks in place, still Accepted, and keeps the key at 0
+    // (Liqo's virtual kubelet never removes a key from the node, and a
+    // Quota without it would not bound it).
+    p.write_inventory(&[("cpu", "4"), ("memory", "16Gi"), ("pods", "220")])?;
+    let shrunk = p
+        .wait_condition("c1", "gold-a", SETTLE, |c| {
+            c["message"] == "granted what is offered: cpu 2, memory 8Gi, pods 110"
+        })
+        .await?;
+    assert_eq!(shrunk["status"], "Accepted");
+    let slice = p.get_slice("c1", "gold-a")?;
+    assert_eq!(
+        slice["status"]["resources"],
+        json!({"cpu": "2", "ephemeral-storage": "0", "memory": "8Gi", "pods": "110"})
+    );
+    assert!(slice["metadata"]["annotations"]["liqo.io/cordon"].is_null());
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_configured_classes_and_node_labels_appear_in_the_grant() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    p.tenant("c1", "Active");
+    p.slice("c1", "gold-a", CLASS, &[("cpu", "1")], true);
+    p.slice("c1", "gold-big", CLASS, &[("cpu", "100")], true);
+    let (_controller, _) = p.controller(&[
+        "--storage-classes",
+        "standard:default,fast-ssd",
+        "--ingress-classes",
+        "nginx:default",
+        "--load-balancer-classes",
+        "metallb",
+        "--node-labels",
+        "topology.kubernetes.io/region=eu-west,broker.liqo-broker.io/provider=provider-1",
+        "--node-selector",
+        "pool=sold",
+    ])?;
+    p.wait_condition("c1", "gold-a", SETTLE, is("Accepted"))
+        .await?;
+    let status = p.get_slice("c1", "gold-a")?["status"].clone();
+    // As Liqo's CRD spells them (storageClassName, ingressClassName,
+    // loadBalancerClassName; `default` only when true).
+    assert_eq!(
+        status["storageClasses"],
+        json!([{"storageClassName": "standard", "default": true}, {"storageClassName": "fast-ssd"}])
+    );
+    assert_eq!(
+        status["ingressClasses"],
+        json!([{"ingressClassName": "nginx", "default": true}])
+    );
+    assert_eq!(
+        status["loadBalancerClasses"],
+        json!([{"loadBalancerClassName": "metallb"}])
+    );
+    assert_eq!(
+        status["nodeLabels"],
+        json!({"topology.kubernetes.io/region": "eu-west", "broker.liqo-broker.io/provider": "provider-1"})
+    );
+    assert_eq!(status["nodeSelector"], json!({"pool": "sold"}));
+    // A denied slice gets none of them.
+    p.wait_condition("c1", "gold-big", SETTLE, is("Denied"))
+        .await?;
+    assert!(p.get_slice("c1", "gold-big")?["status"]
+        .get("storageClasses")
         .is_none());
     Ok(())
 }

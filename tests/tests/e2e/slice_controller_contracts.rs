@@ -4,11 +4,16 @@
 //! API server as its ServiceAccount, and consumers buying in the catalog.
 //!
 //! The chain offers each consumer cpu 4, memory 8Gi, pods 110 (see
-//! `slice_controller.rs`); plan `small` is cpu 2, memory 4Gi. With
-//! `--on-shrink follow`: a slice is granted what its consumer's contracts
-//! allow (clamped, nothing outside them); a second contract adds to the
-//! grant; expiry and cancellation take it back; a consumer without a
-//! contract is denied; and with the catalog gone the controller goes on
+//! `slice_controller.rs`); plan `small` is cpu 2, memory 4Gi (no pods).
+//! With `--on-shrink follow`: a slice is granted what its consumer's
+//! contracts allow (clamped), plus the class's defaults for cpu, memory and
+//! pods where no contract sells them; a second contract adds to the grant;
+//! a cancellation shrinks it in place; the end of the last contract (by
+//! cancellation or expiry) revokes it as Liqo honours it — `Accepted`,
+//! every key at 0, the replica cordoned (`liqo.io/cordon`) — and a new
+//! contract lifts the cordon; a consumer that never had a contract is
+//! denied; slices the previous release left `Denied/NoContract` are revoked
+//! (or granted) on start; and with the catalog gone the controller goes on
 //! deciding from the last contracts it read.
 
 use std::path::{Path, PathBuf};
@@ -72,12 +77,17 @@ impl Shop {
     /// Alice buys plan `small` for consumer cluster `cluster`; the
     /// contract's id.
     fn buy(&self, cluster: &str, extra: Value) -> String {
+        self.buy_plan("shop", "small", cluster, extra)
+    }
+
+    /// Alice buys `plan` of `offer` for consumer cluster `cluster`.
+    fn buy_plan(&self, offer: &str, plan: &str, cluster: &str, extra: Value) -> String {
         blocking(|| {
             let mut body = json!({ "consumerClusterID": cluster });
             if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
                 b.extend(e.clone());
             }
-            let r = buy(&self.catalog, &self.alice, "shop", "small", &body);
+            let r = buy(&self.catalog, &self.alice, offer, plan, &body);
             assert_eq!(r.status, 201, "{}", r.text);
             r.json["id"].as_str().unwrap().to_string()
         })
@@ -126,6 +136,11 @@ fn grant_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
     Ok(p.get_slice(consumer, slice)?["status"]["resources"].clone())
 }
 
+/// The replica's `liqo.io/cordon` annotation (`null` when absent).
+fn cordon_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
+    Ok(p.get_slice(consumer, slice)?["metadata"]["annotations"]["liqo.io/cordon"].clone())
+}
+
 /// Wait until `slice`'s `status.resources` is `want` (and its condition
 /// `Accepted`).
 async fn wait_grant(p: &Provider, consumer: &str, slice: &str, want: Value) -> Result<()> {
@@ -155,7 +170,8 @@ async fn contracts_grant_add_and_end() -> Result<()> {
     let first = shop.buy("c1", json!({}));
 
     // Asks more cpu than one contract holds, and pods, which no contract
-    // sells: clamped to the contract, pods 0.
+    // sells: cpu clamped to the contract, pods from the class's defaults
+    // (at most what it asked).
     p.slice(
         "c1",
         "gold-1",
@@ -177,14 +193,19 @@ async fn contracts_grant_add_and_end() -> Result<()> {
         .await?;
     assert_eq!(
         c["message"],
-        "granted less than requested: cpu 2 (requested 3, remaining 2), memory 4Gi, pods 0 (requested 10, remaining 0)"
+        "granted less than requested: cpu 2 (requested 3, remaining 2), memory 4Gi; with the class's defaults for a usable node: pods 10"
     );
     assert_eq!(
         grant_of(&p, "c1", "gold-1")?,
-        json!({"cpu": "2", "memory": "4Gi", "pods": "0"})
+        json!({"cpu": "2", "memory": "4Gi", "pods": "10"})
     );
     let denied = p
-        .wait_condition("c2", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+        .wait_condition(
+            "c2",
+            "gold-1",
+            SETTLE,
+            verdict("Denied", "NoActiveContract"),
+        )
         .await?;
     assert_eq!(
         denied["message"],
@@ -201,26 +222,61 @@ async fn contracts_grant_add_and_end() -> Result<()> {
         &p,
         "c1",
         "gold-1",
-        json!({"cpu": "3", "memory": "4Gi", "pods": "0"}),
+        json!({"cpu": "3", "memory": "4Gi", "pods": "10"}),
     )
     .await?;
 
-    // Cancelling one shrinks it back (--on-shrink follow)...
+    // Cancelling one shrinks it in place (--on-shrink follow): still
+    // Accepted, every key there...
     shop.cancel(&second);
     wait_grant(
         &p,
         "c1",
         "gold-1",
-        json!({"cpu": "2", "memory": "4Gi", "pods": "0"}),
+        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
     )
     .await?;
-    // ... cancelling the last leaves nothing.
+    assert_eq!(cordon_of(&p, "c1", "gold-1")?, Value::Null);
+    // ... cancelling the last revokes it: Accepted (Liqo's quota creator
+    // and virtual-node creator ignore a denial), every key at 0, pods
+    // included, and the replica cordoned.
     shop.cancel(&first);
-    p.wait_condition("c1", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+    let revoked = p
+        .wait_condition(
+            "c1",
+            "gold-1",
+            SETTLE,
+            verdict("Accepted", "ResourcesRevoked"),
+        )
         .await?;
-    assert!(p.get_slice("c1", "gold-1")?["status"]
-        .get("resources")
-        .is_none());
+    assert_eq!(
+        revoked["message"],
+        "revoked: every resource is 0 and the slice is cordoned (consumer c1 has no active contract with this provider: nothing is granted)"
+    );
+    assert_eq!(
+        grant_of(&p, "c1", "gold-1")?,
+        json!({"cpu": "0", "memory": "0", "pods": "0"})
+    );
+    assert_eq!(cordon_of(&p, "c1", "gold-1")?, json!("true"));
+
+    // A new contract grants again and lifts the cordon.
+    let third = shop.buy("c1", json!({}));
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
+    )
+    .await?;
+    assert_eq!(cordon_of(&p, "c1", "gold-1")?, Value::Null);
+    shop.cancel(&third);
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "0", "memory": "0", "pods": "0"}),
+    )
+    .await?;
 
     let (status, metrics) = http_get(port, "/metrics").await?;
     assert_eq!(status, 200);
@@ -243,18 +299,33 @@ async fn an_expired_contract_grants_nothing() -> Result<()> {
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (_controller, _) = start(&p, &shop)?;
     // No contract yet: denied.
-    p.wait_condition("c1", "gold-1", SETTLE, verdict("Denied", "NoContract"))
-        .await?;
-    // A contract of 15 s: granted while it lasts, taken back when it ends.
+    p.wait_condition(
+        "c1",
+        "gold-1",
+        SETTLE,
+        verdict("Denied", "NoActiveContract"),
+    )
+    .await?;
+    // A contract of 15 s: granted while it lasts, revoked when it ends.
     shop.buy("c1", json!({"durationSeconds": 15}));
-    wait_grant(&p, "c1", "gold-1", json!({"cpu": "1"})).await?;
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "1", "memory": "4Gi", "pods": "110"}),
+    )
+    .await?;
     p.wait_condition(
         "c1",
         "gold-1",
         Duration::from_secs(30),
-        verdict("Denied", "NoContract"),
+        verdict("Accepted", "ResourcesRevoked"),
     )
     .await?;
+    assert_eq!(
+        grant_of(&p, "c1", "gold-1")?,
+        json!({"cpu": "0", "memory": "0", "pods": "0"})
+    );
     Ok(())
 }
 
@@ -267,7 +338,13 @@ async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<(
     shop.buy("c1", json!({}));
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (_controller, port) = start(&p, &shop)?;
-    wait_grant(&p, "c1", "gold-1", json!({"cpu": "1"})).await?;
+    wait_grant(
+        &p,
+        "c1",
+        "gold-1",
+        json!({"cpu": "1", "memory": "4Gi", "pods": "110"}),
+    )
+    .await?;
     assert_eq!(
         http_get(port, "/readyz").await?,
         (200, "ok: leader\n".into())
@@ -305,9 +382,113 @@ async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<(
         verdict("Accepted", "ResourcesClamped"),
     )
     .await?;
-    assert_eq!(grant_of(&p, "c1", "gold-2")?, json!({"cpu": "1"}));
-    p.wait_condition("c2", "gold-1", SETTLE, verdict("Denied", "NoContract"))
+    assert_eq!(
+        grant_of(&p, "c1", "gold-2")?,
+        json!({"cpu": "1", "memory": "4Gi", "pods": "110"})
+    );
+    p.wait_condition(
+        "c2",
+        "gold-1",
+        SETTLE,
+        verdict("Denied", "NoActiveContract"),
+    )
+    .await?;
+    assert_eq!(
+        grant_of(&p, "c1", "gold-1")?,
+        json!({"cpu": "1", "memory": "4Gi", "pods": "110"})
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_without_cpu_memory_or_pods_still_yields_a_usable_grant() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    let shop = shop(p.dir.path());
+    // A GPU-only plan, as a provider may publish it.
+    blocking(|| {
+        let token = shop.catalog.login(&provider(1));
+        shop.catalog.put_offer(
+            "gpus",
+            &json!({"name": "GPUs", "type": "compute", "description": "GPUs by the unit.",
+                    "plans": {"gpu": {"name": "gpu", "cost": "3",
+                                      "resources": {"nvidia.com/gpu": "1"}}}}),
+            &token,
+        );
+    });
+    p.tenant("c1", "Active");
+    shop.buy_plan("gpus", "gpu", "c1", json!({}));
+    // The consumer asks what it bought, as purchase-controller does.
+    p.slice("c1", "gold-gpu", CLASS, &[("nvidia.com/gpu", "1")], true);
+    let (_controller, _) = start(&p, &shop)?;
+    let c = p
+        .wait_condition(
+            "c1",
+            "gold-gpu",
+            SETTLE,
+            verdict("Accepted", "ResourcesClamped"),
+        )
         .await?;
-    assert_eq!(grant_of(&p, "c1", "gold-1")?, json!({"cpu": "1"}));
+    // cpu > 0 and memory > 0 (a Ready virtual node) and pods (a schedulable
+    // one), from the class's defaults within the chain's offer; the GPU is
+    // what the chain allows (its filter denies nvidia.com/*).
+    assert_eq!(
+        c["message"],
+        "granted less than requested: nvidia.com/gpu 0 (requested 1, remaining 0); with the class's defaults for a usable node: cpu 4, memory 8Gi, pods 110"
+    );
+    assert_eq!(
+        grant_of(&p, "c1", "gold-gpu")?,
+        json!({"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "0", "pods": "110"})
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slices_the_previous_release_left_denied_are_brought_to_the_revocation_on_start(
+) -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    let shop = shop(p.dir.path());
+    p.tenant("c1", "Active");
+    p.tenant("c2", "Active");
+    shop.buy("c2", json!({}));
+    // What the previous release left when a consumer's last contract had
+    // ended: Denied/NoContract, status.resources dropped (Liqo's Quota
+    // and virtual node still at the old grant).
+    for consumer in ["c1", "c2"] {
+        let mut slice = p.slice(
+            consumer,
+            "gold-old",
+            CLASS,
+            &[("cpu", "2"), ("memory", "4Gi")],
+            true,
+        );
+        slice["status"]["conditions"] = json!([auth_condition(),
+            {"type": "Resources", "status": "Denied", "reason": "NoContract",
+             "message": format!("consumer {consumer} has no active contract with this provider: nothing is granted"),
+             "lastTransitionTime": AUTH_TIME}]);
+        p.kube.replace(SLICES, slice, true)?;
+    }
+    let (_controller, _) = start(&p, &shop)?;
+    // Without a contract: revoked, every key at 0, cordoned.
+    p.wait_condition(
+        "c1",
+        "gold-old",
+        SETTLE,
+        verdict("Accepted", "ResourcesRevoked"),
+    )
+    .await?;
+    assert_eq!(
+        grant_of(&p, "c1", "gold-old")?,
+        json!({"cpu": "0", "memory": "0", "pods": "0"})
+    );
+    assert_eq!(cordon_of(&p, "c1", "gold-old")?, json!("true"));
+    // With one again: granted, not cordoned.
+    wait_grant(
+        &p,
+        "c2",
+        "gold-old",
+        json!({"cpu": "2", "memory": "4Gi", "pods": "110"}),
+    )
+    .await?;
+    assert_eq!(cordon_of(&p, "c2", "gold-old")?, Value::Null);
     Ok(())
 }

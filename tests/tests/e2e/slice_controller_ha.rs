@@ -130,6 +130,7 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
         ("authentication.liqo.io", "resourceslices", "get"),
         ("authentication.liqo.io", "resourceslices", "list"),
         ("authentication.liqo.io", "resourceslices", "watch"),
+        ("authentication.liqo.io", "resourceslices", "patch"),
         ("authentication.liqo.io", "tenants", "list"),
         ("authentication.liqo.io", "tenants", "watch"),
         ("authentication.liqo.io", "resourceslices/status", "update"),
