@@ -53,8 +53,9 @@
 //! - every accepted grant carries the keys of [`Context::defaults`] (cpu,
 //!   memory and pods, checked at start-up): a key the policy's grant lacks —
 //!   not asked for or, under `contracts`, sold by none of the consumer's
-//!   contracts — gets its default, at most what was asked and what the
-//!   chain offers the consumer (when the chain names it). Defaults are per
+//!   contracts — gets its default, at most what was asked, what the chain
+//!   offers the consumer and what its contracts sell (each when it names
+//!   the key). Defaults are per
 //!   slice and never counted against the allowance: they make the virtual
 //!   node Ready (cpu > 0, memory > 0) and schedulable (`pods`), they are
 //!   not sold;
@@ -314,7 +315,7 @@ pub fn decide_all(
         if let Some(grant) = holds {
             held = held.add(&grant);
         }
-        decisions[index] = finish(ctx, offered, slice, decision);
+        decisions[index] = finish(ctx, offered, allowance_or_offer, slice, decision);
     }
     decisions
 }
@@ -352,10 +353,12 @@ fn sold_view(ctx: &Context, slice: &Candidate, unsold: &[&String]) -> Candidate 
 /// Make the policy's decision one Liqo honours (see the module docs):
 /// revoke instead of denying a slice that holds a grant; complete an
 /// accepted grant with the defaults and with zeros for keys it held.
-/// `offered` is the chain's answer for the consumer.
+/// `offered` is the chain's answer for the consumer, `allowance` what the
+/// policy measured against (under `contracts`, [`contract_allowance`]).
 pub fn finish(
     ctx: &Context,
     offered: &ResourceList,
+    allowance: &ResourceList,
     slice: &Candidate,
     decision: Decision,
 ) -> Decision {
@@ -413,10 +416,12 @@ pub fn finish(
                     continue;
                 }
                 let mut value = default.clone();
-                for cap in [asked.and_then(|a| a.get(name)), offered.get(name)]
-                    .into_iter()
-                    .flatten()
-                {
+                let caps = [
+                    asked.and_then(|a| a.get(name)),
+                    offered.get(name),
+                    allowance.get(name),
+                ];
+                for cap in caps.into_iter().flatten() {
                     if *cap < value {
                         value = cap.clone();
                     }

@@ -629,6 +629,16 @@ fn a_grant_always_carries_the_default_keys_capped_by_request_and_chain() {
         verdict(&out[0]).granted,
         Some(list(&[("cpu", "1"), ("memory", "2Gi"), ("pods", "110")]))
     );
+    // A sold key not asked for gets the default within what is sold.
+    let c = with_defaults(contracts(
+        ShrinkPolicy::Follow,
+        Some(&[("cpu", "2"), ("memory", "1Gi")]),
+    ));
+    let out = decide_all(&c, &offered, &[pending("a", T1, &[("cpu", "1")])]);
+    assert_eq!(
+        verdict(&out[0]).granted,
+        Some(list(&[("cpu", "1"), ("memory", "1Gi"), ("pods", "110")]))
+    );
 }
 
 #[test]
