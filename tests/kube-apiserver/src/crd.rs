@@ -320,6 +320,33 @@ mod tests {
         assert_eq!(old[0].versions, ["v1alpha1"]);
     }
 
+    /// Every CRD the product ships (`deploy/**/crd*.yaml`) loads, so each
+    /// of its rules and patterns is one this server enforces.
+    #[test]
+    fn the_shipped_crds_load_with_every_rule_enforceable() {
+        fn walk(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    walk(&path, found);
+                } else if name.starts_with("crd") && name.ends_with(".yaml") {
+                    found.push(path);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy"),
+            &mut found,
+        );
+        assert!(!found.is_empty(), "no CRD under deploy/");
+        for path in found {
+            let defs = read_crd_file(&path).unwrap_or_else(|e| panic!("{path:?}: {e:#}"));
+            assert!(!defs.is_empty(), "{path:?}");
+        }
+    }
+
     #[test]
     fn not_a_crd_is_refused() {
         assert!(parse_crds("apiVersion: v1\nkind: Pod\n").is_err());
