@@ -429,10 +429,7 @@ impl World {
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));
         }
-        let attributes = Attributes {
-            object,
-            ..request
-        };
+        let attributes = Attributes { object, ..request };
         let listed = |plural: &str| -> Vec<Value> {
             self.objects
                 .get(&GroupResource::new(admission::GROUP, plural))
