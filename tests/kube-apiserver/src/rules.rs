@@ -13,7 +13,10 @@
 //! the evaluated `messageExpression`, else `failed rule: <rule>`; the
 //! field is the rule's level joined with its `fieldPath`; `reason` picks
 //! the error type; the value is shown for scalars and omitted for objects
-//! and arrays (`fieldErrorForReason`, `validateExpressions`). As in
+//! and arrays (`fieldErrorForReason`, `validateExpressions`) — the shape
+//! since Kubernetes v1.35 (kubernetes/kubernetes#132798 and #133832, merged
+//! September 2025); v1.34 and earlier printed the schema type instead
+//! (`Invalid value: "string": …`). As in
 //! `pkg/registry/customresource/strategy.go` (`hasBlockingErr`), the rules
 //! are not evaluated when the schema check already found a type, required,
 //! enum or size error.

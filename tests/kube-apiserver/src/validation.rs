@@ -2,9 +2,9 @@
 //! server's registry strategies run it on create and update: object names
 //! per kind, and the fields of Secrets, Events, Leases, Namespaces,
 //! RoleBindings and CertificateSigningRequests. Each rule names the
-//! function it follows in kubernetes/kubernetes (read from the copy in the
-//! search index, `master` at the time; field paths are the internal
-//! type's, as the real errors print them).
+//! function and file it follows in kubernetes/kubernetes, read at its
+//! `master` of late 2025 (the v1.35 line). Field paths are the internal
+//! type's, as the real errors print them.
 //!
 //! Causes are `details.causes[]` entries of the 422 the caller builds
 //! ([`crate::status::ApiError::invalid`]); a body that cannot be decoded
