@@ -68,7 +68,7 @@ pub struct ControllerArgs {
     )]
     pub grant_policy: GrantPolicy,
 
-    /// When a consumer's allowance shrinks below what it was granted: keep (grants stand; only new requests see less) or follow (accepted slices are re-decided: denied under fit, shrunk under clamp and offer).
+    /// When a consumer's allowance shrinks below what it was granted: keep (grants stand; only new requests see less) or follow (accepted slices are re-decided: shrunk in place under clamp, offer and contracts, every key kept; revoked — Accepted, every key 0, liqo.io/cordon — under fit when they no longer fit and under contracts when none is left; a new grant lifts the cordon).
     #[arg(
         long,
         env = "RESOURCE_MONITOR_ON_SHRINK",
