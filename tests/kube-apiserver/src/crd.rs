@@ -233,7 +233,7 @@ pub fn crd_definition(crd: &Value) -> Result<ResourceDef> {
         let schema = v["schema"]["openAPIV3Schema"].clone();
         // A rule or pattern this server cannot enforce fails the load, so
         // nothing a test relies on goes silently unchecked.
-        crate::rules::check_schema(&schema)
+        crate::rule_check::check_schema(&schema)
             .with_context(|| format!("CRD {expected} version {name}: openAPIV3Schema"))?;
         if schema.is_object() {
             schemas.insert(name.clone(), schema);

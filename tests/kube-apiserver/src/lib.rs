@@ -80,6 +80,7 @@ pub mod listen;
 pub mod owner_refs;
 pub mod patch;
 pub mod rbac;
+pub mod rule_check;
 pub mod rules;
 pub mod schema;
 pub mod selector;
