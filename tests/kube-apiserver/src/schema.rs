@@ -13,9 +13,9 @@
 //! `byte`, `x-kubernetes-list-type` `set` and `map` (duplicates),
 //! `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-embedded-resource`, and the CEL rules of
-//! `x-kubernetes-validations` at every level ([`rules`], which also
-//! refuses at registration a rule or `pattern` this server could not
-//! enforce). Messages follow the real server's wording closely but not
+//! `x-kubernetes-validations` at every level ([`rules`]; a rule or
+//! `pattern` this server could not enforce is refused when the CRD is
+//! registered, [`crate::rule_check`]). Messages follow the real server's wording closely but not
 //! byte for byte.
 
 use std::collections::HashMap;
