@@ -4,7 +4,7 @@
 //! whose resources are `Accepted`, holding what the slice's status grants.
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject};
 use kube::Client;
 use serde_json::{json, Value};
 
@@ -67,25 +67,14 @@ pub async fn run(client: Client, enforcement: LimitsEnforcement) {
         Some(Key::of(&s))
     });
     // A changed Quota reconciles its owner slice (QC:144).
-    let owned = runner::keys(runner::applied(quotas, ""), |q| owner_slice(&q));
+    let owned = runner::keys(runner::applied(quotas, ""), |q| {
+        slice::controlling_slice(&q)
+    });
     let client = &client;
     runner::run("quota-creator", vec![own, owned.boxed()], |key| {
         reconcile(client, enforcement, key)
     })
     .await;
-}
-
-fn owner_slice(quota: &DynamicObject) -> Option<Key> {
-    let owner = quota
-        .metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|o| o.controller == Some(true) && o.kind == "ResourceSlice")?;
-    Some(Key {
-        namespace: quota.metadata.namespace.clone().unwrap_or_default(),
-        name: owner.name.clone(),
-    })
 }
 
 /// QC:72-115.
@@ -112,25 +101,11 @@ async fn reconcile(client: &Client, enforcement: LimitsEnforcement, key: Key) ->
     let quotas: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &key.namespace, &consts::quotas());
     // QC:96: CreateOrUpdate.
-    let existing = quotas.get_opt(&name).await?;
-    let mut quota = existing
-        .clone()
-        .unwrap_or_else(|| DynamicObject::new(&name, &consts::quotas()).within(&key.namespace));
-    mutate(&mut quota, &slice, &name, enforcement);
-    match existing {
-        None => {
-            quotas.create(&PostParams::default(), &quota).await?;
-        }
-        Some(old)
-            if old.data["spec"] != quota.data["spec"]
-                || old.metadata.owner_references != quota.metadata.owner_references =>
-        {
-            quotas
-                .replace(&name, &PostParams::default(), &quota)
-                .await?;
-        }
-        Some(_) => {}
-    }
+    let resource = consts::quotas();
+    runner::create_or_update(&quotas, &resource, &key.namespace, &name, |quota| {
+        mutate(quota, &slice, &name, enforcement)
+    })
+    .await?;
     Ok(())
 }
 
@@ -159,17 +134,7 @@ pub fn mutate(
         spec.remove("cordoned");
     }
     // QC:107: owned by the slice as its controller.
-    let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-        api_version: "authentication.liqo.io/v1beta1".into(),
-        kind: "ResourceSlice".into(),
-        name: slice.metadata.name.clone().unwrap_or_default(),
-        uid: slice.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    };
-    let owners = quota.metadata.owner_references.get_or_insert_with(Vec::new);
-    owners.retain(|o| o.controller != Some(true));
-    owners.push(owner);
+    slice::set_controller(quota, slice);
 }
 
 /// QC:117-132: either cordon annotation, unless it reads false.

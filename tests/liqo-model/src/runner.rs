@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::runtime::watcher::{self, watcher};
 use kube::runtime::WatchStreamExt;
 use kube::ResourceExt;
@@ -98,4 +98,31 @@ where
     }
     .instrument(span)
     .await
+}
+
+/// controller-runtime's `CreateOrUpdate` (which Liqo's controllers call
+/// through `pkg/utils/resource`): read the object, apply `mutate` to it (or
+/// to a new one), then create it, or update it only if `mutate` changed it.
+pub async fn create_or_update(
+    api: &Api<DynamicObject>,
+    resource: &ApiResource,
+    namespace: &str,
+    name: &str,
+    mutate: impl FnOnce(&mut DynamicObject),
+) -> Result<(), Error> {
+    let existing = api.get_opt(name).await?;
+    let mut obj = existing
+        .clone()
+        .unwrap_or_else(|| DynamicObject::new(name, resource).within(namespace));
+    mutate(&mut obj);
+    match existing {
+        None => {
+            api.create(&PostParams::default(), &obj).await?;
+        }
+        Some(old) if old != obj => {
+            api.replace(name, &PostParams::default(), &obj).await?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }

@@ -2,9 +2,12 @@
 //! helpers do (`pkg/liqo-controller-manager/authentication/resourceslice.go`,
 //! `…/authentication/csr.go`).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+
+use crate::runner::Key;
 
 /// `apis/authentication/v1beta1/resourceslice_types.go:66-80`: condition types and statuses.
 pub const AUTHENTICATION: &str = "Authentication";
@@ -83,4 +86,36 @@ pub fn object_at<'a>(data: &'a mut Value, key: &str) -> &'a mut Value {
         *entry = json!({});
     }
     entry
+}
+
+/// Make `slice` the controller owner of `obj`, replacing any other
+/// controller, as controller-runtime's `SetControllerReference` does (with
+/// `blockOwnerDeletion`).
+pub fn set_controller(obj: &mut DynamicObject, slice: &DynamicObject) {
+    let owner = OwnerReference {
+        api_version: "authentication.liqo.io/v1beta1".into(),
+        kind: "ResourceSlice".into(),
+        name: slice.metadata.name.clone().unwrap_or_default(),
+        uid: slice.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    let owners = obj.metadata.owner_references.get_or_insert_with(Vec::new);
+    owners.retain(|o| o.controller != Some(true));
+    owners.push(owner);
+}
+
+/// The slice controlling `obj`, for controller-runtime's `Owns(...)`
+/// watches: an owned object's change reconciles its owner.
+pub fn controlling_slice(obj: &DynamicObject) -> Option<Key> {
+    let owner = obj
+        .metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == "ResourceSlice")?;
+    Some(Key {
+        namespace: obj.metadata.namespace.clone().unwrap_or_default(),
+        name: owner.name.clone(),
+    })
 }

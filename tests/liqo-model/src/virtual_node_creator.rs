@@ -4,8 +4,7 @@
 //! `pkg/liqo-controller-manager/offloading/forge/virtualnode.go` (FORGE):
 //! one VirtualNode per local slice both of whose conditions are `Accepted`.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::Client;
 use serde_json::{json, Value};
 
@@ -58,8 +57,12 @@ pub async fn run(client: Client) {
         all_conditions_accepted(&s).then(|| Key::of(&s))
     });
     // Owned VirtualNodes and Identities reconcile their slice (VNC:156-157).
-    let nodes = runner::keys(runner::applied(virtual_nodes, ""), |o| owner_slice(&o));
-    let ids = runner::keys(runner::applied(identities, ""), |o| owner_slice(&o));
+    let nodes = runner::keys(runner::applied(virtual_nodes, ""), |o| {
+        slice::controlling_slice(&o)
+    });
+    let ids = runner::keys(runner::applied(identities, ""), |o| {
+        slice::controlling_slice(&o)
+    });
     let client = &client;
     runner::run("virtual-node-creator", vec![own, nodes, ids], |key| {
         reconcile(client, key)
@@ -70,19 +73,6 @@ pub async fn run(client: Client) {
 /// VNC:172-180.
 pub fn all_conditions_accepted(slice: &DynamicObject) -> bool {
     slice::accepted(slice, AUTHENTICATION) && slice::accepted(slice, RESOURCES)
-}
-
-fn owner_slice(obj: &DynamicObject) -> Option<Key> {
-    let owner = obj
-        .metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|o| o.controller == Some(true) && o.kind == "ResourceSlice")?;
-    Some(Key {
-        namespace: obj.metadata.namespace.clone().unwrap_or_default(),
-        name: owner.name.clone(),
-    })
 }
 
 /// VNC:67-144.
@@ -144,25 +134,15 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
     // VNC:120-139: CreateOrUpdate.
     let virtual_nodes: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &key.namespace, &consts::virtual_nodes());
-    let existing = virtual_nodes.get_opt(&key.name).await?;
-    let mut node = existing.clone().unwrap_or_else(|| {
-        DynamicObject::new(&key.name, &consts::virtual_nodes()).within(&key.namespace)
-    });
-    mutate(&mut node, &slice, &cluster_id, secret_name);
-    match existing {
-        None => {
-            virtual_nodes.create(&PostParams::default(), &node).await?;
-        }
-        Some(old)
-            if old.data["spec"] != node.data["spec"]
-                || old.metadata.labels != node.metadata.labels =>
-        {
-            virtual_nodes
-                .replace(&key.name, &PostParams::default(), &node)
-                .await?;
-        }
-        Some(_) => {}
-    }
+    let resource = consts::virtual_nodes();
+    runner::create_or_update(
+        &virtual_nodes,
+        &resource,
+        &key.namespace,
+        &key.name,
+        |node| mutate(node, &slice, &cluster_id, secret_name),
+    )
+    .await?;
     Ok(())
 }
 
@@ -206,15 +186,6 @@ pub fn mutate(node: &mut DynamicObject, slice: &DynamicObject, cluster_id: &str,
     if let Some(selector) = status["nodeSelector"].as_object().filter(|s| !s.is_empty()) {
         slice::object_at(spec, "offloadingPatch")["nodeSelector"] = Value::Object(selector.clone());
     }
-    let owner = OwnerReference {
-        api_version: "authentication.liqo.io/v1beta1".into(),
-        kind: "ResourceSlice".into(),
-        name: slice.metadata.name.clone().unwrap_or_default(),
-        uid: slice.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    };
-    let owners = node.metadata.owner_references.get_or_insert_with(Vec::new);
-    owners.retain(|o| o.controller != Some(true));
-    owners.push(owner);
+    // VNC:135: owned by the slice as its controller.
+    slice::set_controller(node, slice);
 }

@@ -2,7 +2,7 @@
 //! provider, with the cases of `pkg/virtualKubelet/liqoNodeProvider/nodeProvider_test.go`.
 
 use kube::api::DynamicObject;
-use kube_test_server::{GroupResource, KubeApiServer};
+use kube_test_server::KubeApiServer;
 use liqo_model::node_provider::{node_status, Network};
 use liqo_model::Consumer;
 use serde_json::{json, Value};
@@ -70,21 +70,25 @@ fn slice_with_identity(kube: &KubeApiServer, name: &str) {
     .unwrap();
 }
 
-/// The provider's grant, as the replicator copies it back.
-fn granted(kube: &KubeApiServer, name: &str, resources_condition: &str, resources: Value) {
-    let conditions = json!([
-        {"type": "Authentication", "status": "Accepted", "reason": "x", "message": "x",
-         "lastTransitionTime": "2026-11-26T00:00:00Z"},
-        {"type": "Resources", "status": resources_condition, "reason": "x", "message": "x",
-         "lastTransitionTime": "2026-11-26T00:00:00Z"}]);
-    kube.merge_patch(
-        SLICES,
+/// Slice `name` granted `resources` by the provider; its VirtualNode once made.
+async fn granted_virtual_node(kube: &KubeApiServer, name: &str, resources: Value) -> Value {
+    slice_with_identity(kube, name);
+    write_status(kube, TENANT_NS, name, "Accepted", resources);
+    wait_for(
+        kube,
+        VIRTUAL_NODES,
         Some(TENANT_NS),
         name,
-        json!({"status": {"conditions": conditions, "resources": resources}}),
-        true,
+        "a VirtualNode",
+        |_| true,
     )
-    .unwrap();
+    .await
+}
+
+/// A slice granted now: once its VirtualNode exists, the virtual-node
+/// creator's queue has passed every earlier slice event.
+async fn marker(kube: &KubeApiServer) {
+    granted_virtual_node(kube, "marker", json!({"cpu": "1", "memory": "1Gi"})).await;
 }
 
 fn node_condition(node: &Value, kind: &str) -> Option<String> {
@@ -98,18 +102,8 @@ fn node_condition(node: &Value, kind: &str) -> Option<String> {
 #[tokio::test]
 async fn an_accepted_slice_yields_a_ready_node_whose_allocatable_is_the_grant_pods_included() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
-    slice_with_identity(&kube, "gold");
     let grant = json!({"cpu": "2", "memory": "4Gi", "pods": "10"});
-    granted(&kube, "gold", "Accepted", grant.clone());
-    let vn = wait_for(
-        &kube,
-        VIRTUAL_NODES,
-        Some(TENANT_NS),
-        "gold",
-        "a VirtualNode",
-        |_| true,
-    )
-    .await;
+    let vn = granted_virtual_node(&kube, "gold", grant.clone()).await;
     assert_eq!(vn["spec"]["resourceQuota"]["hard"], grant);
     assert_eq!(vn["spec"]["clusterID"], PROVIDER);
     let node = wait_for(&kube, NODES, None, "gold", "Ready", |n| {
@@ -129,8 +123,9 @@ async fn an_accepted_slice_yields_a_ready_node_whose_allocatable_is_the_grant_po
 async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
     slice_with_identity(&kube, "gold");
-    granted(
+    write_status(
         &kube,
+        TENANT_NS,
         "gold",
         "Accepted",
         json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
@@ -141,8 +136,9 @@ async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
     .await;
     // A revocation by zeros, `pods` left out: cpu and memory at zero make
     // the node NotReady, and `pods` keeps its old value (never deleted).
-    granted(
+    write_status(
         &kube,
+        TENANT_NS,
         "gold",
         "Accepted",
         json!({"cpu": "0", "memory": "0"}),
@@ -165,7 +161,13 @@ async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
 async fn a_gpu_only_grant_gives_a_node_that_is_never_ready() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
     slice_with_identity(&kube, "gpu");
-    granted(&kube, "gpu", "Accepted", json!({"nvidia.com/gpu": "1"}));
+    write_status(
+        &kube,
+        TENANT_NS,
+        "gpu",
+        "Accepted",
+        json!({"nvidia.com/gpu": "1"}),
+    );
     let node = wait_for(&kube, NODES, None, "gpu", "its conditions", |n| {
         node_condition(n, "Ready").is_some()
     })
@@ -176,43 +178,12 @@ async fn a_gpu_only_grant_gives_a_node_that_is_never_ready() {
 #[tokio::test]
 async fn denied_after_accepted_leaves_the_virtual_node_as_it_was() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
-    slice_with_identity(&kube, "gold");
     let grant = json!({"cpu": "2", "memory": "4Gi", "pods": "10"});
-    granted(&kube, "gold", "Accepted", grant.clone());
-    wait_for(
-        &kube,
-        VIRTUAL_NODES,
-        Some(TENANT_NS),
-        "gold",
-        "a VirtualNode",
-        |_| true,
-    )
-    .await;
-    granted(&kube, "gold", "Denied", Value::Null);
+    granted_virtual_node(&kube, "gold", grant.clone()).await;
+    write_status(&kube, TENANT_NS, "gold", "Denied", Value::Null);
     // Sync point: a later slice's VirtualNode means the Denied was seen.
-    slice_with_identity(&kube, "marker");
-    granted(
-        &kube,
-        "marker",
-        "Accepted",
-        json!({"cpu": "1", "memory": "1Gi"}),
-    );
-    wait_for(
-        &kube,
-        VIRTUAL_NODES,
-        Some(TENANT_NS),
-        "marker",
-        "the marker's VirtualNode",
-        |_| true,
-    )
-    .await;
-    let vn = kube
-        .get(
-            GroupResource::new(VIRTUAL_NODES.0, VIRTUAL_NODES.1),
-            Some(TENANT_NS),
-            "gold",
-        )
-        .unwrap();
+    marker(&kube).await;
+    let vn = get(&kube, VIRTUAL_NODES, Some(TENANT_NS), "gold").unwrap();
     assert_eq!(vn["spec"]["resourceQuota"]["hard"], grant);
 }
 
@@ -228,62 +199,43 @@ async fn a_slice_not_asking_for_a_virtual_node_gets_none() {
         false,
     )
     .unwrap();
-    granted(
+    write_status(
         &kube,
+        TENANT_NS,
         "quiet",
         "Accepted",
         json!({"cpu": "1", "memory": "1Gi"}),
     );
-    slice_with_identity(&kube, "marker");
-    granted(
-        &kube,
-        "marker",
-        "Accepted",
-        json!({"cpu": "1", "memory": "1Gi"}),
-    );
-    wait_for(
-        &kube,
-        VIRTUAL_NODES,
-        Some(TENANT_NS),
-        "marker",
-        "the marker's VirtualNode",
-        |_| true,
-    )
-    .await;
-    assert!(kube
-        .get(
-            GroupResource::new(VIRTUAL_NODES.0, VIRTUAL_NODES.1),
-            Some(TENANT_NS),
-            "quiet"
-        )
-        .is_none());
+    marker(&kube).await;
+    assert!(get(&kube, VIRTUAL_NODES, Some(TENANT_NS), "quiet").is_none());
 }
 
 // ---- nodeProvider_test.go's table (:175-345), on the pure decision ------
 
-fn virtual_node(hard: Value) -> DynamicObject {
-    serde_json::from_value(
-        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
-        "metadata": {"name": "vn", "namespace": "ns"},
-        "spec": {"clusterID": "remote-id", "resourceQuota": {"hard": hard}}}),
-    )
-    .unwrap()
-}
-
-fn foreign_cluster(observed: i64, networking_enabled: bool, established: bool) -> DynamicObject {
+/// The node's conditions, sorted, for a VirtualNode with `hard` and a
+/// ForeignCluster as given, the network check on.
+fn conditions_for(
+    observed: i64,
+    networking: bool,
+    established: bool,
+    hard: Value,
+) -> Vec<(String, String)> {
+    let vn: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "VirtualNode", "metadata": {"name": "vn", "namespace": "ns"},
+        "spec": {"clusterID": "remote-id", "resourceQuota": {"hard": hard}}}))
+        .unwrap();
     let conditions = if established {
         json!([{"type": "NetworkConnectionStatus", "status": "Established"}])
     } else {
         json!([])
     };
-    serde_json::from_value(json!({"apiVersion": "core.liqo.io/v1beta1", "kind": "ForeignCluster",
-        "metadata": {"name": "remote-id"}, "spec": {"clusterID": "remote-id"},
+    let fc: DynamicObject = serde_json::from_value(json!({"apiVersion": "core.liqo.io/v1beta1",
+        "kind": "ForeignCluster", "metadata": {"name": "remote-id"}, "spec": {"clusterID": "remote-id"},
         "status": {"observedGeneration": observed,
-                   "modules": {"networking": {"enabled": networking_enabled, "conditions": conditions}}}}))
-    .unwrap()
-}
-
-fn conditions(status: &Value) -> Vec<(String, String)> {
+                   "modules": {"networking": {"enabled": networking, "conditions": conditions}}}}))
+    .unwrap();
+    let status = node_status(&Value::Null, &vn, Network::of(Some(&fc), true));
     let mut all: Vec<(String, String)> = status["conditions"]
         .as_array()
         .unwrap()
@@ -308,97 +260,71 @@ fn expect(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     all
 }
 
-#[test]
-fn networking_disabled_offloading_enabled_is_ready_without_a_network_condition() {
-    let fc = foreign_cluster(1, false, false);
-    let status = node_status(
-        &Value::Null,
-        &virtual_node(json!({"cpu": "2", "memory": "3"})),
-        Network::of(Some(&fc), true),
-    );
-    assert_eq!(
-        conditions(&status),
-        expect(&[
-            ("Ready", "True"),
-            ("MemoryPressure", "False"),
-            ("DiskPressure", "False"),
-            ("PIDPressure", "False")
-        ])
-    );
-}
+const RESOURCES_READY: [(&str, &str); 4] = [
+    ("Ready", "True"),
+    ("MemoryPressure", "False"),
+    ("DiskPressure", "False"),
+    ("PIDPressure", "False"),
+];
+const NO_RESOURCES: [(&str, &str); 4] = [
+    ("Ready", "False"),
+    ("MemoryPressure", "True"),
+    ("DiskPressure", "True"),
+    ("PIDPressure", "True"),
+];
 
-#[test]
-fn networking_enabled_and_disconnected_without_resources_is_not_ready_with_the_network_down() {
-    let fc = foreign_cluster(1, true, false);
-    let status = node_status(
-        &Value::Null,
-        &virtual_node(json!({})),
-        Network::of(Some(&fc), true),
-    );
-    assert_eq!(
-        conditions(&status),
-        expect(&[
-            ("Ready", "False"),
-            ("MemoryPressure", "True"),
-            ("DiskPressure", "True"),
-            ("PIDPressure", "True"),
-            ("NetworkUnavailable", "True")
-        ])
-    );
-}
+/// A row of the table: name, ForeignCluster, quota, expected conditions.
+type Row<'a> = (&'a str, (i64, bool, bool), Value, Vec<(&'a str, &'a str)>);
 
+/// nodeProvider_test.go:135-346, one row per `Entry`: the ForeignCluster
+/// (observedGeneration, networking enabled, connection established), the
+/// VirtualNode's quota, and the conditions expected among the node's.
 #[test]
-fn networking_enabled_and_connected_without_resources_is_not_ready_with_the_network_up() {
-    let fc = foreign_cluster(1, true, true);
-    let status = node_status(
-        &Value::Null,
-        &virtual_node(json!({})),
-        Network::of(Some(&fc), true),
-    );
-    assert_eq!(
-        conditions(&status),
-        expect(&[
-            ("Ready", "False"),
-            ("MemoryPressure", "True"),
-            ("DiskPressure", "True"),
-            ("PIDPressure", "True"),
-            ("NetworkUnavailable", "False")
-        ])
-    );
-}
-
-#[test]
-fn networking_enabled_and_connected_with_resources_is_ready() {
-    let fc = foreign_cluster(1, true, true);
-    let status = node_status(
-        &Value::Null,
-        &virtual_node(json!({"cpu": "2", "memory": "3"})),
-        Network::of(Some(&fc), true),
-    );
-    assert_eq!(
-        conditions(&status),
-        expect(&[
-            ("Ready", "True"),
-            ("MemoryPressure", "False"),
-            ("DiskPressure", "False"),
-            ("PIDPressure", "False"),
-            ("NetworkUnavailable", "False")
-        ])
-    );
-}
-
-#[test]
-fn a_foreign_cluster_not_yet_reconciled_counts_networking_as_enabled_and_down() {
-    let fc = foreign_cluster(0, false, false);
-    let status = node_status(
-        &Value::Null,
-        &virtual_node(json!({"cpu": "2", "memory": "3"})),
-        Network::of(Some(&fc), true),
-    );
-    let all = conditions(&status);
-    assert!(all.contains(&("Ready".into(), "False".into())), "{all:?}");
-    assert!(
-        all.contains(&("NetworkUnavailable".into(), "True".into())),
-        "{all:?}"
-    );
+fn the_node_provider_table() {
+    let ready = RESOURCES_READY.as_slice();
+    let none = NO_RESOURCES.as_slice();
+    let rows: [Row; 5] = [
+        (
+            "networking disabled, offloading enabled",
+            (1, false, false),
+            json!({"cpu": "2", "memory": "3"}),
+            ready.to_vec(),
+        ),
+        (
+            "networking enabled (disconnected), no resources",
+            (1, true, false),
+            json!({}),
+            [none, &[("NetworkUnavailable", "True")]].concat(),
+        ),
+        (
+            "networking enabled (connected), no resources",
+            (1, true, true),
+            json!({}),
+            [none, &[("NetworkUnavailable", "False")]].concat(),
+        ),
+        (
+            "networking enabled (connected), offloading enabled",
+            (1, true, true),
+            json!({"cpu": "2", "memory": "3"}),
+            [ready, &[("NetworkUnavailable", "False")]].concat(),
+        ),
+        (
+            "ForeignCluster not yet reconciled (observedGeneration 0)",
+            (0, false, false),
+            json!({"cpu": "2", "memory": "3"}),
+            vec![("Ready", "False"), ("NetworkUnavailable", "True")],
+        ),
+    ];
+    for (name, (observed, networking, established), hard, expected) in rows {
+        let got = conditions_for(observed, networking, established, hard);
+        for pair in expect(&expected) {
+            assert!(
+                got.contains(&pair),
+                "{name}: expected {pair:?} among {got:?}"
+            );
+        }
+        if name.starts_with("networking disabled") {
+            assert_eq!(got, expect(&expected), "{name}: no network condition");
+        }
+    }
 }

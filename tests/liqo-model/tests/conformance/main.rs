@@ -71,3 +71,51 @@ pub fn condition(slice: &Value, kind: &str) -> Option<String> {
         .find(|c| c["type"] == kind)
         .map(|c| c["status"].as_str().unwrap_or_default().to_string())
 }
+
+/// Write a slice's status as a class controller (provider) or the
+/// replicator (consumer) does: both conditions, `resources` as given
+/// (`null` drops it).
+pub fn write_status(
+    kube: &KubeApiServer,
+    namespace: &str,
+    name: &str,
+    resources_condition: &str,
+    resources: Value,
+) {
+    let condition = |kind: &str, status: &str| {
+        json!({"type": kind, "status": status, "reason": "x", "message": "x",
+               "lastTransitionTime": "2026-11-26T00:00:00Z"})
+    };
+    let conditions = json!([
+        condition("Authentication", "Accepted"),
+        condition("Resources", resources_condition)
+    ]);
+    let status = json!({"status": {"conditions": conditions, "resources": resources}});
+    kube.merge_patch(SLICES, Some(namespace), name, status, true)
+        .unwrap();
+}
+
+/// Wait until condition `kind` of slice `name` is `status`.
+pub async fn slice_condition(
+    kube: &KubeApiServer,
+    namespace: &str,
+    name: &str,
+    kind: &str,
+    status: &str,
+) -> Value {
+    let what = format!("{kind} {status}");
+    wait_for(kube, SLICES, Some(namespace), name, &what, |s| {
+        condition(s, kind).as_deref() == Some(status)
+    })
+    .await
+}
+
+/// The object as the server has it now.
+pub fn get(
+    kube: &KubeApiServer,
+    resource: (&str, &str),
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<Value> {
+    kube.get(GroupResource::new(resource.0, resource.1), namespace, name)
+}

@@ -1,4 +1,5 @@
-//! The provider's remote ResourceSlice controller and quota creator.
+//! The provider's remote ResourceSlice controller, quota creator and
+//! ShadowPod webhook.
 
 use kube_test_server::KubeApiServer;
 use liqo_model::shadowpod_webhook::{validate_create, World};
@@ -41,37 +42,60 @@ fn replica(kube: &KubeApiServer, name: &str, class: &str, resources: Value, csr:
     .unwrap();
 }
 
-async fn authenticated(kube: &KubeApiServer, name: &str) -> Value {
+fn quota_name(slice_name: &str) -> String {
+    slice::common_name(slice_name, CONSUMER)
+}
+
+async fn quota(
+    kube: &KubeApiServer,
+    slice_name: &str,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
     wait_for(
         kube,
-        SLICES,
+        QUOTAS,
         Some(TENANT_NS),
-        name,
-        "Authentication Accepted",
-        |s| condition(s, "Authentication").as_deref() == Some("Accepted"),
+        &quota_name(slice_name),
+        what,
+        ready,
     )
     .await
 }
 
-/// What a class controller writes: both conditions, `resources` granted.
-fn grant(kube: &KubeApiServer, name: &str, resources_condition: &str, resources: Value) {
-    let conditions = json!([
-        {"type": "Authentication", "status": "Accepted", "reason": "x", "message": "x",
-         "lastTransitionTime": "2026-11-26T00:00:00Z"},
-        {"type": "Resources", "status": resources_condition, "reason": "x", "message": "x",
-         "lastTransitionTime": "2026-11-26T00:00:00Z"}]);
-    kube.merge_patch(
-        SLICES,
-        Some(TENANT_NS),
-        name,
-        json!({"status": {"conditions": conditions, "resources": resources}}),
-        true,
-    )
-    .unwrap();
+/// A class-`gold` slice `name`, once Liqo has authenticated it.
+async fn authenticated_gold(kube: &KubeApiServer, name: &str) -> Value {
+    let request = json!({"cpu": "2", "memory": "4Gi"});
+    replica(kube, name, "gold", request, &csr());
+    slice_condition(kube, TENANT_NS, name, "Authentication", "Accepted").await
 }
 
-fn quota_name(slice_name: &str) -> String {
-    slice::common_name(slice_name, CONSUMER)
+/// A class-`gold` slice authenticated by Liqo, granted `resources` by its
+/// class controller; its Quota once made.
+async fn granted_quota(kube: &KubeApiServer, name: &str, resources: Value) -> Value {
+    authenticated_gold(kube, name).await;
+    write_status(kube, TENANT_NS, name, "Accepted", resources);
+    quota(kube, name, "a Quota", |_| true).await
+}
+
+/// A default-class slice created now and granted: once it is, the
+/// controllers' queues have passed every earlier slice event.
+async fn marker(kube: &KubeApiServer) {
+    replica(kube, "marker", "default", json!({}), &csr());
+    slice_condition(kube, TENANT_NS, "marker", "Resources", "Accepted").await;
+    quota(kube, "marker", "the marker's Quota", |_| true).await;
+}
+
+fn cordon(kube: &KubeApiServer, name: &str, value: &str) {
+    let patch = json!({"metadata": {"annotations": {"liqo.io/cordon": value}}});
+    kube.merge_patch(SLICES, Some(TENANT_NS), name, patch, false)
+        .unwrap();
+}
+
+fn tenant_condition(kube: &KubeApiServer, condition: &str) {
+    let patch = json!({"spec": {"tenantCondition": condition}});
+    kube.merge_patch(TENANTS, Some(TENANT_NS), CONSUMER, patch, false)
+        .unwrap();
 }
 
 #[tokio::test]
@@ -84,34 +108,18 @@ async fn a_default_class_slice_is_granted_its_request_plus_the_default_node_reso
         json!({"cpu": "2", "memory": "4Gi"}),
         &csr(),
     );
-    let slice = wait_for(
-        &kube,
-        SLICES,
-        Some(TENANT_NS),
-        "plain",
-        "Resources Accepted",
-        |s| condition(s, "Resources").as_deref() == Some("Accepted"),
-    )
-    .await;
+    let slice = slice_condition(&kube, TENANT_NS, "plain", "Resources", "Accepted").await;
     assert_eq!(
         condition(&slice, "Authentication").as_deref(),
         Some("Accepted")
     );
-    assert_eq!(
-        slice["status"]["resources"],
-        json!({"cpu": "2", "memory": "4Gi", "pods": "110", "ephemeral-storage": "20Gi"})
-    );
+    let grant = json!({"cpu": "2", "memory": "4Gi", "pods": "110", "ephemeral-storage": "20Gi"});
+    assert_eq!(slice["status"]["resources"], grant);
     // And the Quota follows the grant.
-    let quota = wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("plain"),
-        "a Quota",
-        |_| true,
-    )
-    .await;
-    assert_eq!(quota["spec"]["resources"], slice["status"]["resources"]);
+    assert_eq!(
+        quota(&kube, "plain", "a Quota", |_| true).await["spec"]["resources"],
+        grant
+    );
 }
 
 #[tokio::test]
@@ -125,64 +133,30 @@ async fn the_empty_class_is_the_default_class_and_a_request_above_the_defaults_i
         json!({"cpu": "64", "pods": "500"}),
         &csr(),
     );
-    let slice = wait_for(
-        &kube,
-        SLICES,
-        Some(TENANT_NS),
-        "unnamed",
-        "Resources Accepted",
-        |s| condition(s, "Resources").as_deref() == Some("Accepted"),
-    )
-    .await;
-    assert_eq!(
-        slice["status"]["resources"],
-        json!({"cpu": "64", "memory": "8Gi", "pods": "500", "ephemeral-storage": "20Gi"})
-    );
+    let slice = slice_condition(&kube, TENANT_NS, "unnamed", "Resources", "Accepted").await;
+    let grant = json!({"cpu": "64", "memory": "8Gi", "pods": "500", "ephemeral-storage": "20Gi"});
+    assert_eq!(slice["status"]["resources"], grant);
 }
 
 #[tokio::test]
 async fn another_class_is_authenticated_but_its_resources_are_left_to_its_class_controller() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
-        &kube,
-        "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    let slice = authenticated(&kube, "gold").await;
+    let slice = authenticated_gold(&kube, "gold").await;
     assert_eq!(condition(&slice, "Resources"), None);
     assert_eq!(slice["status"]["resources"], Value::Null);
     // A later spec change is reconciled again, and still not granted.
-    kube.merge_patch(
-        SLICES,
-        Some(TENANT_NS),
-        "gold",
-        json!({"spec": {"resources": {"cpu": "3"}}}),
-        false,
-    )
-    .unwrap();
-    // Sync point: a default-class slice created after the change is granted
-    // by the same controller's queue.
-    replica(&kube, "marker", "default", json!({}), &csr());
-    wait_for(&kube, SLICES, Some(TENANT_NS), "marker", "granted", |s| {
-        condition(s, "Resources").as_deref() == Some("Accepted")
-    })
-    .await;
-    let slice = kube
-        .get(
-            kube_test_server::GroupResource::new(SLICES.0, SLICES.1),
-            Some(TENANT_NS),
-            "gold",
-        )
+    let patch = json!({"spec": {"resources": {"cpu": "3"}}});
+    kube.merge_patch(SLICES, Some(TENANT_NS), "gold", patch, false)
         .unwrap();
+    marker(&kube).await;
+    let slice = get(&kube, SLICES, Some(TENANT_NS), "gold").unwrap();
     assert_eq!(condition(&slice, "Resources"), None);
 }
 
 #[tokio::test]
 async fn a_slice_whose_csr_is_not_one_pem_block_is_denied_authentication() {
-    let (kube, _liqo) = provider(ProviderConfig::default()).await;
     use base64::Engine;
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
     let garbage = base64::engine::general_purpose::STANDARD.encode("not a certificate request");
     replica(
         &kube,
@@ -191,47 +165,16 @@ async fn a_slice_whose_csr_is_not_one_pem_block_is_denied_authentication() {
         json!({"cpu": "1", "memory": "1Gi"}),
         &garbage,
     );
-    let slice = wait_for(
-        &kube,
-        SLICES,
-        Some(TENANT_NS),
-        "forged",
-        "Authentication Denied",
-        |s| condition(s, "Authentication").as_deref() == Some("Denied"),
-    )
-    .await;
-    // Nothing granted, so no Quota.
-    assert_eq!(condition(&slice, "Resources"), None);
+    let slice = slice_condition(&kube, TENANT_NS, "forged", "Authentication", "Denied").await;
+    assert_eq!(condition(&slice, "Resources"), None, "nothing granted");
 }
 
 #[tokio::test]
 async fn a_drained_tenant_denies_every_class() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
-        &kube,
-        "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    authenticated(&kube, "gold").await;
-    kube.merge_patch(
-        TENANTS,
-        Some(TENANT_NS),
-        CONSUMER,
-        json!({"spec": {"tenantCondition": "Drained"}}),
-        false,
-    )
-    .unwrap();
-    wait_for(
-        &kube,
-        SLICES,
-        Some(TENANT_NS),
-        "gold",
-        "Resources Denied",
-        |s| condition(s, "Resources").as_deref() == Some("Denied"),
-    )
-    .await;
+    authenticated_gold(&kube, "gold").await;
+    tenant_condition(&kube, "Drained");
+    slice_condition(&kube, TENANT_NS, "gold", "Resources", "Denied").await;
 }
 
 #[tokio::test]
@@ -244,18 +187,8 @@ async fn a_cordoned_tenant_denies_only_slices_not_yet_judged() {
         json!({"cpu": "1", "memory": "1Gi"}),
         &csr(),
     );
-    wait_for(&kube, SLICES, Some(TENANT_NS), "early", "granted", |s| {
-        condition(s, "Resources").as_deref() == Some("Accepted")
-    })
-    .await;
-    kube.merge_patch(
-        TENANTS,
-        Some(TENANT_NS),
-        CONSUMER,
-        json!({"spec": {"tenantCondition": "Cordoned"}}),
-        false,
-    )
-    .unwrap();
+    slice_condition(&kube, TENANT_NS, "early", "Resources", "Accepted").await;
+    tenant_condition(&kube, "Cordoned");
     replica(
         &kube,
         "late",
@@ -263,22 +196,8 @@ async fn a_cordoned_tenant_denies_only_slices_not_yet_judged() {
         json!({"cpu": "1", "memory": "1Gi"}),
         &csr(),
     );
-    wait_for(
-        &kube,
-        SLICES,
-        Some(TENANT_NS),
-        "late",
-        "Resources Denied",
-        |s| condition(s, "Resources").as_deref() == Some("Denied"),
-    )
-    .await;
-    let early = kube
-        .get(
-            kube_test_server::GroupResource::new(SLICES.0, SLICES.1),
-            Some(TENANT_NS),
-            "early",
-        )
-        .unwrap();
+    slice_condition(&kube, TENANT_NS, "late", "Resources", "Denied").await;
+    let early = get(&kube, SLICES, Some(TENANT_NS), "early").unwrap();
     assert_eq!(condition(&early, "Resources").as_deref(), Some("Accepted"));
 }
 
@@ -289,192 +208,76 @@ async fn a_quota_holds_what_an_accepted_slice_grants_at_the_configured_level() {
         ..Default::default()
     };
     let (kube, _liqo) = provider(config).await;
-    replica(
-        &kube,
-        "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    authenticated(&kube, "gold").await;
-    // Not accepted yet: no Quota; then the class controller grants.
-    grant(
-        &kube,
-        "gold",
-        "Accepted",
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    );
-    let quota = wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "a Quota",
-        |_| true,
-    )
-    .await;
-    assert_eq!(
-        quota["spec"]["resources"],
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"})
-    );
-    assert_eq!(quota["spec"]["limitsEnforcement"], "Hard");
-    assert_eq!(quota["spec"]["user"], json!(quota_name("gold")));
-    assert_eq!(quota["metadata"]["ownerReferences"][0]["name"], "gold");
+    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    let quota_now = granted_quota(&kube, "gold", grant.clone()).await;
+    assert_eq!(quota_now["spec"]["resources"], grant);
+    assert_eq!(quota_now["spec"]["limitsEnforcement"], "Hard");
+    assert_eq!(quota_now["spec"]["user"], json!(quota_name("gold")));
+    assert_eq!(quota_now["metadata"]["ownerReferences"][0]["name"], "gold");
     // A shrink while Accepted is followed.
-    grant(
+    write_status(
         &kube,
+        TENANT_NS,
         "gold",
         "Accepted",
         json!({"cpu": "500m", "memory": "1Gi", "pods": "5"}),
     );
-    wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "the shrink",
-        |q| q["spec"]["resources"]["cpu"] == "500m",
-    )
+    quota(&kube, "gold", "the shrink", |q| {
+        q["spec"]["resources"]["cpu"] == "500m"
+    })
     .await;
 }
 
 #[tokio::test]
 async fn denied_after_accepted_leaves_the_quota_as_it_was() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
-        &kube,
-        "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    authenticated(&kube, "gold").await;
-    grant(
-        &kube,
-        "gold",
-        "Accepted",
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    );
-    wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "a Quota",
-        |_| true,
-    )
-    .await;
+    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    granted_quota(&kube, "gold", grant.clone()).await;
     // The revocation as `--on-shrink follow` writes it.
-    grant(&kube, "gold", "Denied", Value::Null);
-    // Sync point: the quota creator handles slice events in order, so once a
-    // later slice has its Quota the Denied has been seen.
-    replica(&kube, "marker", "gold", json!({}), &csr());
-    authenticated(&kube, "marker").await;
-    grant(&kube, "marker", "Accepted", json!({"cpu": "1"}));
-    wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("marker"),
-        "the marker's Quota",
-        |_| true,
-    )
-    .await;
-    let quota = kube
-        .get(
-            kube_test_server::GroupResource::new(QUOTAS.0, QUOTAS.1),
-            Some(TENANT_NS),
-            &quota_name("gold"),
-        )
-        .unwrap();
-    assert_eq!(
-        quota["spec"]["resources"],
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"})
-    );
+    write_status(&kube, TENANT_NS, "gold", "Denied", Value::Null);
+    marker(&kube).await;
+    let now = get(&kube, QUOTAS, Some(TENANT_NS), &quota_name("gold")).unwrap();
+    assert_eq!(now["spec"]["resources"], grant);
 }
 
 #[tokio::test]
 async fn a_cordoned_quota_refuses_a_new_pod() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
+    let quota_now = granted_quota(
         &kube,
         "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    authenticated(&kube, "gold").await;
-    grant(
-        &kube,
-        "gold",
-        "Accepted",
         json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    );
-    let quota = wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "a Quota",
-        |_| true,
     )
     .await;
-    let offloaded_ns = std::collections::BTreeMap::from([(
+    let labels = std::collections::BTreeMap::from([(
         "liqo.io/remote-cluster-id".to_string(),
         CONSUMER.to_string(),
     )]);
     let pod = shadowpod::shadow_pod("web", CONSUMER, &quota_name("gold"), "100m", "128Mi");
-    let world = |quota: &Value| -> Result<(), String> {
+    let check = |quota: &Value| {
         let quotas = [quota.clone()];
         let world = World {
             resource_enforcement: true,
-            namespace_labels: Some(&offloaded_ns),
+            namespace_labels: Some(&labels),
             quotas: &quotas,
             admitted: &[],
         };
         validate_create(&pod, &world).map_err(|d| d.0)
     };
     assert_eq!(
-        world(&quota),
+        check(&quota_now),
         Ok(()),
         "the pod fits the Quota before the cordon"
     );
     // The class controller cordons the replica (`liqo.io/cordon`).
-    kube.merge_patch(
-        SLICES,
-        Some(TENANT_NS),
-        "gold",
-        json!({"metadata": {"annotations": {"liqo.io/cordon": "true"}}}),
-        false,
-    )
-    .unwrap();
-    let quota = wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "cordoned",
-        |q| q["spec"]["cordoned"] == true,
-    )
-    .await;
-    assert_eq!(world(&quota), Err("user is cordoned".to_string()));
+    cordon(&kube, "gold", "true");
+    let cordoned = quota(&kube, "gold", "cordoned", |q| q["spec"]["cordoned"] == true).await;
+    assert_eq!(check(&cordoned), Err("user is cordoned".to_string()));
     // Lifting the cordon lifts it on the Quota.
-    kube.merge_patch(
-        SLICES,
-        Some(TENANT_NS),
-        "gold",
-        json!({"metadata": {"annotations": {"liqo.io/cordon": "false"}}}),
-        false,
-    )
-    .unwrap();
-    wait_for(
-        &kube,
-        QUOTAS,
-        Some(TENANT_NS),
-        &quota_name("gold"),
-        "uncordoned",
-        |q| q["spec"].get("cordoned").is_none(),
-    )
+    cordon(&kube, "gold", "false");
+    quota(&kube, "gold", "uncordoned", |q| {
+        q["spec"].get("cordoned").is_none()
+    })
     .await;
 }
 
@@ -542,41 +345,25 @@ async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_
         "offloaded",
         json!({"liqo.io/remote-cluster-id": CONSUMER}),
     );
-    replica(
+    granted_quota(
         &kube,
         "gold",
-        "gold",
-        json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    authenticated(&kube, "gold").await;
-    grant(
-        &kube,
-        "gold",
-        "Accepted",
         json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    );
+    )
+    .await;
     let user = quota_name("gold");
     let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
     webhook_answers(&liqo, &first, "admitted", |a| a.is_ok()).await;
     // The first pod is counted: a second of the same size no longer fits.
     let second = shadowpod::shadow_pod("second", CONSUMER, &user, "600m", "512Mi");
-    webhook_answers(&liqo, &second, "refused for room", |a| {
+    let no_room = |a: &Result<(), String>| {
         a.as_ref()
             .is_err_and(|m| m.starts_with("peering cpu quota usage exceeded"))
-    })
-    .await;
+    };
+    webhook_answers(&liqo, &second, "refused for room", no_room).await;
     let small = shadowpod::shadow_pod("small", CONSUMER, &user, "100m", "128Mi");
-    kube.merge_patch(
-        SLICES,
-        Some(TENANT_NS),
-        "gold",
-        json!({"metadata": {"annotations": {"liqo.io/cordon": "true"}}}),
-        false,
-    )
-    .unwrap();
-    webhook_answers(&liqo, &small, "refused as cordoned", |a| {
-        a.as_ref().err().map(String::as_str) == Some("user is cordoned")
-    })
-    .await;
+    cordon(&kube, "gold", "true");
+    let cordoned =
+        |a: &Result<(), String>| a.as_ref().err().map(String::as_str) == Some("user is cordoned");
+    webhook_answers(&liqo, &small, "refused as cordoned", cordoned).await;
 }
