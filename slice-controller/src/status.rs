@@ -173,6 +173,16 @@ mod tests {
                "lastTransitionTime": EARLIER})
     }
 
+    fn does_not_fit() -> Verdict {
+        Verdict {
+            status: ConditionStatus::Denied,
+            reason: Reason::InsufficientResources,
+            message: "does not fit".into(),
+            granted: None,
+            cordon: false,
+        }
+    }
+
     fn none() -> NodeExtras {
         NodeExtras::default()
     }
@@ -258,13 +268,7 @@ mod tests {
 
     #[test]
     fn a_denial_without_a_grant_is_written_once() {
-        let denied = Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::InsufficientResources,
-            message: "does not fit".into(),
-            granted: None,
-            cordon: false,
-        };
+        let denied = does_not_fit();
         let first = desired_status(
             &slice(json!({"conditions": [auth()]})),
             Some(&denied),
@@ -331,13 +335,7 @@ mod tests {
         assert_eq!(status["resources"], json!({"cpu": "2"}));
         assert_eq!(desired_status(&slice(status), None, &extras(), NOW), None);
         // Never on a denied slice, nor when none is configured.
-        let denied = Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::InsufficientResources,
-            message: "does not fit".into(),
-            granted: None,
-            cordon: false,
-        };
+        let denied = does_not_fit();
         let after = desired_status(
             &slice(json!({"conditions": [auth()]})),
             Some(&denied),

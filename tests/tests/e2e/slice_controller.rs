@@ -329,7 +329,9 @@ async fn cordoned_and_drained_tenants_are_denied() -> Result<()> {
     );
     assert_eq!(kept["metadata"]["annotations"]["liqo.io/cordon"], "true");
     let more = p
-        .wait_condition("c1", "gold-more", SETTLE, |c| c["reason"] == "TenantDrained")
+        .wait_condition("c1", "gold-more", SETTLE, |c| {
+            c["reason"] == "TenantDrained"
+        })
         .await?;
     assert_eq!(more["status"], "Denied");
     Ok(())

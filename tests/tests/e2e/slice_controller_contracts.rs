@@ -136,6 +136,30 @@ fn grant_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
     Ok(p.get_slice(consumer, slice)?["status"]["resources"].clone())
 }
 
+/// Wait until `slice` is revoked as Liqo honours it: `Accepted` /
+/// `ResourcesRevoked`, cpu, memory and pods at 0, cordoned. Its condition.
+async fn wait_revoked(
+    p: &Provider,
+    consumer: &str,
+    slice: &str,
+    within: Duration,
+) -> Result<Value> {
+    let revoked = p
+        .wait_condition(
+            consumer,
+            slice,
+            within,
+            verdict("Accepted", "ResourcesRevoked"),
+        )
+        .await?;
+    assert_eq!(
+        grant_of(p, consumer, slice)?,
+        json!({"cpu": "0", "memory": "0", "pods": "0"})
+    );
+    assert_eq!(cordon_of(p, consumer, slice)?, json!("true"));
+    Ok(revoked)
+}
+
 /// The replica's `liqo.io/cordon` annotation (`null` when absent).
 fn cordon_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
     Ok(p.get_slice(consumer, slice)?["metadata"]["annotations"]["liqo.io/cordon"].clone())
@@ -241,23 +265,11 @@ async fn contracts_grant_add_and_end() -> Result<()> {
     // and virtual-node creator ignore a denial), every key at 0, pods
     // included, and the replica cordoned.
     shop.cancel(&first);
-    let revoked = p
-        .wait_condition(
-            "c1",
-            "gold-1",
-            SETTLE,
-            verdict("Accepted", "ResourcesRevoked"),
-        )
-        .await?;
+    let revoked = wait_revoked(&p, "c1", "gold-1", SETTLE).await?;
     assert_eq!(
         revoked["message"],
         "revoked: every resource is 0 and the slice is cordoned (consumer c1 has no active contract with this provider: nothing is granted)"
     );
-    assert_eq!(
-        grant_of(&p, "c1", "gold-1")?,
-        json!({"cpu": "0", "memory": "0", "pods": "0"})
-    );
-    assert_eq!(cordon_of(&p, "c1", "gold-1")?, json!("true"));
 
     // A new contract grants again and lifts the cordon.
     let third = shop.buy("c1", json!({}));
@@ -270,13 +282,7 @@ async fn contracts_grant_add_and_end() -> Result<()> {
     .await?;
     assert_eq!(cordon_of(&p, "c1", "gold-1")?, Value::Null);
     shop.cancel(&third);
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "0", "memory": "0", "pods": "0"}),
-    )
-    .await?;
+    wait_revoked(&p, "c1", "gold-1", SETTLE).await?;
 
     let (status, metrics) = http_get(port, "/metrics").await?;
     assert_eq!(status, 200);
@@ -315,17 +321,7 @@ async fn an_expired_contract_grants_nothing() -> Result<()> {
         json!({"cpu": "1", "memory": "4Gi", "pods": "110"}),
     )
     .await?;
-    p.wait_condition(
-        "c1",
-        "gold-1",
-        Duration::from_secs(30),
-        verdict("Accepted", "ResourcesRevoked"),
-    )
-    .await?;
-    assert_eq!(
-        grant_of(&p, "c1", "gold-1")?,
-        json!({"cpu": "0", "memory": "0", "pods": "0"})
-    );
+    wait_revoked(&p, "c1", "gold-1", Duration::from_secs(30)).await?;
     Ok(())
 }
 
@@ -469,18 +465,7 @@ async fn slices_the_previous_release_left_denied_are_brought_to_the_revocation_o
     }
     let (_controller, _) = start(&p, &shop)?;
     // Without a contract: revoked, every key at 0, cordoned.
-    p.wait_condition(
-        "c1",
-        "gold-old",
-        SETTLE,
-        verdict("Accepted", "ResourcesRevoked"),
-    )
-    .await?;
-    assert_eq!(
-        grant_of(&p, "c1", "gold-old")?,
-        json!({"cpu": "0", "memory": "0", "pods": "0"})
-    );
-    assert_eq!(cordon_of(&p, "c1", "gold-old")?, json!("true"));
+    wait_revoked(&p, "c1", "gold-old", SETTLE).await?;
     // With one again: granted, not cordoned.
     wait_grant(
         &p,
