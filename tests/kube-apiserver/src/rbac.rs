@@ -794,6 +794,18 @@ mod tests {
         })
     }
 
+    /// Whether the test ServiceAccount may make this request.
+    fn sa_may(
+        policy: &Policy,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
+        allowed(policy, &sa(), &attrs(verb, group, resource, ns, name))
+    }
+
     fn allowed(policy: &Policy, user: &UserInfo, a: &ResourceAttributes) -> bool {
         policy.authorize(user, &Attributes::Resource(a)) == Decision::Allow
     }
@@ -803,15 +815,11 @@ mod tests {
         let p = with_cluster_rules(
             json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]),
         );
-        assert!(allowed(&p, &sa(), &attrs("list", "", "pods", None, None)));
-        assert!(!allowed(&p, &sa(), &attrs("watch", "", "pods", None, None)));
+        assert!(sa_may(&p, "list", "", "pods", None, None));
+        assert!(!sa_may(&p, "watch", "", "pods", None, None));
         let p =
             with_cluster_rules(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]));
-        assert!(allowed(
-            &p,
-            &sa(),
-            &attrs("deletecollection", "", "pods", Some("x"), None)
-        ));
+        assert!(sa_may(&p, "deletecollection", "", "pods", Some("x"), None));
     }
 
     #[test]
@@ -819,25 +827,20 @@ mod tests {
         let p = with_cluster_rules(
             json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]),
         );
-        assert!(allowed(
+        assert!(sa_may(
             &p,
-            &sa(),
-            &attrs("create", "events.k8s.io", "events", Some("a"), None)
+            "create",
+            "events.k8s.io",
+            "events",
+            Some("a"),
+            None
         ));
         // The core group's events are another resource.
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("create", "", "events", Some("a"), None)
-        ));
+        assert!(!sa_may(&p, "create", "", "events", Some("a"), None));
         let p = with_cluster_rules(
             json!([{"apiGroups": ["*"], "resources": ["events"], "verbs": ["create"]}]),
         );
-        assert!(allowed(
-            &p,
-            &sa(),
-            &attrs("create", "", "events", Some("a"), None)
-        ));
+        assert!(sa_may(&p, "create", "", "events", Some("a"), None));
     }
 
     #[test]
@@ -845,44 +848,34 @@ mod tests {
         let p = with_cluster_rules(
             json!([{"apiGroups": ["g"], "resources": ["things/status"], "verbs": ["update"]}]),
         );
-        assert!(allowed(
-            &p,
-            &sa(),
-            &attrs("update", "g", "things/status", None, Some("t"))
-        ));
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("update", "g", "things", None, Some("t"))
-        ));
+        assert!(sa_may(&p, "update", "g", "things/status", None, Some("t")));
+        assert!(!sa_may(&p, "update", "g", "things", None, Some("t")));
         let p = with_cluster_rules(
             json!([{"apiGroups": ["g"], "resources": ["things"], "verbs": ["update"]}]),
         );
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("update", "g", "things/status", None, Some("t"))
-        ));
+        assert!(!sa_may(&p, "update", "g", "things/status", None, Some("t")));
         let p = with_cluster_rules(
             json!([{"apiGroups": ["g"], "resources": ["*/status"], "verbs": ["update"]}]),
         );
-        assert!(allowed(
+        assert!(sa_may(&p, "update", "g", "others/status", None, Some("t")));
+        assert!(!sa_may(
             &p,
-            &sa(),
-            &attrs("update", "g", "others/status", None, Some("t"))
-        ));
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("update", "g", "others/finalizers", None, Some("t"))
+            "update",
+            "g",
+            "others/finalizers",
+            None,
+            Some("t")
         ));
         let p = with_cluster_rules(
             json!([{"apiGroups": ["g"], "resources": ["*"], "verbs": ["update"]}]),
         );
-        assert!(allowed(
+        assert!(sa_may(
             &p,
-            &sa(),
-            &attrs("update", "g", "others/finalizers", None, Some("t"))
+            "update",
+            "g",
+            "others/finalizers",
+            None,
+            Some("t")
         ));
     }
 
@@ -890,22 +883,24 @@ mod tests {
     fn resource_names_restrict_to_named_objects() {
         let p = with_cluster_rules(json!([{"apiGroups": [""], "resources": ["configmaps"],
                                             "resourceNames": ["settings"], "verbs": ["get", "list"]}]));
-        assert!(allowed(
+        assert!(sa_may(
             &p,
-            &sa(),
-            &attrs("get", "", "configmaps", Some("a"), Some("settings"))
+            "get",
+            "",
+            "configmaps",
+            Some("a"),
+            Some("settings")
         ));
-        assert!(!allowed(
+        assert!(!sa_may(
             &p,
-            &sa(),
-            &attrs("get", "", "configmaps", Some("a"), Some("other"))
+            "get",
+            "",
+            "configmaps",
+            Some("a"),
+            Some("other")
         ));
         // A list names nothing, so a rule with resourceNames never allows it.
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("list", "", "configmaps", Some("a"), None)
-        ));
+        assert!(!sa_may(&p, "list", "", "configmaps", Some("a"), None));
     }
 
     #[test]
@@ -921,11 +916,7 @@ mod tests {
         assert!(!ask("/metrics/x", "get"));
         assert!(!ask("/metrics", "post"));
         // A non-resource rule never allows a resource request.
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("get", "", "metrics", None, None)
-        ));
+        assert!(!sa_may(&p, "get", "", "metrics", None, None));
         // Discovery is every authenticated user's, not an anonymous one's.
         let anonymous = UserInfo {
             name: "system:anonymous".into(),
@@ -964,43 +955,25 @@ mod tests {
             ],
             ..Stored::default()
         });
-        assert!(allowed(
+        assert!(sa_may(
             &p,
-            &sa(),
-            &attrs(
-                "get",
-                "coordination.k8s.io",
-                "leases",
-                Some("liqo"),
-                Some("l")
-            )
+            "get",
+            "coordination.k8s.io",
+            "leases",
+            Some("liqo"),
+            Some("l")
         ));
-        assert!(!allowed(
+        assert!(!sa_may(
             &p,
-            &sa(),
-            &attrs(
-                "get",
-                "coordination.k8s.io",
-                "leases",
-                Some("default"),
-                Some("l")
-            )
+            "get",
+            "coordination.k8s.io",
+            "leases",
+            Some("default"),
+            Some("l")
         ));
-        assert!(allowed(
-            &p,
-            &sa(),
-            &attrs("get", "", "pods", Some("team"), Some("p"))
-        ));
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("get", "", "pods", Some("other"), Some("p"))
-        ));
-        assert!(!allowed(
-            &p,
-            &sa(),
-            &attrs("get", "", "pods", None, Some("p"))
-        ));
+        assert!(sa_may(&p, "get", "", "pods", Some("team"), Some("p")));
+        assert!(!sa_may(&p, "get", "", "pods", Some("other"), Some("p")));
+        assert!(!sa_may(&p, "get", "", "pods", None, Some("p")));
     }
 
     #[test]
@@ -1048,11 +1021,7 @@ mod tests {
             )],
             ..Stored::default()
         });
-        assert!(allowed(
-            &p,
-            &sa(),
-            &attrs("list", "", "pods", Some("liqo"), None)
-        ));
+        assert!(sa_may(&p, "list", "", "pods", Some("liqo"), None));
         // system:masters may do anything, bound or not.
         let admin = UserInfo::authenticated("admin", &[MASTERS.to_string()]);
         assert!(allowed(&Policy::default(), &admin, &list));
