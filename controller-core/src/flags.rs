@@ -6,6 +6,8 @@
 //! `ORCHESTRATOR_LEASE_NAME`), since clap's derived `env` names are fixed
 //! at compile time.
 //!
+//! [`ProbeArgs::spawn`] serves the probe port on its flag.
+//!
 //! What one binary says differently (a default, a help text) it sets on the
 //! flag by its id with clap's `mut_arg`, so each `--help` reads as before.
 
@@ -15,6 +17,9 @@ use std::time::Duration;
 
 use clap::builder::Command;
 use clap::{ArgMatches, Args, FromArgMatches, Id};
+use edge::probe::{HttpError, Probes};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::lease::LeaseTimes;
 
@@ -24,6 +29,25 @@ pub struct ProbeArgs {
     /// Serve /healthz, /readyz and /metrics on this address.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8082")]
     pub http_listen: SocketAddr,
+}
+
+impl ProbeArgs {
+    /// Serve the probe port on `--http-listen` until `stop` is cancelled
+    /// (then wait for it with `edge::probe::join`).
+    pub async fn spawn<P: Probes>(
+        &self,
+        role: Option<&str>,
+        probes: P,
+        stop: &CancellationToken,
+    ) -> Result<JoinHandle<Result<(), HttpError>>, HttpError> {
+        edge::probe::spawn(
+            self.http_listen,
+            role,
+            probes,
+            stop.clone().cancelled_owned(),
+        )
+        .await
+    }
 }
 
 /// Whether replicas elect a leader, and on which Lease.

@@ -247,13 +247,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let stop = CancellationToken::new();
-    let http = edge::probe::spawn(
-        cli.probe.http_listen,
-        None,
-        metrics.clone(),
-        stop.clone().cancelled_owned(),
-    )
-    .await?;
+    let http = cli.probe.spawn(None, metrics.clone(), &stop).await?;
     // The catalog's tasks stop with `stop_catalog`, after the controller.
     let stop_catalog = CancellationToken::new();
     let admin = match secret {

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_API", value_name = "VERSION")]
     pub liqo_api: Generation,
 
-    /// This cluster's Liqo cluster ID (sent to the catalog as the contract's consumerClusterID and written into ResourceSlices).
+    /// This cluster's Liqo cluster ID (sent to the catalog as the contract's consumerClusterID; ResourceSlices leave spec.consumerClusterID for Liqo to fill).
     #[arg(long, env = "PURCHASE_CONTROLLER_CLUSTER_ID", value_name = "ID")]
     pub cluster_id: String,
 
@@ -116,13 +116,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     )
     .await?;
     let metrics = Metrics::new();
-    let http = edge::probe::spawn(
-        args.probe.http_listen,
-        None,
-        metrics.clone(),
-        shutdown.clone().cancelled_owned(),
-    )
-    .await?;
+    let http = args.probe.spawn(None, metrics.clone(), &shutdown).await?;
     let settings = Settings {
         generation: args.liqo_api,
         cluster_id: args.cluster_id.trim().to_string(),

@@ -348,6 +348,24 @@ fn a_standby_takes_over_when_the_leader_dies() {
     assert_eq!(ready(), "ok: leader\n");
 }
 
+/// The orchestrator started with `text` as its policy file (in `dir`):
+/// its exit code, its stderr, and the file's path.
+fn start_with_policy(
+    dir: &std::path::Path,
+    text: &str,
+) -> (Option<i32>, String, std::path::PathBuf) {
+    let path = dir.join("policy.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = Spawn::new("orchestrator")
+        .arg("--policy")
+        .arg(&path)
+        .args(["--catalog", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr, path)
+}
+
 /// Lists that say nothing a placement could use (issue 29, low): an empty
 /// allow list (it would place nothing), a provider both allowed and
 /// denied, a provider id the catalog would never hold as a cluster ID.
@@ -366,16 +384,8 @@ fn a_policy_list_that_cannot_mean_anything_is_refused() {
             "deny: \"provider one\" is not a cluster ID",
         ),
     ] {
-        let path = dir.path().join("policy.toml");
-        std::fs::write(&path, text).unwrap();
-        let out = Spawn::new("orchestrator")
-            .arg("--policy")
-            .arg(&path)
-            .args(["--catalog", "http://127.0.0.1:1"])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{text:?}: {stderr}");
+        let (code, stderr, path) = start_with_policy(dir.path(), text);
+        assert_eq!(code, Some(1), "{text:?}: {stderr}");
         assert!(
             stderr.contains(&format!("{}: line ", path.display())) && stderr.contains(words),
             "{text:?}: {stderr}"
@@ -391,16 +401,8 @@ fn a_bad_policy_file_is_refused_with_its_line() {
         ("deny = [\"x\"]\ncolour = \"red\"\n", 2),
         ("[hysteresis]\nhold = \"soon\"\n", 2),
     ] {
-        let path = dir.path().join("policy.toml");
-        std::fs::write(&path, text).unwrap();
-        let out = Spawn::new("orchestrator")
-            .arg("--policy")
-            .arg(&path)
-            .args(["--catalog", "http://127.0.0.1:1"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{text:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (code, stderr, _) = start_with_policy(dir.path(), text);
+        assert_eq!(code, Some(1), "{text:?}");
         assert!(
             stderr.contains(&format!("policy.toml: line {line}:")),
             "{text:?}: {stderr}"
