@@ -98,7 +98,7 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
-    /// The keys every grant carries and the value each gets when the policy's grant lacks it (not asked for, or sold by none of the consumer's contracts), at most what was asked and what the chain offers the consumer: Liqo's virtual node is Ready only with cpu > 0 and memory > 0 and schedules pods only with a pods allocatable. Per slice, not counted against allowances. Must name cpu, memory and pods, each above 0.
+    /// The keys every grant carries and the value each gets when the policy's grant lacks it (not asked for, or sold by none of the consumer's contracts), at most what was asked, what the chain offers the consumer and what its contracts sell of it: Liqo's virtual node is Ready only with cpu > 0 and memory > 0 and schedules pods only with a pods allocatable. Per slice, not counted against allowances. Must name cpu, memory and pods, each above 0.
     #[arg(long, env = "RESOURCE_MONITOR_GRANT_DEFAULTS", value_name = "NAME=QUANTITY,...", default_value = "cpu=4,memory=8Gi,pods=110", value_parser = parse_grant_defaults)]
     pub grant_defaults: ResourceList,
 
