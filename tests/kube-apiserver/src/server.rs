@@ -172,7 +172,14 @@ pub async fn handle(
         resource: route.plural.clone(),
         subresource: route.subresource.clone(),
         namespace: route.namespace.clone(),
-        name: route.name.clone(),
+        name: route.name.clone().or_else(|| {
+            // A list or watch of one object by `metadata.name` names it, so
+            // that `resourceNames` rules can allow it (requestinfo.go,
+            // `RequiresExactMatch("metadata.name")`).
+            (method == Method::GET)
+                .then(|| query.get("fieldSelector").and_then(|s| exact_name(s)))
+                .flatten()
+        }),
     };
     let field_manager = query.get("fieldManager").cloned();
     let record = |shared: &Shared, code: u16| {
@@ -249,6 +256,22 @@ pub async fn handle(
     .await;
     record(&shared, response.status().as_u16());
     response
+}
+
+/// The name a field selector requires exactly (`metadata.name=x` or
+/// `==x` among its terms), if a valid path segment.
+fn exact_name(selector: &str) -> Option<String> {
+    selector.split(',').find_map(|term| {
+        let value = term
+            .strip_prefix("metadata.name==")
+            .or_else(|| term.strip_prefix("metadata.name="))?;
+        let valid = !value.is_empty()
+            && value != "."
+            && value != ".."
+            && !value.contains('/')
+            && !value.contains('%');
+        valid.then(|| value.to_string())
+    })
 }
 
 /// Whether RBAC holds `user` to its bindings: when enforced, everyone but
@@ -622,6 +645,18 @@ mod tests {
             Parsed::Resource(r) => r,
             Parsed::Discovery(_) => panic!("{path} is not a resource path"),
         }
+    }
+
+    #[test]
+    fn a_field_selector_on_the_name_names_the_request() {
+        assert_eq!(exact_name("metadata.name=l1").as_deref(), Some("l1"));
+        assert_eq!(
+            exact_name("status.phase=Running,metadata.name==p").as_deref(),
+            Some("p")
+        );
+        assert_eq!(exact_name("metadata.name!=l1"), None);
+        assert_eq!(exact_name("metadata.namespace=a"), None);
+        assert_eq!(exact_name("metadata.name=a/b"), None);
     }
 
     #[test]
