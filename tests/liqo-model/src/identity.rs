@@ -46,13 +46,46 @@ pub fn grant(kube: &KubeApiServer, user: &str, role: &str, rules: &[Rule]) {
 
 /// A client that `kube` authenticates as `user`.
 pub async fn client_as(kube: &KubeApiServer, user: &str) -> Result<Client, Error> {
-    let dir = tempfile::tempdir().map_err(Error::Kubeconfig)?;
-    let path = dir.path().join("kubeconfig");
-    kube.write_kubeconfig_as(&path, user)
-        .map_err(|e| Error::Identity(format!("{e:#}")))?;
-    let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| Error::Identity(e.to_string()))?;
+    client_in_groups(kube, user, &[]).await
+}
+
+/// A client that `kube` authenticates as `user`, member of `groups` (and
+/// `system:authenticated`), as a client certificate with `O=<group>` is.
+pub async fn client_in_groups(
+    kube: &KubeApiServer,
+    user: &str,
+    groups: &[&str],
+) -> Result<Client, Error> {
+    let token = kube.token_for_groups(user, groups);
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": kube.url()}}],
+        "users": [{"name": "user", "user": {"token": token}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
+        "current-context": "test",
+    });
+    let kubeconfig = Kubeconfig::from_yaml(&kubeconfig.to_string())
+        .map_err(|e| Error::Identity(e.to_string()))?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| Error::Identity(e.to_string()))?;
     Client::try_from(config).map_err(Error::Kube)
+}
+
+/// Bind `user` to the ClusterRole `role` (stored with `rules`) in
+/// `namespace` only, as Liqo binds a peer's identities in its tenant
+/// namespace.
+pub fn grant_in(kube: &KubeApiServer, user: &str, role: &str, namespace: &str, rules: &[Rule]) {
+    let rules: Vec<Value> = rules
+        .iter()
+        .map(|r| json!({"apiGroups": r.groups, "resources": r.resources, "verbs": r.verbs}))
+        .collect();
+    kube.load_rbac(&[
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": role}, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": format!("{role}-{user}"), "namespace": namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    ]);
 }

@@ -62,10 +62,21 @@
 //!   network `Established` (`utils.go:99-133`), with pressure and
 //!   NetworkUnavailable conditions (`conditions.go`).
 //!
+//! Between the two ([`Replicator::start`]):
+//! - [`crd_replicator`] (`internal/crdReplicator/reflection/handler.go`),
+//!   as the crdReplicator on the consumer and the consumer's control-plane
+//!   user (group `liqo.io`) on the provider, bound in its tenant namespace
+//!   only: replicas of the local slices labelled for the provider
+//!   (:87-93), with Liqo's labels (:332-351), annotations copied at
+//!   creation only (:167-192), the spec kept equal (:194-221), the
+//!   replica's status copied back (:223-263), the local finalizer and the
+//!   replica deleted with the local object (:65-120, 265-293), a 403 from
+//!   the provider taken as "permission removed" (:127-141).
+//!
 //! # Not modelled yet
-//! The crdReplicator (labels, annotations at creation only, status copied
-//! back) and the local slice controller (`consumerClusterID`, CSR): tests
-//! write the replica and the consumer's status themselves for now. In the
+//! The local slice controller (`consumerClusterID`, CSR): tests write them
+//! into the consumer's slice. The Identity made from `authParams` (tests
+//! write the Identity and its kubeconfig Secret). In the
 //! remote slice controller: the CSR's x509 parse and its CN, O and public
 //! key checks (csr.go:164-192), `status.authParams` (a signed certificate,
 //! RRS:211-233), certificate renewal, storage classes from StorageClasses,
@@ -77,6 +88,7 @@
 //! pod webhook, node deletion, the node's own labels and addresses.
 
 pub mod consts;
+pub mod crd_replicator;
 pub mod identity;
 pub mod node_provider;
 pub mod quota_creator;
@@ -99,12 +111,8 @@ pub use remote_resource_slice::Options as SliceOptions;
 pub enum Error {
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-    #[error("writing a kubeconfig: {0}")]
-    Kubeconfig(std::io::Error),
     #[error("making the client of an identity: {0}")]
     Identity(String),
-    #[error("encoding an object: {0}")]
-    Json(#[from] serde_json::Error),
     /// Another object is not there yet; the key is tried again.
     #[error("waiting: {0}")]
     Waiting(String),
@@ -112,6 +120,8 @@ pub enum Error {
 
 /// The user Liqo's controller manager runs as (the chart's ServiceAccount).
 pub const CONTROLLER_MANAGER: &str = "system:serviceaccount:liqo:liqo-controller-manager";
+/// The user Liqo's crdReplicator runs as on its own cluster.
+pub const CRD_REPLICATOR: &str = "system:serviceaccount:liqo:liqo-crd-replicator";
 /// The user the model's virtual kubelet runs as.
 pub const VIRTUAL_KUBELET: &str = "system:serviceaccount:liqo:virtual-kubelet";
 
@@ -205,6 +215,55 @@ impl Provider {
     /// directly (the test server serves no ShadowPod CRD yet).
     pub fn shadowpod_webhook(&self) -> &shadowpod_webhook::Hook {
         &self.webhook
+    }
+}
+
+/// The consumer's crdReplicator for ResourceSlices between two API servers.
+pub struct Replicator {
+    _tasks: Tasks,
+}
+
+impl Replicator {
+    /// Replicate the slices in `consumer`'s tenant namespace for `provider_id`
+    /// into `provider`'s tenant namespace for `consumer_id` (both
+    /// `liqo-tenant-<peer>`, which must exist), as the crdReplicator with its
+    /// own user on the consumer and as the consumer's control plane (user
+    /// `<consumer_id>`, group `liqo.io`,
+    /// `pkg/liqo-controller-manager/authentication/csr.go:95-103`) on the provider,
+    /// bound there in the tenant namespace only.
+    pub async fn start(
+        consumer: &KubeApiServer,
+        consumer_id: &str,
+        provider: &KubeApiServer,
+        provider_id: &str,
+    ) -> Result<Replicator, Error> {
+        let remote_namespace = format!("liqo-tenant-{consumer_id}");
+        identity::grant(
+            consumer,
+            CRD_REPLICATOR,
+            "liqo-model-crd-replicator",
+            crd_replicator::LOCAL_RULES,
+        );
+        let role = "liqo-model-remote-controlplane";
+        identity::grant_in(
+            provider,
+            consumer_id,
+            role,
+            &remote_namespace,
+            crd_replicator::REMOTE_RULES,
+        );
+        let peering = crd_replicator::Peering {
+            local: identity::client_as(consumer, CRD_REPLICATOR).await?,
+            remote: identity::client_in_groups(provider, consumer_id, &["liqo.io"]).await?,
+            local_cluster_id: consumer_id.to_string(),
+            remote_cluster_id: provider_id.to_string(),
+            local_namespace: format!("liqo-tenant-{provider_id}"),
+            remote_namespace,
+        };
+        let tasks = vec![tokio::spawn(crd_replicator::run(peering))];
+        Ok(Replicator {
+            _tasks: Tasks(tasks),
+        })
     }
 }
 

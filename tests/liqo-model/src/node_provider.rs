@@ -43,10 +43,10 @@ pub async fn run(client: Client) {
     let foreign_clusters: Api<DynamicObject> =
         Api::all_with(client.clone(), &consts::foreign_clusters());
     // A VirtualNode change (REC:36-54), or its ForeignCluster's (REC:56-84).
-    let own = runner::keys(runner::applied(virtual_nodes.clone(), ""), |vn| {
+    let own = runner::keys(runner::touched(virtual_nodes.clone(), ""), |vn| {
         Some(Key::of(&vn))
     });
-    let by_cluster = runner::applied(foreign_clusters, "")
+    let by_cluster = runner::touched(foreign_clusters, "")
         .filter_map(move |fc| {
             let virtual_nodes = virtual_nodes.clone();
             async move { nodes_of_cluster(&virtual_nodes, fc.ok()?).await }

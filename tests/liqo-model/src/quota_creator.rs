@@ -63,11 +63,11 @@ pub async fn run(client: Client, enforcement: LimitsEnforcement) {
     let slices: Api<DynamicObject> = Api::all_with(client.clone(), &consts::resource_slices());
     let quotas: Api<DynamicObject> = Api::all_with(client.clone(), &consts::quotas());
     // Every change of a replica, status included (QC:142-143).
-    let own = runner::keys(runner::applied(slices, REPLICATED_SELECTOR), |s| {
+    let own = runner::keys(runner::touched(slices, REPLICATED_SELECTOR), |s| {
         Some(Key::of(&s))
     });
     // A changed Quota reconciles its owner slice (QC:144).
-    let owned = runner::keys(runner::applied(quotas, ""), |q| {
+    let owned = runner::keys(runner::touched(quotas, ""), |q| {
         slice::controlling_slice(&q)
     });
     let client = &client;

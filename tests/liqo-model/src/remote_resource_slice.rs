@@ -87,12 +87,12 @@ pub async fn run(client: Client, options: Options) {
     let tenants: Api<DynamicObject> = Api::all_with(client.clone(), &consts::tenants());
     // Replicas with a CSR, on creation and on spec (generation) changes only:
     // a status-only edit does not trigger it (RRS:313-318, 354-362).
-    let own = runner::applied(slices.clone(), REPLICATED_SELECTOR)
+    let own = runner::touched(slices.clone(), REPLICATED_SELECTOR)
         .predicate_filter(predicates::generation, Default::default())
         .boxed();
     let own = runner::keys(own, |slice| has_csr(&slice).then(|| Key::of(&slice)));
     // Any Tenant event reconciles the consumer's replicas (RRS:319, 323-352).
-    let by_tenant = runner::applied(tenants, "")
+    let by_tenant = runner::touched(tenants, "")
         .filter_map(move |tenant| {
             let slices = slices.clone();
             async move { slices_of_tenant(&slices, tenant.ok()?).await }

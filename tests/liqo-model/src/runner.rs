@@ -35,15 +35,16 @@ impl Key {
 /// How long a failed reconcile waits before its next try.
 const RETRY: Duration = Duration::from_millis(200);
 
-/// Objects applied (added or changed) under `api`, with `selector`.
-pub fn applied(
+/// Objects added, changed or deleted under `api`, with `selector`
+/// (controller-runtime enqueues on every event kind).
+pub fn touched(
     api: Api<DynamicObject>,
     selector: &str,
 ) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
     let config = watcher::Config::default().labels(selector);
     watcher(api, config)
         .default_backoff()
-        .applied_objects()
+        .touched_objects()
         .boxed()
 }
 

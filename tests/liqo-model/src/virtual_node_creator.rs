@@ -53,14 +53,14 @@ pub async fn run(client: Client) {
     let virtual_nodes: Api<DynamicObject> = Api::all_with(client.clone(), &consts::virtual_nodes());
     let identities: Api<DynamicObject> = Api::all_with(client.clone(), &consts::identities());
     // Local slices, only while both conditions are Accepted (VNC:148-155, 161-170).
-    let own = runner::keys(runner::applied(slices, LOCAL_SELECTOR), |s| {
+    let own = runner::keys(runner::touched(slices, LOCAL_SELECTOR), |s| {
         all_conditions_accepted(&s).then(|| Key::of(&s))
     });
     // Owned VirtualNodes and Identities reconcile their slice (VNC:156-157).
-    let nodes = runner::keys(runner::applied(virtual_nodes, ""), |o| {
+    let nodes = runner::keys(runner::touched(virtual_nodes, ""), |o| {
         slice::controlling_slice(&o)
     });
-    let ids = runner::keys(runner::applied(identities, ""), |o| {
+    let ids = runner::keys(runner::touched(identities, ""), |o| {
         slice::controlling_slice(&o)
     });
     let client = &client;

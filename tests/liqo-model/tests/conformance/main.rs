@@ -7,6 +7,7 @@
 
 mod consumer;
 mod provider;
+mod replicator;
 mod shadowpod;
 
 use std::time::{Duration, Instant};
