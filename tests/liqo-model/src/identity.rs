@@ -30,18 +30,33 @@ pub const READ: &[&str] = &["get", "list", "watch"];
 
 /// Store a ClusterRole named `role` with `rules`, bound to `user`, in `kube`.
 pub fn grant(kube: &KubeApiServer, user: &str, role: &str, rules: &[Rule]) {
+    let binding = json!({"kind": "ClusterRoleBinding", "metadata": {"name": role}});
+    store(kube, user, role, rules, binding);
+}
+
+/// Bind `user` to the ClusterRole `role` (stored with `rules`) in
+/// `namespace` only, as Liqo binds a peer's identities in its tenant
+/// namespace.
+pub fn grant_in(kube: &KubeApiServer, user: &str, role: &str, namespace: &str, rules: &[Rule]) {
+    let name = format!("{role}-{user}");
+    let binding =
+        json!({"kind": "RoleBinding", "metadata": {"name": name, "namespace": namespace}});
+    store(kube, user, role, rules, binding);
+}
+
+fn store(kube: &KubeApiServer, user: &str, role: &str, rules: &[Rule], mut binding: Value) {
     let rules: Vec<Value> = rules
         .iter()
         .map(|r| json!({"apiGroups": r.groups, "resources": r.resources, "verbs": r.verbs}))
         .collect();
-    kube.load_rbac(&[
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": role}, "rules": rules}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": role},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
-    ]);
+    binding["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    binding["roleRef"] =
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role});
+    binding["subjects"] =
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]);
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": role}, "rules": rules});
+    kube.load_rbac(&[role, binding]);
 }
 
 /// A client that `kube` authenticates as `user`.
@@ -70,22 +85,4 @@ pub async fn client_in_groups(
         .await
         .map_err(|e| Error::Identity(e.to_string()))?;
     Client::try_from(config).map_err(Error::Kube)
-}
-
-/// Bind `user` to the ClusterRole `role` (stored with `rules`) in
-/// `namespace` only, as Liqo binds a peer's identities in its tenant
-/// namespace.
-pub fn grant_in(kube: &KubeApiServer, user: &str, role: &str, namespace: &str, rules: &[Rule]) {
-    let rules: Vec<Value> = rules
-        .iter()
-        .map(|r| json!({"apiGroups": r.groups, "resources": r.resources, "verbs": r.verbs}))
-        .collect();
-    kube.load_rbac(&[
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": role}, "rules": rules}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": format!("{role}-{user}"), "namespace": namespace},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
-    ]);
 }

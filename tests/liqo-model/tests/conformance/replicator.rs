@@ -52,6 +52,20 @@ fn consumer_slice(kube: &KubeApiServer, name: &str, class: &str, extra_labels: V
     .unwrap();
 }
 
+/// A class-`gold` slice on the consumer, once replicated to the provider.
+async fn replicated_gold(consumer: &KubeApiServer, provider: &KubeApiServer) -> Value {
+    consumer_slice(consumer, "gold", "gold", json!({}));
+    wait_for(
+        provider,
+        SLICES,
+        Some(ON_PROVIDER),
+        "gold",
+        "the replica",
+        |_| true,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_replica_carries_liqos_labels_and_the_annotations_of_its_creation_only() {
     let (consumer, provider, _replicator) = peered().await;
@@ -110,16 +124,7 @@ async fn a_replica_carries_liqos_labels_and_the_annotations_of_its_creation_only
 #[tokio::test]
 async fn the_replicas_status_comes_back_and_a_deleted_slice_takes_its_replica() {
     let (consumer, provider, _replicator) = peered().await;
-    consumer_slice(&consumer, "gold", "gold", json!({}));
-    wait_for(
-        &provider,
-        SLICES,
-        Some(ON_PROVIDER),
-        "gold",
-        "the replica",
-        |_| true,
-    )
-    .await;
+    replicated_gold(&consumer, &provider).await;
     write_status(
         &provider,
         ON_PROVIDER,
@@ -202,4 +207,45 @@ async fn a_default_class_slice_becomes_a_ready_virtual_node_with_the_default_gra
     })
     .await;
     assert_eq!(node["status"]["allocatable"], grant);
+}
+
+/// Issue 30's bypass, as Liqo v1.2.0 has it: the consumer's control-plane
+/// user may write its replica's status on the provider (the chart's
+/// `liqo-remote-controlplane` role grants `resourceslices/status`), so
+/// nothing in stock Liqo stops a consumer granting itself resources.
+#[tokio::test]
+async fn the_consumers_control_plane_may_write_its_replicas_status_on_the_provider() {
+    use kube::api::{Api, DynamicObject, PostParams};
+    let (consumer, provider, _replicator) = peered().await;
+    replicated_gold(&consumer, &provider).await;
+    let as_consumer = liqo_model::identity::client_in_groups(&provider, CONSUMER, &["liqo.io"])
+        .await
+        .unwrap();
+    let slices: Api<DynamicObject> = Api::namespaced_with(
+        as_consumer,
+        ON_PROVIDER,
+        &liqo_model::consts::resource_slices(),
+    );
+    let mut replica = slices.get("gold").await.unwrap();
+    replica.data["status"] = json!({"resources": {"cpu": "1000"}});
+    slices
+        .replace_status("gold", &PostParams::default(), &replica)
+        .await
+        .unwrap();
+    let now = get(&provider, SLICES, Some(ON_PROVIDER), "gold").unwrap();
+    assert_eq!(now["status"]["resources"]["cpu"], "1000");
+    // Outside its tenant namespace the same user may not.
+    namespace(&provider, "elsewhere", json!({}));
+    let elsewhere: Api<DynamicObject> = Api::namespaced_with(
+        liqo_model::identity::client_in_groups(&provider, CONSUMER, &["liqo.io"])
+            .await
+            .unwrap(),
+        "elsewhere",
+        &liqo_model::consts::resource_slices(),
+    );
+    let refused = elsewhere.list(&Default::default()).await.unwrap_err();
+    assert!(
+        matches!(refused, kube::Error::Api(ref e) if e.code == 403),
+        "{refused:?}"
+    );
 }
