@@ -18,7 +18,8 @@
 //!   namespace (:123-132); denies authentication when the namespace is not
 //!   the consumer's tenant namespace (:156-167, 451-469) or the CSR is not
 //!   one PEM block (:185-193, `authentication/csr.go:158-162`), else
-//!   accepts it (:235-236); with an Active Tenant grants classes `""` and
+//!   accepts it (:235-236), and in both cases goes on to the resources
+//!   (:169-178); with an Active Tenant grants classes `""` and
 //!   `default` every requested key plus `defaultNodeResources` for the
 //!   default keys not requested (:72-75, 253-277), with ingress and
 //!   load-balancer classes and node labels from its options (:279-288), and

@@ -218,18 +218,20 @@ pub fn decide(
         return;
     }
     // RRS:183-193: the CSR must be one PEM block (`authentication/csr.go:158-162`).
+    // A bad one denies authentication and returns no error, so the
+    // resources are still handled below (RRS:169-178).
     if !csr_is_one_pem_block(&slice.data["spec"]["csr"]) {
         deny_authentication(slice);
-        return;
+    } else {
+        // RRS:235-236.
+        slice::ensure_condition(
+            slice,
+            AUTHENTICATION,
+            ACCEPTED,
+            "ResourceSliceAuthenticationAccepted",
+            "ResourceSlice authentication accepted",
+        );
     }
-    // RRS:235-236.
-    slice::ensure_condition(
-        slice,
-        AUTHENTICATION,
-        ACCEPTED,
-        "ResourceSliceAuthenticationAccepted",
-        "ResourceSlice authentication accepted",
-    );
     grant(slice, tenant, options);
 }
 

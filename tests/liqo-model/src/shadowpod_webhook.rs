@@ -269,15 +269,15 @@ fn cache(
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
         .touched_objects();
-    let task = tokio::spawn(async move {
-        stream
-            .for_each(|event| async move {
-                if let Err(e) = event {
-                    tracing::warn!(error = %e, "shadowpod webhook cache: watch failed; retrying");
-                }
-            })
-            .await
-    });
+    let span = tracing::info_span!("liqo_model", controller = "shadowpod-webhook-cache", kind = %resource.kind);
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        stream.for_each(|event| async move {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "watch failed; retrying");
+            }
+        }),
+        span,
+    ));
     (store, task)
 }
 
