@@ -190,6 +190,7 @@ pub fn app(
         .app_data(web::Data::new(features.metrics.http.clone()))
         .configure(crate::routes::configure)
         .wrap(middleware::from_fn(crate::http::deadline::body_deadline))
+        .wrap(middleware::from_fn(crate::store::deadline::per_request))
         .wrap(middleware::from_fn(crate::http::observe::observe))
 }
 

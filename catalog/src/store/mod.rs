@@ -1,11 +1,14 @@
 //! The store vocabulary every feature's store trait speaks, whatever the
 //! backend: why an operation did not happen ([`StoreError`], and the HTTP
 //! answer each kind maps to), the clock every store keeps times at
-//! ([`now`]), and the size of the change channels stores publish on.
+//! ([`now`]), the size of the change channels stores publish on, and the
+//! one deadline a request's store calls share ([`deadline`]).
 //!
 //! It names no feature's types: the traits themselves live in the features
 //! (`offers::OfferStore`, `providers::ProviderStore`, ...), their
 //! implementations in the backends (the `backends` module, above the features).
+
+pub mod deadline;
 
 use async_trait::async_trait;
 

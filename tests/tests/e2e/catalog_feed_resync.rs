@@ -175,7 +175,7 @@ fn writer(
         let mut acknowledged = 0;
         let mut k = 0usize;
         while !stop.load(Ordering::Relaxed) {
-            let id = if k % 2 == 0 {
+            let id = if k.is_multiple_of(2) {
                 SHARED[(k / 2) % SHARED.len()].to_string()
             } else {
                 format!("{prefix}-{k}")

@@ -35,6 +35,7 @@ mod catalog_labels;
 mod catalog_list_body;
 mod catalog_memory;
 mod catalog_mongo_faults;
+mod catalog_mongo_request_deadline;
 mod catalog_offer_duplicate_keys;
 mod catalog_oidc;
 mod catalog_oidc_issuer;

@@ -26,8 +26,10 @@
 //! driver reconnects by itself.
 //!
 //! Every store operation runs within `--mongodb-timeout`, whole (retries
-//! included), through [`MongoStore::bounded`]: a database that stops
-//! answering (frozen, partitioned) costs a request at most that long, and a
+//! included), through [`MongoStore::bounded`], and all the store calls of
+//! one request share one such deadline, set by the first: a database that
+//! stops answering (frozen, partitioned) costs a request at most that long
+//! from its first store call, and a
 //! write cut short is answered as "outcome unknown", with how to find out
 //! ([`Op::Write`]). `/readyz` pings with a shorter deadline
 //! ([`PING_DEADLINE`]).
@@ -54,6 +56,7 @@ use tokio::sync::broadcast;
 use tracing::{warn, Instrument};
 
 use crate::offers::OfferChange;
+use crate::store::deadline::deadline;
 use crate::store::{Health, StoreError, CHANGE_CHANNEL_CAPACITY};
 
 const DUPLICATE_KEY: i32 = 11000;
@@ -136,16 +139,19 @@ impl StoreFailure for crate::buying::store::TransitionError {
 }
 
 /// Run one store operation `fut` (all its round trips and retries) within
-/// `timeout`. Past it the operation is dropped — the driver discards the
-/// connection it was using — and answered with a 503 naming the outage; a
-/// write's 503 (on a timeout or an unreachable database) says its outcome is
-/// unknown. Other errors pass unchanged.
+/// `timeout` — within a request, within the one deadline all its store
+/// calls share ([`crate::store::deadline`]): a request is answered within
+/// one `timeout` of its first store call however many it makes. Past it the
+/// operation is dropped — the driver discards the connection it was using —
+/// and answered with a 503 naming the outage; a write's 503 (on a timeout or
+/// an unreachable database) says its outcome is unknown. Other errors pass
+/// unchanged.
 pub(super) async fn bounded<T, E, F>(timeout: Duration, op: Op, fut: F) -> Result<T, E>
 where
     E: StoreFailure,
     F: Future<Output = Result<T, E>>,
 {
-    match tokio::time::timeout(timeout, fut).await {
+    match tokio::time::timeout_at(deadline(timeout), fut).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(mut e)) => {
             if let Some(StoreError::Unavailable(msg)) = e.store_error_mut() {
@@ -387,6 +393,30 @@ mod tests {
         assert!(write.contains("outcome unknown"), "{write}");
         assert!(write.ends_with("Read the offer (GET /offer/x)."), "{write}");
         assert!(!write.contains("concurrent"), "{write}");
+    }
+
+    /// The store calls of one request share one deadline: a call that
+    /// succeeds late leaves the next only the rest of the timeout, so the
+    /// request's 503 comes one timeout after its first call, not two.
+    #[tokio::test]
+    async fn a_requests_store_calls_share_one_deadline() {
+        let t = Duration::from_secs(1);
+        let start = tokio::time::Instant::now();
+        let answer = crate::store::deadline::scope(async {
+            let slow = async {
+                tokio::time::sleep(t * 4 / 5).await;
+                Ok::<_, StoreError>(())
+            };
+            bounded(t, Op::Read, slow).await?;
+            let hung = std::future::pending::<Result<(), StoreError>>();
+            bounded(t, Op::Write("Look.".into()), hung).await
+        })
+        .await;
+        let took = start.elapsed();
+        assert!(message(answer.unwrap_err()).contains("outcome unknown"));
+        assert!(took >= t, "{took:?}");
+        // One timeout and slack, far below the 1.8 s of one timeout per call.
+        assert!(took < t * 3 / 2, "answered after {took:?}");
     }
 
     /// An unreachable database is reworded for a write (outcome unknown);
