@@ -3,8 +3,11 @@
 //! field at fault, and the one grammar of identifiers (offer ids, plan keys,
 //! cluster IDs) that travel in URL paths.
 
-/// Longest identifier (offer id, plan key, cluster ID) accepted.
-pub const MAX_ID_LEN: usize = 128;
+use catalog_client::wire::names;
+
+/// Longest identifier (offer id, plan key, cluster ID) accepted; the rule
+/// itself is catalog-client's, which clients check too.
+pub use names::MAX_ID_LEN;
 
 /// A bad request value, naming the field (`plans.basic.resources.memory`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,17 +48,6 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Fiel
 /// or `..`, path segments that URLs normalise away (`/offer/..` is `/`),
 /// so such an offer could never be read or deleted.
 pub fn validate_id(field: &str, id: &str) -> Result<(), FieldError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
-    if !ok {
-        return Err(FieldError::new(
-            field,
-            format!("must be 1 to {MAX_ID_LEN} characters from A-Z a-z 0-9 . _ ~ -"),
-        ));
-    }
     if id == "." || id == ".." {
         return Err(FieldError::new(
             field,
@@ -63,6 +55,12 @@ pub fn validate_id(field: &str, id: &str) -> Result<(), FieldError> {
                 "must not be `{id}`, which URLs drop as a path segment; use 1 to {MAX_ID_LEN} \
                  characters from A-Z a-z 0-9 . _ ~ - with at least one that is not a dot"
             ),
+        ));
+    }
+    if !names::is_id(id) {
+        return Err(FieldError::new(
+            field,
+            format!("must be 1 to {MAX_ID_LEN} characters from A-Z a-z 0-9 . _ ~ -"),
         ));
     }
     Ok(())
