@@ -368,3 +368,47 @@ async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_
         |a: &Result<(), String>| a.as_ref().err().map(String::as_str) == Some("user is cordoned");
     webhook_answers(&liqo, &small, "refused as cordoned", cordoned).await;
 }
+
+#[tokio::test]
+async fn a_status_only_edit_of_a_default_class_slice_is_not_reverted() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    replica(
+        &kube,
+        "plain",
+        "default",
+        json!({"cpu": "2", "memory": "4Gi"}),
+        &csr(),
+    );
+    slice_condition(&kube, TENANT_NS, "plain", "Resources", "Accepted").await;
+    // Someone else writes the status (the consumer may, see the replicator
+    // tests): the controller reacts to spec changes only (RRS:313-318).
+    let patch = json!({"status": {"resources": {"cpu": "1000", "memory": "4Gi"}}});
+    kube.merge_patch(SLICES, Some(TENANT_NS), "plain", patch, true)
+        .unwrap();
+    marker(&kube).await;
+    let now = get(&kube, SLICES, Some(TENANT_NS), "plain").unwrap();
+    assert_eq!(now["status"]["resources"]["cpu"], "1000");
+    // And the quota creator, which reacts to status, follows it (QC:142-143).
+    quota(&kube, "plain", "the edited grant", |q| {
+        q["spec"]["resources"]["cpu"] == "1000"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_deleted_quota_is_made_again() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    let first = granted_quota(&kube, "gold", grant.clone()).await;
+    kube.delete_object(
+        GroupResource::new(QUOTAS.0, QUOTAS.1),
+        Some(TENANT_NS),
+        &quota_name("gold"),
+    )
+    .unwrap();
+    let again = quota(&kube, "gold", "a new Quota", |q| {
+        q["metadata"]["uid"] != first["metadata"]["uid"]
+    })
+    .await;
+    assert_eq!(again["spec"]["resources"], grant);
+}
