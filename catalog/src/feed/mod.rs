@@ -7,9 +7,10 @@
 //!
 //! - `{"type":"snapshot","seq":N,"offers":[...]}`: the full (filtered) offer
 //!   list, ordered by id, each offer exactly as `GET /offers` returns it.
-//!   Sent on connect; with `mode=snapshot` (the thesis behaviour) again
-//!   after every change that touches the list; in every mode whenever the
-//!   server had to reload its list (see below).
+//!   Sent on connect; with `mode=snapshot` (the thesis behaviour) after
+//!   every change that touches the list, the latest list (one not yet sent
+//!   is replaced by the newer: a burst may bring fewer lists than changes);
+//!   in every mode whenever the server had to reload its list (see below).
 //! - `mode=delta`, the default: after the first snapshot, `{"type":"upsert","seq":N,
 //!   "offer":{...}}` for an offer created, replaced or entering the filtered
 //!   view, and `{"type":"delete","seq":N,"id":"..."}` for one deleted or
@@ -63,6 +64,11 @@
 //! of every process; when the stream cannot resume where it stopped the
 //! store asks for a resync, the publisher reloads the list and every
 //! subscriber gets a fresh snapshot.
+//!
+//! The feed never goes backwards, across resyncs too: per offer, no
+//! subscriber is sent an older version than one it was sent, and no list
+//! older than the last ([`hub::Hub::reload`] refuses a list holding an
+//! offer at a lower version than it sent; the publisher reads again).
 //!
 //! # Layout
 //!

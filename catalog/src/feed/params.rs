@@ -8,7 +8,8 @@ use crate::offers::OfferFilter;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// The thesis behaviour (`mode=snapshot`): the full (filtered) list on
-    /// connect and again after every change that touches it.
+    /// connect and, after every change that touches it, the latest list (a
+    /// list not yet sent is replaced by the newer one, never by an older).
     Snapshot,
     /// The default: one list on connect, then `upsert` / `delete` events.
     Delta,
