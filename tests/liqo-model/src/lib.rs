@@ -3,7 +3,8 @@
 //! ([`kube_test_server::KubeApiServer`], which loads Liqo v1.2.0's CRDs),
 //! as its own user under its own RBAC ([`identity`]), so authorization and
 //! schema validation apply to what it writes as they would to Liqo. A test
-//! starts them ([`Provider::start`], [`Consumer::start`]) and then only
+//! starts them ([`Provider::start`], [`Consumer::start`],
+//! [`Replicator::start`]) and then only
 //! writes and reads objects: it never calls a controller.
 //!
 //! Paths are in `liqotech/liqo` at tag v1.2.0; each behaviour cites its
@@ -75,18 +76,27 @@
 //!   the provider taken as "permission removed" (:127-141).
 //!
 //! # Not modelled yet
-//! The local slice controller (`consumerClusterID`, CSR): tests write them
-//! into the consumer's slice. The Identity made from `authParams` (tests
-//! write the Identity and its kubeconfig Secret). In the
-//! remote slice controller: the CSR's x509 parse and its CN, O and public
-//! key checks (csr.go:164-192), `status.authParams` (a signed certificate,
-//! RRS:211-233), certificate renewal, storage classes from StorageClasses,
-//! events. The Tenant controller's cordon and drain. The ShadowPod webhook's
-//! mutating half (the creator label from the request's user, which hooks
-//! are not given), updates, deletions and its cache refresh; the test
-//! server serves no ShadowPod CRD yet, so the hook is driven directly. The virtual kubelet's
-//! reflection, the scheduler, NamespaceOffloading and NamespaceMaps, the
-//! pod webhook, node deletion, the node's own labels and addresses.
+//! - The consumer's local slice controller (`consumerClusterID`, the CSR)
+//!   and the Identity Liqo makes from `authParams`: tests write them.
+//! - In the remote slice controller: the CSR's x509 parse and its CN, O and
+//!   public-key checks (csr.go:164-192), `status.authParams` (a signed
+//!   certificate, RRS:211-233), certificate renewal, storage classes read
+//!   from StorageClasses, events.
+//! - The Tenant controller's cordon and drain (tests set the Tenant's
+//!   condition), peering and unpeering.
+//! - In the ShadowPod webhook: its mutating half (the creator label, from
+//!   the request's user, which hooks are not given), updates, deletions
+//!   and the cache refresh that forgets deleted ShadowPods. The test server
+//!   serves no ShadowPod CRD yet, so tests drive the registered hook
+//!   directly.
+//! - The virtual kubelet's reflection (pods to ShadowPods) and the
+//!   ShadowPod controller, the scheduler, NamespaceOffloading and
+//!   NamespaceMaps, the pod webhook, node deletion, the node's own labels,
+//!   addresses and leases.
+//!
+//! Like controller-runtime's default (one worker per controller), each
+//! controller reconciles one key at a time, in the order its watches
+//! report them; tests use that order as a sync point ("marker" slices).
 
 pub mod consts;
 pub mod crd_replicator;

@@ -74,7 +74,7 @@ where
 }
 
 /// Reconcile every key `triggers` yields, one at a time, until the
-/// triggers end; a failed key is tried again after [`RETRY`].
+/// triggers end; a failed key is tried again after `RETRY`.
 pub async fn run<F, Fut>(name: &'static str, triggers: Vec<BoxStream<'static, Key>>, reconcile: F)
 where
     F: Fn(Key) -> Fut,
