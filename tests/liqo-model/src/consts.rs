@@ -6,6 +6,10 @@ use kube::core::GroupVersionKind;
 
 /// `pkg/consts/namespace_mapping.go:19`.
 pub const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
+/// `pkg/consts/namespace_mapping.go:22`: the kind of a Liqo node ...
+pub const TYPE: &str = "liqo.io/type";
+/// `pkg/consts/namespace_mapping.go:25`: ... a virtual node.
+pub const TYPE_NODE: &str = "virtual-node";
 /// `pkg/consts/core.go:19`.
 pub const TENANT_NAMESPACE: &str = "liqo.io/tenant-namespace";
 /// `pkg/consts/replication.go:30`: the consumer asks for its slice to be replicated.

@@ -56,8 +56,10 @@
 //!   node labels and node selector of the grant
 //!   (`offloading/forge/virtualnode.go:59-137`).
 //! - [`node_provider`] (`pkg/virtualKubelet/liqoNodeProvider/`), as the
-//!   virtual kubelet: the Node of each VirtualNode, labels and the
-//!   virtual-node taint (`utils.go:39-65`), capacity and allocatable copied
+//!   virtual kubelet: the Node of each VirtualNode, created with Liqo's
+//!   virtual-node labels (`liqo.io/type=virtual-node`, …) and taint
+//!   (`setup.go:96-141`), the VirtualNode's labels and taints added
+//!   (`utils.go:39-65`), capacity and allocatable copied
 //!   key by key and never removed (`utils.go:84-97`), Ready only with cpu
 //!   and memory above zero (`reconciler.go:134-148`) and, when the network
 //!   check is on and the networking module not off, the ForeignCluster's
@@ -91,8 +93,8 @@
 //!   directly.
 //! - The virtual kubelet's reflection (pods to ShadowPods) and the
 //!   ShadowPod controller, the scheduler, NamespaceOffloading and
-//!   NamespaceMaps, the pod webhook, node deletion, the node's own labels,
-//!   addresses and leases.
+//!   NamespaceMaps, the pod webhook, node deletion, the node's addresses,
+//!   node info and leases.
 //!
 //! Like controller-runtime's default (one worker per controller), each
 //! controller reconciles one key at a time, in the order its watches

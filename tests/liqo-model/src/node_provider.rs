@@ -101,10 +101,7 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         Some(node) => node,
         None => {
             nodes
-                .create(
-                    &PostParams::default(),
-                    &DynamicObject::new(&key.name, &consts::nodes()),
-                )
+                .create(&PostParams::default(), &initial_node(&key.name, cluster))
                 .await?
         }
     };
@@ -141,6 +138,39 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         .replace_status(&key.name, &PostParams::default(), &node)
         .await?;
     Ok(())
+}
+
+/// The Node a virtual kubelet starts with
+/// (`pkg/virtualKubelet/liqoNodeProvider/setup.go:36-41, 96-141`): Liqo's
+/// virtual-node labels, excluded from load balancers, and the
+/// virtual-node taint; no capacity yet.
+pub fn initial_node(name: &str, cluster_id: &str) -> DynamicObject {
+    let mut node = DynamicObject::new(name, &consts::nodes());
+    let labels = [
+        ("kubernetes.io/hostname", name),
+        ("kubernetes.io/role", "agent"),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        (consts::TYPE, consts::TYPE_NODE),
+        (REMOTE_CLUSTER_ID, cluster_id),
+        (
+            "node.kubernetes.io/exclude-from-external-load-balancers",
+            "true",
+        ),
+        (
+            "alpha.service-controller.kubernetes.io/exclude-balancer",
+            "true",
+        ),
+    ];
+    node.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    node.data = json!({"spec": {"taints": [
+        {"key": VIRTUAL_NODE_TOLERATION_KEY, "value": "true", "effect": "NoExecute"}]}});
+    node
 }
 
 /// UTILS:39-65: the VirtualNode's labels plus whether storage is

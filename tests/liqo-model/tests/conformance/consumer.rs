@@ -117,6 +117,10 @@ async fn an_accepted_slice_yields_a_ready_node_whose_allocatable_is_the_grant_po
         .unwrap()
         .iter()
         .any(|t| t["key"] == "virtual-node.liqo.io/not-allowed"));
+    let labels = &node["metadata"]["labels"];
+    assert_eq!(labels["liqo.io/type"], "virtual-node");
+    assert_eq!(labels["liqo.io/remote-cluster-id"], PROVIDER);
+    assert_eq!(labels["storage.liqo.io/available"], "false");
 }
 
 #[tokio::test]
