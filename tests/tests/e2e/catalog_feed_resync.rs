@@ -87,17 +87,7 @@ impl Log {
         for m in &self.messages {
             match m["type"].as_str() {
                 Some("snapshot") => {
-                    view = m["offers"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|o| {
-                            (
-                                o["id"].as_str().unwrap().to_string(),
-                                o["version"].as_u64().unwrap(),
-                            )
-                        })
-                        .collect();
+                    view = versions(&m["offers"]);
                 }
                 Some("upsert") => {
                     let o = &m["offer"];
@@ -111,6 +101,21 @@ impl Log {
         }
         view
     }
+}
+
+/// Each offer's version, by id, in an array of offers.
+fn versions(offers: &Value) -> BTreeMap<String, u64> {
+    offers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["id"].as_str().unwrap().to_string(),
+                o["version"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// A subscriber reading in its own thread until told to stop and its view
@@ -286,17 +291,7 @@ fn mongo_feed_is_monotonic_across_a_database_restart() {
         last = a.all_offers();
         last == b.all_offers()
     });
-    let want: BTreeMap<String, u64> = last
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["id"].as_str().unwrap().to_string(),
-                o["version"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let want = versions(&last);
     *done.lock().unwrap() = Some(want);
     for s in subscribers {
         let log = s.thread.join().unwrap();
