@@ -68,6 +68,9 @@ mod tests {
         assert!(other > first, "another request has its own deadline");
         let a = deadline(t);
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(deadline(t) > a, "outside a request every call starts afresh");
+        assert!(
+            deadline(t) > a,
+            "outside a request every call starts afresh"
+        );
     }
 }
