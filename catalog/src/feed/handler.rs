@@ -22,7 +22,7 @@ use crate::http::ApiError;
     get, path = "/subscribe", tag = "feed", operation_id = "subscribe",
     params(
         ("mode" = Option<crate::http::schemas::FeedMode>, Query,
-            description = "`delta` (default: one snapshot on connect, then one upsert/delete event per change) or `snapshot` (the full list after every change, as the thesis has it)"),
+            description = "`delta` (default: one snapshot on connect, then one upsert/delete event per change) or `snapshot` (after every change, the latest full list: a burst may bring fewer lists than changes, never an older one)"),
         crate::offers::handlers::FilterParams,
         ("Connection" = String, Header, pattern = "^[Uu]pgrade$", description = "`Upgrade` (a WebSocket handshake)"),
         ("Upgrade" = String, Header, pattern = "^websocket$", description = "`websocket`"),
