@@ -1,6 +1,8 @@
 //! Every controller binary with its Kubernetes API server unreachable
-//! (issue 29, findings 2 and 3), and every kubeconfig or policy file flag
-//! given a device or a FIFO (finding 4).
+//! (issue 29, findings 2 and 3) — and the binaries that talk to the
+//! catalog with the catalog unreachable too (provider-agent, the class
+//! controller's `contracts` policy) — and every kubeconfig or policy file
+//! flag given a device or a FIFO (finding 4).
 //!
 //! For 10 s each binary is pointed at a loopback port that refuses
 //! connections (or one that accepts and closes them at once): its log must
@@ -61,17 +63,36 @@ const ORCHESTRATOR: &str =
 const PURCHASE_CONTROLLER: &str =
     "--liqo-api v1 --cluster-id c1 --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
 const NO_ELECTION: &str = "--leader-elect false";
+/// The class controller selling by contracts, its catalog unreachable as
+/// well (the same port).
+const RM_V1_CONTRACTS: &str = "--liqo-api v1 --class gold --source static:{resources} \
+    --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --grant-policy contracts \
+    --catalog-url http://127.0.0.1:{port} --catalog-credentials-file {credentials} \
+    --contracts-poll-interval 200ms";
+/// The provider agent: its reader works, its catalog is unreachable.
+const PROVIDER_AGENT: &str = "--catalog http://127.0.0.1:{port} --credentials {credentials} \
+    --offer o1 --plan p1 --reader static:{resources} --max-backoff 1s";
 
-/// `args` and then `extra` as words, `{kubeconfig}` and `{resources}`
-/// replaced.
-fn words(args: &str, extra: &str, kubeconfig: &Path, resources: &Path) -> Vec<String> {
+/// `args` and then `extra` as words, each `{name}` replaced by its value.
+fn words(args: &str, extra: &str, values: &[(&str, String)]) -> Vec<String> {
     args.split_whitespace()
         .chain(extra.split_whitespace())
         .map(|a| {
-            a.replace("{kubeconfig}", &kubeconfig.display().to_string())
-                .replace("{resources}", &resources.display().to_string())
+            values.iter().fold(a.to_string(), |a, (name, value)| {
+                a.replace(&format!("{{{name}}}"), value)
+            })
         })
         .collect()
+}
+
+/// A provider's catalog credentials file, owner-only as the binaries demand.
+fn credentials(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("credentials.json");
+    let creds = r#"{"clusterID": "p1", "clusterName": "p1", "authURL": "https://p1.example:6443", "token": "secret-1"}"#;
+    std::fs::write(&path, creds).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
 }
 
 /// A kubeconfig whose server is `127.0.0.1:port`.
@@ -133,7 +154,13 @@ fn check(case: &Case) {
     let kubeconfig = kubeconfig(dir.path(), port);
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
-    let args = words(case.args, case.extra, &kubeconfig, &resources);
+    let values = [
+        ("kubeconfig", kubeconfig.display().to_string()),
+        ("resources", resources.display().to_string()),
+        ("credentials", credentials(dir.path()).display().to_string()),
+        ("port", port.to_string()),
+    ];
+    let args = words(case.args, case.extra, &values);
     let log = dir.path().join("log");
     let mut child = Spawn::new(case.bin)
         .args(&args)
@@ -197,6 +224,10 @@ cases! {
     unreachable_api_orchestrator_elected_closing: "orchestrator", ORCHESTRATOR, "", Server::Closing;
     unreachable_api_orchestrator_not_elected: "orchestrator", ORCHESTRATOR, NO_ELECTION, Server::Refused;
     unreachable_api_purchase_controller: "purchase-controller", PURCHASE_CONTROLLER, "", Server::Refused;
+    unreachable_api_and_catalog_resource_monitor_contracts: "resource-monitor", RM_V1_CONTRACTS, "", Server::Refused;
+    unreachable_api_and_catalog_resource_monitor_contracts_closing: "resource-monitor", RM_V1_CONTRACTS, "", Server::Closing;
+    unreachable_catalog_provider_agent: "provider-agent", PROVIDER_AGENT, "", Server::Refused;
+    unreachable_catalog_provider_agent_closing: "provider-agent", PROVIDER_AGENT, "", Server::Closing;
 }
 
 /// Run `bin` with `args` (`{kubeconfig}` replaced by `file`) and expect it to
@@ -205,7 +236,11 @@ fn refuses_file(bin: &str, args: &str, file: &Path, flag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
-    let args = words(args, "", file, &resources);
+    let values = [
+        ("kubeconfig", file.display().to_string()),
+        ("resources", resources.display().to_string()),
+    ];
+    let args = words(args, "", &values);
     let log = dir.path().join("log");
     let started = Instant::now();
     let mut child = Spawn::new(bin)
