@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use crate::crd::Registry;
 
-const VERBS: [&str; 8] = [
+/// Every verb a resource serves, as discovery lists them.
+pub const VERBS: [&str; 8] = [
     "create",
     "delete",
     "deletecollection",

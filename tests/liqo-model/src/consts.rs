@@ -47,30 +47,23 @@ fn resource(group: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
-pub fn resource_slices() -> ApiResource {
-    resource("authentication.liqo.io", "ResourceSlice", "resourceslices")
+/// One function a resource: `name => group, kind, plural`.
+macro_rules! resources {
+    ($($name:ident => $group:literal, $kind:literal, $plural:literal;)*) => {
+        $(pub fn $name() -> ApiResource {
+            resource($group, $kind, $plural)
+        })*
+    };
 }
-pub fn tenants() -> ApiResource {
-    resource("authentication.liqo.io", "Tenant", "tenants")
-}
-pub fn identities() -> ApiResource {
-    resource("authentication.liqo.io", "Identity", "identities")
-}
-pub fn quotas() -> ApiResource {
-    resource("offloading.liqo.io", "Quota", "quotas")
-}
-pub fn virtual_nodes() -> ApiResource {
-    resource("offloading.liqo.io", "VirtualNode", "virtualnodes")
-}
-pub fn foreign_clusters() -> ApiResource {
-    resource("core.liqo.io", "ForeignCluster", "foreignclusters")
-}
-pub fn namespaces() -> ApiResource {
-    resource("", "Namespace", "namespaces")
-}
-pub fn nodes() -> ApiResource {
-    resource("", "Node", "nodes")
-}
-pub fn secrets() -> ApiResource {
-    resource("", "Secret", "secrets")
+
+resources! {
+    resource_slices => "authentication.liqo.io", "ResourceSlice", "resourceslices";
+    tenants => "authentication.liqo.io", "Tenant", "tenants";
+    identities => "authentication.liqo.io", "Identity", "identities";
+    quotas => "offloading.liqo.io", "Quota", "quotas";
+    virtual_nodes => "offloading.liqo.io", "VirtualNode", "virtualnodes";
+    foreign_clusters => "core.liqo.io", "ForeignCluster", "foreignclusters";
+    namespaces => "", "Namespace", "namespaces";
+    nodes => "", "Node", "nodes";
+    secrets => "", "Secret", "secrets";
 }

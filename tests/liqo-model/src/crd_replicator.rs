@@ -26,30 +26,21 @@ pub const FINALIZER: &str = "crdreplicator.liqo.io/resource";
 const LOCAL_OWNERSHIP: &str = "liqo.io/ownership";
 
 /// RBAC of the replicator on its own cluster, the part this model uses.
-pub const LOCAL_RULES: &[Rule] = &[Rule {
-    groups: &["authentication.liqo.io"],
-    resources: &["resourceslices", "resourceslices/status"],
-    verbs: ALL,
-}];
+pub const LOCAL_RULES: &[Rule] = &[Rule::new(
+    &["authentication.liqo.io"],
+    &["resourceslices", "resourceslices/status"],
+    ALL,
+)];
 
 /// What the provider lets a consumer's control plane do in its tenant
 /// namespace: the ResourceSlice part of the chart's
 /// `deployments/liqo/files/liqo-remote-controlplane-ClusterRole.yaml`,
-/// status included.
-pub const REMOTE_RULES: &[Rule] = &[Rule {
-    groups: &["authentication.liqo.io"],
-    resources: &["resourceslices", "resourceslices/status"],
-    verbs: &[
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ],
-}];
+/// status included, with every verb the chart lists: all a resource serves.
+pub const REMOTE_RULES: &[Rule] = &[Rule::new(
+    &["authentication.liqo.io"],
+    &["resourceslices", "resourceslices/status"],
+    &kube_test_server::discovery::VERBS,
+)];
 
 /// One replication: from this cluster's `local_namespace` to the
 /// provider's `remote_namespace`.

@@ -21,6 +21,22 @@ pub struct Rule {
     pub verbs: &'static [&'static str],
 }
 
+impl Rule {
+    /// A rule on `resources` of `groups`, so that a controller's RBAC
+    /// reads as a table, a rule a line.
+    pub const fn new(
+        groups: &'static [&'static str],
+        resources: &'static [&'static str],
+        verbs: &'static [&'static str],
+    ) -> Self {
+        Rule {
+            groups,
+            resources,
+            verbs,
+        }
+    }
+}
+
 /// Everything on the objects a controller owns.
 pub const ALL: &[&str] = &[
     "get", "list", "watch", "create", "update", "patch", "delete",

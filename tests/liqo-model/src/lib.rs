@@ -163,6 +163,13 @@ impl Default for ProviderConfig {
     }
 }
 
+/// Grant each user its ClusterRole (by name) with its rules in `kube`.
+fn grant_each(kube: &KubeApiServer, grants: &[(&str, &str, &[identity::Rule])]) {
+    for (user, role, rules) in grants {
+        identity::grant(kube, user, role, rules);
+    }
+}
+
 /// Tasks that stop when dropped.
 struct Tasks(Vec<JoinHandle<()>>);
 
@@ -185,24 +192,21 @@ impl Provider {
     /// start the remote ResourceSlice controller and the quota creator, and
     /// add the ShadowPod webhook to `kube`'s admission chain.
     pub async fn start(kube: &KubeApiServer, config: ProviderConfig) -> Result<Provider, Error> {
-        let rrs = remote_resource_slice::RULES;
-        identity::grant(
+        grant_each(
             kube,
-            CONTROLLER_MANAGER,
-            "liqo-model-remote-resourceslice",
-            rrs,
-        );
-        identity::grant(
-            kube,
-            CONTROLLER_MANAGER,
-            "liqo-model-quota-creator",
-            quota_creator::RULES,
-        );
-        identity::grant(
-            kube,
-            WEBHOOK,
-            "liqo-model-webhook",
-            shadowpod_webhook::RULES,
+            &[
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-remote-resourceslice",
+                    remote_resource_slice::RULES,
+                ),
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-quota-creator",
+                    quota_creator::RULES,
+                ),
+                (WEBHOOK, "liqo-model-webhook", shadowpod_webhook::RULES),
+            ],
         );
         let client = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let webhook_client = identity::client_as(kube, WEBHOOK).await?;
@@ -289,17 +293,20 @@ impl Consumer {
     /// Grant the controller manager and the virtual kubelet their RBAC in
     /// `kube` and start the virtual-node creator and the node provider.
     pub async fn start(kube: &KubeApiServer) -> Result<Consumer, Error> {
-        identity::grant(
+        grant_each(
             kube,
-            CONTROLLER_MANAGER,
-            "liqo-model-virtual-node-creator",
-            virtual_node_creator::RULES,
-        );
-        identity::grant(
-            kube,
-            VIRTUAL_KUBELET,
-            "liqo-model-virtual-kubelet",
-            node_provider::RULES,
+            &[
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-virtual-node-creator",
+                    virtual_node_creator::RULES,
+                ),
+                (
+                    VIRTUAL_KUBELET,
+                    "liqo-model-virtual-kubelet",
+                    node_provider::RULES,
+                ),
+            ],
         );
         let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;

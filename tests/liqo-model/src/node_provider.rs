@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
@@ -20,21 +19,9 @@ use crate::Error;
 /// RBAC of the virtual kubelet on its own cluster, the part this model
 /// uses (`deployments/liqo/files/liqo-virtual-kubelet-local-ClusterRole.yaml`).
 pub const RULES: &[Rule] = &[
-    Rule {
-        groups: &[""],
-        resources: &["nodes", "nodes/status"],
-        verbs: ALL,
-    },
-    Rule {
-        groups: &["offloading.liqo.io"],
-        resources: &["virtualnodes"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &["core.liqo.io"],
-        resources: &["foreignclusters"],
-        verbs: READ,
-    },
+    Rule::new(&[""], &["nodes", "nodes/status"], ALL),
+    Rule::new(&["offloading.liqo.io"], &["virtualnodes"], READ),
+    Rule::new(&["core.liqo.io"], &["foreignclusters"], READ),
 ];
 
 /// Run the provider on `client` until the task is dropped.
@@ -46,13 +33,11 @@ pub async fn run(client: Client) {
     let own = runner::keys(runner::touched(virtual_nodes.clone(), ""), |vn| {
         Some(Key::of(&vn))
     });
-    let by_cluster = runner::touched(foreign_clusters, "")
-        .filter_map(move |fc| {
-            let virtual_nodes = virtual_nodes.clone();
-            async move { nodes_of_cluster(&virtual_nodes, fc.ok()?).await }
-        })
-        .flat_map(futures::stream::iter)
-        .boxed();
+    let by_cluster = runner::keys_via(
+        runner::touched(foreign_clusters, ""),
+        virtual_nodes,
+        nodes_of_cluster,
+    );
     let client = &client;
     runner::run("virtual-kubelet-node", vec![own, by_cluster], |key| {
         reconcile(client, key)
@@ -61,7 +46,7 @@ pub async fn run(client: Client) {
 }
 
 async fn nodes_of_cluster(
-    virtual_nodes: &Api<DynamicObject>,
+    virtual_nodes: Api<DynamicObject>,
     fc: DynamicObject,
 ) -> Option<Vec<Key>> {
     let cluster = fc.data["spec"]["clusterID"].as_str()?.to_string();

@@ -16,26 +16,14 @@ use crate::Error;
 
 /// RBAC of this controller (QC:65-69).
 pub const RULES: &[Rule] = &[
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["resourceslices"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["resourceslices/finalizers"],
-        verbs: &["update"],
-    },
-    Rule {
-        groups: &["offloading.liqo.io"],
-        resources: &["quotas"],
-        verbs: ALL,
-    },
-    Rule {
-        groups: &["offloading.liqo.io"],
-        resources: &["quotas/finalizers"],
-        verbs: &["update"],
-    },
+    Rule::new(&["authentication.liqo.io"], &["resourceslices"], READ),
+    Rule::new(
+        &["authentication.liqo.io"],
+        &["resourceslices/finalizers"],
+        &["update"],
+    ),
+    Rule::new(&["offloading.liqo.io"], &["quotas"], ALL),
+    Rule::new(&["offloading.liqo.io"], &["quotas/finalizers"], &["update"]),
 ];
 
 /// `controllerManager.config.defaultLimitsEnforcement`

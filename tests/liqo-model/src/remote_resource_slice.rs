@@ -21,26 +21,14 @@ use crate::Error;
 /// RBAC of this controller (RRS:98-102), and the namespace reads of its
 /// tenant namespace manager (`pkg/tenantNamespace/namespaceManager.go:155-190`).
 pub const RULES: &[Rule] = &[
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["resourceslices", "resourceslices/status"],
-        verbs: ALL,
-    },
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["tenants"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &[""],
-        resources: &["secrets"],
-        verbs: ALL,
-    },
-    Rule {
-        groups: &[""],
-        resources: &["namespaces"],
-        verbs: READ,
-    },
+    Rule::new(
+        &["authentication.liqo.io"],
+        &["resourceslices", "resourceslices/status"],
+        ALL,
+    ),
+    Rule::new(&["authentication.liqo.io"], &["tenants"], READ),
+    Rule::new(&[""], &["secrets"], ALL),
+    Rule::new(&[""], &["namespaces"], READ),
 ];
 
 /// What the default class is given besides the request
@@ -92,13 +80,7 @@ pub async fn run(client: Client, options: Options) {
         .boxed();
     let own = runner::keys(own, |slice| has_csr(&slice).then(|| Key::of(&slice)));
     // Any Tenant event reconciles the consumer's replicas (RRS:319, 323-352).
-    let by_tenant = runner::touched(tenants, "")
-        .filter_map(move |tenant| {
-            let slices = slices.clone();
-            async move { slices_of_tenant(&slices, tenant.ok()?).await }
-        })
-        .flat_map(futures::stream::iter)
-        .boxed();
+    let by_tenant = runner::keys_via(runner::touched(tenants, ""), slices, slices_of_tenant);
     let reconciler = Reconciler { client, options };
     runner::run("remote-resourceslice", vec![own, by_tenant], |key| {
         reconciler.reconcile(key)
@@ -114,7 +96,7 @@ fn has_csr(slice: &DynamicObject) -> bool {
 
 /// The replicas whose origin is the Tenant's cluster (RRS:331-349,
 /// `pkg/utils/labels/labelSelectors.go:95-116`).
-async fn slices_of_tenant(slices: &Api<DynamicObject>, tenant: DynamicObject) -> Option<Vec<Key>> {
+async fn slices_of_tenant(slices: Api<DynamicObject>, tenant: DynamicObject) -> Option<Vec<Key>> {
     let cluster = tenant.data["spec"]["clusterID"]
         .as_str()
         .filter(|c| !c.is_empty())?;

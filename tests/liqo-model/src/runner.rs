@@ -73,6 +73,27 @@ where
         .boxed()
 }
 
+/// Keys `find` lists in `objects` for each object `related` yields (as
+/// controller-runtime's `EnqueueRequestsFromMapFunc` on a watched object of
+/// another kind); a watch error or a failed `find` yields none.
+pub fn keys_via<F, Fut>(
+    related: BoxStream<'static, Result<DynamicObject, watcher::Error>>,
+    objects: Api<DynamicObject>,
+    find: F,
+) -> BoxStream<'static, Key>
+where
+    F: Fn(Api<DynamicObject>, DynamicObject) -> Fut + Send + 'static,
+    Fut: Future<Output = Option<Vec<Key>>> + Send + 'static,
+{
+    related
+        .filter_map(move |event| {
+            let found = event.ok().map(|obj| find(objects.clone(), obj));
+            async move { found?.await }
+        })
+        .flat_map(stream::iter)
+        .boxed()
+}
+
 /// Reconcile every key `triggers` yields, one at a time, until the
 /// triggers end; a failed key is tried again after `RETRY`.
 pub async fn run<F, Fut>(name: &'static str, triggers: Vec<BoxStream<'static, Key>>, reconcile: F)

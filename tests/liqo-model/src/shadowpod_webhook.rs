@@ -208,16 +208,8 @@ pub fn resource_list(list: &Value) -> BTreeMap<String, Quantity> {
 /// RBAC of the webhook's reads (the chart's `liqo-webhook` ClusterRole,
 /// the part this model uses).
 pub const RULES: &[Rule] = &[
-    Rule {
-        groups: &["offloading.liqo.io"],
-        resources: &["quotas"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &[""],
-        resources: &["namespaces"],
-        verbs: READ,
-    },
+    Rule::new(&["offloading.liqo.io"], &["quotas"], READ),
+    Rule::new(&[""], &["namespaces"], READ),
 ];
 
 /// The webhook's name in the chart

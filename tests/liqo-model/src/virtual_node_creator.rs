@@ -18,33 +18,17 @@ use crate::Error;
 
 /// RBAC of this controller (VNC:60-64).
 pub const RULES: &[Rule] = &[
-    Rule {
-        groups: &["offloading.liqo.io"],
-        resources: &["virtualnodes"],
-        verbs: ALL,
-    },
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["resourceslices"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["identities"],
-        verbs: READ,
-    },
-    Rule {
-        groups: &[""],
-        resources: &["secrets"],
-        verbs: ALL,
-    },
+    Rule::new(&["offloading.liqo.io"], &["virtualnodes"], ALL),
+    Rule::new(&["authentication.liqo.io"], &["resourceslices"], READ),
+    Rule::new(&["authentication.liqo.io"], &["identities"], READ),
+    Rule::new(&[""], &["secrets"], ALL),
     // Owner references with blockOwnerDeletion on slices (controller-runtime's
     // SetControllerReference, VNC:135) need this, as the chart's role grants.
-    Rule {
-        groups: &["authentication.liqo.io"],
-        resources: &["resourceslices/finalizers"],
-        verbs: &["update"],
-    },
+    Rule::new(
+        &["authentication.liqo.io"],
+        &["resourceslices/finalizers"],
+        &["update"],
+    ),
 ];
 
 /// Run the controller on `client` until the task is dropped.

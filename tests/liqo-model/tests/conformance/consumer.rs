@@ -15,12 +15,7 @@ const TENANT_NS: &str = "liqo-tenant-provider-1";
 /// A consumer peered with [`PROVIDER`]: tenant namespace, the
 /// ForeignCluster with networking as given, Liqo's controllers running.
 async fn consumer(networking: Value) -> (KubeApiServer, Consumer) {
-    let kube = KubeApiServer::start().await.unwrap();
-    namespace(
-        &kube,
-        TENANT_NS,
-        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": PROVIDER}),
-    );
+    let kube = peered_with(PROVIDER, TENANT_NS).await;
     kube.create(
         FOREIGN_CLUSTERS,
         json!({"apiVersion": "core.liqo.io/v1beta1", "kind": "ForeignCluster",
@@ -70,10 +65,15 @@ fn slice_with_identity(kube: &KubeApiServer, name: &str) {
     .unwrap();
 }
 
-/// Slice `name` granted `resources` by the provider; its VirtualNode once made.
-async fn granted_virtual_node(kube: &KubeApiServer, name: &str, resources: Value) -> Value {
+/// Slice `name`, with its Identity, granted `resources` by the provider.
+fn granted(kube: &KubeApiServer, name: &str, resources: Value) {
     slice_with_identity(kube, name);
     write_status(kube, TENANT_NS, name, "Accepted", resources);
+}
+
+/// Slice `name` granted `resources` by the provider; its VirtualNode once made.
+async fn granted_virtual_node(kube: &KubeApiServer, name: &str, resources: Value) -> Value {
+    granted(kube, name, resources);
     wait_for(
         kube,
         VIRTUAL_NODES,
@@ -91,6 +91,14 @@ async fn marker(kube: &KubeApiServer) {
     granted_virtual_node(kube, "marker", json!({"cpu": "1", "memory": "1Gi"})).await;
 }
 
+/// The node `name` once its Ready condition is `status`.
+async fn node_when_ready_is(kube: &KubeApiServer, name: &str, status: &str) -> Value {
+    wait_for(kube, NODES, None, name, &format!("Ready {status}"), |n| {
+        node_condition(n, "Ready").as_deref() == Some(status)
+    })
+    .await
+}
+
 fn node_condition(node: &Value, kind: &str) -> Option<String> {
     node["status"]["conditions"]
         .as_array()?
@@ -106,10 +114,7 @@ async fn an_accepted_slice_yields_a_ready_node_whose_allocatable_is_the_grant_po
     let vn = granted_virtual_node(&kube, "gold", grant.clone()).await;
     assert_eq!(vn["spec"]["resourceQuota"]["hard"], grant);
     assert_eq!(vn["spec"]["clusterID"], PROVIDER);
-    let node = wait_for(&kube, NODES, None, "gold", "Ready", |n| {
-        node_condition(n, "Ready").as_deref() == Some("True")
-    })
-    .await;
+    let node = node_when_ready_is(&kube, "gold", "True").await;
     assert_eq!(node["status"]["allocatable"], grant);
     assert_eq!(node["status"]["capacity"], grant);
     assert!(node["spec"]["taints"]
@@ -126,18 +131,12 @@ async fn an_accepted_slice_yields_a_ready_node_whose_allocatable_is_the_grant_po
 #[tokio::test]
 async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
-    slice_with_identity(&kube, "gold");
-    write_status(
+    granted(
         &kube,
-        TENANT_NS,
         "gold",
-        "Accepted",
         json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
     );
-    wait_for(&kube, NODES, None, "gold", "Ready", |n| {
-        node_condition(n, "Ready").as_deref() == Some("True")
-    })
-    .await;
+    node_when_ready_is(&kube, "gold", "True").await;
     // A revocation by zeros, `pods` left out: cpu and memory at zero make
     // the node NotReady, and `pods` keeps its old value (never deleted).
     write_status(
@@ -147,10 +146,7 @@ async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
         "Accepted",
         json!({"cpu": "0", "memory": "0"}),
     );
-    let node = wait_for(&kube, NODES, None, "gold", "NotReady", |n| {
-        node_condition(n, "Ready").as_deref() == Some("False")
-    })
-    .await;
+    let node = node_when_ready_is(&kube, "gold", "False").await;
     assert_eq!(
         node["status"]["allocatable"],
         json!({"cpu": "0", "memory": "0", "pods": "10"})
@@ -164,14 +160,7 @@ async fn zeros_make_the_node_not_ready_and_a_dropped_key_stays_on_the_node() {
 #[tokio::test]
 async fn a_gpu_only_grant_gives_a_node_that_is_never_ready() {
     let (kube, _liqo) = consumer(json!({"enabled": false})).await;
-    slice_with_identity(&kube, "gpu");
-    write_status(
-        &kube,
-        TENANT_NS,
-        "gpu",
-        "Accepted",
-        json!({"nvidia.com/gpu": "1"}),
-    );
+    granted(&kube, "gpu", json!({"nvidia.com/gpu": "1"}));
     let node = wait_for(&kube, NODES, None, "gpu", "its conditions", |n| {
         node_condition(n, "Ready").is_some()
     })

@@ -64,6 +64,18 @@ pub fn namespace(kube: &KubeApiServer, name: &str, labels: Value) {
     );
 }
 
+/// A new cluster peered with `remote`: its tenant namespace `tenant_ns`,
+/// labelled as `liqoctl peer` leaves it.
+pub async fn peered_with(remote: &str, tenant_ns: &str) -> KubeApiServer {
+    let kube = KubeApiServer::start().await.unwrap();
+    namespace(
+        &kube,
+        tenant_ns,
+        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": remote}),
+    );
+    kube
+}
+
 /// The status of condition `kind` of a slice.
 pub fn condition(slice: &Value, kind: &str) -> Option<String> {
     slice["status"]["conditions"]

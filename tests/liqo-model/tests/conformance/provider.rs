@@ -14,12 +14,7 @@ const TENANT_NS: &str = "liqo-tenant-consumer-1";
 /// A provider cluster peered with [`CONSUMER`] (tenant namespace and
 /// Tenant, as `liqoctl peer` leaves them), Liqo's controllers running.
 async fn provider(config: ProviderConfig) -> (KubeApiServer, Provider) {
-    let kube = KubeApiServer::start().await.unwrap();
-    namespace(
-        &kube,
-        TENANT_NS,
-        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": CONSUMER}),
-    );
+    let kube = peered_with(CONSUMER, TENANT_NS).await;
     kube.create(TENANTS, json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
         "metadata": {"name": CONSUMER, "namespace": TENANT_NS, "labels": {"liqo.io/remote-cluster-id": CONSUMER}},
         "spec": {"clusterID": CONSUMER, "authzPolicy": "TolerateNoHandshake", "tenantCondition": "Active"}}))
@@ -78,11 +73,28 @@ async fn granted_quota(kube: &KubeApiServer, name: &str, resources: Value) -> Va
     quota(kube, name, "a Quota", |_| true).await
 }
 
+/// A slice `name` of `class` asking `request` with a good CSR, once its
+/// Resources condition is `status`.
+async fn judged(
+    kube: &KubeApiServer,
+    name: &str,
+    class: &str,
+    request: Value,
+    status: &str,
+) -> Value {
+    replica(kube, name, class, request, &csr());
+    slice_condition(kube, TENANT_NS, name, "Resources", status).await
+}
+
+/// What the gold slices of most tests are granted.
+fn gold_grant() -> Value {
+    json!({"cpu": "1", "memory": "2Gi", "pods": "10"})
+}
+
 /// A default-class slice created now and granted: once it is, the
 /// controllers' queues have passed every earlier slice event.
 async fn marker(kube: &KubeApiServer) {
-    replica(kube, "marker", "default", json!({}), &csr());
-    slice_condition(kube, TENANT_NS, "marker", "Resources", "Accepted").await;
+    judged(kube, "marker", "default", json!({}), "Accepted").await;
     quota(kube, "marker", "the marker's Quota", |_| true).await;
 }
 
@@ -101,14 +113,14 @@ fn tenant_condition(kube: &KubeApiServer, condition: &str) {
 #[tokio::test]
 async fn a_default_class_slice_is_granted_its_request_plus_the_default_node_resources() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
+    let slice = judged(
         &kube,
         "plain",
         "default",
         json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    let slice = slice_condition(&kube, TENANT_NS, "plain", "Resources", "Accepted").await;
+        "Accepted",
+    )
+    .await;
     assert_eq!(
         condition(&slice, "Authentication").as_deref(),
         Some("Accepted")
@@ -126,14 +138,14 @@ async fn a_default_class_slice_is_granted_its_request_plus_the_default_node_reso
 async fn the_empty_class_is_the_default_class_and_a_request_above_the_defaults_is_granted_uncapped()
 {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
+    let slice = judged(
         &kube,
         "unnamed",
         "",
         json!({"cpu": "64", "pods": "500"}),
-        &csr(),
-    );
-    let slice = slice_condition(&kube, TENANT_NS, "unnamed", "Resources", "Accepted").await;
+        "Accepted",
+    )
+    .await;
     let grant = json!({"cpu": "64", "memory": "8Gi", "pods": "500", "ephemeral-storage": "20Gi"});
     assert_eq!(slice["status"]["resources"], grant);
 }
@@ -181,23 +193,23 @@ async fn a_drained_tenant_denies_every_class() {
 #[tokio::test]
 async fn a_cordoned_tenant_denies_only_slices_not_yet_judged() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
+    judged(
         &kube,
         "early",
         "default",
         json!({"cpu": "1", "memory": "1Gi"}),
-        &csr(),
-    );
-    slice_condition(&kube, TENANT_NS, "early", "Resources", "Accepted").await;
+        "Accepted",
+    )
+    .await;
     tenant_condition(&kube, "Cordoned");
-    replica(
+    judged(
         &kube,
         "late",
         "default",
         json!({"cpu": "1", "memory": "1Gi"}),
-        &csr(),
-    );
-    slice_condition(&kube, TENANT_NS, "late", "Resources", "Denied").await;
+        "Denied",
+    )
+    .await;
     let early = get(&kube, SLICES, Some(TENANT_NS), "early").unwrap();
     assert_eq!(condition(&early, "Resources").as_deref(), Some("Accepted"));
 }
@@ -209,7 +221,7 @@ async fn a_quota_holds_what_an_accepted_slice_grants_at_the_configured_level() {
         ..Default::default()
     };
     let (kube, _liqo) = provider(config).await;
-    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    let grant = gold_grant();
     let quota_now = granted_quota(&kube, "gold", grant.clone()).await;
     assert_eq!(quota_now["spec"]["resources"], grant);
     assert_eq!(quota_now["spec"]["limitsEnforcement"], "Hard");
@@ -232,7 +244,7 @@ async fn a_quota_holds_what_an_accepted_slice_grants_at_the_configured_level() {
 #[tokio::test]
 async fn denied_after_accepted_leaves_the_quota_as_it_was() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    let grant = gold_grant();
     granted_quota(&kube, "gold", grant.clone()).await;
     // The revocation as `--on-shrink follow` writes it.
     write_status(&kube, TENANT_NS, "gold", "Denied", Value::Null);
@@ -244,12 +256,7 @@ async fn denied_after_accepted_leaves_the_quota_as_it_was() {
 #[tokio::test]
 async fn a_cordoned_quota_refuses_a_new_pod() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    let quota_now = granted_quota(
-        &kube,
-        "gold",
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    )
-    .await;
+    let quota_now = granted_quota(&kube, "gold", gold_grant()).await;
     let labels = std::collections::BTreeMap::from([(
         "liqo.io/remote-cluster-id".to_string(),
         CONSUMER.to_string(),
@@ -346,12 +353,7 @@ async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_
         "offloaded",
         json!({"liqo.io/remote-cluster-id": CONSUMER}),
     );
-    granted_quota(
-        &kube,
-        "gold",
-        json!({"cpu": "1", "memory": "2Gi", "pods": "10"}),
-    )
-    .await;
+    granted_quota(&kube, "gold", gold_grant()).await;
     let user = quota_name("gold");
     let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
     webhook_answers(&liqo, &first, "admitted", |a| a.is_ok()).await;
@@ -372,14 +374,14 @@ async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_
 #[tokio::test]
 async fn a_status_only_edit_of_a_default_class_slice_is_not_reverted() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    replica(
+    judged(
         &kube,
         "plain",
         "default",
         json!({"cpu": "2", "memory": "4Gi"}),
-        &csr(),
-    );
-    slice_condition(&kube, TENANT_NS, "plain", "Resources", "Accepted").await;
+        "Accepted",
+    )
+    .await;
     // Someone else writes the status (the consumer may, see the replicator
     // tests): the controller reacts to spec changes only (RRS:313-318).
     let patch = json!({"status": {"resources": {"cpu": "1000", "memory": "4Gi"}}});
@@ -398,7 +400,7 @@ async fn a_status_only_edit_of_a_default_class_slice_is_not_reverted() {
 #[tokio::test]
 async fn a_deleted_quota_is_made_again() {
     let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    let grant = json!({"cpu": "1", "memory": "2Gi", "pods": "10"});
+    let grant = gold_grant();
     let first = granted_quota(&kube, "gold", grant.clone()).await;
     kube.delete_object(
         GroupResource::new(QUOTAS.0, QUOTAS.1),
