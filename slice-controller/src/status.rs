@@ -187,6 +187,18 @@ mod tests {
         NodeExtras::default()
     }
 
+    /// The status `verdict` writes on a slice authenticated and not
+    /// judged yet, with `extras`.
+    fn first_status(verdict: &Verdict, extras: &NodeExtras) -> Value {
+        desired_status(
+            &slice(json!({"conditions": [auth()]})),
+            Some(verdict),
+            extras,
+            NOW,
+        )
+        .expect("first write")
+    }
+
     fn accepted(cpu: &str) -> Verdict {
         Verdict {
             status: ConditionStatus::Accepted,
@@ -269,13 +281,7 @@ mod tests {
     #[test]
     fn a_denial_without_a_grant_is_written_once() {
         let denied = does_not_fit();
-        let first = desired_status(
-            &slice(json!({"conditions": [auth()]})),
-            Some(&denied),
-            &none(),
-            NOW,
-        )
-        .expect("first write");
+        let first = first_status(&denied, &none());
         assert_eq!(
             desired_status(&slice(first), Some(&denied), &none(), NOW),
             None
@@ -301,13 +307,7 @@ mod tests {
 
     #[test]
     fn an_accepted_slice_gets_the_configured_extras_as_liqo_spells_them() {
-        let after = desired_status(
-            &slice(json!({"conditions": [auth()]})),
-            Some(&accepted("2")),
-            &extras(),
-            NOW,
-        )
-        .expect("changed");
+        let after = first_status(&accepted("2"), &extras());
         assert_eq!(
             after["storageClasses"],
             json!([{"storageClassName": "standard", "default": true}, {"storageClassName": "fast"}])
@@ -336,13 +336,7 @@ mod tests {
         assert_eq!(desired_status(&slice(status), None, &extras(), NOW), None);
         // Never on a denied slice, nor when none is configured.
         let denied = does_not_fit();
-        let after = desired_status(
-            &slice(json!({"conditions": [auth()]})),
-            Some(&denied),
-            &extras(),
-            NOW,
-        )
-        .expect("changed");
+        let after = first_status(&denied, &extras());
         assert!(after.get("storageClasses").is_none());
         assert_eq!(desired_status(&kept, None, &none(), NOW), None);
         assert!("Bad_Name".parse::<crate::model::ClassOffer>().is_err());

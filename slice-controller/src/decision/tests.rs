@@ -46,6 +46,36 @@ fn verdict(decision: &Decision) -> &Verdict {
     }
 }
 
+/// An Accepted verdict granting `granted`, not cordoned.
+fn accepted(reason: Reason, message: &str, granted: ResourceList) -> Verdict {
+    Verdict {
+        status: ConditionStatus::Accepted,
+        reason,
+        message: message.into(),
+        granted: Some(granted),
+        cordon: false,
+    }
+}
+
+/// A revocation: Accepted, every key at `zeros`, cordoned.
+fn revoked(message: &str, zeros: &[(&str, &str)]) -> Verdict {
+    Verdict {
+        cordon: true,
+        ..accepted(Reason::ResourcesRevoked, message, list(zeros))
+    }
+}
+
+/// A denial: nothing granted, not cordoned.
+fn denied(reason: Reason, message: &str) -> Verdict {
+    Verdict {
+        status: ConditionStatus::Denied,
+        reason,
+        message: message.into(),
+        granted: None,
+        cordon: false,
+    }
+}
+
 const T1: &str = "2026-11-01T00:00:00Z";
 const T2: &str = "2026-11-02T00:00:00Z";
 const T3: &str = "2026-11-03T00:00:00Z";
@@ -60,13 +90,11 @@ fn fit_grants_a_request_that_fits_as_asked() {
     );
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesGranted,
-            message: "granted as requested: cpu 1500m, memory 8Gi".into(),
-            granted: Some(list(&[("cpu", "1500m"), ("memory", "8Gi")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesGranted,
+            "granted as requested: cpu 1500m, memory 8Gi",
+            list(&[("cpu", "1500m"), ("memory", "8Gi")])
+        )
     );
 }
 
@@ -93,17 +121,13 @@ fn fit_denies_naming_each_resource_and_the_shortfall() {
     assert_eq!(out[0], Decision::Keep);
     assert_eq!(
         verdict(&out[1]),
-        &Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::InsufficientResources,
-            message: "does not fit: \
+        &denied(
+            Reason::InsufficientResources,
+            "does not fit: \
                 cpu: requested 4, remaining 2500m (offered 6, held by other accepted slices 3500m), short by 1500m; \
                 memory: requested 8Gi, remaining 6Gi (offered 6Gi, held by other accepted slices 0), short by 2Gi; \
                 nvidia.com/gpu: requested 1, remaining 0 (offered 0, held by other accepted slices 0), short by 1"
-                .into(),
-            granted: None,
-            cordon: false,
-        }
+        )
     );
 }
 
@@ -192,13 +216,10 @@ fn fit_keep_never_takes_a_grant_back_follow_does() {
     // Revoked, not denied: Liqo ignores a denial after acceptance.
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesRevoked,
-            message: "revoked: every resource is 0 and the slice is cordoned (does not fit: cpu: requested 3, remaining 2 (offered 2, held by other accepted slices 0), short by 1)".into(),
-            granted: Some(list(&[("cpu", "0")])),
-            cordon: true,
-        }
+        &revoked(
+            "revoked: every resource is 0 and the slice is cordoned (does not fit: cpu: requested 3, remaining 2 (offered 2, held by other accepted slices 0), short by 1)",
+            &[("cpu", "0")]
+        )
     );
     // With "a" revoked, "b" fits.
     assert_eq!(verdict(&out[1]).status, ConditionStatus::Accepted);
@@ -215,13 +236,11 @@ fn fit_a_changed_request_is_decided_afresh() {
     // The new request does not fit; under keep the grant held stands.
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::InsufficientResources,
-            message: "does not fit: cpu: requested 6, remaining 4 (offered 4, held by other accepted slices 0), short by 2; the grant it holds stands".into(),
-            granted: Some(list(&[("cpu", "2")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::InsufficientResources,
+            "does not fit: cpu: requested 6, remaining 4 (offered 4, held by other accepted slices 0), short by 2; the grant it holds stands",
+            list(&[("cpu", "2")])
+        )
     );
     let out = decide_all(
         &ctx(GrantPolicy::Fit, ShrinkPolicy::Keep),
@@ -248,13 +267,11 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
     );
     assert_eq!(
         verdict(&out[1]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesClamped,
-            message: "granted less than requested: cpu 3 (requested 5, remaining 3), memory 2Gi, nvidia.com/gpu 0 (requested 1, remaining 0)".into(),
-            granted: Some(list(&[("cpu", "3"), ("memory", "2Gi"), ("nvidia.com/gpu", "0")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesClamped,
+            "granted less than requested: cpu 3 (requested 5, remaining 3), memory 2Gi, nvidia.com/gpu 0 (requested 1, remaining 0)",
+            list(&[("cpu", "3"), ("memory", "2Gi"), ("nvidia.com/gpu", "0")])
+        )
     );
     // A request within what remains is granted as asked.
     let out = decide_all(
@@ -264,13 +281,11 @@ fn clamp_grants_the_smaller_of_request_and_remainder() {
     );
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesGranted,
-            message: "granted as requested: cpu 2".into(),
-            granted: Some(list(&[("cpu", "2")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesGranted,
+            "granted as requested: cpu 2",
+            list(&[("cpu", "2")])
+        )
     );
 }
 
@@ -322,13 +337,11 @@ fn offer_grants_what_remains_whatever_was_asked() {
     );
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesOffered,
-            message: "granted what is offered: cpu 4, memory 8Gi".into(),
-            granted: Some(offered.clone()),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesOffered,
+            "granted what is offered: cpu 4, memory 8Gi",
+            offered.clone()
+        )
     );
     // A second slice of the same consumer gets what the first left: nothing.
     let out = decide_all(
@@ -383,13 +396,10 @@ fn cordoned_tenant_keeps_grants_and_denies_new_ones() {
     assert_eq!(out[0], Decision::Keep);
     assert_eq!(
         verdict(&out[1]),
-        &Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::TenantCordoned,
-            message: "tenant consumer-1 is cordoned: no new resources are granted".into(),
-            granted: None,
-            cordon: false,
-        }
+        &denied(
+            Reason::TenantCordoned,
+            "tenant consumer-1 is cordoned: no new resources are granted"
+        )
     );
 }
 
@@ -410,23 +420,17 @@ fn drained_tenant_gets_nothing() {
     // What it held is revoked; what it never held is denied.
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesRevoked,
-            message: "revoked: every resource is 0 and the slice is cordoned (tenant consumer-1 is drained: no resources are granted)".into(),
-            granted: Some(list(&[("cpu", "0")])),
-            cordon: true,
-        }
+        &revoked(
+            "revoked: every resource is 0 and the slice is cordoned (tenant consumer-1 is drained: no resources are granted)",
+            &[("cpu", "0")]
+        )
     );
     assert_eq!(
         verdict(&out[1]),
-        &Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::TenantDrained,
-            message: "tenant consumer-1 is drained: no resources are granted".into(),
-            granted: None,
-            cordon: false,
-        }
+        &denied(
+            Reason::TenantDrained,
+            "tenant consumer-1 is drained: no resources are granted"
+        )
     );
 }
 
@@ -495,23 +499,19 @@ fn contracts_clamp_an_over_asking_slice_and_grant_nothing_outside_them() {
     );
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesGranted,
-            message: "granted as requested: cpu 1, memory 4Gi".into(),
-            granted: Some(list(&[("cpu", "1"), ("memory", "4Gi")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesGranted,
+            "granted as requested: cpu 1, memory 4Gi",
+            list(&[("cpu", "1"), ("memory", "4Gi")])
+        )
     );
     assert_eq!(
         verdict(&out[1]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesClamped,
-            message: "granted less than requested: cpu 1 (requested 2, remaining 1), pods 0 (requested 10, remaining 0)".into(),
-            granted: Some(list(&[("cpu", "1"), ("pods", "0")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesClamped,
+            "granted less than requested: cpu 1 (requested 2, remaining 1), pods 0 (requested 10, remaining 0)",
+            list(&[("cpu", "1"), ("pods", "0")])
+        )
     );
 }
 
@@ -539,15 +539,10 @@ fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
     assert_eq!(kept[0], Decision::Keep, "keep: the grant stands");
     assert_eq!(
         verdict(&kept[1]),
-        &Verdict {
-            status: ConditionStatus::Denied,
-            reason: Reason::NoActiveContract,
-            message:
-                "consumer consumer-1 has no active contract with this provider: nothing is granted"
-                    .into(),
-            granted: None,
-            cordon: false,
-        }
+        &denied(
+            Reason::NoActiveContract,
+            "consumer consumer-1 has no active contract with this provider: nothing is granted"
+        )
     );
     let followed = decide_all(
         &contracts(ShrinkPolicy::Follow, None),
@@ -558,13 +553,10 @@ fn contracts_without_one_nothing_new_and_follow_takes_grants_back() {
     // after acceptance).
     assert_eq!(
         verdict(&followed[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesRevoked,
-            message: "revoked: every resource is 0 and the slice is cordoned (consumer consumer-1 has no active contract with this provider: nothing is granted)".into(),
-            granted: Some(list(&[("cpu", "0")])),
-            cordon: true,
-        }
+        &revoked(
+            "revoked: every resource is 0 and the slice is cordoned (consumer consumer-1 has no active contract with this provider: nothing is granted)",
+            &[("cpu", "0")]
+        )
     );
     // A contract that shrinks (one of two expired): follow shrinks the grant.
     let shrunk = decide_all(
@@ -608,13 +600,11 @@ fn a_grant_always_carries_the_default_keys_capped_by_request_and_chain() {
     );
     assert_eq!(
         verdict(&out[0]),
-        &Verdict {
-            status: ConditionStatus::Accepted,
-            reason: Reason::ResourcesGranted,
-            message: "granted as requested: nvidia.com/gpu 1; with the class's defaults for a usable node: cpu 4, memory 2Gi, pods 110".into(),
-            granted: Some(list(&[("cpu", "4"), ("memory", "2Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")])),
-            cordon: false,
-        }
+        &accepted(
+            Reason::ResourcesGranted,
+            "granted as requested: nvidia.com/gpu 1; with the class's defaults for a usable node: cpu 4, memory 2Gi, pods 110",
+            list(&[("cpu", "4"), ("memory", "2Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")])
+        )
     );
     // Defaults are per slice, never taken from the allowance.
     assert_eq!(
