@@ -74,7 +74,7 @@ fn def(
 
 /// Every built-in resource served.
 pub fn definitions() -> Vec<ResourceDef> {
-    vec![
+    let mut defs = vec![
         def(
             "",
             "v1",
@@ -188,38 +188,21 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
             &[],
         ),
-        // RBAC: what the authorizer (`crate::rbac`) evaluates.
-        def(RBAC, "v1", "roles", "Role", true, false, &[], &[]),
-        def(
-            RBAC,
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            false,
-            &[],
-            &[],
-        ),
-        def(
-            RBAC,
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            false,
-            &[],
-            &[],
-        ),
-        def(
-            RBAC,
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            false,
-            &[],
-            &[],
-        ),
+    ];
+    // RBAC: what the authorizer (`crate::rbac`) evaluates; none has a
+    // status, a short name or a field selector of its own.
+    defs.extend(
+        [
+            ("roles", "Role", true),
+            ("clusterroles", "ClusterRole", false),
+            ("rolebindings", "RoleBinding", true),
+            ("clusterrolebindings", "ClusterRoleBinding", false),
+        ]
+        .map(|(plural, kind, namespaced)| {
+            def(RBAC, "v1", plural, kind, namespaced, false, &[], &[])
+        }),
+    );
+    defs.extend([
         // Admission policies: what `crate::admission` evaluates.
         def(
             crate::admission::GROUP,
@@ -241,7 +224,8 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
             &[],
         ),
-    ]
+    ]);
+    defs
 }
 
 const RBAC: &str = crate::rbac::RBAC_GROUP;

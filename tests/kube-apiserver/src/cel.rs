@@ -38,8 +38,13 @@ pub enum CelError {
     UnsupportedFunction(String),
 }
 
+/// The conversion functions, each named after the type it converts to: a
+/// name both a function ([`FUNCTIONS`]) and a type name ([`TYPE_NAMES`]).
+const CONVERSIONS: &[&str] = &["int", "uint", "double", "string", "bool", "bytes"];
+
 /// The functions (and operators, by their CEL names) the environment
-/// evaluates. A test ([`tests::every_listed_function_evaluates`]) runs each.
+/// evaluates besides [`CONVERSIONS`]. A test
+/// ([`tests::every_listed_function_evaluates`]) runs each.
 const FUNCTIONS: &[&str] = &[
     // Operators.
     "_?_:_",
@@ -67,12 +72,6 @@ const FUNCTIONS: &[&str] = &[
     "startsWith",
     "endsWith",
     "matches",
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bool",
-    "bytes",
     "dyn",
     "type",
     "duration",
@@ -102,19 +101,9 @@ const FUNCTIONS: &[&str] = &[
     "reverse",
 ];
 
-/// Type names an expression may name as values (`type(x) == string`).
-const TYPE_NAMES: &[&str] = &[
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bool",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-];
+/// Type names an expression may name as values (`type(x) == string`),
+/// besides [`CONVERSIONS`].
+const TYPE_NAMES: &[&str] = &["list", "map", "null_type", "type"];
 
 fn env() -> Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
@@ -194,12 +183,15 @@ pub fn compile(text: &str, declared: &[&str]) -> Result<Compiled, CelError> {
         &mut functions,
     );
     for name in &free {
-        if !declared.contains(&name.as_str()) && !TYPE_NAMES.contains(&name.as_str()) {
+        if !declared.contains(&name.as_str())
+            && !TYPE_NAMES.contains(&name.as_str())
+            && !CONVERSIONS.contains(&name.as_str())
+        {
             return Err(CelError::UndeclaredVariable(name.clone()));
         }
     }
     for function in &functions {
-        if !FUNCTIONS.contains(&function.as_str()) {
+        if !FUNCTIONS.contains(&function.as_str()) && !CONVERSIONS.contains(&function.as_str()) {
             return Err(CelError::UnsupportedFunction(function.clone()));
         }
     }
@@ -315,7 +307,11 @@ mod tests {
             let mut free = BTreeSet::new();
             walk(compiled.expression(), &mut Vec::new(), &mut free, &mut used);
         }
-        let missing: Vec<_> = FUNCTIONS.iter().filter(|f| !used.contains(**f)).collect();
+        let missing: Vec<_> = FUNCTIONS
+            .iter()
+            .chain(CONVERSIONS)
+            .filter(|f| !used.contains(**f))
+            .collect();
         assert!(missing.is_empty(), "listed but never run: {missing:?}");
     }
 

@@ -794,16 +794,23 @@ mod tests {
         })
     }
 
-    /// Whether the test ServiceAccount may make this request.
-    fn sa_may(
-        policy: &Policy,
-        verb: &str,
-        group: &str,
-        resource: &str,
-        ns: Option<&str>,
-        name: Option<&str>,
-    ) -> bool {
-        allowed(policy, &sa(), &attrs(verb, group, resource, ns, name))
+    /// A request of the test ServiceAccount and whether it is allowed:
+    /// (allowed, verb, group, resource, namespace, name).
+    type Case<'a> = (
+        bool,
+        &'a str,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+
+    /// Whether the test ServiceAccount may make each request is as its case says.
+    fn sa_may_each(policy: &Policy, cases: &[Case]) {
+        for &(want, verb, group, resource, ns, name) in cases {
+            let a = attrs(verb, group, resource, ns, name);
+            assert_eq!(allowed(policy, &sa(), &a), want, "{a:?}");
+        }
     }
 
     fn allowed(policy: &Policy, user: &UserInfo, a: &ResourceAttributes) -> bool {
@@ -815,11 +822,19 @@ mod tests {
         let p = with_cluster_rules(
             json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]),
         );
-        assert!(sa_may(&p, "list", "", "pods", None, None));
-        assert!(!sa_may(&p, "watch", "", "pods", None, None));
+        sa_may_each(
+            &p,
+            &[
+                (true, "list", "", "pods", None, None),
+                (false, "watch", "", "pods", None, None),
+            ],
+        );
         let p =
             with_cluster_rules(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]));
-        assert!(sa_may(&p, "deletecollection", "", "pods", Some("x"), None));
+        sa_may_each(
+            &p,
+            &[(true, "deletecollection", "", "pods", Some("x"), None)],
+        );
     }
 
     #[test]
@@ -827,80 +842,59 @@ mod tests {
         let p = with_cluster_rules(
             json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]),
         );
-        assert!(sa_may(
+        sa_may_each(
             &p,
-            "create",
-            "events.k8s.io",
-            "events",
-            Some("a"),
-            None
-        ));
-        // The core group's events are another resource.
-        assert!(!sa_may(&p, "create", "", "events", Some("a"), None));
+            &[
+                (true, "create", "events.k8s.io", "events", Some("a"), None),
+                // The core group's events are another resource.
+                (false, "create", "", "events", Some("a"), None),
+            ],
+        );
         let p = with_cluster_rules(
             json!([{"apiGroups": ["*"], "resources": ["events"], "verbs": ["create"]}]),
         );
-        assert!(sa_may(&p, "create", "", "events", Some("a"), None));
+        sa_may_each(&p, &[(true, "create", "", "events", Some("a"), None)]);
     }
 
     #[test]
     fn subresources_are_their_own_resources() {
-        let p = with_cluster_rules(
-            json!([{"apiGroups": ["g"], "resources": ["things/status"], "verbs": ["update"]}]),
-        );
-        assert!(sa_may(&p, "update", "g", "things/status", None, Some("t")));
-        assert!(!sa_may(&p, "update", "g", "things", None, Some("t")));
-        let p = with_cluster_rules(
-            json!([{"apiGroups": ["g"], "resources": ["things"], "verbs": ["update"]}]),
-        );
-        assert!(!sa_may(&p, "update", "g", "things/status", None, Some("t")));
-        let p = with_cluster_rules(
-            json!([{"apiGroups": ["g"], "resources": ["*/status"], "verbs": ["update"]}]),
-        );
-        assert!(sa_may(&p, "update", "g", "others/status", None, Some("t")));
-        assert!(!sa_may(
-            &p,
-            "update",
-            "g",
-            "others/finalizers",
-            None,
-            Some("t")
-        ));
-        let p = with_cluster_rules(
-            json!([{"apiGroups": ["g"], "resources": ["*"], "verbs": ["update"]}]),
-        );
-        assert!(sa_may(
-            &p,
-            "update",
-            "g",
-            "others/finalizers",
-            None,
-            Some("t")
-        ));
+        // A rule on updates in group g of one resource, and whether an
+        // update of each resource named "t" is allowed by it.
+        let table: [(&str, &[(&str, bool)]); 4] = [
+            (
+                "things/status",
+                &[("things/status", true), ("things", false)],
+            ),
+            ("things", &[("things/status", false)]),
+            (
+                "*/status",
+                &[("others/status", true), ("others/finalizers", false)],
+            ),
+            ("*", &[("others/finalizers", true)]),
+        ];
+        for (rule, requests) in table {
+            let p = with_cluster_rules(
+                json!([{"apiGroups": ["g"], "resources": [rule], "verbs": ["update"]}]),
+            );
+            for &(resource, allowed) in requests {
+                sa_may_each(&p, &[(allowed, "update", "g", resource, None, Some("t"))]);
+            }
+        }
     }
 
     #[test]
     fn resource_names_restrict_to_named_objects() {
         let p = with_cluster_rules(json!([{"apiGroups": [""], "resources": ["configmaps"],
                                             "resourceNames": ["settings"], "verbs": ["get", "list"]}]));
-        assert!(sa_may(
+        sa_may_each(
             &p,
-            "get",
-            "",
-            "configmaps",
-            Some("a"),
-            Some("settings")
-        ));
-        assert!(!sa_may(
-            &p,
-            "get",
-            "",
-            "configmaps",
-            Some("a"),
-            Some("other")
-        ));
-        // A list names nothing, so a rule with resourceNames never allows it.
-        assert!(!sa_may(&p, "list", "", "configmaps", Some("a"), None));
+            &[
+                (true, "get", "", "configmaps", Some("a"), Some("settings")),
+                (false, "get", "", "configmaps", Some("a"), Some("other")),
+                // A list names nothing, so a rule with resourceNames never allows it.
+                (false, "list", "", "configmaps", Some("a"), None),
+            ],
+        );
     }
 
     #[test]
@@ -916,7 +910,7 @@ mod tests {
         assert!(!ask("/metrics/x", "get"));
         assert!(!ask("/metrics", "post"));
         // A non-resource rule never allows a resource request.
-        assert!(!sa_may(&p, "get", "", "metrics", None, None));
+        sa_may_each(&p, &[(false, "get", "", "metrics", None, None)]);
         // Discovery is every authenticated user's, not an anonymous one's.
         let anonymous = UserInfo {
             name: "system:anonymous".into(),
@@ -955,25 +949,30 @@ mod tests {
             ],
             ..Stored::default()
         });
-        assert!(sa_may(
+        sa_may_each(
             &p,
-            "get",
-            "coordination.k8s.io",
-            "leases",
-            Some("liqo"),
-            Some("l")
-        ));
-        assert!(!sa_may(
-            &p,
-            "get",
-            "coordination.k8s.io",
-            "leases",
-            Some("default"),
-            Some("l")
-        ));
-        assert!(sa_may(&p, "get", "", "pods", Some("team"), Some("p")));
-        assert!(!sa_may(&p, "get", "", "pods", Some("other"), Some("p")));
-        assert!(!sa_may(&p, "get", "", "pods", None, Some("p")));
+            &[
+                (
+                    true,
+                    "get",
+                    "coordination.k8s.io",
+                    "leases",
+                    Some("liqo"),
+                    Some("l"),
+                ),
+                (
+                    false,
+                    "get",
+                    "coordination.k8s.io",
+                    "leases",
+                    Some("default"),
+                    Some("l"),
+                ),
+                (true, "get", "", "pods", Some("team"), Some("p")),
+                (false, "get", "", "pods", Some("other"), Some("p")),
+                (false, "get", "", "pods", None, Some("p")),
+            ],
+        );
     }
 
     #[test]
@@ -1021,7 +1020,7 @@ mod tests {
             )],
             ..Stored::default()
         });
-        assert!(sa_may(&p, "list", "", "pods", Some("liqo"), None));
+        sa_may_each(&p, &[(true, "list", "", "pods", Some("liqo"), None)]);
         // system:masters may do anything, bound or not.
         let admin = UserInfo::authenticated("admin", &[MASTERS.to_string()]);
         assert!(allowed(&Policy::default(), &admin, &list));

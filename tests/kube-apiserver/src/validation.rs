@@ -617,26 +617,29 @@ fn event(object: &Value, old: Option<&Value>, strict: bool, out: &mut Vec<Cause>
     }
 }
 
+/// An integer `spec.{key}` below `min` is invalid, for `detail`.
+fn spec_at_least(spec: &Value, key: &str, min: i64, detail: &str, out: &mut Vec<Cause>) {
+    if spec[key].as_i64().is_some_and(|n| n < min) {
+        out.push(invalid(format!("spec.{key}"), &spec[key], detail));
+    }
+}
+
 /// `ValidateLeaseSpec` (`pkg/apis/coordination/validation/validation.go`).
 fn lease(spec: &Value, out: &mut Vec<Cause>) {
-    if let Some(d) = spec["leaseDurationSeconds"].as_i64() {
-        if d <= 0 {
-            out.push(invalid(
-                "spec.leaseDurationSeconds",
-                &spec["leaseDurationSeconds"],
-                "must be greater than 0",
-            ));
-        }
-    }
-    if let Some(t) = spec["leaseTransitions"].as_i64() {
-        if t < 0 {
-            out.push(invalid(
-                "spec.leaseTransitions",
-                &spec["leaseTransitions"],
-                "must be greater than or equal to 0",
-            ));
-        }
-    }
+    spec_at_least(
+        spec,
+        "leaseDurationSeconds",
+        1,
+        "must be greater than 0",
+        out,
+    );
+    spec_at_least(
+        spec,
+        "leaseTransitions",
+        0,
+        "must be greater than or equal to 0",
+        out,
+    );
     let preferred = text(spec, "/preferredHolder");
     if !preferred.is_empty() && text(spec, "/strategy").is_empty() {
         out.push(forbidden(
@@ -815,15 +818,13 @@ fn csr(object: &Value, old: Option<&Value>, status_write: bool, out: &mut Vec<Ca
     } else {
         signer_name(signer, out);
     }
-    if let Some(seconds) = spec["expirationSeconds"].as_i64() {
-        if seconds < 600 {
-            out.push(invalid(
-                "spec.expirationSeconds",
-                &spec["expirationSeconds"],
-                "may not specify a duration less than 600 seconds (10 minutes)",
-            ));
-        }
-    }
+    spec_at_least(
+        spec,
+        "expirationSeconds",
+        600,
+        "may not specify a duration less than 600 seconds (10 minutes)",
+        out,
+    );
     if let Some(old) = old {
         // Only the /approval subresource may change Approved or Denied,
         // and none may be removed (`validateCertificateSigningRequestUpdate`).
@@ -893,46 +894,40 @@ fn signer_name(signer: &str, out: &mut Vec<Cause>) {
             "Too long: may not be more than 253 bytes",
         ));
     }
-    let labels: Vec<&str> = domain.split('.').collect();
-    if let Some((lbl, errs)) = labels
-        .iter()
-        .map(|l| (l, dns1123_label(l)))
-        .find(|(_, e)| !e.is_empty())
-    {
-        for e in errs {
-            out.push(invalid(
-                FIELD,
-                &Value::from(*domain),
-                &format!("validating label {lbl:?}: {e}"),
-            ));
-        }
-    }
-    if labels.len() < 2 {
+    first_bad_part(FIELD, domain, dns1123_label, out);
+    if domain.split('.').count() < 2 {
         out.push(invalid(
             FIELD,
             &Value::from(*domain),
             "should be a domain with at least two segments separated by dots",
         ));
     }
-    if let Some((lbl, errs)) = path
-        .split('.')
-        .map(|l| (l, dns1123_subdomain(l)))
-        .find(|(_, e)| !e.is_empty())
-    {
-        for e in errs {
-            out.push(invalid(
-                FIELD,
-                &Value::from(*path),
-                &format!("validating label {lbl:?}: {e}"),
-            ));
-        }
-    }
+    first_bad_part(FIELD, path, dns1123_subdomain, out);
     if signer.len() > 253 + 253 + 63 + 2 {
         out.push(Cause::new(
             "FieldValueTooLong",
             FIELD,
             "Too long: may not be more than 571 bytes",
         ));
+    }
+}
+
+/// The errors of the first dot-separated part of `value` that `check`
+/// refuses, each naming that part (the signer name's domain and path are
+/// checked so).
+fn first_bad_part(field: &str, value: &str, check: fn(&str) -> Vec<String>, out: &mut Vec<Cause>) {
+    if let Some((part, errs)) = value
+        .split('.')
+        .map(|p| (p, check(p)))
+        .find(|(_, e)| !e.is_empty())
+    {
+        for e in errs {
+            out.push(invalid(
+                field,
+                &Value::from(value),
+                &format!("validating label {part:?}: {e}"),
+            ));
+        }
     }
 }
 
