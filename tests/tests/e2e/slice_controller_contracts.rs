@@ -132,6 +132,40 @@ fn verdict(status: &'static str, reason: &'static str) -> impl Fn(&Value) -> boo
     move |c| c["status"] == status && c["reason"] == reason
 }
 
+/// Wait, within [`SETTLE`], until `slice`'s `Resources` condition has
+/// this status and reason. That condition.
+async fn wait_verdict(
+    p: &Provider,
+    consumer: &str,
+    slice: &str,
+    status: &'static str,
+    reason: &'static str,
+) -> Result<Value> {
+    p.wait_condition(consumer, slice, SETTLE, verdict(status, reason))
+        .await
+}
+
+/// Wait until `slice` is `Accepted` / `ResourcesClamped`; its message and
+/// grant are then as given.
+async fn wait_clamped(
+    p: &Provider,
+    consumer: &str,
+    slice: &str,
+    message: &str,
+    grant: Value,
+) -> Result<()> {
+    let c = wait_verdict(p, consumer, slice, "Accepted", "ResourcesClamped").await?;
+    assert_eq!(c["message"], message);
+    assert_eq!(grant_of(p, consumer, slice)?, grant);
+    Ok(())
+}
+
+/// A grant of `cpu` with plan `small`'s memory and the class's default
+/// pods (no contract sells pods).
+fn small_plan_grant(cpu: &str) -> Value {
+    json!({"cpu": cpu, "memory": "4Gi", "pods": "110"})
+}
+
 fn grant_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
     Ok(p.get_slice(consumer, slice)?["status"]["resources"].clone())
 }
@@ -211,31 +245,21 @@ async fn contracts_grant_add_and_end() -> Result<()> {
     // A consumer without a contract gets nothing.
     p.slice("c2", "gold-1", CLASS, &[("cpu", "1")], true);
     let (_controller, port) = start(&p, &shop)?;
+    // c1's gold-1 granted cpu as given, memory 4Gi and pods 10.
+    let gold_1_grants = |cpu: &str| {
+        let want = json!({"cpu": cpu, "memory": "4Gi", "pods": "10"});
+        wait_grant(&p, "c1", "gold-1", want)
+    };
 
-    let c = p
-        .wait_condition(
-            "c1",
-            "gold-1",
-            SETTLE,
-            verdict("Accepted", "ResourcesClamped"),
-        )
-        .await?;
-    assert_eq!(
-        c["message"],
-        "granted less than requested: cpu 2 (requested 3, remaining 2), memory 4Gi; with the class's defaults for a usable node: pods 10"
-    );
-    assert_eq!(
-        grant_of(&p, "c1", "gold-1")?,
-        json!({"cpu": "2", "memory": "4Gi", "pods": "10"})
-    );
-    let denied = p
-        .wait_condition(
-            "c2",
-            "gold-1",
-            SETTLE,
-            verdict("Denied", "NoActiveContract"),
-        )
-        .await?;
+    wait_clamped(
+        &p,
+        "c1",
+        "gold-1",
+        "granted less than requested: cpu 2 (requested 3, remaining 2), memory 4Gi; with the class's defaults for a usable node: pods 10",
+        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
+    )
+    .await?;
+    let denied = wait_verdict(&p, "c2", "gold-1", "Denied", "NoActiveContract").await?;
     assert_eq!(
         denied["message"],
         "consumer c2 has no active contract with this provider: nothing is granted"
@@ -247,24 +271,12 @@ async fn contracts_grant_add_and_end() -> Result<()> {
     // A second contract adds to the grant, with no slice event: the
     // controller follows the catalog.
     let second = shop.buy("c1", json!({}));
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "3", "memory": "4Gi", "pods": "10"}),
-    )
-    .await?;
+    gold_1_grants("3").await?;
 
     // Cancelling one shrinks it in place (--on-shrink follow): still
     // Accepted, every key there...
     shop.cancel(&second);
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
-    )
-    .await?;
+    gold_1_grants("2").await?;
     // ... cancelling the last revokes it: Accepted (Liqo's quota creator
     // and virtual-node creator ignore a denial), every key at 0, pods
     // included, and the replica cordoned.
@@ -277,13 +289,7 @@ async fn contracts_grant_add_and_end() -> Result<()> {
 
     // A new contract grants again and lifts the cordon.
     let third = shop.buy("c1", json!({}));
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
-    )
-    .await?;
+    gold_1_grants("2").await?;
     shop.cancel(&third);
     wait_revoked(&p, "c1", "gold-1", SETTLE).await?;
 
@@ -308,22 +314,10 @@ async fn an_expired_contract_grants_nothing() -> Result<()> {
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (_controller, _) = start(&p, &shop)?;
     // No contract yet: denied.
-    p.wait_condition(
-        "c1",
-        "gold-1",
-        SETTLE,
-        verdict("Denied", "NoActiveContract"),
-    )
-    .await?;
+    wait_verdict(&p, "c1", "gold-1", "Denied", "NoActiveContract").await?;
     // A contract of 15 s: granted while it lasts, revoked when it ends.
     shop.buy("c1", json!({"durationSeconds": 15}));
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "1", "memory": "4Gi", "pods": "110"}),
-    )
-    .await?;
+    wait_grant(&p, "c1", "gold-1", small_plan_grant("1")).await?;
     wait_revoked(&p, "c1", "gold-1", Duration::from_secs(30)).await?;
     Ok(())
 }
@@ -337,13 +331,7 @@ async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<(
     shop.buy("c1", json!({}));
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (_controller, port) = start(&p, &shop)?;
-    wait_grant(
-        &p,
-        "c1",
-        "gold-1",
-        json!({"cpu": "1", "memory": "4Gi", "pods": "110"}),
-    )
-    .await?;
+    wait_grant(&p, "c1", "gold-1", small_plan_grant("1")).await?;
     assert_eq!(
         http_get(port, "/readyz").await?,
         (200, "ok: leader\n".into())
@@ -374,28 +362,10 @@ async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<(
     // contract still allows cpu 2 (1 left), c2 still has none.
     p.slice("c1", "gold-2", CLASS, &[("cpu", "2")], true);
     p.slice("c2", "gold-1", CLASS, &[("cpu", "1")], true);
-    p.wait_condition(
-        "c1",
-        "gold-2",
-        SETTLE,
-        verdict("Accepted", "ResourcesClamped"),
-    )
-    .await?;
-    assert_eq!(
-        grant_of(&p, "c1", "gold-2")?,
-        json!({"cpu": "1", "memory": "4Gi", "pods": "110"})
-    );
-    p.wait_condition(
-        "c2",
-        "gold-1",
-        SETTLE,
-        verdict("Denied", "NoActiveContract"),
-    )
-    .await?;
-    assert_eq!(
-        grant_of(&p, "c1", "gold-1")?,
-        json!({"cpu": "1", "memory": "4Gi", "pods": "110"})
-    );
+    wait_verdict(&p, "c1", "gold-2", "Accepted", "ResourcesClamped").await?;
+    assert_eq!(grant_of(&p, "c1", "gold-2")?, small_plan_grant("1"));
+    wait_verdict(&p, "c2", "gold-1", "Denied", "NoActiveContract").await?;
+    assert_eq!(grant_of(&p, "c1", "gold-1")?, small_plan_grant("1"));
     Ok(())
 }
 
@@ -419,25 +389,17 @@ async fn a_plan_without_cpu_memory_or_pods_still_yields_a_usable_grant() -> Resu
     // The consumer asks what it bought, as purchase-controller does.
     p.slice("c1", "gold-gpu", CLASS, &[("nvidia.com/gpu", "1")], true);
     let (_controller, _) = start(&p, &shop)?;
-    let c = p
-        .wait_condition(
-            "c1",
-            "gold-gpu",
-            SETTLE,
-            verdict("Accepted", "ResourcesClamped"),
-        )
-        .await?;
     // cpu > 0 and memory > 0 (a Ready virtual node) and pods (a schedulable
     // one), from the class's defaults within the chain's offer; the GPU is
     // what the chain allows (its filter denies nvidia.com/*).
-    assert_eq!(
-        c["message"],
-        "granted less than requested: nvidia.com/gpu 0 (requested 1, remaining 0); with the class's defaults for a usable node: cpu 4, memory 8Gi, pods 110"
-    );
-    assert_eq!(
-        grant_of(&p, "c1", "gold-gpu")?,
-        json!({"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "0", "pods": "110"})
-    );
+    wait_clamped(
+        &p,
+        "c1",
+        "gold-gpu",
+        "granted less than requested: nvidia.com/gpu 0 (requested 1, remaining 0); with the class's defaults for a usable node: cpu 4, memory 8Gi, pods 110",
+        json!({"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "0", "pods": "110"}),
+    )
+    .await?;
     Ok(())
 }
 
@@ -470,12 +432,6 @@ async fn slices_the_previous_release_left_denied_are_brought_to_the_revocation_o
     // Without a contract: revoked, every key at 0, cordoned.
     wait_revoked(&p, "c1", "gold-old", SETTLE).await?;
     // With one again: granted, not cordoned.
-    wait_grant(
-        &p,
-        "c2",
-        "gold-old",
-        json!({"cpu": "2", "memory": "4Gi", "pods": "110"}),
-    )
-    .await?;
+    wait_grant(&p, "c2", "gold-old", small_plan_grant("2")).await?;
     Ok(())
 }
