@@ -74,6 +74,28 @@ fn def(
 
 /// Every built-in resource served.
 pub fn definitions() -> Vec<ResourceDef> {
+    let core_events = def(
+        "",
+        "v1",
+        "events",
+        "Event",
+        true,
+        false,
+        &["ev"],
+        &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+    );
     let mut defs = vec![
         def(
             "",
@@ -146,38 +168,14 @@ pub fn definitions() -> Vec<ResourceDef> {
             &["quota"],
             &[],
         ),
-        def(
-            "",
-            "v1",
-            "events",
-            "Event",
-            true,
-            false,
-            &["ev"],
-            &[
-                "involvedObject.kind",
-                "involvedObject.namespace",
-                "involvedObject.name",
-                "involvedObject.uid",
-                "involvedObject.apiVersion",
-                "involvedObject.resourceVersion",
-                "involvedObject.fieldPath",
-                "reason",
-                "reportingComponent",
-                "source",
-                "type",
-            ],
-        ),
-        def(
-            "events.k8s.io",
-            "v1",
-            "events",
-            "Event",
-            true,
-            false,
-            &["ev"],
-            &[],
-        ),
+        core_events.clone(),
+        // events.k8s.io/v1 serves the same Events, with no field selectors
+        // of its own.
+        ResourceDef {
+            group: "events.k8s.io".into(),
+            selectable_fields: Vec::new(),
+            ..core_events
+        },
         def(
             "coordination.k8s.io",
             "v1",

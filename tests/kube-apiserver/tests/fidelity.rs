@@ -15,6 +15,9 @@ use kube::{Client, Config};
 use kube_test_server::{node, Fault, Kind, KubeApiServer};
 use serde_json::{json, Value};
 
+mod common;
+use common::answer;
+
 fn builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -23,13 +26,7 @@ fn builder() -> reqwest::ClientBuilder {
 }
 
 async fn get_with(client: &reqwest::Client, kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    let response = client
-        .get(format!("{}{path}", kube.url()))
-        .send()
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    (code, response.json().await.unwrap())
+    answer(client.get(format!("{}{path}", kube.url()))).await
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {

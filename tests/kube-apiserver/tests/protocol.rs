@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use kube_test_server::{node, pod, Fault, Kind, KubeApiServer};
 use serde_json::{json, Value};
 
+mod common;
+use common::answer;
+
 fn client(timeout: Duration) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -19,13 +22,7 @@ fn client(timeout: Duration) -> reqwest::Client {
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    let response = client(Duration::from_secs(10))
-        .get(format!("{}{path}", kube.url()))
-        .send()
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    (code, response.json().await.unwrap())
+    answer(client(Duration::from_secs(10)).get(format!("{}{path}", kube.url()))).await
 }
 
 async fn send(
@@ -36,15 +33,11 @@ async fn send(
     body: &str,
 ) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let response = client(Duration::from_secs(10))
+    let request = client(Duration::from_secs(10))
         .request(method, format!("{}{path}", kube.url()))
         .header("content-type", content_type)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    (code, response.json().await.unwrap())
+        .body(body.to_string());
+    answer(request).await
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -382,23 +375,11 @@ async fn writes_answer_with_the_real_status_codes() {
     let slices = "/apis/authentication.liqo.io/v1beta1/namespaces/default/resourceslices";
     let slice = json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
                        "metadata": {"name": "s1"}, "spec": {"resources": {"cpu": "2"}}});
-    let (code, created) = send(
-        &kube,
-        "POST",
-        slices,
-        "application/json",
-        &slice.to_string(),
-    )
-    .await;
+    let body = slice.to_string();
+    let create = || send(&kube, "POST", slices, "application/json", &body);
+    let (code, created) = create().await;
     assert_eq!(code, 201, "{created}");
-    let (code, again) = send(
-        &kube,
-        "POST",
-        slices,
-        "application/json",
-        &slice.to_string(),
-    )
-    .await;
+    let (code, again) = create().await;
     assert_eq!(
         (code, again["reason"].as_str()),
         (409, Some("AlreadyExists"))
