@@ -75,49 +75,51 @@ impl ApiError {
         }
     }
 
+    /// The same answer with `details`.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
     pub fn not_found(def: &ResourceDef, name: &str) -> Self {
-        let mut e = Self::new(
+        Self::new(
             404,
             "NotFound",
             format!("{} \"{name}\" not found", qualified(def)),
-        );
-        e.details = Some(name_details(def, name));
-        e
+        )
+        .with_details(name_details(def, name))
     }
 
     /// A namespaced create into a namespace that does not exist.
     pub fn namespace_not_found(namespace: &str) -> Self {
-        let mut e = Self::new(
+        Self::new(
             404,
             "NotFound",
             format!("namespaces \"{namespace}\" not found"),
-        );
-        e.details = Some(json!({ "name": namespace, "kind": "namespaces" }));
-        e
+        )
+        .with_details(json!({ "name": namespace, "kind": "namespaces" }))
     }
 
     pub fn already_exists(def: &ResourceDef, name: &str) -> Self {
-        let mut e = Self::new(
+        Self::new(
             409,
             "AlreadyExists",
             format!("{} \"{name}\" already exists", qualified(def)),
-        );
-        e.details = Some(name_details(def, name));
-        e
+        )
+        .with_details(name_details(def, name))
     }
 
     /// A stale `metadata.resourceVersion` (or a failed precondition).
     pub fn conflict(def: &ResourceDef, name: &str, why: &str) -> Self {
-        let mut e = Self::new(
+        Self::new(
             409,
             "Conflict",
             format!(
                 "Operation cannot be fulfilled on {} \"{name}\": {why}",
                 qualified(def)
             ),
-        );
-        e.details = Some(name_details(def, name));
-        e
+        )
+        .with_details(name_details(def, name))
     }
 
     pub fn modified(def: &ResourceDef, name: &str) -> Self {
@@ -135,24 +137,15 @@ impl ApiError {
         } else {
             format!("{}.{}", def.kind, def.group)
         };
-        let texts: Vec<String> = causes.iter().map(Cause::text).collect();
-        let joined = match texts.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
-        let causes_json: Vec<Value> = causes
-            .iter()
-            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
-            .collect();
-        let mut e = Self::new(
+        let (joined, causes_json) = Self::joined_causes(&causes);
+        Self::new(
             422,
             "Invalid",
             format!("{group_kind} \"{name}\" is invalid: {joined}"),
-        );
-        e.details = Some(json!({
+        )
+        .with_details(json!({
             "name": name, "group": def.group, "kind": def.kind, "causes": causes_json,
-        }));
-        e
+        }))
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -175,39 +168,44 @@ impl ApiError {
     /// `ResourceVersionTooLarge` that client-go's
     /// `IsTooLargeResourceVersion` looks for.
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
-        let mut e = Self::new(
+        Self::new(
             504,
             "Timeout",
             format!("Timeout: Too large resource version: {requested}, current: {current}"),
-        );
-        e.details = Some(json!({
+        )
+        .with_details(json!({
             "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
             "retryAfterSeconds": 1,
-        }));
-        e
+        }))
     }
 
     /// `ListOptions` the real server's `ValidateListOptions` refuses: 422,
     /// one `FieldValueForbidden`/`FieldValueNotSupported` cause each.
     pub fn invalid_list_options(causes: Vec<Cause>) -> Self {
+        let (joined, causes_json) = Self::joined_causes(&causes);
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {joined}"),
+        )
+        .with_details(json!({
+            "group": "meta.k8s.io", "kind": "ListOptions", "causes": causes_json,
+        }))
+    }
+
+    /// A 422's causes as the real server words them: the message's part
+    /// (the one cause's text, or all in brackets) and the `details.causes`.
+    fn joined_causes(causes: &[Cause]) -> (String, Vec<Value>) {
         let texts: Vec<String> = causes.iter().map(Cause::text).collect();
         let joined = match texts.as_slice() {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
-        let causes_json: Vec<Value> = causes
+        let json = causes
             .iter()
             .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
             .collect();
-        let mut e = Self::new(
-            422,
-            "Invalid",
-            format!("ListOptions.meta.k8s.io \"\" is invalid: {joined}"),
-        );
-        e.details = Some(json!({
-            "group": "meta.k8s.io", "kind": "ListOptions", "causes": causes_json,
-        }));
-        e
+        (joined, json)
     }
 
     /// `retryAfterSeconds` in `details`, as the real server sets it on 429
@@ -241,13 +239,12 @@ impl ApiError {
     }
 
     pub fn forbidden(def: &ResourceDef, name: &str, why: &str) -> Self {
-        let mut e = Self::new(
+        Self::new(
             403,
             "Forbidden",
             format!("{} \"{name}\" is forbidden: {why}", qualified(def)),
-        );
-        e.details = Some(name_details(def, name));
-        e
+        )
+        .with_details(name_details(def, name))
     }
 
     /// The reason a real server gives for an injected status code.
