@@ -429,6 +429,20 @@ fn for_combinators(schema: &Value, value: &Value, path: &str, out: &mut Vec<Caus
     }
 }
 
+/// What the real server says when `count` is below `schema[key]`
+/// (`minItems`, `minProperties`) of `noun` at `shown_path`; `None` when not.
+fn too_few(
+    schema: &Value,
+    key: &str,
+    count: usize,
+    noun: &str,
+    shown_path: &str,
+) -> Option<String> {
+    let min = schema[key].as_u64()?;
+    ((count as u64) < min)
+        .then(|| format!("{shown_path} in body should have at least {min} {noun}"))
+}
+
 fn check_array(
     schema: &Value,
     items: &[Value],
@@ -437,14 +451,8 @@ fn check_array(
     value: &Value,
     out: &mut Vec<Cause>,
 ) {
-    if let Some(min) = schema["minItems"].as_u64() {
-        if (items.len() as u64) < min {
-            out.push(invalid(
-                path,
-                value,
-                format!("{shown_path} in body should have at least {min} items"),
-            ));
-        }
+    if let Some(message) = too_few(schema, "minItems", items.len(), "items", shown_path) {
+        out.push(invalid(path, value, message));
     }
     if let Some(max) = schema["maxItems"].as_u64() {
         if items.len() as u64 > max {
@@ -512,14 +520,8 @@ fn check_object(
             }
         }
     }
-    if let Some(min) = schema["minProperties"].as_u64() {
-        if (map.len() as u64) < min {
-            out.push(invalid(
-                path,
-                value,
-                format!("{shown_path} in body should have at least {min} properties"),
-            ));
-        }
+    if let Some(message) = too_few(schema, "minProperties", map.len(), "properties", shown_path) {
+        out.push(invalid(path, value, message));
     }
     if let Some(max) = schema["maxProperties"].as_u64() {
         if map.len() as u64 > max {
