@@ -1,7 +1,8 @@
 //! Every controller binary with its Kubernetes API server unreachable
 //! (issue 29, findings 2 and 3) — and the binaries that talk to the
 //! catalog with the catalog unreachable too (provider-agent, the class
-//! controller's `contracts` policy) — and every kubeconfig or policy file
+//! controller's `contracts` policy), and the aggregator with its upstreams
+//! unreachable — and every kubeconfig or policy file
 //! flag given a device or a FIFO (finding 4).
 //!
 //! For 10 s each binary is pointed at a loopback port that refuses
@@ -69,6 +70,9 @@ const RM_V1_CONTRACTS: &str = "--liqo-api v1 --class gold --source static:{resou
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --grant-policy contracts \
     --catalog-url http://127.0.0.1:{port} --catalog-credentials-file {credentials} \
     --contracts-poll-interval 200ms";
+/// The aggregator: both its upstream resource readers unreachable.
+const AGGREGATOR: &str = "--upstream a=127.0.0.1:{port} --upstream b=127.0.0.1:{port} \
+    --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0";
 /// The provider agent: its reader works, its catalog is unreachable.
 const PROVIDER_AGENT: &str = "--catalog http://127.0.0.1:{port} --credentials {credentials} \
     --offer o1 --plan p1 --reader static:{resources} --max-backoff 1s";
@@ -228,6 +232,8 @@ cases! {
     unreachable_api_and_catalog_resource_monitor_contracts_closing: "resource-monitor", RM_V1_CONTRACTS, "", Server::Closing;
     unreachable_catalog_provider_agent: "provider-agent", PROVIDER_AGENT, "", Server::Refused;
     unreachable_catalog_provider_agent_closing: "provider-agent", PROVIDER_AGENT, "", Server::Closing;
+    unreachable_upstreams_aggregator: "aggregator", AGGREGATOR, "", Server::Refused;
+    unreachable_upstreams_aggregator_closing: "aggregator", AGGREGATOR, "", Server::Closing;
 }
 
 /// Run `bin` with `args` (`{kubeconfig}` replaced by `file`) and expect it to
