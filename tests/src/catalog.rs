@@ -435,6 +435,22 @@ pub fn thesis_offer() -> Value {
 }
 
 /// A one-plan offer.
+/// Each offer's `(id, version)`, in the order of an array of offers (a
+/// list answer or a feed snapshot).
+pub fn id_versions(offers: &Value) -> Vec<(String, u64)> {
+    offers
+        .as_array()
+        .expect("an array of offers")
+        .iter()
+        .map(|o| {
+            (
+                o["id"].as_str().expect("an offer id").to_string(),
+                o["version"].as_u64().expect("an offer version"),
+            )
+        })
+        .collect()
+}
+
 pub fn simple_offer(name: &str, offer_type: &str, cost: &str, resources: Value) -> Value {
     json!({ "name": name, "type": offer_type, "plans": { "only": { "name": name, "cost": cost, "resources": resources } } })
 }

@@ -105,17 +105,7 @@ impl Log {
 
 /// Each offer's version, by id, in an array of offers.
 fn versions(offers: &Value) -> BTreeMap<String, u64> {
-    offers
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["id"].as_str().unwrap().to_string(),
-                o["version"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    e2e::catalog::id_versions(offers).into_iter().collect()
 }
 
 /// A subscriber reading in its own thread until told to stop and its view

@@ -14,17 +14,7 @@ catalog_tests!(a_process_lists_its_own_writes_at_once);
 fn ids(c: &Catalog, query: &str) -> Vec<(String, u64)> {
     let r = c.get(&format!("/offers{query}"));
     assert_eq!(r.status, 200, "{}", r.text);
-    r.json
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["id"].as_str().unwrap().to_string(),
-                o["version"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    e2e::catalog::id_versions(&r.json)
 }
 
 fn offer(tag: &str, offer_type: &str) -> Value {
