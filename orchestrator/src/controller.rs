@@ -14,17 +14,24 @@
 //! NamespaceOffloading (`Placed`, `Moved`); a namespace no provider
 //! qualifies for gets a `NoProviderQualifies` warning and keeps what it has.
 //!
+//! Once Liqo labels a placed namespace for its pod webhook, the pods
+//! created there before the placement ([`stale_pods`]) are deleted for
+//! their controllers to recreate them through the webhook (bare pods get a
+//! `MustBeRecreated` warning on the pod instead): Liqo's webhook acts only
+//! at creation, so nothing else would ever offload them.
+//!
 //! Until the catalog's feed has delivered its first snapshot nothing is
 //! decided, and when the feed drops the last offers stay: selections are
 //! never cleared because the catalog is unreachable.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use controller_core::runtime;
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod, ResourceQuota};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -39,6 +46,7 @@ use crate::feed::Snapshot;
 use crate::metrics::Metrics;
 use crate::offloading::NamespaceOffloading;
 use crate::policy::Policy;
+use crate::stale_pods;
 use crate::view::{consumer_of, View, ViewError, NAMESPACE_SELECTOR};
 use controller_core::liqo::OFFLOADING_NAME;
 
@@ -81,6 +89,9 @@ struct Shared {
     offloadings: Store<NamespaceOffloading>,
     metrics: Metrics,
     recorder: Recorder,
+    /// Bare pods already told they must be recreated (by UID), so each is
+    /// told once.
+    announced: Mutex<HashSet<String>>,
 }
 
 /// Every object of `api` (into the cache `writer` fills) as the namespace
@@ -142,6 +153,7 @@ pub async fn run(
         quotas,
         offloadings,
         metrics,
+        announced: Mutex::new(HashSet::new()),
     });
     let span = tracing::info_span!("orchestrator");
     async move {
@@ -242,6 +254,7 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
         let _ = shared.pods.wait_until_ready().await;
         let _ = shared.quotas.wait_until_ready().await;
         let _ = shared.offloadings.wait_until_ready().await;
+        recreate_stale_pods(&shared, &ns).await?;
         let api: Api<NamespaceOffloading> = Api::namespaced(shared.client.clone(), &name);
         let mut existing = shared
             .offloadings
@@ -303,6 +316,81 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
     }
     .instrument(span)
     .await
+}
+
+/// Act on the pods of `ns` created before Liqo's pod webhook acted in it
+/// ([`stale_pods::plan`]): delete the controlled ones at their UID (a pod
+/// of the same name recreated meanwhile is not touched; one already gone is
+/// fine), and warn once on each bare one.
+async fn recreate_stale_pods(shared: &Arc<Shared>, ns: &Namespace) -> Result<(), ReconcileError> {
+    let name = ns.name_any();
+    let pods = shared.pods.state();
+    let in_ns: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(name.as_str()))
+        .map(|p| &**p)
+        .collect();
+    let api: Api<Pod> = Api::namespaced(shared.client.clone(), &name);
+    for action in stale_pods::plan(ns, &in_ns) {
+        match action {
+            stale_pods::Action::Recreate { name: pod, uid } => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: Some(uid),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(&pod, &params).await {
+                    Ok(_) => {
+                        tracing::info!(%pod, "deleted a pod created before the placement; its controller recreates it offloaded");
+                        pod_event(shared, &name, &pod, EventType::Normal, "RecreatedToOffload",
+                            "deleted: created before the namespace was placed, so Liqo's pod webhook never offloaded it; its controller recreates it");
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            stale_pods::Action::Announce { name: pod, uid } => {
+                let first = shared
+                    .announced
+                    .lock()
+                    .map(|mut seen| seen.insert(uid))
+                    .unwrap_or(false);
+                if first {
+                    tracing::warn!(%pod, "a bare pod created before the placement stays where it is");
+                    pod_event(shared, &name, &pod, EventType::Warning, "MustBeRecreated",
+                        "created before the namespace was placed, so Liqo's pod webhook never offloaded it, and no controller owns it: delete and create it again to offload it");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pod_event(
+    shared: &Arc<Shared>,
+    namespace: &str,
+    pod: &str,
+    type_: EventType,
+    reason: &str,
+    note: &str,
+) {
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note.to_string()),
+        action: "Recreate".to_string(),
+        secondary: None,
+    };
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(pod.to_string()),
+        namespace: Some(namespace.to_string()),
+        ..ObjectReference::default()
+    };
+    runtime::publish_event(&shared.recorder, event, reference);
 }
 
 /// Whether writing `desired` over `existing` would change anything.
