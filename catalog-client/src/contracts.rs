@@ -1,7 +1,10 @@
 //! The contract endpoints. A provider lists its active contracts with a
-//! conditional `GET /contracts?active=true`; a consumer reserves and buys a
-//! plan, reads its contract (with the peering credentials) and reports
-//! where its side is.
+//! conditional `GET /contracts?active=true` (each with its consumer's
+//! cluster ID and, for Liqo v1, whether its credentials are attached yet)
+//! and attaches a peering user's kubeconfig to one of them; a consumer
+//! reserves and buys a plan, reads its contract (with the peering
+//! credentials and their state), reports where its side is and extends
+//! the contract before it ends.
 
 use reqwest::header::IF_NONE_MATCH;
 use reqwest::{Method, StatusCode};
@@ -11,7 +14,8 @@ use crate::http::MAX_ANSWER_BYTES;
 use crate::routes;
 use crate::session::Session;
 use crate::wire::{
-    Contract, ContractState, PurchaseRequest, Reservation, ReserveRequest, StateReport,
+    AttachCredentials, Contract, ContractState, ExtendRequest, PeeringState, PurchaseRequest,
+    Reservation, ReserveRequest, StateReport,
 };
 
 /// Largest contract listing read (a few hundred bytes per contract).
@@ -31,9 +35,23 @@ pub enum Listing<T = Contract> {
     },
 }
 
+/// Whether a provider's controller still has to attach credentials to
+/// `contract`: an active Liqo v1 contract, with its consumer's cluster ID,
+/// awaiting them.
+pub fn awaits_credentials(contract: &Contract) -> bool {
+    contract.active
+        && contract.consumer_cluster_id.is_some()
+        && contract
+            .peering
+            .as_ref()
+            .is_some_and(|p| p.state == PeeringState::AwaitingCredentials)
+}
+
 impl Session {
     /// `GET /contracts?active=true`, conditional on `etag`: the caller's
-    /// active contracts (a provider's: the ones bought from it).
+    /// active contracts (a provider's: the ones bought from it, each with
+    /// `consumer_cluster_id` and, for Liqo v1, its `peering` state; see
+    /// [`awaits_credentials`]).
     pub async fn active_contracts(&mut self, etag: Option<&str>) -> Result<Listing, Error> {
         self.active_contracts_as(etag).await
     }
@@ -80,6 +98,57 @@ impl Session {
         }
     }
 
+    /// `PUT /provider/contracts/{id}/peering` (a provider): attach the
+    /// peering user's kubeconfig made for this contract's consumer
+    /// cluster; the contract as now stored (without credentials). A
+    /// kubeconfig the catalog's check refuses is [`Error::Rejected`] (400,
+    /// naming the part); an ended contract [`Error::Ended`].
+    pub async fn attach_credentials(
+        &mut self,
+        id: &str,
+        kubeconfig: &str,
+    ) -> Result<Contract, Error> {
+        let what = "PUT /provider/contracts/{id}/peering";
+        let body = AttachCredentials {
+            kubeconfig: kubeconfig.to_string(),
+        };
+        let route = routes::contract_peering(id);
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::PUT, &route)?.json(&body))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(what),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            StatusCode::CONFLICT => Err(Error::Ended(answer.message())),
+            _ => Err(answer.rejected("the contract's credentials")),
+        }
+    }
+
+    /// `POST /contracts/{id}/extend` (its consumer): push the contract's
+    /// end `duration_seconds` further (None: to a whole contract duration
+    /// from now), same id, same peering; the contract as now stored.
+    pub async fn extend(
+        &mut self,
+        id: &str,
+        duration_seconds: Option<u64>,
+    ) -> Result<Contract, Error> {
+        let what = "POST /contracts/{id}/extend";
+        let body = ExtendRequest { duration_seconds };
+        let route = routes::contract_extend(id);
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::POST, &route)?.json(&body))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(what),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            _ => Err(answer.rejected("the extension")),
+        }
+    }
+
     /// `POST /reservations`: hold one unit of a plan.
     pub async fn reserve(&mut self, offer: &str, plan: &str) -> Result<Reservation, Error> {
         let body = ReserveRequest {
@@ -100,7 +169,9 @@ impl Session {
         }
     }
 
-    /// `POST /reservations/{id}/purchase` with the consumer's cluster ID.
+    /// `POST /reservations/{id}/purchase` with the consumer's cluster ID
+    /// (required when the provider peers with Liqo v1: its peering user
+    /// is made for that one cluster).
     pub async fn purchase(&mut self, id: &str, consumer: &str) -> Result<(), Error> {
         let body = PurchaseRequest {
             consumer_cluster_id: Some(consumer.to_string()),

@@ -32,6 +32,16 @@ pub fn contract_state(id: &str) -> String {
     format!("{CONTRACTS}/{}/state", segment(id))
 }
 
+/// `PUT`: the provider attaches a contract's peering-user kubeconfig.
+pub fn contract_peering(id: &str) -> String {
+    format!("provider/{CONTRACTS}/{}/peering", segment(id))
+}
+
+/// `POST`: the consumer extends a contract before it ends.
+pub fn contract_extend(id: &str) -> String {
+    format!("{CONTRACTS}/{}/extend", segment(id))
+}
+
 /// `POST`: buy a reservation.
 pub fn purchase(reservation: &str) -> String {
     format!("{RESERVATIONS}/{}/purchase", segment(reservation))
@@ -60,5 +70,7 @@ mod tests {
         assert_eq!(segment("../x y"), "..%2Fx%20y");
         assert_eq!(contract_state("a/b"), "contracts/a%2Fb/state");
         assert_eq!(offer("live"), "offer/live");
+        assert_eq!(contract_peering("c/1"), "provider/contracts/c%2F1/peering");
+        assert_eq!(contract_extend("c1"), "contracts/c1/extend");
     }
 }

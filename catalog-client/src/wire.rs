@@ -20,8 +20,9 @@ pub mod offer;
 pub mod provider;
 
 pub use contract::{
-    Contract, ContractCredentials, ContractState, Ended, PurchaseRequest, Reservation,
-    ReserveRequest, StateReport, V1Credentials,
+    AttachCredentials, Contract, ContractCredentials, ContractPeering, ContractState, Ended,
+    ExtendRequest, PeeringState, PurchaseRequest, Reservation, ReserveRequest, StateReport,
+    V1Credentials,
 };
 pub use cost::{Cost, CostError};
 pub use error_body::ErrorBody;

@@ -276,6 +276,8 @@ mod tests {
         ("get", "/contracts"),
         ("get", "/contracts/{id}"),
         ("put", "/contracts/{id}/state"),
+        ("post", "/contracts/{id}/extend"),
+        ("put", "/provider/contracts/{id}/peering"),
         ("get", "/provider/peering"),
         ("put", "/provider/peering"),
         ("get", "/offer/{id}/plans/{plan}/capacity"),

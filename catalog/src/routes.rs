@@ -9,7 +9,7 @@
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
-//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state` | [`buying::contracts_http`] |
+//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering` | [`buying::contracts_http`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
@@ -72,6 +72,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(resource("/contracts", "GET").route(web::get().to(contracts::list)))
     .service(resource("/contracts/{id}", "GET").route(web::get().to(contracts::get)))
     .service(resource("/contracts/{id}/state", "PUT").route(web::put().to(contracts::put_state)))
+    .service(resource("/contracts/{id}/extend", "POST").route(web::post().to(contracts::extend)))
+    .service(
+        resource("/provider/contracts/{id}/peering", "PUT")
+            .route(web::put().to(contracts::attach_peering)),
+    )
     .service(
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")
             .route(web::get().to(capacity::get))

@@ -128,6 +128,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         providers: providers.clone(),
         ttl: config.buying.reservation_ttl,
         contract_duration: config.buying.contract_duration,
+        ending_soon: config.buying.contract_ending_soon,
         sweep_interval: config.buying.reservation_sweep_interval,
         max_body_bytes,
     };

@@ -8,6 +8,10 @@
 //! (`RawReport`, checked against [`StateReport`]); the doc comments below
 //! are also the descriptions in its `/openapi.json`. [`Reservation`] holds
 //! the fields of `catalog/src/buying/model.rs` `Reservation` a client reads.
+//! [`ContractPeering`] (where a Liqo v1 contract's credentials stand),
+//! [`AttachCredentials`] and [`ExtendRequest`] are the bodies of the
+//! provider's `PUT /provider/contracts/{id}/peering` and the consumer's
+//! `POST /contracts/{id}/extend` (`catalog/src/buying/contracts/http.rs`).
 
 use chrono::{DateTime, Utc};
 use quantity::ResourceList;
@@ -113,6 +117,48 @@ impl std::fmt::Debug for V1Credentials {
     }
 }
 
+/// Where a Liqo v1 contract's peering credentials stand. A Liqo peering
+/// user works for exactly one consumer cluster, so each contract gets its
+/// own (attached by the provider), unless the provider registered one
+/// kubeconfig and declared itself single-consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum PeeringState {
+    /// The provider has not attached this contract's kubeconfig yet.
+    AwaitingCredentials,
+    /// A kubeconfig is released with the contract (`credentials.v1`).
+    CredentialsReady,
+}
+
+impl PeeringState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeeringState::AwaitingCredentials => "awaitingCredentials",
+            PeeringState::CredentialsReady => "credentialsReady",
+        }
+    }
+}
+
+/// A Liqo v1 contract's peering: its state and why, for a person or a
+/// controller following it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ContractPeering {
+    pub state: PeeringState,
+    /// What the state means for this contract, in words.
+    pub reason: String,
+    /// When the provider attached this contract's own kubeconfig (absent
+    /// for the provider's single-consumer kubeconfig).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, format = DateTime, nullable = false)
+    )]
+    pub attached_at: Option<DateTime<Utc>>,
+}
+
 /// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -170,6 +216,22 @@ pub struct Contract {
     pub reason: Option<String>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub state_changed_at: DateTime<Utc>,
+    /// Liqo v1 contracts: whether their peering credentials are there yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub peering: Option<ContractPeering>,
+    /// Active and ending within the catalog's lead time
+    /// (`--contract-ending-soon`): time to extend it
+    /// (`POST /contracts/{id}/extend`) or to let it go.
+    #[serde(default)]
+    pub ending_soon: bool,
+    /// When it was last extended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, format = DateTime, nullable = false)
+    )]
+    pub extended_at: Option<DateTime<Utc>>,
     /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
@@ -206,6 +268,34 @@ pub struct PurchaseRequest {
     )]
     pub consumer_cluster_id: Option<String>,
     /// How long the contract lasts, in seconds (default: the catalog's).
+    #[serde(
+        rename = "durationSeconds",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_seconds: Option<u64>,
+}
+
+/// `PUT /provider/contracts/{id}/peering` body: the peering user's
+/// kubeconfig the provider made for this contract's consumer cluster.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachCredentials {
+    pub kubeconfig: String,
+}
+
+impl std::fmt::Debug for AttachCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AttachCredentials(..)")
+    }
+}
+
+/// `POST /contracts/{id}/extend` body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// Seconds added to the contract's end (default: to a whole
+    /// `--contract-duration` from now).
     #[serde(
         rename = "durationSeconds",
         default,

@@ -19,6 +19,20 @@ pub fn is_dns_subdomain(name: &str) -> bool {
     !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
+/// Whether `name` is a DNS-1123 label: 1 to 63 characters of `a-z 0-9 -`,
+/// starting and ending with a letter or digit — a Kubernetes namespace,
+/// and a Liqo v1 cluster ID (`liqoctl` refuses any other:
+/// pkg/utils/args/cluster-identity.go `Read`, and the ForeignCluster CRD's
+/// `ClusterID` pattern, apis/core/v1beta1/foreigncluster_types.go, v1.2.0).
+pub fn is_dns_label(name: &str) -> bool {
+    (1..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
 /// Most characters in an identifier the catalog takes (see [`is_id`]).
 pub const MAX_ID_LEN: usize = 128;
 
@@ -55,6 +69,16 @@ mod tests {
             &"a".repeat(MAX_ID_LEN + 1),
         ] {
             assert!(!is_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn labels() {
+        for ok in ["a", "consumer-1", "b0c1a5e2-provider", &"a".repeat(63)] {
+            assert!(is_dns_label(ok), "{ok}");
+        }
+        for bad in ["", "A", "-a", "a-", "a.b", "a_b", "Consumer", &"a".repeat(64)] {
+            assert!(!is_dns_label(bad), "{bad}");
         }
     }
 

@@ -1,5 +1,5 @@
-//! Flags for buying: reservation and contract lifetimes, and the expiry
-//! sweeper.
+//! Flags for buying: reservation and contract lifetimes, when a contract
+//! reads "ending soon", and the expiry sweeper.
 
 use std::time::Duration;
 
@@ -18,6 +18,12 @@ pub struct BuyingConfig {
     /// for (e.g. 30d, 12h).
     #[arg(long, env = "CATALOG_CONTRACT_DURATION", default_value = "30d", value_parser = parse_duration)]
     pub contract_duration: Duration,
+
+    /// How long before its end a contract reads `endingSoon: true`, so the
+    /// consumer's side can warn and extend it (`POST
+    /// /contracts/{id}/extend`) in time (e.g. 1d, 12h).
+    #[arg(long, env = "CATALOG_CONTRACT_ENDING_SOON", default_value = "1d", value_parser = parse_duration)]
+    pub contract_ending_soon: Duration,
 
     /// How often the sweeper expires reservations and contracts past their
     /// deadline (reads and new reservations also expire them on the spot).

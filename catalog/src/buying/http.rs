@@ -6,7 +6,7 @@
 //! | `GET /reservations` | consumer, admin | own records (admin: all, `?consumer=`) |
 //! | `GET /reservations/{id}` | owner, admin | one record |
 //! | `DELETE /reservations/{id}` | owner, admin | release → 200 |
-//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` → the contract on the terms reserved, with credentials → 201 (409 if the plan changed since, 410 if expired) |
+//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` (the cluster ID required from a Liqo v1 provider) → the contract on the terms reserved, with credentials → 201 (409 if the plan changed since, 410 if expired) |
 //! | `GET /purchases` | consumer, admin | purchased and cancelled records |
 //! | `GET /purchases/{id}` | owner (with credentials), admin (without) | one purchase |
 //! | `DELETE /purchases/{id}` | owner, admin | cancel → 200 |
@@ -221,8 +221,11 @@ pub async fn release(
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"consumerClusterID": "consumer-1", "durationSeconds": 3600}))]
 pub struct PurchaseRequest {
-    /// The consumer's Liqo cluster ID (may also be reported later with
-    /// `PUT /contracts/{id}/state`; never changed once set).
+    /// The consumer's Liqo cluster ID; never changed once set. Required
+    /// when the provider peers with Liqo v1 (a peering user serves exactly
+    /// one consumer cluster), then a DNS-1123 label as Liqo v1 requires
+    /// (lower-case letters, digits and hyphens, at most 63); otherwise it
+    /// may also be reported later with `PUT /contracts/{id}/state`.
     #[serde(rename = "consumerClusterID", default)]
     #[schema(value_type = Option<crate::http::schemas::Id>)]
     pub consumer_cluster_id: Option<String>,
@@ -288,7 +291,7 @@ pub struct PurchaseAnswer {
                 ("GetContract" = (operation_id = "getContract", parameters(("id" = "$response.body#/id")))),
                 ("ReportContractState" = (operation_id = "reportContractState", parameters(("id" = "$response.body#/id")))),
             )),
-        (status = 400, description = "Invalid body; `field` names the bad field (nothing bought)", body = ErrorBody),
+        (status = 400, description = "Invalid body; `field` names the bad field, e.g. a missing `consumerClusterID` for a Liqo v1 provider (nothing bought)", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
         (status = 409, description = "Already purchased or released, the provider's peering credentials are not on file, or the provider changed the plan's cost or resources since it was reserved (the message names each change; nothing is bought)", body = ErrorBody),
@@ -328,12 +331,14 @@ pub async fn purchase(
     let r = service::lookup(&state, &id, &buyer).await?;
     let now = crate::store::now();
     let terms = super::contracts::service::terms(&state, &r, &order, now).await?;
-    // Fetched first: a purchase whose credentials cannot be handed over
-    // does not happen.
-    let credentials = super::contracts::service::credentials(&state, &r.cluster_id).await?;
+    // Checked first: a purchase with nothing to hand over, now or once the
+    // provider attaches it, does not happen.
+    super::contracts::service::ensure_sellable(&state, &r.cluster_id).await?;
     let bought = service::purchase(&state, &id, &buyer, Some(terms)).await?;
-    let mut c = contract::view(&bought, now)
+    let credentials = super::contracts::service::credentials(&state, &bought).await?;
+    let mut c = super::contracts::service::view(&state, &bought, now)
         .ok_or_else(|| BuyError::internal("a purchase without its contract"))?;
+    super::contracts::service::promised_only_what_is_released(&mut c, &credentials);
     let peering = credentials.v0.clone();
     c.credentials = Some(credentials);
     Ok(HttpResponse::Created()

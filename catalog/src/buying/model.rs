@@ -151,6 +151,17 @@ impl Reservation {
     pub fn is_due(&self, now: DateTime<Utc>) -> bool {
         self.due_at().is_some_and(|d| d <= now)
     }
+
+    /// The record as a handler answers it: a contract's own credentials
+    /// stay in the store (the sealed kubeconfig is opened only for the
+    /// contract's consumer, in `GET /contracts/{id}`; the contract's
+    /// `peering` says where they stand).
+    pub fn answered(mut self) -> Self {
+        if let Some(terms) = self.contract.as_mut() {
+            terms.v1 = None;
+        }
+        self
+    }
 }
 
 /// A state change a store applies atomically, only from the state it expects.
@@ -303,9 +314,49 @@ pub struct ContractTerms {
     pub reason: Option<String>,
     #[schema(value_type = String, format = DateTime)]
     pub state_changed_at: DateTime<Utc>,
-    /// Bumped by every state report: the stores' compare-and-swap token.
+    /// Bumped by every change of the contract (state report, attached
+    /// credentials, extension): the stores' compare-and-swap token.
     #[serde(default)]
     pub revision: i64,
+    /// Liqo v1: where this contract's peering user comes from (see
+    /// [`super::contracts::peering`]). None on contracts without v1, and
+    /// on contracts bought before per-contract credentials (they keep the
+    /// provider's registered kubeconfig).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(ignore)]
+    pub v1: Option<ContractV1>,
+    /// When the consumer last extended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    pub extended_at: Option<DateTime<Utc>>,
+}
+
+/// A Liqo v1 contract's own peering credentials, as stored with its terms.
+/// Never answered: [`Reservation::answered`] takes it out of every record
+/// a handler returns.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContractV1 {
+    /// The provider had declared itself single-consumer when this was
+    /// bought: the contract releases the provider's registered kubeconfig.
+    #[serde(default)]
+    pub single_consumer: bool,
+    /// The kubeconfig the provider attached to this contract, sealed
+    /// (base64 of the seal layout, bound to the provider and the contract).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_kubeconfig: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for ContractV1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContractV1")
+            .field("single_consumer", &self.single_consumer)
+            .field("attached", &self.sealed_kubeconfig.is_some())
+            .field("attached_at", &self.attached_at)
+            .finish()
+    }
 }
 
 impl ContractTerms {
@@ -328,6 +379,8 @@ impl ContractTerms {
             reason: None,
             state_changed_at: now,
             revision: 0,
+            v1: None,
+            extended_at: None,
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct Buying {
     pub ttl: Duration,
     /// The longest (and default) contract lifetime.
     pub contract_duration: Duration,
+    /// How long before its end a contract reads `endingSoon`.
+    pub ending_soon: Duration,
     pub sweep_interval: Duration,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
@@ -67,7 +69,8 @@ fn not_found(id: &str) -> BuyError {
 }
 
 /// The record `id` as `who` may see it (404 for others' records), expired
-/// on the spot if its deadline has passed.
+/// on the spot if its deadline has passed; as answered (a contract's own
+/// credentials left out, see [`Reservation::answered`]).
 pub async fn lookup(state: &Buying, id: &str, who: &Buyer) -> Result<Reservation, BuyError> {
     let store = &state.store;
     let r = store
@@ -75,7 +78,7 @@ pub async fn lookup(state: &Buying, id: &str, who: &Buyer) -> Result<Reservation
         .await?
         .filter(|r| who.may_see(r))
         .ok_or_else(|| not_found(id))?;
-    settle(state, r).await
+    Ok(settle(state, r).await?.answered())
 }
 
 /// `r`, expired first if it is due.
@@ -251,7 +254,7 @@ pub async fn end(
     match state.store.transition(id, t, now).await {
         Ok(ended) => {
             tracing::info!(reservation = %ended.id, state = ended.state.as_str(), "ended");
-            Ok(ended)
+            Ok(ended.answered())
         }
         Err(TransitionError::WrongState(current)) => Err(wrong_state(&current, false)),
         Err(e) => Err(e.into()),
@@ -295,7 +298,7 @@ pub async fn list(
     let records = state.store.list_reservations(filter).await?;
     let mut out = Vec::with_capacity(records.len());
     for r in records {
-        out.push(settle(state, r).await?);
+        out.push(settle(state, r).await?.answered());
     }
     Ok(out)
 }

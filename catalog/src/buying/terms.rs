@@ -80,6 +80,35 @@ pub fn purchasable(r: &Reservation, current: &Plan) -> Result<ResourceList, Stri
         .map_or_else(|| current.resources.clone(), |p| p.resources.clone()))
 }
 
+/// Whether contract `r` may continue on its terms when `current` is the
+/// plan on offer now: Ok, or the 409 message naming what the provider
+/// changed since it was bought (the same comparison as a purchase's, with
+/// the contract's cost and resources as the terms held).
+pub fn extendable(r: &Reservation, current: &Plan) -> Result<(), String> {
+    let Some(terms) = &r.contract else {
+        return Err(format!("{} is no contract", r.id));
+    };
+    let held = Reservation {
+        reserved_plan: Some(Plan {
+            cost: r.cost,
+            resources: terms.resources.clone(),
+            ..current.clone()
+        }),
+        ..r.clone()
+    };
+    let changed = changes(&held, current);
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "plan {} of offer {} changed since contract {} was bought: {}; the contract runs to its end on its terms, and the new terms are a new purchase",
+        r.plan_id,
+        r.offer_id,
+        r.id,
+        changed.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +163,25 @@ mod tests {
         // must not be held to them, nor the buyer surprised.
         let more = plan("1", &[("cpu", "8"), ("memory", "8Gi")]);
         assert_eq!(changes(&r, &more), ["cpu 4 → 8"]);
+    }
+
+    #[test]
+    fn a_contract_continues_only_on_its_terms() {
+        let p = plan("1", &[("cpu", "4")]);
+        let mut c = reserved(&p);
+        c.contract = Some(crate::buying::model::ContractTerms::new(
+            None,
+            "n".into(),
+            p.resources.clone(),
+            "liqo-broker".into(),
+            vec![],
+            crate::store::now(),
+        ));
+        extendable(&c, &plan("1.0", &[("cpu", "4000m")])).unwrap();
+        let e = extendable(&c, &plan("2", &[("cpu", "4")])).unwrap_err();
+        assert!(e.contains("cost 1.0 → 2.0"), "{e}");
+        let e = extendable(&c, &plan("1", &[("cpu", "2")])).unwrap_err();
+        assert!(e.contains("cpu 4 → 2"), "{e}");
     }
 
     #[test]

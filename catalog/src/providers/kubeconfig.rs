@@ -394,7 +394,7 @@ fn model(file: File) -> Result<Kubeconfig, KubeconfigError> {
     }
     if let Some(ns) = &context.context.namespace {
         let part = "contexts[0].context.namespace";
-        if !is_dns_label(ns) {
+        if !catalog_client::wire::names::is_dns_label(ns) {
             return Err(bad(format!(
                 "{part} must be a DNS-1123 label (a Kubernetes namespace)"
             )));
@@ -478,14 +478,6 @@ pub(super) fn yaml11_not_a_string(s: &str) -> bool {
         _ => digits.parse::<u64>().is_ok(),
     };
     int || t.parse::<f64>().is_ok()
-}
-
-fn is_dns_label(s: &str) -> bool {
-    (1..=63).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 /// The server URL, checked: `https://`, a host (a DNS name, IPv4 or a

@@ -58,15 +58,27 @@ pub use catalog_client::wire::provider::{LiqoGeneration, PeeringCredentials, Pro
 pub const DEFAULT_SLICE_CLASS: &str = "liqo-broker";
 
 /// What a provider registered with `PUT /provider/peering`, as stored: its
-/// ResourceSlice class and its Liqo v1 peering user's kubeconfig, sealed
-/// (base64 of the [`super::seal`] layout, bound to the cluster ID and
-/// [`KUBECONFIG_SEAL_LABEL`]). Never serialise this into a response.
+/// ResourceSlice class and how it peers with Liqo v1 — a peering user per
+/// contract (`v1_per_contract`, attached to each contract by its
+/// controller), or one kubeconfig, sealed (base64 of the [`super::seal`]
+/// layout, bound to the cluster ID and [`KUBECONFIG_SEAL_LABEL`]) and
+/// declared `single_consumer`. A kubeconfig stored before per-contract
+/// credentials has neither flag: it is still released to the contracts
+/// bought back then, while newer contracts await their own. Never
+/// serialise this into a response.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderPeering {
     pub resource_slice_class: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed_kubeconfig: Option<String>,
+    /// The provider serves Liqo v1 with a peering user per contract.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub v1_per_contract: bool,
+    /// The provider declared that it sells to one consumer cluster only,
+    /// so its one kubeconfig goes to every contract.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub single_consumer: bool,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -75,7 +87,17 @@ impl std::fmt::Debug for ProviderPeering {
         f.debug_struct("ProviderPeering")
             .field("resource_slice_class", &self.resource_slice_class)
             .field("v1", &self.sealed_kubeconfig.is_some())
+            .field("v1_per_contract", &self.v1_per_contract)
+            .field("single_consumer", &self.single_consumer)
             .finish_non_exhaustive()
+    }
+}
+
+impl ProviderPeering {
+    /// Whether its registered kubeconfig goes to newly bought contracts
+    /// (declared single-consumer).
+    pub fn shares_kubeconfig(&self) -> bool {
+        self.single_consumer && self.sealed_kubeconfig.is_some()
     }
 }
 
@@ -84,7 +106,8 @@ impl std::fmt::Debug for ProviderPeering {
 pub const KUBECONFIG_SEAL_LABEL: &str = "v1-kubeconfig";
 
 /// The generations a provider peers with: `v0` when its account has a
-/// non-empty auth URL, `v1` when a kubeconfig is registered. Ordered.
+/// non-empty auth URL, `v1` when a kubeconfig is registered or it hands
+/// out a peering user per contract. Ordered.
 pub fn generations(
     account: &ProviderAccount,
     peering: Option<&ProviderPeering>,
@@ -93,7 +116,7 @@ pub fn generations(
     if !account.auth_url.is_empty() {
         out.push(LiqoGeneration::V0);
     }
-    if peering.is_some_and(|p| p.sealed_kubeconfig.is_some()) {
+    if peering.is_some_and(|p| p.sealed_kubeconfig.is_some() || p.v1_per_contract) {
         out.push(LiqoGeneration::V1);
     }
     out
@@ -102,6 +125,20 @@ pub fn generations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registrations_stored_before_the_flags_read_without_them() {
+        let old: ProviderPeering = serde_json::from_value(serde_json::json!({
+            "resourceSliceClass": "liqo-broker", "sealedKubeconfig": "s",
+            "updatedAt": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        assert!(!old.single_consumer && !old.v1_per_contract);
+        // A legacy kubeconfig is not shared with newly bought contracts.
+        assert!(!old.shares_kubeconfig());
+        let back = serde_json::to_value(&old).unwrap();
+        assert!(back.get("singleConsumer").is_none(), "{back}");
+    }
 
     #[test]
     fn credentials_debug_hides_the_token() {
@@ -127,6 +164,8 @@ mod tests {
         let mut peering = ProviderPeering {
             resource_slice_class: DEFAULT_SLICE_CLASS.into(),
             sealed_kubeconfig: None,
+            v1_per_contract: false,
+            single_consumer: false,
             updated_at: crate::store::now(),
         };
         assert_eq!(generations(&account, None), [LiqoGeneration::V0]);
@@ -137,6 +176,11 @@ mod tests {
             [LiqoGeneration::V0, LiqoGeneration::V1]
         );
         account.auth_url.clear();
+        assert_eq!(generations(&account, Some(&peering)), [LiqoGeneration::V1]);
+        // A peering user per contract is v1 without a kubeconfig on file.
+        peering.sealed_kubeconfig = None;
+        assert!(generations(&account, Some(&peering)).is_empty());
+        peering.v1_per_contract = true;
         assert_eq!(generations(&account, Some(&peering)), [LiqoGeneration::V1]);
         assert!(generations(&account, None).is_empty());
         assert!(!format!("{peering:?}").contains("sealed\""));

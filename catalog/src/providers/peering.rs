@@ -1,12 +1,14 @@
 //! `PUT /provider/peering` and `GET /provider/peering`: a provider
-//! registers the Liqo it runs — its Liqo v1 peering user's kubeconfig
+//! registers the Liqo it runs — Liqo v1 with a peering user per contract,
+//! or one peering user's kubeconfig if it declares itself single-consumer
 //! (sealed at rest like the v0 token, released only inside a contract's
-//! credentials) and the ResourceSlice class its controller enforces — and
+//! credentials) — and the ResourceSlice class its controller enforces, and
 //! reads back which generations it peers with (never the kubeconfig).
 //!
 //! Also the [`Providers`] methods the buying feature asks: a provider's
-//! generations, its v0 credentials (only when it has an auth URL) and its
-//! kubeconfig.
+//! generations, its v0 credentials (only when it has an auth URL), its
+//! kubeconfig, and sealing and opening a contract's own kubeconfig (every
+//! kubeconfig taken in passes [`kubeconfig::canonical`]).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
@@ -60,9 +62,10 @@ pub struct PeeringRequest {
     pub resource_slice_class: Option<String>,
 }
 
-/// Liqo v1 peering credentials.
+/// How the provider peers with Liqo v1.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"singleConsumer": false}))]
 pub struct V1Peering {
     /// A peering user's kubeconfig as YAML text (`liqoctl generate
     /// peering-user`), at most 32 KiB: one cluster with an `https://`
@@ -73,10 +76,24 @@ pub struct V1Peering {
     /// {}`. Nothing else: no exec, auth-provider, file paths, proxy,
     /// insecure or tls-server-name keys, unknown keys, YAML anchors,
     /// aliases, tags or merge keys. Consumers receive a re-serialised copy
-    /// built from these fields, never the text sent.
+    /// built from these fields, never the text sent. Accepted only with
+    /// `singleConsumer: true`: a Liqo peering user serves exactly one
+    /// consumer cluster. Absent: the provider attaches a peering user to
+    /// each contract (`PUT /provider/contracts/{id}/peering`).
+    #[serde(default)]
     #[schema(max_length = 32768)]
-    pub kubeconfig: String,
+    pub kubeconfig: Option<String>,
+    /// The provider sells to one consumer cluster only, so its one
+    /// kubeconfig may go to every contract. Requires `kubeconfig`.
+    #[serde(default, rename = "singleConsumer")]
+    pub single_consumer: bool,
 }
+
+/// Why a shared kubeconfig is refused (`v1.kubeconfig` without
+/// `singleConsumer: true`): the peering user's RoleBindings exist only in
+/// `liqo-tenant-<one consumer>` (`liqoctl generate peering-user
+/// --consumer-cluster-id`, Liqo v1.2.0 pkg/liqoctl/rest/peering-user/generate.go).
+pub const SHARED_KUBECONFIG_REFUSED: &str = "a Liqo peering user serves exactly one consumer cluster (its RoleBindings exist only in that consumer's tenant namespace), so one kubeconfig cannot serve every buyer: leave it out and attach a peering user to each contract (PUT /provider/contracts/{id}/peering), or declare `v1.singleConsumer: true` if this provider sells to one consumer cluster only";
 
 /// What a provider registered, as anyone may see it (no kubeconfig).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -88,6 +105,16 @@ pub struct PeeringInfo {
     pub liqo: Vec<LiqoGeneration>,
     #[serde(rename = "resourceSliceClass")]
     pub resource_slice_class: String,
+    /// With `v1`: true when one registered kubeconfig goes to every
+    /// contract (declared single-consumer); false when each contract gets
+    /// its own (`PUT /provider/contracts/{id}/peering`).
+    #[serde(
+        rename = "singleConsumer",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(nullable = false)]
+    pub single_consumer: Option<bool>,
 }
 
 /// A ResourceSlice class as Liqo accepts it: a DNS-1123 subdomain (at most
@@ -147,22 +174,50 @@ pub async fn put(
         .resource_slice_class
         .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string());
     check_slice_class(&class).map_err(|m| ApiError::bad_request("resourceSliceClass", m))?;
-    let sealed = match &r.v1 {
-        Some(v1) => {
-            // Only the canonical copy is kept: never the bytes received.
-            let canonical = kubeconfig::canonical(&v1.kubeconfig)
+    let (sealed, per_contract, single_consumer) = match &r.v1 {
+        None => (None, false, false),
+        Some(V1Peering {
+            kubeconfig: None,
+            single_consumer: true,
+        }) => {
+            return Err(ApiError::bad_request(
+                "v1.kubeconfig",
+                "is required with `singleConsumer: true` (the one kubeconfig every contract gets)",
+            ))
+        }
+        Some(V1Peering {
+            kubeconfig: None, ..
+        }) => (None, true, false),
+        Some(V1Peering {
+            kubeconfig: Some(text),
+            single_consumer,
+        }) => {
+            // Checked first, so a bad kubeconfig is named as such.
+            let canonical = kubeconfig::canonical(text)
                 .map_err(|e| ApiError::bad_request("v1.kubeconfig", e.0))?;
+            if !single_consumer {
+                return Err(ApiError::bad_request(
+                    "v1.kubeconfig",
+                    SHARED_KUBECONFIG_REFUSED,
+                ));
+            }
+            // Only the canonical copy is kept: never the bytes received.
             let sealed = state
                 .sealer
                 .seal(&kubeconfig_aad(cluster_id), &canonical)
                 .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
-            Some(base64::engine::general_purpose::STANDARD.encode(sealed))
+            (
+                Some(base64::engine::general_purpose::STANDARD.encode(sealed)),
+                false,
+                true,
+            )
         }
-        None => None,
     };
     let peering = ProviderPeering {
         resource_slice_class: class,
         sealed_kubeconfig: sealed,
+        v1_per_contract: per_contract,
+        single_consumer,
         updated_at: crate::store::now(),
     };
     let before = state.liqo(cluster_id).await?;
@@ -204,6 +259,11 @@ fn kubeconfig_aad(cluster_id: &str) -> String {
     format!("{cluster_id}\u{1f}{KUBECONFIG_SEAL_LABEL}")
 }
 
+/// Associated data of contract `contract_id`'s sealed kubeconfig.
+fn contract_kubeconfig_aad(cluster_id: &str, contract_id: &str) -> String {
+    format!("{cluster_id}\u{1f}{KUBECONFIG_SEAL_LABEL}\u{1f}{contract_id}")
+}
+
 impl Providers {
     /// `cluster_id`'s registration and generations (404 without an account).
     pub async fn peering_info(&self, cluster_id: &str) -> Result<PeeringInfo, ApiError> {
@@ -213,12 +273,17 @@ impl Providers {
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("no provider {cluster_id}")))?;
         let peering = self.store.get_provider_peering(cluster_id).await?;
+        let liqo = generations(&account, peering.as_ref());
+        let single_consumer = liqo
+            .contains(&LiqoGeneration::V1)
+            .then(|| peering.as_ref().is_some_and(ProviderPeering::shares_kubeconfig));
         Ok(PeeringInfo {
             cluster_id: account.cluster_id.clone(),
-            liqo: generations(&account, peering.as_ref()),
+            liqo,
             resource_slice_class: peering
                 .map(|p| p.resource_slice_class)
                 .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string()),
+            single_consumer,
         })
     }
 
@@ -266,12 +331,57 @@ impl Providers {
         else {
             return Ok(None);
         };
+        self.open_kubeconfig(cluster_id, &kubeconfig_aad(cluster_id), &sealed)
+    }
+
+    /// Check `text` with the catalog's one kubeconfig check (400 naming
+    /// `field`) and seal its canonical copy for contract `contract_id` of
+    /// provider `cluster_id` (base64, bound to both, so it never opens as
+    /// another contract's nor as the provider's own).
+    pub fn seal_contract_kubeconfig(
+        &self,
+        cluster_id: &str,
+        contract_id: &str,
+        field: &str,
+        text: &str,
+    ) -> Result<String, ApiError> {
+        let canonical =
+            kubeconfig::canonical(text).map_err(|e| ApiError::bad_request(field, e.0))?;
+        let sealed = self
+            .sealer
+            .seal(&contract_kubeconfig_aad(cluster_id, contract_id), &canonical)
+            .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(sealed))
+    }
+
+    /// Contract `contract_id`'s own kubeconfig, sealed by
+    /// [`Providers::seal_contract_kubeconfig`], opened and in its canonical
+    /// form (None, logged, if it no longer passes the check).
+    pub fn contract_kubeconfig(
+        &self,
+        cluster_id: &str,
+        contract_id: &str,
+        sealed: &str,
+    ) -> Result<Option<String>, ApiError> {
+        self.open_kubeconfig(
+            cluster_id,
+            &contract_kubeconfig_aad(cluster_id, contract_id),
+            sealed,
+        )
+    }
+
+    fn open_kubeconfig(
+        &self,
+        cluster_id: &str,
+        aad: &str,
+        sealed: &str,
+    ) -> Result<Option<String>, ApiError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(sealed)
             .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))?;
         let opened = self
             .sealer
-            .open(&kubeconfig_aad(cluster_id), &bytes)
+            .open(aad, &bytes)
             .map_err(|e| ApiError::Internal(format!("sealed kubeconfig of {cluster_id}: {e}")))?;
         // Checked again on the way out: a kubeconfig stored before the
         // check was strict is released only if it passes today's, and
@@ -282,7 +392,7 @@ impl Providers {
                 tracing::warn!(
                     cluster_id,
                     error = %e,
-                    "stored kubeconfig refused on release; the provider must PUT /provider/peering again"
+                    "stored kubeconfig refused on release; the provider must register it again"
                 );
                 Ok(None)
             }
@@ -320,7 +430,7 @@ pub fn sell_blocker(cluster_id: &str, v0: bool, token: bool, v1: bool) -> Option
         )
     } else {
         format!(
-            "provider {cluster_id} peers only with Liqo v1 (no auth URL) and has registered no peering kubeconfig: it must register one with PUT /provider/peering before its plans can be bought"
+            "provider {cluster_id} peers only with Liqo v1 (no auth URL) and has not registered how: it must register with PUT /provider/peering (`{{\"v1\": {{}}}}` to attach a peering user to each contract) before its plans can be bought"
         )
     })
 }

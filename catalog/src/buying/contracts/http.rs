@@ -5,6 +5,8 @@
 //! | `GET /contracts[?active=][&state=]` | consumer (own), provider (sold by its cluster), admin (all) | never credentials; `ETag`, `If-None-Match` → 304 |
 //! | `GET /contracts/{id}` | its consumer (with credentials while active), its provider, admin | one contract |
 //! | `PUT /contracts/{id}/state` | its consumer | `{state, reason?, consumerClusterID?}` → 200 |
+//! | `POST /contracts/{id}/extend` | its consumer | `{durationSeconds?}` → 200, same id, later `expiresAt` |
+//! | `PUT /provider/contracts/{id}/peering` | its provider | `{kubeconfig}` → 200, the contract's own peering user |
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -192,10 +194,136 @@ pub async fn put_state(
     Ok(HttpResponse::Ok().json(service::report(&state, &id, &who, report).await?))
 }
 
+/// `PUT /provider/contracts/{id}/peering` body (the client's
+/// `AttachCredentials`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachRequest {
+    /// The peering user's kubeconfig (YAML text, at most 32 KiB) made for
+    /// this contract's consumer cluster (`liqoctl generate peering-user
+    /// --consumer-cluster-id <consumerClusterID>`), held to the same rules
+    /// as `PUT /provider/peering`'s `v1.kubeconfig`; the consumer receives
+    /// a re-serialised copy, never the text sent.
+    #[schema(max_length = 32768)]
+    pub kubeconfig: String,
+}
+
+/// Attach a peering user's kubeconfig to one of the calling provider's
+/// contracts (Liqo v1): a Liqo peering user serves exactly one consumer
+/// cluster, so each contract gets its own. Sealed at rest; released only
+/// to the contract's consumer, while the contract is active, in
+/// `GET /contracts/{id}`. Attaching again replaces it.
+#[utoipa::path(
+    put, path = "/provider/contracts/{id}/peering", tag = "buying", operation_id = "attachContractPeering",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body = AttachRequest,
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
+    responses(
+        (status = 200, description = "Attached: the contract (`peering.state` is `credentialsReady`), without credentials", body = Contract),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 403, description = "Not a provider, or the provider is disabled", body = ErrorBody),
+        (status = 404, description = "No such contract, or not sold by the caller's cluster", body = ErrorBody),
+        (status = 409, description = "The contract ended, was bought without Liqo v1, or names no consumer cluster ID", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn attach_peering(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    caller.require(crate::auth::Role::Provider)?;
+    let who = viewer(&caller)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let asked: AttachRequest = parse_object(&body)?;
+    Ok(HttpResponse::Ok().json(service::attach(&state, &id, &who, &asked.kubeconfig).await?))
+}
+
+/// `POST /contracts/{id}/extend` body (the client's `ExtendRequest`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"durationSeconds": 86400}))]
+pub struct ExtendBody {
+    /// Seconds added to the contract's end. Default: renewed to end a
+    /// whole `--contract-duration` from now. The new end is at most that
+    /// far from now.
+    #[serde(
+        rename = "durationSeconds",
+        default,
+        deserialize_with = "crate::http::optional_whole"
+    )]
+    #[schema(minimum = 1, maximum = 2592000)]
+    pub duration_seconds: Option<u64>,
+}
+
+/// Extend a contract before it ends: same id, same peering and grant, a
+/// later `expiresAt` — on its own terms, only while the plan still offers
+/// them (409 naming what the provider changed otherwise).
+#[utoipa::path(
+    post, path = "/contracts/{id}/extend", tag = "buying", operation_id = "extendContract",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body(content = Option<ExtendBody>, description = "Optional"),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own)"]))),
+    responses(
+        (status = 200, description = "Extended: the contract as now stored, without credentials", body = Contract),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 403, description = "The contract's provider or an admin (only its consumer extends), or the provider is disabled", body = ErrorBody),
+        (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
+        (status = 409, description = "The contract ended, or the provider changed or removed its plan since it was bought (the message names each change)", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn extend(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    // No body, or `null`: the defaults.
+    let text = body.trim_ascii();
+    let asked: ExtendBody = if text.is_empty() || text == b"null" {
+        ExtendBody::default()
+    } else {
+        parse_object(&body)?
+    };
+    Ok(HttpResponse::Ok().json(service::extend(&state, &id, &who, asked.duration_seconds).await?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use actix_web::test::TestRequest;
+
+    /// The client's request bodies read field for field as the server's
+    /// (`deny_unknown_fields`), so a field renamed on either side fails.
+    #[test]
+    fn the_clients_attach_and_extend_bodies_read_field_for_field() {
+        use catalog_client::wire::{AttachCredentials, ExtendRequest};
+
+        let AttachRequest { kubeconfig } = serde_json::from_value(
+            serde_json::to_value(AttachCredentials {
+                kubeconfig: "k".into(),
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(kubeconfig, "k");
+        let ExtendBody { duration_seconds } = serde_json::from_value(
+            serde_json::to_value(ExtendRequest {
+                duration_seconds: Some(60),
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(duration_seconds, Some(60));
+    }
 
     /// `RawReport` stays the server's own type (it reads `state` as text,
     /// to answer any unknown value alike); a client's `StateReport` with

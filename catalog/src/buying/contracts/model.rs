@@ -30,11 +30,27 @@ pub const MAX_REASON_LEN: usize = 256;
 // What a contract looks like on the wire is declared once, in
 // `catalog-client` (with its schema), so a renamed field fails the
 // server's build and the clients' alike.
-pub use catalog_client::wire::contract::{Contract, ContractCredentials, Ended, V1Credentials};
+pub use catalog_client::wire::contract::{
+    Contract, ContractCredentials, ContractPeering, Ended, V1Credentials,
+};
+
+/// How contract `r` ended by `now` (`cancelled` or `expired`), None while
+/// it is live.
+pub fn ended(r: &Reservation, now: DateTime<Utc>) -> Option<&'static str> {
+    if r.state == ReservationState::Purchased && !r.is_due(now) {
+        return None;
+    }
+    Some(if r.state == ReservationState::Cancelled {
+        "cancelled"
+    } else {
+        "expired"
+    })
+}
 
 /// `r` as a contract at `now` (without credentials); None if `r` is not
-/// one (a reservation, or an Open Service Broker purchase).
-pub fn view(r: &Reservation, now: DateTime<Utc>) -> Option<Contract> {
+/// one (a reservation, or an Open Service Broker purchase). It reads
+/// `endingSoon` from `lead` before its end.
+pub fn view(r: &Reservation, now: DateTime<Utc>, lead: chrono::Duration) -> Option<Contract> {
     let terms = r.contract.as_ref()?;
     let purchased_at = r.purchased_at?;
     let (active, ended, ended_at) = match r.state {
@@ -69,6 +85,9 @@ pub fn view(r: &Reservation, now: DateTime<Utc>) -> Option<Contract> {
         state: terms.state,
         reason: terms.reason.clone(),
         state_changed_at: terms.state_changed_at,
+        peering: super::peering::state(r),
+        ending_soon: active && r.expires_at - now <= lead,
+        extended_at: terms.extended_at,
         credentials: None,
     })
 }
@@ -219,12 +238,7 @@ pub fn check_report(
     let Some(terms) = &r.contract else {
         return Err(ReportError::NotAContract(r.id.clone()));
     };
-    if r.state != ReservationState::Purchased || r.is_due(now) {
-        let how = if r.state == ReservationState::Cancelled {
-            "cancelled"
-        } else {
-            "expired"
-        };
+    if let Some(how) = ended(r, now) {
         return Err(ReportError::Ended {
             id: r.id.clone(),
             how,
@@ -265,12 +279,14 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::buying::model::{purchase_step, step, ContractTerms, Transition};
     use crate::providers::LiqoGeneration;
     use proptest::prelude::*;
     use quantity::ResourceList;
+
+    const LEAD: chrono::Duration = chrono::Duration::seconds(5);
 
     fn reserved(expires_in: i64) -> Reservation {
         Reservation {
@@ -291,7 +307,9 @@ mod tests {
         )
     }
 
-    fn bought(now: DateTime<Utc>, lifetime_s: i64) -> Reservation {
+    /// A contract bought at `now` from a Liqo v1 provider, lasting
+    /// `lifetime_s` (the other contract tests build theirs from it too).
+    pub(crate) fn bought(now: DateTime<Utc>, lifetime_s: i64) -> Reservation {
         match purchase_step(
             &reserved(60),
             &terms(now),
@@ -312,7 +330,7 @@ mod tests {
         let c = bought(now, 100);
         assert_eq!(c.state, ReservationState::Purchased);
         assert_eq!(c.expires_at, now + chrono::Duration::seconds(100));
-        let v = view(&c, now).unwrap();
+        let v = view(&c, now, LEAD).unwrap();
         assert!(v.active && v.ended.is_none());
         assert_eq!(v.state, ContractState::Pending);
         assert_eq!(v.resources.to_strings()["memory"], "4Gi");
@@ -325,7 +343,7 @@ mod tests {
         );
         assert!(matches!(late, Step::Write { refused: true, .. }));
         // A reservation is no contract.
-        assert!(view(&reserved(60), now).is_none());
+        assert!(view(&reserved(60), now, LEAD).is_none());
     }
 
     #[test]
@@ -333,7 +351,7 @@ mod tests {
         let now = crate::store::now();
         let c = bought(now, 10);
         let later = now + chrono::Duration::seconds(11);
-        let v = view(&c, later).unwrap();
+        let v = view(&c, later, LEAD).unwrap();
         assert_eq!((v.active, v.ended), (false, Some(Ended::Expired)));
         assert!(c.is_due(later) && !c.is_due(now));
         match step(&c, Transition::Expire, later) {
@@ -355,7 +373,7 @@ mod tests {
                 next,
                 refused: false,
             } => {
-                let v = view(&next, now).unwrap();
+                let v = view(&next, now, LEAD).unwrap();
                 assert_eq!((v.active, v.ended), (false, Some(Ended::Cancelled)));
             }
             other => panic!("{other:?}"),

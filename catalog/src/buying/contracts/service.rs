@@ -1,17 +1,21 @@
 //! Contract operations, independent of HTTP: the terms a REST purchase
 //! fixes, the credentials a contract releases to its consumer, listing and
-//! reading contracts as each party may see them, and state reports. The
-//! rules are [`super::model`]'s; this module reads and writes.
+//! reading contracts as each party may see them, state reports, a
+//! provider attaching a contract's kubeconfig, and extensions. The rules
+//! are [`super::model`]'s, [`super::peering`]'s and [`super::extension`]'s;
+//! this module reads and writes.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::extension::{self, check_extend, extend_step, ExtendError};
 use super::model::{
-    self, check_report, party, report_step, view, Contract, ContractCredentials, ContractFilter,
-    Order, Party, Report, ReportError, V1Credentials, Viewer,
+    self, check_report, party, report_step, Contract, ContractCredentials, ContractFilter, Order,
+    Party, Report, ReportError, V1Credentials, Viewer,
 };
+use super::peering::{self, attach_step, check_attach, AttachError, Source};
 use crate::auth::{Caller, Role};
 use crate::buying::error::BuyError;
 use crate::buying::model::{ContractTerms, Reservation, Step};
@@ -57,11 +61,17 @@ pub async fn terms(
         .ok_or_else(|| {
             BuyError::conflict(format!("provider {} has no account any more", r.cluster_id))
         })?;
+    let info = state.providers.peering_info(&r.cluster_id).await?;
+    peering::require_cluster_id(
+        &r.cluster_id,
+        &info.liqo,
+        order.consumer_cluster_id.as_deref(),
+    )?;
     // The plan as reserved, or nothing: a changed plan is refused here,
     // before anything is bought.
     let resources = crate::buying::service::reserved_terms(state, r).await?;
-    let info = state.providers.peering_info(&r.cluster_id).await?;
-    let terms = ContractTerms::new(
+    let v1 = peering::initial(&info.liqo, info.single_consumer == Some(true));
+    let mut terms = ContractTerms::new(
         order.consumer_cluster_id.clone(),
         account.cluster_name,
         resources,
@@ -69,38 +79,48 @@ pub async fn terms(
         info.liqo,
         now,
     );
+    terms.v1 = v1;
     Ok((terms, lifetime))
 }
 
-/// What contract `c` releases to its consumer: the provider's credentials
-/// for every generation it peers with now.
-pub async fn credentials(
-    state: &Buying,
-    cluster_id: &str,
-) -> Result<ContractCredentials, BuyError> {
+/// `r` as a contract at `now`, with the catalog's ending-soon lead time.
+pub fn view(state: &Buying, r: &Reservation, now: DateTime<Utc>) -> Option<Contract> {
+    let lead = chrono::Duration::from_std(state.ending_soon).unwrap_or(chrono::Duration::MAX);
+    model::view(r, now, lead)
+}
+
+/// What contract `r` releases to its consumer: the provider's v0
+/// credentials if it peers with v0, and the v1 kubeconfig its terms say
+/// (its own, the provider's, or none yet: see [`super::peering`]).
+pub async fn credentials(state: &Buying, r: &Reservation) -> Result<ContractCredentials, BuyError> {
+    let cluster_id = &r.cluster_id;
     let liqo = state.providers.liqo(cluster_id).await?;
     let v0 = if liqo.contains(&LiqoGeneration::V0) {
         state.providers.v0_credentials(cluster_id).await?
     } else {
         None
     };
-    let v1 = if liqo.contains(&LiqoGeneration::V1) {
-        state
+    let kubeconfig = match peering::source(r) {
+        Source::Nothing => None,
+        Source::Provider => state.providers.kubeconfig(cluster_id).await?,
+        Source::Own(sealed) => state
             .providers
-            .kubeconfig(cluster_id)
-            .await?
-            .map(|kubeconfig| V1Credentials { kubeconfig })
-    } else {
-        None
+            .contract_kubeconfig(cluster_id, &r.id, sealed)?,
     };
-    if v0.is_none() && v1.is_none() {
-        // Missing v0 credentials failed above; what is missing is a v1
-        // kubeconfig, which only PUT /provider/peering registers.
-        let why = crate::providers::peering::sell_blocker(cluster_id, false, false, false)
-            .unwrap_or_default();
-        return Err(BuyError::conflict(why));
+    Ok(ContractCredentials {
+        v0,
+        v1: kubeconfig.map(|kubeconfig| V1Credentials { kubeconfig }),
+    })
+}
+
+/// Whether a purchase from `cluster_id` would hand over something now or
+/// later: 409 naming the provider's fix otherwise (neither v0 credentials
+/// nor Liqo v1).
+pub async fn ensure_sellable(state: &Buying, cluster_id: &str) -> Result<(), BuyError> {
+    match state.providers.cannot_sell(cluster_id).await? {
+        Some(why) => Err(BuyError::conflict(why)),
+        None => Ok(()),
     }
-    Ok(ContractCredentials { v0, v1 })
 }
 
 fn not_found(id: &str) -> BuyError {
@@ -136,7 +156,7 @@ pub async fn list(
             continue;
         }
         let r = settle(state, r).await?;
-        if let Some(c) = view(&r, now).filter(|c| filter.matches(c)) {
+        if let Some(c) = view(state, &r, now).filter(|c| filter.matches(c)) {
             out.push(c);
         }
     }
@@ -162,11 +182,26 @@ pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, Buy
         return Err(not_found(id));
     };
     let r = settle(state, r).await?;
-    let mut c = view(&r, crate::store::now()).ok_or_else(|| not_found(id))?;
+    let mut c = view(state, &r, crate::store::now()).ok_or_else(|| not_found(id))?;
     if p == Party::Consumer && c.active {
-        c.credentials = Some(credentials(state, &r.cluster_id).await?);
+        let released = credentials(state, &r).await?;
+        promised_only_what_is_released(&mut c, &released);
+        c.credentials = Some(released);
     }
     Ok(c)
+}
+
+/// A contract that reads `credentialsReady` but whose kubeconfig could not
+/// be released (the provider dropped it, or it no longer passes the
+/// check) says so rather than promise it.
+pub fn promised_only_what_is_released(c: &mut Contract, released: &ContractCredentials) {
+    let ready = c
+        .peering
+        .as_ref()
+        .is_some_and(|p| p.state == peering::PeeringState::CredentialsReady);
+    if ready && released.v1.is_none() {
+        c.peering = Some(peering::not_released(&c.cluster_id));
+    }
 }
 
 /// Apply a state report of contract `id` by `who` (its consumer only: 403
@@ -208,5 +243,119 @@ pub async fn report(
     // A due contract was refused above; settle in case it is due now.
     let written = settle(state, written).await?;
     tracing::info!(contract = %id, state = ?report.state, "contract state reported");
-    view(&written, now).ok_or_else(|| not_found(id))
+    view(state, &written, now).ok_or_else(|| not_found(id))
+}
+
+/// Attach `kubeconfig` (checked by the catalog's one kubeconfig check,
+/// 400 naming `kubeconfig`) to contract `id` as its provider `who` (404
+/// for anyone else's, 409 once ended); the contract after it, without
+/// credentials.
+pub async fn attach(
+    state: &Buying,
+    id: &str,
+    who: &Viewer,
+    kubeconfig: &str,
+) -> Result<Contract, BuyError> {
+    let r = contract_record(state, id).await?;
+    // Only the provider that sold it: for anyone else it does not exist.
+    if !who.provider || r.cluster_id != who.subject {
+        return Err(not_found(id));
+    }
+    crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
+    let now = crate::store::now();
+    if let Err(e) = check_attach(&r, now) {
+        return Err(attach_refused(id, e));
+    }
+    let sealed = state
+        .providers
+        .seal_contract_kubeconfig(&r.cluster_id, id, "kubeconfig", kubeconfig)?;
+    let decide = Arc::new(move |r: &Reservation| -> Step { attach_step(r, &sealed, now) });
+    let written = match state.store.update(id, decide).await {
+        Ok(w) => w,
+        Err(TransitionError::WrongState(current)) => {
+            return Err(match check_attach(&current, now) {
+                Err(e) => attach_refused(id, e),
+                Ok(()) => BuyError::conflict(format!(
+                    "contract {id} changed while attaching credentials; retry"
+                )),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let consumer_cluster = written
+        .contract
+        .as_ref()
+        .and_then(|t| t.consumer_cluster_id.clone())
+        .unwrap_or_default();
+    tracing::info!(contract = %id, provider = %written.cluster_id, consumer_cluster = %consumer_cluster, "contract credentials attached");
+    view(state, &written, now).ok_or_else(|| not_found(id))
+}
+
+fn attach_refused(id: &str, e: AttachError) -> BuyError {
+    match e {
+        AttachError::NotAContract(_) => not_found(id),
+        e => BuyError::conflict(e.to_string()),
+    }
+}
+
+/// Extend contract `id` as its consumer `who` (403 for its provider or an
+/// admin, 404 for others) by `duration_seconds` (see
+/// [`super::extension`]); the contract after it, without credentials.
+pub async fn extend(
+    state: &Buying,
+    id: &str,
+    who: &Viewer,
+    duration_seconds: Option<u64>,
+) -> Result<Contract, BuyError> {
+    let r = contract_record(state, id).await?;
+    match party(&r, who) {
+        Some(Party::Consumer) => {}
+        Some(_) => {
+            return Err(BuyError::forbidden(format!(
+                "only the consumer of contract {id} extends it"
+            )))
+        }
+        None => return Err(not_found(id)),
+    }
+    let now = crate::store::now();
+    if let Err(e) = check_extend(&r, now) {
+        return Err(extend_refused(id, e));
+    }
+    let end = extension::new_end(r.expires_at, now, state.contract_duration, duration_seconds)?;
+    crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
+    // The terms continue only while the plan still offers them.
+    let plan = state
+        .offers
+        .get_offer(&r.offer_id)
+        .await?
+        .and_then(|o| o.plans.get(&r.plan_id).cloned())
+        .ok_or_else(|| {
+            BuyError::conflict(format!(
+                "offer {} no longer has plan {}: contract {id} runs to its end",
+                r.offer_id, r.plan_id
+            ))
+        })?;
+    crate::buying::terms::extendable(&r, &plan).map_err(BuyError::conflict)?;
+    let decide = Arc::new(move |r: &Reservation| -> Step { extend_step(r, end, now) });
+    let written = match state.store.update(id, decide).await {
+        Ok(w) => w,
+        Err(TransitionError::WrongState(current)) => {
+            return Err(match check_extend(&current, now) {
+                Err(e) => extend_refused(id, e),
+                Ok(()) => {
+                    BuyError::conflict(format!("contract {id} changed while extending; retry"))
+                }
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(contract = %id, expires_at = %written.expires_at, "contract extended");
+    view(state, &written, now).ok_or_else(|| not_found(id))
+}
+
+fn extend_refused(id: &str, e: ExtendError) -> BuyError {
+    match e {
+        ExtendError::NotAContract(_) => not_found(id),
+        e => BuyError::conflict(e.to_string()),
+    }
 }
