@@ -14,6 +14,8 @@ use resource_reader::ResourceReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::decision::{GrantPolicy, ShrinkPolicy};
+use crate::enforcement::reader::{Enforcement, ReaderSettings};
+use crate::enforcement::{SoldAsEnforced, UnknownPolicy};
 use crate::metrics::Metrics;
 use crate::model::{ClassOffer, NodeExtras};
 use crate::reconcile::{self, Settings};
@@ -136,6 +138,55 @@ pub struct ControllerArgs {
     /// Node selector Liqo applies to pods offloaded through the grant (status.nodeSelector): KEY=VALUE,...
     #[arg(long, env = "RESOURCE_MONITOR_NODE_SELECTOR", value_name = "KEY=VALUE,...", value_parser = parse_labels, default_value = "")]
     pub node_selector: Labels,
+
+    /// What the capacity this class grants is sold with, checked against Liqo's enforcement settings read from its Deployments: on (Liqo's resource enforcement on: its ShadowPod webhook holds each consumer's pods to the Quota made from the grant), soft or hard (also defaultLimitsEnforcement at least Soft or Hard), no (report only). While the settings fall short no new grants are made (reason LiqoEnforcementOff); grants held are kept or shrunk.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_SOLD_AS_ENFORCED",
+        value_name = "LEVEL",
+        default_value = "on"
+    )]
+    pub sold_as_enforced: SoldAsEnforced,
+
+    /// While Liqo's enforcement settings cannot be read (reading its Deployments refused or they are missing): grant (as if met, reported as unknown) or refuse (no new grants, reason LiqoEnforcementUnknown).
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_IF_ENFORCEMENT_UNKNOWN",
+        value_name = "ACTION",
+        default_value = "grant"
+    )]
+    pub if_enforcement_unknown: UnknownPolicy,
+
+    /// The namespace Liqo is installed in (its webhook's and controller-manager's Deployments).
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LIQO_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "liqo"
+    )]
+    pub liqo_namespace: String,
+
+    /// Liqo's webhook Deployment, whose --enable-resource-enforcement says whether Quotas are enforced.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LIQO_WEBHOOK_DEPLOYMENT",
+        value_name = "NAME",
+        default_value = "liqo-webhook"
+    )]
+    pub liqo_webhook_deployment: String,
+
+    /// Liqo's controller-manager Deployment, whose --default-limits-enforcement is every Quota's level.
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LIQO_CONTROLLER_MANAGER_DEPLOYMENT",
+        value_name = "NAME",
+        default_value = "liqo-controller-manager"
+    )]
+    pub liqo_controller_manager_deployment: String,
+
+    /// How often Liqo's enforcement settings are read again.
+    #[arg(long, env = "RESOURCE_MONITOR_LIQO_SETTINGS_INTERVAL", value_name = "DURATION", default_value = "1m", value_parser = edge::duration::parse)]
+    pub liqo_settings_interval: Duration,
 
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
@@ -338,6 +389,22 @@ pub async fn run(
         .spawn(Some("controller"), metrics.clone(), &shutdown)
         .await?;
     let contracts = follow_contracts(args, &metrics, &shutdown)?;
+    // Read by every replica (a standby's /metrics and /readyz say it too),
+    // once before the first decision.
+    let enforcement = Enforcement::follow(
+        client.clone(),
+        ReaderSettings {
+            namespace: args.liqo_namespace.clone(),
+            webhook: args.liqo_webhook_deployment.clone(),
+            controller_manager: args.liqo_controller_manager_deployment.clone(),
+            interval: args.liqo_settings_interval,
+            sold: args.sold_as_enforced,
+            unknown: args.if_enforcement_unknown,
+        },
+        metrics.clone(),
+        shutdown.clone(),
+    )
+    .await;
 
     let identity = args
         .lease_identity
@@ -390,6 +457,7 @@ pub async fn run(
                 reader.clone(),
                 settings.clone(),
                 contracts.clone(),
+                Some(enforcement.clone()),
                 lead_metrics.clone(),
                 term,
             )
@@ -402,6 +470,7 @@ pub async fn run(
             reader,
             settings,
             contracts,
+            Some(enforcement),
             metrics,
             shutdown.clone(),
         )

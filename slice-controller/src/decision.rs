@@ -143,6 +143,12 @@ pub enum Reason {
     /// Accepted with every resource at zero and cordoned: what would have
     /// denied a slice that holds a grant (see the module docs).
     ResourcesRevoked,
+    /// Denied: Liqo's settings on this provider do not enforce what the
+    /// capacity is sold with (`crate::enforcement`).
+    EnforcementOff,
+    /// Denied: Liqo's settings cannot be read and
+    /// `--if-enforcement-unknown refuse` (`crate::enforcement`).
+    EnforcementUnknown,
 }
 
 /// The reason the previous release wrote, with `Denied`, when a consumer
@@ -186,6 +192,8 @@ impl Reason {
             Reason::InvalidRequest => "InvalidRequest",
             Reason::NoActiveContract => "NoActiveContract",
             Reason::ResourcesRevoked => "ResourcesRevoked",
+            Reason::EnforcementOff => "LiqoEnforcementOff",
+            Reason::EnforcementUnknown => "LiqoEnforcementUnknown",
         }
     }
 }

@@ -8,7 +8,8 @@
 //!   and, under the `contracts` policy, the catalog first listed the
 //!   contracts; else 503. The body says `leader` or `standby`, and notes
 //!   when the catalog cannot be reached (decisions then use the last known
-//!   contracts);
+//!   contracts) and when Liqo's enforcement settings hold new grants back
+//!   (`crate::enforcement`: still 200, the body says why);
 //! - `/metrics`: Prometheus text (see [`crate::metrics`]).
 
 use axum::http::StatusCode;
@@ -24,6 +25,10 @@ impl edge::probe::Probes for Metrics {
             "standby"
         };
         let contracts = self.contracts_state();
+        let held = self
+            .enforcement_note()
+            .map(|note| format!("; no new grants: {note}"))
+            .unwrap_or_default();
         if self.reconcile().reached_api() && contracts == crate::metrics::CONTRACTS_WAITING {
             (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -32,10 +37,10 @@ impl edge::probe::Probes for Metrics {
         } else if self.reconcile().reached_api() && contracts == crate::metrics::CONTRACTS_STALE {
             (
                 StatusCode::OK,
-                format!("ok: {role}; the catalog cannot be reached: deciding from the last known contracts\n"),
+                format!("ok: {role}; the catalog cannot be reached: deciding from the last known contracts{held}\n"),
             )
         } else if self.reconcile().reached_api() {
-            (StatusCode::OK, format!("ok: {role}\n"))
+            (StatusCode::OK, format!("ok: {role}{held}\n"))
         } else {
             (
                 StatusCode::SERVICE_UNAVAILABLE,

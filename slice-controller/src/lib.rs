@@ -14,6 +14,9 @@
 //! - [`decision`]: the grant decision, a pure function;
 //! - [`contracts`]: the `contracts` policy's view of the catalog (the
 //!   provider's active contracts, polled);
+//! - [`enforcement`]: the provider self-check — Liqo's enforcement
+//!   settings read from its Deployments, reported, and new grants held back
+//!   while they do not enforce what the capacity is sold with;
 //! - [`status`]: the status to write for a decision, or none;
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
@@ -29,6 +32,7 @@
 pub mod config;
 pub mod contracts;
 pub mod decision;
+pub mod enforcement;
 pub mod http;
 pub mod metrics;
 pub mod model;

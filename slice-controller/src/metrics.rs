@@ -8,6 +8,7 @@
 //! | `slice_controller_reconcile_duration_seconds` | one consumer's reconcile: chain read, decision, status writes |
 //! | `slice_controller_errors_total{kind}` | failed reconciles and writes: `chain`, `kubernetes`, `conflict` (a 409 that was retried) |
 //! | `slice_controller_leader` | 1 while this replica leads |
+//! | `slice_controller_liqo_enforcement{level}` | 1 for the level of Liqo's enforcement read on this provider (`off`, `none`, `soft`, `hard`, `unknown`), 0 for the others (`crate::enforcement`) |
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -29,6 +30,11 @@ const BUCKETS: [f64; 14] = [
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct DecisionLabels {
     decision: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LevelLabels {
+    level: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -81,7 +87,17 @@ pub struct Handles {
     /// Under `contracts`: [`CONTRACTS_UNUSED`], [`CONTRACTS_WAITING`] (none
     /// read yet), [`CONTRACTS_CURRENT`] or [`CONTRACTS_STALE`].
     contracts_state: AtomicU8,
+    liqo_enforcement: Family<LevelLabels, Gauge>,
+    /// Why new grants are held back by Liqo's enforcement settings, for
+    /// `/readyz`; `None` while they are not.
+    enforcement_note: Mutex<Option<String>>,
 }
+
+/// Every value of `slice_controller_liqo_enforcement`'s `level` label
+/// (`crate::enforcement::Level::label`).
+pub const ENFORCEMENT_LEVELS: [&str; 5] = ["off", "none", "soft", "hard", "unknown"];
+/// The level before anything was read.
+const ENFORCEMENT_UNREAD: &str = "unknown";
 
 /// Not under the `contracts` policy.
 pub const CONTRACTS_UNUSED: u8 = 0;
@@ -147,8 +163,20 @@ impl MetricSet for Handles {
             "Under the contracts policy: active contracts known",
             contracts.clone(),
         );
+        let liqo_enforcement = Family::<LevelLabels, Gauge>::default();
+        registry.register(
+            "liqo_enforcement",
+            "1 for the level of Liqo's resource enforcement read on this provider (off, none, soft, hard: defaultLimitsEnforcement with enforcement on; unknown), 0 for the others",
+            liqo_enforcement.clone(),
+        );
         for decision in ["accepted", "denied", "waiting"] {
             slices.get_or_create(&DecisionLabels { decision }).set(0);
+        }
+        for level in ENFORCEMENT_LEVELS {
+            let unread = i64::from(level == ENFORCEMENT_UNREAD);
+            liqo_enforcement
+                .get_or_create(&LevelLabels { level })
+                .set(unread);
         }
         Handles {
             slices,
@@ -157,6 +185,8 @@ impl MetricSet for Handles {
             catalog_reachable,
             contracts,
             contracts_state: AtomicU8::new(CONTRACTS_UNUSED),
+            liqo_enforcement,
+            enforcement_note: Mutex::new(None),
         }
     }
 }
@@ -234,6 +264,29 @@ impl Metrics {
         self.contracts.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
+    /// Liqo's enforcement level as last read (one of
+    /// [`ENFORCEMENT_LEVELS`]), and why new grants are held back, if they
+    /// are.
+    pub fn set_liqo_enforcement(&self, level: &str, held: Option<&str>) {
+        for label in ENFORCEMENT_LEVELS {
+            self.liqo_enforcement
+                .get_or_create(&LevelLabels { level: label })
+                .set(i64::from(label == level));
+        }
+        *self
+            .enforcement_note
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = held.map(str::to_string);
+    }
+
+    /// Why new grants are held back by Liqo's enforcement settings.
+    pub fn enforcement_note(&self) -> Option<String> {
+        self.enforcement_note
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// One of the `CONTRACTS_*` states.
     pub fn contracts_state(&self) -> u8 {
         self.contracts_state.load(Ordering::Relaxed)
@@ -289,6 +342,13 @@ slice_controller_catalog_reachable 1
 # HELP slice_controller_contracts Under the contracts policy: active contracts known.
 # TYPE slice_controller_contracts gauge
 slice_controller_contracts 2
+# HELP slice_controller_liqo_enforcement 1 for the level of Liqo's resource enforcement read on this provider (off, none, soft, hard: defaultLimitsEnforcement with enforcement on; unknown), 0 for the others.
+# TYPE slice_controller_liqo_enforcement gauge
+slice_controller_liqo_enforcement{level="off"} 0
+slice_controller_liqo_enforcement{level="none"} 1
+slice_controller_liqo_enforcement{level="soft"} 0
+slice_controller_liqo_enforcement{level="hard"} 0
+slice_controller_liqo_enforcement{level="unknown"} 0
 # EOF
 "#;
 
@@ -313,6 +373,7 @@ slice_controller_contracts 2
         metrics.expect_contracts();
         metrics.set_catalog_reachable(true);
         metrics.set_contracts(2);
+        metrics.set_liqo_enforcement("none", None);
         controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
     }
 

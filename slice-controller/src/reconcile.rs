@@ -14,6 +14,8 @@
 //! - one of its slices of the class changes or goes (slices of other
 //!   classes trigger nothing and are never written);
 //! - the chain notifies that cluster, or all clusters;
+//! - what Liqo's enforcement settings hold back changes (every Tenant;
+//!   `crate::enforcement`);
 //! - `resync` has passed since its last reconcile (the chain is re-read).
 //!
 //! A reconcile reads the chain for the consumer, decides, and writes each
@@ -43,6 +45,7 @@ use tracing::Instrument;
 
 use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
+use crate::enforcement::{self, reader::Enforcement};
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
 use crate::model::{ConditionStatus, NodeExtras, ResourceSlice, Tenant};
 use crate::status::{desired_annotations, desired_status};
@@ -99,6 +102,8 @@ pub struct Shared {
     settings: Settings,
     /// Under `contracts`: the provider's active contracts.
     contracts: Option<Contracts>,
+    /// Liqo's enforcement settings as last read; `None`: not checked.
+    enforcement: Option<Enforcement>,
     slices: Store<ResourceSlice>,
     metrics: Metrics,
     recorder: Recorder,
@@ -113,6 +118,7 @@ pub async fn run(
     reader: Arc<dyn ResourceReader>,
     settings: Settings,
     contracts: Option<Contracts>,
+    enforcement: Option<Enforcement>,
     metrics: Metrics,
     shutdown: CancellationToken,
 ) {
@@ -151,12 +157,17 @@ pub async fn run(
         Some(c) => chain_triggers(c.subscribe(), tenants.clone()).boxed(),
         None => stream::empty().boxed(),
     };
+    let from_enforcement = match &enforcement {
+        Some(e) => chain_triggers(e.subscribe(), tenants.clone()).boxed(),
+        None => stream::empty().boxed(),
+    };
 
     let queue = stream::select_all([
         from_slices.try_flatten().boxed(),
         from_tenants.boxed(),
         from_chain.map(Ok).boxed(),
         from_contracts.map(Ok).boxed(),
+        from_enforcement.map(Ok).boxed(),
     ]);
 
     let shared = Arc::new(Shared {
@@ -165,6 +176,7 @@ pub async fn run(
         reader,
         settings,
         contracts,
+        enforcement,
         slices,
         metrics,
         stopping: shutdown.clone(),
@@ -359,6 +371,8 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             };
         let candidates: Vec<Candidate> = ready.iter().map(|s| candidate(s)).collect();
         let decisions = decision::decide_all(&ctx, &offered, &candidates);
+        let held = shared.enforcement.as_ref().and_then(Enforcement::hold);
+        let decisions = enforcement::apply_hold(decisions, &candidates, held.as_ref());
 
         let now = now_rfc3339();
         let mut writes = Vec::new();

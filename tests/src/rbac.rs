@@ -4,6 +4,8 @@
 //! where it is made. Rendered once per test process from the manifests by
 //! `deploy-check`'s kustomize subset (the same rendering `deploy-check`
 //! holds the audit against), so the tests and the check read one source.
+//! The ValidatingAdmissionPolicies shipped beside the RBAC load the same way
+//! ([`load_shipped_admission`]).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -12,33 +14,67 @@ use anyhow::{anyhow, bail, Result};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
-/// Every Role, ClusterRole and binding of `deploy/kubernetes/*`, as
-/// rendered (namespaces set by each kustomization).
-pub fn shipped() -> Result<&'static [Value]> {
+/// Every object of `deploy/kubernetes/*`, as rendered (namespaces set by
+/// each kustomization), once per test process.
+fn rendered() -> Result<&'static [Value]> {
     static RENDERED: OnceLock<Result<Vec<Value>, String>> = OnceLock::new();
     RENDERED
         .get_or_init(|| {
             let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes");
             let rendered = deploy_check::checks::render_all(&deploy)
                 .map_err(|e| format!("rendering {}: {e}", deploy.display()))?;
-            Ok(rendered
-                .into_iter()
-                .flat_map(|r| r.objects)
-                .filter(|o| {
-                    matches!(
-                        o["kind"].as_str(),
-                        Some("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")
-                    )
-                })
-                .collect())
+            Ok(rendered.into_iter().flat_map(|r| r.objects).collect())
         })
         .as_deref()
         .map_err(|e| anyhow!("{e}"))
 }
 
+/// The rendered objects of these kinds.
+fn of_kinds(kinds: &[&str]) -> Result<Vec<Value>> {
+    Ok(rendered()?
+        .iter()
+        .filter(|o| o["kind"].as_str().is_some_and(|k| kinds.contains(&k)))
+        .cloned()
+        .collect())
+}
+
+/// Every Role, ClusterRole and binding of `deploy/kubernetes/*`, as
+/// rendered (namespaces set by each kustomization).
+pub fn shipped() -> Result<Vec<Value>> {
+    of_kinds(&["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"])
+}
+
+/// The ValidatingAdmissionPolicies `deploy/kubernetes/*` ships, and their
+/// bindings, as rendered.
+pub fn shipped_admission() -> Result<Vec<Value>> {
+    of_kinds(&[POLICY_KIND, BINDING_KIND])
+}
+
+const POLICY_KIND: &str = "ValidatingAdmissionPolicy";
+const BINDING_KIND: &str = "ValidatingAdmissionPolicyBinding";
+
+/// Load the shipped ValidatingAdmissionPolicies and bindings into `kube`,
+/// which then evaluates them on every create and update (as an API server
+/// with the policies applied does). Fails if `deploy/` ships none.
+pub fn load_shipped_admission(kube: &KubeApiServer) -> Result<()> {
+    let objects = shipped_admission()?;
+    if !objects.iter().any(|o| o["kind"] == POLICY_KIND) {
+        bail!("deploy/kubernetes ships no ValidatingAdmissionPolicy");
+    }
+    for object in objects {
+        let resource = if object["kind"] == POLICY_KIND {
+            "validatingadmissionpolicies"
+        } else {
+            "validatingadmissionpolicybindings"
+        };
+        kube.apply(("admissionregistration.k8s.io", resource), object);
+    }
+    Ok(())
+}
+
 /// Load the shipped RBAC into `kube`.
 pub fn load_shipped(kube: &KubeApiServer) -> Result<()> {
-    load(kube, shipped()?.to_vec())
+    load(kube, shipped()?)
 }
 
 fn load(kube: &KubeApiServer, objects: Vec<Value>) -> Result<()> {
@@ -58,7 +94,7 @@ pub fn load_shipped_without(
     resource: &str,
     verb: &str,
 ) -> Result<()> {
-    let mut objects = shipped()?.to_vec();
+    let mut objects = shipped()?;
     let mut removed = false;
     for object in objects.iter_mut().filter(|o| {
         matches!(o["kind"].as_str(), Some("Role" | "ClusterRole")) && o["metadata"]["name"] == role
@@ -107,7 +143,7 @@ pub fn load_shipped_without(
 /// `cluster_role` cluster-wide, as an operator would with a User subject,
 /// and load the shipped RBAC.
 pub fn load_shipped_for_user(kube: &KubeApiServer, cluster_role: &str, user: &str) -> Result<()> {
-    let mut objects = shipped()?.to_vec();
+    let mut objects = shipped()?;
     if !objects
         .iter()
         .any(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == cluster_role)

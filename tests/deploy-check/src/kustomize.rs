@@ -26,7 +26,7 @@ pub const SUPPORTED_FIELDS: [&str; 6] = [
 
 /// Kinds that live outside namespaces: the `namespace` field leaves them
 /// alone, as kustomize does.
-const CLUSTER_SCOPED: [&str; 12] = [
+const CLUSTER_SCOPED: [&str; 14] = [
     "Namespace",
     "ClusterRole",
     "ClusterRoleBinding",
@@ -38,6 +38,8 @@ const CLUSTER_SCOPED: [&str; 12] = [
     "RuntimeClass",
     "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "APIService",
 ];
 
