@@ -43,6 +43,10 @@ pub struct MongoServer {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<std::process::Child>,
+    /// Start with mongod's test-only commands (`configureFailPoint`).
+    test_commands: bool,
+    /// The `appName` [`MongoServer::uri`] gives its clients, if any.
+    app_name: Option<String>,
 }
 
 impl MongoServer {
@@ -56,6 +60,8 @@ impl MongoServer {
             port: free_port(),
             dir,
             child: None,
+            test_commands: false,
+            app_name: None,
         };
         server.restart()?;
         Ok(server)
@@ -67,7 +73,52 @@ impl MongoServer {
 
     /// Connection string for the official driver.
     pub fn uri(&self) -> String {
-        format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port)
+        let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port);
+        match &self.app_name {
+            Some(app) => format!("{uri}&appName={app}"),
+            None => uri,
+        }
+    }
+
+    /// Name the clients given [`MongoServer::uri`] from now on `app` (the
+    /// connection string's `appName`, an operator's setting the server
+    /// sees in each connection's handshake and a failpoint can be scoped
+    /// to); `None`: unnamed again.
+    pub fn name_clients(&mut self, app: Option<&str>) {
+        self.app_name = app.map(str::to_string);
+    }
+
+    /// Enable mongod's test-only commands (`configureFailPoint`) from the
+    /// next [`MongoServer::restart`] on.
+    pub fn enable_test_commands(&mut self) {
+        self.test_commands = true;
+    }
+
+    /// Arm mongod's `failCommand` failpoint (`mode`, `data` as mongod
+    /// takes them; see SecantusDB's `failpoints.py`), through pymongo.
+    /// Needs [`MongoServer::enable_test_commands`].
+    pub fn fail_command(&self, mode: serde_json::Value, data: serde_json::Value) -> Result<()> {
+        const SCRIPT: &str = r#"
+import sys, json, pymongo
+client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=20000)
+client.admin.command({"configureFailPoint": "failCommand",
+    "mode": json.loads(sys.argv[2]), "data": json.loads(sys.argv[3])})
+"#;
+        let python = secantusd_path().with_file_name("python");
+        let out = Command::new(&python)
+            .args(["-c", SCRIPT, &self.uri()])
+            .arg(mode.to_string())
+            .arg(data.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running {}", python.display()))?;
+        if !out.status.success() {
+            bail!(
+                "configureFailPoint: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
     }
 
     /// (Re)start the server on the same port and data directory.
@@ -86,6 +137,7 @@ impl MongoServer {
             ])
             .arg("--storage-path")
             .arg(self.dir.path().join("db"))
+            .args(self.test_commands.then_some("--enable-test-commands"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -1,21 +1,37 @@
-//! The feed never goes backwards across a resync: two catalog processes on
-//! one MongoDB-compatible server (SecantusDB), both written to under load,
-//! four subscribers (delta and snapshot mode on each process), and the
-//! database killed (SIGKILL) and restarted on the same storage. Every
-//! subscriber must never be sent an offer at a version older than one it
-//! was already sent, and never a snapshot that lacks an offer it already
+//! The feed never goes backwards across a resync (issue 29, finding 7): two
+//! catalog processes on one MongoDB-compatible server (SecantusDB), both
+//! written to, four subscribers (delta and snapshot mode on each process),
+//! and the database killed (SIGKILL) and restarted on the same storage.
+//! Every subscriber must never be sent an offer at a version older than one
+//! it was already sent, and never a snapshot that lacks an offer it already
 //! had (the test never deletes, so a missing offer can only be an older
 //! list).
 //!
-//! The race it guards against (issue 29, finding 7: a resync's list read
-//! from memory reloaded just before a list read from the database) needs
-//! both reads to fall within milliseconds of a write; against the catalog
-//! before the fix this test passed in every run here, so the rule itself
-//! is pinned by the hub's unit tests (`feed::hub`) and the follower's
-//! (`backends::mongo::follow`), which fail without it.
+//! The race, and how this test drives it every time rather than by luck.
+//! After the restart each of a catalog's change streams starts afresh:
+//! reopen, load its collection into memory, go on with its events. Before
+//! the fix, the providers' stream asked the feed to resync as soon as its
+//! small collection was loaded; offers were still loading, so the feed read
+//! its list from the database — newer than the offers' load, which had
+//! started earlier. Then the offers' stream asked too, and the feed took the
+//! list from memory: that older load, its stream's newer events not applied
+//! yet. Unaided, the two reads fall milliseconds apart and a write must land
+//! between them (about a dozen runs of an earlier version of this test never
+//! saw it). Here catalog B names its connections (`appName` in its
+//! connection string, an operator's setting) and the restarted server delays
+//! each of B's `find` and `getMore` commands by [`DELAY`] (mongod's own
+//! `failCommand` failpoint, `blockConnection`), so every step is a [`DELAY`]
+//! apart: the offers' load (a `find`, then a `getMore`: more than a first
+//! batch of offers) ends a [`DELAY`] after the providers' (one `find`); the
+//! feed's database read (a `find`) sees a [`DELAY`] of catalog A's writes
+//! more than the offers' load; and the offers' stream brings them only with
+//! its next `getMore`, another [`DELAY`] later. B is paused (SIGSTOP) from
+//! before the kill until the failpoint is armed, so it meets the restarted
+//! server all at once: its streams resume by themselves and all break
+//! together when it sees the new server process.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,13 +45,14 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// Offers every writer rewrites in turn, so both processes raise the same
 /// offers' versions.
 const SHARED: [&str; 3] = ["shared-0", "shared-1", "shared-2"];
-/// Offers written before the fault, so that loading the list takes the
-/// database a while: the window in which a resync's read can miss what is
-/// written meanwhile.
-const SEEDED: usize = 100;
-/// How long the database stays dead: long enough for the catalogs' change
-/// streams to fail and retry, short for the test.
-const DOWN: Duration = Duration::from_secs(1);
+/// Offers written before the fault: more than a `find`'s first batch (101
+/// documents), so loading them takes a `getMore` as well.
+const SEEDED: usize = 120;
+/// How long the restarted server holds each of catalog B's `find` and
+/// `getMore` commands: many of catalog A's writes long.
+const DELAY: Duration = Duration::from_millis(500);
+/// Catalog B's `appName`, which the failpoint is scoped to.
+const SLOWED: &str = "catalog-b";
 
 /// What one subscriber was sent, message by message.
 struct Log {
@@ -157,17 +174,18 @@ impl Subscriber {
 }
 
 /// A writer posting offers through one catalog until stopped: by turns a
-/// shared offer (replaced by both writers) and a new one of its own.
+/// shared offer (replaced by both writers) and a new one of its own. Each
+/// acknowledged write counts in `acknowledged`.
 fn writer(
     c: &Catalog,
     token: String,
     prefix: &'static str,
     stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<usize> {
+    acknowledged: Arc<AtomicUsize>,
+) -> thread::JoinHandle<()> {
     let url = c.url("");
     thread::spawn(move || {
         let http = e2e::http::blocking_client(Duration::from_secs(30));
-        let mut acknowledged = 0;
         let mut k = 0usize;
         while !stop.load(Ordering::Relaxed) {
             let id = if k.is_multiple_of(2) {
@@ -184,13 +202,12 @@ fn writer(
                 .send()
                 .is_ok_and(|r| r.status().is_success());
             if ok {
-                acknowledged += 1;
+                acknowledged.fetch_add(1, Ordering::Relaxed);
             } else {
                 // The database is away: do not hammer the catalog meanwhile.
                 thread::sleep(Duration::from_millis(50));
             }
         }
-        acknowledged
     })
 }
 
@@ -203,11 +220,23 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Send signal `name` (`STOP`, `CONT`, `KILL`) to process `pid`.
+fn signal(pid: u32, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{name} {pid}");
+}
+
 #[test]
 fn mongo_feed_is_monotonic_across_a_database_restart() {
     let mut env = Env::new(Backend::Mongo);
+    env.mongo.as_mut().unwrap().enable_test_commands();
     let a = env.start();
+    env.mongo.as_mut().unwrap().name_clients(Some(SLOWED));
     let b = env.start();
+    env.mongo.as_mut().unwrap().name_clients(None);
     let token_a = a.login(&provider(1));
     let token_b = b.login(&provider(1));
     for id in SHARED {
@@ -244,32 +273,51 @@ fn mongo_feed_is_monotonic_across_a_database_restart() {
     .collect();
 
     let stop = Arc::new(AtomicBool::new(false));
+    let (acked_a, acked_b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let writers = [
-        writer(&a, token_a.clone(), "a", stop.clone()),
-        writer(&b, token_b.clone(), "b", stop.clone()),
-        writer(&a, token_a.clone(), "c", stop.clone()),
-        writer(&b, token_b.clone(), "d", stop.clone()),
+        writer(&a, token_a.clone(), "a", stop.clone(), acked_a.clone()),
+        writer(&b, token_b.clone(), "b", stop.clone(), acked_b.clone()),
+        writer(&a, token_a.clone(), "c", stop.clone(), acked_a.clone()),
+        writer(&b, token_b.clone(), "d", stop.clone(), acked_b.clone()),
     ];
-    let acknowledged = || a.all_offers().as_array().map_or(0, Vec::len);
-    wait_until("writes through both catalogs", || acknowledged() >= 10);
+    let acked = || {
+        (
+            acked_a.load(Ordering::Relaxed),
+            acked_b.load(Ordering::Relaxed),
+        )
+    };
+    wait_until("writes through both catalogs", || {
+        let (a, b) = acked();
+        a >= 10 && b >= 10
+    });
 
-    // The database dies (SIGKILL: no clean shutdown) and comes back on the
-    // same storage while both catalogs keep writing.
+    // B pauses; the database dies (SIGKILL: no clean shutdown) and comes
+    // back on the same storage while A keeps writing, with B's commands
+    // delayed; then B goes on.
+    signal(b.child.pid(), "STOP");
     let mongo = env.mongo.as_mut().unwrap();
-    let pid = mongo.pid().unwrap();
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    signal(mongo.pid().unwrap(), "KILL");
     mongo.stop();
-    thread::sleep(DOWN);
     mongo.restart().unwrap();
-    a.wait_for_status("/readyz", 200, PATIENCE).unwrap();
-    b.wait_for_status("/readyz", 200, PATIENCE).unwrap();
-    // Writes acknowledged after the restart, through both catalogs.
-    let after = acknowledged();
-    wait_until("writes after the restart", || acknowledged() >= after + 10);
+    mongo
+        .fail_command(
+            json!("alwaysOn"),
+            json!({
+                "failCommands": ["find", "getMore"],
+                "appName": SLOWED,
+                "blockConnection": true,
+                "blockTimeMS": DELAY.as_millis() as u64,
+            }),
+        )
+        .unwrap();
+    signal(b.child.pid(), "CONT");
+    let (before_a, before_b) = acked();
+    // Well past B's resync (a few DELAYs): writes acknowledged through
+    // both, B's at first each held by a delayed read.
+    wait_until("writes after the restart", || {
+        let (a, b) = acked();
+        a >= before_a + 10 && b >= before_b + 10
+    });
 
     stop.store(true, Ordering::Relaxed);
     for w in writers {
