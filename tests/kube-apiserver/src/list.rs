@@ -1,5 +1,8 @@
 //! Lists: `kind: <Kind>List` with a collection `resourceVersion`, filtered
-//! by namespace and selectors, in pages when asked (`limit`, `continue`).
+//! by namespace and selectors, in pages when asked (`limit`, `continue`);
+//! items of a built-in kind without `kind` and `apiVersion`, a custom
+//! resource's with them, as a real server writes typed and unstructured
+//! lists.
 //! Pages after the first are cut from the snapshot taken at the first, as
 //! etcd serves them, and carry its resourceVersion; `remainingItemCount`
 //! is given only without a selector (the real server counts etcd keys).
@@ -208,7 +211,16 @@ pub async fn list(
         .into_iter()
         .map(|(_, o)| {
             let mut o = o.clone();
-            o["apiVersion"] = json!(api_version);
+            if def.custom {
+                o["apiVersion"] = json!(api_version);
+            } else if let Some(fields) = o.as_object_mut() {
+                // A built-in list is a typed list (`ConfigMapList`…) whose
+                // items the real server writes without `kind` and
+                // `apiVersion` (golden/list-configmaps.json); a custom
+                // resource's list is unstructured and keeps them.
+                fields.remove("kind");
+                fields.remove("apiVersion");
+            }
             o
         })
         .collect();

@@ -270,7 +270,11 @@ impl ApiError {
         Self::new(code, reason, message)
     }
 
-    /// The `Status` object.
+    /// The `Status` object, written as the real server serialises
+    /// `metav1.Status`: every field of `Status`, `StatusDetails` and
+    /// `StatusCause` is `omitempty` (apimachinery `pkg/apis/meta/v1/types.go`),
+    /// so an empty `group` (the core group), `name` (a list) or `message`
+    /// is absent, not `""` — as the recorded answers in `golden/` show.
     pub fn to_status(&self) -> Value {
         let mut status = json!({
             "kind": "Status",
@@ -284,7 +288,33 @@ impl ApiError {
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
+        if let Some(fields) = status.as_object_mut() {
+            omit_empty(fields);
+        }
         status
+    }
+}
+
+/// Drop the empty strings, empty arrays and zeros of a `Status` and the
+/// objects under it (`details`, `details.causes[]`), which Go's
+/// `omitempty` leaves out; `metadata` (a struct) stays `{}` as in Go.
+fn omit_empty(fields: &mut serde_json::Map<String, Value>) {
+    fields.retain(|_, value| match value {
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Null => false,
+        _ => true,
+    });
+    for value in fields.values_mut() {
+        match value {
+            Value::Object(inner) => omit_empty(inner),
+            Value::Array(items) => items
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(omit_empty),
+            _ => {}
+        }
     }
 }
 
