@@ -72,14 +72,20 @@ pub mod admission;
 pub mod audit;
 pub mod builtin;
 pub mod cel;
+pub mod controllers;
 pub mod crd;
+pub mod deletion;
 pub mod discovery;
 pub mod faults;
+pub mod gc;
 pub mod list;
 pub mod listen;
+pub mod namespace_controller;
+pub mod namespace_lifecycle;
 pub mod owner_refs;
 pub mod patch;
 pub mod rbac;
+pub mod rbac_storage;
 pub mod rule_check;
 pub mod rules;
 pub mod schema;
@@ -212,6 +218,8 @@ impl KubeApiServer {
             .fallback(server::handle)
             .with_state(shared.clone());
         let server = tokio::spawn(listen::serve(listener, app, pki.clone()));
+        // Ends by itself once the world is dropped with the server.
+        controllers::spawn(&shared.world);
         Ok(Self {
             shared,
             server,

@@ -2,8 +2,9 @@
 //! `/apis/{group}/{version}/…`, `namespaces/{ns}/…`, `{name}`, `/status`),
 //! each request in a real server's order: authenticated, turned into its
 //! RBAC attributes and authorized ([`crate::rbac`]), logged, checked
-//! against injected faults, its writes admitted (RBAC escalation,
-//! [`crate::owner_refs`]), and served by the store, list or watch.
+//! against injected faults, and served by the store (which admits writes,
+//! with the user RBAC holds to: [`crate::store::World::create_as`]), list
+//! or watch.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -17,11 +18,10 @@ use axum::Extension;
 use serde_json::{json, Value};
 
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
-use crate::crd::{GroupResource, ResourceDef};
+use crate::crd::ResourceDef;
 use crate::faults::Injected;
-use crate::owner_refs;
-use crate::patch::{self, PatchType};
-use crate::rbac::{self, Attributes, Decision, Policy, RbacWrite, Rule, UserInfo, MASTERS};
+use crate::patch::PatchType;
+use crate::rbac::{self, Attributes, Decision, Policy, UserInfo, MASTERS};
 use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
@@ -244,14 +244,8 @@ pub async fn handle(
             }
         }
     };
-    if let Some(user) = restricted {
-        if let Err(error) = admit(&shared, user, &def, &route, &method, &headers, &body) {
-            record(&shared, error.code);
-            return error_response(&error);
-        }
-    }
     let response = serve(
-        &shared, &def, &route, &method, &headers, &query, &body, watching,
+        &shared, &def, &route, &method, &headers, &query, &body, watching, restricted,
     )
     .await;
     record(&shared, response.status().as_u16());
@@ -284,15 +278,7 @@ fn restricted(shared: &Shared, user: &UserInfo) -> bool {
 
 /// The roles and bindings stored now.
 fn policy(shared: &Shared) -> Policy {
-    let world = shared.world();
-    let objects =
-        |resource: &str| world.list_objects(&GroupResource::new(rbac::RBAC_GROUP, resource));
-    Policy::new(&rbac::Stored {
-        roles: objects("roles"),
-        cluster_roles: objects("clusterroles"),
-        role_bindings: objects("rolebindings"),
-        cluster_role_bindings: objects("clusterrolebindings"),
-    })
+    shared.world().rbac_policy()
 }
 
 /// The 403 of a request RBAC does not allow, if it does not.
@@ -301,145 +287,6 @@ fn denial(shared: &Shared, user: &UserInfo, attributes: &Attributes<'_>) -> Opti
         Decision::Allow => None,
         Decision::Deny(reason) => Some(rbac::forbidden(user, attributes, &reason)),
     }
-}
-
-/// The object a write would store and the one it replaces (`None`: a
-/// create), computed as the store will; `None` when the request is not a
-/// write of the main resource or is malformed (the store answers that).
-/// Server-side apply is approximated by a strategic merge of the applied
-/// configuration, which keys `ownerReferences` by `uid` as apply does.
-fn written(
-    shared: &Shared,
-    def: &ResourceDef,
-    route: &Route,
-    method: &Method,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Option<(Value, Option<Value>)> {
-    if route.subresource.is_some() {
-        // Status writes keep the stored metadata and rules.
-        return None;
-    }
-    let ns = route.namespace.as_deref();
-    let stored = |name: &str| shared.world().get(def, ns, name).ok();
-    match (method.as_str(), route.name.as_deref()) {
-        ("POST", None) => Some((serde_json::from_slice(body).ok()?, None)),
-        ("PUT", Some(name)) => Some((serde_json::from_slice(body).ok()?, stored(name))),
-        ("PATCH", Some(name)) => {
-            let content_type = headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let patch_type = PatchType::from_content_type(content_type)?;
-            let Some(old) = stored(name) else {
-                // Only apply creates.
-                return (patch_type == PatchType::Apply)
-                    .then(|| serde_json::from_slice(body).ok())
-                    .flatten()
-                    .map(|o| (o, None));
-            };
-            let mut new = old.clone();
-            match patch_type {
-                PatchType::Merge => patch::merge_patch(&mut new, &patch::json_body(body).ok()?),
-                PatchType::Json => patch::json_patch(&mut new, body).ok()?,
-                PatchType::Strategic | PatchType::Apply => {
-                    patch::strategic_merge(&mut new, &patch::json_body(body).ok()?)
-                }
-            }
-            Some((new, Some(old)))
-        }
-        _ => None,
-    }
-}
-
-/// `IsOnlyMutatingGCFields` (pkg/registry/rbac/helpers.go): an update that
-/// changes nothing but owner references and finalizers is not checked for
-/// escalation.
-fn only_gc_fields(new: &Value, old: &Value) -> bool {
-    let mut copy = old.clone();
-    for field in ["ownerReferences", "finalizers"] {
-        copy["metadata"][field] = new["metadata"][field].clone();
-    }
-    &copy == new
-}
-
-/// The admission a real server runs on a write by a user RBAC holds: the
-/// RBAC storage's escalation check on Roles and bindings
-/// ([`rbac::check_escalation`]), then OwnerReferencesPermissionEnforcement
-/// ([`owner_refs`]). Checked against the state before the write, as the
-/// store lock is taken again to write.
-fn admit(
-    shared: &Shared,
-    user: &UserInfo,
-    def: &ResourceDef,
-    route: &Route,
-    method: &Method,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(), ApiError> {
-    let Some((object, old)) = written(shared, def, route, method, headers, body) else {
-        return Ok(());
-    };
-    let policy = policy(shared);
-    let namespace = route.namespace.as_deref().unwrap_or_default();
-    let name = object["metadata"]["name"]
-        .as_str()
-        .or(route.name.as_deref())
-        .unwrap_or_default();
-    if def.group == rbac::RBAC_GROUP && !old.as_ref().is_some_and(|o| only_gc_fields(&object, o)) {
-        let resource = def.plural.as_str();
-        match resource {
-            "roles" | "clusterroles" => {
-                let rules: Vec<Rule> = rbac::rules_of(&object);
-                rbac::check_escalation(
-                    &policy,
-                    user,
-                    &RbacWrite::Role {
-                        resource,
-                        namespace,
-                        name,
-                        rules: &rules,
-                    },
-                )?;
-            }
-            _ => {
-                if let Ok(role_ref) = serde_json::from_value(object["roleRef"].clone()) {
-                    rbac::check_escalation(
-                        &policy,
-                        user,
-                        &RbacWrite::Binding {
-                            resource,
-                            namespace,
-                            name,
-                            role_ref: &role_ref,
-                        },
-                    )?;
-                }
-            }
-        }
-    }
-    let resolve = |group: &str, version: &str, kind: &str| {
-        shared
-            .world()
-            .registry
-            .all()
-            .find(|d| d.group == group && d.kind == kind && d.versions.iter().any(|v| v == version))
-            .map(|d| d.plural.clone())
-    };
-    owner_refs::admit(
-        &policy,
-        user,
-        &owner_refs::Write {
-            api_group: &def.group,
-            resource: &def.plural,
-            subresource: None,
-            namespace: route.namespace.as_deref(),
-            name,
-            object: &object,
-            old: old.as_ref(),
-        },
-        &resolve,
-    )
 }
 
 /// A 200 whose body breaks off after its first bytes: the connection is
@@ -470,10 +317,13 @@ async fn serve(
     query: &HashMap<String, String>,
     body: &[u8],
     watching: bool,
+    user: Option<&UserInfo>,
 ) -> Response {
+    let namespaces = def.group.is_empty() && def.plural == "namespaces";
     let target = match route.subresource.as_deref() {
         None => Target::Main,
         Some("status") if def.status_subresource => Target::Status,
+        Some("finalize") if namespaces && method == Method::PUT => Target::Finalize,
         Some(_) => return error_response(&not_found_path()),
     };
     if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
@@ -533,11 +383,12 @@ async fn serve(
         }
         ("GET", Some(name)) => answer(shared.world().get(def, ns, name), 200),
         ("POST", None) if target == Target::Main => {
-            let result = parse_body().and_then(|b| shared.world().create(def, ns, b));
+            let result = parse_body().and_then(|b| shared.world().create_as(def, ns, b, user));
             answer(result, 201)
         }
         ("PUT", Some(name)) => {
-            let result = parse_body().and_then(|b| shared.world().update(def, ns, name, b, target));
+            let result =
+                parse_body().and_then(|b| shared.world().update_as(def, ns, name, b, target, user));
             answer(result, 200)
         }
         ("PATCH", Some(name)) => {
@@ -554,7 +405,7 @@ async fn serve(
             };
             match shared
                 .world()
-                .patch(def, ns, name, patch_type, body, target, &options)
+                .patch_as(def, ns, name, patch_type, body, target, &options, user)
             {
                 Ok((object, created)) => {
                     json_response(if created { 201 } else { 200 }, versioned(object))

@@ -18,11 +18,13 @@ use tokio::sync::broadcast;
 use crate::admission::{self, Attributes};
 use crate::audit::{AuditRecord, SeenRequest};
 use crate::crd::{GroupResource, Registry, ResourceDef};
+use crate::deletion::{self, Propagation};
 use crate::faults::Fault;
+use crate::namespace_lifecycle as lifecycle;
 use crate::patch::{self, PatchType};
-use crate::schema;
+use crate::rbac::{self, Policy, UserInfo};
 use crate::status::{ApiError, Cause};
-use crate::validation;
+use crate::{owner_refs, rbac_storage, schema, validation};
 
 /// One write, as watches replay it.
 #[derive(Debug, Clone)]
@@ -61,6 +63,8 @@ pub struct Counters {
 pub enum Target {
     Main,
     Status,
+    /// A namespace's `/finalize` subresource: only `spec.finalizers`.
+    Finalize,
 }
 
 /// `fieldManager` and `force` of a PATCH.
@@ -308,7 +312,7 @@ impl World {
         let key = key_of(&object);
         let gr = def.group_resource();
         let previous = self.stored(&gr, &key).cloned();
-        self.admit(def, &mut object, previous.as_ref(), Target::Main)?;
+        self.admit(def, &mut object, previous.as_ref(), Target::Main, None)?;
         match &previous {
             Some(old) => {
                 for field in ["uid", "creationTimestamp"] {
@@ -369,18 +373,46 @@ impl World {
         Ok(())
     }
 
-    /// Admit a write as the real server does, in its order: mutating hooks;
-    /// then validation as the resource's strategy runs it — metadata
-    /// ([`validation::object_meta`]), a custom object pruned, defaulted and
-    /// checked against its schema and CEL rules ([`schema`]), a built-in
-    /// one against its kind's rules ([`validation::kind_causes`]); then
-    /// ValidatingAdmissionPolicies; then validating hooks ([`admission`]).
+    /// The roles and bindings stored now, as the RBAC authorizer sees them.
+    pub fn rbac_policy(&self) -> Policy {
+        let objects =
+            |resource: &str| self.list_objects(&GroupResource::new(rbac::RBAC_GROUP, resource));
+        Policy::new(&rbac::Stored {
+            roles: objects("roles"),
+            cluster_roles: objects("clusterroles"),
+            role_bindings: objects("rolebindings"),
+            cluster_role_bindings: objects("clusterrolebindings"),
+        })
+    }
+
+    /// The plural resource serving `kind` in `group`/`version` (the REST
+    /// mapper's answer), if any.
+    pub fn resource_for(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        self.registry
+            .all()
+            .find(|d| d.group == group && d.kind == kind && d.versions.iter().any(|v| v == version))
+            .cloned()
+    }
+
+    /// Admit a write as the real server does, in its order (after
+    /// NamespaceLifecycle, which [`World::create_as`] runs first): mutating
+    /// hooks; for a user RBAC holds, the RBAC storage's escalation check on
+    /// Roles and bindings ([`rbac_storage`]: `pkg/registry/rbac/*/policybased/storage.go`
+    /// runs it on the object mutating admission made, before the generic
+    /// store validates it); then validation as the resource's strategy runs
+    /// it — metadata ([`validation::object_meta`]), a custom object pruned,
+    /// defaulted and checked against its schema and CEL rules ([`schema`]),
+    /// a built-in one against its kind's rules ([`validation::kind_causes`]);
+    /// then the validating admission plugins in `AllOrderedPlugins` order:
+    /// OwnerReferencesPermissionEnforcement ([`owner_refs`], for a user RBAC
+    /// holds), ValidatingAdmissionPolicies, validating hooks ([`admission`]).
     fn admit(
         &self,
         def: &ResourceDef,
         object: &mut Value,
         old: Option<&Value>,
         target: Target,
+        user: Option<&UserInfo>,
     ) -> Result<(), ApiError> {
         let name = object["metadata"]["name"]
             .as_str()
@@ -390,10 +422,10 @@ impl World {
             return Err(ApiError::bad_request(message));
         }
         let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-        let subresource = if target == Target::Status {
-            "status"
-        } else {
-            ""
+        let subresource = match target {
+            Target::Main => "",
+            Target::Status => "status",
+            Target::Finalize => "finalize",
         };
         let namespace = object["metadata"]["namespace"]
             .as_str()
@@ -411,6 +443,10 @@ impl World {
             old_object: old,
         };
         self.hooks.mutate(&request, object)?;
+        let policy = user.map(|_| self.rbac_policy());
+        if let (Some(user), Some(policy)) = (user, &policy) {
+            rbac_storage::check(policy, user, def, object, old)?;
+        }
         let mut causes = validation::object_meta(def, object);
         if def.custom {
             if let Some(schema) = def.schemas.get(def.storage_version()) {
@@ -428,6 +464,26 @@ impl World {
         }
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));
+        }
+        if let (Some(user), Some(policy)) = (user, &policy) {
+            let resolve = |group: &str, version: &str, kind: &str| {
+                self.resource_for(group, version, kind)
+                    .map(|d| d.plural.clone())
+            };
+            owner_refs::admit(
+                policy,
+                user,
+                &owner_refs::Write {
+                    api_group: &def.group,
+                    resource: &def.plural,
+                    subresource: (!subresource.is_empty()).then_some(subresource),
+                    namespace: def.namespaced.then_some(namespace.as_str()),
+                    name: &name,
+                    object,
+                    old,
+                },
+                &resolve,
+            )?;
         }
         let attributes = Attributes { object, ..request };
         let listed = |plural: &str| -> Vec<Value> {
@@ -452,12 +508,25 @@ impl World {
         self.hooks.validate(&attributes)
     }
 
-    /// POST: create, as the real server does.
+    /// POST: create, as the real server does (by a user RBAC does not
+    /// hold: the tests' own writes and the in-process controllers').
     pub fn create(
         &mut self,
         def: &ResourceDef,
         namespace: Option<&str>,
+        body: Value,
+    ) -> Result<Value, ApiError> {
+        self.create_as(def, namespace, body, None)
+    }
+
+    /// POST by `user` (`Some`: a user RBAC holds, whose write passes the
+    /// escalation and owner-reference checks).
+    pub fn create_as(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
         mut body: Value,
+        user: Option<&UserInfo>,
     ) -> Result<Value, ApiError> {
         Self::check_type(def, &body)?;
         body["apiVersion"] = json!(def.api_version(def.storage_version()));
@@ -466,6 +535,15 @@ impl World {
             body["metadata"] = json!({});
         }
         let meta = body["metadata"].clone();
+        if let Some(ns) = namespace.filter(|_| def.namespaced) {
+            let sent = meta["name"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .or(meta["generateName"].as_str())
+                .unwrap_or_default();
+            let stored = self.stored(&GroupResource::new("", "namespaces"), ns);
+            lifecycle::admit_write(def, ns, sent, true, stored)?;
+        }
         let mut name = meta["name"].as_str().unwrap_or_default().to_string();
         if name.is_empty() {
             match meta["generateName"].as_str().filter(|g| !g.is_empty()) {
@@ -519,13 +597,7 @@ impl World {
                 map.remove("status");
             }
         }
-        self.admit(def, &mut body, None, Target::Main)?;
-        if let Some(ns) = namespace.filter(|_| def.namespaced) {
-            let namespaces = GroupResource::new("", "namespaces");
-            if self.stored(&namespaces, ns).is_none() {
-                return Err(ApiError::namespace_not_found(ns));
-            }
-        }
+        self.admit(def, &mut body, None, Target::Main, user)?;
         let gr = def.group_resource();
         if self
             .stored(&gr, &key(namespace.filter(|_| def.namespaced), &name))
@@ -539,8 +611,7 @@ impl World {
             body["metadata"]["generation"] = json!(1);
         }
         if !def.custom && def.plural == "namespaces" {
-            body["spec"] = json!({ "finalizers": ["kubernetes"] });
-            body["status"] = json!({ "phase": "Active" });
+            lifecycle::prepare_for_create(&mut body);
         }
         Ok(self.commit(&gr, body, None, false))
     }
@@ -553,6 +624,19 @@ impl World {
         name: &str,
         body: Value,
         target: Target,
+    ) -> Result<Value, ApiError> {
+        self.update_as(def, namespace, name, body, target, None)
+    }
+
+    /// PUT by `user` (as [`World::create_as`]).
+    pub fn update_as(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        target: Target,
+        user: Option<&UserInfo>,
     ) -> Result<Value, ApiError> {
         Self::check_type(def, &body)?;
         let given = body["metadata"]["name"].as_str().unwrap_or_default();
@@ -591,7 +675,10 @@ impl World {
             }
             None => {}
         }
+        let is_namespace = !def.custom && def.group.is_empty() && def.plural == "namespaces";
         let mut new = match target {
+            Target::Finalize if is_namespace => lifecycle::finalize(&existing, &body),
+            Target::Finalize => return Err(ApiError::method_not_allowed("PUT", "finalize")),
             Target::Status => {
                 let mut new = existing.clone();
                 match body.get("status") {
@@ -627,6 +714,9 @@ impl World {
                         None => map.remove("status"),
                     };
                 }
+                if is_namespace {
+                    lifecycle::prepare_for_update(&mut new, &existing);
+                }
                 new
             }
         };
@@ -650,7 +740,7 @@ impl World {
                 ));
             }
         }
-        self.admit(def, &mut new, Some(&existing), target)?;
+        self.admit(def, &mut new, Some(&existing), target, user)?;
         if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(generation + 1);
@@ -660,7 +750,11 @@ impl World {
             return Ok(existing);
         }
         let gr = def.group_resource();
-        let gone = deleting && finalizers(&new).is_empty();
+        // `ShouldDeleteDuringUpdate`, and for a namespace
+        // `ShouldDeleteNamespaceDuringUpdate`: its `spec.finalizers` too.
+        let gone = deleting
+            && finalizers(&new).is_empty()
+            && (!is_namespace || lifecycle::spec_finalized(&new));
         Ok(self.commit(&gr, new, Some(existing), gone))
     }
 
@@ -679,6 +773,24 @@ impl World {
         target: Target,
         options: &PatchOptions,
     ) -> Result<(Value, bool), ApiError> {
+        self.patch_as(
+            def, namespace, name, patch_type, body, target, options, None,
+        )
+    }
+
+    /// PATCH by `user` (as [`World::create_as`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_as(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        target: Target,
+        options: &PatchOptions,
+        user: Option<&UserInfo>,
+    ) -> Result<(Value, bool), ApiError> {
         let ns = namespace.filter(|_| def.namespaced);
         if patch_type == PatchType::Strategic && def.custom {
             return Err(ApiError::unsupported_patch(
@@ -687,7 +799,7 @@ impl World {
             ));
         }
         if patch_type == PatchType::Apply {
-            return self.apply(def, ns, name, body, target, options);
+            return self.apply(def, ns, name, body, target, options, user);
         }
         let mut object = self.get(def, ns, name)?;
         match patch_type {
@@ -696,9 +808,10 @@ impl World {
             PatchType::Strategic => patch::strategic_merge(&mut object, &patch::json_body(body)?),
             PatchType::Apply => unreachable!("handled above"),
         }
-        Ok((self.update(def, ns, name, object, target)?, false))
+        Ok((self.update_as(def, ns, name, object, target, user)?, false))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &mut self,
         def: &ResourceDef,
@@ -707,6 +820,7 @@ impl World {
         body: &[u8],
         target: Target,
         options: &PatchOptions,
+        user: Option<&UserInfo>,
     ) -> Result<(Value, bool), ApiError> {
         let Some(manager) = options.field_manager.as_deref().filter(|m| !m.is_empty()) else {
             return Err(ApiError::new(
@@ -735,7 +849,9 @@ impl World {
         let existing = self.stored(&gr, &key(ns, name)).cloned();
         let live = match (&existing, target) {
             (Some(e), _) => e.clone(),
-            (None, Target::Status) => return Err(ApiError::not_found(def, name)),
+            (None, Target::Status | Target::Finalize) => {
+                return Err(ApiError::not_found(def, name))
+            }
             (None, Target::Main) => json!({}),
         };
         let mut object = patch::server_side_apply(&live, &config, manager, &mut applied, options.force)
@@ -762,14 +878,14 @@ impl World {
                 if let Some(meta) = object["metadata"].as_object_mut() {
                     meta.remove("resourceVersion");
                 }
-                self.create(def, ns, object).map(|o| (o, true))
+                self.create_as(def, ns, object, user).map(|o| (o, true))
             }
             Some(existing) => {
                 if rv_of(&config).is_none() {
                     object["metadata"]["resourceVersion"] =
                         existing["metadata"]["resourceVersion"].clone();
                 }
-                self.update(def, ns, name, object, target)
+                self.update_as(def, ns, name, object, target, user)
                     .map(|o| (o, false))
             }
         };
@@ -779,8 +895,18 @@ impl World {
         result
     }
 
-    /// DELETE: gone, or — while finalizers remain — marked with a
-    /// `deletionTimestamp` and kept.
+    /// DELETE, as the generic registry's `Store.Delete`
+    /// (`staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`)
+    /// and, for namespaces, `REST.Delete`
+    /// (`pkg/registry/core/namespace/storage/storage.go`) make it: options
+    /// checked and preconditions held ([`deletion`]); NamespaceLifecycle's
+    /// refusal of the immortal namespaces; the garbage-collection
+    /// finalizers the propagation policy asks for; then gone, or — while
+    /// finalizers remain — marked (`deletionTimestamp`, generation bumped
+    /// once) and kept. A namespace is first marked and made `Terminating`
+    /// (the namespace controller, [`crate::namespace_controller`], empties
+    /// it and takes the `kubernetes` finalizer away); a namespace still
+    /// holding `spec.finalizers` is answered as it is.
     pub fn delete(
         &mut self,
         def: &ResourceDef,
@@ -789,64 +915,79 @@ impl World {
         options: &Value,
     ) -> Result<Value, ApiError> {
         let ns = namespace.filter(|_| def.namespaced);
+        lifecycle::admit_delete(def, name)?;
         let existing = self.get(def, ns, name)?;
+        let gc = deletion::parse(options)?;
         let pre = &options["preconditions"];
-        if let Some(rv) = pre["resourceVersion"].as_str() {
-            let stored = rv_of(&existing).unwrap_or_default();
-            if rv != stored {
-                return Err(ApiError::conflict(def, name, &format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({stored}). The object might have been modified"
-                )));
+        let is_namespace = !def.custom && def.group.is_empty() && def.plural == "namespaces";
+        let stored_uid = existing["metadata"]["uid"].as_str().unwrap_or_default();
+        let stored_rv = rv_of(&existing).unwrap_or_default();
+        if let Some(uid) = pre["uid"].as_str() {
+            if uid != stored_uid {
+                let why = if is_namespace {
+                    format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}")
+                } else {
+                    format!("the UID in the precondition ({uid}) does not match the UID in record ({stored_uid}). The object might have been deleted and then recreated")
+                };
+                return Err(ApiError::conflict(def, name, &why));
             }
         }
-        if let Some(uid) = pre["uid"].as_str() {
-            let stored = existing["metadata"]["uid"].as_str().unwrap_or_default();
-            if uid != stored {
-                return Err(ApiError::conflict(def, name, &format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({stored}). The object might have been deleted and then recreated"
-                )));
+        if let Some(rv) = pre["resourceVersion"].as_str() {
+            if rv != stored_rv {
+                let why = if is_namespace {
+                    format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {stored_rv}")
+                } else {
+                    format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({stored_rv}). The object might have been modified")
+                };
+                return Err(ApiError::conflict(def, name, &why));
             }
         }
         let gr = def.group_resource();
-        if !finalizers(&existing).is_empty() {
+        let current = deletion::finalizer_names(&existing);
+        let wanted = deletion::gc_finalizers(&gc, &current);
+        if is_namespace {
             if existing["metadata"]["deletionTimestamp"].is_string() {
-                return Ok(existing);
+                if !lifecycle::spec_finalized(&existing) || !current.is_empty() {
+                    return Ok(existing);
+                }
+                return Ok(self.commit(&gr, existing.clone(), Some(existing), true));
             }
             let mut marked = existing.clone();
             marked["metadata"]["deletionTimestamp"] = json!(now());
-            marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            marked["status"]["phase"] = json!("Terminating");
+            if let Some(finalizers) = wanted {
+                marked["metadata"]["finalizers"] = json!(finalizers);
+            }
             return Ok(self.commit(&gr, marked, Some(existing), false));
         }
-        if def.group.is_empty() && def.plural == "namespaces" {
-            self.empty_namespace(name);
+        let finalizers = wanted.clone().unwrap_or(current);
+        if finalizers.is_empty() {
+            return Ok(self.commit(&gr, existing.clone(), Some(existing), true));
         }
-        Ok(self.commit(&gr, existing.clone(), Some(existing), true))
+        let mut marked = existing.clone();
+        if wanted.is_some() {
+            marked["metadata"]["finalizers"] = json!(finalizers);
+        }
+        deletion::mark_as_deleting(&mut marked, &now());
+        if marked == existing {
+            return Ok(existing);
+        }
+        Ok(self.commit(&gr, marked, Some(existing), false))
     }
 
-    /// Delete everything in a namespace being deleted (what the namespace
-    /// controller does, at once).
-    fn empty_namespace(&mut self, namespace: &str) {
-        let defs: Vec<Arc<ResourceDef>> = self
-            .registry
-            .all()
-            .filter(|d| d.namespaced)
-            .cloned()
-            .collect();
-        for def in defs {
-            let prefix = format!("{namespace}/");
-            let names: Vec<String> = self
-                .objects
-                .get(&def.group_resource())
-                .map(|o| {
-                    o.keys()
-                        .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for name in names {
-                let _ = self.delete(&def, Some(namespace), &name, &Value::Null);
-            }
-        }
+    /// DELETE with a propagation policy and a uid precondition, as the
+    /// in-process controllers send it.
+    pub fn delete_with(
+        &mut self,
+        def: &ResourceDef,
+        object: &Value,
+        policy: Propagation,
+    ) -> Result<Value, ApiError> {
+        let mut options = policy.options();
+        options["preconditions"] = json!({"uid": object["metadata"]["uid"]});
+        let ns = object["metadata"]["namespace"].as_str();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        self.delete(def, ns, name, &options)
     }
 
     /// The stored objects of a resource (all namespaces), in key order.
