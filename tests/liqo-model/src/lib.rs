@@ -77,9 +77,36 @@
 //!   replica deleted with the local object (:65-120, 265-293), a 403 from
 //!   the provider taken as "permission removed" (:127-141).
 //!
+//! Consumer side, knowing its cluster ID ([`Consumer::start_as`]), as the
+//! controller manager:
+//! - [`local_resource_slice`] (`pkg/liqo-controller-manager/authentication/localresourceslice-controller/localresourceslice_controller.go`):
+//!   each local slice labelled for replication gets this cluster's ID as
+//!   `spec.consumerClusterID` when unset (:83-86), its provider's ID from
+//!   its label or its tenant namespace when unset (:88-110), and a CSR when
+//!   it has none (:120-130): one PEM block naming Liqo's CN and O
+//!   (`authentication/csr.go:39-68`).
+//! - [`foreign_cluster`] (`pkg/liqo-controller-manager/core/foreigncluster-controller/`):
+//!   the ForeignCluster of each peer, made when a Tenant, Identity,
+//!   VirtualNode or virtual Node names it (`foreigncluster_controller.go:187-233`),
+//!   its status rebuilt on each reconcile (:119-153, `status.go`): the
+//!   networking module off with no networking objects (:222-253), the
+//!   authentication module from the Tenant (consumer) and the control-plane
+//!   Identity (provider, `AuthIdentityControlPlaneStatus`, :255-348), the
+//!   offloading module from the VirtualNodes and their Nodes' readiness
+//!   (:350-443), the role (`pkg/utils/foreigncluster/roles.go`), the tenant
+//!   namespaces and `observedGeneration`.
+//!
 //! # Not modelled yet
-//! - The consumer's local slice controller (`consumerClusterID`, the CSR)
-//!   and the Identity Liqo makes from `authParams`: tests write them.
+//! - The Identity Liqo's identity creator makes from a slice's
+//!   `authParams` and its kubeconfig Secret (`identitycreator-controller`,
+//!   `identity-controller`): tests write them. The local slice
+//!   controller's CSR is not a signed PKCS#10 request from the cluster's
+//!   keys (`authentication/keys.go`), and its events are not sent.
+//! - In the ForeignCluster controller: the networking objects (the test
+//!   server serves no `networking.liqo.io` CRDs), the control-plane
+//!   kubeconfig Secret without an Identity (`status.go:303-318`), the
+//!   virtual kubelet pods' readiness, the API server checker
+//!   (`foreigncluster_controller.go:144-151`) and the periodic resync.
 //! - In the remote slice controller: the CSR's x509 parse and its CN, O and
 //!   public-key checks (csr.go:164-192), `status.authParams` (a signed
 //!   certificate, RRS:211-233), certificate renewal, storage classes read
@@ -88,9 +115,9 @@
 //!   condition), peering and unpeering.
 //! - In the ShadowPod webhook: its mutating half (the creator label, from
 //!   the request's user, which hooks are not given), updates, deletions
-//!   and the cache refresh that forgets deleted ShadowPods. The test server
-//!   serves no ShadowPod CRD yet, so tests drive the registered hook
-//!   directly.
+//!   and the cache refresh that forgets deleted ShadowPods. The test
+//!   server serves Liqo's ShadowPod CRD, so a ShadowPod created there is
+//!   judged by the registered hook; tests set the creator label.
 //! - The virtual kubelet's reflection (pods to ShadowPods) and the
 //!   ShadowPod controller, the scheduler, NamespaceOffloading and
 //!   NamespaceMaps, the pod webhook, node deletion, the node's addresses,
@@ -102,7 +129,9 @@
 
 pub mod consts;
 pub mod crd_replicator;
+pub mod foreign_cluster;
 pub mod identity;
+pub mod local_resource_slice;
 pub mod node_provider;
 pub mod quota_creator;
 pub mod remote_resource_slice;
@@ -229,7 +258,7 @@ impl Provider {
     }
 
     /// The ShadowPod webhook as registered, for tests that drive it
-    /// directly (the test server serves no ShadowPod CRD yet).
+    /// directly.
     pub fn shadowpod_webhook(&self) -> &shadowpod_webhook::Hook {
         &self.webhook
     }
@@ -317,5 +346,42 @@ impl Consumer {
         Ok(Consumer {
             _tasks: Tasks(tasks),
         })
+    }
+
+    /// [`Consumer::start`] for the cluster `cluster_id` (what Liqo reads
+    /// from its `liqo-clusterid-configmap`), with the controllers that need
+    /// to know who they are or that run on every cluster: the local
+    /// ResourceSlice controller and the ForeignCluster controller, as the
+    /// controller manager.
+    pub async fn start_as(kube: &KubeApiServer, cluster_id: &str) -> Result<Consumer, Error> {
+        let mut consumer = Consumer::start(kube).await?;
+        grant_each(
+            kube,
+            &[
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-local-resourceslice",
+                    local_resource_slice::RULES,
+                ),
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-foreigncluster",
+                    foreign_cluster::RULES,
+                ),
+            ],
+        );
+        let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
+        consumer
+            ._tasks
+            .0
+            .push(tokio::spawn(local_resource_slice::run(
+                manager.clone(),
+                cluster_id.to_string(),
+            )));
+        consumer
+            ._tasks
+            .0
+            .push(tokio::spawn(foreign_cluster::run(manager)));
+        Ok(consumer)
     }
 }

@@ -321,3 +321,157 @@ fn the_node_provider_table() {
         }
     }
 }
+
+// ---- the controllers a consumer runs knowing who it is (start_as) -------
+
+const CONSUMER: &str = "consumer-1";
+
+/// A consumer peered with [`PROVIDER`] as `liqoctl peer` leaves it: its
+/// tenant namespace and the control-plane Identity (with its kubeconfig
+/// Secret), Liqo's controllers running as cluster [`CONSUMER`].
+async fn consumer_as_liqo() -> (KubeApiServer, Consumer) {
+    let kube = peered_with(PROVIDER, TENANT_NS).await;
+    kube.create(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "control-plane", "namespace": TENANT_NS}, "data": {"kubeconfig": "e30="}}),
+    )
+    .unwrap();
+    kube.create(IDENTITIES, json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Identity",
+        "metadata": {"name": "control-plane", "namespace": TENANT_NS,
+                     "labels": {"liqo.io/remote-cluster-id": PROVIDER}},
+        "spec": {"clusterID": PROVIDER, "type": "ControlPlane", "namespace": "liqo-tenant-consumer-1",
+                 "authParams": {"apiServer": "https://provider.example:6443", "ca": "Y2E=", "signedCRT": "Y3J0"}}}))
+        .unwrap();
+    kube.merge_patch(
+        IDENTITIES,
+        Some(TENANT_NS),
+        "control-plane",
+        json!({"status": {"kubeconfigSecretRef": {"name": "control-plane"}}}),
+        true,
+    )
+    .unwrap();
+    let running = Consumer::start_as(&kube, CONSUMER).await.unwrap();
+    (kube, running)
+}
+
+#[tokio::test]
+async fn a_local_slice_gets_the_consumer_and_provider_ids_and_a_csr() {
+    let (kube, _liqo) = consumer_as_liqo().await;
+    // As purchase-controller writes it: no consumer ID, no CSR.
+    kube.create(
+        SLICES,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": "gold", "namespace": TENANT_NS,
+                     "labels": {"liqo.io/replication": "true", "liqo.io/remoteID": PROVIDER,
+                                "liqo.io/remote-cluster-id": PROVIDER}},
+        "spec": {"class": "gold", "resources": {"cpu": "2"}}}),
+    )
+    .unwrap();
+    let slice = wait_for(&kube, SLICES, Some(TENANT_NS), "gold", "a CSR", |s| {
+        s["spec"]["csr"].is_string()
+    })
+    .await;
+    assert_eq!(slice["spec"]["consumerClusterID"], CONSUMER);
+    assert_eq!(slice["spec"]["providerClusterID"], PROVIDER);
+    assert!(liqo_model::remote_resource_slice::csr_is_one_pem_block(
+        &slice["spec"]["csr"]
+    ));
+    assert_eq!(
+        slice["spec"]["csr"],
+        liqo_model::local_resource_slice::csr("gold", CONSUMER)
+    );
+    // LRS:83: a consumer ID already there is left as it is.
+    kube.create(
+        SLICES,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": "set", "namespace": TENANT_NS,
+                     "labels": {"liqo.io/replication": "true", "liqo.io/remoteID": PROVIDER}},
+        "spec": {"class": "gold", "consumerClusterID": "someone-else"}}),
+    )
+    .unwrap();
+    let slice = wait_for(&kube, SLICES, Some(TENANT_NS), "set", "a CSR", |s| {
+        s["spec"]["csr"].is_string()
+    })
+    .await;
+    assert_eq!(slice["spec"]["consumerClusterID"], "someone-else");
+    // LRS:92-108: no label, the provider is the tenant namespace's cluster.
+    assert_eq!(slice["spec"]["providerClusterID"], PROVIDER);
+}
+
+#[tokio::test]
+async fn the_foreign_cluster_says_provider_peered_and_its_node_is_ready() {
+    let (kube, _liqo) = consumer_as_liqo().await;
+    // Made by the ForeignCluster controller from the Identity (FCC:203-225).
+    let fc = wait_for(&kube, FOREIGN_CLUSTERS, None, PROVIDER, "a role", |fc| {
+        fc["status"]["role"] == "Provider"
+    })
+    .await;
+    assert_eq!(fc["spec"]["clusterID"], PROVIDER);
+    assert_eq!(fc["status"]["observedGeneration"], 1);
+    assert_eq!(
+        fc["status"]["apiServerUrl"],
+        "https://provider.example:6443"
+    );
+    assert_eq!(
+        fc["status"]["tenantNamespace"],
+        json!({"local": TENANT_NS, "remote": "liqo-tenant-consumer-1"})
+    );
+    let modules = &fc["status"]["modules"];
+    assert_eq!(modules["networking"], json!({"enabled": false}));
+    assert_eq!(modules["authentication"]["enabled"], true);
+    let auth = &modules["authentication"]["conditions"][0];
+    assert_eq!(auth["type"], "AuthIdentityControlPlaneStatus", "{fc:#}");
+    assert_eq!(auth["status"], "Ready");
+    assert_eq!(auth["reason"], "IdentityReady");
+    // A granted slice: a node, Ready (no network to check), and the
+    // offloading module says so.
+    granted(
+        &kube,
+        "gold",
+        json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
+    );
+    node_when_ready_is(&kube, "gold", "True").await;
+    let fc = wait_for(
+        &kube,
+        FOREIGN_CLUSTERS,
+        None,
+        PROVIDER,
+        "nodes ready",
+        |fc| {
+            fc["status"]["modules"]["offloading"]["conditions"]
+                .as_array()
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == "OffloadingNodeStatus" && c["status"] == "Ready")
+                })
+        },
+    )
+    .await;
+    assert_eq!(fc["status"]["modules"]["offloading"]["enabled"], true);
+    // Zeros make the node NotReady, and the ForeignCluster says so.
+    write_status(
+        &kube,
+        TENANT_NS,
+        "gold",
+        "Accepted",
+        json!({"cpu": "0", "memory": "0", "pods": "0"}),
+    );
+    node_when_ready_is(&kube, "gold", "False").await;
+    wait_for(
+        &kube,
+        FOREIGN_CLUSTERS,
+        None,
+        PROVIDER,
+        "nodes not ready",
+        |fc| {
+            fc["status"]["modules"]["offloading"]["conditions"]
+                .as_array()
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == "OffloadingNodeStatus" && c["status"] == "NotReady")
+                })
+        },
+    )
+    .await;
+}
