@@ -1,8 +1,10 @@
 //! The built-in resources controllers here need — core/v1 nodes, pods,
 //! namespaces, secrets, configmaps, services, serviceaccounts,
 //! resourcequotas and events, events.k8s.io/v1 events,
-//! coordination.k8s.io/v1 leases and rbac.authorization.k8s.io/v1 roles,
-//! clusterroles, rolebindings and clusterrolebindings — with their real scope, kinds, short
+//! coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles,
+//! clusterroles, rolebindings and clusterrolebindings, and
+//! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
+//! subresource the `csr` module serves) — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
 //! cluster has; and test fixtures for Nodes and Pods.
 //!
@@ -26,6 +28,7 @@ pub enum Kind {
     ResourceQuota,
     Event,
     Lease,
+    CertificateSigningRequest,
 }
 
 impl From<Kind> for GroupResource {
@@ -39,6 +42,7 @@ impl From<Kind> for GroupResource {
             Kind::ResourceQuota => ("", "resourcequotas"),
             Kind::Event => ("", "events"),
             Kind::Lease => ("coordination.k8s.io", "leases"),
+            Kind::CertificateSigningRequest => (CERTIFICATES, CSRS),
         };
         GroupResource::new(group, resource)
     }
@@ -223,10 +227,27 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
         ),
     ]);
+    // Cluster-scoped, `csr` for short, selectable by `spec.signerName`
+    // (pkg/apis/certificates/v1/conversion.go, AddFieldLabelConversionsForCertificateSigningRequest).
+    defs.push(def(
+        CERTIFICATES,
+        "v1",
+        CSRS,
+        "CertificateSigningRequest",
+        false,
+        true,
+        &["csr"],
+        &["spec.signerName"],
+    ));
     defs
 }
 
 const RBAC: &str = crate::rbac::RBAC_GROUP;
+
+/// The API group of CertificateSigningRequests.
+pub const CERTIFICATES: &str = "certificates.k8s.io";
+/// Their resource.
+pub const CSRS: &str = "certificatesigningrequests";
 
 /// The namespaces every cluster starts with.
 pub const DEFAULT_NAMESPACES: [&str; 4] =

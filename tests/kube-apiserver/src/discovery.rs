@@ -1,7 +1,8 @@
 //! Discovery documents, as kube-rs `Discovery` and client-go's discovery
 //! client read them: `/api` (APIVersions), `/apis` (APIGroupList),
 //! `/apis/{group}` (APIGroup), `/api/v1` and `/apis/{group}/{version}`
-//! (APIResourceList, with `…/status` entries for status subresources), and
+//! (APIResourceList, with `…/status` entries for status subresources and
+//! `certificatesigningrequests/approval`), and
 //! `/version`.
 
 use serde_json::{json, Value};
@@ -75,6 +76,17 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "name": format!("{}/status", def.plural),
                 "singularName": "",
                 "namespaced": def.namespaced,
+                "kind": def.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if crate::csr::is_csr(def) {
+            // The subresource CSR approval is written through
+            // (pkg/registry/certificates/rest/storage_certificates.go).
+            resources.push(json!({
+                "name": format!("{}/approval", def.plural),
+                "singularName": "",
+                "namespaced": false,
                 "kind": def.kind,
                 "verbs": ["get", "patch", "update"],
             }));

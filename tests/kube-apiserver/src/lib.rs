@@ -49,8 +49,15 @@
 //!   names the Kubernetes v1.31.0 files it follows. On purpose unlike a
 //!   real server: requests without credentials (`system:anonymous`, the
 //!   tests' own clients) and `system:masters` members may do anything; the
-//!   bootstrap discovery roles are built in rather than stored; no CSR
-//!   approval (`approve` on `signers`), as CSRs are not served.
+//!   bootstrap discovery roles are built in rather than stored.
+//! - CertificateSigningRequests ([`csr`]): the registry's strategies (the
+//!   requester fills `spec.username`/`groups`; `spec` immutable; `status`
+//!   and `approval` subresources), their validation (a signed PKCS#10
+//!   request, [`x509`]), the CertificateApproval and CertificateSigning
+//!   admission plugins (`approve`/`sign` on `signers`), and, over HTTPS,
+//!   the `kubernetes.io/kube-apiserver-client` signer ([`csr_signer`]),
+//!   whose certificates authenticate here
+//!   ([`KubeApiServer::write_kubeconfig_with_certificate`]).
 //!
 //! Not done: in-cluster configuration (kube-rs reads fixed paths under
 //! `/var/run/secrets/kubernetes.io/serviceaccount/`), HTTP/2, protobuf.
@@ -74,6 +81,8 @@ pub mod builtin;
 pub mod cel;
 pub mod controllers;
 pub mod crd;
+pub mod csr;
+pub mod csr_signer;
 pub mod deletion;
 pub mod discovery;
 pub mod faults;
@@ -97,6 +106,7 @@ pub mod store;
 pub mod tls;
 pub mod validation;
 pub mod watch;
+pub mod x509;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -126,6 +136,8 @@ use tls::Pki;
 pub struct KubeApiServer {
     shared: Shared,
     server: tokio::task::JoinHandle<()>,
+    /// The `kube-apiserver-client` CSR signer ([`csr_signer`]), with HTTPS.
+    signer: Option<tokio::task::JoinHandle<()>>,
     /// Set when serving HTTPS.
     pki: Option<Arc<Pki>>,
 }
@@ -133,6 +145,9 @@ pub struct KubeApiServer {
 impl Drop for KubeApiServer {
     fn drop(&mut self) {
         self.server.abort();
+        if let Some(signer) = &self.signer {
+            signer.abort();
+        }
         if let Some(dir) = std::env::var_os(AUDIT_DIR_ENV) {
             // A test cannot fail from a destructor: say so loudly instead,
             // and `deploy-check` fails on the missing records.
@@ -218,11 +233,15 @@ impl KubeApiServer {
             .fallback(server::handle)
             .with_state(shared.clone());
         let server = tokio::spawn(listen::serve(listener, app, pki.clone()));
+        let signer = pki
+            .clone()
+            .map(|pki| tokio::spawn(csr_signer::run(shared.clone(), pki)));
         // Ends by itself once the world is dropped with the server.
         controllers::spawn(&shared.world);
         Ok(Self {
             shared,
             server,
+            signer,
             pki,
         })
     }
@@ -269,13 +288,31 @@ impl KubeApiServer {
     /// `client-key-data`) this server takes as `user`; HTTPS only.
     pub fn write_kubeconfig_with_client_cert(&self, path: &Path, user: &str) -> Result<()> {
         let cert = self.client_cert(user, &[])?;
-        let entry = format!("{user:?}");
+        self.write_kubeconfig_with_certificate(path, user, &cert)
+    }
+
+    /// A kubeconfig presenting `cert` (PEM certificate and key) — say one
+    /// this server's signer issued for an approved
+    /// `kubernetes.io/kube-apiserver-client` CSR (`status.certificate`,
+    /// base64-decoded, with the key the CSR was made from) — under the
+    /// kubeconfig user entry `name`. The server takes the certificate as
+    /// its CN in its O's, not as `name`; HTTPS only.
+    pub fn write_kubeconfig_with_certificate(
+        &self,
+        path: &Path,
+        name: &str,
+        cert: &ClientCert,
+    ) -> Result<()> {
+        anyhow::ensure!(
+            self.pki.is_some(),
+            "client certificates need a server started with start_tls"
+        );
         let credentials = format!(
             "{{client-certificate-data: {}, client-key-data: {}}}",
             b64(&cert.cert_pem),
             b64(&cert.key_pem)
         );
-        self.write_kubeconfig_text(path, &entry, &credentials)
+        self.write_kubeconfig_text(path, &format!("{name:?}"), &credentials)
     }
 
     /// As [`KubeApiServer::write_kubeconfig_as`], but trusting `ca_pem`

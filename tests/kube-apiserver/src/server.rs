@@ -26,7 +26,7 @@ use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target};
-use crate::{discovery, faults, list, watch as watching};
+use crate::{csr, discovery, faults, list, watch as watching};
 
 /// A request path to a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +244,26 @@ pub async fn handle(
             }
         }
     };
+    if let (true, Some(requester)) = (csr::is_csr(&def), user_info.as_ref()) {
+        // CSR writes take the registry's strategies and admission plugins.
+        let policy = restricted.map(|_| policy(&shared));
+        let (name, subresource) = (route.name.as_deref(), route.subresource.as_deref());
+        if let Some(response) = csr::serve(
+            &shared,
+            &def,
+            requester,
+            policy.as_ref(),
+            name,
+            subresource,
+            &method,
+            &headers,
+            &query,
+            &body,
+        ) {
+            record(&shared, response.status().as_u16());
+            return response;
+        }
+    }
     let response = serve(
         &shared, &def, &route, &method, &headers, &query, &body, watching, restricted,
     )

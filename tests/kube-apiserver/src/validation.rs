@@ -770,23 +770,80 @@ const USAGES: &[&str] = &[
     "timestamping",
 ];
 
-/// `validateCertificateSigningRequest`,
-/// `ValidateCertificateSigningRequestSignerName` and the update rules
-/// (`pkg/apis/certificates/validation/validation.go`). The request's PEM
-/// is checked for a `CERTIFICATE REQUEST` block only, not its signature.
-fn csr(object: &Value, old: Option<&Value>, status_write: bool, out: &mut Vec<Cause>) {
+thread_local! {
+    /// Set while a write to a CSR's `approval` subresource is validated
+    /// ([`as_csr_approval`]).
+    static CSR_APPROVAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `write` (a synchronous store update of one CSR) validated as a
+/// write to its `approval` subresource
+/// (`ValidateCertificateSigningRequestApprovalUpdate`), which may add
+/// Approved and Denied conditions. The store tells validation only
+/// whether a write is to `/status`; the third subresource's option is
+/// passed beside it for the duration of the call, on this thread.
+pub fn as_csr_approval<T>(write: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CSR_APPROVAL.with(|flag| flag.set(false));
+        }
+    }
+    CSR_APPROVAL.with(|flag| flag.set(true));
+    let _reset = Reset;
+    write()
+}
+
+/// Which of a CSR's three write paths a write takes: what
+/// `certificateValidationOptions` allow on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CsrWrite {
+    Main,
+    /// May set `status.certificate` (`allowSettingCertificate`).
+    Status,
+    /// May add Approved and Denied (`allowSettingApprovalConditions`).
+    Approval,
+}
+
+/// A `[]byte` field: base64 in JSON, empty when absent (or not base64, a
+/// decoding error a real server answers 400 before validation).
+fn bytes_field(value: &Value) -> Vec<u8> {
     use base64::Engine;
-    let spec = &object["spec"];
-    let request = spec["request"]
+    value
         .as_str()
-        .and_then(|r| base64::engine::general_purpose::STANDARD.decode(r).ok())
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    if !request.contains("-----BEGIN CERTIFICATE REQUEST-----") {
+        .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        .unwrap_or_default()
+}
+
+/// The conditions of a CSR.
+fn csr_conditions(object: &Value) -> &[Value] {
+    object["status"]["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// `validateCertificateSigningRequest`,
+/// `ValidateCertificateSigningRequestSignerName` and
+/// `validateCertificateSigningRequestUpdate` with the options each
+/// subresource's strategy passes
+/// (`pkg/apis/certificates/validation/validation.go`; the request must be a
+/// PKCS#10 CSR whose signature verifies, [`crate::x509::check_request`]).
+fn csr(object: &Value, old: Option<&Value>, status_write: bool, out: &mut Vec<Cause>) {
+    let write = if CSR_APPROVAL.with(|flag| flag.get()) {
+        CsrWrite::Approval
+    } else if status_write {
+        CsrWrite::Status
+    } else {
+        CsrWrite::Main
+    };
+    let spec = &object["spec"];
+    let request = bytes_field(&spec["request"]);
+    if let Err(e) = crate::x509::check_request(&request) {
         out.push(invalid(
             "spec.request",
-            &Value::from(request.as_str()),
-            "PEM block type must be CERTIFICATE REQUEST",
+            &Value::from(String::from_utf8_lossy(&request).into_owned()),
+            &e,
         ));
     }
     let usages = spec["usages"].as_array().cloned().unwrap_or_default();
@@ -825,48 +882,129 @@ fn csr(object: &Value, old: Option<&Value>, status_write: bool, out: &mut Vec<Ca
         "may not specify a duration less than 600 seconds (10 minutes)",
         out,
     );
-    if let Some(old) = old {
-        // Only the /approval subresource may change Approved or Denied,
-        // and none may be removed (`validateCertificateSigningRequestUpdate`).
-        let count = |o: &Value, t: &str| {
-            o["status"]["conditions"]
-                .as_array()
-                .map_or(0, |c| c.iter().filter(|c| c["type"] == t).count())
-        };
-        for t in ["Approved", "Denied", "Failed"] {
-            if count(object, t) < count(old, t) {
-                out.push(forbidden(
-                    "status.conditions",
-                    &format!("updates may not remove a condition of type {t:?}"),
-                ));
-            }
+    csr_condition_causes(csr_conditions(object), out);
+    let certificate = bytes_field(&object["status"]["certificate"]);
+    // `allowArbitraryCertificate`: an update that leaves the certificate
+    // as it was, or one of a stored object whose certificate is already
+    // invalid, is not held to it.
+    let arbitrary = old.is_some_and(|old| {
+        let before = bytes_field(&old["status"]["certificate"]);
+        before == certificate || crate::x509::check_certificates(&before).is_err()
+    });
+    if !arbitrary {
+        if let Err(e) = crate::x509::check_certificates(&certificate) {
+            out.push(invalid(
+                "status.certificate",
+                &Value::from("<certificate data>"),
+                &e,
+            ));
         }
+    }
+    if let Some(old) = old {
+        csr_update_causes(object, old, write, out);
+    }
+}
+
+/// `validateConditions`: a type and a status on each, `True` the only
+/// status of Approved, Denied and Failed, Approved and Denied not both,
+/// no type twice.
+fn csr_condition_causes(conditions: &[Value], out: &mut Vec<Cause>) {
+    const ANY_STATUS: &[&str] = &["False", "True", "Unknown"];
+    let mut seen: Vec<&str> = Vec::new();
+    let (mut approved, mut denied) = (false, false);
+    for (i, condition) in conditions.iter().enumerate() {
+        let field = |f: &str| format!("status.conditions[{i}].{f}");
+        let kind = condition["type"].as_str().unwrap_or_default();
+        if kind.is_empty() {
+            out.push(required(field("type"), ""));
+        }
+        let allowed = if matches!(kind, "Approved" | "Denied" | "Failed") {
+            &ANY_STATUS[1..2]
+        } else {
+            ANY_STATUS
+        };
+        let status = condition["status"].as_str().unwrap_or_default();
+        if status.is_empty() {
+            out.push(required(field("status"), ""));
+        } else if !allowed.contains(&status) {
+            out.push(not_supported(
+                field("status"),
+                &condition["status"],
+                allowed,
+            ));
+        }
+        approved |= kind == "Approved";
+        denied |= kind == "Denied";
+        if matches!(kind, "Approved" | "Denied") && approved && denied {
+            out.push(invalid(
+                field("type"),
+                &Value::from(kind),
+                "Approved and Denied conditions are mutually exclusive",
+            ));
+        }
+        if seen.contains(&kind) {
+            out.push(Cause::new(
+                "FieldValueDuplicate",
+                field("type"),
+                format!("Duplicate value: {kind:?}"),
+            ));
+        }
+        seen.push(kind);
+    }
+}
+
+/// The update rules of `validateCertificateSigningRequestUpdate`: no
+/// Approved, Denied or Failed condition removed; Approved and Denied added
+/// or changed only through `/approval`; `status.certificate` set only
+/// through `/status`, and only once.
+fn csr_update_causes(object: &Value, old: &Value, write: CsrWrite, out: &mut Vec<Cause>) {
+    let of_type = |o: &Value, t: &str| -> Vec<Value> {
+        csr_conditions(o)
+            .iter()
+            .filter(|c| c["type"] == t)
+            .cloned()
+            .collect()
+    };
+    for t in ["Approved", "Denied", "Failed"] {
+        if of_type(object, t).len() < of_type(old, t).len() {
+            out.push(forbidden(
+                "status.conditions",
+                &format!("updates may not remove a condition of type {t:?}"),
+            ));
+        }
+    }
+    if write != CsrWrite::Approval {
         for t in ["Approved", "Denied"] {
-            if count(object, t) > count(old, t) {
+            let (new, before) = (of_type(object, t), of_type(old, t));
+            if new.len() > before.len() {
                 out.push(forbidden(
                     "status.conditions",
                     &format!("updates may not add a condition of type {t:?}"),
                 ));
+            } else if new.len() == before.len() && new != before {
+                // The real message goes on with a cmp.Diff of the two.
+                out.push(forbidden(
+                    "status.conditions",
+                    &format!("updates may not modify a condition of type {t:?}"),
+                ));
             }
         }
-        // `ValidateCertificateSigningRequestStatusUpdate` lets /status set
-        // the certificate once.
-        let (new_cert, old_cert) = (
-            &object["status"]["certificate"],
-            &old["status"]["certificate"],
-        );
-        if new_cert != old_cert {
-            if !status_write {
-                out.push(forbidden(
-                    "status.certificate",
-                    "updates may not set certificate content",
-                ));
-            } else if old_cert.as_str().is_some_and(|c| !c.is_empty()) {
-                out.push(forbidden(
-                    "status.certificate",
-                    "updates may not modify existing certificate content",
-                ));
-            }
+    }
+    let (new_cert, old_cert) = (
+        bytes_field(&object["status"]["certificate"]),
+        bytes_field(&old["status"]["certificate"]),
+    );
+    if new_cert != old_cert {
+        if write != CsrWrite::Status {
+            out.push(forbidden(
+                "status.certificate",
+                "updates may not set certificate content",
+            ));
+        } else if !old_cert.is_empty() {
+            out.push(forbidden(
+                "status.certificate",
+                "updates may not modify existing certificate content",
+            ));
         }
     }
 }
@@ -1049,9 +1187,12 @@ mod tests {
     #[test]
     fn csrs_duration_signer_and_usages() {
         use base64::Engine;
-        let pem = base64::engine::general_purpose::STANDARD.encode(
-            "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n",
-        );
+        let key = rcgen::KeyPair::generate().unwrap();
+        let request = rcgen::CertificateParams::new(Vec::<String>::new())
+            .unwrap()
+            .serialize_request(&key)
+            .unwrap();
+        let pem = base64::engine::general_purpose::STANDARD.encode(request.pem().unwrap());
         let good = json!({"spec": {"request": pem, "signerName": "kubernetes.io/kube-apiserver-client",
             "usages": ["client auth"], "expirationSeconds": 600}});
         assert!(causes(

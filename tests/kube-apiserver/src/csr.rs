@@ -1,0 +1,482 @@
+//! CertificateSigningRequests (`certificates.k8s.io/v1`) as the API
+//! server's certificates registry serves them: the three strategies of
+//! `pkg/registry/certificates/certificates/strategy.go` (main, `status`,
+//! `approval`), and the two admission plugins that authorize beyond the
+//! request's own RBAC check — CertificateApproval
+//! (`plugin/pkg/admission/certificates/approval/admission.go`) and
+//! CertificateSigning (`plugin/pkg/admission/certificates/signing/admission.go`).
+//! Their validation is [`crate::validation`]'s; who signs is the
+//! `csr_signer` module.
+//!
+//! Creates, updates and patches of CSRs come here from the HTTP handler
+//! ([`serve`]); reads, lists, watches and deletes are the generic ones.
+//! Server-side apply is not routed here (the generic path applies it, and
+//! does not keep `spec` as the registry would).
+
+use std::collections::HashMap;
+
+use axum::http::{HeaderMap, Method};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::audit::ResourceAttributes;
+use crate::builtin::{CERTIFICATES, CSRS};
+use crate::crd::ResourceDef;
+use crate::patch::{self, PatchType};
+use crate::rbac::{self, Attributes, Decision, Policy, UserInfo};
+use crate::shared::{error_response, json_response, Shared};
+use crate::status::ApiError;
+use crate::store::{Target, World};
+use crate::validation;
+
+/// The three write paths of a CSR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+    Approval,
+}
+
+impl Subresource {
+    fn parse(subresource: Option<&str>) -> Option<Self> {
+        match subresource {
+            None => Some(Self::Main),
+            Some("status") => Some(Self::Status),
+            Some("approval") => Some(Self::Approval),
+            Some(_) => None,
+        }
+    }
+}
+
+/// Whether `def` is the CSR resource.
+pub fn is_csr(def: &ResourceDef) -> bool {
+    !def.custom && def.group == CERTIFICATES && def.plural == CSRS
+}
+
+/// A condition timestamp, as metav1.Time serializes (seconds, UTC).
+pub fn timestamp() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+// ---- strategies (pure) -----------------------------------------------------
+
+/// `csrStrategy.PrepareForCreate`: the requesting user's name, UID, groups
+/// and extra replace whatever the client sent (this server's users have
+/// no UID or extra, so those are absent), and the status starts empty —
+/// no pre-approved requests.
+pub fn prepare_create(object: &mut Value, user: &UserInfo) {
+    if !object["spec"].is_object() {
+        object["spec"] = json!({});
+    }
+    if let Some(spec) = object["spec"].as_object_mut() {
+        for field in ["uid", "extra"] {
+            spec.remove(field);
+        }
+        spec.insert("username".into(), json!(user.name));
+        spec.insert("groups".into(), json!(user.groups));
+    }
+    object["status"] = json!({});
+}
+
+/// The conditions of a CSR, owned.
+fn conditions(object: &Value) -> Vec<Value> {
+    object["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `preserveConditionInstances`: when `new` has as many conditions of type
+/// `kind` as `old`, they are `old`'s, in `new`'s places.
+fn preserve_condition_instances(new: &mut [Value], old: &[Value], kind: &str) {
+    let new_at: Vec<usize> = (0..new.len()).filter(|i| new[*i]["type"] == kind).collect();
+    let old_of: Vec<&Value> = old.iter().filter(|c| c["type"] == kind).collect();
+    if new_at.len() == old_of.len() {
+        for (i, condition) in new_at.into_iter().zip(old_of) {
+            new[i] = condition.clone();
+        }
+    }
+}
+
+/// `populateConditionTimestamps`: a missing `lastUpdateTime` is now; a
+/// missing `lastTransitionTime` is that of the old condition of the same
+/// type and status, else now.
+fn populate_condition_timestamps(new: &mut [Value], old: &[Value], now: &str) {
+    let unset = |v: &Value| v.as_str().is_none_or(str::is_empty);
+    for condition in new.iter_mut() {
+        if unset(&condition["lastUpdateTime"]) {
+            condition["lastUpdateTime"] = json!(now);
+        }
+        if unset(&condition["lastTransitionTime"]) {
+            let kept = old
+                .iter()
+                .find(|o| {
+                    o["type"] == condition["type"]
+                        && o["status"] == condition["status"]
+                        && !unset(&o["lastTransitionTime"])
+                })
+                .map(|o| o["lastTransitionTime"].clone());
+            condition["lastTransitionTime"] = kept.unwrap_or_else(|| json!(now));
+        }
+    }
+}
+
+/// `PrepareForUpdate` of the strategy of `subresource`: what is stored of
+/// `sent` over `old`. Main: `spec` and `status` stay as stored (the store
+/// keeps the status itself). Status: `spec` stays, Approved and Denied
+/// conditions are preserved, timestamps populated. Approval: only the
+/// conditions change (timestamps populated).
+pub fn prepare_update(mut sent: Value, old: &Value, subresource: Subresource, now: &str) -> Value {
+    sent["spec"] = old["spec"].clone();
+    let old_conditions = conditions(old);
+    match subresource {
+        Subresource::Main => sent["status"] = old["status"].clone(),
+        Subresource::Status => {
+            let mut new = conditions(&sent);
+            for kind in ["Approved", "Denied"] {
+                preserve_condition_instances(&mut new, &old_conditions, kind);
+            }
+            populate_condition_timestamps(&mut new, &old_conditions, now);
+            set_conditions(&mut sent, new);
+        }
+        Subresource::Approval => {
+            let mut new = conditions(&sent);
+            populate_condition_timestamps(&mut new, &old_conditions, now);
+            sent["status"] = old["status"].clone();
+            set_conditions(&mut sent, new);
+        }
+    }
+    sent
+}
+
+/// `status.conditions = conditions` (absent when none, as `omitempty`).
+fn set_conditions(object: &mut Value, conditions: Vec<Value>) {
+    if !object["status"].is_object() {
+        object["status"] = json!({});
+    }
+    if let Some(status) = object["status"].as_object_mut() {
+        if conditions.is_empty() {
+            status.remove("conditions");
+        } else {
+            status.insert("conditions".into(), Value::Array(conditions));
+        }
+    }
+}
+
+// ---- admission (pure) --------------------------------------------------------
+
+/// `IsAuthorizedForSignerName` (plugin/pkg/admission/certificates/util.go):
+/// `verb` on resource `signers` of `certificates.k8s.io` named the signer,
+/// or `<domain>/*`.
+pub fn authorized_for_signer(policy: &Policy, user: &UserInfo, verb: &str, signer: &str) -> bool {
+    let domain = signer.split('/').next().unwrap_or_default();
+    [signer.to_string(), format!("{domain}/*")]
+        .into_iter()
+        .any(|name| {
+            let attributes = ResourceAttributes {
+                verb: verb.to_string(),
+                api_group: CERTIFICATES.to_string(),
+                resource: "signers".to_string(),
+                subresource: None,
+                namespace: None,
+                name: Some(name),
+            };
+            matches!(
+                policy.authorize(user, &Attributes::Resource(&attributes)),
+                Decision::Allow
+            )
+        })
+}
+
+/// The CertificateApproval and CertificateSigning plugins on an update of
+/// CSR `name` by `user`: any `approval` write needs `approve` on the
+/// signer; a `status` write changing the certificate or the conditions
+/// needs `sign` on it. Both read the signer of the stored object. Their
+/// refusal is `admission.NewForbidden`'s 403.
+pub fn admit(
+    policy: &Policy,
+    user: &UserInfo,
+    subresource: Subresource,
+    name: &str,
+    new: &Value,
+    old: &Value,
+) -> Result<(), ApiError> {
+    let signer = old["spec"]["signerName"].as_str().unwrap_or_default();
+    let verb = match subresource {
+        Subresource::Main => return Ok(()),
+        Subresource::Approval => "approve",
+        Subresource::Status => {
+            let unchanged = new["status"]["certificate"] == old["status"]["certificate"]
+                && new["status"]["conditions"] == old["status"]["conditions"];
+            if unchanged {
+                return Ok(());
+            }
+            "sign"
+        }
+    };
+    if authorized_for_signer(policy, user, verb, signer) {
+        return Ok(());
+    }
+    Err(rbac::forbidden_status(
+        CERTIFICATES,
+        CSRS,
+        name,
+        &format!("user not permitted to {verb} requests with signerName {signer:?}"),
+    ))
+}
+
+// ---- writes ----------------------------------------------------------------
+
+/// Update CSR `name` through `subresource` with `sent` (a PUT body, or the
+/// stored object with a patch applied), as the registry does: the
+/// strategy prepares it, it is validated (a 422 before any admission 403,
+/// as `BeforeUpdate` runs before validating admission), admitted for
+/// `user` when RBAC holds them (`policy`), then stored (with the store's
+/// admission for that user: OwnerReferencesPermissionEnforcement…).
+pub fn update(
+    world: &mut World,
+    def: &ResourceDef,
+    name: &str,
+    sent: Value,
+    subresource: Subresource,
+    admission: Option<(&Policy, &UserInfo)>,
+) -> Result<Value, ApiError> {
+    let old = world.get(def, None, name)?;
+    let prepared = prepare_update(sent, &old, subresource, &timestamp());
+    let approval = subresource == Subresource::Approval;
+    let validate = || {
+        validation::kind_causes(
+            def,
+            &prepared,
+            Some(&old),
+            !approval && subresource == Subresource::Status,
+        )
+    };
+    let causes = if approval {
+        validation::as_csr_approval(validate)
+    } else {
+        validate()
+    };
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(def, name, causes));
+    }
+    if let Some((policy, user)) = admission {
+        admit(policy, user, subresource, name, &prepared, &old)?;
+    }
+    let target = match subresource {
+        Subresource::Main => Target::Main,
+        Subresource::Status | Subresource::Approval => Target::Status,
+    };
+    let user = admission.map(|(_, user)| user);
+    let write = || world.update_as(def, None, name, prepared, target, user);
+    if approval {
+        validation::as_csr_approval(write)
+    } else {
+        write()
+    }
+}
+
+/// Serve a create, update or patch of a CSR (any subresource) or a read of
+/// its `approval` subresource; `None` for every other request, which the
+/// generic handler serves. `requester` is who sent it; `policy` is set
+/// when RBAC holds them.
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    shared: &Shared,
+    def: &ResourceDef,
+    requester: &UserInfo,
+    policy: Option<&Policy>,
+    name: Option<&str>,
+    subresource: Option<&str>,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Option<Response> {
+    let subresource = Subresource::parse(subresource)?;
+    let dry_run = query.get("dryRun").is_some_and(|d| !d.is_empty());
+    if !is_csr(def) || dry_run {
+        return None;
+    }
+    let parse = || -> Result<Value, ApiError> {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+    };
+    let admission = policy.map(|p| (p, requester));
+    let mut world = shared.world();
+    let result = match (method.as_str(), name, subresource) {
+        ("POST", None, Subresource::Main) => parse().and_then(|mut object| {
+            prepare_create(&mut object, requester);
+            world
+                .create_as(def, None, object, policy.map(|_| requester))
+                .map(|o| (o, 201))
+        }),
+        ("GET", Some(name), Subresource::Approval) => world.get(def, None, name).map(|o| (o, 200)),
+        ("PUT", Some(name), _) => parse()
+            .and_then(|sent| update(&mut world, def, name, sent, subresource, admission))
+            .map(|o| (o, 200)),
+        ("PATCH", Some(name), _) => {
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let patched = match PatchType::from_content_type(content_type) {
+                None => Err(ApiError::unsupported_patch(content_type, false)),
+                Some(PatchType::Apply) => return None,
+                Some(patch_type) => world.get(def, None, name).and_then(|mut object| {
+                    match patch_type {
+                        PatchType::Merge => {
+                            patch::merge_patch(&mut object, &patch::json_body(body)?)
+                        }
+                        PatchType::Json => patch::json_patch(&mut object, body)?,
+                        _ => patch::strategic_merge(&mut object, &patch::json_body(body)?),
+                    }
+                    Ok(object)
+                }),
+            };
+            patched
+                .and_then(|sent| update(&mut world, def, name, sent, subresource, admission))
+                .map(|o| (o, 200))
+        }
+        _ => return None,
+    };
+    drop(world);
+    Some(match result {
+        Ok((mut object, code)) => {
+            object["apiVersion"] = json!(def.api_version(def.storage_version()));
+            json_response(code, object)
+        }
+        Err(e) => error_response(&e),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(kind: &str, at: &str) -> Value {
+        json!({"type": kind, "status": "True", "lastUpdateTime": at, "lastTransitionTime": at})
+    }
+
+    #[test]
+    fn creation_takes_the_requester_not_the_client() {
+        let mut object = json!({"spec": {"username": "root", "groups": ["system:masters"], "uid": "1",
+            "extra": {"a": ["b"]}, "request": "x"}, "status": {"conditions": [condition("Approved", "t")]}});
+        let user = UserInfo::authenticated("alice", &["dev".to_string()]);
+        prepare_create(&mut object, &user);
+        assert_eq!(
+            object,
+            json!({"spec": {"username": "alice", "groups": ["dev", "system:authenticated"], "request": "x"},
+                "status": {}})
+        );
+    }
+
+    #[test]
+    fn each_subresource_changes_only_its_part() {
+        let old = json!({"spec": {"signerName": "a.io/b"}, "status": {"conditions": [condition("Approved", "t0")]}});
+        let mut sent = json!({"metadata": {"labels": {"l": "v"}}, "spec": {"signerName": "x.io/y"},
+            "status": {"certificate": "Y2VydA==", "conditions": [
+                {"type": "Approved", "status": "True", "reason": "changed"},
+                {"type": "Failed", "status": "True"}]}});
+        let main = prepare_update(sent.clone(), &old, Subresource::Main, "t1");
+        assert_eq!(
+            (&main["spec"], &main["status"]),
+            (&old["spec"], &old["status"])
+        );
+        assert_eq!(main["metadata"]["labels"]["l"], "v");
+        let status = prepare_update(sent.clone(), &old, Subresource::Status, "t1");
+        assert_eq!(status["spec"], old["spec"]);
+        assert_eq!(status["status"]["certificate"], "Y2VydA==");
+        // The Approved condition is the stored one; the new Failed one is
+        // stamped now.
+        assert_eq!(
+            status["status"]["conditions"],
+            json!([condition("Approved", "t0"), condition("Failed", "t1")])
+        );
+        sent["status"]["conditions"] =
+            json!([condition("Approved", "t0"), {"type": "Denied", "status": "True"}]);
+        let approval = prepare_update(sent, &old, Subresource::Approval, "t1");
+        assert_eq!(approval["status"]["certificate"], Value::Null);
+        assert_eq!(
+            approval["status"]["conditions"],
+            json!([condition("Approved", "t0"), condition("Denied", "t1")])
+        );
+    }
+
+    #[test]
+    fn approval_needs_approve_and_signing_needs_sign_on_the_signer() {
+        let role = |verb: &str, name: &str| {
+            json!({"metadata": {"name": format!("{verb}-{}", name.replace('/', "-"))}, "rules": [{
+                "apiGroups": ["certificates.k8s.io"], "resources": ["signers"], "verbs": [verb],
+                "resourceNames": [name]}]})
+        };
+        let binding = |role: &Value, user: &str| {
+            json!({"metadata": {"name": role["metadata"]["name"]}, "subjects": [{"kind": "User", "name": user}],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]}})
+        };
+        let approver = role("approve", "kubernetes.io/*");
+        let signer = role("sign", "example.com/s");
+        let policy = Policy::new(&rbac::Stored {
+            roles: vec![],
+            cluster_roles: vec![approver.clone(), signer.clone()],
+            role_bindings: vec![],
+            cluster_role_bindings: vec![binding(&approver, "ann"), binding(&signer, "sid")],
+        });
+        let user = |name: &str| UserInfo::authenticated(name, &[]);
+        let old = json!({"spec": {"signerName": "kubernetes.io/kube-apiserver-client"}});
+        let approved = json!({"status": {"conditions": [condition("Approved", "t")]}});
+        assert!(admit(
+            &policy,
+            &user("ann"),
+            Subresource::Approval,
+            "c",
+            &approved,
+            &old
+        )
+        .is_ok());
+        let refused = admit(
+            &policy,
+            &user("sid"),
+            Subresource::Approval,
+            "c",
+            &approved,
+            &old,
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, 403);
+        assert_eq!(
+            refused.message,
+            "certificatesigningrequests.certificates.k8s.io \"c\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\""
+        );
+        let other = json!({"spec": {"signerName": "example.com/s"}});
+        let signed = json!({"status": {"certificate": "Y2VydA=="}});
+        assert!(admit(
+            &policy,
+            &user("sid"),
+            Subresource::Status,
+            "c",
+            &signed,
+            &other
+        )
+        .is_ok());
+        assert!(admit(
+            &policy,
+            &user("ann"),
+            Subresource::Status,
+            "c",
+            &signed,
+            &other
+        )
+        .is_err());
+        // A status write that changes neither needs nothing.
+        assert!(admit(
+            &policy,
+            &user("ann"),
+            Subresource::Status,
+            "c",
+            &other,
+            &other
+        )
+        .is_ok());
+    }
+}
