@@ -18,10 +18,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kube_test_server::{Kind, KubeApiServer};
+use reqwest::Method;
 use serde_json::{json, Map, Value};
 
 mod common;
 use common::answer;
+
+const GET: Method = Method::GET;
+const POST: Method = Method::POST;
+const PUT: Method = Method::PUT;
 
 /// Values that differ between any two answers of a real server.
 const VARYING: &[&str] = &["uid", "resourceVersion", "creationTimestamp"];
@@ -60,7 +65,7 @@ fn client() -> reqwest::Client {
 /// `method path` with a JSON `body`, as `token`'s user if any.
 async fn call(
     kube: &KubeApiServer,
-    method: reqwest::Method,
+    method: Method,
     path: &str,
     body: Option<Value>,
     token: Option<&str>,
@@ -76,7 +81,7 @@ async fn call(
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    call(kube, reqwest::Method::GET, path, None, None).await
+    call(kube, GET, path, None, None).await
 }
 
 /// `2024-01-01T01:01:01Z` (`metav1.Time`) or `…01.000001Z`
@@ -192,6 +197,13 @@ fn walk_shape(fixture: &Value, actual: &Value, path: &str, out: &mut Vec<String>
     }
 }
 
+/// An answer with `code` and no [`differences`] from `want`.
+#[track_caller]
+fn assert_answer(what: &str, want: &Value, code: u16, (got, body): (u16, Value)) {
+    assert_eq!(got, code, "{what}: {body}");
+    assert_same(what, differences(want, &body), &body);
+}
+
 #[track_caller]
 fn assert_same(what: &str, diffs: Vec<String>, actual: &Value) {
     assert!(
@@ -207,9 +219,8 @@ fn assert_same(what: &str, diffs: Vec<String>, actual: &Value) {
 async fn a_missing_object_is_the_real_404() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
     let want = golden("get-not-found.json", &[]);
-    let (code, body) = get(&kube, "/api/v1/namespaces/default/services/missing").await;
-    assert_eq!(code, want["code"], "{body}");
-    assert_same("GET of a missing Service", differences(&want, &body), &body);
+    let answer = get(&kube, "/api/v1/namespaces/default/services/missing").await;
+    assert_answer("GET of a missing Service", &want, 404, answer);
 }
 
 /// A request RBAC denies, named and cluster-scoped, and unnamed in a
@@ -229,16 +240,8 @@ async fn a_denied_request_is_the_real_403() {
             (r#""kind":"pod""#, r#""kind":"namespaces""#),
         ],
     );
-    let (code, body) = call(
-        &kube,
-        reqwest::Method::GET,
-        "/api/v1/namespaces/mypod",
-        None,
-        Some(&token),
-    )
-    .await;
-    assert_eq!(code, 403, "{body}");
-    assert_same("a denied named get", differences(&want, &body), &body);
+    let answer = call(&kube, GET, "/api/v1/namespaces/mypod", None, Some(&token)).await;
+    assert_answer("a denied named get", &want, 403, answer);
 
     let want = golden(
         "forbidden-namespaced.json",
@@ -254,16 +257,9 @@ async fn a_denied_request_is_the_real_403() {
             ),
         ],
     );
-    let (code, body) = call(
-        &kube,
-        reqwest::Method::GET,
-        "/apis/coordination.k8s.io/v1/namespaces/test/leases",
-        None,
-        Some(&token),
-    )
-    .await;
-    assert_eq!(code, 403, "{body}");
-    assert_same("a denied list", differences(&want, &body), &body);
+    let path = "/apis/coordination.k8s.io/v1/namespaces/test/leases";
+    let answer = call(&kube, GET, path, None, Some(&token)).await;
+    assert_answer("a denied list", &want, 403, answer);
 }
 
 /// `<Kind> "<name>" is invalid: ` and the causes' texts (`<field>:
@@ -308,9 +304,10 @@ fn keys(value: &Value) -> Value {
 }
 
 /// A write refused for two fields: the 422 recorded by kubectl's edit
-/// tests for a PATCH of a Service; here an update of a Secret (this server validates the kinds the
-/// product writes, not Services), so the causes differ but not the shape,
-/// the reasons' vocabulary or how the message is made of the causes.
+/// tests for a PATCH of a Service; here an update of a Secret (this server
+/// validates the kinds the product writes, not Services), so the causes
+/// differ but not the shape, the reasons' vocabulary or how the message is
+/// made of the causes.
 #[tokio::test]
 async fn a_refused_update_is_the_real_422() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
@@ -324,7 +321,7 @@ async fn a_refused_update_is_the_real_422() {
     );
     let (code, body) = call(
         &kube,
-        reqwest::Method::PUT,
+        PUT,
         "/api/v1/namespaces/default/secrets/svc1",
         Some(json!({
             "apiVersion": "v1", "kind": "Secret",
@@ -382,7 +379,7 @@ async fn an_object_and_a_list_are_the_real_ones() {
     without_self_links(&mut want);
     let (code, _) = call(
         &kube,
-        reqwest::Method::POST,
+        POST,
         "/api/v1/namespaces/edit-test/configmaps",
         Some(json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -393,8 +390,7 @@ async fn an_object_and_a_list_are_the_real_ones() {
     .await;
     assert_eq!(code, 201);
     let (code, body) = get(&kube, "/api/v1/namespaces/edit-test/configmaps/cm1").await;
-    assert_eq!(code, 200, "{body}");
-    assert_same("a ConfigMap", differences(&want, &body), &body);
+    assert_answer("a ConfigMap", &want, 200, (code, body.clone()));
 
     let mut want = golden("list-configmaps.json", &[]);
     without_self_links(&mut want);
@@ -402,16 +398,15 @@ async fn an_object_and_a_list_are_the_real_ones() {
     cm["data"] = want["items"][0]["data"].clone();
     let (code, _) = call(
         &kube,
-        reqwest::Method::PUT,
+        PUT,
         "/api/v1/namespaces/edit-test/configmaps/cm1",
         Some(cm),
         None,
     )
     .await;
     assert_eq!(code, 200);
-    let (code, body) = get(&kube, "/api/v1/namespaces/edit-test/configmaps").await;
-    assert_eq!(code, 200, "{body}");
-    assert_same("a ConfigMapList", differences(&want, &body), &body);
+    let answer = get(&kube, "/api/v1/namespaces/edit-test/configmaps").await;
+    assert_answer("a ConfigMapList", &want, 200, answer);
 }
 
 /// A Lease, a Namespace and a Secret as the server writes them back:
@@ -452,7 +447,7 @@ async fn objects_are_shaped_as_their_kinds() {
     ];
     for (fixture, path, object) in cases {
         let name = object["metadata"]["name"].as_str().unwrap().to_string();
-        let (code, created) = call(&kube, reqwest::Method::POST, path, Some(object), None).await;
+        let (code, created) = call(&kube, POST, path, Some(object), None).await;
         assert_eq!(code, 201, "{created}");
         let (code, body) = get(&kube, &format!("{path}/{name}")).await;
         assert_eq!(code, 200, "{body}");
@@ -487,33 +482,19 @@ async fn a_taken_name_and_a_stale_update_are_the_real_409s() {
         s
     };
     let path = "/api/v1/namespaces/default/secrets";
-    let (code, created) = call(
-        &kube,
-        reqwest::Method::POST,
-        path,
-        Some(secret(None, "eA==")),
-        None,
-    )
-    .await;
+    let (code, created) = call(&kube, POST, path, Some(secret(None, "eA==")), None).await;
     assert_eq!(code, 201, "{created}");
     let first_rv = created["metadata"]["resourceVersion"].as_str().unwrap();
 
     let want = golden("create-already-exists.json", &AS_SECRET);
-    let (code, body) = call(
-        &kube,
-        reqwest::Method::POST,
-        path,
-        Some(secret(None, "eA==")),
-        None,
-    )
-    .await;
-    assert_eq!(code, 409, "{body}");
-    assert_same("a create of a taken name", differences(&want, &body), &body);
+    let answer = call(&kube, POST, path, Some(secret(None, "eA==")), None).await;
+    assert_answer("a create of a taken name", &want, 409, answer);
 
+    let path = format!("{path}/bar");
     let (code, _) = call(
         &kube,
-        reqwest::Method::PUT,
-        &format!("{path}/bar"),
+        PUT,
+        &path,
         Some(secret(Some(first_rv), "eQ==")),
         None,
     )
@@ -525,20 +506,15 @@ async fn a_taken_name_and_a_stale_update_are_the_real_409s() {
         r#": the object has been modified; please apply your changes to the latest version and try again""#,
     ));
     let want = golden("update-conflict.json", &substitutions);
-    let (code, body) = call(
+    let answer = call(
         &kube,
-        reqwest::Method::PUT,
-        &format!("{path}/bar"),
+        PUT,
+        &path,
         Some(secret(Some(first_rv), "eg==")),
         None,
     )
     .await;
-    assert_eq!(code, 409, "{body}");
-    assert_same(
-        "an update from a stale resourceVersion",
-        differences(&want, &body),
-        &body,
-    );
+    assert_answer("an update from a stale resourceVersion", &want, 409, answer);
 }
 
 /// A watch from a `resourceVersion` compacted away: HTTP 200 and one
