@@ -14,6 +14,12 @@
 //!   `deletionTimestamp`, `generateName`, namespaces that must exist, and
 //!   `openAPIV3Schema` pruning, defaulting and validation ([`schema`]),
 //!   with `metav1.Status` errors ([`status`]).
+//! - Lifecycle as a real server and kube-controller-manager: DELETE with
+//!   propagation policies and preconditions, bumping a set `generation`
+//!   when it marks an object ([`deletion`]); the garbage collector
+//!   ([`gc`]) and namespace termination ([`namespace_lifecycle`],
+//!   [`namespace_controller`]), the controllers running in the background
+//!   after each change ([`controllers`]).
 //! - `resourceVersion` as a real server reads it: lists at the most
 //!   recent state, at least as fresh as N, or exactly at N (410 once
 //!   compacted); reads at an N not reached yet answer the watch cache's
@@ -43,9 +49,11 @@
 //!   everyone `system:authenticated`) is allowed only by the Roles,
 //!   ClusterRoles and bindings stored in the server
 //!   ([`KubeApiServer::load_rbac`]; `rbac.authorization.k8s.io/v1` is
-//!   served), else answered the real 403; Role and binding writes pass the
-//!   `escalate`/`bind` escalation check, and every write
-//!   OwnerReferencesPermissionEnforcement ([`owner_refs`]). Each module
+//!   served), else answered the real 403; their Role and binding writes
+//!   pass the `escalate`/`bind` escalation check where the RBAC storage
+//!   runs it ([`rbac_storage`], after mutating admission), and every write
+//!   OwnerReferencesPermissionEnforcement ([`owner_refs`]) among the
+//!   validating admission plugins ([`store::World::create_as`]). Each module
 //!   names the Kubernetes v1.31.0 files it follows. On purpose unlike a
 //!   real server: requests without credentials (`system:anonymous`, the
 //!   tests' own clients) and `system:masters` members may do anything; the
@@ -489,7 +497,10 @@ impl KubeApiServer {
     }
 
     /// Remove an object at once (DELETED), by `name` or `namespace/name`,
-    /// finalizers or not.
+    /// finalizers or not: a test's clean-up, bypassing the lifecycle (a
+    /// namespace goes without terminating, its objects stay; the garbage
+    /// collector still deletes the object's dependents afterwards). A
+    /// client's DELETE is [`KubeApiServer::delete_object`].
     pub fn delete(&self, resource: impl Into<GroupResource>, key: &str) {
         let def = self.def(resource);
         self.shared.world().remove(&def, key);
@@ -567,7 +578,9 @@ impl KubeApiServer {
             .map(|(o, _)| o)
     }
 
-    /// Delete as a DELETE would (finalizers hold it).
+    /// Delete as a DELETE without options would: finalizers hold it
+    /// (marked, generation bumped), a namespace terminates, and the
+    /// garbage collector and namespace controller act afterwards.
     pub fn delete_object(
         &self,
         resource: impl Into<GroupResource>,
