@@ -204,9 +204,7 @@ mod tests {
     use super::*;
 
     fn csr(usages: &[&str], conditions: Value) -> Value {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+        let pem = crate::x509::test_request("someone");
         json!({"spec": {"signerName": SIGNER_NAME, "usages": usages, "expirationSeconds": 700,
             "request": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem)},
             "status": {"conditions": conditions}})

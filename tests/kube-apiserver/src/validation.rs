@@ -1187,12 +1187,7 @@ mod tests {
     #[test]
     fn csrs_duration_signer_and_usages() {
         use base64::Engine;
-        let key = rcgen::KeyPair::generate().unwrap();
-        let request = rcgen::CertificateParams::new(Vec::<String>::new())
-            .unwrap()
-            .serialize_request(&key)
-            .unwrap();
-        let pem = base64::engine::general_purpose::STANDARD.encode(request.pem().unwrap());
+        let pem = base64::engine::general_purpose::STANDARD.encode(crate::x509::test_request("a"));
         let good = json!({"spec": {"request": pem, "signerName": "kubernetes.io/kube-apiserver-client",
             "usages": ["client auth"], "expirationSeconds": 600}});
         assert!(causes(

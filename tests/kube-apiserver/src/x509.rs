@@ -87,22 +87,25 @@ pub fn check_certificates(pem: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A PKCS#10 request (PEM) for CN `cn`, signed by a new P-256 key, for
+/// the unit tests of the modules that read requests.
+#[cfg(test)]
+pub fn test_request(cn: &str) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params.serialize_request(&key).unwrap().pem().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn request(cn: &str) -> (String, rcgen::KeyPair) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        (params.serialize_request(&key).unwrap().pem().unwrap(), key)
-    }
-
     #[test]
     fn a_request_must_be_a_signed_pkcs10_block() {
-        let (pem, _) = request("alice");
+        let pem = test_request("alice");
         assert_eq!(check_request(pem.as_bytes()), Ok(()));
         assert_eq!(
             check_request(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
@@ -147,7 +150,7 @@ mod tests {
             check_certificates(b"no pem here"),
             Err("must contain at least one CERTIFICATE PEM block".to_string())
         );
-        let (csr, _) = request("bob");
+        let csr = test_request("bob");
         assert_eq!(
             check_certificates(format!("{cert}{csr}").as_bytes()),
             Err(

@@ -70,6 +70,23 @@ fn request(user: &str, groups: &[&str]) -> (String, rcgen::KeyPair) {
     (params.serialize_request(&key).unwrap().pem().unwrap(), key)
 }
 
+/// Create `csr` as the holder of `token` (anonymous without).
+async fn post(kube: &KubeApiServer, token: Option<&str>, csr: &Value) -> (u16, Value) {
+    call(kube, reqwest::Method::POST, CSRS, token, Some(csr)).await
+}
+
+/// The CSR `name` as stored.
+async fn get(kube: &KubeApiServer, name: &str) -> (u16, Value) {
+    call(
+        kube,
+        reqwest::Method::GET,
+        &format!("{CSRS}/{name}"),
+        None,
+        None,
+    )
+    .await
+}
+
 fn csr(name: &str, pem: &str, signer: &str, usages: &[&str]) -> Value {
     json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
         "metadata": {"name": name},
@@ -95,14 +112,7 @@ fn user(name: &str) -> Value {
 async fn when(kube: &KubeApiServer, name: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, csr) = call(
-            kube,
-            reqwest::Method::GET,
-            &format!("{CSRS}/{name}"),
-            None,
-            None,
-        )
-        .await;
+        let (_, csr) = get(kube, name).await;
         if done(&csr) {
             return csr;
         }
@@ -160,14 +170,7 @@ async fn creation_records_the_requester_and_refuses_bad_requests() {
     sent["spec"]["username"] = json!("system:admin");
     sent["spec"]["groups"] = json!(["system:masters"]);
     sent["status"] = json!({"conditions": [{"type": "Approved", "status": "True"}]});
-    let (code, created) = call(
-        &kube,
-        reqwest::Method::POST,
-        CSRS,
-        Some(&token),
-        Some(&sent),
-    )
-    .await;
+    let (code, created) = post(&kube, Some(&token), &sent).await;
     assert_eq!(code, 201, "{created:#}");
     assert_eq!(created["spec"]["username"], "alice");
     assert_eq!(
@@ -200,14 +203,7 @@ async fn creation_records_the_requester_and_refuses_bad_requests() {
 
     let mut short = csr("short", &pem, SIGNER, &["client auth"]);
     short["spec"]["expirationSeconds"] = json!(599);
-    let (code, refused) = call(
-        &kube,
-        reqwest::Method::POST,
-        CSRS,
-        Some(&token),
-        Some(&short),
-    )
-    .await;
+    let (code, refused) = post(&kube, Some(&token), &short).await;
     assert_eq!(code, 422, "{refused:#}");
     assert_eq!(
         refused["details"]["causes"],
@@ -229,12 +225,10 @@ async fn creation_records_the_requester_and_refuses_bad_requests() {
         "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
         b64(&forged)
     );
-    let (code, refused) = call(
+    let (code, refused) = post(
         &kube,
-        reqwest::Method::POST,
-        CSRS,
         Some(&token),
-        Some(&csr("forged", &unsigned, SIGNER, &["client auth"])),
+        &csr("forged", &unsigned, SIGNER, &["client auth"]),
     )
     .await;
     assert_eq!(code, 422, "{refused:#}");
@@ -249,12 +243,10 @@ async fn creation_records_the_requester_and_refuses_bad_requests() {
 
     let garbage =
         "-----BEGIN CERTIFICATE REQUEST-----\nTUlJQg==\n-----END CERTIFICATE REQUEST-----\n";
-    let (code, refused) = call(
+    let (code, refused) = post(
         &kube,
-        reqwest::Method::POST,
-        CSRS,
         Some(&token),
-        Some(&csr("garbage", garbage, SIGNER, &["client auth"])),
+        &csr("garbage", garbage, SIGNER, &["client auth"]),
     )
     .await;
     assert_eq!(
@@ -262,14 +254,7 @@ async fn creation_records_the_requester_and_refuses_bad_requests() {
         (422, &json!("spec.request")),
         "{refused:#}"
     );
-    let (code, _) = call(
-        &kube,
-        reqwest::Method::GET,
-        &format!("{CSRS}/garbage"),
-        None,
-        None,
-    )
-    .await;
+    let (code, _) = get(&kube, "garbage").await;
     assert_eq!(code, 404, "nothing stored");
 }
 
@@ -299,17 +284,10 @@ async fn an_approved_request_is_signed_and_its_certificate_authenticates() {
     ]);
     let bob = kube.token_for("bob");
     let (pem, key) = request("carol", &["team"]);
-    let (code, _) = call(
+    let (code, _) = post(
         &kube,
-        reqwest::Method::POST,
-        CSRS,
         None,
-        Some(&csr(
-            "carol",
-            &pem,
-            SIGNER,
-            &["digital signature", "client auth"],
-        )),
+        &csr("carol", &pem, SIGNER, &["digital signature", "client auth"]),
     )
     .await;
     assert_eq!(code, 201);
@@ -320,14 +298,7 @@ async fn an_approved_request_is_signed_and_its_certificate_authenticates() {
         (403, "certificatesigningrequests.certificates.k8s.io \"carol\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\"")
     );
     assert_eq!(refused["reason"], "Forbidden");
-    let (_, pending) = call(
-        &kube,
-        reqwest::Method::GET,
-        &format!("{CSRS}/carol"),
-        None,
-        None,
-    )
-    .await;
+    let (_, pending) = get(&kube, "carol").await;
     assert_eq!(
         pending["status"],
         json!({}),
@@ -409,14 +380,7 @@ async fn denied_failed_and_foreign_requests_get_no_certificate() {
         let kube = &kube;
         async move {
             let (pem, _) = request(name, &[]);
-            let (code, body) = call(
-                kube,
-                reqwest::Method::POST,
-                CSRS,
-                None,
-                Some(&csr(name, &pem, signer, usages)),
-            )
-            .await;
+            let (code, body) = post(kube, None, &csr(name, &pem, signer, usages)).await;
             assert_eq!(code, 201, "{body:#}");
         }
     };
@@ -449,14 +413,7 @@ async fn denied_failed_and_foreign_requests_get_no_certificate() {
     assert_eq!(certificate(&failed), None);
     when(&kube, "last", |c| certificate(c).is_some()).await;
     for name in ["denied", "foreign"] {
-        let (_, csr) = call(
-            &kube,
-            reqwest::Method::GET,
-            &format!("{CSRS}/{name}"),
-            None,
-            None,
-        )
-        .await;
+        let (_, csr) = get(&kube, name).await;
         assert_eq!(certificate(&csr), None, "{name} was signed");
     }
 
