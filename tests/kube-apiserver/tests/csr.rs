@@ -389,9 +389,18 @@ async fn denied_failed_and_foreign_requests_get_no_certificate() {
     create("server", SIGNER, &["client auth", "server auth"]).await;
     create("last", SIGNER, &["client auth"]).await;
     assert_eq!(decide(&kube, "denied", "Denied", None).await.0, 200);
-    for name in ["foreign", "server", "last"] {
+    for name in ["foreign", "server"] {
         assert_eq!(decide(&kube, name, "Approved", None).await.0, 200);
     }
+    // The last one by a merge patch of `/approval`.
+    let response = client(&kube)
+        .patch(format!("{}{CSRS}/last/approval", kube.url()))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"status": {"conditions": [{"type": "Approved", "status": "True"}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
     let failed = when(&kube, "server", |c| {
         c["status"]["conditions"]
             .as_array()
