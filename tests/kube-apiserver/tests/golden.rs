@@ -27,6 +27,7 @@ use common::answer;
 const GET: Method = Method::GET;
 const POST: Method = Method::POST;
 const PUT: Method = Method::PUT;
+const PATCH: Method = Method::PATCH;
 
 /// Values that differ between any two answers of a real server.
 const VARYING: &[&str] = &["uid", "resourceVersion", "creationTimestamp"];
@@ -565,4 +566,16 @@ async fn a_watch_from_a_compacted_version_is_the_real_410_event() {
         differences(&want, event),
         event,
     );
+}
+
+/// A PATCH in a format that is not a patch (`application/json`, as `call`
+/// sends): 415 naming the built-in kinds' patch types, as the apiserver's
+/// patch handler answers before it looks for the object.
+#[tokio::test]
+async fn a_body_that_is_no_patch_is_the_real_415() {
+    let kube = KubeApiServer::start_without_crds().await.unwrap();
+    let want = golden("patch-unsupported-media-type.json", &[]);
+    let path = "/api/v1/namespaces/default/configmaps/cm1";
+    let answer = call(&kube, PATCH, path, Some(json!({ "data": {} })), None).await;
+    assert_answer("a PATCH of application/json", &want, 415, answer);
 }
