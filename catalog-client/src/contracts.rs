@@ -42,7 +42,7 @@ pub fn awaits_credentials(contract: &Contract) -> bool {
     contract.active
         && contract.consumer_cluster_id.is_some()
         && contract
-            .peering
+            .peering_state
             .as_ref()
             .is_some_and(|p| p.state == PeeringState::AwaitingCredentials)
 }
@@ -50,7 +50,7 @@ pub fn awaits_credentials(contract: &Contract) -> bool {
 impl Session {
     /// `GET /contracts?active=true`, conditional on `etag`: the caller's
     /// active contracts (a provider's: the ones bought from it, each with
-    /// `consumer_cluster_id` and, for Liqo v1, its `peering` state; see
+    /// `consumer_cluster_id` and, for Liqo v1, its `peering_state`; see
     /// [`awaits_credentials`]).
     pub async fn active_contracts(&mut self, etag: Option<&str>) -> Result<Listing, Error> {
         self.active_contracts_as(etag).await

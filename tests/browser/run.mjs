@@ -1016,7 +1016,7 @@ try {
     // What `liqoctl generate peering-user` v1.2.0 writes: a client certificate and key embedded
     // (the catalog releases exactly this, its canonical form).
     const kubeconfig = readFileSync(new URL('../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml', import.meta.url), 'utf8');
-    const registered = await fetch(`${base}/provider/peering`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` }, body: JSON.stringify({ v1: { kubeconfig }, resourceSliceClass: 'broker-gold' }) });
+    const registered = await fetch(`${base}/provider/peering`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` }, body: JSON.stringify({ v1: { kubeconfig, singleConsumer: true }, resourceSliceClass: 'broker-gold' }) });
     checkEqual(registered.status, 200, `status of registering the peering (${await registered.clone().text()})`);
     await restPublish(tokenA, 'gpu-v1', { name: 'GPU on Liqo v1', type: 'gpu', description: 'Peers with Liqo v1.', plans: { one: { name: 'one-gpu', cost: '3', resources: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': '1' } } } });
     const carol = await consumerToken('carol', 'Carol');
@@ -1029,8 +1029,16 @@ try {
     await buyer.getByRole('button', { name: 'Sign in with the token' }).click();
     await buyer.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
     await buyer.goto(`${base}/#/reservation/${encodeURIComponent(id)}`);
+    // A Liqo v1 peering user serves one cluster: the purchase needs the buyer's cluster ID,
+    // and says so beside the field (the form's own check, or the catalog's 400 naming it).
+    await buyer.getByRole('button', { name: 'Buy now' }).click();
+    const clusterError = buyer.locator('.purchase-terms .field-error').first();
+    await clusterError.waitFor({ state: 'visible' });
+    check(/one consumer cluster/.test(await clusterError.textContent()), 'the cluster ID field says why it is needed');
+    await buyer.locator('[data-field="consumer-cluster-id"]').fill('carol-cluster-1');
     await buyer.getByRole('button', { name: 'Buy now' }).click();
     await buyer.getByRole('heading', { level: 1, name: 'Contract' }).waitFor();
+    check(/^Ready/.test(await buyer.locator('[data-field="peering-state"]').textContent()), 'the contract page shows the peering credentials ready');
     const file = `${providerA.clusterName}-peering-user.kubeconfig`;
     const link = buyer.locator('[data-role="kubeconfig"]');
     await link.waitFor();

@@ -22,14 +22,28 @@ pub const LIQOCTL_KUBECONFIG: &str =
     include_str!("../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml");
 
 /// Register `kubeconfig` (None: no v1) and `class` as the provider of
-/// `token`; the raw answer.
+/// `token`, declared single-consumer (a Liqo peering user serves one
+/// consumer cluster, so the catalog takes one kubeconfig for every
+/// contract only so declared); the raw answer.
 pub fn register_peering(
     c: &Catalog,
     token: &str,
     kubeconfig: Option<&str>,
     class: Option<&str>,
 ) -> Resp {
-    let mut body = json!({ "v1": kubeconfig.map(|k| json!({ "kubeconfig": k })) });
+    let v1 = kubeconfig.map(|k| json!({ "kubeconfig": k, "singleConsumer": true }));
+    register_v1(c, token, v1, class)
+}
+
+/// Register Liqo v1 with a peering user per contract (`{"v1": {}}`), as
+/// the provider of `token`; the raw answer.
+pub fn register_per_contract(c: &Catalog, token: &str) -> Resp {
+    register_v1(c, token, Some(json!({})), None)
+}
+
+/// `PUT /provider/peering` with `v1` as given and `class`.
+pub fn register_v1(c: &Catalog, token: &str, v1: Option<Value>, class: Option<&str>) -> Resp {
+    let mut body = json!({ "v1": v1 });
     if let Some(class) = class {
         body["resourceSliceClass"] = json!(class);
     }

@@ -1,5 +1,7 @@
 // What a consumer may ask for when buying (the body of
-// POST /reservations/{id}/purchase: {consumerClusterID?, durationSeconds?}),
+// POST /reservations/{id}/purchase: {consumerClusterID?, durationSeconds?};
+// the cluster ID is required, as Liqo v1 spells it, when the provider peers
+// with Liqo v1: its peering user serves exactly one consumer cluster),
 // checked in the browser with messages in plain words before anything is
 // sent. Durations are written in the project's one duration grammar (the
 // `edge` crate's, as the catalog's --contract-duration flag reads them):
@@ -79,13 +81,27 @@ export function clusterIdProblem(input) {
 }
 
 /**
- * The purchase body for the form's two fields, or the errors by field:
- * { body } or { errors: { consumerClusterID?, duration? } }.
+ * A consumer cluster ID for a Liqo v1 provider: required, and a DNS-1123
+ * label as Liqo v1 requires (liqoctl's cluster-identity check, the
+ * ForeignCluster CRD pattern). Returns an error or null.
  */
-export function purchaseBody({ clusterID, duration }, max = null) {
+export function v1ClusterIdProblem(input) {
+  const text = String(input ?? '');
+  if (text === '') return 'Required: this provider peers with Liqo v1, whose peering user serves exactly one consumer cluster; copy your cluster ID from liqoctl info';
+  if (text.length > 63) return `At most 63 characters for Liqo v1 (this has ${text.length})`;
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(text)) return 'Liqo v1 cluster IDs are lower-case letters, digits and hyphens, starting and ending with a letter or digit; copy it from liqoctl info';
+  return null;
+}
+
+/**
+ * The purchase body for the form's two fields, or the errors by field:
+ * { body } or { errors: { consumerClusterID?, duration? } }. With `v1` (the
+ * provider peers with Liqo v1) the cluster ID is required, as Liqo v1 spells it.
+ */
+export function purchaseBody({ clusterID, duration }, max = null, { v1 = false } = {}) {
   const errors = {};
   const id = String(clusterID ?? '').trim();
-  const idProblem = clusterIdProblem(id);
+  const idProblem = v1 ? v1ClusterIdProblem(id) : clusterIdProblem(id);
   if (idProblem) errors.consumerClusterID = idProblem;
   const length = parseContractDuration(duration, max);
   if (length.error) errors.duration = length.error;

@@ -217,9 +217,15 @@ pub struct Contract {
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub state_changed_at: DateTime<Utc>,
     /// Liqo v1 contracts: whether their peering credentials are there yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (Named apart from the purchase answer's `peering`, the v0
+    /// credentials.)
+    #[serde(
+        rename = "peeringState",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
-    pub peering: Option<ContractPeering>,
+    pub peering_state: Option<ContractPeering>,
     /// Active and ending within the catalog's lead time
     /// (`--contract-ending-soon`): time to extend it
     /// (`POST /contracts/{id}/extend`) or to let it go.

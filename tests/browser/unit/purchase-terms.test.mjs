@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { clusterIdProblem, durationWords, parseContractDuration, purchaseBody } from '../../../webui/js/purchase-terms.js';
+import { clusterIdProblem, durationWords, parseContractDuration, purchaseBody, v1ClusterIdProblem } from '../../../webui/js/purchase-terms.js';
 
 test('contract lengths: units, combinations and bare seconds', () => {
   for (const [text, seconds] of [
@@ -35,6 +35,15 @@ test('consumer cluster IDs', () => {
   assert.match(clusterIdProblem('my cluster/1'), /not spaces, “\/”/);
   assert.match(clusterIdProblem('x'.repeat(129)), /At most 128 characters \(this has 129\)/);
   assert.match(clusterIdProblem('..'), /Must not be/);
+});
+
+test('Liqo v1 cluster IDs: required, a DNS-1123 label', () => {
+  assert.match(v1ClusterIdProblem(''), /Required: this provider peers with Liqo v1/);
+  assert.equal(v1ClusterIdProblem('rome-consumer-1'), null);
+  assert.match(v1ClusterIdProblem('Rome_1'), /lower-case letters, digits and hyphens/);
+  assert.match(v1ClusterIdProblem('x'.repeat(64)), /At most 63 characters/);
+  assert.deepEqual(Object.keys(purchaseBody({ clusterID: '', duration: '' }, null, { v1: true }).errors), ['consumerClusterID']);
+  assert.deepEqual(purchaseBody({ clusterID: 'rome', duration: '' }, null, { v1: true }), { body: { consumerClusterID: 'rome' } });
 });
 
 test('the purchase body: only what was given, or every error at once', () => {

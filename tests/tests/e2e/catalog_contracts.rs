@@ -46,7 +46,7 @@ fn provider_registers_its_liqo(backend: Backend) {
     let kc = kubeconfig(SERVER);
     let r = register_peering(&c, &seller, Some(&kc), Some("gold.example"));
     assert_eq!(r.status, 200, "{}", r.text);
-    let want = json!({"clusterID": "cluster-1", "liqo": ["v0", "v1"], "resourceSliceClass": "gold.example"});
+    let want = json!({"clusterID": "cluster-1", "liqo": ["v0", "v1"], "resourceSliceClass": "gold.example", "singleConsumer": true});
     assert_eq!(r.json, want);
     let r = get(&c, "/provider/peering", Some(&seller));
     assert_eq!((r.status, &r.json), (200, &want), "{}", r.text);
@@ -98,7 +98,13 @@ fn provider_registers_its_liqo(backend: Backend) {
     buying::reserve(&c, &alice, "shop-2", "small", None).expect_error(409);
     let registered = register_peering(&c, &token2, Some(&kubeconfig("https://p2.example")), None);
     assert_eq!(registered.status, 200, "{}", registered.text);
-    let r = buy(&c, &alice, "shop-2", "small", &json!({}));
+    let r = buy(
+        &c,
+        &alice,
+        "shop-2",
+        "small",
+        &json!({"consumerClusterID": "alice-cluster"}),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["liqo"], json!(["v1"]));
     assert!(r.json["credentials"]["v0"].is_null(), "{}", r.text);

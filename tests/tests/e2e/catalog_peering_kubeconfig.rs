@@ -100,7 +100,13 @@ fn peering_refuses_hostile_kubeconfigs(backend: e2e::catalog::Backend) {
         register_peering(&c, &seller, Some(&yaml), Some("other-class")).expect_error(400);
         assert_eq!(get(&c, "/provider/peering", Some(&seller)).json, registered);
     }
-    let r = buy(&c, &alice, "shop", "small", &json!({}));
+    let r = buy(
+        &c,
+        &alice,
+        "shop",
+        "small",
+        &json!({"consumerClusterID": "alice-1"}),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["credentials"]["v1"]["kubeconfig"], good.as_str());
 }
@@ -131,7 +137,13 @@ fn peering_releases_the_canonical_copy(backend: e2e::catalog::Backend) {
     assert_ne!(sent, LIQOCTL_KUBECONFIG);
     let r = register_peering(&c, &seller, Some(&sent), None);
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = buy(&c, &alice, "shop", "small", &json!({}));
+    let r = buy(
+        &c,
+        &alice,
+        "shop",
+        "small",
+        &json!({"consumerClusterID": "alice-1"}),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
     let received = r.json["credentials"]["v1"]["kubeconfig"].as_str().unwrap();
     assert_eq!(received, LIQOCTL_KUBECONFIG, "the canonical copy");

@@ -23,6 +23,7 @@ mod aggregator_upstreams;
 mod catalog_api;
 mod catalog_auth_pool;
 mod catalog_buying;
+mod catalog_contract_peering;
 mod catalog_contracts;
 mod catalog_demo_liqo;
 mod catalog_durability;

@@ -3,7 +3,9 @@
 // exact liqoctl command for Liqo v0.x (out-of-band peering with the
 // provider's auth URL, cluster ID and token) and, for Liqo v1, the
 // peering-user kubeconfig to download with the `liqoctl peer` command that
-// uses it. Commands have a copy button.
+// uses it, or — while the provider has not yet attached the peering user
+// it makes for this contract's cluster — that it is waiting. Commands have a
+// copy button.
 
 import { cancelPurchase, getContract } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
@@ -16,6 +18,12 @@ const STATE_TEXT = {
   granted: 'Granted: the provider granted the resources',
   ready: 'Ready: the virtual node is up',
   failed: 'Failed',
+};
+
+// Where a Liqo v1 contract's own peering credentials stand (`peeringState`).
+const PEERING_TEXT = {
+  awaitingCredentials: 'Waiting for the provider',
+  credentialsReady: 'Ready',
 };
 
 /** A shell word: as is when plain, else single-quoted. */
@@ -121,7 +129,11 @@ export function mountContract(main, ctx, [id]) {
         h('p', { text: '2. Run this on your (consumer) cluster, in the folder you saved it to:' }),
         copyBlock('Command for Liqo v1', liqoctlV1(file, c), 'liqoctl-v1')));
     }
-    if (active && peering.length === 0) {
+    // Liqo v1: the provider attaches a peering user made for this contract's cluster.
+    const awaiting = c.peeringState?.state === 'awaitingCredentials';
+    if (active && awaiting && !v0) {
+      peering.push(h('p', { class: 'notice', 'data-role': 'awaiting-credentials', text: 'The provider is making a peering user for your cluster. This page shows how to peer once it is attached; come back in a moment.' }));
+    } else if (active && peering.length === 0) {
       peering.push(h('p', { class: 'notice notice--warning', text: 'The provider’s peering credentials are not available right now. Try again later or ask the provider.' }));
     }
     const cancel = h('button', {
@@ -151,6 +163,8 @@ export function mountContract(main, ctx, [id]) {
         c.purchasedAt ? h('div', {}, h('dt', { text: 'Bought' }), h('dd', { text: formatTime(c.purchasedAt) })) : null,
         c.expiresAt && !c.legacy ? h('div', {}, h('dt', { text: 'Expires' }), h('dd', { 'data-field': 'expires' }, formatTime(c.expiresAt), active ? h('span', { class: 'muted', text: ` (${timeLeft(c.expiresAt)})` }) : null)) : null,
         c.consumerClusterID ? h('div', {}, h('dt', { text: 'Your cluster ID' }), h('dd', {}, h('code', { text: c.consumerClusterID }))) : null,
+        c.peeringState ? h('div', {}, h('dt', { text: 'Peering credentials' }), h('dd', { 'data-field': 'peering-state' }, PEERING_TEXT[c.peeringState.state] ?? c.peeringState.state, h('span', { class: 'muted', text: ` — ${c.peeringState.reason}` }))) : null,
+        c.endingSoon && active ? h('div', {}, h('dt', { text: 'Ending soon' }), h('dd', { 'data-field': 'ending-soon', text: 'This contract ends soon; your controller can extend it (POST /contracts/{id}/extend).' })) : null,
         c.liqo ? h('div', {}, h('dt', { text: 'Liqo' }), h('dd', { text: c.liqo.join(', ') })) : null),
       peering,
       active ? h('p', { class: 'form-actions' }, cancel) : null);

@@ -1,8 +1,10 @@
 // One reservation: the plan it holds, the time left before the unit goes
 // back (counting down), and the two ways on: buy it (the contract page
-// follows) or release it. Buying may name the consumer's Liqo cluster ID and
-// how long the contract lasts; both are checked here, with every problem
-// shown beside its field at once, before anything is sent.
+// follows) or release it. Buying names the consumer's Liqo cluster ID
+// (required for an offer whose provider peers with Liqo v1: its peering user
+// serves one cluster) and may say how long the contract lasts; both are
+// checked here, with every problem shown beside its field at once, before
+// anything is sent.
 
 import { getReservation, purchase, releaseReservation } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
@@ -62,10 +64,13 @@ export function mountReservation(main, ctx, [id]) {
       }
     };
     const longest = Number.isSafeInteger(uiConfig.contractDurationSeconds) ? uiConfig.contractDurationSeconds : null;
+    const v1 = Array.isArray(offer?.liqo) && offer.liqo.includes('v1');
     const clusterField = field({
-      label: 'Your cluster ID (optional)',
-      hint: 'The Liqo cluster ID of the cluster that will use the resources (liqoctl info shows it). You can also report it later.',
-      attrs: { name: 'consumerClusterID', autocomplete: 'off', spellcheck: 'false', 'data-field': 'consumer-cluster-id' },
+      label: v1 ? 'Your cluster ID' : 'Your cluster ID (optional)',
+      hint: v1
+        ? 'Required: the Liqo cluster ID of the cluster that will use the resources (liqoctl info shows it). This provider peers with Liqo v1 and makes a peering user for that one cluster.'
+        : 'The Liqo cluster ID of the cluster that will use the resources (liqoctl info shows it). You can also report it later.',
+      attrs: { name: 'consumerClusterID', autocomplete: 'off', spellcheck: 'false', 'data-field': 'consumer-cluster-id', ...(v1 ? { required: true, 'aria-required': 'true' } : {}) },
     });
     const durationField = field({
       label: 'Contract length (optional)',
@@ -79,7 +84,7 @@ export function mountReservation(main, ctx, [id]) {
       onsubmit: async (event) => {
         event.preventDefault();
         error.replaceChildren();
-        const checked = purchaseBody({ clusterID: clusterField.control.value, duration: durationField.control.value }, longest);
+        const checked = purchaseBody({ clusterID: clusterField.control.value, duration: durationField.control.value }, longest, { v1 });
         clusterField.setError(checked.errors?.consumerClusterID ?? '');
         durationField.setError(checked.errors?.duration ?? '');
         if (checked.errors) {

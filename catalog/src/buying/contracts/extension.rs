@@ -138,7 +138,7 @@ mod tests {
         let after = view(&next, now, lead).unwrap();
         assert_eq!(after.id, before.id);
         assert_eq!(after.expires_at, end);
-        assert_eq!(after.peering, before.peering);
+        assert_eq!(after.peering_state, before.peering_state);
         assert!(!after.ending_soon && after.extended_at == Some(now));
         assert_eq!(next.contract.as_ref().unwrap().revision, 1);
         // Ended contracts do not continue.

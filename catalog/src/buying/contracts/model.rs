@@ -85,7 +85,7 @@ pub fn view(r: &Reservation, now: DateTime<Utc>, lead: chrono::Duration) -> Opti
         state: terms.state,
         reason: terms.reason.clone(),
         state_changed_at: terms.state_changed_at,
-        peering: super::peering::state(r),
+        peering_state: super::peering::state(r),
         ending_soon: active && r.expires_at - now <= lead,
         extended_at: terms.extended_at,
         credentials: None,

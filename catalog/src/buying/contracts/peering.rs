@@ -236,7 +236,11 @@ mod tests {
         let v1 = [LiqoGeneration::V1];
         let e = require_cluster_id("p", &v1, None).unwrap_err();
         assert_eq!(e.field, "consumerClusterID");
-        assert!(e.message.contains("exactly one consumer cluster"), "{}", e.message);
+        assert!(
+            e.message.contains("exactly one consumer cluster"),
+            "{}",
+            e.message
+        );
         // A v0-only provider's buyers need not name it.
         require_cluster_id("p", &[LiqoGeneration::V0], None).unwrap();
         require_cluster_id("p", &v1, Some("c-1")).unwrap();
@@ -275,13 +279,36 @@ mod tests {
         assert_eq!(attach_step(&next, "again", later), Step::Refuse);
     }
 
+    /// A contract record as the catalog stored it before per-contract
+    /// credentials (both stores keep the record's serde form: the embedded
+    /// store as JSON text, MongoDB as `body`): it reads back without its
+    /// own credentials and keeps the provider's registered kubeconfig.
+    #[test]
+    fn a_contract_stored_before_per_contract_credentials_keeps_working() {
+        let stored = r#"{"id":"k0","consumer":"alice","offerID":"o","planID":"p","clusterID":"prov","cost":"1.0","state":"purchased","channel":"rest","createdAt":"2026-11-01T10:00:00Z","expiresAt":"2999-01-01T00:00:00Z","purchasedAt":"2026-11-01T10:01:00Z","contract":{"consumerClusterID":"alice-1","clusterName":"P","resources":{"cpu":"2"},"resourceSliceClass":"liqo-broker","liqo":["v1"],"state":"ready","stateChangedAt":"2026-11-01T10:02:00Z","revision":3}}"#;
+        let r: Reservation = serde_json::from_str(stored).unwrap();
+        assert_eq!(source(&r), Source::Provider);
+        let s = state(&r).unwrap();
+        assert_eq!(s.state, PeeringState::CredentialsReady);
+        // Its provider's controller may give it its own from now on.
+        let now = crate::store::now();
+        let Step::Write { next, .. } = attach_step(&r, "own", now) else {
+            panic!()
+        };
+        assert_eq!(source(&next), Source::Own("own"));
+        assert_eq!(next.contract.as_ref().unwrap().revision, 4);
+    }
+
     #[test]
     fn old_and_single_consumer_contracts_get_the_providers_kubeconfig() {
         let now = crate::store::now();
         let mut legacy = bought(now, 100);
         // Bought before per-contract credentials: no `v1` in its terms.
         assert_eq!(source(&legacy), Source::Provider);
-        assert!(state(&legacy).unwrap().reason.contains("before per-contract"));
+        assert!(state(&legacy)
+            .unwrap()
+            .reason
+            .contains("before per-contract"));
         // Without a consumer cluster ID, nothing can be attached to it.
         assert!(matches!(
             check_attach(&legacy, now),

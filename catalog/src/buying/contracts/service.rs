@@ -196,11 +196,11 @@ pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, Buy
 /// check) says so rather than promise it.
 pub fn promised_only_what_is_released(c: &mut Contract, released: &ContractCredentials) {
     let ready = c
-        .peering
+        .peering_state
         .as_ref()
         .is_some_and(|p| p.state == peering::PeeringState::CredentialsReady);
     if ready && released.v1.is_none() {
-        c.peering = Some(peering::not_released(&c.cluster_id));
+        c.peering_state = Some(peering::not_released(&c.cluster_id));
     }
 }
 
@@ -266,9 +266,10 @@ pub async fn attach(
     if let Err(e) = check_attach(&r, now) {
         return Err(attach_refused(id, e));
     }
-    let sealed = state
-        .providers
-        .seal_contract_kubeconfig(&r.cluster_id, id, "kubeconfig", kubeconfig)?;
+    let sealed =
+        state
+            .providers
+            .seal_contract_kubeconfig(&r.cluster_id, id, "kubeconfig", kubeconfig)?;
     let decide = Arc::new(move |r: &Reservation| -> Step { attach_step(r, &sealed, now) });
     let written = match state.store.update(id, decide).await {
         Ok(w) => w,
@@ -321,7 +322,6 @@ pub async fn extend(
     if let Err(e) = check_extend(&r, now) {
         return Err(extend_refused(id, e));
     }
-    let end = extension::new_end(r.expires_at, now, state.contract_duration, duration_seconds)?;
     crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
     // The terms continue only while the plan still offers them.
     let plan = state
@@ -336,6 +336,7 @@ pub async fn extend(
             ))
         })?;
     crate::buying::terms::extendable(&r, &plan).map_err(BuyError::conflict)?;
+    let end = extension::new_end(r.expires_at, now, state.contract_duration, duration_seconds)?;
     let decide = Arc::new(move |r: &Reservation| -> Step { extend_step(r, end, now) });
     let written = match state.store.update(id, decide).await {
         Ok(w) => w,
