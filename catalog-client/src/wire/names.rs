@@ -77,7 +77,16 @@ mod tests {
         for ok in ["a", "consumer-1", "b0c1a5e2-provider", &"a".repeat(63)] {
             assert!(is_dns_label(ok), "{ok}");
         }
-        for bad in ["", "A", "-a", "a-", "a.b", "a_b", "Consumer", &"a".repeat(64)] {
+        for bad in [
+            "",
+            "A",
+            "-a",
+            "a-",
+            "a.b",
+            "a_b",
+            "Consumer",
+            &"a".repeat(64),
+        ] {
             assert!(!is_dns_label(bad), "{bad}");
         }
     }

@@ -174,45 +174,44 @@ pub async fn put(
         .resource_slice_class
         .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string());
     check_slice_class(&class).map_err(|m| ApiError::bad_request("resourceSliceClass", m))?;
-    let (sealed, per_contract, single_consumer) = match &r.v1 {
-        None => (None, false, false),
-        Some(V1Peering {
-            kubeconfig: None,
-            single_consumer: true,
-        }) => {
-            return Err(ApiError::bad_request(
+    let (sealed, per_contract, single_consumer) =
+        match &r.v1 {
+            None => (None, false, false),
+            Some(V1Peering {
+                kubeconfig: None,
+                single_consumer: true,
+            }) => return Err(ApiError::bad_request(
                 "v1.kubeconfig",
                 "is required with `singleConsumer: true` (the one kubeconfig every contract gets)",
-            ))
-        }
-        Some(V1Peering {
-            kubeconfig: None, ..
-        }) => (None, true, false),
-        Some(V1Peering {
-            kubeconfig: Some(text),
-            single_consumer,
-        }) => {
-            // Checked first, so a bad kubeconfig is named as such.
-            let canonical = kubeconfig::canonical(text)
-                .map_err(|e| ApiError::bad_request("v1.kubeconfig", e.0))?;
-            if !single_consumer {
-                return Err(ApiError::bad_request(
-                    "v1.kubeconfig",
-                    SHARED_KUBECONFIG_REFUSED,
-                ));
+            )),
+            Some(V1Peering {
+                kubeconfig: None, ..
+            }) => (None, true, false),
+            Some(V1Peering {
+                kubeconfig: Some(text),
+                single_consumer,
+            }) => {
+                // Checked first, so a bad kubeconfig is named as such.
+                let canonical = kubeconfig::canonical(text)
+                    .map_err(|e| ApiError::bad_request("v1.kubeconfig", e.0))?;
+                if !single_consumer {
+                    return Err(ApiError::bad_request(
+                        "v1.kubeconfig",
+                        SHARED_KUBECONFIG_REFUSED,
+                    ));
+                }
+                // Only the canonical copy is kept: never the bytes received.
+                let sealed = state
+                    .sealer
+                    .seal(&kubeconfig_aad(cluster_id), &canonical)
+                    .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
+                (
+                    Some(base64::engine::general_purpose::STANDARD.encode(sealed)),
+                    false,
+                    true,
+                )
             }
-            // Only the canonical copy is kept: never the bytes received.
-            let sealed = state
-                .sealer
-                .seal(&kubeconfig_aad(cluster_id), &canonical)
-                .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
-            (
-                Some(base64::engine::general_purpose::STANDARD.encode(sealed)),
-                false,
-                true,
-            )
-        }
-    };
+        };
     let peering = ProviderPeering {
         resource_slice_class: class,
         sealed_kubeconfig: sealed,
@@ -274,9 +273,11 @@ impl Providers {
             .ok_or_else(|| ApiError::NotFound(format!("no provider {cluster_id}")))?;
         let peering = self.store.get_provider_peering(cluster_id).await?;
         let liqo = generations(&account, peering.as_ref());
-        let single_consumer = liqo
-            .contains(&LiqoGeneration::V1)
-            .then(|| peering.as_ref().is_some_and(ProviderPeering::shares_kubeconfig));
+        let single_consumer = liqo.contains(&LiqoGeneration::V1).then(|| {
+            peering
+                .as_ref()
+                .is_some_and(ProviderPeering::shares_kubeconfig)
+        });
         Ok(PeeringInfo {
             cluster_id: account.cluster_id.clone(),
             liqo,
@@ -349,7 +350,10 @@ impl Providers {
             kubeconfig::canonical(text).map_err(|e| ApiError::bad_request(field, e.0))?;
         let sealed = self
             .sealer
-            .seal(&contract_kubeconfig_aad(cluster_id, contract_id), &canonical)
+            .seal(
+                &contract_kubeconfig_aad(cluster_id, contract_id),
+                &canonical,
+            )
             .map_err(|e| ApiError::Internal(format!("sealing the kubeconfig: {e}")))?;
         Ok(base64::engine::general_purpose::STANDARD.encode(sealed))
     }
