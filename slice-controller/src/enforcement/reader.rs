@@ -29,6 +29,10 @@ use tracing::Instrument;
 use super::{hold, Hold, Observed, SoldAsEnforced, UnknownPolicy};
 use crate::metrics::Metrics;
 
+/// How long the first reading may take before the controller starts
+/// without it (as unknown).
+const FIRST_READ: Duration = Duration::from_secs(10);
+
 /// Where Liqo runs and how often to look.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReaderSettings {
@@ -83,7 +87,16 @@ impl Enforcement {
         shutdown: CancellationToken,
     ) -> Self {
         let deployments: Api<Deployment> = Api::namespaced(client, &settings.namespace);
-        let first = read(&deployments, &settings, None).await;
+        // Bounded, and given up on shutdown: an API server that does not
+        // answer must not keep the process from starting or stopping.
+        let first = tokio::select! {
+            () = shutdown.cancelled() => None,
+            first = tokio::time::timeout(FIRST_READ, read(&deployments, &settings, None)) => first.ok(),
+        };
+        let first = first.unwrap_or_else(|| Observed {
+            resource_enforcement: Err("Liqo's Deployments did not answer in time".to_string()),
+            ..Observed::unread()
+        });
         let first_hold = hold(&first, settings.sold, settings.unknown);
         report(&first, first_hold.as_ref(), &metrics, true);
         let (tx, state) = watch::channel((first, first_hold));

@@ -141,6 +141,8 @@ async fn a_restart_writes_nothing_when_nothing_changed() -> Result<()> {
         ("coordination.k8s.io", "leases", "update"),
         ("events.k8s.io", "events", "create"),
         ("events.k8s.io", "events", "patch"),
+        // Liqo's enforcement settings (the provider self-check).
+        ("apps", "deployments", "get"),
     ]
     .into_iter()
     .collect();
