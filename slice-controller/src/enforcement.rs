@@ -12,7 +12,7 @@
 //!   (`deployments/liqo/templates/liqo-webhook-deployment.yaml:66-68`; a
 //!   pflag bool, default false: `cmd/webhook/main.go:90`). Off, the webhook
 //!   admits every offloaded pod whatever the Quota says
-//!   (`pkg/webhooks/shadowpod/webhook.go:114-116`);
+//!   (`pkg/webhooks/shadowpod/webhook.go:111-113`);
 //! - `controllerManager.config.defaultLimitsEnforcement` (Helm default
 //!   `None`) reaches the quota creator as `--default-limits-enforcement` of
 //!   the `liqo-controller-manager` Deployment
