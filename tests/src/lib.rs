@@ -11,7 +11,6 @@ pub mod catalog;
 pub mod contracts;
 pub mod grpc;
 pub mod http;
-pub mod liqo_sim;
 pub mod mongo;
 pub mod oidc_issuer;
 pub mod osb_client;

@@ -88,9 +88,17 @@ pub async fn client_in_groups(
     groups: &[&str],
 ) -> Result<Client, Error> {
     let token = kube.token_for_groups(user, groups);
+    // Over HTTPS, the server's own CA is trusted (as a kubeconfig from the
+    // cluster carries it).
+    let mut cluster = json!({"server": kube.url()});
+    if let Some(ca) = kube.ca_pem() {
+        use base64::Engine;
+        cluster["certificate-authority-data"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(ca));
+    }
     let kubeconfig = serde_json::json!({
         "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": kube.url()}}],
+        "clusters": [{"name": "test", "cluster": cluster}],
         "users": [{"name": "user", "user": {"token": token}}],
         "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
         "current-context": "test",

@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod aggregator_support;
+mod liqo_stand_in;
+mod liqo_support;
 mod orchestrator_support;
 mod purchase_controller_support;
 mod slice_controller_support;
@@ -69,3 +71,4 @@ mod slice_controller_contracts;
 mod slice_controller_faults;
 mod slice_controller_ha;
 mod slice_controller_incluster;
+mod slice_controller_liqo;

@@ -1,12 +1,14 @@
 //! `purchase-controller` end to end: the real catalog, the real consumer
 //! controller, the real provider class controller (`--grant-policy
 //! contracts`), two Kubernetes API test servers validating every object
-//! against Liqo's CRDs, and `e2e::liqo_sim` doing Liqo's part.
+//! against Liqo's CRDs, and Liqo v1.2's controllers as the model runs them
+//! (v0.10's peering and NamespaceOffloading status by the stand-in).
 
 use base64::Engine;
-use e2e::liqo_sim::{self, FOREIGN_CLUSTERS_V0};
 use serde_json::{json, Value};
 
+use crate::liqo_stand_in::{self, FOREIGN_CLUSTERS_V0};
+use crate::liqo_support::{self, FOREIGN_CLUSTERS};
 use crate::purchase_controller_support::*;
 
 fn b64(text: &str) -> String {
@@ -27,7 +29,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     let market = Market::open(&[]);
     let alice = market.consumer("alice");
     let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
-    liqo_sim::namespace(&consumer.kube, "apps", json!({}));
+    liqo_support::namespace(&consumer.kube, "apps", json!({}));
     let provider = Provider::start(&rt, &market.url()).unwrap();
     let (mut controller, _) = consumer.controller("v1").unwrap();
 
@@ -111,14 +113,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     }
 
     // The operator peers (Liqo does its part from here).
-    liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
-    let _liqo = liqo_sim::replicate(
-        rt.handle(),
-        consumer.kube.clone(),
-        CONSUMER_ID,
-        provider.kube.clone(),
-        PROVIDER_ID,
-    );
+    let _liqo = run_liqo(&rt, &consumer, &provider);
     let ready = consumer.wait_phase("gpu-burst", "Ready").unwrap();
     // Each transition is an Event on the Purchase.
     wait_until("an Event records the Purchase ready", || {
@@ -160,7 +155,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     }
 
     // The ResourceSlice, field by field.
-    let tenant = liqo_sim::tenant_namespace(PROVIDER_ID);
+    let tenant = liqo_support::tenant_namespace(PROVIDER_ID);
     let slice = consumer
         .kube
         .get(SLICES, Some(&tenant), &slice_name(&id))
@@ -176,12 +171,13 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         json!({"broker.liqo-broker.io/purchase": "team/gpu-burst", "liqo.io/create-virtual-node": "true"})
     );
     // consumerClusterID is Liqo's to fill: the purchase controller created
-    // the slice without it and Liqo's local slice controller added it (a
-    // spec change: generation 2).
+    // the slice without it and Liqo's local slice controller added it, with
+    // the CSR, in one spec change (generation 2).
+    let csr = liqo_model::local_resource_slice::csr(&slice_name(&id), CONSUMER_ID);
     assert_eq!(
         slice["spec"],
         json!({"class": CLASS, "consumerClusterID": CONSUMER_ID, "providerClusterID": PROVIDER_ID,
-               "resources": {"cpu": "2", "memory": "4Gi"}})
+               "csr": csr, "resources": {"cpu": "2", "memory": "4Gi"}})
     );
     assert_eq!(slice["metadata"]["generation"], 2, "{slice}");
     // The provider's controller granted the contract's resources, and
@@ -214,7 +210,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
 
     // A second contract adds to the grant; a namespace with a
     // NamespaceOffloading someone else made is left alone.
-    liqo_sim::namespace(&consumer.kube, "theirs", json!({}));
+    liqo_support::namespace(&consumer.kube, "theirs", json!({}));
     let theirs = json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
         "metadata": {"name": "offloading", "namespace": "theirs"},
         "spec": {"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "Local"}});
@@ -304,10 +300,13 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     wait_until("the first Purchase is gone", || {
         consumer.get_purchase("gpu-burst").is_none()
     });
-    assert!(consumer
-        .kube
-        .get(SLICES, Some(&tenant), &slice_name(&id))
-        .is_none());
+    // Gone once Liqo's replicator has deleted its replica and released it.
+    wait_until("the first slice is gone", || {
+        consumer
+            .kube
+            .get(SLICES, Some(&tenant), &slice_name(&id))
+            .is_none()
+    });
     assert!(consumer
         .kube
         .get(SECRETS, Some(TEAM), "gpu-burst-peering-kubeconfig")
@@ -339,10 +338,12 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         .kube
         .get(OFFLOADINGS, Some("apps"), "offloading")
         .is_none());
-    assert!(consumer
-        .kube
-        .get(SLICES, Some(&tenant), &slice_name(&second_id))
-        .is_none());
+    wait_until("the second slice is gone", || {
+        consumer
+            .kube
+            .get(SLICES, Some(&tenant), &slice_name(&second_id))
+            .is_none()
+    });
     assert!(consumer
         .kube
         .get(OFFLOADINGS, Some("theirs"), "offloading")
@@ -350,7 +351,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     // Liqo's own objects are not the controller's to delete.
     assert!(consumer
         .kube
-        .get(liqo_sim::FOREIGN_CLUSTERS_V1, None, PROVIDER_ID)
+        .get(FOREIGN_CLUSTERS, None, PROVIDER_ID)
         .is_some());
 }
 
@@ -412,7 +413,7 @@ fn v0_purchase_peers_out_of_band() {
     });
 
     // Liqo peers; the namespace does not exist yet.
-    liqo_sim::establish_v0(&consumer.kube, PROVIDER_NAME);
+    liqo_stand_in::establish_v0(&consumer.kube, PROVIDER_NAME);
     let failed = consumer.wait_phase("old", "Failed").unwrap();
     let missing = condition(&failed, "NamespacesOffloaded");
     assert_eq!(missing["reason"], "NamespaceNotFound");
@@ -427,7 +428,7 @@ fn v0_purchase_peers_out_of_band() {
 
     // The namespace appears: offloading is asked for, and until Liqo
     // reports it done the contract is `granted`, not `ready`.
-    liqo_sim::namespace(&consumer.kube, "apps", json!({}));
+    liqo_support::namespace(&consumer.kube, "apps", json!({}));
     let offloading = consumer.wait_phase("old", "Offloading").unwrap();
     assert_eq!(
         condition(&offloading, "NamespacesOffloaded")["reason"],
@@ -436,7 +437,7 @@ fn v0_purchase_peers_out_of_band() {
     wait_until("the contract is granted", || {
         market.contract(&alice, &id).1["state"] == "granted"
     });
-    let _liqo = liqo_sim::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
+    let _liqo = liqo_stand_in::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
     consumer.wait_phase("old", "Ready").unwrap();
     let offloading = consumer
         .kube
@@ -516,11 +517,13 @@ fn ended_contracts_release_their_slices() {
         condition(&ended, "ContractValid")["reason"],
         "ContractCancelled"
     );
-    let tenant = liqo_sim::tenant_namespace(PROVIDER_ID);
-    assert!(consumer
-        .kube
-        .get(SLICES, Some(&tenant), &slice_name(&cancelled))
-        .is_none());
+    let tenant = liqo_support::tenant_namespace(PROVIDER_ID);
+    wait_until("the cancelled contract's slice is gone", || {
+        consumer
+            .kube
+            .get(SLICES, Some(&tenant), &slice_name(&cancelled))
+            .is_none()
+    });
     wait_until("the cancelled contract's replica is gone", || {
         provider.replica(&slice_name(&cancelled)).is_none()
     });
@@ -530,16 +533,18 @@ fn ended_contracts_release_their_slices() {
         condition(&ended, "ContractValid")["reason"],
         "ContractExpired"
     );
-    assert!(consumer
-        .kube
-        .get(SLICES, Some(&tenant), &slice_name(&expiring))
-        .is_none());
+    wait_until("the expired contract's slice is gone", || {
+        consumer
+            .kube
+            .get(SLICES, Some(&tenant), &slice_name(&expiring))
+            .is_none()
+    });
     wait_until("the expired contract's replica is gone", || {
         provider.replica(&slice_name(&expiring)).is_none()
     });
     assert!(consumer
         .kube
-        .get(liqo_sim::FOREIGN_CLUSTERS_V1, None, PROVIDER_ID)
+        .get(FOREIGN_CLUSTERS, None, PROVIDER_ID)
         .is_some());
 }
 
@@ -551,7 +556,8 @@ fn bad_input_gets_clear_conditions_and_creates_nothing() {
     let market = Market::open(&[]);
     let alice = market.consumer("alice");
     let bob = market.consumer("bob");
-    let bobs = market.buy(&bob, "small", json!({}));
+    // Bob's own cluster (a v1 contract names its consumer cluster).
+    let bobs = market.buy(&bob, "small", json!({"consumerClusterID": "bobs-cluster"}));
     // Provider 2 registered Liqo v0.x only.
     e2e::buying::publish(&market.catalog, 2, "old-only");
     let r = e2e::buying::reserve(&market.catalog, &alice, "old-only", "small", None);
@@ -676,7 +682,7 @@ fn the_catalog_unreachable_for_a_while() {
         .kube
         .get(
             SLICES,
-            Some(&liqo_sim::tenant_namespace(PROVIDER_ID)),
+            Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
             &slice_name(&id)
         )
         .is_some());
@@ -702,7 +708,7 @@ fn the_catalog_unreachable_for_a_while() {
             .kube
             .get(
                 SLICES,
-                Some(&liqo_sim::tenant_namespace(PROVIDER_ID)),
+                Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
                 &slice_name(&id),
             )
             .is_none()

@@ -4,8 +4,9 @@
 //! cluster (Kubernetes API test servers with Liqo's CRDs and the project's
 //! `Purchase` CRD), the real `purchase-controller` on the consumer and the
 //! real class controller (`resource-monitor --liqo-api v1 --grant-policy
-//! contracts`) on the provider, and `e2e::liqo_sim` playing Liqo between
-//! them.
+//! contracts`) on the provider, and Liqo v1.2's controllers as the model
+//! runs them on both clusters ([`crate::liqo_support`]), with what the
+//! model does not do yet written by [`crate::liqo_stand_in`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,16 +14,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use e2e::catalog::{Backend, Catalog, Env};
-use e2e::liqo_sim;
 use e2e::{buying, contracts};
 use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
+use crate::liqo_stand_in;
+use crate::liqo_support::{self, Liqo};
+
 pub const PURCHASES: (&str, &str) = ("broker.liqo-broker.io", "purchases");
 pub const SECRETS: (&str, &str) = ("", "secrets");
 pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
-pub const SLICES: (&str, &str) = liqo_sim::SLICES;
+pub const SLICES: (&str, &str) = liqo_support::SLICES;
 
 /// Who the controllers are: the ServiceAccounts of `deploy/kubernetes/`.
 pub const PURCHASE_USER: &str = "system:serviceaccount:liqo:purchase-controller";
@@ -156,7 +159,7 @@ impl Consumer {
         // Under exactly the permissions deploy/ ships for it.
         e2e::rbac::load_shipped(&kube)?;
         for ns in ["liqo", TEAM] {
-            liqo_sim::namespace(&kube, ns, json!({}));
+            liqo_support::namespace(&kube, ns, json!({}));
         }
         let consumer = Self {
             kube: Arc::new(kube),
@@ -272,7 +275,7 @@ pub struct Provider {
 impl Provider {
     pub fn start(rt: &tokio::runtime::Runtime, catalog: &str) -> Result<Self> {
         let kube = rt.block_on(KubeApiServer::start())?;
-        liqo_sim::namespace(&kube, "liqo", json!({}));
+        liqo_support::namespace(&kube, "liqo", json!({}));
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, SLICE_USER)?;
@@ -320,12 +323,15 @@ impl Provider {
 
     /// The replica of the consumer's slice `name` on the provider.
     pub fn replica(&self, name: &str) -> Option<Value> {
-        self.kube
-            .get(SLICES, Some(&liqo_sim::tenant_namespace(CONSUMER_ID)), name)
+        self.kube.get(
+            SLICES,
+            Some(&liqo_support::tenant_namespace(CONSUMER_ID)),
+            name,
+        )
     }
 }
 
-/// A v1 consumer already peered with the provider, Liqo replicating, the
+/// A v1 consumer already peered with the provider, Liqo running, the
 /// class controller and `purchase-controller` running, and consumer
 /// `alice`'s token in `team/catalog-token`.
 pub struct Peered {
@@ -333,7 +339,8 @@ pub struct Peered {
     pub alice: String,
     pub consumer: Consumer,
     pub provider: Provider,
-    _liqo: liqo_sim::Replicator,
+    _liqo: Liqo,
+    _offload: liqo_stand_in::Running,
     _controller: Child,
     /// Last: the servers' tasks run on it until everything else is gone.
     pub rt: tokio::runtime::Runtime,
@@ -346,14 +353,7 @@ impl Peered {
         let alice = market.consumer("alice");
         let consumer = Consumer::start(&rt, "v1", &alice).expect("consumer cluster");
         let provider = Provider::start(&rt, &market.url()).expect("provider cluster");
-        liqo_sim::peer_v1(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
-        let liqo = liqo_sim::replicate(
-            rt.handle(),
-            consumer.kube.clone(),
-            CONSUMER_ID,
-            provider.kube.clone(),
-            PROVIDER_ID,
-        );
+        let (liqo, offload) = run_liqo(&rt, &consumer, &provider);
         let (controller, _) = consumer.controller("v1").expect("purchase-controller");
         Self {
             market,
@@ -361,8 +361,30 @@ impl Peered {
             consumer,
             provider,
             _liqo: liqo,
+            _offload: offload,
             _controller: controller,
             rt,
         }
     }
+}
+
+/// Peer the consumer with the provider as `liqoctl peer` leaves them, and
+/// run Liqo on both (the model, and the stand-in's NamespaceOffloading
+/// status); both stop when dropped.
+pub fn run_liqo(
+    rt: &tokio::runtime::Runtime,
+    consumer: &Consumer,
+    provider: &Provider,
+) -> (Liqo, liqo_stand_in::Running) {
+    liqo_support::peer(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
+    let liqo = rt
+        .block_on(Liqo::start(
+            &consumer.kube,
+            CONSUMER_ID,
+            &provider.kube,
+            PROVIDER_ID,
+        ))
+        .expect("Liqo's controllers");
+    let offload = liqo_stand_in::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
+    (liqo, offload)
 }

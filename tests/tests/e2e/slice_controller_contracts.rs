@@ -16,13 +16,10 @@
 //! (or granted) on start; and with the catalog gone the controller goes on
 //! deciding from the last contracts it read.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
-use e2e::buying::{self, admin, consumer, delete, publish};
-use e2e::catalog::{provider, Backend, Catalog, Env};
-use e2e::contracts::buy;
+use e2e::catalog::provider;
 use serde_json::{json, Value};
 
 use crate::slice_controller_support::*;
@@ -33,93 +30,6 @@ const INVENTORY: [(&str, &str); 4] = [
     ("pods", "220"),
     ("nvidia.com/gpu", "2"),
 ];
-
-/// Catalog calls are blocking (reqwest's blocking client): off the async
-/// workers.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
-
-struct Shop {
-    _env: Env,
-    catalog: Catalog,
-    alice: String,
-    credentials: PathBuf,
-}
-
-/// A catalog where provider 1 (`cluster-1`) sells offer `shop` (plan
-/// `small`: cpu 2, memory 4Gi), consumer `alice` may buy, and the
-/// provider's credentials file (0600) lies in `dir`.
-fn shop(dir: &Path) -> Shop {
-    blocking(|| {
-        let env = Env::new(Backend::Embedded);
-        let catalog = buying::start(&env, &[]);
-        publish(&catalog, 1, "shop");
-        let admin = admin(&catalog);
-        let alice = consumer(&catalog, &admin, "alice");
-        let credentials = dir.join("catalog-credentials.json");
-        std::fs::write(&credentials, provider(1).to_string()).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-        Shop {
-            _env: env,
-            catalog,
-            alice,
-            credentials,
-        }
-    })
-}
-
-impl Shop {
-    /// Alice buys plan `small` for consumer cluster `cluster`; the
-    /// contract's id.
-    fn buy(&self, cluster: &str, extra: Value) -> String {
-        self.buy_plan("shop", "small", cluster, extra)
-    }
-
-    /// Alice buys `plan` of `offer` for consumer cluster `cluster`.
-    fn buy_plan(&self, offer: &str, plan: &str, cluster: &str, extra: Value) -> String {
-        blocking(|| {
-            let mut body = json!({ "consumerClusterID": cluster });
-            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-                b.extend(e.clone());
-            }
-            let r = buy(&self.catalog, &self.alice, offer, plan, &body);
-            assert_eq!(r.status, 201, "{}", r.text);
-            r.json["id"].as_str().unwrap().to_string()
-        })
-    }
-
-    fn cancel(&self, id: &str) {
-        blocking(|| {
-            let r = delete(
-                &self.catalog,
-                &format!("/purchases/{id}"),
-                Some(&self.alice),
-            );
-            assert_eq!(r.status, 200, "{}", r.text);
-        })
-    }
-
-    /// The controller's flags for this catalog.
-    fn flags(&self) -> Vec<String> {
-        vec![
-            "--grant-policy".into(),
-            "contracts".into(),
-            "--on-shrink".into(),
-            "follow".into(),
-            "--catalog-url".into(),
-            self.catalog.url(""),
-            "--catalog-credentials-file".into(),
-            self.credentials.display().to_string(),
-            "--contracts-poll-interval".into(),
-            "200ms".into(),
-        ]
-    }
-}
 
 fn start(p: &Provider, shop: &Shop) -> Result<(e2e::Child, u16)> {
     let flags = shop.flags();

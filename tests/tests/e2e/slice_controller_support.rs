@@ -5,10 +5,13 @@
 //! real `resource-monitor --liqo-api v1` over a static source with quota and
 //! filter stages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use e2e::buying::{self, admin, consumer, delete, publish};
+use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::contracts::buy;
 use e2e::process::Bound;
 use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
@@ -295,4 +298,91 @@ pub fn lease_renewed(kube: &KubeApiServer) -> Option<std::time::SystemTime> {
     )?;
     let stamp = chrono::DateTime::parse_from_rfc3339(lease["spec"]["renewTime"].as_str()?).ok()?;
     Some(std::time::SystemTime::from(stamp))
+}
+
+/// Catalog calls are blocking (reqwest's blocking client): off the async
+/// workers.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+pub struct Shop {
+    _env: Env,
+    pub catalog: Catalog,
+    pub alice: String,
+    pub credentials: PathBuf,
+}
+
+/// A catalog where provider 1 (`cluster-1`) sells offer `shop` (plan
+/// `small`: cpu 2, memory 4Gi), consumer `alice` may buy, and the
+/// provider's credentials file (0600) lies in `dir`.
+pub fn shop(dir: &Path) -> Shop {
+    blocking(|| {
+        let env = Env::new(Backend::Embedded);
+        let catalog = buying::start(&env, &[]);
+        publish(&catalog, 1, "shop");
+        let admin = admin(&catalog);
+        let alice = consumer(&catalog, &admin, "alice");
+        let credentials = dir.join("catalog-credentials.json");
+        std::fs::write(&credentials, provider(1).to_string()).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        Shop {
+            _env: env,
+            catalog,
+            alice,
+            credentials,
+        }
+    })
+}
+
+impl Shop {
+    /// Alice buys plan `small` for consumer cluster `cluster`; the
+    /// contract's id.
+    pub fn buy(&self, cluster: &str, extra: Value) -> String {
+        self.buy_plan("shop", "small", cluster, extra)
+    }
+
+    /// Alice buys `plan` of `offer` for consumer cluster `cluster`.
+    pub fn buy_plan(&self, offer: &str, plan: &str, cluster: &str, extra: Value) -> String {
+        blocking(|| {
+            let mut body = json!({ "consumerClusterID": cluster });
+            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+                b.extend(e.clone());
+            }
+            let r = buy(&self.catalog, &self.alice, offer, plan, &body);
+            assert_eq!(r.status, 201, "{}", r.text);
+            r.json["id"].as_str().unwrap().to_string()
+        })
+    }
+
+    pub fn cancel(&self, id: &str) {
+        blocking(|| {
+            let r = delete(
+                &self.catalog,
+                &format!("/purchases/{id}"),
+                Some(&self.alice),
+            );
+            assert_eq!(r.status, 200, "{}", r.text);
+        })
+    }
+
+    /// The controller's flags for this catalog.
+    pub fn flags(&self) -> Vec<String> {
+        vec![
+            "--grant-policy".into(),
+            "contracts".into(),
+            "--on-shrink".into(),
+            "follow".into(),
+            "--catalog-url".into(),
+            self.catalog.url(""),
+            "--catalog-credentials-file".into(),
+            self.credentials.display().to_string(),
+            "--contracts-poll-interval".into(),
+            "200ms".into(),
+        ]
+    }
 }

@@ -1,0 +1,93 @@
+//! What the purchase-controller tests still need of Liqo that the model of
+//! Liqo v1.2's controllers (`liqo-model`, run by [`crate::liqo_support`])
+//! does not do for them, written as objects and named as such:
+//!
+//! - **Liqo v0.10**: an out-of-band ForeignCluster's peering marked
+//!   established ([`establish_v0`]); the model is of v1.2 only.
+//! - **NamespaceOffloading status** ([`offload`]): each NamespaceOffloading
+//!   reported `Ready` for its generation, as Liqo does once the remote
+//!   namespaces exist. The model's own NamespaceOffloading controller
+//!   (`liqo_model::offloading`) maps namespaces on peers whose virtual
+//!   node matches; these tests do not run it yet.
+//!
+//! Every object goes through the server's validated paths, so Liqo's CRD
+//! schemas check it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_test_server::KubeApiServer;
+use serde_json::json;
+
+pub const FOREIGN_CLUSTERS_V0: (&str, &str) = ("discovery.liqo.io", "foreignclusters");
+pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
+
+/// When Liqo "established" what it established.
+const SINCE: &str = "2026-11-20T08:00:00Z";
+
+/// Liqo v0.10 established the out-of-band peering of ForeignCluster `name`
+/// (`AuthenticationStatus`, `OutgoingPeering` and `NetworkStatus`
+/// `Established`, as `liqoctl peer out-of-band` waits for them).
+pub fn establish_v0(consumer: &KubeApiServer, name: &str) {
+    let mut fc = consumer
+        .get(FOREIGN_CLUSTERS_V0, None, name)
+        .expect("the ForeignCluster exists");
+    let condition = |kind: &str| {
+        json!({"type": kind, "status": "Established", "lastTransitionTime": SINCE,
+               "reason": "Established", "message": "established"})
+    };
+    fc["status"] = json!({"peeringConditions": [
+        condition("AuthenticationStatus"), condition("OutgoingPeering"), condition("NetworkStatus")]});
+    consumer
+        .replace(FOREIGN_CLUSTERS_V0, fc, true)
+        .expect("ForeignCluster status");
+}
+
+/// One pass: every NamespaceOffloading not yet `Ready` for its generation
+/// becomes so, its remote namespace named as its mapping strategy names it.
+fn offload_once(consumer: &KubeApiServer, consumer_id: &str) {
+    for mut offloading in consumer.objects(OFFLOADINGS) {
+        let generation = offloading["metadata"]["generation"].clone();
+        if offloading["status"]["offloadingPhase"] == "Ready"
+            && offloading["status"]["observedGeneration"] == generation
+        {
+            continue;
+        }
+        let namespace = offloading["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let remote = match offloading["spec"]["namespaceMappingStrategy"].as_str() {
+            Some("EnforceSameName") => namespace.clone(),
+            _ => format!("{namespace}-{consumer_id}"),
+        };
+        offloading["status"] = json!({"offloadingPhase": "Ready", "observedGeneration": generation,
+                                      "remoteNamespaceName": remote});
+        // A conflict with a concurrent write is tried again next pass.
+        let _ = consumer.replace(OFFLOADINGS, offloading, true);
+    }
+}
+
+/// Run [`offload_once`] every 50 ms until the returned handle is dropped.
+pub fn offload(
+    runtime: &tokio::runtime::Handle,
+    consumer: Arc<KubeApiServer>,
+    consumer_id: &str,
+) -> Running {
+    let consumer_id = consumer_id.to_string();
+    Running(runtime.spawn(async move {
+        loop {
+            offload_once(&consumer, &consumer_id);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }))
+}
+
+/// The stand-in, running; stops when dropped.
+pub struct Running(tokio::task::JoinHandle<()>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

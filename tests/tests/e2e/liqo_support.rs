@@ -1,0 +1,144 @@
+//! Liqo v1.2 between a consumer and a provider test API server, as the
+//! end-to-end tests run it: the peering `liqoctl peer` leaves behind
+//! ([`peer`]), then the model of Liqo's controllers (`liqo-model`) on both
+//! clusters and the crdReplicator between them ([`Liqo::start`]), each a
+//! task on watches under its own identity. The tests only write and read
+//! objects; what the model does not do yet is written here, named as such
+//! ([`slice_identity`]).
+
+use anyhow::Result;
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+pub const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub const SECRETS: (&str, &str) = ("", "secrets");
+pub const SLICES: (&str, &str) = ("authentication.liqo.io", "resourceslices");
+pub const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
+pub const IDENTITIES: (&str, &str) = ("authentication.liqo.io", "identities");
+pub const FOREIGN_CLUSTERS: (&str, &str) = ("core.liqo.io", "foreignclusters");
+pub const QUOTAS: (&str, &str) = ("offloading.liqo.io", "quotas");
+pub const SHADOW_PODS: (&str, &str) = ("offloading.liqo.io", "shadowpods");
+pub const NODES: (&str, &str) = ("", "nodes");
+
+/// `liqo-tenant-<peer>`: where a cluster keeps what concerns that peer.
+pub fn tenant_namespace(peer: &str) -> String {
+    format!("liqo-tenant-{peer}")
+}
+
+/// Create a namespace with `labels` (a fixture, as an operator would).
+pub fn namespace(kube: &KubeApiServer, name: &str, labels: Value) {
+    kube.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}),
+    );
+}
+
+/// What `liqoctl peer` (authentication, networking disabled) leaves on
+/// both clusters once done (`pkg/liqoctl/peer/handler.go`,
+/// `pkg/liqoctl/authenticate`): the tenant namespaces, the provider's
+/// `Active` Tenant for the consumer, and the consumer's control-plane
+/// Identity for the provider with the kubeconfig Secret Liqo made from it.
+/// Liqo's ForeignCluster controller makes the ForeignCluster from these.
+pub fn peer(
+    consumer: &KubeApiServer,
+    consumer_id: &str,
+    provider: &KubeApiServer,
+    provider_id: &str,
+) {
+    let on_consumer = tenant_namespace(provider_id);
+    let on_provider = tenant_namespace(consumer_id);
+    let tenant_labels =
+        |peer: &str| json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
+    namespace(consumer, &on_consumer, tenant_labels(provider_id));
+    namespace(provider, &on_provider, tenant_labels(consumer_id));
+    provider.apply(
+        TENANTS,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+               "metadata": {"name": consumer_id, "namespace": on_provider,
+                            "labels": {"liqo.io/remote-cluster-id": consumer_id}},
+               "spec": {"clusterID": consumer_id, "authzPolicy": "KeysExchange", "tenantCondition": "Active"}}),
+    );
+    identity(
+        consumer,
+        provider_id,
+        "control-plane",
+        "ControlPlane",
+        json!({}),
+    );
+}
+
+/// An Identity in the consumer's tenant namespace for `provider_id` with
+/// its kubeconfig Secret, as Liqo's Identity controller leaves it
+/// (`status.kubeconfigSecretRef`).
+fn identity(kube: &KubeApiServer, provider_id: &str, name: &str, kind: &str, labels: Value) {
+    let namespace = tenant_namespace(provider_id);
+    let secret = format!("{name}-kubeconfig");
+    kube.apply(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": secret, "namespace": namespace}, "data": {"kubeconfig": "e30="}}),
+    );
+    let mut all_labels = json!({"liqo.io/remote-cluster-id": provider_id});
+    for (k, v) in labels.as_object().into_iter().flatten() {
+        all_labels[k] = v.clone();
+    }
+    kube.apply(
+        IDENTITIES,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Identity",
+               "metadata": {"name": name, "namespace": namespace, "labels": all_labels},
+               "spec": {"clusterID": provider_id, "type": kind,
+                        "authParams": {"apiServer": "https://provider.example:6443", "ca": "Y2E=", "signedCRT": "Y3J0"}},
+               "status": {"kubeconfigSecretRef": {"name": secret}}}),
+    );
+}
+
+/// The Identity Liqo's identity creator makes for the consumer's slice
+/// `slice` from the provider's `authParams`
+/// (`authentication/identitycreator-controller/identitycreator_controller.go:109-122`),
+/// with its kubeconfig Secret: not modelled yet (the model's provider
+/// signs no certificate), so the test writes it. The virtual-node creator
+/// needs it.
+pub fn slice_identity(consumer: &KubeApiServer, provider_id: &str, slice: &str) {
+    identity(
+        consumer,
+        provider_id,
+        &format!("{slice}-identity"),
+        "ResourceSlice",
+        json!({"liqo.io/resourceslice-name": slice}),
+    );
+}
+
+/// Liqo's controllers running on both clusters and between them; they
+/// stop when dropped.
+pub struct Liqo {
+    _provider: liqo_model::Provider,
+    _consumer: liqo_model::Consumer,
+    _replicator: liqo_model::Replicator,
+}
+
+impl Liqo {
+    /// On `provider`, the remote slice controller, the quota creator and
+    /// the ShadowPod webhook (the chart's defaults: enforcement on, limits
+    /// `None`); on `consumer` (cluster `consumer_id`), the local slice
+    /// controller, the ForeignCluster controller, the virtual-node creator
+    /// and the virtual kubelet; between them, the crdReplicator.
+    pub async fn start(
+        consumer: &KubeApiServer,
+        consumer_id: &str,
+        provider: &KubeApiServer,
+        provider_id: &str,
+    ) -> Result<Liqo> {
+        Ok(Liqo {
+            _provider: liqo_model::Provider::start(provider, liqo_model::ProviderConfig::default())
+                .await?,
+            _consumer: liqo_model::Consumer::start_as(consumer, consumer_id).await?,
+            _replicator: liqo_model::Replicator::start(
+                consumer,
+                consumer_id,
+                provider,
+                provider_id,
+            )
+            .await?,
+        })
+    }
+}
