@@ -15,26 +15,21 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::{Client, Config};
+use kube::Client;
 use kube_test_server::admission::{Attributes, Denial, MutatingHook};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
-const USER: &str = "system:serviceaccount:default:writer";
+mod kube_rs;
+use kube_rs::{anonymous, from_kubeconfig, status};
 
-async fn anonymous(kube: &KubeApiServer) -> Client {
-    Client::try_from(Config::new(kube.url().parse().unwrap())).unwrap()
-}
+const USER: &str = "system:serviceaccount:default:writer";
 
 /// A client presenting `USER`'s token, which RBAC holds to its bindings.
 async fn restricted(kube: &KubeApiServer, dir: &tempfile::TempDir) -> Client {
     let path = dir.path().join("kubeconfig");
     kube.write_kubeconfig_as(&path, USER).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
+    from_kubeconfig(&path).await.unwrap()
 }
 
 /// `USER` may do `verbs` on `resources` of `group`, and nothing else.
@@ -46,20 +41,6 @@ fn grant(kube: &KubeApiServer, group: &str, resources: &[&str], verbs: &[&str]) 
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "writer"},
                "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": "default"}]}),
     ]);
-}
-
-/// The `Status` of a refused request, as JSON (empty fields left out).
-fn status(error: kube::Error) -> Value {
-    match error {
-        kube::Error::Api(status) => {
-            let mut v = serde_json::to_value(&*status).unwrap();
-            if let Some(map) = v.as_object_mut() {
-                map.remove("metadata");
-            }
-            v
-        }
-        other => panic!("not an API error: {other:?}"),
-    }
 }
 
 /// Counts the writes it is asked about.

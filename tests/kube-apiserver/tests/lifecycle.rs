@@ -9,9 +9,6 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::future::Future;
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -19,58 +16,11 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
-use kube::{Client, Config};
 use kube_test_server::KubeApiServer;
-use serde_json::{json, Value};
+use serde_json::json;
 
-async fn client(kube: &KubeApiServer) -> Client {
-    let config = Config::new(kube.url().parse().unwrap());
-    Client::try_from(config).unwrap()
-}
-
-/// The `Status` of a refused request, as JSON (empty fields left out).
-fn status(error: kube::Error) -> Value {
-    match error {
-        kube::Error::Api(status) => {
-            let mut v = serde_json::to_value(&*status).unwrap();
-            if let Some(map) = v.as_object_mut() {
-                map.remove("metadata");
-            }
-            v
-        }
-        other => panic!("not an API error: {other:?}"),
-    }
-}
-
-/// Poll `check` until it gives a value (the controllers act after the
-/// request).
-async fn until<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Poll `check` until it holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    until(what, || {
-        let fut = check();
-        async move { fut.await.then_some(()) }
-    })
-    .await
-}
+mod kube_rs;
+use kube_rs::{anonymous, eventually, status, until};
 
 fn owner_ref(owner: &ConfigMap, block: bool) -> OwnerReference {
     OwnerReference {
@@ -122,7 +72,8 @@ fn slices() -> ApiResource {
 #[tokio::test]
 async fn deletion_bumps_generation_once_and_checks_preconditions() {
     let kube = KubeApiServer::start().await.unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&kube).await, "default", &slices());
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(anonymous(&kube).await, "default", &slices());
     let mut object = DynamicObject::new("s1", &slices());
     object.data = json!({"spec": {"class": "default", "providerClusterID": "p",
                                   "resources": {"cpu": "1"}}});
@@ -185,7 +136,7 @@ async fn deletion_bumps_generation_once_and_checks_preconditions() {
 #[tokio::test]
 async fn the_garbage_collector_deletes_dependents_of_a_gone_owner() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = client(&kube).await;
+    let c = anonymous(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -222,7 +173,7 @@ async fn the_garbage_collector_deletes_dependents_of_a_gone_owner() {
 #[tokio::test]
 async fn foreground_deletion_deletes_blocking_dependents_first() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = client(&kube).await;
+    let c = anonymous(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -274,7 +225,7 @@ async fn foreground_deletion_deletes_blocking_dependents_first() {
 #[tokio::test]
 async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = client(&kube).await;
+    let c = anonymous(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -300,7 +251,7 @@ async fn orphan_deletion_keeps_dependents_without_the_reference() {
 #[tokio::test]
 async fn a_cluster_scoped_dependent_of_a_namespaced_owner_is_reported_not_collected() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = client(&kube).await;
+    let c = anonymous(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c.clone(), "default");
     let roles: Api<ClusterRole> = Api::all(c.clone());
@@ -351,7 +302,7 @@ async fn a_cluster_scoped_dependent_of_a_namespaced_owner_is_reported_not_collec
 #[tokio::test]
 async fn a_deleted_namespace_terminates_then_disappears() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = client(&kube).await;
+    let c = anonymous(&kube).await;
     let namespaces: Api<Namespace> = Api::all(c.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some("doomed".into());
