@@ -3,10 +3,10 @@
 //!
 //! Liqo v1.2.0's pod webhook acts only at pod **creation** and only in
 //! namespaces labelled `liqo.io/scheduling-enabled=true`
-//! (`deployments/liqo/templates/webhooks/liqo-mutating-webhook.yaml:22-30`, CREATE only,
-//! `pkg/webhooks/pod/pod.go:67-90`): it adds the virtual-node toleration
+//! (`deployments/liqo/templates/webhooks/liqo-mutating-webhook.yaml:11-30`, CREATE only,
+//! `pkg/webhooks/pod/pod.go:76-99`): it adds the virtual-node toleration
 //! and the NamespaceOffloading's cluster selector
-//! (`pkg/webhooks/pod/mutations.go:28-35, 130-174`). The label is set by
+//! (`pkg/webhooks/pod/mutations.go:29-35, 135-177`). The label is set by
 //! Liqo's NamespaceOffloading controller once `offloading` exists
 //! (`namespaceoffloading-controller/labels.go:28-48`). A pod created before
 //! then has neither: it runs on the broker if it fits, else stays Pending,
@@ -34,7 +34,7 @@ pub const SCHEDULING_LABEL: &str = "liqo.io/scheduling-enabled";
 /// `pkg/consts/namespace_mapping.go:34` (`SchedulingLiqoLabelValue`).
 pub const SCHEDULING_VALUE: &str = "true";
 /// `pkg/consts/webhook.go:20` (`VirtualNodeTolerationKey`): the toleration
-/// the pod webhook adds (`Exists`, `NoExecute`, `mutations.go:28-35`).
+/// the pod webhook adds (`Exists`, `NoExecute`, `mutations.go:29-35`).
 pub const VIRTUAL_NODE_TOLERATION_KEY: &str = "virtual-node.liqo.io/not-allowed";
 
 /// What to do with one stale pod.

@@ -96,6 +96,26 @@
 //!   (:350-443), the role (`pkg/utils/foreigncluster/roles.go`), the tenant
 //!   namespaces and `observedGeneration`.
 //!
+//! Offloading ([`offloading::Cluster::start`], [`offloading::Peering::start`]):
+//! - [`namespace_offloading`] (`namespaceoffloading-controller/`): a
+//!   NamespaceOffloading `offloading` maps its namespace on the peers whose
+//!   virtual node matches its cluster selector (NamespaceMaps'
+//!   `desiredMapping`) and labels it `liqo.io/scheduling-enabled=true`;
+//!   [`nsoff_webhook`] (`pkg/webhooks/namespaceoffloading/nsoff.go`): the
+//!   name `offloading`, an immutable mapping strategy;
+//! - [`namespace_map`] (`namespacemap-controller/enforcement.go`): the
+//!   remote namespaces on the peer, labelled and annotated as Liqo does;
+//! - [`pod_webhook`] (`pkg/webhooks/pod/`): at pod creation only, in
+//!   labelled namespaces only, the virtual-node toleration and the cluster
+//!   selector per the pod offloading strategy;
+//! - [`scheduler`] and [`kubelet`] (Kubernetes', not Liqo's: [`scheduling`]
+//!   holds the predicates) bind pods honouring taints, affinity, selectors,
+//!   allocatable and readiness, and run the pods of ordinary nodes;
+//! - [`reflection`] (`pkg/virtualKubelet/reflection/workload/podns.go`): a
+//!   pod on a virtual node becomes a ShadowPod on the peer, its remote
+//!   pod's status copied back; [`shadowpod_controller`]
+//!   (`shadowpod-controller/`): a ShadowPod's pod, made again when deleted.
+//!
 //! # Not modelled yet
 //! - The Identity Liqo's identity creator makes from a slice's
 //!   `authParams` and its kubeconfig Secret (`identitycreator-controller`,
@@ -118,10 +138,7 @@
 //!   and the cache refresh that forgets deleted ShadowPods. The test
 //!   server serves Liqo's ShadowPod CRD, so a ShadowPod created there is
 //!   judged by the registered hook; tests set the creator label.
-//! - The virtual kubelet's reflection (pods to ShadowPods) and the
-//!   ShadowPod controller, the scheduler, NamespaceOffloading and
-//!   NamespaceMaps, the pod webhook, node deletion, the node's addresses,
-//!   node info and leases.
+//! - Node deletion, the node's addresses, node info and leases.
 //!
 //! Like controller-runtime's default (one worker per controller), each
 //! controller reconciles one key at a time, in the order its watches
@@ -131,14 +148,26 @@ pub mod consts;
 pub mod crd_replicator;
 pub mod foreign_cluster;
 pub mod identity;
+pub mod kubelet;
 pub mod local_resource_slice;
+pub mod namespace_map;
+pub mod namespace_offloading;
 pub mod node_provider;
+pub mod nsoff_webhook;
+pub mod offloading;
+pub mod offloading_consts;
+pub mod pod_webhook;
 pub mod quota_creator;
+pub mod reflection;
 pub mod remote_resource_slice;
 pub mod runner;
+pub mod scheduler;
+pub mod scheduling;
+pub mod shadowpod_controller;
 pub mod shadowpod_webhook;
 pub mod slice;
 pub mod virtual_node_creator;
+pub mod watch_cache;
 
 use std::sync::Arc;
 

@@ -13,6 +13,12 @@ use serde_json::json;
 
 use crate::orchestrator_support::{lease_holder, recorded, selected, Broker, WAIT};
 
+// The offloading of pods created before the placement, on the model of
+// Liqo's controllers (a submodule so the test binary's module list stays
+// as it is).
+#[path = "orchestrator_offloading.rs"]
+mod offloading;
+
 /// A namespace of consumer `consumer-9` asking 1 CPU and 1Gi (one pod).
 fn app(broker: &Broker, name: &str) {
     broker.offloaded_namespace(name, "consumer-9");

@@ -39,8 +39,22 @@ pub const ADMIN_SECRET: &str = "admin-secret-of-the-orchestrator-tests";
 
 impl Broker {
     pub fn start() -> Result<Broker> {
+        Broker::start_on(true)
+    }
+
+    /// [`Broker::start`] over plain HTTP, as the model of Liqo's
+    /// controllers (`liqo_model::identity`) reaches its API servers.
+    pub fn start_plain() -> Result<Broker> {
+        Broker::start_on(false)
+    }
+
+    fn start_on(tls: bool) -> Result<Broker> {
         let runtime = tokio::runtime::Runtime::new()?;
-        let kube = runtime.block_on(KubeApiServer::start_tls())?;
+        let kube = if tls {
+            runtime.block_on(KubeApiServer::start_tls())?
+        } else {
+            runtime.block_on(KubeApiServer::start())?
+        };
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, ORCHESTRATOR_USER)?;
@@ -60,6 +74,12 @@ impl Broker {
             kubeconfig,
             _runtime: runtime,
         })
+    }
+
+    /// The runtime the API server runs on, for what runs beside it (the
+    /// model of Liqo's controllers).
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self._runtime
     }
 
     /// Provider `n` (cluster ID `cluster-<n>`) publishes offer `id`:

@@ -1,11 +1,13 @@
 //! The model's conformance suite: the cases of Liqo v1.2.0's own tests
-//! (`pkg/webhooks/shadowpod/webhook_test.go`,
+//! (`pkg/webhooks/shadowpod/webhook_test.go`, `pkg/webhooks/pod/pod_test.go`,
 //! `pkg/virtualKubelet/liqoNodeProvider/nodeProvider_test.go`) and the
 //! behaviours the project depends on, each against the Kubernetes API test
 //! server with the controllers running on their own.
 #![allow(clippy::unwrap_used)]
 
 mod consumer;
+mod offloading;
+mod pod_webhook;
 mod provider;
 mod replicator;
 mod shadowpod;

@@ -1,0 +1,168 @@
+//! Offloading as Liqo v1.2.0 does it, started per cluster ([`Cluster`]) and
+//! per peering ([`Peering`]), each piece as its own task and identity:
+//! a namespace with a NamespaceOffloading is mapped on the selected peers
+//! ([`namespace_offloading`](crate::namespace_offloading),
+//! [`namespace_map`](crate::namespace_map)), its new pods get Liqo's
+//! toleration and selector ([`pod_webhook`](crate::pod_webhook)), are bound
+//! to a virtual node ([`scheduler`](crate::scheduler)) and reflected to the
+//! peer as ShadowPods ([`reflection`](crate::reflection)), whose pods
+//! ([`shadowpod_controller`](crate::shadowpod_controller)) run on the
+//! peer's nodes ([`kubelet`](crate::kubelet)) and report back.
+
+use std::sync::Arc;
+
+use kube_test_server::KubeApiServer;
+use serde_json::json;
+
+use crate::identity::{self, client_as, client_in_groups};
+use crate::{
+    grant_each, kubelet, namespace_map, namespace_offloading, nsoff_webhook, pod_webhook,
+    reflection, scheduler, shadowpod_controller, Error, Tasks, CONTROLLER_MANAGER, CRD_REPLICATOR,
+    VIRTUAL_KUBELET, WEBHOOK,
+};
+
+/// Liqo's offloading on one cluster, with the cluster's scheduler and the
+/// kubelets of its ordinary nodes.
+pub struct Cluster {
+    _tasks: Tasks,
+}
+
+impl Cluster {
+    /// On `kube`, the cluster `cluster_id`: the NamespaceOffloading
+    /// controller, the ShadowPod controller, the pod and NamespaceOffloading
+    /// webhooks on its admission chain, the scheduler, and a kubelet for
+    /// each of `nodes` (ordinary nodes the test creates).
+    pub async fn start(
+        kube: &KubeApiServer,
+        cluster_id: &str,
+        nodes: &[&str],
+    ) -> Result<Cluster, Error> {
+        grant_each(
+            kube,
+            &[
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-namespaceoffloading",
+                    namespace_offloading::RULES,
+                ),
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-shadowpod",
+                    shadowpod_controller::RULES,
+                ),
+                (WEBHOOK, "liqo-model-pod-webhook", pod_webhook::RULES),
+                (scheduler::USER, "liqo-model-scheduler", scheduler::RULES),
+            ],
+        );
+        let manager = client_as(kube, CONTROLLER_MANAGER).await?;
+        let (hook, mut tasks) = pod_webhook::Hook::start(client_as(kube, WEBHOOK).await?).await;
+        kube.add_mutating_hook(Arc::new(hook));
+        kube.add_validating_hook(Arc::new(nsoff_webhook::Hook));
+        tasks.push(tokio::spawn(namespace_offloading::run(
+            manager.clone(),
+            cluster_id.to_string(),
+        )));
+        tasks.push(tokio::spawn(shadowpod_controller::run(manager)));
+        tasks.push(tokio::spawn(scheduler::run(
+            client_as(kube, scheduler::USER).await?,
+        )));
+        for node in nodes {
+            let user = kubelet::user(node);
+            identity::grant(
+                kube,
+                &user,
+                &format!("liqo-model-kubelet-{node}"),
+                kubelet::RULES,
+            );
+            let client = client_as(kube, &user).await?;
+            tasks.push(tokio::spawn(kubelet::run(client, node.to_string())));
+        }
+        Ok(Cluster {
+            _tasks: Tasks(tasks),
+        })
+    }
+}
+
+/// One cluster offloading to a peer through one virtual node.
+pub struct Peering {
+    _tasks: Tasks,
+}
+
+impl Peering {
+    /// `local` (cluster `local_id`) offloads to `remote` (`remote_id`)
+    /// through its virtual node `node`: the NamespaceMap for the peer in
+    /// `liqo-tenant-<remote_id>` (made with the namespace if missing, as
+    /// `liqoctl peer` and the VirtualNode controller leave them), enforced on
+    /// the peer, and the virtual kubelet's pod reflection.
+    ///
+    /// On the peer, the local cluster's identity (user `local_id`, group
+    /// `liqo.io`) may handle ShadowPods and read pods cluster-wide, where
+    /// Liqo binds it in each remote namespace
+    /// (`namespacemap-controller/enforcement.go:82-104`).
+    pub async fn start(
+        local: &KubeApiServer,
+        local_id: &str,
+        remote: &KubeApiServer,
+        remote_id: &str,
+        node: &str,
+    ) -> Result<Peering, Error> {
+        let tenant = format!("liqo-tenant-{remote_id}");
+        if local.get(("", "namespaces"), None, &tenant).is_none() {
+            local.apply(
+                ("", "namespaces"),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tenant,
+                    "labels": {"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": remote_id}}}),
+            );
+        }
+        grant_each(
+            local,
+            &[
+                (
+                    CRD_REPLICATOR,
+                    "liqo-model-namespacemap-replicator",
+                    namespace_map::LOCAL_RULES,
+                ),
+                (
+                    VIRTUAL_KUBELET,
+                    "liqo-model-virtual-kubelet-pods",
+                    reflection::LOCAL_RULES,
+                ),
+            ],
+        );
+        identity::grant(
+            remote,
+            CONTROLLER_MANAGER,
+            "liqo-model-namespacemap",
+            namespace_map::REMOTE_RULES,
+        );
+        identity::grant(
+            remote,
+            local_id,
+            &format!("liqo-model-virtual-kubelet-remote-{local_id}"),
+            reflection::REMOTE_RULES,
+        );
+        let replicator = client_as(local, CRD_REPLICATOR).await?;
+        namespace_map::ensure_map(&replicator, remote_id).await?;
+        let ends = namespace_map::Ends {
+            local: replicator,
+            remote: client_as(remote, CONTROLLER_MANAGER).await?,
+            local_cluster_id: local_id.to_string(),
+            remote_cluster_id: remote_id.to_string(),
+        };
+        let reflector = reflection::Reflector {
+            local: client_as(local, VIRTUAL_KUBELET).await?,
+            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
+            remote_user: local_id.to_string(),
+            node_name: node.to_string(),
+            local_cluster_id: local_id.to_string(),
+            remote_cluster_id: remote_id.to_string(),
+        };
+        let tasks = vec![
+            tokio::spawn(namespace_map::run(ends)),
+            tokio::spawn(reflection::run(reflector)),
+        ];
+        Ok(Peering {
+            _tasks: Tasks(tasks),
+        })
+    }
+}

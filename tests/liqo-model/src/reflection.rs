@@ -1,0 +1,239 @@
+//! The virtual kubelet's pod reflection, as Liqo v1.2.0 has it in
+//! `pkg/virtualKubelet/reflection/workload/podns.go` (PODNS) with the
+//! forging in `pkg/virtualKubelet/forge/pods.go` (FP) and `meta.go`: each
+//! pod bound to the virtual node of peer R becomes a ShadowPod of its name
+//! in the namespace R holds for its namespace (the NamespaceMap's
+//! `currentMapping`, `Accepted`), labelled with the pod's labels plus
+//! `offloading.liqo.io/origin`, `…/destination`, `…/nodename`
+//! (`meta.go:36-66`, FP:163-205), its spec forged once, at creation
+//! (FP:208-254: containers, init containers, volumes, restart policy and
+//! the like; tolerations without Liqo's own; no node name or affinity; no
+//! service account token); the ShadowPod is deleted with the pod
+//! (PODNS:147-156); and the remote pod's status is copied to the local pod
+//! (PODNS:379-470, FP:102-122, the host IP the virtual node's).
+//!
+//! The ShadowPod carries `liqo.io/creator-user` = the user the reflection
+//! writes as: on a real provider Liqo's ShadowPod mutating webhook sets it
+//! from the request's user (`pkg/webhooks/shadowpod/mutate.go`), and the
+//! test server's hooks are not given the user.
+//!
+//! Not modelled: the IP remapping, restarts counting, the pod's own
+//! deletion protocol (the test server deletes at once), terminal pods.
+
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::consts::{CREATOR_USER, REMOTE_CLUSTER_ID, VIRTUAL_NODE_TOLERATION_KEY};
+use crate::identity::{Rule, READ};
+use crate::offloading_consts::{
+    namespace_maps, pods, shadow_pods, DESTINATION, ORIGIN, ORIGIN_NODE_NAME,
+};
+use crate::runner::{self, Key};
+use crate::Error;
+
+/// On the local cluster (`liqo-virtual-kubelet-local` ClusterRole, the part
+/// this model uses).
+pub const LOCAL_RULES: &[Rule] = &[
+    Rule::new(&[""], &["pods"], READ),
+    Rule::new(&[""], &["pods/status"], &["get", "update", "patch"]),
+    Rule::new(&["offloading.liqo.io"], &["namespacemaps"], READ),
+];
+/// On the peer (`liqo-virtual-kubelet-remote` ClusterRole, the part this
+/// model uses).
+pub const REMOTE_RULES: &[Rule] = &[
+    Rule::new(
+        &["offloading.liqo.io"],
+        &["shadowpods"],
+        &["get", "list", "watch", "create", "delete"],
+    ),
+    Rule::new(&[""], &["pods"], READ),
+];
+
+/// `pkg/virtualKubelet/forge/forge.go:54`: the host IP offloaded pods show
+/// (the virtual node's address; Liqo's tests use this one).
+pub const NODE_IP: &str = "1.1.1.1";
+
+/// One virtual node's reflection.
+pub struct Reflector {
+    /// The local cluster, as its virtual kubelet.
+    pub local: Client,
+    /// The peer, as the identity the peering gave the local cluster there
+    /// (also the ShadowPods' creator).
+    pub remote: Client,
+    pub remote_user: String,
+    pub node_name: String,
+    pub local_cluster_id: String,
+    pub remote_cluster_id: String,
+}
+
+/// Reflect until the task is dropped.
+pub async fn run(r: Reflector) {
+    let node = r.node_name.clone();
+    let local = runner::keys(
+        runner::touched(Api::all_with(r.local.clone(), &pods()), ""),
+        move |p| (p.data["spec"]["nodeName"] == node.as_str()).then(|| Key::of(&p)),
+    );
+    // Remote pods and ShadowPods of this origin, back to the local pod
+    // through the NamespaceMap's mapping (Liqo runs one reflector per
+    // namespace pair, which knows both ends).
+    let origin = format!("{ORIGIN}={}", r.local_cluster_id);
+    let maps: Api<DynamicObject> = Api::all_with(r.local.clone(), &namespace_maps());
+    let back = |objects| {
+        runner::keys_via(
+            objects,
+            maps.clone(),
+            |maps, obj: DynamicObject| async move {
+                let remote_ns = obj.metadata.namespace.clone()?;
+                let name = obj.metadata.name.clone()?;
+                let list = maps.list(&ListParams::default()).await.ok()?;
+                let keys = list
+                    .items
+                    .iter()
+                    .flat_map(|nm| {
+                        let mapping = nm.data["status"]["currentMapping"].as_object().cloned();
+                        mapping.into_iter().flatten().filter_map(|(local, m)| {
+                            (m["remoteNamespace"] == remote_ns.as_str()).then_some(local)
+                        })
+                    })
+                    .map(|namespace| Key {
+                        namespace,
+                        name: name.clone(),
+                    })
+                    .collect();
+                Some(keys)
+            },
+        )
+    };
+    let remote_pods = back(runner::touched(
+        Api::all_with(r.remote.clone(), &pods()),
+        &origin,
+    ));
+    let remote_shadows = back(runner::touched(
+        Api::all_with(r.remote.clone(), &shadow_pods()),
+        &origin,
+    ));
+    let r = &r;
+    runner::run(
+        "virtual-kubelet-pods",
+        vec![local, remote_pods, remote_shadows],
+        |key| reconcile(r, key),
+    )
+    .await;
+}
+
+/// The namespace the peer holds for local `namespace`, once `Accepted`.
+async fn remote_namespace(r: &Reflector, namespace: &str) -> Result<Option<String>, Error> {
+    let maps: Api<DynamicObject> = Api::all_with(r.local.clone(), &namespace_maps());
+    let selector = format!("{REMOTE_CLUSTER_ID}={}", r.remote_cluster_id);
+    let list = maps.list(&ListParams::default().labels(&selector)).await?;
+    Ok(list.items.iter().find_map(|nm| {
+        let entry = &nm.data["status"]["currentMapping"][namespace];
+        (entry["phase"] == "Accepted")
+            .then(|| entry["remoteNamespace"].as_str().map(str::to_string))
+            .flatten()
+    }))
+}
+
+/// FP:208-254: the remote pod spec forged from the local one.
+pub fn remote_pod_spec(local: &Value) -> Value {
+    let mut spec = json!({});
+    for field in [
+        "containers",
+        "initContainers",
+        "volumes",
+        "activeDeadlineSeconds",
+        "dnsConfig",
+        "dnsPolicy",
+        "enableServiceLinks",
+        "hostAliases",
+        "hostname",
+        "imagePullSecrets",
+        "readinessGates",
+        "restartPolicy",
+        "securityContext",
+        "serviceAccountName",
+        "setHostnameAsFQDN",
+        "shareProcessNamespace",
+        "subdomain",
+        "terminationGracePeriodSeconds",
+        "topologySpreadConstraints",
+    ] {
+        if !local[field].is_null() {
+            spec[field] = local[field].clone();
+        }
+    }
+    // `RemoteTolerations`: Liqo's own toleration means nothing remotely.
+    let tolerations: Vec<Value> = local["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["key"] != VIRTUAL_NODE_TOLERATION_KEY)
+        .cloned()
+        .collect();
+    if !tolerations.is_empty() {
+        spec["tolerations"] = Value::Array(tolerations);
+    }
+    spec["automountServiceAccountToken"] = json!(false);
+    spec
+}
+
+async fn reconcile(r: &Reflector, key: Key) -> Result<(), Error> {
+    let local_pods: Api<DynamicObject> =
+        Api::namespaced_with(r.local.clone(), &key.namespace, &pods());
+    let local = local_pods
+        .get_opt(&key.name)
+        .await?
+        .filter(|p| p.data["spec"]["nodeName"] == r.node_name.as_str());
+    let Some(remote_ns) = remote_namespace(r, &key.namespace).await? else {
+        return match local {
+            Some(_) => Err(Error::Waiting(format!(
+                "no remote namespace for {} yet",
+                key.namespace
+            ))),
+            None => Ok(()),
+        };
+    };
+    let shadows: Api<DynamicObject> =
+        Api::namespaced_with(r.remote.clone(), &remote_ns, &shadow_pods());
+    let shadow = shadows.get_opt(&key.name).await?;
+    // PODNS:147-156.
+    let Some(mut local) = local.filter(|p| p.metadata.deletion_timestamp.is_none()) else {
+        if shadow.is_some() {
+            shadows.delete(&key.name, &Default::default()).await?;
+        }
+        return Ok(());
+    };
+    if shadow.is_none() {
+        let mut labels = local.metadata.labels.clone().unwrap_or_default();
+        labels.insert(ORIGIN.into(), r.local_cluster_id.clone());
+        labels.insert(DESTINATION.into(), r.remote_cluster_id.clone());
+        labels.insert(ORIGIN_NODE_NAME.into(), r.node_name.clone());
+        labels.insert(CREATOR_USER.into(), r.remote_user.clone());
+        let mut sp = DynamicObject::new(&key.name, &shadow_pods()).within(&remote_ns);
+        sp.metadata.labels = Some(labels);
+        sp.metadata.annotations = local.metadata.annotations.clone();
+        sp.data["spec"] = json!({"pod": remote_pod_spec(&local.data["spec"])});
+        shadows.create(&PostParams::default(), &sp).await?;
+        return Ok(());
+    }
+    // PODNS:379-470: the remote pod's status, with the virtual node's IP.
+    let remote_pods: Api<DynamicObject> =
+        Api::namespaced_with(r.remote.clone(), &remote_ns, &pods());
+    let Some(remote) = remote_pods.get_opt(&key.name).await? else {
+        return Ok(());
+    };
+    let mut status = remote.data["status"].clone();
+    if !status.is_object() {
+        return Ok(());
+    }
+    status["hostIP"] = json!(NODE_IP);
+    status["hostIPs"] = json!([{"ip": NODE_IP}]);
+    if local.data["status"] != status {
+        local.data["status"] = status;
+        local_pods
+            .replace_status(&key.name, &PostParams::default(), &local)
+            .await?;
+    }
+    Ok(())
+}

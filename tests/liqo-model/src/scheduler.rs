@@ -1,0 +1,148 @@
+//! A scheduler for the test clusters, playing kube-scheduler (not a Liqo
+//! component: Liqo relies on the cluster's scheduler to put pods on its
+//! virtual nodes): each pod without a node is bound to the first node, by
+//! name, on which [`scheduling::feasible`] holds — ready, schedulable,
+//! matching its node selector and required node affinity, its taints
+//! tolerated, room for its requests and one more pod — else marked
+//! `PodScheduled=False`, reason `Unschedulable`, with the first node's
+//! reason, as kube-scheduler reports it
+//! (`pkg/scheduler/schedule_one.go`, `handleSchedulingFailure`). Pods are
+//! tried again when any node changes. Scoring is not modelled: among
+//! feasible nodes the first by name wins.
+//!
+//! The binding is written as an update of `spec.nodeName`: the test API
+//! server does not serve the `pods/binding` subresource kube-scheduler
+//! posts (`pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`).
+
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::identity::{Rule, READ};
+use crate::offloading_consts::pods;
+use crate::runner::{self, Key};
+use crate::scheduling::feasible;
+use crate::Error;
+
+/// The user the model's scheduler runs as.
+pub const USER: &str = "system:kube-scheduler";
+
+/// The part of `system:kube-scheduler`'s ClusterRole this model uses.
+pub const RULES: &[Rule] = &[
+    Rule::new(&[""], &["pods"], &["get", "list", "watch", "update"]),
+    Rule::new(&[""], &["pods/status"], &["update"]),
+    Rule::new(&[""], &["nodes"], READ),
+];
+
+fn unbound(pod: &DynamicObject) -> bool {
+    pod.data["spec"]["nodeName"]
+        .as_str()
+        .is_none_or(str::is_empty)
+        && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// Run the scheduler on `client` until the task is dropped.
+pub async fn run(client: Client) {
+    let all_pods: Api<DynamicObject> = Api::all_with(client.clone(), &pods());
+    let own = runner::keys(runner::touched(all_pods.clone(), ""), |p| {
+        unbound(&p).then(|| Key::of(&p))
+    });
+    let by_node = runner::keys_via(
+        runner::touched(Api::all_with(client.clone(), &crate::consts::nodes()), ""),
+        all_pods,
+        |api, _| async move {
+            let list = api.list(&ListParams::default()).await.ok()?;
+            Some(
+                list.items
+                    .iter()
+                    .filter(|p| unbound(p))
+                    .map(Key::of)
+                    .collect(),
+            )
+        },
+    );
+    let client = &client;
+    runner::run("scheduler", vec![own, by_node], |key| schedule(client, key)).await;
+}
+
+fn finished(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+async fn schedule(client: &Client, key: Key) -> Result<(), Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &pods());
+    let Some(mut pod) = api.get_opt(&key.name).await? else {
+        return Ok(());
+    };
+    if !unbound(&pod) {
+        return Ok(());
+    }
+    let nodes: Api<DynamicObject> = Api::all_with(client.clone(), &crate::consts::nodes());
+    let mut nodes: Vec<Value> = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter_map(|n| serde_json::to_value(n).ok())
+        .collect();
+    nodes.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    let everyone: Vec<Value> = Api::<DynamicObject>::all_with(client.clone(), &pods())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .filter(|p| !finished(p))
+        .collect();
+    let this = serde_json::to_value(&pod).unwrap_or_default();
+    let mut first_reason = None;
+    for node in &nodes {
+        let on_node: Vec<&Value> = everyone
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == node["metadata"]["name"])
+            .collect();
+        match feasible(&this, node, &on_node) {
+            None => {
+                pod.data["spec"]["nodeName"] = node["metadata"]["name"].clone();
+                api.replace(&key.name, &PostParams::default(), &pod).await?;
+                return Ok(());
+            }
+            Some(reason) => {
+                first_reason.get_or_insert(reason);
+            }
+        }
+    }
+    let message = format!(
+        "0/{} nodes are available: {}.",
+        nodes.len(),
+        first_reason.unwrap_or_else(|| "no nodes available to schedule pods".into())
+    );
+    let condition = json!({"type": "PodScheduled", "status": "False",
+                           "reason": "Unschedulable", "message": message});
+    let conditions = pod.data["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if conditions.contains(&condition) {
+        return Ok(());
+    }
+    let mut kept: Vec<Value> = conditions
+        .into_iter()
+        .filter(|c| c["type"] != "PodScheduled")
+        .collect();
+    kept.push(condition);
+    pod.data["status"]["conditions"] = Value::Array(kept);
+    if pod.data["status"]["phase"].is_null() {
+        pod.data["status"]["phase"] = json!("Pending");
+    }
+    api.replace_status(&key.name, &PostParams::default(), &pod)
+        .await?;
+    Ok(())
+}
