@@ -427,6 +427,45 @@ async fn a_deleted_namespace_terminates_then_disappears() {
         .unwrap();
     eventually("the namespace disappears", || gone(&namespaces, "doomed")).await;
 
+    // A finalizer of someone else's in `spec.finalizers` holds the
+    // namespace after the controller's own is gone, until that someone
+    // finalizes it through `/finalize`.
+    let mut waiting = Namespace::default();
+    waiting.metadata.name = Some("waiting".into());
+    waiting.spec = Some(k8s_openapi::api::core::v1::NamespaceSpec {
+        finalizers: Some(vec!["example.com/wait".into()]),
+    });
+    let created = namespaces
+        .create(&PostParams::default(), &waiting)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.spec.unwrap().finalizers,
+        Some(vec![
+            "example.com/wait".to_string(),
+            "kubernetes".to_string()
+        ])
+    );
+    namespaces
+        .delete("waiting", &DeleteParams::default())
+        .await
+        .unwrap();
+    let held = until("the controller's finalizer is taken out", || async {
+        let n = namespaces.get("waiting").await.unwrap();
+        let finalizers = n.spec.clone().unwrap_or_default().finalizers;
+        (finalizers == Some(vec!["example.com/wait".to_string()])).then_some(n)
+    })
+    .await;
+    let mut finalized = held.clone();
+    finalized.spec = Some(k8s_openapi::api::core::v1::NamespaceSpec {
+        finalizers: Some(vec![]),
+    });
+    namespaces
+        .replace_subresource("finalize", "waiting", &PostParams::default(), &finalized)
+        .await
+        .unwrap();
+    assert!(gone(&namespaces, "waiting").await, "finalized, it is gone");
+
     let e = namespaces
         .delete("default", &DeleteParams::default())
         .await
