@@ -117,7 +117,7 @@ impl World {
     /// `ready` and its allocatable `allocatable`.
     async fn node(&self, ready: &str, allocatable: &Value) -> Result<Value> {
         let what = format!("Ready {ready}, allocatable {allocatable}");
-        wait(&self.consumer, NODES, None, SLICE, &what, |n| {
+        wait(&self.consumer, NODES, None, SLICE, &what, FOLLOW, |n| {
             node_ready(n) == ready && &n["status"]["allocatable"] == allocatable
         })
         .await
@@ -129,7 +129,7 @@ impl World {
     async fn quota(&self, within: Duration, check: impl Fn(&Value) -> bool) -> Result<Value> {
         let name = liqo_model::slice::common_name(SLICE, CONSUMER);
         let namespace = liqo_support::tenant_namespace(CONSUMER);
-        wait_within(
+        wait(
             &self.provider.kube,
             QUOTAS,
             Some(&namespace),
@@ -166,20 +166,9 @@ fn node_ready(node: &Value) -> &str {
         .unwrap_or("")
 }
 
-async fn wait(
-    kube: &KubeApiServer,
-    resource: (&str, &str),
-    namespace: Option<&str>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Result<Value> {
-    wait_within(kube, resource, namespace, name, what, FOLLOW, check).await
-}
-
 /// Poll until the object satisfies `check`, or fail after `within` naming
 /// what was awaited and what was last seen.
-async fn wait_within(
+async fn wait(
     kube: &KubeApiServer,
     resource: (&str, &str),
     namespace: Option<&str>,

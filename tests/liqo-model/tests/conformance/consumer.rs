@@ -432,22 +432,7 @@ async fn the_foreign_cluster_says_provider_peered_and_its_node_is_ready() {
         json!({"cpu": "2", "memory": "4Gi", "pods": "10"}),
     );
     node_when_ready_is(&kube, "gold", "True").await;
-    let fc = wait_for(
-        &kube,
-        FOREIGN_CLUSTERS,
-        None,
-        PROVIDER,
-        "nodes ready",
-        |fc| {
-            fc["status"]["modules"]["offloading"]["conditions"]
-                .as_array()
-                .is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "OffloadingNodeStatus" && c["status"] == "Ready")
-                })
-        },
-    )
-    .await;
+    let fc = offloading_nodes_are(&kube, "Ready").await;
     assert_eq!(fc["status"]["modules"]["offloading"]["enabled"], true);
     // Zeros make the node NotReady, and the ForeignCluster says so.
     write_status(
@@ -458,20 +443,20 @@ async fn the_foreign_cluster_says_provider_peered_and_its_node_is_ready() {
         json!({"cpu": "0", "memory": "0", "pods": "0"}),
     );
     node_when_ready_is(&kube, "gold", "False").await;
-    wait_for(
-        &kube,
-        FOREIGN_CLUSTERS,
-        None,
-        PROVIDER,
-        "nodes not ready",
-        |fc| {
-            fc["status"]["modules"]["offloading"]["conditions"]
-                .as_array()
-                .is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "OffloadingNodeStatus" && c["status"] == "NotReady")
-                })
-        },
-    )
-    .await;
+    offloading_nodes_are(&kube, "NotReady").await;
+}
+
+/// The ForeignCluster of [`PROVIDER`] once its offloading module's
+/// `OffloadingNodeStatus` is `status`.
+async fn offloading_nodes_are(kube: &KubeApiServer, status: &str) -> Value {
+    let what = format!("OffloadingNodeStatus {status}");
+    wait_for(kube, FOREIGN_CLUSTERS, None, PROVIDER, &what, |fc| {
+        fc["status"]["modules"]["offloading"]["conditions"]
+            .as_array()
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "OffloadingNodeStatus" && c["status"] == status)
+            })
+    })
+    .await
 }
