@@ -29,7 +29,7 @@ const MARGIN: Duration = Duration::from_millis(700);
 const FROZEN: Duration = Duration::from_millis(1500);
 /// ...awake this long, this many times.
 const AWAKE: Duration = Duration::from_millis(40);
-const FLICKERS: usize = 4;
+const FLICKERS: usize = 3;
 
 #[test]
 fn mongo_request_is_answered_within_one_timeout() {
