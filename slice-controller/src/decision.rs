@@ -144,10 +144,10 @@ pub enum Reason {
     /// denied a slice that holds a grant (see the module docs).
     ResourcesRevoked,
     /// Denied: Liqo's settings on this provider do not enforce what the
-    /// capacity is sold with (`crate::enforcement`).
+    /// capacity is sold with, the provider self-check.
     EnforcementOff,
     /// Denied: Liqo's settings cannot be read and
-    /// `--if-enforcement-unknown refuse` (`crate::enforcement`).
+    /// `--if-enforcement-unknown refuse`, the provider self-check.
     EnforcementUnknown,
 }
 

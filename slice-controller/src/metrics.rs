@@ -8,7 +8,7 @@
 //! | `slice_controller_reconcile_duration_seconds` | one consumer's reconcile: chain read, decision, status writes |
 //! | `slice_controller_errors_total{kind}` | failed reconciles and writes: `chain`, `kubernetes`, `conflict` (a 409 that was retried) |
 //! | `slice_controller_leader` | 1 while this replica leads |
-//! | `slice_controller_liqo_enforcement{level}` | 1 for the level of Liqo's enforcement read on this provider (`off`, `none`, `soft`, `hard`, `unknown`), 0 for the others (`crate::enforcement`) |
+//! | `slice_controller_liqo_enforcement{level}` | 1 for the level of Liqo's enforcement read on this provider (`off`, `none`, `soft`, `hard`, `unknown`), 0 for the others (the provider self-check) |
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -94,7 +94,7 @@ pub struct Handles {
 }
 
 /// Every value of `slice_controller_liqo_enforcement`'s `level` label
-/// (`crate::enforcement::Level::label`).
+/// (the provider self-check's `Level::label`).
 pub const ENFORCEMENT_LEVELS: [&str; 5] = ["off", "none", "soft", "hard", "unknown"];
 /// The level before anything was read.
 const ENFORCEMENT_UNREAD: &str = "unknown";
