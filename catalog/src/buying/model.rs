@@ -152,6 +152,19 @@ impl Reservation {
         self.due_at().is_some_and(|d| d <= now)
     }
 
+    /// How a contract ended by `now` (`cancelled` or `expired`), None
+    /// while it is live (purchased and not due).
+    pub fn ended_as(&self, now: DateTime<Utc>) -> Option<&'static str> {
+        if self.state == ReservationState::Purchased && !self.is_due(now) {
+            return None;
+        }
+        Some(if self.state == ReservationState::Cancelled {
+            "cancelled"
+        } else {
+            "expired"
+        })
+    }
+
     /// The record as a handler answers it: a contract's own credentials
     /// stay in the store (the sealed kubeconfig is opened only for the
     /// contract's consumer, in `GET /contracts/{id}`; the contract's
@@ -432,6 +445,44 @@ pub(crate) mod tests {
             ended_at: None,
             contract: None,
             reserved_plan: None,
+        }
+    }
+
+    /// A REST reservation of provider `prov`'s plan, expiring
+    /// `expires_in` seconds from now.
+    pub(crate) fn reserved(expires_in: i64) -> Reservation {
+        Reservation {
+            id: "k1".into(),
+            cluster_id: "prov".into(),
+            ..sample(ReservationState::Reserved, expires_in)
+        }
+    }
+
+    pub(crate) fn terms(now: DateTime<Utc>) -> ContractTerms {
+        ContractTerms::new(
+            None,
+            "provider".into(),
+            ResourceList::from_strings([("cpu", "2"), ("memory", "4Gi")]).unwrap(),
+            "liqo-broker".into(),
+            vec![LiqoGeneration::V1],
+            now,
+        )
+    }
+
+    /// A contract bought at `now` from a Liqo v1 provider, lasting
+    /// `lifetime_s` (the other contract tests build theirs from it too).
+    pub(crate) fn bought(now: DateTime<Utc>, lifetime_s: i64) -> Reservation {
+        match purchase_step(
+            &reserved(60),
+            &terms(now),
+            chrono::Duration::seconds(lifetime_s),
+            now,
+        ) {
+            Step::Write {
+                next,
+                refused: false,
+            } => next,
+            other => panic!("{other:?}"),
         }
     }
 

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::model::ended;
 use crate::buying::model::{Reservation, Step};
 use crate::http::FieldError;
 
@@ -71,7 +70,7 @@ pub fn check_extend(r: &Reservation, now: DateTime<Utc>) -> Result<(), ExtendErr
     if r.contract.is_none() {
         return Err(ExtendError::NotAContract(r.id.clone()));
     }
-    if let Some(how) = ended(r, now) {
+    if let Some(how) = r.ended_as(now) {
         return Err(ExtendError::Ended {
             id: r.id.clone(),
             how,
@@ -101,7 +100,8 @@ pub fn extend_step(r: &Reservation, end: DateTime<Utc>, now: DateTime<Utc>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buying::contracts::model::{tests::bought, view};
+    use crate::buying::contracts::model::view;
+    use crate::buying::model::tests::bought;
 
     const DAY: Duration = Duration::from_secs(86_400);
 

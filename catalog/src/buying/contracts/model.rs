@@ -34,19 +34,6 @@ pub use catalog_client::wire::contract::{
     Contract, ContractCredentials, ContractPeering, Ended, V1Credentials,
 };
 
-/// How contract `r` ended by `now` (`cancelled` or `expired`), None while
-/// it is live.
-pub fn ended(r: &Reservation, now: DateTime<Utc>) -> Option<&'static str> {
-    if r.state == ReservationState::Purchased && !r.is_due(now) {
-        return None;
-    }
-    Some(if r.state == ReservationState::Cancelled {
-        "cancelled"
-    } else {
-        "expired"
-    })
-}
-
 /// `r` as a contract at `now` (without credentials); None if `r` is not
 /// one (a reservation, or an Open Service Broker purchase). It reads
 /// `endingSoon` from `lead` before its end.
@@ -238,7 +225,7 @@ pub fn check_report(
     let Some(terms) = &r.contract else {
         return Err(ReportError::NotAContract(r.id.clone()));
     };
-    if let Some(how) = ended(r, now) {
+    if let Some(how) = r.ended_as(now) {
         return Err(ReportError::Ended {
             id: r.id.clone(),
             how,
@@ -279,50 +266,13 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::buying::model::{purchase_step, step, ContractTerms, Transition};
-    use crate::providers::LiqoGeneration;
+    use crate::buying::model::tests::{bought, reserved, terms};
+    use crate::buying::model::{purchase_step, step, Transition};
     use proptest::prelude::*;
-    use quantity::ResourceList;
 
     const LEAD: chrono::Duration = chrono::Duration::seconds(5);
-
-    fn reserved(expires_in: i64) -> Reservation {
-        Reservation {
-            id: "k1".into(),
-            cluster_id: "prov".into(),
-            ..crate::buying::model::tests::sample(ReservationState::Reserved, expires_in)
-        }
-    }
-
-    fn terms(now: DateTime<Utc>) -> ContractTerms {
-        ContractTerms::new(
-            None,
-            "provider".into(),
-            ResourceList::from_strings([("cpu", "2"), ("memory", "4Gi")]).unwrap(),
-            "liqo-broker".into(),
-            vec![LiqoGeneration::V1],
-            now,
-        )
-    }
-
-    /// A contract bought at `now` from a Liqo v1 provider, lasting
-    /// `lifetime_s` (the other contract tests build theirs from it too).
-    pub(crate) fn bought(now: DateTime<Utc>, lifetime_s: i64) -> Reservation {
-        match purchase_step(
-            &reserved(60),
-            &terms(now),
-            chrono::Duration::seconds(lifetime_s),
-            now,
-        ) {
-            Step::Write {
-                next,
-                refused: false,
-            } => next,
-            other => panic!("{other:?}"),
-        }
-    }
 
     #[test]
     fn a_purchase_stamps_terms_and_expiry() {

@@ -18,12 +18,11 @@
 
 use chrono::{DateTime, Utc};
 
-use super::model::{ended, ContractPeering};
 use crate::buying::model::{ContractV1, Reservation, Step};
 use crate::http::FieldError;
 use crate::providers::LiqoGeneration;
 
-pub use catalog_client::wire::contract::PeeringState;
+pub use catalog_client::wire::contract::{ContractPeering, PeeringState};
 
 /// A consumer cluster ID as Liqo v1 accepts it: a DNS-1123 label (Liqo
 /// v1.2.0 pkg/utils/args/cluster-identity.go `Read`: "may only contain
@@ -178,7 +177,7 @@ pub fn check_attach(r: &Reservation, now: DateTime<Utc>) -> Result<(), AttachErr
     let Some(terms) = &r.contract else {
         return Err(AttachError::NotAContract(r.id.clone()));
     };
-    if let Some(how) = ended(r, now) {
+    if let Some(how) = r.ended_as(now) {
         return Err(AttachError::Ended {
             id: r.id.clone(),
             how,
@@ -220,7 +219,7 @@ pub fn attach_step(r: &Reservation, sealed: &str, now: DateTime<Utc>) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buying::contracts::model::tests::bought;
+    use crate::buying::model::tests::bought;
 
     #[test]
     fn v1_cluster_ids_are_liqos() {
