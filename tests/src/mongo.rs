@@ -104,21 +104,29 @@ client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=20000)
 client.admin.command({"configureFailPoint": "failCommand",
     "mode": json.loads(sys.argv[2]), "data": json.loads(sys.argv[3])})
 "#;
+        self.python(
+            "configureFailPoint",
+            SCRIPT,
+            &[&mode.to_string(), &data.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Run `script` with the Python beside SecantusDB (pymongo installed),
+    /// given this server's URI and then `args`; its stdout. `what` names
+    /// it in an error.
+    fn python(&self, what: &str, script: &str, args: &[&str]) -> Result<Vec<u8>> {
         let python = secantusd_path().with_file_name("python");
         let out = Command::new(&python)
-            .args(["-c", SCRIPT, &self.uri()])
-            .arg(mode.to_string())
-            .arg(data.to_string())
+            .args(["-c", script, &self.uri()])
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("running {}", python.display()))?;
         if !out.status.success() {
-            bail!(
-                "configureFailPoint: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            bail!("{what}: {}", String::from_utf8_lossy(&out.stderr));
         }
-        Ok(())
+        Ok(out.stdout)
     }
 
     /// (Re)start the server on the same port and data directory.
@@ -196,21 +204,10 @@ for name in sorted(db.list_collection_names()):
         doc = json.loads(json_util.dumps(doc, json_options=json_util.RELAXED_JSON_OPTIONS))
         print(json.dumps({"c": name, "doc": doc, "raw": raw}))
 "#;
-        let python = secantusd_path().with_file_name("python");
-        let out = Command::new(&python)
-            .args(["-c", SCRIPT, &self.uri(), database])
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("running {}", python.display()))?;
-        if !out.status.success() {
-            bail!(
-                "dumping {database}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        let stdout = self.python(&format!("dumping {database}"), SCRIPT, &[database])?;
         let mut docs = Vec::new();
         let mut raw = Vec::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
+        for line in String::from_utf8_lossy(&stdout).lines() {
             let v: serde_json::Value = serde_json::from_str(line).context("dump line")?;
             let hex = v["raw"].as_str().unwrap_or_default();
             for i in (0..hex.len()).step_by(2) {
