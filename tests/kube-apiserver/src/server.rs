@@ -451,6 +451,15 @@ async fn serve(
                     Ok(s) => s.in_namespace(ns),
                     Err(message) => return error_response(&ApiError::bad_request(message)),
                 };
+            // `DeleteCollection` passes its `DeleteOptions` to each delete.
+            let options = if body.is_empty() {
+                Value::Null
+            } else {
+                match parse_body() {
+                    Ok(o) => o,
+                    Err(e) => return error_response(&e),
+                }
+            };
             let mut world = shared.world();
             let victims: Vec<Value> = world
                 .list_objects(&def.group_resource())
@@ -464,7 +473,7 @@ async fn serve(
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                match world.delete(def, vns.as_deref(), &vname, &Value::Null) {
+                match world.delete(def, vns.as_deref(), &vname, &options) {
                     Ok(o) => items.push(versioned(o)),
                     Err(e) => return error_response(&e),
                 }

@@ -244,6 +244,26 @@ async fn orphan_deletion_keeps_dependents_without_the_reference() {
     eventually("the owner goes", || gone(&cms, "owner")).await;
     let kept = secrets.get("kept").await.unwrap();
     assert_eq!(kept.metadata.owner_references.unwrap_or_default(), vec![]);
+
+    // A deletecollection passes its options to each delete.
+    let second = config_map(&cms, "second").await;
+    secret(&secrets, "kept-too", vec![owner_ref(&second, false)], &[]).await;
+    let listed = cms
+        .delete_collection(
+            &orphan,
+            &ListParams::default().fields("metadata.name=second"),
+        )
+        .await
+        .unwrap()
+        .left()
+        .expect("the objects, as marked");
+    assert_eq!(
+        listed.items[0].metadata.finalizers,
+        Some(vec!["orphan".to_string()])
+    );
+    eventually("the second owner goes", || gone(&cms, "second")).await;
+    let kept = secrets.get("kept-too").await.unwrap();
+    assert_eq!(kept.metadata.owner_references.unwrap_or_default(), vec![]);
 }
 
 /// A cluster-scoped dependent of a namespaced owner is invalid: the
