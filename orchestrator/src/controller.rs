@@ -331,7 +331,12 @@ async fn recreate_stale_pods(shared: &Arc<Shared>, ns: &Namespace) -> Result<(),
         .map(|p| &**p)
         .collect();
     let api: Api<Pod> = Api::namespaced(shared.client.clone(), &name);
-    for action in stale_pods::plan(ns, &in_ns) {
+    let selected = shared
+        .offloadings
+        .get(&ObjectRef::new(OFFLOADING_NAME).within(&name))
+        .map(|o| o.selected())
+        .unwrap_or_default();
+    for action in stale_pods::plan(ns, &in_ns, &selected) {
         match action {
             stale_pods::Action::Recreate { name: pod, uid } => {
                 let params = DeleteParams {
@@ -345,7 +350,7 @@ async fn recreate_stale_pods(shared: &Arc<Shared>, ns: &Namespace) -> Result<(),
                     Ok(_) => {
                         tracing::info!(%pod, "deleted a pod created before the placement; its controller recreates it offloaded");
                         pod_event(shared, &name, &pod, EventType::Normal, "RecreatedToOffload",
-                            "deleted: created before the namespace was placed, so Liqo's pod webhook never offloaded it; its controller recreates it");
+                            "deleted: created before the namespace's current placement, which Liqo's pod webhook applies to new pods only; its controller recreates it");
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
                     Err(error) => return Err(error.into()),
@@ -360,7 +365,7 @@ async fn recreate_stale_pods(shared: &Arc<Shared>, ns: &Namespace) -> Result<(),
                 if first {
                     tracing::warn!(%pod, "a bare pod created before the placement stays where it is");
                     pod_event(shared, &name, &pod, EventType::Warning, "MustBeRecreated",
-                        "created before the namespace was placed, so Liqo's pod webhook never offloaded it, and no controller owns it: delete and create it again to offload it");
+                        "created before the namespace's current placement, which Liqo's pod webhook applies to new pods only, and no controller owns it: delete and create it again to offload it there");
                 }
             }
         }

@@ -12,8 +12,16 @@
 //! then has neither: it runs on the broker if it fits, else stays Pending,
 //! and is never offloaded — nothing in Liqo revisits it.
 //!
+//! The same holds after a **move**: the webhook wrote the old selection
+//! into each pod's required node affinity, and nothing rewrites it, so the
+//! pods stay bound to the old provider's virtual node while Liqo deletes
+//! the old remote namespace (and the pods running there).
+//!
 //! So, once the namespace carries the label (the webhook now acts on new
-//! pods), a pod without Liqo's toleration is **stale**:
+//! pods), a pod is **stale** when it lacks Liqo's toleration, or when its
+//! required node affinity admits none of the providers selected now (every
+//! term names providers under `liqo.io/remote-cluster-id In`, none of them
+//! selected). A stale pod
 //! - owned by a controller (a ShadowPod on the broker — Liqo's ShadowPod
 //!   controller recreates its pod when it is deleted,
 //!   `shadowpod-controller/shadowpod_controller.go:162-175` — or a
@@ -55,6 +63,43 @@ pub fn webhook_active(ns: &Namespace) -> bool {
         .is_some_and(|v| v == SCHEDULING_VALUE)
 }
 
+/// The key the orchestrator selects providers by (on Liqo's virtual nodes).
+const CLUSTER_ID_KEY: &str = controller_core::liqo::REMOTE_CLUSTER_ID_LABEL;
+
+/// Whether `pod`'s required node affinity admits none of `selected`: every
+/// term requires `liqo.io/remote-cluster-id In` values none of which is
+/// selected. A term without such a requirement admits any provider.
+fn pinned_elsewhere(pod: &Pod, selected: &[String]) -> bool {
+    let terms = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| r.node_selector_terms.as_slice())
+        .unwrap_or_default();
+    !selected.is_empty()
+        && !terms.is_empty()
+        && terms.iter().all(|term| {
+            let named: Vec<&String> = term
+                .match_expressions
+                .iter()
+                .flatten()
+                .filter(|e| e.key == CLUSTER_ID_KEY && e.operator == "In")
+                .flat_map(|e| e.values.iter().flatten())
+                .collect();
+            let constrained = term
+                .match_expressions
+                .iter()
+                .flatten()
+                .any(|e| e.key == CLUSTER_ID_KEY && e.operator == "In");
+            constrained && !named.iter().any(|v| selected.contains(v))
+        })
+}
+
 /// Whether `pod` went through the pod webhook (it carries the toleration).
 fn tolerates_virtual_nodes(pod: &Pod) -> bool {
     pod.spec
@@ -80,15 +125,16 @@ fn controlled(pod: &Pod) -> bool {
         .is_some_and(|refs| refs.iter().any(|r| r.controller == Some(true)))
 }
 
-/// What to do with the pods of `ns` (its `pods`) now; none until Liqo's
-/// webhook acts in it.
-pub fn plan(ns: &Namespace, pods: &[&Pod]) -> Vec<Action> {
+/// What to do with the pods of `ns` (its `pods`), placed on `selected`
+/// now; none until Liqo's webhook acts in it.
+pub fn plan(ns: &Namespace, pods: &[&Pod], selected: &[String]) -> Vec<Action> {
     if !webhook_active(ns) {
         return Vec::new();
     }
     pods.iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| !finished(p) && !tolerates_virtual_nodes(p))
+        .filter(|p| !finished(p))
+        .filter(|p| !tolerates_virtual_nodes(p) || pinned_elsewhere(p, selected))
         .filter_map(|p| {
             let name = p.metadata.name.clone()?;
             let uid = p.metadata.uid.clone()?;
@@ -147,9 +193,9 @@ mod tests {
         );
         let pods = [&controlled, &bare, &mutated, &done, &going];
 
-        assert_eq!(plan(&ns(false), &pods), []);
+        assert_eq!(plan(&ns(false), &pods, &[]), []);
         assert_eq!(
-            plan(&ns(true), &pods),
+            plan(&ns(true), &pods, &[]),
             [
                 Action::Recreate {
                     name: "web".into(),
@@ -171,8 +217,34 @@ mod tests {
                 "name": "x", "uid": "u"}]}),
         );
         assert!(matches!(
-            plan(&ns(true), &[&p])[..],
+            plan(&ns(true), &[&p], &[])[..],
             [Action::Announce { .. }]
         ));
+    }
+
+    #[test]
+    fn pods_pinned_to_providers_no_longer_selected_are_recreated() {
+        let pinned = |name: &str, values: Value| {
+            let mut extra = owned();
+            extra["spec.tolerations"] = json!([{"key": VIRTUAL_NODE_TOLERATION_KEY,
+                "operator": "Exists", "effect": "NoExecute"}]);
+            extra["spec.affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "liqo.io/remote-cluster-id", "operator": "In", "values": values},
+                    {"key": "liqo.io/type", "operator": "In", "values": ["virtual-node"]}]}]}}});
+            pod(name, extra)
+        };
+        let old = pinned("old", json!(["p1"]));
+        let current = pinned("current", json!(["p1", "p2"]));
+        let selected = ["p2".to_string()];
+        assert_eq!(
+            plan(&ns(true), &[&old, &current], &selected),
+            [Action::Recreate {
+                name: "old".into(),
+                uid: "uid-old".into()
+            }]
+        );
+        // Nothing selected (nothing read yet): no pod is judged by affinity.
+        assert_eq!(plan(&ns(true), &[&old], &[]), []);
     }
 }

@@ -10,7 +10,9 @@
 //! consumer's ShadowPods, and one bare pod. Liqo's pod webhook would never
 //! touch them; the orchestrator recreates the two controlled ones once Liqo
 //! labels the namespace, and they run on the chosen provider; the bare pod
-//! stays, with a `MustBeRecreated` warning.
+//! stays, with a `MustBeRecreated` warning. When the provider withdraws,
+//! the namespace moves, and so do the pods — recreated, not migrated: the
+//! webhook pinned them to the old provider when they were made.
 
 use std::time::{Duration, Instant};
 
@@ -121,7 +123,7 @@ fn phase(pod: &Value) -> &str {
 }
 
 #[test]
-fn pods_created_before_the_placement_run_on_the_chosen_provider() {
+fn pods_created_before_the_placement_run_on_the_chosen_provider_and_move_with_it() {
     let broker = Broker::start_plain().unwrap();
     // cluster-2 is the cheaper of two that fit the pods' 3.2 CPU.
     broker.offer(1, "o1", json!({}), &[("m", "3", "4", "8Gi")]);
@@ -205,4 +207,26 @@ fn pods_created_before_the_placement_run_on_the_chosen_provider() {
     assert_eq!(warning["type"], "Warning");
     let bare = broker.kube.get(PODS, Some(NAMESPACE), "bare").unwrap();
     assert_eq!(bare["spec"]["nodeName"], "broker-node");
+
+    // cluster-2 withdraws: the namespace moves to cluster-1, and the pods
+    // pinned to cluster-2 by the webhook are made again there.
+    broker.withdraw(2, "o2");
+    broker.wait_selected(NAMESPACE, &["cluster-1"]).unwrap();
+    for name in ["web", "big"] {
+        wait_pod(
+            &broker.kube,
+            NAMESPACE,
+            name,
+            "running on cluster-1's virtual node",
+            |p| p["spec"]["nodeName"] == "liqo-cluster-1" && phase(p) == "Running",
+        );
+        let remote = wait_pod(
+            &p1.kube,
+            REMOTE_NAMESPACE,
+            name,
+            "running on cluster-1",
+            |p| phase(p) == "Running",
+        );
+        assert_eq!(remote["spec"]["nodeName"], "node-1");
+    }
 }
