@@ -398,6 +398,21 @@ impl ContractTerms {
     }
 }
 
+/// `r` changed by `change` as the next revision of its contract (the
+/// revision is the stores' compare-and-swap token, so every change of a
+/// contract goes through here).
+pub fn contract_change(r: &Reservation, change: impl FnOnce(&mut Reservation)) -> Step {
+    let mut next = r.clone();
+    change(&mut next);
+    if let Some(terms) = next.contract.as_mut() {
+        terms.revision += 1;
+    }
+    Step::Write {
+        next,
+        refused: false,
+    }
+}
+
 /// The purchase of `r` at `now` as a contract with `terms`, lasting
 /// `lifetime`: [`step`]'s purchase, stamped with the terms and the expiry.
 pub fn purchase_step(

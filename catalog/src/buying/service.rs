@@ -14,7 +14,7 @@ use super::model::{
 };
 use super::store::{ReservationStore, ReserveError, TransitionError};
 use crate::auth::{Caller, Role};
-use crate::offers::OfferStore;
+use crate::offers::{OfferStore, Plan};
 use crate::providers::{PeeringCredentials, Providers};
 
 /// What the buying handlers share (`web::Data<Buying>`), and what the
@@ -177,18 +177,24 @@ fn wrong_state(r: &Reservation, purchasing: bool) -> BuyError {
 /// against the plan on offer now (409 naming what changed, or that the
 /// plan is gone; see [`super::terms`]).
 pub async fn reserved_terms(state: &Buying, r: &Reservation) -> Result<ResourceList, BuyError> {
-    let plan = state
+    let plan = plan_on_offer(state, r, "release this reservation").await?;
+    super::terms::purchasable(r, &plan).map_err(BuyError::conflict)
+}
+
+/// The plan `r` holds, as on offer now; 409 when the offer no longer has
+/// it, followed by `then` (what that means for `r`).
+pub async fn plan_on_offer(state: &Buying, r: &Reservation, then: &str) -> Result<Plan, BuyError> {
+    state
         .offers
         .get_offer(&r.offer_id)
         .await?
         .and_then(|o| o.plans.get(&r.plan_id).cloned())
         .ok_or_else(|| {
             BuyError::conflict(format!(
-                "offer {} no longer has plan {}: release this reservation",
+                "offer {} no longer has plan {}: {then}",
                 r.offer_id, r.plan_id
             ))
-        })?;
-    super::terms::purchasable(r, &plan).map_err(BuyError::conflict)
+        })
 }
 
 /// Purchase reservation `id` (which `who` may see). With `contract`

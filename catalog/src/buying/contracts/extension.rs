@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::buying::model::{Reservation, Step};
+use crate::buying::model::{contract_change, Reservation, Step};
 use crate::http::FieldError;
 
 /// The contract's new end: `asked` seconds after `current`, or (None) a
@@ -85,16 +85,12 @@ pub fn extend_step(r: &Reservation, end: DateTime<Utc>, now: DateTime<Utc>) -> S
     if check_extend(r, now).is_err() {
         return Step::Refuse;
     }
-    let mut next = r.clone();
-    next.expires_at = end.max(r.expires_at);
-    if let Some(terms) = next.contract.as_mut() {
-        terms.extended_at = Some(now);
-        terms.revision += 1;
-    }
-    Step::Write {
-        next,
-        refused: false,
-    }
+    contract_change(r, |next| {
+        next.expires_at = end.max(r.expires_at);
+        if let Some(terms) = next.contract.as_mut() {
+            terms.extended_at = Some(now);
+        }
+    })
 }
 
 #[cfg(test)]

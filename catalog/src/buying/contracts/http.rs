@@ -194,6 +194,17 @@ pub async fn put_state(
     Ok(HttpResponse::Ok().json(service::report(&state, &id, &who, report).await?))
 }
 
+/// An optional JSON object body: none, or `null`, reads as the defaults.
+pub fn optional_object<T: Default + serde::de::DeserializeOwned>(
+    body: &[u8],
+) -> Result<T, BuyError> {
+    let text = body.trim_ascii();
+    if text.is_empty() || text == b"null" {
+        return Ok(T::default());
+    }
+    Ok(parse_object(body)?)
+}
+
 /// `PUT /provider/contracts/{id}/peering` body (the client's
 /// `AttachCredentials`).
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -286,13 +297,7 @@ pub async fn extend(
 ) -> Result<HttpResponse, BuyError> {
     let who = viewer(&caller)?;
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    // No body, or `null`: the defaults.
-    let text = body.trim_ascii();
-    let asked: ExtendBody = if text.is_empty() || text == b"null" {
-        ExtendBody::default()
-    } else {
-        parse_object(&body)?
-    };
+    let asked: ExtendBody = optional_object(&body)?;
     Ok(HttpResponse::Ok().json(service::extend(&state, &id, &who, asked.duration_seconds).await?))
 }
 

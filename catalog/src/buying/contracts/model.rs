@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::buying::model::{ContractState, Reservation, ReservationState, Step};
+use crate::buying::model::{contract_change, ContractState, Reservation, ReservationState, Step};
 use crate::http::{validate_id, FieldError};
 
 /// Longest `reason` accepted, in bytes.
@@ -249,20 +249,16 @@ pub fn report_step(r: &Reservation, report: &Report, now: DateTime<Utc>) -> Step
     if check_report(r, report, now).is_err() {
         return Step::Refuse;
     }
-    let mut next = r.clone();
-    if let Some(terms) = next.contract.as_mut() {
-        terms.state = report.state;
-        terms.reason = report.reason.clone();
-        terms.state_changed_at = now;
-        terms.revision += 1;
-        if terms.consumer_cluster_id.is_none() {
-            terms.consumer_cluster_id = report.consumer_cluster_id.clone();
+    contract_change(r, |next| {
+        if let Some(terms) = next.contract.as_mut() {
+            terms.state = report.state;
+            terms.reason = report.reason.clone();
+            terms.state_changed_at = now;
+            if terms.consumer_cluster_id.is_none() {
+                terms.consumer_cluster_id = report.consumer_cluster_id.clone();
+            }
         }
-    }
-    Step::Write {
-        next,
-        refused: false,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::buying::model::{ContractV1, Reservation, Step};
+use crate::buying::model::{contract_change, ContractV1, Reservation, Step};
 use crate::http::FieldError;
 use crate::providers::LiqoGeneration;
 
@@ -199,21 +199,17 @@ pub fn attach_step(r: &Reservation, sealed: &str, now: DateTime<Utc>) -> Step {
     if check_attach(r, now).is_err() {
         return Step::Refuse;
     }
-    let mut next = r.clone();
-    if let Some(terms) = next.contract.as_mut() {
-        let v1 = terms.v1.get_or_insert(ContractV1 {
-            single_consumer: false,
-            sealed_kubeconfig: None,
-            attached_at: None,
-        });
-        v1.sealed_kubeconfig = Some(sealed.to_string());
-        v1.attached_at = Some(now);
-        terms.revision += 1;
-    }
-    Step::Write {
-        next,
-        refused: false,
-    }
+    contract_change(r, |next| {
+        if let Some(terms) = next.contract.as_mut() {
+            let v1 = terms.v1.get_or_insert(ContractV1 {
+                single_consumer: false,
+                sealed_kubeconfig: None,
+                attached_at: None,
+            });
+            v1.sealed_kubeconfig = Some(sealed.to_string());
+            v1.attached_at = Some(now);
+        }
+    })
 }
 
 #[cfg(test)]

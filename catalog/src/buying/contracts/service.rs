@@ -263,26 +263,16 @@ pub async fn attach(
     }
     crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
     let now = crate::store::now();
-    if let Err(e) = check_attach(&r, now) {
-        return Err(attach_refused(id, e));
-    }
+    check_attach(&r, now).map_err(|e| attach_refused(id, e))?;
     let sealed =
         state
             .providers
             .seal_contract_kubeconfig(&r.cluster_id, id, "kubeconfig", kubeconfig)?;
     let decide = Arc::new(move |r: &Reservation| -> Step { attach_step(r, &sealed, now) });
-    let written = match state.store.update(id, decide).await {
-        Ok(w) => w,
-        Err(TransitionError::WrongState(current)) => {
-            return Err(match check_attach(&current, now) {
-                Err(e) => attach_refused(id, e),
-                Ok(()) => BuyError::conflict(format!(
-                    "contract {id} changed while attaching credentials; retry"
-                )),
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let written = change(state, id, decide, |current| {
+        check_attach(current, now).map_err(|e| attach_refused(id, e))
+    })
+    .await?;
     let consumer_cluster = written
         .contract
         .as_ref()
@@ -290,6 +280,26 @@ pub async fn attach(
         .unwrap_or_default();
     tracing::info!(contract = %id, provider = %written.cluster_id, consumer_cluster = %consumer_cluster, "contract credentials attached");
     view(state, &written, now).ok_or_else(|| not_found(id))
+}
+
+/// Write `decide`'s change of contract `id`; a refusal is answered with
+/// what `recheck` finds wrong with the contract as it is now (or, if
+/// nothing, that it changed meanwhile).
+async fn change(
+    state: &Buying,
+    id: &str,
+    decide: crate::buying::store::Decide,
+    recheck: impl Fn(&Reservation) -> Result<(), BuyError>,
+) -> Result<Reservation, BuyError> {
+    match state.store.update(id, decide).await {
+        Ok(written) => Ok(written),
+        Err(TransitionError::WrongState(current)) => {
+            Err(recheck(&current).err().unwrap_or_else(|| {
+                BuyError::conflict(format!("contract {id} changed meanwhile; retry"))
+            }))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn attach_refused(id: &str, e: AttachError) -> BuyError {
@@ -319,37 +329,19 @@ pub async fn extend(
         None => return Err(not_found(id)),
     }
     let now = crate::store::now();
-    if let Err(e) = check_extend(&r, now) {
-        return Err(extend_refused(id, e));
-    }
+    check_extend(&r, now).map_err(|e| extend_refused(id, e))?;
     crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
     // The terms continue only while the plan still offers them.
-    let plan = state
-        .offers
-        .get_offer(&r.offer_id)
-        .await?
-        .and_then(|o| o.plans.get(&r.plan_id).cloned())
-        .ok_or_else(|| {
-            BuyError::conflict(format!(
-                "offer {} no longer has plan {}: contract {id} runs to its end",
-                r.offer_id, r.plan_id
-            ))
-        })?;
+    let plan =
+        crate::buying::service::plan_on_offer(state, &r, &format!("contract {id} runs to its end"))
+            .await?;
     crate::buying::terms::extendable(&r, &plan).map_err(BuyError::conflict)?;
     let end = extension::new_end(r.expires_at, now, state.contract_duration, duration_seconds)?;
     let decide = Arc::new(move |r: &Reservation| -> Step { extend_step(r, end, now) });
-    let written = match state.store.update(id, decide).await {
-        Ok(w) => w,
-        Err(TransitionError::WrongState(current)) => {
-            return Err(match check_extend(&current, now) {
-                Err(e) => extend_refused(id, e),
-                Ok(()) => {
-                    BuyError::conflict(format!("contract {id} changed while extending; retry"))
-                }
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let written = change(state, id, decide, |current| {
+        check_extend(current, now).map_err(|e| extend_refused(id, e))
+    })
+    .await?;
     tracing::info!(contract = %id, expires_at = %written.expires_at, "contract extended");
     view(state, &written, now).ok_or_else(|| not_found(id))
 }
