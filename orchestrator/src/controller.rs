@@ -388,14 +388,18 @@ fn pod_event(
         action: "Recreate".to_string(),
         secondary: None,
     };
-    let reference = ObjectReference {
+    runtime::publish_event(&shared.recorder, event, core_ref("Pod", namespace, pod));
+}
+
+/// A reference to the core (`v1`) object `kind` `name` in `namespace`.
+fn core_ref(kind: &str, namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
         api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: Some(pod.to_string()),
+        kind: Some(kind.into()),
+        name: Some(name.to_string()),
         namespace: Some(namespace.to_string()),
         ..ObjectReference::default()
-    };
-    runtime::publish_event(&shared.recorder, event, reference);
+    }
 }
 
 /// Whether writing `desired` over `existing` would change anything.
@@ -428,13 +432,7 @@ fn publish_event(
     };
     let reference: ObjectReference = match obj {
         Some(o) => o.object_ref(&()),
-        None => ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Namespace".into()),
-            name: Some(namespace.to_string()),
-            namespace: Some(namespace.to_string()),
-            ..ObjectReference::default()
-        },
+        None => core_ref("Namespace", namespace, namespace),
     };
     runtime::publish_event(&shared.recorder, event, reference);
 }

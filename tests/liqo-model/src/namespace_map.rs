@@ -17,9 +17,11 @@
 //!
 //! The replication is folded in: one task reads the origin's map as the
 //! origin's crdReplicator and creates the namespaces as the peer's
-//! controller manager. Not modelled: the RoleBinding for the origin's
+//! controller manager; the map itself is made with the crdReplicator's
+//! client too ([`ensure_map`]), where Liqo's VirtualNode controller makes it
+//! as the controller manager. Not modelled: the RoleBinding for the origin's
 //! virtual kubelet in each namespace (ENF:82-104; the peering grants it
-//! cluster-wide, see [`crate::offloading::Peering`]), the deletion of
+//! cluster-wide: see `offloading::Peering`), the deletion of
 //! namespaces whose mapping was removed, the finalizer.
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};

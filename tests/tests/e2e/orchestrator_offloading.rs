@@ -118,6 +118,25 @@ fn wait_pod(
     }
 }
 
+/// Wait until the broker's pod `name` runs on provider `n`'s virtual node
+/// and its pod there on node `node-<n>`; both pods.
+fn running_on(broker: &Broker, provider: &Provider, n: u32, name: &str) -> (Value, Value) {
+    let node = format!("liqo-cluster-{n}");
+    let pod = wait_pod(
+        &broker.kube,
+        NAMESPACE,
+        name,
+        &format!("running on {node}"),
+        |p| p["spec"]["nodeName"] == node.as_str() && phase(p) == "Running",
+    );
+    let what = format!("running on cluster-{n}");
+    let remote = wait_pod(&provider.kube, REMOTE_NAMESPACE, name, &what, |p| {
+        phase(p) == "Running"
+    });
+    assert_eq!(remote["spec"]["nodeName"], format!("node-{n}"));
+    (pod, remote)
+}
+
 fn phase(pod: &Value) -> &str {
     pod["status"]["phase"].as_str().unwrap_or_default()
 }
@@ -172,27 +191,13 @@ fn pods_created_before_the_placement_run_on_the_chosen_provider_and_move_with_it
     broker.wait_selected(NAMESPACE, &["cluster-2"]).unwrap();
 
     for name in ["web", "big"] {
-        let pod = wait_pod(
-            &broker.kube,
-            NAMESPACE,
-            name,
-            "running on cluster-2's virtual node",
-            |p| p["spec"]["nodeName"] == "liqo-cluster-2" && phase(p) == "Running",
-        );
+        let (pod, remote) = running_on(&broker, &p2, 2, name);
         // Through Liqo's webhook this time: its toleration and selector.
         let tolerations = pod["spec"]["tolerations"].to_string();
         assert!(
             tolerations.contains("virtual-node.liqo.io/not-allowed"),
             "{pod}"
         );
-        let remote = wait_pod(
-            &p2.kube,
-            REMOTE_NAMESPACE,
-            name,
-            "running on cluster-2",
-            |p| phase(p) == "Running",
-        );
-        assert_eq!(remote["spec"]["nodeName"], "node-2");
         assert_eq!(
             remote["metadata"]["labels"]["liqo.io/creator-user"],
             BROKER_ID
@@ -213,20 +218,6 @@ fn pods_created_before_the_placement_run_on_the_chosen_provider_and_move_with_it
     broker.withdraw(2, "o2");
     broker.wait_selected(NAMESPACE, &["cluster-1"]).unwrap();
     for name in ["web", "big"] {
-        wait_pod(
-            &broker.kube,
-            NAMESPACE,
-            name,
-            "running on cluster-1's virtual node",
-            |p| p["spec"]["nodeName"] == "liqo-cluster-1" && phase(p) == "Running",
-        );
-        let remote = wait_pod(
-            &p1.kube,
-            REMOTE_NAMESPACE,
-            name,
-            "running on cluster-1",
-            |p| phase(p) == "Running",
-        );
-        assert_eq!(remote["spec"]["nodeName"], "node-1");
+        running_on(&broker, &p1, 1, name);
     }
 }
