@@ -10,6 +10,7 @@ mod offloading;
 mod pod_webhook;
 mod provider;
 mod replicator;
+mod scheduling;
 mod shadowpod;
 
 use std::time::{Duration, Instant};
