@@ -313,7 +313,13 @@ pub async fn purchase(
         ..buyer
     };
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    let asked: PurchaseRequest = super::contracts::http::optional_object(&body)?;
+    // No body, or `null`: the defaults.
+    let text = body.trim_ascii();
+    let asked: PurchaseRequest = if text.is_empty() || text == b"null" {
+        PurchaseRequest::default()
+    } else {
+        crate::http::parse_object(&body)?
+    };
     if let Some(cid) = &asked.consumer_cluster_id {
         contract::check_cluster_id(cid)?;
     }

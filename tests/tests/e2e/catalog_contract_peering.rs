@@ -258,7 +258,11 @@ fn per_contract_credentials(backend: Backend) {
         &json!({"consumerClusterID": "alice-1"}),
     );
     assert_eq!(r.status, 201, "{}", r.text);
-    assert_eq!(r.json["peeringState"]["state"], "credentialsReady", "{}", r.text);
+    assert_eq!(
+        r.json["peeringState"]["state"], "credentialsReady",
+        "{}",
+        r.text
+    );
     assert_eq!(
         r.json["credentials"]["v1"]["kubeconfig"],
         alice_kubeconfig().as_str()
@@ -326,13 +330,8 @@ fn contracts_continue(backend: Backend) {
             .map(Vec::len),
         Some(1)
     );
-    // No body: renewed to a whole contract duration from now.
-    let r = post(
-        &c,
-        &format!("/contracts/{id}/extend"),
-        &Value::Null,
-        Some(&alice),
-    );
+    // No length: renewed to a whole contract duration from now.
+    let r = extend(json!({}), &alice);
     assert_eq!(r.status, 200, "{}", r.text);
     let left = secs(&r.json["expiresAt"]) - chrono::Utc::now().timestamp() as f64;
     assert!((3590.0..=3601.0).contains(&left), "{}", r.text);

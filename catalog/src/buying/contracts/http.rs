@@ -5,7 +5,7 @@
 //! | `GET /contracts[?active=][&state=]` | consumer (own), provider (sold by its cluster), admin (all) | never credentials; `ETag`, `If-None-Match` → 304 |
 //! | `GET /contracts/{id}` | its consumer (with credentials while active), its provider, admin | one contract |
 //! | `PUT /contracts/{id}/state` | its consumer | `{state, reason?, consumerClusterID?}` → 200 |
-//! | `POST /contracts/{id}/extend` | its consumer | `{durationSeconds?}` → 200, same id, later `expiresAt` |
+//! | `POST /contracts/{id}/extend` | its consumer | `{durationSeconds?}` (`{}`: the defaults) → 200, same id, later `expiresAt` |
 //! | `PUT /provider/contracts/{id}/peering` | its provider | `{kubeconfig}` → 200, the contract's own peering user |
 
 use actix_web::http::header;
@@ -194,17 +194,6 @@ pub async fn put_state(
     Ok(HttpResponse::Ok().json(service::report(&state, &id, &who, report).await?))
 }
 
-/// An optional JSON object body: none, or `null`, reads as the defaults.
-pub fn optional_object<T: Default + serde::de::DeserializeOwned>(
-    body: &[u8],
-) -> Result<T, BuyError> {
-    let text = body.trim_ascii();
-    if text.is_empty() || text == b"null" {
-        return Ok(T::default());
-    }
-    Ok(parse_object(body)?)
-}
-
 /// `PUT /provider/contracts/{id}/peering` body (the client's
 /// `AttachCredentials`).
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -254,7 +243,7 @@ pub async fn attach_peering(
 }
 
 /// `POST /contracts/{id}/extend` body (the client's `ExtendRequest`).
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"durationSeconds": 86400}))]
 pub struct ExtendBody {
@@ -276,7 +265,7 @@ pub struct ExtendBody {
 #[utoipa::path(
     post, path = "/contracts/{id}/extend", tag = "buying", operation_id = "extendContract",
     params(("id" = String, Path, description = "Contract (purchase) id")),
-    request_body(content = Option<ExtendBody>, description = "Optional"),
+    request_body(content = ExtendBody, description = "`{}` for the defaults"),
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["consumer (own)"]))),
     responses(
@@ -297,7 +286,7 @@ pub async fn extend(
 ) -> Result<HttpResponse, BuyError> {
     let who = viewer(&caller)?;
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
-    let asked: ExtendBody = optional_object(&body)?;
+    let asked: ExtendBody = parse_object(&body)?;
     Ok(HttpResponse::Ok().json(service::extend(&state, &id, &who, asked.duration_seconds).await?))
 }
 
