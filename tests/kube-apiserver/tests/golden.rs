@@ -343,8 +343,8 @@ fn round_trip<K: Serialize + DeserializeOwned>(object: &Value, typed: bool) -> V
 #[tokio::test]
 async fn a_missing_object_is_the_real_404() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
-    let want = expected(&NOT_FOUND, &words("", "services", &[("name", "missing")]));
-    let answer = get(&kube, "/api/v1/namespaces/default/services/missing").await;
+    let want = expected(&NOT_FOUND, &words("", "services", &[("name", "absent")]));
+    let answer = get(&kube, "/api/v1/namespaces/default/services/absent").await;
     assert_answer("GET of a missing Service", &want, answer);
 }
 
@@ -353,14 +353,14 @@ async fn a_missing_object_is_the_real_404() {
 #[tokio::test]
 async fn a_denied_request_is_the_real_403() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
-    let token = kube.token_for("NAME");
+    let token = kube.token_for("ci-user");
 
     let want = expected(
         &FORBIDDEN_NAMED_CLUSTER,
         &words(
             "",
             "namespaces",
-            &[("name", "team-a"), ("user", "NAME"), ("verb", "get")],
+            &[("name", "team-a"), ("user", "ci-user"), ("verb", "get")],
         ),
     );
     let answer = call(&kube, GET, "/api/v1/namespaces/team-a", None, Some(&token)).await;
@@ -371,10 +371,14 @@ async fn a_denied_request_is_the_real_403() {
         &words(
             "coordination.k8s.io",
             "leases",
-            &[("user", "NAME"), ("verb", "list"), ("namespace", "test")],
+            &[
+                ("user", "ci-user"),
+                ("verb", "list"),
+                ("namespace", "team-b"),
+            ],
         ),
     );
-    let path = "/apis/coordination.k8s.io/v1/namespaces/test/leases";
+    let path = "/apis/coordination.k8s.io/v1/namespaces/team-b/leases";
     let answer = call(&kube, GET, path, None, Some(&token)).await;
     assert_answer("a denied list", &want, answer);
 }
@@ -484,11 +488,11 @@ async fn an_object_and_a_list_are_the_real_ones() {
     let path = "/api/v1/namespaces/default/configmaps";
     let sent = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": { "name": "cm1" }, "data": { "a": "1", "b": "two" },
+        "metadata": { "name": "settings" }, "data": { "a": "1", "b": "two" },
     });
     let (code, created) = call(&kube, POST, path, Some(sent.clone()), None).await;
     assert_eq!(code, 201, "{created}");
-    let (code, read) = get(&kube, &format!("{path}/cm1")).await;
+    let (code, read) = get(&kube, &format!("{path}/settings")).await;
     assert_eq!(code, 200, "{read}");
     assert_eq!(read["data"], sent["data"], "{read}");
     assert_same("a ConfigMap", round_trip::<ConfigMap>(&read, true), &read);
@@ -579,7 +583,7 @@ async fn a_taken_name_and_a_stale_update_are_the_real_409s() {
     let secret = |rv: Option<&str>, value: &str| {
         let mut s = json!({
             "apiVersion": "v1", "kind": "Secret",
-            "metadata": { "name": "bar", "namespace": "default" },
+            "metadata": { "name": "taken", "namespace": "default" },
             "data": { "k": value },
         });
         if let Some(rv) = rv {
@@ -592,11 +596,11 @@ async fn a_taken_name_and_a_stale_update_are_the_real_409s() {
     assert_eq!(code, 201, "{created}");
     let first_rv = created["metadata"]["resourceVersion"].as_str().unwrap();
 
-    let want = expected(&ALREADY_EXISTS, &words("", "secrets", &[("name", "bar")]));
+    let want = expected(&ALREADY_EXISTS, &words("", "secrets", &[("name", "taken")]));
     let answer = call(&kube, POST, path, Some(secret(None, "eA==")), None).await;
     assert_answer("a create of a taken name", &want, answer);
 
-    let path = format!("{path}/bar");
+    let path = format!("{path}/taken");
     let (code, _) = call(
         &kube,
         PUT,
@@ -611,7 +615,7 @@ async fn a_taken_name_and_a_stale_update_are_the_real_409s() {
         &words(
             "",
             "secrets",
-            &[("name", "bar"), ("cause", OPTIMISTIC_LOCK)],
+            &[("name", "taken"), ("cause", OPTIMISTIC_LOCK)],
         ),
     );
     let answer = call(
@@ -686,7 +690,7 @@ async fn a_body_that_is_no_patch_is_the_real_415() {
         &UNSUPPORTED_MEDIA_TYPE,
         &[("types", PATCH_TYPES.to_string())],
     );
-    let path = "/api/v1/namespaces/default/configmaps/cm1";
+    let path = "/api/v1/namespaces/default/configmaps/settings";
     let answer = call(&kube, PATCH, path, Some(json!({ "data": {} })), None).await;
     assert_answer("a PATCH of application/json", &want, answer);
 }
