@@ -405,6 +405,16 @@ fn aggregate(causes: &[Value]) -> String {
     }
 }
 
+/// An object's keys, sorted.
+fn keys_of(object: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = object
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.sort_unstable();
+    keys
+}
+
 /// Each cause is a `StatusCause` from a field error (errors.go 284–290):
 /// exactly `reason` (its type), `message` (its body, which starts as
 /// [`CAUSE_BODIES`] says for the type) and `field`.
@@ -412,14 +422,7 @@ fn aggregate(causes: &[Value]) -> String {
 fn assert_causes(causes: &[Value]) {
     assert!(!causes.is_empty(), "an Invalid answer names its causes");
     for cause in causes {
-        let mut keys: Vec<&str> = cause
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        keys.sort_unstable();
-        assert_eq!(keys, ["field", "message", "reason"], "{cause}");
+        assert_eq!(keys_of(cause), ["field", "message", "reason"], "{cause}");
         let reason = cause["reason"].as_str().unwrap();
         let body = CAUSE_BODIES.iter().find(|(r, _)| *r == reason);
         let Some((_, body)) = body else {
@@ -499,14 +502,11 @@ async fn an_object_and_a_list_are_the_real_ones() {
 
     let (code, list) = get(&kube, path).await;
     assert_eq!(code, 200, "{list}");
-    let mut keys: Vec<&str> = list
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    assert_eq!(keys, ["apiVersion", "items", "kind", "metadata"], "{list}");
+    assert_eq!(
+        keys_of(&list),
+        ["apiVersion", "items", "kind", "metadata"],
+        "{list}"
+    );
     assert_eq!(
         (&list["kind"], &list["apiVersion"]),
         (&json!("ConfigMapList"), &json!("v1"))
