@@ -105,18 +105,12 @@ async fn a_pod_created_after_the_offloading_runs_on_the_selected_peer() {
     )
     .await;
     let remote_ns = wait_for(&p2, NAMESPACES, None, "app-origin", "made on p2", |_| true).await;
-    assert_eq!(
-        remote_ns["metadata"]["labels"]["liqo.io/remote-cluster-id"],
-        "origin"
-    );
-    assert_eq!(
-        remote_ns["metadata"]["annotations"]["liqo.io/original-name"],
-        "app"
-    );
-    assert_eq!(
-        remote_ns["metadata"]["annotations"]["liqo.io/managed-by-namespace-map"],
-        "liqo-tenant-origin/p2"
-    );
+    let meta = &remote_ns["metadata"];
+    assert_eq!(meta["labels"]["liqo.io/remote-cluster-id"], "origin");
+    let annotations = &meta["annotations"];
+    assert_eq!(annotations["liqo.io/original-name"], "app");
+    let map = "liqo-tenant-origin/p2";
+    assert_eq!(annotations["liqo.io/managed-by-namespace-map"], map);
 
     pods.create(&PostParams::default(), &pod("late"))
         .await
@@ -136,14 +130,9 @@ async fn a_pod_created_after_the_offloading_runs_on_the_selected_peer() {
         "late",
     )
     .unwrap();
-    assert_eq!(
-        shadow["metadata"]["labels"]["liqo.io/creator-user"],
-        "origin"
-    );
-    assert_eq!(
-        shadow["metadata"]["labels"]["offloading.liqo.io/origin"],
-        "origin"
-    );
+    for label in ["liqo.io/creator-user", "offloading.liqo.io/origin"] {
+        assert_eq!(shadow["metadata"]["labels"][label], "origin", "{label}");
+    }
     assert!(get(&p1, NAMESPACES, None, "app-origin").is_none());
 
     // Created before: no toleration, no selector, and no node fits it.
