@@ -220,7 +220,7 @@ pub struct AttachRequest {
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
     responses(
-        (status = 200, description = "Attached: the contract (`peering.state` is `credentialsReady`), without credentials", body = Contract),
+        (status = 200, description = "Attached: the contract (`peeringState.state` is `credentialsReady`), without credentials", body = Contract),
         (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
         (status = 403, description = "Not a provider, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such contract, or not sold by the caller's cluster", body = ErrorBody),

@@ -174,6 +174,25 @@ async fn contract_record(state: &Buying, id: &str) -> Result<Reservation, BuyErr
         .ok_or_else(|| not_found(id))
 }
 
+/// The record of contract `id` for its consumer `who`, who `does` what
+/// only the consumer does: 403 for its provider or an admin, 404 for
+/// anyone else.
+async fn consumers_contract(
+    state: &Buying,
+    id: &str,
+    who: &Viewer,
+    does: &str,
+) -> Result<Reservation, BuyError> {
+    let r = contract_record(state, id).await?;
+    match party(&r, who) {
+        Some(Party::Consumer) => Ok(r),
+        Some(_) => Err(BuyError::forbidden(format!(
+            "only the consumer of contract {id} {does}"
+        ))),
+        None => Err(not_found(id)),
+    }
+}
+
 /// Contract `id` as `who` sees it (404 for others): with credentials for
 /// its consumer while it is active.
 pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, BuyError> {
@@ -213,16 +232,7 @@ pub async fn report(
     who: &Viewer,
     report: Report,
 ) -> Result<Contract, BuyError> {
-    let r = contract_record(state, id).await?;
-    match party(&r, who) {
-        Some(Party::Consumer) => {}
-        Some(_) => {
-            return Err(BuyError::forbidden(format!(
-                "only the consumer of contract {id} reports its state"
-            )))
-        }
-        None => return Err(not_found(id)),
-    }
+    consumers_contract(state, id, who, "reports its state").await?;
     let now = crate::store::now();
     let asked = report.clone();
     let decide = Arc::new(move |r: &Reservation| -> Step { report_step(r, &asked, now) });
@@ -318,16 +328,7 @@ pub async fn extend(
     who: &Viewer,
     duration_seconds: Option<u64>,
 ) -> Result<Contract, BuyError> {
-    let r = contract_record(state, id).await?;
-    match party(&r, who) {
-        Some(Party::Consumer) => {}
-        Some(_) => {
-            return Err(BuyError::forbidden(format!(
-                "only the consumer of contract {id} extends it"
-            )))
-        }
-        None => return Err(not_found(id)),
-    }
+    let r = consumers_contract(state, id, who, "extends it").await?;
     let now = crate::store::now();
     check_extend(&r, now).map_err(|e| extend_refused(id, e))?;
     crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
