@@ -372,6 +372,14 @@ async fn serve(
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
     };
+    // A DELETE's `DeleteOptions` (`Null`: none sent).
+    let delete_options = || {
+        if body.is_empty() {
+            Ok(Value::Null)
+        } else {
+            parse_body()
+        }
+    };
     match (method.as_str(), name) {
         ("GET", None) => {
             let param = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
@@ -434,13 +442,9 @@ async fn serve(
             }
         }
         ("DELETE", Some(name)) if target == Target::Main => {
-            let options = if body.is_empty() {
-                Value::Null
-            } else {
-                match parse_body() {
-                    Ok(o) => o,
-                    Err(e) => return error_response(&e),
-                }
+            let options = match delete_options() {
+                Ok(o) => o,
+                Err(e) => return error_response(&e),
             };
             answer(shared.world().delete(def, ns, name, &options), 200)
         }
@@ -452,13 +456,9 @@ async fn serve(
                     Err(message) => return error_response(&ApiError::bad_request(message)),
                 };
             // `DeleteCollection` passes its `DeleteOptions` to each delete.
-            let options = if body.is_empty() {
-                Value::Null
-            } else {
-                match parse_body() {
-                    Ok(o) => o,
-                    Err(e) => return error_response(&e),
-                }
+            let options = match delete_options() {
+                Ok(o) => o,
+                Err(e) => return error_response(&e),
             };
             let mut world = shared.world();
             let victims: Vec<Value> = world
