@@ -1,0 +1,201 @@
+//! The provider's side of issue 30's bypass, end to end: the
+//! ValidatingAdmissionPolicy `deploy/kubernetes/slice-controller` ships,
+//! loaded into the provider's test API server as rendered from `deploy/`
+//! (`e2e::rbac::load_shipped_admission`, beside the shipped RBAC), holds a
+//! consumer to the class controller:
+//!
+//! - as the consumer's control-plane identity (Liqo's: user `<consumerID>`,
+//!   group `liqo.io` in its client certificate,
+//!   `pkg/liqo-controller-manager/authentication/csr.go:96-103` of v1.2.0,
+//!   with the ResourceSlice rules of Liqo's `liqo-remote-controlplane`
+//!   ClusterRole bound in its tenant namespace, as the Liqo model's
+//!   replicator has them), a slice of class `default` or of no class, a
+//!   switch of its slice to `default` and a write of its slice's status are
+//!   refused with the policy's 422; a slice of the provider's own class,
+//!   and a change of its request, are accepted;
+//! - the real class controller (`resource-monitor --liqo-api v1`, as its
+//!   ServiceAccount) still writes the grant.
+//!
+//! **Not yet in `main.rs`**: the policy matches on `request.userInfo.groups`,
+//! and the test API server still evaluates policies with an empty
+//! `userInfo` (`tests/kube-apiserver/src/admission.rs`, `request`), so no
+//! request matches and the refusals cannot happen. Once it passes the
+//! requesting user (`username`, `groups`, as the dispatcher's
+//! `request.userInfo` from `admission.Attributes.GetUserInfo`), register
+//! this module and add `kube = { workspace = true }` to `tests/Cargo.toml`.
+//! Checked against a test server so patched (the user passed from
+//! `World::admit` to `check_policies`, `request()` filling `userInfo`):
+//! it passes in 0.2 s; without the policy loaded the first refusal fails,
+//! without the policy's status rule the status refusal fails, and with
+//! its `matchCondition` made `true` the class controller's own grant is
+//! refused.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::Client;
+use serde_json::json;
+
+use crate::slice_controller_support::{auth_condition, tenant_namespace, Provider, CLASS, SETTLE};
+
+const CONSUMER: &str = "c1";
+/// The policy and its binding, as `deploy/` names them.
+const POLICY: &str = "liqo-broker-tenant-resourceslices";
+/// What the class controller can grant.
+const INVENTORY: [(&str, &str); 3] = [("cpu", "8"), ("memory", "16Gi"), ("pods", "100")];
+
+/// The consumer's control-plane identity on the provider: a client
+/// certificate with CN `<consumerID>` and O `liqo.io` (what Liqo's CSR
+/// carries), bound to the ResourceSlice rules of `liqo-remote-controlplane`
+/// in its tenant namespace only.
+async fn consumer_slices(p: &Provider) -> Result<Api<DynamicObject>> {
+    let namespace = tenant_namespace(CONSUMER);
+    liqo_model::identity::grant_in(
+        &p.kube,
+        CONSUMER,
+        "liqo-remote-controlplane",
+        &namespace,
+        liqo_model::crd_replicator::REMOTE_RULES,
+    );
+    let cert = p.kube.client_cert(CONSUMER, &["liqo.io"])?;
+    let path = p.dir.path().join("consumer-kubeconfig");
+    p.kube
+        .write_kubeconfig_with_certificate(&path, "consumer", &cert)?;
+    let client = client_from(&path).await?;
+    Ok(Api::namespaced_with(
+        client,
+        &namespace,
+        &liqo_model::consts::resource_slices(),
+    ))
+}
+
+async fn client_from(path: &Path) -> Result<Client> {
+    let kubeconfig = Kubeconfig::read_from(path)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// A slice as Liqo's replicator creates it in the tenant namespace
+/// (`internal/crdReplicator/reflection/handler.go:334-351`), of `class`
+/// (`None`: the field left out).
+fn replica(name: &str, class: Option<&str>, cpu: &str) -> Result<DynamicObject> {
+    let mut spec = json!({"consumerClusterID": CONSUMER, "providerClusterID": "provider-1",
+                          "resources": {"cpu": cpu}, "csr": "Y3NyLWJ5dGVz"});
+    if let Some(class) = class {
+        spec["class"] = json!(class);
+    }
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+        "metadata": {"name": name, "namespace": tenant_namespace(CONSUMER),
+            "labels": {"liqo.io/replicated": "true", "liqo.io/originID": CONSUMER,
+                       "liqo.io/remote-cluster-id": CONSUMER}},
+        "spec": spec,
+    }))?)
+}
+
+/// The policy's refusal: 422 `Invalid`, worded by the policy dispatcher
+/// with the policy's message.
+fn assert_refused<T: std::fmt::Debug>(
+    result: Result<T, kube::Error>,
+    name: &str,
+    message: &str,
+) -> Result<()> {
+    let status = match result {
+        Err(kube::Error::Api(status)) => status,
+        other => bail!("{name}: expected the policy's refusal, got {other:?}"),
+    };
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (422, "Invalid"),
+        "{status:?}"
+    );
+    assert_eq!(
+        status.message,
+        format!(
+            "resourceslices.authentication.liqo.io \"{name}\" is forbidden: ValidatingAdmissionPolicy '{POLICY}' with binding '{POLICY}' denied request: {message}"
+        )
+    );
+    Ok(())
+}
+
+fn class_refusal(class: &str) -> String {
+    format!("class {class} is granted by Liqo itself, uncapped, and is not sold on this provider: this provider sells capacity through class {CLASS}; ask through a purchase")
+}
+
+const STATUS_REFUSAL: &str = "a consumer may not write a ResourceSlice's status on this provider (its grant is decided by the provider's class controller): this provider sells capacity through class gold; ask through a purchase";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slice_controller_admission_refuses_the_consumers_bypass() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    e2e::rbac::load_shipped_admission(&p.kube)?;
+    p.tenant(CONSUMER, "Active");
+    let slices = consumer_slices(&p).await?;
+    let post = PostParams::default();
+
+    // Liqo's own class, by name or by leaving the class out: refused.
+    for (name, class, shown) in [
+        ("free", Some("default"), "default"),
+        ("unset", None, "unset"),
+        ("empty", Some(""), "unset"),
+    ] {
+        let created = slices.create(&post, &replica(name, class, "64")?).await;
+        assert_refused(created, name, &class_refusal(shown))?;
+    }
+    // The provider's class: accepted, and so is a change of its request
+    // (the replicator keeps the replica's spec equal to the consumer's).
+    let created = slices
+        .create(&post, &replica("gold-1", Some(CLASS), "2")?)
+        .await
+        .context("a slice of the provider's class")?;
+    let mut changed = created.clone();
+    changed.data["spec"]["resources"]["cpu"] = json!("3");
+    let changed = slices
+        .replace("gold-1", &post, &changed)
+        .await
+        .context("a changed request")?;
+    // ... but not a switch to the default class.
+    let mut switched = changed.clone();
+    switched.data["spec"]["class"] = json!("default");
+    assert_refused(
+        slices.replace("gold-1", &post, &switched).await,
+        "gold-1",
+        &class_refusal("default"),
+    )?;
+
+    // Liqo authenticates the slice (its remote slice controller, as the
+    // provider's controller-manager: not in group liqo.io).
+    let mut slice = p.get_slice(CONSUMER, "gold-1")?;
+    slice["status"] = json!({"conditions": [auth_condition()]});
+    p.kube.apply(crate::slice_controller_support::SLICES, slice);
+
+    // The consumer granting itself: refused.
+    let mut forged = slices.get("gold-1").await?;
+    forged.data["status"] = json!({
+        "conditions": [auth_condition(),
+            {"type": "Resources", "status": "Accepted", "reason": "ResourcesGranted",
+             "message": "granted as requested: cpu 64", "lastTransitionTime": "2026-11-20T08:00:00Z"}],
+        "resources": {"cpu": "64", "memory": "256Gi", "pods": "1000"},
+    });
+    assert_refused(
+        slices.replace_status("gold-1", &post, &forged).await,
+        "gold-1",
+        STATUS_REFUSAL,
+    )?;
+    assert!(
+        p.resources_condition(CONSUMER, "gold-1").is_none(),
+        "nothing was written"
+    );
+
+    // The class controller, as its ServiceAccount, writes the grant.
+    let (_controller, _port) = p.controller(&[])?;
+    let granted = p
+        .wait_condition(CONSUMER, "gold-1", SETTLE, |c| c["status"] == "Accepted")
+        .await?;
+    assert_eq!(granted["reason"], "ResourcesGranted", "{granted}");
+    let slice = p.get_slice(CONSUMER, "gold-1")?;
+    assert_eq!(slice["status"]["resources"]["cpu"], "3", "{slice}");
+    Ok(())
+}
