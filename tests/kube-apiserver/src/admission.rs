@@ -242,7 +242,8 @@ fn resources_match(
 }
 
 /// The `request` variable (an `AdmissionRequest`).
-fn request(a: &Attributes<'_>) -> Value {
+fn request(a: &Attributes<'_>, user: Option<&crate::rbac::UserInfo>) -> Value {
+    let user_info = user.map_or(json!({}), |u| json!({"username": u.name, "groups": u.groups}));
     let version = a.def.storage_version();
     json!({
         "operation": a.operation,
@@ -251,7 +252,7 @@ fn request(a: &Attributes<'_>) -> Value {
         "kind": {"group": a.def.group, "version": version, "kind": a.def.kind},
         "resource": {"group": a.def.group, "version": version, "resource": a.def.plural},
         "subResource": a.subresource,
-        "userInfo": {},
+        "userInfo": user_info,
         "dryRun": false,
     })
 }
@@ -301,6 +302,7 @@ fn decide(
     policy: &Value,
     a: &Attributes<'_>,
     namespace: &Value,
+    user: Option<&crate::rbac::UserInfo>,
 ) -> Result<Option<(String, String)>, String> {
     let spec = &policy["spec"];
     for unsupported in ["paramKind", "auditAnnotations"] {
@@ -312,7 +314,7 @@ fn decide(
     }
     let object = a.object.clone();
     let old = a.old_object.cloned().unwrap_or(Value::Null);
-    let req = request(a);
+    let req = request(a, user);
     let mut variables = Map::new();
     let mut bound = Value::Object(variables.clone());
     let vars = |bound: &Value| -> Vec<(&str, Value)> {
@@ -387,6 +389,7 @@ pub fn check_policies(
     bindings: &[Value],
     a: &Attributes<'_>,
     namespace: &Value,
+    user: Option<&crate::rbac::UserInfo>,
 ) -> Result<(), ApiError> {
     let namespace_labels = &namespace["metadata"]["labels"];
     for binding in bindings {
@@ -404,7 +407,7 @@ pub fn check_policies(
             });
         let decision = match matched {
             Ok(false) => continue,
-            Ok(true) => decide(policy, a, namespace),
+            Ok(true) => decide(policy, a, namespace, user),
             Err(e) => Err(e),
         };
         let (reason, message) = match decision {

@@ -503,6 +503,7 @@ impl World {
                 &bindings,
                 &attributes,
                 &ns_object,
+                user,
             )?;
         }
         self.hooks.validate(&attributes)

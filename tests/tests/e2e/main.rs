@@ -66,6 +66,7 @@ mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
 mod shipped_rbac;
 mod slice_controller;
+mod slice_controller_admission;
 mod slice_controller_enforcement;
 mod slice_controller_contracts;
 mod slice_controller_faults;
