@@ -228,6 +228,9 @@ fn grant_each(kube: &KubeApiServer, grants: &[(&str, &str, &[identity::Rule])]) 
     }
 }
 
+/// How long a start waits for its controllers' initial lists.
+const SYNC: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Tasks that stop when dropped.
 struct Tasks(Vec<JoinHandle<()>>);
 
@@ -272,18 +275,27 @@ impl Provider {
             shadowpod_webhook::Hook::start(webhook_client, config.resource_enforcement).await;
         let webhook = Arc::new(webhook);
         kube.add_validating_hook(webhook.clone());
+        let (syncing, mut synced) = tokio::sync::mpsc::channel(1);
         tasks.push(tokio::spawn(remote_resource_slice::run(
             client.clone(),
             config.slices,
+            syncing,
         )));
         tasks.push(tokio::spawn(quota_creator::run(
             client,
             config.limits_enforcement,
         )));
-        Ok(Provider {
+        let running = Provider {
             _tasks: Tasks(tasks),
             webhook,
-        })
+        };
+        // Started as Liqo's manager starts it: the slice controller's
+        // watches have listed what is already there before anything new
+        // is made (see `runner::touched_syncing`).
+        tokio::time::timeout(SYNC, synced.recv())
+            .await
+            .map_err(|_| Error::Waiting("the ResourceSlice controller's watches to sync".into()))?;
+        Ok(running)
     }
 
     /// The ShadowPod webhook as registered, for tests that drive it

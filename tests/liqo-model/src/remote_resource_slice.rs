@@ -69,18 +69,20 @@ impl Default for Options {
 /// The classes this controller grants itself (RRS:72-75).
 const RECONCILED_CLASSES: [&str; 2] = ["default", ""];
 
-/// Run the controller on `client` until the task is dropped.
-pub async fn run(client: Client, options: Options) {
+/// Run the controller on `client` until the task is dropped, dropping
+/// `syncing` once both its watches have passed on their initial lists.
+pub async fn run(client: Client, options: Options, syncing: runner::Syncing) {
     let slices: Api<DynamicObject> = Api::all_with(client.clone(), &consts::resource_slices());
     let tenants: Api<DynamicObject> = Api::all_with(client.clone(), &consts::tenants());
     // Replicas with a CSR, on creation and on spec (generation) changes only:
     // a status-only edit does not trigger it (RRS:313-318, 354-362).
-    let own = runner::touched(slices.clone(), REPLICATED_SELECTOR)
+    let own = runner::touched_syncing(slices.clone(), REPLICATED_SELECTOR, syncing.clone())
         .predicate_filter(predicates::generation, Default::default())
         .boxed();
     let own = runner::keys(own, |slice| has_csr(&slice).then(|| Key::of(&slice)));
     // Any Tenant event reconciles the consumer's replicas (RRS:319, 323-352).
-    let by_tenant = runner::keys_via(runner::touched(tenants, ""), slices, slices_of_tenant);
+    let tenants = runner::touched_syncing(tenants, "", syncing);
+    let by_tenant = runner::keys_via(tenants, slices, slices_of_tenant);
     let reconciler = Reconciler { client, options };
     runner::run("remote-resourceslice", vec![own, by_tenant], |key| {
         reconciler.reconcile(key)

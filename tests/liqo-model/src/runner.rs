@@ -48,6 +48,35 @@ pub fn touched(
         .boxed()
 }
 
+/// Held by a controller's watches until each has passed on its initial
+/// list: a receiver's `recv` answers `None` once every clone is dropped.
+pub type Syncing = tokio::sync::mpsc::Sender<()>;
+
+/// [`touched`], dropping `syncing` once the initial list has been passed
+/// on. A watch is read only when [`run`] asks for its next key, after the
+/// previous reconcile, so by then every key the initial list mapped to has
+/// been reconciled — controller-runtime's `Controller.Start` likewise
+/// starts its workers only after `WaitForSync` on every source, so an
+/// object made after the start is not also queued by a late initial list
+/// of another kind (a Tenant's mapping to every slice).
+pub fn touched_syncing(
+    api: Api<DynamicObject>,
+    selector: &str,
+    syncing: Syncing,
+) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
+    let config = watcher::Config::default().labels(selector);
+    let mut syncing = Some(syncing);
+    watcher(api, config)
+        .default_backoff()
+        .inspect(move |event| {
+            if let Ok(watcher::Event::InitDone) = event {
+                syncing.take();
+            }
+        })
+        .touched_objects()
+        .boxed()
+}
+
 /// Keys of the objects in `objects`, watch errors logged (the watcher
 /// retries them itself).
 pub fn keys<F, I>(
