@@ -243,7 +243,10 @@ fn resources_match(
 
 /// The `request` variable (an `AdmissionRequest`).
 fn request(a: &Attributes<'_>, user: Option<&crate::rbac::UserInfo>) -> Value {
-    let user_info = user.map_or(json!({}), |u| json!({"username": u.name, "groups": u.groups}));
+    let user_info = user.map_or(
+        json!({}),
+        |u| json!({"username": u.name, "groups": u.groups}),
+    );
     let version = a.def.storage_version();
     json!({
         "operation": a.operation,
