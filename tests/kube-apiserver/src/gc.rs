@@ -30,7 +30,8 @@
 //!   serves leaves the dependent alone (a REST-mapping error, retried).
 //!
 //! Like the real collector it acts after the write that made an object
-//! collectable, never inside it ([`crate::controllers`]).
+//! collectable, never inside it: the server's controller loop runs each
+//! pass after the writes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -216,7 +216,9 @@ pub async fn list(
             } else if let Some(fields) = o.as_object_mut() {
                 // A built-in list is a typed list (`ConfigMapList`…) whose
                 // items the real server writes without `kind` and
-                // `apiVersion` (golden/list-configmaps.json); a custom
+                // `apiVersion` (kubectl's recorded ConfigMap list, as
+                // `tests/golden.rs`'s `an_object_and_a_list_are_the_real_ones`
+                // checks, sources in `golden/SOURCES.md`); a custom
                 // resource's list is unstructured and keeps them.
                 fields.remove("kind");
                 fields.remove("apiVersion");

@@ -22,9 +22,9 @@
 //!   `spec.finalizers` through `/finalize`, after which the API server
 //!   removes the namespace (its `metadata.finalizers` permitting).
 //!
-//! It runs in the server's controller loop ([`crate::controllers`]), so
-//! asynchronously from the DELETE, as the real one does; a pass runs after
-//! every change rather than on the real controller's requeue delays.
+//! A pass is one sync over the store; the server's controller loop runs
+//! one after every change, so asynchronously from the DELETE, as the real
+//! one does, rather than on the real controller's requeue delays.
 
 use std::collections::BTreeMap;
 

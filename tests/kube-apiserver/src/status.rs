@@ -278,7 +278,8 @@ impl ApiError {
     /// `metav1.Status`: every field of `Status`, `StatusDetails` and
     /// `StatusCause` is `omitempty` (apimachinery `pkg/apis/meta/v1/types.go`),
     /// so an empty `group` (the core group), `name` (a list) or `message`
-    /// is absent, not `""` — as the recorded answers in `golden/` show.
+    /// is absent, not `""` — as the golden answers of `tests/golden.rs`
+    /// expect (their sources in `golden/SOURCES.md`).
     pub fn to_status(&self) -> Value {
         let mut status = json!({
             "kind": "Status",

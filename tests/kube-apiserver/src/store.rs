@@ -905,8 +905,8 @@ impl World {
     /// finalizers the propagation policy asks for; then gone, or — while
     /// finalizers remain — marked (`deletionTimestamp`, generation bumped
     /// once) and kept. A namespace is first marked and made `Terminating`
-    /// (the namespace controller, [`crate::namespace_controller`], empties
-    /// it and takes the `kubernetes` finalizer away); a namespace still
+    /// (the namespace controller, run above this store, empties it and
+    /// takes the `kubernetes` finalizer away); a namespace still
     /// holding `spec.finalizers` is answered as it is.
     pub fn delete(
         &mut self,
