@@ -41,11 +41,7 @@ pub fn touched(
     api: Api<DynamicObject>,
     selector: &str,
 ) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
-    let config = watcher::Config::default().labels(selector);
-    watcher(api, config)
-        .default_backoff()
-        .touched_objects()
-        .boxed()
+    watch(api, selector, None)
 }
 
 /// Held by a controller's watches until each has passed on its initial
@@ -64,8 +60,15 @@ pub fn touched_syncing(
     selector: &str,
     syncing: Syncing,
 ) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
+    watch(api, selector, Some(syncing))
+}
+
+fn watch(
+    api: Api<DynamicObject>,
+    selector: &str,
+    mut syncing: Option<Syncing>,
+) -> BoxStream<'static, Result<DynamicObject, watcher::Error>> {
     let config = watcher::Config::default().labels(selector);
-    let mut syncing = Some(syncing);
     watcher(api, config)
         .default_backoff()
         .inspect(move |event| {
