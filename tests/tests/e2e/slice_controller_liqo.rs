@@ -145,6 +145,9 @@ impl World {
     /// kubelet reflects a pod (origin and creator labels set as Liqo's
     /// ShadowPod mutating webhook and reflection set them, in a namespace
     /// offloaded from the consumer), asking cpu 100m and memory 64Mi.
+    // The test server's own error type, passed on unchanged (its crate
+    // allows the size for the same reason).
+    #[allow(clippy::result_large_err)]
     fn shadow_pod(&self, name: &str) -> Result<Value, kube_test_server::ApiError> {
         self.provider.kube.create(
             SHADOW_PODS,
