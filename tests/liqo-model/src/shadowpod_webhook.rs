@@ -13,11 +13,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
-use kube::runtime::reflector::{self, store::Writer, Store};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::WatchStreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::reflector::Store;
 use kube::Client;
 use kube_test_server::admission::{Attributes, Denial, ValidatingHook};
 use quantity::Quantity;
@@ -26,6 +23,9 @@ use serde_json::Value;
 use crate::identity::{Rule, READ};
 
 use crate::consts::{CREATOR_USER, REMOTE_CLUSTER_ID};
+
+/// Names the webhook's watch caches in the logs.
+const CACHE: &str = "shadowpod-webhook-cache";
 
 /// `pkg/virtualKubelet/forge/meta.go:28`: the origin cluster of a ShadowPod.
 pub const ORIGIN_CLUSTER_ID: &str = "offloading.liqo.io/origin";
@@ -236,8 +236,10 @@ impl Hook {
         client: Client,
         resource_enforcement: bool,
     ) -> (Hook, Vec<tokio::task::JoinHandle<()>>) {
-        let (quotas, quota_task) = cache(client.clone(), crate::consts::quotas());
-        let (namespaces, namespace_task) = cache(client, crate::consts::namespaces());
+        let (quotas, quota_task) =
+            crate::watch_cache::start(client.clone(), crate::consts::quotas(), CACHE);
+        let (namespaces, namespace_task) =
+            crate::watch_cache::start(client, crate::consts::namespaces(), CACHE);
         // SPW:69-72: no answer before the caches are ready.
         let _ = quotas.wait_until_ready().await;
         let _ = namespaces.wait_until_ready().await;
@@ -249,28 +251,6 @@ impl Hook {
         };
         (hook, vec![quota_task, namespace_task])
     }
-}
-
-fn cache(
-    client: Client,
-    resource: kube::api::ApiResource,
-) -> (Store<DynamicObject>, tokio::task::JoinHandle<()>) {
-    let writer = Writer::new(resource.clone());
-    let store = writer.as_reader();
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-        .default_backoff()
-        .touched_objects();
-    let span = tracing::info_span!("liqo_model", controller = "shadowpod-webhook-cache", kind = %resource.kind);
-    let task = tokio::spawn(tracing::Instrument::instrument(
-        stream.for_each(|event| async move {
-            if let Err(e) = event {
-                tracing::warn!(error = %e, "watch failed; retrying");
-            }
-        }),
-        span,
-    ));
-    (store, task)
 }
 
 impl ValidatingHook for Hook {
