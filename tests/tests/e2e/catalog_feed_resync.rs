@@ -53,6 +53,20 @@ const SEEDED: usize = 120;
 const DELAY: Duration = Duration::from_millis(500);
 /// Catalog B's `appName`, which the failpoint is scoped to.
 const SLOWED: &str = "catalog-b";
+/// The catalogs' feed flags. The writers post as fast as the catalogs
+/// answer, and on a loaded 2-core machine a subscriber thread can fall more
+/// than the default 64 messages behind, or B (paused across the restart)
+/// can find a queue unmoved for the default 10 s (or no pong for 60 s): the
+/// feed then closes it (1008, 1001), which is the feed doing its job, not the
+/// order this test is about. Room enough that only a real stall closes a subscriber.
+const FEED_FLAGS: [&str; 6] = [
+    "--feed-queue",
+    "60000",
+    "--feed-send-timeout",
+    "120s",
+    "--feed-idle-timeout",
+    "300s",
+];
 
 /// What one subscriber was sent, message by message.
 struct Log {
@@ -233,9 +247,9 @@ fn signal(pid: u32, name: &str) {
 fn mongo_feed_is_monotonic_across_a_database_restart() {
     let mut env = Env::new(Backend::Mongo);
     env.mongo.as_mut().unwrap().enable_test_commands();
-    let a = env.start();
+    let a = env.start_with(&FEED_FLAGS);
     env.mongo.as_mut().unwrap().name_clients(Some(SLOWED));
-    let b = env.start();
+    let b = env.start_with(&FEED_FLAGS);
     env.mongo.as_mut().unwrap().name_clients(None);
     let token_a = a.login(&provider(1));
     let token_b = b.login(&provider(1));
