@@ -131,6 +131,16 @@ pub const REPLICATION_DESTINATION_LABEL: &str = "liqo.io/remoteID";
 /// (`pkg/liqo-controller-manager/authentication/utils/tenant.go`): marks
 /// a tenant namespace, which carries [`REMOTE_CLUSTER_ID_LABEL`] too.
 pub const TENANT_NAMESPACE_LABEL: &str = "liqo.io/tenant-namespace";
+/// `consts.SchedulingLiqoLabel` (`pkg/consts/namespace_mapping.go:32`):
+/// set on a namespace by Liqo's NamespaceOffloading controller; the pod
+/// webhook's namespace selector, so it acts only on pods created after it.
+pub const SCHEDULING_LABEL: &str = "liqo.io/scheduling-enabled";
+/// `consts.SchedulingLiqoLabelValue` (`pkg/consts/namespace_mapping.go:34`).
+pub const SCHEDULING_VALUE: &str = "true";
+/// `consts.VirtualNodeTolerationKey` (`pkg/consts/webhook.go:20`): the
+/// toleration the pod webhook adds (`Exists`, `NoExecute`,
+/// `pkg/webhooks/pod/mutations.go:29-35`) so pods may run on virtual nodes.
+pub const VIRTUAL_NODE_TOLERATION_KEY: &str = "virtual-node.liqo.io/not-allowed";
 /// `consts.TypeLabel` (`pkg/consts/labels.go`): a node's type; Liqo's
 /// virtual nodes are [`VIRTUAL_NODE_TYPE`]
 /// (`pkg/liqo-controller-manager/offloading/forge/virtualnode.go`).

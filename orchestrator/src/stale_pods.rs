@@ -36,14 +36,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 
-/// `pkg/consts/namespace_mapping.go:32` (`SchedulingLiqoLabel`): set on a namespace by
-/// Liqo's NamespaceOffloading controller; the pod webhook's namespace selector.
-pub const SCHEDULING_LABEL: &str = "liqo.io/scheduling-enabled";
-/// `pkg/consts/namespace_mapping.go:34` (`SchedulingLiqoLabelValue`).
-pub const SCHEDULING_VALUE: &str = "true";
-/// `pkg/consts/webhook.go:20` (`VirtualNodeTolerationKey`): the toleration
-/// the pod webhook adds (`Exists`, `NoExecute`, `mutations.go:29-35`).
-pub const VIRTUAL_NODE_TOLERATION_KEY: &str = "virtual-node.liqo.io/not-allowed";
+use controller_core::liqo::{SCHEDULING_LABEL, SCHEDULING_VALUE, VIRTUAL_NODE_TOLERATION_KEY};
 
 /// What to do with one stale pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
