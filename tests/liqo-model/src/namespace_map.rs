@@ -12,8 +12,15 @@
 //! `liqo.io/managed-by-namespace-map=<tenant namespace>/<map>` and
 //! `liqo.io/original-name=<origin namespace>` (ENF:41-74); a namespace of
 //! that name managed by another map is a `CreationLoopBackOff` (ENF:76-80,
-//! 116-122), else `Accepted` (ENF:128); the status reaches the origin's map
-//! as the crdReplicator copies a replica's status back.
+//! 116-122), else `Accepted` (ENF:128). A `currentMapping` entry no longer
+//! desired has its namespace deleted when this map manages it
+//! (ENF:134-162, 164-193): `Terminating` while the namespace is there, the
+//! entry dropped once it is gone; a namespace managed by another map is
+//! left alone and its entry dropped. The peer's namespaces are watched and
+//! mapped back to their map through the managed-by annotation
+//! (`namespacemap_controller.go:97-117`), so the namespace's disappearance
+//! is seen. The status reaches the origin's map as the crdReplicator
+//! copies a replica's status back.
 //!
 //! The replication is folded in: one task reads the origin's map as the
 //! origin's crdReplicator and creates the namespaces as the peer's
@@ -21,8 +28,9 @@
 //! client too ([`ensure_map`]), where Liqo's VirtualNode controller makes it
 //! as the controller manager. Not modelled: the RoleBinding for the origin's
 //! virtual kubelet in each namespace (ENF:82-104; the peering grants it
-//! cluster-wide: see `offloading::Peering`), the deletion of
-//! namespaces whose mapping was removed, the finalizer.
+//! cluster-wide: see `offloading::Peering`), the finalizer and the
+//! deletion of every namespace when the map itself is deleted
+//! (`namespacemap_controller.go:72-81`, ENF:221-239).
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -87,8 +95,64 @@ pub async fn run(ends: Ends) {
         Api::namespaced_with(ends.local.clone(), &tenant, &namespace_maps());
     let selector = format!("{REPLICATION_DESTINATION}={}", ends.remote_cluster_id);
     let own = runner::keys(runner::touched(maps, &selector), |nm| Some(Key::of(&nm)));
+    // `namespacemap_controller.go:97-110, 117`: a peer namespace's event
+    // queues the map its managed-by annotation names — here only this
+    // origin's maps, the ones this task enforces.
+    let peer_namespaces: Api<DynamicObject> =
+        Api::all_with(ends.remote.clone(), &consts::namespaces());
+    let replica_namespace = format!("liqo-tenant-{}", ends.local_cluster_id);
+    let by_namespace = runner::keys(runner::touched(peer_namespaces, ""), move |ns| {
+        let managed = ns
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(MANAGED_BY_NAMESPACE_MAP)?;
+        let (namespace, name) = managed.split_once('/')?;
+        (namespace == replica_namespace).then(|| Key {
+            namespace: tenant.clone(),
+            name: name.to_string(),
+        })
+    });
     let ends = &ends;
-    runner::run("namespacemap", vec![own], |key| reconcile(ends, key)).await;
+    runner::run("namespacemap", vec![own, by_namespace], |key| {
+        reconcile(ends, key)
+    })
+    .await;
+}
+
+/// ENF:134-162: what becomes of a namespace whose mapping is no longer
+/// desired, given what the peer has under that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// Not there (any more): the entry is dropped (ENF:138-141, 187-188).
+    Gone,
+    /// There but not made by this map: left alone, the entry dropped
+    /// (ENF:145-149).
+    NotOurs,
+    /// Already being deleted: the entry stays `Terminating` (ENF:151-154).
+    Terminating,
+    /// Ours and not yet deleted: delete it, the entry `Terminating`
+    /// (ENF:156-161, 182-186).
+    Delete,
+}
+
+/// ENF:134-162 as a decision, no I/O.
+pub fn removal(namespace: Option<&DynamicObject>, nm_id: &str) -> Removal {
+    let Some(ns) = namespace else {
+        return Removal::Gone;
+    };
+    let managed = ns
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MANAGED_BY_NAMESPACE_MAP));
+    if managed.map(String::as_str) != Some(nm_id) {
+        Removal::NotOurs
+    } else if ns.metadata.deletion_timestamp.is_some() {
+        Removal::Terminating
+    } else {
+        Removal::Delete
+    }
 }
 
 async fn reconcile(ends: &Ends, key: Key) -> Result<(), Error> {
@@ -100,7 +164,10 @@ async fn reconcile(ends: &Ends, key: Key) -> Result<(), Error> {
     // The replica's identity on the peer: its tenant namespace for the origin.
     let nm_id = format!("liqo-tenant-{}/{}", ends.local_cluster_id, key.name);
     let namespaces: Api<DynamicObject> = Api::all_with(ends.remote.clone(), &consts::namespaces());
-    let mut current = serde_json::Map::new();
+    // ENF:198-200: the entries already in the status are kept, so those no
+    // longer desired are found below.
+    let old = &nm.data["status"]["currentMapping"];
+    let mut current = old.as_object().cloned().unwrap_or_default();
     let mut failure = None;
     for (origin, dest) in nm.data["spec"]["desiredMapping"]
         .as_object()
@@ -144,7 +211,36 @@ async fn reconcile(ends: &Ends, key: Key) -> Result<(), Error> {
             json!({"remoteNamespace": dest, "phase": phase}),
         );
     }
-    let old = &nm.data["status"]["currentMapping"];
+    // ENF:164-193: the entries no longer desired.
+    let desired = &nm.data["spec"]["desiredMapping"];
+    let undesired: Vec<(String, String)> = current
+        .iter()
+        .filter(|(origin, _)| desired.get(origin.as_str()).is_none())
+        .map(|(origin, status)| {
+            let dest = status["remoteNamespace"].as_str().unwrap_or_default();
+            (origin.clone(), dest.to_string())
+        })
+        .collect();
+    for (origin, dest) in undesired {
+        let terminating = json!({"remoteNamespace": dest, "phase": "Terminating"});
+        match removal(namespaces.get_opt(&dest).await?.as_ref(), &nm_id) {
+            Removal::Gone | Removal::NotOurs => {
+                current.remove(&origin);
+            }
+            Removal::Terminating => {
+                current.insert(origin, terminating);
+            }
+            Removal::Delete => {
+                // ENF:175-180: a failed deletion is not returned (the
+                // check reads the outer `err`), the entry just stays
+                // `Terminating` until a namespace event brings it back.
+                if let Err(e) = namespaces.delete(&dest, &Default::default()).await {
+                    tracing::debug!(error = %e, namespace = dest, "deleting a remote namespace");
+                }
+                current.insert(origin, terminating);
+            }
+        }
+    }
     if *old != Value::Object(current.clone()) {
         // A merge patch: entries no longer desired are removed with null.
         let mut patch = current;

@@ -198,3 +198,67 @@ async fn the_mapping_strategy_cannot_change() {
     let stored = get(&origin, OFFLOADINGS, Some("app"), "offloading").unwrap();
     assert_eq!(stored["spec"]["namespaceMappingStrategy"], "DefaultName");
 }
+
+const NAMESPACE_MAPS: (&str, &str) = ("offloading.liqo.io", "namespacemaps");
+
+/// The origin's map for peer `p2` once `ready` holds of its `currentMapping`.
+async fn map_status(origin: &KubeApiServer, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    wait_for(
+        origin,
+        NAMESPACE_MAPS,
+        Some("liqo-tenant-p2"),
+        "p2",
+        what,
+        |nm| ready(&nm["status"]["currentMapping"]),
+    )
+    .await
+}
+
+/// `namespacemap-controller/enforcement.go:134-193`: a mapping taken out
+/// of `desiredMapping` has its remote namespace deleted, and its
+/// `currentMapping` entry dropped once the namespace is gone; a namespace
+/// another map manages is left alone (:145-149).
+#[tokio::test]
+async fn a_mapping_removed_from_the_namespace_map_deletes_its_remote_namespace() {
+    let origin = KubeApiServer::start().await.unwrap();
+    let p2 = KubeApiServer::start().await.unwrap();
+    let _peering = Peering::start(&origin, "origin", &p2, "p2", "liqo-p2")
+        .await
+        .unwrap();
+    p2.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "taken",
+            "annotations": {"liqo.io/managed-by-namespace-map": "liqo-tenant-other/p2"}}}),
+    );
+    let desired = |mapping: Value| json!({"spec": {"desiredMapping": mapping}});
+    origin
+        .merge_patch(
+            NAMESPACE_MAPS,
+            Some("liqo-tenant-p2"),
+            "p2",
+            desired(json!({"app": "app-origin", "other": "taken"})),
+            false,
+        )
+        .unwrap();
+    map_status(&origin, "app Accepted, other in back-off", |m| {
+        m["app"]["phase"] == "Accepted" && m["other"]["phase"] == "CreationLoopBackOff"
+    })
+    .await;
+    assert!(get(&p2, NAMESPACES, None, "app-origin").is_some());
+
+    origin
+        .merge_patch(
+            NAMESPACE_MAPS,
+            Some("liqo-tenant-p2"),
+            "p2",
+            desired(json!({"app": null, "other": null})),
+            false,
+        )
+        .unwrap();
+    map_status(&origin, "no entry left", |m| {
+        m.as_object().is_none_or(|m| m.is_empty())
+    })
+    .await;
+    assert!(get(&p2, NAMESPACES, None, "app-origin").is_none());
+    assert!(get(&p2, NAMESPACES, None, "taken").is_some());
+}
