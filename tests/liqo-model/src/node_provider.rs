@@ -3,9 +3,13 @@
 //! `reconciler.go` REC, `conditions.go` COND below): the Node of each
 //! VirtualNode, whose capacity and allocatable are the VirtualNode's quota
 //! and which is Ready only with cpu and memory above zero and, when
-//! checked, the network established.
+//! checked, the network established. Its labels, annotations and taints
+//! follow the VirtualNode's: what the provider applied last and the
+//! VirtualNode no longer has is taken off the node, what others put there
+//! stays (UTILS:67-82, 135-202).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::Client;
@@ -39,8 +43,11 @@ pub async fn run(client: Client) {
         nodes_of_cluster,
     );
     let client = &client;
+    // One virtual kubelet per node in Liqo, each remembering what it
+    // applied (`lastAppliedLabels`, … UTILS:79-81); here one map for all.
+    let applied = &Mutex::new(HashMap::new());
     runner::run("virtual-kubelet-node", vec![own, by_cluster], |key| {
-        reconcile(client, key)
+        reconcile(client, applied, key)
     })
     .await;
 }
@@ -60,7 +67,11 @@ async fn nodes_of_cluster(
     )
 }
 
-async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
+async fn reconcile(
+    client: &Client,
+    applied: &Mutex<HashMap<String, Metadata>>,
+    key: Key,
+) -> Result<(), Error> {
     let virtual_nodes: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &key.namespace, &consts::virtual_nodes());
     let Some(vn) = virtual_nodes.get_opt(&key.name).await? else {
@@ -91,31 +102,27 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         }
     };
     // REC:92-107: labels, annotations and taints, by patching the node.
-    let (labels, taints) = desired_metadata(&vn);
-    let node_labels = node.metadata.labels.get_or_insert_with(Default::default);
-    let before = (node_labels.clone(), node.data["spec"]["taints"].clone());
-    node_labels.extend(labels);
-    let spec = crate::slice::object_at(&mut node.data, "spec");
-    let mut all_taints = spec["taints"].as_array().cloned().unwrap_or_default();
-    for taint in taints {
-        if !all_taints
-            .iter()
-            .any(|t| t["key"] == taint["key"] && t["effect"] == taint["effect"])
-        {
-            all_taints.push(taint);
-        }
-    }
-    spec["taints"] = Value::Array(all_taints);
-    if before
-        != (
-            node.metadata.labels.clone().unwrap_or_default(),
-            node.data["spec"]["taints"].clone(),
-        )
-    {
+    let desired = desired_metadata(&vn);
+    let last = applied
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key.name)
+        .cloned()
+        .unwrap_or_default();
+    let before = Metadata::of_node(&node);
+    let after = patched_metadata(&before, &last, &desired);
+    if after != before {
+        node.metadata.labels = Some(after.labels);
+        node.metadata.annotations = Some(after.annotations);
+        crate::slice::object_at(&mut node.data, "spec")["taints"] = Value::Array(after.taints);
         node = nodes
             .replace(&key.name, &PostParams::default(), &node)
             .await?;
     }
+    applied
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key.name.clone(), desired);
     // REC:109-111, UTILS:84-133.
     let network = Network::of(fc.as_ref(), vn.data["spec"]["disableNetworkCheck"] != true);
     node.data["status"] = node_status(&node.data["status"], &vn, network);
@@ -158,18 +165,43 @@ pub fn initial_node(name: &str, cluster_id: &str) -> DynamicObject {
     node
 }
 
-/// UTILS:39-65: the VirtualNode's labels plus whether storage is
-/// available, and its taints plus the virtual-node taint.
-pub fn desired_metadata(vn: &DynamicObject) -> (BTreeMap<String, String>, Vec<Value>) {
-    let spec = &vn.data["spec"];
-    let mut labels: BTreeMap<String, String> = spec["labels"]
-        .as_object()
+/// A node's labels, annotations and taints, as the provider sets them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub taints: Vec<Value>,
+}
+
+impl Metadata {
+    /// What `node` carries now.
+    pub fn of_node(node: &DynamicObject) -> Metadata {
+        Metadata {
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            annotations: node.metadata.annotations.clone().unwrap_or_default(),
+            taints: node.data["spec"]["taints"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+fn string_map(map: &Value) -> BTreeMap<String, String> {
+    map.as_object()
         .map(|l| {
             l.iter()
                 .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// UTILS:39-65: the VirtualNode's labels plus whether storage is
+/// available, its annotations, and its taints plus the virtual-node taint.
+pub fn desired_metadata(vn: &DynamicObject) -> Metadata {
+    let spec = &vn.data["spec"];
+    let mut labels = string_map(&spec["labels"]);
     let storage = spec["storageClasses"]
         .as_array()
         .is_some_and(|s| !s.is_empty());
@@ -177,7 +209,45 @@ pub fn desired_metadata(vn: &DynamicObject) -> (BTreeMap<String, String>, Vec<Va
     let mut taints = spec["taints"].as_array().cloned().unwrap_or_default();
     taints
         .push(json!({"key": VIRTUAL_NODE_TOLERATION_KEY, "value": "true", "effect": "NoExecute"}));
-    (labels, taints)
+    Metadata {
+        labels,
+        annotations: string_map(&spec["annotations"]),
+        taints,
+    }
+}
+
+/// UTILS:135-202 (`patchLabels`, `patchAnnotations`, `patchTaints`): the
+/// node's metadata less what was `last` applied (`maps.Sub`, `slice.Sub`),
+/// then `desired` merged in (`maps.Merge`; `slice.Merge` adds each taint
+/// not already there, compared whole).
+pub fn patched_metadata(node: &Metadata, last: &Metadata, desired: &Metadata) -> Metadata {
+    let merge = |now: &BTreeMap<String, String>,
+                 last: &BTreeMap<String, String>,
+                 desired: &BTreeMap<String, String>| {
+        let mut out: BTreeMap<String, String> = now
+            .iter()
+            .filter(|(k, _)| !last.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.extend(desired.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out
+    };
+    let mut taints: Vec<Value> = node
+        .taints
+        .iter()
+        .filter(|t| !last.taints.contains(t))
+        .cloned()
+        .collect();
+    for taint in &desired.taints {
+        if !taints.contains(taint) {
+            taints.push(taint.clone());
+        }
+    }
+    Metadata {
+        labels: merge(&node.labels, &last.labels, &desired.labels),
+        annotations: merge(&node.annotations, &last.annotations, &desired.annotations),
+        taints,
+    }
 }
 
 /// What the provider knows of the network (UTILS:99-118).
@@ -235,6 +305,15 @@ pub fn node_status(old: &Value, vn: &DynamicObject, network: Network) -> Value {
             let list = crate::slice::object_at(&mut status, field);
             for (k, v) in hard {
                 list[k] = v.clone();
+            }
+        }
+    }
+    // UTILS:96: the VirtualNode's images (omitted when none).
+    match vn.data["spec"]["images"].as_array() {
+        Some(images) if !images.is_empty() => status["images"] = Value::Array(images.clone()),
+        _ => {
+            if let Some(s) = status.as_object_mut() {
+                s.remove("images");
             }
         }
     }

@@ -460,3 +460,134 @@ async fn offloading_nodes_are(kube: &KubeApiServer, status: &str) -> Value {
     })
     .await
 }
+
+// ---- nodeProvider_test.go's hydration and label cases (:348-535), on the
+// running virtual kubelet ----------------------------------------------
+
+/// The VirtualNode `name` for [`PROVIDER`] with `spec` besides the cluster
+/// and a quota of 2 cpu and 3Gi, written as the virtual-node creator would.
+fn virtual_node(kube: &KubeApiServer, name: &str, spec: Value) {
+    let mut full = json!({"clusterID": PROVIDER,
+        "resourceQuota": {"hard": {"cpu": "2", "memory": "3Gi"}}});
+    for (k, v) in spec.as_object().unwrap() {
+        full[k] = v.clone();
+    }
+    kube.apply(
+        VIRTUAL_NODES,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
+               "metadata": {"name": name, "namespace": TENANT_NS}, "spec": full}),
+    );
+}
+
+const ESTABLISHED: &str = "Established";
+
+/// nodeProvider_test.go:348-432 ("hydrates the node from virtual node and
+/// foreign cluster"): the VirtualNode's labels, annotations, taints,
+/// quota and images on the node, storage available, Ready with the
+/// network up.
+#[tokio::test]
+async fn the_node_carries_the_virtual_nodes_labels_annotations_taints_quota_and_images() {
+    let networking = json!({"enabled": true, "conditions": [
+        {"type": "NetworkConnectionStatus", "status": ESTABLISHED}]});
+    let (kube, _liqo) = consumer(networking).await;
+    let images = json!([{"names": ["nginx:latest"], "sizeBytes": 1234}]);
+    let taint = json!({"key": "virtual-taint", "value": "taint-value", "effect": "NoSchedule"});
+    virtual_node(
+        &kube,
+        "node-name",
+        json!({"labels": {"virtual-label": "virtual-value"},
+               "annotations": {"virtual-annotation": "annotation-value"},
+               "taints": [taint], "storageClasses": [{"storageClassName": "fast"}],
+               "images": images}),
+    );
+    let node = node_when_ready_is(&kube, "node-name", "True").await;
+    let meta = &node["metadata"];
+    assert_eq!(meta["labels"]["virtual-label"], "virtual-value");
+    assert_eq!(meta["labels"]["storage.liqo.io/available"], "true");
+    assert_eq!(
+        meta["annotations"]["virtual-annotation"],
+        "annotation-value"
+    );
+    let taints = node["spec"]["taints"].as_array().unwrap();
+    assert!(taints.contains(&taint), "{taints:?}");
+    let own =
+        json!({"key": "virtual-node.liqo.io/not-allowed", "value": "true", "effect": "NoExecute"});
+    assert!(taints.contains(&own), "{taints:?}");
+    let quota = json!({"cpu": "2", "memory": "3Gi"});
+    assert_eq!(node["status"]["capacity"], quota);
+    assert_eq!(node["status"]["allocatable"], quota);
+    assert_eq!(node["status"]["images"], images);
+    for (kind, status) in [
+        ("MemoryPressure", "False"),
+        ("DiskPressure", "False"),
+        ("PIDPressure", "False"),
+        ("NetworkUnavailable", "False"),
+    ] {
+        assert_eq!(
+            node_condition(&node, kind).as_deref(),
+            Some(status),
+            "{kind}"
+        );
+    }
+}
+
+/// nodeProvider_test.go:434-467 ("hydrates the node when virtual node
+/// labels and annotations are nil"): no storage, no annotation.
+#[tokio::test]
+async fn a_virtual_node_without_labels_or_annotations_gives_a_node_without_storage() {
+    let (kube, _liqo) = consumer(json!({"enabled": false})).await;
+    virtual_node(&kube, "node-name", json!({}));
+    let node = node_when_ready_is(&kube, "node-name", "True").await;
+    assert_eq!(
+        node["metadata"]["labels"]["storage.liqo.io/available"],
+        "false"
+    );
+    assert!(node["metadata"]["annotations"]["virtual-annotation"].is_null());
+    assert!(node["status"]["images"].is_null(), "{node:#}");
+}
+
+/// nodeProvider_test.go:469-535 ("Labels patch"), through the VirtualNode
+/// as `reconciler.go:92-97` applies it: labels added, changed, and one
+/// dropped from the VirtualNode is taken off the node; a label someone
+/// else put on the node stays (UTILS:143-148 removes only what it applied).
+#[tokio::test]
+async fn labels_follow_the_virtual_node_added_changed_and_removed() {
+    let (kube, _liqo) = consumer(json!({"enabled": false})).await;
+    let labels_are = |want: Value| {
+        let kube = &kube;
+        async move {
+            let what = format!("labels {want}");
+            wait_for(kube, NODES, None, "node-name", &what, |n| {
+                want.as_object()
+                    .unwrap()
+                    .iter()
+                    .all(|(k, v)| n["metadata"]["labels"][k] == *v)
+            })
+            .await
+        }
+    };
+    virtual_node(
+        &kube,
+        "node-name",
+        json!({"labels": {"test1": "value1", "test2": "value2"}}),
+    );
+    labels_are(json!({"test1": "value1", "test2": "value2"})).await;
+    kube.merge_patch(
+        NODES,
+        None,
+        "node-name",
+        json!({"metadata": {"labels": {"someone-else": "x"}}}),
+        false,
+    )
+    .unwrap();
+    virtual_node(
+        &kube,
+        "node-name",
+        json!({"labels": {"test1": "value3", "test2": "value4"}}),
+    );
+    labels_are(json!({"test1": "value3", "test2": "value4"})).await;
+    virtual_node(&kube, "node-name", json!({"labels": {"test1": "value3"}}));
+    let node = labels_are(json!({"test1": "value3", "test2": null})).await;
+    assert_eq!(node["metadata"]["labels"]["someone-else"], "x");
+    assert_eq!(node["metadata"]["labels"]["liqo.io/type"], "virtual-node");
+}
