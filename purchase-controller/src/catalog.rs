@@ -17,7 +17,7 @@ use quantity::ResourceList;
 
 pub use catalog_client::wire::{Contract, ContractState};
 
-use crate::decision::Unusable;
+use crate::decision::{Ending, Unusable};
 use crate::model::{Purchase, PurchaseStatus};
 
 /// Sent as `User-Agent` with every catalog request.
@@ -136,6 +136,18 @@ pub fn expires_at(contract: &Contract) -> Option<String> {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .filter(|e| !e.is_empty())
+}
+
+/// When the contract ends: `expiresAt` as the status keeps it (so it is
+/// known while the catalog is down), and what the catalog said of it this
+/// round (`endingSoon`, `extendedAt`), if it answered.
+pub fn ending(status: &PurchaseStatus, fresh: Option<&Contract>) -> Option<Ending> {
+    let at = status.expires_at.as_deref()?.parse().ok()?;
+    Some(Ending {
+        at,
+        catalog_says_soon: fresh.is_some_and(|c| c.ending_soon),
+        extended: fresh.is_some_and(|c| c.extended_at.is_some()),
+    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,15 @@ use crate::decision::{NamespaceOutcome, Progress};
 use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
 use crate::model::{Purchase, PurchaseStatus};
 
+/// Where taking down what a Purchase set up stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Teardown {
+    Done,
+    /// Liqo is still ending a shared v0.x peering no other Purchase uses:
+    /// look again (why, in words).
+    Unpeering(String),
+}
+
 /// The consumer's cluster, as the controller is told it is.
 #[derive(Clone)]
 pub struct Cluster {
@@ -56,6 +65,7 @@ pub async fn set_up(
         generation: cluster.generation,
         catalog_error,
         peered: false,
+        declarative: false,
         needs_peering_command: false,
         grant: None,
         namespaces: Vec::new(),
@@ -95,6 +105,7 @@ pub async fn set_up(
             let existing = first(&fcs, &label).await?;
             let peering = liqo::v1_peering(existing.as_ref(), provider);
             progress.peered = peering.peered;
+            progress.declarative = peering.declarative;
             if !peering.peered {
                 progress.needs_peering_command = true;
                 if let Some(v1) = &creds.v1 {
@@ -313,15 +324,16 @@ async fn release(
     apply_offloading(&api, plan).await
 }
 
-/// Remove what this Purchase created: its ResourceSlice (v1), its v0.x
-/// ForeignCluster and token Secret, its share of NamespaceOffloadings, and
-/// (`all`: on deletion) the kubeconfig Secret. Objects without its mark
-/// are left alone.
+/// Remove what this Purchase created: its ResourceSlice (v1), its share of
+/// NamespaceOffloadings, (`all`: on deletion) the kubeconfig Secret, and
+/// — v0.x, when no other Purchase of the provider remains — the
+/// out-of-band peering this controller made ([`unpeer_v0`]). Objects
+/// without the controller's mark are left alone.
 pub async fn cleanup(
     purchase: &Purchase,
     cluster: &Cluster,
     all: bool,
-) -> Result<(), ClusterError> {
+) -> Result<Teardown, ClusterError> {
     let key = purchase.key();
     let status = purchase.status();
     let selector = format!("{}={}", liqo::MANAGED_BY, liqo::MANAGER);
@@ -362,6 +374,7 @@ pub async fn cleanup(
             Ok::<(), ClusterError>(())
         }
     };
+    let mut teardown = Teardown::Done;
     match cluster.generation {
         Generation::V1 => {
             owned_dynamic(Api::all_with(
@@ -371,33 +384,7 @@ pub async fn cleanup(
             .await?;
         }
         Generation::V0 => {
-            owned_dynamic(Api::all_with(
-                cluster.client.clone(),
-                &Generation::V0.foreign_cluster(),
-            ))
-            .await?;
-            let secrets: Api<Secret> =
-                Api::namespaced(cluster.client.clone(), &cluster.liqo_namespace);
-            for secret in secrets
-                .list(&ListParams::default().labels(&selector))
-                .await?
-            {
-                if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
-                    // Gone already is done; anything else (a 403 from RBAC
-                    // that does not allow the delete, say) fails the round,
-                    // which logs it and keeps the finalizer until it works.
-                    match secrets
-                        .delete(&secret.name_any(), &DeleteParams::default())
-                        .await
-                    {
-                        Ok(_) => {
-                            tracing::info!(secret = %secret.name_any(), "v0 token Secret deleted")
-                        }
-                        Err(kube::Error::Api(e)) if e.code == 404 => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
+            teardown = unpeer_v0(purchase, cluster).await?;
         }
     }
     if all {
@@ -411,6 +398,107 @@ pub async fn cleanup(
                     secrets.delete(name, &DeleteParams::default()).await?;
                 }
             }
+        }
+    }
+    Ok(teardown)
+}
+
+/// A v0.x peering this Purchase used, taken down when no other Purchase
+/// of the provider remains (reference-counted over the Purchases'
+/// status), in `liqoctl unpeer out-of-band`'s order: outgoing peering
+/// disabled, its end awaited, the ForeignCluster deleted only without an
+/// incoming peering, then the token Secret. Only what this controller
+/// made (for any Purchase): a ForeignCluster made by a person stays.
+async fn unpeer_v0(purchase: &Purchase, cluster: &Cluster) -> Result<Teardown, ClusterError> {
+    let key = purchase.key();
+    let fcs: Api<DynamicObject> =
+        Api::all_with(cluster.client.clone(), &Generation::V0.foreign_cluster());
+    let managed = format!("{}={}", liqo::MANAGED_BY, liqo::MANAGER);
+    // The provider's ForeignCluster, and any this Purchase made (its
+    // status may not name the provider if a round failed half-way).
+    let mut candidates: Vec<Value> = Vec::new();
+    for object in fcs.list(&ListParams::default().labels(&managed)).await? {
+        let value = serde_json::to_value(&object)?;
+        let id = value["metadata"]["labels"][V0_CLUSTER_ID_LABEL].as_str();
+        let ours = purchase.status().provider_cluster_id.as_deref() == id && id.is_some();
+        if ours || liqo::owned_by(&value, &key) {
+            candidates.push(value);
+        }
+    }
+    let purchases: Vec<Purchase> = Api::<Purchase>::all(cluster.client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let mut teardown = Teardown::Done;
+    for fc in candidates {
+        let name = fc["metadata"]["name"].as_str().unwrap_or_default();
+        let provider = fc["metadata"]["labels"][V0_CLUSTER_ID_LABEL]
+            .as_str()
+            .unwrap_or_default();
+        let users = crate::decision::peering_users(&purchases, provider, &key);
+        if !users.is_empty() {
+            tracing::info!(foreign_cluster = %name, ?users, "the peering stays: other Purchases use it");
+            continue;
+        }
+        match liqo::v0_unpeer_step(&fc) {
+            liqo::V0Unpeer::Disable => {
+                fcs.patch(
+                    name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(liqo::v0_disable_outgoing()),
+                )
+                .await?;
+                tracing::info!(foreign_cluster = %name, "outgoing peering disabled");
+                teardown = Teardown::Unpeering(format!(
+                    "outgoing peering with {provider} disabled; waiting for Liqo to end it"
+                ));
+            }
+            liqo::V0Unpeer::WaitOutgoing => {
+                teardown = Teardown::Unpeering(format!(
+                    "waiting for Liqo to end the outgoing peering with {provider}"
+                ));
+            }
+            liqo::V0Unpeer::IncomingRemains => {
+                // liqoctl stops here too: the provider still peers with
+                // this cluster, and only it can end that.
+                tracing::warn!(foreign_cluster = %name, "an incoming peering remains: the ForeignCluster stays, its outgoing peering disabled");
+            }
+            liqo::V0Unpeer::Delete => {
+                match fcs.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => tracing::info!(foreign_cluster = %name, "v0 ForeignCluster deleted"),
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                delete_token_secrets(cluster, provider).await?;
+            }
+        }
+    }
+    Ok(teardown)
+}
+
+/// The `remote-token-<provider>` Secret this controller made, once its
+/// ForeignCluster is gone.
+async fn delete_token_secrets(cluster: &Cluster, provider: &str) -> Result<(), ClusterError> {
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &cluster.liqo_namespace);
+    let selector = format!(
+        "{}={},{V0_CLUSTER_ID_LABEL}={provider}",
+        liqo::MANAGED_BY,
+        liqo::MANAGER
+    );
+    for secret in secrets
+        .list(&ListParams::default().labels(&selector))
+        .await?
+    {
+        // Gone already is done; anything else (a 403 from RBAC that does
+        // not allow the delete, say) fails the round, which logs it and
+        // keeps the finalizer until it works.
+        match secrets
+            .delete(&secret.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => tracing::info!(secret = %secret.name_any(), "v0 token Secret deleted"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())

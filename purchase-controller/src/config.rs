@@ -51,6 +51,10 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
     pub catalog_timeout: Duration,
 
+    /// Warn this long before a contract ends: the Purchase's EndingSoon condition and a Warning Event, once per end; also when the catalog reads the contract endingSoon (its own --contract-ending-soon). Extending the contract clears it.
+    #[arg(long, env = "PURCHASE_CONTROLLER_CONTRACT_ENDING_SOON", value_name = "DURATION", default_value = "1d", value_parser = edge::duration::parse)]
+    pub contract_ending_soon: Duration,
+
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
@@ -126,6 +130,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         retry: args.retry,
         retry_max: args.retry_max,
         catalog_timeout: args.catalog_timeout,
+        ending_soon: args.contract_ending_soon,
         instance: controller_core::lease::replica_identity("purchase-controller"),
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;

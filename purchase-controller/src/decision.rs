@@ -14,6 +14,9 @@ pub const PEERED: &str = "Peered";
 pub const RESOURCES_GRANTED: &str = "ResourcesGranted";
 pub const NAMESPACES_OFFLOADED: &str = "NamespacesOffloaded";
 pub const READY: &str = "Ready";
+/// The contract ends within the lead time (its own condition: a Ready
+/// Purchase stays Ready while it warns).
+pub const ENDING_SOON: &str = "EndingSoon";
 
 /// Where a Purchase is, as `status.phase` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -207,6 +210,8 @@ pub struct Progress {
     /// controller then works from the last known contract).
     pub catalog_error: Option<String>,
     pub peered: bool,
+    /// v1: peered the declarative way (no control-plane Identity).
+    pub declarative: bool,
     /// v1: no peering yet, the operator must run `liqoctl peer`.
     pub needs_peering_command: bool,
     /// v1: the provider's answer; v0 has no grant step.
@@ -342,7 +347,11 @@ pub fn assess(p: &Progress) -> Assessment {
         PEERED,
         true,
         "PeeringEstablished",
-        "the provider is peered",
+        if p.declarative {
+            "the provider is peered (declaratively: a control-plane kubeconfig Secret, no Identity)"
+        } else {
+            "the provider is peered"
+        },
     ));
 
     match &p.grant {
@@ -459,6 +468,133 @@ pub fn assess(p: &Progress) -> Assessment {
     }
 }
 
+/// When a contract ends, as the Purchase knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    /// `expiresAt`.
+    pub at: jiff::Timestamp,
+    /// The catalog's own `endingSoon` (its `--contract-ending-soon`), as
+    /// last read; false while the catalog is unreachable.
+    pub catalog_says_soon: bool,
+    /// The contract was extended at least once.
+    pub extended: bool,
+}
+
+/// Whether `ending` is within `lead` of `now`, or the catalog says so.
+fn is_ending_soon(ending: &Ending, now: jiff::Timestamp, lead: std::time::Duration) -> bool {
+    let lead = jiff::SignedDuration::try_from(lead).unwrap_or(jiff::SignedDuration::MAX);
+    ending.catalog_says_soon || ending.at.duration_since(now) <= lead
+}
+
+/// The `EndingSoon` condition: True (reason `ContractEndingSoon`, the end
+/// time in the message, which is what makes a repeat the same warning)
+/// while the contract ends within `lead` or the catalog reads it
+/// `endingSoon`; False otherwise (`ContractExtended` once extended).
+pub fn ending_soon(ending: &Ending, now: jiff::Timestamp, lead: std::time::Duration) -> Cond {
+    let at = controller_core::clock::rfc3339(ending.at);
+    if is_ending_soon(ending, now, lead) {
+        cond(
+            ENDING_SOON,
+            true,
+            "ContractEndingSoon",
+            format!("the contract ends at {at}: extend it in the catalog (POST /contracts/{{id}}/extend) to keep what it set up"),
+        )
+    } else if ending.extended {
+        cond(
+            ENDING_SOON,
+            false,
+            "ContractExtended",
+            format!("the contract was extended; it ends at {at}"),
+        )
+    } else {
+        cond(
+            ENDING_SOON,
+            false,
+            "ContractNotEndingSoon",
+            format!("the contract ends at {at}"),
+        )
+    }
+}
+
+/// How long until `ending` comes within `lead` (None: it is there
+/// already), so a settled Purchase is looked at again in time to warn.
+pub fn until_ending_soon(
+    ending: &Ending,
+    now: jiff::Timestamp,
+    lead: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if is_ending_soon(ending, now, lead) {
+        return None;
+    }
+    let lead = jiff::SignedDuration::try_from(lead).unwrap_or(jiff::SignedDuration::MAX);
+    std::time::Duration::try_from(ending.at.duration_since(now) - lead).ok()
+}
+
+/// The warning to publish as an Event: the `EndingSoon` condition when it
+/// has just turned True, or names another end than the one warned about
+/// before (an extension that still ends soon). Once per contract end: the
+/// condition kept in the status remembers the warning across restarts.
+pub fn ending_soon_warning<'a>(
+    before: &[Condition],
+    assessment: &'a Assessment,
+) -> Option<&'a Cond> {
+    let now = assessment
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ENDING_SOON && c.status)?;
+    let warned = before
+        .iter()
+        .any(|b| b.type_ == ENDING_SOON && b.status == "True" && b.message == now.message);
+    (!warned).then_some(now)
+}
+
+/// The other Purchases still using the peering with `provider`: those of
+/// the same provider (as their status records it) that are neither being
+/// deleted nor ended. A peering this controller made goes only when none
+/// remains.
+pub fn peering_users(
+    purchases: &[crate::model::Purchase],
+    provider: &str,
+    me: &str,
+) -> Vec<String> {
+    purchases
+        .iter()
+        .filter(|p| p.key() != me && !p.is_deleting())
+        .filter(|p| {
+            let status = p.status();
+            status.provider_cluster_id.as_deref() == Some(provider)
+                && status.phase != Phase::Ended.as_str()
+        })
+        .map(|p| p.key())
+        .collect()
+}
+
+/// An ended Purchase whose peering is still being taken down: `Peered`
+/// says where it is (`Unpeering`), and the Purchase is looked at again at
+/// the poll interval, not the resync.
+pub fn unpeering(assessment: &mut Assessment, message: String) {
+    assessment
+        .conditions
+        .push(cond(PEERED, false, "Unpeering", message));
+}
+
+/// Whether the contract was read (or is known from the status) and is
+/// usable: what the warning before its end is about.
+pub fn contract_usable(assessment: &Assessment) -> bool {
+    assessment
+        .conditions
+        .iter()
+        .any(|c| c.type_ == CONTRACT_VALID && c.status)
+}
+
+/// Whether the Purchase waits on Liqo to unpeer.
+pub fn is_unpeering(assessment: &Assessment) -> bool {
+    assessment
+        .conditions
+        .iter()
+        .any(|c| c.type_ == PEERED && c.reason == "Unpeering")
+}
+
 /// The catalog has not answered and no contract was read before: wait.
 pub fn waiting_for_catalog(message: &str) -> Assessment {
     Assessment {
@@ -557,6 +693,7 @@ mod tests {
             generation: Generation::V1,
             catalog_error: None,
             peered: true,
+            declarative: false,
             needs_peering_command: false,
             grant: Some(Grant::Accepted(BTreeMap::new())),
             namespaces: vec![("apps".into(), NamespaceOutcome::Offloaded)],
@@ -733,5 +870,113 @@ mod tests {
         assert!(report_due(&c, ContractState::Peered, None));
         assert!(catalog_unreachable(&waiting_for_catalog("down")));
         assert!(!catalog_unreachable(&assess(&progress())));
+    }
+
+    fn at(text: &str) -> jiff::Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_end_is_warned_about_once_and_an_extension_clears_it() {
+        let hour = std::time::Duration::from_secs(3600);
+        let ending = Ending {
+            at: at("2026-01-01T12:00:00Z"),
+            catalog_says_soon: false,
+            extended: false,
+        };
+        let early = at("2026-01-01T10:00:00Z");
+        let quiet = ending_soon(&ending, early, hour);
+        assert!(!quiet.status);
+        assert_eq!(quiet.reason, "ContractNotEndingSoon");
+        assert_eq!(
+            until_ending_soon(&ending, early, hour),
+            Some(hour),
+            "looked at again when the lead time starts"
+        );
+        let late = at("2026-01-01T11:30:00Z");
+        let warning = ending_soon(&ending, late, hour);
+        assert!(warning.status);
+        assert_eq!(warning.reason, "ContractEndingSoon");
+        assert!(
+            warning.message.contains("2026-01-01T12:00:00Z"),
+            "{}",
+            warning.message
+        );
+        assert_eq!(until_ending_soon(&ending, late, hour), None);
+        // The catalog's own lead time counts too.
+        let told = Ending {
+            catalog_says_soon: true,
+            ..ending.clone()
+        };
+        assert!(ending_soon(&told, early, hour).status);
+
+        let assessment = |c: Cond| Assessment {
+            phase: Phase::Ready,
+            conditions: vec![c],
+            report: None,
+        };
+        let warned = merge_conditions(&[], &assessment(warning.clone()), 1, "T");
+        assert_eq!(
+            ending_soon_warning(&[], &assessment(warning.clone())),
+            Some(&warning)
+        );
+        assert_eq!(
+            ending_soon_warning(&warned, &assessment(warning.clone())),
+            None,
+            "once per end"
+        );
+        let extended = Ending {
+            at: at("2026-01-01T12:15:00Z"),
+            extended: true,
+            ..ending.clone()
+        };
+        let again = ending_soon(&extended, late, hour);
+        assert!(again.status);
+        assert!(
+            ending_soon_warning(&warned, &assessment(again)).is_some(),
+            "a new end is warned about"
+        );
+        let far = Ending {
+            at: at("2026-02-01T00:00:00Z"),
+            extended: true,
+            ..ending
+        };
+        let cleared = ending_soon(&far, late, hour);
+        assert!(!cleared.status);
+        assert_eq!(cleared.reason, "ContractExtended");
+        assert_eq!(ending_soon_warning(&warned, &assessment(cleared)), None);
+    }
+
+    #[test]
+    fn a_peering_is_used_by_every_live_purchase_of_its_provider() {
+        use crate::model::{Purchase, PurchaseSpec, PurchaseStatus};
+        let purchase = |name: &str, provider: &str, phase: Phase, deleting: bool| {
+            let mut p = Purchase::new(name, PurchaseSpec::default());
+            p.metadata.namespace = Some("team".into());
+            if deleting {
+                p.metadata.deletion_timestamp = Some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()),
+                );
+            }
+            p.status = Some(PurchaseStatus {
+                provider_cluster_id: Some(provider.into()),
+                phase: phase.as_str().into(),
+                ..PurchaseStatus::default()
+            });
+            p
+        };
+        let all = [
+            purchase("me", "p", Phase::Ready, true),
+            purchase("other", "p", Phase::Ready, false),
+            purchase("elsewhere", "q", Phase::Ready, false),
+            purchase("ended", "p", Phase::Ended, false),
+            purchase("going", "p", Phase::Ready, true),
+            purchase("peering", "p", Phase::Peering, false),
+        ];
+        assert_eq!(
+            peering_users(&all, "p", "team/me"),
+            ["team/other", "team/peering"]
+        );
+        assert!(peering_users(&all[..1], "p", "team/me").is_empty());
     }
 }

@@ -151,13 +151,70 @@ pub fn v0_peered(fc: &Value) -> bool {
         && peering_condition(conditions, V0_OUTGOING_PEERING_CONDITION) == Some(V0_ESTABLISHED)
 }
 
+/// v0.10.3 `apis/discovery/v1alpha1/foreigncluster_types.go:31,162`: the
+/// incoming peering's condition, and the status of a condition not set
+/// (`peeringConditionsUtils.go:53-62` reads an absent one as `None`).
+const V0_INCOMING_PEERING_CONDITION: &str = "IncomingPeering";
+const V0_NONE: &str = "None";
+/// `PeeringEnabledNo`: what `liqoctl unpeer out-of-band` writes.
+const V0_PEERING_DISABLED: &str = "No";
+
+/// The next step of taking a v0.x out-of-band peering down, in the order
+/// `liqoctl unpeer out-of-band` follows (v0.10.3
+/// `pkg/liqoctl/unpeeroob/handler.go:44-125`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum V0Unpeer {
+    /// Set `spec.outgoingPeeringEnabled: No` (:102-111).
+    Disable,
+    /// Wait for Liqo to take the outgoing peering to `None` (:65-69,
+    /// `wait.ForOutgoingUnpeering`, `foreignCluster.IsOutgoingPeeringNone`).
+    WaitOutgoing,
+    /// Delete the ForeignCluster: no incoming peering remains (:114-124).
+    Delete,
+    /// An incoming peering is still active: the ForeignCluster stays
+    /// (:80-84, liqoctl warns and stops there).
+    IncomingRemains,
+}
+
+/// The step a v0.x ForeignCluster is at.
+pub fn v0_unpeer_step(fc: &Value) -> V0Unpeer {
+    let conditions = &fc["status"]["peeringConditions"];
+    let status = |kind| peering_condition(conditions, kind).unwrap_or(V0_NONE);
+    if fc["spec"]["outgoingPeeringEnabled"] != V0_PEERING_DISABLED {
+        V0Unpeer::Disable
+    } else if status(V0_OUTGOING_PEERING_CONDITION) != V0_NONE {
+        V0Unpeer::WaitOutgoing
+    } else if status(V0_INCOMING_PEERING_CONDITION) != V0_NONE {
+        V0Unpeer::IncomingRemains
+    } else {
+        V0Unpeer::Delete
+    }
+}
+
+/// The merge patch of [`V0Unpeer::Disable`].
+pub fn v0_disable_outgoing() -> Value {
+    json!({"spec": {"outgoingPeeringEnabled": V0_PEERING_DISABLED}})
+}
+
+/// Whether this controller made `object` (for any Purchase): a shared
+/// peering object (a v0.x ForeignCluster and its token Secret) is the
+/// controller's while any Purchase of the provider uses it, whichever made
+/// it. One without the mark was made by a person and is never removed.
+pub fn managed(object: &Value) -> bool {
+    object["metadata"]["labels"][MANAGED_BY].as_str() == Some(MANAGER)
+}
+
 /// A v1 ForeignCluster as the consumer sees a provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct V1Peering {
     /// The provider is peered as one: role `Provider` or
     /// `ConsumerAndProvider`, authentication module enabled, and the
-    /// control-plane Identity `Ready`.
+    /// control-plane Identity `Ready` — or, declaratively, no such
+    /// condition at all (see [`v1_peering`]).
     pub peered: bool,
+    /// Peered the declarative way: a control-plane kubeconfig Secret and
+    /// no Identity.
+    pub declarative: bool,
     /// Where its ResourceSlices go: `status.tenantNamespace.local`, or
     /// Liqo's default `liqo-tenant-<clusterID>`.
     pub tenant_namespace: String,
@@ -168,18 +225,25 @@ pub fn v1_peering(fc: Option<&Value>, provider: &str) -> V1Peering {
     let Some(fc) = fc else {
         return V1Peering {
             peered: false,
+            declarative: false,
             tenant_namespace: default_ns,
         };
     };
     let status = &fc["status"];
     let role = status["role"].as_str().unwrap_or_default();
     let auth = &status["modules"]["authentication"];
-    let peered = PROVIDER_ROLES.contains(&role)
-        && auth["enabled"].as_bool() == Some(true)
-        && peering_condition(&auth["conditions"], AUTH_IDENTITY_CONTROL_PLANE_CONDITION)
-            == Some(READY);
+    let provider = PROVIDER_ROLES.contains(&role) && auth["enabled"].as_bool() == Some(true);
+    // v1.2.0 `foreigncluster-controller/status.go:293-324`: with a
+    // control-plane Identity (liqoctl's handshake) the condition says
+    // whether its kubeconfig exists; without one Liqo deletes the condition
+    // (:297) and, finding a control-plane kubeconfig Secret (the
+    // declarative peering), still makes the peer a provider with
+    // authentication enabled (:303-318). So an absent condition on a
+    // provider is a declarative peering, and a present one must be `Ready`.
+    let identity = peering_condition(&auth["conditions"], AUTH_IDENTITY_CONTROL_PLANE_CONDITION);
     V1Peering {
-        peered,
+        peered: provider && matches!(identity, None | Some(READY)),
+        declarative: provider && identity.is_none(),
         tenant_namespace: status["tenantNamespace"]["local"]
             .as_str()
             .filter(|n| !n.is_empty())
@@ -492,6 +556,7 @@ mod tests {
             v1_peering(None, "p"),
             V1Peering {
                 peered: false,
+                declarative: false,
                 tenant_namespace: "liqo-tenant-p".into()
             }
         );
@@ -502,11 +567,62 @@ mod tests {
             v1_peering(Some(&fc), "p"),
             V1Peering {
                 peered: true,
+                declarative: false,
                 tenant_namespace: "liqo-tenant-x".into()
             }
         );
+        fc["status"]["modules"]["authentication"]["conditions"][0]["status"] = json!("NotReady");
+        assert!(
+            !v1_peering(Some(&fc), "p").peered,
+            "an Identity without its kubeconfig yet"
+        );
         fc["status"]["role"] = json!("Consumer");
         assert!(!v1_peering(Some(&fc), "p").peered);
+    }
+
+    #[test]
+    fn a_declarative_peering_has_no_identity_condition_and_is_peered() {
+        // status.go:297-318: no control-plane Identity, a control-plane
+        // kubeconfig Secret: provider, authentication enabled, no
+        // AuthIdentityControlPlaneStatus.
+        let mut fc = json!({"status": {"role": "Provider", "apiServerUrl": "https://p:6443",
+            "modules": {"authentication": {"enabled": true, "conditions": []}}}});
+        assert_eq!(
+            v1_peering(Some(&fc), "p"),
+            V1Peering {
+                peered: true,
+                declarative: true,
+                tenant_namespace: "liqo-tenant-p".into()
+            }
+        );
+        // A consumer only (a Tenant, no credentials towards the peer).
+        fc["status"]["role"] = json!("Consumer");
+        assert!(!v1_peering(Some(&fc), "p").peered);
+        fc["status"]["role"] = json!("Provider");
+        fc["status"]["modules"]["authentication"]["enabled"] = json!(false);
+        assert!(!v1_peering(Some(&fc), "p").peered);
+    }
+
+    #[test]
+    fn v0_unpeering_goes_in_liqoctl_unpeer_out_of_band_order() {
+        let mut fc = json!({"metadata": {"labels": {MANAGED_BY: MANAGER}},
+            "spec": {"outgoingPeeringEnabled": "Yes"},
+            "status": {"peeringConditions": [
+                {"type": "OutgoingPeering", "status": "Established"},
+                {"type": "IncomingPeering", "status": "Established"}]}});
+        assert!(managed(&fc));
+        assert_eq!(v0_unpeer_step(&fc), V0Unpeer::Disable);
+        fc["spec"]["outgoingPeeringEnabled"] =
+            v0_disable_outgoing()["spec"]["outgoingPeeringEnabled"].clone();
+        assert_eq!(v0_unpeer_step(&fc), V0Unpeer::WaitOutgoing);
+        fc["status"]["peeringConditions"][0]["status"] = json!("Disconnecting");
+        assert_eq!(v0_unpeer_step(&fc), V0Unpeer::WaitOutgoing);
+        fc["status"]["peeringConditions"][0]["status"] = json!("None");
+        assert_eq!(v0_unpeer_step(&fc), V0Unpeer::IncomingRemains);
+        // An absent condition reads as None.
+        fc["status"]["peeringConditions"] = json!([{"type": "OutgoingPeering", "status": "None"}]);
+        assert_eq!(v0_unpeer_step(&fc), V0Unpeer::Delete);
+        assert!(!managed(&json!({"metadata": {}})));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::catalog::{self, Contract};
-use crate::cluster::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError, Teardown};
 use crate::decision::{self, Assessment, Phase, Unusable};
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
@@ -59,6 +59,8 @@ pub struct Settings {
     pub retry_max: Duration,
     /// Bounds each catalog request.
     pub catalog_timeout: Duration,
+    /// Warn this long before a contract ends (`EndingSoon`, an Event).
+    pub ending_soon: Duration,
     pub instance: String,
 }
 
@@ -73,6 +75,26 @@ pub enum ReconcileError {
     /// wraps.
     #[error(transparent)]
     Finalizer(Box<finalizer::Error<ReconcileError>>),
+    /// Not a failure: the deleted Purchase keeps its finalizer while Liqo
+    /// ends a peering nothing else uses.
+    #[error("unpeering: {0}")]
+    Unpeering(String),
+}
+
+impl ReconcileError {
+    /// The wait of [`ReconcileError::Unpeering`], however wrapped.
+    fn unpeering(&self) -> Option<&str> {
+        match self {
+            ReconcileError::Unpeering(why) => Some(why),
+            ReconcileError::Finalizer(e) => match e.as_ref() {
+                finalizer::Error::CleanupFailed(inner) | finalizer::Error::ApplyFailed(inner) => {
+                    inner.unpeering()
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 impl From<ClusterError> for ReconcileError {
@@ -186,6 +208,10 @@ pub async fn run(
 
 /// A failed round: counted, and retried after the Purchase's backoff.
 pub fn error_policy(purchase: Arc<Purchase>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    if let Some(why) = error.unpeering() {
+        tracing::info!(purchase = %purchase.key(), why, "deleted; waiting for the unpeering");
+        return Action::requeue(ctx.settings.poll);
+    }
     let delay = ctx.backoff(&purchase.key());
     tracing::warn!(purchase = %purchase.key(), %error, ?delay, "reconcile failed; retrying");
     // Every catalog failure is judged inside the round; what fails a round
@@ -229,7 +255,9 @@ pub async fn reconcile(
 /// Deletion: remove what this Purchase created; the helper then removes
 /// the finalizer.
 async fn cleanup(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileError> {
-    crate::cluster::cleanup(purchase, &ctx.cluster, true).await?;
+    if let Teardown::Unpeering(why) = crate::cluster::cleanup(purchase, &ctx.cluster, true).await? {
+        return Err(ReconcileError::Unpeering(why));
+    }
     tracing::info!("cleaned up; removing the finalizer");
     Ok(Action::await_change())
 }
@@ -240,7 +268,7 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     let before = purchase.status();
     let mut status = before.clone();
     let mut session = catalog::open(&ctx.client, &ctx.http, purchase).await;
-    let (assessment, contract) = match &mut session {
+    let (mut assessment, contract) = match &mut session {
         Err(problem) => (decision::assess_unusable(problem), None),
         Ok(session) => match drive(purchase, ctx, session, &mut status).await {
             // An object built from the contract that Liqo's schema refuses
@@ -266,6 +294,17 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
         .await;
     }
 
+    // The warning before the end, for a contract in use.
+    let now = jiff::Timestamp::now();
+    let ending = decision::contract_usable(&assessment)
+        .then(|| catalog::ending(&status, contract.as_ref()))
+        .flatten();
+    if let Some(ending) = &ending {
+        assessment
+            .conditions
+            .push(decision::ending_soon(ending, now, ctx.settings.ending_soon));
+    }
+
     let generation = purchase.metadata.generation.unwrap_or_default();
     status.phase = assessment.phase.as_str().to_string();
     status.observed_generation = generation;
@@ -277,14 +316,20 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     if before.phase != status.phase {
         publish_event(ctx, purchase, &before.phase, &assessment);
     }
+    if let Some(warning) = decision::ending_soon_warning(&before.conditions, &assessment) {
+        publish_ending_soon(ctx, purchase, &warning.message);
+    }
     ctx.metrics.set_phase(&key, assessment.phase.as_str());
 
     Ok(if decision::catalog_unreachable(&assessment) {
         Action::requeue(ctx.backoff(&key))
     } else {
         ctx.succeeded(&key);
-        if assessment.phase.is_settled() {
-            Action::requeue(ctx.settings.resync)
+        if assessment.phase.is_settled() && !decision::is_unpeering(&assessment) {
+            // In time for the warning, if it falls before the resync.
+            let warn_in =
+                ending.and_then(|e| decision::until_ending_soon(&e, now, ctx.settings.ending_soon));
+            Action::requeue(warn_in.map_or(ctx.settings.resync, |w| w.min(ctx.settings.resync)))
         } else {
             Action::requeue(ctx.settings.poll)
         }
@@ -388,13 +433,17 @@ async fn drive(
             if let Err(problem) =
                 decision::check_contract(&contract, settings.generation, &settings.cluster_id)
             {
+                let mut assessment = decision::assess_unusable(&problem);
                 if matches!(problem, Unusable::Ended(_)) {
-                    crate::cluster::cleanup(purchase, &ctx.cluster, false).await?;
+                    let teardown = crate::cluster::cleanup(purchase, &ctx.cluster, false).await?;
+                    if let Teardown::Unpeering(why) = teardown {
+                        decision::unpeering(&mut assessment, why);
+                    }
                     status.granted.clear();
                     status.offloaded_namespaces.clear();
                     status.peering_command = None;
                 }
-                return Ok((decision::assess_unusable(&problem), Some(contract)));
+                return Ok((assessment, Some(contract)));
             }
             status.provider_cluster_id = Some(contract.cluster_id.clone());
             status.resources = contract.resources.to_strings();
@@ -427,6 +476,20 @@ async fn record_reservation(
     patch_status(ctx, purchase, patch).await?;
     tracing::info!(reservation = %id, "plan reserved; contract id recorded");
     Ok(())
+}
+
+/// The contract ends soon: a Warning Event, once per end (the message
+/// names it).
+fn publish_ending_soon(ctx: &Context, purchase: &Purchase, message: &str) {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "ContractEndingSoon".to_string(),
+        note: Some(runtime::note(message)),
+        action: "Reconcile".to_string(),
+        secondary: None,
+    };
+    tracing::info!(message, "the contract ends soon");
+    runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
 }
 
 fn publish_event(ctx: &Context, purchase: &Purchase, from: &str, assessment: &Assessment) {
