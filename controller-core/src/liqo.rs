@@ -229,6 +229,34 @@ pub const V0_ESTABLISHED: &str = "Established";
 /// that provides resources to this cluster.
 pub const PROVIDER_ROLES: [&str; 2] = ["Provider", "ConsumerAndProvider"];
 
+// Peering users (`liqoctl generate peering-user`).
+
+/// `pkg/tenantNamespace/const.go` (`NamePrefix`, then `-`): a consumer's
+/// tenant namespace is this prefix and its cluster ID.
+pub const TENANT_NAMESPACE_PREFIX: &str = "liqo-tenant-";
+/// `pkg/liqoctl/rest/peering-user/userfactory/cert.go`
+/// (`GetUserNameFromClusterID`): a peering user's name (and CSR's) is this
+/// prefix and the consumer's cluster ID.
+pub const PEERING_USER_PREFIX: &str = "liqo-peer-user-";
+/// `consts.PeeringUserNameLabelKey` (`pkg/consts/authentication.go`): on a
+/// peering user's CSR and RoleBindings, its name.
+pub const PEERING_USER_NAME_LABEL: &str = "liqo.io/peering-user-name";
+/// `authentication.OrganizationControlPlaneCSR`
+/// (`pkg/liqo-controller-manager/authentication/csr.go`): the O of a peering
+/// user's certificate.
+pub const CONTROL_PLANE_ORGANIZATION: &str = "liqo.io";
+/// The Role Liqo's chart installs in its namespace for peering users
+/// (`deployments/liqo/files/liqo-peering-user-liqo-ns-Role.yaml`, label
+/// `app.kubernetes.io/component=peering-user`).
+pub const PEERING_USER_LIQO_NS_ROLE: &str = "liqo-peering-user-liqo-ns";
+/// The ClusterRole Liqo's chart installs for peering users, bound in their
+/// tenant namespace
+/// (`deployments/liqo/files/liqo-peering-user-tenant-ns-ClusterRole.yaml`).
+pub const PEERING_USER_TENANT_NS_CLUSTER_ROLE: &str = "liqo-peering-user-tenant-ns";
+/// `apis/authentication/v1beta1/tenant_types.go` (`TenantConditionDrained`):
+/// the `spec.tenantCondition` that evicts a consumer's offloaded workloads.
+pub const TENANT_DRAINED: &str = "Drained";
+
 #[cfg(test)]
 mod tests {
     use super::*;

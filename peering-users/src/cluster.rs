@@ -1,0 +1,541 @@
+//! The provider cluster's side of a peering user, as `liqoctl generate
+//! peering-user` makes it (`pkg/liqoctl/rest/peering-user/generate.go`,
+//! `userfactory/{cert,roles}.go`) and `liqoctl delete peering-user`
+//! removes it (`RemovePermissions`): the tenant namespace, the CSR (made,
+//! checked, approved, its certificate awaited), the two RoleBindings; and
+//! the key, which liqoctl only prints, kept in a Secret of this
+//! controller's own namespace so that a restart or another replica picks
+//! up where a pass left off.
+//!
+//! Every object this controller makes carries [`MANAGED_BY`] beside Liqo's
+//! [`liqo::PEERING_USER_NAME_LABEL`], so that peering users made by hand
+//! with liqoctl are never found, changed or removed here.
+
+use std::collections::BTreeSet;
+
+use controller_core::liqo;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::Client;
+use serde_json::json;
+
+use crate::identity::{self, CsrRefused, IdentityError, StoredCsr, UserKey, Validity};
+use crate::kubeconfig::{self, ApiServer};
+use crate::names::ConsumerId;
+
+/// `app.kubernetes.io/managed-by` on every object this controller makes.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Its value.
+pub const MANAGED_BY: &str = "liqo-broker-peering-user-controller";
+/// The key Secret's entries: the PKCS#8 PEM key and the CN it was made for.
+const KEY_ENTRY: &str = "tls.key";
+const CN_ENTRY: &str = "common-name";
+/// The approval's condition (`pkg/utils/csr.Approve` writes the reason and
+/// message liqoctl passes).
+const APPROVAL_REASON: &str = "LiqoBrokerPeeringUserApproval";
+
+/// A failed step, naming the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("CSR {name}: not approved: {why}")]
+    Refused { name: String, why: CsrRefused },
+    #[error("CSR {0} exists and was not made by this controller (liqoctl generate peering-user?): remove it with `liqoctl delete peering-user` to let the controller make its own")]
+    Foreign(String),
+    #[error("peering user {name}: {source}")]
+    Identity {
+        name: String,
+        #[source]
+        source: IdentityError,
+    },
+    #[error("peering user {name}: the kubeconfig cannot be written: {source}")]
+    Kubeconfig {
+        name: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
+}
+
+impl ClusterError {
+    /// The metric label of the failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClusterError::Kube { .. } => "kubernetes",
+            ClusterError::Refused { .. } | ClusterError::Foreign(_) => "csr",
+            ClusterError::Identity { .. } | ClusterError::Kubeconfig { .. } => "identity",
+        }
+    }
+}
+
+fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ClusterError {
+    let what = what.into();
+    move |source| ClusterError::Kube { what, source }
+}
+
+/// Where a consumer's peering user stands after a pass.
+pub enum Progress {
+    /// Waiting on the API server (approval stored, certificate not yet
+    /// issued, …): this says for what.
+    Pending(&'static str),
+    /// Usable: its kubeconfig (holds the key: never log it), and the CN of
+    /// its certificate (a new one for every certificate).
+    Ready {
+        kubeconfig: String,
+        common_name: String,
+    },
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::Pending(why) => f.debug_tuple("Pending").field(why).finish(),
+            Progress::Ready { common_name, .. } => f
+                .debug_struct("Ready")
+                .field("common_name", common_name)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// How peering users are made.
+#[derive(Debug, Clone)]
+pub struct UserSettings {
+    /// This controller's namespace: the key Secrets live here.
+    pub own_namespace: String,
+    /// Liqo's namespace: the `liqo-ns-reader` RoleBinding lives here.
+    pub liqo_namespace: String,
+    /// `spec.expirationSeconds` of each CSR.
+    pub expiration_seconds: i32,
+    /// A certificate is replaced once this share of its lifetime passed.
+    pub renew_share: f64,
+    pub api_server: ApiServer,
+}
+
+/// The provider's API server, as this controller's ServiceAccount.
+#[derive(Clone)]
+pub struct Cluster {
+    client: Client,
+    settings: UserSettings,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+fn selector() -> String {
+    format!(
+        "{},{MANAGED_BY_LABEL}={MANAGED_BY}",
+        liqo::PEERING_USER_NAME_LABEL
+    )
+}
+
+fn labels(consumer: &ConsumerId) -> serde_json::Value {
+    json!({
+        liqo::PEERING_USER_NAME_LABEL: consumer.user_name(),
+        MANAGED_BY_LABEL: MANAGED_BY,
+    })
+}
+
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    // Only ever called on objects built here from fixed shapes.
+    #[allow(clippy::expect_used)]
+    serde_json::from_value(value).expect("a well-formed object")
+}
+
+fn is_ours(labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    labels
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .is_some_and(|v| v == MANAGED_BY)
+}
+
+fn has_condition(csr: &CertificateSigningRequest, kind: &str) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind))
+}
+
+impl Cluster {
+    pub fn new(client: Client, settings: UserSettings) -> Self {
+        Self { client, settings }
+    }
+
+    fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), &self.settings.own_namespace)
+    }
+
+    fn csrs(&self) -> Api<CertificateSigningRequest> {
+        Api::all(self.client.clone())
+    }
+
+    /// One pass over `consumer`'s peering user: the next step towards a
+    /// usable one, or the one there is.
+    pub async fn ensure(&self, consumer: &ConsumerId) -> Result<Progress, ClusterError> {
+        let name = consumer.user_name();
+        self.ensure_namespace(consumer).await?;
+        let csr = self
+            .csrs()
+            .get_opt(&name)
+            .await
+            .map_err(kube_err(format!("reading CSR {name}")))?;
+        if let Some(csr) = &csr {
+            if !is_ours(csr.metadata.labels.as_ref()) {
+                return Err(ClusterError::Foreign(name));
+            }
+        }
+        let Some(key) = self.key(consumer).await? else {
+            // A CSR without its key can never be used: start over.
+            if csr.is_some() {
+                self.delete_csr(&name).await?;
+            }
+            let key = UserKey::generate(consumer).map_err(|source| ClusterError::Identity {
+                name: name.clone(),
+                source,
+            })?;
+            self.store_key(consumer, &key).await?;
+            self.create_csr(consumer, &key).await?;
+            return Ok(Progress::Pending("certificate requested"));
+        };
+        let Some(csr) = csr else {
+            self.create_csr(consumer, &key).await?;
+            return Ok(Progress::Pending("certificate requested"));
+        };
+        if has_condition(&csr, "Denied") || has_condition(&csr, "Failed") {
+            tracing::warn!(csr = %name, "the CSR was denied or failed; making a new peering user");
+            self.forget(consumer).await?;
+            return Ok(Progress::Pending("the last request was denied or failed"));
+        }
+        let certificate = csr
+            .status
+            .as_ref()
+            .and_then(|s| s.certificate.as_ref())
+            .filter(|c| !c.0.is_empty());
+        let approved = has_condition(&csr, "Approved");
+        if !approved {
+            self.check(&csr, &key)?;
+            self.approve(csr).await?;
+            return Ok(Progress::Pending("approved; awaiting the certificate"));
+        }
+        let Some(certificate) = certificate else {
+            return Ok(Progress::Pending("awaiting the certificate"));
+        };
+        let validity =
+            Validity::of_pem(&certificate.0).map_err(|source| ClusterError::Identity {
+                name: name.clone(),
+                source,
+            })?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        if validity.due(now, self.settings.renew_share) {
+            tracing::info!(csr = %name, not_after = validity.not_after, "certificate due for renewal; making a new peering user");
+            self.forget(consumer).await?;
+            return Ok(Progress::Pending("renewing the certificate"));
+        }
+        self.ensure_bindings(consumer, &key.common_name).await?;
+        let cert_pem = String::from_utf8_lossy(&certificate.0);
+        let kubeconfig = kubeconfig::build(
+            &self.settings.api_server,
+            consumer,
+            &cert_pem,
+            &key.key_pem(),
+        )
+        .map_err(|source| ClusterError::Kubeconfig {
+            name: name.clone(),
+            source,
+        })?;
+        Ok(Progress::Ready {
+            kubeconfig,
+            common_name: key.common_name,
+        })
+    }
+
+    /// `tenantNamespace.CreateNamespace`: Liqo's tenant namespace for the
+    /// consumer, with Liqo's labels, unless it exists.
+    async fn ensure_namespace(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
+        let name = consumer.tenant_namespace();
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        if api
+            .get_opt(&name)
+            .await
+            .map_err(kube_err(format!("reading namespace {name}")))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let ns: Namespace = typed(json!({
+            "metadata": {"name": name, "labels": {
+                liqo::TENANT_NAMESPACE_LABEL: "true",
+                liqo::REMOTE_CLUSTER_ID_LABEL: consumer.as_str(),
+            }}
+        }));
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => {
+                tracing::info!(namespace = %name, "tenant namespace created");
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+            Err(e) => Err(kube_err(format!("creating namespace {name}"))(e)),
+        }
+    }
+
+    /// The consumer's key, if stored and readable (an unreadable one is
+    /// deleted: a new user is made).
+    async fn key(&self, consumer: &ConsumerId) -> Result<Option<UserKey>, ClusterError> {
+        let name = consumer.user_name();
+        let Some(secret) = self
+            .secrets()
+            .get_opt(&name)
+            .await
+            .map_err(kube_err(format!("reading Secret {name}")))?
+        else {
+            return Ok(None);
+        };
+        let data = secret.data.unwrap_or_default();
+        let entry = |k: &str| {
+            data.get(k)
+                .and_then(|v| String::from_utf8(v.0.clone()).ok())
+        };
+        let key = match (entry(CN_ENTRY), entry(KEY_ENTRY)) {
+            (Some(cn), Some(pem)) if consumer.owns_common_name(&cn) => {
+                UserKey::from_pem(&cn, &pem).ok()
+            }
+            _ => None,
+        };
+        if key.is_none() {
+            tracing::warn!(secret = %name, "the stored key cannot be read; making a new peering user");
+            self.delete_secret(&name).await?;
+        }
+        Ok(key)
+    }
+
+    async fn store_key(&self, consumer: &ConsumerId, key: &UserKey) -> Result<(), ClusterError> {
+        let name = consumer.user_name();
+        let secret: Secret = typed(json!({
+            "metadata": {"name": name, "labels": labels(consumer)},
+            "type": "Opaque",
+            "stringData": {CN_ENTRY: key.common_name, KEY_ENTRY: key.key_pem()},
+        }));
+        self.secrets()
+            .create(&PostParams::default(), &secret)
+            .await
+            .map_err(kube_err(format!("creating Secret {name}")))?;
+        Ok(())
+    }
+
+    async fn create_csr(&self, consumer: &ConsumerId, key: &UserKey) -> Result<(), ClusterError> {
+        let name = consumer.user_name();
+        let request = key.request_pem().map_err(|source| ClusterError::Identity {
+            name: name.clone(),
+            source,
+        })?;
+        let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, request);
+        let csr: CertificateSigningRequest = typed(json!({
+            "metadata": {"name": name, "labels": labels(consumer)},
+            "spec": {
+                "request": b64,
+                "signerName": identity::SIGNER,
+                "usages": identity::USAGES,
+                "expirationSeconds": self.settings.expiration_seconds,
+            }
+        }));
+        self.csrs()
+            .create(&PostParams::default(), &csr)
+            .await
+            .map_err(kube_err(format!("creating CSR {name}")))?;
+        tracing::info!(csr = %name, common_name = %key.common_name, "certificate requested");
+        Ok(())
+    }
+
+    /// The stored CSR is exactly ours (see [`identity::check_csr`]).
+    fn check(&self, csr: &CertificateSigningRequest, key: &UserKey) -> Result<(), ClusterError> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let usages = csr.spec.usages.clone().unwrap_or_default();
+        let stored = StoredCsr {
+            request_pem: &csr.spec.request.0,
+            signer: &csr.spec.signer_name,
+            usages: usages.iter().map(String::as_str).collect(),
+            expiration_seconds: csr.spec.expiration_seconds.map(i64::from),
+        };
+        identity::check_csr(&stored, key, i64::from(self.settings.expiration_seconds))
+            .map_err(|why| ClusterError::Refused { name, why })
+    }
+
+    /// `UpdateApproval` with an `Approved` condition.
+    async fn approve(&self, mut csr: CertificateSigningRequest) -> Result<(), ClusterError> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let mut status = csr.status.take().unwrap_or_default();
+        let mut conditions = status.conditions.take().unwrap_or_default();
+        conditions.push(typed(json!({
+            "type": "Approved",
+            "status": "True",
+            "reason": APPROVAL_REASON,
+            "message": "approved by the liqo-broker peering-user controller after checking its CN, O, key, usages and signer",
+            "lastUpdateTime": controller_core::clock::now_rfc3339(),
+        })));
+        status.conditions = Some(conditions);
+        csr.status = Some(status);
+        self.csrs()
+            .replace_subresource("approval", &name, &PostParams::default(), &csr)
+            .await
+            .map_err(kube_err(format!("approving CSR {name}")))?;
+        tracing::info!(csr = %name, "CSR checked and approved");
+        Ok(())
+    }
+
+    /// The two RoleBindings of `roles.go`, to the CN `user`: an existing
+    /// one bound to another CN (an earlier certificate) is replaced.
+    async fn ensure_bindings(&self, consumer: &ConsumerId, user: &str) -> Result<(), ClusterError> {
+        let wanted = [
+            (
+                self.settings.liqo_namespace.clone(),
+                consumer.liqo_ns_binding(),
+                "Role",
+                liqo::PEERING_USER_LIQO_NS_ROLE,
+            ),
+            (
+                consumer.tenant_namespace(),
+                consumer.tenant_ns_binding(),
+                "ClusterRole",
+                liqo::PEERING_USER_TENANT_NS_CLUSTER_ROLE,
+            ),
+        ];
+        for (namespace, name, kind, role) in wanted {
+            let api: Api<RoleBinding> = Api::namespaced(self.client.clone(), &namespace);
+            let existing = self.bindings_in(&namespace, consumer).await?;
+            let mut current = false;
+            for b in existing {
+                let bname = b.metadata.name.clone().unwrap_or_default();
+                let right = bname == name
+                    && b.role_ref.kind == kind
+                    && b.role_ref.name == role
+                    && b.subjects
+                        .as_deref()
+                        .is_some_and(|s| s.len() == 1 && s[0].kind == "User" && s[0].name == user);
+                if right {
+                    current = true;
+                } else {
+                    self.delete_binding(&namespace, &bname).await?;
+                }
+            }
+            if current {
+                continue;
+            }
+            let binding: RoleBinding = typed(json!({
+                "metadata": {"name": name, "namespace": namespace, "labels": labels(consumer)},
+                "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+                "roleRef": {"kind": kind, "name": role, "apiGroup": "rbac.authorization.k8s.io"},
+            }));
+            api.create(&PostParams::default(), &binding)
+                .await
+                .map_err(kube_err(format!("creating RoleBinding {namespace}/{name}")))?;
+            tracing::info!(binding = %format!("{namespace}/{name}"), %role, "RoleBinding created");
+        }
+        Ok(())
+    }
+
+    async fn bindings_in(
+        &self,
+        namespace: &str,
+        consumer: &ConsumerId,
+    ) -> Result<Vec<RoleBinding>, ClusterError> {
+        let api: Api<RoleBinding> = Api::namespaced(self.client.clone(), namespace);
+        let selector = format!(
+            "{}={},{MANAGED_BY_LABEL}={MANAGED_BY}",
+            liqo::PEERING_USER_NAME_LABEL,
+            consumer.user_name()
+        );
+        Ok(api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(kube_err(format!("listing RoleBindings in {namespace}")))?
+            .items)
+    }
+
+    async fn delete_binding(&self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        let api: Api<RoleBinding> = Api::namespaced(self.client.clone(), namespace);
+        ignore_gone(api.delete(name, &DeleteParams::default()).await)
+            .map_err(kube_err(format!("deleting RoleBinding {namespace}/{name}")))
+    }
+
+    async fn delete_csr(&self, name: &str) -> Result<(), ClusterError> {
+        ignore_gone(self.csrs().delete(name, &DeleteParams::default()).await)
+            .map_err(kube_err(format!("deleting CSR {name}")))
+    }
+
+    async fn delete_secret(&self, name: &str) -> Result<(), ClusterError> {
+        ignore_gone(self.secrets().delete(name, &DeleteParams::default()).await)
+            .map_err(kube_err(format!("deleting Secret {name}")))
+    }
+
+    /// Drop the key and CSR (the next pass makes a new user; the bindings
+    /// then move to its CN).
+    async fn forget(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
+        let name = consumer.user_name();
+        self.delete_secret(&name).await?;
+        self.delete_csr(&name).await
+    }
+
+    /// The consumers this controller has a peering user for (a CSR or a
+    /// key Secret of its own).
+    pub async fn present(&self) -> Result<BTreeSet<ConsumerId>, ClusterError> {
+        let lp = ListParams::default().labels(&selector());
+        let csrs = self
+            .csrs()
+            .list(&lp)
+            .await
+            .map_err(kube_err("listing CSRs"))?;
+        let secrets = self
+            .secrets()
+            .list(&lp)
+            .await
+            .map_err(kube_err("listing Secrets"))?;
+        let names = csrs
+            .items
+            .iter()
+            .map(|c| c.metadata.name.clone())
+            .chain(secrets.items.iter().map(|s| s.metadata.name.clone()));
+        Ok(names
+            .flatten()
+            .filter_map(|n| ConsumerId::from_user_name(&n))
+            .collect())
+    }
+
+    /// `RemovePermissions`: the RoleBindings, then the key, then the CSR
+    /// (last, as it is how a half-removed user is found again). The tenant
+    /// namespace stays: Liqo keeps its own objects there.
+    pub async fn remove(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
+        for namespace in [
+            self.settings.liqo_namespace.clone(),
+            consumer.tenant_namespace(),
+        ] {
+            for b in self.bindings_in(&namespace, consumer).await? {
+                let name = b.metadata.name.unwrap_or_default();
+                self.delete_binding(&namespace, &name).await?;
+            }
+        }
+        self.forget(consumer).await?;
+        tracing::info!(%consumer, "peering user removed: its consumer has no active contract");
+        Ok(())
+    }
+}
+
+/// A delete of something already gone succeeded.
+fn ignore_gone<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}

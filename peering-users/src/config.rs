@@ -1,0 +1,403 @@
+//! The flags (every one with a `PEERING_USER_CONTROLLER_*` variable) and
+//! [`run`], which starts the probe port and, while this replica leads the
+//! Lease, the controller.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use catalog_client::{credentials, Exposure, Http, Login, Session};
+use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::cluster::{Cluster, UserSettings};
+use crate::kubeconfig::ApiServer;
+use crate::metrics::Metrics;
+use crate::reconcile::{self, Pacing};
+
+/// The API server refuses a CSR asking for less
+/// (`pkg/apis/certificates/validation`: `expirationSeconds` ≥ 600).
+pub const MIN_EXPIRATION: Duration = Duration::from_secs(600);
+/// A certificate is replaced (a new peering user made and attached) once
+/// this share of its lifetime has passed, so that the consumer holds a
+/// working kubeconfig throughout.
+pub const RENEW_SHARE: f64 = 0.8;
+/// Largest CA file read.
+const MAX_CA_BYTES: u64 = 256 * 1024;
+
+/// The controller's flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("http_listen", |a| a.default_value("0.0.0.0:8083")),
+    mut_arg("lease_name", |a| a.default_value("peering-user-controller")),
+)]
+pub struct Args {
+    /// The catalog's base URL.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_CATALOG_URL", value_name = "URL")]
+    pub catalog_url: Url,
+
+    /// The provider's catalog credentials (JSON or TOML: clusterID, clusterName, authURL, token); refused when others may read it.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_CATALOG_CREDENTIALS_FILE",
+        value_name = "FILE"
+    )]
+    pub catalog_credentials_file: PathBuf,
+
+    /// Bound on each request to the catalog.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub catalog_timeout: Duration,
+
+    /// The address consumers reach this cluster's API server at (https://host:port), written into each kubeconfig (liqoctl's --api-server-address-override).
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_API_SERVER_ADDRESS",
+        value_name = "URL"
+    )]
+    pub api_server_address: Url,
+
+    /// PEM CA certificate(s) consumers verify the API server with, written into each kubeconfig [default: none, the consumer's system roots].
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_API_SERVER_CA_FILE",
+        value_name = "FILE"
+    )]
+    pub api_server_ca_file: Option<PathBuf>,
+
+    /// Lifetime asked for each peering user's certificate (spec.expirationSeconds; at least 10m). It is replaced after 80% of it.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_CERTIFICATE_LIFETIME", value_name = "DURATION", default_value = "720h", value_parser = edge::duration::parse)]
+    pub certificate_lifetime: Duration,
+
+    /// Liqo's namespace (the peering users' Role is bound there).
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_LIQO_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "liqo"
+    )]
+    pub liqo_namespace: String,
+
+    /// Where the peering users' keys are kept (Secrets) [default: $POD_NAMESPACE, else the kubeconfig's namespace].
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+
+    /// Time between passes over the contracts when nothing is on its way.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub poll_interval: Duration,
+
+    /// Time before the next pass while a certificate is awaited or a step failed.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_RETRY", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
+    pub retry: Duration,
+
+    /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
+    #[arg(long, env = "PEERING_USER_CONTROLLER_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_KUBE_CONTEXT",
+        value_name = "NAME"
+    )]
+    pub kube_context: Option<String>,
+
+    #[command(flatten)]
+    pub probe: Prefixed<ProbeArgs, Env>,
+
+    #[command(flatten)]
+    pub election: Prefixed<ElectionArgs, Env>,
+
+    /// This replica's identity in the Lease [default: $HOSTNAME-<pid>].
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_LEASE_IDENTITY",
+        value_name = "ID"
+    )]
+    pub lease_identity: Option<String>,
+
+    #[command(flatten)]
+    pub lease: Prefixed<LeaseTimesArgs, Env>,
+}
+
+/// The variables' prefix.
+#[derive(Debug)]
+pub struct Env;
+
+impl EnvPrefix for Env {
+    const PREFIX: &'static str = "PEERING_USER_CONTROLLER";
+}
+
+/// A flag that cannot be used, or a start-up step that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--certificate-lifetime ({0:?}) must be at least 10m (the API server refuses less) and at most 68 years")]
+    Lifetime(Duration),
+    #[error("--api-server-address ({0}) must be an https:// URL with a host")]
+    Address(String),
+    #[error("--poll-interval and --retry must be positive")]
+    Intervals,
+    #[error("--api-server-ca-file: {0}")]
+    Ca(String),
+    #[error(transparent)]
+    LeaseTimes(#[from] LeaseTimesError),
+    #[error(transparent)]
+    Credentials(#[from] catalog_client::CredentialsError),
+    #[error(transparent)]
+    Catalog(#[from] catalog_client::Error),
+    #[error(transparent)]
+    Kube(#[from] controller_core::kubeconfig::ClientError),
+    #[error(transparent)]
+    Http(#[from] edge::probe::HttpError),
+}
+
+impl Args {
+    /// Check the flags, changing nothing.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.certificate_lifetime < MIN_EXPIRATION
+            || self.certificate_lifetime.as_secs() > i32::MAX as u64
+        {
+            return Err(ConfigError::Lifetime(self.certificate_lifetime));
+        }
+        let a = &self.api_server_address;
+        if a.scheme() != "https" || a.host_str().is_none_or(str::is_empty) {
+            return Err(ConfigError::Address(a.to_string()));
+        }
+        if self.poll_interval.is_zero() || self.retry.is_zero() {
+            return Err(ConfigError::Intervals);
+        }
+        if self.election.leader_elect {
+            self.lease.times().validate()?;
+        }
+        Ok(())
+    }
+
+    /// The address as written into kubeconfigs (no trailing slash).
+    fn address(&self) -> String {
+        self.api_server_address
+            .as_str()
+            .trim_end_matches('/')
+            .to_string()
+    }
+}
+
+/// The CA file, checked to hold PEM certificates only.
+fn read_ca(path: &std::path::Path) -> Result<String, ConfigError> {
+    let text = edge::config_file::read("--api-server-ca-file", path, MAX_CA_BYTES)
+        .map_err(|e| ConfigError::Ca(e.to_string()))?;
+    let mut rest = text.as_bytes();
+    let mut found = 0;
+    while !String::from_utf8_lossy(rest).trim().is_empty() {
+        let (next, pem) = x509_parser::pem::parse_x509_pem(rest)
+            .map_err(|e| ConfigError::Ca(format!("{}: not PEM: {e}", path.display())))?;
+        if pem.label != "CERTIFICATE" || pem.parse_x509().is_err() {
+            return Err(ConfigError::Ca(format!(
+                "{}: holds a {} that is not an X.509 certificate",
+                path.display(),
+                pem.label
+            )));
+        }
+        found += 1;
+        rest = next;
+    }
+    if found == 0 {
+        return Err(ConfigError::Ca(format!(
+            "{}: holds no certificate",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
+/// Run until `shutdown`: the probe port, then the controller whenever this
+/// replica leads.
+pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
+    args.validate()?;
+    let ca_pem = args
+        .api_server_ca_file
+        .as_deref()
+        .map(read_ca)
+        .transpose()?;
+    let credentials = credentials::load_named(
+        "--catalog-credentials-file",
+        &args.catalog_credentials_file,
+        Exposure::Refuse,
+    )?;
+    let http = Http::client(
+        args.catalog_timeout,
+        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
+    let catalog = Session::new(
+        Http::new(http, args.catalog_url.clone()),
+        Login::Provider {
+            credentials,
+            file: Some((args.catalog_credentials_file.clone(), Exposure::Refuse)),
+        },
+    );
+    let client = controller_core::kubeconfig::client(
+        args.kubeconfig.as_deref(),
+        args.kube_context.as_deref(),
+    )
+    .await?;
+    let own_namespace = args
+        .namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("POD_NAMESPACE")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let metrics = Metrics::new();
+    let probe = args.probe.spawn(None, metrics.clone(), &shutdown).await?;
+    let cluster = Cluster::new(
+        client.clone(),
+        UserSettings {
+            own_namespace,
+            liqo_namespace: args.liqo_namespace.clone(),
+            expiration_seconds: args.certificate_lifetime.as_secs() as i32,
+            renew_share: RENEW_SHARE,
+            api_server: ApiServer {
+                address: args.address(),
+                ca_pem,
+            },
+        },
+    );
+    let pacing = Pacing {
+        poll: args.poll_interval,
+        retry: args.retry,
+    };
+    tracing::info!(
+        catalog = %args.catalog_url,
+        provider = catalog.cluster_id(),
+        api_server = %args.address(),
+        leader_elect = args.election.leader_elect,
+        "peering-user controller starting"
+    );
+    if args.election.leader_elect {
+        let identity = args
+            .lease_identity
+            .clone()
+            .unwrap_or_else(|| lease::replica_identity("peering-user-controller"));
+        let name = args
+            .election
+            .lease_name
+            .clone()
+            .unwrap_or_else(|| "peering-user-controller".to_string());
+        let settings = LeaseSettings::from_parts(
+            &client,
+            name,
+            args.election.lease_namespace.clone(),
+            identity,
+            args.lease.times(),
+        );
+        let elector = Elector::new(client, settings);
+        let lead_metrics = metrics.clone();
+        // The session (its token) outlives one term: a new term starts
+        // from a copy of the credentials, not a new login each time.
+        let catalog = std::sync::Arc::new(tokio::sync::Mutex::new(catalog));
+        lease::run_elected(
+            elector,
+            metrics.reconcile().clone(),
+            shutdown.clone(),
+            move |term| {
+                let cluster = cluster.clone();
+                let metrics = lead_metrics.clone();
+                let catalog = catalog.clone();
+                async move {
+                    let mut session = catalog.lock().await;
+                    reconcile::run(cluster, &mut session, pacing, metrics, term).await;
+                }
+            },
+        )
+        .await;
+    } else {
+        metrics.reconcile().set_leading(true);
+        let mut catalog = catalog;
+        reconcile::run(cluster, &mut catalog, pacing, metrics, shutdown.clone()).await;
+    }
+    shutdown.cancel();
+    edge::probe::join(probe).await?;
+    tracing::info!("peering-user controller stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
+        let mut argv = vec![
+            "x",
+            "--catalog-url",
+            "https://catalog.example",
+            "--catalog-credentials-file",
+            "/c.json",
+        ];
+        if !extra.contains(&"--api-server-address") {
+            argv.extend_from_slice(&["--api-server-address", "https://203.0.113.7:6443"]);
+        }
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).map(|c| c.args)
+    }
+
+    #[test]
+    fn defaults_pass_and_bad_flags_are_named() {
+        let args = parse(&[]).unwrap();
+        args.validate().unwrap();
+        assert_eq!(args.address(), "https://203.0.113.7:6443");
+        assert_eq!(args.liqo_namespace, "liqo");
+        assert_eq!(
+            args.election.lease_name.as_deref(),
+            Some("peering-user-controller")
+        );
+        let short = parse(&["--certificate-lifetime", "9m"]).unwrap();
+        assert!(matches!(short.validate(), Err(ConfigError::Lifetime(_))));
+        parse(&["--certificate-lifetime", "10m"])
+            .unwrap()
+            .validate()
+            .unwrap();
+        let plain = parse(&["--api-server-address", "http://h:6443"]).unwrap();
+        let e = plain.validate().unwrap_err();
+        assert!(e.to_string().contains("--api-server-address"), "{e}");
+        let zero = parse(&["--retry", "0s"]).unwrap();
+        assert!(matches!(zero.validate(), Err(ConfigError::Intervals)));
+    }
+
+    #[test]
+    fn the_ca_file_holds_certificates_only() {
+        let dir = tempfile_dir();
+        let bad = dir.join("bad.pem");
+        std::fs::write(
+            &bad,
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let e = read_ca(&bad).unwrap_err().to_string();
+        assert!(e.contains("--api-server-ca-file"), "{e}");
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "\n").unwrap();
+        assert!(read_ca(&empty)
+            .unwrap_err()
+            .to_string()
+            .contains("no certificate"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("peering-users-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}

@@ -1,0 +1,29 @@
+//! The provider's peering users: for each consumer cluster with an active
+//! Liqo v1 contract of this provider in the catalog, what `liqoctl
+//! generate peering-user --consumer-cluster-id X` makes (v1.2.0) — the
+//! tenant namespace, a key and a CSR approved only after checking it, the
+//! two RoleBindings — and its kubeconfig, attached to that consumer's
+//! contracts only (`PUT /provider/contracts/{id}/peering`). When the
+//! consumer's last contract ends, its RoleBindings, CSR and key go.
+//!
+//! Modules, each one concept; imports point down this list:
+//!
+//! - [`config`]: the flags and [`config::run`] (probe port, leader
+//!   election, the loop);
+//! - [`reconcile`]: the loop — read the contracts, move each peering user
+//!   on, attach, remove;
+//! - [`cluster`]: the Kubernetes side of one peering user (effects);
+//! - [`metrics`]: `/metrics` and `/readyz`;
+//! - [`plan`]: what a pass has to do (pure);
+//! - [`kubeconfig`]: the kubeconfig as liqoctl writes it (pure);
+//! - [`identity`]: the key, the request and the check before approval;
+//! - [`names`]: Liqo's names of a peering user's objects.
+
+pub mod cluster;
+pub mod config;
+pub mod identity;
+pub mod kubeconfig;
+pub mod metrics;
+pub mod names;
+pub mod plan;
+pub mod reconcile;

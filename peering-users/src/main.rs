@@ -1,0 +1,60 @@
+//! `peering-user-controller`: on a Liqo v1 provider, a peering user per
+//! consumer cluster that bought from it, its kubeconfig attached to that
+//! consumer's contracts in the catalog. Parses the flags and runs the
+//! library's controller until SIGTERM/SIGINT.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use edge::log::LogFormat;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Provider-side controller: a Liqo v1 peering user per consumer cluster with an active contract, its kubeconfig attached to that consumer's contracts in the catalog"
+)]
+struct Cli {
+    #[command(flatten)]
+    args: peering_users::config::Args,
+
+    /// Log format: text or json.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_LOG_FORMAT",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    log_format: LogFormat,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    edge::run(cli.log_format, run(cli.args))
+}
+
+async fn run(args: peering_users::config::Args) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    let task = {
+        let stop = stop.clone();
+        tokio::spawn(async move { peering_users::config::run(&args, stop).await })
+    };
+    tokio::pin!(task);
+    tokio::select! {
+        result = &mut task => return Ok(result??),
+        () = edge::signal::shutdown() => {}
+    }
+    stop.cancel();
+    // A pass stuck on an unreachable API server or catalog must not keep
+    // the process past its grace period.
+    match tokio::time::timeout(STOP_TIMEOUT, &mut task).await {
+        Ok(result) => Ok(result??),
+        Err(_) => {
+            tracing::warn!("the controller still running after {STOP_TIMEOUT:?}; exiting anyway");
+            Ok(())
+        }
+    }
+}
+
+/// How long SIGTERM waits for the controller to stop.
+const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

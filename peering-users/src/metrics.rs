@@ -1,0 +1,94 @@
+//! `/metrics` of the controller (prefix `peering_user_controller_`): the
+//! reconcile metrics every controller keeps (passes and their duration,
+//! failures by kind, leadership), how many peering users are usable, the
+//! kubeconfigs attached to contracts, the users removed, and whether the
+//! catalog answers.
+
+use controller_core::metrics::{MetricSet, ReconcileMetrics};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The handles of the controller's own metrics.
+pub struct Handles {
+    pub users: Gauge,
+    pub attached: Counter,
+    pub removed: Counter,
+    pub catalog_reachable: Gauge,
+}
+
+impl MetricSet for Handles {
+    const PREFIX: &'static str = "peering_user_controller";
+    const BUCKETS: &'static [f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
+
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
+        reconcile.register_leader(registry, "leader", "1 while this replica leads");
+        reconcile.register_duration(
+            registry,
+            "pass_duration_seconds",
+            "Duration of one pass over the provider's contracts and peering users",
+        );
+        reconcile.register_failures(
+            registry,
+            "failures",
+            "Failed steps, by kind (kubernetes, catalog, csr, identity)",
+        );
+        let users = Gauge::default();
+        registry.register(
+            "users",
+            "Peering users with a certificate, one per consumer cluster with an active contract",
+            users.clone(),
+        );
+        let attached = Counter::default();
+        registry.register(
+            "attached",
+            "Kubeconfigs attached to contracts in the catalog",
+            attached.clone(),
+        );
+        let removed = Counter::default();
+        registry.register(
+            "removed",
+            "Peering users removed after their consumer's last contract ended",
+            removed.clone(),
+        );
+        let catalog_reachable = Gauge::default();
+        registry.register(
+            "catalog_reachable",
+            "1 when the last read of the contracts succeeded",
+            catalog_reachable.clone(),
+        );
+        Handles {
+            users,
+            attached,
+            removed,
+            catalog_reachable,
+        }
+    }
+}
+
+controller_core::controller_metrics!(
+    /// The controller's metrics; cheap to clone.
+    pub struct Metrics(Handles);
+);
+
+impl edge::probe::Probes for Metrics {
+    fn readiness(&self) -> (axum::http::StatusCode, String) {
+        if self.reconcile().reached_api() {
+            let role = if self.reconcile().is_leading() {
+                "leader"
+            } else {
+                "standby"
+            };
+            (axum::http::StatusCode::OK, format!("ok ({role})\n"))
+        } else {
+            (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: the Kubernetes API has not answered yet\n".to_string(),
+            )
+        }
+    }
+
+    fn render(&self) -> String {
+        Metrics::render(self)
+    }
+}
