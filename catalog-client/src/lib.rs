@@ -21,8 +21,8 @@
 //! - [`session`]: an authenticated session — a provider (`POST
 //!   /authenticate`), an administrator or a consumer's bearer token — that
 //!   renews its token before it expires and once on a 401;
-//! - [`offers`], [`contracts`], [`admin`]: the endpoints the workspace's
-//!   programs call, as methods of [`Session`];
+//! - [`offers`], [`contracts`], [`admin`], [`enforcement`]: the endpoints
+//!   the workspace's programs call, as methods of [`Session`];
 //! - [`feed`]: an async follower of the WebSocket feed `GET /subscribe`,
 //!   reconnecting with [`Backoff`] and starting over from the snapshot the
 //!   catalog sends on every connect.
@@ -39,6 +39,8 @@ pub mod admin;
 pub mod contracts;
 #[cfg(feature = "client")]
 pub mod credentials;
+#[cfg(feature = "client")]
+pub mod enforcement;
 #[cfg(feature = "client")]
 pub mod error;
 #[cfg(feature = "client")]

@@ -14,6 +14,8 @@ pub const OFFERS: &str = "offers";
 pub const SUBSCRIBE: &str = "subscribe";
 /// `GET`: the caller's contracts (`?active=true`: only the active ones).
 pub const CONTRACTS: &str = "contracts";
+/// `PUT`: the provider reports its Liqo enforcement level.
+pub const PROVIDER_ENFORCEMENT: &str = "provider/enforcement";
 /// `POST`: hold one unit of a plan.
 pub const RESERVATIONS: &str = "reservations";
 

@@ -29,5 +29,6 @@ pub use error_body::ErrorBody;
 pub use feed::FeedEvent;
 pub use offer::{Offer, Plan, Writer};
 pub use provider::{
-    AdminLogin, AdminProvider, IssuedToken, LiqoGeneration, PeeringCredentials, ProviderInfo,
+    AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IssuedToken, LiqoGeneration,
+    PeeringCredentials, ProviderInfo,
 };

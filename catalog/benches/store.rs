@@ -33,6 +33,7 @@ fn draft(id: String, i: usize) -> catalog::offers::OfferDraft {
         cluster_id: "bench-cluster".into(),
         cluster_name: "bench".into(),
         liqo: Vec::new(),
+        enforcement: None,
     };
     OfferSpec::from_json(offer_body(i).as_bytes())
         .expect("valid bench offer")

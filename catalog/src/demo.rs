@@ -69,8 +69,8 @@ async fn seed_provider(providers: &Providers, offers: &dyn OfferStore) -> anyhow
         tracing::info!("demo provider already present; not seeding");
         // Demo offers seeded before they were stamped read `liqo: []`:
         // stamp them now (a no-op once they say what the provider runs).
-        let liqo = providers.liqo(DEMO_CLUSTER_ID).await?;
-        if let Err(e) = crate::offers::liqo::restamp(offers, DEMO_CLUSTER_ID, &liqo).await {
+        let stamp = providers.stamp(DEMO_CLUSTER_ID).await?;
+        if let Err(e) = crate::offers::liqo::restamp(offers, DEMO_CLUSTER_ID, &stamp).await {
             // The demo still runs; the next start tries again.
             tracing::warn!(error = %e, "stamping the demo offers with Liqo generations failed");
         }
@@ -105,10 +105,12 @@ async fn seed_provider(providers: &Providers, offers: &dyn OfferStore) -> anyhow
         .await;
     // Stamped as every provider's offers are: with the generations it
     // peers with (v0: it has an auth URL).
+    let stamp = providers.stamp(DEMO_CLUSTER_ID).await?;
     let owner = ProviderRef {
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),
-        liqo: providers.liqo(DEMO_CLUSTER_ID).await?,
+        liqo: stamp.liqo,
+        enforcement: stamp.enforcement,
     };
     for (id, body) in DEMO_OFFERS {
         let spec = OfferSpec::from_json(body.as_bytes())

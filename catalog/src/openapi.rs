@@ -52,6 +52,7 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         admin::set_provider,
         crate::providers::peering::put,
         crate::providers::peering::get,
+        crate::providers::enforcement::put,
         crate::feed::handler::subscribe,
     ),
     components(schemas(
@@ -61,7 +62,8 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         admin::ConsumerTokenRequest, admin::AdminProvider, admin::ProviderUpdate,
         crate::http::schemas::AuthUrl, crate::providers::peering::PeeringRequest,
         crate::providers::peering::V1Peering, crate::providers::peering::PeeringInfo,
-        crate::providers::LiqoGeneration,
+        crate::providers::LiqoGeneration, crate::providers::EnforcementLevel,
+        crate::providers::enforcement::EnforcementReport,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -280,6 +282,7 @@ mod tests {
         ("put", "/provider/contracts/{id}/peering"),
         ("get", "/provider/peering"),
         ("put", "/provider/peering"),
+        ("put", "/provider/enforcement"),
         ("get", "/offer/{id}/plans/{plan}/capacity"),
         ("put", "/offer/{id}/plans/{plan}/capacity"),
         ("post", "/authenticate/admin"),

@@ -109,7 +109,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         Arc::new(RateLimiter::new(config.auth_rate_limit)),
         max_body_bytes,
     )?;
-    providers.on_generations = Some(Arc::new(crate::offers::liqo::Restamper(
+    providers.on_stamp = Some(Arc::new(crate::offers::liqo::Restamper(
         backend.offers.clone(),
     )));
     let verifier = Verifier {

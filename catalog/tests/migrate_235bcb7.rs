@@ -119,6 +119,7 @@ fn draft(id: &str) -> catalog::offers::OfferDraft {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
             liqo: Vec::new(),
+            enforcement: None,
         },
     )
 }

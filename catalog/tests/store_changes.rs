@@ -25,6 +25,7 @@ fn draft(id: &str, owner: &str, name: &str) -> catalog::offers::OfferDraft {
         cluster_id: owner.into(),
         cluster_name: format!("{owner} name"),
         liqo: Vec::new(),
+        enforcement: None,
     };
     OfferSpec::from_json(body.as_bytes())
         .unwrap()

@@ -79,10 +79,10 @@ pub struct ControllerArgs {
     )]
     pub on_shrink: ShrinkPolicy,
 
-    /// With --grant-policy contracts: the catalog's base URL (e.g. https://catalog.example).
+    /// The catalog's base URL (e.g. https://catalog.example): needed by --grant-policy contracts; under any policy, Liqo's enforcement level is reported to it (PUT /provider/enforcement) and shown on this provider's offers.
     #[arg(long, env = "RESOURCE_MONITOR_CATALOG_URL", value_name = "URL")]
     pub catalog_url: Option<url::Url>,
-    /// With --grant-policy contracts: the provider's catalog credentials, JSON {clusterID, clusterName, authURL, token} (what POST /authenticate takes); refused if group or others may read it.
+    /// With --catalog-url: the provider's catalog credentials, JSON {clusterID, clusterName, authURL, token} (what POST /authenticate takes); refused if group or others may read it.
     #[arg(
         long,
         env = "RESOURCE_MONITOR_CATALOG_CREDENTIALS_FILE",
@@ -285,10 +285,8 @@ pub enum ConfigError {
     Http(#[from] crate::http::HttpError),
     #[error("--grant-policy contracts needs --catalog-url and --catalog-credentials-file")]
     NoCatalog,
-    #[error(
-        "--catalog-url and --catalog-credentials-file are used by --grant-policy contracts only"
-    )]
-    CatalogUnused,
+    #[error("--catalog-url and --catalog-credentials-file go together")]
+    CatalogIncomplete,
     #[error(transparent)]
     Catalog(#[from] crate::contracts::ClientError),
 }
@@ -306,17 +304,15 @@ impl ControllerArgs {
     /// Check every value that can be checked without the cluster.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.class()?;
-        let catalog = self.catalog_url.is_some() || self.catalog_credentials_file.is_some();
-        match self.grant_policy {
-            GrantPolicy::Contracts
-                if self.catalog_url.is_none() || self.catalog_credentials_file.is_none() =>
-            {
-                return Err(ConfigError::NoCatalog)
-            }
-            GrantPolicy::Fit | GrantPolicy::Clamp | GrantPolicy::Offer if catalog => {
-                return Err(ConfigError::CatalogUnused)
-            }
-            _ => {}
+        let complete = self.catalog_url.is_some() && self.catalog_credentials_file.is_some();
+        let any = self.catalog_url.is_some() || self.catalog_credentials_file.is_some();
+        if self.grant_policy == GrantPolicy::Contracts && !complete {
+            return Err(ConfigError::NoCatalog);
+        }
+        // Under the other policies the catalog only hears the enforcement
+        // level: one flag without the other is a mistake, not a choice.
+        if any && !complete {
+            return Err(ConfigError::CatalogIncomplete);
         }
         if self.election.leader_elect {
             self.lease.times().validate()?;
@@ -325,21 +321,15 @@ impl ControllerArgs {
     }
 }
 
-/// Under `contracts`: load the credentials (refusing a file others may
-/// read) and start following the catalog (whether or not this replica
-/// leads, so a new leader decides from current contracts at once).
-fn follow_contracts(
+/// A session with the catalog as this provider, when its address and
+/// credentials are given: the credentials loaded (refusing a file others
+/// may read), nothing contacted yet.
+fn catalog_session(
     args: &ControllerArgs,
-    metrics: &Metrics,
-    shutdown: &CancellationToken,
-) -> Result<Option<crate::contracts::Contracts>, ConfigError> {
-    use crate::contracts::{CatalogClient, ClientError, Contracts, FollowerSettings};
+) -> Result<Option<crate::contracts::CatalogClient>, ConfigError> {
+    use crate::contracts::{CatalogClient, ClientError};
     use catalog_client::{credentials, Exposure, Http, Login};
-    let (GrantPolicy::Contracts, Some(url), Some(file)) = (
-        args.grant_policy,
-        &args.catalog_url,
-        &args.catalog_credentials_file,
-    ) else {
+    let (Some(url), Some(file)) = (&args.catalog_url, &args.catalog_credentials_file) else {
         return Ok(None);
     };
     let credentials = credentials::load_named("--catalog-credentials-file", file, Exposure::Refuse)
@@ -350,14 +340,30 @@ fn follow_contracts(
     )?;
     // No file to re-read: credentials refused by the catalog stay refused
     // (each poll reports it) until the controller is restarted, as before.
-    let client = CatalogClient::new(
+    Ok(Some(CatalogClient::new(
         Http::new(http, url.clone()),
         Login::Provider {
             credentials,
             file: None,
         },
-    );
-    tracing::info!(catalog = %url, provider = client.cluster_id(), "following the provider's contracts");
+    )))
+}
+
+/// Under `contracts`: start following the catalog (whether or not this
+/// replica leads, so a new leader decides from current contracts at once).
+fn follow_contracts(
+    args: &ControllerArgs,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> Result<Option<crate::contracts::Contracts>, ConfigError> {
+    use crate::contracts::{Contracts, FollowerSettings};
+    if args.grant_policy != GrantPolicy::Contracts {
+        return Ok(None);
+    }
+    let Some(client) = catalog_session(args)? else {
+        return Ok(None);
+    };
+    tracing::info!(catalog = %client.http().base(), provider = client.cluster_id(), "following the provider's contracts");
     metrics.expect_contracts();
     Ok(Some(Contracts::follow(
         client,
@@ -405,6 +411,15 @@ pub async fn run(
         shutdown.clone(),
     )
     .await;
+    // Every replica reports, as every replica reads: the same level.
+    if let Some(client) = catalog_session(args)? {
+        crate::enforcement_report::spawn(
+            client,
+            &enforcement,
+            args.liqo_settings_interval,
+            shutdown.clone(),
+        );
+    }
 
     let identity = args
         .lease_identity
@@ -545,6 +560,25 @@ mod tests {
         assert!(matches!(
             cli.controller.validate(),
             Err(ConfigError::LeaseTimes { .. })
+        ));
+        // The catalog hears the enforcement level under any policy, given
+        // both its address and the credentials.
+        let cli = Cli::try_parse_from([
+            "x",
+            "--class",
+            "g",
+            "--catalog-url",
+            "https://catalog.example",
+            "--catalog-credentials-file",
+            "/c.json",
+        ])
+        .expect("parse");
+        cli.controller.validate().expect("fit with a catalog");
+        let cli = Cli::try_parse_from(["x", "--class", "g", "--catalog-url", "https://c.example"])
+            .expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::CatalogIncomplete)
         ));
         let cli =
             Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");

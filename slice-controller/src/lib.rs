@@ -17,6 +17,8 @@
 //! - [`enforcement`]: the provider self-check — Liqo's enforcement
 //!   settings read from its Deployments, reported, and new grants held back
 //!   while they do not enforce what the capacity is sold with;
+//! - [`enforcement_report`]: the self-check's level sent to the catalog,
+//!   which shows it on the provider's offers;
 //! - [`status`]: the status to write for a decision, or none;
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
@@ -33,6 +35,7 @@ pub mod config;
 pub mod contracts;
 pub mod decision;
 pub mod enforcement;
+pub mod enforcement_report;
 pub mod http;
 pub mod metrics;
 pub mod model;

@@ -11,7 +11,7 @@ use quantity::ResourceList;
 use serde::{Deserialize, Serialize};
 
 use super::cost::Cost;
-use super::provider::LiqoGeneration;
+use super::provider::{EnforcementLevel, LiqoGeneration};
 
 /// An offer as stored and as every read returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +39,12 @@ pub struct Offer {
     /// when they change).
     #[serde(default)]
     pub liqo: Vec<LiqoGeneration>,
+    /// How strictly Liqo on the owner holds a buyer to what it bought, as
+    /// the owner last reported it (server-added; re-stamped when it
+    /// changes). Absent: the owner never reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub enforcement: Option<EnforcementLevel>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: DateTime<Utc>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]

@@ -72,6 +72,61 @@ impl LiqoGeneration {
     }
 }
 
+/// How strictly Liqo on the provider holds each consumer to what it
+/// bought, as the provider's ResourceSlice class controller reads it from
+/// Liqo's settings (the names of its `slice_controller_liqo_enforcement`
+/// gauge): `off` (Liqo's resource enforcement is off: nothing holds a
+/// consumer's pods to its grant), `none` (on, at `defaultLimitsEnforcement`
+/// None: pods without requests escape the count), `soft` (every pod
+/// declares requests, counted against the grant), `hard` (limits equal
+/// requests: no pod can use more than the grant at run time), `unknown`
+/// (the provider cannot read Liqo's settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum EnforcementLevel {
+    Off,
+    None,
+    Soft,
+    Hard,
+    Unknown,
+}
+
+impl EnforcementLevel {
+    /// Every level, in the order the names are documented.
+    pub const ALL: [EnforcementLevel; 5] = [
+        EnforcementLevel::Off,
+        EnforcementLevel::None,
+        EnforcementLevel::Soft,
+        EnforcementLevel::Hard,
+        EnforcementLevel::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnforcementLevel::Off => "off",
+            EnforcementLevel::None => "none",
+            EnforcementLevel::Soft => "soft",
+            EnforcementLevel::Hard => "hard",
+            EnforcementLevel::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+// The body of `PUT /provider/enforcement`.
+/// The provider's Liqo enforcement level, as its class controller last
+/// read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EnforcementReport {
+    pub level: EnforcementLevel,
+}
+
 // The answer of `POST /authenticate` and `POST /authenticate/admin`.
 /// A freshly issued token.
 #[derive(Clone, Serialize, Deserialize)]
@@ -156,6 +211,16 @@ mod tests {
             secret: "s3cret".into(),
         };
         assert!(!format!("{a:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn enforcement_levels_round_trip_by_name() {
+        for level in EnforcementLevel::ALL {
+            let json = serde_json::to_string(&level).unwrap();
+            assert_eq!(json, format!("\"{}\"", level.as_str()));
+            assert_eq!(EnforcementLevel::parse(level.as_str()), Some(level));
+        }
+        assert_eq!(EnforcementLevel::parse("Hard"), None);
     }
 
     #[test]

@@ -534,6 +534,7 @@ mod tests {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
             liqo: Vec::new(),
+            enforcement: None,
         };
         OfferSpec::from_json(body.to_string().as_bytes())
             .unwrap()

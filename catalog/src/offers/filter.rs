@@ -30,6 +30,8 @@ pub struct OfferFilter {
     pub min_resources: BTreeMap<String, Quantity>,
     /// `liqo=`: the owner peers with this Liqo generation.
     pub liqo: Option<crate::providers::LiqoGeneration>,
+    /// `enforcement=`: the owner last reported this enforcement level.
+    pub enforcement: Option<crate::providers::EnforcementLevel>,
     /// `label.<key>=`: the offer carries each of these labels with exactly
     /// this value.
     pub labels: super::Labels,
@@ -61,6 +63,7 @@ impl OfferFilter {
                 "type" => f.offer_type = Some(v.to_string()),
                 "provider" => f.provider = Some(v.to_string()),
                 "liqo" => f.liqo = Some(super::liqo::parse_filter(k, v)?),
+                "enforcement" => f.enforcement = Some(super::enforcement::parse_filter(k, v)?),
                 "maxCost" => {
                     f.max_cost = Some(
                         v.parse()
@@ -84,7 +87,7 @@ impl OfferFilter {
                     _ => {
                         return Err(FieldError::new(
                             k,
-                            "unknown filter; use type, provider, maxCost, min.<resource>, liqo or label.<key>",
+                            "unknown filter; use type, provider, maxCost, min.<resource>, liqo, enforcement or label.<key>",
                         ))
                     }
                 },
@@ -101,6 +104,9 @@ impl OfferFilter {
     /// The reference semantics every store must reproduce.
     pub fn matches(&self, offer: &Offer) -> bool {
         if !super::liqo::matches(self.liqo, offer) {
+            return false;
+        }
+        if !super::enforcement::matches(self.enforcement, offer) {
             return false;
         }
         if self
@@ -171,6 +177,7 @@ mod tests {
             cluster_id: "c".into(),
             cluster_name: "c".into(),
             liqo: Vec::new(),
+            enforcement: None,
         };
         let now = crate::store::now();
         let offer = super::super::OfferSpec::from_json(body.as_bytes())

@@ -33,6 +33,11 @@ pub struct FilterParams {
     /// The owner peers with this Liqo generation (`v0` or `v1`).
     #[param(value_type = Option<crate::providers::LiqoGeneration>)]
     liqo: Option<String>,
+    /// The owner last reported this Liqo enforcement level (`off`, `none`,
+    /// `soft`, `hard` or `unknown`); offers of owners that never reported
+    /// one do not match.
+    #[param(value_type = Option<crate::providers::EnforcementLevel>)]
+    enforcement: Option<String>,
     /// `label.<key>=<value>`, one query parameter per label: the offer
     /// carries the provider label `<key>` with exactly `<value>`; several
     /// must all hold, e.g. `label.region=eu-west-1&label.compliance=gdpr`.
@@ -255,10 +260,12 @@ pub async fn put(
         ));
     }
     let expected = spec.version;
+    let stamp = crate::providers::peering::stamp_of(&*state.providers, &caller.cluster_id).await?;
     let owner = ProviderRef {
         cluster_id: caller.cluster_id.clone(),
         cluster_name: caller.cluster_name.clone(),
-        liqo: crate::providers::peering::liqo_of(&*state.providers, &caller.cluster_id).await?,
+        liqo: stamp.liqo,
+        enforcement: stamp.enforcement,
     };
     let outcome = state
         .store

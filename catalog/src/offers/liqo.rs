@@ -1,15 +1,15 @@
 //! The offers' `liqo` field: the Liqo generations (`v0`, `v1`) the owning
-//! provider peers with, stamped by the server on every write and again on
-//! each of a provider's offers when its generations change
-//! ([`restamp`]); and the `liqo=v0|v1` filter's rule ([`matches`]), which
-//! the embedded store runs in memory and the MongoDB store as a query on
-//! the same field.
+//! provider peers with, stamped by the server on every write (with the
+//! owner's `enforcement`, [`super::enforcement`]) and again on each of a
+//! provider's offers when either changes ([`restamp`]); and the
+//! `liqo=v0|v1` filter's rule ([`matches`]), which the embedded store runs
+//! in memory and the MongoDB store as a query on the same field.
 
 use std::sync::Arc;
 
 use super::{Offer, OfferDraft, OfferFilter, OfferStore, ProviderRef};
 use crate::http::FieldError;
-use crate::providers::LiqoGeneration;
+use crate::providers::{LiqoGeneration, OwnerStamp};
 use crate::store::StoreError;
 
 /// Parse the `liqo` filter's value.
@@ -25,13 +25,13 @@ pub fn matches(wanted: Option<LiqoGeneration>, offer: &Offer) -> bool {
 /// Most attempts at re-stamping one offer that others keep writing.
 const MAX_ATTEMPTS: usize = 8;
 
-/// Re-stamp every live offer of `cluster_id` with `liqo`: each gets a new
+/// Re-stamp every live offer of `cluster_id` with `stamp`: each gets a new
 /// version (a feed upsert) unless it already says so. Returns how many
 /// were re-stamped.
 pub async fn restamp(
     store: &dyn OfferStore,
     cluster_id: &str,
-    liqo: &[LiqoGeneration],
+    stamp: &OwnerStamp,
 ) -> Result<usize, StoreError> {
     let filter = OfferFilter {
         provider: Some(cluster_id.to_string()),
@@ -45,12 +45,12 @@ pub async fn restamp(
         let mut current = Some(offer);
         for _ in 0..MAX_ATTEMPTS {
             let Some(offer) = current.take() else { break };
-            if offer.liqo == liqo {
+            if offer.liqo == stamp.liqo && offer.enforcement == stamp.enforcement {
                 break;
             }
             let version = offer.version;
             let id = offer.id.clone();
-            match store.put_offer(redraft(offer, liqo), Some(version)).await {
+            match store.put_offer(redraft(offer, stamp), Some(version)).await {
                 Ok(_) => {
                     changed += 1;
                     break;
@@ -66,14 +66,15 @@ pub async fn restamp(
     Ok(changed)
 }
 
-/// `offer` as the draft that rewrites it with `liqo`.
-fn redraft(offer: Offer, liqo: &[LiqoGeneration]) -> OfferDraft {
+/// `offer` as the draft that rewrites it with `stamp`.
+fn redraft(offer: Offer, stamp: &OwnerStamp) -> OfferDraft {
     OfferDraft {
         id: offer.id,
         owner: ProviderRef {
             cluster_id: offer.cluster_id,
             cluster_name: offer.cluster_name,
-            liqo: liqo.to_vec(),
+            liqo: stamp.liqo.clone(),
+            enforcement: stamp.enforcement,
         },
         name: offer.name,
         offer_type: offer.offer_type,
@@ -86,18 +87,18 @@ fn redraft(offer: Offer, liqo: &[LiqoGeneration]) -> OfferDraft {
 }
 
 /// The providers feature's hook, re-stamping a provider's offers when its
-/// generations change (failures are logged: the provider's own change
-/// succeeded; its next offer write stamps again).
+/// generations or enforcement level change (failures are logged: the
+/// provider's own change succeeded; its next offer write stamps again).
 pub struct Restamper(pub Arc<dyn OfferStore>);
 
 #[async_trait::async_trait]
-impl crate::providers::peering::GenerationsChanged for Restamper {
-    async fn changed(&self, cluster_id: &str, liqo: &[LiqoGeneration]) {
-        match restamp(&*self.0, cluster_id, liqo).await {
+impl crate::providers::peering::StampChanged for Restamper {
+    async fn changed(&self, cluster_id: &str, stamp: &OwnerStamp) {
+        match restamp(&*self.0, cluster_id, stamp).await {
             Ok(n) => tracing::info!(
                 cluster_id,
                 offers = n,
-                "offers re-stamped with the provider's Liqo generations"
+                "offers re-stamped with the provider's Liqo generations and enforcement level"
             ),
             Err(e) => {
                 tracing::warn!(cluster_id, error = %e, "re-stamping the provider's offers failed")
@@ -123,6 +124,7 @@ mod tests {
             cluster_id: "c".into(),
             cluster_name: "n".into(),
             liqo,
+            enforcement: None,
         };
         let now = crate::store::now();
         let v1 = spec

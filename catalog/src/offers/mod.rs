@@ -5,7 +5,9 @@
 //!   [`Writer`]) and exact costs ([`Cost`]) are the wire types of
 //!   `catalog-client`, declared once for the server and its clients.
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
-//! - [`liqo`]: the server-added `liqo` field and its filter.
+//! - [`liqo`]: the server-added `liqo` field and its filter, and the
+//!   re-stamping of a provider's offers when what they carry of it changes.
+//! - [`enforcement`]: the server-added `enforcement` field's filter.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
 //! - [`unique_keys`]: the body's free-form objects refuse a key given twice.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
@@ -19,6 +21,7 @@
 //! `web::Data<Offers>`.
 
 pub mod change;
+pub mod enforcement;
 pub mod filter;
 pub mod handlers;
 pub mod labels;

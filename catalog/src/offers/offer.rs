@@ -12,7 +12,7 @@ use super::stamps::Writer;
 use super::unique_keys;
 use super::Cost;
 use crate::http::{validate_id, FieldError};
-use crate::providers::LiqoGeneration;
+use crate::providers::{EnforcementLevel, LiqoGeneration};
 
 /// Most plans one offer may carry.
 pub const MAX_PLANS: usize = 64;
@@ -33,6 +33,8 @@ pub struct ProviderRef {
     pub cluster_name: String,
     /// The generations it peers with, stamped on its offers.
     pub liqo: Vec<LiqoGeneration>,
+    /// Its reported enforcement level, stamped on its offers.
+    pub enforcement: Option<EnforcementLevel>,
 }
 
 /// A validated create/replace request, before the store adds its fields.
@@ -72,6 +74,7 @@ impl OfferDraft {
             cluster_id: self.owner.cluster_id,
             cluster_name: self.owner.cluster_name,
             liqo: self.owner.liqo,
+            enforcement: self.owner.enforcement,
             created_at,
             updated_at,
             version,
@@ -138,6 +141,9 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub liqo: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub enforcement: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
     #[serde(default, deserialize_with = "crate::http::optional_whole")]

@@ -69,6 +69,7 @@ mod tests {
             cluster_id: owner.into(),
             cluster_name: owner.into(),
             liqo: Vec::new(),
+            enforcement: None,
         };
         OfferSpec::from_json(
             br#"{"name":"n","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#,

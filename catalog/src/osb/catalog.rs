@@ -2,7 +2,8 @@
 //!
 //! Each offer becomes a service (id derived from the offer id, name the
 //! offer id made CLI-friendly, `tags: [type, liqo-v0?, liqo-v1?]`,
-//! `metadata.liqo`: the provider's Liqo generations), each plan a plan (id derived
+//! `metadata.liqo`: the provider's Liqo generations, `metadata.enforcement`:
+//! its reported Liqo enforcement level, if any), each plan a plan (id derived
 //! from offer id and plan key, `free` when its cost is zero, costs in the
 //! OSB pricing convention `metadata.costs: [{amount: {<currency>: n},
 //! unit}]`, resources as `metadata.bullets`). Disabled providers' offers are
@@ -134,7 +135,7 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
     } else {
         offer.description.clone()
     };
-    json!({
+    let mut service = json!({
         "id": ids::service_id(&offer.id),
         "name": name,
         "description": truncate(&description, MAX_DESCRIPTION),
@@ -152,7 +153,12 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
             "liqo": offer.liqo,
         },
         "plans": plans,
-    })
+    });
+    if let (Some(level), Some(metadata)) = (offer.enforcement, service["metadata"].as_object_mut())
+    {
+        metadata.insert("enforcement".into(), json!(level));
+    }
+    service
 }
 
 /// Offers on sale: every offer of a provider not disabled.

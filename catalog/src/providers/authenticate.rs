@@ -308,15 +308,15 @@ pub async fn rotate(
     tracing::info!(cluster_id = %rotated.cluster_id, generation = rotated.generation, "provider credentials rotated; earlier tokens retired");
     // An auth URL set or cleared changes whether it peers with Liqo v0.
     if account.auth_url.is_empty() != rotated.auth_url.is_empty() {
-        let after = state.liqo(&rotated.cluster_id).await?;
+        let after = state.stamp(&rotated.cluster_id).await?;
         let mut before = after.clone();
         if account.auth_url.is_empty() {
-            before.retain(|g| *g != super::LiqoGeneration::V0);
+            before.liqo.retain(|g| *g != super::LiqoGeneration::V0);
         } else {
-            before.insert(0, super::LiqoGeneration::V0);
+            before.liqo.insert(0, super::LiqoGeneration::V0);
         }
         state
-            .generations_changed(&rotated.cluster_id, &before, &after)
+            .stamp_changed(&rotated.cluster_id, &before, &after)
             .await;
     }
     state

@@ -13,6 +13,8 @@
 //! - [`peering`]: `PUT/GET /provider/peering`, the Liqo a provider runs
 //!   (v1 kubeconfig checked by [`kubeconfig`], sealed; its ResourceSlice
 //!   class) and the generations it peers with.
+//! - [`enforcement`]: `PUT /provider/enforcement`, the Liqo enforcement
+//!   level the provider's class controller reads, stamped on its offers.
 //! - [`store`]: the [`ProviderStore`] trait the backends implement.
 //!
 //! Handlers get this feature's own state, [`Providers`], as
@@ -21,6 +23,7 @@
 
 pub mod admin;
 pub mod authenticate;
+pub mod enforcement;
 pub mod kubeconfig;
 pub mod model;
 pub mod peering;
@@ -32,7 +35,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use model::{
-    LiqoGeneration, PeeringCredentials, ProviderAccount, ProviderInfo, ProviderPeering,
+    EnforcementLevel, LiqoGeneration, OwnerStamp, PeeringCredentials, ProviderAccount,
+    ProviderInfo, ProviderPeering,
 };
 pub use store::ProviderStore;
 
@@ -109,8 +113,8 @@ pub struct Providers {
     pub max_body_bytes: usize,
     /// SHA-256 of the administrator's secret, if one is configured.
     pub admin_secret_digest: Option<[u8; 32]>,
-    /// Told when a provider's Liqo generations change.
-    pub on_generations: Option<Arc<dyn peering::GenerationsChanged>>,
+    /// Told when what a provider's offers carry of it changes.
+    pub on_stamp: Option<Arc<dyn peering::StampChanged>>,
     /// Runs the argon2 hashes and verifications (bounded, low priority).
     pub secrets: Arc<SecretPool>,
 }
@@ -158,7 +162,7 @@ impl Providers {
             limiter,
             max_body_bytes,
             admin_secret_digest: admin_secret.map(|s| admin::digest(&s)),
-            on_generations: None,
+            on_stamp: None,
             secrets: Arc::new(
                 SecretPool::start(&config.secret_pool).context("starting the argon2 threads")?,
             ),

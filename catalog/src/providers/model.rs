@@ -52,7 +52,9 @@ impl ProviderAccount {
 // The public view, the peering credentials and the generations are wire
 // types, declared once in `catalog-client` (with their schema), so a
 // renamed field fails the server's build and the clients' alike.
-pub use catalog_client::wire::provider::{LiqoGeneration, PeeringCredentials, ProviderInfo};
+pub use catalog_client::wire::provider::{
+    EnforcementLevel, LiqoGeneration, PeeringCredentials, ProviderInfo,
+};
 
 /// The ResourceSlice class a provider enforces when it registers none.
 pub const DEFAULT_SLICE_CLASS: &str = "liqo-broker";
@@ -79,6 +81,11 @@ pub struct ProviderPeering {
     /// so its one kubeconfig goes to every contract.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub single_consumer: bool,
+    /// The Liqo enforcement level the provider's class controller last
+    /// reported (`PUT /provider/enforcement`); kept by `PUT
+    /// /provider/peering`, which does not carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<EnforcementLevel>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -89,6 +96,7 @@ impl std::fmt::Debug for ProviderPeering {
             .field("v1", &self.sealed_kubeconfig.is_some())
             .field("v1_per_contract", &self.v1_per_contract)
             .field("single_consumer", &self.single_consumer)
+            .field("enforcement", &self.enforcement)
             .finish_non_exhaustive()
     }
 }
@@ -98,6 +106,26 @@ impl ProviderPeering {
     /// (declared single-consumer).
     pub fn shares_kubeconfig(&self) -> bool {
         self.single_consumer && self.sealed_kubeconfig.is_some()
+    }
+}
+
+/// What each of a provider's offers carries of it, stamped by the server
+/// on every write and again on all of them when it changes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OwnerStamp {
+    /// The generations it peers with ([`generations`]).
+    pub liqo: Vec<LiqoGeneration>,
+    /// Its reported enforcement level, if it ever reported one.
+    pub enforcement: Option<EnforcementLevel>,
+}
+
+impl OwnerStamp {
+    /// The stamp of `account` with what it registered.
+    pub fn of(account: &ProviderAccount, peering: Option<&ProviderPeering>) -> Self {
+        OwnerStamp {
+            liqo: generations(account, peering),
+            enforcement: peering.and_then(|p| p.enforcement),
+        }
     }
 }
 
@@ -133,11 +161,12 @@ mod tests {
             "updatedAt": "2026-01-01T00:00:00Z"
         }))
         .unwrap();
-        assert!(!old.single_consumer && !old.v1_per_contract);
+        assert!(!old.single_consumer && !old.v1_per_contract && old.enforcement.is_none());
         // A legacy kubeconfig is not shared with newly bought contracts.
         assert!(!old.shares_kubeconfig());
         let back = serde_json::to_value(&old).unwrap();
         assert!(back.get("singleConsumer").is_none(), "{back}");
+        assert!(back.get("enforcement").is_none(), "{back}");
     }
 
     #[test]
@@ -166,6 +195,7 @@ mod tests {
             sealed_kubeconfig: None,
             v1_per_contract: false,
             single_consumer: false,
+            enforcement: None,
             updated_at: crate::store::now(),
         };
         assert_eq!(generations(&account, None), [LiqoGeneration::V0]);

@@ -16,19 +16,32 @@ use serde::{Deserialize, Serialize};
 
 use super::kubeconfig;
 use super::model::{
-    generations, LiqoGeneration, PeeringCredentials, ProviderPeering, DEFAULT_SLICE_CLASS,
-    KUBECONFIG_SEAL_LABEL,
+    generations, EnforcementLevel, LiqoGeneration, OwnerStamp, PeeringCredentials, ProviderPeering,
+    DEFAULT_SLICE_CLASS, KUBECONFIG_SEAL_LABEL,
 };
 use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
 use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
 use crate::store::StoreError;
 
-/// Told when a provider's generations change, so its offers are re-stamped
-/// (the offers feature implements it; the top wires it in).
+/// Told when what a provider's offers carry of it (its generations, its
+/// enforcement level) changes, so they are re-stamped (the offers feature
+/// implements it; the top wires it in).
 #[async_trait::async_trait]
-pub trait GenerationsChanged: Send + Sync + 'static {
-    async fn changed(&self, cluster_id: &str, liqo: &[LiqoGeneration]);
+pub trait StampChanged: Send + Sync + 'static {
+    async fn changed(&self, cluster_id: &str, stamp: &OwnerStamp);
+}
+
+/// What `cluster_id`'s offers carry of it (nothing without an account).
+pub async fn stamp_of(
+    store: &dyn ProviderStore,
+    cluster_id: &str,
+) -> Result<OwnerStamp, StoreError> {
+    let Some(account) = store.get_provider(cluster_id).await? else {
+        return Ok(OwnerStamp::default());
+    };
+    let peering = store.get_provider_peering(cluster_id).await?;
+    Ok(OwnerStamp::of(&account, peering.as_ref()))
 }
 
 /// The generations `cluster_id` peers with (none without an account).
@@ -115,6 +128,22 @@ pub struct PeeringInfo {
     )]
     #[schema(nullable = false)]
     pub single_consumer: Option<bool>,
+    /// The Liqo enforcement level last reported with `PUT
+    /// /provider/enforcement`, stamped on the provider's offers; absent if
+    /// none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub enforcement: Option<EnforcementLevel>,
+}
+
+impl PeeringInfo {
+    /// What the provider's offers carry of it.
+    pub fn stamp(&self) -> OwnerStamp {
+        OwnerStamp {
+            liqo: self.liqo.clone(),
+            enforcement: self.enforcement,
+        }
+    }
 }
 
 /// A ResourceSlice class as Liqo accepts it: a DNS-1123 subdomain (at most
@@ -212,14 +241,16 @@ pub async fn put(
                 )
             }
         };
+    let before = state.stamp(cluster_id).await?;
     let peering = ProviderPeering {
         resource_slice_class: class,
         sealed_kubeconfig: sealed,
         v1_per_contract: per_contract,
         single_consumer,
+        // Reported by the class controller, not registered here.
+        enforcement: before.enforcement,
         updated_at: crate::store::now(),
     };
-    let before = state.liqo(cluster_id).await?;
     state
         .store
         .put_provider_peering(cluster_id, peering)
@@ -231,7 +262,7 @@ pub async fn put(
     );
     let info = state.peering_info(cluster_id).await?;
     state
-        .generations_changed(cluster_id, &before, &info.liqo)
+        .stamp_changed(cluster_id, &before, &info.stamp())
         .await;
     Ok(HttpResponse::Ok().json(info))
 }
@@ -278,6 +309,7 @@ impl Providers {
                 .as_ref()
                 .is_some_and(ProviderPeering::shares_kubeconfig)
         });
+        let enforcement = peering.as_ref().and_then(|p| p.enforcement);
         Ok(PeeringInfo {
             cluster_id: account.cluster_id.clone(),
             liqo,
@@ -285,7 +317,13 @@ impl Providers {
                 .map(|p| p.resource_slice_class)
                 .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string()),
             single_consumer,
+            enforcement,
         })
+    }
+
+    /// What `cluster_id`'s offers carry of it.
+    pub async fn stamp(&self, cluster_id: &str) -> Result<OwnerStamp, ApiError> {
+        Ok(stamp_of(&*self.store, cluster_id).await?)
     }
 
     /// The generations `cluster_id` peers with (none without an account).
@@ -295,14 +333,9 @@ impl Providers {
 
     /// Tell the hook (the offers' re-stamping) if `before` and `after`
     /// differ.
-    pub async fn generations_changed(
-        &self,
-        cluster_id: &str,
-        before: &[LiqoGeneration],
-        after: &[LiqoGeneration],
-    ) {
+    pub async fn stamp_changed(&self, cluster_id: &str, before: &OwnerStamp, after: &OwnerStamp) {
         if before != after {
-            if let Some(hook) = &self.on_generations {
+            if let Some(hook) = &self.on_stamp {
                 hook.changed(cluster_id, after).await;
             }
         }

@@ -73,6 +73,12 @@ impl Enforcement {
         self.state.borrow().0.clone()
     }
 
+    /// Every new reading (and hold) as it is published, for the tasks
+    /// that report it elsewhere (the catalog).
+    pub fn readings(&self) -> watch::Receiver<(Observed, Option<Hold>)> {
+        self.state.clone()
+    }
+
     /// `All` whenever what holds grants back changes.
     pub fn subscribe(&self) -> NotificationStream {
         self.notifier.subscribe()

@@ -235,6 +235,7 @@ mod tests {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
             liqo: Vec::new(),
+            enforcement: None,
         };
         // A fixed instant: two copies built a millisecond apart must be equal.
         let now =

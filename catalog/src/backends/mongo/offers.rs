@@ -67,6 +67,9 @@ pub(super) struct LiveFields {
     /// The owner's Liqo generations (`v0`, `v1`), queried by `liqo=`.
     #[serde(default)]
     liqo: Vec<String>,
+    /// The owner's reported enforcement level, queried by `enforcement=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    enforcement: Option<crate::providers::EnforcementLevel>,
     /// Provider labels as `key=value` strings (a key never holds `=`), so
     /// `label.*` filters are one `$all` on a multikey index.
     #[serde(default)]
@@ -183,6 +186,7 @@ impl OfferDoc {
                 created_at: bt(offer.created_at),
                 plans,
                 liqo: offer.liqo.iter().map(|g| g.as_str().to_string()).collect(),
+                enforcement: offer.enforcement,
                 labels: label_pairs(&offer.labels),
             }),
         }
@@ -240,6 +244,7 @@ impl OfferDoc {
                 .iter()
                 .filter_map(|g| crate::providers::LiqoGeneration::parse(g))
                 .collect(),
+            enforcement: live.enforcement,
             created_at: from_bt(live.created_at),
             updated_at: from_bt(self.updated_at),
             version: version_u64(self.version),
@@ -295,6 +300,9 @@ fn query_for(filter: &OfferFilter) -> Document {
     }
     if let Some(g) = filter.liqo {
         q.insert("live.liqo", g.as_str());
+    }
+    if let Some(level) = filter.enforcement {
+        q.insert("live.enforcement", level.as_str());
     }
     if let Some(p) = &filter.provider {
         q.insert(
@@ -742,16 +750,18 @@ mod tests {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
             liqo: Vec::new(),
+            enforcement: None,
         };
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
             .into_draft(id.into(), owner)
     }
 
-    /// `liqo=` runs as a database query on the stamped generations, and
-    /// finds what the reference filter finds.
+    /// `liqo=` and `enforcement=` run as database queries on the stamped
+    /// generations and level, and find what the reference filter finds.
     #[tokio::test(flavor = "multi_thread")]
     async fn liqo_filter_runs_as_a_query() {
+        use crate::providers::EnforcementLevel::{Hard, Off};
         use crate::providers::LiqoGeneration::{V0, V1};
         let server = e2e::mongo::MongoServer::start().unwrap();
         let store = MongoStore::connect(&MongoConfig {
@@ -762,18 +772,25 @@ mod tests {
         .await
         .unwrap();
         let body = r#"{"name":"x","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
-        for (id, liqo) in [
-            ("none", vec![]),
-            ("old", vec![V0]),
-            ("new", vec![V1]),
-            ("both", vec![V0, V1]),
+        for (id, liqo, enforcement) in [
+            ("none", vec![], None),
+            ("old", vec![V0], Some(Off)),
+            ("new", vec![V1], Some(Hard)),
+            ("both", vec![V0, V1], Some(Hard)),
         ] {
             let mut d = draft(id, body);
             d.owner.liqo = liqo;
+            d.owner.enforcement = enforcement;
             store.put_offer(d, None).await.unwrap();
         }
-        for (value, expected) in [("v0", vec!["both", "old"]), ("v1", vec!["both", "new"])] {
-            let filter = OfferFilter::from_pairs([("liqo", value)]).unwrap();
+        for (key, value, expected) in [
+            ("liqo", "v0", vec!["both", "old"]),
+            ("liqo", "v1", vec!["both", "new"]),
+            ("enforcement", "hard", vec!["both", "new"]),
+            ("enforcement", "off", vec!["old"]),
+            ("enforcement", "soft", vec![]),
+        ] {
+            let filter = OfferFilter::from_pairs([(key, value)]).unwrap();
             let docs: Vec<OfferDoc> = store
                 .offers
                 .find(query_for(&filter))
@@ -784,7 +801,7 @@ mod tests {
                 .await
                 .unwrap();
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-            assert_eq!(ids, expected, "database query for liqo={value}");
+            assert_eq!(ids, expected, "database query for {key}={value}");
             let listed = store.list_offers(&filter).await.unwrap();
             assert!(listed.iter().all(|o| filter.matches(o)));
             assert_eq!(listed.len(), expected.len());
