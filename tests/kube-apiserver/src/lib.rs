@@ -94,6 +94,7 @@ pub mod csr_signer;
 pub mod deletion;
 pub mod discovery;
 pub mod faults;
+pub mod field_validation;
 pub mod gc;
 pub mod list;
 pub mod listen;

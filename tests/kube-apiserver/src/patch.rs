@@ -54,6 +54,19 @@ pub fn json_body(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
+/// Apply a merge, JSON or strategic patch `body` to `target` (an apply
+/// patch is server-side apply's, [`server_side_apply`], and changes
+/// nothing here).
+pub fn apply_patch(target: &mut Value, patch_type: PatchType, body: &[u8]) -> Result<(), ApiError> {
+    match patch_type {
+        PatchType::Merge => merge_patch(target, &json_body(body)?),
+        PatchType::Json => json_patch(target, body)?,
+        PatchType::Strategic => strategic_merge(target, &json_body(body)?),
+        PatchType::Apply => {}
+    }
+    Ok(())
+}
+
 /// JSON merge patch (RFC 7386).
 pub fn merge_patch(target: &mut Value, patch: &Value) {
     json_patch::merge(target, patch);

@@ -48,8 +48,20 @@ const OBJECT_META: &[&str] = &[
 
 /// Prune, then default `object` (a whole custom object) under `schema`.
 pub fn prune_and_default(schema: &Value, object: &mut Value) {
-    prune(schema, object, true);
+    prune(schema, object, true, "", &mut Vec::new());
     default(schema, object);
+}
+
+/// The paths of the fields of `object` pruning drops for not being in
+/// `schema` (outside `metadata`, whose fields ObjectMeta decides), as
+/// `PruneWithOptions` with `TrackUnknownFieldPaths` lists them
+/// (`apiextensions-apiserver/pkg/apiserver/schema/pruning/algorithm.go`):
+/// `spec.foo`, `spec.items[0].bar`, sorted.
+pub fn unknown_fields(schema: &Value, object: &Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    prune(schema, &mut object.clone(), true, "", &mut unknown);
+    unknown.sort();
+    unknown
 }
 
 fn keeps_embedded(schema: &Value, root: bool, key: &str) -> bool {
@@ -68,7 +80,18 @@ fn property<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
-fn prune(schema: &Value, value: &mut Value, root: bool) {
+fn path_to(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Prune `value` (at `path`) under `schema`, noting in `unknown` the
+/// fields dropped for having no schema (not the `null`s dropped from
+/// non-nullable fields, which are known).
+fn prune(schema: &Value, value: &mut Value, root: bool, path: &str, unknown: &mut Vec<String>) {
     let preserve = schema["x-kubernetes-preserve-unknown-fields"] == true
         || schema["additionalProperties"] == true;
     match value {
@@ -79,7 +102,11 @@ fn prune(schema: &Value, value: &mut Value, root: bool) {
                 }
                 match property(schema, key) {
                     Some(s) => !(v.is_null() && s["nullable"] != true),
-                    None => preserve,
+                    None if preserve => true,
+                    None => {
+                        unknown.push(path_to(path, key));
+                        false
+                    }
                 }
             });
             for (key, v) in map.iter_mut() {
@@ -92,13 +119,19 @@ fn prune(schema: &Value, value: &mut Value, root: bool) {
                     continue;
                 }
                 if let Some(s) = property(schema, key) {
-                    prune(s, v, false);
+                    prune(s, v, false, &path_to(path, key), unknown);
                 }
             }
         }
         Value::Array(items) if schema["items"].is_object() => {
-            for item in items {
-                prune(&schema["items"], item, false);
+            for (i, item) in items.iter_mut().enumerate() {
+                prune(
+                    &schema["items"],
+                    item,
+                    false,
+                    &format!("{path}[{i}]"),
+                    unknown,
+                );
             }
         }
         _ => {}

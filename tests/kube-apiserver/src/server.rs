@@ -20,12 +20,13 @@ use serde_json::{json, Value};
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
 use crate::faults::Injected;
+use crate::field_validation::{self, Directive, FieldCheck};
 use crate::patch::PatchType;
 use crate::rbac::{self, Attributes, Decision, Policy, UserInfo, MASTERS};
 use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
-use crate::store::{PatchOptions, Target};
+use crate::store::{PatchOptions, Target, Write, Writer};
 use crate::{csr, discovery, faults, list, watch as watching};
 
 /// A request path to a resource.
@@ -411,13 +412,34 @@ async fn serve(
         }
         ("GET", Some(name)) => answer(shared.world().get(def, ns, name), 200),
         ("POST", None) if target == Target::Main => {
-            let result = parse_body().and_then(|b| shared.world().create_as(def, ns, b, user));
-            answer(result, 201)
+            let write = parse_body().map(Write::Create);
+            written(
+                shared,
+                def,
+                version,
+                ns,
+                write,
+                body,
+                query,
+                "CreateOptions",
+                user,
+                201,
+            )
         }
         ("PUT", Some(name)) => {
-            let result =
-                parse_body().and_then(|b| shared.world().update_as(def, ns, name, b, target, user));
-            answer(result, 200)
+            let write = parse_body().map(|body| Write::Update { name, body, target });
+            written(
+                shared,
+                def,
+                version,
+                ns,
+                write,
+                body,
+                query,
+                "UpdateOptions",
+                user,
+                200,
+            )
         }
         ("PATCH", Some(name)) => {
             let content_type = headers
@@ -431,15 +453,25 @@ async fn serve(
                 field_manager: query.get("fieldManager").cloned(),
                 force: query.get("force").is_some_and(|f| f == "true"),
             };
-            match shared
-                .world()
-                .patch_as(def, ns, name, patch_type, body, target, &options, user)
-            {
-                Ok((object, created)) => {
-                    json_response(if created { 201 } else { 200 }, versioned(object))
-                }
-                Err(e) => error_response(&e),
-            }
+            let write = Ok(Write::Patch {
+                name,
+                patch_type,
+                body,
+                target,
+                options: &options,
+            });
+            written(
+                shared,
+                def,
+                version,
+                ns,
+                write,
+                body,
+                query,
+                "PatchOptions",
+                user,
+                200,
+            )
         }
         ("DELETE", Some(name)) if target == Target::Main => {
             let options = match delete_options() {
@@ -492,6 +524,59 @@ async fn serve(
             &format!("{}", def.group_resource()),
         )),
     }
+}
+
+/// Answer a client's create, update or patch: its `fieldValidation`
+/// read (`options` names the request's options kind for a refusal), the
+/// write made ([`World::write`](crate::store::World::write)), and the
+/// object answered with `code` (201 for an object an apply patch created)
+/// and a `Warning` header per field warning.
+#[allow(clippy::too_many_arguments)]
+fn written(
+    shared: &Shared,
+    def: &ResourceDef,
+    version: &str,
+    namespace: Option<&str>,
+    write: Result<Write<'_>, ApiError>,
+    body: &[u8],
+    query: &HashMap<String, String>,
+    options: &str,
+    user: Option<&UserInfo>,
+    code: u16,
+) -> Response {
+    let directive = Directive::parse(query.get("fieldValidation").map(String::as_str), options);
+    let result = directive.and_then(|directive| {
+        let write = write?;
+        let mut check = FieldCheck::new(directive);
+        if !matches!(write, Write::Patch { .. }) {
+            // A patch's body is checked as a patch, by the store.
+            check.body(body, "");
+        }
+        let writer = Writer {
+            user,
+            fields: Some(check),
+        };
+        shared.world().write(def, namespace, write, writer)
+    });
+    match result {
+        Ok(w) => {
+            let code = if w.created { 201 } else { code };
+            let mut object = w.object;
+            object["apiVersion"] = json!(def.api_version(version));
+            with_warnings(json_response(code, object), &w.warnings)
+        }
+        Err(e) => error_response(&e),
+    }
+}
+
+/// `response` with one `Warning` header per warning.
+pub fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for header in field_validation::warning_headers(warnings) {
+        if let Ok(value) = header.parse() {
+            response.headers_mut().append("warning", value);
+        }
+    }
+    response
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use crate::audit::{AuditRecord, SeenRequest};
 use crate::crd::{GroupResource, Registry, ResourceDef};
 use crate::deletion::{self, Propagation};
 use crate::faults::Fault;
+use crate::field_validation::{FieldCheck, Operation};
 use crate::namespace_lifecycle as lifecycle;
 use crate::patch::{self, PatchType};
 use crate::rbac::{self, Policy, UserInfo};
@@ -72,6 +73,49 @@ pub enum Target {
 pub struct PatchOptions {
     pub field_manager: Option<String>,
     pub force: bool,
+}
+
+/// One client write ([`World::write`]).
+pub enum Write<'b> {
+    /// POST of an object.
+    Create(Value),
+    /// PUT of object `name` (or its `target` subresource).
+    Update {
+        name: &'b str,
+        body: Value,
+        target: Target,
+    },
+    /// PATCH of object `name` (or its `target` subresource).
+    Patch {
+        name: &'b str,
+        patch_type: PatchType,
+        body: &'b [u8],
+        target: Target,
+        options: &'b PatchOptions,
+    },
+}
+
+/// Who makes a write, and how its fields are checked.
+#[derive(Debug, Clone, Default)]
+pub struct Writer<'a> {
+    /// A user RBAC holds, whose write passes the escalation and
+    /// owner-reference checks; `None`: one it does not hold.
+    pub user: Option<&'a UserInfo>,
+    /// A client's request over HTTP, its `fieldValidation`; `None`: an
+    /// in-process write (the tests', the controllers' and models'), taken
+    /// as given, as a typed client sends no unknown field.
+    pub fields: Option<FieldCheck>,
+}
+
+/// What a write made.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub object: Value,
+    /// Whether the object was created (a POST, or an apply patch to a
+    /// missing object).
+    pub created: bool,
+    /// The `Warning`s to answer with ([`crate::field_validation`]).
+    pub warnings: Vec<String>,
 }
 
 /// Everything the server holds.
@@ -509,6 +553,102 @@ impl World {
         self.hooks.validate(&attributes)
     }
 
+    /// Every client write, one path: a create, update or patch of `def`
+    /// by `writer`, its fields checked first when it came over HTTP
+    /// ([`crate::field_validation`]: the decoded body of a create or update, the
+    /// patched object of a merge, JSON or strategic patch — as the real
+    /// handlers decode them before admission).
+    pub fn write(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        write: Write<'_>,
+        writer: Writer<'_>,
+    ) -> Result<Written, ApiError> {
+        let user = writer.user;
+        let mut fields = writer.fields;
+        let version = |body: &Value| {
+            body["apiVersion"]
+                .as_str()
+                .and_then(|av| av.rsplit('/').next())
+                .unwrap_or(def.storage_version())
+                .to_string()
+        };
+        // Decode a create's or update's body as the handler does.
+        let mut decoded = |body: &mut Value| -> Result<Vec<String>, ApiError> {
+            Self::check_type(def, body)?;
+            match fields.as_mut() {
+                None => Ok(Vec::new()),
+                Some(check) => {
+                    check.object(def, body);
+                    check.finish(def, &version(body), Operation::Decode, body)
+                }
+            }
+        };
+        let (object, created, warnings) = match write {
+            Write::Create(mut body) => {
+                let warnings = decoded(&mut body)?;
+                let object = self.create_object(def, namespace, body, user)?;
+                (object, true, warnings)
+            }
+            Write::Update {
+                name,
+                mut body,
+                target,
+            } => {
+                let warnings = decoded(&mut body)?;
+                let object = self.update_object(def, namespace, name, body, target, user)?;
+                (object, false, warnings)
+            }
+            Write::Patch {
+                name,
+                patch_type,
+                body,
+                target,
+                options,
+            } => {
+                let ns = namespace.filter(|_| def.namespaced);
+                if patch_type == PatchType::Strategic && def.custom {
+                    return Err(ApiError::unsupported_patch(
+                        "application/strategic-merge-patch+json",
+                        true,
+                    ));
+                }
+                if patch_type == PatchType::Apply {
+                    let (object, created) =
+                        self.apply(def, ns, name, body, target, options, user)?;
+                    return Ok(Written {
+                        object,
+                        created,
+                        warnings: Vec::new(),
+                    });
+                }
+                let mut object = self.get(def, ns, name)?;
+                if let Some(check) = fields.as_mut() {
+                    match patch_type {
+                        PatchType::Json => check.json_patch_ops(body),
+                        _ => check.body(body, ""),
+                    }
+                }
+                patch::apply_patch(&mut object, patch_type, body)?;
+                let warnings = match fields.as_mut() {
+                    None => Vec::new(),
+                    Some(check) => {
+                        check.object(def, &mut object);
+                        check.finish(def, &version(&object), Operation::Patch, &object)?
+                    }
+                };
+                let object = self.update_object(def, ns, name, object, target, user)?;
+                (object, false, warnings)
+            }
+        };
+        Ok(Written {
+            object,
+            created,
+            warnings,
+        })
+    }
+
     /// POST: create, as the real server does (by a user RBAC does not
     /// hold: the tests' own writes and the in-process controllers').
     pub fn create(
@@ -523,6 +663,18 @@ impl World {
     /// POST by `user` (`Some`: a user RBAC holds, whose write passes the
     /// escalation and owner-reference checks).
     pub fn create_as(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        body: Value,
+        user: Option<&UserInfo>,
+    ) -> Result<Value, ApiError> {
+        let writer = Writer { user, fields: None };
+        self.write(def, namespace, Write::Create(body), writer)
+            .map(|w| w.object)
+    }
+
+    fn create_object(
         &mut self,
         def: &ResourceDef,
         namespace: Option<&str>,
@@ -631,6 +783,20 @@ impl World {
 
     /// PUT by `user` (as [`World::create_as`]).
     pub fn update_as(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        target: Target,
+        user: Option<&UserInfo>,
+    ) -> Result<Value, ApiError> {
+        let write = Write::Update { name, body, target };
+        let writer = Writer { user, fields: None };
+        self.write(def, namespace, write, writer).map(|w| w.object)
+    }
+
+    fn update_object(
         &mut self,
         def: &ResourceDef,
         namespace: Option<&str>,
@@ -792,24 +958,16 @@ impl World {
         options: &PatchOptions,
         user: Option<&UserInfo>,
     ) -> Result<(Value, bool), ApiError> {
-        let ns = namespace.filter(|_| def.namespaced);
-        if patch_type == PatchType::Strategic && def.custom {
-            return Err(ApiError::unsupported_patch(
-                "application/strategic-merge-patch+json",
-                true,
-            ));
-        }
-        if patch_type == PatchType::Apply {
-            return self.apply(def, ns, name, body, target, options, user);
-        }
-        let mut object = self.get(def, ns, name)?;
-        match patch_type {
-            PatchType::Merge => patch::merge_patch(&mut object, &patch::json_body(body)?),
-            PatchType::Json => patch::json_patch(&mut object, body)?,
-            PatchType::Strategic => patch::strategic_merge(&mut object, &patch::json_body(body)?),
-            PatchType::Apply => unreachable!("handled above"),
-        }
-        Ok((self.update_as(def, ns, name, object, target, user)?, false))
+        let write = Write::Patch {
+            name,
+            patch_type,
+            body,
+            target,
+            options,
+        };
+        let writer = Writer { user, fields: None };
+        self.write(def, namespace, write, writer)
+            .map(|w| (w.object, w.created))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -879,14 +1037,14 @@ impl World {
                 if let Some(meta) = object["metadata"].as_object_mut() {
                     meta.remove("resourceVersion");
                 }
-                self.create_as(def, ns, object, user).map(|o| (o, true))
+                self.create_object(def, ns, object, user).map(|o| (o, true))
             }
             Some(existing) => {
                 if rv_of(&config).is_none() {
                     object["metadata"]["resourceVersion"] =
                         existing["metadata"]["resourceVersion"].clone();
                 }
-                self.update_as(def, ns, name, object, target, user)
+                self.update_object(def, ns, name, object, target, user)
                     .map(|o| (o, false))
             }
         };

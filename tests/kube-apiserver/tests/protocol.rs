@@ -490,3 +490,193 @@ async fn writes_answer_with_the_real_status_codes() {
     let failed = kube.audit().into_iter().filter(|r| r.code == 500).count();
     assert_eq!(failed, 1);
 }
+
+/// Send a write; its status code, `Warning` headers and JSON body.
+async fn write(
+    kube: &KubeApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Vec<String>, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let response = client(Duration::from_secs(10))
+        .request(method, format!("{}{path}", kube.url()))
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    (code, warnings, response.json().await.unwrap())
+}
+
+/// `fieldValidation` as Kubernetes v1.31.0 takes it
+/// (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/{rest,create,update,patch}.go;
+/// apiextensions-apiserver/pkg/apiserver/customresource_handler.go for
+/// custom resources): unknown fields dropped with a `Warning` by default,
+/// dropped silently under `Ignore`, refused under `Strict` — 400 for a
+/// create or update, 422 on `patch` for a patch; duplicate keys likewise.
+#[tokio::test]
+async fn unknown_and_duplicate_fields_follow_field_validation() {
+    let kube = KubeApiServer::start().await.unwrap();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let json = "application/json";
+    let cm = |name: &str| {
+        format!(
+            r#"{{"metadata": {{"name": "{name}", "colour": "red"}}, "data": {{"a": "1"}}, "spec": {{"foo": 1}}}}"#
+        )
+    };
+    // No fieldValidation (kube-rs sends none): Warn.
+    let (code, warnings, made) = write(&kube, "POST", cms, json, &cm("warned")).await;
+    assert_eq!(code, 201, "{made}");
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "unknown field \"metadata.colour\"""#,
+            r#"299 - "unknown field \"spec\"""#
+        ]
+    );
+    assert_eq!(made["metadata"].get("colour"), None);
+    assert_eq!(made.get("spec"), None);
+    assert_eq!(made["data"]["a"], "1");
+    let stored = kube
+        .get(Kind::ConfigMap, Some("default"), "warned")
+        .unwrap();
+    assert_eq!(stored.get("spec"), None);
+
+    let (code, warnings, made) = write(
+        &kube,
+        "POST",
+        &format!("{cms}?fieldValidation=Ignore"),
+        json,
+        &cm("ignored"),
+    )
+    .await;
+    assert_eq!((code, warnings.len(), made.get("spec")), (201, 0, None));
+
+    let (code, warnings, refused) = write(
+        &kube,
+        "POST",
+        &format!("{cms}?fieldValidation=Strict"),
+        json,
+        &cm("strict"),
+    )
+    .await;
+    assert_eq!((code, warnings.len()), (400, 0));
+    assert_eq!(
+        refused,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec\"",
+               "reason": "BadRequest", "code": 400})
+    );
+    assert!(kube
+        .get(Kind::ConfigMap, Some("default"), "strict")
+        .is_none());
+
+    // A key given twice: the decoder's duplicate field.
+    let twice = r#"{"metadata": {"name": "twice"}, "data": {"a": "1", "a": "2"}}"#;
+    let (code, warnings, _) = write(&kube, "POST", cms, json, twice).await;
+    assert_eq!(code, 201);
+    assert_eq!(warnings, [r#"299 - "duplicate field \"data.a\"""#]);
+
+    // An update: 400 under Strict, nothing changed.
+    let mut update = kube
+        .get(Kind::ConfigMap, Some("default"), "warned")
+        .unwrap();
+    update["data"]["b"] = json!("2");
+    update["bogus"] = json!(true);
+    let (code, _, refused) = write(
+        &kube,
+        "PUT",
+        &format!("{cms}/warned?fieldValidation=Strict"),
+        json,
+        &update.to_string(),
+    )
+    .await;
+    assert_eq!(code, 400, "{refused}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("strict decoding error: unknown field \"bogus\""));
+    let (code, _, refused) = write(
+        &kube,
+        "PUT",
+        &format!("{cms}/warned?fieldValidation=Loose"),
+        json,
+        &update.to_string(),
+    )
+    .await;
+    assert_eq!((code, refused["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(
+        kube.get(Kind::ConfigMap, Some("default"), "warned")
+            .unwrap()["data"],
+        json!({"a": "1"})
+    );
+
+    // A merge patch: the patched object is decoded; 422 on `patch`.
+    let merge = "application/merge-patch+json";
+    let (code, _, refused) = write(
+        &kube,
+        "PATCH",
+        &format!("{cms}/warned?fieldValidation=Strict"),
+        merge,
+        r#"{"data": {"b": "2"}, "extra": 1}"#,
+    )
+    .await;
+    assert_eq!((code, refused["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(refused["details"]["causes"][0]["field"], "patch");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .ends_with(": strict decoding error: unknown field \"extra\""));
+    let (code, warnings, patched) = write(
+        &kube,
+        "PATCH",
+        &format!("{cms}/warned"),
+        merge,
+        r#"{"data": {"b": "2"}, "extra": 1}"#,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(warnings, [r#"299 - "unknown field \"extra\"""#]);
+    assert_eq!(
+        (patched.get("extra"), &patched["data"]),
+        (None, &json!({"a": "1", "b": "2"}))
+    );
+
+    // A custom resource: what its structural schema prunes is unknown.
+    let slices = "/apis/authentication.liqo.io/v1beta1/namespaces/default/resourceslices";
+    let slice = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "authentication.liqo.io/v1beta1", "kind": "ResourceSlice",
+                "metadata": {{"name": "{name}"}}, "spec": {{"class": "default", "foo": 1}}}}"#
+        )
+    };
+    let (code, refused_slice) = {
+        let (code, _, body) = write(
+            &kube,
+            "POST",
+            &format!("{slices}?fieldValidation=Strict"),
+            json,
+            &slice("s1"),
+        )
+        .await;
+        (code, body)
+    };
+    assert_eq!(code, 400);
+    assert_eq!(
+        refused_slice["message"],
+        "ResourceSlice in version \"v1beta1\" cannot be handled as a ResourceSlice: strict decoding error: unknown field \"spec.foo\""
+    );
+    let (code, warnings, made) = write(&kube, "POST", slices, json, &slice("s2")).await;
+    assert_eq!(code, 201);
+    assert_eq!(warnings, [r#"299 - "unknown field \"spec.foo\"""#]);
+    assert_eq!(made["spec"], json!({"class": "default"}));
+}
