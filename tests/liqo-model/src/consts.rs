@@ -35,6 +35,24 @@ pub const STORAGE_AVAILABLE: &str = "storage.liqo.io/available";
 /// `pkg/consts/webhook.go:20`: the taint every virtual node carries.
 pub const VIRTUAL_NODE_TOLERATION_KEY: &str = "virtual-node.liqo.io/not-allowed";
 
+/// `pkg/consts/authentication.go:24`: a Secret the provider fills with a nonce.
+pub const NONCE_SECRET: &str = "liqo.io/nonce";
+/// `pkg/consts/authentication.go:22`: a Secret the consumer signs the nonce in.
+pub const SIGNED_NONCE_SECRET: &str = "liqo.io/signed-nonce";
+/// `pkg/consts/authentication.go:27`.
+pub const NONCE_FIELD: &str = "nonce";
+/// `pkg/consts/authentication.go:29`.
+pub const SIGNED_NONCE_FIELD: &str = "signedNonce";
+/// `pkg/consts/authentication.go:32`.
+pub const KUBECONFIG_FIELD: &str = "kubeconfig";
+/// `pkg/consts/authentication.go:35`.
+pub const IDENTITY_TYPE: &str = "liqo.io/identity-type";
+/// `pkg/consts/authentication.go:38`.
+pub const REMOTE_TENANT_NAMESPACE: &str = "liqo.io/remote-tenant-namespace";
+/// `apis/authentication/v1beta1/identity_types.go:45`: the Identity of a
+/// peer's control plane.
+pub const CONTROL_PLANE: &str = "ControlPlane";
+
 /// Label selector of the replicas the crdReplicator made
 /// (`internal/crdReplicator/reflection/reflector.go:295-309`).
 pub const REPLICATED_SELECTOR: &str = "liqo.io/originID,liqo.io/replicated=true";

@@ -13,7 +13,7 @@ use kube::runtime::{predicates, Predicate, WatchStreamExt};
 use kube::Client;
 use serde_json::{json, Value};
 
-use crate::consts::{self, REMOTE_CLUSTER_ID};
+use crate::consts::{self, CONTROL_PLANE, IDENTITY_TYPE, KUBECONFIG_FIELD, REMOTE_CLUSTER_ID};
 use crate::identity::{Rule, ALL, READ};
 use crate::runner::{self, Key};
 use crate::Error;
@@ -104,6 +104,9 @@ pub struct Peer {
     /// VirtualNodes labelled with the peer's ID, each with its Node if any
     /// (STATUS:359-408).
     pub virtual_nodes: Vec<(Value, Option<Value>)>,
+    /// Secrets labelled with the peer's ID and `liqo.io/identity-type:
+    /// ControlPlane` (STATUS:303-318).
+    pub control_plane_secrets: Vec<Value>,
 }
 
 /// FCC:75-158.
@@ -148,10 +151,21 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
             (vn, node)
         })
         .collect();
+    let secrets = ListParams::default().labels(&format!(
+        "{REMOTE_CLUSTER_ID}={cluster},{IDENTITY_TYPE}={CONTROL_PLANE}"
+    ));
+    let control_plane_secrets = Api::<DynamicObject>::all_with(client.clone(), &consts::secrets())
+        .list(&secrets)
+        .await?
+        .items
+        .iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect();
     let peer = Peer {
         tenants: list(consts::tenants()).await?,
         identities: list(consts::identities()).await?,
         virtual_nodes,
+        control_plane_secrets,
     };
     let mut updated = fc.clone();
     updated.data["status"] = status(&fc.data["status"], &peer, fc.metadata.generation)?;
@@ -221,15 +235,33 @@ pub fn status(old: &Value, peer: &Peer, generation: Option<i64>) -> Result<Value
     }
 
     // STATUS:293-345: a control-plane Identity for the peer makes it a
-    // provider. (Without one, Liqo looks for a control-plane kubeconfig
-    // Secret, :303-318: not modelled.)
+    // provider.
     let control_planes: Vec<&Value> = peer
         .identities
         .iter()
-        .filter(|i| i["spec"]["type"] == "ControlPlane")
+        .filter(|i| i["spec"]["type"] == CONTROL_PLANE)
         .collect();
     match control_planes.as_slice() {
-        [] => delete_condition(&mut authentication, "AuthIdentityControlPlaneStatus"),
+        [] => {
+            delete_condition(&mut authentication, "AuthIdentityControlPlaneStatus");
+            // STATUS:303-318: without one, a control-plane kubeconfig
+            // Secret (a declarative peering) makes it a provider too, with
+            // no condition; its server is the API server URL.
+            match peer.control_plane_secrets.as_slice() {
+                [] => {}
+                [secret] => {
+                    provider = true;
+                    authentication["enabled"] = json!(true);
+                    status["apiServerUrl"] = json!(kubeconfig_server(secret)?);
+                }
+                _ => {
+                    return Err(Error::Waiting(
+                        "found multiple secrets containing ControlPlane Kubeconfig for the peer"
+                            .into(),
+                    ))
+                }
+            }
+        }
         [identity] => {
             provider = true;
             authentication["enabled"] = json!(true);
@@ -358,6 +390,34 @@ pub fn status(old: &Value, peer: &Peer, generation: Option<i64>) -> Result<Value
     // FCC:153.
     status["observedGeneration"] = json!(generation.unwrap_or(0));
     Ok(status)
+}
+
+/// The server of the current context of a kubeconfig Secret's
+/// `kubeconfig` (`pkg/utils/kubeconfig/restcfg.go`,
+/// `clientcmd.RESTConfigFromKubeConfig`'s `Host`); one that does not read
+/// is an error.
+fn kubeconfig_server(secret: &Value) -> Result<String, Error> {
+    use base64::Engine;
+    let bad = |why: &str| Error::Identity(format!("control-plane kubeconfig Secret: {why}"));
+    let text = secret["data"][KUBECONFIG_FIELD]
+        .as_str()
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .ok_or_else(|| bad("no kubeconfig"))?;
+    let text = String::from_utf8(text).map_err(|_| bad("not text"))?;
+    let config = kube::config::Kubeconfig::from_yaml(&text).map_err(|e| bad(&e.to_string()))?;
+    let context = config
+        .contexts
+        .iter()
+        .find(|c| Some(&c.name) == config.current_context.as_ref())
+        .and_then(|c| c.context.as_ref())
+        .ok_or_else(|| bad("no current context"))?;
+    config
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .ok_or_else(|| bad("no server"))
 }
 
 /// A module as STATUS:44-63 starts it: disabled, conditions kept.

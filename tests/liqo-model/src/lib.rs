@@ -96,6 +96,59 @@
 //!   (:350-443), the role (`pkg/utils/foreigncluster/roles.go`), the tenant
 //!   namespaces and `observedGeneration`.
 //!
+//! Authentication, opt-in ([`Provider::with_authentication`],
+//! [`Consumer::with_authentication`]; [`authentication`]), as the
+//! controller manager, with real crypto (Ed25519 by `ring`, PKCS#10 and
+//! X.509 by `rcgen` and `x509-parser`, certificates from the test
+//! server's CSR signer):
+//! - [`cluster_keys`] (`pkg/liqo-controller-manager/authentication/keys.go`):
+//!   [`Consumer::start`] makes the cluster's Ed25519 pair in the Secret
+//!   `authentication-keys` of `liqo` when missing (:135-180, called from
+//!   `cmd/liqo-controller-manager/modules/authentication.go:90`); nonces
+//!   are signed and verified with it (:85-133), a Tenant's key read as
+//!   PKIX PEM or raw Ed25519 (`authentication/csr.go:238-264`).
+//! - [`control_plane_csr`] (`authentication/csr.go`): the control-plane
+//!   request (CN the cluster ID, O `liqo.io`, :70-103, 197-236) and
+//!   `CheckCSRForControlPlane` (one PEM block, CN, first O, public key;
+//!   :115-130, 158-195).
+//! - [`nonce_creator`] (provider, `noncecreator-controller/noncecreator_controller.go`):
+//!   a Secret labelled `liqo.io/nonce` in the peer's tenant namespace gets
+//!   64 random bytes, base64, once (:76-137); wrong namespace or labels are
+//!   Events (:81-105).
+//! - [`nonce_signer`] (consumer, `noncesigner-controller/noncesigner_controller.go`):
+//!   a Secret labelled `liqo.io/signed-nonce` in the peer's tenant
+//!   namespace gets `signedNonce`, this cluster's signature of its `nonce`
+//!   (:81-139).
+//! - [`tenant`] (provider, `tenant-controller/tenant_controller.go`): the
+//!   finalizer first (:125-138); unless `TolerateNoHandshake`, the nonce
+//!   of the peer's one nonce Secret (:264-276), the signature verified
+//!   (`SignatureVerificationFailed`, :284-295) and the CSR checked
+//!   (`InvalidCSR`, :297-303) — a refusal is an Event and no status; the
+//!   tenant namespace (:172-181); the CSR signed through the CSR API
+//!   (`pkg/identityManager/certificateIdentityProvider.go:104-159`:
+//!   created, approved with `IdentityManagerApproval`, the signer's
+//!   certificate waited for and kept in `liqo-remote-certificate`,
+//!   :196-225); `status.authParams` (CA, signed certificate, API server,
+//!   proxy; :179-184) and `liqo-binding-liqo-remote-controlplane` binding
+//!   user `<consumer>` to the chart's `liqo-remote-controlplane`
+//!   (`pkg/tenantNamespace/bindings.go:34-130`). [`tenant::forge`] is the
+//!   Tenant `liqoctl` applies (`authentication/utils/tenant.go:29-51`).
+//!   Nonces are not consumed: as in Liqo, the Tenant is checked against
+//!   the nonce the provider's Secret holds now, on every reconcile, so a
+//!   signature of a nonce no longer handed out is refused.
+//! - [`identity_controller`] (consumer, `identity-controller/identity_controller.go`):
+//!   each Identity's `kubeconfig-<identity>` Secret (certificate from
+//!   `authParams`, key from `authentication-keys`), labelled
+//!   `liqo.io/remote-cluster-id`, `liqo.io/identity-type`, annotated
+//!   `liqo.io/remote-tenant-namespace` for a control plane
+//!   (`forge/kubeconfig.go:27-86`), named in `status.kubeconfigSecretRef`
+//!   (:64-138). [`identity_controller::forge`] is the Identity `liqoctl`
+//!   applies (`authentication/utils/identity.go:35-57`).
+//! - [`foreign_cluster`]: without a control-plane Identity, a control-plane
+//!   kubeconfig Secret (the declarative form) makes the peer a provider
+//!   with authentication enabled, its server the API server URL, and no
+//!   `AuthIdentityControlPlaneStatus` (`status.go:293-318`).
+//!
 //! Offloading ([`offloading::Cluster::start`], [`offloading::Peering::start`]):
 //! - [`namespace_offloading`] (`namespaceoffloading-controller/`): a
 //!   NamespaceOffloading `offloading` maps its namespace on the peers whose
@@ -118,14 +171,18 @@
 //!
 //! # Not modelled yet
 //! - The Identity Liqo's identity creator makes from a slice's
-//!   `authParams` and its kubeconfig Secret (`identitycreator-controller`,
-//!   `identity-controller`): tests write them. The local slice
-//!   controller's CSR is not a signed PKCS#10 request from the cluster's
-//!   keys (`authentication/keys.go`), and its events are not sent.
+//!   `authParams` (`identitycreator-controller`): tests write it. The
+//!   local slice controller's CSR is not a signed PKCS#10 request from the
+//!   cluster's keys (`authentication/keys.go`), and its events are not
+//!   sent.
+//! - In authentication: RSA keys (TLS compatibility mode), the Tenant
+//!   certificate's renewal (`tenant_controller.go:204-215`) and the
+//!   renewers, the cluster-wide bindings of
+//!   `virtual-kubelet-remote-clusterwide` (:248-256), the Tenant's
+//!   cordon and drain handling (:140-159), the Events' aggregation.
 //! - In the ForeignCluster controller: the networking objects (the test
-//!   server serves no `networking.liqo.io` CRDs), the control-plane
-//!   kubeconfig Secret without an Identity (`status.go:303-318`), the
-//!   virtual kubelet pods' readiness, the API server checker
+//!   server serves no `networking.liqo.io` CRDs), the virtual kubelet
+//!   pods' readiness, the API server checker
 //!   (`foreigncluster_controller.go:144-151`) and the periodic resync.
 //! - In the remote slice controller: the CSR's x509 parse and its CN, O and
 //!   public-key checks (csr.go:164-192), `status.authParams` (a signed
@@ -144,15 +201,22 @@
 //! controller reconciles one key at a time, in the order its watches
 //! report them; tests use that order as a sync point ("marker" slices).
 
+pub mod authentication;
+pub mod cluster_keys;
 pub mod consts;
+pub mod control_plane_csr;
 pub mod crd_replicator;
+pub mod events;
 pub mod foreign_cluster;
 pub mod identity;
+pub mod identity_controller;
 pub mod kubelet;
 pub mod local_resource_slice;
 pub mod namespace_map;
 pub mod namespace_offloading;
 pub mod node_provider;
+pub mod nonce_creator;
+pub mod nonce_signer;
 pub mod nsoff_webhook;
 pub mod offloading;
 pub mod offloading_consts;
@@ -166,6 +230,8 @@ pub mod scheduling;
 pub mod shadowpod_controller;
 pub mod shadowpod_webhook;
 pub mod slice;
+pub mod tenant;
+pub mod tenant_namespace;
 pub mod virtual_node_creator;
 pub mod watch_cache;
 
@@ -187,6 +253,9 @@ pub enum Error {
     /// Another object is not there yet; the key is tried again.
     #[error("waiting: {0}")]
     Waiting(String),
+    /// Keys, nonces, signatures and CSRs ([`cluster_keys`], [`tenant`]).
+    #[error("authentication: {0}")]
+    Authentication(String),
 }
 
 /// The user Liqo's controller manager runs as (the chart's ServiceAccount).
@@ -378,6 +447,7 @@ impl Consumer {
                 ),
             ],
         );
+        authentication::init_keys(kube).await?;
         let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;
         let tasks = vec![
