@@ -80,6 +80,16 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if !def.custom && def.group.is_empty() && def.plural == "pods" {
+            // Schedulers bind through it (pkg/registry/core/rest/storage_core.go).
+            resources.push(json!({
+                "name": "pods/binding",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Binding",
+                "verbs": ["create"],
+            }));
+        }
         if crate::csr::is_csr(def) {
             // The subresource CSR approval is written through
             // (pkg/registry/certificates/rest/storage_certificates.go).

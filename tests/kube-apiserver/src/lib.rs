@@ -85,6 +85,7 @@
 
 pub mod admission;
 pub mod audit;
+pub mod binding;
 pub mod builtin;
 pub mod cel;
 pub mod controllers;

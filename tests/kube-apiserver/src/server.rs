@@ -20,14 +20,14 @@ use serde_json::{json, Value};
 use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
 use crate::faults::Injected;
-use crate::field_validation::{self, Directive, FieldCheck};
+use crate::field_validation::{self, Directive, FieldCheck, Operation};
 use crate::patch::PatchType;
 use crate::rbac::{self, Attributes, Decision, Policy, UserInfo, MASTERS};
 use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target, Write, Writer};
-use crate::{csr, discovery, faults, list, watch as watching};
+use crate::{binding, csr, discovery, faults, list, watch as watching};
 
 /// A request path to a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -341,7 +341,9 @@ async fn serve(
     user: Option<&UserInfo>,
 ) -> Response {
     let namespaces = def.group.is_empty() && def.plural == "namespaces";
+    let pods = !def.custom && def.group.is_empty() && def.plural == "pods";
     let target = match route.subresource.as_deref() {
+        None | Some("binding") if pods => Target::Main,
         None => Target::Main,
         Some("status") if def.status_subresource => Target::Status,
         Some("finalize") if namespaces && method == Method::PUT => Target::Finalize,
@@ -359,6 +361,12 @@ async fn serve(
     if def.namespaced && ns.is_none() && (method != Method::GET || name.is_some()) {
         // Across namespaces there is only list and watch.
         return error_response(&not_found_path());
+    }
+    if route.subresource.as_deref() == Some("binding") {
+        return match (method.as_str(), ns, name) {
+            ("POST", Some(ns), Some(name)) => bind_pod(shared, def, ns, name, body, query),
+            (m, _, _) => error_response(&ApiError::method_not_allowed(m, "pods/binding")),
+        };
     }
     let version = route.version.as_str();
     let versioned = |mut o: Value| {
@@ -565,6 +573,44 @@ fn written(
             object["apiVersion"] = json!(def.api_version(version));
             with_warnings(json_response(code, object), &w.warnings)
         }
+        Err(e) => error_response(&e),
+    }
+}
+
+/// POST of a `Binding` to `pods/{name}/binding` ([`binding`]): decoded
+/// under its `fieldValidation` as any create, then bound.
+fn bind_pod(
+    shared: &Shared,
+    pods: &ResourceDef,
+    namespace: &str,
+    name: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+) -> Response {
+    let kind = ResourceDef {
+        kind: "Binding".into(),
+        plural: "bindings".into(),
+        ..pods.clone()
+    };
+    let decoded = Directive::parse(
+        query.get("fieldValidation").map(String::as_str),
+        "CreateOptions",
+    )
+    .and_then(|directive| {
+        let mut binding: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+        let mut check = FieldCheck::new(directive);
+        check.body(body, "");
+        check.object(&kind, &mut binding);
+        let warnings = check.finish(&kind, "v1", Operation::Decode, &binding)?;
+        Ok((binding, warnings))
+    });
+    let result = decoded.and_then(|(binding, warnings)| {
+        binding::bind(&mut shared.world(), pods, namespace, name, &binding)
+            .map(|status| (status, warnings))
+    });
+    match result {
+        Ok((status, warnings)) => with_warnings(json_response(201, status), &warnings),
         Err(e) => error_response(&e),
     }
 }

@@ -374,6 +374,15 @@ impl World {
         Ok(self.commit(&gr, object, previous, false))
     }
 
+    /// Replace stored object `key` with `new` straight in storage, as a
+    /// registry's own `GuaranteedUpdate` writes (no admission, no
+    /// validation: [`crate::binding`]); `None` if there is no such object.
+    pub fn store_as_is(&mut self, def: &ResourceDef, key: &str, new: Value) -> Option<Value> {
+        let gr = def.group_resource();
+        let previous = self.stored(&gr, key)?.clone();
+        Some(self.commit(&gr, new, Some(previous), false))
+    }
+
     /// A test's removal: gone at once, finalizers or not.
     pub fn remove(&mut self, def: &ResourceDef, key: &str) -> Option<Value> {
         let gr = def.group_resource();

@@ -680,3 +680,71 @@ async fn unknown_and_duplicate_fields_follow_field_validation() {
     assert_eq!(warnings, [r#"299 - "unknown field \"spec.foo\"""#]);
     assert_eq!(made["spec"], json!({"class": "default"}));
 }
+
+/// `pods/binding` as Kubernetes v1.31.0's `BindingREST` serves it
+/// (pkg/registry/core/pod/storage/storage.go): a scheduler allowed to
+/// create `pods/binding` binds a pod once (201 `Success`; `nodeName`,
+/// annotations, `PodScheduled`), a second binding is a 409 on
+/// `pods/binding`; a user without that permission gets the 403.
+#[tokio::test]
+async fn a_pod_is_bound_once_through_its_binding_subresource() {
+    let kube = KubeApiServer::start().await.unwrap();
+    kube.load_rbac(&[
+        json!({"kind": "ClusterRole", "metadata": {"name": "binder"},
+            "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]}),
+        json!({"kind": "ClusterRoleBinding", "metadata": {"name": "binder"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "binder"},
+            "subjects": [{"kind": "User", "name": "scheduler"}]}),
+    ]);
+    let mut unbound = pod("p", "", "Pending", json!({}), "100m", "64Mi");
+    unbound["spec"].as_object_mut().unwrap().remove("nodeName");
+    kube.apply(Kind::Pod, unbound);
+    let bind = |token: String, node: &'static str| {
+        let url = format!("{}/api/v1/namespaces/default/pods/p/binding", kube.url());
+        async move {
+            answer(
+                client(Duration::from_secs(10))
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"apiVersion": "v1", "kind": "Binding",
+                        "metadata": {"name": "p", "annotations": {"scheduled-by": "test"}},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})),
+            )
+            .await
+        }
+    };
+    let (code, refused) = bind(kube.token_for("someone"), "n1").await;
+    assert_eq!(code, 403, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "pods \"p\" is forbidden: User \"someone\" cannot create resource \"pods/binding\" in API group \"\" in the namespace \"default\""
+    );
+    let (code, status) = bind(kube.token_for("scheduler"), "n1").await;
+    assert_eq!(
+        (code, status),
+        (
+            201,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+        )
+    );
+    let bound = kube.get(Kind::Pod, Some("default"), "p").unwrap();
+    assert_eq!(bound["spec"]["nodeName"], "n1");
+    assert_eq!(bound["metadata"]["annotations"]["scheduled-by"], "test");
+    assert_eq!(
+        (
+            &bound["status"]["conditions"][0]["type"],
+            &bound["status"]["conditions"][0]["status"]
+        ),
+        (&json!("PodScheduled"), &json!("True"))
+    );
+    let (code, conflict) = bind(kube.token_for("scheduler"), "n2").await;
+    assert_eq!(code, 409);
+    assert_eq!(
+        conflict["message"],
+        "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n1\""
+    );
+    assert_eq!(
+        kube.get(Kind::Pod, Some("default"), "p").unwrap()["spec"]["nodeName"],
+        "n1"
+    );
+}
