@@ -147,6 +147,10 @@ fn labels(consumer: &ConsumerId) -> serde_json::Value {
     })
 }
 
+fn b64(text: &str) -> String {
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, text)
+}
+
 fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     // Only ever called on objects built here from fixed shapes.
     #[allow(clippy::expect_used)]
@@ -325,7 +329,9 @@ impl Cluster {
         let secret: Secret = typed(json!({
             "metadata": {"name": name, "labels": labels(consumer)},
             "type": "Opaque",
-            "stringData": {CN_ENTRY: key.common_name, KEY_ENTRY: key.key_pem()},
+            // `data`, not `stringData`: the same stored object either way
+            // on a real API server, and nothing left to convert.
+            "data": {CN_ENTRY: b64(&key.common_name), KEY_ENTRY: b64(&key.key_pem())},
         }));
         self.secrets()
             .create(&PostParams::default(), &secret)
@@ -340,11 +346,10 @@ impl Cluster {
             name: name.clone(),
             source,
         })?;
-        let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, request);
         let csr: CertificateSigningRequest = typed(json!({
             "metadata": {"name": name, "labels": labels(consumer)},
             "spec": {
-                "request": b64,
+                "request": b64(&request),
                 "signerName": identity::SIGNER,
                 "usages": identity::USAGES,
                 "expirationSeconds": self.settings.expiration_seconds,

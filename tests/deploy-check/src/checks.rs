@@ -23,7 +23,7 @@ pub struct Component {
 }
 
 /// Every image the repository ships.
-pub const COMPONENTS: [Component; 6] = [
+pub const COMPONENTS: [Component; 7] = [
     Component {
         image: "catalog",
         package: "catalog",
@@ -53,6 +53,11 @@ pub const COMPONENTS: [Component; 6] = [
         image: "purchase-controller",
         package: "purchase-controller",
         bin: "purchase-controller",
+    },
+    Component {
+        image: "peering-user-controller",
+        package: "peering-users",
+        bin: "peering-user-controller",
     },
 ];
 

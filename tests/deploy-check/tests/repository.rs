@@ -27,6 +27,7 @@ fn every_kustomization_renders_and_runs_our_images() {
             "aggregator",
             "catalog",
             "orchestrator",
+            "peering-user-controller",
             "purchase-controller",
             "resource-monitor",
             "slice-controller"
@@ -60,10 +61,11 @@ fn the_controllers_accounts_hold_rules_and_the_others_none() {
         let controller = u.ends_with(":resource-monitor")
             || u.ends_with(":slice-controller")
             || u.ends_with(":orchestrator")
-            || u.ends_with(":purchase-controller");
+            || u.ends_with(":purchase-controller")
+            || u.ends_with(":peering-user-controller");
         controller == (*n > 0)
     }));
-    assert_eq!(granted.len(), 6, "{granted:?}");
+    assert_eq!(granted.len(), 7, "{granted:?}");
 }
 
 #[test]
@@ -72,5 +74,5 @@ fn every_dockerfile_is_a_multi_stage_non_root_build_of_its_binary() {
         checks::check_dockerfiles(&deploy().join("docker")),
         Vec::<String>::new()
     );
-    assert_eq!(COMPONENTS.len(), 6);
+    assert_eq!(COMPONENTS.len(), 7);
 }

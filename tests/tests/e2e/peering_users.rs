@@ -1,0 +1,354 @@
+//! The provider's peering users (issue 31) end to end: the real catalog
+//! (embedded store) with a provider selling Liqo v1 with a peering user per
+//! contract, the real `peering-user-controller` running as the
+//! ServiceAccount `deploy/kubernetes/peering-user-controller` ships (its
+//! RBAC loaded into the server, leader election on), and the test API
+//! server over TLS, which signs approved `kube-apiserver-client` CSRs with
+//! its CA and authenticates their certificates by CN and O.
+//!
+//! Two consumers buy for clusters c1 and c2: each gets its own peering
+//! user, each kubeconfig is released with its own consumer's contract and
+//! authenticates as `liqo-peer-user-<X>-<32 hex>` in group `liqo.io`, with
+//! the RoleBindings' permissions in `liqo-tenant-<X>` (and Liqo's
+//! namespace) and 403 in the other consumer's tenant namespace. When c1's
+//! contract ends its RoleBindings, CSR and key go, and its kubeconfig is
+//! refused where it was allowed; c2's peering user stays.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use e2e::buying::{self, admin, consumer, delete, get, publish};
+use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::contracts::{buy, register_per_contract};
+use e2e::Spawn;
+use kube_test_server::KubeApiServer;
+use serde_json::json;
+
+const NAMESPACES: (&str, &str) = ("", "namespaces");
+const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
+const SECRETS: (&str, &str) = ("", "secrets");
+const ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "roles");
+const CLUSTER_ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "clusterroles");
+const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
+
+/// Liqo's namespace, where the controller runs too (as deployed).
+const LIQO: &str = "liqo";
+/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
+const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
+/// Bounds each wait; measures nothing.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// The two roles Liqo v1.2.0's chart installs for peering users, with
+/// their rules as the chart ships them
+/// (`deployments/liqo/files/liqo-peering-user-liqo-ns-Role.yaml`,
+/// `deployments/liqo/files/liqo-peering-user-tenant-ns-ClusterRole.yaml`,
+/// label `app.kubernetes.io/component=peering-user`).
+fn install_liqo_roles(kube: &KubeApiServer) {
+    let label = json!({"app.kubernetes.io/component": "peering-user"});
+    kube.apply(
+        ROLES,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "liqo-peering-user-liqo-ns", "namespace": LIQO, "labels": label},
+               "rules": [
+                   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["get"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["networks"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["wggatewayclienttemplates", "wggatewayservertemplates"],
+                    "verbs": ["get", "list"]}]}),
+    );
+    kube.apply(
+        CLUSTER_ROLES,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "liqo-peering-user-tenant-ns", "labels": label},
+               "rules": [
+                   {"apiGroups": [""], "resources": ["namespaces", "services"], "verbs": ["get"]},
+                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "get", "list"]},
+                   {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+                   {"apiGroups": ["authentication.liqo.io"], "resources": ["tenants/status"], "verbs": ["get"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["create", "delete", "get", "update"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["configurations", "gatewayclients", "gatewayservers", "publickeies"],
+                    "verbs": ["create", "delete", "get", "list", "update"]},
+                   {"apiGroups": ["networking.liqo.io"], "resources": ["connections"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["gatewayclients/status", "gatewayservers/status"], "verbs": ["get"]}]}),
+    );
+}
+
+/// Catalog calls are blocking: off the async workers.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Poll `probe` until it returns Some, within [`SETTLE`].
+async fn settle<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> Result<T> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        if let Some(v) = probe() {
+            return Ok(v);
+        }
+        if Instant::now() >= deadline {
+            bail!("{what}: not within {SETTLE:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The kubeconfig released with contract `id` to its consumer, once there.
+fn released(catalog: &Catalog, token: &str, id: &str) -> Option<String> {
+    let r = blocking(|| get(catalog, &format!("/contracts/{id}"), Some(token)));
+    (r.json["peeringState"]["state"] == "credentialsReady")
+        .then(|| {
+            r.json["credentials"]["v1"]["kubeconfig"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .flatten()
+}
+
+/// A client presenting `kubeconfig` (its context's namespace by default).
+async fn client_of(kubeconfig: &str) -> Result<kube::Client> {
+    let file = kube::config::Kubeconfig::from_yaml(kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(file, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The HTTP status of listing `plural` (core group) in `namespace`.
+async fn list_status(client: &kube::Client, namespace: &str, plural: &str) -> Result<u16> {
+    let request = axum::http::Request::get(format!("/api/v1/namespaces/{namespace}/{plural}"))
+        .body(Vec::new())?;
+    match client.request_text(request).await {
+        Ok(_) => Ok(200),
+        Err(kube::Error::Api(status)) => Ok(status.code),
+        Err(e) => Err(e).context("listing"),
+    }
+}
+
+/// The users the server authenticated the requests of `since` onwards as,
+/// other than the controller and the tests' own.
+fn users_seen(kube: &KubeApiServer, since: usize) -> Vec<String> {
+    let mut users: Vec<String> = kube.audit()[since..]
+        .iter()
+        .filter_map(|r| r.user.clone())
+        .filter(|u| u != CONTROLLER_USER && u != "system:anonymous")
+        .collect();
+    users.dedup();
+    users
+}
+
+fn rolebindings(kube: &KubeApiServer, consumer: &str) -> Vec<String> {
+    let mut names: Vec<String> = kube
+        .objects(ROLE_BINDINGS)
+        .iter()
+        .filter(|b| {
+            b["metadata"]["labels"]["liqo.io/peering-user-name"]
+                == format!("liqo-peer-user-{consumer}")
+        })
+        .map(|b| {
+            format!(
+                "{}/{}",
+                b["metadata"]["namespace"].as_str().unwrap_or_default(),
+                b["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<()> {
+    let kube = KubeApiServer::start_tls().await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+    e2e::rbac::load_shipped(&kube)?;
+    kube.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIQO}}),
+    );
+    install_liqo_roles(&kube);
+    // A probe of the certificates' O: only group liqo.io may read here.
+    kube.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "o-probe"}}),
+    );
+    kube.apply(
+        ROLES,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "reader", "namespace": "o-probe"},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+    );
+    kube.apply(
+        ROLE_BINDINGS,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "liqo-io-reads", "namespace": "o-probe"},
+               "subjects": [{"kind": "Group", "name": "liqo.io", "apiGroup": "rbac.authorization.k8s.io"}],
+               "roleRef": {"kind": "Role", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+    );
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
+
+    // The catalog: provider 1 sells Liqo v1 with a peering user per
+    // contract; alice buys for cluster c1, bob for c2.
+    let (_env, catalog, alice, bob, alices, bobs) = blocking(|| {
+        let env = Env::new(Backend::Embedded);
+        let catalog = buying::start(&env, &[]);
+        let seller = publish(&catalog, 1, "shop");
+        let r = register_per_contract(&catalog, &seller);
+        assert_eq!(r.status, 200, "{}", r.text);
+        let admin = admin(&catalog);
+        let alice = consumer(&catalog, &admin, "alice");
+        let bob = consumer(&catalog, &admin, "bob");
+        let bought = |token: &str, cluster: &str| {
+            let r = buy(
+                &catalog,
+                token,
+                "shop",
+                "small",
+                &json!({"consumerClusterID": cluster}),
+            );
+            assert_eq!(r.status, 201, "{}", r.text);
+            r.json["id"].as_str().unwrap().to_string()
+        };
+        let alices = bought(&alice, "c1");
+        let bobs = bought(&bob, "c2");
+        (env, catalog, alice, bob, alices, bobs)
+    });
+    let credentials = dir.path().join("catalog-credentials.json");
+    write_private(&credentials, &provider(1).to_string())?;
+
+    let (mut controller, _) = Spawn::new("peering-user-controller")
+        .args(["--catalog-url", &catalog.url("")])
+        .arg("--catalog-credentials-file")
+        .arg(&credentials)
+        .args(["--api-server-address", &kube.url()])
+        .arg("--api-server-ca-file")
+        .arg(&ca)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--certificate-lifetime", "1h"])
+        .args(["--poll-interval", "200ms", "--retry", "100ms"])
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+        .args(["--lease-retry", "250ms"])
+        .env("POD_NAMESPACE", LIQO)
+        .env("RUST_LOG", "info,peering_users=debug")
+        .start_announced(1)?;
+
+    // Each consumer's contract carries its own peering user's kubeconfig.
+    let c1 = settle("c1's kubeconfig released", || {
+        released(&catalog, &alice, &alices)
+    })
+    .await?;
+    let c2 = settle("c2's kubeconfig released", || {
+        released(&catalog, &bob, &bobs)
+    })
+    .await?;
+    assert_ne!(c1, c2);
+    for (text, consumer) in [(&c1, "c1"), (&c2, "c2")] {
+        let v = kube::config::Kubeconfig::from_yaml(text)?;
+        let context = v.contexts[0].context.as_ref().context("a context")?;
+        assert_eq!(
+            context.namespace.as_deref(),
+            Some(format!("liqo-tenant-{consumer}").as_str())
+        );
+        assert_eq!(v.auth_infos[0].name, format!("{consumer}-user"));
+        let cluster = v.clusters[0].cluster.as_ref().context("a cluster")?;
+        assert_eq!(cluster.server.as_deref(), Some(kube.url().as_str()));
+    }
+    // Nobody else gets it.
+    let r = blocking(|| get(&catalog, &format!("/contracts/{alices}"), Some(&bob)));
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    // What liqoctl generate peering-user makes, for each.
+    for consumer in ["c1", "c2"] {
+        let csr = kube
+            .get(CSRS, None, &format!("liqo-peer-user-{consumer}"))
+            .context("CSR")?;
+        assert_eq!(
+            csr["spec"]["signerName"],
+            "kubernetes.io/kube-apiserver-client"
+        );
+        assert_eq!(csr["spec"]["expirationSeconds"], 3600);
+        assert_eq!(
+            csr["spec"]["usages"],
+            json!(["digital signature", "key encipherment", "client auth"])
+        );
+        assert_eq!(
+            csr["metadata"]["labels"]["liqo.io/peering-user-name"],
+            format!("liqo-peer-user-{consumer}")
+        );
+        assert_eq!(csr["spec"]["username"], CONTROLLER_USER);
+        assert_eq!(csr["status"]["conditions"][0]["type"], "Approved");
+        assert!(kube
+            .get(NAMESPACES, None, &format!("liqo-tenant-{consumer}"))
+            .is_some());
+        assert!(kube
+            .get(SECRETS, Some(LIQO), &format!("liqo-peer-user-{consumer}"))
+            .is_some());
+        assert_eq!(
+            rolebindings(&kube, consumer),
+            [
+                format!("liqo-tenant-{consumer}/liqo-peer-user-{consumer}-tenant-ns-writer"),
+                format!("liqo/liqo-peer-user-{consumer}-liqo-ns-reader"),
+            ]
+        );
+    }
+
+    // c1's kubeconfig is c1's peering user, in group liqo.io, with the
+    // RoleBindings' permissions only.
+    let as_c1 = client_of(&c1).await?;
+    let before = kube.audit().len();
+    assert_eq!(list_status(&as_c1, "liqo-tenant-c1", "secrets").await?, 200);
+    assert_eq!(list_status(&as_c1, "liqo", "configmaps").await?, 200);
+    assert_eq!(list_status(&as_c1, "o-probe", "configmaps").await?, 200);
+    assert_eq!(list_status(&as_c1, "liqo-tenant-c2", "secrets").await?, 403);
+    assert_eq!(list_status(&as_c1, "liqo", "secrets").await?, 403);
+    let users = users_seen(&kube, before);
+    assert_eq!(users.len(), 1, "{users:?}");
+    let suffix = users[0]
+        .strip_prefix("liqo-peer-user-c1-")
+        .with_context(|| format!("authenticated as {}", users[0]))?;
+    assert!(
+        suffix.len() == 32 && suffix.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{suffix}"
+    );
+    let as_c2 = client_of(&c2).await?;
+    assert_eq!(list_status(&as_c2, "liqo-tenant-c2", "secrets").await?, 200);
+    assert_eq!(list_status(&as_c2, "liqo-tenant-c1", "secrets").await?, 403);
+
+    // c1's contract ends: its peering user goes, c2's stays.
+    blocking(|| {
+        let r = delete(&catalog, &format!("/purchases/{alices}"), Some(&alice));
+        assert_eq!(r.status, 200, "{}", r.text);
+    });
+    settle("c1's peering user removed", || {
+        let gone = kube.get(CSRS, None, "liqo-peer-user-c1").is_none()
+            && rolebindings(&kube, "c1").is_empty()
+            && kube.get(SECRETS, Some(LIQO), "liqo-peer-user-c1").is_none();
+        gone.then_some(())
+    })
+    .await?;
+    assert_eq!(list_status(&as_c1, "liqo-tenant-c1", "secrets").await?, 403);
+    assert!(kube.get(CSRS, None, "liqo-peer-user-c2").is_some());
+    assert_eq!(rolebindings(&kube, "c2").len(), 2);
+    assert_eq!(list_status(&as_c2, "liqo-tenant-c2", "secrets").await?, 200);
+    // Liqo's tenant namespace stays: Liqo keeps its own objects there.
+    assert!(kube.get(NAMESPACES, None, "liqo-tenant-c1").is_some());
+
+    controller.terminate(Duration::from_secs(5))?;
+    Ok(())
+}
