@@ -8,13 +8,19 @@
 //! webhook reads; [`Hook`] is the webhook on the test API server's
 //! admission chain, reading Quotas and Namespaces from watch caches as
 //! Liqo's does from the manager's cached client, and keeping the pods it
-//! admitted per creator as its peering cache does.
+//! admitted per creator as its peering cache does. A deletion releases the
+//! pod's share ([`release`], SPW:186-223); the test server calls hooks on
+//! CREATE and UPDATE only, so [`Hook`] releases a pod when its ShadowPod
+//! watch reports it deleted, where Liqo does on the DELETE request.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use kube::api::DynamicObject;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::Store;
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
 use kube::Client;
 use kube_test_server::admission::{Attributes, Denial, ValidatingHook};
 use quantity::Quantity;
@@ -30,13 +36,22 @@ const CACHE: &str = "shadowpod-webhook-cache";
 /// `pkg/virtualKubelet/forge/meta.go:28`: the origin cluster of a ShadowPod.
 pub const ORIGIN_CLUSTER_ID: &str = "offloading.liqo.io/origin";
 
-/// Why a ShadowPod is refused, with the webhook's own message.
+/// Why a ShadowPod is refused, with the webhook's own HTTP code and
+/// message: 403 for `admission.Denied`, 400 for the
+/// `admission.Errored(http.StatusBadRequest, …)` of a missing namespace
+/// (SPW:103-107).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Denied(pub String);
+#[error("{message}")]
+pub struct Denied {
+    pub code: u16,
+    pub message: String,
+}
 
 fn denied(message: impl Into<String>) -> Denied {
-    Denied(message.into())
+    Denied {
+        code: 403,
+        message: message.into(),
+    }
 }
 
 /// What the webhook reads besides the ShadowPod itself.
@@ -53,6 +68,15 @@ pub struct World<'a> {
     pub admitted: &'a [Value],
 }
 
+/// `namespace/name` of a ShadowPod: its key in the peering cache (PI:110).
+fn cache_key(shadowpod: &Value) -> (&str, &str) {
+    let meta = &shadowpod["metadata"];
+    (
+        meta["namespace"].as_str().unwrap_or_default(),
+        meta["name"].as_str().unwrap_or_default(),
+    )
+}
+
 /// SPW:87-146: whether creating `shadowpod` is allowed.
 pub fn validate_create(shadowpod: &Value, world: &World<'_>) -> Result<(), Denied> {
     let labels = &shadowpod["metadata"]["labels"];
@@ -60,9 +84,14 @@ pub fn validate_create(shadowpod: &Value, world: &World<'_>) -> Result<(), Denie
     let Some(cluster) = labels[ORIGIN_CLUSTER_ID].as_str() else {
         return Err(denied("missing origin Cluster ID label"));
     };
-    // SPW:103-109, 225-240: a missing namespace is a 400 in Liqo, here a denial too.
+    // SPW:103-107, 225-230: a missing namespace is the client's NotFound,
+    // answered 400.
     let Some(namespace_labels) = world.namespace_labels else {
-        return Err(denied("namespace not found"));
+        let namespace = cache_key(shadowpod).0;
+        return Err(Denied {
+            code: 400,
+            message: format!("namespaces {namespace:?} not found"),
+        });
     };
     if namespace_labels.get(REMOTE_CLUSTER_ID).map(String::as_str) != Some(cluster) {
         return Err(denied("shadowpod Cluster ID label mismatch"));
@@ -84,10 +113,22 @@ pub fn validate_create(shadowpod: &Value, world: &World<'_>) -> Result<(), Denie
         return Err(denied("user is cordoned"));
     }
     // SPW:137-143, PI:124-150.
+    // The CRD has no default: a Quota without the field is `""`, which is
+    // not `None` (SPD:140), so requests are then required.
     let enforcement = quota["spec"]["limitsEnforcement"]
         .as_str()
-        .unwrap_or("None");
+        .unwrap_or_default();
     let wanted = pod_quota(shadowpod, enforcement)?;
+    // SPD:58-62: a pod of that name still counted is not admitted twice
+    // (here the cache holds only running pods: a released one is gone).
+    if world
+        .admitted
+        .iter()
+        .any(|other| cache_key(other) == cache_key(shadowpod))
+    {
+        let name = cache_key(shadowpod).1;
+        return Err(denied(format!("ShadowPod {name} is already running")));
+    }
     let total = resource_list(&quota["spec"]["resources"]);
     let mut used: BTreeMap<String, Quantity> = BTreeMap::new();
     for other in world.admitted {
@@ -99,6 +140,48 @@ pub fn validate_create(shadowpod: &Value, world: &World<'_>) -> Result<(), Denie
         }
     }
     check_resources(&total, &used, &wanted)
+}
+
+/// SPW:186-223, PI:152-175, SPD:74-86: a deletion, with resource
+/// enforcement on, takes the pod out of its creator's cache (`cache`:
+/// creator → admitted pods) so its share is free again. It is always
+/// allowed — `Ok(Some(message))` when the cache did not hold the pod —
+/// except without a creator label.
+pub fn release(
+    shadowpod: &Value,
+    cache: &mut BTreeMap<String, Vec<Value>>,
+) -> Result<Option<String>, Denied> {
+    let name = cache_key(shadowpod).1;
+    // SPW:197-201.
+    let Some(creator) = shadowpod["metadata"]["labels"][CREATOR_USER].as_str() else {
+        return Err(denied("missing creator label"));
+    };
+    // SPW:204-211.
+    let Some(pods) = cache.get_mut(creator) else {
+        return Ok(Some(format!(
+            "Peering not found in cache for user {creator:?}"
+        )));
+    };
+    // SPD:75-85, SPW:213-220.
+    let Some(at) = pods
+        .iter()
+        .position(|p| cache_key(p) == cache_key(shadowpod))
+    else {
+        return Ok(Some(format!(
+            "ShadowPod {name} not found (Maybe Cache problem)"
+        )));
+    };
+    // The test server gives validating hooks the object before it sets
+    // `metadata.uid` (the real one sets it first, `rest.BeforeCreate`), so
+    // a pod counted without one is matched by name alone.
+    let counted = &pods[at]["metadata"]["uid"];
+    if !counted.is_null() && *counted != shadowpod["metadata"]["uid"] {
+        return Ok(Some(format!("ShadowPod {name}: UID mismatch")));
+    }
+    // PI:114-118: terminated, its quota subtracted (the refresh drops the
+    // description later, `cache.go:130-144`; here at once).
+    pods.remove(at);
+    Ok(None)
 }
 
 /// PI:74-82, 177-190: every requested key must be in the Quota and fit in
@@ -173,7 +256,10 @@ fn container_requests(
     let limits = resource_list(&container["resources"]["limits"]);
     if enforcement == "Hard" {
         for (k, req) in &requests {
-            let equal = limits.get(k).is_some_and(|lim| lim.sub(req).is_zero());
+            // A missing limit reads as a zero quantity (SPD:132).
+            let equal = limits
+                .get(k)
+                .map_or(req.is_zero(), |lim| lim.sub(req).is_zero());
             if !equal {
                 return Err(denied(format!(
                     "{k} limits and requests are not equal for container {name}"
@@ -210,6 +296,7 @@ pub fn resource_list(list: &Value) -> BTreeMap<String, Quantity> {
 pub const RULES: &[Rule] = &[
     Rule::new(&["offloading.liqo.io"], &["quotas"], READ),
     Rule::new(&[""], &["namespaces"], READ),
+    Rule::new(&["offloading.liqo.io"], &["shadowpods"], READ),
 ];
 
 /// The webhook's name in the chart
@@ -218,15 +305,15 @@ pub const NAME: &str = "shadowpod.validate.liqo.io";
 
 /// The ShadowPod validating webhook as an admission hook of the test API
 /// server: CREATE of `offloading.liqo.io` `shadowpods` (the chart's rule,
-/// :43-47); updates and deletions are let through (not modelled).
+/// :43-47); updates are let through (not modelled); deletions are taken
+/// from a ShadowPod watch (see the module docs).
 pub struct Hook {
     resource_enforcement: bool,
     quotas: Store<DynamicObject>,
     namespaces: Store<DynamicObject>,
-    /// The pods admitted so far per creator (PI:109-112, 143-148); the
-    /// cache refresh that drops deleted ShadowPods (`cache.go`) is not
-    /// modelled.
-    admitted: Mutex<BTreeMap<String, Vec<Value>>>,
+    /// The pods admitted and not deleted, per creator (PI:109-118); the
+    /// periodic refresh (`cache.go:76-110`) is not modelled.
+    admitted: Arc<Mutex<BTreeMap<String, Vec<Value>>>>,
 }
 
 impl Hook {
@@ -239,18 +326,41 @@ impl Hook {
         let (quotas, quota_task) =
             crate::watch_cache::start(client.clone(), crate::consts::quotas(), CACHE);
         let (namespaces, namespace_task) =
-            crate::watch_cache::start(client, crate::consts::namespaces(), CACHE);
+            crate::watch_cache::start(client.clone(), crate::consts::namespaces(), CACHE);
         // SPW:69-72: no answer before the caches are ready.
         let _ = quotas.wait_until_ready().await;
         let _ = namespaces.wait_until_ready().await;
+        let admitted = Arc::new(Mutex::new(BTreeMap::new()));
+        let deletions = tokio::spawn(release_deleted(client, admitted.clone()));
         let hook = Hook {
             resource_enforcement,
             quotas,
             namespaces,
-            admitted: Mutex::new(BTreeMap::new()),
+            admitted,
         };
-        (hook, vec![quota_task, namespace_task])
+        (hook, vec![quota_task, namespace_task, deletions])
     }
+}
+
+/// SPW:186-223 for each ShadowPod the watch reports deleted.
+async fn release_deleted(client: Client, admitted: Arc<Mutex<BTreeMap<String, Vec<Value>>>>) {
+    let api: Api<DynamicObject> = Api::all_with(client, &crate::offloading_consts::shadow_pods());
+    let events = watcher(api, watcher::Config::default()).default_backoff();
+    let span = tracing::info_span!("liqo_model", controller = CACHE, kind = "ShadowPod");
+    let release_each = events.for_each(|event| {
+        if let Ok(watcher::Event::Delete(shadowpod)) = event {
+            if let Ok(shadowpod) = serde_json::to_value(&shadowpod) {
+                let mut cache = admitted.lock().unwrap_or_else(|e| e.into_inner());
+                match release(&shadowpod, &mut cache) {
+                    Ok(None) => {}
+                    Ok(Some(note)) => tracing::debug!(note, "ShadowPod deletion"),
+                    Err(e) => tracing::debug!(error = %e, "ShadowPod deletion"),
+                }
+            }
+        }
+        futures::future::ready(())
+    });
+    tracing::Instrument::instrument(release_each, span).await;
 }
 
 impl ValidatingHook for Hook {
@@ -282,17 +392,24 @@ impl ValidatingHook for Hook {
             .unwrap_or_default()
             .to_string();
         let mut admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
-        let mine = admitted.entry(creator).or_default();
         let world = World {
             resource_enforcement: self.resource_enforcement,
             namespace_labels: namespace_labels.as_ref(),
             quotas: &quotas,
-            admitted: mine,
+            admitted: admitted.get(&creator).map_or(&[], Vec::as_slice),
         };
-        // `admission.Denied` answers 403 Forbidden with the message.
-        validate_create(a.object, &world).map_err(|Denied(m)| Denial::new(403, "Forbidden", m))?;
+        validate_create(a.object, &world).map_err(|d| {
+            let reason = if d.code == 400 {
+                "BadRequest"
+            } else {
+                "Forbidden"
+            };
+            Denial::new(d.code, reason, d.message)
+        })?;
+        // SPW:137, PI:143-148: the creator's cache made once its Quota is
+        // found, the admitted pod counted.
         if self.resource_enforcement {
-            mine.push(a.object.clone());
+            admitted.entry(creator).or_default().push(a.object.clone());
         }
         Ok(())
     }

@@ -270,7 +270,7 @@ async fn a_cordoned_quota_refuses_a_new_pod() {
             quotas: &quotas,
             admitted: &[],
         };
-        validate_create(&pod, &world).map_err(|d| d.0)
+        validate_create(&pod, &world).map_err(|d| d.message)
     };
     assert_eq!(
         check(&quota_now),
@@ -413,4 +413,71 @@ async fn a_deleted_quota_is_made_again() {
     })
     .await;
     assert_eq!(again["spec"]["resources"], grant);
+}
+
+const SHADOWPODS: (&str, &str) = ("offloading.liqo.io", "shadowpods");
+
+/// Create `pod` on the server until `expected(answer)` holds (the webhook's
+/// caches follow the server a moment later), or fail after 10 s.
+async fn created_until(
+    kube: &KubeApiServer,
+    pod: &Value,
+    what: &str,
+    expected: impl Fn(&Result<Value, String>) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = kube
+            .create(SHADOWPODS, pod.clone())
+            .map_err(|e| e.to_string());
+        if expected(&answer) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never {what}; last {answer:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// webhook_test.go:159-177 through the API server: a ShadowPod created
+/// there is counted, a second that does not fit is refused, and deleting
+/// the first frees its share (`webhook.go:186-223`) so the second is then
+/// admitted; a cordon refuses a new pod that fits.
+#[tokio::test]
+async fn deleting_a_shadowpod_on_the_server_frees_its_share_and_a_cordon_refuses_a_new_one() {
+    let (kube, _liqo) = provider(ProviderConfig::default()).await;
+    namespace(
+        &kube,
+        "offloaded",
+        json!({"liqo.io/remote-cluster-id": CONSUMER}),
+    );
+    granted_quota(&kube, "gold", gold_grant()).await;
+    let user = quota_name("gold");
+    let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
+    created_until(&kube, &first, "admitted", Result::is_ok).await;
+    let second = shadowpod::shadow_pod("second", CONSUMER, &user, "600m", "512Mi");
+    let refused = kube.create(SHADOWPODS, second.clone()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("peering cpu quota usage exceeded"),
+        "{refused}"
+    );
+    kube.delete_object(SHADOWPODS, Some("offloaded"), "first")
+        .unwrap();
+    created_until(
+        &kube,
+        &second,
+        "admitted once the first is gone",
+        Result::is_ok,
+    )
+    .await;
+    cordon(&kube, "gold", "true");
+    let small = shadowpod::shadow_pod("small", CONSUMER, &user, "100m", "128Mi");
+    created_until(&kube, &small, "refused as cordoned", |a| {
+        a.as_ref().is_err_and(|e| e.contains("user is cordoned"))
+    })
+    .await;
 }
