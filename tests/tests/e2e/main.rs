@@ -29,6 +29,7 @@ mod catalog_contract_peering;
 mod catalog_contracts;
 mod catalog_demo_liqo;
 mod catalog_durability;
+mod catalog_enforcement;
 mod catalog_feed;
 mod catalog_feed_mongo;
 mod catalog_feed_resync;

@@ -6,11 +6,15 @@
 //! `LiqoEnforcementUnknown` with a message saying why, nothing is granted,
 //! the `slice_controller_liqo_enforcement` gauge says `unknown`, `/readyz`
 //! stays 200 and says why no new grants are made, and both `get`s were
-//! allowed by the Role `deploy/` ships (404, not 403).
+//! allowed by the Role `deploy/` ships (404, not 403). Given the catalog
+//! (under the default `fit` policy), the controller reports the level
+//! there, and the provider's offer carries it (`enforcement: unknown`).
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
-use crate::slice_controller_support::{http_get, Provider, CLASS, CONTROLLER_USER, SETTLE};
+use crate::slice_controller_support::{
+    blocking, http_get, shop, Provider, CLASS, CONTROLLER_USER, SETTLE,
+};
 
 const CONSUMER: &str = "c1";
 
@@ -19,7 +23,18 @@ async fn slice_controller_holds_new_grants_while_liqo_enforcement_is_unknown() -
     let p = Provider::start(&[("cpu", "8"), ("memory", "16Gi"), ("pods", "100")]).await?;
     p.tenant(CONSUMER, "Active");
     p.slice(CONSUMER, "gold-1", CLASS, &[("cpu", "2")], true);
-    let (_controller, port) = p.controller(&["--if-enforcement-unknown", "refuse"])?;
+    let dir = tempfile::tempdir()?;
+    let shop = shop(dir.path());
+    let url = shop.catalog.url("");
+    let credentials = shop.credentials.display().to_string();
+    let (_controller, port) = p.controller(&[
+        "--if-enforcement-unknown",
+        "refuse",
+        "--catalog-url",
+        &url,
+        "--catalog-credentials-file",
+        &credentials,
+    ])?;
 
     let denied = p
         .wait_condition(CONSUMER, "gold-1", SETTLE, |c| c["status"] == "Denied")
@@ -63,5 +78,18 @@ async fn slice_controller_holds_new_grants_while_liqo_enforcement_is_unknown() -
         );
     }
     assert!(reads.iter().all(|(_, code)| *code == 404), "{reads:?}");
+
+    // The level reached the catalog: the provider's offer shows it.
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let offer = blocking(|| shop.catalog.get("/offer/shop").json);
+        if offer["enforcement"] == "unknown" {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("the offer never showed the provider's enforcement level: {offer}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     Ok(())
 }
