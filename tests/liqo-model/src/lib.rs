@@ -191,8 +191,8 @@
 //! - The Tenant controller's cordon and drain (tests set the Tenant's
 //!   condition), peering and unpeering.
 //! - In the ShadowPod webhook: its mutating half (the creator label, from
-//!   the request's user, which hooks are not given), updates, deletions
-//!   and the cache refresh that forgets deleted ShadowPods. The test
+//!   the request's user, which hooks are not given), updates, and the
+//!   cache's initialisation and refresh (deletions come from a watch). The test
 //!   server serves Liqo's ShadowPod CRD, so a ShadowPod created there is
 //!   judged by the registered hook; tests set the creator label.
 //! - Node deletion, the node's addresses, node info and leases.

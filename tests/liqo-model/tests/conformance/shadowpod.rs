@@ -327,3 +327,46 @@ fn at_level_hard_a_missing_limit_is_zero() {
         Err("nvidia.com/gpu limits and requests are not equal for container main".into())
     );
 }
+
+/// spdescription_test.go:177-203: an init container without cpu or memory
+/// requests (at a level that requires them), and a pod without containers,
+/// are errors.
+#[test]
+fn an_init_container_without_requests_or_a_pod_without_containers_is_refused() {
+    use liqo_model::shadowpod_webhook::pod_quota;
+    let mut pod = shadow_pod("p", ORIGIN, USER, "1", "1Gi");
+    pod["spec"]["pod"]["initContainers"] =
+        json!([{"name": "init", "resources": {"requests": {"cpu": "1"}}}]);
+    assert_eq!(
+        pod_quota(&pod, "Soft").map_err(|d| d.message),
+        Err("CPU and/or memory requests not set for initContainer init".into())
+    );
+    assert!(pod_quota(&pod, "None").is_ok());
+    pod["spec"]["pod"] = json!({});
+    assert_eq!(
+        pod_quota(&pod, "None").map_err(|d| d.message),
+        Err("ShadowPod p has no containers defined".into())
+    );
+}
+
+/// spdescription_test.go:205-223: the sum of the containers' requests, or
+/// per key the largest init container's when that is larger.
+#[test]
+fn a_pods_quota_is_the_max_of_its_containers_sum_and_its_largest_init_container() {
+    use liqo_model::shadowpod_webhook::pod_quota;
+    let mut pod = shadow_pod("p", ORIGIN, USER, "1", "1Gi");
+    let container = |name: &str, cpu: &str, memory: &str| json!({"name": name, "resources": {"requests": {"cpu": cpu, "memory": memory}}});
+    pod["spec"]["pod"]["containers"] =
+        json!([container("a", "1", "1Gi"), container("b", "2", "1Gi")]);
+    pod["spec"]["pod"]["initContainers"] =
+        json!([container("i1", "1", "4Gi"), container("i2", "2", "3Gi")]);
+    let quota = pod_quota(&pod, "Soft").unwrap();
+    let text: BTreeMap<String, String> = quota
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect();
+    assert_eq!(
+        text,
+        BTreeMap::from([("cpu".into(), "3".into()), ("memory".into(), "4Gi".into())])
+    );
+}
