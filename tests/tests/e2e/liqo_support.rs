@@ -67,6 +67,58 @@ pub fn peer(
     );
 }
 
+/// What Liqo's declarative peering leaves
+/// (`docs/advanced/peering/peering-via-cr.md`, "Declarative configuration
+/// of clusters authentication"): the tenant namespaces, the provider's
+/// `Active` Tenant for the consumer with `authzPolicy:
+/// TolerateNoHandshake` (no nonce, no keys), and on the consumer no
+/// Identity but a kubeconfig Secret labelled `liqo.io/identity-type:
+/// ControlPlane` and `liqo.io/remote-cluster-id`, annotated
+/// `liqo.io/remote-tenant-namespace`. (The RoleBinding to
+/// `liqo-remote-controlplane` the page adds is for the consumer's user;
+/// the model's replicator runs under its own grant.) The ForeignCluster
+/// Liqo makes when the declared networking objects appear
+/// (`foreigncluster_controller.go:175-178, 203-225`; the model runs no
+/// networking) is written here, after the Secret.
+pub fn peer_declaratively(
+    consumer: &KubeApiServer,
+    consumer_id: &str,
+    provider: &KubeApiServer,
+    provider_id: &str,
+) {
+    use base64::Engine;
+    let on_consumer = tenant_namespace(provider_id);
+    let on_provider = tenant_namespace(consumer_id);
+    let tenant_labels =
+        |peer: &str| json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
+    namespace(consumer, &on_consumer, tenant_labels(provider_id));
+    namespace(provider, &on_provider, tenant_labels(consumer_id));
+    provider.apply(
+        TENANTS,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+               "metadata": {"name": consumer_id, "namespace": on_provider,
+                            "labels": {"liqo.io/remote-cluster-id": consumer_id}},
+               "spec": {"clusterID": consumer_id, "authzPolicy": "TolerateNoHandshake",
+                        "tenantCondition": "Active"}}),
+    );
+    let kubeconfig = e2e::contracts::kubeconfig("https://provider.example:6443");
+    consumer.apply(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "cplane-secret", "namespace": on_consumer,
+                            "labels": {"liqo.io/identity-type": "ControlPlane",
+                                       "liqo.io/remote-cluster-id": provider_id},
+                            "annotations": {"liqo.io/remote-tenant-namespace": on_provider}},
+               "data": {"kubeconfig": base64::engine::general_purpose::STANDARD.encode(kubeconfig)}}),
+    );
+    consumer.apply(
+        FOREIGN_CLUSTERS,
+        json!({"apiVersion": "core.liqo.io/v1beta1", "kind": "ForeignCluster",
+               "metadata": {"name": provider_id, "labels": {"liqo.io/remote-cluster-id": provider_id}},
+               "spec": {"clusterID": provider_id}}),
+    );
+}
+
 /// An Identity in the consumer's tenant namespace for `provider_id` with
 /// its kubeconfig Secret, as Liqo's Identity controller leaves it
 /// (`status.kubeconfigSecretRef`).

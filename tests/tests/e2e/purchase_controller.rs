@@ -454,6 +454,9 @@ fn v0_purchase_peers_out_of_band() {
         market.contract(&alice, &id).1["state"] == "ready"
     });
 
+    // Deleted, the last Purchase of the provider unpeers (Liqo v0.10
+    // ending the outgoing peering once told) before its finalizer goes.
+    let _unpeer = liqo_stand_in::unpeer_v0(rt.handle(), consumer.kube.clone());
     consumer
         .kube
         .delete_object(PURCHASES, Some(TEAM), "old")
@@ -477,6 +480,247 @@ fn v0_purchase_peers_out_of_band() {
         .kube
         .get(OFFLOADINGS, Some("apps"), "offloading")
         .is_none());
+}
+
+/// Liqo v0.x peerings are shared: one Purchase's end leaves the peering
+/// another Purchase of the provider uses (even the one that made it), and
+/// the last one takes it down in `liqoctl unpeer out-of-band`'s order —
+/// outgoing peering disabled, its end awaited, the ForeignCluster kept
+/// while the provider still peers with this cluster, then deleted with its
+/// token Secret.
+#[test]
+fn v0_peerings_are_reference_counted_and_unpeered_in_liqos_order() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let id = |c: Value| c["id"].as_str().unwrap().to_string();
+    let first = id(market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID})));
+    let second = id(market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID})));
+    let consumer = Consumer::start(&rt, "v0", &alice).unwrap();
+    let (_controller, _) = consumer.controller("v0").unwrap();
+    let fc = || consumer.kube.get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME);
+    let token = || {
+        consumer.kube.get(
+            SECRETS,
+            Some("liqo"),
+            &format!("remote-token-{PROVIDER_ID}"),
+        )
+    };
+    consumer.purchase("first", &market.url(), json!({"contractID": first}));
+    wait_until("the first Purchase made the ForeignCluster", || {
+        fc().is_some_and(|fc| {
+            fc["metadata"]["annotations"]["broker.liqo-broker.io/purchase"] == "team/first"
+        })
+    });
+    consumer.purchase("second", &market.url(), json!({"contractID": second}));
+    liqo_stand_in::establish_v0(&consumer.kube, PROVIDER_NAME);
+    consumer.wait_phase("first", "Ready").unwrap();
+    consumer.wait_phase("second", "Ready").unwrap();
+    let _liqo = liqo_stand_in::unpeer_v0(rt.handle(), consumer.kube.clone());
+
+    // The Purchase that made the peering goes; the other still uses it.
+    consumer
+        .kube
+        .delete_object(PURCHASES, Some(TEAM), "first")
+        .unwrap();
+    wait_until("the first Purchase is gone", || {
+        consumer.get_purchase("first").is_none()
+    });
+    let kept = fc().expect("the peering the second Purchase uses stays");
+    assert_eq!(kept["spec"]["outgoingPeeringEnabled"], "Yes", "{kept:#}");
+    assert!(token().is_some(), "its token Secret stays");
+
+    // The provider peers with this cluster in its turn; then the second
+    // contract is cancelled: the outgoing peering is disabled and ends,
+    // but the ForeignCluster stays while the incoming peering is up.
+    liqo_stand_in::establish_v0_incoming(&consumer.kube, PROVIDER_NAME, true);
+    let r = e2e::buying::delete(
+        &market.catalog,
+        &format!("/purchases/{second}"),
+        Some(&alice),
+    );
+    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    let ended = consumer.wait_phase("second", "Ended").unwrap();
+    assert_eq!(
+        condition(&ended, "Peered")["reason"],
+        "Unpeering",
+        "{ended:#}"
+    );
+    let outgoing = |fc: &Value| {
+        fc["status"]["peeringConditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "OutgoingPeering"))
+            .map(|c| c["status"].clone())
+    };
+    wait_until("Liqo ended the disabled outgoing peering", || {
+        fc().is_some_and(|fc| {
+            fc["spec"]["outgoingPeeringEnabled"] == "No" && outgoing(&fc) == Some(json!("None"))
+        })
+    });
+    consumer
+        .wait_purchase("second", |p| condition(p, "Peered").is_null())
+        .unwrap();
+    assert!(
+        fc().is_some(),
+        "an incoming peering remains: the ForeignCluster stays"
+    );
+    assert!(token().is_some());
+
+    // The provider ends its peering too: now the ForeignCluster goes, and
+    // the token Secret with it.
+    liqo_stand_in::establish_v0_incoming(&consumer.kube, PROVIDER_NAME, false);
+    wait_until("the ForeignCluster is deleted", || fc().is_none());
+    wait_until("the token Secret is deleted", || token().is_none());
+}
+
+/// A peering made declaratively (Liqo's `peering-via-cr`: a
+/// `TolerateNoHandshake` Tenant on the provider, a control-plane
+/// kubeconfig Secret on the consumer, no Identity) is recognised as it is:
+/// its ForeignCluster has no `AuthIdentityControlPlaneStatus` condition.
+#[test]
+fn a_declarative_v1_peering_is_recognised() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
+    let provider = Provider::start(&rt, &market.url()).unwrap();
+    liqo_support::peer_declaratively(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
+    let _liqo = rt
+        .block_on(liqo_support::Liqo::start(
+            &consumer.kube,
+            CONSUMER_ID,
+            &provider.kube,
+            PROVIDER_ID,
+        ))
+        .unwrap();
+    let (_controller, _) = consumer.controller("v1").unwrap();
+    let contract = market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID}));
+    let id = contract["id"].as_str().unwrap().to_string();
+    consumer.purchase("declared", &market.url(), json!({"contractID": id}));
+    let ready = consumer.wait_phase("declared", "Ready").unwrap();
+    let peered = condition(&ready, "Peered");
+    assert_eq!(peered["status"], "True");
+    assert!(
+        peered["message"]
+            .as_str()
+            .unwrap()
+            .contains("declaratively"),
+        "{peered}"
+    );
+    let fc = consumer
+        .kube
+        .get(FOREIGN_CLUSTERS, None, PROVIDER_ID)
+        .unwrap();
+    let conditions = &fc["status"]["modules"]["authentication"]["conditions"];
+    assert!(
+        !conditions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "AuthIdentityControlPlaneStatus"),
+        "{fc:#}"
+    );
+    assert!(ready["status"]["peeringCommand"].is_null());
+    assert!(provider.replica(&slice_name(&id)).is_some());
+}
+
+/// A contract within the lead time is warned about on the Purchase (the
+/// `EndingSoon` condition with the end, a Warning Event once per end);
+/// extending it in the catalog clears the warning and touches nothing
+/// else.
+#[test]
+fn a_contract_ending_soon_is_warned_about_once_and_extending_it_clears_that() {
+    // The catalog's own lead time is short: the warning comes from the
+    // controller's (--contract-ending-soon, 1d by default).
+    let world = Peered::start_with(&["--contract-ending-soon", "1m"]);
+    let (market, consumer) = (&world.market, &world.consumer);
+    let alice = world.alice.clone();
+    let contract = market.buy(
+        &alice,
+        "small",
+        json!({"consumerClusterID": CONSUMER_ID, "durationSeconds": 3600}),
+    );
+    assert_eq!(contract["endingSoon"], false, "{contract}");
+    let id = contract["id"].as_str().unwrap().to_string();
+    consumer.purchase("short", &market.url(), json!({"contractID": id}));
+    let ready = consumer
+        .wait_purchase("short", |p| {
+            p["status"]["phase"] == "Ready" && condition(p, "EndingSoon")["status"] == "True"
+        })
+        .unwrap();
+    let warning = condition(&ready, "EndingSoon");
+    assert_eq!(warning["reason"], "ContractEndingSoon");
+    let end = ready["status"]["expiresAt"].as_str().unwrap().to_string();
+    let end_seconds = end.split('.').next().unwrap().trim_end_matches('Z');
+    assert!(
+        warning["message"].as_str().unwrap().contains(end_seconds),
+        "{warning} names {end}"
+    );
+    let warnings = || -> Vec<Value> {
+        consumer
+            .kube
+            .objects(("events.k8s.io", "events"))
+            .into_iter()
+            .filter(|e| {
+                e["regarding"]["name"] == "short"
+                    && e["reason"] == "ContractEndingSoon"
+                    && e["type"] == "Warning"
+            })
+            .collect()
+    };
+    wait_until("a Warning Event says the contract ends soon", || {
+        !warnings().is_empty()
+    });
+    // Once: two more rounds later, not repeated.
+    let rounds = || {
+        world
+            .rt
+            .block_on(crate::slice_controller_support::http_get(
+                world.port, "/metrics",
+            ))
+            .ok()
+            .and_then(|(_, body)| {
+                body.lines()
+                    .find_map(|l| {
+                        l.strip_prefix("purchase_controller_reconcile_duration_seconds_count ")
+                    })
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            })
+            .unwrap_or_default()
+    };
+    let seen = rounds();
+    wait_until("two more rounds", || rounds() >= seen + 2);
+    let events = warnings();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert!(events[0]["series"].is_null(), "repeated: {events:#?}");
+    assert!(events[0]["note"].as_str().unwrap().contains(end_seconds));
+
+    // Extended by five days: the warning clears, the slice stays.
+    let r = e2e::buying::post(
+        &market.catalog,
+        &format!("/contracts/{id}/extend"),
+        &json!({"durationSeconds": 5 * 24 * 3600}),
+        Some(&alice),
+    );
+    assert_eq!(r.status, 200, "extend: {}", r.text);
+    let extended = consumer
+        .wait_purchase("short", |p| condition(p, "EndingSoon")["status"] == "False")
+        .unwrap();
+    assert_eq!(
+        condition(&extended, "EndingSoon")["reason"],
+        "ContractExtended"
+    );
+    assert_eq!(extended["status"]["phase"], "Ready");
+    assert_ne!(extended["status"]["expiresAt"], end.as_str());
+    assert_eq!(warnings().len(), 1);
+    assert!(consumer
+        .kube
+        .get(
+            SLICES,
+            Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
+            &slice_name(&id)
+        )
+        .is_some());
 }
 
 /// Cancellation and expiry: the Purchase ends, its slice goes (and with

@@ -342,19 +342,26 @@ pub struct Peered {
     _liqo: Liqo,
     _offload: liqo_stand_in::Running,
     _controller: Child,
+    /// The controller's `/metrics` port.
+    pub port: u16,
     /// Last: the servers' tasks run on it until everything else is gone.
     pub rt: tokio::runtime::Runtime,
 }
 
 impl Peered {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`Peered::start`] with these catalog flags.
+    pub fn start_with(catalog_flags: &[&str]) -> Self {
         let rt = runtime();
-        let market = Market::open(&[]);
+        let market = Market::open(catalog_flags);
         let alice = market.consumer("alice");
         let consumer = Consumer::start(&rt, "v1", &alice).expect("consumer cluster");
         let provider = Provider::start(&rt, &market.url()).expect("provider cluster");
         let (liqo, offload) = run_liqo(&rt, &consumer, &provider);
-        let (controller, _) = consumer.controller("v1").expect("purchase-controller");
+        let (controller, port) = consumer.controller("v1").expect("purchase-controller");
         Self {
             market,
             alice,
@@ -363,6 +370,7 @@ impl Peered {
             _liqo: liqo,
             _offload: offload,
             _controller: controller,
+            port,
             rt,
         }
     }
