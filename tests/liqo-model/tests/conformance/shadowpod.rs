@@ -173,7 +173,7 @@ fn a_shadowpod_still_counted_is_not_admitted_twice() {
     let q = quota(json!({"cpu": "4", "memory": "4Gi"}), false, "None");
     let running = shadow_pod("a", ORIGIN, USER, "1", "1Gi");
     assert_eq!(
-        check(&running, &[q], &[running.clone()], true),
+        check(&running, &[q], std::slice::from_ref(&running), true),
         Err("ShadowPod a is already running".into())
     );
 }
@@ -320,7 +320,7 @@ fn at_level_hard_a_missing_limit_is_zero() {
         false,
         "Hard",
     );
-    assert_eq!(check(&pod, &[hard.clone()], &[], true), Ok(()));
+    assert_eq!(check(&pod, std::slice::from_ref(&hard), &[], true), Ok(()));
     pod["spec"]["pod"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = json!("1");
     assert_eq!(
         check(&pod, &[hard], &[], true),
