@@ -8,45 +8,23 @@
 //! Their validation is [`crate::validation`]'s; who signs is the
 //! `csr_signer` module.
 //!
-//! Creates, updates and patches of CSRs come here from the HTTP handler
-//! ([`serve`]); reads, lists, watches and deletes are the generic ones.
-//! Server-side apply is not routed here (the generic path applies it, and
-//! does not keep `spec` as the registry would).
+//! Pure decisions: the store runs them on every CSR write, whichever way
+//! it comes (create, update, patch, server-side apply; any subresource) —
+//! the create strategy for a client's create, the update strategy of the
+//! subresource written, and the two plugins after
+//! OwnerReferencesPermissionEnforcement, as `AllOrderedPlugins` orders
+//! them (the store's `World::write`).
 
-use std::collections::HashMap;
-
-use axum::http::{HeaderMap, Method};
-use axum::response::Response;
 use serde_json::{json, Value};
 
 use crate::audit::ResourceAttributes;
 use crate::builtin::{CERTIFICATES, CSRS};
 use crate::crd::ResourceDef;
-use crate::patch::{self, PatchType};
 use crate::rbac::{self, Attributes, Decision, Policy, UserInfo};
-use crate::shared::{error_response, json_response, Shared};
 use crate::status::ApiError;
-use crate::store::{Target, World};
-use crate::validation;
 
-/// The three write paths of a CSR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subresource {
-    Main,
-    Status,
-    Approval,
-}
-
-impl Subresource {
-    fn parse(subresource: Option<&str>) -> Option<Self> {
-        match subresource {
-            None => Some(Self::Main),
-            Some("status") => Some(Self::Status),
-            Some("approval") => Some(Self::Approval),
-            Some(_) => None,
-        }
-    }
-}
+/// The three write paths of a CSR: the object, `status` and `approval`.
+pub use crate::target::Target as Subresource;
 
 /// Whether `def` is the CSR resource.
 pub fn is_csr(def: &ResourceDef) -> bool {
@@ -130,7 +108,7 @@ pub fn prepare_update(mut sent: Value, old: &Value, subresource: Subresource, no
     sent["spec"] = old["spec"].clone();
     let old_conditions = conditions(old);
     match subresource {
-        Subresource::Main => sent["status"] = old["status"].clone(),
+        Subresource::Main | Subresource::Finalize => sent["status"] = old["status"].clone(),
         Subresource::Status => {
             let mut new = conditions(&sent);
             for kind in ["Approved", "Denied"] {
@@ -203,7 +181,7 @@ pub fn admit(
 ) -> Result<(), ApiError> {
     let signer = old["spec"]["signerName"].as_str().unwrap_or_default();
     let verb = match subresource {
-        Subresource::Main => return Ok(()),
+        Subresource::Main | Subresource::Finalize => return Ok(()),
         Subresource::Approval => "approve",
         Subresource::Status => {
             let unchanged = new["status"]["certificate"] == old["status"]["certificate"]
@@ -223,131 +201,6 @@ pub fn admit(
         name,
         &format!("user not permitted to {verb} requests with signerName {signer:?}"),
     ))
-}
-
-// ---- writes ----------------------------------------------------------------
-
-/// Update CSR `name` through `subresource` with `sent` (a PUT body, or the
-/// stored object with a patch applied), as the registry does: the
-/// strategy prepares it, it is validated (a 422 before any admission 403,
-/// as `BeforeUpdate` runs before validating admission), admitted for
-/// `user` when RBAC holds them (`policy`), then stored (with the store's
-/// admission for that user: OwnerReferencesPermissionEnforcement…).
-pub fn update(
-    world: &mut World,
-    def: &ResourceDef,
-    name: &str,
-    sent: Value,
-    subresource: Subresource,
-    admission: Option<(&Policy, &UserInfo)>,
-) -> Result<Value, ApiError> {
-    let old = world.get(def, None, name)?;
-    let prepared = prepare_update(sent, &old, subresource, &timestamp());
-    let approval = subresource == Subresource::Approval;
-    let validate = || {
-        validation::kind_causes(
-            def,
-            &prepared,
-            Some(&old),
-            !approval && subresource == Subresource::Status,
-        )
-    };
-    let causes = if approval {
-        validation::as_csr_approval(validate)
-    } else {
-        validate()
-    };
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(def, name, causes));
-    }
-    if let Some((policy, user)) = admission {
-        admit(policy, user, subresource, name, &prepared, &old)?;
-    }
-    let target = match subresource {
-        Subresource::Main => Target::Main,
-        Subresource::Status | Subresource::Approval => Target::Status,
-    };
-    let user = admission.map(|(_, user)| user);
-    let write = || world.update_as(def, None, name, prepared, target, user);
-    if approval {
-        validation::as_csr_approval(write)
-    } else {
-        write()
-    }
-}
-
-/// Serve a create, update or patch of a CSR (any subresource) or a read of
-/// its `approval` subresource; `None` for every other request, which the
-/// generic handler serves. `requester` is who sent it; `policy` is set
-/// when RBAC holds them.
-#[allow(clippy::too_many_arguments)]
-pub fn serve(
-    shared: &Shared,
-    def: &ResourceDef,
-    requester: &UserInfo,
-    policy: Option<&Policy>,
-    name: Option<&str>,
-    subresource: Option<&str>,
-    method: &Method,
-    headers: &HeaderMap,
-    query: &HashMap<String, String>,
-    body: &[u8],
-) -> Option<Response> {
-    let subresource = Subresource::parse(subresource)?;
-    let dry_run = query.get("dryRun").is_some_and(|d| !d.is_empty());
-    if !is_csr(def) || dry_run {
-        return None;
-    }
-    let parse = || -> Result<Value, ApiError> {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
-    };
-    let admission = policy.map(|p| (p, requester));
-    let mut world = shared.world();
-    let result = match (method.as_str(), name, subresource) {
-        ("POST", None, Subresource::Main) => parse().and_then(|mut object| {
-            prepare_create(&mut object, requester);
-            world
-                .create_as(def, None, object, policy.map(|_| requester))
-                .map(|o| (o, 201))
-        }),
-        ("GET", Some(name), Subresource::Approval) => world.get(def, None, name).map(|o| (o, 200)),
-        ("PUT", Some(name), _) => parse()
-            .and_then(|sent| update(&mut world, def, name, sent, subresource, admission))
-            .map(|o| (o, 200)),
-        ("PATCH", Some(name), _) => {
-            let content_type = headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let patched = match PatchType::from_content_type(content_type) {
-                None => Err(ApiError::unsupported_patch(content_type, false)),
-                Some(PatchType::Apply) => return None,
-                Some(patch_type) => world.get(def, None, name).and_then(|mut object| {
-                    match patch_type {
-                        PatchType::Merge => {
-                            patch::merge_patch(&mut object, &patch::json_body(body)?)
-                        }
-                        PatchType::Json => patch::json_patch(&mut object, body)?,
-                        _ => patch::strategic_merge(&mut object, &patch::json_body(body)?),
-                    }
-                    Ok(object)
-                }),
-            };
-            patched
-                .and_then(|sent| update(&mut world, def, name, sent, subresource, admission))
-                .map(|o| (o, 200))
-        }
-        _ => return None,
-    };
-    drop(world);
-    Some(match result {
-        Ok((mut object, code)) => {
-            object["apiVersion"] = json!(def.api_version(def.storage_version()));
-            json_response(code, object)
-        }
-        Err(e) => error_response(&e),
-    })
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@ use tracing::Instrument;
 
 use crate::builtin::{CERTIFICATES, CSRS};
 use crate::crd::GroupResource;
-use crate::csr::{self, Subresource};
+use crate::csr;
 use crate::shared::Shared;
+use crate::target::Target;
 use crate::tls::Pki;
 
 /// The one signer served (`capi.KubeAPIServerClientSignerName`).
@@ -173,7 +174,7 @@ fn sync(shared: &Shared, pki: &Pki) {
         let Some(def) = world.registry.get(&gr) else {
             return;
         };
-        if let Err(e) = csr::update(&mut world, &def, name, sent, Subresource::Status, None) {
+        if let Err(e) = world.update(&def, None, name, sent, Target::Status) {
             // A conflict: the next change brings the CSR as it is now.
             tracing::debug!(csr = name, error = %e, "status not written");
         }

@@ -113,6 +113,7 @@ pub mod server;
 pub mod shared;
 pub mod status;
 pub mod store;
+pub mod target;
 pub mod tls;
 pub mod validation;
 pub mod watch;

@@ -245,28 +245,12 @@ pub async fn handle(
             }
         }
     };
-    if let (true, Some(requester)) = (csr::is_csr(&def), user_info.as_ref()) {
-        // CSR writes take the registry's strategies and admission plugins.
-        let policy = restricted.map(|_| policy(&shared));
-        let (name, subresource) = (route.name.as_deref(), route.subresource.as_deref());
-        if let Some(response) = csr::serve(
-            &shared,
-            &def,
-            requester,
-            policy.as_ref(),
-            name,
-            subresource,
-            &method,
-            &headers,
-            &query,
-            &body,
-        ) {
-            record(&shared, response.status().as_u16());
-            return response;
-        }
-    }
+    let users = Users {
+        restricted,
+        requester: user_info.as_ref(),
+    };
     let response = serve(
-        &shared, &def, &route, &method, &headers, &query, &body, watching, restricted,
+        &shared, &def, &route, &method, &headers, &query, &body, watching, users,
     )
     .await;
     record(&shared, response.status().as_u16());
@@ -328,6 +312,14 @@ fn cut_response() -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// Who a request is by: the user RBAC holds to (`None`: allowed
+/// everything), and whoever sent it.
+#[derive(Clone, Copy)]
+struct Users<'a> {
+    restricted: Option<&'a UserInfo>,
+    requester: Option<&'a UserInfo>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     shared: &Shared,
@@ -338,7 +330,7 @@ async fn serve(
     query: &HashMap<String, String>,
     body: &[u8],
     watching: bool,
-    user: Option<&UserInfo>,
+    users: Users<'_>,
 ) -> Response {
     let namespaces = def.group.is_empty() && def.plural == "namespaces";
     let pods = !def.custom && def.group.is_empty() && def.plural == "pods";
@@ -347,6 +339,7 @@ async fn serve(
         None => Target::Main,
         Some("status") if def.status_subresource => Target::Status,
         Some("finalize") if namespaces && method == Method::PUT => Target::Finalize,
+        Some("approval") if csr::is_csr(def) => Target::Approval,
         Some(_) => return error_response(&not_found_path()),
     };
     if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
@@ -430,7 +423,7 @@ async fn serve(
                 body,
                 query,
                 "CreateOptions",
-                user,
+                users,
                 201,
             )
         }
@@ -445,7 +438,7 @@ async fn serve(
                 body,
                 query,
                 "UpdateOptions",
-                user,
+                users,
                 200,
             )
         }
@@ -477,7 +470,7 @@ async fn serve(
                 body,
                 query,
                 "PatchOptions",
-                user,
+                users,
                 200,
             )
         }
@@ -549,7 +542,7 @@ fn written(
     body: &[u8],
     query: &HashMap<String, String>,
     options: &str,
-    user: Option<&UserInfo>,
+    users: Users<'_>,
     code: u16,
 ) -> Response {
     let directive = Directive::parse(query.get("fieldValidation").map(String::as_str), options);
@@ -561,8 +554,9 @@ fn written(
             check.body(body, "");
         }
         let writer = Writer {
-            user,
+            user: users.restricted,
             fields: Some(check),
+            requester: users.requester,
         };
         shared.world().write(def, namespace, write, writer)
     });

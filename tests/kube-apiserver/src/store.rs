@@ -25,7 +25,7 @@ use crate::namespace_lifecycle as lifecycle;
 use crate::patch::{self, PatchType};
 use crate::rbac::{self, Policy, UserInfo};
 use crate::status::{ApiError, Cause};
-use crate::{owner_refs, rbac_storage, schema, validation};
+use crate::{csr, owner_refs, rbac_storage, schema, validation};
 
 /// One write, as watches replay it.
 #[derive(Debug, Clone)]
@@ -59,14 +59,7 @@ pub struct Counters {
     pub bookmarks: usize,
 }
 
-/// Which part of an object a write is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Main,
-    Status,
-    /// A namespace's `/finalize` subresource: only `spec.finalizers`.
-    Finalize,
-}
+pub use crate::target::Target;
 
 /// `fieldManager` and `force` of a PATCH.
 #[derive(Debug, Clone, Default)]
@@ -105,6 +98,10 @@ pub struct Writer<'a> {
     /// in-process write (the tests', the controllers' and models'), taken
     /// as given, as a typed client sends no unknown field.
     pub fields: Option<FieldCheck>,
+    /// Who sent a client's request, whoever they are (a
+    /// CertificateSigningRequest's create strategy writes them into its
+    /// spec); `None`: an in-process write, stored as given.
+    pub requester: Option<&'a UserInfo>,
 }
 
 /// What a write made.
@@ -376,7 +373,7 @@ impl World {
 
     /// Replace stored object `key` with `new` straight in storage, as a
     /// registry's own `GuaranteedUpdate` writes (no admission, no
-    /// validation: [`crate::binding`]); `None` if there is no such object.
+    /// validation: the `binding` module); `None` if there is no such object.
     pub fn store_as_is(&mut self, def: &ResourceDef, key: &str, new: Value) -> Option<Value> {
         let gr = def.group_resource();
         let previous = self.stored(&gr, key)?.clone();
@@ -457,8 +454,10 @@ impl World {
     /// defaulted and checked against its schema and CEL rules ([`schema`]),
     /// a built-in one against its kind's rules ([`validation::kind_causes`]);
     /// then the validating admission plugins in `AllOrderedPlugins` order:
-    /// OwnerReferencesPermissionEnforcement ([`owner_refs`], for a user RBAC
-    /// holds), ValidatingAdmissionPolicies, validating hooks ([`admission`]).
+    /// OwnerReferencesPermissionEnforcement ([`owner_refs`]) and, on a
+    /// CSR update, CertificateApproval and CertificateSigning ([`csr`]) —
+    /// these for a user RBAC holds —, ValidatingAdmissionPolicies,
+    /// validating hooks ([`admission`]).
     fn admit(
         &self,
         def: &ResourceDef,
@@ -475,11 +474,7 @@ impl World {
             return Err(ApiError::bad_request(message));
         }
         let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-        let subresource = match target {
-            Target::Main => "",
-            Target::Status => "status",
-            Target::Finalize => "finalize",
-        };
+        let subresource = target.subresource();
         let namespace = object["metadata"]["namespace"]
             .as_str()
             .unwrap_or_default()
@@ -508,12 +503,7 @@ impl World {
             }
         } else {
             validation::default_kind(def, object);
-            causes.extend(validation::kind_causes(
-                def,
-                object,
-                old,
-                target == Target::Status,
-            ));
+            causes.extend(validation::kind_causes(def, object, old, target));
         }
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));
@@ -537,6 +527,11 @@ impl World {
                 },
                 &resolve,
             )?;
+            // CertificateApproval and CertificateSigning, next in
+            // `AllOrderedPlugins`.
+            if let (true, Some(old)) = (csr::is_csr(def), old) {
+                csr::admit(policy, user, target, &name, object, old)?;
+            }
         }
         let attributes = Attributes { object, ..request };
         let listed = |plural: &str| -> Vec<Value> {
@@ -574,7 +569,7 @@ impl World {
         write: Write<'_>,
         writer: Writer<'_>,
     ) -> Result<Written, ApiError> {
-        let user = writer.user;
+        let (user, requester) = (writer.user, writer.requester);
         let mut fields = writer.fields;
         let version = |body: &Value| {
             body["apiVersion"]
@@ -597,6 +592,9 @@ impl World {
         let (object, created, warnings) = match write {
             Write::Create(mut body) => {
                 let warnings = decoded(&mut body)?;
+                if let (true, Some(requester)) = (csr::is_csr(def), requester) {
+                    csr::prepare_create(&mut body, requester);
+                }
                 let object = self.create_object(def, namespace, body, user)?;
                 (object, true, warnings)
             }
@@ -625,7 +623,7 @@ impl World {
                 }
                 if patch_type == PatchType::Apply {
                     let (object, created) =
-                        self.apply(def, ns, name, body, target, options, user)?;
+                        self.apply(def, ns, name, body, target, options, user, requester)?;
                     return Ok(Written {
                         object,
                         created,
@@ -678,7 +676,10 @@ impl World {
         body: Value,
         user: Option<&UserInfo>,
     ) -> Result<Value, ApiError> {
-        let writer = Writer { user, fields: None };
+        let writer = Writer {
+            user,
+            ..Writer::default()
+        };
         self.write(def, namespace, Write::Create(body), writer)
             .map(|w| w.object)
     }
@@ -801,7 +802,10 @@ impl World {
         user: Option<&UserInfo>,
     ) -> Result<Value, ApiError> {
         let write = Write::Update { name, body, target };
-        let writer = Writer { user, fields: None };
+        let writer = Writer {
+            user,
+            ..Writer::default()
+        };
         self.write(def, namespace, write, writer).map(|w| w.object)
     }
 
@@ -855,7 +859,10 @@ impl World {
         let mut new = match target {
             Target::Finalize if is_namespace => lifecycle::finalize(&existing, &body),
             Target::Finalize => return Err(ApiError::method_not_allowed("PUT", "finalize")),
-            Target::Status => {
+            Target::Approval if !csr::is_csr(def) => {
+                return Err(ApiError::method_not_allowed("PUT", "approval"))
+            }
+            Target::Status | Target::Approval => {
                 let mut new = existing.clone();
                 match body.get("status") {
                     Some(status) => new["status"] = status.clone(),
@@ -896,6 +903,11 @@ impl World {
                 new
             }
         };
+        if csr::is_csr(def) {
+            // The strategy of the subresource written: `spec` never
+            // changes, each subresource only its part of the status.
+            new = csr::prepare_update(new, &existing, target, &now());
+        }
         let deleting = existing["metadata"]["deletionTimestamp"].is_string();
         if deleting {
             let old = finalizers(&existing);
@@ -974,7 +986,10 @@ impl World {
             target,
             options,
         };
-        let writer = Writer { user, fields: None };
+        let writer = Writer {
+            user,
+            ..Writer::default()
+        };
         self.write(def, namespace, write, writer)
             .map(|w| (w.object, w.created))
     }
@@ -989,6 +1004,7 @@ impl World {
         target: Target,
         options: &PatchOptions,
         user: Option<&UserInfo>,
+        requester: Option<&UserInfo>,
     ) -> Result<(Value, bool), ApiError> {
         let Some(manager) = options.field_manager.as_deref().filter(|m| !m.is_empty()) else {
             return Err(ApiError::new(
@@ -1012,12 +1028,12 @@ impl World {
             )));
         }
         let gr = def.group_resource();
-        let apply_key = (gr.clone(), key(ns, name), target == Target::Status);
+        let apply_key = (gr.clone(), key(ns, name), target != Target::Main);
         let mut applied = self.applied.get(&apply_key).cloned().unwrap_or_default();
         let existing = self.stored(&gr, &key(ns, name)).cloned();
         let live = match (&existing, target) {
             (Some(e), _) => e.clone(),
-            (None, Target::Status | Target::Finalize) => {
+            (None, Target::Status | Target::Finalize | Target::Approval) => {
                 return Err(ApiError::not_found(def, name))
             }
             (None, Target::Main) => json!({}),
@@ -1045,6 +1061,9 @@ impl World {
             None => {
                 if let Some(meta) = object["metadata"].as_object_mut() {
                     meta.remove("resourceVersion");
+                }
+                if let (true, Some(requester)) = (csr::is_csr(def), requester) {
+                    csr::prepare_create(&mut object, requester);
                 }
                 self.create_object(def, ns, object, user).map(|o| (o, true))
             }

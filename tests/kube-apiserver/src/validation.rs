@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::crd::ResourceDef;
 use crate::status::Cause;
+use crate::target::Target;
 
 /// Lower-case RFC 1123 label: `IsDNS1123Label`
 /// (`staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`).
@@ -300,12 +301,12 @@ pub fn default_kind(def: &ResourceDef, object: &mut Value) {
 }
 
 /// Every violation of the kind's own rules by `object` (`old` on update;
-/// `status_write` for a write to the status subresource).
+/// `target`: the part of the object written).
 pub fn kind_causes(
     def: &ResourceDef,
     object: &Value,
     old: Option<&Value>,
-    status_write: bool,
+    target: Target,
 ) -> Vec<Cause> {
     let mut out = Vec::new();
     match (def.group.as_str(), def.plural.as_str()) {
@@ -318,9 +319,7 @@ pub fn kind_causes(
         ("rbac.authorization.k8s.io", "clusterrolebindings") => {
             role_binding(object, old, false, &mut out)
         }
-        ("certificates.k8s.io", "certificatesigningrequests") => {
-            csr(object, old, status_write, &mut out)
-        }
+        ("certificates.k8s.io", "certificatesigningrequests") => csr(object, old, target, &mut out),
         _ => {}
     }
     out
@@ -770,30 +769,6 @@ const USAGES: &[&str] = &[
     "timestamping",
 ];
 
-thread_local! {
-    /// Set while a write to a CSR's `approval` subresource is validated
-    /// ([`as_csr_approval`]).
-    static CSR_APPROVAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Run `write` (a synchronous store update of one CSR) validated as a
-/// write to its `approval` subresource
-/// (`ValidateCertificateSigningRequestApprovalUpdate`), which may add
-/// Approved and Denied conditions. The store tells validation only
-/// whether a write is to `/status`; the third subresource's option is
-/// passed beside it for the duration of the call, on this thread.
-pub fn as_csr_approval<T>(write: impl FnOnce() -> T) -> T {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            CSR_APPROVAL.with(|flag| flag.set(false));
-        }
-    }
-    CSR_APPROVAL.with(|flag| flag.set(true));
-    let _reset = Reset;
-    write()
-}
-
 /// Which of a CSR's three write paths a write takes: what
 /// `certificateValidationOptions` allow on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -829,13 +804,11 @@ fn csr_conditions(object: &Value) -> &[Value] {
 /// subresource's strategy passes
 /// (`pkg/apis/certificates/validation/validation.go`; the request must be a
 /// PKCS#10 CSR whose signature verifies, [`crate::x509::check_request`]).
-fn csr(object: &Value, old: Option<&Value>, status_write: bool, out: &mut Vec<Cause>) {
-    let write = if CSR_APPROVAL.with(|flag| flag.get()) {
-        CsrWrite::Approval
-    } else if status_write {
-        CsrWrite::Status
-    } else {
-        CsrWrite::Main
+fn csr(object: &Value, old: Option<&Value>, target: Target, out: &mut Vec<Cause>) {
+    let write = match target {
+        Target::Approval => CsrWrite::Approval,
+        Target::Status => CsrWrite::Status,
+        Target::Main | Target::Finalize => CsrWrite::Main,
     };
     let spec = &object["spec"];
     let request = bytes_field(&spec["request"]);
@@ -1094,7 +1067,7 @@ mod tests {
         object: Value,
         old: Option<Value>,
     ) -> Vec<(String, String, String)> {
-        let mut out: Vec<_> = kind_causes(&def(group, plural), &object, old.as_ref(), false)
+        let mut out: Vec<_> = kind_causes(&def(group, plural), &object, old.as_ref(), Target::Main)
             .into_iter()
             .map(|c| (c.field, c.reason, c.message))
             .collect();

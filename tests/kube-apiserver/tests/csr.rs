@@ -448,3 +448,94 @@ async fn denied_failed_and_foreign_requests_get_no_certificate() {
             "message": "Invalid value: \"Approved\": Approved and Denied conditions are mutually exclusive"})
     );
 }
+
+/// `PATCH path` with `body` of `content_type`, as the holder of `token`.
+async fn patch(
+    kube: &KubeApiServer,
+    path: &str,
+    content_type: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> (u16, Value) {
+    let mut request = client(kube)
+        .patch(format!("{}{path}", kube.url()))
+        .header("content-type", content_type)
+        .body(body.to_string());
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    answer(request).await
+}
+
+/// Every way of writing a CSR takes the registry's strategies
+/// (pkg/registry/certificates/certificates/strategy.go: `spec` is kept
+/// from the stored object on any update) and the CertificateApproval
+/// plugin (plugin/pkg/admission/certificates/approval/admission.go):
+/// server-side apply and merge patches change labels but never `spec`,
+/// and an apply to `/approval` needs `approve` on the signer.
+#[tokio::test]
+async fn apply_and_patches_keep_the_spec_and_approval_needs_approve() {
+    let kube = KubeApiServer::start_tls().await.unwrap();
+    kube.load_rbac(&[
+        cluster_role(
+            "csr-writer",
+            json!([{"apiGroups": ["certificates.k8s.io"],
+                "resources": ["certificatesigningrequests", "certificatesigningrequests/approval"],
+                "verbs": ["get", "patch", "update"]}]),
+        ),
+        bind("csr-writer", user("sid")),
+    ]);
+    let (pem, _) = request("someone", &[]);
+    let (code, made) = post(&kube, None, &csr("c", &pem, SIGNER, &["client auth"])).await;
+    assert_eq!(code, 201, "{made}");
+    let path = format!("{CSRS}/c");
+    let apply = "application/apply-patch+yaml";
+    let mut config = csr("c", &pem, "example.com/other", &["server auth"]);
+    config["metadata"]["labels"] = json!({"applied": "yes"});
+    config["spec"]["username"] = json!("root");
+    let (code, applied) = patch(
+        &kube,
+        &format!("{path}?fieldManager=test&force=true"),
+        apply,
+        None,
+        &config,
+    )
+    .await;
+    assert_eq!(code, 200, "{applied}");
+    assert_eq!(applied["metadata"]["labels"]["applied"], "yes");
+    assert_eq!(applied["spec"], made["spec"], "apply changed the spec");
+    let (code, patched) = patch(
+        &kube,
+        &path,
+        "application/merge-patch+json",
+        None,
+        &json!({"metadata": {"labels": {"merged": "yes"}}, "spec": {"signerName": "example.com/other"}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{patched}");
+    assert_eq!(patched["metadata"]["labels"]["merged"], "yes");
+    assert_eq!(
+        patched["spec"], made["spec"],
+        "a merge patch changed the spec"
+    );
+
+    let token = kube.token_for("sid");
+    let approve = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "c"},
+        "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "Test", "message": "m"}]}});
+    let (code, refused) = patch(
+        &kube,
+        &format!("{path}/approval?fieldManager=sid"),
+        apply,
+        Some(&token),
+        &approve,
+    )
+    .await;
+    assert_eq!(code, 403, "{refused}");
+    assert_eq!(
+        refused["message"],
+        format!("certificatesigningrequests.certificates.k8s.io \"c\" is forbidden: user not permitted to approve requests with signerName \"{SIGNER}\"")
+    );
+    let (_, stored) = get(&kube, "c").await;
+    assert_eq!(stored["status"].get("conditions"), None);
+}
