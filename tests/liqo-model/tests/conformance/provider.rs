@@ -308,8 +308,28 @@ fn shadowpods_def() -> kube_test_server::ResourceDef {
     }
 }
 
-/// Ask the registered webhook about creating `pod` until `expected(answer)`
-/// holds (its caches follow the server a moment later), or fail after 10 s.
+/// Ask `ask` until `expected(answer)` holds (the webhook's caches follow
+/// the server a moment later), or fail after 10 s naming `what`.
+async fn answered<T: std::fmt::Debug>(
+    what: &str,
+    ask: impl Fn() -> T,
+    expected: impl Fn(&T) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = ask();
+        if expected(&answer) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never {what}; last {answer:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Ask the registered webhook about creating `pod` until `expected(answer)`.
 async fn webhook_answers(
     liqo: &Provider,
     pod: &Value,
@@ -318,8 +338,7 @@ async fn webhook_answers(
 ) {
     use kube_test_server::admission::{Attributes, ValidatingHook};
     let def = shadowpods_def();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let ask = || {
         let attributes = Attributes {
             operation: "CREATE",
             def: &def,
@@ -329,19 +348,11 @@ async fn webhook_answers(
             object: pod,
             old_object: None,
         };
-        let answer = liqo
-            .shadowpod_webhook()
+        liqo.shadowpod_webhook()
             .validate(&attributes)
-            .map_err(|d| d.message);
-        if expected(&answer) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "webhook never answered {what}; last {answer:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+            .map_err(|d| d.message)
+    };
+    answered(what, ask, expected).await;
 }
 
 #[tokio::test]
@@ -417,28 +428,18 @@ async fn a_deleted_quota_is_made_again() {
 
 const SHADOWPODS: (&str, &str) = ("offloading.liqo.io", "shadowpods");
 
-/// Create `pod` on the server until `expected(answer)` holds (the webhook's
-/// caches follow the server a moment later), or fail after 10 s.
+/// Create `pod` on the server until `expected(answer)`.
 async fn created_until(
     kube: &KubeApiServer,
     pod: &Value,
     what: &str,
     expected: impl Fn(&Result<Value, String>) -> bool,
 ) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let answer = kube
-            .create(SHADOWPODS, pod.clone())
-            .map_err(|e| e.to_string());
-        if expected(&answer) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never {what}; last {answer:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let ask = || {
+        kube.create(SHADOWPODS, pod.clone())
+            .map_err(|e| e.to_string())
+    };
+    answered(what, ask, expected).await;
 }
 
 /// webhook_test.go:159-177 through the API server: a ShadowPod created
