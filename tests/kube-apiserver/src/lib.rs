@@ -8,7 +8,9 @@
 //!   ([`discovery`]) serves them to kube-rs and client-go.
 //! - Verbs: get, list, watch ([`list`], [`watch`], [`selector`]), create,
 //!   update, delete, deletecollection, and patch ([`patch`]): merge, JSON,
-//!   strategic (built-ins only) and server-side apply.
+//!   strategic (built-ins only) and server-side apply; unknown and
+//!   duplicate fields as `fieldValidation` asks ([`field_validation`]);
+//!   `pods/binding` ([`binding`]).
 //! - Semantics ([`store`]): `resourceVersion` optimistic concurrency,
 //!   `generation`, the status subresource, finalizers and
 //!   `deletionTimestamp`, `generateName`, namespaces that must exist, and
