@@ -13,30 +13,52 @@ use kube::{Client, Resource, ResourceExt};
 pub const WARNING: &str = "Warning";
 pub const NORMAL: &str = "Normal";
 
-/// Record an Event of `kind` with `reason` and `message` on `obj` (of
-/// `api_version`/`obj_kind`) from `component`. A failure is logged and
-/// dropped, as client-go's recorder drops events it cannot send.
+/// The reference to `obj` an Event carries.
+pub fn reference_to<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: obj.meta().name.clone(),
+        namespace: obj.meta().namespace.clone(),
+        uid: obj.meta().uid.clone(),
+        resource_version: obj.meta().resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+/// [`reference_to`] for an object of a custom resource.
+pub fn reference_to_dynamic(obj: &DynamicObject) -> ObjectReference {
+    let types = obj.types.clone().unwrap_or_default();
+    ObjectReference {
+        api_version: Some(types.api_version),
+        kind: Some(types.kind),
+        name: Some(obj.name_any()),
+        namespace: obj.namespace(),
+        uid: obj.meta().uid.clone(),
+        resource_version: obj.resource_version(),
+        ..Default::default()
+    }
+}
+
+/// Record an Event of `kind` with `reason` and `message` on `involved`
+/// from `component`. A failure is logged and dropped, as client-go's
+/// recorder drops events it cannot send.
 pub async fn record(
     client: &Client,
-    obj: &DynamicObject,
+    involved: ObjectReference,
     component: &str,
     kind: &str,
     reason: &str,
     message: &str,
 ) {
-    let namespace = obj.namespace().unwrap_or_else(|| "default".to_string());
+    let namespace = involved
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
+    let name = involved.name.clone().unwrap_or_default();
     let now = k8s_openapi::jiff::Timestamp::now();
-    let types = obj.types.clone().unwrap_or_default();
     let mut event = Event {
-        involved_object: ObjectReference {
-            api_version: Some(types.api_version),
-            kind: Some(types.kind),
-            name: Some(obj.name_any()),
-            namespace: obj.namespace(),
-            uid: obj.meta().uid.clone(),
-            resource_version: obj.resource_version(),
-            ..Default::default()
-        },
+        involved_object: involved,
         reason: Some(reason.to_string()),
         message: Some(message.to_string()),
         type_: Some(kind.to_string()),
@@ -51,7 +73,7 @@ pub async fn record(
     };
     // client-go names an event `<object>.<unix nanoseconds in hex>`.
     let nanos = now.as_nanosecond();
-    event.metadata.name = Some(format!("{}.{nanos:x}", obj.name_any()));
+    event.metadata.name = Some(format!("{name}.{nanos:x}"));
     event.metadata.namespace = Some(namespace.clone());
     let events: Api<Event> = Api::namespaced(client.clone(), &namespace);
     if let Err(e) = events.create(&PostParams::default(), &event).await {

@@ -150,7 +150,7 @@ async fn ensure_kubeconfig_secret(
     }) {
         events::record(
             client,
-            &secret,
+            events::reference_to_dynamic(&secret),
             COMPONENT,
             NORMAL,
             "KubeconfigEnsured",

@@ -7,46 +7,36 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::ByteString;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, PostParams};
 use kube::Client;
 
-use crate::consts::{self, NONCE_FIELD, NONCE_SECRET, REMOTE_CLUSTER_ID};
-use crate::events::{self, NORMAL, WARNING};
-use crate::identity::{Rule, ALL};
-use crate::runner::{self, Key};
-use crate::{cluster_keys, tenant_namespace, Error};
+use crate::consts::{NONCE_FIELD, NONCE_SECRET};
+use crate::events::{self, NORMAL};
+use crate::identity::Rule;
+use crate::runner::Key;
+use crate::tenant_namespace;
+use crate::{cluster_keys, Error};
 
-/// RBAC of this controller (NC:61-62), plus the Events it records and the
-/// tenant namespaces it looks up (`tenantnamespace.Manager`).
-pub const RULES: &[Rule] = &[
-    Rule::new(&[""], &["secrets"], ALL),
-    Rule::new(&[""], &["namespaces"], &["get", "list", "watch"]),
-    Rule::new(&[""], &["events"], &["create", "patch"]),
-];
+/// RBAC of this controller (NC:61-62, with what the namespace manager and
+/// the recorder need).
+pub const RULES: &[Rule] = tenant_namespace::SECRET_CONTROLLER_RULES;
 
 /// The recorder's name (`cmd/liqo-controller-manager/modules/authentication.go:99`).
 const COMPONENT: &str = "nonce-controller";
 
-/// Run the controller on `client` until the task is dropped.
+/// Run the controller on `client` until the task is dropped (NC:139-154: Secrets with the
+/// nonce label).
 pub async fn run(client: Client) {
-    // NC:139-154: Secrets with the nonce label.
-    let secrets: Api<DynamicObject> = Api::all_with(client.clone(), &consts::secrets());
-    let own = runner::keys(runner::touched(secrets, NONCE_SECRET), |s| {
-        Some(Key::of(&s))
-    });
-    let client = &client;
-    runner::run("nonce-creator", vec![own], |key| reconcile(client, key)).await;
+    let run = |key| reconcile(&client, key);
+    tenant_namespace::run_on_secrets(&client, "nonce-creator", NONCE_SECRET, run).await;
 }
 
 /// NC:65-128.
 async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
-    let dynamic: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &key.namespace, &consts::secrets());
-    let Some(obj) = dynamic.get_opt(&key.name).await? else {
+    let Some(mut secret) = secrets.get_opt(&key.name).await? else {
         return Ok(());
     };
-    let mut secret = secrets.get(&key.name).await?;
     // NC:76-79: a nonce is made once and kept.
     if secret
         .data
@@ -55,28 +45,9 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
     {
         return Ok(());
     }
-    let warn = |reason: &'static str, message: &'static str| {
-        events::record(client, &obj, COMPONENT, WARNING, reason, message)
-    };
-    // NC:81-92.
-    let Some(cluster) = secret
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(REMOTE_CLUSTER_ID))
-        .filter(|c| !c.is_empty())
-        .cloned()
-    else {
-        warn("MissingClusterID", "ClusterID not found in secret").await;
-        return Ok(());
-    };
-    // NC:94-105: only in the peer's tenant namespace.
-    let Some(tenant_ns) = tenant_namespace::get(client, &cluster).await? else {
-        warn("TenantNamespaceNotFound", "Unable to get tenant namespace").await;
-        return Err(Error::Waiting(format!("the tenant namespace of {cluster}")));
-    };
-    if key.namespace != tenant_ns {
-        warn("WrongNamespace", "Secret not in tenant namespace").await;
+    // NC:81-105: only in the peer's tenant namespace.
+    let no_peer = ("MissingClusterID", "ClusterID not found in secret");
+    if !tenant_namespace::placed(client, &secret, COMPONENT, no_peer).await? {
         return Ok(());
     }
     // NC:107-123. Liqo writes `stringData`, which the API server stores in
@@ -91,7 +62,7 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         .await?;
     events::record(
         client,
-        &obj,
+        events::reference_to(&secret),
         COMPONENT,
         NORMAL,
         "NonceGenerated",

@@ -7,92 +7,43 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::ByteString;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, PostParams};
 use kube::Client;
 
 use crate::cluster_keys::{self, LIQO_NAMESPACE};
-use crate::consts::{
-    self, NONCE_FIELD, REMOTE_CLUSTER_ID, SIGNED_NONCE_FIELD, SIGNED_NONCE_SECRET,
-};
-use crate::events::{self, NORMAL, WARNING};
-use crate::identity::{Rule, ALL};
-use crate::runner::{self, Key};
-use crate::{tenant_namespace, Error};
+use crate::consts::{NONCE_FIELD, SIGNED_NONCE_FIELD, SIGNED_NONCE_SECRET};
+use crate::events::{self, NORMAL};
+use crate::identity::Rule;
+use crate::runner::Key;
+use crate::tenant_namespace;
+use crate::Error;
 
-/// RBAC of this controller (NS:66-67), plus the Events it records and the
-/// tenant namespaces it looks up (`tenantnamespace.Manager`).
-pub const RULES: &[Rule] = &[
-    Rule::new(&[""], &["secrets"], ALL),
-    Rule::new(&[""], &["namespaces"], &["get", "list", "watch"]),
-    Rule::new(&[""], &["events"], &["create", "patch"]),
-];
+/// RBAC of this controller (NS:66-67, with what the namespace manager and
+/// the recorder need).
+pub const RULES: &[Rule] = tenant_namespace::SECRET_CONTROLLER_RULES;
 
 /// The recorder's name (`cmd/liqo-controller-manager/modules/authentication.go:108`).
 const COMPONENT: &str = "signed-nonce-controller";
 
-/// Run the controller on `client` until the task is dropped.
+/// Run the controller on `client` until the task is dropped (NS:144-158: Secrets with the
+/// signed-nonce label).
 pub async fn run(client: Client) {
-    // NS:144-158: Secrets with the signed-nonce label.
-    let secrets: Api<DynamicObject> = Api::all_with(client.clone(), &consts::secrets());
-    let own = runner::keys(runner::touched(secrets, SIGNED_NONCE_SECRET), |s| {
-        Some(Key::of(&s))
-    });
-    let client = &client;
-    runner::run("nonce-signer", vec![own], |key| reconcile(client, key)).await;
+    let run = |key| reconcile(&client, key);
+    tenant_namespace::run_on_secrets(&client, "nonce-signer", SIGNED_NONCE_SECRET, run).await;
 }
 
 /// NS:70-142.
 async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
-    let dynamic: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &key.namespace, &consts::secrets());
-    let Some(obj) = dynamic.get_opt(&key.name).await? else {
+    let Some(mut secret) = secrets.get_opt(&key.name).await? else {
         return Ok(());
     };
-    let mut secret = secrets.get(&key.name).await?;
-    // NS:81-87.
-    let Some(cluster) = secret
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(REMOTE_CLUSTER_ID))
-        .filter(|c| !c.is_empty())
-        .cloned()
-    else {
-        events::record(
-            client,
-            &obj,
-            COMPONENT,
-            WARNING,
-            "MissingRemoteClusterID",
-            "RemoteClusterID not found in secret",
-        )
-        .await;
-        return Ok(());
-    };
-    // NS:89-102: only in the provider's tenant namespace.
-    let Some(tenant_ns) = tenant_namespace::get(client, &cluster).await? else {
-        events::record(
-            client,
-            &obj,
-            COMPONENT,
-            WARNING,
-            "TenantNamespaceNotFound",
-            "Unable to get tenant namespace",
-        )
-        .await;
-        return Err(Error::Waiting(format!("the tenant namespace of {cluster}")));
-    };
-    if key.namespace != tenant_ns {
-        events::record(
-            client,
-            &obj,
-            COMPONENT,
-            WARNING,
-            "WrongNamespace",
-            "Secret not in tenant namespace",
-        )
-        .await;
+    // NS:81-102: only in the provider's tenant namespace.
+    let no_peer = (
+        "MissingRemoteClusterID",
+        "RemoteClusterID not found in secret",
+    );
+    if !tenant_namespace::placed(client, &secret, COMPONENT, no_peer).await? {
         return Ok(());
     }
     // NS:104-123: this cluster's key signs the nonce as stored.
@@ -117,7 +68,7 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         .await?;
     events::record(
         client,
-        &obj,
+        events::reference_to(&secret),
         COMPONENT,
         NORMAL,
         "NonceSigned",

@@ -319,7 +319,7 @@ async fn reconcile(client: &Client, options: &Options, key: Key) -> Result<(), E
         if outcome.is_ok() {
             events::record(
                 client,
-                &tenant,
+                events::reference_to_dynamic(&tenant),
                 COMPONENT,
                 NORMAL,
                 "Reconciled",
@@ -370,7 +370,8 @@ async fn authorize(
 }
 
 async fn warn(client: &Client, tenant: &DynamicObject, reason: &str, message: &str) {
-    events::record(client, tenant, COMPONENT, WARNING, reason, message).await;
+    let involved = events::reference_to_dynamic(tenant);
+    events::record(client, involved, COMPONENT, WARNING, reason, message).await;
 }
 
 /// TC:308-326: the names of the ClusterRoles labelled for the control

@@ -195,6 +195,20 @@ async fn tenant_event(w: &World, provider_ns: &str, reason: &str) -> Value {
     .await
 }
 
+/// The Tenant refused: an Event with `reason`, no AuthParams, and nothing
+/// sent to the signer. The Event.
+async fn refused(w: &World, provider_ns: &str, reason: &str) -> Value {
+    let event = tenant_event(w, provider_ns, reason).await;
+    assert_eq!(event["type"], "Warning");
+    let tenant = get(&w.provider, TENANTS, Some(provider_ns), CONSUMER).unwrap();
+    assert!(tenant["status"]["authParams"].is_null(), "{tenant:#}");
+    assert!(w
+        .provider
+        .objects(GroupResource::new(CSRS.0, CSRS.1))
+        .is_empty());
+    event
+}
+
 /// What `liqoctl peer`'s authentication does, to the end: the Identity on
 /// the consumer with its kubeconfig Secret. The Identity as Liqo left it.
 async fn authenticate(w: &World) -> Value {
@@ -373,14 +387,7 @@ async fn a_signature_by_another_key_is_refused_and_nothing_is_signed() {
         tenant::forge(CONSUMER, &keys, &forged, &provider_ns).unwrap(),
     )
     .await;
-    let event = tenant_event(&w, &provider_ns, "SignatureVerificationFailed").await;
-    assert_eq!(event["type"], "Warning");
-    let tenant = get(&w.provider, TENANTS, Some(&provider_ns), CONSUMER).unwrap();
-    assert!(tenant["status"]["authParams"].is_null(), "{tenant:#}");
-    assert!(w
-        .provider
-        .objects(GroupResource::new(CSRS.0, CSRS.1))
-        .is_empty());
+    refused(&w, &provider_ns, "SignatureVerificationFailed").await;
     // The consumer's own signature of the same nonce passes.
     let signed = signature(&w, &consumer_ns, &nonce).await;
     assert!(cluster_keys::verify_nonce(
@@ -421,13 +428,7 @@ async fn a_signature_of_a_nonce_no_longer_handed_out_is_refused() {
         tenant::forge(CONSUMER, &keys, &old_signature, &provider_ns).unwrap(),
     )
     .await;
-    tenant_event(&w, &provider_ns, "SignatureVerificationFailed").await;
-    let tenant = get(&w.provider, TENANTS, Some(&provider_ns), CONSUMER).unwrap();
-    assert!(tenant["status"]["authParams"].is_null(), "{tenant:#}");
-    assert!(w
-        .provider
-        .objects(GroupResource::new(CSRS.0, CSRS.1))
-        .is_empty());
+    refused(&w, &provider_ns, "SignatureVerificationFailed").await;
 }
 
 #[tokio::test]
@@ -443,14 +444,8 @@ async fn a_csr_for_another_common_name_is_refused() {
     let csr = control_plane_csr::generate(&keys.private_pem, "someone-else").unwrap();
     tenant["spec"]["csr"] = json!(b64(csr.as_bytes()));
     apply_tenant(&w, &provider_ns, tenant).await;
-    let event = tenant_event(&w, &provider_ns, "InvalidCSR").await;
+    let event = refused(&w, &provider_ns, "InvalidCSR").await;
     assert_eq!(event["message"], "invalid common name");
-    let tenant = get(&w.provider, TENANTS, Some(&provider_ns), CONSUMER).unwrap();
-    assert!(tenant["status"]["authParams"].is_null(), "{tenant:#}");
-    assert!(w
-        .provider
-        .objects(GroupResource::new(CSRS.0, CSRS.1))
-        .is_empty());
 }
 
 #[tokio::test]
