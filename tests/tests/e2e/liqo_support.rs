@@ -45,25 +45,40 @@ pub fn peer(
     provider: &KubeApiServer,
     provider_id: &str,
 ) {
-    let on_consumer = tenant_namespace(provider_id);
-    let on_provider = tenant_namespace(consumer_id);
-    let tenant_labels =
-        |peer: &str| json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
-    namespace(consumer, &on_consumer, tenant_labels(provider_id));
-    namespace(provider, &on_provider, tenant_labels(consumer_id));
-    provider.apply(
-        TENANTS,
-        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
-               "metadata": {"name": consumer_id, "namespace": on_provider,
-                            "labels": {"liqo.io/remote-cluster-id": consumer_id}},
-               "spec": {"clusterID": consumer_id, "authzPolicy": "KeysExchange", "tenantCondition": "Active"}}),
-    );
+    tenant(consumer, consumer_id, provider, provider_id, "KeysExchange");
     identity(
         consumer,
         provider_id,
         "control-plane",
         "ControlPlane",
         json!({}),
+    );
+}
+
+/// The tenant namespaces on both clusters and the provider's `Active`
+/// Tenant for the consumer with `authz_policy`.
+fn tenant(
+    consumer: &KubeApiServer,
+    consumer_id: &str,
+    provider: &KubeApiServer,
+    provider_id: &str,
+    authz_policy: &str,
+) {
+    let on_provider = tenant_namespace(consumer_id);
+    let tenant_labels =
+        |peer: &str| json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
+    namespace(
+        consumer,
+        &tenant_namespace(provider_id),
+        tenant_labels(provider_id),
+    );
+    namespace(provider, &on_provider, tenant_labels(consumer_id));
+    provider.apply(
+        TENANTS,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+               "metadata": {"name": consumer_id, "namespace": on_provider,
+                            "labels": {"liqo.io/remote-cluster-id": consumer_id}},
+               "spec": {"clusterID": consumer_id, "authzPolicy": authz_policy, "tenantCondition": "Active"}}),
     );
 }
 
@@ -87,20 +102,14 @@ pub fn peer_declaratively(
     provider_id: &str,
 ) {
     use base64::Engine;
-    let on_consumer = tenant_namespace(provider_id);
-    let on_provider = tenant_namespace(consumer_id);
-    let tenant_labels =
-        |peer: &str| json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
-    namespace(consumer, &on_consumer, tenant_labels(provider_id));
-    namespace(provider, &on_provider, tenant_labels(consumer_id));
-    provider.apply(
-        TENANTS,
-        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
-               "metadata": {"name": consumer_id, "namespace": on_provider,
-                            "labels": {"liqo.io/remote-cluster-id": consumer_id}},
-               "spec": {"clusterID": consumer_id, "authzPolicy": "TolerateNoHandshake",
-                        "tenantCondition": "Active"}}),
+    tenant(
+        consumer,
+        consumer_id,
+        provider,
+        provider_id,
+        "TolerateNoHandshake",
     );
+    let (on_consumer, on_provider) = (tenant_namespace(provider_id), tenant_namespace(consumer_id));
     let kubeconfig = e2e::contracts::kubeconfig("https://provider.example:6443");
     consumer.apply(
         SECRETS,

@@ -293,13 +293,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     // Deleting the first Purchase removes its slice (and so its replica)
     // and its kubeconfig Secret; the shared NamespaceOffloading keeps the
     // second's provider. Deleting the second removes the rest.
-    consumer
-        .kube
-        .delete_object(PURCHASES, Some(TEAM), "gpu-burst")
-        .unwrap();
-    wait_until("the first Purchase is gone", || {
-        consumer.get_purchase("gpu-burst").is_none()
-    });
+    consumer.delete_purchase("gpu-burst");
     // Gone once Liqo's replicator has deleted its replica and released it.
     wait_until("the first slice is gone", || {
         consumer
@@ -327,13 +321,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         provider.replica(&slice_name(&id)).is_none()
     });
 
-    consumer
-        .kube
-        .delete_object(PURCHASES, Some(TEAM), "more")
-        .unwrap();
-    wait_until("the second Purchase is gone", || {
-        consumer.get_purchase("more").is_none()
-    });
+    consumer.delete_purchase("more");
     assert!(consumer
         .kube
         .get(OFFLOADINGS, Some("apps"), "offloading")
@@ -457,13 +445,7 @@ fn v0_purchase_peers_out_of_band() {
     // Deleted, the last Purchase of the provider unpeers (Liqo v0.10
     // ending the outgoing peering once told) before its finalizer goes.
     let _unpeer = liqo_stand_in::unpeer_v0(rt.handle(), consumer.kube.clone());
-    consumer
-        .kube
-        .delete_object(PURCHASES, Some(TEAM), "old")
-        .unwrap();
-    wait_until("the Purchase is gone", || {
-        consumer.get_purchase("old").is_none()
-    });
+    consumer.delete_purchase("old");
     assert!(consumer
         .kube
         .get(FOREIGN_CLUSTERS_V0, None, PROVIDER_NAME)
@@ -519,13 +501,7 @@ fn v0_peerings_are_reference_counted_and_unpeered_in_liqos_order() {
     let _liqo = liqo_stand_in::unpeer_v0(rt.handle(), consumer.kube.clone());
 
     // The Purchase that made the peering goes; the other still uses it.
-    consumer
-        .kube
-        .delete_object(PURCHASES, Some(TEAM), "first")
-        .unwrap();
-    wait_until("the first Purchase is gone", || {
-        consumer.get_purchase("first").is_none()
-    });
+    consumer.delete_purchase("first");
     let kept = fc().expect("the peering the second Purchase uses stays");
     assert_eq!(kept["spec"]["outgoingPeeringEnabled"], "Yes", "{kept:#}");
     assert!(token().is_some(), "its token Secret stays");

@@ -244,6 +244,17 @@ impl Consumer {
         }
     }
 
+    /// Delete Purchase `name` and wait until it is gone (its finalizer
+    /// done).
+    pub fn delete_purchase(&self, name: &str) {
+        self.kube
+            .delete_object(PURCHASES, Some(TEAM), name)
+            .expect("Purchase deleted");
+        wait_until(&format!("Purchase {name} is gone"), || {
+            self.get_purchase(name).is_none()
+        });
+    }
+
     pub fn wait_phase(&self, name: &str, phase: &str) -> Result<Value> {
         self.wait_purchase(name, |p| p["status"]["phase"] == phase)
     }
