@@ -125,32 +125,18 @@ pub fn bind(
     }
     let pod = world.get(pods, Some(namespace), name)?;
     let meta = &binding["metadata"];
-    let stored = |field: &str| {
-        pod["metadata"][field]
+    // `storage.Preconditions`, worded as `Preconditions.Check` does.
+    for (field, shown) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        let stored = pod["metadata"][field].as_str().unwrap_or_default();
+        if let Some(wanted) = meta[field]
             .as_str()
-            .unwrap_or_default()
-            .to_string()
-    };
-    if let Some(uid) = meta["uid"].as_str().filter(|u| !u.is_empty()) {
-        if uid != stored("uid") {
+            .filter(|w| !w.is_empty() && *w != stored)
+        {
             return Err(ApiError::conflict(
                 pods,
                 name,
                 &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    stored("uid")
-                ),
-            ));
-        }
-    }
-    if let Some(rv) = meta["resourceVersion"].as_str().filter(|r| !r.is_empty()) {
-        if rv != stored("resourceVersion") {
-            return Err(ApiError::conflict(
-                pods,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    stored("resourceVersion")
+                    "Precondition failed: {shown} in precondition: {wanted}, {shown} in object meta: {stored}"
                 ),
             ));
         }

@@ -382,6 +382,49 @@ async fn serve(
             parse_body()
         }
     };
+    let patch_options = PatchOptions {
+        field_manager: query.get("fieldManager").cloned(),
+        force: query.get("force").is_some_and(|f| f == "true"),
+    };
+    // A create, update or patch: the write, its options' kind, its code.
+    let write = match (method.as_str(), name) {
+        ("POST", None) if target == Target::Main => {
+            Some((parse_body().map(Write::Create), "CreateOptions", 201))
+        }
+        ("PUT", Some(name)) => {
+            let write = parse_body().map(|body| Write::Update { name, body, target });
+            Some((write, "UpdateOptions", 200))
+        }
+        ("PATCH", Some(name)) => {
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let Some(patch_type) = PatchType::from_content_type(content_type) else {
+                return error_response(&ApiError::unsupported_patch(content_type, def.custom));
+            };
+            let write = Write::Patch {
+                name,
+                patch_type,
+                body,
+                target,
+                options: &patch_options,
+            };
+            Some((Ok(write), "PatchOptions", 200))
+        }
+        _ => None,
+    };
+    if let Some((write, options, code)) = write {
+        let request = ClientWrite {
+            version,
+            namespace: ns,
+            write,
+            body,
+            options,
+            code,
+        };
+        return written(shared, def, request, query, users);
+    }
     match (method.as_str(), name) {
         ("GET", None) => {
             let param = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
@@ -412,68 +455,6 @@ async fn serve(
             }
         }
         ("GET", Some(name)) => answer(shared.world().get(def, ns, name), 200),
-        ("POST", None) if target == Target::Main => {
-            let write = parse_body().map(Write::Create);
-            written(
-                shared,
-                def,
-                version,
-                ns,
-                write,
-                body,
-                query,
-                "CreateOptions",
-                users,
-                201,
-            )
-        }
-        ("PUT", Some(name)) => {
-            let write = parse_body().map(|body| Write::Update { name, body, target });
-            written(
-                shared,
-                def,
-                version,
-                ns,
-                write,
-                body,
-                query,
-                "UpdateOptions",
-                users,
-                200,
-            )
-        }
-        ("PATCH", Some(name)) => {
-            let content_type = headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let Some(patch_type) = PatchType::from_content_type(content_type) else {
-                return error_response(&ApiError::unsupported_patch(content_type, def.custom));
-            };
-            let options = PatchOptions {
-                field_manager: query.get("fieldManager").cloned(),
-                force: query.get("force").is_some_and(|f| f == "true"),
-            };
-            let write = Ok(Write::Patch {
-                name,
-                patch_type,
-                body,
-                target,
-                options: &options,
-            });
-            written(
-                shared,
-                def,
-                version,
-                ns,
-                write,
-                body,
-                query,
-                "PatchOptions",
-                users,
-                200,
-            )
-        }
         ("DELETE", Some(name)) if target == Target::Main => {
             let options = match delete_options() {
                 Ok(o) => o,
@@ -527,24 +508,39 @@ async fn serve(
     }
 }
 
+/// A client's create, update or patch, as the handler read it.
+struct ClientWrite<'a> {
+    version: &'a str,
+    namespace: Option<&'a str>,
+    write: Result<Write<'a>, ApiError>,
+    /// The request body.
+    body: &'a [u8],
+    /// The kind of its options (`CreateOptions`…), for a refusal of them.
+    options: &'a str,
+    /// The answer's code when nothing is created.
+    code: u16,
+}
+
 /// Answer a client's create, update or patch: its `fieldValidation`
 /// read (`options` names the request's options kind for a refusal), the
 /// write made ([`World::write`](crate::store::World::write)), and the
 /// object answered with `code` (201 for an object an apply patch created)
 /// and a `Warning` header per field warning.
-#[allow(clippy::too_many_arguments)]
 fn written(
     shared: &Shared,
     def: &ResourceDef,
-    version: &str,
-    namespace: Option<&str>,
-    write: Result<Write<'_>, ApiError>,
-    body: &[u8],
+    request: ClientWrite<'_>,
     query: &HashMap<String, String>,
-    options: &str,
     users: Users<'_>,
-    code: u16,
 ) -> Response {
+    let ClientWrite {
+        version,
+        namespace,
+        write,
+        body,
+        options,
+        code,
+    } = request;
     let directive = Directive::parse(query.get("fieldValidation").map(String::as_str), options);
     let result = directive.and_then(|directive| {
         let write = write?;
