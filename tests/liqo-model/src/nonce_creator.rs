@@ -24,8 +24,8 @@ pub const RULES: &[Rule] = tenant_namespace::SECRET_CONTROLLER_RULES;
 /// The recorder's name (`cmd/liqo-controller-manager/modules/authentication.go:99`).
 const COMPONENT: &str = "nonce-controller";
 
-/// Run the controller on `client` until the task is dropped (NC:139-154: Secrets with the
-/// nonce label).
+/// Run the controller on `client` until the task is dropped: the Secrets
+/// with the nonce label (NC:139-154).
 pub async fn run(client: Client) {
     let run = |key| reconcile(&client, key);
     tenant_namespace::run_on_secrets(&client, "nonce-creator", NONCE_SECRET, run).await;

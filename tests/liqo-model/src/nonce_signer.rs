@@ -25,8 +25,8 @@ pub const RULES: &[Rule] = tenant_namespace::SECRET_CONTROLLER_RULES;
 /// The recorder's name (`cmd/liqo-controller-manager/modules/authentication.go:108`).
 const COMPONENT: &str = "signed-nonce-controller";
 
-/// Run the controller on `client` until the task is dropped (NS:144-158: Secrets with the
-/// signed-nonce label).
+/// Run the controller on `client` until the task is dropped: the Secrets
+/// with the signed-nonce label (NS:144-158).
 pub async fn run(client: Client) {
     let run = |key| reconcile(&client, key);
     tenant_namespace::run_on_secrets(&client, "nonce-signer", SIGNED_NONCE_SECRET, run).await;
