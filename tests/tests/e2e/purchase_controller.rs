@@ -547,6 +547,37 @@ fn v0_peerings_are_reference_counted_and_unpeered_in_liqos_order() {
     liqo_stand_in::establish_v0_incoming(&consumer.kube, PROVIDER_NAME, false);
     wait_until("the ForeignCluster is deleted", || fc().is_none());
     wait_until("the token Secret is deleted", || token().is_none());
+
+    // A peering a person made is used, and left as it is when the last
+    // Purchase of the provider ends.
+    let third = id(market.buy(&alice, "small", json!({"consumerClusterID": CONSUMER_ID})));
+    consumer.kube.apply(
+        FOREIGN_CLUSTERS_V0,
+        json!({"apiVersion": "discovery.liqo.io/v1alpha1", "kind": "ForeignCluster",
+               "metadata": {"name": PROVIDER_NAME,
+                            "labels": {"discovery.liqo.io/cluster-id": PROVIDER_ID}},
+               "spec": {"peeringType": "OutOfBand",
+                        "clusterIdentity": {"clusterID": PROVIDER_ID, "clusterName": PROVIDER_NAME},
+                        "foreignAuthUrl": PROVIDER_AUTH_URL, "foreignProxyUrl": "",
+                        "outgoingPeeringEnabled": "Yes", "incomingPeeringEnabled": "Auto",
+                        "insecureSkipTLSVerify": true}}),
+    );
+    liqo_stand_in::establish_v0(&consumer.kube, PROVIDER_NAME);
+    consumer.purchase("third", &market.url(), json!({"contractID": third}));
+    consumer.wait_phase("third", "Ready").unwrap();
+    let r = e2e::buying::delete(
+        &market.catalog,
+        &format!("/purchases/{third}"),
+        Some(&alice),
+    );
+    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    let ended = consumer.wait_phase("third", "Ended").unwrap();
+    assert!(condition(&ended, "Peered").is_null(), "{ended:#}");
+    let by_hand = fc().expect("a peering made by a person stays");
+    assert_eq!(
+        by_hand["spec"]["outgoingPeeringEnabled"], "Yes",
+        "{by_hand:#}"
+    );
 }
 
 /// A peering made declaratively (Liqo's `peering-via-cr`: a
