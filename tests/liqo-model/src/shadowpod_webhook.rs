@@ -311,8 +311,9 @@ pub struct Hook {
     resource_enforcement: bool,
     quotas: Store<DynamicObject>,
     namespaces: Store<DynamicObject>,
-    /// The pods admitted and not deleted, per creator (PI:109-118); the
-    /// periodic refresh (`cache.go:76-110`) is not modelled.
+    /// The pods admitted and not deleted, per creator (PI:109-118), from
+    /// those there at start (`cache.go:49-74`); the periodic refresh
+    /// (`cache.go:76-110`) is not modelled.
     admitted: Arc<Mutex<BTreeMap<String, Vec<Value>>>>,
 }
 
@@ -330,7 +331,7 @@ impl Hook {
         // SPW:69-72: no answer before the caches are ready.
         let _ = quotas.wait_until_ready().await;
         let _ = namespaces.wait_until_ready().await;
-        let admitted = Arc::new(Mutex::new(BTreeMap::new()));
+        let admitted = Arc::new(Mutex::new(initial_cache(&client, &quotas).await));
         let deletions = tokio::spawn(release_deleted(client, admitted.clone()));
         let hook = Hook {
             resource_enforcement,
@@ -340,6 +341,51 @@ impl Hook {
         };
         (hook, vec![quota_task, namespace_task, deletions])
     }
+}
+
+/// `cache.go:49-74`: each Quota's user starts with the ShadowPods it
+/// already created counted (at level `None`, `cache.go:162`); a failed
+/// list starts it empty (Liqo retries the initialisation).
+async fn initial_cache(
+    client: &Client,
+    quotas: &Store<DynamicObject>,
+) -> BTreeMap<String, Vec<Value>> {
+    let api: Api<DynamicObject> =
+        Api::all_with(client.clone(), &crate::offloading_consts::shadow_pods());
+    let pods: Vec<Value> = match api.list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing ShadowPods for the webhook's cache");
+            Vec::new()
+        }
+    };
+    let quotas: Vec<Value> = quotas
+        .state()
+        .iter()
+        .filter_map(|q| serde_json::to_value(q.as_ref()).ok())
+        .collect();
+    cache_of(&quotas, &pods)
+}
+
+/// `cache.go:55-69`: per Quota user, the ShadowPods labelled as created by
+/// that user (`getters.ListShadowPodsByCreator`).
+pub fn cache_of(quotas: &[Value], pods: &[Value]) -> BTreeMap<String, Vec<Value>> {
+    quotas
+        .iter()
+        .filter_map(|q| q["spec"]["user"].as_str())
+        .map(|user| {
+            let mine = pods
+                .iter()
+                .filter(|p| p["metadata"]["labels"][CREATOR_USER] == user)
+                .cloned()
+                .collect();
+            (user.to_string(), mine)
+        })
+        .collect()
 }
 
 /// SPW:186-223 for each ShadowPod the watch reports deleted.

@@ -482,3 +482,37 @@ async fn deleting_a_shadowpod_on_the_server_frees_its_share_and_a_cordon_refuses
     })
     .await;
 }
+
+/// `cache.go:49-74` (`cache_test.go:61-81`): a webhook started beside
+/// ShadowPods already there counts them against their creator's Quota.
+#[tokio::test]
+async fn the_webhook_counts_the_shadowpods_already_there_when_it_starts() {
+    let kube = peered_with(CONSUMER, TENANT_NS).await;
+    namespace(
+        &kube,
+        "offloaded",
+        json!({"liqo.io/remote-cluster-id": CONSUMER}),
+    );
+    let user = "earlier-user";
+    kube.create(
+        QUOTAS,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "Quota",
+               "metadata": {"name": user, "namespace": TENANT_NS},
+               "spec": {"user": user, "limitsEnforcement": "None",
+                        "resources": {"cpu": "1", "memory": "1Gi"}}}),
+    )
+    .unwrap();
+    let before = shadowpod::shadow_pod("before", CONSUMER, user, "600m", "512Mi");
+    kube.create(SHADOWPODS, before).unwrap();
+    let _liqo = Provider::start(&kube, ProviderConfig::default())
+        .await
+        .unwrap();
+    let after = shadowpod::shadow_pod("after", CONSUMER, user, "600m", "512Mi");
+    let refused = kube.create(SHADOWPODS, after).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("peering cpu quota usage exceeded"),
+        "{refused}"
+    );
+}
