@@ -17,7 +17,7 @@ use controller_core::liqo;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
 
@@ -515,6 +515,71 @@ impl Cluster {
             .flatten()
             .filter_map(|n| ConsumerId::from_user_name(&n))
             .collect())
+    }
+
+    /// The consumer's Tenants (`authentication.liqo.io`, in its tenant
+    /// namespace): each name and whether its `spec.tenantCondition` is
+    /// already `Drained`.
+    pub async fn tenants(
+        &self,
+        consumer: &ConsumerId,
+    ) -> Result<Vec<(String, bool)>, ClusterError> {
+        let namespace = consumer.tenant_namespace();
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &namespace,
+            &liqo::TENANT.api_resource(),
+        );
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err(format!("listing Tenants in {namespace}")))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|t| {
+                let drained = t.data["spec"]["tenantCondition"] == liqo::TENANT_DRAINED;
+                (t.metadata.name.unwrap_or_default(), drained)
+            })
+            .collect())
+    }
+
+    /// Set a Tenant's `spec.tenantCondition` to `Drained`: Liqo then
+    /// evicts what the consumer runs here (`apis/authentication/v1beta1/tenant_types.go`).
+    pub async fn drain_tenant(
+        &self,
+        consumer: &ConsumerId,
+        name: &str,
+    ) -> Result<(), ClusterError> {
+        let namespace = consumer.tenant_namespace();
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &namespace,
+            &liqo::TENANT.api_resource(),
+        );
+        let patch = json!({"spec": {"tenantCondition": liqo::TENANT_DRAINED}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(kube_err(format!("draining Tenant {namespace}/{name}")))?;
+        tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant drained: its consumer has no active contract");
+        Ok(())
+    }
+
+    pub async fn delete_tenant(
+        &self,
+        consumer: &ConsumerId,
+        name: &str,
+    ) -> Result<(), ClusterError> {
+        let namespace = consumer.tenant_namespace();
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &namespace,
+            &liqo::TENANT.api_resource(),
+        );
+        ignore_gone(api.delete(name, &DeleteParams::default()).await)
+            .map_err(kube_err(format!("deleting Tenant {namespace}/{name}")))?;
+        tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant deleted after draining");
+        Ok(())
     }
 
     /// `RemovePermissions`: the RoleBindings, then the key, then the CSR

@@ -94,6 +94,14 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_RETRY", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 
+    /// When a consumer's last contract ends, set its Tenant's spec.tenantCondition to Drained (Liqo evicts its workloads), wait --drain-grace, and delete the Tenant before its peering user goes.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_TENANT", value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub drain_tenant: bool,
+
+    /// How long a drained Tenant is left before it is deleted (--drain-tenant).
+    #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_GRACE", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
+    pub drain_grace: Duration,
+
     /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
     #[arg(long, env = "PEERING_USER_CONTROLLER_KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -270,6 +278,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     let pacing = Pacing {
         poll: args.poll_interval,
         retry: args.retry,
+        drain: args.drain_tenant.then_some(args.drain_grace),
     };
     tracing::info!(
         catalog = %args.catalog_url,

@@ -277,6 +277,20 @@ mod tests {
             Err(CsrRefused::CommonName { .. })
         ));
 
+        // Our key and CN in system:masters.
+        let mut params = CertificateParams::default();
+        let mut name = DistinguishedName::new();
+        name.push(DnType::CommonName, key.common_name.as_str());
+        name.push(DnType::OrganizationName, "system:masters");
+        params.distinguished_name = name;
+        let masters = params.serialize_request(&key.key).unwrap().pem().unwrap();
+        assert_eq!(
+            check_csr(&stored(masters.as_bytes()), &key, 3600),
+            Err(CsrRefused::Organization {
+                found: vec!["system:masters".into()]
+            })
+        );
+
         let mut csr = ok.clone();
         csr.signer = "kubernetes.io/kubelet-serving";
         assert!(matches!(

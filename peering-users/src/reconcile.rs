@@ -18,8 +18,9 @@ use catalog_client::{Error as CatalogError, Session};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::cluster::{Cluster, Progress};
+use crate::cluster::{Cluster, ClusterError, Progress};
 use crate::metrics::Metrics;
+use crate::names::ConsumerId;
 use crate::plan::{self, Wanted};
 
 /// How often passes run.
@@ -29,6 +30,10 @@ pub struct Pacing {
     pub poll: Duration,
     /// `--retry`: after a pass that left a user on its way or failed.
     pub retry: Duration,
+    /// `--drain-tenant`: when a consumer's last contract ends, set its
+    /// Tenant `Drained`, wait this long, and delete it, before its peering
+    /// user goes. None: the Tenant is left to Liqo and liqoctl.
+    pub drain: Option<Duration>,
 }
 
 /// What the loop remembers between passes.
@@ -40,6 +45,8 @@ struct State {
     /// given (see [`plan::to_attach`]).
     attached: BTreeMap<String, String>,
     catalog_down: bool,
+    /// Consumers whose Tenants were drained, and since when.
+    draining: BTreeMap<ConsumerId, Instant>,
 }
 
 /// Run passes until `stop`.
@@ -55,9 +62,16 @@ pub async fn run(
     loop {
         let started = Instant::now();
         let span = tracing::info_span!("pass", %provider);
-        let settled = pass(&cluster, catalog, &provider, &mut state, &metrics)
-            .instrument(span)
-            .await;
+        let settled = pass(
+            &cluster,
+            catalog,
+            &provider,
+            &mut state,
+            &metrics,
+            pacing.drain,
+        )
+        .instrument(span)
+        .await;
         metrics.observe_reconcile(started.elapsed());
         let wait = if settled { pacing.poll } else { pacing.retry };
         tokio::select! {
@@ -74,6 +88,7 @@ async fn pass(
     provider: &str,
     state: &mut State,
     metrics: &Metrics,
+    drain: Option<Duration>,
 ) -> bool {
     let fresh = match read_contracts(catalog, provider, state).await {
         Ok(fresh) => {
@@ -151,6 +166,24 @@ async fn pass(
                 metrics.reconcile().set_reached_api();
                 for consumer in plan::to_remove(&present, &wanted) {
                     let span = tracing::info_span!("peering_user", %consumer);
+                    if let Some(grace) = drain {
+                        let drained = drain_step(cluster, &consumer, grace, &mut state.draining)
+                            .instrument(span.clone())
+                            .await;
+                        match drained {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                settled = false;
+                                continue;
+                            }
+                            Err(error) => {
+                                tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot drain the Tenant");
+                                metrics.reconcile().count_failure(error.kind());
+                                settled = false;
+                                continue;
+                            }
+                        }
+                    }
                     match cluster.remove(&consumer).instrument(span.clone()).await {
                         Ok(()) => {
                             metrics.removed.inc();
@@ -171,6 +204,37 @@ async fn pass(
         }
     }
     settled
+}
+
+/// One step of draining `consumer`'s Tenants: mark each `Drained`, and
+/// once `grace` has passed since, delete them. Whether none is left.
+async fn drain_step(
+    cluster: &Cluster,
+    consumer: &ConsumerId,
+    grace: Duration,
+    draining: &mut BTreeMap<ConsumerId, Instant>,
+) -> Result<bool, ClusterError> {
+    let tenants = cluster.tenants(consumer).await?;
+    if tenants.is_empty() {
+        draining.remove(consumer);
+        return Ok(true);
+    }
+    for (name, drained) in &tenants {
+        if !drained {
+            cluster.drain_tenant(consumer, name).await?;
+        }
+    }
+    let since = *draining
+        .entry(consumer.clone())
+        .or_insert_with(Instant::now);
+    if since.elapsed() < grace {
+        return Ok(false);
+    }
+    for (name, _) in &tenants {
+        cluster.delete_tenant(consumer, name).await?;
+    }
+    draining.remove(consumer);
+    Ok(true)
 }
 
 /// Read the contracts into `state`; whether a listing was read this time

@@ -31,6 +31,7 @@ const SECRETS: (&str, &str) = ("", "secrets");
 const ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "roles");
 const CLUSTER_ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "clusterroles");
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
+const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
 
 /// Liqo's namespace, where the controller runs too (as deployed).
 const LIQO: &str = "liqo";
@@ -241,6 +242,7 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
         .arg(&kubeconfig)
         .args(["--certificate-lifetime", "1h"])
         .args(["--poll-interval", "200ms", "--retry", "100ms"])
+        .args(["--drain-tenant", "true", "--drain-grace", "300ms"])
         .args(["--http-listen", "127.0.0.1:0"])
         .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
         .args(["--lease-retry", "250ms"])
@@ -257,7 +259,8 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
         released(&catalog, &bob, &bobs)
     })
     .await?;
-    assert_ne!(c1, c2);
+    // (Not printed: they hold the test users' keys.)
+    assert!(c1 != c2, "one kubeconfig released to both consumers");
     for (text, consumer) in [(&c1, "c1"), (&c2, "c2")] {
         let v = kube::config::Kubeconfig::from_yaml(text)?;
         let context = v.contexts[0].context.as_ref().context("a context")?;
@@ -330,7 +333,18 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
     assert_eq!(list_status(&as_c2, "liqo-tenant-c2", "secrets").await?, 200);
     assert_eq!(list_status(&as_c2, "liqo-tenant-c1", "secrets").await?, 403);
 
-    // c1's contract ends: its peering user goes, c2's stays.
+    // c1 peered: Liqo made its Tenant (as the slice controller's tests
+    // write it).
+    kube.apply(
+        TENANTS,
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+               "metadata": {"name": "c1", "namespace": "liqo-tenant-c1",
+                            "labels": {"liqo.io/remote-cluster-id": "c1"}},
+               "spec": {"clusterID": "c1", "authzPolicy": "KeysExchange", "tenantCondition": "Active"}}),
+    );
+
+    // c1's contract ends: its Tenant is drained, then deleted, and its
+    // peering user goes; c2's stays.
     blocking(|| {
         let r = delete(&catalog, &format!("/purchases/{alices}"), Some(&alice));
         assert_eq!(r.status, 200, "{}", r.text);
@@ -342,6 +356,16 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
         gone.then_some(())
     })
     .await?;
+    assert!(kube.get(TENANTS, Some("liqo-tenant-c1"), "c1").is_none());
+    let tenant_calls: Vec<String> = kube
+        .audit()
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
+        .filter_map(|r| r.resource.as_ref())
+        .filter(|a| a.resource == "tenants" && a.verb != "list")
+        .map(|a| a.verb.clone())
+        .collect();
+    assert_eq!(tenant_calls, ["patch", "delete"], "drained, then deleted");
     assert_eq!(list_status(&as_c1, "liqo-tenant-c1", "secrets").await?, 403);
     assert!(kube.get(CSRS, None, "liqo-peer-user-c2").is_some());
     assert_eq!(rolebindings(&kube, "c2").len(), 2);
