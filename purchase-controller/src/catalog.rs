@@ -140,13 +140,25 @@ pub fn expires_at(contract: &Contract) -> Option<String> {
 
 /// When the contract ends: `expiresAt` as the status keeps it (so it is
 /// known while the catalog is down), and what the catalog said of it this
-/// round (`endingSoon`, `extendedAt`), if it answered.
+/// round (`endingSoon`, `extendedAt`) — or, when it did not answer, what
+/// the `EndingSoon` condition says it said, so an outage neither takes a
+/// warning back (to give it again later) nor forgets an extension.
 pub fn ending(status: &PurchaseStatus, fresh: Option<&Contract>) -> Option<Ending> {
     let at = status.expires_at.as_deref()?.parse().ok()?;
+    let (catalog_says_soon, extended) = match fresh {
+        Some(c) => (c.ending_soon, c.extended_at.is_some()),
+        None => status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == crate::decision::ENDING_SOON)
+            .map_or((false, false), |c| {
+                (c.status == "True", c.reason == "ContractExtended")
+            }),
+    };
     Some(Ending {
         at,
-        catalog_says_soon: fresh.is_some_and(|c| c.ending_soon),
-        extended: fresh.is_some_and(|c| c.extended_at.is_some()),
+        catalog_says_soon,
+        extended,
     })
 }
 
@@ -164,6 +176,35 @@ mod tests {
         let cached = cached_contract(&status, "c").unwrap();
         assert_eq!(cached.cluster_id, "p");
         assert_eq!(cached.resources.to_strings()["memory"], "4Gi");
+    }
+
+    #[test]
+    fn an_outage_keeps_what_the_catalog_said_of_the_end() {
+        let mut status = PurchaseStatus {
+            expires_at: Some("2026-01-01T12:00:00.5Z".into()),
+            ..PurchaseStatus::default()
+        };
+        let fresh = Contract {
+            ending_soon: true,
+            ..Contract::default()
+        };
+        let told = ending(&status, Some(&fresh)).unwrap();
+        assert!(told.catalog_says_soon && !told.extended);
+        assert_eq!(told.at, "2026-01-01T12:00:00.5Z".parse().unwrap());
+        assert!(!ending(&status, None).unwrap().catalog_says_soon);
+        status.conditions.push(crate::model::Condition {
+            type_: crate::decision::ENDING_SOON.into(),
+            status: "True".into(),
+            reason: "ContractEndingSoon".into(),
+            ..Default::default()
+        });
+        assert!(ending(&status, None).unwrap().catalog_says_soon);
+        status.conditions[0].status = "False".into();
+        status.conditions[0].reason = "ContractExtended".into();
+        let kept = ending(&status, None).unwrap();
+        assert!(kept.extended && !kept.catalog_says_soon);
+        status.expires_at = None;
+        assert!(ending(&status, Some(&fresh)).is_none());
     }
 
     #[test]
