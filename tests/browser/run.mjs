@@ -558,8 +558,16 @@ try {
   });
 
   async function checkOfferView() {
+    // The provider's class controller reports Liqo's enforcement level: the open list shows it
+    // live on the provider's card (the catalog re-stamps its offers), the offer says what it means.
+    const reported = await fetch(`${base}/provider/enforcement`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${await restToken(providerB)}` }, body: JSON.stringify({ level: 'soft' }) });
+    checkEqual(reported.status, 200, 'status of reporting the enforcement level');
+    await card(consumer, storageOffer.id).locator('[data-field="enforcement"]', { hasText: 'Enforced (soft)' }).waitFor({ timeout: LIVE_DEADLINE_MS });
     await card(consumer, storageOffer.id).getByRole('link', { name: /Compare 2 plans/ }).click();
     await consumer.getByRole('heading', { level: 1, name: storageOffer.name }).waitFor();
+    checkEqual(await consumer.locator('dl.facts [data-field="enforcement"]').textContent(), 'Enforced (soft)', 'the enforcement level among the offer\'s facts');
+    const explained = await consumer.locator('[data-field="enforcement-explain"]').textContent();
+    check(explained.includes('counts every pod\'s requests'), `what the level means for a buyer, on the offer (${explained})`);
     const table = consumer.locator('table.plan-table');
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
     const headers = await table.locator('thead th').allTextContents();

@@ -240,6 +240,31 @@ mod tests {
     }
 
     #[test]
+    fn services_carry_the_reported_enforcement_level() {
+        let settings = OsbSettings {
+            basic: None,
+            async_mode: crate::osb::config::AsyncMode::Never,
+            currency: "USD".into(),
+            cost_unit: "hour".into(),
+            async_delay: std::time::Duration::ZERO,
+        };
+        let mut offer: Offer = serde_json::from_value(json!({
+            "id": "o", "name": "n", "type": "t", "description": "", "clusterID": "p",
+            "clusterName": "P", "createdAt": "2026-01-01T00:00:00Z",
+            "updatedAt": "2026-01-01T00:00:00Z", "version": 1, "plans": {}
+        }))
+        .unwrap();
+        let service = service_entry(&settings, &offer, "o".into());
+        assert!(
+            service["metadata"].get("enforcement").is_none(),
+            "{service}"
+        );
+        offer.enforcement = Some(crate::providers::EnforcementLevel::Hard);
+        let service = service_entry(&settings, &offer, "o".into());
+        assert_eq!(service["metadata"]["enforcement"], "hard");
+    }
+
+    #[test]
     fn long_descriptions_are_cut_on_a_char_boundary() {
         let s = "é".repeat(200);
         let t = truncate(&s, MAX_DESCRIPTION);

@@ -162,7 +162,8 @@ pub fn check_slice_class(class: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn provider(caller: &Caller) -> Result<&str, ApiError> {
+/// The calling provider's cluster ID (403 for any other role).
+pub(super) fn provider(caller: &Caller) -> Result<&str, ApiError> {
     caller.require(Role::Provider)?;
     Ok(&caller.cluster_id)
 }
@@ -190,13 +191,9 @@ pub async fn put(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let cluster_id = provider(&caller)?;
-    // A disabled provider's registration stays as the administrator found
-    // it: a change would re-stamp its offers.
-    if state.is_disabled(cluster_id).await? {
-        return Err(ApiError::Forbidden(format!(
-            "provider {cluster_id} is disabled by an administrator; its peering registration cannot change"
-        )));
-    }
+    state
+        .require_enabled(cluster_id, "peering registration")
+        .await?;
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let r: PeeringRequest = parse_object(&body)?;
     let class = r
@@ -319,6 +316,18 @@ impl Providers {
             single_consumer,
             enforcement,
         })
+    }
+
+    /// 403 if an administrator disabled `cluster_id`: what it registered
+    /// (`what`) stays as the administrator found it, since a change would
+    /// re-stamp its offers.
+    pub async fn require_enabled(&self, cluster_id: &str, what: &str) -> Result<(), ApiError> {
+        if self.is_disabled(cluster_id).await? {
+            return Err(ApiError::Forbidden(format!(
+                "provider {cluster_id} is disabled by an administrator; its {what} cannot change"
+            )));
+        }
+        Ok(())
     }
 
     /// What `cluster_id`'s offers carry of it.

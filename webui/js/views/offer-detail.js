@@ -8,10 +8,18 @@ import { filterState, queryString } from '../filter-state.js';
 import { planCapacity, reserve } from '../api.js';
 import { consumerSession } from '../consumer-session.js';
 import { planTable } from './plan-table.js';
+import { enforcementOf } from '../enforcement.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 
 /** How often the units left of capped plans are read again while the offer is open. */
 const CAPACITY_POLL_MS = 3000;
+
+/** The provider's Liqo enforcement level, among the facts; what it means for a buyer follows them. */
+function enforcementFact(offer) {
+  const { label, tone } = enforcementOf(offer.enforcement);
+  return h('div', {}, h('dt', { text: 'Liqo enforcement' }),
+    h('dd', { 'data-field': 'enforcement' }, h('span', { class: `badge badge--${tone}`, text: label })));
+}
 
 export function mountOfferDetail(main, ctx, [id]) {
   const { store } = ctx;
@@ -109,8 +117,11 @@ export function mountOfferDetail(main, ctx, [id]) {
         h('div', {}, h('dt', { text: 'Provider' }), h('dd', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' })),
         h('div', {}, h('dt', { text: 'Cluster ID' }), h('dd', {}, h('code', { 'data-field': 'clusterID', text: offer.clusterID || 'unknown' }))),
         h('div', {}, h('dt', { text: 'Offer ID' }), h('dd', {}, h('code', { text: offer.id }))),
+        enforcementFact(offer),
         offer.version ? h('div', {}, h('dt', { text: 'Version' }), h('dd', { text: String(offer.version) })) : null,
         offer.updatedAt ? h('div', {}, h('dt', { text: 'Last changed' }), h('dd', { text: formatTime(offer.updatedAt) })) : null),
+      h('p', { class: 'enforcement-explain', 'data-field': 'enforcement-explain' },
+        h('strong', { text: `${enforcementOf(offer.enforcement).label}: ` }), enforcementOf(offer.enforcement).explain),
       h('h2', { text: 'Compare plans' }),
       buyError,
       planTable(offer, planFiltered ? active : null, buying),
