@@ -355,9 +355,9 @@ async fn webhook_answers(
     answered(what, ask, expected).await;
 }
 
-#[tokio::test]
-async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_beyond_it_or_once_cordoned(
-) {
+/// A provider with namespace `offloaded` for [`CONSUMER`]'s pods and the
+/// Quota of a granted `gold` slice; its user.
+async fn offloading_with_gold_quota() -> (KubeApiServer, Provider, String) {
     let (kube, liqo) = provider(ProviderConfig::default()).await;
     namespace(
         &kube,
@@ -365,7 +365,13 @@ async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_
         json!({"liqo.io/remote-cluster-id": CONSUMER}),
     );
     granted_quota(&kube, "gold", gold_grant()).await;
-    let user = quota_name("gold");
+    (kube, liqo, quota_name("gold"))
+}
+
+#[tokio::test]
+async fn the_webhook_on_the_admission_chain_admits_within_the_quota_and_refuses_beyond_it_or_once_cordoned(
+) {
+    let (kube, liqo, user) = offloading_with_gold_quota().await;
     let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
     webhook_answers(&liqo, &first, "admitted", |a| a.is_ok()).await;
     // The first pod is counted: a second of the same size no longer fits.
@@ -448,14 +454,7 @@ async fn created_until(
 /// admitted; a cordon refuses a new pod that fits.
 #[tokio::test]
 async fn deleting_a_shadowpod_on_the_server_frees_its_share_and_a_cordon_refuses_a_new_one() {
-    let (kube, _liqo) = provider(ProviderConfig::default()).await;
-    namespace(
-        &kube,
-        "offloaded",
-        json!({"liqo.io/remote-cluster-id": CONSUMER}),
-    );
-    granted_quota(&kube, "gold", gold_grant()).await;
-    let user = quota_name("gold");
+    let (kube, _liqo, user) = offloading_with_gold_quota().await;
     let first = shadowpod::shadow_pod("first", CONSUMER, &user, "600m", "512Mi");
     created_until(&kube, &first, "admitted", Result::is_ok).await;
     let second = shadowpod::shadow_pod("second", CONSUMER, &user, "600m", "512Mi");
