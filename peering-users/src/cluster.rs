@@ -517,6 +517,17 @@ impl Cluster {
             .collect())
     }
 
+    /// The consumer's tenant namespace and its Tenants' API there.
+    fn tenant_api(&self, consumer: &ConsumerId) -> (String, Api<DynamicObject>) {
+        let namespace = consumer.tenant_namespace();
+        let api = Api::namespaced_with(
+            self.client.clone(),
+            &namespace,
+            &liqo::TENANT.api_resource(),
+        );
+        (namespace, api)
+    }
+
     /// The consumer's Tenants (`authentication.liqo.io`, in its tenant
     /// namespace): each name and whether its `spec.tenantCondition` is
     /// already `Drained`.
@@ -524,12 +535,7 @@ impl Cluster {
         &self,
         consumer: &ConsumerId,
     ) -> Result<Vec<(String, bool)>, ClusterError> {
-        let namespace = consumer.tenant_namespace();
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &namespace,
-            &liqo::TENANT.api_resource(),
-        );
+        let (namespace, api) = self.tenant_api(consumer);
         let list = api
             .list(&ListParams::default())
             .await
@@ -551,12 +557,7 @@ impl Cluster {
         consumer: &ConsumerId,
         name: &str,
     ) -> Result<(), ClusterError> {
-        let namespace = consumer.tenant_namespace();
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &namespace,
-            &liqo::TENANT.api_resource(),
-        );
+        let (namespace, api) = self.tenant_api(consumer);
         let patch = json!({"spec": {"tenantCondition": liqo::TENANT_DRAINED}});
         api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -570,12 +571,7 @@ impl Cluster {
         consumer: &ConsumerId,
         name: &str,
     ) -> Result<(), ClusterError> {
-        let namespace = consumer.tenant_namespace();
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &namespace,
-            &liqo::TENANT.api_resource(),
-        );
+        let (namespace, api) = self.tenant_api(consumer);
         ignore_gone(api.delete(name, &DeleteParams::default()).await)
             .map_err(kube_err(format!("deleting Tenant {namespace}/{name}")))?;
         tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant deleted after draining");
