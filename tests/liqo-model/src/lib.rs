@@ -157,7 +157,8 @@
 //!   [`nsoff_webhook`] (`pkg/webhooks/namespaceoffloading/nsoff.go`): the
 //!   name `offloading`, an immutable mapping strategy;
 //! - [`namespace_map`] (`namespacemap-controller/enforcement.go`): the
-//!   remote namespaces on the peer, labelled and annotated as Liqo does;
+//!   remote namespaces on the peer, labelled and annotated as Liqo does,
+//!   deleted when their mapping is removed (:134-193);
 //! - [`pod_webhook`] (`pkg/webhooks/pod/`): at pod creation only, in
 //!   labelled namespaces only, the virtual-node toleration and the cluster
 //!   selector per the pod offloading strategy;
