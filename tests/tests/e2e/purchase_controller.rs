@@ -510,12 +510,7 @@ fn v0_peerings_are_reference_counted_and_unpeered_in_liqos_order() {
     // contract is cancelled: the outgoing peering is disabled and ends,
     // but the ForeignCluster stays while the incoming peering is up.
     liqo_stand_in::establish_v0_incoming(&consumer.kube, PROVIDER_NAME, true);
-    let r = e2e::buying::delete(
-        &market.catalog,
-        &format!("/purchases/{second}"),
-        Some(&alice),
-    );
-    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    market.cancel(&alice, &second);
     let ended = consumer.wait_phase("second", "Ended").unwrap();
     assert_eq!(
         condition(&ended, "Peered")["reason"],
@@ -565,12 +560,7 @@ fn v0_peerings_are_reference_counted_and_unpeered_in_liqos_order() {
     liqo_stand_in::establish_v0(&consumer.kube, PROVIDER_NAME);
     consumer.purchase("third", &market.url(), json!({"contractID": third}));
     consumer.wait_phase("third", "Ready").unwrap();
-    let r = e2e::buying::delete(
-        &market.catalog,
-        &format!("/purchases/{third}"),
-        Some(&alice),
-    );
-    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    market.cancel(&alice, &third);
     let ended = consumer.wait_phase("third", "Ended").unwrap();
     assert!(condition(&ended, "Peered").is_null(), "{ended:#}");
     let by_hand = fc().expect("a peering made by a person stays");
@@ -757,12 +747,7 @@ fn ended_contracts_release_their_slices() {
         .expect("the 10 s contract became Ready before it expired");
     assert!(provider.replica(&slice_name(&expiring)).is_some());
 
-    let r = e2e::buying::delete(
-        &market.catalog,
-        &format!("/purchases/{cancelled}"),
-        Some(&alice),
-    );
-    assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    market.cancel(&alice, &cancelled);
     let ended = consumer.wait_phase("a", "Ended").unwrap();
     assert_eq!(
         condition(&ended, "ContractValid")["reason"],
@@ -941,8 +926,7 @@ fn the_catalog_unreachable_for_a_while() {
     // While the controller cannot see it, the contract is cancelled; once
     // the catalog is back the controller carries on and acts on that (a
     // fact that was not true before the outage).
-    let r = e2e::buying::delete(&market.catalog, &format!("/purchases/{id}"), Some(&alice));
-    assert_eq!(r.status, 200, "cancel: {}", r.text);
+    market.cancel(&alice, &id);
     gate.reopen();
     let ended = consumer.wait_phase("p", "Ended").unwrap();
     assert_eq!(

@@ -117,6 +117,14 @@ impl Market {
         r.json
     }
 
+    /// Cancel contract `id` as its consumer `token` (`DELETE
+    /// /purchases/{id}`).
+    #[track_caller]
+    pub fn cancel(&self, token: &str, id: &str) {
+        let r = buying::delete(&self.catalog, &format!("/purchases/{id}"), Some(token));
+        assert!(r.status == 200 || r.status == 204, "cancel: {}", r.text);
+    }
+
     /// `GET /contracts/{id}` as `token`.
     pub fn contract(&self, token: &str, id: &str) -> (u16, Value) {
         let r = buying::get(&self.catalog, &format!("/contracts/{id}"), Some(token));
