@@ -169,86 +169,127 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The test API server (Liqo's peering-user roles installed, the RBAC
+/// `rbac` loads), the catalog where alice bought for cluster c1 and bob
+/// for c2, and the controller running as its ServiceAccount.
+struct World {
+    kube: KubeApiServer,
+    _dir: tempfile::TempDir,
+    _env: Env,
+    catalog: Catalog,
+    alice: String,
+    bob: String,
+    alices: String,
+    bobs: String,
+    controller: e2e::Child,
+}
+
+impl World {
+    async fn start(rbac: impl FnOnce(&KubeApiServer) -> Result<()>) -> Result<Self> {
+        let kube = KubeApiServer::start_tls().await?;
+        let dir = tempfile::tempdir()?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+        rbac(&kube)?;
+        kube.apply(
+            NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIQO}}),
+        );
+        install_liqo_roles(&kube);
+        // A probe of the certificates' O: only group liqo.io may read here.
+        kube.apply(
+            NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "o-probe"}}),
+        );
+        kube.apply(
+            ROLES,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "reader", "namespace": "o-probe"},
+                   "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+        );
+        kube.apply(
+            ROLE_BINDINGS,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "liqo-io-reads", "namespace": "o-probe"},
+                   "subjects": [{"kind": "Group", "name": "liqo.io", "apiGroup": "rbac.authorization.k8s.io"}],
+                   "roleRef": {"kind": "Role", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+        );
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
+
+        // The catalog: provider 1 sells Liqo v1 with a peering user per
+        // contract; alice buys for cluster c1, bob for c2.
+        let (_env, catalog, alice, bob, alices, bobs) = blocking(|| {
+            let env = Env::new(Backend::Embedded);
+            let catalog = buying::start(&env, &[]);
+            let seller = publish(&catalog, 1, "shop");
+            let r = register_per_contract(&catalog, &seller);
+            assert_eq!(r.status, 200, "{}", r.text);
+            let admin = admin(&catalog);
+            let alice = consumer(&catalog, &admin, "alice");
+            let bob = consumer(&catalog, &admin, "bob");
+            let bought = |token: &str, cluster: &str| {
+                let r = buy(
+                    &catalog,
+                    token,
+                    "shop",
+                    "small",
+                    &json!({"consumerClusterID": cluster}),
+                );
+                assert_eq!(r.status, 201, "{}", r.text);
+                r.json["id"].as_str().unwrap().to_string()
+            };
+            let alices = bought(&alice, "c1");
+            let bobs = bought(&bob, "c2");
+            (env, catalog, alice, bob, alices, bobs)
+        });
+        let credentials = dir.path().join("catalog-credentials.json");
+        write_private(&credentials, &provider(1).to_string())?;
+
+        let (controller, _) = Spawn::new("peering-user-controller")
+            .args(["--catalog-url", &catalog.url("")])
+            .arg("--catalog-credentials-file")
+            .arg(&credentials)
+            .args(["--api-server-address", &kube.url()])
+            .arg("--api-server-ca-file")
+            .arg(&ca)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--certificate-lifetime", "1h"])
+            .args(["--poll-interval", "200ms", "--retry", "100ms"])
+            .args(["--drain-tenant", "true", "--drain-grace", "300ms"])
+            .args(["--http-listen", "127.0.0.1:0"])
+            .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+            .args(["--lease-retry", "250ms"])
+            .env("POD_NAMESPACE", LIQO)
+            .env("RUST_LOG", "info,peering_users=debug")
+            .start_announced(1)?;
+        Ok(World {
+            kube,
+            _dir: dir,
+            _env,
+            catalog,
+            alice,
+            bob,
+            alices,
+            bobs,
+            controller,
+        })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<()> {
-    let kube = KubeApiServer::start_tls().await?;
-    let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
-    e2e::rbac::load_shipped(&kube)?;
-    kube.apply(
-        NAMESPACES,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIQO}}),
-    );
-    install_liqo_roles(&kube);
-    // A probe of the certificates' O: only group liqo.io may read here.
-    kube.apply(
-        NAMESPACES,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "o-probe"}}),
-    );
-    kube.apply(
-        ROLES,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-               "metadata": {"name": "reader", "namespace": "o-probe"},
-               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
-    );
-    kube.apply(
-        ROLE_BINDINGS,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": "liqo-io-reads", "namespace": "o-probe"},
-               "subjects": [{"kind": "Group", "name": "liqo.io", "apiGroup": "rbac.authorization.k8s.io"}],
-               "roleRef": {"kind": "Role", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"}}),
-    );
-    let ca = dir.path().join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
-
-    // The catalog: provider 1 sells Liqo v1 with a peering user per
-    // contract; alice buys for cluster c1, bob for c2.
-    let (_env, catalog, alice, bob, alices, bobs) = blocking(|| {
-        let env = Env::new(Backend::Embedded);
-        let catalog = buying::start(&env, &[]);
-        let seller = publish(&catalog, 1, "shop");
-        let r = register_per_contract(&catalog, &seller);
-        assert_eq!(r.status, 200, "{}", r.text);
-        let admin = admin(&catalog);
-        let alice = consumer(&catalog, &admin, "alice");
-        let bob = consumer(&catalog, &admin, "bob");
-        let bought = |token: &str, cluster: &str| {
-            let r = buy(
-                &catalog,
-                token,
-                "shop",
-                "small",
-                &json!({"consumerClusterID": cluster}),
-            );
-            assert_eq!(r.status, 201, "{}", r.text);
-            r.json["id"].as_str().unwrap().to_string()
-        };
-        let alices = bought(&alice, "c1");
-        let bobs = bought(&bob, "c2");
-        (env, catalog, alice, bob, alices, bobs)
-    });
-    let credentials = dir.path().join("catalog-credentials.json");
-    write_private(&credentials, &provider(1).to_string())?;
-
-    let (mut controller, _) = Spawn::new("peering-user-controller")
-        .args(["--catalog-url", &catalog.url("")])
-        .arg("--catalog-credentials-file")
-        .arg(&credentials)
-        .args(["--api-server-address", &kube.url()])
-        .arg("--api-server-ca-file")
-        .arg(&ca)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--certificate-lifetime", "1h"])
-        .args(["--poll-interval", "200ms", "--retry", "100ms"])
-        .args(["--drain-tenant", "true", "--drain-grace", "300ms"])
-        .args(["--http-listen", "127.0.0.1:0"])
-        .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
-        .args(["--lease-retry", "250ms"])
-        .env("POD_NAMESPACE", LIQO)
-        .env("RUST_LOG", "info,peering_users=debug")
-        .start_announced(1)?;
+    let World {
+        kube,
+        catalog,
+        alice,
+        bob,
+        alices,
+        bobs,
+        mut controller,
+        ..
+    } = World::start(|kube| e2e::rbac::load_shipped(kube)).await?;
 
     // Each consumer's contract carries its own peering user's kubeconfig.
     let c1 = settle("c1's kubeconfig released", || {
@@ -374,5 +415,48 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
     assert!(kube.get(NAMESPACES, None, "liqo-tenant-c1").is_some());
 
     controller.terminate(Duration::from_secs(5))?;
+    Ok(())
+}
+
+/// Without `approve` on the kube-apiserver-client signer (taken from the
+/// shipped ClusterRole), the API server refuses the approval with 403:
+/// no certificate is issued and nothing is released. The shipped RBAC
+/// holds that permission because the controller needs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_approve_on_the_signer_nothing_is_issued() -> Result<()> {
+    let world = World::start(|kube| {
+        e2e::rbac::load_shipped_without(
+            kube,
+            "liqo-broker-peering-user-controller",
+            "certificates.k8s.io",
+            "signers",
+            "approve",
+        )
+    })
+    .await?;
+    let refused = |kube: &KubeApiServer| {
+        kube.audit().iter().any(|r| {
+            r.user.as_deref() == Some(CONTROLLER_USER)
+                && r.code == 403
+                && r.resource
+                    .as_ref()
+                    .is_some_and(|a| a.subresource.as_deref() == Some("approval"))
+        })
+    };
+    settle("the approval refused", || {
+        refused(&world.kube).then_some(())
+    })
+    .await?;
+    let csr = world
+        .kube
+        .get(CSRS, None, "liqo-peer-user-c1")
+        .context("CSR")?;
+    assert!(csr["status"]["conditions"].is_null(), "{csr}");
+    assert!(csr["status"]["certificate"].is_null(), "{csr}");
+    assert_eq!(
+        released(&world.catalog, &world.alice, &world.alices),
+        None,
+        "nothing released"
+    );
     Ok(())
 }
