@@ -289,7 +289,7 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
         bobs,
         mut controller,
         ..
-    } = World::start(|kube| e2e::rbac::load_shipped(kube)).await?;
+    } = World::start(e2e::rbac::load_shipped).await?;
 
     // Each consumer's contract carries its own peering user's kubeconfig.
     let c1 = settle("c1's kubeconfig released", || {
