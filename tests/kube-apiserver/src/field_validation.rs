@@ -194,6 +194,43 @@ impl FieldCheck {
     }
 }
 
+/// A server-side apply's configuration `config` (of a built-in kind) with
+/// fields its kind does not have: the refusal whatever `fieldValidation`
+/// says, as the field manager's type converter gives it — a plain error the
+/// handler answers as a 500 of no reason
+/// (`k8s.io/apimachinery/pkg/util/managedfields/internal/structuredmerge.go`
+/// `Apply`, `objectGVKNN`; structured-merge-diff's `field not declared in
+/// schema`, several as `errors:` one a line). `None` when every field is
+/// known, or for a custom resource (pruned, as before).
+pub fn apply_refusal(def: &ResourceDef, version: &str, config: &Value) -> Option<ApiError> {
+    if def.custom {
+        return None;
+    }
+    let unknown = unknown_fields(def, config);
+    let errors: Vec<String> = unknown
+        .iter()
+        .map(|path| format!(".{path}: field not declared in schema"))
+        .collect();
+    let joined = match errors.as_slice() {
+        [] => return None,
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let meta = &config["metadata"];
+    let text = |field: &str| meta[field].as_str().unwrap_or_default().to_string();
+    Some(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({}/{}; {}/{version}, Kind={}): {joined}",
+            text("namespace"),
+            text("name"),
+            def.group,
+            def.kind
+        ),
+    ))
+}
+
 /// `Warning` header values for `warnings`, as `warning.AddWarning` writes
 /// them: `299 - "<text>"`.
 pub fn warning_headers(warnings: &[String]) -> Vec<String> {

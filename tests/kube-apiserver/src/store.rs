@@ -20,7 +20,7 @@ use crate::audit::{AuditRecord, SeenRequest};
 use crate::crd::{GroupResource, Registry, ResourceDef};
 use crate::deletion::{self, Propagation};
 use crate::faults::Fault;
-use crate::field_validation::{FieldCheck, Operation};
+use crate::field_validation::{self, FieldCheck, Operation};
 use crate::namespace_lifecycle as lifecycle;
 use crate::patch::{self, PatchType};
 use crate::rbac::{self, Policy, UserInfo};
@@ -620,6 +620,14 @@ impl World {
                         "application/strategic-merge-patch+json",
                         true,
                     ));
+                }
+                if patch_type == PatchType::Apply && fields.is_some() {
+                    let config = serde_yaml::from_slice::<Value>(body).unwrap_or(Value::Null);
+                    if let Some(refusal) =
+                        field_validation::apply_refusal(def, &version(&config), &config)
+                    {
+                        return Err(refusal);
+                    }
                 }
                 if patch_type == PatchType::Apply {
                     let (object, created) =

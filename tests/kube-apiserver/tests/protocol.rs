@@ -651,6 +651,37 @@ async fn unknown_and_duplicate_fields_follow_field_validation() {
         (None, &json!({"a": "1", "b": "2"}))
     );
 
+    // Server-side apply: a built-in kind's unknown field is refused by the
+    // field manager whatever fieldValidation says (a 500 of no reason).
+    let apply = "application/apply-patch+yaml";
+    let config = r#"{"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "applied", "namespace": "default"}, "data": {"a": "1"}, "spec": {"foo": 1}}"#;
+    let (code, _, refused) = write(
+        &kube,
+        "PATCH",
+        &format!("{cms}/applied?fieldManager=t&fieldValidation=Ignore"),
+        apply,
+        config,
+    )
+    .await;
+    assert_eq!(
+        refused,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "failed to create typed patch object (default/applied; /v1, Kind=ConfigMap): .spec: field not declared in schema",
+               "code": 500})
+    );
+    assert_eq!(code, 500);
+    let known = config.replace(r#", "spec": {"foo": 1}"#, "");
+    let (code, _, made) = write(
+        &kube,
+        "PATCH",
+        &format!("{cms}/applied?fieldManager=t"),
+        apply,
+        &known,
+    )
+    .await;
+    assert_eq!((code, &made["data"]), (201, &json!({"a": "1"})));
+
     // A custom resource: what its structural schema prunes is unknown.
     let slices = "/apis/authentication.liqo.io/v1beta1/namespaces/default/resourceslices";
     let slice = |name: &str| {
