@@ -19,6 +19,16 @@ fn slice_name(contract: &str) -> String {
     format!("contract-{}", contract.to_ascii_lowercase())
 }
 
+/// The consumer's ResourceSlice of `contract`, in the provider's tenant
+/// namespace.
+fn consumer_slice(consumer: &Consumer, contract: &str) -> Option<Value> {
+    consumer.kube.get(
+        SLICES,
+        Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
+        &slice_name(contract),
+    )
+}
+
 /// The Liqo v1 path: buy from an offer, be told the `liqoctl peer`
 /// command, peer, get exactly the contract's resources, offload, report
 /// `ready`; a second contract adds to the grant; deleting the Purchases
@@ -710,14 +720,7 @@ fn a_contract_ending_soon_is_warned_about_once_and_extending_it_clears_that() {
     assert_eq!(extended["status"]["phase"], "Ready");
     assert_ne!(extended["status"]["expiresAt"], end.as_str());
     assert_eq!(warnings().len(), 1);
-    assert!(consumer
-        .kube
-        .get(
-            SLICES,
-            Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
-            &slice_name(&id)
-        )
-        .is_some());
+    assert!(consumer_slice(consumer, &id).is_some());
 }
 
 /// Cancellation and expiry: the Purchase ends, its slice goes (and with
@@ -914,14 +917,7 @@ fn the_catalog_unreachable_for_a_while() {
         still["status"]["phase"], "Ready",
         "what exists is kept: {still:#} (first seen cut: {cut:#})"
     );
-    assert!(consumer
-        .kube
-        .get(
-            SLICES,
-            Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
-            &slice_name(&id)
-        )
-        .is_some());
+    assert!(consumer_slice(consumer, &id).is_some());
 
     // While the controller cannot see it, the contract is cancelled; once
     // the catalog is back the controller carries on and acts on that (a
@@ -939,14 +935,7 @@ fn the_catalog_unreachable_for_a_while() {
         "{ended:#}"
     );
     wait_until("the cancelled contract's slice is gone", || {
-        consumer
-            .kube
-            .get(
-                SLICES,
-                Some(&liqo_support::tenant_namespace(PROVIDER_ID)),
-                &slice_name(&id),
-            )
-            .is_none()
+        consumer_slice(consumer, &id).is_none()
     });
 }
 
