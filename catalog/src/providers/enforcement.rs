@@ -13,7 +13,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::model::{EnforcementLevel, ProviderPeering, DEFAULT_SLICE_CLASS};
-use super::peering::PeeringInfo;
+use super::peering::{PeeringInfo, RegistrationInvalid, RegistrationRefused};
 use super::Providers;
 use crate::auth::Caller;
 use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
@@ -51,9 +51,9 @@ pub fn with_level(peering: Option<ProviderPeering>, level: EnforcementLevel) -> 
     extensions(("x-roles" = json!(["provider"]))),
     responses(
         (status = 200, description = "Kept; the provider's registration with it", body = PeeringInfo),
-        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        RegistrationInvalid,
         (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "Not a provider, or the provider is disabled (nothing changed)", body = ErrorBody),
+        RegistrationRefused,
         crate::http::StoreUnreachable,
     )
 )]

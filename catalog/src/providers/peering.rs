@@ -21,7 +21,7 @@ use super::model::{
 };
 use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
-use crate::http::{parse_object, read_json_body, ApiError, ErrorBody};
+use crate::http::{documented_error, parse_object, read_json_body, ApiError, ErrorBody};
 use crate::store::StoreError;
 
 /// Told when what a provider's offers carry of it (its generations, its
@@ -168,6 +168,25 @@ pub(super) fn provider(caller: &Caller) -> Result<&str, ApiError> {
     Ok(&caller.cluster_id)
 }
 
+documented_error!(
+    /// The 400 of a provider's change to what it registered (its peering,
+    /// its enforcement level).
+    RegistrationInvalid,
+    400,
+    ErrorBody,
+    "Invalid body; `field` names the bad field (nothing changed)"
+);
+
+documented_error!(
+    /// The 403 of a provider's change to what it registered: the caller is
+    /// no provider, or an administrator disabled it
+    /// ([`Providers::require_enabled`]).
+    RegistrationRefused,
+    403,
+    ErrorBody,
+    "Not a provider, or the provider is disabled (nothing changed)"
+);
+
 /// Register the Liqo a provider runs (replacing what it registered before).
 ///
 /// A provider an administrator disabled cannot change it (403).
@@ -178,9 +197,9 @@ pub(super) fn provider(caller: &Caller) -> Result<&str, ApiError> {
     extensions(("x-roles" = json!(["provider"]))),
     responses(
         (status = 200, description = "Registered", body = PeeringInfo),
-        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        RegistrationInvalid,
         (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "Not a provider, or the provider is disabled (nothing changed)", body = ErrorBody),
+        RegistrationRefused,
         crate::http::StoreUnreachable,
     )
 )]
