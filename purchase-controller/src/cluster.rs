@@ -15,6 +15,7 @@ use kube::core::ApiResource;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 
+use crate::authentication::{self, AuthError, Peers, Stage};
 use crate::catalog::Contract;
 use crate::decision::{NamespaceOutcome, Progress};
 use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
@@ -37,8 +38,12 @@ pub struct Cluster {
     pub generation: Generation,
     /// Its Liqo cluster ID.
     pub cluster_id: String,
-    /// Liqo's namespace (v0.x token Secrets live here).
+    /// Liqo's namespace (v0.x token Secrets live here, v1's
+    /// `authentication-keys` too).
     pub liqo_namespace: String,
+    /// v1: authenticate with the provider itself (`--auto-peer`) rather
+    /// than ask a person to run `liqoctl peer`.
+    pub auto_peer: bool,
 }
 
 /// A Kubernetes call failed, or an object could not be read.
@@ -67,6 +72,7 @@ pub async fn set_up(
         peered: false,
         declarative: false,
         needs_peering_command: false,
+        authentication: None,
         grant: None,
         namespaces: Vec::new(),
     };
@@ -109,10 +115,18 @@ pub async fn set_up(
             if !peering.peered {
                 progress.needs_peering_command = true;
                 if let Some(v1) = &creds.v1 {
+                    // Kept for unpeering too (the catalog releases it
+                    // only while the contract is active).
                     let name = ensure_kubeconfig_secret(purchase, cluster, &v1.kubeconfig).await?;
                     let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
                     status.peering_command = Some(liqo::peering_command(&namespace, &name));
                     status.kubeconfig_secret = Some(name);
+                    if cluster.auto_peer {
+                        if let Some(stage) = auto_peer(cluster, provider, &v1.kubeconfig).await? {
+                            status.peering_command = None;
+                            progress.authentication = Some(stage);
+                        }
+                    }
                 }
             } else {
                 status.peering_command = None;
@@ -156,6 +170,42 @@ pub async fn set_up(
         progress.namespaces = offload(purchase, cluster, status, provider).await?;
     }
     Ok(progress)
+}
+
+/// One round of the controller's own authentication with `provider`
+/// through the contract's kubeconfig; `None` when that kubeconfig cannot
+/// be used (the peering command stays the way forward).
+async fn auto_peer(
+    cluster: &Cluster,
+    provider: &str,
+    kubeconfig: &str,
+) -> Result<Option<Stage>, ClusterError> {
+    let provider_client = match authentication::provider_client(kubeconfig).await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
+            return Ok(None);
+        }
+    };
+    let peers = Peers {
+        consumer: &cluster.client,
+        provider: &provider_client,
+        consumer_id: &cluster.cluster_id,
+        provider_id: provider,
+        liqo_namespace: &cluster.liqo_namespace,
+    };
+    match authentication::authenticate(&peers).await {
+        Ok(stage) => {
+            tracing::debug!(?stage, "authentication");
+            Ok(Some(stage))
+        }
+        Err(AuthError::Kube(e)) => Err(e.into()),
+        Err(AuthError::Decode(e)) => Err(e.into()),
+        Err(e @ AuthError::Kubeconfig(_)) => {
+            tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
+            Ok(None)
+        }
+    }
 }
 
 /// The first object of `api` with `label`, as JSON.
@@ -382,6 +432,7 @@ pub async fn cleanup(
                 &liqo::resource_slice(),
             ))
             .await?;
+            unpeer_v1(purchase, cluster).await?;
         }
         Generation::V0 => {
             teardown = unpeer_v0(purchase, cluster).await?;
@@ -401,6 +452,61 @@ pub async fn cleanup(
         }
     }
     Ok(teardown)
+}
+
+/// The authentication this controller made with the Purchase's provider
+/// (Identity on this cluster, Tenant on the provider's), taken down when
+/// no other Purchase of the provider remains, after the ResourceSlices
+/// (`liqoctl unpeer`'s order). The provider is reached through the
+/// kubeconfig Secret kept for the Purchase, if there is one and it still
+/// works.
+async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), ClusterError> {
+    let status = purchase.status();
+    let Some(provider) = status.provider_cluster_id.as_deref() else {
+        return Ok(());
+    };
+    let purchases: Vec<Purchase> = Api::<Purchase>::all(cluster.client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let users = crate::decision::peering_users(&purchases, provider, &purchase.key());
+    if !users.is_empty() {
+        tracing::debug!(?users, "the authentication stays: other Purchases use it");
+        return Ok(());
+    }
+    let mut provider_client = None;
+    if let Some(name) = &status.kubeconfig_secret {
+        let secrets: Api<Secret> = Api::namespaced(
+            cluster.client.clone(),
+            purchase.metadata.namespace.as_deref().unwrap_or_default(),
+        );
+        if let Some(secret) = secrets.get_opt(name).await? {
+            let text = secret
+                .data
+                .as_ref()
+                .and_then(|d| d.get("kubeconfig"))
+                .and_then(|b| String::from_utf8(b.0.clone()).ok());
+            if let Some(text) = text {
+                provider_client = authentication::provider_client(&text).await.ok();
+            }
+        }
+    }
+    match authentication::unpeer(
+        &cluster.client,
+        provider_client.as_ref(),
+        &cluster.cluster_id,
+        provider,
+    )
+    .await
+    {
+        Ok(()) => Ok(()),
+        Err(AuthError::Kube(e)) => Err(e.into()),
+        Err(AuthError::Decode(e)) => Err(e.into()),
+        Err(e @ AuthError::Kubeconfig(_)) => {
+            tracing::warn!(error = %e, "the provider's side is left to the provider");
+            Ok(())
+        }
+    }
 }
 
 /// A v0.x peering this Purchase used, taken down when no other Purchase

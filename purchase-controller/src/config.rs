@@ -55,6 +55,10 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_CONTRACT_ENDING_SOON", value_name = "DURATION", default_value = "1d", value_parser = edge::duration::parse)]
     pub contract_ending_soon: Duration,
 
+    /// Liqo v1: authenticate with the provider itself, as `liqoctl peer --networking-disabled` does, through the contract's peering-user kubeconfig (false: show status.peeringCommand for a person to run, as also when the contract has no usable kubeconfig).
+    #[arg(long, env = "PURCHASE_CONTROLLER_AUTO_PEER", value_name = "BOOL", default_value = "false", action = clap::ArgAction::Set)]
+    pub auto_peer: bool,
+
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
@@ -131,6 +135,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         retry_max: args.retry_max,
         catalog_timeout: args.catalog_timeout,
         ending_soon: args.contract_ending_soon,
+        auto_peer: args.auto_peer,
         instance: controller_core::lease::replica_identity("purchase-controller"),
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;

@@ -3,6 +3,7 @@
 //! to the catalog. The reconciler gathers the facts and applies the
 //! objects ([`crate::liqo`] builds them); this module only judges.
 
+use crate::authentication::Stage;
 use crate::liqo::{Generation, Grant};
 use crate::model::Condition;
 use catalog_client::wire::{Contract, ContractState};
@@ -11,6 +12,8 @@ use catalog_client::wire::{Contract, ContractState};
 pub const CONTRACT_VALID: &str = "ContractValid";
 pub const CATALOG_REACHABLE: &str = "CatalogReachable";
 pub const PEERED: &str = "Peered";
+/// v1 `--auto-peer`: where the controller's own authentication stands.
+pub const AUTHENTICATED: &str = "Authenticated";
 pub const RESOURCES_GRANTED: &str = "ResourcesGranted";
 pub const NAMESPACES_OFFLOADED: &str = "NamespacesOffloaded";
 pub const READY: &str = "Ready";
@@ -214,6 +217,8 @@ pub struct Progress {
     pub declarative: bool,
     /// v1: no peering yet, the operator must run `liqoctl peer`.
     pub needs_peering_command: bool,
+    /// v1, `--auto-peer`: how far the controller's authentication came.
+    pub authentication: Option<Stage>,
     /// v1: the provider's answer; v0 has no grant step.
     pub grant: Option<Grant>,
     pub namespaces: Vec<(String, NamespaceOutcome)>,
@@ -322,6 +327,26 @@ pub fn assess(p: &Progress) -> Assessment {
     };
 
     if !p.peered {
+        if let Some(stage) = &p.authentication {
+            let (reason, message) = stage.reason();
+            conditions.push(cond(AUTHENTICATED, stage.done(), reason, message.clone()));
+            let (peered_reason, peered_message) = if stage.done() {
+                (
+                    "WaitingForPeering",
+                    "waiting for Liqo to make the peering from the Identity".to_string(),
+                )
+            } else {
+                ("Authenticating", message)
+            };
+            conditions.push(cond(PEERED, false, peered_reason, peered_message.clone()));
+            return not_ready(
+                conditions,
+                Phase::Peering,
+                peered_reason,
+                peered_message,
+                Some((ContractState::Pending, None)),
+            );
+        }
         let (reason, message) = if p.needs_peering_command {
             (
                 "PeeringCommandRequired",
@@ -695,6 +720,7 @@ mod tests {
             peered: true,
             declarative: false,
             needs_peering_command: false,
+            authentication: None,
             grant: Some(Grant::Accepted(BTreeMap::new())),
             namespaces: vec![("apps".into(), NamespaceOutcome::Offloaded)],
         }
@@ -731,6 +757,37 @@ mod tests {
             check_contract(&c, Generation::V0, "me"),
             Err(Unusable::NoCredentials(Generation::V0))
         );
+    }
+
+    #[test]
+    fn the_controller_s_own_authentication_is_a_condition_with_an_actionable_reason() {
+        let mut p = progress();
+        p.peered = false;
+        p.needs_peering_command = true;
+        p.authentication = Some(Stage::WaitingForNonce);
+        let a = assess(&p);
+        assert_eq!(a.phase, Phase::Peering);
+        let find = |a: &Assessment, t: &str| a.conditions.iter().find(|c| c.type_ == t).cloned();
+        let auth = find(&a, AUTHENTICATED).unwrap();
+        assert_eq!(
+            (auth.status, auth.reason.as_str()),
+            (false, "WaitingForNonce")
+        );
+        assert_eq!(find(&a, PEERED).unwrap().reason, "Authenticating");
+        assert_eq!(find(&a, READY).unwrap().reason, "Authenticating");
+        assert!(!a
+            .conditions
+            .iter()
+            .any(|c| c.reason == "PeeringCommandRequired"));
+
+        p.authentication = Some(Stage::IdentityCreated);
+        let a = assess(&p);
+        assert!(find(&a, AUTHENTICATED).unwrap().status);
+        assert_eq!(find(&a, PEERED).unwrap().reason, "WaitingForPeering");
+
+        // Once Liqo reports the peering, the condition is not kept.
+        p.peered = true;
+        assert!(find(&assess(&p), AUTHENTICATED).is_none());
     }
 
     #[test]

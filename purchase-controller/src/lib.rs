@@ -10,6 +10,8 @@
 //!   opened from the credentials Secret, and its answers sorted;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
+//! - [`authentication`]: Liqo v1's authentication step of a peering,
+//!   done as `liqoctl peer` does it, against both API servers;
 //! - [`decision`]: the pure judgement — [`Phase`](decision::Phase),
 //!   conditions, the state the catalog must hear;
 //! - [`cluster`]: the objects on the consumer's cluster — created, read,
@@ -20,6 +22,7 @@
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).
 
+pub mod authentication;
 pub mod catalog;
 pub mod cluster;
 pub mod config;

@@ -61,6 +61,8 @@ pub struct Settings {
     pub catalog_timeout: Duration,
     /// Warn this long before a contract ends (`EndingSoon`, an Event).
     pub ending_soon: Duration,
+    /// v1: authenticate with the provider itself.
+    pub auto_peer: bool,
     pub instance: String,
 }
 
@@ -153,6 +155,7 @@ pub async fn run(
         generation: settings.generation,
         cluster_id: settings.cluster_id.clone(),
         liqo_namespace: settings.liqo_namespace.clone(),
+        auto_peer: settings.auto_peer,
     };
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),

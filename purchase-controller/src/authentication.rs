@@ -1,0 +1,616 @@
+//! Liqo v1.2.0's authentication step of a peering, done by the controller
+//! as `liqoctl peer` does it (`pkg/liqoctl/authenticate/handler.go:42-118`,
+//! `cluster.go:76-233`), as a client of both API servers: the consumer's
+//! ([C], the controller's own) and the provider's ([P], through the
+//! contract's peering-user kubeconfig). Networking is not set up (the
+//! `--networking-disabled` form).
+//!
+//! Nothing here blocks on Liqo: each round does the next step that can be
+//! done and says which it waits for ([`Stage`]), so the controller resumes
+//! where it stopped after a restart. The objects are built by the pure
+//! `*_object` functions from Liqo's own forge code (cited beside each);
+//! [`Stage`] names the step as a Purchase condition reason.
+//!
+//! Secrets: the kubeconfig text and the consumer's private key are never
+//! logged nor put in an error message.
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::liqo::{MANAGED_BY, MANAGER};
+
+/// `pkg/consts/authentication.go:19`: the consumer's key pair, in Liqo's
+/// namespace.
+pub const KEYS_SECRET: &str = "authentication-keys";
+/// `forge/nonce.go:26-28`.
+pub const NONCE_SECRET: &str = "liqo-nonce";
+/// `forge/signednonce.go:26-28`.
+pub const SIGNED_NONCE_SECRET: &str = "liqo-signed-nonce";
+/// `pkg/consts/authentication.go:22-29`.
+const SIGNED_NONCE_LABEL: &str = "liqo.io/signed-nonce";
+const NONCE_LABEL: &str = "liqo.io/nonce";
+const NONCE_FIELD: &str = "nonce";
+const SIGNED_NONCE_FIELD: &str = "signedNonce";
+/// `pkg/consts/externalnetwork.go:36-38`.
+const PRIVATE_KEY_FIELD: &str = "privateKey";
+const PUBLIC_KEY_FIELD: &str = "publicKey";
+/// `pkg/consts/core.go:19` and Liqo's `liqo.io/remote-cluster-id`.
+const TENANT_NAMESPACE_LABEL: &str = "liqo.io/tenant-namespace";
+const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
+/// `authentication/csr.go:100-103`: the group of every control-plane user.
+const CONTROL_PLANE_ORGANIZATION: &str = "liqo.io";
+
+/// `authentication.liqo.io/v1beta1` Tenants and Identities.
+pub fn tenants() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("authentication.liqo.io", "v1beta1", "Tenant"),
+        "tenants",
+    )
+}
+
+pub fn identities() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("authentication.liqo.io", "v1beta1", "Identity"),
+        "identities",
+    )
+}
+
+/// Where authentication stands; each is a reason on the Purchase's
+/// `Authenticated` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// [P] `liqo-tenant-<consumer>` is missing or unreadable: the
+    /// provider's peering-user controller makes it with the peering user.
+    ProviderTenantNamespaceMissing(String),
+    /// [P] the nonce Secret is there, Liqo has yet to fill it.
+    WaitingForNonce,
+    /// [C] the signed-nonce Secret is there, Liqo has yet to sign it.
+    WaitingForSignature,
+    /// [C] the signed-nonce Secret holds another nonce than the provider's
+    /// (`utils/nonce.go:70-77` refuses it the same way).
+    NonceMismatch(String),
+    /// [C] the consumer's Liqo key cannot be read (why).
+    KeysUnreadable(String),
+    /// [P] the Tenant is applied; Liqo has yet to accept it.
+    WaitingForTenant(String),
+    /// [C] the Identity is applied: Liqo makes the peering from it.
+    IdentityCreated,
+    /// A call to the provider's API server failed (why, no secrets).
+    Provider(String),
+}
+
+impl Stage {
+    /// Authentication done (the rest is Liqo's).
+    pub fn done(&self) -> bool {
+        matches!(self, Stage::IdentityCreated)
+    }
+
+    /// The condition's reason and a message a person can act on.
+    pub fn reason(&self) -> (&'static str, String) {
+        match self {
+            Stage::ProviderTenantNamespaceMissing(ns) => (
+                "ProviderTenantNamespaceMissing",
+                format!("the provider has no tenant namespace {ns} readable by this contract's peering user: the provider's peering-user controller makes it; ask the provider if it stays"),
+            ),
+            Stage::WaitingForNonce => (
+                "WaitingForNonce",
+                "waiting for the provider's Liqo to fill the nonce Secret liqo-nonce".to_string(),
+            ),
+            Stage::WaitingForSignature => (
+                "WaitingForSignature",
+                "waiting for this cluster's Liqo to sign the nonce (Secret liqo-signed-nonce)".to_string(),
+            ),
+            Stage::NonceMismatch(ns) => (
+                "NonceMismatch",
+                format!("Secret {ns}/{SIGNED_NONCE_SECRET} holds another nonce than the provider's: delete it to start the handshake again"),
+            ),
+            Stage::KeysUnreadable(why) => ("ConsumerKeyUnreadable", why.clone()),
+            Stage::WaitingForTenant(ns) => (
+                "WaitingForTenant",
+                format!("Tenant applied on the provider; waiting for its Liqo to accept it (if this stays, see the provider's Events on the Tenant in {ns})"),
+            ),
+            Stage::IdentityCreated => (
+                "IdentityCreated",
+                "the control-plane Identity is applied; Liqo makes the peering from it".to_string(),
+            ),
+            Stage::Provider(why) => ("ProviderUnreachable", why.clone()),
+        }
+    }
+}
+
+/// Something this module could not do (not a wait).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("the contract's peering kubeconfig cannot be used: {0}")]
+    Kubeconfig(&'static str),
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("cannot read an object: {0}")]
+    Decode(#[from] serde_json::Error),
+}
+
+/// A client of the provider's API server from the contract's kubeconfig
+/// text. The parse errors are not passed on: they may quote the text.
+pub async fn provider_client(kubeconfig: &str) -> Result<Client, AuthError> {
+    let parsed = Kubeconfig::from_yaml(kubeconfig)
+        .map_err(|_| AuthError::Kubeconfig("it does not parse as a kubeconfig"))?;
+    let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|_| AuthError::Kubeconfig("it names no usable cluster, context or user"))?;
+    // A provider that does not answer must not hold a round for long.
+    config.connect_timeout = Some(std::time::Duration::from_secs(10));
+    config.read_timeout = Some(std::time::Duration::from_secs(10));
+    Client::try_from(config)
+        .map_err(|_| AuthError::Kubeconfig("no client can be built from its credentials"))
+}
+
+/// `tenantNamespace/utils.go` `getNameForNamespace`: where a cluster keeps
+/// what concerns `peer`.
+pub fn tenant_namespace(peer: &str) -> String {
+    format!("liqo-tenant-{peer}")
+}
+
+/// `tenantNamespace/namespaceManager.go:129-150` `ForgeNamespace`.
+pub fn tenant_namespace_object(peer: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": tenant_namespace(peer),
+                        "labels": {REMOTE_CLUSTER_ID: peer, TENANT_NAMESPACE_LABEL: "true",
+                                   "pod-security.kubernetes.io/audit": "privileged",
+                                   "pod-security.kubernetes.io/enforce": "privileged",
+                                   "pod-security.kubernetes.io/warn": "privileged"}}})
+}
+
+/// `forge/nonce.go:31-54`: the empty nonce Secret on [P] for `consumer`.
+pub fn nonce_object(namespace: &str, consumer: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": NONCE_SECRET, "namespace": namespace,
+                        "labels": {NONCE_LABEL: "true", REMOTE_CLUSTER_ID: consumer}}})
+}
+
+/// `forge/signednonce.go:31-49`: the provider's `nonce`, on [C], for Liqo
+/// to sign.
+pub fn signed_nonce_object(namespace: &str, provider: &str, nonce: &[u8]) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": SIGNED_NONCE_SECRET, "namespace": namespace,
+                        "labels": {SIGNED_NONCE_LABEL: "true", REMOTE_CLUSTER_ID: provider,
+                                   MANAGED_BY: MANAGER}},
+           "data": {NONCE_FIELD: b64(nonce)}})
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of a Secret's `field` (`data`, base64 in JSON); empty if none.
+fn secret_field(secret: &Value, field: &str) -> Vec<u8> {
+    secret["data"][field]
+        .as_str()
+        .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        .unwrap_or_default()
+}
+
+/// The consumer's key pair as `authentication-keys` stores it
+/// (`authentication/keys.go:184-218`): PKCS#8 private key and PKIX public
+/// key, PEM.
+pub struct ClusterKeys {
+    private_pem: String,
+    public_pem: String,
+}
+
+impl std::fmt::Debug for ClusterKeys {
+    /// The private key is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterKeys")
+            .field("public_pem", &self.public_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterKeys {
+    /// From the Secret's data, checked as `keys.go:190-217` checks it
+    /// (both fields present, PEM); the error names the field, never its
+    /// content.
+    pub fn from_secret(secret: &Value) -> Result<Self, String> {
+        let field = |name: &str| {
+            let bytes = secret_field(secret, name);
+            let text = String::from_utf8(bytes).unwrap_or_default();
+            if text.contains("-----BEGIN ") {
+                Ok(text)
+            } else {
+                Err(format!(
+                    "Secret {KEYS_SECRET} has no PEM {name}: is Liqo's controller manager installed?"
+                ))
+            }
+        };
+        Ok(Self {
+            private_pem: field(PRIVATE_KEY_FIELD)?,
+            public_pem: field(PUBLIC_KEY_FIELD)?,
+        })
+    }
+
+    /// `authentication/csr.go:71-73, 197-236` `GenerateCSRForControlPlane`:
+    /// a PKCS#10 request signed with the private key for CN `cluster_id`,
+    /// O `liqo.io`, PEM.
+    pub fn control_plane_csr(&self, cluster_id: &str) -> Result<String, String> {
+        let err = |_| "the consumer's private key cannot sign a certificate request".to_string();
+        let key = rcgen::KeyPair::from_pem(&self.private_pem).map_err(err)?;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        // Go's `pkix.Name.ToRDNSequence` puts O before CN.
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, CONTROL_PLANE_ORGANIZATION);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cluster_id);
+        let request = params.serialize_request(&key).map_err(err)?;
+        request.pem().map_err(err)
+    }
+}
+
+/// `utils/tenant.go:34-51` with `forge/tenant.go:29-72`: the Tenant
+/// `<consumer>` for [P]'s `namespace`, with the public key (PEM), the CSR
+/// and the signature of the provider's nonce; no proxy URL (out-of-band).
+/// Marked as this controller's, so that unpeering deletes only its own.
+pub fn tenant_object(
+    consumer: &str,
+    public_pem: &str,
+    csr: &str,
+    signature: &[u8],
+    namespace: &str,
+) -> Value {
+    json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Tenant",
+           "metadata": {"name": consumer, "namespace": namespace,
+                        "labels": {REMOTE_CLUSTER_ID: consumer, MANAGED_BY: MANAGER}},
+           "spec": {"clusterID": consumer, "publicKey": b64(public_pem.as_bytes()),
+                    "csr": b64(csr.as_bytes()), "signature": b64(signature)}})
+}
+
+/// `utils/identity.go:37-57` with `forge/identity.go:26-72`: the Identity
+/// `controlplane-<provider>` in [C]'s `namespace` from the Tenant's
+/// status; `None` while the Tenant lacks `authParams` or
+/// `tenantNamespace`.
+pub fn identity_object(tenant: &Value, provider: &str, namespace: &str) -> Option<Value> {
+    let status = &tenant["status"];
+    let remote_ns = status["tenantNamespace"].as_str().unwrap_or_default();
+    if status["authParams"].is_null() || remote_ns.is_empty() {
+        return None;
+    }
+    Some(
+        json!({"apiVersion": "authentication.liqo.io/v1beta1", "kind": "Identity",
+        "metadata": {"name": identity_name(provider), "namespace": namespace,
+                     "labels": {REMOTE_CLUSTER_ID: provider, MANAGED_BY: MANAGER}},
+        "spec": {"clusterID": provider, "type": "ControlPlane",
+                 "authParams": status["authParams"], "namespace": remote_ns}}),
+    )
+}
+
+/// `forge/identity.go:26-28`.
+pub fn identity_name(provider: &str) -> String {
+    format!("controlplane-{provider}")
+}
+
+/// Who is who.
+pub struct Peers<'a> {
+    pub consumer: &'a Client,
+    pub provider: &'a Client,
+    pub consumer_id: &'a str,
+    pub provider_id: &'a str,
+    /// Liqo's namespace on [C] (where `authentication-keys` is).
+    pub liqo_namespace: &'a str,
+}
+
+fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
+    matches!(e, kube::Error::Api(s) if codes.contains(&s.code))
+}
+
+/// A provider call's failure as a [`Stage`]: it is the provider's or the
+/// network's to mend, so the Purchase waits and says so.
+fn provider_failed(what: &str, e: &kube::Error) -> Stage {
+    let why = match e {
+        kube::Error::Api(s) if s.code == 401 => {
+            "the provider refuses the contract's peering user (401): its credentials were revoked or the contract ended".to_string()
+        }
+        kube::Error::Api(s) if s.code == 403 => format!(
+            "the contract's peering user may not {what} on the provider (403): the provider's Liqo roles for peering users are missing"
+        ),
+        kube::Error::Api(s) => format!("the provider's API server answered {} to {what}", s.code),
+        _ => format!("the provider's API server cannot be reached to {what}"),
+    };
+    Stage::Provider(why)
+}
+
+/// One round of authentication: the next step that can be done, and where
+/// it then stands. Consumer-side API failures are errors (retried with
+/// backoff); provider-side ones are a [`Stage::Provider`].
+pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
+    let on_consumer = tenant_namespace(peers.provider_id);
+    let on_provider = tenant_namespace(peers.consumer_id);
+    let identities: Api<DynamicObject> =
+        Api::namespaced_with(peers.consumer.clone(), &on_consumer, &identities());
+    // `cluster.go:213-233`: once applied, Liqo has what it needs.
+    if identities
+        .get_opt(&identity_name(peers.provider_id))
+        .await?
+        .is_some()
+    {
+        return Ok(Stage::IdentityCreated);
+    }
+
+    // `cluster.go:76-91` on [P]: the peering user may only read it.
+    let provider_namespaces: Api<Namespace> = Api::all(peers.provider.clone());
+    match provider_namespaces.get_opt(&on_provider).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Ok(Stage::ProviderTenantNamespaceMissing(on_provider)),
+        Err(e) if is_status(&e, &[403]) => {
+            return Ok(Stage::ProviderTenantNamespaceMissing(on_provider))
+        }
+        Err(e) => return Ok(provider_failed("read its tenant namespace", &e)),
+    }
+
+    // A Tenant already applied and accepted: straight to the Identity
+    // (the nonce is single-use, the handshake is not replayed).
+    let tenants_p: Api<DynamicObject> =
+        Api::namespaced_with(peers.provider.clone(), &on_provider, &tenants());
+    let tenant = match tenants_p.get_opt(peers.consumer_id).await {
+        Ok(t) => t.map(serde_json::to_value).transpose()?,
+        Err(e) => return Ok(provider_failed("read the Tenant", &e)),
+    };
+    if let Some(tenant) = &tenant {
+        return match identity_object(tenant, peers.provider_id, &on_consumer) {
+            Some(identity) => {
+                identities
+                    .create(&PostParams::default(), &serde_json::from_value(identity)?)
+                    .await?;
+                tracing::info!(namespace = %on_consumer, "control-plane Identity created");
+                Ok(Stage::IdentityCreated)
+            }
+            None => Ok(Stage::WaitingForTenant(on_provider)),
+        };
+    }
+
+    // `cluster.go:76-91` on [C].
+    let namespaces: Api<Namespace> = Api::all(peers.consumer.clone());
+    if namespaces.get_opt(&on_consumer).await?.is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(tenant_namespace_object(peers.provider_id))?,
+            )
+            .await?;
+        tracing::info!(namespace = %on_consumer, "tenant namespace created");
+    }
+
+    // `cluster.go:95-121`, `utils/nonce.go:32-42`: [P]'s nonce.
+    let nonces: Api<DynamicObject> = Api::namespaced_with(
+        peers.provider.clone(),
+        &on_provider,
+        &ApiResource::erase::<Secret>(&()),
+    );
+    let nonce = match nonces.get_opt(NONCE_SECRET).await {
+        Ok(Some(secret)) => secret_field(&serde_json::to_value(secret)?, NONCE_FIELD),
+        Ok(None) => {
+            let wanted = nonce_object(&on_provider, peers.consumer_id);
+            if let Err(e) = nonces
+                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                .await
+            {
+                if !is_status(&e, &[409]) {
+                    return Ok(provider_failed("create the nonce Secret", &e));
+                }
+            }
+            return Ok(Stage::WaitingForNonce);
+        }
+        Err(e) => return Ok(provider_failed("read the nonce Secret", &e)),
+    };
+    if nonce.is_empty() {
+        return Ok(Stage::WaitingForNonce);
+    }
+
+    // `cluster.go:125-152`, `utils/nonce.go:48-80`: [C] signs it.
+    let secrets: Api<Secret> = Api::namespaced(peers.consumer.clone(), &on_consumer);
+    let signed = match secrets.get_opt(SIGNED_NONCE_SECRET).await? {
+        None => {
+            let wanted = signed_nonce_object(&on_consumer, peers.provider_id, &nonce);
+            secrets
+                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                .await?;
+            return Ok(Stage::WaitingForSignature);
+        }
+        Some(secret) => serde_json::to_value(secret)?,
+    };
+    if secret_field(&signed, NONCE_FIELD) != nonce {
+        return Ok(Stage::NonceMismatch(on_consumer));
+    }
+    let signature = secret_field(&signed, SIGNED_NONCE_FIELD);
+    if signature.is_empty() {
+        return Ok(Stage::WaitingForSignature);
+    }
+
+    // `utils/tenant.go:34-51`: the consumer's key, the CSR, the Tenant.
+    let liqo_secrets: Api<Secret> = Api::namespaced(peers.consumer.clone(), peers.liqo_namespace);
+    let keys = match liqo_secrets.get_opt(KEYS_SECRET).await {
+        Ok(Some(secret)) => ClusterKeys::from_secret(&serde_json::to_value(secret)?),
+        Ok(None) => Err(format!(
+            "no Secret {}/{KEYS_SECRET}: is Liqo v1 installed in --liqo-namespace?",
+            peers.liqo_namespace
+        )),
+        Err(e) if is_status(&e, &[403]) => Err(format!(
+            "this controller may not read Secret {}/{KEYS_SECRET} (deploy its Role from deploy/kubernetes/purchase-controller)",
+            peers.liqo_namespace
+        )),
+        Err(e) => return Err(e.into()),
+    };
+    let keys = match keys {
+        Ok(keys) => keys,
+        Err(why) => return Ok(Stage::KeysUnreadable(why)),
+    };
+    let csr = match keys.control_plane_csr(peers.consumer_id) {
+        Ok(csr) => csr,
+        Err(why) => return Ok(Stage::KeysUnreadable(why)),
+    };
+    let wanted = tenant_object(
+        peers.consumer_id,
+        &keys.public_pem,
+        &csr,
+        &signature,
+        &on_provider,
+    );
+    // `cluster.go:176-196`.
+    if let Err(e) = tenants_p
+        .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+        .await
+    {
+        if !is_status(&e, &[409]) {
+            return Ok(provider_failed("create the Tenant", &e));
+        }
+    }
+    tracing::info!(namespace = %on_provider, "Tenant applied on the provider");
+    Ok(Stage::WaitingForTenant(on_provider))
+}
+
+/// Unpeering what [`authenticate`] made, in `liqoctl unpeer`'s order
+/// (after the ResourceSlices): the Identity on [C], then (best effort: the
+/// provider's peering-user controller removes it too once the consumer's
+/// last contract ends, and the peering user may be gone already) the
+/// Tenant on [P]. Only objects carrying this controller's mark.
+pub async fn unpeer(
+    consumer: &Client,
+    provider: Option<&Client>,
+    consumer_id: &str,
+    provider_id: &str,
+) -> Result<(), AuthError> {
+    let identities: Api<DynamicObject> = Api::namespaced_with(
+        consumer.clone(),
+        &tenant_namespace(provider_id),
+        &identities(),
+    );
+    let name = identity_name(provider_id);
+    // Only a peering this controller made (an Identity made by `liqoctl`
+    // or a person stays), and the provider is asked once: when the
+    // Identity goes.
+    let Some(identity) = identities.get_opt(&name).await? else {
+        return Ok(());
+    };
+    if !ours(&serde_json::to_value(identity)?) {
+        return Ok(());
+    }
+    match identities.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => tracing::info!(identity = %name, "control-plane Identity deleted"),
+        Err(e) if is_status(&e, &[404]) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let Some(provider) = provider else {
+        return Ok(());
+    };
+    let tenants_p: Api<DynamicObject> =
+        Api::namespaced_with(provider.clone(), &tenant_namespace(consumer_id), &tenants());
+    let outcome = match tenants_p.get_opt(consumer_id).await {
+        Ok(Some(tenant)) if ours(&serde_json::to_value(&tenant)?) => tenants_p
+            .delete(consumer_id, &DeleteParams::default())
+            .await
+            .map(|_| tracing::info!("Tenant deleted on the provider")),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = outcome {
+        if let Stage::Provider(why) = provider_failed("delete the Tenant", &e) {
+            tracing::warn!(%why, "the Tenant on the provider is left to the provider");
+        }
+    }
+    Ok(())
+}
+
+fn ours(object: &Value) -> bool {
+    object["metadata"]["labels"][MANAGED_BY].as_str() == Some(MANAGER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_parser::certification_request::X509CertificationRequest;
+    use x509_parser::prelude::FromDer;
+
+    fn keys() -> ClusterKeys {
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+        ClusterKeys {
+            private_pem: pair.serialize_pem(),
+            public_pem: pair.public_key_pem(),
+        }
+    }
+
+    #[test]
+    fn the_csr_asks_for_the_consumer_control_plane_with_its_key() {
+        let keys = keys();
+        let csr = keys.control_plane_csr("consumer-1").unwrap();
+        let (_, pem) = x509_parser::pem::parse_x509_pem(csr.as_bytes()).unwrap();
+        let (_, request) = X509CertificationRequest::from_der(&pem.contents).unwrap();
+        request.verify_signature().unwrap();
+        let subject = &request.certification_request_info.subject;
+        let cn: Vec<_> = subject
+            .iter_common_name()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let o: Vec<_> = subject
+            .iter_organization()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!((cn, o), (vec!["consumer-1"], vec!["liqo.io"]));
+        let (_, public) = x509_parser::pem::parse_x509_pem(keys.public_pem.as_bytes()).unwrap();
+        assert_eq!(
+            request.certification_request_info.subject_pki.raw,
+            public.contents.as_slice()
+        );
+    }
+
+    #[test]
+    fn keys_need_both_pem_fields_and_never_print_the_private_one() {
+        let k = keys();
+        let secret = json!({"data": {PRIVATE_KEY_FIELD: b64(k.private_pem.as_bytes()),
+                                     PUBLIC_KEY_FIELD: b64(k.public_pem.as_bytes())}});
+        let read = ClusterKeys::from_secret(&secret).unwrap();
+        assert!(!format!("{read:?}").contains("PRIVATE"));
+        let half = json!({"data": {PUBLIC_KEY_FIELD: b64(k.public_pem.as_bytes())}});
+        let err = ClusterKeys::from_secret(&half).unwrap_err();
+        assert!(
+            err.contains("privateKey") && !err.contains("BEGIN"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_identity_waits_for_the_tenant_status_and_copies_its_auth_params() {
+        let mut tenant = json!({"metadata": {"name": "consumer-1"}, "status": {}});
+        assert_eq!(identity_object(&tenant, "p1", "liqo-tenant-p1"), None);
+        tenant["status"] = json!({"authParams": {"apiServer": "https://p:6443", "ca": "Y2E=", "signedCRT": "Y3J0"},
+                                  "tenantNamespace": "liqo-tenant-consumer-1"});
+        let identity = identity_object(&tenant, "p1", "liqo-tenant-p1").unwrap();
+        assert_eq!(identity["metadata"]["name"], "controlplane-p1");
+        assert_eq!(identity["metadata"]["namespace"], "liqo-tenant-p1");
+        assert_eq!(identity["spec"]["type"], "ControlPlane");
+        assert_eq!(identity["spec"]["clusterID"], "p1");
+        assert_eq!(identity["spec"]["namespace"], "liqo-tenant-consumer-1");
+        assert_eq!(
+            identity["spec"]["authParams"],
+            tenant["status"]["authParams"]
+        );
+    }
+
+    #[test]
+    fn the_tenant_carries_keys_csr_and_signature_base64() {
+        let t = tenant_object("c1", "PUB", "CSR", b"sig", "liqo-tenant-c1");
+        assert_eq!(t["metadata"]["name"], "c1");
+        assert_eq!(t["spec"]["clusterID"], "c1");
+        assert_eq!(t["spec"]["publicKey"], b64(b"PUB"));
+        assert_eq!(t["spec"]["csr"], b64(b"CSR"));
+        assert_eq!(t["spec"]["signature"], b64(b"sig"));
+        assert!(t["spec"]["proxyURL"].is_null());
+        let s = signed_nonce_object("liqo-tenant-p1", "p1", b"n0nce");
+        assert_eq!(s["data"]["nonce"], b64(b"n0nce"));
+        assert_eq!(s["metadata"]["labels"][SIGNED_NONCE_LABEL], "true");
+    }
+}
