@@ -92,3 +92,44 @@ impl edge::probe::Probes for Metrics {
         Metrics::render(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_exposed_under_the_prefix() {
+        let metrics = Metrics::new();
+        metrics.users.set(2);
+        metrics.attached.inc();
+        metrics.reconcile().count_failure("csr");
+        let text = metrics.render();
+        for line in [
+            "peering_user_controller_leader 0",
+            "peering_user_controller_pass_duration_seconds_count 0",
+            "peering_user_controller_failures_total{kind=\"csr\"} 1",
+            "peering_user_controller_users 2",
+            "peering_user_controller_attached_total 1",
+            "peering_user_controller_removed_total 0",
+            "peering_user_controller_catalog_reachable 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
+        let (status, body) = edge::probe::Probes::readiness(&metrics);
+        assert_eq!(
+            status,
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "{body}"
+        );
+        metrics.reconcile().set_reached_api();
+        metrics.reconcile().set_leading(true);
+        let (status, body) = edge::probe::Probes::readiness(&metrics);
+        assert_eq!(
+            (status, body.as_str()),
+            (axum::http::StatusCode::OK, "ok (leader)\n")
+        );
+    }
+}

@@ -117,7 +117,9 @@ async fn pass(
     for (consumer, contracts) in &wanted.consumers {
         let span = tracing::info_span!("peering_user", %consumer);
         let progress = cluster.ensure(consumer).instrument(span.clone()).await;
-        metrics.reconcile().set_reached_api();
+        if progress.is_ok() {
+            metrics.reconcile().set_reached_api();
+        }
         match progress {
             Ok(Progress::Ready {
                 kubeconfig,
