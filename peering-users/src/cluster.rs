@@ -225,9 +225,10 @@ impl Cluster {
             .as_ref()
             .and_then(|s| s.certificate.as_ref())
             .filter(|c| !c.0.is_empty());
-        let approved = has_condition(&csr, "Approved");
-        if !approved {
-            self.check(&csr, &key)?;
+        // Checked approved or not: a certificate is used (and its CN bound)
+        // only for the request this controller made with its key.
+        self.check(&csr, &key)?;
+        if !has_condition(&csr, "Approved") {
             self.approve(csr).await?;
             return Ok(Progress::Pending("approved; awaiting the certificate"));
         }
