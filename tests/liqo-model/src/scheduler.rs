@@ -10,9 +10,10 @@
 //! tried again when any node changes. Scoring is not modelled: among
 //! feasible nodes the first by name wins.
 //!
-//! The binding is written as an update of `spec.nodeName`: the test API
-//! server does not serve the `pods/binding` subresource kube-scheduler
-//! posts (`pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`).
+//! A pod is bound as kube-scheduler's default binder binds it
+//! (`pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`,
+//! `Bind`): a `Binding` posted to the pod's `binding` subresource, naming
+//! the pod's uid and the node, so the API server sets `spec.nodeName` once.
 
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::Client;
@@ -29,7 +30,8 @@ pub const USER: &str = "system:kube-scheduler";
 
 /// The part of `system:kube-scheduler`'s ClusterRole this model uses.
 pub const RULES: &[Rule] = &[
-    Rule::new(&[""], &["pods"], &["get", "list", "watch", "update"]),
+    Rule::new(&[""], &["pods"], &["get", "list", "watch"]),
+    Rule::new(&[""], &["pods/binding"], &["create"]),
     Rule::new(&[""], &["pods/status"], &["update"]),
     Rule::new(&[""], &["nodes"], READ),
 ];
@@ -110,9 +112,25 @@ async fn schedule(client: &Client, key: Key) -> Result<(), Error> {
             .collect();
         match feasible(&this, node, &on_node) {
             None => {
-                pod.data["spec"]["nodeName"] = node["metadata"]["name"].clone();
-                api.replace(&key.name, &PostParams::default(), &pod).await?;
-                return Ok(());
+                let binding = json!({
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": key.name, "uid": pod.metadata.uid},
+                    "target": {"kind": "Node", "name": node["metadata"]["name"]},
+                });
+                let posted = api
+                    .create_subresource::<Value, Value>(
+                        "binding",
+                        &key.name,
+                        &PostParams::default(),
+                        &binding,
+                    )
+                    .await;
+                return match posted {
+                    // Bound meanwhile, or gone: nothing left to schedule.
+                    Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
+                    other => other.map(drop).map_err(Into::into),
+                };
             }
             Some(reason) => {
                 first_reason.get_or_insert(reason);
