@@ -423,14 +423,18 @@ impl KubeApiServer {
         )
     }
 
-    /// Write the resource requests of the audit log, one JSON object a
-    /// line ([`AuditRecord::to_json_line`]), into a new file in `dir`.
+    /// Write the resource requests of the audit log and the authorization
+    /// checks admission made beyond them (`World::authorization_checks`),
+    /// one JSON object a line ([`AuditRecord::to_json_line`]), into a new
+    /// file in `dir`.
     pub fn write_audit(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating audit dir {}", dir.display()))?;
+        let checks = self.shared.world().authorization_checks.clone();
         let lines: String = self
             .audit()
             .iter()
+            .chain(&checks)
             .filter_map(AuditRecord::to_json_line)
             .map(|l| l + "\n")
             .collect();

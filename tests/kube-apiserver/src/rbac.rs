@@ -346,6 +346,11 @@ pub struct Policy {
     cluster_roles: Vec<Role>,
     role_bindings: Vec<Binding>,
     cluster_role_bindings: Vec<Binding>,
+    /// The resource permissions this policy allowed, oldest first: the
+    /// checks admission and the RBAC storage make beyond the request's own
+    /// (`approve` on a signer, `bind` on a role, `update` on an owner's
+    /// finalizers), which the audit file must show as used.
+    allowed: std::sync::Arc<std::sync::Mutex<Vec<ResourceAttributes>>>,
 }
 
 fn namespace_of(object: &Value) -> String {
@@ -481,6 +486,7 @@ impl Policy {
             cluster_roles,
             role_bindings: stored.role_bindings.iter().filter_map(binding).collect(),
             cluster_role_bindings,
+            allowed: Default::default(),
         }
     }
 
@@ -550,6 +556,15 @@ impl Policy {
 
     /// `Authorize` (rbac.go), behind the privileged-group authorizer that a
     /// real server puts first (`system:masters` may do anything).
+    /// The resource permissions allowed so far (see the `allowed` field),
+    /// taken: a second call returns only those allowed since.
+    pub fn take_allowed(&self) -> Vec<ResourceAttributes> {
+        self.allowed
+            .lock()
+            .map(|mut seen| std::mem::take(&mut *seen))
+            .unwrap_or_default()
+    }
+
     pub fn authorize(&self, user: &UserInfo, attributes: &Attributes<'_>) -> Decision {
         if user.in_group(MASTERS) {
             return Decision::Allow;
@@ -560,6 +575,11 @@ impl Policy {
             !allowed
         });
         if allowed {
+            if let Attributes::Resource(attrs) = attributes {
+                if let Ok(mut seen) = self.allowed.lock() {
+                    seen.push((*attrs).clone());
+                }
+            }
             Decision::Allow
         } else if errors.is_empty() {
             Decision::Deny(String::new())

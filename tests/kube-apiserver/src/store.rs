@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use crate::admission::{self, Attributes};
-use crate::audit::{AuditRecord, SeenRequest};
+use crate::audit::{AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::{GroupResource, Registry, ResourceDef};
 use crate::deletion::{self, Propagation};
 use crate::faults::Fault;
@@ -135,6 +135,13 @@ pub struct World {
     pub counters: HashMap<GroupResource, Counters>,
     pub requests: Vec<SeenRequest>,
     pub audit: Vec<AuditRecord>,
+    /// The authorization checks admission and the RBAC storage made for
+    /// a request beyond its own and allowed (`approve` on a signer, `bind`
+    /// on a role, `update` on an owner's finalizers), one record each with
+    /// the request's user: kept apart from [`World::audit`] (the requests
+    /// answered) and written beside it into the audit file, so that
+    /// `deploy-check` sees those permissions used.
+    pub authorization_checks: Vec<AuditRecord>,
     pub faults: Vec<Fault>,
     /// When each request an injected fault answered was answered (tests
     /// bound retry delays by these, not by their own polling).
@@ -227,6 +234,7 @@ impl World {
             counters: HashMap::new(),
             requests: Vec::new(),
             audit: Vec::new(),
+            authorization_checks: Vec::new(),
             faults: Vec::new(),
             faults_fired_at: Vec::new(),
             applied: HashMap::new(),
@@ -465,7 +473,7 @@ impl World {
         old: Option<&Value>,
         target: Target,
         user: Option<&UserInfo>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Vec<ResourceAttributes>, ApiError> {
         let name = object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -554,7 +562,23 @@ impl World {
                 user,
             )?;
         }
-        self.hooks.validate(&attributes)
+        self.hooks.validate(&attributes)?;
+        Ok(policy.map(|p| p.take_allowed()).unwrap_or_default())
+    }
+
+    /// Keep the authorization checks `admit` made for `user`'s request.
+    fn record_checks(&mut self, user: Option<&UserInfo>, checks: Vec<ResourceAttributes>) {
+        let Some(user) = user else { return };
+        self.authorization_checks
+            .extend(checks.into_iter().map(|attributes| AuditRecord {
+                user: Some(user.name.clone()),
+                method: "AUTHORIZE".into(),
+                path: String::new(),
+                verb: attributes.verb.clone(),
+                resource: Some(attributes),
+                code: 200,
+                field_manager: None,
+            }));
     }
 
     /// Every client write, one path: a create, update or patch of `def`
@@ -768,7 +792,8 @@ impl World {
                 map.remove("status");
             }
         }
-        self.admit(def, &mut body, None, Target::Main, user)?;
+        let checks = self.admit(def, &mut body, None, Target::Main, user)?;
+        self.record_checks(user, checks);
         let gr = def.group_resource();
         if self
             .stored(&gr, &key(namespace.filter(|_| def.namespaced), &name))
@@ -936,7 +961,8 @@ impl World {
                 ));
             }
         }
-        self.admit(def, &mut new, Some(&existing), target, user)?;
+        let checks = self.admit(def, &mut new, Some(&existing), target, user)?;
+        self.record_checks(user, checks);
         if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(generation + 1);

@@ -317,6 +317,26 @@ async fn an_approved_request_is_signed_and_its_certificate_authenticates() {
     assert_eq!(code, 200, "{approved:#}");
     assert_eq!(approved["status"]["conditions"][0]["type"], "Approved");
     assert!(approved["status"]["conditions"][0]["lastTransitionTime"].is_string());
+    // The audit file shows the `approve` check CertificateApproval made,
+    // so deploy-check counts that permission as used.
+    let dir = tempfile::tempdir().unwrap();
+    kube.write_audit(dir.path()).unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let lines = std::fs::read_to_string(file.path()).unwrap();
+    assert!(
+        lines.lines().any(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            r["user"] == "bob"
+                && r["verb"] == "approve"
+                && r["resource"] == "signers"
+                && r["name"] == SIGNER
+        }),
+        "no approve check in the audit file:\n{lines}"
+    );
 
     let signed = when(&kube, "carol", |c| certificate(c).is_some()).await;
     let cert_pem = certificate(&signed).unwrap();
