@@ -37,23 +37,9 @@ async fn run(args: peering_users::config::Args) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let task = {
         let stop = stop.clone();
-        tokio::spawn(async move { peering_users::config::run(&args, stop).await })
+        tokio::spawn(async move { Ok(peering_users::config::run(&args, stop).await?) })
     };
-    tokio::pin!(task);
-    tokio::select! {
-        result = &mut task => return Ok(result??),
-        () = edge::signal::shutdown() => {}
-    }
-    stop.cancel();
-    // A pass stuck on an unreachable API server or catalog must not keep
-    // the process past its grace period.
-    match tokio::time::timeout(STOP_TIMEOUT, &mut task).await {
-        Ok(result) => Ok(result??),
-        Err(_) => {
-            tracing::warn!("the controller still running after {STOP_TIMEOUT:?}; exiting anyway");
-            Ok(())
-        }
-    }
+    edge::signal::run_until_shutdown("the controller", task, || stop.cancel(), STOP_TIMEOUT).await
 }
 
 /// How long SIGTERM waits for the controller to stop.

@@ -36,24 +36,9 @@ async fn run(args: purchase_controller::config::Args) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let task = {
         let stop = stop.clone();
-        tokio::spawn(async move { purchase_controller::config::run(&args, stop).await })
+        tokio::spawn(async move { Ok(purchase_controller::config::run(&args, stop).await?) })
     };
-    tokio::pin!(task);
-    tokio::select! {
-        result = &mut task => return Ok(result??),
-        () = edge::signal::shutdown() => {}
-    }
-    stop.cancel();
-    // kube's Controller waits for ever for a cache that never filled (the
-    // API server unreachable), and a reconcile may be stuck on a call: the
-    // process exits after `STOP_TIMEOUT` regardless.
-    match tokio::time::timeout(STOP_TIMEOUT, &mut task).await {
-        Ok(result) => Ok(result??),
-        Err(_) => {
-            tracing::warn!("the controller still running after {STOP_TIMEOUT:?}; exiting anyway");
-            Ok(())
-        }
-    }
+    edge::signal::run_until_shutdown("the controller", task, || stop.cancel(), STOP_TIMEOUT).await
 }
 
 /// How long SIGTERM waits for the controller to stop.

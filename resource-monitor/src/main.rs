@@ -263,27 +263,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
             stop_controller.clone(),
         );
         Some(tokio::spawn(async move {
-            slice_controller::config::run(client, reader, &settings, stop).await
+            Ok::<_, anyhow::Error>(
+                slice_controller::config::run(client, reader, &settings, stop).await?,
+            )
         }))
     } else {
         None
     };
     if v1_only {
-        let Some(mut task) = controller else {
+        let Some(task) = controller else {
             return Ok(());
         };
-        tokio::select! {
-            result = &mut task => return Ok(result.context("controller task")??),
-            () = edge::signal::shutdown() => {}
-        }
-        stop_controller.cancel();
-        return match tokio::time::timeout(STOP_TIMEOUT, task).await {
-            Ok(result) => Ok(result.context("controller task")??),
-            Err(_) => {
-                tracing::warn!("the ResourceSlice controller still running after {STOP_TIMEOUT:?}; exiting anyway");
-                Ok(())
-            }
-        };
+        return edge::signal::run_until_shutdown(
+            "the ResourceSlice controller",
+            task,
+            || stop_controller.cancel(),
+            STOP_TIMEOUT,
+        )
+        .await;
     }
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
