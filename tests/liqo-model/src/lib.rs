@@ -153,7 +153,10 @@
 //! - [`namespace_offloading`] (`namespaceoffloading-controller/`): a
 //!   NamespaceOffloading `offloading` maps its namespace on the peers whose
 //!   virtual node matches its cluster selector (NamespaceMaps'
-//!   `desiredMapping`) and labels it `liqo.io/scheduling-enabled=true`;
+//!   `desiredMapping`) and labels it `liqo.io/scheduling-enabled=true`,
+//!   reports its phase and per-peer conditions from the maps' status
+//!   ([`offloading_status`], `status.go`) and, under its finalizer, undoes
+//!   all of it on deletion (`lifecycle.go`);
 //!   [`nsoff_webhook`] (`pkg/webhooks/namespaceoffloading/nsoff.go`): the
 //!   name `offloading`, an immutable mapping strategy;
 //! - [`namespace_map`] (`namespacemap-controller/enforcement.go`): the
@@ -221,6 +224,7 @@ pub mod nonce_signer;
 pub mod nsoff_webhook;
 pub mod offloading;
 pub mod offloading_consts;
+pub mod offloading_status;
 pub mod pod_webhook;
 pub mod quota_creator;
 pub mod reflection;

@@ -8,11 +8,17 @@
 //! `desiredMapping`, the others lose it (CS:37-77); then the namespace is
 //! labelled `liqo.io/scheduling-enabled=true` for the `Remote` and
 //! `LocalAndRemote` strategies, unlabelled otherwise (NSOFF:116-123,
-//! LAB:28-66). Reconciled on its NamespaceOffloading, and on every
-//! VirtualNode, virtual Node and NamespaceMap change (NSOFF:142-147).
+//! LAB:28-66). It holds a finalizer (`lifecycle.go` LIFE:55-67); once the
+//! NamespaceOffloading is deleted it unlabels the namespace, takes it out
+//! of every map and lets the finalizer go only when no remote namespace
+//! condition is left, i.e. every peer's namespace is gone (LIFE:27-53).
+//! After every reconcile, whatever its outcome, the status is rewritten
+//! ([`crate::offloading_status`]) and its write's result is the
+//! reconcile's (NSOFF:88-98 assign the named `err`). Reconciled on its
+//! NamespaceOffloading, and on every VirtualNode, virtual Node and
+//! NamespaceMap change (NSOFF:142-147).
 //!
-//! Not modelled: the finalizer and deletion logic (lifecycle.go), the
-//! status (remote namespace conditions), Events.
+//! Not modelled: Events.
 
 use std::collections::BTreeMap;
 
@@ -28,11 +34,25 @@ use crate::offloading_consts::{
 };
 use crate::runner::{self, Key};
 use crate::scheduling::matches_terms;
-use crate::Error;
+use crate::{offloading_status, Error};
 
-/// NSOFF:57-64, the part this model uses.
+/// NSOFF:56-64, the part this model uses.
 pub const RULES: &[Rule] = &[
-    Rule::new(&["offloading.liqo.io"], &["namespaceoffloadings"], READ),
+    Rule::new(
+        &["offloading.liqo.io"],
+        &["namespaceoffloadings"],
+        &["get", "list", "watch", "patch", "update"],
+    ),
+    Rule::new(
+        &["offloading.liqo.io"],
+        &["namespaceoffloadings/status"],
+        &["get", "update", "patch"],
+    ),
+    Rule::new(
+        &["offloading.liqo.io"],
+        &["namespaceoffloadings/finalizers"],
+        &["get", "update", "patch"],
+    ),
     Rule::new(
         &["offloading.liqo.io"],
         &["namespacemaps"],
@@ -117,16 +137,36 @@ fn virtual_node_labels(vn: &Value, node: Option<&DynamicObject>) -> Value {
     labels
 }
 
+/// NSOFF:53: held until every peer's namespace is gone.
+pub const FINALIZER: &str = "namespaceoffloading-controller.liqo.io/finalizer";
+
+/// The local NamespaceMaps by the cluster they are for.
+type Maps = BTreeMap<String, DynamicObject>;
+
 async fn reconcile(client: &Client, local_cluster_id: &str, key: Key) -> Result<(), Error> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &key.namespace, &namespace_offloadings());
-    let Some(nsoff) = api.get_opt(&key.name).await? else {
+    let Some(mut nsoff) = api.get_opt(&key.name).await? else {
         return Ok(());
     };
-    let nsoff = serde_json::to_value(&nsoff).unwrap_or_default();
-    // CS:79-103: the local NamespaceMaps by the cluster they are for.
+    let mut maps = local_maps(client).await?;
+    // NSOFF:100-123.
+    let outcome = if nsoff.metadata.deletion_timestamp.is_some() {
+        deletion(client, &api, &mut nsoff, &mut maps).await
+    } else {
+        offload(client, local_cluster_id, &api, &mut nsoff, &mut maps).await
+    };
+    // NSOFF:88-98: logged, then replaced by the status write's result.
+    if let Err(e) = &outcome {
+        tracing::debug!(error = %e, namespace = key.namespace, "reconciling a NamespaceOffloading");
+    }
+    enforce_status(&api, &nsoff, &maps, local_cluster_id).await
+}
+
+/// CS:79-103: the local NamespaceMaps by the cluster they are for.
+async fn local_maps(client: &Client) -> Result<Maps, Error> {
     let maps: Api<DynamicObject> = Api::all_with(client.clone(), &namespace_maps());
-    let mut by_cluster: BTreeMap<String, DynamicObject> = BTreeMap::new();
+    let mut by_cluster = Maps::new();
     for nm in maps
         .list(&ListParams::default().labels(LOCAL_MAPS))
         .await?
@@ -141,20 +181,67 @@ async fn reconcile(client: &Client, local_cluster_id: &str, key: Key) -> Result<
             by_cluster.insert(id.clone(), nm);
         }
     }
+    Ok(by_cluster)
+}
+
+/// NSOFF:106-123: the finalizer, the mappings, the scheduling label.
+async fn offload(
+    client: &Client,
+    local_cluster_id: &str,
+    api: &Api<DynamicObject>,
+    nsoff: &mut DynamicObject,
+    maps: &mut Maps,
+) -> Result<(), Error> {
+    // LIFE:55-67.
+    let finalizers = nsoff.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == FINALIZER) {
+        finalizers.push(FINALIZER.into());
+        let name = nsoff.metadata.name.clone().unwrap_or_default();
+        *nsoff = api.replace(&name, &PostParams::default(), nsoff).await?;
+    }
+    enforce_cluster_selector(client, local_cluster_id, nsoff, maps).await?;
+    // NSOFF:116-123, LAB:28-66.
+    let schedule = matches!(
+        nsoff.data["spec"]["podOffloadingStrategy"].as_str(),
+        Some("Remote" | "LocalAndRemote")
+    );
+    let namespace = nsoff.metadata.namespace.clone().unwrap_or_default();
+    scheduling_label(client, &namespace, schedule).await
+}
+
+/// CS:37-77: every peered cluster whose virtual node the selector matches
+/// gets the namespace in its map's `desiredMapping`, the others lose it.
+async fn enforce_cluster_selector(
+    client: &Client,
+    local_cluster_id: &str,
+    nsoff: &DynamicObject,
+    maps: &mut Maps,
+) -> Result<(), Error> {
+    let nsoff = serde_json::to_value(nsoff).unwrap_or_default();
     let vns: Api<DynamicObject> = Api::all_with(client.clone(), &consts::virtual_nodes());
     let nodes: Api<DynamicObject> = Api::all_with(client.clone(), &consts::nodes());
-    let local_name = key.namespace.clone();
+    let local_name = nsoff["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let remote_name = remote_namespace_name(&nsoff, local_cluster_id);
     let selector = &nsoff["spec"]["clusterSelector"];
-    for vn in vns.list(&ListParams::default()).await?.items {
-        let vn_name = vn.metadata.name.clone().unwrap_or_default();
-        let vn = serde_json::to_value(&vn).unwrap_or_default();
-        let cluster = vn["spec"]["clusterID"].as_str().unwrap_or_default();
-        // CS:46-51.
-        let Some(nm) = by_cluster.get(cluster) else {
+    let vns = vns.list(&ListParams::default()).await?.items;
+    // CS:46-51.
+    for vn in &vns {
+        let cluster = vn.data["spec"]["clusterID"].as_str().unwrap_or_default();
+        if !maps.contains_key(cluster) {
             return Err(Error::Waiting(format!(
                 "no NamespaceMap found for remote cluster ID: {cluster}"
             )));
+        }
+    }
+    for vn in vns {
+        let vn_name = vn.metadata.name.clone().unwrap_or_default();
+        let vn = serde_json::to_value(&vn).unwrap_or_default();
+        let cluster = vn["spec"]["clusterID"].as_str().unwrap_or_default();
+        let Some(nm) = maps.get_mut(cluster) else {
+            continue;
         };
         // CS:106-118: an empty selector matches every cluster.
         let node = nodes.get_opt(&vn_name).await?;
@@ -172,28 +259,83 @@ async fn reconcile(client: &Client, local_cluster_id: &str, key: Key) -> Result<
             (false, None) => None,
         };
         if let Some(value) = change {
-            let nm_api: Api<DynamicObject> = Api::namespaced_with(
-                client.clone(),
-                nm.metadata.namespace.as_deref().unwrap_or_default(),
-                &namespace_maps(),
-            );
-            let patch = json!({"spec": {"desiredMapping": {&local_name: value}}});
-            nm_api
-                .patch(
-                    &nm.metadata.name.clone().unwrap_or_default(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await?;
+            set_desired(client, nm, &local_name, value).await?;
         }
     }
-    // NSOFF:116-123, LAB:28-66.
-    let schedule = matches!(
-        nsoff["spec"]["podOffloadingStrategy"].as_str(),
-        Some("Remote" | "LocalAndRemote")
+    Ok(())
+}
+
+/// MAP:28-43, 61-77: `desiredMapping[local_name]` set to `value` (removed
+/// when null) by a merge patch; `nm` becomes what the server answered, as
+/// controller-runtime's `Patch` refreshes its object, so the status below
+/// counts the new mapping.
+async fn set_desired(
+    client: &Client,
+    nm: &mut DynamicObject,
+    local_name: &str,
+    value: Value,
+) -> Result<(), Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        nm.metadata.namespace.as_deref().unwrap_or_default(),
+        &namespace_maps(),
     );
+    let patch = json!({"spec": {"desiredMapping": {local_name: value}}});
+    *nm = api
+        .patch(
+            &nm.metadata.name.clone().unwrap_or_default(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+/// LIFE:27-53: unlabel the namespace, take it out of every map, and let
+/// the finalizer go once the status (as read, before this pass rewrites
+/// it) has no remote namespace condition left.
+async fn deletion(
+    client: &Client,
+    api: &Api<DynamicObject>,
+    nsoff: &mut DynamicObject,
+    maps: &mut Maps,
+) -> Result<(), Error> {
+    let namespace = nsoff.metadata.namespace.clone().unwrap_or_default();
+    scheduling_label(client, &namespace, false).await?;
+    // MAP:46-58: every map is tried, then one error.
+    let mut failed = false;
+    for nm in maps.values_mut() {
+        if nm.data["spec"]["desiredMapping"].get(&namespace).is_some() {
+            if let Err(e) = set_desired(client, nm, &namespace, Value::Null).await {
+                tracing::debug!(error = %e, namespace, "removing a desired mapping");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return Err(Error::Waiting(
+            "some desiredMappings have not been deleted".into(),
+        ));
+    }
+    let conditions = &nsoff.data["status"]["remoteNamespacesConditions"];
+    if conditions.as_object().is_some_and(|c| !c.is_empty()) {
+        return Err(Error::Waiting(
+            "waiting for remote namespaces deletion".into(),
+        ));
+    }
+    if let Some(finalizers) = nsoff.metadata.finalizers.as_mut() {
+        finalizers.retain(|f| f != FINALIZER);
+    }
+    let name = nsoff.metadata.name.clone().unwrap_or_default();
+    *nsoff = api.replace(&name, &PostParams::default(), nsoff).await?;
+    Ok(())
+}
+
+/// LAB:28-66: the namespace labelled `liqo.io/scheduling-enabled=true`
+/// (`schedule`) or not, updated only when that changes.
+async fn scheduling_label(client: &Client, namespace: &str, schedule: bool) -> Result<(), Error> {
     let namespaces: Api<DynamicObject> = Api::all_with(client.clone(), &consts::namespaces());
-    let mut ns = namespaces.get(&local_name).await?;
+    let mut ns = namespaces.get(namespace).await?;
     let labels = ns.metadata.labels.get_or_insert_with(Default::default);
     let labelled =
         labels.get(SCHEDULING_ENABLED).map(String::as_str) == Some(SCHEDULING_ENABLED_VALUE);
@@ -204,8 +346,35 @@ async fn reconcile(client: &Client, local_cluster_id: &str, key: Key) -> Result<
             labels.remove(SCHEDULING_ENABLED);
         }
         namespaces
-            .replace(&local_name, &PostParams::default(), &ns)
+            .replace(namespace, &PostParams::default(), &ns)
             .await?;
     }
+    Ok(())
+}
+
+/// ST:30-63: the status rewritten, when it differs, with a status update.
+async fn enforce_status(
+    api: &Api<DynamicObject>,
+    nsoff: &DynamicObject,
+    maps: &Maps,
+    local_cluster_id: &str,
+) -> Result<(), Error> {
+    let mut value = serde_json::to_value(nsoff).unwrap_or_default();
+    let remote_name = remote_namespace_name(&value, local_cluster_id);
+    let maps: Vec<Value> = maps
+        .values()
+        .map(|nm| serde_json::to_value(nm).unwrap_or_default())
+        .collect();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let status = offloading_status::status(&value, &remote_name, &maps, &now);
+    if value["status"] == status {
+        return Ok(());
+    }
+    value["status"] = status;
+    let updated: DynamicObject = serde_json::from_value(value)
+        .map_err(|e| Error::Waiting(format!("NamespaceOffloading status: {e}")))?;
+    let name = nsoff.metadata.name.clone().unwrap_or_default();
+    api.replace_status(&name, &PostParams::default(), &updated)
+        .await?;
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 mod consumer;
 mod offloading;
+mod offloading_status;
 mod pod_webhook;
 mod provider;
 mod replicator;
