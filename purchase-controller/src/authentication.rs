@@ -341,14 +341,15 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         return Ok(Stage::IdentityCreated);
     }
 
-    // `cluster.go:76-91` on [P]: the peering user may only read it.
+    // `cluster.go:76-91` on [P]: the peering user may only read it
+    // (`tenantNamespace/namespaceManager.go:155-176` falls back to a get by
+    // name). A 403 there is not final: the nonce Secret's create below
+    // answers 404 if the namespace is missing.
     let provider_namespaces: Api<Namespace> = Api::all(peers.provider.clone());
     match provider_namespaces.get_opt(&on_provider).await {
         Ok(Some(_)) => {}
         Ok(None) => return Ok(Stage::ProviderTenantNamespaceMissing(on_provider)),
-        Err(e) if is_status(&e, &[403]) => {
-            return Ok(Stage::ProviderTenantNamespaceMissing(on_provider))
-        }
+        Err(e) if is_status(&e, &[403]) => {}
         Err(e) => return Ok(provider_failed("read its tenant namespace", &e)),
     }
 
@@ -399,6 +400,9 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
                 .create(&PostParams::default(), &serde_json::from_value(wanted)?)
                 .await
             {
+                if is_status(&e, &[404]) {
+                    return Ok(Stage::ProviderTenantNamespaceMissing(on_provider));
+                }
                 if !is_status(&e, &[409]) {
                     return Ok(provider_failed("create the nonce Secret", &e));
                 }

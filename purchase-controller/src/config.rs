@@ -56,7 +56,7 @@ pub struct Args {
     pub contract_ending_soon: Duration,
 
     /// Liqo v1: authenticate with the provider itself, as `liqoctl peer --networking-disabled` does, through the contract's peering-user kubeconfig (false: show status.peeringCommand for a person to run, as also when the contract has no usable kubeconfig).
-    #[arg(long, env = "PURCHASE_CONTROLLER_AUTO_PEER", value_name = "BOOL", default_value = "false", action = clap::ArgAction::Set)]
+    #[arg(long, env = "PURCHASE_CONTROLLER_AUTO_PEER", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
     pub auto_peer: bool,
 
     #[command(flatten)]
@@ -160,6 +160,7 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "--liqo-api", "v1.2.0", "--cluster-id", "c1"]).unwrap();
         assert_eq!(cli.args.liqo_api, Generation::V1);
         assert_eq!(cli.args.liqo_namespace, "liqo");
+        assert!(cli.args.auto_peer);
         cli.args.validate().unwrap();
         let cli = Cli::try_parse_from(["x", "--liqo-api", "v0.10", "--cluster-id", " "]).unwrap();
         assert_eq!(cli.args.liqo_api, Generation::V0);

@@ -60,6 +60,7 @@ mod orchestrator;
 mod peering_users;
 mod provider_agent;
 mod purchase_controller;
+mod purchase_controller_auto_peer;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
 mod resource_monitor_hardening;

@@ -160,6 +160,12 @@ impl Consumer {
                 kube
             }
         };
+        Self::start_on(kube, token)
+    }
+
+    /// [`Consumer::start`] on a server already started with the Liqo CRDs
+    /// it needs (an HTTPS one, say).
+    pub fn start_on(kube: KubeApiServer, token: &str) -> Result<Self> {
         kube.register_crd_file(&purchase_crd())?;
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
@@ -213,6 +219,9 @@ impl Consumer {
                 "2s",
             ])
             .env("RUST_LOG", "info,purchase_controller=debug")
+            // Their provider is not reachable: the peering command is the
+            // way (purchase_controller_auto_peer.rs sets --auto-peer).
+            .env("PURCHASE_CONTROLLER_AUTO_PEER", "false")
     }
 
     /// Create a Purchase in [`TEAM`] (validated against the CRD).
@@ -293,7 +302,11 @@ pub struct Provider {
 
 impl Provider {
     pub fn start(rt: &tokio::runtime::Runtime, catalog: &str) -> Result<Self> {
-        let kube = rt.block_on(KubeApiServer::start())?;
+        Self::start_on(rt.block_on(KubeApiServer::start())?, catalog)
+    }
+
+    /// [`Provider::start`] on a server already started (an HTTPS one, say).
+    pub fn start_on(kube: KubeApiServer, catalog: &str) -> Result<Self> {
         liqo_support::namespace(&kube, "liqo", json!({}));
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
