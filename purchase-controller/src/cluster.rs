@@ -130,6 +130,13 @@ pub async fn set_up(
                 }
             } else {
                 status.peering_command = None;
+                // The last Purchase of the provider may not be the one that
+                // authenticated: each keeps the kubeconfig to reach the
+                // provider when it unpeers.
+                if let (Some(v1), true) = (&creds.v1, cluster.auto_peer) {
+                    let name = ensure_kubeconfig_secret(purchase, cluster, &v1.kubeconfig).await?;
+                    status.kubeconfig_secret = Some(name);
+                }
                 let resources = contract.resources.to_strings();
                 let request = SliceRequest {
                     contract_id: &contract.id,

@@ -184,9 +184,27 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         })
     });
 
+    // A second Purchase of the provider uses the peering as it is, and
+    // keeps it when the first goes (reference-counted).
+    consumer.purchase(
+        "auto-2",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small"}),
+    );
+    consumer.wait_phase("auto-2", "Ready").unwrap();
+    consumer.delete_purchase("auto");
+    assert!(consumer
+        .kube
+        .get(IDENTITIES, Some(&on_consumer), &identity_name)
+        .is_some());
+    assert!(provider
+        .kube
+        .get(TENANTS, Some(&on_provider), CONSUMER_ID)
+        .is_some());
+
     // The last Purchase of the provider goes: its Identity here, its
     // Tenant there.
-    consumer.delete_purchase("auto");
+    consumer.delete_purchase("auto-2");
     assert!(consumer
         .kube
         .get(IDENTITIES, Some(&on_consumer), &identity_name)
