@@ -293,10 +293,37 @@ pub fn default_kind(def: &ResourceDef, object: &mut Value) {
                 }
             }
         }
-        ("", "secrets") if text(object, "/type").is_empty() => {
-            object["type"] = Value::from("Opaque");
+        ("", "secrets") => {
+            if text(object, "/type").is_empty() {
+                object["type"] = Value::from("Opaque");
+            }
+            merge_string_data(object);
         }
         _ => {}
+    }
+}
+
+/// A Secret's `stringData` is write-only: each key is merged into `data`
+/// (base64), over a `data` key of the same name, and `stringData` is not
+/// kept (`Convert_v1_Secret_To_core_Secret`,
+/// `pkg/apis/core/v1/conversion.go`, Kubernetes v1.31.0) — so a reader
+/// only ever sees `data`.
+fn merge_string_data(object: &mut Value) {
+    let Some(strings) = object.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    let Value::Object(strings) = strings else {
+        return;
+    };
+    if !object["data"].is_object() {
+        object["data"] = Value::Object(Default::default());
+    }
+    for (key, value) in strings {
+        let plain = value.as_str().unwrap_or_default();
+        object["data"][key] = Value::from(base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            plain,
+        ));
     }
 }
 
@@ -1059,6 +1086,19 @@ mod tests {
                 d.plural = plural.into();
                 d
             })
+    }
+
+    #[test]
+    fn a_secrets_string_data_is_merged_into_data_and_not_kept() {
+        let mut secret = json!({"metadata": {"name": "s"},
+            "data": {"a": "b2xk", "b": "Yg=="}, "stringData": {"a": "new", "c": "c"}});
+        default_kind(&def("", "secrets"), &mut secret);
+        assert_eq!(
+            secret["data"],
+            json!({"a": "bmV3", "b": "Yg==", "c": "Yw=="})
+        );
+        assert!(secret.get("stringData").is_none(), "{secret}");
+        assert_eq!(secret["type"], "Opaque");
     }
 
     fn causes(
