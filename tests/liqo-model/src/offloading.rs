@@ -106,6 +106,47 @@ impl Peering {
         remote_id: &str,
         node: &str,
     ) -> Result<Peering, Error> {
+        let mut peering = Peering::start_namespaces(local, local_id, remote, remote_id).await?;
+        grant_each(
+            local,
+            &[(
+                VIRTUAL_KUBELET,
+                "liqo-model-virtual-kubelet-pods",
+                reflection::LOCAL_RULES,
+            )],
+        );
+        identity::grant(
+            remote,
+            local_id,
+            &format!("liqo-model-virtual-kubelet-remote-{local_id}"),
+            reflection::REMOTE_RULES,
+        );
+        let reflector = reflection::Reflector {
+            local: client_as(local, VIRTUAL_KUBELET).await?,
+            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
+            remote_user: local_id.to_string(),
+            node_name: node.to_string(),
+            local_cluster_id: local_id.to_string(),
+            remote_cluster_id: remote_id.to_string(),
+        };
+        peering
+            ._tasks
+            .0
+            .push(tokio::spawn(reflection::run(reflector)));
+        Ok(peering)
+    }
+
+    /// The namespace half of [`Peering::start`], without the virtual
+    /// kubelet: the NamespaceMap for the peer, enforced on the peer, so a
+    /// NamespaceOffloading selecting it is mapped there and turns `Ready`.
+    /// For tests that run no pod, where the virtual node's name (the
+    /// reflection's) is not known in advance.
+    pub async fn start_namespaces(
+        local: &KubeApiServer,
+        local_id: &str,
+        remote: &KubeApiServer,
+        remote_id: &str,
+    ) -> Result<Peering, Error> {
         let tenant = format!("liqo-tenant-{remote_id}");
         if local.get(("", "namespaces"), None, &tenant).is_none() {
             local.apply(
@@ -116,30 +157,17 @@ impl Peering {
         }
         grant_each(
             local,
-            &[
-                (
-                    CRD_REPLICATOR,
-                    "liqo-model-namespacemap-replicator",
-                    namespace_map::LOCAL_RULES,
-                ),
-                (
-                    VIRTUAL_KUBELET,
-                    "liqo-model-virtual-kubelet-pods",
-                    reflection::LOCAL_RULES,
-                ),
-            ],
+            &[(
+                CRD_REPLICATOR,
+                "liqo-model-namespacemap-replicator",
+                namespace_map::LOCAL_RULES,
+            )],
         );
         identity::grant(
             remote,
             CONTROLLER_MANAGER,
             "liqo-model-namespacemap",
             namespace_map::REMOTE_RULES,
-        );
-        identity::grant(
-            remote,
-            local_id,
-            &format!("liqo-model-virtual-kubelet-remote-{local_id}"),
-            reflection::REMOTE_RULES,
         );
         let replicator = client_as(local, CRD_REPLICATOR).await?;
         namespace_map::ensure_map(&replicator, remote_id).await?;
@@ -149,20 +177,8 @@ impl Peering {
             local_cluster_id: local_id.to_string(),
             remote_cluster_id: remote_id.to_string(),
         };
-        let reflector = reflection::Reflector {
-            local: client_as(local, VIRTUAL_KUBELET).await?,
-            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
-            remote_user: local_id.to_string(),
-            node_name: node.to_string(),
-            local_cluster_id: local_id.to_string(),
-            remote_cluster_id: remote_id.to_string(),
-        };
-        let tasks = vec![
-            tokio::spawn(namespace_map::run(ends)),
-            tokio::spawn(reflection::run(reflector)),
-        ];
         Ok(Peering {
-            _tasks: Tasks(tasks),
+            _tasks: Tasks(vec![tokio::spawn(namespace_map::run(ends))]),
         })
     }
 }

@@ -33,7 +33,7 @@ async fn world() -> World {
     let origin = KubeApiServer::start().await.unwrap();
     let p2 = KubeApiServer::start().await.unwrap();
     let cluster = Cluster::start(&origin, "origin", &[]).await.unwrap();
-    let peering = Peering::start(&origin, "origin", &p2, "p2", "liqo-p2")
+    let peering = Peering::start_namespaces(&origin, "origin", &p2, "p2")
         .await
         .unwrap();
     origin.apply(
