@@ -361,7 +361,14 @@ impl World {
         let key = key_of(&object);
         let gr = def.group_resource();
         let previous = self.stored(&gr, &key).cloned();
-        self.admit(def, &mut object, previous.as_ref(), Target::Main, None)?;
+        self.admit(
+            def,
+            &mut object,
+            previous.as_ref(),
+            Target::Main,
+            None,
+            None,
+        )?;
         match &previous {
             Some(old) => {
                 for field in ["uid", "creationTimestamp"] {
@@ -473,6 +480,7 @@ impl World {
         old: Option<&Value>,
         target: Target,
         user: Option<&UserInfo>,
+        created: Option<&str>,
     ) -> Result<Vec<ResourceAttributes>, ApiError> {
         let name = object["metadata"]["name"]
             .as_str()
@@ -499,6 +507,13 @@ impl World {
             old_object: old,
         };
         self.hooks.mutate(&request, object)?;
+        if let Some(uid) = created {
+            // `rest.BeforeCreate` (staging/src/k8s.io/apiserver/pkg/registry/rest/create.go)
+            // fills uid and creationTimestamp after mutating admission and
+            // before validation and the validating plugins, which see them.
+            object["metadata"]["uid"] = json!(uid);
+            object["metadata"]["creationTimestamp"] = json!(now());
+        }
         let policy = user.map(|_| self.rbac_policy());
         if let (Some(user), Some(policy)) = (user, &policy) {
             rbac_storage::check(policy, user, def, object, old)?;
@@ -792,7 +807,8 @@ impl World {
                 map.remove("status");
             }
         }
-        let checks = self.admit(def, &mut body, None, Target::Main, user)?;
+        let uid = self.uid();
+        let checks = self.admit(def, &mut body, None, Target::Main, user, Some(&uid))?;
         self.record_checks(user, checks);
         let gr = def.group_resource();
         if self
@@ -801,8 +817,6 @@ impl World {
         {
             return Err(ApiError::already_exists(def, &name));
         }
-        body["metadata"]["uid"] = json!(self.uid());
-        body["metadata"]["creationTimestamp"] = json!(now());
         if def.custom {
             body["metadata"]["generation"] = json!(1);
         }
@@ -961,7 +975,7 @@ impl World {
                 ));
             }
         }
-        let checks = self.admit(def, &mut new, Some(&existing), target, user)?;
+        let checks = self.admit(def, &mut new, Some(&existing), target, user, None)?;
         self.record_checks(user, checks);
         if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);

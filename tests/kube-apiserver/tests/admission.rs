@@ -131,6 +131,10 @@ impl ValidatingHook for RequireLabel {
         if a.object["metadata"]["labels"]["seen"] != "yes" {
             return Err(Denial::new(403, "Forbidden", "not mutated first"));
         }
+        // `rest.BeforeCreate` ran: a created object has its uid already.
+        if a.operation == "CREATE" && !a.object["metadata"]["uid"].is_string() {
+            return Err(Denial::new(403, "Forbidden", "no uid yet"));
+        }
         if a.name == "refused" {
             return Err(Denial::new(400, "", "name taken by the model"));
         }
