@@ -171,11 +171,9 @@ pub fn release(
             "ShadowPod {name} not found (Maybe Cache problem)"
         )));
     };
-    // The test server gives validating hooks the object before it sets
-    // `metadata.uid` (the real one sets it first, `rest.BeforeCreate`), so
-    // a pod counted without one is matched by name alone.
-    let counted = &pods[at]["metadata"]["uid"];
-    if !counted.is_null() && *counted != shadowpod["metadata"]["uid"] {
+    // Validating hooks see the uid `rest.BeforeCreate` gave the object, so
+    // the one counted is the one deleted only if the uids agree.
+    if pods[at]["metadata"]["uid"] != shadowpod["metadata"]["uid"] {
         return Ok(Some(format!("ShadowPod {name}: UID mismatch")));
     }
     // PI:114-118: terminated, its quota subtracted (the refresh drops the
