@@ -95,17 +95,46 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         Some(CLASS),
     );
     assert_eq!(r.status, 200, "{}", r.text);
-    // Liqo on both clusters, with its authentication module; nothing
-    // peered.
-    let _liqo = rt
+    // The provider's Liqo, with its authentication module; nothing peered.
+    let _provider_liqo = rt
         .block_on(async {
             let p = &provider.kube;
-            let c = &consumer.kube;
+            liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
+                .await?
+                .with_authentication(p)
+                .await
+        })
+        .unwrap();
+    let controller = || {
+        consumer
+            .controller_spawn("v1")
+            .args(["--auto-peer", "true"])
+            .start_announced(1)
+            .unwrap()
+            .0
+    };
+    let mut first = controller();
+    consumer.purchase(
+        "auto",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"]}),
+    );
+    // This cluster's Liqo is not running yet: the nonce waits for its
+    // signature, and the Purchase says so.
+    let waiting = consumer
+        .wait_purchase("auto", |p| {
+            condition(p, "Authenticated")["reason"] == "WaitingForSignature"
+        })
+        .unwrap();
+    assert_eq!(condition(&waiting, "Peered")["reason"], "Authenticating");
+    assert!(waiting["status"]["peeringCommand"].is_null(), "{waiting:#}");
+    // A new controller resumes with the handshake as it stands (the
+    // provider's nonce is single-use), once this cluster's Liqo runs.
+    first.kill();
+    let _consumer_liqo = rt
+        .block_on(async {
+            let (p, c) = (&provider.kube, &consumer.kube);
             anyhow::Ok((
-                liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
-                    .await?
-                    .with_authentication(p)
-                    .await?,
                 liqo_model::Consumer::start_as(c, CONSUMER_ID)
                     .await?
                     .with_authentication(c)
@@ -115,17 +144,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         })
         .unwrap();
     let _offload = crate::liqo_stand_in::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
-    let (_controller, _) = consumer
-        .controller_spawn("v1")
-        .args(["--auto-peer", "true"])
-        .start_announced(1)
-        .unwrap();
-
-    consumer.purchase(
-        "auto",
-        &market.url(),
-        json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"]}),
-    );
+    let _controller = controller();
     let ready = consumer.wait_phase("auto", "Ready").unwrap();
     assert!(ready["status"]["peeringCommand"].is_null(), "{ready:#}");
     assert_eq!(
