@@ -2,7 +2,11 @@
 //! no peering buys, and with no command run by hand the Purchase reaches
 //! Ready — the controller did Liqo v1's authentication itself, as
 //! `liqoctl peer --networking-disabled` does, through the peering-user
-//! kubeconfig the catalog released for the contract.
+//! kubeconfig the catalog released for the contract. It stops where Liqo
+//! has yet to act (the signature, this cluster's Liqo started late) with
+//! the step as the `Authenticated` reason, and a restarted controller
+//! resumes; a second Purchase of the provider keeps the peering, and the
+//! last one's deletion removes the Identity here and the Tenant there.
 //!
 //! Both clusters are HTTPS test API servers (CSRs signed by their CA,
 //! client certificates authenticated by CN and O) running the model of
