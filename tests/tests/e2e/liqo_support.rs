@@ -169,6 +169,32 @@ pub fn slice_identity(consumer: &KubeApiServer, provider_id: &str, slice: &str) 
     );
 }
 
+/// Liqo's offloading from the consumer to the provider: the model's
+/// NamespaceOffloading controller (and webhooks) on the consumer and the
+/// NamespaceMap for the provider, enforced there, so a
+/// NamespaceOffloading's status is Liqo's; stops when dropped. No virtual
+/// kubelet: these tests run no pod.
+pub struct Offloading {
+    _cluster: liqo_model::offloading::Cluster,
+    _peering: liqo_model::offloading::Peering,
+}
+
+impl Offloading {
+    pub async fn start(
+        consumer: &KubeApiServer,
+        consumer_id: &str,
+        provider: &KubeApiServer,
+        provider_id: &str,
+    ) -> Result<Offloading> {
+        use liqo_model::offloading::{Cluster, Peering};
+        Ok(Offloading {
+            _cluster: Cluster::start(consumer, consumer_id, &[]).await?,
+            _peering: Peering::start_namespaces(consumer, consumer_id, provider, provider_id)
+                .await?,
+        })
+    }
+}
+
 /// Liqo's controllers running on both clusters and between them; they
 /// stop when dropped.
 pub struct Liqo {

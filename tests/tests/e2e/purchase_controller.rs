@@ -332,10 +332,12 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     });
 
     consumer.delete_purchase("more");
-    assert!(consumer
-        .kube
-        .get(OFFLOADINGS, Some("apps"), "offloading")
-        .is_none());
+    wait_until("the NamespaceOffloading is gone", || {
+        consumer
+            .kube
+            .get(OFFLOADINGS, Some("apps"), "offloading")
+            .is_none()
+    });
     wait_until("the second slice is gone", || {
         consumer
             .kube

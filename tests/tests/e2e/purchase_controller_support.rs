@@ -20,7 +20,7 @@ use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 use crate::liqo_stand_in;
-use crate::liqo_support::{self, Liqo};
+use crate::liqo_support::{self, Liqo, Offloading};
 
 pub const PURCHASES: (&str, &str) = ("broker.liqo-broker.io", "purchases");
 pub const SECRETS: (&str, &str) = ("", "secrets");
@@ -372,7 +372,7 @@ pub struct Peered {
     pub consumer: Consumer,
     pub provider: Provider,
     _liqo: Liqo,
-    _offload: liqo_stand_in::Running,
+    _offload: (Offloading, liqo_stand_in::Running),
     _controller: Child,
     /// The controller's `/metrics` port.
     pub port: u16,
@@ -409,13 +409,14 @@ impl Peered {
 }
 
 /// Peer the consumer with the provider as `liqoctl peer` leaves them, and
-/// run Liqo on both (the model, and the stand-in's NamespaceOffloading
-/// status); both stop when dropped.
+/// run the model of Liqo on both, its offloading included (the
+/// NamespaceOffloading status is Liqo's), with the stand-in's slice
+/// Identities; all stop when dropped.
 pub fn run_liqo(
     rt: &tokio::runtime::Runtime,
     consumer: &Consumer,
     provider: &Provider,
-) -> (Liqo, liqo_stand_in::Running) {
+) -> (Liqo, (Offloading, liqo_stand_in::Running)) {
     liqo_support::peer(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
     let liqo = rt
         .block_on(Liqo::start(
@@ -425,6 +426,15 @@ pub fn run_liqo(
             PROVIDER_ID,
         ))
         .expect("Liqo's controllers");
-    let offload = liqo_stand_in::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
-    (liqo, offload)
+    let offload = rt
+        .block_on(Offloading::start(
+            &consumer.kube,
+            CONSUMER_ID,
+            &provider.kube,
+            PROVIDER_ID,
+        ))
+        .expect("Liqo's offloading");
+    let identities =
+        liqo_stand_in::slice_identities(rt.handle(), consumer.kube.clone(), PROVIDER_ID);
+    (liqo, (offload, identities))
 }
