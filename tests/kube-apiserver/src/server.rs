@@ -172,7 +172,15 @@ pub async fn handle(
         api_group: route.group.clone(),
         resource: route.plural.clone(),
         subresource: route.subresource.clone(),
-        namespace: route.namespace.clone(),
+        // A namespace's own path is in that namespace: `/namespaces/{name}`
+        // sets the request's namespace (staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go,
+        // `currentParts[0] == "namespaces"`), so a RoleBinding there can
+        // allow reading it.
+        namespace: route.namespace.clone().or_else(|| {
+            (route.group.is_empty() && route.plural == "namespaces")
+                .then(|| route.name.clone())
+                .flatten()
+        }),
         name: route.name.clone().or_else(|| {
             // A list or watch of one object by `metadata.name` names it, so
             // that `resourceNames` rules can allow it (requestinfo.go,

@@ -522,3 +522,38 @@ async fn writes_pass_the_escalation_and_owner_reference_checks() {
     );
     assert_eq!(post(path, owned(false)).await.unwrap().status(), 201);
 }
+
+/// A namespace's own path is in that namespace for RBAC (requestinfo.go):
+/// a RoleBinding in `team` allowing `get namespaces` lets its user read
+/// namespace `team`, and no other.
+#[tokio::test]
+async fn a_namespace_is_read_under_a_role_binding_in_itself() {
+    let kube = KubeApiServer::start().await.unwrap();
+    for ns in ["team", "other"] {
+        kube.create(Kind::Namespace, json!({"metadata": {"name": ns}}))
+            .unwrap();
+    }
+    kube.load_rbac(&[
+        json!({"kind": "Role", "metadata": {"name": "self", "namespace": "team"},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}),
+        json!({"kind": "RoleBinding", "metadata": {"name": "self", "namespace": "team"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "self"},
+            "subjects": [{"kind": "User", "name": "tim"}]}),
+    ]);
+    let token = kube.token_for("tim");
+    let client = builder().build().unwrap();
+    let read = |ns: &str| {
+        client
+            .get(format!("{}/api/v1/namespaces/{ns}", kube.url()))
+            .bearer_auth(&token)
+            .send()
+    };
+    assert_eq!(read("team").await.unwrap().status(), 200);
+    let refused = read("other").await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["message"],
+        "namespaces \"other\" is forbidden: User \"tim\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"other\""
+    );
+}

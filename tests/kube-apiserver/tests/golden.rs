@@ -108,6 +108,16 @@ const FORBIDDEN_NAMED_CLUSTER: StatusAnswer = StatusAnswer {
     details: RESOURCE_DETAILS,
 };
 
+/// The same for a named request in a namespace, which includes a
+/// namespace's own path (`/api/v1/namespaces/{name}`: requestinfo.go sets
+/// the request's namespace from it): `forbiddenMessage`'s namespace form.
+const FORBIDDEN_NAMED_NAMESPACED: StatusAnswer = StatusAnswer {
+    code: 403,
+    reason: "Forbidden",
+    message: r#"{gr} "{name}" is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{group}" in the namespace "{namespace}""#,
+    details: RESOURCE_DETAILS,
+};
+
 /// The same for an unnamed request in a namespace: `NewForbidden` without
 /// a name (`%s is forbidden: %v`), `forbiddenMessage`'s namespace form.
 const FORBIDDEN_UNNAMED_NAMESPACED: StatusAnswer = StatusAnswer {
@@ -348,8 +358,8 @@ async fn a_missing_object_is_the_real_404() {
     assert_answer("GET of a missing Service", &want, answer);
 }
 
-/// A request RBAC denies, named and cluster-scoped, and unnamed in a
-/// namespace of a named API group.
+/// A request RBAC denies, named and cluster-scoped, a namespace's own
+/// (named, in itself), and unnamed in a namespace of a named API group.
 #[tokio::test]
 async fn a_denied_request_is_the_real_403() {
     let kube = KubeApiServer::start_without_crds().await.unwrap();
@@ -359,12 +369,28 @@ async fn a_denied_request_is_the_real_403() {
         &FORBIDDEN_NAMED_CLUSTER,
         &words(
             "",
+            "nodes",
+            &[("name", "n1"), ("user", "ci-user"), ("verb", "get")],
+        ),
+    );
+    let answer = call(&kube, GET, "/api/v1/nodes/n1", None, Some(&token)).await;
+    assert_answer("a denied named get", &want, answer);
+
+    let want = expected(
+        &FORBIDDEN_NAMED_NAMESPACED,
+        &words(
+            "",
             "namespaces",
-            &[("name", "team-a"), ("user", "ci-user"), ("verb", "get")],
+            &[
+                ("name", "team-a"),
+                ("user", "ci-user"),
+                ("verb", "get"),
+                ("namespace", "team-a"),
+            ],
         ),
     );
     let answer = call(&kube, GET, "/api/v1/namespaces/team-a", None, Some(&token)).await;
-    assert_answer("a denied named get", &want, answer);
+    assert_answer("a denied get of a namespace", &want, answer);
 
     let want = expected(
         &FORBIDDEN_UNNAMED_NAMESPACED,
