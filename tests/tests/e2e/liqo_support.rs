@@ -229,3 +229,44 @@ impl Liqo {
         })
     }
 }
+
+/// The two roles Liqo v1.2.0's chart installs for peering users, with
+/// their rules as the chart ships them
+/// (`deployments/liqo/files/liqo-peering-user-liqo-ns-Role.yaml`,
+/// `deployments/liqo/files/liqo-peering-user-tenant-ns-ClusterRole.yaml`,
+/// label `app.kubernetes.io/component=peering-user`; the Role in
+/// `liqo_namespace`). The tenant-namespace role lets the peering user
+/// create and update the consumer's Tenant, as `liqoctl peer` does with it.
+pub fn install_peering_user_roles(kube: &KubeApiServer, liqo_namespace: &str) {
+    let label = json!({"app.kubernetes.io/component": "peering-user"});
+    kube.apply(
+        ("rbac.authorization.k8s.io", "roles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "liqo-peering-user-liqo-ns", "namespace": liqo_namespace, "labels": label},
+               "rules": [
+                   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["get"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["networks"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["wggatewayclienttemplates", "wggatewayservertemplates"],
+                    "verbs": ["get", "list"]}]}),
+    );
+    kube.apply(
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "liqo-peering-user-tenant-ns", "labels": label},
+               "rules": [
+                   {"apiGroups": [""], "resources": ["namespaces", "services"], "verbs": ["get"]},
+                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "get", "list"]},
+                   {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+                   {"apiGroups": ["authentication.liqo.io"], "resources": ["tenants"],
+                    "verbs": ["create", "delete", "get", "list", "update"]},
+                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["create", "delete", "get", "update"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["configurations", "gatewayclients", "gatewayservers", "publickeies"],
+                    "verbs": ["create", "delete", "get", "list", "update"]},
+                   {"apiGroups": ["networking.liqo.io"], "resources": ["connections"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["networking.liqo.io"],
+                    "resources": ["gatewayclients/status", "gatewayservers/status"], "verbs": ["get"]}]}),
+    );
+}

@@ -25,11 +25,12 @@ use e2e::Spawn;
 use kube_test_server::KubeApiServer;
 use serde_json::json;
 
+use crate::liqo_support;
+
 const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
 const SECRETS: (&str, &str) = ("", "secrets");
 const ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "roles");
-const CLUSTER_ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "clusterroles");
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
 const TENANTS: (&str, &str) = ("authentication.liqo.io", "tenants");
 
@@ -39,44 +40,6 @@ const LIQO: &str = "liqo";
 const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// Bounds each wait; measures nothing.
 const SETTLE: Duration = Duration::from_secs(15);
-
-/// The two roles Liqo v1.2.0's chart installs for peering users, with
-/// their rules as the chart ships them
-/// (`deployments/liqo/files/liqo-peering-user-liqo-ns-Role.yaml`,
-/// `deployments/liqo/files/liqo-peering-user-tenant-ns-ClusterRole.yaml`,
-/// label `app.kubernetes.io/component=peering-user`).
-fn install_liqo_roles(kube: &KubeApiServer) {
-    let label = json!({"app.kubernetes.io/component": "peering-user"});
-    kube.apply(
-        ROLES,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-               "metadata": {"name": "liqo-peering-user-liqo-ns", "namespace": LIQO, "labels": label},
-               "rules": [
-                   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
-                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["get"]},
-                   {"apiGroups": ["ipam.liqo.io"], "resources": ["networks"], "verbs": ["get", "list"]},
-                   {"apiGroups": ["networking.liqo.io"],
-                    "resources": ["wggatewayclienttemplates", "wggatewayservertemplates"],
-                    "verbs": ["get", "list"]}]}),
-    );
-    kube.apply(
-        CLUSTER_ROLES,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": "liqo-peering-user-tenant-ns", "labels": label},
-               "rules": [
-                   {"apiGroups": [""], "resources": ["namespaces", "services"], "verbs": ["get"]},
-                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "get", "list"]},
-                   {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
-                   {"apiGroups": ["authentication.liqo.io"], "resources": ["tenants/status"], "verbs": ["get"]},
-                   {"apiGroups": ["ipam.liqo.io"], "resources": ["ips"], "verbs": ["create", "delete", "get", "update"]},
-                   {"apiGroups": ["networking.liqo.io"],
-                    "resources": ["configurations", "gatewayclients", "gatewayservers", "publickeies"],
-                    "verbs": ["create", "delete", "get", "list", "update"]},
-                   {"apiGroups": ["networking.liqo.io"], "resources": ["connections"], "verbs": ["get", "list"]},
-                   {"apiGroups": ["networking.liqo.io"],
-                    "resources": ["gatewayclients/status", "gatewayservers/status"], "verbs": ["get"]}]}),
-    );
-}
 
 /// Catalog calls are blocking: off the async workers.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
@@ -195,7 +158,7 @@ impl World {
             NAMESPACES,
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIQO}}),
         );
-        install_liqo_roles(&kube);
+        liqo_support::install_peering_user_roles(&kube, LIQO);
         // A probe of the certificates' O: only group liqo.io may read here.
         kube.apply(
             NAMESPACES,

@@ -10,67 +10,96 @@
 //!
 //! Both clusters are HTTPS test API servers (CSRs signed by their CA,
 //! client certificates authenticated by CN and O) running the model of
-//! Liqo's authentication controllers (nonce, signature, Tenant, Identity).
-//! The peering user is made on the provider as the provider's
-//! peering-user controller makes it (tenant namespace, CN
-//! `liqo-peer-user-<consumer>-<hex>` O `liqo.io`, a RoleBinding to the
-//! chart's tenant-namespace ClusterRole) and its kubeconfig attached to
-//! the provider's registration, which the catalog releases with the
-//! contract (quicker than running `peering-user-controller`, which
-//! `peering_users.rs` covers).
+//! Liqo's authentication controllers (nonce, signature, Tenant, Identity)
+//! and, on the consumer, its NamespaceOffloading controller. The provider
+//! sells with a peering user per contract: its real
+//! `peering-user-controller` makes one per consumer cluster (under the
+//! roles Liqo v1.2.0's chart installs) and the catalog releases each
+//! kubeconfig to its own consumer's contracts. A second consumer cluster
+//! buys from the same provider: it gets its own peering user, and stays
+//! Ready and peered when the first consumer's contracts end and the first
+//! consumer's peering user is removed.
 
-use serde_json::{json, Value};
+use e2e::{Child, Spawn};
+use serde_json::json;
 
 use crate::liqo_support::{self, IDENTITIES, NODES, TENANTS};
 use crate::purchase_controller_support::*;
 
 const NAMESPACES: (&str, &str) = ("", "namespaces");
-const CLUSTER_ROLES: (&str, &str) = ("rbac.authorization.k8s.io", "clusterroles");
+const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
+/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
+const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
+/// The second consumer cluster.
+const OTHER_ID: &str = "consumer-2";
 
-/// The chart's ClusterRole for peering users in their tenant namespace,
-/// its Tenant and Secret rules as Liqo v1.2.0 ships them
-/// (`deployments/liqo/files/liqo-peering-user-tenant-ns-ClusterRole.yaml`);
-/// the networking rules are left out (no networking here).
-fn peering_user_role() -> Value {
-    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-           "metadata": {"name": "liqo-peering-user-tenant-ns",
-                        "labels": {"app.kubernetes.io/component": "peering-user"}},
-           "rules": [
-               {"apiGroups": [""], "resources": ["namespaces", "services"], "verbs": ["get"]},
-               {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "get", "list"]},
-               {"apiGroups": ["authentication.liqo.io"], "resources": ["tenants"],
-                "verbs": ["create", "delete", "get", "list", "update"]}]})
+/// On the provider, the real `peering-user-controller` as its
+/// ServiceAccount (the RBAC `deploy/` ships is already loaded there),
+/// with Liqo's peering-user roles installed; it authenticates to the
+/// catalog as the provider and hands each consumer's kubeconfig to that
+/// consumer's contracts.
+fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
+    let kube = &provider.kube;
+    liqo_support::install_peering_user_roles(kube, "liqo");
+    let dir = provider._dir.path();
+    let kubeconfig = dir.join("peering-user-controller.kubeconfig");
+    kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)
+        .expect("kubeconfig");
+    let ca = dir.join("ca.crt");
+    std::fs::write(&ca, kube.ca_pem().expect("a TLS server")).expect("CA file");
+    Spawn::new("peering-user-controller")
+        .args(["--catalog-url", catalog])
+        .arg("--catalog-credentials-file")
+        .arg(dir.join("provider.json"))
+        .args(["--api-server-address", &kube.url()])
+        .arg("--api-server-ca-file")
+        .arg(&ca)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--certificate-lifetime", "1h"])
+        .args(["--poll-interval", "200ms", "--retry", "100ms"])
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+        .args(["--lease-retry", "250ms"])
+        .env("POD_NAMESPACE", "liqo")
+        .env("RUST_LOG", "info,peering_users=debug")
+        .start_announced(1)
+        .expect("peering-user-controller")
+        .0
 }
 
-/// On the provider, what `liqoctl generate peering-user` (and the
-/// provider's peering-user controller) leaves for consumer `CONSUMER_ID`:
-/// its tenant namespace and a certificate user bound there; the
-/// kubeconfig of that user.
-fn peering_user(provider: &Provider) -> String {
+/// `purchase-controller --auto-peer` on `consumer` as cluster
+/// `cluster_id` (the shared spawn is cluster [`CONSUMER_ID`]'s).
+fn auto_peer_controller(consumer: &Consumer, cluster_id: &str) -> Child {
+    Spawn::new("purchase-controller")
+        .args(["--liqo-api", "v1", "--cluster-id", cluster_id])
+        .arg("--kubeconfig")
+        .arg(&consumer.kubeconfig)
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--poll-interval", "200ms", "--resync", "500ms"])
+        .args(["--retry", "200ms", "--retry-max", "1s"])
+        .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
+        .env("RUST_LOG", "info,purchase_controller=debug")
+        .start_announced(1)
+        .expect("purchase-controller")
+        .0
+}
+
+/// The provider's objects of consumer `cluster_id`'s peering user: its
+/// CSR, its key Secret in Liqo's namespace and its RoleBindings (two,
+/// when made as `liqoctl generate peering-user` makes them).
+fn peering_user_objects(provider: &Provider, cluster_id: &str) -> usize {
     let kube = &provider.kube;
-    let tenant = liqo_support::tenant_namespace(CONSUMER_ID);
-    liqo_support::namespace(
-        kube,
-        &tenant,
-        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": CONSUMER_ID}),
-    );
-    kube.apply(CLUSTER_ROLES, peering_user_role());
-    let user = format!("liqo-peer-user-{CONSUMER_ID}-0123456789abcdef0123456789abcdef");
-    kube.apply(
-        ROLE_BINDINGS,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": format!("liqo-peer-user-{CONSUMER_ID}-tenant-ns-writer"),
-                            "namespace": tenant},
-               "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
-               "roleRef": {"kind": "ClusterRole", "name": "liqo-peering-user-tenant-ns",
-                           "apiGroup": "rbac.authorization.k8s.io"}}),
-    );
-    let cert = kube.client_cert(&user, &["liqo.io"]).expect("client cert");
-    let path = provider._dir.path().join("peering-user.kubeconfig");
-    kube.write_kubeconfig_with_certificate(&path, &user, &cert)
-        .expect("kubeconfig");
-    std::fs::read_to_string(path).expect("kubeconfig text")
+    let user = format!("liqo-peer-user-{cluster_id}");
+    let bindings = kube
+        .objects(ROLE_BINDINGS)
+        .iter()
+        .filter(|b| b["metadata"]["labels"]["liqo.io/peering-user-name"] == user.as_str())
+        .count();
+    usize::from(kube.get(CSRS, None, &user).is_some())
+        + usize::from(kube.get(SECRETS, Some("liqo"), &user).is_some())
+        + bindings
 }
 
 #[test]
@@ -91,14 +120,15 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         &market.url(),
     )
     .unwrap();
-    let kubeconfig = peering_user(&provider);
-    let r = e2e::contracts::register_peering(
+    // A peering user per contract (`v1: {}`), in the provider's class.
+    let r = e2e::contracts::register_v1(
         &market.catalog,
         &market.provider_token,
-        Some(&kubeconfig),
+        Some(json!({})),
         Some(CLASS),
     );
     assert_eq!(r.status, 200, "{}", r.text);
+    let _peering_users = peering_user_controller(&provider, &market.url());
     // The provider's Liqo, with its authentication module; nothing peered.
     let _provider_liqo = rt
         .block_on(async {
@@ -109,14 +139,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
                 .await
         })
         .unwrap();
-    let controller = || {
-        consumer
-            .controller_spawn("v1")
-            .args(["--auto-peer", "true"])
-            .start_announced(1)
-            .unwrap()
-            .0
-    };
+    let controller = || auto_peer_controller(&consumer, CONSUMER_ID);
     let mut first = controller();
     consumer.purchase(
         "auto",
@@ -147,7 +170,18 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
             ))
         })
         .unwrap();
-    let _offload = crate::liqo_stand_in::offload(rt.handle(), consumer.kube.clone(), CONSUMER_ID);
+    let _offload = rt
+        .block_on(liqo_support::Offloading::start(
+            &consumer.kube,
+            CONSUMER_ID,
+            &provider.kube,
+            PROVIDER_ID,
+        ))
+        .unwrap();
+    // The slice's Identity, which the model does not make yet, so that
+    // Liqo makes the virtual node the offloading selects.
+    let _identities =
+        crate::liqo_stand_in::slice_identities(rt.handle(), consumer.kube.clone(), PROVIDER_ID);
     let _controller = controller();
     let ready = consumer.wait_phase("auto", "Ready").unwrap();
     assert!(ready["status"]["peeringCommand"].is_null(), "{ready:#}");
@@ -155,6 +189,20 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         ready["status"]["granted"],
         json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
+    assert_eq!(condition(&ready, "NamespacesOffloaded")["status"], "True");
+    // The namespace offloaded as Liqo reports it (the model's
+    // NamespaceOffloading status, not the test's).
+    let offloading = consumer
+        .kube
+        .get(OFFLOADINGS, Some("apps"), "offloading")
+        .unwrap();
+    assert_eq!(
+        offloading["status"]["offloadingPhase"], "Ready",
+        "{offloading:#}"
+    );
+    // Through this consumer's own peering user, made by the provider's
+    // controller.
+    assert_eq!(peering_user_objects(&provider, CONSUMER_ID), 4);
 
     // The Tenant it applied, accepted by the provider's Liqo (a signed
     // certificate in authParams), and the Identity made from it, which
@@ -182,8 +230,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     assert_eq!(identity["spec"]["namespace"], on_provider.as_str());
     assert!(identity["status"]["kubeconfigSecretRef"]["name"].is_string());
     // The slice accepted on the provider, a Ready virtual node here (from
-    // the slice's Identity, which the model does not make yet:
-    // `liqo_support::slice_identity`).
+    // the slice's Identity, the stand-in's).
     let slice = format!(
         "contract-{}",
         ready["status"]["contractID"]
@@ -196,7 +243,6 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         replica["status"]["resources"],
         json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
     );
-    liqo_support::slice_identity(&consumer.kube, PROVIDER_ID, &slice);
     wait_until("a Ready virtual node", || {
         consumer.kube.get(NODES, None, &slice).is_some_and(|n| {
             n["status"]["conditions"]
@@ -207,6 +253,41 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         })
     });
 
+    // A second consumer cluster buys from the same provider: its own
+    // peering user, its own Tenant there, Ready.
+    let bob = market.consumer("bob");
+    let other = Consumer::start_on(
+        rt.block_on(kube_test_server::KubeApiServer::start_tls())
+            .unwrap(),
+        &bob,
+    )
+    .unwrap();
+    let _other_liqo = rt
+        .block_on(async {
+            let (p, c) = (&provider.kube, &other.kube);
+            anyhow::Ok((
+                liqo_model::Consumer::start_as(c, OTHER_ID)
+                    .await?
+                    .with_authentication(c)
+                    .await?,
+                liqo_model::Replicator::start(c, OTHER_ID, p, PROVIDER_ID).await?,
+            ))
+        })
+        .unwrap();
+    let _other_controller = auto_peer_controller(&other, OTHER_ID);
+    other.purchase(
+        "bobs",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small"}),
+    );
+    other.wait_phase("bobs", "Ready").unwrap();
+    assert_eq!(peering_user_objects(&provider, OTHER_ID), 4);
+    let others_tenant = liqo_support::tenant_namespace(OTHER_ID);
+    assert!(provider
+        .kube
+        .get(TENANTS, Some(&others_tenant), OTHER_ID)
+        .is_some());
+
     // A second Purchase of the provider uses the peering as it is, and
     // keeps it when the first goes (reference-counted).
     consumer.purchase(
@@ -214,7 +295,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         &market.url(),
         json!({"offerID": OFFER, "planID": "small"}),
     );
-    consumer.wait_phase("auto-2", "Ready").unwrap();
+    let second = consumer.wait_phase("auto-2", "Ready").unwrap();
     consumer.delete_purchase("auto");
     assert!(consumer
         .kube
@@ -239,4 +320,25 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
             .is_none()
     });
     assert!(consumer.kube.get(NAMESPACES, None, &on_consumer).is_some());
+    // Its contracts end (cancelled in the catalog; a deleted Purchase
+    // leaves its contract as it is): the provider's controller removes
+    // this consumer's peering user. The other consumer keeps its own, its
+    // Tenant and its Ready Purchase.
+    assert_eq!(peering_user_objects(&provider, CONSUMER_ID), 4);
+    for purchase in [&ready, &second] {
+        let id = purchase["status"]["contractID"].as_str().unwrap();
+        market.cancel(&alice, id);
+    }
+    wait_until("the first consumer's peering user removed", || {
+        peering_user_objects(&provider, CONSUMER_ID) == 0
+    });
+    assert_eq!(peering_user_objects(&provider, OTHER_ID), 4);
+    assert!(provider
+        .kube
+        .get(TENANTS, Some(&others_tenant), OTHER_ID)
+        .is_some());
+    assert_eq!(
+        other.get_purchase("bobs").unwrap()["status"]["phase"],
+        "Ready"
+    );
 }
