@@ -19,6 +19,7 @@ pub mod names;
 pub mod offer;
 pub mod provider;
 
+pub use contract::{reason_step, step_reason, MAX_REASON_LEN};
 pub use contract::{
     AttachCredentials, Contract, ContractCredentials, ContractPeering, ContractState, Ended,
     ExtendRequest, PeeringState, PurchaseRequest, Reservation, ReserveRequest, StateReport,

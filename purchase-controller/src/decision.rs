@@ -6,7 +6,7 @@
 use crate::authentication::Stage;
 use crate::liqo::{Generation, Grant};
 use crate::model::Condition;
-use catalog_client::wire::{Contract, ContractState};
+use catalog_client::wire::{step_reason, Contract, ContractState};
 
 /// Condition types a Purchase reports.
 pub const CONTRACT_VALID: &str = "ContractValid";
@@ -272,9 +272,12 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
     Assessment {
         phase,
         conditions,
-        report: problem
-            .report_failed()
-            .then(|| (ContractState::Failed, Some(problem.message()))),
+        report: problem.report_failed().then(|| {
+            (
+                ContractState::Failed,
+                Some(step_reason(problem.reason(), &problem.message())),
+            )
+        }),
     }
 }
 
@@ -288,10 +291,11 @@ fn failed(
 ) -> Assessment {
     conditions.push(cond(step, false, reason, message.clone()));
     conditions.push(cond(READY, false, reason, message.clone()));
+    let report = step_reason(reason, &message);
     Assessment {
         phase: Phase::Failed,
         conditions,
-        report: Some((ContractState::Failed, Some(message))),
+        report: Some((ContractState::Failed, Some(report))),
     }
 }
 
@@ -317,7 +321,14 @@ pub fn assess(p: &Progress) -> Assessment {
             format!("{error}; working from the last known contract, retrying with backoff"),
         ),
     });
-    let not_ready = |mut conditions: Vec<Cond>, phase, reason: &str, message: String, report| {
+    // The catalog hears the step as `Code: words` ([`step_reason`]).
+    let not_ready = |mut conditions: Vec<Cond>,
+                     phase,
+                     reason: &str,
+                     message: String,
+                     report: Option<(ContractState, Option<String>)>| {
+        let report =
+            report.map(|(state, why)| (state, why.or_else(|| Some(step_reason(reason, &message)))));
         conditions.push(cond(READY, false, reason, message));
         Assessment {
             phase,
@@ -339,12 +350,19 @@ pub fn assess(p: &Progress) -> Assessment {
                 ("Authenticating", message)
             };
             conditions.push(cond(PEERED, false, peered_reason, peered_message.clone()));
+            // The handshake's own step (WaitingForNonce, ...) says more
+            // than "Authenticating" (the same words).
+            let step = if stage.done() {
+                step_reason(peered_reason, &peered_message)
+            } else {
+                step_reason(reason, &peered_message)
+            };
             return not_ready(
                 conditions,
                 Phase::Peering,
                 peered_reason,
                 peered_message,
-                Some((ContractState::Pending, None)),
+                Some((ContractState::Pending, Some(step))),
             );
         }
         let (reason, message) = if p.needs_peering_command {
@@ -485,11 +503,12 @@ pub fn assess(p: &Progress) -> Assessment {
             p.namespaces.len()
         ),
     ));
-    conditions.push(cond(READY, true, "Ready", "peered, granted and offloaded"));
+    let message = "peered, granted and offloaded";
+    conditions.push(cond(READY, true, "Ready", message));
     Assessment {
         phase: Phase::Ready,
         conditions,
-        report: Some((ContractState::Ready, None)),
+        report: Some((ContractState::Ready, Some(step_reason("Ready", message)))),
     }
 }
 
@@ -759,6 +778,11 @@ mod tests {
         );
     }
 
+    /// The reason the catalog hears.
+    fn reported(a: &Assessment) -> String {
+        a.report.clone().and_then(|r| r.1).unwrap_or_default()
+    }
+
     #[test]
     fn the_controller_s_own_authentication_is_a_condition_with_an_actionable_reason() {
         let mut p = progress();
@@ -779,11 +803,21 @@ mod tests {
             .conditions
             .iter()
             .any(|c| c.reason == "PeeringCommandRequired"));
+        // The catalog hears the handshake's own step, not "Authenticating".
+        assert_eq!(a.report.clone().map(|r| r.0), Some(ContractState::Pending));
+        assert!(
+            reported(&a).starts_with("WaitingForNonce: "),
+            "{}",
+            reported(&a)
+        );
+        p.authentication = Some(Stage::WaitingForSignature);
+        assert!(reported(&assess(&p)).starts_with("WaitingForSignature: "));
 
         p.authentication = Some(Stage::IdentityCreated);
         let a = assess(&p);
         assert!(find(&a, AUTHENTICATED).unwrap().status);
         assert_eq!(find(&a, PEERED).unwrap().reason, "WaitingForPeering");
+        assert!(reported(&a).starts_with("WaitingForPeering: "));
 
         // Once Liqo reports the peering, the condition is not kept.
         p.peered = true;
@@ -794,17 +828,22 @@ mod tests {
     fn each_step_maps_to_a_phase_and_a_catalog_state() {
         let ready = assess(&progress());
         assert_eq!(ready.phase, Phase::Ready);
-        assert_eq!(ready.report, Some((ContractState::Ready, None)));
+        assert_eq!(
+            ready.report,
+            Some((
+                ContractState::Ready,
+                Some("Ready: peered, granted and offloaded".into())
+            ))
+        );
         assert!(ready.conditions.iter().all(|c| c.status));
 
         let mut p = progress();
         p.peered = false;
         p.needs_peering_command = true;
         let a = assess(&p);
-        assert_eq!(
-            (a.phase, a.report.clone()),
-            (Phase::Peering, Some((ContractState::Pending, None)))
-        );
+        assert_eq!(a.phase, Phase::Peering);
+        assert_eq!(a.report.clone().map(|r| r.0), Some(ContractState::Pending));
+        assert!(reported(&a).starts_with("PeeringCommandRequired: "));
         assert!(a
             .conditions
             .iter()
@@ -816,9 +855,16 @@ mod tests {
             NamespaceOutcome::Offloading("InProgress".into()),
         ));
         let a = assess(&p);
+        assert_eq!(a.phase, Phase::Offloading);
         assert_eq!(
-            (a.phase, a.report.clone()),
-            (Phase::Offloading, Some((ContractState::Granted, None)))
+            a.report.clone(),
+            Some((
+                ContractState::Granted,
+                Some(
+                    "WaitingForLiqo: waiting for Liqo to offload namespace(s) web (InProgress)"
+                        .into()
+                )
+            ))
         );
         let waiting = a
             .conditions
@@ -833,11 +879,24 @@ mod tests {
 
         let mut p = progress();
         p.grant = Some(Grant::Waiting);
-        assert_eq!(assess(&p).report, Some((ContractState::Peered, None)));
+        assert_eq!(
+            assess(&p).report,
+            Some((
+                ContractState::Peered,
+                Some(
+                    "WaitingForProvider: waiting for the provider to decide on the ResourceSlice"
+                        .into()
+                )
+            ))
+        );
         p.grant = Some(Grant::Denied("Short: no".into()));
         let a = assess(&p);
         assert_eq!(a.phase, Phase::Failed);
-        assert_eq!(a.report.map(|r| r.0), Some(ContractState::Failed));
+        assert_eq!(a.report.clone().map(|r| r.0), Some(ContractState::Failed));
+        assert_eq!(
+            reported(&a),
+            "ResourcesDenied: the provider denied the ResourceSlice: Short: no"
+        );
 
         let mut p = progress();
         p.grant = None; // v0

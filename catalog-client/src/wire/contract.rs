@@ -159,6 +159,37 @@ pub struct ContractPeering {
     pub attached_at: Option<DateTime<Utc>>,
 }
 
+/// Longest contract `reason` the catalog accepts, in bytes.
+pub const MAX_REASON_LEN: usize = 256;
+
+/// A peering step as a contract's `reason` carries it: `Code: words` —
+/// the step's name (the Purchase condition's reason, which a UI follows)
+/// then what it means for a person — with control characters made spaces
+/// and cut to [`MAX_REASON_LEN`] bytes, so the catalog accepts it.
+pub fn step_reason(code: &str, words: &str) -> String {
+    let text: String = format!("{code}: {words}")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.len() <= MAX_REASON_LEN {
+        return text;
+    }
+    let mut end = MAX_REASON_LEN - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The step's name in a `reason` written by [`step_reason`]; None for
+/// free text (a name is one word of ASCII letters, first upper-case).
+pub fn reason_step(reason: &str) -> Option<&str> {
+    let (code, _) = reason.split_once(": ")?;
+    let named = code.starts_with(|c: char| c.is_ascii_uppercase())
+        && code.chars().all(|c| c.is_ascii_alphanumeric());
+    named.then_some(code)
+}
+
 /// A contract as `GET /contracts` and `GET /contracts/{id}` answer it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -211,6 +242,13 @@ pub struct Contract {
     )]
     pub ended_at: Option<DateTime<Utc>>,
     pub state: ContractState,
+    /// What the consumer side last said with `state`. A controller that
+    /// peers by itself writes the step it is at as `Code: words`
+    /// (`step_reason`): `Code` a name a UI can follow (`WaitingForNonce`,
+    /// `WaitingForSignature`, `WaitingForPeering`, `WaitingForProvider`,
+    /// `WaitingForLiqo`, `Ready`, ...; docs/api.md lists them), `words`
+    /// what it means for a person. Otherwise free text (always so for
+    /// `failed`); absent when no consumer side has reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub reason: Option<String>,
@@ -315,6 +353,9 @@ pub struct ExtendRequest {
 #[serde(deny_unknown_fields)]
 pub struct StateReport {
     pub state: ContractState,
+    /// Why, for a person: 1 to 256 bytes without control characters;
+    /// required for `failed`. A peering controller writes its step as
+    /// `Code: words` (docs/buying.md lists the codes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(
@@ -345,6 +386,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_step_reason_fits_what_the_catalog_accepts_and_names_its_step() {
+        assert_eq!(step_reason("Ready", "all\nset"), "Ready: all set");
+        let long = step_reason("WaitingForLiqo", &"é".repeat(400));
+        assert!(long.len() <= MAX_REASON_LEN, "{}", long.len());
+        assert!(long.starts_with("WaitingForLiqo: é") && long.ends_with('…'));
+        assert_eq!(reason_step(&long), Some("WaitingForLiqo"));
+        assert_eq!(
+            reason_step("WaitingForNonce: the provider"),
+            Some("WaitingForNonce")
+        );
+        for free in [
+            "the peering broke",
+            "no route: 10.0.0.1",
+            "Two words: x",
+            "",
+        ] {
+            assert_eq!(reason_step(free), None, "{free}");
+        }
+    }
 
     #[test]
     fn a_contract_reads_as_the_catalog_writes_it_and_hides_its_credentials() {

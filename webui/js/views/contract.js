@@ -1,6 +1,8 @@
 // One contract (what a purchase yields): its state as the consumer's
-// cluster reports it, when it ends, what it grants, and how to peer: the
-// exact liqoctl command for Liqo v0.x (out-of-band peering with the
+// cluster reports it — with purchase-controller peering by itself, step by
+// step (contract-steps.js) — when it ends, what it grants, and, as the
+// fallback while no controller has reported (or one that does not peer by
+// itself asks for it), how to peer by hand: the exact liqoctl command for Liqo v0.x (out-of-band peering with the
 // provider's auth URL, cluster ID and token) and, for Liqo v1, the
 // peering-user kubeconfig to download with the `liqoctl peer` command that
 // uses it, or — while the provider has not yet attached the peering user
@@ -9,6 +11,7 @@
 
 import { cancelPurchase, getContract } from '../api.js';
 import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
+import { peeringSteps } from '../contract-steps.js';
 import { formatCost } from '../pricing.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 
@@ -75,6 +78,24 @@ function copyBlock(label, text, dataRole) {
   return h('div', { class: 'copy-block' }, code, h('p', { class: 'copy-actions' }, button, status));
 }
 
+const STATUS_TEXT = { done: 'done', current: 'in progress', failed: 'failed', todo: 'to come' };
+
+// The automatic peering's steps, the one in progress with what the
+// controller last said.
+function stepList(progress) {
+  return h('section', { class: 'peering-steps', 'aria-labelledby': 'peering-steps' },
+    h('h2', { id: 'peering-steps', text: 'Peering, step by step' }),
+    h('ol', { class: 'steps', 'data-role': 'peering-steps' },
+      progress.steps.map((step) => h('li', {
+        class: `step step--${step.status}`,
+        'data-step': step.key,
+        'data-status': step.status,
+        'aria-current': step.status === 'current' ? 'step' : null,
+      }, step.label, srOnly(` (${STATUS_TEXT[step.status]})`),
+      (step.status === 'current' || step.status === 'failed') && progress.words
+        ? h('span', { class: 'muted', 'data-role': 'step-words', text: ` — ${progress.words}` }) : null))));
+}
+
 function timeLeft(iso) {
   const ms = Date.parse(iso) - Date.now();
   if (Number.isNaN(ms)) return '';
@@ -112,14 +133,25 @@ export function mountContract(main, ctx, [id]) {
     const providerName = c.clusterName || v0?.clusterName || offer?.clusterName || c.clusterID;
     const resources = c.resources ?? Object.fromEntries((plan?.resources ?? []).map((r) => [r.name, r.value]));
     const stateText = c.legacy ? (active ? 'Bought' : 'Cancelled') : (active ? (STATE_TEXT[c.state] ?? c.state) : `Ended (${c.ended ?? 'ended'})`);
+    const progress = c.legacy ? null : peeringSteps(c);
+    const reasonText = progress ? progress.words : c.reason;
+    // The manual command is the fallback: shown while no controller has
+    // reported, or when the one reporting does not peer by itself.
+    const manual = !progress || progress.fallback;
     const peering = [];
-    if (active && v0) {
+    if (active && progress) peering.push(stepList(progress));
+    if (active && progress && manual) {
+      peering.push(h('p', { class: 'notice', 'data-role': 'manual-fallback', text: progress.reported
+        ? 'Your cluster’s purchase-controller does not peer by itself (it runs without --auto-peer): peer by hand as below.'
+        : 'No controller has reported on this contract yet. With purchase-controller --auto-peer your cluster peers by itself and this page follows it; without it, peer by hand as below.' }));
+    }
+    if (active && manual && v0) {
       peering.push(h('section', { class: 'peering', 'aria-labelledby': 'peer-v0', 'data-liqo': 'v0' },
         h('h2', { id: 'peer-v0', text: 'Peer with Liqo v0.x' }),
         h('p', { text: 'Run this on your (consumer) cluster, with liqoctl of the Liqo version the provider runs:' }),
         copyBlock('Command for Liqo v0.x', liqoctlV0(v0), 'liqoctl-v0')));
     }
-    if (active && v1?.kubeconfig) {
+    if (active && manual && v1?.kubeconfig) {
       const file = `${String(providerName).replace(/[^A-Za-z0-9._-]+/g, '-')}-peering-user.kubeconfig`;
       const url = URL.createObjectURL(new Blob([v1.kubeconfig], { type: 'application/yaml' }));
       peering.push(h('section', { class: 'peering', 'aria-labelledby': 'peer-v1', 'data-liqo': 'v1' },
@@ -131,9 +163,9 @@ export function mountContract(main, ctx, [id]) {
     }
     // Liqo v1: the provider attaches a peering user made for this contract's cluster.
     const awaiting = c.peeringState?.state === 'awaitingCredentials';
-    if (active && awaiting && !v0) {
+    if (active && manual && awaiting && !v0) {
       peering.push(h('p', { class: 'notice', 'data-role': 'awaiting-credentials', text: 'The provider is making a peering user for your cluster. This page shows how to peer once it is attached; come back in a moment.' }));
-    } else if (active && peering.length === 0) {
+    } else if (active && manual && !v0 && !v1?.kubeconfig) {
       peering.push(h('p', { class: 'notice notice--warning', text: 'The provider’s peering credentials are not available right now. Try again later or ask the provider.' }));
     }
     const cancel = h('button', {
@@ -155,7 +187,7 @@ export function mountContract(main, ctx, [id]) {
     });
     replaceChildren(body,
       h('dl', { class: 'facts' },
-        h('div', {}, h('dt', { text: 'State' }), h('dd', { 'data-field': 'contract-state' }, stateText, c.reason ? h('span', { class: 'muted', text: ` — ${c.reason}` }) : null)),
+        h('div', {}, h('dt', { text: 'State' }), h('dd', { 'data-field': 'contract-state' }, stateText, reasonText ? h('span', { class: 'muted', text: ` — ${reasonText}` }) : null)),
         h('div', {}, h('dt', { text: 'Provider' }), h('dd', { text: providerName })),
         h('div', {}, h('dt', { text: 'Offer and plan' }), h('dd', {}, h('a', { href: `#/offer/${encodeURIComponent(c.offerID)}`, text: offer?.name ?? c.offerID }), ` · ${plan?.name || c.planID}`)),
         h('div', {}, h('dt', { text: 'Resources' }), h('dd', { text: Object.entries(resources).map(([k, v]) => `${k} ${v}`).join(', ') || '—' })),

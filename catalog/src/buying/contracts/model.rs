@@ -24,8 +24,9 @@ use chrono::{DateTime, Utc};
 use crate::buying::model::{contract_change, ContractState, Reservation, ReservationState, Step};
 use crate::http::{validate_id, FieldError};
 
-/// Longest `reason` accepted, in bytes.
-pub const MAX_REASON_LEN: usize = 256;
+/// Longest `reason` accepted, in bytes (declared with the wire, where a
+/// peering controller's step reasons are cut to it).
+pub use catalog_client::wire::contract::MAX_REASON_LEN;
 
 // What a contract looks like on the wire is declared once, in
 // `catalog-client` (with its schema), so a renamed field fails the
@@ -397,6 +398,38 @@ mod tests {
             check_report(&next, &bind, later),
             Err(ReportError::Ended { how: "expired", .. })
         ));
+    }
+
+    #[test]
+    fn a_peering_step_round_trips_as_state_and_reason() {
+        use catalog_client::wire::{reason_step, step_reason};
+        let now = crate::store::now();
+        let mut c = bought(now, 10);
+        for (state, code, words) in [
+            (
+                "pending",
+                "WaitingForSignature",
+                "waiting for the provider's Liqo to sign the nonce",
+            ),
+            ("pending", "WaitingForPeering", &"é".repeat(300)),
+            (
+                "peered",
+                "WaitingForProvider",
+                "waiting for the provider to decide",
+            ),
+            ("ready", "Ready", "peered, granted and offloaded"),
+        ] {
+            let reason = step_reason(code, words);
+            let report = Report::new(state, Some(reason.clone()), None).unwrap();
+            let Step::Write { next, .. } = report_step(&c, &report, now) else {
+                panic!("{state} {code} refused")
+            };
+            c = next;
+            let shown = view(&c, now, chrono::Duration::zero()).unwrap();
+            assert_eq!(shown.state.as_str(), state);
+            assert_eq!(shown.reason.as_deref(), Some(reason.as_str()));
+            assert_eq!(reason_step(&reason), Some(code));
+        }
     }
 
     proptest! {
