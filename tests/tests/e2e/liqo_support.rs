@@ -270,3 +270,34 @@ pub fn install_peering_user_roles(kube: &KubeApiServer, liqo_namespace: &str) {
                     "resources": ["gatewayclients/status", "gatewayservers/status"], "verbs": ["get"]}]}),
     );
 }
+
+/// The provider's real `peering-user-controller` for `kube` (its API
+/// server address and CA), as the user `kubeconfig` names, the catalog at
+/// `catalog` with the provider's `credentials` file, short waits and
+/// leader election on, in Liqo's namespace `liqo_namespace`; not yet
+/// started (add flags, say).
+pub fn peering_user_controller(
+    kube: &KubeApiServer,
+    kubeconfig: &std::path::Path,
+    ca: &std::path::Path,
+    catalog: &str,
+    credentials: &std::path::Path,
+    liqo_namespace: &str,
+) -> e2e::Spawn {
+    e2e::Spawn::new("peering-user-controller")
+        .args(["--catalog-url", catalog])
+        .arg("--catalog-credentials-file")
+        .arg(credentials)
+        .args(["--api-server-address", &kube.url()])
+        .arg("--api-server-ca-file")
+        .arg(ca)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--certificate-lifetime", "1h"])
+        .args(["--poll-interval", "200ms", "--retry", "100ms"])
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+        .args(["--lease-retry", "250ms"])
+        .env("POD_NAMESPACE", liqo_namespace)
+        .env("RUST_LOG", "info,peering_users=debug")
+}

@@ -21,7 +21,6 @@ use anyhow::{bail, Context, Result};
 use e2e::buying::{self, admin, consumer, delete, get, publish};
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::contracts::{buy, register_per_contract};
-use e2e::Spawn;
 use kube_test_server::KubeApiServer;
 use serde_json::json;
 
@@ -209,24 +208,16 @@ impl World {
         let credentials = dir.path().join("catalog-credentials.json");
         write_private(&credentials, &provider(1).to_string())?;
 
-        let (controller, _) = Spawn::new("peering-user-controller")
-            .args(["--catalog-url", &catalog.url("")])
-            .arg("--catalog-credentials-file")
-            .arg(&credentials)
-            .args(["--api-server-address", &kube.url()])
-            .arg("--api-server-ca-file")
-            .arg(&ca)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--certificate-lifetime", "1h"])
-            .args(["--poll-interval", "200ms", "--retry", "100ms"])
-            .args(["--drain-tenant", "true", "--drain-grace", "300ms"])
-            .args(["--http-listen", "127.0.0.1:0"])
-            .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
-            .args(["--lease-retry", "250ms"])
-            .env("POD_NAMESPACE", LIQO)
-            .env("RUST_LOG", "info,peering_users=debug")
-            .start_announced(1)?;
+        let (controller, _) = liqo_support::peering_user_controller(
+            &kube,
+            &kubeconfig,
+            &ca,
+            &catalog.url(""),
+            &credentials,
+            LIQO,
+        )
+        .args(["--drain-tenant", "true", "--drain-grace", "300ms"])
+        .start_announced(1)?;
         Ok(World {
             kube,
             _dir: dir,

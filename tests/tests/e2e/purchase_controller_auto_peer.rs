@@ -48,25 +48,17 @@ fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
         .expect("kubeconfig");
     let ca = dir.join("ca.crt");
     std::fs::write(&ca, kube.ca_pem().expect("a TLS server")).expect("CA file");
-    Spawn::new("peering-user-controller")
-        .args(["--catalog-url", catalog])
-        .arg("--catalog-credentials-file")
-        .arg(dir.join("provider.json"))
-        .args(["--api-server-address", &kube.url()])
-        .arg("--api-server-ca-file")
-        .arg(&ca)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--certificate-lifetime", "1h"])
-        .args(["--poll-interval", "200ms", "--retry", "100ms"])
-        .args(["--http-listen", "127.0.0.1:0"])
-        .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
-        .args(["--lease-retry", "250ms"])
-        .env("POD_NAMESPACE", "liqo")
-        .env("RUST_LOG", "info,peering_users=debug")
-        .start_announced(1)
-        .expect("peering-user-controller")
-        .0
+    liqo_support::peering_user_controller(
+        kube,
+        &kubeconfig,
+        &ca,
+        catalog,
+        &dir.join("provider.json"),
+        "liqo",
+    )
+    .start_announced(1)
+    .expect("peering-user-controller")
+    .0
 }
 
 /// `purchase-controller --auto-peer` on `consumer` as cluster
@@ -84,6 +76,28 @@ fn auto_peer_controller(consumer: &Consumer, cluster_id: &str) -> Child {
         .start_announced(1)
         .expect("purchase-controller")
         .0
+}
+
+/// On `consumer` (cluster `cluster_id`), Liqo's controllers with their
+/// authentication module, and the crdReplicator to the provider; they
+/// stop when dropped.
+fn consumer_liqo(
+    rt: &tokio::runtime::Runtime,
+    consumer: &Consumer,
+    cluster_id: &str,
+    provider: &Provider,
+) -> (liqo_model::Consumer, liqo_model::Replicator) {
+    rt.block_on(async {
+        let (p, c) = (&provider.kube, &consumer.kube);
+        anyhow::Ok((
+            liqo_model::Consumer::start_as(c, cluster_id)
+                .await?
+                .with_authentication(c)
+                .await?,
+            liqo_model::Replicator::start(c, cluster_id, p, PROVIDER_ID).await?,
+        ))
+    })
+    .expect("the consumer's Liqo")
 }
 
 /// The provider's objects of consumer `cluster_id`'s peering user: its
@@ -158,18 +172,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     // A new controller resumes with the handshake as it stands (the
     // provider's nonce is single-use), once this cluster's Liqo runs.
     first.kill();
-    let _consumer_liqo = rt
-        .block_on(async {
-            let (p, c) = (&provider.kube, &consumer.kube);
-            anyhow::Ok((
-                liqo_model::Consumer::start_as(c, CONSUMER_ID)
-                    .await?
-                    .with_authentication(c)
-                    .await?,
-                liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID).await?,
-            ))
-        })
-        .unwrap();
+    let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider);
     let _offload = rt
         .block_on(liqo_support::Offloading::start(
             &consumer.kube,
@@ -262,18 +265,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         &bob,
     )
     .unwrap();
-    let _other_liqo = rt
-        .block_on(async {
-            let (p, c) = (&provider.kube, &other.kube);
-            anyhow::Ok((
-                liqo_model::Consumer::start_as(c, OTHER_ID)
-                    .await?
-                    .with_authentication(c)
-                    .await?,
-                liqo_model::Replicator::start(c, OTHER_ID, p, PROVIDER_ID).await?,
-            ))
-        })
-        .unwrap();
+    let _other_liqo = consumer_liqo(&rt, &other, OTHER_ID, &provider);
     let _other_controller = auto_peer_controller(&other, OTHER_ID);
     other.purchase(
         "bobs",
