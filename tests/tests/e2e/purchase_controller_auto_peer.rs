@@ -273,6 +273,10 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         json!({"offerID": OFFER, "planID": "small"}),
     );
     other.wait_phase("bobs", "Ready").unwrap();
+    // The first consumer's contract, and the credentials it carries, are
+    // not the second's to read.
+    let firsts = ready["status"]["contractID"].as_str().unwrap();
+    assert_eq!(market.contract(&bob, firsts).0, 404);
     assert_eq!(peering_user_objects(&provider, OTHER_ID), 4);
     let others_tenant = liqo_support::tenant_namespace(OTHER_ID);
     assert!(provider
