@@ -482,6 +482,14 @@ impl KubeApiServer {
         Ok(self.register(crd::read_crd_dir(&crd::liqo_crd_dir(tag))?))
     }
 
+    /// Serve Liqo v1.2.0's `networking.liqo.io/v1beta1` Configuration,
+    /// GatewayServer, GatewayClient, PublicKey and Connection
+    /// (`crds/liqo-v1.2.0-networking/`, written from Liqo's Go types, not
+    /// vendored: its README says which).
+    pub fn register_liqo_networking_crds(&self) -> Result<Vec<GroupResource>> {
+        self.register_liqo_crds("v1.2.0-networking")
+    }
+
     fn def(&self, resource: impl Into<GroupResource>) -> Arc<ResourceDef> {
         let gr = resource.into();
         self.shared

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod consumer;
+mod networking_crds;
 mod offloading;
 mod offloading_status;
 mod pod_webhook;
@@ -29,6 +30,11 @@ pub const FOREIGN_CLUSTERS: (&str, &str) = ("core.liqo.io", "foreignclusters");
 pub const NAMESPACES: (&str, &str) = ("", "namespaces");
 pub const SECRETS: (&str, &str) = ("", "secrets");
 pub const NODES: (&str, &str) = ("", "nodes");
+pub const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations");
+pub const GATEWAY_SERVERS: (&str, &str) = ("networking.liqo.io", "gatewayservers");
+pub const GATEWAY_CLIENTS: (&str, &str) = ("networking.liqo.io", "gatewayclients");
+pub const PUBLIC_KEYS: (&str, &str) = ("networking.liqo.io", "publickeies");
+pub const CONNECTIONS: (&str, &str) = ("networking.liqo.io", "connections");
 
 /// Poll `kube` until the object satisfies `ready`, or fail after 10 s
 /// naming what was awaited and what was last seen.
