@@ -2,8 +2,8 @@
 //! as `liqoctl peer` does it (`pkg/liqoctl/authenticate/handler.go:42-118`,
 //! `cluster.go:76-233`), as a client of both API servers: the consumer's
 //! ([C], the controller's own) and the provider's ([P], through the
-//! contract's peering-user kubeconfig). Networking is not set up (the
-//! `--networking-disabled` form).
+//! contract's peering-user kubeconfig). Networking, which `liqoctl peer`
+//! sets up first, is the `networking` module's.
 //!
 //! Nothing here blocks on Liqo: each round does the next step that can be
 //! done and says which it waits for ([`Stage`]), so the controller resumes
@@ -302,16 +302,25 @@ pub struct Peers<'a> {
     pub provider_id: &'a str,
     /// Liqo's namespace on [C] (where `authentication-keys` is).
     pub liqo_namespace: &'a str,
+    /// Liqo's namespace on [P] (its cluster-ID ConfigMap, Networks and
+    /// gateway templates).
+    pub provider_liqo_namespace: &'a str,
 }
 
-fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
+pub(crate) fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
     matches!(e, kube::Error::Api(s) if codes.contains(&s.code))
 }
 
 /// A provider call's failure as a [`Stage`]: it is the provider's or the
 /// network's to mend, so the Purchase waits and says so.
 fn provider_failed(what: &str, e: &kube::Error) -> Stage {
-    let why = match e {
+    Stage::Provider(provider_failure(what, e))
+}
+
+/// Why a call to the provider failed, in words a person can act on (no
+/// secrets).
+pub(crate) fn provider_failure(what: &str, e: &kube::Error) -> String {
+    match e {
         kube::Error::Api(s) if s.code == 401 => {
             "the provider refuses the contract's peering user (401): its credentials were revoked or the contract ended".to_string()
         }
@@ -320,8 +329,27 @@ fn provider_failed(what: &str, e: &kube::Error) -> Stage {
         ),
         kube::Error::Api(s) => format!("the provider's API server answered {} to {what}", s.code),
         _ => format!("the provider's API server cannot be reached to {what}"),
-    };
-    Stage::Provider(why)
+    }
+}
+
+/// `cluster.go:76-91` on [C] (and `network/cluster.go` `SetNamespaces`):
+/// this cluster's tenant namespace for `provider`, made if missing.
+pub(crate) async fn ensure_tenant_namespace(
+    consumer: &Client,
+    provider: &str,
+) -> Result<(), AuthError> {
+    let namespaces: Api<Namespace> = Api::all(consumer.clone());
+    let name = tenant_namespace(provider);
+    if namespaces.get_opt(&name).await?.is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(tenant_namespace_object(provider))?,
+            )
+            .await?;
+        tracing::info!(namespace = %name, "tenant namespace created");
+    }
+    Ok(())
 }
 
 /// One round of authentication: the next step that can be done, and where
@@ -375,16 +403,7 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     }
 
     // `cluster.go:76-91` on [C].
-    let namespaces: Api<Namespace> = Api::all(peers.consumer.clone());
-    if namespaces.get_opt(&on_consumer).await?.is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(tenant_namespace_object(peers.provider_id))?,
-            )
-            .await?;
-        tracing::info!(namespace = %on_consumer, "tenant namespace created");
-    }
+    ensure_tenant_namespace(peers.consumer, peers.provider_id).await?;
 
     // `cluster.go:95-121`, `utils/nonce.go:32-42`: [P]'s nonce.
     let nonces: Api<DynamicObject> = Api::namespaced_with(

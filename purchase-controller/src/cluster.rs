@@ -20,6 +20,7 @@ use crate::catalog::Contract;
 use crate::decision::{NamespaceOutcome, Progress};
 use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
 use crate::model::{Purchase, PurchaseStatus};
+use crate::networking;
 
 /// Where taking down what a Purchase set up stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,11 @@ pub struct Cluster {
     /// v1: authenticate with the provider itself (`--auto-peer`) rather
     /// than ask a person to run `liqoctl peer`.
     pub auto_peer: bool,
+    /// v1, `--auto-peer`: set up Liqo's networking first (`--networking`),
+    /// unless a Purchase says otherwise (`spec.networking`).
+    pub networking: bool,
+    /// Liqo's namespace on the providers (`--provider-liqo-namespace`).
+    pub provider_liqo_namespace: String,
 }
 
 /// A Kubernetes call failed, or an object could not be read.
@@ -72,6 +78,7 @@ pub async fn set_up(
         peered: false,
         declarative: false,
         needs_peering_command: false,
+        networking: None,
         authentication: None,
         grant: None,
         namespaces: Vec::new(),
@@ -122,9 +129,13 @@ pub async fn set_up(
                     status.peering_command = Some(liqo::peering_command(&namespace, &name));
                     status.kubeconfig_secret = Some(name);
                     if cluster.auto_peer {
-                        if let Some(stage) = auto_peer(cluster, provider, &v1.kubeconfig).await? {
+                        let networking = purchase.spec.networking.unwrap_or(cluster.networking);
+                        if let Some(steps) =
+                            auto_peer(cluster, provider, &v1.kubeconfig, networking).await?
+                        {
                             status.peering_command = None;
-                            progress.authentication = Some(stage);
+                            progress.networking = steps.networking;
+                            progress.authentication = steps.authentication;
                         }
                     }
                 }
@@ -179,14 +190,37 @@ pub async fn set_up(
     Ok(progress)
 }
 
-/// One round of the controller's own authentication with `provider`
-/// through the contract's kubeconfig; `None` when that kubeconfig cannot
-/// be used (the peering command stays the way forward).
+/// Where the controller's own peering stands: networking (when it is
+/// set up), then authentication (once networking is done).
+struct AutoPeer {
+    networking: Option<networking::Stage>,
+    authentication: Option<Stage>,
+}
+
+/// A peering step's failure: the consumer's API server's is an error
+/// (retried); an unusable kubeconfig means no automatic peering.
+fn step_failed<T>(e: AuthError) -> Result<Option<T>, ClusterError> {
+    match e {
+        AuthError::Kube(e) => Err(e.into()),
+        AuthError::Decode(e) => Err(e.into()),
+        e @ AuthError::Kubeconfig(_) => {
+            tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
+            Ok(None)
+        }
+    }
+}
+
+/// One round of the controller's own peering with `provider` through the
+/// contract's kubeconfig, `liqoctl peer`'s steps in its order: networking
+/// (unless `networking` is off, as with `--networking-disabled`), then
+/// authentication; `None` when that kubeconfig cannot be used (the
+/// peering command stays the way forward).
 async fn auto_peer(
     cluster: &Cluster,
     provider: &str,
     kubeconfig: &str,
-) -> Result<Option<Stage>, ClusterError> {
+    networking: bool,
+) -> Result<Option<AutoPeer>, ClusterError> {
     let provider_client = match authentication::provider_client(kubeconfig).await {
         Ok(client) => client,
         Err(e) => {
@@ -200,18 +234,31 @@ async fn auto_peer(
         consumer_id: &cluster.cluster_id,
         provider_id: provider,
         liqo_namespace: &cluster.liqo_namespace,
+        provider_liqo_namespace: &cluster.provider_liqo_namespace,
     };
+    let mut steps = AutoPeer {
+        networking: None,
+        authentication: None,
+    };
+    if networking {
+        let stage = match networking::connect(&peers).await {
+            Ok(stage) => stage,
+            Err(e) => return step_failed(e),
+        };
+        tracing::debug!(?stage, "networking");
+        let done = stage.done();
+        steps.networking = Some(stage);
+        if !done {
+            return Ok(Some(steps));
+        }
+    }
     match authentication::authenticate(&peers).await {
         Ok(stage) => {
             tracing::debug!(?stage, "authentication");
-            Ok(Some(stage))
+            steps.authentication = Some(stage);
+            Ok(Some(steps))
         }
-        Err(AuthError::Kube(e)) => Err(e.into()),
-        Err(AuthError::Decode(e)) => Err(e.into()),
-        Err(e @ AuthError::Kubeconfig(_)) => {
-            tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
-            Ok(None)
-        }
+        Err(e) => step_failed(e),
     }
 }
 
@@ -462,7 +509,8 @@ pub async fn cleanup(
 }
 
 /// The authentication this controller made with the Purchase's provider
-/// (Identity on this cluster, Tenant on the provider's), taken down when
+/// (Identity on this cluster, Tenant on the provider's), then its
+/// networking (gateways, PublicKeys, Configurations), taken down when
 /// no other Purchase of the provider remains, after the ResourceSlices
 /// (`liqoctl unpeer`'s order). The provider is reached through the
 /// kubeconfig Secret kept for the Purchase, if there is one and it still
@@ -498,14 +546,14 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
             }
         }
     }
-    match authentication::unpeer(
-        &cluster.client,
-        provider_client.as_ref(),
-        &cluster.cluster_id,
-        provider,
-    )
-    .await
-    {
+    let (consumer, provider_client) = (&cluster.client, provider_client.as_ref());
+    let id = &cluster.cluster_id;
+    let unpeered = match authentication::unpeer(consumer, provider_client, id, provider).await {
+        // Then the network, as `liqoctl unpeer` does.
+        Ok(()) => networking::disconnect(consumer, provider_client, id, provider).await,
+        Err(e) => Err(e),
+    };
+    match unpeered {
         Ok(()) => Ok(()),
         Err(AuthError::Kube(e)) => Err(e.into()),
         Err(AuthError::Decode(e)) => Err(e.into()),

@@ -55,9 +55,22 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_CONTRACT_ENDING_SOON", value_name = "DURATION", default_value = "1d", value_parser = edge::duration::parse)]
     pub contract_ending_soon: Duration,
 
-    /// Liqo v1: authenticate with the provider itself, as `liqoctl peer --networking-disabled` does, through the contract's peering-user kubeconfig (false: show status.peeringCommand for a person to run, as also when the contract has no usable kubeconfig).
+    /// Liqo v1: peer with the provider itself, as `liqoctl peer` does (networking as --networking says, then authentication), through the contract's peering-user kubeconfig (false: show status.peeringCommand for a person to run, as also when the contract has no usable kubeconfig).
     #[arg(long, env = "PURCHASE_CONTROLLER_AUTO_PEER", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
     pub auto_peer: bool,
+
+    /// Liqo v1 --auto-peer: set up Liqo's networking first, as `liqoctl peer` does by default (Configurations, a GatewayServer on the provider, a GatewayClient here, PublicKeys, the Connection). false: as `liqoctl peer --networking-disabled` — offloading works, but pods here and there cannot reach each other and services are not reachable across the clusters. A Purchase's spec.networking overrides it.
+    #[arg(long, env = "PURCHASE_CONTROLLER_NETWORKING", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
+    pub networking: bool,
+
+    /// Liqo v1 --auto-peer with networking: the namespace Liqo runs in on the providers (their cluster-ID ConfigMap, Networks and gateway templates are read there through the peering user).
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_PROVIDER_LIQO_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "liqo"
+    )]
+    pub provider_liqo_namespace: String,
 
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
@@ -136,6 +149,8 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         catalog_timeout: args.catalog_timeout,
         ending_soon: args.contract_ending_soon,
         auto_peer: args.auto_peer,
+        networking: args.networking,
+        provider_liqo_namespace: args.provider_liqo_namespace.clone(),
         instance: controller_core::lease::replica_identity("purchase-controller"),
     };
     let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
@@ -161,6 +176,8 @@ mod tests {
         assert_eq!(cli.args.liqo_api, Generation::V1);
         assert_eq!(cli.args.liqo_namespace, "liqo");
         assert!(cli.args.auto_peer);
+        assert!(cli.args.networking);
+        assert_eq!(cli.args.provider_liqo_namespace, "liqo");
         cli.args.validate().unwrap();
         let cli = Cli::try_parse_from(["x", "--liqo-api", "v0.10", "--cluster-id", " "]).unwrap();
         assert_eq!(cli.args.liqo_api, Generation::V0);

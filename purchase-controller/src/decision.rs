@@ -14,6 +14,8 @@ pub const CATALOG_REACHABLE: &str = "CatalogReachable";
 pub const PEERED: &str = "Peered";
 /// v1 `--auto-peer`: where the controller's own authentication stands.
 pub const AUTHENTICATED: &str = "Authenticated";
+/// v1 `--auto-peer` with networking: where Liqo's networking stands.
+pub const NETWORK_CONNECTED: &str = "NetworkConnected";
 pub const RESOURCES_GRANTED: &str = "ResourcesGranted";
 pub const NAMESPACES_OFFLOADED: &str = "NamespacesOffloaded";
 pub const READY: &str = "Ready";
@@ -217,6 +219,8 @@ pub struct Progress {
     pub declarative: bool,
     /// v1: no peering yet, the operator must run `liqoctl peer`.
     pub needs_peering_command: bool,
+    /// v1, `--auto-peer` with networking: how far it came.
+    pub networking: Option<crate::networking::Stage>,
     /// v1, `--auto-peer`: how far the controller's authentication came.
     pub authentication: Option<Stage>,
     /// v1: the provider's answer; v0 has no grant step.
@@ -338,6 +342,25 @@ pub fn assess(p: &Progress) -> Assessment {
     };
 
     if !p.peered {
+        if let Some(network) = &p.networking {
+            let (reason, message) = network.reason();
+            conditions.push(cond(
+                NETWORK_CONNECTED,
+                network.done(),
+                reason,
+                message.clone(),
+            ));
+            if !network.done() {
+                conditions.push(cond(PEERED, false, "ConnectingNetwork", message.clone()));
+                return not_ready(
+                    conditions,
+                    Phase::Peering,
+                    "ConnectingNetwork",
+                    message.clone(),
+                    Some((ContractState::Pending, Some(step_reason(reason, &message)))),
+                );
+            }
+        }
         if let Some(stage) = &p.authentication {
             let (reason, message) = stage.reason();
             conditions.push(cond(AUTHENTICATED, stage.done(), reason, message.clone()));
@@ -739,6 +762,7 @@ mod tests {
             peered: true,
             declarative: false,
             needs_peering_command: false,
+            networking: None,
             authentication: None,
             grant: Some(Grant::Accepted(BTreeMap::new())),
             namespaces: vec![("apps".into(), NamespaceOutcome::Offloaded)],
@@ -781,6 +805,42 @@ mod tests {
     /// The reason the catalog hears.
     fn reported(a: &Assessment) -> String {
         a.report.clone().and_then(|r| r.1).unwrap_or_default()
+    }
+
+    #[test]
+    fn networking_comes_first_each_step_a_reason_and_then_authentication() {
+        use crate::networking::{Side, Stage as Net};
+        let find = |a: &Assessment, t: &str| a.conditions.iter().find(|c| c.type_ == t).cloned();
+        let mut p = progress();
+        p.peered = false;
+        p.networking = Some(Net::WaitingForConfiguration(Side::Provider));
+        let a = assess(&p);
+        assert_eq!(a.phase, Phase::Peering);
+        let net = find(&a, NETWORK_CONNECTED).unwrap();
+        assert_eq!(
+            (net.status, net.reason.as_str()),
+            (false, "WaitingForConfiguration")
+        );
+        assert!(net.message.contains("the provider"), "{}", net.message);
+        assert_eq!(find(&a, PEERED).unwrap().reason, "ConnectingNetwork");
+        assert_eq!(find(&a, READY).unwrap().reason, "ConnectingNetwork");
+        assert!(find(&a, AUTHENTICATED).is_none());
+        assert!(
+            reported(&a).starts_with("WaitingForConfiguration: "),
+            "{}",
+            reported(&a)
+        );
+        // Connected: the condition is True and authentication follows.
+        p.networking = Some(Net::Connected);
+        p.authentication = Some(Stage::WaitingForNonce);
+        let a = assess(&p);
+        assert!(find(&a, NETWORK_CONNECTED).unwrap().status);
+        assert_eq!(find(&a, PEERED).unwrap().reason, "Authenticating");
+        assert!(
+            reported(&a).starts_with("WaitingForNonce: "),
+            "{}",
+            reported(&a)
+        );
     }
 
     #[test]

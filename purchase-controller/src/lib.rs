@@ -10,8 +10,9 @@
 //!   opened from the credentials Secret, and its answers sorted;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
-//! - [`authentication`]: Liqo v1's authentication step of a peering,
-//!   done as `liqoctl peer` does it, against both API servers;
+//! - [`networking`] and [`authentication`]: Liqo v1's networking and
+//!   authentication steps of a peering, done as `liqoctl peer` does them,
+//!   against both API servers;
 //! - [`decision`]: the pure judgement — [`Phase`](decision::Phase),
 //!   conditions, the state the catalog must hear;
 //! - [`cluster`]: the objects on the consumer's cluster — created, read,
@@ -31,4 +32,5 @@ pub mod http;
 pub mod liqo;
 pub mod metrics;
 pub mod model;
+pub mod networking;
 pub mod reconcile;

@@ -91,6 +91,9 @@ pub struct PurchaseSpec {
     #[serde(default = "default_mapping_strategy")]
     #[schemars(extend("enum" = ["EnforceSameName", "DefaultName"], "x-default" = "DefaultName"))]
     pub namespace_mapping_strategy: String,
+    /// Liqo v1 automatic peering: set up Liqo's networking with the provider (true) or not (false: offloading works, but no pod-to-pod or service traffic between the clusters). Absent: the controller's --networking. The Purchase that makes the peering decides; later Purchases of the provider use it as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networking: Option<bool>,
 }
 
 fn default_pod_strategy() -> String {

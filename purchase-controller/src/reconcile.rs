@@ -63,6 +63,11 @@ pub struct Settings {
     pub ending_soon: Duration,
     /// v1: authenticate with the provider itself.
     pub auto_peer: bool,
+    /// v1, `auto_peer`: set up Liqo's networking first (a Purchase may
+    /// override it).
+    pub networking: bool,
+    /// Liqo's namespace on the providers.
+    pub provider_liqo_namespace: String,
     pub instance: String,
 }
 
@@ -156,6 +161,8 @@ pub async fn run(
         cluster_id: settings.cluster_id.clone(),
         liqo_namespace: settings.liqo_namespace.clone(),
         auto_peer: settings.auto_peer,
+        networking: settings.networking,
+        provider_liqo_namespace: settings.provider_liqo_namespace.clone(),
     };
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),

@@ -1,0 +1,914 @@
+//! Liqo v1.2.0's networking step of a peering, done by the controller as
+//! `liqoctl peer` does it before authenticating (`pkg/liqoctl/peer/handler.go`
+//! `ensureNetworking`, `pkg/liqoctl/network/handler.go:107-268` `RunConnect`,
+//! `network/cluster.go`), as a client of both API servers: the consumer's
+//! ([C]) and the provider's ([P], through the contract's peering-user
+//! kubeconfig). The gateway server is on the provider, liqoctl's default
+//! (`--server-service-location Provider`).
+//!
+//! Each round does the next step that can be done and says which it waits
+//! for ([`Stage`]); nothing blocks, so a restarted controller resumes where
+//! the objects stand. The objects are built by the pure `*_object`
+//! functions from Liqo's forge code (cited beside each), and read by pure
+//! functions; the effects are in [`connect`] and [`disconnect`].
+//!
+//! Left out, as the test world leaves them out (no WireGuard): liqoctl's
+//! check of the gateway templates and its wait for the gateway pods.
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::authentication::{is_status, provider_failure, tenant_namespace, AuthError, Peers};
+use crate::liqo::{MANAGED_BY, MANAGER};
+
+/// `pkg/consts`: the label naming the peer an object is about.
+const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
+/// `pkg/consts/externalnetwork.go:26-28`.
+const GATEWAY_RESOURCE_LABEL: &str = "networking.liqo.io/gateway-resource";
+/// `pkg/consts/externalnetwork.go:38`: the key's field in the gateway's
+/// Secret.
+const PUBLIC_KEY_FIELD: &str = "publicKey";
+/// `pkg/consts/clusterid.go:23-25` and `utils/labels/labelSelectors.go:32`:
+/// the ConfigMap holding the cluster ID, found by label.
+const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
+const CLUSTER_ID_KEY: &str = "CLUSTER_ID";
+/// `pkg/consts/ipam.go:40-46`.
+const NETWORK_TYPE: &str = "ipam.liqo.io/network-type";
+const POD_CIDR: &str = "pod-cidr";
+const EXTERNAL_CIDR: &str = "external-cidr";
+/// `apis/networking/v1beta1/configuration_types.go:39`.
+const CIDRS_CONFIGURED: &str = "NetworkCIDRsConfigured";
+/// `apis/networking/v1beta1/connection_types.go`: `status.value`.
+const CONNECTED: &str = "Connected";
+
+/// `networking/forge/gatewayserver.go` defaults, with `liqoctl peer`'s
+/// flag defaults (`cmd/liqoctl/cmd/peer.go`: MTU 1340, port 51840).
+const SERVER_TEMPLATE: &str = "wireguard-server";
+const SERVER_TEMPLATE_KIND: &str = "WgGatewayServerTemplate";
+const CLIENT_TEMPLATE: &str = "wireguard-client";
+const CLIENT_TEMPLATE_KIND: &str = "WgGatewayClientTemplate";
+const SERVER_SERVICE_TYPE: &str = "LoadBalancer";
+const SERVER_PORT: i64 = 51840;
+const MTU: i64 = 1340;
+const API_VERSION: &str = "networking.liqo.io/v1beta1";
+
+fn networking(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("networking.liqo.io", "v1beta1", kind),
+        plural,
+    )
+}
+
+/// `networking.liqo.io/v1beta1` kinds (Liqo's plural of PublicKey is
+/// `publickeies`).
+pub fn configurations() -> ApiResource {
+    networking("Configuration", "configurations")
+}
+pub fn gateway_servers() -> ApiResource {
+    networking("GatewayServer", "gatewayservers")
+}
+pub fn gateway_clients() -> ApiResource {
+    networking("GatewayClient", "gatewayclients")
+}
+pub fn public_keys() -> ApiResource {
+    networking("PublicKey", "publickeies")
+}
+pub fn connections() -> ApiResource {
+    networking("Connection", "connections")
+}
+/// `ipam.liqo.io/v1alpha1` Networks (a cluster's CIDRs, in Liqo's
+/// namespace).
+pub fn networks() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("ipam.liqo.io", "v1alpha1", "Network"),
+        "networks",
+    )
+}
+
+/// Which cluster a step is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Consumer,
+    Provider,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Consumer => "this cluster",
+            Side::Provider => "the provider",
+        })
+    }
+}
+
+/// Where networking stands; each is a reason on the Purchase's
+/// `NetworkConnected` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// A cluster's Liqo cluster ID cannot be read (why).
+    ClusterIdUnreadable(Side, String),
+    /// A cluster's Liqo says it is another cluster than the one expected.
+    ClusterIdMismatch {
+        side: Side,
+        found: String,
+        expected: String,
+    },
+    /// A cluster's pod or external CIDR is not known yet (why).
+    NetworkNotInitialized(Side, String),
+    /// The Configuration naming the other's CIDRs is applied; Liqo has yet
+    /// to configure it (`NetworkCIDRsConfigured`).
+    WaitingForConfiguration(Side),
+    /// [P] the GatewayServer is applied; Liqo has yet to set its endpoint.
+    WaitingForGatewayServer,
+    /// A gateway has yet to publish its key (`status.secretRef`).
+    WaitingForGatewayKey(Side),
+    /// The keys are exchanged; a Connection has yet to be `Connected`
+    /// (its state, empty if there is none yet).
+    WaitingForConnection(Side, String),
+    /// Both Connections are `Connected`.
+    Connected,
+    /// The gateways exist the other way round (server here, client there):
+    /// liqoctl takes the networking as made and so does this.
+    EstablishedReversed,
+    /// A call to the provider's API server failed (why, no secrets).
+    Provider(String),
+}
+
+impl Stage {
+    /// Networking done: authentication may start.
+    pub fn done(&self) -> bool {
+        matches!(self, Stage::Connected | Stage::EstablishedReversed)
+    }
+
+    /// The condition's reason and a message a person can act on.
+    pub fn reason(&self) -> (&'static str, String) {
+        match self {
+            Stage::ClusterIdUnreadable(side, why) => (
+                "ClusterIDUnreadable",
+                format!("the Liqo cluster ID of {side} cannot be read: {why}"),
+            ),
+            Stage::ClusterIdMismatch { side, found, expected } => (
+                "ClusterIDMismatch",
+                format!("{side} is Liqo cluster {found}, not {expected}: check --cluster-id here, or ask the provider about the contract's cluster ID"),
+            ),
+            Stage::NetworkNotInitialized(side, why) => (
+                "NetworkNotInitialized",
+                format!("the CIDRs of {side} are not known yet ({why}): is Liqo's IPAM running there?"),
+            ),
+            Stage::WaitingForConfiguration(side) => (
+                "WaitingForConfiguration",
+                format!("the network Configuration on {side} is applied; waiting for its Liqo to configure it (if this stays, see `liqoctl network reset`)"),
+            ),
+            Stage::WaitingForGatewayServer => (
+                "WaitingForGatewayServer",
+                "the GatewayServer is applied on the provider; waiting for its Liqo to publish the endpoint (if this stays, ask the provider whether its LoadBalancer gets an address)".to_string(),
+            ),
+            Stage::WaitingForGatewayKey(side) => (
+                "WaitingForGatewayKey",
+                format!("waiting for the gateway on {side} to publish its public key"),
+            ),
+            Stage::WaitingForConnection(side, state) => (
+                "WaitingForConnection",
+                if state.is_empty() {
+                    format!("the keys are exchanged; waiting for the gateway on {side} to open its Connection")
+                } else {
+                    format!("the Connection on {side} is {state}; waiting for Connected (if this stays, check that the gateway endpoint is reachable from this cluster over UDP)")
+                },
+            ),
+            Stage::Connected => (
+                "Connected",
+                "the network Connection is Connected on both clusters".to_string(),
+            ),
+            Stage::EstablishedReversed => (
+                "EstablishedReversed",
+                "networking with the provider exists the other way round (gateway server on this cluster): used as it is".to_string(),
+            ),
+            Stage::Provider(why) => ("ProviderUnreachable", why.clone()),
+        }
+    }
+}
+
+/// A cluster's CIDRs, as the other side's Configuration names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cidrs {
+    pub pod: Vec<String>,
+    pub external: String,
+}
+
+/// `utils/cluster_info.go:61-78`: the cluster ID from the one ConfigMap
+/// labelled as Liqo's cluster-ID ConfigMap.
+pub fn cluster_id_of(configmaps: &[Value]) -> Result<String, String> {
+    match configmaps {
+        [] => Err("no ConfigMap app.kubernetes.io/name=clusterid-configmap in Liqo's namespace: is Liqo installed?".to_string()),
+        [one] => one["data"][CLUSTER_ID_KEY]
+            .as_str()
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("the cluster-ID ConfigMap has no {CLUSTER_ID_KEY}")),
+        _ => Err("more than one cluster-ID ConfigMap in Liqo's namespace".to_string()),
+    }
+}
+
+/// `utils/ipam/networks.go:35-110` `GetPodCIDRs` and `GetExternalCIDR`:
+/// every pod-CIDR Network's and the one external-CIDR Network's
+/// `status.cidr`, each required.
+pub fn cidrs_of(networks: &[Value]) -> Result<Cidrs, String> {
+    let of_type = |t: &str| -> Vec<&Value> {
+        networks
+            .iter()
+            .filter(|n| n["metadata"]["labels"][NETWORK_TYPE].as_str() == Some(t))
+            .collect()
+    };
+    let cidr = |n: &Value| -> Result<String, String> {
+        n["status"]["cidr"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                format!(
+                    "Network {} has no status.cidr yet",
+                    n["metadata"]["name"].as_str().unwrap_or_default()
+                )
+            })
+    };
+    let pods = of_type(POD_CIDR);
+    if pods.is_empty() {
+        return Err("no pod CIDR Network".to_string());
+    }
+    let pod = pods.into_iter().map(cidr).collect::<Result<Vec<_>, _>>()?;
+    let external = match of_type(EXTERNAL_CIDR).as_slice() {
+        [one] => cidr(one)?,
+        [] => return Err("no external CIDR Network".to_string()),
+        _ => return Err("more than one external CIDR Network".to_string()),
+    };
+    Ok(Cidrs { pod, external })
+}
+
+fn labels(remote: &str) -> Value {
+    json!({REMOTE_CLUSTER_ID: remote, MANAGED_BY: MANAGER})
+}
+
+/// `networking/forge/configuration.go` `Configuration`/`MutateConfiguration`
+/// (name: the remote cluster's ID, as `ConfigurationForRemoteCluster`
+/// names it): in `namespace`, the `remote` cluster's CIDRs; `cidrutils`
+/// `SetPrimary` makes the external CIDR a one-element list.
+pub fn configuration_object(namespace: &str, remote: &str, cidrs: &Cidrs) -> Value {
+    json!({"apiVersion": API_VERSION, "kind": "Configuration",
+           "metadata": {"name": remote, "namespace": namespace, "labels": labels(remote)},
+           "spec": {"remote": {"cidr": {"pod": cidrs.pod, "external": [cidrs.external]}}}})
+}
+
+/// `networking/utils/configuration.go:29-36`
+/// `AreConfigurationNetworkCIDRsConfigured`: the condition is True for the
+/// current generation.
+pub fn configuration_configured(conf: &Value) -> bool {
+    let generation = conf["metadata"]["generation"].as_i64().unwrap_or_default();
+    conf["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c["type"] == CIDRS_CONFIGURED
+                && c["status"] == "True"
+                && c["observedGeneration"].as_i64().unwrap_or_default() == generation
+        })
+}
+
+/// `networking/forge/gatewayserver.go` `GatewayServer`/`MutateGatewayServer`
+/// with liqoctl's defaults: a LoadBalancer on port 51840, MTU 1340, the
+/// `wireguard-server` template in the provider's Liqo namespace.
+pub fn gateway_server_object(namespace: &str, consumer: &str, template_namespace: &str) -> Value {
+    json!({"apiVersion": API_VERSION, "kind": "GatewayServer",
+           "metadata": {"name": consumer, "namespace": namespace, "labels": labels(consumer)},
+           "spec": {"mtu": MTU,
+                    "endpoint": {"port": SERVER_PORT, "serviceType": SERVER_SERVICE_TYPE},
+                    "serverTemplateRef": {"name": SERVER_TEMPLATE, "namespace": template_namespace,
+                                          "kind": SERVER_TEMPLATE_KIND, "apiVersion": API_VERSION}}})
+}
+
+/// `network/handler.go:190-200` with `forge/gatewayclient.go`: the
+/// GatewayClient on [C] connecting to the server's `status.endpoint`.
+pub fn gateway_client_object(
+    namespace: &str,
+    provider: &str,
+    endpoint: &Value,
+    template_namespace: &str,
+) -> Value {
+    json!({"apiVersion": API_VERSION, "kind": "GatewayClient",
+           "metadata": {"name": provider, "namespace": namespace, "labels": labels(provider)},
+           "spec": {"mtu": MTU,
+                    "endpoint": {"addresses": endpoint["addresses"], "port": endpoint["port"],
+                                 "protocol": endpoint["protocol"]},
+                    "clientTemplateRef": {"name": CLIENT_TEMPLATE, "namespace": template_namespace,
+                                          "kind": CLIENT_TEMPLATE_KIND, "apiVersion": API_VERSION}}})
+}
+
+/// `wait.go` `ForGatewayServerStatusEndpoint`: the endpoint once it has an
+/// address.
+pub fn server_endpoint(server: &Value) -> Option<&Value> {
+    let endpoint = &server["status"]["endpoint"];
+    endpoint["addresses"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+        .then_some(endpoint)
+}
+
+/// A gateway's `status.secretRef` (namespace, name), once set.
+pub fn secret_ref(gateway: &Value) -> Option<(String, String)> {
+    let r = &gateway["status"]["secretRef"];
+    let name = r["name"].as_str().filter(|n| !n.is_empty())?;
+    let namespace = r["namespace"]
+        .as_str()
+        .or_else(|| gateway["metadata"]["namespace"].as_str())?;
+    Some((namespace.to_string(), name.to_string()))
+}
+
+/// `networking/forge/publickey.go` `PublicKey`/`MutatePublicKey`, with
+/// `cluster.go` `EnsurePublicKey`'s owner reference to the local gateway
+/// (`key`: base64, as `spec.publicKey` travels in JSON).
+pub fn public_key_object(namespace: &str, remote: &str, key: &str, gateway: &Value) -> Value {
+    let mut labels = labels(remote);
+    labels[GATEWAY_RESOURCE_LABEL] = json!("true");
+    json!({"apiVersion": API_VERSION, "kind": "PublicKey",
+           "metadata": {"name": remote, "namespace": namespace, "labels": labels,
+                        "ownerReferences": [{"apiVersion": gateway["apiVersion"], "kind": gateway["kind"],
+                                             "name": gateway["metadata"]["name"],
+                                             "uid": gateway["metadata"]["uid"]}]},
+           "spec": {"publicKey": key}})
+}
+
+/// The first Connection's `status.value` (empty if none or unset).
+pub fn connection_state(connections: &[Value]) -> String {
+    connections
+        .first()
+        .and_then(|c| c["status"]["value"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What to do with an object found where `wanted` should be: keep it,
+/// or (ours, with another spec) update it as `CreateOrUpdate` does; one
+/// made by someone else is used as it is.
+pub fn needs_update(existing: &Value, wanted: &Value) -> bool {
+    ours(existing) && existing["spec"] != wanted["spec"]
+}
+
+fn ours(object: &Value) -> bool {
+    object["metadata"]["labels"][MANAGED_BY].as_str() == Some(MANAGER)
+}
+
+/// One side's objects, with its failures told apart: [C]'s are errors
+/// (retried with backoff), [P]'s a [`Stage::Provider`].
+struct On<'a> {
+    client: &'a Client,
+    side: Side,
+}
+
+impl On<'_> {
+    fn api(&self, namespace: &str, ar: &ApiResource) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, ar)
+    }
+
+    /// `what` failed: a Stage for [P], an error for [C].
+    fn failed(&self, what: &str, e: kube::Error) -> Result<Stage, AuthError> {
+        match self.side {
+            Side::Provider => Ok(Stage::Provider(provider_failure(what, &e))),
+            Side::Consumer => Err(e.into()),
+        }
+    }
+
+    /// The objects of `ar` in `namespace` about `remote`, as
+    /// `getters.Get*ByClusterID` finds them (by label).
+    async fn about(
+        &self,
+        namespace: &str,
+        ar: &ApiResource,
+        remote: &str,
+    ) -> Result<Vec<Value>, kube::Error> {
+        let list = self
+            .api(namespace, ar)
+            .list(&ListParams::default().labels(&format!("{REMOTE_CLUSTER_ID}={remote}")))
+            .await?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .collect())
+    }
+
+    /// `resource.CreateOrUpdate` of `wanted`, keeping the name of one that
+    /// exists; the object as it now is.
+    async fn ensure(&self, ar: &ApiResource, wanted: Value) -> Result<Value, kube::Error> {
+        let namespace = wanted["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let remote = wanted["metadata"]["labels"][REMOTE_CLUSTER_ID]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let api = self.api(&namespace, ar);
+        let existing = self.about(&namespace, ar, &remote).await?;
+        let decode =
+            |v: Value| serde_json::from_value::<DynamicObject>(v).map_err(kube::Error::SerdeError);
+        match existing.into_iter().next() {
+            None => {
+                let created = api.create(&PostParams::default(), &decode(wanted)?).await?;
+                tracing::info!(kind = %ar.kind, side = %self.side, "networking object created");
+                serde_json::to_value(created).map_err(kube::Error::SerdeError)
+            }
+            Some(have) if needs_update(&have, &wanted) => {
+                let mut updated = have.clone();
+                updated["spec"] = wanted["spec"].clone();
+                let name = have["metadata"]["name"].as_str().unwrap_or_default();
+                let replaced = api
+                    .replace(name, &PostParams::default(), &decode(updated)?)
+                    .await?;
+                tracing::info!(kind = %ar.kind, side = %self.side, "networking object updated");
+                serde_json::to_value(replaced).map_err(kube::Error::SerdeError)
+            }
+            Some(have) => Ok(have),
+        }
+    }
+
+    /// This side's cluster ID, checked against `expected`; `None` if it
+    /// matches.
+    async fn check_cluster_id(
+        &self,
+        liqo_namespace: &str,
+        expected: &str,
+    ) -> Result<Option<Stage>, AuthError> {
+        let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), liqo_namespace);
+        let list = match configmaps
+            .list(&ListParams::default().labels(CLUSTER_ID_SELECTOR))
+            .await
+        {
+            Ok(list) => list.items,
+            Err(e) if is_status(&e, &[403]) => {
+                let why = format!("no permission to list ConfigMaps in {liqo_namespace}");
+                return Ok(Some(Stage::ClusterIdUnreadable(self.side, why)));
+            }
+            Err(e) => return self.failed("read its Liqo cluster ID", e).map(Some),
+        };
+        let values = list
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(match cluster_id_of(&values) {
+            Err(why) => Some(Stage::ClusterIdUnreadable(self.side, why)),
+            Ok(found) if found != expected => Some(Stage::ClusterIdMismatch {
+                side: self.side,
+                found,
+                expected: expected.to_string(),
+            }),
+            Ok(_) => None,
+        })
+    }
+
+    /// This side's CIDRs (`Err`: the stage to report).
+    async fn cidrs(&self, liqo_namespace: &str) -> Result<Result<Cidrs, Stage>, AuthError> {
+        let list = match self
+            .api(liqo_namespace, &networks())
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(list) => list.items,
+            Err(e) => return self.failed("read its Networks", e).map(Err),
+        };
+        let values = list
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(cidrs_of(&values).map_err(|why| Stage::NetworkNotInitialized(self.side, why)))
+    }
+
+    /// The public key in the Secret a gateway's `secretRef` names.
+    async fn gateway_key(&self, gateway: &Value) -> Result<Result<String, Stage>, AuthError> {
+        let waiting = Stage::WaitingForGatewayKey(self.side);
+        let Some((namespace, name)) = secret_ref(gateway) else {
+            return Ok(Err(waiting));
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &namespace);
+        let secret = match secrets.get_opt(&name).await {
+            Ok(secret) => secret,
+            Err(e) => return self.failed("read its gateway's key Secret", e).map(Err),
+        };
+        let key = secret
+            .and_then(|s| s.data)
+            .and_then(|d| d.get(PUBLIC_KEY_FIELD).cloned())
+            .filter(|k| !k.0.is_empty());
+        Ok(key
+            .map(|k| base64::engine::general_purpose::STANDARD.encode(k.0))
+            .ok_or(waiting))
+    }
+}
+
+/// Early return of a [`Stage`] from a step that yields `Result<T, Stage>`.
+macro_rules! step {
+    ($e:expr) => {
+        match $e? {
+            Ok(v) => v,
+            Err(stage) => return Ok(stage),
+        }
+    };
+}
+
+/// One round of networking: the next step that can be done, and where it
+/// then stands.
+pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
+    let c = On {
+        client: peers.consumer,
+        side: Side::Consumer,
+    };
+    let p = On {
+        client: peers.provider,
+        side: Side::Provider,
+    };
+    let on_consumer = tenant_namespace(peers.provider_id);
+    let on_provider = tenant_namespace(peers.consumer_id);
+
+    // Done already: both Connections Connected.
+    let c_conns = c
+        .about(&on_consumer, &connections(), peers.provider_id)
+        .await?;
+    if connection_state(&c_conns) == CONNECTED {
+        match p
+            .about(&on_provider, &connections(), peers.consumer_id)
+            .await
+        {
+            Ok(p_conns) if connection_state(&p_conns) == CONNECTED => return Ok(Stage::Connected),
+            Ok(_) => {}
+            Err(e) => return p.failed("read its Connection", e),
+        }
+    }
+
+    // `cluster.go` `SetClusterIDs`: who each side says it is.
+    if let Some(stage) = c
+        .check_cluster_id(peers.liqo_namespace, peers.consumer_id)
+        .await?
+    {
+        return Ok(stage);
+    }
+    if let Some(stage) = p
+        .check_cluster_id(peers.provider_liqo_namespace, peers.provider_id)
+        .await?
+    {
+        return Ok(stage);
+    }
+
+    // `handler.go:313-344` `initNetworkConfigs`: each side's Configuration
+    // names the other's CIDRs, then both are waited for. The tenant
+    // namespaces: [C]'s made here (`SetNamespaces`), [P]'s by the
+    // provider's peering-user controller.
+    crate::authentication::ensure_tenant_namespace(peers.consumer, peers.provider_id).await?;
+    let c_cidrs = step!(c.cidrs(peers.liqo_namespace).await);
+    let p_cidrs = step!(p.cidrs(peers.provider_liqo_namespace).await);
+    let c_conf = c
+        .ensure(
+            &configurations(),
+            configuration_object(&on_consumer, peers.provider_id, &p_cidrs),
+        )
+        .await?;
+    let p_conf = match p
+        .ensure(
+            &configurations(),
+            configuration_object(&on_provider, peers.consumer_id, &c_cidrs),
+        )
+        .await
+    {
+        Ok(conf) => conf,
+        Err(e) => return p.failed("apply the network Configuration", e),
+    };
+    if !configuration_configured(&c_conf) {
+        return Ok(Stage::WaitingForConfiguration(Side::Consumer));
+    }
+    if !configuration_configured(&p_conf) {
+        return Ok(Stage::WaitingForConfiguration(Side::Provider));
+    }
+
+    // `handler.go:158-170`: gateways the other way round are networking
+    // already made.
+    let reversed_here = c
+        .about(&on_consumer, &gateway_servers(), peers.provider_id)
+        .await?;
+    let reversed_there = match p
+        .about(&on_provider, &gateway_clients(), peers.consumer_id)
+        .await
+    {
+        Ok(found) => found,
+        Err(e) => return p.failed("read its GatewayClients", e),
+    };
+    if !reversed_here.is_empty() || !reversed_there.is_empty() {
+        return Ok(Stage::EstablishedReversed);
+    }
+
+    // `handler.go:173-205`: the server on [P], its endpoint, the client on
+    // [C].
+    let server = match p
+        .ensure(
+            &gateway_servers(),
+            gateway_server_object(
+                &on_provider,
+                peers.consumer_id,
+                peers.provider_liqo_namespace,
+            ),
+        )
+        .await
+    {
+        Ok(server) => server,
+        Err(e) => return p.failed("apply the GatewayServer", e),
+    };
+    let Some(endpoint) = server_endpoint(&server) else {
+        return Ok(Stage::WaitingForGatewayServer);
+    };
+    let client = c
+        .ensure(
+            &gateway_clients(),
+            gateway_client_object(
+                &on_consumer,
+                peers.provider_id,
+                endpoint,
+                peers.liqo_namespace,
+            ),
+        )
+        .await?;
+
+    // `handler.go:213-243`: each gateway's key to the other side, as a
+    // PublicKey owned by the local gateway.
+    let server_key = step!(p.gateway_key(&server).await);
+    c.ensure(
+        &public_keys(),
+        public_key_object(&on_consumer, peers.provider_id, &server_key, &client),
+    )
+    .await?;
+    let client_key = step!(c.gateway_key(&client).await);
+    if let Err(e) = p
+        .ensure(
+            &public_keys(),
+            public_key_object(&on_provider, peers.consumer_id, &client_key, &server),
+        )
+        .await
+    {
+        return p.failed("apply the PublicKey", e);
+    }
+
+    // `handler.go:245-262`: both Connections Connected.
+    let c_state = connection_state(
+        &c.about(&on_consumer, &connections(), peers.provider_id)
+            .await?,
+    );
+    if c_state != CONNECTED {
+        return Ok(Stage::WaitingForConnection(Side::Consumer, c_state));
+    }
+    let p_state = match p
+        .about(&on_provider, &connections(), peers.consumer_id)
+        .await
+    {
+        Ok(found) => connection_state(&found),
+        Err(e) => return p.failed("read its Connection", e),
+    };
+    if p_state != CONNECTED {
+        return Ok(Stage::WaitingForConnection(Side::Provider, p_state));
+    }
+    Ok(Stage::Connected)
+}
+
+/// What [`disconnect`] removed on this cluster.
+const TEARDOWN: [fn() -> ApiResource; 3] = [gateway_clients, public_keys, configurations];
+/// … and on the provider's, in `liqoctl unpeer`'s order (`network reset`:
+/// gateways, then Configurations; the PublicKeys follow their gateway by
+/// owner reference, deleted here in case no garbage collector runs).
+const TEARDOWN_PROVIDER: [fn() -> ApiResource; 3] = [gateway_servers, public_keys, configurations];
+
+/// Unpeering what [`connect`] made, after the authentication
+/// (`liqoctl unpeer`'s order): on [C] the GatewayClient, PublicKey and
+/// Configuration; then (best effort: the provider's peering-user
+/// controller cleans its side when the consumer's last contract ends, and
+/// the peering user may be gone) the same on [P]. Only objects carrying
+/// this controller's mark; the provider is asked only when this cluster
+/// had some.
+pub async fn disconnect(
+    consumer: &Client,
+    provider: Option<&Client>,
+    consumer_id: &str,
+    provider_id: &str,
+) -> Result<(), AuthError> {
+    let c = On {
+        client: consumer,
+        side: Side::Consumer,
+    };
+    let mut removed = 0;
+    for ar in TEARDOWN.map(|f| f()) {
+        removed += c
+            .delete_ours(&tenant_namespace(provider_id), &ar, provider_id)
+            .await?;
+    }
+    let (Some(provider), true) = (provider, removed > 0) else {
+        return Ok(());
+    };
+    let p = On {
+        client: provider,
+        side: Side::Provider,
+    };
+    for ar in TEARDOWN_PROVIDER.map(|f| f()) {
+        if let Err(e) = p
+            .delete_ours(&tenant_namespace(consumer_id), &ar, consumer_id)
+            .await
+        {
+            let why = provider_failure(&format!("delete its {}", ar.kind), &e);
+            tracing::warn!(%why, "the networking objects on the provider are left to the provider");
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl On<'_> {
+    /// Delete this controller's objects of `ar` about `remote`; how many.
+    async fn delete_ours(
+        &self,
+        namespace: &str,
+        ar: &ApiResource,
+        remote: &str,
+    ) -> Result<usize, kube::Error> {
+        let api = self.api(namespace, ar);
+        let mut deleted = 0;
+        for object in self.about(namespace, ar, remote).await? {
+            if !ours(&object) {
+                continue;
+            }
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => {
+                    deleted += 1;
+                    tracing::info!(kind = %ar.kind, side = %self.side, %name, "networking object deleted");
+                }
+                Err(e) if is_status(&e, &[404]) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn network(name: &str, kind: &str, cidr: Option<&str>) -> Value {
+        json!({"metadata": {"name": name, "labels": {NETWORK_TYPE: kind}},
+               "status": cidr.map(|c| json!({"cidr": c})).unwrap_or(json!({}))})
+    }
+
+    #[test]
+    fn the_cluster_id_is_the_one_configmaps() {
+        let cm = |id: &str| json!({"data": {CLUSTER_ID_KEY: id}});
+        assert_eq!(cluster_id_of(&[cm("p1")]), Ok("p1".to_string()));
+        assert!(cluster_id_of(&[])
+            .unwrap_err()
+            .contains("is Liqo installed"));
+        assert!(cluster_id_of(&[cm("a"), cm("b")])
+            .unwrap_err()
+            .contains("more than one"));
+        assert!(cluster_id_of(&[cm("")]).is_err());
+    }
+
+    #[test]
+    fn cidrs_need_every_pod_network_and_one_external_with_a_status() {
+        let cidrs = cidrs_of(&[
+            network("pod", POD_CIDR, Some("10.0.0.0/16")),
+            network("ext", EXTERNAL_CIDR, Some("10.70.0.0/16")),
+            network("svc", "service-cidr", Some("10.96.0.0/12")),
+        ])
+        .unwrap();
+        assert_eq!(
+            cidrs,
+            Cidrs {
+                pod: vec!["10.0.0.0/16".into()],
+                external: "10.70.0.0/16".into()
+            }
+        );
+        let pending = cidrs_of(&[
+            network("pod", POD_CIDR, None),
+            network("ext", EXTERNAL_CIDR, Some("10.70.0.0/16")),
+        ]);
+        assert!(pending.unwrap_err().contains("Network pod"));
+        assert!(cidrs_of(&[network("pod", POD_CIDR, Some("10.0.0.0/16"))])
+            .unwrap_err()
+            .contains("external"));
+    }
+
+    #[test]
+    fn a_configuration_names_the_other_sides_cidrs_and_is_ready_for_its_generation() {
+        let cidrs = Cidrs {
+            pod: vec!["10.0.0.0/16".into()],
+            external: "10.70.0.0/16".into(),
+        };
+        let mut conf = configuration_object("liqo-tenant-p1", "p1", &cidrs);
+        assert_eq!(conf["metadata"]["name"], "p1");
+        assert_eq!(conf["metadata"]["labels"][REMOTE_CLUSTER_ID], "p1");
+        assert_eq!(
+            conf["spec"]["remote"]["cidr"],
+            json!({"pod": ["10.0.0.0/16"], "external": ["10.70.0.0/16"]})
+        );
+        assert!(!configuration_configured(&conf));
+        conf["metadata"]["generation"] = json!(2);
+        conf["status"]["conditions"] =
+            json!([{"type": CIDRS_CONFIGURED, "status": "True", "observedGeneration": 1}]);
+        assert!(!configuration_configured(&conf), "an older generation's");
+        conf["status"]["conditions"][0]["observedGeneration"] = json!(2);
+        assert!(configuration_configured(&conf));
+    }
+
+    #[test]
+    fn gateways_follow_liqoctls_defaults_and_the_servers_endpoint() {
+        let server = gateway_server_object("liqo-tenant-c1", "c1", "liqo");
+        assert_eq!(server["spec"]["mtu"], 1340);
+        assert_eq!(
+            server["spec"]["endpoint"],
+            json!({"port": 51840, "serviceType": "LoadBalancer"})
+        );
+        assert_eq!(
+            server["spec"]["serverTemplateRef"]["name"],
+            "wireguard-server"
+        );
+        assert_eq!(server_endpoint(&server), None);
+        let mut ready = server.clone();
+        ready["status"]["endpoint"] =
+            json!({"addresses": ["192.0.2.7"], "port": 51840, "protocol": "UDP"});
+        let endpoint = server_endpoint(&ready).unwrap();
+        let client = gateway_client_object("liqo-tenant-p1", "p1", endpoint, "liqo");
+        assert_eq!(
+            client["spec"]["endpoint"],
+            json!({"addresses": ["192.0.2.7"], "port": 51840, "protocol": "UDP"})
+        );
+        assert_eq!(
+            client["spec"]["clientTemplateRef"]["kind"],
+            "WgGatewayClientTemplate"
+        );
+    }
+
+    #[test]
+    fn a_public_key_is_owned_by_the_local_gateway() {
+        let gateway = json!({"apiVersion": API_VERSION, "kind": "GatewayClient",
+                             "metadata": {"name": "p1", "namespace": "liqo-tenant-p1", "uid": "u-1"},
+                             "status": {"secretRef": {"name": "gw-keys"}}});
+        assert_eq!(
+            secret_ref(&gateway),
+            Some(("liqo-tenant-p1".into(), "gw-keys".into()))
+        );
+        let key = public_key_object("liqo-tenant-p1", "p1", "a2V5", &gateway);
+        assert_eq!(key["spec"]["publicKey"], "a2V5");
+        assert_eq!(key["metadata"]["labels"][GATEWAY_RESOURCE_LABEL], "true");
+        assert_eq!(key["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(
+            key["metadata"]["ownerReferences"][0]["kind"],
+            "GatewayClient"
+        );
+    }
+
+    #[test]
+    fn only_its_own_objects_are_updated() {
+        let cidrs = |pod: &str| Cidrs {
+            pod: vec![pod.into()],
+            external: "10.70.0.0/16".into(),
+        };
+        let have = configuration_object("ns", "p1", &cidrs("10.0.0.0/16"));
+        let wanted = configuration_object("ns", "p1", &cidrs("10.1.0.0/16"));
+        assert!(!needs_update(&have, &have));
+        assert!(needs_update(&have, &wanted));
+        let mut theirs = have.clone();
+        theirs["metadata"]["labels"] = json!({REMOTE_CLUSTER_ID: "p1"});
+        assert!(!needs_update(&theirs, &wanted));
+    }
+
+    #[test]
+    fn stages_say_what_to_do_and_only_connected_is_done() {
+        assert!(Stage::Connected.done() && Stage::EstablishedReversed.done());
+        let waiting = Stage::WaitingForConnection(Side::Provider, "Connecting".into());
+        assert!(!waiting.done());
+        let (reason, message) = waiting.reason();
+        assert_eq!(reason, "WaitingForConnection");
+        assert!(
+            message.contains("the provider") && message.contains("Connecting"),
+            "{message}"
+        );
+        let (reason, message) = Stage::ClusterIdMismatch {
+            side: Side::Consumer,
+            found: "x".into(),
+            expected: "c1".into(),
+        }
+        .reason();
+        assert_eq!(reason, "ClusterIDMismatch");
+        assert!(message.contains("--cluster-id"), "{message}");
+        assert_eq!(
+            connection_state(&[json!({"status": {"value": "Connected"}})]),
+            CONNECTED
+        );
+        assert_eq!(connection_state(&[]), "");
+    }
+}
