@@ -23,6 +23,9 @@
 //!   renews its token before it expires and once on a 401;
 //! - [`offers`], [`contracts`], [`admin`], [`enforcement`]: the endpoints
 //!   the workspace's programs call, as methods of [`Session`];
+//! - [`market`]: browsing and buying from a terminal — the offer list with
+//!   its filters, one offer, reservations, purchases answered with the
+//!   contract, the caller's contracts with theirs;
 //! - [`feed`]: an async follower of the WebSocket feed `GET /subscribe`,
 //!   reconnecting with [`Backoff`] and starting over from the snapshot the
 //!   catalog sends on every connect.
@@ -47,6 +50,8 @@ pub mod error;
 pub mod feed;
 #[cfg(feature = "client")]
 pub mod http;
+#[cfg(feature = "client")]
+pub mod market;
 #[cfg(feature = "client")]
 pub mod offers;
 #[cfg(feature = "client")]

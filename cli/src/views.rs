@@ -1,0 +1,253 @@
+//! Offers, plans, reservations and contracts as people read them: tables
+//! and details, from the catalog's wire types. Costs and quantities are
+//! printed as the catalog wrote them (exact decimals, Kubernetes
+//! quantities), never rounded. Secrets are never printed here: a contract's
+//! credentials are only named (`-o json|yaml` carries them).
+
+use catalog_client::wire::{Contract, Offer, Reservation};
+use quantity::ResourceList;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::exit::{Code, Failure};
+use crate::output::{details, Table};
+
+/// `value` (the catalog's JSON) read as `T`, or why this client cannot.
+pub fn read<T: DeserializeOwned>(what: &str, value: &Value) -> Result<T, Failure> {
+    T::deserialize(value).map_err(|e| {
+        Failure::new(
+            Code::Error,
+            format!("the catalog answered {what} this client cannot read: {e}"),
+        )
+    })
+}
+
+/// `name=quantity` pairs, comma-separated, in name order.
+pub fn resources(list: &ResourceList) -> String {
+    list.0
+        .iter()
+        .map(|(name, q)| format!("{name}={q}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// An enum as its JSON spelling (`v1`, `hard`, `cancelled`).
+fn spelled<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn or_dash(text: String) -> String {
+    if text.is_empty() {
+        "-".to_string()
+    } else {
+        text
+    }
+}
+
+/// One row per plan: what a buyer compares.
+pub fn offers_table(offers: &[Offer]) -> Table {
+    let mut table = Table::new(&["OFFER", "PLAN", "TYPE", "PROVIDER", "COST", "RESOURCES"]);
+    for offer in offers {
+        for (key, plan) in &offer.plans {
+            table.row(vec![
+                offer.id.clone(),
+                key.clone(),
+                offer.offer_type.clone(),
+                offer.cluster_id.clone(),
+                plan.cost.to_string(),
+                resources(&plan.resources),
+            ]);
+        }
+    }
+    table
+}
+
+/// An offer's details, then its plans.
+pub fn offer_details(offer: &Offer) -> String {
+    let labels = offer
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let liqo = offer.liqo.iter().map(spelled).collect::<Vec<_>>().join(",");
+    let mut text = details(&[
+        ("ID", offer.id.clone()),
+        ("Name", offer.name.clone()),
+        ("Type", offer.offer_type.clone()),
+        (
+            "Provider",
+            format!("{} ({})", offer.cluster_name, offer.cluster_id),
+        ),
+        ("Liqo", or_dash(liqo)),
+        (
+            "Enforcement",
+            or_dash(offer.enforcement.as_ref().map(spelled).unwrap_or_default()),
+        ),
+        ("Labels", or_dash(labels)),
+        ("Description", or_dash(offer.description.clone())),
+        ("Version", offer.version.to_string()),
+        ("Updated", offer.updated_at.to_rfc3339()),
+    ]);
+    let mut plans = Table::new(&["PLAN", "NAME", "COST", "RESOURCES"]);
+    for (key, plan) in &offer.plans {
+        plans.row(vec![
+            key.clone(),
+            plan.name.clone(),
+            plan.cost.to_string(),
+            resources(&plan.resources),
+        ]);
+    }
+    text.push('\n');
+    text.push_str(&plans.render());
+    text
+}
+
+pub fn reservation_table(reservation: &Reservation) -> Table {
+    let mut table = Table::new(&["RESERVATION", "OFFER", "PLAN", "PROVIDER", "EXPIRES"]);
+    table.row(vec![
+        reservation.id.clone(),
+        reservation.offer_id.clone(),
+        reservation.plan_id.clone(),
+        reservation.cluster_id.clone(),
+        reservation.expires_at.to_rfc3339(),
+    ]);
+    table
+}
+
+/// `active`, or how it ended.
+fn standing(contract: &Contract) -> String {
+    match (contract.active, contract.ended) {
+        (true, _) => "active".to_string(),
+        (false, Some(ended)) => spelled(&ended),
+        (false, None) => "ended".to_string(),
+    }
+}
+
+pub fn contracts_table(contracts: &[Contract]) -> Table {
+    let mut table = Table::new(&[
+        "CONTRACT", "OFFER", "PLAN", "PROVIDER", "STATE", "STANDING", "EXPIRES", "REASON",
+    ]);
+    for c in contracts {
+        table.row(vec![
+            c.id.clone(),
+            c.offer_id.clone(),
+            c.plan_id.clone(),
+            c.cluster_id.clone(),
+            c.state.as_str().to_string(),
+            standing(c),
+            c.expires_at.to_rfc3339(),
+            c.reason.clone().unwrap_or_default(),
+        ]);
+    }
+    table
+}
+
+pub fn contract_details(c: &Contract) -> String {
+    let credentials = match &c.credentials {
+        Some(creds) => {
+            let mut kinds = Vec::new();
+            if creds.v0.is_some() {
+                kinds.push("v0");
+            }
+            if creds.v1.is_some() {
+                kinds.push("v1 kubeconfig");
+            }
+            format!("{} (shown with -o json|yaml)", kinds.join(", "))
+        }
+        None => "-".to_string(),
+    };
+    let peering = c
+        .peering_state
+        .as_ref()
+        .map(|p| format!("{}: {}", p.state.as_str(), p.reason))
+        .unwrap_or_default();
+    details(&[
+        ("Contract", c.id.clone()),
+        ("Offer", c.offer_id.clone()),
+        ("Plan", c.plan_id.clone()),
+        ("Provider", format!("{} ({})", c.cluster_name, c.cluster_id)),
+        ("Consumer", c.consumer.clone()),
+        (
+            "Consumer cluster",
+            or_dash(c.consumer_cluster_id.clone().unwrap_or_default()),
+        ),
+        ("Cost", c.cost.to_string()),
+        ("Resources", resources(&c.resources)),
+        ("State", c.state.as_str().to_string()),
+        ("Reason", or_dash(c.reason.clone().unwrap_or_default())),
+        ("Standing", standing(c)),
+        ("Ending soon", c.ending_soon.to_string()),
+        ("Purchased", c.purchased_at.to_rfc3339()),
+        ("Expires", c.expires_at.to_rfc3339()),
+        ("Peering", or_dash(peering)),
+        ("Credentials", credentials),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn offer() -> Offer {
+        serde_json::from_value(json!({
+            "id": "o1", "name": "Compute", "type": "compute", "description": "",
+            "clusterID": "p1", "clusterName": "one", "liqo": ["v1"], "enforcement": "hard",
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+            "version": 3, "labels": {"region": "eu"},
+            "plans": {
+                "big": {"name": "big", "cost": "123456789.123456789",
+                        "resources": {"cpu": "1500m", "memory": "1536Mi", "nvidia.com/gpu": "1"}},
+                "small": {"name": "small", "cost": "1.10", "resources": {"cpu": "2"}}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn plans_are_rows_with_exact_costs_and_quantities() {
+        let text = offers_table(&[offer()]).render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].contains("123456789.123456789"), "{text}");
+        assert!(
+            lines[1].ends_with("cpu=1500m,memory=1536Mi,nvidia.com/gpu=1"),
+            "{text}"
+        );
+        assert!(lines[2].starts_with("o1") && lines[2].contains("small"), "{text}");
+    }
+
+    #[test]
+    fn an_offer_shows_its_provider_labels_and_plans() {
+        let text = offer_details(&offer());
+        assert!(text.contains("Provider:    one (p1)"), "{text}");
+        assert!(text.contains("Labels:      region=eu"), "{text}");
+        assert!(text.contains("Enforcement: hard"), "{text}");
+        assert!(text.contains("PLAN"), "{text}");
+    }
+
+    #[test]
+    fn a_contract_names_its_credentials_without_showing_them() {
+        let c: Contract = serde_json::from_value(json!({
+            "id": "c1", "consumer": "alice", "clusterID": "p1", "clusterName": "one",
+            "offerID": "o1", "planID": "small", "resources": {"cpu": "2"}, "cost": "1.5",
+            "resourceSliceClass": "liqo-broker", "liqo": ["v0"],
+            "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z",
+            "active": true, "state": "pending", "stateChangedAt": "2026-01-01T00:00:00Z",
+            "credentials": {"v0": {"clusterID": "p1", "clusterName": "one",
+                                   "authURL": "https://p", "token": "s3cret"}}
+        }))
+        .unwrap();
+        let text = contract_details(&c);
+        assert!(text.contains("Credentials:      v0 (shown with -o json|yaml)"), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+        let table = contracts_table(&[c]).render();
+        assert!(table.contains("pending") && table.contains("active"), "{table}");
+    }
+}
