@@ -54,6 +54,7 @@ mod catalog_reservation_terms;
 mod catalog_secrets;
 mod catalog_shared;
 mod catalog_signing_key;
+mod cli;
 mod controllers_unreachable_api;
 mod duration_grammar;
 mod orchestrator;

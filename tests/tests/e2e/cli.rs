@@ -1,0 +1,436 @@
+//! `brokerctl`, the real binary, against the real catalog: a provider
+//! publishes an offer from YAML (and a refused file names its field), a
+//! consumer lists with filters, shows an offer, reserves, buys, lists and
+//! reads its contracts, in tables and in `-o json|yaml`, and every outcome
+//! exits with its documented code (docs/cli.md). Then `purchase follow`
+//! against a Kubernetes API test server whose Purchase status the test
+//! writes as the purchase-controller would: each change printed, Ready
+//! exits 0, a failed Purchase 6, a timeout 7, a missing one 3.
+//!
+//! One catalog serves the whole first test and one API server the second,
+//! so the CLI's many runs cost process starts, not servers.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use e2e::buying;
+use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::{bin_path, Spawn};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+use crate::liqo_support;
+use crate::purchase_controller_support::{purchase_crd, runtime, PURCHASES, TEAM};
+
+/// What one run of the CLI did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    fn ok(self) -> String {
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self.stdout
+    }
+
+    #[track_caller]
+    fn json(self) -> Value {
+        let out = self.ok();
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("-o json is not JSON ({e}): {out}"))
+    }
+
+    #[track_caller]
+    fn fails(self, code: i32) -> String {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        assert!(
+            self.stdout.is_empty(),
+            "a failure prints nothing on stdout: {}",
+            self.stdout
+        );
+        self.stderr
+    }
+}
+
+/// `brokerctl args…` against catalog `c`, with `env` (e.g. the token).
+fn brokerctl(c: &Catalog, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut spawn = Spawn::new("brokerctl")
+        .env_remove("BROKERCTL_TOKEN")
+        .env_remove("BROKERCTL_CREDENTIALS")
+        .env_remove("BROKERCTL_OUTPUT")
+        .env("BROKERCTL_CATALOG_URL", c.url(""))
+        .args(args);
+    for (k, v) in env {
+        spawn = spawn.env(k, v);
+    }
+    let out = spawn.output().expect("run brokerctl");
+    Run {
+        code: out.status.code().expect("brokerctl exited, not killed"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A file only its owner may read (credentials files must be).
+fn private_file(dir: &Path, name: &str, text: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path.display().to_string()
+}
+
+const GPU_OFFER: &str = "\
+id: gpu-1
+name: GPU nodes
+type: gpu
+description: Spare GPUs.
+labels:
+  region: eu-west-1
+plans:
+  small:
+    name: small
+    cost: \"1.10\"
+    resources:
+      cpu: \"4\"
+      memory: 16Gi
+      nvidia.com/gpu: \"1\"
+";
+
+#[test]
+fn cli_publishes_lists_reserves_buys_and_reads_contracts() {
+    let env = Env::new(Backend::Embedded);
+    let c = buying::start(&env, &[]);
+    // A second provider's offer `compute`: small {cpu 2, memory 4Gi}, large {…, 32Gi}.
+    let compute_owner = buying::publish(&c, 2, "compute");
+    let consumer = buying::consumer(&c, &buying::admin(&c), "alice");
+    let as_consumer = [("BROKERCTL_TOKEN", consumer.as_str())];
+    let dir = tempfile::tempdir().unwrap();
+
+    // A provider publishes from YAML with its credentials file; the id is the file's.
+    let creds = private_file(dir.path(), "creds.json", &provider(1).to_string());
+    let offer = private_file(dir.path(), "gpu.yaml", GPU_OFFER);
+    let out = brokerctl(
+        &c,
+        &[],
+        &["--credentials", &creds, "offers", "publish", "-f", &offer],
+    )
+    .ok();
+    assert_eq!(out, "offer gpu-1 created (version 1)\n");
+    assert_eq!(
+        c.get("/offer/gpu-1").json["plans"]["small"]["resources"]["memory"],
+        "16Gi"
+    );
+
+    // A file the catalog refuses: its message, naming the field; nothing changed.
+    let bad = private_file(dir.path(), "bad.yaml", &GPU_OFFER.replace("16Gi", "lots"));
+    let err = brokerctl(
+        &c,
+        &[],
+        &["--credentials", &creds, "offers", "publish", "-f", &bad],
+    )
+    .fails(1);
+    assert!(err.contains("plans.small.resources.memory"), "{err}");
+    assert_eq!(c.get("/offer/gpu-1").json["version"], 1);
+    // Another provider's offer is not this provider's to replace.
+    let theirs = private_file(
+        dir.path(),
+        "theirs.yaml",
+        &GPU_OFFER.replace("gpu-1", "compute"),
+    );
+    brokerctl(
+        &c,
+        &[],
+        &["--credentials", &creds, "offers", "publish", "-f", &theirs],
+    )
+    .fails(5);
+
+    // A table, one row per plan; the filter is the catalog's (same plan: 8Gi and at most 2).
+    let table = brokerctl(&c, &[], &["offers", "list"]).ok();
+    assert_eq!(
+        table.lines().count(),
+        4,
+        "a header and three plans: {table}"
+    );
+    assert!(table.starts_with("OFFER"), "{table}");
+    let table = brokerctl(
+        &c,
+        &[],
+        &["offers", "list", "--min", "memory=8Gi", "--max-cost", "2"],
+    )
+    .ok();
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{table}");
+    assert!(
+        rows[0].starts_with("gpu-1") && rows[0].contains("cpu=4,memory=16Gi,nvidia.com/gpu=1"),
+        "{table}"
+    );
+    let listed = brokerctl(
+        &c,
+        &[],
+        &[
+            "offers",
+            "list",
+            "--label",
+            "region=eu-west-1",
+            "-o",
+            "json",
+        ],
+    )
+    .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["id"], "gpu-1");
+    // The table prints the cost exactly as the catalog's JSON has it.
+    let cost = listed[0]["plans"]["small"]["cost"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(cost.starts_with("1.1"), "{cost}");
+    let shown = brokerctl(&c, &[], &["offers", "show", "gpu-1"]).ok();
+    assert!(shown.contains("Labels:      region=eu-west-1"), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("small") && l.contains(&cost)),
+        "{shown}"
+    );
+    let yaml = brokerctl(&c, &[], &["offer", "show", "compute", "-o", "yaml"]).ok();
+    assert!(
+        yaml.contains("id: compute") && yaml.contains("memory: 32Gi"),
+        "{yaml}"
+    );
+    // A filter the catalog refuses is its message; an unknown offer is 3.
+    let err = brokerctl(&c, &[], &["offers", "list", "--min", "memory=lots"]).fails(1);
+    assert!(err.contains("min.memory"), "{err}");
+    brokerctl(&c, &[], &["offers", "show", "nope"]).fails(3);
+    // Bad usage is 2, before any request.
+    brokerctl(&c, &[], &["offers", "list", "--min", "memory"]).fails(2);
+    brokerctl(
+        &c,
+        &[],
+        &[
+            "offers",
+            "publish",
+            "-f",
+            &dir.path().join("missing.yaml").display().to_string(),
+        ],
+    )
+    .fails(2);
+
+    // A consumer reserves and buys; without a token, 5.
+    brokerctl(&c, &[], &["reserve", "compute", "small"]).fails(5);
+    let reservation = brokerctl(
+        &c,
+        &as_consumer,
+        &["reserve", "compute", "small", "-o", "json"],
+    )
+    .json();
+    let id = reservation["id"].as_str().unwrap().to_string();
+    assert_eq!(reservation["planID"], "small", "{reservation}");
+    let bought = brokerctl(
+        &c,
+        &as_consumer,
+        &["buy", &id, "--consumer-cluster-id", "consumer-1"],
+    )
+    .ok();
+    assert!(
+        bought.contains(&format!("Contract:         {id}")),
+        "{bought}"
+    );
+    assert!(
+        bought.contains("Credentials:      v0 (shown with -o json|yaml)"),
+        "{bought}"
+    );
+    assert!(
+        !bought.contains("secret-token-of-provider-2"),
+        "a table shows no secret: {bought}"
+    );
+    // Bought already: the catalog's conflict is 4; an unknown reservation 3.
+    brokerctl(&c, &as_consumer, &["buy", &id]).fails(4);
+    brokerctl(&c, &as_consumer, &["buy", "no-such-reservation"]).fails(3);
+    // Sold out is a conflict too.
+    buying::cap(&c, &compute_owner, "compute", "large", Some(1));
+    brokerctl(&c, &as_consumer, &["reserve", "compute", "large"]).ok();
+    let err = brokerctl(&c, &as_consumer, &["reserve", "compute", "large"]).fails(4);
+    assert!(err.contains("409"), "{err}");
+
+    // Contracts: the table with the state, JSON for scripts, one with its credentials.
+    let table = brokerctl(&c, &as_consumer, &["contracts", "list", "--active"]).ok();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("pending") && row.contains("active"), "{table}");
+    let listed = brokerctl(
+        &c,
+        &as_consumer,
+        &["contracts", "list", "--state", "pending", "-o", "json"],
+    )
+    .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["id"], id.as_str());
+    let contract = brokerctl(&c, &as_consumer, &["contract", "show", &id, "-o", "json"]).json();
+    assert_eq!(
+        contract["credentials"]["v0"]["token"],
+        "secret-token-of-provider-2"
+    );
+    let shown = brokerctl(&c, &as_consumer, &["contracts", "show", &id]).ok();
+    assert!(shown.contains("State:            pending"), "{shown}");
+    brokerctl(&c, &as_consumer, &["contracts", "show", "nope"]).fails(3);
+    // Someone else's token sees none of it.
+    let bob = buying::consumer(&c, &buying::admin(&c), "bob");
+    brokerctl(
+        &c,
+        &[("BROKERCTL_TOKEN", &bob)],
+        &["contracts", "show", &id],
+    )
+    .fails(3);
+    brokerctl(
+        &c,
+        &[("BROKERCTL_TOKEN", "not-a-token")],
+        &["contracts", "list"],
+    )
+    .fails(5);
+
+    // Shell completion.
+    let script = brokerctl(&c, &[], &["completion", "bash"]).ok();
+    assert!(
+        script.contains("brokerctl") && script.contains("offers"),
+        "{script}"
+    );
+}
+
+/// The Purchase's status, as the purchase-controller writes it.
+fn set_status(kube: &KubeApiServer, phase: &str, ready: (&str, &str, &str)) {
+    let (status, reason, message) = ready;
+    kube.merge_patch(
+        PURCHASES,
+        Some(TEAM),
+        "p1",
+        json!({"status": {"phase": phase, "conditions": [
+            {"type": "Ready", "status": status, "reason": reason, "message": message,
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+        true,
+    )
+    .expect("status written");
+}
+
+/// `brokerctl purchase follow` started, its stdout lines on a channel.
+fn follow(kubeconfig: &Path, extra: &[&str]) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(bin_path("brokerctl"))
+        .args(["purchase", "follow", "p1", "-n", TEAM, "--kubeconfig"])
+        .arg(kubeconfig)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start brokerctl");
+    let (send, lines) = mpsc::channel();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// The next line, within a bound (measures nothing).
+fn next_line(lines: &mpsc::Receiver<String>) -> String {
+    lines
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a line from brokerctl")
+}
+
+fn exit_code(child: &mut std::process::Child) -> i32 {
+    e2e::process::exit_within(child, Duration::from_secs(20))
+        .expect("brokerctl exits")
+        .code()
+        .expect("an exit code")
+}
+
+#[test]
+fn cli_follows_a_purchase_until_ready_or_failed() {
+    let rt = runtime();
+    let kube = rt.block_on(KubeApiServer::start_without_crds()).unwrap();
+    kube.register_crd_file(&purchase_crd()).unwrap();
+    liqo_support::namespace(&kube, TEAM, json!({}));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    kube.write_kubeconfig(&kubeconfig).unwrap();
+
+    // No such Purchase: 3.
+    let (mut child, _) = follow(&kubeconfig, &[]);
+    assert_eq!(exit_code(&mut child), 3);
+
+    kube.create(
+        PURCHASES,
+        json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "Purchase",
+               "metadata": {"name": "p1", "namespace": TEAM},
+               "spec": {"catalogURL": "http://catalog.example", "offerID": "compute", "planID": "small",
+                        "credentialsSecretRef": {"name": "catalog-token", "key": "token"}}}),
+    )
+    .expect("Purchase created");
+    set_status(
+        &kube,
+        "Peering",
+        ("False", "WaitingForPeering", "peer with the provider"),
+    );
+
+    // Each change is a line; Ready ends it with 0.
+    let (mut child, lines) = follow(&kubeconfig, &[]);
+    assert_eq!(next_line(&lines), "phase Peering");
+    assert_eq!(
+        next_line(&lines),
+        "Ready=False WaitingForPeering: peer with the provider"
+    );
+    set_status(
+        &kube,
+        "Granting",
+        ("False", "WaitingForProvider", "the slice is pending"),
+    );
+    assert_eq!(next_line(&lines), "phase Granting");
+    assert_eq!(
+        next_line(&lines),
+        "Ready=False WaitingForProvider: the slice is pending"
+    );
+    set_status(&kube, "Ready", ("True", "Ready", "offloading"));
+    assert_eq!(next_line(&lines), "phase Ready");
+    assert_eq!(next_line(&lines), "Ready=True Ready: offloading");
+    assert_eq!(exit_code(&mut child), 0);
+
+    // Not Ready in time: 7.
+    set_status(
+        &kube,
+        "Granting",
+        ("False", "WaitingForProvider", "the slice is pending"),
+    );
+    let (mut child, _lines) = follow(&kubeconfig, &["--timeout", "1s"]);
+    assert_eq!(exit_code(&mut child), 7);
+
+    // A failed Purchase: 6.
+    set_status(
+        &kube,
+        "Failed",
+        ("False", "ResourcesDenied", "the provider refused"),
+    );
+    let (mut child, lines) = follow(&kubeconfig, &[]);
+    assert_eq!(next_line(&lines), "phase Failed");
+    assert_eq!(exit_code(&mut child), 6);
+}
