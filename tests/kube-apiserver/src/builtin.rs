@@ -2,7 +2,8 @@
 //! namespaces, secrets, configmaps, services, serviceaccounts,
 //! resourcequotas and events, events.k8s.io/v1 events,
 //! coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles,
-//! clusterroles, rolebindings and clusterrolebindings, and
+//! clusterroles, rolebindings and clusterrolebindings, apps/v1
+//! deployments, apiextensions.k8s.io/v1 customresourcedefinitions, and
 //! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
 //! subresource the `csr` module serves) — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
@@ -227,6 +228,39 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
         ),
     ]);
+    // What `kubectl apply` of the shipped manifests creates
+    // (`deploy/kubernetes/`): apps/v1 Deployments, `deploy` for short and
+    // in the `all` category (pkg/registry/apps/deployment/storage/storage.go
+    // `ShortNames`, `Categories`), and apiextensions.k8s.io/v1
+    // CustomResourceDefinitions, `crd`/`crds`, category `api-extensions`
+    // (staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/etcd.go),
+    // which `crate::crd_controller` serves once stored.
+    defs.push(ResourceDef {
+        categories: vec!["all".to_string()],
+        ..def(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            true,
+            &["deploy"],
+            &[],
+        )
+    });
+    defs.push(ResourceDef {
+        categories: vec!["api-extensions".to_string()],
+        ..def(
+            crate::crd_controller::GROUP,
+            "v1",
+            crate::crd_controller::RESOURCE,
+            "CustomResourceDefinition",
+            false,
+            true,
+            &["crd", "crds"],
+            &[],
+        )
+    });
     // Cluster-scoped, `csr` for short, selectable by `spec.signerName`
     // (pkg/apis/certificates/v1/conversion.go, AddFieldLabelConversionsForCertificateSigningRequest).
     defs.push(def(

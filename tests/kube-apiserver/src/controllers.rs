@@ -1,6 +1,7 @@
 //! The controllers of kube-controller-manager the API server's object
 //! lifecycle depends on — the garbage collector ([`gc`]) and the namespace
-//! controller ([`namespace_controller`]) — run beside the server as one
+//! controller ([`namespace_controller`]) — and the apiextensions-apiserver's
+//! CRD naming and establishing controllers ([`crate::crd_controller`]) run beside the server as one
 //! background task: after every change to the stored objects it makes one
 //! pass of each, so their writes come after (never inside) the request
 //! that called for them, as with the real, asynchronous controllers. Their
@@ -11,6 +12,7 @@ use std::sync::{Mutex, Weak};
 use tokio::sync::broadcast::error::RecvError;
 use tracing::Instrument;
 
+use crate::crd_controller::Establisher;
 use crate::gc::Collector;
 use crate::namespace_controller;
 use crate::store::World;
@@ -27,6 +29,7 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
     tokio::spawn(
         async move {
             let mut collector = Collector::default();
+            let mut establisher = Establisher::default();
             loop {
                 match changes.recv().await {
                     Ok(_) | Err(RecvError::Lagged(_)) => {}
@@ -38,6 +41,7 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
                     return;
                 };
                 let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+                establisher.sync(&mut world);
                 namespace_controller::sync(&mut world);
                 collector.sync(&mut world);
             }

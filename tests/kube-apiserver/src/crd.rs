@@ -114,6 +114,11 @@ impl Registry {
         self.defs.insert(def.group_resource(), Arc::new(def));
     }
 
+    /// Stop serving a resource (its CRD deleted).
+    pub fn unregister(&mut self, gr: &GroupResource) {
+        self.defs.remove(gr);
+    }
+
     pub fn get(&self, gr: &GroupResource) -> Option<Arc<ResourceDef>> {
         self.defs.get(gr).cloned()
     }

@@ -407,6 +407,10 @@ fn typed_round_trip(def: &ResourceDef, object: &Value) -> Option<Value> {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             round_trip::<admission::ValidatingAdmissionPolicyBinding>(t)
         }
+        ("apps", "Deployment") => round_trip::<k8s_openapi::api::apps::v1::Deployment>(t),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => round_trip::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(t),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             round_trip::<certificates::CertificateSigningRequest>(t)
         }

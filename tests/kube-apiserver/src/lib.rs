@@ -69,8 +69,14 @@
 //!   whose certificates authenticate here
 //!   ([`KubeApiServer::write_kubeconfig_with_certificate`]).
 //!
+//! - Real clients (kubectl 1.35, Helm 4): the OpenAPI v3 documents they
+//!   read ([`openapi`]), CustomResourceDefinitions written through the API
+//!   and then served ([`crd_controller`]), apps/v1 Deployments, and the
+//!   protobuf request bodies of typed clients ([`protobuf`]).
+//!
 //! Not done: in-cluster configuration (kube-rs reads fixed paths under
-//! `/var/run/secrets/kubernetes.io/serviceaccount/`), HTTP/2, protobuf.
+//! `/var/run/secrets/kubernetes.io/serviceaccount/`), HTTP/2, protobuf
+//! answers (JSON is answered, which clients asking protobuf accept).
 //!
 //! ```no_run
 //! # async fn example() -> anyhow::Result<()> {
@@ -92,6 +98,7 @@ pub mod builtin;
 pub mod cel;
 pub mod controllers;
 pub mod crd;
+pub mod crd_controller;
 pub mod csr;
 pub mod csr_signer;
 pub mod deletion;
@@ -103,8 +110,10 @@ pub mod list;
 pub mod listen;
 pub mod namespace_controller;
 pub mod namespace_lifecycle;
+pub mod openapi;
 pub mod owner_refs;
 pub mod patch;
+pub mod protobuf;
 pub mod rbac;
 pub mod rbac_storage;
 pub mod rule_check;

@@ -27,7 +27,7 @@ use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target, Write, Writer};
-use crate::{binding, csr, discovery, faults, list, watch as watching};
+use crate::{binding, csr, discovery, faults, list, openapi, protobuf, watch as watching};
 
 /// A request path to a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +57,10 @@ fn parse_path(shared: &Shared, path: &str) -> Parsed {
             return Parsed::Discovery(Some(discovery::api_versions(&shared.addr.to_string())))
         }
         ["apis"] => return Parsed::Discovery(Some(discovery::group_list(registry))),
+        ["openapi", "v3"] => return Parsed::Discovery(Some(openapi::root(registry))),
+        ["openapi", "v3", rest @ ..] => {
+            return Parsed::Discovery(openapi::document(registry, rest))
+        }
         ["api", v] => return Parsed::Discovery(discovery::resource_list(registry, "", v)),
         ["apis", g] => return Parsed::Discovery(discovery::group(registry, g)),
         ["apis", g, v] => return Parsed::Discovery(discovery::resource_list(registry, g, v)),
@@ -256,6 +260,14 @@ pub async fn handle(
     let users = Users {
         restricted,
         requester: user_info.as_ref(),
+    };
+    // A typed client's protobuf body, read as the JSON it stands for.
+    let body = match protobuf::request_body(&headers, body) {
+        Ok(body) => body,
+        Err(error) => {
+            record(&shared, error.code);
+            return error_response(&error);
+        }
     };
     let response = serve(
         &shared, &def, &route, &method, &headers, &query, &body, watching, users,
