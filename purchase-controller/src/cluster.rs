@@ -141,6 +141,11 @@ pub async fn set_up(
                 }
             } else {
                 status.peering_command = None;
+                // The Connection, while this controller peers with
+                // networking: a condition, not a gate (Liqo reconnects).
+                if cluster.auto_peer && purchase.spec.networking.unwrap_or(cluster.networking) {
+                    progress.networking = networking::observe(&cluster.client, provider).await?;
+                }
                 // The last Purchase of the provider may not be the one that
                 // authenticated: each keeps the kubeconfig to reach the
                 // provider when it unpeers.

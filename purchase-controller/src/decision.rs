@@ -409,6 +409,10 @@ pub fn assess(p: &Progress) -> Assessment {
             Some((ContractState::Pending, None)),
         );
     }
+    if let Some(network) = &p.networking {
+        let (reason, message) = network.reason();
+        conditions.push(cond(NETWORK_CONNECTED, network.done(), reason, message));
+    }
     conditions.push(cond(
         PEERED,
         true,

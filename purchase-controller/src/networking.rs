@@ -134,6 +134,8 @@ pub enum Stage {
     /// The gateways exist the other way round (server here, client there):
     /// liqoctl takes the networking as made and so does this.
     EstablishedReversed,
+    /// This cluster serves no `networking.liqo.io` kinds.
+    NotServed,
     /// A call to the provider's API server failed (why, no secrets).
     Provider(String),
 }
@@ -186,6 +188,10 @@ impl Stage {
             Stage::EstablishedReversed => (
                 "EstablishedReversed",
                 "networking with the provider exists the other way round (gateway server on this cluster): used as it is".to_string(),
+            ),
+            Stage::NotServed => (
+                "NetworkingNotInstalled",
+                "this cluster serves no networking.liqo.io kinds: enable Liqo's networking module, or run without networking (--networking false, or spec.networking: false)".to_string(),
             ),
             Stage::Provider(why) => ("ProviderUnreachable", why.clone()),
         }
@@ -532,9 +538,13 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let on_provider = tenant_namespace(peers.consumer_id);
 
     // Done already: both Connections Connected.
-    let c_conns = c
+    let c_conns = match c
         .about(&on_consumer, &connections(), peers.provider_id)
-        .await?;
+        .await
+    {
+        Err(e) if is_status(&e, &[404]) => return Ok(Stage::NotServed),
+        other => other?,
+    };
     if connection_state(&c_conns) == CONNECTED {
         match p
             .about(&on_provider, &connections(), peers.consumer_id)
@@ -677,6 +687,28 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     Ok(Stage::Connected)
 }
 
+/// Once peered: the Connection here about `provider`, as a [`Stage`]
+/// (`Connected`, or waiting with its state); `None` without one (a
+/// peering made without networking) or without Liqo's networking kinds.
+pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>, kube::Error> {
+    let c = On {
+        client: consumer,
+        side: Side::Consumer,
+    };
+    let found = match c
+        .about(&tenant_namespace(provider), &connections(), provider)
+        .await
+    {
+        Err(e) if is_status(&e, &[404]) => return Ok(None),
+        other => other?,
+    };
+    Ok(match connection_state(&found) {
+        _ if found.is_empty() => None,
+        state if state == CONNECTED => Some(Stage::Connected),
+        state => Some(Stage::WaitingForConnection(Side::Consumer, state)),
+    })
+}
+
 /// What [`disconnect`] removed on this cluster.
 const TEARDOWN: [fn() -> ApiResource; 3] = [gateway_clients, public_keys, configurations];
 /// … and on the provider's, in `liqoctl unpeer`'s order (`network reset`:
@@ -737,7 +769,12 @@ impl On<'_> {
     ) -> Result<usize, kube::Error> {
         let api = self.api(namespace, ar);
         let mut deleted = 0;
-        for object in self.about(namespace, ar, remote).await? {
+        let found = match self.about(namespace, ar, remote).await {
+            // Liqo's networking module is not installed: nothing to remove.
+            Err(e) if is_status(&e, &[404]) => Vec::new(),
+            other => other?,
+        };
+        for object in found {
             if !ours(&object) {
                 continue;
             }
