@@ -39,6 +39,11 @@ pub fn contract_peering(id: &str) -> String {
     format!("provider/{CONTRACTS}/{}/peering", segment(id))
 }
 
+/// `PUT`: the provider reports the state of the service a contract bought.
+pub fn contract_service(id: &str) -> String {
+    format!("provider/{CONTRACTS}/{}/service", segment(id))
+}
+
 /// `POST`: the consumer extends a contract before it ends.
 pub fn contract_extend(id: &str) -> String {
     format!("{CONTRACTS}/{}/extend", segment(id))

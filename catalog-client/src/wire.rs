@@ -6,6 +6,7 @@
 //! - [`cost`]: exact decimal costs;
 //! - [`offer`]: offers and plans;
 //! - [`provider`]: providers, their peering credentials, tokens;
+//! - [`service`]: a provider's report of a contract's service state;
 //! - [`contract`]: contracts, reservations and state reports;
 //! - [`feed`]: the messages of `GET /subscribe`;
 //! - [`error_body`]: the body of every error answer;
@@ -18,6 +19,7 @@ pub mod feed;
 pub mod names;
 pub mod offer;
 pub mod provider;
+pub mod service;
 
 pub use contract::{reason_step, step_reason, MAX_REASON_LEN};
 pub use contract::{
@@ -28,8 +30,12 @@ pub use contract::{
 pub use cost::{Cost, CostError};
 pub use error_body::ErrorBody;
 pub use feed::FeedEvent;
-pub use offer::{Offer, Plan, Writer};
+pub use offer::{
+    HostingPolicy, InputParametersSchema, Offer, OfferKind, Plan, PlanSchemas,
+    ServiceBindingSchemas, ServiceInstanceSchemas, Writer,
+};
 pub use provider::{
     AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IssuedToken, LiqoGeneration,
     PeeringCredentials, ProviderInfo,
 };
+pub use service::{ServiceReport, ServiceState};

@@ -11,6 +11,7 @@
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
 //! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering` | [`buying::contracts_http`] |
+//! | `PUT /provider/contracts/{id}/service` | [`osb::provider_report`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
@@ -77,6 +78,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         resource("/provider/contracts/{id}/peering", "PUT")
             .route(web::put().to(contracts::attach_peering)),
+    )
+    .service(
+        resource("/provider/contracts/{id}/service", "PUT")
+            .route(web::put().to(osb::provider_report::put)),
     )
     .service(
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")

@@ -23,6 +23,11 @@ pub struct Offer {
     pub name: String,
     #[serde(rename = "type")]
     pub offer_type: String,
+    /// What the offer sells: `capacity` (resources to peer for; absent on
+    /// the wire) or `service` (a running service, its plans carrying a
+    /// hosting policy and parameter schemas).
+    #[serde(default, skip_serializing_if = "OfferKind::is_capacity")]
+    pub kind: OfferKind,
     pub description: String,
     /// Plans keyed by plan id.
     pub plans: BTreeMap<String, Plan>,
@@ -83,6 +88,159 @@ pub struct Plan {
     #[serde(rename = "updatedBy", default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(read_only, nullable = false))]
     pub updated_by: Option<Writer>,
+    /// Service plans only (and required there): where the service's pods run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub hosting: Option<HostingPolicy>,
+    /// Service plans only: the JSON Schemas of the parameters the plan
+    /// takes, as OSB v2.17 `schemas` spells them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub schemas: Option<PlanSchemas>,
+}
+
+/// What an offer sells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum OfferKind {
+    /// Resources a consumer peers for (every offer before service offers).
+    #[default]
+    Capacity,
+    /// A running service the provider deploys for the consumer.
+    Service,
+}
+
+impl OfferKind {
+    pub fn is_capacity(&self) -> bool {
+        *self == OfferKind::Capacity
+    }
+
+    /// The wire spelling (`capacity`, `service`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OfferKind::Capacity => "capacity",
+            OfferKind::Service => "service",
+        }
+    }
+
+    /// Read the wire spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "capacity" => Some(OfferKind::Capacity),
+            "service" => Some(OfferKind::Service),
+            _ => None,
+        }
+    }
+}
+
+/// Where a service plan's pods run: at the provider (`Local`), in the
+/// consumer's cluster (`Remote`, the namespace offloaded there), or split
+/// between the two (`LocalAndRemote`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum HostingPolicy {
+    Local,
+    Remote,
+    LocalAndRemote,
+}
+
+impl HostingPolicy {
+    pub const ALL: [HostingPolicy; 3] = [
+        HostingPolicy::Local,
+        HostingPolicy::Remote,
+        HostingPolicy::LocalAndRemote,
+    ];
+
+    /// The wire spelling (`Local`, `Remote`, `LocalAndRemote`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HostingPolicy::Local => "Local",
+            HostingPolicy::Remote => "Remote",
+            HostingPolicy::LocalAndRemote => "LocalAndRemote",
+        }
+    }
+
+    /// Read the wire spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.as_str() == s)
+    }
+}
+
+/// The OSB v2.17 `Schemas` object of a plan: the JSON Schemas of the
+/// parameters it takes when an instance is created or updated and when a
+/// binding is created.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PlanSchemas {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub service_instance: Option<ServiceInstanceSchemas>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub service_binding: Option<ServiceBindingSchemas>,
+}
+
+/// OSB `ServiceInstanceSchema`: `create` and `update` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServiceInstanceSchemas {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub create: Option<InputParametersSchema>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub update: Option<InputParametersSchema>,
+}
+
+/// OSB `ServiceBindingSchema`: `create` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServiceBindingSchemas {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub create: Option<InputParametersSchema>,
+}
+
+/// OSB `InputParametersSchema`: the JSON Schema the `parameters` object
+/// must satisfy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct InputParametersSchema {
+    /// A JSON Schema (draft-04 or later, by its `$schema`) as an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>, nullable = false))]
+    pub parameters: Option<serde_json::Value>,
+}
+
+impl PlanSchemas {
+    /// Each schema given, with its path under `schemas` (`service_instance.create`, …).
+    pub fn each(&self) -> Vec<(&'static str, &serde_json::Value)> {
+        let si = self.service_instance.as_ref();
+        [
+            (
+                "service_instance.create",
+                si.and_then(|s| s.create.as_ref()),
+            ),
+            (
+                "service_instance.update",
+                si.and_then(|s| s.update.as_ref()),
+            ),
+            (
+                "service_binding.create",
+                self.service_binding
+                    .as_ref()
+                    .and_then(|s| s.create.as_ref()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, s)| Some((name, s?.parameters.as_ref()?)))
+        .collect()
+    }
 }
 
 /// Who wrote a plan's current content.

@@ -127,6 +127,8 @@ mod tests {
             resources: list,
             updated_at: None,
             updated_by: None,
+            hosting: None,
+            schemas: None,
         }
     }
 

@@ -5,13 +5,15 @@
 //! least 4Gi memory costing at most 2. Quantities compare as Kubernetes
 //! quantities (`4Gi` > `4G`); a plan without the resource does not qualify.
 //! `label.<key>=<value>` conditions are on the offer: it carries every one of
-//! those provider labels with exactly that value.
+//! those provider labels with exactly that value. `kind=` is on the offer
+//! (`capacity` or `service`); `hosting=` is a plan-level condition (some
+//! service plan with that hosting policy, meeting the other plan conditions).
 
 use std::collections::BTreeMap;
 
 use quantity::Quantity;
 
-use super::{Cost, Offer, Plan};
+use super::{Cost, HostingPolicy, Offer, OfferKind, Plan};
 use crate::http::FieldError;
 
 /// Longest filter value accepted (type, provider).
@@ -35,6 +37,10 @@ pub struct OfferFilter {
     /// `label.<key>=`: the offer carries each of these labels with exactly
     /// this value.
     pub labels: super::Labels,
+    /// `kind=`: what the offer sells.
+    pub kind: Option<OfferKind>,
+    /// `hosting=`: some plan has this hosting policy.
+    pub hosting: Option<HostingPolicy>,
 }
 
 impl OfferFilter {
@@ -61,6 +67,16 @@ impl OfferFilter {
             }
             match k {
                 "type" => f.offer_type = Some(v.to_string()),
+                "kind" => {
+                    f.kind = Some(OfferKind::parse(v).ok_or_else(|| {
+                        FieldError::new(k, format!("`{v}`: use capacity or service"))
+                    })?)
+                }
+                "hosting" => {
+                    f.hosting = Some(HostingPolicy::parse(v).ok_or_else(|| {
+                        FieldError::new(k, format!("`{v}`: use Local, Remote or LocalAndRemote"))
+                    })?)
+                }
                 "provider" => f.provider = Some(v.to_string()),
                 "liqo" => f.liqo = Some(super::liqo::parse_filter(k, v)?),
                 "enforcement" => f.enforcement = Some(super::enforcement::parse_filter(k, v)?),
@@ -87,7 +103,7 @@ impl OfferFilter {
                     _ => {
                         return Err(FieldError::new(
                             k,
-                            "unknown filter; use type, provider, maxCost, min.<resource>, liqo, enforcement or label.<key>",
+                            "unknown filter; use type, kind, provider, maxCost, min.<resource>, hosting, liqo, enforcement or label.<key>",
                         ))
                     }
                 },
@@ -98,7 +114,7 @@ impl OfferFilter {
 
     /// Whether the filter constrains plans at all.
     pub fn has_plan_conditions(&self) -> bool {
-        self.max_cost.is_some() || !self.min_resources.is_empty()
+        self.max_cost.is_some() || !self.min_resources.is_empty() || self.hosting.is_some()
     }
 
     /// The reference semantics every store must reproduce.
@@ -107,6 +123,9 @@ impl OfferFilter {
             return false;
         }
         if !super::enforcement::matches(self.enforcement, offer) {
+            return false;
+        }
+        if self.kind.is_some_and(|k| k != offer.kind) {
             return false;
         }
         if self
@@ -135,6 +154,9 @@ impl OfferFilter {
 
     pub fn plan_matches(&self, plan: &Plan) -> bool {
         if self.max_cost.is_some_and(|max| plan.cost > max) {
+            return false;
+        }
+        if self.hosting.is_some() && plan.hosting != self.hosting {
             return false;
         }
         self.min_resources
@@ -202,6 +224,35 @@ mod tests {
                 .field,
             "label.region"
         );
+    }
+
+    #[test]
+    fn kind_is_on_the_offer_and_hosting_on_the_same_plan() {
+        let body = r#"{"name":"x","type":"db","kind":"service","plans":{
+            "cheap":{"name":"c","cost":1,"hosting":"Local"},
+            "dear":{"name":"d","cost":5,"hosting":"Remote"}}}"#;
+        let owner = super::super::ProviderRef {
+            cluster_id: "c".into(),
+            cluster_name: "c".into(),
+            liqo: Vec::new(),
+            enforcement: None,
+        };
+        let now = crate::store::now();
+        let offer = super::super::OfferSpec::from_json(body.as_bytes())
+            .unwrap()
+            .into_draft("o".into(), owner)
+            .into_offer(now, now, 1);
+        let f = |pairs: &[(&str, &str)]| OfferFilter::from_pairs(pairs.iter().copied()).unwrap();
+        assert!(f(&[("kind", "service")]).matches(&offer));
+        assert!(!f(&[("kind", "capacity")]).matches(&offer));
+        assert!(f(&[("hosting", "Remote")]).matches(&offer));
+        assert!(!f(&[("hosting", "LocalAndRemote")]).matches(&offer));
+        assert!(f(&[("hosting", "Local"), ("maxCost", "2")]).matches(&offer));
+        // Remote only on the plan costing 5.
+        assert!(!f(&[("hosting", "Remote"), ("maxCost", "2")]).matches(&offer));
+        for (k, v) in [("kind", "services"), ("hosting", "remote")] {
+            assert_eq!(OfferFilter::from_pairs([(k, v)]).unwrap_err().field, k);
+        }
     }
 
     #[test]

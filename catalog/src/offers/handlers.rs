@@ -18,6 +18,13 @@ pub struct FilterParams {
     /// Exact offer type (at most 256 bytes).
     #[param(rename = "type", max_length = 256)]
     offer_type: Option<String>,
+    /// What the offer sells: `capacity` or `service`.
+    #[param(value_type = Option<crate::offers::OfferKind>)]
+    kind: Option<String>,
+    /// Some plan has this hosting policy (`Local`, `Remote` or
+    /// `LocalAndRemote`), and meets the other plan conditions too.
+    #[param(value_type = Option<crate::offers::HostingPolicy>)]
+    hosting: Option<String>,
     /// Owner's cluster ID or cluster name (at most 256 bytes).
     #[param(max_length = 256)]
     provider: Option<String>,

@@ -78,6 +78,7 @@ fn redraft(offer: Offer, stamp: &OwnerStamp) -> OfferDraft {
         },
         name: offer.name,
         offer_type: offer.offer_type,
+        kind: offer.kind,
         description: offer.description,
         plans: offer.plans,
         labels: offer.labels,

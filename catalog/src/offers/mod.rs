@@ -8,6 +8,8 @@
 //! - [`liqo`]: the server-added `liqo` field and its filter, and the
 //!   re-stamping of a provider's offers when what they carry of it changes.
 //! - [`enforcement`]: the server-added `enforcement` field's filter.
+//! - [`service`]: service offers' plans — hosting policy, parameter
+//!   schemas checked on publish, parameters checked against them.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
 //! - [`unique_keys`]: the body's free-form objects refuse a key given twice.
 //! - [`rules`]: the decisions of a write (ownership, versions), made once
@@ -29,6 +31,7 @@ pub mod liqo;
 pub mod list_body;
 pub mod offer;
 pub mod rules;
+pub mod service;
 pub mod stamps;
 pub mod store;
 pub mod unique_keys;
@@ -42,8 +45,8 @@ pub use change::OfferChange;
 pub use filter::OfferFilter;
 pub use labels::Labels;
 pub use offer::{
-    Offer, OfferDraft, OfferInput, OfferSpec, Plan, PlanInput, ProviderRef, MAX_PLANS,
-    MAX_RESOURCES,
+    HostingPolicy, Offer, OfferDraft, OfferInput, OfferKind, OfferSpec, Plan, PlanInput,
+    PlanSchemas, ProviderRef, MAX_PLANS, MAX_RESOURCES,
 };
 pub use stamps::Writer;
 pub use store::{OfferStore, PutOutcome};

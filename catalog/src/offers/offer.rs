@@ -24,7 +24,7 @@ const MAX_RESOURCE_NAME_LEN: usize = 253;
 
 // `Offer` and `Plan` are the wire types the clients read, declared once in
 // `catalog-client` (with their schema), so a renamed field fails both builds.
-pub use catalog_client::wire::offer::{Offer, Plan};
+pub use catalog_client::wire::offer::{HostingPolicy, Offer, OfferKind, Plan, PlanSchemas};
 
 /// The owning provider of an offer, from the caller's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +44,7 @@ pub struct OfferDraft {
     pub owner: ProviderRef,
     pub name: String,
     pub offer_type: String,
+    pub kind: OfferKind,
     pub description: String,
     pub plans: BTreeMap<String, Plan>,
     pub labels: Labels,
@@ -68,6 +69,7 @@ impl OfferDraft {
             id: self.id,
             name: self.name,
             offer_type: self.offer_type,
+            kind: self.kind,
             description: self.description,
             plans: self.plans,
             labels: self.labels,
@@ -109,6 +111,11 @@ pub struct OfferInput {
     #[serde(rename = "type")]
     #[schema(required = true, value_type = crate::http::schemas::Name)]
     pub offer_type: Option<String>,
+    /// `capacity` (the default) or `service`: a service offer's plans each
+    /// carry a `hosting` policy and may carry `schemas`.
+    #[serde(default)]
+    #[schema(value_type = Option<OfferKind>)]
+    pub kind: Option<OfferKind>,
     /// At most 8192 bytes.
     #[serde(default)]
     #[schema(max_length = 8192)]
@@ -176,6 +183,17 @@ pub struct PlanInput {
     /// digits, as Kubernetes' `Quantity.UnmarshalJSON` does, never through
     /// an f64 (`0.100000000000000001` stays what it says).
     pub resources: BTreeMap<String, Box<serde_json::value::RawValue>>,
+    /// Service plans only, and required there: `Local`, `Remote` or
+    /// `LocalAndRemote`.
+    #[serde(default)]
+    #[schema(value_type = Option<HostingPolicy>)]
+    pub hosting: Option<HostingPolicy>,
+    /// Service plans only: the JSON Schemas of the plan's parameters, as
+    /// OSB v2.17 `schemas` (each with `$schema`, self-contained, at most
+    /// 64 kB); a schema that does not compile is refused, named.
+    #[serde(default)]
+    #[schema(value_type = Option<PlanSchemas>)]
+    pub schemas: Option<PlanSchemas>,
     /// Server-set stamps a client may echo back from a `GET`; ignored.
     #[serde(default, rename = "updatedAt")]
     #[schema(ignore)]
@@ -190,6 +208,7 @@ pub struct PlanInput {
 pub struct OfferSpec {
     pub name: String,
     pub offer_type: String,
+    pub kind: OfferKind,
     pub description: String,
     pub plans: BTreeMap<String, Plan>,
     pub labels: Labels,
@@ -212,6 +231,7 @@ impl OfferSpec {
             owner,
             name: self.name,
             offer_type: self.offer_type,
+            kind: self.kind,
             description: self.description,
             plans: self.plans,
             labels: self.labels,
@@ -243,11 +263,14 @@ impl OfferInput {
                 format!("at most {MAX_PLANS} plans are allowed"),
             ));
         }
+        let kind = self.kind.unwrap_or_default();
         let mut plans = BTreeMap::new();
         for (key, plan) in plans_in {
             let field = format!("plans.{key}");
             validate_id(&field, &key)?;
-            plans.insert(key, plan.validate(&field)?);
+            let plan = plan.validate(&field)?;
+            super::service::check_plan(kind, &field, &plan)?;
+            plans.insert(key, plan);
         }
         if let Some(id) = &self.id {
             validate_id("id", id)?;
@@ -257,6 +280,7 @@ impl OfferInput {
         Ok(OfferSpec {
             name,
             offer_type,
+            kind,
             description,
             plans,
             labels,
@@ -347,6 +371,8 @@ impl PlanInput {
             resources,
             updated_at: None,
             updated_by: None,
+            hosting: self.hosting,
+            schemas: self.schemas,
         })
     }
 }

@@ -1,5 +1,5 @@
 //! Who last changed each plan, and when: every write stamps the plans whose
-//! content (name, planID, cost, resources) it changed with `updatedAt` and
+//! content (name, planID, cost, resources, hosting, schemas) it changed with `updatedAt` and
 //! `updatedBy`; plans it left as they were keep their stamps. The writer is
 //! told apart by the `User-Agent` the provider agent sends
 //! (`provider-agent/<version>`); any other client of the provider's token
@@ -34,7 +34,12 @@ pub fn writer_from_user_agent(user_agent: Option<&str>) -> Writer {
 
 /// Does `a` say the same as `b`, stamps aside?
 fn same_content(a: &Plan, b: &Plan) -> bool {
-    a.name == b.name && a.plan_id == b.plan_id && a.cost == b.cost && a.resources == b.resources
+    a.name == b.name
+        && a.plan_id == b.plan_id
+        && a.cost == b.cost
+        && a.resources == b.resources
+        && a.hosting == b.hosting
+        && a.schemas == b.schemas
 }
 
 /// Stamp `plans`, about to replace `before` (the live offer's plans, if

@@ -137,6 +137,13 @@ pub async fn bind(
     object_field("parameters", &r.parameters)?;
     let inst = bindable(&state, &platform, &instance_id).await?;
     check_plan(&inst, &service_id, &plan_id)?;
+    super::instances::check_instance_parameters(
+        &state,
+        &inst,
+        crate::offers::service::Parameters::BindingCreate,
+        r.parameters.as_ref(),
+    )
+    .await?;
     let digest = request_digest(&json!({
         "instance": instance_id, "service_id": service_id, "plan_id": plan_id,
         "app_guid": r.app_guid, "bind_resource": r.bind_resource, "parameters": r.parameters,

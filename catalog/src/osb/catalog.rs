@@ -7,7 +7,9 @@
 //! from offer id and plan key, `free` when its cost is zero, costs in the
 //! OSB pricing convention `metadata.costs: [{amount: {<currency>: n},
 //! unit}]`, resources as `metadata.bullets`). Disabled providers' offers are
-//! left out.
+//! left out. A service offer's service is tagged `service` and carries
+//! `metadata.kind: service`; its plans carry `metadata.hosting` and, when
+//! declared, the OSB v2.17 `schemas` of their parameters.
 
 use std::collections::BTreeSet;
 
@@ -94,7 +96,7 @@ fn plan_entry(
         .iter()
         .map(|(r, q)| (r.clone(), Value::String(q.to_string())))
         .collect();
-    json!({
+    let mut entry = json!({
         "id": ids::plan_id(&offer.id, key),
         "name": name,
         "description": truncate(&description, MAX_DESCRIPTION),
@@ -108,13 +110,21 @@ fn plan_entry(
             "bullets": bullets,
             "resources": resources,
         },
-    })
+    });
+    if let Some(hosting) = plan.hosting {
+        entry["metadata"]["hosting"] = json!(hosting);
+    }
+    if let Some(schemas) = &plan.schemas {
+        entry["schemas"] = json!(schemas);
+    }
+    entry
 }
 
 /// A service's tags: the offer type, and `liqo-v0` / `liqo-v1` for the
 /// Liqo generations its provider peers with.
 fn tags(offer: &Offer) -> Vec<String> {
     std::iter::once(offer.offer_type.clone())
+        .chain((!offer.kind.is_capacity()).then(|| offer.kind.as_str().to_string()))
         .chain(offer.liqo.iter().map(|g| format!("liqo-{}", g.as_str())))
         .collect()
 }
@@ -157,6 +167,9 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
     if let (Some(level), Some(metadata)) = (offer.enforcement, service["metadata"].as_object_mut())
     {
         metadata.insert("enforcement".into(), json!(level));
+    }
+    if !offer.kind.is_capacity() {
+        service["metadata"]["kind"] = json!(offer.kind);
     }
     service
 }

@@ -10,6 +10,15 @@
 //! provider disabled) stays recorded as failed until the platform deletes
 //! the instance; an asynchronous deprovisioning that finished answers
 //! `last_operation` with 410 Gone, as the spec asks.
+//!
+//! A service offer's plan is provisioned only asynchronously (422
+//! `AsyncRequired` without `accepts_incomplete=true`, whatever
+//! `--osb-async` says), its `parameters` checked against the plan's schema
+//! first (400 naming the field, nothing recorded). The purchase made, the
+//! operation stays `in progress` until the provider reports the service's
+//! state for the contract ([`super::provider_report`]); deprovisioning
+//! cancels the purchase and waits for the provider's report that the
+//! service is gone, then the instance is gone too (410).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -32,6 +41,8 @@ use crate::buying::model::{new_id, Channel, Transition};
 use crate::buying::service::{self, Buyer};
 use crate::buying::BuyError;
 use crate::buying::TransitionError;
+use crate::offers::service::{check_parameters, Parameters};
+use crate::offers::OfferKind;
 
 /// An operation still "in progress" after this long lost its worker (the
 /// process stopped): it is reported failed.
@@ -90,10 +101,11 @@ fn accepted(operation: &str) -> HttpResponse {
 /// The instance with a stale "in progress" operation shown as failed (and
 /// recorded so, best effort).
 pub(crate) async fn settle(state: &Osb, mut inst: OsbInstance) -> Result<OsbInstance, OsbError> {
-    let stale = inst.operation.as_ref().is_some_and(|op| {
-        op.state == OperationState::InProgress
-            && op.started_at + STALE_OPERATION < crate::store::now()
-    });
+    let stale = !inst.awaiting_provider
+        && inst.operation.as_ref().is_some_and(|op| {
+            op.state == OperationState::InProgress
+                && op.started_at + STALE_OPERATION < crate::store::now()
+        });
     if stale {
         let expected = inst.revision;
         if let Some(op) = inst.operation.as_mut() {
@@ -196,6 +208,16 @@ async fn finish_provision(
     let expected = inst.revision;
     inst.revision += 1;
     match outcome {
+        Ok(reservation) if inst.service => {
+            // Bought; the service exists once its provider says so.
+            inst.reservation_id = Some(reservation.clone());
+            inst.awaiting_provider = true;
+            if let Some(op) = inst.operation.as_mut() {
+                op.description = format!(
+                    "purchased: contract {reservation}; waiting for the provider to set the service up"
+                );
+            }
+        }
         Ok(reservation) => {
             inst.reservation_id = Some(reservation.clone());
             inst.provisioned = true;
@@ -300,6 +322,9 @@ pub async fn provision(
                 "service instance {id} already exists with different attributes"
             )));
         }
+        if existing.service && !accepts {
+            return Err(OsbError::async_required());
+        }
         if let Some(answer) = answer_running(&existing, OperationKind::Provision, accepts) {
             return answer;
         }
@@ -318,10 +343,23 @@ pub async fn provision(
                 "this service instance changed meanwhile; retry",
             ));
         }
+        let is_async = is_async || retry.service;
         return start_provision(&state, retry, is_async).await;
     }
 
     let (offer, plan_key) = resolve(&state, &service_id, &plan_id).await?;
+    let service = offer.kind == OfferKind::Service;
+    if service && !accepts {
+        return Err(OsbError::async_required());
+    }
+    check_parameters(
+        &offer,
+        &plan_key,
+        Parameters::InstanceCreate,
+        r.parameters.as_ref(),
+    )
+    .map_err(OsbError::bad_request)?;
+    let provider = Some(offer.cluster_id.clone());
     let inst = OsbInstance {
         id: id.to_string(),
         owner: platform.owner.clone(),
@@ -333,6 +371,9 @@ pub async fn provision(
         parameters: stored_parameters(&r.parameters),
         reservation_id: None,
         provisioned: false,
+        service,
+        provider,
+        awaiting_provider: false,
         operation: Some(new_operation(OperationKind::Provision)?),
         revision: 1,
         created_at: crate::store::now(),
@@ -342,7 +383,7 @@ pub async fn provision(
             "another request is provisioning this service instance; retry",
         ));
     }
-    start_provision(&state, inst, is_async).await
+    start_provision(&state, inst, is_async || service).await
 }
 
 fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
@@ -441,12 +482,43 @@ pub async fn fetch(
     })))
 }
 
+/// Check `parameters` against the schema `inst`'s plan declares for
+/// `which` (400 naming the field). The offer gone, there is nothing to
+/// check against.
+pub(crate) async fn check_instance_parameters(
+    state: &Osb,
+    inst: &OsbInstance,
+    which: Parameters,
+    parameters: Option<&Value>,
+) -> Result<(), OsbError> {
+    if !inst.service {
+        return Ok(());
+    }
+    match state.buying.offers.get_offer(&inst.offer_id).await? {
+        Some(offer) => check_parameters(&offer, &inst.plan_key, which, parameters)
+            .map_err(OsbError::bad_request),
+        None => Ok(()),
+    }
+}
+
 /// Cancel the purchase, drop the bindings and the record.
-async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbError> {
-    let (store, reservations) = (&state.store, &state.buying.store);
+pub(crate) async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbError> {
+    let store = &state.store;
     for b in store.osb_bindings_of(&inst.id).await? {
         store.osb_delete_binding(&b.id).await?;
     }
+    cancel_purchase(state, inst).await?;
+    if !store.osb_delete_instance(&inst.id, inst.revision).await? {
+        return Err(OsbError::concurrency(
+            "this service instance changed meanwhile; retry",
+        ));
+    }
+    Ok(())
+}
+
+/// Cancel the instance's purchase (freeing its unit); an ended one is fine.
+async fn cancel_purchase(state: &Osb, inst: &OsbInstance) -> Result<(), OsbError> {
+    let reservations = &state.buying.store;
     if let Some(rid) = &inst.reservation_id {
         let now = crate::store::now();
         match reservations.transition(rid, Transition::Cancel, now).await {
@@ -460,11 +532,6 @@ async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<(), OsbErro
             }
             Err(TransitionError::Store(e)) => return Err(e.into()),
         }
-    }
-    if !store.osb_delete_instance(&inst.id, inst.revision).await? {
-        return Err(OsbError::concurrency(
-            "this service instance changed meanwhile; retry",
-        ));
     }
     Ok(())
 }
@@ -512,6 +579,12 @@ pub async fn deprovision(
     if let Some(answer) = answer_running(&inst, OperationKind::Deprovision, accepts) {
         return answer;
     }
+    if inst.service && !accepts {
+        return Err(OsbError::async_required());
+    }
+    if inst.service && inst.reservation_id.is_some() {
+        return deprovision_service(&state, inst).await;
+    }
     if !is_async {
         deprovision_work(&state, &inst).await?;
         tracing::info!(instance = %inst.id, "service instance deprovisioned");
@@ -553,6 +626,31 @@ pub async fn deprovision(
         }
         .instrument(span),
     );
+    Ok(accepted(&op_id))
+}
+
+/// Deprovision a service instance: cancel its purchase (the contract ends,
+/// which its provider sees) and wait for the provider's report that the
+/// service is gone ([`super::provider_report`]).
+async fn deprovision_service(state: &Osb, inst: OsbInstance) -> Result<HttpResponse, OsbError> {
+    cancel_purchase(state, &inst).await?;
+    let expected = inst.revision;
+    let mut operation = new_operation(OperationKind::Deprovision)?;
+    operation.description =
+        "contract cancelled; waiting for the provider to remove the service".into();
+    let op_id = operation.id.clone();
+    let marked = OsbInstance {
+        operation: Some(operation),
+        awaiting_provider: true,
+        revision: expected + 1,
+        ..inst
+    };
+    if !state.store.osb_replace_instance(&marked, expected).await? {
+        return Err(OsbError::concurrency(
+            "this service instance changed meanwhile; retry",
+        ));
+    }
+    tracing::info!(instance = %marked.id, operation = %op_id, "service instance deprovisioning: waiting for the provider");
     Ok(accepted(&op_id))
 }
 

@@ -10,6 +10,7 @@
 //! | `GET /v2/service_instances/{id}/last_operation` | [`instances::last_operation`] |
 //! | `PUT/GET/DELETE /v2/service_instances/{id}/service_bindings/{bid}` | [`bindings`] |
 //! | `GET .../service_bindings/{bid}/last_operation` | [`bindings::last_operation`] |
+//! | `PUT /provider/contracts/{id}/service` (the selling provider) | [`provider_report::put`] |
 //!
 //! Every request needs `X-Broker-API-Version` (2.14 or later; missing or
 //! older: 412, malformed: 400) and platform credentials ([`guard`]). An
@@ -27,6 +28,7 @@ pub mod instances;
 pub mod maintenance;
 pub mod model;
 pub mod openapi;
+pub mod provider_report;
 pub mod request;
 pub mod responses;
 pub mod store;

@@ -60,6 +60,18 @@ pub struct OsbInstance {
     pub reservation_id: Option<String>,
     /// True once provisioning succeeded.
     pub provisioned: bool,
+    /// Provisioned from a service offer: only asynchronously, and done
+    /// when its provider reports the service's state
+    /// (`PUT /provider/contracts/{id}/service`).
+    #[serde(default)]
+    pub service: bool,
+    /// The selling provider's cluster ID (the one that may report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The running operation waits for the provider's report, not for a
+    /// worker of this process, so it never goes stale.
+    #[serde(default)]
+    pub awaiting_provider: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,
     /// Bumped by every write; writes are conditional on it.

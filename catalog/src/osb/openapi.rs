@@ -5,7 +5,7 @@
 use utoipa::OpenApi;
 
 use super::responses::*;
-use super::{bindings, catalog, instances, update};
+use super::{bindings, catalog, instances, provider_report, update};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -20,6 +20,7 @@ use super::{bindings, catalog, instances, update};
         bindings::fetch,
         bindings::unbind,
         bindings::last_operation,
+        provider_report::put,
     ),
     components(schemas(
         OsbErrorBody,
@@ -36,6 +37,8 @@ use super::{bindings, catalog, instances, update};
         instances::ProvisionRequest,
         update::UpdateRequest,
         bindings::BindRequest,
+        catalog_client::wire::ServiceReport,
+        catalog_client::wire::ServiceState,
     ))
 )]
 pub struct OsbDoc;

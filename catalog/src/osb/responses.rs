@@ -72,9 +72,13 @@ pub struct OsbPlan {
     pub bindable: bool,
     pub plan_updateable: bool,
     /// `displayName`, `planID` (the plan key), `costs` (OSB pricing
-    /// convention), `bullets`, `resources`.
+    /// convention), `bullets`, `resources`; `hosting` on service plans.
     #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
+    /// Service plans: the JSON Schemas of their parameters (OSB v2.17
+    /// `schemas`), when the provider declared them.
+    #[schema(nullable = false)]
+    pub schemas: Option<catalog_client::wire::PlanSchemas>,
 }
 
 /// `GET /v2/service_instances/{instance_id}`.

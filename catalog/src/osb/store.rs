@@ -40,4 +40,11 @@ pub trait OsbStore: Send + Sync + 'static {
 
     /// Bindings of instance `instance_id`.
     async fn osb_bindings_of(&self, instance_id: &str) -> Result<Vec<OsbBinding>, StoreError>;
+
+    /// The instance provisioned as purchase (contract) `reservation_id`,
+    /// if any: a provider reports a service's state per contract.
+    async fn osb_instance_of_reservation(
+        &self,
+        reservation_id: &str,
+    ) -> Result<Option<OsbInstance>, StoreError>;
 }

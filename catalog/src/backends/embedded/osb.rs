@@ -3,7 +3,7 @@
 //! instance's bindings, in the one redb file.
 
 use async_trait::async_trait;
-use redb::{ReadableDatabase, Table, WriteTransaction};
+use redb::{ReadableDatabase, ReadableTable, Table, WriteTransaction};
 
 use super::tables::{OSB_BINDINGS, OSB_BINDINGS_BY_INSTANCE, OSB_INSTANCES};
 use super::{
@@ -172,6 +172,28 @@ impl OsbStore for EmbeddedStore {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn osb_instance_of_reservation(
+        &self,
+        reservation_id: &str,
+    ) -> Result<Option<OsbInstance>, StoreError> {
+        let wanted = reservation_id.to_string();
+        // A scan: provider reports are rare and instances few on the
+        // embedded store (one process, one file).
+        self.blocking_db(move |db| {
+            let read = db.begin_read().map_err(internal)?;
+            let table = read.open_table(OSB_INSTANCES).map_err(internal)?;
+            for entry in table.iter().map_err(internal)? {
+                let (_, v) = entry.map_err(internal)?;
+                let inst: OsbInstance = from_json("OSB instance", v.value())?;
+                if inst.reservation_id.as_deref() == Some(wanted.as_str()) {
+                    return Ok(Some(inst));
+                }
+            }
+            Ok(None)
         })
         .await
     }

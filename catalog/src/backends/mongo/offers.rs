@@ -60,6 +60,10 @@ pub(super) struct LiveFields {
     name: String,
     #[serde(rename = "type")]
     offer_type: String,
+    /// `service` for service offers, queried by `kind=`; absent for
+    /// capacity offers (as on every document written before service offers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
     description: String,
     cluster_name: String,
     created_at: bson::DateTime,
@@ -91,6 +95,14 @@ pub(super) struct PlanDoc {
     updated_at: Option<bson::DateTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     updated_by: Option<crate::offers::Writer>,
+    /// A service plan's hosting policy, queried by `hosting=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hosting: Option<crate::offers::HostingPolicy>,
+    /// A service plan's `schemas` as JSON text: JSON Schemas are full of
+    /// `$schema` and `$ref` keys, which MongoDB does not take as field names
+    /// everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    schemas: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -170,6 +182,8 @@ impl OfferDoc {
                     .collect(),
                 updated_at: p.updated_at.map(bt),
                 updated_by: p.updated_by,
+                hosting: p.hosting,
+                schemas: p.schemas.as_ref().map(|s| serde_json::json!(s).to_string()),
             })
             .collect();
         OfferDoc {
@@ -181,6 +195,7 @@ impl OfferDoc {
             live: Some(LiveFields {
                 name: offer.name.clone(),
                 offer_type: offer.offer_type.clone(),
+                kind: (!offer.kind.is_capacity()).then(|| offer.kind.as_str().to_string()),
                 description: offer.description.clone(),
                 cluster_name: offer.cluster_name.clone(),
                 created_at: bt(offer.created_at),
@@ -211,6 +226,13 @@ impl OfferDoc {
                     .map_err(|e| corrupt(&self.id, format!("resource {}: {e}", r.name)))?;
                 resources.0.insert(r.name, q);
             }
+            let schemas = match &p.schemas {
+                Some(text) => Some(
+                    serde_json::from_str(text)
+                        .map_err(|e| corrupt(&self.id, format!("plan {} schemas: {e}", p.key)))?,
+                ),
+                None => None,
+            };
             plans.insert(
                 p.key,
                 Plan {
@@ -220,6 +242,8 @@ impl OfferDoc {
                     resources,
                     updated_at: p.updated_at.map(from_bt),
                     updated_by: p.updated_by,
+                    hosting: p.hosting,
+                    schemas,
                 },
             );
         }
@@ -230,10 +254,16 @@ impl OfferDoc {
                 .ok_or_else(|| corrupt(&self.id, format!("label {pair}")))?;
             labels.insert(k.to_string(), v.to_string());
         }
+        let kind = match live.kind.as_deref() {
+            None => crate::offers::OfferKind::Capacity,
+            Some(k) => crate::offers::OfferKind::parse(k)
+                .ok_or_else(|| corrupt(&self.id, format!("kind {k}")))?,
+        };
         Ok(Some(Offer {
             id: self.id,
             name: live.name,
             offer_type: live.offer_type,
+            kind,
             description: live.description,
             plans,
             labels,
@@ -298,6 +328,16 @@ fn query_for(filter: &OfferFilter) -> Document {
     if let Some(t) = &filter.offer_type {
         q.insert("live.type", t.as_str());
     }
+    match filter.kind {
+        Some(crate::offers::OfferKind::Service) => {
+            q.insert("live.kind", "service");
+        }
+        // Capacity offers have no `kind` in their document.
+        Some(crate::offers::OfferKind::Capacity) => {
+            q.insert("live.kind", doc! { "$exists": false });
+        }
+        None => {}
+    }
     if let Some(g) = filter.liqo {
         q.insert("live.liqo", g.as_str());
     }
@@ -320,6 +360,9 @@ fn query_for(filter: &OfferFilter) -> Document {
         let mut plan = Document::new();
         if let Some(max) = filter.max_cost {
             plan.insert("costNanos", doc! { "$lte": max.nanos() });
+        }
+        if let Some(h) = filter.hosting {
+            plan.insert("hosting", h.as_str());
         }
         // One `$elemMatch` per resource, all on the same plan: `$all` of
         // `$elemMatch`es (plain find operators, no aggregation expressions).
@@ -896,6 +939,12 @@ mod tests {
                 "c",
                 r#"{"name":"c","type":"compute","labels":{"region":"eu","tier":""},"plans":{"p":{"name":"p","cost":"1.0","resources":{"cpu":"500m","memory":"4G"}}}}"#,
             ),
+            (
+                "d",
+                r#"{"name":"d","type":"db","kind":"service","plans":{"l":{"name":"l","cost":"10","hosting":"Local"},
+                    "r":{"name":"r","cost":"20","hosting":"Remote","schemas":{"service_instance":{"create":{"parameters":
+                        {"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}}}}}}"#,
+            ),
         ];
         for (id, body) in offers {
             store.put_offer(draft(id, body), None).await.unwrap();
@@ -907,9 +956,16 @@ mod tests {
         store.delete_offer("gone", "c1").await.unwrap();
 
         for (query, expected) in [
-            (vec![], vec!["a", "b", "c"]),
+            (vec![], vec!["a", "b", "c", "d"]),
             (vec![("type", "compute")], vec!["a", "c"]),
-            (vec![("provider", "one")], vec!["a", "b", "c"]),
+            (vec![("provider", "one")], vec!["a", "b", "c", "d"]),
+            (vec![("kind", "service")], vec!["d"]),
+            (vec![("kind", "capacity")], vec!["a", "b", "c"]),
+            (vec![("hosting", "Remote")], vec!["d"]),
+            (vec![("hosting", "LocalAndRemote")], vec![]),
+            // same plan: the Remote plan costs 20.
+            (vec![("hosting", "Remote"), ("maxCost", "15")], vec![]),
+            (vec![("hosting", "Local"), ("maxCost", "15")], vec!["d"]),
             (vec![("provider", "c2")], vec![]),
             (vec![("label.region", "eu")], vec!["c"]),
             (vec![("label.region", "eu"), ("label.tier", "")], vec!["c"]),
@@ -941,5 +997,18 @@ mod tests {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
             assert_eq!(ids, expected, "database query for {query:?}");
         }
+        // A service offer reads back whole: kind, hosting and schemas.
+        let d = store.find_doc("d").await.unwrap().unwrap();
+        let d = d.into_offer().unwrap().unwrap();
+        assert_eq!(d.kind, crate::offers::OfferKind::Service);
+        assert_eq!(
+            d.plans["r"].hosting,
+            Some(crate::offers::HostingPolicy::Remote)
+        );
+        let schemas = d.plans["r"].schemas.as_ref().unwrap();
+        assert_eq!(
+            schemas.each()[0].1["$schema"],
+            "http://json-schema.org/draft-04/schema#"
+        );
     }
 }

@@ -161,4 +161,19 @@ impl OsbStore for MongoStore {
         })
         .await
     }
+
+    async fn osb_instance_of_reservation(
+        &self,
+        reservation_id: &str,
+    ) -> Result<Option<OsbInstance>, StoreError> {
+        self.bounded(Op::Read, async {
+            Ok(self
+                .instances
+                .find_one(doc! { "body.reservationId": reservation_id })
+                .await
+                .map_err(classify)?
+                .map(|d| d.body))
+        })
+        .await
+    }
 }

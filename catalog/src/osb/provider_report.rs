@@ -1,0 +1,219 @@
+//! `PUT /provider/contracts/{id}/service`: the provider that sold a
+//! service reports where it is with the service a contract bought through
+//! the Open Service Broker, so `last_operation` tells the truth.
+//!
+//! The report settles the operation waiting on it: while provisioning,
+//! `succeeded` makes the instance provisioned (bindable), `failed` fails
+//! it; while deprovisioning, `succeeded` removes the instance (then
+//! `last_operation` answers 410), `failed` fails the deprovisioning.
+//! `in progress` only updates the description platforms read.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::instances::deprovision_work;
+use super::model::{OperationKind, OperationState, OsbInstance};
+use super::Osb;
+use crate::auth::{Caller, Role};
+use crate::http::{read_json_body, ApiError, ErrorBody, FieldError};
+use catalog_client::wire::{ServiceReport, ServiceState};
+
+/// Longest `description` accepted.
+const MAX_DESCRIPTION: usize = 1024;
+
+/// The instance as `report` leaves it, or None when the report removes it
+/// (a finished deprovisioning). Pure: the caller writes.
+fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInstance>, ApiError> {
+    let running = inst
+        .running()
+        .filter(|_| inst.awaiting_provider)
+        .map(|op| op.kind)
+        .ok_or_else(|| {
+            ApiError::Conflict(format!(
+                "service instance {} has no operation waiting for the provider's report",
+                inst.id
+            ))
+        })?;
+    let finished = report.state != ServiceState::InProgress;
+    if finished && running == OperationKind::Deprovision && report.state == ServiceState::Succeeded
+    {
+        return Ok(None);
+    }
+    if let Some(op) = inst.operation.as_mut() {
+        op.state = match report.state {
+            ServiceState::InProgress => OperationState::InProgress,
+            ServiceState::Succeeded => OperationState::Succeeded,
+            ServiceState::Failed => OperationState::Failed,
+        };
+        if let Some(d) = &report.description {
+            op.description = d.clone();
+        }
+    }
+    if finished {
+        inst.awaiting_provider = false;
+        inst.provisioned =
+            running == OperationKind::Provision && report.state == ServiceState::Succeeded;
+    }
+    inst.revision += 1;
+    Ok(Some(inst))
+}
+
+fn check(report: &ServiceReport) -> Result<(), ApiError> {
+    if let Some(d) = &report.description {
+        if d.len() > MAX_DESCRIPTION {
+            return Err(ApiError::BadRequest(FieldError::new(
+                "description",
+                format!("must be at most {MAX_DESCRIPTION} bytes"),
+            )));
+        }
+        if d.chars().any(char::is_control) {
+            return Err(ApiError::BadRequest(FieldError::new(
+                "description",
+                "must not contain control characters",
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Report the state of the service contract `id` bought (Open Service
+/// Broker service offers): settles the instance's operation waiting on it.
+#[utoipa::path(
+    put, path = "/provider/contracts/{id}/service", tag = "osb", operation_id = "reportContractService",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body = ServiceReport,
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
+    responses(
+        (status = 200, description = "Recorded: the instance's operation as `last_operation` now reports it (`state`, `description`)", body = super::responses::OsbLastOperation),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 401, description = "No or invalid bearer token", body = ErrorBody),
+        (status = 403, description = "Not a provider", body = ErrorBody),
+        (status = 404, description = "No service instance bought as this contract from the caller's cluster", body = ErrorBody),
+        (status = 409, description = "No operation of the instance waits for a report (or it changed meanwhile: retry)", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn put(
+    state: web::Data<Osb>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Provider)?;
+    let body = read_json_body(&req, payload, state.max_body_bytes).await?;
+    let report: ServiceReport = crate::http::parse_json(&body).map_err(ApiError::BadRequest)?;
+    check(&report)?;
+    let not_found = || ApiError::NotFound(format!("no service instance bought as contract {id}"));
+    let inst = state
+        .store
+        .osb_instance_of_reservation(&id)
+        .await?
+        .filter(|i| i.service && i.provider.as_deref() == Some(caller.cluster_id.as_str()))
+        .ok_or_else(not_found)?;
+    let expected = inst.revision;
+    let Some(next) = apply(inst.clone(), &report)? else {
+        deprovision_work(&state, &inst)
+            .await
+            .map_err(|e| ApiError::Conflict(e.description))?;
+        tracing::info!(instance = %inst.id, contract = %id, "service instance deprovisioned: its provider removed the service");
+        return Ok(HttpResponse::Ok().json(json!({
+            "state": "succeeded", "description": "the service is gone",
+        })));
+    };
+    if !state.store.osb_replace_instance(&next, expected).await? {
+        return Err(ApiError::Conflict(format!(
+            "service instance {} changed meanwhile; retry",
+            next.id
+        )));
+    }
+    tracing::info!(instance = %next.id, contract = %id, state = ?report.state, "provider reported the service's state");
+    let op = next.operation.as_ref();
+    Ok(HttpResponse::Ok().json(json!({
+        "state": op.map(|o| o.state),
+        "description": op.map(|o| o.description.clone()),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::osb::model::Operation;
+
+    fn waiting(kind: OperationKind) -> OsbInstance {
+        serde_json::from_value(json!({
+            "id": "i", "owner": "o", "serviceID": "s", "planID": "p", "offerID": "db",
+            "planKey": "small", "requestDigest": "d", "provisioned": kind == OperationKind::Deprovision,
+            "service": true, "provider": "c1", "awaitingProvider": true, "revision": 3,
+            "createdAt": "2026-01-01T00:00:00Z", "reservationId": "r1",
+            "operation": Operation {
+                id: "op".into(), kind, state: OperationState::InProgress,
+                description: "waiting".into(), started_at: crate::store::now(),
+            },
+        }))
+        .unwrap()
+    }
+
+    fn report(state: ServiceState) -> ServiceReport {
+        ServiceReport {
+            state,
+            description: Some("step".into()),
+        }
+    }
+
+    #[test]
+    fn a_report_settles_the_operation_waiting_on_it() {
+        let done = apply(
+            waiting(OperationKind::Provision),
+            &report(ServiceState::Succeeded),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(done.provisioned && !done.awaiting_provider);
+        assert_eq!(
+            done.operation.as_ref().unwrap().state,
+            OperationState::Succeeded
+        );
+        assert_eq!(done.revision, 4);
+        let still = apply(
+            waiting(OperationKind::Provision),
+            &report(ServiceState::InProgress),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!still.provisioned && still.awaiting_provider);
+        assert_eq!(still.operation.as_ref().unwrap().description, "step");
+        let failed = apply(
+            waiting(OperationKind::Provision),
+            &report(ServiceState::Failed),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!failed.provisioned);
+        assert_eq!(
+            failed.operation.as_ref().unwrap().state,
+            OperationState::Failed
+        );
+        assert!(apply(
+            waiting(OperationKind::Deprovision),
+            &report(ServiceState::Succeeded)
+        )
+        .unwrap()
+        .is_none());
+    }
+
+    #[test]
+    fn nothing_waiting_is_a_conflict() {
+        let done = apply(
+            waiting(OperationKind::Provision),
+            &report(ServiceState::Succeeded),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(matches!(
+            apply(done, &report(ServiceState::Succeeded)),
+            Err(ApiError::Conflict(_))
+        ));
+    }
+}
