@@ -62,6 +62,7 @@ mod peering_users;
 mod provider_agent;
 mod purchase_controller;
 mod purchase_controller_auto_peer;
+mod purchase_controller_ha;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
 mod resource_monitor_hardening;

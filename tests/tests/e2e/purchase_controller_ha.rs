@@ -1,0 +1,255 @@
+//! `purchase-controller --auto-peer` as the catalog sees it (issue 31):
+//! each step of the automatic peering reaches the contract's `state` and
+//! `reason` (`Code: words`, what the contract page follows), from the
+//! handshake waiting for the consumer's Liqo to `Ready`.
+//!
+//! The world ([`AutoPeerWorld`]) is the one a consumer with no peering
+//! buys in: the real catalog, two HTTPS test API servers (consumer and
+//! provider) running the model of Liqo v1.2 with its authentication, the
+//! provider's real class controller and `peering-user-controller`, and
+//! the real `purchase-controller` on the consumer. The benchmark
+//! `tests/benches/purchase_ready.rs` times the same world.
+
+use std::time::Instant;
+
+use e2e::{Child, Spawn};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+use crate::liqo_stand_in::{self, Running};
+use crate::liqo_support::{self, Offloading, NODES};
+use crate::purchase_controller_support::*;
+
+/// The ServiceAccount `deploy/kubernetes/peering-user-controller` runs as.
+const PEERING_USERS_SA: &str = "system:serviceaccount:liqo:peering-user-controller";
+
+/// The consumer's Liqo once started: its controllers with authentication,
+/// the crdReplicator, the offloading, and the slice Identities the model
+/// does not make yet (written by the stand-in).
+pub struct ConsumerLiqo {
+    _controllers: liqo_model::Consumer,
+    _replicator: liqo_model::Replicator,
+    _offloading: Offloading,
+    _identities: Running,
+}
+
+/// A consumer with no peering and a provider selling a peering user per
+/// consumer cluster, both on HTTPS test API servers with the model of
+/// Liqo; the consumer's Liqo starts on [`AutoPeerWorld::start_consumer_liqo`].
+pub struct AutoPeerWorld {
+    pub market: Market,
+    /// Consumer `alice`'s catalog token, in `team/catalog-token` too.
+    pub alice: String,
+    pub consumer: Consumer,
+    pub provider: Provider,
+    _peering_users: Child,
+    _provider_liqo: liqo_model::Provider,
+    _consumer_liqo: Option<ConsumerLiqo>,
+    /// Last: the servers' tasks run on it until everything else is gone.
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl AutoPeerWorld {
+    pub fn open() -> Self {
+        let rt = runtime();
+        let tls = || rt.block_on(KubeApiServer::start_tls()).expect("API server");
+        let market = Market::open(&[]);
+        let alice = market.consumer("alice");
+        let consumer = Consumer::start_on(tls(), &alice).expect("consumer cluster");
+        let provider = Provider::start_on(tls(), &market.url()).expect("provider cluster");
+        // A kubeconfig per consumer cluster (`v1: {}`), in the provider's class.
+        let r = e2e::contracts::register_v1(
+            &market.catalog,
+            &market.provider_token,
+            Some(json!({})),
+            Some(CLASS),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        let peering_users = start_peering_users(&provider, &market.url());
+        let provider_liqo = rt
+            .block_on(async {
+                let p = &provider.kube;
+                liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
+                    .await?
+                    .with_authentication(p)
+                    .await
+            })
+            .expect("the provider's Liqo");
+        Self {
+            market,
+            alice,
+            consumer,
+            provider,
+            _peering_users: peering_users,
+            _provider_liqo: provider_liqo,
+            _consumer_liqo: None,
+            rt,
+        }
+    }
+
+    /// Start Liqo on the consumer (cluster [`CONSUMER_ID`]).
+    pub fn start_consumer_liqo(&mut self) {
+        let (c, p) = (&self.consumer.kube, &self.provider.kube);
+        let liqo = self
+            .rt
+            .block_on(async {
+                anyhow::Ok(ConsumerLiqo {
+                    _controllers: liqo_model::Consumer::start_as(c, CONSUMER_ID)
+                        .await?
+                        .with_authentication(c)
+                        .await?,
+                    _replicator: liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID)
+                        .await?,
+                    _offloading: Offloading::start(c, CONSUMER_ID, p, PROVIDER_ID).await?,
+                    _identities: liqo_stand_in::slice_identities(
+                        self.rt.handle(),
+                        c.clone(),
+                        PROVIDER_ID,
+                    ),
+                })
+            })
+            .expect("the consumer's Liqo");
+        self._consumer_liqo = Some(liqo);
+    }
+
+    /// `purchase-controller --auto-peer` on the consumer, short waits,
+    /// without networking (as `liqoctl peer --networking-disabled`: the
+    /// steps the catalog hears are the same; networking's own are
+    /// `purchase_controller_auto_peer`'s to test).
+    pub fn controller(&self) -> Spawn {
+        Spawn::new("purchase-controller")
+            .args(["--liqo-api", "v1", "--cluster-id", CONSUMER_ID])
+            .arg("--kubeconfig")
+            .arg(&self.consumer.kubeconfig)
+            .args(["--http-listen", "127.0.0.1:0"])
+            .args(["--poll-interval", "200ms", "--resync", "500ms"])
+            .args(["--retry", "200ms", "--retry-max", "1s"])
+            .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
+            .args(["--networking", "false"])
+            .env("RUST_LOG", "info,purchase_controller=debug")
+    }
+
+    /// Buy plan `small` for this consumer cluster in the catalog and wait
+    /// for the provider's `peering-user-controller` to attach the
+    /// contract's own kubeconfig; the contract's id.
+    ///
+    /// Bought ahead of the Purchase because `purchase-controller` fails a
+    /// v1 Purchase whose contract it reads before that kubeconfig is
+    /// there (`NoPeeringCredentials`, not retried), which a Purchase that
+    /// buys by `offerID`/`planID` from a provider selling a peering user
+    /// per consumer cluster always does the first time.
+    pub fn contract(&self) -> String {
+        let contract = self.market.buy(
+            &self.alice,
+            "small",
+            json!({"consumerClusterID": CONSUMER_ID}),
+        );
+        let id = contract["id"].as_str().expect("contract id").to_string();
+        contract_when(self, &id, |c| !c["credentials"]["v1"].is_null());
+        id
+    }
+
+    /// Create Purchase `name` of contract `id`.
+    pub fn purchase(&self, name: &str, id: &str) {
+        self.consumer
+            .purchase(name, &self.market.url(), json!({"contractID": id}));
+    }
+
+    /// Whether the virtual node of contract `id` is there and Ready.
+    pub fn virtual_node_ready(&self, id: &str) -> bool {
+        let node = format!("contract-{}", id.to_ascii_lowercase());
+        self.consumer.kube.get(NODES, None, &node).is_some_and(|n| {
+            n["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    }
+
+    /// Wait (bounded) until contract `id`'s virtual node is Ready; when.
+    pub fn wait_virtual_node(&self, id: &str) -> Instant {
+        wait_until("a Ready virtual node", || self.virtual_node_ready(id));
+        Instant::now()
+    }
+}
+
+/// The provider's real `peering-user-controller` under its own
+/// ServiceAccount, with the peering-user roles Liqo's chart installs.
+fn start_peering_users(provider: &Provider, catalog: &str) -> Child {
+    let kube = &provider.kube;
+    liqo_support::install_peering_user_roles(kube, "liqo");
+    let dir = provider._dir.path();
+    let (kubeconfig, ca) = (dir.join("peering-users.kubeconfig"), dir.join("ca.pem"));
+    kube.write_kubeconfig_as(&kubeconfig, PEERING_USERS_SA)
+        .expect("kubeconfig");
+    std::fs::write(&ca, kube.ca_pem().expect("an HTTPS server")).expect("CA file");
+    let credentials = dir.join("provider.json");
+    let spawn = liqo_support::peering_user_controller(
+        kube,
+        &kubeconfig,
+        &ca,
+        catalog,
+        &credentials,
+        "liqo",
+    );
+    spawn.start_announced(1).expect("peering-user-controller").0
+}
+
+/// What the catalog answers for contract `id` once `check` holds.
+fn contract_when(world: &AutoPeerWorld, id: &str, check: impl Fn(&Value) -> bool) -> Value {
+    e2e::contracts::wait_for(&format!("contract {id} as expected"), || {
+        let (status, contract) = world.market.contract(&world.alice, id);
+        (status == 200 && check(&contract)).then_some(contract)
+    })
+}
+
+/// `reason: message` of a Purchase's condition: what the catalog hears.
+fn step(purchase: &Value, kind: &str) -> String {
+    let c = condition(purchase, kind);
+    format!(
+        "{}: {}",
+        c["reason"].as_str().unwrap_or_default(),
+        c["message"].as_str().unwrap_or_default()
+    )
+}
+
+#[test]
+fn the_catalog_hears_each_step_of_the_automatic_peering() {
+    let mut world = AutoPeerWorld::open();
+    let _controller = world.controller().start_announced(1).unwrap();
+    let id = world.contract();
+    world.purchase("steps", &id);
+    // The consumer's Liqo is not running: the handshake waits for its
+    // signature, and the contract says so, in the Purchase's words.
+    let waiting = world
+        .consumer
+        .wait_purchase("steps", |p| {
+            condition(p, "Authenticated")["reason"] == "WaitingForSignature"
+        })
+        .unwrap();
+    let authenticating = step(&waiting, "Authenticated");
+    let contract = contract_when(&world, &id, |c| {
+        c["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("WaitingForSignature: "))
+    });
+    assert_eq!(contract["state"], "pending", "{contract:#}");
+    assert_eq!(contract["reason"], authenticating.as_str(), "{contract:#}");
+
+    // Liqo starts: peered, granted, a Ready virtual node; the contract is
+    // `ready` with the Purchase's Ready step.
+    world.start_consumer_liqo();
+    let ready = world.consumer.wait_phase("steps", "Ready").unwrap();
+    world.wait_virtual_node(&id);
+    let contract = contract_when(&world, &id, |c| c["state"] == "ready");
+    assert_eq!(
+        contract["reason"],
+        step(&ready, "Ready").as_str(),
+        "{contract:#}"
+    );
+    assert!(
+        contract["reason"].as_str().unwrap().starts_with("Ready: "),
+        "{contract:#}"
+    );
+}
