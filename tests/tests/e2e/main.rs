@@ -57,6 +57,7 @@ mod catalog_signing_key;
 mod cli;
 mod controllers_unreachable_api;
 mod duration_grammar;
+mod install_with_kubectl;
 mod orchestrator;
 mod peering_users;
 mod provider_agent;
