@@ -36,10 +36,27 @@ pub const RULES: &[Rule] = &[
     ),
     Rule::new(&["offloading.liqo.io"], &["virtualnodes"], READ),
     Rule::new(&[""], &["nodes", "secrets"], READ),
+    // STATUS:65-253, when the networking module runs.
+    Rule::new(
+        &["networking.liqo.io"],
+        &[
+            "configurations",
+            "gatewayservers",
+            "gatewayclients",
+            "connections",
+        ],
+        READ,
+    ),
 ];
 
 /// Run the controller on `client` until the task is dropped.
 pub async fn run(client: Client) {
+    run_with(client, futures::stream::empty().boxed()).await;
+}
+
+/// [`run`], also reconciling the keys `more` yields (the networking
+/// objects' ForeignClusters, once networking runs: [`crate::networking`]).
+pub async fn run_with(client: Client, more: futures::stream::BoxStream<'static, Key>) {
     let fcs: Api<DynamicObject> = Api::all_with(client.clone(), &consts::foreign_clusters());
     // FCC:162-174: the ForeignCluster itself on generation or label
     // changes only, so its own status writes do not trigger it.
@@ -63,6 +80,7 @@ pub async fn run(client: Client) {
         related(consts::identities(), ""),
         related(consts::virtual_nodes(), ""),
         related(consts::nodes(), "liqo.io/type=virtual-node"),
+        more,
     ];
     let client = &client;
     runner::run("foreigncluster", triggers, |key| reconcile(client, key)).await;
@@ -70,7 +88,7 @@ pub async fn run(client: Client) {
 
 /// FCC:187-233: the ForeignCluster of the object's peer, created (and not
 /// enqueued: its creation is an event) when there is none.
-async fn enqueue(fcs: Api<DynamicObject>, obj: DynamicObject) -> Option<Vec<Key>> {
+pub(crate) async fn enqueue(fcs: Api<DynamicObject>, obj: DynamicObject) -> Option<Vec<Key>> {
     let cluster = obj
         .metadata
         .labels
@@ -107,6 +125,9 @@ pub struct Peer {
     /// Secrets labelled with the peer's ID and `liqo.io/identity-type:
     /// ControlPlane` (STATUS:303-318).
     pub control_plane_secrets: Vec<Value>,
+    /// The networking objects naming the peer; `None` when this cluster
+    /// serves no `networking.liqo.io` (the networking module off).
+    pub networking: Option<crate::networking::status::Objects>,
 }
 
 /// FCC:75-158.
@@ -166,6 +187,7 @@ async fn reconcile(client: &Client, key: Key) -> Result<(), Error> {
         identities: list(consts::identities()).await?,
         virtual_nodes,
         control_plane_secrets,
+        networking: networking_objects(client, &selector).await?,
     };
     let mut updated = fc.clone();
     updated.data["status"] = status(&fc.data["status"], &peer, fc.metadata.generation)?;
@@ -188,17 +210,32 @@ pub fn status(old: &Value, peer: &Peer, generation: Option<i64>) -> Result<Value
     let mut status = json!({});
     let (mut consumer, mut provider) = (false, false);
 
-    // STATUS:222-253: the networking objects (Configuration, GatewayServer
-    // and GatewayClient, Connection) are not served by the test API server,
-    // so all are missing: their conditions go (:73, 127, 162, 204), the
-    // module stays disabled and the exceptions are not written (:243-250).
-    for kind in [
-        "NetworkConfigurationStatus",
-        "NetworkGatewayServerStatus",
-        "NetworkGatewayClientStatus",
-        "NetworkConnectionStatus",
-    ] {
-        delete_condition(&mut networking, kind);
+    match &peer.networking {
+        // STATUS:222-253 with no networking objects served: their
+        // conditions go (:73, 127, 162, 204), the module stays disabled and
+        // the exceptions are not written (:243-250).
+        None => {
+            for kind in [
+                "NetworkConfigurationStatus",
+                "NetworkGatewayServerStatus",
+                "NetworkGatewayClientStatus",
+                "NetworkConnectionStatus",
+            ] {
+                delete_condition(&mut networking, kind);
+            }
+        }
+        Some(objects) => {
+            let decided = crate::networking::status::module(objects);
+            for kind in decided.delete {
+                delete_condition(&mut networking, kind);
+            }
+            if decided.enabled {
+                networking["enabled"] = json!(true);
+            }
+            for (kind, s, reason, message) in decided.ensure {
+                ensure_condition(&mut networking, kind, s, reason, message);
+            }
+        }
     }
 
     // STATUS:264-291: a Tenant for the peer makes it a consumer.
@@ -390,6 +427,40 @@ pub fn status(old: &Value, peer: &Peer, generation: Option<i64>) -> Result<Value
     // FCC:153.
     status["observedGeneration"] = json!(generation.unwrap_or(0));
     Ok(status)
+}
+
+/// The first of each networking object naming the peer
+/// (`pkg/utils/getters/k8sGetters.go`, `Get*ByClusterID`), or `None` when
+/// the cluster serves none of them (a 404 on the list).
+async fn networking_objects(
+    client: &Client,
+    selector: &ListParams,
+) -> Result<Option<crate::networking::status::Objects>, Error> {
+    use crate::networking as net;
+    let first = |resource: kube::api::ApiResource| {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let selector = selector.clone();
+        async move {
+            match api.list(&selector).await {
+                Ok(list) => Ok(Some(
+                    list.items
+                        .first()
+                        .and_then(|o| serde_json::to_value(o).ok()),
+                )),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+                Err(e) => Err(Error::from(e)),
+            }
+        }
+    };
+    let Some(configuration) = first(net::configurations()).await? else {
+        return Ok(None);
+    };
+    Ok(Some(net::status::Objects {
+        configuration,
+        server: first(net::gateway_servers()).await?.flatten(),
+        client: first(net::gateway_clients()).await?.flatten(),
+        connection: first(net::connections()).await?.flatten(),
+    }))
 }
 
 /// The server of the current context of a kubeconfig Secret's

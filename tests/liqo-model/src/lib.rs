@@ -218,6 +218,7 @@ pub mod kubelet;
 pub mod local_resource_slice;
 pub mod namespace_map;
 pub mod namespace_offloading;
+pub mod networking;
 pub mod node_provider;
 pub mod nonce_creator;
 pub mod nonce_signer;
@@ -431,6 +432,9 @@ impl Replicator {
 /// Liqo's consumer-side controllers running against one API server.
 pub struct Consumer {
     _tasks: Tasks,
+    /// More keys for the ForeignCluster controller ([`Consumer::start_as`]
+    /// runs it), from the networking objects once networking runs.
+    foreign_clusters: Option<tokio::sync::mpsc::UnboundedSender<runner::Key>>,
 }
 
 impl Consumer {
@@ -461,6 +465,7 @@ impl Consumer {
         ];
         Ok(Consumer {
             _tasks: Tasks(tasks),
+            foreign_clusters: None,
         })
     }
 
@@ -494,10 +499,14 @@ impl Consumer {
                 manager.clone(),
                 cluster_id.to_string(),
             )));
+        let (more, keys) = tokio::sync::mpsc::unbounded_channel();
+        consumer.foreign_clusters = Some(more);
+        let keys =
+            futures::StreamExt::boxed(tokio_stream::wrappers::UnboundedReceiverStream::new(keys));
         consumer
             ._tasks
             .0
-            .push(tokio::spawn(foreign_cluster::run(manager)));
+            .push(tokio::spawn(foreign_cluster::run_with(manager, keys)));
         Ok(consumer)
     }
 }

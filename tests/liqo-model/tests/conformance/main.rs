@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod consumer;
+mod networking;
 mod networking_crds;
 mod offloading;
 mod offloading_status;
