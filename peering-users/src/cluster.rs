@@ -5,7 +5,10 @@
 //! checked, approved, its certificate awaited), the two RoleBindings; and
 //! the key, which liqoctl only prints, kept in a Secret of this
 //! controller's own namespace so that a restart or another replica picks
-//! up where a pass left off.
+//! up where a pass left off. When the consumer's last contract ended:
+//! its Tenants (drained first if asked, `unauthenticate`'s
+//! `DeleteTenant`) and its networking objects ([`network`]), found by
+//! Liqo's labels in its tenant namespace.
 //!
 //! Every object this controller makes carries [`MANAGED_BY`] beside Liqo's
 //! [`liqo::PEERING_USER_NAME_LABEL`], so that peering users made by hand
@@ -13,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use controller_core::liqo;
+use controller_core::liqo::{self, LiqoKind};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
@@ -21,9 +24,11 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::Client;
 use serde_json::json;
 
+use crate::drain;
 use crate::identity::{self, CsrRefused, IdentityError, StoredCsr, UserKey, Validity};
 use crate::kubeconfig::{self, ApiServer};
 use crate::names::ConsumerId;
+use crate::network;
 
 /// `app.kubernetes.io/managed-by` on every object this controller makes.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -530,7 +535,8 @@ impl Cluster {
     }
 
     /// The consumer's Tenants (`authentication.liqo.io`, in its tenant
-    /// namespace): each name and whether its `spec.tenantCondition` is
+    /// namespace, labelled with its cluster ID as `GetTenantByClusterID`
+    /// finds them): each name and whether its `spec.tenantCondition` is
     /// already `Drained`.
     pub async fn tenants(
         &self,
@@ -538,7 +544,7 @@ impl Cluster {
     ) -> Result<Vec<(String, bool)>, ClusterError> {
         let (namespace, api) = self.tenant_api(consumer);
         let list = api
-            .list(&ListParams::default())
+            .list(&ListParams::default().labels(&remote_cluster(consumer)))
             .await
             .map_err(kube_err(format!("listing Tenants in {namespace}")))?;
         Ok(list
@@ -567,6 +573,8 @@ impl Cluster {
         Ok(())
     }
 
+    /// `unauthenticate`'s `DeleteTenant`: the consumer may no longer
+    /// authenticate its control plane here.
     pub async fn delete_tenant(
         &self,
         consumer: &ConsumerId,
@@ -575,7 +583,83 @@ impl Cluster {
         let (namespace, api) = self.tenant_api(consumer);
         ignore_gone(api.delete(name, &DeleteParams::default()).await)
             .map_err(kube_err(format!("deleting Tenant {namespace}/{name}")))?;
-        tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant deleted after draining");
+        tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant deleted: its consumer has no active contract");
+        Ok(())
+    }
+
+    /// The objects of `kind` in the consumer's tenant namespace matching
+    /// `selector`; none if this cluster does not serve the kind (Liqo
+    /// installed without it: a 404 on the resource).
+    async fn in_tenant_namespace(
+        &self,
+        consumer: &ConsumerId,
+        kind: &LiqoKind,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>, ClusterError> {
+        let namespace = consumer.tenant_namespace();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &namespace, &kind.api_resource());
+        match api.list(&ListParams::default().labels(selector)).await {
+            Ok(list) => Ok(list.items),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            Err(e) => Err(kube_err(format!("listing {}s in {namespace}", kind.kind))(
+                e,
+            )),
+        }
+    }
+
+    /// How many of the consumer's replicas a drain removes are still here
+    /// (see [`drain`]).
+    pub async fn drain_left(&self, consumer: &ConsumerId) -> Result<usize, ClusterError> {
+        let selector = drain::replicated_from(consumer);
+        let mut left = 0;
+        for kind in &drain::DRAINED_KINDS {
+            left += self
+                .in_tenant_namespace(consumer, kind, &selector)
+                .await?
+                .len();
+        }
+        Ok(left)
+    }
+
+    /// Whether this cluster's own peering with the consumer still uses the
+    /// network (see [`network::still_used`]): the roles of the
+    /// ForeignClusters labelled with its ID (`GetForeignClusterByID`).
+    pub async fn network_still_used(&self, consumer: &ConsumerId) -> Result<bool, ClusterError> {
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &liqo::FOREIGN_CLUSTER.api_resource());
+        let list = match api
+            .list(&ListParams::default().labels(&remote_cluster(consumer)))
+            .await
+        {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+            Err(e) => return Err(kube_err("listing ForeignClusters")(e)),
+        };
+        let roles: Vec<String> = list
+            .iter()
+            .filter_map(|fc| fc.data["status"]["role"].as_str().map(str::to_string))
+            .collect();
+        Ok(network::still_used(&roles))
+    }
+
+    /// `liqoctl network reset`, this cluster's half: the consumer's
+    /// networking objects in its tenant namespace, in
+    /// [`network::REMOVAL_ORDER`].
+    pub async fn remove_network(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
+        let namespace = consumer.tenant_namespace();
+        let selector = remote_cluster(consumer);
+        for kind in &network::REMOVAL_ORDER {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &namespace, &kind.api_resource());
+            for object in self.in_tenant_namespace(consumer, kind, &selector).await? {
+                let name = object.metadata.name.unwrap_or_default();
+                ignore_gone(api.delete(&name, &DeleteParams::default()).await).map_err(
+                    kube_err(format!("deleting {} {namespace}/{name}", kind.kind)),
+                )?;
+                tracing::info!(object = %format!("{namespace}/{name}"), kind = kind.kind, "networking object deleted: its consumer has no active contract");
+            }
+        }
         Ok(())
     }
 
@@ -596,6 +680,11 @@ impl Cluster {
         tracing::info!(%consumer, "peering user removed: its consumer has no active contract");
         Ok(())
     }
+}
+
+/// Liqo's selector of a consumer's objects: `liqo.io/remote-cluster-id=X`.
+fn remote_cluster(consumer: &ConsumerId) -> String {
+    format!("{}={}", liqo::REMOTE_CLUSTER_ID_LABEL, consumer.as_str())
 }
 
 /// A delete of something already gone succeeded.

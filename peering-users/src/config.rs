@@ -94,11 +94,11 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_RETRY", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 
-    /// When a consumer's last contract ends, set its Tenant's spec.tenantCondition to Drained (Liqo evicts its workloads), wait --drain-grace, and delete the Tenant before its peering user goes.
+    /// When a consumer's last contract ends, set its Tenant's spec.tenantCondition to Drained (Liqo evicts its workloads) and wait until Liqo removed the consumer's ResourceSlices and NamespaceMaps here (at most --drain-grace) before deleting the Tenant; false: the Tenant is deleted straight away.
     #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_TENANT", value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
     pub drain_tenant: bool,
 
-    /// How long a drained Tenant is left before it is deleted (--drain-tenant).
+    /// The longest a drained Tenant waits for Liqo to remove the consumer's slices and namespace maps before it is deleted anyway (--drain-tenant).
     #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_GRACE", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
     pub drain_grace: Duration,
 

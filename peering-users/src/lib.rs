@@ -4,7 +4,10 @@
 //! tenant namespace, a key and a CSR approved only after checking it, the
 //! two RoleBindings — and its kubeconfig, attached to that consumer's
 //! contracts only (`PUT /provider/contracts/{id}/peering`). When the
-//! consumer's last contract ends, its RoleBindings, CSR and key go.
+//! consumer's last contract ends, its side here goes in `liqoctl unpeer`'s
+//! order: its Tenant (drained first if asked), its networking objects
+//! (GatewayServer, PublicKey, Connection, Configuration), then its
+//! RoleBindings, key and CSR.
 //!
 //! Modules, each one concept; imports point down this list:
 //!
@@ -14,6 +17,8 @@
 //!   on, attach, remove;
 //! - [`cluster`]: the Kubernetes side of one peering user (effects);
 //! - [`metrics`]: `/metrics` and `/readyz`;
+//! - [`drain`]: when a drained Tenant may go (pure);
+//! - [`network`]: the consumer's networking objects and their order;
 //! - [`plan`]: what a pass has to do (pure);
 //! - [`kubeconfig`]: the kubeconfig as liqoctl writes it (pure);
 //! - [`identity`]: the key, the request and the check before approval;
@@ -21,9 +26,11 @@
 
 pub mod cluster;
 pub mod config;
+pub mod drain;
 pub mod identity;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod names;
+pub mod network;
 pub mod plan;
 pub mod reconcile;

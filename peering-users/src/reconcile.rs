@@ -1,8 +1,9 @@
 //! The controller's loop, while this replica leads: every pass reads the
 //! provider's active contracts from the catalog, moves each wanted
 //! consumer's peering user one step on ([`Cluster::ensure`]), attaches a
-//! usable one's kubeconfig to that consumer's contracts only, and removes
-//! the peering users of consumers left without a contract. A pass with a
+//! usable one's kubeconfig to that consumer's contracts only, and takes
+//! down the side of consumers left without a contract (Tenant, networking
+//! objects, peering user). A pass with a
 //! user still on its way (certificate awaited) is followed by another
 //! after `--retry`, otherwise after `--poll-interval`.
 //!
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cluster::{Cluster, ClusterError, Progress};
+use crate::drain;
 use crate::metrics::Metrics;
 use crate::names::ConsumerId;
 use crate::plan::{self, Wanted};
@@ -31,8 +33,9 @@ pub struct Pacing {
     /// `--retry`: after a pass that left a user on its way or failed.
     pub retry: Duration,
     /// `--drain-tenant`: when a consumer's last contract ends, set its
-    /// Tenant `Drained`, wait this long, and delete it, before its peering
-    /// user goes. None: the Tenant is left to Liqo and liqoctl.
+    /// Tenant `Drained` and wait, at most this long (`--drain-grace`), for
+    /// Liqo to remove the consumer's replicas before deleting it. None:
+    /// the Tenant is deleted straight away.
     pub drain: Option<Duration>,
 }
 
@@ -168,30 +171,16 @@ async fn pass(
                 metrics.reconcile().set_reached_api();
                 for consumer in plan::to_remove(&present, &wanted) {
                     let span = tracing::info_span!("peering_user", %consumer);
-                    if let Some(grace) = drain {
-                        let drained = drain_step(cluster, &consumer, grace, &mut state.draining)
-                            .instrument(span.clone())
-                            .await;
-                        match drained {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                settled = false;
-                                continue;
-                            }
-                            Err(error) => {
-                                tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot drain the Tenant");
-                                metrics.reconcile().count_failure(error.kind());
-                                settled = false;
-                                continue;
-                            }
-                        }
-                    }
-                    match cluster.remove(&consumer).instrument(span.clone()).await {
-                        Ok(()) => {
+                    let done = teardown(cluster, &consumer, drain, &mut state.draining)
+                        .instrument(span.clone())
+                        .await;
+                    match done {
+                        Ok(true) => {
                             metrics.removed.inc();
                         }
+                        Ok(false) => settled = false,
                         Err(error) => {
-                            tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot remove the peering user");
+                            tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot take down the consumer's side");
                             metrics.reconcile().count_failure(error.kind());
                             settled = false;
                         }
@@ -208,12 +197,37 @@ async fn pass(
     settled
 }
 
-/// One step of draining `consumer`'s Tenants: mark each `Drained`, and
-/// once `grace` has passed since, delete them. Whether none is left.
-async fn drain_step(
+/// One step of taking down `consumer`'s side once its last contract
+/// ended, in `liqoctl unpeer`'s order — its Tenants (drained first with
+/// `--drain-tenant`), then its networking objects — and its peering user
+/// last, as its CSR and key are how a half-done teardown is found again
+/// ([`Cluster::present`]). Whether it is done.
+async fn teardown(
     cluster: &Cluster,
     consumer: &ConsumerId,
-    grace: Duration,
+    drain: Option<Duration>,
+    draining: &mut BTreeMap<ConsumerId, Instant>,
+) -> Result<bool, ClusterError> {
+    if !remove_tenants(cluster, consumer, drain, draining).await? {
+        return Ok(false);
+    }
+    if cluster.network_still_used(consumer).await? {
+        tracing::info!("networking kept: the consumer is also this cluster's provider");
+    } else {
+        cluster.remove_network(consumer).await?;
+    }
+    cluster.remove(consumer).await?;
+    Ok(true)
+}
+
+/// One step towards `consumer` without Tenants: with `drain`, each is
+/// first set `Drained` and deleted once Liqo removed the consumer's
+/// replicas or `drain` ran out (see [`drain::step`]). Whether none is
+/// left.
+async fn remove_tenants(
+    cluster: &Cluster,
+    consumer: &ConsumerId,
+    drain: Option<Duration>,
     draining: &mut BTreeMap<ConsumerId, Instant>,
 ) -> Result<bool, ClusterError> {
     let tenants = cluster.tenants(consumer).await?;
@@ -221,16 +235,25 @@ async fn drain_step(
         draining.remove(consumer);
         return Ok(true);
     }
-    for (name, drained) in &tenants {
-        if !drained {
-            cluster.drain_tenant(consumer, name).await?;
+    if let Some(grace) = drain {
+        // Since this replica first saw the drain: a new leader waits anew.
+        let since = *draining
+            .entry(consumer.clone())
+            .or_insert_with(Instant::now);
+        let left = cluster.drain_left(consumer).await?;
+        match drain::step(&tenants, left, since.elapsed(), grace) {
+            drain::Step::Mark(names) => {
+                for name in &names {
+                    cluster.drain_tenant(consumer, name).await?;
+                }
+                return Ok(false);
+            }
+            drain::Step::Wait => return Ok(false),
+            drain::Step::Delete { timed_out: true } => {
+                tracing::warn!(left, ?grace, "--drain-grace ran out before Liqo removed the consumer's slices and namespace maps; deleting its Tenant anyway");
+            }
+            drain::Step::Delete { timed_out: false } => {}
         }
-    }
-    let since = *draining
-        .entry(consumer.clone())
-        .or_insert_with(Instant::now);
-    if since.elapsed() < grace {
-        return Ok(false);
     }
     for (name, _) in &tenants {
         cluster.delete_tenant(consumer, name).await?;
