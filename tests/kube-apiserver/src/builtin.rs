@@ -234,7 +234,7 @@ pub fn definitions() -> Vec<ResourceDef> {
     // `ShortNames`, `Categories`), and apiextensions.k8s.io/v1
     // CustomResourceDefinitions, `crd`/`crds`, category `api-extensions`
     // (staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/etcd.go),
-    // which `crate::crd_controller` serves once stored.
+    // which the CRD controller serves once stored.
     defs.push(ResourceDef {
         categories: vec!["all".to_string()],
         ..def(
@@ -251,9 +251,9 @@ pub fn definitions() -> Vec<ResourceDef> {
     defs.push(ResourceDef {
         categories: vec!["api-extensions".to_string()],
         ..def(
-            crate::crd_controller::GROUP,
+            APIEXTENSIONS,
             "v1",
-            crate::crd_controller::RESOURCE,
+            CRDS,
             "CustomResourceDefinition",
             false,
             true,
@@ -277,6 +277,11 @@ pub fn definitions() -> Vec<ResourceDef> {
 }
 
 const RBAC: &str = crate::rbac::RBAC_GROUP;
+
+/// The API group of CustomResourceDefinitions.
+pub const APIEXTENSIONS: &str = "apiextensions.k8s.io";
+/// Their resource.
+pub const CRDS: &str = "customresourcedefinitions";
 
 /// The API group of CertificateSigningRequests.
 pub const CERTIFICATES: &str = "certificates.k8s.io";

@@ -19,8 +19,8 @@
 //! (its objects are not cleaned up, unlike the real finalizer's
 //! `customresourcecleanup` pass).
 //!
-//! Runs as one pass per change, like the other controllers
-//! ([`crate::controllers`]).
+//! Runs as one pass per change, like the other controllers beside the
+//! server.
 
 use std::collections::HashMap;
 
@@ -30,9 +30,9 @@ use crate::crd::{self, GroupResource};
 use crate::store::{Target, World};
 
 /// The API group of CustomResourceDefinitions.
-pub const GROUP: &str = "apiextensions.k8s.io";
+pub const GROUP: &str = crate::builtin::APIEXTENSIONS;
 /// Their resource.
-pub const RESOURCE: &str = "customresourcedefinitions";
+pub const RESOURCE: &str = crate::builtin::CRDS;
 
 /// What the controller has served: each CRD's name, the
 /// `resourceVersion` it last synced and the resource it registered.
