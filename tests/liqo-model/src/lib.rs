@@ -149,6 +149,24 @@
 //!   with authentication enabled, its server the API server URL, and no
 //!   `AuthIdentityControlPlaneStatus` (`status.go:293-318`).
 //!
+//! Networking, opt-in ([`Provider::with_networking`],
+//! [`Consumer::with_networking`]; [`networking`], which serves the
+//! `networking.liqo.io` CRDs), as the controller manager:
+//! - [`networking::configuration`] (`external-network/configuration/configuration_controller.go`):
+//!   `spec.local` from the cluster's CIDRs, `status.remote` the peer's
+//!   CIDRs remapped when they clash ([`networking::remap`], one fixed
+//!   pool), the `NetworkCIDRsConfigured` condition.
+//! - [`networking::gateway`] (the server and client operators and the
+//!   gateway pod, `pkg/gateway/tunnel/wireguard/`): the key Secret
+//!   `gw-<gateway>`, `status.endpoint` and `status.secretRef`, and on a
+//!   PublicKey for the peer the Connection `gw-<gateway>`, `Connecting`
+//!   then `Connected` when the client dials the server's endpoint and each
+//!   holds the other's key ([`networking::underlay`] stands in for
+//!   WireGuard).
+//! - [`foreign_cluster`]: the networking module and its conditions from
+//!   those objects (`status.go:65-253`), so the virtual kubelet's network
+//!   check waits for the Connection.
+//!
 //! Offloading ([`offloading::Cluster::start`], [`offloading::Peering::start`]):
 //! - [`namespace_offloading`] (`namespaceoffloading-controller/`): a
 //!   NamespaceOffloading `offloading` maps its namespace on the peers whose
@@ -184,8 +202,8 @@
 //!   renewers, the cluster-wide bindings of
 //!   `virtual-kubelet-remote-clusterwide` (:248-256), the Tenant's
 //!   cordon and drain handling (:140-159), the Events' aggregation.
-//! - In the ForeignCluster controller: the networking objects (the test
-//!   server serves no `networking.liqo.io` CRDs), the virtual kubelet
+//! - In the ForeignCluster controller: the gateways' Deployments (a
+//!   gateway is ready once it has its keys), the virtual kubelet
 //!   pods' readiness, the API server checker
 //!   (`foreigncluster_controller.go:144-151`) and the periodic resync.
 //! - In the remote slice controller: the CSR's x509 parse and its CN, O and
