@@ -166,7 +166,27 @@ async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbEr
         subject: inst.owner.clone(),
         admin: false,
     };
-    match service::purchase(&state.buying, &reserved.id, &buyer, None).await {
+    // A service is bought as a contract: its provider sees it among its
+    // contracts (`GET /contracts`) and reports the service's state for it.
+    let contract = if inst.service {
+        let order = crate::buying::contracts::model::Order {
+            consumer_cluster_id: None,
+            duration_seconds: None,
+        };
+        let now = crate::store::now();
+        match crate::buying::contracts::service::terms(&state.buying, &reserved, &order, now).await
+        {
+            Ok(terms) => Some(terms),
+            Err(e) => {
+                let _ =
+                    service::end(&state.buying, &reserved.id, &buyer, Transition::Release).await;
+                return Err(unavailable(e));
+            }
+        }
+    } else {
+        None
+    };
+    match service::purchase(&state.buying, &reserved.id, &buyer, contract).await {
         Ok(purchase) => Ok(purchase.id),
         Err(e) => {
             let _ = service::end(&state.buying, &reserved.id, &buyer, Transition::Release).await;

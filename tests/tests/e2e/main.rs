@@ -52,6 +52,7 @@ mod catalog_plan_stamps;
 mod catalog_promises;
 mod catalog_reservation_terms;
 mod catalog_secrets;
+mod catalog_service_offers;
 mod catalog_shared;
 mod catalog_signing_key;
 mod cli;
