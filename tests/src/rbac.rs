@@ -2,8 +2,11 @@
 //! controller under test runs with exactly the permissions it is deployed
 //! with: a call they do not allow is refused with the API server's 403
 //! where it is made. Rendered once per test process from the manifests by
-//! `deploy-check`'s kustomize subset (the same rendering `deploy-check`
-//! holds the audit against), so the tests and the check read one source.
+//! the real `kubectl kustomize` through `deploy-check` (the rendering
+//! `deploy-check` holds the audit against, and `kubectl apply -k`
+//! applies), so the tests and the check read one source. The kubectl is
+//! the one `scripts/install-test-deps.sh` installs into `build/bin/`, or
+//! `$KUBECTL`.
 //! The ValidatingAdmissionPolicies shipped beside the RBAC load the same way
 //! ([`load_shipped_admission`]).
 
@@ -20,8 +23,13 @@ fn rendered() -> Result<&'static [Value]> {
     static RENDERED: OnceLock<Result<Vec<Value>, String>> = OnceLock::new();
     RENDERED
         .get_or_init(|| {
-            let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes");
-            let rendered = deploy_check::checks::render_all(&deploy)
+            let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+            let deploy = root.join("deploy/kubernetes");
+            let kubectl = deploy_check::kubectl::Kubectl::installed_under(&root);
+            // Every test is a process of its own: kubectl runs once per
+            // change of deploy/ or of kubectl, not once per test.
+            let cache = root.join("build/deploy-rendered");
+            let rendered = deploy_check::cache::render_all_cached(&kubectl, &deploy, &cache)
                 .map_err(|e| format!("rendering {}: {e}", deploy.display()))?;
             Ok(rendered.into_iter().flat_map(|r| r.objects).collect())
         })

@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::audit::Record;
 use crate::dockerfile;
-use crate::kustomize::{self, image_name, RenderError};
+use crate::kubectl::{Kubectl, RenderError, KUSTOMIZATION_FILES};
 use crate::rbac::{self, Policy};
-use crate::workloads::{self, Container};
+use crate::workloads::{self, image_name, Container};
 
 /// One image: `liqo-broker/<image>`, built by `deploy/docker/<image>.Dockerfile`
 /// from `cargo build -p <package> --bin <bin>`.
@@ -65,34 +65,36 @@ pub const COMPONENTS: [Component; 7] = [
 pub const IMAGE_PREFIX: &str = "liqo-broker/";
 
 /// One rendered `deploy/kubernetes/<name>`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Rendered {
     pub name: String,
     pub objects: Vec<Value>,
 }
 
-/// Render every directory of `deploy` that holds a `kustomization.yaml`.
-pub fn render_all(deploy: &Path) -> Result<Vec<Rendered>, RenderError> {
+/// Render, with `kubectl kustomize`, every directory of `deploy` that
+/// holds a kustomization, in the order of their names.
+pub fn render_all(kubectl: &Kubectl, deploy: &Path) -> Result<Vec<Rendered>, RenderError> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(deploy)
-        .map_err(|source| RenderError::Io {
+        .map_err(|error| RenderError::Io {
             path: deploy.to_path_buf(),
-            source,
+            error,
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("kustomization.yaml").is_file())
+        .filter(|p| KUSTOMIZATION_FILES.iter().any(|f| p.join(f).is_file()))
         .collect();
     dirs.sort();
-    dirs.iter()
-        .map(|dir| {
-            Ok(Rendered {
-                name: dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                objects: kustomize::render(dir)?,
-            })
+    let rendered = kubectl.render_each(&dirs)?;
+    Ok(dirs
+        .iter()
+        .zip(rendered)
+        .map(|(dir, objects)| Rendered {
+            name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            objects,
         })
-        .collect()
+        .collect())
 }
 
 /// The component a container runs, from its image.

@@ -1,7 +1,7 @@
 //! Checks that what `deploy/` ships is what the code needs, no more:
 //!
-//! - [`kustomize`] renders `deploy/kubernetes/*/kustomization.yaml` (a
-//!   subset of kustomize that refuses every field it does not implement);
+//! - [`kubectl`] renders `deploy/kubernetes/*` with the real
+//!   `kubectl kustomize`, as `kubectl apply -k` would;
 //! - [`rbac`] holds the calls the end-to-end tests saw ([`audit`], written
 //!   by the test API server under `KUBE_TEST_AUDIT_DIR`) against the
 //!   Roles and ClusterRoles bound to each ServiceAccount: every call
@@ -10,11 +10,13 @@
 //!   multi-stage, non-root build of the right binary;
 //! - [`workloads`] compares each container's flags and variables with the
 //!   binary's `--help`;
-//! - [`checks`] runs them over the repository, for the binary and tests.
+//! - [`checks`] runs them over the repository, for the binary and tests;
+//!   [`cache`] keeps one rendering for the end-to-end tests' many processes.
 
 pub mod audit;
+pub mod cache;
 pub mod checks;
 pub mod dockerfile;
-pub mod kustomize;
+pub mod kubectl;
 pub mod rbac;
 pub mod workloads;

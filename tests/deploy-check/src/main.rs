@@ -1,4 +1,5 @@
-//! `deploy-check`: render `deploy/kubernetes`, then check the images, the
+//! `deploy-check`: render `deploy/kubernetes` with `kubectl kustomize`,
+//! then check the images, the
 //! Dockerfiles, every container's flags against the built binaries'
 //! `--help`, and the shipped RBAC against the audit the end-to-end tests
 //! wrote (see the library). Exits 1 naming every problem.
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use deploy_check::kubectl::{Kubectl, INSTALLED_PATH, KUBECTL_ENV};
 use deploy_check::{audit, checks};
 
 #[derive(Debug, Parser)]
@@ -28,6 +30,10 @@ struct Args {
     /// Where the built binaries are [default: beside this program].
     #[arg(long, env = "DEPLOY_CHECK_BIN_DIR")]
     bin_dir: Option<PathBuf>,
+    /// The kubectl that renders each kustomization (`kubectl kustomize`);
+    /// scripts/install-test-deps.sh installs it into build/bin/.
+    #[arg(long, env = KUBECTL_ENV, default_value = INSTALLED_PATH)]
+    kubectl: PathBuf,
 }
 
 fn help_of(dir: &Path, bin: &str) -> Result<String, String> {
@@ -56,7 +62,8 @@ fn run(args: Args) -> Result<Vec<String>> {
             .map(Path::to_path_buf)
             .context("this program has no directory")?,
     };
-    let rendered = checks::render_all(&args.deploy)
+    let kubectl = Kubectl::new(args.kubectl);
+    let rendered = checks::render_all(&kubectl, &args.deploy)
         .with_context(|| format!("rendering {}", args.deploy.display()))?;
     anyhow::ensure!(
         !rendered.is_empty(),

@@ -78,6 +78,18 @@ pub struct Accepted {
     pub env: BTreeSet<String>,
 }
 
+/// The name part of an image reference (no tag, no digest).
+pub fn image_name(reference: &str) -> &str {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    // A tag follows the last ':' after the last '/' (a registry port
+    // comes before a '/').
+    let slash = without_digest.rfind('/').map_or(0, |i| i + 1);
+    match without_digest[slash..].rfind(':') {
+        Some(colon) => &without_digest[..slash + colon],
+        None => without_digest,
+    }
+}
+
 /// Read the long flags (`--name`) and variables (`[env: NAME=…]`,
 /// `$NAME`) out of a help text.
 pub fn accepted(help: &str) -> Accepted {
@@ -164,6 +176,14 @@ Options:
   -h, --help
           Print help (see a summary with '-h')
 ";
+
+    #[test]
+    fn image_names_drop_tags_and_digests_but_keep_registry_ports() {
+        assert_eq!(image_name("a/b:1"), "a/b");
+        assert_eq!(image_name("host:5000/a/b"), "host:5000/a/b");
+        assert_eq!(image_name("host:5000/a/b:v2@sha256:ff"), "host:5000/a/b");
+        assert_eq!(image_name("b"), "b");
+    }
 
     #[test]
     fn help_text_yields_flags_and_variables() {

@@ -1,5 +1,6 @@
 //! The repository's own `deploy/`: every kustomization renders with the
-//! supported subset, every container runs one of our images, every
+//! real `kubectl kustomize` (the one `scripts/install-test-deps.sh`
+//! installs, or `$KUBECTL`), every container runs one of our images, every
 //! Dockerfile is a multi-stage non-root build of its binary, and the RBAC
 //! names only ServiceAccounts and roles the manifests define. (The calls
 //! and the flags need the tests' audit and the built binaries: the
@@ -9,7 +10,8 @@
 
 use std::path::PathBuf;
 
-use deploy_check::checks::{self, COMPONENTS};
+use deploy_check::checks::{self, Rendered, COMPONENTS};
+use deploy_check::kubectl::Kubectl;
 use deploy_check::rbac::Policy;
 use deploy_check::workloads;
 
@@ -17,9 +19,14 @@ fn deploy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
+fn render_all() -> Vec<Rendered> {
+    let kubectl = Kubectl::installed_under(&deploy().join(".."));
+    checks::render_all(&kubectl, &deploy().join("kubernetes")).unwrap()
+}
+
 #[test]
 fn every_kustomization_renders_and_runs_our_images() {
-    let rendered = checks::render_all(&deploy().join("kubernetes")).unwrap();
+    let rendered = render_all();
     let names: Vec<&str> = rendered.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
@@ -47,7 +54,7 @@ fn every_kustomization_renders_and_runs_our_images() {
 
 #[test]
 fn the_controllers_accounts_hold_rules_and_the_others_none() {
-    let rendered = checks::render_all(&deploy().join("kubernetes")).unwrap();
+    let rendered = render_all();
     let mut policy = Policy::default();
     for r in &rendered {
         policy.extend(Policy::from_objects(&r.objects).unwrap());
