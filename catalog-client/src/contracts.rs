@@ -15,7 +15,7 @@ use crate::routes;
 use crate::session::Session;
 use crate::wire::{
     AttachCredentials, Contract, ContractState, ExtendRequest, PeeringState, PurchaseRequest,
-    Reservation, ReserveRequest, StateReport,
+    Reservation, StateReport,
 };
 
 /// Largest contract listing read (a few hundred bytes per contract).
@@ -85,17 +85,7 @@ impl Session {
 
     /// `GET /contracts/{id}`: the contract with its credentials.
     pub async fn contract(&mut self, id: &str) -> Result<Contract, Error> {
-        let route = routes::contract(id);
-        let answer = self
-            .call("GET /contracts/{id}", MAX_ANSWER_BYTES, |http| {
-                http.request(Method::GET, &route)
-            })
-            .await?;
-        match answer.status {
-            StatusCode::OK => answer.json("GET /contracts/{id}"),
-            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
-            _ => Err(answer.rejected("the contract read")),
-        }
+        self.contract_as(id).await
     }
 
     /// `PUT /provider/contracts/{id}/peering` (a provider): attach the
@@ -151,22 +141,7 @@ impl Session {
 
     /// `POST /reservations`: hold one unit of a plan.
     pub async fn reserve(&mut self, offer: &str, plan: &str) -> Result<Reservation, Error> {
-        let body = ReserveRequest {
-            offer_id: offer.to_string(),
-            plan_id: plan.to_string(),
-            ttl_seconds: None,
-        };
-        let answer = self
-            .call("POST /reservations", MAX_ANSWER_BYTES, |http| {
-                Ok(http
-                    .request(Method::POST, routes::RESERVATIONS)?
-                    .json(&body))
-            })
-            .await?;
-        match answer.status {
-            StatusCode::CREATED | StatusCode::OK => answer.json("POST /reservations"),
-            _ => Err(answer.rejected("the reservation")),
-        }
+        self.reserve_as(offer, plan, None).await
     }
 
     /// `POST /reservations/{id}/purchase` with the consumer's cluster ID

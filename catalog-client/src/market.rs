@@ -57,7 +57,11 @@ impl OfferFilter {
         one("maxCost", &self.max_cost);
         one("liqo", &self.liqo);
         one("enforcement", &self.enforcement);
-        pairs.extend(self.min.iter().map(|(r, q)| (format!("min.{r}"), q.clone())));
+        pairs.extend(
+            self.min
+                .iter()
+                .map(|(r, q)| (format!("min.{r}"), q.clone())),
+        );
         pairs.extend(
             self.labels
                 .iter()

@@ -38,7 +38,8 @@ pub async fn run(cli: Cli) -> Result<String, Failure> {
             } else {
                 "replaced"
             };
-            let result = json!({"id": file.id, "created": written.created, "version": written.version});
+            let result =
+                json!({"id": file.id, "created": written.created, "version": written.version});
             render(global.output, &result, || {
                 Ok(format!(
                     "offer {} {verb} (version {})\n",
@@ -186,12 +187,10 @@ async fn buy_reservation(global: &Global, args: BuyArgs) -> Result<String, Failu
 }
 
 async fn follow_purchase(global: &Global, args: FollowArgs) -> Result<String, Failure> {
-    let client = controller_core::kubeconfig::client(
-        args.kubeconfig.as_deref(),
-        args.context.as_deref(),
-    )
-    .await
-    .map_err(|e| Failure::usage(e.to_string()))?;
+    let client =
+        controller_core::kubeconfig::client(args.kubeconfig.as_deref(), args.context.as_deref())
+            .await
+            .map_err(|e| Failure::usage(e.to_string()))?;
     let resource = follow::purchase_resource();
     let api = match &args.namespace {
         Some(ns) => kube::Api::namespaced_with(client, ns, &resource),

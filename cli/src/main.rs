@@ -27,7 +27,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();
-            if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
+            if stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
                 return ExitCode::from(Code::Error.as_u8());
             }
             ExitCode::SUCCESS

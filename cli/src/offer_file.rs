@@ -93,7 +93,10 @@ mod tests {
         assert_eq!(from_json.id, "other");
         assert_eq!(from_json.body, from_yaml.body);
         // No extension: whichever parses.
-        assert_eq!(parse(Path::new("o"), &json, None).unwrap().body, from_yaml.body);
+        assert_eq!(
+            parse(Path::new("o"), &json, None).unwrap().body,
+            from_yaml.body
+        );
     }
 
     #[test]

@@ -103,7 +103,10 @@ mod tests {
     #[test]
     fn scripts_get_json_and_yaml_of_the_same_value() {
         let v = serde_json::json!({"cost": "1.10", "n": 1});
-        assert_eq!(json(&v).unwrap(), "{\n  \"cost\": \"1.10\",\n  \"n\": 1\n}\n");
+        assert_eq!(
+            json(&v).unwrap(),
+            "{\n  \"cost\": \"1.10\",\n  \"n\": 1\n}\n"
+        );
         assert_eq!(yaml(&v).unwrap(), "cost: '1.10'\nn: 1\n");
     }
 }

@@ -220,7 +220,10 @@ mod tests {
             lines[1].ends_with("cpu=1500m,memory=1536Mi,nvidia.com/gpu=1"),
             "{text}"
         );
-        assert!(lines[2].starts_with("o1") && lines[2].contains("small"), "{text}");
+        assert!(
+            lines[2].starts_with("o1") && lines[2].contains("small"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -245,9 +248,15 @@ mod tests {
         }))
         .unwrap();
         let text = contract_details(&c);
-        assert!(text.contains("Credentials:      v0 (shown with -o json|yaml)"), "{text}");
+        assert!(
+            text.contains("Credentials:      v0 (shown with -o json|yaml)"),
+            "{text}"
+        );
         assert!(!text.contains("s3cret"), "{text}");
         let table = contracts_table(&[c]).render();
-        assert!(table.contains("pending") && table.contains("active"), "{table}");
+        assert!(
+            table.contains("pending") && table.contains("active"),
+            "{table}"
+        );
     }
 }
