@@ -289,6 +289,7 @@ mod tests {
         ("post", "/consumer-tokens"),
         ("get", "/admin/providers"),
         ("put", "/admin/providers/{clusterID}"),
+        ("put", "/provider/contracts/{id}/service"),
         ("get", "/v2/catalog"),
         ("put", "/v2/service_instances/{instance_id}"),
         ("patch", "/v2/service_instances/{instance_id}"),
