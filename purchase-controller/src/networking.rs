@@ -357,10 +357,26 @@ pub fn connection_state(connections: &[Value]) -> String {
 }
 
 /// What to do with an object found where `wanted` should be: keep it,
-/// or (ours, with another spec) update it as `CreateOrUpdate` does; one
-/// made by someone else is used as it is.
+/// or (ours, with another value in a spec field `wanted` sets) update it
+/// as `CreateOrUpdate` does — only those fields: Liqo fills others (a
+/// Configuration's `spec.local`). One made by someone else is used as it
+/// is.
 pub fn needs_update(existing: &Value, wanted: &Value) -> bool {
-    ours(existing) && existing["spec"] != wanted["spec"]
+    let Some(fields) = wanted["spec"].as_object() else {
+        return false;
+    };
+    ours(existing) && fields.iter().any(|(k, v)| &existing["spec"][k] != v)
+}
+
+/// `existing` with the spec fields `wanted` sets.
+fn updated(existing: &Value, wanted: &Value) -> Value {
+    let mut updated = existing.clone();
+    if let Some(fields) = wanted["spec"].as_object() {
+        for (k, v) in fields {
+            updated["spec"][k] = v.clone();
+        }
+    }
+    updated
 }
 
 fn ours(object: &Value) -> bool {
@@ -428,8 +444,7 @@ impl On<'_> {
                 serde_json::to_value(created).map_err(kube::Error::SerdeError)
             }
             Some(have) if needs_update(&have, &wanted) => {
-                let mut updated = have.clone();
-                updated["spec"] = wanted["spec"].clone();
+                let updated = updated(&have, &wanted);
                 let name = have["metadata"]["name"].as_str().unwrap_or_default();
                 let replaced = api
                     .replace(name, &PostParams::default(), &decode(updated)?)
@@ -918,6 +933,12 @@ mod tests {
         let wanted = configuration_object("ns", "p1", &cidrs("10.1.0.0/16"));
         assert!(!needs_update(&have, &have));
         assert!(needs_update(&have, &wanted));
+        // Fields Liqo fills are left to it.
+        let mut filled = have.clone();
+        filled["spec"]["local"] = json!({"cidr": {"pod": ["10.9.0.0/16"]}});
+        assert!(!needs_update(&filled, &have));
+        assert_eq!(updated(&filled, &wanted)["spec"]["local"], filled["spec"]["local"]);
+        assert_eq!(updated(&filled, &wanted)["spec"]["remote"], wanted["spec"]["remote"]);
         let mut theirs = have.clone();
         theirs["metadata"]["labels"] = json!({REMOTE_CLUSTER_ID: "p1"});
         assert!(!needs_update(&theirs, &wanted));
