@@ -46,6 +46,8 @@ function normalizePlan(key, raw) {
     amounts: {},
     /** When the catalog recorded this plan's last change, and who made it. */
     stamp: { updatedAt: plan.updatedAt ?? null, updatedBy: plan.updatedBy ?? null },
+    /** A service plan's hosting policy (Local, Remote, LocalAndRemote); '' on capacity plans. */
+    hosting: text(plan.hosting),
     // Plain numbers for the table view's columns and sorting (display, not filtering: filters compare exactly).
     numbers: {
       cost: costNumber,
@@ -81,6 +83,8 @@ export class NormalizedOffer {
     this.id = text(raw.id);
     this.name = text(raw.name) || text(raw.id);
     this.type = text(raw.type);
+    // What it sells: 'capacity' (absent on the wire) or 'service'.
+    this.kind = text(raw.kind) || 'capacity';
     this.description = text(raw.description);
     this.clusterID = text(raw.clusterID ?? provider.clusterID);
     this.clusterName = text(raw.clusterName ?? provider.clusterName);

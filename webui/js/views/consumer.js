@@ -11,6 +11,7 @@ import { compare } from '../quantity.js';
 import { naturalCollator, resourceColumns, timeValue } from '../model.js';
 import { field } from '../fields.js';
 import { enforcementOf } from '../enforcement.js';
+import { serviceBadge } from '../service.js';
 import { offerTable, sortRows } from './offer-table.js';
 import { formatCost, periodText, uiConfig } from '../pricing.js';
 
@@ -223,6 +224,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
       h('div', { class: 'card__top' },
         h('h3', { id: headingId, class: 'card__title', text: offer.name }),
         offer.type ? h('span', { class: 'badge badge--type' }, srOnly('Type: '), offer.type) : null,
+        serviceBadge(offer),
         enforcementBadge(offer),
         badge ? h('span', { class: `badge badge--${badge === 'New' ? 'new' : 'updated'}`, text: badge }) : null),
       h('p', { class: 'card__provider' },

@@ -10,6 +10,7 @@ import { consumerSession } from '../consumer-session.js';
 import { planTable } from './plan-table.js';
 import { enforcementOf } from '../enforcement.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
+import { serviceBadge } from '../service.js';
 
 /** How often the units left of capped plans are read again while the offer is open. */
 const CAPACITY_POLL_MS = 3000;
@@ -111,7 +112,7 @@ export function mountOfferDetail(main, ctx, [id]) {
     replaceChildren(body,
       h('div', { class: 'view-header' },
         h('h1', { tabindex: '-1', text: offer.name }),
-        offer.type ? h('p', {}, h('span', { class: 'badge badge--type' }, srOnly('Type: '), offer.type)) : null),
+        offer.type ? h('p', {}, h('span', { class: 'badge badge--type' }, srOnly('Type: '), offer.type), serviceBadge(offer)) : null),
       offer.description ? h('p', { class: 'lede', text: offer.description }) : null,
       h('dl', { class: 'facts' },
         h('div', {}, h('dt', { text: 'Provider' }), h('dd', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' })),
