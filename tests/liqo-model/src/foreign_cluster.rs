@@ -86,6 +86,37 @@ pub async fn run_with(client: Client, more: futures::stream::BoxStream<'static, 
     runner::run("foreigncluster", triggers, |key| reconcile(client, key)).await;
 }
 
+/// FCC:175-182: the networking objects naming a peer enqueue its
+/// ForeignCluster (made first if missing), passed on to the controller
+/// `Consumer::start_as` runs (see `run_with`).
+pub async fn wake_on_networking(
+    client: kube::Client,
+    more: tokio::sync::mpsc::UnboundedSender<crate::runner::Key>,
+) {
+    use crate::networking as net;
+    let fcs: kube::Api<kube::api::DynamicObject> =
+        kube::Api::all_with(client.clone(), &crate::consts::foreign_clusters());
+    let related = |resource: kube::api::ApiResource| {
+        let api = kube::Api::all_with(client.clone(), &resource);
+        crate::runner::keys_via(
+            crate::runner::touched(api, crate::consts::REMOTE_CLUSTER_ID),
+            fcs.clone(),
+            enqueue,
+        )
+    };
+    let mut keys = futures::stream::select_all([
+        related(net::configurations()),
+        related(net::gateway_servers()),
+        related(net::gateway_clients()),
+        related(net::connections()),
+    ]);
+    while let Some(key) = keys.next().await {
+        if more.send(key).is_err() {
+            return;
+        }
+    }
+}
+
 /// FCC:187-233: the ForeignCluster of the object's peer, created (and not
 /// enqueued: its creation is an event) when there is none.
 pub(crate) async fn enqueue(fcs: Api<DynamicObject>, obj: DynamicObject) -> Option<Vec<Key>> {

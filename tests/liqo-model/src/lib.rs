@@ -528,3 +528,43 @@ impl Consumer {
         Ok(consumer)
     }
 }
+
+impl Provider {
+    /// Also run Liqo's networking module on `kube` (serving its CRDs):
+    /// [`networking`].
+    pub async fn with_networking(
+        mut self,
+        kube: &KubeApiServer,
+        options: networking::Options,
+    ) -> Result<Provider, Error> {
+        self._tasks
+            .0
+            .extend(networking::start(kube, options).await?);
+        Ok(self)
+    }
+}
+
+impl Consumer {
+    /// Also run Liqo's networking module on `kube` (serving its CRDs):
+    /// [`networking`]; the ForeignCluster controller of
+    /// [`Consumer::start_as`], if running, then watches the networking
+    /// objects too.
+    pub async fn with_networking(
+        mut self,
+        kube: &KubeApiServer,
+        options: networking::Options,
+    ) -> Result<Consumer, Error> {
+        self._tasks
+            .0
+            .extend(networking::start(kube, options).await?);
+        if let Some(more) = self.foreign_clusters.clone() {
+            let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
+            self._tasks
+                .0
+                .push(tokio::spawn(foreign_cluster::wake_on_networking(
+                    manager, more,
+                )));
+        }
+        Ok(self)
+    }
+}

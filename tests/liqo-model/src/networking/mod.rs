@@ -1,8 +1,8 @@
 //! Liqo v1.2.0's networking module on a cluster of the test world
 //! (`cmd/liqo-controller-manager/modules/networking.go` sets it up): the
 //! Configuration controller ([`configuration`]) and the gateways
-//! ([`gateway`]), opt-in per cluster ([`Provider::with_networking`],
-//! [`Consumer::with_networking`]) as authentication is, because a peering
+//! ([`gateway`]), opt-in per cluster ([`crate::Provider::with_networking`],
+//! [`crate::Consumer::with_networking`]) as authentication is, because a peering
 //! made with networking disabled (`liqoctl peer --networking-disabled`)
 //! has none of it. Liqo runs the same controllers on both sides: a
 //! cluster is server or client by the objects it is given, not by its role.
@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::identity;
-use crate::{grant_each, Consumer, Error, Provider, CONTROLLER_MANAGER};
+use crate::{grant_each, Error, CONTROLLER_MANAGER};
 
 /// `pkg/consts/externalnetwork.go:26`.
 pub const GATEWAY_RESOURCE: &str = "networking.liqo.io/gateway-resource";
@@ -121,7 +121,10 @@ pub(crate) fn set_condition(
 
 /// Serve the networking CRDs (the chart installs them), grant the
 /// controller manager its RBAC and start the controllers on `kube`.
-async fn start(kube: &KubeApiServer, options: Options) -> Result<Vec<JoinHandle<()>>, Error> {
+pub(crate) async fn start(
+    kube: &KubeApiServer,
+    options: Options,
+) -> Result<Vec<JoinHandle<()>>, Error> {
     // Registering again what is served already replaces its definition
     // with the same one and keeps its objects.
     kube.register_liqo_networking_crds()
@@ -148,65 +151,4 @@ async fn start(kube: &KubeApiServer, options: Options) -> Result<Vec<JoinHandle<
         )),
         tokio::spawn(gateway::run(manager, gateway::Mode::Client, cluster)),
     ])
-}
-
-impl Provider {
-    /// Also run Liqo's networking module on `kube` (serving its CRDs).
-    pub async fn with_networking(
-        mut self,
-        kube: &KubeApiServer,
-        options: Options,
-    ) -> Result<Provider, Error> {
-        self._tasks.0.extend(start(kube, options).await?);
-        Ok(self)
-    }
-}
-
-/// FCC:175-182: the networking objects naming a peer enqueue its
-/// ForeignCluster (made first if missing), passed on to the controller
-/// [`Consumer::start_as`] runs.
-async fn wake_foreign_clusters(
-    client: kube::Client,
-    more: tokio::sync::mpsc::UnboundedSender<crate::runner::Key>,
-) {
-    use futures::StreamExt;
-    let fcs: kube::Api<kube::api::DynamicObject> =
-        kube::Api::all_with(client.clone(), &crate::consts::foreign_clusters());
-    let related = |resource: ApiResource| {
-        let api = kube::Api::all_with(client.clone(), &resource);
-        crate::runner::keys_via(
-            crate::runner::touched(api, crate::consts::REMOTE_CLUSTER_ID),
-            fcs.clone(),
-            crate::foreign_cluster::enqueue,
-        )
-    };
-    let mut keys = futures::stream::select_all([
-        related(configurations()),
-        related(gateway_servers()),
-        related(gateway_clients()),
-        related(connections()),
-    ]);
-    while let Some(key) = keys.next().await {
-        if more.send(key).is_err() {
-            return;
-        }
-    }
-}
-
-impl Consumer {
-    /// Also run Liqo's networking module on `kube` (serving its CRDs).
-    pub async fn with_networking(
-        mut self,
-        kube: &KubeApiServer,
-        options: Options,
-    ) -> Result<Consumer, Error> {
-        self._tasks.0.extend(start(kube, options).await?);
-        if let Some(more) = self.foreign_clusters.clone() {
-            let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
-            self._tasks
-                .0
-                .push(tokio::spawn(wake_foreign_clusters(manager, more)));
-        }
-        Ok(self)
-    }
 }

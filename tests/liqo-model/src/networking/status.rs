@@ -2,7 +2,7 @@
 //! naming the peer, as Liqo v1.2.0's
 //! `pkg/liqo-controller-manager/core/foreigncluster-controller/status.go:65-253`
 //! (STATUS) writes it; the decision alone, called by
-//! [`crate::foreign_cluster`]. The gateways' readiness, which Liqo reads
+//! the ForeignCluster controller. The gateways' readiness, which Liqo reads
 //! from their Deployments (STATUS:130-154), is here whether the gateway
 //! has made its keys (`status.secretRef`): the model runs no Deployments.
 
