@@ -169,6 +169,21 @@ impl OfferFilter {
 mod tests {
     use super::*;
 
+    /// Offer `o` of cluster `c`, as `body` publishes it.
+    fn offer_of(body: &str) -> Offer {
+        let owner = super::super::ProviderRef {
+            cluster_id: "c".into(),
+            cluster_name: "c".into(),
+            liqo: Vec::new(),
+            enforcement: None,
+        };
+        let now = crate::store::now();
+        super::super::OfferSpec::from_json(body.as_bytes())
+            .unwrap()
+            .into_draft("o".into(), owner)
+            .into_offer(now, now, 1)
+    }
+
     #[test]
     fn parses_every_filter() {
         let f = OfferFilter::from_pairs([
@@ -195,17 +210,7 @@ mod tests {
         assert_eq!(f.labels.len(), 2);
         let body = r#"{"name":"x","type":"t","labels":{"region":"eu-west","topology.kubernetes.io/zone":"","x":"y"},
             "plans":{"a":{"name":"a","cost":1}}}"#;
-        let owner = super::super::ProviderRef {
-            cluster_id: "c".into(),
-            cluster_name: "c".into(),
-            liqo: Vec::new(),
-            enforcement: None,
-        };
-        let now = crate::store::now();
-        let offer = super::super::OfferSpec::from_json(body.as_bytes())
-            .unwrap()
-            .into_draft("o".into(), owner)
-            .into_offer(now, now, 1);
+        let offer = offer_of(body);
         assert!(f.matches(&offer));
         let other =
             OfferFilter::from_pairs([("label.region", "eu-west"), ("label.x", "z")]).unwrap();
@@ -231,17 +236,7 @@ mod tests {
         let body = r#"{"name":"x","type":"db","kind":"service","plans":{
             "cheap":{"name":"c","cost":1,"hosting":"Local"},
             "dear":{"name":"d","cost":5,"hosting":"Remote"}}}"#;
-        let owner = super::super::ProviderRef {
-            cluster_id: "c".into(),
-            cluster_name: "c".into(),
-            liqo: Vec::new(),
-            enforcement: None,
-        };
-        let now = crate::store::now();
-        let offer = super::super::OfferSpec::from_json(body.as_bytes())
-            .unwrap()
-            .into_draft("o".into(), owner)
-            .into_offer(now, now, 1);
+        let offer = offer_of(body);
         let f = |pairs: &[(&str, &str)]| OfferFilter::from_pairs(pairs.iter().copied()).unwrap();
         assert!(f(&[("kind", "service")]).matches(&offer));
         assert!(!f(&[("kind", "capacity")]).matches(&offer));

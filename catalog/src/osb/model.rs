@@ -12,16 +12,10 @@ pub enum OperationKind {
     Deprovision,
 }
 
-/// `last_operation` states, spelled as the OSB spec spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum OperationState {
-    #[serde(rename = "in progress")]
-    InProgress,
-    #[serde(rename = "succeeded")]
-    Succeeded,
-    #[serde(rename = "failed")]
-    Failed,
-}
+/// `last_operation` states, spelled as the OSB spec spells them: the
+/// states a provider reports for a service, declared once in
+/// `catalog-client`.
+pub use catalog_client::wire::service::ServiceState as OperationState;
 
 /// The last operation on an instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -40,11 +40,7 @@ fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInst
         return Ok(None);
     }
     if let Some(op) = inst.operation.as_mut() {
-        op.state = match report.state {
-            ServiceState::InProgress => OperationState::InProgress,
-            ServiceState::Succeeded => OperationState::Succeeded,
-            ServiceState::Failed => OperationState::Failed,
-        };
+        op.state = report.state;
         if let Some(d) = &report.description {
             op.description = d.clone();
         }
