@@ -62,10 +62,12 @@ fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
 }
 
 /// `purchase-controller --auto-peer` on `consumer` as cluster
-/// `cluster_id` (the shared spawn is cluster [`CONSUMER_ID`]'s).
-fn auto_peer_controller(consumer: &Consumer, cluster_id: &str) -> Child {
+/// `cluster_id` (the shared spawn is cluster [`CONSUMER_ID`]'s), with
+/// `--networking` as `networking` says.
+fn auto_peer_controller(consumer: &Consumer, cluster_id: &str, networking: bool) -> Child {
     Spawn::new("purchase-controller")
         .args(["--liqo-api", "v1", "--cluster-id", cluster_id])
+        .args(["--networking", &networking.to_string()])
         .arg("--kubeconfig")
         .arg(&consumer.kubeconfig)
         .args(["--http-listen", "127.0.0.1:0"])
@@ -79,21 +81,26 @@ fn auto_peer_controller(consumer: &Consumer, cluster_id: &str) -> Child {
 }
 
 /// On `consumer` (cluster `cluster_id`), Liqo's controllers with their
-/// authentication module, and the crdReplicator to the provider; they
-/// stop when dropped.
+/// authentication module (and networking module, with `networking`), and
+/// the crdReplicator to the provider; they stop when dropped.
 fn consumer_liqo(
     rt: &tokio::runtime::Runtime,
     consumer: &Consumer,
     cluster_id: &str,
     provider: &Provider,
+    networking: Option<liqo_model::networking::Options>,
 ) -> (liqo_model::Consumer, liqo_model::Replicator) {
     rt.block_on(async {
         let (p, c) = (&provider.kube, &consumer.kube);
+        let mut liqo = liqo_model::Consumer::start_as(c, cluster_id)
+            .await?
+            .with_authentication(c)
+            .await?;
+        if let Some(options) = networking {
+            liqo = liqo.with_networking(c, options).await?;
+        }
         anyhow::Ok((
-            liqo_model::Consumer::start_as(c, cluster_id)
-                .await?
-                .with_authentication(c)
-                .await?,
+            liqo,
             liqo_model::Replicator::start(c, cluster_id, p, PROVIDER_ID).await?,
         ))
     })
@@ -128,12 +135,16 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     )
     .unwrap();
     liqo_support::namespace(&consumer.kube, "apps", json!({}));
+    // Liqo's chart installs the networking CRDs with networking disabled
+    // too: unpeering looks for networking objects to remove, on both sides.
+    consumer.kube.register_liqo_networking_crds().unwrap();
     let provider = Provider::start_on(
         rt.block_on(kube_test_server::KubeApiServer::start_tls())
             .unwrap(),
         &market.url(),
     )
     .unwrap();
+    provider.kube.register_liqo_networking_crds().unwrap();
     // A peering user per contract (`v1: {}`), in the provider's class.
     let r = e2e::contracts::register_v1(
         &market.catalog,
@@ -153,12 +164,14 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
                 .await
         })
         .unwrap();
-    let controller = || auto_peer_controller(&consumer, CONSUMER_ID);
+    // Networking on by the flag, off for these Purchases (spec.networking):
+    // `liqoctl peer --networking-disabled`'s way.
+    let controller = || auto_peer_controller(&consumer, CONSUMER_ID, true);
     let mut first = controller();
     consumer.purchase(
         "auto",
         &market.url(),
-        json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"]}),
+        json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"], "networking": false}),
     );
     // This cluster's Liqo is not running yet: the nonce waits for its
     // signature, and the Purchase says so.
@@ -172,7 +185,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     // A new controller resumes with the handshake as it stands (the
     // provider's nonce is single-use), once this cluster's Liqo runs.
     first.kill();
-    let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider);
+    let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider, None);
     let _offload = rt
         .block_on(liqo_support::Offloading::start(
             &consumer.kube,
@@ -188,6 +201,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     let _controller = controller();
     let ready = consumer.wait_phase("auto", "Ready").unwrap();
     assert!(ready["status"]["peeringCommand"].is_null(), "{ready:#}");
+    assert!(condition(&ready, "NetworkConnected").is_null(), "{ready:#}");
     assert_eq!(
         ready["status"]["granted"],
         json!({"cpu": "2", "memory": "4Gi", "pods": "110"})
@@ -265,8 +279,9 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         &bob,
     )
     .unwrap();
-    let _other_liqo = consumer_liqo(&rt, &other, OTHER_ID, &provider);
-    let _other_controller = auto_peer_controller(&other, OTHER_ID);
+    let _other_liqo = consumer_liqo(&rt, &other, OTHER_ID, &provider, None);
+    // Networking off by the flag.
+    let _other_controller = auto_peer_controller(&other, OTHER_ID, false);
     other.purchase(
         "bobs",
         &market.url(),
@@ -289,7 +304,7 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     consumer.purchase(
         "auto-2",
         &market.url(),
-        json!({"offerID": OFFER, "planID": "small"}),
+        json!({"offerID": OFFER, "planID": "small", "networking": false}),
     );
     let second = consumer.wait_phase("auto-2", "Ready").unwrap();
     consumer.delete_purchase("auto");
@@ -337,4 +352,158 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
         other.get_purchase("bobs").unwrap()["status"]["phase"],
         "Ready"
     );
+}
+
+const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations");
+const GATEWAY_SERVERS: (&str, &str) = ("networking.liqo.io", "gatewayservers");
+const GATEWAY_CLIENTS: (&str, &str) = ("networking.liqo.io", "gatewayclients");
+const PUBLIC_KEYS: (&str, &str) = ("networking.liqo.io", "publickeies");
+const CONNECTIONS: (&str, &str) = ("networking.liqo.io", "connections");
+
+/// The networking objects about `peer` in `kube`'s tenant namespace for
+/// it, by kind (each kind's count, in the order of the constants above).
+fn network_objects(kube: &kube_test_server::KubeApiServer, peer: &str) -> Vec<usize> {
+    let namespace = liqo_support::tenant_namespace(peer);
+    [
+        CONFIGURATIONS,
+        GATEWAY_SERVERS,
+        GATEWAY_CLIENTS,
+        PUBLIC_KEYS,
+    ]
+    .into_iter()
+    .map(|kind| {
+        kube.objects(kind)
+            .iter()
+            .filter(|o| {
+                o["metadata"]["namespace"] == namespace.as_str()
+                    && o["metadata"]["labels"]["liqo.io/remote-cluster-id"] == peer
+            })
+            .count()
+    })
+    .collect()
+}
+
+/// The Connection about `peer` on `kube` is Connected.
+fn connected(kube: &kube_test_server::KubeApiServer, peer: &str) -> bool {
+    kube.objects(CONNECTIONS).iter().any(|c| {
+        c["metadata"]["labels"]["liqo.io/remote-cluster-id"] == peer
+            && c["status"]["value"] == "Connected"
+    })
+}
+
+/// With networking (the default, as `liqoctl peer` has it), the controller
+/// sets up Liqo's networking before authenticating: a Configuration on
+/// each side naming the other's CIDRs, the GatewayServer on the provider
+/// (through the peering user, under Liqo's chart roles), the GatewayClient
+/// here, a PublicKey on each side, and the Purchase reaches Ready with
+/// the Connection Connected on both. Ending the contract unpeers in Liqo's
+/// order: the Identity, then the network objects on both sides.
+#[test]
+fn with_networking_the_clusters_connect_before_authenticating_and_disconnect_at_the_end() {
+    let rt = runtime();
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let consumer = Consumer::start_on(
+        rt.block_on(kube_test_server::KubeApiServer::start_tls())
+            .unwrap(),
+        &alice,
+    )
+    .unwrap();
+    let provider = Provider::start_on(
+        rt.block_on(kube_test_server::KubeApiServer::start_tls())
+            .unwrap(),
+        &market.url(),
+    )
+    .unwrap();
+    let here = liqo_model::networking::Options {
+        pod_cidr: "10.1.0.0/16".into(),
+        external_cidr: "10.71.0.0/16".into(),
+    };
+    let there = liqo_model::networking::Options {
+        pod_cidr: "10.2.0.0/16".into(),
+        external_cidr: "10.72.0.0/16".into(),
+    };
+    liqo_install(
+        &consumer.kube,
+        CONSUMER_ID,
+        &here.pod_cidr,
+        &here.external_cidr,
+    );
+    liqo_install(
+        &provider.kube,
+        PROVIDER_ID,
+        &there.pod_cidr,
+        &there.external_cidr,
+    );
+    let r = e2e::contracts::register_v1(
+        &market.catalog,
+        &market.provider_token,
+        Some(json!({})),
+        Some(CLASS),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let _peering_users = peering_user_controller(&provider, &market.url());
+    let _provider_liqo = rt
+        .block_on(async {
+            let p = &provider.kube;
+            liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
+                .await?
+                .with_authentication(p)
+                .await?
+                .with_networking(p, there.clone())
+                .await
+        })
+        .unwrap();
+    let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider, Some(here));
+    let _controller = auto_peer_controller(&consumer, CONSUMER_ID, true);
+    consumer.purchase(
+        "net",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small"}),
+    );
+    let ready = consumer.wait_phase("net", "Ready").unwrap();
+    let network = condition(&ready, "NetworkConnected");
+    assert_eq!(
+        (&network["status"], &network["reason"]),
+        (&json!("True"), &json!("Connected")),
+        "{ready:#}"
+    );
+    // Configuration, GatewayClient and PublicKey here; Configuration,
+    // GatewayServer and PublicKey there; Connected on both.
+    assert_eq!(network_objects(&consumer.kube, PROVIDER_ID), [1, 0, 1, 1]);
+    assert_eq!(network_objects(&provider.kube, CONSUMER_ID), [1, 1, 0, 1]);
+    assert!(connected(&consumer.kube, PROVIDER_ID));
+    assert!(connected(&provider.kube, CONSUMER_ID));
+    // Each Configuration names the other side's CIDRs.
+    let on_consumer = liqo_support::tenant_namespace(PROVIDER_ID);
+    let conf = consumer
+        .kube
+        .get(CONFIGURATIONS, Some(&on_consumer), PROVIDER_ID)
+        .unwrap();
+    assert_eq!(
+        conf["spec"]["remote"]["cidr"],
+        json!({"pod": ["10.2.0.0/16"], "external": ["10.72.0.0/16"]})
+    );
+    // Then authentication, as before.
+    let identity = format!("controlplane-{PROVIDER_ID}");
+    assert!(consumer
+        .kube
+        .get(IDENTITIES, Some(&on_consumer), &identity)
+        .is_some());
+
+    // The contract ends: the Identity goes, then the network objects on
+    // both sides.
+    let id = ready["status"]["contractID"].as_str().unwrap();
+    market.cancel(&alice, id);
+    consumer.wait_phase("net", "Ended").unwrap();
+    wait_until("the network objects gone here", || {
+        network_objects(&consumer.kube, PROVIDER_ID) == [0, 0, 0, 0]
+    });
+    assert!(consumer
+        .kube
+        .get(IDENTITIES, Some(&on_consumer), &identity)
+        .is_none());
+    wait_until("the network objects gone from the provider", || {
+        network_objects(&provider.kube, CONSUMER_ID) == [0, 0, 0, 0]
+    });
 }

@@ -438,3 +438,69 @@ pub fn run_liqo(
         liqo_stand_in::slice_identities(rt.handle(), consumer.kube.clone(), PROVIDER_ID);
     (liqo, (offload, identities))
 }
+
+/// The `ipam.liqo.io/v1alpha1` Network CRD, as far as the tests use it
+/// (`spec.cidr` required, `status.cidr`; Liqo's
+/// `deployments/liqo/charts/liqo-crds/crds/ipam.liqo.io_networks.yaml`).
+/// The networking CRDs of the test API server leave IPAM out.
+const NETWORK_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: networks.ipam.liqo.io}
+spec:
+  group: ipam.liqo.io
+  scope: Namespaced
+  names: {kind: Network, listKind: NetworkList, plural: networks, singular: network}
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          required: [spec]
+          properties:
+            spec:
+              type: object
+              required: [cidr]
+              properties:
+                cidr: {type: string}
+                preAllocated: {type: integer, format: int32, minimum: 0}
+            status:
+              type: object
+              properties:
+                cidr: {type: string}
+"#;
+
+/// What Liqo v1.2.0's install leaves in its namespace `liqo` on a cluster
+/// and `liqoctl peer` reads there: the cluster-ID ConfigMap
+/// (`deployments/liqo/templates/clusterid-configmap.yaml`, found by the
+/// label `app.kubernetes.io/name: clusterid-configmap`,
+/// `pkg/utils/cluster_info.go:61-78`) and the IPAM's pod-CIDR and
+/// external-CIDR Networks with their CIDR in `status.cidr`
+/// (`pkg/utils/ipam/networks.go`, label `ipam.liqo.io/network-type`).
+pub fn liqo_install(kube: &KubeApiServer, cluster_id: &str, pod_cidr: &str, external_cidr: &str) {
+    kube.register_crd_yaml(NETWORK_CRD)
+        .expect("the Network CRD");
+    liqo_support::namespace(kube, "liqo", json!({}));
+    kube.apply(
+        ("", "configmaps"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "liqo-clusterid-configmap", "namespace": "liqo",
+                            "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
+               "data": {"CLUSTER_ID": cluster_id}}),
+    );
+    for (name, kind, cidr) in [
+        ("pod-cidr", "pod-cidr", pod_cidr),
+        ("external-cidr", "external-cidr", external_cidr),
+    ] {
+        kube.apply(
+            ("ipam.liqo.io", "networks"),
+            json!({"apiVersion": "ipam.liqo.io/v1alpha1", "kind": "Network",
+                   "metadata": {"name": name, "namespace": "liqo",
+                                "labels": {"ipam.liqo.io/network-type": kind}},
+                   "spec": {"cidr": cidr}, "status": {"cidr": cidr}}),
+        );
+    }
+}
