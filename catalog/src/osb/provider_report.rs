@@ -12,7 +12,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
 use super::instances::deprovision_work;
-use super::model::{OperationKind, OperationState, OsbInstance};
+use super::model::{OperationKind, OsbInstance};
 use super::Osb;
 use crate::auth::{Caller, Role};
 use crate::http::{read_json_body, ApiError, ErrorBody, FieldError};
@@ -135,7 +135,7 @@ pub async fn put(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::osb::model::Operation;
+    use crate::osb::model::{Operation, OperationState};
 
     fn waiting(kind: OperationKind) -> OsbInstance {
         serde_json::from_value(json!({
