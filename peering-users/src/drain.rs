@@ -1,5 +1,5 @@
 //! Draining a consumer's Tenant before it is deleted (`--drain-tenant`),
-//! decided here (pure); [`crate::cluster`] does the calls.
+//! decided here (pure); the cluster module does the calls.
 //!
 //! Liqo v1.2.0 has no status saying a drain is over: on
 //! `spec.tenantCondition: Drained` (`apis/authentication/v1beta1/tenant_types.go`)
