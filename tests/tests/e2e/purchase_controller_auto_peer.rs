@@ -61,6 +61,40 @@ fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
     .0
 }
 
+/// The provider sells with a peering user per contract (`v1: {}`, in its
+/// class, made by its real controller), and runs Liqo with its
+/// authentication module (and networking module, with `networking`);
+/// nothing peered.
+fn selling(
+    rt: &tokio::runtime::Runtime,
+    market: &Market,
+    provider: &Provider,
+    networking: Option<liqo_model::networking::Options>,
+) -> (Child, liqo_model::Provider) {
+    let r = e2e::contracts::register_v1(
+        &market.catalog,
+        &market.provider_token,
+        Some(json!({})),
+        Some(CLASS),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let peering_users = peering_user_controller(provider, &market.url());
+    let liqo = rt
+        .block_on(async {
+            let p = &provider.kube;
+            let liqo = liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
+                .await?
+                .with_authentication(p)
+                .await?;
+            match networking {
+                Some(options) => liqo.with_networking(p, options).await,
+                None => Ok(liqo),
+            }
+        })
+        .unwrap();
+    (peering_users, liqo)
+}
+
 /// `purchase-controller --auto-peer` on `consumer` as cluster
 /// `cluster_id` (the shared spawn is cluster [`CONSUMER_ID`]'s), with
 /// `--networking` as `networking` says.
@@ -145,25 +179,8 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     )
     .unwrap();
     provider.kube.register_liqo_networking_crds().unwrap();
-    // A peering user per contract (`v1: {}`), in the provider's class.
-    let r = e2e::contracts::register_v1(
-        &market.catalog,
-        &market.provider_token,
-        Some(json!({})),
-        Some(CLASS),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
-    let _peering_users = peering_user_controller(&provider, &market.url());
     // The provider's Liqo, with its authentication module; nothing peered.
-    let _provider_liqo = rt
-        .block_on(async {
-            let p = &provider.kube;
-            liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
-                .await?
-                .with_authentication(p)
-                .await
-        })
-        .unwrap();
+    let (_peering_users, _provider_liqo) = selling(&rt, &market, &provider, None);
     // Networking on by the flag, off for these Purchases (spec.networking):
     // `liqoctl peer --networking-disabled`'s way.
     let controller = || auto_peer_controller(&consumer, CONSUMER_ID, true);
@@ -435,25 +452,7 @@ fn with_networking_the_clusters_connect_before_authenticating_and_disconnect_at_
         &there.pod_cidr,
         &there.external_cidr,
     );
-    let r = e2e::contracts::register_v1(
-        &market.catalog,
-        &market.provider_token,
-        Some(json!({})),
-        Some(CLASS),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
-    let _peering_users = peering_user_controller(&provider, &market.url());
-    let _provider_liqo = rt
-        .block_on(async {
-            let p = &provider.kube;
-            liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
-                .await?
-                .with_authentication(p)
-                .await?
-                .with_networking(p, there.clone())
-                .await
-        })
-        .unwrap();
+    let (_peering_users, _provider_liqo) = selling(&rt, &market, &provider, Some(there));
     let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider, Some(here));
     let _controller = auto_peer_controller(&consumer, CONSUMER_ID, true);
     consumer.purchase(
