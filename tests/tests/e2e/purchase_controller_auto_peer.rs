@@ -157,27 +157,28 @@ fn peering_user_objects(provider: &Provider, cluster_id: &str) -> usize {
         + bindings
 }
 
+/// The catalog with consumer "alice", her cluster and the provider's, both
+/// HTTPS test API servers.
+fn world(rt: &tokio::runtime::Runtime) -> (Market, String, Consumer, Provider) {
+    let market = Market::open(&[]);
+    let alice = market.consumer("alice");
+    let tls = || {
+        rt.block_on(kube_test_server::KubeApiServer::start_tls())
+            .unwrap()
+    };
+    let consumer = Consumer::start_on(tls(), &alice).unwrap();
+    let provider = Provider::start_on(tls(), &market.url()).unwrap();
+    (market, alice, consumer, provider)
+}
+
 #[test]
 fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     let rt = runtime();
-    let market = Market::open(&[]);
-    let alice = market.consumer("alice");
-    let consumer = Consumer::start_on(
-        rt.block_on(kube_test_server::KubeApiServer::start_tls())
-            .unwrap(),
-        &alice,
-    )
-    .unwrap();
+    let (market, alice, consumer, provider) = world(&rt);
     liqo_support::namespace(&consumer.kube, "apps", json!({}));
     // Liqo's chart installs the networking CRDs with networking disabled
     // too: unpeering looks for networking objects to remove, on both sides.
     consumer.kube.register_liqo_networking_crds().unwrap();
-    let provider = Provider::start_on(
-        rt.block_on(kube_test_server::KubeApiServer::start_tls())
-            .unwrap(),
-        &market.url(),
-    )
-    .unwrap();
     provider.kube.register_liqo_networking_crds().unwrap();
     // The provider's Liqo, with its authentication module; nothing peered.
     let (_peering_users, _provider_liqo) = selling(&rt, &market, &provider, None);
@@ -418,20 +419,7 @@ fn connected(kube: &kube_test_server::KubeApiServer, peer: &str) -> bool {
 #[test]
 fn with_networking_the_clusters_connect_before_authenticating_and_disconnect_at_the_end() {
     let rt = runtime();
-    let market = Market::open(&[]);
-    let alice = market.consumer("alice");
-    let consumer = Consumer::start_on(
-        rt.block_on(kube_test_server::KubeApiServer::start_tls())
-            .unwrap(),
-        &alice,
-    )
-    .unwrap();
-    let provider = Provider::start_on(
-        rt.block_on(kube_test_server::KubeApiServer::start_tls())
-            .unwrap(),
-        &market.url(),
-    )
-    .unwrap();
+    let (market, alice, consumer, provider) = world(&rt);
     let here = liqo_model::networking::Options {
         pod_cidr: "10.1.0.0/16".into(),
         external_cidr: "10.71.0.0/16".into(),
