@@ -357,26 +357,14 @@ pub fn connection_state(connections: &[Value]) -> String {
 }
 
 /// What to do with an object found where `wanted` should be: keep it,
-/// or (ours, with another value in a spec field `wanted` sets) update it
-/// as `CreateOrUpdate` does — only those fields: Liqo fills others (a
-/// Configuration's `spec.local`). One made by someone else is used as it
-/// is.
+/// or (ours, with another value in a spec field `wanted` sets — Liqo
+/// fills others, a Configuration's `spec.local`) replace it. One made by
+/// someone else is used as it is.
 pub fn needs_update(existing: &Value, wanted: &Value) -> bool {
     let Some(fields) = wanted["spec"].as_object() else {
         return false;
     };
     ours(existing) && fields.iter().any(|(k, v)| &existing["spec"][k] != v)
-}
-
-/// `existing` with the spec fields `wanted` sets.
-fn updated(existing: &Value, wanted: &Value) -> Value {
-    let mut updated = existing.clone();
-    if let Some(fields) = wanted["spec"].as_object() {
-        for (k, v) in fields {
-            updated["spec"][k] = v.clone();
-        }
-    }
-    updated
 }
 
 fn ours(object: &Value) -> bool {
@@ -422,8 +410,9 @@ impl On<'_> {
             .collect())
     }
 
-    /// `resource.CreateOrUpdate` of `wanted`, keeping the name of one that
-    /// exists; the object as it now is.
+    /// `resource.CreateOrUpdate` of `wanted` (an update made as a
+    /// replacement), keeping the name of one that exists; the object as
+    /// it now is.
     async fn ensure(&self, ar: &ApiResource, wanted: Value) -> Result<Value, kube::Error> {
         let namespace = wanted["metadata"]["namespace"]
             .as_str()
@@ -444,13 +433,16 @@ impl On<'_> {
                 serde_json::to_value(created).map_err(kube::Error::SerdeError)
             }
             Some(have) if needs_update(&have, &wanted) => {
-                let updated = updated(&have, &wanted);
+                // Replaced rather than updated (as liqoctl replaces a
+                // GatewayServer whose endpoint changed): Liqo fills the
+                // rest again, and the controller needs no `update`.
                 let name = have["metadata"]["name"].as_str().unwrap_or_default();
-                let replaced = api
-                    .replace(name, &PostParams::default(), &decode(updated)?)
-                    .await?;
-                tracing::info!(kind = %ar.kind, side = %self.side, "networking object updated");
-                serde_json::to_value(replaced).map_err(kube::Error::SerdeError)
+                api.delete(name, &DeleteParams::default()).await?;
+                let mut again = wanted;
+                again["metadata"]["name"] = json!(name);
+                let created = api.create(&PostParams::default(), &decode(again)?).await?;
+                tracing::info!(kind = %ar.kind, side = %self.side, "networking object replaced");
+                serde_json::to_value(created).map_err(kube::Error::SerdeError)
             }
             Some(have) => Ok(have),
         }
@@ -937,8 +929,6 @@ mod tests {
         let mut filled = have.clone();
         filled["spec"]["local"] = json!({"cidr": {"pod": ["10.9.0.0/16"]}});
         assert!(!needs_update(&filled, &have));
-        assert_eq!(updated(&filled, &wanted)["spec"]["local"], filled["spec"]["local"]);
-        assert_eq!(updated(&filled, &wanted)["spec"]["remote"], wanted["spec"]["remote"]);
         let mut theirs = have.clone();
         theirs["metadata"]["labels"] = json!({REMOTE_CLUSTER_ID: "p1"});
         assert!(!needs_update(&theirs, &wanted));
