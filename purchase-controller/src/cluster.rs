@@ -554,8 +554,12 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
     let (consumer, provider_client) = (&cluster.client, provider_client.as_ref());
     let id = &cluster.cluster_id;
     let unpeered = match authentication::unpeer(consumer, provider_client, id, provider).await {
-        // Then the network, as `liqoctl unpeer` does.
-        Ok(()) => networking::disconnect(consumer, provider_client, id, provider).await,
+        // Then the network, as `liqoctl unpeer` does: only `--auto-peer`
+        // makes any.
+        Ok(()) if cluster.auto_peer => {
+            networking::disconnect(consumer, provider_client, id, provider).await
+        }
+        Ok(()) => Ok(()),
         Err(e) => Err(e),
     };
     match unpeered {
