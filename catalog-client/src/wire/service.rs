@@ -30,6 +30,9 @@ pub struct ServiceReport {
     /// What a platform polling `last_operation` reads (at most 1024 bytes,
     /// no control characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(max_length = 1024, nullable = false))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 1024, pattern = r"^[^\x00-\x1f\x7f-\x9f]*$", nullable = false)
+    )]
     pub description: Option<String>,
 }

@@ -90,6 +90,9 @@ impl OfferDraft {
 /// free-form. The read-only fields a client may echo back from a `GET` are
 /// accepted: `id` and `clusterID` must then match, `version` makes the
 /// write conditional (409 if the offer has moved on), the rest are ignored.
+/// A service offer adds `kind: "service"` and, on each plan, `hosting`
+/// (`Local`, `Remote`, `LocalAndRemote`) and OSB v2.17 `schemas` (see
+/// docs/api.md, "Service offers"; the offer reads back with them).
 /// (The echoed fields are left out of the schema: `id` and `clusterID` must
 /// equal the path's id and the caller's cluster ID, which a schema cannot
 /// say.)
@@ -113,8 +116,11 @@ pub struct OfferInput {
     pub offer_type: Option<String>,
     /// `capacity` (the default) or `service`: a service offer's plans each
     /// carry a `hosting` policy and may carry `schemas`.
+    // Left out of the schema, as `hosting` and `schemas` below: which plan
+    // may carry them depends on `kind`, which the derived schema cannot
+    // say (docs/api.md "Service offers" documents them).
     #[serde(default)]
-    #[schema(value_type = Option<OfferKind>)]
+    #[schema(ignore)]
     pub kind: Option<OfferKind>,
     /// At most 8192 bytes.
     #[serde(default)]
@@ -186,13 +192,13 @@ pub struct PlanInput {
     /// Service plans only, and required there: `Local`, `Remote` or
     /// `LocalAndRemote`.
     #[serde(default)]
-    #[schema(value_type = Option<HostingPolicy>)]
+    #[schema(ignore)]
     pub hosting: Option<HostingPolicy>,
     /// Service plans only: the JSON Schemas of the plan's parameters, as
     /// OSB v2.17 `schemas` (each with `$schema`, self-contained, at most
     /// 64 kB); a schema that does not compile is refused, named.
     #[serde(default)]
-    #[schema(value_type = Option<PlanSchemas>)]
+    #[schema(ignore)]
     pub schemas: Option<PlanSchemas>,
     /// Server-set stamps a client may echo back from a `GET`; ignored.
     #[serde(default, rename = "updatedAt")]
