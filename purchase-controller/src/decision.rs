@@ -131,7 +131,7 @@ impl Unusable {
                 offered.join(", ")
             ),
             Unusable::NoCredentials(g) => format!(
-                "the contract carries no Liqo {} peering credentials",
+                "the contract carries no Liqo {} peering credentials yet: a provider running the peering-user-controller attaches them to each contract within seconds of the sale; if none come, the provider has to register them (PUT /provider/peering); retrying",
                 g.as_str()
             ),
             Unusable::Credentials(m) | Unusable::Refused(m) | Unusable::Spec(m) => m.clone(),
@@ -142,10 +142,14 @@ impl Unusable {
     /// Whether the catalog should hear about it as `failed` (only a problem
     /// of a contract that is ours and still active).
     pub fn report_failed(&self) -> bool {
-        matches!(
-            self,
-            Unusable::Generation { .. } | Unusable::NoCredentials(_) | Unusable::Rejected(_)
-        )
+        matches!(self, Unusable::Generation { .. } | Unusable::Rejected(_))
+    }
+
+    /// Whether it may pass by itself: credentials a provider's controller
+    /// attaches to a contract come a moment after the sale, so a Purchase
+    /// that reads its contract first waits for them instead of failing.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Unusable::NoCredentials(_))
     }
 }
 
@@ -259,6 +263,7 @@ pub struct Assessment {
 pub fn assess_unusable(problem: &Unusable) -> Assessment {
     let phase = match problem {
         Unusable::Ended(_) => Phase::Ended,
+        p if p.is_transient() => Phase::Pending,
         _ => Phase::Failed,
     };
     let mut conditions = vec![
@@ -276,11 +281,13 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
     Assessment {
         phase,
         conditions,
-        report: problem.report_failed().then(|| {
-            (
-                ContractState::Failed,
-                Some(step_reason(problem.reason(), &problem.message())),
-            )
+        report: (problem.report_failed() || problem.is_transient()).then(|| {
+            let state = if problem.is_transient() {
+                ContractState::Pending
+            } else {
+                ContractState::Failed
+            };
+            (state, Some(step_reason(problem.reason(), &problem.message())))
         }),
     }
 }
@@ -804,6 +811,17 @@ mod tests {
             check_contract(&c, Generation::V0, "me"),
             Err(Unusable::NoCredentials(Generation::V0))
         );
+        // Credentials attached after the sale: the Purchase waits (not
+        // settled, so it is looked at again at the next poll) and the
+        // catalog hears it is pending, not failed.
+        let waiting = assess_unusable(&Unusable::NoCredentials(Generation::V1));
+        assert_eq!(waiting.phase, Phase::Pending);
+        assert!(!waiting.phase.is_settled());
+        assert_eq!(
+            waiting.report.clone().map(|r| r.0),
+            Some(ContractState::Pending)
+        );
+        assert!(reported(&waiting).starts_with("NoPeeringCredentials: "));
     }
 
     /// The reason the catalog hears.
