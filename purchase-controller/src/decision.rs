@@ -287,7 +287,10 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
             } else {
                 ContractState::Failed
             };
-            (state, Some(step_reason(problem.reason(), &problem.message())))
+            (
+                state,
+                Some(step_reason(problem.reason(), &problem.message())),
+            )
         }),
     }
 }
