@@ -1,10 +1,12 @@
 //! The flags (every one with a `PURCHASE_CONTROLLER_*` variable) and
-//! [`run`], which starts the HTTP port and the controller.
+//! [`run`], which starts the HTTP port, the leader election and the
+//! controller.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use controller_core::flags::{EnvPrefix, Prefixed, ProbeArgs};
+use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 use tokio_util::sync::CancellationToken;
 
 use crate::liqo::Generation;
@@ -13,6 +15,9 @@ use crate::reconcile::{self, Settings};
 
 /// Flags of `purchase-controller`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_arg("lease_name", |a| a
+    .default_value("purchase-controller")
+    .help("Name of the Lease the replicas elect their leader on")))]
 pub struct Args {
     /// The Liqo generation this cluster runs: v0 (v0.x, out-of-band peering with an auth URL and token) or v1 (v1.x, kubeconfig peering and ResourceSlices).
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_API", value_name = "VERSION")]
@@ -75,6 +80,16 @@ pub struct Args {
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
+    #[command(flatten)]
+    pub election: Prefixed<ElectionArgs, Env>,
+
+    /// This replica's identity in the Lease and in its Events' reportingInstance [default: $HOSTNAME-<pid>].
+    #[arg(long, env = "PURCHASE_CONTROLLER_LEASE_IDENTITY", value_name = "ID")]
+    pub lease_identity: Option<String>,
+
+    #[command(flatten)]
+    pub lease: Prefixed<LeaseTimesArgs, Env>,
+
     /// Kubeconfig of the consumer cluster [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
     #[arg(long, env = "PURCHASE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -102,6 +117,8 @@ pub enum ConfigError {
     #[error("--poll-interval and --resync must be positive")]
     Intervals,
     #[error(transparent)]
+    LeaseTimes(#[from] LeaseTimesError),
+    #[error(transparent)]
     Kube(#[from] controller_core::kubeconfig::ClientError),
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
@@ -124,11 +141,15 @@ impl Args {
         if self.poll_interval.is_zero() || self.resync.is_zero() {
             return Err(ConfigError::Intervals);
         }
+        if self.election.leader_elect {
+            self.lease.times().validate()?;
+        }
         Ok(())
     }
 }
 
-/// Run until `shutdown` is cancelled.
+/// Run until `shutdown` is cancelled: the HTTP port, then (with leader
+/// election) the controller whenever this replica leads.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
     let client = controller_core::kubeconfig::client(
@@ -138,6 +159,10 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     .await?;
     let metrics = Metrics::new();
     let http = args.probe.spawn(None, metrics.clone(), &shutdown).await?;
+    let identity = args
+        .lease_identity
+        .clone()
+        .unwrap_or_else(|| lease::replica_identity("purchase-controller"));
     let settings = Settings {
         generation: args.liqo_api,
         cluster_id: args.cluster_id.trim().to_string(),
@@ -151,12 +176,64 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         auto_peer: args.auto_peer,
         networking: args.networking,
         provider_liqo_namespace: args.provider_liqo_namespace.clone(),
-        instance: controller_core::lease::replica_identity("purchase-controller"),
+        instance: identity.clone(),
     };
-    let result = reconcile::run(client, settings, metrics, shutdown.clone()).await;
+    // Built once, so a client that cannot be built fails the process
+    // rather than every term of leadership.
+    let http_client = crate::catalog::http_client(settings.catalog_timeout)?;
+    if args.election.leader_elect {
+        let name = args
+            .election
+            .lease_name
+            .clone()
+            .unwrap_or_else(|| "purchase-controller".to_string());
+        let lease = LeaseSettings::from_parts(
+            &client,
+            name,
+            args.election.lease_namespace.clone(),
+            identity,
+            args.lease.times(),
+        );
+        let elector = Elector::new(client.clone(), lease);
+        let lead_metrics = metrics.clone();
+        let stopping = shutdown.clone();
+        lease::run_elected(elector, metrics, shutdown.clone(), move |term| {
+            // `term` ends with the process too; only a term that ends while
+            // the process goes on is a lost Lease, which must stop writes
+            // at once rather than let in-flight reconciles finish.
+            let lost = CancellationToken::new();
+            let (ended, lost_on, stopping) = (term.clone(), lost.clone(), stopping.clone());
+            tokio::spawn(async move {
+                ended.cancelled().await;
+                if !stopping.is_cancelled() {
+                    lost_on.cancel();
+                }
+            });
+            reconcile::run(
+                client.clone(),
+                http_client.clone(),
+                settings.clone(),
+                lead_metrics.clone(),
+                term,
+                lost,
+            )
+        })
+        .await;
+    } else {
+        metrics.reconcile().set_leading(true);
+        reconcile::run(
+            client,
+            http_client,
+            settings,
+            metrics,
+            shutdown.clone(),
+            CancellationToken::new(),
+        )
+        .await;
+    }
     shutdown.cancel();
     edge::probe::join(http).await?;
-    Ok(result?)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -179,6 +256,27 @@ mod tests {
         assert!(cli.args.networking);
         assert_eq!(cli.args.provider_liqo_namespace, "liqo");
         cli.args.validate().unwrap();
+        assert!(cli.args.election.leader_elect);
+        assert_eq!(
+            cli.args.election.lease_name.as_deref(),
+            Some("purchase-controller")
+        );
+        let cli = Cli::try_parse_from([
+            "x",
+            "--liqo-api",
+            "v1",
+            "--cluster-id",
+            "c",
+            "--lease-duration",
+            "2s",
+            "--lease-renew-deadline",
+            "3s",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.args.validate(),
+            Err(ConfigError::LeaseTimes(_))
+        ));
         let cli = Cli::try_parse_from(["x", "--liqo-api", "v0.10", "--cluster-id", " "]).unwrap();
         assert_eq!(cli.args.liqo_api, Generation::V0);
         assert!(matches!(cli.args.validate(), Err(ConfigError::NoClusterId)));

@@ -1,6 +1,8 @@
 //! The controller's HTTP port (`--http-listen`), served by [`edge::probe`]:
 //! `/healthz` (200 while the process runs), `/readyz` (200 once the
-//! Purchase cache is filled, else 503) and `/metrics` (see
+//! Kubernetes API has answered — as leader, a list of Purchases; as
+//! standby, a read of the Lease — else 503; the body says `leader` or
+//! `standby`) and `/metrics` (see
 //! [`crate::metrics`]). Connections are guarded ([`edge::conn`], HTTP/1
 //! limits): capped in number, overall and per peer, a request line within
 //! 5 s, closed after 30 s without a byte.
@@ -13,7 +15,12 @@ use crate::metrics::Metrics;
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
         if self.reconcile().reached_api() {
-            (StatusCode::OK, "ok\n".to_string())
+            let role = if self.reconcile().is_leading() {
+                "leader"
+            } else {
+                "standby"
+            };
+            (StatusCode::OK, format!("ok: {role}\n"))
         } else {
             (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -6,10 +6,12 @@
 //! | `purchase_controller_purchases{phase}` | Purchases by phase (`Pending`, `Peering`, `Granting`, `Ready`, `Failed`, `Ended`, …) |
 //! | `purchase_controller_reconcile_duration_seconds` | one Purchase's reconcile, catalog calls included |
 //! | `purchase_controller_errors_total{kind}` | failures: `catalog` (unreachable, refused a state report), `kubernetes` |
+//! | `purchase_controller_leader` | 1 while this replica leads (always, with `--leader-elect=false`) |
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use controller_core::lease::ElectionObserver;
 use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -45,7 +47,6 @@ impl MetricSet for Handles {
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let purchases = Family::<PhaseLabels, Gauge>::default();
         registry.register("purchases", "Purchases by phase", purchases.clone());
-        // No Lease election here, so no `leader` gauge.
         reconcile.register_duration(
             registry,
             "reconcile_duration_seconds",
@@ -56,9 +57,30 @@ impl MetricSet for Handles {
             "errors",
             "Failures: catalog calls, Kubernetes API calls",
         );
+        reconcile.register_leader(registry, "leader", "1 while this replica leads");
         Handles {
             purchases,
             phases: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Leadership is the `leader` gauge; the phase gauges are cleared when this
+/// replica stops leading (the new leader reports them then).
+impl ElectionObserver for Metrics {
+    fn reached_api(&self) {
+        self.reconcile().set_reached_api();
+    }
+
+    fn leading(&self, leading: bool) {
+        self.reconcile().set_leading(leading);
+        if !leading {
+            let mut phases = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+            for (_, old) in phases.drain() {
+                self.purchases
+                    .get_or_create(&PhaseLabels { phase: old })
+                    .dec();
+            }
         }
     }
 }
@@ -127,6 +149,9 @@ purchase_controller_reconcile_duration_seconds_bucket{le="+Inf"} 1
 # HELP purchase_controller_errors Failures: catalog calls, Kubernetes API calls.
 # TYPE purchase_controller_errors counter
 purchase_controller_errors_total{kind="catalog"} 1
+# HELP purchase_controller_leader 1 while this replica leads.
+# TYPE purchase_controller_leader gauge
+purchase_controller_leader 0
 # EOF
 "#;
 

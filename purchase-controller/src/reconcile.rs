@@ -144,13 +144,18 @@ impl Context {
 }
 
 /// Run the controller until `shutdown` is cancelled.
+///
+/// `lost` is cancelled when this replica lost the Lease: the controller
+/// then stops at once, dropping in-flight reconciles (another replica may
+/// already be writing), where `shutdown` lets them finish.
 pub async fn run(
     client: Client,
+    http: reqwest::Client,
     settings: Settings,
     metrics: Metrics,
     shutdown: CancellationToken,
-) -> Result<(), catalog_client::Error> {
-    let http = catalog::http_client(settings.catalog_timeout)?;
+    lost: CancellationToken,
+) {
     let reporter = Reporter {
         controller: "liqo-broker-purchase-controller".to_string(),
         instance: Some(settings.instance.clone()),
@@ -198,7 +203,7 @@ pub async fn run(
             }
             .in_current_span(),
         );
-        Controller::new(purchases, watcher::Config::default())
+        let work = Controller::new(purchases, watcher::Config::default())
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(reconcile, error_policy, context)
             .for_each(|result| async move {
@@ -206,14 +211,16 @@ pub async fn run(
                     Ok((purchase, _)) => tracing::debug!(%purchase, "reconciled"),
                     Err(error) => tracing::debug!(%error, "reconcile round failed"),
                 }
-            })
-            .await;
+            });
+        tokio::select! {
+            () = work => {}
+            () = lost.cancelled() => tracing::warn!("lost the Lease: in-flight reconciles dropped"),
+        }
         readiness.abort();
         tracing::info!("controller stopped");
     }
     .instrument(span)
     .await;
-    Ok(())
 }
 
 /// A failed round: counted, and retried after the Purchase's backoff.
