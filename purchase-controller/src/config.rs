@@ -17,7 +17,9 @@ use crate::reconcile::{self, Settings};
 #[derive(Debug, Clone, clap::Args)]
 #[command(mut_arg("lease_name", |a| a
     .default_value("purchase-controller")
-    .help("Name of the Lease the replicas elect their leader on")))]
+    .help("Name of the Lease the replicas elect their leader on")),
+    mut_arg("lease_namespace", |a| a
+        .help("Namespace of the Lease [default: $POD_NAMESPACE, else --liqo-namespace]")))]
 pub struct Args {
     /// The Liqo generation this cluster runs: v0 (v0.x, out-of-band peering with an auth URL and token) or v1 (v1.x, kubeconfig peering and ResourceSlices).
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_API", value_name = "VERSION")]
@@ -148,6 +150,19 @@ impl Args {
     }
 }
 
+/// The Lease's namespace when `--lease-namespace` is not given: the pod's
+/// (`LeaseSettings::from_parts` reads `$POD_NAMESPACE`), else Liqo's — where
+/// deploy/ installs the controller and its Lease Role — rather than the
+/// kubeconfig's namespace, which says nothing about where the Role is.
+fn lease_namespace(args: &Args) -> Option<String> {
+    args.election.lease_namespace.clone().or_else(|| {
+        std::env::var_os("POD_NAMESPACE")
+            .filter(|n| !n.is_empty())
+            .is_none()
+            .then(|| args.liqo_namespace.clone())
+    })
+}
+
 /// Run until `shutdown` is cancelled: the HTTP port, then (with leader
 /// election) the controller whenever this replica leads.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
@@ -190,7 +205,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         let lease = LeaseSettings::from_parts(
             &client,
             name,
-            args.election.lease_namespace.clone(),
+            lease_namespace(args),
             identity,
             args.lease.times(),
         );

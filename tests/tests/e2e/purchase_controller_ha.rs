@@ -9,7 +9,12 @@
 //! provider's real class controller and `peering-user-controller`, and
 //! the real `purchase-controller` on the consumer. The benchmark
 //! `tests/benches/purchase_ready.rs` times the same world.
+//!
+//! Two replicas of it on the one consumer cluster elect a leader on a
+//! Lease: only the leader writes, and the standby takes over when the
+//! leader is killed.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use e2e::{Child, Spawn};
@@ -19,6 +24,12 @@ use serde_json::{json, Value};
 use crate::liqo_stand_in::{self, Running};
 use crate::liqo_support::{self, Offloading, NODES};
 use crate::purchase_controller_support::*;
+use crate::slice_controller_support::http_get;
+
+/// The Lease the replicas elect their leader on (`--lease-name`'s default,
+/// in `--liqo-namespace`, as no `POD_NAMESPACE` is set).
+const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
+const EVENTS: (&str, &str) = ("events.k8s.io", "events");
 
 /// The ServiceAccount `deploy/kubernetes/peering-user-controller` runs as.
 const PEERING_USERS_SA: &str = "system:serviceaccount:liqo:peering-user-controller";
@@ -127,6 +138,30 @@ impl AutoPeerWorld {
             .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
             .args(["--networking", "false"])
             .env("RUST_LOG", "info,purchase_controller=debug")
+    }
+
+    /// [`AutoPeerWorld::controller`] as replica `identity`, with a 2 s
+    /// Lease so a killed leader is replaced within the test's patience.
+    pub fn replica(&self, identity: &str) -> Spawn {
+        self.controller()
+            .args(["--lease-identity", identity, "--lease-duration", "2s"])
+            .args(["--lease-renew-deadline", "1500ms", "--lease-retry", "200ms"])
+    }
+
+    /// The Lease's holder, if any.
+    pub fn leader(&self) -> Option<String> {
+        let lease = self
+            .consumer
+            .kube
+            .get(LEASES, Some("liqo"), "purchase-controller")?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    }
+
+    /// `/readyz` of the replica serving on `port`: (status, body).
+    pub fn readyz(&self, port: u16) -> (u16, String) {
+        self.rt
+            .block_on(http_get(port, "/readyz"))
+            .expect("the replica's /readyz")
     }
 
     /// Buy plan `small` for this consumer cluster in the catalog and wait
@@ -252,4 +287,81 @@ fn the_catalog_hears_each_step_of_the_automatic_peering() {
         contract["reason"].as_str().unwrap().starts_with("Ready: "),
         "{contract:#}"
     );
+}
+
+/// The `reportingInstance` of every Event about Purchase `name`.
+fn reporters(world: &AutoPeerWorld, name: &str) -> BTreeSet<String> {
+    world
+        .consumer
+        .kube
+        .objects(EVENTS)
+        .iter()
+        .filter(|e| e["regarding"]["name"] == name)
+        .filter_map(|e| e["reportingInstance"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn two_replicas_only_the_leader_writes_and_the_standby_takes_over() {
+    let mut world = AutoPeerWorld::open();
+    world.start_consumer_liqo();
+    let (mut a, a_bound) = world.replica("replica-a").start_announced(1).unwrap();
+    let a_port = a_bound.port(None);
+    wait_until("replica-a leads", || {
+        world.readyz(a_port) == (200, "ok: leader\n".to_string())
+    });
+    let (_b, b_bound) = world.replica("replica-b").start_announced(1).unwrap();
+    let b_port = b_bound.port(None);
+    wait_until("replica-b stands by, ready", || {
+        world.readyz(b_port) == (200, "ok: standby\n".to_string())
+    });
+    assert_eq!(world.leader().as_deref(), Some("replica-a"));
+
+    // The first Purchase: reconciled by the leader alone.
+    let first = world.contract();
+    world.purchase("first", &first);
+    world.consumer.wait_phase("first", "Ready").unwrap();
+    world.wait_virtual_node(&first);
+    assert_eq!(
+        reporters(&world, "first"),
+        BTreeSet::from(["replica-a".to_string()])
+    );
+    let metrics = world
+        .rt
+        .block_on(http_get(b_port, "/metrics"))
+        .expect("the standby's /metrics")
+        .1;
+    for line in [
+        "purchase_controller_leader 0",
+        "purchase_controller_reconcile_duration_seconds_count 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line}: {metrics}");
+    }
+
+    // The leader dies without releasing the Lease: the standby takes it
+    // once it expires, and reconciles the second Purchase of the provider.
+    a.kill();
+    wait_until("replica-b leads", || {
+        world.leader().as_deref() == Some("replica-b")
+            && world.readyz(b_port) == (200, "ok: leader\n".to_string())
+    });
+    let second = world.contract();
+    world.purchase("second", &second);
+    world.consumer.wait_phase("second", "Ready").unwrap();
+    world.wait_virtual_node(&second);
+    assert_eq!(
+        reporters(&world, "second"),
+        BTreeSet::from(["replica-b".to_string()])
+    );
+    // One peering with the provider, shared by both Purchases.
+    let peered: Vec<Value> = world
+        .consumer
+        .kube
+        .objects(liqo_support::FOREIGN_CLUSTERS)
+        .into_iter()
+        .filter(|f| f["spec"]["clusterID"] == PROVIDER_ID)
+        .collect();
+    assert_eq!(peered.len(), 1, "{peered:#?}");
+    let slices = world.consumer.kube.objects(SLICES);
+    assert_eq!(slices.len(), 2, "{slices:#?}");
 }
