@@ -1064,6 +1064,32 @@ try {
     await restDelete(tokenA, 'gpu-v1');
   });
 
+  await runner.test('a service offer opens in the editor, which refuses to save it rather than drop its hosting and schemas', async () => {
+    const tokenB = await restToken(providerB);
+    const plans = { remote: { name: 'remote', cost: '3', hosting: 'Remote', resources: { cpu: '1' },
+      schemas: { service_instance: { create: { parameters: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object', properties: { size: { type: 'string' } } } } } } } };
+    await restPublish(tokenB, 'svc-db', { kind: 'service', name: 'Managed database', type: 'database', description: 'Run for you.', plans });
+    const page = await newPage('provider-b-service');
+    try {
+      await signIn(page, base, providerB);
+      await page.goto(`${base}/#/provider/edit/svc-db`);
+      await page.getByRole('heading', { level: 1, name: 'Edit “Managed database”' }).waitFor();
+      const writes = [];
+      page.on('request', (r) => { if (r.method() !== 'GET' && r.url().includes('/offer/svc-db')) writes.push(r.method()); });
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      const summary = page.locator('.error-summary:not([hidden])');
+      await summary.waitFor();
+      check((await summary.textContent()).includes('service offer'), 'the refusal says why');
+      checkEqual(writes, [], 'requests that would change the offer');
+      const stored = await (await fetch(`${base}/offer/svc-db`)).json();
+      checkEqual([stored.kind, stored.plans.remote.hosting, Boolean(stored.plans.remote.schemas)], ['service', 'Remote', true], 'the offer as stored');
+    } finally {
+      await page.close();
+      delete pages['provider-b-service'];
+      await restDelete(tokenB, 'svc-db');
+    }
+  });
+
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
     const narrow = await newPage('narrow');
     await narrow.setViewportSize({ width: 360, height: 780 });

@@ -193,7 +193,9 @@ export function mountEditor(main, ctx, [editId]) {
       }))));
   }
 
+  let serviceOffer = false; // set by fill(): see the submit handler
   function fill(offer) {
+    serviceOffer = offer.kind === 'service';
     loadedVersion = offer.version;
     stamps = new Map(offer.plans.map((p) => [p.key, p.stamp]));
     saved = formOf(offer);
@@ -305,6 +307,12 @@ export function mountEditor(main, ctx, [editId]) {
     for (const f of Object.values(fields)) f.setError('');
     planEditor.clearErrors();
 
+    // This form edits capacity plans only: saving a service offer from it
+    // would publish it without its hosting policies and parameter schemas.
+    if (serviceOffer) {
+      summary.show([{ message: 'This is a service offer: its plans carry hosting policies and parameter schemas that this form does not edit, so saving here would lose them. Publish changes from a file (brokerctl offers publish -f) or with the API.', control: null }]);
+      return;
+    }
     const state = current();
     const problems = offerProblems(state).map(({ path, message }) => ({
       message,
