@@ -32,7 +32,11 @@ pub struct ServiceReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 1024, pattern = r"^[^\x00-\x1f\x7f-\x9f]*$", nullable = false)
+        schema(
+            max_length = 1024,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*$",
+            nullable = false
+        )
     )]
     pub description: Option<String>,
 }
