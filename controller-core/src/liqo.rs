@@ -69,6 +69,66 @@ pub const TENANT: LiqoKind = LiqoKind {
     plural: "tenants",
 };
 
+/// `apis/networking/v1beta1/groupversion_info.go`: the gateways, their
+/// keys and connections, and the network configurations.
+pub const NETWORKING_GROUP: &str = "networking.liqo.io";
+/// `apis/ipam/v1alpha1/groupversion_info.go`: a cluster's Networks.
+pub const IPAM_GROUP: &str = "ipam.liqo.io";
+
+/// `apis/networking/v1beta1/configuration_types.go`: the other cluster's
+/// CIDRs, as this one configures them.
+pub const CONFIGURATION: LiqoKind = LiqoKind {
+    group: NETWORKING_GROUP,
+    version: V1BETA1,
+    kind: "Configuration",
+    plural: "configurations",
+};
+
+/// `apis/networking/v1beta1/gatewayserver_types.go`: the tunnel's server
+/// side (on the provider, as `liqoctl peer` sets it up).
+pub const GATEWAY_SERVER: LiqoKind = LiqoKind {
+    group: NETWORKING_GROUP,
+    version: V1BETA1,
+    kind: "GatewayServer",
+    plural: "gatewayservers",
+};
+
+/// `apis/networking/v1beta1/gatewayclient_types.go`: the tunnel's client
+/// side.
+pub const GATEWAY_CLIENT: LiqoKind = LiqoKind {
+    group: NETWORKING_GROUP,
+    version: V1BETA1,
+    kind: "GatewayClient",
+    plural: "gatewayclients",
+};
+
+/// `apis/networking/v1beta1/publickey_types.go`; the plural is the CRD's
+/// own (`deployments/liqo/charts/liqo-crds/crds/networking.liqo.io_publickeies.yaml`).
+pub const PUBLIC_KEY: LiqoKind = LiqoKind {
+    group: NETWORKING_GROUP,
+    version: V1BETA1,
+    kind: "PublicKey",
+    plural: "publickeies",
+};
+
+/// `apis/networking/v1beta1/connection_types.go`: a gateway's tunnel and
+/// its state.
+pub const CONNECTION: LiqoKind = LiqoKind {
+    group: NETWORKING_GROUP,
+    version: V1BETA1,
+    kind: "Connection",
+    plural: "connections",
+};
+
+/// `apis/ipam/v1alpha1/network_types.go`: a CIDR of a cluster (pod,
+/// external), in Liqo's namespace.
+pub const NETWORK: LiqoKind = LiqoKind {
+    group: IPAM_GROUP,
+    version: V1ALPHA1,
+    kind: "Network",
+    plural: "networks",
+};
+
 /// `apis/offloading/v1beta1/namespaceoffloading_types.go`: where a
 /// namespace is offloaded to.
 pub const NAMESPACE_OFFLOADING: LiqoKind = LiqoKind {

@@ -15,43 +15,8 @@
 //! tenant namespace and its cluster ID: another consumer's objects are
 //! never in the selection.
 
-use controller_core::liqo::{LiqoKind, V1BETA1};
-
-/// `apis/networking/v1beta1/groupversion_info.go`.
-pub const NETWORKING_GROUP: &str = "networking.liqo.io";
-
-/// `apis/networking/v1beta1/gatewayserver_types.go`.
-pub const GATEWAY_SERVER: LiqoKind = LiqoKind {
-    group: NETWORKING_GROUP,
-    version: V1BETA1,
-    kind: "GatewayServer",
-    plural: "gatewayservers",
-};
-
-/// `apis/networking/v1beta1/publickey_types.go`; the plural is the CRD's
-/// own (`deployments/liqo/charts/liqo-crds/crds/networking.liqo.io_publickeies.yaml`).
-pub const PUBLIC_KEY: LiqoKind = LiqoKind {
-    group: NETWORKING_GROUP,
-    version: V1BETA1,
-    kind: "PublicKey",
-    plural: "publickeies",
-};
-
-/// `apis/networking/v1beta1/connection_types.go`.
-pub const CONNECTION: LiqoKind = LiqoKind {
-    group: NETWORKING_GROUP,
-    version: V1BETA1,
-    kind: "Connection",
-    plural: "connections",
-};
-
-/// `apis/networking/v1beta1/configuration_types.go`.
-pub const CONFIGURATION: LiqoKind = LiqoKind {
-    group: NETWORKING_GROUP,
-    version: V1BETA1,
-    kind: "Configuration",
-    plural: "configurations",
-};
+use controller_core::liqo::LiqoKind;
+pub use controller_core::liqo::{CONFIGURATION, CONNECTION, GATEWAY_SERVER, PUBLIC_KEY};
 
 /// The kinds removed, in the order removed: the gateway and what hangs
 /// off it, then the Configuration (`RunReset`).

@@ -18,12 +18,15 @@
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
 use serde_json::{json, Value};
 
 use crate::authentication::{is_status, provider_failure, tenant_namespace, AuthError, Peers};
 use crate::liqo::{MANAGED_BY, MANAGER};
+use controller_core::liqo::{
+    LiqoKind, CONFIGURATION, CONNECTION, GATEWAY_CLIENT, GATEWAY_SERVER, NETWORK, PUBLIC_KEY,
+};
+use kube::core::ApiResource;
 
 /// `pkg/consts`: the label naming the peer an object is about.
 const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
@@ -55,39 +58,6 @@ const SERVER_SERVICE_TYPE: &str = "LoadBalancer";
 const SERVER_PORT: i64 = 51840;
 const MTU: i64 = 1340;
 const API_VERSION: &str = "networking.liqo.io/v1beta1";
-
-fn networking(kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("networking.liqo.io", "v1beta1", kind),
-        plural,
-    )
-}
-
-/// `networking.liqo.io/v1beta1` kinds (Liqo's plural of PublicKey is
-/// `publickeies`).
-pub fn configurations() -> ApiResource {
-    networking("Configuration", "configurations")
-}
-pub fn gateway_servers() -> ApiResource {
-    networking("GatewayServer", "gatewayservers")
-}
-pub fn gateway_clients() -> ApiResource {
-    networking("GatewayClient", "gatewayclients")
-}
-pub fn public_keys() -> ApiResource {
-    networking("PublicKey", "publickeies")
-}
-pub fn connections() -> ApiResource {
-    networking("Connection", "connections")
-}
-/// `ipam.liqo.io/v1alpha1` Networks (a cluster's CIDRs, in Liqo's
-/// namespace).
-pub fn networks() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("ipam.liqo.io", "v1alpha1", "Network"),
-        "networks",
-    )
-}
 
 /// Which cluster a step is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,7 +455,7 @@ impl On<'_> {
     /// This side's CIDRs (`Err`: the stage to report).
     async fn cidrs(&self, liqo_namespace: &str) -> Result<Result<Cidrs, Stage>, AuthError> {
         let list = match self
-            .api(liqo_namespace, &networks())
+            .api(liqo_namespace, &NETWORK.api_resource())
             .list(&ListParams::default())
             .await
         {
@@ -546,7 +516,7 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
 
     // Done already: both Connections Connected.
     let c_conns = match c
-        .about(&on_consumer, &connections(), peers.provider_id)
+        .about(&on_consumer, &CONNECTION.api_resource(), peers.provider_id)
         .await
     {
         Err(e) if is_status(&e, &[404]) => return Ok(Stage::NotServed),
@@ -554,7 +524,7 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     };
     if connection_state(&c_conns) == CONNECTED {
         match p
-            .about(&on_provider, &connections(), peers.consumer_id)
+            .about(&on_provider, &CONNECTION.api_resource(), peers.consumer_id)
             .await
         {
             Ok(p_conns) if connection_state(&p_conns) == CONNECTED => return Ok(Stage::Connected),
@@ -586,13 +556,13 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let p_cidrs = step!(p.cidrs(peers.provider_liqo_namespace).await);
     let c_conf = c
         .ensure(
-            &configurations(),
+            &CONFIGURATION.api_resource(),
             configuration_object(&on_consumer, peers.provider_id, &p_cidrs),
         )
         .await?;
     let p_conf = match p
         .ensure(
-            &configurations(),
+            &CONFIGURATION.api_resource(),
             configuration_object(&on_provider, peers.consumer_id, &c_cidrs),
         )
         .await
@@ -610,10 +580,18 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     // `handler.go:158-170`: gateways the other way round are networking
     // already made.
     let reversed_here = c
-        .about(&on_consumer, &gateway_servers(), peers.provider_id)
+        .about(
+            &on_consumer,
+            &GATEWAY_SERVER.api_resource(),
+            peers.provider_id,
+        )
         .await?;
     let reversed_there = match p
-        .about(&on_provider, &gateway_clients(), peers.consumer_id)
+        .about(
+            &on_provider,
+            &GATEWAY_CLIENT.api_resource(),
+            peers.consumer_id,
+        )
         .await
     {
         Ok(found) => found,
@@ -627,7 +605,7 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     // [C].
     let server = match p
         .ensure(
-            &gateway_servers(),
+            &GATEWAY_SERVER.api_resource(),
             gateway_server_object(
                 &on_provider,
                 peers.consumer_id,
@@ -644,7 +622,7 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     };
     let client = c
         .ensure(
-            &gateway_clients(),
+            &GATEWAY_CLIENT.api_resource(),
             gateway_client_object(
                 &on_consumer,
                 peers.provider_id,
@@ -658,14 +636,14 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     // PublicKey owned by the local gateway.
     let server_key = step!(p.gateway_key(&server).await);
     c.ensure(
-        &public_keys(),
+        &PUBLIC_KEY.api_resource(),
         public_key_object(&on_consumer, peers.provider_id, &server_key, &client),
     )
     .await?;
     let client_key = step!(c.gateway_key(&client).await);
     if let Err(e) = p
         .ensure(
-            &public_keys(),
+            &PUBLIC_KEY.api_resource(),
             public_key_object(&on_provider, peers.consumer_id, &client_key, &server),
         )
         .await
@@ -675,14 +653,14 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
 
     // `handler.go:245-262`: both Connections Connected.
     let c_state = connection_state(
-        &c.about(&on_consumer, &connections(), peers.provider_id)
+        &c.about(&on_consumer, &CONNECTION.api_resource(), peers.provider_id)
             .await?,
     );
     if c_state != CONNECTED {
         return Ok(Stage::WaitingForConnection(Side::Consumer, c_state));
     }
     let p_state = match p
-        .about(&on_provider, &connections(), peers.consumer_id)
+        .about(&on_provider, &CONNECTION.api_resource(), peers.consumer_id)
         .await
     {
         Ok(found) => connection_state(&found),
@@ -703,7 +681,11 @@ pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>,
         side: Side::Consumer,
     };
     let found = match c
-        .about(&tenant_namespace(provider), &connections(), provider)
+        .about(
+            &tenant_namespace(provider),
+            &CONNECTION.api_resource(),
+            provider,
+        )
         .await
     {
         Err(e) if is_status(&e, &[404]) => return Ok(None),
@@ -717,11 +699,11 @@ pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>,
 }
 
 /// What [`disconnect`] removed on this cluster.
-const TEARDOWN: [fn() -> ApiResource; 3] = [gateway_clients, public_keys, configurations];
+const TEARDOWN: [LiqoKind; 3] = [GATEWAY_CLIENT, PUBLIC_KEY, CONFIGURATION];
 /// … and on the provider's, in `liqoctl unpeer`'s order (`network reset`:
 /// gateways, then Configurations; the PublicKeys follow their gateway by
 /// owner reference, deleted here in case no garbage collector runs).
-const TEARDOWN_PROVIDER: [fn() -> ApiResource; 3] = [gateway_servers, public_keys, configurations];
+const TEARDOWN_PROVIDER: [LiqoKind; 3] = [GATEWAY_SERVER, PUBLIC_KEY, CONFIGURATION];
 
 /// Unpeering what [`connect`] made, after the authentication
 /// (`liqoctl unpeer`'s order): on [C] the GatewayClient, PublicKey and
@@ -741,7 +723,7 @@ pub async fn disconnect(
         side: Side::Consumer,
     };
     let mut removed = 0;
-    for ar in TEARDOWN.map(|f| f()) {
+    for ar in TEARDOWN.map(|k| k.api_resource()) {
         removed += c
             .delete_ours(&tenant_namespace(provider_id), &ar, provider_id)
             .await?;
@@ -753,7 +735,7 @@ pub async fn disconnect(
         client: provider,
         side: Side::Provider,
     };
-    for ar in TEARDOWN_PROVIDER.map(|f| f()) {
+    for ar in TEARDOWN_PROVIDER.map(|k| k.api_resource()) {
         if let Err(e) = p
             .delete_ours(&tenant_namespace(consumer_id), &ar, consumer_id)
             .await
