@@ -24,7 +24,6 @@ use serde_json::{json, Value};
 use crate::liqo_stand_in::{self, Running};
 use crate::liqo_support::{self, Offloading, NODES};
 use crate::purchase_controller_support::*;
-use crate::slice_controller_support::http_get;
 
 /// The Lease the replicas elect their leader on (`--lease-name`'s default,
 /// in `--liqo-namespace`, as no `POD_NAMESPACE` is set).
@@ -157,11 +156,24 @@ impl AutoPeerWorld {
         lease["spec"]["holderIdentity"].as_str().map(str::to_string)
     }
 
+    /// GET `path` of the replica serving on `port`: (status, body).
+    pub fn http_get(&self, port: u16, path: &str) -> (u16, String) {
+        let client = e2e::http::async_client(std::time::Duration::from_secs(5));
+        self.rt
+            .block_on(async {
+                let response = client
+                    .get(format!("http://127.0.0.1:{port}{path}"))
+                    .send()
+                    .await?;
+                let status = response.status().as_u16();
+                anyhow::Ok((status, response.text().await?))
+            })
+            .expect("the replica's HTTP port")
+    }
+
     /// `/readyz` of the replica serving on `port`: (status, body).
     pub fn readyz(&self, port: u16) -> (u16, String) {
-        self.rt
-            .block_on(http_get(port, "/readyz"))
-            .expect("the replica's /readyz")
+        self.http_get(port, "/readyz")
     }
 
     /// Buy plan `small` for this consumer cluster in the catalog and wait
@@ -326,11 +338,7 @@ fn two_replicas_only_the_leader_writes_and_the_standby_takes_over() {
         reporters(&world, "first"),
         BTreeSet::from(["replica-a".to_string()])
     );
-    let metrics = world
-        .rt
-        .block_on(http_get(b_port, "/metrics"))
-        .expect("the standby's /metrics")
-        .1;
+    let metrics = world.http_get(b_port, "/metrics").1;
     for line in [
         "purchase_controller_leader 0",
         "purchase_controller_reconcile_duration_seconds_count 0",
