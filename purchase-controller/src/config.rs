@@ -276,38 +276,20 @@ mod tests {
             cli.args.election.lease_name.as_deref(),
             Some("purchase-controller")
         );
-        let cli = Cli::try_parse_from([
-            "x",
-            "--liqo-api",
-            "v1",
-            "--cluster-id",
-            "c",
-            "--lease-duration",
-            "2s",
-            "--lease-renew-deadline",
-            "3s",
-        ])
-        .unwrap();
+        let v1_with = |extra: &[&str]| {
+            let base = ["x", "--liqo-api", "v1", "--cluster-id", "c"];
+            Cli::try_parse_from(base.iter().chain(extra)).unwrap().args
+        };
         assert!(matches!(
-            cli.args.validate(),
+            v1_with(&["--lease-duration", "2s", "--lease-renew-deadline", "3s"]).validate(),
             Err(ConfigError::LeaseTimes(_))
         ));
         let cli = Cli::try_parse_from(["x", "--liqo-api", "v0.10", "--cluster-id", " "]).unwrap();
         assert_eq!(cli.args.liqo_api, Generation::V0);
         assert!(matches!(cli.args.validate(), Err(ConfigError::NoClusterId)));
         assert!(Cli::try_parse_from(["x", "--liqo-api", "v2", "--cluster-id", "c"]).is_err());
-        let cli = Cli::try_parse_from([
-            "x",
-            "--liqo-api",
-            "v1",
-            "--cluster-id",
-            "c",
-            "--retry",
-            "2m",
-        ])
-        .unwrap();
         assert!(matches!(
-            cli.args.validate(),
+            v1_with(&["--retry", "2m"]).validate(),
             Err(ConfigError::Retry { .. })
         ));
     }
