@@ -108,6 +108,10 @@ fn auto_peer_controller(consumer: &Consumer, cluster_id: &str, networking: bool)
         .args(["--poll-interval", "200ms", "--resync", "500ms"])
         .args(["--retry", "200ms", "--retry-max", "1s"])
         .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
+        // A restarted (killed) controller takes its predecessor's Lease
+        // within 2 s, not the default 15 s (issue 31's leader election).
+        .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
+        .args(["--lease-retry", "200ms"])
         .env("RUST_LOG", "info,purchase_controller=debug")
         .start_announced(1)
         .expect("purchase-controller")

@@ -52,7 +52,7 @@ pub struct AutoPeerWorld {
     pub alice: String,
     pub consumer: Consumer,
     pub provider: Provider,
-    _peering_users: Child,
+    _peering_users: Option<Child>,
     _provider_liqo: liqo_model::Provider,
     _consumer_liqo: Option<ConsumerLiqo>,
     /// Last: the servers' tasks run on it until everything else is gone.
@@ -90,7 +90,7 @@ impl AutoPeerWorld {
             alice,
             consumer,
             provider,
-            _peering_users: peering_users,
+            _peering_users: Some(peering_users),
             _provider_liqo: provider_liqo,
             _consumer_liqo: None,
             rt,
@@ -180,11 +180,10 @@ impl AutoPeerWorld {
     /// for the provider's `peering-user-controller` to attach the
     /// contract's own kubeconfig; the contract's id.
     ///
-    /// Bought ahead of the Purchase because `purchase-controller` fails a
-    /// v1 Purchase whose contract it reads before that kubeconfig is
-    /// there (`NoPeeringCredentials`, not retried), which a Purchase that
-    /// buys by `offerID`/`planID` from a provider selling a peering user
-    /// per consumer cluster always does the first time.
+    /// Bought ahead of the Purchase so that what follows times the
+    /// peering, not the sale (a Purchase that buys by `offerID`/`planID`
+    /// reads its contract before that kubeconfig is attached, and waits
+    /// for it: `a_purchase_by_offer_and_plan_waits_for_its_peering_credentials`).
     pub fn contract(&self) -> String {
         let contract = self.market.buy(
             &self.alice,
@@ -299,6 +298,46 @@ fn the_catalog_hears_each_step_of_the_automatic_peering() {
         contract["reason"].as_str().unwrap().starts_with("Ready: "),
         "{contract:#}"
     );
+}
+
+/// A Purchase that buys by offer and plan reads its contract before the
+/// provider's peering-user-controller has attached the consumer's
+/// kubeconfig: it waits (Pending, `NoPeeringCredentials`, the catalog told
+/// `pending`), never Failed, and goes on to Ready once the kubeconfig is
+/// there. The provider's controller is held back here so the wait is
+/// certain, not a race.
+#[test]
+fn a_purchase_by_offer_and_plan_waits_for_its_peering_credentials() {
+    let mut world = AutoPeerWorld::open();
+    world._peering_users = None; // killed: no kubeconfig is attached
+    world.start_consumer_liqo();
+    let _controller = world.controller().start_announced(1).unwrap();
+    world.consumer.purchase(
+        "by-plan",
+        &world.market.url(),
+        json!({"offerID": OFFER, "planID": "small"}),
+    );
+    let waiting = world
+        .consumer
+        .wait_purchase("by-plan", |p| {
+            condition(p, "Ready")["reason"] == "NoPeeringCredentials"
+        })
+        .unwrap();
+    assert_eq!(waiting["status"]["phase"], "Pending", "{waiting:#}");
+    let id = waiting["status"]["contractID"]
+        .as_str()
+        .expect("the bought contract's id")
+        .to_string();
+    let contract = contract_when(&world, &id, |c| {
+        c["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("NoPeeringCredentials: "))
+    });
+    assert_eq!(contract["state"], "pending", "{contract:#}");
+
+    world._peering_users = Some(start_peering_users(&world.provider, &world.market.url()));
+    world.consumer.wait_phase("by-plan", "Ready").unwrap();
+    world.wait_virtual_node(&id);
 }
 
 /// The `reportingInstance` of every Event about Purchase `name`.

@@ -218,6 +218,10 @@ impl Consumer {
                 "--catalog-timeout",
                 "2s",
             ])
+            // A restarted (killed) controller takes its predecessor's Lease
+            // within 2 s, not the default 15 s (issue 31's leader election).
+            .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
+            .args(["--lease-retry", "200ms"])
             .env("RUST_LOG", "info,purchase_controller=debug")
             // Their provider is not reachable: the peering command is the
             // way (purchase_controller_auto_peer.rs sets --auto-peer).
