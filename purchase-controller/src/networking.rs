@@ -698,8 +698,10 @@ pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>,
     })
 }
 
-/// What [`disconnect`] removed on this cluster.
-const TEARDOWN: [LiqoKind; 3] = [GATEWAY_CLIENT, PUBLIC_KEY, CONFIGURATION];
+/// What [`disconnect`] removed on this cluster: the PublicKey before the
+/// gateway that owns it, so it is removed by this controller whether or not
+/// a garbage collector would have followed the owner reference first.
+const TEARDOWN: [LiqoKind; 3] = [PUBLIC_KEY, GATEWAY_CLIENT, CONFIGURATION];
 /// … and on the provider's, in `liqoctl unpeer`'s order (`network reset`:
 /// gateways, then Configurations; the PublicKeys follow their gateway by
 /// owner reference, deleted here in case no garbage collector runs).
