@@ -139,17 +139,16 @@ impl Unusable {
         }
     }
 
-    /// Whether the catalog should hear about it as `failed` (only a problem
-    /// of a contract that is ours and still active).
-    pub fn report_failed(&self) -> bool {
-        matches!(self, Unusable::Generation { .. } | Unusable::Rejected(_))
-    }
-
-    /// Whether it may pass by itself: credentials a provider's controller
-    /// attaches to a contract come a moment after the sale, so a Purchase
-    /// that reads its contract first waits for them instead of failing.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, Unusable::NoCredentials(_))
+    /// What the catalog should hear, if anything: `failed` for a problem
+    /// of a contract that is ours and still active; `pending` while the
+    /// peering credentials a provider's controller attaches a moment after
+    /// the sale are not there yet (the Purchase waits for them).
+    pub fn reported_state(&self) -> Option<ContractState> {
+        match self {
+            Unusable::Generation { .. } | Unusable::Rejected(_) => Some(ContractState::Failed),
+            Unusable::NoCredentials(_) => Some(ContractState::Pending),
+            _ => None,
+        }
     }
 }
 
@@ -263,7 +262,7 @@ pub struct Assessment {
 pub fn assess_unusable(problem: &Unusable) -> Assessment {
     let phase = match problem {
         Unusable::Ended(_) => Phase::Ended,
-        p if p.is_transient() => Phase::Pending,
+        Unusable::NoCredentials(_) => Phase::Pending,
         _ => Phase::Failed,
     };
     let mut conditions = vec![
@@ -281,12 +280,7 @@ pub fn assess_unusable(problem: &Unusable) -> Assessment {
     Assessment {
         phase,
         conditions,
-        report: (problem.report_failed() || problem.is_transient()).then(|| {
-            let state = if problem.is_transient() {
-                ContractState::Pending
-            } else {
-                ContractState::Failed
-            };
+        report: problem.reported_state().map(|state| {
             (
                 state,
                 Some(step_reason(problem.reason(), &problem.message())),
