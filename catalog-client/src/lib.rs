@@ -21,8 +21,9 @@
 //! - [`session`]: an authenticated session — a provider (`POST
 //!   /authenticate`), an administrator or a consumer's bearer token — that
 //!   renews its token before it expires and once on a 401;
-//! - [`offers`], [`contracts`], [`admin`], [`enforcement`]: the endpoints
-//!   the workspace's programs call, as methods of [`Session`];
+//! - [`offers`], [`contracts`], [`admin`], [`enforcement`], [`services`]:
+//!   the endpoints the workspace's programs call, as methods of
+//!   [`Session`];
 //! - [`market`]: browsing and buying from a terminal — the offer list with
 //!   its filters, one offer, reservations, purchases answered with the
 //!   contract, the caller's contracts with theirs;
@@ -54,6 +55,8 @@ pub mod http;
 pub mod market;
 #[cfg(feature = "client")]
 pub mod offers;
+#[cfg(feature = "client")]
+pub mod services;
 #[cfg(feature = "client")]
 pub mod session;
 

@@ -44,6 +44,22 @@ pub fn contract_service(id: &str) -> String {
     format!("provider/{CONTRACTS}/{}/service", segment(id))
 }
 
+/// `GET`: the customer's peering kubeconfig sent with a service contract's
+/// provisioning (its provider).
+pub fn contract_customer_peering(id: &str) -> String {
+    format!("provider/{CONTRACTS}/{}/customer-peering", segment(id))
+}
+
+/// `GET`: a service contract's bindings waiting for its provider.
+pub fn contract_bindings(id: &str) -> String {
+    format!("provider/{CONTRACTS}/{}/bindings", segment(id))
+}
+
+/// `PUT`: the provider reports where it is with one binding.
+pub fn contract_binding(id: &str, binding: &str) -> String {
+    format!("{}/{}", contract_bindings(id), segment(binding))
+}
+
 /// `POST`: the consumer extends a contract before it ends.
 pub fn contract_extend(id: &str) -> String {
     format!("{CONTRACTS}/{}/extend", segment(id))
@@ -79,5 +95,9 @@ mod tests {
         assert_eq!(offer("live"), "offer/live");
         assert_eq!(contract_peering("c/1"), "provider/contracts/c%2F1/peering");
         assert_eq!(contract_extend("c1"), "contracts/c1/extend");
+        assert_eq!(
+            contract_binding("c1", "b/1"),
+            "provider/contracts/c1/bindings/b%2F1"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! - [`cost`]: exact decimal costs;
 //! - [`offer`]: offers and plans;
 //! - [`provider`]: providers, their peering credentials, tokens;
-//! - [`service`]: a provider's report of a contract's service state;
+//! - [`service`]: a provider's side of a service contract: its reports,
+//!   the customer's peering kubeconfig, pending bindings;
 //! - [`contract`]: contracts, reservations and state reports;
 //! - [`feed`]: the messages of `GET /subscribe`;
 //! - [`error_body`]: the body of every error answer;
@@ -38,4 +39,7 @@ pub use provider::{
     AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IssuedToken, LiqoGeneration,
     PeeringCredentials, ProviderInfo,
 };
-pub use service::{ServiceReport, ServiceState};
+pub use service::{
+    is_credential_key, BindingReport, CustomerPeering, PendingBinding, PendingBindingState,
+    ServiceReport, ServiceState,
+};
