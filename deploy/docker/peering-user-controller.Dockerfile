@@ -1,19 +1,35 @@
 # syntax=docker/dockerfile:1
 # Image of peering-user-controller: on a Liqo v1 provider, a peering user per consumer cluster with an active contract, its kubeconfig attached to that consumer's contracts in the catalog.
-#   docker build -f deploy/docker/peering-user-controller.Dockerfile -t liqo-broker/peering-user-controller:0.1.0 .
-# from the repository root (the whole workspace is the build context;
-# .dockerignore keeps target/ and the test tooling out).
+# One recipe; the binary comes from one of two places (BINARY):
+#   release (the default) compiles it here, from the repository root:
+#     docker build -f deploy/docker/peering-user-controller.Dockerfile -t liqo-broker/peering-user-controller:0.1.0 .
+#     (the whole workspace is the build context; .dockerignore keeps
+#     target/ and the test tooling out);
+#   prebuilt takes the root file system scripts/build-images.sh assembled
+#   from a binary built outside, its directory being the build context:
+#     buildah build -f deploy/docker/peering-user-controller.Dockerfile --build-arg BINARY=prebuilt build/images/peering-user-controller
+# Either way deploy/docker/rootfs.sh assembles what ships. See docs/images.md.
 
 ARG RUST_VERSION=1.95
+ARG BINARY=release
 
-FROM rust:${RUST_VERSION}-bookworm AS builder
+FROM rust:${RUST_VERSION}-bookworm AS release
 WORKDIR /src
 COPY . .
 # One binary, from the lock file, as the README's release build does.
-RUN cargo build --release --locked -p peering-users --bin peering-user-controller
+RUN cargo build --release --locked -p peering-users --bin peering-user-controller \
+ && bash deploy/docker/rootfs.sh target/release/peering-user-controller /rootfs
 
-# glibc and CA certificates, no shell, no package manager; uid 65532.
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=builder /src/target/release/peering-user-controller /usr/local/bin/peering-user-controller
-USER nonroot:nonroot
+FROM scratch AS prebuilt
+COPY rootfs/ /rootfs/
+
+# The stage named by BINARY; only it is built.
+FROM ${BINARY} AS binary
+
+# The binary, the libraries ldd lists for it and CA certificates: no shell,
+# no package manager. Numeric user (65532, distroless's nonroot): there is
+# no /etc/passwd to name one, and Kubernetes' runAsNonRoot needs a number.
+FROM scratch
+COPY --from=binary /rootfs/ /
+USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/peering-user-controller"]

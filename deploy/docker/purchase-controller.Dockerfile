@@ -1,19 +1,35 @@
 # syntax=docker/dockerfile:1
 # Image of purchase-controller: on a consumer cluster, turns catalog contracts (Purchases) into Liqo peerings, ResourceSlices and NamespaceOffloadings.
-#   docker build -f deploy/docker/purchase-controller.Dockerfile -t liqo-broker/purchase-controller:0.1.0 .
-# from the repository root (the whole workspace is the build context;
-# .dockerignore keeps target/ and the test tooling out).
+# One recipe; the binary comes from one of two places (BINARY):
+#   release (the default) compiles it here, from the repository root:
+#     docker build -f deploy/docker/purchase-controller.Dockerfile -t liqo-broker/purchase-controller:0.1.0 .
+#     (the whole workspace is the build context; .dockerignore keeps
+#     target/ and the test tooling out);
+#   prebuilt takes the root file system scripts/build-images.sh assembled
+#   from a binary built outside, its directory being the build context:
+#     buildah build -f deploy/docker/purchase-controller.Dockerfile --build-arg BINARY=prebuilt build/images/purchase-controller
+# Either way deploy/docker/rootfs.sh assembles what ships. See docs/images.md.
 
 ARG RUST_VERSION=1.95
+ARG BINARY=release
 
-FROM rust:${RUST_VERSION}-bookworm AS builder
+FROM rust:${RUST_VERSION}-bookworm AS release
 WORKDIR /src
 COPY . .
 # One binary, from the lock file, as the README's release build does.
-RUN cargo build --release --locked -p purchase-controller --bin purchase-controller
+RUN cargo build --release --locked -p purchase-controller --bin purchase-controller \
+ && bash deploy/docker/rootfs.sh target/release/purchase-controller /rootfs
 
-# glibc and CA certificates, no shell, no package manager; uid 65532.
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=builder /src/target/release/purchase-controller /usr/local/bin/purchase-controller
-USER nonroot:nonroot
+FROM scratch AS prebuilt
+COPY rootfs/ /rootfs/
+
+# The stage named by BINARY; only it is built.
+FROM ${BINARY} AS binary
+
+# The binary, the libraries ldd lists for it and CA certificates: no shell,
+# no package manager. Numeric user (65532, distroless's nonroot): there is
+# no /etc/passwd to name one, and Kubernetes' runAsNonRoot needs a number.
+FROM scratch
+COPY --from=binary /rootfs/ /
+USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/purchase-controller"]

@@ -129,9 +129,26 @@ pub fn check_images(rendered: &[Rendered]) -> Vec<String> {
     out
 }
 
-/// Every component has a Dockerfile that builds and ships it properly.
+/// Every component has a Dockerfile that builds and ships it properly, and
+/// no Dockerfile is anything else: never two recipes for one image
+/// (`dockerfile` holds each file to one recipe, this the directory).
 pub fn check_dockerfiles(docker: &Path) -> Vec<String> {
     let mut out = Vec::new();
+    match std::fs::read_dir(docker) {
+        Err(e) => out.push(format!("{}: {e}", docker.display())),
+        Ok(entries) => {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let image = name.strip_suffix(".Dockerfile");
+                if image.is_some_and(|i| !COMPONENTS.iter().any(|c| c.image == i)) {
+                    out.push(format!(
+                        "{}: no component ships this image; a second recipe for one is refused",
+                        entry.path().display()
+                    ));
+                }
+            }
+        }
+    }
     for component in COMPONENTS {
         let path = docker.join(format!("{}.Dockerfile", component.image));
         match std::fs::read_to_string(&path) {
@@ -191,4 +208,28 @@ pub fn check_rbac(rendered: &[Rendered], records: &[Record]) -> Vec<String> {
             .map(|f| f.to_string()),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dockerfile_no_component_ships_is_a_second_recipe() {
+        let docker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/docker");
+        let copy = tempfile::tempdir().unwrap();
+        for component in COMPONENTS {
+            let name = format!("{}.Dockerfile", component.image);
+            std::fs::copy(docker.join(&name), copy.path().join(&name)).unwrap();
+        }
+        assert_eq!(check_dockerfiles(copy.path()), Vec::<String>::new());
+        std::fs::copy(
+            docker.join("catalog.Dockerfile"),
+            copy.path().join("catalog-debug.Dockerfile"),
+        )
+        .unwrap();
+        let found = check_dockerfiles(copy.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("catalog-debug.Dockerfile: no component ships this image"));
+    }
 }

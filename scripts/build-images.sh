@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Builds every image of deploy/docker/ from the binaries the test command
+# already built (no second, release, build), records its size and runs it:
+#   for each deploy/docker/<image>.Dockerfile, one at a time,
+#   1. deploy/docker/rootfs.sh assembles build/images/<image>/rootfs from a
+#      stripped copy of target/debug/<bin> (<bin>: the ENTRYPOINT's name);
+#   2. Debian's buildah builds the Dockerfile with BINARY=prebuilt (vfs
+#      storage under build/images/, chroot isolation: no daemon, no
+#      overlay mounts, nothing run inside the image while building);
+#   3. the image's size is recorded (as stored, and its layers as pushed:
+#      gzip-compressed, what a registry transfers), it is exported to an
+#      OCI layout and the storage is removed;
+#   4. umoci unpacks that layout to a runtime bundle, and the entrypoint
+#      from the image's own configuration runs with `unshare -r chroot` and
+#      the image's environment: `--help` must exit 0, and the catalog must
+#      start on a free loopback port and answer GET /healthz with 200.
+# Containers cannot run here (podman and crun need a cgroup v2 or v1-only
+# host, CI's is hybrid), so a chroot in a user namespace stands in: it runs
+# what the image holds and nothing of the host's file system.
+#
+# Prints a table of sizes (also in build/images/sizes.txt), the time each
+# image took and the most disk the stage held at once; removes everything
+# else it made. Settings: IMAGE_BINARIES (default target/debug), the
+# directory the binaries are taken from.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+binaries=${IMAGE_BINARIES:-$root/target/debug}
+work=$root/build/images
+buildah=(buildah --storage-driver vfs --root "$work/storage" --runroot "$work/run")
+
+for tool in buildah umoci unshare chroot strip python3; do
+  command -v "$tool" >/dev/null 2>&1 \
+    || { echo "build-images: $tool missing (bash scripts/install-test-deps.sh)" >&2; exit 1; }
+done
+
+catalog_pid=""
+log=""
+cleanup() {
+  local status=$?
+  # The log of the image that stopped the stage (set -e), printed once.
+  if [ "$status" -ne 0 ] && [ -n "$log" ] && [ -f "$log" ]; then
+    echo "build-images: ${image:-?} failed:" >&2
+    cat "$log" >&2
+  fi
+  if [ -n "$catalog_pid" ] && kill -0 "$catalog_pid" 2>/dev/null; then
+    kill "$catalog_pid" 2>/dev/null || true
+    wait "$catalog_pid" 2>/dev/null || true
+  fi
+  # vfs layers are plain directories: removing them needs no buildah.
+  rm -rf "$work/storage" "$work/run" "$work/oci" "$work"/*/
+}
+trap cleanup EXIT
+rm -rf "$work"
+mkdir -p "$work"
+
+peak=0
+measure_disk() {
+  local used
+  used=$(du -sxk "$work" | cut -f1)
+  [ "$used" -gt "$peak" ] && peak=$used
+  return 0
+}
+
+# The entrypoint's argv, one per line, then `--`, then the environment,
+# one VAR=value per line, from an unpacked bundle's runtime configuration.
+bundle_process() {
+  python3 - "$1/config.json" <<'PY'
+import json, sys
+process = json.load(open(sys.argv[1]))["process"]
+print("\n".join(process["args"]))
+print("--")
+print("\n".join(process.get("env", [])))
+PY
+}
+
+# GET url → 0 when it answers 200; polled, the catalog's own start time decides.
+http_ok() {
+  python3 -c 'import sys, urllib.request; sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)' "$1" 2>/dev/null
+}
+
+catalog_serves_healthz() {
+  local rootfs=$1 log=$2
+  shift 2
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # The data directory stands where the Deployment mounts its volume.
+  mkdir -p "$rootfs/var/lib/catalog"
+  "$@" --listen "127.0.0.1:$port" --data-dir /var/lib/catalog >"$log" 2>&1 &
+  catalog_pid=$!
+  local served=""
+  for _ in $(seq 1 100); do
+    if http_ok "http://127.0.0.1:$port/healthz"; then
+      served=1
+      break
+    fi
+    kill -0 "$catalog_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$catalog_pid" 2>/dev/null || true
+  wait "$catalog_pid" 2>/dev/null || true
+  catalog_pid=""
+  [ -n "$served" ] || { echo "the catalog in the image did not answer /healthz:" >&2; cat "$log" >&2; return 1; }
+  echo "GET /healthz: 200"
+}
+
+printf '%-26s %12s %12s %8s\n' image stored pushed seconds | tee "$work/sizes.txt"
+# Seconds since $1 (an $EPOCHREALTIME), one decimal.
+since() { awk -v from="$1" -v now="$EPOCHREALTIME" 'BEGIN { printf "%.1f", now - from }'; }
+stage_start=$EPOCHREALTIME
+for dockerfile in deploy/docker/*.Dockerfile; do
+  image=$(basename "$dockerfile" .Dockerfile)
+  start=$EPOCHREALTIME
+  entry=$(sed -n 's|^ENTRYPOINT \["\([^"]*\)".*|\1|p' "$dockerfile")
+  bin=$(basename "$entry")
+  if [ -z "$entry" ] || [ ! -x "$binaries/$bin" ]; then
+    echo "build-images: $dockerfile: no binary ${bin:-(no ENTRYPOINT)} in $binaries" >&2
+    exit 1
+  fi
+  context=$work/$image
+  log=$work/$image.log
+  {
+    bash deploy/docker/rootfs.sh "$binaries/$bin" "$context/rootfs"
+    "${buildah[@]}" build --quiet --isolation chroot --build-arg BINARY=prebuilt \
+      -f "$dockerfile" -t "liqo-broker/$image:test" "$context"
+    stored=$("${buildah[@]}" images --noheading --format '{{.Size}}' "liqo-broker/$image:test")
+    "${buildah[@]}" push --quiet "liqo-broker/$image:test" "oci:$work/oci:$image"
+    measure_disk
+    rm -rf "$work/storage" "$work/run"
+    # Layers as pushed: the blobs the manifest lists, config excluded.
+    pushed=$(python3 - "$work/oci" "$image" <<'PY'
+import json, sys, pathlib
+layout, tag = pathlib.Path(sys.argv[1]), sys.argv[2]
+blob = lambda d: layout / "blobs" / d.split(":")[0] / d.split(":")[1]
+index = json.loads((layout / "index.json").read_text())
+desc = next(m for m in index["manifests"] if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag)
+manifest = json.loads(blob(desc["digest"]).read_text())
+print(f'{sum(layer["size"] for layer in manifest["layers"]) / 1e6:.1f} MB')
+PY
+)
+    umoci unpack --image "$work/oci:$image" "$context/bundle" >/dev/null
+    measure_disk
+    mapfile -t process < <(bundle_process "$context/bundle")
+    separator=0
+    while [ "${process[$separator]}" != "--" ]; do separator=$((separator + 1)); done
+    argv=("${process[@]:0:$separator}")
+    environment=()
+    for variable in "${process[@]:$((separator + 1))}"; do
+      [ -n "$variable" ] && environment+=("$variable")
+    done
+    rootfs=$context/bundle/rootfs
+    run=(env -i "${environment[@]}" unshare -r chroot "$rootfs" "${argv[@]}")
+    "${run[@]}" --help >"$work/$image.help"
+    echo "${argv[*]} --help: exit 0"
+    if [ "$image" = catalog ]; then
+      catalog_serves_healthz "$rootfs" "$work/$image.run.log" "${run[@]}"
+    fi
+    rm -rf "$context"
+    printf '%-26s %12s %12s %8s\n' "$image" "$stored" "$pushed" "$(since "$start")" >>"$work/sizes.txt"
+  } >"$log" 2>&1
+  tail -n 1 "$work/sizes.txt"
+done
+log=""
+echo "most disk held at once: $((peak / 1024)) MB under $work"
+echo "built, exported, unpacked and run in $(since "$stage_start") s"
