@@ -10,13 +10,17 @@
 //!   multi-stage, non-root build of the right binary;
 //! - [`workloads`] compares each container's flags and variables with the
 //!   binary's `--help`;
+//! - [`bases`] generates the kustomize bases from the Helm chart (with
+//!   [`helm`]) and finds where the committed ones differ;
 //! - [`checks`] runs them over the repository, for the binary and tests;
 //!   [`cache`] keeps one rendering for the end-to-end tests' many processes.
 
 pub mod audit;
+pub mod bases;
 pub mod cache;
 pub mod checks;
 pub mod dockerfile;
+pub mod helm;
 pub mod kubectl;
 pub mod rbac;
 pub mod workloads;

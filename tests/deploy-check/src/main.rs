@@ -1,5 +1,6 @@
-//! `deploy-check`: render `deploy/kubernetes` with `kubectl kustomize`,
-//! then check the images, the
+//! `deploy-check`: check that the kustomize bases in `deploy/kubernetes`
+//! are exactly the Helm chart's rendering and that `helm lint --strict` is
+//! clean; render them with `kubectl kustomize`, then check the images, the
 //! Dockerfiles, every container's flags against the built binaries'
 //! `--help`, and the shipped RBAC against the audit the end-to-end tests
 //! wrote (see the library). Exits 1 naming every problem.
@@ -9,15 +10,20 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use deploy_check::helm::{self, Helm, HELM_ENV};
 use deploy_check::kubectl::{Kubectl, INSTALLED_PATH, KUBECTL_ENV};
-use deploy_check::{audit, checks};
+use deploy_check::{audit, bases, checks};
 
 #[derive(Debug, Parser)]
 #[command(
     version,
-    about = "Check deploy/ against the code and the end-to-end tests' audit"
+    about = "Check deploy/ against the chart, the code and the end-to-end tests' audit",
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The directory of kustomizations (one per subdirectory).
     #[arg(long, env = "DEPLOY_CHECK_DEPLOY", default_value = "deploy/kubernetes")]
     deploy: PathBuf,
@@ -25,8 +31,10 @@ struct Args {
     #[arg(long, env = "DEPLOY_CHECK_DOCKER", default_value = "deploy/docker")]
     docker: PathBuf,
     /// The audit records the tests wrote (their KUBE_TEST_AUDIT_DIR).
-    #[arg(long, env = "KUBE_TEST_AUDIT_DIR")]
-    audit: PathBuf,
+    #[arg(long, env = "KUBE_TEST_AUDIT_DIR", required = true)]
+    audit: Option<PathBuf>,
+    #[command(flatten)]
+    chart: ChartArgs,
     /// Where the built binaries are [default: beside this program].
     #[arg(long, env = "DEPLOY_CHECK_BIN_DIR")]
     bin_dir: Option<PathBuf>,
@@ -34,6 +42,32 @@ struct Args {
     /// scripts/install-test-deps.sh installs it into build/bin/.
     #[arg(long, env = KUBECTL_ENV, default_value = INSTALLED_PATH)]
     kubectl: PathBuf,
+}
+
+/// The chart the kustomize bases are generated from.
+#[derive(Debug, clap::Args)]
+struct ChartArgs {
+    /// The Helm chart the bases of `--deploy` are rendered from (with
+    /// `<deploy>/bases.yaml`'s values).
+    #[arg(long, env = "DEPLOY_CHECK_CHART", default_value = "charts/liqo-broker")]
+    chart: PathBuf,
+    /// The helm that renders and lints the chart;
+    /// scripts/install-test-deps.sh installs it into build/bin/.
+    #[arg(long, env = HELM_ENV, default_value = helm::INSTALLED_PATH)]
+    helm: PathBuf,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Write the kustomize bases of `--deploy` from the chart (what
+    /// scripts/render-manifests.sh runs), replacing their files.
+    RenderBases {
+        /// The directory of kustomizations, holding bases.yaml.
+        #[arg(long, env = "DEPLOY_CHECK_DEPLOY", default_value = "deploy/kubernetes")]
+        deploy: PathBuf,
+        #[command(flatten)]
+        chart: ChartArgs,
+    },
 }
 
 fn help_of(dir: &Path, bin: &str) -> Result<String, String> {
@@ -53,7 +87,34 @@ fn help_of(dir: &Path, bin: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+fn render_bases(deploy: &Path, chart: &ChartArgs) -> Result<()> {
+    let rendered = bases::render(&Helm::new(&chart.helm), &chart.chart, deploy)
+        .with_context(|| format!("rendering {}", chart.chart.display()))?;
+    bases::write(deploy, &rendered)?;
+    eprintln!(
+        "deploy-check: wrote {} from {}",
+        rendered
+            .iter()
+            .map(|b| deploy.join(&b.name).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        chart.chart.display()
+    );
+    Ok(())
+}
+
+/// The bases are the chart's rendering, and the chart lints clean.
+fn check_chart(deploy: &Path, chart: &ChartArgs) -> Result<Vec<String>> {
+    let helm = Helm::new(&chart.helm);
+    let rendered = bases::render(&helm, &chart.chart, deploy)
+        .with_context(|| format!("rendering {}", chart.chart.display()))?;
+    let mut problems = bases::differences(deploy, &rendered)?;
+    problems.extend(bases::lint(&helm, &chart.chart, deploy)?);
+    Ok(problems)
+}
+
 fn run(args: Args) -> Result<Vec<String>> {
+    let audit_dir = args.audit.context("--audit is required")?;
     let bin_dir = match args.bin_dir {
         Some(dir) => dir,
         None => std::env::current_exe()
@@ -62,6 +123,7 @@ fn run(args: Args) -> Result<Vec<String>> {
             .map(Path::to_path_buf)
             .context("this program has no directory")?,
     };
+    let mut problems = check_chart(&args.deploy, &args.chart)?;
     let kubectl = Kubectl::new(args.kubectl);
     let rendered = checks::render_all(&kubectl, &args.deploy)
         .with_context(|| format!("rendering {}", args.deploy.display()))?;
@@ -70,9 +132,9 @@ fn run(args: Args) -> Result<Vec<String>> {
         "no kustomization.yaml under {}",
         args.deploy.display()
     );
-    let records = audit::read_dir(&args.audit)
-        .with_context(|| format!("reading the audit in {}", args.audit.display()))?;
-    let mut problems = checks::check_images(&rendered);
+    let records = audit::read_dir(&audit_dir)
+        .with_context(|| format!("reading the audit in {}", audit_dir.display()))?;
+    problems.extend(checks::check_images(&rendered));
     problems.extend(checks::check_dockerfiles(&args.docker));
     problems.extend(checks::check_flags(&rendered, &mut |bin| {
         help_of(&bin_dir, bin)
@@ -92,7 +154,17 @@ fn run(args: Args) -> Result<Vec<String>> {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    let args = Args::parse();
+    if let Some(Command::RenderBases { deploy, chart }) = &args.command {
+        return match render_bases(deploy, chart) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("deploy-check: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match run(args) {
         Ok(problems) if problems.is_empty() => {
             eprintln!("deploy-check: every call allowed, every permission used, images and flags as built");
             ExitCode::SUCCESS

@@ -4,13 +4,16 @@
 //! Dockerfile is a multi-stage non-root build of its binary, and the RBAC
 //! names only ServiceAccounts and roles the manifests define. (The calls
 //! and the flags need the tests' audit and the built binaries: the
-//! `deploy-check` binary checks those.)
+//! `deploy-check` binary checks those.) The kustomize bases are exactly
+//! the Helm chart's rendering, and `helm lint --strict` finds nothing.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::path::PathBuf;
 
+use deploy_check::bases;
 use deploy_check::checks::{self, Rendered, COMPONENTS};
+use deploy_check::helm::Helm;
 use deploy_check::kubectl::Kubectl;
 use deploy_check::rbac::Policy;
 use deploy_check::workloads;
@@ -82,4 +85,22 @@ fn every_dockerfile_is_a_multi_stage_non_root_build_of_its_binary() {
         Vec::<String>::new()
     );
     assert_eq!(COMPONENTS.len(), 7);
+}
+
+#[test]
+fn the_kustomize_bases_are_the_charts_rendering_and_it_lints_clean() {
+    let root = deploy().join("..");
+    let helm = Helm::installed_under(&root);
+    let chart = root.join("charts/liqo-broker");
+    let kubernetes = deploy().join("kubernetes");
+    let rendered = bases::render(&helm, &chart, &kubernetes).unwrap();
+    assert!(rendered.len() >= 6, "{} bases", rendered.len());
+    assert_eq!(
+        bases::differences(&kubernetes, &rendered).unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        bases::lint(&helm, &chart, &kubernetes).unwrap(),
+        Vec::<String>::new()
+    );
 }
