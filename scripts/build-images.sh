@@ -34,14 +34,18 @@ for tool in buildah umoci unshare chroot strip python3; do
     || { echo "build-images: $tool missing (bash scripts/install-test-deps.sh)" >&2; exit 1; }
 done
 
+# Each image's commands write to its own log; a failing one stops the stage
+# (set -e) from inside that redirection, so the log is shown on the stderr
+# kept here (fd 3), not on the log itself.
+exec 3>&2
 catalog_pid=""
 log=""
 cleanup() {
   local status=$?
-  # The log of the image that stopped the stage (set -e), printed once.
+  set +e
   if [ "$status" -ne 0 ] && [ -n "$log" ] && [ -f "$log" ]; then
-    echo "build-images: ${image:-?} failed:" >&2
-    cat "$log" >&2
+    echo "build-images: ${image:-?} failed:" >&3
+    cat "$log" >&3
   fi
   if [ -n "$catalog_pid" ] && kill -0 "$catalog_pid" 2>/dev/null; then
     kill "$catalog_pid" 2>/dev/null || true
@@ -74,9 +78,25 @@ print("\n".join(process.get("env", [])))
 PY
 }
 
-# GET url → 0 when it answers 200; polled, the catalog's own start time decides.
-http_ok() {
-  python3 -c 'import sys, urllib.request; sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)' "$1" 2>/dev/null
+# GET $1 until it answers 200 (exit 0), the process $2 ends or 10 s pass
+# (exit 1): polled, so the catalog's own start time decides.
+serves_200() {
+  python3 - "$1" "$2" <<'PY'
+import os, sys, time, urllib.request
+url, pid, deadline = sys.argv[1], int(sys.argv[2]), time.monotonic() + 10
+while time.monotonic() < deadline:
+    try:
+        if urllib.request.urlopen(url, timeout=1).status == 200:
+            sys.exit(0)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.05)
+sys.exit(1)
+PY
 }
 
 catalog_serves_healthz() {
@@ -88,19 +108,16 @@ catalog_serves_healthz() {
   mkdir -p "$rootfs/var/lib/catalog"
   "$@" --listen "127.0.0.1:$port" --data-dir /var/lib/catalog >"$log" 2>&1 &
   catalog_pid=$!
-  local served=""
-  for _ in $(seq 1 100); do
-    if http_ok "http://127.0.0.1:$port/healthz"; then
-      served=1
-      break
-    fi
-    kill -0 "$catalog_pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  local served=0
+  serves_200 "http://127.0.0.1:$port/healthz" "$catalog_pid" || served=$?
   kill "$catalog_pid" 2>/dev/null || true
   wait "$catalog_pid" 2>/dev/null || true
   catalog_pid=""
-  [ -n "$served" ] || { echo "the catalog in the image did not answer /healthz:" >&2; cat "$log" >&2; return 1; }
+  if [ "$served" -ne 0 ]; then
+    echo "the catalog in the image did not answer GET /healthz with 200 within 10 s; its log:"
+    cat "$log"
+    return 1
+  fi
   echo "GET /healthz: 200"
 }
 

