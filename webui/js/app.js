@@ -16,6 +16,8 @@ import { mountSignIn } from './views/sign-in.js';
 import { mountMine } from './views/mine.js';
 import { mountReservation } from './views/reservation.js';
 import { mountContract } from './views/contract.js';
+import { mountServiceOrder } from './views/service-order.js';
+import { mountServiceInstance } from './views/service-instance.js';
 
 
 /** Polite screen-reader announcements ("New offer: …"). */
@@ -96,6 +98,8 @@ const routes = [
   { pattern: /^\/mine$/, nav: 'mine', mount: mountMine },
   { pattern: /^\/reservation\/(.+)$/, nav: 'mine', mount: mountReservation },
   { pattern: /^\/contract\/(.+)$/, nav: 'mine', mount: mountContract },
+  { pattern: /^\/service\/(.+)$/, nav: 'consumer', mount: mountServiceOrder },
+  { pattern: /^\/service-instance\/(.+)$/, nav: 'mine', mount: mountServiceInstance },
 ];
 
 const ctx = {

@@ -10,10 +10,13 @@
 // copy button.
 
 import { cancelPurchase, getContract } from '../api.js';
-import { formatTime, h, replaceChildren, srOnly } from '../dom.js';
+import { formatTime, h, replaceChildren } from '../dom.js';
 import { peeringSteps } from '../contract-steps.js';
 import { formatCost } from '../pricing.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
+import { shellWord } from '../shell.js';
+import { stepItems } from './steps.js';
+import { copyBlock } from './copy-block.js';
 
 const STATE_TEXT = {
   pending: 'Pending: waiting for your cluster to peer',
@@ -29,12 +32,6 @@ const PEERING_TEXT = {
   credentialsReady: 'Ready',
 };
 
-/** A shell word: as is when plain, else single-quoted. */
-export function shellWord(value) {
-  const text = String(value ?? '');
-  if (/^[A-Za-z0-9._:/=@%+,-]+$/.test(text)) return text;
-  return `'${text.replace(/'/g, "'\\''")}'`;
-}
 
 /** liqoctl v0.10 out-of-band peering. */
 export function liqoctlV0(v0) {
@@ -55,45 +52,12 @@ export function liqoctlV1(file, contract) {
   return words.join(' ');
 }
 
-function copyBlock(label, text, dataRole) {
-  const status = h('span', { class: 'copy-status', role: 'status' });
-  const code = h('pre', { class: 'command', tabindex: '0', 'aria-label': label }, h('code', { 'data-role': dataRole, text }));
-  const button = h('button', {
-    type: 'button', class: 'button button--secondary button--small', 'data-copy': dataRole,
-    onclick: async () => {
-      try {
-        await navigator.clipboard.writeText(text);
-        status.textContent = 'Copied.';
-      } catch {
-        // No clipboard access: select the text so Ctrl+C copies it.
-        const range = document.createRange();
-        range.selectNodeContents(code);
-        const selection = getSelection();
-        selection.removeAllRanges();
-        selection.addRange(range);
-        status.textContent = 'Selected: press Ctrl+C to copy.';
-      }
-    },
-  }, 'Copy', srOnly(` ${label.charAt(0).toLowerCase()}${label.slice(1)}`));
-  return h('div', { class: 'copy-block' }, code, h('p', { class: 'copy-actions' }, button, status));
-}
-
-const STATUS_TEXT = { done: 'done', current: 'in progress', failed: 'failed', todo: 'to come' };
-
 // The automatic peering's steps, the one in progress with what the
 // controller last said.
 function stepList(progress) {
   return h('section', { class: 'peering-steps', 'aria-labelledby': 'peering-steps' },
     h('h2', { id: 'peering-steps', text: 'Peering, step by step' }),
-    h('ol', { class: 'steps', 'data-role': 'peering-steps' },
-      progress.steps.map((step) => h('li', {
-        class: `step step--${step.status}`,
-        'data-step': step.key,
-        'data-status': step.status,
-        'aria-current': step.status === 'current' ? 'step' : null,
-      }, step.label, srOnly(` (${STATUS_TEXT[step.status]})`),
-      (step.status === 'current' || step.status === 'failed') && progress.words
-        ? h('span', { class: 'muted', 'data-role': 'step-words', text: ` — ${progress.words}` }) : null))));
+    stepItems(progress.steps, progress.words, 'peering-steps'));
 }
 
 function timeLeft(iso) {

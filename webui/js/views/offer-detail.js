@@ -125,8 +125,12 @@ export function mountOfferDetail(main, ctx, [id]) {
         h('strong', { text: `${enforcementOf(offer.enforcement).label}: ` }), enforcementOf(offer.enforcement).explain),
       h('h2', { text: 'Compare plans' }),
       buyError,
-      planTable(offer, planFiltered ? active : null, buying),
-      h('p', { class: 'hint' },
+      planTable(offer, planFiltered ? active : null, offer.kind === 'service' ? null : buying),
+      // A service is not reserved and bought: it is provisioned with the customer's peering kubeconfig.
+      offer.kind === 'service' ? h('p', { class: 'form-actions' },
+        h('a', { class: 'button', href: `#/service/${encodeURIComponent(offer.id)}`, 'data-role': 'set-up-service', text: 'Set up this service' }),
+        h('span', { class: 'hint', text: ' Pick a plan and its parameters; the provider peers with your cluster and runs the service as the plan’s hosting policy says.' })) : null,
+      offer.kind === 'service' ? null : h('p', { class: 'hint' },
         consumerSession() ? 'Reserving holds one unit of a plan for a few minutes while you decide; buying it gives you a contract with the command to peer your cluster with this provider (cluster ID '
           : 'Sign in to reserve and buy a plan. Buying gives you a contract with the command to peer your cluster with this provider (cluster ID ',
         h('code', { text: offer.clusterID || 'unknown' }),
