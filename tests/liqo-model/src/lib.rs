@@ -247,6 +247,8 @@ pub mod offloading_status;
 pub mod pod_webhook;
 pub mod quota_creator;
 pub mod reflection;
+pub mod reflection_forge;
+pub mod reflection_objects;
 pub mod remote_resource_slice;
 pub mod runner;
 pub mod scheduler;

@@ -24,6 +24,14 @@ pub const ORIGIN_NODE_NAME: &str = "offloading.liqo.io/nodename";
 /// `pkg/consts/replication.go:46-48`: set on
 /// each ShadowPod by its controller (`shadowpod_controller.go:85-86`).
 pub const MANAGED_BY: (&str, &str) = ("liqo.io/managed-by", "shadowpod");
+/// `pkg/consts/replication.go:62`: an object marked so is not reflected.
+pub const SKIP_REFLECTION: &str = "liqo.io/skip-reflection";
+/// `pkg/consts/replication.go:65`: an object marked so is reflected (the
+/// `AllowList` policy's mark).
+pub const ALLOW_REFLECTION: &str = "liqo.io/allow-reflection";
+/// `pkg/consts/replication.go:59`: a Service whose remote copy keeps its
+/// node ports.
+pub const FORCE_REMOTE_NODE_PORT: &str = "liqo.io/force-remote-node-port";
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
@@ -53,4 +61,16 @@ pub fn shadow_pods() -> ApiResource {
 
 pub fn pods() -> ApiResource {
     resource("", "v1", "Pod", "pods")
+}
+
+pub fn secrets() -> ApiResource {
+    resource("", "v1", "Secret", "secrets")
+}
+
+pub fn config_maps() -> ApiResource {
+    resource("", "v1", "ConfigMap", "configmaps")
+}
+
+pub fn services() -> ApiResource {
+    resource("", "v1", "Service", "services")
 }

@@ -12,6 +12,7 @@ mod offloading;
 mod offloading_status;
 mod pod_webhook;
 mod provider;
+mod reflection;
 mod replicator;
 mod scheduling;
 mod shadowpod;
