@@ -11,7 +11,6 @@ use std::time::Duration;
 use catalog_client::http::Http;
 use catalog_client::{Error, Login, Session};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use kube::Client;
 use quantity::ResourceList;
 
@@ -19,6 +18,7 @@ pub use catalog_client::wire::{Contract, ContractState};
 
 use crate::decision::{Ending, Unusable};
 use crate::model::{Purchase, PurchaseStatus};
+use crate::secret_ref;
 
 /// Sent as `User-Agent` with every catalog request.
 const USER_AGENT: &str = "liqo-broker-purchase-controller";
@@ -35,27 +35,26 @@ pub async fn open(
     http: &reqwest::Client,
     purchase: &Purchase,
 ) -> Result<Session, Unusable> {
-    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-    let reference = &purchase.spec.credentials_secret_ref;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let where_ = format!("{namespace}/{}", reference.name);
-    let secret = match secrets.get_opt(&reference.name).await {
-        Ok(Some(secret)) => secret,
-        Ok(None) => {
-            return Err(Unusable::Credentials(format!(
-                "credentials Secret {where_} does not exist"
-            )))
-        }
-        Err(error) => {
-            return Err(Unusable::Credentials(format!(
-                "cannot read credentials Secret {where_}: {error}"
-            )))
-        }
+    let (Some(reference), Some(url)) = (
+        &purchase.spec.credentials_secret_ref,
+        &purchase.spec.catalog_url,
+    ) else {
+        return Err(Unusable::Spec(
+            "spec.catalogURL and spec.credentialsSecretRef are required with spec.contractID or spec.offerID and spec.planID".to_string(),
+        ));
     };
+    let (secret, where_) = secret_ref::read(
+        client,
+        purchase,
+        reference,
+        "credentials",
+        Unusable::Credentials,
+    )
+    .await?;
     let token = bearer_token(&secret, &reference.key).map_err(|problem| {
         Unusable::Credentials(format!("credentials Secret {where_} {problem}"))
     })?;
-    let base = reqwest::Url::parse(&purchase.spec.catalog_url)
+    let base = reqwest::Url::parse(url)
         .map_err(|e| Unusable::Spec(format!("spec.catalogURL is not a URL: {e}")))?;
     Ok(Session::new(
         Http::new(http.clone(), base),
@@ -66,13 +65,8 @@ pub async fn open(
 /// The token under `key`, or what is wrong with it (the end of a sentence
 /// about the Secret; the token itself is never in it).
 pub fn bearer_token(secret: &Secret, key: &str) -> Result<String, String> {
-    let token = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("has no non-empty key {key:?}"))?;
+    let token =
+        secret_ref::text(secret, key).ok_or_else(|| format!("has no non-empty key {key:?}"))?;
     if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("key {key:?} is not a bearer token"));
     }

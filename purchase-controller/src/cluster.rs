@@ -154,8 +154,13 @@ pub async fn set_up(
                     status.kubeconfig_secret = Some(name);
                 }
                 let resources = contract.resources.to_strings();
+                let name = if crate::direct::is_direct(purchase) {
+                    liqo::direct_slice_name(&contract.id)
+                } else {
+                    liqo::slice_name(&contract.id)
+                };
                 let request = SliceRequest {
-                    contract_id: &contract.id,
+                    name: &name,
                     class: &contract.resource_slice_class,
                     resources: &resources,
                     provider,
@@ -166,7 +171,6 @@ pub async fn set_up(
                     &peering.tenant_namespace,
                     &liqo::resource_slice(),
                 );
-                let name = liqo::slice_name(&contract.id);
                 let slice = match slices.get_opt(&name).await? {
                     None => {
                         let created = slices

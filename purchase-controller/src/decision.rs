@@ -10,6 +10,9 @@ use catalog_client::wire::{step_reason, Contract, ContractState};
 
 /// Condition types a Purchase reports.
 pub const CONTRACT_VALID: &str = "ContractValid";
+/// A Purchase from peering credentials ([`crate::direct`]): in place of
+/// [`CONTRACT_VALID`], whether they reach the remote cluster.
+pub const CREDENTIALS_VALID: &str = "PeeringCredentialsValid";
 pub const CATALOG_REACHABLE: &str = "CatalogReachable";
 pub const PEERED: &str = "Peered";
 /// v1 `--auto-peer`: where the controller's own authentication stands.
@@ -98,6 +101,9 @@ pub enum Unusable {
     /// The API server refused an object built from the contract (422): a
     /// value Liqo's CRD does not accept, such as an auth URL.
     Rejected(String),
+    /// Peering credentials given directly: the remote cluster does not
+    /// answer (waited for).
+    RemoteUnreachable(String),
 }
 
 impl Unusable {
@@ -113,6 +119,7 @@ impl Unusable {
             Unusable::Refused(_) => "CatalogRefused",
             Unusable::Spec(_) => "InvalidSpec",
             Unusable::Rejected(_) => "ObjectRejected",
+            Unusable::RemoteUnreachable(_) => "RemoteClusterUnreachable",
         }
     }
 
@@ -135,6 +142,7 @@ impl Unusable {
                 g.as_str()
             ),
             Unusable::Credentials(m) | Unusable::Refused(m) | Unusable::Spec(m) => m.clone(),
+            Unusable::RemoteUnreachable(m) => format!("{m}; retrying"),
             Unusable::Rejected(m) => format!("the API server refused an object made from the contract: {m}"),
         }
     }
@@ -262,14 +270,17 @@ pub struct Assessment {
 pub fn assess_unusable(problem: &Unusable) -> Assessment {
     let phase = match problem {
         Unusable::Ended(_) => Phase::Ended,
-        Unusable::NoCredentials(_) => Phase::Pending,
+        Unusable::NoCredentials(_) | Unusable::RemoteUnreachable(_) => Phase::Pending,
         _ => Phase::Failed,
     };
     let mut conditions = vec![
         cond(CONTRACT_VALID, false, problem.reason(), problem.message()),
         cond(READY, false, problem.reason(), problem.message()),
     ];
-    if !matches!(problem, Unusable::Credentials(_) | Unusable::Spec(_)) {
+    if !matches!(
+        problem,
+        Unusable::Credentials(_) | Unusable::Spec(_) | Unusable::RemoteUnreachable(_)
+    ) {
         conditions.push(cond(
             CATALOG_REACHABLE,
             true,

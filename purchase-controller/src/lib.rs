@@ -8,6 +8,10 @@
 //! - [`model`]: the `Purchase` kind;
 //! - [`catalog`]: a consumer session with the catalog (`catalog-client`),
 //!   opened from the credentials Secret, and its answers sorted;
+//! - [`direct`]: a Purchase from a peering user's kubeconfig, with no
+//!   catalog (what a contract would say, made from the spec and the
+//!   remote cluster);
+//! - [`secret_ref`]: the Secrets a spec names;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
 //! - [`networking`] and [`authentication`]: Liqo v1's networking and
@@ -28,9 +32,11 @@ pub mod catalog;
 pub mod cluster;
 pub mod config;
 pub mod decision;
+pub mod direct;
 pub mod http;
 pub mod liqo;
 pub mod metrics;
 pub mod model;
 pub mod networking;
 pub mod reconcile;
+pub mod secret_ref;

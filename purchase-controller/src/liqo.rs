@@ -268,10 +268,17 @@ pub fn slice_name(contract_id: &str) -> String {
         .to_string()
 }
 
+/// The name of the ResourceSlice of a Purchase from peering credentials
+/// (no contract): after the Purchase's UID, unique and a DNS-1123 label.
+pub fn direct_slice_name(uid: &str) -> String {
+    slice_name(uid).replacen("contract-", "purchase-", 1)
+}
+
 /// What the slice asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SliceRequest<'a> {
-    pub contract_id: &'a str,
+    /// The slice's name ([`slice_name`], [`direct_slice_name`]).
+    pub name: &'a str,
     pub class: &'a str,
     pub resources: &'a BTreeMap<String, String>,
     pub provider: &'a str,
@@ -293,7 +300,7 @@ pub fn v1_resource_slice(request: &SliceRequest<'_>, namespace: &str, purchase: 
     annotations[CREATE_VIRTUAL_NODE_ANNOTATION] = json!("true");
     json!({
         "apiVersion": RESOURCE_SLICE.api_version(), "kind": RESOURCE_SLICE.kind,
-        "metadata": {"name": slice_name(request.contract_id), "namespace": namespace,
+        "metadata": {"name": request.name, "namespace": namespace,
                      "labels": labels, "annotations": annotations},
         "spec": {"class": request.class, "providerClusterID": request.provider,
                  "resources": request.resources},
@@ -628,8 +635,9 @@ mod tests {
     #[test]
     fn the_slice_carries_class_resources_the_provider_and_liqo_labels_not_the_consumer_id() {
         let resources = BTreeMap::from([("cpu".to_string(), "2".to_string())]);
+        let name = slice_name("AB_12");
         let request = SliceRequest {
-            contract_id: "AB_12",
+            name: &name,
             class: "liqo-broker",
             resources: &resources,
             provider: "p-1",
@@ -666,6 +674,7 @@ mod tests {
             {"type": "Resources", "status": "Accepted"}]});
         assert_eq!(slice_grant(&answered), Grant::Accepted(resources.clone()));
         assert_eq!(slice_name(&"x".repeat(80)).len(), 63);
+        assert_eq!(direct_slice_name("9F1c-0a"), "purchase-9f1c-0a");
     }
 
     #[test]

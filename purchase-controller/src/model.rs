@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,17 +52,39 @@ pub struct SecretKeyRef {
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(
-    description = "Either contractID, or offerID and planID (the controller then reserves and buys).",
-    extend("oneOf" = [{"required": ["contractID"]}, {"required": ["offerID", "planID"]}]),
+    description = "One of: contractID, or offerID and planID (the controller then reserves and buys) — both with catalogURL and credentialsSecretRef — or peeringCredentialsSecretRef (no catalog: peer with the cluster of that peering user).",
+    extend(
+        "oneOf" = [{"required": ["contractID"]}, {"required": ["offerID", "planID"]}, {"required": ["peeringCredentialsSecretRef"]}],
+        "x-kubernetes-validations" = [
+            {"rule": SOURCE_RULE, "message": SOURCE_MESSAGE},
+            {"rule": CATALOG_RULE, "message": CATALOG_MESSAGE}
+        ]
+    ),
     transform = schema::plain
 )]
 pub struct PurchaseSpec {
-    /// The catalog's base URL.
-    #[serde(rename = "catalogURL")]
+    /// The catalog's base URL (with contractID or offerID and planID).
+    #[serde(
+        rename = "catalogURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(regex(pattern = r"^https?://[^\s]+$"), length(max = 2048))]
-    pub catalog_url: String,
-    /// The Secret (in this namespace) and key holding the consumer's catalog bearer token.
-    pub credentials_secret_ref: SecretKeyRef,
+    pub catalog_url: Option<String>,
+    /// The Secret (in this namespace) and key holding the consumer's catalog bearer token (with contractID or offerID and planID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret_ref: Option<SecretKeyRef>,
+    /// The Secret (in this namespace) and key holding the kubeconfig of a Liqo peering user on the remote cluster (`liqoctl generate peering-user`): peer with that cluster directly, without a catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peering_credentials_secret_ref: Option<SecretKeyRef>,
+    /// With peeringCredentialsSecretRef: what the ResourceSlice asks for (a Kubernetes ResourceList).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::resource_list")]
+    pub resources: BTreeMap<String, IntOrString>,
+    /// With peeringCredentialsSecretRef: the ResourceSlice's class (absent: Liqo's default class).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub resource_slice_class: Option<String>,
     // A contract bought already …
     #[serde(
         rename = "contractID",
@@ -95,6 +118,15 @@ pub struct PurchaseSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking: Option<bool>,
 }
+
+/// Exactly one source (the schema's `oneOf` lets `offerID` alone through
+/// beside `peeringCredentialsSecretRef`).
+const SOURCE_RULE: &str = "(has(self.contractID) ? 1 : 0) + (has(self.offerID) || has(self.planID) ? 1 : 0) + (has(self.peeringCredentialsSecretRef) ? 1 : 0) == 1";
+const SOURCE_MESSAGE: &str =
+    "set exactly one of contractID, offerID and planID, peeringCredentialsSecretRef";
+/// A catalog source needs the catalog; a direct one has none.
+const CATALOG_RULE: &str = "has(self.peeringCredentialsSecretRef) ? !has(self.catalogURL) && !has(self.credentialsSecretRef) : has(self.catalogURL) && has(self.credentialsSecretRef)";
+const CATALOG_MESSAGE: &str = "contractID or offerID and planID need catalogURL and credentialsSecretRef; peeringCredentialsSecretRef takes neither";
 
 fn default_pod_strategy() -> String {
     "LocalAndRemote".to_string()
@@ -149,6 +181,19 @@ mod schema {
                 }
             }
         }
+    }
+
+    /// A Kubernetes ResourceList, as core kinds declare one: quantities
+    /// given as integers or strings (in the quantity grammar). Without the
+    /// `anyOf` of their types, which kube's structural rewrite empties.
+    pub fn resource_list(_: &mut schemars::SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "additionalProperties": {
+                "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+                "x-kubernetes-int-or-string": true
+            }
+        })
     }
 
     /// An `Option`'s schema without its `null`: `["string", "null"]` is

@@ -37,7 +37,7 @@ const GATEWAY_RESOURCE_LABEL: &str = "networking.liqo.io/gateway-resource";
 const PUBLIC_KEY_FIELD: &str = "publicKey";
 /// `pkg/consts/clusterid.go:23-25` and `utils/labels/labelSelectors.go:32`:
 /// the ConfigMap holding the cluster ID, found by label.
-const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
+pub const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
 const CLUSTER_ID_KEY: &str = "CLUSTER_ID";
 /// `pkg/consts/ipam.go:40-46`.
 const NETWORK_TYPE: &str = "ipam.liqo.io/network-type";

@@ -9,6 +9,10 @@
 //! [`crate::decision`] judge, and writes the status, an Event on each phase
 //! change and the contract's state in the catalog.
 //!
+//! A Purchase from peering credentials ([`crate::direct`]) has no catalog:
+//! its round makes the contract from the spec and the remote cluster and
+//! goes on to the same set-up, reporting nowhere but on the Purchase.
+//!
 //! The contract id is written to the status before a purchase is made, so
 //! a controller restarted half-way reads the contract instead of buying
 //! again. While the catalog is unreachable the controller keeps what exists
@@ -37,6 +41,7 @@ use tracing::Instrument;
 use crate::catalog::{self, Contract};
 use crate::cluster::{Cluster, ClusterError, Teardown};
 use crate::decision::{self, Assessment, Phase, Unusable};
+use crate::direct;
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
 use crate::model::{Purchase, PurchaseStatus, FINALIZER};
@@ -284,32 +289,26 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     let key = purchase.key();
     let before = purchase.status();
     let mut status = before.clone();
-    let mut session = catalog::open(&ctx.client, &ctx.http, purchase).await;
-    let (mut assessment, contract) = match &mut session {
-        Err(problem) => (decision::assess_unusable(problem), None),
-        Ok(session) => match drive(purchase, ctx, session, &mut status).await {
-            // An object built from the contract that Liqo's schema refuses
-            // is not worth retrying: say so.
-            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 422 => (
-                decision::assess_unusable(&Unusable::Rejected(e.message)),
-                None,
-            ),
-            other => other?,
-        },
+    let is_direct = direct::is_direct(purchase);
+    let round = if is_direct {
+        drive_direct(purchase, ctx, &mut status).await
+    } else {
+        from_catalog(purchase, ctx, &mut status).await
     };
-    if let (Some(contract), Some((state, reason)), Ok(session)) =
-        (&contract, &assessment.report, &mut session)
-    {
-        report(
-            ctx,
-            session,
-            contract,
-            *state,
-            reason.as_deref(),
-            &mut status,
-        )
-        .await;
-    }
+    let (mut assessment, contract) = match round {
+        // An object built from the contract that Liqo's schema refuses
+        // is not worth retrying: say so.
+        Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 422 => {
+            let assessment = decision::assess_unusable(&Unusable::Rejected(e.message));
+            let assessment = if is_direct {
+                direct::without_catalog(assessment)
+            } else {
+                assessment
+            };
+            (assessment, None)
+        }
+        other => other?,
+    };
 
     // The warning before the end, for a contract in use.
     let now = jiff::Timestamp::now();
@@ -400,6 +399,62 @@ async fn report(
             tracing::warn!(%error, "cannot report the contract's state");
         }
     }
+}
+
+/// The catalog's part of a round: the session, [`drive`], and the state
+/// the catalog must hear; `Some(contract)` when the catalog answered.
+async fn from_catalog(
+    purchase: &Purchase,
+    ctx: &Context,
+    status: &mut PurchaseStatus,
+) -> Result<(Assessment, Option<Contract>), ReconcileError> {
+    let mut session = match catalog::open(&ctx.client, &ctx.http, purchase).await {
+        Err(problem) => return Ok((decision::assess_unusable(&problem), None)),
+        Ok(session) => session,
+    };
+    let (assessment, contract) = drive(purchase, ctx, &mut session, status).await?;
+    if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
+        report(
+            ctx,
+            &mut session,
+            contract,
+            *state,
+            reason.as_deref(),
+            status,
+        )
+        .await;
+    }
+    Ok((assessment, contract))
+}
+
+/// A round of a Purchase from peering credentials ([`direct`]): the
+/// contract made from the spec and the remote cluster, then the set-up of
+/// any Purchase; no catalog to read or tell.
+async fn drive_direct(
+    purchase: &Purchase,
+    ctx: &Context,
+    status: &mut PurchaseStatus,
+) -> Result<(Assessment, Option<Contract>), ReconcileError> {
+    let settings = &ctx.settings;
+    let read = direct::read(
+        &ctx.client,
+        purchase,
+        settings.generation,
+        &settings.provider_liqo_namespace,
+    )
+    .await;
+    let contract = match read {
+        Ok(contract) => contract,
+        Err(problem) => {
+            let assessment = decision::assess_unusable(&problem);
+            return Ok((direct::without_catalog(assessment), None));
+        }
+    };
+    status.provider_cluster_id = Some(contract.cluster_id.clone());
+    status.resources = contract.resources.to_strings();
+    status.resource_slice_class = purchase.spec.resource_slice_class.clone();
+    let progress = crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, None).await?;
+    Ok((direct::without_catalog(decision::assess(&progress)), None))
 }
 
 /// Everything up to the assessment; `Some(contract)` when the catalog
