@@ -2,6 +2,7 @@
 //! [`run`], which starts the HTTP port, the leader election and the
 //! controller.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, 
 use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 use tokio_util::sync::CancellationToken;
 
+use crate::binding_copier;
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Settings};
@@ -78,6 +80,10 @@ pub struct Args {
         default_value = "liqo"
     )]
     pub provider_liqo_namespace: String,
+
+    /// Copy the binding Secrets a service provider's Liqo reflected into this cluster (label broker.liqo-broker.io/binding, annotations broker.liqo-broker.io/target-namespace and target-name) into their target namespace, if it is labelled broker.liqo-broker.io/accept-bindings=true; never over a Secret the controller did not make; kept in step, deleted with the source. Needs no Purchase.
+    #[arg(long, env = "PURCHASE_CONTROLLER_COPY_BINDINGS", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
+    pub copy_bindings: bool,
 
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
@@ -163,6 +169,17 @@ fn lease_namespace(args: &Args) -> Option<String> {
     })
 }
 
+/// The controller and, with `--copy-bindings`, the binding copies beside
+/// it: both stop on the same token.
+async fn beside(controller: impl Future<Output = ()>, copies: Option<impl Future<Output = ()>>) {
+    match copies {
+        Some(copies) => {
+            tokio::join!(controller, copies);
+        }
+        None => controller.await,
+    }
+}
+
 /// Run until `shutdown` is cancelled: the HTTP port, then (with leader
 /// election) the controller whenever this replica leads.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
@@ -212,6 +229,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         let elector = Elector::new(client.clone(), lease);
         let lead_metrics = metrics.clone();
         let stopping = shutdown.clone();
+        let copy_bindings = args.copy_bindings;
         lease::run_elected(elector, metrics, shutdown.clone(), move |term| {
             // `term` ends with the process too; only a term that ends while
             // the process goes on is a lost Lease, which must stop writes
@@ -224,27 +242,46 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                     lost_on.cancel();
                 }
             });
-            reconcile::run(
+            let copies = copy_bindings.then(|| {
+                binding_copier::run(
+                    client.clone(),
+                    settings.cluster_id.clone(),
+                    settings.resync,
+                    reconcile::reporter(&settings),
+                    term.clone(),
+                )
+            });
+            let controller = reconcile::run(
                 client.clone(),
                 http_client.clone(),
                 settings.clone(),
                 lead_metrics.clone(),
                 term,
                 lost,
-            )
+            );
+            beside(controller, copies)
         })
         .await;
     } else {
         metrics.reconcile().set_leading(true);
-        reconcile::run(
+        let copies = args.copy_bindings.then(|| {
+            binding_copier::run(
+                client.clone(),
+                settings.cluster_id.clone(),
+                settings.resync,
+                reconcile::reporter(&settings),
+                shutdown.clone(),
+            )
+        });
+        let controller = reconcile::run(
             client,
             http_client,
             settings,
             metrics,
             shutdown.clone(),
             CancellationToken::new(),
-        )
-        .await;
+        );
+        beside(controller, copies).await;
     }
     shutdown.cancel();
     edge::probe::join(http).await?;
@@ -269,6 +306,7 @@ mod tests {
         assert_eq!(cli.args.liqo_namespace, "liqo");
         assert!(cli.args.auto_peer);
         assert!(cli.args.networking);
+        assert!(cli.args.copy_bindings);
         assert_eq!(cli.args.provider_liqo_namespace, "liqo");
         cli.args.validate().unwrap();
         assert!(cli.args.election.leader_elect);

@@ -24,10 +24,15 @@
 //! - [`reconcile`]: the kube-rs controller (`reconcile` over kube's
 //!   finalizer helper, its context and error policy), the status, the
 //!   Events and the state reports;
+//! - [`binding_copy`] and [`binding_copier`]: binding Secrets a service
+//!   provider's Liqo reflected here, copied into the namespaces that
+//!   accept them (`--copy-bindings`; needs no Purchase);
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).
 
 pub mod authentication;
+pub mod binding_copier;
+pub mod binding_copy;
 pub mod catalog;
 pub mod cluster;
 pub mod config;

@@ -148,6 +148,14 @@ impl Context {
     }
 }
 
+/// Who writes the Events: this controller, this replica.
+pub fn reporter(settings: &Settings) -> Reporter {
+    Reporter {
+        controller: "liqo-broker-purchase-controller".to_string(),
+        instance: Some(settings.instance.clone()),
+    }
+}
+
 /// Run the controller until `shutdown` is cancelled.
 ///
 /// `lost` is cancelled when this replica lost the Lease: the controller
@@ -161,10 +169,7 @@ pub async fn run(
     shutdown: CancellationToken,
     lost: CancellationToken,
 ) {
-    let reporter = Reporter {
-        controller: "liqo-broker-purchase-controller".to_string(),
-        instance: Some(settings.instance.clone()),
-    };
+    let reporter = reporter(&settings);
     let cluster = Cluster {
         client: client.clone(),
         generation: settings.generation,
