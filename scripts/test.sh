@@ -67,8 +67,9 @@ unset KUBE_TEST_AUDIT_DIR
 # browser), so they run side by side; Schemathesis's output follows the
 # browser tests' so neither interleaves with the other. The images
 # (scripts/build-images.sh: built from this build's binaries, each run once)
-# take the idle core's time as well: ~30 s of mostly buildah and gzip, done
-# long before the browser tests, so they add no wall time of their own.
+# take the idle core's time as well: 30 s alone, 90 s beside the two (mostly
+# buildah and gzip), done long before the browser tests, so they add no wall
+# time of their own (docs/images.md).
 stage "Schemathesis against the catalog's OpenAPI document and the images, beside the browser tests"
 schemathesis_log="$(pwd)/build/schemathesis.log"
 CATALOG_BIN="$(pwd)/target/debug/catalog" bash scripts/schemathesis.sh >"$schemathesis_log" 2>&1 &
