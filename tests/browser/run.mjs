@@ -1090,6 +1090,125 @@ try {
     }
   });
 
+  await runner.test('service page: a plan and its hosting, parameters from the schema checked inline, the peering kubeconfig from a file, provisioning and binding followed as steps against a simulated provider, the kubectl commands, deprovisioning', async () => {
+    const tokenB = await restToken(providerB);
+    const providerCall = async (method, path, body) => {
+      const r = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenB}` }, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+      return r.status === 204 ? null : r.json();
+    };
+    const draft04 = 'http://json-schema.org/draft-04/schema#';
+    await restPublish(tokenB, 'svc-mysql', {
+      kind: 'service', name: 'Managed MySQL', type: 'database', description: 'A MySQL database run for you.',
+      plans: {
+        remote: { name: 'in your cluster', cost: '3', hosting: 'Remote', resources: { cpu: '1', memory: '2Gi' },
+          schemas: { service_instance: { create: { parameters: { $schema: draft04, type: 'object', required: ['size', 'database'], additionalProperties: false,
+            properties: { size: { type: 'integer', minimum: 1, maximum: 64, description: 'Disk in GiB.' }, version: { type: 'string', enum: ['8.0', '8.4'], default: '8.4' },
+              database: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', title: 'Database name' }, backups: { type: 'boolean', default: true } } } } } } },
+        local: { name: 'at the provider', cost: '2', hosting: 'Local', resources: { cpu: '1' } },
+      },
+    });
+    const dave = await consumerToken('dave', 'Dave');
+    const page = await newPage('service-buyer');
+    const instancePuts = [];
+    page.on('request', (r) => { if (r.method() === 'PUT' && /\/v2\/service_instances\/[^/]+\?/.test(r.url())) instancePuts.push(r.url()); });
+    try {
+      await page.goto(`${base}/#/sign-in`);
+      await page.getByLabel('Consumer token', { exact: true }).fill(dave);
+      await page.getByRole('button', { name: 'Sign in with the token' }).click();
+      await page.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+      await page.goto(`${base}/#/offer/svc-mysql`);
+      await page.getByRole('heading', { level: 1, name: 'Managed MySQL' }).waitFor();
+      checkEqual(await page.locator('[data-reserve]').count(), 0, 'Reserve buttons on a service offer');
+      await page.locator('[data-role="set-up-service"]').click();
+      await page.getByRole('heading', { level: 1, name: 'Set up Managed MySQL' }).waitFor();
+      check(/Remote.*Runs in your cluster/.test(await page.locator('[data-plan="remote"] [data-field="hosting"]').textContent()), 'the Remote plan says where it runs');
+      check(/Local.*Runs at the provider/.test(await page.locator('[data-plan="local"] [data-field="hosting"]').textContent()), 'the Local plan says where it runs');
+      await page.getByRole('radio', { name: /in your cluster/ }).check();
+      const size = page.getByLabel('size', { exact: true });
+      const database = page.getByLabel('Database name', { exact: true });
+      const kubeconfig = page.getByLabel('Peering-user kubeconfig', { exact: true });
+      checkEqual(await page.getByLabel('version', { exact: true }).inputValue(), '1', 'the enum starts at its default (8.4)');
+      check(await page.getByLabel('backups', { exact: true }).isChecked(), 'the boolean starts at its default');
+      // Every problem at once, beside its field, and nothing sent.
+      await size.fill('0');
+      await database.fill('Orders DB');
+      await page.getByRole('button', { name: 'Create the service' }).click();
+      checkEqual(await errorBeside(size), { text: 'At least 1', sameField: true, invalid: true }, 'the size\'s error');
+      checkEqual(await errorBeside(database), { text: 'Must match the pattern ^[a-z][a-z0-9_]*$', sameField: true, invalid: true }, 'the database name\'s error');
+      check(/^Required/.test((await errorBeside(kubeconfig))?.text ?? ''), 'the kubeconfig is required');
+      checkEqual(instancePuts, [], 'provisioning requests sent with errors on the form');
+      checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the service form with errors');
+      await shot(page, 'consumer-service-form');
+      // The catalog's refusal of the kubeconfig shows beside it.
+      await size.fill('10');
+      await database.fill('orders');
+      await kubeconfig.fill('apiVersion: v1\nkind: Config\n');
+      await page.getByRole('button', { name: 'Create the service' }).click();
+      await page.locator('.has-error [data-field="kubeconfig"]').waitFor();
+      check(/The catalog refused this/.test((await errorBeside(kubeconfig)).text), `the catalog's refusal beside the kubeconfig: ${(await errorBeside(kubeconfig)).text}`);
+      checkEqual(await errorBeside(size), null, 'the fixed size has no error left');
+      // The peering user's kubeconfig, loaded from its file.
+      const fixture = new URL('../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml', import.meta.url);
+      await page.getByLabel('Or load the kubeconfig from a file', { exact: true }).setInputFiles(fileURLToPath(fixture));
+      await page.waitForFunction(() => document.querySelector('[data-field="kubeconfig"]').value.includes('apiVersion'));
+      await page.getByRole('button', { name: 'Create the service' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Managed MySQL · in your cluster' }).waitFor();
+      checkEqual(instancePuts.length, 2, 'provisioning requests (the refused one, then this)');
+      const step = (list, key) => page.locator(`[data-role="${list}"] [data-step="${key}"]`);
+      await step('provision-steps', 'peering').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
+      // The provider's side, as service-controller does it over HTTP.
+      const contracts = await providerCall('GET', '/contracts?active=true');
+      const contract = (Array.isArray(contracts) ? contracts : contracts.contracts).find((c) => c.offerID === 'svc-mysql');
+      check(contract, 'the provider sees the contract');
+      const peering = await providerCall('GET', `/provider/contracts/${contract.id}/customer-peering`);
+      checkEqual(peering.kubeconfig, readFileSync(fixture, 'utf8'), 'the kubeconfig the provider reads (the file loaded)');
+      await providerCall('PUT', `/provider/contracts/${contract.id}/service`, { state: 'in progress', description: 'Creating: applying 2 objects in namespace svc-orders' });
+      await step('provision-steps', 'creating').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
+      check((await step('provision-steps', 'creating').textContent()).includes('applying 2 objects'), 'the provider\'s words beside the step');
+      await shot(page, 'consumer-service-steps');
+      await providerCall('PUT', `/provider/contracts/${contract.id}/service`, { state: 'succeeded', description: 'ready in namespace svc-orders' });
+      await page.getByRole('heading', { level: 2, name: 'Bind your application' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await page.locator('[data-role="provision-steps"] [data-status="done"]').count(), 4, 'every provisioning step done');
+      // Binding: where the Secret goes, checked inline, then followed.
+      const namespace = page.getByLabel('Application namespace', { exact: true });
+      await namespace.fill('Shop');
+      await page.getByLabel('Secret name', { exact: true }).fill('orders-db');
+      await page.getByRole('button', { name: 'Bind' }).click();
+      check(/^Lower-case/.test((await errorBeside(namespace))?.text ?? ''), 'the namespace\'s error');
+      await namespace.fill('shop');
+      await page.getByRole('button', { name: 'Bind' }).click();
+      await step('binding-steps', 'credentials').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
+      const [pending] = await providerCall('GET', `/provider/contracts/${contract.id}/bindings`);
+      checkEqual([pending.state, pending.parameters], ['creating', { namespace: 'shop', secretName: 'orders-db' }], 'the binding the provider reads');
+      await providerCall('PUT', `/provider/contracts/${contract.id}/bindings/${pending.bindingID}`, { state: 'succeeded', credentials: { host: 'mysql.svc-orders', password: 's3cret' } });
+      const kubectl = page.locator('[data-role="kubectl"]');
+      await kubectl.waitFor({ timeout: LIVE_DEADLINE_MS });
+      checkEqual(await kubectl.textContent(), `kubectl get all,secrets -n shop\nkubectl get all,secrets -n svc-orders-${providerB.clusterID}`, 'the kubectl commands');
+      checkEqual(await page.locator('[data-field="credential-keys"]').textContent(), 'Keys in the Secret: host, password', 'the credentials\' keys (never their values)');
+      check(!(await page.content()).includes('s3cret'), 'no credential value on the page');
+      checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the bound service');
+      await shot(page, 'consumer-service');
+      // Deprovisioning: unbind first, then the instance, each settled by the provider.
+      page.once('dialog', (d) => d.accept());
+      await page.locator('[data-role="deprovision"]').click();
+      await step('removal-steps', 'unbind').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
+      const [unbinding] = await providerCall('GET', `/provider/contracts/${contract.id}/bindings`);
+      checkEqual([unbinding.bindingID, unbinding.state], [pending.bindingID, 'deleting'], 'the unbinding the provider reads');
+      await providerCall('PUT', `/provider/contracts/${contract.id}/bindings/${pending.bindingID}`, { state: 'succeeded' });
+      await step('removal-steps', 'remove').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
+      await providerCall('PUT', `/provider/contracts/${contract.id}/service`, { state: 'succeeded', description: 'removed' });
+      await page.locator('[data-state="gone"]').waitFor({ timeout: LIVE_DEADLINE_MS });
+      const instanceID = new URL(page.url()).hash.split('/').pop();
+      const after = await fetch(`${base}/v2/service_instances/${instanceID}/last_operation`, { headers: { Authorization: `Bearer ${dave}`, 'X-Broker-API-Version': '2.17' } });
+      checkEqual(after.status, 410, 'last_operation once deprovisioned');
+    } finally {
+      await page.close();
+      delete pages['service-buyer'];
+      await restDelete(tokenB, 'svc-mysql');
+    }
+  });
+
   await runner.test('narrow screen: no sideways scrolling, plan table scrolls in its own region', async () => {
     const narrow = await newPage('narrow');
     await narrow.setViewportSize({ width: 360, height: 780 });
@@ -1282,7 +1401,7 @@ try {
 }
 
 // UPDATE_DOCS_SCREENSHOTS=1: after a clean run, refresh the README's screenshots.
-const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict', 'consumer-purchase-terms', 'consumer-contract-v1', 'provider-editor-plan-stamps'];
+const DOC_SHOTS = ['consumer-offers', 'consumer-narrow', 'offer-plans', 'provider-sign-in', 'provider-offers', 'provider-editor-error', 'consumer-table', 'consumer-reservation', 'consumer-contract', 'offer-sold-out', 'provider-plan-ops', 'provider-conflict', 'consumer-purchase-terms', 'consumer-contract-v1', 'provider-editor-plan-stamps', 'consumer-service-form', 'consumer-service-steps', 'consumer-service'];
 if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' && runner.failed === 0) {
   const docs = join(repo, 'docs', 'screenshots');
   mkdirSync(docs, { recursive: true });
