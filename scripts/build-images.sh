@@ -11,12 +11,15 @@
 #      gzip-compressed, what a registry transfers), it is exported to an
 #      OCI layout and the storage is removed;
 #   4. umoci unpacks that layout to a runtime bundle, and the entrypoint
-#      from the image's own configuration runs with `unshare -r chroot` and
-#      the image's environment: `--help` must exit 0, and the catalog must
-#      start on a free loopback port and answer GET /healthz with 200.
+#      from the image's own configuration runs chrooted into it, with the
+#      image's environment and, as root, the image's user (`chroot
+#      --userspec`; otherwise `unshare -r chroot`, which cannot take on
+#      another user): `--help` must exit 0, and the catalog must start on a
+#      free loopback port and answer GET /healthz with 200.
 # Containers cannot run here (podman and crun need a cgroup v2 or v1-only
-# host, CI's is hybrid), so a chroot in a user namespace stands in: it runs
-# what the image holds and nothing of the host's file system.
+# host, CI's is hybrid), so a chroot stands in: it runs what the image holds
+# and nothing of the host's file system, and as the image's user the kernel
+# checks that user's rights to the image's files as a container's would.
 #
 # Prints a table of sizes (also in build/images/sizes.txt), the time each
 # image took and the most disk the stage held at once; removes everything
@@ -66,12 +69,14 @@ measure_disk() {
   return 0
 }
 
-# The entrypoint's argv, one per line, then `--`, then the environment,
-# one VAR=value per line, from an unpacked bundle's runtime configuration.
+# The user (uid:gid), then the entrypoint's argv, one per line, then `--`,
+# then the environment, one VAR=value per line, from an unpacked bundle's
+# runtime configuration.
 bundle_process() {
   python3 - "$1/config.json" <<'PY'
 import json, sys
 process = json.load(open(sys.argv[1]))["process"]
+print(f'{process["user"]["uid"]}:{process["user"]["gid"]}')
 print("\n".join(process["args"]))
 print("--")
 print("\n".join(process.get("env", [])))
@@ -104,8 +109,11 @@ catalog_serves_healthz() {
   shift 2
   local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # The data directory stands where the Deployment mounts its volume.
+  # The data directory stands where the Deployment mounts its volume, owned
+  # by the image's user (the catalog restricts it to 0700, which only its
+  # owner may do).
   mkdir -p "$rootfs/var/lib/catalog"
+  if [ "$(id -u)" -eq 0 ]; then chown "$user" "$rootfs/var/lib/catalog"; fi
   "$@" --listen "127.0.0.1:$port" --data-dir /var/lib/catalog >"$log" 2>&1 &
   catalog_pid=$!
   local served=0
@@ -158,17 +166,25 @@ PY
     umoci unpack --image "$work/oci:$image" "$context/bundle" >/dev/null
     measure_disk
     mapfile -t process < <(bundle_process "$context/bundle")
-    separator=0
+    user=${process[0]}
+    separator=1
     while [ "${process[$separator]}" != "--" ]; do separator=$((separator + 1)); done
-    argv=("${process[@]:0:$separator}")
+    argv=("${process[@]:1:$((separator - 1))}")
     environment=()
     for variable in "${process[@]:$((separator + 1))}"; do
       [ -n "$variable" ] && environment+=("$variable")
     done
     rootfs=$context/bundle/rootfs
-    run=(env -i "${environment[@]}" unshare -r chroot "$rootfs" "${argv[@]}")
+    # Absolute paths: `env -i` looks commands up in the image's PATH.
+    if [ "$(id -u)" -eq 0 ]; then
+      run=(env -i "${environment[@]}" "$(command -v chroot)" --userspec="$user" "$rootfs" "${argv[@]}")
+      as=$user
+    else
+      as="root in a user namespace"
+      run=(env -i "${environment[@]}" "$(command -v unshare)" -r "$(command -v chroot)" "$rootfs" "${argv[@]}")
+    fi
     "${run[@]}" --help >"$work/$image.help"
-    echo "${argv[*]} --help: exit 0"
+    echo "${argv[*]} --help, as $as: exit 0"
     if [ "$image" = catalog ]; then
       catalog_serves_healthz "$rootfs" "$work/$image.run.log" "${run[@]}"
     fi
