@@ -172,7 +172,7 @@ PY
     argv=("${process[@]:1:$((separator - 1))}")
     environment=()
     for variable in "${process[@]:$((separator + 1))}"; do
-      [ -n "$variable" ] && environment+=("$variable")
+      if [ -n "$variable" ]; then environment+=("$variable"); fi
     done
     rootfs=$context/bundle/rootfs
     # Absolute paths: `env -i` looks commands up in the image's PATH.
