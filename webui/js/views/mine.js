@@ -1,11 +1,13 @@
 // "My reservations and purchases": the signed-in consumer's live
 // reservations (with the time each has left), contracts (with their state)
-// and what ended, each linking to its page.
+// and what ended, each linking to its page; and the service instances this
+// browser follows (service-instances.js), each linking to its steps.
 
 import { listContracts, listReservations } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
 import { formatCost } from '../pricing.js';
 import { countdownText } from './reservation.js';
+import { instancesOf } from '../service-instances.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 
 export function mountMine(main, ctx) {
@@ -61,7 +63,11 @@ export function mountMine(main, ctx) {
     const endedItems = ended.map((r) => h('li', { 'data-id': r.id },
       h('span', { text: planLabel(r) }),
       h('span', { class: 'muted', text: ` · ${r.state}${r.endedAt ? ` ${formatTime(r.endedAt)}` : ''}` })));
+    const serviceItems = instancesOf(session.subject).map((r) => h('li', { 'data-id': r.id },
+      h('a', { href: `#/service-instance/${encodeURIComponent(r.id)}`, text: `${r.offerName} · ${r.planName}` }),
+      h('span', { class: 'muted', text: ` · ${r.hosting} · requested ${formatTime(r.createdAt)}` })));
     replaceChildren(body,
+      serviceItems.length ? section('Services', 'mine-services', serviceItems, '') : null,
       section('Reserved', 'mine-reserved', reservedItems, 'No live reservation. Open an offer and reserve a plan to buy it.'),
       section('Bought', 'mine-bought', boughtItems, 'Nothing bought yet.'),
       endedItems.length ? section('Ended', 'mine-ended', endedItems, '') : null,
