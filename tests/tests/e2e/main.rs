@@ -64,6 +64,7 @@ mod peering_users;
 mod provider_agent;
 mod purchase_controller;
 mod purchase_controller_auto_peer;
+mod purchase_controller_direct;
 mod purchase_controller_ha;
 mod resource_monitor_chain;
 mod resource_monitor_cli;

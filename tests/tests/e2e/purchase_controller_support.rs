@@ -204,28 +204,21 @@ impl Consumer {
     /// The controller [`Consumer::controller`] starts, not yet started (to
     /// send its log to a file, say).
     pub fn controller_spawn(&self, liqo: &str) -> Spawn {
-        Spawn::new("purchase-controller")
-            .args(["--liqo-api", liqo, "--cluster-id", CONSUMER_ID])
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(["--http-listen", "127.0.0.1:0"])
-            .args(["--poll-interval", "200ms", "--resync", "500ms"])
-            .args([
-                "--retry",
-                "200ms",
-                "--retry-max",
-                "1s",
-                "--catalog-timeout",
-                "2s",
-            ])
-            // A restarted (killed) controller takes its predecessor's Lease
-            // within 2 s, not the default 15 s (issue 31's leader election).
-            .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
-            .args(["--lease-retry", "200ms"])
-            .env("RUST_LOG", "info,purchase_controller=debug")
-            // Their provider is not reachable: the peering command is the
-            // way (purchase_controller_auto_peer.rs sets --auto-peer).
-            .env("PURCHASE_CONTROLLER_AUTO_PEER", "false")
+        controller_as(&self.kubeconfig, liqo, CONSUMER_ID)
+    }
+
+    /// Create a Purchase in [`TEAM`] with exactly `spec` (validated
+    /// against the CRD): the API server's answer.
+    pub fn create_purchase(
+        &self,
+        name: &str,
+        spec: Value,
+    ) -> Result<Value, kube_test_server::ApiError> {
+        self.kube.create(
+            PURCHASES,
+            json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "Purchase",
+                   "metadata": {"name": name, "namespace": TEAM}, "spec": spec}),
+        )
     }
 
     /// Create a Purchase in [`TEAM`] (validated against the CRD).
@@ -279,6 +272,33 @@ impl Consumer {
     pub fn wait_phase(&self, name: &str, phase: &str) -> Result<Value> {
         self.wait_purchase(name, |p| p["status"]["phase"] == phase)
     }
+}
+
+/// `purchase-controller` for `liqo` (`v0`/`v1`) as the user `kubeconfig`
+/// names, cluster `cluster_id`, with short waits; not yet started.
+pub fn controller_as(kubeconfig: &Path, liqo: &str, cluster_id: &str) -> Spawn {
+    Spawn::new("purchase-controller")
+        .args(["--liqo-api", liqo, "--cluster-id", cluster_id])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--poll-interval", "200ms", "--resync", "500ms"])
+        .args([
+            "--retry",
+            "200ms",
+            "--retry-max",
+            "1s",
+            "--catalog-timeout",
+            "2s",
+        ])
+        // A restarted (killed) controller takes its predecessor's Lease
+        // within 2 s, not the default 15 s (issue 31's leader election).
+        .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
+        .args(["--lease-retry", "200ms"])
+        .env("RUST_LOG", "info,purchase_controller=debug")
+        // Their provider is not reachable: the peering command is the
+        // way (purchase_controller_auto_peer.rs sets --auto-peer).
+        .env("PURCHASE_CONTROLLER_AUTO_PEER", "false")
 }
 
 /// A condition of a Purchase by type.
@@ -506,5 +526,166 @@ pub fn liqo_install(kube: &KubeApiServer, cluster_id: &str, pod_cidr: &str, exte
                                 "labels": {"ipam.liqo.io/network-type": kind}},
                    "spec": {"cidr": cidr}, "status": {"cidr": cidr}}),
         );
+    }
+}
+
+/// The peering user `liqoctl generate peering-user --consumer-cluster-id
+/// <consumer_id>` makes on `remote` (the peering roles installed first,
+/// `liqo_support::install_peering_user_roles`): the tenant namespace, a
+/// client certificate for `liqo-peer-user-<consumer_id>-…` in group
+/// `liqo.io`, its RoleBindings in Liqo's namespace and the tenant
+/// namespace; the kubeconfig's text, written under `dir`.
+pub fn peering_user(remote: &KubeApiServer, consumer_id: &str, dir: &Path) -> String {
+    let tenant = liqo_support::tenant_namespace(consumer_id);
+    // `tenantNamespace.CreateNamespace`: with Liqo's labels.
+    liqo_support::namespace(
+        remote,
+        &tenant,
+        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": consumer_id}),
+    );
+    let user = format!("liqo-peer-user-{consumer_id}-0123456789abcdef0123456789abcdef");
+    let cert = remote
+        .client_cert(&user, &["liqo.io"])
+        .expect("a client certificate");
+    let path = dir.join(format!("peering-user-{consumer_id}.kubeconfig"));
+    remote
+        .write_kubeconfig_with_certificate(&path, &format!("{consumer_id}-user"), &cert)
+        .expect("the peering user's kubeconfig");
+    for (name, namespace, kind, role) in [
+        (
+            "liqo-ns-reader",
+            "liqo",
+            "Role",
+            "liqo-peering-user-liqo-ns",
+        ),
+        (
+            "tenant-ns-writer",
+            tenant.as_str(),
+            "ClusterRole",
+            "liqo-peering-user-tenant-ns",
+        ),
+    ] {
+        remote.apply(
+            ("rbac.authorization.k8s.io", "rolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": format!("liqo-peer-user-{consumer_id}-{name}"),
+                                "namespace": namespace},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+        );
+    }
+    std::fs::read_to_string(&path).expect("the kubeconfig")
+}
+
+/// A service provider's peering without a catalog (issue 32): the
+/// consumer (the service provider, Liqo consumer) holds a peering user's
+/// kubeconfig for the remote cluster (the customer, Liqo provider) in
+/// Secret `team/peer`; both HTTPS test API servers run the model of
+/// Liqo v1.2 with its authentication, offloading and reflection; the real
+/// `purchase-controller` runs on both — on the consumer with `--auto-peer`
+/// (networking off), on the remote cluster for its binding copies.
+pub struct DirectWorld {
+    pub consumer: Consumer,
+    pub remote: Arc<KubeApiServer>,
+    _remote_dir: tempfile::TempDir,
+    _controllers: Vec<Child>,
+    _liqo: (
+        liqo_model::Provider,
+        liqo_model::Consumer,
+        liqo_model::Replicator,
+    ),
+    _offloading: (Offloading, liqo_stand_in::Running),
+    _reflection: liqo_model::reflection_objects::Reflection,
+    /// Last: the servers' tasks run on it until everything else is gone.
+    _rt: tokio::runtime::Runtime,
+}
+
+impl DirectWorld {
+    pub fn open() -> Self {
+        let rt = runtime();
+        let tls = || rt.block_on(KubeApiServer::start_tls()).expect("API server");
+        let consumer = Consumer::start_on(tls(), "no-catalog").expect("consumer cluster");
+        let remote = tls();
+        // A Liqo v1 cluster serves networking.liqo.io (the controller's
+        // unpeering looks for what --auto-peer may have made there).
+        for kube in [&*consumer.kube, &remote] {
+            kube.register_liqo_networking_crds()
+                .expect("the networking CRDs");
+        }
+        liqo_support::namespace(&remote, "liqo", json!({}));
+        remote
+            .register_crd_file(&purchase_crd())
+            .expect("the Purchase CRD");
+        e2e::rbac::load_shipped(&remote).expect("shipped RBAC");
+        remote.apply(
+            ("", "configmaps"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "liqo-clusterid-configmap", "namespace": "liqo",
+                                "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
+                   "data": {"CLUSTER_ID": PROVIDER_ID}}),
+        );
+        liqo_support::install_peering_user_roles(&remote, "liqo");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = peering_user(&remote, CONSUMER_ID, dir.path());
+        {
+            use base64::Engine;
+            consumer.kube.apply(
+                SECRETS,
+                json!({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "peer", "namespace": TEAM},
+                       "data": {"kubeconfig": base64::engine::general_purpose::STANDARD.encode(kubeconfig)}}),
+            );
+        }
+        let (c, p) = (&consumer.kube, &remote);
+        let (liqo, offloading, reflection) = rt
+            .block_on(async {
+                let provider =
+                    liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
+                        .await?
+                        .with_authentication(p)
+                        .await?;
+                let controllers = liqo_model::Consumer::start_as(c, CONSUMER_ID)
+                    .await?
+                    .with_authentication(c)
+                    .await?;
+                let replicator =
+                    liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID).await?;
+                let offloading = Offloading::start(c, CONSUMER_ID, p, PROVIDER_ID).await?;
+                let reflection = liqo_model::reflection_objects::Reflection::start(
+                    c,
+                    CONSUMER_ID,
+                    p,
+                    PROVIDER_ID,
+                    liqo_model::reflection_forge::Options::default(),
+                )
+                .await?;
+                anyhow::Ok(((provider, controllers, replicator), offloading, reflection))
+            })
+            .expect("Liqo on both clusters");
+        let identities = liqo_stand_in::slice_identities(rt.handle(), c.clone(), PROVIDER_ID);
+        let remote_kubeconfig = dir.path().join("remote-purchase-controller.kubeconfig");
+        remote
+            .write_kubeconfig_as(&remote_kubeconfig, PURCHASE_USER)
+            .expect("kubeconfig");
+        let on_consumer = consumer
+            .controller_spawn("v1")
+            .args(["--auto-peer", "true", "--networking", "false"])
+            .start_announced(1)
+            .expect("purchase-controller on the consumer")
+            .0;
+        let on_remote = controller_as(&remote_kubeconfig, "v1", PROVIDER_ID)
+            .start_announced(1)
+            .expect("purchase-controller on the remote cluster")
+            .0;
+        Self {
+            consumer,
+            remote: Arc::new(remote),
+            _remote_dir: dir,
+            _controllers: vec![on_consumer, on_remote],
+            _liqo: liqo,
+            _offloading: (offloading, identities),
+            _reflection: reflection,
+            _rt: rt,
+        }
     }
 }
