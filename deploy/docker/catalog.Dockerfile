@@ -3,6 +3,7 @@
 # One recipe; the binary comes from one of two places (BINARY):
 #   release (the default) compiles it here, from the repository root:
 #     docker build -f deploy/docker/catalog.Dockerfile -t liqo-broker/catalog:0.1.0 .
+#     (buildah and podman 1.28 also need --build-arg BINARY=release)
 #     (the whole workspace is the build context; .dockerignore keeps
 #     target/ and the test tooling out);
 #   prebuilt takes the root file system scripts/build-images.sh assembled
@@ -13,7 +14,7 @@
 ARG RUST_VERSION=1.95
 ARG BINARY=release
 
-FROM rust:${RUST_VERSION}-bookworm AS release
+FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS release
 WORKDIR /src
 COPY . .
 # One binary, from the lock file, as the README's release build does.
