@@ -1189,9 +1189,12 @@ try {
       check(!(await page.content()).includes('s3cret'), 'no credential value on the page');
       checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the bound service');
       await shot(page, 'consumer-service');
-      // My purchases lists the instance; its page, opened again, goes on where it was.
+      // My purchases lists the instance and its contract; the contract leads back to the
+      // instance's page, which goes on where it was.
       await page.getByRole('link', { name: 'My purchases' }).click();
-      await page.locator('[data-list="mine-services"] a').getByText('Managed MySQL · in your cluster').click();
+      await page.locator('[data-list="mine-services"] a').getByText('Managed MySQL · in your cluster').waitFor();
+      await page.locator(`[data-list="mine-bought"] a[href="#/contract/${contract.id}"]`).click();
+      await page.locator('[data-role="service-contract"] a').click();
       await kubectl.waitFor({ timeout: LIVE_DEADLINE_MS });
       // Deprovisioning: unbind first, then the instance, each settled by the provider.
       page.once('dialog', (d) => d.accept());

@@ -76,6 +76,12 @@ export function bindingProgress(op) {
   return { steps: stepsAt(BINDING_STEPS, 1, op.state === 'failed' ? 'failed' : 'current'), words: op.description ?? '' };
 }
 
+/** The contract the catalog bought for the instance ("purchased: contract 3f…; waiting …"), or null. */
+export function contractNamed(description) {
+  const match = /^purchased: contract ([A-Za-z0-9._-]+)/.exec(String(description ?? ''));
+  return match ? match[1] : null;
+}
+
 /** A namespace a provider's description names ("… in namespace svc-1a2b"), or null. */
 export function namespaceNamed(description) {
   const match = /\bnamespace ([a-z0-9]([-a-z0-9]*[a-z0-9])?)\b/.exec(String(description ?? ''));

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { bindingProgress, kubectlCommands, namespaceNamed, provisionProgress, provisionStepOf } from '../../../webui/js/service-steps.js';
+import { bindingProgress, contractNamed, kubectlCommands, namespaceNamed, provisionProgress, provisionStepOf } from '../../../webui/js/service-steps.js';
 
 const statuses = (p) => Object.fromEntries(p.steps.map((s) => [s.key, s.status]));
 
@@ -38,6 +38,8 @@ test('binding steps, the namespace a provider names, and the kubectl commands', 
   assert.deepEqual(statuses(bindingProgress({ state: 'succeeded' })), { requested: 'done', credentials: 'done', bound: 'done' });
   assert.equal(namespaceNamed('applied in namespace svc-r-1.'), 'svc-r-1');
   assert.equal(namespaceNamed('no such thing'), null);
+  assert.equal(contractNamed('purchased: contract 3fa9; waiting for the provider to set the service up'), '3fa9');
+  assert.equal(contractNamed('peering with the customer\'s cluster'), null);
   assert.deepEqual(kubectlCommands({ appNamespace: 'shop', instanceNamespace: 'svc-r-1', providerClusterID: 'prov-1' }),
     ['kubectl get all,secrets -n shop', 'kubectl get all,secrets -n svc-r-1-prov-1']);
   assert.deepEqual(kubectlCommands({ appNamespace: 'shop', instanceNamespace: null, providerClusterID: 'prov-1' }),

@@ -7,7 +7,9 @@
 // peering-user kubeconfig to download with the `liqoctl peer` command that
 // uses it, or — while the provider has not yet attached the peering user
 // it makes for this contract's cluster — that it is waiting. Commands have a
-// copy button.
+// copy button. A service instance's contract (issue 32) points to the
+// service instance's page instead: there the provider peers with the
+// consumer, not the other way round.
 
 import { cancelPurchase, getContract } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
@@ -16,6 +18,8 @@ import { formatCost } from '../pricing.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 import { shellWord } from '../shell.js';
 import { stepItems } from './steps.js';
+import { consumerSession } from '../consumer-session.js';
+import { instancesOf } from '../service-instances.js';
 import { copyBlock } from './copy-block.js';
 
 const STATE_TEXT = {
@@ -96,14 +100,23 @@ export function mountContract(main, ctx, [id]) {
     const active = c.legacy ? c.state === 'purchased' : c.active !== false;
     const providerName = c.clusterName || v0?.clusterName || offer?.clusterName || c.clusterID;
     const resources = c.resources ?? Object.fromEntries((plan?.resources ?? []).map((r) => [r.name, r.value]));
-    const stateText = c.legacy ? (active ? 'Bought' : 'Cancelled') : (active ? (STATE_TEXT[c.state] ?? c.state) : `Ended (${c.ended ?? 'ended'})`);
+    // A service instance's contract: the provider peers with the consumer, not the other way round,
+    // so the page points to the service's own page instead of peering steps and commands.
+    const service = offer?.kind === 'service';
+    const instance = service ? instancesOf(consumerSession()?.subject).find((r) => r.contractID === (c.id ?? id)) : null;
+    const stateText = c.legacy ? (active ? 'Bought' : 'Cancelled') : (active ? (service ? 'Active: a service instance' : STATE_TEXT[c.state] ?? c.state) : `Ended (${c.ended ?? 'ended'})`);
     const progress = c.legacy ? null : peeringSteps(c);
     const reasonText = progress ? progress.words : c.reason;
     // The manual command is the fallback: shown while no controller has
     // reported, or when the one reporting does not peer by itself.
-    const manual = !progress || progress.fallback;
+    const manual = !service && (!progress || progress.fallback);
     const peering = [];
-    if (active && progress) peering.push(stepList(progress));
+    if (active && service) {
+      peering.push(h('p', { class: 'notice', 'data-role': 'service-contract' }, 'This contract is a service instance: its provider peers with your cluster and runs the service. ',
+        instance ? h('a', { href: `#/service-instance/${encodeURIComponent(instance.id)}`, text: 'Follow it, bind it or deprovision it on its page' })
+          : h('a', { href: `#/service/${encodeURIComponent(c.offerID)}`, text: 'See the service' }), '.'));
+    }
+    if (active && progress && !service) peering.push(stepList(progress));
     if (active && progress && manual) {
       peering.push(h('p', { class: 'notice', 'data-role': 'manual-fallback', text: progress.reported
         ? 'Your cluster’s purchase-controller does not peer by itself (it runs without --auto-peer): peer by hand as below.'
@@ -163,7 +176,7 @@ export function mountContract(main, ctx, [id]) {
         c.endingSoon && active ? h('div', {}, h('dt', { text: 'Ending soon' }), h('dd', { 'data-field': 'ending-soon', text: 'This contract ends soon; your controller can extend it (POST /contracts/{id}/extend).' })) : null,
         c.liqo ? h('div', {}, h('dt', { text: 'Liqo' }), h('dd', { text: c.liqo.join(', ') })) : null),
       peering,
-      active ? h('p', { class: 'form-actions' }, cancel) : null);
+      active && !service ? h('p', { class: 'form-actions' }, cancel) : null);
   }
 
   (async () => {

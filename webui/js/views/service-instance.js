@@ -16,7 +16,7 @@ import { field } from '../fields.js';
 import { dnsLabelProblem, dnsSubdomainProblem, formFields, readParameters, serverFieldError } from '../service-form.js';
 import { bind, bindingLastOperation, deprovision, fetchBinding, lastOperation, newId, unbind } from '../service-api.js';
 import { forgetInstance, instanceRecord, saveInstance } from '../service-instances.js';
-import { bindingProgress, kubectlCommands, namespaceNamed, provisionProgress } from '../service-steps.js';
+import { bindingProgress, contractNamed, kubectlCommands, namespaceNamed, provisionProgress } from '../service-steps.js';
 import { copyBlock } from './copy-block.js';
 import { errorSummary } from './error-summary.js';
 import { HOSTING_TEXT, parameterControl } from './service-order.js';
@@ -123,7 +123,11 @@ export function mountServiceInstance(main, ctx, [id]) {
     if (disposed) return;
     notice.replaceChildren();
     const progress = showProvision(op);
-    update({ reached: progress.reached, instanceNamespace: namespaceNamed(op.description) ?? record.instanceNamespace ?? null });
+    update({
+      reached: progress.reached,
+      instanceNamespace: namespaceNamed(op.description) ?? record.instanceNamespace ?? null,
+      contractID: contractNamed(op.description) ?? record.contractID ?? null,
+    });
     if (op.state === 'in progress') {
       schedule(followProvision, op.retryAfter);
       return;
