@@ -60,6 +60,9 @@ export function mountServiceInstance(main, ctx, [id]) {
     clearTimeout(timer);
     if (!disposed) timer = setTimeout(fn, Math.min(POLL_MAX_S, Math.max(POLL_MIN_S, seconds ?? 1)) * 1000);
   };
+  // A poll answered after the consumer chose to deprovision must not take the timer over.
+  const removalStarted = () => disposed || record.phase === 'deprovisioning' || record.phase === 'gone';
+
   /** An error while following: a 401 ends the session; anything else is said and the poll goes on. */
   const trouble = (err, retry) => {
     if (err.status === 401) {
@@ -106,7 +109,7 @@ export function mountServiceInstance(main, ctx, [id]) {
     try {
       op = await lastOperation(session.token, id, record.phase === 'provisioning' ? record.operation : undefined);
     } catch (err) {
-      if (disposed) return;
+      if (removalStarted()) return;
       if (err.status === 410) {
         gone('The catalog no longer knows this instance.');
         return;
@@ -120,7 +123,7 @@ export function mountServiceInstance(main, ctx, [id]) {
       trouble(err, followProvision);
       return;
     }
-    if (disposed) return;
+    if (removalStarted()) return;
     notice.replaceChildren();
     const progress = showProvision(op);
     update({
@@ -217,13 +220,13 @@ export function mountServiceInstance(main, ctx, [id]) {
   }
 
   async function followBinding() {
-    if (disposed || !record.binding) return;
+    if (removalStarted() || !record.binding) return;
     const binding = record.binding;
     let op;
     try {
       op = await bindingLastOperation(session.token, id, binding.id, binding.operation ?? undefined);
     } catch (err) {
-      if (disposed) return;
+      if (removalStarted()) return;
       if (err.status === 410) {
         update({ binding: null });
         showBinding();
@@ -232,7 +235,7 @@ export function mountServiceInstance(main, ctx, [id]) {
       trouble(err, followBinding);
       return;
     }
-    if (disposed) return;
+    if (removalStarted()) return;
     notice.replaceChildren();
     if (op.state === 'in progress') {
       update({ binding: { ...binding, words: op.description } });
