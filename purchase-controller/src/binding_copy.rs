@@ -1,6 +1,6 @@
 //! Binding copies, the pure half: which Secrets are binding sources, what
-//! their copy is, and what to do about each — the effects are
-//! [`crate::binding_copier`]'s.
+//! their copy is, and what to do about each — the effects are the
+//! copier's (`binding_copier`, which imports this module).
 //!
 //! A service provider's controller writes a binding's credentials as a
 //! Secret in the instance namespace it offloads to the customer; Liqo's

@@ -169,6 +169,24 @@ fn lease_namespace(args: &Args) -> Option<String> {
     })
 }
 
+/// With `--copy-bindings`, the binding copies until `stop`.
+fn copier(
+    enabled: bool,
+    client: &kube::Client,
+    settings: &Settings,
+    stop: CancellationToken,
+) -> Option<impl Future<Output = ()>> {
+    enabled.then(|| {
+        binding_copier::run(
+            client.clone(),
+            settings.cluster_id.clone(),
+            settings.resync,
+            reconcile::reporter(settings),
+            stop,
+        )
+    })
+}
+
 /// The controller and, with `--copy-bindings`, the binding copies beside
 /// it: both stop on the same token.
 async fn beside(controller: impl Future<Output = ()>, copies: Option<impl Future<Output = ()>>) {
@@ -242,15 +260,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                     lost_on.cancel();
                 }
             });
-            let copies = copy_bindings.then(|| {
-                binding_copier::run(
-                    client.clone(),
-                    settings.cluster_id.clone(),
-                    settings.resync,
-                    reconcile::reporter(&settings),
-                    term.clone(),
-                )
-            });
+            let copies = copier(copy_bindings, &client, &settings, term.clone());
             let controller = reconcile::run(
                 client.clone(),
                 http_client.clone(),
@@ -264,15 +274,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         .await;
     } else {
         metrics.reconcile().set_leading(true);
-        let copies = args.copy_bindings.then(|| {
-            binding_copier::run(
-                client.clone(),
-                settings.cluster_id.clone(),
-                settings.resync,
-                reconcile::reporter(&settings),
-                shutdown.clone(),
-            )
-        });
+        let copies = copier(args.copy_bindings, &client, &settings, shutdown.clone());
         let controller = reconcile::run(
             client,
             http_client,

@@ -10,7 +10,7 @@ use catalog_client::wire::{step_reason, Contract, ContractState};
 
 /// Condition types a Purchase reports.
 pub const CONTRACT_VALID: &str = "ContractValid";
-/// A Purchase from peering credentials ([`crate::direct`]): in place of
+/// A Purchase from peering credentials (module `direct`): in place of
 /// [`CONTRACT_VALID`], whether they reach the remote cluster.
 pub const CREDENTIALS_VALID: &str = "PeeringCredentialsValid";
 pub const CATALOG_REACHABLE: &str = "CatalogReachable";

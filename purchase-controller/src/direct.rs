@@ -5,7 +5,7 @@
 //! contract would say is made here — the remote cluster's ID (read from
 //! its Liqo cluster-ID ConfigMap through the peering user, as `liqoctl
 //! peer` reads it), the resources, the class, the kubeconfig — and the
-//! rest of the set-up ([`crate::cluster::set_up`]) is the one of a catalog
+//! rest of the set-up (the cluster module's `set_up`) is the one of a catalog
 //! purchase. The service-controller peers towards its customers this way.
 
 use catalog_client::wire::{Contract, ContractCredentials, LiqoGeneration, V1Credentials};

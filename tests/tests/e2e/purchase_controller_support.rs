@@ -497,6 +497,18 @@ spec:
                 cidr: {type: string}
 "#;
 
+/// Liqo's cluster-ID ConfigMap in `liqo`
+/// (`deployments/liqo/templates/clusterid-configmap.yaml`).
+pub fn cluster_id_configmap(kube: &KubeApiServer, cluster_id: &str) {
+    kube.apply(
+        ("", "configmaps"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "liqo-clusterid-configmap", "namespace": "liqo",
+                            "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
+               "data": {"CLUSTER_ID": cluster_id}}),
+    );
+}
+
 /// What Liqo v1.2.0's install leaves in its namespace `liqo` on a cluster
 /// and `liqoctl peer` reads there: the cluster-ID ConfigMap
 /// (`deployments/liqo/templates/clusterid-configmap.yaml`, found by the
@@ -508,13 +520,7 @@ pub fn liqo_install(kube: &KubeApiServer, cluster_id: &str, pod_cidr: &str, exte
     kube.register_crd_yaml(NETWORK_CRD)
         .expect("the Network CRD");
     liqo_support::namespace(kube, "liqo", json!({}));
-    kube.apply(
-        ("", "configmaps"),
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": "liqo-clusterid-configmap", "namespace": "liqo",
-                            "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
-               "data": {"CLUSTER_ID": cluster_id}}),
-    );
+    cluster_id_configmap(kube, cluster_id);
     for (name, kind, cidr) in [
         ("pod-cidr", "pod-cidr", pod_cidr),
         ("external-cidr", "external-cidr", external_cidr),
@@ -617,13 +623,7 @@ impl DirectWorld {
             .register_crd_file(&purchase_crd())
             .expect("the Purchase CRD");
         e2e::rbac::load_shipped(&remote).expect("shipped RBAC");
-        remote.apply(
-            ("", "configmaps"),
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "liqo-clusterid-configmap", "namespace": "liqo",
-                                "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
-                   "data": {"CLUSTER_ID": PROVIDER_ID}}),
-        );
+        cluster_id_configmap(&remote, PROVIDER_ID);
         liqo_support::install_peering_user_roles(&remote, "liqo");
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = peering_user(&remote, CONSUMER_ID, dir.path());
