@@ -102,12 +102,14 @@ pub fn contract(
 }
 
 /// Read the peering user's kubeconfig and, through it, the remote
-/// cluster's ID in `remote_liqo_namespace`; the contract to set up.
+/// cluster's ID in `remote_liqo_namespace` (`known`, from the status, while
+/// the remote cluster does not answer); the contract to set up.
 pub async fn read(
     client: &Client,
     purchase: &Purchase,
     ours: Generation,
     remote_liqo_namespace: &str,
+    known: Option<&str>,
 ) -> Result<Contract, Unusable> {
     let (reference, resources) = check_spec(purchase, ours)?;
     let (secret, where_) = secret_ref::read(
@@ -132,8 +134,32 @@ pub async fn read(
                 reference.key
             ))
         })?;
-    let id = remote_cluster_id(&remote, remote_liqo_namespace).await?;
+    let id = known_if_unreachable(
+        remote_cluster_id(&remote, remote_liqo_namespace).await,
+        known,
+    )?;
     Ok(contract(purchase, id, resources, kubeconfig))
+}
+
+/// The remote cluster's ID as read, or — when it does not answer — as
+/// known from an earlier round: a peering that works goes on working
+/// while the remote API server is away (Liqo's own links are not this
+/// controller's to judge), as a catalog purchase goes on from the contract
+/// last read.
+pub fn known_if_unreachable(
+    read: Result<String, Unusable>,
+    known: Option<&str>,
+) -> Result<String, Unusable> {
+    match (read, known) {
+        (Err(Unusable::RemoteUnreachable(why)), Some(known)) => {
+            tracing::warn!(
+                why,
+                "the remote cluster does not answer: going on with its known ID"
+            );
+            Ok(known.to_string())
+        }
+        (read, _) => read,
+    }
 }
 
 /// The remote cluster's Liqo cluster ID, as `liqoctl peer` reads it
@@ -246,6 +272,26 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn an_unreachable_remote_cluster_is_known_from_before() {
+        let away = || Err(Unusable::RemoteUnreachable("timeout".into()));
+        assert_eq!(known_if_unreachable(away(), Some("r")), Ok("r".into()));
+        assert!(matches!(
+            known_if_unreachable(away(), None),
+            Err(Unusable::RemoteUnreachable(_))
+        ));
+        assert_eq!(
+            known_if_unreachable(Ok("new".into()), Some("r")),
+            Ok("new".into())
+        );
+        // A refusal is not an outage.
+        let refused = Err(Unusable::Credentials("403".into()));
+        assert!(matches!(
+            known_if_unreachable(refused, Some("r")),
+            Err(Unusable::Credentials(_))
+        ));
     }
 
     #[test]

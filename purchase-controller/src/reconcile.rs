@@ -446,6 +446,7 @@ async fn drive_direct(
         purchase,
         settings.generation,
         &settings.provider_liqo_namespace,
+        status.provider_cluster_id.as_deref(),
     )
     .await;
     let contract = match read {
