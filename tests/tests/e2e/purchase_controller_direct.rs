@@ -178,6 +178,13 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
         json!({"apiVersion": "v1", "kind": "Secret",
                "metadata": {"name": "db", "namespace": "taken"}, "data": {"own": b64("mine")}}),
     );
+    // The service provider's own cluster runs the copier too: its Secret,
+    // not reflected there, is no source even for a namespace that accepts.
+    liqo_support::namespace(
+        &c.kube,
+        "app",
+        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
+    );
     binding(&world, "b1", ("app", "db-creds"), "one");
     binding(&world, "b2", ("closed", "db-creds"), "two");
     binding(&world, "b3", ("taken", "db"), "three");
@@ -185,6 +192,7 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
         remote_secret(&world, "app", "db-creds")
             .is_some_and(|s| s["data"]["password"] == b64("one"))
     });
+    assert!(c.kube.get(SECRETS, Some("app"), "db-creds").is_none());
     wait_until("both refusals said", || {
         refusal(&world, "binding-b2").is_some() && refusal(&world, "binding-b3").is_some()
     });
