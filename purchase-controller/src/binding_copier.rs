@@ -163,6 +163,11 @@ impl Copier {
                 api.create(&PostParams::default(), &copy).await?;
                 tracing::info!(copy = %at, binding = %target.binding, "binding copied");
             }
+            Plan::Recreate(copy) => {
+                api.delete(&target.name, &DeleteParams::default()).await?;
+                api.create(&PostParams::default(), &copy).await?;
+                tracing::info!(copy = %at, binding = %target.binding, "binding copy made again (its type changed)");
+            }
             Plan::Update(copy) => {
                 api.replace(&target.name, &PostParams::default(), &copy)
                     .await?;

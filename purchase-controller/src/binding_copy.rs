@@ -76,6 +76,10 @@ pub enum Plan {
     Create(Secret),
     /// Replace the copy (it carries the existing copy's resourceVersion).
     Update(Secret),
+    /// Delete the copy and create it again: a Secret's `type` cannot
+    /// change (`ValidateSecretUpdate`, Kubernetes
+    /// `pkg/apis/core/validation/validation.go`).
+    Recreate(Secret),
     Keep,
 }
 
@@ -211,8 +215,10 @@ pub fn plan(
             ))
         }
     }
-    let same = existing.type_ == wanted.type_
-        && existing.data.clone().unwrap_or_default() == wanted.data.clone().unwrap_or_default()
+    if existing.type_ != wanted.type_ {
+        return Ok(Plan::Recreate(wanted));
+    }
+    let same = existing.data.clone().unwrap_or_default() == wanted.data.clone().unwrap_or_default()
         && label(&existing.metadata, COPY_OF) == Some(target.binding.as_str());
     if same {
         return Ok(Plan::Keep);
@@ -382,6 +388,12 @@ mod tests {
         };
         assert_eq!(update.data, changed.data);
         assert_eq!(update.metadata.resource_version.as_deref(), Some("7"));
+        let mut retyped = reflected("x");
+        retyped.type_ = Some("kubernetes.io/basic-auth".into());
+        assert!(matches!(
+            plan(&retyped, &t, Some(&ns), Some(&have)),
+            Ok(Plan::Recreate(s)) if s.type_ == retyped.type_
+        ));
 
         let copies = vec![have.clone()];
         let kept = BTreeMap::from([("inst-sp/binding-b-1".to_string(), t.clone())]);
