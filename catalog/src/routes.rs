@@ -12,6 +12,8 @@
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
 //! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering` | [`buying::contracts_http`] |
 //! | `PUT /provider/contracts/{id}/service` | [`osb::provider_report`] |
+//! | `GET /provider/contracts/{id}/customer-peering` | [`osb::customer_peering`] |
+//! | `GET /provider/contracts/{id}/bindings`, `PUT .../bindings/{bid}` | [`osb::provider_bindings`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
@@ -82,6 +84,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         resource("/provider/contracts/{id}/service", "PUT")
             .route(web::put().to(osb::provider_report::put)),
+    )
+    .service(
+        resource("/provider/contracts/{id}/customer-peering", "GET")
+            .route(web::get().to(osb::customer_peering::get)),
+    )
+    .service(
+        resource("/provider/contracts/{id}/bindings", "GET")
+            .route(web::get().to(osb::provider_bindings::list)),
+    )
+    .service(
+        resource("/provider/contracts/{id}/bindings/{binding_id}", "PUT")
+            .route(web::put().to(osb::provider_bindings::put)),
     )
     .service(
         resource("/offer/{id}/plans/{plan}/capacity", "GET, PUT")

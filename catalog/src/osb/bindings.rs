@@ -1,7 +1,9 @@
-//! Service bindings: the release of the provider's Liqo peering credentials
-//! (`clusterID`, `clusterName`, `authURL`, `token`) as binding
-//! `credentials`. Bindings are synchronous (201/200); unbinding forgets the
-//! binding (the provider's token itself cannot be revoked by the catalog).
+//! Service bindings. Of a capacity offer: the release of the provider's
+//! Liqo peering credentials (`clusterID`, `clusterName`, `authURL`,
+//! `token`) as binding `credentials`, synchronous (201/200); unbinding
+//! forgets the binding (the provider's token itself cannot be revoked by
+//! the catalog). Of a service offer: asynchronous, made by the provider
+//! ([`super::service_bindings`]).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -14,6 +16,7 @@ use super::model::{answered_parameters, stored_parameters, OsbBinding, OsbInstan
 use super::request::{
     check_id, object_field, parse, read_body, request_digest, required_field, Query,
 };
+use super::service_bindings::{self, with_credentials};
 use super::Osb;
 use crate::buying::model::ReservationState;
 use crate::buying::service;
@@ -77,13 +80,6 @@ async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError>
     }))
 }
 
-/// An answer that carries credentials: never cached on the way.
-fn with_credentials(status: actix_web::http::StatusCode, body: Value) -> HttpResponse {
-    HttpResponse::build(status)
-        .insert_header(("Cache-Control", "no-store"))
-        .json(body)
-}
-
 /// Bind: release the provider's peering credentials of the instance's
 /// purchase. Synchronous.
 #[utoipa::path(
@@ -122,7 +118,7 @@ pub async fn bind(
     let platform = guard(&state, &req).await?;
     let (instance_id, binding_id) = path.into_inner();
     check_id("binding_id", &binding_id)?;
-    Query::parse(&req)?.accepts_incomplete()?;
+    let accepts = Query::parse(&req)?.accepts_incomplete()?;
     let body = read_body(&state, &req, payload).await?;
     let r: BindRequest = parse(&body)?;
     let service_id = required_field("service_id", r.service_id)?;
@@ -137,6 +133,9 @@ pub async fn bind(
     object_field("parameters", &r.parameters)?;
     let inst = bindable(&state, &platform, &instance_id).await?;
     check_plan(&inst, &service_id, &plan_id)?;
+    if inst.service && !accepts {
+        return Err(OsbError::async_required());
+    }
     super::instances::check_instance_parameters(
         &state,
         &inst,
@@ -148,6 +147,9 @@ pub async fn bind(
         "instance": instance_id, "service_id": service_id, "plan_id": plan_id,
         "app_guid": r.app_guid, "bind_resource": r.bind_resource, "parameters": r.parameters,
     }));
+    if inst.service {
+        return service_bindings::bind(&state, &inst, &binding_id, digest, &r.parameters).await;
+    }
     let credentials = credentials(&state, &inst).await?;
     let binding = OsbBinding {
         id: binding_id.clone(),
@@ -156,6 +158,10 @@ pub async fn bind(
         request_digest: digest.clone(),
         parameters: stored_parameters(&r.parameters),
         created_at: crate::store::now(),
+        service: false,
+        operation: None,
+        credentials: None,
+        revision: 0,
     };
     if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %instance_id, binding = %binding_id, "bound: peering credentials released");
@@ -220,6 +226,14 @@ pub async fn fetch(
     })
     .await?
     .ok_or_else(|| OsbError::not_found(format!("no service binding {binding_id}")))?;
+    if binding.service {
+        let inst = state
+            .store
+            .osb_get_instance(&instance_id)
+            .await?
+            .ok_or_else(|| OsbError::not_found(format!("no service instance {instance_id}")))?;
+        return service_bindings::fetch(&state, &inst, &binding);
+    }
     let inst = bindable(&state, &platform, &instance_id).await?;
     let credentials = credentials(&state, &inst).await?;
     Ok(with_credentials(
@@ -262,7 +276,7 @@ pub async fn unbind(
     let query = Query::parse(&req)?;
     query.required("service_id")?;
     query.required("plan_id")?;
-    query.accepts_incomplete()?;
+    let accepts = query.accepts_incomplete()?;
     let Some(binding) = state.store.osb_get_binding(&binding_id).await? else {
         return Err(OsbError::gone(format!("no service binding {binding_id}")));
     };
@@ -275,6 +289,9 @@ pub async fn unbind(
         return Err(OsbError::forbidden(format!(
             "service binding {binding_id} belongs to someone else"
         )));
+    }
+    if binding.service {
+        return service_bindings::unbind(&state, binding, accepts).await;
     }
     if !state.store.osb_delete_binding(&binding_id).await? {
         return Err(OsbError::gone(format!("no service binding {binding_id}")));
@@ -310,12 +327,15 @@ pub async fn last_operation(
 ) -> Result<HttpResponse, OsbError> {
     let platform = guard(&state, &req).await?;
     let (instance_id, binding_id) = path.into_inner();
-    // Bindings complete synchronously: one that exists has succeeded.
+    let query = Query::parse(&req)?;
     match binding_of(&state, &instance_id, &binding_id, |o| {
         platform.may_act_on(o)
     })
     .await?
     {
+        Some(b) if b.service => service_bindings::last_operation(&b, query.0.get("operation")),
+        // Capacity bindings complete synchronously: one that exists has
+        // succeeded.
         Some(_) => Ok(HttpResponse::Ok().json(json!({ "state": "succeeded" }))),
         None => Err(OsbError::gone(format!("no service binding {binding_id}"))),
     }

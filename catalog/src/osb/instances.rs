@@ -14,7 +14,9 @@
 //! A service offer's plan is provisioned only asynchronously (422
 //! `AsyncRequired` without `accepts_incomplete=true`, whatever
 //! `--osb-async` says), its `parameters` checked against the plan's schema
-//! first (400 naming the field, nothing recorded). The purchase made, the
+//! and the customer's peering kubeconfig (`context.peering.kubeconfig`,
+//! [`super::customer_peering`]) checked first (400 naming the field,
+//! nothing recorded). The purchase made, the
 //! operation stays `in progress` until the provider reports the service's
 //! state for the contract ([`super::provider_report`]); deprovisioning
 //! cancels the purchase and waits for the provider's report that the
@@ -28,6 +30,7 @@ use tracing::Instrument;
 
 use super::catalog::resolve;
 use super::config::AsyncMode;
+use super::customer_peering;
 use super::error::OsbError;
 use super::guard::{guard, Platform};
 use super::model::{
@@ -130,6 +133,8 @@ pub(crate) fn busy(op: &Operation) -> OsbError {
     OsbError::concurrency(match op.kind {
         OperationKind::Provision => "this service instance is being provisioned",
         OperationKind::Deprovision => "this service instance is being deprovisioned",
+        OperationKind::Bind => "this service binding is being created",
+        OperationKind::Unbind => "this service binding is being deleted",
     })
 }
 
@@ -353,8 +358,16 @@ pub async fn provision(
         }
         // A failed provisioning: the platform tries again; start afresh.
         let expected = existing.revision;
+        // The customer may send a fresh kubeconfig with the retry.
+        let customer_peering = match (&existing.provider, existing.service) {
+            (Some(provider), true) => Some(customer_peering::sealed_from_context(
+                &state, provider, &id, &r.context,
+            )?),
+            _ => existing.customer_peering.clone(),
+        };
         let retry = OsbInstance {
             operation: Some(new_operation(OperationKind::Provision)?),
+            customer_peering,
             revision: expected + 1,
             ..existing
         };
@@ -379,6 +392,16 @@ pub async fn provision(
         r.parameters.as_ref(),
     )
     .map_err(OsbError::bad_request)?;
+    let customer_peering = if service {
+        Some(customer_peering::sealed_from_context(
+            &state,
+            &offer.cluster_id,
+            &id,
+            &r.context,
+        )?)
+    } else {
+        None
+    };
     let provider = Some(offer.cluster_id.clone());
     let inst = OsbInstance {
         id: id.to_string(),
@@ -394,6 +417,7 @@ pub async fn provision(
         service,
         provider,
         awaiting_provider: false,
+        customer_peering,
         operation: Some(new_operation(OperationKind::Provision)?),
         revision: 1,
         created_at: crate::store::now(),
@@ -406,13 +430,16 @@ pub async fn provision(
     start_provision(&state, inst, is_async || service).await
 }
 
-fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
+/// A fresh operation of `kind`, in progress.
+pub(crate) fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> {
     Ok(Operation {
         id: format!(
             "{}-{}",
             match kind {
                 OperationKind::Provision => "provision",
                 OperationKind::Deprovision => "deprovision",
+                OperationKind::Bind => "bind",
+                OperationKind::Unbind => "unbind",
             },
             new_id().map_err(OsbError::internal)?
         ),

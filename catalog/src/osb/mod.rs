@@ -11,6 +11,8 @@
 //! | `PUT/GET/DELETE /v2/service_instances/{id}/service_bindings/{bid}` | [`bindings`] |
 //! | `GET .../service_bindings/{bid}/last_operation` | [`bindings::last_operation`] |
 //! | `PUT /provider/contracts/{id}/service` (the selling provider) | [`provider_report::put`] |
+//! | `GET /provider/contracts/{id}/customer-peering` (the selling provider) | [`customer_peering::get`] |
+//! | `GET /provider/contracts/{id}/bindings`, `PUT .../bindings/{bid}` (the selling provider) | [`provider_bindings`] |
 //!
 //! Every request needs `X-Broker-API-Version` (2.14 or later; missing or
 //! older: 412, malformed: 400) and platform credentials ([`guard`]). An
@@ -21,6 +23,7 @@
 pub mod bindings;
 pub mod catalog;
 pub mod config;
+pub mod customer_peering;
 pub mod error;
 pub mod guard;
 pub mod ids;
@@ -28,9 +31,13 @@ pub mod instances;
 pub mod maintenance;
 pub mod model;
 pub mod openapi;
+pub mod provider_bindings;
 pub mod provider_report;
 pub mod request;
 pub mod responses;
+pub mod sealed;
+pub mod service_bindings;
+pub mod sold;
 pub mod store;
 pub mod update;
 

@@ -10,6 +10,10 @@ use serde_json::{json, Value};
 pub enum OperationKind {
     Provision,
     Deprovision,
+    /// Binding a service instance of a service offer (asynchronous).
+    Bind,
+    /// Unbinding one (asynchronous).
+    Unbind,
 }
 
 /// `last_operation` states, spelled as the OSB spec spells them: the
@@ -17,7 +21,9 @@ pub enum OperationKind {
 /// `catalog-client`.
 pub use catalog_client::wire::service::ServiceState as OperationState;
 
-/// The last operation on an instance.
+use catalog_client::wire::PendingBindingState;
+
+/// The last operation on an instance or a service binding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Operation {
@@ -66,6 +72,12 @@ pub struct OsbInstance {
     /// worker of this process, so it never goes stale.
     #[serde(default)]
     pub awaiting_provider: bool,
+    /// The customer's peering kubeconfig (`context.peering.kubeconfig` of
+    /// a service plan's provisioning), sealed ([`super::sealed`]): only
+    /// the selling provider reads it, at
+    /// `GET /provider/contracts/{id}/customer-peering`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_peering: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,
     /// Bumped by every write; writes are conditional on it.
@@ -97,8 +109,9 @@ pub fn answered_parameters(stored: Option<&str>) -> Value {
         .unwrap_or_else(|| json!({}))
 }
 
-/// A service binding: the release of the provider's peering credentials to
-/// one application of the instance.
+/// A service binding: for a capacity offer, the release of the provider's
+/// peering credentials to one application of the instance; for a service
+/// offer, credentials its provider makes (asynchronously).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OsbBinding {
@@ -110,4 +123,37 @@ pub struct OsbBinding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// A binding of a service instance: made and removed by its provider
+    /// (`GET/PUT /provider/contracts/{id}/bindings...`).
+    #[serde(default)]
+    pub service: bool,
+    /// A service binding's last operation (bind or unbind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    /// The credentials its provider reported, as JSON text, sealed
+    /// ([`super::sealed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+    /// Bumped by every write; replacements are conditional on it.
+    #[serde(default)]
+    pub revision: u64,
+}
+
+impl OsbBinding {
+    /// The operation still running on the binding, if any.
+    pub fn running(&self) -> Option<&Operation> {
+        self.operation
+            .as_ref()
+            .filter(|op| op.state == OperationState::InProgress)
+    }
+
+    /// What the provider still has to do for it: a running bind or
+    /// unbind; None once settled.
+    pub fn pending(&self) -> Option<PendingBindingState> {
+        match self.running()?.kind {
+            OperationKind::Bind => Some(PendingBindingState::Creating),
+            OperationKind::Unbind => Some(PendingBindingState::Deleting),
+            OperationKind::Provision | OperationKind::Deprovision => None,
+        }
+    }
 }

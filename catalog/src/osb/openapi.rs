@@ -5,7 +5,9 @@
 use utoipa::OpenApi;
 
 use super::responses::*;
-use super::{bindings, catalog, instances, provider_report, update};
+use super::{
+    bindings, catalog, customer_peering, instances, provider_bindings, provider_report, update,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,6 +23,9 @@ use super::{bindings, catalog, instances, provider_report, update};
         bindings::unbind,
         bindings::last_operation,
         provider_report::put,
+        customer_peering::get,
+        provider_bindings::list,
+        provider_bindings::put,
     ),
     components(schemas(
         OsbErrorBody,
@@ -39,6 +44,10 @@ use super::{bindings, catalog, instances, provider_report, update};
         bindings::BindRequest,
         catalog_client::wire::ServiceReport,
         catalog_client::wire::ServiceState,
+        catalog_client::wire::CustomerPeering,
+        catalog_client::wire::PendingBinding,
+        catalog_client::wire::PendingBindingState,
+        catalog_client::wire::BindingReport,
     ))
 )]
 pub struct OsbDoc;

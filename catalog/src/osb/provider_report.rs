@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::instances::deprovision_work;
 use super::model::{OperationKind, OsbInstance};
+use super::sold::sold_instance;
 use super::Osb;
 use crate::auth::{Caller, Role};
 use crate::http::{read_json_body, ApiError, ErrorBody, FieldError};
@@ -55,7 +56,12 @@ fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInst
 }
 
 fn check(report: &ServiceReport) -> Result<(), ApiError> {
-    if let Some(d) = &report.description {
+    check_description(&report.description)
+}
+
+/// A report's `description`: what platforms read, so bounded and printable.
+pub(crate) fn check_description(description: &Option<String>) -> Result<(), ApiError> {
+    if let Some(d) = description {
         if d.len() > MAX_DESCRIPTION {
             return Err(ApiError::BadRequest(FieldError::new(
                 "description",
@@ -101,13 +107,7 @@ pub async fn put(
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let report: ServiceReport = crate::http::parse_json(&body).map_err(ApiError::BadRequest)?;
     check(&report)?;
-    let not_found = || ApiError::NotFound(format!("no service instance bought as contract {id}"));
-    let inst = state
-        .store
-        .osb_instance_of_reservation(&id)
-        .await?
-        .filter(|i| i.service && i.provider.as_deref() == Some(caller.cluster_id.as_str()))
-        .ok_or_else(not_found)?;
+    let inst = sold_instance(&state, &caller, &id).await?;
     let expected = inst.revision;
     let Some(next) = apply(inst.clone(), &report)? else {
         deprovision_work(&state, &inst)

@@ -1,7 +1,7 @@
 //! Where Open Service Broker instances and bindings live: the [`OsbStore`]
-//! trait the backends implement. Instances are written with a revision
-//! compare-and-swap, so concurrent requests on one instance cannot both
-//! win.
+//! trait the backends implement. Instances (and service bindings, which
+//! their provider settles) are written with a revision compare-and-swap,
+//! so concurrent requests on one cannot both win.
 
 use async_trait::async_trait;
 
@@ -34,6 +34,13 @@ pub trait OsbStore: Send + Sync + 'static {
     async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError>;
 
     async fn osb_get_binding(&self, id: &str) -> Result<Option<OsbBinding>, StoreError>;
+
+    /// Replace binding `b.id` if it is still at `expected_revision`.
+    async fn osb_replace_binding(
+        &self,
+        b: &OsbBinding,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError>;
 
     /// Delete binding `id`; false if it did not exist.
     async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError>;

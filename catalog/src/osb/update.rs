@@ -8,7 +8,9 @@
 //! change, 422 naming what cannot change, `ConcurrencyError` while an
 //! operation runs, `MaintenanceInfoConflict` for a `maintenance_info` (the
 //! catalog declares none; a malformed one is a 400, see
-//! [`super::maintenance`]). Nothing is ever written.
+//! [`super::maintenance`]). A service plan that declares
+//! `schemas.service_instance.update` has `parameters` checked against it
+//! first (400 naming the field). Nothing is ever written.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -16,10 +18,11 @@ use serde_json::{json, Value};
 
 use super::error::OsbError;
 use super::guard::guard;
-use super::instances::{busy, settle};
+use super::instances::{busy, check_instance_parameters, settle};
 use super::model::answered_parameters;
 use super::request::{check_id, object_field, parse, read_body, required_field, Query};
 use super::Osb;
+use crate::offers::service::Parameters;
 use actix_web::http::StatusCode;
 
 /// An update request (unknown fields are ignored, as the spec asks).
@@ -122,6 +125,11 @@ pub async fn update(
         )));
     }
     if let Some(parameters) = r.parameters {
+        // A service plan's update schema says what an update may carry:
+        // parameters it refuses are a bad request (400 naming the field)
+        // before anything else is said about them.
+        check_instance_parameters(&state, &inst, Parameters::InstanceUpdate, Some(&parameters))
+            .await?;
         if parameters != answered_parameters(inst.parameters.as_deref()) {
             return Err(OsbError::unprocessable(
                 "parameters: the parameters of a service instance cannot be changed",

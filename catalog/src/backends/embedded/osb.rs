@@ -129,6 +129,28 @@ impl OsbStore for EmbeddedStore {
         .await
     }
 
+    async fn osb_replace_binding(
+        &self,
+        b: &OsbBinding,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
+        let b = b.clone();
+        self.blocking_db(move |db| {
+            write_if(db, |txn| {
+                let mut table = txn.open_table(OSB_BINDINGS).map_err(internal)?;
+                let current = get_record::<OsbBinding>(&table, &b.id, "OSB binding")?;
+                if current.map(|c| c.revision) != Some(expected_revision) {
+                    return Ok(false);
+                }
+                table
+                    .insert(b.id.as_str(), to_json(&b)?.as_slice())
+                    .map_err(internal)?;
+                Ok(true)
+            })
+        })
+        .await
+    }
+
     async fn osb_delete_binding(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.blocking_db(move |db| {

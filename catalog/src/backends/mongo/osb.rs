@@ -36,7 +36,22 @@ pub(super) struct BindingDoc {
     id: String,
     #[serde(rename = "instanceID")]
     instance_id: String,
+    /// What a replacement is conditioned on (absent on bindings written
+    /// before service bindings, which are never replaced).
+    #[serde(default)]
+    revision: i64,
     body: OsbBinding,
+}
+
+impl BindingDoc {
+    fn of(b: &OsbBinding) -> Self {
+        BindingDoc {
+            id: b.id.clone(),
+            instance_id: b.instance_id.clone(),
+            revision: i64::try_from(b.revision).unwrap_or(i64::MAX),
+            body: b.clone(),
+        }
+    }
 }
 
 #[async_trait]
@@ -114,12 +129,7 @@ impl OsbStore for MongoStore {
     async fn osb_insert_binding(&self, b: &OsbBinding) -> Result<bool, StoreError> {
         let how = format!("Read the binding (GET /v2/service_instances/{}/service_bindings/{}) to see whether it was created.", b.instance_id, b.id);
         self.bounded(Op::Write(how), async {
-            let doc = BindingDoc {
-                id: b.id.clone(),
-                instance_id: b.instance_id.clone(),
-                body: b.clone(),
-            };
-            match self.bindings.insert_one(doc).await {
+            match self.bindings.insert_one(BindingDoc::of(b)).await {
                 Ok(_) => Ok(true),
                 Err(e) if is_duplicate_key(&e) => Ok(false),
                 Err(e) => Err(classify(e)),
@@ -136,6 +146,30 @@ impl OsbStore for MongoStore {
                 .await
                 .map_err(classify)?
                 .map(|d| d.body))
+        })
+        .await
+    }
+
+    async fn osb_replace_binding(
+        &self,
+        b: &OsbBinding,
+        expected_revision: u64,
+    ) -> Result<bool, StoreError> {
+        let how = format!(
+            "Read the binding's last operation (GET /v2/service_instances/{}/service_bindings/{}/last_operation) to see whether it changed.",
+            b.instance_id, b.id
+        );
+        self.bounded(Op::Write(how), async {
+            let expected = i64::try_from(expected_revision).unwrap_or(i64::MAX);
+            let r = self
+                .bindings
+                .replace_one(
+                    doc! { "_id": &b.id, "revision": expected },
+                    BindingDoc::of(b),
+                )
+                .await
+                .map_err(classify)?;
+            Ok(r.matched_count == 1)
         })
         .await
     }
