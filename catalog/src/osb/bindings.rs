@@ -81,12 +81,13 @@ async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError>
 }
 
 /// Bind: release the provider's peering credentials of the instance's
-/// purchase. Synchronous.
+/// purchase (synchronous), or, for a service offer's instance, record the
+/// binding for its provider (asynchronous, 202).
 #[utoipa::path(
     put, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbBind",
     params(
         super::responses::OsbBindingPath,
-        ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; bindings are always synchronous"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "Required (`true`) to bind a service offer's instance, which its provider binds asynchronously; capacity bindings are synchronous"),
         super::responses::OsbHeaders,
     ),
     request_body = BindRequest,
@@ -101,11 +102,15 @@ async fn credentials(state: &Osb, inst: &OsbInstance) -> Result<Value, OsbError>
                 ("FetchBinding" = (operation_id = "osbFetchBinding", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
                 ("BindingLastOperation" = (operation_id = "osbBindingLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id")))),
             )),
-        (status = 400, description = "A malformed request: header, query, path or body (named in `description`), or `service_id`/`plan_id` not the instance's", body = super::responses::OsbErrorBody),
+        (status = 202, description = "A service offer's binding, recorded for its provider", body = super::responses::OsbAsyncOperation,
+            links(
+                ("BindingLastOperation" = (operation_id = "osbBindingLastOperation", parameters(("instance_id" = "$request.path.instance_id"), ("binding_id" = "$request.path.binding_id"), ("operation" = "$response.body#/operation")))),
+            )),
+        (status = 400, description = "A malformed request: header, query, path or body (named in `description`: `parameters.<field>` against the plan's schema; `parameters.namespace`/`parameters.secretName` for a service binding), or `service_id`/`plan_id` not the instance's", body = super::responses::OsbErrorBody),
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's instance", body = super::responses::OsbErrorBody),
         (status = 404, description = "No such provisioned instance", body = super::responses::OsbErrorBody),
         (status = 409, description = "The binding exists with other attributes", body = super::responses::OsbErrorBody),
-        (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired` (a service binding without `accepts_incomplete=true`), `ConcurrencyError`, or `PurchaseEnded` (the purchase behind the instance was cancelled)", body = super::responses::OsbErrorBody),
         super::responses::OsbCommonResponses,
     )
 )]
@@ -209,7 +214,7 @@ async fn binding_of(
             headers(("Cache-Control" = String, description = "`no-store`"))),
         super::responses::OsbMalformed,
         super::responses::OsbNoRole,
-        (status = 404, description = "No such binding or provisioned instance (or another owner's)", body = super::responses::OsbErrorBody),
+        (status = 404, description = "No such binding or provisioned instance (or another owner's), or a service binding still being created or whose creation failed", body = super::responses::OsbErrorBody),
         (status = 422, description = "`ConcurrencyError`, or `PurchaseEnded`", body = super::responses::OsbErrorBody),
         super::responses::OsbCommonResponses,
     )
@@ -246,23 +251,26 @@ pub async fn fetch(
 }
 
 /// Unbind: forget the binding (the provider's token itself cannot be
-/// revoked by the catalog).
+/// revoked by the catalog); a service binding is left for its provider to
+/// remove (asynchronous, 202).
 #[utoipa::path(
     delete, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}", tag = "osb", operation_id = "osbUnbind",
     params(
         super::responses::OsbBindingPath,
         ("service_id" = crate::http::schemas::OsbId, Query, description = "The instance's service id"),
         ("plan_id" = crate::http::schemas::OsbId, Query, description = "The instance's plan id"),
-        ("accepts_incomplete" = Option<bool>, Query, description = "Accepted; unbinding is always synchronous"),
+        ("accepts_incomplete" = Option<bool>, Query, description = "Required (`true`) to unbind a service offer's binding, which its provider removes asynchronously; capacity unbinding is synchronous"),
         super::responses::OsbHeaders,
     ),
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
         (status = 200, description = "Unbound", body = super::responses::OsbEmpty),
+        (status = 202, description = "A service binding left for its provider to remove", body = super::responses::OsbAsyncOperation),
         super::responses::OsbMalformed,
         (status = 403, description = "A bearer token without the consumer or admin role, or another owner's binding", body = super::responses::OsbErrorBody),
         (status = 410, description = "No such binding", body = super::responses::OsbErrorBody),
+        (status = 422, description = "`AsyncRequired` (a service binding without `accepts_incomplete=true`) or `ConcurrencyError` (it is still being created)", body = super::responses::OsbErrorBody),
         super::responses::OsbCommonResponses,
     )
 )]
@@ -300,12 +308,13 @@ pub async fn unbind(
     Ok(HttpResponse::Ok().json(json!({})))
 }
 
-/// Bindings complete synchronously: one that exists has succeeded.
+/// A binding's last operation: a service binding's bind or unbind; a
+/// capacity binding that exists has succeeded.
 #[utoipa::path(
     get, path = "/v2/service_instances/{instance_id}/service_bindings/{binding_id}/last_operation", tag = "osb", operation_id = "osbBindingLastOperation",
     params(
         super::responses::OsbBindingPath,
-        ("operation" = Option<String>, Query, description = "Accepted and ignored"),
+        ("operation" = Option<String>, Query, description = "The `operation` of a service binding's 202 answer (400 if it is not its last one); ignored for capacity bindings"),
         ("service_id" = Option<String>, Query, description = "Accepted and ignored"),
         ("plan_id" = Option<String>, Query, description = "Accepted and ignored"),
         super::responses::OsbHeaders,
@@ -313,7 +322,8 @@ pub async fn unbind(
     security(("osbBasic" = []), ("bearer" = [])),
     extensions(("x-roles" = json!(["platform (osbBasic)", "consumer", "admin"]))),
     responses(
-        (status = 200, description = "`succeeded`", body = super::responses::OsbLastOperation),
+        (status = 200, description = "The state of a service binding's last operation; `succeeded` for a capacity binding", body = super::responses::OsbLastOperation,
+            headers(("Retry-After" = String, description = "Seconds to wait before polling again, while in progress"))),
         super::responses::OsbMalformed,
         super::responses::OsbNoRole,
         (status = 410, description = "No such binding", body = super::responses::OsbErrorBody),

@@ -109,15 +109,21 @@ pub struct OsbLastOperation {
     pub description: Option<String>,
 }
 
-/// A binding: the provider's peering credentials.
+/// A binding: for a capacity offer, the provider's peering credentials
+/// (`clusterID`, `clusterName`, `authURL`, `token`, as
+/// `PeeringCredentials`); for a service offer, the credentials its
+/// provider reported (an object of strings).
 #[derive(ToSchema)]
 pub struct OsbBindingCredentials {
+    #[schema(value_type = Object)]
     pub credentials: PeeringCredentials,
 }
 
 /// `GET .../service_bindings/{binding_id}`.
 #[derive(ToSchema)]
 pub struct OsbBindingView {
+    /// As in [`OsbBindingCredentials`].
+    #[schema(value_type = Object)]
     pub credentials: PeeringCredentials,
     /// The `parameters` it was bound with (`{}` if none).
     #[schema(value_type = Object)]
