@@ -4,6 +4,8 @@
 //! on each (with the credentials once made).
 
 use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::error::Error;
 use crate::http::MAX_ANSWER_BYTES;
@@ -18,18 +20,14 @@ impl Session {
     /// no operation waits for (already settled) is [`Error::Rejected`]
     /// with status 409.
     pub async fn report_service(&mut self, id: &str, report: &ServiceReport) -> Result<(), Error> {
-        let what = "PUT /provider/contracts/{id}/service";
-        let route = routes::contract_service(id);
-        let answer = self
-            .call(what, MAX_ANSWER_BYTES, |http| {
-                Ok(http.request(Method::PUT, &route)?.json(report))
-            })
-            .await?;
-        match answer.status {
-            StatusCode::OK => Ok(()),
-            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("service contract {id}"))),
-            _ => Err(answer.rejected("the service report")),
-        }
+        self.provider_put(
+            "PUT /provider/contracts/{id}/service",
+            &routes::contract_service(id),
+            report,
+            format!("service contract {id}"),
+            "the service report",
+        )
+        .await
     }
 
     /// `GET /provider/contracts/{id}/customer-peering`: the kubeconfig of
@@ -37,36 +35,23 @@ impl Session {
     /// instance is being deprovisioned or the contract ended:
     /// [`Error::Ended`] (410).
     pub async fn customer_peering(&mut self, id: &str) -> Result<CustomerPeering, Error> {
-        let what = "GET /provider/contracts/{id}/customer-peering";
-        let route = routes::contract_customer_peering(id);
-        let answer = self
-            .call(what, MAX_ANSWER_BYTES, |http| {
-                http.request(Method::GET, &route)
-            })
-            .await?;
-        match answer.status {
-            StatusCode::OK => answer.json(what),
-            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("service contract {id}"))),
-            StatusCode::GONE => Err(Error::Ended(answer.message())),
-            _ => Err(answer.unexpected(what)),
-        }
+        self.provider_get(
+            "GET /provider/contracts/{id}/customer-peering",
+            &routes::contract_customer_peering(id),
+            id,
+        )
+        .await
     }
 
     /// `GET /provider/contracts/{id}/bindings`: the contract's bindings
     /// waiting for the provider (`creating` or `deleting`).
     pub async fn pending_bindings(&mut self, id: &str) -> Result<Vec<PendingBinding>, Error> {
-        let what = "GET /provider/contracts/{id}/bindings";
-        let route = routes::contract_bindings(id);
-        let answer = self
-            .call(what, MAX_ANSWER_BYTES, |http| {
-                http.request(Method::GET, &route)
-            })
-            .await?;
-        match answer.status {
-            StatusCode::OK => answer.json(what),
-            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("service contract {id}"))),
-            _ => Err(answer.unexpected(what)),
-        }
+        self.provider_get(
+            "GET /provider/contracts/{id}/bindings",
+            &routes::contract_bindings(id),
+            id,
+        )
+        .await
     }
 
     /// `PUT /provider/contracts/{id}/bindings/{binding}`: where the
@@ -81,19 +66,57 @@ impl Session {
         binding: &str,
         report: &BindingReport,
     ) -> Result<(), Error> {
-        let what = "PUT /provider/contracts/{id}/bindings/{bindingID}";
-        let route = routes::contract_binding(id, binding);
+        self.provider_put(
+            "PUT /provider/contracts/{id}/bindings/{bindingID}",
+            &routes::contract_binding(id, binding),
+            report,
+            format!("binding {binding} of service contract {id}"),
+            "the binding report",
+        )
+        .await
+    }
+
+    /// GET a service contract's `route`: 404 is [`Error::NotFound`], 410
+    /// [`Error::Ended`].
+    async fn provider_get<T: DeserializeOwned>(
+        &mut self,
+        what: &str,
+        route: &str,
+        id: &str,
+    ) -> Result<T, Error> {
         let answer = self
             .call(what, MAX_ANSWER_BYTES, |http| {
-                Ok(http.request(Method::PUT, &route)?.json(report))
+                http.request(Method::GET, route)
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(what),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("service contract {id}"))),
+            StatusCode::GONE => Err(Error::Ended(answer.message())),
+            _ => Err(answer.unexpected(what)),
+        }
+    }
+
+    /// PUT `body` on a service contract's `route`: 404 is
+    /// [`Error::NotFound`] naming `object`, other refusals
+    /// [`Error::Rejected`] naming `refused`.
+    async fn provider_put(
+        &mut self,
+        what: &str,
+        route: &str,
+        body: &impl Serialize,
+        object: String,
+        refused: &str,
+    ) -> Result<(), Error> {
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::PUT, route)?.json(body))
             })
             .await?;
         match answer.status {
             StatusCode::OK => Ok(()),
-            StatusCode::NOT_FOUND => Err(Error::NotFound(format!(
-                "binding {binding} of service contract {id}"
-            ))),
-            _ => Err(answer.rejected("the binding report")),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(object)),
+            _ => Err(answer.rejected(refused)),
         }
     }
 }
