@@ -1320,7 +1320,7 @@ try {
     }).start();
     const second = new Catalog({
       bin, port: oidcPort, dataDir: join(workDir, 'data-oidc'), logFile: join(buildDir, 'browser-tests-catalog-oidc.log'),
-      extraArgs: ['--oidc-issuer', issuer.url, '--oidc-audience', 'liqo-broker-catalog', '--oidc-client-id', 'catalog-ui', '--token-ttl', '75s'],
+      extraArgs: ['--oidc-issuer', issuer.url, '--oidc-audience', 'liqo-broker-catalog', '--oidc-client-id', 'catalog-ui', '--token-ttl', '62s'],
     });
     await second.start();
     const oidcPage = await newPage('oidc');
@@ -1329,7 +1329,8 @@ try {
       checkEqual(config.oidc, { issuer: issuer.url, clientID: 'catalog-ui' }, 'the sign-in client in /ui-config.json');
       const csp = (await fetch(`${oidcBase}/`)).headers.get('content-security-policy');
       check(csp.includes(`connect-src 'self' ${issuer.url}`), `the policy lets the page reach the issuer only ("${csp}")`);
-      // Provider side: the token (75 s here) is renewed while the page is open.
+      // Provider side: the token is renewed while the page is open. 62 s: the page
+      // renews a minute before expiry (webui/js/session.js), so here after ~2 s.
       await signIn(oidcPage, oidcBase, providerA);
       const renewed = oidcPage.waitForResponse((r) => r.url().endsWith('/authenticate') && r.status() === 200, { timeout: 45000 });
       const { token } = await (await renewed).json();
