@@ -141,8 +141,9 @@ impl Kubectl {
     }
 }
 
-/// The objects of kubectl's output: YAML documents separated by `---`.
-fn parse(dir: &Path, text: &str) -> Result<Vec<Value>, RenderError> {
+/// The objects of kubectl's output (or helm's: `helm template`), YAML
+/// documents separated by `---`; `dir` is what rendered them, for errors.
+pub fn parse(dir: &Path, text: &str) -> Result<Vec<Value>, RenderError> {
     let mut out = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
         let value = Value::deserialize(document).map_err(|error| RenderError::Yaml {

@@ -7,10 +7,15 @@
 //! it made. Applying again changes nothing; an unknown field is refused
 //! with the API server's own message, and nothing is written.
 //!
-//! A tiny chart written by the test is installed, upgraded and uninstalled
-//! with the real Helm 4 (its default server-side apply as field manager
-//! `helm`, the release kept in Secrets), a field another apply manager
-//! took over meanwhile being a conflict helm reports.
+//! The project's chart, `charts/liqo-broker`, is installed with every
+//! component on, upgraded and uninstalled with the real Helm 4 (its
+//! default server-side apply as field manager `helm`, the release kept in
+//! Secrets): every object `helm template` renders is made, an upgrade
+//! that turns a component off removes it, a field another apply manager
+//! took over meanwhile is a conflict helm reports, a required value left
+//! unset is refused before anything is written, and uninstalling leaves
+//! only the Purchase CRD (kept, with every Purchase, by its
+//! `helm.sh/resource-policy`).
 //!
 //! kubectl and helm are the ones `scripts/install-test-deps.sh` installs
 //! into `build/bin/` (kubectl: or `$KUBECTL`). Without them the tests fail,
@@ -21,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use anyhow::{bail, ensure, Context, Result};
-use deploy_check::kubectl::Kubectl;
+use deploy_check::kubectl::{self, Kubectl};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
@@ -380,63 +385,48 @@ async fn every_component_installs_with_the_real_kubectl_apply() -> Result<()> {
     Ok(())
 }
 
-/// A chart of one ConfigMap and one Deployment, its values `greeting` and
-/// `replicas`, written under `dir`.
-fn tiny_chart(dir: &Path) -> Result<PathBuf> {
-    let chart = dir.join("tiny");
-    std::fs::create_dir_all(chart.join("templates"))?;
-    std::fs::write(
-        chart.join("Chart.yaml"),
-        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
-    )?;
-    std::fs::write(chart.join("values.yaml"), "greeting: hello\nreplicas: 1\n")?;
-    std::fs::write(
-        chart.join("templates/objects.yaml"),
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-data:
-  greeting: {{ .Values.greeting | quote }}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: main
-        image: registry.k8s.io/pause:3.9
-"#,
-    )?;
-    Ok(chart)
-}
+/// The chart's values turning every component on, with the URLs and IDs
+/// the enabled components require.
+const EVERY_COMPONENT: &str = "catalog.enabled=true,resourceMonitor.enabled=true,\
+     sliceController.enabled=true,sliceController.catalogURL=https://catalog.example,\
+     peeringUserController.enabled=true,peeringUserController.catalogURL=https://catalog.example,\
+     peeringUserController.apiServerAddress=https://203.0.113.1:6443,\
+     purchaseController.enabled=true,purchaseController.clusterID=consumer-1,\
+     orchestrator.enabled=true,aggregator.enabled=true";
 
-/// The chart's ConfigMap's greeting, as `kubectl get` reads it.
-async fn greeting(client: &Client) -> Result<String> {
-    client
+/// The orchestrator's policy.toml, as `kubectl get` reads it (without the
+/// final newline of the chart's block scalar).
+async fn policy(client: &Client) -> Result<String> {
+    Ok(client
         .ok(
             &[
                 "get",
                 "configmap",
-                "demo-config",
+                "orchestrator-policy",
+                "-n",
+                "liqo",
                 "-o",
-                "jsonpath={.data.greeting}",
+                "jsonpath={.data.policy\\.toml}",
             ],
             None,
         )
-        .await
+        .await?
+        .trim_end()
+        .to_string())
+}
+
+/// The names `kubectl get <kinds> -n liqo -o name` prints, sorted.
+async fn names(client: &Client, kinds: &str) -> Result<BTreeSet<String>> {
+    Ok(client
+        .ok(&["get", kinds, "-n", "liqo", "-o", "name"], None)
+        .await?
+        .lines()
+        .map(str::to_string)
+        .collect())
 }
 
 #[tokio::test]
-async fn a_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Result<()> {
+async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Result<()> {
     let root = repository();
     let kubectl = Kubectl::installed_under(&root);
     let helm_path = root.join("build/bin/helm");
@@ -472,62 +462,172 @@ async fn a_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Result
             ("HELM_DATA_HOME", dir.path().join("helm-data")),
         ],
     };
-    let chart = tiny_chart(dir.path())?;
-    let chart = chart.to_string_lossy().to_string();
+    let chart = root
+        .join("charts/liqo-broker")
+        .to_string_lossy()
+        .to_string();
     eprintln!("{}", helm.ok(&["version", "--short"], None).await?);
 
-    // Install: server-side apply as `helm`, the release recorded in a Secret.
-    let out = helm
-        .ok(&["install", "demo", &chart, "--namespace", "default"], None)
+    // A required value left unset: refused while rendering, nothing written.
+    let before = kube.resource_version();
+    let err = helm
+        .refused(&[
+            "install",
+            "liqo-broker",
+            &chart,
+            "-n",
+            "liqo",
+            "--create-namespace",
+            "--set",
+            "sliceController.enabled=true",
+        ])
         .await?;
+    ensure!(
+        err.contains("set sliceController.catalogURL: the catalog's URL"),
+        "{err}"
+    );
+    ensure!(
+        kube.resource_version() == before,
+        "a refused install wrote something"
+    );
+
+    // Install: every component, server-side applied as `helm`; the notes
+    // tell the operator what to run next.
+    let common = ["-n", "liqo", "--set", EVERY_COMPONENT];
+    let install = [
+        ["install", "liqo-broker", &chart, "--create-namespace"].as_slice(),
+        &common,
+    ]
+    .concat();
+    let out = helm.ok(&install, None).await?;
     ensure!(out.contains("STATUS: deployed"), "{out}");
-    let config_map: Value = serde_json::from_str(
+    ensure!(
+        out.contains("kubectl -n liqo port-forward service/catalog 8080:8080")
+            && out.contains("kubectl -n liqo create secret generic slice-controller-catalog \\"),
+        "the notes name no next command:\n{out}"
+    );
+    let template = [["template", "liqo-broker", &chart].as_slice(), &common].concat();
+    let rendered = kubectl::parse(Path::new(&chart), &helm.ok(&template, None).await?)?;
+    let deployments: BTreeSet<String> = rendered
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .map(|o| {
+            format!(
+                "deployment.apps/{}",
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    ensure!(deployments.len() == 7, "{deployments:?}");
+    ensure!(names(&client, "deployments").await? == deployments);
+    let kinds: BTreeSet<String> = rendered
+        .iter()
+        .map(|o| {
+            let kind = o["kind"].as_str().unwrap_or_default().to_lowercase();
+            match o["apiVersion"].as_str().and_then(|av| av.rsplit_once('/')) {
+                Some((group, _)) => format!("{kind}.{group}"),
+                None => kind,
+            }
+        })
+        .collect();
+    let listed: Value = serde_json::from_str(
         &client
-            .ok(&["get", "configmap", "demo-config", "-o", "json"], None)
+            .ok(
+                &[
+                    "get",
+                    &kinds.into_iter().collect::<Vec<_>>().join(","),
+                    "-A",
+                    "-o",
+                    "json",
+                ],
+                None,
+            )
             .await?,
     )?;
-    ensure!(config_map["data"]["greeting"] == "hello", "{config_map}");
-    // Written by server-side apply as `helm`: a client-side install would
-    // have created it (POST); a PATCH of an object not there yet is apply.
+    let items = listed["items"].as_array().context("a List")?;
+    for want in &rendered {
+        let (kind, _, name) = identity(want);
+        let got = items
+            .iter()
+            .find(|o| {
+                let (k, namespace, n) = identity(o);
+                k == kind && n == name && (namespace.is_empty() || namespace == "liqo")
+            })
+            .with_context(|| format!("{kind} {name} not made by helm install"))?;
+        for field in ["spec", "rules", "roleRef", "subjects", "data"] {
+            ensure!(
+                includes(&got[field], &want[field]),
+                "{kind} {name}: {field} stored as {}, rendered as {}",
+                got[field],
+                want[field]
+            );
+        }
+    }
+    // This release's catalog, found by the orchestrator in its namespace.
+    let orchestrator = rendered
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "orchestrator")
+        .context("the orchestrator")?;
+    ensure!(
+        orchestrator["spec"]["template"]["spec"]["containers"][0]["args"][0]
+            == "--catalog=http://catalog.liqo:8080",
+        "{orchestrator}"
+    );
     let applied_by_helm = kube.audit().iter().any(|r| {
         r.method == "PATCH"
             && r.field_manager.as_deref() == Some("helm")
-            && r.path == "/api/v1/namespaces/default/configmaps/demo-config"
+            && r.path == "/api/v1/namespaces/liqo/configmaps/orchestrator-policy"
     });
-    ensure!(applied_by_helm, "no apply of the ConfigMap by helm");
-    let deployment: Value = serde_json::from_str(
-        &client
-            .ok(&["get", "deployment", "demo", "-o", "json"], None)
-            .await?,
-    )?;
-    ensure!(deployment["spec"]["replicas"] == 1, "{deployment}");
+    ensure!(applied_by_helm, "no apply of the policy ConfigMap by helm");
     let releases = client
         .ok(
-            &["get", "secrets", "-l", "owner=helm,name=demo", "-o", "name"],
+            &[
+                "get",
+                "secrets",
+                "-n",
+                "liqo",
+                "-l",
+                "owner=helm,name=liqo-broker",
+                "-o",
+                "name",
+            ],
             None,
         )
         .await?;
     ensure!(
-        releases.trim() == "secret/sh.helm.release.v1.demo.v1",
+        releases.trim() == "secret/sh.helm.release.v1.liqo-broker.v1",
         "{releases}"
     );
 
-    // Upgrade: the new values applied.
+    // Upgrade: a component turned off is removed, a value changed applied.
     let out = helm
         .ok(
             &[
                 "upgrade",
-                "demo",
+                "liqo-broker",
                 &chart,
+                "-n",
+                "liqo",
+                "--reuse-values",
                 "--set",
-                "greeting=bonjour,replicas=2",
+                "aggregator.enabled=false,orchestrator.policy=spread = 2",
             ],
             None,
         )
         .await?;
     ensure!(out.contains("REVISION: 2"), "{out}");
-    let upgraded = greeting(&client).await?;
-    ensure!(upgraded == "bonjour", "{upgraded}");
+    ensure!(
+        policy(&client).await? == "spread = 2",
+        "policy not upgraded"
+    );
+    let left = names(&client, "deployments,configmaps,services").await?;
+    ensure!(
+        !left
+            .iter()
+            .any(|n| n.ends_with("/aggregator") || n.ends_with("/aggregator-config")),
+        "the aggregator left after it was turned off: {left:?}"
+    );
+    ensure!(left.contains("deployment.apps/orchestrator"), "{left:?}");
 
     // A field another apply manager took over since is a conflict, which
     // helm reports rather than overwrite (no --force-conflicts).
@@ -542,40 +642,83 @@ async fn a_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Result
                 "-",
             ],
             Some(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo-config\n  \
-                 namespace: default\ndata:\n  greeting: hallo\n",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: orchestrator-policy\n  \
+                 namespace: liqo\ndata:\n  policy.toml: spread = 3\n",
             ),
         )
         .await?;
     ensure!(taken.contains("serverside-applied"), "{taken}");
     let err = helm
-        .refused(&["upgrade", "demo", &chart, "--set", "greeting=hola"])
+        .refused(&[
+            "upgrade",
+            "liqo-broker",
+            &chart,
+            "-n",
+            "liqo",
+            "--reuse-values",
+            "--set",
+            "orchestrator.policy=spread = 4",
+        ])
         .await?;
     ensure!(
-        err.contains("conflict with \"ops\"") && err.contains(".data.greeting"),
+        err.contains("conflict with \"ops\"") && err.contains(".data.policy.toml"),
         "{err}"
     );
-    let kept = greeting(&client).await?;
-    ensure!(kept == "hallo", "a conflicting upgrade wrote: {kept}");
+    ensure!(
+        policy(&client).await? == "spread = 3",
+        "a conflicting upgrade wrote"
+    );
 
-    // Uninstall: the objects and the release's Secrets gone.
-    let out = helm.ok(&["uninstall", "demo"], None).await?;
-    ensure!(out.contains("release \"demo\" uninstalled"), "{out}");
-    let left = client
+    // Uninstall: every object and the release's Secrets gone, but the
+    // Purchase CRD, which the chart keeps.
+    let out = helm
+        .ok(&["uninstall", "liqo-broker", "-n", "liqo"], None)
+        .await?;
+    ensure!(out.contains("release \"liqo-broker\" uninstalled"), "{out}");
+    let left = names(
+        &client,
+        "deployments,configmaps,services,serviceaccounts,roles,rolebindings,secrets",
+    )
+    .await?;
+    // The namespace's own: its default account and the cluster's CA.
+    let own: BTreeSet<String> = ["configmap/kube-root-ca.crt", "serviceaccount/default"]
+        .map(str::to_string)
+        .into();
+    ensure!(left.is_subset(&own), "left after uninstall: {left:?}");
+    let cluster_wide = client
         .ok(
             &[
                 "get",
-                "configmaps,deployments,secrets",
+                "clusterroles,clusterrolebindings,validatingadmissionpolicies,\
+                 validatingadmissionpolicybindings",
                 "-l",
-                "owner=helm",
+                "app.kubernetes.io/part-of=liqo-broker",
                 "-o",
                 "name",
             ],
             None,
         )
         .await?;
-    ensure!(left.trim().is_empty(), "left after uninstall: {left}");
-    let err = client.refused(&["get", "configmap", "demo-config"]).await?;
-    ensure!(err.contains("NotFound"), "{err}");
+    ensure!(
+        cluster_wide.trim().is_empty(),
+        "left after uninstall: {cluster_wide}"
+    );
+    let kept = client
+        .ok(
+            &[
+                "get",
+                "crd",
+                "purchases.broker.liqo-broker.io",
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .await?;
+    ensure!(
+        kept.trim()
+            == "customresourcedefinition.apiextensions.k8s.io/purchases.broker.liqo-broker.io",
+        "{kept}"
+    );
     Ok(())
 }
