@@ -1,0 +1,280 @@
+//! The objects on the service provider's cluster: the instance namespace,
+//! the customer's kubeconfig Secret and the Purchase (in the controller's
+//! namespace), the generated secrets, the rendered objects and the binding
+//! Secrets — applied with server-side apply under the field manager
+//! `service-controller`, read, and removed (only what it made).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::ByteString;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::instance::{self, Names};
+use crate::template::{ObjectRef, MANAGED_BY, MANAGER};
+
+/// The field manager of every write.
+pub const FIELD_MANAGER: &str = "service-controller";
+
+/// A failed step on the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// One instance namespace as found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub namespace: String,
+    pub contract_id: String,
+    pub rendered: Vec<ObjectRef>,
+    pub terminating: bool,
+}
+
+/// The provider's cluster, as the controller uses it.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    /// Where Purchases and kubeconfig Secrets are kept.
+    pub own_namespace: String,
+}
+
+fn apply() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+fn gone(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(e) if e.code == 404)
+}
+
+impl Cluster {
+    /// Make (or keep) the instance namespace, annotated with its contract.
+    pub async fn namespace(
+        &self,
+        names: &Names,
+        offer: &str,
+        plan: &str,
+    ) -> Result<(), ClusterError> {
+        let body = json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {
+                "name": names.namespace,
+                "labels": {MANAGED_BY: MANAGER},
+                "annotations": {
+                    instance::CONTRACT_ANNOTATION: names.contract_id,
+                    instance::OFFER_ANNOTATION: offer,
+                    instance::PLAN_ANNOTATION: plan,
+                },
+            },
+        });
+        Api::<Namespace>::all(self.client.clone())
+            .patch(&names.namespace, &apply(), &Patch::Apply(body))
+            .await?;
+        Ok(())
+    }
+
+    /// Record the rendered objects on the namespace.
+    pub async fn record_rendered(
+        &self,
+        names: &Names,
+        rendered: &[ObjectRef],
+    ) -> Result<(), ClusterError> {
+        let list = serde_json::to_string(rendered).unwrap_or_default();
+        let body = json!({"metadata": {"annotations": {instance::RENDERED_ANNOTATION: list}}});
+        Api::<Namespace>::all(self.client.clone())
+            .patch(
+                &names.namespace,
+                &PatchParams::default(),
+                &Patch::Merge(body),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Every instance namespace this controller made.
+    pub async fn instances(&self) -> Result<Vec<Found>, ClusterError> {
+        let selector = format!("{MANAGED_BY}={MANAGER}");
+        let list = Api::<Namespace>::all(self.client.clone())
+            .list(&ListParams::default().labels(&selector))
+            .await?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|ns| {
+                let annotations = ns.metadata.annotations.unwrap_or_default();
+                Some(Found {
+                    namespace: ns.metadata.name?,
+                    contract_id: annotations.get(instance::CONTRACT_ANNOTATION)?.clone(),
+                    rendered: annotations
+                        .get(instance::RENDERED_ANNOTATION)
+                        .and_then(|r| serde_json::from_str(r).ok())
+                        .unwrap_or_default(),
+                    terminating: ns.metadata.deletion_timestamp.is_some(),
+                })
+            })
+            .collect())
+    }
+
+    /// Apply a Secret of `data` (string values) in `namespace`.
+    pub async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+        data: &BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<(), ClusterError> {
+        let mut labels = labels.clone();
+        labels.insert(MANAGED_BY.into(), MANAGER.into());
+        let body = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
+            "type": "Opaque",
+            "stringData": data,
+        });
+        Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .patch(name, &apply(), &Patch::Apply(body))
+            .await?;
+        Ok(())
+    }
+
+    /// A Secret's data as text (None when absent).
+    pub async fn read_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, ClusterError> {
+        let secret = Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .get_opt(name)
+            .await?;
+        Ok(secret.map(|s| {
+            s.data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, ByteString(v))| (k, String::from_utf8_lossy(&v).into_owned()))
+                .collect()
+        }))
+    }
+
+    /// Delete a Secret (absent is fine).
+    pub async fn delete_secret(&self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        match Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .delete(name, &DeleteParams::default())
+            .await
+        {
+            Err(e) if !gone(&e) => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn purchases(&self) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("broker.liqo-broker.io", "v1alpha1", "Purchase");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "purchases");
+        Api::namespaced_with(self.client.clone(), &self.own_namespace, &resource)
+    }
+
+    /// Apply the Purchase; its status (None while purchase-controller has
+    /// written none).
+    pub async fn purchase(&self, name: &str, body: Value) -> Result<Option<Value>, ClusterError> {
+        let written = self
+            .purchases()
+            .patch(name, &apply(), &Patch::Apply(body))
+            .await?;
+        Ok(written.data.get("status").cloned())
+    }
+
+    /// Delete the Purchase; true once it is gone (purchase-controller's
+    /// finalizer holds it while it unpeers).
+    pub async fn delete_purchase(&self, name: &str) -> Result<bool, ClusterError> {
+        let api = self.purchases();
+        match api.delete(name, &DeleteParams::default()).await {
+            Err(e) if gone(&e) => return Ok(true),
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        Ok(api.get_opt(name).await?.is_none())
+    }
+
+    /// The API resource of `apiVersion`/`kind`, refused unless namespaced.
+    async fn resource(&self, api_version: &str, kind: &str) -> Result<ApiResource, ClusterError> {
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, capabilities) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+        if capabilities.scope != Scope::Namespaced {
+            return Err(ClusterError::Refused(format!(
+                "{kind} ({api_version}) is cluster-scoped; only objects in the instance namespace may be made"
+            )));
+        }
+        Ok(resource)
+    }
+
+    /// Server-side apply each rendered object into `namespace` (every one
+    /// checked namespaced before the first is written).
+    pub async fn apply_objects(
+        &self,
+        namespace: &str,
+        objects: &[Value],
+    ) -> Result<(), ClusterError> {
+        let mut resolved = Vec::with_capacity(objects.len());
+        for object in objects {
+            let r = crate::template::reference(object);
+            resolved.push((
+                self.resource(&r.api_version, &r.kind).await?,
+                r.name,
+                object,
+            ));
+        }
+        for (resource, name, object) in resolved {
+            Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource)
+                .patch(&name, &apply(), &Patch::Apply(object))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Delete the rendered objects; true once all are gone.
+    pub async fn delete_objects(
+        &self,
+        namespace: &str,
+        objects: &[ObjectRef],
+    ) -> Result<bool, ClusterError> {
+        let mut all_gone = true;
+        for r in objects {
+            let resource = match self.resource(&r.api_version, &r.kind).await {
+                Ok(resource) => resource,
+                // A kind no longer served has no objects left to remove.
+                Err(ClusterError::Kube(e)) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            let api =
+                Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource);
+            match api.delete(&r.name, &DeleteParams::background()).await {
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(e.into()),
+                Ok(_) => all_gone &= api.get_opt(&r.name).await?.is_none(),
+            }
+        }
+        Ok(all_gone)
+    }
+
+    /// Delete the instance namespace (absent is fine).
+    pub async fn delete_namespace(&self, namespace: &str) -> Result<(), ClusterError> {
+        match Api::<Namespace>::all(self.client.clone())
+            .delete(namespace, &DeleteParams::default())
+            .await
+        {
+            Err(e) if !gone(&e) => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+}

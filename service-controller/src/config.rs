@@ -1,0 +1,265 @@
+//! The flags (every one with a `SERVICE_CONTROLLER_*` variable) and
+//! [`run`], which starts the probe port and, while this replica leads the
+//! Lease, the ServiceCatalog controller and the pass over the contracts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use catalog_client::{credentials, Exposure, Http, Login, Session};
+use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::cluster::Cluster;
+use crate::contracts::Follower;
+use crate::metrics::Metrics;
+use crate::reconcile::{self, Context};
+
+/// The controller's flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("http_listen", |a| a.default_value("0.0.0.0:8084")),
+    mut_arg("lease_name", |a| a.default_value("service-controller")),
+)]
+pub struct Args {
+    /// The catalog's base URL.
+    #[arg(long, env = "SERVICE_CONTROLLER_CATALOG_URL", value_name = "URL")]
+    pub catalog_url: Url,
+
+    /// The provider's catalog credentials (JSON or TOML: clusterID, clusterName, authURL, token); refused when others may read it.
+    #[arg(
+        long,
+        env = "SERVICE_CONTROLLER_CATALOG_CREDENTIALS_FILE",
+        value_name = "FILE"
+    )]
+    pub catalog_credentials_file: PathBuf,
+
+    /// Bound on each request to the catalog.
+    #[arg(long, env = "SERVICE_CONTROLLER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub catalog_timeout: Duration,
+
+    /// Where the Purchases and the customers' kubeconfig Secrets are kept [default: $POD_NAMESPACE, else the kubeconfig's namespace].
+    #[arg(long, env = "SERVICE_CONTROLLER_NAMESPACE", value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Time between passes over the service contracts (provisioning, bindings, deprovisioning).
+    #[arg(long, env = "SERVICE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
+    pub poll_interval: Duration,
+
+    /// Time before a failed ServiceCatalog reconcile is tried again.
+    #[arg(long, env = "SERVICE_CONTROLLER_RETRY", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
+    pub retry: Duration,
+
+    /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
+    #[arg(long, env = "SERVICE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig.
+    #[arg(long, env = "SERVICE_CONTROLLER_KUBE_CONTEXT", value_name = "NAME")]
+    pub kube_context: Option<String>,
+
+    #[command(flatten)]
+    pub probe: Prefixed<ProbeArgs, Env>,
+
+    #[command(flatten)]
+    pub election: Prefixed<ElectionArgs, Env>,
+
+    /// This replica's identity in the Lease [default: $HOSTNAME-<pid>].
+    #[arg(long, env = "SERVICE_CONTROLLER_LEASE_IDENTITY", value_name = "ID")]
+    pub lease_identity: Option<String>,
+
+    #[command(flatten)]
+    pub lease: Prefixed<LeaseTimesArgs, Env>,
+}
+
+/// Every flag's environment variable starts `SERVICE_CONTROLLER_`.
+#[derive(Debug)]
+pub struct Env;
+
+impl EnvPrefix for Env {
+    const PREFIX: &'static str = "SERVICE_CONTROLLER";
+}
+
+/// A flag value that cannot be used, or a start that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--poll-interval and --retry must be positive")]
+    Intervals,
+    #[error(transparent)]
+    LeaseTimes(#[from] LeaseTimesError),
+    #[error(transparent)]
+    Credentials(#[from] catalog_client::CredentialsError),
+    #[error(transparent)]
+    Catalog(#[from] catalog_client::Error),
+    #[error(transparent)]
+    Kube(#[from] controller_core::kubeconfig::ClientError),
+    #[error(transparent)]
+    Http(#[from] edge::probe::HttpError),
+}
+
+impl Args {
+    /// Check the flags, changing nothing.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.poll_interval.is_zero() || self.retry.is_zero() {
+            return Err(ConfigError::Intervals);
+        }
+        if self.election.leader_elect {
+            self.lease.times().validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Run until `shutdown`: the probe port, then (while this replica leads)
+/// the ServiceCatalog controller beside the pass over the contracts.
+pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
+    args.validate()?;
+    let credentials = credentials::load_named(
+        "--catalog-credentials-file",
+        &args.catalog_credentials_file,
+        Exposure::Refuse,
+    )?;
+    let http = Http::client(
+        args.catalog_timeout,
+        concat!("service-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
+    let session = Session::new(
+        Http::new(http, args.catalog_url.clone()),
+        Login::Provider {
+            credentials,
+            file: Some((args.catalog_credentials_file.clone(), Exposure::Refuse)),
+        },
+    );
+    // One session (its token) for the controller and the pass, kept
+    // across terms of leadership.
+    let session = Arc::new(Mutex::new(session));
+    let client = controller_core::kubeconfig::client(
+        args.kubeconfig.as_deref(),
+        args.kube_context.as_deref(),
+    )
+    .await?;
+    let own_namespace = args
+        .namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("POD_NAMESPACE")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let metrics = Metrics::new();
+    let probe = args.probe.spawn(None, metrics.clone(), &shutdown).await?;
+    let cluster = Cluster {
+        client: client.clone(),
+        own_namespace,
+    };
+    let (poll, retry) = (args.poll_interval, args.retry);
+    tracing::info!(
+        catalog = %args.catalog_url,
+        namespace = %cluster.own_namespace,
+        leader_elect = args.election.leader_elect,
+        "service controller starting"
+    );
+    let lead = {
+        let metrics = metrics.clone();
+        move |term: CancellationToken| {
+            let (cluster, metrics, session) = (cluster.clone(), metrics.clone(), session.clone());
+            async move { lead(cluster, session, metrics, poll, retry, term).await }
+        }
+    };
+    if args.election.leader_elect {
+        let identity = args
+            .lease_identity
+            .clone()
+            .unwrap_or_else(|| lease::replica_identity("service-controller"));
+        let name = args
+            .election
+            .lease_name
+            .clone()
+            .unwrap_or_else(|| "service-controller".to_string());
+        let settings = LeaseSettings::from_parts(
+            &client,
+            name,
+            args.election.lease_namespace.clone(),
+            identity,
+            args.lease.times(),
+        );
+        let elector = Elector::new(client, settings);
+        lease::run_elected(elector, metrics.reconcile().clone(), shutdown.clone(), lead).await;
+    } else {
+        metrics.reconcile().set_leading(true);
+        lead(shutdown.clone()).await;
+    }
+    shutdown.cancel();
+    edge::probe::join(probe).await?;
+    tracing::info!("service controller stopped");
+    Ok(())
+}
+
+/// One term of leadership: the controller and the pass, until `term` ends.
+async fn lead(
+    cluster: Cluster,
+    session: Arc<Mutex<Session>>,
+    metrics: Metrics,
+    poll: std::time::Duration,
+    retry: std::time::Duration,
+    term: CancellationToken,
+) {
+    let ctx = Arc::new(Context {
+        client: cluster.client.clone(),
+        session: session.clone(),
+        metrics: metrics.clone(),
+        retry,
+    });
+    let (store_tx, store_rx) = tokio::sync::oneshot::channel();
+    let controller = reconcile::run(ctx, term.clone(), move |store| {
+        let _ = store_tx.send(store);
+    });
+    let follower = async {
+        let Ok(store) = store_rx.await else { return };
+        Follower::new(cluster, metrics)
+            .run(session, store, poll, term.clone())
+            .await
+    };
+    tokio::join!(controller, follower);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn flags_parse_and_are_checked() {
+        let base = [
+            "x",
+            "--catalog-url",
+            "http://c",
+            "--catalog-credentials-file",
+            "/c",
+        ];
+        let with = |extra: &[&str]| Cli::try_parse_from(base.iter().chain(extra)).unwrap().args;
+        let args = with(&[]);
+        args.validate().unwrap();
+        assert_eq!(args.poll_interval, Duration::from_secs(5));
+        assert_eq!(
+            args.election.lease_name.as_deref(),
+            Some("service-controller")
+        );
+        assert_eq!(args.probe.http_listen.port(), 8084);
+        assert!(matches!(
+            with(&["--poll-interval", "0s"]).validate(),
+            Err(ConfigError::Intervals)
+        ));
+        assert!(Cli::try_parse_from(["x", "--catalog-url", "http://c"]).is_err());
+    }
+}

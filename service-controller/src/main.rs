@@ -1,0 +1,45 @@
+//! `service-controller`: on a service provider's cluster, ServiceCatalogs
+//! become service offers and each service contract a running instance.
+//! Parses the flags and runs the library's controller until SIGTERM/SIGINT.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use edge::log::LogFormat;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Provider-side controller: ServiceCatalogs become service offers in the catalog; each service contract a peering towards the customer, an offloaded instance namespace with the rendered objects, and binding Secrets"
+)]
+struct Cli {
+    #[command(flatten)]
+    args: service_controller::config::Args,
+
+    /// Log format: text or json.
+    #[arg(
+        long,
+        env = "SERVICE_CONTROLLER_LOG_FORMAT",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    log_format: LogFormat,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    edge::run(cli.log_format, run(cli.args))
+}
+
+async fn run(args: service_controller::config::Args) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    let task = {
+        let stop = stop.clone();
+        tokio::spawn(async move { Ok(service_controller::config::run(&args, stop).await?) })
+    };
+    edge::signal::run_until_shutdown("the controller", task, || stop.cancel(), STOP_TIMEOUT).await
+}
+
+/// How long SIGTERM waits for the controller to stop.
+const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -1,0 +1,115 @@
+//! `/metrics` of the controller (prefix `service_controller_`) and its
+//! probes: the reconcile metrics every controller keeps (ServiceCatalog
+//! reconciles and their duration, failures by kind, leadership), the
+//! service instances it holds, the catalog reports it sent, and whether
+//! the catalog answers.
+//!
+//! | metric | what |
+//! |---|---|
+//! | `service_controller_reconcile_duration_seconds` | one ServiceCatalog reconcile or one pass over the contracts |
+//! | `service_controller_failures_total{kind}` | `catalog`, `kubernetes`, `template` |
+//! | `service_controller_leader` | 1 while this replica leads |
+//! | `service_controller_instances` | service instances (instance namespaces) on this cluster |
+//! | `service_controller_reports_total` | reports sent to the catalog (service and binding states) |
+//! | `service_controller_catalog_reachable` | 1 when the last read of the contracts succeeded |
+
+use controller_core::metrics::{MetricSet, ReconcileMetrics};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The handles of the controller's own metrics.
+pub struct Handles {
+    pub instances: Gauge,
+    pub reports: Counter,
+    pub catalog_reachable: Gauge,
+}
+
+impl MetricSet for Handles {
+    const PREFIX: &'static str = "service_controller";
+    const BUCKETS: &'static [f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
+
+    fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
+        reconcile.register_duration(
+            registry,
+            "reconcile_duration_seconds",
+            "Duration of one ServiceCatalog reconcile or one pass over the service contracts",
+        );
+        reconcile.register_failures(
+            registry,
+            "failures",
+            "Failed steps, by kind (catalog, kubernetes, template)",
+        );
+        reconcile.register_leader(registry, "leader", "1 while this replica leads");
+        let instances = Gauge::default();
+        registry.register(
+            "instances",
+            "Service instances (instance namespaces) on this cluster",
+            instances.clone(),
+        );
+        let reports = Counter::default();
+        registry.register(
+            "reports",
+            "Service and binding states reported to the catalog",
+            reports.clone(),
+        );
+        let catalog_reachable = Gauge::default();
+        registry.register(
+            "catalog_reachable",
+            "1 when the last read of the contracts succeeded",
+            catalog_reachable.clone(),
+        );
+        Handles {
+            instances,
+            reports,
+            catalog_reachable,
+        }
+    }
+}
+
+controller_core::controller_metrics!(
+    /// The controller's metrics; cheap to clone.
+    pub struct Metrics(Handles);
+);
+
+/// `/healthz` always; `/readyz` once the Kubernetes API answered (as
+/// leader or standby); `/metrics` as above.
+impl edge::probe::Probes for Metrics {
+    fn readiness(&self) -> (axum::http::StatusCode, String) {
+        if self.reconcile().reached_api() {
+            let role = if self.reconcile().is_leading() {
+                "leader"
+            } else {
+                "standby"
+            };
+            (axum::http::StatusCode::OK, format!("ok: {role}\n"))
+        } else {
+            (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: the Kubernetes API has not answered yet\n".to_string(),
+            )
+        }
+    }
+
+    fn render(&self) -> String {
+        Metrics::render(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_are_exposed_under_the_controller_prefix() {
+        let m = Metrics::new();
+        m.instances.set(2);
+        m.reconcile().count_failure("template");
+        let text = m.render();
+        assert!(text.contains("service_controller_instances 2"), "{text}");
+        assert!(
+            text.contains("service_controller_failures_total{kind=\"template\"} 1"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! The `ServiceCatalog` kind (`broker.liqo-broker.io/v1alpha1`, namespaced,
+//! status subresource): the services a provider sells — each one offer of
+//! kind `service` — with their plans, the object templates rendered into
+//! every instance's namespace and the binding credentials template. The
+//! CRD is generated from these types ([`crd`]); `tests/crd.rs` fails when
+//! `deploy/kubernetes/service-controller/crd.yaml` means something else.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The finalizer that makes deletion wait until the offers are withdrawn.
+pub const FINALIZER: &str = "broker.liqo-broker.io/service-catalog-cleanup";
+
+/// The services this provider sells; the `ServiceCatalog` kind is
+/// generated around it.
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "broker.liqo-broker.io",
+    version = "v1alpha1",
+    kind = "ServiceCatalog",
+    plural = "servicecatalogs",
+    namespaced,
+    status = "ServiceCatalogStatus",
+    doc = "Services this (the provider's) cluster sells through the catalog, and how each instance is made.",
+    printcolumn = r#"{"name": "Valid", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Valid\")].status"}"#,
+    printcolumn = r#"{"name": "Published", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Published\")].status"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct ServiceCatalogSpec {
+    /// Each service is published as one offer of kind `service`.
+    #[schemars(length(min = 1, max = 64))]
+    pub services: Vec<Service>,
+}
+
+/// One service: an offer, its plans, and what an instance of it is.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct Service {
+    /// The offer's id in the catalog (unique among the provider's offers).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub id: String,
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+    /// The offer's `type` (e.g. `database`).
+    #[serde(rename = "type")]
+    #[schemars(length(min = 1, max = 64))]
+    pub service_type: String,
+    #[serde(default)]
+    #[schemars(length(max = 4096))]
+    pub description: String,
+    #[schemars(length(min = 1, max = 32))]
+    pub plans: Vec<ServicePlan>,
+    /// Names of secrets drawn at random once per instance and kept (in the
+    /// instance namespace's Secret `service-secrets`): templates read them
+    /// as `secrets.<name>`.
+    #[serde(default)]
+    #[schemars(
+        length(max = 32),
+        inner(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"))
+    )]
+    pub secrets: Vec<String>,
+    /// Kubernetes objects (minijinja templates of YAML, one or more
+    /// documents each) applied into the instance namespace.
+    #[schemars(length(min = 1, max = 64))]
+    pub templates: Vec<ObjectTemplate>,
+    /// The binding's credentials: key → minijinja template of the value.
+    #[serde(default)]
+    pub binding_credentials: BTreeMap<String, String>,
+}
+
+/// One plan of a service.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct ServicePlan {
+    /// The plan's key in the offer.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub id: String,
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+    /// A decimal, as the catalog reads costs.
+    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+)?$"))]
+    pub cost: String,
+    /// Where the instance's pods run.
+    #[schemars(extend("enum" = ["Local", "Remote", "LocalAndRemote"]))]
+    pub hosting: String,
+    /// What the instance asks of the customer's cluster (the ResourceSlice's
+    /// resources; resource name → quantity).
+    #[serde(default)]
+    pub resources: BTreeMap<String, String>,
+    /// OSB v2.17 `schemas` of the plan, as the catalog takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::free_object")]
+    pub schemas: Option<serde_json::Value>,
+}
+
+/// A named template of Kubernetes objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct ObjectTemplate {
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), length(max = 63))]
+    pub name: String,
+    #[schemars(length(min = 1, max = 65536))]
+    pub template: String,
+}
+
+/// One condition, as `metav1.Condition`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(
+    extend("required" = ["type", "status", "reason", "message", "lastTransitionTime"]),
+    transform = schema::plain
+)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    #[serde(default)]
+    #[schemars(extend("format" = "date-time"))]
+    pub last_transition_time: String,
+    #[serde(default)]
+    pub observed_generation: i64,
+}
+
+/// What the controller reports: `Valid` (every template of every plan
+/// renders to objects inside the instance namespace) and `Published`
+/// (the offers are in the catalog).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct ServiceCatalogStatus {
+    #[serde(default)]
+    pub observed_generation: i64,
+    /// The offer ids published from this ServiceCatalog.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offers: Vec<String>,
+    #[serde(default)]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["type"]
+    ))]
+    pub conditions: Vec<Condition>,
+}
+
+impl ServiceCatalog {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.metadata.namespace.as_deref().unwrap_or_default(),
+            self.metadata.name.as_deref().unwrap_or_default()
+        )
+    }
+
+    pub fn status(&self) -> ServiceCatalogStatus {
+        self.status.clone().unwrap_or_default()
+    }
+}
+
+impl ServiceCatalogSpec {
+    /// The service `id` and its plan `plan`, if this catalog sells them.
+    pub fn plan(&self, id: &str, plan: &str) -> Option<(&Service, &ServicePlan)> {
+        let service = self.services.iter().find(|s| s.id == id)?;
+        Some((service, service.plans.iter().find(|p| p.id == plan)?))
+    }
+}
+
+/// The ServiceCatalog CRD, as `deploy/kubernetes/service-controller/crd.yaml`
+/// holds it: kube's derived CRD, the kind's own schema given the
+/// [`schema::plain`] treatment (no `title`; an absent status is absent).
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = <ServiceCatalog as kube::CustomResourceExt>::crd();
+    let roots = crd
+        .spec
+        .versions
+        .iter_mut()
+        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
+    for root in roots {
+        root.title = None;
+        if let Some(status) = root.properties.as_mut().and_then(|p| p.get_mut("status")) {
+            status.nullable = None;
+        }
+    }
+    crd
+}
+
+/// Schema adjustments the derive cannot say with attributes (the same
+/// treatment purchase-controller's Purchase gets).
+mod schema {
+    use schemars::{json_schema, Schema, SchemaGenerator};
+    use serde_json::{Map, Value};
+
+    /// No serde defaults written by the API server, no `null`s; an
+    /// explicit `x-default` becomes the `default`.
+    pub fn plain(schema: &mut Schema) {
+        let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
+            return;
+        };
+        for property in properties.values_mut() {
+            if let Some(property) = property.as_object_mut() {
+                not_null(property);
+                property.remove("default");
+                if let Some(default) = property.remove("x-default") {
+                    property.insert("default".to_string(), default);
+                }
+            }
+        }
+    }
+
+    fn not_null(property: &mut Map<String, Value>) {
+        property.remove("nullable");
+        if let Some(Value::Array(types)) = property.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                property.insert("type".to_string(), only);
+            }
+        }
+        let Some(Value::Array(any_of)) = property.get("anyOf") else {
+            return;
+        };
+        let mut kept = any_of
+            .iter()
+            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"));
+        if let (Some(Value::Object(only)), None) = (kept.next().cloned(), kept.next()) {
+            property.remove("anyOf");
+            property.extend(only);
+        }
+    }
+
+    /// Any JSON object, kept as written (the catalog checks OSB schemas
+    /// when the offer is published).
+    pub fn free_object(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    }
+}
