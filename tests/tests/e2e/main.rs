@@ -72,6 +72,7 @@ mod resource_monitor_hardening;
 mod resource_monitor_kube_faults;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
+mod service_controller;
 mod shipped_rbac;
 mod slice_controller;
 mod slice_controller_admission;

@@ -1,0 +1,340 @@
+//! `service-controller` end to end (issue 32): a service provider sells a
+//! running service. The world is [`DirectWorld`] — the service provider's
+//! cluster (Liqo consumer) and the customer's (Liqo provider), two HTTPS
+//! test API servers with the model of Liqo v1.2, the real
+//! `purchase-controller` on both — plus the real catalog and the real
+//! `service-controller` on the provider's cluster, as its ServiceAccount
+//! under the RBAC `deploy/` ships. The customer's peering user is minted
+//! on its cluster as `liqoctl generate peering-user` does
+//! ([`peering_user`], via `DirectWorld`).
+//!
+//! A platform drives it through the Open Service Broker API: a
+//! ServiceCatalog becomes a service offer; a malformed template is refused
+//! (the ServiceCatalog's `Valid` condition names it, nothing published); a
+//! malformed parameter is refused by the catalog (400 naming it, nothing
+//! made); a `Remote` plan is provisioned — the instance namespace is
+//! offloaded to the customer only, the rendered objects exist at the
+//! provider and reach the customer's cluster — bound (the credentials
+//! Secret lands in the customer's opted-in application namespace, the OSB
+//! fetch answers the same credentials), unbound, and deprovisioned
+//! (everything removed, then `last_operation` 410).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use base64::Engine;
+use e2e::buying::{self, get};
+use e2e::catalog::{Backend, Env};
+use e2e::osb_client::{Auth, Outcome, Platform};
+use e2e::process::Spawn;
+use serde_json::{json, Value};
+
+use crate::liqo_support;
+use crate::purchase_controller_support::*;
+
+const OSB_USER: &str = "platform";
+const OSB_PASSWORD: &str = "platform-password-0123";
+const SERVICE_CATALOGS: (&str, &str) = ("broker.liqo-broker.io", "servicecatalogs");
+const CONFIGMAPS: (&str, &str) = ("", "configmaps");
+const NAMESPACES: (&str, &str) = ("", "namespaces");
+/// Who the controller is: the ServiceAccount of `deploy/kubernetes/`.
+const SERVICE_USER: &str = "system:serviceaccount:liqo:service-controller";
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// A ServiceCatalog selling `db` (plans `remote` and `local`) whose
+/// objects are `template`.
+fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
+    let plan = |id: &str, hosting: &str| {
+        json!({"id": id, "name": id, "cost": "3", "hosting": hosting,
+               "resources": {"cpu": "1", "memory": "1Gi"},
+               "schemas": {"service_instance": {"create": {"parameters": {
+                   "$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                   "properties": {"size": {"type": "integer", "minimum": 1}}}}}}})
+    };
+    json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "ServiceCatalog",
+           "metadata": {"name": name, "namespace": TEAM},
+           "spec": {"services": [{
+               "id": offer, "name": "Database", "type": "database",
+               "plans": [plan("remote", "Remote"), plan("local", "Local")],
+               "secrets": ["password"],
+               "templates": [{"name": "settings", "template": template}],
+               "bindingCredentials": {
+                   "uri": "db://root:{{ secrets.password }}@db.{{ namespace }}:5432",
+                   "password": "{{ secrets.password }}"}}]}})
+}
+
+const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n";
+
+fn start_controller(world: &DirectWorld, catalog: &str, dir: &Path) -> e2e::process::Child {
+    let credentials = dir.join("credentials.json");
+    std::fs::write(&credentials, provider_credentials().to_string()).unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let kubeconfig = dir.join("service-controller.kubeconfig");
+    world
+        .consumer
+        .kube
+        .write_kubeconfig_as(&kubeconfig, SERVICE_USER)
+        .unwrap();
+    Spawn::new("service-controller")
+        .args(["--catalog-url", catalog])
+        .arg("--catalog-credentials-file")
+        .arg(&credentials)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--namespace", "liqo", "--leader-elect", "false"])
+        .args(["--poll-interval", "200ms", "--retry", "200ms"])
+        .args(["--http-listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info,service_controller=debug")
+        .start_announced(1)
+        .expect("service-controller")
+        .0
+}
+
+fn valid(world: &DirectWorld, name: &str) -> Option<Value> {
+    let catalog = world
+        .consumer
+        .kube
+        .get(SERVICE_CATALOGS, Some(TEAM), name)?;
+    catalog["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Valid")
+        .cloned()
+}
+
+#[test]
+fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
+    let world = DirectWorld::open();
+    let provider = &world.consumer.kube;
+    let customer = &world.remote;
+    provider
+        .register_crd_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../deploy/kubernetes/service-controller/crd.yaml"),
+        )
+        .expect("the ServiceCatalog CRD");
+    // The catalog with the service provider's account only: a service
+    // provider registers no peering of its own (it peers towards its
+    // customers).
+    let env = Env::new(Backend::Embedded);
+    let catalog = buying::start(
+        &env,
+        &["--osb-username", OSB_USER, "--osb-password", OSB_PASSWORD],
+    );
+    let provider_token = catalog.login(&provider_credentials());
+    let dir = tempfile::tempdir().unwrap();
+    let _controller = start_controller(&world, &catalog.url(""), dir.path());
+
+    // A template that leaves the instance namespace: refused, named,
+    // nothing published.
+    let escaping = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n";
+    provider.apply(SERVICE_CATALOGS, service_catalog("bad", "bad-db", escaping));
+    wait_until("the bad ServiceCatalog marked invalid", || {
+        valid(&world, "bad").is_some_and(|c| c["status"] == "False")
+    });
+    let message = valid(&world, "bad").unwrap()["message"].clone();
+    assert_eq!(
+        message.as_str().unwrap(),
+        "service bad-db, plan remote, template settings: ConfigMap x names namespace kube-system; only the instance namespace svc-validation may be used"
+    );
+    assert_eq!(get(&catalog, "/offer/bad-db", None).status, 404);
+
+    // A good one: a service offer.
+    provider.apply(SERVICE_CATALOGS, service_catalog("shop", "db", SETTINGS));
+    wait_until("the service offer published", || {
+        get(&catalog, "/offer/db", None).status == 200
+    });
+    let offer = get(&catalog, "/offer/db", None).json;
+    assert_eq!(offer["kind"], "service");
+    assert_eq!(offer["plans"]["remote"]["hosting"], "Remote");
+
+    let p = Platform::new(
+        &catalog.url(""),
+        Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
+    );
+    let services = p.catalog();
+    let service = services["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metadata"]["offerID"] == "db")
+        .expect("db in /v2/catalog")
+        .clone();
+    let sid = service["id"].as_str().unwrap().to_string();
+    let plan_id = |key: &str| {
+        service["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["metadata"]["planID"] == key)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let pid = plan_id("remote");
+    let peering = provider
+        .get(SECRETS, Some(TEAM), "peer")
+        .expect("the customer's peering user");
+    let kubeconfig = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(peering["data"]["kubeconfig"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let provision = |parameters: Value| {
+        let body = json!({"service_id": sid, "plan_id": pid, "organization_guid": "org",
+            "space_guid": "space", "parameters": parameters,
+            "context": {"platform": "kubernetes", "peering": {"kubeconfig": kubeconfig}}});
+        p.send(
+            reqwest::Method::PUT,
+            "/v2/service_instances/inst-1?accepts_incomplete=true",
+            Some(&body),
+            Some("2.17"),
+        )
+    };
+
+    // A malformed parameter: refused naming it, nothing made.
+    let r = provision(json!({"size": "big"}));
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.json["description"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("parameters.size:"),
+        "{}",
+        r.text
+    );
+    let instances = || {
+        provider
+            .objects(NAMESPACES)
+            .into_iter()
+            .filter(|n| n["metadata"]["name"].as_str().unwrap().starts_with("svc-"))
+            .count()
+    };
+    assert_eq!(instances(), 0);
+
+    // Remote: provisioned; the namespace offloaded to the customer only.
+    let r = provision(json!({"size": 2}));
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    match p.wait("inst-1", &sid, &pid, op.as_deref()) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("provisioning: {other:?}"),
+    }
+    let contracts = get(&catalog, "/contracts", Some(&provider_token)).json;
+    let contract = contracts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["offerID"] == "db")
+        .expect("the service contract")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let namespace = format!("svc-{}", contract.to_lowercase());
+    let settings = provider
+        .get(CONFIGMAPS, Some(&namespace), "settings")
+        .unwrap_or_else(|| panic!("the rendered ConfigMap in {namespace}"));
+    assert_eq!(
+        settings["data"],
+        json!({"instance": contract, "plan": "remote"})
+    );
+    let offloading = provider
+        .get(OFFLOADINGS, Some(&namespace), "offloading")
+        .expect("the NamespaceOffloading");
+    assert_eq!(offloading["spec"]["podOffloadingStrategy"], "Remote");
+    assert_eq!(
+        offloading["spec"]["clusterSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+            ["values"],
+        json!([PROVIDER_ID])
+    );
+    // The objects reach the customer's cluster (Liqo's reflection).
+    let remote_settings = || {
+        customer
+            .objects(CONFIGMAPS)
+            .into_iter()
+            .find(|c| c["metadata"]["name"] == "settings")
+    };
+    wait_until("the rendered ConfigMap reflected to the customer", || {
+        remote_settings().is_some()
+    });
+
+    // Bind: the credentials Secret lands in the customer's opted-in
+    // application namespace; OSB answers the same credentials.
+    liqo_support::namespace(
+        customer,
+        "app",
+        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
+    );
+    let bind = json!({"service_id": sid, "plan_id": pid,
+        "parameters": {"namespace": "app", "secretName": "db-creds"}});
+    let r = p.send(
+        reqwest::Method::PUT,
+        "/v2/service_instances/inst-1/service_bindings/b1?accepts_incomplete=true",
+        Some(&bind),
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    wait_until("the binding succeeded", || {
+        p.binding_last_operation("inst-1", "b1").json["state"] == "succeeded"
+    });
+    let credentials = p.fetch_binding("inst-1", "b1").json["credentials"].clone();
+    let password = credentials["password"].as_str().unwrap().to_string();
+    assert_eq!(password.len(), 32);
+    assert_eq!(
+        credentials["uri"],
+        format!("db://root:{password}@db.{namespace}:5432")
+    );
+    wait_until("the credentials copied into app", || {
+        customer
+            .get(SECRETS, Some("app"), "db-creds")
+            .is_some_and(|s| s["data"]["password"] == b64(&password))
+    });
+
+    // Unbind: the copy goes.
+    let r = p.send(
+        reqwest::Method::DELETE,
+        &format!("/v2/service_instances/inst-1/service_bindings/b1?service_id={sid}&plan_id={pid}&accepts_incomplete=true"),
+        None,
+        Some("2.17"),
+    );
+    assert!(r.status == 202 || r.status == 200, "{}", r.text);
+    wait_until("the copy removed", || {
+        customer.get(SECRETS, Some("app"), "db-creds").is_none()
+    });
+
+    // Deprovision: everything it made removed, then 410.
+    let r = p.send(
+        reqwest::Method::DELETE,
+        &format!(
+            "/v2/service_instances/inst-1?service_id={sid}&plan_id={pid}&accepts_incomplete=true"
+        ),
+        None,
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    assert!(matches!(
+        p.wait("inst-1", &sid, &pid, op.as_deref()),
+        Outcome::Gone
+    ));
+    let purchases = provider.objects(PURCHASES);
+    assert!(purchases.is_empty(), "{purchases:#?}");
+    assert!(provider
+        .get(
+            SECRETS,
+            Some("liqo"),
+            &format!("service-{}-peering", contract.to_lowercase())
+        )
+        .is_none());
+    wait_until("the instance namespace removed", || {
+        provider.get(NAMESPACES, None, &namespace).is_none()
+    });
+    wait_until("nothing left at the customer", || {
+        remote_settings().is_none()
+    });
+}
