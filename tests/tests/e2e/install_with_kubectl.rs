@@ -149,6 +149,61 @@ fn identity(object: &Value) -> (String, String, String) {
     )
 }
 
+/// Each of `rendered` as the server stores it (listed with one `kubectl
+/// get` of all their kinds), holding every rendered field: what the server
+/// defaults beside (a Namespace's `spec.finalizers`) is the server's to
+/// add. An object rendered without a namespace is looked for in
+/// `namespace`; a cluster-scoped one keeps none, whatever was rendered.
+async fn stored_as_rendered<'a>(
+    client: &Client,
+    rendered: &'a [Value],
+    namespace: &str,
+) -> Result<Vec<(&'a Value, Value)>> {
+    let kinds: BTreeSet<String> = rendered
+        .iter()
+        .map(|o| {
+            let kind = o["kind"].as_str().unwrap_or_default().to_lowercase();
+            match o["apiVersion"].as_str().and_then(|av| av.rsplit_once('/')) {
+                Some((group, _)) => format!("{kind}.{group}"),
+                None => kind,
+            }
+        })
+        .collect();
+    let kinds = kinds.into_iter().collect::<Vec<_>>().join(",");
+    let listed: Value = serde_json::from_str(
+        &client
+            .ok(&["get", &kinds, "-A", "-o", "json"], None)
+            .await?,
+    )?;
+    let items = listed["items"].as_array().context("a List")?;
+    let mut out = Vec::new();
+    for want in rendered {
+        let (kind, mut wanted_namespace, name) = identity(want);
+        if wanted_namespace.is_empty() {
+            wanted_namespace = namespace.to_string();
+        }
+        let got = items
+            .iter()
+            .find(|o| {
+                let (k, n, m) = identity(o);
+                k == kind && m == name && (n.is_empty() || n == wanted_namespace)
+            })
+            .with_context(|| {
+                format!("{kind} {wanted_namespace}/{name} not listed by kubectl get")
+            })?;
+        for field in ["spec", "rules", "roleRef", "subjects", "data"] {
+            ensure!(
+                includes(&got[field], &want[field]),
+                "{kind} {name}: {field} stored as {}, rendered as {}",
+                got[field],
+                want[field]
+            );
+        }
+        out.push((want, got.clone()));
+    }
+    Ok(out)
+}
+
 #[tokio::test]
 async fn every_component_installs_with_the_real_kubectl_apply() -> Result<()> {
     let root = repository();
@@ -238,58 +293,14 @@ async fn every_component_installs_with_the_real_kubectl_apply() -> Result<()> {
 
     // Everything made is there as rendered, with the last-applied
     // configuration kubectl keeps on it.
-    let kinds: BTreeSet<String> = rendered
-        .iter()
-        .map(|o| {
-            let kind = o["kind"].as_str().unwrap_or_default().to_lowercase();
-            match o["apiVersion"].as_str().and_then(|av| av.rsplit_once('/')) {
-                Some((group, _)) => format!("{kind}.{group}"),
-                None => kind,
-            }
-        })
-        .collect();
-    let listed: Value = serde_json::from_str(
-        &client
-            .ok(
-                &[
-                    "get",
-                    &kinds.into_iter().collect::<Vec<_>>().join(","),
-                    "-A",
-                    "-o",
-                    "json",
-                ],
-                None,
-            )
-            .await?,
-    )?;
-    let items = listed["items"].as_array().context("a List")?;
-    for want in &rendered {
+    for (want, got) in stored_as_rendered(&client, &rendered, "").await? {
         let id = identity(want);
-        let got = items
-            .iter()
-            .find(|o| {
-                // A cluster-scoped object keeps no namespace, whatever
-                // kustomize set on it.
-                let (kind, namespace, name) = identity(o);
-                kind == id.0 && name == id.2 && (namespace.is_empty() || namespace == id.1)
-            })
-            .with_context(|| format!("{id:?} not listed by kubectl get"))?;
         let applied = got["metadata"]["annotations"]
             ["kubectl.kubernetes.io/last-applied-configuration"]
             .as_str()
             .with_context(|| format!("{id:?} has no last-applied configuration"))?;
         let applied: Value = serde_json::from_str(applied)?;
         ensure!(applied["metadata"]["name"] == want["metadata"]["name"]);
-        for field in ["spec", "rules", "roleRef", "subjects", "data"] {
-            // What the server defaults beside (a Namespace's
-            // `spec.finalizers`) is the server's to add.
-            ensure!(
-                includes(&got[field], &want[field]),
-                "{id:?}: {field} stored as {}, rendered as {}",
-                got[field],
-                want[field]
-            );
-        }
         if want["kind"] == "CustomResourceDefinition" {
             let established = got["status"]["conditions"]
                 .as_array()
@@ -520,49 +531,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         .collect();
     ensure!(deployments.len() == 7, "{deployments:?}");
     ensure!(names(&client, "deployments").await? == deployments);
-    let kinds: BTreeSet<String> = rendered
-        .iter()
-        .map(|o| {
-            let kind = o["kind"].as_str().unwrap_or_default().to_lowercase();
-            match o["apiVersion"].as_str().and_then(|av| av.rsplit_once('/')) {
-                Some((group, _)) => format!("{kind}.{group}"),
-                None => kind,
-            }
-        })
-        .collect();
-    let listed: Value = serde_json::from_str(
-        &client
-            .ok(
-                &[
-                    "get",
-                    &kinds.into_iter().collect::<Vec<_>>().join(","),
-                    "-A",
-                    "-o",
-                    "json",
-                ],
-                None,
-            )
-            .await?,
-    )?;
-    let items = listed["items"].as_array().context("a List")?;
-    for want in &rendered {
-        let (kind, _, name) = identity(want);
-        let got = items
-            .iter()
-            .find(|o| {
-                let (k, namespace, n) = identity(o);
-                k == kind && n == name && (namespace.is_empty() || namespace == "liqo")
-            })
-            .with_context(|| format!("{kind} {name} not made by helm install"))?;
-        for field in ["spec", "rules", "roleRef", "subjects", "data"] {
-            ensure!(
-                includes(&got[field], &want[field]),
-                "{kind} {name}: {field} stored as {}, rendered as {}",
-                got[field],
-                want[field]
-            );
-        }
-    }
+    stored_as_rendered(&client, &rendered, "liqo").await?;
     // This release's catalog, found by the orchestrator in its namespace.
     let orchestrator = rendered
         .iter()
@@ -600,18 +569,21 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
     );
 
     // Upgrade: a component turned off is removed, a value changed applied.
+    let upgrade = |set| {
+        [
+            "upgrade",
+            "liqo-broker",
+            chart.as_str(),
+            "-n",
+            "liqo",
+            "--reuse-values",
+            "--set",
+            set,
+        ]
+    };
     let out = helm
         .ok(
-            &[
-                "upgrade",
-                "liqo-broker",
-                &chart,
-                "-n",
-                "liqo",
-                "--reuse-values",
-                "--set",
-                "aggregator.enabled=false,orchestrator.policy=spread = 2",
-            ],
+            &upgrade("aggregator.enabled=false,orchestrator.policy=spread = 2"),
             None,
         )
         .await?;
@@ -649,16 +621,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         .await?;
     ensure!(taken.contains("serverside-applied"), "{taken}");
     let err = helm
-        .refused(&[
-            "upgrade",
-            "liqo-broker",
-            &chart,
-            "-n",
-            "liqo",
-            "--reuse-values",
-            "--set",
-            "orchestrator.policy=spread = 4",
-        ])
+        .refused(&upgrade("orchestrator.policy=spread = 4"))
         .await?;
     ensure!(
         err.contains("conflict with \"ops\"") && err.contains(".data.policy.toml"),
