@@ -188,7 +188,13 @@
 //!   allocatable and readiness, and run the pods of ordinary nodes;
 //! - [`reflection`] (`pkg/virtualKubelet/reflection/workload/podns.go`): a
 //!   pod on a virtual node becomes a ShadowPod on the peer, its remote
-//!   pod's status copied back; [`shadowpod_controller`]
+//!   pod's status copied back; [`reflection_objects`]
+//!   (`reflection/configuration/secret.go`, `configmap.go`,
+//!   `reflection/exposition/service.go`, with [`reflection_forge`] from
+//!   `forge/`): Secrets, ConfigMaps and Services of an offloaded namespace
+//!   copied to its remote namespace, labelled and filtered as Liqo forges
+//!   them, kept in step and deleted with them (not EndpointSlices: the test
+//!   server serves no `discovery.k8s.io`); [`shadowpod_controller`]
 //!   (`shadowpod-controller/`): a ShadowPod's pod, made again when deleted.
 //!
 //! # Not modelled yet

@@ -1,6 +1,6 @@
 //! What the virtual kubelet writes on the peer for a local Secret,
 //! ConfigMap or Service, and whether it writes it at all: the pure half of
-//! [`crate::reflection_objects`], as Liqo v1.2.0 has it in
+//! the reflection (its effects are `reflection_objects`'), as Liqo v1.2.0 has it in
 //! `pkg/virtualKubelet/forge/` (`meta.go`, `secrets.go`, `configmaps.go`,
 //! `services.go`) and in each reflector's `Handle`
 //! (`pkg/virtualKubelet/reflection/configuration/secret.go` (SEC),

@@ -135,6 +135,33 @@ pub async fn slice_condition(
     .await
 }
 
+/// Cluster `origin` with Liqo's offloading and the NamespaceMap half of a
+/// peering with a new cluster `p2` (its VirtualNode `liqo-p2`), and an
+/// empty namespace `app` on the origin, not offloaded yet.
+pub async fn origin_and_p2() -> (
+    KubeApiServer,
+    KubeApiServer,
+    liqo_model::offloading::Cluster,
+    liqo_model::offloading::Peering,
+) {
+    use liqo_model::offloading::{Cluster, Peering};
+    let origin = KubeApiServer::start().await.unwrap();
+    let p2 = KubeApiServer::start().await.unwrap();
+    let cluster = Cluster::start(&origin, "origin", &[]).await.unwrap();
+    let peering = Peering::start_namespaces(&origin, "origin", &p2, "p2")
+        .await
+        .unwrap();
+    origin.apply(
+        VIRTUAL_NODES,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
+               "metadata": {"name": "liqo-p2", "namespace": "liqo-tenant-p2"},
+               "spec": {"clusterID": "p2", "createNode": true, "disableNetworkCheck": true,
+                        "resourceQuota": {"hard": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}}),
+    );
+    namespace(&origin, "app", json!({}));
+    (origin, p2, cluster, peering)
+}
+
 /// The object as the server has it now.
 pub fn get(
     kube: &KubeApiServer,

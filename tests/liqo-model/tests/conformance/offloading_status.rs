@@ -12,7 +12,7 @@ use liqo_model::namespace_offloading::FINALIZER;
 use liqo_model::offloading::{Cluster, Peering};
 use serde_json::{json, Value};
 
-use crate::{get, namespace, wait_for, NAMESPACES, VIRTUAL_NODES};
+use crate::{get, namespace, wait_for, NAMESPACES};
 
 const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
 /// A finalizer of the test's, so the object outlives Liqo's finalizer.
@@ -30,20 +30,7 @@ struct World {
 
 async fn world() -> World {
     use liqo_model::identity::{self, Rule, ALL};
-    let origin = KubeApiServer::start().await.unwrap();
-    let p2 = KubeApiServer::start().await.unwrap();
-    let cluster = Cluster::start(&origin, "origin", &[]).await.unwrap();
-    let peering = Peering::start_namespaces(&origin, "origin", &p2, "p2")
-        .await
-        .unwrap();
-    origin.apply(
-        VIRTUAL_NODES,
-        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
-               "metadata": {"name": "liqo-p2", "namespace": "liqo-tenant-p2"},
-               "spec": {"clusterID": "p2", "createNode": true, "disableNetworkCheck": true,
-                        "resourceQuota": {"hard": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}}),
-    );
-    namespace(&origin, "app", json!({}));
+    let (origin, p2, cluster, peering) = crate::origin_and_p2().await;
     const RULES: &[Rule] = &[Rule::new(
         &["offloading.liqo.io"],
         &["namespaceoffloadings"],

@@ -10,7 +10,7 @@ use liqo_model::reflection_forge::Options;
 use liqo_model::reflection_objects::{Reflection, FIELD_MANAGER};
 use serde_json::{json, Value};
 
-use crate::{get, namespace, wait_for, NAMESPACES, SECRETS, VIRTUAL_NODES};
+use crate::{get, wait_for, NAMESPACES, SECRETS};
 
 const CONFIG_MAPS: (&str, &str) = ("", "configmaps");
 const SERVICES: (&str, &str) = ("", "services");
@@ -25,23 +25,16 @@ struct World {
 }
 
 async fn world() -> World {
-    let origin = KubeApiServer::start().await.unwrap();
-    let p2 = KubeApiServer::start().await.unwrap();
-    let cluster = Cluster::start(&origin, "origin", &[]).await.unwrap();
-    let peering = Peering::start_namespaces(&origin, "origin", &p2, "p2")
-        .await
-        .unwrap();
+    world_with(|_| {}).await
+}
+
+/// [`world`], with `before` written into `app` before it is offloaded.
+async fn world_with(before: impl FnOnce(&KubeApiServer)) -> World {
+    let (origin, p2, cluster, peering) = crate::origin_and_p2().await;
     let reflection = Reflection::start(&origin, "origin", &p2, "p2", Options::default())
         .await
         .unwrap();
-    origin.apply(
-        VIRTUAL_NODES,
-        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
-               "metadata": {"name": "liqo-p2", "namespace": "liqo-tenant-p2"},
-               "spec": {"clusterID": "p2", "createNode": true, "disableNetworkCheck": true,
-                        "resourceQuota": {"hard": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}}),
-    );
-    namespace(&origin, "app", json!({}));
+    before(&origin);
     origin.apply(
         OFFLOADINGS,
         json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
@@ -304,4 +297,16 @@ async fn a_service_is_copied_without_its_addresses_and_follows_its_ports() {
         .delete_object(GroupResource::new("", "services"), Some("app"), "db")
         .unwrap();
     gone(&world, SERVICES, "db").await;
+}
+
+/// What the namespace held before it was offloaded is copied once its
+/// mapping is `Accepted` (the namespaced reflector starts with a list of
+/// the namespace, `reflection/namespacemap/namespace.go:138-146`).
+#[tokio::test]
+async fn objects_already_in_the_namespace_are_copied_once_it_is_offloaded() {
+    let world = world_with(|origin| {
+        origin.apply(SECRETS, secret("early", json!({})));
+    })
+    .await;
+    remote(&world, SECRETS, "early", "the copy", |_| true).await;
 }
