@@ -23,7 +23,7 @@ pub struct Component {
 }
 
 /// Every image the repository ships.
-pub const COMPONENTS: [Component; 7] = [
+pub const COMPONENTS: [Component; 8] = [
     Component {
         image: "catalog",
         package: "catalog",
@@ -58,6 +58,11 @@ pub const COMPONENTS: [Component; 7] = [
         image: "peering-user-controller",
         package: "peering-users",
         bin: "peering-user-controller",
+    },
+    Component {
+        image: "service-controller",
+        package: "service-controller",
+        bin: "service-controller",
     },
 ];
 

@@ -40,6 +40,7 @@ fn every_kustomization_renders_and_runs_our_images() {
             "peering-user-controller",
             "purchase-controller",
             "resource-monitor",
+            "service-controller",
             "slice-controller"
         ]
     );
@@ -72,10 +73,11 @@ fn the_controllers_accounts_hold_rules_and_the_others_none() {
             || u.ends_with(":slice-controller")
             || u.ends_with(":orchestrator")
             || u.ends_with(":purchase-controller")
-            || u.ends_with(":peering-user-controller");
+            || u.ends_with(":peering-user-controller")
+            || u.ends_with(":service-controller");
         controller == (*n > 0)
     }));
-    assert_eq!(granted.len(), 7, "{granted:?}");
+    assert_eq!(granted.len(), 8, "{granted:?}");
 }
 
 #[test]
@@ -84,7 +86,7 @@ fn every_dockerfile_is_a_multi_stage_non_root_build_of_its_binary() {
         checks::check_dockerfiles(&deploy().join("docker")),
         Vec::<String>::new()
     );
-    assert_eq!(COMPONENTS.len(), 7);
+    assert_eq!(COMPONENTS.len(), 8);
 }
 
 #[test]

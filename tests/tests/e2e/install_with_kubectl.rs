@@ -403,6 +403,7 @@ const EVERY_COMPONENT: &str = "catalog.enabled=true,resourceMonitor.enabled=true
      peeringUserController.enabled=true,peeringUserController.catalogURL=https://catalog.example,\
      peeringUserController.apiServerAddress=https://203.0.113.1:6443,\
      purchaseController.enabled=true,purchaseController.clusterID=consumer-1,\
+     serviceController.enabled=true,serviceController.catalogURL=https://catalog.example,\
      orchestrator.enabled=true,aggregator.enabled=true";
 
 /// The orchestrator's policy.toml, as `kubectl get` reads it (without the
@@ -529,7 +530,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
             )
         })
         .collect();
-    ensure!(deployments.len() == 7, "{deployments:?}");
+    ensure!(deployments.len() == 8, "{deployments:?}");
     ensure!(names(&client, "deployments").await? == deployments);
     stored_as_rendered(&client, &rendered, "liqo").await?;
     // This release's catalog, found by the orchestrator in its namespace.
