@@ -14,7 +14,9 @@
 //! malformed parameter is refused by the catalog (400 naming it, nothing
 //! made); a `Remote` plan is provisioned — the instance namespace is
 //! offloaded to the customer only, the rendered objects exist at the
-//! provider and reach the customer's cluster — bound (the credentials
+//! provider and reach the customer's cluster — and a `Local` one beside
+//! it (offloaded with strategy `Local`, so its pods stay at the provider),
+//! removed again; the `Remote` one is bound (the credentials
 //! Secret lands in the customer's opted-in application namespace, the OSB
 //! fetch answers the same credentials), unbound, and deprovisioned
 //! (everything removed, then `last_operation` 410).
@@ -185,17 +187,18 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
             .unwrap(),
     )
     .unwrap();
-    let provision = |parameters: Value| {
-        let body = json!({"service_id": sid, "plan_id": pid, "organization_guid": "org",
+    let provision_as = |instance: &str, plan: &str, parameters: Value| {
+        let body = json!({"service_id": sid, "plan_id": plan, "organization_guid": "org",
             "space_guid": "space", "parameters": parameters,
             "context": {"platform": "kubernetes", "peering": {"kubeconfig": kubeconfig}}});
         p.send(
             reqwest::Method::PUT,
-            "/v2/service_instances/inst-1?accepts_incomplete=true",
+            &format!("/v2/service_instances/{instance}?accepts_incomplete=true"),
             Some(&body),
             Some("2.17"),
         )
     };
+    let provision = |parameters: Value| provision_as("inst-1", &pid, parameters);
 
     // A malformed parameter: refused naming it, nothing made.
     let r = provision(json!({"size": "big"}));
@@ -306,6 +309,52 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     wait_until("the copy removed", || {
         customer.get(SECRETS, Some("app"), "db-creds").is_none()
     });
+
+    // Local, a second instance over the same peering: its pods stay at
+    // the provider (the namespace is offloaded with strategy Local).
+    let local = plan_id("local");
+    let r = provision_as("inst-2", &local, json!({}));
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    match p.wait("inst-2", &sid, &local, op.as_deref()) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("provisioning Local: {other:?}"),
+    }
+    let contracts = get(&catalog, "/contracts", Some(&provider_token)).json;
+    let second = contracts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["planID"] == "local")
+        .expect("the Local contract")["id"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    let local_namespace = format!("svc-{second}");
+    let offloading = provider
+        .get(OFFLOADINGS, Some(&local_namespace), "offloading")
+        .expect("the Local instance's NamespaceOffloading");
+    assert_eq!(offloading["spec"]["podOffloadingStrategy"], "Local");
+    assert_eq!(
+        provider
+            .get(CONFIGMAPS, Some(&local_namespace), "settings")
+            .expect("the Local instance's ConfigMap")["data"]["plan"],
+        "local"
+    );
+    let r = p.send(
+        reqwest::Method::DELETE,
+        &format!(
+            "/v2/service_instances/inst-2?service_id={sid}&plan_id={local}&accepts_incomplete=true"
+        ),
+        None,
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    assert!(matches!(
+        p.wait("inst-2", &sid, &local, op.as_deref()),
+        Outcome::Gone
+    ));
 
     // Deprovision: everything it made removed, then 410.
     let r = p.send(
