@@ -109,97 +109,157 @@ fn valid(world: &DirectWorld, name: &str) -> Option<Value> {
         .cloned()
 }
 
+/// The world of this file (and of `benches/service_ready.rs`):
+/// [`DirectWorld`], the real catalog with the service provider's account
+/// only (a service provider registers no peering of its own: it peers
+/// towards its customers), `service-controller` as its ServiceAccount, and
+/// ServiceCatalog `team/shop` published as service offer `db`.
+pub struct ServiceWorld {
+    pub world: DirectWorld,
+    pub catalog: e2e::catalog::Catalog,
+    pub provider_token: String,
+    pub platform: Platform,
+    /// The OSB service id and the OSB ids of plans `remote` and `local`.
+    pub sid: String,
+    pub remote: String,
+    pub local: String,
+    /// The customer's peering user, as the platform sends it.
+    kubeconfig: String,
+    _controller: e2e::process::Child,
+    _dir: tempfile::TempDir,
+    _env: Env,
+}
+
+impl ServiceWorld {
+    pub fn open() -> Self {
+        let world = DirectWorld::open();
+        let provider = &world.consumer.kube;
+        provider
+            .register_crd_file(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../deploy/kubernetes/service-controller/crd.yaml"),
+            )
+            .expect("the ServiceCatalog CRD");
+        let env = Env::new(Backend::Embedded);
+        let catalog = buying::start(
+            &env,
+            &["--osb-username", OSB_USER, "--osb-password", OSB_PASSWORD],
+        );
+        let provider_token = catalog.login(&provider_credentials());
+        let dir = tempfile::tempdir().unwrap();
+        let controller = start_controller(&world, &catalog.url(""), dir.path());
+        provider.apply(SERVICE_CATALOGS, service_catalog("shop", "db", SETTINGS));
+        wait_until("the service offer published", || {
+            get(&catalog, "/offer/db", None).status == 200
+        });
+        let platform = Platform::new(
+            &catalog.url(""),
+            Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
+        );
+        let services = platform.catalog();
+        let service = services["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["metadata"]["offerID"] == "db")
+            .expect("db in /v2/catalog")
+            .clone();
+        let plan_id = |key: &str| {
+            service["plans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["metadata"]["planID"] == key)
+                .unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let peering = provider
+            .get(SECRETS, Some(TEAM), "peer")
+            .expect("the customer's peering user");
+        let kubeconfig = String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(peering["data"]["kubeconfig"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        Self {
+            sid: service["id"].as_str().unwrap().to_string(),
+            remote: plan_id("remote"),
+            local: plan_id("local"),
+            world,
+            catalog,
+            provider_token,
+            platform,
+            kubeconfig,
+            _controller: controller,
+            _dir: dir,
+            _env: env,
+        }
+    }
+
+    /// Provision `instance` of OSB plan `plan` as a platform does.
+    pub fn provision(&self, instance: &str, plan: &str, parameters: Value) -> e2e::catalog::Resp {
+        let body = json!({"service_id": self.sid, "plan_id": plan, "organization_guid": "org",
+            "space_guid": "space", "parameters": parameters,
+            "context": {"platform": "kubernetes", "peering": {"kubeconfig": self.kubeconfig}}});
+        self.platform.send(
+            reqwest::Method::PUT,
+            &format!("/v2/service_instances/{instance}?accepts_incomplete=true"),
+            Some(&body),
+            Some("2.17"),
+        )
+    }
+
+    /// Wait for the operation `answer` (a 202) started on `instance`.
+    pub fn settle(&self, instance: &str, plan: &str, answer: &e2e::catalog::Resp) -> Outcome {
+        assert_eq!(answer.status, 202, "{}", answer.text);
+        let op = answer.json["operation"].as_str().map(str::to_string);
+        self.platform.wait(instance, &self.sid, plan, op.as_deref())
+    }
+
+    /// Deprovision `instance` as a platform does: the 202 answer.
+    pub fn deprovision(&self, instance: &str, plan: &str) -> e2e::catalog::Resp {
+        self.platform.send(
+            reqwest::Method::DELETE,
+            &format!(
+                "/v2/service_instances/{instance}?service_id={}&plan_id={plan}&accepts_incomplete=true",
+                self.sid
+            ),
+            None,
+            Some("2.17"),
+        )
+    }
+}
+
 #[test]
 fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
-    let world = DirectWorld::open();
+    let sw = ServiceWorld::open();
+    let world = &sw.world;
     let provider = &world.consumer.kube;
     let customer = &world.remote;
-    provider
-        .register_crd_file(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../deploy/kubernetes/service-controller/crd.yaml"),
-        )
-        .expect("the ServiceCatalog CRD");
-    // The catalog with the service provider's account only: a service
-    // provider registers no peering of its own (it peers towards its
-    // customers).
-    let env = Env::new(Backend::Embedded);
-    let catalog = buying::start(
-        &env,
-        &["--osb-username", OSB_USER, "--osb-password", OSB_PASSWORD],
-    );
-    let provider_token = catalog.login(&provider_credentials());
-    let dir = tempfile::tempdir().unwrap();
-    let _controller = start_controller(&world, &catalog.url(""), dir.path());
+    let (catalog, provider_token, p) = (&sw.catalog, &sw.provider_token, &sw.platform);
+    let (sid, pid) = (sw.sid.clone(), sw.remote.clone());
+    let offer = get(catalog, "/offer/db", None).json;
+    assert_eq!(offer["kind"], "service");
+    assert_eq!(offer["plans"]["remote"]["hosting"], "Remote");
 
     // A template that leaves the instance namespace: refused, named,
     // nothing published.
     let escaping = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n";
     provider.apply(SERVICE_CATALOGS, service_catalog("bad", "bad-db", escaping));
     wait_until("the bad ServiceCatalog marked invalid", || {
-        valid(&world, "bad").is_some_and(|c| c["status"] == "False")
+        valid(world, "bad").is_some_and(|c| c["status"] == "False")
     });
-    let message = valid(&world, "bad").unwrap()["message"].clone();
+    let message = valid(world, "bad").unwrap()["message"].clone();
     assert_eq!(
         message.as_str().unwrap(),
         "service bad-db, plan remote, template settings: ConfigMap x names namespace kube-system; only the instance namespace svc-validation may be used"
     );
-    assert_eq!(get(&catalog, "/offer/bad-db", None).status, 404);
-
-    // A good one: a service offer.
-    provider.apply(SERVICE_CATALOGS, service_catalog("shop", "db", SETTINGS));
-    wait_until("the service offer published", || {
-        get(&catalog, "/offer/db", None).status == 200
-    });
-    let offer = get(&catalog, "/offer/db", None).json;
-    assert_eq!(offer["kind"], "service");
-    assert_eq!(offer["plans"]["remote"]["hosting"], "Remote");
-
-    let p = Platform::new(
-        &catalog.url(""),
-        Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
-    );
-    let services = p.catalog();
-    let service = services["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["metadata"]["offerID"] == "db")
-        .expect("db in /v2/catalog")
-        .clone();
-    let sid = service["id"].as_str().unwrap().to_string();
-    let plan_id = |key: &str| {
-        service["plans"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["metadata"]["planID"] == key)
-            .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let pid = plan_id("remote");
-    let peering = provider
-        .get(SECRETS, Some(TEAM), "peer")
-        .expect("the customer's peering user");
-    let kubeconfig = String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(peering["data"]["kubeconfig"].as_str().unwrap())
-            .unwrap(),
-    )
-    .unwrap();
-    let provision_as = |instance: &str, plan: &str, parameters: Value| {
-        let body = json!({"service_id": sid, "plan_id": plan, "organization_guid": "org",
-            "space_guid": "space", "parameters": parameters,
-            "context": {"platform": "kubernetes", "peering": {"kubeconfig": kubeconfig}}});
-        p.send(
-            reqwest::Method::PUT,
-            &format!("/v2/service_instances/{instance}?accepts_incomplete=true"),
-            Some(&body),
-            Some("2.17"),
-        )
-    };
+    assert_eq!(get(catalog, "/offer/bad-db", None).status, 404);
+    let provision_as =
+        |instance: &str, plan: &str, parameters: Value| sw.provision(instance, plan, parameters);
     let provision = |parameters: Value| provision_as("inst-1", &pid, parameters);
 
     // A malformed parameter: refused naming it, nothing made.
@@ -230,7 +290,7 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         Outcome::Succeeded(_) => {}
         other => panic!("provisioning: {other:?}"),
     }
-    let contracts = get(&catalog, "/contracts", Some(&provider_token)).json;
+    let contracts = get(catalog, "/contracts", Some(provider_token)).json;
     let contract = contracts
         .as_array()
         .unwrap()
@@ -314,15 +374,13 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
 
     // Local, a second instance over the same peering: its pods stay at
     // the provider (the namespace is offloaded with strategy Local).
-    let local = plan_id("local");
+    let local = sw.local.clone();
     let r = provision_as("inst-2", &local, json!({}));
-    assert_eq!(r.status, 202, "{}", r.text);
-    let op = r.json["operation"].as_str().map(str::to_string);
-    match p.wait("inst-2", &sid, &local, op.as_deref()) {
+    match sw.settle("inst-2", &local, &r) {
         Outcome::Succeeded(_) => {}
         other => panic!("provisioning Local: {other:?}"),
     }
-    let contracts = get(&catalog, "/contracts", Some(&provider_token)).json;
+    let contracts = get(catalog, "/contracts", Some(provider_token)).json;
     let second = contracts
         .as_array()
         .unwrap()
@@ -343,20 +401,8 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
             .expect("the Local instance's ConfigMap")["data"]["plan"],
         "local"
     );
-    let r = p.send(
-        reqwest::Method::DELETE,
-        &format!(
-            "/v2/service_instances/inst-2?service_id={sid}&plan_id={local}&accepts_incomplete=true"
-        ),
-        None,
-        Some("2.17"),
-    );
-    assert_eq!(r.status, 202, "{}", r.text);
-    let op = r.json["operation"].as_str().map(str::to_string);
-    assert!(matches!(
-        p.wait("inst-2", &sid, &local, op.as_deref()),
-        Outcome::Gone
-    ));
+    let r = sw.deprovision("inst-2", &local);
+    assert!(matches!(sw.settle("inst-2", &local, &r), Outcome::Gone));
 
     // Deprovision: everything it made removed, then 410.
     let r = p.send(
