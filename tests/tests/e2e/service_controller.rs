@@ -31,7 +31,6 @@ use e2e::osb_client::{Auth, Outcome, Platform};
 use e2e::process::Spawn;
 use serde_json::{json, Value};
 
-use crate::liqo_support;
 use crate::purchase_controller_support::*;
 
 const OSB_USER: &str = "platform";
@@ -330,7 +329,7 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
 
     // Bind: the credentials Secret lands in the customer's opted-in
     // application namespace; OSB answers the same credentials.
-    liqo_support::namespace(
+    crate::liqo_support::namespace(
         customer,
         "app",
         json!({"broker.liqo-broker.io/accept-bindings": "true"}),
