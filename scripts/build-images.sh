@@ -109,12 +109,15 @@ catalog_serves_healthz() {
   shift 2
   local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # The data directory stands where the Deployment mounts its volume, owned
-  # by the image's user (the catalog restricts it to 0700, which only its
-  # owner may do).
+  # The volume stands where the Deployment mounts it, as kubelet leaves an
+  # emptyDir with fsGroup 65532: owned by root, group 65532, setgid and
+  # group-writable. The catalog's --data-dir is a directory it makes inside
+  # (it restricts that one to 0700, which only its owner may do: the
+  # volume's root itself would refuse it).
   mkdir -p "$rootfs/var/lib/catalog"
-  if [ "$(id -u)" -eq 0 ]; then chown "$user" "$rootfs/var/lib/catalog"; fi
-  "$@" --listen "127.0.0.1:$port" --data-dir /var/lib/catalog >"$log" 2>&1 &
+  if [ "$(id -u)" -eq 0 ]; then chown "0:${user#*:}" "$rootfs/var/lib/catalog"; fi
+  chmod 2775 "$rootfs/var/lib/catalog"
+  "$@" --listen "127.0.0.1:$port" --data-dir /var/lib/catalog/data >"$log" 2>&1 &
   catalog_pid=$!
   local served=0
   serves_200 "http://127.0.0.1:$port/healthz" "$catalog_pid" || served=$?

@@ -9,6 +9,8 @@
 //!   annotation, condition and phase names — each declared once, with the
 //!   Liqo source it comes from;
 //! - [`clock`]: the time as the Kubernetes API writes it (RFC 3339);
+//! - [`crd`]: what the broker's own CRDs share (schema adjustments, the
+//!   `metav1.Condition` of their statuses);
 //! - [`kubeconfig`]: a Kubernetes client from a kubeconfig, or in-cluster,
 //!   as `kubectl` builds one;
 //! - [`retry`]: edge's backoff for every loop that reaches the API server,
@@ -26,6 +28,7 @@
 //!   ([`metrics::Registered`], declared by [`controller_metrics!`]).
 
 pub mod clock;
+pub mod crd;
 pub mod flags;
 pub mod kubeconfig;
 pub mod lease;

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use controller_core::crd as schema;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
@@ -142,105 +143,11 @@ fn default_mapping_strategy() -> String {
 /// `schemars` attribute for the struct it generates): no `title`, and an
 /// absent status is absent, never `null`.
 pub fn crd() -> CustomResourceDefinition {
-    let mut crd = <Purchase as kube::CustomResourceExt>::crd();
-    let roots = crd
-        .spec
-        .versions
-        .iter_mut()
-        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
-    for root in roots {
-        root.title = None;
-        if let Some(status) = root.properties.as_mut().and_then(|p| p.get_mut("status")) {
-            status.nullable = None;
-        }
-    }
-    crd
-}
-
-/// Schema adjustments the derive cannot say with attributes.
-mod schema {
-    use schemars::Schema;
-    use serde_json::{Map, Value};
-
-    /// The serde defaults of these types make the controller lenient when
-    /// it reads; they are not defaults the API server should write, and an
-    /// absent optional field is absent, never `null`. So the properties of
-    /// the object `schema` get neither `default` nor `nullable`, except a
-    /// `default` an attribute set explicitly (kept in `x-default` until
-    /// here).
-    pub fn plain(schema: &mut Schema) {
-        let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
-            return;
-        };
-        for property in properties.values_mut() {
-            if let Some(property) = property.as_object_mut() {
-                not_null(property);
-                property.remove("default");
-                if let Some(default) = property.remove("x-default") {
-                    property.insert("default".to_string(), default);
-                }
-            }
-        }
-    }
-
-    /// A Kubernetes ResourceList, as core kinds declare one: quantities
-    /// given as integers or strings (in the quantity grammar). Without the
-    /// `anyOf` of their types, which kube's structural rewrite empties.
-    pub fn resource_list(_: &mut schemars::SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "type": "object",
-            "additionalProperties": {
-                "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
-                "x-kubernetes-int-or-string": true
-            }
-        })
-    }
-
-    /// An `Option`'s schema without its `null`: `["string", "null"]` is
-    /// `"string"`, `anyOf: [X, {type: null}]` is `X`.
-    fn not_null(property: &mut Map<String, Value>) {
-        property.remove("nullable");
-        if let Some(Value::Array(types)) = property.get_mut("type") {
-            types.retain(|t| t != "null");
-            if let [only] = types.as_slice() {
-                let only = only.clone();
-                property.insert("type".to_string(), only);
-            }
-        }
-        let Some(Value::Array(any_of)) = property.get("anyOf") else {
-            return;
-        };
-        let mut kept = any_of
-            .iter()
-            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"));
-        if let (Some(Value::Object(only)), None) = (kept.next().cloned(), kept.next()) {
-            property.remove("anyOf");
-            property.extend(only);
-        }
-    }
+    schema::tidy(<Purchase as kube::CustomResourceExt>::crd())
 }
 
 /// One condition, as `metav1.Condition`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(
-    extend("required" = ["type", "status", "reason", "message", "lastTransitionTime"]),
-    transform = schema::plain
-)]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    // `True`, `False` or `Unknown`.
-    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
-    pub status: String,
-    pub reason: String,
-    pub message: String,
-    #[serde(default)]
-    #[schemars(extend("format" = "date-time"))]
-    pub last_transition_time: String,
-    #[serde(default)]
-    pub observed_generation: i64,
-}
+pub use controller_core::crd::Condition;
 
 /// What the controller reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

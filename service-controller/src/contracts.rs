@@ -257,16 +257,14 @@ impl Follower {
                 )
                 .await?;
         }
-        // The catalog does not hand the provisioning parameters to the
-        // provider (it checked them against the plan's schema).
-        let parameters = Value::Object(Default::default());
+        let parameters = &peering.parameters;
         let vars = Vars {
             instance_id: contract,
             namespace: &names.namespace,
             service: &service.id,
             plan: &plan.id,
             hosting: &plan.hosting,
-            parameters: &parameters,
+            parameters,
             secrets: &secrets,
             binding: None,
         };
@@ -304,12 +302,14 @@ impl Follower {
             session,
             contract,
             ServiceState::Succeeded,
-            "the service is running",
+            &format!("the service is running in namespace {}", names.namespace),
         )
         .await?;
         for binding in session.pending_bindings(contract).await? {
-            self.binding(session, &names, service, plan, &secrets, &binding)
-                .await?;
+            self.binding(
+                session, &names, service, plan, parameters, &secrets, &binding,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -320,6 +320,7 @@ impl Follower {
         names: &Names,
         service: &Service,
         plan: &ServicePlan,
+        parameters: &Value,
         secrets: &BTreeMap<String, String>,
         binding: &PendingBinding,
     ) -> Result<(), StepError> {
@@ -337,14 +338,13 @@ impl Follower {
                 }
             }
             PendingBindingState::Creating => {
-                let parameters = Value::Object(Default::default());
                 let vars = Vars {
                     instance_id: &names.contract_id,
                     namespace: &names.namespace,
                     service: &service.id,
                     plan: &plan.id,
                     hosting: &plan.hosting,
-                    parameters: &parameters,
+                    parameters,
                     secrets,
                     binding: Some(BindingVars {
                         id,

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use controller_core::crd as schema;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -113,25 +114,7 @@ pub struct ObjectTemplate {
 }
 
 /// One condition, as `metav1.Condition`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(
-    extend("required" = ["type", "status", "reason", "message", "lastTransitionTime"]),
-    transform = schema::plain
-)]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
-    pub status: String,
-    pub reason: String,
-    pub message: String,
-    #[serde(default)]
-    #[schemars(extend("format" = "date-time"))]
-    pub last_transition_time: String,
-    #[serde(default)]
-    pub observed_generation: i64,
-}
+pub use controller_core::crd::Condition;
 
 /// What the controller reports: `Valid` (every template of every plan
 /// renders to objects inside the instance namespace) and `Published`
@@ -180,68 +163,5 @@ impl ServiceCatalogSpec {
 /// holds it: kube's derived CRD, the kind's own schema given the
 /// [`schema::plain`] treatment (no `title`; an absent status is absent).
 pub fn crd() -> CustomResourceDefinition {
-    let mut crd = <ServiceCatalog as kube::CustomResourceExt>::crd();
-    let roots = crd
-        .spec
-        .versions
-        .iter_mut()
-        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
-    for root in roots {
-        root.title = None;
-        if let Some(status) = root.properties.as_mut().and_then(|p| p.get_mut("status")) {
-            status.nullable = None;
-        }
-    }
-    crd
-}
-
-/// Schema adjustments the derive cannot say with attributes (the same
-/// treatment purchase-controller's Purchase gets).
-mod schema {
-    use schemars::{json_schema, Schema, SchemaGenerator};
-    use serde_json::{Map, Value};
-
-    /// No serde defaults written by the API server, no `null`s; an
-    /// explicit `x-default` becomes the `default`.
-    pub fn plain(schema: &mut Schema) {
-        let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
-            return;
-        };
-        for property in properties.values_mut() {
-            if let Some(property) = property.as_object_mut() {
-                not_null(property);
-                property.remove("default");
-                if let Some(default) = property.remove("x-default") {
-                    property.insert("default".to_string(), default);
-                }
-            }
-        }
-    }
-
-    fn not_null(property: &mut Map<String, Value>) {
-        property.remove("nullable");
-        if let Some(Value::Array(types)) = property.get_mut("type") {
-            types.retain(|t| t != "null");
-            if let [only] = types.as_slice() {
-                let only = only.clone();
-                property.insert("type".to_string(), only);
-            }
-        }
-        let Some(Value::Array(any_of)) = property.get("anyOf") else {
-            return;
-        };
-        let mut kept = any_of
-            .iter()
-            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"));
-        if let (Some(Value::Object(only)), None) = (kept.next().cloned(), kept.next()) {
-            property.remove("anyOf");
-            property.extend(only);
-        }
-    }
-
-    /// Any JSON object, kept as written (the catalog checks OSB schemas
-    /// when the offer is published).
-    pub fn free_object(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
-    }
+    schema::tidy(<ServiceCatalog as kube::CustomResourceExt>::crd())
 }

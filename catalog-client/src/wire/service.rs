@@ -48,17 +48,29 @@ pub struct ServiceReport {
 /// The answer of `GET /provider/contracts/{id}/customer-peering`: the
 /// kubeconfig of the Liqo peering user the customer minted for the service
 /// provider and sent when provisioning (`context.peering.kubeconfig`), in
-/// the catalog's canonical form. A secret: `Debug` leaves it out.
+/// the catalog's canonical form, with the instance's parameters. The
+/// kubeconfig is a secret: `Debug` leaves it out.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CustomerPeering {
     pub kubeconfig: String,
+    /// The instance's `parameters` as the catalog checked them against the
+    /// plan's schema (the last update's, once updated); `{}` when none.
+    /// Absent from an older catalog's answer: `{}`.
+    #[serde(default = "empty_object")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub parameters: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
 }
 
 impl std::fmt::Debug for CustomerPeering {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CustomerPeering")
             .field("kubeconfig", &"<redacted>")
+            .field("parameters", &self.parameters)
             .finish()
     }
 }
@@ -177,6 +189,7 @@ mod tests {
     fn secrets_stay_out_of_debug() {
         let peering = CustomerPeering {
             kubeconfig: "token: s3cret".into(),
+            parameters: json!({}),
         };
         assert!(!format!("{peering:?}").contains("s3cret"));
         let report = BindingReport {

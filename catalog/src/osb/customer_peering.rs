@@ -14,7 +14,7 @@ use actix_web::{web, HttpResponse};
 use serde_json::Value;
 
 use super::error::OsbError;
-use super::model::{OperationKind, OsbInstance};
+use super::model::{answered_parameters, OperationKind, OsbInstance};
 use super::sealed;
 use super::sold::sold_instance;
 use super::Osb;
@@ -97,7 +97,7 @@ async fn ended(state: &Osb, inst: &OsbInstance) -> Result<Option<String>, ApiErr
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
     responses(
-        (status = 200, description = "The kubeconfig of the Liqo peering user the customer made for this provider (canonical form)", body = CustomerPeering,
+        (status = 200, description = "The kubeconfig of the Liqo peering user the customer made for this provider (canonical form), and the instance's parameters", body = CustomerPeering,
             headers(("Cache-Control" = String, description = "`no-store`"))),
         (status = 401, description = "No or invalid bearer token", body = ErrorBody),
         (status = 403, description = "Not a provider", body = ErrorBody),
@@ -128,7 +128,10 @@ pub async fn get(
     tracing::info!(instance = %inst.id, contract = %id, "customer peering handed to the service provider");
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
-        .json(CustomerPeering { kubeconfig }))
+        .json(CustomerPeering {
+            kubeconfig,
+            parameters: answered_parameters(inst.parameters.as_deref()),
+        }))
 }
 
 #[cfg(test)]

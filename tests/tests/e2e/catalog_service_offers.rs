@@ -227,6 +227,7 @@ fn service_offer_lifecycle(backend: Backend) {
     let r = get(&c, &peering_path, Some(&token));
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json["kubeconfig"], customer.as_str());
+    assert_eq!(r.json["parameters"], json!({ "size": 2 }), "{}", r.text);
     assert_eq!(r.header("cache-control"), Some("no-store"));
     let key = "client-key-data: ";
     let secret = customer[customer.find(key).unwrap() + key.len()..]

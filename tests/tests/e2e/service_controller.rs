@@ -67,7 +67,7 @@ fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
                    "password": "{{ secrets.password }}"}}]}})
 }
 
-const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n";
+const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n  size: {{ parameters.size | string | tojson }}\n";
 
 fn start_controller(world: &DirectWorld, catalog: &str, dir: &Path) -> e2e::process::Child {
     let credentials = dir.join("credentials.json");
@@ -305,7 +305,8 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         .unwrap_or_else(|| panic!("the rendered ConfigMap in {namespace}"));
     assert_eq!(
         settings["data"],
-        json!({"instance": contract, "plan": "remote"})
+        // The customer's parameters reach the templates.
+        json!({"instance": contract, "plan": "remote", "size": "2"})
     );
     let offloading = provider
         .get(OFFLOADINGS, Some(&namespace), "offloading")
