@@ -27,7 +27,6 @@ use catalog_client::wire::{
 };
 use catalog_client::{Error as CatalogError, Session};
 use kube::runtime::reflector::Store;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -306,10 +305,8 @@ impl Follower {
         )
         .await?;
         for binding in session.pending_bindings(contract).await? {
-            self.binding(
-                session, &names, service, plan, parameters, &secrets, &binding,
-            )
-            .await?;
+            self.binding(session, &names, service, plan, &vars, &binding)
+                .await?;
         }
         Ok(())
     }
@@ -320,8 +317,7 @@ impl Follower {
         names: &Names,
         service: &Service,
         plan: &ServicePlan,
-        parameters: &Value,
-        secrets: &BTreeMap<String, String>,
+        instance: &Vars<'_>,
         binding: &PendingBinding,
     ) -> Result<(), StepError> {
         let id = &binding.binding_id;
@@ -338,18 +334,13 @@ impl Follower {
                 }
             }
             PendingBindingState::Creating => {
+                // The instance's variables, and the binding's.
                 let vars = Vars {
-                    instance_id: &names.contract_id,
-                    namespace: &names.namespace,
-                    service: &service.id,
-                    plan: &plan.id,
-                    hosting: &plan.hosting,
-                    parameters,
-                    secrets,
                     binding: Some(BindingVars {
                         id,
                         parameters: &binding.parameters,
                     }),
+                    ..instance.clone()
                 };
                 match (
                     instance::binding_target(&binding.parameters),
