@@ -1,6 +1,8 @@
-//! Both stores publish every committed change on `OfferStore::changes`, in order
-//! and with versions; with MongoDB, changes made through another store
-//! instance (another catalog process) arrive through the change streams.
+//! Both stores publish every committed change on `OfferStore::changes`, in order,
+//! once and with versions; a process's own write is published by the time it
+//! is acknowledged (MongoDB's change stream delivers it again later: not
+//! published twice); changes made through another store instance (another
+//! catalog process) arrive through the change streams.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -54,9 +56,27 @@ async fn next(rx: &mut broadcast::Receiver<OfferChange>) -> OfferChange {
     }
 }
 
-/// Drive `writer` and expect the same sequence on `observed`'s receiver.
-async fn check_changes(writer: Arc<dyn Store>, observed: Arc<dyn Store>) {
+/// The next change that is not a `Resync`, already published.
+fn published(rx: &mut broadcast::Receiver<OfferChange>) -> OfferChange {
+    loop {
+        match rx.try_recv() {
+            Ok(OfferChange::Resync) => continue,
+            Ok(change) => return change,
+            other => panic!("not published by the acknowledgement: {other:?}"),
+        }
+    }
+}
+
+/// Drive `writer` and expect the same sequence on `observed`'s receiver —
+/// when it is the writer itself (`own`), published before each write is
+/// acknowledged. Returns the receiver, past the last write.
+async fn check_changes(
+    writer: Arc<dyn Store>,
+    observed: Arc<dyn Store>,
+    own: bool,
+) -> broadcast::Receiver<OfferChange> {
     let mut rx = observed.changes();
+    let mut expected = Vec::new();
 
     let (_, claimed) = writer.claim_provider(account("c1")).await.unwrap();
     assert!(claimed);
@@ -66,11 +86,17 @@ async fn check_changes(writer: Arc<dyn Store>, observed: Arc<dyn Store>) {
         .await
         .unwrap();
     assert!(v1.created);
+    if own {
+        expected.push(published(&mut rx));
+    }
     let v2 = writer
         .put_offer(draft("o", "c1", "second"), Some(1))
         .await
         .unwrap();
     assert!(!v2.created);
+    if own {
+        expected.push(published(&mut rx));
+    }
     // Refused writes publish nothing.
     assert_eq!(
         writer
@@ -94,23 +120,31 @@ async fn check_changes(writer: Arc<dyn Store>, observed: Arc<dyn Store>) {
         StoreError::NotOwner
     );
     writer.delete_offer("o", "c1").await.unwrap();
+    if own {
+        expected.push(published(&mut rx));
+    }
     assert_eq!(
         writer.delete_offer("o", "c1").await.unwrap_err(),
         StoreError::NotFound
     );
 
-    match next(&mut rx).await {
+    let mut changes = expected.into_iter();
+    let mut take = async || match changes.next() {
+        Some(change) => change,
+        None => next(&mut rx).await,
+    };
+    match take().await {
         OfferChange::Upserted(o) => assert_eq!((o.name.as_str(), o.version), ("first", 1)),
         other => panic!("expected Upserted v1, got {other:?}"),
     }
-    match next(&mut rx).await {
+    match take().await {
         OfferChange::Upserted(o) => {
             assert_eq!((o.name.as_str(), o.version), ("second", 2));
             assert_eq!(o, v2.offer, "the event carries the stored offer");
         }
         other => panic!("expected Upserted v2, got {other:?}"),
     }
-    match next(&mut rx).await {
+    match take().await {
         OfferChange::Deleted {
             id,
             cluster_id,
@@ -129,13 +163,14 @@ async fn check_changes(writer: Arc<dyn Store>, observed: Arc<dyn Store>) {
         OfferChange::Upserted(o) if o.id == "marker" => {}
         other => panic!("expected the marker's upsert, got {other:?}"),
     }
+    rx
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn embedded_store_publishes_its_changes() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).unwrap());
-    check_changes(store.clone(), store).await;
+    check_changes(store.clone(), store, true).await;
 }
 
 async fn mongo(server: &e2e::mongo::MongoServer) -> Arc<dyn Store> {
@@ -151,12 +186,24 @@ async fn mongo(server: &e2e::mongo::MongoServer) -> Arc<dyn Store> {
 async fn mongo_store_publishes_its_changes() {
     let server = e2e::mongo::MongoServer::start().unwrap();
     let store = mongo(&server).await;
-    check_changes(store.clone(), store).await;
+    let mut rx = check_changes(store.clone(), store, true).await;
+    // The change stream delivers copies of those writes, not published
+    // again: another process's write, which it delivers after them, is the
+    // next change.
+    let other = mongo(&server).await;
+    other
+        .put_offer(draft("later", "c1", "later"), None)
+        .await
+        .unwrap();
+    match next(&mut rx).await {
+        OfferChange::Upserted(o) if o.id == "later" => {}
+        other => panic!("expected the other process's upsert, got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mongo_store_publishes_changes_made_by_another_process() {
     let server = e2e::mongo::MongoServer::start().unwrap();
     let (writer, observer) = (mongo(&server).await, mongo(&server).await);
-    check_changes(writer, observer).await;
+    check_changes(writer, observer, false).await;
 }

@@ -4,8 +4,9 @@
 //! shutdown).
 //!
 //! The store publishes each committed change on a broadcast channel before
-//! the write is acknowledged (with MongoDB, when its change stream delivers
-//! it). The publisher task applies them as they come; a new subscriber's
+//! the write is acknowledged (MongoDB: the writing process at once, every
+//! process again when its change stream delivers it; the hub keeps the
+//! newest by version). The publisher task applies them as they come; a new subscriber's
 //! handler first [catches up](Follower::catch_up) itself, so its first list
 //! includes every change already published, including a write acknowledged
 //! a moment before it connected.

@@ -23,7 +23,6 @@
 //! feed would go backwards (issue 29, finding 7).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -114,15 +113,10 @@ impl MongoStore {
         self.streams_opened.send_modify(|n| *n += 1);
     }
 
-    /// Publish a change this process made, when no change stream will.
-    pub(super) fn publish_local(&self, change: OfferChange) {
-        if !self.streams_supported.load(Ordering::Relaxed) {
-            let _ = self.changes.send(change);
-        }
-    }
-
-    /// Load `part`'s whole collection into memory.
-    async fn load(&self, part: Part) -> Result<(), FollowError> {
+    /// Load `part`'s whole collection into memory; with `announce`, publish
+    /// the offers it finds newer than memory's (see
+    /// [`super::memory::Memory::load_offers`]).
+    async fn load(&self, part: Part, announce: bool) -> Result<(), FollowError> {
         match part {
             Part::Offers => {
                 let docs: Vec<OfferDoc> = self.offers.find(doc! {}).await?.try_collect().await?;
@@ -130,7 +124,9 @@ impl MongoStore {
                 for d in docs {
                     slots.insert(d.id().to_string(), d.slot().map_err(unreadable)?);
                 }
-                self.memory.load_offers(slots);
+                self.memory.load_offers(slots, announce, |id, slot| {
+                    let _ = self.changes.send(slot.change(id));
+                });
             }
             Part::Providers => {
                 let docs: Vec<ProviderDoc> =
@@ -174,12 +170,13 @@ impl MongoStore {
                 (OperationType::Insert | OperationType::Replace, Some(d)) => {
                     let doc: OfferDoc = bson::from_document(d).map_err(unreadable)?;
                     match doc.slot() {
-                        Ok(slot) => self.memory.apply_offer(doc.id(), slot, inserted),
-                        Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
-                    }
-                    match doc.into_change() {
-                        Ok(change) => {
-                            let _ = self.changes.send(change);
+                        // Published unless this process's own copy of the
+                        // write (or a later one) was published first.
+                        Ok(slot) => {
+                            let change = slot.change(doc.id());
+                            self.memory.apply_offer(doc.id(), slot, inserted, || {
+                                let _ = self.changes.send(change);
+                            })
                         }
                         Err(e) => warn!(error = %e, "ignoring an unreadable change event"),
                     }
@@ -259,7 +256,6 @@ impl MongoStore {
                         // 40573: not a replica set.
                         if c.code == 40573 || c.message.contains("only supported on replica sets") {
                             warn!("MongoDB has no change streams (standalone server): only this process's writes are published, and every read goes to the database");
-                            self.streams_supported.store(false, Ordering::Relaxed);
                             self.stream_opened();
                             return;
                         }
@@ -280,8 +276,11 @@ impl MongoStore {
                 }
             };
             // What is committed from now on comes by the stream; what was
-            // before, by this load.
-            let loaded = tokio::time::timeout(self.timeout, self.load(part)).await;
+            // before, by this load. A resumed stream re-delivers events the
+            // load may hold already (and memory would not publish): the
+            // load announces them; a fresh one is followed by a resync.
+            let announce = resume.is_some();
+            let loaded = tokio::time::timeout(self.timeout, self.load(part, announce)).await;
             if !matches!(loaded, Ok(Ok(()))) {
                 match loaded {
                     Ok(Err(e)) => warn!(error = %e, "loading into memory failed; retrying"),

@@ -15,7 +15,10 @@
 //!
 //! Offers are merged by `version` (a later write always carries a larger
 //! one), so a late event never undoes a newer state; a purged tombstone
-//! (a `delete` event) is forgotten. The other parts hold no versions: an
+//! (a `delete` event) is forgotten. Offer changes are published as memory
+//! takes them: the writer's own copy or the stream's, whichever comes
+//! first, once, in memory's order — so a feed subscriber that connects
+//! after a write is acknowledged finds it. The other parts hold no versions: an
 //! event for a key makes the follower read that key again, and whatever it
 //! reads is the state from then on.
 
@@ -26,7 +29,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use chrono::{DateTime, Utc};
 
-use crate::offers::{Offer, OfferFilter};
+use crate::offers::{Offer, OfferChange, OfferFilter};
 use crate::providers::{ProviderAccount, ProviderPeering};
 
 /// The collections kept in memory, each with its own change stream.
@@ -50,6 +53,33 @@ pub(super) struct Slot {
     pub version: u64,
     pub cluster_id: String,
     pub offer: Option<Offer>,
+    /// When the document was written (a tombstone's: the deletion).
+    pub written_at: DateTime<Utc>,
+}
+
+/// Whether `slot` is a later state than `known`: a larger version or, for
+/// an `inserted` document over a tombstone, one written after the deletion
+/// (the tombstone was purged and the id counts from 1 again) — not a late
+/// insert event from before it.
+fn newer(known: Option<&Slot>, slot: &Slot, inserted: bool) -> bool {
+    known.is_none_or(|known| {
+        slot.version > known.version
+            || (inserted && known.offer.is_none() && slot.written_at > known.written_at)
+    })
+}
+
+impl Slot {
+    /// The change that taking this slot for offer `id` means.
+    pub(super) fn change(&self, id: &str) -> OfferChange {
+        match &self.offer {
+            Some(offer) => OfferChange::Upserted(offer.clone()),
+            None => OfferChange::Deleted {
+                id: id.to_string(),
+                cluster_id: self.cluster_id.clone(),
+                version: self.version,
+            },
+        }
+    }
 }
 
 /// See the module docs.
@@ -92,25 +122,37 @@ impl Memory {
         Some(read(&self.offers).get(id).cloned())
     }
 
-    /// Replace every slot (a fresh load).
-    pub(super) fn load_offers(&self, slots: BTreeMap<String, Slot>) {
-        *write(&self.offers) = slots;
+    /// Replace every slot with a fresh load. With `announce` (the change
+    /// stream resumes after events whose documents this load may already
+    /// hold, so they would not be published), `then` runs under the lock
+    /// for each loaded slot newer than the one memory held.
+    pub(super) fn load_offers(
+        &self,
+        slots: BTreeMap<String, Slot>,
+        announce: bool,
+        mut then: impl FnMut(&str, &Slot),
+    ) {
+        let mut offers = write(&self.offers);
+        if announce {
+            for (id, slot) in &slots {
+                if newer(offers.get(id), slot, true) {
+                    then(id, slot);
+                }
+            }
+        }
+        *offers = slots;
     }
 
-    /// Apply a committed document: kept if its version is larger than the
-    /// known one. `inserted` (the document did not exist before: a first
-    /// write, or one after its tombstone was purged) also replaces a
-    /// known tombstone.
-    pub(super) fn apply_offer(&self, id: &str, slot: Slot, inserted: bool) {
+    /// Apply a committed document, kept if it is [`newer`] than the known
+    /// one. When kept, `then` runs under the lock: what it publishes goes
+    /// out in the order memory took the documents, each once, whichever
+    /// copy (this process's own write, the change stream's event) came
+    /// first.
+    pub(super) fn apply_offer(&self, id: &str, slot: Slot, inserted: bool, then: impl FnOnce()) {
         let mut offers = write(&self.offers);
-        match offers.get_mut(id) {
-            Some(known) if slot.version > known.version || (inserted && known.offer.is_none()) => {
-                *known = slot
-            }
-            Some(_) => {}
-            None => {
-                offers.insert(id.to_string(), slot);
-            }
+        if newer(offers.get(id), &slot, inserted) {
+            offers.insert(id.to_string(), slot);
+            then();
         }
     }
 
@@ -248,11 +290,17 @@ mod tests {
         .into_offer(now, now, version)
     }
 
+    /// Version `n` written `n` seconds after a fixed instant.
+    fn at(version: u64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + version as i64, 0).expect("a valid instant")
+    }
+
     fn live(id: &str, version: u64) -> Slot {
         Slot {
             version,
             cluster_id: "c1".into(),
             offer: Some(offer(id, version)),
+            written_at: at(version),
         }
     }
 
@@ -261,7 +309,23 @@ mod tests {
             version,
             cluster_id: "c1".into(),
             offer: None,
+            written_at: at(version),
         }
+    }
+
+    /// Version 1 of `id` again, inserted long after its tombstone's purge.
+    fn reborn(id: &str) -> Slot {
+        Slot {
+            written_at: at(86_400),
+            ..live(id, 1)
+        }
+    }
+
+    /// Apply, counting what was kept (and so published).
+    fn put(m: &Memory, id: &str, slot: Slot, inserted: bool) -> bool {
+        let mut kept = false;
+        m.apply_offer(id, slot, inserted, || kept = true);
+        kept
     }
 
     fn versions(m: &Memory) -> Vec<u64> {
@@ -276,7 +340,7 @@ mod tests {
     #[test]
     fn untrusted_parts_answer_nothing() {
         let m = Memory::default();
-        m.apply_offer("a", live("a", 1), true);
+        put(&m, "a", live("a", 1), true);
         assert!(m.offer_slot("a").is_none());
         assert!(m.list_offers(&OfferFilter::default(), None, 10).is_none());
         assert!(m.disabled().is_none() && m.peering("c1").is_none());
@@ -293,21 +357,25 @@ mod tests {
     fn offers_merge_by_version() {
         let m = Memory::default();
         m.set_trusted(Part::Offers, true);
-        m.apply_offer("a", live("a", 2), false);
-        m.apply_offer("a", live("a", 1), true);
+        assert!(put(&m, "a", live("a", 2), false));
+        assert!(!put(&m, "a", live("a", 1), true));
+        assert!(!put(&m, "a", live("a", 2), false), "a second copy");
         assert_eq!(versions(&m), [2]);
-        m.apply_offer("a", tomb(3), false);
+        assert!(put(&m, "a", tomb(3), false));
         assert_eq!(versions(&m), Vec::<u64>::new());
-        // A late copy of the first insert does not bring the offer back...
-        m.apply_offer("a", live("a", 2), false);
+        // Late copies of the writes before the deletion (the writer applied
+        // its own deletion before the stream's events) do not bring the
+        // offer back, not even its insert...
+        assert!(!put(&m, "a", live("a", 2), false));
+        assert!(!put(&m, "a", live("a", 1), true));
         assert_eq!(m.offer_slot("a"), Some(Some(tomb(3))));
-        // ...but an insert (the tombstone was purged) does.
-        m.apply_offer("a", live("a", 1), true);
+        // ...but an insert after the deletion (the tombstone was purged) does.
+        assert!(put(&m, "a", reborn("a"), true));
         assert_eq!(versions(&m), [1]);
         // A purge event only forgets tombstones.
         m.forget_tombstone("a");
         assert_eq!(versions(&m), [1]);
-        m.apply_offer("a", tomb(2), false);
+        assert!(put(&m, "a", tomb(2), false));
         m.forget_tombstone("a");
         assert_eq!(m.offer_slot("a"), Some(None));
         assert_eq!(m.count_offers(), Some(0));
@@ -319,9 +387,9 @@ mod tests {
         let m = Memory::default();
         m.set_trusted(Part::Offers, true);
         for id in ["c", "a", "b", "d"] {
-            m.apply_offer(id, live(id, 1), true);
+            put(&m, id, live(id, 1), true);
         }
-        m.apply_offer("b", tomb(2), false);
+        put(&m, "b", tomb(2), false);
         let ids = |after, limit| -> Vec<String> {
             m.list_offers(&OfferFilter::default(), after, limit)
                 .unwrap()

@@ -43,7 +43,6 @@ mod providers;
 mod reservations;
 
 use std::future::Future;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -199,10 +198,6 @@ pub struct MongoStore {
     instances: Collection<osb::InstanceDoc>,
     bindings: Collection<osb::BindingDoc>,
     changes: broadcast::Sender<OfferChange>,
-    /// False when the server has no change streams (a standalone mongod):
-    /// then this process publishes its own writes, and other processes'
-    /// changes are not seen until a reload.
-    streams_supported: Arc<AtomicBool>,
     /// Counts change streams that have opened (or are known unsupported),
     /// so `connect` can wait for them and no early write goes unannounced.
     streams_opened: Arc<tokio::sync::watch::Sender<usize>>,
@@ -285,7 +280,6 @@ impl MongoStore {
             db,
             timeout: config.timeout,
             changes,
-            streams_supported: Arc::new(AtomicBool::new(true)),
             streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
             server_restarts,
             memory: Arc::default(),

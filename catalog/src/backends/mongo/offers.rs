@@ -291,23 +291,7 @@ impl OfferDoc {
             version: version_u64(self.version),
             cluster_id: self.cluster_id.clone(),
             offer: self.clone().into_offer()?,
-        })
-    }
-
-    /// The change a committed document means.
-    pub(super) fn into_change(self) -> Result<OfferChange, StoreError> {
-        let (id, cluster_id, version) = (
-            self.id.clone(),
-            self.cluster_id.clone(),
-            version_u64(self.version),
-        );
-        Ok(match self.into_offer()? {
-            Some(offer) => OfferChange::Upserted(offer),
-            None => OfferChange::Deleted {
-                id,
-                cluster_id,
-                version,
-            },
+            written_at: from_bt(self.updated_at),
         })
     }
 }
@@ -527,14 +511,19 @@ impl MongoStore {
     }
 
     /// After an acknowledged write of `doc`: memory holds it at once (this
-    /// process reads its own writes), and subscribers hear of it if no
-    /// stream will tell them.
-    fn wrote(&self, doc: &OfferDoc, inserted: bool, change: OfferChange) {
+    /// process reads its own writes) and it is published at once — a feed
+    /// subscriber that connects after the acknowledgement finds it — unless
+    /// the change stream's copy came first.
+    fn wrote(&self, doc: &OfferDoc, inserted: bool) {
         match doc.slot() {
-            Ok(slot) => self.memory.apply_offer(&doc.id, slot, inserted),
+            Ok(slot) => {
+                let change = slot.change(&doc.id);
+                self.memory.apply_offer(&doc.id, slot, inserted, || {
+                    let _ = self.changes.send(change);
+                })
+            }
             Err(e) => warn!(error = %e, "an offer just written does not read back"),
         }
-        self.publish_local(change);
     }
 }
 
@@ -721,7 +710,7 @@ impl MongoStore {
             let doc = OfferDoc::live(&offer);
             if self.swap(current.condition, &doc).await? {
                 let inserted = current.condition.is_none();
-                self.wrote(&doc, inserted, OfferChange::Upserted(offer.clone()));
+                self.wrote(&doc, inserted);
                 return Ok(PutOutcome { offer, created });
             }
         }
@@ -767,12 +756,7 @@ impl MongoStore {
                 live: None,
             };
             if self.swap(Some(condition), &tomb).await? {
-                let change = OfferChange::Deleted {
-                    id: id.to_string(),
-                    cluster_id: offer.cluster_id.clone(),
-                    version: version_u64(tomb.version),
-                };
-                self.wrote(&tomb, false, change);
+                self.wrote(&tomb, false);
                 return Ok(offer);
             }
         }
