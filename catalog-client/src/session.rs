@@ -8,7 +8,7 @@
 //! The session retries nothing on its own; callers retry failed calls with
 //! [`crate::Backoff`] on their own schedule.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -91,6 +91,28 @@ impl Session {
             _ => None,
         };
         Self { http, login, token }
+    }
+
+    /// A provider's session over a new client (`timeout`, `user_agent`),
+    /// with the credentials in `file`: refused when others may read it
+    /// (`flag` names it in the error), read again when the catalog refuses
+    /// them. Nothing is contacted yet.
+    pub fn provider_from_file(
+        base: reqwest::Url,
+        flag: &str,
+        file: &Path,
+        timeout: Duration,
+        user_agent: &str,
+    ) -> Result<Self, Error> {
+        let credentials = credentials::load_named(flag, file, Exposure::Refuse)?;
+        let http = Http::new(Http::client(timeout, user_agent)?, base);
+        Ok(Session::new(
+            http,
+            Login::Provider {
+                credentials,
+                file: Some((file.to_path_buf(), Exposure::Refuse)),
+            },
+        ))
     }
 
     /// The provider this session authenticates as (empty for the others).

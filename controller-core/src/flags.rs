@@ -1,5 +1,5 @@
-//! The flags every controller shares — the probe port's and the Lease
-//! election's — declared once, and flattened into each binary's own flags
+//! The flags every controller shares — the cluster's kubeconfig, the probe
+//! port's and the Lease election's — declared once, and flattened into each binary's own flags
 //! (`#[command(flatten)]`) under the environment variables that binary has
 //! always had: [`Prefixed`] gives every flag of a group the variable
 //! `<PREFIX>_<FLAG>` (`--lease-name` in the orchestrator:
@@ -13,6 +13,7 @@
 
 use std::marker::PhantomData;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::Command;
@@ -47,6 +48,25 @@ impl ProbeArgs {
             stop.clone().cancelled_owned(),
         )
         .await
+    }
+}
+
+/// Which cluster the controller works on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KubeArgs {
+    /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the kubeconfig [default: its current context].
+    #[arg(long, value_name = "NAME")]
+    pub kube_context: Option<String>,
+}
+
+impl KubeArgs {
+    /// A client of that cluster ([`crate::kubeconfig::client`]).
+    pub async fn client(&self) -> Result<kube::Client, crate::kubeconfig::ClientError> {
+        crate::kubeconfig::client(self.kubeconfig.as_deref(), self.kube_context.as_deref()).await
     }
 }
 

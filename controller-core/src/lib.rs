@@ -26,6 +26,8 @@
 //!   controller's own Prometheus registry under the names it chooses; and
 //!   that registry with the controller's handles, rendered for `/metrics`
 //!   ([`metrics::Registered`], declared by [`controller_metrics!`]).
+//! - [`shutdown`]: a controller binary's one task, run until it ends or a
+//!   signal stops it within a grace period.
 
 pub mod clock;
 pub mod crd;
@@ -36,3 +38,4 @@ pub mod liqo;
 pub mod metrics;
 pub mod retry;
 pub mod runtime;
+pub mod shutdown;

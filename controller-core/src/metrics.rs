@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use edge::probe::StatusCode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -101,6 +102,24 @@ impl ReconcileMetrics {
 
     pub fn is_leading(&self) -> bool {
         self.0.leading.load(Ordering::Relaxed)
+    }
+
+    /// `/readyz` of a controller that is ready once the Kubernetes API
+    /// answered, as leader or standby: 200 `ok: leader` / `ok: standby`,
+    /// else 503 naming what it waits for.
+    pub fn readiness(&self) -> (StatusCode, String) {
+        if !self.reached_api() {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: the Kubernetes API has not answered yet\n".to_string(),
+            );
+        }
+        let role = if self.is_leading() {
+            "leader"
+        } else {
+            "standby"
+        };
+        (StatusCode::OK, format!("ok: {role}\n"))
     }
 
     /// The Kubernetes API answered (a Lease read, a first list): from then

@@ -17,7 +17,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::header;
+/// The status a [`Probes::readiness`] answers with.
+pub use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;

@@ -16,18 +16,7 @@ use crate::metrics::Metrics;
 
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
-        let (status, body) = match (
-            self.reconcile().reached_api(),
-            self.reconcile().is_leading(),
-        ) {
-            (true, true) => (StatusCode::OK, "ok: leader\n"),
-            (true, false) => (StatusCode::OK, "ok: standby\n"),
-            (false, _) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not ready: the Kubernetes API has not answered yet\n",
-            ),
-        };
-        (status, body.to_string())
+        self.reconcile().readiness()
     }
 
     fn render(&self) -> String {

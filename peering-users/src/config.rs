@@ -5,8 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use catalog_client::{credentials, Exposure, Http, Login, Session};
-use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use catalog_client::Session;
+use controller_core::flags::{
+    ElectionArgs, EnvPrefix, KubeArgs, LeaseTimesArgs, Prefixed, ProbeArgs,
+};
 use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -102,17 +104,8 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_GRACE", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
     pub drain_grace: Duration,
 
-    /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
-    #[arg(long, env = "PEERING_USER_CONTROLLER_KUBECONFIG", value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// Context of the kubeconfig.
-    #[arg(
-        long,
-        env = "PEERING_USER_CONTROLLER_KUBE_CONTEXT",
-        value_name = "NAME"
-    )]
-    pub kube_context: Option<String>,
+    #[command(flatten)]
+    pub kube: Prefixed<KubeArgs, Env>,
 
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
@@ -153,8 +146,6 @@ pub enum ConfigError {
     Ca(String),
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
-    #[error(transparent)]
-    Credentials(#[from] catalog_client::CredentialsError),
     #[error(transparent)]
     Catalog(#[from] catalog_client::Error),
     #[error(transparent)]
@@ -230,27 +221,14 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         .as_deref()
         .map(read_ca)
         .transpose()?;
-    let credentials = credentials::load_named(
+    let catalog = Session::provider_from_file(
+        args.catalog_url.clone(),
         "--catalog-credentials-file",
         &args.catalog_credentials_file,
-        Exposure::Refuse,
-    )?;
-    let http = Http::client(
         args.catalog_timeout,
         concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
     )?;
-    let catalog = Session::new(
-        Http::new(http, args.catalog_url.clone()),
-        Login::Provider {
-            credentials,
-            file: Some((args.catalog_credentials_file.clone(), Exposure::Refuse)),
-        },
-    );
-    let client = controller_core::kubeconfig::client(
-        args.kubeconfig.as_deref(),
-        args.kube_context.as_deref(),
-    )
-    .await?;
+    let client = args.kube.client().await?;
     let own_namespace = args
         .namespace
         .clone()

@@ -71,21 +71,11 @@ controller_core::controller_metrics!(
     pub struct Metrics(Handles);
 );
 
+/// `/healthz` always; `/readyz` once the Kubernetes API answered (as
+/// leader or standby); `/metrics` as above.
 impl edge::probe::Probes for Metrics {
-    fn readiness(&self) -> (axum::http::StatusCode, String) {
-        if self.reconcile().reached_api() {
-            let role = if self.reconcile().is_leading() {
-                "leader"
-            } else {
-                "standby"
-            };
-            (axum::http::StatusCode::OK, format!("ok ({role})\n"))
-        } else {
-            (
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "not ready: the Kubernetes API has not answered yet\n".to_string(),
-            )
-        }
+    fn readiness(&self) -> (edge::probe::StatusCode, String) {
+        self.reconcile().readiness()
     }
 
     fn render(&self) -> String {
@@ -129,7 +119,7 @@ mod tests {
         let (status, body) = edge::probe::Probes::readiness(&metrics);
         assert_eq!(
             (status, body.as_str()),
-            (axum::http::StatusCode::OK, "ok (leader)\n")
+            (axum::http::StatusCode::OK, "ok: leader\n")
         );
     }
 }

@@ -3,10 +3,11 @@
 //! controller.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use controller_core::flags::{
+    ElectionArgs, EnvPrefix, KubeArgs, LeaseTimesArgs, Prefixed, ProbeArgs,
+};
 use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +22,9 @@ use crate::reconcile::{self, Settings};
     .default_value("purchase-controller")
     .help("Name of the Lease the replicas elect their leader on")),
     mut_arg("lease_namespace", |a| a
-        .help("Namespace of the Lease [default: $POD_NAMESPACE, else --liqo-namespace]")))]
+        .help("Namespace of the Lease [default: $POD_NAMESPACE, else --liqo-namespace]")),
+    mut_arg("kubeconfig", |a| a
+        .help("Kubeconfig of the consumer cluster [default: in-cluster, else $KUBECONFIG or ~/.kube/config]")))]
 pub struct Args {
     /// The Liqo generation this cluster runs: v0 (v0.x, out-of-band peering with an auth URL and token) or v1 (v1.x, kubeconfig peering and ResourceSlices).
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_API", value_name = "VERSION")]
@@ -98,13 +101,8 @@ pub struct Args {
     #[command(flatten)]
     pub lease: Prefixed<LeaseTimesArgs, Env>,
 
-    /// Kubeconfig of the consumer cluster [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
-    #[arg(long, env = "PURCHASE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// Context of the kubeconfig to use [default: its current context].
-    #[arg(long, env = "PURCHASE_CONTROLLER_KUBE_CONTEXT", value_name = "NAME")]
-    pub kube_context: Option<String>,
+    #[command(flatten)]
+    pub kube: Prefixed<KubeArgs, Env>,
 }
 
 /// Every flag's environment variable starts `PURCHASE_CONTROLLER_`.
@@ -202,11 +200,7 @@ async fn beside(controller: impl Future<Output = ()>, copies: Option<impl Future
 /// election) the controller whenever this replica leads.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
-    let client = controller_core::kubeconfig::client(
-        args.kubeconfig.as_deref(),
-        args.kube_context.as_deref(),
-    )
-    .await?;
+    let client = args.kube.client().await?;
     let metrics = Metrics::new();
     let http = args.probe.spawn(None, metrics.clone(), &shutdown).await?;
     let identity = args

@@ -14,19 +14,7 @@ use crate::metrics::Metrics;
 
 impl edge::probe::Probes for Metrics {
     fn readiness(&self) -> (StatusCode, String) {
-        if self.reconcile().reached_api() {
-            let role = if self.reconcile().is_leading() {
-                "leader"
-            } else {
-                "standby"
-            };
-            (StatusCode::OK, format!("ok: {role}\n"))
-        } else {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not ready: the Kubernetes API has not answered yet\n".to_string(),
-            )
-        }
+        self.reconcile().readiness()
     }
 
     fn render(&self) -> String {

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use edge::log::LogFormat;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,16 +28,14 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    edge::run(cli.log_format, run(cli.args))
-}
-
-async fn run(args: purchase_controller::config::Args) -> anyhow::Result<()> {
-    let stop = CancellationToken::new();
-    let task = {
-        let stop = stop.clone();
-        tokio::spawn(async move { Ok(purchase_controller::config::run(&args, stop).await?) })
-    };
-    edge::signal::run_until_shutdown("the controller", task, || stop.cancel(), STOP_TIMEOUT).await
+    edge::run(
+        cli.log_format,
+        controller_core::shutdown::run_until_signal(
+            "the controller",
+            STOP_TIMEOUT,
+            |stop| async move { purchase_controller::config::run(&cli.args, stop).await },
+        ),
+    )
 }
 
 /// How long SIGTERM waits for the controller to stop.

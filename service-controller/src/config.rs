@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog_client::{credentials, Exposure, Http, Login, Session};
-use controller_core::flags::{ElectionArgs, EnvPrefix, LeaseTimesArgs, Prefixed, ProbeArgs};
+use catalog_client::Session;
+use controller_core::flags::{
+    ElectionArgs, EnvPrefix, KubeArgs, LeaseTimesArgs, Prefixed, ProbeArgs,
+};
 use controller_core::lease::{self, Elector, LeaseSettings, LeaseTimesError};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -53,13 +55,8 @@ pub struct Args {
     #[arg(long, env = "SERVICE_CONTROLLER_RETRY", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 
-    /// Kubeconfig file [default: in-cluster, else $KUBECONFIG or ~/.kube/config].
-    #[arg(long, env = "SERVICE_CONTROLLER_KUBECONFIG", value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// Context of the kubeconfig.
-    #[arg(long, env = "SERVICE_CONTROLLER_KUBE_CONTEXT", value_name = "NAME")]
-    pub kube_context: Option<String>,
+    #[command(flatten)]
+    pub kube: Prefixed<KubeArgs, Env>,
 
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
@@ -91,8 +88,6 @@ pub enum ConfigError {
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
-    Credentials(#[from] catalog_client::CredentialsError),
-    #[error(transparent)]
     Catalog(#[from] catalog_client::Error),
     #[error(transparent)]
     Kube(#[from] controller_core::kubeconfig::ClientError),
@@ -117,30 +112,17 @@ impl Args {
 /// the ServiceCatalog controller beside the pass over the contracts.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
-    let credentials = credentials::load_named(
+    let session = Session::provider_from_file(
+        args.catalog_url.clone(),
         "--catalog-credentials-file",
         &args.catalog_credentials_file,
-        Exposure::Refuse,
-    )?;
-    let http = Http::client(
         args.catalog_timeout,
         concat!("service-controller/", env!("CARGO_PKG_VERSION")),
     )?;
-    let session = Session::new(
-        Http::new(http, args.catalog_url.clone()),
-        Login::Provider {
-            credentials,
-            file: Some((args.catalog_credentials_file.clone(), Exposure::Refuse)),
-        },
-    );
     // One session (its token) for the controller and the pass, kept
     // across terms of leadership.
     let session = Arc::new(Mutex::new(session));
-    let client = controller_core::kubeconfig::client(
-        args.kubeconfig.as_deref(),
-        args.kube_context.as_deref(),
-    )
-    .await?;
+    let client = args.kube.client().await?;
     let own_namespace = args
         .namespace
         .clone()

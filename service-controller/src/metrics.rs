@@ -75,20 +75,8 @@ controller_core::controller_metrics!(
 /// `/healthz` always; `/readyz` once the Kubernetes API answered (as
 /// leader or standby); `/metrics` as above.
 impl edge::probe::Probes for Metrics {
-    fn readiness(&self) -> (axum::http::StatusCode, String) {
-        if self.reconcile().reached_api() {
-            let role = if self.reconcile().is_leading() {
-                "leader"
-            } else {
-                "standby"
-            };
-            (axum::http::StatusCode::OK, format!("ok: {role}\n"))
-        } else {
-            (
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "not ready: the Kubernetes API has not answered yet\n".to_string(),
-            )
-        }
+    fn readiness(&self) -> (edge::probe::StatusCode, String) {
+        self.reconcile().readiness()
     }
 
     fn render(&self) -> String {

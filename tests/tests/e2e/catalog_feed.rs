@@ -572,8 +572,10 @@ fn pings_keep_subscribers_alive_and_silent_ones_are_closed() {
     let token = c.login(&provider(1));
 
     // A client that never answers: snapshot, pings, then 1001.
-    let mut mute = RawFeed::connect(c.port, "?mode=snapshot").unwrap();
+    // Before the connection: the server's idle clock starts while it is
+    // made, so only a start taken earlier bounds the close from below.
     let started = Instant::now();
+    let mut mute = RawFeed::connect(c.port, "?mode=snapshot").unwrap();
     let first = mute.next_frame(PATIENCE).unwrap();
     assert_eq!(first.opcode, RawFrame::TEXT);
     let mut pings = 0;

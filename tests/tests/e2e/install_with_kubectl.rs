@@ -14,8 +14,8 @@
 //! that turns a component off removes it, a field another apply manager
 //! took over meanwhile is a conflict helm reports, a required value left
 //! unset is refused before anything is written, and uninstalling leaves
-//! only the Purchase CRD (kept, with every Purchase, by its
-//! `helm.sh/resource-policy`).
+//! only the Purchase and ServiceCatalog CRDs (kept, with every Purchase
+//! and ServiceCatalog, by their `helm.sh/resource-policy`).
 //!
 //! kubectl and helm are the ones `scripts/install-test-deps.sh` installs
 //! into `build/bin/` (kubectl: or `$KUBECTL`). Without them the tests fail,
@@ -634,7 +634,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
     );
 
     // Uninstall: every object and the release's Secrets gone, but the
-    // Purchase CRD, which the chart keeps.
+    // CRDs, which the chart keeps.
     let out = helm
         .ok(&["uninstall", "liqo-broker", "-n", "liqo"], None)
         .await?;
@@ -672,17 +672,21 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
             &[
                 "get",
                 "crd",
-                "purchases.broker.liqo-broker.io",
+                "-l",
+                "app.kubernetes.io/part-of=liqo-broker",
                 "-o",
                 "name",
             ],
             None,
         )
         .await?;
+    let kept: BTreeSet<&str> = kept.lines().collect();
     ensure!(
-        kept.trim()
-            == "customresourcedefinition.apiextensions.k8s.io/purchases.broker.liqo-broker.io",
-        "{kept}"
+        kept == BTreeSet::from([
+            "customresourcedefinition.apiextensions.k8s.io/purchases.broker.liqo-broker.io",
+            "customresourcedefinition.apiextensions.k8s.io/servicecatalogs.broker.liqo-broker.io",
+        ]),
+        "CRDs kept: {kept:?}"
     );
     Ok(())
 }
