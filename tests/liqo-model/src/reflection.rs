@@ -15,7 +15,12 @@
 //! The ShadowPod carries `liqo.io/creator-user` = the user the reflection
 //! writes as: on a real provider Liqo's ShadowPod mutating webhook sets it
 //! from the request's user (`pkg/webhooks/shadowpod/mutate.go`), and the
-//! test server's hooks are not given the user.
+//! test server's hooks are not given the user. That user is the model's
+//! `remote_user`: [`crate::offloading::Peering::start`] gives the local
+//! cluster's ID, where Liqo's virtual kubelet writes as its ResourceSlice's
+//! identity (`<slice>-<hash>`, `authentication/csr.go:46-68`), the user
+//! whose Quota the ShadowPod webhook checks; the enforcement tests create
+//! their ShadowPods as that slice user themselves.
 //!
 //! Not modelled: the IP remapping, restarts counting, the pod's own
 //! deletion protocol (the test server deletes at once), terminal pods.

@@ -6,25 +6,39 @@
 //! [`crate::reflection_forge`]; local and remote events both queue the
 //! local key (`reflection/configuration/secret.go:65-68`,
 //! `configmap.go:72-75`, `reflection/exposition/service.go:74-77`), and a
-//! mapping turning `Accepted` queues its namespace's objects (the
-//! namespaced reflector's initial `List`, `secret.go:168-174`).
+//! mapping turning `Accepted` queues its namespace's local objects (Liqo
+//! starts informers on the local and the remote namespace,
+//! `reflection/manager/manager.go:166-199`).
 //!
 //! The copy is written by server-side apply, forced, as field manager
 //! `reflection.liqo.io` (`forge/forge.go:28-29, 65-71`), and deleted with a
-//! UID precondition (`reflection/generic/namespaced.go:91-100`), as the
-//! local cluster's identity on the peer (user `<local cluster ID>`, group
-//! `liqo.io`) with the rules of the `liqo-virtual-kubelet-remote`
-//! ClusterRole it needs
+//! UID precondition (`reflection/generic/namespaced.go:91-100`), with the
+//! rules of the `liqo-virtual-kubelet-remote` ClusterRole it needs
 //! (`deployments/liqo/files/liqo-virtual-kubelet-remote-ClusterRole.yaml:1-17`);
 //! locally it reads as the virtual kubelet
 //! (`liqo-virtual-kubelet-local-ClusterRole.yaml:1-12, 48-58, 118-126`).
 //!
-//! Simplified: Liqo binds that ClusterRole in each remote namespace
-//! (`namespacemap-controller/enforcement.go:82-104`) and watches each
-//! namespace pair apart (`reflection/manager/manager.go:167-173`); the
-//! model binds it cluster-wide and watches each kind once, mapping remote
-//! events back through the NamespaceMap (as [`crate::reflection`] does for
-//! pods). Events (`Event(...)` on the local object) are not recorded. A
+//! Simplified, and where the model differs from Liqo:
+//! - the identity on the peer: Liqo's virtual kubelet writes with its
+//!   ResourceSlice's kubeconfig
+//!   (`virtualnodecreator-controller/virtualnodecreator_controller.go:104,115`),
+//!   user `<slice>-<6 bytes of sha256(consumer ID), hex>`, group
+//!   `<consumer ID>` (`authentication/csr.go:46-68`), the ClusterRole bound
+//!   to that group in each remote namespace only
+//!   (`namespacemap-controller/enforcement.go:82-104`); the model writes as
+//!   the local cluster's identity (user `<local cluster ID>`, group
+//!   `liqo.io`) bound cluster-wide, one reflection per peering rather than
+//!   per virtual node. No test relies on the peer-side user of a copy
+//!   beyond the model's own conformance test;
+//! - Liqo watches each namespace pair apart; the model watches each kind
+//!   once, mapping remote events back through the NamespaceMap (as
+//!   [`crate::reflection`] does for pods), and on a mapping's start queues
+//!   the local objects only: a copy whose local object went while its
+//!   namespace was not reflected stays until a remote event touches it
+//!   (Liqo's remote informer would find and delete it);
+//! - one reflection policy for the three kinds (Liqo configures each
+//!   reflector apart, `provider/provider.go:144-147`; the chart's default
+//!   is DenyList for all three). Events (`Event(...)` on the local object) are not recorded. A
 //! namespace whose mapping stops being `Accepted` is no longer reflected,
 //! its copies left to the namespace's deletion, as Liqo stops its
 //! reflector (`namespace.go:98-121`). EndpointSlices are not reflected:
