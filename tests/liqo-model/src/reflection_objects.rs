@@ -38,7 +38,9 @@
 //!   (Liqo's remote informer would find and delete it);
 //! - one reflection policy for the three kinds (Liqo configures each
 //!   reflector apart, `provider/provider.go:144-147`; the chart's default
-//!   is DenyList for all three). Events (`Event(...)` on the local object) are not recorded. A
+//!   is DenyList for all three).
+//!
+//! Events (`Event(...)` on the local object) are not recorded. A
 //! namespace whose mapping stops being `Accepted` is no longer reflected,
 //! its copies left to the namespace's deletion, as Liqo stops its
 //! reflector (`namespace.go:98-121`). EndpointSlices are not reflected:
