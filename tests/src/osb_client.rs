@@ -335,6 +335,23 @@ fn check_operation_answer(r: &Resp) {
     }
 }
 
+/// The service of offer `offer_id` in a `/v2/catalog` answer (its
+/// `metadata.offerID`).
+pub fn service_of<'a>(catalog: &'a Value, offer_id: &str) -> &'a Value {
+    catalog["services"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["metadata"]["offerID"] == offer_id))
+        .unwrap_or_else(|| panic!("no service for offer {offer_id} in {catalog}"))
+}
+
+/// The plan `plan_key` (its `metadata.planID`) of a catalog service.
+pub fn plan_of<'a>(service: &'a Value, plan_key: &str) -> &'a Value {
+    service["plans"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["metadata"]["planID"] == plan_key))
+        .unwrap_or_else(|| panic!("no plan {plan_key} in {service}"))
+}
+
 /// Error bodies: a JSON object; `error`, if present, one CamelCase word;
 /// `description`, if present, a non-empty string.
 pub fn check_error_body(r: &Resp) {

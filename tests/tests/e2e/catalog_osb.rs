@@ -7,7 +7,7 @@
 use e2e::buying::{self, admin, cap, consumer, peering_token, publish, reserve};
 use e2e::catalog::{Backend, Env};
 use e2e::catalog_tests;
-use e2e::osb_client::{check_catalog, Auth, Outcome, Platform};
+use e2e::osb_client::{check_catalog, plan_of, service_of, Auth, Outcome, Platform};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -26,18 +26,8 @@ fn platform(c: &e2e::catalog::Catalog) -> Platform {
 
 /// The service and plan ids of offer `offer_id`'s plan `plan_key`.
 fn ids(catalog: &Value, offer_id: &str, plan_key: &str) -> (String, String) {
-    let service = catalog["services"]
-        .as_array()
-        .expect("services")
-        .iter()
-        .find(|s| s["metadata"]["offerID"] == offer_id)
-        .unwrap_or_else(|| panic!("no service for offer {offer_id}"));
-    let plan = service["plans"]
-        .as_array()
-        .expect("plans")
-        .iter()
-        .find(|p| p["metadata"]["planID"] == plan_key)
-        .unwrap_or_else(|| panic!("no plan {plan_key}"));
+    let service = service_of(catalog, offer_id);
+    let plan = plan_of(service, plan_key);
     (
         service["id"].as_str().unwrap().into(),
         plan["id"].as_str().unwrap().into(),
@@ -138,10 +128,7 @@ fn catalog_maps_offers_to_services() {
     let catalog = p.catalog();
     let services = catalog["services"].as_array().expect("services");
     assert_eq!(services.len(), 2, "{catalog}");
-    let shop = services
-        .iter()
-        .find(|s| s["metadata"]["offerID"] == "shop")
-        .expect("shop");
+    let shop = service_of(&catalog, "shop");
     assert_eq!(shop["name"], "shop");
     assert_eq!(shop["description"], "Spare cluster capacity.");
     // The offer's type, then the Liqo generations its provider peers with
@@ -166,10 +153,7 @@ fn catalog_maps_offers_to_services() {
         small["metadata"]["resources"],
         json!({ "cpu": "2", "memory": "4Gi" })
     );
-    let free_tier = services
-        .iter()
-        .find(|s| s["metadata"]["offerID"] == "free_tier")
-        .expect("free tier");
+    let free_tier = service_of(&catalog, "free_tier");
     // CLI-friendly names; zero cost is free.
     assert_eq!(free_tier["name"], "free-tier");
     assert_eq!(free_tier["plans"][0]["name"], "tiny-one");

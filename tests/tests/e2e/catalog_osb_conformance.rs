@@ -4,7 +4,7 @@
 
 use e2e::buying::{self, publish};
 use e2e::catalog::{Backend, Catalog, Env};
-use e2e::osb_client::{Auth, Platform};
+use e2e::osb_client::{plan_of, service_of, Auth, Platform};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -16,16 +16,8 @@ fn start(env: &Env) -> (Catalog, Platform, String, String) {
     publish(&c, 1, "shop");
     let p = Platform::new(&c.url(""), Auth::Basic(USER.into(), PASSWORD.into()));
     let catalog = p.catalog();
-    let service = catalog["services"]
-        .as_array()
-        .and_then(|s| s.iter().find(|s| s["metadata"]["offerID"] == "shop"))
-        .expect("the shop service")
-        .clone();
-    let plan = service["plans"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["metadata"]["planID"] == "small"))
-        .expect("the small plan")
-        .clone();
+    let service = service_of(&catalog, "shop");
+    let plan = plan_of(service, "small");
     let (sid, pid) = (
         service["id"].as_str().unwrap().to_string(),
         plan["id"].as_str().unwrap().to_string(),

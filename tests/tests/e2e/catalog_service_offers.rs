@@ -20,7 +20,7 @@ use e2e::buying::{self, get, put};
 use e2e::catalog::{provider, Backend, Env};
 use e2e::catalog_tests;
 use e2e::contracts::kubeconfig;
-use e2e::osb_client::{Auth, Platform};
+use e2e::osb_client::{plan_of, service_of, Auth, Platform};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -128,24 +128,12 @@ fn service_offer_lifecycle(backend: Backend) {
     // The OSB catalog: the plan's schemas as OSB v2.17 `schemas`.
     let p = Platform::new(&c.url(""), Auth::Basic(USER.into(), PASSWORD.into()));
     let catalog = p.catalog();
-    let service = catalog["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["metadata"]["offerID"] == "db")
-        .expect("the service offer in /v2/catalog")
-        .clone();
+    let service = service_of(&catalog, "db").clone();
     assert!(service["tags"]
         .as_array()
         .unwrap()
         .contains(&json!("service")));
-    let plan = service["plans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["metadata"]["planID"] == "remote")
-        .unwrap()
-        .clone();
+    let plan = plan_of(&service, "remote").clone();
     assert_eq!(plan["metadata"]["hosting"], "Remote");
     assert_eq!(
         plan["schemas"]["service_binding"]["create"]["parameters"],

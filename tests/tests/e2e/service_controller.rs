@@ -27,7 +27,7 @@ use std::path::Path;
 use base64::Engine;
 use e2e::buying::{self, get};
 use e2e::catalog::{Backend, Env};
-use e2e::osb_client::{Auth, Outcome, Platform};
+use e2e::osb_client::{plan_of, service_of, Auth, Outcome, Platform};
 use e2e::process::Spawn;
 use serde_json::{json, Value};
 
@@ -96,6 +96,18 @@ fn start_controller(world: &DirectWorld, catalog: &str, dir: &Path) -> e2e::proc
         .0
 }
 
+/// The id of the provider's contract whose `field` is `value`.
+fn contract_id(catalog: &e2e::catalog::Catalog, token: &str, field: &str, value: &str) -> String {
+    let contracts = get(catalog, "/contracts", Some(token)).json;
+    contracts
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c[field] == value))
+        .unwrap_or_else(|| panic!("no contract with {field} {value}: {contracts}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn valid(world: &DirectWorld, name: &str) -> Option<Value> {
     let catalog = world
         .consumer
@@ -156,24 +168,8 @@ impl ServiceWorld {
             Auth::Basic(OSB_USER.into(), OSB_PASSWORD.into()),
         );
         let services = platform.catalog();
-        let service = services["services"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["metadata"]["offerID"] == "db")
-            .expect("db in /v2/catalog")
-            .clone();
-        let plan_id = |key: &str| {
-            service["plans"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["metadata"]["planID"] == key)
-                .unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
+        let service = service_of(&services, "db").clone();
+        let plan_id = |key: &str| plan_of(&service, key)["id"].as_str().unwrap().to_string();
         let peering = provider
             .get(SECRETS, Some(TEAM), "peer")
             .expect("the customer's peering user");
@@ -289,16 +285,7 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         Outcome::Succeeded(_) => {}
         other => panic!("provisioning: {other:?}"),
     }
-    let contracts = get(catalog, "/contracts", Some(provider_token)).json;
-    let contract = contracts
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["offerID"] == "db")
-        .expect("the service contract")["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let contract = contract_id(catalog, provider_token, "offerID", "db");
     let namespace = format!("svc-{}", contract.to_lowercase());
     let settings = provider
         .get(CONFIGMAPS, Some(&namespace), "settings")
@@ -380,16 +367,7 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         Outcome::Succeeded(_) => {}
         other => panic!("provisioning Local: {other:?}"),
     }
-    let contracts = get(catalog, "/contracts", Some(provider_token)).json;
-    let second = contracts
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["planID"] == "local")
-        .expect("the Local contract")["id"]
-        .as_str()
-        .unwrap()
-        .to_lowercase();
+    let second = contract_id(catalog, provider_token, "planID", "local").to_lowercase();
     let local_namespace = format!("svc-{second}");
     let offloading = provider
         .get(OFFLOADINGS, Some(&local_namespace), "offloading")
