@@ -12,6 +12,14 @@
 //! A write the rules refuse (409, 403, 404) changes nothing and does not
 //! affect its batch; a storage failure fails the whole batch, and nothing
 //! of it is committed.
+//!
+//! The committer holds the store only while it works on a batch, and lets
+//! go of it before answering anyone: once its write is answered, a caller
+//! holding the last handle closes the file when it drops it, then and
+//! there. Were the committer still holding the store, the file would close
+//! later, on this thread, and reopening the data directory at once would
+//! fail with redb's "Database already open" (seen in
+//! `tests/migrate_235bcb7.rs` on a loaded machine).
 
 use std::sync::mpsc;
 use std::sync::Weak;
@@ -54,21 +62,42 @@ enum Done {
     ),
 }
 
-impl Write {
-    fn fail(self, e: StoreError) {
+/// A caller's answer, sent once the committer let go of the store.
+enum Answer {
+    Put(
+        Result<PutOutcome, StoreError>,
+        oneshot::Sender<Result<PutOutcome, StoreError>>,
+    ),
+    Delete(
+        Result<Offer, StoreError>,
+        oneshot::Sender<Result<Offer, StoreError>>,
+    ),
+}
+
+impl Answer {
+    fn send(self) {
         // A caller that went away needs no answer.
         match self {
-            Write::Put { reply, .. } => drop(reply.send(Err(e))),
-            Write::Delete { reply, .. } => drop(reply.send(Err(e))),
+            Answer::Put(r, reply) => drop(reply.send(r)),
+            Answer::Delete(r, reply) => drop(reply.send(r)),
+        }
+    }
+}
+
+impl Write {
+    fn fail(self, e: StoreError) -> Answer {
+        match self {
+            Write::Put { reply, .. } => Answer::Put(Err(e), reply),
+            Write::Delete { reply, .. } => Answer::Delete(Err(e), reply),
         }
     }
 }
 
 impl Done {
-    fn fail(self, e: StoreError) {
+    fn fail(self, e: StoreError) -> Answer {
         match self {
-            Done::Put(_, reply) => drop(reply.send(Err(e))),
-            Done::Delete(_, reply) => drop(reply.send(Err(e))),
+            Done::Put(_, reply) => Answer::Put(Err(e), reply),
+            Done::Delete(_, reply) => Answer::Delete(Err(e), reply),
         }
     }
 }
@@ -91,11 +120,17 @@ pub(super) fn start(inner: Weak<Inner>, queue: mpsc::Receiver<Write>) -> std::io
                 }
                 let Some(inner) = inner.upgrade() else {
                     for w in batch {
-                        w.fail(internal("the store is closed"));
+                        w.fail(internal("the store is closed")).send();
                     }
                     return;
                 };
-                inner.commit_batch(batch);
+                let answers = inner.commit_batch(batch);
+                // Let go of the store before answering (see the module
+                // docs): an answered caller may hold the last handle.
+                drop(inner);
+                for a in answers {
+                    a.send();
+                }
             }
         })
         .map(|_| ())
@@ -103,8 +138,9 @@ pub(super) fn start(inner: Weak<Inner>, queue: mpsc::Receiver<Write>) -> std::io
 
 impl Inner {
     /// Decide and write `batch` in one transaction, commit it (one fsync),
-    /// then update the cache, publish in order and answer every caller.
-    fn commit_batch(&self, batch: Vec<Write>) {
+    /// then update the cache and publish in order: every caller's answer,
+    /// for the committer to send once it let go of the store.
+    fn commit_batch(&self, batch: Vec<Write>) -> Vec<Answer> {
         let _order = self.lock_order();
         let n = batch.len();
         let started = std::time::Instant::now();
@@ -112,13 +148,11 @@ impl Inner {
             Ok(t) => t,
             Err(e) => {
                 let e = internal(e);
-                for w in batch {
-                    w.fail(e.clone());
-                }
-                return;
+                return batch.into_iter().map(|w| w.fail(e.clone())).collect();
             }
         };
         let mut done = Vec::with_capacity(n);
+        let mut answers = Vec::with_capacity(n);
         let decided: Result<(), StoreError> = (|| {
             let mut offers = txn.open_table(OFFERS).map_err(internal)?;
             let mut versions = txn.open_table(VERSIONS).map_err(internal)?;
@@ -132,7 +166,7 @@ impl Inner {
                     } => match apply_put(&mut offers, &mut versions, draft, expected_version) {
                         Ok(r) => Ok(Done::Put(r, reply)),
                         Err(e) => {
-                            let _ = reply.send(Err(e.clone()));
+                            answers.push(Answer::Put(Err(e.clone()), reply));
                             Err(e)
                         }
                     },
@@ -140,7 +174,7 @@ impl Inner {
                         match apply_delete(&mut offers, &mut versions, &id, &owner) {
                             Ok(r) => Ok(Done::Delete(r, reply)),
                             Err(e) => {
-                                let _ = reply.send(Err(e.clone()));
+                                answers.push(Answer::Delete(Err(e.clone()), reply));
                                 Err(e)
                             }
                         }
@@ -149,9 +183,7 @@ impl Inner {
                 match step {
                     Ok(d) => done.push(d),
                     Err(e) => {
-                        for w in queue {
-                            w.fail(e.clone());
-                        }
+                        answers.extend(queue.map(|w| w.fail(e.clone())));
                         return Err(e);
                     }
                 }
@@ -163,10 +195,8 @@ impl Inner {
         let committed_at = started.elapsed();
         if let Err(e) = committed {
             tracing::error!(error = %e, writes = n, "offer batch not committed");
-            for d in done {
-                d.fail(e.clone());
-            }
-            return;
+            answers.extend(done.into_iter().map(|d| d.fail(e.clone())));
+            return answers;
         }
         self.set_cached_batch(done.iter().filter_map(|d| match d {
             Done::Put(Ok(outcome), _) => Some((&outcome.offer.id, Some(&outcome.offer))),
@@ -174,10 +204,10 @@ impl Inner {
             _ => None,
         }));
         for d in done {
-            match d {
+            answers.push(match d {
                 Done::Put(Ok(outcome), reply) => {
                     self.publish(OfferChange::Upserted(outcome.offer.clone()));
-                    let _ = reply.send(Ok(outcome));
+                    Answer::Put(Ok(outcome), reply)
                 }
                 Done::Delete(Ok((offer, version)), reply) => {
                     self.publish(OfferChange::Deleted {
@@ -185,20 +215,21 @@ impl Inner {
                         cluster_id: offer.cluster_id.clone(),
                         version,
                     });
-                    let _ = reply.send(Ok(offer));
+                    Answer::Delete(Ok(offer), reply)
                 }
-                Done::Put(Err(e), reply) => drop(reply.send(Err(e))),
-                Done::Delete(Err(e), reply) => drop(reply.send(Err(e))),
-            }
+                Done::Put(Err(e), reply) => Answer::Put(Err(e), reply),
+                Done::Delete(Err(e), reply) => Answer::Delete(Err(e), reply),
+            });
         }
         // Where a batch's time goes (RUST_LOG=catalog::backends::embedded=debug).
         tracing::debug!(
             writes = n,
             decide_us = decided_at.as_micros() as u64,
             commit_us = (committed_at - decided_at).as_micros() as u64,
-            answer_us = (started.elapsed() - committed_at).as_micros() as u64,
+            publish_us = (started.elapsed() - committed_at).as_micros() as u64,
             "offer batch committed"
         );
+        answers
     }
 }
 
@@ -271,4 +302,37 @@ fn apply_delete(
     offers.remove(id).map_err(internal)?;
     versions.insert(id, version).map_err(internal)?;
     Ok(Ok((offer, version)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backends::EmbeddedStore;
+    use crate::offers::{OfferSpec, OfferStore, ProviderRef};
+
+    /// Once its write is answered, dropping the last handle closes the
+    /// file at once: the data directory opens again straight away. (With
+    /// the committer still holding the store, the reopen raced its
+    /// reference and failed with "Database already open" whenever the
+    /// committer was descheduled between answering and letting go; this
+    /// repeats the sequence to give such a race many chances.)
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_file_is_released_when_the_last_handle_goes_after_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let owner = ProviderRef {
+            cluster_id: "c1".into(),
+            cluster_name: "one".into(),
+            liqo: Vec::new(),
+            enforcement: None,
+        };
+        for round in 0..50 {
+            let store = EmbeddedStore::open(dir.path())
+                .unwrap_or_else(|e| panic!("reopening after round {round}: {e}"));
+            let draft = OfferSpec::from_json(
+                br#"{"name":"n","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#,
+            )
+            .unwrap()
+            .into_draft("o1".into(), owner.clone());
+            store.put_offer(draft, None).await.unwrap();
+        }
+    }
 }
