@@ -147,6 +147,10 @@ impl Drop for Running {
 
 fn start(bin: &PathBuf, extra: &[&str]) -> Result<Running> {
     let data = tempfile::tempdir()?;
+    // A port known in advance, not port 0 and the announcement: the binary
+    // measured may be a build older than `edge::announce`
+    // (`WRITE_LOAD_CATALOGS`). `free_port` picks it outside the ephemeral
+    // range, where no other socket is handed it meanwhile.
     let port = free_port();
     let child = Command::new(bin)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])

@@ -160,21 +160,36 @@ impl Drop for Process {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-fn spawn(args: &[String]) -> anyhow::Result<Process> {
-    let child = Command::new(env!("CARGO_BIN_EXE_resource-monitor"))
+/// Start `resource-monitor` with `args` (serving on `--listen
+/// 127.0.0.1:0`) and return it with the port it announced (edge's
+/// `announce` line on stdout). Port 0 rather than a port picked before the
+/// start: a picked port, free a moment ago, can be taken meanwhile by any
+/// other socket on the machine.
+fn spawn(args: &[String]) -> anyhow::Result<(Process, u16)> {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resource-monitor"))
         .args(args)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?;
-    Ok(Process(child))
+    let stdout = child.stdout.take();
+    let process = Process(child);
+    let mut lines =
+        std::io::BufReader::new(stdout.ok_or_else(|| anyhow::anyhow!("no stdout"))?).lines();
+    let port = loop {
+        let line = lines.next().ok_or_else(|| {
+            anyhow::anyhow!("resource-monitor exited before announcing its port")
+        })??;
+        // The gRPC port: the one announced without a role.
+        if let Some(announced) = edge::announce::parse(&line).filter(|a| !a.who.contains(' ')) {
+            break announced.addr.port();
+        }
+    };
+    // Keep reading, so the process never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Ok((process, port))
 }
 
 async fn connect(port: u16) -> anyhow::Result<Channel> {
@@ -193,20 +208,19 @@ async fn chained_notification_latency(
     dir: &std::path::Path,
     file: &std::path::Path,
 ) -> anyhow::Result<Vec<Duration>> {
-    let (p1_port, p2_port) = (free_port()?, free_port()?);
-    let _p1 = spawn(&[
+    let (_p1, p1_port) = spawn(&[
         "--source".into(),
         format!("static:{}", file.display()),
         "--listen".into(),
-        format!("127.0.0.1:{p1_port}"),
+        "127.0.0.1:0".into(),
     ])?;
-    let _p2 = spawn(&[
+    let (_p2, p2_port) = spawn(&[
         "--source".into(),
         format!("grpc:127.0.0.1:{p1_port}"),
         "--quota-percent".into(),
         "50".into(),
         "--listen".into(),
-        format!("127.0.0.1:{p2_port}"),
+        "127.0.0.1:0".into(),
     ])?;
     let channel = connect(p2_port).await?;
     // P2 answers once it is subscribed to P1.

@@ -24,49 +24,119 @@ pub fn bin_path(name: &str) -> PathBuf {
     path
 }
 
-/// A loopback port that was free a moment ago and that no other test
-/// process of this run was handed.
+/// A loopback port that nothing listens on and that no other test process
+/// of this run was handed.
 ///
 /// Only for a port that must be known before its server starts (a client
 /// told where an upstream will be, a server restarted where its clients
-/// know it): every other server is started on port 0 and read back from
-/// its announcement ([`Spawn::start_announced`]), which no other process
-/// can take meanwhile.
+/// know it, a port that must refuse connections): every other server is
+/// started on port 0 and read back from its announcement
+/// ([`Spawn::start_announced`]), which no other process can take meanwhile.
+///
+/// A port handed out here stays unbound until the test binds it, which can
+/// be seconds later (a server restarted on it, a client's upstream that
+/// never comes). The kernel hands out every port of its ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`) to any `bind` on port 0 and
+/// to every outgoing connection, so a port picked from that range could be
+/// taken meanwhile by any socket of any process — the more of them, the
+/// busier the machine. So the port comes from outside that range
+/// ([`outside_ephemeral`]), where only an explicit bind can take it, and is
+/// checked to be bindable now.
 ///
 /// nextest runs every test in its own process, all at once: two of them
-/// asking the system for a free port can be told the same one, and then
-/// one test's server would silently serve the other test. So each port
-/// handed out is marked with a file no other test process can create
-/// again; marks older than [`PORT_MARK_TTL`] are forgotten and removed
-/// (every call sweeps them, so the directory does not grow).
+/// picking a port could pick the same one, and then one test's server
+/// would silently serve the other test. So each port handed out is marked
+/// with a file no other test process can create again; marks older than
+/// [`PORT_MARK_TTL`] are forgotten and removed (every call sweeps them, so
+/// the directory does not grow).
 pub fn free_port() -> u16 {
     let dir = std::env::temp_dir().join("liqo-broker-e2e-ports");
     let marks = std::fs::create_dir_all(&dir).is_ok();
     if marks {
         sweep_stale_marks(&dir);
     }
-    for _ in 0..100 {
-        let port = system_free_port();
-        if !marks {
+    let range = outside_ephemeral();
+    for attempt in 0u64..1000 {
+        let port = match &range {
+            Some(range) => pick(range, attempt),
+            // No room outside the ephemeral range: the best left is a port
+            // that is free now.
+            None => system_free_port(),
+        };
+        let mark = dir.join(port.to_string());
+        let marked = marks
+            && match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&mark)
+            {
+                Ok(_) => true,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if is_stale(&mark) {
+                        let _ = std::fs::remove_file(&mark);
+                    }
+                    continue;
+                }
+                // Cannot mark (read-only temp dir?): unmarked, as a port
+                // picked by the system would be.
+                Err(_) => false,
+            };
+        // Something outside this scheme (another program) may hold it.
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
-        let mark = dir.join(port.to_string());
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&mark)
-        {
-            Ok(_) => return port,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if is_stale(&mark) {
-                    let _ = std::fs::remove_file(&mark);
-                }
-            }
-            // Cannot mark (read-only temp dir?): the plain behaviour.
-            Err(_) => return port,
+        if marked {
+            let _ = std::fs::remove_file(&mark);
         }
     }
-    system_free_port()
+    panic!("no bindable loopback port left in {range:?} after 1000 tries")
+}
+
+/// Lowest port [`free_port`] hands out: clear of the registered ports
+/// services commonly listen on (databases, web servers on 8080, …).
+const LOWEST_PORT: u16 = 20_000;
+
+/// Fewest ports worth picking from: with fewer, a random pick would keep
+/// meeting the marks of the other test processes.
+const LEAST_POOL: u32 = 1_000;
+
+/// The loopback ports no ephemeral allocation can hand out: below the
+/// kernel's ephemeral range (from [`LOWEST_PORT`], else from 1024 up), or
+/// above it; `None` when the range leaves too little room on either side.
+/// A range that cannot be read (not Linux) is taken as Linux's default,
+/// 32768–60999.
+fn outside_ephemeral() -> Option<std::ops::RangeInclusive<u16>> {
+    let (low, high) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| {
+            let mut bounds = text.split_whitespace().map(str::parse::<u16>);
+            Some((bounds.next()?.ok()?, bounds.next()?.ok()?))
+        })
+        .unwrap_or((32_768, 60_999));
+    let size = |r: &std::ops::RangeInclusive<u16>| {
+        u32::from(*r.end()).saturating_sub(u32::from(*r.start())) + 1
+    };
+    let below = |floor: u16| (low > floor).then(|| floor..=low - 1);
+    [
+        below(LOWEST_PORT),
+        below(1024),
+        (high < u16::MAX).then(|| high + 1..=u16::MAX),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|r| size(r) >= LEAST_POOL)
+}
+
+/// A port of `range`, a different one each call and in each process.
+fn pick(range: &std::ops::RangeInclusive<u16>, attempt: u64) -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    // Randomly keyed per process (and per call): test processes starting
+    // together do not walk the range in step.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(attempt);
+    let span = u64::from(*range.end() - *range.start()) + 1;
+    let offset = u16::try_from(hasher.finish() % span).unwrap_or(0);
+    *range.start() + offset
 }
 
 /// Longer than any test holds a port.
@@ -561,4 +631,33 @@ pub fn run_tracing_binds(
         .map(str::to_string)
         .collect();
     Ok((out.status.success(), stderr, binds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every port handed out lies outside the kernel's ephemeral range (so
+    /// no `bind` to port 0 or outgoing connection can take it), can be
+    /// bound, and is handed out once.
+    #[test]
+    fn free_ports_are_outside_the_ephemeral_range_and_handed_out_once() {
+        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .expect("Linux's ephemeral port range");
+        let bounds: Vec<u16> = text
+            .split_whitespace()
+            .map(|b| b.parse().expect("a port"))
+            .collect();
+        let ephemeral = bounds[0]..=bounds[1];
+        let ports: Vec<u16> = (0..20).map(|_| free_port()).collect();
+        for port in &ports {
+            assert!(
+                !ephemeral.contains(port),
+                "{port} is in the ephemeral range {ephemeral:?}"
+            );
+            TcpListener::bind(("127.0.0.1", *port)).expect("a free port binds");
+        }
+        let distinct: std::collections::BTreeSet<&u16> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len(), "handed out twice: {ports:?}");
+    }
 }

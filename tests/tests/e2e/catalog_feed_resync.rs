@@ -40,7 +40,11 @@ use e2e::catalog::{provider, simple_offer, Backend, Catalog, Env};
 use e2e::ws::{Event, FeedClient};
 use serde_json::{json, Value};
 
-/// Waiting for something that must happen (a message, recovery).
+/// How long a wait may see nothing of what it waits for: no write
+/// acknowledged ([`wait_progressing`]), or the two catalogs' lists still
+/// apart once the writes stopped. A stall, not a slow machine: the catalog
+/// answers each write and each read, or refuses it, within its
+/// `--mongodb-timeout` (seconds), and the test tries again.
 const PATIENCE: Duration = Duration::from_secs(60);
 /// Offers every writer rewrites in turn, so both processes raise the same
 /// offers' versions.
@@ -53,6 +57,12 @@ const SEEDED: usize = 120;
 const DELAY: Duration = Duration::from_millis(500);
 /// Catalog B's `appName`, which the failpoint is scoped to.
 const SLOWED: &str = "catalog-b";
+/// The catalogs' `--feed-send-timeout`: a subscriber's waiting messages
+/// make progress within it, or the feed closes the subscriber (1008). So
+/// it also bounds how long a subscriber may take to be sent the final list
+/// once both catalogs hold it.
+const FEED_SEND_TIMEOUT: &str = "120s";
+
 /// The catalogs' feed flags. The writers post as fast as the catalogs
 /// answer, and on a loaded 2-core machine a subscriber thread can fall more
 /// than the default 64 messages behind, or B (paused across the restart)
@@ -63,7 +73,7 @@ const FEED_FLAGS: [&str; 6] = [
     "--feed-queue",
     "60000",
     "--feed-send-timeout",
-    "120s",
+    FEED_SEND_TIMEOUT,
     "--feed-idle-timeout",
     "300s",
 ];
@@ -140,7 +150,9 @@ fn versions(offers: &Value) -> BTreeMap<String, u64> {
 }
 
 /// A subscriber reading in its own thread until told to stop and its view
-/// equals the wanted one.
+/// equals the wanted one: within `--feed-send-timeout` of being told (the
+/// feed's own bound on messages waiting for a subscriber), however long
+/// the steps before took.
 struct Subscriber {
     thread: thread::JoinHandle<Log>,
 }
@@ -158,19 +170,23 @@ impl Subscriber {
                 name,
                 messages: Vec::new(),
             };
-            let deadline = Instant::now() + PATIENCE * 2;
+            let patience = edge::duration::parse(FEED_SEND_TIMEOUT).expect("--feed-send-timeout");
+            let mut deadline = None;
             loop {
                 let want = stop.lock().unwrap().clone();
-                if want.is_some_and(|w| w == log.view()) {
-                    return log;
+                if let Some(want) = want {
+                    if want == log.view() {
+                        return log;
+                    }
+                    let deadline = *deadline.get_or_insert_with(|| Instant::now() + patience);
+                    assert!(
+                        Instant::now() < deadline,
+                        "{}: not sent the final list within --feed-send-timeout ({patience:?}) \
+                         of both catalogs holding it; has {:?}, wants {want:?}",
+                        log.name,
+                        log.view(),
+                    );
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "{}: never reached the final list; has {:?}, wants {:?}",
-                    log.name,
-                    log.view(),
-                    stop.lock().unwrap()
-                );
                 match client
                     .poll_event(Instant::now() + Duration::from_millis(200))
                     .unwrap()
@@ -231,6 +247,40 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     while !f() {
         assert!(Instant::now() < deadline, "never: {what}");
         thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Wait until `progress()` (a count that only grows) reaches `goal`, for
+/// as long as it keeps growing: only [`PATIENCE`] without any progress
+/// fails, so a slow machine is waited for and a stall is not.
+fn wait_progressing(what: &str, goal: usize, mut progress: impl FnMut() -> usize) {
+    let mut last = progress();
+    let mut deadline = Instant::now() + PATIENCE;
+    while last < goal {
+        thread::sleep(Duration::from_millis(50));
+        let now = progress();
+        if now != last {
+            last = now;
+            deadline = Instant::now() + PATIENCE;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no progress for {PATIENCE:?} (at {last} of {goal}): {what}"
+        );
+    }
+}
+
+/// Every offer catalog `c` lists, or `None` while it answers 503: a read
+/// that goes to the database (B's memory not trusted yet) is held by the
+/// failpoint, and the catalog answers 503 when its `--mongodb-timeout`
+/// runs out first — the catalog keeping its promise, not the order this
+/// test is about.
+fn listed(c: &Catalog) -> Option<Value> {
+    let r = c.get("/offers");
+    match r.status {
+        200 => Some(r.json),
+        503 => None,
+        status => panic!("GET /offers: {status} {}", r.text),
     }
 }
 
@@ -300,10 +350,13 @@ fn mongo_feed_is_monotonic_across_a_database_restart() {
             acked_b.load(Ordering::Relaxed),
         )
     };
-    wait_until("writes through both catalogs", || {
+    // Ten through each: a catalog past its ten adds nothing, so one that
+    // stalls short of them stops the progress.
+    let towards = |(from_a, from_b): (usize, usize)| {
         let (a, b) = acked();
-        a >= 10 && b >= 10
-    });
+        (a - from_a).min(10) + (b - from_b).min(10)
+    };
+    wait_progressing("writes through both catalogs", 20, || towards((0, 0)));
 
     // B pauses; the database dies (SIGKILL: no clean shutdown) and comes
     // back on the same storage while A keeps writing, with B's commands
@@ -325,13 +378,10 @@ fn mongo_feed_is_monotonic_across_a_database_restart() {
         )
         .unwrap();
     signal(b.child.pid(), "CONT");
-    let (before_a, before_b) = acked();
+    let before = acked();
     // Well past B's resync (a few DELAYs): writes acknowledged through
     // both, B's at first each held by a delayed read.
-    wait_until("writes after the restart", || {
-        let (a, b) = acked();
-        a >= before_a + 10 && b >= before_b + 10
-    });
+    wait_progressing("writes after the restart", 20, || towards(before));
 
     stop.store(true, Ordering::Relaxed);
     for w in writers {
@@ -340,8 +390,13 @@ fn mongo_feed_is_monotonic_across_a_database_restart() {
     // Each process has the other's last writes a moment later.
     let mut last = Value::Null;
     wait_until("both catalogs list the same offers", || {
-        last = a.all_offers();
-        last == b.all_offers()
+        match (listed(&a), listed(&b)) {
+            (Some(on_a), Some(on_b)) if on_a == on_b => {
+                last = on_a;
+                true
+            }
+            _ => false,
+        }
     });
     let want = versions(&last);
     *done.lock().unwrap() = Some(want);

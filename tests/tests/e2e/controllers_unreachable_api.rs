@@ -49,9 +49,17 @@ struct Case {
     stop_within: Duration,
 }
 
-/// resource-monitor and orchestrator: 5 s for open calls and the
-/// controller, then edge's 2 s grace; purchase-controller the same.
-const STOP: Duration = Duration::from_secs(7);
+/// The shutdown budget the binaries give themselves, then edge's grace for
+/// the runtime ([`edge::SHUTDOWN_GRACE`]): 5 s for the controller
+/// (resource-monitor's and purchase-controller's `STOP_TIMEOUT`; the
+/// orchestrator's controller-core `STOP_GRACE`, 3 s, and its Lease release,
+/// `--lease-retry`, 2 s); resource-monitor gives its gRPC server's open
+/// calls another `STOP_TIMEOUT`, and none are open here. The budget bounds
+/// calls stuck on a server; these servers refuse or close at once, so
+/// nothing is stuck and each case stops in tens of milliseconds: all of the
+/// budget is slack for a loaded machine, and a binary that stays up past it
+/// (as two once did, for a minute) breaks its own bound.
+const STOP: Duration = Duration::from_secs(5).saturating_add(edge::SHUTDOWN_GRACE);
 
 // Arguments, split on whitespace; `{kubeconfig}` and `{resources}` are
 // filled in per word.
@@ -117,11 +125,15 @@ fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
 /// A port in the state `server` names; the listener (if any) lives as long
 /// as the returned guard.
 fn unreachable(server: Server) -> (u16, Option<std::thread::JoinHandle<()>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     match server {
-        Server::Refused => (port, None),
+        // Nothing may listen there for the whole run: a port from the
+        // ephemeral range, bound and released, could be handed to any
+        // other test's server meanwhile, and the binary would talk to it.
+        // `free_port` picks from outside that range and marks the port.
+        Server::Refused => (e2e::free_port(), None),
         Server::Closing => {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
             let handle = std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     drop(stream);
@@ -230,6 +242,8 @@ impl Running {
         let asked = Instant::now();
         let stopped = self.child.terminate(within);
         let took = asked.elapsed();
+        // On record for a failure elsewhere: how much of the budget was used.
+        eprintln!("{}: stopped {took:?} after SIGTERM", self.name());
         let tail: String = std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -325,7 +339,15 @@ fn unreachable_servers_every_binary_backs_off_and_stops() {
 
 /// Run `bin` with `args` (`{kubeconfig}` replaced by `file`) and expect it to
 /// refuse at once, naming `flag` and the file.
+///
+/// "At once": before [`edge::config_file::READ_DEADLINE`], the longest
+/// start-up lets a read of a flag's file take before giving up on it. A
+/// binary that waited on the file (a FIFO opened for a writer that never
+/// comes) would be stopped by that deadline, not by the file's type; one
+/// that refuses by the type takes milliseconds, so the deadline is all
+/// slack.
 fn refuses_file(bin: &str, args: &str, file: &Path, flag: &str) {
+    let within = edge::config_file::READ_DEADLINE;
     let dir = tempfile::tempdir().unwrap();
     let resources = dir.path().join("resources.yaml");
     std::fs::write(&resources, "cpu: 4\n").unwrap();
@@ -346,8 +368,8 @@ fn refuses_file(bin: &str, args: &str, file: &Path, flag: &str) {
             break status;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "{bin} {flag} {}: still running after 3 s:\n{}",
+            started.elapsed() < within,
+            "{bin} {flag} {}: still running after {within:?} (edge's read deadline):\n{}",
             file.display(),
             std::fs::read_to_string(&log).unwrap_or_default()
         );

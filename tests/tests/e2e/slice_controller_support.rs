@@ -236,9 +236,23 @@ impl Provider {
         self.controller_spawn(retry, extra).start_announced(ports)
     }
 
+    /// [`Provider::controller`] holding the Lease with `lease`'s timings.
+    pub fn controller_leased(&self, lease: LeaseTimes, extra: &[&str]) -> Result<(Child, u16)> {
+        let (child, bound) = self
+            .controller_spawn_leased(lease, extra)
+            .start_announced(1)?;
+        Ok((child, bound.port(Some("controller"))))
+    }
+
     /// The controller [`Provider::controller_announced`] starts, not yet
     /// started (to send its log to a file, say).
     pub fn controller_spawn(&self, retry: &str, extra: &[&str]) -> Spawn {
+        let retry = edge::duration::parse(retry).expect("a --lease-retry duration");
+        self.controller_spawn_leased(LeaseTimes::SHORT.retrying_every(retry), extra)
+    }
+
+    /// [`Provider::controller_spawn`] with `lease`'s timings.
+    pub fn controller_spawn_leased(&self, lease: LeaseTimes, extra: &[&str]) -> Spawn {
         // `--liqo-api v1` unless the test names another API.
         let api = if extra.contains(&"--liqo-api") {
             &[][..]
@@ -252,19 +266,42 @@ impl Provider {
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .args(["--http-listen", "127.0.0.1:0"])
-            .args([
-                "--lease-duration",
-                "3s",
-                "--lease-renew-deadline",
-                "2s",
-                "--lease-retry",
-                retry,
-            ])
+            .arg("--lease-duration")
+            .arg(edge::duration::format(lease.duration))
+            .arg("--lease-renew-deadline")
+            .arg(edge::duration::format(lease.renew_deadline))
+            .arg("--lease-retry")
+            .arg(edge::duration::format(lease.retry))
             .args(extra)
             // As the Deployment sets it (the downward API): the Lease's
             // namespace.
             .env("POD_NAMESPACE", CONTROLLER_NAMESPACE)
             .env("RUST_LOG", "info,slice_controller=debug")
+    }
+}
+
+/// The Lease timings a controller is started with: `--lease-duration`,
+/// `--lease-renew-deadline`, `--lease-retry` (controller-core's
+/// `LeaseTimesArgs`; the election's rules in its `lease` module).
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseTimes {
+    pub duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry: Duration,
+}
+
+impl LeaseTimes {
+    /// What [`Provider::controller`] starts with: short, so a released or
+    /// expired Lease changes hands quickly.
+    pub const SHORT: LeaseTimes = LeaseTimes {
+        duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
+        retry: Duration::from_millis(250),
+    };
+
+    /// The same with `--lease-retry` set to `retry`.
+    pub fn retrying_every(self, retry: Duration) -> Self {
+        LeaseTimes { retry, ..self }
     }
 }
 
