@@ -65,10 +65,11 @@ pub fn buy(c: &Catalog, token: &str, offer_id: &str, plan: &str, body: &Value) -
     )
 }
 
-/// Ask `probe` every 100 ms until it returns Some, for at most 15 s.
+/// Ask `probe` every 100 ms until it returns Some, for at most
+/// [`crate::EVENTUALLY`].
 #[track_caller]
 pub fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + crate::EVENTUALLY;
     loop {
         if let Some(v) = probe() {
             return v;

@@ -46,11 +46,11 @@ pub struct Pool {
 }
 
 impl ReaderClient {
-    /// Connect to 127.0.0.1:`port`, retrying for up to 10 s.
+    /// Connect to 127.0.0.1:`port`, retrying for up to [`crate::EVENTUALLY`].
     pub async fn connect(port: u16, shape: Shape) -> Result<Self> {
         let endpoint = Endpoint::from_shared(format!("http://127.0.0.1:{port}"))?
             .connect_timeout(Duration::from_secs(2));
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + crate::EVENTUALLY;
         loop {
             match endpoint.connect().await {
                 Ok(channel) => return Ok(Self { shape, channel }),

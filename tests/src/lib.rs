@@ -19,3 +19,21 @@ pub mod rbac;
 pub mod ws;
 
 pub use process::{bin_path, free_port, wait_for_log, wait_for_port, Child, Spawn};
+
+/// How long a test waits for something the product does eventually (a
+/// Purchase reaching Ready, a feed message arriving, a controller
+/// converging, a server answering) when no product setting bounds it.
+///
+/// Long enough that only a hang or a lost event fails: on a loaded
+/// two-core machine a product that works can take many seconds to get
+/// there, and a wait that polls ends as soon as the condition holds, so a
+/// longer bound never slows a passing test. Well under nextest's
+/// per-test limit (`.config/nextest.toml`: terminated after 6 × 30 s), so
+/// a hang fails with this wait's message rather than a kill.
+///
+/// Only for waits that succeed early: not for "nothing happens within X"
+/// (each run would last the whole bound), nor for a bound the product
+/// promises (an answer within its configured timeout, a takeover within
+/// its lease, a shutdown within its grace), which stays derived from the
+/// product's setting.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(60);

@@ -229,7 +229,7 @@ impl Platform {
         plan_id: &str,
         operation: Option<&str>,
     ) -> Outcome {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + crate::EVENTUALLY;
         loop {
             let r = self.last_operation(instance, service_id, plan_id, operation);
             let description = r.json["description"].as_str().map(str::to_string);
@@ -242,7 +242,8 @@ impl Platform {
             }
             assert!(
                 Instant::now() < deadline,
-                "operation still in progress after 20 s"
+                "operation still in progress after {:?}",
+                crate::EVENTUALLY
             );
             let wait = r
                 .header("retry-after")

@@ -54,7 +54,7 @@ impl FeedClient {
         let stream =
             TcpStream::connect(("127.0.0.1", port)).context("connecting to the catalog")?;
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.set_read_timeout(Some(crate::EVENTUALLY))?;
         match tungstenite::client(url(port, query), stream) {
             Ok((ws, _)) => Ok(Ok(FeedClient { ws })),
             Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
@@ -277,7 +277,7 @@ impl RawFeed {
             buf: Vec::new(),
             head: String::new(),
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + crate::EVENTUALLY;
         let head_end = loop {
             if let Some(i) = feed.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;

@@ -13,8 +13,10 @@ use e2e::grpc::{resources, ReaderClient, Shape};
 /// The aggregator's coalescing window in this test: far longer than two
 /// monitors take to notice files written one after the other.
 const WINDOW: Duration = Duration::from_secs(2);
-/// How long a notification may take before the test calls it lost.
-const DEADLINE: Duration = Duration::from_secs(15);
+/// How long a notification may take before the test calls it lost (the
+/// window bounds how long the aggregator holds one back, not how long a
+/// loaded machine takes to deliver it).
+const DEADLINE: Duration = e2e::EVENTUALLY;
 
 #[tokio::test]
 async fn upstream_changes_reach_downstream_subscribers_coalesced() -> Result<()> {
@@ -33,9 +35,7 @@ async fn upstream_changes_reach_downstream_subscribers_coalesced() -> Result<()>
     ])?;
     let client = ReaderClient::connect(agg.port, Shape::B).await?;
     client
-        .read_until("x", Duration::from_secs(10), |r| {
-            r == &resources(&[("cpu", "3")])
-        })
+        .read_until("x", e2e::EVENTUALLY, |r| r == &resources(&[("cpu", "3")]))
         .await?;
 
     // A new subscriber hears "every cluster" at once (an empty cluster ID).
@@ -91,7 +91,7 @@ async fn every_subscriber_is_notified_in_shape_a() -> Result<()> {
     let agg = Aggregator::start(["--upstream", &a.flag(), "--coalesce", "50ms"])?;
     let client = ReaderClient::connect(agg.port, Shape::A).await?;
     client
-        .read_until("x", Duration::from_secs(10), |r| !r.is_empty())
+        .read_until("x", e2e::EVENTUALLY, |r| !r.is_empty())
         .await?;
     let mut first = client.subscribe().await?;
     let mut second = client.subscribe().await?;

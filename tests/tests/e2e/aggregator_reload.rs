@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use aggregator_support::{metric, Aggregator, Monitor};
 use anyhow::{bail, Result};
 use e2e::grpc::{resources, ReaderClient, Shape};
+use e2e::EVENTUALLY;
 
 /// Replace the file by rename, as editors and ConfigMap mounts do.
 fn write_config(path: &Path, text: &str) -> Result<()> {
@@ -24,7 +25,7 @@ async fn reloads(agg: &Aggregator, result: &str) -> Result<f64> {
 }
 
 async fn wait_reloads(agg: &Aggregator, result: &str, at_least: f64) -> Result<f64> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + EVENTUALLY;
     loop {
         let n = reloads(agg, result).await?;
         if n >= at_least {
@@ -49,20 +50,16 @@ async fn upstreams_come_and_go_with_the_config_file() -> Result<()> {
     let agg = Aggregator::start([std::ffi::OsStr::new("--config"), config.as_os_str()])?;
     let client = ReaderClient::connect(agg.port, Shape::A).await?;
     client
-        .read_until("x", Duration::from_secs(10), |r| {
-            r == &resources(&[("cpu", "3")])
-        })
+        .read_until("x", EVENTUALLY, |r| r == &resources(&[("cpu", "3")]))
         .await?;
     let mut sub = client.subscribe().await?;
     sub.drain(Duration::from_millis(300)).await;
 
     // Add c, drop b: no restart, and downstream is told.
     write_config(&config, &format!("{head}{}{}", a.toml(), c.toml()))?;
-    sub.next_within(Duration::from_secs(15)).await?;
+    sub.next_within(EVENTUALLY).await?;
     client
-        .read_until("x", Duration::from_secs(5), |r| {
-            r == &resources(&[("cpu", "5")])
-        })
+        .read_until("x", EVENTUALLY, |r| r == &resources(&[("cpu", "5")]))
         .await?;
     let ids: Vec<String> = agg.status().await?["upstreams"]
         .as_array()
@@ -96,9 +93,7 @@ async fn upstreams_come_and_go_with_the_config_file() -> Result<()> {
         &format!("{head}{}{}{}", a.toml(), b.toml(), c.toml()),
     )?;
     client
-        .read_until("x", Duration::from_secs(5), |r| {
-            r == &resources(&[("cpu", "7")])
-        })
+        .read_until("x", EVENTUALLY, |r| r == &resources(&[("cpu", "7")]))
         .await?;
     Ok(())
 }
@@ -112,7 +107,7 @@ async fn sighup_reloads_the_config() -> Result<()> {
     let agg = Aggregator::start([std::ffi::OsStr::new("--config"), config.as_os_str()])?;
     let client = ReaderClient::connect(agg.port, Shape::A).await?;
     client
-        .read_until("x", Duration::from_secs(10), |r| !r.is_empty())
+        .read_until("x", EVENTUALLY, |r| !r.is_empty())
         .await?;
 
     // The file is untouched, so only SIGHUP can cause this reload.

@@ -5,8 +5,6 @@
 
 use crate::aggregator_support;
 
-use std::time::Duration;
-
 use aggregator_support::{Aggregator, Monitor};
 use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
@@ -55,7 +53,7 @@ async fn sums_mixed_units_and_never_offers_a_cluster_its_own_resources() -> Resu
         ("storage", "3073741824"),
     ]);
     let first = client
-        .read_until("x", Duration::from_secs(10), |r| r == &everyone)
+        .read_until("x", e2e::EVENTUALLY, |r| r == &everyone)
         .await?;
     assert_eq!(first, everyone);
 
@@ -112,7 +110,7 @@ async fn totals_take_the_format_of_the_first_upstream_in_configured_order() -> R
         ("storage", "3001701Ki"),
     ]);
     let got = client
-        .read_until("x", Duration::from_secs(10), |r| r == &expected)
+        .read_until("x", e2e::EVENTUALLY, |r| r == &expected)
         .await?;
     assert_eq!(got, expected);
     Ok(())
@@ -143,7 +141,7 @@ async fn serves_all_three_wire_shapes() -> Result<()> {
         ])?;
         let client = ReaderClient::connect(agg.port, shape).await?;
         let got = client
-            .read_until("x", Duration::from_secs(10), |r| r == &everyone)
+            .read_until("x", e2e::EVENTUALLY, |r| r == &everyone)
             .await;
         assert_eq!(got?, everyone, "{shape:?}");
         assert_eq!(
@@ -161,11 +159,7 @@ async fn serves_all_three_wire_shapes() -> Result<()> {
         }
         // A new subscriber hears "all clusters" at once.
         let mut sub = client.subscribe().await?;
-        assert_eq!(
-            sub.next_within(Duration::from_secs(15)).await?,
-            "",
-            "{shape:?}"
-        );
+        assert_eq!(sub.next_within(e2e::EVENTUALLY).await?, "", "{shape:?}");
         // gRPC health: the aggregator serves.
         let health = tonic_health::pb::health_client::HealthClient::new(client.channel())
             .check(tonic_health::pb::HealthCheckRequest {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use aggregator_support::{metric, Aggregator, Monitor};
 use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
+use e2e::EVENTUALLY;
 use tonic_health::pb::health_check_response::ServingStatus::{self, NotServing, Serving};
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
@@ -41,21 +42,15 @@ async fn omit_policy_leaves_out_a_killed_or_frozen_upstream_and_takes_it_back() 
     let client = ReaderClient::connect(agg.port, Shape::A).await?;
     let both = resources(&[("cpu", "1500m"), ("memory", "1536Mi")]);
     let only_a = resources(&[("cpu", "1"), ("memory", "1Gi")]);
-    client
-        .read_until("x", Duration::from_secs(10), |r| r == &both)
-        .await?;
+    client.read_until("x", EVENTUALLY, |r| r == &both).await?;
     let mut sub = client.subscribe().await?;
     sub.drain(Duration::from_millis(300)).await;
 
     // Killed: left out at once, reported down, and downstream told to re-read.
     b.kill();
-    assert_eq!(sub.next_within(Duration::from_secs(15)).await?, "");
-    client
-        .read_until("x", Duration::from_secs(5), |r| r == &only_a)
-        .await?;
-    let entry = agg
-        .wait_upstream("b", false, Duration::from_secs(5))
-        .await?;
+    assert_eq!(sub.next_within(EVENTUALLY).await?, "");
+    client.read_until("x", EVENTUALLY, |r| r == &only_a).await?;
+    let entry = agg.wait_upstream("b", false, EVENTUALLY).await?;
     assert!(
         entry["reason"].as_str().is_some_and(|r| !r.is_empty()),
         "{entry}"
@@ -86,11 +81,9 @@ async fn omit_policy_leaves_out_a_killed_or_frozen_upstream_and_takes_it_back() 
 
     // Back: counted again, reported up, and downstream told.
     b.restart()?;
-    assert_eq!(sub.next_within(Duration::from_secs(10)).await?, "");
-    client
-        .read_until("x", Duration::from_secs(10), |r| r == &both)
-        .await?;
-    agg.wait_upstream("b", true, Duration::from_secs(5)).await?;
+    assert_eq!(sub.next_within(EVENTUALLY).await?, "");
+    client.read_until("x", EVENTUALLY, |r| r == &both).await?;
+    agg.wait_upstream("b", true, EVENTUALLY).await?;
     assert_eq!(metric(&agg.metrics().await?, &up("b", b.port)), Some(1.0));
 
     // Frozen (SIGSTOP): connected but silent, so reads time out and leave it out.
@@ -109,9 +102,7 @@ async fn omit_policy_leaves_out_a_killed_or_frozen_upstream_and_takes_it_back() 
             >= 1.0,
         "{m}"
     );
-    client
-        .read_until("x", Duration::from_secs(5), |r| r == &both)
-        .await?;
+    client.read_until("x", EVENTUALLY, |r| r == &both).await?;
     Ok(())
 }
 
@@ -135,14 +126,10 @@ async fn last_known_policy_holds_a_killed_upstream_for_max_age_only() -> Result<
     let client = ReaderClient::connect(agg.port, Shape::B).await?;
     let both = resources(&[("cpu", "1500m"), ("memory", "1536Mi")]);
     let only_a = resources(&[("cpu", "1"), ("memory", "1Gi")]);
-    client
-        .read_until("x", Duration::from_secs(10), |r| r == &both)
-        .await?;
+    client.read_until("x", EVENTUALLY, |r| r == &both).await?;
 
     b.kill();
-    let entry = agg
-        .wait_upstream("b", false, Duration::from_secs(5))
-        .await?;
+    let entry = agg.wait_upstream("b", false, EVENTUALLY).await?;
     assert_eq!(entry["last_known_in_use"], true, "{entry}");
     // Within max age, x still gets b's last answer for x…
     assert_eq!(client.read("x").await?, both);
@@ -167,10 +154,8 @@ async fn last_known_policy_holds_a_killed_upstream_for_max_age_only() -> Result<
     assert_eq!(agg.upstream_status("b").await?["last_known_in_use"], false);
 
     b.restart()?;
-    client
-        .read_until("x", Duration::from_secs(10), |r| r == &both)
-        .await?;
-    agg.wait_upstream("b", true, Duration::from_secs(5)).await?;
+    client.read_until("x", EVENTUALLY, |r| r == &both).await?;
+    agg.wait_upstream("b", true, EVENTUALLY).await?;
     Ok(())
 }
 
@@ -191,12 +176,11 @@ async fn every_upstream_down_is_unavailable_not_an_empty_offer() -> Result<()> {
     ])?;
     let client = ReaderClient::connect(agg.port, Shape::B).await?;
     client
-        .read_until("x", Duration::from_secs(10), |r| !r.is_empty())
+        .read_until("x", EVENTUALLY, |r| !r.is_empty())
         .await?;
     health_becomes(&client, "resource_reader", Serving).await?;
     a.kill();
-    agg.wait_upstream("a", false, Duration::from_secs(5))
-        .await?;
+    agg.wait_upstream("a", false, EVENTUALLY).await?;
     let err = client.read("x").await.expect_err("nobody can answer");
     assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
     // The one cluster with nothing to ask gets an empty offer, not an error.
@@ -209,10 +193,11 @@ async fn every_upstream_down_is_unavailable_not_an_empty_offer() -> Result<()> {
     Ok(())
 }
 
-/// Poll gRPC health of `service` until it reports `want` (5 s at most).
+/// Poll gRPC health of `service` until it reports `want` ([`EVENTUALLY`] at
+/// most).
 async fn health_becomes(client: &ReaderClient, service: &str, want: ServingStatus) -> Result<()> {
     let mut health = HealthClient::new(client.channel());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
     loop {
         let got = health
             .check(HealthCheckRequest {

@@ -529,9 +529,7 @@ fn offers_say_which_liqo(backend: Backend) {
     assert_eq!(r.json["field"], "liqo");
 
     let mut feed = FeedClient::connect(c.port, "?liqo=v1").unwrap();
-    let first = feed
-        .expect("snapshot", std::time::Duration::from_secs(15))
-        .unwrap();
+    let first = feed.expect("snapshot", e2e::EVENTUALLY).unwrap();
     assert!(snapshot_ids(&first).is_empty(), "{first}");
     let svc = service();
     assert_eq!(svc["metadata"]["liqo"], json!(["v0"]), "{svc}");
@@ -551,9 +549,7 @@ fn offers_say_which_liqo(backend: Backend) {
         json!(["compute", "liqo-v0", "liqo-v1"]),
         "{svc}"
     );
-    let up = feed
-        .expect("upsert", std::time::Duration::from_secs(15))
-        .unwrap();
+    let up = feed.expect("upsert", e2e::EVENTUALLY).unwrap();
     assert_eq!(
         (&up["offer"]["id"], &up["offer"]["liqo"]),
         (&json!("shop"), &json!(["v0", "v1"])),

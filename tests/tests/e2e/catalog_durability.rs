@@ -129,7 +129,7 @@ fn kill_9_keeps_every_acknowledged_write(backend: Backend) {
         })
         .collect();
 
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + e2e::EVENTUALLY;
     while acks.lock().unwrap().len() < 150 {
         assert!(Instant::now() < deadline, "writers made no progress");
         std::thread::sleep(Duration::from_millis(5));
@@ -209,7 +209,7 @@ fn sigterm_finishes_in_flight_requests(backend: Backend) {
     // SIGTERM, and the process says it is stopping: it must wait for the
     // request.
     c.child.signal_term();
-    e2e::wait_for_log(&log, "shutting down", Duration::from_secs(15));
+    e2e::wait_for_log(&log, "shutting down", e2e::EVENTUALLY);
     assert!(
         c.child.try_wait().is_none(),
         "exited with a request in flight"
@@ -328,7 +328,7 @@ struct TracedChild(Option<u32>);
 
 impl TracedChild {
     fn of(tracer: u32) -> Self {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + e2e::EVENTUALLY;
         loop {
             let children =
                 std::fs::read_to_string(format!("/proc/{tracer}/task/{tracer}/children"))

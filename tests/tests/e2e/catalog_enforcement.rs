@@ -6,17 +6,14 @@
 //! offers written later — and only that provider's; `?enforcement=` finds
 //! them; `PUT /provider/peering` keeps it; a restart keeps it.
 
-use std::time::Duration;
-
 use e2e::buying::put;
 use e2e::catalog::{provider, simple_offer, Backend, Env};
 use e2e::catalog_tests;
 use e2e::ws::{snapshot_ids, FeedClient};
+use e2e::EVENTUALLY;
 use serde_json::json;
 
 catalog_tests!(enforcement_is_stamped_filtered_and_kept);
-
-const FEED_WAIT: Duration = Duration::from_secs(15);
 
 fn enforcement_is_stamped_filtered_and_kept(backend: Backend) {
     let env = Env::new(backend);
@@ -30,7 +27,7 @@ fn enforcement_is_stamped_filtered_and_kept(backend: Backend) {
     assert!(c.get("/offer/a").json.get("enforcement").is_none());
 
     let mut feed = FeedClient::connect(c.port, "").unwrap();
-    let snap = feed.expect("snapshot", FEED_WAIT).unwrap();
+    let snap = feed.expect("snapshot", EVENTUALLY).unwrap();
     assert_eq!(snapshot_ids(&snap), ["a", "b"]);
 
     let report = |level: &str, token: &str| {
@@ -46,7 +43,7 @@ fn enforcement_is_stamped_filtered_and_kept(backend: Backend) {
     assert_eq!(r.json["clusterID"], "cluster-1");
     assert_eq!(r.json["enforcement"], "hard");
     // Re-published: the feed's next event is `a`, stamped.
-    let up = feed.expect("upsert", FEED_WAIT).unwrap();
+    let up = feed.expect("upsert", EVENTUALLY).unwrap();
     assert_eq!(up["offer"]["id"], "a", "{up}");
     assert_eq!(up["offer"]["enforcement"], "hard", "{up}");
     assert_eq!(c.get("/offer/a").json["enforcement"], "hard");

@@ -28,7 +28,7 @@ fn cross() -> Duration {
 /// streams' reopening after a back-off of up to 5 s, their reload, each
 /// within a timeout). Generous beyond that; only a recovery that never
 /// comes fails it.
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = e2e::EVENTUALLY;
 
 /// A delta subscriber's view of the list.
 struct View {

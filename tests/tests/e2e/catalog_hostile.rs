@@ -10,11 +10,9 @@ use e2e::buying;
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::osb_client::{Auth, Platform};
 use e2e::ws::{client_frame, RawFeed};
+use e2e::EVENTUALLY;
 use reqwest::Method;
 use serde_json::json;
-
-/// Generous wait for things that should happen at once.
-const PATIENCE: Duration = Duration::from_secs(10);
 
 /// The catalog process's resident memory, in bytes (Linux /proc).
 fn rss(c: &Catalog) -> u64 {
@@ -31,7 +29,7 @@ fn rss(c: &Catalog) -> u64 {
 /// A subscriber past its first snapshot, on a raw socket.
 fn subscribed(c: &Catalog) -> RawFeed {
     let mut feed = RawFeed::connect(c.port, "?mode=snapshot").expect("subscribe");
-    feed.next_message(PATIENCE).expect("the first snapshot");
+    feed.next_message(EVENTUALLY).expect("the first snapshot");
     feed
 }
 
@@ -70,7 +68,7 @@ fn a_huge_frame_header_is_refused_at_once_without_buffering() {
     });
     // A catalog waiting for the announced 2^40 bytes would never close (the
     // client sends 96 MiB): closing at all proves it decided on the header.
-    let code = feed.expect_close(PATIENCE).expect(
+    let code = feed.expect_close(EVENTUALLY).expect(
         "the catalog closes the feed as soon as the header announces a frame over the limit",
     );
     assert_eq!(code, 1009, "close code for an oversized frame");
@@ -131,7 +129,7 @@ fn websocket_protocol_errors_close_with_the_rfc_6455_codes() {
         let mut feed = subscribed(&c);
         feed.send_raw(&bytes).unwrap();
         let code = feed
-            .expect_close(PATIENCE)
+            .expect_close(EVENTUALLY)
             .unwrap_or_else(|e| panic!("{what}: no close frame ({e:#})"));
         assert_eq!(code, expected, "close code for {what}");
     }
@@ -148,13 +146,13 @@ fn websocket_protocol_errors_close_with_the_rfc_6455_codes() {
         .concat(),
     )
     .unwrap();
-    let pong = feed.next_frame(PATIENCE).unwrap();
+    let pong = feed.next_frame(EVENTUALLY).unwrap();
     assert_eq!((pong.opcode, pong.payload.as_slice()), (0xA, &b"hi"[..]));
     // The feed is still open and sent nothing else meanwhile (no close
     // frame): the next frame is the pong of a later ping.
     feed.send_raw(&client_frame(0x89, b"still there")).unwrap();
     let pong = feed
-        .next_frame(PATIENCE)
+        .next_frame(EVENTUALLY)
         .expect("a valid fragmented message must not close the feed");
     assert_eq!(
         (pong.opcode, pong.payload.as_slice()),
@@ -264,7 +262,9 @@ fn a_slow_request_head_gets_408() {
     let started = Instant::now();
     let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
     s.write_all(b"GET /healthz HTTP/1.1\r\nHost: cata").unwrap();
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    // The client's patience: above the bound checked below, so that only
+    // the catalog's head timeout can end the read in time.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut answer = Vec::new();
     let _ = s.read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer);
@@ -333,7 +333,7 @@ fn dot_segment_offer_ids_are_refused() {
              Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
-        let answer = raw_http(&c, request.as_bytes(), PATIENCE);
+        let answer = raw_http(&c, request.as_bytes(), EVENTUALLY);
         assert_eq!(status_of(&answer), 400, "POST {path}: {answer}");
         assert!(
             answer.contains("A-Z a-z 0-9 . _ ~ -"),
@@ -475,7 +475,7 @@ fn malformed_requests_are_not_logged_as_errors() {
         let answer = raw_http(
             &c,
             b"GET /\x01bad HTTP/1.1\r\nHost: catalog\r\n\r\n",
-            PATIENCE,
+            EVENTUALLY,
         );
         assert_eq!(status_of(&answer), 400, "a bad URI: {answer}");
     }
@@ -488,11 +488,11 @@ fn malformed_requests_are_not_logged_as_errors() {
         let answer = raw_http(
             &c,
             format!("GET / HTTP/1.1\r\nHost: catalog\r\n{many}\r\n").as_bytes(),
-            PATIENCE,
+            EVENTUALLY,
         );
         assert_eq!(status_of(&answer), 431, "too many headers: {answer}");
         // 431, unless the reset of the unread rest of the head overtook it.
-        let answer = raw_http(&c, huge.as_bytes(), PATIENCE);
+        let answer = raw_http(&c, huge.as_bytes(), EVENTUALLY);
         assert!(
             matches!(status_of(&answer), 431 | 0),
             "an oversized head: {answer}"
@@ -500,7 +500,7 @@ fn malformed_requests_are_not_logged_as_errors() {
     }
     // The first summary comes within a second or two (a loaded machine may
     // take longer: wait for it); the next one not before 10 s later.
-    let text = e2e::wait_for_log(&log, "refused malformed requests", Duration::from_secs(20));
+    let text = e2e::wait_for_log(&log, "refused malformed requests", EVENTUALLY);
     let errors: Vec<&str> = text.lines().filter(|l| l.contains("ERROR")).collect();
     assert!(
         errors.is_empty(),

@@ -3,8 +3,6 @@
 //! returned with the offer, and filtered with `label.<key>=<value>` in
 //! `GET /offers` and on the feed (several combined: all must hold).
 
-use std::time::Duration;
-
 use e2e::catalog::{provider, simple_offer, Backend, Env};
 use e2e::catalog_tests;
 use e2e::ws::{snapshot_ids, FeedClient};
@@ -97,7 +95,7 @@ fn labels_are_kept_and_filtered(backend: Backend) {
     // The feed filters the same way, snapshot and events.
     let mut feed =
         FeedClient::connect(c.port, "?label.region=eu-west&label.compliance=gdpr").unwrap();
-    let snap = feed.expect("snapshot", Duration::from_secs(15)).unwrap();
+    let snap = feed.expect("snapshot", e2e::EVENTUALLY).unwrap();
     assert_eq!(snapshot_ids(&snap), ["eu"]);
     // `us` gains the labels: it enters the filtered feed.
     c.put_offer(
@@ -109,7 +107,7 @@ fn labels_are_kept_and_filtered(backend: Backend) {
         ),
         &p2,
     );
-    let up = feed.expect("upsert", Duration::from_secs(15)).unwrap();
+    let up = feed.expect("upsert", e2e::EVENTUALLY).unwrap();
     assert_eq!(up["offer"]["id"], "us");
     assert_eq!(up["offer"]["labels"]["region"], "eu-west");
     assert_eq!(

@@ -38,7 +38,7 @@ const PING: Duration = Duration::from_secs(1);
 /// rest is slack for a loaded machine.
 const RESYNC: Duration = Duration::from_secs(30);
 /// Waiting for something that must happen (recovery, a message).
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = e2e::EVENTUALLY;
 
 /// One answered request: when it was sent, how long it took, what came back.
 #[derive(Debug, Clone)]

@@ -441,9 +441,9 @@ fn service_binding(
     assert_eq!(pending(), json!([]));
 }
 
-/// Poll `f` until it has an answer (at most 20 s).
+/// Poll `f` until it has an answer (at most [`e2e::EVENTUALLY`]).
 fn poll<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
     loop {
         if let Some(v) = f() {
             return v;

@@ -4,8 +4,6 @@
 //! a second process on its data directory refuses to start. With MongoDB
 //! gone, writes answer 503 and the catalog recovers by itself.
 
-use std::time::Duration;
-
 use e2e::catalog::{provider, simple_offer, thesis_offer, Backend, Catalog, Env};
 use e2e::catalog_tests;
 use e2e::contracts::wait_for;
@@ -133,7 +131,7 @@ fn mongo_outage_answers_503_and_recovers() {
         .unwrap()
         .restart()
         .expect("restart SecantusDB");
-    c.wait_for_status("/readyz", 200, Duration::from_secs(60))
+    c.wait_for_status("/readyz", 200, e2e::EVENTUALLY)
         .expect("ready again");
     assert_eq!(c.all_offers(), before, "the refused writes changed nothing");
     let r = c.post("/offer/after", &thesis_offer(), Some(&token));

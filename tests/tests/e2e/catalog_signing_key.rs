@@ -15,7 +15,7 @@ use serde_json::json;
 /// the driver's heartbeat, the change streams' reopening after a back-off
 /// of up to 5 s, their reload, each within a timeout). Generous beyond
 /// that; only a recovery that never comes fails it.
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = e2e::EVENTUALLY;
 
 /// `POST /authenticate` until it succeeds (the database just came back).
 fn login_when_ready(c: &Catalog, n: u32) -> String {

@@ -14,7 +14,6 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
 
 use e2e::buying;
 use e2e::catalog::{provider, Backend, Catalog, Env};
@@ -354,12 +353,12 @@ fn follow(kubeconfig: &Path, extra: &[&str]) -> (std::process::Child, mpsc::Rece
 /// The next line, within a bound (measures nothing).
 fn next_line(lines: &mpsc::Receiver<String>) -> String {
     lines
-        .recv_timeout(Duration::from_secs(20))
+        .recv_timeout(e2e::EVENTUALLY)
         .expect("a line from brokerctl")
 }
 
 fn exit_code(child: &mut std::process::Child) -> i32 {
-    e2e::process::exit_within(child, Duration::from_secs(20))
+    e2e::process::exit_within(child, e2e::EVENTUALLY)
         .expect("brokerctl exits")
         .code()
         .expect("an exit code")

@@ -11,7 +11,7 @@ use std::time::Duration;
 use e2e::Spawn;
 use serde_json::json;
 
-use crate::orchestrator_support::{lease_holder, recorded, selected, Broker, WAIT};
+use crate::orchestrator_support::{lease_holder, recorded, selected, Broker};
 
 // The offloading of pods created before the placement, on the model of
 // Liqo's controllers (a submodule so the test binary's module list stays
@@ -333,7 +333,7 @@ fn a_standby_takes_over_when_the_leader_dies() {
             .and_then(|r| r.text())
             .unwrap_or_default()
     };
-    let deadline = std::time::Instant::now() + WAIT;
+    let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
     while ready() != "ok: standby\n" {
         assert!(
             std::time::Instant::now() < deadline,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
-use crate::orchestrator_support::{Broker, PODS, WAIT};
+use crate::orchestrator_support::{Broker, PODS};
 
 const SHADOWPODS: (&str, &str) = ("offloading.liqo.io", "shadowpods");
 const NODES: (&str, &str) = ("", "nodes");
@@ -104,7 +104,7 @@ fn wait_pod(
     what: &str,
     ready: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + e2e::EVENTUALLY;
     loop {
         let seen = kube.get(PODS, Some(namespace), name);
         if let Some(pod) = seen.as_ref().filter(|p| ready(p)) {
@@ -112,7 +112,8 @@ fn wait_pod(
         }
         assert!(
             Instant::now() < deadline,
-            "pod {namespace}/{name}: not {what} within {WAIT:?}; last seen {seen:#?}"
+            "pod {namespace}/{name}: not {what} within {:?}; last seen {seen:#?}",
+            e2e::EVENTUALLY
         );
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use e2e::catalog::{provider, Backend, Catalog, Env};
-use e2e::{Child, Spawn};
+use e2e::{Child, Spawn, EVENTUALLY};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
@@ -21,8 +21,6 @@ pub const EVENTS: (&str, &str) = ("events.k8s.io", "events");
 
 /// Who the orchestrator is: the ServiceAccount of the shipped manifests.
 pub const ORCHESTRATOR_USER: &str = "system:serviceaccount:liqo:orchestrator";
-/// Bounds every wait; measures nothing.
-pub const WAIT: Duration = Duration::from_secs(15);
 
 pub struct Broker {
     pub kube: KubeApiServer,
@@ -114,7 +112,7 @@ impl Broker {
         let r = self
             .catalog
             .send(
-                e2e::http::blocking_client(WAIT)
+                e2e::http::blocking_client(EVENTUALLY)
                     .put(self.catalog.url(&format!("/admin/providers/cluster-{n}")))
                     .bearer_auth(token)
                     .json(&json!({"disabled": disabled})),
@@ -229,7 +227,7 @@ impl Broker {
 
     /// Wait until the namespace's selection is `expected`; returns the object.
     pub fn wait_selected(&self, namespace: &str, expected: &[&str]) -> Result<Value> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + EVENTUALLY;
         loop {
             let current = self.offloading(namespace);
             if let Some(o) = &current {
@@ -239,7 +237,7 @@ impl Broker {
             }
             if Instant::now() > deadline {
                 bail!(
-                    "{namespace}: not selecting {expected:?} within {WAIT:?}; NamespaceOffloading is {}",
+                    "{namespace}: not selecting {expected:?} within {EVENTUALLY:?}; NamespaceOffloading is {}",
                     current.map(|o| o.to_string()).unwrap_or_else(|| "absent".into())
                 );
             }
@@ -275,13 +273,13 @@ impl Broker {
 
     /// Wait until an Event with `reason` is recorded in `namespace`.
     pub fn wait_event(&self, namespace: &str, reason: &str) -> Result<Value> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + EVENTUALLY;
         loop {
             if let Some(e) = self.events(namespace, reason).into_iter().next() {
                 return Ok(e);
             }
             if Instant::now() > deadline {
-                bail!("{namespace}: no {reason} Event within {WAIT:?}");
+                bail!("{namespace}: no {reason} Event within {EVENTUALLY:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }

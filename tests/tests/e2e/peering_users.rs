@@ -49,23 +49,21 @@ const NETWORKING: [(&str, &str); 4] = [GATEWAY_SERVERS, PUBLIC_KEYS, CONNECTIONS
 const LIQO: &str = "liqo";
 /// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
 const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
-/// Bounds each wait; measures nothing.
-const SETTLE: Duration = Duration::from_secs(15);
 
 /// Catalog calls are blocking: off the async workers.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
 
-/// Poll `probe` until it returns Some, within [`SETTLE`].
+/// Poll `probe` until it returns Some, within [`e2e::EVENTUALLY`].
 async fn settle<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> Result<T> {
-    let deadline = Instant::now() + SETTLE;
+    let deadline = Instant::now() + e2e::EVENTUALLY;
     loop {
         if let Some(v) = probe() {
             return Ok(v);
         }
         if Instant::now() >= deadline {
-            bail!("{what}: not within {SETTLE:?}");
+            bail!("{what}: not within {:?}", e2e::EVENTUALLY);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

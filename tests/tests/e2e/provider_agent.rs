@@ -10,16 +10,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::ws::FeedClient;
-use e2e::{bin_path, free_port, Child, Spawn};
+use e2e::{bin_path, free_port, Child, Spawn, EVENTUALLY};
 use serde_json::{json, Value};
 
-/// How long after the file changes a subscriber may take to see it before
-/// the test calls the change lost. (The 2 s is a latency figure for
-/// a benchmark, not a deadline for a test sharing two cores with another.)
-const LIVE: Duration = Duration::from_secs(15);
-/// Generous wait for things that are not about that bound (start-up,
-/// recovery after an outage).
-const PATIENCE: Duration = Duration::from_secs(15);
+// Every wait here is `e2e::EVENTUALLY`: for a change of the file to reach a
+// subscriber too (the 2 s is a latency figure for a benchmark, not a
+// deadline for a test sharing two cores with others), for start-up and for
+// recovery after an outage.
 
 const OFFER: &str = "live-offer";
 const PLAN: &str = "standard";
@@ -245,7 +242,7 @@ fn wait_for_line(
     what: &str,
     matches: impl Fn(&str) -> bool,
 ) {
-    let deadline = Instant::now() + PATIENCE;
+    let deadline = Instant::now() + EVENTUALLY;
     loop {
         let text = std::fs::read(log).unwrap_or_default();
         let after = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
@@ -257,7 +254,7 @@ fn wait_for_line(
         }
         assert!(
             Instant::now() < deadline,
-            "the agent did not log {what} within {PATIENCE:?}:\n{after}"
+            "the agent did not log {what} within {EVENTUALLY:?}:\n{after}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -294,7 +291,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let offer = wait_for_plan(
         &mut feed,
         &json!({"cpu": "4", "memory": "8Gi"}),
-        Instant::now() + PATIENCE,
+        Instant::now() + EVENTUALLY,
     );
     assert_rest_kept(&offer);
 
@@ -304,7 +301,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let offer = wait_for_plan(
         &mut feed,
         &json!({"cpu": "6", "memory": "8Gi"}),
-        changed + LIVE,
+        changed + EVENTUALLY,
     );
     assert_rest_kept(&offer);
     assert_stamped_by_agent(&offer);
@@ -320,7 +317,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
 
     let mut catalog = restart_catalog(catalog_port, &data_dir);
     let mut feed = FeedClient::connect(catalog_port, "?mode=snapshot").unwrap();
-    let first = feed.expect("snapshot", PATIENCE).unwrap();
+    let first = feed.expect("snapshot", EVENTUALLY).unwrap();
     let offer = first["offers"]
         .as_array()
         .and_then(|offers| offers.iter().find(|o| o["id"] == OFFER))
@@ -343,7 +340,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let offer = wait_for_plan(
         &mut feed,
         &json!({"cpu": "5", "memory": "8Gi"}),
-        Instant::now() + PATIENCE,
+        Instant::now() + EVENTUALLY,
     );
     assert_rest_kept(&offer);
 
@@ -353,7 +350,7 @@ fn the_feed_follows_the_file_across_a_catalog_restart() {
     let offer = wait_for_plan(
         &mut feed,
         &json!({"cpu": "3", "memory": "16Gi", "nvidia.com/gpu": "1"}),
-        changed + LIVE,
+        changed + EVENTUALLY,
     );
     assert_rest_kept(&offer);
 
@@ -399,7 +396,7 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     );
     wait_for_retry(&mut agent, &agent_log, 0, "cannot read the resource chain");
     let mut monitor = resource_monitor_on(monitor_port, &resources);
-    wait_for_plan(&mut feed, &json!({"cpu": "8"}), Instant::now() + PATIENCE);
+    wait_for_plan(&mut feed, &json!({"cpu": "8"}), Instant::now() + EVENTUALLY);
 
     // The chain goes away; the file changes; the chain comes back with it.
     let from = log_len(&agent_log);
@@ -411,7 +408,7 @@ fn the_agent_waits_for_the_chain_and_catches_up_after_it_restarts() {
     });
     let _monitor = resource_monitor_on(monitor_port, &resources);
 
-    let offer = wait_for_plan(&mut feed, &json!({"cpu": "2"}), Instant::now() + PATIENCE);
+    let offer = wait_for_plan(&mut feed, &json!({"cpu": "2"}), Instant::now() + EVENTUALLY);
     assert_rest_kept(&offer);
     agent.kill();
 }
@@ -434,7 +431,7 @@ fn the_agent_follows_a_credential_rotation_through_its_file() {
         &creds_file,
         &format!("grpc:127.0.0.1:{monitor_port}"),
     );
-    wait_for_plan(&mut feed, &json!({"cpu": "4"}), Instant::now() + PATIENCE);
+    wait_for_plan(&mut feed, &json!({"cpu": "4"}), Instant::now() + EVENTUALLY);
 
     // The operator rotates the credentials and updates the file; the
     // agent's token is retired at once.
@@ -454,7 +451,7 @@ fn the_agent_follows_a_credential_rotation_through_its_file() {
 
     // The next change is written with the file's new credentials.
     set_resources(&resources, "cpu: 6\n");
-    let offer = wait_for_plan(&mut feed, &json!({"cpu": "6"}), Instant::now() + PATIENCE);
+    let offer = wait_for_plan(&mut feed, &json!({"cpu": "6"}), Instant::now() + EVENTUALLY);
     assert_rest_kept(&offer);
     assert!(
         agent.try_wait().unwrap().is_none(),
@@ -463,7 +460,8 @@ fn the_agent_follows_a_credential_rotation_through_its_file() {
     agent.kill();
 }
 
-/// Run `provider-agent` with `args` until it exits (killed after 20 s):
+/// Run `provider-agent` with `args` until it exits (killed after
+/// [`EVENTUALLY`]):
 /// its status and stderr.
 fn run_agent(args: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(bin_path("provider-agent"))
@@ -480,7 +478,7 @@ fn run_agent(args: &[&str]) -> (std::process::ExitStatus, String) {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
         text
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + EVENTUALLY;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
@@ -488,7 +486,7 @@ fn run_agent(args: &[&str]) -> (std::process::ExitStatus, String) {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("provider-agent {args:?} did not exit within 20s");
+            panic!("provider-agent {args:?} did not exit within {EVENTUALLY:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

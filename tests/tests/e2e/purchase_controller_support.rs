@@ -49,9 +49,6 @@ pub const OFFER: &str = "compute";
 /// The namespace of the Purchases and of the consumer's token Secret.
 pub const TEAM: &str = "team";
 
-/// Bounds a wait; measures nothing.
-pub const SETTLE: Duration = Duration::from_secs(15);
-
 /// The runtime the test API servers and helpers run on. Tests themselves
 /// are plain functions: the catalog helpers block, which a runtime thread
 /// must not do.
@@ -244,9 +241,10 @@ impl Consumer {
         self.kube.get(PURCHASES, Some(TEAM), name)
     }
 
-    /// Wait until Purchase `name` satisfies `check`.
+    /// Wait until Purchase `name` satisfies `check`, for at most
+    /// [`e2e::EVENTUALLY`].
     pub fn wait_purchase(&self, name: &str, check: impl Fn(&Value) -> bool) -> Result<Value> {
-        let deadline = Instant::now() + SETTLE;
+        let deadline = Instant::now() + e2e::EVENTUALLY;
         loop {
             let purchase = self.get_purchase(name);
             if let Some(p) = &purchase {
@@ -255,7 +253,10 @@ impl Consumer {
                 }
             }
             if Instant::now() >= deadline {
-                bail!("Purchase {name} never matched within {SETTLE:?}; it is {purchase:#?}");
+                bail!(
+                    "Purchase {name} never matched within {:?}; it is {purchase:#?}",
+                    e2e::EVENTUALLY
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -312,7 +313,7 @@ pub fn condition(purchase: &Value, kind: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Wait until `check` holds (at most 15 s).
+/// Wait until `check` holds (at most [`e2e::EVENTUALLY`]).
 #[track_caller]
 pub fn wait_until(what: &str, check: impl Fn() -> bool) {
     contracts::wait_for(what, || check().then_some(()));

@@ -2,8 +2,6 @@
 //! the port is bound, `--help` documents the flags, a chain file wires the
 //! quota and filter stages, and gRPC health and reflection are served.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use e2e::grpc::{resources, ReaderClient, Shape};
 use e2e::process::run_tracing_binds;
@@ -243,7 +241,7 @@ async fn health_and_reflection_are_served() -> Result<()> {
         .server_reflection_info(futures::stream::iter([request]))
         .await?
         .into_inner();
-    let response = tokio::time::timeout(Duration::from_secs(5), responses.message())
+    let response = tokio::time::timeout(e2e::EVENTUALLY, responses.message())
         .await??
         .expect("a reflection answer");
     let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {

@@ -18,9 +18,9 @@ use crate::resource_monitor_kubernetes::{
     eventually, start_monitor, start_monitor_with, CAUGHT_UP, MONITOR_USER,
 };
 
-/// Generous: the source gets past three faults with its backoff (0.8 s,
-/// then 1.6 s, then 3.2 s, each up to twice that with jitter).
-const RECOVERED: Duration = Duration::from_secs(25);
+/// The source gets past three faults with its backoff (0.8 s, then 1.6 s,
+/// then 3.2 s, each up to twice that with jitter): eventually.
+const RECOVERED: Duration = e2e::EVENTUALLY;
 
 /// One node, one pod on it: 3 CPUs, 7Gi, 110 pods free.
 fn small_cluster(kube: &KubeApiServer) {

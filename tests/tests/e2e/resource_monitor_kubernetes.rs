@@ -18,8 +18,9 @@ use e2e::{Child, Spawn};
 use kube_test_server::{node, pod, Kind, KubeApiServer};
 use serde_json::json;
 
-/// Generous: this bounds a test, it does not measure anything.
-const NOTIFIED: Duration = Duration::from_secs(5);
+/// How long a notification may take (the source promises no latency):
+/// this bounds a test, it does not measure anything.
+const NOTIFIED: Duration = e2e::EVENTUALLY;
 
 #[tokio::test]
 async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
@@ -53,7 +54,7 @@ async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
     // Ready physical nodes (n1 + n2) minus the running, non-shadow pod.
     let all = resources(&[("cpu", "5"), ("memory", "11Gi"), ("pods", "220")]);
     let first = client
-        .read_until("peer-a", Duration::from_secs(15), |r| !r.is_empty())
+        .read_until("peer-a", e2e::EVENTUALLY, |r| !r.is_empty())
         .await?;
     assert_eq!(first, all);
 
@@ -189,8 +190,9 @@ async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
 /// Who the v0.x plugin is in the cluster.
 pub(crate) const MONITOR_USER: &str = "system:serviceaccount:liqo:resource-monitor";
 
-/// Generous: how long the source may take to catch up with a change.
-pub(crate) const CAUGHT_UP: Duration = Duration::from_secs(10);
+/// How long the source may take to catch up with a change (no setting
+/// bounds it): this bounds a test, it does not measure anything.
+pub(crate) const CAUGHT_UP: Duration = e2e::EVENTUALLY;
 
 /// The real binary watching `kube`, read in shape B.
 pub(crate) async fn start_monitor(

@@ -12,8 +12,9 @@ use e2e::Spawn;
 
 /// How long a change may take to reach a subscriber before the test calls
 /// it lost. The README promises 1 s; that is a latency figure for a
-/// benchmark, not for a test sharing two cores with another one.
-const CHANGE_DEADLINE: Duration = Duration::from_secs(15);
+/// benchmark, not for a test sharing two cores with others, so the deadline
+/// is one only a lost notification misses.
+const CHANGE_DEADLINE: Duration = e2e::EVENTUALLY;
 
 /// Replace the file the way editors and ConfigMap mounts do: write a new
 /// file, rename it over the old one.
@@ -58,7 +59,7 @@ async fn exercise(shape: Shape) -> Result<()> {
         "{shape:?}"
     );
 
-    // A change to the file (replaced by rename): notified within 1 s, then read.
+    // A change to the file (replaced by rename): notified, then read.
     replace_file(&file, "cpu: 8\nmemory: 8Gi\nnvidia.com/gpu: 1\n")?;
     assert_eq!(
         subscription.next_within(CHANGE_DEADLINE).await?,

@@ -112,7 +112,7 @@ fn cordon_of(p: &Provider, consumer: &str, slice: &str) -> Result<Value> {
 /// Wait until `slice`'s `status.resources` is `want` (and its condition
 /// `Accepted`); a grant is never cordoned (a new one lifts our cordon).
 async fn wait_grant(p: &Provider, consumer: &str, slice: &str, want: Value) -> Result<()> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
     loop {
         let accepted = p
             .resources_condition(consumer, slice)
@@ -226,9 +226,10 @@ async fn an_expired_contract_grants_nothing() -> Result<()> {
     // No contract yet: denied.
     wait_verdict(&p, "c1", "gold-1", "Denied", "NoActiveContract").await?;
     // A contract of 15 s: granted while it lasts, revoked when it ends.
-    shop.buy("c1", json!({"durationSeconds": 15}));
+    let lasts = Duration::from_secs(15);
+    shop.buy("c1", json!({"durationSeconds": lasts.as_secs()}));
     wait_grant(&p, "c1", "gold-1", small_plan_grant("1")).await?;
-    wait_revoked(&p, "c1", "gold-1", Duration::from_secs(30)).await?;
+    wait_revoked(&p, "c1", "gold-1", lasts + e2e::EVENTUALLY).await?;
     Ok(())
 }
 
@@ -249,7 +250,7 @@ async fn the_last_contracts_stand_while_the_catalog_is_unreachable() -> Result<(
 
     blocking(|| shop.catalog.child.kill());
     // The outage is noticed...
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
     loop {
         let (_, metrics) = http_get(port, "/metrics").await?;
         if metrics.contains("slice_controller_catalog_reachable 0") {

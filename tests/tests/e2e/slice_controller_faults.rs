@@ -14,9 +14,9 @@ use crate::slice_controller_support::*;
 
 const INVENTORY: [(&str, &str); 3] = [("cpu", "8"), ("memory", "16Gi"), ("pods", "220")];
 
-/// Generous: three faults with the watcher's backoff (0.8 s, 1.6 s, 3.2 s,
-/// each up to twice that with jitter), then the decision.
-const RECOVERED: Duration = Duration::from_secs(25);
+/// Three faults with the watcher's backoff (0.8 s, 1.6 s, 3.2 s, each up
+/// to twice that with jitter), then the decision: eventually.
+const RECOVERED: Duration = e2e::EVENTUALLY;
 
 async fn decides_through(faults: Vec<Fault>, cut: fn(&KubeApiServer)) -> Result<()> {
     let p = Provider::start(&INVENTORY).await?;

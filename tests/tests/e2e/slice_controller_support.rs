@@ -34,8 +34,9 @@ pub const CLASS: &str = "gold";
 /// When Liqo accepted the authentication of every test slice.
 pub const AUTH_TIME: &str = "2026-11-20T08:00:00Z";
 
-/// Bounds a wait; measures nothing.
-pub const SETTLE: Duration = Duration::from_secs(10);
+/// Bounds a wait for what the controller does eventually (every use polls
+/// until a condition holds); measures nothing: [`e2e::EVENTUALLY`].
+pub const SETTLE: Duration = e2e::EVENTUALLY;
 
 pub fn tenant_namespace(consumer: &str) -> String {
     format!("liqo-tenant-{consumer}")
