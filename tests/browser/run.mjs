@@ -1269,8 +1269,12 @@ try {
 
   await runner.test('error state: when neither the list nor the feed loads, the page says what to do and recovers', async () => {
     const cut = await newPage('cut-off');
-    // The catalog serves the page, but this tab cannot reach its API or feed.
-    await cut.route('**/offers', (route) => route.abort('connectionrefused'));
+    // The catalog serves the page, but this tab cannot reach its API or feed
+    // until the button is pressed: lifted by removing the route, the page's
+    // own retry could recover first on a loaded machine and take the button
+    // away before the click.
+    let reachable = false;
+    await cut.route('**/offers', (route) => (reachable ? route.continue() : route.abort('connectionrefused')));
     await cut.routeWebSocket(/\/subscribe/, (ws) => ws.close({ code: 1011, reason: 'test: feed unavailable' }));
     await cut.goto(`${base}/`);
     const error = cut.locator('[data-state="error"]');
@@ -1280,8 +1284,10 @@ try {
     await cut.locator('#connection[data-state="waiting"]').waitFor();
     checkEqual(await accessibilityProblems(cut), [], 'accessibility problems on the error state');
     await shot(cut, 'consumer-error');
-    await cut.unroute('**/offers');
-    await cut.getByRole('button', { name: 'Try again now' }).click();
+    const retry = cut.getByRole('button', { name: 'Try again now' });
+    await retry.waitFor();
+    reachable = true;
+    await retry.click();
     await card(cut, storageOffer.id).waitFor();
     await cut.close();
     delete pages['cut-off'];

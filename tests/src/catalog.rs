@@ -200,6 +200,18 @@ impl Env {
         if !extra.contains(&"--listen") {
             cmd.args(["--listen", "127.0.0.1:0"]);
         }
+        // Credentials are checked on a pool of low-priority threads
+        // (`--auth-verify-nice`) whose callers give up after
+        // `--auth-verify-wait` (5 s by default) with a 503: on a machine as
+        // loaded as the suite's, that pool is the first thing starved. Tests
+        // wait as long as anything eventually takes; a test about the pool
+        // (catalog_auth_pool) sets its own.
+        if !extra.contains(&"--auth-verify-wait") {
+            cmd.args([
+                "--auth-verify-wait",
+                &format!("{}s", crate::EVENTUALLY.as_secs()),
+            ]);
+        }
         cmd.args(["--shutdown-timeout", "10s"])
             .args(self.store_args())
             .args(extra)
