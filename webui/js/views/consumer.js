@@ -260,15 +260,21 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         // A network failure's message repeats the advice below; only an HTTP answer adds information.
         const reason = restLoad.error?.status ? `HTTP ${restLoad.error.status}: ${restLoad.error.message}`
           : feed.lastError ? `live feed: ${feed.lastError}` : '';
-        // Kept while it says the same (the feed retrying must not redraw the button under the pointer).
-        if (state.dataset.shown === `error|${reason}`) {
+        // Kept while it lasts, only its reason updated in place: the feed retrying must not redraw
+        // the button under the pointer (each retry may fail with another reason).
+        const shown = state.querySelector('[data-state="error"]');
+        if (shown && state.dataset.shown?.startsWith('error|')) {
+          if (state.dataset.shown !== `error|${reason}`) {
+            state.dataset.shown = `error|${reason}`;
+            shown.querySelector('[data-field="reason"]').textContent = reason ? `(${reason})` : '';
+          }
           count.textContent = '';
           return;
         }
         state.dataset.shown = `error|${reason}`;
         replaceChildren(state, h('section', { class: 'notice notice--error', role: 'alert', 'data-state': 'error' },
           h('h2', { text: 'Can’t load offers' }),
-          h('p', {}, `The catalog at ${location.host} is not answering. `, reason ? h('span', { class: 'muted', text: `(${reason})` }) : null),
+          h('p', {}, `The catalog at ${location.host} is not answering. `, h('span', { class: 'muted', 'data-field': 'reason', text: reason ? `(${reason})` : '' })),
           h('p', { text: 'The page keeps retrying by itself. If this lasts, check that the catalog is running and that this computer can reach it, then try again.' }),
           h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } }))));
       } else if (state.dataset.shown !== 'loading') {
