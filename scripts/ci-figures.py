@@ -35,7 +35,11 @@ def build(path):
     m = re.search(r"const UNIT_DATA = (\[.*?\]);\n", text, re.S)
     if not m:
         sys.exit(f"{path}: no UNIT_DATA (not a cargo timing report?)")
-    units = json.loads(m.group(1))
+    # Units cargo found fresh are listed with no time: left out.
+    units = [u for u in json.loads(m.group(1)) if u["duration"] > 0]
+    if not units:
+        print("build: every unit was fresh (nothing compiled)")
+        return
     ours = workspace_crates()
     wall = max(u["start"] + u["duration"] for u in units)
     total = sum(u["duration"] for u in units)
