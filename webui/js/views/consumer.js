@@ -274,9 +274,11 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         state.dataset.shown = `error|${reason}`;
         replaceChildren(state, h('section', { class: 'notice notice--error', role: 'alert', 'data-state': 'error' },
           h('h2', { text: 'Can’t load offers' }),
-          h('p', {}, `The catalog at ${location.host} is not answering. `, h('span', { class: 'muted', 'data-field': 'reason', text: reason ? `(${reason})` : '' })),
+          h('p', { text: `The catalog at ${location.host} is not answering.` }),
           h('p', { text: 'The page keeps retrying by itself. If this lasts, check that the catalog is running and that this computer can reach it, then try again.' }),
-          h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } }))));
+          h('p', {}, h('button', { type: 'button', class: 'button', text: 'Try again now', onclick: () => { feed.reconnectNow(); ctx.reloadOverRest(); } })),
+          // Below the button: a reason of another length must not move it.
+          h('p', { class: 'muted', 'data-field': 'reason', text: reason ? `(${reason})` : '' })));
       } else if (state.dataset.shown !== 'loading') {
         state.dataset.shown = 'loading';
         replaceChildren(state, h('p', { class: 'notice', 'data-state': 'loading', 'aria-busy': 'true', text: 'Loading offers…' }));
