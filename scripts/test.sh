@@ -87,7 +87,7 @@ rm -rf "$KUBE_TEST_AUDIT_DIR"
 mkdir -p "$KUBE_TEST_AUDIT_DIR"
 tests_status=0
 if cargo nextest --version >/dev/null 2>&1; then
-  # Threads, groups and the JUnit report (target/nextest/default/junit.xml):
+  # Threads and the JUnit report (target/nextest/default/junit.xml):
   # .config/nextest.toml.
   cargo nextest run --workspace --locked --no-fail-fast || tests_status=$?
   cargo test --workspace --doc --locked || tests_status=$?
