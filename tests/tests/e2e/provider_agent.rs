@@ -589,11 +589,9 @@ fn configuration_errors_name_what_is_wrong() {
     let reader = format!("static:{}", resources.display());
     let creds_file = write_json(dir.path(), "creds.json", &credentials("c1", "s3cret"));
     let creds = creds_file.to_str().unwrap();
-    // Nothing listens here: configuration errors come before any contact.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
+    // Nothing listens here (a port handed out to this test alone):
+    // configuration errors come before any contact.
+    let dead = free_port();
     let catalog = format!("http://127.0.0.1:{dead}");
 
     let cases: &[(&[&str], &str)] = &[

@@ -42,13 +42,10 @@ fn static_monitor_logged(
     Ok((child, bound.port(None)))
 }
 
-/// A loopback port nothing listens on: one the system handed out and that
-/// was closed again (for a client to be refused; were another test to take
-/// it meanwhile, it would not speak this protocol either).
+/// A loopback port nothing listens on: [`e2e::free_port`] hands each out
+/// once, below the kernel's ephemeral range, so no other test binds it.
 fn dead_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Ok(e2e::free_port())
 }
 
 /// A read and a health check answered within `within` on a fresh

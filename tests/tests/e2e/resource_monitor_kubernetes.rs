@@ -139,12 +139,9 @@ async fn kubernetes_source_follows_nodes_and_pods() -> Result<()> {
 #[tokio::test]
 async fn unreachable_api_server_and_bad_kubeconfig() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    // An API server address nothing listens on: a port the system handed
-    // out and that was closed again (nothing listens there; were another
-    // test to take it meanwhile, it is not a Kubernetes API server either).
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    // An API server address nothing listens on: a port handed out to this
+    // test alone (below the kernel's ephemeral range, so no client's port).
+    let dead = e2e::free_port();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,

@@ -119,6 +119,7 @@ impl MongoStore {
     async fn load(&self, part: Part, announce: bool) -> Result<(), FollowError> {
         match part {
             Part::Offers => {
+                self.memory.begin_offers_load();
                 let docs: Vec<OfferDoc> = self.offers.find(doc! {}).await?.try_collect().await?;
                 let mut slots = BTreeMap::new();
                 for d in docs {

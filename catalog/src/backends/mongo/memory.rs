@@ -18,7 +18,10 @@
 //! (a `delete` event) is forgotten. Offer changes are published as memory
 //! takes them: the writer's own copy or the stream's, whichever comes
 //! first, once, in memory's order — so a feed subscriber that connects
-//! after a write is acknowledged finds it. The other parts hold no versions: an
+//! after a write is acknowledged finds it. A load replaces memory with what
+//! it read, except this process's own writes taken while it ran: a load's
+//! read may predate them, and a list taken from memory after the load (a
+//! feed's resync) must still hold every write this process acknowledged. The other parts hold no versions: an
 //! event for a key makes the follower read that key again, and whatever it
 //! reads is the state from then on.
 
@@ -87,6 +90,10 @@ impl Slot {
 pub(super) struct Memory {
     trusted: [AtomicBool; 4],
     offers: RwLock<BTreeMap<String, Slot>>,
+    /// The offer documents taken since [`Memory::begin_offers_load`] (the
+    /// writer's own copies: no stream is read during a load), to be kept
+    /// over the load's older read. Written under `offers`' lock.
+    taken_while_loading: std::sync::Mutex<Option<BTreeMap<String, (Slot, bool)>>>,
     providers: RwLock<HashMap<String, ProviderAccount>>,
     disabled: RwLock<BTreeMap<String, DateTime<Utc>>>,
     peering: RwLock<HashMap<String, ProviderPeering>>,
@@ -122,7 +129,24 @@ impl Memory {
         Some(read(&self.offers).get(id).cloned())
     }
 
-    /// Replace every slot with a fresh load. With `announce` (the change
+    /// A load of every offer starts: from now until [`Memory::load_offers`],
+    /// documents taken are kept over what the load read.
+    pub(super) fn begin_offers_load(&self) {
+        let _offers = write(&self.offers);
+        *self.taken_while_loading() = Some(BTreeMap::new());
+    }
+
+    fn taken_while_loading(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<BTreeMap<String, (Slot, bool)>>> {
+        self.taken_while_loading
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replace every slot with a fresh load, keeping the documents taken
+    /// since [`Memory::begin_offers_load`] where they are [`newer`] than
+    /// the load's. With `announce` (the change
     /// stream resumes after events whose documents this load may already
     /// hold, so they would not be published), `then` runs under the lock
     /// for each loaded slot newer than the one memory held.
@@ -132,7 +156,13 @@ impl Memory {
         announce: bool,
         mut then: impl FnMut(&str, &Slot),
     ) {
+        let mut slots = slots;
         let mut offers = write(&self.offers);
+        for (id, (slot, inserted)) in self.taken_while_loading().take().unwrap_or_default() {
+            if newer(slots.get(&id), &slot, inserted) {
+                slots.insert(id, slot);
+            }
+        }
         if announce {
             for (id, slot) in &slots {
                 if newer(offers.get(id), slot, true) {
@@ -151,6 +181,9 @@ impl Memory {
     pub(super) fn apply_offer(&self, id: &str, slot: Slot, inserted: bool, then: impl FnOnce()) {
         let mut offers = write(&self.offers);
         if newer(offers.get(id), &slot, inserted) {
+            if let Some(taken) = self.taken_while_loading().as_mut() {
+                taken.insert(id.to_string(), (slot.clone(), inserted));
+            }
             offers.insert(id.to_string(), slot);
             then();
         }
@@ -379,6 +412,43 @@ mod tests {
         m.forget_tombstone("a");
         assert_eq!(m.offer_slot("a"), Some(None));
         assert_eq!(m.count_offers(), Some(0));
+    }
+
+    /// A load read before this process's own write was acknowledged does
+    /// not undo it: the write taken while the load ran stays (a feed's
+    /// resync lists it), a newer loaded document still wins, and writes
+    /// taken outside a load do not outlive the next one.
+    #[test]
+    fn a_load_keeps_the_writes_taken_while_it_ran() {
+        let m = Memory::default();
+        m.set_trusted(Part::Offers, true);
+        put(&m, "gone", live("gone", 1), true);
+        m.begin_offers_load();
+        assert!(put(&m, "mine", live("mine", 1), true));
+        assert!(put(&m, "both", live("both", 2), false));
+        let read = BTreeMap::from([
+            ("old".to_string(), live("old", 4)),
+            ("both".to_string(), live("both", 3)),
+        ]);
+        let mut announced = Vec::new();
+        m.load_offers(read, true, |id, _| announced.push(id.to_string()));
+        let listed = |m: &Memory| -> Vec<(String, u64)> {
+            m.list_offers(&OfferFilter::default(), None, usize::MAX)
+                .unwrap()
+                .into_iter()
+                .map(|o| (o.id, o.version))
+                .collect()
+        };
+        assert_eq!(
+            listed(&m),
+            [("both".into(), 3), ("mine".into(), 1), ("old".into(), 4)]
+        );
+        assert_eq!(announced, ["both", "old"], "what was taken is not announced again");
+        // Outside a load, a write is memory's until the next load replaces it.
+        put(&m, "later", live("later", 1), true);
+        m.begin_offers_load();
+        m.load_offers(BTreeMap::new(), false, |_, _| {});
+        assert_eq!(listed(&m), Vec::<(String, u64)>::new());
     }
 
     /// Lists page by id and filter exactly as the embedded store does.
