@@ -443,7 +443,11 @@ mod tests {
             listed(&m),
             [("both".into(), 3), ("mine".into(), 1), ("old".into(), 4)]
         );
-        assert_eq!(announced, ["both", "old"], "what was taken is not announced again");
+        assert_eq!(
+            announced,
+            ["both", "old"],
+            "what was taken is not announced again"
+        );
         // Outside a load, a write is memory's until the next load replaces it.
         put(&m, "later", live("later", 1), true);
         m.begin_offers_load();
