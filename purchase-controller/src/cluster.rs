@@ -555,11 +555,25 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
             }
         }
     }
+    // Read before the authentication goes, as `liqoctl unpeer` reads it
+    // (`pkg/liqoctl/unpeer/handler.go:82-87`): a provider that is also a
+    // consumer of this cluster shares the tunnel with that other direction.
+    let fcs: Api<DynamicObject> =
+        Api::all_with(cluster.client.clone(), &Generation::V1.foreign_cluster());
+    let fc = first(&fcs, &format!("{REMOTE_CLUSTER_ID_LABEL}={provider}")).await?;
+    let bidirectional = liqo::bidirectional(fc.as_ref());
     let (consumer, provider_client) = (&cluster.client, provider_client.as_ref());
     let id = &cluster.cluster_id;
     let unpeered = match authentication::unpeer(consumer, provider_client, id, provider).await {
-        // Then the network, as `liqoctl unpeer` does: only `--auto-peer`
-        // makes any.
+        // Then the network, as `liqoctl unpeer` does (`handler.go:105-111`):
+        // only `--auto-peer` makes any, and a bidirectional peering keeps it.
+        Ok(()) if cluster.auto_peer && bidirectional => {
+            tracing::info!(
+                provider,
+                "the network stays: the provider also peers with this cluster the other way (ForeignCluster role ConsumerAndProvider), over the same tunnel"
+            );
+            Ok(())
+        }
         Ok(()) if cluster.auto_peer => {
             networking::disconnect(consumer, provider_client, id, provider).await
         }

@@ -220,6 +220,15 @@ pub struct V1Peering {
     pub tenant_namespace: String,
 }
 
+/// Whether a v1 ForeignCluster shows a peering both ways: role
+/// `ConsumerAndProvider` (`apis/core/v1beta1/foreigncluster_types.go:42`;
+/// set by `pkg/utils/foreigncluster/roles.go:23`), which `liqoctl unpeer` reads
+/// to keep the network the other direction uses
+/// (`pkg/liqoctl/unpeer/handler.go:82-87, 105-111, 178-184`).
+pub fn bidirectional(fc: Option<&Value>) -> bool {
+    fc.is_some_and(|fc| fc["status"]["role"].as_str() == Some("ConsumerAndProvider"))
+}
+
 pub fn v1_peering(fc: Option<&Value>, provider: &str) -> V1Peering {
     let default_ns = format!("liqo-tenant-{provider}");
     let Some(fc) = fc else {
@@ -508,6 +517,19 @@ pub fn peering_command(secret_namespace: &str, secret_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only `ConsumerAndProvider` is a peering both ways; a missing
+    /// ForeignCluster or status is not.
+    #[test]
+    fn a_foreign_cluster_in_both_roles_is_bidirectional() {
+        let fc = |role: &str| json!({"status": {"role": role}});
+        assert!(bidirectional(Some(&fc("ConsumerAndProvider"))));
+        for role in ["Provider", "Consumer", "Unknown", ""] {
+            assert!(!bidirectional(Some(&fc(role))), "{role}");
+        }
+        assert!(!bidirectional(Some(&json!({}))));
+        assert!(!bidirectional(None));
+    }
 
     fn creds() -> PeeringCredentials {
         PeeringCredentials {
