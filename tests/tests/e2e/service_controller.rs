@@ -268,6 +268,9 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         "{}",
         r.text
     );
+    // What a provisioning makes, counted again once a valid one has gone
+    // through the same catalog and controller (a check right after the
+    // 400 could not fail: a provisioning is asynchronous).
     let instances = || {
         provider
             .objects(NAMESPACES)
@@ -275,7 +278,12 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
             .filter(|n| n["metadata"]["name"].as_str().unwrap().starts_with("svc-"))
             .count()
     };
-    assert_eq!(instances(), 0);
+    let db_contracts = || {
+        get(catalog, "/contracts", Some(provider_token))
+            .json
+            .as_array()
+            .map_or(0, |all| all.iter().filter(|c| c["offerID"] == "db").count())
+    };
 
     // Remote: provisioned; the namespace offloaded to the customer only.
     let r = provision(json!({"size": 2}));
@@ -287,6 +295,8 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     }
     let contract = contract_id(catalog, provider_token, "offerID", "db");
     let namespace = format!("svc-{}", contract.to_lowercase());
+    // The refused provisioning made nothing: one contract, one namespace.
+    assert_eq!((db_contracts(), instances()), (1, 1));
     let settings = provider
         .get(CONFIGMAPS, Some(&namespace), "settings")
         .unwrap_or_else(|| panic!("the rendered ConfigMap in {namespace}"));
@@ -304,16 +314,29 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
             ["values"],
         json!([PROVIDER_ID])
     );
-    // The objects reach the customer's cluster (Liqo's reflection).
-    let remote_settings = || {
-        customer
-            .objects(CONFIGMAPS)
-            .into_iter()
-            .find(|c| c["metadata"]["name"] == "settings")
-    };
+    // The objects reach the customer's cluster (Liqo's reflection), in the
+    // namespace Liqo offloaded the instance namespace to, as rendered.
+    wait_until(
+        "the instance namespace offloaded (its remote name known)",
+        || {
+            provider
+                .get(OFFLOADINGS, Some(&namespace), "offloading")
+                .is_some_and(|o| o["status"]["remoteNamespaceName"].is_string())
+        },
+    );
+    let remote_namespace = provider
+        .get(OFFLOADINGS, Some(&namespace), "offloading")
+        .and_then(|o| {
+            o["status"]["remoteNamespaceName"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("the remote namespace's name");
+    let remote_settings = || customer.get(CONFIGMAPS, Some(&remote_namespace), "settings");
     wait_until("the rendered ConfigMap reflected to the customer", || {
         remote_settings().is_some()
     });
+    assert_eq!(remote_settings().unwrap()["data"], settings["data"]);
 
     // Bind: the credentials Secret lands in the customer's opted-in
     // application namespace; OSB answers the same credentials.
