@@ -315,9 +315,11 @@ pub fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str
     })
 }
 
-/// A Pod in `default` with one container requesting `cpu` and `memory`.
+/// A Pod in `default` with one container requesting `cpu` and `memory`,
+/// with the tolerations DefaultTolerationSeconds gives every pod a real
+/// server admits ([`crate::taint_eviction::default_tolerations`]).
 pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory: &str) -> Value {
-    json!({
+    let mut pod = json!({
         "metadata": { "name": name, "namespace": "default", "labels": labels },
         "spec": {
             "nodeName": node,
@@ -328,5 +330,7 @@ pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory
             }]
         },
         "status": { "phase": phase }
-    })
+    });
+    crate::taint_eviction::default_tolerations(&mut pod);
+    pod
 }

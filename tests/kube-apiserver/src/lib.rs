@@ -124,6 +124,7 @@ pub mod server;
 pub mod shared;
 pub mod status;
 pub mod store;
+pub mod taint_eviction;
 pub mod target;
 pub mod tls;
 pub mod validation;

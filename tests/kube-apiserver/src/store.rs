@@ -506,6 +506,16 @@ impl World {
             object: &sent,
             old_object: old,
         };
+        // DefaultTolerationSeconds, a built-in mutating plugin: before the
+        // webhooks (`AllOrderedPlugins`), on pods themselves.
+        if operation == "CREATE"
+            && subresource.is_empty()
+            && !def.custom
+            && def.group.is_empty()
+            && def.plural == "pods"
+        {
+            crate::taint_eviction::default_tolerations(object);
+        }
         self.hooks.mutate(&request, object)?;
         if let Some(uid) = created {
             // `rest.BeforeCreate` (staging/src/k8s.io/apiserver/pkg/registry/rest/create.go)

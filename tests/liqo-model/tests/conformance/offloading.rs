@@ -135,9 +135,23 @@ async fn a_pod_created_after_the_offloading_runs_on_the_selected_peer() {
     }
     assert!(get(&p1, NAMESPACES, None, "app-origin").is_none());
 
-    // Created before: no toleration, no selector, and no node fits it.
+    // Created before: no toleration of Liqo's (only the API server's
+    // not-ready and unreachable ones), no selector, and no node fits it.
     let early = get(&origin, PODS, Some("app"), "early").unwrap();
-    assert!(early["spec"]["tolerations"].is_null(), "{early}");
+    let keys: Vec<&str> = early["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["key"].as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable"
+        ],
+        "{early}"
+    );
     assert!(early["spec"]["nodeName"].is_null(), "{early}");
     let unschedulable = |p: &Value| {
         p["status"]["conditions"]

@@ -248,9 +248,16 @@ async fn only_new_pods_of_labelled_namespaces() {
     let on: Api<DynamicObject> =
         Api::namespaced_with(alice.clone(), "on", &liqo_model::offloading_consts::pods());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Every pod carries the API server's DefaultTolerationSeconds
+    // tolerations (not-ready, unreachable: 300 s); the webhook adds
+    // Liqo's after them.
+    let defaults = json!([
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    ]);
     let created = loop {
         let created = on.create(&PostParams::default(), &pod("on")).await.unwrap();
-        if !created.data["spec"]["tolerations"].is_null() {
+        if created.data["spec"]["tolerations"] != defaults {
             break created;
         }
         on.delete("p", &Default::default()).await.unwrap();
@@ -261,7 +268,10 @@ async fn only_new_pods_of_labelled_namespaces() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     let tolerations = created.data["spec"]["tolerations"].clone();
-    assert_eq!(tolerations, json!([virtual_node_toleration()]));
+    assert_eq!(
+        tolerations,
+        json!([defaults[0], defaults[1], virtual_node_toleration()])
+    );
     assert_eq!(
         created.data["spec"]["affinity"]["nodeAffinity"]
             ["requiredDuringSchedulingIgnoredDuringExecution"],
@@ -281,5 +291,5 @@ async fn only_new_pods_of_labelled_namespaces() {
         .create(&PostParams::default(), &pod("off"))
         .await
         .unwrap();
-    assert!(plain.data["spec"]["tolerations"].is_null(), "{plain:?}");
+    assert_eq!(plain.data["spec"]["tolerations"], defaults, "{plain:?}");
 }
