@@ -12,8 +12,11 @@
 //! Issue 30's "Done when": a bought plan is a Ready virtual node whose
 //! capacity is the contract, pods included; a second contract grows it;
 //! the end of every contract leaves the Quota at zeros and cordoned within
-//! 15 s, the node NotReady and a new ShadowPod refused; a GPU-only plan
-//! never yields a NotReady node. (The 15 s is a latency figure, as the
+//! 15 s, the node NotReady and a new ShadowPod refused, and the pods
+//! running on the node evicted by Kubernetes after their
+//! `tolerationSeconds` (issue 40: the node tainted `not-ready:NoExecute`,
+//! the test world's taint eviction); a GPU-only plan never yields a
+//! NotReady node. (The 15 s is a latency figure, as the
 //! README's are, not a deadline for a test sharing two cores with others:
 //! every wait here is [`FOLLOW`], which only a lost change misses.)
 
@@ -32,6 +35,7 @@ const CONSUMER: &str = "c1";
 const PROVIDER: &str = "provider-1";
 /// The consumer's slice, and so its VirtualNode, Node and Quota's slice.
 const SLICE: &str = "gold-1";
+const PODS: (&str, &str) = ("", "pods");
 /// A remote namespace of the consumer's on the provider, labelled as
 /// Liqo's NamespaceMap controller labels one
 /// (`namespacemap-controller/enforcement.go:55-66`).
@@ -164,6 +168,38 @@ impl World {
     }
 }
 
+/// How long the test's short-lived pod tolerates a NotReady node (a
+/// pod's own `tolerationSeconds`, set short as a workload may).
+const SHORT_TOLERATION: Duration = Duration::from_secs(2);
+
+impl World {
+    /// A pod of the consumer's running on the slice's virtual node, as
+    /// Liqo's pod webhook and the scheduler leave it: Liqo's virtual-node
+    /// toleration, bound to the node; with `not_ready`, its own toleration
+    /// of `not-ready:NoExecute` for that long (else the API server adds
+    /// its default, 300 s).
+    fn running_pod(&self, name: &str, not_ready: Option<Duration>) -> Result<()> {
+        let mut tolerations = vec![json!({"key": "virtual-node.liqo.io/not-allowed",
+                                          "operator": "Exists", "effect": "NoExecute"})];
+        if let Some(d) = not_ready {
+            tolerations.push(
+                json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                    "effect": "NoExecute", "tolerationSeconds": d.as_secs()}),
+            );
+        }
+        self.consumer
+            .create(
+                PODS,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": "default"},
+                       "spec": {"nodeName": SLICE, "tolerations": tolerations,
+                                "containers": [{"name": "app", "image": "nginx"}]}}),
+            )
+            .map_err(|e| anyhow::anyhow!("creating pod {name}: {e}"))?;
+        Ok(())
+    }
+}
+
 fn node_ready(node: &Value) -> &str {
     node["status"]["conditions"]
         .as_array()
@@ -238,8 +274,15 @@ async fn a_contract_is_a_ready_node_a_second_grows_it_and_their_end_revokes_it()
     let node = w.node("True", &two).await?;
     assert_eq!(node["status"]["capacity"], two);
 
+    // Two offloaded pods running on the node (bound, with Liqo's
+    // virtual-node toleration): one tolerating NotReady for a short
+    // while, one with the API server's default (300 s).
+    w.running_pod("short", Some(SHORT_TOLERATION))?;
+    w.running_pod("default", None)?;
+
     // (c) The end of every contract: the Quota goes to zeros for every key
     // it held and cordoned...
+    let ended = Instant::now();
     w.shop.cancel(&second);
     w.shop.cancel(&first);
     let zeros = json!({"cpu": "0", "memory": "0", "pods": "0"});
@@ -260,6 +303,42 @@ async fn a_contract_is_a_ready_node_a_second_grows_it_and_their_end_revokes_it()
         .expect_err("a ShadowPod was admitted after every contract ended");
     assert_eq!(refused.code, 403, "{refused}");
     assert!(refused.message.contains("user is cordoned"), "{refused}");
+    // (d) Running pods: Kubernetes taints the NotReady node
+    // `not-ready:NoExecute` and evicts each pod after its toleration —
+    // never sooner; the one with the default 300 s is still there.
+    wait(
+        &w.consumer,
+        NODES,
+        None,
+        SLICE,
+        "tainted not-ready:NoExecute",
+        FOLLOW,
+        |n| {
+            n["spec"]["taints"].as_array().is_some_and(|t| {
+                t.iter().any(|t| {
+                    t["key"] == "node.kubernetes.io/not-ready" && t["effect"] == "NoExecute"
+                })
+            })
+        },
+    )
+    .await?;
+    let deadline = Instant::now() + FOLLOW;
+    while w.consumer.get(PODS, Some("default"), "short").is_some() {
+        ensure!(
+            Instant::now() < deadline,
+            "the pod was not evicted within {FOLLOW:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ensure!(
+        ended.elapsed() >= SHORT_TOLERATION,
+        "evicted {:?} after the contracts ended, before its toleration of {SHORT_TOLERATION:?}",
+        ended.elapsed()
+    );
+    ensure!(
+        w.consumer.get(PODS, Some("default"), "default").is_some(),
+        "the pod tolerating NotReady for 300 s was evicted"
+    );
     Ok(())
 }
 
