@@ -432,4 +432,25 @@ fn cli_follows_a_purchase_until_ready_or_failed() {
     let (mut child, lines) = follow(&kubeconfig, &[]);
     assert_eq!(next_line(&lines), "phase Failed");
     assert_eq!(exit_code(&mut child), 6);
+
+    // An ended one (its contract expired or was cancelled): 6 too
+    // (docs/cli.md), while being followed.
+    set_status(
+        &kube,
+        "Granting",
+        ("False", "WaitingForProvider", "the slice is pending"),
+    );
+    let (mut child, lines) = follow(&kubeconfig, &[]);
+    assert_eq!(next_line(&lines), "phase Granting");
+    assert_eq!(
+        next_line(&lines),
+        "Ready=False WaitingForProvider: the slice is pending"
+    );
+    set_status(
+        &kube,
+        "Ended",
+        ("False", "ContractEnded", "the contract ended"),
+    );
+    assert_eq!(next_line(&lines), "phase Ended");
+    assert_eq!(exit_code(&mut child), 6);
 }
