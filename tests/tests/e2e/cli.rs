@@ -449,7 +449,7 @@ fn cli_follows_a_purchase_until_ready_or_failed() {
     set_status(
         &kube,
         "Ended",
-        ("False", "ContractEnded", "the contract ended"),
+        ("False", "ContractCancelled", "the contract was cancelled"),
     );
     assert_eq!(next_line(&lines), "phase Ended");
     assert_eq!(exit_code(&mut child), 6);
