@@ -40,6 +40,11 @@ const CN_ENTRY: &str = "common-name";
 /// The approval's condition (`pkg/utils/csr.Approve` writes the reason and
 /// message liqoctl passes).
 const APPROVAL_REASON: &str = "LiqoBrokerPeeringUserApproval";
+/// On a Tenant this controller drained: so that it activates again only
+/// the drains it made (a provider's own `liqoctl drain tenant` stays).
+pub const DRAINED_BY_ANNOTATION: &str = "liqo-broker.io/drained-by";
+/// `apis/authentication/v1beta1/tenant_types.go:85-86`.
+const TENANT_ACTIVE: &str = "Active";
 
 /// A failed step, naming the object.
 #[derive(Debug, thiserror::Error)]
@@ -565,12 +570,54 @@ impl Cluster {
         name: &str,
     ) -> Result<(), ClusterError> {
         let (namespace, api) = self.tenant_api(consumer);
-        let patch = json!({"spec": {"tenantCondition": liqo::TENANT_DRAINED}});
+        let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: MANAGED_BY}},
+                           "spec": {"tenantCondition": liqo::TENANT_DRAINED}});
         api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(kube_err(format!("draining Tenant {namespace}/{name}")))?;
         tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant drained: its consumer has no active contract");
         Ok(())
+    }
+
+    /// The consumer bought again before its drained Tenants were deleted:
+    /// each Tenant this controller drained (marked
+    /// [`DRAINED_BY_ANNOTATION`]) and still `Drained` is set `Active` again
+    /// as `liqoctl activate tenant` does (v1.2.0
+    /// `pkg/liqoctl/activate/handler.go:57-58`), so Liqo binds the
+    /// consumer's control plane again and grants its slices
+    /// (`tenant_controller.go:140-159`); a drained Tenant left as it is
+    /// would deny every slice for ever (`remoteresourceslice_controller.go:297-298`).
+    /// The names activated.
+    pub async fn activate_drained(
+        &self,
+        consumer: &ConsumerId,
+    ) -> Result<Vec<String>, ClusterError> {
+        let (namespace, api) = self.tenant_api(consumer);
+        let list = api
+            .list(&ListParams::default().labels(&remote_cluster(consumer)))
+            .await
+            .map_err(kube_err(format!("listing Tenants in {namespace}")))?;
+        let mut activated = Vec::new();
+        for tenant in list.items {
+            let ours = tenant
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(DRAINED_BY_ANNOTATION))
+                .is_some_and(|v| v == MANAGED_BY);
+            if !ours || tenant.data["spec"]["tenantCondition"] != liqo::TENANT_DRAINED {
+                continue;
+            }
+            let name = tenant.metadata.name.unwrap_or_default();
+            let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: null}},
+                               "spec": {"tenantCondition": TENANT_ACTIVE}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(kube_err(format!("activating Tenant {namespace}/{name}")))?;
+            tracing::info!(tenant = %format!("{namespace}/{name}"), "Tenant active again: its consumer has an active contract again");
+            activated.push(name);
+        }
+        Ok(activated)
     }
 
     /// `unauthenticate`'s `DeleteTenant`: the consumer may no longer

@@ -50,6 +50,9 @@ struct State {
     catalog_down: bool,
     /// Consumers whose Tenants were drained, and since when.
     draining: BTreeMap<ConsumerId, Instant>,
+    /// Wanted consumers whose Tenants were looked at, since this process
+    /// started, for a drain of ours to undo (see [`Cluster::activate_drained`]).
+    undrained: BTreeSet<ConsumerId>,
 }
 
 /// Run passes until `stop`.
@@ -119,6 +122,26 @@ async fn pass(
     let mut ready = 0;
     for (consumer, contracts) in &wanted.consumers {
         let span = tracing::info_span!("peering_user", %consumer);
+        // Wanted again while its Tenants were drained (or, once after a
+        // start, maybe drained by an earlier process): the drain is undone,
+        // not only stopped.
+        if state.draining.contains_key(consumer) || !state.undrained.contains(consumer) {
+            match cluster
+                .activate_drained(consumer)
+                .instrument(span.clone())
+                .await
+            {
+                Ok(_) => {
+                    state.draining.remove(consumer);
+                    state.undrained.insert(consumer.clone());
+                }
+                Err(error) => {
+                    tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot activate the consumer's drained Tenants");
+                    metrics.reconcile().count_failure(error.kind());
+                    settled = false;
+                }
+            }
+        }
         let progress = cluster.ensure(consumer).instrument(span.clone()).await;
         if progress.is_ok() {
             metrics.reconcile().set_reached_api();

@@ -44,6 +44,11 @@ const TENANT_NAMESPACE_LABEL: &str = "liqo.io/tenant-namespace";
 const REMOTE_CLUSTER_ID: &str = "liqo.io/remote-cluster-id";
 /// `authentication/csr.go:100-103`: the group of every control-plane user.
 const CONTROL_PLANE_ORGANIZATION: &str = "liqo.io";
+/// `pkg/identityManager/const.go:38, 43`: where the provider's Liqo keeps
+/// the certificate it issued for a consumer's control-plane CSR, with that
+/// CSR (`certificateIdentityProvider.go:196-225`).
+const REMOTE_CERTIFICATE_SECRET: &str = "liqo-remote-certificate";
+const REMOTE_CERTIFICATE_CSR_FIELD: &str = "csr";
 
 /// `authentication.liqo.io/v1beta1` Tenants and Identities.
 pub fn tenants() -> ApiResource {
@@ -233,6 +238,32 @@ impl ClusterKeys {
         })
     }
 
+    /// The public key as PKIX DER (the PEM's body).
+    fn public_der(&self) -> Option<Vec<u8>> {
+        let (_, pem) = x509_parser::pem::parse_x509_pem(self.public_pem.as_bytes()).ok()?;
+        Some(pem.contents)
+    }
+
+    /// Whether `signed_crt` (an `authParams.signedCRT`: base64 of a PEM
+    /// certificate) certifies this key: a cluster whose keys changed (Liqo
+    /// reinstalled) cannot use a certificate issued for its old key.
+    pub fn certifies(&self, signed_crt: &Value) -> bool {
+        let Some(der) = signed_crt
+            .as_str()
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        else {
+            return false;
+        };
+        let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(&der) else {
+            return false;
+        };
+        let Ok(cert) = pem.parse_x509() else {
+            return false;
+        };
+        self.public_der()
+            .is_some_and(|public| cert.tbs_certificate.subject_pki.raw == public.as_slice())
+    }
+
     /// `authentication/csr.go:71-73, 197-236` `GenerateCSRForControlPlane`:
     /// a PKCS#10 request signed with the private key for CN `cluster_id`,
     /// O `liqo.io`, PEM.
@@ -355,18 +386,38 @@ pub(crate) async fn ensure_tenant_namespace(
 /// One round of authentication: the next step that can be done, and where
 /// it then stands. Consumer-side API failures are errors (retried with
 /// backoff); provider-side ones are a [`Stage::Provider`].
+///
+/// Every round that gets as far re-applies the Tenant as `liqoctl peer`
+/// does (`cluster.go:176-196`, `CreateOrUpdate` of its labels, annotations
+/// and spec): a Tenant already there — accepted, refused, drained, or made
+/// with keys this cluster no longer has — gets this cluster's key, CSR and
+/// signature of the current nonce, and its `tenantCondition` back to the
+/// CRD default `Active` (`apis/authentication/v1beta1/tenant_types.go:75-78`).
+/// The Identity is applied the same way (`cluster.go:212-233`) from a
+/// Tenant status whose certificate is for this cluster's key.
 pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let on_consumer = tenant_namespace(peers.provider_id);
     let on_provider = tenant_namespace(peers.consumer_id);
     let identities: Api<DynamicObject> =
         Api::namespaced_with(peers.consumer.clone(), &on_consumer, &identities());
-    // `cluster.go:213-233`: once applied, Liqo has what it needs.
-    if identities
+    // `cluster.go:213-233`: once applied, Liqo has what it needs — unless
+    // its certificate is not for this cluster's key (Liqo reinstalled with
+    // new keys): then the handshake is made again and the Identity
+    // replaced.
+    let identity = identities
         .get_opt(&identity_name(peers.provider_id))
         .await?
-        .is_some()
-    {
-        return Ok(Stage::IdentityCreated);
+        .map(serde_json::to_value)
+        .transpose()?;
+    if let Some(identity) = &identity {
+        let stale = match read_keys(peers).await? {
+            Ok(keys) => !keys.certifies(&identity["spec"]["authParams"]["signedCRT"]),
+            Err(_) => false,
+        };
+        if !stale {
+            return Ok(Stage::IdentityCreated);
+        }
+        tracing::info!("the control-plane Identity's certificate is not for this cluster's key: authenticating again");
     }
 
     // `cluster.go:76-91` on [P]: the peering user may only read it
@@ -381,31 +432,12 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         Err(e) => return Ok(provider_failed("read its tenant namespace", &e)),
     }
 
-    // A Tenant already applied and accepted: straight to the Identity
-    // (the nonce is single-use, the handshake is not replayed).
-    let tenants_p: Api<DynamicObject> =
-        Api::namespaced_with(peers.provider.clone(), &on_provider, &tenants());
-    let tenant = match tenants_p.get_opt(peers.consumer_id).await {
-        Ok(t) => t.map(serde_json::to_value).transpose()?,
-        Err(e) => return Ok(provider_failed("read the Tenant", &e)),
-    };
-    if let Some(tenant) = &tenant {
-        return match identity_object(tenant, peers.provider_id, &on_consumer) {
-            Some(identity) => {
-                identities
-                    .create(&PostParams::default(), &serde_json::from_value(identity)?)
-                    .await?;
-                tracing::info!(namespace = %on_consumer, "control-plane Identity created");
-                Ok(Stage::IdentityCreated)
-            }
-            None => Ok(Stage::WaitingForTenant(on_provider)),
-        };
-    }
-
     // `cluster.go:76-91` on [C].
     ensure_tenant_namespace(peers.consumer, peers.provider_id).await?;
 
-    // `cluster.go:95-121`, `utils/nonce.go:32-42`: [P]'s nonce.
+    // `cluster.go:95-121`, `utils/nonce.go:32-42`: [P]'s nonce. Liqo keeps
+    // it (the nonce creator fills it once), so a handshake made again
+    // signs the same nonce.
     let nonces: Api<DynamicObject> = Api::namespaced_with(
         peers.provider.clone(),
         &on_provider,
@@ -434,7 +466,9 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         return Ok(Stage::WaitingForNonce);
     }
 
-    // `cluster.go:125-152`, `utils/nonce.go:48-80`: [C] signs it.
+    // `cluster.go:125-152`, `utils/nonce.go:48-80`: [C] signs it (again
+    // after its keys changed: the signer re-signs with the key it has,
+    // `noncesigner_controller.go:118-137`).
     let secrets: Api<Secret> = Api::namespaced(peers.consumer.clone(), &on_consumer);
     let signed = match secrets.get_opt(SIGNED_NONCE_SECRET).await? {
         None => {
@@ -455,8 +489,65 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     }
 
     // `utils/tenant.go:34-51`: the consumer's key, the CSR, the Tenant.
+    let keys = match read_keys(peers).await? {
+        Ok(keys) => keys,
+        Err(why) => return Ok(Stage::KeysUnreadable(why)),
+    };
+    let csr = match keys.control_plane_csr(peers.consumer_id) {
+        Ok(csr) => csr,
+        Err(why) => return Ok(Stage::KeysUnreadable(why)),
+    };
+    if let Some(stage) = forget_certificate_of_another_csr(peers, &on_provider, &csr).await {
+        return Ok(stage);
+    }
+    let wanted = tenant_object(
+        peers.consumer_id,
+        &keys.public_pem,
+        &csr,
+        &signature,
+        &on_provider,
+    );
+    let tenant = match apply_tenant(peers, &on_provider, wanted).await? {
+        Ok(tenant) => tenant,
+        Err(stage) => return Ok(stage),
+    };
+
+    // `cluster.go:190-233`: the Identity from the Tenant's status, once it
+    // holds a certificate for this cluster's key.
+    if !keys.certifies(&tenant["status"]["authParams"]["signedCRT"]) {
+        return Ok(Stage::WaitingForTenant(on_provider));
+    }
+    let Some(wanted) = identity_object(&tenant, peers.provider_id, &on_consumer) else {
+        return Ok(Stage::WaitingForTenant(on_provider));
+    };
+    match identity {
+        None => {
+            identities
+                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                .await?;
+            tracing::info!(namespace = %on_consumer, "control-plane Identity created");
+        }
+        Some(mut existing) => {
+            existing["metadata"]["labels"] = wanted["metadata"]["labels"].clone();
+            existing["spec"] = wanted["spec"].clone();
+            identities
+                .replace(
+                    &identity_name(peers.provider_id),
+                    &PostParams::default(),
+                    &serde_json::from_value(existing)?,
+                )
+                .await?;
+            tracing::info!(namespace = %on_consumer, "control-plane Identity replaced with this cluster's certificate");
+        }
+    }
+    Ok(Stage::IdentityCreated)
+}
+
+/// The consumer's key pair from `authentication-keys` in Liqo's namespace
+/// on [C], or why it cannot be had (a [`Stage::KeysUnreadable`]).
+async fn read_keys(peers: &Peers<'_>) -> Result<Result<ClusterKeys, String>, AuthError> {
     let liqo_secrets: Api<Secret> = Api::namespaced(peers.consumer.clone(), peers.liqo_namespace);
-    let keys = match liqo_secrets.get_opt(KEYS_SECRET).await {
+    Ok(match liqo_secrets.get_opt(KEYS_SECRET).await {
         Ok(Some(secret)) => ClusterKeys::from_secret(&serde_json::to_value(secret)?),
         Ok(None) => Err(format!(
             "no Secret {}/{KEYS_SECRET}: is Liqo v1 installed in --liqo-namespace?",
@@ -467,33 +558,128 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
             peers.liqo_namespace
         )),
         Err(e) => return Err(e.into()),
+    })
+}
+
+/// Liqo v1.2.0 issues a consumer's control-plane certificate once per CSR
+/// and keeps it with that CSR in `liqo-remote-certificate`; a Tenant with
+/// another CSR (a consumer whose keys changed) is refused for ever with
+/// `NotMatchingCSRError`, a BadRequest that `EnsureCertificate` does not
+/// take for "not found" (`certificateIdentityProvider.go:57-102`,
+/// `interface.go:31-32`, `utils.go:38-47`), and the Tenant keeps the old
+/// certificate in its status. So before its Tenant is applied with `csr`,
+/// a record of another CSR is deleted (the peering user may, in its
+/// tenant namespace: Liqo's `liqo-peering-user-tenant-ns` role grants
+/// Secrets `delete`), and Liqo issues a certificate for this one. `None`
+/// to carry on, or the stage to stop at.
+async fn forget_certificate_of_another_csr(
+    peers: &Peers<'_>,
+    on_provider: &str,
+    csr: &str,
+) -> Option<Stage> {
+    let secrets: Api<Secret> = Api::namespaced(peers.provider.clone(), on_provider);
+    let stored = match secrets.get_opt(REMOTE_CERTIFICATE_SECRET).await {
+        Ok(Some(secret)) => serde_json::to_value(secret).ok()?,
+        Ok(None) => return None,
+        Err(e) => return Some(provider_failed("read the stored certificate", &e)),
     };
-    let keys = match keys {
-        Ok(keys) => keys,
-        Err(why) => return Ok(Stage::KeysUnreadable(why)),
-    };
-    let csr = match keys.control_plane_csr(peers.consumer_id) {
-        Ok(csr) => csr,
-        Err(why) => return Ok(Stage::KeysUnreadable(why)),
-    };
-    let wanted = tenant_object(
-        peers.consumer_id,
-        &keys.public_pem,
-        &csr,
-        &signature,
-        &on_provider,
-    );
-    // `cluster.go:176-196`.
-    if let Err(e) = tenants_p
-        .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+    let stored_csr = secret_field(&stored, REMOTE_CERTIFICATE_CSR_FIELD);
+    if stored_csr.is_empty() || stored_csr == csr.as_bytes() {
+        return None;
+    }
+    match secrets
+        .delete(REMOTE_CERTIFICATE_SECRET, &DeleteParams::default())
         .await
     {
-        if !is_status(&e, &[409]) {
-            return Ok(provider_failed("create the Tenant", &e));
+        Ok(_) => {
+            tracing::info!(namespace = %on_provider, "the provider's certificate of another CSR of this cluster deleted: Liqo issues one for this cluster's key");
+            None
         }
+        Err(e) if is_status(&e, &[404]) => None,
+        Err(e) => Some(provider_failed(
+            "delete the stored certificate of another key",
+            &e,
+        )),
     }
-    tracing::info!(namespace = %on_provider, "Tenant applied on the provider");
-    Ok(Stage::WaitingForTenant(on_provider))
+}
+
+/// A Tenant's spec with the CRD's defaults filled in
+/// (`tenant_types.go:62-66, 75-78`), as the API server stores it.
+fn with_defaults(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    if let Some(map) = spec.as_object_mut() {
+        map.entry("authzPolicy")
+            .or_insert_with(|| json!("KeysExchange"));
+        map.entry("tenantCondition")
+            .or_insert_with(|| json!("Active"));
+    }
+    spec
+}
+
+/// `cluster.go:176-196` `EnsureTenant`: `resource.CreateOrUpdate` of the
+/// Tenant on [P], its labels, annotations and spec replaced by `wanted`'s
+/// (the peering user may `create` and `update` Tenants, not `patch`). The
+/// Tenant as the provider holds it, or the stage to stop at.
+async fn apply_tenant(
+    peers: &Peers<'_>,
+    on_provider: &str,
+    wanted: Value,
+) -> Result<Result<Value, Stage>, AuthError> {
+    let tenants_p: Api<DynamicObject> =
+        Api::namespaced_with(peers.provider.clone(), on_provider, &tenants());
+    let existing = match tenants_p.get_opt(peers.consumer_id).await {
+        Ok(t) => t.map(serde_json::to_value).transpose()?,
+        Err(e) => return Ok(Err(provider_failed("read the Tenant", &e))),
+    };
+    let Some(mut tenant) = existing else {
+        return Ok(
+            match tenants_p
+                .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+                .await
+            {
+                Ok(created) => {
+                    tracing::info!(namespace = %on_provider, "Tenant applied on the provider");
+                    Ok(serde_json::to_value(created)?)
+                }
+                // Made meanwhile: the next round updates it.
+                Err(e) if is_status(&e, &[409]) => Err(Stage::WaitingForTenant(on_provider.into())),
+                Err(e) => Err(provider_failed("create the Tenant", &e)),
+            },
+        );
+    };
+    let metadata = &tenant["metadata"];
+    let annotated = metadata["annotations"]
+        .as_object()
+        .is_some_and(|a| !a.is_empty());
+    let same = metadata["labels"] == wanted["metadata"]["labels"]
+        && !annotated
+        && with_defaults(&tenant["spec"]) == with_defaults(&wanted["spec"]);
+    if same {
+        return Ok(Ok(tenant));
+    }
+    let drained = tenant["spec"]["tenantCondition"] != "Active";
+    tenant["metadata"]["labels"] = wanted["metadata"]["labels"].clone();
+    if let Some(m) = tenant["metadata"].as_object_mut() {
+        m.remove("annotations");
+    }
+    // Without `tenantCondition`: the API server defaults it to `Active`.
+    tenant["spec"] = wanted["spec"].clone();
+    match tenants_p
+        .replace(
+            peers.consumer_id,
+            &PostParams::default(),
+            &serde_json::from_value(tenant)?,
+        )
+        .await
+    {
+        Ok(updated) => {
+            tracing::info!(namespace = %on_provider, was_not_active = drained, "Tenant applied again on the provider");
+            Ok(Ok(serde_json::to_value(updated)?))
+        }
+        // Changed meanwhile (Liqo's finalizer, say): the next round.
+        Err(e) if is_status(&e, &[409]) => Ok(Err(Stage::WaitingForTenant(on_provider.into()))),
+        Err(e) => Ok(Err(provider_failed("update the Tenant", &e))),
+    }
 }
 
 /// Unpeering what [`authenticate`] made, in `liqoctl unpeer`'s order
@@ -602,6 +788,41 @@ mod tests {
         assert!(
             err.contains("privateKey") && !err.contains("BEGIN"),
             "{err}"
+        );
+    }
+
+    /// `authParams.signedCRT` as Liqo writes it: base64 of a PEM
+    /// certificate, here self-signed with `keys`' private key.
+    fn signed_crt(keys: &ClusterKeys) -> Value {
+        let pair = rcgen::KeyPair::from_pem(&keys.private_pem).unwrap();
+        let cert = rcgen::CertificateParams::new(Vec::<String>::new())
+            .unwrap()
+            .self_signed(&pair)
+            .unwrap();
+        json!(b64(cert.pem().as_bytes()))
+    }
+
+    #[test]
+    fn a_certificate_certifies_its_own_key_only() {
+        let (mine, other) = (keys(), keys());
+        assert!(mine.certifies(&signed_crt(&mine)));
+        assert!(!mine.certifies(&signed_crt(&other)), "another key's");
+        assert!(!mine.certifies(&json!("Y3J0")), "not a certificate");
+        assert!(!mine.certifies(&Value::Null), "none");
+    }
+
+    #[test]
+    fn a_tenant_compares_with_the_crd_defaults_filled_in() {
+        let applied = tenant_object("c1", "PUB", "CSR", b"sig", "liqo-tenant-c1");
+        let mut stored = applied["spec"].clone();
+        stored["authzPolicy"] = json!("KeysExchange");
+        stored["tenantCondition"] = json!("Active");
+        assert_eq!(with_defaults(&applied["spec"]), with_defaults(&stored));
+        stored["tenantCondition"] = json!("Drained");
+        assert_ne!(with_defaults(&applied["spec"]), with_defaults(&stored));
+        assert!(
+            applied["spec"]["tenantCondition"].is_null(),
+            "left to the CRD default"
         );
     }
 

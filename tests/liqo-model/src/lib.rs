@@ -131,7 +131,10 @@
 //!   :196-225); `status.authParams` (CA, signed certificate, API server,
 //!   proxy; :179-184) and `liqo-binding-liqo-remote-controlplane` binding
 //!   user `<consumer>` to the chart's `liqo-remote-controlplane`
-//!   (`pkg/tenantNamespace/bindings.go:34-130`). [`tenant::forge`] is the
+//!   (`pkg/tenantNamespace/bindings.go:34-130`). A `Drained` Tenant
+//!   (:140-148, 415-463) loses that binding and every ResourceSlice and
+//!   NamespaceMap replicated from its consumer, and gets nothing else
+//!   done until it is `Active` again. [`tenant::forge`] is the
 //!   Tenant `liqoctl` applies (`authentication/utils/tenant.go:29-51`).
 //!   Nonces are not consumed: as in Liqo, the Tenant is checked against
 //!   the nonce the provider's Secret holds now, on every reconcile, so a
@@ -206,8 +209,9 @@
 //! - In authentication: RSA keys (TLS compatibility mode), the Tenant
 //!   certificate's renewal (`tenant_controller.go:204-215`) and the
 //!   renewers, the cluster-wide bindings of
-//!   `virtual-kubelet-remote-clusterwide` (:248-256), the Tenant's
-//!   cordon and drain handling (:140-159), the Events' aggregation.
+//!   `virtual-kubelet-remote-clusterwide` (:248-256, 416-421), the
+//!   Tenant's cordon handling (:149-159, 360-413), the Events'
+//!   aggregation.
 //! - In the ForeignCluster controller: the gateways' Deployments (a
 //!   gateway is ready once it has its keys), the virtual kubelet
 //!   pods' readiness, the API server checker
@@ -216,8 +220,10 @@
 //!   public-key checks (csr.go:164-192), `status.authParams` (a signed
 //!   certificate, RRS:211-233), certificate renewal, storage classes read
 //!   from StorageClasses, events.
-//! - The Tenant controller's cordon and drain (tests set the Tenant's
-//!   condition), peering and unpeering.
+//! - The Tenant controller's cordon (tests set the Tenant's condition),
+//!   peering and unpeering; its drain only with the authentication
+//!   module ([`Provider::with_authentication`]), whose Tenant controller
+//!   does it.
 //! - In the ShadowPod webhook: its mutating half (the creator label, from
 //!   the request's user, which hooks are not given), updates, and the
 //!   cache's initialisation and refresh (deletions come from a watch). The test

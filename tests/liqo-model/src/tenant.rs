@@ -69,6 +69,19 @@ pub const RULES: &[Rule] = &[
         &["update"],
     ),
     Rule::new(&["certificates.k8s.io"], &["signers"], &["approve"]),
+    // The drain (TC:430-460) lists and deletes the consumer's replicated
+    // slices and NamespaceMaps; the chart's
+    // `liqo-controller-manager-ClusterRole.yaml` grants both in full.
+    Rule::new(
+        &["authentication.liqo.io"],
+        &["resourceslices"],
+        &["list", "delete"],
+    ),
+    Rule::new(
+        &["offloading.liqo.io"],
+        &["namespacemaps"],
+        &["list", "delete"],
+    ),
 ];
 
 /// `tenant-controller/finalizer.go:27`.
@@ -257,6 +270,15 @@ async fn reconcile(client: &Client, options: &Options, key: Key) -> Result<(), E
         .as_str()
         .unwrap_or_default()
         .to_string();
+    // TC:140-148: a Drained Tenant loses its consumer's bindings and
+    // replicated slices, and nothing else is done (no handshake, no
+    // status): a Tenant set back to Active (the CRD default,
+    // `apis/authentication/v1beta1/tenant_types.go:75-78`) is handled as
+    // any other on its next reconcile, which binds the roles again. (The
+    // Cordoned handling, TC:149-153, 360-413, is not modelled.)
+    if value["spec"]["tenantCondition"] == TENANT_DRAINED {
+        return drain(client, &tenant, &cluster, &roles).await;
+    }
     // TC:161-170.
     if keys_exchange(&value) {
         let nonce = match find_nonce(client, &cluster).await {
@@ -365,6 +387,103 @@ async fn authorize(
     if let Err(e) = bind(client, cluster, tenant, tenant_ns, roles).await {
         warn(client, tenant, "ClusterRolesBindingFailed", &e.to_string()).await;
         return Err(e);
+    }
+    Ok(())
+}
+
+/// `apis/authentication/v1beta1/tenant_types.go:90-91`.
+pub const TENANT_DRAINED: &str = "Drained";
+
+/// TC:415-463 `handleTenantDrained`: the control plane's RoleBindings in
+/// the consumer's tenant namespace deleted
+/// (`pkg/tenantNamespace/bindings.go:55-71, 122-126`; the cluster-wide
+/// ones, TC:416-421, are not modelled), then every ResourceSlice and every
+/// NamespaceMap replicated from the consumer, in any namespace
+/// (`pkg/utils/labels` `RemoteLabelSelectorForCluster`:
+/// `liqo.io/replicated=true`, `liqo.io/originID=<consumer>`), gone already
+/// or not.
+async fn drain(
+    client: &Client,
+    tenant: &DynamicObject,
+    cluster: &str,
+    roles: &[String],
+) -> Result<(), Error> {
+    // `UnbindClusterRoles` needs the tenant namespace (bindings.go:58-62).
+    let Some(namespace) = tenant_namespace::get(client, cluster).await? else {
+        let message = format!("no tenant namespace for cluster {cluster:?}");
+        warn(client, tenant, "ClusterRolesUnbindingFailed", &message).await;
+        return Err(Error::Waiting(message));
+    };
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace);
+    for role in roles {
+        match bindings
+            .delete(&format!("liqo-binding-{role}"), &Default::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => {
+                warn(
+                    client,
+                    tenant,
+                    "ClusterRolesUnbindingFailed",
+                    &e.to_string(),
+                )
+                .await;
+                return Err(e.into());
+            }
+        }
+    }
+    events::record(
+        client,
+        events::reference_to_dynamic(tenant),
+        COMPONENT,
+        NORMAL,
+        "ClusterRolesUnbindingSuccess",
+        "ClusterRoles unbinded",
+    )
+    .await;
+    let selector = format!(
+        "{}=true,{}={cluster}",
+        consts::REPLICATED,
+        consts::REPLICATION_ORIGIN
+    );
+    let namespace_maps = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("offloading.liqo.io", "v1beta1", "NamespaceMap"),
+        "namespacemaps",
+    );
+    for (kind, reason, message) in [
+        (
+            consts::resource_slices(),
+            "ResourceSlicesDeleted",
+            "ResourceSlices deleted",
+        ),
+        (
+            namespace_maps,
+            "NamespaceMapsDeleted",
+            "NamespaceMaps deleted",
+        ),
+    ] {
+        let all: Api<DynamicObject> = Api::all_with(client.clone(), &kind);
+        let found = match all.list(&ListParams::default().labels(&selector)).await {
+            Ok(list) => list.items,
+            // A kind this cluster does not serve has none to delete.
+            Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        for object in found {
+            let (Some(ns), Some(name)) = (object.metadata.namespace, object.metadata.name) else {
+                continue;
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &kind);
+            match api.delete(&name, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let involved = events::reference_to_dynamic(tenant);
+        events::record(client, involved, COMPONENT, NORMAL, reason, message).await;
     }
     Ok(())
 }

@@ -67,6 +67,7 @@ mod purchase_controller;
 mod purchase_controller_auto_peer;
 mod purchase_controller_direct;
 mod purchase_controller_ha;
+mod purchase_controller_reauth;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
 mod resource_monitor_hardening;
