@@ -61,7 +61,7 @@ mod duration_grammar;
 mod install_with_kubectl;
 mod orchestrator;
 mod peering_users;
-mod peering_users_foreign_csr;
+mod peering_users_promises;
 mod provider_agent;
 mod purchase_controller;
 mod purchase_controller_auto_peer;

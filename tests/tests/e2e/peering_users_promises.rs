@@ -1,0 +1,335 @@
+//! Promises of the peering-user controller no other test held it to
+//! (issue 40; review `test-audit-2026-12-01.md`, finding 3 and "promises
+//! with no test"), in the world of [`crate::peering_users`]: the real
+//! catalog (consumers c1 and c2 bought from a provider selling a peering
+//! user per contract), the real `peering-user-controller` as its
+//! ServiceAccount under the shipped RBAC, and the TLS test API server that
+//! signs approved `kube-apiserver-client` CSRs.
+//!
+//! - **A lookalike CSR is never approved.** The controller's CSRs are
+//!   `liqo-peer-user-<consumer>` with its labels; anyone who may create
+//!   CSRs can make one with that name and those labels. The controller
+//!   approves only a request made with the key it stored for that consumer
+//!   (`peering-users/src/identity.rs` `check_csr`, called before any
+//!   approval in `peering-users/src/cluster.rs`); deleting that call made
+//!   no other test fail. Once both consumers' peering users are issued,
+//!   the controller stops; c1's CSR is replaced by a copy of it whose
+//!   request is made with another key (same name, labels, signer, usages
+//!   and lifetime, a subject like Liqo's: `liqo-peer-user-c1-<hex>`,
+//!   `O=liqo.io`); the controller starts again. It refuses the request on
+//!   every pass (a `csr` failure on `/metrics`) and leaves it as it is: not
+//!   approved, not signed, not replaced.
+//! - **Nothing is removed while the catalog cannot be read**
+//!   (`peering-users/README.md`): with both peering users issued, the
+//!   catalog is killed; pass after pass fails to read it (`catalog`
+//!   failures on `/metrics`) and every object the controller made — CSRs,
+//!   keys, RoleBindings — stays, the same objects (uids).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use base64::Engine;
+use e2e::buying::{self, admin, consumer, get, publish};
+use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::contracts::{buy, register_per_contract};
+use kube_test_server::KubeApiServer;
+use serde_json::{json, Value};
+
+use crate::liqo_support;
+
+const NAMESPACES: (&str, &str) = ("", "namespaces");
+const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
+const SECRETS: (&str, &str) = ("", "secrets");
+const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
+/// Liqo's namespace, where the controller runs too (as deployed).
+const LIQO: &str = "liqo";
+/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
+const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
+/// The CSR the controller makes for consumer c1 (Liqo's
+/// `GetUserNameFromClusterID`).
+const C1_CSR: &str = "liqo-peer-user-c1";
+/// Failures to see before looking: the controller passes over every
+/// consumer each `--poll-interval`, so several failures are several passes
+/// that each left everything alone.
+const REFUSALS: f64 = 3.0;
+
+/// Catalog and metrics calls are blocking: off the async workers.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Poll `probe` until it returns Some, within [`e2e::EVENTUALLY`].
+async fn settle<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> Result<T> {
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    loop {
+        if let Some(v) = probe() {
+            return Ok(v);
+        }
+        if Instant::now() >= deadline {
+            bail!("{what}: not within {:?}", e2e::EVENTUALLY);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether contract `id`'s peering kubeconfig has been released.
+fn released(catalog: &Catalog, token: &str, id: &str) -> bool {
+    let r = blocking(|| get(catalog, &format!("/contracts/{id}"), Some(token)));
+    r.json["peeringState"]["state"] == "credentialsReady"
+        && r.json["credentials"]["v1"]["kubeconfig"].is_string()
+}
+
+/// The controller's count of failed steps of `kind` (`csr`, `catalog`…).
+fn failures(port: u16, kind: &str) -> f64 {
+    let text = blocking(|| {
+        e2e::http::blocking_client(Duration::from_secs(5))
+            .get(format!("http://127.0.0.1:{port}/metrics"))
+            .send()
+            .and_then(|r| r.text())
+            .unwrap_or_default()
+    });
+    text.lines()
+        .filter(|l| l.starts_with("peering_user_controller_failures_total{"))
+        .filter(|l| l.contains(&format!("=\"{kind}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A PKCS#10 request (PEM) for `cn` in group `liqo.io`, made with a key
+/// the controller never saw.
+fn foreign_request(cn: &str) -> Result<String> {
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "liqo.io");
+    Ok(params.serialize_request(&key)?.pem()?)
+}
+
+/// `original` (the controller's CSR) as someone else would copy it: its
+/// name, labels, signer, usages and lifetime, with `request`.
+fn lookalike(original: &Value, request: &str) -> Value {
+    let spec = &original["spec"];
+    json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+           "metadata": {"name": C1_CSR, "labels": original["metadata"]["labels"].clone()},
+           "spec": {"signerName": spec["signerName"].clone(), "usages": spec["usages"].clone(),
+                    "expirationSeconds": spec["expirationSeconds"].clone(),
+                    "request": base64::engine::general_purpose::STANDARD.encode(request)}})
+}
+
+/// The world: the test API server with Liqo's peering-user roles and the
+/// shipped RBAC, the catalog where alice bought for c1 and bob for c2, and
+/// what starts the controller as its ServiceAccount.
+struct World {
+    kube: KubeApiServer,
+    dir: tempfile::TempDir,
+    _env: Env,
+    catalog: Catalog,
+    alice: String,
+    bob: String,
+    alices: String,
+    bobs: String,
+}
+
+impl World {
+    async fn open() -> Result<Self> {
+        let kube = KubeApiServer::start_tls().await?;
+        let dir = tempfile::tempdir()?;
+        kube.write_kubeconfig_as(&dir.path().join("kubeconfig"), CONTROLLER_USER)?;
+        e2e::rbac::load_shipped(&kube)?;
+        kube.register_liqo_networking_crds()?;
+        kube.apply(
+            NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIQO}}),
+        );
+        liqo_support::install_peering_user_roles(&kube, LIQO);
+        std::fs::write(
+            dir.path().join("ca.crt"),
+            kube.ca_pem().context("TLS server")?,
+        )?;
+        let (env, catalog, alice, bob, alices, bobs) = blocking(|| {
+            let env = Env::new(Backend::Embedded);
+            let catalog = buying::start(&env, &[]);
+            let seller = publish(&catalog, 1, "shop");
+            let r = register_per_contract(&catalog, &seller);
+            assert_eq!(r.status, 200, "{}", r.text);
+            let admin = admin(&catalog);
+            let alice = consumer(&catalog, &admin, "alice");
+            let bob = consumer(&catalog, &admin, "bob");
+            let bought = |token: &str, cluster: &str| {
+                let r = buy(
+                    &catalog,
+                    token,
+                    "shop",
+                    "small",
+                    &json!({"consumerClusterID": cluster}),
+                );
+                assert_eq!(r.status, 201, "{}", r.text);
+                r.json["id"].as_str().unwrap().to_string()
+            };
+            let alices = bought(&alice, "c1");
+            let bobs = bought(&bob, "c2");
+            (env, catalog, alice, bob, alices, bobs)
+        });
+        let credentials = dir.path().join("catalog-credentials.json");
+        std::fs::write(&credentials, provider(1).to_string())?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(World {
+            kube,
+            dir,
+            _env: env,
+            catalog,
+            alice,
+            bob,
+            alices,
+            bobs,
+        })
+    }
+
+    /// The controller as deployed, and its metrics port.
+    fn controller(&self) -> Result<(e2e::Child, u16)> {
+        let d = self.dir.path();
+        let (child, bound) = liqo_support::peering_user_controller(
+            &self.kube,
+            &d.join("kubeconfig"),
+            &d.join("ca.crt"),
+            &self.catalog.url(""),
+            &d.join("catalog-credentials.json"),
+            LIQO,
+        )
+        .start_announced(1)?;
+        Ok((child, bound.port(None)))
+    }
+
+    /// Both consumers' kubeconfigs released: their peering users issued.
+    async fn both_released(&self) -> Result<()> {
+        settle("both kubeconfigs released", || {
+            (released(&self.catalog, &self.alice, &self.alices)
+                && released(&self.catalog, &self.bob, &self.bobs))
+            .then_some(())
+        })
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lookalike_csr_made_with_another_key_is_never_approved() -> Result<()> {
+    let world = World::open().await?;
+    let kube = &world.kube;
+    // Both peering users issued by the controller, from its own requests.
+    let (mut first, _) = world.controller()?;
+    world.both_released().await?;
+    first.kill();
+    let original = kube
+        .get(CSRS, None, C1_CSR)
+        .context("the controller's CSR for c1")?;
+
+    // Someone replaces it with a lookalike made with another key.
+    let request = foreign_request("liqo-peer-user-c1-0123456789abcdef0123456789abcdef")?;
+    let wanted = lookalike(&original, &request);
+    kube.delete(CSRS, C1_CSR);
+    let made = kube
+        .create(CSRS, wanted)
+        .map_err(|e| anyhow::anyhow!("creating the lookalike CSR: {e:?}"))?;
+    let uid = made["metadata"]["uid"].clone();
+
+    // The controller, back, refuses it pass after pass.
+    let (_second, port) = world.controller()?;
+    let approved = |csr: &Value| {
+        csr["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Approved"))
+    };
+    settle("the controller's verdict: refusals, or an approval", || {
+        let now = kube.get(CSRS, None, C1_CSR)?;
+        (approved(&now) || failures(port, "csr") >= REFUSALS).then_some(())
+    })
+    .await?;
+    let now = kube.get(CSRS, None, C1_CSR).context("the lookalike CSR")?;
+    assert_eq!(
+        now["metadata"]["uid"], uid,
+        "the lookalike was replaced: {now:#}"
+    );
+    assert!(
+        !approved(&now),
+        "a CSR made with another key was approved: {now:#}"
+    );
+    assert!(
+        now["status"]["certificate"]
+            .as_str()
+            .is_none_or(str::is_empty),
+        "a CSR made with another key was signed: {now:#}"
+    );
+    Ok(())
+}
+
+/// Every object the controller made (its label), by resource and key, with
+/// its uid.
+fn made(kube: &KubeApiServer) -> Vec<(String, String)> {
+    let ours = |o: &Value| {
+        o["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+            == "liqo-broker-peering-user-controller"
+    };
+    let mut all = Vec::new();
+    for (resource, kind) in [
+        (CSRS, "csr"),
+        (SECRETS, "secret"),
+        (ROLE_BINDINGS, "rolebinding"),
+    ] {
+        for o in kube.objects(resource).into_iter().filter(ours) {
+            let key = format!(
+                "{kind} {}/{}",
+                o["metadata"]["namespace"].as_str().unwrap_or_default(),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            all.push((
+                key,
+                o["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ));
+        }
+    }
+    all.sort();
+    all
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_is_removed_while_the_catalog_cannot_be_read() -> Result<()> {
+    let mut world = World::open().await?;
+    let (_controller, port) = world.controller()?;
+    world.both_released().await?;
+    let before = made(&world.kube);
+    for consumer in ["c1", "c2"] {
+        ensure!(
+            before
+                .iter()
+                .any(|(k, _)| k == &format!("csr /liqo-peer-user-{consumer}")),
+            "{consumer}'s peering user not made: {before:#?}"
+        );
+    }
+    ensure!(
+        before.iter().any(|(k, _)| k.starts_with("rolebinding ")),
+        "no RoleBinding made: {before:#?}"
+    );
+
+    world.catalog.child.kill();
+    let failed_before = failures(port, "catalog");
+    settle("passes failing to read the catalog", || {
+        (failures(port, "catalog") >= failed_before + REFUSALS).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        made(&world.kube),
+        before,
+        "removed while the catalog could not be read"
+    );
+    Ok(())
+}
