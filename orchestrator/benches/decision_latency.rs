@@ -158,7 +158,11 @@ async fn main() -> Result<()> {
     }
     eprintln!("{NAMESPACES} namespaces created in {:?}", started.elapsed());
 
-    let client = Client::try_from(Config::new(kube.url().parse()?))?;
+    // As the tests' own user (in system:masters): a client without
+    // credentials is `system:anonymous`, whom the server refuses.
+    let mut config = Config::new(kube.url().parse()?);
+    config.auth_info.token = Some(kube.admin_token().to_string().into());
+    let client = Client::try_from(config)?;
     let metrics = Metrics::new();
     let stop_feed = CancellationToken::new();
     let (snapshot, feed_task) =

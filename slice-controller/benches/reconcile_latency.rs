@@ -92,7 +92,11 @@ async fn main() -> Result<()> {
         started.elapsed()
     );
 
-    let client = Client::try_from(Config::new(kube.url().parse()?))?;
+    // As the tests' own user (in system:masters): a client without
+    // credentials is `system:anonymous`, whom the server refuses.
+    let mut config = Config::new(kube.url().parse()?);
+    config.auth_info.token = Some(kube.admin_token().to_string().into());
+    let client = Client::try_from(config)?;
     let source = Arc::new(MemorySource::new(cpu("5")));
     let reader: Arc<dyn ResourceReader> = source.clone();
     let args = {

@@ -113,7 +113,11 @@ async fn decides_rereads_on_conflict_and_writes_only_changes() {
     setup(&kube);
     slice(&kube, "a", "3");
     slice(&kube, "b", "3");
-    let client = Client::try_from(Config::new(kube.url().parse().expect("url"))).expect("client");
+    // As the tests' own user (in system:masters): a client without
+    // credentials is `system:anonymous`, whom the server refuses.
+    let mut config = Config::new(kube.url().parse().expect("url"));
+    config.auth_info.token = Some(kube.admin_token().to_string().into());
+    let client = Client::try_from(config).expect("client");
     let source = Arc::new(MemorySource::new(cpu("4")));
     let reader: Arc<dyn ResourceReader> = source.clone();
     let shutdown = CancellationToken::new();

@@ -6,8 +6,9 @@
 //! RBAC authorizer matches them (verbs, apiGroups, resources with
 //! `resource/subresource` and `*`, resourceNames). The check fails on any
 //! call no rule allows, on any permission (verb × apiGroup × resource of a
-//! rule) that no call used, and on a bound ServiceAccount with no call at
-//! all, so a collection that broke cannot pass for a clean one.
+//! rule) that no call used, on a bound ServiceAccount with no call at
+//! all, so a collection that broke cannot pass for a clean one, and on any
+//! call without credentials (`system:anonymous`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -283,7 +284,16 @@ pub enum Finding {
     },
     /// A ServiceAccount holding permissions made no call at all.
     NoRecords { user: String },
+    /// A request without credentials reached an API server: a client the
+    /// tests started lost its token or certificate (the test server, as a
+    /// real one, answers it as `system:anonymous`, refused nearly
+    /// everything, which a test may never notice if its client retries).
+    Anonymous { record: Record },
 }
+
+/// Who a request without credentials is (the anonymous authenticator,
+/// `staging/src/k8s.io/apiserver/pkg/authentication/request/anonymous/anonymous.go`).
+pub const ANONYMOUS: &str = "system:anonymous";
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -322,14 +332,39 @@ impl fmt::Display for Finding {
                 "no records: {user} is granted permissions but the audit holds no call of it \
                  (were the end-to-end tests run with KUBE_TEST_AUDIT_DIR set, as that user?)"
             ),
+            Finding::Anonymous { record } => write!(
+                f,
+                "anonymous: a request without credentials ({ANONYMOUS}) reached a test API \
+                 server: {record}; every client a test starts must authenticate (a controller \
+                 as its ServiceAccount, `write_kubeconfig_as`; the tests' own clients as the \
+                 test administrator, `write_kubeconfig` or `admin_token`), and a test that \
+                 probes anonymous access on purpose clears its requests (`clear_requests`)"
+            ),
         }
     }
 }
 
-/// Hold `records` against `policy`. Records of users the policy does not
-/// know (the tests' own, anonymous ones) are not its business.
+/// Hold `records` against `policy`. Any record of `system:anonymous` is a
+/// finding: nothing the tests start may call without credentials. Records
+/// of other users the policy does not know (the tests' own administrator,
+/// users a test binds itself) are not its business.
 pub fn check(policy: &Policy, records: &[Record]) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let mut anonymous: Vec<Record> = Vec::new();
+    for record in records
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(ANONYMOUS))
+    {
+        // One finding per distinct call (the code aside).
+        let mut key = record.clone();
+        key.code = 0;
+        if !anonymous.contains(&key) {
+            anonymous.push(key);
+            findings.push(Finding::Anonymous {
+                record: record.clone(),
+            });
+        }
+    }
     for (user, grants) in &policy.users {
         let mine: Vec<&Record> = records
             .iter()
@@ -557,7 +592,7 @@ mod tests {
         // Records of users the manifests do not create are not checked; an
         // account without permissions may not call anything.
         let mut stranger = record("delete", "", "pods", Some("x"), Some("p"));
-        stranger.user = Some("system:anonymous".into());
+        stranger.user = Some("kube-test-admin".into());
         let mut idle = stranger.clone();
         idle.user = Some("system:serviceaccount:liqo:idle".into());
         let mut records = every_permission_used();
@@ -568,6 +603,33 @@ mod tests {
                 user: idle.user.clone().unwrap(),
                 record: idle
             }]
+        );
+    }
+
+    #[test]
+    fn a_request_without_credentials_fails_the_check() {
+        let policy = Policy::from_objects(&objects()).unwrap();
+        let mut anonymous = record("list", "", "pods", Some("x"), None);
+        anonymous.user = Some(ANONYMOUS.into());
+        anonymous.code = 403;
+        let mut records = every_permission_used();
+        // Twice, refused or not: one finding.
+        records.extend([anonymous.clone(), anonymous.clone()]);
+        records.last_mut().unwrap().code = 200;
+        let findings = check(&policy, &records);
+        assert_eq!(
+            findings,
+            vec![Finding::Anonymous {
+                record: anonymous.clone()
+            }]
+        );
+        let text = findings[0].to_string();
+        assert!(
+            text.starts_with(
+                "anonymous: a request without credentials (system:anonymous) reached a test \
+                 API server: list core/pods in namespace x (answered 403);"
+            ),
+            "{text}"
         );
     }
 

@@ -56,9 +56,12 @@
 //!   runs it ([`rbac_storage`], after mutating admission), and every write
 //!   OwnerReferencesPermissionEnforcement ([`owner_refs`]) among the
 //!   validating admission plugins ([`store::World::create_as`]). Each module
-//!   names the Kubernetes v1.31.0 files it follows. On purpose unlike a
-//!   real server: requests without credentials (`system:anonymous`, the
-//!   tests' own clients) and `system:masters` members may do anything; the
+//!   names the Kubernetes v1.31.0 files it follows. `system:masters`
+//!   members may do anything; a request without credentials is
+//!   `system:anonymous`, which may read `/healthz`, `/livez`, `/readyz`
+//!   and `/version` only, as on a real cluster. The tests' own clients are
+//!   [`ADMIN`], in `system:masters` ([`KubeApiServer::write_kubeconfig`],
+//!   [`KubeApiServer::admin_token`]). On purpose unlike a real server: the
 //!   bootstrap discovery roles are built in rather than stored.
 //! - CertificateSigningRequests ([`csr`]): the registry's strategies (the
 //!   requester fills `spec.username`/`groups`; `spec` immutable; `status`
@@ -163,7 +166,17 @@ pub struct KubeApiServer {
     signer: Option<tokio::task::JoinHandle<()>>,
     /// Set when serving HTTPS.
     pki: Option<Arc<Pki>>,
+    /// The bearer token of [`ADMIN`], the tests' own user.
+    admin_token: String,
 }
+
+/// The tests' own user, in `system:masters`: what the kubeconfig of
+/// [`KubeApiServer::write_kubeconfig`] and [`KubeApiServer::admin_token`]
+/// authenticate as — a cluster administrator's credentials (kubeadm's
+/// `admin.conf` user is in `system:masters` too), so the tests act on the
+/// cluster as its operator does, and a request without credentials is
+/// anonymous's, as on a real cluster.
+pub const ADMIN: &str = "kube-test-admin";
 
 impl Drop for KubeApiServer {
     fn drop(&mut self) {
@@ -261,12 +274,15 @@ impl KubeApiServer {
             .map(|pki| tokio::spawn(csr_signer::run(shared.clone(), pki)));
         // Ends by itself once the world is dropped with the server.
         controllers::spawn(&shared.world);
-        Ok(Self {
+        let mut server = Self {
             shared,
             server,
             signer,
             pki,
-        })
+            admin_token: String::new(),
+        };
+        server.admin_token = server.token_for_groups(ADMIN, &[rbac::MASTERS]);
+        Ok(server)
     }
 
     pub fn url(&self) -> String {
@@ -288,13 +304,27 @@ impl KubeApiServer {
             .client_cert(user, groups)
     }
 
-    /// A kubeconfig pointing at this server, without credentials, for
-    /// binaries started as child processes (their requests are
-    /// `system:anonymous`'s, which this server, unlike a real one, lets do
-    /// anything: the tests' own access). A controller under test should get
-    /// [`KubeApiServer::write_kubeconfig_as`] its ServiceAccount instead.
+    /// A kubeconfig pointing at this server as the tests' own user
+    /// ([`ADMIN`], in `system:masters`: allowed everything, as a cluster
+    /// administrator's kubeconfig is), for what the tests run as the
+    /// cluster's operator — kubectl, helm, a CLI. A controller under test
+    /// should get [`KubeApiServer::write_kubeconfig_as`] its ServiceAccount
+    /// instead, so that RBAC holds it to what `deploy/` grants. kubectl
+    /// and helm (client-go) send a kubeconfig's credentials only over TLS
+    /// (`staging/src/k8s.io/client-go/tools/clientcmd/client_config.go`):
+    /// give them a server started with [`KubeApiServer::start_tls`], or
+    /// they are `system:anonymous`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
-        self.write_kubeconfig_text(path, "test", "{}")
+        let credentials = format!("{{token: {}}}", self.admin_token);
+        self.write_kubeconfig_text(path, ADMIN, &credentials)
+    }
+
+    /// The bearer token of the tests' own user ([`ADMIN`], in
+    /// `system:masters`), for a client a test builds itself. A request
+    /// without it (or other credentials) is `system:anonymous`'s and gets
+    /// the real 403 for anything but the public health and version paths.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
     }
 
     /// A kubeconfig whose bearer token this server maps to `user`, e.g.
@@ -387,10 +417,10 @@ impl KubeApiServer {
     /// a user with a token or client certificate is authorized against the
     /// Roles, ClusterRoles and bindings stored in this server
     /// ([`KubeApiServer::load_rbac`]), as [`rbac`] describes, and its writes
-    /// pass the escalation and owner-reference checks. Requests without
-    /// credentials (`system:anonymous`, the tests' own clients) and members
-    /// of `system:masters` are always allowed. `false`: everyone may do
-    /// anything (calls are still recorded).
+    /// pass the escalation and owner-reference checks; requests without
+    /// credentials too, as `system:anonymous`. Members of `system:masters`
+    /// ([`ADMIN`], the tests' own user) are always allowed. `false`:
+    /// everyone may do anything (calls are still recorded).
     pub fn set_rbac(&self, enforce: bool) {
         self.shared.rbac_enforced.store(enforce, Ordering::Relaxed);
     }

@@ -24,7 +24,7 @@ use crate::field_validation::{self, Directive, FieldCheck, Operation};
 use crate::patch::PatchType;
 use crate::rbac::{self, Attributes, Decision, Policy, UserInfo, MASTERS};
 use crate::selector::Selector;
-use crate::shared::{error_response, json_response, ClientCertUser, Shared, ANONYMOUS};
+use crate::shared::{error_response, json_response, ClientCertUser, Shared};
 use crate::status::ApiError;
 use crate::store::{PatchOptions, Target, Write, Writer};
 use crate::{binding, csr, discovery, faults, list, openapi, protobuf, watch as watching};
@@ -294,11 +294,17 @@ fn exact_name(selector: &str) -> Option<String> {
 }
 
 /// Whether RBAC holds `user` to its bindings: when enforced, everyone but
-/// `system:anonymous` (the tests' own clients) and `system:masters`.
+/// the members of `system:masters`, whom the privileged-group authorizer a
+/// real server puts before RBAC allows everything
+/// (`pkg/kubeapiserver/authorizer/config.go`, `NewPrivilegedGroups`).
+/// A request without credentials is `system:anonymous` in
+/// `system:unauthenticated` (`staging/src/k8s.io/apiserver/pkg/authentication/request/anonymous/anonymous.go`)
+/// and held like anyone else: the default bindings give that group
+/// `system:public-info-viewer` alone ([`crate::rbac`]), so it may read
+/// `/healthz`, `/livez`, `/readyz` and `/version` and nothing more — a
+/// client that lost its credentials fails here as it would on a cluster.
 fn restricted(shared: &Shared, user: &UserInfo) -> bool {
-    shared.rbac_enforced.load(Ordering::Relaxed)
-        && user.name != ANONYMOUS
-        && !user.in_group(MASTERS)
+    shared.rbac_enforced.load(Ordering::Relaxed) && !user.in_group(MASTERS)
 }
 
 /// The roles and bindings stored now.

@@ -42,8 +42,11 @@ pub struct Shared {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCertUser(pub UserInfo);
 
-/// The user of a request without credentials, as a real server with
-/// anonymous requests enabled names it.
+/// The user of a request without credentials, in the one group
+/// [`UNAUTHENTICATED`], as a real server with anonymous requests enabled
+/// (the default) names it (`staging/src/k8s.io/apiserver/pkg/authentication/request/anonymous/anonymous.go`).
+/// RBAC holds it like any user: it may read the public health and version
+/// paths only.
 pub const ANONYMOUS: &str = "system:anonymous";
 
 impl Shared {

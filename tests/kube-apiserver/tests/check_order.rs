@@ -21,7 +21,7 @@ use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 mod kube_rs;
-use kube_rs::{anonymous, from_kubeconfig, status};
+use kube_rs::{admin, from_kubeconfig, status};
 
 const USER: &str = "system:serviceaccount:default:writer";
 
@@ -64,7 +64,7 @@ async fn namespace_lifecycle_comes_first() {
     let kube = KubeApiServer::start().await.unwrap();
     let hook = Arc::new(Counting(AtomicUsize::new(0)));
     kube.add_mutating_hook(hook.clone());
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let mut bad = ConfigMap::default();
     bad.metadata.name = Some("Not_A_Name".into());
     let e = Api::<ConfigMap>::namespaced(c.clone(), "nowhere")

@@ -16,7 +16,7 @@ use kube_test_server::{ClientCert, KubeApiServer};
 use serde_json::{json, Value};
 
 mod common;
-use common::answer;
+use common::{answer, as_admin};
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 const SIGNER: &str = "kubernetes.io/kube-apiserver-client";
@@ -25,19 +25,20 @@ fn b64(bytes: impl AsRef<[u8]>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A client trusting the server's CA.
+/// A client trusting the server's CA, as the tests' own user unless a
+/// request names another.
 fn client(kube: &KubeApiServer) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = reqwest::Certificate::from_pem(kube.ca_pem().unwrap().as_bytes()).unwrap();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .no_proxy()
         .add_root_certificate(ca)
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
+        .timeout(Duration::from_secs(20));
+    as_admin(builder, kube).build().unwrap()
 }
 
-/// `method path` with `body`, as the holder of `token` (anonymous without).
+/// `method path` with `body`, as the holder of `token` (the tests' own
+/// user without).
 async fn call(
     kube: &KubeApiServer,
     method: reqwest::Method,
@@ -70,7 +71,7 @@ fn request(user: &str, groups: &[&str]) -> (String, rcgen::KeyPair) {
     (params.serialize_request(&key).unwrap().pem().unwrap(), key)
 }
 
-/// Create `csr` as the holder of `token` (anonymous without).
+/// Create `csr` as the holder of `token` (the tests' own user without).
 async fn post(kube: &KubeApiServer, token: Option<&str>, csr: &Value) -> (u16, Value) {
     call(kube, reqwest::Method::POST, CSRS, token, Some(csr)).await
 }

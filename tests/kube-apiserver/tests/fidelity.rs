@@ -16,13 +16,19 @@ use kube_test_server::{node, Fault, Kind, KubeApiServer};
 use serde_json::{json, Value};
 
 mod common;
-use common::answer;
+use common::{answer, as_admin};
 
-fn builder() -> reqwest::ClientBuilder {
+/// A client builder without credentials.
+fn anonymous() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(20))
+}
+
+/// A client builder as the tests' own user.
+fn builder(kube: &KubeApiServer) -> reqwest::ClientBuilder {
+    as_admin(anonymous(), kube)
 }
 
 async fn get_with(client: &reqwest::Client, kube: &KubeApiServer, path: &str) -> (u16, Value) {
@@ -30,7 +36,7 @@ async fn get_with(client: &reqwest::Client, kube: &KubeApiServer, path: &str) ->
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    get_with(&builder().build().unwrap(), kube, path).await
+    get_with(&builder(kube).build().unwrap(), kube, path).await
 }
 
 fn names(list: &Value) -> Vec<&str> {
@@ -44,7 +50,7 @@ fn names(list: &Value) -> Vec<&str> {
 
 /// Every event line of a watch, until it ends (or 20 s pass).
 async fn events(kube: &KubeApiServer, path: &str) -> Vec<Value> {
-    let text = builder()
+    let text = builder(kube)
         .build()
         .unwrap()
         .get(format!("{}{path}", kube.url()))
@@ -144,7 +150,8 @@ async fn lists_read_the_resource_version_asked_for() {
     let before = kube.requests(Kind::Node).len();
     let late = {
         let url = format!("{}/api/v1/nodes?resourceVersion={next}", kube.url());
-        tokio::spawn(async move { builder().build().unwrap().get(url).send().await })
+        let client = builder(&kube).build().unwrap();
+        tokio::spawn(async move { client.get(url).send().await })
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     while kube.requests(Kind::Node).len() == before {
@@ -257,18 +264,8 @@ async fn bookmarks_are_periodic_and_only_on_request() {
     // A change to pods moves the nodes watch's bookmarks on.
     let watch = {
         let url = format!("{}{}", kube.url(), path(true));
-        tokio::spawn(async move {
-            builder()
-                .build()
-                .unwrap()
-                .get(url)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        })
+        let client = builder(&kube).build().unwrap();
+        tokio::spawn(async move { client.get(url).send().await.unwrap().text().await.unwrap() })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     kube.apply(Kind::Namespace, json!({"metadata": {"name": "elsewhere"}}));
@@ -285,7 +282,7 @@ async fn throttling_and_unavailability_say_when_to_retry() {
     kube.inject(Fault::new(429));
     kube.inject(Fault::new(503).retry_after(7));
     kube.inject(Fault::new(500));
-    let client = builder().build().unwrap();
+    let client = builder(&kube).build().unwrap();
     let url = format!("{}/api/v1/nodes", kube.url());
     for (code, retry_after) in [(429, Some("1")), (503, Some("7")), (500, None)] {
         let response = client.get(&url).send().await.unwrap();
@@ -311,7 +308,7 @@ async fn throttling_and_unavailability_say_when_to_retry() {
 async fn connections_reset_mid_response_and_mid_watch() {
     let kube = KubeApiServer::start().await.unwrap();
     kube.inject(Fault::reset());
-    let client = builder().build().unwrap();
+    let client = builder(&kube).build().unwrap();
     let url = format!("{}/api/v1/nodes", kube.url());
     // Cut before or after the headers reached the client: either way a
     // broken response, never a whole one.
@@ -419,7 +416,7 @@ async fn https_with_tokens_and_client_certificates() {
 
     // Plain HTTP to the HTTPS port gets nowhere either.
     let plain = kube.url().replace("https://", "http://");
-    assert!(builder()
+    assert!(builder(&kube)
         .build()
         .unwrap()
         .get(format!("{plain}/api/v1/nodes"))
@@ -430,7 +427,7 @@ async fn https_with_tokens_and_client_certificates() {
 
     // The right CA and a token the server never issued: 401.
     let ca = reqwest::Certificate::from_pem(kube.ca_pem().unwrap().as_bytes()).unwrap();
-    let trusting = builder().add_root_certificate(ca).build().unwrap();
+    let trusting = builder(&kube).add_root_certificate(ca).build().unwrap();
     let response = trusting
         .get(format!("{}/api/v1/nodes", kube.url()))
         .bearer_auth("not-a-token")
@@ -439,7 +436,7 @@ async fn https_with_tokens_and_client_certificates() {
         .unwrap();
     assert_eq!(response.status(), 401);
     let (code, _) = get_with(&trusting, &kube, "/api/v1/nodes").await;
-    assert_eq!(code, 200, "anonymous over HTTPS");
+    assert_eq!(code, 200, "the tests' own user over HTTPS");
 }
 
 /// Writes by a user RBAC holds pass the API server's admission as a real
@@ -465,7 +462,7 @@ async fn writes_pass_the_escalation_and_owner_reference_checks() {
             "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": "default"}]}),
     ]);
     let token = kube.token_for(user);
-    let client = builder().build().unwrap();
+    let client = builder(&kube).build().unwrap();
     let post = |path: &str, body: Value| {
         client
             .post(format!("{}{path}", kube.url()))
@@ -541,7 +538,7 @@ async fn a_namespace_is_read_under_a_role_binding_in_itself() {
             "subjects": [{"kind": "User", "name": "tim"}]}),
     ]);
     let token = kube.token_for("tim");
-    let client = builder().build().unwrap();
+    let client = builder(&kube).build().unwrap();
     let read = |ns: &str| {
         client
             .get(format!("{}/api/v1/namespaces/{ns}", kube.url()))

@@ -29,7 +29,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::answer;
+use common::{answer, as_admin};
 
 const GET: Method = Method::GET;
 const POST: Method = Method::POST;
@@ -247,7 +247,8 @@ fn words(
     out
 }
 
-fn client() -> reqwest::Client {
+/// A client without credentials: `system:anonymous`'s.
+fn anonymous() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .no_proxy()
@@ -256,7 +257,17 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// `method path` with a JSON `body`, as `token`'s user if any.
+/// A client as the tests' own user unless a request names another.
+fn client(kube: &KubeApiServer) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let builder = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10));
+    as_admin(builder, kube).build().unwrap()
+}
+
+/// `method path` with a JSON `body`, as `token`'s user if any (else the
+/// tests' own).
 async fn call(
     kube: &KubeApiServer,
     method: Method,
@@ -264,7 +275,7 @@ async fn call(
     body: Option<Value>,
     token: Option<&str>,
 ) -> (u16, Value) {
-    let mut request = client().request(method, format!("{}{path}", kube.url()));
+    let mut request = client(kube).request(method, format!("{}{path}", kube.url()));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -407,6 +418,84 @@ async fn a_denied_request_is_the_real_403() {
     let path = "/apis/coordination.k8s.io/v1/namespaces/team-b/leases";
     let answer = call(&kube, GET, path, None, Some(&token)).await;
     assert_answer("a denied list", &want, answer);
+}
+
+/// A request without credentials is `system:anonymous`'s, in group
+/// `system:unauthenticated` (apiserver v0.31.0
+/// `pkg/authentication/request/anonymous/anonymous.go`, `NewAuthenticator`). The
+/// default policy binds that group to `system:public-info-viewer` alone
+/// (kubernetes v1.31.0 `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`,
+/// `ClusterRoles`: `get` on `/healthz`, `/livez`, `/readyz`, `/version`,
+/// `/version/`; `ClusterRoleBindings`: `system:discovery` and
+/// `system:basic-user` to `system:authenticated` only), so it may read
+/// those paths and gets `responsewriters.Forbidden`'s 403 for anything
+/// else: a resource request as any user's, a non-resource one with
+/// `forbiddenMessage`'s path form (`User %q cannot %s path %q`, errors.go
+/// 51–71) through `NewForbidden` of an empty GroupResource (errors.go
+/// 207–228: the message `forbidden: %v`, and `Details` set, though empty,
+/// so serialised as `{}` — `*StatusDetails` is left out only when nil,
+/// types.go 746–812).
+#[tokio::test]
+async fn an_anonymous_request_may_read_the_public_paths_only() {
+    let kube = KubeApiServer::start_without_crds().await.unwrap();
+    let as_anonymous = |method: Method, path: &str, body: Option<Value>| {
+        let mut request = anonymous().request(method, format!("{}{path}", kube.url()));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        answer(request)
+    };
+    for path in ["/healthz", "/livez", "/readyz", "/version", "/version/"] {
+        let (code, body) = as_anonymous(GET, path, None).await;
+        assert_eq!(code, 200, "GET {path} without credentials: {body}");
+    }
+
+    for path in ["/api", "/apis", "/openapi/v3"] {
+        let want = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("forbidden: User \"system:anonymous\" cannot get path \"{path}\""),
+            "reason": "Forbidden", "details": {}, "code": 403,
+        });
+        let answer = as_anonymous(GET, path, None).await;
+        assert_answer(&format!("GET {path} without credentials"), &want, answer);
+    }
+
+    let want = expected(
+        &FORBIDDEN_UNNAMED_NAMESPACED,
+        &words(
+            "",
+            "pods",
+            &[
+                ("user", "system:anonymous"),
+                ("verb", "list"),
+                ("namespace", "x"),
+            ],
+        ),
+    );
+    let answer = as_anonymous(GET, "/api/v1/namespaces/x/pods", None).await;
+    assert_answer("a list without credentials", &want, answer);
+
+    let want = expected(
+        &FORBIDDEN_UNNAMED_NAMESPACED,
+        &words(
+            "",
+            "configmaps",
+            &[
+                ("user", "system:anonymous"),
+                ("verb", "create"),
+                ("namespace", "default"),
+            ],
+        ),
+    );
+    let sent = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let path = "/api/v1/namespaces/default/configmaps";
+    let answer = as_anonymous(POST, path, Some(sent)).await;
+    assert_answer("a create without credentials", &want, answer);
+    assert!(kube.get(Kind::ConfigMap, Some("default"), "c").is_none());
+
+    // deploy-check fails on any request without credentials in the audit
+    // files; these were made on purpose.
+    kube.clear_requests();
 }
 
 /// `ErrorList.ToAggregate()` printed (apimachinery v0.31.0
@@ -668,7 +757,7 @@ async fn a_watch_from_a_compacted_version_is_the_real_410_event() {
         json!({ "metadata": { "name": "a", "namespace": "default" } }),
     );
     kube.compact();
-    let response = client()
+    let response = client(&kube)
         .get(format!(
             "{}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={old}",
             kube.url()

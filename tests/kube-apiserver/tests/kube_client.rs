@@ -21,8 +21,10 @@ use kube::{Client, Config, Discovery};
 use kube_test_server::{Fault, KubeApiServer};
 use serde_json::json;
 
+/// A client as the tests' own user (`kube_test_server::ADMIN`).
 async fn client(kube: &KubeApiServer) -> Client {
-    let config = Config::new(kube.url().parse().unwrap());
+    let mut config = Config::new(kube.url().parse().unwrap());
+    config.auth_info.token = Some(kube.admin_token().to_string().into());
     Client::try_from(config).unwrap()
 }
 

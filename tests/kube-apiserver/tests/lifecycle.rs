@@ -20,7 +20,7 @@ use kube_test_server::KubeApiServer;
 use serde_json::json;
 
 mod kube_rs;
-use kube_rs::{anonymous, eventually, status, until};
+use kube_rs::{admin, eventually, status, until};
 
 fn owner_ref(owner: &ConfigMap, block: bool) -> OwnerReference {
     OwnerReference {
@@ -72,8 +72,7 @@ fn slices() -> ApiResource {
 #[tokio::test]
 async fn deletion_bumps_generation_once_and_checks_preconditions() {
     let kube = KubeApiServer::start().await.unwrap();
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(anonymous(&kube).await, "default", &slices());
+    let api: Api<DynamicObject> = Api::namespaced_with(admin(&kube).await, "default", &slices());
     let mut object = DynamicObject::new("s1", &slices());
     object.data = json!({"spec": {"class": "default", "providerClusterID": "p",
                                   "resources": {"cpu": "1"}}});
@@ -136,7 +135,7 @@ async fn deletion_bumps_generation_once_and_checks_preconditions() {
 #[tokio::test]
 async fn the_garbage_collector_deletes_dependents_of_a_gone_owner() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -173,7 +172,7 @@ async fn the_garbage_collector_deletes_dependents_of_a_gone_owner() {
 #[tokio::test]
 async fn foreground_deletion_deletes_blocking_dependents_first() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -225,7 +224,7 @@ async fn foreground_deletion_deletes_blocking_dependents_first() {
 #[tokio::test]
 async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c, "default");
     let owner = config_map(&cms, "owner").await;
@@ -271,7 +270,7 @@ async fn orphan_deletion_keeps_dependents_without_the_reference() {
 #[tokio::test]
 async fn a_cluster_scoped_dependent_of_a_namespaced_owner_is_reported_not_collected() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(c.clone(), "default");
     let roles: Api<ClusterRole> = Api::all(c.clone());
@@ -322,7 +321,7 @@ async fn a_cluster_scoped_dependent_of_a_namespaced_owner_is_reported_not_collec
 #[tokio::test]
 async fn a_deleted_namespace_terminates_then_disappears() {
     let kube = KubeApiServer::start().await.unwrap();
-    let c = anonymous(&kube).await;
+    let c = admin(&kube).await;
     let namespaces: Api<Namespace> = Api::all(c.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some("doomed".into());

@@ -10,19 +10,17 @@ use kube_test_server::{node, pod, Fault, Kind, KubeApiServer};
 use serde_json::{json, Value};
 
 mod common;
-use common::answer;
+use common::{answer, as_admin};
 
-fn client(timeout: Duration) -> reqwest::Client {
+/// A client as the tests' own user unless a request names another.
+fn client(kube: &KubeApiServer, timeout: Duration) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(timeout)
-        .build()
-        .unwrap()
+    let builder = reqwest::Client::builder().no_proxy().timeout(timeout);
+    as_admin(builder, kube).build().unwrap()
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    answer(client(Duration::from_secs(10)).get(format!("{}{path}", kube.url()))).await
+    answer(client(kube, Duration::from_secs(10)).get(format!("{}{path}", kube.url()))).await
 }
 
 async fn send(
@@ -33,7 +31,7 @@ async fn send(
     body: &str,
 ) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let request = client(Duration::from_secs(10))
+    let request = client(kube, Duration::from_secs(10))
         .request(method, format!("{}{path}", kube.url()))
         .header("content-type", content_type)
         .body(body.to_string());
@@ -79,7 +77,7 @@ struct Events {
 
 impl Events {
     async fn open(kube: &KubeApiServer, path: &str) -> Self {
-        let response = client(Duration::from_secs(30))
+        let response = client(kube, Duration::from_secs(30))
             .get(format!("{}{path}", kube.url()))
             .send()
             .await
@@ -327,12 +325,9 @@ async fn compacted_history_is_410_and_watches_can_be_held_and_ended() {
         "{}/api/v1/nodes?watch=true&resourceVersion={old}",
         kube.url()
     );
+    let held_client = client(&kube, Duration::from_secs(30));
     let held = tokio::spawn(async move {
-        let response = client(Duration::from_secs(30))
-            .get(url)
-            .send()
-            .await
-            .unwrap();
+        let response = held_client.get(url).send().await.unwrap();
         (response.status().as_u16(), response.text().await.unwrap())
     });
     eventually("the watch waits", || kube.waiting_watches(Kind::Node) == 1).await;
@@ -500,7 +495,7 @@ async fn write(
     body: &str,
 ) -> (u16, Vec<String>, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let response = client(Duration::from_secs(10))
+    let response = client(kube, Duration::from_secs(10))
         .request(method, format!("{}{path}", kube.url()))
         .header("content-type", content_type)
         .body(body.to_string())
@@ -732,15 +727,13 @@ async fn a_pod_is_bound_once_through_its_binding_subresource() {
     kube.apply(Kind::Pod, unbound);
     let bind = |token: String, node: &'static str| {
         let url = format!("{}/api/v1/namespaces/default/pods/p/binding", kube.url());
+        let client = client(&kube, Duration::from_secs(10));
         async move {
-            answer(
-                client(Duration::from_secs(10))
-                    .post(url)
-                    .bearer_auth(token)
-                    .json(&json!({"apiVersion": "v1", "kind": "Binding",
+            answer(client.post(url).bearer_auth(token).json(
+                &json!({"apiVersion": "v1", "kind": "Binding",
                         "metadata": {"name": "p", "annotations": {"scheduled-by": "test"}},
-                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})),
-            )
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}),
+            ))
             .await
         }
     };

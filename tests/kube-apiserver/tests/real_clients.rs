@@ -11,24 +11,24 @@ use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 mod common;
-use common::answer;
+use common::{answer, as_admin};
 
-fn client() -> reqwest::Client {
+/// A client as the tests' own user.
+fn client(kube: &KubeApiServer) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
+        .timeout(Duration::from_secs(10));
+    as_admin(builder, kube).build().unwrap()
 }
 
 async fn get(kube: &KubeApiServer, path: &str) -> (u16, Value) {
-    answer(client().get(format!("{}{path}", kube.url()))).await
+    answer(client(kube).get(format!("{}{path}", kube.url()))).await
 }
 
 async fn post(kube: &KubeApiServer, path: &str, body: Value) -> (u16, Value) {
     answer(
-        client()
+        client(kube)
             .post(format!("{}{path}", kube.url()))
             .header("content-type", "application/json")
             .body(body.to_string()),
@@ -135,7 +135,7 @@ async fn a_protobuf_secret_is_created_as_its_json_says() {
     .concat();
     let body = [&b"k8s\x00"[..], &unknown].concat();
     let (code, created) = answer(
-        client()
+        client(&kube)
             .post(format!("{}/api/v1/namespaces/default/secrets", kube.url()))
             .header("content-type", "application/vnd.kubernetes.protobuf")
             .body(body),

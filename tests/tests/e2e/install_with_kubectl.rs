@@ -17,6 +17,14 @@
 //! only the Purchase and ServiceCatalog CRDs (kept, with every Purchase
 //! and ServiceCatalog, by their `helm.sh/resource-policy`).
 //!
+//! Both run as the cluster's operator does, with an administrator's
+//! kubeconfig (`write_kubeconfig`: the tests' own user, in
+//! `system:masters`), over HTTPS: client-go reads a kubeconfig's
+//! credentials only for a TLS transport
+//! (`staging/src/k8s.io/client-go/tools/clientcmd/client_config.go`, "only
+//! try to read the auth information if we are secure"), so over plain HTTP
+//! they would be `system:anonymous`, refused.
+//!
 //! kubectl and helm are the ones `scripts/install-test-deps.sh` installs
 //! into `build/bin/` (kubectl: or `$KUBECTL`). Without them the tests fail,
 //! unless `E2E_ALLOW_NO_KUBECTL=1` says a run without them is meant.
@@ -222,7 +230,7 @@ async fn every_component_installs_with_the_real_kubectl_apply() -> Result<()> {
             kubectl.path().display()
         );
     }
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     let dir = tempfile::tempdir()?;
     let client = Client {
         binary: kubectl.path().to_path_buf(),
@@ -453,7 +461,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
             kubectl.path().display()
         );
     }
-    let kube = KubeApiServer::start().await?;
+    let kube = KubeApiServer::start_tls().await?;
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     kube.write_kubeconfig(&kubeconfig)?;

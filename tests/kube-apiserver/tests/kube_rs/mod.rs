@@ -12,10 +12,12 @@ use kube::{Client, Config};
 use kube_test_server::KubeApiServer;
 use serde_json::Value;
 
-/// A client without credentials (`system:anonymous`, which RBAC lets do
-/// anything here).
-pub async fn anonymous(kube: &KubeApiServer) -> Client {
-    Client::try_from(Config::new(kube.url().parse().unwrap())).unwrap()
+/// A client as the tests' own user (`kube_test_server::ADMIN`, in
+/// `system:masters`: allowed everything).
+pub async fn admin(kube: &KubeApiServer) -> Client {
+    let mut config = Config::new(kube.url().parse().unwrap());
+    config.auth_info.token = Some(kube.admin_token().to_string().into());
+    Client::try_from(config).unwrap()
 }
 
 /// A client from a kubeconfig file.
