@@ -1,19 +1,25 @@
 //! CertificateSigningRequests (`certificates.k8s.io/v1`) as the API
 //! server's certificates registry serves them: the three strategies of
 //! `pkg/registry/certificates/certificates/strategy.go` (main, `status`,
-//! `approval`), and the two admission plugins that authorize beyond the
+//! `approval`), the two admission plugins that authorize beyond the
 //! request's own RBAC check — CertificateApproval
 //! (`plugin/pkg/admission/certificates/approval/admission.go`) and
-//! CertificateSigning (`plugin/pkg/admission/certificates/signing/admission.go`).
+//! CertificateSigning (`plugin/pkg/admission/certificates/signing/admission.go`)
+//! — and CertificateSubjectRestriction
+//! (`plugin/pkg/admission/certificates/subjectrestriction/admission.go`),
+//! which refuses a client certificate for `system:masters` whoever asks.
 //! Their validation is [`crate::validation`]'s; who signs is the
 //! `csr_signer` module.
 //!
 //! Pure decisions: the store runs them on every CSR write, whichever way
 //! it comes (create, update, patch, server-side apply; any subresource) —
 //! the create strategy for a client's create, the update strategy of the
-//! subresource written, and the two plugins after
-//! OwnerReferencesPermissionEnforcement, as `AllOrderedPlugins` orders
-//! them (the store's `World::write`).
+//! subresource written, and the three plugins after
+//! OwnerReferencesPermissionEnforcement, as `AllOrderedPlugins`
+//! (`pkg/kubeapiserver/options/plugins.go`) orders them: CertificateApproval,
+//! CertificateSigning, ClusterTrustBundleAttest (no trust bundles are
+//! served here), CertificateSubjectRestriction (the store's
+//! `World::admit`).
 
 use serde_json::{json, Value};
 
@@ -25,6 +31,10 @@ use crate::status::ApiError;
 
 /// The three write paths of a CSR: the object, `status` and `approval`.
 pub use crate::target::Target as Subresource;
+
+/// The signer of client certificates the API server accepts
+/// (`certificatesv1.KubeAPIServerClientSignerName`).
+pub const KUBE_APISERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 
 /// Whether `def` is the CSR resource.
 pub fn is_csr(def: &ResourceDef) -> bool {
@@ -203,6 +213,44 @@ pub fn admit(
     ))
 }
 
+/// CertificateSubjectRestriction (`plugin/pkg/admission/certificates/subjectrestriction/admission.go`,
+/// on by default): a create (its handler admits `admission.Create` only)
+/// of a CSR — not of a subresource — for [`KUBE_APISERVER_CLIENT_SIGNER`]
+/// whose request's subject has the organization `system:masters` is
+/// refused, whoever asks (a certificate for that group would be allowed
+/// everything), with `admission.NewForbidden`'s 403
+/// (`staging/src/k8s.io/apiserver/pkg/admission/errors.go`: the resource,
+/// the object's name, the plugin's error). `name` is the CSR's, generated
+/// by then (`rest.BeforeCreate` runs before the validating plugins).
+pub fn restrict_subject(
+    subresource: Subresource,
+    creating: bool,
+    name: &str,
+    object: &Value,
+) -> Result<(), ApiError> {
+    if !creating || subresource != Subresource::Main {
+        return Ok(());
+    }
+    if object["spec"]["signerName"].as_str() != Some(KUBE_APISERVER_CLIENT_SIGNER) {
+        return Ok(());
+    }
+    let forbidden = |why: String| rbac::forbidden_status(CERTIFICATES, CSRS, name, &why);
+    // `spec.request` is `[]byte`, base64 in JSON; validation has read it
+    // already, so a request that does not parse is refused there first.
+    let pem = object["spec"]["request"]
+        .as_str()
+        .and_then(|r| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, r).ok())
+        .unwrap_or_default();
+    let organizations = crate::x509::request_organizations(&pem)
+        .map_err(|e| forbidden(format!("failed to parse CSR: {e}")))?;
+    if organizations.iter().any(|o| o == rbac::MASTERS) {
+        return Err(forbidden(format!(
+            "use of {KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +302,42 @@ mod tests {
             approval["status"]["conditions"],
             json!([condition("Approved", "t0"), condition("Denied", "t1")])
         );
+    }
+
+    /// subjectrestriction/admission.go: only a create of the CSR itself,
+    /// only for the kube-apiserver-client signer, only `O=system:masters`
+    /// (among others, or alone); the refusal is `NewForbidden`'s
+    /// (errors.go) with the plugin's message.
+    #[test]
+    fn a_client_certificate_for_system_masters_is_never_requested() {
+        let csr = |signer: &str, groups: &[&str]| {
+            let pem = crate::x509::test_request_in("eve", groups);
+            json!({"spec": {"signerName": signer, "request": base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD, pem)}})
+        };
+        let masters = csr(KUBE_APISERVER_CLIENT_SIGNER, &["dev", "system:masters"]);
+        let refused = restrict_subject(Subresource::Main, true, "eve", &masters).unwrap_err();
+        assert_eq!(
+            refused.to_status(),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "certificatesigningrequests.certificates.k8s.io \"eve\" is forbidden: \
+                    use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed",
+                "reason": "Forbidden",
+                "details": {"name": "eve", "group": "certificates.k8s.io", "kind": "certificatesigningrequests"},
+                "code": 403})
+        );
+        // Not on an update or a subresource (the handler is create-only),
+        // nor for another signer or other groups.
+        assert!(restrict_subject(Subresource::Main, false, "eve", &masters).is_ok());
+        assert!(restrict_subject(Subresource::Approval, true, "eve", &masters).is_ok());
+        assert!(restrict_subject(Subresource::Status, true, "eve", &masters).is_ok());
+        let kubelet = csr(
+            "kubernetes.io/kube-apiserver-client-kubelet",
+            &["system:masters"],
+        );
+        assert!(restrict_subject(Subresource::Main, true, "eve", &kubelet).is_ok());
+        let dev = csr(KUBE_APISERVER_CLIENT_SIGNER, &["dev", "system:mastersx"]);
+        assert!(restrict_subject(Subresource::Main, true, "eve", &dev).is_ok());
     }
 
     #[test]

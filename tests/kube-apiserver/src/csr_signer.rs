@@ -24,7 +24,7 @@ use crate::target::Target;
 use crate::tls::Pki;
 
 /// The one signer served (`capi.KubeAPIServerClientSignerName`).
-pub const SIGNER_NAME: &str = "kubernetes.io/kube-apiserver-client";
+pub const SIGNER_NAME: &str = csr::KUBE_APISERVER_CLIENT_SIGNER;
 
 /// kube-controller-manager's `--cluster-signing-duration` default, 8760h
 /// (`pkg/controller/certificates/signer/config/v1alpha1/defaults.go`): the

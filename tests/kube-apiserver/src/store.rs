@@ -471,7 +471,8 @@ impl World {
     /// then the validating admission plugins in `AllOrderedPlugins` order:
     /// OwnerReferencesPermissionEnforcement ([`owner_refs`]) and, on a
     /// CSR update, CertificateApproval and CertificateSigning ([`csr`]) —
-    /// these for a user RBAC holds —, ValidatingAdmissionPolicies,
+    /// these for a user RBAC holds —, on a CSR create
+    /// CertificateSubjectRestriction (for everyone), ValidatingAdmissionPolicies,
     /// validating hooks ([`admission`]).
     fn admit(
         &self,
@@ -597,6 +598,12 @@ impl World {
         self.authorization_checks
             .extend(checks.into_iter().map(|attributes| AuditRecord {
                 user: Some(user.name.clone()),
+        // CertificateSubjectRestriction, two after them (ClusterTrustBundleAttest
+        // between has nothing to admit here): for everyone, `system:masters`
+        // included — it checks the request, not the requester.
+        if csr::is_csr(def) {
+            csr::restrict_subject(target, old.is_none(), &name, object)?;
+        }
                 method: "AUTHORIZE".into(),
                 path: String::new(),
                 verb: attributes.verb.clone(),

@@ -37,6 +37,26 @@ pub fn check_request(pem: &[u8]) -> Result<(), String> {
         .map_err(|_| verification_failure(&request.certification_request_info.subject_pki))
 }
 
+/// The organizations (O) of the subject of a PEM certificate request, as
+/// `ParseCSR` (pkg/apis/certificates/helpers.go: one `CERTIFICATE REQUEST`
+/// block, `x509.ParseCertificateRequest`, no signature check) and Go's
+/// `pkix.Name.Organization` read them: every O attribute, in order.
+pub fn request_organizations(pem: &[u8]) -> Result<Vec<String>, String> {
+    let der = request_der(pem)?;
+    let (_, request) = X509CertificationRequest::from_der(&der)
+        .map_err(|e| format!("x509: cannot parse certificate request: {e}"))?;
+    request
+        .certification_request_info
+        .subject
+        .iter_organization()
+        .map(|o| {
+            o.as_str()
+                .map(str::to_string)
+                .map_err(|e| format!("x509: cannot parse certificate request: {e}"))
+        })
+        .collect()
+}
+
 /// The error Go's `checkSignature` (crypto/x509/x509.go) returns for a
 /// signature that does not verify, by key algorithm.
 fn verification_failure(key: &SubjectPublicKeyInfo) -> String {
@@ -91,11 +111,22 @@ pub fn check_certificates(pem: &[u8]) -> Result<(), String> {
 /// the unit tests of the modules that read requests.
 #[cfg(test)]
 pub fn test_request(cn: &str) -> String {
+    test_request_in(cn, &[])
+}
+
+/// As [`test_request`], the subject also in the organizations `groups`.
+#[cfg(test)]
+pub fn test_request_in(cn: &str, groups: &[&str]) -> String {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, cn);
+    for group in groups {
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, *group);
+    }
     params.serialize_request(&key).unwrap().pem().unwrap()
 }
 

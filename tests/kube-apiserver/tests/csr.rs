@@ -560,3 +560,42 @@ async fn apply_and_patches_keep_the_spec_and_approval_needs_approve() {
     let (_, stored) = get(&kube, "c").await;
     assert_eq!(stored["status"].get("conditions"), None);
 }
+
+/// CertificateSubjectRestriction (kubernetes v1.31.0
+/// `plugin/pkg/admission/certificates/subjectrestriction/admission.go`, on
+/// by default): no one — a `system:masters` member included — may ask the
+/// `kube-apiserver-client` signer for a certificate in `system:masters`;
+/// the create is refused with `admission.NewForbidden`'s 403
+/// (`staging/src/k8s.io/apiserver/pkg/admission/errors.go`) and nothing is
+/// stored. Other signers, and other groups, are not its business.
+#[tokio::test]
+async fn a_certificate_for_system_masters_cannot_be_requested() {
+    let kube = KubeApiServer::start_tls().await.unwrap();
+    let (pem, _) = request("eve", &["dev", "system:masters"]);
+    let (code, refused) = post(&kube, None, &csr("eve", &pem, SIGNER, &["client auth"])).await;
+    assert_eq!(
+        (code, refused),
+        (
+            403,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "certificatesigningrequests.certificates.k8s.io \"eve\" is forbidden: \
+                    use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed",
+                "reason": "Forbidden",
+                "details": {"name": "eve", "group": "certificates.k8s.io",
+                    "kind": "certificatesigningrequests"},
+                "code": 403})
+        )
+    );
+    assert_eq!(get(&kube, "eve").await.0, 404);
+
+    let other = csr(
+        "eve-elsewhere",
+        &pem,
+        "example.com/signer",
+        &["client auth"],
+    );
+    assert_eq!(post(&kube, None, &other).await.0, 201);
+    let (pem, _) = request("eve", &["dev"]);
+    let dev = csr("eve-dev", &pem, SIGNER, &["client auth"]);
+    assert_eq!(post(&kube, None, &dev).await.0, 201);
+}

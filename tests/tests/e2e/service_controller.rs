@@ -435,4 +435,14 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     wait_until("nothing left at the customer", || {
         remote_settings().is_none()
     });
+
+    // Deleting the ServiceCatalog withdraws its offer; its finalizer held
+    // it until then (docs/services.md).
+    provider
+        .delete_object(SERVICE_CATALOGS, Some(TEAM), "shop")
+        .expect("deleting the ServiceCatalog");
+    wait_until("the ServiceCatalog gone, its finalizer released", || {
+        provider.get(SERVICE_CATALOGS, Some(TEAM), "shop").is_none()
+    });
+    assert_eq!(get(catalog, "/offer/db", None).status, 404);
 }
