@@ -567,6 +567,12 @@ impl World {
                 csr::admit(policy, user, target, &name, object, old)?;
             }
         }
+        // CertificateSubjectRestriction, two after them (ClusterTrustBundleAttest
+        // between has nothing to admit here): for everyone, `system:masters`
+        // included — it checks the request, not the requester.
+        if csr::is_csr(def) {
+            csr::restrict_subject(target, old.is_none(), &name, object)?;
+        }
         let attributes = Attributes { object, ..request };
         let listed = |plural: &str| -> Vec<Value> {
             self.objects
@@ -598,12 +604,6 @@ impl World {
         self.authorization_checks
             .extend(checks.into_iter().map(|attributes| AuditRecord {
                 user: Some(user.name.clone()),
-        // CertificateSubjectRestriction, two after them (ClusterTrustBundleAttest
-        // between has nothing to admit here): for everyone, `system:masters`
-        // included — it checks the request, not the requester.
-        if csr::is_csr(def) {
-            csr::restrict_subject(target, old.is_none(), &name, object)?;
-        }
                 method: "AUTHORIZE".into(),
                 path: String::new(),
                 verb: attributes.verb.clone(),
