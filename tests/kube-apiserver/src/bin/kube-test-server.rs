@@ -1,23 +1,39 @@
 //! The test API server as a process, for trying a real client (kubectl,
-//! helm) against it by hand: `kube-test-server KUBECONFIG` serves plain
-//! HTTP on a loopback port, writes a kubeconfig pointing at it to
-//! `KUBECONFIG` and serves until interrupted. The e2e tests start the
+//! helm) against it by hand: `kube-test-server KUBECONFIG` serves HTTPS on
+//! a loopback port, writes a kubeconfig for it to `KUBECONFIG` (its CA,
+//! and the token of the tests' own user, `kube-test-admin` in
+//! `system:masters`) and serves until interrupted. HTTPS, because client-go
+//! sends a kubeconfig's credentials only over TLS
+//! (`staging/src/k8s.io/client-go/tools/clientcmd/client_config.go`): over
+//! plain HTTP kubectl would be `system:anonymous`. The e2e tests start the
 //! server in process instead.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use clap::Parser;
 use kube_test_server::KubeApiServer;
+
+/// A Kubernetes API server for tests (built-in kinds and Liqo v1.2.0's
+/// CRDs, RBAC enforced), over HTTPS on a loopback port until interrupted.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Where to write a kubeconfig for the server, authenticating as the
+    /// tests' administrator (`kube-test-admin`, in `system:masters`).
+    kubeconfig: PathBuf,
+}
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let path: PathBuf = std::env::args_os()
-        .nth(1)
-        .map(PathBuf::from)
-        .context("usage: kube-test-server KUBECONFIG")?;
-    let kube = KubeApiServer::start().await?;
-    kube.write_kubeconfig(&path)?;
-    println!("serving {} (kubeconfig: {})", kube.url(), path.display());
+    let args = Args::parse();
+    let kube = KubeApiServer::start_tls().await?;
+    kube.write_kubeconfig(&args.kubeconfig)?;
+    println!(
+        "serving {} (kubeconfig: {})",
+        kube.url(),
+        args.kubeconfig.display()
+    );
     tokio::signal::ctrl_c().await?;
     Ok(())
 }
