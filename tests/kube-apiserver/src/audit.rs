@@ -80,11 +80,17 @@ impl AuditRecord {
     }
 }
 
-/// The RBAC verb of a request to a resource.
+/// The RBAC verb of a request to a resource, as `NewRequestInfo`
+/// (`staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`)
+/// makes it: a GET is `get`, and becomes `list` or (with `watch`) `watch`
+/// only when the path names no object — a GET of a named object with
+/// `watch=true` is still a `get` (and is answered with the object). A name
+/// taken from a `metadata.name` field selector comes after this, so such a
+/// request stays a `list` or `watch`. `named`: the path names an object.
 pub fn rbac_verb(method: &str, named: bool, watching: bool) -> &'static str {
     match (method, named) {
-        ("GET" | "HEAD", _) if watching => "watch",
         ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) if watching => "watch",
         ("GET" | "HEAD", false) => "list",
         ("POST", _) => "create",
         ("PUT", _) => "update",
@@ -97,6 +103,15 @@ pub fn rbac_verb(method: &str, named: bool, watching: bool) -> &'static str {
 
 /// A list or watch request as the server received it (query parameters
 /// decoded; `None` where absent).
+/// Whether a query parameter's value asks for `true`, as a `bool` option
+/// is decoded (`Convert_Slice_string_To_bool`,
+/// `staging/src/k8s.io/apimachinery/pkg/runtime/conversion.go`): absent,
+/// `0` or `false` (any case) is false; anything else, the empty string
+/// included, true.
+pub fn query_bool(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenRequest {
     pub resource: GroupResource,
@@ -118,8 +133,16 @@ mod tests {
     fn verbs_in_rbac_vocabulary() {
         assert_eq!(rbac_verb("GET", false, true), "watch");
         assert_eq!(rbac_verb("GET", true, false), "get");
+        // requestinfo.go: list and watch only without a name.
+        assert_eq!(rbac_verb("GET", true, true), "get");
         assert_eq!(rbac_verb("GET", false, false), "list");
         assert_eq!(rbac_verb("DELETE", false, false), "deletecollection");
+        for yes in ["true", "1", "True", "", "yes"] {
+            assert!(query_bool(Some(yes)), "{yes:?}");
+        }
+        for no in [None, Some("false"), Some("FALSE"), Some("0")] {
+            assert!(!query_bool(no), "{no:?}");
+        }
         let attrs = ResourceAttributes {
             verb: "update".into(),
             api_group: "authentication.liqo.io".into(),

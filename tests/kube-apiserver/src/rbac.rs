@@ -584,8 +584,26 @@ impl Policy {
         } else if errors.is_empty() {
             Decision::Deny(String::new())
         } else {
-            Decision::Deny(format!("RBAC: [{}]", errors.join(", ")))
+            // rbac.go: `fmt.Sprintf("RBAC: %v", utilerrors.NewAggregate(errors))`.
+            Decision::Deny(format!("RBAC: {}", aggregate(&errors)))
         }
+    }
+}
+
+/// An `errors.Aggregate` printed (`staging/src/k8s.io/apimachinery/pkg/util/errors/errors.go`,
+/// `aggregate.Error`): one error bare; several with the same message that
+/// message once, bare; else the distinct messages in order, joined by
+/// `, `, in brackets.
+pub fn aggregate(errors: &[String]) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for e in errors {
+        if !distinct.contains(&e.as_str()) {
+            distinct.push(e);
+        }
+    }
+    match distinct.as_slice() {
+        [one] => one.to_string(),
+        many => format!("[{}]", many.join(", ")),
     }
 }
 
@@ -687,7 +705,9 @@ fn confirm_no_escalation(
         described.into_iter().collect::<Vec<_>>().join("\n")
     );
     if !errors.is_empty() {
-        message.push_str(&format!("; resolution errors: [{}]", errors.join(", ")));
+        // rule.go: `"; resolution errors: %v"` of a `[]error` holding the one
+        // aggregate `RulesFor` returned — Go prints the slice in brackets.
+        message.push_str(&format!("; resolution errors: [{}]", aggregate(&errors)));
     }
     Err(message)
 }
@@ -1082,12 +1102,29 @@ mod tests {
             cluster_role_bindings: vec![binding_to(None, "ClusterRole", "gone", sa_subject())],
             ..Stored::default()
         });
+        // One error: Go's aggregate prints it bare (errors.go).
+        assert_eq!(
+            p.authorize(&sa(), &Attributes::Resource(&list)),
+            Decision::Deny("RBAC: clusterrole.rbac.authorization.k8s.io \"gone\" not found".into())
+        );
+        // Two: in brackets, joined by ", "; the same one twice: once, bare.
+        let p = Policy::new(&Stored {
+            cluster_role_bindings: vec![
+                binding_to(None, "ClusterRole", "gone", sa_subject()),
+                binding_to(None, "ClusterRole", "lost", sa_subject()),
+            ],
+            ..Stored::default()
+        });
         assert_eq!(
             p.authorize(&sa(), &Attributes::Resource(&list)),
             Decision::Deny(
-                "RBAC: [clusterrole.rbac.authorization.k8s.io \"gone\" not found]".into()
+                "RBAC: [clusterrole.rbac.authorization.k8s.io \"gone\" not found, \
+                 clusterrole.rbac.authorization.k8s.io \"lost\" not found]"
+                    .into()
             )
         );
+        let twice = ["e".to_string(), "e".to_string()];
+        assert_eq!(aggregate(&twice), "e");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde_json::{json, Value};
 
-use crate::audit::{rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
+use crate::audit::{query_bool, rbac_verb, AuditRecord, ResourceAttributes, SeenRequest};
 use crate::crd::ResourceDef;
 use crate::faults::Injected;
 use crate::field_validation::{self, Directive, FieldCheck, Operation};
@@ -169,7 +169,7 @@ pub async fn handle(
         }
         Parsed::Resource(route) => route,
     };
-    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let watching = query_bool(query.get("watch").map(String::as_str));
     let verb = rbac_verb(method.as_str(), route.name.is_some(), watching);
     let attributes = ResourceAttributes {
         verb: verb.to_string(),

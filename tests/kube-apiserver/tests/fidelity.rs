@@ -554,3 +554,59 @@ async fn a_namespace_is_read_under_a_role_binding_in_itself() {
         "namespaces \"other\" is forbidden: User \"tim\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"other\""
     );
 }
+
+/// The RBAC verb of a GET, as `NewRequestInfo` makes it
+/// (`staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`):
+/// `list` or `watch` only for a path naming no object, so a GET of a named
+/// object with `watch=true` is a `get`, answered with the object; `watch`
+/// is true for any value but `0` and `false` (`Convert_Slice_string_To_bool`).
+#[tokio::test]
+async fn a_named_get_with_watch_is_a_get() {
+    let kube = KubeApiServer::start().await.unwrap();
+    kube.apply(
+        Kind::ConfigMap,
+        json!({"metadata": {"name": "c", "namespace": "default"}}),
+    );
+    kube.load_rbac(&[
+        json!({"kind": "Role", "metadata": {"name": "get", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+        json!({"kind": "RoleBinding", "metadata": {"name": "get", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "get"},
+            "subjects": [{"kind": "User", "name": "reader"}]}),
+    ]);
+    let token = kube.token_for("reader");
+    let client = builder(&kube).build().unwrap();
+    let read = |query: &str| {
+        client
+            .get(format!(
+                "{}/api/v1/namespaces/default/configmaps{query}",
+                kube.url()
+            ))
+            .bearer_auth(&token)
+            .send()
+    };
+    let named = read("/c?watch=true").await.unwrap();
+    assert_eq!(named.status(), 200);
+    let object: Value = named.json().await.unwrap();
+    assert_eq!(
+        (&object["kind"], &object["metadata"]["name"]),
+        (&json!("ConfigMap"), &json!("c"))
+    );
+    for query in ["?watch=true", "?watch=True", "?watch="] {
+        let collection = read(query).await.unwrap();
+        assert_eq!(collection.status(), 403, "{query}");
+        let status: Value = collection.json().await.unwrap();
+        assert_eq!(
+            status["message"],
+            "configmaps is forbidden: User \"reader\" cannot watch resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+            "{query}"
+        );
+    }
+    let verbs: Vec<String> = kube
+        .audit()
+        .into_iter()
+        .filter(|r| r.user.as_deref() == Some("reader"))
+        .map(|r| r.verb)
+        .collect();
+    assert_eq!(verbs, ["get", "watch", "watch", "watch"]);
+}
