@@ -26,7 +26,7 @@ use crate::rbac::{self, Attributes, Decision, Policy, UserInfo, MASTERS};
 use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared};
 use crate::status::ApiError;
-use crate::store::{PatchOptions, Target, Write, Writer};
+use crate::store::{Deleter, PatchOptions, Target, Write, Writer};
 use crate::{binding, csr, discovery, faults, list, openapi, protobuf, watch as watching};
 
 /// A request path to a resource.
@@ -486,7 +486,14 @@ async fn serve(
                 Ok(o) => o,
                 Err(e) => return error_response(&e),
             };
-            answer(shared.world().delete(def, ns, name, &options), 200)
+            let deleter = Deleter {
+                requester: users.requester,
+                collection: false,
+            };
+            answer(
+                shared.world().delete_by(def, ns, name, &options, deleter),
+                200,
+            )
         }
         ("DELETE", None) => {
             let param = |name: &str| query.get(name).cloned().unwrap_or_default();
@@ -513,7 +520,11 @@ async fn serve(
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                match world.delete(def, vns.as_deref(), &vname, &options) {
+                let deleter = Deleter {
+                    requester: users.requester,
+                    collection: true,
+                };
+                match world.delete_by(def, vns.as_deref(), &vname, &options, deleter) {
                     Ok(o) => items.push(versioned(o)),
                     Err(e) => return error_response(&e),
                 }

@@ -104,6 +104,36 @@ pub struct Writer<'a> {
     pub requester: Option<&'a UserInfo>,
 }
 
+/// Who a write is by, as admission sees it: the user RBAC holds to its
+/// bindings (`None`: one it does not — `system:masters`, an in-process
+/// write), and whoever sent it over HTTP (`None`: an in-process write).
+#[derive(Debug, Clone, Copy, Default)]
+struct Who<'a> {
+    user: Option<&'a UserInfo>,
+    requester: Option<&'a UserInfo>,
+}
+
+impl<'a> Who<'a> {
+    /// The requester admission webhooks and policies are told of
+    /// (`request.userInfo`): whoever sent the request, held by RBAC or not
+    /// (`admission.Attributes.GetUserInfo`, the authenticated user of
+    /// every request); an in-process write as the RBAC user it names, if
+    /// any.
+    fn user_info(&self) -> Option<&'a UserInfo> {
+        self.requester.or(self.user)
+    }
+}
+
+/// Who sends a DELETE, and whether as one of a deletecollection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deleter<'a> {
+    /// Whoever sent it over HTTP (`None`: an in-process delete — the
+    /// tests', the garbage collector's, the namespace controller's).
+    pub requester: Option<&'a UserInfo>,
+    /// Part of a deletecollection.
+    pub collection: bool,
+}
+
 /// What a write made.
 #[derive(Debug, Clone)]
 pub struct Written {
@@ -366,7 +396,7 @@ impl World {
             &mut object,
             previous.as_ref(),
             Target::Main,
-            None,
+            Who::default(),
             None,
         )?;
         match &previous {
@@ -480,9 +510,10 @@ impl World {
         object: &mut Value,
         old: Option<&Value>,
         target: Target,
-        user: Option<&UserInfo>,
+        who: Who<'_>,
         created: Option<&str>,
     ) -> Result<Vec<ResourceAttributes>, ApiError> {
+        let user = who.user;
         let name = object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -574,6 +605,15 @@ impl World {
             csr::restrict_subject(target, old.is_none(), &name, object)?;
         }
         let attributes = Attributes { object, ..request };
+        self.validate_last(&attributes, who)?;
+        Ok(policy.map(|p| p.take_allowed()).unwrap_or_default())
+    }
+
+    /// The last validating admission of every write and delete, as
+    /// `AllOrderedPlugins` ends: ValidatingAdmissionPolicies with their
+    /// bindings, then validating hooks ([`admission`]), told who sent the
+    /// request.
+    fn validate_last(&self, attributes: &Attributes<'_>, who: Who<'_>) -> Result<(), ApiError> {
         let listed = |plural: &str| -> Vec<Value> {
             self.objects
                 .get(&GroupResource::new(admission::GROUP, plural))
@@ -583,19 +623,58 @@ impl World {
         let bindings = listed("validatingadmissionpolicybindings");
         if !bindings.is_empty() {
             let ns_object = self
-                .stored(&GroupResource::new("", "namespaces"), &namespace)
+                .stored(&GroupResource::new("", "namespaces"), attributes.namespace)
                 .cloned()
                 .unwrap_or(Value::Null);
             admission::check_policies(
                 &listed("validatingadmissionpolicies"),
                 &bindings,
-                &attributes,
+                attributes,
                 &ns_object,
-                user,
+                who.user_info(),
             )?;
         }
-        self.hooks.validate(&attributes)?;
-        Ok(policy.map(|p| p.take_allowed()).unwrap_or_default())
+        self.hooks.validate(attributes)
+    }
+
+    /// Admission of a DELETE, as `rest.AdmissionToValidateObjectDeleteFunc`
+    /// (`staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go`) runs
+    /// it inside the registry's delete, once the object is read and the
+    /// preconditions hold: operation `DELETE`, no object, the stored object
+    /// as the old one, the request's name (`""` for a deletecollection,
+    /// whose static attributes name none), its requester; the mutating
+    /// hooks registered for DELETE (there is nothing for them to change),
+    /// then the validating plugins ([`World::validate_last`]).
+    fn admit_delete(
+        &self,
+        def: &ResourceDef,
+        existing: &Value,
+        deleter: Deleter<'_>,
+    ) -> Result<(), ApiError> {
+        let namespace = existing["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default();
+        let name = if deleter.collection {
+            ""
+        } else {
+            existing["metadata"]["name"].as_str().unwrap_or_default()
+        };
+        let attributes = Attributes {
+            operation: "DELETE",
+            def,
+            subresource: "",
+            namespace,
+            name,
+            object: &Value::Null,
+            old_object: Some(existing),
+        };
+        let mut nothing = Value::Null;
+        self.hooks.mutate(&attributes, &mut nothing)?;
+        let who = Who {
+            user: None,
+            requester: deleter.requester,
+        };
+        self.validate_last(&attributes, who)
     }
 
     /// Keep the authorization checks `admit` made for `user`'s request.
@@ -625,7 +704,10 @@ impl World {
         write: Write<'_>,
         writer: Writer<'_>,
     ) -> Result<Written, ApiError> {
-        let (user, requester) = (writer.user, writer.requester);
+        let who = Who {
+            user: writer.user,
+            requester: writer.requester,
+        };
         let mut fields = writer.fields;
         let version = |body: &Value| {
             body["apiVersion"]
@@ -648,10 +730,10 @@ impl World {
         let (object, created, warnings) = match write {
             Write::Create(mut body) => {
                 let warnings = decoded(&mut body)?;
-                if let (true, Some(requester)) = (csr::is_csr(def), requester) {
+                if let (true, Some(requester)) = (csr::is_csr(def), who.requester) {
                     csr::prepare_create(&mut body, requester);
                 }
-                let object = self.create_object(def, namespace, body, user)?;
+                let object = self.create_object(def, namespace, body, who)?;
                 (object, true, warnings)
             }
             Write::Update {
@@ -660,7 +742,7 @@ impl World {
                 target,
             } => {
                 let warnings = decoded(&mut body)?;
-                let object = self.update_object(def, namespace, name, body, target, user)?;
+                let object = self.update_object(def, namespace, name, body, target, who)?;
                 (object, false, warnings)
             }
             Write::Patch {
@@ -687,7 +769,7 @@ impl World {
                 }
                 if patch_type == PatchType::Apply {
                     let (object, created) =
-                        self.apply(def, ns, name, body, target, options, user, requester)?;
+                        self.apply(def, ns, name, body, target, options, who)?;
                     return Ok(Written {
                         object,
                         created,
@@ -709,7 +791,7 @@ impl World {
                         check.finish(def, &version(&object), Operation::Patch, &object)?
                     }
                 };
-                let object = self.update_object(def, ns, name, object, target, user)?;
+                let object = self.update_object(def, ns, name, object, target, who)?;
                 (object, false, warnings)
             }
         };
@@ -753,7 +835,7 @@ impl World {
         def: &ResourceDef,
         namespace: Option<&str>,
         mut body: Value,
-        user: Option<&UserInfo>,
+        who: Who<'_>,
     ) -> Result<Value, ApiError> {
         Self::check_type(def, &body)?;
         body["apiVersion"] = json!(def.api_version(def.storage_version()));
@@ -825,8 +907,8 @@ impl World {
             }
         }
         let uid = self.uid();
-        let checks = self.admit(def, &mut body, None, Target::Main, user, Some(&uid))?;
-        self.record_checks(user, checks);
+        let checks = self.admit(def, &mut body, None, Target::Main, who, Some(&uid))?;
+        self.record_checks(who.user, checks);
         let gr = def.group_resource();
         if self
             .stored(&gr, &key(namespace.filter(|_| def.namespaced), &name))
@@ -880,7 +962,7 @@ impl World {
         name: &str,
         body: Value,
         target: Target,
-        user: Option<&UserInfo>,
+        who: Who<'_>,
     ) -> Result<Value, ApiError> {
         Self::check_type(def, &body)?;
         let given = body["metadata"]["name"].as_str().unwrap_or_default();
@@ -992,8 +1074,8 @@ impl World {
                 ));
             }
         }
-        let checks = self.admit(def, &mut new, Some(&existing), target, user, None)?;
-        self.record_checks(user, checks);
+        let checks = self.admit(def, &mut new, Some(&existing), target, who, None)?;
+        self.record_checks(who.user, checks);
         if def.custom && spec_part(def, &new) != spec_part(def, &existing) {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(generation + 1);
@@ -1068,8 +1150,7 @@ impl World {
         body: &[u8],
         target: Target,
         options: &PatchOptions,
-        user: Option<&UserInfo>,
-        requester: Option<&UserInfo>,
+        who: Who<'_>,
     ) -> Result<(Value, bool), ApiError> {
         let Some(manager) = options.field_manager.as_deref().filter(|m| !m.is_empty()) else {
             return Err(ApiError::new(
@@ -1127,17 +1208,17 @@ impl World {
                 if let Some(meta) = object["metadata"].as_object_mut() {
                     meta.remove("resourceVersion");
                 }
-                if let (true, Some(requester)) = (csr::is_csr(def), requester) {
+                if let (true, Some(requester)) = (csr::is_csr(def), who.requester) {
                     csr::prepare_create(&mut object, requester);
                 }
-                self.create_object(def, ns, object, user).map(|o| (o, true))
+                self.create_object(def, ns, object, who).map(|o| (o, true))
             }
             Some(existing) => {
                 if rv_of(&config).is_none() {
                     object["metadata"]["resourceVersion"] =
                         existing["metadata"]["resourceVersion"].clone();
                 }
-                self.update_object(def, ns, name, object, target, user)
+                self.update_object(def, ns, name, object, target, who)
                     .map(|o| (o, false))
             }
         };
@@ -1165,6 +1246,19 @@ impl World {
         namespace: Option<&str>,
         name: &str,
         options: &Value,
+    ) -> Result<Value, ApiError> {
+        self.delete_by(def, namespace, name, options, Deleter::default())
+    }
+
+    /// [`World::delete`] of a client's request by `deleter`, which
+    /// admission ([`World::admit_delete`]) is told of.
+    pub fn delete_by(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        options: &Value,
+        deleter: Deleter<'_>,
     ) -> Result<Value, ApiError> {
         let ns = namespace.filter(|_| def.namespaced);
         lifecycle::admit_delete(def, name)?;
@@ -1194,6 +1288,7 @@ impl World {
                 return Err(ApiError::conflict(def, name, &why));
             }
         }
+        self.admit_delete(def, &existing, deleter)?;
         let gr = def.group_resource();
         let current = deletion::finalizer_names(&existing);
         let wanted = deletion::gc_finalizers(&gc, &current);
