@@ -23,6 +23,7 @@ use kube::Client;
 use serde_json::{json, Value};
 
 use crate::liqo::{MANAGED_BY, MANAGER};
+use crate::networking::Side;
 
 /// `pkg/consts/authentication.go:19`: the consumer's key pair, in Liqo's
 /// namespace.
@@ -69,6 +70,18 @@ pub fn identities() -> ApiResource {
 /// `Authenticated` condition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stage {
+    /// A cluster's Liqo cluster ID cannot be read from its
+    /// `clusterid-configmap` (which, why): nothing is applied until it is.
+    ClusterIdUnreadable(Side, String),
+    /// A cluster's `clusterid-configmap` names another cluster than the one
+    /// this authentication is for (`--cluster-id` and the contract's
+    /// `consumerClusterID` here, the contract's provider there): refused,
+    /// nothing applied with the wrong ID.
+    ClusterIdMismatch {
+        side: Side,
+        found: String,
+        expected: String,
+    },
     /// [P] `liqo-tenant-<consumer>` is missing or unreadable: the
     /// provider's peering-user controller makes it with the peering user.
     ProviderTenantNamespaceMissing(String),
@@ -98,6 +111,18 @@ impl Stage {
     /// The condition's reason and a message a person can act on.
     pub fn reason(&self) -> (&'static str, String) {
         match self {
+            Stage::ClusterIdUnreadable(side, why) => (
+                "ClusterIDUnreadable",
+                format!("the Liqo cluster ID of {side} cannot be read ({why}): nothing is applied for the peering until it can"),
+            ),
+            Stage::ClusterIdMismatch { side: Side::Consumer, found, expected } => (
+                "ClusterIDMismatch",
+                format!("this cluster's Liqo is cluster {found:?} (its clusterid-configmap), but --cluster-id and the contract's consumerClusterID say {expected:?}: nothing is applied on the provider with the wrong ID; run the controller with --cluster-id {found} (a contract bought for {expected} is not this cluster's)"),
+            ),
+            Stage::ClusterIdMismatch { side: Side::Provider, found, expected } => (
+                "ClusterIDMismatch",
+                format!("the provider's Liqo is cluster {found:?} (its clusterid-configmap), but the contract names provider {expected:?}: nothing is applied there; ask the provider about its contract's cluster ID"),
+            ),
             Stage::ProviderTenantNamespaceMissing(ns) => (
                 "ProviderTenantNamespaceMissing",
                 format!("the provider has no tenant namespace {ns} readable by this contract's peering user: the provider's peering-user controller makes it; ask the provider if it stays"),
@@ -420,6 +445,12 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         tracing::info!("the control-plane Identity's certificate is not for this cluster's key: authenticating again");
     }
 
+    // `handler.go:46-56` (`SetLocalClusterID` on each side, `cluster.go:62-73`):
+    // who each cluster's Liqo says it is, before anything names either.
+    if let Some(stage) = check_cluster_ids(peers).await? {
+        return Ok(stage);
+    }
+
     // `cluster.go:76-91` on [P]: the peering user may only read it
     // (`tenantNamespace/namespaceManager.go:155-176` falls back to a get by
     // name). A 403 there is not final: the nonce Secret's create below
@@ -541,6 +572,42 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         }
     }
     Ok(Stage::IdentityCreated)
+}
+
+/// `handler.go:46-56`: both clusters' IDs from their `clusterid-configmap`
+/// (`crate::cluster_id`), as `liqoctl` takes them (it reads them and uses
+/// nothing else), each checked against the ID this authentication is
+/// for: this cluster's against `--cluster-id` (which the contract's
+/// `consumerClusterID` matches, else the contract is refused before),
+/// the provider's against the contract's. `None` when both agree. With
+/// a wrong ID the Tenant, its CSR and the nonce would name a cluster
+/// Liqo does not know here: Liqo fills a slice's `consumerClusterID` with
+/// the real ID (`localresourceslice_controller.go:83-85`) and the provider
+/// skips it silently (`remoteresourceslice_controller.go:123-132`).
+async fn check_cluster_ids(peers: &Peers<'_>) -> Result<Option<Stage>, AuthError> {
+    let consumer = crate::cluster_id::read(peers.consumer, peers.liqo_namespace).await?;
+    let provider =
+        match crate::cluster_id::read(peers.provider, peers.provider_liqo_namespace).await {
+            Ok(read) => read,
+            Err(e) => return Ok(Some(provider_failed("read its Liqo cluster ID", &e))),
+        };
+    for (side, read, expected) in [
+        (Side::Consumer, consumer, peers.consumer_id),
+        (Side::Provider, provider, peers.provider_id),
+    ] {
+        match read {
+            Err(why) => return Ok(Some(Stage::ClusterIdUnreadable(side, why))),
+            Ok(found) if found != expected => {
+                return Ok(Some(Stage::ClusterIdMismatch {
+                    side,
+                    found,
+                    expected: expected.to_string(),
+                }))
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(None)
 }
 
 /// The consumer's key pair from `authentication-keys` in Liqo's namespace
@@ -800,6 +867,34 @@ mod tests {
             .self_signed(&pair)
             .unwrap();
         json!(b64(cert.pem().as_bytes()))
+    }
+
+    #[test]
+    fn a_wrong_cluster_id_is_refused_naming_both_values() {
+        let stage = Stage::ClusterIdMismatch {
+            side: Side::Consumer,
+            found: "real-id".into(),
+            expected: "wrong-id".into(),
+        };
+        let (reason, message) = stage.reason();
+        assert_eq!(reason, "ClusterIDMismatch");
+        assert!(
+            message.contains("\"real-id\"") && message.contains("\"wrong-id\""),
+            "{message}"
+        );
+        assert!(message.contains("--cluster-id real-id"), "{message}");
+        assert!(!stage.done());
+        let (reason, message) = Stage::ClusterIdMismatch {
+            side: Side::Provider,
+            found: "p-real".into(),
+            expected: "p-contract".into(),
+        }
+        .reason();
+        assert_eq!(reason, "ClusterIDMismatch");
+        assert!(
+            message.contains("p-real") && message.contains("p-contract"),
+            "{message}"
+        );
     }
 
     #[test]

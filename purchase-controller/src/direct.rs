@@ -9,9 +9,7 @@
 //! purchase. The service-controller peers towards its customers this way.
 
 use catalog_client::wire::{Contract, ContractCredentials, LiqoGeneration, V1Credentials};
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, ListParams};
 use kube::Client;
 use quantity::ResourceList;
 
@@ -19,7 +17,6 @@ use crate::authentication;
 use crate::decision::{self, Assessment, Unusable};
 use crate::liqo::Generation;
 use crate::model::{Purchase, SecretKeyRef};
-use crate::networking::{self, CLUSTER_ID_SELECTOR};
 use crate::secret_ref;
 
 /// Whether the Purchase peers from given credentials (no catalog).
@@ -165,26 +162,16 @@ pub fn known_if_unreachable(
 /// The remote cluster's Liqo cluster ID, as `liqoctl peer` reads it
 /// (`utils/cluster_info.go:61-78`); an unreachable cluster is waited for.
 async fn remote_cluster_id(remote: &Client, liqo_namespace: &str) -> Result<String, Unusable> {
-    let configmaps: Api<ConfigMap> = Api::namespaced(remote.clone(), liqo_namespace);
-    let list = configmaps
-        .list(&ListParams::default().labels(CLUSTER_ID_SELECTOR))
-        .await
-        .map_err(|e| match e {
-            kube::Error::Api(e) => Unusable::Credentials(format!(
-                "the remote cluster refused to show its Liqo cluster ID in {liqo_namespace} to the peering user (HTTP {}): {}",
-                e.code, e.message
-            )),
-            other => Unusable::RemoteUnreachable(format!(
-                "cannot reach the remote cluster: {other}"
-            )),
-        })?;
-    let values: Vec<serde_json::Value> = list
-        .items
-        .iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .collect();
-    networking::cluster_id_of(&values)
-        .map_err(|why| Unusable::Credentials(format!("the remote cluster: {why}")))
+    match crate::cluster_id::read(remote, liqo_namespace).await {
+        Ok(read) => read.map_err(|why| Unusable::Credentials(format!("the remote cluster: {why}"))),
+        Err(kube::Error::Api(e)) => Err(Unusable::Credentials(format!(
+            "the remote cluster refused to show its Liqo cluster ID in {liqo_namespace} to the peering user (HTTP {}): {}",
+            e.code, e.message
+        ))),
+        Err(other) => Err(Unusable::RemoteUnreachable(format!(
+            "cannot reach the remote cluster: {other}"
+        ))),
+    }
 }
 
 /// A direct Purchase's assessment: no catalog took part, so none is

@@ -35,6 +35,7 @@ pub mod binding_copier;
 pub mod binding_copy;
 pub mod catalog;
 pub mod cluster;
+pub mod cluster_id;
 pub mod config;
 pub mod decision;
 pub mod direct;

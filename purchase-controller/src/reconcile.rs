@@ -337,6 +337,7 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     if before.phase != status.phase {
         publish_event(ctx, purchase, &before.phase, &assessment);
     }
+    publish_refusals(ctx, purchase, &before.conditions, &status.conditions);
     if let Some(warning) = decision::ending_soon_warning(&before.conditions, &assessment) {
         publish_ending_soon(ctx, purchase, &warning.message);
     }
@@ -568,6 +569,39 @@ fn publish_ending_soon(ctx: &Context, purchase: &Purchase, message: &str) {
     };
     tracing::info!(message, "the contract ends soon");
     runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
+}
+
+/// Condition reasons that stop a peering until a person acts on the
+/// configuration (a cluster whose Liqo says it is another cluster).
+const REFUSALS: [&str; 2] = ["ClusterIDMismatch", "ClusterIDUnreadable"];
+
+/// A Warning Event, with the condition's reason and message, for each
+/// condition that now carries a refusal it did not carry before (the
+/// phase does not change: the Purchase keeps waiting, as a fixed flag or
+/// ConfigMap lets it go on).
+fn publish_refusals(
+    ctx: &Context,
+    purchase: &Purchase,
+    before: &[crate::model::Condition],
+    after: &[crate::model::Condition],
+) {
+    for condition in after {
+        let new = REFUSALS.contains(&condition.reason.as_str())
+            && !before
+                .iter()
+                .any(|b| b.type_ == condition.type_ && b.reason == condition.reason);
+        if new {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: condition.reason.clone(),
+                note: Some(runtime::note(&condition.message)),
+                action: "Reconcile".to_string(),
+                secondary: None,
+            };
+            tracing::warn!(reason = %condition.reason, message = %condition.message, "peering refused");
+            runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
+        }
+    }
 }
 
 fn publish_event(ctx: &Context, purchase: &Purchase, from: &str, assessment: &Assessment) {

@@ -77,7 +77,8 @@
 //!   replica deleted with the local object (:65-120, 265-293), a 403 from
 //!   the provider taken as "permission removed" (:127-141).
 //!
-//! Consumer side, knowing its cluster ID ([`Consumer::start_as`]), as the
+//! Consumer side, knowing its cluster ID ([`Consumer::start_as`], which
+//! installs it as the chart does, [`install_cluster_id`]), as the
 //! controller manager:
 //! - [`local_resource_slice`] (`pkg/liqo-controller-manager/authentication/localresourceslice-controller/localresourceslice_controller.go`):
 //!   each local slice labelled for replication gets this cluster's ID as
@@ -461,6 +462,41 @@ impl Replicator {
     }
 }
 
+/// What Liqo's chart installs in its namespace, unless there already:
+/// the cluster's ID in the ConfigMap `liqo-clusterid-configmap`, labelled
+/// `app.kubernetes.io/name=clusterid-configmap`
+/// (`deployments/liqo/templates/liqo-clusterid-configmap.yaml`,
+/// `_helpers.tpl:224`), where `liqoctl` and the controllers find it by
+/// label (`pkg/utils/cluster_info.go:60-75`).
+pub fn install_cluster_id(kube: &KubeApiServer, cluster_id: &str) {
+    use kube_test_server::GroupResource;
+    let namespaces = GroupResource::new("", "namespaces");
+    if kube
+        .get(namespaces.clone(), None, cluster_keys::LIQO_NAMESPACE)
+        .is_none()
+    {
+        kube.apply(
+            namespaces,
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": cluster_keys::LIQO_NAMESPACE}}),
+        );
+    }
+    let configmaps = GroupResource::new("", "configmaps");
+    let name = "liqo-clusterid-configmap";
+    if kube
+        .get(configmaps.clone(), Some(cluster_keys::LIQO_NAMESPACE), name)
+        .is_none()
+    {
+        kube.apply(
+            configmaps,
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": name, "namespace": cluster_keys::LIQO_NAMESPACE,
+                                "labels": {"app.kubernetes.io/name": "clusterid-configmap"}},
+                   "data": {"CLUSTER_ID": cluster_id}}),
+        );
+    }
+}
+
 /// Liqo's consumer-side controllers running against one API server.
 pub struct Consumer {
     _tasks: Tasks,
@@ -507,6 +543,7 @@ impl Consumer {
     /// ResourceSlice controller and the ForeignCluster controller, as the
     /// controller manager.
     pub async fn start_as(kube: &KubeApiServer, cluster_id: &str) -> Result<Consumer, Error> {
+        install_cluster_id(kube, cluster_id);
         let mut consumer = Consumer::start(kube).await?;
         grant_each(
             kube,

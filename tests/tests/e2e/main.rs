@@ -65,6 +65,7 @@ mod peering_users_promises;
 mod provider_agent;
 mod purchase_controller;
 mod purchase_controller_auto_peer;
+mod purchase_controller_cluster_id;
 mod purchase_controller_direct;
 mod purchase_controller_ha;
 mod purchase_controller_reauth;

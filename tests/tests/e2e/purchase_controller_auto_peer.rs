@@ -171,6 +171,8 @@ fn world(rt: &tokio::runtime::Runtime) -> (Market, String, Consumer, Provider) {
             .unwrap()
     };
     let consumer = Consumer::start_on(tls(), &alice).unwrap();
+    // Liqo installed (its cluster ID), before its controllers run.
+    cluster_id_configmap(&consumer.kube, CONSUMER_ID);
     let provider = Provider::start_on(tls(), &market.url()).unwrap();
     (market, alice, consumer, provider)
 }

@@ -66,6 +66,8 @@ impl AutoPeerWorld {
         let market = Market::open(&[]);
         let alice = market.consumer("alice");
         let consumer = Consumer::start_on(tls(), &alice).expect("consumer cluster");
+        // Liqo installed (its cluster ID), before its controllers run.
+        cluster_id_configmap(&consumer.kube, CONSUMER_ID);
         let provider = Provider::start_on(tls(), &market.url()).expect("provider cluster");
         // A kubeconfig per consumer cluster (`v1: {}`), in the provider's class.
         let r = e2e::contracts::register_v1(

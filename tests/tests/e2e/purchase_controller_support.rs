@@ -336,6 +336,9 @@ impl Provider {
     /// [`Provider::start`] on a server already started (an HTTPS one, say).
     pub fn start_on(kube: KubeApiServer, catalog: &str) -> Result<Self> {
         liqo_support::namespace(&kube, "liqo", json!({}));
+        // Liqo's install: its cluster ID, which `liqoctl` (and
+        // `purchase-controller --auto-peer`) reads before peering.
+        cluster_id_configmap(&kube, PROVIDER_ID);
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, SLICE_USER)?;
