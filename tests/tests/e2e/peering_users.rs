@@ -20,9 +20,9 @@
 //! networking objects stay.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use e2e::buying::{self, admin, consumer, delete, get, publish};
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::contracts::{buy, register_per_contract};
@@ -30,6 +30,7 @@ use kube_test_server::KubeApiServer;
 use serde_json::json;
 
 use crate::liqo_support;
+use crate::peering_users_support::{blocking, released, settle, CONTROLLER_USER, LIQO};
 
 const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
@@ -44,42 +45,6 @@ const CONNECTIONS: (&str, &str) = ("networking.liqo.io", "connections");
 const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations");
 /// Every networking kind a consumer's peering leaves on the provider.
 const NETWORKING: [(&str, &str); 4] = [GATEWAY_SERVERS, PUBLIC_KEYS, CONNECTIONS, CONFIGURATIONS];
-
-/// Liqo's namespace, where the controller runs too (as deployed).
-const LIQO: &str = "liqo";
-/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
-
-/// Catalog calls are blocking: off the async workers.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
-
-/// Poll `probe` until it returns Some, within [`e2e::EVENTUALLY`].
-async fn settle<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> Result<T> {
-    let deadline = Instant::now() + e2e::EVENTUALLY;
-    loop {
-        if let Some(v) = probe() {
-            return Ok(v);
-        }
-        if Instant::now() >= deadline {
-            bail!("{what}: not within {:?}", e2e::EVENTUALLY);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The kubeconfig released with contract `id` to its consumer, once there.
-fn released(catalog: &Catalog, token: &str, id: &str) -> Option<String> {
-    let r = blocking(|| get(catalog, &format!("/contracts/{id}"), Some(token)));
-    (r.json["peeringState"]["state"] == "credentialsReady")
-        .then(|| {
-            r.json["credentials"]["v1"]["kubeconfig"]
-                .as_str()
-                .map(str::to_string)
-        })
-        .flatten()
-}
 
 /// A client presenting `kubeconfig` (its context's namespace by default).
 async fn client_of(kubeconfig: &str) -> Result<kube::Client> {

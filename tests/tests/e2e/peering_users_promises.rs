@@ -25,26 +25,23 @@
 //!   failures on `/metrics`) and every object the controller made — CSRs,
 //!   keys, RoleBindings — stays, the same objects (uids).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use base64::Engine;
-use e2e::buying::{self, admin, consumer, get, publish};
+use e2e::buying::{self, admin, consumer, publish};
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::contracts::{buy, register_per_contract};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 use crate::liqo_support;
+use crate::peering_users_support::{blocking, released, settle, CONTROLLER_USER, LIQO};
 
 const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
 const SECRETS: (&str, &str) = ("", "secrets");
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
-/// Liqo's namespace, where the controller runs too (as deployed).
-const LIQO: &str = "liqo";
-/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const CONTROLLER_USER: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// The CSR the controller makes for consumer c1 (Liqo's
 /// `GetUserNameFromClusterID`).
 const C1_CSR: &str = "liqo-peer-user-c1";
@@ -52,32 +49,6 @@ const C1_CSR: &str = "liqo-peer-user-c1";
 /// consumer each `--poll-interval`, so several failures are several passes
 /// that each left everything alone.
 const REFUSALS: f64 = 3.0;
-
-/// Catalog and metrics calls are blocking: off the async workers.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
-
-/// Poll `probe` until it returns Some, within [`e2e::EVENTUALLY`].
-async fn settle<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> Result<T> {
-    let deadline = Instant::now() + e2e::EVENTUALLY;
-    loop {
-        if let Some(v) = probe() {
-            return Ok(v);
-        }
-        if Instant::now() >= deadline {
-            bail!("{what}: not within {:?}", e2e::EVENTUALLY);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether contract `id`'s peering kubeconfig has been released.
-fn released(catalog: &Catalog, token: &str, id: &str) -> bool {
-    let r = blocking(|| get(catalog, &format!("/contracts/{id}"), Some(token)));
-    r.json["peeringState"]["state"] == "credentialsReady"
-        && r.json["credentials"]["v1"]["kubeconfig"].is_string()
-}
 
 /// The controller's count of failed steps of `kind` (`csr`, `catalog`…).
 fn failures(port: u16, kind: &str) -> f64 {
@@ -210,8 +181,8 @@ impl World {
     /// Both consumers' kubeconfigs released: their peering users issued.
     async fn both_released(&self) -> Result<()> {
         settle("both kubeconfigs released", || {
-            (released(&self.catalog, &self.alice, &self.alices)
-                && released(&self.catalog, &self.bob, &self.bobs))
+            (released(&self.catalog, &self.alice, &self.alices).is_some()
+                && released(&self.catalog, &self.bob, &self.bobs).is_some())
             .then_some(())
         })
         .await
