@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 
 use controller_core::liqo::{self, LiqoKind};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
@@ -25,7 +26,7 @@ use kube::Client;
 use serde_json::json;
 
 use crate::drain;
-use crate::identity::{self, CsrRefused, IdentityError, StoredCsr, UserKey, Validity};
+use crate::identity::{self, CsrRefused, IdentityError, KeyKind, StoredCsr, UserKey, Validity};
 use crate::kubeconfig::{self, ApiServer};
 use crate::names::ConsumerId;
 use crate::network;
@@ -37,6 +38,10 @@ pub const MANAGED_BY: &str = "liqo-broker-peering-user-controller";
 /// The key Secret's entries: the PKCS#8 PEM key and the CN it was made for.
 const KEY_ENTRY: &str = "tls.key";
 const CN_ENTRY: &str = "common-name";
+/// `pkg/consts/labels.go:35-36` `ControllerManagerAppName`: the
+/// controller-manager's container in its Deployment
+/// (`pkg/liqoctl/utils/utils.go:31-42`).
+const CONTROLLER_MANAGER_CONTAINER: &str = "controller-manager";
 /// The approval's condition (`pkg/utils/csr.Approve` writes the reason and
 /// message liqoctl passes).
 const APPROVAL_REASON: &str = "LiqoBrokerPeeringUserApproval";
@@ -121,6 +126,9 @@ pub struct UserSettings {
     pub own_namespace: String,
     /// Liqo's namespace: the `liqo-ns-reader` RoleBinding lives here.
     pub liqo_namespace: String,
+    /// Liqo's controller-manager Deployment there (its
+    /// `--tls-compatibility-mode` decides the keys, [`Cluster::key_kind`]).
+    pub controller_manager: String,
     /// `spec.expirationSeconds` of each CSR.
     pub expiration_seconds: i32,
     /// A certificate is replaced once this share of its lifetime passed.
@@ -133,6 +141,9 @@ pub struct UserSettings {
 pub struct Cluster {
     client: Client,
     settings: UserSettings,
+    /// Whether the last read of Liqo's controller-manager Deployment
+    /// failed (said once in the log, not at every pass).
+    mode_unreadable: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -182,7 +193,11 @@ fn has_condition(csr: &CertificateSigningRequest, kind: &str) -> bool {
 
 impl Cluster {
     pub fn new(client: Client, settings: UserSettings) -> Self {
-        Self { client, settings }
+        Self {
+            client,
+            settings,
+            mode_unreadable: Default::default(),
+        }
     }
 
     fn secrets(&self) -> Api<Secret> {
@@ -193,9 +208,61 @@ impl Cluster {
         Api::all(self.client.clone())
     }
 
+    /// The keys `liqoctl generate peering-user` would make here
+    /// (`--tls-compatibility-mode auto`, its default; v1.2.0
+    /// `pkg/liqoctl/rest/peering-user/generate.go:81-105`): RSA when
+    /// Liqo's controller-manager runs with `--tls-compatibility-mode`
+    /// (alone or `=true`), Ed25519 otherwise, the container
+    /// `controller-manager` of its Deployment read (`utils.go:31-42`).
+    /// liqoctl finds the Deployment by its labels
+    /// (`getters.GetControllerManagerDeployment`,
+    /// `app.kubernetes.io/name=controller-manager`,
+    /// `app.kubernetes.io/component=controller-manager`); this reads the
+    /// one the chart names (`--liqo-controller-manager-deployment`) with a
+    /// `get`, so its RBAC can name that one Deployment instead of listing
+    /// every Deployment of Liqo's namespace. No such Deployment or
+    /// container: Ed25519, as liqoctl falls back; `None` when it cannot be
+    /// read (a new user then gets Ed25519, an existing one is kept).
+    pub async fn key_kind(&self) -> Option<KeyKind> {
+        use std::sync::atomic::Ordering;
+        let api: Api<Deployment> =
+            Api::namespaced(self.client.clone(), &self.settings.liqo_namespace);
+        let read = api.get_opt(&self.settings.controller_manager).await;
+        let was_unreadable = self.mode_unreadable.swap(read.is_err(), Ordering::Relaxed);
+        if let (Err(error), false) = (&read, was_unreadable) {
+            tracing::warn!(%error, deployment = %self.settings.controller_manager, "cannot read Liqo's controller-manager Deployment for its --tls-compatibility-mode: new peering users get Ed25519 keys, existing ones are kept");
+        }
+        match read {
+            Ok(Some(deployment)) => {
+                let args = deployment
+                    .spec
+                    .template
+                    .spec
+                    .and_then(|s| {
+                        s.containers
+                            .into_iter()
+                            .find(|c| c.name == CONTROLLER_MANAGER_CONTAINER)
+                    })
+                    .and_then(|c| c.args)
+                    .unwrap_or_default();
+                Some(KeyKind::from_controller_manager_args(&args))
+            }
+            Ok(None) => Some(KeyKind::Ed25519),
+            Err(error) => {
+                tracing::debug!(%error, "Liqo's controller-manager Deployment unreadable");
+                None
+            }
+        }
+    }
+
     /// One pass over `consumer`'s peering user: the next step towards a
-    /// usable one, or the one there is.
-    pub async fn ensure(&self, consumer: &ConsumerId) -> Result<Progress, ClusterError> {
+    /// usable one, or the one there is; `kind` is the keys it should have
+    /// ([`Cluster::key_kind`]; `None`: unknown).
+    pub async fn ensure(
+        &self,
+        consumer: &ConsumerId,
+        kind: Option<KeyKind>,
+    ) -> Result<Progress, ClusterError> {
         let name = consumer.user_name();
         self.ensure_namespace(consumer).await?;
         let csr = self
@@ -213,14 +280,24 @@ impl Cluster {
             if csr.is_some() {
                 self.delete_csr(&name).await?;
             }
-            let key = UserKey::generate(consumer).map_err(|source| ClusterError::Identity {
-                name: name.clone(),
-                source,
-            })?;
+            let kind = kind.unwrap_or(KeyKind::Ed25519);
+            let key =
+                UserKey::generate(consumer, kind).map_err(|source| ClusterError::Identity {
+                    name: name.clone(),
+                    source,
+                })?;
+            tracing::info!(%kind, "peering user key made");
             self.store_key(consumer, &key).await?;
             self.create_csr(consumer, &key).await?;
             return Ok(Progress::Pending("certificate requested"));
         };
+        // The provider's TLS compatibility mode changed: a kubeconfig of
+        // the other kind may not be usable by the consumers it is for.
+        if let Some(wanted) = kind.filter(|k| *k != key.kind()) {
+            tracing::info!(have = %key.kind(), %wanted, "Liqo's --tls-compatibility-mode changed; making a new peering user");
+            self.forget(consumer).await?;
+            return Ok(Progress::Pending("making a peering user with other keys"));
+        }
         let Some(csr) = csr else {
             self.create_csr(consumer, &key).await?;
             return Ok(Progress::Pending("certificate requested"));

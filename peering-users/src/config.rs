@@ -80,6 +80,15 @@ pub struct Args {
     )]
     pub liqo_namespace: String,
 
+    /// Liqo's controller-manager Deployment in --liqo-namespace, whose --tls-compatibility-mode decides the peering users' keys (RSA when on, Ed25519 otherwise), as `liqoctl generate peering-user` decides it.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_LIQO_CONTROLLER_MANAGER_DEPLOYMENT",
+        value_name = "NAME",
+        default_value = "liqo-controller-manager"
+    )]
+    pub liqo_controller_manager_deployment: String,
+
     /// Where the peering users' keys are kept (Secrets) [default: $POD_NAMESPACE, else the kubeconfig's namespace].
     #[arg(
         long,
@@ -245,6 +254,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         UserSettings {
             own_namespace,
             liqo_namespace: args.liqo_namespace.clone(),
+            controller_manager: args.liqo_controller_manager_deployment.clone(),
             expiration_seconds: args.certificate_lifetime.as_secs() as i32,
             renew_share: RENEW_SHARE,
             api_server: ApiServer {

@@ -1,5 +1,6 @@
 //! A peering user's key and certificate request, made as Liqo makes them
-//! (`pkg/liqoctl/rest/peering-user/userfactory/cert.go`: an Ed25519 key, a
+//! (`pkg/liqoctl/rest/peering-user/userfactory/cert.go:69-88`: an Ed25519
+//! key, or an RSA-2048 one in TLS compatibility mode ([`KeyKind`]), a
 //! PKCS#10 request with CN [`ConsumerId::common_name`] and O `liqo.io`),
 //! and the check a CSR must pass before this controller approves it.
 //!
@@ -11,7 +12,7 @@
 //! asks for.
 
 use controller_core::liqo;
-use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ED25519};
+use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ED25519, PKCS_RSA_SHA256};
 use x509_parser::prelude::FromDer;
 
 use crate::names::ConsumerId;
@@ -33,6 +34,93 @@ pub enum IdentityError {
     Parse(String),
 }
 
+/// The algorithm of a peering user's key, as `liqoctl generate
+/// peering-user` chooses it (v1.2.0 `pkg/liqoctl/rest/peering-user/generate.go:81-105`,
+/// `userfactory/cert.go:69-85`): Ed25519 by default, RSA-2048 when the
+/// provider's Liqo runs in TLS compatibility mode, for consumers whose TLS
+/// stack cannot sign with Ed25519.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Ed25519,
+    Rsa,
+}
+
+impl KeyKind {
+    /// `generate.go:89-102`, from the `liqo-controller-manager`
+    /// container's arguments: `--tls-compatibility-mode` alone or `=true`
+    /// (any case) is RSA, any other value or no such argument Ed25519
+    /// (`pkg/liqoctl/utils/utils.go:62-76` `ExtractValuesFromArgumentList`:
+    /// the first argument that is the flag or starts with `flag=`).
+    pub fn from_controller_manager_args<S: AsRef<str>>(args: &[S]) -> KeyKind {
+        const FLAG: &str = "--tls-compatibility-mode";
+        for arg in args {
+            let arg = arg.as_ref();
+            let value = if arg == FLAG {
+                Some("")
+            } else {
+                arg.strip_prefix(FLAG).and_then(|v| v.strip_prefix('='))
+            };
+            if let Some(value) = value {
+                return if value.is_empty() || value.eq_ignore_ascii_case("true") {
+                    KeyKind::Rsa
+                } else {
+                    KeyKind::Ed25519
+                };
+            }
+        }
+        KeyKind::Ed25519
+    }
+}
+
+impl std::fmt::Display for KeyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyKind::Ed25519 => "Ed25519",
+            KeyKind::Rsa => "RSA",
+        })
+    }
+}
+
+/// ring's system CSPRNG as the `rsa` crate takes one.
+struct SystemRng(ring::rand::SystemRandom);
+
+impl rsa::rand_core::RngCore for SystemRng {
+    fn next_u32(&mut self) -> u32 {
+        rsa::rand_core::impls::next_u32_via_fill(self)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        rsa::rand_core::impls::next_u64_via_fill(self)
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        // The system's randomness failing is not something to go on from.
+        #[allow(clippy::expect_used)]
+        self.try_fill_bytes(dest)
+            .expect("the system's random number generator");
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rsa::rand_core::Error> {
+        use ring::rand::SecureRandom;
+        self.0
+            .fill(dest)
+            .map_err(|_| rsa::rand_core::Error::new("the system's random number generator failed"))
+    }
+}
+
+impl rsa::rand_core::CryptoRng for SystemRng {}
+
+/// `cert.go:71-77`: `rsa.GenerateKey(rand.Reader, 2048)`, as PKCS#8.
+fn rsa_key() -> Result<KeyPair, IdentityError> {
+    use rsa::pkcs8::EncodePrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut SystemRng(ring::rand::SystemRandom::new()), 2048)
+        .map_err(|e| IdentityError::Key(format!("cannot make an RSA key: {e}")))?;
+    let pem = key
+        .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+        .map_err(|e| IdentityError::Key(format!("cannot encode the RSA key: {e}")))?;
+    KeyPair::from_pem_and_sign_algo(&pem, &PKCS_RSA_SHA256).map_err(IdentityError::Make)
+}
+
 /// A peering user's private key (PKCS#8 PEM) and the CN it was made for.
 /// Debug never shows the key.
 pub struct UserKey {
@@ -49,9 +137,12 @@ impl std::fmt::Debug for UserKey {
 }
 
 impl UserKey {
-    /// A fresh Ed25519 key and CN for `consumer`.
-    pub fn generate(consumer: &ConsumerId) -> Result<Self, IdentityError> {
-        let key = KeyPair::generate_for(&PKCS_ED25519)?;
+    /// A fresh key of `kind` and CN for `consumer`.
+    pub fn generate(consumer: &ConsumerId, kind: KeyKind) -> Result<Self, IdentityError> {
+        let key = match kind {
+            KeyKind::Ed25519 => KeyPair::generate_for(&PKCS_ED25519)?,
+            KeyKind::Rsa => rsa_key()?,
+        };
         // The CN's random suffix comes from the same CSPRNG as the key
         // (ring's, through rcgen): a throw-away Ed25519 public key is
         // SHA-512 of a fresh random seed.
@@ -64,16 +155,26 @@ impl UserKey {
         })
     }
 
-    /// The key as stored (PKCS#8 PEM) with its CN.
+    /// The key as stored (PKCS#8 PEM) with its CN: Ed25519 or RSA.
     pub fn from_pem(common_name: &str, pem: &str) -> Result<Self, IdentityError> {
-        let key = KeyPair::from_pem(pem).map_err(|e| IdentityError::Key(e.to_string()))?;
-        if key.algorithm() != &PKCS_ED25519 {
-            return Err(IdentityError::Key("not an Ed25519 key".into()));
-        }
+        let key = match KeyPair::from_pem(pem) {
+            Ok(key) if key.algorithm() == &PKCS_ED25519 => key,
+            _ => KeyPair::from_pem_and_sign_algo(pem, &PKCS_RSA_SHA256)
+                .map_err(|_| IdentityError::Key("neither an Ed25519 nor an RSA key".into()))?,
+        };
         Ok(Self {
             common_name: common_name.to_string(),
             key,
         })
+    }
+
+    /// The key's algorithm.
+    pub fn kind(&self) -> KeyKind {
+        if self.key.algorithm() == &PKCS_ED25519 {
+            KeyKind::Ed25519
+        } else {
+            KeyKind::Rsa
+        }
     }
 
     /// PKCS#8 PEM (`PRIVATE KEY`), as liqoctl writes `client-key-data`.
@@ -81,7 +182,8 @@ impl UserKey {
         self.key.serialize_pem()
     }
 
-    /// The raw Ed25519 public key.
+    /// The public key as a request's subject public key holds it: the raw
+    /// Ed25519 key, or RSA's PKCS#1 `RSAPublicKey`.
     pub fn public_key(&self) -> Vec<u8> {
         self.key.public_key_raw().to_vec()
     }
@@ -247,7 +349,7 @@ mod tests {
 
     #[test]
     fn our_own_request_passes_and_the_key_round_trips() {
-        let key = UserKey::generate(&consumer()).unwrap();
+        let key = UserKey::generate(&consumer(), KeyKind::Ed25519).unwrap();
         assert!(consumer().owns_common_name(&key.common_name));
         let pem = key.request_pem().unwrap();
         check_csr(&stored(pem.as_bytes()), &key, 3600).unwrap();
@@ -255,17 +357,57 @@ mod tests {
         assert_eq!(again.public_key(), key.public_key());
         check_csr(&stored(pem.as_bytes()), &again, 3600).unwrap();
         assert!(!format!("{key:?}").contains("PRIVATE"));
-        let other = UserKey::generate(&consumer()).unwrap();
+        let other = UserKey::generate(&consumer(), KeyKind::Ed25519).unwrap();
         assert_ne!(other.common_name, key.common_name, "a fresh CN each time");
     }
 
     #[test]
+    fn an_rsa_key_in_tls_compatibility_mode_passes_and_round_trips() {
+        let key = UserKey::generate(&consumer(), KeyKind::Rsa).unwrap();
+        assert_eq!(key.kind(), KeyKind::Rsa);
+        let pem = key.request_pem().unwrap();
+        check_csr(&stored(pem.as_bytes()), &key, 3600).unwrap();
+        let again = UserKey::from_pem(&key.common_name, &key.key_pem()).unwrap();
+        assert_eq!(again.kind(), KeyKind::Rsa);
+        check_csr(&stored(pem.as_bytes()), &again, 3600).unwrap();
+        assert!(key.key_pem().starts_with("-----BEGIN PRIVATE KEY-----"));
+        // Another RSA key's request is not this one's.
+        let other = UserKey::generate(&consumer(), KeyKind::Rsa).unwrap();
+        assert_eq!(
+            check_csr(&stored(pem.as_bytes()), &other, 3600),
+            Err(CsrRefused::OtherKey)
+        );
+    }
+
+    #[test]
+    fn the_mode_is_read_from_the_controller_manager_args_as_liqoctl_reads_it() {
+        let kind = |args: &[&str]| KeyKind::from_controller_manager_args(args);
+        assert_eq!(kind(&["--tls-compatibility-mode=true"]), KeyKind::Rsa);
+        assert_eq!(kind(&["--tls-compatibility-mode=TRUE"]), KeyKind::Rsa);
+        assert_eq!(kind(&["--tls-compatibility-mode"]), KeyKind::Rsa);
+        assert_eq!(kind(&["--tls-compatibility-mode=false"]), KeyKind::Ed25519);
+        assert_eq!(kind(&["--tls-compatibility-mode=yes"]), KeyKind::Ed25519);
+        assert_eq!(kind(&["--cluster-id=x"]), KeyKind::Ed25519);
+        assert_eq!(kind(&[] as &[&str]), KeyKind::Ed25519);
+        // The first one counts, as in liqoctl.
+        assert_eq!(
+            kind(&[
+                "--tls-compatibility-mode=false",
+                "--tls-compatibility-mode=true"
+            ]),
+            KeyKind::Ed25519
+        );
+        // Another flag sharing the prefix is not it.
+        assert_eq!(kind(&["--tls-compatibility-mode-x=true"]), KeyKind::Ed25519);
+    }
+
+    #[test]
     fn anything_else_is_refused() {
-        let key = UserKey::generate(&consumer()).unwrap();
+        let key = UserKey::generate(&consumer(), KeyKind::Ed25519).unwrap();
         let pem = key.request_pem().unwrap();
         let ok = stored(pem.as_bytes());
 
-        let other_key = UserKey::generate(&consumer()).unwrap();
+        let other_key = UserKey::generate(&consumer(), KeyKind::Ed25519).unwrap();
         assert_eq!(check_csr(&ok, &other_key, 3600), Err(CsrRefused::OtherKey));
 
         // Our key, another CN (say system:masters' admin).

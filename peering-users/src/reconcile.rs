@@ -120,6 +120,12 @@ async fn pass(
     };
     let mut settled = !state.catalog_down;
     let mut ready = 0;
+    // Read once a pass: Liqo's TLS compatibility mode decides the keys.
+    let kind = if wanted.consumers.is_empty() {
+        None
+    } else {
+        cluster.key_kind().await
+    };
     for (consumer, contracts) in &wanted.consumers {
         let span = tracing::info_span!("peering_user", %consumer);
         // Wanted again while its Tenants were drained (or, once after a
@@ -142,7 +148,10 @@ async fn pass(
                 }
             }
         }
-        let progress = cluster.ensure(consumer).instrument(span.clone()).await;
+        let progress = cluster
+            .ensure(consumer, kind)
+            .instrument(span.clone())
+            .await;
         if progress.is_ok() {
             metrics.reconcile().set_reached_api();
         }

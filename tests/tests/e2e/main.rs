@@ -62,6 +62,7 @@ mod install_with_kubectl;
 mod orchestrator;
 mod peering_users;
 mod peering_users_promises;
+mod peering_users_tls;
 mod peering_users_support;
 mod provider_agent;
 mod purchase_controller;
