@@ -69,11 +69,6 @@ fn parse_path(shared: &Shared, path: &str) -> Parsed {
         _ => return Parsed::Discovery(None),
     };
     let owned = |s: Option<&&str>| s.map(|s| s.to_string());
-    let namespaced_collection = |plural: &str| {
-        registry
-            .find(group, version, plural)
-            .is_some_and(|d| d.namespaced)
-    };
     let route = |namespace: Option<&str>, tail: &[&str]| Route {
         group: group.to_string(),
         version: version.to_string(),
@@ -82,9 +77,14 @@ fn parse_path(shared: &Shared, path: &str) -> Parsed {
         name: owned(tail.get(1)),
         subresource: owned(tail.get(2)),
     };
+    // `NewRequestInfo` (staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go):
+    // `/namespaces/{ns}/{x}/…` is resource `x` in namespace `ns`, whatever
+    // group serves it or not, unless `x` is one of a namespace's own
+    // subresources (`namespaceSubresources`: status, finalize). A request
+    // for a kind nobody serves is so authorized as what it names, then 404.
     let parsed = match rest {
         ["namespaces", ns, plural, tail @ ..]
-            if tail.len() <= 2 && (!tail.is_empty() || namespaced_collection(plural)) =>
+            if tail.len() <= 2 && !["status", "finalize"].contains(plural) =>
         {
             let mut parts = vec![*plural];
             parts.extend_from_slice(tail);

@@ -500,3 +500,43 @@ fn with_networking_the_clusters_connect_before_authenticating_and_disconnect_at_
         network_objects(&provider.kube, CONSUMER_ID) == [0, 0, 0, 0]
     });
 }
+
+/// Networking asked for (the default) where this cluster's Liqo runs
+/// without its networking module — no `networking.liqo.io` served — is
+/// reported, not retried in silence: `NetworkConnected` False with reason
+/// `NetworkingNotInstalled`, the Purchase not Ready, and nothing
+/// authenticated meanwhile (networking comes first, as in `liqoctl peer`).
+#[test]
+fn networking_asked_for_where_liqo_has_none_is_reported() {
+    let rt = runtime();
+    let (market, _alice, consumer, provider) = world(&rt);
+    // Liqo installed on both (IDs, IPAM), its networking module nowhere.
+    liqo_install(&consumer.kube, CONSUMER_ID, "10.1.0.0/16", "10.71.0.0/16");
+    liqo_install(&provider.kube, PROVIDER_ID, "10.2.0.0/16", "10.72.0.0/16");
+    let (_peering_users, _provider_liqo) = selling(&rt, &market, &provider, None);
+    let _consumer_liqo = consumer_liqo(&rt, &consumer, CONSUMER_ID, &provider, None);
+    let _controller = auto_peer_controller(&consumer, CONSUMER_ID, true);
+    consumer.purchase(
+        "net",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small"}),
+    );
+    let waiting = consumer
+        .wait_purchase("net", |p| {
+            condition(p, "NetworkConnected")["reason"] == "NetworkingNotInstalled"
+        })
+        .unwrap();
+    let network = condition(&waiting, "NetworkConnected");
+    assert_eq!(network["status"], "False", "{waiting:#}");
+    assert!(
+        network["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--networking false")),
+        "{waiting:#}"
+    );
+    assert_ne!(waiting["status"]["phase"], "Ready", "{waiting:#}");
+    assert!(
+        consumer.kube.objects(IDENTITIES).is_empty(),
+        "authenticated before the networking"
+    );
+}
