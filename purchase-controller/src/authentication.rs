@@ -23,7 +23,22 @@ use kube::Client;
 use serde_json::{json, Value};
 
 use crate::liqo::{MANAGED_BY, MANAGER};
-use crate::networking::Side;
+
+/// Which cluster a step is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Consumer,
+    Provider,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Consumer => "this cluster",
+            Side::Provider => "the provider",
+        })
+    }
+}
 
 /// `pkg/consts/authentication.go:19`: the consumer's key pair, in Liqo's
 /// namespace.

@@ -3,7 +3,7 @@
 //! `pkg/liqoctl/authenticate/handler.go:46-56`, `SetLocalClusterID`,
 //! `cluster.go:62-73`, `pkg/utils/cluster_info.go:60-75`): the one
 //! ConfigMap labelled `app.kubernetes.io/name=clusterid-configmap` in
-//! Liqo's namespace ([`crate::networking::cluster_id_of`]). The same
+//! Liqo's namespace ([`cluster_id_of`]). The same
 //! reading serves networking (`networking.rs`) and direct Purchases
 //! (`direct.rs`).
 
@@ -11,7 +11,26 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use kube::Client;
 
-pub use crate::networking::{cluster_id_of, CLUSTER_ID_SELECTOR};
+use serde_json::Value;
+
+/// `pkg/consts/clusterid.go:23-25` and `utils/labels/labelSelectors.go:32`:
+/// the ConfigMap holding the cluster ID, found by label.
+pub const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
+const CLUSTER_ID_KEY: &str = "CLUSTER_ID";
+
+/// `utils/cluster_info.go:61-78`: the cluster ID from the one ConfigMap
+/// labelled as Liqo's cluster-ID ConfigMap.
+pub fn cluster_id_of(configmaps: &[Value]) -> Result<String, String> {
+    match configmaps {
+        [] => Err("no ConfigMap app.kubernetes.io/name=clusterid-configmap in Liqo's namespace: is Liqo installed?".to_string()),
+        [one] => one["data"][CLUSTER_ID_KEY]
+            .as_str()
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("the cluster-ID ConfigMap has no {CLUSTER_ID_KEY}")),
+        _ => Err("more than one cluster-ID ConfigMap in Liqo's namespace".to_string()),
+    }
+}
 
 /// The cluster ID `client`'s cluster says it has in `liqo_namespace`
 /// (`Ok(Err(why))`: it cannot be read there — no ConfigMap, several, no
@@ -39,4 +58,23 @@ pub async fn read(
         .collect::<Result<Vec<_>, _>>()
         .map_err(kube::Error::SerdeError)?;
     Ok(cluster_id_of(&values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_cluster_id_is_the_one_configmaps() {
+        let cm = |id: &str| json!({"data": {CLUSTER_ID_KEY: id}});
+        assert_eq!(cluster_id_of(&[cm("p1")]), Ok("p1".to_string()));
+        assert!(cluster_id_of(&[])
+            .unwrap_err()
+            .contains("is Liqo installed"));
+        assert!(cluster_id_of(&[cm("a"), cm("b")])
+            .unwrap_err()
+            .contains("more than one"));
+        assert!(cluster_id_of(&[cm("")]).is_err());
+    }
 }

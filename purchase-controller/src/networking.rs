@@ -21,7 +21,9 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
 
+pub use crate::authentication::Side;
 use crate::authentication::{is_status, provider_failure, tenant_namespace, AuthError, Peers};
+use crate::cluster_id::{cluster_id_of, CLUSTER_ID_SELECTOR};
 use crate::liqo::{MANAGED_BY, MANAGER};
 use controller_core::liqo::{
     LiqoKind, CONFIGURATION, CONNECTION, GATEWAY_CLIENT, GATEWAY_SERVER, NETWORK, PUBLIC_KEY,
@@ -35,10 +37,6 @@ const GATEWAY_RESOURCE_LABEL: &str = "networking.liqo.io/gateway-resource";
 /// `pkg/consts/externalnetwork.go:38`: the key's field in the gateway's
 /// Secret.
 const PUBLIC_KEY_FIELD: &str = "publicKey";
-/// `pkg/consts/clusterid.go:23-25` and `utils/labels/labelSelectors.go:32`:
-/// the ConfigMap holding the cluster ID, found by label.
-pub const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
-const CLUSTER_ID_KEY: &str = "CLUSTER_ID";
 /// `pkg/consts/ipam.go:40-46`.
 const NETWORK_TYPE: &str = "ipam.liqo.io/network-type";
 const POD_CIDR: &str = "pod-cidr";
@@ -58,22 +56,6 @@ const SERVER_SERVICE_TYPE: &str = "LoadBalancer";
 const SERVER_PORT: i64 = 51840;
 const MTU: i64 = 1340;
 const API_VERSION: &str = "networking.liqo.io/v1beta1";
-
-/// Which cluster a step is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Consumer,
-    Provider,
-}
-
-impl std::fmt::Display for Side {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Side::Consumer => "this cluster",
-            Side::Provider => "the provider",
-        })
-    }
-}
 
 /// Where networking stands; each is a reason on the Purchase's
 /// `NetworkConnected` condition.
@@ -173,20 +155,6 @@ impl Stage {
 pub struct Cidrs {
     pub pod: Vec<String>,
     pub external: String,
-}
-
-/// `utils/cluster_info.go:61-78`: the cluster ID from the one ConfigMap
-/// labelled as Liqo's cluster-ID ConfigMap.
-pub fn cluster_id_of(configmaps: &[Value]) -> Result<String, String> {
-    match configmaps {
-        [] => Err("no ConfigMap app.kubernetes.io/name=clusterid-configmap in Liqo's namespace: is Liqo installed?".to_string()),
-        [one] => one["data"][CLUSTER_ID_KEY]
-            .as_str()
-            .filter(|id| !id.is_empty())
-            .map(str::to_string)
-            .ok_or_else(|| format!("the cluster-ID ConfigMap has no {CLUSTER_ID_KEY}")),
-        _ => Err("more than one cluster-ID ConfigMap in Liqo's namespace".to_string()),
-    }
 }
 
 /// `utils/ipam/networks.go:35-110` `GetPodCIDRs` and `GetExternalCIDR`:
@@ -790,19 +758,6 @@ mod tests {
     fn network(name: &str, kind: &str, cidr: Option<&str>) -> Value {
         json!({"metadata": {"name": name, "labels": {NETWORK_TYPE: kind}},
                "status": cidr.map(|c| json!({"cidr": c})).unwrap_or(json!({}))})
-    }
-
-    #[test]
-    fn the_cluster_id_is_the_one_configmaps() {
-        let cm = |id: &str| json!({"data": {CLUSTER_ID_KEY: id}});
-        assert_eq!(cluster_id_of(&[cm("p1")]), Ok("p1".to_string()));
-        assert!(cluster_id_of(&[])
-            .unwrap_err()
-            .contains("is Liqo installed"));
-        assert!(cluster_id_of(&[cm("a"), cm("b")])
-            .unwrap_err()
-            .contains("more than one"));
-        assert!(cluster_id_of(&[cm("")]).is_err());
     }
 
     #[test]

@@ -317,7 +317,7 @@ pub fn node(name: &str, ready: bool, virtual_node: bool, cpu: &str, memory: &str
 
 /// A Pod in `default` with one container requesting `cpu` and `memory`,
 /// with the tolerations DefaultTolerationSeconds gives every pod a real
-/// server admits ([`crate::taint_eviction::default_tolerations`]).
+/// server admits ([`crate::taints::default_tolerations`]).
 pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory: &str) -> Value {
     let mut pod = json!({
         "metadata": { "name": name, "namespace": "default", "labels": labels },
@@ -331,6 +331,6 @@ pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory
         },
         "status": { "phase": phase }
     });
-    crate::taint_eviction::default_tolerations(&mut pod);
+    crate::taints::default_tolerations(&mut pod);
     pod
 }

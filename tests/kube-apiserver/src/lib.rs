@@ -128,6 +128,7 @@ pub mod shared;
 pub mod status;
 pub mod store;
 pub mod taint_eviction;
+pub mod taints;
 pub mod target;
 pub mod tls;
 pub mod validation;

@@ -546,7 +546,7 @@ impl World {
             && def.group.is_empty()
             && def.plural == "pods"
         {
-            crate::taint_eviction::default_tolerations(object);
+            crate::taints::default_tolerations(object);
         }
         self.hooks.mutate(&request, object)?;
         if let Some(uid) = created {
