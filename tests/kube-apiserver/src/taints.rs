@@ -87,8 +87,9 @@ pub fn tainted(node: &Value, now: &str) -> Option<Vec<Value>> {
 }
 
 /// Whether `toleration` tolerates `taint` (`Toleration.ToleratesTaint`,
-/// `staging/src/k8s.io/api/core/v1/toleration.go`).
-fn tolerates(toleration: &Value, taint: &Value) -> bool {
+/// `staging/src/k8s.io/api/core/v1/toleration.go`): the key (empty: every
+/// key), the effect (empty: every effect), then `Exists` or `Equal` value.
+pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
     let effect = toleration["effect"].as_str().unwrap_or_default();
     if !effect.is_empty() && taint["effect"].as_str() != Some(effect) {
         return false;

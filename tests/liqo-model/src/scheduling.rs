@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 
+use kube_test_server::taints::tolerates;
 use quantity::Quantity;
 use serde_json::{json, Value};
 
@@ -86,27 +87,6 @@ pub fn matches_terms(node: &Value, selector: &Value) -> bool {
         .into_iter()
         .flatten()
         .any(|t| term_matches(node, t))
-}
-
-/// `ToleratesTaint`: key (an empty key with `Exists` matches every key),
-/// effect (empty matches every effect), then `Exists` or `Equal` value.
-fn tolerates(toleration: &Value, taint: &Value) -> bool {
-    let effect = toleration["effect"].as_str().unwrap_or_default();
-    if !effect.is_empty() && taint["effect"] != effect {
-        return false;
-    }
-    let key = toleration["key"].as_str().unwrap_or_default();
-    if !key.is_empty() && taint["key"] != key {
-        return false;
-    }
-    match toleration["operator"].as_str().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => {
-            toleration["value"].as_str().unwrap_or_default()
-                == taint["value"].as_str().unwrap_or_default()
-        }
-        _ => false,
-    }
 }
 
 /// Whether `tolerations` tolerate every `NoSchedule` and `NoExecute` taint.
