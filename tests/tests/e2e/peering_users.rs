@@ -19,18 +19,18 @@
 //! its kubeconfig is refused where it was allowed. c2's peering user and
 //! networking objects stay.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use e2e::buying::{self, admin, consumer, delete, get, publish};
-use e2e::catalog::{provider, Backend, Catalog, Env};
-use e2e::contracts::{buy, register_per_contract};
+use e2e::buying::{delete, get};
+use e2e::catalog::{provider, Catalog, Env};
 use kube_test_server::KubeApiServer;
 use serde_json::json;
 
 use crate::liqo_support;
-use crate::peering_users_support::{blocking, released, settle, CONTROLLER_USER, LIQO};
+use crate::peering_users_support::{
+    blocking, released, settle, two_buyers, write_private, CONTROLLER_USER, LIQO,
+};
 
 const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
@@ -151,16 +151,6 @@ fn network_left(kube: &KubeApiServer, consumer: &str) -> Vec<String> {
         .collect()
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
-}
-
 /// The test API server (Liqo's peering-user roles installed, the RBAC
 /// `rbac` loads), the catalog where alice bought for cluster c1 and bob
 /// for c2, and the controller running as its ServiceAccount.
@@ -212,30 +202,7 @@ impl World {
 
         // The catalog: provider 1 sells Liqo v1 with a peering user per
         // contract; alice buys for cluster c1, bob for c2.
-        let (_env, catalog, alice, bob, alices, bobs) = blocking(|| {
-            let env = Env::new(Backend::Embedded);
-            let catalog = buying::start(&env, &[]);
-            let seller = publish(&catalog, 1, "shop");
-            let r = register_per_contract(&catalog, &seller);
-            assert_eq!(r.status, 200, "{}", r.text);
-            let admin = admin(&catalog);
-            let alice = consumer(&catalog, &admin, "alice");
-            let bob = consumer(&catalog, &admin, "bob");
-            let bought = |token: &str, cluster: &str| {
-                let r = buy(
-                    &catalog,
-                    token,
-                    "shop",
-                    "small",
-                    &json!({"consumerClusterID": cluster}),
-                );
-                assert_eq!(r.status, 201, "{}", r.text);
-                r.json["id"].as_str().unwrap().to_string()
-            };
-            let alices = bought(&alice, "c1");
-            let bobs = bought(&bob, "c2");
-            (env, catalog, alice, bob, alices, bobs)
-        });
+        let (_env, catalog, alice, bob, alices, bobs) = blocking(two_buyers);
         let credentials = dir.path().join("catalog-credentials.json");
         write_private(&credentials, &provider(1).to_string())?;
 

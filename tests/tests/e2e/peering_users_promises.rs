@@ -29,14 +29,14 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use base64::Engine;
-use e2e::buying::{self, admin, consumer, publish};
-use e2e::catalog::{provider, Backend, Catalog, Env};
-use e2e::contracts::{buy, register_per_contract};
+use e2e::catalog::{provider, Catalog, Env};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 use crate::liqo_support;
-use crate::peering_users_support::{blocking, released, settle, CONTROLLER_USER, LIQO};
+use crate::peering_users_support::{
+    blocking, released, settle, two_buyers, write_private, CONTROLLER_USER, LIQO,
+};
 
 const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
@@ -121,36 +121,9 @@ impl World {
             dir.path().join("ca.crt"),
             kube.ca_pem().context("TLS server")?,
         )?;
-        let (env, catalog, alice, bob, alices, bobs) = blocking(|| {
-            let env = Env::new(Backend::Embedded);
-            let catalog = buying::start(&env, &[]);
-            let seller = publish(&catalog, 1, "shop");
-            let r = register_per_contract(&catalog, &seller);
-            assert_eq!(r.status, 200, "{}", r.text);
-            let admin = admin(&catalog);
-            let alice = consumer(&catalog, &admin, "alice");
-            let bob = consumer(&catalog, &admin, "bob");
-            let bought = |token: &str, cluster: &str| {
-                let r = buy(
-                    &catalog,
-                    token,
-                    "shop",
-                    "small",
-                    &json!({"consumerClusterID": cluster}),
-                );
-                assert_eq!(r.status, 201, "{}", r.text);
-                r.json["id"].as_str().unwrap().to_string()
-            };
-            let alices = bought(&alice, "c1");
-            let bobs = bought(&bob, "c2");
-            (env, catalog, alice, bob, alices, bobs)
-        });
+        let (env, catalog, alice, bob, alices, bobs) = blocking(two_buyers);
         let credentials = dir.path().join("catalog-credentials.json");
-        std::fs::write(&credentials, provider(1).to_string())?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600))?;
-        }
+        write_private(&credentials, &provider(1).to_string())?;
         Ok(World {
             kube,
             dir,

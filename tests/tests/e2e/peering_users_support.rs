@@ -1,12 +1,16 @@
 //! What the end-to-end tests of the peering-user controller share: its
 //! namespace and identity as deployed, and waiting on the catalog and the
-//! API server from async tests.
+//! API server from async tests, and the catalog they buy in.
 
 use std::time::{Duration, Instant};
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
-use e2e::buying::get;
-use e2e::catalog::Catalog;
+use e2e::buying::{self, admin, consumer, get, publish};
+use e2e::catalog::{Backend, Catalog, Env};
+use e2e::contracts::{buy, register_per_contract};
+use serde_json::json;
 
 /// Liqo's namespace, where the controller runs too (as deployed).
 pub const LIQO: &str = "liqo";
@@ -42,4 +46,44 @@ pub fn released(catalog: &Catalog, token: &str, id: &str) -> Option<String> {
                 .map(str::to_string)
         })
         .flatten()
+}
+
+/// The catalog of these tests (blocking: call it through [`blocking`]):
+/// provider 1 sells Liqo v1 with a peering user per contract, alice buys
+/// for cluster c1 and bob for c2. Its environment, the catalog, alice's
+/// and bob's tokens, alice's and bob's contracts.
+pub fn two_buyers() -> (Env, Catalog, String, String, String, String) {
+    let env = Env::new(Backend::Embedded);
+    let catalog = buying::start(&env, &[]);
+    let seller = publish(&catalog, 1, "shop");
+    let r = register_per_contract(&catalog, &seller);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let admin = admin(&catalog);
+    let alice = consumer(&catalog, &admin, "alice");
+    let bob = consumer(&catalog, &admin, "bob");
+    let bought = |token: &str, cluster: &str| {
+        let r = buy(
+            &catalog,
+            token,
+            "shop",
+            "small",
+            &json!({"consumerClusterID": cluster}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text);
+        r.json["id"].as_str().unwrap().to_string()
+    };
+    let alices = bought(&alice, "c1");
+    let bobs = bought(&bob, "c2");
+    (env, catalog, alice, bob, alices, bobs)
+}
+
+/// Write `text` to `path`, readable by its owner only (a credentials file).
+pub fn write_private(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }
