@@ -191,6 +191,24 @@ pub const REPLICATION_DESTINATION_LABEL: &str = "liqo.io/remoteID";
 /// (`pkg/liqo-controller-manager/authentication/utils/tenant.go`): marks
 /// a tenant namespace, which carries [`REMOTE_CLUSTER_ID_LABEL`] too.
 pub const TENANT_NAMESPACE_LABEL: &str = "liqo.io/tenant-namespace";
+/// The Pod Security Admission labels Liqo puts on every tenant namespace
+/// it makes (`pkg/tenantNamespace/namespaceManager.go:143-149`
+/// `ForgeNamespace`, keys and value from `pkg/consts/labels.go:59-67`):
+/// the gateway pods Liqo runs there are privileged and add `NET_ADMIN`,
+/// which a cluster whose default level is `baseline` or stricter refuses
+/// without them.
+pub const POD_SECURITY_AUDIT_LABEL: &str = "pod-security.kubernetes.io/audit";
+pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+pub const POD_SECURITY_WARN_LABEL: &str = "pod-security.kubernetes.io/warn";
+/// `consts.PodSecurityLevelPrivileged` (`pkg/consts/labels.go:67`).
+pub const POD_SECURITY_PRIVILEGED: &str = "privileged";
+/// [`TENANT_NAMESPACE_LABEL`]'s companions on a tenant namespace, as
+/// `ForgeNamespace` sets them (`namespaceManager.go:146-148`).
+pub const TENANT_NAMESPACE_POD_SECURITY: [(&str, &str); 3] = [
+    (POD_SECURITY_AUDIT_LABEL, POD_SECURITY_PRIVILEGED),
+    (POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_PRIVILEGED),
+    (POD_SECURITY_WARN_LABEL, POD_SECURITY_PRIVILEGED),
+];
 /// `consts.SchedulingLiqoLabel` (`pkg/consts/namespace_mapping.go:32`):
 /// set on a namespace by Liqo's NamespaceOffloading controller; the pod
 /// webhook's namespace selector, so it acts only on pods created after it.

@@ -354,7 +354,9 @@ impl Cluster {
     }
 
     /// `tenantNamespace.CreateNamespace`: Liqo's tenant namespace for the
-    /// consumer, with Liqo's labels, unless it exists.
+    /// consumer, with Liqo's labels, unless it exists. One that exists is
+    /// left as it is, labels and all, as Liqo leaves it
+    /// (`namespaceManager.go:104-111` returns what `GetNamespace` finds).
     async fn ensure_namespace(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
         let name = consumer.tenant_namespace();
         let api: Api<Namespace> = Api::all(self.client.clone());
@@ -366,12 +368,17 @@ impl Cluster {
         {
             return Ok(());
         }
-        let ns: Namespace = typed(json!({
-            "metadata": {"name": name, "labels": {
-                liqo::TENANT_NAMESPACE_LABEL: "true",
-                liqo::REMOTE_CLUSTER_ID_LABEL: consumer.as_str(),
-            }}
-        }));
+        let mut labels = json!({
+            liqo::TENANT_NAMESPACE_LABEL: "true",
+            liqo::REMOTE_CLUSTER_ID_LABEL: consumer.as_str(),
+        });
+        // Liqo's gateway pods run here privileged (`ForgeNamespace`,
+        // `namespaceManager.go:143-149`): without these a cluster whose
+        // default Pod Security level is baseline refuses them.
+        for (key, value) in liqo::TENANT_NAMESPACE_POD_SECURITY {
+            labels[key] = json!(value);
+        }
+        let ns: Namespace = typed(json!({"metadata": {"name": name, "labels": labels}}));
         match api.create(&PostParams::default(), &ns).await {
             Ok(_) => {
                 tracing::info!(namespace = %name, "tenant namespace created");

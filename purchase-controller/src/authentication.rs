@@ -202,12 +202,12 @@ pub fn tenant_namespace(peer: &str) -> String {
 
 /// `tenantNamespace/namespaceManager.go:129-150` `ForgeNamespace`.
 pub fn tenant_namespace_object(peer: &str) -> Value {
+    let mut labels = json!({REMOTE_CLUSTER_ID: peer, TENANT_NAMESPACE_LABEL: "true"});
+    for (key, value) in controller_core::liqo::TENANT_NAMESPACE_POD_SECURITY {
+        labels[key] = json!(value);
+    }
     json!({"apiVersion": "v1", "kind": "Namespace",
-           "metadata": {"name": tenant_namespace(peer),
-                        "labels": {REMOTE_CLUSTER_ID: peer, TENANT_NAMESPACE_LABEL: "true",
-                                   "pod-security.kubernetes.io/audit": "privileged",
-                                   "pod-security.kubernetes.io/enforce": "privileged",
-                                   "pod-security.kubernetes.io/warn": "privileged"}}})
+           "metadata": {"name": tenant_namespace(peer), "labels": labels}})
 }
 
 /// `forge/nonce.go:31-54`: the empty nonce Secret on [P] for `consumer`.
