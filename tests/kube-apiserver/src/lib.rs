@@ -116,6 +116,7 @@ pub mod namespace_lifecycle;
 pub mod openapi;
 pub mod owner_refs;
 pub mod patch;
+pub mod pod_security;
 pub mod protobuf;
 pub mod rbac;
 pub mod rbac_storage;
@@ -424,6 +425,16 @@ impl KubeApiServer {
     /// everyone may do anything (calls are still recorded).
     pub fn set_rbac(&self, enforce: bool) {
         self.shared.rbac_enforced.store(enforce, Ordering::Relaxed);
+    }
+
+    /// The Pod Security Admission level of namespaces without its labels,
+    /// for enforce, audit and warn alike ([`pod_security`]). `baseline`
+    /// unless set: what the tests' clusters are given, so that what runs
+    /// privileged must be let to, as on a hardened cluster; a real
+    /// cluster's default is `privileged` unless an AdmissionConfiguration
+    /// sets another.
+    pub fn set_pod_security_default(&self, level: pod_security::Level) {
+        self.shared.world().pod_security = pod_security::Policy::all(level);
     }
 
     /// Store the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings

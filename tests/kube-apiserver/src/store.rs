@@ -182,6 +182,11 @@ pub struct World {
     pub changes: broadcast::Sender<Change>,
     /// In-process admission hooks ([`admission`]).
     pub hooks: admission::Hooks,
+    /// PodSecurity's defaults for namespaces without its labels
+    /// ([`crate::pod_security`]).
+    pub pod_security: crate::pod_security::Policy,
+    /// PodSecurity's warnings for the write under way, answered with it.
+    admission_warnings: std::sync::Mutex<Vec<String>>,
     serial: u64,
     seed: u64,
 }
@@ -270,6 +275,9 @@ impl World {
             applied: HashMap::new(),
             changes,
             hooks: admission::Hooks::default(),
+            // The choice for tests; a real cluster's is privileged.
+            pod_security: crate::pod_security::Policy::all(crate::pod_security::Level::Baseline),
+            admission_warnings: std::sync::Mutex::new(Vec::new()),
             serial: 0,
             seed: seed | 1,
         }
@@ -573,6 +581,23 @@ impl World {
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));
         }
+        // PodSecurity, the first validating plugin of these in
+        // `AllOrderedPlugins` (pkg/kubeapiserver/options/plugins.go).
+        let ns_object = self
+            .stored(&GroupResource::new("", "namespaces"), &namespace)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let warned = crate::pod_security::validate(
+            &Attributes {
+                object: &*object,
+                ..request
+            },
+            &ns_object,
+            self.pod_security,
+        )?;
+        if let Ok(mut pending) = self.admission_warnings.lock() {
+            pending.extend(warned);
+        }
         if let (Some(user), Some(policy)) = (user, &policy) {
             let resolve = |group: &str, version: &str, kind: &str| {
                 self.resource_for(group, version, kind)
@@ -727,7 +752,8 @@ impl World {
                 }
             }
         };
-        let (object, created, warnings) = match write {
+        self.take_admission_warnings();
+        let (object, created, mut warnings) = match write {
             Write::Create(mut body) => {
                 let warnings = decoded(&mut body)?;
                 if let (true, Some(requester)) = (csr::is_csr(def), who.requester) {
@@ -773,7 +799,7 @@ impl World {
                     return Ok(Written {
                         object,
                         created,
-                        warnings: Vec::new(),
+                        warnings: self.take_admission_warnings(),
                     });
                 }
                 let mut object = self.get(def, ns, name)?;
@@ -795,11 +821,20 @@ impl World {
                 (object, false, warnings)
             }
         };
+        warnings.extend(self.take_admission_warnings());
         Ok(Written {
             object,
             created,
             warnings,
         })
+    }
+
+    /// The admission plugins' warnings since last taken.
+    fn take_admission_warnings(&self) -> Vec<String> {
+        self.admission_warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
     }
 
     /// POST: create, as the real server does (by a user RBAC does not

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Parser;
+use kube_test_server::pod_security::Level;
 use kube_test_server::KubeApiServer;
 
 /// A Kubernetes API server for tests (built-in kinds and Liqo v1.2.0's
@@ -22,12 +23,19 @@ struct Args {
     /// Where to write a kubeconfig for the server, authenticating as the
     /// tests' administrator (`kube-test-admin`, in `system:masters`).
     kubeconfig: PathBuf,
+    /// The Pod Security Admission level (enforce, audit and warn) of
+    /// namespaces without `pod-security.kubernetes.io/*` labels:
+    /// privileged, baseline or restricted. A real cluster's is privileged
+    /// unless its AdmissionConfiguration says otherwise.
+    #[arg(long, default_value = "baseline")]
+    pod_security_default: Level,
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
     let kube = KubeApiServer::start_tls().await?;
+    kube.set_pod_security_default(args.pod_security_default);
     kube.write_kubeconfig(&args.kubeconfig)?;
     println!(
         "serving {} (kubeconfig: {})",
