@@ -1,22 +1,29 @@
 //! The controllers of kube-controller-manager the API server's object
-//! lifecycle depends on — the garbage collector ([`gc`]), the namespace
-//! controller ([`namespace_controller`]), the node lifecycle controller's
-//! NoExecute tainting and the taint eviction controller
-//! ([`crate::taint_eviction`]) — and the apiextensions-apiserver's
-//! CRD naming and establishing controllers ([`crate::crd_controller`]) run beside the server as one
-//! background task: after every change to the stored objects it makes one
-//! pass of each, so their writes come after (never inside) the request
-//! that called for them, as with the real, asynchronous controllers. Their
-//! writes are not in the request log: they are not the client's.
+//! lifecycle depends on — the garbage collector ([`crate::gc`]), the namespace
+//! controller ([`crate::namespace_controller`]), the ClusterRole aggregation
+//! controller ([`clusterrole_aggregation`]), the node lifecycle
+//! controller's NoExecute tainting and the taint eviction controller
+//! ([`crate::taint_eviction`]) — and the apiextensions-apiserver's CRD
+//! naming, establishing and finalizing controllers
+//! ([`crate::crd_controller`], [`crate::crd_finalizer`]) run beside the
+//! server as one background task: after every change to the stored
+//! objects it makes one pass of each, and one more whenever a controller's
+//! own queue says so (the namespace controller's 5 s grace, the CRD
+//! finalizer's 5 s poll, an eviction due), so their writes come after
+//! (never inside) the request that called for them, as with the real,
+//! asynchronous controllers. Their writes are not in the request log: they
+//! are not the client's.
 
 use std::sync::{Mutex, Weak};
 
 use tokio::sync::broadcast::error::RecvError;
 use tracing::Instrument;
 
+use crate::clusterrole_aggregation;
 use crate::crd_controller::Establisher;
+use crate::crd_finalizer::CrdFinalizer;
 use crate::gc::Collector;
-use crate::namespace_controller;
+use crate::namespace_controller::NamespaceController;
 use crate::store::World;
 use crate::taint_eviction::Evictor;
 
@@ -34,7 +41,10 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
             let mut collector = Collector::default();
             let mut establisher = Establisher::default();
             let mut evictor = Evictor::default();
-            // The next eviction due, if any: a pass then too.
+            let mut namespaces = NamespaceController::default();
+            let mut crd_finalizer = CrdFinalizer::default();
+            // The next time a controller's queue is due, if any: a pass
+            // then too.
             let mut due: Option<tokio::time::Instant> = None;
             loop {
                 let at_due = async {
@@ -56,11 +66,17 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
                     return;
                 };
                 let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+                let now = std::time::Instant::now();
                 establisher.sync(&mut world);
-                namespace_controller::sync(&mut world);
+                let finalizing = crd_finalizer.sync(&mut world, now);
+                let terminating = namespaces.sync(&mut world, now);
                 collector.sync(&mut world);
-                due = evictor
-                    .sync(&mut world, std::time::Instant::now())
+                clusterrole_aggregation::sync(&mut world);
+                let evicting = evictor.sync(&mut world, now);
+                due = [finalizing, terminating, evicting]
+                    .into_iter()
+                    .flatten()
+                    .min()
                     .map(tokio::time::Instant::from_std);
             }
         }

@@ -15,9 +15,9 @@
 //!
 //! A CRD this server cannot serve (a rule or pattern it cannot enforce,
 //! [`crate::rule_check`]) gets `NamesAccepted` `False` with the reason
-//! rather than being served unchecked. A CRD deleted stops being served
-//! (its objects are not cleaned up, unlike the real finalizer's
-//! `customresourcecleanup` pass).
+//! rather than being served unchecked. A CRD deleted is marked, its
+//! custom resources deleted ([`crate::crd_finalizer`]), then it is gone
+//! and no longer served.
 //!
 //! Runs as one pass per change, like the other controllers beside the
 //! server.
@@ -110,7 +110,7 @@ fn name_of(object: &Value) -> Option<String> {
 /// `conditions` with `condition` set as `SetCRDCondition` sets it
 /// (`apiextensions-apiserver/pkg/apihelpers/helpers.go`): the transition
 /// time kept when the status did not change.
-fn set_condition(conditions: &mut Vec<Value>, mut condition: Value) {
+pub(crate) fn set_condition(conditions: &mut Vec<Value>, mut condition: Value) {
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     match conditions
         .iter_mut()

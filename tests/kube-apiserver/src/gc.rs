@@ -10,7 +10,14 @@
 //!   (`processDeletingDependentsItem`): its dependents are attempted (all
 //!   of them, as `processTransitions` enqueues them when it starts
 //!   waiting); once no dependent refers to it with `blockOwnerDeletion:
-//!   true` (`blockingDependents`), the finalizer goes;
+//!   true` (`blockingDependents`), the finalizer goes. A dependent that
+//!   must go in the foreground (an owner waits, it has dependents) and
+//!   has a dependent itself waiting for its dependents first makes its own
+//!   references non-blocking (`unblockOwnerReferencesStrategicMergePatch`),
+//!   which is how the real collector breaks a cycle of blocking
+//!   references (garbagecollector.go, `attemptToDeleteItem`: "to prevent
+//!   potential cycle, its ownerReferences are going to be modified to be
+//!   non-blocking");
 //! - any other object not being deleted that has owner references
 //!   (`attemptToDeleteItem`, `classifyReferences`, `isDangling`): an owner
 //!   is *dangling* when no object of the reference's kind and name exists
@@ -193,7 +200,25 @@ impl Collector {
             update(world, item, patched);
             return;
         }
-        let policy = if waiting && !dependents_of(nodes, item.uid()).is_empty() {
+        let dependents = dependents_of(nodes, item.uid());
+        let policy = if waiting && !dependents.is_empty() {
+            // `attemptToDeleteItem` (garbagecollector.go, the case
+            // `len(waitingForDependentsDeletion) != 0 &&
+            // item.dependentsLength() != 0`): a dependent itself waiting
+            // for its dependents may close a cycle of blocking references
+            // (A owns B owns A), in which neither owner's
+            // `foregroundDeletion` would ever go. So the item's own
+            // blocking references are made non-blocking first
+            // (`unblockOwnerReferencesStrategicMergePatch`, patch.go: every
+            // reference with `blockOwnerDeletion: true` set to false), then
+            // it is deleted in the foreground.
+            let cycle = dependents.iter().any(|d| match fresh(world, d) {
+                Some(d) => d.deleting() && d.has_finalizer(FOREGROUND),
+                None => false,
+            });
+            if cycle {
+                unblock_owner_references(world, item);
+            }
             Propagation::Foreground
         } else if item.has_finalizer(ORPHAN) {
             Propagation::Orphan
@@ -331,6 +356,31 @@ fn update(world: &mut World, node: &Node, new: Value) {
     if let Err(e) = world.update(&node.def, ns, node.name(), new, Target::Main) {
         tracing::debug!(object = %key_of(node), error = %e, "garbage collector: update");
     }
+}
+
+/// `unblockOwnerReferencesStrategicMergePatch` (patch.go): the item's
+/// references with `blockOwnerDeletion: true` made `false`, the others
+/// kept as they are.
+fn unblock_owner_references(world: &mut World, item: &Node) {
+    let Some(item) = fresh(world, item) else {
+        return;
+    };
+    let refs: Vec<Value> = item
+        .refs()
+        .into_iter()
+        .map(|mut r| {
+            if r["blockOwnerDeletion"] == true {
+                r["blockOwnerDeletion"] = json!(false);
+            }
+            r
+        })
+        .collect();
+    if refs == item.refs() {
+        return;
+    }
+    let mut new = item.object.clone();
+    new["metadata"]["ownerReferences"] = json!(refs);
+    update(world, &item, new);
 }
 
 /// `removeFinalizer`.

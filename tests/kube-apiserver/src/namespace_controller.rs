@@ -22,11 +22,23 @@
 //!   `spec.finalizers` through `/finalize`, after which the API server
 //!   removes the namespace (its `metadata.finalizers` permitting).
 //!
-//! A pass is one sync over the store; the server's controller loop runs
-//! one after every change, so asynchronously from the DELETE, as the real
-//! one does, rather than on the real controller's requeue delays.
+//! When it syncs a namespace is the real controller's work queue's
+//! (`pkg/controller/namespace/namespace_controller.go`, v1.31.0):
+//!
+//! - every add or update of a namespace with a `deletionTimestamp` queues
+//!   it `namespaceDeletionGracePeriod` (5 s) later (`enqueueNamespace`:
+//!   `nm.queue.AddAfter(key, namespaceDeletionGracePeriod)`), so a DELETE's
+//!   answer says `Terminating` and the content goes seconds later;
+//! - a sync that leaves content held by finalizers is a
+//!   `ResourcesRemainingError` with `finalizerEstimateSeconds` (15), queued
+//!   again `Estimate/2 + 1` = 8 s later (`worker`); its own status write is
+//!   an update, queued 5 s later — the delaying queue keeps the earlier.
+//!
+//! The server's controller loop asks [`NamespaceController::sync`] at
+//! every change and at the time it returns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -134,69 +146,159 @@ pub fn conditions(old: &[Value], remaining: &Remaining) -> Vec<Value> {
     out
 }
 
-/// One pass over every namespace being deleted.
-pub fn sync(world: &mut World) {
-    let Some(namespaces) = world.registry.get(&GroupResource::new("", "namespaces")) else {
-        return;
-    };
-    let deleting: Vec<Value> = world
-        .list_objects(&namespaces.group_resource())
-        .into_iter()
-        .filter(|n| n["metadata"]["deletionTimestamp"].is_string())
-        .collect();
-    for namespace in deleting {
-        let name = namespace["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let mut namespace = namespace;
-        if !lifecycle::terminating(&namespace) {
-            let mut status = namespace.clone();
-            status["status"]["phase"] = json!("Terminating");
-            match world.update(&namespaces, None, &name, status, Target::Status) {
-                Ok(updated) => namespace = updated,
-                Err(e) => {
-                    tracing::warn!(namespace = %name, error = %e, "namespace controller: phase");
-                    continue;
-                }
-            }
-        }
-        if lifecycle::spec_finalized(&namespace) {
-            continue;
-        }
-        let remaining = delete_all_content(world, &name);
-        let old = namespace["status"]["conditions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let new = conditions(&old, &remaining);
-        if new != old {
-            let mut status = namespace.clone();
-            status["status"]["conditions"] = json!(new);
-            match world.update(&namespaces, None, &name, status, Target::Status) {
-                Ok(updated) => namespace = updated,
-                Err(e) => {
-                    tracing::warn!(namespace = %name, error = %e, "namespace controller: conditions");
-                    continue;
-                }
-            }
-        }
-        if remaining != Remaining::default() {
-            continue;
-        }
-        let mut finalized = namespace.clone();
-        let kept: Vec<Value> = namespace["spec"]["finalizers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| *f != KUBERNETES)
-            .cloned()
-            .collect();
-        finalized["spec"]["finalizers"] = json!(kept);
-        if let Err(e) = world.update(&namespaces, None, &name, finalized, Target::Finalize) {
-            tracing::warn!(namespace = %name, error = %e, "namespace controller: finalize");
+/// `namespaceDeletionGracePeriod` (`namespace_controller.go`): how long
+/// after an event of a deleted namespace it is synced.
+pub const DELETION_GRACE: Duration = Duration::from_secs(5);
+/// `finalizerEstimateSeconds` (`namespaced_resources_deleter.go`), as the
+/// worker requeues it: `Estimate/2 + 1` seconds.
+pub const REMAINING_RECHECK: Duration = Duration::from_secs(15 / 2 + 1);
+
+/// The controller's work queue: the namespaces it will sync, and when,
+/// and the `resourceVersion` of each it last observed (its informer).
+#[derive(Debug, Default)]
+pub struct NamespaceController {
+    queue: HashMap<String, Instant>,
+    observed: HashMap<String, String>,
+    failures: HashMap<String, u32>,
+}
+
+impl NamespaceController {
+    /// `AddAfter`: a namespace already waiting keeps the earlier time, as
+    /// client-go's delaying queue keeps it (`delaying_queue.go`,
+    /// `insert`: "if the entry already exists, update the time only if it
+    /// would cause the item to be queued sooner").
+    fn add_after(&mut self, name: &str, at: Instant) {
+        let due = self.queue.entry(name.to_string()).or_insert(at);
+        if at < *due {
+            *due = at;
         }
     }
+
+    /// Observe the namespaces as the informer's event handlers do, then
+    /// sync those due at `now`. Returns when the next is due.
+    pub fn sync(&mut self, world: &mut World, now: Instant) -> Option<Instant> {
+        let namespaces = world.registry.get(&GroupResource::new("", "namespaces"))?;
+        let stored = world.list_objects(&namespaces.group_resource());
+        let mut present = HashMap::new();
+        for namespace in &stored {
+            let name = namespace["metadata"]["name"].as_str().unwrap_or_default();
+            let rv = namespace["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default();
+            present.insert(name.to_string(), rv.to_string());
+            // AddFunc/UpdateFunc → `enqueueNamespace`: only deleted ones.
+            let changed = self.observed.get(name).is_none_or(|seen| seen != rv);
+            if changed && namespace["metadata"]["deletionTimestamp"].is_string() {
+                self.add_after(name, now + DELETION_GRACE);
+            }
+        }
+        // `syncNamespaceFromKey`: a namespace gone is nothing to do.
+        self.queue.retain(|name, _| present.contains_key(name));
+        self.failures.retain(|name, _| present.contains_key(name));
+        self.observed = present;
+        let due: Vec<String> = self
+            .queue
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            self.queue.remove(&name);
+            match sync_namespace(world, &name) {
+                Synced::Done => {
+                    self.failures.remove(&name);
+                }
+                Synced::ContentRemains => {
+                    self.failures.remove(&name);
+                    self.add_after(&name, now + REMAINING_RECHECK);
+                }
+                Synced::Failed => {
+                    // `nsControllerRateLimiter`: 5 ms doubling per failure,
+                    // at most 60 s.
+                    let n = self.failures.entry(name.clone()).or_default();
+                    let backoff = Duration::from_millis(5)
+                        .saturating_mul(1 << (*n).min(14))
+                        .min(Duration::from_secs(60));
+                    *n += 1;
+                    self.add_after(&name, now + backoff);
+                }
+            }
+        }
+        self.queue.values().min().copied()
+    }
+}
+
+/// How a namespace's sync ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Synced {
+    Done,
+    ContentRemains,
+    /// A write refused: `AddRateLimited`.
+    Failed,
+}
+
+/// `namespacedResourcesDeleter.Delete` for one namespace.
+fn sync_namespace(world: &mut World, name: &str) -> Synced {
+    let Some(namespaces) = world.registry.get(&GroupResource::new("", "namespaces")) else {
+        return Synced::Done;
+    };
+    let Some(namespace) = world
+        .stored(&namespaces.group_resource(), name)
+        .cloned()
+        .filter(|n| n["metadata"]["deletionTimestamp"].is_string())
+    else {
+        return Synced::Done;
+    };
+    let name = name.to_string();
+    let mut namespace = namespace;
+    if !lifecycle::terminating(&namespace) {
+        let mut status = namespace.clone();
+        status["status"]["phase"] = json!("Terminating");
+        match world.update(&namespaces, None, &name, status, Target::Status) {
+            Ok(updated) => namespace = updated,
+            Err(e) => {
+                tracing::warn!(namespace = %name, error = %e, "namespace controller: phase");
+                return Synced::Failed;
+            }
+        }
+    }
+    if lifecycle::spec_finalized(&namespace) {
+        return Synced::Done;
+    }
+    let remaining = delete_all_content(world, &name);
+    let old = namespace["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let new = conditions(&old, &remaining);
+    if new != old {
+        let mut status = namespace.clone();
+        status["status"]["conditions"] = json!(new);
+        match world.update(&namespaces, None, &name, status, Target::Status) {
+            Ok(updated) => namespace = updated,
+            Err(e) => {
+                tracing::warn!(namespace = %name, error = %e, "namespace controller: conditions");
+                return Synced::Failed;
+            }
+        }
+    }
+    if remaining != Remaining::default() {
+        return Synced::ContentRemains;
+    }
+    let mut finalized = namespace.clone();
+    let kept: Vec<Value> = namespace["spec"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| *f != KUBERNETES)
+        .cloned()
+        .collect();
+    finalized["spec"]["finalizers"] = json!(kept);
+    if let Err(e) = world.update(&namespaces, None, &name, finalized, Target::Finalize) {
+        tracing::warn!(namespace = %name, error = %e, "namespace controller: finalize");
+        return Synced::Failed;
+    }
+    Synced::Done
 }
 
 /// `deleteAllContent`: delete what is in `namespace`, then count what

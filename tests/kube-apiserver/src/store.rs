@@ -1325,6 +1325,14 @@ impl World {
         }
         self.admit_delete(def, &existing, deleter)?;
         let gr = def.group_resource();
+        if !def.custom
+            && def.group == crate::builtin::APIEXTENSIONS
+            && def.plural == crate::builtin::CRDS
+        {
+            if let Some(marked) = crate::crd_finalizer::mark_for_deletion(&existing, &now()) {
+                return Ok(self.commit(&gr, marked, Some(existing), false));
+            }
+        }
         let current = deletion::finalizer_names(&existing);
         let wanted = deletion::gc_finalizers(&gc, &current);
         if is_namespace {
