@@ -115,6 +115,17 @@ pub trait MutatingHook: Send + Sync {
 pub trait ValidatingHook: Send + Sync {
     fn name(&self) -> &str;
     fn validate(&self, attributes: &Attributes<'_>) -> Result<(), Denial>;
+    /// [`ValidatingHook::validate`] told who sent the request, as a
+    /// webhook's `AdmissionRequest.userInfo` tells it (`None`: an
+    /// in-process write naming no user); for a hook whose webhook reads
+    /// it, the rest need not look.
+    fn validate_as(
+        &self,
+        attributes: &Attributes<'_>,
+        _user: Option<&crate::rbac::UserInfo>,
+    ) -> Result<(), Denial> {
+        self.validate(attributes)
+    }
     /// The operations it is called for, as its webhook configuration's
     /// `rules[].operations` name them (`*`: all).
     fn operations(&self) -> &[&str] {
@@ -159,13 +170,18 @@ impl Hooks {
         Ok(())
     }
 
-    /// Run the validating hooks registered for the operation, in order.
-    pub fn validate(&self, attributes: &Attributes<'_>) -> Result<(), ApiError> {
+    /// Run the validating hooks registered for the operation, in order,
+    /// each told the requester `user`.
+    pub fn validate(
+        &self,
+        attributes: &Attributes<'_>,
+        user: Option<&crate::rbac::UserInfo>,
+    ) -> Result<(), ApiError> {
         for hook in &self.validating {
             if !names_operation(hook.operations(), attributes.operation) {
                 continue;
             }
-            hook.validate(attributes)
+            hook.validate_as(attributes, user)
                 .map_err(|d| d.into_error(hook.name()))?;
         }
         Ok(())

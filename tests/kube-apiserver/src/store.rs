@@ -659,7 +659,7 @@ impl World {
                 who.user_info(),
             )?;
         }
-        self.hooks.validate(attributes)
+        self.hooks.validate(attributes, who.user_info())
     }
 
     /// Admission of a DELETE, as `rest.AdmissionToValidateObjectDeleteFunc`

@@ -263,6 +263,7 @@ pub mod reflection;
 pub mod reflection_forge;
 pub mod reflection_objects;
 pub mod remote_resource_slice;
+pub mod resourceslice_webhook;
 pub mod runner;
 pub mod scheduler;
 pub mod scheduling;
@@ -271,6 +272,7 @@ pub mod shadowpod_webhook;
 pub mod slice;
 pub mod tenant;
 pub mod tenant_namespace;
+pub mod tenant_webhook;
 pub mod virtual_node_creator;
 pub mod watch_cache;
 
@@ -383,6 +385,8 @@ impl Provider {
             shadowpod_webhook::Hook::start(webhook_client, config.resource_enforcement).await;
         let webhook = Arc::new(webhook);
         kube.add_validating_hook(webhook.clone());
+        tasks.extend(tenant_webhook::register(kube).await?);
+        tasks.extend(resourceslice_webhook::register(kube).await?);
         let (syncing, mut synced) = tokio::sync::mpsc::channel(1);
         tasks.push(tokio::spawn(remote_resource_slice::run(
             client.clone(),
@@ -527,10 +531,12 @@ impl Consumer {
         authentication::init_keys(kube).await?;
         let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(virtual_node_creator::run(manager)),
             tokio::spawn(node_provider::run(kubelet)),
         ];
+        tasks.extend(tenant_webhook::register(kube).await?);
+        tasks.extend(resourceslice_webhook::register(kube).await?);
         Ok(Consumer {
             _tasks: Tasks(tasks),
             foreign_clusters: None,
