@@ -125,7 +125,37 @@ fn environment() -> Environment<'static> {
     // Lenient, the Jinja2 default: an optional parameter left out renders
     // empty (or `| default(...)`), as a chart's values do.
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
+    env.add_filter("tojson", tojson);
     env
+}
+
+/// minijinja's `tojson`, with the characters escaped that JSON leaves raw
+/// but YAML, which reads what a template renders, does not read back as
+/// given: the line breaks of YAML 1.1 (which libyaml, under serde_yaml,
+/// reads) NEL, LS and PS, folded with the blanks around them; what it
+/// refuses to read (DEL, the other C1 controls, U+FFFE and U+FFFF: not
+/// "c-printable", YAML 1.2 §5.1); and the BOM, a stream mark. All are BMP
+/// characters, so `\uXXXX` is the same character in JSON and in YAML.
+fn tojson(
+    value: &minijinja::Value,
+    indent: Option<minijinja::Value>,
+    kwargs: minijinja::value::Kwargs,
+) -> Result<minijinja::Value, minijinja::Error> {
+    let json = minijinja::filters::tojson(value, indent, kwargs)?;
+    let text = json.as_str().unwrap_or_default();
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7f}'..='\u{9f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{feff}'
+            | '\u{fffe}'
+            | '\u{ffff}' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
+            _ => escaped.push(c),
+        }
+    }
+    Ok(minijinja::Value::from_safe_string(escaped))
 }
 
 fn render(name: &str, source: &str, vars: &Vars<'_>) -> Result<String, Why> {
@@ -448,6 +478,33 @@ mod tests {
             .insert("x".into(), "{{ ".into());
         let e = validate(&spec).unwrap_err();
         assert_eq!(e.template, "bindingCredentials.x");
+    }
+
+    #[test]
+    fn tojson_values_are_read_back_as_they_were_given() {
+        // YAML folds or refuses what JSON leaves raw: its line breaks
+        // (NEL, LS, PS, with the spaces around them) and the characters
+        // it does not print (DEL, C1 controls, BOM, U+FFFE/U+FFFF).
+        let given = "a \u{2028}  b\u{2029}c\u{85}d\u{7f}e\u{9f}\u{feff}f\u{fffe}\u{ffff}\t\"\n  x: y\n---\n{{ z }}<&>'\u{1f600}";
+        let s = service(&[(
+            "t",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\ndata:\n  v: {{ parameters.v | tojson }}\n  w: {{ parameters | tojson }}\n",
+        )]);
+        let parameters = json!({"v": given});
+        let secrets = BTreeMap::new();
+        let vars = Vars {
+            instance_id: "c-1",
+            namespace: "svc-c-1",
+            service: "mysql",
+            plan: "remote",
+            hosting: "Remote",
+            parameters: &parameters,
+            secrets: &secrets,
+            binding: None,
+        };
+        let objects = render_objects(&s, &s.plans[0], &vars).unwrap();
+        assert_eq!(objects[0]["data"]["v"], given);
+        assert_eq!(objects[0]["data"]["w"], parameters);
     }
 
     #[test]
