@@ -65,9 +65,18 @@ const BINDING_KIND: &str = "ValidatingAdmissionPolicyBinding";
 /// which then evaluates them on every create and update (as an API server
 /// with the policies applied does). Fails if `deploy/` ships none.
 pub fn load_shipped_admission(kube: &KubeApiServer) -> Result<()> {
-    let objects = shipped_admission()?;
+    load_admission(kube, shipped_admission()?)
+}
+
+/// Load these ValidatingAdmissionPolicies and bindings (other kinds are
+/// left out) into `kube`. Fails if there is no policy among them.
+pub fn load_admission(kube: &KubeApiServer, objects: Vec<Value>) -> Result<()> {
+    let objects: Vec<Value> = objects
+        .into_iter()
+        .filter(|o| o["kind"] == POLICY_KIND || o["kind"] == BINDING_KIND)
+        .collect();
     if !objects.iter().any(|o| o["kind"] == POLICY_KIND) {
-        bail!("deploy/kubernetes ships no ValidatingAdmissionPolicy");
+        bail!("no ValidatingAdmissionPolicy to load");
     }
     for object in objects {
         let resource = if object["kind"] == POLICY_KIND {

@@ -322,8 +322,10 @@ fn object_selector_matches(selector: &Value, a: &Attributes<'_>) -> Result<bool,
 
 /// The `request` variable (an `AdmissionRequest`).
 fn request(a: &Attributes<'_>, user: Option<&crate::rbac::UserInfo>) -> Value {
-    let user_info = user.map_or(
-        json!({}),
+    // Every request to a real server has a user; a test's own write
+    // (`KubeApiServer::apply`, no request) is the tests' administrator's.
+    let user_info = user.map_or_else(
+        || json!({"username": crate::ADMIN, "groups": ["system:masters", "system:authenticated"]}),
         |u| json!({"username": u.name, "groups": u.groups}),
     );
     let version = a.def.storage_version();

@@ -16,19 +16,18 @@
 //! - the real class controller (`resource-monitor --liqo-api v1`, as its
 //!   ServiceAccount) still writes the grant.
 //!
-//! **Not yet in `main.rs`**: the policy matches on `request.userInfo.groups`,
-//! and the test API server still evaluates policies with an empty
-//! `userInfo` (`tests/kube-apiserver/src/admission.rs`, `request`), so no
-//! request matches and the refusals cannot happen. Once it passes the
-//! requesting user (`username`, `groups`, as the dispatcher's
-//! `request.userInfo` from `admission.Attributes.GetUserInfo`), register
-//! this module and add `kube = { workspace = true }` to `tests/Cargo.toml`.
-//! Checked against a test server so patched (the user passed from
-//! `World::admit` to `check_policies`, `request()` filling `userInfo`):
-//! it passes in 0.2 s; without the policy loaded the first refusal fails,
-//! without the policy's status rule the status refusal fails, and with
-//! its `matchCondition` made `true` the class controller's own grant is
-//! refused.
+//! - as the kubeconfig of a declarative peering (a Tenant with
+//!   `authzPolicy: TolerateNoHandshake` gets no CSR of Liqo's, so the
+//!   provider binds whatever user it chose:
+//!   `authentication/tenant-controller/tenant_controller.go:161-170,
+//!   199-230` of v1.2.0), a user outside group `liqo.io` with the same
+//!   rules: the same refusals.
+//!
+//! Without the policy loaded the first refusal fails, without the policy's
+//! status rule the status refusal fails, with its `matchCondition` made
+//! `true` the class controller's own grant is refused, and with the
+//! condition matching group `liqo.io` only (as before issue 40) the
+//! declarative consumer's slice is accepted.
 
 use std::path::Path;
 
@@ -51,16 +50,22 @@ const INVENTORY: [(&str, &str); 3] = [("cpu", "8"), ("memory", "16Gi"), ("pods",
 /// carries), bound to the ResourceSlice rules of `liqo-remote-controlplane`
 /// in its tenant namespace only.
 async fn consumer_slices(p: &Provider) -> Result<Api<DynamicObject>> {
+    slices_as(p, CONSUMER, &["liqo.io"]).await
+}
+
+/// The tenant namespace's slices as `user` in `groups`, bound to the
+/// ResourceSlice rules of `liqo-remote-controlplane` there.
+async fn slices_as(p: &Provider, user: &str, groups: &[&str]) -> Result<Api<DynamicObject>> {
     let namespace = tenant_namespace(CONSUMER);
     liqo_model::identity::grant_in(
         &p.kube,
-        CONSUMER,
+        user,
         "liqo-remote-controlplane",
         &namespace,
         liqo_model::crd_replicator::REMOTE_RULES,
     );
-    let cert = p.kube.client_cert(CONSUMER, &["liqo.io"])?;
-    let path = p.dir.path().join("consumer-kubeconfig");
+    let cert = p.kube.client_cert(user, groups)?;
+    let path = p.dir.path().join(format!("{user}-kubeconfig"));
     p.kube
         .write_kubeconfig_with_certificate(&path, "consumer", &cert)?;
     let client = client_from(&path).await?;
@@ -122,7 +127,11 @@ fn assert_refused<T: std::fmt::Debug>(
 }
 
 fn class_refusal(class: &str) -> String {
-    format!("class {class} is granted by Liqo itself, uncapped, and is not sold on this provider: this provider sells capacity through class {CLASS}; ask through a purchase")
+    let mut message = format!("class {class} is granted by Liqo itself, uncapped, and is not sold on this provider: this provider sells capacity through class {CLASS}; ask through a purchase");
+    if class == "unset" {
+        message.push_str(&format!(" (if {CONSUMER} is a service provider this cluster buys from, list it in sliceController.admissionPolicy.serviceProviders)"));
+    }
+    message
 }
 
 const STATUS_REFUSAL: &str = "a consumer may not write a ResourceSlice's status on this provider (its grant is decided by the provider's class controller): this provider sells capacity through class gold; ask through a purchase";
@@ -189,6 +198,25 @@ async fn slice_controller_admission_refuses_the_consumers_bypass() -> Result<()>
         "nothing was written"
     );
 
+    // A declarative peering's consumer, outside group liqo.io: held the same.
+    let declarative = slices_as(&p, "declarative-consumer", &[]).await?;
+    assert_refused(
+        declarative
+            .create(&post, &replica("declared", Some("default"), "64")?)
+            .await,
+        "declared",
+        &class_refusal("default"),
+    )?;
+    assert_refused(
+        declarative.replace_status("gold-1", &post, &forged).await,
+        "gold-1",
+        STATUS_REFUSAL,
+    )?;
+    assert!(
+        p.resources_condition(CONSUMER, "gold-1").is_none(),
+        "nothing was written"
+    );
+
     // The class controller, as its ServiceAccount, writes the grant.
     let (_controller, _port) = p.controller(&[])?;
     let granted = p
@@ -197,5 +225,91 @@ async fn slice_controller_admission_refuses_the_consumers_bypass() -> Result<()>
     assert_eq!(granted["reason"], "ResourcesGranted", "{granted}");
     let slice = p.get_slice(CONSUMER, "gold-1")?;
     assert_eq!(slice["status"]["resources"]["cpu"], "3", "{slice}");
+    Ok(())
+}
+
+/// The policy as the chart renders it for a cluster that buys a service
+/// from `CONSUMER` (`sliceController.admissionPolicy.serviceProviders`),
+/// with the real Helm `scripts/install-test-deps.sh` installs.
+fn policy_for_a_service_customer() -> Result<Vec<serde_json::Value>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let helm = root.join("build/bin/helm");
+    let home = tempfile::tempdir()?;
+    let out = std::process::Command::new(&helm)
+        .args([
+            "template",
+            "liqo-broker",
+            "charts/liqo-broker",
+            "--namespace",
+            "liqo",
+            "--show-only",
+            "templates/slice-controller/admission.yaml",
+            "--set",
+            "sliceController.enabled=true",
+            "--set",
+            &format!("sliceController.class={CLASS}"),
+            "--set",
+            "sliceController.catalogURL=http://catalog.liqo-broker:8080",
+            "--set",
+            &format!("sliceController.admissionPolicy.serviceProviders={{{CONSUMER}}}"),
+        ])
+        .current_dir(&root)
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .with_context(|| format!("running {} (scripts/install-test-deps.sh)", helm.display()))?;
+    if !out.status.success() {
+        bail!("helm template: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(deploy_check::kubectl::parse(
+        &root.join("charts/liqo-broker"),
+        &String::from_utf8(out.stdout)?,
+    )?)
+}
+
+/// A customer buying a service runs the service provider's pods through
+/// that provider's Liqo peering, whose slice leaves the class unset
+/// (service-controller's Purchase names none; Liqo grants it as the plan
+/// asks). Listed in `serviceProviders`, that consumer may ask it; Liqo's
+/// `default` class and status writes stay refused. Without the value (the
+/// test above) the same slice is refused, naming the value.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listed_service_provider_may_ask_the_class_liqo_grants() -> Result<()> {
+    let p = Provider::start(&INVENTORY).await?;
+    e2e::rbac::load_admission(&p.kube, policy_for_a_service_customer()?)?;
+    p.tenant(CONSUMER, "Active");
+    let slices = consumer_slices(&p).await?;
+    let post = PostParams::default();
+
+    let created = slices
+        .create(&post, &replica("service", None, "1")?)
+        .await
+        .context("the service provider's slice, class unset")?;
+    assert_refused(
+        slices
+            .create(&post, &replica("free", Some("default"), "64")?)
+            .await,
+        "free",
+        &class_refusal("default"),
+    )?;
+    let mut forged = created.clone();
+    forged.data["status"] = json!({"resources": {"cpu": "64"}});
+    assert_refused(
+        slices.replace_status("service", &post, &forged).await,
+        "service",
+        STATUS_REFUSAL,
+    )?;
+    // Another consumer, not listed: refused.
+    let other = slices_as(&p, "c2", &["liqo.io"]).await?;
+    let refused = other.create(&post, &replica("other", None, "1")?).await;
+    let Err(kube::Error::Api(status)) = refused else {
+        bail!("an unlisted consumer's slice of class unset: {refused:?}");
+    };
+    assert_eq!(status.code, 422, "{status:?}");
+    assert!(
+        status.message.contains("(if c2 is a service provider"),
+        "{status:?}"
+    );
     Ok(())
 }
