@@ -55,6 +55,7 @@ mod catalog_secrets;
 mod catalog_service_offers;
 mod catalog_shared;
 mod catalog_signing_key;
+mod chart_requirements;
 mod cli;
 mod controllers_unreachable_api;
 mod duration_grammar;
