@@ -33,8 +33,9 @@
 //!
 //! On purpose unlike a real server: the bootstrap roles are built in, not
 //! stored objects; `CompactRules` is not applied to the missing rules an
-//! escalation error lists (each is listed as broken down); aggregated
-//! ClusterRoles (`aggregationRule`) are not aggregated.
+//! escalation error lists (each is listed as broken down). Aggregated
+//! ClusterRoles are read as stored: the aggregation controller
+//! ([`crate::clusterrole_aggregation`]) keeps their rules.
 
 use std::collections::BTreeSet;
 
