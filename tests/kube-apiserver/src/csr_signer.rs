@@ -8,7 +8,15 @@
 //! instead. Like the real controller it works asynchronously, after the
 //! approval is stored, writing through the `status` subresource. CSRs of
 //! other signers stay pending, as on a cluster without their signer.
+//!
+//! The signer reads the time from its own [`Clock`]: kube-controller-manager
+//! runs on its own host, whose clock may lag the clients' (the reason the
+//! real signer backdates `notBefore`, `signer.go` `sign`). A test sets it
+//! behind ([`crate::KubeApiServer::set_signer_clock_behind`]) to be issued
+//! certificates most of whose life has already passed, as such a signer
+//! issues them, instead of waiting out a lifetime of at least 10 minutes.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -30,6 +38,42 @@ pub const SIGNER_NAME: &str = csr::KUBE_APISERVER_CLIENT_SIGNER;
 /// (`pkg/controller/certificates/signer/config/v1alpha1/defaults.go`): the
 /// longest certificate it issues.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The clock of the kube-controller-manager the signer runs in: this
+/// process's, or behind it by a set amount (a host whose clock lags).
+#[derive(Debug, Default)]
+pub struct Clock {
+    behind_ms: AtomicU64,
+}
+
+impl Clock {
+    /// From now on, read `behind` earlier than this process's clock.
+    pub fn set_behind(&self, behind: Duration) {
+        let ms = u64::try_from(behind.as_millis()).unwrap_or(u64::MAX);
+        self.behind_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The signer's time: `signer.go` `handle` signs with `time.Now` of
+    /// its host.
+    pub fn now(&self) -> SystemTime {
+        let behind = Duration::from_millis(self.behind_ms.load(Ordering::Relaxed));
+        SystemTime::now()
+            .checked_sub(behind)
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+}
+
+/// `notBefore` and `notAfter` (seconds since the epoch) of the first
+/// certificate of `pem`, as a test reads what the signer issued.
+pub fn validity(pem: &[u8]) -> Result<(i64, i64), String> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem).map_err(|e| e.to_string())?;
+    let certificate = pem.parse_x509().map_err(|e| e.to_string())?;
+    let validity = certificate.validity();
+    Ok((
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    ))
+}
 
 /// What the signer does with a CSR.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +164,7 @@ pub fn duration(expiration_seconds: Option<u64>) -> Duration {
 /// stored object with a `Failed` condition or the certificate, as the
 /// controller's `UpdateStatus` sends it (with the resourceVersion it read,
 /// so a CSR changed since is not overwritten).
-fn status_write(pki: &Pki, csr: &Value, decision: Decision) -> Option<Value> {
+fn status_write(pki: &Pki, csr: &Value, decision: Decision, now: SystemTime) -> Option<Value> {
     let mut sent = csr.clone();
     match decision {
         Decision::Ignore => return None,
@@ -142,7 +186,7 @@ fn status_write(pki: &Pki, csr: &Value, decision: Decision) -> Option<Value> {
             request,
             usages,
             ttl,
-        } => match pki.sign_request(&request, &usages, ttl, SystemTime::now()) {
+        } => match pki.sign_request(&request, &usages, ttl, now) {
             Ok(pem) => {
                 sent["status"]["certificate"] = json!(base64::Engine::encode(
                     &base64::engine::general_purpose::STANDARD,
@@ -162,11 +206,11 @@ fn status_write(pki: &Pki, csr: &Value, decision: Decision) -> Option<Value> {
 
 /// One pass over every CSR: sign or fail what is due. The decisions and
 /// signatures are made outside the store's lock.
-fn sync(shared: &Shared, pki: &Pki) {
+fn sync(shared: &Shared, pki: &Pki, clock: &Clock) {
     let gr = GroupResource::new(CERTIFICATES, CSRS);
     let csrs = shared.world().list_objects(&gr);
     for csr in csrs {
-        let Some(sent) = status_write(pki, &csr, decide(&csr)) else {
+        let Some(sent) = status_write(pki, &csr, decide(&csr), clock.now()) else {
             continue;
         };
         let name = csr["metadata"]["name"].as_str().unwrap_or_default();
@@ -183,15 +227,15 @@ fn sync(shared: &Shared, pki: &Pki) {
 
 /// Run the signer until the server's task is aborted: a pass at start and
 /// after every change to a CSR (or when changes were missed).
-pub async fn run(shared: Shared, pki: Arc<Pki>) {
+pub async fn run(shared: Shared, pki: Arc<Pki>, clock: Arc<Clock>) {
     let gr = GroupResource::new(CERTIFICATES, CSRS);
     let mut changes = shared.world().changes.subscribe();
     async move {
-        sync(&shared, &pki);
+        sync(&shared, &pki, &clock);
         loop {
             match changes.recv().await {
                 Ok(change) if change.gr != gr => continue,
-                Ok(_) | Err(RecvError::Lagged(_)) => sync(&shared, &pki),
+                Ok(_) | Err(RecvError::Lagged(_)) => sync(&shared, &pki, &clock),
                 Err(RecvError::Closed) => return,
             }
         }
@@ -255,6 +299,33 @@ mod tests {
                 "missing required usage for client certificate: client auth".to_string()
             )
         );
+    }
+
+    #[test]
+    fn a_clock_behind_dates_the_certificate_back_by_as_much() {
+        let pki = Pki::new().unwrap();
+        let csr = csr(&["client auth"], json!([yes("Approved")]));
+        let dated = |behind: Duration| {
+            let clock = Clock::default();
+            clock.set_behind(behind);
+            let sent = status_write(&pki, &csr, decide(&csr), clock.now()).unwrap();
+            let pem = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                sent["status"]["certificate"].as_str().unwrap(),
+            )
+            .unwrap();
+            validity(&pem).unwrap()
+        };
+        let (now_from, now_to) = dated(Duration::ZERO);
+        let (then_from, then_to) = dated(Duration::from_secs(400));
+        // Within the second the two signings took.
+        assert!(
+            (now_from - then_from - 400).abs() <= 1,
+            "{now_from} {then_from}"
+        );
+        assert!((now_to - then_to - 400).abs() <= 1, "{now_to} {then_to}");
+        // `policies.go`: 5 minutes back, the TTL (short) from the signer's now.
+        assert_eq!(then_to - then_from, 300 + 700);
     }
 
     #[test]

@@ -170,6 +170,8 @@ pub struct KubeApiServer {
     signer: Option<tokio::task::JoinHandle<()>>,
     /// Set when serving HTTPS.
     pki: Option<Arc<Pki>>,
+    /// The signer's clock ([`csr_signer::Clock`]).
+    signer_clock: Arc<csr_signer::Clock>,
     /// The bearer token of [`ADMIN`], the tests' own user.
     admin_token: String,
 }
@@ -273,9 +275,10 @@ impl KubeApiServer {
             .fallback(server::handle)
             .with_state(shared.clone());
         let server = tokio::spawn(listen::serve(listener, app, pki.clone()));
-        let signer = pki
-            .clone()
-            .map(|pki| tokio::spawn(csr_signer::run(shared.clone(), pki)));
+        let signer_clock = Arc::new(csr_signer::Clock::default());
+        let signer = pki.clone().map(|pki| {
+            tokio::spawn(csr_signer::run(shared.clone(), pki, signer_clock.clone()))
+        });
         // Ends by itself once the world is dropped with the server.
         controllers::spawn(&shared.world);
         let mut server = Self {
@@ -283,6 +286,7 @@ impl KubeApiServer {
             server,
             signer,
             pki,
+            signer_clock,
             admin_token: String::new(),
         };
         server.admin_token = server.token_for_groups(ADMIN, &[rbac::MASTERS]);
@@ -292,6 +296,13 @@ impl KubeApiServer {
     pub fn url(&self) -> String {
         let scheme = if self.pki.is_some() { "https" } else { "http" };
         format!("{scheme}://{}", self.shared.addr)
+    }
+
+    /// Run the CSR signer on a clock `behind` this process's (see
+    /// [`csr_signer::Clock`]): what it issues from now on is dated as a
+    /// signer on a lagging host dates it.
+    pub fn set_signer_clock_behind(&self, behind: std::time::Duration) {
+        self.signer_clock.set_behind(behind);
     }
 
     /// The CA certificate (PEM) a client must trust, when serving HTTPS.

@@ -24,6 +24,15 @@
 //!   catalog is killed; pass after pass fails to read it (`catalog`
 //!   failures on `/metrics`) and every object the controller made — CSRs,
 //!   keys, RoleBindings — stays, the same objects (uids).
+//! - **A certificate is renewed once 80 % of its life has passed, not
+//!   before** (`peering-users/README.md`, `--certificate-lifetime`): run
+//!   with the shortest lifetime the API server takes (10m), the controller
+//!   asks for it (`expirationSeconds`); the signer's clock lags by
+//!   [`SIGNER_LAG`], so the certificate it issues is dated as a lagging
+//!   kube-controller-manager dates it, its 80 % point seconds away instead
+//!   of minutes. The next CSR for the consumer is made at that point or
+//!   later (its `creationTimestamp`), never before; the consumer's
+//!   released kubeconfig then carries the new certificate.
 
 use std::time::Duration;
 
@@ -49,6 +58,15 @@ const C1_CSR: &str = "liqo-peer-user-c1";
 /// consumer each `--poll-interval`, so several failures are several passes
 /// that each left everything alone.
 const REFUSALS: f64 = 3.0;
+/// The shortest `--certificate-lifetime` the controller takes (the API
+/// server's minimum `expirationSeconds`).
+const LIFETIME: Duration = Duration::from_secs(600);
+/// How far the signer's clock lags: with the real signer's dating (5
+/// minutes back, `policies.go`) the first certificate's 80 % point comes
+/// (600 + 300) × 0.8 − 300 − 405 = 15 s after it is issued.
+const SIGNER_LAG: Duration = Duration::from_secs(405);
+/// `peering-users/README.md`: renewed after 80 % of the certificate's life.
+const RENEW_SHARE: f64 = 0.8;
 
 /// The controller's count of failed steps of `kind` (`csr`, `catalog`…).
 fn failures(port: u16, kind: &str) -> f64 {
@@ -148,6 +166,32 @@ impl World {
             LIQO,
         )
         .start_announced(1)?;
+        Ok((child, bound.port(None)))
+    }
+
+    /// [`World::controller`] asking `lifetime` for each certificate.
+    fn controller_lasting(&self, lifetime: Duration) -> Result<(e2e::Child, u16)> {
+        let d = self.dir.path();
+        // liqo_support's spawn with another lifetime (clap takes a flag
+        // once).
+        let (child, bound) = e2e::Spawn::new("peering-user-controller")
+            .args(["--catalog-url", &self.catalog.url("")])
+            .arg("--catalog-credentials-file")
+            .arg(d.join("catalog-credentials.json"))
+            .args(["--api-server-address", &self.kube.url()])
+            .arg("--api-server-ca-file")
+            .arg(d.join("ca.crt"))
+            .arg("--kubeconfig")
+            .arg(d.join("kubeconfig"))
+            .arg("--certificate-lifetime")
+            .arg(format!("{}s", lifetime.as_secs()))
+            .args(["--poll-interval", "200ms", "--retry", "100ms"])
+            .args(["--http-listen", "127.0.0.1:0"])
+            .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+            .args(["--lease-retry", "250ms"])
+            .env("POD_NAMESPACE", LIQO)
+            .env("RUST_LOG", "info,peering_users=debug")
+            .start_announced(1)?;
         Ok((child, bound.port(None)))
     }
 
@@ -275,5 +319,81 @@ async fn nothing_is_removed_while_the_catalog_cannot_be_read() -> Result<()> {
         before,
         "removed while the catalog could not be read"
     );
+    Ok(())
+}
+
+/// A CSR's issued certificate (PEM), if any.
+fn issued(csr: &Value) -> Option<Vec<u8>> {
+    csr["status"]["certificate"]
+        .as_str()
+        .filter(|c| !c.is_empty())
+        .and_then(|c| base64::engine::general_purpose::STANDARD.decode(c).ok())
+}
+
+/// Whether the kubeconfig text carries the certificate `pem` (as
+/// `client-certificate-data`, base64).
+fn carries(kubeconfig: &str, pem: &[u8]) -> bool {
+    kubeconfig.contains(&base64::engine::general_purpose::STANDARD.encode(pem))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_certificate_is_renewed_at_80_percent_of_its_life_and_not_before() -> Result<()> {
+    let world = World::open().await?;
+    let kube = &world.kube;
+    kube.set_signer_clock_behind(SIGNER_LAG);
+    let (_controller, _) = world.controller_lasting(LIFETIME)?;
+    let first = settle("c1's first certificate", || {
+        let csr = kube.get(CSRS, None, C1_CSR)?;
+        issued(&csr).map(|pem| (csr, pem))
+    })
+    .await?;
+    // Only the first certificate comes from the lagging clock: the
+    // renewed one lives its 10 minutes, so nothing renews it again here.
+    kube.set_signer_clock_behind(Duration::ZERO);
+    let (csr, pem) = first;
+    assert_eq!(
+        csr["spec"]["expirationSeconds"],
+        json!(LIFETIME.as_secs()),
+        "not the configured lifetime: {csr:#}"
+    );
+    let (not_before, not_after) = kube_test_server::csr_signer::validity(&pem)
+        .map_err(|e| anyhow::anyhow!("the issued certificate: {e}"))?;
+    let due = not_before + ((not_after - not_before) as f64 * RENEW_SHARE) as i64;
+    // The consumer holds the first certificate meanwhile.
+    settle("alice's kubeconfig with the first certificate", || {
+        released(&world.catalog, &world.alice, &world.alices).filter(|k| carries(k, &pem))
+    })
+    .await?;
+
+    let uid = csr["metadata"]["uid"].clone();
+    let renewed = settle("c1's certificate renewed (a new CSR)", || {
+        kube.get(CSRS, None, C1_CSR)
+            .filter(|now| now["metadata"]["uid"] != uid)
+    })
+    .await?;
+    let created = renewed["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.timestamp())
+        .with_context(|| format!("no creationTimestamp: {renewed:#}"))?;
+    assert!(
+        created >= due,
+        "renewed at {created}, {} s before 80 % of the certificate's life ({not_before}..{not_after}, due {due})",
+        due - created
+    );
+    assert_eq!(
+        renewed["spec"]["expirationSeconds"],
+        json!(LIFETIME.as_secs()),
+        "{renewed:#}"
+    );
+    // The consumer gets the new certificate.
+    let pem = settle("c1's renewed certificate issued", || {
+        kube.get(CSRS, None, C1_CSR).as_ref().and_then(issued)
+    })
+    .await?;
+    settle("alice's kubeconfig with the renewed certificate", || {
+        released(&world.catalog, &world.alice, &world.alices).filter(|k| carries(k, &pem))
+    })
+    .await?;
     Ok(())
 }
