@@ -40,6 +40,12 @@ const OTHER_ID: &str = "consumer-2";
 /// catalog as the provider and hands each consumer's kubeconfig to that
 /// consumer's contracts.
 fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
+    peering_user_controller_at(provider, catalog, None)
+}
+
+/// [`peering_user_controller`], telling consumers `address` (its
+/// `--api-server-address`) instead of the provider's API server.
+fn peering_user_controller_at(provider: &Provider, catalog: &str, address: Option<&str>) -> Child {
     let kube = &provider.kube;
     liqo_support::install_peering_user_roles(kube, "liqo");
     let dir = provider._dir.path();
@@ -48,17 +54,35 @@ fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
         .expect("kubeconfig");
     let ca = dir.join("ca.crt");
     std::fs::write(&ca, kube.ca_pem().expect("a TLS server")).expect("CA file");
-    liqo_support::peering_user_controller(
-        kube,
-        &kubeconfig,
-        &ca,
-        catalog,
-        &dir.join("provider.json"),
-        "liqo",
-    )
-    .start_announced(1)
-    .expect("peering-user-controller")
-    .0
+    let spawn = match address {
+        None => liqo_support::peering_user_controller(
+            kube,
+            &kubeconfig,
+            &ca,
+            catalog,
+            &dir.join("provider.json"),
+            "liqo",
+        ),
+        // liqo_support's spawn with another address (clap takes the flag
+        // once).
+        Some(address) => Spawn::new("peering-user-controller")
+            .args(["--catalog-url", catalog])
+            .arg("--catalog-credentials-file")
+            .arg(dir.join("provider.json"))
+            .args(["--api-server-address", address])
+            .arg("--api-server-ca-file")
+            .arg(&ca)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--certificate-lifetime", "1h"])
+            .args(["--poll-interval", "200ms", "--retry", "100ms"])
+            .args(["--http-listen", "127.0.0.1:0"])
+            .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
+            .args(["--lease-retry", "250ms"])
+            .env("POD_NAMESPACE", "liqo")
+            .env("RUST_LOG", "info,peering_users=debug"),
+    };
+    spawn.start_announced(1).expect("peering-user-controller").0
 }
 
 /// The provider sells with a peering user per contract (`v1: {}`, in its
@@ -71,6 +95,18 @@ fn selling(
     provider: &Provider,
     networking: Option<liqo_model::networking::Options>,
 ) -> (Child, liqo_model::Provider) {
+    selling_at(rt, market, provider, networking, None)
+}
+
+/// [`selling`], the kubeconfigs naming `address` as the provider's API
+/// server (its peering-user controller's `--api-server-address`).
+fn selling_at(
+    rt: &tokio::runtime::Runtime,
+    market: &Market,
+    provider: &Provider,
+    networking: Option<liqo_model::networking::Options>,
+    address: Option<&str>,
+) -> (Child, liqo_model::Provider) {
     let r = e2e::contracts::register_v1(
         &market.catalog,
         &market.provider_token,
@@ -78,7 +114,7 @@ fn selling(
         Some(CLASS),
     );
     assert_eq!(r.status, 200, "{}", r.text);
-    let peering_users = peering_user_controller(provider, &market.url());
+    let peering_users = peering_user_controller_at(provider, &market.url(), address);
     let liqo = rt
         .block_on(async {
             let p = &provider.kube;
@@ -539,4 +575,225 @@ fn networking_asked_for_where_liqo_has_none_is_reported() {
         consumer.kube.objects(IDENTITIES).is_empty(),
         "authenticated before the networking"
     );
+}
+
+/// The `Authenticated` condition's reason.
+fn authenticated(purchase: &serde_json::Value) -> serde_json::Value {
+    condition(purchase, "Authenticated")["reason"].clone()
+}
+
+/// The `Authenticated` condition is False with `reason`, a message
+/// containing `names`, and the Purchase is not Ready.
+#[track_caller]
+fn reported(purchase: &serde_json::Value, reason: &str, names: &str) {
+    let authenticated = condition(purchase, "Authenticated");
+    assert_eq!(
+        (&authenticated["status"], &authenticated["reason"]),
+        (&json!("False"), &json!(reason)),
+        "{purchase:#}"
+    );
+    assert!(
+        authenticated["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(names)),
+        "the message does not name {names:?}: {purchase:#}"
+    );
+    assert_ne!(purchase["status"]["phase"], "Ready", "{purchase:#}");
+}
+
+/// A Purchase (networking off) of the provider's plan, as "auto".
+fn buy_auto(consumer: &Consumer, market: &Market) {
+    consumer.purchase(
+        "auto",
+        &market.url(),
+        json!({"offerID": OFFER, "planID": "small", "networking": false}),
+    );
+}
+
+/// Forward every connection to `listener` to `to`: the provider's API
+/// server answering at the address its kubeconfigs name.
+async fn forward(listener: tokio::net::TcpListener, to: String) {
+    while let Ok((mut inbound, _)) = listener.accept().await {
+        let to = to.clone();
+        tokio::spawn(async move {
+            if let Ok(mut outbound) = tokio::net::TcpStream::connect(&to).await {
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+        });
+    }
+}
+
+/// The kubeconfig released for the contract names an address where
+/// nothing answers (`purchase-controller/src/authentication.rs`
+/// `provider_failure`: a failed connection): `Authenticated` False with
+/// reason `ProviderUnreachable`, saying the provider cannot be reached,
+/// and nothing written there; once the address answers (the provider's
+/// API server behind it) the handshake goes on by itself, to the nonce
+/// Liqo here has yet to sign.
+#[test]
+fn a_provider_that_cannot_be_reached_is_reported_until_it_can() {
+    let rt = runtime();
+    let (market, _alice, consumer, provider) = world(&rt);
+    // Told to consumers before anything listens there: taken below.
+    let port = e2e::free_port();
+    let address = format!("https://127.0.0.1:{port}");
+    let (_peering_users, _provider_liqo) =
+        selling_at(&rt, &market, &provider, None, Some(&address));
+    let _controller = auto_peer_controller(&consumer, CONSUMER_ID, false);
+    buy_auto(&consumer, &market);
+    let waiting = consumer
+        .wait_purchase("auto", |p| authenticated(p) == "ProviderUnreachable")
+        .unwrap();
+    reported(&waiting, "ProviderUnreachable", "cannot be reached");
+    let on_provider = liqo_support::tenant_namespace(CONSUMER_ID);
+    assert!(
+        provider
+            .kube
+            .get(SECRETS, Some(&on_provider), "liqo-nonce")
+            .is_none(),
+        "a nonce Secret made on an unreachable provider"
+    );
+
+    // The address answers now: the provider's API server behind it.
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(("127.0.0.1", port)))
+        .unwrap();
+    let target = provider
+        .kube
+        .url()
+        .trim_start_matches("https://")
+        .to_string();
+    let _forwarding = rt.spawn(forward(listener, target));
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "WaitingForSignature")
+        .unwrap();
+    assert!(provider
+        .kube
+        .get(SECRETS, Some(&on_provider), "liqo-nonce")
+        .is_some());
+}
+
+/// The provider's nonce changes mid-handshake — its nonce Secret removed,
+/// so a new one is made and its Liqo fills it with a new nonce — while
+/// the signed-nonce Secret here holds the old one: `Authenticated` False
+/// with reason `NonceMismatch` naming that Secret, as Liqo's
+/// `utils/nonce.go:70-77` refuses it, and no Tenant applied with it.
+/// Deleting that Secret, as the message says, starts the handshake again
+/// with the provider's current nonce.
+#[test]
+fn a_signed_nonce_of_another_nonce_is_reported_until_deleted() {
+    let rt = runtime();
+    let (market, _alice, consumer, provider) = world(&rt);
+    let (_peering_users, _provider_liqo) = selling(&rt, &market, &provider, None);
+    let _controller = auto_peer_controller(&consumer, CONSUMER_ID, false);
+    buy_auto(&consumer, &market);
+    // This cluster's Liqo is not running: the nonce stays unsigned.
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "WaitingForSignature")
+        .unwrap();
+    let on_provider = liqo_support::tenant_namespace(CONSUMER_ID);
+    let on_consumer = liqo_support::tenant_namespace(PROVIDER_ID);
+    let nonce = |kube: &kube_test_server::KubeApiServer, namespace: &str, name: &str| {
+        kube.get(SECRETS, Some(namespace), name)
+            .map(|s| s["data"]["nonce"].clone())
+            .filter(|n| n.as_str().is_some_and(|n| !n.is_empty()))
+    };
+    let first = nonce(&provider.kube, &on_provider, "liqo-nonce").expect("the provider's nonce");
+    assert_eq!(
+        nonce(&consumer.kube, &on_consumer, "liqo-signed-nonce"),
+        Some(first.clone())
+    );
+
+    provider
+        .kube
+        .delete(SECRETS, &format!("{on_provider}/liqo-nonce"));
+    let waiting = consumer
+        .wait_purchase("auto", |p| authenticated(p) == "NonceMismatch")
+        .unwrap();
+    reported(
+        &waiting,
+        "NonceMismatch",
+        &format!("{on_consumer}/liqo-signed-nonce"),
+    );
+    let second = nonce(&provider.kube, &on_provider, "liqo-nonce").expect("a new nonce");
+    assert_ne!(second, first, "the provider's nonce did not change");
+    assert!(
+        provider.kube.objects(TENANTS).is_empty(),
+        "a Tenant applied with a signed nonce of another nonce"
+    );
+
+    consumer
+        .kube
+        .delete(SECRETS, &format!("{on_consumer}/liqo-signed-nonce"));
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "WaitingForSignature")
+        .unwrap();
+    assert_eq!(
+        nonce(&consumer.kube, &on_consumer, "liqo-signed-nonce"),
+        Some(second)
+    );
+}
+
+/// The provider's tenant namespace for this consumer removed (its
+/// peering-user controller stopped, so nothing makes it again) where
+/// peering users may read namespaces cluster-wide: `Authenticated` False
+/// with reason `ProviderTenantNamespaceMissing` naming it. (With only the
+/// RoleBinding `liqoctl generate peering-user` makes in that namespace,
+/// the binding goes with it and the provider answers 403 instead, a
+/// `ProviderUnreachable`.) The provider's controller back, the namespace
+/// is made again — with a new nonce, which the signed nonce here no
+/// longer matches (`NonceMismatch`) until it is deleted.
+#[test]
+fn a_missing_provider_tenant_namespace_is_reported_until_made_again() {
+    let rt = runtime();
+    let (market, _alice, consumer, provider) = world(&rt);
+    // The provider lets peering users (group liqo.io, the peering-user
+    // controller's O) read namespaces anywhere.
+    provider.kube.apply(
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "peering-users-read-namespaces"},
+               "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}),
+    );
+    provider.kube.apply(
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "peering-users-read-namespaces"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "peering-users-read-namespaces"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "liqo.io"}]}),
+    );
+    let (mut peering_users, _provider_liqo) = selling(&rt, &market, &provider, None);
+    let _controller = auto_peer_controller(&consumer, CONSUMER_ID, false);
+    buy_auto(&consumer, &market);
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "WaitingForSignature")
+        .unwrap();
+
+    peering_users.kill();
+    let on_provider = liqo_support::tenant_namespace(CONSUMER_ID);
+    provider
+        .kube
+        .delete_object(NAMESPACES, None, &on_provider)
+        .expect("the tenant namespace deleted");
+    let waiting = consumer
+        .wait_purchase("auto", |p| {
+            authenticated(p) == "ProviderTenantNamespaceMissing"
+        })
+        .unwrap();
+    reported(&waiting, "ProviderTenantNamespaceMissing", &on_provider);
+    assert!(provider.kube.get(NAMESPACES, None, &on_provider).is_none());
+
+    let _peering_users = peering_user_controller(&provider, &market.url());
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "NonceMismatch")
+        .unwrap();
+    assert!(provider.kube.get(NAMESPACES, None, &on_provider).is_some());
+    let on_consumer = liqo_support::tenant_namespace(PROVIDER_ID);
+    consumer
+        .kube
+        .delete(SECRETS, &format!("{on_consumer}/liqo-signed-nonce"));
+    consumer
+        .wait_purchase("auto", |p| authenticated(p) == "WaitingForSignature")
+        .unwrap();
 }
