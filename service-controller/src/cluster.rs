@@ -29,6 +29,9 @@ pub enum ClusterError {
     Refused(String),
 }
 
+/// Rendered objects checked to be namespaced ([`Cluster::resolve`]).
+pub struct Resolved<'a>(Vec<(ApiResource, String, &'a Value)>);
+
 /// One instance namespace as found.
 #[derive(Debug, Clone)]
 pub struct Found {
@@ -48,6 +51,33 @@ pub struct Cluster {
 
 fn apply() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
+}
+
+/// `object` as the body of a server-side apply. The API server reads that
+/// body as YAML (`application/apply-patch+yaml`: `yaml.Unmarshal` in
+/// k8s.io/apiserver `pkg/endpoints/handlers/patch.go`, applyPatcher), where
+/// the characters JSON leaves raw are not read back as sent: NEL, LS and
+/// PS are line breaks, folded with the blanks around them, and DEL, the
+/// other C1 controls, U+FFFE and U+FFFF refuse the whole body (400). A
+/// customer's value holding them is escaped (`\uXXXX`, the same
+/// character in JSON and in YAML), so the object is stored as rendered.
+fn apply_body(object: &Value) -> Result<Box<serde_json::value::RawValue>, ClusterError> {
+    let text = serde_json::to_string(object)
+        .map_err(|e| ClusterError::Refused(format!("cannot serialise an object: {e}")))?;
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7f}'..='\u{9f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{feff}'
+            | '\u{fffe}'
+            | '\u{ffff}' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
+            _ => escaped.push(c),
+        }
+    }
+    serde_json::value::RawValue::from_string(escaped)
+        .map_err(|e| ClusterError::Refused(format!("cannot serialise an object: {e}")))
 }
 
 fn gone(error: &kube::Error) -> bool {
@@ -140,7 +170,7 @@ impl Cluster {
             "stringData": data,
         });
         Api::<Secret>::namespaced(self.client.clone(), namespace)
-            .patch(name, &apply(), &Patch::Apply(body))
+            .patch(name, &apply(), &Patch::Apply(apply_body(&body)?))
             .await?;
         Ok(())
     }
@@ -218,13 +248,10 @@ impl Cluster {
         Ok(resource)
     }
 
-    /// Server-side apply each rendered object into `namespace` (every one
-    /// checked namespaced before the first is written).
-    pub async fn apply_objects(
-        &self,
-        namespace: &str,
-        objects: &[Value],
-    ) -> Result<(), ClusterError> {
+    /// Each rendered object with its API resource, every one checked
+    /// namespaced before any is written (a kind served cluster-scoped is
+    /// [`ClusterError::Refused`]).
+    pub async fn resolve<'a>(&self, objects: &'a [Value]) -> Result<Resolved<'a>, ClusterError> {
         let mut resolved = Vec::with_capacity(objects.len());
         for object in objects {
             let r = crate::template::reference(object);
@@ -234,9 +261,18 @@ impl Cluster {
                 object,
             ));
         }
-        for (resource, name, object) in resolved {
+        Ok(Resolved(resolved))
+    }
+
+    /// Server-side apply each resolved object into `namespace`.
+    pub async fn apply_objects(
+        &self,
+        namespace: &str,
+        objects: Resolved<'_>,
+    ) -> Result<(), ClusterError> {
+        for (resource, name, object) in objects.0 {
             Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource)
-                .patch(&name, &apply(), &Patch::Apply(object))
+                .patch(&name, &apply(), &Patch::Apply(apply_body(object)?))
                 .await?;
         }
         Ok(())

@@ -276,6 +276,20 @@ impl Follower {
                     .await;
             }
         };
+        // Checked before the progress report: a refusal reported at every
+        // pass would follow an `in progress` each time, so be sent again
+        // and again. Before the record too, so what deprovisioning removes
+        // is what can be made.
+        let resolved = match self.cluster.resolve(&objects).await {
+            Ok(resolved) => resolved,
+            Err(ClusterError::Refused(why)) => {
+                let why = format!("service {}, plan {}: {why}", service.id, plan.id);
+                return self
+                    .report(session, contract, ServiceState::Failed, &why)
+                    .await;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let refs: Vec<_> = objects.iter().map(template::reference).collect();
         // Recorded before any is applied, so a half-done apply is removed
         // too.
@@ -287,16 +301,9 @@ impl Follower {
             "applying the service's objects",
         )
         .await?;
-        match self.cluster.apply_objects(&names.namespace, &objects).await {
-            Ok(()) => {}
-            Err(ClusterError::Refused(why)) => {
-                let why = format!("service {}, plan {}: {why}", service.id, plan.id);
-                return self
-                    .report(session, contract, ServiceState::Failed, &why)
-                    .await;
-            }
-            Err(e) => return Err(e.into()),
-        }
+        self.cluster
+            .apply_objects(&names.namespace, resolved)
+            .await?;
         self.report(
             session,
             contract,
