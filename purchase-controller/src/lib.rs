@@ -17,6 +17,8 @@
 //! - [`networking`] and [`authentication`]: Liqo v1's networking and
 //!   authentication steps of a peering, done as `liqoctl peer` does them,
 //!   against both API servers;
+//! - [`sharing`]: Purchases of one provider sharing its virtual nodes
+//!   (the `NodesShared` condition), judged;
 //! - [`decision`]: the pure judgement — [`Phase`](decision::Phase),
 //!   conditions, the state the catalog must hear;
 //! - [`cluster`]: the objects on the consumer's cluster — created, read,
@@ -46,3 +48,4 @@ pub mod model;
 pub mod networking;
 pub mod reconcile;
 pub mod secret_ref;
+pub mod sharing;

@@ -398,6 +398,14 @@ pub enum OffloadingPlan {
 }
 
 fn offloading_object(o: &Offloading<'_>, owners: &BTreeMap<String, String>) -> Value {
+    // The providers, never one contract's virtual node: Liqo v1.2.0 maps a
+    // namespace per cluster, walking every VirtualNode and adding the
+    // namespace to its cluster's NamespaceMap when the node matches and
+    // removing it when it does not
+    // (`namespaceoffloading-controller/clusterselector.go:37-75`), so a
+    // selector matching one of a provider's two nodes would flap. Every
+    // namespace offloaded to a provider thus reaches all its virtual
+    // nodes: `crate::sharing` reports what that shares.
     let providers: std::collections::BTreeSet<&String> = owners.values().collect();
     let kind = o.generation.namespace_offloading_kind();
     json!({

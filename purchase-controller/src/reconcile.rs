@@ -32,6 +32,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{self, finalizer};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -45,6 +46,7 @@ use crate::direct;
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
 use crate::model::{Purchase, PurchaseStatus, FINALIZER};
+use crate::sharing;
 
 /// What the controller is told to do.
 #[derive(Debug, Clone)]
@@ -213,7 +215,18 @@ pub async fn run(
             }
             .in_current_span(),
         );
-        let work = Controller::new(purchases, watcher::Config::default())
+        let controller = Controller::new(purchases.clone(), watcher::Config::default());
+        // A Purchase's change reaches the other Purchases of its provider
+        // whose NodesShared condition it changes (sharing::affected).
+        let cache = controller.store();
+        let work = controller
+            .watches(purchases, watcher::Config::default(), move |changed| {
+                let all = cache.state();
+                sharing::affected(&changed, &all)
+                    .into_iter()
+                    .map(ObjectRef::from_obj)
+                    .collect::<Vec<_>>()
+            })
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(reconcile, error_policy, context)
             .for_each(|result| async move {
@@ -325,6 +338,9 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
             .conditions
             .push(decision::ending_soon(ending, now, ctx.settings.ending_soon));
     }
+    assessment
+        .conditions
+        .extend(nodes_shared(purchase, ctx, &status, assessment.phase).await?);
 
     let generation = purchase.metadata.generation.unwrap_or_default();
     status.phase = assessment.phase.as_str().to_string();
@@ -341,6 +357,9 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     if let Some(warning) = decision::ending_soon_warning(&before.conditions, &assessment) {
         publish_ending_soon(ctx, purchase, &warning.message);
     }
+    if let Some(warning) = sharing::warning(&before.conditions, &assessment.conditions) {
+        publish_nodes_shared(ctx, purchase, &warning.message);
+    }
     ctx.metrics.set_phase(&key, assessment.phase.as_str());
 
     Ok(if decision::catalog_unreachable(&assessment) {
@@ -356,6 +375,38 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
             Action::requeue(ctx.settings.poll)
         }
     })
+}
+
+/// The `NodesShared` condition ([`sharing`]) of a Purchase that has a
+/// provider and has not ended, among every Purchase in the cluster (read
+/// from the API server, not the cache: the change that brought this round
+/// may not be in the cache yet).
+async fn nodes_shared(
+    purchase: &Purchase,
+    ctx: &Context,
+    status: &PurchaseStatus,
+    phase: Phase,
+) -> Result<Option<decision::Cond>, ReconcileError> {
+    let Some(provider) = status.provider_cluster_id.as_deref() else {
+        return Ok(None);
+    };
+    if phase == Phase::Ended || purchase.is_deleting() {
+        return Ok(None);
+    }
+    let me = sharing::Served {
+        key: purchase.key(),
+        provider,
+        namespaces: purchase
+            .spec
+            .namespaces
+            .iter()
+            .map(String::as_str)
+            .collect(),
+    };
+    let all = Api::<Purchase>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await?;
+    Ok(Some(sharing::assess(&me, &all.items)))
 }
 
 /// A JSON merge patch of the Purchase's status.
@@ -568,6 +619,20 @@ fn publish_ending_soon(ctx: &Context, purchase: &Purchase, message: &str) {
         secondary: None,
     };
     tracing::info!(message, "the contract ends soon");
+    runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
+}
+
+/// Other Purchases of the provider serve other namespaces: a Warning
+/// Event, once per set of them (the message names them).
+fn publish_nodes_shared(ctx: &Context, purchase: &Purchase, message: &str) {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: sharing::SHARES_PROVIDER_NODES.to_string(),
+        note: Some(runtime::note(message)),
+        action: "Reconcile".to_string(),
+        secondary: None,
+    };
+    tracing::warn!(message, "the provider's virtual nodes are shared");
     runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
 }
 
