@@ -18,7 +18,11 @@
 //!   (`pkg/gateway/connection/`) then sets `Connected`, or `Error` when a
 //!   tunnel that was up is lost (`k8s.go` `UpdateConnectionStatus`).
 //!
-//! Not modelled: the Wg* templates, Deployments and Services (the endpoint
+//! The gateway pod, from Liqo's template, is [`super::gateway_pod`]'s: a
+//! gateway whose pod the cluster refuses (Pod Security Admission) gets no
+//! keys, tunnel or Connection.
+//!
+//! Not modelled: the Wg* template objects and Services (the endpoint
 //! is an address of the [`super::underlay`], the port the spec's), the
 //! internal endpoint, latency. The keys are 32 random bytes and the public
 //! key, which WireGuard derives by Curve25519, is their SHA-256 here: no
@@ -263,6 +267,12 @@ async fn reconcile(client: &Client, mode: Mode, cluster: &str, key: Key) -> Resu
     let Some(peer) = gateway.labels().get(REMOTE_CLUSTER_ID).cloned() else {
         return Ok(());
     };
+    // The pod makes the keys, the tunnel and the Connection: nothing of it
+    // until the cluster admits the pod.
+    if let Err(e) = super::gateway_pod::ensure(client, mode, &gateway, &peer).await {
+        underlay::forget(&tag);
+        return Err(e);
+    }
     let public = ensure_keys(client, &gateway, &resource, &peer).await?;
     // The operator's status (SO:255-275, wggatewayserver_controller.go:319-449).
     let old = gateway.data["status"].clone();

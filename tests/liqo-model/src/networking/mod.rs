@@ -31,6 +31,7 @@
 
 pub mod configuration;
 pub mod gateway;
+pub mod gateway_pod;
 pub mod remap;
 pub mod status;
 pub mod underlay;
@@ -138,6 +139,11 @@ pub(crate) async fn start(
                 configuration::RULES,
             ),
             (CONTROLLER_MANAGER, "liqo-model-gateway", gateway::RULES),
+            (
+                CONTROLLER_MANAGER,
+                "liqo-model-gateway-pod",
+                gateway_pod::RULES,
+            ),
         ],
     );
     let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;

@@ -28,21 +28,31 @@ struct World {
     _liqo: (Provider, Consumer),
 }
 
+/// A tenant namespace's labels for `peer`; with Liqo's Pod Security
+/// labels (`namespaceManager.go:143-149`) when `liqo_made`, as Liqo makes
+/// it; without them as someone else might have.
+fn tenant_labels(peer: &str, liqo_made: bool) -> Value {
+    let mut labels = json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": peer});
+    if liqo_made {
+        for mode in ["audit", "enforce", "warn"] {
+            labels[format!("pod-security.kubernetes.io/{mode}")] = json!("privileged");
+        }
+    }
+    labels
+}
+
 async fn world() -> World {
+    world_with(true).await
+}
+
+/// Both clusters at the test server's default Pod Security level,
+/// `baseline`, their tenant namespaces labelled as Liqo labels them if
+/// `liqo_made`.
+async fn world_with(liqo_made: bool) -> World {
     let provider = KubeApiServer::start().await.unwrap();
     let consumer = KubeApiServer::start().await.unwrap();
-    namespace(
-        &provider,
-        ON_PROVIDER,
-        json!({"liqo.io/tenant-namespace": "true",
-        "liqo.io/remote-cluster-id": CONSUMER}),
-    );
-    namespace(
-        &consumer,
-        ON_CONSUMER,
-        json!({"liqo.io/tenant-namespace": "true",
-        "liqo.io/remote-cluster-id": PROVIDER}),
-    );
+    namespace(&provider, ON_PROVIDER, tenant_labels(CONSUMER, liqo_made));
+    namespace(&consumer, ON_CONSUMER, tenant_labels(PROVIDER, liqo_made));
     let p = Provider::start(&provider, ProviderConfig::default())
         .await
         .unwrap()
@@ -296,4 +306,86 @@ fn condition(node: &Value, kind: &str) -> Option<String> {
         .iter()
         .find(|c| c["type"] == kind)
         .map(|c| c["status"].as_str().unwrap_or_default().to_string())
+}
+
+const DEPLOYMENTS: (&str, &str) = ("apps", "deployments");
+
+/// The gateway's pod, made from Liqo's template through its Deployment
+/// `gw-<gateway>`, runs in a tenant namespace Liqo labelled: privileged,
+/// `NET_ADMIN` added, under the `baseline` default.
+#[tokio::test]
+async fn the_gateway_pod_from_liqos_template_runs_in_a_liqo_tenant_namespace() {
+    let w = world().await;
+    gateways(&w).await;
+    let deployment = get(
+        &w.provider,
+        DEPLOYMENTS,
+        Some(ON_PROVIDER),
+        "gw-net-consumer",
+    )
+    .unwrap();
+    assert_eq!(
+        deployment["metadata"]["ownerReferences"][0]["kind"],
+        "GatewayServer"
+    );
+    let pods = w.provider.objects(kube_test_server::Kind::Pod);
+    assert_eq!(pods.len(), 1, "{pods:#?}");
+    let pod = &pods[0];
+    assert_eq!(pod["metadata"]["namespace"], ON_PROVIDER);
+    assert_eq!(
+        pod["metadata"]["ownerReferences"][0]["name"],
+        "gw-net-consumer"
+    );
+    let gateway = &pod["spec"]["containers"][0];
+    assert_eq!(gateway["name"], "gateway");
+    assert_eq!(gateway["securityContext"]["privileged"], true);
+    assert_eq!(
+        gateway["securityContext"]["capabilities"]["add"],
+        json!(["NET_ADMIN", "NET_RAW"])
+    );
+    // The consumer's gateway too.
+    assert_eq!(w.consumer.objects(kube_test_server::Kind::Pod).len(), 1);
+}
+
+/// Without Liqo's labels the `baseline` default refuses the gateway pod:
+/// reported as the ReplicaSet controller reports it, on the Deployment,
+/// and the gateway gets no keys (the pod makes them).
+#[tokio::test]
+async fn without_liqos_pod_security_labels_the_gateway_pod_is_refused() {
+    let w = world_with(false).await;
+    let server = object(
+        "GatewayServer",
+        ON_PROVIDER,
+        CONSUMER,
+        json!({"endpoint": {"port": 51840, "serviceType": "LoadBalancer"}, "mtu": 1340}),
+    );
+    w.provider.create(GATEWAY_SERVERS, server).unwrap();
+    let deployment = wait_for(
+        &w.provider,
+        DEPLOYMENTS,
+        Some(ON_PROVIDER),
+        "gw-net-consumer",
+        "ReplicaFailure",
+        |d| d["status"]["conditions"][0]["type"] == "ReplicaFailure",
+    )
+    .await;
+    let condition = &deployment["status"]["conditions"][0];
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "FailedCreate");
+    let message = condition["message"].as_str().unwrap();
+    assert!(
+        message.contains("is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"gateway\" must not set securityContext.privileged=true), non-default capabilities (containers \"gateway\", \"wireguard\", \"geneve\" must not include \"NET_ADMIN\", \"NET_RAW\" in securityContext.capabilities.add)"),
+        "{message}"
+    );
+    let events = w.provider.objects(kube_test_server::Kind::Event);
+    assert!(
+        events.iter().any(|e| e["reason"] == "FailedCreate"
+            && e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("Error creating: pods")),
+        "{events:#?}"
+    );
+    assert!(w.provider.objects(kube_test_server::Kind::Pod).is_empty());
+    assert!(get(&w.provider, SECRETS, Some(ON_PROVIDER), "gw-net-consumer").is_none());
 }
