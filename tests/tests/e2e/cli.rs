@@ -5,7 +5,9 @@
 //! exits with its documented code (docs/cli.md). Then `purchase follow`
 //! against a Kubernetes API test server whose Purchase status the test
 //! writes as the purchase-controller would: each change printed, Ready
-//! exits 0, a failed Purchase 6, a timeout 7, a missing one 3.
+//! exits 0, a failed Purchase 6, a timeout 7, a missing one 3. Last, the
+//! real kubectl runs it as its plugin `kubectl broker` (docs/cli.md), with
+//! brokerctl's output and exit codes.
 //!
 //! One catalog serves the whole first test and one API server the second,
 //! so the CLI's many runs cost process starts, not servers.
@@ -310,6 +312,89 @@ fn cli_publishes_lists_reserves_buys_and_reads_contracts() {
         script.contains("brokerctl") && script.contains("offers"),
         "{script}"
     );
+}
+
+/// `kubectl broker …` as docs/cli.md installs it: the real kubectl (the
+/// one `scripts/install-test-deps.sh` puts in `build/bin/`, or `$KUBECTL`)
+/// finds a link named `kubectl-broker` to brokerctl on the `PATH` and runs
+/// it; each command prints what `brokerctl` prints and exits with its code.
+#[test]
+fn cli_is_the_kubectl_broker_plugin() {
+    let kubectl = deploy_check::kubectl::Kubectl::installed_under(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+    );
+    let kubectl = kubectl.path().to_path_buf();
+    assert!(
+        kubectl.exists(),
+        "no kubectl at {}: install it with `bash scripts/install-test-deps.sh`",
+        kubectl.display()
+    );
+    let env = Env::new(Backend::Embedded);
+    let c = buying::start(&env, &[]);
+    buying::publish(&c, 2, "compute");
+    let consumer = buying::consumer(&c, &buying::admin(&c), "alice");
+    // The link docs/cli.md makes (`ln -s "$(command -v brokerctl)" …`), in
+    // a directory that is the whole PATH: kubectl finds the plugin there
+    // or nowhere.
+    let plugins = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(bin_path("brokerctl"), plugins.path().join("kubectl-broker"))
+        .unwrap();
+    let plugin = |args: &[&str]| {
+        let out = Command::new(&kubectl)
+            .arg("broker")
+            .args(args)
+            .env_clear()
+            .env("PATH", plugins.path())
+            .env("HOME", plugins.path())
+            .env("BROKERCTL_CATALOG_URL", c.url(""))
+            .env("BROKERCTL_TOKEN", &consumer)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kubectl");
+        Run {
+            code: out.status.code().expect("kubectl exited, not killed"),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let direct = |args: &[&str]| brokerctl(&c, &[("BROKERCTL_TOKEN", &consumer)], args);
+    for args in [
+        &["offers", "list"][..],
+        &["offers", "list", "--min", "memory=8Gi", "-o", "json"],
+        &["offers", "show", "compute", "-o", "yaml"],
+        &["offers", "show", "nope"],
+        &["offers", "list", "--min", "memory"],
+        &["contracts", "list"],
+    ] {
+        let (through, alone) = (plugin(args), direct(args));
+        assert_eq!(
+            (through.code, &through.stdout, &through.stderr),
+            (alone.code, &alone.stdout, &alone.stderr),
+            "kubectl broker {args:?} (left) and brokerctl (right)"
+        );
+    }
+    // The outcomes compared above are the documented ones, not one failure
+    // twice: a table, JSON, YAML, 3 for an unknown offer, 2 for bad usage.
+    let table = plugin(&["offers", "list"]).ok();
+    assert!(
+        table.starts_with("OFFER") && table.contains("compute"),
+        "{table}"
+    );
+    plugin(&["offers", "show", "nope"]).fails(3);
+    plugin(&["offers", "list", "--min", "memory"]).fails(2);
+    // A write goes through too: a reservation the catalog then sells.
+    let reservation = plugin(&["reserve", "compute", "small", "-o", "json"]).json();
+    let id = reservation["id"].as_str().unwrap();
+    let bought = direct(&[
+        "buy",
+        id,
+        "--consumer-cluster-id",
+        "consumer-1",
+        "-o",
+        "json",
+    ])
+    .json();
+    assert_eq!(bought["id"], id, "{bought}");
 }
 
 /// The Purchase's status, as the purchase-controller writes it.

@@ -35,9 +35,9 @@ use crate::purchase_controller_support::*;
 
 const OSB_USER: &str = "platform";
 const OSB_PASSWORD: &str = "platform-password-0123";
-const SERVICE_CATALOGS: (&str, &str) = ("broker.liqo-broker.io", "servicecatalogs");
-const CONFIGMAPS: (&str, &str) = ("", "configmaps");
-const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub(crate) const SERVICE_CATALOGS: (&str, &str) = ("broker.liqo-broker.io", "servicecatalogs");
+pub(crate) const CONFIGMAPS: (&str, &str) = ("", "configmaps");
+pub(crate) const NAMESPACES: (&str, &str) = ("", "namespaces");
 /// Who the controller is: the ServiceAccount of `deploy/kubernetes/`.
 const SERVICE_USER: &str = "system:serviceaccount:liqo:service-controller";
 
@@ -69,7 +69,11 @@ fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
 
 const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n  size: {{ parameters.size | string | tojson }}\n";
 
-fn start_controller(world: &DirectWorld, catalog: &str, dir: &Path) -> e2e::process::Child {
+fn start_controller(
+    world: &DirectWorld,
+    catalog: &str,
+    dir: &Path,
+) -> (e2e::process::Child, e2e::process::Bound) {
     let credentials = dir.join("credentials.json");
     std::fs::write(&credentials, provider_credentials().to_string()).unwrap();
     std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -93,11 +97,15 @@ fn start_controller(world: &DirectWorld, catalog: &str, dir: &Path) -> e2e::proc
         .env("RUST_LOG", "info,service_controller=debug")
         .start_announced(1)
         .expect("service-controller")
-        .0
 }
 
 /// The id of the provider's contract whose `field` is `value`.
-fn contract_id(catalog: &e2e::catalog::Catalog, token: &str, field: &str, value: &str) -> String {
+pub(crate) fn contract_id(
+    catalog: &e2e::catalog::Catalog,
+    token: &str,
+    field: &str,
+    value: &str,
+) -> String {
     let contracts = get(catalog, "/contracts", Some(token)).json;
     contracts
         .as_array()
@@ -135,7 +143,9 @@ pub struct ServiceWorld {
     pub remote: String,
     pub local: String,
     /// The customer's peering user, as the platform sends it.
-    kubeconfig: String,
+    pub kubeconfig: String,
+    /// service-controller's operator port (`/metrics`).
+    pub metrics: std::net::SocketAddr,
     _controller: e2e::process::Child,
     _dir: tempfile::TempDir,
     _env: Env,
@@ -158,7 +168,7 @@ impl ServiceWorld {
         );
         let provider_token = catalog.login(&provider_credentials());
         let dir = tempfile::tempdir().unwrap();
-        let controller = start_controller(&world, &catalog.url(""), dir.path());
+        let (controller, bound) = start_controller(&world, &catalog.url(""), dir.path());
         provider.apply(SERVICE_CATALOGS, service_catalog("shop", "db", SETTINGS));
         wait_until("the service offer published", || {
             get(&catalog, "/offer/db", None).status == 200
@@ -188,6 +198,7 @@ impl ServiceWorld {
             provider_token,
             platform,
             kubeconfig,
+            metrics: bound.addr(None),
             _controller: controller,
             _dir: dir,
             _env: env,
