@@ -626,6 +626,17 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         "a conflicting upgrade wrote"
     );
 
+    // Objects of the chart's two CRDs, as a cluster has them when it is
+    // uninstalled: what the CRDs' keep policy is there to keep.
+    let created = client
+        .ok(&["create", "-f", "-"], Some(CUSTOM_RESOURCES))
+        .await?;
+    ensure!(
+        created.contains("purchase.broker.liqo-broker.io/kept created")
+            && created.contains("servicecatalog.broker.liqo-broker.io/shop created"),
+        "{created}"
+    );
+
     // Uninstall: every object and the release's Secrets gone, but the
     // CRDs, which the chart keeps.
     let out = helm
@@ -681,5 +692,89 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         ]),
         "CRDs kept: {kept:?}"
     );
+    // Kept, not being deleted: deleting a CRD marks it at once and then
+    // deletes every object of it (the API server's
+    // `customresourcecleanup` finalizer), so a CRD helm deleted would show
+    // a deletionTimestamp here, and its objects would go.
+    let crds: Value = serde_json::from_str(
+        &client
+            .ok(
+                &[
+                    "get",
+                    "crd",
+                    "-l",
+                    "app.kubernetes.io/part-of=liqo-broker",
+                    "-o",
+                    "json",
+                ],
+                None,
+            )
+            .await?,
+    )?;
+    for crd in crds["items"].as_array().into_iter().flatten() {
+        ensure!(
+            crd["metadata"]["deletionTimestamp"].is_null(),
+            "a kept CRD is being deleted: {crd}"
+        );
+    }
+    let objects: Value = serde_json::from_str(
+        &client
+            .ok(
+                &[
+                    "get",
+                    "purchases.broker.liqo-broker.io,servicecatalogs.broker.liqo-broker.io",
+                    "-A",
+                    "-o",
+                    "json",
+                ],
+                None,
+            )
+            .await?,
+    )?;
+    let objects: BTreeSet<String> = objects["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or_default(),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    ensure!(
+        objects == BTreeSet::from(["Purchase/kept".into(), "ServiceCatalog/shop".into()]),
+        "custom resources left after uninstall: {objects:?}"
+    );
     Ok(())
 }
+
+/// A Purchase and a ServiceCatalog, each valid against the chart's CRD
+/// (`charts/liqo-broker/templates/{purchase,service}-controller/crd.yaml`).
+const CUSTOM_RESOURCES: &str = "\
+apiVersion: broker.liqo-broker.io/v1alpha1
+kind: Purchase
+metadata: {name: kept, namespace: default}
+spec:
+  contractID: contract-1
+  catalogURL: https://catalog.example
+  credentialsSecretRef: {name: catalog-token, key: token}
+---
+apiVersion: broker.liqo-broker.io/v1alpha1
+kind: ServiceCatalog
+metadata: {name: shop, namespace: default}
+spec:
+  services:
+    - id: db
+      name: Database
+      type: database
+      plans: [{id: remote, name: remote, cost: \"3\", hosting: Remote}]
+      templates:
+        - name: settings
+          template: |
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: settings}
+";
