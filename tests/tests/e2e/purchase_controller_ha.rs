@@ -12,7 +12,11 @@
 //!
 //! Two replicas of it on the one consumer cluster elect a leader on a
 //! Lease: only the leader writes, and the standby takes over when the
-//! leader is killed.
+//! leader is killed. The standby runs as a ServiceAccount of its own,
+//! bound to everything the shipped one is, so the test API server's
+//! request log tells its calls apart: while it stands by, not one is a
+//! write (no create, update, patch or delete, status included, Events
+//! or not); once it leads, it writes.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -32,6 +36,12 @@ const EVENTS: (&str, &str) = ("events.k8s.io", "events");
 
 /// The ServiceAccount `deploy/kubernetes/peering-user-controller` runs as.
 const PEERING_USERS_SA: &str = "system:serviceaccount:liqo:peering-user-controller";
+/// The standby replica's own ServiceAccount, in Liqo's namespace beside
+/// the shipped one ([`PURCHASE_USER`]).
+const STANDBY_SA: (&str, &str) = ("liqo", "purchase-controller-standby");
+/// The verbs that change something (`request.IsMutating` of the apiserver's
+/// `endpoints/request` package, in RBAC terms).
+const WRITES: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
 /// The consumer's Liqo once started: its controllers with authentication,
 /// the crdReplicator, the offloading, and the slice Identities the model
@@ -129,10 +139,15 @@ impl AutoPeerWorld {
     /// steps the catalog hears are the same; networking's own are
     /// `purchase_controller_auto_peer`'s to test).
     pub fn controller(&self) -> Spawn {
+        self.controller_as(&self.consumer.kubeconfig)
+    }
+
+    /// [`AutoPeerWorld::controller`] as the user `kubeconfig` names.
+    pub fn controller_as(&self, kubeconfig: &std::path::Path) -> Spawn {
         Spawn::new("purchase-controller")
             .args(["--liqo-api", "v1", "--cluster-id", CONSUMER_ID])
             .arg("--kubeconfig")
-            .arg(&self.consumer.kubeconfig)
+            .arg(kubeconfig)
             .args(["--http-listen", "127.0.0.1:0"])
             .args(["--poll-interval", "200ms", "--resync", "500ms"])
             .args(["--retry", "200ms", "--retry-max", "1s"])
@@ -144,7 +159,12 @@ impl AutoPeerWorld {
     /// [`AutoPeerWorld::controller`] as replica `identity`, with a 2 s
     /// Lease so a killed leader is replaced within the test's patience.
     pub fn replica(&self, identity: &str) -> Spawn {
-        self.controller()
+        self.replica_as(identity, &self.consumer.kubeconfig)
+    }
+
+    /// [`AutoPeerWorld::replica`] as the user `kubeconfig` names.
+    pub fn replica_as(&self, identity: &str, kubeconfig: &std::path::Path) -> Spawn {
+        self.controller_as(kubeconfig)
             .args(["--lease-identity", identity, "--lease-duration", "2s"])
             .args(["--lease-renew-deadline", "1500ms", "--lease-retry", "200ms"])
     }
@@ -354,16 +374,78 @@ fn reporters(world: &AutoPeerWorld, name: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Bind the ServiceAccount `standby` (namespace, name) to every role the
+/// user `shipped` (a ServiceAccount of `deploy/`) is bound to on `kube` —
+/// its subject added to each of those bindings — and write its kubeconfig
+/// to `path`: the same permissions, another name in the request log.
+/// Its user name.
+pub fn bound_as(
+    kube: &KubeApiServer,
+    shipped: &str,
+    standby: (&str, &str),
+    path: &std::path::Path,
+) -> String {
+    let (namespace, name) = standby;
+    let is_shipped = |s: &Value| {
+        s["kind"] == "ServiceAccount"
+            && format!(
+                "system:serviceaccount:{}:{}",
+                s["namespace"].as_str().unwrap_or_default(),
+                s["name"].as_str().unwrap_or_default()
+            ) == shipped
+    };
+    let mut bound = 0;
+    for kind in ["rolebindings", "clusterrolebindings"] {
+        let resource = ("rbac.authorization.k8s.io", kind);
+        for mut binding in kube.objects(resource) {
+            let Some(subjects) = binding["subjects"].as_array_mut() else {
+                continue;
+            };
+            if !subjects.iter().any(is_shipped) {
+                continue;
+            }
+            subjects.push(json!({"kind": "ServiceAccount", "name": name, "namespace": namespace}));
+            kube.apply(resource, binding);
+            bound += 1;
+        }
+    }
+    assert!(bound > 0, "no binding of {shipped} shipped");
+    let user = format!("system:serviceaccount:{namespace}:{name}");
+    kube.write_kubeconfig_as(path, &user)
+        .expect("the standby's kubeconfig");
+    user
+}
+
+/// The requests `user` made that change something, as `verb path (code)`.
+pub fn writes_by(records: &[kube_test_server::AuditRecord], user: &str) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(user))
+        .filter(|r| WRITES.contains(&r.verb.as_str()))
+        .map(|r| format!("{} {} ({})", r.verb, r.path, r.code))
+        .collect()
+}
+
 #[test]
 fn two_replicas_only_the_leader_writes_and_the_standby_takes_over() {
     let mut world = AutoPeerWorld::open();
     world.start_consumer_liqo();
+    let standby_kubeconfig = world.consumer._dir.path().join("standby.kubeconfig");
+    let standby_user = bound_as(
+        &world.consumer.kube,
+        PURCHASE_USER,
+        STANDBY_SA,
+        &standby_kubeconfig,
+    );
     let (mut a, a_bound) = world.replica("replica-a").start_announced(1).unwrap();
     let a_port = a_bound.port(None);
     wait_until("replica-a leads", || {
         world.readyz(a_port) == (200, "ok: leader\n".to_string())
     });
-    let (_b, b_bound) = world.replica("replica-b").start_announced(1).unwrap();
+    let (_b, b_bound) = world
+        .replica_as("replica-b", &standby_kubeconfig)
+        .start_announced(1)
+        .unwrap();
     let b_port = b_bound.port(None);
     wait_until("replica-b stands by, ready", || {
         world.readyz(b_port) == (200, "ok: standby\n".to_string())
@@ -386,6 +468,25 @@ fn two_replicas_only_the_leader_writes_and_the_standby_takes_over() {
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line}: {metrics}");
     }
+    // Everything the standby asked the API server so far, while the first
+    // Purchase went to Ready: reads only (it watches the Lease), not one
+    // write.
+    let standing_by = world.consumer.kube.audit();
+    assert!(
+        standing_by
+            .iter()
+            .any(|r| r.user.as_deref() == Some(standby_user.as_str())),
+        "the standby made no request as {standby_user}"
+    );
+    assert_eq!(
+        writes_by(&standing_by, &standby_user),
+        Vec::<String>::new(),
+        "the standby wrote"
+    );
+    assert!(
+        !writes_by(&standing_by, PURCHASE_USER).is_empty(),
+        "the leader wrote nothing"
+    );
 
     // The leader dies without releasing the Lease: the standby takes it
     // once it expires, and reconciles the second Purchase of the provider.
@@ -401,6 +502,14 @@ fn two_replicas_only_the_leader_writes_and_the_standby_takes_over() {
     assert_eq!(
         reporters(&world, "second"),
         BTreeSet::from(["replica-b".to_string()])
+    );
+    // Now the leader, it writes: the second Purchase's status among others.
+    let leading = writes_by(&world.consumer.kube.audit(), &standby_user);
+    assert!(
+        leading
+            .iter()
+            .any(|w| w.contains("/purchases/second/status")),
+        "{leading:#?}"
     );
     // One peering with the provider, shared by both Purchases.
     let peered: Vec<Value> = world

@@ -11,7 +11,12 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
+use crate::purchase_controller_ha::{bound_as, writes_by};
 use crate::slice_controller_support::*;
+
+/// The standby replica's own ServiceAccount, beside the shipped one
+/// ([`CONTROLLER_USER`]).
+const STANDBY_SA: (&str, &str) = ("liqo", "slice-controller-standby");
 
 const INVENTORY: [(&str, &str); 3] = [("cpu", "8"), ("memory", "16Gi"), ("pods", "220")];
 
@@ -183,11 +188,23 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     // fails.
     let promised = lease.duration + lease.retry;
     let bound = promised + lease.retry;
-    let p = Provider::start(&INVENTORY).await?;
+    let mut p = Provider::start(&INVENTORY).await?;
     p.tenant("c1", "Active");
     p.slice("c1", "gold-1", CLASS, &[("cpu", "1")], true);
     let (a, port_a) = p.controller_leased(lease, &["--lease-identity", "replica-a"])?;
-    let (b, port_b) = p.controller_leased(lease, &["--lease-identity", "replica-b"])?;
+    let deadline = Instant::now() + SETTLE;
+    while lease_holder(&p.kube).as_deref() != Some("replica-a") {
+        anyhow::ensure!(Instant::now() < deadline, "replica-a never led");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The standby as a ServiceAccount of its own with the shipped one's
+    // permissions, so that the request log tells its calls apart.
+    let shipped_kubeconfig = p.kubeconfig.clone();
+    p.kubeconfig = p.dir.path().join("standby.kubeconfig");
+    let standby_user = bound_as(&p.kube, CONTROLLER_USER, STANDBY_SA, &p.kubeconfig);
+    let started = p.controller_leased(lease, &["--lease-identity", "replica-b"]);
+    p.kubeconfig = shipped_kubeconfig;
+    let (b, port_b) = started?;
     p.wait_condition("c1", "gold-1", SETTLE, is("Accepted"))
         .await?;
 
@@ -214,6 +231,22 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
     assert_eq!(
         roles,
         BTreeSet::from(["ok: leader".to_string(), "ok: standby".to_string()])
+    );
+
+    // Everything the standby asked so far: reads only (it watches the
+    // Lease), not one write while it stands by.
+    let standing_by = p.kube.audit();
+    anyhow::ensure!(
+        standing_by
+            .iter()
+            .any(|r| r.user.as_deref() == Some(standby_user.as_str())),
+        "the standby made no request as {standby_user}"
+    );
+    anyhow::ensure!(standby_id == "replica-b", "replica-a lost the Lease");
+    assert_eq!(
+        writes_by(&standing_by, &standby_user),
+        Vec::<String>::new(),
+        "the standby wrote"
     );
 
     // The leader dies without releasing the Lease.
@@ -274,6 +307,14 @@ async fn two_replicas_elect_one_leader_and_fail_over_within_the_lease() -> Resul
         waited <= bound,
         "took over {waited:?} after the last renewal: more than --lease-duration + \
          --lease-retry ({promised:?}) and another --lease-retry of slack"
+    );
+    // Now the leader, the standby writes: the new slice's status.
+    let leading = writes_by(&p.kube.audit(), &standby_user);
+    assert!(
+        leading
+            .iter()
+            .any(|w| w.contains("/resourceslices/gold-2/status")),
+        "{leading:#?}"
     );
     drop(standby);
     Ok(())
