@@ -668,17 +668,24 @@ pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>,
 
 /// What [`disconnect`] removed on this cluster: the PublicKey before the
 /// gateway that owns it, so it is removed by this controller whether or not
-/// a garbage collector would have followed the owner reference first.
-const TEARDOWN: [LiqoKind; 3] = [PUBLIC_KEY, GATEWAY_CLIENT, CONFIGURATION];
+/// a garbage collector would have followed the owner reference first. Both
+/// gateway kinds, as `network reset` deletes them on both clusters
+/// (`pkg/liqoctl/network/handler.go:293-310` `RunDisconnect`): a peering
+/// both ways has one tunnel, whose server may be on this cluster (made
+/// when the provider peered with it first) — the last direction to go
+/// takes it down whichever way it runs.
+const TEARDOWN: [LiqoKind; 4] = [PUBLIC_KEY, GATEWAY_CLIENT, GATEWAY_SERVER, CONFIGURATION];
 /// … and on the provider's, in `liqoctl unpeer`'s order (`network reset`:
 /// gateways, then Configurations; the PublicKeys follow their gateway by
 /// owner reference, deleted here in case no garbage collector runs).
-const TEARDOWN_PROVIDER: [LiqoKind; 3] = [GATEWAY_SERVER, PUBLIC_KEY, CONFIGURATION];
+const TEARDOWN_PROVIDER: [LiqoKind; 4] =
+    [GATEWAY_CLIENT, GATEWAY_SERVER, PUBLIC_KEY, CONFIGURATION];
 
 /// Unpeering what [`connect`] made, after the authentication
-/// (`liqoctl unpeer`'s order): on [C] the GatewayClient, PublicKey and
-/// Configuration; then (best effort: the provider's peering-user
-/// controller cleans its side when the consumer's last contract ends, and
+/// (`liqoctl unpeer`'s order): on [C] the PublicKey, the gateways (the
+/// GatewayClient, or the GatewayServer of a tunnel the provider set up
+/// when it peered with this cluster first) and the Configuration; then
+/// (best effort: the provider's peering-user controller cleans its side when the consumer's last contract ends, and
 /// the peering user may be gone) the same on [P]. Only objects carrying
 /// this controller's mark; the provider is asked only when this cluster
 /// had some.

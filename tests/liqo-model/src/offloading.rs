@@ -149,10 +149,17 @@ impl Peering {
     ) -> Result<Peering, Error> {
         let tenant = format!("liqo-tenant-{remote_id}");
         if local.get(("", "namespaces"), None, &tenant).is_none() {
+            // With all the labels Liqo's namespace manager gives it, Pod
+            // Security `privileged` included
+            // (`pkg/tenantNamespace/namespaceManager.go:128-150`): the
+            // gateway pods run there.
             local.apply(
                 ("", "namespaces"),
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tenant,
-                    "labels": {"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": remote_id}}}),
+                    "labels": {"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": remote_id,
+                               "pod-security.kubernetes.io/audit": "privileged",
+                               "pod-security.kubernetes.io/enforce": "privileged",
+                               "pod-security.kubernetes.io/warn": "privileged"}}}),
             );
         }
         grant_each(

@@ -159,8 +159,12 @@ pub fn offload(
 
 /// One pass of Liqo's identity creator
 /// (`authentication/identitycreator-controller/identitycreator_controller.go:73-125`)
-/// as far as the model needs it: each ResourceSlice of the consumer for
-/// `provider_id` that names its provider (:97-101) and whose
+/// as far as the model needs it: each ResourceSlice the consumer made
+/// itself (labelled `liqo.io/replication=true` with a destination, :133,
+/// `internal/crdReplicator/reflection/manager.go:164-178` — not a replica
+/// of the provider's own slice, which shares the tenant namespace when the
+/// two clusters peer both ways) for `provider_id` that names its provider
+/// (:97-101) and whose
 /// authentication is not `Denied` (:84-95, 156-160) has its Identity,
 /// made once.
 /// The `authParams` it is made from (:103-107) are the fixture's: the
@@ -175,6 +179,7 @@ fn slice_identities_once(consumer: &KubeApiServer, provider_id: &str) {
             .flatten()
             .any(|c| c["type"] == "Authentication" && c["status"] == "Denied");
         if slice["metadata"]["namespace"] != namespace.as_str()
+            || slice["metadata"]["labels"]["liqo.io/replication"] != "true"
             || slice["spec"]["providerClusterID"].is_null()
             || denied
             || consumer

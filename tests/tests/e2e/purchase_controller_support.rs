@@ -550,11 +550,16 @@ pub fn liqo_install(kube: &KubeApiServer, cluster_id: &str, pod_cidr: &str, exte
 /// namespace; the kubeconfig's text, written under `dir`.
 pub fn peering_user(remote: &KubeApiServer, consumer_id: &str, dir: &Path) -> String {
     let tenant = liqo_support::tenant_namespace(consumer_id);
-    // `tenantNamespace.CreateNamespace`: with Liqo's labels.
+    // `tenantNamespace.CreateNamespace`: with Liqo's labels, Pod Security
+    // `privileged` included (`pkg/tenantNamespace/namespaceManager.go:128-150`),
+    // which the gateway pods Liqo runs there need.
     liqo_support::namespace(
         remote,
         &tenant,
-        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": consumer_id}),
+        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": consumer_id,
+               "pod-security.kubernetes.io/audit": "privileged",
+               "pod-security.kubernetes.io/enforce": "privileged",
+               "pod-security.kubernetes.io/warn": "privileged"}),
     );
     let user = format!("liqo-peer-user-{consumer_id}-0123456789abcdef0123456789abcdef");
     let cert = remote
