@@ -245,6 +245,7 @@ pub mod events;
 pub mod foreign_cluster;
 pub mod identity;
 pub mod identity_controller;
+pub mod identity_creator;
 pub mod kubelet;
 pub mod local_resource_slice;
 pub mod namespace_map;
@@ -388,9 +389,14 @@ impl Provider {
         tasks.extend(tenant_webhook::register(kube).await?);
         tasks.extend(resourceslice_webhook::register(kube).await?);
         let (syncing, mut synced) = tokio::sync::mpsc::channel(1);
+        let endpoint = tenant::Options {
+            api_server: kube.url(),
+            ca_pem: kube.ca_pem(),
+        };
         tasks.push(tokio::spawn(remote_resource_slice::run(
             client.clone(),
             config.slices,
+            endpoint,
             syncing,
         )));
         tasks.push(tokio::spawn(quota_creator::run(

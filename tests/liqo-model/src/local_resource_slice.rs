@@ -9,6 +9,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
 
+use crate::cluster_keys::{self, LIQO_NAMESPACE};
 use crate::consts::{self, LOCAL_SELECTOR, REMOTE_CLUSTER_ID};
 use crate::identity::{Rule, ALL, READ};
 use crate::runner::{self, Key};
@@ -70,7 +71,15 @@ async fn reconcile(client: &Client, cluster_id: &str, key: Key) -> Result<(), Er
     } else {
         None
     };
-    complete(&mut obj, cluster_id, namespace_cluster.as_deref());
+    // LRS:120-130 with `authentication/keys.go:220-240`: the CSR is signed
+    // with this cluster's key.
+    let keys = cluster_keys::get(client.clone(), LIQO_NAMESPACE).await?;
+    complete(
+        &mut obj,
+        cluster_id,
+        namespace_cluster.as_deref(),
+        &keys.private_pem,
+    )?;
     // LRS:132: Liqo updates on every reconcile; an API server stores a
     // write that changes nothing as nothing, so only a change is sent here.
     if obj.data["spec"] != before {
@@ -92,8 +101,14 @@ fn provider_from_label(obj: &DynamicObject) -> Option<String> {
 
 /// The slice's spec completed (LRS:83-130): the decision alone, no I/O.
 /// `namespace_cluster` is the cluster its tenant namespace is for, read
-/// only when the slice has no `liqo.io/remote-cluster-id` label.
-pub fn complete(obj: &mut DynamicObject, cluster_id: &str, namespace_cluster: Option<&str>) {
+/// only when the slice has no `liqo.io/remote-cluster-id` label;
+/// `private_pem` is this cluster's key.
+pub fn complete(
+    obj: &mut DynamicObject,
+    cluster_id: &str,
+    namespace_cluster: Option<&str>,
+    private_pem: &str,
+) -> Result<(), Error> {
     let provider = provider_from_label(obj).or(namespace_cluster.map(str::to_string));
     let name = obj.metadata.name.clone().unwrap_or_default();
     let spec = slice::object_at(&mut obj.data, "spec");
@@ -111,23 +126,20 @@ pub fn complete(obj: &mut DynamicObject, cluster_id: &str, namespace_cluster: Op
     let has_csr = spec["csr"].as_str().is_some_and(|c| !c.is_empty());
     if !has_csr {
         let consumer = spec["consumerClusterID"].as_str().unwrap_or(cluster_id);
-        spec["csr"] = Value::String(csr(&name, consumer));
+        spec["csr"] = Value::String(csr(private_pem, &name, consumer)?);
     }
+    Ok(())
 }
 
-/// `spec.csr` for a slice (`authentication/csr.go:39-68, 197-236`): one PEM
-/// `CERTIFICATE REQUEST` block for CN `<slice>-<hash>` and O `<consumer>`,
-/// base64 in JSON (a Go `[]byte`). The request inside is not a DER
-/// PKCS#10 signed with the cluster's key (`authentication-keys`,
-/// `authentication/keys.go:135-200`): the model's provider checks only the
-/// PEM framing (csr.go:158-162), as its x509 checks are not modelled.
-pub fn csr(slice_name: &str, consumer_id: &str) -> String {
-    let subject = format!(
-        "CN={},O={consumer_id}",
-        slice::common_name(slice_name, consumer_id)
-    );
-    let body = base64::engine::general_purpose::STANDARD.encode(subject);
-    let pem =
-        format!("-----BEGIN CERTIFICATE REQUEST-----\n{body}\n-----END CERTIFICATE REQUEST-----\n");
-    base64::engine::general_purpose::STANDARD.encode(pem)
+/// `spec.csr` for a slice (`authentication/csr.go:39-68, 197-236`
+/// `GenerateCSRForResourceSlice`): a PKCS#10 request signed with
+/// `private_pem` (the cluster's Ed25519 key, `authentication-keys`) for CN
+/// `<slice>-<hash>` and O `<consumer>`, PEM, base64 in JSON (a Go `[]byte`).
+pub fn csr(private_pem: &str, slice_name: &str, consumer_id: &str) -> Result<String, Error> {
+    let pem = crate::control_plane_csr::generate_for(
+        private_pem,
+        &slice::common_name(slice_name, consumer_id),
+        consumer_id,
+    )?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(pem))
 }

@@ -16,11 +16,16 @@
 //! writes as: on a real provider Liqo's ShadowPod mutating webhook sets it
 //! from the request's user (`pkg/webhooks/shadowpod/mutate.go`), and the
 //! test server's hooks are not given the user. That user is the model's
-//! `remote_user`: [`crate::offloading::Peering::start`] gives the local
-//! cluster's ID, where Liqo's virtual kubelet writes as its ResourceSlice's
-//! identity (`<slice>-<hash>`, `authentication/csr.go:46-68`), the user
-//! whose Quota the ShadowPod webhook checks; the enforcement tests create
-//! their ShadowPods as that slice user themselves.
+//! `remote_user`. Liqo's virtual kubelet writes as its ResourceSlice's
+//! identity: the kubeconfig Secret of the Identity `resourceslice-<slice>`
+//! (`virtualnodecreator_controller.go:103-118`,
+//! `pkg/virtualKubelet/liqoNodeProvider` reads it through
+//! `spec.kubeconfigSecretRef`), whose certificate the provider signed for
+//! CN `<slice>-<hash>`, O `<consumer>` (`authentication/csr.go:39-68`) —
+//! the user whose Quota the ShadowPod webhook checks. [`SliceReflection`]
+//! runs it so, the user read from that certificate;
+//! [`crate::offloading::Peering::start`] (no slice) gives the local
+//! cluster's ID instead.
 //!
 //! Not modelled: the IP remapping, restarts counting, the pod's own
 //! deletion protocol (the test server deletes at once), terminal pods.
@@ -241,4 +246,122 @@ async fn reconcile(r: &Reflector, key: Key) -> Result<(), Error> {
             .await?;
     }
     Ok(())
+}
+
+/// The user and groups a kubeconfig Secret's client certificate
+/// authenticates as on the peer (the CN and the O's, as the API server's
+/// x509 authenticator reads them,
+/// `k8s.io/apiserver/pkg/authentication/request/x509/x509.go` `CommonNameUserConversion`).
+pub fn certificate_user(kubeconfig_secret: &DynamicObject) -> Result<(String, Vec<String>), Error> {
+    use base64::Engine;
+    let bad = |m: &str| Error::Identity(format!("kubeconfig Secret: {m}"));
+    let decode = |v: &Value| {
+        v.as_str()
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+    };
+    let text = decode(&kubeconfig_secret.data["data"][crate::consts::KUBECONFIG_FIELD])
+        .ok_or_else(|| bad("no kubeconfig"))?;
+    // The model's Identity controller writes the kubeconfig as JSON
+    // (see `identity_controller::kubeconfig`).
+    let config: Value = serde_json::from_slice(&text).map_err(|e| bad(&e.to_string()))?;
+    let pem = decode(&config["users"][0]["user"]["client-certificate-data"])
+        .ok_or_else(|| bad("no client certificate"))?;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).map_err(|e| bad(&e.to_string()))?;
+    let certificate = pem.parse_x509().map_err(|e| bad(&e.to_string()))?;
+    let subject = certificate.subject();
+    let user = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .ok_or_else(|| bad("no CN"))?
+        .to_string();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    Ok((user, groups))
+}
+
+/// The virtual kubelet of one ResourceSlice's virtual node: the pod
+/// reflection written to the peer as the slice's Identity; stops when
+/// dropped.
+pub struct SliceReflection {
+    _task: crate::Tasks,
+    /// The user the peer sees (the certificate's CN).
+    pub user: String,
+}
+
+impl SliceReflection {
+    /// Reflect the pods of `local`'s virtual node `slice` (cluster
+    /// `local_id`) to `remote` (`remote_id`) as the user of the Identity
+    /// `resourceslice-<slice>` in `liqo-tenant-<remote_id>`, waiting until
+    /// its kubeconfig Secret is there. The user is granted
+    /// [`REMOTE_RULES`] on the peer cluster-wide, where Liqo binds its group
+    /// (the consumer's ID) through the Tenant and NamespaceMap controllers.
+    /// The test server takes a bearer token for the same user and groups
+    /// in place of the certificate.
+    pub async fn start(
+        local: &kube_test_server::KubeApiServer,
+        local_id: &str,
+        remote: &kube_test_server::KubeApiServer,
+        remote_id: &str,
+        slice: &str,
+        within: std::time::Duration,
+    ) -> Result<SliceReflection, Error> {
+        use crate::identity::{self, client_as, client_in_groups};
+        let namespace = format!("liqo-tenant-{remote_id}");
+        let identity_name = crate::identity_creator::identity_name(slice);
+        let deadline = tokio::time::Instant::now() + within;
+        let secret = loop {
+            let found = local
+                .get(
+                    ("authentication.liqo.io", "identities"),
+                    Some(&namespace),
+                    &identity_name,
+                )
+                .and_then(|i| {
+                    i["status"]["kubeconfigSecretRef"]["name"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .and_then(|name| local.get(("", "secrets"), Some(&namespace), &name));
+            if let Some(secret) = found {
+                break secret;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::Waiting(format!(
+                    "the kubeconfig Secret of Identity {namespace}/{identity_name}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let secret: DynamicObject =
+            serde_json::from_value(secret).map_err(|e| Error::Identity(e.to_string()))?;
+        let (user, groups) = certificate_user(&secret)?;
+        identity::grant(
+            local,
+            crate::VIRTUAL_KUBELET,
+            "liqo-model-virtual-kubelet-pods",
+            LOCAL_RULES,
+        );
+        identity::grant(
+            remote,
+            &user,
+            &format!("liqo-model-virtual-kubelet-remote-{user}"),
+            REMOTE_RULES,
+        );
+        let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+        let reflector = Reflector {
+            local: client_as(local, crate::VIRTUAL_KUBELET).await?,
+            remote: client_in_groups(remote, &user, &groups).await?,
+            remote_user: user.clone(),
+            node_name: slice.to_string(),
+            local_cluster_id: local_id.to_string(),
+            remote_cluster_id: remote_id.to_string(),
+        };
+        Ok(SliceReflection {
+            _task: crate::Tasks(vec![tokio::spawn(run(reflector))]),
+            user,
+        })
+    }
 }

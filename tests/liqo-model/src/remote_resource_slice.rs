@@ -1,7 +1,18 @@
 //! The provider's remote ResourceSlice controller, as Liqo v1.2.0 has it in
 //! `pkg/liqo-controller-manager/authentication/remoteresourceslice-controller/remoteresourceslice_controller.go`
-//! (RRS below): it judges the authentication of every replicated slice and
-//! grants resources itself only to the default class.
+//! (RRS below): it judges the authentication of every replicated slice —
+//! its CSR checked (`authentication/csr.go`, CSR below) and signed through
+//! the CSR API by the certificate identity provider
+//! (`pkg/identityManager/certificateIdentityProvider.go`, CIP below), the
+//! certificate given back in `status.authParams` — and grants resources
+//! itself only to the default class.
+//!
+//! The slice's user (CN `<slice>-<hash>`, O `<consumer>`) gets no binding
+//! here: RRS binds nothing; its rights on the provider come from its group,
+//! the consumer's cluster ID, which the Tenant controller binds
+//! cluster-wide (`tenant_controller.go:248-256`, `pkg/tenantNamespace/bindings.go:136-180`,
+//! a `Group` subject) and the NamespaceMap controller in each remote
+//! namespace.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +24,7 @@ use kube::Client;
 use serde_json::{json, Value};
 
 use crate::consts::{self, REMOTE_CLUSTER_ID, REPLICATED, REPLICATED_SELECTOR, TENANT_NAMESPACE};
+use crate::control_plane_csr::Invalid;
 use crate::identity::{Rule, ALL, READ};
 use crate::runner::{self, Key};
 use crate::slice::{self, ACCEPTED, AUTHENTICATION, DENIED, RESOURCES};
@@ -29,7 +41,30 @@ pub const RULES: &[Rule] = &[
     Rule::new(&["authentication.liqo.io"], &["tenants"], READ),
     Rule::new(&[""], &["secrets"], ALL),
     Rule::new(&[""], &["namespaces"], READ),
+    // CIP:104-159: the CSR made and approved for the slice, as the
+    // chart's controller-manager ClusterRole grants
+    // (`liqo-controller-manager-ClusterRole.yaml:83-113`).
+    Rule::new(
+        &["certificates.k8s.io"],
+        &["certificatesigningrequests"],
+        &["create", "get", "list", "watch"],
+    ),
+    Rule::new(
+        &["certificates.k8s.io"],
+        &[
+            "certificatesigningrequests/approval",
+            "certificatesigningrequests/status",
+        ],
+        &["update"],
+    ),
+    Rule::new(&["certificates.k8s.io"], &["signers"], &["approve"]),
 ];
+
+/// CIP:185-192 `remoteCertificateSecretName` for a ResourceSlice identity:
+/// `liqo-remote-certificate-<slice>` in the tenant namespace.
+pub fn certificate_secret(slice: &str) -> String {
+    format!("liqo-remote-certificate-{slice}")
+}
 
 /// What the default class is given besides the request
 /// (`slicestatus.go:29-37`, set from the chart's `offloading.*` values).
@@ -70,8 +105,14 @@ impl Default for Options {
 const RECONCILED_CLASSES: [&str; 2] = ["default", ""];
 
 /// Run the controller on `client` until the task is dropped, dropping
-/// `syncing` once both its watches have passed on their initial lists.
-pub async fn run(client: Client, options: Options, syncing: runner::Syncing) {
+/// `syncing` once both its watches have passed on their initial lists;
+/// the AuthParams name `endpoint`'s address and CA.
+pub async fn run(
+    client: Client,
+    options: Options,
+    endpoint: crate::tenant::Options,
+    syncing: runner::Syncing,
+) {
     let slices: Api<DynamicObject> = Api::all_with(client.clone(), &consts::resource_slices());
     let tenants: Api<DynamicObject> = Api::all_with(client.clone(), &consts::tenants());
     // Replicas with a CSR, on creation and on spec (generation) changes only:
@@ -83,7 +124,11 @@ pub async fn run(client: Client, options: Options, syncing: runner::Syncing) {
     // Any Tenant event reconciles the consumer's replicas (RRS:319, 323-352).
     let tenants = runner::touched_syncing(tenants, "", syncing);
     let by_tenant = runner::keys_via(tenants, slices, slices_of_tenant);
-    let reconciler = Reconciler { client, options };
+    let reconciler = Reconciler {
+        client,
+        options,
+        endpoint,
+    };
     runner::run("remote-resourceslice", vec![own, by_tenant], |key| {
         reconciler.reconcile(key)
     })
@@ -115,6 +160,7 @@ async fn slices_of_tenant(slices: Api<DynamicObject>, tenant: DynamicObject) -> 
 struct Reconciler {
     client: Client,
     options: Options,
+    endpoint: crate::tenant::Options,
 }
 
 impl Reconciler {
@@ -153,12 +199,133 @@ impl Reconciler {
                 key.namespace
             )));
         };
-        decide(&mut slice, &tenant_namespace, tenant, &self.options);
+        let outcome = self.judge(&mut slice, &tenant_namespace, tenant).await;
         // RRS:142-154: the status is written back whatever was decided.
         slices
             .replace_status(&key.name, &PostParams::default(), &slice)
             .await?;
+        outcome
+    }
+
+    /// RRS:156-178 with RRS:183-243: the namespace, then the CSR and its
+    /// certificate, then the resources. A failed signing denies
+    /// authentication and is an error (the status is still written,
+    /// RRS:225-229), so the key is tried again.
+    async fn judge(
+        &self,
+        slice: &mut DynamicObject,
+        tenant_namespace: &DynamicObject,
+        tenant: &DynamicObject,
+    ) -> Result<(), Error> {
+        if !namespace_is_the_consumers(slice, tenant_namespace) {
+            deny_authentication(slice);
+            return Ok(());
+        }
+        if let Err(invalid) = check_csr(slice, tenant) {
+            tracing::debug!(%invalid, "InvalidCSR");
+            deny_authentication(slice);
+        } else {
+            match self.forge_auth_params(slice, tenant).await {
+                Ok(params) => {
+                    slice::object_at(&mut slice.data, "status")["authParams"] = params;
+                    accept_authentication(slice);
+                }
+                Err(e) => {
+                    // RRS:225-229: AuthParamsFailed.
+                    deny_authentication(slice);
+                    return Err(e);
+                }
+            }
+        }
+        grant(slice, tenant, &self.options);
         Ok(())
+    }
+
+    /// CIP:161-183 `ForgeAuthParams` for the slice's identity
+    /// (RRS:211-223: cluster the consumer, the slice's namespace and name,
+    /// its CSR, the Tenant's proxy): the certificate issued before for this
+    /// very CSR or a new one (`pkg/identityManager/utils.go:28-51`), with
+    /// this API server's address and CA.
+    async fn forge_auth_params(
+        &self,
+        slice: &DynamicObject,
+        tenant: &DynamicObject,
+    ) -> Result<Value, Error> {
+        use base64::Engine;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let csr = csr_bytes(&slice.data["spec"]["csr"]).unwrap_or_default();
+        let namespace = slice.metadata.namespace.clone().unwrap_or_default();
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        let consumer = slice::consumer_cluster_id(slice)
+            .unwrap_or_default()
+            .to_string();
+        let certificate = self
+            .ensure_certificate(&consumer, &namespace, &name, &csr)
+            .await?;
+        let mut params = json!({"signedCRT": b64(&certificate),
+                                "apiServer": self.endpoint.api_server});
+        if let Some(ca) = &self.endpoint.ca_pem {
+            params["ca"] = json!(b64(ca.as_bytes()));
+        }
+        if let Some(proxy) = tenant.data["spec"]["proxyURL"].as_str() {
+            params["proxyURL"] = json!(proxy);
+        }
+        Ok(params)
+    }
+
+    /// CIP:57-102 `GetRemoteCertificate` (a stored certificate of another
+    /// CSR is `NotMatchingCSRError`, CIP:86-89), else CIP:104-159
+    /// `ApproveSigningRequest` and CIP:195-225 `storeRemoteCertificate`.
+    async fn ensure_certificate(
+        &self,
+        consumer: &str,
+        namespace: &str,
+        slice_name: &str,
+        csr: &[u8],
+    ) -> Result<Vec<u8>, Error> {
+        use base64::Engine;
+        let secrets: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &consts::secrets());
+        let secret_name = certificate_secret(slice_name);
+        let decode = |v: &Value| {
+            v.as_str()
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        };
+        if let Some(stored) = secrets.get_opt(&secret_name).await? {
+            let data = &stored.data["data"];
+            if let Some(stored_csr) = decode(&data["csr"]) {
+                if stored_csr != csr {
+                    return Err(Error::Authentication(format!(
+                        "the stored and the provided CSR for cluster {consumer} does not match"
+                    )));
+                }
+                if let Some(certificate) = decode(&data["certificate"]) {
+                    return Ok(certificate);
+                }
+            }
+        }
+        let certificate = crate::tenant::approve_signing_request(&self.client, csr).await?;
+        runner::create_or_update(
+            &secrets,
+            &consts::secrets(),
+            namespace,
+            &secret_name,
+            |secret| {
+                let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+                secret
+                    .metadata
+                    .labels
+                    .get_or_insert_with(Default::default)
+                    .insert(REMOTE_CLUSTER_ID.to_string(), consumer.to_string());
+                if !secret.data["data"].is_object() {
+                    secret.data["data"] = json!({});
+                }
+                secret.data["data"]["csr"] = json!(b64(csr));
+                secret.data["data"]["certificate"] = json!(b64(&certificate));
+            },
+        )
+        .await?;
+        Ok(certificate)
     }
 
     /// The one namespace labelled as the consumer's tenant namespace
@@ -180,43 +347,97 @@ impl Reconciler {
     }
 }
 
-/// The new status of `slice` given its tenant namespace and Tenant
-/// (RRS:156-178): the decision alone, no I/O.
-pub fn decide(
-    slice: &mut DynamicObject,
-    tenant_namespace: &DynamicObject,
-    tenant: &DynamicObject,
-    options: &Options,
-) {
-    let consumer = slice::consumer_cluster_id(slice)
-        .unwrap_or_default()
-        .to_string();
-    // RRS:156-167, 451-469: the namespace must be labelled as the consumer's
-    // tenant namespace, else authentication is denied and nothing else done.
+/// RRS:156-167, 451-469 `validateRSNamespace`: the namespace must be
+/// labelled as the consumer's tenant namespace, else authentication is
+/// denied and nothing else done.
+pub fn namespace_is_the_consumers(slice: &DynamicObject, tenant_namespace: &DynamicObject) -> bool {
+    let consumer = slice::consumer_cluster_id(slice).unwrap_or_default();
     let labels = tenant_namespace.metadata.labels.clone().unwrap_or_default();
     let is_tenant = labels
         .get(TENANT_NAMESPACE)
         .is_some_and(|v| !v.eq_ignore_ascii_case("false"));
-    if !is_tenant || labels.get(REMOTE_CLUSTER_ID) != Some(&consumer) {
-        deny_authentication(slice);
-        return;
-    }
-    // RRS:183-193: the CSR must be one PEM block (`authentication/csr.go:158-162`).
-    // A bad one denies authentication and returns no error, so the
-    // resources are still handled below (RRS:169-178).
-    if !csr_is_one_pem_block(&slice.data["spec"]["csr"]) {
-        deny_authentication(slice);
+    is_tenant && labels.get(REMOTE_CLUSTER_ID).map(String::as_str) == Some(consumer)
+}
+
+/// RRS:185-193 with CSR:133-156 `CheckCSRForResourceSlice`: the slice's CSR
+/// asks for CN `<slice>-<hash>` and O `<consumer>` and, unless the Tenant
+/// tolerates no handshake, with the key of the Tenant's `publicKey`.
+pub fn check_csr(slice: &DynamicObject, tenant: &DynamicObject) -> Result<(), Invalid> {
+    let check_public_key = tenant.data["spec"]["authzPolicy"] != "TolerateNoHandshake";
+    let public_der = if check_public_key {
+        // CSR:136-141: ParseTenantPublicKey; a Tenant without a usable key
+        // fails the check.
+        let key = csr_bytes(&tenant.data["spec"]["publicKey"]).unwrap_or_default();
+        Some(
+            crate::cluster_keys::parse_tenant_public_key(&key)
+                .map_err(|e| Invalid::Parse(e.to_string()))?,
+        )
     } else {
-        // RRS:235-236.
-        slice::ensure_condition(
-            slice,
-            AUTHENTICATION,
-            ACCEPTED,
-            "ResourceSliceAuthenticationAccepted",
-            "ResourceSlice authentication accepted",
-        );
+        None
+    };
+    let consumer = slice::consumer_cluster_id(slice).unwrap_or_default();
+    let name = slice.metadata.name.clone().unwrap_or_default();
+    let csr = csr_bytes(&slice.data["spec"]["csr"]).ok_or(Invalid::Pem)?;
+    check_request(
+        &csr,
+        &slice::common_name(&name, consumer),
+        consumer,
+        public_der.as_deref(),
+    )
+}
+
+/// CSR:158-195 `checkCSR`: one PEM block and nothing after it, a parsable
+/// request, its CN, its first O, and (when given) its public key, PKIX.
+pub fn check_request(
+    csr: &[u8],
+    common_name: &str,
+    organization: &str,
+    public_der: Option<&[u8]>,
+) -> Result<(), Invalid> {
+    use x509_parser::certification_request::X509CertificationRequest;
+    use x509_parser::prelude::FromDer;
+    let (rest, pem) = x509_parser::pem::parse_x509_pem(csr).map_err(|_| Invalid::Pem)?;
+    if !rest.is_empty() {
+        return Err(Invalid::Pem);
     }
-    grant(slice, tenant, options);
+    let (_, request) = X509CertificationRequest::from_der(&pem.contents)
+        .map_err(|e| Invalid::Parse(e.to_string()))?;
+    let info = &request.certification_request_info;
+    // CSR:145-149.
+    let cn = info.subject.iter_common_name().next();
+    if cn.and_then(|a| a.as_str().ok()) != Some(common_name) {
+        return Err(Invalid::CommonName);
+    }
+    // CSR:150-155: the first organization only.
+    let o = info.subject.iter_organization().next();
+    if o.and_then(|a| a.as_str().ok()) != Some(organization) {
+        return Err(Invalid::Organization);
+    }
+    // CSR:177-191.
+    if let Some(public_der) = public_der {
+        if public_der.is_empty() || info.subject_pki.raw != public_der {
+            return Err(Invalid::PublicKey);
+        }
+    }
+    Ok(())
+}
+
+/// A Go `[]byte` field: base64 in JSON.
+fn csr_bytes(value: &Value) -> Option<Vec<u8>> {
+    value
+        .as_str()
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+}
+
+fn accept_authentication(slice: &mut DynamicObject) {
+    // RRS:235-236, 364-380.
+    slice::ensure_condition(
+        slice,
+        AUTHENTICATION,
+        ACCEPTED,
+        "ResourceSliceAuthenticationAccepted",
+        "ResourceSlice authentication accepted",
+    );
 }
 
 fn deny_authentication(slice: &mut DynamicObject) {
@@ -306,8 +527,7 @@ fn classes(classes: &[(String, bool)], name_key: &str) -> Value {
 
 /// Go's `pem.Decode` finding exactly one block with nothing after it
 /// (`pkg/liqo-controller-manager/authentication/csr.go:158-162`); `spec.csr`
-/// is a Go `[]byte`, so base64 in JSON. The x509 parse and the CN, O and
-/// public-key checks that follow (csr.go:164-192) are not modelled.
+/// is a Go `[]byte`, so base64 in JSON. The whole check is [`check_csr`].
 pub fn csr_is_one_pem_block(csr: &Value) -> bool {
     let Some(text) = csr
         .as_str()

@@ -596,7 +596,10 @@ async fn ensure_certificate(
 /// `kubernetes.io/kube-apiserver-client` signer for the request, approved
 /// by this controller (`pkg/utils/csr/approve.go:28-53`), and the
 /// certificate the signer issues for it, waited for.
-async fn approve_signing_request(client: &Client, request: &[u8]) -> Result<Vec<u8>, Error> {
+pub(crate) async fn approve_signing_request(
+    client: &Client,
+    request: &[u8],
+) -> Result<Vec<u8>, Error> {
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
     let mut csr = CertificateSigningRequest {
         spec: CertificateSigningRequestSpec {

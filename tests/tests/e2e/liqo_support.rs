@@ -169,6 +169,22 @@ pub fn slice_identity(consumer: &KubeApiServer, provider_id: &str, slice: &str) 
     );
 }
 
+/// The `spec.csr` Liqo's local slice controller writes for `slice` on
+/// `consumer` (cluster `consumer_id`): a request signed with the cluster's
+/// key, which Ed25519 makes the same every time
+/// ([`liqo_model::local_resource_slice::csr`]).
+pub fn slice_csr(consumer: &KubeApiServer, slice: &str, consumer_id: &str) -> String {
+    use base64::Engine;
+    let keys = consumer
+        .get(SECRETS, Some("liqo"), "authentication-keys")
+        .expect("the consumer's authentication-keys");
+    let private = base64::engine::general_purpose::STANDARD
+        .decode(keys["data"]["privateKey"].as_str().unwrap_or_default())
+        .expect("privateKey is base64");
+    let private = String::from_utf8(private).expect("a PEM key");
+    liqo_model::local_resource_slice::csr(&private, slice, consumer_id).expect("the CSR")
+}
+
 /// Liqo's offloading from the consumer to the provider: the model's
 /// NamespaceOffloading controller (and webhooks) on the consumer and the
 /// NamespaceMap for the provider, enforced there, so a

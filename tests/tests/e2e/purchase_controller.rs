@@ -183,7 +183,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     // consumerClusterID is Liqo's to fill: the purchase controller created
     // the slice without it and Liqo's local slice controller added it, with
     // the CSR, in one spec change (generation 2).
-    let csr = liqo_model::local_resource_slice::csr(&slice_name(&id), CONSUMER_ID);
+    let csr = liqo_support::slice_csr(&consumer.kube, &slice_name(&id), CONSUMER_ID);
     assert_eq!(
         slice["spec"],
         json!({"class": CLASS, "consumerClusterID": CONSUMER_ID, "providerClusterID": PROVIDER_ID,

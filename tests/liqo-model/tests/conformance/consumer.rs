@@ -1,6 +1,7 @@
 //! The consumer's virtual-node creator and the virtual kubelet's node
 //! provider, with the cases of `pkg/virtualKubelet/liqoNodeProvider/nodeProvider_test.go`.
 
+use base64::Engine;
 use kube::api::DynamicObject;
 use kube_test_server::KubeApiServer;
 use liqo_model::node_provider::{node_status, Network};
@@ -377,10 +378,17 @@ async fn a_local_slice_gets_the_consumer_and_provider_ids_and_a_csr() {
     assert!(liqo_model::remote_resource_slice::csr_is_one_pem_block(
         &slice["spec"]["csr"]
     ));
-    assert_eq!(
-        slice["spec"]["csr"],
-        liqo_model::local_resource_slice::csr("gold", CONSUMER)
-    );
+    // A PKCS#10 request for Liqo's CN and O (`authentication/csr.go:39-68`).
+    let csr = base64::engine::general_purpose::STANDARD
+        .decode(slice["spec"]["csr"].as_str().unwrap())
+        .unwrap();
+    liqo_model::remote_resource_slice::check_request(
+        &csr,
+        &liqo_model::slice::common_name("gold", CONSUMER),
+        CONSUMER,
+        None,
+    )
+    .unwrap();
     // LRS:83: a consumer ID already there is left as it is.
     kube.create(
         SLICES,

@@ -5,6 +5,7 @@
 //! server with the controllers running on their own.
 #![allow(clippy::unwrap_used)]
 
+mod cluster_selector;
 mod consumer;
 mod networking;
 mod networking_crds;
@@ -16,10 +17,10 @@ mod reflection;
 mod replicator;
 mod scheduling;
 mod shadowpod;
+mod slice_identity;
 
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use kube_test_server::{GroupResource, KubeApiServer};
 use serde_json::{json, Value};
 
@@ -62,10 +63,12 @@ pub async fn wait_for(
     }
 }
 
-/// A `spec.csr` as Liqo writes it: one PEM block, base64 in JSON.
-pub fn csr() -> String {
-    let pem = "-----BEGIN CERTIFICATE REQUEST-----\nTUlJQ2FqQ0NBVklDQVFBd0pURWpNQ0VHQTFVRUF3d2E=\n-----END CERTIFICATE REQUEST-----\n";
-    base64::engine::general_purpose::STANDARD.encode(pem)
+/// A `spec.csr` as Liqo's local slice controller writes it for slice
+/// `name` of `consumer` (`authentication/csr.go:39-68`): a PKCS#10 request
+/// for CN `<name>-<hash>`, O `<consumer>`, from a new key, base64 in JSON.
+pub fn csr(name: &str, consumer: &str) -> String {
+    let keys = liqo_model::cluster_keys::generate().unwrap();
+    liqo_model::local_resource_slice::csr(&keys.private_pem, name, consumer).unwrap()
 }
 
 pub fn namespace(kube: &KubeApiServer, name: &str, labels: Value) {
@@ -77,9 +80,10 @@ pub fn namespace(kube: &KubeApiServer, name: &str, labels: Value) {
 }
 
 /// A new cluster peered with `remote`: its tenant namespace `tenant_ns`,
-/// labelled as `liqoctl peer` leaves it.
+/// labelled as `liqoctl peer` leaves it; over HTTPS, so its CSR signer
+/// signs what Liqo's identity provider asks (`kube-apiserver` `csr_signer`).
 pub async fn peered_with(remote: &str, tenant_ns: &str) -> KubeApiServer {
-    let kube = KubeApiServer::start().await.unwrap();
+    let kube = KubeApiServer::start_tls().await.unwrap();
     namespace(
         &kube,
         tenant_ns,

@@ -61,7 +61,7 @@ async fn quota(
 /// A class-`gold` slice `name`, once Liqo has authenticated it.
 async fn authenticated_gold(kube: &KubeApiServer, name: &str) -> Value {
     let request = json!({"cpu": "2", "memory": "4Gi"});
-    replica(kube, name, "gold", request, &csr());
+    replica(kube, name, "gold", request, &csr(name, CONSUMER));
     slice_condition(kube, TENANT_NS, name, "Authentication", "Accepted").await
 }
 
@@ -82,7 +82,7 @@ async fn judged(
     request: Value,
     status: &str,
 ) -> Value {
-    replica(kube, name, class, request, &csr());
+    replica(kube, name, class, request, &csr(name, CONSUMER));
     slice_condition(kube, TENANT_NS, name, "Resources", status).await
 }
 

@@ -16,7 +16,7 @@ const ON_PROVIDER: &str = "liqo-tenant-consumer-1";
 
 async fn peered() -> (KubeApiServer, KubeApiServer, Replicator) {
     let consumer = KubeApiServer::start().await.unwrap();
-    let provider = KubeApiServer::start().await.unwrap();
+    let provider = KubeApiServer::start_tls().await.unwrap();
     namespace(
         &consumer,
         ON_CONSUMER,
@@ -47,7 +47,7 @@ fn consumer_slice(kube: &KubeApiServer, name: &str, class: &str, extra_labels: V
         "metadata": {"name": name, "namespace": ON_CONSUMER, "labels": labels,
                      "annotations": {"liqo.io/create-virtual-node": "true"}},
         "spec": {"class": class, "consumerClusterID": CONSUMER, "providerClusterID": PROVIDER,
-                 "csr": csr(), "resources": {"cpu": "2", "memory": "4Gi"}}}),
+                 "csr": csr(name, CONSUMER), "resources": {"cpu": "2", "memory": "4Gi"}}}),
     )
     .unwrap();
 }
