@@ -99,8 +99,8 @@ async fn world() -> Result<World> {
 impl World {
     /// The consumer asks for `resources` of the class with slice [`SLICE`]
     /// (as `liqoctl create resourceslice` forges it: replication towards
-    /// the provider, a virtual node asked for, no consumer ID), with the
-    /// Identity Liqo would make for it.
+    /// the provider, a virtual node asked for, no consumer ID); Liqo makes
+    /// its Identity from the provider's signature.
     fn ask(&self, resources: Value) {
         self.consumer
             .create(
@@ -113,7 +113,6 @@ impl World {
                        "spec": {"class": CLASS, "resources": resources}}),
             )
             .unwrap();
-        liqo_support::slice_identity(&self.consumer, PROVIDER, SLICE);
     }
 
     fn buy(&self, plan: &str) -> String {
@@ -303,6 +302,47 @@ async fn a_contract_is_a_ready_node_a_second_grows_it_and_their_end_revokes_it()
         .expect_err("a ShadowPod was admitted after every contract ended");
     assert_eq!(refused.code, 403, "{refused}");
     assert!(refused.message.contains("user is cordoned"), "{refused}");
+    // The cordon the class controller put on the replica is the
+    // provider's: the consumer's control plane (user `c1`, group
+    // `liqo.io`, as the crdReplicator writes there) cannot lift it —
+    // Liqo's ResourceSlice webhook
+    // (`pkg/webhooks/resourceslice/validate.go:130-141`).
+    let replicas = liqo_support::tenant_namespace(CONSUMER);
+    let replica = w.provider.kube.get(SLICES, Some(&replicas), SLICE);
+    assert_eq!(
+        replica
+            .as_ref()
+            .map(|r| &r["metadata"]["annotations"]["liqo.io/cordon"]),
+        Some(&json!("true")),
+        "{replica:#?}"
+    );
+    let consumer_cp =
+        liqo_model::identity::client_in_groups(&w.provider.kube, CONSUMER, &["liqo.io"]).await?;
+    let lifted = kube::Api::<kube::api::DynamicObject>::namespaced_with(
+        consumer_cp,
+        &replicas,
+        &liqo_model::consts::resource_slices(),
+    )
+    .patch(
+        SLICE,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"liqo.io/cordon": null}}})),
+    )
+    .await;
+    match lifted {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{status:?}");
+            assert_eq!(
+                status.message,
+                format!(
+                    "admission webhook {:?} denied the request: {}",
+                    liqo_model::resourceslice_webhook::NAME,
+                    liqo_model::resourceslice_webhook::messages::DELETE_CORDON
+                )
+            );
+        }
+        other => panic!("the consumer lifted the provider's cordon: {other:?}"),
+    }
     // (d) Running pods: Kubernetes taints the NotReady node
     // `not-ready:NoExecute` and evicts each pod after its toleration —
     // never sooner; the one with the default 300 s is still there.
