@@ -290,9 +290,26 @@ async fn a_peering_user_per_consumer_released_to_its_contracts_only() -> Result<
         );
         assert_eq!(csr["spec"]["username"], CONTROLLER_USER);
         assert_eq!(csr["status"]["conditions"][0]["type"], "Approved");
-        assert!(kube
-            .get(NAMESPACES, None, &format!("liqo-tenant-{consumer}"))
-            .is_some());
+        let tenant = format!("liqo-tenant-{consumer}");
+        let namespace = kube
+            .get(NAMESPACES, None, &tenant)
+            .context("tenant namespace")?;
+        // Liqo's labels (`namespaceManager.go:143-149`), so that its
+        // gateway pod, privileged with NET_ADMIN, runs there under the
+        // test server's `baseline` default Pod Security level.
+        for mode in ["audit", "enforce", "warn"] {
+            assert_eq!(
+                namespace["metadata"]["labels"][format!("pod-security.kubernetes.io/{mode}")],
+                "privileged",
+                "{namespace:#}"
+            );
+        }
+        kube.create(
+            kube_test_server::Kind::Pod,
+            json!({"metadata": {"name": "gw-probe", "namespace": tenant},
+                   "spec": liqo_model::networking::gateway_pod::pod_spec(consumer)}),
+        )
+        .map_err(|e| anyhow::anyhow!("the gateway pod in {tenant}: {e}"))?;
         assert!(kube
             .get(SECRETS, Some(LIQO), &format!("liqo-peer-user-{consumer}"))
             .is_some());
