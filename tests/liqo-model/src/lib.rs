@@ -45,6 +45,12 @@
 //!   ShadowPod creation ([`shadowpod_webhook::Hook`], registered by
 //!   [`Provider::start`]), reading Quotas and Namespaces from watch caches
 //!   and counting the pods it admitted.
+//! - [`tenant_webhook`] (`pkg/webhooks/tenant/`) and
+//!   [`resourceslice_webhook`] (`pkg/webhooks/resourceslice/validate.go`),
+//!   on every cluster ([`Provider::start`], [`Consumer::start`]): the
+//!   Tenant's label defaulted and its namespace, cluster ID and name
+//!   checked; a local slice's name unique, and the cordon annotation and
+//!   cluster-ID label out of reach of a peer's control plane.
 //!
 //! Consumer side:
 //! - [`virtual_node_creator`] (`pkg/liqo-controller-manager/virtualnodecreator-controller/virtualnodecreator_controller.go`),
