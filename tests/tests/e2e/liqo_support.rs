@@ -46,6 +46,20 @@ pub fn peer(
     provider_id: &str,
 ) {
     tenant(consumer, consumer_id, provider, provider_id, "KeysExchange");
+    // `liqoctl peer` sends the consumer's public key in the Tenant
+    // (`pkg/liqoctl/authenticate`, `authentication/utils/tenant.go:29-51`),
+    // which the provider checks each slice's CSR against
+    // (`authentication/csr.go:133-156`).
+    let keys = consumer_keys(consumer);
+    provider
+        .merge_patch(
+            TENANTS,
+            Some(&tenant_namespace(consumer_id)),
+            consumer_id,
+            json!({"spec": {"publicKey": keys["data"]["publicKey"]}}),
+            false,
+        )
+        .expect("the Tenant's public key");
     identity(
         consumer,
         provider_id,
@@ -53,6 +67,30 @@ pub fn peer(
         "ControlPlane",
         json!({}),
     );
+}
+
+/// The consumer's `authentication-keys` in `liqo`, made as Liqo's
+/// controller manager makes them at install (`authentication/keys.go:135-180`)
+/// when not there yet; the Secret.
+fn consumer_keys(consumer: &KubeApiServer) -> Value {
+    use base64::Engine;
+    if let Some(keys) = consumer.get(SECRETS, Some("liqo"), "authentication-keys") {
+        return keys;
+    }
+    if consumer.get(NAMESPACES, None, "liqo").is_none() {
+        namespace(consumer, "liqo", json!({}));
+    }
+    let keys = liqo_model::cluster_keys::generate().expect("the cluster's keys");
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    consumer.apply(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "authentication-keys", "namespace": "liqo"},
+               "data": {"privateKey": b64(&keys.private_pem), "publicKey": b64(&keys.public_pem)}}),
+    );
+    consumer
+        .get(SECRETS, Some("liqo"), "authentication-keys")
+        .expect("the keys just made")
 }
 
 /// The tenant namespaces on both clusters and the provider's `Active`
@@ -223,8 +261,11 @@ impl Liqo {
     /// On `provider`, the remote slice controller, the quota creator and
     /// the ShadowPod webhook (the chart's defaults: enforcement on, limits
     /// `None`); on `consumer` (cluster `consumer_id`), the local slice
-    /// controller, the ForeignCluster controller, the virtual-node creator
-    /// and the virtual kubelet; between them, the crdReplicator.
+    /// controller, the ForeignCluster controller, the identity creator and
+    /// Identity controller, the virtual-node creator and the virtual
+    /// kubelet; between them, the crdReplicator. The provider must serve
+    /// HTTPS ([`KubeApiServer::start_tls`]): its CSR signer signs the
+    /// slices' certificates.
     pub async fn start(
         consumer: &KubeApiServer,
         consumer_id: &str,
@@ -234,7 +275,12 @@ impl Liqo {
         Ok(Liqo {
             _provider: liqo_model::Provider::start(provider, liqo_model::ProviderConfig::default())
                 .await?,
-            _consumer: liqo_model::Consumer::start_as(consumer, consumer_id).await?,
+            // The identity creator and Identity controller make each
+            // accepted slice's Identity from the provider's signature.
+            _consumer: liqo_model::Consumer::start_as(consumer, consumer_id)
+                .await?
+                .with_identity_creator(consumer)
+                .await?,
             _replicator: liqo_model::Replicator::start(
                 consumer,
                 consumer_id,

@@ -6,7 +6,7 @@
 //! real class controller (`resource-monitor --liqo-api v1 --grant-policy
 //! contracts`) on the provider, and Liqo v1.2's controllers as the model
 //! runs them on both clusters ([`crate::liqo_support`]), with what the
-//! model does not do yet written by [`crate::liqo_stand_in`].
+//! model does not do yet written by `crate::liqo_stand_in`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +19,6 @@ use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
-use crate::liqo_stand_in;
 use crate::liqo_support::{self, Liqo, Offloading};
 
 pub const PURCHASES: (&str, &str) = ("broker.liqo-broker.io", "purchases");
@@ -330,7 +329,9 @@ pub struct Provider {
 
 impl Provider {
     pub fn start(rt: &tokio::runtime::Runtime, catalog: &str) -> Result<Self> {
-        Self::start_on(rt.block_on(KubeApiServer::start())?, catalog)
+        // HTTPS: its CSR signer signs the consumer's slice certificates
+        // (Liqo's identity provider, `certificateIdentityProvider.go:104-159`).
+        Self::start_on(rt.block_on(KubeApiServer::start_tls())?, catalog)
     }
 
     /// [`Provider::start`] on a server already started (an HTTPS one, say).
@@ -403,7 +404,7 @@ pub struct Peered {
     pub consumer: Consumer,
     pub provider: Provider,
     _liqo: Liqo,
-    _offload: (Offloading, liqo_stand_in::Running),
+    _offload: Offloading,
     _controller: Child,
     /// The controller's `/metrics` port.
     pub port: u16,
@@ -441,13 +442,13 @@ impl Peered {
 
 /// Peer the consumer with the provider as `liqoctl peer` leaves them, and
 /// run the model of Liqo on both, its offloading included (the
-/// NamespaceOffloading status is Liqo's), with the stand-in's slice
-/// Identities; all stop when dropped.
+/// NamespaceOffloading status is Liqo's), the slices' Identities made by
+/// the model from the provider's signature; all stop when dropped.
 pub fn run_liqo(
     rt: &tokio::runtime::Runtime,
     consumer: &Consumer,
     provider: &Provider,
-) -> (Liqo, (Offloading, liqo_stand_in::Running)) {
+) -> (Liqo, Offloading) {
     liqo_support::peer(&consumer.kube, CONSUMER_ID, &provider.kube, PROVIDER_ID);
     let liqo = rt
         .block_on(Liqo::start(
@@ -465,9 +466,7 @@ pub fn run_liqo(
             PROVIDER_ID,
         ))
         .expect("Liqo's offloading");
-    let identities =
-        liqo_stand_in::slice_identities(rt.handle(), consumer.kube.clone(), PROVIDER_ID);
-    (liqo, (offload, identities))
+    (liqo, offload)
 }
 
 /// The `ipam.liqo.io/v1alpha1` Network CRD, as far as the tests use it
@@ -612,7 +611,7 @@ pub struct DirectWorld {
         liqo_model::Consumer,
         liqo_model::Replicator,
     ),
-    _offloading: (Offloading, liqo_stand_in::Running),
+    _offloading: Offloading,
     _reflection: liqo_model::reflection_objects::Reflection,
     /// Last: the servers' tasks run on it until everything else is gone.
     _rt: tokio::runtime::Runtime,
@@ -659,6 +658,8 @@ impl DirectWorld {
                 let controllers = liqo_model::Consumer::start_as(c, CONSUMER_ID)
                     .await?
                     .with_authentication(c)
+                    .await?
+                    .with_identity_creator_only(c)
                     .await?;
                 let replicator =
                     liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID).await?;
@@ -674,7 +675,6 @@ impl DirectWorld {
                 anyhow::Ok(((provider, controllers, replicator), offloading, reflection))
             })
             .expect("Liqo on both clusters");
-        let identities = liqo_stand_in::slice_identities(rt.handle(), c.clone(), PROVIDER_ID);
         let remote_kubeconfig = dir.path().join("remote-purchase-controller.kubeconfig");
         remote
             .write_kubeconfig_as(&remote_kubeconfig, PURCHASE_USER)
@@ -695,7 +695,7 @@ impl DirectWorld {
             _remote_dir: dir,
             _controllers: vec![on_consumer, on_remote],
             _liqo: liqo,
-            _offloading: (offloading, identities),
+            _offloading: offloading,
             _reflection: reflection,
             _rt: rt,
         }

@@ -99,8 +99,8 @@ async fn world() -> Result<World> {
 impl World {
     /// The consumer asks for `resources` of the class with slice [`SLICE`]
     /// (as `liqoctl create resourceslice` forges it: replication towards
-    /// the provider, a virtual node asked for, no consumer ID), with the
-    /// Identity Liqo would make for it.
+    /// the provider, a virtual node asked for, no consumer ID); Liqo makes
+    /// its Identity from the provider's signature.
     fn ask(&self, resources: Value) {
         self.consumer
             .create(
@@ -113,7 +113,6 @@ impl World {
                        "spec": {"class": CLASS, "resources": resources}}),
             )
             .unwrap();
-        liqo_support::slice_identity(&self.consumer, PROVIDER, SLICE);
     }
 
     fn buy(&self, plan: &str) -> String {
