@@ -10,10 +10,9 @@
 //!   NamespaceOffloading reported `Ready` for its generation, as Liqo does
 //!   once the remote namespaces exist. On v1 the model writes it
 //!   (`liqo_model::offloading`, run by [`crate::liqo_support::Offloading`]).
-//! - **Liqo v1.2's identity creator** ([`slice_identities`]): the
-//!   Identity of each consumer ResourceSlice, which the model's
-//!   virtual-node creator needs (see
-//!   [`crate::liqo_support::slice_identity`]).
+//!
+//! Liqo v1.2's slice Identities are the model's (its identity creator,
+//! from the provider's signature): no stand-in writes them any more.
 //!
 //! Every object goes through the server's validated paths, so Liqo's CRD
 //! schemas check it.
@@ -23,8 +22,6 @@ use std::time::Duration;
 
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
-
-use crate::liqo_support;
 
 pub const FOREIGN_CLUSTERS_V0: (&str, &str) = ("discovery.liqo.io", "foreignclusters");
 pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
@@ -152,61 +149,6 @@ pub fn offload(
     Running(runtime.spawn(async move {
         loop {
             offload_once(&consumer, &consumer_id);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }))
-}
-
-/// One pass of Liqo's identity creator
-/// (`authentication/identitycreator-controller/identitycreator_controller.go:73-125`)
-/// as far as the model needs it: each ResourceSlice the consumer made
-/// itself (labelled `liqo.io/replication=true` with a destination, :133,
-/// `internal/crdReplicator/reflection/manager.go:164-178` — not a replica
-/// of the provider's own slice, which shares the tenant namespace when the
-/// two clusters peer both ways) for `provider_id` that names its provider
-/// (:97-101) and whose
-/// authentication is not `Denied` (:84-95, 156-160) has its Identity,
-/// made once.
-/// The `authParams` it is made from (:103-107) are the fixture's: the
-/// model's provider signs no certificate.
-fn slice_identities_once(consumer: &KubeApiServer, provider_id: &str) {
-    let namespace = liqo_support::tenant_namespace(provider_id);
-    for slice in consumer.objects(liqo_support::SLICES) {
-        let name = slice["metadata"]["name"].as_str().unwrap_or_default();
-        let denied = slice["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Authentication" && c["status"] == "Denied");
-        if slice["metadata"]["namespace"] != namespace.as_str()
-            || slice["metadata"]["labels"]["liqo.io/replication"] != "true"
-            || slice["spec"]["providerClusterID"].is_null()
-            || denied
-            || consumer
-                .get(
-                    liqo_support::IDENTITIES,
-                    Some(&namespace),
-                    &format!("{name}-identity"),
-                )
-                .is_some()
-        {
-            continue;
-        }
-        liqo_support::slice_identity(consumer, provider_id, name);
-    }
-}
-
-/// Run [`slice_identities_once`] every 50 ms until the returned handle is
-/// dropped.
-pub fn slice_identities(
-    runtime: &tokio::runtime::Handle,
-    consumer: Arc<KubeApiServer>,
-    provider_id: &str,
-) -> Running {
-    let provider_id = provider_id.to_string();
-    Running(runtime.spawn(async move {
-        loop {
-            slice_identities_once(&consumer, &provider_id);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }))

@@ -3,8 +3,8 @@
 //! ([`peer`]), then the model of Liqo's controllers (`liqo-model`) on both
 //! clusters and the crdReplicator between them ([`Liqo::start`]), each a
 //! task on watches under its own identity. The tests only write and read
-//! objects; what the model does not do yet is written here, named as such
-//! ([`slice_identity`]).
+//! objects; what `liqoctl peer` leaves behind is written here, named as
+//! such.
 
 use anyhow::Result;
 use kube_test_server::KubeApiServer;
@@ -188,22 +188,6 @@ fn identity(kube: &KubeApiServer, provider_id: &str, name: &str, kind: &str, lab
                "spec": {"clusterID": provider_id, "type": kind,
                         "authParams": {"apiServer": "https://provider.example:6443", "ca": "Y2E=", "signedCRT": "Y3J0"}},
                "status": {"kubeconfigSecretRef": {"name": secret}}}),
-    );
-}
-
-/// The Identity Liqo's identity creator makes for the consumer's slice
-/// `slice` from the provider's `authParams`
-/// (`authentication/identitycreator-controller/identitycreator_controller.go:109-122`),
-/// with its kubeconfig Secret: not modelled yet (the model's provider
-/// signs no certificate), so the test writes it. The virtual-node creator
-/// needs it.
-pub fn slice_identity(consumer: &KubeApiServer, provider_id: &str, slice: &str) {
-    identity(
-        consumer,
-        provider_id,
-        &format!("{slice}-identity"),
-        "ResourceSlice",
-        json!({"liqo.io/resourceslice-name": slice}),
     );
 }
 
