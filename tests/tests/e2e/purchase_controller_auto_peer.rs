@@ -169,6 +169,8 @@ fn consumer_liqo(
         let mut liqo = liqo_model::Consumer::start_as(c, cluster_id)
             .await?
             .with_authentication(c)
+            .await?
+            .with_identity_creator_only(c)
             .await?;
         if let Some(options) = networking {
             liqo = liqo.with_networking(c, options).await?;
@@ -254,10 +256,6 @@ fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
             PROVIDER_ID,
         ))
         .unwrap();
-    // The slice's Identity, which the model does not make yet, so that
-    // Liqo makes the virtual node the offloading selects.
-    let _identities =
-        crate::liqo_stand_in::slice_identities(rt.handle(), consumer.kube.clone(), PROVIDER_ID);
     let _controller = controller();
     let ready = consumer.wait_phase("auto", "Ready").unwrap();
     assert!(ready["status"]["peeringCommand"].is_null(), "{ready:#}");

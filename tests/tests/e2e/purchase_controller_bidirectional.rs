@@ -146,7 +146,7 @@ impl Both {
             pod_cidr: pod.into(),
             external_cidr: external.into(),
         };
-        let mut liqo: Vec<Box<dyn std::any::Any>> = rt
+        let liqo: Vec<Box<dyn std::any::Any>> = rt
             .block_on(async {
                 let mut all: Vec<Box<dyn std::any::Any>> = Vec::new();
                 for (kube, id, options) in [
@@ -161,6 +161,8 @@ impl Both {
                     let consumer = liqo_model::Consumer::start_as(kube, id)
                         .await?
                         .with_authentication(kube)
+                        .await?
+                        .with_identity_creator_only(kube)
                         .await?
                         .with_networking(kube, options)
                         .await?;
@@ -180,16 +182,6 @@ impl Both {
                 anyhow::Ok(all)
             })
             .expect("Liqo on both clusters");
-        liqo.push(Box::new(crate::liqo_stand_in::slice_identities(
-            rt.handle(),
-            customer.kube.clone(),
-            PROVIDER_ID,
-        )));
-        liqo.push(Box::new(crate::liqo_stand_in::slice_identities(
-            rt.handle(),
-            seller.kube.clone(),
-            CONSUMER_ID,
-        )));
 
         // On P: the peering users of its capacity customers.
         liqo_support::install_peering_user_roles(p, "liqo");

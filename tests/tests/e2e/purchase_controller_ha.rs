@@ -25,7 +25,6 @@ use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
-use crate::liqo_stand_in::{self, Running};
 use crate::liqo_support::{self, Offloading, NODES};
 use crate::purchase_controller_support::*;
 
@@ -50,7 +49,6 @@ pub struct ConsumerLiqo {
     _controllers: liqo_model::Consumer,
     _replicator: liqo_model::Replicator,
     _offloading: Offloading,
-    _identities: Running,
 }
 
 /// A consumer with no peering and a provider selling a peering user per
@@ -119,15 +117,12 @@ impl AutoPeerWorld {
                     _controllers: liqo_model::Consumer::start_as(c, CONSUMER_ID)
                         .await?
                         .with_authentication(c)
+                        .await?
+                        .with_identity_creator_only(c)
                         .await?,
                     _replicator: liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID)
                         .await?,
                     _offloading: Offloading::start(c, CONSUMER_ID, p, PROVIDER_ID).await?,
-                    _identities: liqo_stand_in::slice_identities(
-                        self.rt.handle(),
-                        c.clone(),
-                        PROVIDER_ID,
-                    ),
                 })
             })
             .expect("the consumer's Liqo");
