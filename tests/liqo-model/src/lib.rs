@@ -208,11 +208,11 @@
 //!   (`shadowpod-controller/`): a ShadowPod's pod, made again when deleted.
 //!
 //! # Not modelled yet
-//! - The Identity Liqo's identity creator makes from a slice's
-//!   `authParams` (`identitycreator-controller`): tests write it. The
-//!   local slice controller's CSR is not a signed PKCS#10 request from the
-//!   cluster's keys (`authentication/keys.go`), and its events are not
-//!   sent.
+//! - The local slice controller's events. (The slice's Identity is the
+//!   model's: [`identity_creator`], from the `authParams` the provider's
+//!   [`remote_resource_slice`] forges through the CSR API, its CSR a PKCS#10
+//!   request from the cluster's keys; opt-in with
+//!   [`Consumer::with_identity_creator`].)
 //! - In authentication: RSA keys (TLS compatibility mode), the Tenant
 //!   certificate's renewal (`tenant_controller.go:204-215`) and the
 //!   renewers, the cluster-wide bindings of
@@ -223,10 +223,8 @@
 //!   gateway is ready once it has its keys), the virtual kubelet
 //!   pods' readiness, the API server checker
 //!   (`foreigncluster_controller.go:144-151`) and the periodic resync.
-//! - In the remote slice controller: the CSR's x509 parse and its CN, O and
-//!   public-key checks (csr.go:164-192), `status.authParams` (a signed
-//!   certificate, RRS:211-233), certificate renewal, storage classes read
-//!   from StorageClasses, events.
+//! - In the remote slice controller: certificate renewal (RRS:195-209),
+//!   storage classes read from StorageClasses, events.
 //! - The Tenant controller's cordon (tests set the Tenant's condition),
 //!   peering and unpeering; its drain only with the authentication
 //!   module ([`Provider::with_authentication`]), whose Tenant controller
