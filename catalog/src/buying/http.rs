@@ -330,7 +330,14 @@ pub async fn purchase(
     };
     let r = service::lookup(&state, &id, &buyer).await?;
     let now = crate::store::now();
-    let terms = super::contracts::service::terms(&state, &r, &order, now).await?;
+    let terms = super::contracts::service::terms(
+        &state,
+        &r,
+        &order,
+        super::contracts::service::Peers::ConsumerWithProvider,
+        now,
+    )
+    .await?;
     // Checked first: a purchase with nothing to hand over, now or once the
     // provider attaches it, does not happen.
     super::contracts::service::ensure_sellable(&state, &r.cluster_id).await?;

@@ -179,7 +179,9 @@ async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbEr
             duration_seconds: None,
         };
         let now = crate::store::now();
-        match crate::buying::contracts::service::terms(&state.buying, &reserved, &order, now).await
+        let peers = crate::buying::contracts::service::Peers::ProviderWithCustomer;
+        match crate::buying::contracts::service::terms(&state.buying, &reserved, &order, peers, now)
+            .await
         {
             Ok(terms) => Some(terms),
             Err(e) => {

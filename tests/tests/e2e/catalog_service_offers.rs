@@ -14,7 +14,8 @@
 //! `secretName` required, the provider lists the pending binding, reports
 //! its credentials (required on success), the platform polls and fetches
 //! them, unbinds (202) and gets 410 once the provider removed it. Refusals
-//! change nothing.
+//! change nothing. The provider also registers a Liqo v1 peering for its
+//! capacity: a service is still bought with no consumer cluster ID.
 
 use e2e::buying::{self, get, put};
 use e2e::catalog::{provider, Backend, Env};
@@ -101,6 +102,11 @@ fn service_offer_lifecycle(backend: Backend) {
 
     c.put_offer("db", &service_offer(), &token);
     c.put_offer("shop", &buying::offer(), &token);
+    // The provider also sells capacity over Liqo v1, whose contracts must
+    // name the consumer's cluster: a service's contract, whose peering goes
+    // the other way (with the customer's kubeconfig), names none.
+    let r = e2e::contracts::register_v1(&c, &token, Some(json!({})), None);
+    assert_eq!(r.status, 200, "{}", r.text);
     let stored = get(&c, "/offer/db", None).json;
     assert_eq!(stored["kind"], "service");
     assert_eq!(

@@ -42,6 +42,20 @@ pub fn viewer(caller: &Caller) -> Result<Viewer, BuyError> {
     Ok(v)
 }
 
+/// Which way a contract's peering goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peers {
+    /// Capacity: the consumer's cluster peers with the provider's, on
+    /// Liqo v1 through a peering user of the provider's made for exactly
+    /// one consumer cluster, which the contract must therefore name.
+    ConsumerWithProvider,
+    /// A service (OSB): the provider's cluster peers with the customer's,
+    /// with the kubeconfig the customer gave (`context.peering`, read back
+    /// through `customer-peering`); the provider's peering users play no
+    /// part, whatever the provider registered for its capacity.
+    ProviderWithCustomer,
+}
+
 /// The terms a purchase of `r` fixes now: the plan's resources as
 /// reserved (409 if the plan changed since, see [`crate::buying::terms`]),
 /// the provider's name, ResourceSlice class and generations; and its
@@ -50,6 +64,7 @@ pub async fn terms(
     state: &Buying,
     r: &Reservation,
     order: &Order,
+    peers: Peers,
     now: DateTime<Utc>,
 ) -> Result<(ContractTerms, chrono::Duration), BuyError> {
     let lifetime = model::lifetime(state.contract_duration, order.duration_seconds)?;
@@ -62,15 +77,22 @@ pub async fn terms(
             BuyError::conflict(format!("provider {} has no account any more", r.cluster_id))
         })?;
     let info = state.providers.peering_info(&r.cluster_id).await?;
-    peering::require_cluster_id(
-        &r.cluster_id,
-        &info.liqo,
-        order.consumer_cluster_id.as_deref(),
-    )?;
+    if peers == Peers::ConsumerWithProvider {
+        peering::require_cluster_id(
+            &r.cluster_id,
+            &info.liqo,
+            order.consumer_cluster_id.as_deref(),
+        )?;
+    }
     // The plan as reserved, or nothing: a changed plan is refused here,
     // before anything is bought.
     let resources = crate::buying::service::reserved_terms(state, r).await?;
-    let v1 = peering::initial(&info.liqo, info.single_consumer == Some(true));
+    let v1 = match peers {
+        Peers::ConsumerWithProvider => {
+            peering::initial(&info.liqo, info.single_consumer == Some(true))
+        }
+        Peers::ProviderWithCustomer => None,
+    };
     let mut terms = ContractTerms::new(
         order.consumer_cluster_id.clone(),
         account.cluster_name,
