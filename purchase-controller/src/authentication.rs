@@ -543,8 +543,15 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         Ok(csr) => csr,
         Err(why) => return Ok(Stage::KeysUnreadable(why)),
     };
-    if let Some(stage) = forget_certificate_of_another_csr(peers, &on_provider, &csr).await {
-        return Ok(stage);
+    if let Err(e) = forget_certificate_of_another_csr(
+        peers.provider,
+        &on_provider,
+        REMOTE_CERTIFICATE_SECRET,
+        &csr,
+    )
+    .await
+    {
+        return Ok(e.stage());
     }
     let wanted = tenant_object(
         peers.consumer_id,
@@ -649,39 +656,94 @@ async fn read_keys(peers: &Peers<'_>) -> Result<Result<ClusterKeys, String>, Aut
 /// `NotMatchingCSRError`, a BadRequest that `EnsureCertificate` does not
 /// take for "not found" (`certificateIdentityProvider.go:57-102`,
 /// `interface.go:31-32`, `utils.go:38-47`), and the Tenant keeps the old
-/// certificate in its status. So before its Tenant is applied with `csr`,
-/// a record of another CSR is deleted (the peering user may, in its
-/// tenant namespace: Liqo's `liqo-peering-user-tenant-ns` role grants
-/// Secrets `delete`), and Liqo issues a certificate for this one. `None`
-/// to carry on, or the stage to stop at.
+/// certificate in its status. A ResourceSlice's certificate is kept and
+/// judged the same way, in `liqo-remote-certificate-<slice>`
+/// (`remoteCertificateSecretName`, `certificateIdentityProvider.go:187-194`),
+/// and its slice's authentication denied for ever
+/// (`remoteresourceslice_controller.go:225-229`). So before its Tenant is
+/// applied with `csr`, or while its slice's authentication is denied, a
+/// record `secret` of another CSR in the tenant namespace `on_provider`
+/// is deleted (the peering user may: Liqo's `liqo-peering-user-tenant-ns`
+/// role grants Secrets `delete`), and Liqo issues a certificate for this
+/// one.
 async fn forget_certificate_of_another_csr(
-    peers: &Peers<'_>,
+    provider: &Client,
     on_provider: &str,
+    secret: &str,
     csr: &str,
-) -> Option<Stage> {
-    let secrets: Api<Secret> = Api::namespaced(peers.provider.clone(), on_provider);
-    let stored = match secrets.get_opt(REMOTE_CERTIFICATE_SECRET).await {
-        Ok(Some(secret)) => serde_json::to_value(secret).ok()?,
-        Ok(None) => return None,
-        Err(e) => return Some(provider_failed("read the stored certificate", &e)),
+) -> Result<(), ForgetFailed> {
+    let secrets: Api<Secret> = Api::namespaced(provider.clone(), on_provider);
+    let stored = match secrets.get_opt(secret).await {
+        // A Secret the API server sent always reads back as JSON.
+        Ok(Some(stored)) => match serde_json::to_value(stored) {
+            Ok(stored) => stored,
+            Err(_) => return Ok(()),
+        },
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(ForgetFailed::Read(e)),
     };
     let stored_csr = secret_field(&stored, REMOTE_CERTIFICATE_CSR_FIELD);
     if stored_csr.is_empty() || stored_csr == csr.as_bytes() {
-        return None;
+        return Ok(());
     }
-    match secrets
-        .delete(REMOTE_CERTIFICATE_SECRET, &DeleteParams::default())
-        .await
-    {
+    match secrets.delete(secret, &DeleteParams::default()).await {
         Ok(_) => {
-            tracing::info!(namespace = %on_provider, "the provider's certificate of another CSR of this cluster deleted: Liqo issues one for this cluster's key");
-            None
+            tracing::info!(namespace = %on_provider, %secret, "the provider's certificate of another CSR of this cluster deleted: Liqo issues one for this cluster's key");
+            Ok(())
         }
-        Err(e) if is_status(&e, &[404]) => None,
-        Err(e) => Some(provider_failed(
-            "delete the stored certificate of another key",
-            &e,
-        )),
+        Err(e) if is_status(&e, &[404]) => Ok(()),
+        Err(e) => Err(ForgetFailed::Delete(e)),
+    }
+}
+
+/// Why a stale certificate record could not be forgotten.
+#[derive(Debug)]
+enum ForgetFailed {
+    Read(kube::Error),
+    Delete(kube::Error),
+}
+
+impl ForgetFailed {
+    fn stage(self) -> Stage {
+        match self {
+            ForgetFailed::Read(e) => provider_failed("read the stored certificate", &e),
+            ForgetFailed::Delete(e) => {
+                provider_failed("delete the stored certificate of another key", &e)
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ForgetFailed::Read(e) => format!("reading the stored certificate: {e}"),
+            ForgetFailed::Delete(e) => format!("deleting the stored certificate: {e}"),
+        }
+    }
+}
+
+/// The slice `slice` of this cluster (its `spec.csr`, made by Liqo from
+/// this cluster's key) is denied authentication by the provider: a
+/// certificate Liqo issued there for another CSR of the same slice name (a
+/// consumer whose keys changed, see [`forget_certificate_of_another_csr`])
+/// is deleted, so Liqo's next pass issues one for this CSR. Failures are
+/// logged: the slice keeps waiting, and the next pass tries again.
+pub async fn forget_slice_certificate_of_another_csr(
+    kubeconfig: &str,
+    consumer_id: &str,
+    slice: &str,
+    csr: &str,
+) {
+    let provider = match provider_client(kubeconfig).await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(%slice, error = %e, "cannot reach the provider to check its certificate of this slice");
+            return;
+        }
+    };
+    let secret = format!("{REMOTE_CERTIFICATE_SECRET}-{slice}");
+    let on_provider = tenant_namespace(consumer_id);
+    if let Err(e) = forget_certificate_of_another_csr(&provider, &on_provider, &secret, csr).await {
+        tracing::warn!(%slice, error = %e.describe(), "the provider's certificate of this slice could not be checked");
     }
 }
 

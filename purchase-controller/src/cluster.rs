@@ -183,6 +183,17 @@ pub async fn set_up(
                     Some(have) => serde_json::to_value(have)?,
                 };
                 let grant = liqo::slice_grant(&slice);
+                if let (Some(v1), true, Some(csr)) =
+                    (&creds.v1, cluster.auto_peer, liqo::denied_slice_csr(&slice))
+                {
+                    authentication::forget_slice_certificate_of_another_csr(
+                        &v1.kubeconfig,
+                        &cluster.cluster_id,
+                        &name,
+                        &csr,
+                    )
+                    .await;
+                }
                 status.granted = match &grant {
                     Grant::Accepted(granted) => granted.clone(),
                     _ => BTreeMap::new(),

@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use controller_core::liqo::{
-    LiqoKind, ACCEPTED, AUTH_IDENTITY_CONTROL_PLANE_CONDITION, CREATE_VIRTUAL_NODE_ANNOTATION,
-    DENIED, FOREIGN_CLUSTER, FOREIGN_CLUSTER_V0, NAMESPACE_OFFLOADING, NAMESPACE_OFFLOADING_V0,
-    OFFLOADING_NAME, PROVIDER_ROLES, READY, REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL,
-    REPLICATION_REQUESTED_LABEL, RESOURCES_CONDITION, RESOURCE_SLICE,
-    V0_AUTHENTICATION_STATUS_CONDITION, V0_AUTH_TOKEN_LABEL, V0_CLUSTER_ID_LABEL, V0_ESTABLISHED,
-    V0_OUTGOING_PEERING_CONDITION,
+    LiqoKind, ACCEPTED, AUTHENTICATION_CONDITION, AUTH_IDENTITY_CONTROL_PLANE_CONDITION,
+    CREATE_VIRTUAL_NODE_ANNOTATION, DENIED, FOREIGN_CLUSTER, FOREIGN_CLUSTER_V0,
+    NAMESPACE_OFFLOADING, NAMESPACE_OFFLOADING_V0, OFFLOADING_NAME, PROVIDER_ROLES, READY,
+    REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_REQUESTED_LABEL,
+    RESOURCES_CONDITION, RESOURCE_SLICE, V0_AUTHENTICATION_STATUS_CONDITION, V0_AUTH_TOKEN_LABEL,
+    V0_CLUSTER_ID_LABEL, V0_ESTABLISHED, V0_OUTGOING_PEERING_CONDITION,
 };
 use kube::core::ApiResource;
 use serde_json::{json, Value};
@@ -352,6 +352,25 @@ pub fn slice_grant(slice: &Value) -> Grant {
     }
 }
 
+/// The CSR (`spec.csr`, as Liqo made it from this cluster's key) of a
+/// slice whose authentication the provider denied; None otherwise.
+/// Liqo sends the CSR base64-encoded as a `[]byte` field, and signs the
+/// decoded bytes (`resourceslice_types.go`, `CSR []byte`).
+pub fn denied_slice_csr(slice: &Value) -> Option<String> {
+    let denied = slice["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == AUTHENTICATION_CONDITION && c["status"] == DENIED)
+    });
+    let encoded = slice["spec"]["csr"].as_str().filter(|c| !c.is_empty())?;
+    if !denied {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// `ns/name=provider` entries of a shared NamespaceOffloading.
 fn owners(object: &Value) -> BTreeMap<String, String> {
     object["metadata"]["annotations"][OWNERS]
@@ -525,6 +544,22 @@ pub fn peering_command(secret_namespace: &str, secret_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slice_denied_authentication_gives_its_csr() {
+        let csr = "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n";
+        let encoded = base64::engine::general_purpose::STANDARD.encode(csr);
+        let slice = |status: &str| {
+            json!({"spec": {"csr": encoded},
+                   "status": {"conditions": [{"type": "Authentication", "status": status}]}})
+        };
+        assert_eq!(denied_slice_csr(&slice("Denied")).as_deref(), Some(csr));
+        assert_eq!(denied_slice_csr(&slice("Accepted")), None);
+        assert_eq!(denied_slice_csr(&json!({"spec": {"csr": encoded}})), None);
+        let mut no_csr = slice("Denied");
+        no_csr["spec"]["csr"] = json!("");
+        assert_eq!(denied_slice_csr(&no_csr), None);
+    }
 
     /// Only `ConsumerAndProvider` is a peering both ways; a missing
     /// ForeignCluster or status is not.
