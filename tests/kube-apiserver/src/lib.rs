@@ -276,9 +276,9 @@ impl KubeApiServer {
             .with_state(shared.clone());
         let server = tokio::spawn(listen::serve(listener, app, pki.clone()));
         let signer_clock = Arc::new(csr_signer::Clock::default());
-        let signer = pki.clone().map(|pki| {
-            tokio::spawn(csr_signer::run(shared.clone(), pki, signer_clock.clone()))
-        });
+        let signer = pki
+            .clone()
+            .map(|pki| tokio::spawn(csr_signer::run(shared.clone(), pki, signer_clock.clone())));
         // Ends by itself once the world is dropped with the server.
         controllers::spawn(&shared.world);
         let mut server = Self {
