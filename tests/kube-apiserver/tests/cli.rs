@@ -70,7 +70,8 @@ fn help_and_version_are_printed_not_served() {
     let help = run(&["--help"], dir.path());
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(
-        help.contains("Usage: kube-test-server <KUBECONFIG>"),
+        help.contains("Usage: kube-test-server [OPTIONS] <KUBECONFIG>")
+            && help.contains("--pod-security-default"),
         "{help}"
     );
     // No argument: a usage error, as clap reports one.
