@@ -424,7 +424,7 @@ fn offloading_object(o: &Offloading<'_>, owners: &BTreeMap<String, String>) -> V
     // (`namespaceoffloading-controller/clusterselector.go:37-75`), so a
     // selector matching one of a provider's two nodes would flap. Every
     // namespace offloaded to a provider thus reaches all its virtual
-    // nodes: `crate::sharing` reports what that shares.
+    // nodes: the sharing module reports what that shares.
     let providers: std::collections::BTreeSet<&String> = owners.values().collect();
     let kind = o.generation.namespace_offloading_kind();
     json!({

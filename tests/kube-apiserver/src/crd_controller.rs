@@ -16,7 +16,7 @@
 //! A CRD this server cannot serve (a rule or pattern it cannot enforce,
 //! [`crate::rule_check`]) gets `NamesAccepted` `False` with the reason
 //! rather than being served unchecked. A CRD deleted is marked, its
-//! custom resources deleted ([`crate::crd_finalizer`]), then it is gone
+//! custom resources deleted (the `crd_finalizer` module), then it is gone
 //! and no longer served.
 //!
 //! Runs as one pass per change, like the other controllers beside the
@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::crd::{self, GroupResource};
+use crate::crd_conditions::{conditions_of, set_condition};
 use crate::store::{Target, World};
 
 /// The API group of CustomResourceDefinitions.
@@ -105,37 +106,6 @@ impl Establisher {
 
 fn name_of(object: &Value) -> Option<String> {
     object["metadata"]["name"].as_str().map(str::to_string)
-}
-
-/// `conditions` with `condition` set as `SetCRDCondition` sets it
-/// (`apiextensions-apiserver/pkg/apihelpers/helpers.go`): the transition
-/// time kept when the status did not change.
-pub(crate) fn set_condition(conditions: &mut Vec<Value>, mut condition: Value) {
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    match conditions
-        .iter_mut()
-        .find(|c| c["type"] == condition["type"])
-    {
-        Some(existing) => {
-            condition["lastTransitionTime"] = if existing["status"] == condition["status"] {
-                existing["lastTransitionTime"].clone()
-            } else {
-                json!(now)
-            };
-            *existing = condition;
-        }
-        None => {
-            condition["lastTransitionTime"] = json!(now);
-            conditions.push(condition);
-        }
-    }
-}
-
-fn conditions_of(object: &Value) -> Vec<Value> {
-    object["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
 }
 
 /// The status of a CRD whose names are accepted and which is served.

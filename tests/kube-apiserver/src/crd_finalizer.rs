@@ -35,12 +35,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::crd::{self, GroupResource};
-use crate::crd_controller::{set_condition, GROUP, RESOURCE};
+use crate::crd_conditions::{conditions_of, set_condition, FINALIZER};
+use crate::crd_controller::{GROUP, RESOURCE};
 use crate::deletion;
 use crate::store::{Target, World};
-
-/// `apiextensions.CustomResourceCleanupFinalizer`.
-pub const FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// `wait.PollImmediate(5*time.Second, 1*time.Minute, …)` in
 /// `deleteInstances`.
@@ -48,40 +46,6 @@ const POLL: Duration = Duration::from_secs(5);
 const POLL_TIMEOUT: Duration = Duration::from_secs(60);
 /// `workqueue.DefaultControllerRateLimiter`'s first retry.
 const RETRY: Duration = Duration::from_millis(5);
-
-/// `REST.Delete`'s first request: the CRD marked, its finalizer added,
-/// `Terminating` `InstanceDeletionPending`. `None` when it is already
-/// marked, for the generic store's DELETE to handle.
-pub fn mark_for_deletion(existing: &Value, now: &str) -> Option<Value> {
-    if existing["metadata"]["deletionTimestamp"].is_string() {
-        return None;
-    }
-    let mut marked = existing.clone();
-    marked["metadata"]["deletionTimestamp"] = json!(now);
-    let mut finalizers = deletion::finalizer_names(existing);
-    if !finalizers.iter().any(|f| f == FINALIZER) {
-        finalizers.push(FINALIZER.into());
-    }
-    marked["metadata"]["finalizers"] = json!(finalizers);
-    let mut conditions = conditions_of(existing);
-    set_condition(
-        &mut conditions,
-        json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending",
-               "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"}),
-    );
-    if !marked["status"].is_object() {
-        marked["status"] = json!({});
-    }
-    marked["status"]["conditions"] = json!(conditions);
-    Some(marked)
-}
-
-fn conditions_of(object: &Value) -> Vec<Value> {
-    object["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
 
 fn condition_true(object: &Value, kind: &str) -> bool {
     conditions_of(object)

@@ -102,6 +102,7 @@ pub mod cel;
 pub mod clusterrole_aggregation;
 pub mod controllers;
 pub mod crd;
+pub mod crd_conditions;
 pub mod crd_controller;
 pub mod crd_finalizer;
 pub mod csr;

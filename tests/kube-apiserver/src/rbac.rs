@@ -35,7 +35,7 @@
 //! stored objects; `CompactRules` is not applied to the missing rules an
 //! escalation error lists (each is listed as broken down). Aggregated
 //! ClusterRoles are read as stored: the aggregation controller
-//! ([`crate::clusterrole_aggregation`]) keeps their rules.
+//! (the `clusterrole_aggregation` module) keeps their rules.
 
 use std::collections::BTreeSet;
 

@@ -1329,7 +1329,7 @@ impl World {
             && def.group == crate::builtin::APIEXTENSIONS
             && def.plural == crate::builtin::CRDS
         {
-            if let Some(marked) = crate::crd_finalizer::mark_for_deletion(&existing, &now()) {
+            if let Some(marked) = crate::crd_conditions::mark_for_deletion(&existing, &now()) {
                 return Ok(self.commit(&gr, marked, Some(existing), false));
             }
         }
