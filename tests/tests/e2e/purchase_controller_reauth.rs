@@ -204,6 +204,32 @@ fn assert_granted(ready: &Value) {
     );
 }
 
+/// Put (`true`) or take away a finalizer of the test's on the slice
+/// replica `name` in the consumer's tenant namespace.
+fn hold_replica(provider: &Provider, name: &str, hold: bool) {
+    const HOLD: &str = "e2e.liqo-broker.io/hold";
+    let mut replica = provider.replica(name).expect("the slice's replica");
+    let mut finalizers: Vec<Value> = replica["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f != HOLD)
+        .collect();
+    if hold {
+        finalizers.push(json!(HOLD));
+    }
+    if !hold && finalizers.is_empty() && replica["metadata"]["deletionTimestamp"].is_string() {
+        // What the API server does once a deleted object's last finalizer
+        // goes.
+        let namespace = liqo_support::tenant_namespace(CONSUMER_ID);
+        provider.kube.delete(SLICES, &format!("{namespace}/{name}"));
+        return;
+    }
+    replica["metadata"]["finalizers"] = json!(finalizers);
+    provider.kube.apply(SLICES, replica);
+}
+
 #[test]
 fn buying_again_while_the_tenant_is_drained_reaches_ready() {
     let rt = runtime();
@@ -218,6 +244,14 @@ fn buying_again_while_the_tenant_is_drained_reaches_ready() {
     );
     let first = consumer.wait_phase("first", "Ready").unwrap();
     assert!(bound(&provider));
+
+    // The drain lasts until Liqo has removed the consumer's slices here
+    // (or --drain-grace), and the model removes them at once: a finalizer
+    // on the slice's replica, as a slow controller of the provider's would
+    // hold it, keeps the Tenant drained until the consumer has bought
+    // again, however quickly the peering-user controller looks.
+    let held = format!("contract-{}", contract_id(&first).to_ascii_lowercase());
+    hold_replica(&provider, &held, true);
 
     // The consumer's controller is down (an upgrade, say) while its only
     // contract ends: nothing here unpeers. The provider's peering-user
@@ -239,6 +273,13 @@ fn buying_again_while_the_tenant_is_drained_reaches_ready() {
         tenant(&provider).is_some_and(|t| t["spec"]["tenantCondition"] == "Active")
     });
     wait_until("the control plane bound again", || bound(&provider));
+    assert!(
+        provider
+            .replica(&held)
+            .is_some_and(|r| r["metadata"]["deletionTimestamp"].is_string()),
+        "the drained Tenant's slice was being removed meanwhile"
+    );
+    hold_replica(&provider, &held, false);
 
     // The new Purchase, with the controller back, is granted its plan.
     consumer.purchase(
