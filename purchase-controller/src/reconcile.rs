@@ -393,16 +393,7 @@ async fn nodes_shared(
     if phase == Phase::Ended || purchase.is_deleting() {
         return Ok(None);
     }
-    let me = sharing::Served {
-        key: purchase.key(),
-        provider,
-        namespaces: purchase
-            .spec
-            .namespaces
-            .iter()
-            .map(String::as_str)
-            .collect(),
-    };
+    let me = sharing::Served::of(purchase, provider);
     let all = Api::<Purchase>::all(ctx.client.clone())
         .list(&ListParams::default())
         .await?;

@@ -49,16 +49,23 @@ pub fn served(purchase: &Purchase) -> Option<Served<'_>> {
     if purchase.is_deleting() || status.phase == Phase::Ended.as_str() {
         return None;
     }
-    Some(Served {
-        key: purchase.key(),
-        provider: status.provider_cluster_id.as_deref()?,
-        namespaces: purchase
-            .spec
-            .namespaces
-            .iter()
-            .map(String::as_str)
-            .collect(),
-    })
+    Some(Served::of(purchase, status.provider_cluster_id.as_deref()?))
+}
+
+impl<'a> Served<'a> {
+    /// `purchase` serving its spec's namespaces from `provider`.
+    pub fn of(purchase: &'a Purchase, provider: &'a str) -> Served<'a> {
+        Served {
+            key: purchase.key(),
+            provider,
+            namespaces: purchase
+                .spec
+                .namespaces
+                .iter()
+                .map(String::as_str)
+                .collect(),
+        }
+    }
 }
 
 fn list(namespaces: &BTreeSet<&str>) -> String {

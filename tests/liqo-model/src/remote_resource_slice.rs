@@ -259,9 +259,17 @@ impl Reconciler {
         let consumer = slice::consumer_cluster_id(slice)
             .unwrap_or_default()
             .to_string();
-        let certificate = self
-            .ensure_certificate(&consumer, &namespace, &name, &csr)
-            .await?;
+        // CIP:57-102 `GetRemoteCertificate` (a stored certificate of
+        // another CSR is `NotMatchingCSRError`, CIP:86-89), else
+        // CIP:104-159 and CIP:195-225, as for a Tenant.
+        let certificate = crate::tenant::ensure_certificate(
+            &self.client,
+            &consumer,
+            &namespace,
+            &certificate_secret(&name),
+            &csr,
+        )
+        .await?;
         let mut params = json!({"signedCRT": b64(&certificate),
                                 "apiServer": self.endpoint.api_server});
         if let Some(ca) = &self.endpoint.ca_pem {
@@ -271,61 +279,6 @@ impl Reconciler {
             params["proxyURL"] = json!(proxy);
         }
         Ok(params)
-    }
-
-    /// CIP:57-102 `GetRemoteCertificate` (a stored certificate of another
-    /// CSR is `NotMatchingCSRError`, CIP:86-89), else CIP:104-159
-    /// `ApproveSigningRequest` and CIP:195-225 `storeRemoteCertificate`.
-    async fn ensure_certificate(
-        &self,
-        consumer: &str,
-        namespace: &str,
-        slice_name: &str,
-        csr: &[u8],
-    ) -> Result<Vec<u8>, Error> {
-        use base64::Engine;
-        let secrets: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), namespace, &consts::secrets());
-        let secret_name = certificate_secret(slice_name);
-        let decode = |v: &Value| {
-            v.as_str()
-                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
-        };
-        if let Some(stored) = secrets.get_opt(&secret_name).await? {
-            let data = &stored.data["data"];
-            if let Some(stored_csr) = decode(&data["csr"]) {
-                if stored_csr != csr {
-                    return Err(Error::Authentication(format!(
-                        "the stored and the provided CSR for cluster {consumer} does not match"
-                    )));
-                }
-                if let Some(certificate) = decode(&data["certificate"]) {
-                    return Ok(certificate);
-                }
-            }
-        }
-        let certificate = crate::tenant::approve_signing_request(&self.client, csr).await?;
-        runner::create_or_update(
-            &secrets,
-            &consts::secrets(),
-            namespace,
-            &secret_name,
-            |secret| {
-                let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-                secret
-                    .metadata
-                    .labels
-                    .get_or_insert_with(Default::default)
-                    .insert(REMOTE_CLUSTER_ID.to_string(), consumer.to_string());
-                if !secret.data["data"].is_object() {
-                    secret.data["data"] = json!({});
-                }
-                secret.data["data"]["csr"] = json!(b64(csr));
-                secret.data["data"]["certificate"] = json!(b64(&certificate));
-            },
-        )
-        .await?;
-        Ok(certificate)
     }
 
     /// The one namespace labelled as the consumer's tenant namespace

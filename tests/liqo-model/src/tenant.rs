@@ -368,13 +368,14 @@ async fn authorize(
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let cluster = value["spec"]["clusterID"].as_str().unwrap_or_default();
     let csr = spec_bytes(value, "csr");
-    let certificate = match ensure_certificate(client, cluster, tenant_ns, &csr).await {
-        Ok(c) => c,
-        Err(e) => {
-            warn(client, tenant, "AuthParamsFailed", &e.to_string()).await;
-            return Err(e);
-        }
-    };
+    let certificate =
+        match ensure_certificate(client, cluster, tenant_ns, CERTIFICATE_SECRET, &csr).await {
+            Ok(c) => c,
+            Err(e) => {
+                warn(client, tenant, "AuthParamsFailed", &e.to_string()).await;
+                return Err(e);
+            }
+        };
     // CIP:179-184.
     let mut params = json!({"signedCRT": b64(&certificate), "apiServer": options.api_server});
     if let Some(ca) = &options.ca_pem {
@@ -540,14 +541,18 @@ async fn find_nonce(client: &Client, cluster: &str) -> Result<Vec<u8>, Error> {
 /// certificate issued before for this very CSR (CIP:57-102), else a new
 /// one (CIP:104-159). A stored certificate of another CSR is an error
 /// (`NotMatchingCSRError`, a BadRequest, not a NotFound).
-async fn ensure_certificate(
+/// The record is `secret` in `tenant_ns`: `liqo-remote-certificate` for a
+/// Tenant, `liqo-remote-certificate-<slice>` for a ResourceSlice
+/// (`remoteCertificateSecretName`, CIP:187-194).
+pub(crate) async fn ensure_certificate(
     client: &Client,
     cluster: &str,
     tenant_ns: &str,
+    secret: &str,
     csr: &[u8],
 ) -> Result<Vec<u8>, Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), tenant_ns);
-    if let Some(stored) = secrets.get_opt(CERTIFICATE_SECRET).await? {
+    if let Some(stored) = secrets.get_opt(secret).await? {
         let field = |k: &str| {
             stored
                 .data
@@ -557,9 +562,9 @@ async fn ensure_certificate(
         };
         if let Some(stored_csr) = field("csr") {
             if stored_csr != csr {
-                return Err(Error::Authentication(
-                    "the stored and the provided CSR do not match".into(),
-                ));
+                return Err(Error::Authentication(format!(
+                    "the stored and the provided CSR for cluster {cluster} does not match"
+                )));
             }
             if let Some(certificate) = field("certificate") {
                 return Ok(certificate);
@@ -572,7 +577,7 @@ async fn ensure_certificate(
         &Api::namespaced_with(client.clone(), tenant_ns, &consts::secrets()),
         &consts::secrets(),
         tenant_ns,
-        CERTIFICATE_SECRET,
+        secret,
         |secret| {
             use base64::Engine;
             let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
