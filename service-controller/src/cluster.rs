@@ -64,18 +64,7 @@ fn apply() -> PatchParams {
 fn apply_body(object: &Value) -> Result<Box<serde_json::value::RawValue>, ClusterError> {
     let text = serde_json::to_string(object)
         .map_err(|e| ClusterError::Refused(format!("cannot serialise an object: {e}")))?;
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\u{7f}'..='\u{9f}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{feff}'
-            | '\u{fffe}'
-            | '\u{ffff}' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
-            _ => escaped.push(c),
-        }
-    }
+    let escaped = crate::template::escape_for_yaml(&text);
     serde_json::value::RawValue::from_string(escaped)
         .map_err(|e| ClusterError::Refused(format!("cannot serialise an object: {e}")))
 }

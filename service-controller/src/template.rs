@@ -129,6 +129,27 @@ fn environment() -> Environment<'static> {
     env
 }
 
+/// JSON `text` with every character YAML does not read back as sent
+/// written as its `\uXXXX` escape, the same character in JSON and in
+/// YAML: NEL, LS and PS (line breaks YAML folds with the blanks around
+/// them), DEL and the other C1 controls, BOM, U+FFFE and U+FFFF (which
+/// make YAML refuse the whole text).
+pub fn escape_for_yaml(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7f}'..='\u{9f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{feff}'
+            | '\u{fffe}'
+            | '\u{ffff}' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 /// minijinja's `tojson`, with the characters escaped that JSON leaves raw
 /// but YAML, which reads what a template renders, does not read back as
 /// given: the line breaks of YAML 1.1 (which libyaml, under serde_yaml,
@@ -143,18 +164,7 @@ fn tojson(
 ) -> Result<minijinja::Value, minijinja::Error> {
     let json = minijinja::filters::tojson(value, indent, kwargs)?;
     let text = json.as_str().unwrap_or_default();
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\u{7f}'..='\u{9f}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{feff}'
-            | '\u{fffe}'
-            | '\u{ffff}' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
-            _ => escaped.push(c),
-        }
-    }
+    let escaped = escape_for_yaml(text);
     Ok(minijinja::Value::from_safe_string(escaped))
 }
 
