@@ -188,42 +188,14 @@ impl Hooks {
     }
 }
 
-/// `matchLabels` and `matchExpressions` of a `LabelSelector`; an absent
-/// selector matches everything.
+/// `matchLabels` and `matchExpressions` of a `LabelSelector`
+/// ([`crate::selector::label_selector_matches`]); an absent selector
+/// matches everything.
 fn selector_matches(selector: &Value, labels: &Value) -> Result<bool, String> {
     if selector.is_null() {
         return Ok(true);
     }
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    for (k, v) in selector["matchLabels"].as_object().into_iter().flatten() {
-        if label(k) != v.as_str() {
-            return Ok(false);
-        }
-    }
-    for e in selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let key = e["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let ok = match e["operator"].as_str().unwrap_or_default() {
-            "In" => label(key).is_some_and(|l| values.contains(&l)),
-            "NotIn" => label(key).is_none_or(|l| !values.contains(&l)),
-            "Exists" => label(key).is_some(),
-            "DoesNotExist" => label(key).is_none(),
-            other => return Err(format!("unknown label selector operator {other:?}")),
-        };
-        if !ok {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    crate::selector::label_selector_matches(selector, labels)
 }
 
 fn listed(list: &Value, value: &str) -> bool {

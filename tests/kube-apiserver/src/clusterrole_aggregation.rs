@@ -51,7 +51,10 @@ pub fn sync(world: &mut World) {
                 if name_of(other) == name_of(role) {
                     continue;
                 }
-                match selects(selector, &other["metadata"]["labels"]) {
+                match crate::selector::label_selector_matches(
+                    selector,
+                    &other["metadata"]["labels"],
+                ) {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(e) => {
@@ -112,55 +115,10 @@ fn semantic(rule: &Value) -> Value {
     Value::Object(out)
 }
 
-/// `metav1.LabelSelectorAsSelector(&selector).Matches(labels)`
-/// (`staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/helpers.go`):
-/// `matchLabels` are `=` requirements, `matchExpressions` `In`, `NotIn`,
-/// `Exists`, `DoesNotExist` (`In`/`NotIn` need values, the others none);
-/// a selector with neither selects everything.
-fn selects(selector: &Value, labels: &Value) -> Result<bool, String> {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let mut ok = true;
-    for (k, v) in selector["matchLabels"].as_object().into_iter().flatten() {
-        ok &= label(k) == v.as_str();
-    }
-    for e in selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let key = e["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let operator = e["operator"].as_str().unwrap_or_default();
-        ok &= match operator {
-            "In" | "NotIn" if values.is_empty() => {
-                return Err(format!(
-                    "values: Invalid value: []string(nil): for '{}', '{}' operators, values set can't be empty",
-                    "in", "notin"
-                ))
-            }
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Err(format!(
-                    "values: Invalid value: {values:?}: values set must be empty for exists and does not exist"
-                ))
-            }
-            "In" => label(key).is_some_and(|l| values.contains(&l)),
-            "NotIn" => label(key).is_none_or(|l| !values.contains(&l)),
-            "Exists" => label(key).is_some(),
-            "DoesNotExist" => label(key).is_none(),
-            other => return Err(format!("{other:?} is not a valid label selector operator")),
-        };
-    }
-    Ok(ok)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::selector::label_selector_matches as selects;
 
     #[test]
     fn selectors_read_as_label_selector_as_selector() {
