@@ -9,7 +9,10 @@
 //! - [`wire`]: the JSON the catalog reads and writes — offers, plans, costs,
 //!   contracts, peering credentials, tokens, feed events, error bodies;
 //! - [`routes`]: the catalog's paths, the only place outside the server
-//!   that spells them.
+//!   that spells them;
+//! - [`kubeconfig`]: the one allow-list for kubeconfigs another party
+//!   wrote (peering users): the catalog checks what it takes in with it,
+//!   the controllers what they build a client from.
 //!
 //! With the `client` feature (on by default):
 //!
@@ -34,6 +37,7 @@
 //! Imports point down: `feed` and the endpoints use `session`, which uses
 //! `http`, `credentials` and `error`; all of them use `wire` and `routes`.
 
+pub mod kubeconfig;
 pub mod routes;
 pub mod wire;
 

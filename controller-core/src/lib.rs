@@ -13,6 +13,8 @@
 //!   `metav1.Condition` of their statuses);
 //! - [`kubeconfig`]: a Kubernetes client from a kubeconfig, or in-cluster,
 //!   as `kubectl` builds one;
+//! - [`bounded`]: a client of another party's API server whose answers
+//!   are bounded in size and in total time, watches included;
 //! - [`retry`]: edge's backoff for every loop that reaches the API server,
 //!   failures logged once per run (not per attempt), and work stopped
 //!   within a bound;
@@ -29,6 +31,7 @@
 //! - [`shutdown`]: a controller binary's one task, run until it ends or a
 //!   signal stops it within a grace period.
 
+pub mod bounded;
 pub mod clock;
 pub mod crd;
 pub mod flags;

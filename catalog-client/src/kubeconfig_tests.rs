@@ -10,12 +10,12 @@ use super::*;
 
 /// A kubeconfig as `liqoctl generate peering-user` v1.2.0 writes it (see
 /// `catalog/tests/fixtures/kubeconfig/README.md`).
-const LIQOCTL: &str = include_str!("../../tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml");
-const CA: &str = include_str!("../../tests/fixtures/kubeconfig/ca.crt");
-const ED_CERT: &str = include_str!("../../tests/fixtures/kubeconfig/peer-ed25519.crt");
-const ED_KEY: &str = include_str!("../../tests/fixtures/kubeconfig/peer-ed25519.key");
-const RSA_CERT: &str = include_str!("../../tests/fixtures/kubeconfig/peer-rsa.crt");
-const RSA_KEY: &str = include_str!("../../tests/fixtures/kubeconfig/peer-rsa.key");
+const LIQOCTL: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/liqoctl-v1.2.0.yaml");
+const CA: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/ca.crt");
+const ED_CERT: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/peer-ed25519.crt");
+const ED_KEY: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/peer-ed25519.key");
+const RSA_CERT: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/peer-rsa.crt");
+const RSA_KEY: &str = include_str!("../../catalog/tests/fixtures/kubeconfig/peer-rsa.key");
 
 fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
