@@ -18,9 +18,13 @@
 //!
 //! A source is copied into its target only when the target namespace
 //! carries [`ACCEPT_BINDINGS`]`: "true"` (a provider must not write
-//! Secrets wherever it likes) and the target Secret is absent or a copy of
-//! that same source; the copy follows the source's data and type, and goes
-//! when the source goes, or stops being copyable.
+//! Secrets wherever it likes), its [`ACCEPT_FROM`] annotation names the
+//! source's origin (one provider must not write another's Secrets: BC-04)
+//! and leaves it the target name, the source is `Opaque` or of a type
+//! [`ACCEPT_TYPES`] names (image-pull credentials are not a binding:
+//! BC-08), and the target Secret is absent or a copy of that same source;
+//! the copy follows the source's data and type, and goes when the source
+//! goes, or stops being copyable.
 
 use std::collections::BTreeMap;
 
@@ -36,8 +40,21 @@ pub const BINDING: &str = "broker.liqo-broker.io/binding";
 /// On a source: where the customer wants the copy.
 pub const TARGET_NAMESPACE: &str = "broker.liqo-broker.io/target-namespace";
 pub const TARGET_NAME: &str = "broker.liqo-broker.io/target-name";
-/// On a namespace: copies may be written here.
+/// On a namespace (label): copies may be written here.
 pub const ACCEPT_BINDINGS: &str = "broker.liqo-broker.io/accept-bindings";
+/// On a namespace (annotation): whose copies, a list (commas or blanks)
+/// of `<provider cluster ID>` (any Secret name that no other entry
+/// reserves) and `<provider cluster ID>/<Secret name>` (that name, for
+/// that provider only).
+pub const ACCEPT_FROM: &str = "broker.liqo-broker.io/accept-bindings-from";
+/// On a namespace (annotation): Secret types copied besides `Opaque`, a
+/// list (commas or blanks).
+pub const ACCEPT_TYPES: &str = "broker.liqo-broker.io/accept-binding-types";
+/// Never copied, whatever a namespace says: the token controller fills
+/// such a Secret with a token of a ServiceAccount of the target namespace
+/// (Kubernetes `pkg/controller/serviceaccount/tokens_controller.go`), an
+/// identity no provider is to be handed.
+const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
 /// On a copy: the binding's id (a source's label is not copied, so a copy
 /// is never taken for a source).
 pub const COPY_OF: &str = "broker.liqo-broker.io/binding-copy";
@@ -55,6 +72,8 @@ const MANAGED_BY_NAMESPACE_MAP: &str = "liqo.io/managed-by-namespace-map";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     pub binding: String,
+    /// The provider's cluster (Liqo's origin label).
+    pub origin: String,
     pub namespace: String,
     pub name: String,
 }
@@ -140,6 +159,7 @@ pub fn source(
     }
     Ok(Target {
         binding: binding.to_string(),
+        origin: origin.to_string(),
         namespace: target_namespace.to_string(),
         name: target_name.to_string(),
     })
@@ -169,6 +189,72 @@ pub fn copy(source: &Secret, target: &Target) -> Secret {
     }
 }
 
+/// The entries of a list annotation: commas or blanks between them.
+fn list<'a>(meta: &'a ObjectMeta, key: &str) -> impl Iterator<Item = &'a str> {
+    annotation(meta, key)
+        .unwrap_or_default()
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|entry| !entry.is_empty())
+}
+
+/// Whether the namespace takes `target`'s provider writing `target.name`:
+/// listed for that name, or listed bare and the name reserved for no other
+/// provider.
+fn accepted_from(namespace: &Namespace, target: &Target) -> Result<(), String> {
+    let entries: Vec<(&str, Option<&str>)> = list(&namespace.metadata, ACCEPT_FROM)
+        .map(|entry| match entry.split_once('/') {
+            Some((origin, name)) => (origin, Some(name)),
+            None => (entry, None),
+        })
+        .collect();
+    let ns = &target.namespace;
+    if entries.is_empty() {
+        return Err(format!(
+            "namespace {ns} names no provider it accepts bindings from (annotate it {ACCEPT_FROM}=<provider cluster ID>[/<Secret name>],…)"
+        ));
+    }
+    let origin = target.origin.as_str();
+    let name = Some(target.name.as_str());
+    if entries.contains(&(origin, name)) {
+        return Ok(());
+    }
+    if let Some((owner, _)) = entries.iter().find(|(o, n)| *n == name && *o != origin) {
+        return Err(format!(
+            "Secret name {ns}/{} is reserved for the bindings of provider {owner} ({ACCEPT_FROM}), not of {origin}",
+            target.name
+        ));
+    }
+    if entries.contains(&(origin, None)) {
+        return Ok(());
+    }
+    Err(format!(
+        "namespace {ns} does not accept bindings from provider {origin} as {} ({ACCEPT_FROM} does not name it)",
+        target.name
+    ))
+}
+
+/// Whether the source's type may be written in the namespace: `Opaque`
+/// (absent or empty is `Opaque`, Kubernetes `SetDefaults_Secret`), or a
+/// type the namespace lists; never a service-account token.
+fn accepted_type(source: &Secret, namespace: &Namespace, target: &Target) -> Result<(), String> {
+    let type_ = source.type_.as_deref().unwrap_or_default();
+    if type_.is_empty() || type_ == "Opaque" {
+        return Ok(());
+    }
+    let ns = &target.namespace;
+    if type_ == SERVICE_ACCOUNT_TOKEN {
+        return Err(format!(
+            "a Secret of type {type_} is never copied (it would be handed a ServiceAccount's token in {ns})"
+        ));
+    }
+    if list(&namespace.metadata, ACCEPT_TYPES).any(|t| t == type_) {
+        return Ok(());
+    }
+    Err(format!(
+        "namespace {ns} accepts binding Secrets of type Opaque only, not {type_} (annotate it {ACCEPT_TYPES}={type_} to accept it)"
+    ))
+}
+
 /// Whether `secret` is a copy this controller made, and of which source.
 pub fn copy_source(secret: &Secret) -> Option<&str> {
     let meta = &secret.metadata;
@@ -195,6 +281,8 @@ pub fn plan(
             target.namespace
         ));
     }
+    accepted_from(namespace, target).map_err(NotCopied::Refused)?;
+    accepted_type(source, namespace, target).map_err(NotCopied::Refused)?;
     let wanted = copy(source, target);
     let Some(existing) = existing else {
         return Ok(Plan::Create(wanted));
@@ -293,9 +381,17 @@ mod tests {
         }
     }
 
+    /// A namespace labelled `value`, accepting bindings from `sp`.
     fn accepting(value: &str) -> Namespace {
+        accepting_from(value, "sp", "")
+    }
+
+    fn accepting_from(value: &str, from: &str, types: &str) -> Namespace {
         Namespace {
-            metadata: meta(&[(ACCEPT_BINDINGS, value)], &[]),
+            metadata: meta(
+                &[(ACCEPT_BINDINGS, value)],
+                &[(ACCEPT_FROM, from), (ACCEPT_TYPES, types)],
+            ),
             ..Namespace::default()
         }
     }
@@ -308,6 +404,7 @@ mod tests {
             target,
             Target {
                 binding: "b-1".into(),
+                origin: "sp".into(),
                 namespace: "app".into(),
                 name: "db-creds".into()
             }
@@ -406,5 +503,107 @@ mod tests {
         let kept = BTreeMap::from([("inst-sp/binding-b-1".to_string(), moved)]);
         assert_eq!(orphans(&copies, &kept).len(), 1);
         assert!(orphans(&[Secret::default()], &BTreeMap::new()).is_empty());
+    }
+
+    /// BC-04: a second provider's source aimed at the name the customer
+    /// gave the first one's binding is refused, whether that provider is
+    /// not named at all or named for other Secrets only; the label alone
+    /// (the opt-in before issue 41) names no provider.
+    #[test]
+    fn only_named_providers_write_and_a_reserved_name_is_its_providers() {
+        let good = reflected("x");
+        let t = source(&good, Some(&remote_namespace("sp")), "me").unwrap();
+        let mut evil = reflected("db://attacker.example");
+        evil.metadata.namespace = Some("inst-evil".into());
+        let labels = evil.metadata.labels.as_mut().unwrap();
+        labels.insert(ORIGIN.into(), "evil".into());
+        let e = source(&evil, Some(&remote_namespace("evil")), "me").unwrap();
+        assert_eq!((e.origin.as_str(), e.name.as_str()), ("evil", "db-creds"));
+        let refused = |s: &Secret, t: &Target, ns: &Namespace, says: &str| {
+            assert!(
+                matches!(plan(s, t, Some(ns), None), Err(NotCopied::Refused(m)) if m.contains(says)),
+                "{:?} {says}",
+                plan(s, t, Some(ns), None)
+            )
+        };
+        let creates = |s: &Secret, t: &Target, ns: &Namespace| {
+            assert!(matches!(plan(s, t, Some(ns), None), Ok(Plan::Create(_))))
+        };
+        let legacy = Namespace {
+            metadata: meta(&[(ACCEPT_BINDINGS, "true")], &[]),
+            ..Namespace::default()
+        };
+        refused(&good, &t, &legacy, "names no provider");
+        refused(
+            &good,
+            &t,
+            &accepting_from("true", " , ", ""),
+            "names no provider",
+        );
+
+        let only_sp = accepting_from("true", "sp", "");
+        creates(&good, &t, &only_sp);
+        refused(&evil, &e, &only_sp, "from provider evil");
+
+        // Both named, the name pinned to sp: evil may write other names.
+        let pinned = accepting_from("true", "evil, sp/db-creds", "");
+        creates(&good, &t, &pinned);
+        refused(
+            &evil,
+            &e,
+            &pinned,
+            "reserved for the bindings of provider sp",
+        );
+        let other_name = Target {
+            name: "cache".into(),
+            ..e.clone()
+        };
+        creates(&evil, &other_name, &pinned);
+        // A provider named for one Secret only writes that one.
+        let one = accepting_from("true", "sp/db-creds", "");
+        let elsewhere = Target {
+            name: "other".into(),
+            ..t.clone()
+        };
+        refused(&good, &elsewhere, &one, "from provider sp");
+        // Listed for the name and bare for another provider: the name wins.
+        creates(&good, &t, &accepting_from("true", "sp/db-creds\nevil", ""));
+    }
+
+    /// BC-08 (and BC-07): only Opaque Secrets are copied unless the
+    /// namespace names the type; a service-account token never is.
+    #[test]
+    fn only_opaque_unless_the_namespace_names_the_type() {
+        let mut s = reflected("x");
+        let t = source(&s, Some(&remote_namespace("sp")), "me").unwrap();
+        for opaque in [None, Some(""), Some("Opaque")] {
+            s.type_ = opaque.map(str::to_string);
+            assert!(matches!(
+                plan(&s, &t, Some(&accepting("true")), None),
+                Ok(Plan::Create(_))
+            ));
+        }
+        let pull = "kubernetes.io/dockerconfigjson";
+        s.type_ = Some(pull.into());
+        assert!(matches!(
+            plan(&s, &t, Some(&accepting("true")), None),
+            Err(NotCopied::Refused(m)) if m.contains("Opaque only") && m.contains(pull)
+        ));
+        let typed = accepting_from(
+            "true",
+            "sp",
+            "kubernetes.io/basic-auth, kubernetes.io/dockerconfigjson",
+        );
+        assert!(matches!(
+            plan(&s, &t, Some(&typed), None),
+            Ok(Plan::Create(c)) if c.type_.as_deref() == Some(pull)
+        ));
+        let token = "kubernetes.io/service-account-token";
+        s.type_ = Some(token.into());
+        let everything = accepting_from("true", "sp", token);
+        assert!(matches!(
+            plan(&s, &t, Some(&everything), None),
+            Err(NotCopied::Refused(m)) if m.contains("never copied")
+        ));
     }
 }

@@ -223,7 +223,7 @@ fn step_failed<T>(e: AuthError) -> Result<Option<T>, ClusterError> {
     match e {
         AuthError::Kube(e) => Err(e.into()),
         AuthError::Decode(e) => Err(e.into()),
-        e @ AuthError::Kubeconfig(_) => {
+        e @ (AuthError::Kubeconfig(_) | AuthError::Refused(_)) => {
             tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
             Ok(None)
         }
@@ -243,6 +243,15 @@ async fn auto_peer(
 ) -> Result<Option<AutoPeer>, ClusterError> {
     let provider_client = match authentication::provider_client(kubeconfig).await {
         Ok(client) => client,
+        // Said on the Purchase, and no peering command either: a person
+        // running `liqoctl peer` with it would run what it says.
+        Err(e @ AuthError::Refused(_)) => {
+            tracing::warn!(error = %e, "no automatic peering: the contract's kubeconfig is refused");
+            return Ok(Some(AutoPeer {
+                networking: None,
+                authentication: Some(Stage::KubeconfigRefused(e.to_string())),
+            }));
+        }
         Err(e) => {
             tracing::warn!(error = %e, "no automatic peering: falling back to the peering command");
             return Ok(None);
@@ -385,9 +394,23 @@ async fn offload(
     let ar = cluster.generation.namespace_offloading();
     let mut outcomes = Vec::new();
     let mut owned = Vec::new();
+    // The controller's own namespace is never offloaded (`POD_NAMESPACE`,
+    // as the Lease's default namespace is found).
+    let own = std::env::var("POD_NAMESPACE").unwrap_or_default();
+    let protected = [cluster.liqo_namespace.as_str(), own.as_str()];
+    let purchase_namespace = purchase.metadata.namespace.as_deref().unwrap_or_default();
     for namespace in &purchase.spec.namespaces {
-        if namespaces.get_opt(namespace).await?.is_none() {
+        let Some(object) = namespaces.get_opt(namespace).await? else {
             outcomes.push((namespace.clone(), NamespaceOutcome::Missing));
+            continue;
+        };
+        if let Some(why) = crate::decision::offload_refusal(purchase_namespace, &object, &protected)
+        {
+            // Offloaded before the rule: this Purchase's share goes.
+            if status.offloaded_namespaces.contains(namespace) {
+                release(purchase, cluster, namespace, &ar).await?;
+            }
+            outcomes.push((namespace.clone(), NamespaceOutcome::Refused(why)));
             continue;
         }
         let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &ar);

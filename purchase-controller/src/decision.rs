@@ -212,10 +212,62 @@ pub enum NamespaceOutcome {
     /// `Ready` yet (the phase it reports).
     Offloading(String),
     Missing,
+    /// Not this Purchase's to offload ([`offload_refusal`]): nothing
+    /// written there, the Purchase's share of it released.
+    Refused(String),
     /// A NamespaceOffloading someone else made is there: left alone.
     NotOurs,
     /// Shared with Purchases that chose other strategies: left alone.
     Conflict(String),
+}
+
+/// On a namespace (annotation): the namespaces whose Purchases may
+/// offload it besides its own, a list (commas or blanks).
+pub const OFFLOADABLE_BY: &str = "broker.liqo-broker.io/offloadable-by";
+
+/// Namespaces no Purchase offloads, whatever they say: Kubernetes' own
+/// (`kube-system`, `kube-public`, `kube-node-lease`: Kubernetes
+/// `pkg/apis/core/types.go` `NamespaceSystem`, `NamespacePublic`,
+/// `NamespaceNodeLease`) and Liqo's (`liqo`, `liqo-tenant-<peer>`,
+/// `liqo-storage`, …). A Liqo offloading there would make the provider
+/// run what the cluster runs on itself.
+const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+/// Why a Purchase in `purchase_namespace` may not offload `target` (a
+/// clear message), or `None` when it may: its own namespace, or one whose
+/// [`OFFLOADABLE_BY`] names the Purchase's namespace — never a system
+/// namespace nor one of `protected` (the controller's and Liqo's). Who may
+/// create a Purchase in a namespace may then offload that namespace only,
+/// not `kube-system`.
+pub fn offload_refusal(
+    purchase_namespace: &str,
+    target: &k8s_openapi::api::core::v1::Namespace,
+    protected: &[&str],
+) -> Option<String> {
+    let name = target.metadata.name.as_deref().unwrap_or_default();
+    if SYSTEM_NAMESPACES.contains(&name) || name.starts_with("liqo") || protected.contains(&name) {
+        return Some(format!(
+            "namespace {name} is a system namespace (Kubernetes', Liqo's or the controller's): never offloaded"
+        ));
+    }
+    if name == purchase_namespace {
+        return None;
+    }
+    let allowed = target
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(OFFLOADABLE_BY))
+        .is_some_and(|list| {
+            list.split(|c: char| c == ',' || c.is_whitespace())
+                .any(|ns| ns == purchase_namespace)
+        });
+    if allowed {
+        return None;
+    }
+    Some(format!(
+        "namespace {name} is not the Purchase's and does not name {purchase_namespace} in its annotation {OFFLOADABLE_BY}"
+    ))
 }
 
 /// How far the Purchase has come.
@@ -481,6 +533,22 @@ pub fn assess(p: &Progress) -> Assessment {
         .filter(|(_, o)| *o == NamespaceOutcome::NotOurs)
         .map(|(n, _)| n.as_str())
         .collect();
+    let refused: Vec<&str> = p
+        .namespaces
+        .iter()
+        .filter_map(|(_, o)| match o {
+            NamespaceOutcome::Refused(why) => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !refused.is_empty() {
+        return failed(
+            conditions,
+            NAMESPACES_OFFLOADED,
+            "NamespaceNotAllowed",
+            refused.join("; "),
+        );
+    }
     if !missing.is_empty() {
         let message = format!("namespace(s) {} do not exist", missing.join(", "));
         return failed(
@@ -1184,5 +1252,72 @@ mod tests {
             ["team/other", "team/peering"]
         );
         assert!(peering_users(&all[..1], "p", "team/me").is_empty());
+    }
+
+    fn namespace(
+        name: &str,
+        offloadable_by: Option<&str>,
+    ) -> k8s_openapi::api::core::v1::Namespace {
+        let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+        ns.metadata.name = Some(name.into());
+        ns.metadata.annotations =
+            offloadable_by.map(|v| BTreeMap::from([(OFFLOADABLE_BY.to_string(), v.to_string())]));
+        ns
+    }
+
+    /// Issue 41 (hostile review, "read in the code", decision.rs:472-503):
+    /// a Purchase in `team` offloads `team`, and another namespace only
+    /// when that one names `team`; never kube-system, Liqo's namespaces or
+    /// the controller's, whatever they say; a refusal fails the Purchase
+    /// with its own reason.
+    #[test]
+    fn a_purchase_offloads_its_own_namespace_or_one_that_names_it() {
+        let protected = ["liqo-broker"];
+        let may =
+            |ns: &k8s_openapi::api::core::v1::Namespace| offload_refusal("team", ns, &protected);
+        assert_eq!(may(&namespace("team", None)), None);
+        assert_eq!(may(&namespace("apps", Some("other, team"))), None);
+        assert_eq!(may(&namespace("apps", Some("other\tteam"))), None);
+        let not_named = may(&namespace("apps", None)).unwrap();
+        assert!(
+            not_named.contains(OFFLOADABLE_BY) && not_named.contains("team"),
+            "{not_named}"
+        );
+        assert!(may(&namespace("apps", Some("teams,tea"))).is_some());
+        for system in [
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            "liqo",
+            "liqo-tenant-p",
+            "liqo-broker",
+        ] {
+            let why = may(&namespace(system, Some("team"))).unwrap();
+            assert!(why.contains("system namespace"), "{system}: {why}");
+            // Not even from a Purchase living there.
+            assert!(offload_refusal(system, &namespace(system, None), &protected).is_some());
+        }
+
+        let mut p = progress();
+        p.namespaces.push((
+            "kube-system".into(),
+            NamespaceOutcome::Refused(may(&namespace("kube-system", None)).unwrap()),
+        ));
+        p.namespaces
+            .push(("gone".into(), NamespaceOutcome::Missing));
+        let a = assess(&p);
+        assert_eq!(a.phase, Phase::Failed);
+        let offloaded = a
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NAMESPACES_OFFLOADED)
+            .unwrap();
+        assert!(!offloaded.status);
+        assert_eq!(offloaded.reason, "NamespaceNotAllowed");
+        assert!(
+            offloaded.message.contains("kube-system"),
+            "{}",
+            offloaded.message
+        );
     }
 }
