@@ -11,7 +11,7 @@
 //! list frame (only if it has snapshot-mode members) and the change's one
 //! delta frame; the frames are built once and their bytes shared.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -27,6 +27,16 @@ use super::params::{Mode, SubscribeParams};
 use super::subscriber::{Reaped, Subscriber};
 use crate::offers::Offer;
 use crate::offers::{OfferChange, OfferFilter};
+use crate::store::sequence::{self, ListCheck, Sequence, Versioned};
+
+impl Versioned for Offer {
+    fn key(&self) -> &str {
+        &self.id
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
 
 /// WebSocket close codes the feed uses.
 pub mod close_code {
@@ -134,7 +144,7 @@ struct State {
     ready: bool,
     shutting_down: bool,
     /// Offer-list changes published so far.
-    seq: u64,
+    seq: Sequence,
     offers: BTreeMap<String, Entry>,
     groups: HashMap<String, Group>,
     /// Subscribers the server is closing, until their connection ends.
@@ -155,27 +165,18 @@ pub(crate) enum Reloaded {
     /// so it was read before changes the hub has (its missing offers may
     /// be ones it has not seen yet, not deletions).
     Older { id: String, listed: u64, held: u64 },
+    /// Refused, nothing sent: the list lacks offer `id`, sent at version
+    /// `held`, and the store did not confirm it deleted — the list was
+    /// read before that write (issue 41, dbfault s3).
+    Lacks { id: String, held: u64 },
 }
 
-/// The first offer `list` holds at an older version than `held` does.
-fn older_than_held(held: &BTreeMap<String, Entry>, list: &[Offer]) -> Option<Reloaded> {
-    list.iter().find_map(|o| {
-        let h = held.get(&o.id)?.offer.version;
-        (o.version < h).then(|| Reloaded::Older {
-            id: o.id.clone(),
-            listed: o.version,
-            held: h,
-        })
-    })
-}
-
-/// Whether `list` is exactly the offers (ids and versions) `held`.
-fn unchanged(held: &BTreeMap<String, Entry>, list: &[Offer]) -> bool {
-    held.len() == list.len()
-        && list.iter().all(|o| {
-            held.get(&o.id)
-                .is_some_and(|e| e.offer.version == o.version)
-        })
+/// The version of each offer `offers` holds.
+fn versions(offers: &BTreeMap<String, Entry>) -> BTreeMap<String, u64> {
+    offers
+        .iter()
+        .map(|(id, e)| (id.clone(), e.offer.version))
+        .collect()
 }
 
 /// See the module docs.
@@ -196,7 +197,7 @@ impl Hub {
             state: Mutex::new(State {
                 ready: false,
                 shutting_down: false,
-                seq: 0,
+                seq: Sequence::default(),
                 offers: BTreeMap::new(),
                 groups: HashMap::new(),
                 closing: HashMap::new(),
@@ -252,7 +253,7 @@ impl Hub {
         }
         let id = st.next_id;
         st.next_id += 1;
-        let (ready, seq) = (st.ready, st.seq);
+        let (ready, seq) = (st.ready, st.seq.current());
         let State { groups, offers, .. } = &mut *st;
         let group = groups
             .entry(params.filter_key.clone())
@@ -294,31 +295,61 @@ impl Hub {
         self.metrics.mode_gauge(sub.mode).dec();
     }
 
+    /// The offers the hub holds (so subscribers were sent) that `list`
+    /// lacks: the caller confirms each gone (or not) with the store before
+    /// [`Hub::reload`]. None before the first list.
+    pub fn lacking(&self, list: &[Offer]) -> Vec<String> {
+        let st = self.lock();
+        if !st.ready {
+            return Vec::new();
+        }
+        sequence::lacking(&versions(&st.offers), list)
+    }
+
     /// Replace the whole list (first load, resync, lag): every subscriber
     /// gets the new list. A reload that changes nothing sends nothing, and
-    /// one that is older than what the hub already sent — an offer at a
-    /// lower version than the hub holds — is refused ([`Reloaded::Older`]):
-    /// no subscriber is ever sent an offer older than one it was sent, nor
-    /// a list older than the last one. Only `allow_older` (the caller gave
+    /// one that is older than what the hub already sent is refused: an
+    /// offer at a lower version than the hub holds ([`Reloaded::Older`]),
+    /// or an offer the hub holds missing without being in `gone` (the
+    /// offers the store confirmed deleted after the list was read;
+    /// [`Reloaded::Lacks`]). No subscriber is ever sent an offer older than
+    /// one it was sent, nor a list older than what it was sent
+    /// ([`sequence::check_list`]). Only `allow_older` (the caller gave
     /// the store time to catch up and it did not: the hub's copy is what is
     /// wrong, e.g. a write the database lost) takes such a list.
-    pub fn reload(&self, offers: Vec<Offer>, published: Instant, allow_older: bool) -> Reloaded {
+    pub fn reload(
+        &self,
+        offers: Vec<Offer>,
+        gone: &HashSet<String>,
+        published: Instant,
+        allow_older: bool,
+    ) -> Reloaded {
         self.metrics.reloads.inc();
         let mut st = self.lock();
         if st.ready {
-            if let Some(older) = older_than_held(&st.offers, &offers) {
+            let refused = match sequence::check_list(&versions(&st.offers), &offers, gone) {
+                ListCheck::Same => {
+                    debug!("reload found no change");
+                    return Reloaded::Unchanged;
+                }
+                ListCheck::Newer => None,
+                ListCheck::Older { key, listed, held } => Some(Reloaded::Older {
+                    id: key,
+                    listed,
+                    held,
+                }),
+                ListCheck::Lacks { key, held } => Some(Reloaded::Lacks { id: key, held }),
+            };
+            if let Some(refused) = refused {
                 if !allow_older {
-                    return older;
+                    return refused;
                 }
                 warn!(
-                    ?older,
+                    ?refused,
                     "the store's list stays older than the feed's; taking it as the truth"
                 );
-            } else if unchanged(&st.offers, &offers) {
-                debug!("reload found no change");
-                return Reloaded::Unchanged;
             }
-            st.seq += 1;
+            st.seq.advance();
             self.metrics.changes.inc();
         }
         st.ready = true;
@@ -326,7 +357,7 @@ impl Hub {
             .into_iter()
             .map(|o| (o.id.clone(), Entry::new(o)))
             .collect();
-        let seq = st.seq;
+        let seq = st.seq.current();
         let State { groups, offers, .. } = &mut *st;
         for group in groups.values_mut() {
             group.invalidate();
@@ -339,7 +370,10 @@ impl Hub {
         Reloaded::Replaced
     }
 
-    /// Publish one committed change.
+    /// Publish one committed change, unless the hub already holds its
+    /// offer at this version or a newer one ([`sequence::newer`]): a
+    /// subscriber gets the latest version of each offer, never an older
+    /// one, and intermediate versions a newer copy superseded are skipped.
     pub fn apply(&self, change: OfferChange, published: Instant) {
         let mut st = self.lock();
         if !st.ready {
@@ -348,30 +382,26 @@ impl Hub {
         }
         let (id, new) = match change {
             OfferChange::Upserted(offer) => {
-                if st
-                    .offers
-                    .get(&offer.id)
-                    .is_some_and(|e| e.offer.version >= offer.version)
-                {
+                let held = st.offers.get(&offer.id).map(|e| e.offer.version);
+                if !sequence::newer(held, offer.version) {
                     return;
                 }
                 (offer.id.clone(), Some(Entry::new(offer)))
             }
             OfferChange::Deleted { id, version, .. } => {
-                if st
-                    .offers
-                    .get(&id)
-                    .is_none_or(|e| e.offer.version >= version)
-                {
+                // Nothing held: nothing to delete (subscribers never had it).
+                let Some(held) = st.offers.get(&id).map(|e| e.offer.version) else {
+                    return;
+                };
+                if !sequence::newer(Some(held), version) {
                     return;
                 }
                 (id, None)
             }
             OfferChange::Resync => return,
         };
-        st.seq += 1;
+        let seq = st.seq.advance();
         self.metrics.changes.inc();
-        let seq = st.seq;
         let new_json = new.as_ref().map(|e| e.json.clone());
         let new_offer = new.as_ref().map(|e| e.offer.clone());
         let old = match new {
@@ -512,12 +542,12 @@ impl Hub {
 
     #[cfg(test)]
     fn seq(&self) -> u64 {
-        self.lock().seq
+        self.lock().seq.current()
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use actix_http::ws::Parser;
     use bytes::BytesMut;
     use prometheus_client::registry::Registry;
@@ -527,7 +557,7 @@ mod tests {
     use super::*;
     use crate::offers::{OfferSpec, ProviderRef};
 
-    fn offer(id: &str, offer_type: &str, version: u64) -> Offer {
+    pub(crate) fn offer(id: &str, offer_type: &str, version: u64) -> Offer {
         let body = json!({"name": id, "type": offer_type,
             "plans": {"p": {"name": "p", "cost": "1", "resources": {"cpu": "1"}}}});
         let owner = ProviderRef {
@@ -542,7 +572,7 @@ mod tests {
             .into_offer(crate::store::now(), crate::store::now(), version)
     }
 
-    fn hub(queue: u16) -> Hub {
+    pub(crate) fn hub(queue: u16) -> Hub {
         let config = FeedConfig {
             feed_queue: queue,
             ..FeedConfig::default()
@@ -550,13 +580,13 @@ mod tests {
         Hub::new(config, FeedMetrics::register(&mut Registry::default()))
     }
 
-    fn subscribe(hub: &Hub, query: &str) -> Arc<Subscriber> {
+    pub(crate) fn subscribe(hub: &Hub, query: &str) -> Arc<Subscriber> {
         hub.register(SubscribeParams::parse(query).unwrap(), None)
             .unwrap()
     }
 
     /// Every message waiting for `sub`, decoded.
-    fn drain(sub: &Subscriber) -> Vec<Value> {
+    pub(crate) fn drain(sub: &Subscriber) -> Vec<Value> {
         let waker = std::task::Waker::noop();
         let mut out = Vec::new();
         loop {
@@ -592,7 +622,12 @@ mod tests {
             OfferChange::Upserted(offer("early", "x", 1)),
             Instant::now(),
         );
-        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let msgs = drain(&s);
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs[0]["type"], "snapshot");
@@ -603,7 +638,12 @@ mod tests {
     #[test]
     fn snapshot_mode_gets_the_full_list_after_every_change() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let s = subscribe(&h, "mode=snapshot");
         assert_eq!(ids(&drain(&s)[0]), ["a"]);
         h.apply(OfferChange::Upserted(offer("b", "x", 1)), Instant::now());
@@ -628,7 +668,12 @@ mod tests {
     #[test]
     fn delta_mode_gets_upserts_and_deletes_with_consecutive_seqs() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let s = subscribe(&h, "mode=delta");
         assert_eq!(drain(&s)[0]["type"], "snapshot");
         h.apply(OfferChange::Upserted(offer("a", "x", 2)), Instant::now());
@@ -650,7 +695,12 @@ mod tests {
     #[test]
     fn stale_and_duplicate_changes_are_dropped() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 5)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 5)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let s = subscribe(&h, "mode=delta");
         drain(&s);
         h.apply(OfferChange::Upserted(offer("a", "x", 5)), Instant::now());
@@ -672,6 +722,7 @@ mod tests {
         let h = hub(8);
         h.reload(
             vec![offer("a", "gpu", 1), offer("b", "cpu", 1)],
+            &HashSet::new(),
             Instant::now(),
             false,
         );
@@ -696,7 +747,7 @@ mod tests {
     #[test]
     fn a_full_delta_queue_disconnects_only_that_subscriber() {
         let h = hub(2);
-        h.reload(vec![], Instant::now(), false);
+        h.reload(vec![], &HashSet::new(), Instant::now(), false);
         let slow = subscribe(&h, "mode=delta");
         let fast = subscribe(&h, "mode=delta");
         for v in 1..=4 {
@@ -715,12 +766,25 @@ mod tests {
     #[test]
     fn a_reload_sends_fresh_lists_to_everyone() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let d = subscribe(&h, "mode=delta");
         drain(&d);
-        h.reload(vec![offer("a", "x", 1)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         assert!(drain(&d).is_empty(), "an identical reload sends nothing");
-        h.reload(vec![offer("b", "x", 1)], Instant::now(), false);
+        // "a" was deleted: the store confirmed it (else see
+        // `a_list_lacking_a_sent_offer_is_refused`).
+        let gone = HashSet::from(["a".to_string()]);
+        h.reload(vec![offer("b", "x", 1)], &gone, Instant::now(), false);
         let m = drain(&d);
         assert_eq!(m[0]["type"], "snapshot");
         assert_eq!(m[0]["seq"], 1);
@@ -736,6 +800,7 @@ mod tests {
         let h = hub(8);
         h.reload(
             vec![offer("a", "x", 20), offer("b", "x", 1)],
+            &HashSet::new(),
             Instant::now(),
             false,
         );
@@ -750,7 +815,7 @@ mod tests {
         // Read before a@21 and c were written.
         let older = vec![offer("a", "x", 20), offer("b", "x", 1)];
         assert_eq!(
-            h.reload(older, Instant::now(), false),
+            h.reload(older, &HashSet::new(), Instant::now(), false),
             Reloaded::Older {
                 id: "a".into(),
                 listed: 20,
@@ -763,9 +828,14 @@ mod tests {
         h.apply(OfferChange::Upserted(offer("b", "x", 2)), Instant::now());
         assert_eq!(drain(&d)[0]["offer"]["version"], 2);
         assert_eq!(ids(&drain(&s)[0]), ["a", "b", "c"]);
-        // A newer list is taken whole: c was deleted meanwhile.
+        // A newer list is taken whole: c was deleted meanwhile (the store
+        // confirmed it).
         let newer = vec![offer("a", "x", 22), offer("b", "x", 2)];
-        assert_eq!(h.reload(newer, Instant::now(), false), Reloaded::Replaced);
+        let gone = HashSet::from(["c".to_string()]);
+        assert_eq!(
+            h.reload(newer, &gone, Instant::now(), false),
+            Reloaded::Replaced
+        );
         let m = drain(&d);
         assert_eq!(
             (m[0]["type"].as_str(), ids(&m[0])),
@@ -775,20 +845,68 @@ mod tests {
         assert_eq!(ids(&drain(&s)[0]), ["a", "b"]);
     }
 
+    /// Issue 41, dbfault s3: a resync list read before writes the hub
+    /// already sent lacks their offers. Taken, subscribers would see them
+    /// vanish and come back with the next change; refused, nothing is sent
+    /// until a list holds them or the store confirms them deleted.
+    #[test]
+    fn a_list_lacking_a_sent_offer_is_refused() {
+        let h = hub(8);
+        h.reload(
+            vec![offer("a", "x", 1)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
+        let d = subscribe(&h, "mode=delta");
+        let s = subscribe(&h, "mode=snapshot");
+        drain(&d);
+        drain(&s);
+        h.apply(OfferChange::Upserted(offer("new", "x", 1)), Instant::now());
+        assert_eq!(drain(&d)[0]["offer"]["id"], "new");
+        drain(&s);
+        // Read before "new" was written: it lacks it.
+        let stale = || vec![offer("a", "x", 1)];
+        assert_eq!(h.lacking(&stale()), ["new"]);
+        assert_eq!(
+            h.reload(stale(), &HashSet::new(), Instant::now(), false),
+            Reloaded::Lacks {
+                id: "new".into(),
+                held: 1
+            }
+        );
+        assert!(drain(&d).is_empty() && drain(&s).is_empty());
+        // Confirmed deleted, the same list is the truth.
+        let gone = HashSet::from(["new".to_string()]);
+        assert_eq!(
+            h.reload(stale(), &gone, Instant::now(), false),
+            Reloaded::Replaced
+        );
+        assert_eq!(ids(&drain(&d)[0]), ["a"]);
+    }
+
     /// When the store's list stays older (the caller waited; e.g. the
     /// database lost a write the feed had seen), `allow_older` takes it.
     #[test]
     fn allow_older_takes_the_stores_list() {
         let h = hub(8);
-        h.reload(vec![offer("a", "x", 5)], Instant::now(), false);
+        h.reload(
+            vec![offer("a", "x", 5)],
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
         let d = subscribe(&h, "mode=delta");
         drain(&d);
         let older = || vec![offer("a", "x", 4)];
         assert!(matches!(
-            h.reload(older(), Instant::now(), false),
+            h.reload(older(), &HashSet::new(), Instant::now(), false),
             Reloaded::Older { .. }
         ));
-        assert_eq!(h.reload(older(), Instant::now(), true), Reloaded::Replaced);
+        assert_eq!(
+            h.reload(older(), &HashSet::new(), Instant::now(), true),
+            Reloaded::Replaced
+        );
         assert_eq!(drain(&d)[0]["offers"][0]["version"], 4);
     }
 
@@ -832,7 +950,7 @@ mod tests {
     #[test]
     fn shutdown_closes_everyone_with_going_away() {
         let h = hub(8);
-        h.reload(vec![], Instant::now(), false);
+        h.reload(vec![], &HashSet::new(), Instant::now(), false);
         let s = subscribe(&h, "mode=snapshot");
         drain(&s);
         h.shutdown();

@@ -2,13 +2,15 @@
 //! backend: why an operation did not happen ([`StoreError`], and the HTTP
 //! answer each kind maps to), the clock every store keeps times at
 //! ([`now`]), the size of the change channels stores publish on, and the
-//! one deadline a request's store calls share ([`deadline`]).
+//! one deadline a request's store calls share ([`deadline`]), and the rules
+//! that keep a stream of versioned records monotonic ([`sequence`]).
 //!
 //! It names no feature's types: the traits themselves live in the features
 //! (`offers::OfferStore`, `providers::ProviderStore`, ...), their
 //! implementations in the backends (the `backends` module, above the features).
 
 pub mod deadline;
+pub mod sequence;
 
 use async_trait::async_trait;
 
