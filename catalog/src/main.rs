@@ -15,7 +15,10 @@ async fn main() -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(&config.log))?;
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        // Never fails, never panics when stderr's reader is gone (U-09):
+        // a logging panic in the signal task would make SIGTERM ignored.
+        .with_writer(edge::log::Stderr)
+        .log_internal_errors(false);
     // Per-connection client errors are counted and summarised, not logged
     // one ERROR each (see `ClientErrorLog`).
     let client_errors = catalog::http::observe::ClientErrorLog;

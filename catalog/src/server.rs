@@ -2,10 +2,12 @@
 //! feature's state, serve HTTP until SIGTERM/SIGINT, then finish in-flight
 //! requests.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context;
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, Instrument};
 
@@ -243,8 +245,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = features.shutdown.clone();
     tokio::spawn(
         async move {
-            edge::signal::shutdown().await;
-            info!("shutting down: finishing in-flight requests");
+            // Logging never panics now (`edge::log::Stderr`), but should
+            // anything in the wait for the signal or its log lines panic,
+            // the shutdown it was waiting for still happens (U-09: a panic
+            // here once made SIGTERM ignored).
+            let signalled = AssertUnwindSafe(async {
+                edge::signal::shutdown().await;
+                info!("shutting down: finishing in-flight requests");
+            })
+            .catch_unwind()
+            .await;
+            if signalled.is_err() {
+                tracing::error!("the signal task panicked: shutting down");
+            }
             shutdown.cancel();
             handle.stop(true).await;
         }

@@ -89,6 +89,27 @@ pub fn read_within(
     max_bytes: u64,
     deadline: Duration,
 ) -> Result<String, ConfigFileError> {
+    let bytes = read_bytes_within(flag, path, max_bytes, deadline)?;
+    String::from_utf8(bytes).map_err(|_| ConfigFileError {
+        flag: flag.to_string(),
+        path: path.to_path_buf(),
+        problem: Problem::NotText,
+    })
+}
+
+/// [`read`] for a file that need not be text (a key file may hold raw
+/// random bytes): the same rules, the bytes as they are.
+pub fn read_bytes(flag: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>, ConfigFileError> {
+    read_bytes_within(flag, path, max_bytes, READ_DEADLINE)
+}
+
+/// [`read_bytes`] with a deadline of the caller's choosing.
+pub fn read_bytes_within(
+    flag: &str,
+    path: &Path,
+    max_bytes: u64,
+    deadline: Duration,
+) -> Result<Vec<u8>, ConfigFileError> {
     let fail = |problem| ConfigFileError {
         flag: flag.to_string(),
         path: path.to_path_buf(),
@@ -104,11 +125,10 @@ pub fn read_within(
             let _ = done.send(read_regular(&owned, max_bytes));
         })
         .map_err(|error| fail(Problem::Io(error)))?;
-    let bytes = match outcome.recv_timeout(deadline) {
-        Ok(result) => result.map_err(fail)?,
-        Err(_) => return Err(fail(Problem::TimedOut(deadline))),
-    };
-    String::from_utf8(bytes).map_err(|_| fail(Problem::NotText))
+    match outcome.recv_timeout(deadline) {
+        Ok(result) => result.map_err(fail),
+        Err(_) => Err(fail(Problem::TimedOut(deadline))),
+    }
 }
 
 fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Problem> {

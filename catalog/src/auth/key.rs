@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 pub const MIN_KEY_BYTES: usize = 32;
 /// Name of the generated key file inside the data directory.
 pub const KEY_FILE: &str = "jwt-signing.key";
+/// Largest key file read: a key is tens of bytes, and `/dev/zero` or a huge
+/// sparse file in its place must be refused, not read whole (F-10).
+pub const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// Where every process on one database finds the signing key (the MongoDB
 /// store's `settings`), for [`super::TokenService::with_source`].
@@ -34,11 +37,8 @@ impl std::fmt::Debug for SigningKey {
 pub enum KeyError {
     #[error("signing key too short: {0} bytes, need at least {MIN_KEY_BYTES}")]
     TooShort(usize),
-    #[error("reading signing key {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("signing key: {0}")]
+    Read(#[from] edge::config_file::ConfigFileError),
     #[error("writing signing key {path}: {source}")]
     Write {
         path: PathBuf,
@@ -69,10 +69,12 @@ impl SigningKey {
 
     /// The key in a file (its bytes, trailing newline ignored).
     pub fn from_file(path: &Path) -> Result<Self, KeyError> {
-        let mut bytes = std::fs::read(path).map_err(|source| KeyError::Read {
-            path: path.into(),
-            source,
-        })?;
+        Self::from_file_named("--jwt-key-file", path)
+    }
+
+    /// [`Self::from_file`], naming `flag` as what gave the file in errors.
+    fn from_file_named(flag: &str, path: &Path) -> Result<Self, KeyError> {
+        let mut bytes = edge::config_file::read_bytes(flag, path, MAX_KEY_FILE_BYTES)?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }
@@ -95,7 +97,7 @@ impl SigningKey {
                     },
                 )?;
             }
-            return Self::from_file(path);
+            return Self::from_file_named("--data-dir's signing key", path);
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| KeyError::Write {
@@ -120,7 +122,9 @@ impl SigningKey {
                 Self::from_bytes(text.into_bytes())
             }
             // Someone else created it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::from_file(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Self::from_file_named("--data-dir's signing key", path)
+            }
             Err(source) => Err(KeyError::Write {
                 path: path.into(),
                 source,

@@ -119,6 +119,10 @@ pub struct Providers {
     pub secrets: Arc<SecretPool>,
 }
 
+/// Largest `--admin-secret-file` read: a secret is tens of bytes, and
+/// `/dev/zero` or a huge sparse file in its place is refused, not read whole.
+pub const MAX_ADMIN_SECRET_FILE_BYTES: u64 = 64 * 1024;
+
 impl Providers {
     /// Load the sealing key (`--peering-key-file`, or derived from
     /// `signing_key`) and the administrator's secret.
@@ -138,8 +142,12 @@ impl Providers {
         let admin_secret = match (&config.admin_secret, &config.admin_secret_file) {
             (Some(s), _) => Some(s.as_bytes().to_vec()),
             (None, Some(path)) => {
-                let mut bytes = std::fs::read(path)
-                    .with_context(|| format!("reading the admin secret {}", path.display()))?;
+                // Bounded like every file a flag names (F-09).
+                let mut bytes = edge::config_file::read_bytes(
+                    "--admin-secret-file",
+                    path,
+                    MAX_ADMIN_SECRET_FILE_BYTES,
+                )?;
                 while bytes.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
                     bytes.pop();
                 }

@@ -20,16 +20,15 @@ use sha2::Sha256;
 const VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
 const MIN_KEY_MATERIAL: usize = 32;
+/// Largest `--peering-key-file` read (key material is tens of bytes).
+pub const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
     #[error("peering key material too short: {0} bytes, need at least {MIN_KEY_MATERIAL}")]
     ShortKey(usize),
-    #[error("reading the peering key file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("peering key: {0}")]
+    Read(#[from] edge::config_file::ConfigFileError),
     #[error("random nonce: {0}")]
     Random(String),
     #[error("sealing failed")]
@@ -67,10 +66,10 @@ impl Sealer {
 
     /// A sealer keyed from the bytes of `path` (trailing newlines ignored).
     pub fn from_file(path: &Path) -> Result<Self, SealError> {
-        let mut bytes = std::fs::read(path).map_err(|source| SealError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        // Bounded like every file a flag names (F-11): `/dev/zero`, a FIFO
+        // or a huge sparse file is refused at once, not read for ever.
+        let mut bytes =
+            edge::config_file::read_bytes("--peering-key-file", path, MAX_KEY_FILE_BYTES)?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }

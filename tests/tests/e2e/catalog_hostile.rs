@@ -548,3 +548,191 @@ fn secrets_on_disk_are_private_even_when_left_open() {
     assert_eq!(mode(&key), 0o600, "jwt-signing.key after restart");
     drop(catalog);
 }
+
+// --- F7: the catalog's own secret and key files ------------------------------
+
+/// F-09..F-12 (issue 41, F7): each of the catalog's four file flags given
+/// `/dev/zero`, a FIFO with no writer, or a 4 GiB sparse file makes the
+/// catalog refuse to start at once, with an error naming the flag — the
+/// rules every other binary's file flags follow (`edge::config_file`). The
+/// old reads took 4 GiB of memory for `/dev/zero`, blocked for ever on the
+/// FIFO, and started on the sparse file (4 GiB of zeros is a long key).
+#[cfg(unix)]
+#[test]
+fn the_catalogs_file_flags_refuse_devices_fifos_and_huge_files_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo");
+    let sparse = dir.path().join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let fifo = fifo.display().to_string();
+    let sparse = sparse.display().to_string();
+    let targets: [(&str, &str); 3] = [
+        ("/dev/zero", "is a device"),
+        (&fifo, "is a FIFO"),
+        (&sparse, "is larger than"),
+    ];
+    let flags: [(&str, &[&str]); 4] = [
+        ("--admin-secret-file", &[]),
+        ("--jwt-key-file", &[]),
+        ("--peering-key-file", &[]),
+        ("--oidc-ca-file", &["--oidc-issuer", "http://127.0.0.1:1/"]),
+    ];
+    for (flag, companions) in flags {
+        for (target, problem) in targets {
+            let data = tempfile::tempdir().unwrap();
+            let log = data.path().join("stderr");
+            let mut child = std::process::Command::new(e2e::bin_path("catalog"))
+                .args(["--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(data.path().join("data"))
+                .args([flag, target])
+                .args(companions)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("start catalog");
+            // The product's own bound on reading a configuration file: a
+            // refusal "at once" is well inside it.
+            let deadline = Instant::now() + edge::config_file::READ_DEADLINE;
+            let exit = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let exit = exit.unwrap_or_else(|| {
+                panic!(
+                    "{flag} {target}: the catalog still ran after {:?}:\n{text}",
+                    edge::config_file::READ_DEADLINE
+                )
+            });
+            assert!(!exit.success(), "{flag} {target}: started:\n{text}");
+            assert!(
+                text.contains(&format!("{flag} {target}: {problem}")),
+                "{flag} {target}: the error names the flag, the file and `{problem}`:\n{text}"
+            );
+        }
+    }
+}
+
+// --- U-09: stderr's reader gone ----------------------------------------------
+
+/// Start `bin` with `args`, its stderr on a pipe whose reader reads two
+/// lines and leaves (`bin 2>&1 | head -2`); returns once the reader has
+/// gone and the process has announced its port.
+fn start_with_stderr_reader_gone(bin: &str, args: &[&str]) -> (e2e::Child, u16) {
+    use std::io::BufRead;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    let head = std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(reader).lines();
+        for _ in 0..2 {
+            if lines.next().is_none() {
+                break;
+            }
+        }
+        // The reader (the pipe's only read end) is dropped here.
+    });
+    let stderr = std::fs::File::from(std::os::fd::OwnedFd::from(writer));
+    let (child, bound) = e2e::Spawn::new(bin)
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stderr_to(stderr)
+        .start_announced(1)
+        .unwrap_or_else(|e| panic!("{bin} with its stderr reader gone: {e:#}"));
+    head.join().unwrap();
+    (child, bound.port(None))
+}
+
+/// U-09 (issue 41): with stderr's reader gone (`catalog 2>&1 | head -2`),
+/// every log line fails with EPIPE; tracing-subscriber reported that with
+/// `eprintln!`, which panicked the task that logged — the catalog's signal
+/// task, so SIGTERM was ignored (40 s+), or its main task at start. Now
+/// the catalog keeps serving (each request logs a line) and SIGTERM ends
+/// it cleanly within its `--shutdown-timeout`; a controller (the
+/// orchestrator, its API server unreachable, logging through `edge::log`)
+/// likewise stops cleanly within its shutdown budget instead of dying of
+/// the panic.
+#[cfg(unix)]
+#[test]
+fn with_stderrs_reader_gone_sigterm_still_stops_the_catalog_and_a_controller() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().display().to_string();
+    let shutdown = Duration::from_secs(3);
+    let (mut catalog, port) = start_with_stderr_reader_gone(
+        "catalog",
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            &data_dir,
+            "--shutdown-timeout",
+            "3s",
+        ],
+    );
+    let kubeconfig = data.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: dead\n\
+             clusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:{}\n\
+             contexts:\n- name: dead\n  context:\n    cluster: dead\n    user: u\n    namespace: default\n\
+             users:\n- name: u\n  user:\n    token: t\n",
+            e2e::free_port()
+        ),
+    )
+    .unwrap();
+    let (mut controller, _) = start_with_stderr_reader_gone(
+        "orchestrator",
+        &[
+            "--kubeconfig",
+            &kubeconfig.display().to_string(),
+            "--http-listen",
+            "127.0.0.1:0",
+            "--catalog",
+            "http://127.0.0.1:9",
+            "--leader-elect",
+            "false",
+        ],
+    );
+
+    // Each request logs a line nobody can read.
+    let http = reqwest::blocking::Client::new();
+    for _ in 0..5 {
+        let status = http
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .expect("the catalog answers with its stderr reader gone")
+            .status();
+        assert_eq!(status, 200);
+    }
+    drop(http);
+    assert!(
+        controller.try_wait().unwrap().is_none(),
+        "the orchestrator died with its stderr reader gone"
+    );
+
+    let status = catalog
+        .terminate(shutdown)
+        .expect("the catalog stops on SIGTERM within its --shutdown-timeout");
+    assert!(status.success(), "the catalog exited with {status}");
+    // The orchestrator's shutdown budget: controller-core's stop grace and
+    // edge's grace for the runtime (as `controllers_unreachable_api`).
+    let status = controller
+        .terminate(Duration::from_secs(5).saturating_add(edge::SHUTDOWN_GRACE))
+        .expect("the orchestrator stops on SIGTERM within its shutdown budget");
+    assert!(status.success(), "the orchestrator exited with {status}");
+}

@@ -26,6 +26,9 @@ use super::OidcError;
 
 /// Largest discovery document or JWKS accepted.
 const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+/// Largest `--oidc-ca-file` read: a system bundle of every public root is
+/// about 200 KiB.
+pub const MAX_CA_FILE_BYTES: u64 = 1 << 20;
 
 #[derive(Clone)]
 struct Key {
@@ -115,8 +118,9 @@ impl KeyCache {
             .connect_timeout(timeout)
             .redirect(reqwest::redirect::Policy::none());
         if let Some(path) = ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| anyhow::anyhow!("--oidc-ca-file {}: {e}", path.display()))?;
+            // Bounded like every file a flag names (F-12): `/dev/zero`, a
+            // FIFO or a huge sparse file is refused at once.
+            let pem = edge::config_file::read_bytes("--oidc-ca-file", path, MAX_CA_FILE_BYTES)?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .map_err(|e| anyhow::anyhow!("--oidc-ca-file {}: {e}", path.display()))?;
             if certs.is_empty() {
