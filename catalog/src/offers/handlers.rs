@@ -166,6 +166,7 @@ pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResp
             .map_err(|e| ApiError::Internal(format!("encoding the next-page link: {e}")))?;
         response.insert_header((header::LINK, format!("</offers?{query}>; rel=\"next\"")));
     }
+    let offers: Vec<Offer> = offers.into_iter().map(super::offer::served).collect();
     let body = serde_json::to_vec(&offers)
         .map_err(|e| ApiError::Internal(format!("encoding the offer list: {e}")))?;
     super::list_body::respond(req.headers(), response, body)
@@ -188,7 +189,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     match state.store.get_offer(&id).await? {
-        Some(offer) => Ok(HttpResponse::Ok().json(offer)),
+        Some(offer) => Ok(HttpResponse::Ok().json(super::offer::served(offer))),
         None => Err(ApiError::NotFound(format!("no offer {id}"))),
     }
 }

@@ -257,6 +257,15 @@ impl OfferInput {
                 format!("must be at most {MAX_DESCRIPTION_LEN} bytes"),
             ));
         }
+        if let Some(c) = description.chars().find(|c| unsafe_in_description(*c)) {
+            return Err(FieldError::new(
+                "description",
+                format!(
+                    "must not contain the control character U+{:04X} (line breaks and tabs are fine)",
+                    u32::from(c)
+                ),
+            ));
+        }
         let plans_in = self
             .plans
             .ok_or_else(|| FieldError::new("plans", "is required"))?;
@@ -403,6 +412,56 @@ fn scalar<'a>(field: &str, raw: &'a str) -> Result<Scalar<'a>, FieldError> {
         Some(b'-' | b'0'..=b'9') => Scalar::Number(raw),
         _ => Scalar::Other,
     })
+}
+
+/// Whether `c` may not appear in an offer's `description` (B-07, issue
+/// 41 F6): text that reaches terminals (brokerctl's tables) and platforms'
+/// UIs must not carry instructions to them. Refused: every control
+/// character (`char::is_control`: C0, DEL, C1 — ESC starts the screen
+/// clears, title changes and OSC 52 clipboard writes, `\r` rewrites a row)
+/// but the line feed and the tab a multi-line description needs, and
+/// Unicode's bidirectional formatting characters, which reorder how the
+/// text around them displays (the "Trojan Source" trick: text that reads
+/// as one thing and is another).
+pub fn unsafe_in_description(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+}
+
+/// Unicode's bidirectional formatting characters (marks, embeddings,
+/// overrides, isolates), as `providers::admin` refuses them in subjects.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `offer` as it may be served: a description stored before the catalog
+/// refused control characters in it has each replaced by U+FFFD, so no
+/// reader (brokerctl, a platform) is handed them. Offers written since
+/// never hold one, and come back unchanged.
+pub fn served(mut offer: Offer) -> Offer {
+    if let std::borrow::Cow::Owned(clean) = clean_description(&offer.description) {
+        offer.description = clean;
+    }
+    offer
+}
+
+/// `description` with every character [`unsafe_in_description`] refuses
+/// replaced by U+FFFD (see [`served`]).
+pub fn clean_description(description: &str) -> std::borrow::Cow<'_, str> {
+    if description.chars().any(unsafe_in_description) {
+        description
+            .chars()
+            .map(|c| {
+                if unsafe_in_description(c) {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        description.into()
+    }
 }
 
 fn required_text(field: &str, value: Option<String>, max: usize) -> Result<String, FieldError> {
@@ -605,5 +664,54 @@ mod tests {
         assert_eq!(err(body).field, "plans.a.planName");
         let same = r#"{"name":"x","type":"t","plans":{"a":{"name":"a","planName":"a","cost":1}}}"#;
         assert!(OfferSpec::from_json(same.as_bytes()).is_ok());
+    }
+
+    /// B-07 (issue 41, F6): a provider's description carrying terminal
+    /// control sequences (screen clear, title change, OSC 52, `\r`), C1
+    /// controls, DEL or bidi overrides is refused with a 400 naming
+    /// `description`; line breaks and tabs stay allowed.
+    #[test]
+    fn descriptions_with_control_characters_are_refused_naming_the_field() {
+        let with = |d: &str| {
+            let body = serde_json::json!({
+                "name": "ok", "type": "compute", "description": d,
+                "plans": {"s": {"name": "s", "cost": "1", "resources": {"cpu": "1"}}},
+            });
+            OfferSpec::from_json(body.to_string().as_bytes())
+        };
+        for hostile in [
+            "d\u{1b}[2J\u{1b}]0;pwned\u{7}",
+            "d\u{1b}]52;c;cHduZWQ=\u{7}",
+            "row\rrewritten",
+            "c1 \u{9b}2J",
+            "del \u{7f}",
+            "nul \u{0}",
+            "evil \u{202e}txt.exe",
+            "isolate \u{2066}x\u{2069}",
+        ] {
+            let error = with(hostile).unwrap_err();
+            assert_eq!(error.field, "description", "{hostile:?}");
+            assert!(
+                error.message.contains("control character U+"),
+                "{hostile:?}: {}",
+                error.message
+            );
+        }
+        let spec = with("two lines\n\tindented").unwrap();
+        assert_eq!(spec.description, "two lines\n\tindented");
+    }
+
+    /// B-07: an offer stored before the refusal is served with each such
+    /// character replaced by U+FFFD; clean text is served unchanged.
+    #[test]
+    fn stored_descriptions_are_cleaned_when_served() {
+        assert_eq!(
+            clean_description("d\u{1b}[2J\r\u{202e}x\nok\t"),
+            "d\u{fffd}[2J\u{fffd}\u{fffd}x\nok\t"
+        );
+        assert!(matches!(
+            clean_description("plain\ntext"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

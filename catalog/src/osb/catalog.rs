@@ -143,7 +143,8 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
     let description = if offer.description.trim().is_empty() {
         format!("{} by {}", offer.name, offer.cluster_name)
     } else {
-        offer.description.clone()
+        // One stored before control characters were refused is cleaned.
+        crate::offers::offer::clean_description(&offer.description).into_owned()
     };
     let mut service = json!({
         "id": ids::service_id(&offer.id),
