@@ -90,6 +90,10 @@ impl Cluster {
                     instance::CONTRACT_ANNOTATION: names.contract_id,
                     instance::OFFER_ANNOTATION: offer,
                     instance::PLAN_ANNOTATION: plan,
+                    // Its Purchase lives in the controller's namespace:
+                    // purchase-controller offloads another namespace only
+                    // when it names the Purchase's (issue 41).
+                    "broker.liqo-broker.io/offloadable-by": self.own_namespace,
                 },
             },
         });

@@ -39,7 +39,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
     let market = Market::open(&[]);
     let alice = market.consumer("alice");
     let consumer = Consumer::start(&rt, "v1", &alice).unwrap();
-    liqo_support::namespace(&consumer.kube, "apps", json!({}));
+    offloadable_namespace(&consumer.kube, "apps");
     let provider = Provider::start(&rt, &market.url()).unwrap();
     let (mut controller, _) = consumer.controller("v1").unwrap();
 
@@ -428,7 +428,7 @@ fn v0_purchase_peers_out_of_band() {
 
     // The namespace appears: offloading is asked for, and until Liqo
     // reports it done the contract is `granted`, not `ready`.
-    liqo_support::namespace(&consumer.kube, "apps", json!({}));
+    offloadable_namespace(&consumer.kube, "apps");
     let offloading = consumer.wait_phase("old", "Offloading").unwrap();
     assert_eq!(
         condition(&offloading, "NamespacesOffloaded")["reason"],

@@ -219,7 +219,7 @@ fn world(rt: &tokio::runtime::Runtime) -> (Market, String, Consumer, Provider) {
 fn a_purchase_with_no_peering_reaches_ready_with_no_command_run() {
     let rt = runtime();
     let (market, alice, consumer, provider) = world(&rt);
-    liqo_support::namespace(&consumer.kube, "apps", json!({}));
+    offloadable_namespace(&consumer.kube, "apps");
     // Liqo's chart installs the networking CRDs with networking disabled
     // too: unpeering looks for networking objects to remove, on both sides.
     consumer.kube.register_liqo_networking_crds().unwrap();

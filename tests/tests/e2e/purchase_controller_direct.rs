@@ -92,6 +92,59 @@ fn binding(world: &DirectWorld, id: &str, target: (&str, &str), password: &str) 
     );
 }
 
+/// Namespace `name` on `kube`, labelled to accept bindings and annotated
+/// with whom from (`broker.liqo-broker.io/accept-bindings-from`).
+fn accepting(kube: &kube_test_server::KubeApiServer, name: &str, from: &str) {
+    kube.apply(
+        liqo_support::NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+               "labels": {"broker.liqo-broker.io/accept-bindings": "true"},
+               "annotations": {"broker.liqo-broker.io/accept-bindings-from": from}}}),
+    );
+}
+
+/// What a second service provider, `EVIL`, peered with the remote cluster,
+/// has Liqo reflect there: its instance namespace as Liqo's namespace map
+/// makes it (`liqo.io/remote-cluster-id`, annotated
+/// `liqo.io/managed-by-namespace-map`) and its binding Secret in it, with
+/// Liqo's reflection labels naming EVIL as the origin. The world has one
+/// peering only, so the test writes what the reflection would.
+fn evil_source(world: &DirectWorld, target: (&str, &str), uri: &str) {
+    let r = &world.remote;
+    r.apply(
+        liqo_support::NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "svc-evil",
+               "labels": {"liqo.io/remote-cluster-id": EVIL},
+               "annotations": {"liqo.io/managed-by-namespace-map": format!("liqo-tenant-{EVIL}/{EVIL}")}}}),
+    );
+    r.apply(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "binding-x4", "namespace": "svc-evil",
+                            "labels": {"broker.liqo-broker.io/binding": "x4",
+                                       "offloading.liqo.io/origin": EVIL,
+                                       "offloading.liqo.io/destination": PROVIDER_ID},
+                            "annotations": {"broker.liqo-broker.io/target-namespace": target.0,
+                                            "broker.liqo-broker.io/target-name": target.1}},
+               "data": {"uri": b64(uri)}}),
+    );
+}
+
+const EVIL: &str = "evil-provider";
+
+/// [`binding`] of Secret type `type_` with `data`.
+fn typed_binding(world: &DirectWorld, id: &str, target: (&str, &str), type_: &str, data: Value) {
+    world.consumer.kube.apply(
+        SECRETS,
+        json!({"apiVersion": "v1", "kind": "Secret", "type": type_,
+               "metadata": {"name": format!("binding-{id}"), "namespace": "svc-1",
+                            "labels": {"broker.liqo-broker.io/binding": id},
+                            "annotations": {"broker.liqo-broker.io/target-namespace": target.0,
+                                            "broker.liqo-broker.io/target-name": target.1}},
+               "data": data}),
+    );
+}
+
 fn remote_secret(world: &DirectWorld, namespace: &str, name: &str) -> Option<Value> {
     world.remote.get(SECRETS, Some(namespace), name)
 }
@@ -110,7 +163,7 @@ fn refusal(world: &DirectWorld, name: &str) -> Option<Value> {
 fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copied() {
     let world = DirectWorld::open();
     let c = &world.consumer;
-    liqo_support::namespace(&c.kube, "svc-1", json!({}));
+    offloadable_namespace(&c.kube, "svc-1");
     c.create_purchase(
         "svc",
         direct_spec(json!({"resources": {"cpu": 2, "memory": "4Gi"},
@@ -162,17 +215,11 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
     // Binding copies on the remote cluster: one namespace accepts them,
     // one does not, one holds a Secret of its own under the target name.
     let r = &world.remote;
-    liqo_support::namespace(
-        r,
-        "app",
-        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
-    );
+    // `app` takes EVIL's bindings too, but the name db-creds is the
+    // consumer's (the provider of svc-1).
+    accepting(r, "app", &format!("{EVIL}, {CONSUMER_ID}/db-creds"));
     liqo_support::namespace(r, "closed", json!({}));
-    liqo_support::namespace(
-        r,
-        "taken",
-        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
-    );
+    accepting(r, "taken", CONSUMER_ID);
     r.apply(
         SECRETS,
         json!({"apiVersion": "v1", "kind": "Secret",
@@ -180,11 +227,19 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
     );
     // The service provider's own cluster runs the copier too: its Secret,
     // not reflected there, is no source even for a namespace that accepts.
-    liqo_support::namespace(
-        &c.kube,
-        "app",
-        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
-    );
+    accepting(&c.kube, "app", CONSUMER_ID);
+    // BC-04: EVIL aims at app/db-creds before the real binding lands: refused
+    // (the name is the consumer's), so the real one is copied, and no copy
+    // of EVIL's was ever made.
+    evil_source(&world, ("app", "db-creds"), "db://attacker.example");
+    wait_until("EVIL's source refused", || {
+        refusal(&world, "binding-x4").is_some_and(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("reserved for the bindings of provider"))
+        })
+    });
+    assert!(remote_secret(&world, "app", "db-creds").is_none());
     binding(&world, "b1", ("app", "db-creds"), "one");
     binding(&world, "b2", ("closed", "db-creds"), "two");
     binding(&world, "b3", ("taken", "db"), "three");
@@ -193,6 +248,23 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
             .is_some_and(|s| s["data"]["password"] == b64("one"))
     });
     assert!(c.kube.get(SECRETS, Some("app"), "db-creds").is_none());
+    let copy = remote_secret(&world, "app", "db-creds").unwrap();
+    assert_eq!(copy["data"], json!({"password": b64("one")}), "{copy:#}");
+    let copies_made = || {
+        r.audit()
+            .into_iter()
+            .filter(|a| {
+                a.user.as_deref() == Some(PURCHASE_USER)
+                    && a.code < 300
+                    && a.resource.as_ref().is_some_and(|x| {
+                        x.verb == "create"
+                            && x.resource == "secrets"
+                            && x.namespace.as_deref() == Some("app")
+                    })
+            })
+            .count()
+    };
+    assert_eq!(copies_made(), 1, "EVIL's copy was made, then replaced");
     wait_until("both refusals said", || {
         refusal(&world, "binding-b2").is_some() && refusal(&world, "binding-b3").is_some()
     });
@@ -205,6 +277,24 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
         "{closed:#}"
     );
     assert!(remote_secret(&world, "closed", "db-creds").is_none());
+    // BC-08: image-pull credentials are no binding: `app` accepts Opaque
+    // Secrets only.
+    typed_binding(
+        &world,
+        "b4",
+        ("app", "regcred"),
+        "kubernetes.io/dockerconfigjson",
+        json!({".dockerconfigjson": b64(r#"{"auths":{"registry.example":{"auth":"eDp5"}}}"#)}),
+    );
+    wait_until("the image-pull Secret refused", || {
+        refusal(&world, "binding-b4").is_some_and(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("Opaque only"))
+        })
+    });
+    assert!(remote_secret(&world, "app", "regcred").is_none());
+    assert_eq!(copies_made(), 1);
     let taken = remote_secret(&world, "taken", "db").unwrap();
     assert_eq!(
         taken["data"],
@@ -224,6 +314,31 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
     wait_until("the copy goes with its source", || {
         remote_secret(&world, "app", "db-creds").is_none()
     });
+
+    // Whoever may create a Purchase in team may not offload kube-system
+    // (nor a namespace that does not name team): refused, nothing written
+    // there (issue 41, decision.rs:472-503 of 4d9a1b6).
+    offloadable_namespace(&c.kube, "kube-system");
+    c.create_purchase(
+        "sys",
+        direct_spec(json!({"namespaces": ["kube-system"], "podOffloadingStrategy": "Remote"})),
+    )
+    .expect("the Purchase");
+    let failed = c.wait_phase("sys", "Failed").unwrap();
+    let offloaded = condition(&failed, "NamespacesOffloaded");
+    assert_eq!(offloaded["reason"], "NamespaceNotAllowed", "{failed:#}");
+    assert!(
+        offloaded["message"]
+            .as_str()
+            .unwrap()
+            .contains("kube-system is a system namespace"),
+        "{offloaded:#}"
+    );
+    assert!(c
+        .kube
+        .get(OFFLOADINGS, Some("kube-system"), "offloading")
+        .is_none());
+    c.delete_purchase("sys");
 
     // Deleting the Purchase unpeers: nothing else uses the peer.
     c.delete_purchase("svc");

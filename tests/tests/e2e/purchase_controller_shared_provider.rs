@@ -18,7 +18,6 @@
 
 use serde_json::{json, Value};
 
-use crate::liqo_support;
 use crate::purchase_controller_support::*;
 
 const EVENTS: (&str, &str) = ("events.k8s.io", "events");
@@ -192,7 +191,7 @@ fn two_purchases_serving_one_namespace_select_both_virtual_nodes() {
 fn purchases_serving_different_namespaces_are_warned_until_one_ends() {
     let world = Peered::start();
     for ns in ["team-a", "team-b"] {
-        liqo_support::namespace(&world.consumer.kube, ns, json!({}));
+        offloadable_namespace(&world.consumer.kube, ns);
     }
     buy(&world, "a", &["team-a"]);
     buy(&world, "b", &["team-b"]);

@@ -142,6 +142,17 @@ pub struct Consumer {
     pub kubeconfig: PathBuf,
 }
 
+/// Namespace `name`, which Purchases of [`TEAM`] may offload: a Purchase
+/// offloads its own namespace, or one whose annotation
+/// `broker.liqo-broker.io/offloadable-by` names the Purchase's (issue 41).
+pub fn offloadable_namespace(kube: &KubeApiServer, name: &str) {
+    kube.apply(
+        liqo_support::NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+               "annotations": {"broker.liqo-broker.io/offloadable-by": TEAM}}}),
+    );
+}
+
 pub fn purchase_crd() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes/purchase-controller/crd.yaml")
 }
