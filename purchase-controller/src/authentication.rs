@@ -15,6 +15,7 @@
 //! logged nor put in an error message.
 
 use base64::Engine;
+use controller_core::bounded::{Bounds, Exceeded};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -115,6 +116,12 @@ pub enum Stage {
     IdentityCreated,
     /// A call to the provider's API server failed (why, no secrets).
     Provider(String),
+    /// The provider's answer hit a bound (too large, too slow): it was
+    /// not read further (which bound, and the message).
+    ProviderAnswerRefused(Exceeded, String),
+    /// The contract's peering kubeconfig is refused by the allow-list
+    /// (what, why): nothing in it was run or read.
+    KubeconfigRefused(String),
 }
 
 impl Stage {
@@ -164,6 +171,13 @@ impl Stage {
                 "the control-plane Identity is applied; Liqo makes the peering from it".to_string(),
             ),
             Stage::Provider(why) => ("ProviderUnreachable", why.clone()),
+            Stage::ProviderAnswerRefused(Exceeded::TooLarge { .. } | Exceeded::EventTooLarge { .. }, why) => {
+                ("ProviderAnswerTooLarge", why.clone())
+            }
+            Stage::ProviderAnswerRefused(Exceeded::TooSlow(_) | Exceeded::Idle(_), why) => {
+                ("ProviderAnswerTooSlow", why.clone())
+            }
+            Stage::KubeconfigRefused(why) => ("PeeringKubeconfigRefused", why.clone()),
         }
     }
 }
@@ -173,24 +187,54 @@ impl Stage {
 pub enum AuthError {
     #[error("the contract's peering kubeconfig cannot be used: {0}")]
     Kubeconfig(&'static str),
+    /// The allow-list refused it (the message names the part and why, never
+    /// a secret): no client was built, nothing in it was run or read.
+    #[error("the peering kubeconfig is refused, nothing in it was run or read: it {0}")]
+    Refused(#[from] catalog_client::kubeconfig::KubeconfigError),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error("cannot read an object: {0}")]
     Decode(#[from] serde_json::Error),
 }
 
-/// A client of the provider's API server from the contract's kubeconfig
-/// text. The parse errors are not passed on: they may quote the text.
+/// The bounds of every answer from a provider (`--provider-max-response-bytes`,
+/// `--provider-request-timeout`). Process-wide, as the flags are: set once
+/// by [`crate::config::run`] before the controller starts; the defaults
+/// until then (tests).
+static PROVIDER_BOUNDS: std::sync::OnceLock<Bounds> = std::sync::OnceLock::new();
+
+/// Set the bounds of every provider client built from now on (the first
+/// call wins: the flags are read once).
+pub fn set_provider_bounds(bounds: Bounds) {
+    let _ = PROVIDER_BOUNDS.set(bounds);
+}
+
+/// The bounds provider clients are built with.
+pub fn provider_bounds() -> Bounds {
+    PROVIDER_BOUNDS.get().copied().unwrap_or_default()
+}
+
+/// A client of the provider's API server from a kubeconfig another party
+/// wrote (a Purchase's Secret, the contract's peering user). It passes the
+/// workspace's one allow-list first (`catalog_client::kubeconfig`): what
+/// would run a command (`exec`, `auth-provider`), read a local file
+/// (`tokenFile`, the file keys) or weaken the connection
+/// (`insecure-skip-tls-verify`, `proxy-url`) is refused before a client
+/// exists, and the client is built from the canonical copy alone, so no
+/// key the check did not read reaches it. Every answer is bounded
+/// ([`provider_bounds`]). The parse errors are not passed on: they may
+/// quote the text.
 pub async fn provider_client(kubeconfig: &str) -> Result<Client, AuthError> {
-    let parsed = Kubeconfig::from_yaml(kubeconfig)
+    let checked = catalog_client::kubeconfig::canonical(kubeconfig)?;
+    let parsed = Kubeconfig::from_yaml(&checked)
         .map_err(|_| AuthError::Kubeconfig("it does not parse as a kubeconfig"))?;
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
         .map_err(|_| AuthError::Kubeconfig("it names no usable cluster, context or user"))?;
-    // A provider that does not answer must not hold a round for long.
+    // Per connection and per read, inside the total bound of each request.
     config.connect_timeout = Some(std::time::Duration::from_secs(10));
     config.read_timeout = Some(std::time::Duration::from_secs(10));
-    Client::try_from(config)
+    controller_core::bounded::client(config, provider_bounds())
         .map_err(|_| AuthError::Kubeconfig("no client can be built from its credentials"))
 }
 
@@ -385,12 +429,18 @@ pub(crate) fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
 /// A provider call's failure as a [`Stage`]: it is the provider's or the
 /// network's to mend, so the Purchase waits and says so.
 fn provider_failed(what: &str, e: &kube::Error) -> Stage {
-    Stage::Provider(provider_failure(what, e))
+    match Exceeded::find(e) {
+        Some(bound) => Stage::ProviderAnswerRefused(bound.clone(), answer_refused(what, bound)),
+        None => Stage::Provider(provider_failure(what, e)),
+    }
 }
 
 /// Why a call to the provider failed, in words a person can act on (no
 /// secrets).
 pub(crate) fn provider_failure(what: &str, e: &kube::Error) -> String {
+    if let Some(bound) = Exceeded::find(e) {
+        return answer_refused(what, bound);
+    }
     match e {
         kube::Error::Api(s) if s.code == 401 => {
             "the provider refuses the contract's peering user (401): its credentials were revoked or the contract ended".to_string()
@@ -401,6 +451,18 @@ pub(crate) fn provider_failure(what: &str, e: &kube::Error) -> String {
         kube::Error::Api(s) => format!("the provider's API server answered {} to {what}", s.code),
         _ => format!("the provider's API server cannot be reached to {what}"),
     }
+}
+
+/// The provider's answer hit a bound of [`provider_bounds`]: which, and the
+/// flag that sets it.
+pub(crate) fn answer_refused(what: &str, bound: &Exceeded) -> String {
+    let flag = match bound {
+        Exceeded::TooLarge { .. } | Exceeded::EventTooLarge { .. } => {
+            "--provider-max-response-bytes"
+        }
+        Exceeded::TooSlow(_) | Exceeded::Idle(_) => "--provider-request-timeout",
+    };
+    format!("the provider's API server's answer to {what} was cut off: {bound} ({flag})")
 }
 
 /// `cluster.go:76-91` on [C] (and `network/cluster.go` `SetNamespaces`):
@@ -871,9 +933,8 @@ pub async fn unpeer(
         Err(e) => Err(e),
     };
     if let Err(e) = outcome {
-        if let Stage::Provider(why) = provider_failed("delete the Tenant", &e) {
-            tracing::warn!(%why, "the Tenant on the provider is left to the provider");
-        }
+        let why = provider_failure("delete the Tenant", &e);
+        tracing::warn!(%why, "the Tenant on the provider is left to the provider");
     }
     Ok(())
 }
@@ -1028,5 +1089,124 @@ mod tests {
         let s = signed_nonce_object("liqo-tenant-p1", "p1", b"n0nce");
         assert_eq!(s["data"]["nonce"], b64(b"n0nce"));
         assert_eq!(s["metadata"]["labels"][SIGNED_NONCE_LABEL], "true");
+    }
+
+    /// A kubeconfig in the shape the allow-list accepts (a token user, no
+    /// CA) for a server nothing listens on, with `user` and `cluster` as
+    /// given (YAML flow mappings).
+    fn kubeconfig(cluster: &str, user: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {cluster}}}]\n\
+             users: [{{name: u, user: {user}}}]\n\
+             contexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n"
+        )
+    }
+
+    const SERVER: &str = "{server: 'https://127.0.0.1:1'}";
+
+    /// A file name of its own under the temporary directory.
+    fn marker(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("purchase-controller-{}-{name}", std::process::id()))
+    }
+
+    /// What `provider_client` made of `yaml`: if it built a client (the
+    /// old code did), the client is used once, as a reconcile would, so
+    /// that whatever it was told to run or read is run or read.
+    async fn built(yaml: &str) -> Result<(), AuthError> {
+        let client = provider_client(yaml).await?;
+        let _ = client.apiserver_version().await;
+        Ok(())
+    }
+
+    /// H-07: `users[].exec` is refused before any client exists: the
+    /// command (which would create a file) never runs, and the refusal
+    /// names the key.
+    #[tokio::test]
+    async fn an_exec_kubeconfig_is_refused_and_nothing_runs() {
+        let ran = marker("exec-ran");
+        let _ = std::fs::remove_file(&ran);
+        let credential = r#"{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}"#;
+        let user = format!(
+            "{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, interactiveMode: Never, \
+             command: /bin/sh, args: ['-c', 'touch {}; echo \"{credential}\"']}}}}",
+            ran.display()
+        );
+        let outcome = built(&kubeconfig(SERVER, &user)).await;
+        let ran_it = ran.exists();
+        let _ = std::fs::remove_file(&ran);
+        assert!(!ran_it, "the kubeconfig's command ran");
+        let e = outcome.expect_err("refused");
+        let message = e.to_string();
+        assert!(
+            matches!(e, AuthError::Refused(_))
+                && message.contains("users[0].user.exec is not accepted"),
+            "{message}"
+        );
+    }
+
+    /// H-08: `tokenFile` is refused before any client exists: the file is
+    /// never read (nor sent), and the refusal names the key.
+    #[tokio::test]
+    async fn a_token_file_kubeconfig_is_refused() {
+        let file = marker("token-file");
+        std::fs::write(&file, "secret-token").unwrap();
+        let outcome = built(&kubeconfig(
+            SERVER,
+            &format!("{{tokenFile: {}}}", file.display()),
+        ))
+        .await;
+        let _ = std::fs::remove_file(&file);
+        let message = outcome.expect_err("refused").to_string();
+        assert!(
+            message.contains("users[0].user.tokenFile is not accepted"),
+            "{message}"
+        );
+        assert!(!message.contains("secret-token"), "{message}");
+    }
+
+    /// H-09: `insecure-skip-tls-verify` is refused, wherever the key is
+    /// spelled the client's way.
+    #[tokio::test]
+    async fn an_insecure_kubeconfig_is_refused() {
+        let cluster = "{server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}";
+        let message = built(&kubeconfig(cluster, "{token: abc}"))
+            .await
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            message.contains("clusters[0].cluster.insecure-skip-tls-verify is not accepted"),
+            "{message}"
+        );
+    }
+
+    /// What the allow-list accepts still makes a client (the refusals
+    /// above are the check's, not a kubeconfig the test wrote wrong).
+    #[tokio::test]
+    async fn an_accepted_kubeconfig_makes_a_client() {
+        provider_client(&kubeconfig(SERVER, "{token: abc}"))
+            .await
+            .expect("a client");
+    }
+
+    /// An answer cut off by a bound is said as such, with the flag to
+    /// change, under its own reason.
+    #[test]
+    fn a_cut_off_answer_names_its_bound_and_flag() {
+        let big = Exceeded::TooLarge { limit: 1024 };
+        let stage =
+            Stage::ProviderAnswerRefused(big.clone(), answer_refused("read the Tenant", &big));
+        let (reason, message) = stage.reason();
+        assert_eq!(reason, "ProviderAnswerTooLarge");
+        assert!(
+            message.contains("larger than 1024 bytes")
+                && message.contains("--provider-max-response-bytes"),
+            "{message}"
+        );
+        let slow = Exceeded::TooSlow(std::time::Duration::from_secs(2));
+        let (reason, message) =
+            Stage::ProviderAnswerRefused(slow.clone(), answer_refused("read the Tenant", &slow))
+                .reason();
+        assert_eq!(reason, "ProviderAnswerTooSlow");
+        assert!(message.contains("--provider-request-timeout"), "{message}");
     }
 }

@@ -585,7 +585,15 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
                 .and_then(|d| d.get("kubeconfig"))
                 .and_then(|b| String::from_utf8(b.0.clone()).ok());
             if let Some(text) = text {
-                provider_client = authentication::provider_client(&text).await.ok();
+                // The kept Secret passes the same check: one written
+                // before it existed (or by hand) is refused here too.
+                provider_client = match authentication::provider_client(&text).await {
+                    Ok(client) => Some(client),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the provider's side is left to the provider");
+                        None
+                    }
+                };
             }
         }
     }
@@ -618,7 +626,7 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
         Ok(()) => Ok(()),
         Err(AuthError::Kube(e)) => Err(e.into()),
         Err(AuthError::Decode(e)) => Err(e.into()),
-        Err(e @ AuthError::Kubeconfig(_)) => {
+        Err(e @ (AuthError::Kubeconfig(_) | AuthError::Refused(_))) => {
             tracing::warn!(error = %e, "the provider's side is left to the provider");
             Ok(())
         }

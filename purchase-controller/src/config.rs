@@ -88,6 +88,14 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_COPY_BINDINGS", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
     pub copy_bindings: bool,
 
+    /// The largest answer read from a provider's API server (a peering user's kubeconfig: the Purchase's Secret or the contract's), in bytes; a larger one is cut off at this size and the Purchase says so (ProviderAnswerTooLarge, or the credentials' RemoteClusterUnreachable). A watch: the largest event.
+    #[arg(long, env = "PURCHASE_CONTROLLER_PROVIDER_MAX_RESPONSE_BYTES", value_name = "BYTES", default_value_t = controller_core::bounded::DEFAULT_MAX_RESPONSE_BYTES)]
+    pub provider_max_response_bytes: usize,
+
+    /// The longest a request to a provider's API server may take, its whole answer included (not per read: an answer trickled byte by byte is cut off at this time), and the Purchase says so (ProviderAnswerTooSlow, or the credentials' RemoteClusterUnreachable).
+    #[arg(long, env = "PURCHASE_CONTROLLER_PROVIDER_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = edge::duration::parse)]
+    pub provider_request_timeout: Duration,
+
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
@@ -122,6 +130,8 @@ pub enum ConfigError {
     Retry { retry: Duration, max: Duration },
     #[error("--poll-interval and --resync must be positive")]
     Intervals,
+    #[error("--provider-max-response-bytes and --provider-request-timeout must be positive")]
+    ProviderBounds,
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
@@ -146,6 +156,9 @@ impl Args {
         }
         if self.poll_interval.is_zero() || self.resync.is_zero() {
             return Err(ConfigError::Intervals);
+        }
+        if self.provider_max_response_bytes == 0 || self.provider_request_timeout.is_zero() {
+            return Err(ConfigError::ProviderBounds);
         }
         if self.election.leader_elect {
             self.lease.times().validate()?;
@@ -200,6 +213,11 @@ async fn beside(controller: impl Future<Output = ()>, copies: Option<impl Future
 /// election) the controller whenever this replica leads.
 pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigError> {
     args.validate()?;
+    crate::authentication::set_provider_bounds(controller_core::bounded::Bounds {
+        max_response_bytes: args.provider_max_response_bytes,
+        request_timeout: args.provider_request_timeout,
+        ..Default::default()
+    });
     let client = args.kube.client().await?;
     let metrics = Metrics::new();
     let http = args.probe.spawn(None, metrics.clone(), &shutdown).await?;

@@ -9,6 +9,7 @@
 //! purchase. The service-controller peers towards its customers this way.
 
 use catalog_client::wire::{Contract, ContractCredentials, LiqoGeneration, V1Credentials};
+use controller_core::bounded::Exceeded;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
 use quantity::ResourceList;
@@ -164,6 +165,13 @@ pub fn known_if_unreachable(
 async fn remote_cluster_id(remote: &Client, liqo_namespace: &str) -> Result<String, Unusable> {
     match crate::cluster_id::read(remote, liqo_namespace).await {
         Ok(read) => read.map_err(|why| Unusable::Credentials(format!("the remote cluster: {why}"))),
+        // Cut off by a bound (too large, too slow): said as such, and
+        // retried like an unreachable cluster.
+        Err(e) if Exceeded::find(&e).is_some() => Err(Unusable::RemoteUnreachable(
+            Exceeded::find(&e).map_or_else(String::new, |bound| {
+                crate::authentication::answer_refused("read its Liqo cluster ID", bound)
+            }),
+        )),
         Err(kube::Error::Api(e)) => Err(Unusable::Credentials(format!(
             "the remote cluster refused to show its Liqo cluster ID in {liqo_namespace} to the peering user (HTTP {}): {}",
             e.code, e.message
