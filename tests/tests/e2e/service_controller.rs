@@ -350,11 +350,13 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     assert_eq!(remote_settings().unwrap()["data"], settings["data"]);
 
     // Bind: the credentials Secret lands in the customer's opted-in
-    // application namespace; OSB answers the same credentials.
-    crate::liqo_support::namespace(
-        customer,
-        "app",
-        json!({"broker.liqo-broker.io/accept-bindings": "true"}),
+    // application namespace (which accepts the service provider's
+    // bindings only, issue 41); OSB answers the same credentials.
+    customer.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app",
+               "labels": {"broker.liqo-broker.io/accept-bindings": "true"},
+               "annotations": {"broker.liqo-broker.io/accept-bindings-from": CONSUMER_ID}}}),
     );
     let bind = json!({"service_id": sid, "plan_id": pid,
         "parameters": {"namespace": "app", "secretName": "db-creds"}});
