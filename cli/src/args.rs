@@ -37,9 +37,16 @@ pub struct Global {
     /// A bearer token: a consumer's (issued by the catalog's
     /// administrator with `POST /consumer-tokens`, by an OpenID Connect
     /// issuer, or printed by `catalog --demo`), or a provider's catalog
-    /// token (from `POST /authenticate`).
+    /// token (from `POST /authenticate`). Prefer BROKERCTL_TOKEN or
+    /// --token-file: other local users can read a command line (ps,
+    /// /proc/PID/cmdline).
     #[arg(long, global = true, env = "BROKERCTL_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// A file holding the bearer token (surrounding whitespace ignored;
+    /// a regular file, not readable by other users, at most 64 KiB). Used
+    /// instead of --token.
+    #[arg(long, global = true, env = "BROKERCTL_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     /// A provider's credentials file (its Liqo peering credentials, JSON
     /// or TOML, readable by its owner only), exchanged for a catalog token
     /// with `POST /authenticate`. Used instead of --token.
@@ -246,6 +253,30 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_token_help_says_to_keep_it_off_the_command_line() {
+        // B-14: --token is visible in /proc/PID/cmdline.
+        let command = Cli::command();
+        let help = |name: &str| {
+            command
+                .get_arguments()
+                .find(|a| a.get_id() == name)
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        let token = help("token");
+        assert!(token.contains("Prefer BROKERCTL_TOKEN"), "{token}");
+        assert!(token.contains("--token-file"), "{token}");
+        assert!(token.contains("/proc/PID/cmdline"), "{token}");
+        let cli =
+            Cli::try_parse_from(["brokerctl", "--token-file", "/t", "contracts", "list"]).unwrap();
+        assert_eq!(
+            cli.global.token_file.as_deref(),
+            Some(std::path::Path::new("/t"))
+        );
     }
 
     #[test]

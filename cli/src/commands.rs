@@ -43,7 +43,8 @@ pub async fn run(cli: Cli) -> Result<String, Failure> {
             render(global.output, &result, || {
                 Ok(format!(
                     "offer {} {verb} (version {})\n",
-                    file.id, written.version
+                    output::escape(&file.id),
+                    written.version
                 ))
             })
         }
@@ -107,11 +108,52 @@ fn http(global: &Global) -> Result<Http, Failure> {
     Ok(Http::new(client, global.catalog_url.clone()))
 }
 
+/// Largest `--token-file` read: a catalog token is a few hundred bytes, an
+/// OpenID Connect ID token a few KiB.
+pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
+
+/// The token `--token-file` holds: a regular file of at most
+/// [`MAX_TOKEN_FILE_BYTES`] (edge's `config_file`: `/dev/zero` or a FIFO is
+/// refused at once), no other user may read, whitespace around it ignored
+/// (an editor's final newline). The file is the way to keep a token out of
+/// the command line other local users can read (issue 41, B-14).
+pub fn read_token_file(path: &std::path::Path) -> Result<String, Failure> {
+    let text = edge::config_file::read("--token-file", path, MAX_TOKEN_FILE_BYTES)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| Failure::usage(format!("--token-file {}: {e}", path.display())))?
+            .permissions()
+            .mode();
+        if mode & 0o007 != 0 {
+            return Err(Failure::usage(format!(
+                "--token-file {}: is readable by other users (mode {:o}); it holds a secret: chmod 600",
+                path.display(),
+                mode & 0o777
+            )));
+        }
+    }
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(Failure::usage(format!(
+            "--token-file {}: holds no token",
+            path.display()
+        )));
+    }
+    Ok(token.to_string())
+}
+
 /// A session as whoever the flags say: a provider's credentials file, else
-/// a bearer token; neither is [`Code::Unauthorized`].
+/// a token file, else a bearer token; none is [`Code::Unauthorized`].
 fn session(global: &Global) -> Result<Session, Failure> {
     let http = http(global)?;
-    let login = match (&global.credentials, &global.token) {
+    let token = match &global.token_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => global.token.clone(),
+    };
+    let login = match (&global.credentials, token) {
         (Some(path), _) => {
             let credentials: PeeringCredentials =
                 catalog_client::credentials::load(path, Exposure::Refuse)
@@ -121,13 +163,11 @@ fn session(global: &Global) -> Result<Session, Failure> {
                 file: None,
             }
         }
-        (None, Some(token)) => Login::Bearer {
-            token: token.clone(),
-        },
+        (None, Some(token)) => Login::Bearer { token },
         (None, None) => {
             return Err(Failure::new(
                 Code::Unauthorized,
-                "no credentials: pass --token (or set BROKERCTL_TOKEN), or a provider's --credentials file",
+                "no credentials: set BROKERCTL_TOKEN (or pass --token-file or --token), or a provider's --credentials file",
             ))
         }
     };
@@ -203,5 +243,50 @@ async fn follow_purchase(global: &Global, args: FollowArgs) -> Result<String, Fa
         Format::Table => Ok(String::new()),
         Format::Json => output::json(&last),
         Format::Yaml => output::yaml(&last),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token_file(dir: &std::path::Path, text: &str, mode: u32) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("token");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_token_file_keeps_the_token_off_the_command_line() {
+        // B-14: the token read from a file, bounded and private.
+        let dir = tempfile::tempdir().unwrap();
+        let path = token_file(dir.path(), "  s3cret.jwt\n", 0o600);
+        assert_eq!(read_token_file(&path).unwrap(), "s3cret.jwt");
+
+        let exposed = read_token_file(&token_file(dir.path(), "s3cret", 0o604)).unwrap_err();
+        assert_eq!(exposed.code, Code::Usage);
+        assert!(exposed.message.contains("chmod 600"), "{}", exposed.message);
+        assert!(!exposed.message.contains("s3cret"), "{}", exposed.message);
+
+        let empty = read_token_file(&token_file(dir.path(), "\n", 0o600)).unwrap_err();
+        assert_eq!(empty.code, Code::Usage);
+
+        let zero = read_token_file(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(zero.code, Code::Usage);
+        assert!(
+            zero.message.contains("not a regular file"),
+            "{}",
+            zero.message
+        );
+
+        let big = "x".repeat(MAX_TOKEN_FILE_BYTES as usize + 1);
+        let too_large = read_token_file(&token_file(dir.path(), &big, 0o600)).unwrap_err();
+        assert!(
+            too_large.message.contains("larger than"),
+            "{}",
+            too_large.message
+        );
     }
 }

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::exit::{Code, Failure};
+use crate::output::escape;
 
 /// The Purchase kind, as the purchase-controller's CRD declares it.
 pub fn purchase_resource() -> ApiResource {
@@ -57,7 +58,7 @@ impl Tracker {
         let mut lines = Vec::new();
         let phase = status["phase"].as_str().unwrap_or_default().to_string();
         if !phase.is_empty() && self.phase.as_deref() != Some(&phase) {
-            lines.push(format!("phase {phase}"));
+            lines.push(escape(&format!("phase {phase}")).into_owned());
             self.phase = Some(phase.clone());
         }
         let mut ready = false;
@@ -78,7 +79,9 @@ impl Tracker {
                 if !message.is_empty() {
                     line.push_str(&format!(": {message}"));
                 }
-                lines.push(line);
+                // The API server's text, as whoever wrote the status
+                // (a controller quoting a provider) put it (issue 41, F6).
+                lines.push(escape(&line).into_owned());
                 self.conditions.insert(kind, now);
             }
         }
@@ -205,6 +208,38 @@ mod tests {
         let (lines, verdict) = t.observe(&done);
         assert_eq!(lines, ["phase Ready", "Ready=True Ready: offloading"]);
         assert_eq!(verdict, Verdict::Ready);
+    }
+
+    #[test]
+    fn condition_text_is_printed_escaped() {
+        // B-17: a condition's message (a controller quoting a provider),
+        // reason, type and the phase, each able to clear the screen.
+        use crate::output::{assert_terminal_safe, HOSTILE};
+        let mut t = Tracker::default();
+        let (lines, verdict) = t.observe(&json!({"phase": HOSTILE, "conditions": [
+            cond("Peered", "False", "ProviderUnreachable",
+                 &format!("provider said: {HOSTILE}\rall good")),
+            cond(HOSTILE, HOSTILE, HOSTILE, HOSTILE)]}));
+        assert_eq!(verdict, Verdict::Going);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        for line in &lines {
+            assert_terminal_safe(line);
+            assert!(!line.contains('\n'), "{line:?}");
+        }
+        assert!(
+            lines[1].starts_with("Peered=False ProviderUnreachable: provider said: a\\x1b[2J"),
+            "{lines:?}"
+        );
+        // The failure message is escaped where it is printed (error_line).
+        let (_, verdict) = t.observe(&json!({"phase": "Failed", "conditions": [
+            cond("Ready", "False", HOSTILE, HOSTILE)]}));
+        let Verdict::Failed(why) = verdict else {
+            panic!("{verdict:?}")
+        };
+        assert_terminal_safe(&crate::output::error_line(&Failure::new(
+            Code::PurchaseFailed,
+            why,
+        )));
     }
 
     #[test]

@@ -37,7 +37,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(failure) => {
-            eprintln!("error: {failure}");
+            // Escaped: the message often quotes a server (issue 41, F6).
+            eprint!("{}", brokerctl::output::error_line(&failure));
             ExitCode::from(failure.code.as_u8())
         }
     }

@@ -193,6 +193,7 @@ pub fn contract_details(c: &Contract) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::{assert_terminal_safe, HOSTILE};
     use serde_json::json;
 
     fn offer() -> Offer {
@@ -233,6 +234,74 @@ mod tests {
         assert!(text.contains("Labels:      region=eu"), "{text}");
         assert!(text.contains("Enforcement: hard"), "{text}");
         assert!(text.contains("PLAN"), "{text}");
+    }
+
+    /// An offer from a hostile catalog: every string it shows carries
+    /// [`HOSTILE`].
+    fn hostile_offer() -> Offer {
+        serde_json::from_value(json!({
+            "id": HOSTILE, "name": HOSTILE, "type": HOSTILE, "description": HOSTILE,
+            "clusterID": HOSTILE, "clusterName": HOSTILE, "liqo": ["v1"],
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+            "version": 1, "labels": {HOSTILE: HOSTILE},
+            "plans": {HOSTILE: {"name": HOSTILE, "cost": "1", "resources": {"cpu": "1"}}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn offers_list_shows_a_hostile_offer_escaped() {
+        // B-01: ids, names, types, providers, plans in the table.
+        let text = offers_table(&[hostile_offer()]).render();
+        assert_terminal_safe(&text);
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    #[test]
+    fn offers_show_shows_a_hostile_offer_escaped() {
+        // B-02, B-07: the details (the description, labels, provider) and
+        // the plans table.
+        let text = offer_details(&hostile_offer());
+        assert_terminal_safe(&text);
+        // 10 detail lines, a blank line, the plans' header and one plan.
+        assert_eq!(text.lines().count(), 13, "{text}");
+        assert!(text.contains("Description: a\\x1b[2J"), "{text}");
+    }
+
+    #[test]
+    fn contracts_show_a_hostile_contract_escaped() {
+        // B-03: the review's offerID 'o\e[31mRED\r\e[Kfake', and every
+        // other string of a contract.
+        let c: Contract = serde_json::from_value(json!({
+            "id": HOSTILE, "consumer": HOSTILE, "clusterID": HOSTILE, "clusterName": HOSTILE,
+            "offerID": "o\u{1b}[31mRED\r\u{1b}[Kfake", "planID": HOSTILE,
+            "resources": {"cpu": "2"}, "cost": "1.5", "resourceSliceClass": "liqo-broker",
+            "liqo": ["v1"], "purchasedAt": "2026-01-01T00:00:00Z",
+            "expiresAt": "2026-02-01T00:00:00Z", "active": false, "state": "failed",
+            "reason": HOSTILE, "consumerClusterID": HOSTILE,
+            "stateChangedAt": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        let table = contracts_table(std::slice::from_ref(&c)).render();
+        assert_terminal_safe(&table);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table.contains("o\\x1b[31mRED\\r\\x1b[Kfake"), "{table}");
+        assert_terminal_safe(&contract_details(&c));
+    }
+
+    #[test]
+    fn a_value_this_client_cannot_read_is_quoted_escaped() {
+        // B-05: serde quotes the unknown variant as the catalog sent it.
+        let mut offer = serde_json::to_value(hostile_offer()).unwrap();
+        offer["enforcement"] = json!(HOSTILE);
+        let failure = read::<Offer>("an offer", &offer).unwrap_err();
+        assert!(
+            failure.message.contains("\u{1b}]52"),
+            "the message quotes it raw"
+        );
+        let line = crate::output::error_line(&failure);
+        assert_terminal_safe(&line);
+        assert!(line.contains("\\x1b]52;c;"), "{line}");
     }
 
     #[test]
