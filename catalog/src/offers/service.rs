@@ -64,7 +64,148 @@ pub fn check_schema(field: &str, schema: &Value) -> Result<(), FieldError> {
     }
     compile(schema)
         .map(|_| ())
-        .map_err(|e| FieldError::new(field, format!("is not a valid JSON Schema: {e}")))
+        .map_err(|e| FieldError::new(field, format!("is not a valid JSON Schema: {e}")))?;
+    // boon compiles a loop of references and only finds it when validating
+    // (its "infinite loop" error), so without this every provision would
+    // be refused as if the platform's parameters were wrong (S1-04, S1-18).
+    ref_cycle(schema).map_or(Ok(()), |cycle| {
+        Err(FieldError::new(
+            field,
+            format!(
+                "is not a usable JSON Schema: its subschemas {} apply one another in a loop \
+                 (by `$ref`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else` or schema \
+                 dependencies) with no `properties` or `items` in between, so no value can be \
+                 checked against it",
+                cycle.join(" → ")
+            ),
+        ))
+    })
+}
+
+/// A loop of subschemas that apply one another to the same value, as the
+/// JSON pointers of its members (the first repeated at the end), if
+/// `schema` has one. Every JSON Schema draft evaluates `$ref` and the
+/// in-place applicators against the same instance location, so such a loop
+/// never reaches a verdict; a recursion through `properties`, `items` and
+/// the like descends into the value and ends with it (S1-05: a `child`
+/// property referring to `#` stays accepted). Only references inside the
+/// document (`#` and `#/json/pointer`) are followed, and none below a
+/// nested `$id`/`id` (its `#` is another resource); external ones are
+/// refused by the compiler already.
+fn ref_cycle(schema: &Value) -> Option<Vec<String>> {
+    use std::collections::BTreeMap;
+    // Every object in the document, by pointer, with the pointers of the
+    // subschemas it applies in place.
+    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    fn escape(key: &str) -> String {
+        key.replace('~', "~0").replace('/', "~1")
+    }
+    fn walk(
+        value: &Value,
+        pointer: String,
+        nested_id: bool,
+        edges: &mut BTreeMap<String, Vec<String>>,
+    ) {
+        match value {
+            Value::Object(map) => {
+                let nested_id = nested_id
+                    || (!pointer.is_empty()
+                        && (map.get("$id").is_some_and(Value::is_string)
+                            || map.get("id").is_some_and(Value::is_string)));
+                let mut next = Vec::new();
+                if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+                    if !nested_id {
+                        if let Some(fragment) = target.strip_prefix('#') {
+                            if fragment.is_empty() || fragment.starts_with('/') {
+                                next.push(fragment.to_string());
+                            }
+                        }
+                    }
+                }
+                for key in ["allOf", "anyOf", "oneOf"] {
+                    if let Some(Value::Array(items)) = map.get(key) {
+                        next.extend((0..items.len()).map(|i| format!("{pointer}/{key}/{i}")));
+                    }
+                }
+                for key in ["not", "if", "then", "else"] {
+                    if map.get(key).is_some_and(Value::is_object) {
+                        next.push(format!("{pointer}/{key}"));
+                    }
+                }
+                for key in ["dependentSchemas", "dependencies"] {
+                    if let Some(Value::Object(deps)) = map.get(key) {
+                        next.extend(
+                            deps.iter()
+                                .filter(|(_, v)| v.is_object())
+                                .map(|(name, _)| format!("{pointer}/{key}/{}", escape(name))),
+                        );
+                    }
+                }
+                edges.insert(pointer.clone(), next);
+                for (key, child) in map {
+                    walk(
+                        child,
+                        format!("{pointer}/{}", escape(key)),
+                        nested_id,
+                        edges,
+                    );
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, format!("{pointer}/{i}"), nested_id, edges);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(schema, String::new(), false, &mut edges);
+    // Depth-first search for a back edge; iterative, so a deep document
+    // cannot overflow the stack.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done,
+    }
+    let mut marks: BTreeMap<&str, Mark> = BTreeMap::new();
+    for start in edges.keys() {
+        if marks.contains_key(start.as_str()) {
+            continue;
+        }
+        let mut path: Vec<(&str, usize)> = vec![(start.as_str(), 0)];
+        marks.insert(start.as_str(), Mark::Open);
+        while let Some((node, i)) = path.last().copied() {
+            let next = edges.get(node).and_then(|n| n.get(i));
+            let Some(next) = next else {
+                marks.insert(node, Mark::Done);
+                path.pop();
+                continue;
+            };
+            if let Some(top) = path.last_mut() {
+                top.1 += 1;
+            }
+            // A pointer to something that is not an object (or nothing) is
+            // the compiler's to judge.
+            let Some((next, _)) = edges.get_key_value(next.as_str()) else {
+                continue;
+            };
+            match marks.get(next.as_str()) {
+                Some(Mark::Open) => {
+                    let from = path.iter().position(|(n, _)| *n == next.as_str())?;
+                    let mut cycle: Vec<String> =
+                        path[from..].iter().map(|(n, _)| format!("#{n}")).collect();
+                    cycle.push(format!("#{next}"));
+                    return Some(cycle);
+                }
+                Some(Mark::Done) => {}
+                None => {
+                    marks.insert(next.as_str(), Mark::Open);
+                    path.push((next.as_str(), 0));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Check what sets service plans apart: a service plan carries a hosting
@@ -211,6 +352,55 @@ mod tests {
         external["properties"]["size"] = json!({"$ref": "http://example.com/size.json"});
         assert!(check_schema("s", &external).is_err());
         assert!(check_schema("s", &json!(["not", "an", "object"])).is_err());
+    }
+
+    /// S1-04 / S1-18 (issue 41): a schema whose `$ref`s loop (`a → b → a`),
+    /// for instance or binding parameters, is refused when the offer is
+    /// published, naming the schema's field and the loop — it used to be
+    /// accepted, and every provision then failed blaming `parameters`.
+    /// Loops through `allOf` and a self-`$ref` are loops too; a recursion
+    /// through `properties` (S1-05) and plain shared definitions are not.
+    #[test]
+    fn schemas_whose_refs_loop_are_refused_and_recursive_ones_accepted() {
+        let draft = "http://json-schema.org/draft-04/schema#";
+        let looping = [
+            json!({"$schema": draft, "definitions": {"a": {"$ref": "#/definitions/b"},
+                "b": {"$ref": "#/definitions/a"}}, "$ref": "#/definitions/a"}),
+            json!({"$schema": draft, "type": "object", "properties": {"x":
+                {"$ref": "#/definitions/a"}}, "definitions": {"a": {"$ref": "#/definitions/b"},
+                "b": {"$ref": "#/definitions/a"}}}),
+            json!({"$schema": draft, "definitions": {"a": {"allOf": [{"$ref": "#/definitions/a"}]}},
+                "$ref": "#/definitions/a"}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": "#"}),
+        ];
+        for (which, schema) in looping.iter().enumerate() {
+            for field in [
+                "plans.p.schemas.service_instance.create.parameters",
+                "plans.p.schemas.service_binding.create.parameters",
+            ] {
+                let e = check_schema(field, schema).unwrap_err();
+                assert_eq!(e.field, field, "schema {which}");
+                assert!(e.message.contains("loop"), "schema {which}: {}", e.message);
+            }
+        }
+        let e = check_schema("s", &looping[0]).unwrap_err();
+        assert!(
+            e.message
+                .contains("#/definitions/a → #/definitions/b → #/definitions/a"),
+            "{}",
+            e.message
+        );
+        // S1-05: recursion through a property ends with the value.
+        let recursive = json!({"$schema": draft, "type": "object",
+            "properties": {"child": {"$ref": "#"}, "name": {"type": "string"}}});
+        check_schema("s", &recursive).unwrap();
+        let shared = json!({"$schema": draft, "definitions": {"n": {"type": "integer"}},
+            "properties": {"a": {"$ref": "#/definitions/n"}, "b": {"allOf": [{"$ref": "#/definitions/n"}]}}});
+        check_schema("s", &shared).unwrap();
+        let tree = json!({"$schema": draft, "definitions": {"node": {"type": "object",
+            "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}},
+            "$ref": "#/definitions/node"});
+        check_schema("s", &tree).unwrap();
     }
 
     #[test]
