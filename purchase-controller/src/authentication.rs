@@ -189,7 +189,7 @@ pub enum AuthError {
     Kubeconfig(&'static str),
     /// The allow-list refused it (the message names the part and why, never
     /// a secret): no client was built, nothing in it was run or read.
-    #[error("the peering kubeconfig is refused, nothing in it was run or read: it {0}")]
+    #[error("the peering kubeconfig is refused (nothing in it was run or read): {0}")]
     Refused(#[from] catalog_client::kubeconfig::KubeconfigError),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),

@@ -71,6 +71,7 @@ mod purchase_controller_auto_peer;
 mod purchase_controller_bidirectional;
 mod purchase_controller_cluster_id;
 mod purchase_controller_direct;
+mod purchase_controller_hostile_provider;
 mod purchase_controller_ha;
 mod purchase_controller_reauth;
 mod purchase_controller_shared_provider;
