@@ -14,8 +14,6 @@
 //! [`liqo::PEERING_USER_NAME_LABEL`], so that peering users made by hand
 //! with liqoctl are never found, changed or removed here.
 
-use std::collections::BTreeSet;
-
 use controller_core::liqo::{self, LiqoKind};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
@@ -48,6 +46,11 @@ const APPROVAL_REASON: &str = "LiqoBrokerPeeringUserApproval";
 /// On a Tenant this controller drained: so that it activates again only
 /// the drains it made (a provider's own `liqoctl drain tenant` stays).
 pub const DRAINED_BY_ANNOTATION: &str = "liqo-broker.io/drained-by";
+/// On a peering user's key Secret: the buyer (catalog identity) it was
+/// made for. A peering user serves exactly one buyer (issue 41 F2): when
+/// that buyer's contracts end it goes, even if another buyer's contracts
+/// name the same cluster ID, and the other gets a user of its own.
+pub const OWNER_ANNOTATION: &str = "liqo-broker.io/consumer";
 /// `apis/authentication/v1beta1/tenant_types.go:85-86`.
 const TENANT_ACTIVE: &str = "Active";
 
@@ -261,6 +264,7 @@ impl Cluster {
     pub async fn ensure(
         &self,
         consumer: &ConsumerId,
+        owner: &str,
         kind: Option<KeyKind>,
     ) -> Result<Progress, ClusterError> {
         let name = consumer.user_name();
@@ -275,7 +279,26 @@ impl Cluster {
                 return Err(ClusterError::Foreign(name));
             }
         }
-        let Some(key) = self.key(consumer).await? else {
+        let stored = self.key(consumer).await?;
+        match stored.as_ref().map(|(_, o)| o.as_deref()) {
+            Some(None) => {
+                // Made before users recorded their buyer: not handed on
+                // unchecked, a new one is made for the buyer it serves.
+                tracing::info!("peering user made before it recorded its buyer; making a new one");
+                self.forget(consumer).await?;
+                return Ok(Progress::Pending(
+                    "making a peering user that records its buyer",
+                ));
+            }
+            Some(Some(made_for)) if made_for != owner => {
+                // Taken down first (`plan::to_remove`), never handed over.
+                return Ok(Progress::Pending(
+                    "the peering user of the cluster ID's earlier buyer is being taken down",
+                ));
+            }
+            _ => {}
+        }
+        let Some(key) = stored.map(|(k, _)| k) else {
             // A CSR without its key can never be used: start over.
             if csr.is_some() {
                 self.delete_csr(&name).await?;
@@ -287,7 +310,7 @@ impl Cluster {
                     source,
                 })?;
             tracing::info!(%kind, "peering user key made");
-            self.store_key(consumer, &key).await?;
+            self.store_key(consumer, owner, &key).await?;
             self.create_csr(consumer, &key).await?;
             return Ok(Progress::Pending("certificate requested"));
         };
@@ -313,8 +336,15 @@ impl Cluster {
             .and_then(|s| s.certificate.as_ref())
             .filter(|c| !c.0.is_empty());
         // Checked approved or not: a certificate is used (and its CN bound)
-        // only for the request this controller made with its key.
-        self.check(&csr, &key)?;
+        // only for the request this controller made with its key. One
+        // swapped by someone else is replaced, not reported every pass
+        // (P-17).
+        if let Err(error) = self.check(&csr, &key) {
+            tracing::warn!(%error, "the CSR is not the one this controller requested; replacing it");
+            self.delete_csr(&name).await?;
+            self.create_csr(consumer, &key).await?;
+            return Ok(Progress::Pending("replaced a CSR that was not ours"));
+        }
         if !has_condition(&csr, "Approved") {
             self.approve(csr).await?;
             return Ok(Progress::Pending("approved; awaiting the certificate"));
@@ -389,9 +419,13 @@ impl Cluster {
         }
     }
 
-    /// The consumer's key, if stored and readable (an unreadable one is
-    /// deleted: a new user is made).
-    async fn key(&self, consumer: &ConsumerId) -> Result<Option<UserKey>, ClusterError> {
+    /// The consumer's key and the buyer it was made for (None: from
+    /// before that was recorded), if stored and readable (an unreadable
+    /// one is deleted: a new user is made).
+    async fn key(
+        &self,
+        consumer: &ConsumerId,
+    ) -> Result<Option<(UserKey, Option<String>)>, ClusterError> {
         let name = consumer.user_name();
         let Some(secret) = self
             .secrets()
@@ -401,6 +435,12 @@ impl Cluster {
         else {
             return Ok(None);
         };
+        let owner = secret
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(OWNER_ANNOTATION))
+            .cloned();
         let data = secret.data.unwrap_or_default();
         let entry = |k: &str| {
             data.get(k)
@@ -416,13 +456,19 @@ impl Cluster {
             tracing::warn!(secret = %name, "the stored key cannot be read; making a new peering user");
             self.delete_secret(&name).await?;
         }
-        Ok(key)
+        Ok(key.map(|k| (k, owner)))
     }
 
-    async fn store_key(&self, consumer: &ConsumerId, key: &UserKey) -> Result<(), ClusterError> {
+    async fn store_key(
+        &self,
+        consumer: &ConsumerId,
+        owner: &str,
+        key: &UserKey,
+    ) -> Result<(), ClusterError> {
         let name = consumer.user_name();
         let secret: Secret = typed(json!({
-            "metadata": {"name": name, "labels": labels(consumer)},
+            "metadata": {"name": name, "labels": labels(consumer),
+                         "annotations": {OWNER_ANNOTATION: owner}},
             "type": "Opaque",
             // `data`, not `stringData`: the same stored object either way
             // on a real API server, and nothing left to convert.
@@ -588,8 +634,8 @@ impl Cluster {
     }
 
     /// The consumers this controller has a peering user for (a CSR or a
-    /// key Secret of its own).
-    pub async fn present(&self) -> Result<BTreeSet<ConsumerId>, ClusterError> {
+    /// key Secret of its own), each with the buyer its key was made for.
+    pub async fn present(&self) -> Result<crate::plan::Present, ClusterError> {
         let lp = ListParams::default().labels(&selector());
         let csrs = self
             .csrs()
@@ -601,15 +647,30 @@ impl Cluster {
             .list(&lp)
             .await
             .map_err(kube_err("listing Secrets"))?;
-        let names = csrs
-            .items
-            .iter()
-            .map(|c| c.metadata.name.clone())
-            .chain(secrets.items.iter().map(|s| s.metadata.name.clone()));
-        Ok(names
-            .flatten()
-            .filter_map(|n| ConsumerId::from_user_name(&n))
-            .collect())
+        let mut out = crate::plan::Present::new();
+        for name in csrs.items.iter().filter_map(|c| c.metadata.name.as_deref()) {
+            if let Some(c) = ConsumerId::from_user_name(name) {
+                out.insert(c, None);
+            }
+        }
+        for s in &secrets.items {
+            let Some(c) = s
+                .metadata
+                .name
+                .as_deref()
+                .and_then(ConsumerId::from_user_name)
+            else {
+                continue;
+            };
+            let owner = s
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(OWNER_ANNOTATION))
+                .cloned();
+            out.insert(c, owner);
+        }
+        Ok(out)
     }
 
     /// The consumer's tenant namespace and its Tenants' API there.

@@ -113,6 +113,14 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_DRAIN_GRACE", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
     pub drain_grace: Duration,
 
+    /// Most peering users (consumer clusters) at once; contracts of further consumers wait, reported once, until one is removed.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_MAX_CONSUMERS", value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_consumers: u32,
+
+    /// Most new peering users started in one pass (backpressure: a burst of purchases is served over several passes).
+    #[arg(long, env = "PEERING_USER_CONTROLLER_MAX_NEW_PER_PASS", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_new_per_pass: u32,
+
     #[command(flatten)]
     pub kube: Prefixed<KubeArgs, Env>,
 
@@ -267,6 +275,10 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         poll: args.poll_interval,
         retry: args.retry,
         drain: args.drain_tenant.then_some(args.drain_grace),
+        bounds: crate::plan::Bounds {
+            total: args.max_consumers as usize,
+            new_per_pass: args.max_new_per_pass as usize,
+        },
     };
     tracing::info!(
         catalog = %args.catalog_url,

@@ -1,8 +1,8 @@
 //! `/metrics` of the controller (prefix `peering_user_controller_`): the
 //! reconcile metrics every controller keeps (passes and their duration,
 //! failures by kind, leadership), how many peering users are usable, the
-//! kubeconfigs attached to contracts, the users removed, and whether the
-//! catalog answers.
+//! kubeconfigs attached to contracts, the users removed, how many wait
+//! for room, and whether the catalog answers.
 
 use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::metrics::counter::Counter;
@@ -15,6 +15,7 @@ pub struct Handles {
     pub attached: Counter,
     pub removed: Counter,
     pub catalog_reachable: Gauge,
+    pub waiting: Gauge,
 }
 
 impl MetricSet for Handles {
@@ -57,7 +58,14 @@ impl MetricSet for Handles {
             "1 when the last read of the contracts succeeded",
             catalog_reachable.clone(),
         );
+        let waiting = Gauge::default();
+        registry.register(
+            "waiting",
+            "Consumer clusters with an active contract whose peering user waits for room (--max-consumers, --max-new-per-pass)",
+            waiting.clone(),
+        );
         Handles {
+            waiting,
             users,
             attached,
             removed,
@@ -102,6 +110,7 @@ mod tests {
             "peering_user_controller_attached_total 1",
             "peering_user_controller_removed_total 0",
             "peering_user_controller_catalog_reachable 0",
+            "peering_user_controller_waiting 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

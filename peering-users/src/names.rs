@@ -12,15 +12,22 @@ use controller_core::liqo;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConsumerId(String);
 
+/// The longest cluster ID whose objects can exist (P-18): each carries
+/// the label value `liqo-peer-user-<id>` (Liqo v1.2.0
+/// pkg/liqoctl/rest/peering-user/userfactory/cert.go:166), at most 63
+/// characters (apimachinery pkg/util/validation/validation.go
+/// `LabelValueMaxLength`); the catalog refuses longer ones at purchase.
+pub const MAX_LEN: usize = 63 - liqo::PEERING_USER_PREFIX.len();
+
 /// A cluster ID that cannot name a peering user's objects.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("consumer cluster ID {0:?} is not a DNS-1123 label (lower-case letters, digits and '-', 1 to 63 characters, starting and ending with a letter or digit)")]
+#[error("consumer cluster ID {0:?} cannot name a peering user: it must be a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit) of 1 to 48 characters, so that the label value liqo-peer-user-<id> and the namespace liqo-tenant-<id> can exist")]
 pub struct BadConsumerId(pub String);
 
 impl ConsumerId {
     pub fn parse(id: &str) -> Result<Self, BadConsumerId> {
         let ok = !id.is_empty()
-            && id.len() <= 63
+            && id.len() <= MAX_LEN
             && id
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -140,10 +147,22 @@ mod tests {
 
     #[test]
     fn only_dns_labels_name_objects() {
-        for bad in ["", "Alice", "a_b", "-a", "a-", "a.b", &"a".repeat(64)] {
+        for bad in [
+            "",
+            "Alice",
+            "a_b",
+            "-a",
+            "a-",
+            "a.b",
+            &"a".repeat(64),
+            &"a".repeat(49),
+        ] {
             let e = ConsumerId::parse(bad).unwrap_err();
             assert!(e.to_string().contains("DNS-1123 label"), "{e}");
         }
+        assert_eq!(MAX_LEN, 48);
+        let longest = ConsumerId::parse(&"a".repeat(MAX_LEN)).unwrap();
+        assert_eq!(longest.user_name().len(), 63);
         assert!(ConsumerId::parse("a").is_ok());
     }
 }

@@ -37,6 +37,8 @@ pub struct Pacing {
     /// Liqo to remove the consumer's replicas before deleting it. None:
     /// the Tenant is deleted straight away.
     pub drain: Option<Duration>,
+    /// `--max-consumers`, `--max-new-per-pass`.
+    pub bounds: plan::Bounds,
 }
 
 /// What the loop remembers between passes.
@@ -53,6 +55,13 @@ struct State {
     /// Wanted consumers whose Tenants were looked at, since this process
     /// started, for a drain of ours to undo (see [`Cluster::activate_drained`]).
     undrained: BTreeSet<ConsumerId>,
+    /// Contracts already reported as left out (a cluster ID that cannot
+    /// name a peering user, P-18) or as naming a cluster ID another buyer's
+    /// peering user serves (F2): said once, not every pass.
+    reported: BTreeSet<String>,
+    /// Consumers waiting for room (`--max-consumers`,
+    /// `--max-new-per-pass`): said once when they start waiting.
+    waiting: BTreeSet<ConsumerId>,
 }
 
 /// Run passes until `stop`.
@@ -68,16 +77,9 @@ pub async fn run(
     loop {
         let started = Instant::now();
         let span = tracing::info_span!("pass", %provider);
-        let settled = pass(
-            &cluster,
-            catalog,
-            &provider,
-            &mut state,
-            &metrics,
-            pacing.drain,
-        )
-        .instrument(span)
-        .await;
+        let settled = pass(&cluster, catalog, &provider, &mut state, &metrics, pacing)
+            .instrument(span)
+            .await;
         metrics.observe_reconcile(started.elapsed());
         let wait = if settled { pacing.poll } else { pacing.retry };
         tokio::select! {
@@ -94,8 +96,9 @@ async fn pass(
     provider: &str,
     state: &mut State,
     metrics: &Metrics,
-    drain: Option<Duration>,
+    pacing: Pacing,
 ) -> bool {
+    let drain = pacing.drain;
     let fresh = match read_contracts(catalog, provider, state).await {
         Ok(fresh) => {
             if state.catalog_down {
@@ -119,6 +122,29 @@ async fn pass(
         return false;
     };
     let mut settled = !state.catalog_down;
+    // Read every pass: what exists decides the room for new users.
+    let present = match cluster.present().await {
+        Ok(present) => Some(present),
+        Err(error) => {
+            tracing::warn!(error = %controller_core::retry::causes(&error), "cannot list the peering users");
+            metrics.reconcile().count_failure(error.kind());
+            settled = false;
+            None
+        }
+    };
+    // Unknown: only the bound on new users applies this pass.
+    let known = present.clone().unwrap_or_default();
+    let (admitted, waiting) = plan::admit(&wanted, &known, pacing.bounds);
+    metrics.waiting.set(waiting.len() as i64);
+    for consumer in &waiting {
+        if state.waiting.insert(consumer.clone()) {
+            tracing::warn!(%consumer, max_consumers = pacing.bounds.total, max_new_per_pass = pacing.bounds.new_per_pass, "peering user waits for room: served once peering users are removed or within the next passes");
+        }
+    }
+    state.waiting.retain(|c| waiting.contains(c));
+    if !waiting.is_empty() {
+        settled = false;
+    }
     let mut ready = 0;
     // Read once a pass: Liqo's TLS compatibility mode decides the keys.
     let kind = if wanted.consumers.is_empty() {
@@ -126,7 +152,11 @@ async fn pass(
     } else {
         cluster.key_kind().await
     };
-    for (consumer, contracts) in &wanted.consumers {
+    for consumer in &admitted {
+        let Some(served) = wanted.consumers.get(consumer) else {
+            continue;
+        };
+        let contracts = &served.contracts;
         let span = tracing::info_span!("peering_user", %consumer);
         // Wanted again while its Tenants were drained (or, once after a
         // start, maybe drained by an earlier process): the drain is undone,
@@ -149,7 +179,7 @@ async fn pass(
             }
         }
         let progress = cluster
-            .ensure(consumer, kind)
+            .ensure(consumer, &served.owner, kind)
             .instrument(span.clone())
             .await;
         if progress.is_ok() {
@@ -196,10 +226,14 @@ async fn pass(
     metrics.users.set(ready);
     if fresh {
         // Forget contracts that are no longer active.
-        let active: BTreeSet<&String> = wanted.consumers.values().flatten().collect();
+        let active: BTreeSet<&String> = wanted
+            .consumers
+            .values()
+            .flat_map(|s| &s.contracts)
+            .collect();
         state.attached.retain(|id, _| active.contains(id));
-        match cluster.present().await {
-            Ok(present) => {
+        match present {
+            Some(present) => {
                 metrics.reconcile().set_reached_api();
                 for consumer in plan::to_remove(&present, &wanted) {
                     let span = tracing::info_span!("peering_user", %consumer);
@@ -219,11 +253,7 @@ async fn pass(
                     }
                 }
             }
-            Err(error) => {
-                tracing::warn!(error = %controller_core::retry::causes(&error), "cannot list the peering users");
-                metrics.reconcile().count_failure(error.kind());
-                settled = false;
-            }
+            None => settled = false,
         }
     }
     settled
@@ -323,8 +353,19 @@ async fn read_contracts(
             }
             let wanted = plan::wanted(provider, &read);
             for (id, why) in &wanted.skipped {
-                tracing::warn!(contract = %id, why = %why, "contract left out");
+                if state.reported.insert(id.clone()) {
+                    tracing::warn!(contract = %id, why = %why, "contract left out");
+                }
             }
+            for (id, consumer) in &wanted.conflicts {
+                if state.reported.insert(id.clone()) {
+                    tracing::warn!(contract = %id, %consumer, "contract left out: its consumer cluster ID's peering user serves another buyer's contracts, bought earlier; a peering user serves one buyer");
+                }
+            }
+            // Forget contracts no longer listed (the set stays bounded by
+            // the listing).
+            let listed: BTreeSet<&str> = read.iter().map(|c| c.id.as_str()).collect();
+            state.reported.retain(|id| listed.contains(id.as_str()));
             if state.wanted.as_ref() != Some(&wanted) {
                 tracing::info!(consumers = wanted.consumers.len(), "contracts read");
             }

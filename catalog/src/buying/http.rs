@@ -294,7 +294,7 @@ pub struct PurchaseAnswer {
         (status = 400, description = "Invalid body; `field` names the bad field, e.g. a missing `consumerClusterID` for a Liqo v1 provider (nothing bought)", body = ErrorBody),
         (status = 403, description = "Not a consumer or admin, or the provider is disabled", body = ErrorBody),
         (status = 404, description = "No such reservation, or another consumer's", body = ErrorBody),
-        (status = 409, description = "Already purchased or released, the provider's peering credentials are not on file, or the provider changed the plan's cost or resources since it was reserved (the message names each change; nothing is bought)", body = ErrorBody),
+        (status = 409, description = "Already purchased or released, the `consumerClusterID` is held with this Liqo v1 provider by another consumer (a live contract or a purchase under way; taken over once those end), the provider's peering credentials are not on file, or the provider changed the plan's cost or resources since it was reserved (the message names each change; nothing is bought)", body = ErrorBody),
         (status = 410, description = "The reservation expired", body = ErrorBody),
         crate::http::StoreUnreachable,
     )
@@ -341,7 +341,18 @@ pub async fn purchase(
     // Checked first: a purchase with nothing to hand over, now or once the
     // provider attaches it, does not happen.
     super::contracts::service::ensure_sellable(&state, &r.cluster_id).await?;
-    let bought = service::purchase(&state, &id, &buyer, Some(terms)).await?;
+    // Before the purchase is written: the ID is the buyer's, or nothing is
+    // bought (issue 41 F2).
+    let claimed = super::contracts::service::claim_cluster_id(&state, &r, &terms.0, now).await?;
+    let bought = match service::purchase(&state, &id, &buyer, Some(terms)).await {
+        Ok(bought) => bought,
+        Err(e) => {
+            if let Some(cid) = &claimed {
+                super::contracts::service::unclaim(&state, &r, cid).await;
+            }
+            return Err(e);
+        }
+    };
     let credentials = super::contracts::service::credentials(&state, &bought).await?;
     let mut c = super::contracts::service::view(&state, &bought, now)
         .ok_or_else(|| BuyError::internal("a purchase without its contract"))?;

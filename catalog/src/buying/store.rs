@@ -28,6 +28,17 @@ pub enum ReserveError {
     Store(#[from] StoreError),
 }
 
+/// Why a consumer cluster ID was not claimed (see
+/// [`super::contracts::claim`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    /// Another consumer holds it with this provider.
+    #[error("the consumer cluster ID is held by another consumer")]
+    Held,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Why a state change did not happen.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TransitionError {
@@ -113,6 +124,31 @@ pub trait ReservationStore: Send + Sync + 'static {
         offer_id: &str,
         plan_id: &str,
         cap: Option<u32>,
+    ) -> Result<(), StoreError>;
+
+    /// Bind consumer cluster ID `cluster_id`, with provider `provider`, to
+    /// `owner` for its reservation `reservation` (about to be purchased
+    /// naming it), atomically, as [`claim_step`] decides at `now` from the
+    /// stored claim; [`ClaimError::Held`] when another consumer holds it.
+    ///
+    /// [`claim_step`]: super::contracts::claim::claim_step
+    async fn claim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        owner: &str,
+        reservation: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimError>;
+
+    /// Drop `reservation` from the claim of `cluster_id` with `provider`
+    /// (its purchase did not happen), so it no longer holds the ID for its
+    /// reservation's remaining lifetime.
+    async fn unclaim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        reservation: &str,
     ) -> Result<(), StoreError>;
 
     async fn plan_usage(

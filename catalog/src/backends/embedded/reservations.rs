@@ -18,15 +18,26 @@ use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
 use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
 use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
+use crate::buying::contracts::claim::{self, claim_step, Claim, ClaimStep};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, Step, Transition,
 };
 use crate::buying::store::{
-    refused, written, Decide, ReservationStore, ReserveError, TransitionError,
+    refused, written, ClaimError, Decide, ReservationStore, ReserveError, TransitionError,
 };
 use crate::offers::Plan;
 use crate::store::StoreError;
 use serde::{Deserialize, Serialize};
+
+/// Consumer cluster IDs bound to a consumer, per provider
+/// ([`crate::buying::contracts::claim`]): `provider␟clusterID` → the
+/// [`Claim`]'s JSON. Only ever opened in write transactions, so a store
+/// from before it needs no migration.
+const CLUSTER_IDS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("cluster_ids");
+
+fn cluster_id_key(provider: &str, cluster_id: &str) -> String {
+    format!("{provider}{SEP}{cluster_id}")
+}
 
 /// Deadline of a purchase without expiry (an OSB purchase): never.
 const PURCHASED: u64 = u64::MAX;
@@ -229,6 +240,66 @@ impl EmbeddedStore {
         Ok(outcome)
     }
 
+    fn claim_blocking(
+        db: &Database,
+        key: &str,
+        cluster_id: &str,
+        owner: &str,
+        reservation: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Result<(), ClaimError>, StoreError> {
+        // One write transaction: redb runs one at a time, so reading the
+        // claim and its reservations and writing it never interleaves with
+        // another claim or purchase.
+        let txn = db.begin_write().map_err(internal)?;
+        {
+            let mut claims = txn.open_table(CLUSTER_IDS).map_err(internal)?;
+            let reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+            let current: Option<Claim> = match claims.get(key).map_err(internal)? {
+                Some(v) => Some(from_json("cluster ID claim", v.value())?),
+                None => None,
+            };
+            let mut live = std::collections::BTreeSet::new();
+            if let Some(c) = &current {
+                for id in &c.reservations {
+                    let r = load(&reservations, id)?;
+                    if claim::holds(r.as_ref(), &c.owner, cluster_id, now) {
+                        live.insert(id.clone());
+                    }
+                }
+            }
+            match claim_step(current.as_ref(), owner, reservation, |id| live.contains(id)) {
+                ClaimStep::Held => return Ok(Err(ClaimError::Held)),
+                ClaimStep::Write(next) => {
+                    claims
+                        .insert(key, to_json(&next)?.as_slice())
+                        .map_err(internal)?;
+                }
+            }
+        }
+        txn.commit().map_err(internal)?;
+        Ok(Ok(()))
+    }
+
+    fn unclaim_blocking(db: &Database, key: &str, reservation: &str) -> Result<(), StoreError> {
+        let txn = db.begin_write().map_err(internal)?;
+        {
+            let mut claims = txn.open_table(CLUSTER_IDS).map_err(internal)?;
+            let current: Option<Claim> = match claims.get(key).map_err(internal)? {
+                Some(v) => Some(from_json("cluster ID claim", v.value())?),
+                None => None,
+            };
+            let Some(current) = current else {
+                return Ok(());
+            };
+            let next = claim::unclaim(&current, reservation);
+            claims
+                .insert(key, to_json(&next)?.as_slice())
+                .map_err(internal)?;
+        }
+        txn.commit().map_err(internal)
+    }
+
     fn expire_due_blocking(
         db: &Database,
         now: DateTime<Utc>,
@@ -400,6 +471,38 @@ impl ReservationStore for EmbeddedStore {
             txn.commit().map_err(internal)
         })
         .await
+    }
+
+    async fn claim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        owner: &str,
+        reservation: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimError> {
+        let key = cluster_id_key(provider, cluster_id);
+        let (cluster_id, owner, reservation) = (
+            cluster_id.to_string(),
+            owner.to_string(),
+            reservation.to_string(),
+        );
+        self.blocking_db(move |db| {
+            Self::claim_blocking(db, &key, &cluster_id, &owner, &reservation, now)
+        })
+        .await?
+    }
+
+    async fn unclaim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        reservation: &str,
+    ) -> Result<(), StoreError> {
+        let key = cluster_id_key(provider, cluster_id);
+        let reservation = reservation.to_string();
+        self.blocking_db(move |db| Self::unclaim_blocking(db, &key, &reservation))
+            .await
     }
 
     async fn plan_usage(

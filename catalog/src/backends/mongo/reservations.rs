@@ -19,6 +19,11 @@
 //!   reservation. A purchase sets `expiresAt` to the contract's expiry
 //!   (clears it for an OSB purchase: held until cancelled).
 //! - `plan_caps`: `{_id: "offer␟plan", cap}`.
+//! - `cluster_id_claims`: `{_id: "provider␟clusterID", owner,
+//!   reservations, rev}`, who holds a consumer cluster ID with a provider
+//!   ([`crate::buying::contracts::claim`]). The first claim is an insert
+//!   the unique `_id` makes atomic; every later one replaces the document
+//!   only at the revision it read, so two consumers never both hold it.
 //!
 //! A process that dies between two writes (unit and reservation) leaves a
 //! unit whose reservation is missing or over; whoever next needs the unit
@@ -33,11 +38,12 @@ use mongodb::bson::{self, doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
 use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
+use crate::buying::contracts::claim::{self, claim_step, Claim, ClaimStep};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
 use crate::buying::store::{
-    refused, written, Decide, ReservationStore, ReserveError, TransitionError,
+    refused, written, ClaimError, Decide, ReservationStore, ReserveError, TransitionError,
 };
 use crate::offers::Plan;
 use crate::store::StoreError;
@@ -96,6 +102,25 @@ pub(super) struct CapDoc {
     #[serde(rename = "_id")]
     id: String,
     cap: i64,
+}
+
+impl super::StoreFailure for ClaimError {
+    fn store_error_mut(&mut self) -> Option<&mut StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Held => None,
+        }
+    }
+}
+
+/// See the module docs: a [`Claim`] and its revision.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ClaimDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(flatten)]
+    claim: Claim,
+    rev: i64,
 }
 
 fn plan_key(offer_id: &str, plan_id: &str) -> String {
@@ -301,6 +326,81 @@ impl MongoStore {
         ))
     }
 
+    fn claims(&self) -> mongodb::Collection<ClaimDoc> {
+        self.db.collection("cluster_id_claims")
+    }
+
+    /// [`ReservationStore::claim_cluster_id`], unbounded.
+    async fn claim_now(
+        &self,
+        key: &str,
+        cluster_id: &str,
+        owner: &str,
+        reservation: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimError> {
+        let claims = self.claims();
+        for _ in 0..MAX_ATTEMPTS {
+            let current = claims
+                .find_one(doc! { "_id": key })
+                .await
+                .map_err(classify)?;
+            let mut live = HashSet::new();
+            if let Some(c) = &current {
+                let ids: Vec<&str> = c.claim.reservations.iter().map(String::as_str).collect();
+                let docs: Vec<ReservationDoc> =
+                    find_all(self.reservations.find(doc! { "_id": { "$in": ids } })).await?;
+                for d in docs {
+                    if claim::holds(Some(&d.body), &c.claim.owner, cluster_id, now) {
+                        live.insert(d.id);
+                    }
+                }
+            }
+            let next = match claim_step(
+                current.as_ref().map(|c| &c.claim),
+                owner,
+                reservation,
+                |id| live.contains(id),
+            ) {
+                ClaimStep::Held => return Err(ClaimError::Held),
+                ClaimStep::Write(next) => next,
+            };
+            match current {
+                None => {
+                    let d = ClaimDoc {
+                        id: key.to_string(),
+                        claim: next,
+                        rev: 0,
+                    };
+                    match claims.insert_one(&d).await {
+                        Ok(_) => return Ok(()),
+                        // Another claim came first: decide again on it.
+                        Err(e) if is_duplicate_key(&e) => continue,
+                        Err(e) => return Err(classify(e).into()),
+                    }
+                }
+                Some(c) => {
+                    let d = ClaimDoc {
+                        id: key.to_string(),
+                        claim: next,
+                        rev: c.rev + 1,
+                    };
+                    let replaced = claims
+                        .replace_one(doc! { "_id": key, "rev": c.rev }, &d)
+                        .await
+                        .map_err(classify)?;
+                    if replaced.matched_count == 1 {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(StoreError::Unavailable(
+            "too many concurrent purchases naming this consumer cluster ID; retry".into(),
+        )
+        .into())
+    }
+
     /// [`ReservationStore::transition`], unbounded: it also runs inside
     /// other operations (a reservation freeing a stale unit, the sweep).
     async fn transition_now(
@@ -426,6 +526,44 @@ impl ReservationStore for MongoStore {
         );
         self.bounded(Op::Write(how), self.update_now(id, &*decide))
             .await
+    }
+
+    async fn claim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        owner: &str,
+        reservation: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimError> {
+        let key = format!("{provider}{SEP}{cluster_id}");
+        let how = "Nothing was bought; purchase again.".to_string();
+        self.bounded(
+            Op::Write(how),
+            self.claim_now(&key, cluster_id, owner, reservation, now),
+        )
+        .await
+    }
+
+    async fn unclaim_cluster_id(
+        &self,
+        provider: &str,
+        cluster_id: &str,
+        reservation: &str,
+    ) -> Result<(), StoreError> {
+        let key = format!("{provider}{SEP}{cluster_id}");
+        let how = "The reservation holds the cluster ID until it is due.".to_string();
+        self.bounded(Op::Write(how), async {
+            self.claims()
+                .update_one(
+                    doc! { "_id": &key },
+                    doc! { "$pull": { "reservations": reservation }, "$inc": { "rev": 1 } },
+                )
+                .await
+                .map_err(classify)?;
+            Ok(())
+        })
+        .await
     }
 
     async fn list_sold(&self, cluster_id: &str) -> Result<Vec<Reservation>, StoreError> {

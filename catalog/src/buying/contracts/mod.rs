@@ -10,11 +10,14 @@
 //! - [`peering`]: a Liqo v1 contract's own peering credentials — the
 //!   consumer cluster ID a purchase names, the kubeconfig its provider
 //!   attaches, what is released and the state the consumer follows (pure).
+//! - [`claim`]: a consumer cluster ID belongs to one consumer at a time
+//!   per provider (pure; the stores write it atomically).
 //! - [`extension`]: contracts that continue — extending one before it
 //!   ends (pure).
 //! - [`http`]: the `/contracts` endpoints and the provider's
 //!   `/provider/contracts/{id}/peering`.
 
+pub mod claim;
 pub mod extension;
 pub mod http;
 pub mod model;

@@ -24,18 +24,28 @@ use crate::providers::LiqoGeneration;
 
 pub use catalog_client::wire::contract::{ContractPeering, PeeringState};
 
+/// The longest consumer cluster ID a peering user can be made for (P-18):
+/// its objects carry the label `liqo.io/peering-user-name:
+/// liqo-peer-user-<id>` (Liqo v1.2.0
+/// pkg/liqoctl/rest/peering-user/userfactory/cert.go:166, roles.go:101),
+/// and a label value is at most 63 characters (apimachinery
+/// pkg/util/validation/validation.go `LabelValueMaxLength`), so 63 − 15;
+/// that also keeps `liqo-tenant-<id>` (pkg/tenantNamespace/const.go:19 `NamePrefix`)
+/// within a namespace name's 63.
+pub const MAX_V1_CLUSTER_ID_LEN: usize = 48;
+
 /// A consumer cluster ID as Liqo v1 accepts it: a DNS-1123 label (Liqo
 /// v1.2.0 pkg/utils/args/cluster-identity.go `Read`: "may only contain
 /// lowercase letters, numbers and hyphens, and must not be longer than 63
 /// characters"; the ForeignCluster CRD's `ClusterID` pattern
 /// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, apis/core/v1beta1/foreigncluster_types.go).
 pub fn check_v1_cluster_id(id: &str) -> Result<(), FieldError> {
-    if catalog_client::wire::names::is_dns_label(id) {
+    if catalog_client::wire::names::is_dns_label(id) && id.len() <= MAX_V1_CLUSTER_ID_LEN {
         return Ok(());
     }
     Err(FieldError::new(
         "consumerClusterID",
-        format!("`{id}` is not a Liqo v1 cluster ID: 1 to 63 lower-case letters, digits and hyphens, starting and ending with a letter or digit (a DNS-1123 label, as liqoctl and the ForeignCluster CRD require)"),
+        format!("`{id}` is not a Liqo v1 cluster ID a peering user can be made for: 1 to {MAX_V1_CLUSTER_ID_LEN} lower-case letters, digits and hyphens, starting and ending with a letter or digit (a DNS-1123 label, as liqoctl and the ForeignCluster CRD require, short enough that the peering user's label `liqo-peer-user-<id>` and its namespace `liqo-tenant-<id>` can exist)"),
     ))
 }
 
@@ -222,7 +232,21 @@ mod tests {
         for ok in ["consumer-1", "a", "b0c1a5e2-7d1f-4c1e-9d7a-0123456789ab"] {
             check_v1_cluster_id(ok).unwrap();
         }
-        for bad in ["Consumer", "-a", "a-", "a.b", "a_b", "", &"a".repeat(64)] {
+        check_v1_cluster_id(&"a".repeat(MAX_V1_CLUSTER_ID_LEN)).unwrap();
+        // P-18: a DNS label of 49 to 63 characters is refused, since the
+        // peering user's label value or tenant namespace could not exist.
+        let long = format!("l{}z", "x".repeat(61));
+        for bad in [
+            "Consumer",
+            "-a",
+            "a-",
+            "a.b",
+            "a_b",
+            "",
+            &"a".repeat(64),
+            &"a".repeat(MAX_V1_CLUSTER_ID_LEN + 1),
+            &long,
+        ] {
             assert_eq!(
                 check_v1_cluster_id(bad).unwrap_err().field,
                 "consumerClusterID"

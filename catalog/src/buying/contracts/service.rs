@@ -20,7 +20,7 @@ use crate::auth::{Caller, Role};
 use crate::buying::error::BuyError;
 use crate::buying::model::{ContractTerms, Reservation, Step};
 use crate::buying::service::settle;
-use crate::buying::store::TransitionError;
+use crate::buying::store::{ClaimError, TransitionError};
 use crate::buying::Buying;
 use crate::providers::LiqoGeneration;
 
@@ -138,6 +138,53 @@ pub async fn credentials(state: &Buying, r: &Reservation) -> Result<ContractCred
 /// Whether a purchase from `cluster_id` would hand over something now or
 /// later: 409 naming the provider's fix otherwise (neither v0 credentials
 /// nor Liqo v1).
+/// Bind the consumer cluster ID a purchase of `r` from a Liqo v1
+/// provider names (`terms`) to the buyer, or refuse it (409) while
+/// another consumer holds it with this provider (see [`super::claim`]).
+/// The ID bound, if any: the caller gives it back with [`unclaim`] if the
+/// purchase then does not happen.
+pub async fn claim_cluster_id(
+    state: &Buying,
+    r: &Reservation,
+    terms: &ContractTerms,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, BuyError> {
+    // Only a v1 provider makes a peering user per consumer cluster ID.
+    if !terms.liqo.contains(&LiqoGeneration::V1) {
+        return Ok(None);
+    }
+    let Some(id) = &terms.consumer_cluster_id else {
+        return Ok(None);
+    };
+    match state
+        .store
+        .claim_cluster_id(&r.cluster_id, id, &r.consumer, &r.id, now)
+        .await
+    {
+        Ok(()) => Ok(Some(id.clone())),
+        Err(ClaimError::Held) => {
+            tracing::info!(reservation = %r.id, provider = %r.cluster_id, consumer_cluster_id = %id, "purchase refused: another consumer holds the consumer cluster ID");
+            Err(BuyError::conflict(super::claim::held_message(
+                &r.cluster_id,
+                id,
+            )))
+        }
+        Err(ClaimError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// Give back the cluster ID [`claim_cluster_id`] bound for `r`, whose
+/// purchase did not happen; on failure it stays bound until `r` is due.
+pub async fn unclaim(state: &Buying, r: &Reservation, cluster_id: &str) {
+    if let Err(error) = state
+        .store
+        .unclaim_cluster_id(&r.cluster_id, cluster_id, &r.id)
+        .await
+    {
+        tracing::warn!(reservation = %r.id, %error, "cannot give back the consumer cluster ID claimed for a purchase that did not happen; it stays bound until the reservation is due");
+    }
+}
+
 pub async fn ensure_sellable(state: &Buying, cluster_id: &str) -> Result<(), BuyError> {
     match state.providers.cannot_sell(cluster_id).await? {
         Some(why) => Err(BuyError::conflict(why)),
