@@ -487,8 +487,9 @@ mod tests {
         assert_eq!(update.metadata.resource_version.as_deref(), Some("7"));
         let mut retyped = reflected("x");
         retyped.type_ = Some("kubernetes.io/basic-auth".into());
+        let typed = accepting_from("true", "sp", "kubernetes.io/basic-auth");
         assert!(matches!(
-            plan(&retyped, &t, Some(&ns), Some(&have)),
+            plan(&retyped, &t, Some(&typed), Some(&have)),
             Ok(Plan::Recreate(s)) if s.type_ == retyped.type_
         ));
 
