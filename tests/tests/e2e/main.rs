@@ -62,6 +62,7 @@ mod duration_grammar;
 mod install_with_kubectl;
 mod orchestrator;
 mod peering_users;
+mod peering_users_handover;
 mod peering_users_promises;
 mod peering_users_support;
 mod peering_users_tls;

@@ -16,9 +16,11 @@
 //!   the controller stops; c1's CSR is replaced by a copy of it whose
 //!   request is made with another key (same name, labels, signer, usages
 //!   and lifetime, a subject like Liqo's: `liqo-peer-user-c1-<hex>`,
-//!   `O=liqo.io`); the controller starts again. It refuses the request on
-//!   every pass (a `csr` failure on `/metrics`) and leaves it as it is: not
-//!   approved, not signed, not replaced.
+//!   `O=liqo.io`); the controller starts again. It never approves that
+//!   request, and replaces the CSR with its own (issue 41, P-17: before,
+//!   it warned on every pass for ever): the lookalike is deleted, a CSR
+//!   with the controller's own request takes its place and is approved —
+//!   the one approval it makes.
 //! - **Nothing is removed while the catalog cannot be read**
 //!   (`peering-users/README.md`): with both peering users issued, the
 //!   catalog is killed; pass after pass fails to read it (`catalog`
@@ -227,32 +229,41 @@ async fn a_lookalike_csr_made_with_another_key_is_never_approved() -> Result<()>
         .map_err(|e| anyhow::anyhow!("creating the lookalike CSR: {e:?}"))?;
     let uid = made["metadata"]["uid"].clone();
 
-    // The controller, back, refuses it pass after pass.
-    let (_second, port) = world.controller()?;
+    // The controller, back, never approves it and puts its own request
+    // in its place (P-17).
+    let since = kube.audit().len();
+    let (_second, _port) = world.controller()?;
     let approved = |csr: &Value| {
         csr["status"]["conditions"]
             .as_array()
             .is_some_and(|c| c.iter().any(|c| c["type"] == "Approved"))
     };
-    settle("the controller's verdict: refusals, or an approval", || {
+    let now = settle("the lookalike replaced by an approved CSR", || {
         let now = kube.get(CSRS, None, C1_CSR)?;
-        (approved(&now) || failures(port, "csr") >= REFUSALS).then_some(())
+        (now["metadata"]["uid"] != uid && approved(&now)).then_some(now)
     })
     .await?;
-    let now = kube.get(CSRS, None, C1_CSR).context("the lookalike CSR")?;
-    assert_eq!(
-        now["metadata"]["uid"], uid,
-        "the lookalike was replaced: {now:#}"
-    );
-    assert!(
-        !approved(&now),
-        "a CSR made with another key was approved: {now:#}"
+    assert_ne!(
+        now["spec"]["request"], made["spec"]["request"],
+        "the lookalike's request came back: {now:#}"
     );
     assert!(
         now["status"]["certificate"]
             .as_str()
-            .is_none_or(str::is_empty),
-        "a CSR made with another key was signed: {now:#}"
+            .is_some_and(|c| !c.is_empty()),
+        "the controller's own request was not signed: {now:#}"
+    );
+    let approvals = kube.audit()[since..]
+        .iter()
+        .filter(|r| r.code < 300)
+        .filter_map(|r| r.resource.as_ref())
+        .filter(|a| {
+            a.subresource.as_deref() == Some("approval") && a.name.as_deref() == Some(C1_CSR)
+        })
+        .count();
+    assert_eq!(
+        approvals, 1,
+        "the lookalike was approved before it was replaced"
     );
     Ok(())
 }
