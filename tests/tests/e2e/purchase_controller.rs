@@ -220,7 +220,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
 
     // A second contract adds to the grant; a namespace with a
     // NamespaceOffloading someone else made is left alone.
-    liqo_support::namespace(&consumer.kube, "theirs", json!({}));
+    offloadable_namespace(&consumer.kube, "theirs");
     let theirs = json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
         "metadata": {"name": "offloading", "namespace": "theirs"},
         "spec": {"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "Local"}});
