@@ -67,8 +67,17 @@
 //!
 //! The feed never goes backwards, across resyncs too: per offer, no
 //! subscriber is sent an older version than one it was sent, and no list
-//! older than the last ([`hub::Hub::reload`] refuses a list holding an
-//! offer at a lower version than it sent; the publisher reads again).
+//! older than what it was sent ([`hub::Hub::reload`] refuses a list holding
+//! an offer at a lower version than it sent, or lacking one it sent that
+//! the store did not confirm deleted; the publisher reads such offers
+//! again by id, then the whole list — issue 41, dbfault s3).
+//!
+//! Per offer, versions go out in increasing order and the last one always
+//! does; intermediate ones may be skipped (coalescing, issue 41, dbfault
+//! s2): a copy older than one already taken — another process's write
+//! through a lagging change stream, after this process's own newer write
+//! or a reloaded list — is dropped. The rules are
+//! [`crate::store::sequence`]'s, meant for every versioned stream.
 //!
 //! # Layout
 //!
