@@ -227,10 +227,15 @@ async fn buy_reservation(global: &Global, args: BuyArgs) -> Result<String, Failu
 }
 
 async fn follow_purchase(global: &Global, args: FollowArgs) -> Result<String, Failure> {
-    let client =
-        controller_core::kubeconfig::client(args.kubeconfig.as_deref(), args.context.as_deref())
+    let config =
+        controller_core::kubeconfig::config(args.kubeconfig.as_deref(), args.context.as_deref())
             .await
             .map_err(|e| Failure::usage(e.to_string()))?;
+    // Each answer bounded (8 MiB, a watch per event; 30 s whole): an API
+    // server answering a 128 MiB object was once read whole (issue 41,
+    // B-19). A Purchase is a few KiB.
+    let client = controller_core::bounded::client(config, follow::bounds())
+        .map_err(|e| Failure::usage(format!("cannot build a Kubernetes client: {e}")))?;
     let resource = follow::purchase_resource();
     let api = match &args.namespace {
         Some(ns) => kube::Api::namespaced_with(client, ns, &resource),

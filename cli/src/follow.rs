@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
+use controller_core::bounded::{Bounds, Exceeded};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher;
@@ -33,6 +34,23 @@ pub fn purchase_resource() -> ApiResource {
         kind: "Purchase".into(),
         plural: "purchases".into(),
     }
+}
+
+/// The bounds of every answer `purchase follow` reads from the API server:
+/// controller-core's defaults (8 MiB per response or watch event, 30 s per
+/// answer, a watch idle 320 s at most), far above what a Purchase takes.
+pub fn bounds() -> Bounds {
+    Bounds::default()
+}
+
+/// The size bound `error` reports, if it is one.
+fn too_large(error: &watcher::Error) -> Option<&Exceeded> {
+    Exceeded::find(error).filter(|e| {
+        matches!(
+            e,
+            Exceeded::TooLarge { .. } | Exceeded::EventTooLarge { .. }
+        )
+    })
 }
 
 /// Where a followed Purchase stands.
@@ -130,6 +148,18 @@ pub async fn follow(
                         Code::NotFound,
                         format!("no Purchase {name} in this namespace"),
                     ))
+                }
+                // An answer too large is refused, not retried: the server
+                // would send it again, and it is not a Purchase this
+                // tool can follow (issue 41, B-19).
+                Err(error) if too_large(&error).is_some() => {
+                    let exceeded = too_large(&error).map(|e| e.to_string()).unwrap_or_default();
+                    return Err(Failure::new(
+                        Code::Error,
+                        format!(
+                            "the API server's answer about Purchase {name} is refused: {exceeded}"
+                        ),
+                    ));
                 }
                 // The watcher re-lists after the backoff; a lasting
                 // failure shows as the timeout, with its cause logged.

@@ -11,11 +11,18 @@
 //!
 //! One catalog serves the whole first test and one API server the second,
 //! so the CLI's many runs cost process starts, not servers.
+//!
+//! Then what a hostile server does to it (issue 41): a fake catalog whose
+//! every string carries terminal escapes (the real catalog refuses them)
+//! and every output path shows them escaped; a fake API server answering
+//! `purchase follow` a 128 MiB Purchase, refused after a bounded read.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 
 use e2e::buying;
 use e2e::catalog::{provider, Backend, Catalog, Env};
@@ -68,11 +75,17 @@ impl Run {
 
 /// `brokerctl args…` against catalog `c`, with `env` (e.g. the token).
 fn brokerctl(c: &Catalog, env: &[(&str, &str)], args: &[&str]) -> Run {
+    brokerctl_at(&c.url(""), env, args)
+}
+
+/// `brokerctl args…` against the catalog at `url`.
+fn brokerctl_at(url: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
     let mut spawn = Spawn::new("brokerctl")
         .env_remove("BROKERCTL_TOKEN")
+        .env_remove("BROKERCTL_TOKEN_FILE")
         .env_remove("BROKERCTL_CREDENTIALS")
         .env_remove("BROKERCTL_OUTPUT")
-        .env("BROKERCTL_CATALOG_URL", c.url(""))
+        .env("BROKERCTL_CATALOG_URL", url)
         .args(args);
     for (k, v) in env {
         spawn = spawn.env(k, v);
@@ -499,13 +512,23 @@ fn cli_follows_a_purchase_until_ready_or_failed() {
     assert_eq!(next_line(&lines), "Ready=True Ready: offloading");
     assert_eq!(exit_code(&mut child), 0);
 
-    // Not Ready in time: 7.
+    // Not Ready in time: 7. The message, as a controller quoting a
+    // provider might write it, is shown escaped (B-17).
     set_status(
         &kube,
         "Granting",
-        ("False", "WaitingForProvider", "the slice is pending"),
+        (
+            "False",
+            "WaitingForProvider",
+            "provider said: \u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\rall good",
+        ),
     );
-    let (mut child, _lines) = follow(&kubeconfig, &["--timeout", "1s"]);
+    let (mut child, lines) = follow(&kubeconfig, &["--timeout", "1s"]);
+    assert_eq!(next_line(&lines), "phase Granting");
+    assert_eq!(
+        next_line(&lines),
+        "Ready=False WaitingForProvider: provider said: \\x1b[2J\\x1b]52;c;ZXZpbA==\\x07\\rall good"
+    );
     assert_eq!(exit_code(&mut child), 7);
 
     // A failed Purchase: 6.
@@ -538,4 +561,281 @@ fn cli_follows_a_purchase_until_ready_or_failed() {
     );
     assert_eq!(next_line(&lines), "phase Ended");
     assert_eq!(exit_code(&mut child), 6);
+}
+
+/// Terminal escapes a hostile server sends (the review's probes B-01..B-07,
+/// B-17): ESC[2J clears the screen, OSC 0 sets the window title, OSC 52
+/// writes the clipboard, CR rewrites the line, then BEL, the 8-bit CSI, a
+/// bidi override, and a newline to fake a row.
+const HOSTILE: &str =
+    "a\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZXZpbA==\u{7}\rEVIL\u{9b}31m\u{202e}txt\nfake";
+
+/// `text` has nothing a terminal would act on (line ends aside).
+#[track_caller]
+fn assert_terminal_safe(text: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| {
+            c != '\n'
+                && matches!(c as u32, 0..=0x1f | 0x7f..=0x9f | 0x202a..=0x202e | 0x2066..=0x2069)
+        })
+        .collect();
+    assert!(raw.is_empty(), "raw {raw:?} reached the terminal: {text:?}");
+}
+
+fn hostile_offer(enforcement: &str) -> Value {
+    json!({
+        "id": HOSTILE, "name": HOSTILE, "type": HOSTILE, "description": HOSTILE,
+        "clusterID": HOSTILE, "clusterName": HOSTILE, "liqo": ["v1"], "enforcement": enforcement,
+        "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+        "version": 1, "labels": {HOSTILE: HOSTILE},
+        "plans": {HOSTILE: {"name": HOSTILE, "cost": "1", "resources": {"cpu": "1"}}}
+    })
+}
+
+/// One HTTP/1.1 request read off `stream` (head and `Content-Length`
+/// body, so closing after the answer sends no reset): its method and
+/// path with query.
+fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    let mut words = head.split_whitespace();
+    Some((words.next()?.to_string(), words.next()?.to_string()))
+}
+
+/// Serve `answer(method, path)` — a status and a body, or `None` for a
+/// handler that wrote its own answer — on a free loopback port, one thread
+/// per connection, each answer closing its connection.
+fn serve(
+    answer: impl Fn(&str, &str, &mut TcpStream) -> Option<(u16, String)> + Send + Sync + 'static,
+) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let Some((method, path)) = read_request(&mut stream) else {
+                    return;
+                };
+                if let Some((status, body)) = answer(&method, &path, &mut stream) {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    port
+}
+
+/// B-01, B-02, B-03, B-05, B-06 (and B-07's output side): a catalog whose
+/// every string carries terminal escapes. Whatever brokerctl prints, on
+/// stdout or after `error:`, shows them (`\x1b[2J`) instead of obeying
+/// them, one line per row; `-o json` stays the catalog's JSON.
+#[test]
+fn cli_escapes_what_a_hostile_catalog_says() {
+    let port = serve(|method, path, _| {
+        let path = path.split('?').next().unwrap_or_default();
+        Some(match (method, path) {
+            ("GET", "/offers") => (200, json!([hostile_offer("hard")]).to_string()),
+            ("GET", "/offer/evil") => (200, hostile_offer("hard").to_string()),
+            // A value this client cannot read: serde quotes it.
+            ("GET", "/offer/unreadable") => (200, hostile_offer(HOSTILE).to_string()),
+            ("GET", "/contracts") => (
+                200,
+                json!([{
+                    "id": HOSTILE, "consumer": HOSTILE, "clusterID": HOSTILE,
+                    "clusterName": HOSTILE, "offerID": "o\u{1b}[31mRED\r\u{1b}[Kfake",
+                    "planID": HOSTILE, "resources": {"cpu": "2"}, "cost": "1.5",
+                    "resourceSliceClass": "liqo-broker", "liqo": ["v1"],
+                    "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z",
+                    "active": false, "state": "failed", "reason": HOSTILE,
+                    "stateChangedAt": "2026-01-01T00:00:00Z"
+                }])
+                .to_string(),
+            ),
+            ("POST", "/reservations") => (
+                409,
+                json!({"error": "conflict", "message": HOSTILE}).to_string(),
+            ),
+            _ => (
+                404,
+                json!({"error": "not found", "message": "no"}).to_string(),
+            ),
+        })
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let token = [("BROKERCTL_TOKEN", "t")];
+
+    // B-01: the offers table, one row per plan.
+    let table = brokerctl_at(&url, &[], &["offers", "list"]).ok();
+    assert_terminal_safe(&table);
+    assert_eq!(table.lines().count(), 2, "{table}");
+    assert!(table.contains("a\\x1b[2J\\x1b]0;pwned\\x07"), "{table}");
+
+    // B-02, B-07: offers show (the description among its details).
+    let shown = brokerctl_at(&url, &[], &["offers", "show", "evil"]).ok();
+    assert_terminal_safe(&shown);
+    assert!(
+        shown.contains("Description: a\\x1b[2J\\x1b]0;pwned\\x07\\x1b]52;c;ZXZpbA==\\x07\\rEVIL\\u{9b}31m\\u{202e}txt\\nfake\n"),
+        "{shown}"
+    );
+
+    // B-03: the contracts table; the CR cannot rewrite the row.
+    let contracts = brokerctl_at(&url, &token, &["contracts", "list"]).ok();
+    assert_terminal_safe(&contracts);
+    assert_eq!(contracts.lines().count(), 2, "{contracts}");
+    assert!(
+        contracts.contains("o\\x1b[31mRED\\r\\x1b[Kfake"),
+        "{contracts}"
+    );
+
+    // B-05: a decode error quoting the value.
+    let unreadable = brokerctl_at(&url, &[], &["offers", "show", "unreadable"]).fails(1);
+    assert_terminal_safe(&unreadable);
+    assert!(unreadable.contains("\\x1b]52;c;"), "{unreadable}");
+
+    // B-06: the catalog's error message after `error:`, exit code kept.
+    let refused = brokerctl_at(&url, &token, &["reserve", "evil", "s"]).fails(4);
+    assert_terminal_safe(&refused);
+    assert!(refused.starts_with("error: "), "{refused}");
+    assert!(refused.contains("\\x1b]0;pwned\\x07"), "{refused}");
+
+    // B-04 stays as it was: scripts get the catalog's JSON, escaped by
+    // JSON itself, and read back the very strings.
+    let json = brokerctl_at(&url, &[], &["offers", "show", "evil", "-o", "json"]).json();
+    assert_eq!(json["description"], HOSTILE);
+}
+
+/// How many bytes of a hostile answer the huge API server wrote before
+/// brokerctl stopped reading: 128 MiB if read whole.
+const HUGE_BYTES: usize = 128 * 1024 * 1024;
+
+/// An API server answering `purchase follow` with a 128 MiB Purchase: the
+/// list (`huge_list`) or, after a small list, its first watch event. The
+/// number of bytes it managed to send is counted in `sent`.
+fn huge_api_server(huge_list: bool, sent: Arc<AtomicUsize>) -> u16 {
+    serve(move |_, path, stream| {
+        let watch = path.contains("watch=true") || path.contains("watch=1");
+        let purchase = |phase: &str| {
+            json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "Purchase",
+                   "metadata": {"name": "p1", "namespace": TEAM, "resourceVersion": "1"},
+                   "status": {"phase": phase}})
+        };
+        if !huge_list && !watch {
+            let list = json!({"apiVersion": "broker.liqo-broker.io/v1alpha1",
+                              "kind": "PurchaseList", "metadata": {"resourceVersion": "1"},
+                              "items": [purchase("Peering")]});
+            return Some((200, list.to_string()));
+        }
+        // No length: the body ends when the connection does, as far as
+        // the server likes.
+        let (before, after) = if huge_list {
+            (
+                r#"{"apiVersion":"broker.liqo-broker.io/v1alpha1","kind":"PurchaseList","metadata":{"resourceVersion":"1"},"items":[{"apiVersion":"broker.liqo-broker.io/v1alpha1","kind":"Purchase","metadata":{"name":"p1","namespace":"team","resourceVersion":"1"},"status":{"phase":""#,
+                r#""}}]}"#,
+            )
+        } else {
+            (
+                r#"{"type":"MODIFIED","object":{"apiVersion":"broker.liqo-broker.io/v1alpha1","kind":"Purchase","metadata":{"name":"p1","namespace":"team","resourceVersion":"2"},"status":{"phase":""#,
+                "\"}}}\n",
+            )
+        };
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        if stream.write_all(head.as_bytes()).is_err()
+            || stream.write_all(before.as_bytes()).is_err()
+        {
+            return None;
+        }
+        let chunk = vec![b'x'; 1024 * 1024];
+        for _ in 0..HUGE_BYTES / chunk.len() {
+            if stream.write_all(&chunk).is_err() {
+                return None;
+            }
+            sent.fetch_add(chunk.len(), Ordering::SeqCst);
+        }
+        let _ = stream.write_all(after.as_bytes());
+        None
+    })
+}
+
+/// B-19: `purchase follow` against an API server answering a 128 MiB
+/// Purchase, in the list and in a watch event: refused with exit 1 and a
+/// message naming the bound, after reading at most the bound (8 MiB) plus
+/// what the sockets buffer — not the 128 MiB the old client read whole
+/// (541 MiB of memory), nor a wait until `--timeout` (exit 7).
+#[test]
+fn cli_follow_refuses_a_huge_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    for huge_list in [true, false] {
+        let sent = Arc::new(AtomicUsize::new(0));
+        let port = huge_api_server(huge_list, sent.clone());
+        let kubeconfig = dir.path().join(format!("kubeconfig-{huge_list}"));
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+                 clusters: [{{name: k, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n\
+                 users: [{{name: u, user: {{}}}}]\n\
+                 contexts: [{{name: c, context: {{cluster: k, user: u, namespace: {TEAM}}}}}]\n"
+            ),
+        )
+        .unwrap();
+        let out = Spawn::new("brokerctl")
+            .env_remove("KUBECONFIG")
+            .args([
+                "purchase",
+                "follow",
+                "p1",
+                "--timeout",
+                "20s",
+                "--kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .output()
+            .expect("run brokerctl");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(
+            stderr.contains("error: the API server's answer about Purchase p1 is refused")
+                && stderr.contains("larger than 8388608 bytes"),
+            "{stderr}"
+        );
+        if !huge_list {
+            assert_eq!(stdout.lines().next(), Some("phase Peering"), "{stdout}");
+        }
+        let read = sent.load(Ordering::SeqCst);
+        assert!(
+            read < 40 * 1024 * 1024,
+            "brokerctl took {read} bytes of a {HUGE_BYTES}-byte answer"
+        );
+    }
 }
