@@ -18,6 +18,9 @@ pub struct Ops {
     pub offers: Arc<dyn OfferStore>,
     pub providers: Arc<dyn ProviderStore>,
     pub metrics: Arc<Metrics>,
+    /// Set while start-up work after the port is bound still runs (the
+    /// `--demo` seeding): `/readyz` answers 503 until it is done.
+    pub starting: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Liveness: the process serves HTTP.
@@ -36,10 +39,15 @@ pub async fn healthz() -> HttpResponse {
     extensions(("x-roles" = json!(["anyone"]))),
     responses(
         (status = 200, description = "Ready: `{\"status\": \"ready\", \"store\": <kind>}`", body = crate::http::schemas::Health),
-        (status = 503, description = "The store is unreachable or not following changes yet", body = ErrorBody),
+        (status = 503, description = "The store is unreachable or not following changes yet, or `--demo` is still seeding", body = ErrorBody),
     )
 )]
 pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
+    if state.starting.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(ApiError::Unavailable(
+            "starting: the demo provider and its offers are being created".into(),
+        ));
+    }
     // The store bounds its own ping (MongoDB: min(1s, --mongodb-timeout)),
     // so a hung database reads "not ready" well within a probe's timeout.
     state

@@ -156,6 +156,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         offers: backend.offers.clone(),
         providers: backend.providers.clone(),
         metrics: metrics.clone(),
+        starting: Arc::new(std::sync::atomic::AtomicBool::new(config.demo)),
     };
     Ok(Features {
         verifier,
@@ -201,11 +202,6 @@ pub fn app(
 /// requests finish (up to `--shutdown-timeout`) and return.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let features = build(&config).await?;
-    if config.demo {
-        crate::demo::seed(&features.providers, &*features.offers.store)
-            .await
-            .context("seeding the demo provider")?;
-    }
     tokio::spawn(
         features
             .verifier
@@ -242,6 +238,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let server = server.run();
     let handle = server.handle();
+    let stopper = server.handle();
     let shutdown = features.shutdown.clone();
     tokio::spawn(
         async move {
@@ -263,7 +260,32 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
         .instrument(tracing::info_span!("signals")),
     );
-    server.await.context("HTTP server")?;
+    // The demo is seeded once the port is bound, so the address is
+    // printed (and the catalog answers, `/readyz` 503) at once: hashing
+    // the demo provider's secret alone takes a while. A seeding that fails
+    // stops the server, as it stopped the start before.
+    let seeding = async {
+        if !config.demo {
+            return Ok(());
+        }
+        let seeded = crate::demo::seed(&features.providers, &*features.offers.store)
+            .await
+            .context("seeding the demo provider");
+        match &seeded {
+            Ok(()) => features
+                .ops
+                .starting
+                .store(false, std::sync::atomic::Ordering::Release),
+            Err(_) => {
+                features.shutdown.cancel();
+                stopper.stop(false).await;
+            }
+        }
+        seeded
+    };
+    let (served, seeded) = tokio::join!(server, seeding);
+    seeded?;
+    served.context("HTTP server")?;
     info!("catalog stopped");
     Ok(())
 }

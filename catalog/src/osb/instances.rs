@@ -631,6 +631,25 @@ pub async fn deprovision(
     if inst.service && !accepts {
         return Err(OsbError::async_required());
     }
+    // S1-79: a binding still being created is refused a deprovision with
+    // 422 `ConcurrencyError`, as OSB v2.17 "Blocking Operations" allows
+    // (spec.md: a broker that cannot process a request "due a concurrency
+    // issue … MUST reject the request with a HTTP 422 … ConcurrencyError";
+    // a broker "MAY choose to treat the creation of a Service Binding as a
+    // mutation of the corresponding Service Instance"). Accepted, the
+    // provider could still complete the binding and the platform fetch
+    // credentials for a service being removed. The platform retries once
+    // the binding's creation has succeeded or failed.
+    if let Some(op) = state
+        .store
+        .osb_bindings_of(&inst.id)
+        .await?
+        .iter()
+        .filter_map(|b| b.running())
+        .find(|op| op.kind == OperationKind::Bind)
+    {
+        return Err(busy(op));
+    }
     if inst.service && inst.reservation_id.is_some() {
         return deprovision_service(&state, inst).await;
     }

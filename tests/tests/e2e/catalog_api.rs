@@ -707,7 +707,11 @@ fn help_documents_every_flag_with_its_environment_variable() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--listen"));
 }
 
-/// `--demo` seeds a provider with offers once and prints its credentials once.
+/// `--demo` seeds a provider with offers once and prints its credentials
+/// once. Issue 41 (a low item): it binds its port first and seeds after —
+/// the address comes before the demo's lines on stdout, and `/readyz` says
+/// 200 only once the offers are there (503 before); it used to hash the
+/// demo provider's secret and write its offers before listening.
 #[test]
 fn demo_seeds_a_provider_on_first_start_only() {
     let env = Env::new(Backend::Embedded);
@@ -715,6 +719,18 @@ fn demo_seeds_a_provider_on_first_start_only() {
     let mut c = env
         .try_start_logged(&["--demo"], Some(&out))
         .expect("start with --demo");
+    c.wait_for_status("/readyz", 200, e2e::EVENTUALLY)
+        .expect("ready once the demo is seeded");
+    let printed = std::fs::read_to_string(&out).unwrap();
+    let at = |needle: &str| {
+        printed
+            .find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} on stdout:\n{printed}"))
+    };
+    assert!(
+        at("catalog listening on") < at("demo provider created"),
+        "the port is bound before the demo is seeded:\n{printed}"
+    );
     let offers = c.all_offers();
     assert!(offers.as_array().unwrap().len() >= 3, "{offers}");
     assert!(
@@ -745,6 +761,8 @@ fn demo_seeds_a_provider_on_first_start_only() {
     let c = env
         .try_start_logged(&["--demo"], Some(&out))
         .expect("restart with --demo");
+    c.wait_for_status("/readyz", 200, e2e::EVENTUALLY)
+        .expect("ready once the demo is checked");
     assert_eq!(
         c.all_offers(),
         offers,

@@ -9,6 +9,8 @@ use serde_json::json;
 fn demo_offers_carry_the_demo_providers_liqo() {
     let env = Env::new(Backend::Embedded);
     let c = env.start_with(&["--demo"]);
+    // The demo is seeded once the port is bound: ready when it is.
+    c.wait_for_status("/readyz", 200, e2e::EVENTUALLY).unwrap();
     let all = c.all_offers();
     let offers = all.as_array().expect("a list");
     assert!(offers.len() >= 3, "{all}");

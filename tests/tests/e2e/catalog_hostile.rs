@@ -583,13 +583,23 @@ fn the_catalogs_file_flags_refuse_devices_fifos_and_huge_files_at_once() {
         ("--admin-secret-file", &[]),
         ("--jwt-key-file", &[]),
         ("--peering-key-file", &[]),
-        ("--oidc-ca-file", &["--oidc-issuer", "http://127.0.0.1:1/"]),
+        (
+            "--oidc-ca-file",
+            &[
+                "--oidc-issuer",
+                "http://127.0.0.1:1/",
+                "--oidc-audience",
+                "catalog",
+            ],
+        ),
     ];
+    // All twelve side by side: each is judged on its own exit and log.
+    let mut running = Vec::new();
     for (flag, companions) in flags {
         for (target, problem) in targets {
             let data = tempfile::tempdir().unwrap();
             let log = data.path().join("stderr");
-            let mut child = std::process::Command::new(e2e::bin_path("catalog"))
+            let child = std::process::Command::new(e2e::bin_path("catalog"))
                 .args(["--listen", "127.0.0.1:0", "--data-dir"])
                 .arg(data.path().join("data"))
                 .args([flag, target])
@@ -599,33 +609,36 @@ fn the_catalogs_file_flags_refuse_devices_fifos_and_huge_files_at_once() {
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .expect("start catalog");
-            // The product's own bound on reading a configuration file: a
-            // refusal "at once" is well inside it.
-            let deadline = Instant::now() + edge::config_file::READ_DEADLINE;
-            let exit = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break Some(status);
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let exit = exit.unwrap_or_else(|| {
-                panic!(
-                    "{flag} {target}: the catalog still ran after {:?}:\n{text}",
-                    edge::config_file::READ_DEADLINE
-                )
-            });
-            assert!(!exit.success(), "{flag} {target}: started:\n{text}");
-            assert!(
-                text.contains(&format!("{flag} {target}: {problem}")),
-                "{flag} {target}: the error names the flag, the file and `{problem}`:\n{text}"
-            );
+            running.push((flag, target, problem, child, log, data));
         }
+    }
+    // The product's own bound on reading a configuration file: a refusal
+    // "at once" is well inside it.
+    let deadline = Instant::now() + edge::config_file::READ_DEADLINE;
+    for (flag, target, problem, mut child, log, _data) in running {
+        let exit = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let exit = exit.unwrap_or_else(|| {
+            panic!(
+                "{flag} {target}: the catalog still ran after {:?}:\n{text}",
+                edge::config_file::READ_DEADLINE
+            )
+        });
+        assert!(!exit.success(), "{flag} {target}: started:\n{text}");
+        assert!(
+            text.contains(&format!("{flag} {target}: {problem}")),
+            "{flag} {target}: the error names the flag, the file and `{problem}`:\n{text}"
+        );
     }
 }
 
@@ -710,7 +723,7 @@ fn with_stderrs_reader_gone_sigterm_still_stops_the_catalog_and_a_controller() {
     );
 
     // Each request logs a line nobody can read.
-    let http = reqwest::blocking::Client::new();
+    let http = e2e::http::blocking_client(e2e::EVENTUALLY);
     for _ in 0..5 {
         let status = http
             .get(format!("http://127.0.0.1:{port}/healthz"))

@@ -385,6 +385,24 @@ fn service_binding(
         pending(),
         json!([{ "bindingID": "b1", "state": "creating", "parameters": target }])
     );
+    // S1-79 (issue 41): no deprovisioning while a binding is being created
+    // (OSB v2.17 "Blocking Operations": 422 ConcurrencyError); nothing
+    // changes, and the binding goes on below.
+    let r = p.send(
+        Method::DELETE,
+        &format!(
+            "/v2/service_instances/svc?service_id={sid}&plan_id={pid}&accepts_incomplete=true"
+        ),
+        None,
+        Some("2.17"),
+    );
+    assert_eq!(
+        (r.status, r.json["error"].as_str()),
+        (422, Some("ConcurrencyError")),
+        "{}",
+        r.text
+    );
+    assert_eq!(last_operation(&op).json["state"], "in progress");
 
     // The provider's report: credentials required on success.
     let report_path = format!("{pending_path}/b1");
