@@ -273,6 +273,26 @@ mod tests {
     }
 
     #[test]
+    fn only_a_size_bound_ends_the_follow() {
+        // B-19: an answer too large, in the list or a watch event (kube
+        // wraps the watch body's error in an io::Error), is refused; one
+        // too slow is retried until --timeout like any other failure.
+        let list =
+            watcher::Error::InitialListFailed(kube::Error::Service(Box::new(Exceeded::TooLarge {
+                limit: 8,
+            })));
+        assert_eq!(too_large(&list), Some(&Exceeded::TooLarge { limit: 8 }));
+        let event = watcher::Error::WatchFailed(kube::Error::ReadEvents(std::io::Error::other(
+            Exceeded::EventTooLarge { limit: 8 },
+        )));
+        assert!(too_large(&event).is_some());
+        let slow = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(
+            Exceeded::TooSlow(Duration::from_secs(30)),
+        )));
+        assert_eq!(too_large(&slow), None);
+    }
+
+    #[test]
     fn failed_and_ended_phases_fail_with_the_reason() {
         let mut t = Tracker::default();
         let (_, verdict) = t.observe(&json!({"phase": "Failed", "conditions": [
