@@ -885,6 +885,74 @@ pub(crate) mod tests {
         assert_eq!(ids(&drain(&d)[0]), ["a"]);
     }
 
+    /// Issue 41, dbfault s2: the feed's coalescing. Every version of three
+    /// offers arrives twice (a writer's own copy and another process's
+    /// stream copy), the copies shuffled (a fixed-seed generator), with
+    /// reloads of lists read at any earlier moment in between: a delta
+    /// subscriber's versions never go down, and it ends with every offer's
+    /// last version.
+    #[test]
+    fn a_delta_subscriber_gets_versions_in_order_and_always_the_last() {
+        const LAST: u64 = 12;
+        let ids = ["s0", "s1", "s2"];
+        let mut copies: Vec<(usize, u64)> = (1..=LAST)
+            .flat_map(|v| (0..ids.len()).flat_map(move |i| [(i, v), (i, v)]))
+            .collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rand = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for i in (1..copies.len()).rev() {
+            copies.swap(i, rand(i + 1));
+        }
+        let h = hub(1024);
+        h.reload(
+            ids.iter().map(|id| offer(id, "x", 1)).collect(),
+            &HashSet::new(),
+            Instant::now(),
+            false,
+        );
+        let d = subscribe(&h, "mode=delta");
+        let mut sent: BTreeMap<String, u64> = BTreeMap::new();
+        let mut seq = 0;
+        let mut record = |msgs: Vec<Value>, sent: &mut BTreeMap<String, u64>| {
+            for m in msgs {
+                let s = m["seq"].as_u64().unwrap();
+                assert!(s >= seq, "seq went back from {seq} to {s}");
+                seq = s;
+                let offers: Vec<&Value> = match m["type"].as_str() {
+                    Some("snapshot") => m["offers"].as_array().unwrap().iter().collect(),
+                    _ => vec![&m["offer"]],
+                };
+                for o in offers {
+                    let (id, v) = (o["id"].as_str().unwrap(), o["version"].as_u64().unwrap());
+                    let before = sent.insert(id.to_string(), v).unwrap_or(0);
+                    assert!(v >= before, "{id} went back from {before} to {v}");
+                }
+            }
+        };
+        // The versions each id reached so far, for lists read "earlier".
+        let mut reached = [1u64; 3];
+        for (k, (i, v)) in copies.into_iter().enumerate() {
+            h.apply(OfferChange::Upserted(offer(ids[i], "x", v)), Instant::now());
+            reached[i] = reached[i].max(v);
+            if k % 7 == 0 {
+                // A list read at some earlier moment: each offer at a
+                // version at or below the one reached.
+                let list = (0..ids.len())
+                    .map(|j| offer(ids[j], "x", 1 + rand(reached[j] as usize) as u64))
+                    .collect();
+                h.reload(list, &HashSet::new(), Instant::now(), false);
+            }
+            record(drain(&d), &mut sent);
+        }
+        let want: BTreeMap<String, u64> = ids.iter().map(|id| (id.to_string(), LAST)).collect();
+        assert_eq!(sent, want, "every offer's last version is delivered");
+    }
+
     /// When the store's list stays older (the caller waited; e.g. the
     /// database lost a write the feed had seen), `allow_older` takes it.
     #[test]
