@@ -69,6 +69,28 @@ fn apply_body(object: &Value) -> Result<Box<serde_json::value::RawValue>, Cluste
         .map_err(|e| ClusterError::Refused(format!("cannot serialise an object: {e}")))
 }
 
+/// `text` as one segment of a request's path: every byte but RFC 3986's
+/// unreserved ones percent-encoded. kube builds paths by formatting names
+/// in (kube-core `request.rs`, `format!("{}/{}?", url_path, name)`), so a
+/// name holding `?`, `#` or `/` would change what is asked (C-12: a
+/// rendered `x?dryRun=All&x=` reached the API server as `dryRun`). The
+/// templates' names are checked first (`template::valid_name`); this is
+/// for what gets past that check (a Role may be named `a:b`) and for
+/// names read back from the rendered record. The API server decodes the
+/// path before it reads the name (`net/url`'s `URL.Path`), so an encoded
+/// name is the same name.
+pub fn segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn gone(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(e) if e.code == 404)
 }
@@ -264,9 +286,17 @@ impl Cluster {
         objects: Resolved<'_>,
     ) -> Result<(), ClusterError> {
         for (resource, name, object) in objects.0 {
-            Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource)
-                .patch(&name, &apply(), &Patch::Apply(apply_body(object)?))
-                .await?;
+            Api::<DynamicObject>::namespaced_with(
+                self.client.clone(),
+                &segment(namespace),
+                &resource,
+            )
+            .patch(
+                &segment(&name),
+                &apply(),
+                &Patch::Apply(apply_body(object)?),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -285,12 +315,16 @@ impl Cluster {
                 Err(ClusterError::Kube(e)) if gone(&e) => continue,
                 Err(e) => return Err(e),
             };
-            let api =
-                Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource);
-            match api.delete(&r.name, &DeleteParams::background()).await {
+            let api = Api::<DynamicObject>::namespaced_with(
+                self.client.clone(),
+                &segment(namespace),
+                &resource,
+            );
+            let name = segment(&r.name);
+            match api.delete(&name, &DeleteParams::background()).await {
                 Err(e) if gone(&e) => {}
                 Err(e) => return Err(e.into()),
-                Ok(_) => all_gone &= api.get_opt(&r.name).await?.is_none(),
+                Ok(_) => all_gone &= api.get_opt(&name).await?.is_none(),
             }
         }
         Ok(all_gone)
@@ -305,5 +339,21 @@ impl Cluster {
             Err(e) if !gone(&e) => Err(e.into()),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C-12: a name goes into a request path as one segment, whatever it
+    /// holds; a Kubernetes name is unchanged.
+    #[test]
+    fn names_are_one_path_segment() {
+        assert_eq!(segment("x?dryRun=All&x="), "x%3FdryRun%3DAll%26x%3D");
+        assert_eq!(segment("/../"), "%2F..%2F");
+        assert_eq!(segment("a:b#c d%"), "a%3Ab%23c%20d%25");
+        assert_eq!(segment("svc-c-1.db"), "svc-c-1.db");
+        assert_eq!(segment("é"), "%C3%A9");
     }
 }

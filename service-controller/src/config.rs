@@ -19,6 +19,8 @@ use crate::cluster::Cluster;
 use crate::contracts::Follower;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context};
+use crate::render::Renderer;
+use crate::template::{self, Bounds};
 
 /// The controller's flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -55,6 +57,18 @@ pub struct Args {
     #[arg(long, env = "SERVICE_CONTROLLER_RETRY", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 
+    /// Bound on the template instructions (minijinja fuel) of one render: one plan's templates for one instance, or for the ServiceCatalog's check.
+    #[arg(long, env = "SERVICE_CONTROLLER_TEMPLATE_FUEL", value_name = "INSTRUCTIONS", default_value_t = template::DEFAULT_FUEL)]
+    pub template_fuel: u64,
+
+    /// Bound on the bytes one render writes (all its templates together).
+    #[arg(long, env = "SERVICE_CONTROLLER_TEMPLATE_MAX_OUTPUT", value_name = "BYTES", default_value_t = template::DEFAULT_MAX_OUTPUT)]
+    pub template_max_output: usize,
+
+    /// Bound on the wall-clock time of one render; a template refused for any of these bounds is reported once, not rendered again until it changes.
+    #[arg(long, env = "SERVICE_CONTROLLER_TEMPLATE_TIMEOUT", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    pub template_timeout: Duration,
+
     #[command(flatten)]
     pub kube: Prefixed<KubeArgs, Env>,
 
@@ -85,6 +99,8 @@ impl EnvPrefix for Env {
 pub enum ConfigError {
     #[error("--poll-interval and --retry must be positive")]
     Intervals,
+    #[error("--template-fuel, --template-max-output and --template-timeout must be positive")]
+    TemplateBounds,
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
@@ -101,10 +117,25 @@ impl Args {
         if self.poll_interval.is_zero() || self.retry.is_zero() {
             return Err(ConfigError::Intervals);
         }
+        if self.template_fuel == 0
+            || self.template_max_output == 0
+            || self.template_timeout.is_zero()
+        {
+            return Err(ConfigError::TemplateBounds);
+        }
         if self.election.leader_elect {
             self.lease.times().validate()?;
         }
         Ok(())
+    }
+
+    /// The templates' execution bounds.
+    pub fn template_bounds(&self) -> Bounds {
+        Bounds {
+            fuel: self.template_fuel,
+            max_output: self.template_max_output,
+            timeout: self.template_timeout,
+        }
     }
 }
 
@@ -147,9 +178,12 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     );
     let lead = {
         let metrics = metrics.clone();
+        // One renderer for every term: its verdicts are kept across them.
+        let renderer = Renderer::new(args.template_bounds());
         move |term: CancellationToken| {
             let (cluster, metrics, session) = (cluster.clone(), metrics.clone(), session.clone());
-            async move { lead(cluster, session, metrics, poll, retry, term).await }
+            let renderer = renderer.clone();
+            async move { lead(cluster, session, metrics, renderer, (poll, retry), term).await }
         }
     };
     if args.election.leader_elect {
@@ -186,8 +220,8 @@ async fn lead(
     cluster: Cluster,
     session: Arc<Mutex<Session>>,
     metrics: Metrics,
-    poll: std::time::Duration,
-    retry: std::time::Duration,
+    renderer: Renderer,
+    (poll, retry): (Duration, Duration),
     term: CancellationToken,
 ) {
     let ctx = Arc::new(Context {
@@ -195,6 +229,7 @@ async fn lead(
         session: session.clone(),
         metrics: metrics.clone(),
         retry,
+        renderer: renderer.clone(),
     });
     let (store_tx, store_rx) = tokio::sync::oneshot::channel();
     let controller = reconcile::run(ctx, term.clone(), move |store| {
@@ -202,7 +237,7 @@ async fn lead(
     });
     let follower = async {
         let Ok(store) = store_rx.await else { return };
-        Follower::new(cluster, metrics)
+        Follower::new(cluster, metrics, renderer)
             .run(session, store, poll, term.clone())
             .await
     };

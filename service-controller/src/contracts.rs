@@ -34,6 +34,7 @@ use crate::cluster::{Cluster, ClusterError, Found};
 use crate::instance::{self, Names, Peering};
 use crate::metrics::Metrics;
 use crate::model::{Service, ServiceCatalog, ServicePlan};
+use crate::render::Renderer;
 use crate::template::{self, BindingVars, Vars};
 
 /// Why one contract's step failed (retried at the next pass).
@@ -63,14 +64,17 @@ pub struct Follower {
     /// Per contract, the last service state and description reported, so
     /// each is sent once.
     reported: HashMap<String, (ServiceState, String)>,
+    /// Renders the templates off the runtime, each verdict kept.
+    renderer: Renderer,
 }
 
 impl Follower {
-    pub fn new(cluster: Cluster, metrics: Metrics) -> Self {
+    pub fn new(cluster: Cluster, metrics: Metrics, renderer: Renderer) -> Self {
         Self {
             cluster,
             metrics,
             reported: HashMap::new(),
+            renderer,
         }
     }
 
@@ -111,13 +115,16 @@ impl Follower {
             }
         };
         self.metrics.catalog_reachable.set(1);
-        let catalogs: Vec<Arc<ServiceCatalog>> = catalogs
-            .state()
-            .into_iter()
-            .filter(|c| {
-                c.metadata.deletion_timestamp.is_none() && template::validate(&c.spec).is_ok()
-            })
-            .collect();
+        let mut valid: Vec<Arc<ServiceCatalog>> = Vec::new();
+        for c in catalogs.state() {
+            // Kept verdicts: a refused template is not rendered again.
+            if c.metadata.deletion_timestamp.is_none()
+                && self.renderer.validate(&c.spec).await.is_ok()
+            {
+                valid.push(c);
+            }
+        }
+        let catalogs = valid;
         let mut active = HashSet::new();
         for contract in contracts.iter().filter(|c| c.active) {
             let Some((service, plan)) = catalogs
@@ -267,7 +274,7 @@ impl Follower {
             secrets: &secrets,
             binding: None,
         };
-        let objects = match template::render_objects(service, plan, &vars) {
+        let objects = match self.renderer.objects(service, plan, &vars).await {
             Ok(objects) => objects,
             Err(error) => {
                 self.metrics.reconcile().count_failure("template");
@@ -351,7 +358,7 @@ impl Follower {
                 };
                 match (
                     instance::binding_target(&binding.parameters),
-                    template::render_credentials(service, plan, &vars),
+                    self.renderer.credentials(service, plan, &vars).await,
                 ) {
                     (None, _) => BindingReport {
                         state: ServiceState::Failed,

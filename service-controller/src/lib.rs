@@ -20,8 +20,11 @@
 //! - [`cluster`]: the objects on the provider's cluster — applied with
 //!   server-side apply, read, removed;
 //! - [`metrics`]: `/metrics` and the probes;
-//! - [`offer`], [`instance`], [`template`]: pure — the offer body, the
-//!   names and Purchase of an instance, template rendering and its checks;
+//! - [`render`]: templates rendered off the async runtime, within their
+//!   bounds, each verdict kept so a refused template is refused once;
+//! - [`offer`], [`instance`], [`template`], [`rbac_allow`]: pure — the
+//!   offer body, the names and Purchase of an instance, template rendering
+//!   and its checks, the RBAC a template may make;
 //! - [`model`]: the `ServiceCatalog` kind.
 
 pub mod cluster;
@@ -31,5 +34,7 @@ pub mod instance;
 pub mod metrics;
 pub mod model;
 pub mod offer;
+pub mod rbac_allow;
 pub mod reconcile;
+pub mod render;
 pub mod template;

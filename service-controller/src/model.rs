@@ -74,6 +74,66 @@ pub struct Service {
     /// The binding's credentials: key → minijinja template of the value.
     #[serde(default)]
     pub binding_credentials: BTreeMap<String, String>,
+    /// The RBAC this service's templates may make. A Role is made only
+    /// when these rules cover each of its rules (as Kubernetes' escalation
+    /// check compares them); a RoleBinding only to such a Role made by the
+    /// same templates, or to a ClusterRole named here. Left out: no Role or
+    /// RoleBinding may be made.
+    #[serde(
+        default,
+        rename = "allowedRBAC",
+        skip_serializing_if = "AllowedRbac::is_empty"
+    )]
+    pub allowed_rbac: AllowedRbac,
+}
+
+/// What RBAC a service's templates may make (`allowedRBAC`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct AllowedRbac {
+    /// Rules a rendered Role may grant: each of its rules must be covered
+    /// by these (`rbac.authorization.k8s.io/v1` PolicyRules; `*` covers
+    /// every verb, group or resource, as in Kubernetes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub rules: Vec<PolicyRule>,
+    /// ClusterRoles a rendered RoleBinding may bind (by name; their rules
+    /// are the provider's to vouch for, they are not read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 253)))]
+    pub cluster_roles: Vec<String>,
+}
+
+impl AllowedRbac {
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty() && self.cluster_roles.is_empty()
+    }
+}
+
+/// One RBAC rule, as `rbac.authorization.k8s.io/v1` PolicyRule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct PolicyRule {
+    #[schemars(length(min = 1, max = 64))]
+    pub verbs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub api_groups: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub resources: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub resource_names: Vec<String>,
+    #[serde(
+        default,
+        rename = "nonResourceURLs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    #[schemars(length(max = 64))]
+    pub non_resource_urls: Vec<String>,
 }
 
 /// One plan of a service.

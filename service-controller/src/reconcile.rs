@@ -2,7 +2,7 @@
 //! `controller-rs`: a [`Controller`], a [`Context`], a short [`reconcile`]
 //! over kube's [`finalizer`] helper and an [`error_policy`].
 //!
-//! A round checks every template of every plan ([`template::validate`]):
+//! A round checks every template of every plan ([`crate::template::validate`]):
 //! a ServiceCatalog that fails is marked `Valid=False` with the message
 //! naming the service, plan and template, and nothing is published or
 //! applied for it. A valid one has each service published as an offer of
@@ -30,7 +30,6 @@ use tracing::Instrument;
 use crate::metrics::Metrics;
 use crate::model::{Condition, ServiceCatalog, ServiceCatalogStatus, FINALIZER};
 use crate::offer;
-use crate::template;
 
 /// Why a round failed (retried after `retry`).
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +48,8 @@ pub struct Context {
     pub session: Arc<Mutex<Session>>,
     pub metrics: Metrics,
     pub retry: Duration,
+    /// Renders the templates off the runtime, each verdict kept.
+    pub renderer: crate::render::Renderer,
 }
 
 /// The controller, until `stop`; it hands its cache of ServiceCatalogs to
@@ -173,7 +174,7 @@ async fn apply(
     let mut status = before.clone();
     let generation = catalog.metadata.generation.unwrap_or_default();
     status.observed_generation = generation;
-    match template::validate(&catalog.spec) {
+    match ctx.renderer.validate(&catalog.spec).await {
         Err(error) => {
             ctx.metrics.reconcile().count_failure("template");
             tracing::warn!(%error, "template refused; nothing published");
