@@ -215,9 +215,13 @@ fn a_purchase_from_peering_credentials_peers_offloads_and_its_bindings_are_copie
     // Binding copies on the remote cluster: one namespace accepts them,
     // one does not, one holds a Secret of its own under the target name.
     let r = &world.remote;
-    // `app` takes EVIL's bindings too, but the name db-creds is the
-    // consumer's (the provider of svc-1).
-    accepting(r, "app", &format!("{EVIL}, {CONSUMER_ID}/db-creds"));
+    // `app` takes EVIL's bindings too, and the consumer's (the provider of
+    // svc-1), whose alone the name db-creds is.
+    accepting(
+        r,
+        "app",
+        &format!("{EVIL}, {CONSUMER_ID}/db-creds {CONSUMER_ID}"),
+    );
     liqo_support::namespace(r, "closed", json!({}));
     accepting(r, "taken", CONSUMER_ID);
     r.apply(
