@@ -225,11 +225,13 @@ async fn lead(
     term: CancellationToken,
 ) {
     let ctx = Arc::new(Context {
-        client: cluster.client.clone(),
-        session: session.clone(),
-        metrics: metrics.clone(),
-        retry,
         renderer: renderer.clone(),
+        ..Context::new(
+            cluster.client.clone(),
+            session.clone(),
+            metrics.clone(),
+            retry,
+        )
     });
     let (store_tx, store_rx) = tokio::sync::oneshot::channel();
     let controller = reconcile::run(ctx, term.clone(), move |store| {

@@ -26,6 +26,7 @@ use catalog_client::wire::{
     BindingReport, PendingBinding, PendingBindingState, ServiceReport, ServiceState,
 };
 use catalog_client::{Error as CatalogError, Session};
+use controller_core::retry::Failures;
 use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -57,6 +58,32 @@ impl StepError {
     }
 }
 
+/// How long an instance reported `failed` waits before it is tried again
+/// (a changed ServiceCatalog is tried at once), and the longest wait after
+/// failed steps: a failure that goes on is not retried, nor logged, at
+/// every pass (issue 41, U-08).
+pub const FAILED_RETRY: Duration = Duration::from_secs(60);
+
+/// Where one contract's provisioning got to in a pass.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done, or on its way (a Purchase peering): the next pass goes on.
+    Going,
+    /// Reported `failed`, with this reason.
+    Failed(String),
+}
+
+/// A contract whose provisioning failed: not tried again before `until`,
+/// unless its ServiceCatalog (`version`: uid and generation) changes.
+#[derive(Debug)]
+struct Waiting {
+    until: Instant,
+    delay: Duration,
+    version: String,
+    attempts: u64,
+    logged: Option<(Instant, String)>,
+}
+
 /// The follower of the contracts.
 pub struct Follower {
     pub cluster: Cluster,
@@ -64,6 +91,14 @@ pub struct Follower {
     /// Per contract, the last service state and description reported, so
     /// each is sent once.
     reported: HashMap<String, (ServiceState, String)>,
+    /// Contracts whose provisioning failed, until they are tried again.
+    waiting: HashMap<String, Waiting>,
+    /// The first wait after a failed step (the poll interval).
+    first_retry: Duration,
+    /// Reading the contracts and listing the instance namespaces: a run of
+    /// failures is logged once, then once a minute.
+    reading: Failures,
+    listing: Failures,
     /// Renders the templates off the runtime, each verdict kept.
     renderer: Renderer,
 }
@@ -74,6 +109,10 @@ impl Follower {
             cluster,
             metrics,
             reported: HashMap::new(),
+            waiting: HashMap::new(),
+            first_retry: Duration::from_secs(1),
+            reading: Failures::new("read the contracts"),
+            listing: Failures::new("list the instance namespaces"),
             renderer,
         }
     }
@@ -87,7 +126,14 @@ impl Follower {
         stop: CancellationToken,
     ) {
         let span = tracing::info_span!("service_contracts");
+        self.first_retry = poll;
         async move {
+            // The whole list first: with part of it, a contract's offer id
+            // could look held by another ServiceCatalog, or by none.
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                ready = catalogs.wait_until_ready() => if ready.is_err() { return },
+            }
             loop {
                 let started = Instant::now();
                 self.pass(&mut *session.lock().await, &catalogs).await;
@@ -110,11 +156,16 @@ impl Follower {
             Err(error) => {
                 self.metrics.catalog_reachable.set(0);
                 self.metrics.reconcile().count_failure("catalog");
-                tracing::warn!(%error, "cannot read the contracts");
+                self.reading.failed(&error);
                 return;
             }
         };
+        self.reading.succeeded();
         self.metrics.catalog_reachable.set(1);
+        // Who holds each offer id, over every ServiceCatalog: a contract
+        // is served by its holder's templates or not at all, never by
+        // another's that declares the same id.
+        let holders = crate::offer::holders(catalogs.state().iter().map(|c| c.as_ref()));
         let mut valid: Vec<Arc<ServiceCatalog>> = Vec::new();
         for c in catalogs.state() {
             // Kept verdicts: a refused template is not rendered again.
@@ -127,31 +178,50 @@ impl Follower {
         let catalogs = valid;
         let mut active = HashSet::new();
         for contract in contracts.iter().filter(|c| c.active) {
-            let Some((service, plan)) = catalogs
-                .iter()
-                .find_map(|c| c.spec.plan(&contract.offer_id, &contract.plan_id))
+            let holder = holders
+                .get(&contract.offer_id)
+                .and_then(|key| catalogs.iter().find(|c| &c.key() == key));
+            let Some((service, plan)) =
+                holder.and_then(|c| c.spec.plan(&contract.offer_id, &contract.plan_id))
             else {
                 continue;
             };
             active.insert(contract.id.clone());
+            // The holder's generation: a changed ServiceCatalog is tried at
+            // once, whatever the wait.
+            let version = holder.map_or_else(String::new, |c| {
+                format!(
+                    "{}/{}",
+                    c.metadata.uid.as_deref().unwrap_or_default(),
+                    c.metadata.generation.unwrap_or_default()
+                )
+            });
+            let now = Instant::now();
+            if self
+                .waiting
+                .get(&contract.id)
+                .is_some_and(|w| w.version == version && now < w.until)
+            {
+                continue;
+            }
             let span = tracing::info_span!("provision", contract = %contract.id, service = %service.id, plan = %plan.id);
-            if let Err(error) = self
+            let outcome = self
                 .provision(session, &contract.id, service, plan)
                 .instrument(span)
-                .await
-            {
-                self.metrics.reconcile().count_failure(error.kind());
-                tracing::warn!(contract = %contract.id, %error, "provisioning step failed; retried at the next pass");
-            }
+                .await;
+            self.after(&contract.id, version, outcome, now);
         }
+        self.waiting
+            .retain(|id, _| contracts.iter().any(|c| c.active && &c.id == id));
         let found = match self.cluster.instances().await {
             Ok(found) => found,
             Err(error) => {
                 self.metrics.reconcile().count_failure("kubernetes");
-                tracing::warn!(%error, "cannot list the instance namespaces");
+                self.listing.failed(&error);
                 return;
             }
         };
+        self.listing.succeeded();
         self.metrics.instances.set(found.len() as i64);
         for instance in found
             .iter()
@@ -163,6 +233,66 @@ impl Follower {
                 tracing::warn!(contract = %instance.contract_id, %error, "deprovisioning step failed; retried at the next pass");
             }
         }
+    }
+
+    /// Keep when `contract` is tried again after `outcome`: a `failed`
+    /// reported waits [`FAILED_RETRY`]; a step that failed waits the poll
+    /// interval doubling to [`FAILED_RETRY`]; anything else is tried at the
+    /// next pass. A failure is logged once, then when its message changes or
+    /// a minute has passed (with how many attempts failed), its end once.
+    fn after(
+        &mut self,
+        contract: &str,
+        version: String,
+        outcome: Result<Outcome, StepError>,
+        now: Instant,
+    ) {
+        let (delay, message) = match outcome {
+            Ok(Outcome::Going) => {
+                if let Some(w) = self.waiting.remove(contract) {
+                    tracing::info!(%contract, attempts = w.attempts, "provisioning goes on again");
+                }
+                return;
+            }
+            Ok(Outcome::Failed(why)) => (FAILED_RETRY, format!("reported failed: {why}")),
+            Err(error) => {
+                self.metrics.reconcile().count_failure(error.kind());
+                let last = self
+                    .waiting
+                    .get(contract)
+                    .map_or(Duration::ZERO, |w| w.delay);
+                let delay = (last * 2).clamp(self.first_retry, FAILED_RETRY);
+                (delay, format!("provisioning step failed: {error}"))
+            }
+        };
+        let w = self.waiting.entry(contract.to_string()).or_insert(Waiting {
+            until: now,
+            delay,
+            version: version.clone(),
+            attempts: 0,
+            logged: None,
+        });
+        w.attempts += 1;
+        w.delay = delay;
+        w.until = now + delay;
+        w.version = version;
+        let last = w.logged.as_ref().map(|(at, m)| (*at, m.as_str()));
+        if controller_core::retry::worth_logging(last, &message, now, FAILED_RETRY) {
+            tracing::warn!(%contract, attempts = w.attempts, retry_in = ?delay, "{message}");
+            w.logged = Some((now, message));
+        }
+    }
+
+    /// Report `failed` with `why` (once): the instance waits.
+    async fn fail(
+        &mut self,
+        session: &mut Session,
+        contract: &str,
+        why: String,
+    ) -> Result<Outcome, StepError> {
+        self.report(session, contract, ServiceState::Failed, &why)
+            .await?;
+        Ok(Outcome::Failed(why))
     }
 
     /// Report the service's state once per change. A report no operation
@@ -198,7 +328,7 @@ impl Follower {
         contract: &str,
         service: &Service,
         plan: &ServicePlan,
-    ) -> Result<(), StepError> {
+    ) -> Result<Outcome, StepError> {
         let names = Names::of(contract);
         self.cluster
             .namespace(&names, &service.id, &plan.id)
@@ -206,7 +336,7 @@ impl Follower {
         let peering = match session.customer_peering(contract).await {
             Ok(p) => p,
             // Being deprovisioned: the next pass sees the contract end.
-            Err(CatalogError::Ended(_)) => return Ok(()),
+            Err(CatalogError::Ended(_)) => return Ok(Outcome::Going),
             Err(e) => return Err(e.into()),
         };
         let own = self.cluster.own_namespace.clone();
@@ -231,15 +361,11 @@ impl Follower {
             .await?;
         match instance::peering(status.as_ref()) {
             Peering::Waiting(why) => {
-                return self
-                    .report(session, contract, ServiceState::InProgress, &why)
-                    .await
+                self.report(session, contract, ServiceState::InProgress, &why)
+                    .await?;
+                return Ok(Outcome::Going);
             }
-            Peering::Failed(why) => {
-                return self
-                    .report(session, contract, ServiceState::Failed, &why)
-                    .await
-            }
+            Peering::Failed(why) => return self.fail(session, contract, why).await,
             Peering::Ready => {}
         }
         let kept = self
@@ -278,9 +404,7 @@ impl Follower {
             Ok(objects) => objects,
             Err(error) => {
                 self.metrics.reconcile().count_failure("template");
-                return self
-                    .report(session, contract, ServiceState::Failed, &error.to_string())
-                    .await;
+                return self.fail(session, contract, error.to_string()).await;
             }
         };
         // Checked before the progress report: a refusal reported at every
@@ -291,9 +415,7 @@ impl Follower {
             Ok(resolved) => resolved,
             Err(ClusterError::Refused(why)) => {
                 let why = format!("service {}, plan {}: {why}", service.id, plan.id);
-                return self
-                    .report(session, contract, ServiceState::Failed, &why)
-                    .await;
+                return self.fail(session, contract, why).await;
             }
             Err(e) => return Err(e.into()),
         };
@@ -322,7 +444,7 @@ impl Follower {
             self.binding(session, &names, service, plan, &vars, &binding)
                 .await?;
         }
-        Ok(())
+        Ok(Outcome::Going)
     }
 
     async fn binding(
@@ -464,5 +586,76 @@ impl Follower {
         self.cluster.delete_namespace(&found.namespace).await?;
         self.reported.remove(contract);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn follower() -> Follower {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let cluster = Cluster {
+            client: kube::Client::try_from(config).unwrap(),
+            own_namespace: "liqo".into(),
+        };
+        let mut f = Follower::new(cluster, Metrics::new(), Renderer::new(Default::default()));
+        f.first_retry = Duration::from_millis(200);
+        f
+    }
+
+    /// U-08 (issue 41): an instance whose step keeps failing is tried again
+    /// after the poll interval doubling up to a minute, its failure logged
+    /// once (then once a minute, or when it changes); one reported
+    /// `failed` waits a minute; a changed ServiceCatalog or a step that
+    /// goes on ends the wait.
+    #[tokio::test]
+    async fn a_failing_instance_waits_longer_each_time_up_to_a_minute() {
+        let mut f = follower().await;
+        let start = Instant::now();
+        let mut now = start;
+        let (mut waits, mut logs) = (Vec::new(), Vec::new());
+        let mut last_logged = None;
+        for _ in 0..12 {
+            f.after("c1", "uid/1".into(), Err(StepError::Random), now);
+            let w = &f.waiting["c1"];
+            waits.push(w.delay);
+            let logged = w.logged.as_ref().map(|(at, _)| *at);
+            if logged != last_logged {
+                logs.push(now - start);
+                last_logged = logged;
+            }
+            now = w.until;
+        }
+        let ms = |m: u64| Duration::from_millis(m);
+        assert_eq!(
+            waits[..6],
+            [ms(200), ms(400), ms(800), ms(1600), ms(3200), ms(6400)]
+        );
+        assert_eq!(waits[11], FAILED_RETRY);
+        assert_eq!(f.waiting["c1"].attempts, 12);
+        // Logged at the first attempt, then never twice within a minute:
+        // 4 of the 12 attempts (at 0 s, 102.2 s, 162.2 s, 222.2 s).
+        assert_eq!(logs.len(), 4, "{logs:?}");
+        assert_eq!(logs[0], Duration::ZERO);
+        assert!(
+            logs.windows(2).all(|p| p[1] - p[0] >= FAILED_RETRY),
+            "{logs:?}"
+        );
+        // A changed ServiceCatalog is not held back: the pass compares
+        // the version kept.
+        assert_eq!(f.waiting["c1"].version, "uid/1");
+
+        // A `failed` reported waits a minute at once.
+        f.after(
+            "c2",
+            "uid/1".into(),
+            Ok(Outcome::Failed("no".into())),
+            start,
+        );
+        assert_eq!(f.waiting["c2"].until, start + FAILED_RETRY);
+        // Going on again ends the wait.
+        f.after("c2", "uid/1".into(), Ok(Outcome::Going), start);
+        assert!(!f.waiting.contains_key("c2"));
     }
 }

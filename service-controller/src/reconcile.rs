@@ -9,8 +9,14 @@
 //! kind `service` (and offers it no longer lists withdrawn), `Valid` and
 //! `Published` conditions, and the offer ids in its status. Deleting it
 //! withdraws its offers first (the finalizer).
+//!
+//! An offer id belongs to one ServiceCatalog ([`offer::holders`]): another
+//! declaring it is `Published=False` naming the holder, publishes nothing
+//! under that id, and withdraws no offer another ServiceCatalog declares.
+//! A change of who holds what wakes every ServiceCatalog, so the next in
+//! line takes over an id its holder dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use catalog_client::Session;
@@ -23,7 +29,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::Client;
 use serde_json::json;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -50,6 +56,39 @@ pub struct Context {
     pub retry: Duration,
     /// Renders the templates off the runtime, each verdict kept.
     pub renderer: crate::render::Renderer,
+    /// The controller's cache of every ServiceCatalog (set by [`run`]):
+    /// who holds an offer id is decided over all of them.
+    pub catalogs: OnceLock<Store<ServiceCatalog>>,
+    /// Reconciles every ServiceCatalog again: who holds an offer id
+    /// changed.
+    pub wake_all: Arc<Notify>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        session: Arc<Mutex<Session>>,
+        metrics: Metrics,
+        retry: Duration,
+    ) -> Self {
+        Self {
+            client,
+            session,
+            metrics,
+            retry,
+            renderer: crate::render::Renderer::new(Default::default()),
+            catalogs: OnceLock::new(),
+            wake_all: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Every ServiceCatalog, once the cache holds the first full list (a
+    /// partial one could make a later ServiceCatalog look first).
+    async fn all_catalogs(&self) -> Option<Vec<Arc<ServiceCatalog>>> {
+        let store = self.catalogs.get()?;
+        store.wait_until_ready().await.ok()?;
+        Some(store.state())
+    }
 }
 
 /// The controller, until `stop`; it hands its cache of ServiceCatalogs to
@@ -80,7 +119,15 @@ pub async fn run(
         );
         let controller = Controller::new(api, watcher::Config::default());
         with_store(controller.store());
+        let _ = ctx.catalogs.set(controller.store());
+        // A permit is kept while no one waits, so a wake during a round
+        // is not lost.
+        let woken = futures::stream::unfold(ctx.wake_all.clone(), |wake| async move {
+            wake.notified().await;
+            Some(((), wake))
+        });
         controller
+            .reconcile_all_on(woken)
             .graceful_shutdown_on(stop.cancelled_owned())
             .run(reconcile, error_policy, ctx)
             .for_each(|result| async move {
@@ -200,7 +247,19 @@ async fn apply(
             );
         }
         Ok(()) => {
-            let ids: Vec<String> = catalog.spec.services.iter().map(|s| s.id.clone()).collect();
+            let Some(all) = ctx.all_catalogs().await else {
+                // Stopping: the cache is gone.
+                return Ok(Action::await_change());
+            };
+            let holders = offer::holders(all.iter().map(|c| c.as_ref()));
+            let key = catalog.key();
+            let (ids, taken): (Vec<String>, Vec<String>) = catalog
+                .spec
+                .services
+                .iter()
+                .map(|s| s.id.clone())
+                .partition(|id| holders.get(id) == Some(&key));
+            let declared_elsewhere = declared_by_others(&all, catalog);
             status.conditions = set_condition(
                 &status.conditions,
                 condition(
@@ -211,23 +270,27 @@ async fn apply(
                     generation,
                 ),
             );
-            let published = publish(catalog, &before.offers, ctx).await;
+            let published = publish(catalog, &ids, &before.offers, &declared_elsewhere, ctx).await;
             let (ok, reason, message) = match &published {
-                Ok(()) => (
+                Ok(()) if taken.is_empty() => (
                     true,
                     "Published",
                     format!("published as offers {}", ids.join(", ")),
                 ),
+                Ok(()) => (false, "OfferIdTaken", taken_message(&taken, &holders, &ids)),
                 Err(error) => (false, "CatalogRefused", error.to_string()),
             };
             status.conditions = set_condition(
                 &status.conditions,
                 condition("Published", ok, reason, message, generation),
             );
-            if ok {
+            if published.is_ok() {
                 status.offers = ids;
             }
             write_status(api, catalog, &before, &status).await?;
+            if status.offers != before.offers {
+                ctx.wake_all.notify_one();
+            }
             published?;
             return Ok(Action::await_change());
         }
@@ -254,15 +317,56 @@ async fn write_status(
     Ok(())
 }
 
-/// Put every service's offer; withdraw the ones `previous` lists that are
-/// gone from the spec.
+/// The offer ids the other ServiceCatalogs not being deleted declare:
+/// never withdrawn by this one (their holder publishes them).
+fn declared_by_others(all: &[Arc<ServiceCatalog>], catalog: &ServiceCatalog) -> Vec<String> {
+    let key = catalog.key();
+    all.iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none() && c.key() != key)
+        .flat_map(|c| c.spec.services.iter().map(|s| s.id.clone()))
+        .collect()
+}
+
+/// `Published=False`'s message: which ids another ServiceCatalog holds.
+fn taken_message(
+    taken: &[String],
+    holders: &std::collections::BTreeMap<String, String>,
+    published: &[String],
+) -> String {
+    let named: Vec<String> = taken
+        .iter()
+        .map(|id| {
+            let holder = holders.get(id).map(String::as_str).unwrap_or_default();
+            format!("offer id {id} is held by ServiceCatalog {holder} (created first)")
+        })
+        .collect();
+    let mut message = format!(
+        "not published: {}; an offer id belongs to one ServiceCatalog",
+        named.join("; ")
+    );
+    if !published.is_empty() {
+        message.push_str(&format!("; published as offers {}", published.join(", ")));
+    }
+    message
+}
+
+/// Put the offer of every service this ServiceCatalog holds (`held`);
+/// withdraw the ones `previous` lists that it no longer holds, unless
+/// another ServiceCatalog declares them.
 async fn publish(
     catalog: &ServiceCatalog,
+    held: &[String],
     previous: &[String],
+    declared_elsewhere: &[String],
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
     let mut session = ctx.session.lock().await;
-    for service in &catalog.spec.services {
+    for service in catalog
+        .spec
+        .services
+        .iter()
+        .filter(|s| held.contains(&s.id))
+    {
         session
             .put_offer(&service.id, &offer::offer(service))
             .await?;
@@ -270,7 +374,7 @@ async fn publish(
     }
     for gone in previous
         .iter()
-        .filter(|id| !catalog.spec.services.iter().any(|s| &s.id == *id))
+        .filter(|id| !held.contains(id) && !declared_elsewhere.contains(id))
     {
         session.delete_offer(gone).await?;
         tracing::info!(offer = %gone, "service offer withdrawn");
@@ -278,13 +382,32 @@ async fn publish(
     Ok(())
 }
 
-/// Deletion: withdraw the offers; the helper then removes the finalizer.
+/// Deletion: withdraw the offers, except those another ServiceCatalog
+/// declares (it takes them over: every ServiceCatalog is woken); the
+/// helper then removes the finalizer.
 async fn cleanup(catalog: &ServiceCatalog, ctx: &Context) -> Result<Action, ReconcileError> {
+    let Some(all) = ctx.all_catalogs().await else {
+        return Ok(Action::await_change());
+    };
+    let elsewhere = declared_by_others(&all, catalog);
     let mut session = ctx.session.lock().await;
     let status = catalog.status();
     for id in status.offers.iter() {
+        if elsewhere.contains(id) {
+            tracing::info!(offer = %id, "service offer left to the next ServiceCatalog declaring it");
+            continue;
+        }
         session.delete_offer(id).await?;
         tracing::info!(offer = %id, "service offer withdrawn");
+    }
+    drop(session);
+    if catalog
+        .spec
+        .services
+        .iter()
+        .any(|s| elsewhere.contains(&s.id))
+    {
+        ctx.wake_all.notify_one();
     }
     Ok(Action::await_change())
 }

@@ -12,7 +12,8 @@
 //! write at most 26 lines and use at most 50 ms over those 7 s — and
 //! SIGTERM must then end it within its shutdown timeout (resource-monitor
 //! with `--leader-elect false` and purchase-controller used to stay up for
-//! a minute and more). All the binaries run side by side, so the cases
+//! a minute and more). peering-user-controller and service-controller
+//! (issue 41) run with their catalog unreachable as well. All the binaries run side by side, so the cases
 //! take 7 s and the slowest stop, not the sum.
 
 use std::net::TcpListener;
@@ -80,6 +81,15 @@ const RM_V1_CONTRACTS: &str = "--liqo-api v1 --class gold --source static:{resou
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --grant-policy contracts \
     --catalog-url http://127.0.0.1:{port} --catalog-credentials-file {credentials} \
     --contracts-poll-interval 200ms";
+/// peering-user-controller (issue 41, U-06's spot check): its API server
+/// and its catalog unreachable (the same port), passes every 200 ms.
+const PEERING_USER_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
+    --catalog-credentials-file {credentials} --api-server-address https://p1.example:6443 \
+    --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
+/// service-controller: the same.
+const SERVICE_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
+    --catalog-credentials-file {credentials} --kubeconfig {kubeconfig} \
+    --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
 /// The aggregator: both its upstream resource readers unreachable.
 const AGGREGATOR: &str = "--upstream a=127.0.0.1:{port} --upstream b=127.0.0.1:{port} \
     --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0";
@@ -280,7 +290,7 @@ const fn case(bin: &'static str, args: &'static str, extra: &'static str, server
 
 /// Every binary in every state. They run side by side: each is judged on
 /// its own log and its own CPU time, which others beside it do not change.
-static CASES: [Case; 15] = [
+static CASES: [Case; 21] = [
     case("resource-monitor", RM_V1, "", Server::Refused),
     case("resource-monitor", RM_V1, "", Server::Closing),
     case("resource-monitor", RM_V1, NO_ELECTION, Server::Refused),
@@ -314,6 +324,43 @@ static CASES: [Case; 15] = [
     // Both upstreams unreachable.
     case("aggregator", AGGREGATOR, "", Server::Refused),
     case("aggregator", AGGREGATOR, "", Server::Closing),
+    // The two controllers of issues 31 and 32: API and catalog unreachable.
+    case(
+        "peering-user-controller",
+        PEERING_USER_CONTROLLER,
+        "",
+        Server::Refused,
+    ),
+    case(
+        "peering-user-controller",
+        PEERING_USER_CONTROLLER,
+        "",
+        Server::Closing,
+    ),
+    case(
+        "peering-user-controller",
+        PEERING_USER_CONTROLLER,
+        NO_ELECTION,
+        Server::Refused,
+    ),
+    case(
+        "service-controller",
+        SERVICE_CONTROLLER,
+        "",
+        Server::Refused,
+    ),
+    case(
+        "service-controller",
+        SERVICE_CONTROLLER,
+        "",
+        Server::Closing,
+    ),
+    case(
+        "service-controller",
+        SERVICE_CONTROLLER,
+        NO_ELECTION,
+        Server::Refused,
+    ),
 ];
 
 /// Every case at once for [`RUN_FOR`], then every one stopped at once;

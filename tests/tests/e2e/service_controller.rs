@@ -459,3 +459,199 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     });
     assert_eq!(get(catalog, "/offer/db", None).status, 404);
 }
+
+/// The `type` condition of ServiceCatalog `namespace/name`.
+fn condition(world: &DirectWorld, namespace: &str, name: &str, type_: &str) -> Option<Value> {
+    let catalog = world
+        .consumer
+        .kube
+        .get(SERVICE_CATALOGS, Some(namespace), name)?;
+    catalog["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .cloned()
+}
+
+/// A cluster-scoped kind served from a CRD, as cert-manager installs it
+/// (`deploy/crds/crd-clusterissuers.yaml`: `scope: Cluster`): a template
+/// making one passes the check before publishing and is refused at apply
+/// (the instance reported `failed`).
+const CLUSTER_ISSUER_CRD: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterissuers.cert-manager.io}
+spec:
+  group: cert-manager.io
+  scope: Cluster
+  names: {plural: clusterissuers, singular: clusterissuer, kind: ClusterIssuer, listKind: ClusterIssuerList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+";
+
+/// Issue 41, F5 (C-03, C-04, C-05) and F10 (U-08).
+///
+/// - C-03: a ServiceCatalog in another namespace (`team2/shop`, which
+///   sorts after `team/shop`, so a tie within `creationTimestamp`'s
+///   second gives the same holder) declaring
+///   the offer id `db` that `team/shop` already publishes is refused
+///   (`Published=False`, reason `OfferIdTaken`, naming `team/shop`) and
+///   does not overwrite the offer;
+/// - C-04: an instance of `db` renders `team/shop`'s templates, never
+///   team2's (the contract's holder is resolved explicitly);
+/// - U-08: an instance reported `failed` is not tried again at every pass:
+///   over ten passes, not one apply of its namespace (the first step, so
+///   no catalog call either);
+/// - C-05: deleting `team2/shop` leaves `db` published.
+#[test]
+fn an_offer_id_has_one_service_catalog_and_a_failed_instance_waits() {
+    let sw = ServiceWorld::open();
+    let world = &sw.world;
+    let provider = &world.consumer.kube;
+    let catalog = &sw.catalog;
+    crate::liqo_support::namespace(provider, "team2", json!({}));
+    let team_c = |template: &str| {
+        let mut c = service_catalog("shop", "db", template);
+        c["metadata"]["namespace"] = json!("team2");
+        c["spec"]["services"][0]["name"] = json!("EVIL db");
+        c
+    };
+    let evil = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {team: c}\n";
+    provider.apply(SERVICE_CATALOGS, team_c(evil));
+    wait_until("team2's ServiceCatalog refused", || {
+        condition(world, "team2", "shop", "Published").is_some_and(|c| c["status"] == "False")
+    });
+    let refused = condition(world, "team2", "shop", "Published").unwrap();
+    assert_eq!(refused["reason"], "OfferIdTaken", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("offer id db is held by ServiceCatalog team/shop (created first)"),
+        "{refused}"
+    );
+    // Published (or not) before the condition was written: C-03.
+    assert_eq!(get(catalog, "/offer/db", None).json["name"], "Database");
+    let team = condition(world, TEAM, "shop", "Published").unwrap();
+    assert_eq!(team["status"], "True", "{team}");
+    let status = provider
+        .get(SERVICE_CATALOGS, Some("team2"), "shop")
+        .unwrap()["status"]
+        .clone();
+    assert!(status.get("offers").is_none(), "{status}");
+
+    // C-04: the instance is team's.
+    let r = sw.provision("inst-1", &sw.remote, json!({"size": 2}));
+    match sw.settle("inst-1", &sw.remote, &r) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("provisioning: {other:?}"),
+    }
+    let contract = contract_id(catalog, &sw.provider_token, "offerID", "db");
+    let namespace = format!("svc-{}", contract.to_lowercase());
+    let settings = provider
+        .get(CONFIGMAPS, Some(&namespace), "settings")
+        .expect("the rendered ConfigMap");
+    assert_eq!(settings["data"]["plan"], "remote", "{settings}");
+    assert!(settings["data"].get("team").is_none(), "{settings}");
+
+    // U-08: an instance reported failed waits.
+    provider
+        .register_crd_yaml(CLUSTER_ISSUER_CRD)
+        .expect("the ClusterIssuer CRD");
+    let mut issuing = service_catalog(
+        "issuing",
+        "ca-db",
+        "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: db-ca}\nspec: {selfSigned: {}}\n",
+    );
+    issuing["spec"]["services"][0]["plans"] = json!([issuing["spec"]["services"][0]["plans"][0]]);
+    provider.apply(SERVICE_CATALOGS, issuing);
+    wait_until("service offer ca-db published", || {
+        get(catalog, "/offer/ca-db", None).status == 200
+    });
+    let services = sw.platform.catalog();
+    let service = service_of(&services, "ca-db");
+    let ids = (
+        service["id"].as_str().unwrap().to_string(),
+        plan_of(service, "remote")["id"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    );
+    let body = json!({"service_id": ids.0, "plan_id": ids.1, "organization_guid": "org",
+        "space_guid": "space", "parameters": {},
+        "context": {"platform": "kubernetes", "peering": {"kubeconfig": sw.kubeconfig}}});
+    let r = sw.platform.send(
+        reqwest::Method::PUT,
+        "/v2/service_instances/broken?accepts_incomplete=true",
+        Some(&body),
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    match sw.platform.wait("broken", &ids.0, &ids.1, op.as_deref()) {
+        Outcome::Failed(Some(why)) => assert!(why.contains("cluster-scoped"), "{why}"),
+        other => panic!("expected a failed provisioning: {other:?}"),
+    }
+    let broken = format!(
+        "svc-{}",
+        contract_id(catalog, &sw.provider_token, "offerID", "ca-db").to_lowercase()
+    );
+    let applies = || {
+        provider
+            .audit()
+            .into_iter()
+            .filter(|r| {
+                r.resource.as_ref().is_some_and(|a| {
+                    a.verb == "patch"
+                        && a.resource == "namespaces"
+                        && a.name.as_deref() == Some(broken.as_str())
+                })
+            })
+            .count()
+    };
+    let passes = "service_controller_reconcile_duration_seconds_count";
+    let (before, from) = (applies(), controller_metric(sw.metrics, passes));
+    let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
+    while controller_metric(sw.metrics, passes) < from + 10.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ten passes within EVENTUALLY"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        applies(),
+        before,
+        "the failed instance's namespace applied again"
+    );
+
+    // C-05: deleting team2's ServiceCatalog leaves team's offer.
+    provider
+        .delete_object(SERVICE_CATALOGS, Some("team2"), "shop")
+        .expect("deleting team2's ServiceCatalog");
+    wait_until("team2's ServiceCatalog gone", || {
+        provider
+            .get(SERVICE_CATALOGS, Some("team2"), "shop")
+            .is_none()
+    });
+    let offer = get(catalog, "/offer/db", None);
+    assert_eq!(offer.status, 200, "{}", offer.text);
+    assert_eq!(offer.json["name"], "Database");
+}
+
+/// A series of service-controller's `/metrics`.
+fn controller_metric(at: std::net::SocketAddr, series: &str) -> f64 {
+    let text = e2e::http::blocking_client(std::time::Duration::from_secs(10))
+        .get(format!("http://{at}/metrics"))
+        .send()
+        .and_then(|r| r.text())
+        .expect("service-controller's /metrics");
+    crate::aggregator_support::metric(&text, series)
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
