@@ -121,6 +121,10 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_MAX_NEW_PER_PASS", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_new_per_pass: u32,
 
+    /// Most peering users (consumer clusters) one buyer holds at once; a buyer's further cluster IDs wait, reported once, until one of its own is removed.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_MAX_CONSUMERS_PER_BUYER", value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_consumers_per_buyer: u32,
+
     #[command(flatten)]
     pub kube: Prefixed<KubeArgs, Env>,
 
@@ -278,6 +282,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         bounds: crate::plan::Bounds {
             total: args.max_consumers as usize,
             new_per_pass: args.max_new_per_pass as usize,
+            per_buyer: args.max_consumers_per_buyer as usize,
         },
     };
     tracing::info!(

@@ -134,6 +134,9 @@ pub fn to_remove(present: &Present, wanted: &Wanted) -> Vec<ConsumerId> {
 pub struct Bounds {
     pub total: usize,
     pub new_per_pass: usize,
+    /// Most peering users one buyer holds: a buyer naming many cluster IDs
+    /// cannot take the whole of `total` from the others.
+    pub per_buyer: usize,
 }
 
 /// Which wanted consumers a pass serves, within `bounds`: those with a
@@ -165,13 +168,25 @@ pub fn admit(
     // Every peering user in the cluster takes room, wanted or not: one
     // being taken down frees it once it is gone.
     let mut held = present.len().max(admitted.len());
+    // A buyer's room counts the peering users it holds now, wanted or not
+    // (one being taken down frees its room once it is gone).
+    let mut per_buyer: BTreeMap<&str, usize> = BTreeMap::new();
+    for owner in present.values().flatten() {
+        *per_buyer.entry(owner.as_str()).or_default() += 1;
+    }
     let mut started = 0;
     let mut waiting = Vec::new();
-    for (c, _) in new {
-        if held < bounds.total && started < bounds.new_per_pass && !present.contains_key(c) {
+    for (c, s) in new {
+        let buyer = per_buyer.entry(s.owner.as_str()).or_default();
+        if held < bounds.total
+            && started < bounds.new_per_pass
+            && *buyer < bounds.per_buyer
+            && !present.contains_key(c)
+        {
             admitted.push(c.clone());
             held += 1;
             started += 1;
+            *buyer += 1;
         } else {
             waiting.push(c.clone());
         }
@@ -325,10 +340,46 @@ mod tests {
             Bounds {
                 total: 10,
                 new_per_pass: 10,
+                per_buyer: 10,
             },
         );
         assert!(admitted.is_empty());
         assert_eq!(waiting, vec![c("cluster-b")]);
+    }
+
+    /// P-15: one buyer naming many cluster IDs holds at most `per_buyer`
+    /// peering users; another buyer still gets room.
+    #[test]
+    fn one_buyer_holds_at_most_its_share() {
+        let mut list: Vec<Contract> = (0..5)
+            .map(|i| {
+                bought_by(
+                    "mallory",
+                    &format!("m{i}"),
+                    Some(&format!("m{i}")),
+                    &format!("2026-11-20T0{i}:00:00Z"),
+                )
+            })
+            .collect();
+        list.push(bought_by("bob", "b", Some("b"), "2026-11-20T09:00:00Z"));
+        let w = wanted("p1", &list);
+        let bounds = Bounds {
+            total: 100,
+            new_per_pass: 100,
+            per_buyer: 2,
+        };
+        let (admitted, waiting) = admit(&w, &Present::new(), bounds);
+        assert_eq!(admitted, vec![c("m0"), c("m1"), c("b")]);
+        assert_eq!(waiting, vec![c("m2"), c("m3"), c("m4")]);
+        // Held ones count, wanted or not: m0 being taken down keeps its room.
+        let present: Present = [("m0", "mallory"), ("m1", "mallory"), ("b", "bob")]
+            .iter()
+            .map(|(x, o)| (c(x), Some(o.to_string())))
+            .collect();
+        let w = wanted("p1", &list[1..]);
+        let (admitted, waiting) = admit(&w, &present, bounds);
+        assert_eq!(admitted, vec![c("b"), c("m1")]);
+        assert_eq!(waiting, vec![c("m2"), c("m3"), c("m4")]);
     }
 
     /// P-15: at most `total` peering users, at most `new_per_pass` started
@@ -349,6 +400,7 @@ mod tests {
         let bounds = Bounds {
             total: 4,
             new_per_pass: 2,
+            per_buyer: 10,
         };
         let (admitted, waiting) = admit(&w, &Present::new(), bounds);
         // c5 and c4 were bought first.

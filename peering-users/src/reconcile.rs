@@ -138,7 +138,7 @@ async fn pass(
     metrics.waiting.set(waiting.len() as i64);
     for consumer in &waiting {
         if state.waiting.insert(consumer.clone()) {
-            tracing::warn!(%consumer, max_consumers = pacing.bounds.total, max_new_per_pass = pacing.bounds.new_per_pass, "peering user waits for room: served once peering users are removed or within the next passes");
+            tracing::warn!(%consumer, max_consumers = pacing.bounds.total, max_new_per_pass = pacing.bounds.new_per_pass, max_consumers_per_buyer = pacing.bounds.per_buyer, "peering user waits for room: served once peering users are removed or within the next passes");
         }
     }
     state.waiting.retain(|c| waiting.contains(c));
