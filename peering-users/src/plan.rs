@@ -107,7 +107,7 @@ pub fn to_attach<'a>(
 }
 
 /// The buyer a peering user found in the cluster was made for (its key
-/// Secret's [`crate::cluster::OWNER_ANNOTATION`]); None for one made
+/// Secret's owner annotation, written by the cluster module); None for one made
 /// before peering users recorded it.
 pub type Present = BTreeMap<ConsumerId, Option<String>>;
 
@@ -116,7 +116,7 @@ pub type Present = BTreeMap<ConsumerId, Option<String>>;
 /// another buyer's name the same cluster ID (P-02: its certificate and
 /// RoleBindings go; the new buyer gets a user of its own after). One made
 /// before owners were recorded is renewed for the buyer it serves instead
-/// ([`crate::cluster::Cluster::ensure`]).
+/// (the cluster module's `Cluster::ensure`).
 pub fn to_remove(present: &Present, wanted: &Wanted) -> Vec<ConsumerId> {
     present
         .iter()

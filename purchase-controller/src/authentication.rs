@@ -199,7 +199,7 @@ pub enum AuthError {
 
 /// The bounds of every answer from a provider (`--provider-max-response-bytes`,
 /// `--provider-request-timeout`). Process-wide, as the flags are: set once
-/// by [`crate::config::run`] before the controller starts; the defaults
+/// by the binary's start-up (`config::run`) before the controller starts; the defaults
 /// until then (tests).
 static PROVIDER_BOUNDS: std::sync::OnceLock<Bounds> = std::sync::OnceLock::new();
 
