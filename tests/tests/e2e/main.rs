@@ -83,6 +83,7 @@ mod resource_monitor_kube_faults;
 mod resource_monitor_kubernetes;
 mod resource_monitor_shapes;
 mod service_controller;
+mod service_controller_admission;
 mod service_controller_promises;
 mod shipped_rbac;
 mod slice_controller;
