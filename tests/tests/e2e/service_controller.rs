@@ -161,6 +161,9 @@ impl ServiceWorld {
                     .join("../deploy/kubernetes/service-controller/crd.yaml"),
             )
             .expect("the ServiceCatalog CRD");
+        // And the admission policies deploy/ ships beside its RBAC: the
+        // controller's writes held to its namespaces (issue 41).
+        e2e::rbac::load_shipped_admission(provider).expect("the shipped admission policies");
         let env = Env::new(Backend::Embedded);
         let catalog = buying::start(
             &env,
