@@ -369,8 +369,8 @@ fn hostile_parameters_are_refused_or_rendered_as_data() {
         "breaks": "a \u{2028}  b\u{2029}c\u{85}d\u{7f}e\u{feff}f\t\r\n<&>",
     });
     let as_data = provision(&sw, "as-data", &notes, hostile.clone(), &sw.kubeconfig);
-    // Raw, the same kind of value leads the ConfigMap into another
-    // namespace, or adds a cluster-scoped object: refused after rendering.
+    // Raw (no `| tojson`), the same kind of value once led the ConfigMap
+    // into another namespace or added a cluster-scoped object.
     let elsewhere = provision(
         &sw,
         "elsewhere",
@@ -400,19 +400,37 @@ fn hostile_parameters_are_refused_or_rendered_as_data() {
         json!({"app": "notes", "app.kubernetes.io/managed-by": "service-controller"})
     );
 
-    let why = failed(settle(&sw, "elsewhere", &raw, &elsewhere));
-    assert!(
-        why.starts_with("service raw-notes, plan p, template raw: ConfigMap raw names namespace kube-system; only the instance namespace svc-"),
-        "{why}"
-    );
-    let why = failed(settle(&sw, "cluster-wide", &raw, &cluster_wide));
+    // Written without `| tojson`, values are data all the same (issue 41
+    // F11, T-09): what would have led the ConfigMap into kube-system, or
+    // added a ClusterRole, is the annotation's text.
+    for (instance, request) in [("elsewhere", &elsewhere), ("cluster-wide", &cluster_wide)] {
+        match settle(&sw, instance, &raw, request) {
+            Outcome::Succeeded(_) => {}
+            other => panic!("{instance}: a raw value as data: {other:?}"),
+        }
+    }
+    let mut raw_notes: Vec<String> = provider
+        .objects(CONFIGMAPS)
+        .into_iter()
+        .filter(|c| c["metadata"]["name"] == "raw")
+        .map(|c| {
+            c["metadata"]["annotations"]["note"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    raw_notes.sort();
     assert_eq!(
-        why,
-        "service raw-notes, plan p, template raw: ClusterRole pwn is cluster-scoped; only objects in the instance namespace may be made"
+        raw_notes,
+        [
+            "x\n  namespace: kube-system",
+            "x\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pwn}"
+        ]
     );
 
     // Nothing anywhere but in the instance namespaces: the controller's
-    // ConfigMaps are the one rendered, no ClusterRole `pwn`, nothing in
+    // ConfigMaps are the three rendered, no ClusterRole `pwn`, nothing in
     // kube-system.
     let ours: Vec<String> = provider
         .objects(CONFIGMAPS)
@@ -426,7 +444,9 @@ fn hostile_parameters_are_refused_or_rendered_as_data() {
             )
         })
         .collect();
-    assert_eq!(ours, [format!("{namespace}/notes")]);
+    assert!(ours.contains(&format!("{namespace}/notes")), "{ours:?}");
+    assert_eq!(ours.len(), 3, "notes and the two raw ConfigMaps: {ours:?}");
+    assert!(ours.iter().all(|o| o.starts_with("svc-")), "{ours:?}");
     assert!(provider
         .get(("rbac.authorization.k8s.io", "clusterroles"), None, "pwn")
         .is_none());
