@@ -39,7 +39,15 @@ pub const GATEWAY_CLIENTS: (&str, &str) = ("networking.liqo.io", "gatewayclients
 pub const PUBLIC_KEYS: (&str, &str) = ("networking.liqo.io", "publickeies");
 pub const CONNECTIONS: (&str, &str) = ("networking.liqo.io", "connections");
 
-/// Poll `kube` until the object satisfies `ready`, or fail after 10 s
+/// How long [`wait_for`] waits: one full step of the backoff the model's
+/// watchers retry with after a watch error (kube-runtime's
+/// `watcher::DefaultBackoff`: 800 ms doubling to at most 30 s, the
+/// `default_backoff()` of `liqo_model::runner`), plus a second. Under load
+/// a watch that fails once must not fail the test while the model waits
+/// to watch again.
+pub const WAIT: Duration = Duration::from_secs(31);
+
+/// Poll `kube` until the object satisfies `ready`, or fail after [`WAIT`]
 /// naming what was awaited and what was last seen.
 pub async fn wait_for(
     kube: &KubeApiServer,
@@ -49,7 +57,7 @@ pub async fn wait_for(
     what: &str,
     ready: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + WAIT;
     loop {
         let seen = kube.get(GroupResource::new(resource.0, resource.1), namespace, name);
         if let Some(obj) = seen.as_ref().filter(|o| ready(o)) {

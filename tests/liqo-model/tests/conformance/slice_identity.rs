@@ -209,15 +209,37 @@ async fn a_reflected_shadowpods_creator_is_the_slices_certificate_user() {
         |ns| ns["metadata"]["labels"]["liqo.io/scheduling-enabled"] == "true",
     )
     .await;
-    consumer
-        .create(
-            PODS,
-            json!({"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "web", "namespace": "app"},
-               "spec": {"containers": [{"name": "c", "image": "nginx",
-                   "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}),
-        )
-        .unwrap();
+    // The webhook reads Namespaces from its watch cache, as Liqo's does
+    // through controller-runtime's cached client (`pod_webhook.rs`): the
+    // label seen on the API server above may not have reached it yet, and a
+    // pod is mutated at CREATE only. A pod created before is not offloaded
+    // (in Liqo too), so it is made again until the webhook has acted.
+    let deadline = std::time::Instant::now() + crate::WAIT;
+    loop {
+        let pod = consumer
+            .create(
+                PODS,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "web", "namespace": "app"},
+                   "spec": {"containers": [{"name": "c", "image": "nginx",
+                       "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}),
+            )
+            .unwrap();
+        let mutated = pod["spec"]["tolerations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["key"] == liqo_model::consts::VIRTUAL_NODE_TOLERATION_KEY);
+        if mutated {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pod webhook never mutated pod app/web: {pod:#}"
+        );
+        consumer.delete(PODS, "app/web");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let remote_ns = format!("app-{CONSUMER}");
     let shadow = wait_for(
         &provider,
