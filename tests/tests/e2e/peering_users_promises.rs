@@ -238,9 +238,15 @@ async fn a_lookalike_csr_made_with_another_key_is_never_approved() -> Result<()>
             .as_array()
             .is_some_and(|c| c.iter().any(|c| c["type"] == "Approved"))
     };
-    let now = settle("the lookalike replaced by an approved CSR", || {
+    // Signed too: the signer acts after the approval, on its own watch.
+    let signed = |csr: &Value| {
+        csr["status"]["certificate"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+    };
+    let now = settle("the lookalike replaced by an approved, signed CSR", || {
         let now = kube.get(CSRS, None, C1_CSR)?;
-        (now["metadata"]["uid"] != uid && approved(&now)).then_some(now)
+        (now["metadata"]["uid"] != uid && approved(&now) && signed(&now)).then_some(now)
     })
     .await?;
     assert_ne!(
