@@ -649,7 +649,7 @@ fn an_offer_id_has_one_service_catalog_and_a_failed_instance_waits() {
 }
 
 /// A series of service-controller's `/metrics`.
-fn controller_metric(at: std::net::SocketAddr, series: &str) -> f64 {
+pub fn controller_metric(at: std::net::SocketAddr, series: &str) -> f64 {
     let text = e2e::http::blocking_client(std::time::Duration::from_secs(10))
         .get(format!("http://{at}/metrics"))
         .send()

@@ -17,17 +17,15 @@
 //!   instance namespace either (checked after rendering: `failed`, nothing
 //!   applied).
 
-use std::net::SocketAddr;
 use std::time::Instant;
 
 use e2e::buying::get;
 use e2e::osb_client::{plan_of, service_of, Outcome};
 use serde_json::{json, Value};
 
-use crate::aggregator_support::metric;
 use crate::purchase_controller_support::*;
 use crate::service_controller::{
-    contract_id, ServiceWorld, CONFIGMAPS, NAMESPACES, SERVICE_CATALOGS,
+    contract_id, controller_metric, ServiceWorld, CONFIGMAPS, NAMESPACES, SERVICE_CATALOGS,
 };
 
 /// The OSB ids of `offer` and of its plan `plan`.
@@ -119,16 +117,6 @@ fn publish(sw: &ServiceWorld, catalog: Value, offers: &[&str]) {
 fn instance_namespace(sw: &ServiceWorld, offer: &str) -> String {
     let contract = contract_id(&sw.catalog, &sw.provider_token, "offerID", offer);
     format!("svc-{}", contract.to_lowercase())
-}
-
-/// A series of service-controller's `/metrics`.
-fn controller_metric(at: SocketAddr, series: &str) -> f64 {
-    let text = e2e::http::blocking_client(std::time::Duration::from_secs(10))
-        .get(format!("http://{at}/metrics"))
-        .send()
-        .and_then(|r| r.text())
-        .expect("service-controller's /metrics");
-    metric(&text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"))
 }
 
 /// A cluster-scoped kind the provider's cluster serves from a CRD, as
