@@ -23,7 +23,7 @@ pub struct Component {
 }
 
 /// Every image the repository ships.
-pub const COMPONENTS: [Component; 8] = [
+pub const COMPONENTS: [Component; 9] = [
     Component {
         image: "catalog",
         package: "catalog",
@@ -63,6 +63,11 @@ pub const COMPONENTS: [Component; 8] = [
         image: "service-controller",
         package: "service-controller",
         bin: "service-controller",
+    },
+    Component {
+        image: "market-autoscaler",
+        package: "market-autoscaler",
+        bin: "market-autoscaler",
     },
 ];
 

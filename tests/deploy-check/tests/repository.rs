@@ -36,6 +36,7 @@ fn every_kustomization_renders_and_runs_our_images() {
         [
             "aggregator",
             "catalog",
+            "market-autoscaler",
             "orchestrator",
             "peering-user-controller",
             "purchase-controller",
@@ -74,10 +75,11 @@ fn the_controllers_accounts_hold_rules_and_the_others_none() {
             || u.ends_with(":orchestrator")
             || u.ends_with(":purchase-controller")
             || u.ends_with(":peering-user-controller")
-            || u.ends_with(":service-controller");
+            || u.ends_with(":service-controller")
+            || u.ends_with(":market-autoscaler");
         controller == (*n > 0)
     }));
-    assert_eq!(granted.len(), 8, "{granted:?}");
+    assert_eq!(granted.len(), 9, "{granted:?}");
 }
 
 #[test]
@@ -86,7 +88,7 @@ fn every_dockerfile_is_a_multi_stage_non_root_build_of_its_binary() {
         checks::check_dockerfiles(&deploy().join("docker")),
         Vec::<String>::new()
     );
-    assert_eq!(COMPONENTS.len(), 8);
+    assert_eq!(COMPONENTS.len(), 9);
 }
 
 #[test]
