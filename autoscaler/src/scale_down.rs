@@ -1,0 +1,1 @@
+//! Giving capacity back.
