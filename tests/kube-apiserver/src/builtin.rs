@@ -3,7 +3,9 @@
 //! resourcequotas and events, events.k8s.io/v1 events,
 //! coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles,
 //! clusterroles, rolebindings and clusterrolebindings, apps/v1
-//! deployments, apiextensions.k8s.io/v1 customresourcedefinitions, and
+//! deployments and replicasets, policy/v1 poddisruptionbudgets (with the
+//! `pods/eviction` subresource [`crate::eviction`] serves),
+//! apiextensions.k8s.io/v1 customresourcedefinitions, and
 //! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
 //! subresource the `csr` module serves) — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
@@ -30,6 +32,9 @@ pub enum Kind {
     Event,
     Lease,
     CertificateSigningRequest,
+    Deployment,
+    ReplicaSet,
+    PodDisruptionBudget,
 }
 
 impl From<Kind> for GroupResource {
@@ -44,6 +49,9 @@ impl From<Kind> for GroupResource {
             Kind::Event => ("", "events"),
             Kind::Lease => ("coordination.k8s.io", "leases"),
             Kind::CertificateSigningRequest => (CERTIFICATES, CSRS),
+            Kind::Deployment => ("apps", "deployments"),
+            Kind::ReplicaSet => ("apps", "replicasets"),
+            Kind::PodDisruptionBudget => (POLICY, "poddisruptionbudgets"),
         };
         GroupResource::new(group, resource)
     }
@@ -248,6 +256,36 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
         )
     });
+    // What the workload controllers ([`crate::replicaset`],
+    // [`crate::deployment`]) and the disruption controller
+    // ([`crate::disruption`]) act on: apps/v1 ReplicaSets, `rs`, category
+    // `all` (pkg/registry/apps/replicaset/storage/storage.go `ShortNames`,
+    // `Categories`), and policy/v1 PodDisruptionBudgets, `pdb`
+    // (pkg/registry/policy/poddisruptionbudget/storage/storage.go
+    // `ShortNames`), each with its status subresource.
+    defs.push(ResourceDef {
+        categories: vec!["all".to_string()],
+        ..def(
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            true,
+            &["rs"],
+            &[],
+        )
+    });
+    defs.push(def(
+        POLICY,
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+        true,
+        &["pdb"],
+        &[],
+    ));
     defs.push(ResourceDef {
         categories: vec!["api-extensions".to_string()],
         ..def(
@@ -277,6 +315,9 @@ pub fn definitions() -> Vec<ResourceDef> {
 }
 
 const RBAC: &str = crate::rbac::RBAC_GROUP;
+
+/// The API group of PodDisruptionBudgets and Evictions.
+pub const POLICY: &str = "policy";
 
 /// The API group of CustomResourceDefinitions.
 pub const APIEXTENSIONS: &str = "apiextensions.k8s.io";

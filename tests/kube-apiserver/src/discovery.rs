@@ -1,7 +1,8 @@
 //! Discovery documents, as kube-rs `Discovery` and client-go's discovery
 //! client read them: `/api` (APIVersions), `/apis` (APIGroupList),
 //! `/apis/{group}` (APIGroup), `/api/v1` and `/apis/{group}/{version}`
-//! (APIResourceList, with `…/status` entries for status subresources and
+//! (APIResourceList, with `…/status` entries for status subresources,
+//! `pods/binding`, `pods/eviction` and
 //! `certificatesigningrequests/approval`), and
 //! `/version`.
 
@@ -87,6 +88,17 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "singularName": "",
                 "namespaced": true,
                 "kind": "Binding",
+                "verbs": ["create"],
+            }));
+            // Evictions, of group policy (pkg/registry/core/pod/storage/eviction.go,
+            // `GroupVersionKind`: policy/v1 Eviction).
+            resources.push(json!({
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": true,
+                "group": crate::builtin::POLICY,
+                "version": "v1",
+                "kind": "Eviction",
                 "verbs": ["create"],
             }));
         }

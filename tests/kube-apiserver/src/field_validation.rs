@@ -408,6 +408,11 @@ fn typed_round_trip(def: &ResourceDef, object: &Value) -> Option<Value> {
             round_trip::<admission::ValidatingAdmissionPolicyBinding>(t)
         }
         ("apps", "Deployment") => round_trip::<k8s_openapi::api::apps::v1::Deployment>(t),
+        ("apps", "ReplicaSet") => round_trip::<k8s_openapi::api::apps::v1::ReplicaSet>(t),
+        ("policy", "PodDisruptionBudget") => {
+            round_trip::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(t)
+        }
+        ("policy", "Eviction") => round_trip::<k8s_openapi::api::policy::v1::Eviction>(t),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => round_trip::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         >(t),

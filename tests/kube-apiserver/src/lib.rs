@@ -109,6 +109,8 @@ pub mod csr;
 pub mod csr_signer;
 pub mod deletion;
 pub mod discovery;
+pub mod disruption;
+pub mod eviction;
 pub mod faults;
 pub mod field_validation;
 pub mod gc;
@@ -137,6 +139,7 @@ pub mod target;
 pub mod tls;
 pub mod validation;
 pub mod watch;
+pub mod workload;
 pub mod x509;
 
 use std::collections::HashMap;

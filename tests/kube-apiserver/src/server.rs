@@ -27,7 +27,9 @@ use crate::selector::Selector;
 use crate::shared::{error_response, json_response, ClientCertUser, Shared};
 use crate::status::ApiError;
 use crate::store::{Deleter, PatchOptions, Target, Write, Writer};
-use crate::{binding, csr, discovery, faults, list, openapi, protobuf, watch as watching};
+use crate::{
+    binding, csr, discovery, eviction, faults, list, openapi, protobuf, watch as watching,
+};
 
 /// A request path to a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -361,13 +363,21 @@ async fn serve(
     let namespaces = def.group.is_empty() && def.plural == "namespaces";
     let pods = !def.custom && def.group.is_empty() && def.plural == "pods";
     let target = match route.subresource.as_deref() {
-        None | Some("binding") if pods => Target::Main,
+        None | Some("binding" | "eviction") if pods => Target::Main,
         None => Target::Main,
         Some("status") if def.status_subresource => Target::Status,
         Some("finalize") if namespaces && method == Method::PUT => Target::Finalize,
         Some("approval") if csr::is_csr(def) => Target::Approval,
         Some(_) => return error_response(&not_found_path()),
     };
+    if pods && route.subresource.as_deref() == Some("eviction") {
+        // Before the refusal of dry runs: an eviction carries its own out
+        // (`propagateDryRun`, [`crate::eviction`]).
+        return match (method.as_str(), route.namespace.as_deref(), route.name.as_deref()) {
+            ("POST", Some(ns), Some(name)) => evict_pod(shared, def, ns, name, body, query, users),
+            (m, _, _) => error_response(&ApiError::method_not_allowed(m, "pods/eviction")),
+        };
+    }
     if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
         // Refused rather than carried out: a dry run that wrote would
         // let a test pass on a write the client never meant to make.
@@ -639,6 +649,71 @@ fn bind_pod(
     match result {
         Ok((status, warnings)) => with_warnings(json_response(201, status), &warnings),
         Err(e) => error_response(&e),
+    }
+}
+
+/// POST of an `Eviction` to `pods/{name}/eviction` ([`eviction`]):
+/// decoded under its `fieldValidation` as any create (a policy/v1
+/// `Eviction`, `apiVersion` and `kind` optional as the endpoint's decoder
+/// defaults them), then carried out; a 429 or 5xx with
+/// `retryAfterSeconds` gets the `Retry-After` header, as
+/// `responsewriters.ErrorNegotiated` adds it
+/// (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/writers.go`).
+fn evict_pod(
+    shared: &Shared,
+    pods: &ResourceDef,
+    namespace: &str,
+    name: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+    users: Users<'_>,
+) -> Response {
+    let kind = ResourceDef {
+        group: crate::builtin::POLICY.into(),
+        kind: "Eviction".into(),
+        plural: "evictions".into(),
+        ..pods.clone()
+    };
+    let decoded = Directive::parse(
+        query.get("fieldValidation").map(String::as_str),
+        "CreateOptions",
+    )
+    .and_then(|directive| {
+        let mut eviction: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+        let mut check = FieldCheck::new(directive);
+        check.body(body, "");
+        check.object(&kind, &mut eviction);
+        let warnings = check.finish(&kind, "v1", Operation::Decode, &eviction)?;
+        Ok((eviction, warnings))
+    });
+    let dry_run = eviction::query_dry_run(query.get("dryRun").map(String::as_str));
+    let result = decoded.and_then(|(eviction, warnings)| {
+        eviction::evict(
+            &mut shared.world(),
+            pods,
+            namespace,
+            name,
+            &eviction,
+            &dry_run,
+            users.requester,
+        )
+        .map(|status| (status, warnings))
+    });
+    match result {
+        Ok((status, warnings)) => with_warnings(json_response(201, status), &warnings),
+        Err(e) => {
+            let mut response = error_response(&e);
+            let retry = e
+                .details
+                .as_ref()
+                .and_then(|d| d["retryAfterSeconds"].as_u64())
+                .filter(|s| *s > 0);
+            if let Some(seconds) = retry.filter(|_| e.code == 429 || e.code >= 500) {
+                response.headers_mut().insert("retry-after", seconds.into());
+            }
+            response
+        }
     }
 }
 
