@@ -15,7 +15,7 @@ use crate::routes;
 use crate::session::Session;
 use crate::wire::{
     AttachCredentials, Contract, ContractState, ExtendRequest, PeeringState, PurchaseRequest,
-    Reservation, StateReport,
+    Reservation, ReserveRequest, StateReport,
 };
 
 /// Largest contract listing read (a few hundred bytes per contract).
@@ -139,18 +139,36 @@ impl Session {
         }
     }
 
-    /// `POST /reservations`: hold one unit of a plan.
-    pub async fn reserve(&mut self, offer: &str, plan: &str) -> Result<Reservation, Error> {
-        self.reserve_as(offer, plan, None).await
+    /// `POST /reservations`: hold one unit of a plan, saying who buys
+    /// (`boughtBy`, kept with the contract) if `bought_by` is given.
+    pub async fn reserve(
+        &mut self,
+        offer: &str,
+        plan: &str,
+        bought_by: Option<&str>,
+    ) -> Result<Reservation, Error> {
+        self.reserve_with(ReserveRequest {
+            offer_id: offer.to_string(),
+            plan_id: plan.to_string(),
+            ttl_seconds: None,
+            bought_by: bought_by.map(str::to_string),
+        })
+        .await
     }
 
     /// `POST /reservations/{id}/purchase` with the consumer's cluster ID
     /// (required when the provider peers with Liqo v1: its peering user
-    /// is made for that one cluster).
-    pub async fn purchase(&mut self, id: &str, consumer: &str) -> Result<(), Error> {
+    /// is made for that one cluster) and, if given, who buys.
+    pub async fn purchase(
+        &mut self,
+        id: &str,
+        consumer: &str,
+        bought_by: Option<&str>,
+    ) -> Result<(), Error> {
         let body = PurchaseRequest {
             consumer_cluster_id: Some(consumer.to_string()),
             duration_seconds: None,
+            bought_by: bought_by.map(str::to_string),
         };
         let route = routes::purchase(id);
         let answer = self

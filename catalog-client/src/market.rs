@@ -121,12 +121,21 @@ impl Session {
         plan: &str,
         ttl_seconds: Option<u64>,
     ) -> Result<T, Error> {
-        let what = "POST /reservations";
-        let body = ReserveRequest {
+        self.reserve_with(ReserveRequest {
             offer_id: offer.to_string(),
             plan_id: plan.to_string(),
             ttl_seconds,
-        };
+            bought_by: None,
+        })
+        .await
+    }
+
+    /// `POST /reservations` with `body`; the reservation.
+    pub async fn reserve_with<T: DeserializeOwned>(
+        &mut self,
+        body: ReserveRequest,
+    ) -> Result<T, Error> {
+        let what = "POST /reservations";
         let answer = self
             .call(what, MAX_ANSWER_BYTES, |http| {
                 Ok(http
@@ -153,6 +162,7 @@ impl Session {
         let body = PurchaseRequest {
             consumer_cluster_id: consumer.map(str::to_string),
             duration_seconds,
+            bought_by: None,
         };
         let route = routes::purchase(reservation);
         let answer = self

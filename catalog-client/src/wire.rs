@@ -3,7 +3,9 @@
 //! not needed), so the server can serialise these very types; each type's
 //! doc names the server type it mirrors.
 //!
-//! - [`cost`]: exact decimal costs;
+//! - [`cost`]: exact decimal costs, and the exact arithmetic a buyer adds
+//!   them up with;
+//! - [`pricing`]: the unit of every cost (currency and period);
 //! - [`offer`]: offers and plans;
 //! - [`provider`]: providers, their peering credentials, tokens;
 //! - [`service`]: a provider's side of a service contract: its reports,
@@ -19,10 +21,11 @@ pub mod error_body;
 pub mod feed;
 pub mod names;
 pub mod offer;
+pub mod pricing;
 pub mod provider;
 pub mod service;
 
-pub use contract::{reason_step, step_reason, MAX_REASON_LEN};
+pub use contract::{reason_step, step_reason, MAX_BOUGHT_BY_CHARS, MAX_REASON_LEN};
 pub use contract::{
     AttachCredentials, Contract, ContractCredentials, ContractPeering, ContractState, Ended,
     ExtendRequest, PeeringState, PurchaseRequest, Reservation, ReserveRequest, StateReport,
@@ -35,6 +38,7 @@ pub use offer::{
     HostingPolicy, InputParametersSchema, Offer, OfferKind, Plan, PlanSchemas,
     ServiceBindingSchemas, ServiceInstanceSchemas, Writer,
 };
+pub use pricing::{check_currency, CostPeriod, Pricing, PricingError};
 pub use provider::{
     AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IssuedToken, LiqoGeneration,
     PeeringCredentials, ProviderInfo,

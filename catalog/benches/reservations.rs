@@ -34,6 +34,7 @@ fn reservation(task: usize, plan: &str) -> Reservation {
         ended_at: None,
         contract: None,
         reserved_plan: None,
+        bought_by: None,
     }
 }
 

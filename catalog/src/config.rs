@@ -137,6 +137,19 @@ pub struct Config {
     #[arg(long, env = "CATALOG_DEMO")]
     pub demo: bool,
 
+    /// The currency plan costs are counted in: an ISO 4217 code, three
+    /// upper-case letters (EUR, USD). Served on every offer and contract
+    /// as `pricing.currency`.
+    #[arg(long, env = "CATALOG_CURRENCY", default_value = "EUR", value_parser = parse_currency)]
+    pub currency: String,
+
+    /// The period one plan `cost` pays for: hour or month (30 days). A
+    /// contract accrues its cost by the second while it is active; a
+    /// cancelled one stops at its end. Served on every offer and contract
+    /// as `pricing.per`.
+    #[arg(long, env = "CATALOG_COST_PERIOD", default_value = "hour")]
+    pub cost_period: CostPeriod,
+
     /// Log filter (tracing EnvFilter syntax, e.g. `info,catalog=debug`);
     /// RUST_LOG, when set, wins.
     #[arg(long, env = "CATALOG_LOG", default_value = "info")]
@@ -165,6 +178,24 @@ pub struct Config {
 /// `--log-format`: shared by every binary of the project.
 pub use edge::log::LogFormat;
 
+use catalog_client::wire::{CostPeriod, Pricing};
+
+/// `--currency`: refused at start unless it has the ISO 4217 shape.
+fn parse_currency(s: &str) -> Result<String, catalog_client::wire::PricingError> {
+    catalog_client::wire::check_currency(s)?;
+    Ok(s.to_string())
+}
+
+impl Config {
+    /// The unit of every cost this catalog serves.
+    pub fn pricing(&self) -> Pricing {
+        Pricing {
+            currency: self.currency.clone(),
+            per: self.cost_period,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +214,25 @@ mod tests {
                 "--{id} has no environment variable"
             );
             assert!(arg.get_help().is_some(), "--{id} has no help");
+        }
+    }
+
+    #[test]
+    fn pricing_flags_are_checked() {
+        let parse = |args: &[&str]| {
+            Config::try_parse_from(std::iter::once("catalog").chain(args.iter().copied()))
+        };
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.pricing().to_string(), "EUR/hour");
+        let c = parse(&["--currency", "USD", "--cost-period", "month"]).unwrap();
+        assert_eq!(c.pricing().to_string(), "USD/month");
+        for bad in [
+            &["--currency", "eur"][..],
+            &["--currency", "EURO"],
+            &["--cost-period", "day"],
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad[1]), "{e}");
         }
     }
 }

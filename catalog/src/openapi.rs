@@ -64,6 +64,7 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         crate::providers::peering::V1Peering, crate::providers::peering::PeeringInfo,
         crate::providers::LiqoGeneration, crate::providers::EnforcementLevel,
         crate::providers::enforcement::EnforcementReport,
+        catalog_client::wire::Pricing, catalog_client::wire::CostPeriod,
     )),
     modifiers(&SecuritySchemes)
 )]

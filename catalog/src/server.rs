@@ -123,6 +123,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         store: backend.offers.clone(),
         providers: backend.providers.clone(),
         max_body_bytes,
+        pricing: config.pricing(),
     };
     let buying = Buying {
         store: backend.reservations.clone(),
@@ -133,11 +134,12 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         ending_soon: config.buying.contract_ending_soon,
         sweep_interval: config.buying.reservation_sweep_interval,
         max_body_bytes,
+        pricing: config.pricing(),
     };
     let osb = Osb {
         store: backend.osb.clone(),
         buying: buying.clone(),
-        settings: OsbSettings::from_config(&config.osb)?,
+        settings: OsbSettings::from_config(&config.osb, &config.pricing())?,
         // Guessing the platform password is limited like guessing a
         // provider's secret: one budget per client address.
         limiter: providers.limiter.clone(),
@@ -149,6 +151,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         backend.offers.clone(),
         config.feed.clone(),
         metrics.feed.clone(),
+        config.pricing(),
         shutdown.clone(),
     )?;
     let ops = Ops {

@@ -37,6 +37,7 @@ fn reservation(id: &str, consumer: &str, provider: &str, now: DateTime<Utc>) -> 
         ended_at: None,
         contract: None,
         reserved_plan: None,
+        bought_by: None,
     }
 }
 

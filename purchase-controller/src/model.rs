@@ -101,6 +101,17 @@ pub struct PurchaseSpec {
     #[serde(rename = "planID", default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub plan_id: Option<String>,
+    /// With offerID and planID: who buys, sent to the catalog when the controller reserves and buys, and shown on the contract (`boughtBy`), e.g. `market-autoscaler/<namespace>/<name>`. 1-128 characters without control or bidirectional formatting characters.
+    // The catalog's own check (`check_bought_by`), so a Purchase the API
+    // server admits is never refused by the catalog for it.
+    #[serde(rename = "boughtBy", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(
+            pattern = r"^[^\x00-\x1f\x7f-\x9f\x{061C}\x{200E}\x{200F}\x{202A}-\x{202E}\x{2066}-\x{2069}]+$"
+        )
+    )]
+    pub bought_by: Option<String>,
     /// Namespaces to offload to the provider (each gets the NamespaceOffloading "offloading").
     #[serde(default)]
     #[schemars(

@@ -526,7 +526,10 @@ async fn drive(
         &spec.plan_id,
     ) {
         (Some(id), _, _, _) | (None, Some(id), _, _) => id.clone(),
-        (None, None, Some(offer), Some(plan)) => match session.reserve(offer, plan).await {
+        (None, None, Some(offer), Some(plan)) => match session
+            .reserve(offer, plan, spec.bought_by.as_deref())
+            .await
+        {
             Ok(reservation) => {
                 record_reservation(purchase, ctx, &reservation.id).await?;
                 status.contract_id = Some(reservation.id.clone());
@@ -548,7 +551,14 @@ async fn drive(
         }
     };
 
-    let read = catalog::read_or_buy(session, &id, from_offer, &settings.cluster_id).await;
+    let read = catalog::read_or_buy(
+        session,
+        &id,
+        from_offer,
+        &settings.cluster_id,
+        spec.bought_by.as_deref(),
+    )
+    .await;
     let (contract, catalog_error) = match read {
         Ok(contract) => {
             if let Err(problem) =

@@ -18,6 +18,7 @@ use quantity::ResourceList;
 use serde::{Deserialize, Serialize};
 
 use super::cost::Cost;
+use super::pricing::Pricing;
 use super::provider::{LiqoGeneration, PeeringCredentials};
 
 /// Where the consumer side says a contract is.
@@ -224,6 +225,18 @@ pub struct Contract {
     pub resources: ResourceList,
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1.0"))]
     pub cost: Cost,
+    /// What `cost` is counted in: the catalog's currency and the period
+    /// one `cost` pays for, accrued by the second while the contract is
+    /// active (server-set; absent from catalogs older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(read_only, nullable = false))]
+    pub pricing: Option<Pricing>,
+    /// Who bought it, as the buyer said when it reserved or purchased
+    /// (`boughtBy`): free text such as `market-autoscaler/team-a/web`,
+    /// at most 128 characters. Absent when not said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, max_length = 128))]
+    pub bought_by: Option<String>,
     pub resource_slice_class: String,
     pub liqo: Vec<LiqoGeneration>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
@@ -282,6 +295,9 @@ pub struct Contract {
     pub credentials: Option<ContractCredentials>,
 }
 
+/// Longest `boughtBy` the catalog accepts, in characters.
+pub const MAX_BOUGHT_BY_CHARS: usize = 128;
+
 /// `POST /reservations` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -298,6 +314,10 @@ pub struct ReserveRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub ttl_seconds: Option<u64>,
+    /// Who is buying, kept with the contract (at most
+    /// [`MAX_BOUGHT_BY_CHARS`] characters, no control characters).
+    #[serde(rename = "boughtBy", default, skip_serializing_if = "Option::is_none")]
+    pub bought_by: Option<String>,
 }
 
 /// `POST /reservations/{id}/purchase` body.
@@ -318,6 +338,9 @@ pub struct PurchaseRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub duration_seconds: Option<u64>,
+    /// Who is buying (replaces what the reservation said, if anything).
+    #[serde(rename = "boughtBy", default, skip_serializing_if = "Option::is_none")]
+    pub bought_by: Option<String>,
 }
 
 /// `PUT /provider/contracts/{id}/peering` body: the peering user's
@@ -416,9 +439,18 @@ mod tests {
             "cost": "1.0", "resourceSliceClass": "liqo-broker", "liqo": ["v0", "v1"],
             "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-01-31T00:00:00Z",
             "active": true, "state": "pending", "stateChangedAt": "2026-01-01T00:00:00Z",
-            "credentials": {"v1": {"kubeconfig": "secret-kubeconfig"}}
+            "credentials": {"v1": {"kubeconfig": "secret-kubeconfig"}},
+            "pricing": {"currency": "EUR", "per": "month"}, "boughtBy": "market-autoscaler/a/b"
         }))
         .unwrap();
+        assert_eq!(
+            c.pricing,
+            Some(Pricing {
+                currency: "EUR".into(),
+                per: crate::wire::CostPeriod::Month
+            })
+        );
+        assert_eq!(c.bought_by.as_deref(), Some("market-autoscaler/a/b"));
         assert_eq!(c.cluster_id, "p1");
         assert_eq!(c.resources.to_strings()["memory"], "4Gi");
         assert_eq!(c.consumer_cluster_id, None);
@@ -444,10 +476,11 @@ mod tests {
             offer_id: "o".into(),
             plan_id: "p".into(),
             ttl_seconds: None,
+            bought_by: Some("market-autoscaler/team-a/web".into()),
         };
         assert_eq!(
             serde_json::to_value(&reserve).unwrap(),
-            json!({"offerID": "o", "planID": "p"})
+            json!({"offerID": "o", "planID": "p", "boughtBy": "market-autoscaler/team-a/web"})
         );
     }
 }

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::pricing::{CostPeriod, MONTH_SECONDS};
+
 /// Fraction digits a cost may carry (nano-units).
 pub const COST_SCALE: u32 = 9;
 const NANOS_PER_UNIT: i64 = 1_000_000_000;
@@ -34,6 +36,79 @@ pub enum CostError {
 
 impl Cost {
     pub const ZERO: Cost = Cost { nanos: 0 };
+    /// The largest cost there is (about 9.2 billion units): where the
+    /// saturating operations below stop.
+    pub const MAX: Cost = Cost { nanos: i64::MAX };
+
+    /// `self + other`, None past [`Cost::MAX`].
+    pub fn checked_add(self, other: Cost) -> Option<Cost> {
+        self.nanos
+            .checked_add(other.nanos)
+            .map(|nanos| Cost { nanos })
+    }
+
+    /// `self + other`, [`Cost::MAX`] past it. A sum that saturates is
+    /// above every budget, so a budget check never passes by overflow.
+    pub fn saturating_add(self, other: Cost) -> Cost {
+        Cost {
+            nanos: self.nanos.saturating_add(other.nanos),
+        }
+    }
+
+    /// `self - other`, None when that would be negative.
+    pub fn checked_sub(self, other: Cost) -> Option<Cost> {
+        self.nanos
+            .checked_sub(other.nanos)
+            .filter(|n| *n >= 0)
+            .map(|nanos| Cost { nanos })
+    }
+
+    /// `self - other`, zero when that would be negative (what is left of
+    /// a budget).
+    pub fn saturating_sub(self, other: Cost) -> Cost {
+        self.checked_sub(other).unwrap_or(Cost::ZERO)
+    }
+
+    /// `self × count` (a plan bought `count` times), None past [`Cost::MAX`].
+    pub fn checked_mul(self, count: u64) -> Option<Cost> {
+        let nanos = i128::from(self.nanos) * i128::from(count);
+        i64::try_from(nanos).ok().map(|nanos| Cost { nanos })
+    }
+
+    /// `self × count`, [`Cost::MAX`] past it.
+    pub fn saturating_mul(self, count: u64) -> Cost {
+        self.checked_mul(count).unwrap_or(Cost::MAX)
+    }
+
+    /// What a cost of `self` per `period` accrues over `seconds` of use:
+    /// `self × seconds / period`, rounded **up** to the nano-unit (a buyer
+    /// adding up spend never counts less than it owes), [`Cost::MAX`] past
+    /// it. Exact: integer arithmetic on 128 bits, no float anywhere.
+    pub fn accrued(self, period: CostPeriod, seconds: u64) -> Cost {
+        self.scaled(seconds, period.seconds())
+    }
+
+    /// The same price per hour (rounded up).
+    pub fn per_hour(self, period: CostPeriod) -> Cost {
+        self.accrued(period, CostPeriod::Hour.seconds())
+    }
+
+    /// The same price per month of 30 days (rounded up).
+    pub fn per_month(self, period: CostPeriod) -> Cost {
+        self.accrued(period, MONTH_SECONDS)
+    }
+
+    /// `self × num / den` rounded up, saturating at [`Cost::MAX`].
+    fn scaled(self, num: u64, den: u64) -> Cost {
+        // Both factors are below 2^64 and nanos below 2^63: the product
+        // fits in 127 bits.
+        let product = i128::from(self.nanos) * i128::from(num);
+        let den = i128::from(den.max(1));
+        let quotient = product / den + i128::from(product % den != 0);
+        Cost {
+            nanos: i64::try_from(quotient).unwrap_or(i64::MAX),
+        }
+    }
 
     /// The cost in nano-units (the form stores compare and index).
     pub fn nanos(self) -> i64 {
@@ -293,6 +368,107 @@ mod tests {
             ("e2", CostError::Format),
         ] {
             assert_eq!(Cost::from_json_number_text(text), Err(err), "{text}");
+        }
+    }
+
+    #[test]
+    fn arithmetic_is_exact_and_rounds_up() {
+        let c = |s: &str| s.parse::<Cost>().unwrap();
+        // 1.0 per hour for one second: 1/3600 of a unit, rounded up to
+        // the nano-unit (277777.7... nanos → 277778).
+        assert_eq!(c("1").accrued(CostPeriod::Hour, 1).nanos(), 277_778);
+        assert_eq!(c("1").accrued(CostPeriod::Hour, 3_600), c("1"));
+        assert_eq!(c("0.5").per_month(CostPeriod::Hour), c("360"));
+        assert_eq!(c("720").per_hour(CostPeriod::Month), c("1"));
+        // 1 per month is 1/720 per hour: 1388888.8... nanos, rounded up.
+        assert_eq!(c("1").per_hour(CostPeriod::Month).nanos(), 1_388_889);
+        assert_eq!(c("2").per_hour(CostPeriod::Hour), c("2"));
+        assert_eq!(Cost::ZERO.accrued(CostPeriod::Hour, u64::MAX), Cost::ZERO);
+        assert_eq!(Cost::MAX.per_month(CostPeriod::Hour), Cost::MAX);
+        assert_eq!(c("1.5").checked_add(c("2.25")), Some(c("3.75")));
+        assert_eq!(Cost::MAX.checked_add(c("0.000000001")), None);
+        assert_eq!(Cost::MAX.saturating_add(c("1")), Cost::MAX);
+        assert_eq!(c("1").checked_sub(c("1.5")), None);
+        assert_eq!(c("1").saturating_sub(c("1.5")), Cost::ZERO);
+        assert_eq!(c("2.5").checked_sub(c("1")), Some(c("1.5")));
+        assert_eq!(c("1.25").checked_mul(4), Some(c("5")));
+        assert_eq!(Cost::MAX.checked_mul(2), None);
+        assert_eq!(Cost::MAX.saturating_mul(2), Cost::MAX);
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn cost() -> impl Strategy<Value = Cost> {
+            prop_oneof![
+                (0i64..=1_000_000_000_000).prop_map(|n| Cost::from_nanos(n).unwrap()),
+                (0i64..=i64::MAX).prop_map(|n| Cost::from_nanos(n).unwrap()),
+            ]
+        }
+
+        fn period() -> impl Strategy<Value = CostPeriod> {
+            prop_oneof![Just(CostPeriod::Hour), Just(CostPeriod::Month)]
+        }
+
+        proptest! {
+            /// `accrued` is the exact quotient rounded up: never below what
+            /// is owed, and less than one nano-unit above it.
+            #[test]
+            fn accrued_is_the_ceiling(c in cost(), p in period(), s in 0u64..=400 * 24 * 3_600) {
+                let owed = i128::from(c.nanos()) * i128::from(s);
+                let per = i128::from(p.seconds());
+                let got = i128::from(c.accrued(p, s).nanos());
+                if got < i128::from(i64::MAX) {
+                    prop_assert!(got * per >= owed, "{got} × {per} < {owed}");
+                    prop_assert!((got - 1) * per < owed, "{got} is more than the ceiling");
+                } else {
+                    prop_assert!(owed.div_euclid(per) >= i128::from(i64::MAX) - 1);
+                }
+            }
+
+            /// Accruing in pieces never counts less than accruing at once
+            /// (each piece rounds up), and a whole period is the cost itself.
+            #[test]
+            fn pieces_never_undercount(c in cost(), p in period(), a in 0u64..=1_000_000, b in 0u64..=1_000_000) {
+                let whole = c.accrued(p, a + b);
+                let pieces = c.accrued(p, a).saturating_add(c.accrued(p, b));
+                prop_assert!(pieces >= whole);
+                prop_assert_eq!(c.accrued(p, p.seconds()), c);
+            }
+
+            /// Rates per hour and per month round up, so converting back
+            /// never lands below the original price.
+            #[test]
+            fn rates_round_up(c in cost()) {
+                prop_assert!(c.per_hour(CostPeriod::Month).saturating_mul(720) >= c);
+                prop_assert_eq!(c.per_hour(CostPeriod::Hour), c);
+                prop_assert_eq!(c.per_month(CostPeriod::Month), c);
+                prop_assert_eq!(c.per_month(CostPeriod::Hour), c.saturating_mul(720));
+            }
+
+            /// Sums, differences and products match 128-bit integers, and
+            /// refuse (checked) or stop at MAX/zero (saturating) outside.
+            #[test]
+            fn sums_match_integers(a in cost(), b in cost(), n in 0u64..=1_000_000) {
+                let sum = i128::from(a.nanos()) + i128::from(b.nanos());
+                match a.checked_add(b) {
+                    Some(s) => prop_assert_eq!(i128::from(s.nanos()), sum),
+                    None => prop_assert!(sum > i128::from(i64::MAX)),
+                }
+                prop_assert_eq!(a.checked_add(b), b.checked_add(a));
+                if let Some(s) = a.checked_add(b) {
+                    prop_assert_eq!(s.checked_sub(b), Some(a));
+                }
+                prop_assert_eq!(a.checked_sub(b).is_some(), a >= b);
+                prop_assert_eq!(a.saturating_sub(b) == Cost::ZERO, a <= b);
+                let product = i128::from(a.nanos()) * i128::from(n);
+                match a.checked_mul(n) {
+                    Some(m) => prop_assert_eq!(i128::from(m.nanos()), product),
+                    None => prop_assert!(product > i128::from(i64::MAX)),
+                }
+            }
         }
     }
 

@@ -11,6 +11,7 @@ use quantity::ResourceList;
 use serde::{Deserialize, Serialize};
 
 use super::cost::Cost;
+use super::pricing::Pricing;
 use super::provider::{EnforcementLevel, LiqoGeneration};
 
 /// An offer as stored and as every read returns it.
@@ -50,6 +51,13 @@ pub struct Offer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub enforcement: Option<EnforcementLevel>,
+    /// What the plans' costs are counted in: the catalog's currency and
+    /// the period one `cost` pays for (server-set from `--currency` and
+    /// `--cost-period`; a provider cannot set it). Absent from catalogs
+    /// older than this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(read_only, nullable = false))]
+    pub pricing: Option<Pricing>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: DateTime<Utc>,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]

@@ -2,11 +2,11 @@
 //!
 //! | route | who | what |
 //! |---|---|---|
-//! | `POST /reservations` | consumer | reserve `{offerID, planID, ttlSeconds?}` → 201 |
+//! | `POST /reservations` | consumer | reserve `{offerID, planID, ttlSeconds?, boughtBy?}` → 201 |
 //! | `GET /reservations` | consumer, admin | own records (admin: all, `?consumer=`) |
 //! | `GET /reservations/{id}` | owner, admin | one record |
 //! | `DELETE /reservations/{id}` | owner, admin | release → 200 |
-//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?}` (the cluster ID required from a Liqo v1 provider) → the contract on the terms reserved, with credentials → 201 (409 if the plan changed since, 410 if expired) |
+//! | `POST /reservations/{id}/purchase` | owner | `{consumerClusterID?, durationSeconds?, boughtBy?}` (the cluster ID required from a Liqo v1 provider) → the contract on the terms reserved, with credentials → 201 (409 if the plan changed since, 410 if expired) |
 //! | `GET /purchases` | consumer, admin | purchased and cancelled records |
 //! | `GET /purchases/{id}` | owner (with credentials), admin (without) | one purchase |
 //! | `DELETE /purchases/{id}` | owner, admin | cancel → 200 |
@@ -45,6 +45,12 @@ pub struct ReserveRequest {
     )]
     #[schema(minimum = 1, maximum = 300)]
     pub ttl_seconds: Option<u64>,
+    /// Who buys, kept with the record and served on its contract
+    /// (`boughtBy`), e.g. `market-autoscaler/team-a/web`: 1 to 128
+    /// characters without control or bidirectional formatting characters.
+    #[serde(rename = "boughtBy", default)]
+    #[schema(value_type = Option<crate::http::schemas::BoughtBy>)]
+    pub bought_by: Option<String>,
 }
 
 /// Reserve one unit of a plan.
@@ -79,6 +85,9 @@ pub async fn create(
     let r: ReserveRequest = parse_body(&body)?;
     validate_id("offerID", &r.offer_id)?;
     validate_id("planID", &r.plan_id)?;
+    if let Some(by) = &r.bought_by {
+        super::contracts::model::check_bought_by(by)?;
+    }
     let ttl = service::lifetime(&state, r.ttl_seconds)?;
     let reservation = service::reserve(
         &state,
@@ -87,6 +96,7 @@ pub async fn create(
         &r.plan_id,
         ttl,
         Channel::Rest,
+        r.bought_by,
     )
     .await?;
     Ok(HttpResponse::Created()
@@ -238,6 +248,11 @@ pub struct PurchaseRequest {
     )]
     #[schema(minimum = 1, maximum = 2592000)]
     pub duration_seconds: Option<u64>,
+    /// Who buys (as on `POST /reservations`); replaces what the
+    /// reservation said.
+    #[serde(rename = "boughtBy", default)]
+    #[schema(value_type = Option<crate::http::schemas::BoughtBy>)]
+    pub bought_by: Option<String>,
 }
 
 /// What a purchase answers: the contract with its credentials, plus the
@@ -323,6 +338,9 @@ pub async fn purchase(
     if let Some(cid) = &asked.consumer_cluster_id {
         contract::check_cluster_id(cid)?;
     }
+    if let Some(by) = &asked.bought_by {
+        contract::check_bought_by(by)?;
+    }
     contract::lifetime(state.contract_duration, asked.duration_seconds)?;
     let order = Order {
         consumer_cluster_id: asked.consumer_cluster_id,
@@ -344,7 +362,7 @@ pub async fn purchase(
     // Before the purchase is written: the ID is the buyer's, or nothing is
     // bought (issue 41 F2).
     let claimed = super::contracts::service::claim_cluster_id(&state, &r, &terms.0, now).await?;
-    let bought = match service::purchase(&state, &id, &buyer, Some(terms)).await {
+    let bought = match service::purchase(&state, &id, &buyer, Some(terms), asked.bought_by).await {
         Ok(bought) => bought,
         Err(e) => {
             if let Some(cid) = &claimed {
@@ -498,28 +516,41 @@ mod tests {
             offer_id: "o".into(),
             plan_id: "p".into(),
             ttl_seconds: Some(60),
+            bought_by: Some("market-autoscaler/a/b".into()),
         };
         let ReserveRequest {
             offer_id,
             plan_id,
             ttl_seconds,
+            bought_by,
         } = serde_json::from_value(serde_json::to_value(&sent).unwrap()).unwrap();
         assert_eq!(
-            (offer_id, plan_id, ttl_seconds),
-            (sent.offer_id, sent.plan_id, sent.ttl_seconds)
+            (offer_id, plan_id, ttl_seconds, bought_by),
+            (
+                sent.offer_id,
+                sent.plan_id,
+                sent.ttl_seconds,
+                sent.bought_by
+            )
         );
 
         let sent = wire::PurchaseRequest {
             consumer_cluster_id: Some("c1".into()),
             duration_seconds: Some(3600),
+            bought_by: Some("someone".into()),
         };
         let PurchaseRequest {
             consumer_cluster_id,
             duration_seconds,
+            bought_by,
         } = serde_json::from_value(serde_json::to_value(&sent).unwrap()).unwrap();
         assert_eq!(
-            (consumer_cluster_id, duration_seconds),
-            (sent.consumer_cluster_id, sent.duration_seconds)
+            (consumer_cluster_id, duration_seconds, bought_by),
+            (
+                sent.consumer_cluster_id,
+                sent.duration_seconds,
+                sent.bought_by
+            )
         );
         let defaults: PurchaseRequest =
             serde_json::from_value(serde_json::to_value(wire::PurchaseRequest::default()).unwrap())

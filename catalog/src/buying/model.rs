@@ -109,6 +109,11 @@ pub struct Reservation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub ended_at: Option<DateTime<Utc>>,
+    /// Who buys, as the buyer said on `POST /reservations` or on the
+    /// purchase (which replaces it): served on the contract as `boughtBy`.
+    #[serde(rename = "boughtBy", default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, max_length = 128)]
+    pub bought_by: Option<String>,
     /// A REST purchase's contract terms (see `GET /contracts/{id}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -459,6 +464,7 @@ pub(crate) mod tests {
             purchased_at: None,
             ended_at: None,
             contract: None,
+            bought_by: None,
             reserved_plan: None,
         }
     }

@@ -35,6 +35,8 @@ pub struct Buying {
     pub sweep_interval: Duration,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
+    /// The unit of contracts' costs, stamped on every contract served.
+    pub pricing: catalog_client::wire::Pricing,
 }
 
 /// Who is buying, and whether they may see everyone's records.
@@ -94,7 +96,8 @@ pub async fn settle(state: &Buying, r: Reservation) -> Result<Reservation, BuyEr
     }
 }
 
-/// Reserve plan `plan_id` of offer `offer_id` for `consumer`, for `ttl`.
+/// Reserve plan `plan_id` of offer `offer_id` for `consumer`, for `ttl`;
+/// `bought_by` (checked by the caller) is kept with the record.
 pub async fn reserve(
     state: &Buying,
     consumer: &str,
@@ -102,6 +105,7 @@ pub async fn reserve(
     plan_id: &str,
     ttl: Duration,
     channel: Channel,
+    bought_by: Option<String>,
 ) -> Result<Reservation, BuyError> {
     let offer = state
         .offers
@@ -134,6 +138,7 @@ pub async fn reserve(
         purchased_at: None,
         ended_at: None,
         contract: None,
+        bought_by,
         // The terms a purchase gets (see `super::terms`).
         reserved_plan: Some(plan.clone()),
     };
@@ -201,11 +206,14 @@ pub async fn plan_on_offer(state: &Buying, r: &Reservation, then: &str) -> Resul
 /// (a REST purchase: its terms and lifetime) the purchase is a contract
 /// that expires; without (an Open Service Broker purchase) it holds its
 /// unit until cancelled, and the provider's v0 credentials must be on file.
+/// `bought_by` (a contract's; checked by the caller) replaces what the
+/// reservation said.
 pub async fn purchase(
     state: &Buying,
     id: &str,
     who: &Buyer,
     contract: Option<(ContractTerms, chrono::Duration)>,
+    bought_by: Option<String>,
 ) -> Result<Reservation, BuyError> {
     let r = lookup(state, id, who).await?;
     if r.state != ReservationState::Reserved {
@@ -222,7 +230,21 @@ pub async fn purchase(
     let written = match contract {
         Some((terms, lifetime)) => {
             let decide = std::sync::Arc::new(move |r: &Reservation| -> Step {
-                purchase_step(r, &terms, lifetime, now)
+                match purchase_step(r, &terms, lifetime, now) {
+                    Step::Write {
+                        mut next,
+                        refused: false,
+                    } => {
+                        if let Some(by) = &bought_by {
+                            next.bought_by = Some(by.clone());
+                        }
+                        Step::Write {
+                            next,
+                            refused: false,
+                        }
+                    }
+                    other => other,
+                }
             });
             state.store.update(id, decide).await
         }

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use catalog_client::wire::Pricing;
 use tracing::{debug, info, warn};
 
 use super::config::FeedConfig;
@@ -71,7 +72,9 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(offer: Offer) -> Self {
+    /// The entry of `offer`, served with `pricing` (as `GET /offers` serves it).
+    fn new(mut offer: Offer, pricing: Option<&Pricing>) -> Self {
+        offer.pricing = pricing.cloned();
         Entry {
             json: envelope::offer_json(&offer),
             offer,
@@ -186,6 +189,8 @@ pub(crate) struct Hub {
     pub metrics: FeedMetrics,
     /// Open connections (registered and not yet dropped), for the limit.
     connections: AtomicUsize,
+    /// The catalog's pricing, stamped on every offer sent.
+    pricing: Option<Pricing>,
 }
 
 /// What to do with a subscriber found wanting.
@@ -207,6 +212,15 @@ impl Hub {
             config,
             metrics,
             connections: AtomicUsize::new(0),
+            pricing: None,
+        }
+    }
+
+    /// The hub, stamping `pricing` on every offer it sends.
+    pub fn with_pricing(self, pricing: Pricing) -> Self {
+        Hub {
+            pricing: Some(pricing),
+            ..self
         }
     }
 
@@ -355,7 +369,7 @@ impl Hub {
         st.ready = true;
         st.offers = offers
             .into_iter()
-            .map(|o| (o.id.clone(), Entry::new(o)))
+            .map(|o| (o.id.clone(), Entry::new(o, self.pricing.as_ref())))
             .collect();
         let seq = st.seq.current();
         let State { groups, offers, .. } = &mut *st;
@@ -386,7 +400,10 @@ impl Hub {
                 if !sequence::newer(held, offer.version) {
                     return;
                 }
-                (offer.id.clone(), Some(Entry::new(offer)))
+                (
+                    offer.id.clone(),
+                    Some(Entry::new(offer, self.pricing.as_ref())),
+                )
             }
             OfferChange::Deleted { id, version, .. } => {
                 // Nothing held: nothing to delete (subscribers never had it).

@@ -127,10 +127,11 @@ impl Feed {
         store: Arc<dyn OfferStore>,
         config: FeedConfig,
         metrics: FeedMetrics,
+        pricing: catalog_client::wire::Pricing,
         shutdown: CancellationToken,
     ) -> Result<Feed, FeedConfigError> {
         config.validate()?;
-        let hub = Arc::new(hub::Hub::new(config, metrics));
+        let hub = Arc::new(hub::Hub::new(config, metrics).with_pricing(pricing));
         let follower = Arc::new(publisher::Follower::new(hub.clone(), &*store));
         tokio::spawn(
             publisher::publish(follower.clone(), store, shutdown.clone())

@@ -124,6 +124,11 @@ json_schemas! {
         "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
         "example": {"label.region": "eu-west-1"},
         "description": "Query parameters `label.<key>=<value>`: the offer carries label `<key>` with exactly this value; several must all hold. Property names are the parameter names"});
+    /// Who buys (`boughtBy`): one line of plain text (`check_bought_by`).
+    BoughtBy => json!({"type": "string", "minLength": 1, "maxLength": 128,
+        "pattern": r"^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$",
+        "example": "market-autoscaler/team-a/web",
+        "description": "1-128 characters without control or bidirectional formatting characters, e.g. `market-autoscaler/<namespace>/<name>`"});
     /// An Open Service Broker id (instance, binding, service, plan).
     OsbId => json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": OSB_ID_PATTERN,
         "description": "1-255 bytes without control characters"});

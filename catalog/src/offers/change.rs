@@ -5,6 +5,10 @@ use super::Offer;
 
 /// One committed change. Versions let a receiver drop stale copies: for one
 /// offer id, a later event always carries a larger `version`.
+// One change per write, moved from the store to its followers and never
+// held in bulk (a broadcast channel keeps a bounded few): boxing the
+// offer would cost an allocation per write for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum OfferChange {
     /// An offer was created or replaced; this is its new state.

@@ -166,7 +166,7 @@ pub async fn list(state: web::Data<Offers>, req: HttpRequest) -> Result<HttpResp
             .map_err(|e| ApiError::Internal(format!("encoding the next-page link: {e}")))?;
         response.insert_header((header::LINK, format!("</offers?{query}>; rel=\"next\"")));
     }
-    let offers: Vec<Offer> = offers.into_iter().map(super::offer::served).collect();
+    let offers: Vec<Offer> = offers.into_iter().map(|o| state.serve(o)).collect();
     let body = serde_json::to_vec(&offers)
         .map_err(|e| ApiError::Internal(format!("encoding the offer list: {e}")))?;
     super::list_body::respond(req.headers(), response, body)
@@ -189,7 +189,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     match state.store.get_offer(&id).await? {
-        Some(offer) => Ok(HttpResponse::Ok().json(super::offer::served(offer))),
+        Some(offer) => Ok(HttpResponse::Ok().json(state.serve(offer))),
         None => Err(ApiError::NotFound(format!("no offer {id}"))),
     }
 }
@@ -286,9 +286,9 @@ pub async fn put(
     if outcome.created {
         Ok(HttpResponse::Created()
             .insert_header((header::LOCATION, format!("/offer/{}", outcome.offer.id)))
-            .json(outcome.offer))
+            .json(state.serve(outcome.offer)))
     } else {
-        Ok(HttpResponse::Ok().json(outcome.offer))
+        Ok(HttpResponse::Ok().json(state.serve(outcome.offer)))
     }
 }
 

@@ -59,4 +59,17 @@ pub struct Offers {
     pub providers: Arc<dyn ProviderStore>,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
+    /// The unit of the plans' costs, stamped on every offer served.
+    pub pricing: catalog_client::wire::Pricing,
+}
+
+impl Offers {
+    /// `offer` as every read answers it: [`offer::served`], with this
+    /// catalog's `pricing`.
+    pub fn serve(&self, offer: Offer) -> Offer {
+        Offer {
+            pricing: Some(self.pricing.clone()),
+            ..offer::served(offer)
+        }
+    }
 }

@@ -77,6 +77,8 @@ impl OfferDraft {
             cluster_name: self.owner.cluster_name,
             liqo: self.owner.liqo,
             enforcement: self.owner.enforcement,
+            // Never stored: the unit is the catalog's, stamped when served.
+            pricing: None,
             created_at,
             updated_at,
             version,
@@ -157,6 +159,11 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub enforcement: Option<serde::de::IgnoredAny>,
+    // The catalog's, not the provider's: an echoed `pricing` is ignored
+    // like the other server-set fields.
+    #[serde(default)]
+    #[schema(ignore)]
+    pub pricing: Option<serde::de::IgnoredAny>,
     /// If present, the write only succeeds while the stored offer still has
     /// this version.
     #[serde(default, deserialize_with = "crate::http::optional_whole")]

@@ -38,13 +38,16 @@ pub struct OsbConfig {
     #[arg(long, env = "CATALOG_OSB_ASYNC", value_enum, default_value_t = AsyncMode::Allowed)]
     pub osb_async: AsyncMode,
 
-    /// Currency key of plan costs in the OSB catalog (`metadata.costs[].amount`).
-    #[arg(long, env = "CATALOG_OSB_CURRENCY", default_value = "usd")]
-    pub osb_currency: String,
+    /// Currency key of plan costs in the OSB catalog
+    /// (`metadata.costs[].amount`). Default: --currency in lower case
+    /// (`eur`), as OSB's examples spell currencies.
+    #[arg(long, env = "CATALOG_OSB_CURRENCY")]
+    pub osb_currency: Option<String>,
 
     /// Unit of plan costs in the OSB catalog (`metadata.costs[].unit`).
-    #[arg(long, env = "CATALOG_OSB_COST_UNIT", default_value = "HOURLY")]
-    pub osb_cost_unit: String,
+    /// Default: from --cost-period, HOURLY or MONTHLY.
+    #[arg(long, env = "CATALOG_OSB_COST_UNIT")]
+    pub osb_cost_unit: Option<String>,
 
     /// Hold every asynchronous operation this long before doing it (e.g.
     /// 5s), so a platform's handling of `last_operation` polling and of

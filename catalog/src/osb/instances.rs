@@ -164,6 +164,7 @@ async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbEr
         &inst.plan_key,
         state.buying.ttl,
         Channel::Osb,
+        None,
     )
     .await
     .map_err(unavailable)?;
@@ -193,7 +194,7 @@ async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbEr
     } else {
         None
     };
-    match service::purchase(&state.buying, &reserved.id, &buyer, contract).await {
+    match service::purchase(&state.buying, &reserved.id, &buyer, contract, None).await {
         Ok(purchase) => Ok(purchase.id),
         Err(e) => {
             let _ = service::end(&state.buying, &reserved.id, &buyer, Transition::Release).await;

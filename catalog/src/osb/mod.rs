@@ -89,7 +89,12 @@ pub struct OsbSettings {
 }
 
 impl OsbSettings {
-    pub fn from_config(c: &OsbConfig) -> anyhow::Result<Self> {
+    /// The settings of `c`; the currency and cost unit not given follow
+    /// the catalog's `pricing`.
+    pub fn from_config(
+        c: &OsbConfig,
+        pricing: &catalog_client::wire::Pricing,
+    ) -> anyhow::Result<Self> {
         let digest = crate::providers::admin::digest;
         let basic = match (&c.osb_username, &c.osb_password) {
             (Some(user), Some(pass)) => {
@@ -112,10 +117,24 @@ impl OsbSettings {
         Ok(OsbSettings {
             basic,
             async_mode: c.osb_async,
-            currency: c.osb_currency.clone(),
-            cost_unit: c.osb_cost_unit.clone(),
+            currency: c
+                .osb_currency
+                .clone()
+                .unwrap_or_else(|| pricing.currency.to_ascii_lowercase()),
+            cost_unit: c
+                .osb_cost_unit
+                .clone()
+                .unwrap_or_else(|| osb_cost_unit(pricing.per).to_string()),
             async_delay: c.osb_async_delay,
         })
+    }
+}
+
+/// The OSB cost unit (`metadata.costs[].unit`) of a cost period.
+pub fn osb_cost_unit(per: catalog_client::wire::CostPeriod) -> &'static str {
+    match per {
+        catalog_client::wire::CostPeriod::Hour => "HOURLY",
+        catalog_client::wire::CostPeriod::Month => "MONTHLY",
     }
 }
 

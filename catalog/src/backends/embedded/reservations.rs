@@ -559,6 +559,7 @@ mod tests {
             ended_at: None,
             contract: None,
             reserved_plan: None,
+            bought_by: None,
         }
     }
 

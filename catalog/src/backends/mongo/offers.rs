@@ -275,6 +275,7 @@ impl OfferDoc {
                 .filter_map(|g| crate::providers::LiqoGeneration::parse(g))
                 .collect(),
             enforcement: live.enforcement,
+            pricing: None,
             created_at: from_bt(live.created_at),
             updated_at: from_bt(self.updated_at),
             version: version_u64(self.version),

@@ -63,6 +63,9 @@ pub fn view(r: &Reservation, now: DateTime<Utc>, lead: chrono::Duration) -> Opti
         plan_id: r.plan_id.clone(),
         resources: terms.resources.clone(),
         cost: r.cost,
+        // The catalog's, stamped by `super::service::view`.
+        pricing: None,
+        bought_by: r.bought_by.clone(),
         resource_slice_class: terms.resource_slice_class.clone(),
         liqo: terms.liqo.clone(),
         purchased_at,
@@ -152,6 +155,38 @@ pub fn lifetime(max: Duration, asked: Option<u64>) -> Result<chrono::Duration, F
         Some(s) => Duration::from_secs(s),
     };
     chrono::Duration::from_std(d).map_err(|_| FieldError::new("durationSeconds", "is out of range"))
+}
+
+/// Longest `boughtBy`, in characters (declared with the wire).
+pub use catalog_client::wire::contract::MAX_BOUGHT_BY_CHARS;
+
+/// A `boughtBy` (who buys, shown to people beside the contract: in the
+/// web UI, brokerctl's tables): 1 to [`MAX_BOUGHT_BY_CHARS`] characters,
+/// one line, none of the characters an offer's description refuses
+/// (control and bidirectional formatting characters, issue 41 F6) nor a
+/// line feed or tab.
+pub fn check_bought_by(v: &str) -> Result<(), FieldError> {
+    let field = "boughtBy";
+    let count = v.chars().count();
+    if count == 0 || count > MAX_BOUGHT_BY_CHARS {
+        return Err(FieldError::new(
+            field,
+            format!("must be 1 to {MAX_BOUGHT_BY_CHARS} characters"),
+        ));
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|c| c.is_control() || crate::offers::offer::unsafe_in_description(*c))
+    {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "must not contain the control or bidirectional formatting character U+{:04X}",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A consumer cluster ID as Liqo writes them (a UUID for v0, a name for
@@ -268,6 +303,32 @@ mod tests {
     use crate::buying::model::tests::{bought, reserved, terms};
     use crate::buying::model::{purchase_step, step, Transition};
     use proptest::prelude::*;
+
+    #[test]
+    fn bought_by_is_one_short_line_of_plain_text() {
+        for good in [
+            "market-autoscaler/team-a/web",
+            "x",
+            "équipe ☃",
+            &"é".repeat(MAX_BOUGHT_BY_CHARS),
+        ] {
+            assert_eq!(check_bought_by(good), Ok(()), "{good:?}");
+        }
+        for bad in [
+            "",
+            "a\nb",
+            "tab\there",
+            "esc\u{1b}[2J",
+            "del\u{7f}",
+            "c1\u{85}",
+            "rtl\u{202E}gpj.exe",
+            "iso\u{2067}late",
+            &"a".repeat(MAX_BOUGHT_BY_CHARS + 1),
+        ] {
+            let e = check_bought_by(bad).unwrap_err();
+            assert_eq!(e.field, "boughtBy", "{bad:?}");
+        }
+    }
 
     const LEAD: chrono::Duration = chrono::Duration::seconds(5);
 

@@ -108,7 +108,9 @@ pub async fn terms(
 /// `r` as a contract at `now`, with the catalog's ending-soon lead time.
 pub fn view(state: &Buying, r: &Reservation, now: DateTime<Utc>) -> Option<Contract> {
     let lead = chrono::Duration::from_std(state.ending_soon).unwrap_or(chrono::Duration::MAX);
-    model::view(r, now, lead)
+    let mut c = model::view(r, now, lead)?;
+    c.pricing = Some(state.pricing.clone());
+    Some(c)
 }
 
 /// What contract `r` releases to its consumer: the provider's v0
