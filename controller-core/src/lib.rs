@@ -29,7 +29,10 @@
 //!   that registry with the controller's handles, rendered for `/metrics`
 //!   ([`metrics::Registered`], declared by [`controller_metrics!`]).
 //! - [`shutdown`]: a controller binary's one task, run until it ends or a
-//!   signal stops it within a grace period.
+//!   signal stops it within a grace period;
+//! - [`pods`]: pure rules on pods the orchestrator and the market
+//!   autoscaler share (effective requests as kube-scheduler counts them,
+//!   waiting for room, stale pods Liqo's webhook never saw).
 
 pub mod bounded;
 pub mod clock;
@@ -39,6 +42,7 @@ pub mod kubeconfig;
 pub mod lease;
 pub mod liqo;
 pub mod metrics;
+pub mod pods;
 pub mod retry;
 pub mod runtime;
 pub mod shutdown;

@@ -46,9 +46,9 @@ use crate::feed::Snapshot;
 use crate::metrics::Metrics;
 use crate::offloading::NamespaceOffloading;
 use crate::policy::Policy;
-use crate::stale_pods;
 use crate::view::{consumer_of, View, ViewError, NAMESPACE_SELECTOR};
 use controller_core::liqo::OFFLOADING_NAME;
+use controller_core::pods::stale as stale_pods;
 
 /// Writes of one namespace tried before the reconcile gives up and is
 /// retried later (each 409 re-reads the object first).

@@ -7,9 +7,10 @@
 //! `<name>`; limits, object counts and storage-class keys do not. With
 //! several quotas, each is enforced on its own, so the smallest hard value
 //! of each resource is what the namespace can use. A pod's request is what
-//! the scheduler reserves: the larger of its containers' sum and any one
-//! init container, plus its overhead; finished pods (Succeeded, Failed)
-//! count for nothing.
+//! the scheduler reserves ([`controller_core::pods::requests`]: the larger
+//! of its containers' sum and any one init container, sidecars counted as
+//! kube-scheduler counts them, pod-level requests, plus its overhead);
+//! finished pods (Succeeded, Failed) count for nothing.
 
 use std::fmt;
 
@@ -119,43 +120,14 @@ fn quota_resource(key: &str) -> Option<&str> {
     }
 }
 
-/// What the scheduler reserves for `pod`.
+/// What the scheduler reserves for `pod` (the rule every controller of the
+/// broker shares).
 fn pod_request(pod: &Pod) -> Result<ResourceList, DemandError> {
-    let name = format!("Pod {}", pod.metadata.name.as_deref().unwrap_or_default());
-    let Some(spec) = &pod.spec else {
-        return Ok(ResourceList::new());
-    };
-    let requests =
-        |c: &k8s_openapi::api::core::v1::Container| -> Result<ResourceList, DemandError> {
-            let mut out = ResourceList::new();
-            for (k, v) in c
-                .resources
-                .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .into_iter()
-                .flatten()
-            {
-                out.insert(k.clone(), parse(&name, k, &v.0)?);
-            }
-            Ok(out)
-        };
-    let mut sum = ResourceList::new();
-    for c in &spec.containers {
-        sum = sum.add(&requests(c)?);
-    }
-    for c in spec.init_containers.iter().flatten() {
-        for (k, v) in requests(c)?.0 {
-            if sum.0.get(&k).is_none_or(|have| *have < v) {
-                sum.insert(k, v);
-            }
-        }
-    }
-    for (k, v) in spec.overhead.iter().flatten() {
-        let mut one = ResourceList::new();
-        one.insert(k.clone(), parse(&name, k, &v.0)?);
-        sum = sum.add(&one);
-    }
-    Ok(sum)
+    controller_core::pods::requests(pod).map_err(|e| DemandError {
+        object: format!("Pod {}", pod.metadata.name.as_deref().unwrap_or_default()),
+        resource: e.resource,
+        message: format!("{}: {}", e.part, e.message),
+    })
 }
 
 fn parse(object: &str, resource: &str, text: &str) -> Result<Quantity, DemandError> {

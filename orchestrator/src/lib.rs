@@ -18,8 +18,10 @@
 //! - [`demand`]: what a namespace needs (ResourceQuota, else pods);
 //! - [`decision`]: the placement, a pure function, with its hysteresis;
 //! - [`offloading`]: the NamespaceOffloading written and read back;
-//! - [`stale_pods`]: the pods created before the placement, which Liqo's
-//!   create-time pod webhook never offloads, and what to do with them;
+//! - the pods created before the placement, which Liqo's create-time pod
+//!   webhook never offloads, and what to do with them: a pure rule the
+//!   market autoscaler shares, [`controller_core::pods::stale`], acted on
+//!   by the [`controller`];
 //! - [`view`]: one namespace's inputs, gathered the same way by the
 //!   controller and by `explain`;
 //! - [`controller`]: the kube-rs controller, its writes and Events;
@@ -39,5 +41,4 @@ pub mod metrics;
 pub mod offers;
 pub mod offloading;
 pub mod policy;
-pub mod stale_pods;
 pub mod view;

@@ -1,5 +1,7 @@
-//! Pods that were created in a namespace before it was placed, and what to
-//! do with them: a pure decision, acted on by the controller.
+//! Pods that were created in a namespace before Liqo's pod webhook acted in
+//! it, and what to do with them: a pure decision, acted on by the
+//! orchestrator (a namespace placed on providers) and the market
+//! autoscaler (a namespace served by bought virtual nodes).
 //!
 //! Liqo v1.2.0's pod webhook acts only at pod **creation** and only in
 //! namespaces labelled `liqo.io/scheduling-enabled=true`
@@ -36,7 +38,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 
-use controller_core::liqo::{SCHEDULING_LABEL, SCHEDULING_VALUE, VIRTUAL_NODE_TOLERATION_KEY};
+use crate::liqo::{SCHEDULING_LABEL, SCHEDULING_VALUE, VIRTUAL_NODE_TOLERATION_KEY};
 
 /// What to do with one stale pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +58,8 @@ pub fn webhook_active(ns: &Namespace) -> bool {
         .is_some_and(|v| v == SCHEDULING_VALUE)
 }
 
-/// The key the orchestrator selects providers by (on Liqo's virtual nodes).
-const CLUSTER_ID_KEY: &str = controller_core::liqo::REMOTE_CLUSTER_ID_LABEL;
+/// The key providers are selected by (on Liqo's virtual nodes).
+const CLUSTER_ID_KEY: &str = crate::liqo::REMOTE_CLUSTER_ID_LABEL;
 
 /// Whether `pod`'s required node affinity admits none of `selected`: every
 /// term requires `liqo.io/remote-cluster-id In` values none of which is
