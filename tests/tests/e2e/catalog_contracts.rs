@@ -3,7 +3,9 @@
 //! yielding a contract, who sees what (credentials for its consumer only),
 //! `GET /contracts` with ETag/304, state reports, expiry freeing the unit,
 //! cancellation, and bad input answered 400 naming the field with nothing
-//! changed.
+//! changed; the unit of costs (`pricing`, from `--currency` and
+//! `--cost-period`) on every offer and contract served, and who bought a
+//! contract (`boughtBy`) kept across a restart.
 
 use e2e::buying::{self, admin, cap, consumer, delete, get, peering_token, publish, put};
 use e2e::catalog::{provider, Backend, Env};
@@ -11,6 +13,8 @@ use e2e::catalog_tests;
 use e2e::contracts::{buy, kubeconfig, register_peering, wait_for};
 use e2e::osb_client::{check_catalog, Auth, Platform};
 use e2e::ws::{snapshot_ids, FeedClient};
+use std::time::Duration;
+
 use reqwest::Method;
 use serde_json::json;
 
@@ -21,7 +25,8 @@ catalog_tests!(
     state_reports,
     expiry_and_cancellation,
     bad_purchases_change_nothing,
-    offers_say_which_liqo
+    offers_say_which_liqo,
+    pricing_and_bought_by
 );
 
 const SERVER: &str = "https://provider-1.example:6443";
@@ -571,6 +576,189 @@ fn offers_say_which_liqo(backend: Backend) {
     register_peering(&c, &seller, None, None);
     assert!(ids("/offers?liqo=v1").is_empty());
     assert_eq!(ids("/offers?liqo=v0"), ["shop"]);
+}
+
+/// Offers and contracts carry the catalog's pricing, set by its flags and
+/// never by a provider; `boughtBy` is checked (400 naming it, nothing
+/// written), kept, served, and survives a restart — which also shows the
+/// pricing is the running catalog's, not stored.
+fn pricing_and_bought_by(backend: Backend) {
+    let env = Env::new(backend);
+    let flags = ["--currency", "USD", "--cost-period", "month"];
+    let mut c = buying::start(&env, &flags);
+    let usd_month = json!({"currency": "USD", "per": "month"});
+    let mut feed = FeedClient::connect(c.port, "").unwrap();
+    let seller = publish(&c, 1, "shop");
+    let admin = admin(&c);
+    let alice = consumer(&c, &admin, "alice");
+
+    let listed = get(&c, "/offers", None).json;
+    assert_eq!(listed[0]["pricing"], usd_month, "{listed}");
+    assert_eq!(get(&c, "/offer/shop", None).json["pricing"], usd_month);
+    // A provider echoing (or inventing) `pricing` is ignored: the unit is
+    // the catalog's.
+    let mut echoed = buying::offer();
+    echoed["pricing"] = json!({"currency": "XTS", "per": "hour"});
+    let r = buying::post(&c, "/offer/other", &echoed, Some(&seller));
+    assert_eq!(
+        (r.status, &r.json["pricing"]),
+        (201, &usd_month),
+        "{}",
+        r.text
+    );
+    // The feed: the list, then each change.
+    let deadline = e2e::EVENTUALLY;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let m = feed.next(deadline).unwrap();
+        let offers = match m["type"].as_str() {
+            Some("snapshot") => m["offers"].as_array().unwrap().clone(),
+            Some("upsert") => vec![m["offer"].clone()],
+            _ => continue,
+        };
+        for o in offers {
+            assert_eq!(o["pricing"], usd_month, "{m}");
+            if !seen.contains(&o["id"]) {
+                seen.push(o["id"].clone());
+            }
+        }
+    }
+
+    // Bad `boughtBy` on a reservation: 400 naming it, nothing reserved.
+    let bad = [
+        json!(""),
+        json!("x".repeat(129)),
+        json!("line\nbreak"),
+        json!("clear\u{1b}[2J"),
+        json!("reversed\u{202e}txt.exe"),
+        json!(7),
+    ];
+    for by in &bad {
+        let body = json!({"offerID": "shop", "planID": "small", "boughtBy": by});
+        let r = buying::post(&c, "/reservations", &body, Some(&alice));
+        r.expect_error(400);
+        assert_eq!(r.json["field"], "boughtBy", "{by}: {}", r.text);
+    }
+    assert_eq!(get(&c, "/reservations", Some(&alice)).json, json!([]));
+    // … and on a purchase: 400, the reservation still only reserved.
+    let plain = buying::reserve(&c, &alice, "shop", "small", None);
+    let plain_id = plain.json["id"].as_str().unwrap().to_string();
+    assert!(plain.json.get("boughtBy").is_none(), "{}", plain.text);
+    for by in &bad {
+        let path = format!("/reservations/{plain_id}/purchase");
+        let r = buying::post(&c, &path, &json!({"boughtBy": by}), Some(&alice));
+        r.expect_error(400);
+        assert_eq!(r.json["field"], "boughtBy", "{by}: {}", r.text);
+        let still = get(&c, &format!("/reservations/{plain_id}"), Some(&alice)).json;
+        assert_eq!(still["state"], "reserved", "{still}");
+        assert!(still.get("boughtBy").is_none(), "{still}");
+    }
+    assert_eq!(get(&c, "/contracts", Some(&alice)).json, json!([]));
+
+    // Said on the reservation: kept, and the contract carries it.
+    let by = "market-autoscaler/team-a/web";
+    let body = json!({"offerID": "shop", "planID": "small", "boughtBy": by});
+    let r = buying::post(&c, "/reservations", &body, Some(&alice));
+    assert_eq!(
+        (r.status, &r.json["boughtBy"]),
+        (201, &json!(by)),
+        "{}",
+        r.text
+    );
+    let first = r.json["id"].as_str().unwrap().to_string();
+    let path = format!("/reservations/{first}/purchase");
+    let r = buying::post(&c, &path, &json!({}), Some(&alice));
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        (&r.json["boughtBy"], &r.json["pricing"]),
+        (&json!(by), &usd_month)
+    );
+    // Said on the purchase: replaces the reservation's silence.
+    let path = format!("/reservations/{plain_id}/purchase");
+    let r = buying::post(
+        &c,
+        &path,
+        &json!({"boughtBy": "ops: Ünïcode ok"}),
+        Some(&alice),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let contracts = |c: &e2e::catalog::Catalog, token: &str| {
+        let r = get(c, "/contracts", Some(token));
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                (
+                    k["id"].as_str().unwrap().to_string(),
+                    (k["boughtBy"].clone(), k["pricing"].clone()),
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let want = |pricing: &serde_json::Value| {
+        std::collections::BTreeMap::from([
+            (first.clone(), (json!(by), pricing.clone())),
+            (
+                plain_id.clone(),
+                (json!("ops: Ünïcode ok"), pricing.clone()),
+            ),
+        ])
+    };
+    assert_eq!(contracts(&c, &alice), want(&usd_month));
+    // The selling provider sees who bought too.
+    assert_eq!(contracts(&c, &seller), want(&usd_month));
+    let one = get(&c, &format!("/contracts/{first}"), Some(&alice)).json;
+    assert_eq!(
+        (&one["boughtBy"], &one["pricing"]),
+        (&json!(by), &usd_month)
+    );
+
+    // A restart keeps `boughtBy`; the pricing is the new process's.
+    let status = c
+        .child
+        .terminate(Duration::from_secs(15))
+        .expect("clean stop");
+    assert!(status.success(), "SIGTERM exit status {status}");
+    let c = buying::start(&env, &[]);
+    let eur_hour = json!({"currency": "EUR", "per": "hour"});
+    assert_eq!(contracts(&c, &alice), want(&eur_hour));
+    assert_eq!(get(&c, "/offer/shop", None).json["pricing"], eur_hour);
+}
+
+/// A `--currency` that is not an ISO 4217 code stops the catalog at
+/// start, naming the flag and what it takes, before it opens any store.
+#[test]
+fn a_bad_currency_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value) in [
+        ("--currency", "eur"),
+        ("--currency", "EURO"),
+        ("--cost-period", "day"),
+    ] {
+        let out = std::process::Command::new(e2e::process::bin_path("catalog"))
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .args([flag, value])
+            .output()
+            .expect("run catalog");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains(value),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(
+            stderr.contains("ISO 4217") || stderr.contains("hour or month"),
+            "{flag} {value}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+    }
 }
 
 fn secs(v: &serde_json::Value) -> f64 {
