@@ -80,7 +80,9 @@ const port = await freePort();
 const ADMIN_SECRET = 'browser-tests-admin-secret-0123456789';
 const catalog = new Catalog({
   bin, port, dataDir: join(workDir, 'data'), logFile: join(buildDir, 'browser-tests-catalog.log'),
-  env: { CATALOG_ADMIN_SECRET: ADMIN_SECRET },
+  // The catalog's currency by its environment fallback (`--currency`): the
+  // offer cards and contracts show costs in it.
+  env: { CATALOG_ADMIN_SECRET: ADMIN_SECRET, CATALOG_CURRENCY: 'USD' },
 });
 const base = catalog.url;
 let context = null;
@@ -1010,7 +1012,23 @@ try {
     await buyer.locator('[data-list="mine-bought"] li').first().waitFor();
     checkEqual(await buyer.locator('[data-list="mine-bought"] li').count(), 1, 'purchases listed');
     checkEqual(await axeBothSchemes(buyer), { light: [], dark: [] }, 'axe-core on my purchases');
-    await shot(buyer, 'consumer-mine');
+    // A contract the market autoscaler bought (its boughtBy, here with markup in it) carries
+    // a badge titled with the whole text, shown as text; costs carry the contract's unit.
+    const boughtBy = 'market-autoscaler/team-a/<b>web</b>';
+    const held = await fetch(`${base}/reservations`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${alice}` }, body: JSON.stringify({ offerID: storageOffer.id, planID: 'medium', boughtBy }) });
+    checkEqual(held.status, 201, 'status of the autoscaler\'s reservation');
+    const heldId = (await held.json()).id;
+    const auto = await fetch(`${base}/reservations/${heldId}/purchase`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${alice}` }, body: '{}' });
+    checkEqual(auto.status, 201, 'status of the autoscaler\'s purchase');
+    await buyer.reload();
+    const autoItem = buyer.locator(`[data-list="mine-bought"] li[data-id="${heldId}"]`);
+    const badge = autoItem.locator('[data-badge="autoscaler"]');
+    await badge.waitFor();
+    checkEqual([await badge.textContent(), await badge.getAttribute('title')], ['autoscaler', boughtBy], 'the autoscaler badge and its title');
+    checkEqual(await autoItem.locator('b').count(), 0, 'the boughtBy\'s markup is text, not elements');
+    checkEqual(await buyer.locator('[data-list="mine-bought"] [data-badge="autoscaler"]').count(), 1, 'only the autoscaler\'s contract has the badge');
+    check((await autoItem.textContent()).includes('2.0 USD/hour'), `the cost in the contract's unit: ${await autoItem.textContent()}`);
+    await shot(buyer, 'consumer-mine-autoscaler');
     await watcher.close();
     delete pages.watcher;
     await buyer.close();

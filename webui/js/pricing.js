@@ -41,3 +41,22 @@ export function formatCost(cost) {
   const currency = String(uiConfig.currency ?? '').toUpperCase();
   return [text, currency, periodText()].filter(Boolean).join(' ');
 }
+
+/**
+ * A contract's cost in the unit the catalog served with it (`pricing`:
+ * {currency, per}): "1.5 EUR/hour". Without pricing (an older catalog),
+ * the catalog-wide form of formatCost.
+ */
+export function formatPricedCost(cost, pricing) {
+  const currency = typeof pricing?.currency === 'string' ? pricing.currency : '';
+  const per = typeof pricing?.per === 'string' ? pricing.per : '';
+  if (!currency || !per) return formatCost(cost);
+  const text = String(cost ?? '').trim();
+  if (text === '') return '—';
+  return `${text} ${currency}/${per}`;
+}
+
+/** Who bought a contract, when the market autoscaler did (its boughtBy is `market-autoscaler/<namespace>/<name>`). */
+export function boughtByAutoscaler(boughtBy) {
+  return typeof boughtBy === 'string' && boughtBy.startsWith('market-autoscaler/');
+}

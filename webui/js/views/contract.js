@@ -14,7 +14,7 @@
 import { cancelPurchase, getContract } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
 import { peeringSteps } from '../contract-steps.js';
-import { formatCost } from '../pricing.js';
+import { formatPricedCost } from '../pricing.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 import { shellWord } from '../shell.js';
 import { stepItems } from './steps.js';
@@ -168,7 +168,8 @@ export function mountContract(main, ctx, [id]) {
         h('div', {}, h('dt', { text: 'Provider' }), h('dd', { text: providerName })),
         h('div', {}, h('dt', { text: 'Offer and plan' }), h('dd', {}, h('a', { href: `#/offer/${encodeURIComponent(c.offerID)}`, text: offer?.name ?? c.offerID }), ` · ${plan?.name || c.planID}`)),
         h('div', {}, h('dt', { text: 'Resources' }), h('dd', { text: Object.entries(resources).map(([k, v]) => `${k} ${v}`).join(', ') || '—' })),
-        h('div', {}, h('dt', { text: 'Cost' }), h('dd', { text: formatCost(c.cost) })),
+        h('div', {}, h('dt', { text: 'Cost' }), h('dd', { 'data-field': 'cost', text: formatPricedCost(c.cost, c.pricing) })),
+        c.boughtBy ? h('div', {}, h('dt', { text: 'Bought by' }), h('dd', { 'data-field': 'bought-by', text: c.boughtBy })) : null,
         c.purchasedAt ? h('div', {}, h('dt', { text: 'Bought' }), h('dd', { text: formatTime(c.purchasedAt) })) : null,
         c.expiresAt && !c.legacy ? h('div', {}, h('dt', { text: 'Expires' }), h('dd', { 'data-field': 'expires' }, formatTime(c.expiresAt), active ? h('span', { class: 'muted', text: ` (${timeLeft(c.expiresAt)})` }) : null)) : null,
         c.consumerClusterID ? h('div', {}, h('dt', { text: 'Your cluster ID' }), h('dd', {}, h('code', { text: c.consumerClusterID }))) : null,

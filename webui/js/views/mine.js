@@ -5,7 +5,7 @@
 
 import { listContracts, listReservations } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
-import { formatCost } from '../pricing.js';
+import { boughtByAutoscaler, formatCost, formatPricedCost } from '../pricing.js';
 import { countdownText } from './reservation.js';
 import { instancesOf } from '../service-instances.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
@@ -56,9 +56,12 @@ export function mountMine(main, ctx) {
     });
     const boughtItems = bought.map((r) => {
       const c = contractById.get(r.id);
+      // The contract's own unit when the catalog says it ("1.5 EUR/hour").
+      const cost = c ? formatPricedCost(c.cost, c.pricing) : formatCost(r.cost);
       return h('li', { 'data-id': r.id },
         h('a', { href: `#/contract/${encodeURIComponent(r.id)}`, text: planLabel(r) }),
-        h('span', { class: 'muted', text: ` · ${formatCost(r.cost)} · bought ${formatTime(r.purchasedAt)}${c ? ` · ${c.state}${c.expiresAt ? `, until ${formatTime(c.expiresAt)}` : ''}` : ''}` }));
+        boughtByAutoscaler(c?.boughtBy) ? [' ', h('span', { class: 'badge badge--autoscaler', 'data-badge': 'autoscaler', title: c.boughtBy, text: 'autoscaler' })] : null,
+        h('span', { class: 'muted', text: ` · ${cost} · bought ${formatTime(r.purchasedAt)}${c ? ` · ${c.state}${c.expiresAt ? `, until ${formatTime(c.expiresAt)}` : ''}` : ''}` }));
     });
     const endedItems = ended.map((r) => h('li', { 'data-id': r.id },
       h('span', { text: planLabel(r) }),
