@@ -112,6 +112,9 @@ impl Display for PodReason {
             PodReason::Unreasonable { resource } => {
                 write!(f, "its {resource} request is too large to count")
             }
+            PodReason::Deferred => {
+                f.write_str("left for the next round (the search for the cheapest set was cut short)")
+            }
         }
     }
 }
@@ -146,7 +149,11 @@ impl ScaleUp {
             )
         };
         if !self.placed.is_empty() {
-            let _ = write!(s, "; {} pod(s) fit capacity held or in flight", self.placed.len());
+            let _ = write!(
+                s,
+                "; {} pod(s) fit capacity held or in flight",
+                self.placed.len()
+            );
         }
         if !self.unplaceable.is_empty() {
             let _ = write!(s, "; {} pod(s) get nothing", self.unplaceable.len());
@@ -158,7 +165,12 @@ impl ScaleUp {
     /// prices, every pod left out and every offer rejected, with why.
     pub fn report(&self, currency: &str) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "Decision: {} ({}).", self.summary(currency), self.search);
+        let _ = writeln!(
+            out,
+            "Decision: {} ({}).",
+            self.summary(currency),
+            self.search
+        );
         for b in &self.buy {
             let _ = writeln!(
                 out,
@@ -185,7 +197,11 @@ impl ScaleUp {
             let _ = writeln!(out, "  {} gets nothing: {}", u.pod, u.reason);
         }
         for r in &self.rejected {
-            let _ = writeln!(out, "  offer {}/{} not bought: {}", r.offer_id, r.plan_id, r.reason);
+            let _ = writeln!(
+                out,
+                "  offer {}/{} not bought: {}",
+                r.offer_id, r.plan_id, r.reason
+            );
         }
         out
     }

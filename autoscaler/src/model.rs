@@ -274,7 +274,7 @@ fn disruption_budget_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "x-kubernetes-int-or-string": true,
         "pattern": r"^([0-9]{1,3}%|[0-9]{1,5})$",
-        "default": "10%",
+        "x-default": "10%",
         "description": "Nodes being given back at once: a count or a percentage of the bought nodes (rounded up)."
     })
 }
@@ -343,7 +343,22 @@ pub struct MarketAutoscalerSpec {
 /// The MarketAutoscaler CRD, as `deploy/kubernetes/market-autoscaler/crd.yaml`
 /// holds it (tidied as the Purchase CRD is).
 pub fn crd() -> CustomResourceDefinition {
-    schema::tidy(<MarketAutoscaler as kube::CustomResourceExt>::crd())
+    let mut crd = schema::tidy(<MarketAutoscaler as kube::CustomResourceExt>::crd());
+    // kube's structural rewrite marks an int-or-string without a `type`
+    // nullable; the field is never null.
+    for version in &mut crd.spec.versions {
+        let budget = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .and_then(|s| s.properties.as_mut()?.get_mut("spec"))
+            .and_then(|s| s.properties.as_mut()?.get_mut("scaleDown"))
+            .and_then(|s| s.properties.as_mut()?.get_mut("disruptionBudget"));
+        if let Some(budget) = budget {
+            budget.nullable = None;
+        }
+    }
+    crd
 }
 
 pub use controller_core::crd::Condition;
@@ -585,10 +600,16 @@ impl MarketAutoscalerSpec {
     /// The spec, typed; the first field that does not parse is named.
     pub fn parse(&self) -> Result<Intent, SpecError> {
         if self.pods.namespaces.is_empty() {
-            return Err(SpecError::new("pods.namespaces", "name at least one namespace"));
+            return Err(SpecError::new(
+                "pods.namespaces",
+                "name at least one namespace",
+            ));
         }
         if self.strategy == Strategy::Priority && self.priority.is_empty() {
-            return Err(SpecError::new("priority", "strategy Priority needs a priority list"));
+            return Err(SpecError::new(
+                "priority",
+                "strategy Priority needs a priority list",
+            ));
         }
         Ok(Intent {
             namespaces: self.pods.namespaces.clone(),
@@ -636,7 +657,10 @@ impl MarketAutoscalerSpec {
         if !(l.currency.len() == 3 && l.currency.bytes().all(|b| b.is_ascii_uppercase())) {
             return Err(SpecError::new(
                 "limits.currency",
-                format!("{:?} is not an ISO 4217 code (three capital letters)", l.currency),
+                format!(
+                    "{:?} is not an ISO 4217 code (three capital letters)",
+                    l.currency
+                ),
             ));
         }
         let money = |field: &str, text: &Option<String>| -> Result<Option<Money>, SpecError> {
@@ -683,12 +707,16 @@ impl MarketAutoscalerSpec {
 
     pub fn scale_down(&self) -> Result<ScaleDown, SpecError> {
         let s = &self.scale_down;
-        let utilization_threshold_ppm = fraction_ppm(&s.utilization_threshold).ok_or_else(|| {
-            SpecError::new(
-                "scaleDown.utilizationThreshold",
-                format!("{:?} is not a decimal between 0 and 1", s.utilization_threshold),
-            )
-        })?;
+        let utilization_threshold_ppm =
+            fraction_ppm(&s.utilization_threshold).ok_or_else(|| {
+                SpecError::new(
+                    "scaleDown.utilizationThreshold",
+                    format!(
+                        "{:?} is not a decimal between 0 and 1",
+                        s.utilization_threshold
+                    ),
+                )
+            })?;
         let disruption_budget = match &s.disruption_budget {
             IntOrString::Int(n) => DisruptionBudget::Count(u32::try_from(*n).map_err(|_| {
                 SpecError::new("scaleDown.disruptionBudget", "must not be negative")
@@ -703,7 +731,10 @@ impl MarketAutoscalerSpec {
         Ok(ScaleDown {
             policy: s.policy,
             unneeded_time: duration("scaleDown.unneededTime", &s.unneeded_time)?,
-            delay_after_purchase: duration("scaleDown.delayAfterPurchase", &s.delay_after_purchase)?,
+            delay_after_purchase: duration(
+                "scaleDown.delayAfterPurchase",
+                &s.delay_after_purchase,
+            )?,
             utilization_threshold_ppm,
             disruption_budget,
         })
@@ -747,7 +778,9 @@ fn fraction_ppm(text: &str) -> Option<u32> {
     } else {
         whole.parse().ok()?
     };
-    if !frac.bytes().all(|b| b.is_ascii_digit()) || (whole == 0 && frac.is_empty() && text.contains('.')) {
+    if !frac.bytes().all(|b| b.is_ascii_digit())
+        || (whole == 0 && frac.is_empty() && text.contains('.'))
+    {
         return None;
     }
     let (kept, rest) = frac.split_at(frac.len().min(6));

@@ -119,7 +119,10 @@ fn div_up(n: i128, d: i128) -> i128 {
 
 /// What `cost` per `period` accrues in `seconds`, rounded up.
 pub fn accrued(cost: Money, period: Period, seconds: i128) -> Money {
-    Money(div_up(cost.0.saturating_mul(seconds.max(0)), period.seconds()))
+    Money(div_up(
+        cost.0.saturating_mul(seconds.max(0)),
+        period.seconds(),
+    ))
 }
 
 /// `cost` per `period` as a rate per hour, rounded up.
@@ -220,9 +223,7 @@ impl Spend {
         now: Timestamp,
     ) -> Spend {
         self.per_hour = self.per_hour.plus(per_hour(cost, per));
-        self.rest_of_month = self
-            .rest_of_month
-            .plus(rest_of_month(cost, per, term, now));
+        self.rest_of_month = self.rest_of_month.plus(rest_of_month(cost, per, term, now));
         self
     }
 }
@@ -264,7 +265,10 @@ mod tests {
     #[test]
     fn rates_round_up_to_the_nano_unit() {
         // 1 per month is 1/720 per hour: 0.001388888…, rounded up.
-        assert_eq!(per_hour(m("1"), Period::Month), Money::from_nanos(1_388_889));
+        assert_eq!(
+            per_hour(m("1"), Period::Month),
+            Money::from_nanos(1_388_889)
+        );
         assert_eq!(per_month(m("0.5"), Period::Hour), m("360"));
         assert_eq!(per_hour(m("0.5"), Period::Hour), m("0.5"));
         // One second of 1 per hour: 1/3600 rounded up.

@@ -52,8 +52,14 @@ impl VirtualNode {
             ("kubernetes.io/arch", "amd64"),
             (liqo::NODE_TYPE_LABEL, liqo::VIRTUAL_NODE_TYPE),
             (liqo::REMOTE_CLUSTER_ID_LABEL, provider),
-            ("node.kubernetes.io/exclude-from-external-load-balancers", "true"),
-            ("alpha.service-controller.kubernetes.io/exclude-balancer", "true"),
+            (
+                "node.kubernetes.io/exclude-from-external-load-balancers",
+                "true",
+            ),
+            (
+                "alpha.service-controller.kubernetes.io/exclude-balancer",
+                "true",
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -229,7 +235,9 @@ fn tolerates_taint(tol: &Toleration, taint: &Taint) -> bool {
     }
     match tol.operator.as_deref().unwrap_or_default() {
         "Exists" => true,
-        "Equal" | "" => tol.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+        "Equal" | "" => {
+            tol.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
+        }
         _ => false,
     }
 }

@@ -154,24 +154,38 @@ pub enum Reason {
         would_be: Quantity,
     },
     /// `limits.contracts` reached.
-    Contracts { limit: u32 },
+    Contracts {
+        limit: u32,
+    },
     /// The offer's labels do not match `offers.selector`.
     Selector,
     /// The provider is denied, or not allowed.
-    Provider { provider: String, denied: bool },
+    Provider {
+        provider: String,
+        denied: bool,
+    },
     ServiceOffer,
     /// It sells a resource kind outside `offers.resources`.
-    ResourceKind { resource: String },
+    ResourceKind {
+        resource: String,
+    },
     /// No waiting pod fits it (size, or its virtual node's labels/taint).
     Fit,
     /// A purchase of it failed recently.
-    Backoff { until: Timestamp },
+    Backoff {
+        until: Timestamp,
+    },
     /// The catalog did not say what its cost is per (older catalog).
     Pricing,
     /// Priced in another currency than `limits.currency`.
-    Currency { offered: String, wanted: String },
+    Currency {
+        offered: String,
+        wanted: String,
+    },
     /// Zero or absurd cost or sizes: never bought.
-    HostileOffer { why: String },
+    HostileOffer {
+        why: String,
+    },
 }
 
 impl Reason {
@@ -215,6 +229,9 @@ pub enum PodReason {
     Blocked(Reason),
     /// Its requests are beyond what can be counted.
     Unreasonable { resource: String },
+    /// A plan may fit it within the limits, but the bounded search did not
+    /// take it this round (the next round starts from what is bought).
+    Deferred,
 }
 
 impl PodReason {
@@ -225,6 +242,7 @@ impl PodReason {
             PodReason::NoAllowedOffer => "no-offer",
             PodReason::Blocked(r) => r.code(),
             PodReason::Unreasonable { .. } => "fit",
+            PodReason::Deferred => "deferred",
         }
     }
 }
