@@ -3,7 +3,9 @@
 //! controller ([`crate::namespace_controller`]), the ClusterRole aggregation
 //! controller ([`clusterrole_aggregation`]), the node lifecycle
 //! controller's NoExecute tainting and the taint eviction controller
-//! ([`crate::taint_eviction`]) — and the apiextensions-apiserver's CRD
+//! ([`crate::taint_eviction`]), the Deployment and ReplicaSet controllers
+//! ([`crate::deployment`], [`crate::replicaset`]) and the disruption
+//! controller ([`crate::disruption`]) — and the apiextensions-apiserver's CRD
 //! naming, establishing and finalizing controllers
 //! ([`crate::crd_controller`], [`crate::crd_finalizer`]) run beside the
 //! server as one background task: after every change to the stored
@@ -24,6 +26,7 @@ use crate::crd_controller::Establisher;
 use crate::crd_finalizer::CrdFinalizer;
 use crate::gc::Collector;
 use crate::namespace_controller::NamespaceController;
+use crate::replicaset::ReplicaSetController;
 use crate::store::World;
 use crate::taint_eviction::Evictor;
 
@@ -43,6 +46,7 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
             let mut evictor = Evictor::default();
             let mut namespaces = NamespaceController::default();
             let mut crd_finalizer = CrdFinalizer::default();
+            let mut replica_sets = ReplicaSetController::default();
             // The next time a controller's queue is due, if any: a pass
             // then too.
             let mut due: Option<tokio::time::Instant> = None;
@@ -73,7 +77,12 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
                 collector.sync(&mut world);
                 clusterrole_aggregation::sync(&mut world);
                 let evicting = evictor.sync(&mut world, now);
-                due = [finalizing, terminating, evicting]
+                // Deployments before ReplicaSets before budgets: each
+                // pass's writes feed the next controller in the same pass.
+                crate::deployment::sync(&mut world);
+                let replicating = replica_sets.sync(&mut world, now);
+                let disrupting = crate::disruption::sync(&mut world, now);
+                due = [finalizing, terminating, evicting, replicating, disrupting]
                     .into_iter()
                     .flatten()
                     .min()

@@ -114,7 +114,9 @@ struct Counts {
 fn expected_scale(world: &World, pdb: &Value, pods: &[Value]) -> Result<i64, String> {
     let ns = w::namespace(pdb);
     let find = |gr: &crate::crd::GroupResource, name: &str| {
-        world.stored(gr, &crate::store::key(Some(ns), name)).cloned()
+        world
+            .stored(gr, &crate::store::key(Some(ns), name))
+            .cloned()
     };
     let mut scales: BTreeMap<String, i64> = BTreeMap::new();
     for pod in pods {
@@ -206,7 +208,10 @@ fn disrupted_pods(
     pods: &[Value],
     pdb: &Value,
     now: chrono::DateTime<chrono::Utc>,
-) -> (serde_json::Map<String, Value>, Option<chrono::DateTime<chrono::Utc>>) {
+) -> (
+    serde_json::Map<String, Value>,
+    Option<chrono::DateTime<chrono::Utc>>,
+) {
     let mut kept = serde_json::Map::new();
     let mut recheck: Option<chrono::DateTime<chrono::Utc>> = None;
     let Some(recorded) = pdb["status"]["disruptedPods"].as_object() else {
@@ -291,7 +296,11 @@ fn next_status(
         && old["expectedPods"].as_i64().unwrap_or(0) == counts.expected
         && old["disruptionsAllowed"].as_i64().unwrap_or(0) == allowed
         && old["observedGeneration"].as_i64().unwrap_or(0) == w::generation(pdb)
-        && old["disruptedPods"].as_object().cloned().unwrap_or_default() == disrupted;
+        && old["disruptedPods"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+            == disrupted;
     if unchanged {
         return (old.clone(), recheck);
     }
@@ -370,7 +379,12 @@ mod tests {
         let now = chrono::Utc::now();
         let mut deleting = pod("d", true, None);
         deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-        let pods = vec![pod("a", true, None), pod("b", false, None), deleting, pod("e", true, None)];
+        let pods = vec![
+            pod("a", true, None),
+            pod("b", false, None),
+            deleting,
+            pod("e", true, None),
+        ];
         let mut disrupted = serde_json::Map::new();
         disrupted.insert("e".into(), json!(now.to_rfc3339()));
         assert_eq!(healthy(&pods, &disrupted, now), 1);
@@ -380,11 +394,22 @@ mod tests {
 
     #[test]
     fn min_available_int_expects_the_pods_selected() {
-        let world = crate::store::World::new(Default::default(), tokio::sync::broadcast::channel(1).0);
+        let world =
+            crate::store::World::new(Default::default(), tokio::sync::broadcast::channel(1).0);
         let pdb = json!({"metadata": {"namespace": "ns"}, "spec": {"minAvailable": 2}});
-        let pods = vec![pod("a", true, None), pod("b", true, None), pod("c", true, None)];
+        let pods = vec![
+            pod("a", true, None),
+            pod("b", true, None),
+            pod("c", true, None),
+        ];
         let counts = expected_pod_count(&world, &pdb, &pods).unwrap();
-        assert_eq!(counts, Counts { expected: 3, desired_healthy: 2 });
+        assert_eq!(
+            counts,
+            Counts {
+                expected: 3,
+                desired_healthy: 2
+            }
+        );
         let (status, _) = next_status(&world, &pdb, &pods, chrono::Utc::now());
         assert_eq!(status["disruptionsAllowed"], 1);
         assert_eq!(status["conditions"][0]["reason"], SUFFICIENT_PODS);
@@ -392,18 +417,28 @@ mod tests {
 
     #[test]
     fn a_percentage_without_a_known_controller_fails_safe() {
-        let world = crate::store::World::new(Default::default(), tokio::sync::broadcast::channel(1).0);
+        let world =
+            crate::store::World::new(Default::default(), tokio::sync::broadcast::channel(1).0);
         let pdb = json!({"metadata": {"namespace": "ns", "generation": 1},
             "spec": {"maxUnavailable": "50%"}, "status": {"disruptionsAllowed": 3}});
         let pods = vec![pod("a", true, Some(("StatefulSet", "u1")))];
         let (status, _) = next_status(&world, &pdb, &pods, chrono::Utc::now());
         assert_eq!(status["disruptionsAllowed"], 0);
         assert_eq!(status["conditions"][0]["reason"], SYNC_FAILED);
-        assert_eq!(status["conditions"][0]["message"], "found no controllers for pod \"a\"");
+        assert_eq!(
+            status["conditions"][0]["message"],
+            "found no controllers for pod \"a\""
+        );
         assert!(status["observedGeneration"].is_null());
         // Unmanaged pods are left out: no controller, no scale, nothing allowed.
         let pods = vec![pod("a", true, None)];
         let (status, _) = next_status(&world, &pdb, &pods, chrono::Utc::now());
-        assert_eq!((status["expectedPods"].as_i64(), status["disruptionsAllowed"].as_i64()), (Some(0), Some(0)));
+        assert_eq!(
+            (
+                status["expectedPods"].as_i64(),
+                status["disruptionsAllowed"].as_i64()
+            ),
+            (Some(0), Some(0))
+        );
     }
 }

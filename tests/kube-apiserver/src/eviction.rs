@@ -317,7 +317,11 @@ fn check_and_decrement(
     }
     updated["status"]["disruptedPods"][pod] = json!(now);
     let Some(def) = world.registry.get(&w::pod_disruption_budgets()) else {
-        return Err(ApiError::new(500, "InternalError", "poddisruptionbudgets are not served"));
+        return Err(ApiError::new(
+            500,
+            "InternalError",
+            "poddisruptionbudgets are not served",
+        ));
     };
     world
         .update(&def, Some(w::namespace(pdb)), name, updated, Target::Status)
@@ -373,7 +377,8 @@ fn delete_pod(
     marked["status"]["conditions"] = Value::Array(conditions);
     let written = world.update(pods, Some(&namespace), &name, marked, Target::Status)?;
     if !resource_version_unset(&options) {
-        options["preconditions"]["resourceVersion"] = written["metadata"]["resourceVersion"].clone();
+        options["preconditions"]["resourceVersion"] =
+            written["metadata"]["resourceVersion"].clone();
     }
     if let Some(map) = options.as_object_mut() {
         // Carried out above; the store's DELETE takes none.
@@ -397,14 +402,113 @@ mod tests {
         let all = vec!["All".to_string()];
         let none: Vec<String> = Vec::new();
         let plain = json!({"metadata": {"name": "p"}});
-        assert_eq!(propagate_dry_run(&plain, &all).unwrap()["dryRun"], json!(["All"]));
+        assert_eq!(
+            propagate_dry_run(&plain, &all).unwrap()["dryRun"],
+            json!(["All"])
+        );
         assert!(propagate_dry_run(&plain, &none).unwrap()["dryRun"].is_null());
         let body = json!({"metadata": {"name": "p"}, "deleteOptions": {"dryRun": ["All"]}});
-        assert_eq!(propagate_dry_run(&body, &none).unwrap()["dryRun"], json!(["All"]));
+        assert_eq!(
+            propagate_dry_run(&body, &none).unwrap()["dryRun"],
+            json!(["All"])
+        );
         assert!(propagate_dry_run(&body, &all).is_ok());
         let odd = vec!["Some".to_string()];
         let error = propagate_dry_run(&body, &odd).unwrap_err();
-        assert!(error.message.contains("Non-matching dry-run options"), "{error}");
+        assert!(
+            error.message.contains("Non-matching dry-run options"),
+            "{error}"
+        );
+    }
+
+    fn world_with_budget() -> (World, Value) {
+        let mut registry = crate::crd::Registry::default();
+        for def in crate::builtin::definitions() {
+            registry.register(def);
+        }
+        let mut world = World::new(registry, tokio::sync::broadcast::channel(64).0);
+        let ns = world
+            .registry
+            .get(&crate::crd::GroupResource::new("", "namespaces"))
+            .unwrap();
+        world
+            .create(&ns, None, json!({"metadata": {"name": "ns"}}))
+            .unwrap();
+        let def = world.registry.get(&w::pod_disruption_budgets()).unwrap();
+        // A client's status on create is dropped, as the strategy drops it.
+        let pdb = world
+            .create(
+                &def,
+                Some("ns"),
+                json!({"metadata": {"name": "b"}, "spec": {"minAvailable": 1},
+                       "status": {"disruptionsAllowed": 5}}),
+            )
+            .unwrap();
+        assert_eq!(pdb["metadata"]["generation"], 1);
+        assert!(pdb["status"].is_null());
+        (world, pdb)
+    }
+
+    fn set_status(world: &mut World, status: Value) -> Value {
+        let def = world.registry.get(&w::pod_disruption_budgets()).unwrap();
+        let mut pdb = world.get(&def, Some("ns"), "b").unwrap();
+        pdb["status"] = status;
+        world
+            .update(&def, Some("ns"), "b", pdb, Target::Status)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_budget_is_checked_and_decremented_as_the_source_does() {
+        let (mut world, pdb) = world_with_budget();
+        // Not yet observed: 429, retry in 10 s.
+        let e = check_and_decrement(&mut world, &pdb, "p", false).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (429, VIOLATES));
+        assert_eq!(e.details.as_ref().unwrap()["retryAfterSeconds"], 10);
+        assert_eq!(
+            e.details.as_ref().unwrap()["causes"][0]["message"],
+            "The disruption budget b is still being processed by the server."
+        );
+        let pdb = set_status(
+            &mut world,
+            json!({"observedGeneration": 1, "disruptionsAllowed": 1, "desiredHealthy": 1,
+                   "currentHealthy": 2, "expectedPods": 2}),
+        );
+        // A dry run decrements nothing stored.
+        check_and_decrement(&mut world, &pdb, "p", true).unwrap();
+        let def = world.registry.get(&w::pod_disruption_budgets()).unwrap();
+        let stored = world.get(&def, Some("ns"), "b").unwrap();
+        assert_eq!(stored["status"]["disruptionsAllowed"], 1);
+        check_and_decrement(&mut world, &stored, "p", false).unwrap();
+        let stored = world.get(&def, Some("ns"), "b").unwrap();
+        assert_eq!(stored["status"]["disruptionsAllowed"], 0);
+        assert!(stored["status"]["disruptedPods"]["p"].is_string());
+        assert_eq!(
+            stored["status"]["conditions"][0]["reason"],
+            "InsufficientPods"
+        );
+        let e = check_and_decrement(&mut world, &stored, "q", false).unwrap_err();
+        assert_eq!(e.code, 429);
+        assert!(e
+            .details
+            .as_ref()
+            .unwrap()
+            .get("retryAfterSeconds")
+            .is_none());
+        assert_eq!(
+            e.details.as_ref().unwrap()["causes"][0],
+            json!({"reason": "DisruptionBudget",
+                   "message": "The disruption budget b needs 1 healthy pods and has 2 currently"})
+        );
+        let negative = set_status(
+            &mut world,
+            json!({"observedGeneration": 1, "disruptionsAllowed": -1}),
+        );
+        let e = check_and_decrement(&mut world, &negative, "q", false).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, "poddisruptionbudget.policy \"b\" is forbidden: pdb disruptions allowed is negative")
+        );
     }
 
     #[test]
@@ -413,7 +517,9 @@ mod tests {
             assert!(can_ignore_pdb(&json!({"status": {"phase": phase}})));
         }
         assert!(!can_ignore_pdb(&json!({"status": {"phase": "Running"}})));
-        assert!(can_ignore_pdb(&json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
-            "status": {"phase": "Running"}})));
+        assert!(can_ignore_pdb(
+            &json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Running"}})
+        ));
     }
 }

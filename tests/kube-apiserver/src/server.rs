@@ -373,7 +373,11 @@ async fn serve(
     if pods && route.subresource.as_deref() == Some("eviction") {
         // Before the refusal of dry runs: an eviction carries its own out
         // (`propagateDryRun`, [`crate::eviction`]).
-        return match (method.as_str(), route.namespace.as_deref(), route.name.as_deref()) {
+        return match (
+            method.as_str(),
+            route.namespace.as_deref(),
+            route.name.as_deref(),
+        ) {
             ("POST", Some(ns), Some(name)) => evict_pod(shared, def, ns, name, body, query, users),
             (m, _, _) => error_response(&ApiError::method_not_allowed(m, "pods/eviction")),
         };

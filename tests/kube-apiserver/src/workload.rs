@@ -96,7 +96,11 @@ pub fn is_ready(pod: &Value) -> bool {
 
 /// `IsPodAvailable` (`pkg/api/v1/pod/util.go`): Ready for at least
 /// `min_ready_seconds` (by the condition's `lastTransitionTime`).
-pub fn is_available(pod: &Value, min_ready_seconds: i64, now: chrono::DateTime<chrono::Utc>) -> bool {
+pub fn is_available(
+    pod: &Value,
+    min_ready_seconds: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> bool {
     let Some(ready) = ready_condition(pod) else {
         return false;
     };
@@ -106,7 +110,9 @@ pub fn is_available(pod: &Value, min_ready_seconds: i64, now: chrono::DateTime<c
     ready["lastTransitionTime"]
         .as_str()
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-        .is_some_and(|t| t.with_timezone(&chrono::Utc) + chrono::Duration::seconds(min_ready_seconds) < now)
+        .is_some_and(|t| {
+            t.with_timezone(&chrono::Utc) + chrono::Duration::seconds(min_ready_seconds) < now
+        })
 }
 
 pub fn phase(pod: &Value) -> &str {
@@ -220,7 +226,10 @@ pub fn record_event(
 pub fn pods_by_namespace(world: &crate::store::World) -> HashMap<String, Vec<Value>> {
     let mut by_ns: HashMap<String, Vec<Value>> = HashMap::new();
     for pod in world.list_objects(&pods()) {
-        by_ns.entry(namespace(&pod).to_string()).or_default().push(pod);
+        by_ns
+            .entry(namespace(&pod).to_string())
+            .or_default()
+            .push(pod);
     }
     by_ns
 }
