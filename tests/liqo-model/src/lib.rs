@@ -70,7 +70,16 @@
 //!   and memory above zero (`reconciler.go:134-148`) and, when the network
 //!   check is on and the networking module not off, the ForeignCluster's
 //!   network `Established` (`utils.go:99-133`), with pressure and
-//!   NetworkUnavailable conditions (`conditions.go`).
+//!   NetworkUnavailable conditions (`conditions.go`); none for a
+//!   VirtualNode being deleted, whose virtual kubelet Liqo stops first.
+//! - [`virtual_node_controller`] (`pkg/liqo-controller-manager/offloading/virtualnode-controller/`),
+//!   as the controller manager: its finalizer on each VirtualNode and, when
+//!   one is deleted (its slice gone) or asks for no node, the deletion
+//!   routine — the Node cordoned, its offloaded pods evicted through
+//!   `pods/eviction` (PodDisruptionBudgets respected; a refusal retried at
+//!   the work queue's backoff, for ever, the node kept cordoned), or
+//!   deleted at once when the peer is dead, then the Node deleted and the
+//!   finalizer removed (`deletion-routine.go`, `drain.go`).
 //!
 //! Between the two ([`Replicator::start`]):
 //! - [`crd_replicator`] (`internal/crdReplicator/reflection/handler.go`),
@@ -234,7 +243,7 @@
 //!   cache's initialisation and refresh (deletions come from a watch). The test
 //!   server serves Liqo's ShadowPod CRD, so a ShadowPod created there is
 //!   judged by the registered hook; tests set the creator label.
-//! - Node deletion, the node's addresses, node info and leases.
+//! - The node's addresses, node info and leases.
 //!
 //! Like controller-runtime's default (one worker per controller), each
 //! controller reconciles one key at a time, in the order its watches
@@ -278,6 +287,7 @@ pub mod slice;
 pub mod tenant;
 pub mod tenant_namespace;
 pub mod tenant_webhook;
+pub mod virtual_node_controller;
 pub mod virtual_node_creator;
 pub mod watch_cache;
 
@@ -521,7 +531,9 @@ pub struct Consumer {
 
 impl Consumer {
     /// Grant the controller manager and the virtual kubelet their RBAC in
-    /// `kube` and start the virtual-node creator and the node provider.
+    /// `kube` and start the virtual-node creator, the VirtualNode
+    /// controller (a virtual node's cordon, drain and removal) and the node
+    /// provider.
     pub async fn start(kube: &KubeApiServer) -> Result<Consumer, Error> {
         grant_each(
             kube,
@@ -530,6 +542,11 @@ impl Consumer {
                     CONTROLLER_MANAGER,
                     "liqo-model-virtual-node-creator",
                     virtual_node_creator::RULES,
+                ),
+                (
+                    CONTROLLER_MANAGER,
+                    "liqo-model-virtual-node",
+                    virtual_node_controller::RULES,
                 ),
                 (
                     VIRTUAL_KUBELET,
@@ -542,7 +559,8 @@ impl Consumer {
         let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;
         let mut tasks = vec![
-            tokio::spawn(virtual_node_creator::run(manager)),
+            tokio::spawn(virtual_node_creator::run(manager.clone())),
+            tokio::spawn(virtual_node_controller::run(manager)),
             tokio::spawn(node_provider::run(kubelet)),
         ];
         tasks.extend(tenant_webhook::register(kube).await?);

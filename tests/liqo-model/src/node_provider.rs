@@ -82,6 +82,12 @@ async fn reconcile(
     if vn.data["spec"]["createNode"] == false {
         return Ok(());
     }
+    // A VirtualNode being deleted has its virtual kubelet's Deployment
+    // deleted before its Node (`virtualnode-controller/deletion-routine.go:192-235`):
+    // nothing makes the Node again once the deletion routine removed it.
+    if vn.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
     let cluster = vn.data["spec"]["clusterID"].as_str().unwrap_or_default();
     // The ForeignCluster by its cluster-ID label
     // (`pkg/utils/foreigncluster/getters.go`, GetForeignClusterByID).

@@ -9,7 +9,9 @@
 //! (FP:208-254: containers, init containers, volumes, restart policy and
 //! the like; tolerations without Liqo's own; no node name or affinity; no
 //! service account token); the ShadowPod is deleted with the pod
-//! (PODNS:147-156); and the remote pod's status is copied to the local pod
+//! (PODNS:147-156); the local pod is labelled `liqo.io/shadowPod=true`
+//! (PODNS:288-306), a label the ShadowPod does not get (FP:172-177); and
+//! the remote pod's status is copied to the local pod
 //! (PODNS:379-470, FP:102-122, the host IP the virtual node's).
 //!
 //! The ShadowPod carries `liqo.io/creator-user` = the user the reflection
@@ -30,7 +32,7 @@
 //! Not modelled: the IP remapping, restarts counting, the pod's own
 //! deletion protocol (the test server deletes at once), terminal pods.
 
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
 
@@ -40,12 +42,13 @@ use crate::offloading_consts::{
     namespace_maps, pods, shadow_pods, DESTINATION, ORIGIN, ORIGIN_NODE_NAME,
 };
 use crate::runner::{self, Key};
+use crate::virtual_node_controller::LOCAL_POD_LABEL;
 use crate::Error;
 
 /// On the local cluster (`liqo-virtual-kubelet-local` ClusterRole, the part
 /// this model uses).
 pub const LOCAL_RULES: &[Rule] = &[
-    Rule::new(&[""], &["pods"], READ),
+    Rule::new(&[""], &["pods"], &["get", "list", "watch", "patch"]),
     Rule::new(&[""], &["pods/status"], &["get", "update", "patch"]),
     Rule::new(&["offloading.liqo.io"], &["namespacemaps"], READ),
 ];
@@ -59,6 +62,9 @@ pub const REMOTE_RULES: &[Rule] = &[
     ),
     Rule::new(&[""], &["pods"], READ),
 ];
+
+/// `pkg/virtualKubelet/forge/forge.go:29`.
+pub const REFLECTION_FIELD_MANAGER: &str = "reflection.liqo.io";
 
 /// `pkg/virtualKubelet/forge/forge.go:54`: the host IP offloaded pods show
 /// (the virtual node's address; Liqo's tests use this one).
@@ -214,8 +220,31 @@ async fn reconcile(r: &Reflector, key: Key) -> Result<(), Error> {
         }
         return Ok(());
     };
+    // PODNS:212-215, 288-306 (FP:91-99): the local pod marked as offloaded,
+    // by a forced apply of the reflection's field manager (`forge.go:29,
+    // 66-71`) — the label Liqo's drain finds the pods to evict by.
+    let marked = local
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LOCAL_POD_LABEL))
+        .is_some_and(|v| v == "true");
+    if !marked {
+        let mark = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": key.name, "namespace": key.namespace,
+                         "labels": {LOCAL_POD_LABEL: "true"}}});
+        local_pods
+            .patch(
+                &key.name,
+                &PatchParams::apply(REFLECTION_FIELD_MANAGER).force(),
+                &Patch::Apply(&mark),
+            )
+            .await?;
+    }
     if shadow.is_none() {
         let mut labels = local.metadata.labels.clone().unwrap_or_default();
+        // FP:172-177: meaningful only locally.
+        labels.remove(LOCAL_POD_LABEL);
         labels.insert(ORIGIN.into(), r.local_cluster_id.clone());
         labels.insert(DESTINATION.into(), r.remote_cluster_id.clone());
         labels.insert(ORIGIN_NODE_NAME.into(), r.node_name.clone());

@@ -1,14 +1,17 @@
 //! A scheduler for the test clusters, playing kube-scheduler (not a Liqo
 //! component: Liqo relies on the cluster's scheduler to put pods on its
 //! virtual nodes): each pod without a node is bound to the first node, by
-//! name, on which [`scheduling::feasible`] holds — ready, schedulable,
-//! matching its node selector and required node affinity, its taints
-//! tolerated, room for its requests and one more pod — else marked
-//! `PodScheduled=False`, reason `Unschedulable`, with the first node's
-//! reason, as kube-scheduler reports it
-//! (`pkg/scheduler/schedule_one.go`, `handleSchedulingFailure`). Pods are
-//! tried again when any node changes. Scoring is not modelled: among
-//! feasible nodes the first by name wins.
+//! name, that passes [`scheduling::filter`] — schedulable, its taints
+//! tolerated (a node not `Ready` carries the lifecycle controller's
+//! `NoSchedule` taint), matching its node selector and required node
+//! affinity, room for its requests and one more pod — else marked
+//! `PodScheduled=False`, reason `Unschedulable`, with kube-scheduler's
+//! message ([`scheduling::unschedulable_message`]: `0/N nodes are
+//! available: 1 Insufficient cpu, 1 node(s) had untolerated taint {…}.
+//! preemption: …`; `pkg/scheduler/schedule_one.go`,
+//! `handleSchedulingFailure`). Pods are tried again when any node
+//! changes. Scoring and preemption are not modelled: among feasible
+//! nodes the first by name wins, and no pod is preempted.
 //!
 //! A pod is bound as kube-scheduler's default binder binds it
 //! (`pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`,
@@ -22,7 +25,7 @@ use serde_json::{json, Value};
 use crate::identity::{Rule, READ};
 use crate::offloading_consts::pods;
 use crate::runner::{self, Key};
-use crate::scheduling::feasible;
+use crate::scheduling::{filter, unschedulable_message};
 use crate::Error;
 
 /// The user the model's scheduler runs as.
@@ -104,14 +107,14 @@ async fn schedule(client: &Client, key: Key) -> Result<(), Error> {
         .filter(|p| !finished(p))
         .collect();
     let this = serde_json::to_value(&pod).unwrap_or_default();
-    let mut first_reason = None;
+    let mut refused = Vec::new();
     for node in &nodes {
         let on_node: Vec<&Value> = everyone
             .iter()
             .filter(|p| p["spec"]["nodeName"] == node["metadata"]["name"])
             .collect();
-        match feasible(&this, node, &on_node) {
-            None => {
+        match filter(&this, node, &on_node) {
+            Ok(()) => {
                 let binding = json!({
                     "apiVersion": "v1",
                     "kind": "Binding",
@@ -132,16 +135,10 @@ async fn schedule(client: &Client, key: Key) -> Result<(), Error> {
                     other => other.map(drop).map_err(Into::into),
                 };
             }
-            Some(reason) => {
-                first_reason.get_or_insert(reason);
-            }
+            Err(refusal) => refused.push((node, on_node, refusal)),
         }
     }
-    let message = format!(
-        "0/{} nodes are available: {}.",
-        nodes.len(),
-        first_reason.unwrap_or_else(|| "no nodes available to schedule pods".into())
-    );
+    let message = unschedulable_message(&this, &refused);
     let condition = json!({"type": "PodScheduled", "status": "False",
                            "reason": "Unschedulable", "message": message});
     let conditions = pod.data["status"]["conditions"]
