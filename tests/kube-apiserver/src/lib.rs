@@ -22,6 +22,14 @@
 //!   ([`gc`]) and namespace termination ([`namespace_lifecycle`],
 //!   [`namespace_controller`]), the controllers running in the background
 //!   after each change ([`controllers`]).
+//! - Workloads as kube-controller-manager runs them: apps/v1 Deployments
+//!   ([`deployment`]: one ReplicaSet per pod template, no rollout pacing)
+//!   and ReplicaSets ([`replicaset`]: pods created through admission,
+//!   surplus ones deleted in `ActivePods` order, adoption by selector),
+//!   policy/v1 PodDisruptionBudgets kept by the disruption controller
+//!   ([`disruption`]), and the `pods/eviction` subresource ([`eviction`]).
+//!   They are always on: a test creates a Deployment as a client does and
+//!   its pods appear.
 //! - `resourceVersion` as a real server reads it: lists at the most
 //!   recent state, at least as fresh as N, or exactly at N (410 once
 //!   compacted); reads at an N not reached yet answer the watch cache's
