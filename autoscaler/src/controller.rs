@@ -26,7 +26,7 @@
 //!    about to expire that are still in use;
 //! 6. writes the status if anything but the round's time changed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -445,10 +445,6 @@ pub fn requeue_after(d: Duration) -> Action {
 pub fn next_round(scan: Duration, deadlines: impl IntoIterator<Item = Duration>) -> Duration {
     deadlines.into_iter().fold(scan, Duration::min)
 }
-
-/// Sum helper for BTreeMaps in tests.
-#[doc(hidden)]
-pub fn _unused(_: BTreeMap<(), ()>) {}
 
 #[cfg(test)]
 mod tests {

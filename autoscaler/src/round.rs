@@ -2,7 +2,7 @@
 //! order); every effect is in [`crate::act`], every status rule in
 //! [`crate::status`].
 
-use std::sync::Arc;
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use controller_core::pods::stale;
@@ -56,38 +56,17 @@ pub fn budget_allows(
     Ok(())
 }
 
-/// A one-line summary of a decision.
-pub fn summary(up: &ScaleUp, waiting: usize) -> String {
+/// A one-line summary of a decision (DECIDE's, with the first pod left
+/// out named).
+pub fn summary(up: &ScaleUp, waiting: usize, currency: &str) -> String {
     if waiting == 0 {
         return "no pod waits".to_string();
     }
-    let mut parts = Vec::new();
-    if !up.buy.is_empty() {
-        parts.push(format!(
-            "buy {} plan(s) for {} per hour ({} per month)",
-            up.buy.len(),
-            up.added_per_hour,
-            up.added_per_month
-        ));
+    let mut s = up.summary(currency);
+    if let Some(u) = up.unplaceable.first() {
+        let _ = write!(s, " (first: {}: {})", u.pod, u.reason);
     }
-    if !up.placed.is_empty() {
-        parts.push(format!(
-            "{} pod(s) fit capacity bought already",
-            up.placed.len()
-        ));
-    }
-    if !up.unplaceable.is_empty() {
-        parts.push(format!(
-            "{} pod(s) get nothing (first: {}: {})",
-            up.unplaceable.len(),
-            up.unplaceable[0].pod,
-            up.unplaceable[0].reason
-        ));
-    }
-    if parts.is_empty() {
-        parts.push(format!("{waiting} pod(s) wait; nothing to buy"));
-    }
-    parts.join("; ")
+    s
 }
 
 /// The round's outcome so far, for the status write at the end.
@@ -237,6 +216,7 @@ pub async fn run(
     let mut st = r.status();
     if let Some(left) = wait {
         tracing::debug!(?left, "new pods wait; the batch is still open");
+        ctx.metrics.count_decision("waiting", "batch");
         deadlines.push(left);
     } else {
         let inputs = Inputs::gather(
@@ -258,7 +238,7 @@ pub async fn run(
         st = r.status();
         st.last_decision = Some(status::decision(
             &up,
-            summary(&up, world.waiting.len()),
+            summary(&up, world.waiting.len(), &intent.limits.currency),
             now,
         ));
         if bought.count > 0 {
@@ -267,7 +247,7 @@ pub async fn run(
                 status::SCALED_UP,
                 true,
                 "Bought",
-                &summary(&up, world.waiting.len()),
+                &summary(&up, world.waiting.len(), &intent.limits.currency),
                 r.generation,
                 now,
             );
@@ -709,6 +689,3 @@ async fn buy(
     }
     Ok(out)
 }
-
-#[doc(hidden)]
-pub fn _keep(_: Arc<()>) {}
