@@ -455,10 +455,9 @@ fn undominated(p: &Problem, tier: u32) -> Vec<usize> {
     let all: Vec<usize> = (0..p.types.len())
         .filter(|t| p.types[*t].tier == tier)
         .collect();
-    // A larger plan for less can still waste more.
-    if p.objective == Objective::Waste {
-        return all;
-    }
+    // A larger plan for less can still waste more: with `LeastWaste` only
+    // plans of the very same sizes compete on price.
+    let same_size = p.objective == Objective::Waste;
     // Admission columns, each distinct one compared once.
     let mut ids: HashMap<Vec<bool>, usize> = HashMap::new();
     let mut columns: Vec<Vec<bool>> = Vec::new();
@@ -482,6 +481,7 @@ fn undominated(p: &Problem, tier: u32) -> Vec<usize> {
         let (tb, ta) = (&p.types[b], &p.types[a]);
         tb.hour <= ta.hour
             && tb.month <= ta.month
+            && (!same_size || tb.cap == ta.cap)
             && tb.cap.iter().zip(&ta.cap).all(|(x, y)| x >= y)
             && tb
                 .sell

@@ -35,7 +35,7 @@ use crate::spend::{Money, Period, Pricing, Spend};
 
 pub mod choose;
 pub mod fit;
-mod run;
+pub mod run;
 
 pub use run::scale_up;
 
