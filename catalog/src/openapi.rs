@@ -154,7 +154,16 @@ pub fn complete(doc: &mut Value) {
                     .is_some_and(|s| !s.is_empty());
                 let has_body = op.contains_key("requestBody");
                 if let Some(body) = op.get_mut("requestBody").and_then(Value::as_object_mut) {
-                    body.insert("required".into(), Value::Bool(true));
+                    // A body whose schema admits `null` may be left out
+                    // too (`POST /reservations/{id}/purchase` reads no
+                    // body as `null`: the defaults): not required, or a
+                    // request without one would read as invalid.
+                    let nullable = body
+                        .get("content")
+                        .and_then(|c| c.pointer("/application~1json/schema/oneOf"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|shapes| shapes.contains(&json!({"type": "null"})));
+                    body.insert("required".into(), Value::Bool(!nullable));
                     body.entry("description").or_insert_with(|| {
                         json!("A JSON object (`Content-Type: application/json`)")
                     });
@@ -381,6 +390,20 @@ mod tests {
             if op.get("requestBody").is_some() {
                 assert!(responses.contains_key("413"), "{label} lacks 413");
             }
+        }
+    }
+
+    /// Only the purchase's body may be left out (none buys with the
+    /// defaults); every other body is required.
+    #[test]
+    fn bodies_are_required_but_the_purchases() {
+        let doc = document_value().expect("document");
+        for (method, path, op) in operations(&doc) {
+            let Some(body) = op.get("requestBody") else {
+                continue;
+            };
+            let optional = method == "post" && path == "/reservations/{id}/purchase";
+            assert_eq!(body["required"], json!(!optional), "{method} {path}");
         }
     }
 
