@@ -47,7 +47,7 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         "gpu-burst",
         &market.url(),
         json!({"offerID": OFFER, "planID": "small", "namespaces": ["apps"],
-               "podOffloadingStrategy": "LocalAndRemote"}),
+               "podOffloadingStrategy": "LocalAndRemote", "boughtBy": "market-autoscaler/team/burst"}),
     );
     // Not peered: the exact command, the kubeconfig in a Secret (not in
     // the status), the contract `pending` for this consumer cluster.
@@ -84,9 +84,13 @@ fn v1_purchase_peers_grants_offloads_reports_and_cleans_up() {
         secret["metadata"]["ownerReferences"][0]["name"],
         "gpu-burst"
     );
+    // `spec.boughtBy` reached the catalog with the reservation and purchase.
     wait_until("the catalog shows the contract pending", || {
         let (status, c) = market.contract(&alice, &id);
-        status == 200 && c["state"] == "pending" && c["consumerClusterID"] == CONSUMER_ID
+        status == 200
+            && c["state"] == "pending"
+            && c["consumerClusterID"] == CONSUMER_ID
+            && c["boughtBy"] == "market-autoscaler/team/burst"
     });
     // A restarted controller follows the recorded contract: it never buys
     // twice. (Its reconcile of a changed spec is the marker that it ran.)
