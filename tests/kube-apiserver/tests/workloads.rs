@@ -475,7 +475,8 @@ async fn a_pending_pod_is_evicted_whatever_the_budget_and_two_budgets_are_a_500(
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), NS);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     let names = running(&client, "web", 2).await;
-    for (name, min) in [("a", 2), ("b", 2)] {
+    // "a" wants more than are Ready: a not-Ready pod would not get past it.
+    for (name, min) in [("a", 3), ("b", 2)] {
         pdbs.create(
             &PostParams::default(),
             &pdb(
