@@ -159,6 +159,8 @@ pub struct Context {
     pub catalogs: Catalogs,
     pub stores: Stores,
     pub batches: Mutex<HashMap<String, Batch>>,
+    /// Since when each bought node has been unneeded.
+    pub unneeded: Mutex<crate::give_back::Unneeded>,
 }
 
 /// `ma`'s served namespaces contain `ns`.
@@ -240,6 +242,7 @@ pub async fn run(
             namespaces: namespaces.clone(),
         },
         batches: Mutex::new(HashMap::new()),
+        unneeded: Mutex::new(HashMap::new()),
     });
 
     let own = {

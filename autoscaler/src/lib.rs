@@ -9,6 +9,7 @@ pub mod events;
 pub mod explain;
 pub mod explanation;
 pub mod failpoint;
+pub mod give_back;
 pub mod http;
 pub mod metrics;
 pub mod model;

@@ -18,6 +18,7 @@ use crate::controller::{next_round, requeue_after, Context, ReconcileError};
 use crate::decide::{self, Buy, ScaleUp};
 use crate::events::{self, core_ref};
 use crate::failpoint::{self, Step};
+use crate::give_back;
 use crate::metrics::Gauges;
 use crate::model::{
     HeldStatus, InFlightStatus, Intent, Limits, MarketAutoscaler, MarketAutoscalerStatus,
@@ -278,15 +279,29 @@ pub async fn run(
         }
     }
 
-    // 6. The status: spend, held, ready.
+    // 5. Give back, extend.
     let fresh = ctx
         .catalogs
         .contracts(&r.key, url, &token)
         .await
         .unwrap_or(contracts);
     let world_now = ctx.stores.world(ma, &intent);
+    give_back::scale_down(ctx, ma, &intent, &world_now, &mut st, now).await?;
     let mine = observe::my_contracts(ma, &world_now, &fresh);
     let committed = observe::committed(&mine, &in_flight, intent.terms.duration, now);
+    give_back::expiry(
+        ctx,
+        ma,
+        &intent,
+        &world_now,
+        &mine,
+        committed.spend,
+        &token,
+        now,
+    )
+    .await;
+
+    // 6. The status: spend, held, ready.
     let held_spend = Spend::of(
         &mine
             .iter()
