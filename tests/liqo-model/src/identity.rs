@@ -87,6 +87,25 @@ pub async fn client_in_groups(
     user: &str,
     groups: &[&str],
 ) -> Result<Client, Error> {
+    client_with(kube, user, groups, true).await
+}
+
+/// [`client_as`] without kube's default retry of 429, 503 and 504 (up to
+/// 15 times, `RetryPolicy::server_retry`): as client-go's REST client,
+/// which retries only an answer carrying `Retry-After`
+/// (`staging/src/k8s.io/client-go/rest/request.go`, `checkWait`) — a
+/// PodDisruptionBudget's refused eviction carries none, so Liqo sees the
+/// 429 at once.
+pub async fn client_as_without_retry(kube: &KubeApiServer, user: &str) -> Result<Client, Error> {
+    client_with(kube, user, &[], false).await
+}
+
+async fn client_with(
+    kube: &KubeApiServer,
+    user: &str,
+    groups: &[&str],
+    retry: bool,
+) -> Result<Client, Error> {
     let token = kube.token_for_groups(user, groups);
     // Over HTTPS, the server's own CA is trusted (as a kubeconfig from the
     // cluster carries it).
@@ -105,8 +124,9 @@ pub async fn client_in_groups(
     });
     let kubeconfig = Kubeconfig::from_yaml(&kubeconfig.to_string())
         .map_err(|e| Error::Identity(e.to_string()))?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| Error::Identity(e.to_string()))?;
+    config.default_retry = retry;
     Client::try_from(config).map_err(Error::Kube)
 }

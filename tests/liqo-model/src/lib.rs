@@ -559,8 +559,10 @@ impl Consumer {
         let manager = identity::client_as(kube, CONTROLLER_MANAGER).await?;
         let kubelet = identity::client_as(kube, VIRTUAL_KUBELET).await?;
         let mut tasks = vec![
-            tokio::spawn(virtual_node_creator::run(manager.clone())),
-            tokio::spawn(virtual_node_controller::run(manager)),
+            tokio::spawn(virtual_node_creator::run(manager)),
+            tokio::spawn(virtual_node_controller::run(
+                identity::client_as_without_retry(kube, CONTROLLER_MANAGER).await?,
+            )),
             tokio::spawn(node_provider::run(kubelet)),
         ];
         tasks.extend(tenant_webhook::register(kube).await?);

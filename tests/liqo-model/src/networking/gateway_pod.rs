@@ -11,32 +11,24 @@
 //!   `NET_RAW`; privileged only for the userspace implementation, the
 //!   chart's default is `kernel`, :140-192) and `geneve` (`NET_ADMIN`,
 //!   `NET_RAW`, :193-249), volumes `wireguard-config` and `ipc`;
-//! - its pod, made as kube-controller-manager's ReplicaSet controller
-//!   makes one (not a Liqo component; the model plays it as it plays the
-//!   scheduler and kubelet): `generateName` `<deployment>-`, the
-//!   template's labels and spec, controlled by its owner. A refused create
-//!   is reported as that controller reports it: a `Warning` Event
-//!   `FailedCreate`, `Error creating: <the API server's message>`
-//!   (`pkg/controller/controller_utils.go`, `RealPodControl.createPods`),
-//!   and the condition `ReplicaFailure=True`, reason `FailedCreate`, the
-//!   error as message (`pkg/controller/replicaset/replica_set_utils.go`
-//!   `calculateStatus`), which the Deployment controller copies onto the
-//!   Deployment (`pkg/controller/deployment/sync.go` `calculateStatus`);
-//!   the create is tried again with backoff.
+//! - its pod, made by kube-controller-manager's Deployment and ReplicaSet
+//!   controllers (not Liqo components: the test server runs them), which
+//!   report a refused create as a `Warning` Event `FailedCreate` and the
+//!   condition `ReplicaFailure=True` (`pkg/controller/replicaset/`); the
+//!   gateway waits for its pod (it makes the keys, the tunnel and the
+//!   Connection).
 //!
-//! Simplified: no ReplicaSet between Deployment and pod (the Event and
-//! condition go on the Deployment), one replica (the chart's default,
-//! `values.yaml` `networking.gatewayTemplates.replicas: 1`), images,
-//! arguments and probes left out (nothing runs them).
+//! Simplified: one replica (the chart's default, `values.yaml`
+//! `networking.gatewayTemplates.replicas: 1`), images, arguments and
+//! probes left out (nothing runs them).
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
 
 use super::gateway::{resource_name, Mode};
 use crate::consts::REMOTE_CLUSTER_ID;
-use crate::events;
 use crate::offloading_consts::pods;
 use crate::runner;
 use crate::Error;
@@ -49,8 +41,8 @@ pub fn deployments() -> ApiResource {
 }
 
 /// What the controllers here need beyond the gateways' own rules (the
-/// chart's `liqo-controller-manager` ClusterRole for Deployments;
-/// kube-controller-manager's for pods and Events).
+/// chart's `liqo-controller-manager` ClusterRole for Deployments, and
+/// pods to see the gateway's).
 pub const RULES: &[crate::identity::Rule] = &[
     crate::identity::Rule::new(
         &["apps"],
@@ -64,8 +56,7 @@ pub const RULES: &[crate::identity::Rule] = &[
         ],
         crate::identity::ALL,
     ),
-    crate::identity::Rule::new(&[""], &["pods"], crate::identity::ALL),
-    crate::identity::Rule::new(&[""], &["events"], &["create", "patch"]),
+    crate::identity::Rule::new(&[""], &["pods"], crate::identity::READ),
 ];
 
 /// The template's selector labels (`_helpers.tpl:106-125`
@@ -113,8 +104,8 @@ fn owner(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
             "uid": obj.uid().unwrap_or_default(), "controller": true, "blockOwnerDeletion": true}])
 }
 
-/// Make the gateway's Deployment and its pod; a refused pod is reported
-/// on the Deployment and is an `Err`, to be tried again.
+/// Make the gateway's Deployment; `Err` (tried again) until its pod is
+/// there.
 pub async fn ensure(
     client: &Client,
     mode: Mode,
@@ -138,11 +129,11 @@ pub async fn ensure(
             "template": {"metadata": {"labels": labels}, "spec": pod_spec(&name)}});
     })
     .await?;
-    let Some(deployment) = api.get_opt(&deploy_name).await? else {
+    if api.get_opt(&deploy_name).await?.is_none() {
         return Err(Error::Waiting(format!(
             "deployment {deploy_name} to be stored"
         )));
-    };
+    }
     let pods_api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &pods());
     let selector = labels
         .as_object()
@@ -151,82 +142,17 @@ pub async fn ensure(
         .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
         .collect::<Vec<_>>()
         .join(",");
-    let owned = pods_api
+    // kube-controller-manager's Deployment and ReplicaSet controllers (the
+    // test server's, `kube_test_server` `workload`, `replicaset`) make the
+    // pod, or report its refusal on the ReplicaSet and the Deployment.
+    let running = pods_api
         .list(&ListParams::default().labels(&selector))
         .await?
         .items
         .into_iter()
-        .any(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && p.owner_references()
-                    .iter()
-                    .any(|o| Some(&o.uid) == deployment.uid().as_ref())
-        });
-    if owned {
+        .any(|p| p.metadata.deletion_timestamp.is_none());
+    if running {
         return Ok(());
     }
-    let mut pod = DynamicObject::new("", &pods()).within(&ns);
-    pod.metadata.name = None;
-    pod.metadata.generate_name = Some(format!("{deploy_name}-"));
-    pod.metadata.labels = serde_json::from_value(labels).ok();
-    pod.metadata.owner_references =
-        serde_json::from_value(owner(&deployment, "apps/v1", "Deployment")).ok();
-    pod.data["spec"] = deployment.data["spec"]["template"]["spec"].clone();
-    match pods_api.create(&PostParams::default(), &pod).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(refusal)) if refusal.code == 403 || refusal.code == 422 => {
-            let message = format!("Error creating: {}", refusal.message);
-            events::record(
-                client,
-                events::reference_to_dynamic(&deployment),
-                "replicaset-controller",
-                events::WARNING,
-                "FailedCreate",
-                &message,
-            )
-            .await;
-            report_failure(&api, deployment, &refusal.message).await?;
-            Err(Error::Waiting(format!(
-                "the gateway pod of {deploy_name}: {}",
-                refusal.message
-            )))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// `ReplicaFailure=True`, reason `FailedCreate`, on the Deployment.
-async fn report_failure(
-    api: &Api<DynamicObject>,
-    mut deployment: DynamicObject,
-    why: &str,
-) -> Result<(), Error> {
-    let mut status = deployment.data["status"].clone();
-    if !status.is_object() {
-        status = json!({});
-    }
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    super::set_condition(
-        &mut status,
-        "ReplicaFailure",
-        "True",
-        "FailedCreate",
-        why,
-        generation,
-    );
-    // Deployment conditions carry no observedGeneration.
-    if let Some(list) = status["conditions"].as_array_mut() {
-        for c in list {
-            if let Some(c) = c.as_object_mut() {
-                c.remove("observedGeneration");
-            }
-        }
-    }
-    if status == deployment.data["status"] {
-        return Ok(());
-    }
-    deployment.data["status"] = status;
-    api.replace_status(&deployment.name_any(), &PostParams::default(), &deployment)
-        .await?;
-    Ok(())
+    Err(Error::Waiting(format!("the gateway pod of {deploy_name}")))
 }

@@ -7,6 +7,7 @@
 
 mod cluster_selector;
 mod consumer;
+mod drain;
 mod networking;
 mod networking_crds;
 mod offloading;

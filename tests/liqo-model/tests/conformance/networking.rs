@@ -332,8 +332,18 @@ async fn the_gateway_pod_from_liqos_template_runs_in_a_liqo_tenant_namespace() {
     assert_eq!(pods.len(), 1, "{pods:#?}");
     let pod = &pods[0];
     assert_eq!(pod["metadata"]["namespace"], ON_PROVIDER);
+    // Through its ReplicaSet, as the Deployment controller makes it.
+    let owner = &pod["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "ReplicaSet");
+    let replica_set = get(
+        &w.provider,
+        ("apps", "replicasets"),
+        Some(ON_PROVIDER),
+        owner["name"].as_str().unwrap(),
+    )
+    .unwrap();
     assert_eq!(
-        pod["metadata"]["ownerReferences"][0]["name"],
+        replica_set["metadata"]["ownerReferences"][0]["name"],
         "gw-net-consumer"
     );
     let gateway = &pod["spec"]["containers"][0];
@@ -348,8 +358,8 @@ async fn the_gateway_pod_from_liqos_template_runs_in_a_liqo_tenant_namespace() {
 }
 
 /// Without Liqo's labels the `baseline` default refuses the gateway pod:
-/// reported as the ReplicaSet controller reports it, on the Deployment,
-/// and the gateway gets no keys (the pod makes them).
+/// reported as the ReplicaSet and Deployment controllers report it (the
+/// test server's), and the gateway gets no keys (the pod makes them).
 #[tokio::test]
 async fn without_liqos_pod_security_labels_the_gateway_pod_is_refused() {
     let w = world_with(false).await;
@@ -366,10 +376,21 @@ async fn without_liqos_pod_security_labels_the_gateway_pod_is_refused() {
         Some(ON_PROVIDER),
         "gw-net-consumer",
         "ReplicaFailure",
-        |d| d["status"]["conditions"][0]["type"] == "ReplicaFailure",
+        |d| {
+            d["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "ReplicaFailure")
+        },
     )
     .await;
-    let condition = &deployment["status"]["conditions"][0];
+    let condition = deployment["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "ReplicaFailure")
+        .unwrap();
     assert_eq!(condition["status"], "True");
     assert_eq!(condition["reason"], "FailedCreate");
     let message = condition["message"].as_str().unwrap();
