@@ -14,8 +14,8 @@
 //! that turns a component off removes it, a field another apply manager
 //! took over meanwhile is a conflict helm reports, a required value left
 //! unset is refused before anything is written, and uninstalling leaves
-//! only the Purchase and ServiceCatalog CRDs (kept, with every Purchase
-//! and ServiceCatalog, by their `helm.sh/resource-policy`).
+//! only the Purchase, ServiceCatalog and MarketAutoscaler CRDs (kept, with
+//! every object of them, by their `helm.sh/resource-policy`).
 //!
 //! Both run as the cluster's operator does, with an administrator's
 //! kubeconfig (`write_kubeconfig`: the tests' own user, in
@@ -400,6 +400,7 @@ const EVERY_COMPONENT: &str = "catalog.enabled=true,resourceMonitor.enabled=true
      peeringUserController.enabled=true,peeringUserController.catalogURL=https://catalog.example,\
      peeringUserController.apiServerAddress=https://203.0.113.1:6443,\
      purchaseController.enabled=true,purchaseController.clusterID=consumer-1,\
+     marketAutoscaler.enabled=true,\
      serviceController.enabled=true,serviceController.catalogURL=https://catalog.example,\
      orchestrator.enabled=true,aggregator.enabled=true";
 
@@ -523,7 +524,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
             )
         })
         .collect();
-    ensure!(deployments.len() == 8, "{deployments:?}");
+    ensure!(deployments.len() == 9, "{deployments:?}");
     ensure!(names(&client, "deployments").await? == deployments);
     stored_as_rendered(&client, &rendered, "liqo").await?;
     // This release's catalog, found by the orchestrator in its namespace.
@@ -626,14 +627,15 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         "a conflicting upgrade wrote"
     );
 
-    // Objects of the chart's two CRDs, as a cluster has them when it is
+    // Objects of the chart's three CRDs, as a cluster has them when it is
     // uninstalled: what the CRDs' keep policy is there to keep.
     let created = client
         .ok(&["create", "-f", "-"], Some(CUSTOM_RESOURCES))
         .await?;
     ensure!(
         created.contains("purchase.broker.liqo-broker.io/kept created")
-            && created.contains("servicecatalog.broker.liqo-broker.io/shop created"),
+            && created.contains("servicecatalog.broker.liqo-broker.io/shop created")
+            && created.contains("marketautoscaler.broker.liqo-broker.io/team-a created"),
         "{created}"
     );
 
@@ -687,6 +689,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
     let kept: BTreeSet<&str> = kept.lines().collect();
     ensure!(
         kept == BTreeSet::from([
+            "customresourcedefinition.apiextensions.k8s.io/marketautoscalers.broker.liqo-broker.io",
             "customresourcedefinition.apiextensions.k8s.io/purchases.broker.liqo-broker.io",
             "customresourcedefinition.apiextensions.k8s.io/servicecatalogs.broker.liqo-broker.io",
         ]),
@@ -722,7 +725,8 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
             .ok(
                 &[
                     "get",
-                    "purchases.broker.liqo-broker.io,servicecatalogs.broker.liqo-broker.io",
+                    "purchases.broker.liqo-broker.io,servicecatalogs.broker.liqo-broker.io,\
+                     marketautoscalers.broker.liqo-broker.io",
                     "-A",
                     "-o",
                     "json",
@@ -745,14 +749,20 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         })
         .collect();
     ensure!(
-        objects == BTreeSet::from(["Purchase/kept".into(), "ServiceCatalog/shop".into()]),
+        objects
+            == BTreeSet::from([
+                "Purchase/kept".into(),
+                "ServiceCatalog/shop".into(),
+                "MarketAutoscaler/team-a".into()
+            ]),
         "custom resources left after uninstall: {objects:?}"
     );
     Ok(())
 }
 
-/// A Purchase and a ServiceCatalog, each valid against the chart's CRD
-/// (`charts/liqo-broker/templates/{purchase,service}-controller/crd.yaml`).
+/// A Purchase, a ServiceCatalog and a MarketAutoscaler, each valid against
+/// the chart's CRD (`charts/liqo-broker/templates/{purchase-controller,
+/// service-controller,market-autoscaler}/crd.yaml`).
 const CUSTOM_RESOURCES: &str = "\
 apiVersion: broker.liqo-broker.io/v1alpha1
 kind: Purchase
@@ -777,4 +787,13 @@ spec:
             apiVersion: v1
             kind: ConfigMap
             metadata: {name: settings}
+---
+apiVersion: broker.liqo-broker.io/v1alpha1
+kind: MarketAutoscaler
+metadata: {name: team-a, namespace: default}
+spec:
+  catalogURL: https://catalog.example
+  credentialsSecretRef: {name: catalog-token, key: token}
+  pods: {namespaces: [team-a]}
+  limits: {currency: EUR, maxSpendPerHour: \"2.50\"}
 ";
