@@ -69,9 +69,14 @@ pub struct AutoPeerWorld {
 
 impl AutoPeerWorld {
     pub fn open() -> Self {
+        Self::open_with(&[])
+    }
+
+    /// [`AutoPeerWorld::open`] with these catalog flags.
+    pub fn open_with(catalog_flags: &[&str]) -> Self {
         let rt = runtime();
         let tls = || rt.block_on(KubeApiServer::start_tls()).expect("API server");
-        let market = Market::open(&[]);
+        let market = Market::open(catalog_flags);
         let alice = market.consumer("alice");
         let consumer = Consumer::start_on(tls(), &alice).expect("consumer cluster");
         // Liqo installed (its cluster ID), before its controllers run.
