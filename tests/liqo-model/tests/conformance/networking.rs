@@ -358,8 +358,8 @@ async fn the_gateway_pod_from_liqos_template_runs_in_a_liqo_tenant_namespace() {
 }
 
 /// Without Liqo's labels the `baseline` default refuses the gateway pod:
-/// reported as the ReplicaSet and Deployment controllers report it (the
-/// test server's), and the gateway gets no keys (the pod makes them).
+/// reported as the ReplicaSet controller reports it (the test server's),
+/// and the gateway gets no keys (the pod makes them).
 #[tokio::test]
 async fn without_liqos_pod_security_labels_the_gateway_pod_is_refused() {
     let w = world_with(false).await;
@@ -370,27 +370,34 @@ async fn without_liqos_pod_security_labels_the_gateway_pod_is_refused() {
         json!({"endpoint": {"port": 51840, "serviceType": "LoadBalancer"}, "mtu": 1340}),
     );
     w.provider.create(GATEWAY_SERVERS, server).unwrap();
-    let deployment = wait_for(
-        &w.provider,
-        DEPLOYMENTS,
-        Some(ON_PROVIDER),
-        "gw-net-consumer",
-        "ReplicaFailure",
-        |d| {
-            d["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "ReplicaFailure")
-        },
-    )
-    .await;
-    let condition = deployment["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "ReplicaFailure")
-        .unwrap();
+    // On the Deployment's ReplicaSet, where the ReplicaSet controller
+    // reports it (the test server's Deployment controller does not copy it
+    // up, as the real one's progress check does).
+    let failure = |rs: &Value| {
+        rs["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "ReplicaFailure")
+            .cloned()
+    };
+    let deadline = std::time::Instant::now() + crate::WAIT;
+    let condition = loop {
+        let found = w
+            .provider
+            .objects(kube_test_server::GroupResource::new("apps", "replicasets"))
+            .into_iter()
+            .filter(|rs| rs["metadata"]["ownerReferences"][0]["name"] == "gw-net-consumer")
+            .find_map(|rs| failure(&rs));
+        if let Some(c) = found {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ReplicaFailure on gw-net-consumer's ReplicaSet"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     assert_eq!(condition["status"], "True");
     assert_eq!(condition["reason"], "FailedCreate");
     let message = condition["message"].as_str().unwrap();
