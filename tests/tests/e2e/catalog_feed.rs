@@ -95,6 +95,9 @@ fn written(id: &str, body: &Value, owner: &Value, version: u64) -> Value {
         "clusterName": owner["clusterName"],
         "liqo": if owner["authURL"].as_str().unwrap_or("").is_empty() { json!([]) } else { json!(["v0"]) },
         "version": version,
+        // Server-set: the unit of the catalog's prices (its defaults,
+        // --currency EUR --cost-period hour).
+        "pricing": {"currency": "EUR", "per": "hour"},
     });
     // Labels are returned as written, `{}` when there are none.
     offer["labels"] = body.get("labels").cloned().unwrap_or(json!({}));
