@@ -214,6 +214,48 @@ pub fn last_purchase(world: &World) -> Option<Timestamp> {
         .max()
 }
 
+/// The contract of a Purchase the autoscaler bought, ended in the catalog
+/// before the Purchase goes. purchase-controller unpeers when a Purchase
+/// is deleted but leaves the contract to its buyer (a Purchase may follow
+/// a contract bought elsewhere), and once the Purchase is gone nothing
+/// here would find the contract again: so the Purchase is deleted only
+/// after its contract is cancelled (or was never bought).
+pub async fn cancel_contract(
+    ctx: &Context,
+    ma: &MarketAutoscaler,
+    token: &str,
+    contract: &str,
+) -> Result<(), String> {
+    let key = observe::key_of(&ma.metadata);
+    let session = ctx
+        .catalogs
+        .session(&key, &ma.spec.catalog_url, token)
+        .map_err(|e| format!("no catalog session: {e}"))?;
+    let cancelled = tokio::time::timeout(ctx.settings.catalog_timeout, async {
+        session.lock().await.cancel(contract).await
+    })
+    .await;
+    match cancelled {
+        Ok(Ok(())) => {
+            ctx.catalogs.invalidate(&key);
+            tracing::info!(contract, "contract cancelled");
+            Ok(())
+        }
+        Ok(Err(e)) => Err(format!(
+            "the catalog refused to cancel contract {contract}: {e}"
+        )),
+        Err(_) => Err(format!(
+            "the catalog did not answer the cancellation of contract {contract} within {:?}",
+            ctx.settings.catalog_timeout
+        )),
+    }
+}
+
+/// The contract a Purchase follows, as its status records it.
+pub fn contract_of(purchase: &Purchase) -> Option<String> {
+    purchase.status.as_ref().and_then(|s| s.contract_id.clone())
+}
+
 /// Decide and give back; the `ScaleDown` condition set on `st`.
 pub async fn scale_down(
     ctx: &Context,
@@ -221,6 +263,7 @@ pub async fn scale_down(
     intent: &Intent,
     world: &World,
     st: &mut MarketAutoscalerStatus,
+    token: &str,
     now: Timestamp,
 ) -> Result<(), kube::Error> {
     let key = observe::key_of(&ma.metadata);
@@ -304,11 +347,23 @@ pub async fn scale_down(
             continue;
         }
         failpoint::reached(Step::BeforeCancel);
-        let uid = world
-            .purchases
-            .iter()
-            .find(|p| p.name_any() == v.purchase)
-            .and_then(|p| p.metadata.uid.clone());
+        let purchase = world.purchases.iter().find(|p| p.name_any() == v.purchase);
+        if let Some(contract) = purchase.and_then(|p| contract_of(p)) {
+            if let Err(message) = cancel_contract(ctx, ma, token, &contract).await {
+                // The node is empty of served pods now; the next round
+                // finds it so and tries again.
+                tracing::warn!(node = %v.node, %message, "giving back stopped; the Purchase is kept");
+                ctx.events.publish(
+                    node_ref,
+                    true,
+                    events::SCALE_DOWN_FAILED,
+                    "ScaleDown",
+                    &format!("node kept: {message}"),
+                );
+                continue;
+            }
+        }
+        let uid = purchase.and_then(|p| p.metadata.uid.clone());
         act::delete(&purchases, &v.purchase, uid).await?;
         ctx.metrics.count_given_back(label);
         let note = format!(

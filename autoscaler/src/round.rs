@@ -188,7 +188,7 @@ pub async fn run(
     let mut deadlines: Vec<Duration> = Vec::new();
 
     // 2. The purchases in flight.
-    let settled = settle(&mut r, &intent, &world).await?;
+    let settled = settle(&mut r, ma, &intent, &world, &token).await?;
     deadlines.extend(settled.deadlines);
 
     // 3. Pods Liqo's webhook never saw, once bought capacity is there.
@@ -286,7 +286,7 @@ pub async fn run(
         .await
         .unwrap_or(contracts);
     let world_now = ctx.stores.world(ma, &intent);
-    give_back::scale_down(ctx, ma, &intent, &world_now, &mut st, now).await?;
+    give_back::scale_down(ctx, ma, &intent, &world_now, &mut st, &token, now).await?;
     let mine = observe::my_contracts(ma, &world_now, &fresh);
     let committed = observe::committed(&mine, &in_flight, intent.terms.duration, now);
     give_back::expiry(
@@ -378,8 +378,10 @@ fn elapsed(since: Timestamp, now: Timestamp) -> Duration {
 /// record the next one repeats safely.
 async fn settle(
     r: &mut Round<'_>,
+    ma: &MarketAutoscaler,
     intent: &Intent,
     world: &World,
+    token: &str,
 ) -> Result<Settled, ReconcileError> {
     let _ = intent;
     let settings = &r.ctx.settings;
@@ -389,7 +391,8 @@ async fn settle(
     status::prune_backoff(&mut st.backoff, now, settings.backoff_reset);
     let mut in_flight: Vec<InFlightStatus> = Vec::new();
     let mut deadlines = Vec::new();
-    let mut deletions: Vec<(String, Option<String>)> = Vec::new();
+    // (Purchase, its UID, the contract to cancel first).
+    let mut deletions: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     let mut ready = false;
     let recorded = |name: &str| before.in_flight.iter().find(|f| f.purchase == name);
     for p in &world.purchases {
@@ -441,11 +444,11 @@ async fn settle(
                     "Cancel",
                     &format!("Purchase {name} of offer {offer} plan {plan} failed ({why}); deleted, the offer backed off"),
                 );
-                deletions.push((name, p.metadata.uid.clone()));
+                deletions.push((name, p.metadata.uid.clone(), give_back::contract_of(p)));
             }
             "Ended" => {
                 // The contract is over: nothing left to cancel.
-                deletions.push((name, p.metadata.uid.clone()));
+                deletions.push((name, p.metadata.uid.clone(), None));
             }
             _ => {
                 let age = elapsed(since, now);
@@ -470,7 +473,7 @@ async fn settle(
                             settings.purchase_deadline
                         ),
                     );
-                    deletions.push((name, p.metadata.uid.clone()));
+                    deletions.push((name, p.metadata.uid.clone(), give_back::contract_of(p)));
                 } else {
                     deadlines.push(settings.purchase_deadline - age);
                     in_flight.push(InFlightStatus {
@@ -505,7 +508,13 @@ async fn settle(
     if ready {
         failpoint::reached(Step::AfterReady);
     }
-    for (name, uid) in deletions {
+    for (name, uid, contract) in deletions {
+        if let Some(contract) = contract {
+            if let Err(message) = give_back::cancel_contract(r.ctx, ma, token, &contract).await {
+                tracing::warn!(purchase = %name, %message, "Purchase kept until its contract is cancelled");
+                continue;
+            }
+        }
         act::delete(&r.purchases, &name, uid).await?;
         tracing::info!(purchase = %name, "Purchase deleted");
     }

@@ -139,6 +139,27 @@ impl Session {
         }
     }
 
+    /// `DELETE /purchases/{id}` (its buyer): end the contract now. A
+    /// contract already ended (409) or unknown to the catalog (404) bills
+    /// nothing more, so both count as done: a caller that died between
+    /// cancelling and recording it may cancel again.
+    pub async fn cancel(&mut self, id: &str) -> Result<(), Error> {
+        let route = routes::purchase_record(id);
+        let answer = self
+            .call("DELETE /purchases/{id}", MAX_ANSWER_BYTES, |http| {
+                http.request(Method::DELETE, &route)
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
+            StatusCode::CONFLICT | StatusCode::NOT_FOUND => {
+                tracing::info!(contract = %id, status = %answer.status, reason = %answer.message(), "nothing to cancel");
+                Ok(())
+            }
+            _ => Err(answer.rejected("the cancellation")),
+        }
+    }
+
     /// `POST /reservations`: hold one unit of a plan, saying who buys
     /// (`boughtBy`, kept with the contract) if `bought_by` is given.
     pub async fn reserve(

@@ -65,6 +65,11 @@ pub fn contract_extend(id: &str) -> String {
     format!("{CONTRACTS}/{}/extend", segment(id))
 }
 
+/// `DELETE`: the buyer cancels a purchase (its contract ends now).
+pub fn purchase_record(id: &str) -> String {
+    format!("purchases/{}", segment(id))
+}
+
 /// `POST`: buy a reservation.
 pub fn purchase(reservation: &str) -> String {
     format!("{RESERVATIONS}/{}/purchase", segment(reservation))
