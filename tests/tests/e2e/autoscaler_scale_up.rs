@@ -12,7 +12,7 @@
 use serde_json::{json, Value};
 
 use crate::autoscaler_support::*;
-use crate::purchase_controller_support::{wait_until, TEAM};
+use crate::purchase_controller_support::wait_until;
 
 /// A decimal string without trailing zeros ("3.50" → "3.5", "0.00" → "0"),
 /// so figures compare as numbers without floats.
@@ -129,7 +129,7 @@ fn buys_the_cheapest_set_within_budget_runs_the_pods_there_and_gives_it_back_whe
     assert_eq!(world.purchases().len(), 1, "{:#?}", world.purchases());
     assert_eq!(
         contract["boughtBy"],
-        format!("market-autoscaler/{TEAM}/{NAME}"),
+        format!("market-autoscaler/{HOME}/{NAME}"),
         "{contract:#}"
     );
     let held = world.wait_autoscaler("the contract held", |m| {

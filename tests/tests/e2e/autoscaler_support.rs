@@ -31,15 +31,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine;
+
 use e2e::{Child, Spawn};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
 use crate::liqo_support::NODES;
 use crate::purchase_controller_ha::AutoPeerWorld;
-use crate::purchase_controller_support::{
-    offloadable_namespace, wait_until, CONSUMER_ID, PROVIDER_ID, PURCHASES, TEAM,
-};
+use crate::purchase_controller_support::{wait_until, CONSUMER_ID, PROVIDER_ID, PURCHASES};
 
 pub const AUTOSCALERS: (&str, &str) = ("broker.liqo-broker.io", "marketautoscalers");
 pub const DEPLOYMENTS: (&str, &str) = ("apps", "deployments");
@@ -55,9 +55,14 @@ pub const AUTOSCALER_USER: &str = "system:serviceaccount:liqo:market-autoscaler"
 pub const EXPLAINER: &str = "operator-reading";
 /// The label the autoscaler puts on its Purchases (design: idempotency).
 pub const OWNER_LABEL: &str = "broker.liqo-broker.io/market-autoscaler";
-/// The namespace the autoscaler serves, offloadable by [`TEAM`]'s
-/// Purchases (the MarketAutoscaler and its Purchases live in [`TEAM`]).
+/// The namespace the autoscaler serves, offloadable by [`HOME`]'s
+/// Purchases (the MarketAutoscaler and its Purchases live in [`HOME`]).
 pub const APPS: &str = "apps";
+/// The namespace of the MarketAutoscaler and its Purchases: `liqo`, where
+/// `deploy/` grants the autoscaler its catalog token (the chart grants it
+/// in each namespace of `marketAutoscaler.namespaces`, `[liqo]` by default).
+pub const HOME: &str = "liqo";
+
 /// The MarketAutoscaler's name.
 pub const NAME: &str = "mas";
 /// The second provider (offer C), which has no cluster here: it is never
@@ -152,17 +157,26 @@ impl World {
             .expect("the provider's offloading");
         let kubelets = VirtualKubelets::start(&base.rt, &consumer.kube, &provider.kube);
         let kube = &consumer.kube;
-        if autoscaler_crd().exists() {
-            // SMOKE-HACK
-            kube.register_crd_file(&autoscaler_crd())
-                .expect("the MarketAutoscaler CRD");
-        }
-        offloadable_namespace(kube, APPS);
+        kube.register_crd_file(&autoscaler_crd())
+            .expect("the MarketAutoscaler CRD");
+        // Offloadable by the Purchases of HOME (issue 41's annotation).
+        kube.apply(
+            crate::liqo_support::NAMESPACES,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": APPS,
+                   "annotations": {"broker.liqo-broker.io/offloadable-by": HOME}}}),
+        );
+        // The consumer's catalog token, where the autoscaler reads it.
+        kube.apply(
+            crate::purchase_controller_support::SECRETS,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "catalog-token", "namespace": HOME},
+                   "data": {"token": base64::engine::general_purpose::STANDARD.encode(&base.alice)}}),
+        );
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("market-autoscaler.kubeconfig");
         kube.write_kubeconfig_as(&kubeconfig, AUTOSCALER_USER)
             .expect("kubeconfig");
-        grant_credentials(kube, TEAM);
+        grant_credentials(kube, HOME);
         let explainer = dir.path().join("explainer.kubeconfig");
         read_only(kube, EXPLAINER);
         kube.write_kubeconfig_as(&explainer, EXPLAINER)
@@ -184,9 +198,11 @@ impl World {
     }
 
     /// `market-autoscaler` as its ServiceAccount, with short configured
-    /// timeouts and no leader election; not yet started (add flags, say).
+    /// timeouts, electing itself leader on the shipped Lease as the chart's
+    /// replicas do (one identity: a restart holds the Lease at once); not
+    /// yet started (add flags, say).
     pub fn autoscaler(&self) -> Spawn {
-        self.autoscaler_flags().args(["--leader-elect", "false"])
+        self.replica("solo")
     }
 
     /// `market-autoscaler` as replica `identity` of several, on a 1 s
@@ -210,7 +226,10 @@ impl World {
             .arg(&self.kubeconfig)
             .args(["--http-listen", "127.0.0.1:0"])
             .args(["--scan-interval", "1s", "--batch-idle", "100ms"])
-            .args(["--batch-max", "1s", "--purchase-deadline", "5s"])
+            // A purchase here (reserve, buy, peer, grant, node Ready) takes
+            // seconds on a loaded machine; the deadline is the scenario's
+            // business where it is tested, never a race elsewhere.
+            .args(["--batch-max", "1s", "--purchase-deadline", "2m"])
             .args(["--backoff-initial", "1m", "--backoff-max", "5m"])
             .args(["--error-retry", "200ms", "--catalog-timeout", "1s"])
             // The Lease's namespace, as the Deployment sets it.
@@ -227,7 +246,7 @@ impl World {
         (child, bound.port(None))
     }
 
-    /// The MarketAutoscaler [`NAME`] in [`TEAM`]: serving [`APPS`],
+    /// The MarketAutoscaler [`NAME`] in [`HOME`]: serving [`APPS`],
     /// buying only `region: eu` offers in EUR, giving back empty nodes
     /// after 2 s (not within 3 s of a purchase, so a node is not given
     /// back before its pods reach it), with `spec` merged over that.
@@ -247,7 +266,7 @@ impl World {
             .create(
                 AUTOSCALERS,
                 json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "MarketAutoscaler",
-                       "metadata": {"name": NAME, "namespace": TEAM}, "spec": full}),
+                       "metadata": {"name": NAME, "namespace": HOME}, "spec": full}),
             )
             .expect("MarketAutoscaler created")
     }
@@ -257,7 +276,7 @@ impl World {
         self.kube()
             .merge_patch(
                 AUTOSCALERS,
-                Some(TEAM),
+                Some(HOME),
                 NAME,
                 json!({ "spec": spec }),
                 false,
@@ -269,7 +288,7 @@ impl World {
     #[track_caller]
     pub fn wait_autoscaler(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
         e2e::contracts::wait_for(what, || {
-            let mas = self.kube().get(AUTOSCALERS, Some(TEAM), NAME)?;
+            let mas = self.kube().get(AUTOSCALERS, Some(HOME), NAME)?;
             check(&mas).then_some(mas)
         })
     }
@@ -394,7 +413,7 @@ impl World {
             .objects(PURCHASES)
             .into_iter()
             .filter(|p| {
-                p["metadata"]["namespace"] == TEAM && p["metadata"]["labels"][OWNER_LABEL] == NAME
+                p["metadata"]["namespace"] == HOME && p["metadata"]["labels"][OWNER_LABEL] == NAME
             })
             .map(|p| {
                 (
@@ -472,7 +491,7 @@ impl World {
             .arg(&self.explainer)
             .args([
                 "--autoscaler",
-                &format!("{TEAM}/{NAME}"),
+                &format!("{HOME}/{NAME}"),
                 "--output",
                 "json",
             ])

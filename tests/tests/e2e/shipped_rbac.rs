@@ -298,13 +298,6 @@ async fn the_market_autoscalers_account_may_make_its_calls_and_no_other() -> Res
             Some(event),
         ),
         (
-            Method::PATCH,
-            "/apis/events.k8s.io/v1/namespaces/team-a/events/waiting.1".into(),
-            Some(
-                json!({"series": {"count": 2, "lastObservedTime": "2026-12-02T13:05:00.000000Z"}}),
-            ),
-        ),
-        (
             Method::GET,
             "/apis/broker.liqo-broker.io/v1alpha1/marketautoscalers".into(),
             None,
@@ -373,6 +366,14 @@ async fn the_market_autoscalers_account_may_make_its_calls_and_no_other() -> Res
     let mut lease_elsewhere = lease.clone();
     lease_elsewhere["metadata"]["namespace"] = json!("team-a");
     let refused: Vec<(Method, String, Option<serde_json::Value>)> = vec![
+        // A repeat is a new Event after the 5-minute dedup, never a patch.
+        (
+            Method::PATCH,
+            "/apis/events.k8s.io/v1/namespaces/team-a/events/waiting.1".into(),
+            Some(
+                json!({"series": {"count": 2, "lastObservedTime": "2026-12-02T13:05:00.000000Z"}}),
+            ),
+        ),
         // Its token is read beside the MarketAutoscaler, in `liqo`, by name.
         (
             Method::GET,
