@@ -3,7 +3,6 @@
 //! default, or `market-autoscaler run`) and the dry run
 //! (`market-autoscaler explain`, [`crate::explain`]).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -15,7 +14,8 @@ use controller_core::flags::{
 };
 use controller_core::lease::{self, Elector, LeaseSettings};
 
-use crate::controller::{self, Settings};
+use crate::context::Settings;
+use crate::controller;
 use crate::metrics::Metrics;
 
 /// `market-autoscaler`: buys capacity from the catalog for pods that cannot
@@ -124,30 +124,13 @@ pub enum Command {
     Explain(ExplainArgs),
 }
 
-/// `explain`'s flags.
+/// `explain`'s flags: the cluster's, and the request's.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExplainArgs {
     #[command(flatten)]
     pub kube: Prefixed<KubeArgs, Env>,
-    /// The MarketAutoscaler: NAMESPACE/NAME.
-    #[arg(long, value_name = "NS/NAME")]
-    pub autoscaler: String,
-    /// Decide for the pods in this file (YAML or JSON: one Pod, a list of Pods, or a v1 List) instead of the cluster's waiting pods.
-    #[arg(long, value_name = "FILE")]
-    pub pods: Option<PathBuf>,
-    /// text or json.
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    pub output: Output,
-    /// Give up reaching the cluster or the catalog after this long.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
-    pub timeout: Duration,
-}
-
-/// `explain --output`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    Text,
-    Json,
+    #[command(flatten)]
+    pub request: crate::explain::Request,
 }
 
 impl RunArgs {
@@ -200,7 +183,7 @@ pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> 
     let args = match cli.command {
         Some(Command::Explain(args)) => {
             let client = args.kube.client().await?;
-            return crate::explain::run(client, &args).await;
+            return crate::explain::run(client, &args.request).await;
         }
         Some(Command::Run(args)) => *args,
         None => cli.run,
@@ -309,8 +292,11 @@ mod tests {
         let Some(Command::Explain(args)) = cli.command else {
             panic!("not explain");
         };
-        assert_eq!(args.autoscaler, "team/mas");
-        assert_eq!(args.pods, Some(PathBuf::from("/tmp/pods.yaml")));
+        assert_eq!(args.request.autoscaler, "team/mas");
+        assert_eq!(
+            args.request.pods,
+            Some(std::path::PathBuf::from("/tmp/pods.yaml"))
+        );
     }
 
     #[test]

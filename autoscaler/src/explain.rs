@@ -12,7 +12,7 @@
 //! instead of the cluster's waiting pods; a pod without a namespace is
 //! taken to be in the first served namespace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,11 +28,34 @@ use kube::api::{Api, ListParams};
 use kube::Client;
 use purchase_controller::model::Purchase;
 
-use crate::config::{ExplainArgs, Output};
 use crate::decide::ScaleUp;
 use crate::model::{MarketAutoscaler, PURCHASE_LABEL};
 use crate::observe::{self, Inputs, World};
 use crate::observe_catalog::USER_AGENT;
+
+/// What `explain` is asked (its flags beside the cluster's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Request {
+    /// The MarketAutoscaler: NAMESPACE/NAME.
+    #[arg(long, value_name = "NS/NAME")]
+    pub autoscaler: String,
+    /// Decide for the pods in this file (YAML or JSON: one Pod, a list of Pods, or a v1 List) instead of the cluster's waiting pods.
+    #[arg(long, value_name = "FILE")]
+    pub pods: Option<PathBuf>,
+    /// text or json.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub output: Output,
+    /// Give up reaching the cluster or the catalog after this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub timeout: Duration,
+}
+
+/// `explain --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
 
 /// Largest `--pods` file read.
 pub const MAX_PODS_FILE: u64 = 16 * 1024 * 1024;
@@ -154,7 +177,7 @@ impl Explained {
 }
 
 /// Read everything and decide (nothing is written).
-pub async fn decide(client: Client, args: &ExplainArgs) -> anyhow::Result<Explained> {
+pub async fn decide(client: Client, args: &Request) -> anyhow::Result<Explained> {
     let timeout = args.timeout;
     let (ns, name) = args
         .autoscaler
@@ -282,7 +305,7 @@ async fn contracts_once(
 }
 
 /// `explain`: print the decision.
-pub async fn run(client: Client, args: &ExplainArgs) -> anyhow::Result<()> {
+pub async fn run(client: Client, args: &Request) -> anyhow::Result<()> {
     let explained = decide(client, args).await?;
     match args.output {
         Output::Text => print!("{}", explained.text()),

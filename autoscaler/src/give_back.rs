@@ -23,7 +23,7 @@ use purchase_controller::model::Purchase;
 use quantity::ResourceList;
 
 use crate::act::{self, Eviction};
-use crate::controller::Context;
+use crate::context::Context;
 use crate::decide::Room;
 use crate::events::{self, core_ref};
 use crate::failpoint::{self, Step};
@@ -37,9 +37,6 @@ use crate::scale_down::{
 };
 use crate::spend::{Money, Spend};
 use crate::status;
-
-/// Unneeded-since times, per autoscaler, per node.
-pub type Unneeded = HashMap<String, HashMap<String, Timestamp>>;
 
 /// The minimum lead before `expiresAt` at which a contract is extended
 /// (with 3 × `--scan-interval`, the larger).

@@ -3,6 +3,7 @@
 
 pub mod act;
 pub mod config;
+pub mod context;
 pub mod controller;
 pub mod decide;
 pub mod events;

@@ -1,4 +1,4 @@
-//! One MarketAutoscaler's round (see [`crate::controller`] for the
+//! One MarketAutoscaler's round (see the `controller` module for the
 //! order); every effect is in [`crate::act`], every status rule in
 //! [`crate::status`].
 
@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 use purchase_controller::model::Purchase;
 
 use crate::act;
-use crate::controller::{next_round, requeue_after, Context, ReconcileError};
+use crate::context::{next_round, requeue_after, Context, ReconcileError};
 use crate::decide::{self, Buy, ScaleUp};
 use crate::events::{self, core_ref};
 use crate::failpoint::{self, Step};

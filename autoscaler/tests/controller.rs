@@ -16,7 +16,8 @@ use std::time::Duration;
 use edge::probe::Probes;
 use kube::api::Api;
 use kube_test_server::KubeApiServer;
-use market_autoscaler::controller::{self, Settings};
+use market_autoscaler::context::Settings;
+use market_autoscaler::controller;
 use market_autoscaler::metrics::Metrics;
 use market_autoscaler::model::MarketAutoscaler;
 use serde_json::{json, Value};
@@ -298,7 +299,7 @@ async fn explain_decides_for_a_file_of_pods_with_prices_per_hour_and_month() {
         panic!("explain");
     };
     // Read access is enough: a person's get and list.
-    let explained = market_autoscaler::explain::decide(reader_client(&kube), &args)
+    let explained = market_autoscaler::explain::decide(reader_client(&kube), &args.request)
         .await
         .unwrap();
     let text = explained.text();

@@ -11,7 +11,8 @@ mod support;
 use std::time::Duration;
 
 use kube_test_server::KubeApiServer;
-use market_autoscaler::controller::{self, Settings};
+use market_autoscaler::context::Settings;
+use market_autoscaler::controller;
 use market_autoscaler::metrics::Metrics;
 use serde_json::{json, Value};
 use support::*;
