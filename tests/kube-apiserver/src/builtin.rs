@@ -4,7 +4,7 @@
 //! coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles,
 //! clusterroles, rolebindings and clusterrolebindings, apps/v1
 //! deployments and replicasets, policy/v1 poddisruptionbudgets (with the
-//! `pods/eviction` subresource [`crate::eviction`] serves),
+//! `pods/eviction` subresource (`eviction`) serves),
 //! apiextensions.k8s.io/v1 customresourcedefinitions, and
 //! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
 //! subresource the `csr` module serves) — with their real scope, kinds, short
@@ -256,9 +256,9 @@ pub fn definitions() -> Vec<ResourceDef> {
             &[],
         )
     });
-    // What the workload controllers ([`crate::replicaset`],
-    // [`crate::deployment`]) and the disruption controller
-    // ([`crate::disruption`]) act on: apps/v1 ReplicaSets, `rs`, category
+    // What the workload controllers (`replicaset`,
+    // `deployment`) and the disruption controller
+    // (`disruption`) act on: apps/v1 ReplicaSets, `rs`, category
     // `all` (pkg/registry/apps/replicaset/storage/storage.go `ShortNames`,
     // `Categories`), and policy/v1 PodDisruptionBudgets, `pdb`
     // (pkg/registry/policy/poddisruptionbudget/storage/storage.go
@@ -374,4 +374,22 @@ pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory
     });
     crate::taints::default_tolerations(&mut pod);
     pod
+}
+
+/// Whether a built-in kind's registry strategy keeps `metadata.generation`
+/// — 1 on create, one more on every spec change — and drops a client's
+/// `status` on create, as custom resources with a status subresource do:
+/// Deployments and ReplicaSets (`pkg/registry/apps/deployment/strategy.go`,
+/// `pkg/registry/apps/replicaset/strategy.go`, `PrepareForCreate`:
+/// `Status = …Status{}`, `Generation = 1`; `PrepareForUpdate`: "Spec
+/// updates bump the generation") and PodDisruptionBudgets
+/// (`pkg/registry/policy/poddisruptionbudget/strategy.go`, the same two).
+/// The controllers read `observedGeneration` against it, and eviction
+/// refuses while a PodDisruptionBudget's status has not caught up.
+pub fn strategy_keeps_generation(def: &ResourceDef) -> bool {
+    !def.custom
+        && matches!(
+            (def.group.as_str(), def.plural.as_str()),
+            ("apps", "deployments" | "replicasets") | ("policy", "poddisruptionbudgets")
+        )
 }

@@ -1,7 +1,7 @@
 //! The disruption controller of kube-controller-manager
 //! (`pkg/controller/disruption/disruption.go`, Kubernetes v1.31.0): it
 //! keeps each policy/v1 PodDisruptionBudget's status, which the eviction
-//! subresource ([`crate::eviction`]) reads and decrements.
+//! subresource (`eviction`) reads and decrements.
 //!
 //! Per PodDisruptionBudget, one pass (`trySync`):
 //!

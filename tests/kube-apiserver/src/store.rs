@@ -25,7 +25,7 @@ use crate::namespace_lifecycle as lifecycle;
 use crate::patch::{self, PatchType};
 use crate::rbac::{self, Policy, UserInfo};
 use crate::status::{ApiError, Cause};
-use crate::{csr, owner_refs, rbac_storage, schema, validation, workload};
+use crate::{csr, owner_refs, rbac_storage, schema, validation};
 
 /// One write, as watches replay it.
 #[derive(Debug, Clone)]
@@ -416,7 +416,7 @@ impl World {
             None => {
                 object["metadata"]["uid"] = json!(self.uid());
                 object["metadata"]["creationTimestamp"] = json!(now());
-                if def.custom || workload::strategy_keeps_generation(def) {
+                if def.custom || crate::builtin::strategy_keeps_generation(def) {
                     object["metadata"]["generation"] = json!(1);
                 }
             }
@@ -936,7 +936,8 @@ impl World {
         ] {
             m.remove(field);
         }
-        if (def.custom && def.status_subresource) || workload::strategy_keeps_generation(def) {
+        if (def.custom && def.status_subresource) || crate::builtin::strategy_keeps_generation(def)
+        {
             if let Some(map) = body.as_object_mut() {
                 map.remove("status");
             }
@@ -951,7 +952,7 @@ impl World {
         {
             return Err(ApiError::already_exists(def, &name));
         }
-        if def.custom || workload::strategy_keeps_generation(def) {
+        if def.custom || crate::builtin::strategy_keeps_generation(def) {
             body["metadata"]["generation"] = json!(1);
         }
         if !def.custom && def.plural == "namespaces" {
@@ -1111,7 +1112,7 @@ impl World {
         }
         let checks = self.admit(def, &mut new, Some(&existing), target, who, None)?;
         self.record_checks(who.user, checks);
-        if (def.custom || workload::strategy_keeps_generation(def))
+        if (def.custom || crate::builtin::strategy_keeps_generation(def))
             && spec_part(def, &new) != spec_part(def, &existing)
         {
             let generation = existing["metadata"]["generation"].as_i64().unwrap_or(0);

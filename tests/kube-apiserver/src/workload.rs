@@ -1,7 +1,7 @@
-//! What the workload controllers ([`crate::replicaset`],
-//! [`crate::deployment`]), the disruption controller
-//! ([`crate::disruption`]) and the eviction subresource
-//! ([`crate::eviction`]) share: the registry strategies of the kinds they
+//! What the workload controllers (`replicaset`,
+//! `deployment`), the disruption controller
+//! (`disruption`) and the eviction subresource
+//! (`eviction`) share: the registry strategies of the kinds they
 //! write, and the pod predicates of `pkg/api/v1/pod/util.go` and
 //! `pkg/controller/controller_utils.go`.
 //!
@@ -13,25 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::crd::{GroupResource, ResourceDef};
-
-/// Whether a built-in kind's registry strategy keeps `metadata.generation`
-/// — 1 on create, one more on every spec change — and drops a client's
-/// `status` on create, as custom resources with a status subresource do:
-/// Deployments and ReplicaSets (`pkg/registry/apps/deployment/strategy.go`,
-/// `pkg/registry/apps/replicaset/strategy.go`, `PrepareForCreate`:
-/// `Status = …Status{}`, `Generation = 1`; `PrepareForUpdate`: "Spec
-/// updates bump the generation") and PodDisruptionBudgets
-/// (`pkg/registry/policy/poddisruptionbudget/strategy.go`, the same two).
-/// The controllers read `observedGeneration` against it, and eviction
-/// refuses while a PodDisruptionBudget's status has not caught up.
-pub fn strategy_keeps_generation(def: &ResourceDef) -> bool {
-    !def.custom
-        && matches!(
-            (def.group.as_str(), def.plural.as_str()),
-            ("apps", "deployments" | "replicasets") | ("policy", "poddisruptionbudgets")
-        )
-}
+use crate::crd::GroupResource;
 
 /// `GroupResource`s the controllers write.
 pub fn pods() -> GroupResource {
