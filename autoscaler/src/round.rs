@@ -371,6 +371,36 @@ fn elapsed(since: Timestamp, now: Timestamp) -> Duration {
     Duration::try_from(now.duration_since(since)).unwrap_or_default()
 }
 
+/// A purchase given up (`result`: failed, or not Ready by the deadline):
+/// its offer's plan backed off, counted, and told on the MarketAutoscaler.
+/// The caller deletes it.
+fn give_up(
+    r: &Round<'_>,
+    st: &mut MarketAutoscalerStatus,
+    (offer, plan): (&str, &str),
+    result: &'static str,
+    note: &str,
+) {
+    let settings = &r.ctx.settings;
+    status::record_failure(
+        &mut st.backoff,
+        offer,
+        plan,
+        r.now,
+        settings.backoff_initial,
+        settings.backoff_max,
+    );
+    r.ctx.metrics.count_purchase(result);
+    r.ctx.metrics.count_given_back(result);
+    r.ctx.events.publish(
+        r.current.object_ref(&()),
+        true,
+        events::PURCHASE_FAILED,
+        "Cancel",
+        note,
+    );
+}
+
 /// Settle the purchases in flight: Ready ones leave `status.inFlight`,
 /// failed or late ones are deleted and their offer backed off, recorded
 /// ones whose Purchase is missing are created. The status is written
@@ -427,21 +457,11 @@ async fn settle(
                     .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
                     .map(|c| c.message.clone())
                     .unwrap_or_default();
-                status::record_failure(
-                    &mut st.backoff,
-                    &offer,
-                    &plan,
-                    now,
-                    settings.backoff_initial,
-                    settings.backoff_max,
-                );
-                r.ctx.metrics.count_purchase("failed");
-                r.ctx.metrics.count_given_back("failed");
-                r.ctx.events.publish(
-                    r.current.object_ref(&()),
-                    true,
-                    events::PURCHASE_FAILED,
-                    "Cancel",
+                give_up(
+                    r,
+                    &mut st,
+                    (&offer, &plan),
+                    "failed",
                     &format!("Purchase {name} of offer {offer} plan {plan} failed ({why}); deleted, the offer backed off"),
                 );
                 deletions.push((name, p.metadata.uid.clone(), give_back::contract_of(p)));
@@ -453,21 +473,11 @@ async fn settle(
             _ => {
                 let age = elapsed(since, now);
                 if age >= settings.purchase_deadline {
-                    status::record_failure(
-                        &mut st.backoff,
-                        &offer,
-                        &plan,
-                        now,
-                        settings.backoff_initial,
-                        settings.backoff_max,
-                    );
-                    r.ctx.metrics.count_purchase("deadline");
-                    r.ctx.metrics.count_given_back("deadline");
-                    r.ctx.events.publish(
-                        r.current.object_ref(&()),
-                        true,
-                        events::PURCHASE_FAILED,
-                        "Cancel",
+                    give_up(
+                        r,
+                        &mut st,
+                        (&offer, &plan),
+                        "deadline",
                         &format!(
                             "Purchase {name} of offer {offer} plan {plan} not Ready within {:?}; deleted (its contract cancelled), the offer backed off",
                             settings.purchase_deadline
