@@ -6,10 +6,10 @@
 //!   the Purchase is created, so a leader that dies between the two leaves
 //!   a record the next one completes under the same name — a 409
 //!   AlreadyExists then means "made already", never a second contract;
-//! - **giving back**: each pod on the node evicted through `pods/eviction`
-//!   (a 429 is a PodDisruptionBudget saying no: the node is kept), then
-//!   the Purchase deleted — purchase-controller cancels the contract and
-//!   unpeers;
+//! - **giving back**: the node cordoned ([`CORDONED_BY`]), each pod on it
+//!   evicted through `pods/eviction` (a 429 is a PodDisruptionBudget
+//!   saying no: the node is uncordoned and kept), then the contract
+//!   cancelled and the Purchase deleted — purchase-controller unpeers;
 //! - **pods recreated**: a waiting pod created before Liqo's pod webhook
 //!   acted in its namespace is deleted at its UID for its owner to
 //!   recreate it through the webhook ([`controller_core::pods::stale`]).
@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, EvictParams, PostParams, Preconditions};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret};
+use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::ObjectMeta;
 use purchase_controller::model::{Purchase, PurchaseSpec, SecretKeyRef};
 
@@ -41,9 +41,24 @@ pub fn purchase_name(autoscaler: &str, n: u64) -> String {
 }
 
 /// The Purchase buying `plan` of `offer` for `ma`, offloading its
-/// namespaces.
-pub fn purchase(ma: &MarketAutoscaler, name: &str, offer: &str, plan: &str) -> Purchase {
+/// namespaces, for `term` (`terms.duration`; whole seconds, rounded up)
+/// or, unset, the catalog's contract duration.
+pub fn purchase(
+    ma: &MarketAutoscaler,
+    name: &str,
+    (offer, plan): (&str, &str),
+    term: Option<std::time::Duration>,
+) -> Purchase {
     let spec = &ma.spec;
+    let duration_seconds = term.map(|t| {
+        let whole = t.as_secs();
+        (if t.subsec_nanos() > 0 {
+            whole.saturating_add(1)
+        } else {
+            whole
+        })
+        .max(1)
+    });
     let mut labels = BTreeMap::new();
     labels.insert(
         PURCHASE_LABEL.to_string(),
@@ -63,6 +78,7 @@ pub fn purchase(ma: &MarketAutoscaler, name: &str, offer: &str, plan: &str) -> P
             pod_offloading_strategy: "LocalAndRemote".to_string(),
             namespace_mapping_strategy: "DefaultName".to_string(),
             bought_by: Some(bought_by(ma)),
+            duration_seconds,
             ..PurchaseSpec::default()
         },
     );
@@ -118,6 +134,54 @@ pub async fn recreate_pod(api: &Api<Pod>, name: &str, uid: String) -> Result<boo
     match api.delete(name, &params).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The annotation on a node the autoscaler cordoned to give it back: the
+/// MarketAutoscaler's `<namespace>/<name>`. Only a node carrying it is
+/// ever uncordoned by the autoscaler.
+pub const CORDONED_BY: &str = "broker.liqo-broker.io/cordoned-by-market-autoscaler";
+
+/// When the autoscaler cordoned the node (RFC 3339): its drain is given
+/// up `--max-drain-time` after.
+pub const DRAIN_BEGAN: &str = "broker.liqo-broker.io/drain-began";
+
+/// Cordon node `name` for `by` at `now` (`spec.unschedulable`, the
+/// annotations [`CORDONED_BY`] and [`DRAIN_BEGAN`]), as Liqo's VirtualNode
+/// deletion cordons before it drains (`virtualnode-controller/cordon.go`).
+pub async fn cordon(
+    api: &Api<Node>,
+    name: &str,
+    by: &str,
+    now: jiff::Timestamp,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {CORDONED_BY: by, DRAIN_BEGAN: now.to_string()}},
+        "spec": {"unschedulable": true},
+    });
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Uncordon node `name`, which the autoscaler cordoned.
+pub async fn uncordon(api: &Api<Node>, name: &str) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {CORDONED_BY: null, DRAIN_BEGAN: null}},
+        "spec": {"unschedulable": null},
+    });
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -183,5 +247,25 @@ mod tests {
         assert_eq!(name.len(), 253);
         assert!(name.ends_with("-7"));
         assert_ne!(purchase_name(&long, 7), purchase_name(&long, 8));
+    }
+
+    #[test]
+    fn the_term_is_asked_for_in_whole_seconds_rounded_up() {
+        let ma = MarketAutoscaler::new("mas", serde_json::from_value(serde_json::json!({
+            "catalogURL": "http://catalog", "credentialsSecretRef": {"name": "t", "key": "token"},
+            "pods": {"namespaces": ["apps"]}, "limits": {"currency": "EUR"}
+        })).expect("a spec"));
+        let asked = |term| {
+            purchase(&ma, "mas-1", ("o", "p"), term)
+                .spec
+                .duration_seconds
+        };
+        assert_eq!(asked(None), None);
+        assert_eq!(
+            asked(Some(std::time::Duration::from_secs(3600))),
+            Some(3600)
+        );
+        assert_eq!(asked(Some(std::time::Duration::from_millis(1500))), Some(2));
+        assert_eq!(asked(Some(std::time::Duration::from_millis(1))), Some(1));
     }
 }

@@ -14,7 +14,7 @@ use controller_core::flags::{
 };
 use controller_core::lease::{self, Elector, LeaseSettings};
 
-use crate::context::Settings;
+use crate::context::{Clients, Settings};
 use crate::controller;
 use crate::metrics::Metrics;
 
@@ -93,6 +93,10 @@ pub struct RunArgs {
     #[arg(long, env = "MARKET_AUTOSCALER_CATALOG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
     pub catalog_timeout: Duration,
 
+    /// A node being given back is cordoned and its pods evicted; an eviction a PodDisruptionBudget refuses is retried each round for this long, then the node is uncordoned and kept (Cluster Autoscaler's --max-pod-eviction-time).
+    #[arg(long, env = "MARKET_AUTOSCALER_MAX_DRAIN_TIME", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
+    pub max_drain_time: Duration,
+
     /// This replica's name in Events and in the Lease [default: $HOSTNAME-<pid>].
     #[arg(long, env = "MARKET_AUTOSCALER_INSTANCE", value_name = "ID")]
     pub instance: Option<String>,
@@ -143,6 +147,7 @@ impl RunArgs {
             ("--backoff-initial", self.backoff_initial),
             ("--backoff-max", self.backoff_max),
             ("--catalog-timeout", self.catalog_timeout),
+            ("--max-drain-time", self.max_drain_time),
         ];
         for (flag, d) in positive {
             if d.is_zero() {
@@ -173,6 +178,7 @@ impl RunArgs {
             backoff_reset: self.backoff_reset,
             retry: self.error_retry,
             catalog_timeout: self.catalog_timeout,
+            max_drain_time: self.max_drain_time,
             instance,
         }
     }
@@ -190,17 +196,21 @@ pub async fn main(cli: Cli, shutdown: impl std::future::Future<Output = ()>) -> 
     };
     args.validate()?;
     crate::failpoint::init();
-    let client = args.kube.client().await?;
-    run(args, client, shutdown).await
+    let clients = Clients {
+        api: args.kube.client().await?,
+        evictions: args.kube.client_without_retry().await?,
+    };
+    run(args, clients, shutdown).await
 }
 
 /// The controller: the HTTP port and, while this replica leads (or always,
 /// without election), the reconciles.
 pub async fn run(
     args: RunArgs,
-    client: kube::Client,
+    clients: Clients,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let client = clients.api.clone();
     let metrics = Metrics::new();
     let stop = CancellationToken::new();
     let http = args.probe.spawn(None, metrics.clone(), &stop).await?;
@@ -214,7 +224,7 @@ pub async fn run(
     let controller = async move {
         if !args.election.leader_elect {
             metrics.reconcile().set_leading(true);
-            controller::run(client, settings, metrics, stopping).await;
+            controller::run(clients, settings, metrics, stopping).await;
             return;
         }
         let lease = LeaseSettings::from_parts(
@@ -233,10 +243,10 @@ pub async fn run(
             metrics.reconcile().clone(),
             stopping,
             move |term| {
-                let (client, settings, metrics) =
-                    (client.clone(), settings.clone(), metrics.clone());
+                let (clients, settings, metrics) =
+                    (clients.clone(), settings.clone(), metrics.clone());
                 async move {
-                    controller::run(client, settings, metrics, term).await;
+                    controller::run(clients, settings, metrics, term).await;
                 }
             },
         )

@@ -37,6 +37,8 @@ pub struct Settings {
     /// Wait this long before retrying a failed round.
     pub retry: Duration,
     pub catalog_timeout: Duration,
+    /// How long a node's drain is retried before it is uncordoned and kept.
+    pub max_drain_time: Duration,
     /// This replica's name in Events.
     pub instance: String,
 }
@@ -122,8 +124,30 @@ impl Batch {
 }
 
 /// Everything a round needs.
+/// The controller's clients of its cluster.
+#[derive(Clone)]
+pub struct Clients {
+    /// Everything but evictions (kube's default retries on).
+    pub api: Client,
+    /// Evictions: a PodDisruptionBudget's 429 is seen at once, not retried
+    /// away ([`controller_core::kubeconfig::client_without_retry`]).
+    pub evictions: Client,
+}
+
+impl Clients {
+    /// One client for both (tests).
+    pub fn same(client: Client) -> Self {
+        Self {
+            api: client.clone(),
+            evictions: client,
+        }
+    }
+}
+
 pub struct Context {
     pub client: Client,
+    /// For `pods/eviction` only (see [`Clients::evictions`]).
+    pub evictions: Client,
     pub settings: Settings,
     pub metrics: Metrics,
     pub events: Events,
@@ -142,6 +166,11 @@ pub fn requeue_after(d: Duration) -> Action {
 /// The earliest of `deadlines` (from `now`) and the scan interval.
 pub fn next_round(scan: Duration, deadlines: impl IntoIterator<Item = Duration>) -> Duration {
     deadlines.into_iter().fold(scan, Duration::min)
+}
+
+/// The time from `since` to `now` (zero when `now` is earlier).
+pub fn elapsed(since: jiff::Timestamp, now: jiff::Timestamp) -> Duration {
+    Duration::try_from(now.duration_since(since)).unwrap_or_default()
 }
 
 #[cfg(test)]

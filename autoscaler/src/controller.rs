@@ -40,13 +40,13 @@ use kube::api::Api;
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use purchase_controller::model::Purchase;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::context::{Context, ReconcileError, Settings, Stores};
+use crate::context::{Clients, Context, ReconcileError, Settings, Stores};
 use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::model::{MarketAutoscaler, PURCHASE_LABEL};
@@ -91,11 +91,15 @@ fn triggers<K: runtime::Watched>(
 
 /// Run the controller until `shutdown` is cancelled.
 pub async fn run(
-    client: Client,
+    clients: Clients,
     settings: Settings,
     metrics: Metrics,
     shutdown: CancellationToken,
 ) {
+    let Clients {
+        api: client,
+        evictions,
+    } = clients;
     let (autoscalers, ma_writer) = reflector::store::<MarketAutoscaler>();
     let (pods, pod_writer) = reflector::store::<Pod>();
     let (nodes, node_writer) = reflector::store::<Node>();
@@ -119,6 +123,7 @@ pub async fn run(
 
     let ctx = Arc::new(Context {
         client: client.clone(),
+        evictions,
         settings,
         metrics: metrics.clone(),
         events,

@@ -1,10 +1,13 @@
 //! Giving back and extending, as a round acts on them: the inputs of
 //! [`scale_down::candidates`] and [`scale_down::expiry`] gathered from the
-//! world, and their verdicts carried out — a node given back has each of
-//! its pods evicted through `pods/eviction` (a refusal keeps the node:
-//! `ScaleDownFailed`), then its Purchase deleted (purchase-controller
-//! cancels the contract and unpeers); a contract about to expire and still
-//! in use is extended through the catalog when the budget allows.
+//! world, and their verdicts carried out — a node given back is cordoned
+//! and has each of its pods evicted through `pods/eviction` (a refusal
+//! uncordons and keeps the node: `ScaleDownFailed`), then its contract is
+//! cancelled and its Purchase deleted (purchase-controller unpeers); a
+//! node the autoscaler cordoned and now keeps (a leader stopped half-way,
+//! or the node is needed again) is uncordoned; a contract about to expire
+//! and still in use is extended through the catalog when the budget
+//! allows.
 //!
 //! How long a node has been unneeded is remembered by the controller (in
 //! memory, as the Cluster Autoscaler does): a new leader starts counting
@@ -23,12 +26,13 @@ use purchase_controller::model::Purchase;
 use quantity::ResourceList;
 
 use crate::act::{self, Eviction};
-use crate::context::Context;
+use crate::context::{elapsed, Context};
 use crate::decide::Room;
 use crate::events::{self, core_ref};
 use crate::failpoint::{self, Step};
 use crate::model::{
     Intent, LabelSelector, LabelSelectorRequirement, MarketAutoscaler, MarketAutoscalerStatus,
+    NodeStatus, STATUS_LIST_CAP,
 };
 use crate::observe::{self, World};
 use crate::scale_down::{
@@ -123,6 +127,7 @@ pub fn keep_text(r: &KeepReason) -> String {
 pub fn down_nodes(
     world: &World,
     unneeded: &HashMap<String, Timestamp>,
+    key: &str,
 ) -> (Vec<BoughtNode>, Vec<Room>) {
     let mut bought = Vec::new();
     let mut names = Vec::new();
@@ -148,7 +153,7 @@ pub fn down_nodes(
             ready: observe::node_ready(node),
             pods: world.pods_on(&name).iter().map(|p| node_pod(p)).collect(),
             unneeded_since: unneeded.get(&name).copied(),
-            being_given_back: p.is_deleting(),
+            being_given_back: p.is_deleting() || drain_began(node, key).is_some(),
             name,
         });
     }
@@ -253,7 +258,8 @@ pub fn contract_of(purchase: &Purchase) -> Option<String> {
     purchase.status.as_ref().and_then(|s| s.contract_id.clone())
 }
 
-/// Decide and give back; the `ScaleDown` condition set on `st`.
+/// Decide and give back; the `ScaleDown` condition and `status.nodes`
+/// set on `st`.
 pub async fn scale_down(
     ctx: &Context,
     ma: &MarketAutoscaler,
@@ -268,7 +274,7 @@ pub async fn scale_down(
         let all = ctx.unneeded.lock().unwrap_or_else(|e| e.into_inner());
         all.get(&key).cloned().unwrap_or_default()
     };
-    let (nodes, elsewhere) = down_nodes(world, &remembered);
+    let (nodes, elsewhere) = down_nodes(world, &remembered, &key);
     let pdbs = pdbs(world);
     let verdicts = scale_down::candidates(&DownInput {
         nodes: &nodes,
@@ -289,98 +295,227 @@ pub async fn scale_down(
         }
         *mine = kept;
     }
-    let purchases: Api<Purchase> =
-        Api::namespaced(ctx.client.clone(), &ma.namespace().unwrap_or_default());
+    st.nodes = node_statuses(&verdicts);
+    let generation = ma.metadata.generation.unwrap_or(0);
+    let giver = Giver {
+        ctx,
+        ma,
+        world,
+        token,
+        purchases: Api::namespaced(ctx.client.clone(), &ma.namespace().unwrap_or_default()),
+        nodes: Api::all(ctx.client.clone()),
+        now,
+    };
     for v in verdicts {
-        let why = match v.action {
-            Action::Keep(reason) => {
-                tracing::debug!(node = %v.node, reason = %keep_text(&reason), "bought node kept");
-                continue;
-            }
-            Action::GiveBack(why) => why,
-        };
-        let (label, text) = match why {
-            GiveBackWhy::Empty => ("empty", "empty".to_string()),
-            GiveBackWhy::Underutilized { utilization_ppm } => (
+        let node = world.nodes.iter().find(|n| n.name_any() == v.node);
+        let draining = node.and_then(|n| drain_began(n, &key));
+        let (label, text) = match v.action {
+            Action::GiveBack(GiveBackWhy::Empty) => ("empty", "empty".to_string()),
+            Action::GiveBack(GiveBackWhy::Underutilized { utilization_ppm }) => (
                 "underutilized",
                 format!(
                     "underutilized ({}% of cpu or memory requested)",
                     utilization_ppm / 10_000
                 ),
             ),
+            // A node this autoscaler cordoned: its drain goes on.
+            Action::Keep(KeepReason::BeingGivenBack) if draining.is_some() => {
+                ("drained", "drained".to_string())
+            }
+            Action::Keep(reason) => {
+                tracing::debug!(node = %v.node, reason = %keep_text(&reason), "bought node kept");
+                continue;
+            }
         };
-        let node_ref = core_ref("Node", None, &v.node);
-        let on_node: Vec<Arc<Pod>> = world.pods_on(&v.node);
-        let mut refused = None;
-        for pod in on_node.iter().filter(|p| !node_pod(p).daemon_set) {
-            let api: Api<Pod> =
-                Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
-            if let Eviction::Refused(message) = act::evict(&api, &pod.name_any()).await? {
-                refused = Some(format!(
-                    "eviction of pod {} refused: {message}",
-                    observe::key_of(&pod.metadata)
-                ));
-                break;
+        let began = match draining {
+            Some(began) => began,
+            None => {
+                act::cordon(&giver.nodes, &v.node, &key, now).await?;
+                tracing::info!(node = %v.node, reason = label, "cordoned to be given back");
+                now
+            }
+        };
+        match giver.drain(&v.node, began).await? {
+            Drain::Done => {}
+            Drain::Refused(message) => {
+                status::set_condition(
+                    st,
+                    status::SCALE_DOWN,
+                    false,
+                    events::SCALE_DOWN_FAILED,
+                    &format!("node {}: {message}", v.node),
+                    generation,
+                    now,
+                );
+                continue;
             }
         }
-        if let Some(message) = refused {
-            tracing::warn!(node = %v.node, %message, "giving back stopped; the node is kept");
+        failpoint::reached(Step::BeforeCancel);
+        if let Err(message) = giver.end(&v.purchase).await? {
+            // Its served pods are gone now; the next round finds it
+            // drained and tries again.
+            tracing::warn!(node = %v.node, %message, "giving back stopped; the Purchase is kept");
             ctx.events.publish(
-                node_ref,
+                core_ref("Node", None, &v.node),
                 true,
                 events::SCALE_DOWN_FAILED,
                 "ScaleDown",
                 &format!("node kept: {message}"),
             );
-            status::set_condition(
-                st,
-                status::SCALE_DOWN,
-                false,
-                events::SCALE_DOWN_FAILED,
-                &format!("node {}: {message}", v.node),
-                ma.metadata.generation.unwrap_or(0),
-                now,
-            );
             continue;
         }
-        failpoint::reached(Step::BeforeCancel);
-        let purchase = world.purchases.iter().find(|p| p.name_any() == v.purchase);
-        if let Some(contract) = purchase.and_then(|p| contract_of(p)) {
-            if let Err(message) = cancel_contract(ctx, ma, token, &contract).await {
-                // The node is empty of served pods now; the next round
-                // finds it so and tries again.
-                tracing::warn!(node = %v.node, %message, "giving back stopped; the Purchase is kept");
-                ctx.events.publish(
-                    node_ref,
-                    true,
-                    events::SCALE_DOWN_FAILED,
-                    "ScaleDown",
-                    &format!("node kept: {message}"),
-                );
-                continue;
-            }
-        }
-        let uid = purchase.and_then(|p| p.metadata.uid.clone());
-        act::delete(&purchases, &v.purchase, uid).await?;
         ctx.metrics.count_given_back(label);
         let note = format!(
             "node {} {text}: its pods evicted, Purchase {} deleted (its contract cancelled)",
             v.node, v.purchase
         );
         tracing::info!(node = %v.node, purchase = %v.purchase, reason = label, "bought node given back");
-        ctx.events
-            .publish(node_ref, false, events::SCALE_DOWN, "ScaleDown", &note);
+        ctx.events.publish(
+            core_ref("Node", None, &v.node),
+            false,
+            events::SCALE_DOWN,
+            "ScaleDown",
+            &note,
+        );
         status::set_condition(
             st,
             status::SCALE_DOWN,
             true,
             "GaveBack",
             &note,
-            ma.metadata.generation.unwrap_or(0),
+            generation,
             now,
         );
     }
     Ok(())
+}
+
+/// Each bought node and what giving back makes of it now, by name.
+fn node_statuses(verdicts: &[scale_down::Verdict]) -> Vec<NodeStatus> {
+    let mut out: Vec<NodeStatus> = verdicts
+        .iter()
+        .map(|v| {
+            let (state, reason) = match &v.action {
+                Action::GiveBack(GiveBackWhy::Empty) => ("GivingBack", "empty".to_string()),
+                Action::GiveBack(GiveBackWhy::Underutilized { utilization_ppm }) => (
+                    "GivingBack",
+                    format!(
+                        "underutilized ({}% of cpu or memory requested)",
+                        utilization_ppm / 10_000
+                    ),
+                ),
+                Action::Keep(KeepReason::BeingGivenBack) => {
+                    ("GivingBack", keep_text(&KeepReason::BeingGivenBack))
+                }
+                Action::Keep(r) if v.unneeded => ("Unneeded", keep_text(r)),
+                Action::Keep(r) => ("Kept", keep_text(r)),
+            };
+            NodeStatus {
+                node: v.node.clone(),
+                purchase: v.purchase.clone(),
+                state: state.to_string(),
+                reason,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out.truncate(STATUS_LIST_CAP);
+    out
+}
+
+/// When this autoscaler (`key`) cordoned `node` to give it back, if it did.
+fn drain_began(node: &Node, key: &str) -> Option<Timestamp> {
+    let annotations = node.annotations();
+    if annotations.get(act::CORDONED_BY).map(String::as_str) != Some(key) {
+        return None;
+    }
+    Some(
+        annotations
+            .get(act::DRAIN_BEGAN)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(Timestamp::UNIX_EPOCH),
+    )
+}
+
+/// What a drain came to.
+enum Drain {
+    /// Every served pod evicted (or gone).
+    Done,
+    /// An eviction was refused; the node stays cordoned until the next
+    /// round tries again, or was uncordoned past `--max-drain-time`.
+    Refused(String),
+}
+
+/// The effects of giving a node back, for one round.
+struct Giver<'a> {
+    ctx: &'a Context,
+    ma: &'a MarketAutoscaler,
+    world: &'a World,
+    token: &'a str,
+    purchases: Api<Purchase>,
+    nodes: Api<Node>,
+    now: Timestamp,
+}
+
+impl Giver<'_> {
+    /// Evict every served pod of `node`, cordoned since `began`. A refusal
+    /// (a PodDisruptionBudget) leaves the node cordoned for the next round
+    /// to try again — as Cluster Autoscaler retries an eviction until
+    /// `--max-pod-eviction-time` — and past `--max-drain-time` uncordons
+    /// it: the node is kept.
+    async fn drain(&self, node: &str, began: Timestamp) -> Result<Drain, kube::Error> {
+        let on_node: Vec<Arc<Pod>> = self.world.pods_on(node);
+        for pod in on_node
+            .iter()
+            .filter(|p| !node_pod(p).daemon_set && p.metadata.deletion_timestamp.is_none())
+        {
+            let api: Api<Pod> = Api::namespaced(
+                self.ctx.evictions.clone(),
+                &pod.namespace().unwrap_or_default(),
+            );
+            let Eviction::Refused(message) = act::evict(&api, &pod.name_any()).await? else {
+                continue;
+            };
+            let max = self.ctx.settings.max_drain_time;
+            let pod = observe::key_of(&pod.metadata);
+            let (message, gave_up) = if elapsed(began, self.now) >= max {
+                act::uncordon(&self.nodes, node).await?;
+                (
+                    format!("eviction of pod {pod} refused ({message}) for {max:?} (--max-drain-time): the node is uncordoned and kept"),
+                    true,
+                )
+            } else {
+                (
+                    format!("eviction of pod {pod} refused ({message}); the node stays cordoned and its drain is retried"),
+                    false,
+                )
+            };
+            tracing::warn!(node, %message, gave_up, "giving back held up");
+            self.ctx.events.publish(
+                core_ref("Node", None, node),
+                true,
+                events::SCALE_DOWN_FAILED,
+                "ScaleDown",
+                &message,
+            );
+            return Ok(Drain::Refused(message));
+        }
+        Ok(Drain::Done)
+    }
+
+    /// Cancel the contract of Purchase `name`, then delete it: `Ok(Err)`
+    /// when the catalog did not cancel (the Purchase is kept).
+    async fn end(&self, name: &str) -> Result<Result<(), String>, kube::Error> {
+        let purchase = self.world.purchases.iter().find(|p| p.name_any() == name);
+        if let Some(contract) = purchase.and_then(|p| contract_of(p)) {
+            if let Err(message) = cancel_contract(self.ctx, self.ma, self.token, &contract).await {
+                return Ok(Err(message));
+            }
+        }
+        let uid = purchase.and_then(|p| p.metadata.uid.clone());
+        act::delete(&self.purchases, name, uid).await?;
+        Ok(Ok(()))
+    }
 }
 
 /// Extend the contracts about to expire that are still in use (with
@@ -417,6 +552,12 @@ pub async fn expiry(
                 contract_id: c.id.clone(),
                 purchase: purchase.name_any(),
                 expires_at: terms.ends_at,
+                term_began: c
+                    .extended_at
+                    .and_then(|t| {
+                        Timestamp::from_nanosecond(i128::from(t.timestamp_nanos_opt()?)).ok()
+                    })
+                    .unwrap_or(terms.purchased_at),
                 in_use,
                 cost: Money::from(c.cost),
                 per: terms.per,

@@ -7,8 +7,8 @@
 //! | `market_autoscaler_unschedulable_pods` | waiting pods the autoscalers serve |
 //! | `market_autoscaler_spend_per_hour{currency}` | spend rate of the contracts held and in flight (a report, not a bill: the status holds the exact decimal) |
 //! | `market_autoscaler_spend_month_to_date{currency}` | spent this UTC calendar month |
-//! | `market_autoscaler_decisions_total{outcome,reason}` | decisions: `bought`, `placed` (pods fit held or in-flight room), `unplaceable`, `waiting` (nothing to do) and why |
-//! | `market_autoscaler_purchases_total{result}` | `created`, `ready`, `deadline`, `failed`, `conflict` (another writer), `over-budget` (refused at the re-check) |
+//! | `market_autoscaler_decisions_total{outcome,reason}` | decisions: `bought`, `placed` (pods fit held or in-flight room), `unplaceable`, `waiting` (the batch still open: `batch`; a purchase in flight whose plan left the catalog: `unsettled`) and why |
+//! | `market_autoscaler_purchases_total{result}` | `created`, `ready`, `deadline`, `failed`, `conflict` (another writer), `over-budget` (refused at the re-check), `offer-changed` (withdrawn or repriced since the decision: decided again) |
 //! | `market_autoscaler_purchase_ready_seconds` | a Purchase's creation to Ready |
 //! | `market_autoscaler_given_back_total{reason}` | Purchases deleted to give capacity back (`empty`, `underutilized`, `deadline`, `failed`) |
 //! | `market_autoscaler_in_flight_purchases` | Purchases made and not yet Ready |

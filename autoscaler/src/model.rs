@@ -459,6 +459,20 @@ pub struct BackoffStatus {
     pub failures: u32,
 }
 
+/// A bought node and what giving back makes of it now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::plain)]
+pub struct NodeStatus {
+    pub node: String,
+    pub purchase: String,
+    /// `Kept`, `Unneeded` (counting towards `scaleDown.unneededTime`) or
+    /// `GivingBack` (cordoned, its pods being evicted).
+    pub state: String,
+    /// Why, in words: what keeps it, or why it goes.
+    pub reason: String,
+}
+
 /// What the controller reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -486,6 +500,9 @@ pub struct MarketAutoscalerStatus {
     pub last_decision: Option<DecisionStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backoff: Vec<BackoffStatus>,
+    /// The bought nodes (at most 20, by name) and why each is kept or goes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeStatus>,
     /// Purchases made so far: the next Purchase is named `<name>-<purchasesMade + 1>`.
     #[serde(default)]
     pub purchases_made: u64,

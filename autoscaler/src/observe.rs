@@ -83,6 +83,12 @@ pub fn node_ready(node: &Node) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// Whether a node can take pods now: Ready, with its allocatable known
+/// (a virtual node is Ready before its virtual kubelet reports it).
+pub fn node_usable(node: &Node) -> bool {
+    node_ready(node) && allocatable(node).get("cpu").is_some()
+}
+
 fn finished(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
@@ -276,11 +282,21 @@ pub fn requested(pods_on: &[Arc<Pod>]) -> ResourceList {
 }
 
 /// The room where waiting pods may go without buying: each Ready bought
-/// node's free room, and each purchase in flight's plan.
+/// node's free room once it is usable (not one cordoned: it is being
+/// given back), and each purchase in flight's plan (a Ready one whose
+/// node is not usable yet among them).
 pub fn rooms(world: &World, in_flight: &[InFlight]) -> Vec<Room> {
     let mut rooms: Vec<Room> = world
         .bought_nodes()
         .into_iter()
+        .filter(|(_, node)| {
+            node_usable(node)
+                && !node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.unschedulable)
+                    .unwrap_or(false)
+        })
         .map(|(_, node)| {
             let name = node.metadata.name.clone().unwrap_or_default();
             let used = requested(&world.pods_on(&name));
@@ -306,6 +322,14 @@ pub fn rooms(world: &World, in_flight: &[InFlight]) -> Vec<Room> {
             .map(|f| Room::in_flight(&f.purchase, &f.provider, f.resources.clone())),
     );
     rooms
+}
+
+/// A purchase in flight of unknown size: its plan left the catalog's
+/// offers and it has no contract yet to say what it holds.
+pub fn unsettled(in_flight: &[InFlight]) -> Option<&InFlight> {
+    in_flight
+        .iter()
+        .find(|f| f.resources.0.is_empty() && !f.has_contract)
 }
 
 /// A purchase not Ready yet, as the decision counts it.
@@ -427,7 +451,12 @@ pub fn in_flight(
         .purchases
         .iter()
         .filter(|p| !p.is_deleting())
-        .filter(|p| phase(p) != READY_PHASE && !DEAD_PHASES.contains(&phase(p)))
+        // Ready but its node not usable yet: still room to come, or the
+        // pods it was bought for would be bought for again.
+        .filter(|p| {
+            (phase(p) != READY_PHASE || !node_of(p, &world.nodes).is_some_and(|n| node_usable(n)))
+                && !DEAD_PHASES.contains(&phase(p))
+        })
         .map(|p| {
             let offer_id = p.spec.offer_id.clone().unwrap_or_default();
             let plan_id = p.spec.plan_id.clone().unwrap_or_default();
@@ -539,5 +568,35 @@ impl Inputs {
             priority: &intent.priority,
             now,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_flight(name: &str, cpu: Option<&str>, has_contract: bool) -> InFlight {
+        InFlight {
+            purchase: name.into(),
+            offer_id: "o".into(),
+            plan_id: "p".into(),
+            provider: String::new(),
+            resources: cpu
+                .map(|c| ResourceList::from_strings([("cpu", c)]).expect("resources"))
+                .unwrap_or_default(),
+            cost: None,
+            has_contract,
+        }
+    }
+
+    #[test]
+    fn a_purchase_of_unknown_size_is_unsettled_until_its_contract_exists() {
+        assert!(unsettled(&[in_flight("a", Some("4"), false)]).is_none());
+        assert!(unsettled(&[in_flight("a", None, true)]).is_none());
+        let both = [
+            in_flight("a", Some("4"), false),
+            in_flight("b", None, false),
+        ];
+        assert_eq!(unsettled(&both).map(|f| f.purchase.as_str()), Some("b"));
     }
 }

@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 use purchase_controller::model::Purchase;
 
 use crate::act;
-use crate::context::{next_round, requeue_after, Context, ReconcileError};
+use crate::context::{elapsed, next_round, requeue_after, Context, ReconcileError};
 use crate::decide::{self, Buy, ScaleUp};
 use crate::events::{self, core_ref};
 use crate::failpoint::{self, Step};
@@ -215,10 +215,18 @@ pub async fn run(
             settings.batch_max,
         );
     let mut st = r.status();
+    // A purchase in flight whose plan left the feed before its contract
+    // exists is of unknown size: deciding now could buy its pods' room a
+    // second time, so the round waits for it to settle (it fails at the
+    // reservation, or its contract says what it holds).
+    let unsettled = observe::unsettled(&in_flight).map(|f| f.purchase.clone());
     if let Some(left) = wait {
         tracing::debug!(?left, "new pods wait; the batch is still open");
         ctx.metrics.count_decision("waiting", "batch");
         deadlines.push(left);
+    } else if let Some(purchase) = unsettled {
+        tracing::info!(%purchase, "a purchase in flight has left the catalog's offers; deciding once it settles");
+        ctx.metrics.count_decision("waiting", "unsettled");
     } else {
         let inputs = Inputs::gather(
             &intent,
@@ -367,10 +375,6 @@ fn timestamp_of(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> Tim
     t.0
 }
 
-fn elapsed(since: Timestamp, now: Timestamp) -> Duration {
-    Duration::try_from(now.duration_since(since)).unwrap_or_default()
-}
-
 /// A purchase given up (`result`: failed, or not Ready by the deadline):
 /// its offer's plan backed off, counted, and told on the MarketAutoscaler.
 /// The caller deletes it.
@@ -413,7 +417,6 @@ async fn settle(
     world: &World,
     token: &str,
 ) -> Result<Settled, ReconcileError> {
-    let _ = intent;
     let settings = &r.ctx.settings;
     let now = r.now;
     let before = r.status();
@@ -529,7 +532,12 @@ async fn settle(
         tracing::info!(purchase = %name, "Purchase deleted");
     }
     for f in creations {
-        let p = act::purchase(&r.current, &f.purchase, &f.offer_id, &f.plan_id);
+        let p = act::purchase(
+            &r.current,
+            &f.purchase,
+            (&f.offer_id, &f.plan_id),
+            intent.terms.duration,
+        );
         if act::create(&r.purchases, &p).await? {
             tracing::info!(purchase = %f.purchase, "recorded purchase created (a former leader stopped before)");
             r.ctx.metrics.count_purchase("created");
@@ -633,6 +641,21 @@ async fn buy(
     };
     let url = ma.spec.catalog_url.as_str();
     for plan in &up.buy {
+        let offered = r
+            .ctx
+            .catalogs
+            .usable_offers(url)
+            .map_err(|e| e.to_string())
+            .and_then(|now| {
+                decide::recheck::still_offered(plan, &observe::candidates(&now.offers))
+            });
+        if let Err(why) = offered {
+            r.ctx.metrics.count_purchase("offer-changed");
+            tracing::info!(offer = %plan.offer_id, plan = %plan.plan_id, %why, "the offer changed since the decision; deciding again");
+            out.refused = Some(format!("{why}; deciding again"));
+            out.restart = (out.count == 0).then(|| Action::requeue(Duration::from_millis(100)));
+            break;
+        }
         let contracts = match r.ctx.catalogs.contracts(&r.key, url, token).await {
             Ok(c) => c,
             Err(e) => {
@@ -681,7 +704,12 @@ async fn buy(
             Err(e) => return Err(e.into()),
         }
         failpoint::reached(Step::AfterStatusWrite);
-        let purchase = act::purchase(&r.current, &name, &plan.offer_id, &plan.plan_id);
+        let purchase = act::purchase(
+            &r.current,
+            &name,
+            (&plan.offer_id, &plan.plan_id),
+            intent.terms.duration,
+        );
         act::create(&r.purchases, &purchase).await?;
         r.ctx.metrics.count_purchase("created");
         failpoint::reached(Step::AfterPurchaseCreate);

@@ -422,6 +422,8 @@ pub struct Expiring {
     pub contract_id: String,
     pub purchase: String,
     pub expires_at: Timestamp,
+    /// When its current term began: its last extension, or its purchase.
+    pub term_began: Timestamp,
     /// Its node runs served pods (it is not unneeded).
     pub in_use: bool,
     pub cost: Money,
@@ -432,7 +434,9 @@ pub struct Expiring {
 pub struct ExpiryInput<'a> {
     pub contracts: &'a [Expiring],
     pub on_expiry: OnExpiry,
-    /// How long before `expiresAt` to act: `max(scan interval × 3, 10 min)`.
+    /// How long before `expiresAt` to act: `max(scan interval × 3, 10 min)`,
+    /// and at most half the contract's current term, so a term shorter
+    /// than the lead is extended once per half-term, not every round.
     pub lead: Duration,
     /// The extension asked for (`terms.duration`; `None`: the catalog's default, counted to the month's end).
     pub extension: Option<Duration>,
@@ -473,13 +477,15 @@ pub struct ExpiryVerdict {
 /// count against the budget of the next ones.
 pub fn expiry(input: &ExpiryInput<'_>) -> Vec<ExpiryVerdict> {
     let (_, month_end) = spend::month_of(input.now);
-    let horizon = add_duration(input.now, input.lead);
     let mut projected = input.spend.month_to_date.plus(input.spend.rest_of_month);
     let mut contracts: Vec<&Expiring> = input.contracts.iter().collect();
     contracts.sort_by_key(|c| (c.expires_at, c.contract_id.clone()));
     contracts
         .into_iter()
         .map(|c| {
+            let term =
+                Duration::try_from(c.expires_at.duration_since(c.term_began)).unwrap_or_default();
+            let horizon = add_duration(input.now, input.lead.min(term / 2));
             let action = if c.expires_at > horizon {
                 ExpiryAction::NotYet
             } else if input.on_expiry == OnExpiry::Expire {

@@ -40,6 +40,7 @@ fn settings(deadline: Duration) -> Settings {
         backoff_reset: Duration::from_secs(3 * 3600),
         retry: Duration::from_millis(200),
         catalog_timeout: Duration::from_secs(2),
+        max_drain_time: Duration::from_secs(120),
         instance: "test".into(),
     }
 }
@@ -50,7 +51,7 @@ fn start(kube: &KubeApiServer, settings: Settings) -> (Metrics, CancellationToke
     metrics.reconcile().set_leading(true);
     let stop = CancellationToken::new();
     tokio::spawn(controller::run(
-        autoscaler_client(kube),
+        market_autoscaler::context::Clients::same(autoscaler_client(kube)),
         settings,
         metrics.clone(),
         stop.clone(),

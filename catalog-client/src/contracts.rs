@@ -179,16 +179,18 @@ impl Session {
 
     /// `POST /reservations/{id}/purchase` with the consumer's cluster ID
     /// (required when the provider peers with Liqo v1: its peering user
-    /// is made for that one cluster) and, if given, who buys.
+    /// is made for that one cluster) and, if given, who buys and for how
+    /// many seconds (unset: the catalog's contract duration).
     pub async fn purchase(
         &mut self,
         id: &str,
         consumer: &str,
         bought_by: Option<&str>,
+        duration_seconds: Option<u64>,
     ) -> Result<(), Error> {
         let body = PurchaseRequest {
             consumer_cluster_id: Some(consumer.to_string()),
-            duration_seconds: None,
+            duration_seconds,
             bought_by: bought_by.map(str::to_string),
         };
         let route = routes::purchase(id);

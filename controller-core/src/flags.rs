@@ -68,6 +68,18 @@ impl KubeArgs {
     pub async fn client(&self) -> Result<kube::Client, crate::kubeconfig::ClientError> {
         crate::kubeconfig::client(self.kubeconfig.as_deref(), self.kube_context.as_deref()).await
     }
+
+    /// A client of that cluster that does not retry 429, 503 and 504
+    /// ([`crate::kubeconfig::client_without_retry`]): for evictions.
+    pub async fn client_without_retry(
+        &self,
+    ) -> Result<kube::Client, crate::kubeconfig::ClientError> {
+        crate::kubeconfig::client_without_retry(
+            self.kubeconfig.as_deref(),
+            self.kube_context.as_deref(),
+        )
+        .await
+    }
 }
 
 /// Whether replicas elect a leader, and on which Lease.

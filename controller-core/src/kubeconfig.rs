@@ -90,3 +90,17 @@ pub async fn client(
 ) -> Result<Client, ClientError> {
     Ok(Client::try_from(config(kubeconfig, context).await?)?)
 }
+
+/// [`client`] without kube's default retry of 429, 503 and 504 (up to 15
+/// times): as client-go's REST client, which retries only an answer
+/// carrying `Retry-After` (`client-go/rest/request.go`, `checkWait`). A
+/// PodDisruptionBudget's refused eviction (429) carries none, so a caller
+/// that evicts sees the refusal at once instead of waiting out the retries.
+pub async fn client_without_retry(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Client, ClientError> {
+    let mut config = config(kubeconfig, context).await?;
+    config.default_retry = false;
+    Ok(Client::try_from(config)?)
+}

@@ -88,18 +88,21 @@ pub fn unusable(error: Error, id: &str) -> Result<Unusable, String> {
 
 /// `GET /contracts/{id}`; a contract bought `from_offer` that the catalog
 /// does not show yet is a reservation (recorded in an earlier round, or
-/// just now) not bought yet: buy it for `consumer` (saying `bought_by`),
-/// then read it.
+/// just now) not bought yet: buy it for `consumer` (saying `bought_by`,
+/// for `duration_seconds` when given), then read it.
 pub async fn read_or_buy(
     session: &mut Session,
     id: &str,
     from_offer: bool,
     consumer: &str,
     bought_by: Option<&str>,
+    duration_seconds: Option<u64>,
 ) -> Result<Contract, Error> {
     match session.contract(id).await {
         Err(Error::NotFound(_)) if from_offer => {
-            session.purchase(id, consumer, bought_by).await?;
+            session
+                .purchase(id, consumer, bought_by, duration_seconds)
+                .await?;
             tracing::info!(contract = %id, "reservation purchased");
             session.contract(id).await
         }

@@ -112,6 +112,14 @@ pub struct PurchaseSpec {
         )
     )]
     pub bought_by: Option<String>,
+    /// With offerID and planID: how long the contract runs, in seconds, sent to the catalog when the controller buys (`durationSeconds`); unset, the catalog's `--contract-duration`. The catalog refuses a length longer than that, and the Purchase then fails naming it.
+    #[serde(
+        rename = "durationSeconds",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("minimum" = 1))]
+    pub duration_seconds: Option<u64>,
     /// Namespaces to offload to the provider (each gets the NamespaceOffloading "offloading").
     #[serde(default)]
     #[schemars(

@@ -557,6 +557,7 @@ async fn drive(
         from_offer,
         &settings.cluster_id,
         spec.bought_by.as_deref(),
+        spec.duration_seconds,
     )
     .await;
     let (contract, catalog_error) = match read {

@@ -35,6 +35,7 @@ use crate::spend::{Money, Period, Pricing, Spend};
 
 pub mod choose;
 pub mod fit;
+pub mod recheck;
 pub mod run;
 
 pub use run::scale_up;

@@ -302,6 +302,7 @@ fn expiring_contracts_in_use_are_extended_within_budget() {
         contract_id: id.into(),
         purchase: format!("mas-{id}"),
         expires_at: now() + minutes(in_mins),
+        term_began: now() - minutes(60 * 24),
         in_use,
         cost: money("0.1"),
         per: Period::Hour,
@@ -361,4 +362,41 @@ fn expiring_contracts_in_use_are_extended_within_budget() {
         .iter()
         .filter(|x| x.contract_id != "later")
         .all(|x| x.action == ExpiryAction::LetExpire(ExpiryReason::Policy)));
+}
+
+#[test]
+fn a_term_shorter_than_the_lead_is_extended_in_its_second_half_only() {
+    let limits = Limits {
+        currency: "EUR".into(),
+        ..Limits::default()
+    };
+    // A 30 s term begun 10 s ago, then 16 s ago; the lead is 10 minutes.
+    let at = |began_secs_ago: i64| Expiring {
+        contract_id: "short".into(),
+        purchase: "mas-1".into(),
+        expires_at: now() + jiff::SignedDuration::from_secs(30 - began_secs_ago),
+        term_began: now() - jiff::SignedDuration::from_secs(began_secs_ago),
+        in_use: true,
+        cost: money("0.1"),
+        per: Period::Hour,
+    };
+    let verdict = |c: Expiring| {
+        expiry(&ExpiryInput {
+            contracts: &[c],
+            on_expiry: OnExpiry::Extend,
+            lead: Duration::from_secs(600),
+            extension: None,
+            limits: &limits,
+            spend: Spend::default(),
+            now: now(),
+        })[0]
+            .action
+            .clone()
+    };
+    assert_eq!(verdict(at(10)), ExpiryAction::NotYet);
+    assert!(
+        matches!(verdict(at(16)), ExpiryAction::Extend { .. }),
+        "{:?}",
+        verdict(at(16))
+    );
 }

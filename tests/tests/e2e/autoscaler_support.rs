@@ -205,10 +205,24 @@ impl World {
         self.replica("solo")
     }
 
+    /// [`World::autoscaler`] giving a Purchase up when it is not Ready
+    /// within `deadline` (`--purchase-deadline`).
+    pub fn autoscaler_with_deadline(&self, deadline: &str) -> Spawn {
+        self.replica_with_deadline("solo", deadline)
+    }
+
     /// `market-autoscaler` as replica `identity` of several, on a 1 s
     /// Lease so a killed leader is replaced within the test's patience.
     pub fn replica(&self, identity: &str) -> Spawn {
+        // A purchase here (reserve, buy, peer, grant, node Ready) takes
+        // seconds on a loaded machine; the deadline is the scenario's
+        // business where it is tested, never a race elsewhere.
+        self.replica_with_deadline(identity, "2m")
+    }
+
+    fn replica_with_deadline(&self, identity: &str, deadline: &str) -> Spawn {
         self.autoscaler_flags()
+            .args(["--purchase-deadline", deadline])
             .args(["--instance", identity, "--lease-duration", "1s"])
             .args(["--lease-renew-deadline", "700ms", "--lease-retry", "100ms"])
     }
@@ -226,10 +240,7 @@ impl World {
             .arg(&self.kubeconfig)
             .args(["--http-listen", "127.0.0.1:0"])
             .args(["--scan-interval", "1s", "--batch-idle", "100ms"])
-            // A purchase here (reserve, buy, peer, grant, node Ready) takes
-            // seconds on a loaded machine; the deadline is the scenario's
-            // business where it is tested, never a race elsewhere.
-            .args(["--batch-max", "1s", "--purchase-deadline", "2m"])
+            .args(["--batch-max", "1s"])
             .args(["--backoff-initial", "1m", "--backoff-max", "5m"])
             .args(["--error-retry", "200ms", "--catalog-timeout", "1s"])
             // The Lease's namespace, as the Deployment sets it.
@@ -392,18 +403,7 @@ impl World {
     pub fn wait_unschedulable(&self, app: &str, n: usize) {
         wait_until(&format!("{n} pods of {app} Unschedulable"), || {
             let pods = self.pods(app);
-            pods.len() == n
-                && pods.iter().all(|p| {
-                    p["status"]["conditions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|c| {
-                            c["type"] == "PodScheduled"
-                                && c["status"] == "False"
-                                && c["reason"] == "Unschedulable"
-                        })
-                })
+            pods.len() == n && pods.iter().all(unschedulable)
         });
     }
 
@@ -516,6 +516,18 @@ impl World {
     pub fn http_get(&self, port: u16, path: &str) -> (u16, String) {
         self.base.http_get(port, path)
     }
+}
+
+/// The scheduler's verdict on `pod`: `PodScheduled=False` reason
+/// `Unschedulable` (the autoscaler's trigger).
+pub fn unschedulable(pod: &Value) -> bool {
+    pod["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable"
+        })
 }
 
 /// The consumer's `purchase-controller --auto-peer`, as the base world
