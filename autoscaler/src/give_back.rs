@@ -101,6 +101,9 @@ pub fn keep_text(r: &KeepReason) -> String {
             utilization_ppm / 10_000
         ),
         KeepReason::NoRoomElsewhere { pod } => format!("pod {pod} fits on no other node"),
+        KeepReason::WaitingPodFits { pod } => {
+            format!("pod {pod}, not scheduled yet, fits on it")
+        }
         KeepReason::SafeToEvict { pod } => {
             format!("pod {pod} is annotated {}=false", scale_down::SAFE_TO_EVICT)
         }
@@ -207,12 +210,27 @@ pub fn pdbs(world: &World) -> Vec<Pdb> {
         .collect()
 }
 
-/// When the autoscaler last bought (its newest Purchase's creation).
+/// When the autoscaler last bought: its newest Purchase's creation, or
+/// the last time one became Ready, whichever is later — a node is empty
+/// until the pods it was bought for are recreated and scheduled there,
+/// which starts only once it is Ready (Cluster Autoscaler's
+/// scale-down-delay-after-add counts from the scale-up, whose node
+/// registers within seconds; a purchase may take minutes).
 pub fn last_purchase(world: &World) -> Option<Timestamp> {
     world
         .purchases
         .iter()
-        .filter_map(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        .flat_map(|p| {
+            let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            let ready = p.status.as_ref().and_then(|s| {
+                s.conditions
+                    .iter()
+                    .find(|c| c.type_ == "Ready" && c.status == "True")
+                    .and_then(|c| c.last_transition_time.parse::<Timestamp>().ok())
+            });
+            [created, ready]
+        })
+        .flatten()
         .max()
 }
 
@@ -280,6 +298,11 @@ pub async fn scale_down(
         nodes: &nodes,
         elsewhere: &elsewhere,
         pdbs: &pdbs,
+        waiting: &world
+            .unbound()
+            .iter()
+            .filter_map(|p| observe::waiting_pod(p))
+            .collect::<Vec<_>>(),
         policy: &intent.scale_down,
         last_purchase: last_purchase(world),
         now,

@@ -186,6 +186,23 @@ impl World {
             .collect()
     }
 
+    /// The served pods not bound to a node yet and not going: the waiting
+    /// ones, and those the scheduler has not looked at yet (a pod just
+    /// recreated through its owner).
+    pub fn unbound(&self) -> Vec<Arc<Pod>> {
+        self.served
+            .iter()
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_deref())
+                        .is_none()
+            })
+            .cloned()
+            .collect()
+    }
+
     /// The pods bound to `node`.
     pub fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
         self.bound

@@ -80,6 +80,10 @@ pub struct DownInput<'a> {
     /// autoscaler): where pods of a node given back may go.
     pub elsewhere: &'a [Room],
     pub pdbs: &'a [Pdb],
+    /// The served pods not scheduled yet (waiting, or just recreated): a
+    /// node one of them fits on is room it is about to take, never given
+    /// back.
+    pub waiting: &'a [WaitingPod],
     pub policy: &'a ScaleDown,
     /// The autoscaler's last purchase (its Purchase's creation).
     pub last_purchase: Option<Timestamp>,
@@ -109,6 +113,11 @@ pub enum KeepReason {
     },
     /// A pod on it fits nowhere else.
     NoRoomElsewhere {
+        pod: String,
+    },
+    /// A waiting pod fits on it: it is room about to be used (a node just
+    /// bought is empty until its pods are recreated and scheduled).
+    WaitingPodFits {
         pod: String,
     },
     SafeToEvict {
@@ -166,6 +175,7 @@ impl KeepReason {
             KeepReason::BeingGivenBack => "being-given-back",
             KeepReason::InUse { .. } => "in-use",
             KeepReason::NoRoomElsewhere { .. } => "no-room",
+            KeepReason::WaitingPodFits { .. } => "waiting-pod",
             KeepReason::SafeToEvict { .. } => "safe-to-evict",
             KeepReason::DoNotDisrupt { .. } => "do-not-disrupt",
             KeepReason::BarePod { .. } => "bare-pod",
@@ -321,6 +331,25 @@ pub fn candidates(input: &DownInput<'_>) -> Vec<Verdict> {
             }
             if !node.ready {
                 break 'v keep(false, KeepReason::NotReady);
+            }
+            let view = NodeView {
+                name: Some(&node.name),
+                labels: &node.labels,
+                unknown: None,
+                taints: &node.taints,
+            };
+            let free = node.allocatable.saturating_sub(
+                &node
+                    .pods
+                    .iter()
+                    .fold(ResourceList::new(), |s, p| s.add(&p.pod.requests)),
+            );
+            if let Some(w) = input
+                .waiting
+                .iter()
+                .find(|w| fits(&w.requests, &free) && fit::admits(w, &view))
+            {
+                break 'v keep(false, KeepReason::WaitingPodFits { pod: w.key.clone() });
             }
             let why = if pods.is_empty() {
                 GiveBackWhy::Empty

@@ -1,10 +1,11 @@
 //! Offers, plans, reservations and contracts as people read them: tables
 //! and details, from the catalog's wire types. Costs and quantities are
 //! printed as the catalog wrote them (exact decimals, Kubernetes
-//! quantities), never rounded. Secrets are never printed here: a contract's
+//! quantities), never rounded, with their unit when the catalog says it
+//! (`1.5 EUR/hour`). Secrets are never printed here: a contract's
 //! credentials are only named (`-o json|yaml` carries them).
 
-use catalog_client::wire::{Contract, Offer, Reservation};
+use catalog_client::wire::{Contract, Cost, Offer, Pricing, Reservation};
 use quantity::ResourceList;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -49,6 +50,16 @@ fn or_dash(text: String) -> String {
     }
 }
 
+/// A cost with its unit, `1.5 EUR/hour`: the exact decimal as the cost
+/// prints it (never through a float), then the catalog's `pricing`. A
+/// catalog older than `pricing` says no unit: the bare cost, as before.
+pub fn priced(cost: Cost, pricing: Option<&Pricing>) -> String {
+    match pricing {
+        Some(pricing) => format!("{cost} {pricing}"),
+        None => cost.to_string(),
+    }
+}
+
 /// One row per plan: what a buyer compares.
 pub fn offers_table(offers: &[Offer]) -> Table {
     let mut table = Table::new(&["OFFER", "PLAN", "TYPE", "PROVIDER", "COST", "RESOURCES"]);
@@ -59,7 +70,7 @@ pub fn offers_table(offers: &[Offer]) -> Table {
                 key.clone(),
                 offer.offer_type.clone(),
                 offer.cluster_id.clone(),
-                plan.cost.to_string(),
+                priced(plan.cost, offer.pricing.as_ref()),
                 resources(&plan.resources),
             ]);
         }
@@ -99,7 +110,7 @@ pub fn offer_details(offer: &Offer) -> String {
         plans.row(vec![
             key.clone(),
             plan.name.clone(),
-            plan.cost.to_string(),
+            priced(plan.cost, offer.pricing.as_ref()),
             resources(&plan.resources),
         ]);
     }
@@ -131,7 +142,16 @@ fn standing(contract: &Contract) -> String {
 
 pub fn contracts_table(contracts: &[Contract]) -> Table {
     let mut table = Table::new(&[
-        "CONTRACT", "OFFER", "PLAN", "PROVIDER", "STATE", "STANDING", "EXPIRES", "REASON",
+        "CONTRACT",
+        "OFFER",
+        "PLAN",
+        "PROVIDER",
+        "COST",
+        "BOUGHT BY",
+        "STATE",
+        "STANDING",
+        "EXPIRES",
+        "REASON",
     ]);
     for c in contracts {
         table.row(vec![
@@ -139,6 +159,8 @@ pub fn contracts_table(contracts: &[Contract]) -> Table {
             c.offer_id.clone(),
             c.plan_id.clone(),
             c.cluster_id.clone(),
+            priced(c.cost, c.pricing.as_ref()),
+            or_dash(c.bought_by.clone().unwrap_or_default()),
             c.state.as_str().to_string(),
             standing(c),
             c.expires_at.to_rfc3339(),
@@ -177,7 +199,11 @@ pub fn contract_details(c: &Contract) -> String {
             "Consumer cluster",
             or_dash(c.consumer_cluster_id.clone().unwrap_or_default()),
         ),
-        ("Cost", c.cost.to_string()),
+        ("Cost", priced(c.cost, c.pricing.as_ref())),
+        (
+            "Bought by",
+            or_dash(c.bought_by.clone().unwrap_or_default()),
+        ),
         ("Resources", resources(&c.resources)),
         ("State", c.state.as_str().to_string()),
         ("Reason", or_dash(c.reason.clone().unwrap_or_default())),
@@ -194,6 +220,7 @@ pub fn contract_details(c: &Contract) -> String {
 mod tests {
     use super::*;
     use crate::output::{assert_terminal_safe, HOSTILE};
+    use catalog_client::wire::CostPeriod;
     use serde_json::json;
 
     fn offer() -> Offer {
@@ -279,7 +306,8 @@ mod tests {
             "liqo": ["v1"], "purchasedAt": "2026-01-01T00:00:00Z",
             "expiresAt": "2026-02-01T00:00:00Z", "active": false, "state": "failed",
             "reason": HOSTILE, "consumerClusterID": HOSTILE,
-            "stateChangedAt": "2026-01-01T00:00:00Z"
+            "stateChangedAt": "2026-01-01T00:00:00Z",
+            "pricing": {"currency": HOSTILE, "per": "hour"}, "boughtBy": HOSTILE
         }))
         .unwrap();
         let table = contracts_table(std::slice::from_ref(&c)).render();
@@ -287,6 +315,142 @@ mod tests {
         assert_eq!(table.lines().count(), 2, "{table}");
         assert!(table.contains("o\\x1b[31mRED\\r\\x1b[Kfake"), "{table}");
         assert_terminal_safe(&contract_details(&c));
+    }
+
+    /// A contract as the catalog answers it, bought by `bought_by`.
+    fn contract(pricing: Value, bought_by: Value) -> Contract {
+        let mut c = json!({
+            "id": "c1", "consumer": "alice", "clusterID": "p1", "clusterName": "one",
+            "offerID": "o1", "planID": "small", "resources": {"cpu": "2"},
+            "cost": "123456789.123456789", "resourceSliceClass": "liqo-broker",
+            "liqo": ["v1"], "purchasedAt": "2026-01-01T00:00:00Z",
+            "expiresAt": "2026-02-01T00:00:00Z", "active": true, "state": "ready",
+            "stateChangedAt": "2026-01-01T00:00:00Z"
+        });
+        if !pricing.is_null() {
+            c["pricing"] = pricing;
+        }
+        if !bought_by.is_null() {
+            c["boughtBy"] = bought_by;
+        }
+        serde_json::from_value(c).unwrap()
+    }
+
+    /// The cell of `column` in a rendered table's row `row` (1: the first
+    /// data row), read at the column's offset in the header.
+    fn cell<'t>(table: &'t str, column: &str, row: usize) -> &'t str {
+        let lines: Vec<&str> = table.lines().collect();
+        let at = lines[0]
+            .find(column)
+            .unwrap_or_else(|| panic!("no {column}: {table}"));
+        let line = lines[row];
+        let rest = line.get(at..).unwrap_or_default();
+        rest.split("   ").next().unwrap_or_default().trim()
+    }
+
+    #[test]
+    fn a_plan_cost_shows_its_unit_exactly() {
+        // Not through a float: 123456789.123456789 as an f64 is
+        // 123456789.12345679.
+        let mut priced_offer = offer();
+        priced_offer.pricing = Some(Pricing::new("EUR", CostPeriod::Hour).unwrap());
+        let table = offers_table(std::slice::from_ref(&priced_offer)).render();
+        assert_eq!(
+            cell(&table, "COST", 1),
+            "123456789.123456789 EUR/hour",
+            "{table}"
+        );
+        assert_eq!(cell(&table, "COST", 2), "1.1 EUR/hour", "{table}");
+        assert_eq!(
+            cell(&table, "RESOURCES", 2),
+            "cpu=2",
+            "the columns stay apart: {table}"
+        );
+        priced_offer.pricing = Some(Pricing::new("USD", CostPeriod::Month).unwrap());
+        let shown = offer_details(&priced_offer);
+        let plans = &shown[shown.find("\nPLAN").expect("a plans table") + 1..];
+        assert_eq!(
+            cell(plans, "COST", 1),
+            "123456789.123456789 USD/month",
+            "{shown}"
+        );
+        assert_eq!(cell(plans, "COST", 2), "1.1 USD/month", "{shown}");
+        assert_eq!(cell(plans, "RESOURCES", 2), "cpu=2", "{shown}");
+    }
+
+    #[test]
+    fn an_older_catalog_without_pricing_shows_the_bare_cost() {
+        let table = offers_table(&[offer()]).render();
+        assert_eq!(cell(&table, "COST", 1), "123456789.123456789", "{table}");
+        assert_eq!(cell(&table, "COST", 2), "1.1", "{table}");
+        let c = contract(Value::Null, Value::Null);
+        let table = contracts_table(std::slice::from_ref(&c)).render();
+        assert_eq!(cell(&table, "COST", 1), "123456789.123456789", "{table}");
+        assert!(
+            contract_details(&c).contains("Cost:             123456789.123456789\n"),
+            "{}",
+            contract_details(&c)
+        );
+    }
+
+    #[test]
+    fn a_contract_shows_its_cost_with_unit_and_who_bought_it() {
+        let c = contract(
+            json!({"currency": "EUR", "per": "hour"}),
+            json!("market-autoscaler/liqo/mas"),
+        );
+        let table = contracts_table(std::slice::from_ref(&c)).render();
+        assert_eq!(
+            cell(&table, "COST", 1),
+            "123456789.123456789 EUR/hour",
+            "{table}"
+        );
+        assert_eq!(
+            cell(&table, "BOUGHT BY", 1),
+            "market-autoscaler/liqo/mas",
+            "{table}"
+        );
+        assert_eq!(cell(&table, "STATE", 1), "ready", "{table}");
+        let shown = contract_details(&c);
+        assert!(
+            shown.contains("Cost:             123456789.123456789 EUR/hour\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("Bought by:        market-autoscaler/liqo/mas\n"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_contract_a_person_bought_shows_a_dash_for_who() {
+        let c = contract(json!({"currency": "EUR", "per": "month"}), Value::Null);
+        let table = contracts_table(std::slice::from_ref(&c)).render();
+        assert_eq!(cell(&table, "BOUGHT BY", 1), "-", "{table}");
+        assert_eq!(cell(&table, "STATE", 1), "ready", "{table}");
+        let shown = contract_details(&c);
+        assert!(shown.contains("Bought by:        -\n"), "{shown}");
+        assert!(shown.contains("EUR/month"), "{shown}");
+    }
+
+    #[test]
+    fn a_hostile_bought_by_is_escaped() {
+        // A buyer's free text, as a hostile catalog may serve it: it
+        // retitles the window, rewrites the line and fakes a row.
+        let evil = "market-autoscaler/\u{1b}]0;pwned\u{7}\r\u{1b}[2Kfake\nrow\u{202e}";
+        let c = contract(json!({"currency": "EUR", "per": "hour"}), json!(evil));
+        let table = contracts_table(std::slice::from_ref(&c)).render();
+        assert_terminal_safe(&table);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        let shown = "market-autoscaler/\\x1b]0;pwned\\x07\\r\\x1b[2Kfake\\nrow\\u{202e}";
+        assert_eq!(cell(&table, "BOUGHT BY", 1), shown, "{table}");
+        assert_eq!(cell(&table, "STATE", 1), "ready", "{table}");
+        let details = contract_details(&c);
+        assert_terminal_safe(&details);
+        assert!(
+            details.contains(&format!("Bought by:        {shown}\n")),
+            "{details}"
+        );
     }
 
     #[test]

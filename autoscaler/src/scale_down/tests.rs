@@ -56,6 +56,7 @@ struct Case {
     nodes: Vec<BoughtNode>,
     elsewhere: Vec<Room>,
     pdbs: Vec<Pdb>,
+    waiting: Vec<WaitingPod>,
     policy: ScaleDown,
     last_purchase: Option<Timestamp>,
 }
@@ -66,6 +67,7 @@ impl Case {
             nodes,
             elsewhere: vec![room("8")],
             pdbs: Vec::new(),
+            waiting: Vec::new(),
             policy: ScaleDown {
                 disruption_budget: DisruptionBudget::Count(10),
                 ..ScaleDown::default()
@@ -78,6 +80,7 @@ impl Case {
             nodes: &self.nodes,
             elsewhere: &self.elsewhere,
             pdbs: &self.pdbs,
+            waiting: &self.waiting,
             policy: &self.policy,
             last_purchase: self.last_purchase,
             now: now(),
@@ -398,5 +401,32 @@ fn a_term_shorter_than_the_lead_is_extended_in_its_second_half_only() {
         matches!(verdict(at(16)), ExpiryAction::Extend { .. }),
         "{:?}",
         verdict(at(16))
+    );
+}
+
+#[test]
+fn an_empty_node_a_waiting_pod_fits_on_is_kept() {
+    let mut case = Case::new(vec![node("n1", vec![])]);
+    assert!(matches!(
+        case.action(),
+        Action::GiveBack(GiveBackWhy::Empty)
+    ));
+    let waiting = |cpu: &str| WaitingPod {
+        key: "apps/w".into(),
+        requests: rl(&[("cpu", cpu), ("memory", "1Gi"), ("pods", "1")]),
+        ..WaitingPod::default()
+    };
+    // Too big for it: the node is still empty and goes.
+    case.waiting = vec![waiting("5")];
+    assert!(matches!(
+        case.action(),
+        Action::GiveBack(GiveBackWhy::Empty)
+    ));
+    case.waiting = vec![waiting("1")];
+    assert_eq!(
+        case.action(),
+        Action::Keep(KeepReason::WaitingPodFits {
+            pod: "apps/w".into()
+        })
     );
 }

@@ -42,10 +42,10 @@ fn underused_capacity_is_given_back_past_a_pdb_and_kept_for_do_not_disrupt_and_e
         "scaleDown": {"policy": "WhenEmptyOrUnderutilized"},
         "terms": {"onExpiry": "Extend"},
     }));
-    let (_autoscaler, _) = world.start_autoscaler();
-
     // B for web (10 × 600m fill its 6 cpu), then A for `keep` (B is full).
     world.deployment("web", 10, "600m", json!({}));
+    world.wait_unschedulable("web", 10);
+    let (_autoscaler, _) = world.start_autoscaler();
     let b = world.wait_contract("B's contract", |c| c["offerID"] == B.0);
     let b_node = node_of(&b);
     world.wait_running("web", 10, |n| n == b_node);
@@ -107,7 +107,7 @@ fn underused_capacity_is_given_back_past_a_pdb_and_kept_for_do_not_disrupt_and_e
             .is_some_and(|r| r.contains("karpenter.sh/do-not-disrupt"))
     });
     assert_eq!(node_status(&kept, &a_node)["state"], "Kept", "{kept:#}");
-    // Past unneededTime (2 s) and delayAfterPurchase (3 s), with rounds
+    // Past unneededTime (2 s) and delayAfterPurchase (5 s, long past), with rounds
     // every --scan-interval (1 s): still held.
     std::thread::sleep(Duration::from_secs(6));
     let a_id = a["id"].as_str().unwrap().to_string();

@@ -63,7 +63,9 @@ fn buys_the_cheapest_set_within_budget_runs_the_pods_there_and_gives_it_back_whe
 
     // (2) A budget below the cheapest plan: nothing is bought, and the
     // decision says the budget is why.
-    world.create_autoscaler(json!({"limits": {"maxSpendPerHour": "1.50"}}));
+    world.create_autoscaler(
+        json!({"limits": {"maxSpendPerHour": "1.50"}, "terms": {"duration": "1h"}}),
+    );
     let (mut autoscaler, _port) = world.start_autoscaler();
     let refused = world.wait_autoscaler("a decision", |m| {
         !m["status"]["lastDecision"]["at"].is_null()
@@ -127,6 +129,9 @@ fn buys_the_cheapest_set_within_budget_runs_the_pods_there_and_gives_it_back_whe
         "exactly B bought"
     );
     assert_eq!(world.purchases().len(), 1, "{:#?}", world.purchases());
+    // Bought for terms.duration (1 h), not the catalog's 30 days.
+    let term = seconds(&contract["expiresAt"]) - seconds(&contract["purchasedAt"]);
+    assert!((term - 3600.0).abs() < 1.0, "a {term} s term: {contract:#}");
     assert_eq!(
         contract["boughtBy"],
         format!("market-autoscaler/{HOME}/{NAME}"),

@@ -259,7 +259,7 @@ impl World {
 
     /// The MarketAutoscaler [`NAME`] in [`HOME`]: serving [`APPS`],
     /// buying only `region: eu` offers in EUR, giving back empty nodes
-    /// after 2 s (not within 3 s of a purchase, so a node is not given
+    /// after 2 s (not within 5 s of a purchase or of one becoming Ready, so a node is not given
     /// back before its pods reach it), with `spec` merged over that.
     pub fn create_autoscaler(&self, spec: Value) -> Value {
         let mut full = json!({
@@ -269,7 +269,7 @@ impl World {
             "offers": {"selector": {"matchLabels": {"region": "eu"}}},
             "limits": {"currency": "EUR", "maxSpendPerHour": "10", "maxSpendPerMonth": "10000",
                        "contracts": 5},
-            "scaleDown": {"policy": "WhenEmpty", "unneededTime": "2s", "delayAfterPurchase": "3s"},
+            "scaleDown": {"policy": "WhenEmpty", "unneededTime": "2s", "delayAfterPurchase": "5s"},
             "strategy": "Cheapest",
         });
         merge(&mut full, spec);

@@ -215,10 +215,15 @@ fn cli_publishes_lists_reserves_buys_and_reads_contracts() {
     assert!(cost.starts_with("1.1"), "{cost}");
     let shown = brokerctl(&c, &[], &["offers", "show", "gpu-1"]).ok();
     assert!(shown.contains("Labels:      region=eu-west-1"), "{shown}");
+    // With its unit: the catalog's default pricing, euros per hour.
+    assert_eq!(
+        listed[0]["pricing"],
+        json!({"currency": "EUR", "per": "hour"})
+    );
     assert!(
         shown
             .lines()
-            .any(|l| l.starts_with("small") && l.contains(&cost)),
+            .any(|l| l.starts_with("small") && l.contains(&format!("{cost} EUR/hour"))),
         "{shown}"
     );
     let yaml = brokerctl(&c, &[], &["offer", "show", "compute", "-o", "yaml"]).ok();
@@ -288,6 +293,18 @@ fn cli_publishes_lists_reserves_buys_and_reads_contracts() {
         .find(|l| l.starts_with(&id))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("pending") && row.contains("active"), "{table}");
+    // The cost with its unit; bought by a person (no boughtBy): a dash.
+    assert!(
+        table.starts_with("CONTRACT") && table.contains("   BOUGHT BY   "),
+        "{table}"
+    );
+    let cells: Vec<&str> = row
+        .split("   ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert!(cells[4].ends_with(" EUR/hour"), "{table}");
+    assert_eq!(cells[5..7], ["-", "pending"], "{table}");
     let listed = brokerctl(
         &c,
         &as_consumer,
@@ -303,6 +320,13 @@ fn cli_publishes_lists_reserves_buys_and_reads_contracts() {
     );
     let shown = brokerctl(&c, &as_consumer, &["contracts", "show", &id]).ok();
     assert!(shown.contains("State:            pending"), "{shown}");
+    assert!(shown.contains("Bought by:        -\n"), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("Cost:") && l.ends_with(" EUR/hour")),
+        "{shown}"
+    );
     brokerctl(&c, &as_consumer, &["contracts", "show", "nope"]).fails(3);
     // Someone else's token sees none of it.
     let bob = buying::consumer(&c, &buying::admin(&c), "bob");
@@ -673,7 +697,8 @@ fn cli_escapes_what_a_hostile_catalog_says() {
                     "resourceSliceClass": "liqo-broker", "liqo": ["v1"],
                     "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z",
                     "active": false, "state": "failed", "reason": HOSTILE,
-                    "stateChangedAt": "2026-01-01T00:00:00Z"
+                    "stateChangedAt": "2026-01-01T00:00:00Z", "boughtBy": HOSTILE,
+                    "pricing": {"currency": HOSTILE, "per": "hour"}
                 }])
                 .to_string(),
             ),

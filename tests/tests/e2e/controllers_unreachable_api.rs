@@ -13,7 +13,8 @@
 //! SIGTERM must then end it within its shutdown timeout (resource-monitor
 //! with `--leader-elect false` and purchase-controller used to stay up for
 //! a minute and more). peering-user-controller and service-controller
-//! (issue 41) run with their catalog unreachable as well. All the binaries run side by side, so the cases
+//! (issue 41) run with their catalog unreachable as well; the market
+//! autoscaler (issue 42) with its API server unreachable. All the binaries run side by side, so the cases
 //! take 7 s and the slowest stop, not the sum.
 
 use std::net::TcpListener;
@@ -90,6 +91,10 @@ const PEERING_USER_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
 const SERVICE_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
     --catalog-credentials-file {credentials} --kubeconfig {kubeconfig} \
     --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
+/// The market autoscaler, electing on a Lease in `liqo` as its Deployment
+/// does (`POD_NAMESPACE`).
+const MARKET_AUTOSCALER: &str =
+    "--kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --lease-namespace liqo";
 /// The aggregator: both its upstream resource readers unreachable.
 const AGGREGATOR: &str = "--upstream a=127.0.0.1:{port} --upstream b=127.0.0.1:{port} \
     --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0";
@@ -290,7 +295,7 @@ const fn case(bin: &'static str, args: &'static str, extra: &'static str, server
 
 /// Every binary in every state. They run side by side: each is judged on
 /// its own log and its own CPU time, which others beside it do not change.
-static CASES: [Case; 21] = [
+static CASES: [Case; 24] = [
     case("resource-monitor", RM_V1, "", Server::Refused),
     case("resource-monitor", RM_V1, "", Server::Closing),
     case("resource-monitor", RM_V1, NO_ELECTION, Server::Refused),
@@ -358,6 +363,16 @@ static CASES: [Case; 21] = [
     case(
         "service-controller",
         SERVICE_CONTROLLER,
+        NO_ELECTION,
+        Server::Refused,
+    ),
+    // The market autoscaler (issue 42): its API server unreachable (its
+    // catalogs come from MarketAutoscalers, which it cannot read).
+    case("market-autoscaler", MARKET_AUTOSCALER, "", Server::Refused),
+    case("market-autoscaler", MARKET_AUTOSCALER, "", Server::Closing),
+    case(
+        "market-autoscaler",
+        MARKET_AUTOSCALER,
         NO_ELECTION,
         Server::Refused,
     ),
@@ -453,6 +468,7 @@ fn kubeconfig_and_policy_flags_refuse_devices_and_fifos() {
         ("orchestrator", ORCHESTRATOR, "--kubeconfig"),
         ("orchestrator", policy, "--policy"),
         ("purchase-controller", PURCHASE_CONTROLLER, "--kubeconfig"),
+        ("market-autoscaler", MARKET_AUTOSCALER, "--kubeconfig"),
     ];
     for (bin, args, flag) in rows {
         for file in [Path::new("/dev/zero"), fifo.as_path()] {

@@ -10,12 +10,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod aggregator_support;
+mod autoscaler_support;
 mod liqo_stand_in;
 mod liqo_support;
-// The world of every scenario of issue 42; the scenarios not yet in the
-// suite (branch wip/issue-42-e2e) use the rest of it.
-#[allow(dead_code)]
-mod autoscaler_support;
 mod orchestrator_support;
 mod purchase_controller_support;
 mod slice_controller_support;
