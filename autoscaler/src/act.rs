@@ -50,15 +50,7 @@ pub fn purchase(
     term: Option<std::time::Duration>,
 ) -> Purchase {
     let spec = &ma.spec;
-    let duration_seconds = term.map(|t| {
-        let whole = t.as_secs();
-        (if t.subsec_nanos() > 0 {
-            whole.saturating_add(1)
-        } else {
-            whole
-        })
-        .max(1)
-    });
+    let duration_seconds = term.map(whole_seconds);
     let mut labels = BTreeMap::new();
     labels.insert(
         PURCHASE_LABEL.to_string(),
@@ -89,6 +81,18 @@ pub fn purchase(
         ..ObjectMeta::default()
     };
     p
+}
+
+/// A contract length as the catalog takes it: whole seconds, rounded up,
+/// at least one.
+pub fn whole_seconds(term: std::time::Duration) -> u64 {
+    let whole = term.as_secs();
+    let whole = if term.subsec_nanos() > 0 {
+        whole.saturating_add(1)
+    } else {
+        whole
+    };
+    whole.max(1)
 }
 
 /// Create `purchase`; `Ok(false)` when it exists already (made by an

@@ -246,26 +246,57 @@ pub async fn cancel_contract(
     token: &str,
     contract: &str,
 ) -> Result<(), String> {
+    write_contract(ctx, ma, token, contract, ContractWrite::Cancel)
+        .await
+        .map(|_| tracing::info!(contract, "contract cancelled"))
+}
+
+/// A change to one of the autoscaler's contracts in the catalog.
+#[derive(Debug, Clone, Copy)]
+enum ContractWrite {
+    Cancel,
+    /// By these seconds (`None`: the catalog's contract duration from now).
+    Extend(Option<u64>),
+}
+
+/// `write` to `contract` as `ma`'s consumer, within `--catalog-timeout`;
+/// the contract as extended (`None` for a cancellation), or why not. The
+/// cached contract listing is dropped after a change, so the next round
+/// reads it again.
+async fn write_contract(
+    ctx: &Context,
+    ma: &MarketAutoscaler,
+    token: &str,
+    contract: &str,
+    write: ContractWrite,
+) -> Result<Option<Contract>, String> {
     let key = observe::key_of(&ma.metadata);
     let session = ctx
         .catalogs
         .session(&key, &ma.spec.catalog_url, token)
         .map_err(|e| format!("no catalog session: {e}"))?;
-    let cancelled = tokio::time::timeout(ctx.settings.catalog_timeout, async {
-        session.lock().await.cancel(contract).await
+    let what = match write {
+        ContractWrite::Cancel => "cancellation",
+        ContractWrite::Extend(_) => "extension",
+    };
+    let written = tokio::time::timeout(ctx.settings.catalog_timeout, async {
+        let mut session = session.lock().await;
+        match write {
+            ContractWrite::Cancel => session.cancel(contract).await.map(|()| None),
+            ContractWrite::Extend(seconds) => session.extend(contract, seconds).await.map(Some),
+        }
     })
     .await;
-    match cancelled {
-        Ok(Ok(())) => {
+    match written {
+        Ok(Ok(c)) => {
             ctx.catalogs.invalidate(&key);
-            tracing::info!(contract, "contract cancelled");
-            Ok(())
+            Ok(c)
         }
         Ok(Err(e)) => Err(format!(
-            "the catalog refused to cancel contract {contract}: {e}"
+            "the catalog refused the {what} of contract {contract}: {e}"
         )),
         Err(_) => Err(format!(
-            "the catalog did not answer the cancellation of contract {contract} within {:?}",
+            "the catalog did not answer the {what} of contract {contract} within {:?}",
             ctx.settings.catalog_timeout
         )),
     }
@@ -600,44 +631,35 @@ pub async fn expiry(
         spend,
         now,
     });
-    let key = observe::key_of(&ma.metadata);
     for v in verdicts {
         match v.action {
             ExpiryAction::NotYet => {}
             ExpiryAction::Extend { .. } => {
-                let session = match ctx.catalogs.session(&key, &ma.spec.catalog_url, token) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot extend: no catalog session");
-                        return;
-                    }
-                };
-                let seconds = intent.terms.duration.map(|d| d.as_secs());
-                let extended = tokio::time::timeout(ctx.settings.catalog_timeout, async {
-                    session.lock().await.extend(&v.contract_id, seconds).await
-                })
-                .await;
-                match extended {
-                    Ok(Ok(c)) => {
-                        ctx.catalogs.invalidate(&key);
+                let seconds = intent.terms.duration.map(act::whole_seconds);
+                match write_contract(
+                    ctx,
+                    ma,
+                    token,
+                    &v.contract_id,
+                    ContractWrite::Extend(seconds),
+                )
+                .await
+                {
+                    Ok(c) => {
+                        let ends = c.map(|c| c.expires_at.to_rfc3339()).unwrap_or_default();
                         ctx.events.publish(
                             ma.object_ref(&()),
                             false,
                             events::CONTRACT_EXTENDED,
                             "Extend",
                             &format!(
-                                "contract {} of Purchase {} extended: now ends {}",
-                                v.contract_id,
-                                v.purchase,
-                                c.expires_at.to_rfc3339()
+                                "contract {} of Purchase {} extended: now ends {ends}",
+                                v.contract_id, v.purchase
                             ),
                         );
                     }
-                    Ok(Err(e)) => {
-                        tracing::warn!(contract = %v.contract_id, error = %e, "the catalog refused the extension")
-                    }
-                    Err(_) => {
-                        tracing::warn!(contract = %v.contract_id, "the catalog did not answer the extension in time")
+                    Err(message) => {
+                        tracing::warn!(contract = %v.contract_id, %message, "not extended")
                     }
                 }
             }
