@@ -7,7 +7,8 @@
 //! `pods/eviction` subresource (`eviction`) serves),
 //! apiextensions.k8s.io/v1 customresourcedefinitions, and
 //! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
-//! subresource the `csr` module serves) — with their real scope, kinds, short
+//! subresource the `csr` module serves), and networking.k8s.io/v1
+//! networkpolicies (defaulted and validated by `network_policy`) — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
 //! cluster has; and test fixtures for Nodes and Pods.
 //!
@@ -286,6 +287,20 @@ pub fn definitions() -> Vec<ResourceDef> {
         &["pdb"],
         &[],
     ));
+    // networking.k8s.io/v1 NetworkPolicies, `netpol` for short, no status
+    // subresource (pkg/registry/networking/networkpolicy/storage/storage.go
+    // `ShortNames`; pkg/registry/networking/rest/storage_settings.go serves
+    // `networkpolicies` alone in v1).
+    defs.push(def(
+        crate::network_policy::NETWORKING,
+        "v1",
+        crate::network_policy::NETWORK_POLICIES,
+        "NetworkPolicy",
+        true,
+        false,
+        &["netpol"],
+        &[],
+    ));
     defs.push(ResourceDef {
         categories: vec!["api-extensions".to_string()],
         ..def(
@@ -382,14 +397,18 @@ pub fn pod(name: &str, node: &str, phase: &str, labels: Value, cpu: &str, memory
 /// Deployments and ReplicaSets (`pkg/registry/apps/deployment/strategy.go`,
 /// `pkg/registry/apps/replicaset/strategy.go`, `PrepareForCreate`:
 /// `Status = …Status{}`, `Generation = 1`; `PrepareForUpdate`: "Spec
-/// updates bump the generation") and PodDisruptionBudgets
-/// (`pkg/registry/policy/poddisruptionbudget/strategy.go`, the same two).
+/// updates bump the generation"), PodDisruptionBudgets
+/// (`pkg/registry/policy/poddisruptionbudget/strategy.go`, the same two)
+/// and NetworkPolicies (`pkg/registry/networking/networkpolicy/strategy.go`,
+/// the same two; they have no status).
 /// The controllers read `observedGeneration` against it, and eviction
 /// refuses while a PodDisruptionBudget's status has not caught up.
 pub fn strategy_keeps_generation(def: &ResourceDef) -> bool {
     !def.custom
         && matches!(
             (def.group.as_str(), def.plural.as_str()),
-            ("apps", "deployments" | "replicasets") | ("policy", "poddisruptionbudgets")
+            ("apps", "deployments" | "replicasets")
+                | ("policy", "poddisruptionbudgets")
+                | (crate::network_policy::NETWORKING, "networkpolicies")
         )
 }

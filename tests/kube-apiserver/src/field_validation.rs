@@ -412,6 +412,9 @@ fn typed_round_trip(def: &ResourceDef, object: &Value) -> Option<Value> {
         ("policy", "PodDisruptionBudget") => {
             round_trip::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(t)
         }
+        ("networking.k8s.io", "NetworkPolicy") => {
+            round_trip::<k8s_openapi::api::networking::v1::NetworkPolicy>(t)
+        }
         ("policy", "Eviction") => round_trip::<k8s_openapi::api::policy::v1::Eviction>(t),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => round_trip::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,

@@ -30,6 +30,8 @@
 //!   ([`disruption`]), and the `pods/eviction` subresource ([`eviction`]).
 //!   They are always on: a test creates a Deployment as a client does and
 //!   its pods appear.
+//! - networking.k8s.io/v1 NetworkPolicies ([`network_policy`]), defaulted
+//!   and validated as the real registry does it.
 //! - `resourceVersion` as a real server reads it: lists at the most
 //!   recent state, at least as fresh as N, or exactly at N (410 once
 //!   compacted); reads at an N not reached yet answer the watch cache's
@@ -127,6 +129,7 @@ pub mod list;
 pub mod listen;
 pub mod namespace_controller;
 pub mod namespace_lifecycle;
+pub mod network_policy;
 pub mod openapi;
 pub mod owner_refs;
 pub mod patch;

@@ -134,7 +134,7 @@ pub fn name_errors(def: &ResourceDef, name: &str) -> Vec<String> {
 }
 
 /// `IsValidLabelValue` (`util/validation/validation.go`).
-fn label_value(value: &str) -> Vec<String> {
+pub(crate) fn label_value(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
@@ -231,7 +231,7 @@ fn shown(value: &Value) -> String {
     }
 }
 
-fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
+pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         field,
@@ -239,7 +239,7 @@ fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
     )
 }
 
-fn required(field: impl Into<String>, detail: &str) -> Cause {
+pub(crate) fn required(field: impl Into<String>, detail: &str) -> Cause {
     let message = if detail.is_empty() {
         "Required value".to_string()
     } else {
@@ -248,11 +248,11 @@ fn required(field: impl Into<String>, detail: &str) -> Cause {
     Cause::new("FieldValueRequired", field, message)
 }
 
-fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
+pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
     Cause::new("FieldValueForbidden", field, format!("Forbidden: {detail}"))
 }
 
-fn not_supported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Cause {
+pub(crate) fn not_supported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     Cause::new(
         "FieldValueNotSupported",
@@ -298,6 +298,10 @@ pub fn default_kind(def: &ResourceDef, object: &mut Value) {
                 object["type"] = Value::from("Opaque");
             }
             merge_string_data(object);
+        }
+        // `pkg/apis/networking/v1/defaults.go` (`crate::network_policy`).
+        (crate::network_policy::NETWORKING, "networkpolicies") => {
+            crate::network_policy::default(object)
         }
         _ => {}
     }
@@ -347,6 +351,10 @@ pub fn kind_causes(
             role_binding(object, old, false, &mut out)
         }
         ("certificates.k8s.io", "certificatesigningrequests") => csr(object, old, target, &mut out),
+        // `pkg/apis/networking/validation/validation.go` (`crate::network_policy`).
+        (crate::network_policy::NETWORKING, "networkpolicies") => {
+            crate::network_policy::causes(object, old, &mut out)
+        }
         _ => {}
     }
     out
