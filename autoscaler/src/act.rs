@@ -164,14 +164,7 @@ pub async fn cordon(
         "metadata": {"annotations": {CORDONED_BY: by, DRAIN_BEGAN: now.to_string()}},
         "spec": {"unschedulable": true},
     });
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    merge_node(api, name, &patch).await
 }
 
 /// Uncordon node `name`, which the autoscaler cordoned.
@@ -180,8 +173,17 @@ pub async fn uncordon(api: &Api<Node>, name: &str) -> Result<(), kube::Error> {
         "metadata": {"annotations": {CORDONED_BY: null, DRAIN_BEGAN: null}},
         "spec": {"unschedulable": null},
     });
+    merge_node(api, name, &patch).await
+}
+
+/// Merge `patch` into node `name`; a node gone already is fine.
+async fn merge_node(
+    api: &Api<Node>,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<(), kube::Error> {
     match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
     {
         Ok(_) => Ok(()),

@@ -179,8 +179,8 @@ async fn call(
 /// the catalog token Secret is readable in `liqo` only (not in a served
 /// namespace, never listed), pods are never created or changed (only
 /// deleted and evicted), Purchases never changed (what a Purchase buys is
-/// fixed when made), MarketAutoscalers' specs never written, nodes,
-/// namespaces and PodDisruptionBudgets only read, the Lease only in its
+/// fixed when made), MarketAutoscalers' specs never written, nodes only
+/// read and cordoned, namespaces and PodDisruptionBudgets only read, the Lease only in its
 /// own namespace, nothing of Liqo's.
 ///
 /// These calls are the test's, not the controller's: they are cleared
@@ -284,6 +284,13 @@ async fn the_market_autoscalers_account_may_make_its_calls_and_no_other() -> Res
         (Method::GET, "/api/v1/pods?watch=true&timeoutSeconds=1".into(), None),
         (Method::GET, "/api/v1/nodes".into(), None),
         (Method::GET, "/api/v1/nodes?watch=true&timeoutSeconds=1".into(), None),
+        // A node it gives back is cordoned first (and uncordoned if the
+        // drain is given up).
+        (
+            Method::PATCH,
+            "/api/v1/nodes/liqo-provider-a".into(),
+            Some(json!({"spec": {"unschedulable": true}})),
+        ),
         (Method::GET, "/api/v1/namespaces".into(), None),
         (Method::GET, "/api/v1/namespaces?watch=true&timeoutSeconds=1".into(), None),
         (Method::GET, "/apis/policy/v1/poddisruptionbudgets".into(), None),
@@ -436,12 +443,7 @@ async fn the_market_autoscalers_account_may_make_its_calls_and_no_other() -> Res
             Some(json!({"spec": {"limits": {"maxSpendPerHour": "1000"}}})),
         ),
         (Method::DELETE, format!("{autoscalers}/team-a"), None),
-        // Nodes and namespaces: read only.
-        (
-            Method::PATCH,
-            "/api/v1/nodes/liqo-provider-a".into(),
-            Some(json!({"spec": {"unschedulable": true}})),
-        ),
+        // Nodes: cordoned, never deleted; namespaces: read only.
         (Method::DELETE, "/api/v1/nodes/liqo-provider-a".into(), None),
         (
             Method::PATCH,
