@@ -84,7 +84,8 @@ impl Dedup {
 
 /// The Event recorder with its deduplication.
 pub struct Events {
-    recorder: Recorder,
+    client: Client,
+    reporter: Reporter,
     dedup: Mutex<Dedup>,
 }
 
@@ -102,7 +103,8 @@ impl Events {
             instance: Some(instance),
         };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            reporter,
             dedup: Mutex::new(Dedup::default()),
         }
     }
@@ -147,7 +149,13 @@ impl Events {
             action: action.to_string(),
             secondary: None,
         };
-        runtime::publish_event(&self.recorder, event, reference);
+        // A fresh recorder each time: kube's remembers Events by object and
+        // reason only (not the note) for 6 minutes and patches a repeat's
+        // series, keeping the old note. Ours decides what is a repeat, so
+        // every Event it lets through is created, and the account needs no
+        // `patch` on Events.
+        let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+        runtime::publish_event(&recorder, event, reference);
         true
     }
 }
