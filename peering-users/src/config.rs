@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::cluster::{Cluster, UserSettings};
+use crate::isolation::controller::{self as isolation, Outcome};
+use crate::isolation::settings::{IsolationArgs, IsolationFlagError};
 use crate::kubeconfig::ApiServer;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Pacing};
@@ -126,6 +128,9 @@ pub struct Args {
     pub max_consumers_per_buyer: u32,
 
     #[command(flatten)]
+    pub isolation: IsolationArgs,
+
+    #[command(flatten)]
     pub kube: Prefixed<KubeArgs, Env>,
 
     #[command(flatten)]
@@ -166,6 +171,8 @@ pub enum ConfigError {
     #[error("--api-server-ca-file: {0}")]
     Ca(String),
     #[error(transparent)]
+    Isolation(#[from] IsolationFlagError),
+    #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
     Catalog(#[from] catalog_client::Error),
@@ -193,6 +200,7 @@ impl Args {
         if self.election.leader_elect {
             self.lease.times().validate()?;
         }
+        self.isolation.settings(&self.liqo_namespace)?;
         Ok(())
     }
 
@@ -231,6 +239,32 @@ fn read_ca(path: &std::path::Path) -> Result<String, ConfigError> {
         )));
     }
     Ok(text)
+}
+
+/// The isolation loop's parts, for each term.
+#[derive(Clone)]
+struct Isolation {
+    client: kube::Client,
+    settings: crate::isolation::render::Settings,
+    resync: Duration,
+    outcome: std::sync::Arc<tokio::sync::watch::Sender<Outcome>>,
+}
+
+impl Isolation {
+    fn run(
+        &self,
+        metrics: Metrics,
+        stop: CancellationToken,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        isolation::run(
+            self.client.clone(),
+            self.settings.clone(),
+            self.resync,
+            metrics,
+            self.outcome.clone(),
+            stop,
+        )
+    }
 }
 
 /// Run until `shutdown`: the probe port, then the controller whenever this
@@ -285,6 +319,12 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
             per_buyer: args.max_consumers_per_buyer as usize,
         },
     };
+    let isolation = Isolation {
+        client: client.clone(),
+        settings: args.isolation.settings(&args.liqo_namespace)?,
+        resync: args.isolation.isolation_resync,
+        outcome: std::sync::Arc::new(tokio::sync::watch::channel(Outcome::default()).0),
+    };
     tracing::info!(
         catalog = %args.catalog_url,
         provider = catalog.cluster_id(),
@@ -309,8 +349,9 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
             identity,
             args.lease.times(),
         );
-        let elector = Elector::new(client, settings);
+        let elector = Elector::new(client.clone(), settings);
         let lead_metrics = metrics.clone();
+        let isolation = isolation.clone();
         // The session (its token) outlives one term: a new term starts
         // from a copy of the credentials, not a new login each time.
         let catalog = std::sync::Arc::new(tokio::sync::Mutex::new(catalog));
@@ -322,9 +363,13 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 let cluster = cluster.clone();
                 let metrics = lead_metrics.clone();
                 let catalog = catalog.clone();
+                let isolated = isolation.run(metrics.clone(), term.clone());
                 async move {
                     let mut session = catalog.lock().await;
-                    reconcile::run(cluster, &mut session, pacing, metrics, term).await;
+                    tokio::join!(
+                        reconcile::run(cluster, &mut session, pacing, metrics, term),
+                        isolated
+                    );
                 }
             },
         )
@@ -332,7 +377,16 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     } else {
         metrics.reconcile().set_leading(true);
         let mut catalog = catalog;
-        reconcile::run(cluster, &mut catalog, pacing, metrics, shutdown.clone()).await;
+        tokio::join!(
+            reconcile::run(
+                cluster,
+                &mut catalog,
+                pacing,
+                metrics.clone(),
+                shutdown.clone()
+            ),
+            isolation.run(metrics, shutdown.clone())
+        );
     }
     shutdown.cancel();
     edge::probe::join(probe).await?;

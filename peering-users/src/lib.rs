@@ -16,6 +16,9 @@
 //! - [`reconcile`]: the loop — read the contracts, move each peering user
 //!   on, attach, remove;
 //! - [`cluster`]: the Kubernetes side of one peering user (effects);
+//! - [`isolation`]: tenant isolation — each consumer's offloaded
+//!   namespaces kept apart from other consumers' and the provider's by
+//!   NetworkPolicies (its own loop, watch-driven, beside the contracts');
 //! - [`metrics`]: `/metrics` and `/readyz`;
 //! - [`drain`]: when a drained Tenant may go (pure);
 //! - [`network`]: the consumer's networking objects and their order;
@@ -28,6 +31,7 @@ pub mod cluster;
 pub mod config;
 pub mod drain;
 pub mod identity;
+pub mod isolation;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod names;

@@ -16,6 +16,8 @@ pub struct Handles {
     pub removed: Counter,
     pub catalog_reachable: Gauge,
     pub waiting: Gauge,
+    pub isolation_policies: Gauge,
+    pub isolation_consumers: Gauge,
 }
 
 impl MetricSet for Handles {
@@ -64,8 +66,22 @@ impl MetricSet for Handles {
             "Consumer clusters with an active contract whose peering user waits for room (--max-consumers, --max-new-per-pass)",
             waiting.clone(),
         );
+        let isolation_policies = Gauge::default();
+        registry.register(
+            "isolation_policies",
+            "Tenant isolation NetworkPolicies in place after the last pass (one per consumer namespace and per protected namespace)",
+            isolation_policies.clone(),
+        );
+        let isolation_consumers = Gauge::default();
+        registry.register(
+            "isolation_consumers",
+            "Consumer clusters with offloaded namespaces here, as the last isolation pass found them",
+            isolation_consumers.clone(),
+        );
         Handles {
             waiting,
+            isolation_policies,
+            isolation_consumers,
             users,
             attached,
             removed,
@@ -111,6 +127,8 @@ mod tests {
             "peering_user_controller_removed_total 0",
             "peering_user_controller_catalog_reachable 0",
             "peering_user_controller_waiting 0",
+            "peering_user_controller_isolation_policies 0",
+            "peering_user_controller_isolation_consumers 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

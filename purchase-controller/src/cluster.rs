@@ -495,10 +495,12 @@ pub async fn cleanup(
             other => other?,
         }
     }
+    // The names of those still there after the delete (finalizers).
     let owned_dynamic = |api: Api<DynamicObject>| {
         let selector = selector.clone();
         let key = key.clone();
         async move {
+            let mut remaining = Vec::new();
             for object in api.list(&ListParams::default().labels(&selector)).await? {
                 let value = serde_json::to_value(&object)?;
                 if liqo::owned_by(&value, &key) {
@@ -512,23 +514,39 @@ pub async fn cleanup(
                         None => api.clone(),
                     };
                     match scoped.delete(&name, &DeleteParams::default()).await {
+                        // Still there: held by finalizers.
+                        Ok(answer) if answer.is_left() => {
+                            tracing::info!(kind = %value["kind"], %name, "deleting");
+                            remaining.push(name);
+                        }
                         Ok(_) => tracing::info!(kind = %value["kind"], %name, "deleted"),
                         Err(kube::Error::Api(e)) if e.code == 404 => {}
                         Err(e) => return Err(ClusterError::from(e)),
                     }
                 }
             }
-            Ok::<(), ClusterError>(())
+            Ok::<Vec<String>, ClusterError>(remaining)
         }
     };
     let mut teardown = Teardown::Done;
     match cluster.generation {
         Generation::V1 => {
-            owned_dynamic(Api::all_with(
+            let slices = owned_dynamic(Api::all_with(
                 cluster.client.clone(),
                 &liqo::resource_slice(),
             ))
             .await?;
+            // `liqoctl unpeer` waits for the slices' absence (Liqo's
+            // controllers hold them by finalizers while they take the
+            // virtual node down) before it unauthenticates
+            // (`pkg/liqoctl/unpeer/utils.go` `deleteResourceSlicesByClusterID`,
+            // `ForResourceSlicesAbsence`).
+            if !slices.is_empty() {
+                return Ok(Teardown::Unpeering(format!(
+                    "waiting for Liqo to remove the ResourceSlice(s) {} before the authentication is taken down",
+                    slices.join(", ")
+                )));
+            }
             unpeer_v1(purchase, cluster).await?;
         }
         Generation::V0 => {

@@ -1,0 +1,195 @@
+//! The reads a decision needs and the writes that carry it out: the
+//! namespaces, Liqo's Configurations and the NetworkPolicies in, the
+//! policies this controller owns (by [`render::OWNED_SELECTOR`]) created,
+//! replaced and deleted out. Nothing else is ever written.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use controller_core::liqo::{CONFIGURATION, REMOTE_CLUSTER_ID_LABEL};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::Client;
+use serde_json::Value;
+
+use super::render::{self, Configuration, Observed, Plan, MANAGED_BY, MANAGED_BY_LABEL};
+
+/// A read or a write that failed, naming the object.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct IsolationError {
+    pub what: String,
+    #[source]
+    pub source: kube::Error,
+}
+
+fn failed(what: impl Into<String>) -> impl FnOnce(kube::Error) -> IsolationError {
+    let what = what.into();
+    move |source| IsolationError { what, source }
+}
+
+/// What one pass wrote.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub created: usize,
+    pub replaced: usize,
+    pub deleted: usize,
+    /// Writes refused for a reason that a later pass will not change by
+    /// itself (a namespace being deleted, a policy of the same name that
+    /// is not ours): logged, not retried at once.
+    pub refused: Vec<String>,
+}
+
+/// Read what [`render::plan`] needs, and the policies this controller
+/// owns now (by namespace and name).
+pub async fn observe(
+    client: &Client,
+    protected: &BTreeSet<String>,
+) -> Result<(Observed, BTreeMap<(String, String), NetworkPolicy>), IsolationError> {
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(failed("list namespaces"))?
+        .items
+        .into_iter()
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .map(|n| render::Namespace {
+            name: n.metadata.name.unwrap_or_default(),
+            labels: n.metadata.labels.unwrap_or_default(),
+        })
+        .collect();
+    let configurations =
+        match Api::<DynamicObject>::all_with(client.clone(), &CONFIGURATION.api_resource())
+            .list(&ListParams::default().labels(REMOTE_CLUSTER_ID_LABEL))
+            .await
+        {
+            Ok(list) => list.items.iter().map(configuration).collect(),
+            // Liqo's networking module is not installed: no consumer has
+            // ranges here.
+            Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+            Err(e) => return Err(failed("list Configurations")(e)),
+        };
+    let policies = Api::<NetworkPolicy>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(failed("list NetworkPolicies"))?
+        .items;
+    let mut foreign_ingress: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut owned = BTreeMap::new();
+    for p in policies {
+        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        let name = p.metadata.name.clone().unwrap_or_default();
+        if is_owned(&p) {
+            owned.insert((ns, name), p);
+        } else if protected.contains(&ns) && has_ingress(&p) {
+            foreign_ingress.entry(ns).or_default().push(name);
+        }
+    }
+    Ok((
+        Observed {
+            namespaces,
+            configurations,
+            foreign_ingress,
+        },
+        owned,
+    ))
+}
+
+fn configuration(object: &DynamicObject) -> Configuration {
+    let texts = |kind: &str| -> Vec<String> {
+        object.data["status"]["remote"]["cidr"][kind]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    Configuration {
+        namespace: object.metadata.namespace.clone().unwrap_or_default(),
+        name: object.metadata.name.clone().unwrap_or_default(),
+        cluster_id: object
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(REMOTE_CLUSTER_ID_LABEL))
+            .cloned(),
+        pod: texts("pod"),
+        external: texts("external"),
+    }
+}
+
+fn is_owned(p: &NetworkPolicy) -> bool {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .is_some_and(|v| v == MANAGED_BY)
+}
+
+/// Whether the policy isolates pods for ingress (as the API server
+/// defaulted `policyTypes`).
+fn has_ingress(p: &NetworkPolicy) -> bool {
+    p.spec.as_ref().is_some_and(|s| {
+        s.policy_types
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|t| t == "Ingress"))
+    })
+}
+
+/// Whether `current` already says what `wanted` says (the spec and this
+/// controller's labels; the server's own fields aside).
+fn same(current: &NetworkPolicy, wanted: &NetworkPolicy) -> bool {
+    let spec = |p: &NetworkPolicy| serde_json::to_value(&p.spec).unwrap_or(Value::Null);
+    current.metadata.labels == wanted.metadata.labels && spec(current) == spec(wanted)
+}
+
+/// Make the owned policies what `plan` says: create the missing, replace
+/// the changed, delete the ones no longer wanted.
+pub async fn apply(
+    client: &Client,
+    plan: &Plan,
+    mut owned: BTreeMap<(String, String), NetworkPolicy>,
+) -> Result<Written, IsolationError> {
+    let mut written = Written::default();
+    for wanted in &plan.policies {
+        let ns = wanted.metadata.namespace.clone().unwrap_or_default();
+        let name = wanted.metadata.name.clone().unwrap_or_default();
+        let api = Api::<NetworkPolicy>::namespaced(client.clone(), &ns);
+        let what = format!("NetworkPolicy {ns}/{name}");
+        match owned.remove(&(ns.clone(), name.clone())) {
+            Some(current) if same(&current, wanted) => {}
+            Some(current) => {
+                let mut next = wanted.clone();
+                next.metadata.resource_version = current.metadata.resource_version;
+                match api.replace(&name, &PostParams::default(), &next).await {
+                    Ok(_) => written.replaced += 1,
+                    // Changed or gone since the read: the watch brings
+                    // the next pass.
+                    Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
+                    Err(e) => return Err(failed(format!("replace {what}"))(e)),
+                }
+            }
+            None => match api.create(&PostParams::default(), wanted).await {
+                Ok(_) => written.created += 1,
+                Err(kube::Error::Api(s)) if s.code == 409 => written.refused.push(format!(
+                    "{what}: a policy of that name exists and is not this controller's"
+                )),
+                // A namespace being deleted takes no new objects.
+                Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
+                    written.refused.push(format!("{what}: {}", s.message))
+                }
+                Err(e) => return Err(failed(format!("create {what}"))(e)),
+            },
+        }
+    }
+    for ((ns, name), _) in owned {
+        let api = Api::<NetworkPolicy>::namespaced(client.clone(), &ns);
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => written.deleted += 1,
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(failed(format!("delete NetworkPolicy {ns}/{name}"))(e)),
+        }
+    }
+    Ok(written)
+}

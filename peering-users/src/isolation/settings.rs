@@ -1,0 +1,238 @@
+//! The isolation flags (each with a `PEERING_USER_CONTROLLER_*` variable),
+//! checked into [`render::Settings`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use controller_core::liqo::TENANT_NAMESPACE_PREFIX;
+use ipnet::Ipv4Net;
+
+use super::render::{self, Settings};
+
+/// The flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IsolationArgs {
+    /// Keep consumers apart with NetworkPolicies: each consumer's offloaded namespaces admit only that consumer's pods (here and in its other clusters), DNS and the opt-ins below; false renders nothing and removes what was rendered.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub isolation: bool,
+
+    /// The provider's own namespaces that no consumer may reach, comma-separated (Liqo's own, kube-system and the DNS namespace are refused: Liqo's gateway and DNS must stay reachable).
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_PROTECTED_NAMESPACES",
+        value_name = "NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub isolation_protected_namespaces: Vec<String>,
+
+    /// Whether consumers' pods may reach the internet (every IPv4 address but --isolation-internal-cidrs and the consumers' ranges).
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_INTERNET_EGRESS", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub isolation_internet_egress: bool,
+
+    /// Ranges never counted as the internet, comma-separated (the cluster's networks and the cloud's metadata address must be in them).
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_INTERNAL_CIDRS",
+        value_name = "CIDRS",
+        value_delimiter = ',',
+        default_value = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,169.254.0.0/16,127.0.0.0/8"
+    )]
+    pub isolation_internal_cidrs: Vec<String>,
+
+    /// Namespaces whose pods may reach consumers' pods (the provider's ingress controller, its monitoring), as namespace labels `key=value[,key=value]`; several sets separated by `;`.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_INGRESS_FROM",
+        value_name = "LABELS",
+        value_delimiter = ';'
+    )]
+    pub isolation_ingress_from: Vec<String>,
+
+    /// The namespace of the cluster DNS consumers' pods may query (port 53).
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_DNS_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "kube-system"
+    )]
+    pub isolation_dns_namespace: String,
+
+    /// The cluster DNS pods' labels, `key=value[,key=value]`.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_DNS_POD_LABELS",
+        value_name = "LABELS",
+        default_value = "k8s-app=kube-dns"
+    )]
+    pub isolation_dns_pod_labels: String,
+
+    /// Time between full passes when nothing changed (changes to namespaces, Configurations and NetworkPolicies start a pass at once).
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
+    pub isolation_resync: Duration,
+}
+
+/// A flag that cannot be used, named.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum IsolationFlagError {
+    #[error("--isolation-protected-namespaces: {0:?} cannot be protected: {1}")]
+    Protected(String, &'static str),
+    #[error("--isolation-internal-cidrs: {0:?} is not an IPv4 CIDR")]
+    Cidr(String),
+    #[error("{flag}: {text:?} is not a list of key=value labels")]
+    Labels { flag: &'static str, text: String },
+    #[error("--isolation-resync must be positive")]
+    Resync,
+}
+
+impl IsolationArgs {
+    /// The settings, or the first flag that cannot be used. `liqo_namespace`
+    /// is Liqo's namespace (never protected: its gateways and controllers
+    /// must stay reachable).
+    pub fn settings(&self, liqo_namespace: &str) -> Result<Settings, IsolationFlagError> {
+        if self.isolation_resync.is_zero() {
+            return Err(IsolationFlagError::Resync);
+        }
+        let mut protected = BTreeSet::new();
+        for ns in &self.isolation_protected_namespaces {
+            let ns = ns.trim();
+            if ns.is_empty() {
+                continue;
+            }
+            let why = if ns == liqo_namespace {
+                Some("it is Liqo's namespace (--liqo-namespace)")
+            } else if ns.starts_with(TENANT_NAMESPACE_PREFIX) {
+                Some("it is a Liqo tenant namespace, where the consumer's gateway runs")
+            } else if ns == "kube-system" || ns == self.isolation_dns_namespace {
+                Some("consumers' pods need its DNS")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(IsolationFlagError::Protected(ns.to_string(), why));
+            }
+            protected.insert(ns.to_string());
+        }
+        let internal = self
+            .isolation_internal_cidrs
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                t.parse::<Ipv4Net>()
+                    .map(|n| n.trunc())
+                    .map_err(|_| IsolationFlagError::Cidr(t.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ingress_from = self
+            .isolation_ingress_from
+            .iter()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| labels("--isolation-ingress-from", t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(render::Settings {
+            enabled: self.isolation,
+            protected,
+            internet_egress: self.isolation_internet_egress,
+            internal,
+            ingress_from,
+            dns_namespace: self.isolation_dns_namespace.clone(),
+            dns_pod_labels: labels("--isolation-dns-pod-labels", &self.isolation_dns_pod_labels)?,
+        })
+    }
+}
+
+/// `key=value[,key=value]`, at least one; keys and values as Kubernetes
+/// allows them is the API server's to check (a bad one fails the write,
+/// which is logged).
+fn labels(flag: &'static str, text: &str) -> Result<BTreeMap<String, String>, IsolationFlagError> {
+    let bad = || IsolationFlagError::Labels {
+        flag,
+        text: text.to_string(),
+    };
+    let mut out = BTreeMap::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(bad)?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() || v.contains('=') || out.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(bad());
+        }
+    }
+    if out.is_empty() {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: IsolationArgs,
+    }
+
+    fn parse(extra: &[&str]) -> IsolationArgs {
+        let mut argv = vec!["x"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn defaults_isolate_with_internet_and_dns() {
+        let s = parse(&[]).settings("liqo").unwrap();
+        assert!(s.internet_egress);
+        assert!(s.protected.is_empty());
+        assert_eq!(s.internal, render::default_internal());
+        assert_eq!(s.dns_namespace, "kube-system");
+        assert_eq!(s.dns_pod_labels["k8s-app"], "kube-dns");
+        assert!(parse(&[]).isolation);
+    }
+
+    #[test]
+    fn liqos_namespaces_and_dns_cannot_be_protected() {
+        for ns in ["liqo", "liqo-tenant-abc", "kube-system"] {
+            let e = parse(&[
+                "--isolation-protected-namespaces",
+                &format!("payments,{ns}"),
+            ])
+            .settings("liqo")
+            .unwrap_err();
+            assert!(
+                matches!(e, IsolationFlagError::Protected(ref n, _) if n == ns),
+                "{e}"
+            );
+            assert!(e.to_string().contains("--isolation-protected-namespaces"));
+        }
+        let s = parse(&["--isolation-protected-namespaces", "payments, billing"])
+            .settings("liqo")
+            .unwrap();
+        assert_eq!(s.protected.len(), 2);
+    }
+
+    #[test]
+    fn bad_cidrs_and_labels_are_named() {
+        let e = parse(&["--isolation-internal-cidrs", "10.0.0.0/8,fd00::/8"])
+            .settings("liqo")
+            .unwrap_err();
+        assert_eq!(e, IsolationFlagError::Cidr("fd00::/8".into()));
+        let e = parse(&["--isolation-ingress-from", "team"])
+            .settings("liqo")
+            .unwrap_err();
+        assert!(e.to_string().starts_with("--isolation-ingress-from"), "{e}");
+        let s = parse(&[
+            "--isolation-ingress-from",
+            "kubernetes.io/metadata.name=ingress-nginx;role=monitoring,tier=ops",
+        ])
+        .settings("liqo")
+        .unwrap();
+        assert_eq!(s.ingress_from.len(), 2);
+        assert_eq!(s.ingress_from[1]["tier"], "ops");
+        let e = parse(&["--isolation-dns-pod-labels", "a=b,a=c"])
+            .settings("liqo")
+            .unwrap_err();
+        assert!(e.to_string().contains("--isolation-dns-pod-labels"));
+    }
+}
