@@ -282,7 +282,8 @@ fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
 /// The defaults a real server fills in before validating, for the fields
 /// these rules read: a Subject's `apiGroup` by kind (`SetDefaults_Subject`,
 /// `pkg/apis/rbac/v1/defaults.go`) and a Secret's `type`
-/// (`SetDefaults_Secret`, `pkg/apis/core/v1/defaults.go`).
+/// (`SetDefaults_Secret`, `pkg/apis/core/v1/defaults.go`), a
+/// Namespace's `kubernetes.io/metadata.name` label.
 pub fn default_kind(def: &ResourceDef, object: &mut Value) {
     match (def.group.as_str(), def.plural.as_str()) {
         (RBAC_GROUP, "rolebindings" | "clusterrolebindings") => {
@@ -298,6 +299,17 @@ pub fn default_kind(def: &ResourceDef, object: &mut Value) {
                 object["type"] = Value::from("Opaque");
             }
             merge_string_data(object);
+        }
+        // Every namespace carries its own name as a label, set on create
+        // and update so that no one can remove or change it
+        // (`pkg/registry/core/namespace/strategy.go` `Canonicalize`,
+        // `v1.LabelMetadataName`): NetworkPolicies select namespaces by it.
+        ("", "namespaces") => {
+            let name = text(object, "/metadata/name").to_string();
+            if !object["metadata"]["labels"].is_object() {
+                object["metadata"]["labels"] = Value::Object(Default::default());
+            }
+            object["metadata"]["labels"]["kubernetes.io/metadata.name"] = Value::from(name);
         }
         // `pkg/apis/networking/v1/defaults.go` (`crate::network_policy`).
         (crate::network_policy::NETWORKING, "networkpolicies") => {
@@ -1094,6 +1106,23 @@ mod tests {
                 d.plural = plural.into();
                 d
             })
+    }
+
+    #[test]
+    fn a_namespace_carries_its_name_as_a_label_whatever_was_sent() {
+        let mut bare = json!({"metadata": {"name": "team"}});
+        default_kind(&def("", "namespaces"), &mut bare);
+        assert_eq!(
+            bare["metadata"]["labels"],
+            json!({"kubernetes.io/metadata.name": "team"})
+        );
+        let mut forged = json!({"metadata": {"name": "team",
+            "labels": {"kubernetes.io/metadata.name": "kube-system", "a": "b"}}});
+        default_kind(&def("", "namespaces"), &mut forged);
+        assert_eq!(
+            forged["metadata"]["labels"],
+            json!({"kubernetes.io/metadata.name": "team", "a": "b"})
+        );
     }
 
     #[test]
