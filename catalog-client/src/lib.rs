@@ -24,9 +24,10 @@
 //! - [`session`]: an authenticated session — a provider (`POST
 //!   /authenticate`), an administrator or a consumer's bearer token — that
 //!   renews its token before it expires and once on a 401;
-//! - [`offers`], [`contracts`], [`admin`], [`enforcement`], [`services`]:
+//! - [`offers`], [`contracts`], [`admin`], [`self_check`], [`services`]:
 //!   the endpoints the workspace's programs call, as methods of
-//!   [`Session`];
+//!   [`Session`] ([`self_check`]: the provider's enforcement and isolation
+//!   reports);
 //! - [`market`]: browsing and buying from a terminal — the offer list with
 //!   its filters, one offer, reservations, purchases answered with the
 //!   contract, the caller's contracts with theirs;
@@ -48,8 +49,6 @@ pub mod contracts;
 #[cfg(feature = "client")]
 pub mod credentials;
 #[cfg(feature = "client")]
-pub mod enforcement;
-#[cfg(feature = "client")]
 pub mod error;
 #[cfg(feature = "client")]
 pub mod feed;
@@ -59,6 +58,8 @@ pub mod http;
 pub mod market;
 #[cfg(feature = "client")]
 pub mod offers;
+#[cfg(feature = "client")]
+pub mod self_check;
 #[cfg(feature = "client")]
 pub mod services;
 #[cfg(feature = "client")]

@@ -36,6 +36,8 @@ pub struct OfferFilter {
     pub liqo: Option<String>,
     /// `enforcement=off|none|soft|hard|unknown`.
     pub enforcement: Option<String>,
+    /// `isolation=enforced|unverified|failed|off`.
+    pub isolation: Option<String>,
     /// `label.<key>=<value>`: exactly that value.
     pub labels: Vec<(String, String)>,
     /// Any other `key=value`, sent as it is: a filter newer than this
@@ -57,6 +59,7 @@ impl OfferFilter {
         one("maxCost", &self.max_cost);
         one("liqo", &self.liqo);
         one("enforcement", &self.enforcement);
+        one("isolation", &self.isolation);
         pairs.extend(
             self.min
                 .iter()
@@ -248,6 +251,7 @@ mod tests {
             min: vec![("memory".into(), "8Gi".into())],
             liqo: Some("v1".into()),
             enforcement: Some("hard".into()),
+            isolation: Some("enforced".into()),
             labels: vec![("region".into(), "eu".into())],
             extra: vec![("kind".into(), "service".into())],
         };
@@ -264,6 +268,7 @@ mod tests {
                 "maxCost=2.5",
                 "liqo=v1",
                 "enforcement=hard",
+                "isolation=enforced",
                 "min.memory=8Gi",
                 "label.region=eu",
                 "kind=service"

@@ -16,6 +16,8 @@ pub const SUBSCRIBE: &str = "subscribe";
 pub const CONTRACTS: &str = "contracts";
 /// `PUT`: the provider reports its Liqo enforcement level.
 pub const PROVIDER_ENFORCEMENT: &str = "provider/enforcement";
+/// `PUT`: the provider reports its tenant-isolation level.
+pub const PROVIDER_ISOLATION: &str = "provider/isolation";
 /// `POST`: hold one unit of a plan.
 pub const RESERVATIONS: &str = "reservations";
 

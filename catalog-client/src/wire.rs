@@ -7,7 +7,8 @@
 //!   them up with;
 //! - [`pricing`]: the unit of every cost (currency and period);
 //! - [`offer`]: offers and plans;
-//! - [`provider`]: providers, their peering credentials, tokens;
+//! - [`provider`]: providers, their peering credentials, tokens, the levels
+//!   their self-checks report (Liqo enforcement, tenant isolation);
 //! - [`service`]: a provider's side of a service contract: its reports,
 //!   the customer's peering kubeconfig, pending bindings;
 //! - [`contract`]: contracts, reservations and state reports;
@@ -40,8 +41,8 @@ pub use offer::{
 };
 pub use pricing::{check_currency, CostPeriod, Pricing, PricingError};
 pub use provider::{
-    AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IssuedToken, LiqoGeneration,
-    PeeringCredentials, ProviderInfo,
+    AdminLogin, AdminProvider, EnforcementLevel, EnforcementReport, IsolationLevel,
+    IsolationReport, IssuedToken, LiqoGeneration, PeeringCredentials, ProviderInfo, ReportedLevel,
 };
 pub use service::{
     is_credential_key, BindingReport, CustomerPeering, PendingBinding, PendingBindingState,

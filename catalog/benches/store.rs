@@ -32,8 +32,7 @@ fn draft(id: String, i: usize) -> catalog::offers::OfferDraft {
     let owner = ProviderRef {
         cluster_id: "bench-cluster".into(),
         cluster_name: "bench".into(),
-        liqo: Vec::new(),
-        enforcement: None,
+        stamp: catalog::providers::OwnerStamp::default(),
     };
     OfferSpec::from_json(offer_body(i).as_bytes())
         .expect("valid bench offer")

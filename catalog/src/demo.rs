@@ -109,8 +109,7 @@ async fn seed_provider(providers: &Providers, offers: &dyn OfferStore) -> anyhow
     let owner = ProviderRef {
         cluster_id: DEMO_CLUSTER_ID.into(),
         cluster_name: DEMO_CLUSTER_NAME.into(),
-        liqo: stamp.liqo,
-        enforcement: stamp.enforcement,
+        stamp,
     };
     for (id, body) in DEMO_OFFERS {
         let spec = OfferSpec::from_json(body.as_bytes())

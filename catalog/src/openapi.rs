@@ -53,6 +53,7 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         crate::providers::peering::put,
         crate::providers::peering::get,
         crate::providers::enforcement::put,
+        crate::providers::isolation::put,
         crate::feed::handler::subscribe,
     ),
     components(schemas(
@@ -63,7 +64,8 @@ use crate::providers::{admin, authenticate, PeeringCredentials};
         crate::http::schemas::AuthUrl, crate::providers::peering::PeeringRequest,
         crate::providers::peering::V1Peering, crate::providers::peering::PeeringInfo,
         crate::providers::LiqoGeneration, crate::providers::EnforcementLevel,
-        crate::providers::enforcement::EnforcementReport,
+        crate::providers::enforcement::EnforcementReport, crate::providers::IsolationLevel,
+        crate::providers::isolation::IsolationReport,
         catalog_client::wire::Pricing, catalog_client::wire::CostPeriod,
     )),
     modifiers(&SecuritySchemes)
@@ -293,6 +295,7 @@ mod tests {
         ("get", "/provider/peering"),
         ("put", "/provider/peering"),
         ("put", "/provider/enforcement"),
+        ("put", "/provider/isolation"),
         ("get", "/offer/{id}/plans/{plan}/capacity"),
         ("put", "/offer/{id}/plans/{plan}/capacity"),
         ("post", "/authenticate/admin"),
@@ -360,6 +363,52 @@ mod tests {
             undocumented.is_empty() && unrouted.is_empty(),
             "undocumented routes: {undocumented:?}; documented but not routed: {unrouted:?}"
         );
+    }
+
+    /// The levels a provider's self-checks report are described by the
+    /// names the server reads and writes (never the Rust variants' names),
+    /// wherever they appear: the report bodies, the registration, the
+    /// offers and the filters of the list and the feed.
+    #[test]
+    fn reported_levels_are_described_by_their_wire_names() {
+        use crate::providers::{EnforcementLevel, IsolationLevel};
+        let doc = document_value().expect("document");
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(
+            schemas["EnforcementLevel"]["enum"],
+            json!(EnforcementLevel::ALL.map(EnforcementLevel::as_str))
+        );
+        assert_eq!(
+            schemas["IsolationLevel"]["enum"],
+            json!(IsolationLevel::ALL.map(IsolationLevel::as_str))
+        );
+        for (field, schema) in [
+            ("enforcement", "EnforcementLevel"),
+            ("isolation", "IsolationLevel"),
+        ] {
+            let reference = format!("#/components/schemas/{schema}");
+            for object in ["Offer", "PeeringInfo"] {
+                assert_eq!(
+                    schemas[object]["properties"][field]["$ref"],
+                    reference.as_str(),
+                    "{object}.{field}"
+                );
+            }
+            let report = &schemas[format!("{}Report", &schema[..schema.len() - "Level".len()])];
+            assert_eq!(report["properties"]["level"]["$ref"], reference.as_str());
+            assert_eq!(report["required"], json!(["level"]));
+            assert_eq!(report["additionalProperties"], json!(false));
+            for path in ["/offers", "/subscribe"] {
+                let parameters = doc["paths"][path]["get"]["parameters"]
+                    .as_array()
+                    .expect("parameters");
+                let filter = parameters
+                    .iter()
+                    .find(|p| p["name"] == field)
+                    .unwrap_or_else(|| panic!("{path} has no {field} filter"));
+                assert_eq!(filter["schema"]["$ref"], reference.as_str(), "{path}");
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! | `POST /authenticate/admin`, `POST /consumer-tokens`, `GET /admin/providers`, `PUT /admin/providers/{clusterID}` | [`providers::admin`] |
 //! | `GET/PUT /provider/peering` | [`providers::peering`] |
 //! | `PUT /provider/enforcement` | [`providers::enforcement`] |
+//! | `PUT /provider/isolation` | [`providers::isolation`] |
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
@@ -29,7 +30,7 @@ use actix_web::web;
 use crate::buying::{capacity, contracts::http as contracts, http as buying};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
-use crate::providers::{admin, authenticate, enforcement, peering};
+use crate::providers::{admin, authenticate, enforcement, isolation, peering};
 use crate::{feed, openapi, ops, osb, webui};
 
 /// Register every route on an `App` (which must hold every feature's
@@ -108,6 +109,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::put().to(peering::put)),
     )
     .service(resource("/provider/enforcement", "PUT").route(web::put().to(enforcement::put)))
+    .service(resource("/provider/isolation", "PUT").route(web::put().to(isolation::put)))
     .service(resource("/authenticate/admin", "POST").route(web::post().to(admin::login)))
     .service(resource("/consumer-tokens", "POST").route(web::post().to(admin::consumer_token)))
     .service(resource("/admin/providers", "GET").route(web::get().to(admin::providers)))

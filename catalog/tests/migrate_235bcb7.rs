@@ -118,8 +118,7 @@ fn draft(id: &str) -> catalog::offers::OfferDraft {
         ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: catalog::providers::OwnerStamp::default(),
         },
     )
 }

@@ -26,8 +26,7 @@ fn draft(id: &str, owner: &str, name: &str) -> catalog::offers::OfferDraft {
     let owner = ProviderRef {
         cluster_id: owner.into(),
         cluster_name: format!("{owner} name"),
-        liqo: Vec::new(),
-        enforcement: None,
+        stamp: catalog::providers::OwnerStamp::default(),
     };
     OfferSpec::from_json(body.as_bytes())
         .unwrap()

@@ -143,6 +143,10 @@ pub struct OfferFilterArgs {
     /// none, soft, hard, unknown).
     #[arg(long)]
     pub enforcement: Option<String>,
+    /// Only providers that last reported this tenant-isolation level
+    /// (enforced, unverified, failed, off).
+    #[arg(long)]
+    pub isolation: Option<String>,
     /// Only offers with this provider label, e.g. `region=eu-west-1`
     /// (repeatable; all must hold).
     #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]

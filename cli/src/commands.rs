@@ -182,6 +182,7 @@ async fn list_offers(global: &Global, args: OfferFilterArgs) -> Result<String, F
         min: args.min,
         liqo: args.liqo,
         enforcement: args.enforcement,
+        isolation: args.isolation,
         labels: args.label,
         extra: args.filter,
     };

@@ -100,6 +100,10 @@ pub fn offer_details(offer: &Offer) -> String {
             "Enforcement",
             or_dash(offer.enforcement.as_ref().map(spelled).unwrap_or_default()),
         ),
+        (
+            "Isolation",
+            or_dash(offer.isolation.as_ref().map(spelled).unwrap_or_default()),
+        ),
         ("Labels", or_dash(labels)),
         ("Description", or_dash(offer.description.clone())),
         ("Version", offer.version.to_string()),
@@ -227,6 +231,7 @@ mod tests {
         serde_json::from_value(json!({
             "id": "o1", "name": "Compute", "type": "compute", "description": "",
             "clusterID": "p1", "clusterName": "one", "liqo": ["v1"], "enforcement": "hard",
+            "isolation": "unverified",
             "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
             "version": 3, "labels": {"region": "eu"},
             "plans": {
@@ -260,6 +265,7 @@ mod tests {
         assert!(text.contains("Provider:    one (p1)"), "{text}");
         assert!(text.contains("Labels:      region=eu"), "{text}");
         assert!(text.contains("Enforcement: hard"), "{text}");
+        assert!(text.contains("Isolation:   unverified"), "{text}");
         assert!(text.contains("PLAN"), "{text}");
     }
 
@@ -290,8 +296,10 @@ mod tests {
         // the plans table.
         let text = offer_details(&hostile_offer());
         assert_terminal_safe(&text);
-        // 10 detail lines, a blank line, the plans' header and one plan.
-        assert_eq!(text.lines().count(), 13, "{text}");
+        // 11 detail lines, a blank line, the plans' header and one plan.
+        assert_eq!(text.lines().count(), 14, "{text}");
+        // Levels the provider never reported are a dash.
+        assert!(text.contains("Isolation:   -\n"), "{text}");
         assert!(text.contains("Description: a\\x1b[2J"), "{text}");
     }
 
@@ -456,16 +464,18 @@ mod tests {
     #[test]
     fn a_value_this_client_cannot_read_is_quoted_escaped() {
         // B-05: serde quotes the unknown variant as the catalog sent it.
-        let mut offer = serde_json::to_value(hostile_offer()).unwrap();
-        offer["enforcement"] = json!(HOSTILE);
-        let failure = read::<Offer>("an offer", &offer).unwrap_err();
-        assert!(
-            failure.message.contains("\u{1b}]52"),
-            "the message quotes it raw"
-        );
-        let line = crate::output::error_line(&failure);
-        assert_terminal_safe(&line);
-        assert!(line.contains("\\x1b]52;c;"), "{line}");
+        for level in ["enforcement", "isolation"] {
+            let mut offer = serde_json::to_value(hostile_offer()).unwrap();
+            offer[level] = json!(HOSTILE);
+            let failure = read::<Offer>("an offer", &offer).unwrap_err();
+            assert!(
+                failure.message.contains("\u{1b}]52"),
+                "{level}: the message quotes it raw"
+            );
+            let line = crate::output::error_line(&failure);
+            assert_terminal_safe(&line);
+            assert!(line.contains("\\x1b]52;c;"), "{level}: {line}");
+        }
     }
 
     #[test]

@@ -565,11 +565,18 @@ try {
     const reported = await fetch(`${base}/provider/enforcement`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${await restToken(providerB)}` }, body: JSON.stringify({ level: 'soft' }) });
     checkEqual(reported.status, 200, 'status of reporting the enforcement level');
     await card(consumer, storageOffer.id).locator('[data-field="enforcement"]', { hasText: 'Enforced (soft)' }).waitFor({ timeout: LIVE_DEADLINE_MS });
+    // Its isolation controller reports the tenant-isolation level: shown beside it, as live.
+    const isolated = await fetch(`${base}/provider/isolation`, { method: 'PUT', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${await restToken(providerB)}` }, body: JSON.stringify({ level: 'unverified' }) });
+    checkEqual(isolated.status, 200, 'status of reporting the isolation level');
+    await card(consumer, storageOffer.id).locator('[data-field="isolation"]', { hasText: 'Isolation unverified' }).waitFor({ timeout: LIVE_DEADLINE_MS });
     await card(consumer, storageOffer.id).getByRole('link', { name: /Compare 2 plans/ }).click();
     await consumer.getByRole('heading', { level: 1, name: storageOffer.name }).waitFor();
     checkEqual(await consumer.locator('dl.facts [data-field="enforcement"]').textContent(), 'Enforced (soft)', 'the enforcement level among the offer\'s facts');
     const explained = await consumer.locator('[data-field="enforcement-explain"]').textContent();
     check(explained.includes('counts every pod\'s requests'), `what the level means for a buyer, on the offer (${explained})`);
+    checkEqual(await consumer.locator('dl.facts [data-field="isolation"]').textContent(), 'Isolation unverified', 'the isolation level among the offer\'s facts');
+    const isolationExplained = await consumer.locator('[data-field="isolation-explain"]').textContent();
+    check(isolationExplained.includes('has not proven'), `what the isolation level means for a buyer, on the offer (${isolationExplained})`);
     const table = consumer.locator('table.plan-table');
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
     const headers = await table.locator('thead th').allTextContents();

@@ -1,6 +1,9 @@
 // The provider's Liqo enforcement level (an offer's `enforcement`, which its
 // ResourceSlice class controller reads from Liqo's settings and reports to
-// the catalog), put in a buyer's words: how firmly what you buy is yours.
+// the catalog), put in a buyer's words: how firmly what you buy is yours
+// (shown with the other self-checks: self-checks.js).
+
+import { levelWords } from './levels.js';
 
 /** Each level the catalog sends: a short label, a tone for its badge, and what it means for a buyer. */
 const LEVELS = {
@@ -38,6 +41,4 @@ const NOT_REPORTED = {
 };
 
 /** What `level` (the offer's `enforcement`, possibly absent) means for a buyer: `{ label, tone, explain }`. */
-export function enforcementOf(level) {
-  return Object.hasOwn(LEVELS, level) ? LEVELS[level] : NOT_REPORTED;
-}
+export const enforcementOf = levelWords(LEVELS, NOT_REPORTED);

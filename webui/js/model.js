@@ -90,8 +90,9 @@ export class NormalizedOffer {
     this.clusterName = text(raw.clusterName ?? provider.clusterName);
     this.labels = raw.labels && typeof raw.labels === 'object' && !Array.isArray(raw.labels)
       ? Object.fromEntries(Object.entries(raw.labels).map(([k, v]) => [k, text(v)])) : {};
-    // The provider's reported Liqo enforcement level; '' when it never reported one.
+    // The provider's reported Liqo enforcement and tenant-isolation levels; '' when it never reported one.
     this.enforcement = text(raw.enforcement);
+    this.isolation = text(raw.isolation);
     this.version = typeof raw.version === 'number' ? raw.version : Number(raw.version ?? 0) || 0;
     this.createdAt = raw.createdAt ?? null;
     this.updatedAt = raw.updatedAt ?? raw.createdAt ?? null;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cost::Cost;
 use super::pricing::Pricing;
-use super::provider::{EnforcementLevel, LiqoGeneration};
+use super::provider::{EnforcementLevel, IsolationLevel, LiqoGeneration};
 
 /// An offer as stored and as every read returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +51,13 @@ pub struct Offer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub enforcement: Option<EnforcementLevel>,
+    /// How the owner keeps its buyers' pods apart from each other (its
+    /// tenant NetworkPolicies and the probe that checks them), as the owner
+    /// last reported it (server-added; re-stamped when it changes).
+    /// Absent: the owner never reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub isolation: Option<IsolationLevel>,
     /// What the plans' costs are counted in: the catalog's currency and
     /// the period one `cost` pays for (server-set from `--currency` and
     /// `--cost-period`; a provider cannot set it). Absent from catalogs

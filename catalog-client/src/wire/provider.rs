@@ -5,7 +5,8 @@
 //! `LiqoGeneration`, `ProviderInfo`; `catalog/src/providers/admin.rs`:
 //! `AdminLogin`, `AdminProvider`; `catalog/src/auth/jwt.rs`:
 //! `IssuedToken`), so the doc comments below are also the descriptions in
-//! its `/openapi.json`.
+//! its `/openapi.json`. Also the levels a provider's self-checks report
+//! (`EnforcementLevel`, `IsolationLevel`) and their report bodies.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -72,48 +73,106 @@ impl LiqoGeneration {
     }
 }
 
-/// How strictly Liqo on the provider holds each consumer to what it
-/// bought, as the provider's ResourceSlice class controller reads it from
-/// Liqo's settings (the names of its `slice_controller_liqo_enforcement`
-/// gauge): `off` (Liqo's resource enforcement is off: nothing holds a
-/// consumer's pods to its grant), `none` (on, at `defaultLimitsEnforcement`
-/// None: pods without requests escape the count), `soft` (every pod
-/// declares requests, counted against the grant), `hard` (limits equal
-/// requests: no pod can use more than the grant at run time), `unknown`
-/// (the provider cannot read Liqo's settings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum EnforcementLevel {
-    Off,
-    None,
-    Soft,
-    Hard,
-    Unknown,
-}
-
-impl EnforcementLevel {
+/// A level a provider's self-check reports to the catalog (its Liqo
+/// enforcement, its tenant isolation): the names it goes by on the wire, in
+/// the order they are documented. The catalog keeps, stamps and filters
+/// every reported level with one piece of code written over this trait;
+/// `reported_level!` (below) declares one.
+pub trait ReportedLevel: Copy + Eq + std::fmt::Debug + Send + Sync + 'static {
     /// Every level, in the order the names are documented.
-    pub const ALL: [EnforcementLevel; 5] = [
-        EnforcementLevel::Off,
-        EnforcementLevel::None,
-        EnforcementLevel::Soft,
-        EnforcementLevel::Hard,
-        EnforcementLevel::Unknown,
-    ];
+    const LEVELS: &'static [Self];
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EnforcementLevel::Off => "off",
-            EnforcementLevel::None => "none",
-            EnforcementLevel::Soft => "soft",
-            EnforcementLevel::Hard => "hard",
-            EnforcementLevel::Unknown => "unknown",
-        }
+    /// The wire name.
+    fn name(self) -> &'static str;
+
+    /// The level named exactly `s` (names are lowercase).
+    fn named(s: &str) -> Option<Self> {
+        Self::LEVELS.iter().copied().find(|l| l.name() == s)
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|l| l.as_str() == s)
+    /// The names as a refusal lists them: `off, none, soft, hard or unknown`.
+    fn choices() -> String {
+        let names: Vec<&str> = Self::LEVELS.iter().map(|l| l.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.concat(),
+        }
+    }
+}
+
+/// Declares a [`ReportedLevel`]: a unit-only enum whose variants go on the
+/// wire as the names given, with `ALL` (in that order), `as_str` and
+/// `parse`.
+macro_rules! reported_level {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $($variant:ident = $wire:tt),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        pub enum $name {
+            $(#[serde(rename = $wire)] $variant),+
+        }
+
+        impl $name {
+            /// Every level, in the order the names are documented.
+            pub const ALL: [$name; [$($wire),+].len()] = [$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire),+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                <Self as ReportedLevel>::named(s)
+            }
+        }
+
+        impl ReportedLevel for $name {
+            const LEVELS: &'static [Self] = &Self::ALL;
+
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+        }
+    };
+}
+
+reported_level! {
+    /// How strictly Liqo on the provider holds each consumer to what it
+    /// bought, as the provider's ResourceSlice class controller reads it from
+    /// Liqo's settings (the names of its `slice_controller_liqo_enforcement`
+    /// gauge): `off` (Liqo's resource enforcement is off: nothing holds a
+    /// consumer's pods to its grant), `none` (on, at `defaultLimitsEnforcement`
+    /// None: pods without requests escape the count), `soft` (every pod
+    /// declares requests, counted against the grant), `hard` (limits equal
+    /// requests: no pod can use more than the grant at run time), `unknown`
+    /// (the provider cannot read Liqo's settings).
+    pub enum EnforcementLevel {
+        Off = "off",
+        None = "none",
+        Soft = "soft",
+        Hard = "hard",
+        Unknown = "unknown",
+    }
+}
+
+reported_level! {
+    /// How the provider keeps its buyers' pods apart from each other, as its
+    /// tenant-isolation controller last checked it: `enforced` (it renders a
+    /// NetworkPolicy per tenant and its probe proved the cluster's CNI
+    /// enforces them: other buyers on this provider cannot reach a buyer's
+    /// pods), `unverified` (the policies are rendered, but the probe did not
+    /// prove them enforced: it did not run or was inconclusive), `failed`
+    /// (the probe saw traffic the policies deny get through), `off` (the
+    /// controller runs with isolation turned off: no policies).
+    pub enum IsolationLevel {
+        Enforced = "enforced",
+        Unverified = "unverified",
+        Failed = "failed",
+        Off = "off",
     }
 }
 
@@ -125,6 +184,16 @@ impl EnforcementLevel {
 #[serde(deny_unknown_fields)]
 pub struct EnforcementReport {
     pub level: EnforcementLevel,
+}
+
+// The body of `PUT /provider/isolation`.
+/// The provider's tenant-isolation level, as its isolation controller last
+/// checked it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct IsolationReport {
+    pub level: IsolationLevel,
 }
 
 // The answer of `POST /authenticate` and `POST /authenticate/admin`.
@@ -221,6 +290,32 @@ mod tests {
             assert_eq!(EnforcementLevel::parse(level.as_str()), Some(level));
         }
         assert_eq!(EnforcementLevel::parse("Hard"), None);
+        assert_eq!(
+            EnforcementLevel::choices(),
+            "off, none, soft, hard or unknown"
+        );
+    }
+
+    #[test]
+    fn isolation_levels_round_trip_by_name() {
+        for level in IsolationLevel::ALL {
+            let json = serde_json::to_string(&level).unwrap();
+            assert_eq!(json, format!("\"{}\"", level.as_str()));
+            assert_eq!(IsolationLevel::parse(level.as_str()), Some(level));
+            assert_eq!(
+                serde_json::from_str::<IsolationLevel>(&json).unwrap(),
+                level
+            );
+        }
+        assert_eq!(IsolationLevel::parse("Enforced"), None);
+        assert_eq!(
+            IsolationLevel::choices(),
+            "enforced, unverified, failed or off"
+        );
+        let report: IsolationReport = serde_json::from_str(r#"{"level":"failed"}"#).unwrap();
+        assert_eq!(report.level, IsolationLevel::Failed);
+        assert!(serde_json::from_str::<IsolationReport>(r#"{"level":"none"}"#).is_err());
+        assert!(serde_json::from_str::<IsolationReport>(r#"{"level":"off","x":1}"#).is_err());
     }
 
     #[test]

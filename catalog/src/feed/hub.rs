@@ -580,8 +580,7 @@ pub(crate) mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         OfferSpec::from_json(body.to_string().as_bytes())
             .unwrap()

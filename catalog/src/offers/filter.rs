@@ -34,6 +34,8 @@ pub struct OfferFilter {
     pub liqo: Option<crate::providers::LiqoGeneration>,
     /// `enforcement=`: the owner last reported this enforcement level.
     pub enforcement: Option<crate::providers::EnforcementLevel>,
+    /// `isolation=`: the owner last reported this isolation level.
+    pub isolation: Option<crate::providers::IsolationLevel>,
     /// `label.<key>=`: the offer carries each of these labels with exactly
     /// this value.
     pub labels: super::Labels,
@@ -79,7 +81,8 @@ impl OfferFilter {
                 }
                 "provider" => f.provider = Some(v.to_string()),
                 "liqo" => f.liqo = Some(super::liqo::parse_filter(k, v)?),
-                "enforcement" => f.enforcement = Some(super::enforcement::parse_filter(k, v)?),
+                "enforcement" => f.enforcement = Some(super::self_check::parse_filter(k, v)?),
+                "isolation" => f.isolation = Some(super::self_check::parse_filter(k, v)?),
                 "maxCost" => {
                     f.max_cost = Some(
                         v.parse()
@@ -103,7 +106,7 @@ impl OfferFilter {
                     _ => {
                         return Err(FieldError::new(
                             k,
-                            "unknown filter; use type, kind, provider, maxCost, min.<resource>, hosting, liqo, enforcement or label.<key>",
+                            "unknown filter; use type, kind, provider, maxCost, min.<resource>, hosting, liqo, enforcement, isolation or label.<key>",
                         ))
                     }
                 },
@@ -122,7 +125,9 @@ impl OfferFilter {
         if !super::liqo::matches(self.liqo, offer) {
             return false;
         }
-        if !super::enforcement::matches(self.enforcement, offer) {
+        if !super::self_check::matches(self.enforcement, offer.enforcement)
+            || !super::self_check::matches(self.isolation, offer.isolation)
+        {
             return false;
         }
         if self.kind.is_some_and(|k| k != offer.kind) {
@@ -174,8 +179,7 @@ mod tests {
         let owner = super::super::ProviderRef {
             cluster_id: "c".into(),
             cluster_name: "c".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         let now = crate::store::now();
         super::super::OfferSpec::from_json(body.as_bytes())

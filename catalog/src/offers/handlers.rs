@@ -45,6 +45,11 @@ pub struct FilterParams {
     /// one do not match.
     #[param(value_type = Option<crate::providers::EnforcementLevel>)]
     enforcement: Option<String>,
+    /// The owner last reported this tenant-isolation level (`enforced`,
+    /// `unverified`, `failed` or `off`); offers of owners that never
+    /// reported one do not match.
+    #[param(value_type = Option<crate::providers::IsolationLevel>)]
+    isolation: Option<String>,
     /// `label.<key>=<value>`, one query parameter per label: the offer
     /// carries the provider label `<key>` with exactly `<value>`; several
     /// must all hold, e.g. `label.region=eu-west-1&label.compliance=gdpr`.
@@ -272,8 +277,7 @@ pub async fn put(
     let owner = ProviderRef {
         cluster_id: caller.cluster_id.clone(),
         cluster_name: caller.cluster_name.clone(),
-        liqo: stamp.liqo,
-        enforcement: stamp.enforcement,
+        stamp,
     };
     let outcome = state
         .store

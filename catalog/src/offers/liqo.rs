@@ -1,9 +1,9 @@
 //! The offers' `liqo` field: the Liqo generations (`v0`, `v1`) the owning
 //! provider peers with, stamped by the server on every write (with the
-//! owner's `enforcement`, [`super::enforcement`]) and again on each of a
-//! provider's offers when either changes ([`restamp`]); and the
-//! `liqo=v0|v1` filter's rule ([`matches`]), which the embedded store runs
-//! in memory and the MongoDB store as a query on the same field.
+//! owner's `enforcement` and `isolation`, [`super::self_check`]) and again
+//! on each of a provider's offers when any of them changes ([`restamp`]);
+//! and the `liqo=v0|v1` filter's rule ([`matches`]), which the embedded
+//! store runs in memory and the MongoDB store as a query on the same field.
 
 use std::sync::Arc;
 
@@ -45,7 +45,7 @@ pub async fn restamp(
         let mut current = Some(offer);
         for _ in 0..MAX_ATTEMPTS {
             let Some(offer) = current.take() else { break };
-            if offer.liqo == stamp.liqo && offer.enforcement == stamp.enforcement {
+            if OwnerStamp::carried_by(&offer) == *stamp {
                 break;
             }
             let version = offer.version;
@@ -73,8 +73,7 @@ fn redraft(offer: Offer, stamp: &OwnerStamp) -> OfferDraft {
         owner: ProviderRef {
             cluster_id: offer.cluster_id,
             cluster_name: offer.cluster_name,
-            liqo: stamp.liqo.clone(),
-            enforcement: stamp.enforcement,
+            stamp: stamp.clone(),
         },
         name: offer.name,
         offer_type: offer.offer_type,
@@ -88,8 +87,8 @@ fn redraft(offer: Offer, stamp: &OwnerStamp) -> OfferDraft {
 }
 
 /// The providers feature's hook, re-stamping a provider's offers when its
-/// generations or enforcement level change (failures are logged: the
-/// provider's own change succeeded; its next offer write stamps again).
+/// generations, enforcement or isolation level change (failures are logged:
+/// the provider's own change succeeded; its next offer write stamps again).
 pub struct Restamper(pub Arc<dyn OfferStore>);
 
 #[async_trait::async_trait]
@@ -99,7 +98,7 @@ impl crate::providers::peering::StampChanged for Restamper {
             Ok(n) => tracing::info!(
                 cluster_id,
                 offers = n,
-                "offers re-stamped with the provider's Liqo generations and enforcement level"
+                "offers re-stamped with the provider's Liqo generations and self-check levels"
             ),
             Err(e) => {
                 tracing::warn!(cluster_id, error = %e, "re-stamping the provider's offers failed")
@@ -124,8 +123,10 @@ mod tests {
         let owner = |liqo| ProviderRef {
             cluster_id: "c".into(),
             cluster_name: "n".into(),
-            liqo,
-            enforcement: None,
+            stamp: OwnerStamp {
+                liqo,
+                ..OwnerStamp::default()
+            },
         };
         let now = crate::store::now();
         let v1 = spec

@@ -7,7 +7,8 @@
 //! - [`filter`]: the filters of `GET /offers` (and of the feed).
 //! - [`liqo`]: the server-added `liqo` field and its filter, and the
 //!   re-stamping of a provider's offers when what they carry of it changes.
-//! - [`enforcement`]: the server-added `enforcement` field's filter.
+//! - [`self_check`]: the filters of the server-added `enforcement` and
+//!   `isolation` fields (the levels the provider's self-checks report).
 //! - [`service`]: service offers' plans — hosting policy, parameter
 //!   schemas checked on publish, parameters checked against them.
 //! - [`labels`]: provider labels, validated as Kubernetes labels.
@@ -23,7 +24,6 @@
 //! `web::Data<Offers>`.
 
 pub mod change;
-pub mod enforcement;
 pub mod filter;
 pub mod handlers;
 pub mod labels;
@@ -31,6 +31,7 @@ pub mod liqo;
 pub mod list_body;
 pub mod offer;
 pub mod rules;
+pub mod self_check;
 pub mod service;
 pub mod stamps;
 pub mod store;

@@ -12,7 +12,7 @@ use super::stamps::Writer;
 use super::unique_keys;
 use super::Cost;
 use crate::http::{validate_id, FieldError};
-use crate::providers::{EnforcementLevel, LiqoGeneration};
+use crate::providers::OwnerStamp;
 
 /// Most plans one offer may carry.
 pub const MAX_PLANS: usize = 64;
@@ -31,10 +31,9 @@ pub use catalog_client::wire::offer::{HostingPolicy, Offer, OfferKind, Plan, Pla
 pub struct ProviderRef {
     pub cluster_id: String,
     pub cluster_name: String,
-    /// The generations it peers with, stamped on its offers.
-    pub liqo: Vec<LiqoGeneration>,
-    /// Its reported enforcement level, stamped on its offers.
-    pub enforcement: Option<EnforcementLevel>,
+    /// What its offers carry of it: the generations it peers with, its
+    /// reported enforcement and isolation levels.
+    pub stamp: OwnerStamp,
 }
 
 /// A validated create/replace request, before the store adds its fields.
@@ -75,8 +74,9 @@ impl OfferDraft {
             labels: self.labels,
             cluster_id: self.owner.cluster_id,
             cluster_name: self.owner.cluster_name,
-            liqo: self.owner.liqo,
-            enforcement: self.owner.enforcement,
+            liqo: self.owner.stamp.liqo,
+            enforcement: self.owner.stamp.enforcement,
+            isolation: self.owner.stamp.isolation,
             // Never stored: the unit is the catalog's, stamped when served.
             pricing: None,
             created_at,
@@ -159,6 +159,9 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub enforcement: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    #[schema(ignore)]
+    pub isolation: Option<serde::de::IgnoredAny>,
     // The catalog's, not the provider's: an echoed `pricing` is ignored
     // like the other server-set fields.
     #[serde(default)]

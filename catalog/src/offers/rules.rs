@@ -68,8 +68,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: owner.into(),
             cluster_name: owner.into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         OfferSpec::from_json(
             br#"{"name":"n","type":"t","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#,

@@ -2,8 +2,9 @@
 //!
 //! Each offer becomes a service (id derived from the offer id, name the
 //! offer id made CLI-friendly, `tags: [type, liqo-v0?, liqo-v1?]`,
-//! `metadata.liqo`: the provider's Liqo generations, `metadata.enforcement`:
-//! its reported Liqo enforcement level, if any), each plan a plan (id derived
+//! `metadata.liqo`: the provider's Liqo generations, `metadata.enforcement`
+//! and `metadata.isolation`: the Liqo enforcement and tenant-isolation
+//! levels it reported, if any), each plan a plan (id derived
 //! from offer id and plan key, `free` when its cost is zero, costs in the
 //! OSB pricing convention `metadata.costs: [{amount: {<currency>: n},
 //! unit}]`, resources as `metadata.bullets`). Disabled providers' offers are
@@ -165,9 +166,17 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
         },
         "plans": plans,
     });
-    if let (Some(level), Some(metadata)) = (offer.enforcement, service["metadata"].as_object_mut())
-    {
-        metadata.insert("enforcement".into(), json!(level));
+    if let Some(metadata) = service["metadata"].as_object_mut() {
+        // The levels the provider's self-checks reported, if any.
+        let reported = [
+            ("enforcement", offer.enforcement.map(|l| l.as_str())),
+            ("isolation", offer.isolation.map(|l| l.as_str())),
+        ];
+        for (key, level) in reported {
+            if let Some(level) = level {
+                metadata.insert(key.into(), json!(level));
+            }
+        }
     }
     if !offer.kind.is_capacity() {
         service["metadata"]["kind"] = json!(offer.kind);
@@ -254,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn services_carry_the_reported_enforcement_level() {
+    fn services_carry_the_reported_levels() {
         let settings = OsbSettings {
             basic: None,
             async_mode: crate::osb::config::AsyncMode::Never,
@@ -269,13 +278,17 @@ mod tests {
         }))
         .unwrap();
         let service = service_entry(&settings, &offer, "o".into());
-        assert!(
-            service["metadata"].get("enforcement").is_none(),
-            "{service}"
-        );
+        for key in ["enforcement", "isolation"] {
+            assert!(service["metadata"].get(key).is_none(), "{service}");
+        }
         offer.enforcement = Some(crate::providers::EnforcementLevel::Hard);
         let service = service_entry(&settings, &offer, "o".into());
         assert_eq!(service["metadata"]["enforcement"], "hard");
+        assert!(service["metadata"].get("isolation").is_none(), "{service}");
+        offer.isolation = Some(crate::providers::IsolationLevel::Unverified);
+        let service = service_entry(&settings, &offer, "o".into());
+        assert_eq!(service["metadata"]["enforcement"], "hard");
+        assert_eq!(service["metadata"]["isolation"], "unverified");
     }
 
     #[test]

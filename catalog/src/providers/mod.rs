@@ -15,6 +15,10 @@
 //!   class) and the generations it peers with.
 //! - [`enforcement`]: `PUT /provider/enforcement`, the Liqo enforcement
 //!   level the provider's class controller reads, stamped on its offers.
+//! - [`isolation`]: `PUT /provider/isolation`, the tenant-isolation level
+//!   the provider's isolation controller checks, stamped on its offers.
+//! - [`self_check`]: what both reports share — the level kept with the
+//!   provider's registration, its offers re-stamped when it changes.
 //! - [`store`]: the [`ProviderStore`] trait the backends implement.
 //!
 //! Handlers get this feature's own state, [`Providers`], as
@@ -24,10 +28,12 @@
 pub mod admin;
 pub mod authenticate;
 pub mod enforcement;
+pub mod isolation;
 pub mod kubeconfig;
 pub mod model;
 pub mod peering;
 pub mod seal;
+pub mod self_check;
 pub mod store;
 
 use std::sync::Arc;
@@ -35,8 +41,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use model::{
-    EnforcementLevel, LiqoGeneration, OwnerStamp, PeeringCredentials, ProviderAccount,
-    ProviderInfo, ProviderPeering,
+    EnforcementLevel, IsolationLevel, LiqoGeneration, OwnerStamp, PeeringCredentials,
+    ProviderAccount, ProviderInfo, ProviderPeering, ReportedLevel,
 };
 pub use store::ProviderStore;
 

@@ -53,7 +53,8 @@ impl ProviderAccount {
 // types, declared once in `catalog-client` (with their schema), so a
 // renamed field fails the server's build and the clients' alike.
 pub use catalog_client::wire::provider::{
-    EnforcementLevel, LiqoGeneration, PeeringCredentials, ProviderInfo,
+    EnforcementLevel, IsolationLevel, LiqoGeneration, PeeringCredentials, ProviderInfo,
+    ReportedLevel,
 };
 
 /// The ResourceSlice class a provider enforces when it registers none.
@@ -86,6 +87,11 @@ pub struct ProviderPeering {
     /// /provider/peering`, which does not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforcement: Option<EnforcementLevel>,
+    /// The tenant-isolation level the provider's isolation controller last
+    /// reported (`PUT /provider/isolation`); kept by `PUT
+    /// /provider/peering`, which does not carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<IsolationLevel>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -97,6 +103,7 @@ impl std::fmt::Debug for ProviderPeering {
             .field("v1_per_contract", &self.v1_per_contract)
             .field("single_consumer", &self.single_consumer)
             .field("enforcement", &self.enforcement)
+            .field("isolation", &self.isolation)
             .finish_non_exhaustive()
     }
 }
@@ -117,14 +124,26 @@ pub struct OwnerStamp {
     pub liqo: Vec<LiqoGeneration>,
     /// Its reported enforcement level, if it ever reported one.
     pub enforcement: Option<EnforcementLevel>,
+    /// Its reported tenant-isolation level, if it ever reported one.
+    pub isolation: Option<IsolationLevel>,
 }
 
 impl OwnerStamp {
-    /// The stamp of `account` with what it registered.
+    /// The stamp of `account` with what it registered and reported.
     pub fn of(account: &ProviderAccount, peering: Option<&ProviderPeering>) -> Self {
         OwnerStamp {
             liqo: generations(account, peering),
             enforcement: peering.and_then(|p| p.enforcement),
+            isolation: peering.and_then(|p| p.isolation),
+        }
+    }
+
+    /// The stamp `offer` carries (what it was last stamped with).
+    pub fn carried_by(offer: &catalog_client::wire::Offer) -> Self {
+        OwnerStamp {
+            liqo: offer.liqo.clone(),
+            enforcement: offer.enforcement,
+            isolation: offer.isolation,
         }
     }
 }
@@ -162,11 +181,44 @@ mod tests {
         }))
         .unwrap();
         assert!(!old.single_consumer && !old.v1_per_contract && old.enforcement.is_none());
+        assert!(old.isolation.is_none());
         // A legacy kubeconfig is not shared with newly bought contracts.
         assert!(!old.shares_kubeconfig());
         let back = serde_json::to_value(&old).unwrap();
         assert!(back.get("singleConsumer").is_none(), "{back}");
         assert!(back.get("enforcement").is_none(), "{back}");
+        assert!(back.get("isolation").is_none(), "{back}");
+    }
+
+    #[test]
+    fn reported_levels_are_kept_and_stamped() {
+        let stored: ProviderPeering = serde_json::from_value(serde_json::json!({
+            "resourceSliceClass": "liqo-broker", "enforcement": "hard", "isolation": "failed",
+            "updatedAt": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        assert_eq!(stored.isolation, Some(IsolationLevel::Failed));
+        let back = serde_json::to_value(&stored).unwrap();
+        assert_eq!(back["isolation"], "failed", "{back}");
+        assert!(format!("{stored:?}").contains("Failed"));
+        let account = ProviderAccount {
+            cluster_id: "c".into(),
+            cluster_name: "n".into(),
+            auth_url: "https://x".into(),
+            secret_hash: String::new(),
+            created_at: crate::store::now(),
+            generation: 0,
+        };
+        let stamp = OwnerStamp::of(&account, Some(&stored));
+        assert_eq!(stamp.enforcement, Some(EnforcementLevel::Hard));
+        assert_eq!(stamp.isolation, Some(IsolationLevel::Failed));
+        assert_eq!(
+            OwnerStamp::of(&account, None),
+            OwnerStamp {
+                liqo: vec![LiqoGeneration::V0],
+                ..OwnerStamp::default()
+            }
+        );
     }
 
     #[test]
@@ -196,6 +248,7 @@ mod tests {
             v1_per_contract: false,
             single_consumer: false,
             enforcement: None,
+            isolation: None,
             updated_at: crate::store::now(),
         };
         assert_eq!(generations(&account, None), [LiqoGeneration::V0]);

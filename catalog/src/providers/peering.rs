@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::kubeconfig;
 use super::model::{
-    generations, EnforcementLevel, LiqoGeneration, OwnerStamp, PeeringCredentials, ProviderPeering,
-    DEFAULT_SLICE_CLASS, KUBECONFIG_SEAL_LABEL,
+    generations, EnforcementLevel, IsolationLevel, LiqoGeneration, OwnerStamp, PeeringCredentials,
+    ProviderPeering, DEFAULT_SLICE_CLASS, KUBECONFIG_SEAL_LABEL,
 };
 use super::{ProviderStore, Providers};
 use crate::auth::{Caller, Role};
@@ -25,8 +25,8 @@ use crate::http::{documented_error, parse_object, read_json_body, ApiError, Erro
 use crate::store::StoreError;
 
 /// Told when what a provider's offers carry of it (its generations, its
-/// enforcement level) changes, so they are re-stamped (the offers feature
-/// implements it; the top wires it in).
+/// enforcement and isolation levels) changes, so they are re-stamped (the
+/// offers feature implements it; the top wires it in).
 #[async_trait::async_trait]
 pub trait StampChanged: Send + Sync + 'static {
     async fn changed(&self, cluster_id: &str, stamp: &OwnerStamp);
@@ -134,6 +134,12 @@ pub struct PeeringInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub enforcement: Option<EnforcementLevel>,
+    /// The tenant-isolation level last reported with `PUT
+    /// /provider/isolation`, stamped on the provider's offers; absent if
+    /// none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub isolation: Option<IsolationLevel>,
 }
 
 impl PeeringInfo {
@@ -142,6 +148,7 @@ impl PeeringInfo {
         OwnerStamp {
             liqo: self.liqo.clone(),
             enforcement: self.enforcement,
+            isolation: self.isolation,
         }
     }
 }
@@ -170,7 +177,7 @@ pub(super) fn provider(caller: &Caller) -> Result<&str, ApiError> {
 
 documented_error!(
     /// The 400 of a provider's change to what it registered (its peering,
-    /// its enforcement level).
+    /// its enforcement and isolation levels).
     RegistrationInvalid,
     400,
     ErrorBody,
@@ -263,8 +270,9 @@ pub async fn put(
         sealed_kubeconfig: sealed,
         v1_per_contract: per_contract,
         single_consumer,
-        // Reported by the class controller, not registered here.
+        // Reported by the provider's controllers, not registered here.
         enforcement: before.enforcement,
+        isolation: before.isolation,
         updated_at: crate::store::now(),
     };
     state
@@ -326,6 +334,7 @@ impl Providers {
                 .is_some_and(ProviderPeering::shares_kubeconfig)
         });
         let enforcement = peering.as_ref().and_then(|p| p.enforcement);
+        let isolation = peering.as_ref().and_then(|p| p.isolation);
         Ok(PeeringInfo {
             cluster_id: account.cluster_id.clone(),
             liqo,
@@ -334,6 +343,7 @@ impl Providers {
                 .unwrap_or_else(|| DEFAULT_SLICE_CLASS.to_string()),
             single_consumer,
             enforcement,
+            isolation,
         })
     }
 

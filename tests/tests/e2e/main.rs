@@ -40,6 +40,7 @@ mod catalog_feed_mongo;
 mod catalog_feed_resync;
 mod catalog_hostile;
 mod catalog_identities;
+mod catalog_isolation;
 mod catalog_labels;
 mod catalog_list_body;
 mod catalog_memory;

@@ -10,7 +10,7 @@ import { filterState, queryString, readQuery, resetFilters } from '../filter-sta
 import { compare } from '../quantity.js';
 import { naturalCollator, resourceColumns, timeValue } from '../model.js';
 import { field } from '../fields.js';
-import { enforcementOf } from '../enforcement.js';
+import { SELF_CHECKS } from '../self-checks.js';
 import { serviceBadge } from '../service.js';
 import { offerTable, sortRows } from './offer-table.js';
 import { formatCost, periodText, uiConfig } from '../pricing.js';
@@ -201,11 +201,13 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
     return `${matching} of ${offer.plans.length} match`;
   }
 
-  // Only a reported level gets a badge; what it means is its title here and spelled out on the offer's page.
-  function enforcementBadge(offer) {
-    if (!offer.enforcement) return null;
-    const { label, tone, explain } = enforcementOf(offer.enforcement);
-    return h('span', { class: `badge badge--${tone}`, 'data-field': 'enforcement', title: explain }, label);
+  // Only a reported level gets a badge (one per self-check); what it means is its title here and spelled out on the offer's page.
+  function selfCheckBadges(offer) {
+    return SELF_CHECKS.map(({ field, of }) => {
+      if (!offer[field]) return null;
+      const { label, tone, explain } = of(offer[field]);
+      return h('span', { class: `badge badge--${tone}`, 'data-field': field, title: explain }, label);
+    });
   }
 
   function buildCard(offer, active, badge) {
@@ -225,7 +227,7 @@ export function mountConsumer(main, ctx, [lockedProvider] = [], query = new URLS
         h('h3', { id: headingId, class: 'card__title', text: offer.name }),
         offer.type ? h('span', { class: 'badge badge--type' }, srOnly('Type: '), offer.type) : null,
         serviceBadge(offer),
-        enforcementBadge(offer),
+        selfCheckBadges(offer),
         badge ? h('span', { class: `badge badge--${badge === 'New' ? 'new' : 'updated'}`, text: badge }) : null),
       h('p', { class: 'card__provider' },
         h('span', { class: 'label', text: 'Provider ' }),

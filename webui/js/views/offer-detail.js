@@ -8,18 +8,29 @@ import { filterState, queryString } from '../filter-state.js';
 import { planCapacity, reserve } from '../api.js';
 import { consumerSession } from '../consumer-session.js';
 import { planTable } from './plan-table.js';
-import { enforcementOf } from '../enforcement.js';
+import { SELF_CHECKS } from '../self-checks.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 import { serviceBadge } from '../service.js';
 
 /** How often the units left of capped plans are read again while the offer is open. */
 const CAPACITY_POLL_MS = 3000;
 
-/** The provider's Liqo enforcement level, among the facts; what it means for a buyer follows them. */
-function enforcementFact(offer) {
-  const { label, tone } = enforcementOf(offer.enforcement);
-  return h('div', {}, h('dt', { text: 'Liqo enforcement' }),
-    h('dd', { 'data-field': 'enforcement' }, h('span', { class: `badge badge--${tone}`, text: label })));
+/** The levels the provider's self-checks reported (Liqo enforcement, tenant isolation), among the facts. */
+function selfCheckFacts(offer) {
+  return SELF_CHECKS.map(({ field, title, of }) => {
+    const { label, tone } = of(offer[field]);
+    return h('div', {}, h('dt', { text: title }),
+      h('dd', { 'data-field': field }, h('span', { class: `badge badge--${tone}`, text: label })));
+  });
+}
+
+/** What each of those levels means for a buyer, after the facts. */
+function selfCheckExplanations(offer) {
+  return SELF_CHECKS.map(({ field, of }) => {
+    const { label, explain } = of(offer[field]);
+    return h('p', { class: 'self-check-explain', 'data-field': `${field}-explain` },
+      h('strong', { text: `${label}: ` }), explain);
+  });
 }
 
 export function mountOfferDetail(main, ctx, [id]) {
@@ -118,11 +129,10 @@ export function mountOfferDetail(main, ctx, [id]) {
         h('div', {}, h('dt', { text: 'Provider' }), h('dd', { 'data-field': 'clusterName', text: offer.clusterName || 'unnamed cluster' })),
         h('div', {}, h('dt', { text: 'Cluster ID' }), h('dd', {}, h('code', { 'data-field': 'clusterID', text: offer.clusterID || 'unknown' }))),
         h('div', {}, h('dt', { text: 'Offer ID' }), h('dd', {}, h('code', { text: offer.id }))),
-        enforcementFact(offer),
+        selfCheckFacts(offer),
         offer.version ? h('div', {}, h('dt', { text: 'Version' }), h('dd', { text: String(offer.version) })) : null,
         offer.updatedAt ? h('div', {}, h('dt', { text: 'Last changed' }), h('dd', { text: formatTime(offer.updatedAt) })) : null),
-      h('p', { class: 'enforcement-explain', 'data-field': 'enforcement-explain' },
-        h('strong', { text: `${enforcementOf(offer.enforcement).label}: ` }), enforcementOf(offer.enforcement).explain),
+      selfCheckExplanations(offer),
       h('h2', { text: 'Compare plans' }),
       buyError,
       planTable(offer, planFiltered ? active : null, offer.kind === 'service' ? null : buying),

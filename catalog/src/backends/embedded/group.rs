@@ -321,8 +321,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         for round in 0..50 {
             let store = EmbeddedStore::open(dir.path())

@@ -309,8 +309,7 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         // A fixed instant: two copies built a millisecond apart must be equal.
         let now =

@@ -74,6 +74,9 @@ pub(super) struct LiveFields {
     /// The owner's reported enforcement level, queried by `enforcement=`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     enforcement: Option<crate::providers::EnforcementLevel>,
+    /// The owner's reported isolation level, queried by `isolation=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    isolation: Option<crate::providers::IsolationLevel>,
     /// Provider labels as `key=value` strings (a key never holds `=`), so
     /// `label.*` filters are one `$all` on a multikey index.
     #[serde(default)]
@@ -202,6 +205,7 @@ impl OfferDoc {
                 plans,
                 liqo: offer.liqo.iter().map(|g| g.as_str().to_string()).collect(),
                 enforcement: offer.enforcement,
+                isolation: offer.isolation,
                 labels: label_pairs(&offer.labels),
             }),
         }
@@ -275,6 +279,7 @@ impl OfferDoc {
                 .filter_map(|g| crate::providers::LiqoGeneration::parse(g))
                 .collect(),
             enforcement: live.enforcement,
+            isolation: live.isolation,
             pricing: None,
             created_at: from_bt(live.created_at),
             updated_at: from_bt(self.updated_at),
@@ -328,6 +333,9 @@ fn query_for(filter: &OfferFilter) -> Document {
     }
     if let Some(level) = filter.enforcement {
         q.insert("live.enforcement", level.as_str());
+    }
+    if let Some(level) = filter.isolation {
+        q.insert("live.isolation", level.as_str());
     }
     if let Some(p) = &filter.provider {
         q.insert(
@@ -777,19 +785,20 @@ mod tests {
         let owner = ProviderRef {
             cluster_id: "c1".into(),
             cluster_name: "one".into(),
-            liqo: Vec::new(),
-            enforcement: None,
+            stamp: crate::providers::OwnerStamp::default(),
         };
         OfferSpec::from_json(body.as_bytes())
             .unwrap()
             .into_draft(id.into(), owner)
     }
 
-    /// `liqo=` and `enforcement=` run as database queries on the stamped
-    /// generations and level, and find what the reference filter finds.
+    /// `liqo=`, `enforcement=` and `isolation=` run as database queries on
+    /// the stamped generations and levels, and find what the reference
+    /// filter finds.
     #[tokio::test(flavor = "multi_thread")]
     async fn liqo_filter_runs_as_a_query() {
         use crate::providers::EnforcementLevel::{Hard, Off};
+        use crate::providers::IsolationLevel::{Enforced, Failed};
         use crate::providers::LiqoGeneration::{V0, V1};
         let server = e2e::mongo::MongoServer::start().unwrap();
         let store = MongoStore::connect(&MongoConfig {
@@ -800,15 +809,18 @@ mod tests {
         .await
         .unwrap();
         let body = r#"{"name":"x","type":"compute","plans":{"p":{"name":"p","cost":"1","resources":{"cpu":"1"}}}}"#;
-        for (id, liqo, enforcement) in [
-            ("none", vec![], None),
-            ("old", vec![V0], Some(Off)),
-            ("new", vec![V1], Some(Hard)),
-            ("both", vec![V0, V1], Some(Hard)),
+        for (id, liqo, enforcement, isolation) in [
+            ("none", vec![], None, None),
+            ("old", vec![V0], Some(Off), Some(Failed)),
+            ("new", vec![V1], Some(Hard), Some(Enforced)),
+            ("both", vec![V0, V1], Some(Hard), None),
         ] {
             let mut d = draft(id, body);
-            d.owner.liqo = liqo;
-            d.owner.enforcement = enforcement;
+            d.owner.stamp = crate::providers::OwnerStamp {
+                liqo,
+                enforcement,
+                isolation,
+            };
             store.put_offer(d, None).await.unwrap();
         }
         for (key, value, expected) in [
@@ -817,6 +829,9 @@ mod tests {
             ("enforcement", "hard", vec!["both", "new"]),
             ("enforcement", "off", vec!["old"]),
             ("enforcement", "soft", vec![]),
+            ("isolation", "enforced", vec!["new"]),
+            ("isolation", "failed", vec!["old"]),
+            ("isolation", "off", vec![]),
         ] {
             let filter = OfferFilter::from_pairs([(key, value)]).unwrap();
             let docs: Vec<OfferDoc> = store
