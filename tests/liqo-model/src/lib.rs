@@ -185,6 +185,12 @@
 //! - [`foreign_cluster`]: the networking module and its conditions from
 //!   those objects (`status.go:65-253`), so the virtual kubelet's network
 //!   check waits for the Connection.
+//! - [`networking::mapping`] (`pkg/utils/ipam/mapping/ips.go:134-259`):
+//!   how a cluster sees a peer's address — the same host in the network
+//!   its Configuration remaps the peer's pod (or external) CIDR to
+//!   ([`networking::mapping::translate`], public for the tests, as the
+//!   gateway's 1:1 prefix NAT maps it on the wire,
+//!   `pkg/firewall/utils/natrule.go:138-171`).
 //!
 //! Offloading ([`offloading::Cluster::start`], [`offloading::Peering::start`]):
 //! - [`namespace_offloading`] (`namespaceoffloading-controller/`): a
@@ -204,10 +210,23 @@
 //!   selector per the pod offloading strategy;
 //! - [`scheduler`] and [`kubelet`] (Kubernetes', not Liqo's: [`scheduling`]
 //!   holds the predicates) bind pods honouring taints, affinity, selectors,
-//!   allocatable and readiness, and run the pods of ordinary nodes;
+//!   allocatable and readiness, and run the pods of ordinary nodes, each
+//!   pod with its node's `InternalIP` as host IP and an address of its
+//!   node's podCIDR as the CNI `host-local` IPAM plugin gives them
+//!   (round robin from `.2`, the gateway `.1`, the network and broadcast
+//!   addresses skipped; host-network pods at the node's address);
+//! - [`node_ipam`] (Kubernetes' `pkg/controller/nodeipam`, the range
+//!   allocator), with a pod CIDR ([`offloading::ClusterOptions`], for
+//!   [`offloading::Cluster::start_with`]): each node's `spec.podCIDR`, the
+//!   next free `/24` of the cluster CIDR;
 //! - [`reflection`] (`pkg/virtualKubelet/reflection/workload/podns.go`): a
 //!   pod on a virtual node becomes a ShadowPod on the peer, its remote
-//!   pod's status copied back; [`reflection_objects`]
+//!   pod's status copied back, its address translated as the virtual
+//!   kubelet does (:410-423, 734-753): into the local cluster's view of
+//!   the peer's pod CIDR with the peer's Configuration when the
+//!   ForeignCluster's networking module is enabled, copied as it is when
+//!   it is off (no Configuration), hidden with `reflectIPs` off
+//!   (`forge/pods.go:344-350`); [`reflection_objects`]
 //!   (`reflection/configuration/secret.go`, `configmap.go`,
 //!   `reflection/exposition/service.go`, with [`reflection_forge`] from
 //!   `forge/`): Secrets, ConfigMaps and Services of an offloaded namespace
@@ -264,6 +283,7 @@ pub mod local_resource_slice;
 pub mod namespace_map;
 pub mod namespace_offloading;
 pub mod networking;
+pub mod node_ipam;
 pub mod node_provider;
 pub mod nonce_creator;
 pub mod nonce_signer;
@@ -312,6 +332,9 @@ pub enum Error {
     /// Keys, nonces, signatures and CSRs ([`cluster_keys`], [`tenant`]).
     #[error("authentication: {0}")]
     Authentication(String),
+    /// A start given options that do not read.
+    #[error("configuration: {0}")]
+    Config(String),
 }
 
 /// The user Liqo's controller manager runs as (the chart's ServiceAccount).

@@ -7,7 +7,10 @@
 //! to a virtual node ([`scheduler`](crate::scheduler)) and reflected to the
 //! peer as ShadowPods ([`reflection`](crate::reflection)), whose pods
 //! ([`shadowpod_controller`](crate::shadowpod_controller)) run on the
-//! peer's nodes ([`kubelet`](crate::kubelet)) and report back.
+//! peer's nodes ([`kubelet`](crate::kubelet)) and report back. With a pod
+//! CIDR ([`ClusterOptions`]) the nodes get podCIDRs
+//! ([`node_ipam`](crate::node_ipam)) and the pods addresses from them,
+//! which the reflection shows the origin as it sees them.
 
 use std::sync::Arc;
 
@@ -15,10 +18,11 @@ use kube_test_server::KubeApiServer;
 use serde_json::json;
 
 use crate::identity::{self, client_as, client_in_groups};
+use crate::networking::remap::Cidr;
 use crate::{
-    grant_each, kubelet, namespace_map, namespace_offloading, nsoff_webhook, pod_webhook,
-    reflection, scheduler, shadowpod_controller, Error, Tasks, CONTROLLER_MANAGER, CRD_REPLICATOR,
-    VIRTUAL_KUBELET, WEBHOOK,
+    grant_each, kubelet, namespace_map, namespace_offloading, node_ipam, nsoff_webhook,
+    pod_webhook, reflection, scheduler, shadowpod_controller, Error, Tasks, CONTROLLER_MANAGER,
+    CRD_REPLICATOR, VIRTUAL_KUBELET, WEBHOOK,
 };
 
 /// Liqo's offloading on one cluster, with the cluster's scheduler and the
@@ -27,16 +31,49 @@ pub struct Cluster {
     _tasks: Tasks,
 }
 
+/// How the cluster itself (not Liqo) is set up.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterOptions {
+    /// The cluster's pod CIDR: kube-controller-manager's `--cluster-cidr`
+    /// with `--allocate-node-cidrs=true` (kind's default is
+    /// `10.244.0.0/16`, as [`crate::networking::Options`]'s `pod_cidr`).
+    /// With one, each node gets a `/24` of it as its `spec.podCIDR`
+    /// ([`crate::node_ipam`]), and the kubelets give their pods addresses
+    /// from it ([`crate::kubelet`]); without one (the default), nodes get
+    /// no podCIDR and pods no IP.
+    pub pod_cidr: Option<String>,
+}
+
 impl Cluster {
     /// On `kube`, the cluster `cluster_id`: the NamespaceOffloading
     /// controller, the ShadowPod controller, the pod and NamespaceOffloading
     /// webhooks on its admission chain, the scheduler, and a kubelet for
-    /// each of `nodes` (ordinary nodes the test creates).
+    /// each of `nodes` (ordinary nodes the test creates); no pod CIDR
+    /// ([`Cluster::start_with`]).
     pub async fn start(
         kube: &KubeApiServer,
         cluster_id: &str,
         nodes: &[&str],
     ) -> Result<Cluster, Error> {
+        Cluster::start_with(kube, cluster_id, nodes, ClusterOptions::default()).await
+    }
+
+    /// [`Cluster::start`] with `options`: with a pod CIDR, also
+    /// kube-controller-manager's node IPAM controller ([`crate::node_ipam`],
+    /// as `system:serviceaccount:kube-system:node-controller`), and
+    /// kubelets that start a pod only once their node has its podCIDR.
+    pub async fn start_with(
+        kube: &KubeApiServer,
+        cluster_id: &str,
+        nodes: &[&str],
+        options: ClusterOptions,
+    ) -> Result<Cluster, Error> {
+        let cluster_cidr = match &options.pod_cidr {
+            Some(text) => Some(Cidr::parse(text).ok_or_else(|| {
+                Error::Config(format!("--cluster-cidr {text:?} is not an IPv4 CIDR"))
+            })?),
+            None => None,
+        };
         grant_each(
             kube,
             &[
@@ -66,6 +103,16 @@ impl Cluster {
         tasks.push(tokio::spawn(scheduler::run(
             client_as(kube, scheduler::USER).await?,
         )));
+        if let Some(cidr) = cluster_cidr {
+            identity::grant(
+                kube,
+                node_ipam::USER,
+                "liqo-model-node-ipam",
+                node_ipam::RULES,
+            );
+            let client = client_as(kube, node_ipam::USER).await?;
+            tasks.push(tokio::spawn(node_ipam::run(client, cidr)));
+        }
         for node in nodes {
             let user = kubelet::user(node);
             identity::grant(
@@ -75,7 +122,11 @@ impl Cluster {
                 kubelet::RULES,
             );
             let client = client_as(kube, &user).await?;
-            tasks.push(tokio::spawn(kubelet::run(client, node.to_string())));
+            tasks.push(tokio::spawn(kubelet::run_with(
+                client,
+                node.to_string(),
+                cluster_cidr.is_some(),
+            )));
         }
         Ok(Cluster {
             _tasks: Tasks(tasks),
@@ -128,6 +179,7 @@ impl Peering {
             node_name: node.to_string(),
             local_cluster_id: local_id.to_string(),
             remote_cluster_id: remote_id.to_string(),
+            reflect_ips: true,
         };
         peering
             ._tasks

@@ -12,7 +12,9 @@
 //! (PODNS:147-156); the local pod is labelled `liqo.io/shadowPod=true`
 //! (PODNS:288-306), a label the ShadowPod does not get (FP:172-177); and
 //! the remote pod's status is copied to the local pod
-//! (PODNS:379-470, FP:102-122, the host IP the virtual node's).
+//! (PODNS:379-470, FP:101-124, the host IP the virtual node's), its
+//! address translated into how the local cluster sees the peer's pods
+//! ([`local_pod_status`], [`net_configuration`]).
 //!
 //! The ShadowPod carries `liqo.io/creator-user` = the user the reflection
 //! writes as: on a real provider Liqo's ShadowPod mutating webhook sets it
@@ -29,8 +31,10 @@
 //! [`crate::offloading::Peering::start`] (no slice) gives the local
 //! cluster's ID instead.
 //!
-//! Not modelled: the IP remapping, restarts counting, the pod's own
-//! deletion protocol (the test server deletes at once), terminal pods.
+//! Not modelled: restarts counting, the pod's own deletion protocol (the
+//! test server deletes at once), terminal pods, the per-pod cache of the
+//! last translation (PODNS:736-740, which gives what a new translation
+//! would).
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -51,6 +55,10 @@ pub const LOCAL_RULES: &[Rule] = &[
     Rule::new(&[""], &["pods"], &["get", "list", "watch", "patch"]),
     Rule::new(&[""], &["pods/status"], &["get", "update", "patch"]),
     Rule::new(&["offloading.liqo.io"], &["namespacemaps"], READ),
+    // The peer's ForeignCluster and Configuration, read for the pods'
+    // addresses (`cmd/virtual-kubelet/root/root.go:164-178`).
+    Rule::new(&["core.liqo.io"], &["foreignclusters"], READ),
+    Rule::new(&["networking.liqo.io"], &["configurations"], READ),
 ];
 /// On the peer (`liqo-virtual-kubelet-remote` ClusterRole, the part this
 /// model uses).
@@ -81,6 +89,12 @@ pub struct Reflector {
     pub node_name: String,
     pub local_cluster_id: String,
     pub remote_cluster_id: String,
+    /// The chart's `networking.reflectIPs` (default `true`,
+    /// `deployments/liqo/values.yaml:58`); `false` passes the virtual
+    /// kubelet `--disable-ip-reflection`
+    /// (`templates/liqo-vk-options-template.yaml:9-11`), and the local pods
+    /// show no IP (FP:344-350).
+    pub reflect_ips: bool,
 }
 
 /// Reflect until the task is dropped.
@@ -256,18 +270,27 @@ async fn reconcile(r: &Reflector, key: Key) -> Result<(), Error> {
         shadows.create(&PostParams::default(), &sp).await?;
         return Ok(());
     }
-    // PODNS:379-470: the remote pod's status, with the virtual node's IP.
+    // PODNS:379-470: the remote pod's status, with the virtual node's IP
+    // and the pod's as the local cluster sees it.
     let remote_pods: Api<DynamicObject> =
         Api::namespaced_with(r.remote.clone(), &remote_ns, &pods());
     let Some(remote) = remote_pods.get_opt(&key.name).await? else {
         return Ok(());
     };
-    let mut status = remote.data["status"].clone();
-    if !status.is_object() {
+    let remote_status = &remote.data["status"];
+    if !remote_status.is_object() {
         return Ok(());
     }
-    status["hostIP"] = json!(NODE_IP);
-    status["hostIPs"] = json!([{"ip": NODE_IP}]);
+    // FP:104-107: only an address there is translated; PODNS:444-449: a
+    // failed translation leaves the local pod as it is, and is tried again.
+    let translated = match remote_status["podIP"].as_str().filter(|ip| !ip.is_empty()) {
+        Some(ip) => {
+            let configuration = net_configuration(r).await?;
+            Some(translate_pod_ip(configuration.as_ref(), ip)?)
+        }
+        None => None,
+    };
+    let status = local_pod_status(remote_status, translated.as_deref(), r.reflect_ips);
     if local.data["status"] != status {
         local.data["status"] = status;
         local_pods
@@ -275,6 +298,113 @@ async fn reconcile(r: &Reflector, key: Key) -> Result<(), Error> {
             .await?;
     }
     Ok(())
+}
+
+/// FP:101-124 `LocalPodStatus` (restart counts aside), with FP:344-350
+/// `OpaqueIPTranslationMutator` when IPs are not reflected
+/// (PODNS:434-438): the remote pod's status, its `podIP` replaced by
+/// `translated` (given when the remote pod has one, [`translate_pod_ip`])
+/// and `podIPs` by that one address, the host IPs the virtual node's
+/// ([`NODE_IP`]); without `reflect_ips`, no pod IP at all (Go's empty
+/// `PodIP` and `PodIPs`, omitted from the JSON).
+pub fn local_pod_status(remote: &Value, translated: Option<&str>, reflect_ips: bool) -> Value {
+    let mut status = remote.clone();
+    if let Some(ip) = translated {
+        status["podIP"] = json!(ip);
+        status["podIPs"] = json!([{ "ip": ip }]);
+    }
+    status["hostIP"] = json!(NODE_IP);
+    status["hostIPs"] = json!([{ "ip": NODE_IP }]);
+    if !reflect_ips {
+        if let Some(fields) = status.as_object_mut() {
+            fields.remove("podIP");
+            fields.remove("podIPs");
+        }
+    }
+    status
+}
+
+/// The translator of PODNS:410-423: with no Configuration (the networking
+/// module off for the peer) the remote address as it is, else
+/// PODNS:734-753 `MapPodIP` — `MapAddressWithConfiguration`
+/// (`pkg/utils/ipam/mapping/ips.go:134-160`,
+/// [`crate::networking::mapping::map_address_with_configuration`]): an
+/// address of the peer's pod CIDR becomes the same host of the network the
+/// local cluster sees that CIDR as (the Configuration's
+/// `status.remote.cidr.pod`), an address in no remote network stays as it
+/// is, and a Configuration not remapped yet is an error.
+pub fn translate_pod_ip(configuration: Option<&Value>, ip: &str) -> Result<String, Error> {
+    match configuration {
+        None => Ok(ip.to_string()),
+        Some(cfg) => crate::networking::mapping::map_address_with_configuration(cfg, ip)
+            .map_err(|e| Error::Waiting(format!("failed to translate pod IP {ip}: {e}"))),
+    }
+}
+
+/// The Configuration the virtual kubelet translates addresses with
+/// (`cmd/virtual-kubelet/root/root.go:164-178`): the peer's ForeignCluster
+/// (`pkg/utils/foreigncluster/getters.go:34-47` `GetForeignClusterByID`: by its
+/// `liqo.io/remote-cluster-id` label); when its networking module is
+/// enabled (`status.modules.networking.enabled`), the peer's Configuration
+/// (`pkg/utils/getters/k8sGetters.go:742-758`
+/// `GetConfigurationByClusterID`: by the same label, in any namespace,
+/// exactly one), else none — the networking module off, addresses copied
+/// as they are.
+///
+/// Liqo reads them once, when the virtual kubelet starts, and does not
+/// start without its ForeignCluster, nor without the Configuration when
+/// networking is on. The model reads them at each reflection of a pod's
+/// address, so it sees what a virtual kubelet started then would: the
+/// model's peerings run without a ForeignCluster (then networking is taken
+/// as off, the address copied), and a missing Configuration with
+/// networking on is an error tried again, as the virtual kubelet's
+/// restarts would.
+pub async fn net_configuration(r: &Reflector) -> Result<Option<Value>, Error> {
+    let selector = format!("{REMOTE_CLUSTER_ID}={}", r.remote_cluster_id);
+    let listed = |resource: kube::api::ApiResource| {
+        let api: Api<DynamicObject> = Api::all_with(r.local.clone(), &resource);
+        let params = ListParams::default().labels(&selector);
+        async move {
+            match api.list(&params).await {
+                Ok(list) => Ok(list.items),
+                // Not served: Liqo's CRDs (or its networking ones) not there.
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(Vec::new()),
+                Err(e) => Err(Error::from(e)),
+            }
+        }
+    };
+    let fcs = listed(crate::consts::foreign_clusters()).await?;
+    let fc = match fcs.as_slice() {
+        [] => return Ok(None),
+        [fc] => fc,
+        _ => {
+            return Err(Error::Waiting(format!(
+                "multiple ForeignClusters with ID {}",
+                r.remote_cluster_id
+            )))
+        }
+    };
+    if fc.data["status"]["modules"]["networking"]["enabled"] != true {
+        return Ok(None);
+    }
+    match listed(crate::networking::configurations())
+        .await?
+        .as_slice()
+    {
+        [] => Err(Error::Waiting(format!(
+            "no Configuration for ForeignCluster {}",
+            r.remote_cluster_id
+        ))),
+        [cfg] => Ok(Some(json!({
+            "metadata": {"generation": cfg.metadata.generation},
+            "spec": cfg.data["spec"],
+            "status": cfg.data["status"],
+        }))),
+        _ => Err(Error::Waiting(format!(
+            "multiple Configurations found for ForeignCluster {}",
+            r.remote_cluster_id
+        ))),
+    }
 }
 
 /// The user and groups a kubeconfig Secret's client certificate
@@ -387,10 +517,74 @@ impl SliceReflection {
             node_name: slice.to_string(),
             local_cluster_id: local_id.to_string(),
             remote_cluster_id: remote_id.to_string(),
+            reflect_ips: true,
         };
         Ok(SliceReflection {
             _task: crate::Tasks(vec![tokio::spawn(run(reflector))]),
             user,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote() -> Value {
+        json!({"phase": "Running", "podIP": "10.244.0.2",
+               "podIPs": [{"ip": "10.244.0.2"}, {"ip": "fd00::2"}],
+               "hostIP": "172.18.0.3", "hostIPs": [{"ip": "172.18.0.3"}]})
+    }
+
+    /// FP:104-111: the one translated address in both fields, the host the
+    /// virtual node.
+    #[test]
+    fn the_translated_address_replaces_the_remote_ones_and_the_host_is_the_virtual_node() {
+        let status = local_pod_status(&remote(), Some("10.0.0.2"), true);
+        assert_eq!(status["podIP"], "10.0.0.2");
+        assert_eq!(status["podIPs"], json!([{"ip": "10.0.0.2"}]));
+        assert_eq!(status["hostIP"], NODE_IP);
+        assert_eq!(status["hostIPs"], json!([{ "ip": NODE_IP }]));
+        assert_eq!(status["phase"], "Running");
+    }
+
+    /// FP:104: a remote pod without an address gets none.
+    #[test]
+    fn a_remote_pod_without_an_address_shows_none() {
+        let status = local_pod_status(&json!({"phase": "Pending"}), None, true);
+        assert!(status["podIP"].is_null() && status["podIPs"].is_null());
+        assert_eq!(status["hostIP"], NODE_IP);
+    }
+
+    /// FP:344-350 with `--disable-ip-reflection`.
+    #[test]
+    fn without_ip_reflection_no_address_is_shown() {
+        let status = local_pod_status(&remote(), Some("10.0.0.2"), false);
+        assert!(status.get("podIP").is_none() && status.get("podIPs").is_none());
+        assert_eq!(status["hostIP"], NODE_IP);
+    }
+
+    /// PODNS:413-416: no Configuration, the address as it is; with one,
+    /// `MapAddressWithConfiguration`, an error while not remapped.
+    #[test]
+    fn the_translator_copies_without_a_configuration_and_maps_with_one() {
+        assert_eq!(translate_pod_ip(None, "10.244.0.2").unwrap(), "10.244.0.2");
+        let mut cfg = json!({"metadata": {"generation": 1},
+            "spec": {"remote": {"cidr": {"pod": ["10.244.0.0/16"], "external": ["10.70.0.0/16"]}}},
+            "status": {"remote": {"cidr": {"pod": ["10.0.0.0/16"], "external": ["10.1.0.0/16"]}},
+                       "conditions": [{"type": "NetworkCIDRsConfigured", "status": "True",
+                                       "observedGeneration": 1}]}});
+        assert_eq!(
+            translate_pod_ip(Some(&cfg), "10.244.0.2").unwrap(),
+            "10.0.0.2"
+        );
+        cfg["metadata"]["generation"] = json!(2);
+        let refused = translate_pod_ip(Some(&cfg), "10.244.0.2").unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("configuration not remapped yet"),
+            "{refused}"
+        );
     }
 }

@@ -73,6 +73,7 @@ mod peering_users_promises;
 mod peering_users_support;
 mod peering_users_tls;
 mod provider_agent;
+mod provider_isolation;
 mod purchase_controller;
 mod purchase_controller_auto_peer;
 mod purchase_controller_bidirectional;

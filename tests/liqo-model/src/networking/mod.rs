@@ -32,6 +32,7 @@
 pub mod configuration;
 pub mod gateway;
 pub mod gateway_pod;
+pub mod mapping;
 pub mod remap;
 pub mod status;
 pub mod underlay;

@@ -38,6 +38,21 @@ impl Cidr {
     pub fn overlaps(&self, other: &Cidr) -> bool {
         self.base <= other.last() && other.base <= self.last()
     }
+
+    /// Whether `ip` is in this network (Go's `net.IPNet.Contains`).
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & mask(self.prefix) == self.base
+    }
+
+    /// The network's last (broadcast) address.
+    pub fn broadcast(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.last())
+    }
+
+    /// The netmask as a number (`/24` is `0xffffff00`).
+    pub fn netmask(&self) -> u32 {
+        mask(self.prefix)
+    }
 }
 
 impl std::fmt::Display for Cidr {

@@ -12,6 +12,7 @@ mod networking;
 mod networking_crds;
 mod offloading;
 mod offloading_status;
+mod pod_ips;
 mod pod_webhook;
 mod provider;
 mod reflection;

@@ -1,0 +1,433 @@
+//! Tenant isolation on a provider (issue 43) end to end: the real catalog
+//! where alice buys for cluster c1 and bob for c2, the real
+//! `peering-user-controller` running as its shipped ServiceAccount with
+//! `payments` protected, and the Liqo model on three test API servers:
+//! on each consumer its offloading (the NamespaceOffloading controller,
+//! the pod webhook, the virtual kubelet's reflection) and an ordinary node
+//! whose pods get addresses from the consumer's pod CIDR; on the provider
+//! the ShadowPod controller, the scheduler, a node with a kubelet giving
+//! pods addresses from the provider's pod CIDR, and Liqo's Configuration
+//! controller, which remaps both consumers' networks (all three clusters
+//! use kind's `10.244.0.0/16`, so each consumer is seen at a network of
+//! its own).
+//!
+//! Both consumers offload a namespace called `app` with a pod in it. The
+//! NetworkPolicies the controller renders are read back from the
+//! provider's API server and judged by the test world's evaluator
+//! (`netpol-eval`, which shares no code with the product), with each
+//! consumer's home pod as the provider sees it (its address translated
+//! into the consumer's remapped network, as Liqo's gateway rewrites it).
+//! The expected matrix is written by hand.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use e2e::catalog::provider;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube_test_server::KubeApiServer;
+use liqo_model::networking::mapping::translate;
+use liqo_model::networking::remap::Cidr;
+use liqo_model::offloading::{Cluster, ClusterOptions, Peering};
+use netpol_eval::{allowed, Endpoint, World};
+use serde_json::{json, Value};
+
+use crate::liqo_support;
+use crate::peering_users_support::{blocking, two_buyers, write_private, CONTROLLER_USER, LIQO};
+
+const NAMESPACES: (&str, &str) = ("", "namespaces");
+const NODES: (&str, &str) = ("", "nodes");
+const PODS: (&str, &str) = ("", "pods");
+const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations");
+const VIRTUAL_NODES: (&str, &str) = ("offloading.liqo.io", "virtualnodes");
+const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
+const POLICIES: (&str, &str) = ("networking.k8s.io", "networkpolicies");
+
+/// kind's pod CIDR, on every cluster here; Liqo's default external CIDR.
+const POD_CIDR: &str = "10.244.0.0/16";
+const EXTERNAL_CIDR: &str = "10.70.0.0/16";
+const PROVIDER_ID: &str = "provider";
+const VIRTUAL_NODE: &str = "liqo-provider";
+
+fn with_pod_cidr() -> ClusterOptions {
+    ClusterOptions {
+        pod_cidr: Some(POD_CIDR.into()),
+    }
+}
+
+fn node(name: &str) -> Value {
+    kube_test_server::node(name, true, false, "8", "16Gi")
+}
+
+/// A pod of `namespace` bound to `node` as the scheduler leaves it.
+fn bound_pod(kube: &KubeApiServer, namespace: &str, name: &str, node: &str, labels: Value) {
+    let mut pod = kube_test_server::pod(name, node, "Pending", labels, "100m", "64Mi");
+    pod["metadata"]["namespace"] = json!(namespace);
+    pod["status"] = json!({});
+    kube.apply(PODS, pod);
+}
+
+async fn wait_for(
+    kube: &KubeApiServer,
+    resource: (&str, &str),
+    namespace: Option<&str>,
+    name: &str,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Result<Value> {
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    loop {
+        if let Some(v) = kube.get(resource, namespace, name) {
+            if ready(&v) {
+                return Ok(v);
+            }
+        }
+        if Instant::now() >= deadline {
+            bail!("{name}: {what}: not within {:?}", e2e::EVENTUALLY);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn ip_of(pod: &Value) -> Result<IpAddr> {
+    pod["status"]["podIP"]
+        .as_str()
+        .context("a pod IP")?
+        .parse()
+        .context("an IP")
+}
+
+/// A consumer cluster offloading `app` to the provider, with a pod `web`
+/// there and a pod `home` at home; it stops when dropped.
+struct Consumer {
+    _kube: KubeApiServer,
+    _cluster: Cluster,
+    _liqo: liqo_model::Consumer,
+    _peering: Peering,
+    /// `home`'s address on its own cluster.
+    home: IpAddr,
+}
+
+impl Consumer {
+    async fn start(id: &str, provider: &KubeApiServer) -> Result<Consumer> {
+        let kube = KubeApiServer::start().await?;
+        let own_node = format!("{id}-node");
+        kube.apply(NODES, node(&own_node));
+        let cluster = Cluster::start_with(&kube, id, &[&own_node], with_pod_cidr()).await?;
+        let liqo = liqo_model::Consumer::start_as(&kube, id).await?;
+        let tenant = format!("liqo-tenant-{PROVIDER_ID}");
+        liqo_support::namespace(
+            &kube,
+            &tenant,
+            json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": PROVIDER_ID}),
+        );
+        kube.apply(
+            VIRTUAL_NODES,
+            json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
+                   "metadata": {"name": VIRTUAL_NODE, "namespace": tenant},
+                   "spec": {"clusterID": PROVIDER_ID, "createNode": true, "disableNetworkCheck": true,
+                            "resourceQuota": {"hard": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}}),
+        );
+        let peering = Peering::start(&kube, id, provider, PROVIDER_ID, VIRTUAL_NODE).await?;
+        liqo_support::namespace(&kube, "app", json!({}));
+        kube.apply(
+            OFFLOADINGS,
+            json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
+                   "metadata": {"name": "offloading", "namespace": "app"},
+                   "spec": {"podOffloadingStrategy": "Remote", "clusterSelector": {"nodeSelectorTerms": [
+                       {"matchExpressions": [{"key": "liqo.io/remote-cluster-id",
+                                              "operator": "In", "values": [PROVIDER_ID]}]}]}}}),
+        );
+        wait_for(&kube, NAMESPACES, None, "app", "offloaded", |ns| {
+            ns["metadata"]["labels"]["liqo.io/scheduling-enabled"] == "true"
+        })
+        .await?;
+        // Through the API, so the pod webhook mutates it (at creation
+        // only, once its cache has the namespace's label).
+        use liqo_model::identity::{self, Rule, ALL};
+        const RULES: &[Rule] = &[Rule::new(&[""], &["pods"], ALL)];
+        identity::grant(&kube, "owner", "owner", RULES);
+        let owner = identity::client_as(&kube, "owner").await?;
+        let pods: Api<DynamicObject> =
+            Api::namespaced_with(owner, "app", &liqo_model::offloading_consts::pods());
+        let pod: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "app", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}))?;
+        let deadline = Instant::now() + e2e::EVENTUALLY;
+        loop {
+            let made = pods.create(&PostParams::default(), &pod).await?;
+            let mutated = made.data["spec"]["tolerations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|t| t["key"] == "virtual-node.liqo.io/not-allowed");
+            if mutated {
+                break;
+            }
+            if Instant::now() >= deadline {
+                bail!("{id}'s pod was never mutated by Liqo's webhook");
+            }
+            pods.delete("web", &Default::default()).await?;
+        }
+        bound_pod(&kube, "default", "home", &own_node, json!({"app": "home"}));
+        let home = wait_for(&kube, PODS, Some("default"), "home", "an address", |p| {
+            p["status"]["podIP"].is_string()
+        })
+        .await?;
+        Ok(Consumer {
+            home: ip_of(&home)?,
+            _kube: kube,
+            _cluster: cluster,
+            _liqo: liqo,
+            _peering: peering,
+        })
+    }
+}
+
+/// The consumer `id`'s Configuration on the provider, as `liqoctl peer`
+/// makes it (its real pod and external networks), once Liqo remapped
+/// them (and the pod CIDR seen is not `before`): the remapped pod CIDR.
+async fn configure(
+    provider: &KubeApiServer,
+    id: &str,
+    (pod_cidr, external_cidr): (&str, &str),
+    before: Option<&str>,
+) -> Result<String> {
+    let tenant = format!("liqo-tenant-{id}");
+    wait_for(provider, NAMESPACES, None, &tenant, "made", |_| true).await?;
+    provider.apply(
+        CONFIGURATIONS,
+        json!({"apiVersion": "networking.liqo.io/v1beta1", "kind": "Configuration",
+               "metadata": {"name": id, "namespace": tenant,
+                            "labels": {"liqo.io/remote-cluster-id": id}},
+               "spec": {"remote": {"cidr": {"pod": [pod_cidr], "external": [external_cidr]}}}}),
+    );
+    let conf = wait_for(
+        provider,
+        CONFIGURATIONS,
+        Some(&tenant),
+        id,
+        "remapped",
+        |c| {
+            let seen = c["status"]["remote"]["cidr"]["pod"][0].as_str();
+            seen.is_some() && seen != before && c["spec"]["remote"]["cidr"]["pod"][0] == pod_cidr
+        },
+    )
+    .await?;
+    Ok(conf["status"]["remote"]["cidr"]["pod"][0]
+        .as_str()
+        .context("a remapped pod CIDR")?
+        .to_string())
+}
+
+/// `ip` of a consumer's network `real` as the provider sees it (`seen`).
+fn seen_as(ip: IpAddr, real: &str, seen: &str) -> Result<Endpoint> {
+    let IpAddr::V4(v4) = ip else {
+        bail!("{ip} is not IPv4")
+    };
+    let from = Cidr::parse(real).context("a CIDR")?;
+    let to = Cidr::parse(seen).context("a CIDR")?;
+    let mapped = translate(v4, &from, &to).with_context(|| format!("{ip} in {real}"))?;
+    Ok(Endpoint::external(IpAddr::V4(mapped)))
+}
+
+/// The provider's namespaces, pods and policies, as its API server
+/// returns them.
+fn world(kube: &KubeApiServer) -> World {
+    World {
+        namespaces: kube.objects(NAMESPACES),
+        pods: kube.objects(PODS),
+        policies: kube.objects(POLICIES),
+    }
+}
+
+fn policy(kube: &KubeApiServer, namespace: &str, name: &str) -> Option<Value> {
+    kube.get(POLICIES, Some(namespace), name)
+}
+
+/// Wait until the evaluator's verdicts over `cases` are the expected
+/// ones; the last mismatches otherwise.
+async fn expect(kube: &KubeApiServer, cases: &[(&str, &Endpoint, &Endpoint, bool)]) -> Result<()> {
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    loop {
+        let w = world(kube);
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter(|(_, from, to, want)| allowed(&w, from, to, 8080, "TCP") != *want)
+            .map(|(what, _, _, want)| {
+                format!(
+                    "{what}: expected {}",
+                    if *want { "allowed" } else { "denied" }
+                )
+            })
+            .collect();
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "not within {:?}: {wrong:#?}\npolicies: {:#}",
+                e2e::EVENTUALLY,
+                json!(w.policies)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> Result<()> {
+    let kube = KubeApiServer::start_tls().await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+    e2e::rbac::load_shipped(&kube)?;
+    liqo_support::namespace(&kube, LIQO, json!({}));
+    liqo_support::install_peering_user_roles(&kube, LIQO);
+    // The provider: its node and pods, its DNS, Liqo's Configuration
+    // controller (Liqo's controller manager runs it on every cluster).
+    kube.apply(NODES, node("p-node"));
+    let _provider_cluster =
+        Cluster::start_with(&kube, PROVIDER_ID, &["p-node"], with_pod_cidr()).await?;
+    let _provider_liqo = liqo_model::Consumer::start(&kube)
+        .await?
+        .with_networking(&kube, liqo_model::networking::Options::default())
+        .await?;
+    for ns in ["payments", "web", "kube-system"] {
+        liqo_support::namespace(&kube, ns, json!({}));
+    }
+    bound_pod(
+        &kube,
+        "payments",
+        "ledger",
+        "p-node",
+        json!({"app": "ledger"}),
+    );
+    bound_pod(&kube, "web", "site", "p-node", json!({"app": "site"}));
+    bound_pod(
+        &kube,
+        "kube-system",
+        "coredns",
+        "p-node",
+        json!({"k8s-app": "kube-dns"}),
+    );
+
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
+    let (_env, catalog, _alice, _bob, _alices, _bobs) = blocking(two_buyers);
+    let credentials = dir.path().join("catalog-credentials.json");
+    write_private(&credentials, &provider(1).to_string())?;
+    let (_controller, _) = liqo_support::peering_user_controller(
+        &kube,
+        &kubeconfig,
+        &ca,
+        &catalog.url(""),
+        &credentials,
+        LIQO,
+    )
+    .args(["--isolation-protected-namespaces", "payments"])
+    .start_announced(1)?;
+
+    // Alice's c1 and bob's c2 each offload `app` here, and peer with
+    // their real (clashing) networks.
+    let alice = Consumer::start("c1", &kube).await?;
+    let bob = Consumer::start("c2", &kube).await?;
+    let alice_seen = configure(&kube, "c1", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let bob_seen = configure(&kube, "c2", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    assert_ne!(alice_seen, bob_seen, "Liqo's IPAM keeps them apart");
+    for (ns, who) in [("app-c1", "alice"), ("app-c2", "bob")] {
+        wait_for(&kube, PODS, Some(ns), "web", "an address", |p| {
+            p["status"]["podIP"].is_string()
+        })
+        .await
+        .with_context(|| format!("{who}'s offloaded pod"))?;
+    }
+
+    let alice_web = Endpoint::pod("app-c1", "web");
+    let bob_web = Endpoint::pod("app-c2", "web");
+    let ledger = Endpoint::pod("payments", "ledger");
+    let site = Endpoint::pod("web", "site");
+    let alice_home = seen_as(alice.home, POD_CIDR, &alice_seen)?;
+    let bob_home = seen_as(bob.home, POD_CIDR, &bob_seen)?;
+    let internet = Endpoint::external("203.0.113.9".parse()?);
+    expect(
+        &kube,
+        &[
+            ("alice at home → alice here", &alice_home, &alice_web, true),
+            ("alice here → alice at home", &alice_web, &alice_home, true),
+            ("bob here → alice here", &bob_web, &alice_web, false),
+            ("alice here → bob here", &alice_web, &bob_web, false),
+            ("bob at home → alice here", &bob_home, &alice_web, false),
+            ("alice here → bob at home", &alice_web, &bob_home, false),
+            ("bob at home → bob here", &bob_home, &bob_web, true),
+            ("alice here → payments", &alice_web, &ledger, false),
+            ("alice at home → payments", &alice_home, &ledger, false),
+            ("bob at home → payments", &bob_home, &ledger, false),
+            ("the provider's web → payments", &site, &ledger, true),
+            ("the provider's web → alice here", &site, &alice_web, false),
+            ("alice here → the provider's web", &alice_web, &site, false),
+            ("alice here → the internet", &alice_web, &internet, true),
+        ],
+    )
+    .await?;
+    // DNS, and only DNS, in kube-system.
+    let w = world(&kube);
+    let dns = Endpoint::pod("kube-system", "coredns");
+    assert!(allowed(&w, &alice_web, &dns, 53, "UDP"));
+    assert!(!allowed(&w, &alice_web, &dns, 8080, "TCP"));
+
+    // Alice peers again with other networks, which clash with nothing:
+    // the policies follow, her old views admit nothing any more.
+    let moved = configure(
+        &kube,
+        "c1",
+        ("10.245.0.0/16", "10.246.0.0/16"),
+        Some(&alice_seen),
+    )
+    .await?;
+    let alice_moved = seen_as("10.245.0.2".parse()?, "10.245.0.0/16", &moved)?;
+    expect(
+        &kube,
+        &[
+            ("alice, moved, → alice here", &alice_moved, &alice_web, true),
+            (
+                "alice's old view → alice here",
+                &alice_home,
+                &alice_web,
+                false,
+            ),
+            ("alice, moved, → payments", &alice_moved, &ledger, false),
+            ("bob at home → bob here", &bob_home, &bob_web, true),
+        ],
+    )
+    .await?;
+
+    // The provider writes its own ingress policy for payments: from then
+    // on they decide, and the controller's is removed, not widened beside
+    // them.
+    kube.apply(
+        POLICIES,
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+               "metadata": {"name": "only-web", "namespace": "payments"},
+               "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
+                        "ingress": [{"from": [{"namespaceSelector": {"matchLabels":
+                            {"kubernetes.io/metadata.name": "web"}}}]}]}}),
+    );
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    while policy(&kube, "payments", "liqo-broker-provider-protection").is_some() {
+        if Instant::now() >= deadline {
+            bail!("the protection policy stayed beside the provider's own");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    expect(
+        &kube,
+        &[
+            ("alice at home → payments", &alice_moved, &ledger, false),
+            ("the provider's web → payments", &site, &ledger, true),
+        ],
+    )
+    .await?;
+    Ok(())
+}
