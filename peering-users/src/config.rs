@@ -15,6 +15,7 @@ use url::Url;
 
 use crate::cluster::{Cluster, UserSettings};
 use crate::isolation::controller::{self as isolation, Outcome};
+use crate::isolation::report;
 use crate::isolation::settings::{IsolationArgs, IsolationFlagError};
 use crate::kubeconfig::ApiServer;
 use crate::metrics::Metrics;
@@ -248,22 +249,35 @@ struct Isolation {
     settings: crate::isolation::render::Settings,
     resync: Duration,
     outcome: std::sync::Arc<tokio::sync::watch::Sender<Outcome>>,
+    /// Its own catalog session: the contracts' loop holds the other one
+    /// for the whole term.
+    reports: std::sync::Arc<tokio::sync::Mutex<Session>>,
 }
 
 impl Isolation {
+    /// The loop and the level's report, until `stop`.
     fn run(
         &self,
         metrics: Metrics,
         stop: CancellationToken,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        isolation::run(
+        let controller = isolation::run(
             self.client.clone(),
             self.settings.clone(),
             self.resync,
             metrics,
             self.outcome.clone(),
-            stop,
-        )
+            stop.clone(),
+        );
+        let (reports, level, every) = (
+            self.reports.clone(),
+            report::level(&self.settings),
+            self.resync,
+        );
+        async move {
+            let mut session = reports.lock().await;
+            tokio::join!(controller, report::run(&mut session, level, every, stop));
+        }
     }
 }
 
@@ -324,6 +338,13 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         settings: args.isolation.settings(&args.liqo_namespace)?,
         resync: args.isolation.isolation_resync,
         outcome: std::sync::Arc::new(tokio::sync::watch::channel(Outcome::default()).0),
+        reports: std::sync::Arc::new(tokio::sync::Mutex::new(Session::provider_from_file(
+            args.catalog_url.clone(),
+            "--catalog-credentials-file",
+            &args.catalog_credentials_file,
+            args.catalog_timeout,
+            concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
+        )?)),
     };
     tracing::info!(
         catalog = %args.catalog_url,

@@ -15,10 +15,12 @@
 //!
 //! - [`settings`]: the flags;
 //! - [`controller`]: the loop (watches as triggers, a pass, backoff);
+//! - [`report`]: the level told to the catalog;
 //! - [`cluster`]: the reads and writes of a pass (effects);
 //! - [`render`]: what a pass wants (pure).
 
 pub mod cluster;
 pub mod controller;
 pub mod render;
+pub mod report;
 pub mod settings;

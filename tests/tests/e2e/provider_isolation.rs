@@ -371,6 +371,18 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         ],
     )
     .await?;
+    // Buyers see it on the provider's offer: rendered, not proven.
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    loop {
+        let offer = blocking(|| e2e::buying::get(&catalog, "/offer/shop", None));
+        if offer.json["isolation"] == "unverified" {
+            break;
+        }
+        if Instant::now() >= deadline {
+            bail!("the offer never said isolation unverified: {}", offer.text);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // DNS, and only DNS, in kube-system.
     let w = world(&kube);
     let dns = Endpoint::pod("kube-system", "coredns");
