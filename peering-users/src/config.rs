@@ -15,6 +15,7 @@ use url::Url;
 
 use crate::cluster::{Cluster, UserSettings};
 use crate::isolation::controller::{self as isolation, Outcome};
+use crate::isolation::prober::{self, ProbeSettings};
 use crate::isolation::report;
 use crate::isolation::settings::{IsolationArgs, IsolationFlagError};
 use crate::kubeconfig::ApiServer;
@@ -202,6 +203,7 @@ impl Args {
             self.lease.times().validate()?;
         }
         self.isolation.settings(&self.liqo_namespace)?;
+        self.isolation.probe("liqo")?;
         Ok(())
     }
 
@@ -247,6 +249,7 @@ fn read_ca(path: &std::path::Path) -> Result<String, ConfigError> {
 struct Isolation {
     client: kube::Client,
     settings: crate::isolation::render::Settings,
+    probe: ProbeSettings,
     resync: Duration,
     outcome: std::sync::Arc<tokio::sync::watch::Sender<Outcome>>,
     /// Its own catalog session: the contracts' loop holds the other one
@@ -269,14 +272,21 @@ impl Isolation {
             self.outcome.clone(),
             stop.clone(),
         );
-        let (reports, level, every) = (
-            self.reports.clone(),
-            report::level(&self.settings),
-            self.resync,
+        let (verdicts_tx, verdicts) = tokio::sync::watch::channel(None);
+        let prober = prober::run(
+            self.client.clone(),
+            self.probe.clone(),
+            verdicts_tx,
+            stop.clone(),
         );
+        let (reports, enabled, every) = (self.reports.clone(), self.settings.enabled, self.resync);
         async move {
             let mut session = reports.lock().await;
-            tokio::join!(controller, report::run(&mut session, level, every, stop));
+            tokio::join!(
+                controller,
+                prober,
+                report::run(&mut session, enabled, verdicts, every, stop)
+            );
         }
     }
 }
@@ -291,6 +301,15 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         .map(read_ca)
         .transpose()?;
     let catalog = Session::provider_from_file(
+        args.catalog_url.clone(),
+        "--catalog-credentials-file",
+        &args.catalog_credentials_file,
+        args.catalog_timeout,
+        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
+    // The isolation level's own session, from the same reading of the
+    // credentials (read before the probe port says the controller is up).
+    let reports = Session::provider_from_file(
         args.catalog_url.clone(),
         "--catalog-credentials-file",
         &args.catalog_credentials_file,
@@ -312,7 +331,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     let cluster = Cluster::new(
         client.clone(),
         UserSettings {
-            own_namespace,
+            own_namespace: own_namespace.clone(),
             liqo_namespace: args.liqo_namespace.clone(),
             controller_manager: args.liqo_controller_manager_deployment.clone(),
             expiration_seconds: args.certificate_lifetime.as_secs() as i32,
@@ -336,15 +355,10 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     let isolation = Isolation {
         client: client.clone(),
         settings: args.isolation.settings(&args.liqo_namespace)?,
+        probe: args.isolation.probe(&own_namespace)?,
         resync: args.isolation.isolation_resync,
         outcome: std::sync::Arc::new(tokio::sync::watch::channel(Outcome::default()).0),
-        reports: std::sync::Arc::new(tokio::sync::Mutex::new(Session::provider_from_file(
-            args.catalog_url.clone(),
-            "--catalog-credentials-file",
-            &args.catalog_credentials_file,
-            args.catalog_timeout,
-            concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
-        )?)),
+        reports: std::sync::Arc::new(tokio::sync::Mutex::new(reports)),
     };
     tracing::info!(
         catalog = %args.catalog_url,

@@ -15,12 +15,16 @@
 //!
 //! - [`settings`]: the flags;
 //! - [`controller`]: the loop (watches as triggers, a pass, backoff);
+//! - [`probe`]: the pod pair that shows whether the CNI enforces them,
+//!   and its verdict (pure); [`prober`]: running it;
 //! - [`report`]: the level told to the catalog;
 //! - [`cluster`]: the reads and writes of a pass (effects);
 //! - [`render`]: what a pass wants (pure).
 
 pub mod cluster;
 pub mod controller;
+pub mod probe;
+pub mod prober;
 pub mod render;
 pub mod report;
 pub mod settings;

@@ -1,11 +1,11 @@
 //! The isolation level told to the catalog (`PUT /provider/isolation`),
-//! which stamps it on this provider's offers for buyers to see:
-//! `unverified` while isolation is on (the policies are rendered; this
-//! controller does not prove that the cluster's CNI enforces them on
-//! traffic arriving through Liqo's gateway, which Liqo does not document:
-//! `docs/isolation.md`), `off` when it is turned off. Sent when a term
-//! starts and again every `--isolation-resync` (the catalog keeps one
-//! copy); a failed send is retried with backoff, a WARN once per outage.
+//! which stamps it on this provider's offers for buyers to see: `off`
+//! when isolation is turned off; else `enforced` or `failed` as the last
+//! probe ([`super::probe`]) found, `unverified` before a probe or after an
+//! inconclusive one (the policies are rendered, their enforcement not
+//! shown). Sent when a term starts, at once when the level changes, and
+//! again every `--isolation-resync` (the catalog keeps one copy); a failed
+//! send is retried with backoff, a WARN once per outage.
 
 use std::time::Duration;
 
@@ -14,37 +14,43 @@ use catalog_client::{Backoff, Session};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::render::Settings;
+use tokio::sync::watch;
+
+use super::probe::Verdict;
 
 /// First and largest delay between failed sends.
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
-/// What `settings` lets this provider claim.
-pub fn level(settings: &Settings) -> IsolationLevel {
-    if settings.enabled {
-        IsolationLevel::Unverified
-    } else {
-        IsolationLevel::Off
+/// What this provider may claim: isolation `enabled` or not, and the
+/// last probe's verdict.
+pub fn level(enabled: bool, verdict: Option<&Verdict>) -> IsolationLevel {
+    match (enabled, verdict) {
+        (false, _) => IsolationLevel::Off,
+        (true, Some(Verdict::Enforced)) => IsolationLevel::Enforced,
+        (true, Some(Verdict::Failed(_))) => IsolationLevel::Failed,
+        (true, _) => IsolationLevel::Unverified,
     }
 }
 
-/// Report `level` until `stop`.
+/// Report the level until `stop`.
 pub async fn run(
     session: &mut Session,
-    level: IsolationLevel,
+    enabled: bool,
+    mut verdicts: watch::Receiver<Option<Verdict>>,
     every: Duration,
     stop: CancellationToken,
 ) {
-    let span = tracing::info_span!("isolation_report", level = level.as_str());
+    let span = tracing::info_span!("isolation_report");
     async move {
         let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
         let mut failing = false;
         loop {
+            let level = level(enabled, verdicts.borrow_and_update().as_ref());
             let wait = match session.report_isolation(level).await {
                 Ok(()) => {
                     if failing {
-                        tracing::info!("isolation level reported again");
+                        tracing::info!(level = level.as_str(), "isolation level reported again");
                     }
                     failing = false;
                     backoff.reset();
@@ -61,6 +67,16 @@ pub async fn run(
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(wait) => {}
+                changed = verdicts.changed() => {
+                    if changed.is_err() {
+                        // The prober is gone (never run): report at the
+                        // interval only.
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                    }
+                }
             }
         }
     }
@@ -71,21 +87,18 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolation::render::default_internal;
 
     #[test]
-    fn on_is_unverified_and_off_is_off() {
-        let mut s = Settings {
-            enabled: true,
-            protected: Default::default(),
-            internet_egress: true,
-            internal: default_internal(),
-            ingress_from: Vec::new(),
-            dns_namespace: "kube-system".into(),
-            dns_pod_labels: Default::default(),
-        };
-        assert_eq!(level(&s), IsolationLevel::Unverified);
-        s.enabled = false;
-        assert_eq!(level(&s), IsolationLevel::Off);
+    fn only_a_probe_proves_or_disproves_and_off_is_off() {
+        let inconclusive = Verdict::Inconclusive("no image".into());
+        let failed = Verdict::Failed("connected".into());
+        assert_eq!(level(true, None), IsolationLevel::Unverified);
+        assert_eq!(level(true, Some(&inconclusive)), IsolationLevel::Unverified);
+        assert_eq!(
+            level(true, Some(&Verdict::Enforced)),
+            IsolationLevel::Enforced
+        );
+        assert_eq!(level(true, Some(&failed)), IsolationLevel::Failed);
+        assert_eq!(level(false, Some(&Verdict::Enforced)), IsolationLevel::Off);
     }
 }

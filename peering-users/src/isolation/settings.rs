@@ -7,6 +7,7 @@ use std::time::Duration;
 use controller_core::liqo::TENANT_NAMESPACE_PREFIX;
 use ipnet::Ipv4Net;
 
+use super::prober::ProbeSettings;
 use super::render::{self, Settings};
 
 /// The flags.
@@ -66,6 +67,43 @@ pub struct IsolationArgs {
     )]
     pub isolation_dns_pod_labels: String,
 
+    /// Time between runs of the isolation probe (a pod pair in --isolation-probe-namespaces that shows whether the CNI enforces the policies; its verdict is the level told to the catalog); 0s: never run.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_PROBE_INTERVAL", value_name = "DURATION", default_value = "6h", value_parser = edge::duration::parse)]
+    pub isolation_probe_interval: Duration,
+
+    /// The probe's image: busybox's sh, httpd and wget.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_PROBE_IMAGE",
+        value_name = "IMAGE",
+        default_value = "busybox:1.36"
+    )]
+    pub isolation_probe_image: String,
+
+    /// Longest one probe run takes (image pulls included); past it the run is inconclusive.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_PROBE_TIMEOUT", value_name = "DURATION", default_value = "2m", value_parser = edge::duration::parse)]
+    pub isolation_probe_timeout: Duration,
+
+    /// The probe's two namespaces (made by the controller, labelled as two consumers'): the server's and the stranger's.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_PROBE_NAMESPACES",
+        value_name = "A,B",
+        value_delimiter = ',',
+        num_args = 1..,
+        default_value = "liqo-broker-probe-a,liqo-broker-probe-b"
+    )]
+    pub isolation_probe_namespaces: Vec<String>,
+
+    /// The controller's own ServiceAccount, bound the probe's ClusterRole (liqo-broker-isolation-probe) in the probe's namespaces.
+    #[arg(
+        long,
+        env = "PEERING_USER_CONTROLLER_ISOLATION_PROBE_SERVICE_ACCOUNT",
+        value_name = "NAME",
+        default_value = "peering-user-controller"
+    )]
+    pub isolation_probe_service_account: String,
+
     /// Time between full passes when nothing changed (changes to namespaces, Configurations and NetworkPolicies start a pass at once).
     #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub isolation_resync: Duration,
@@ -82,6 +120,10 @@ pub enum IsolationFlagError {
     Labels { flag: &'static str, text: String },
     #[error("--isolation-resync must be positive")]
     Resync,
+    #[error("--isolation-probe-namespaces: two different namespaces, the server's and the stranger's, not {0:?}")]
+    ProbeNamespaces(Vec<String>),
+    #[error("--isolation-probe-timeout must be positive")]
+    ProbeTimeout,
 }
 
 impl IsolationArgs {
@@ -137,6 +179,36 @@ impl IsolationArgs {
             ingress_from,
             dns_namespace: self.isolation_dns_namespace.clone(),
             dns_pod_labels: labels("--isolation-dns-pod-labels", &self.isolation_dns_pod_labels)?,
+        })
+    }
+}
+
+impl IsolationArgs {
+    /// The probe's settings, or the first flag that cannot be used;
+    /// `own_namespace` is the controller's (its ServiceAccount's).
+    pub fn probe(&self, own_namespace: &str) -> Result<ProbeSettings, IsolationFlagError> {
+        let ns: Vec<String> = self
+            .isolation_probe_namespaces
+            .iter()
+            .map(|n| n.trim().to_string())
+            .collect();
+        match ns.as_slice() {
+            [a, b] if !a.is_empty() && !b.is_empty() && a != b => {}
+            _ => return Err(IsolationFlagError::ProbeNamespaces(ns)),
+        }
+        if self.isolation_probe_timeout.is_zero() {
+            return Err(IsolationFlagError::ProbeTimeout);
+        }
+        Ok(ProbeSettings {
+            namespaces: (ns[0].clone(), ns[1].clone()),
+            image: self.isolation_probe_image.clone(),
+            timeout: self.isolation_probe_timeout,
+            interval: (self.isolation && !self.isolation_probe_interval.is_zero())
+                .then_some(self.isolation_probe_interval),
+            account: (
+                own_namespace.to_string(),
+                self.isolation_probe_service_account.clone(),
+            ),
         })
     }
 }
@@ -210,6 +282,36 @@ mod tests {
             .settings("liqo")
             .unwrap();
         assert_eq!(s.protected.len(), 2);
+    }
+
+    #[test]
+    fn the_probe_needs_two_namespaces_and_runs_only_with_isolation() {
+        let p = parse(&[]).probe("liqo").unwrap();
+        assert_eq!(p.namespaces.0, "liqo-broker-probe-a");
+        assert_eq!(p.interval, Some(Duration::from_secs(6 * 3600)));
+        assert_eq!(
+            parse(&["--isolation-probe-interval", "0s"])
+                .probe("liqo")
+                .unwrap()
+                .interval,
+            None
+        );
+        assert_eq!(
+            parse(&["--isolation", "false"])
+                .probe("liqo")
+                .unwrap()
+                .interval,
+            None
+        );
+        for bad in ["a", "a,a", "a,b,c"] {
+            let e = parse(&["--isolation-probe-namespaces", bad])
+                .probe("liqo")
+                .unwrap_err();
+            assert!(
+                e.to_string().starts_with("--isolation-probe-namespaces"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -176,7 +176,16 @@ impl Kubelet<'_> {
         let Some(mut pod) = api.get_opt(&key.name).await? else {
             return Ok(());
         };
-        if pod.data["spec"]["nodeName"] != self.node || pod.data["status"]["phase"] == "Running" {
+        // Started once; and a pod that ended (its containers exited) never
+        // runs again: the kubelet keeps a terminal phase
+        // (`pkg/kubelet/kubelet_pods.go` `generateAPIPodStatus`: a pod
+        // whose old phase is terminal keeps it).
+        let phase = &pod.data["status"]["phase"];
+        if pod.data["spec"]["nodeName"] != self.node
+            || phase == "Running"
+            || phase == "Succeeded"
+            || phase == "Failed"
+        {
             return Ok(());
         }
         let nodes: Api<DynamicObject> = Api::all_with(self.client.clone(), &consts::nodes());

@@ -17,7 +17,10 @@
 //! (`netpol-eval`, which shares no code with the product), with each
 //! consumer's home pod as the provider sees it (its address translated
 //! into the consumer's remapped network, as Liqo's gateway rewrites it).
-//! The expected matrix is written by hand.
+//! The expected matrix is written by hand. The isolation probe runs too:
+//! the test plays its clients' data plane with the same evaluator, so
+//! buyers see `enforced`, then `failed` once a policy opens the probe's
+//! namespace.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -276,6 +279,81 @@ async fn expect(kube: &KubeApiServer, cases: &[(&str, &Endpoint, &Endpoint, bool
     }
 }
 
+/// Wait until the provider's offer says `level` for isolation.
+/// The probe's clients are run meanwhile ([`data_plane_step`]).
+async fn offer_says(
+    kube: &KubeApiServer,
+    catalog: &e2e::catalog::Catalog,
+    level: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    loop {
+        data_plane_step(kube);
+        let offer = blocking(|| e2e::buying::get(catalog, "/offer/shop", None));
+        if offer.json["isolation"] == level {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("the offer never said isolation {level}: {}", offer.text);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The data plane the test world lacks, for the probe's clients only: a
+/// client pod the kubelet started ends as its `wget` would, `Succeeded`
+/// when the policies read back from the API server let it reach the
+/// server it names (the evaluator's verdict), `Failed` otherwise, as the
+/// kubelet reports an exited container.
+fn data_plane_step(kube: &KubeApiServer) {
+    let w = world(kube);
+    for pod in &w.pods {
+        let labels = &pod["metadata"]["labels"];
+        if labels["broker.liqo-broker.io/isolation-probe"] != "client"
+            || pod["status"]["phase"] != "Running"
+        {
+            continue;
+        }
+        let url = pod["spec"]["containers"][0]["command"]
+            .as_array()
+            .and_then(|c| c.last())
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let target = url
+            .trim_start_matches("http://")
+            .split(':')
+            .next()
+            .unwrap_or_default();
+        let server = w.pods.iter().find(|p| p["status"]["podIP"] == target);
+        let (ns, name) = (
+            pod["metadata"]["namespace"].as_str().unwrap_or_default(),
+            pod["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        let connected = server.is_some_and(|s| {
+            let to = Endpoint::pod(
+                s["metadata"]["namespace"].as_str().unwrap_or_default(),
+                s["metadata"]["name"].as_str().unwrap_or_default(),
+            );
+            allowed(&w, &Endpoint::pod(ns, name), &to, 8080, "TCP")
+        });
+        let (phase, code) = if connected {
+            ("Succeeded", 0)
+        } else {
+            ("Failed", 1)
+        };
+        // Gone or changed since the read: the next step sees it again.
+        let _ = kube.merge_patch(
+            PODS,
+            Some(ns),
+            name,
+            json!({"status": {"phase": phase, "containerStatuses": [{
+                "name": "probe", "image": "busybox:1.36", "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"terminated": {"exitCode": code}}}]}}),
+            true,
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> Result<()> {
     let kube = KubeApiServer::start_tls().await?;
@@ -327,6 +405,12 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         LIQO,
     )
     .args(["--isolation-protected-namespaces", "payments"])
+    .args([
+        "--isolation-probe-interval",
+        "1s",
+        "--isolation-probe-timeout",
+        "30s",
+    ])
     .start_announced(1)?;
 
     // Alice's c1 and bob's c2 each offload `app` here, and peer with
@@ -371,18 +455,8 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         ],
     )
     .await?;
-    // Buyers see it on the provider's offer: rendered, not proven.
-    let deadline = Instant::now() + e2e::EVENTUALLY;
-    loop {
-        let offer = blocking(|| e2e::buying::get(&catalog, "/offer/shop", None));
-        if offer.json["isolation"] == "unverified" {
-            break;
-        }
-        if Instant::now() >= deadline {
-            bail!("the offer never said isolation unverified: {}", offer.text);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // Buyers see it on the provider's offer, as the probe found it.
+    offer_says(&kube, &catalog, "enforced").await?;
     // DNS, and only DNS, in kube-system.
     let w = world(&kube);
     let dns = Endpoint::pod("kube-system", "coredns");
@@ -441,5 +515,26 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         ],
     )
     .await?;
+
+    // Someone opens the probe's namespaces (the server's to every
+    // ingress, the stranger's to every egress): the next probe finds a
+    // stranger getting through, and buyers see `failed`.
+    for (ns, direction) in [
+        ("liqo-broker-probe-a", "ingress"),
+        ("liqo-broker-probe-b", "egress"),
+    ] {
+        let kind = if direction == "ingress" {
+            "Ingress"
+        } else {
+            "Egress"
+        };
+        kube.apply(
+            POLICIES,
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                   "metadata": {"name": "open", "namespace": ns},
+                   "spec": {"podSelector": {}, "policyTypes": [kind], direction: [{}]}}),
+        );
+    }
+    offer_says(&kube, &catalog, "failed").await?;
     Ok(())
 }
