@@ -12,6 +12,7 @@ use e2e::Spawn;
 use serde_json::json;
 
 use crate::orchestrator_support::{lease_holder, recorded, selected, Broker};
+use crate::purchase_controller_support::wait_until;
 
 // The offloading of pods created before the placement, on the model of
 // Liqo's controllers (a submodule so the test binary's module list stays
@@ -189,6 +190,11 @@ fn an_unreachable_catalog_keeps_the_decisions() {
     let policy = broker.policy("");
     let (_orch, port) = broker.orchestrator(&policy).unwrap();
     broker.wait_selected("app-u", &["cluster-1"]).unwrap();
+    // The write that selected it is in the audit once its answer is
+    // recorded, which may come just after the object is seen.
+    wait_until("the selecting write audited", || {
+        broker.offloading_writes("app-u") > 0
+    });
     let writes = broker.offloading_writes("app-u");
 
     broker.catalog.child.kill();
