@@ -10,7 +10,7 @@
 //! With the phase go the pod's addresses, as a node whose CNI plugin takes
 //! its pods' IPs from the CNI `host-local` IPAM plugin on the node's
 //! `spec.podCIDR` gives them (kind's kindnet and flannel configure it so;
-//! the node's podCIDR is kube-controller-manager's, [`crate::node_ipam`]):
+//! the node's podCIDR is kube-controller-manager's, the model's `node_ipam`):
 //! - `status.hostIP` and `status.hostIPs`: the node's first `InternalIP`
 //!   address, else its first `ExternalIP` (`kubelet_pods.go`
 //!   `generateAPIPodStatus` with `pkg/util/node` `GetNodeHostIPs`); none

@@ -1,7 +1,7 @@
 //! kube-controller-manager's node IPAM controller with its default range
 //! allocator (Kubernetes', not Liqo's: what gives a test cluster's nodes
 //! the `spec.podCIDR` their kubelets' CNI takes pod addresses from,
-//! [`crate::kubelet`]). Run when the controller manager has
+//! the model's `kubelet`). Run when the controller manager has
 //! `--allocate-node-cidrs=true` and a `--cluster-cidr` — kind's clusters
 //! have both, `10.244.0.0/16` by default — as the user of the
 //! `node-controller` ServiceAccount

@@ -28,7 +28,7 @@
 //! CN `<slice>-<hash>`, O `<consumer>` (`authentication/csr.go:39-68`) —
 //! the user whose Quota the ShadowPod webhook checks. [`SliceReflection`]
 //! runs it so, the user read from that certificate;
-//! [`crate::offloading::Peering::start`] (no slice) gives the local
+//! `offloading::Peering::start` (no slice) gives the local
 //! cluster's ID instead.
 //!
 //! Not modelled: restarts counting, the pod's own deletion protocol (the

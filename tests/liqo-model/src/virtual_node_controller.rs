@@ -47,7 +47,7 @@
 //!
 //! Not modelled: the NamespaceMap's creation and removal with the first and
 //! last VirtualNode of a peer (VNC:133-136, `namespacemap.go:36-108`; the
-//! tests' [`crate::offloading::Peering`] makes it); the virtual kubelet's
+//! tests' `offloading::Peering` makes it); the virtual kubelet's
 //! Deployment (none runs here); the work queue's overall token bucket
 //! (10 per second, burst 100). Liqo reads pods through its informer cache,
 //! which often still holds a just-evicted pod at the first check, so a real
