@@ -3,7 +3,7 @@
 //! does, validated as `pkg/apis/networking/validation/validation.go` does
 //! (the strategy, `pkg/registry/networking/networkpolicy/strategy.go`,
 //! runs `ValidateNetworkPolicy` on create and update, and keeps
-//! `metadata.generation`: [`crate::builtin::strategy_keeps_generation`]).
+//! `metadata.generation`: `builtin::strategy_keeps_generation`).
 //! Each rule names the Go function it follows, read at kubernetes/kubernetes
 //! `master` of late 2025 (the v1.35 line); field paths and messages are the
 //! real `field.Error`s'.

@@ -577,6 +577,12 @@ impl World {
         } else {
             validation::default_kind(def, object);
             causes.extend(validation::kind_causes(def, object, old, target));
+            // `pkg/apis/networking/v1/defaults.go` and
+            // `pkg/apis/networking/validation/validation.go`.
+            if crate::network_policy::is_network_policy(def) {
+                crate::network_policy::default(object);
+                crate::network_policy::causes(object, old, &mut causes);
+            }
         }
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));

@@ -311,10 +311,6 @@ pub fn default_kind(def: &ResourceDef, object: &mut Value) {
             }
             object["metadata"]["labels"]["kubernetes.io/metadata.name"] = Value::from(name);
         }
-        // `pkg/apis/networking/v1/defaults.go` (`crate::network_policy`).
-        (crate::network_policy::NETWORKING, "networkpolicies") => {
-            crate::network_policy::default(object)
-        }
         _ => {}
     }
 }
@@ -363,10 +359,6 @@ pub fn kind_causes(
             role_binding(object, old, false, &mut out)
         }
         ("certificates.k8s.io", "certificatesigningrequests") => csr(object, old, target, &mut out),
-        // `pkg/apis/networking/validation/validation.go` (`crate::network_policy`).
-        (crate::network_policy::NETWORKING, "networkpolicies") => {
-            crate::network_policy::causes(object, old, &mut out)
-        }
         _ => {}
     }
     out
