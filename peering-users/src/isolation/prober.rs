@@ -103,7 +103,6 @@ async fn find(client: &Client, namespace: &str, name: &str) -> Result<Option<Pod
 async fn attempt(client: &Client, s: &ProbeSettings) -> Result<Verdict, String> {
     let deadline = Instant::now() + s.timeout;
     let (home, other) = (&s.namespaces.0, &s.namespaces.1);
-    clean(client, s).await;
     // The namespaces, the rights in them, and isolation's policy in each.
     for ns in [home, other] {
         ensure_namespace(client, ns, &s.account).await?;
@@ -124,6 +123,8 @@ async fn attempt(client: &Client, s: &ProbeSettings) -> Result<Verdict, String> 
         )
         .await?;
     }
+    // Leftovers of a run cut short (a restart, another leader's).
+    clean(client, s).await;
     create(client, &probe::server(home, &s.image, s.timeout)).await?;
     let ip = wait(deadline, "the server's address", || async {
         let pod = find(client, home, SERVER).await?;

@@ -9,6 +9,13 @@
 //! rule) that no call used, on a bound ServiceAccount with no call at
 //! all, so a collection that broke cannot pass for a clean one, and on any
 //! call without credentials (`system:anonymous`).
+//!
+//! A ClusterRole of the manifests that an account may `bind` (by name) is
+//! held by that account in each namespace where it created a RoleBinding
+//! (an account that binds itself a role, as the peering-user controller
+//! does in its isolation probe's namespaces; the audit does not say which
+//! role a RoleBinding names, so every bindable one counts there). Each of
+//! such a role's permissions must be used in one of those namespaces.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -108,6 +115,8 @@ pub struct Policy {
     /// Every ServiceAccount's user name, with what it is granted (maybe
     /// nothing).
     pub users: BTreeMap<String, Vec<Grant>>,
+    /// Every ClusterRole's rules, for the ones accounts bind themselves.
+    pub cluster_roles: BTreeMap<String, Vec<Rule>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -257,6 +266,7 @@ impl Policy {
                 }
             }
         }
+        policy.cluster_roles = cluster_roles;
         Ok(policy)
     }
 
@@ -265,6 +275,32 @@ impl Policy {
         for (user, grants) in other.users {
             self.users.entry(user).or_default().extend(grants);
         }
+        self.cluster_roles.extend(other.cluster_roles);
+    }
+
+    /// The ClusterRoles of the manifests `grants` let their holder bind by
+    /// name, with their rules.
+    fn bindable<'a>(&'a self, grants: &[Grant]) -> Vec<(&'a str, &'a [Rule])> {
+        let mut out: Vec<(&str, &[Rule])> = Vec::new();
+        for grant in grants {
+            let r = &grant.rule;
+            if !(r.verbs.iter().any(|v| v == "bind")
+                && r.api_groups
+                    .iter()
+                    .any(|g| g == "rbac.authorization.k8s.io")
+                && r.resources.iter().any(|x| x == "clusterroles"))
+            {
+                continue;
+            }
+            for name in &r.resource_names {
+                if let Some((n, rules)) = self.cluster_roles.get_key_value(name) {
+                    if !out.iter().any(|(o, _)| *o == n.as_str()) {
+                        out.push((n.as_str(), rules.as_slice()));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -376,9 +412,44 @@ pub fn check(policy: &Policy, records: &[Record]) -> Vec<Finding> {
             }
             continue;
         }
+        // What it bound itself: each bindable role, in each namespace
+        // where it made a RoleBinding.
+        let bound_in: std::collections::BTreeSet<&str> = mine
+            .iter()
+            .filter(|r| {
+                r.verb == "create"
+                    && r.api_group == "rbac.authorization.k8s.io"
+                    && r.resource == "rolebindings"
+                    && r.code < 300
+            })
+            .filter_map(|r| r.namespace.as_deref())
+            .collect();
+        let self_bound: Vec<(&str, Vec<Grant>)> = policy
+            .bindable(grants)
+            .into_iter()
+            .map(|(role, rules)| {
+                let grants = bound_in
+                    .iter()
+                    .flat_map(|ns| {
+                        rules.iter().map(move |rule| Grant {
+                            source: format!(
+                                "ClusterRole {role}, bound by the account itself in {ns}"
+                            ),
+                            namespace: Some(ns.to_string()),
+                            rule: rule.clone(),
+                        })
+                    })
+                    .collect();
+                (role, grants)
+            })
+            .collect();
         let mut denied: Vec<Record> = Vec::new();
         for record in &mine {
-            if !grants.iter().any(|g| g.allows(record)) {
+            if !grants
+                .iter()
+                .chain(self_bound.iter().flat_map(|(_, g)| g))
+                .any(|g| g.allows(record))
+            {
                 // One finding per distinct call (the code aside).
                 let mut key = (*record).clone();
                 key.code = 0;
@@ -411,6 +482,37 @@ pub fn check(policy: &Policy, records: &[Record]) -> Vec<Finding> {
                                 api_group: api_group.clone(),
                                 resource: resource.clone(),
                             });
+                        }
+                    }
+                }
+            }
+        }
+        for (role, derived) in &self_bound {
+            let Some(rules) = policy.cluster_roles.get(*role) else {
+                continue;
+            };
+            for rule in rules {
+                for verb in &rule.verbs {
+                    for api_group in &rule.api_groups {
+                        for resource in &rule.resources {
+                            let used = mine.iter().any(|r| {
+                                derived.iter().any(|g| g.rule == *rule && g.allows(r))
+                                    && (verb == "*" || *verb == r.verb)
+                                    && (api_group == "*" || *api_group == r.api_group)
+                                    && Rule::resource_matches(resource, r)
+                            });
+                            if !used {
+                                findings.push(Finding::Unused {
+                                    user: user.clone(),
+                                    source: format!(
+                                        "ClusterRole {role} (bound by the account itself)"
+                                    ),
+                                    namespace: None,
+                                    verb: verb.clone(),
+                                    api_group: api_group.clone(),
+                                    resource: resource.clone(),
+                                });
+                            }
                         }
                     }
                 }
@@ -509,6 +611,62 @@ mod tests {
         let policy = Policy::from_objects(&objects()).unwrap();
         assert_eq!(policy.users[USER].len(), 3);
         assert_eq!(check(&policy, &every_permission_used()), vec![]);
+    }
+
+    #[test]
+    fn a_role_an_account_binds_itself_holds_where_it_made_a_binding() {
+        let mut objects = objects();
+        objects.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "probe"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]}),
+        );
+        objects.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "binder"},
+            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"],
+                       "verbs": ["create"]},
+                      {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                       "resourceNames": ["probe"], "verbs": ["bind"]}]}),
+        );
+        objects.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "binder"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "binder"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ctl", "namespace": "liqo"}]}));
+        let policy = Policy::from_objects(&objects).unwrap();
+        let bind = record(
+            "bind",
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            None,
+            Some("probe"),
+        );
+        let mut calls = every_permission_used();
+        calls.push(bind);
+        calls.push(record(
+            "create",
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            Some("p"),
+            None,
+        ));
+        // Not used yet: reported as the role's.
+        let findings = check(&policy, &calls);
+        assert!(
+            findings
+                .iter()
+                .any(|f| matches!(f, Finding::Unused { source, resource, .. }
+                if source.contains("ClusterRole probe") && resource == "pods")),
+            "{findings:?}"
+        );
+        // Used where it bound it: clean; elsewhere: denied.
+        calls.push(record("create", "", "pods", Some("p"), None));
+        assert_eq!(check(&policy, &calls), vec![]);
+        calls.push(record("create", "", "pods", Some("q"), None));
+        let findings = check(&policy, &calls);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(matches!(&findings[0], Finding::Denied { record, .. }
+            if record.namespace.as_deref() == Some("q")));
     }
 
     #[test]
