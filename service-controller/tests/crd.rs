@@ -1,6 +1,7 @@
 //! The ServiceCatalog CRD in `deploy/` is the one generated from the Rust
-//! type (`model::crd()`), compared as parsed structures (so formatting and
-//! key order do not matter, meaning does). Regenerate it with
+//! type (`model::crd()`), compared by meaning as
+//! `controller_core::crd::compare` does (its unit tests say what it sees
+//! and what it leaves out). Print it with
 //! `cargo test -p service-controller --test crd -- --ignored --nocapture`.
 
 use serde_json::Value;
@@ -10,20 +11,22 @@ const DEPLOYED: &str = include_str!("../../deploy/kubernetes/service-controller/
 
 #[test]
 fn the_deployed_crd_is_the_generated_one() {
-    let mut deployed: Value = serde_yaml::from_str(DEPLOYED).expect("crd.yaml is YAML");
-    // The chart's installation metadata is not the kind's meaning; the
-    // keep annotation is checked on its own: `helm uninstall` must not
-    // delete every ServiceCatalog with the CRD.
-    let metadata = deployed["metadata"]
-        .as_object_mut()
-        .expect("crd.yaml has metadata");
-    let annotations = metadata.remove("annotations").unwrap_or_default();
-    assert_eq!(annotations["helm.sh/resource-policy"], "keep");
-    metadata.remove("labels");
-    let generated = serde_json::to_value(model::crd()).expect("the CRD serialises");
-    assert!(
-        deployed == generated,
-        "deploy/kubernetes/service-controller/crd.yaml differs from model::crd(); regenerate it"
+    let generated = model::crd();
+    if let Err(differences) = controller_core::crd::compare(DEPLOYED, &generated) {
+        panic!(
+            "deploy/kubernetes/service-controller/crd.yaml (left) differs from model::crd() (right):\n{differences}"
+        );
+    }
+}
+
+/// The chart's keep annotation, which the comparison leaves out: `helm
+/// uninstall` must not delete every ServiceCatalog with the CRD.
+#[test]
+fn the_deployed_crd_is_kept_by_helm_uninstall() {
+    let deployed: Value = serde_yaml::from_str(DEPLOYED).expect("crd.yaml is YAML");
+    assert_eq!(
+        deployed["metadata"]["annotations"]["helm.sh/resource-policy"],
+        "keep"
     );
 }
 
