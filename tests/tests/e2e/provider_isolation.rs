@@ -103,7 +103,7 @@ fn ip_of(pod: &Value) -> Result<IpAddr> {
 /// A consumer cluster offloading `app` to the provider, with a pod `web`
 /// there and a pod `home` at home; it stops when dropped.
 struct Consumer {
-    _kube: KubeApiServer,
+    kube: KubeApiServer,
     _cluster: Cluster,
     _liqo: liqo_model::Consumer,
     _peering: Peering,
@@ -180,7 +180,7 @@ impl Consumer {
         .await?;
         Ok(Consumer {
             home: ip_of(&home)?,
-            _kube: kube,
+            kube,
             _cluster: cluster,
             _liqo: liqo,
             _peering: peering,
@@ -393,7 +393,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
 
     let ca = dir.path().join("ca.crt");
     std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
-    let (_env, catalog, _alice, _bob, _alices, _bobs) = blocking(two_buyers);
+    let (_env, catalog, _alice, bob_token, _alices, bobs) = blocking(two_buyers);
     let credentials = dir.path().join("catalog-credentials.json");
     write_private(&credentials, &provider(1).to_string())?;
     let (_controller, _) = liqo_support::peering_user_controller(
@@ -536,5 +536,36 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         );
     }
     offer_says(&kube, &catalog, "failed").await?;
+
+    // Bob's last contract ends: the controller takes his networking down
+    // (his Configuration, as `liqoctl unpeer` does) and Liqo removes his
+    // namespace once he stops offloading it. Nothing rendered for him is
+    // left; alice keeps hers.
+    blocking(|| {
+        let r = e2e::buying::delete(&catalog, &format!("/purchases/{bobs}"), Some(&bob_token));
+        assert_eq!(r.status, 200, "{}", r.text);
+    });
+    bob.kube
+        .delete_object(OFFLOADINGS, Some("app"), "offloading")
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let deadline = Instant::now() + e2e::EVENTUALLY;
+    while kube
+        .get(CONFIGURATIONS, Some("liqo-tenant-c2"), "c2")
+        .is_some()
+        || policy(&kube, "app-c2", "liqo-broker-tenant-isolation").is_some()
+    {
+        if Instant::now() >= deadline {
+            bail!("bob's Configuration or isolation policy stayed after his last contract ended");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    expect(
+        &kube,
+        &[
+            ("alice, moved, → alice here", &alice_moved, &alice_web, true),
+            ("bob's old view → alice here", &bob_home, &alice_web, false),
+        ],
+    )
+    .await?;
     Ok(())
 }
