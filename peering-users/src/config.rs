@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::cluster::{Cluster, UserSettings};
-use crate::isolation::controller::{self as isolation, Outcome};
+use crate::isolation::controller as isolation;
 use crate::isolation::prober::{self, ProbeSettings};
 use crate::isolation::report;
 use crate::isolation::settings::{IsolationArgs, IsolationFlagError};
@@ -251,7 +251,6 @@ struct Isolation {
     settings: crate::isolation::render::Settings,
     probe: ProbeSettings,
     resync: Duration,
-    outcome: std::sync::Arc<tokio::sync::watch::Sender<Outcome>>,
     /// Its own catalog session: the contracts' loop holds the other one
     /// for the whole term.
     reports: std::sync::Arc<tokio::sync::Mutex<Session>>,
@@ -269,7 +268,6 @@ impl Isolation {
             self.settings.clone(),
             self.resync,
             metrics,
-            self.outcome.clone(),
             stop.clone(),
         );
         let (verdicts_tx, verdicts) = tokio::sync::watch::channel(None);
@@ -357,7 +355,6 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         settings: args.isolation.settings(&args.liqo_namespace)?,
         probe: args.isolation.probe(&own_namespace)?,
         resync: args.isolation.isolation_resync,
-        outcome: std::sync::Arc::new(tokio::sync::watch::channel(Outcome::default()).0),
         reports: std::sync::Arc::new(tokio::sync::Mutex::new(reports)),
     };
     tracing::info!(

@@ -16,7 +16,6 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -24,24 +23,21 @@ use super::cluster;
 use super::render::{self, Settings};
 use crate::metrics::Metrics;
 
-/// What the last pass found, for the self-check report.
+/// What a pass found (counted in the metrics).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
     /// Consumers whose namespaces carry the isolation policy.
     pub consumers: usize,
     /// Policies in place after the pass.
     pub policies: usize,
-    /// Whether the pass completed.
-    pub complete: bool,
 }
 
-/// Run passes until `stop`, publishing each pass's outcome on `outcome`.
+/// Run passes until `stop`.
 pub async fn run(
     client: Client,
     settings: Settings,
     resync: Duration,
     metrics: Metrics,
-    outcome: std::sync::Arc<watch::Sender<Outcome>>,
     stop: CancellationToken,
 ) {
     let span = tracing::info_span!("isolation");
@@ -64,13 +60,11 @@ pub async fn run(
                     tracing::debug!(took = ?took.elapsed(), "isolation pass");
                     metrics.isolation_policies.set(result.policies as i64);
                     metrics.isolation_consumers.set(result.consumers as i64);
-                    outcome.send_replace(result);
                     resync
                 }
                 Err(error) => {
                     failures.failed(&error);
                     metrics.reconcile().count_failure("isolation");
-                    outcome.send_modify(|o| o.complete = false);
                     backoff.next_delay()
                 }
             };
@@ -127,7 +121,6 @@ async fn pass(
     Ok(Outcome {
         consumers: plan.tenants.len(),
         policies: plan.policies.len(),
-        complete: written.refused.is_empty(),
     })
 }
 
