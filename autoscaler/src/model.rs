@@ -498,6 +498,11 @@ pub struct MarketAutoscalerStatus {
     pub in_flight: Vec<InFlightStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_decision: Option<DecisionStatus>,
+    /// The last decision that bought something: `lastDecision` is the
+    /// latest round's, which once the purchase is in flight buys nothing,
+    /// so this is where an operator reads why the last purchase was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale_up: Option<DecisionStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backoff: Vec<BackoffStatus>,
     /// The bought nodes (at most 20, by name) and why each is kept or goes.

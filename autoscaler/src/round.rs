@@ -251,6 +251,7 @@ pub async fn run(
             now,
         ));
         if bought.count > 0 {
+            st.last_scale_up = st.last_decision.clone();
             status::set_condition(
                 &mut st,
                 status::SCALED_UP,

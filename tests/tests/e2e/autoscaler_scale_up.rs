@@ -106,10 +106,13 @@ fn buys_the_cheapest_set_within_budget_runs_the_pods_there_and_gives_it_back_whe
     // (1) The controller makes that decision: B bought, C never (its
     // label), nothing else.
     let (_autoscaler, _port) = world.start_autoscaler();
+    // `lastScaleUp`, not `lastDecision`: the round after the purchase (its
+    // pods still waiting, their room in flight) decides to buy nothing and
+    // says so in `lastDecision`.
     let bought = world.wait_autoscaler("B bought", |m| {
-        !plans(&m["status"]["lastDecision"]).is_empty()
+        !plans(&m["status"]["lastScaleUp"]).is_empty()
     });
-    let decision = &bought["status"]["lastDecision"];
+    let decision = &bought["status"]["lastScaleUp"];
     assert_eq!(plans(decision), plans(&explained), "{bought:#}");
     assert_eq!(
         money(&decision["bought"][0]["costPerHour"]),

@@ -11,6 +11,7 @@
 
 mod aggregator_support;
 mod autoscaler_support;
+mod isolation_support;
 mod liqo_stand_in;
 mod liqo_support;
 mod orchestrator_support;
