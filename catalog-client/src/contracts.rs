@@ -14,8 +14,8 @@ use crate::http::MAX_ANSWER_BYTES;
 use crate::routes;
 use crate::session::Session;
 use crate::wire::{
-    AttachCredentials, Contract, ContractState, ExtendRequest, PeeringState, PurchaseRequest,
-    Reservation, ReserveRequest, StateReport,
+    AttachCredentials, Contract, ContractNetworkPolicy, ContractState, ExtendRequest, PeeringState,
+    PurchaseRequest, Reservation, ReserveRequest, StateReport, TenantPolicy, TenantPolicyReport,
 };
 
 /// Largest contract listing read (a few hundred bytes per contract).
@@ -136,6 +136,72 @@ impl Session {
             StatusCode::OK => answer.json(what),
             StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
             _ => Err(answer.rejected("the extension")),
+        }
+    }
+
+    /// `PUT /contracts/{id}/network-policy` (its consumer): the policy the
+    /// contract's provider is to render for the buyer's pods there; the
+    /// stored policy with its new revision. One the catalog's check
+    /// refuses is [`Error::Rejected`] (400, naming the field); an ended
+    /// contract [`Error::Ended`].
+    pub async fn put_network_policy(
+        &mut self,
+        id: &str,
+        policy: &TenantPolicy,
+    ) -> Result<ContractNetworkPolicy, Error> {
+        let what = "PUT /contracts/{id}/network-policy";
+        let route = routes::contract_network_policy(id);
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::PUT, &route)?.json(policy))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(what),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            StatusCode::CONFLICT => Err(Error::Ended(answer.message())),
+            _ => Err(answer.rejected("the network policy")),
+        }
+    }
+
+    /// `DELETE /contracts/{id}/network-policy` (its consumer): the
+    /// provider goes back to the default isolation. Already absent counts
+    /// as done.
+    pub async fn delete_network_policy(&mut self, id: &str) -> Result<(), Error> {
+        let what = "DELETE /contracts/{id}/network-policy";
+        let route = routes::contract_network_policy(id);
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                http.request(Method::DELETE, &route)
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            StatusCode::CONFLICT => Err(Error::Ended(answer.message())),
+            _ => Err(answer.rejected("the network policy's removal")),
+        }
+    }
+
+    /// `PUT /provider/contracts/{id}/network-policy/status` (its
+    /// provider): what was applied and refused of a revision.
+    pub async fn report_network_policy(
+        &mut self,
+        id: &str,
+        report: &TenantPolicyReport,
+    ) -> Result<(), Error> {
+        let what = "PUT /provider/contracts/{id}/network-policy/status";
+        let route = routes::contract_network_policy_status(id);
+        let answer = self
+            .call(what, MAX_ANSWER_BYTES, |http| {
+                Ok(http.request(Method::PUT, &route)?.json(report))
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
+            StatusCode::NOT_FOUND => Err(Error::NotFound(format!("contract {id}"))),
+            StatusCode::CONFLICT => Err(Error::Ended(answer.message())),
+            _ => Err(answer.rejected("the network policy's report")),
         }
     }
 

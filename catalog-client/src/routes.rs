@@ -62,6 +62,18 @@ pub fn contract_binding(id: &str, binding: &str) -> String {
     format!("{}/{}", contract_bindings(id), segment(binding))
 }
 
+/// `PUT`/`DELETE`: the buyer sets or removes its network policy for the
+/// contract's provider.
+pub fn contract_network_policy(id: &str) -> String {
+    format!("{CONTRACTS}/{}/network-policy", segment(id))
+}
+
+/// `PUT`: the provider reports what it did with a contract's network
+/// policy.
+pub fn contract_network_policy_status(id: &str) -> String {
+    format!("provider/{CONTRACTS}/{}/network-policy/status", segment(id))
+}
+
 /// `POST`: the consumer extends a contract before it ends.
 pub fn contract_extend(id: &str) -> String {
     format!("{CONTRACTS}/{}/extend", segment(id))

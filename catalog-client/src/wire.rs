@@ -12,6 +12,8 @@
 //! - [`service`]: a provider's side of a service contract: its reports,
 //!   the customer's peering kubeconfig, pending bindings;
 //! - [`contract`]: contracts, reservations and state reports;
+//! - [`tenant_policy`]: a buyer's network policy for its pods on one
+//!   provider, carried on its contracts, and the provider's report;
 //! - [`feed`]: the messages of `GET /subscribe`;
 //! - [`error_body`]: the body of every error answer;
 //! - [`names`]: the Kubernetes name rule of fields that become object names.
@@ -25,6 +27,7 @@ pub mod offer;
 pub mod pricing;
 pub mod provider;
 pub mod service;
+pub mod tenant_policy;
 
 pub use contract::{reason_step, step_reason, MAX_BOUGHT_BY_CHARS, MAX_REASON_LEN};
 pub use contract::{
@@ -48,3 +51,4 @@ pub use service::{
     is_credential_key, BindingReport, CustomerPeering, PendingBinding, PendingBindingState,
     ServiceReport, ServiceState,
 };
+pub use tenant_policy::{ContractNetworkPolicy, PolicyError, TenantPolicy, TenantPolicyReport};

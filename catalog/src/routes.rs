@@ -11,7 +11,7 @@
 //! | `GET /offers`, `GET/POST/DELETE /offer/{id}` | [`offers::handlers`] |
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
-//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering` | [`buying::contracts_http`] |
+//! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering`, `PUT/DELETE /contracts/{id}/network-policy`, `PUT /provider/contracts/{id}/network-policy/status` | [`buying::contracts_http`] |
 //! | `PUT /provider/contracts/{id}/service` | [`osb::provider_report`] |
 //! | `GET /provider/contracts/{id}/customer-peering` | [`osb::customer_peering`] |
 //! | `GET /provider/contracts/{id}/bindings`, `PUT .../bindings/{bid}` | [`osb::provider_bindings`] |
@@ -81,6 +81,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         resource("/provider/contracts/{id}/peering", "PUT")
             .route(web::put().to(contracts::attach_peering)),
+    )
+    .service(
+        resource("/contracts/{id}/network-policy", "PUT, DELETE")
+            .route(web::put().to(contracts::put_network_policy))
+            .route(web::delete().to(contracts::delete_network_policy)),
+    )
+    .service(
+        resource("/provider/contracts/{id}/network-policy/status", "PUT")
+            .route(web::put().to(contracts::report_network_policy)),
     )
     .service(
         resource("/provider/contracts/{id}/service", "PUT")

@@ -252,15 +252,19 @@ struct Isolation {
     probe: ProbeSettings,
     resync: Duration,
     /// Its own catalog session: the contracts' loop holds the other one
-    /// for the whole term.
-    reports: std::sync::Arc<tokio::sync::Mutex<Session>>,
+    /// for the whole term. Shared by the level's report and the buyers'
+    /// policies' reports, one call at a time.
+    reports: report::SharedSession,
 }
 
 impl Isolation {
     /// The loop and the level's report, until `stop`.
+    /// `listing`: the buyers' policies of each contract listing the
+    /// contracts' loop reads.
     fn run(
         &self,
         metrics: Metrics,
+        listing: isolation::Listing,
         stop: CancellationToken,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let controller = isolation::run(
@@ -268,6 +272,8 @@ impl Isolation {
             self.settings.clone(),
             self.resync,
             metrics,
+            listing,
+            self.reports.clone(),
             stop.clone(),
         );
         let (verdicts_tx, verdicts) = tokio::sync::watch::channel(None);
@@ -279,11 +285,10 @@ impl Isolation {
         );
         let (reports, enabled, every) = (self.reports.clone(), self.settings.enabled, self.resync);
         async move {
-            let mut session = reports.lock().await;
             tokio::join!(
                 controller,
                 prober,
-                report::run(&mut session, enabled, verdicts, every, stop)
+                report::run(reports, enabled, verdicts, every, stop)
             );
         }
     }
@@ -395,11 +400,12 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 let cluster = cluster.clone();
                 let metrics = lead_metrics.clone();
                 let catalog = catalog.clone();
-                let isolated = isolation.run(metrics.clone(), term.clone());
+                let (listing_tx, listing) = tokio::sync::watch::channel(None);
+                let isolated = isolation.run(metrics.clone(), listing, term.clone());
                 async move {
                     let mut session = catalog.lock().await;
                     tokio::join!(
-                        reconcile::run(cluster, &mut session, pacing, metrics, term),
+                        reconcile::run(cluster, &mut session, pacing, metrics, listing_tx, term),
                         isolated
                     );
                 }
@@ -409,15 +415,17 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     } else {
         metrics.reconcile().set_leading(true);
         let mut catalog = catalog;
+        let (listing_tx, listing) = tokio::sync::watch::channel(None);
         tokio::join!(
             reconcile::run(
                 cluster,
                 &mut catalog,
                 pacing,
                 metrics.clone(),
+                listing_tx,
                 shutdown.clone()
             ),
-            isolation.run(metrics, shutdown.clone())
+            isolation.run(metrics, listing, shutdown.clone())
         );
     }
     shutdown.cancel();

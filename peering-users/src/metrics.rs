@@ -2,7 +2,8 @@
 //! reconcile metrics every controller keeps (passes and their duration,
 //! failures by kind, leadership), how many peering users are usable, the
 //! kubeconfigs attached to contracts, the users removed, how many wait
-//! for room, and whether the catalog answers.
+//! for room, whether the catalog answers, and the isolation's policies
+//! (buyers' own applied and refused among them).
 
 use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::metrics::counter::Counter;
@@ -18,6 +19,8 @@ pub struct Handles {
     pub waiting: Gauge,
     pub isolation_policies: Gauge,
     pub isolation_consumers: Gauge,
+    pub isolation_buyer_applied: Gauge,
+    pub isolation_buyer_refused: Gauge,
 }
 
 impl MetricSet for Handles {
@@ -78,8 +81,22 @@ impl MetricSet for Handles {
             "Consumer clusters with offloaded namespaces here, as the last isolation pass found them",
             isolation_consumers.clone(),
         );
+        let isolation_buyer_applied = Gauge::default();
+        registry.register(
+            "isolation_buyer_applied",
+            "Buyers' own network policies applied by the last isolation pass",
+            isolation_buyer_applied.clone(),
+        );
+        let isolation_buyer_refused = Gauge::default();
+        registry.register(
+            "isolation_buyer_refused",
+            "Buyers' own network policies refused by the last isolation pass (reasons in the contracts' reports)",
+            isolation_buyer_refused.clone(),
+        );
         Handles {
             waiting,
+            isolation_buyer_applied,
+            isolation_buyer_refused,
             isolation_policies,
             isolation_consumers,
             users,
@@ -129,6 +146,8 @@ mod tests {
             "peering_user_controller_waiting 0",
             "peering_user_controller_isolation_policies 0",
             "peering_user_controller_isolation_consumers 0",
+            "peering_user_controller_isolation_buyer_applied 0",
+            "peering_user_controller_isolation_buyer_refused 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

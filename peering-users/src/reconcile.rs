@@ -10,17 +10,24 @@
 //! While the catalog cannot be read, the last contracts read stand: users
 //! are kept and renewed, none is removed (an outage is not the end of a
 //! contract).
+//!
+//! Each listing read also gives the isolation loop the buyers' own network
+//! policies of the contracts the peering users serve
+//! ([`crate::isolation::render::buyer::from_contracts`]), through a watch
+//! channel: no second read of the catalog.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use catalog_client::contracts::Listing;
 use catalog_client::{Error as CatalogError, Session};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cluster::{Cluster, ClusterError, Progress};
 use crate::drain;
+use crate::isolation::render::buyer::{self, BuyerPolicies};
 use crate::metrics::Metrics;
 use crate::names::ConsumerId;
 use crate::plan::{self, Wanted};
@@ -70,6 +77,7 @@ pub async fn run(
     catalog: &mut Session,
     pacing: Pacing,
     metrics: Metrics,
+    listing: watch::Sender<Option<BuyerPolicies>>,
     stop: CancellationToken,
 ) {
     let mut state = State::default();
@@ -77,9 +85,11 @@ pub async fn run(
     loop {
         let started = Instant::now();
         let span = tracing::info_span!("pass", %provider);
-        let settled = pass(&cluster, catalog, &provider, &mut state, &metrics, pacing)
-            .instrument(span)
-            .await;
+        let settled = pass(
+            &cluster, catalog, &provider, &mut state, &metrics, pacing, &listing,
+        )
+        .instrument(span)
+        .await;
         metrics.observe_reconcile(started.elapsed());
         let wait = if settled { pacing.poll } else { pacing.retry };
         tokio::select! {
@@ -97,9 +107,10 @@ async fn pass(
     state: &mut State,
     metrics: &Metrics,
     pacing: Pacing,
+    listing: &watch::Sender<Option<BuyerPolicies>>,
 ) -> bool {
     let drain = pacing.drain;
-    let fresh = match read_contracts(catalog, provider, state).await {
+    let fresh = match read_contracts(catalog, provider, state, listing).await {
         Ok(fresh) => {
             if state.catalog_down {
                 tracing::info!("the catalog answers again");
@@ -330,6 +341,7 @@ async fn read_contracts(
     catalog: &mut Session,
     provider: &str,
     state: &mut State,
+    listing: &watch::Sender<Option<BuyerPolicies>>,
 ) -> Result<bool, CatalogError> {
     // Without a listing in hand, ask for one in full.
     let etag = state.wanted.as_ref().and(state.etag.as_deref());
@@ -369,6 +381,22 @@ async fn read_contracts(
             if state.wanted.as_ref() != Some(&wanted) {
                 tracing::info!(consumers = wanted.consumers.len(), "contracts read");
             }
+            // The buyers' policies of the contracts served (another buyer's
+            // contract naming a served cluster ID has no say on its pods).
+            let served: BTreeSet<&str> = wanted
+                .consumers
+                .values()
+                .flat_map(|s| s.contracts.iter().map(String::as_str))
+                .collect();
+            let policies =
+                buyer::from_contracts(read.iter().filter(|c| served.contains(c.id.as_str())));
+            listing.send_if_modified(|last| {
+                let changed = last.as_ref() != Some(&policies);
+                if changed {
+                    *last = Some(policies);
+                }
+                changed
+            });
             state.wanted = Some(wanted);
             state.etag = etag;
             Ok(true)

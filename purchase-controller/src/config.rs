@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 use crate::binding_copier;
 use crate::liqo::Generation;
 use crate::metrics::Metrics;
+use crate::network_policy;
+use crate::network_policy::catalog::CatalogSettings;
 use crate::reconcile::{self, Settings};
 
 /// Flags of `purchase-controller`.
@@ -96,6 +98,74 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_PROVIDER_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = edge::duration::parse)]
     pub provider_request_timeout: Duration,
 
+    /// Refine MultiClusterNetworkPolicies into NetworkPolicies here and, through the catalog, into each provider's document (Liqo v1 only; docs/network-policy.md).
+    #[arg(long, env = "PURCHASE_CONTROLLER_NETWORK_POLICIES", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
+    pub network_policies: bool,
+
+    /// The name of this domain (this consumer and every provider it holds an active contract with) in policies' `domain` [default: --cluster-id].
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_DOMAIN",
+        value_name = "NAME"
+    )]
+    pub network_policy_domain: Option<String>,
+
+    /// Cluster IDs (comma-separated) where Liqo runs with networking.fabric.config.fullMasquerade=true: all traffic leaving them carries one address, so a policy naming pods (a Service) that run there is refused.
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_FULL_MASQUERADE_CLUSTERS",
+        value_name = "IDS",
+        value_delimiter = ','
+    )]
+    pub full_masquerade_clusters: Vec<String>,
+
+    /// The catalog's base URL, to put each provider's network-policy document on the buyer's contracts (with --network-policy-credentials; without both, providers are not told).
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_CATALOG",
+        value_name = "URL"
+    )]
+    pub network_policy_catalog: Option<String>,
+
+    /// The Secret (`namespace/name`) holding the buyer's catalog bearer token under --network-policy-credentials-key, as a Purchase's credentialsSecretRef.
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_CREDENTIALS",
+        value_name = "NAMESPACE/NAME"
+    )]
+    pub network_policy_credentials: Option<String>,
+
+    /// The key of the token in --network-policy-credentials.
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_CREDENTIALS_KEY",
+        value_name = "KEY",
+        default_value = "token"
+    )]
+    pub network_policy_credentials_key: String,
+
+    /// Restricted egress on this cluster also admits the cluster DNS: its namespace (empty: not added).
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_DNS_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "kube-system"
+    )]
+    pub network_policy_dns_namespace: String,
+
+    /// The labels of the cluster DNS pods (`key=value,...`).
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_NETWORK_POLICY_DNS_POD_LABELS",
+        value_name = "LABELS",
+        default_value = "k8s-app=kube-dns"
+    )]
+    pub network_policy_dns_pod_labels: String,
+
+    /// Look again this often without a change (providers' reports come in this way).
+    #[arg(long, env = "PURCHASE_CONTROLLER_NETWORK_POLICY_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    pub network_policy_interval: Duration,
+
     #[command(flatten)]
     pub probe: Prefixed<ProbeArgs, Env>,
 
@@ -132,6 +202,18 @@ pub enum ConfigError {
     Intervals,
     #[error("--provider-max-response-bytes and --provider-request-timeout must be positive")]
     ProviderBounds,
+    #[error("--network-policy-catalog and --network-policy-credentials go together")]
+    NetworkPolicyCatalog,
+    #[error("--network-policy-catalog is not an http(s) URL: {0}")]
+    NetworkPolicyCatalogUrl(String),
+    #[error("--network-policy-credentials must be namespace/name, not {0:?}")]
+    NetworkPolicyCredentials(String),
+    #[error(
+        "--network-policy-dns-pod-labels must be key=value pairs separated by commas, not {0:?}"
+    )]
+    NetworkPolicyDnsLabels(String),
+    #[error("--network-policy-interval must be positive")]
+    NetworkPolicyInterval,
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
@@ -163,7 +245,80 @@ impl Args {
         if self.election.leader_elect {
             self.lease.times().validate()?;
         }
+        if self.network_policies {
+            self.network_policy_settings()?;
+        }
         Ok(())
+    }
+
+    /// The multi-cluster network policies' settings.
+    pub fn network_policy_settings(
+        &self,
+    ) -> Result<network_policy::controller::Settings, ConfigError> {
+        if self.network_policy_interval.is_zero() {
+            return Err(ConfigError::NetworkPolicyInterval);
+        }
+        let catalog = match (
+            &self.network_policy_catalog,
+            &self.network_policy_credentials,
+        ) {
+            (None, None) => None,
+            (Some(url), Some(secret)) => {
+                let url = reqwest::Url::parse(url)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| ConfigError::NetworkPolicyCatalogUrl(url.clone()))?;
+                let (namespace, name) = secret
+                    .split_once('/')
+                    .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+                    .ok_or_else(|| ConfigError::NetworkPolicyCredentials(secret.clone()))?;
+                Some(CatalogSettings {
+                    url,
+                    secret_namespace: namespace.to_string(),
+                    secret_name: name.to_string(),
+                    secret_key: self.network_policy_credentials_key.clone(),
+                })
+            }
+            _ => return Err(ConfigError::NetworkPolicyCatalog),
+        };
+        let consumer = self.cluster_id.trim().to_string();
+        let dns_namespace = self.network_policy_dns_namespace.trim();
+        let dns = if dns_namespace.is_empty() {
+            None
+        } else {
+            let labels = &self.network_policy_dns_pod_labels;
+            let pod_labels = labels
+                .split(',')
+                .map(|pair| {
+                    pair.split_once('=')
+                        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                        .filter(|(k, _)| !k.is_empty())
+                })
+                .collect::<Option<std::collections::BTreeMap<_, _>>>()
+                .ok_or_else(|| ConfigError::NetworkPolicyDnsLabels(labels.clone()))?;
+            Some(network_policy::snapshot::Dns {
+                namespace: dns_namespace.to_string(),
+                pod_labels,
+            })
+        };
+        Ok(network_policy::controller::Settings {
+            dns,
+            domain: self
+                .network_policy_domain
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map_or_else(|| consumer.clone(), str::to_string),
+            consumer,
+            full_masquerade: self
+                .full_masquerade_clusters
+                .iter()
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect(),
+            interval: self.network_policy_interval,
+            catalog,
+        })
     }
 }
 
@@ -198,15 +353,33 @@ fn copier(
     })
 }
 
-/// The controller and, with `--copy-bindings`, the binding copies beside
-/// it: both stop on the same token.
-async fn beside(controller: impl Future<Output = ()>, copies: Option<impl Future<Output = ()>>) {
-    match copies {
-        Some(copies) => {
-            tokio::join!(controller, copies);
+/// With `--network-policies` (Liqo v1), the multi-cluster network
+/// policies until `stop`.
+fn network_policies(
+    settings: Option<&network_policy::controller::Settings>,
+    client: &kube::Client,
+    http: &reqwest::Client,
+    stop: CancellationToken,
+) -> Option<impl Future<Output = ()>> {
+    settings.map(|settings| {
+        network_policy::controller::run(client.clone(), settings.clone(), http.clone(), stop)
+    })
+}
+
+/// The controller and, with `--copy-bindings` and `--network-policies`,
+/// the binding copies and the network policies beside it: all stop on the
+/// same token.
+async fn beside(
+    controller: impl Future<Output = ()>,
+    copies: Option<impl Future<Output = ()>>,
+    policies: Option<impl Future<Output = ()>>,
+) {
+    async fn optional(f: Option<impl Future<Output = ()>>) {
+        if let Some(f) = f {
+            f.await;
         }
-        None => controller.await,
     }
+    tokio::join!(controller, optional(copies), optional(policies));
 }
 
 /// Run until `shutdown` is cancelled: the HTTP port, then (with leader
@@ -243,6 +416,14 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     // Built once, so a client that cannot be built fails the process
     // rather than every term of leadership.
     let http_client = crate::catalog::http_client(settings.catalog_timeout)?;
+    let policy_settings = match (args.network_policies, args.liqo_api) {
+        (true, Generation::V1) => Some(args.network_policy_settings()?),
+        (true, Generation::V0) => {
+            tracing::info!("multi-cluster network policies are off: they need Liqo v1 networking");
+            None
+        }
+        (false, _) => None,
+    };
     if args.election.leader_elect {
         let name = args
             .election
@@ -273,6 +454,12 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 }
             });
             let copies = copier(copy_bindings, &client, &settings, term.clone());
+            let policies = network_policies(
+                policy_settings.as_ref(),
+                &client,
+                &http_client,
+                term.clone(),
+            );
             let controller = reconcile::run(
                 client.clone(),
                 http_client.clone(),
@@ -281,12 +468,18 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 term,
                 lost,
             );
-            beside(controller, copies)
+            beside(controller, copies, policies)
         })
         .await;
     } else {
         metrics.reconcile().set_leading(true);
         let copies = copier(args.copy_bindings, &client, &settings, shutdown.clone());
+        let policies = network_policies(
+            policy_settings.as_ref(),
+            &client,
+            &http_client,
+            shutdown.clone(),
+        );
         let controller = reconcile::run(
             client,
             http_client,
@@ -295,7 +488,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
             shutdown.clone(),
             CancellationToken::new(),
         );
-        beside(controller, copies).await;
+        beside(controller, copies, policies).await;
     }
     shutdown.cancel();
     edge::probe::join(http).await?;
@@ -344,5 +537,69 @@ mod tests {
             v1_with(&["--retry", "2m"]).validate(),
             Err(ConfigError::Retry { .. })
         ));
+    }
+
+    #[test]
+    fn network_policy_flags_default_and_are_checked() {
+        let with = |extra: &[&str]| {
+            let base = ["x", "--liqo-api", "v1", "--cluster-id", "c1"];
+            Cli::try_parse_from(base.iter().chain(extra)).unwrap().args
+        };
+        let args = with(&[]);
+        assert!(args.network_policies);
+        let s = args.network_policy_settings().unwrap();
+        assert_eq!((s.domain.as_str(), s.consumer.as_str()), ("c1", "c1"));
+        assert_eq!(s.interval, Duration::from_secs(10));
+        assert!(s.catalog.is_none() && s.full_masquerade.is_empty());
+        let dns = s.dns.unwrap();
+        assert_eq!(dns.namespace, "kube-system");
+        assert_eq!(dns.pod_labels["k8s-app"], "kube-dns");
+        assert!(with(&["--network-policy-dns-namespace", ""])
+            .network_policy_settings()
+            .unwrap()
+            .dns
+            .is_none());
+        assert!(matches!(
+            with(&["--network-policy-dns-pod-labels", "k8s-app"]).validate(),
+            Err(ConfigError::NetworkPolicyDnsLabels(_))
+        ));
+        let s = with(&[
+            "--network-policy-domain",
+            "d",
+            "--full-masquerade-clusters",
+            "p1,p2",
+            "--network-policy-catalog",
+            "https://catalog.example",
+            "--network-policy-credentials",
+            "liqo/token",
+        ])
+        .network_policy_settings()
+        .unwrap();
+        assert_eq!(s.domain, "d");
+        assert_eq!(s.full_masquerade.len(), 2);
+        let catalog = s.catalog.unwrap();
+        assert_eq!(
+            (
+                catalog.secret_namespace.as_str(),
+                catalog.secret_name.as_str(),
+                catalog.secret_key.as_str()
+            ),
+            ("liqo", "token", "token")
+        );
+        assert!(matches!(
+            with(&["--network-policy-catalog", "https://c"]).validate(),
+            Err(ConfigError::NetworkPolicyCatalog)
+        ));
+        assert!(matches!(
+            with(&[
+                "--network-policy-catalog",
+                "https://c",
+                "--network-policy-credentials",
+                "token"
+            ])
+            .validate(),
+            Err(ConfigError::NetworkPolicyCredentials(_))
+        ));
+        assert!(!with(&["--network-policies", "false"]).network_policies);
     }
 }

@@ -29,6 +29,9 @@
 //! - [`binding_copy`] and [`binding_copier`]: binding Secrets a service
 //!   provider's Liqo reflected here, copied into the namespaces that
 //!   accept them (`--copy-bindings`; needs no Purchase);
+//! - [`network_policy`]: MultiClusterNetworkPolicies refined into
+//!   NetworkPolicies here and, through the catalog, on the providers
+//!   (`--network-policies`);
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).
 
@@ -45,6 +48,7 @@ pub mod http;
 pub mod liqo;
 pub mod metrics;
 pub mod model;
+pub mod network_policy;
 pub mod networking;
 pub mod reconcile;
 pub mod secret_ref;

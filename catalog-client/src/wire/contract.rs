@@ -289,10 +289,31 @@ pub struct Contract {
         schema(value_type = Option<String>, format = DateTime, nullable = false)
     )]
     pub extended_at: Option<DateTime<Utc>>,
+    /// The buyer's network policy for its pods on this contract's provider,
+    /// with the provider's last report (`PUT /contracts/{id}/network-policy`,
+    /// [`crate::wire::tenant_policy`]). For the contract's two parties only.
+    ///
+    /// Read leniently: a policy this client cannot read (a newer catalog's
+    /// fields) reads as absent instead of failing the whole contract, whose
+    /// peering must not go with it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_network_policy"
+    )]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub network_policy: Option<super::tenant_policy::ContractNetworkPolicy>,
     /// Only for its consumer, in `GET /contracts/{id}` and the purchase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub credentials: Option<ContractCredentials>,
+}
+
+fn lenient_network_policy<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<super::tenant_policy::ContractNetworkPolicy>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// Longest `boughtBy` the catalog accepts, in characters.
@@ -429,6 +450,29 @@ mod tests {
         ] {
             assert_eq!(reason_step(free), None, "{free}");
         }
+    }
+
+    #[test]
+    fn a_network_policy_this_client_cannot_read_leaves_the_contract_readable() {
+        let contract = |policy: serde_json::Value| {
+            json!({
+                "id": "c1", "consumer": "alice", "clusterID": "p1", "clusterName": "prov",
+                "offerID": "o", "planID": "small", "resources": {"cpu": "2"},
+                "cost": "1.0", "resourceSliceClass": "liqo-broker", "liqo": ["v1"],
+                "purchasedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-01-31T00:00:00Z",
+                "active": true, "state": "ready", "stateChangedAt": "2026-01-01T00:00:00Z",
+                "networkPolicy": {"revision": 3, "updatedAt": "2026-01-02T00:00:00Z",
+                                  "policy": {"policies": [policy]}}
+            })
+        };
+        let known = json!({"name": "app/web", "namespace": "app-c1",
+                           "podSelector": {"matchLabels": {"app": "web"}}, "ingress": []});
+        let c: Contract = serde_json::from_value(contract(known)).unwrap();
+        assert_eq!(c.network_policy.map(|p| p.revision), Some(3));
+        let newer = json!({"name": "app/web", "namespace": "app-c1", "podSelector": {},
+                           "ingress": [], "priority": 7});
+        let c: Contract = serde_json::from_value(contract(newer)).unwrap();
+        assert_eq!(c.network_policy, None);
     }
 
     #[test]

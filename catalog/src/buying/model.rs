@@ -16,6 +16,7 @@ use quantity::ResourceList;
 
 use crate::offers::{Cost, Plan};
 use crate::providers::{LiqoGeneration, PeeringCredentials};
+pub use catalog_client::wire::tenant_policy::ContractNetworkPolicy;
 
 /// Where a holding is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -173,10 +174,13 @@ impl Reservation {
     /// The record as a handler answers it: a contract's own credentials
     /// stay in the store (the sealed kubeconfig is opened only for the
     /// contract's consumer, in `GET /contracts/{id}`; the contract's
-    /// `peering` says where they stand).
+    /// `peering` says where they stand), and so does its network policy
+    /// (served on the contract, `networkPolicy`, to its two parties).
     pub fn answered(mut self) -> Self {
         if let Some(terms) = self.contract.as_mut() {
             terms.v1 = None;
+            terms.network_policy = None;
+            terms.network_policy_revision = 0;
         }
         self
     }
@@ -347,6 +351,23 @@ pub struct ContractTerms {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
     pub extended_at: Option<DateTime<Utc>>,
+    /// The buyer's network policy for its pods on this provider, with the
+    /// provider's last report (see [`super::contracts::network_policy`]).
+    /// Served on the contract (`networkPolicy`) to its two parties only:
+    /// [`Reservation::answered`] takes it out of the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(ignore)]
+    pub network_policy: Option<ContractNetworkPolicy>,
+    /// The last network policy revision this contract issued, kept when
+    /// the policy is removed so that a later one never reuses a revision
+    /// a provider has seen.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schema(ignore)]
+    pub network_policy_revision: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A Liqo v1 contract's own peering credentials, as stored with its terms.
@@ -399,6 +420,8 @@ impl ContractTerms {
             revision: 0,
             v1: None,
             extended_at: None,
+            network_policy: None,
+            network_policy_revision: 0,
         }
     }
 }

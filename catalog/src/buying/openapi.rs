@@ -6,6 +6,7 @@ use utoipa::OpenApi;
 
 use super::{capacity, contracts, http, model};
 use crate::http::ErrorBody;
+use catalog_client::wire::tenant_policy;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,6 +26,9 @@ use crate::http::ErrorBody;
         contracts::http::put_state,
         contracts::http::extend,
         contracts::http::attach_peering,
+        contracts::http::put_network_policy,
+        contracts::http::delete_network_policy,
+        contracts::http::report_network_policy,
     ),
     components(schemas(
         model::Reservation,
@@ -45,6 +49,19 @@ use crate::http::ErrorBody;
         contracts::peering::PeeringState,
         contracts::http::AttachRequest,
         contracts::http::ExtendBody,
+        tenant_policy::ContractNetworkPolicy,
+        tenant_policy::TenantPolicy,
+        tenant_policy::TenantNetworkPolicy,
+        tenant_policy::Selector,
+        tenant_policy::Requirement,
+        tenant_policy::TenantRule,
+        tenant_policy::TenantPeer,
+        tenant_policy::TenantIpBlock,
+        tenant_policy::TenantPort,
+        tenant_policy::PortRef,
+        tenant_policy::TenantPolicyReport,
+        tenant_policy::AppliedTenantPolicy,
+        tenant_policy::RefusedTenantPolicy,
         crate::http::schemas::StateReport,
         capacity::Capacity,
         capacity::CapRequest,

@@ -124,9 +124,13 @@ pub struct OfferInput {
     #[serde(default)]
     #[schema(ignore)]
     pub kind: Option<OfferKind>,
-    /// At most 8192 bytes.
+    /// At most 8192 bytes; no control characters but line feeds and tabs,
+    /// no bidirectional formatting characters (see `unsafe_in_description`).
     #[serde(default)]
-    #[schema(max_length = 8192)]
+    #[schema(
+        max_length = 8192,
+        pattern = "^[^\\u0000-\\u0008\\u000B-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069]*$"
+    )]
     pub description: Option<String>,
     /// Plan key (1-128 of `A-Z a-z 0-9 . _ ~ -`) → plan; 1 to 64 plans.
     #[serde(default, deserialize_with = "unique_keys::optional_map")]

@@ -1,7 +1,8 @@
 //! The reads a decision needs and the writes that carry it out: the
 //! namespaces, Liqo's Configurations and the NetworkPolicies in, the
-//! policies this controller owns (by [`render::OWNED_SELECTOR`]) created,
-//! replaced and deleted out. Nothing else is ever written.
+//! policies this controller owns (by [`render::OWNED_SELECTOR`]: the
+//! tenant, protection and buyers' ones alike) created, replaced and
+//! deleted out. Nothing else is ever written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +39,9 @@ pub struct Written {
     /// itself (a namespace being deleted, a policy of the same name that
     /// is not ours): logged, not retried at once.
     pub refused: Vec<String>,
+    /// The policies of those refused writes, `<namespace>/<name>` (a
+    /// buyer's policy among them is reported as not applied).
+    pub refused_policies: BTreeMap<String, String>,
 }
 
 /// Read what [`render::plan`] needs, and the policies this controller
@@ -90,14 +94,15 @@ pub async fn observe(
             namespaces,
             configurations,
             foreign_ingress,
+            buyer_policies: Default::default(),
         },
         owned,
     ))
 }
 
 fn configuration(object: &DynamicObject) -> Configuration {
-    let texts = |kind: &str| -> Vec<String> {
-        object.data["status"]["remote"]["cidr"][kind]
+    let texts = |part: &str, kind: &str| -> Vec<String> {
+        object.data[part]["remote"]["cidr"][kind]
             .as_array()
             .into_iter()
             .flatten()
@@ -114,8 +119,10 @@ fn configuration(object: &DynamicObject) -> Configuration {
             .as_ref()
             .and_then(|l| l.get(REMOTE_CLUSTER_ID_LABEL))
             .cloned(),
-        pod: texts("pod"),
-        external: texts("external"),
+        pod: texts("status", "pod"),
+        external: texts("status", "external"),
+        real_pod: texts("spec", "pod"),
+        real_external: texts("spec", "external"),
     }
 }
 
@@ -172,12 +179,19 @@ pub async fn apply(
             }
             None => match api.create(&PostParams::default(), wanted).await {
                 Ok(_) => written.created += 1,
-                Err(kube::Error::Api(s)) if s.code == 409 => written.refused.push(format!(
-                    "{what}: a policy of that name exists and is not this controller's"
-                )),
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    let why = "a policy of that name exists and is not this controller's";
+                    written.refused.push(format!("{what}: {why}"));
+                    written
+                        .refused_policies
+                        .insert(format!("{ns}/{name}"), why.to_string());
+                }
                 // A namespace being deleted takes no new objects.
                 Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
-                    written.refused.push(format!("{what}: {}", s.message))
+                    written.refused.push(format!("{what}: {}", s.message));
+                    written
+                        .refused_policies
+                        .insert(format!("{ns}/{name}"), s.message.clone());
                 }
                 Err(e) => return Err(failed(format!("create {what}"))(e)),
             },

@@ -2,12 +2,23 @@
 //! namespaces, Configurations and NetworkPolicies, decides
 //! ([`render::plan`]) and writes ([`cluster::apply`]). A pass runs at the
 //! start, whenever one of those three kinds changes (watches used as
-//! triggers only; changes that arrive together make one pass), after a
+//! triggers only; changes that arrive together make one pass), whenever
+//! the buyers' own policies read from the catalog change (the contracts'
+//! loop publishes them with each listing), after a
 //! failure (backed off), and every `--isolation-resync`.
+//!
+//! The first pass waits, at most [`FIRST_LISTING_WAIT`], for the first
+//! listing, so a restart does not take the buyers' policies down while the
+//! catalog is read. After applying, each contract's report
+//! ([`render::Plan::reports`]) is sent when it differs from the one the
+//! contract carries and from the last one sent; a failed send is logged
+//! and tried again by the next pass (after [`REPORT_RETRY`] at most).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use catalog_client::wire::TenantPolicyReport;
+use catalog_client::Error as CatalogError;
 use controller_core::liqo::CONFIGURATION;
 use controller_core::retry;
 use futures::{FutureExt, Stream, StreamExt};
@@ -16,12 +27,23 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::cluster;
-use super::render::{self, Settings};
+use super::render::{self, BuyerPolicies, Settings};
+use super::report::SharedSession;
 use crate::metrics::Metrics;
+
+/// Longest the first pass waits for the first contract listing.
+pub const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
+/// Longest wait before a failed report is sent again.
+pub const REPORT_RETRY: Duration = Duration::from_secs(30);
+
+/// The buyers' policies of the last contract listing read (None before
+/// the first).
+pub type Listing = watch::Receiver<Option<BuyerPolicies>>;
 
 /// What a pass found (counted in the metrics).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,6 +52,22 @@ pub struct Outcome {
     pub consumers: usize,
     /// Policies in place after the pass.
     pub policies: usize,
+    /// Buyers' policies applied and refused.
+    pub buyer_applied: usize,
+    pub buyer_refused: usize,
+    /// Whether a report could not be sent (tried again soon).
+    pub reports_pending: bool,
+}
+
+/// What the loop remembers between passes.
+#[derive(Default)]
+struct Memory {
+    /// Said once while it lasts, not every pass.
+    last_skipped: BTreeSet<String>,
+    /// Per contract, the report last sent successfully.
+    sent: BTreeMap<String, TenantPolicyReport>,
+    /// Contracts whose report fails to go: warned once.
+    failing: BTreeSet<String>,
 }
 
 /// Run passes until `stop`.
@@ -38,6 +76,8 @@ pub async fn run(
     settings: Settings,
     resync: Duration,
     metrics: Metrics,
+    mut listing: Listing,
+    session: SharedSession,
     stop: CancellationToken,
 ) {
     let span = tracing::info_span!("isolation");
@@ -50,17 +90,34 @@ pub async fn run(
         let mut changes = triggers(&client).boxed();
         let mut backoff = retry::api_backoff();
         let mut failures = retry::Failures::new("keep tenants isolated");
-        let mut last_skipped: BTreeSet<String> = BTreeSet::new();
+        let mut memory = Memory::default();
+        let mut listing_open = true;
+        if listing.borrow().is_none() {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(FIRST_LISTING_WAIT) => {
+                    tracing::info!(waited = ?FIRST_LISTING_WAIT, "no contract listing yet: isolating without the buyers' own policies until one is read");
+                }
+                _ = listing.changed() => {}
+            }
+        }
         loop {
             let took = std::time::Instant::now();
-            let wait = match pass(&client, &settings, &mut last_skipped).await {
+            let buyers = listing.borrow_and_update().clone().unwrap_or_default();
+            let wait = match pass(&client, &settings, buyers, &session, &mut memory).await {
                 Ok(result) => {
                     failures.succeeded();
                     backoff.reset();
                     tracing::debug!(took = ?took.elapsed(), "isolation pass");
                     metrics.isolation_policies.set(result.policies as i64);
                     metrics.isolation_consumers.set(result.consumers as i64);
-                    resync
+                    metrics.isolation_buyer_applied.set(result.buyer_applied as i64);
+                    metrics.isolation_buyer_refused.set(result.buyer_refused as i64);
+                    if result.reports_pending {
+                        resync.min(REPORT_RETRY)
+                    } else {
+                        resync
+                    }
                 }
                 Err(error) => {
                     failures.failed(&error);
@@ -71,6 +128,17 @@ pub async fn run(
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(wait) => {}
+                changed = async {
+                    if listing_open {
+                        listing.changed().await
+                    } else {
+                        std::future::pending().await
+                    }
+                } => {
+                    // The contracts' loop gone (its term ended): the last
+                    // listing stands.
+                    listing_open = changed.is_ok();
+                }
                 next = changes.next() => {
                     if next.is_none() {
                         // The watches never end; should they, passes go on
@@ -91,21 +159,29 @@ pub async fn run(
 async fn pass(
     client: &Client,
     settings: &Settings,
-    last_skipped: &mut BTreeSet<String>,
+    buyers: BuyerPolicies,
+    session: &SharedSession,
+    memory: &mut Memory,
 ) -> Result<Outcome, cluster::IsolationError> {
-    let (observed, owned) = cluster::observe(client, &settings.protected).await?;
-    let plan = render::plan(&observed, settings);
+    let (mut observed, owned) = cluster::observe(client, &settings.protected).await?;
+    observed.buyer_policies = buyers;
+    let mut plan = render::plan(&observed, settings);
     // Said once while it lasts, not every pass.
     let skipped: BTreeSet<String> = plan
         .skipped
         .iter()
         .map(|s| format!("{}: {}", s.what, s.why))
         .collect();
-    for s in skipped.difference(last_skipped) {
+    for s in skipped.difference(&memory.last_skipped) {
         tracing::warn!("not rendered: {s}");
     }
-    *last_skipped = skipped;
+    memory.last_skipped = skipped;
     let written = cluster::apply(client, &plan, owned).await?;
+    // A buyer's policy whose NetworkPolicy the API server refused is not
+    // applied.
+    for report in plan.reports.values_mut() {
+        not_written(report, &written.refused_policies);
+    }
     for r in &written.refused {
         tracing::warn!("{r}");
     }
@@ -118,10 +194,86 @@ async fn pass(
             "isolation policies written"
         );
     }
+    let reports_pending = send_reports(&plan, &observed.buyer_policies, session, memory).await;
     Ok(Outcome {
         consumers: plan.tenants.len(),
         policies: plan.policies.len(),
+        buyer_applied: plan.reports.values().map(|r| r.applied.len()).sum(),
+        buyer_refused: plan.reports.values().map(|r| r.refused.len()).sum(),
+        reports_pending,
     })
+}
+
+/// Move the applied policies of `report` whose NetworkPolicy could not be
+/// written (`refused`: `<namespace>/<name>` → why) to its refused ones.
+pub fn not_written(report: &mut TenantPolicyReport, refused: &BTreeMap<String, String>) {
+    let (kept, lost): (Vec<_>, Vec<_>) = std::mem::take(&mut report.applied)
+        .into_iter()
+        .partition(|a| a.network_policies.iter().all(|n| !refused.contains_key(n)));
+    report.applied = kept;
+    for a in lost {
+        let why: Vec<String> = a
+            .network_policies
+            .iter()
+            .filter_map(|n| {
+                refused
+                    .get(n)
+                    .map(|why| format!("NetworkPolicy {n}: {why}"))
+            })
+            .collect();
+        report
+            .refused
+            .push(catalog_client::wire::tenant_policy::RefusedTenantPolicy {
+                name: a.name,
+                reason: why.join("; "),
+            });
+    }
+}
+
+/// Send each contract's report that the catalog does not hold yet;
+/// whether one failed.
+async fn send_reports(
+    plan: &render::Plan,
+    buyers: &BuyerPolicies,
+    session: &SharedSession,
+    memory: &mut Memory,
+) -> bool {
+    let held: BTreeMap<&str, Option<&TenantPolicyReport>> = buyers
+        .values()
+        .map(|b| (b.contract.as_str(), b.reported.as_ref()))
+        .collect();
+    memory.sent.retain(|id, _| plan.reports.contains_key(id));
+    memory.failing.retain(|id| plan.reports.contains_key(id));
+    let mut pending = false;
+    for (contract, report) in &plan.reports {
+        let on_contract = held.get(contract.as_str()).copied().flatten();
+        if on_contract == Some(report) || memory.sent.get(contract) == Some(report) {
+            continue;
+        }
+        let sent = session
+            .lock()
+            .await
+            .report_network_policy(contract, report)
+            .await;
+        match sent {
+            Ok(()) => {
+                tracing::info!(%contract, revision = report.revision, applied = report.applied.len(), refused = report.refused.len(), "buyer's network policy reported");
+                memory.failing.remove(contract);
+                memory.sent.insert(contract.clone(), report.clone());
+            }
+            // Ended (or gone) since the listing: nothing to report to.
+            Err(CatalogError::Ended(_)) | Err(CatalogError::NotFound(_)) => {
+                memory.sent.insert(contract.clone(), report.clone());
+            }
+            Err(error) => {
+                if memory.failing.insert(contract.clone()) {
+                    tracing::warn!(%contract, %error, "cannot report the buyer's network policy; trying again next pass");
+                }
+                pending = true;
+            }
+        }
+    }
+    pending
 }
 
 /// One item per change of a namespace, a Configuration or a
@@ -157,4 +309,38 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
         )
         .boxed(),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use catalog_client::wire::tenant_policy::AppliedTenantPolicy;
+
+    use super::*;
+
+    #[test]
+    fn a_policy_the_api_server_refused_is_reported_refused() {
+        let mut report = TenantPolicyReport {
+            revision: 2,
+            applied: vec![
+                AppliedTenantPolicy {
+                    name: "a".into(),
+                    network_policies: vec!["ns/np-a".into()],
+                },
+                AppliedTenantPolicy {
+                    name: "b".into(),
+                    network_policies: vec!["ns/np-b".into()],
+                },
+            ],
+            refused: Vec::new(),
+        };
+        let refused = BTreeMap::from([("ns/np-b".to_string(), "exists, not ours".to_string())]);
+        not_written(&mut report, &refused);
+        assert_eq!(report.applied.len(), 1);
+        assert_eq!(report.applied[0].name, "a");
+        assert_eq!(report.refused.len(), 1);
+        assert_eq!(report.refused[0].name, "b");
+        assert!(report.refused[0]
+            .reason
+            .contains("ns/np-b: exists, not ours"));
+    }
 }

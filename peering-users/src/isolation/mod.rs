@@ -8,7 +8,9 @@
 //! credentials: each consumer's offloaded namespaces admit only that
 //! consumer (here and, by its remapped CIDRs, in its other clusters), DNS
 //! and the provider's opt-ins; the provider's protected namespaces admit
-//! no consumer. What is rendered, and why: [`render`]. Whether the
+//! no consumer. A buyer may add its own policy for its pods here, read
+//! from its contracts and rendered never wider than that
+//! ([`render::buyer`]). What is rendered, and why: [`render`]. Whether the
 //! cluster's CNI enforces it on traffic that arrives through Liqo's
 //! gateway is not documented by Liqo: `docs/isolation.md` says how to
 //! check.

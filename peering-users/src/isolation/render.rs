@@ -24,6 +24,12 @@
 //!   the internal ranges and the tenants' CIDRs), ingress from namespaces it
 //!   names (its ingress controller, its monitoring).
 //!
+//! A buyer may ask for its own policy on its pods here ([`buyer`]): it is
+//! rendered beside, never wider than, the above, and in a namespace where
+//! such policies select pods for a direction, the tenant isolation for
+//! that direction is split off and narrowed to the pods none of them
+//! selects ([`complement`]), as policies add up.
+//!
 //! In each protected namespace, one ingress policy admits every namespace
 //! that is not a consumer's, Liqo's tenant namespaces, and every address
 //! but the consumers' CIDRs. NetworkPolicies add up (an allow never
@@ -43,16 +49,25 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use catalog_client::wire::TenantPolicyReport;
+
+pub mod buyer;
+pub mod complement;
+
+pub use buyer::{BuyerPolicies, BuyerPolicy};
+
 /// Marks the policies this controller owns (and only those are changed or
 /// deleted by it).
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "liqo-broker-isolation";
-/// `tenant` or `protection`: which of the two policies it is.
+/// `tenant`, `protection` or `buyer` ([`buyer::ROLE`]): which policy it is.
 pub const ROLE_LABEL: &str = "broker.liqo-broker.io/isolation";
 /// The selector that lists this controller's policies.
 pub const OWNED_SELECTOR: &str = "app.kubernetes.io/managed-by=liqo-broker-isolation";
 
-/// The policy in each of a consumer's namespaces.
+/// The policy in each of a consumer's namespaces; in a namespace where
+/// a buyer's policies select pods, `<this>-ingress-<i>` and
+/// `<this>-egress-<i>` instead.
 pub const TENANT_POLICY: &str = "liqo-broker-tenant-isolation";
 /// The policy in each protected namespace.
 pub const PROTECTION_POLICY: &str = "liqo-broker-provider-protection";
@@ -95,16 +110,24 @@ pub struct Namespace {
     pub labels: BTreeMap<String, String>,
 }
 
-/// A Liqo `Configuration` as read: where it is, whose it says it is, and
-/// the remapped CIDRs of its status (text, as written).
+/// A Liqo `Configuration` as read: where it is, whose it says it is, the
+/// remapped CIDRs of its status and the consumer's real ones of its spec
+/// (text, as written; `configuration_types.go:43-70`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Configuration {
     pub namespace: String,
     pub name: String,
     /// Its `liqo.io/remote-cluster-id` label.
     pub cluster_id: Option<String>,
+    /// `status.remote.cidr.pod`: as this provider sees them.
     pub pod: Vec<String>,
+    /// `status.remote.cidr.external`.
     pub external: Vec<String>,
+    /// `spec.remote.cidr.pod`: the consumer's own (paired with `pod` by
+    /// index).
+    pub real_pod: Vec<String>,
+    /// `spec.remote.cidr.external`.
+    pub real_external: Vec<String>,
 }
 
 /// Everything a decision reads.
@@ -115,6 +138,9 @@ pub struct Observed {
     /// Per protected namespace, the names of the ingress policies others
     /// wrote there.
     pub foreign_ingress: BTreeMap<String, Vec<String>>,
+    /// The buyers' own policies, by consumer cluster ID
+    /// ([`buyer::from_contracts`]).
+    pub buyer_policies: BuyerPolicies,
 }
 
 /// A consumer's CIDRs as this provider sees them.
@@ -154,6 +180,8 @@ pub struct Plan {
     /// Consumers by cluster ID.
     pub tenants: BTreeMap<String, Tenant>,
     pub skipped: Vec<Skipped>,
+    /// Per contract carrying a buyer's policy, what became of it.
+    pub reports: BTreeMap<String, TenantPolicyReport>,
 }
 
 /// The consumer a namespace belongs to: its `liqo.io/remote-cluster-id`,
@@ -171,7 +199,18 @@ pub fn consumer_of(labels: &BTreeMap<String, String>) -> Option<&str> {
 /// Decide the policies.
 pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
     if !settings.enabled {
-        return Plan::default();
+        let reports = observed
+            .buyer_policies
+            .values()
+            .map(|b| {
+                let why = "tenant isolation is off on this provider (--isolation=false)";
+                (b.contract.clone(), buyer::refuse_all(b, why))
+            })
+            .collect();
+        return Plan {
+            reports,
+            ..Plan::default()
+        };
     }
     let mut skipped = Vec::new();
     let mut tenants: BTreeMap<String, Tenant> = BTreeMap::new();
@@ -202,6 +241,22 @@ pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
         .collect();
 
     let mut policies = Vec::new();
+    let mut reports = BTreeMap::new();
+    let mut narrowed: BTreeMap<String, buyer::Narrowed> = BTreeMap::new();
+    for (id, wanted) in &observed.buyer_policies {
+        let tenant = tenants.get(id);
+        let ctx = buyer::Context {
+            id,
+            tenant,
+            translations: buyer::translations(observed, id, tenant.and_then(|t| t.ranges.as_ref())),
+            every_range: &every_range,
+            settings,
+        };
+        let rendered = buyer::render(&ctx, wanted);
+        policies.extend(rendered.policies);
+        narrowed.extend(rendered.narrowed);
+        reports.insert(wanted.contract.clone(), rendered.report);
+    }
     for (id, tenant) in &tenants {
         for ns in &tenant.namespaces {
             if settings.protected.contains(ns) {
@@ -211,7 +266,12 @@ pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
                 });
                 continue;
             }
-            policies.push(tenant_policy(ns, id, tenant, &every_range, settings));
+            match narrowed.get(ns) {
+                Some(n) if n.ingress.is_some() || n.egress.is_some() => policies.extend(
+                    split_tenant_policies(ns, id, tenant, n, &every_range, settings),
+                ),
+                _ => policies.push(tenant_policy(ns, id, tenant, &every_range, settings)),
+            }
         }
     }
     let present: BTreeSet<&str> = observed
@@ -242,6 +302,7 @@ pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
         policies,
         tenants,
         skipped,
+        reports,
     }
 }
 
@@ -417,17 +478,50 @@ fn excepted<'a>(cidrs: impl IntoIterator<Item = &'a Ipv4Net>) -> Vec<String> {
         .collect()
 }
 
-fn tenant_policy(
-    namespace: &str,
-    id: &str,
-    tenant: &Tenant,
-    every_range: &BTreeSet<Ipv4Net>,
-    settings: &Settings,
-) -> NetworkPolicy {
+/// What the default isolation admits of consumer `id` itself: its
+/// namespaces here and its ranges as this provider sees them.
+fn own_peers(id: &str, tenant: &Tenant) -> Vec<NetworkPolicyPeer> {
     let mut same: Vec<NetworkPolicyPeer> = vec![consumer_namespaces(id)];
     if let Some(ranges) = &tenant.ranges {
         same.extend(ranges.all().map(|net| block(net, Vec::new())));
     }
+    same
+}
+
+/// Egress to the cluster DNS, port 53 UDP and TCP.
+fn dns_rule(settings: &Settings) -> NetworkPolicyEgressRule {
+    let dns_port = |protocol: &str| NetworkPolicyPort {
+        port: Some(IntOrString::Int(53)),
+        protocol: Some(protocol.to_string()),
+        end_port: None,
+    };
+    NetworkPolicyEgressRule {
+        to: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_string(),
+                    settings.dns_namespace.clone(),
+                )])),
+                match_expressions: None,
+            }),
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(settings.dns_pod_labels.clone()),
+                match_expressions: None,
+            }),
+            ip_block: None,
+        }]),
+        ports: Some(vec![dns_port("UDP"), dns_port("TCP")]),
+    }
+}
+
+/// The tenant isolation's rules, each direction.
+fn tenant_rules(
+    id: &str,
+    tenant: &Tenant,
+    every_range: &BTreeSet<Ipv4Net>,
+    settings: &Settings,
+) -> (Vec<NetworkPolicyIngressRule>, Vec<NetworkPolicyEgressRule>) {
+    let same = own_peers(id, tenant);
     let mut ingress = vec![NetworkPolicyIngressRule {
         from: Some(same.clone()),
         ports: None,
@@ -438,33 +532,12 @@ fn tenant_policy(
             ports: None,
         });
     }
-    let dns_port = |protocol: &str| NetworkPolicyPort {
-        port: Some(IntOrString::Int(53)),
-        protocol: Some(protocol.to_string()),
-        end_port: None,
-    };
     let mut egress = vec![
         NetworkPolicyEgressRule {
             to: Some(same),
             ports: None,
         },
-        NetworkPolicyEgressRule {
-            to: Some(vec![NetworkPolicyPeer {
-                namespace_selector: Some(LabelSelector {
-                    match_labels: Some(BTreeMap::from([(
-                        "kubernetes.io/metadata.name".to_string(),
-                        settings.dns_namespace.clone(),
-                    )])),
-                    match_expressions: None,
-                }),
-                pod_selector: Some(LabelSelector {
-                    match_labels: Some(settings.dns_pod_labels.clone()),
-                    match_expressions: None,
-                }),
-                ip_block: None,
-            }]),
-            ports: Some(vec![dns_port("UDP"), dns_port("TCP")]),
-        },
+        dns_rule(settings),
     ];
     if settings.internet_egress {
         egress.push(NetworkPolicyEgressRule {
@@ -475,6 +548,17 @@ fn tenant_policy(
             ports: None,
         });
     }
+    (ingress, egress)
+}
+
+fn tenant_policy(
+    namespace: &str,
+    id: &str,
+    tenant: &Tenant,
+    every_range: &BTreeSet<Ipv4Net>,
+    settings: &Settings,
+) -> NetworkPolicy {
+    let (ingress, egress) = tenant_rules(id, tenant, every_range, settings);
     NetworkPolicy {
         metadata: meta(namespace, TENANT_POLICY, "tenant"),
         spec: Some(NetworkPolicySpec {
@@ -484,6 +568,45 @@ fn tenant_policy(
             egress: Some(egress),
         }),
     }
+}
+
+/// The tenant isolation of a namespace where a buyer's policies select
+/// pods: per direction, one policy per term of the pods none of them
+/// selects for it (`<TENANT_POLICY>-ingress-<i>`, `-egress-<i>`; a
+/// direction no buyer policy has: one term, every pod).
+fn split_tenant_policies(
+    namespace: &str,
+    id: &str,
+    tenant: &Tenant,
+    narrowed: &buyer::Narrowed,
+    every_range: &BTreeSet<Ipv4Net>,
+    settings: &Settings,
+) -> Vec<NetworkPolicy> {
+    let (ingress, egress) = tenant_rules(id, tenant, every_range, settings);
+    let mut out = Vec::new();
+    for (direction, kind, terms) in [
+        ("ingress", "Ingress", &narrowed.ingress),
+        ("egress", "Egress", &narrowed.egress),
+    ] {
+        let terms = terms.clone().unwrap_or_else(complement::everything);
+        for (i, term) in terms.iter().enumerate() {
+            let is_ingress = direction == "ingress";
+            out.push(NetworkPolicy {
+                metadata: meta(
+                    namespace,
+                    &format!("{TENANT_POLICY}-{direction}-{i}"),
+                    "tenant",
+                ),
+                spec: Some(NetworkPolicySpec {
+                    pod_selector: Some(term.selector()),
+                    policy_types: Some(vec![kind.into()]),
+                    ingress: is_ingress.then(|| ingress.clone()),
+                    egress: (!is_ingress).then(|| egress.clone()),
+                }),
+            });
+        }
+    }
+    out
 }
 
 fn protection_policy(namespace: &str, every_range: &BTreeSet<Ipv4Net>) -> NetworkPolicy {
@@ -538,3 +661,6 @@ pub fn default_internal() -> Vec<Ipv4Net> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod buyer_tests;

@@ -33,9 +33,14 @@ pub fn level(enabled: bool, verdict: Option<&Verdict>) -> IsolationLevel {
     }
 }
 
+/// The catalog session the isolation's reports share (the level here,
+/// the buyers' policies' reports in [`super::controller`]), held only for
+/// one call at a time.
+pub type SharedSession = std::sync::Arc<tokio::sync::Mutex<Session>>;
+
 /// Report the level until `stop`.
 pub async fn run(
-    session: &mut Session,
+    session: SharedSession,
     enabled: bool,
     mut verdicts: watch::Receiver<Option<Verdict>>,
     every: Duration,
@@ -47,7 +52,8 @@ pub async fn run(
         let mut failing = false;
         loop {
             let level = level(enabled, verdicts.borrow_and_update().as_ref());
-            let wait = match session.report_isolation(level).await {
+            let sent = session.lock().await.report_isolation(level).await;
+            let wait = match sent {
                 Ok(()) => {
                     if failing {
                         tracing::info!(level = level.as_str(), "isolation level reported again");

@@ -690,6 +690,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
     ensure!(
         kept == BTreeSet::from([
             "customresourcedefinition.apiextensions.k8s.io/marketautoscalers.broker.liqo-broker.io",
+            "customresourcedefinition.apiextensions.k8s.io/multiclusternetworkpolicies.broker.liqo-broker.io",
             "customresourcedefinition.apiextensions.k8s.io/purchases.broker.liqo-broker.io",
             "customresourcedefinition.apiextensions.k8s.io/servicecatalogs.broker.liqo-broker.io",
         ]),

@@ -30,8 +30,10 @@ pub const POLICIES: (&str, &str) = ("networking.k8s.io", "networkpolicies");
 /// kind's pod CIDR, on every cluster here; Liqo's default external CIDR.
 pub const POD_CIDR: &str = "10.244.0.0/16";
 pub const EXTERNAL_CIDR: &str = "10.70.0.0/16";
-pub const PROVIDER_ID: &str = "provider";
-pub const VIRTUAL_NODE: &str = "liqo-provider";
+/// The provider's cluster ID, in Liqo and in the catalog
+/// (`e2e::catalog::provider(1)`).
+pub const PROVIDER_ID: &str = "cluster-1";
+pub const VIRTUAL_NODE: &str = "liqo-cluster-1";
 
 pub fn with_pod_cidr() -> ClusterOptions {
     ClusterOptions {

@@ -67,6 +67,7 @@ mod cli;
 mod controllers_unreachable_api;
 mod duration_grammar;
 mod install_with_kubectl;
+mod multicluster_policy;
 mod orchestrator;
 mod peering_users;
 mod peering_users_handover;

@@ -7,6 +7,9 @@
 //! | `PUT /contracts/{id}/state` | its consumer | `{state, reason?, consumerClusterID?}` → 200 |
 //! | `POST /contracts/{id}/extend` | its consumer | `{durationSeconds?}` (`{}`: the defaults) → 200, same id, later `expiresAt` |
 //! | `PUT /provider/contracts/{id}/peering` | its provider | `{kubeconfig}` → 200, the contract's own peering user |
+//! | `PUT /contracts/{id}/network-policy` | its consumer | a `TenantPolicy` → 200, the stored `ContractNetworkPolicy` |
+//! | `DELETE /contracts/{id}/network-policy` | its consumer | → 204 |
+//! | `PUT /provider/contracts/{id}/network-policy/status` | its provider | a `TenantPolicyReport` → 200, the stored `ContractNetworkPolicy` |
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -14,6 +17,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{Contract, ContractFilter, Report};
+use super::network_policy::{self, ContractNetworkPolicy, TenantPolicy, TenantPolicyReport};
 use super::service::{self, viewer};
 use crate::auth::Caller;
 use crate::buying::error::BuyError;
@@ -288,6 +292,143 @@ pub async fn extend(
     let body = read_json_body(&req, payload, state.max_body_bytes).await?;
     let asked: ExtendBody = parse_object(&body)?;
     Ok(HttpResponse::Ok().json(service::extend(&state, &id, &who, asked.duration_seconds).await?))
+}
+
+/// Set the buyer's network policy for its pods on the contract's provider
+/// (what the document means: `catalog_client::wire::tenant_policy`). The
+/// provider reads it on the contract (`networkPolicy`, in `GET /contracts`
+/// and `GET /contracts/{id}`), renders it within its default isolation and
+/// reports what it did (`PUT /provider/contracts/{id}/network-policy/status`).
+/// Each change is the next `revision`; the policy already stored changes
+/// nothing (a retry answers it as stored).
+#[utoipa::path(
+    put, path = "/contracts/{id}/network-policy", tag = "buying", operation_id = "putContractNetworkPolicy",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body(content = TenantPolicy, description = "The policies, at most 256 KiB of JSON; unknown fields are refused"),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own)"]))),
+    responses(
+        (status = 200, description = "Stored: the policy with its revision (one more than the last; unchanged for the policy already stored) and the provider's last report, if any", body = ContractNetworkPolicy),
+        (status = 400, description = "Invalid body; `field` names the bad field (e.g. `policies[0].namespace`; nothing changed)", body = ErrorBody),
+        (status = 403, description = "The contract's provider or an admin (only its consumer sets it)", body = ErrorBody),
+        (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
+        (status = 409, description = "The contract ended", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn put_network_policy(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    let body = read_json_body(&req, payload, network_policy::MAX_BODY_BYTES).await?;
+    // Whose contract it is, and whether it lives, is answered before the
+    // body's check (404 for a contract that is not the caller's, whatever
+    // it sent).
+    let r = service::network_policy_contract(&state, &id, &who).await?;
+    let policy: TenantPolicy = parse_whole(&body)?;
+    policy
+        .check()
+        .map_err(|e| BuyError::bad_request(e.field, e.message))?;
+    Ok(HttpResponse::Ok().json(service::set_network_policy(&state, r, policy).await?))
+}
+
+/// Remove the buyer's network policy: the provider goes back to its
+/// default isolation. None set is done already.
+#[utoipa::path(
+    delete, path = "/contracts/{id}/network-policy", tag = "buying", operation_id = "deleteContractNetworkPolicy",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["consumer (own)"]))),
+    responses(
+        (status = 204, description = "Removed, or there was none"),
+        (status = 403, description = "The contract's provider or an admin (only its consumer removes it)", body = ErrorBody),
+        (status = 404, description = "No such contract, or not the caller's", body = ErrorBody),
+        (status = 409, description = "The contract ended (its policy no longer changes)", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn delete_network_policy(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, BuyError> {
+    let who = viewer(&caller)?;
+    service::remove_network_policy(&state, &id, &who).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Report what the provider did with a revision of the contract's network
+/// policy: the policies applied (with the NetworkPolicies holding them)
+/// and those refused, and why. The buyer reads it on the contract
+/// (`networkPolicy.report`). A report older than the stored report's is
+/// ignored (200, nothing changed).
+#[utoipa::path(
+    put, path = "/provider/contracts/{id}/network-policy/status", tag = "buying", operation_id = "reportContractNetworkPolicy",
+    params(("id" = String, Path, description = "Contract (purchase) id")),
+    request_body(content = TenantPolicyReport, description = "The report, at most 256 KiB of JSON; unknown fields are refused"),
+    security(("bearer" = [])),
+    extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
+    responses(
+        (status = 200, description = "Recorded (or ignored, as older than the stored report): the policy as now stored", body = ContractNetworkPolicy),
+        (status = 400, description = "Invalid body; `field` names the bad field (nothing changed)", body = ErrorBody),
+        (status = 403, description = "Not a provider, or the provider is disabled", body = ErrorBody),
+        (status = 404, description = "No such contract, or not sold by the caller's cluster", body = ErrorBody),
+        (status = 409, description = "The contract ended, has no network policy, or is at an earlier revision than the report names", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB", body = ErrorBody),
+        crate::http::StoreUnreachable,
+    )
+)]
+pub async fn report_network_policy(
+    state: web::Data<Buying>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, BuyError> {
+    caller.require(crate::auth::Role::Provider)?;
+    let who = viewer(&caller)?;
+    let body = read_json_body(&req, payload, network_policy::MAX_BODY_BYTES).await?;
+    let r = service::reporting_provider_contract(&state, &id, &who).await?;
+    let report: TenantPolicyReport = parse_whole(&body)?;
+    report
+        .check()
+        .map_err(|e| BuyError::bad_request(e.field, e.message))?;
+    Ok(HttpResponse::Ok().json(service::report_network_policy(&state, r, report).await?))
+}
+
+/// [`parse_object`], with every whole number written as a decimal (`2.0`)
+/// read as the integer it is: JSON has one number type, and JSON Schema's
+/// `integer` admits both spellings (generated clients may send either),
+/// while the wire types read integers (`revision`, ports).
+fn parse_whole<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BuyError> {
+    fn whole(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Number(n) if !(n.is_u64() || n.is_i64()) => {
+                if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                    if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                        *v = serde_json::Value::from(f as u64);
+                    } else if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+                        *v = serde_json::Value::from(f as i64);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(whole),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(whole),
+            _ => {}
+        }
+    }
+    // Malformed JSON is named by `parse_object` as it always is.
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Ok(parse_object(body)?);
+    };
+    whole(&mut value);
+    let normalised = serde_json::to_vec(&value).map_err(|e| BuyError::internal(e.to_string()))?;
+    Ok(parse_object(&normalised)?)
 }
 
 #[cfg(test)]

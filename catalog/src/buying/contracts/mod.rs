@@ -14,12 +14,16 @@
 //!   per provider (pure; the stores write it atomically).
 //! - [`extension`]: contracts that continue — extending one before it
 //!   ends (pure).
+//! - [`network_policy`]: the buyer's network policy carried on a contract
+//!   and its provider's report — revisions, who may change what (pure).
 //! - [`http`]: the `/contracts` endpoints and the provider's
-//!   `/provider/contracts/{id}/peering`.
+//!   `/provider/contracts/{id}/peering` and
+//!   `/provider/contracts/{id}/network-policy/status`.
 
 pub mod claim;
 pub mod extension;
 pub mod http;
 pub mod model;
+pub mod network_policy;
 pub mod peering;
 pub mod service;

@@ -15,6 +15,9 @@ use super::model::{
     self, check_report, party, report_step, Contract, ContractCredentials, ContractFilter, Order,
     Party, Report, ReportError, V1Credentials, Viewer,
 };
+use super::network_policy::{
+    self as policy_rules, ContractNetworkPolicy, PolicyRefusal, TenantPolicy, TenantPolicyReport,
+};
 use super::peering::{self, attach_step, check_attach, AttachError, Source};
 use crate::auth::{Caller, Role};
 use crate::buying::error::BuyError;
@@ -223,11 +226,12 @@ pub async fn list(
     let now = crate::store::now();
     let mut out = Vec::new();
     for r in records {
-        if r.contract.is_none() || party(&r, who).is_none() {
+        let Some(p) = party(&r, who).filter(|_| r.contract.is_some()) else {
             continue;
-        }
+        };
         let r = settle(state, r).await?;
-        if let Some(c) = view(state, &r, now).filter(|c| filter.matches(c)) {
+        if let Some(mut c) = view(state, &r, now).filter(|c| filter.matches(c)) {
+            for_party(&mut c, p);
             out.push(c);
         }
     }
@@ -273,12 +277,21 @@ pub async fn get(state: &Buying, id: &str, who: &Viewer) -> Result<Contract, Buy
     };
     let r = settle(state, r).await?;
     let mut c = view(state, &r, crate::store::now()).ok_or_else(|| not_found(id))?;
+    for_party(&mut c, p);
     if p == Party::Consumer && c.active {
         let released = credentials(state, &r).await?;
         promised_only_what_is_released(&mut c, &released);
         c.credentials = Some(released);
     }
     Ok(c)
+}
+
+/// Contract `c` as party `p` may see it: its network policy is for its
+/// consumer and provider only (not an admin looking on).
+fn for_party(c: &mut Contract, p: Party) {
+    if p == Party::Admin {
+        c.network_policy = None;
+    }
 }
 
 /// A contract that reads `credentialsReady` but whose kubeconfig could not
@@ -421,6 +434,150 @@ pub async fn extend(
 fn extend_refused(id: &str, e: ExtendError) -> BuyError {
     match e {
         ExtendError::NotAContract(_) => not_found(id),
+        e => BuyError::conflict(e.to_string()),
+    }
+}
+
+/// The record of contract `id` whose network policy its consumer `who`
+/// may set now: 403 for its provider or an admin, 404 for others, 409
+/// once ended.
+pub async fn network_policy_contract(
+    state: &Buying,
+    id: &str,
+    who: &Viewer,
+) -> Result<Reservation, BuyError> {
+    let r = consumers_contract(state, id, who, "sets its network policy").await?;
+    policy_rules::check_live(&r, crate::store::now()).map_err(|e| policy_refused(id, e))?;
+    Ok(r)
+}
+
+/// The record of contract `id` for its provider `who` reporting on its
+/// network policy: 404 for anyone else's, 403 while the provider is
+/// disabled.
+pub async fn reporting_provider_contract(
+    state: &Buying,
+    id: &str,
+    who: &Viewer,
+) -> Result<Reservation, BuyError> {
+    let r = contract_record(state, id).await?;
+    // Only the provider that sold it: for anyone else it does not exist.
+    if !who.provider || r.cluster_id != who.subject {
+        return Err(not_found(id));
+    }
+    crate::buying::service::ensure_enabled(state, &r.cluster_id).await?;
+    Ok(r)
+}
+
+/// Set `policy` (already checked) on contract `r` (from
+/// [`network_policy_contract`]; 409 once ended); the policy as stored,
+/// with its revision. The policy already stored changes
+/// nothing and is answered as it is.
+pub async fn set_network_policy(
+    state: &Buying,
+    r: Reservation,
+    policy: TenantPolicy,
+) -> Result<ContractNetworkPolicy, BuyError> {
+    let id = r.id.as_str();
+    let now = crate::store::now();
+    if let Some(p) = policy_rules::stored(&r).filter(|p| p.policy == policy) {
+        return Ok(p.clone());
+    }
+    let asked = policy.clone();
+    let decide =
+        Arc::new(move |r: &Reservation| -> Step { policy_rules::set_step(r, &asked, now) });
+    let written = match state.store.update(id, decide).await {
+        Ok(w) => w,
+        Err(TransitionError::WrongState(current)) => {
+            policy_rules::check_live(&current, now).map_err(|e| policy_refused(id, e))?;
+            // Refused while live: the same policy was stored meanwhile.
+            return policy_rules::stored(&current)
+                .filter(|p| p.policy == policy)
+                .cloned()
+                .ok_or_else(|| {
+                    BuyError::conflict(format!("contract {id} changed meanwhile; retry"))
+                });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let stored = policy_rules::stored(&written)
+        .cloned()
+        .ok_or_else(|| BuyError::internal(format!("contract {id}: network policy not stored")))?;
+    tracing::info!(contract = %id, revision = stored.revision, policies = stored.policy.policies.len(), "contract network policy set");
+    Ok(stored)
+}
+
+/// Remove contract `id`'s network policy as its consumer `who` (403 for
+/// its provider or an admin, 404 for others); none is done already. An
+/// ended contract's policy no longer changes (409).
+pub async fn remove_network_policy(state: &Buying, id: &str, who: &Viewer) -> Result<(), BuyError> {
+    let r = consumers_contract(state, id, who, "removes its network policy").await?;
+    if policy_rules::stored(&r).is_none() {
+        return Ok(());
+    }
+    let now = crate::store::now();
+    policy_rules::check_live(&r, now).map_err(|e| policy_refused(id, e))?;
+    let decide = Arc::new(move |r: &Reservation| -> Step { policy_rules::remove_step(r, now) });
+    match state.store.update(id, decide).await {
+        Ok(_) => {
+            tracing::info!(contract = %id, "contract network policy removed");
+            Ok(())
+        }
+        Err(TransitionError::WrongState(current)) => {
+            if policy_rules::stored(&current).is_none() {
+                return Ok(());
+            }
+            policy_rules::check_live(&current, now).map_err(|e| policy_refused(id, e))?;
+            Err(BuyError::conflict(format!(
+                "contract {id} changed meanwhile; retry"
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Record the provider's `report` (already checked) on contract `r` (from
+/// [`reporting_provider_contract`]; 409 once ended, without a policy, or
+/// naming a revision beyond the stored one); the policy as now stored. A report older than the stored report's changes nothing.
+pub async fn report_network_policy(
+    state: &Buying,
+    r: Reservation,
+    report: TenantPolicyReport,
+) -> Result<ContractNetworkPolicy, BuyError> {
+    let id = r.id.as_str();
+    let now = crate::store::now();
+    policy_rules::check_report(&r, &report, now).map_err(|e| policy_refused(id, e))?;
+    let current = |r: &Reservation| {
+        policy_rules::stored(r)
+            .cloned()
+            .ok_or_else(|| policy_refused(id, PolicyRefusal::NoPolicy(id.to_string())))
+    };
+    if policy_rules::report_is_stale(&r, &report) {
+        return current(&r);
+    }
+    let asked = report.clone();
+    let decide =
+        Arc::new(move |r: &Reservation| -> Step { policy_rules::report_step(r, &asked, now) });
+    let written = match state.store.update(id, decide).await {
+        Ok(w) => w,
+        Err(TransitionError::WrongState(now_stored)) => {
+            policy_rules::check_report(&now_stored, &report, now)
+                .map_err(|e| policy_refused(id, e))?;
+            if policy_rules::report_is_stale(&now_stored, &report) {
+                return current(&now_stored);
+            }
+            return Err(BuyError::conflict(format!(
+                "contract {id} changed meanwhile; retry"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(contract = %id, revision = report.revision, applied = report.applied.len(), refused = report.refused.len(), "contract network policy reported");
+    current(&written)
+}
+
+fn policy_refused(id: &str, e: PolicyRefusal) -> BuyError {
+    match e {
+        PolicyRefusal::NotAContract(_) => not_found(id),
         e => BuyError::conflict(e.to_string()),
     }
 }

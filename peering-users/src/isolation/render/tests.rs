@@ -48,6 +48,7 @@ fn conf(id: &str, pod: &str, external: &str) -> Configuration {
         cluster_id: Some(id.into()),
         pod: vec![pod.into()],
         external: vec![external.into()],
+        ..Configuration::default()
     }
 }
 
@@ -71,6 +72,7 @@ fn market() -> Observed {
             conf("bob", "10.81.0.0/16", "10.82.0.0/16"),
         ],
         foreign_ingress: BTreeMap::new(),
+        ..Observed::default()
     }
 }
 
@@ -204,6 +206,7 @@ fn configurations_outside_their_tenant_namespace_or_too_wide_or_overlapping_are_
         cluster_id: Some("alice".into()),
         pod: vec!["10.90.0.0/16".into()],
         external: vec![],
+        ..Configuration::default()
     });
     observed.configurations.push(Configuration {
         namespace: "liqo-tenant-bob".into(),
@@ -215,6 +218,7 @@ fn configurations_outside_their_tenant_namespace_or_too_wide_or_overlapping_are_
             "fd00::/64".into(),
         ],
         external: vec![],
+        ..Configuration::default()
     });
     let plan = plan(&observed, &settings());
     let whats: Vec<&str> = plan.skipped.iter().map(|s| s.what.as_str()).collect();

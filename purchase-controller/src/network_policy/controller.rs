@@ -1,0 +1,281 @@
+//! The loop, while this replica leads: a pass reads the policies and what
+//! they refer to, refines them ([`refine`]), writes this cluster's
+//! NetworkPolicies ([`cluster::apply`]), puts each provider's document on
+//! its contracts ([`Catalog::deliver`]) and the statuses. A pass runs at
+//! the start, whenever a policy, a pod, a Service, a node, a
+//! NamespaceOffloading, a Configuration or one of its NetworkPolicies
+//! changes (watches used as triggers only; changes that arrive together
+//! make one pass), after a failure (backed off), and every
+//! `--network-policy-interval`, which is how providers' reports come in.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use controller_core::clock::now_rfc3339;
+use controller_core::liqo::{CONFIGURATION, NAMESPACE_OFFLOADING};
+use controller_core::retry;
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::catalog::{Catalog, CatalogSettings};
+use super::cluster;
+use super::model::MultiClusterNetworkPolicy;
+use super::refine::{self, MANAGED_BY, MANAGED_BY_LABEL};
+use super::snapshot::{Dns, Snapshot};
+use super::status::{self, Delivery, Told};
+
+/// The loop's settings (the `--network-policy*` flags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// This consumer's cluster ID.
+    pub consumer: String,
+    pub domain: String,
+    pub full_masquerade: BTreeSet<String>,
+    pub dns: Option<Dns>,
+    pub interval: Duration,
+    /// `None`: providers are not told.
+    pub catalog: Option<CatalogSettings>,
+}
+
+/// Run passes until `stop`.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    http: reqwest::Client,
+    stop: CancellationToken,
+) {
+    let span = tracing::info_span!("network_policies", domain = %settings.domain);
+    async move {
+        tracing::info!(
+            catalog = settings.catalog.as_ref().map(|c| c.url.as_str()),
+            full_masquerade = ?settings.full_masquerade,
+            "multi-cluster network policies started"
+        );
+        let mut catalog = settings.catalog.clone().map(|c| Catalog::new(c, http));
+        let mut changes = triggers(&client).boxed();
+        let mut backoff = retry::api_backoff();
+        let mut failures = retry::Failures::new("refine multi-cluster network policies");
+        loop {
+            let wait = match pass(&client, &settings, catalog.as_mut()).await {
+                Ok(()) => {
+                    failures.succeeded();
+                    backoff.reset();
+                    settings.interval
+                }
+                Err(error) => {
+                    failures.failed(&error);
+                    backoff.next_delay().min(settings.interval)
+                }
+            };
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(wait) => {}
+                next = changes.next() => {
+                    if next.is_none() {
+                        changes = futures::stream::pending().boxed();
+                    }
+                    while let Some(Some(_)) = changes.next().now_or_never() {}
+                }
+            }
+        }
+        tracing::info!("multi-cluster network policies stopped");
+    }
+    .instrument(span)
+    .await
+}
+
+/// One pass.
+async fn pass(
+    client: &Client,
+    settings: &Settings,
+    catalog: Option<&mut Catalog>,
+) -> Result<(), kube::Error> {
+    let observed = cluster::observe(client).await?;
+    let mut catalog = catalog;
+    let (mut session, mut told) = match catalog.as_deref() {
+        None => (
+            None,
+            Told::NoCatalogCredentials(
+                "no --network-policy-catalog and --network-policy-credentials".to_string(),
+            ),
+        ),
+        Some(c) => match c.session(client).await {
+            Ok(s) => (Some(s), Told::Sent),
+            Err(why) => (None, Told::NoCatalogCredentials(why)),
+        },
+    };
+    if let (Some(c), Some(s)) = (catalog.as_deref_mut(), session.as_mut()) {
+        if let Err(e) = c.refresh(s).await {
+            told = Told::CatalogUnavailable(e.to_string());
+            session = None;
+        }
+    }
+    let providers = catalog
+        .as_deref()
+        .and_then(|c| c.providers(&settings.consumer))
+        .unwrap_or(observed.purchased_from);
+    let snapshot = Snapshot {
+        consumer: settings.consumer.clone(),
+        domain: settings.domain.clone(),
+        providers: providers.clone(),
+        full_masquerade: settings.full_masquerade.clone(),
+        dns: settings.dns.clone(),
+        ..observed.snapshot
+    };
+    let outcomes: Vec<(
+        &MultiClusterNetworkPolicy,
+        Result<refine::Rendered, refine::Refusal>,
+    )> = observed
+        .policies
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| (p, refine::refine(p, &snapshot)))
+        .collect();
+    let desired: Vec<NetworkPolicy> = outcomes
+        .iter()
+        .filter_map(|(_, o)| o.as_ref().ok().map(|r| r.local.clone()))
+        .collect();
+    let applied = cluster::apply(client, &desired).await?;
+    let documents = refine::documents(
+        outcomes.iter().filter_map(|(_, o)| o.as_ref().ok()),
+        &providers,
+    );
+    let mut deliveries = BTreeMap::new();
+    if let (Some(c), Some(s)) = (catalog, session.as_mut()) {
+        match c.deliver(s, &settings.consumer, &documents).await {
+            Ok(d) => deliveries = d,
+            Err(e) => told = Told::CatalogUnavailable(e.to_string()),
+        }
+    }
+    let not_told = match &told {
+        Told::Sent => None,
+        Told::NoCatalogCredentials(why) => Some(format!("not told: {why}")),
+        Told::CatalogUnavailable(why) => Some(format!(
+            "not told for now (the catalog is unavailable): {why}"
+        )),
+    };
+    if let Some(why) = not_told {
+        for provider in &providers {
+            deliveries.insert(provider.clone(), Delivery::NotTold(why.clone()));
+        }
+    }
+    let now = now_rfc3339();
+    let mut failed = None;
+    for (policy, outcome) in &outcomes {
+        let local = match outcome {
+            Ok(r) => {
+                let at = format!(
+                    "{}/{}",
+                    r.local.metadata.namespace.as_deref().unwrap_or_default(),
+                    r.local.metadata.name.as_deref().unwrap_or_default()
+                );
+                applied.get(&at).cloned().unwrap_or(Ok(()))
+            }
+            Err(_) => Ok(()),
+        };
+        let next = status::status(
+            policy,
+            &settings.consumer,
+            outcome,
+            &local,
+            &told,
+            &deliveries,
+            &now,
+        );
+        let before = policy.status.clone().unwrap_or_default();
+        let ready = |s: &super::model::MultiClusterNetworkPolicyStatus| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == status::READY)
+                .map(|c| (c.status.clone(), c.reason.clone()))
+        };
+        if ready(&before) != ready(&next) {
+            let condition = next.conditions.iter().find(|c| c.type_ == status::READY);
+            tracing::info!(
+                policy = %policy.key(),
+                ready = condition.map(|c| c.status.as_str()),
+                reason = condition.map(|c| c.reason.as_str()),
+                message = condition.map(|c| c.message.as_str()),
+                "multi-cluster network policy"
+            );
+        }
+        if let Err(e) = cluster::write_status(client, policy, &next).await {
+            failed = Some(e);
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// One item per change of what a pass reads, each watch backed off and its
+/// failures logged once.
+fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
+    fn touched<S, K>(stream: S, what: &'static str) -> impl Stream<Item = ()> + Send
+    where
+        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+        K: Send,
+    {
+        retry::logged_watch(stream, what)
+            .touched_objects()
+            .filter_map(|r| async move { r.ok().map(|_| ()) })
+    }
+    let config = watcher::Config::default;
+    let ours = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
+    futures::stream::select_all([
+        touched(
+            watcher(
+                Api::<MultiClusterNetworkPolicy>::all(client.clone()),
+                config(),
+            ),
+            "watch MultiClusterNetworkPolicies",
+        )
+        .boxed(),
+        touched(
+            watcher(Api::<Pod>::all(client.clone()), config()),
+            "watch pods",
+        )
+        .boxed(),
+        touched(
+            watcher(Api::<Service>::all(client.clone()), config()),
+            "watch Services",
+        )
+        .boxed(),
+        touched(
+            watcher(Api::<Node>::all(client.clone()), config()),
+            "watch nodes",
+        )
+        .boxed(),
+        touched(
+            watcher(
+                Api::<DynamicObject>::all_with(
+                    client.clone(),
+                    &NAMESPACE_OFFLOADING.api_resource(),
+                ),
+                config(),
+            ),
+            "watch NamespaceOffloadings",
+        )
+        .boxed(),
+        touched(
+            watcher(
+                Api::<DynamicObject>::all_with(client.clone(), &CONFIGURATION.api_resource()),
+                config(),
+            ),
+            "watch Configurations",
+        )
+        .boxed(),
+        touched(
+            watcher(
+                Api::<NetworkPolicy>::all(client.clone()),
+                config().labels(&ours),
+            ),
+            "watch NetworkPolicies",
+        )
+        .boxed(),
+    ])
+}
