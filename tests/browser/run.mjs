@@ -1295,11 +1295,15 @@ try {
   await runner.test('error state: when neither the list nor the feed loads, the page says what to do and recovers', async () => {
     const cut = await newPage('cut-off');
     // The catalog serves the page, but this tab cannot reach its API or feed
-    // until the button is pressed: lifted by removing the route, the page's
-    // own retry could recover first on a loaded machine and take the button
-    // away before the click.
-    let reachable = false;
-    await cut.route('**/offers', (route) => (reachable ? route.continue() : route.abort('connectionrefused')));
+    // until the button is pressed. Not a flag the test sets before clicking:
+    // the page retries REST by itself each time the feed drops, and on a
+    // loaded machine such a retry could land between the flag and the click
+    // and take the button away. The page itself notes the press (a capturing
+    // listener runs before the button's handler sends its request).
+    await cut.route('**/offers', async (route) => {
+      const pressed = await cut.evaluate(() => window.__retryPressed === true).catch(() => false);
+      return pressed ? route.continue() : route.abort('connectionrefused');
+    });
     await cut.routeWebSocket(/\/subscribe/, (ws) => ws.close({ code: 1011, reason: 'test: feed unavailable' }));
     await cut.goto(`${base}/`);
     const error = cut.locator('[data-state="error"]');
@@ -1311,7 +1315,9 @@ try {
     await shot(cut, 'consumer-error');
     const retry = cut.getByRole('button', { name: 'Try again now' });
     await retry.waitFor();
-    reachable = true;
+    await cut.evaluate(() => document.addEventListener('click', (e) => {
+      if (e.target.closest?.('button')?.textContent === 'Try again now') window.__retryPressed = true;
+    }, true));
     await retry.click();
     await card(cut, storageOffer.id).waitFor();
     await cut.close();
