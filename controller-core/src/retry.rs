@@ -200,6 +200,19 @@ where
     backed_off_watch(stream, Some(what.into()))
 }
 
+/// [`logged_watch`] reduced to one `()` per object it saw change: what a
+/// loop that re-reads everything on any change waits on.
+pub fn touches<S, K>(stream: S, what: &'static str) -> impl Stream<Item = ()> + Send
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+    K: Send,
+{
+    use kube::runtime::WatchStreamExt;
+    logged_watch(stream, what)
+        .touched_objects()
+        .filter_map(|r| async move { r.ok().map(|_| ()) })
+}
+
 /// `stream` until `stop` is cancelled, then dropped at once. An applier's
 /// queue must end this way rather than with `take_until`, which keeps the
 /// stream: dropping it drops the reflectors' writers, so an applier still

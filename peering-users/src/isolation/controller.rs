@@ -25,7 +25,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::Client;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -279,23 +279,14 @@ async fn send_reports(
 /// One item per change of a namespace, a Configuration or a
 /// NetworkPolicy, each watch backed off and its failures logged once.
 fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
-    fn touched<S, K>(stream: S, what: &'static str) -> impl Stream<Item = ()> + Send
-    where
-        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-        K: Send,
-    {
-        retry::logged_watch(stream, what)
-            .touched_objects()
-            .filter_map(|r| async move { r.ok().map(|_| ()) })
-    }
     let config = watcher::Config::default;
     futures::stream::select_all([
-        touched(
+        retry::touches(
             watcher(Api::<Namespace>::all(client.clone()), config()),
             "watch namespaces",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(
                 Api::<DynamicObject>::all_with(client.clone(), &CONFIGURATION.api_resource()),
                 config(),
@@ -303,7 +294,7 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
             "watch Configurations",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(Api::<NetworkPolicy>::all(client.clone()), config()),
             "watch NetworkPolicies",
         )

@@ -18,7 +18,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -215,19 +215,10 @@ async fn pass(
 /// One item per change of what a pass reads, each watch backed off and its
 /// failures logged once.
 fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
-    fn touched<S, K>(stream: S, what: &'static str) -> impl Stream<Item = ()> + Send
-    where
-        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-        K: Send,
-    {
-        retry::logged_watch(stream, what)
-            .touched_objects()
-            .filter_map(|r| async move { r.ok().map(|_| ()) })
-    }
     let config = watcher::Config::default;
     let ours = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
     futures::stream::select_all([
-        touched(
+        retry::touches(
             watcher(
                 Api::<MultiClusterNetworkPolicy>::all(client.clone()),
                 config(),
@@ -235,22 +226,22 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
             "watch MultiClusterNetworkPolicies",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(Api::<Pod>::all(client.clone()), config()),
             "watch pods",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(Api::<Service>::all(client.clone()), config()),
             "watch Services",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(Api::<Node>::all(client.clone()), config()),
             "watch nodes",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(
                 Api::<DynamicObject>::all_with(
                     client.clone(),
@@ -261,7 +252,7 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
             "watch NamespaceOffloadings",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(
                 Api::<DynamicObject>::all_with(client.clone(), &CONFIGURATION.api_resource()),
                 config(),
@@ -269,7 +260,7 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
             "watch Configurations",
         )
         .boxed(),
-        touched(
+        retry::touches(
             watcher(
                 Api::<NetworkPolicy>::all(client.clone()),
                 config().labels(&ours),

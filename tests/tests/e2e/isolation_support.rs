@@ -6,6 +6,7 @@
 //! product).
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -18,6 +19,7 @@ use netpol_eval::{allowed, Endpoint, World};
 use serde_json::{json, Value};
 
 use crate::liqo_support;
+use crate::peering_users_support::{CONTROLLER_USER, LIQO};
 
 pub const NAMESPACES: (&str, &str) = ("", "namespaces");
 pub const NODES: (&str, &str) = ("", "nodes");
@@ -35,7 +37,7 @@ pub const EXTERNAL_CIDR: &str = "10.70.0.0/16";
 pub const PROVIDER_ID: &str = "cluster-1";
 pub const VIRTUAL_NODE: &str = "liqo-cluster-1";
 
-pub fn with_pod_cidr() -> ClusterOptions {
+fn with_pod_cidr() -> ClusterOptions {
     ClusterOptions {
         pod_cidr: Some(POD_CIDR.into()),
     }
@@ -297,5 +299,64 @@ pub async fn expect(
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A provider as both isolation tests start it: its API server (TLS, the
+/// shipped RBAC, Liqo's peering-user roles), its node `p-node` whose pods
+/// get addresses from `pod_cidr`, Liqo's Configuration controller (Liqo's
+/// controller manager runs it on every cluster) and its DNS pod; the
+/// peering-user controller's kubeconfig and the server's CA written beside.
+pub struct ProviderWorld {
+    pub kube: KubeApiServer,
+    /// The peering-user controller's kubeconfig.
+    pub kubeconfig: PathBuf,
+    pub ca: PathBuf,
+    _dir: tempfile::TempDir,
+    _cluster: Cluster,
+    _liqo: liqo_model::Consumer,
+}
+
+impl ProviderWorld {
+    pub async fn start(pod_cidr: &str) -> Result<ProviderWorld> {
+        let kube = KubeApiServer::start_tls().await?;
+        let dir = tempfile::tempdir()?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
+        e2e::rbac::load_shipped(&kube)?;
+        liqo_support::namespace(&kube, LIQO, json!({}));
+        liqo_support::install_peering_user_roles(&kube, LIQO);
+        kube.apply(NODES, node("p-node"));
+        let cluster = Cluster::start_with(
+            &kube,
+            PROVIDER_ID,
+            &["p-node"],
+            ClusterOptions {
+                pod_cidr: Some(pod_cidr.into()),
+            },
+        )
+        .await?;
+        let liqo = liqo_model::Consumer::start(&kube)
+            .await?
+            .with_networking(&kube, liqo_model::networking::Options::default())
+            .await?;
+        liqo_support::namespace(&kube, "kube-system", json!({}));
+        bound_pod(
+            &kube,
+            "kube-system",
+            "coredns",
+            "p-node",
+            json!({"k8s-app": "kube-dns"}),
+        );
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
+        Ok(ProviderWorld {
+            kube,
+            kubeconfig,
+            ca,
+            _dir: dir,
+            _cluster: cluster,
+            _liqo: liqo,
+        })
     }
 }

@@ -15,21 +15,18 @@
 //! IPAM leaves a free prefix as it is); both consumers use kind's, so the
 //! provider sees them remapped.
 
-use std::time::{Duration, Instant};
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use e2e::catalog::provider;
 use kube_test_server::KubeApiServer;
-use liqo_model::offloading::{Cluster, ClusterOptions};
-use netpol_eval::{allowed, Endpoint, World};
+use netpol_eval::Endpoint;
 use serde_json::{json, Value};
 
 use crate::isolation_support::{
-    bound_pod, configure, expect, ip_of, node, seen_as, wait_for, Consumer, Pods, EXTERNAL_CIDR,
-    NODES, PODS, POD_CIDR, POLICIES, PROVIDER_ID,
+    configure, expect, ip_of, seen_as, wait_for, Consumer, Pods, ProviderWorld, EXTERNAL_CIDR,
+    PODS, POD_CIDR, POLICIES, PROVIDER_ID,
 };
 use crate::liqo_support;
-use crate::peering_users_support::{blocking, two_buyers, write_private, CONTROLLER_USER, LIQO};
+use crate::peering_users_support::{blocking, two_buyers, write_private, LIQO};
 use crate::purchase_controller_support::{controller_as, PURCHASE_USER, SECRETS, TEAM};
 
 const POLICY_KIND: (&str, &str) = ("broker.liqo-broker.io", "multiclusternetworkpolicies");
@@ -46,14 +43,6 @@ fn service(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": name, "namespace": "app"},
            "spec": {"selector": {"app": name}, "ports": [{"port": 8080, "targetPort": 8080}]}})
-}
-
-fn cluster_world(kube: &KubeApiServer) -> World {
-    World {
-        namespaces: kube.objects(liqo_support::NAMESPACES),
-        pods: kube.objects(PODS),
-        policies: kube.objects(POLICIES),
-    }
 }
 
 /// Wait until the MultiClusterNetworkPolicy `name` satisfies `check`.
@@ -91,80 +80,19 @@ fn cluster_state(policy: &Value, cluster: &str) -> String {
         .to_string()
 }
 
-/// Wait until the evaluator's verdicts on the consumer's own policies over
-/// `cases` are the expected ones.
-async fn expect_home(
-    kube: &KubeApiServer,
-    cases: &[(&str, &Endpoint, &Endpoint, bool)],
-) -> Result<()> {
-    let deadline = Instant::now() + e2e::EVENTUALLY;
-    loop {
-        let w = cluster_world(kube);
-        let wrong: Vec<String> = cases
-            .iter()
-            .filter(|(_, from, to, want)| allowed(&w, from, to, 8080, "TCP") != *want)
-            .map(|(what, _, _, want)| {
-                format!(
-                    "{what}: expected {}",
-                    if *want { "allowed" } else { "denied" }
-                )
-            })
-            .collect();
-        if wrong.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "on the consumer, not within {:?}: {wrong:#?}\npolicies: {:#}",
-                e2e::EVENTUALLY,
-                json!(w.policies)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -> Result<()> {
-    // The provider, as in provider_isolation.rs, with its own pod CIDR.
-    let kube = KubeApiServer::start_tls().await?;
-    let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
-    e2e::rbac::load_shipped(&kube)?;
-    liqo_support::namespace(&kube, LIQO, json!({}));
-    liqo_support::install_peering_user_roles(&kube, LIQO);
-    kube.apply(NODES, node("p-node"));
-    let _provider_cluster = Cluster::start_with(
-        &kube,
-        PROVIDER_ID,
-        &["p-node"],
-        ClusterOptions {
-            pod_cidr: Some(PROVIDER_POD_CIDR.into()),
-        },
-    )
-    .await?;
-    let _provider_liqo = liqo_model::Consumer::start(&kube)
-        .await?
-        .with_networking(&kube, liqo_model::networking::Options::default())
-        .await?;
-    liqo_support::namespace(&kube, "kube-system", json!({}));
-    bound_pod(
-        &kube,
-        "kube-system",
-        "coredns",
-        "p-node",
-        json!({"k8s-app": "kube-dns"}),
-    );
-    let ca = dir.path().join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
+    // The provider, with a pod CIDR of its own.
+    let provider_world = ProviderWorld::start(PROVIDER_POD_CIDR).await?;
+    let kube = &provider_world.kube;
     let (_env, catalog, alice_token, _bob_token, _alices, _bobs) = blocking(two_buyers);
+    let dir = tempfile::tempdir()?;
     let credentials = dir.path().join("catalog-credentials.json");
     write_private(&credentials, &provider(1).to_string())?;
     let (_provider_controller, _) = liqo_support::peering_user_controller(
-        &kube,
-        &kubeconfig,
-        &ca,
+        kube,
+        &provider_world.kubeconfig,
+        &provider_world.ca,
         &catalog.url(""),
         &credentials,
         LIQO,
@@ -175,7 +103,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
     // another pod at home, all in `app`. Bob: his usual pair.
     let alice = Consumer::start_with(
         "c1",
-        &kube,
+        kube,
         Pods {
             remote: &[
                 ("backend", json!({"app": "backend"})),
@@ -188,15 +116,15 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
         },
     )
     .await?;
-    let bob = Consumer::start("c2", &kube).await?;
-    let alice_seen = configure(&kube, "c1", (POD_CIDR, EXTERNAL_CIDR), None).await?;
-    let bob_seen = configure(&kube, "c2", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let bob = Consumer::start("c2", kube).await?;
+    let alice_seen = configure(kube, "c1", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let bob_seen = configure(kube, "c2", (POD_CIDR, EXTERNAL_CIDR), None).await?;
     for (ns, name) in [
         ("app-c1", "backend"),
         ("app-c1", "stray"),
         ("app-c2", "web"),
     ] {
-        wait_for(&kube, PODS, Some(ns), name, "an address", |p| {
+        wait_for(kube, PODS, Some(ns), name, "an address", |p| {
             p["status"]["podIP"].is_string()
         })
         .await?;
@@ -236,7 +164,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
     // Before any policy: the default isolation, alice's pods reach each
     // other across clusters.
     expect(
-        &kube,
+        kube,
         &[
             ("alice's other → backend", &other_here, &backend, true),
             ("stray → backend", &stray, &backend, true),
@@ -311,7 +239,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
     // On the provider: only the frontend reaches the backend; bob never
     // does; the backend's egress is the default isolation's.
     expect(
-        &kube,
+        kube,
         &[
             ("frontend (home) → backend", &frontend_here, &backend, true),
             (
@@ -332,7 +260,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
     .await?;
     // On the consumer: the frontend reaches only the backend (where alice's
     // cluster sees it); what the frontend admits is not restricted.
-    expect_home(
+    expect(
         &alice.kube,
         &[
             ("frontend → backend", &frontend, &backend_seen_at_home, true),
@@ -361,7 +289,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
     let message = serde_json::to_string(&refused["status"]["clusters"])?;
     assert!(message.contains(&bob_seen), "{refused:#}");
     expect(
-        &kube,
+        kube,
         &[
             ("bob at home → stray", &bob_home, &stray, false),
             ("alice's other (home) → stray", &other_here, &stray, true),
@@ -426,7 +354,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
         ready(p) == ("False".to_string(), "UnknownService".to_string())
     })
     .await?;
-    expect_home(
+    expect(
         &alice.kube,
         &[("frontend → other", &frontend, &other, true)],
     )
@@ -440,7 +368,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     }
     expect(
-        &kube,
+        kube,
         &[
             (
                 "alice's other (home) → backend",
@@ -453,7 +381,7 @@ async fn a_frontend_to_backend_policy_holds_on_the_consumer_and_the_provider() -
         ],
     )
     .await?;
-    expect_home(
+    expect(
         &alice.kube,
         &[("frontend → other", &frontend, &other, true)],
     )

@@ -27,16 +27,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use e2e::catalog::provider;
 use kube_test_server::KubeApiServer;
-use liqo_model::offloading::Cluster;
 use netpol_eval::{allowed, Endpoint};
 use serde_json::{json, Value};
 
 use crate::isolation_support::{
-    bound_pod, configure, expect, node, policy, seen_as, wait_for, with_pod_cidr, world, Consumer,
-    CONFIGURATIONS, EXTERNAL_CIDR, NODES, OFFLOADINGS, PODS, POD_CIDR, POLICIES, PROVIDER_ID,
+    bound_pod, configure, expect, policy, seen_as, wait_for, world, Consumer, ProviderWorld,
+    CONFIGURATIONS, EXTERNAL_CIDR, OFFLOADINGS, PODS, POD_CIDR, POLICIES,
 };
 use crate::liqo_support;
-use crate::peering_users_support::{blocking, two_buyers, write_private, CONTROLLER_USER, LIQO};
+use crate::peering_users_support::{blocking, two_buyers, write_private, LIQO};
 
 /// Wait until the provider's offer says `level` for isolation.
 /// The probe's clients are run meanwhile ([`data_plane_step`]).
@@ -115,50 +114,29 @@ fn data_plane_step(kube: &KubeApiServer) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> Result<()> {
-    let kube = KubeApiServer::start_tls().await?;
-    let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)?;
-    e2e::rbac::load_shipped(&kube)?;
-    liqo_support::namespace(&kube, LIQO, json!({}));
-    liqo_support::install_peering_user_roles(&kube, LIQO);
-    // The provider: its node and pods, its DNS, Liqo's Configuration
-    // controller (Liqo's controller manager runs it on every cluster).
-    kube.apply(NODES, node("p-node"));
-    let _provider_cluster =
-        Cluster::start_with(&kube, PROVIDER_ID, &["p-node"], with_pod_cidr()).await?;
-    let _provider_liqo = liqo_model::Consumer::start(&kube)
-        .await?
-        .with_networking(&kube, liqo_model::networking::Options::default())
-        .await?;
-    for ns in ["payments", "web", "kube-system"] {
-        liqo_support::namespace(&kube, ns, json!({}));
+    // The provider, with namespaces and pods of its own.
+    let provider_world = ProviderWorld::start(POD_CIDR).await?;
+    let kube = &provider_world.kube;
+    for ns in ["payments", "web"] {
+        liqo_support::namespace(kube, ns, json!({}));
     }
     bound_pod(
-        &kube,
+        kube,
         "payments",
         "ledger",
         "p-node",
         json!({"app": "ledger"}),
     );
-    bound_pod(&kube, "web", "site", "p-node", json!({"app": "site"}));
-    bound_pod(
-        &kube,
-        "kube-system",
-        "coredns",
-        "p-node",
-        json!({"k8s-app": "kube-dns"}),
-    );
+    bound_pod(kube, "web", "site", "p-node", json!({"app": "site"}));
 
-    let ca = dir.path().join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().context("TLS server")?)?;
     let (_env, catalog, _alice, bob_token, _alices, bobs) = blocking(two_buyers);
+    let dir = tempfile::tempdir()?;
     let credentials = dir.path().join("catalog-credentials.json");
     write_private(&credentials, &provider(1).to_string())?;
     let (_controller, _) = liqo_support::peering_user_controller(
-        &kube,
-        &kubeconfig,
-        &ca,
+        kube,
+        &provider_world.kubeconfig,
+        &provider_world.ca,
         &catalog.url(""),
         &credentials,
         LIQO,
@@ -174,13 +152,13 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
 
     // Alice's c1 and bob's c2 each offload `app` here, and peer with
     // their real (clashing) networks.
-    let alice = Consumer::start("c1", &kube).await?;
-    let bob = Consumer::start("c2", &kube).await?;
-    let alice_seen = configure(&kube, "c1", (POD_CIDR, EXTERNAL_CIDR), None).await?;
-    let bob_seen = configure(&kube, "c2", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let alice = Consumer::start("c1", kube).await?;
+    let bob = Consumer::start("c2", kube).await?;
+    let alice_seen = configure(kube, "c1", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let bob_seen = configure(kube, "c2", (POD_CIDR, EXTERNAL_CIDR), None).await?;
     assert_ne!(alice_seen, bob_seen, "Liqo's IPAM keeps them apart");
     for (ns, who) in [("app-c1", "alice"), ("app-c2", "bob")] {
-        wait_for(&kube, PODS, Some(ns), "web", "an address", |p| {
+        wait_for(kube, PODS, Some(ns), "web", "an address", |p| {
             p["status"]["podIP"].is_string()
         })
         .await
@@ -195,7 +173,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     let bob_home = seen_as(bob.home, POD_CIDR, &bob_seen)?;
     let internet = Endpoint::external("203.0.113.9".parse()?);
     expect(
-        &kube,
+        kube,
         &[
             ("alice at home → alice here", &alice_home, &alice_web, true),
             ("alice here → alice at home", &alice_web, &alice_home, true),
@@ -215,9 +193,9 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     )
     .await?;
     // Buyers see it on the provider's offer, as the probe found it.
-    offer_says(&kube, &catalog, "enforced").await?;
+    offer_says(kube, &catalog, "enforced").await?;
     // DNS, and only DNS, in kube-system.
-    let w = world(&kube);
+    let w = world(kube);
     let dns = Endpoint::pod("kube-system", "coredns");
     assert!(allowed(&w, &alice_web, &dns, 53, "UDP"));
     assert!(!allowed(&w, &alice_web, &dns, 8080, "TCP"));
@@ -225,7 +203,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     // Alice peers again with other networks, which clash with nothing:
     // the policies follow, her old views admit nothing any more.
     let moved = configure(
-        &kube,
+        kube,
         "c1",
         ("10.245.0.0/16", "10.246.0.0/16"),
         Some(&alice_seen),
@@ -233,7 +211,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     .await?;
     let alice_moved = seen_as("10.245.0.2".parse()?, "10.245.0.0/16", &moved)?;
     expect(
-        &kube,
+        kube,
         &[
             ("alice, moved, → alice here", &alice_moved, &alice_web, true),
             (
@@ -260,14 +238,14 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
                             {"kubernetes.io/metadata.name": "web"}}}]}]}}),
     );
     let deadline = Instant::now() + e2e::EVENTUALLY;
-    while policy(&kube, "payments", "liqo-broker-provider-protection").is_some() {
+    while policy(kube, "payments", "liqo-broker-provider-protection").is_some() {
         if Instant::now() >= deadline {
             bail!("the protection policy stayed beside the provider's own");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     expect(
-        &kube,
+        kube,
         &[
             ("alice at home → payments", &alice_moved, &ledger, false),
             ("the provider's web → payments", &site, &ledger, true),
@@ -294,7 +272,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
                    "spec": {"podSelector": {}, "policyTypes": [kind], direction: [{}]}}),
         );
     }
-    offer_says(&kube, &catalog, "failed").await?;
+    offer_says(kube, &catalog, "failed").await?;
 
     // Bob's last contract ends: the controller takes his networking down
     // (his Configuration, as `liqoctl unpeer` does) and Liqo removes his
@@ -311,7 +289,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     while kube
         .get(CONFIGURATIONS, Some("liqo-tenant-c2"), "c2")
         .is_some()
-        || policy(&kube, "app-c2", "liqo-broker-tenant-isolation").is_some()
+        || policy(kube, "app-c2", "liqo-broker-tenant-isolation").is_some()
     {
         if Instant::now() >= deadline {
             bail!("bob's Configuration or isolation policy stayed after his last contract ended");
@@ -319,7 +297,7 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     expect(
-        &kube,
+        kube,
         &[
             ("alice, moved, → alice here", &alice_moved, &alice_web, true),
             ("bob's old view → alice here", &bob_home, &alice_web, false),

@@ -1,13 +1,12 @@
 //! A buyer's own policy on the provider ([`super::buyer`],
 //! [`super::complement`]), judged by the test world's evaluator.
 
-use std::net::{IpAddr, Ipv4Addr};
-
 use catalog_client::wire::tenant_policy::TenantPolicy;
 use catalog_client::wire::{Contract, ContractNetworkPolicy};
 use netpol_eval::{allowed, Endpoint, World};
 use serde_json::{json, Value};
 
+use super::tests::{ip, ns, tenant_ns};
 use super::*;
 
 fn settings() -> Settings {
@@ -23,26 +22,6 @@ fn settings() -> Settings {
         dns_namespace: "kube-system".into(),
         dns_pod_labels: BTreeMap::from([("k8s-app".into(), "kube-dns".into())]),
     }
-}
-
-fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
-    Namespace {
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    }
-}
-
-fn tenant_ns(id: &str) -> Namespace {
-    ns(
-        &format!("liqo-tenant-{id}"),
-        &[
-            (REMOTE_CLUSTER_ID_LABEL, id),
-            (TENANT_NAMESPACE_LABEL, "true"),
-        ],
-    )
 }
 
 /// Both consumers use 10.0.0.0/16 for pods and 10.1.0.0/16 as external
@@ -135,10 +114,6 @@ fn world(observed: &Observed, plan: &Plan, extra: &[(&str, &str, Value)]) -> Wor
 
 fn pod(ns: &str, name: &str) -> Endpoint {
     Endpoint::pod(ns, name)
-}
-
-fn ip(text: &str) -> Endpoint {
-    Endpoint::external(IpAddr::V4(text.parse::<Ipv4Addr>().expect("an address")))
 }
 
 /// The thesis' policy: the backend admits only the frontend (port 8080),

@@ -17,7 +17,7 @@ fn settings() -> Settings {
     }
 }
 
-fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
+pub(super) fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
     Namespace {
         name: name.into(),
         labels: labels
@@ -31,7 +31,7 @@ fn offloaded(name: &str, id: &str) -> Namespace {
     ns(name, &[(REMOTE_CLUSTER_ID_LABEL, id)])
 }
 
-fn tenant_ns(id: &str) -> Namespace {
+pub(super) fn tenant_ns(id: &str) -> Namespace {
     ns(
         &format!("liqo-tenant-{id}"),
         &[
@@ -109,7 +109,7 @@ fn pod(ns: &str) -> Endpoint {
     Endpoint::pod(ns, "p")
 }
 
-fn ip(text: &str) -> Endpoint {
+pub(super) fn ip(text: &str) -> Endpoint {
     Endpoint::external(IpAddr::V4(text.parse::<Ipv4Addr>().unwrap()))
 }
 
