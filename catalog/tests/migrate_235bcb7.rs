@@ -151,6 +151,11 @@ where
     let r1 = store.get_reservation("r1").await.unwrap().expect("r1");
     assert_eq!(r1.consumer, "alice");
     assert_eq!(store.list_reservations(Some("bob")).await.unwrap().len(), 1);
+    // 235bcb7 had no provider index: it is built from the records on open.
+    let sold = store.list_sold("c1").await.unwrap();
+    let mut ids: Vec<_> = sold.iter().map(|r| r.id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, ["r1", "r2"]);
     let usage = store.plan_usage("o1", "p", now).await.unwrap();
     assert_eq!((usage.cap, usage.active), (Some(2), 2));
     let inst = store.osb_get_instance("i1").await.unwrap().expect("i1");

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableError};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableError};
 
 use super::internal;
 use super::tables::*;
@@ -79,4 +79,34 @@ pub fn merge_buying_file(dir: &Path, db: &Database) -> Result<bool, StoreError> 
         "migrated the reservation store into the catalog's one database file"
     );
     Ok(true)
+}
+
+/// Build the provider index ([`BY_PROVIDER`]) from the records when it does
+/// not hold one entry per record: a data directory written before the index
+/// existed, or written meanwhile by such a catalog (a downgrade and back).
+/// Run on every open; a complete index is left as it is. Returns whether it
+/// was rebuilt.
+pub fn index_by_provider(db: &Database) -> Result<bool, StoreError> {
+    let txn = db.begin_write().map_err(internal)?;
+    let rebuilt = {
+        let reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+        let mut index = txn.open_table(BY_PROVIDER).map_err(internal)?;
+        let records = reservations.len().map_err(internal)?;
+        if index.len().map_err(internal)? == records {
+            false
+        } else {
+            index.retain(|_, _| false).map_err(internal)?;
+            for entry in reservations.iter().map_err(internal)? {
+                let (_, v) = entry.map_err(internal)?;
+                let r = super::reservations::decode(v.value())?;
+                index
+                    .insert(super::reservations::provider_key(&r).as_str(), 0)
+                    .map_err(internal)?;
+            }
+            tracing::info!(records, "indexed the reservations by provider");
+            true
+        }
+    };
+    txn.commit().map_err(internal)?;
+    Ok(rebuilt)
 }

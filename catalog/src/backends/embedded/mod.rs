@@ -76,6 +76,10 @@ pub(crate) mod tables {
     /// `consumer␟id`.
     pub const BY_CONSUMER: TableDefinition<&str, u8> =
         TableDefinition::new("reservations_by_consumer");
+    /// `provider cluster ID␟id`: what a provider sold, read on every poll
+    /// of its controllers without reading anyone else's records.
+    pub const BY_PROVIDER: TableDefinition<&str, u8> =
+        TableDefinition::new("reservations_by_provider");
 
     pub const OSB_INSTANCES: TableDefinition<&str, &[u8]> = TableDefinition::new("osb_instances");
     pub const OSB_BINDINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("osb_bindings");
@@ -215,12 +219,14 @@ impl EmbeddedStore {
             txn.open_table(CAPS).map_err(internal)?;
             txn.open_table(DUE).map_err(internal)?;
             txn.open_table(BY_CONSUMER).map_err(internal)?;
+            txn.open_table(BY_PROVIDER).map_err(internal)?;
             txn.open_table(OSB_INSTANCES).map_err(internal)?;
             txn.open_table(OSB_BINDINGS).map_err(internal)?;
             txn.open_table(OSB_BINDINGS_BY_INSTANCE).map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
         migrate::merge_buying_file(dir, &db)?;
+        migrate::index_by_provider(&db)?;
 
         let offers = offers::load(&db)?;
         let provider_memory = providers::load(&db)?;

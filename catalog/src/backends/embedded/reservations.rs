@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
-use super::tables::{BY_CONSUMER, CAPS, DUE, HOLDS, RESERVATIONS};
+use super::tables::{BY_CONSUMER, BY_PROVIDER, CAPS, DUE, HOLDS, RESERVATIONS};
 use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
 use crate::buying::contracts::claim::{self, claim_step, Claim, ClaimStep};
 use crate::buying::model::{
@@ -66,6 +66,12 @@ fn consumer_key(r: &Reservation) -> String {
     format!("{}{SEP}{}", r.consumer, r.id)
 }
 
+/// The [`BY_PROVIDER`] key of `r`: a record's provider never changes, so
+/// it is written once, with the record.
+pub(super) fn provider_key(r: &Reservation) -> String {
+    format!("{}{SEP}{}", r.cluster_id, r.id)
+}
+
 /// A record as this store writes it: the reservation's JSON, plus the
 /// plan it reserved as `reservedPlan` (the record's own serde form leaves
 /// the plan out, as the API answers it).
@@ -103,7 +109,7 @@ fn encode(r: &Reservation) -> Result<Vec<u8>, StoreError> {
     })
 }
 
-fn decode(bytes: &[u8]) -> Result<Reservation, StoreError> {
+pub(super) fn decode(bytes: &[u8]) -> Result<Reservation, StoreError> {
     from_json::<Stored>("reservation", bytes).map(Reservation::from)
 }
 
@@ -148,6 +154,17 @@ fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<
             .map_err(internal)?;
     } else {
         holds.remove(hold_key(next).as_str()).map_err(internal)?;
+    }
+    if next.cluster_id != r.cluster_id {
+        // No transition moves a record to another provider today; if one
+        // ever does, its listing must follow.
+        let mut by_provider = txn.open_table(BY_PROVIDER).map_err(internal)?;
+        by_provider
+            .remove(provider_key(r).as_str())
+            .map_err(internal)?;
+        by_provider
+            .insert(provider_key(next).as_str(), 0)
+            .map_err(internal)?;
     }
     Ok(())
 }
@@ -213,6 +230,10 @@ impl EmbeddedStore {
             txn.open_table(BY_CONSUMER)
                 .map_err(internal)?
                 .insert(consumer_key(&r).as_str(), 0)
+                .map_err(internal)?;
+            txn.open_table(BY_PROVIDER)
+                .map_err(internal)?
+                .insert(provider_key(&r).as_str(), 0)
                 .map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
@@ -427,16 +448,20 @@ impl ReservationStore for EmbeddedStore {
         let cluster_id = cluster_id.to_string();
         let mut out: Vec<Reservation> = self
             .blocking_db(move |db| {
-                // A scan: providers poll with ETags, and the embedded store
-                // serves one catalog's worth of records.
+                // By the provider index: a poll reads the caller's records
+                // only, however many others the catalog holds.
                 let read = db.begin_read().map_err(internal)?;
                 let table = read.open_table(RESERVATIONS).map_err(internal)?;
+                let index = read.open_table(BY_PROVIDER).map_err(internal)?;
+                let (lo, hi) = prefix_range(&cluster_id);
                 let mut out = Vec::new();
-                for entry in table.iter().map_err(internal)? {
-                    let (_, v) = entry.map_err(internal)?;
-                    let r = decode(v.value())?;
-                    if r.cluster_id == cluster_id {
-                        out.push(r);
+                for entry in index.range(lo.as_str()..hi.as_str()).map_err(internal)? {
+                    let (k, _) = entry.map_err(internal)?;
+                    let Some((_, id)) = k.value().rsplit_once(SEP) else {
+                        continue;
+                    };
+                    if let Some(v) = table.get(id).map_err(internal)? {
+                        out.push(decode(v.value())?);
                     }
                 }
                 Ok(out)
