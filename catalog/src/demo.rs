@@ -1,4 +1,5 @@
-//! `--demo`: a demo provider with a few realistic offers, created on first
+//! `--demo`: a demo provider with a few realistic offers (capacity, and one
+//! service whose page can be walked through), created on first
 //! start so a fresh catalog has something to show. Its credentials are
 //! printed once, when it is created. Every start also prints a consumer
 //! token (valid for `--token-ttl`) to sign in with in the web UI and buy.
@@ -29,6 +30,34 @@ const DEMO_OFFERS: &[(&str, &str)] = &[
               "basic":  {"name": "plan-basic", "cost": "1.0", "resources": {"cpu": "1000m", "memory": "2G", "storage": "100G"}},
               "medium": {"planName": "plan-medium", "planID": "medium", "cost": "2.0",
                          "resources": {"cpu": "2000m", "memory": "4G", "storage": "300G"}}}}"#,
+    ),
+    (
+        // A service beside the capacity (issue 45): its page in the web UI can
+        // be walked through. Nothing in the demo provisions it — the demo
+        // provider runs no service-controller — so an instance stays in
+        // progress until deleted, as the description says.
+        "demo-postgres",
+        r#"{"name": "PostgreSQL", "type": "database", "kind": "service",
+            "description": "A PostgreSQL database run for you. The provider's service-controller creates it and reports back; the demo provider runs none, so here an instance stays in progress until you delete it.",
+            "plans": {
+              "local":  {"name": "pg-at-provider", "cost": "0.08", "hosting": "Local",
+                         "schemas": {
+                           "service_instance": {"create": {"parameters": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                             "properties": {"version": {"type": "string", "enum": ["15", "16", "17"], "description": "PostgreSQL major version"},
+                                            "storageGi": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Disk, in GiB"}},
+                             "required": ["version"], "additionalProperties": false}}},
+                           "service_binding": {"create": {"parameters": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                             "properties": {"database": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,62}$", "description": "Database the credentials open"}},
+                             "required": ["database"], "additionalProperties": false}}}}},
+              "remote": {"name": "pg-in-your-cluster", "cost": "0.04", "hosting": "Remote",
+                         "resources": {"cpu": "1", "memory": "2Gi"},
+                         "schemas": {
+                           "service_instance": {"create": {"parameters": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                             "properties": {"version": {"type": "string", "enum": ["15", "16", "17"], "description": "PostgreSQL major version"}},
+                             "required": ["version"], "additionalProperties": false}}},
+                           "service_binding": {"create": {"parameters": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                             "properties": {"database": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,62}$", "description": "Database the credentials open"}},
+                             "required": ["database"], "additionalProperties": false}}}}}}}"#,
     ),
     (
         "demo-gpu",

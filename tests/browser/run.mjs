@@ -1147,6 +1147,12 @@ try {
       checkEqual(await page.locator('[data-reserve]').count(), 0, 'Reserve buttons on a service offer');
       await page.locator('[data-role="set-up-service"]').click();
       await page.getByRole('heading', { level: 1, name: 'Set up Managed MySQL' }).waitFor();
+      // What the customer's cluster needs is said before the form (issue 45):
+      // the binding copier, and this provider named in the namespace's opt-in.
+      const before = page.locator('[data-role="prerequisites"]');
+      check((await before.textContent()).includes('--copy-bindings'), 'the prerequisites name --copy-bindings');
+      check((await before.locator('[data-field="accept-bindings"]').textContent())
+        .includes(`broker.liqo-broker.io/accept-bindings-from=${providerB.clusterID}`), 'the opt-in names this provider');
       check(/Remote.*Runs in your cluster/.test(await page.locator('[data-plan="remote"] [data-field="hosting"]').textContent()), 'the Remote plan says where it runs');
       check(/Local.*Runs at the provider/.test(await page.locator('[data-plan="local"] [data-field="hosting"]').textContent()), 'the Local plan says where it runs');
       await page.getByRole('radio', { name: /in your cluster/ }).check();

@@ -741,6 +741,31 @@ fn demo_seeds_a_provider_on_first_start_only() {
             .all(|o| o["clusterID"] == "demo-provider"),
         "{offers}"
     );
+    // Beside the capacity, one service whose page a newcomer can walk
+    // through: a plan of each hosting it offers, each with the schema its
+    // form is made from (issue 45).
+    let services: Vec<&Value> = offers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "service")
+        .collect();
+    assert_eq!(services.len(), 1, "{offers}");
+    let plans: Vec<&Value> = match &services[0]["plans"] {
+        Value::Object(m) => m.values().collect(),
+        Value::Array(a) => a.iter().collect(),
+        other => panic!("plans: {other}"),
+    };
+    let mut hosting: Vec<&str> = plans.iter().filter_map(|p| p["hosting"].as_str()).collect();
+    hosting.sort();
+    assert_eq!(hosting, ["Local", "Remote"], "{}", services[0]);
+    assert!(
+        plans.iter().all(
+            |p| p["schemas"]["service_instance"]["create"]["parameters"]["required"].is_array()
+        ),
+        "{}",
+        services[0]
+    );
     assert!(c
         .child
         .terminate(std::time::Duration::from_secs(15))

@@ -58,6 +58,27 @@ export function parameterControl(spec) {
   return { ...api, read: () => api.control.value };
 }
 
+/**
+ * What the consumer's cluster needs before provisioning, and what happens
+ * after: said before the form, so nobody learns it from an instance that
+ * never becomes ready.
+ */
+function prerequisites(offer) {
+  const provider = offer.clusterID || '<provider cluster ID>';
+  const ns = '<namespace>';
+  return h('section', { class: 'service-prerequisites', 'data-role': 'prerequisites', 'aria-labelledby': 'service-prerequisites-heading' },
+    h('h2', { id: 'service-prerequisites-heading', text: 'Before you start' }),
+    h('ul', {},
+      h('li', {}, 'Your cluster runs Liqo v1 and the broker’s purchase-controller with ', h('code', { text: '--copy-bindings' }),
+        ': it copies the credentials this provider sends into the namespace you choose.'),
+      h('li', { 'data-field': 'accept-bindings' }, 'That namespace accepts them from this provider: ',
+        h('code', { text: `kubectl label namespace ${ns} broker.liqo-broker.io/accept-bindings=true` }), ' and ',
+        h('code', { text: `kubectl annotate namespace ${ns} broker.liqo-broker.io/accept-bindings-from=${provider}` }), '.'),
+      h('li', {}, 'A peering user of your cluster for this provider (its kubeconfig goes in the form below).')),
+    h('p', { class: 'hint', 'data-field': 'what-happens' },
+      'What happens next: the provider’s service-controller peers with your cluster as that user, creates the service and reports each step; the instance page follows them. Until the provider reports, the instance stays in progress: this page never reports a success on the provider’s behalf.'));
+}
+
 export function mountServiceOrder(main, ctx, [offerID]) {
   const session = requireConsumer(ctx, 'Sign in to set up a service.');
   if (!session) return null;
@@ -211,6 +232,7 @@ export function mountServiceOrder(main, ctx, [offerID]) {
       h('div', { class: 'view-header' },
         h('h1', { id: 'service-order-heading', tabindex: '-1', text: `Set up ${offer.name}` }),
         h('p', { class: 'lede' }, offer.description || '', ` Provided by ${offer.clusterName || offer.clusterID}.`)),
+      prerequisites(offer),
       mine.length ? h('section', { class: 'service-mine', 'aria-labelledby': 'service-mine-heading' },
         h('h2', { id: 'service-mine-heading', text: 'Your instances of this service' }),
         h('ul', { 'data-list': 'service-instances' }, mine.map((r) => h('li', {},
