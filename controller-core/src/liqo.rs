@@ -144,6 +144,18 @@ pub const NAMESPACE_OFFLOADING_V0: LiqoKind = LiqoKind {
     ..NAMESPACE_OFFLOADING
 };
 
+/// `apis/offloading/v1beta1/shadowendpointslice_types.go`: an
+/// EndpointSlice a consumer's virtual kubelet reflects to this cluster
+/// (`reflection/exposition/endpointslice.go:274-306`); the plural is the
+/// CRD's own
+/// (`deployments/liqo/charts/liqo-crds/crds/offloading.liqo.io_shadowendpointslices.yaml`).
+pub const SHADOW_ENDPOINT_SLICE: LiqoKind = LiqoKind {
+    group: OFFLOADING_GROUP,
+    version: V1BETA1,
+    kind: "ShadowEndpointSlice",
+    plural: "shadowendpointslices",
+};
+
 /// `apis/core/v1beta1/foreigncluster_types.go`: a peer, as v1 sees it.
 pub const FOREIGN_CLUSTER: LiqoKind = LiqoKind {
     group: CORE_GROUP,

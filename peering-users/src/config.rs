@@ -355,9 +355,13 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
             per_buyer: args.max_consumers_per_buyer as usize,
         },
     };
+    let mut isolation_settings = args.isolation.settings(&args.liqo_namespace)?;
+    // The provider's cluster ID, as Liqo knows it (its peering
+    // credentials'): direct connections naming it are refused.
+    isolation_settings.cluster_id = catalog.cluster_id().to_string();
     let isolation = Isolation {
         client: client.clone(),
-        settings: args.isolation.settings(&args.liqo_namespace)?,
+        settings: isolation_settings,
         probe: args.isolation.probe(&own_namespace)?,
         resync: args.isolation.isolation_resync,
         reports: std::sync::Arc::new(tokio::sync::Mutex::new(reports)),

@@ -1,19 +1,24 @@
 //! The reads a decision needs and the writes that carry it out: the
-//! namespaces, Liqo's Configurations and the NetworkPolicies in, the
-//! policies this controller owns (by [`render::OWNED_SELECTOR`]: the
-//! tenant, protection and buyers' ones alike) created, replaced and
-//! deleted out. Nothing else is ever written.
+//! namespaces, Liqo's Configurations, ShadowEndpointSlices and
+//! NamespaceOffloadings and the NetworkPolicies in, the policies this
+//! controller owns (by [`render::OWNED_SELECTOR`]: the tenant, protection,
+//! service and buyers' ones alike) created, replaced and deleted out.
+//! Nothing else is ever written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use controller_core::liqo::{CONFIGURATION, REMOTE_CLUSTER_ID_LABEL};
+use controller_core::liqo::{
+    CONFIGURATION, NAMESPACE_OFFLOADING, REMOTE_CLUSTER_ID_LABEL, SHADOW_ENDPOINT_SLICE,
+};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::Client;
 use serde_json::Value;
 
-use super::render::{self, Configuration, Observed, Plan, MANAGED_BY, MANAGED_BY_LABEL};
+use super::render::{
+    self, direct, service, Configuration, Observed, Plan, Settings, MANAGED_BY, MANAGED_BY_LABEL,
+};
 
 /// A read or a write that failed, naming the object.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +53,9 @@ pub struct Written {
 /// owns now (by namespace and name).
 pub async fn observe(
     client: &Client,
-    protected: &BTreeSet<String>,
+    settings: &Settings,
 ) -> Result<(Observed, BTreeMap<(String, String), NetworkPolicy>), IsolationError> {
-    let namespaces = Api::<Namespace>::all(client.clone())
+    let namespaces: Vec<render::Namespace> = Api::<Namespace>::all(client.clone())
         .list(&ListParams::default())
         .await
         .map_err(failed("list namespaces"))?
@@ -60,19 +65,45 @@ pub async fn observe(
         .map(|n| render::Namespace {
             name: n.metadata.name.unwrap_or_default(),
             labels: n.metadata.labels.unwrap_or_default(),
+            contract: n
+                .metadata
+                .annotations
+                .and_then(|mut a| a.remove(service::CONTRACT_ANNOTATION)),
         })
         .collect();
-    let configurations =
-        match Api::<DynamicObject>::all_with(client.clone(), &CONFIGURATION.api_resource())
-            .list(&ListParams::default().labels(REMOTE_CLUSTER_ID_LABEL))
+    let configurations = list_or_none(client, &CONFIGURATION, Some(REMOTE_CLUSTER_ID_LABEL))
+        .await
+        .map_err(failed("list Configurations"))?
+        .iter()
+        .map(configuration)
+        .collect();
+    let shadow_endpoint_slices = if settings.direct_connections {
+        list_or_none(client, &SHADOW_ENDPOINT_SLICE, None)
             .await
-        {
-            Ok(list) => list.items.iter().map(configuration).collect(),
-            // Liqo's networking module is not installed: no consumer has
-            // ranges here.
-            Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
-            Err(e) => return Err(failed("list Configurations")(e)),
-        };
+            .map_err(failed("list ShadowEndpointSlices"))?
+            .into_iter()
+            .filter_map(shadow_endpoint_slice)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let offloadings = list_or_none(client, &NAMESPACE_OFFLOADING, None)
+        .await
+        .map_err(failed("list NamespaceOffloadings"))?
+        .iter()
+        .map(|o| service::Offloading {
+            namespace: o.metadata.namespace.clone().unwrap_or_default(),
+            name: o.metadata.name.clone().unwrap_or_default(),
+            clusters: service::offloaded_to(&o.data["status"]),
+        })
+        .collect();
+    // Where others' ingress policies decide: the protected namespaces and
+    // the services' instance namespaces.
+    let decided_by_theirs: BTreeSet<&str> = namespaces
+        .iter()
+        .filter(|n| settings.protected.contains(&n.name) || service::is_instance(n))
+        .map(|n| n.name.as_str())
+        .collect();
     let policies = Api::<NetworkPolicy>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -85,7 +116,7 @@ pub async fn observe(
         let name = p.metadata.name.clone().unwrap_or_default();
         if is_owned(&p) {
             owned.insert((ns, name), p);
-        } else if protected.contains(&ns) && has_ingress(&p) {
+        } else if decided_by_theirs.contains(ns.as_str()) && has_ingress(&p) {
             foreign_ingress.entry(ns).or_default().push(name);
         }
     }
@@ -95,9 +126,44 @@ pub async fn observe(
             configurations,
             foreign_ingress,
             buyer_policies: Default::default(),
+            shadow_endpoint_slices,
+            offloadings,
         },
         owned,
     ))
+}
+
+/// Every object of a Liqo kind (with `labels`, those that have them);
+/// none when the kind is not served (that Liqo module is not installed:
+/// nothing of it to read).
+async fn list_or_none(
+    client: &Client,
+    kind: &controller_core::liqo::LiqoKind,
+    labels: Option<&str>,
+) -> Result<Vec<DynamicObject>, kube::Error> {
+    let params = match labels {
+        Some(l) => ListParams::default().labels(l),
+        None => ListParams::default(),
+    };
+    match Api::<DynamicObject>::all_with(client.clone(), &kind.api_resource())
+        .list(&params)
+        .await
+    {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A ShadowEndpointSlice with Liqo's direct-connection annotation; those
+/// without have nothing to say here.
+fn shadow_endpoint_slice(object: DynamicObject) -> Option<direct::ShadowEndpointSlice> {
+    let data = object.metadata.annotations?.remove(direct::ANNOTATION)?;
+    Some(direct::ShadowEndpointSlice {
+        namespace: object.metadata.namespace.unwrap_or_default(),
+        name: object.metadata.name.unwrap_or_default(),
+        data,
+    })
 }
 
 fn configuration(object: &DynamicObject) -> Configuration {

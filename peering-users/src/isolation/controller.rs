@@ -1,8 +1,11 @@
 //! The isolation loop, while this replica leads: a pass reads the
-//! namespaces, Configurations and NetworkPolicies, decides
-//! ([`render::plan`]) and writes ([`cluster::apply`]). A pass runs at the
-//! start, whenever one of those three kinds changes (watches used as
-//! triggers only; changes that arrive together make one pass), whenever
+//! namespaces, Configurations, NetworkPolicies, NamespaceOffloadings and
+//! ShadowEndpointSlices, decides ([`render::plan`]) and writes
+//! ([`cluster::apply`]). A pass runs at the start, whenever one of those
+//! kinds changes (watches used as triggers only; changes that arrive
+//! together make one pass; of the ShadowEndpointSlices, only those that
+//! carry or carried Liqo's direct-connection annotation, as the others
+//! change with every endpoint and say nothing here), whenever
 //! the buyers' own policies read from the catalog change (the contracts'
 //! loop publishes them with each listing), after a
 //! failure (backed off), and every `--isolation-resync`.
@@ -19,7 +22,7 @@ use std::time::Duration;
 
 use catalog_client::wire::TenantPolicyReport;
 use catalog_client::Error as CatalogError;
-use controller_core::liqo::CONFIGURATION;
+use controller_core::liqo::{CONFIGURATION, NAMESPACE_OFFLOADING, SHADOW_ENDPOINT_SLICE};
 use controller_core::retry;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
@@ -87,7 +90,7 @@ pub async fn run(
             internet_egress = settings.internet_egress,
             "tenant isolation started"
         );
-        let mut changes = triggers(&client).boxed();
+        let mut changes = triggers(&client, settings.direct_connections).boxed();
         let mut backoff = retry::api_backoff();
         let mut failures = retry::Failures::new("keep tenants isolated");
         let mut memory = Memory::default();
@@ -163,7 +166,7 @@ async fn pass(
     session: &SharedSession,
     memory: &mut Memory,
 ) -> Result<Outcome, cluster::IsolationError> {
-    let (mut observed, owned) = cluster::observe(client, &settings.protected).await?;
+    let (mut observed, owned) = cluster::observe(client, settings).await?;
     observed.buyer_policies = buyers;
     let mut plan = render::plan(&observed, settings);
     // Said once while it lasts, not every pass.
@@ -276,11 +279,42 @@ async fn send_reports(
     pending
 }
 
-/// One item per change of a namespace, a Configuration or a
-/// NetworkPolicy, each watch backed off and its failures logged once.
-fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
+/// One item per change of a namespace, a Configuration, a NetworkPolicy, a
+/// NamespaceOffloading or (with `direct`) a ShadowEndpointSlice that
+/// carries or carried Liqo's direct-connection annotation, each watch
+/// backed off and its failures logged once.
+fn triggers(client: &Client, direct: bool) -> impl Stream<Item = ()> + Send {
     let config = watcher::Config::default;
+    let slices = if direct {
+        let mut annotated = Annotated::default();
+        retry::touches(
+            watcher(
+                Api::<DynamicObject>::all_with(
+                    client.clone(),
+                    &SHADOW_ENDPOINT_SLICE.api_resource(),
+                ),
+                config(),
+            )
+            .filter(move |event| std::future::ready(annotated.concerns(event))),
+            "watch ShadowEndpointSlices",
+        )
+        .boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
     futures::stream::select_all([
+        slices,
+        retry::touches(
+            watcher(
+                Api::<DynamicObject>::all_with(
+                    client.clone(),
+                    &NAMESPACE_OFFLOADING.api_resource(),
+                ),
+                config(),
+            ),
+            "watch NamespaceOffloadings",
+        )
+        .boxed(),
         retry::touches(
             watcher(Api::<Namespace>::all(client.clone()), config()),
             "watch namespaces",
@@ -302,11 +336,73 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
     ])
 }
 
+/// The ShadowEndpointSlices seen with Liqo's direct-connection
+/// annotation, to tell which watch events concern isolation: one of an
+/// annotated slice, or of one that was annotated (its annotation removed,
+/// or it deleted). Errors and the watch's own markers pass, so the watch
+/// is backed off and logged as the others.
+#[derive(Debug, Default)]
+struct Annotated {
+    seen: BTreeSet<(String, String)>,
+}
+
+impl Annotated {
+    fn concerns(&mut self, event: &Result<watcher::Event<DynamicObject>, watcher::Error>) -> bool {
+        let (object, deleted) = match event {
+            Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => (o, false),
+            Ok(watcher::Event::Delete(o)) => (o, true),
+            Ok(watcher::Event::Init) | Ok(watcher::Event::InitDone) | Err(_) => return true,
+        };
+        let key = (
+            object.metadata.namespace.clone().unwrap_or_default(),
+            object.metadata.name.clone().unwrap_or_default(),
+        );
+        let carries = object
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(render::direct::ANNOTATION));
+        if carries && !deleted {
+            self.seen.insert(key);
+            true
+        } else {
+            // Gone, or its annotation removed: it concerns isolation if it
+            // had one.
+            self.seen.remove(&key) || carries
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use catalog_client::wire::tenant_policy::AppliedTenantPolicy;
 
     use super::*;
+
+    #[test]
+    fn only_slices_that_carry_or_carried_the_annotation_start_a_pass() {
+        let slice = |annotated: bool| -> Result<watcher::Event<DynamicObject>, watcher::Error> {
+            let mut o = DynamicObject::new("s", &SHADOW_ENDPOINT_SLICE.api_resource()).within("ns");
+            if annotated {
+                o.metadata.annotations = Some(std::collections::BTreeMap::from([(
+                    render::direct::ANNOTATION.to_string(),
+                    "{}".to_string(),
+                )]));
+            }
+            Ok(watcher::Event::Apply(o))
+        };
+        let mut a = Annotated::default();
+        assert!(!a.concerns(&slice(false)), "an ordinary slice's endpoints");
+        assert!(a.concerns(&slice(true)), "the annotation appears");
+        assert!(a.concerns(&slice(true)), "it changes");
+        assert!(a.concerns(&slice(false)), "it is removed");
+        assert!(!a.concerns(&slice(false)), "then an ordinary slice again");
+        let Ok(watcher::Event::Apply(o)) = slice(true) else {
+            unreachable!()
+        };
+        assert!(a.concerns(&Ok(watcher::Event::Delete(o))));
+        assert!(a.concerns(&Ok(watcher::Event::InitDone)));
+    }
 
     #[test]
     fn a_policy_the_api_server_refused_is_reported_refused() {

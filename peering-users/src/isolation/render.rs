@@ -1,6 +1,7 @@
 //! What isolation wants on this provider, decided from what was read (no
 //! effects): one NetworkPolicy in each namespace a consumer offloaded
-//! here, and one in each protected namespace of the provider's.
+//! here, one in each protected namespace of the provider's, and one in
+//! each instance namespace of a service sold here ([`service`]).
 //!
 //! A consumer's namespaces are those Liqo labels `liqo.io/remote-cluster-id=X`
 //! (`namespacemap-controller/enforcement.go:56-66`, stamped from the
@@ -22,7 +23,12 @@
 //! - egress to the cluster DNS;
 //! - opt-ins of the provider: egress to the internet (every address but
 //!   the internal ranges and the tenants' CIDRs), ingress from namespaces it
-//!   names (its ingress controller, its monitoring).
+//!   names (its ingress controller, its monitoring);
+//! - X's pods on other providers that Liqo lets X's pods here reach
+//!   directly, each as a `/32` at the address this provider sees it at
+//!   ([`direct`], `--isolation-direct-connections`);
+//! - egress to the instance namespaces of the services X bought here
+//!   ([`service`]).
 //!
 //! A buyer may ask for its own policy on its pods here ([`buyer`]): it is
 //! rendered beside, never wider than, the above, and in a namespace where
@@ -53,6 +59,8 @@ use catalog_client::wire::TenantPolicyReport;
 
 pub mod buyer;
 pub mod complement;
+pub mod direct;
+pub mod service;
 
 pub use buyer::{BuyerPolicies, BuyerPolicy};
 
@@ -60,7 +68,8 @@ pub use buyer::{BuyerPolicies, BuyerPolicy};
 /// deleted by it).
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "liqo-broker-isolation";
-/// `tenant`, `protection` or `buyer` ([`buyer::ROLE`]): which policy it is.
+/// `tenant`, `protection`, `buyer` ([`buyer::ROLE`]) or `service`
+/// ([`service::ROLE`]): which policy it is.
 pub const ROLE_LABEL: &str = "broker.liqo-broker.io/isolation";
 /// The selector that lists this controller's policies.
 pub const OWNED_SELECTOR: &str = "app.kubernetes.io/managed-by=liqo-broker-isolation";
@@ -101,13 +110,22 @@ pub struct Settings {
     /// Where the cluster DNS runs.
     pub dns_namespace: String,
     pub dns_pod_labels: BTreeMap<String, String>,
+    /// Whether a consumer's pods may reach its pods on other providers
+    /// directly, as Liqo routes them ([`direct`]).
+    pub direct_connections: bool,
+    /// This provider's cluster ID (its catalog credentials', the one Liqo
+    /// knows it by; not a flag); empty when not known.
+    pub cluster_id: String,
 }
 
-/// A namespace as read: its name and labels.
+/// A namespace as read: its name and labels, and the contract it serves
+/// if it is a service's instance namespace ([`service::is_instance`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// Its [`service::CONTRACT_ANNOTATION`].
+    pub contract: Option<String>,
 }
 
 /// A Liqo `Configuration` as read: where it is, whose it says it is, the
@@ -135,9 +153,14 @@ pub struct Configuration {
 pub struct Observed {
     pub namespaces: Vec<Namespace>,
     pub configurations: Vec<Configuration>,
-    /// Per protected namespace, the names of the ingress policies others
-    /// wrote there.
+    /// Per protected or service instance namespace, the names of the
+    /// ingress policies others wrote there.
     pub foreign_ingress: BTreeMap<String, Vec<String>>,
+    /// The ShadowEndpointSlices that carry Liqo's direct-connection
+    /// annotation ([`direct`]; none read with `direct_connections` off).
+    pub shadow_endpoint_slices: Vec<direct::ShadowEndpointSlice>,
+    /// The NamespaceOffloadings, for the customers of services ([`service`]).
+    pub offloadings: Vec<service::Offloading>,
     /// The buyers' own policies, by consumer cluster ID
     /// ([`buyer::from_contracts`]).
     pub buyer_policies: BuyerPolicies,
@@ -163,6 +186,12 @@ pub struct Tenant {
     /// `None`: no Configuration (Liqo networking off for this consumer):
     /// only its namespaces here, DNS and the opt-ins are admitted.
     pub ranges: Option<Ranges>,
+    /// Its pods on other providers it may reach directly, `/32`s
+    /// ([`direct`]).
+    pub direct: Vec<Ipv4Net>,
+    /// The instance namespaces of the services it bought here
+    /// ([`service`]).
+    pub services: Vec<String>,
 }
 
 /// Something read that was not rendered, and why (logged, counted).
@@ -221,15 +250,57 @@ pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
                 .or_insert_with(|| Tenant {
                     namespaces: Vec::new(),
                     ranges: None,
+                    direct: Vec::new(),
+                    services: Vec::new(),
                 })
                 .namespaces
                 .push(ns.name.clone());
         }
     }
+    // Every cluster's ranges, consumers' or not (a service's customer, a
+    // provider reached directly).
     let ranges = ranges_by_consumer(observed, &mut skipped);
-    for (id, r) in ranges {
-        if let Some(t) = tenants.get_mut(&id) {
-            t.ranges = Some(r);
+    for (id, r) in &ranges {
+        if let Some(t) = tenants.get_mut(id) {
+            t.ranges = Some(r.clone());
+        }
+    }
+    let instances = service::instances(&observed.namespaces, &observed.offloadings);
+    for (ns, customers) in &instances {
+        if settings.protected.contains(*ns) {
+            continue;
+        }
+        for c in customers {
+            if let Some(t) = tenants.get_mut(c) {
+                t.services.push(ns.to_string());
+            }
+        }
+    }
+    if settings.direct_connections {
+        let consumer_of: BTreeMap<String, String> = tenants
+            .iter()
+            .flat_map(|(id, t)| t.namespaces.iter().map(|n| (n.clone(), id.clone())))
+            .collect();
+        let buyers: BTreeSet<String> = tenants
+            .keys()
+            .cloned()
+            .chain(instances.values().flatten().cloned())
+            .collect();
+        let mut configurations: BTreeMap<String, Vec<&Configuration>> = BTreeMap::new();
+        for (id, conf) in in_place(observed) {
+            configurations.entry(id.to_string()).or_default().push(conf);
+        }
+        let ctx = direct::Context {
+            consumer_of: &consumer_of,
+            buyers: &buyers,
+            own: &settings.cluster_id,
+            configurations: &configurations,
+            ranges: &ranges,
+        };
+        for (id, nets) in direct::admitted(&ctx, &observed.shadow_endpoint_slices, &mut skipped) {
+            if let Some(t) = tenants.get_mut(&id) {
+                t.direct = nets;
+            }
         }
     }
     // Every consumer's ranges, the ones with no namespace here included:
@@ -295,6 +366,26 @@ pub fn plan(observed: &Observed, settings: &Settings) -> Plan {
         }
         policies.push(protection_policy(ns, &every_range));
     }
+    for (ns, customers) in &instances {
+        if settings.protected.contains(*ns) {
+            skipped.push(Skipped {
+                what: format!("service instance namespace {ns}"),
+                why: "it is protected: no consumer reaches it, its customers included".into(),
+            });
+            continue;
+        }
+        if let Some(theirs) = observed.foreign_ingress.get(*ns).filter(|p| !p.is_empty()) {
+            skipped.push(Skipped {
+                what: format!("service instance namespace {ns}"),
+                why: format!(
+                    "it has ingress policies of its own ({}), which decide who reaches it; a policy added beside them would widen them",
+                    theirs.join(", ")
+                ),
+            });
+            continue;
+        }
+        policies.push(service::policy(ns, customers, &ranges, settings));
+    }
     policies.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
@@ -341,10 +432,9 @@ fn ranges_by_consumer(observed: &Observed, skipped: &mut Vec<Skipped>) -> BTreeM
     by
 }
 
-/// The ranges of every Configuration that sits in its consumer's tenant
-/// namespace, before the overlap check.
-fn ranges_everywhere(observed: &Observed, skipped: &mut Vec<Skipped>) -> BTreeMap<String, Ranges> {
-    let tenant_ns: BTreeMap<&str, &str> = observed
+/// Liqo's tenant namespaces here: name → the cluster ID they are for.
+fn tenant_namespaces(observed: &Observed) -> BTreeMap<&str, &str> {
+    observed
         .namespaces
         .iter()
         .filter(|n| n.labels.contains_key(TENANT_NAMESPACE_LABEL))
@@ -353,7 +443,23 @@ fn ranges_everywhere(observed: &Observed, skipped: &mut Vec<Skipped>) -> BTreeMa
                 .get(REMOTE_CLUSTER_ID_LABEL)
                 .map(|id| (n.name.as_str(), id.as_str()))
         })
-        .collect();
+        .collect()
+}
+
+/// The Configurations that sit in the tenant namespace of the cluster
+/// they name, with that cluster's ID.
+fn in_place(observed: &Observed) -> impl Iterator<Item = (&str, &Configuration)> {
+    let tenant_ns = tenant_namespaces(observed);
+    observed.configurations.iter().filter_map(move |conf| {
+        let id = conf.cluster_id.as_deref()?;
+        (tenant_ns.get(conf.namespace.as_str()) == Some(&id)).then_some((id, conf))
+    })
+}
+
+/// The ranges of every Configuration that sits in its consumer's tenant
+/// namespace, before the overlap check.
+fn ranges_everywhere(observed: &Observed, skipped: &mut Vec<Skipped>) -> BTreeMap<String, Ranges> {
+    let tenant_ns = tenant_namespaces(observed);
     let mut by: BTreeMap<String, Ranges> = BTreeMap::new();
     for conf in &observed.configurations {
         let Some(id) = conf.cluster_id.as_deref() else {
@@ -453,6 +559,15 @@ fn block(cidr: &Ipv4Net, except: Vec<String>) -> NetworkPolicyPeer {
     }
 }
 
+/// The namespace `name`, by the label Kubernetes gives every namespace
+/// (`kubernetes.io/metadata.name`).
+fn namespace_named(name: &str) -> NetworkPolicyPeer {
+    namespaces_labelled(&BTreeMap::from([(
+        "kubernetes.io/metadata.name".to_string(),
+        name.to_string(),
+    )]))
+}
+
 fn namespaces_labelled(labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
     NetworkPolicyPeer {
         namespace_selector: Some(LabelSelector {
@@ -521,7 +636,8 @@ fn tenant_rules(
     every_range: &BTreeSet<Ipv4Net>,
     settings: &Settings,
 ) -> (Vec<NetworkPolicyIngressRule>, Vec<NetworkPolicyEgressRule>) {
-    let same = own_peers(id, tenant);
+    let mut same = own_peers(id, tenant);
+    same.extend(tenant.direct.iter().map(|net| block(net, Vec::new())));
     let mut ingress = vec![NetworkPolicyIngressRule {
         from: Some(same.clone()),
         ports: None,
@@ -539,6 +655,18 @@ fn tenant_rules(
         },
         dns_rule(settings),
     ];
+    if !tenant.services.is_empty() {
+        egress.push(NetworkPolicyEgressRule {
+            to: Some(
+                tenant
+                    .services
+                    .iter()
+                    .map(|ns| namespace_named(ns))
+                    .collect(),
+            ),
+            ports: None,
+        });
+    }
     if settings.internet_egress {
         egress.push(NetworkPolicyEgressRule {
             to: Some(vec![block(
@@ -664,3 +792,9 @@ mod tests;
 
 #[cfg(test)]
 mod buyer_tests;
+
+#[cfg(test)]
+mod direct_tests;
+
+#[cfg(test)]
+mod service_tests;

@@ -49,6 +49,10 @@ pub struct IsolationArgs {
     )]
     pub isolation_ingress_from: Vec<String>,
 
+    /// Whether a consumer's pods here may reach its pods on other providers directly, as Liqo routes them when its networking.denyDirectConnections is false (its default): each address the consumer's virtual kubelet names in a ShadowEndpointSlice's liqo.io/direct-connections-data annotation, remapped by this provider's Configuration for that provider, is admitted as a /32, both ways. Refused: addresses outside that provider's pod CIDR, providers this cluster has no Configuration for, clusters that buy here too (their networks hold other buyers' pods), and past 1024 addresses per consumer.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_DIRECT_CONNECTIONS", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub isolation_direct_connections: bool,
+
     /// The namespace of the cluster DNS consumers' pods may query (port 53).
     #[arg(
         long,
@@ -104,7 +108,7 @@ pub struct IsolationArgs {
     )]
     pub isolation_probe_service_account: String,
 
-    /// Time between full passes when nothing changed (changes to namespaces, Configurations and NetworkPolicies start a pass at once).
+    /// Time between full passes when nothing changed (changes to namespaces, Configurations, NetworkPolicies, NamespaceOffloadings and annotated ShadowEndpointSlices start a pass at once).
     #[arg(long, env = "PEERING_USER_CONTROLLER_ISOLATION_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub isolation_resync: Duration,
 }
@@ -179,6 +183,9 @@ impl IsolationArgs {
             ingress_from,
             dns_namespace: self.isolation_dns_namespace.clone(),
             dns_pod_labels: labels("--isolation-dns-pod-labels", &self.isolation_dns_pod_labels)?,
+            direct_connections: self.isolation_direct_connections,
+            // Not a flag: the caller knows it from the catalog credentials.
+            cluster_id: String::new(),
         })
     }
 }
@@ -261,6 +268,13 @@ mod tests {
         assert_eq!(s.dns_namespace, "kube-system");
         assert_eq!(s.dns_pod_labels["k8s-app"], "kube-dns");
         assert!(parse(&[]).isolation);
+        assert!(s.direct_connections);
+        assert!(
+            !parse(&["--isolation-direct-connections", "false"])
+                .settings("liqo")
+                .unwrap()
+                .direct_connections
+        );
     }
 
     #[test]

@@ -320,6 +320,9 @@ mod tests {
         for plural in ["tenants", "namespaceoffloadings", "virtualnodes"] {
             assert!(by(plural).status_subresource, "{plural}");
         }
+        let shadow_slices = by("shadowendpointslices");
+        assert_eq!(shadow_slices.group, "offloading.liqo.io");
+        assert!(shadow_slices.namespaced && !shadow_slices.status_subresource);
         let old = read_crd_dir(&liqo_crd_dir("v0.10.3")).unwrap();
         assert_eq!(old[0].group, "discovery.liqo.io");
         assert_eq!(old[0].versions, ["v1alpha1"]);

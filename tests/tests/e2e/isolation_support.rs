@@ -1,9 +1,11 @@
 //! The world of the isolation tests (issue 43): a provider's API server
 //! with Liqo's Configuration controller, consumers that offload `app`
 //! there through the Liqo model (pods with addresses from each cluster's
-//! pod CIDR), and the NetworkPolicies read back and judged by the test
-//! world's evaluator (`netpol-eval`, which shares no code with the
-//! product).
+//! pod CIDR), a service the provider sells with `Local` hosting
+//! ([`sell_locally`]), a consumer's ShadowEndpointSlice naming its pods on
+//! other providers ([`direct_connections`]), and the NetworkPolicies read
+//! back and judged by the test world's evaluator (`netpol-eval`, which
+//! shares no code with the product).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -28,6 +30,7 @@ pub const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations"
 pub const VIRTUAL_NODES: (&str, &str) = ("offloading.liqo.io", "virtualnodes");
 pub const OFFLOADINGS: (&str, &str) = ("offloading.liqo.io", "namespaceoffloadings");
 pub const POLICIES: (&str, &str) = ("networking.k8s.io", "networkpolicies");
+pub const SHADOW_SLICES: (&str, &str) = ("offloading.liqo.io", "shadowendpointslices");
 
 /// kind's pod CIDR, on every cluster here; Liqo's default external CIDR.
 pub const POD_CIDR: &str = "10.244.0.0/16";
@@ -242,6 +245,100 @@ pub async fn configure(
         .as_str()
         .context("a remapped pod CIDR")?
         .to_string())
+}
+
+/// A service sold to `customer_id` with `Local` hosting, as the provider
+/// holds it: the instance namespace `namespace` as the service-controller
+/// makes it (its label and contract annotation), offloaded to the
+/// customer's cluster by the provider's own Liqo — the provider peered
+/// towards it: a VirtualNode for it (no Node: none of the provider's pods
+/// goes there) and the NamespaceMap, enforced on the customer's API server
+/// — once the NamespaceOffloading's status (Liqo's controller's) says
+/// so. The peering stops when dropped.
+pub async fn sell_locally(
+    provider: &KubeApiServer,
+    customer: &KubeApiServer,
+    customer_id: &str,
+    namespace: &str,
+) -> Result<Peering> {
+    let tenant = format!("liqo-tenant-{customer_id}");
+    let peering = Peering::start_namespaces(provider, PROVIDER_ID, customer, customer_id).await?;
+    provider.apply(
+        VIRTUAL_NODES,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "VirtualNode",
+               "metadata": {"name": format!("liqo-{customer_id}"), "namespace": tenant},
+               "spec": {"clusterID": customer_id, "createNode": false, "disableNetworkCheck": true,
+                        "resourceQuota": {"hard": {"cpu": "1", "memory": "1Gi", "pods": "1"}}}}),
+    );
+    provider.apply(
+        NAMESPACES,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": namespace,
+                            "labels": {"app.kubernetes.io/managed-by": "service-controller"},
+                            "annotations": {"broker.liqo-broker.io/contract-id": "c-svc"}}}),
+    );
+    provider.apply(
+        OFFLOADINGS,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
+               "metadata": {"name": "offloading", "namespace": namespace},
+               "spec": {"podOffloadingStrategy": "Local", "clusterSelector": {"nodeSelectorTerms": [
+                   {"matchExpressions": [{"key": "liqo.io/remote-cluster-id",
+                                          "operator": "In", "values": [customer_id]}]}]}}}),
+    );
+    wait_for(
+        provider,
+        OFFLOADINGS,
+        Some(namespace),
+        "offloading",
+        "offloaded to the customer",
+        |o| {
+            o["status"]["remoteNamespacesConditions"][customer_id]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "OffloadingRequired" && c["status"] == "True")
+        },
+    )
+    .await?;
+    Ok(peering)
+}
+
+/// The ShadowEndpointSlice `name` a consumer's virtual kubelet reflects
+/// into its namespace `namespace` here for a Service annotated
+/// `liqo.io/use-direct-connections: "true"`: its endpoints on its virtual
+/// nodes for other providers, by cluster ID, in the annotation
+/// `liqo.io/direct-connections-data`
+/// (`reflection/exposition/endpointslice.go:215-283`), the same addresses
+/// as endpoints.
+pub fn direct_connections(
+    provider: &KubeApiServer,
+    namespace: &str,
+    name: &str,
+    addresses: &[(&str, IpAddr)],
+) {
+    let mut by_cluster = serde_json::Map::new();
+    for (cluster, ip) in addresses {
+        if let Some(list) = by_cluster
+            .entry(cluster.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+        {
+            list.push(json!(ip.to_string()));
+        }
+    }
+    let data = json!({ "clusterAddresses": by_cluster }).to_string();
+    let endpoints: Vec<Value> = addresses
+        .iter()
+        .map(|(_, ip)| json!({"addresses": [ip.to_string()]}))
+        .collect();
+    provider.apply(
+        SHADOW_SLICES,
+        json!({"apiVersion": "offloading.liqo.io/v1beta1", "kind": "ShadowEndpointSlice",
+               "metadata": {"name": name, "namespace": namespace,
+                            "annotations": {"liqo.io/direct-connections-data": data}},
+               "spec": {"template": {"addressType": "IPv4", "endpoints": endpoints,
+                                     "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}}}),
+    );
 }
 
 /// `ip` of a consumer's network `real` as the provider sees it (`seen`).

@@ -17,7 +17,13 @@
 //! (`netpol-eval`, which shares no code with the product), with each
 //! consumer's home pod as the provider sees it (its address translated
 //! into the consumer's remapped network, as Liqo's gateway rewrites it).
-//! The expected matrix is written by hand. The isolation probe runs too:
+//! The expected matrix is written by hand. A service the provider sells
+//! alice with `Local` hosting (its instance namespace offloaded to her
+//! cluster by the provider's own Liqo) admits her and not bob; her pod on a
+//! third provider, named by her virtual kubelet for a direct connection,
+//! is reached at the address this provider sees it at, a stranger's there
+//! is not, and bob naming alice's pod that way gets nothing. The isolation
+//! probe runs too:
 //! the test plays its clients' data plane with the same evaluator, so
 //! buyers see `enforced`, then `failed` once a policy opens the probe's
 //! namespace.
@@ -31,8 +37,9 @@ use netpol_eval::{allowed, Endpoint};
 use serde_json::{json, Value};
 
 use crate::isolation_support::{
-    bound_pod, configure, expect, policy, seen_as, wait_for, world, Consumer, ProviderWorld,
-    CONFIGURATIONS, EXTERNAL_CIDR, OFFLOADINGS, PODS, POD_CIDR, POLICIES,
+    bound_pod, configure, direct_connections, expect, policy, seen_as, sell_locally, wait_for,
+    world, Consumer, ProviderWorld, CONFIGURATIONS, EXTERNAL_CIDR, OFFLOADINGS, PODS, POD_CIDR,
+    POLICIES,
 };
 use crate::liqo_support;
 use crate::peering_users_support::{blocking, two_buyers, write_private, LIQO};
@@ -199,6 +206,73 @@ async fn strangers_on_one_provider_cannot_reach_each_other_or_the_provider() -> 
     let dns = Endpoint::pod("kube-system", "coredns");
     assert!(allowed(&w, &alice_web, &dns, 53, "UDP"));
     assert!(!allowed(&w, &alice_web, &dns, 8080, "TCP"));
+
+    // The provider sells alice a service hosted here: its instance
+    // namespace admits her, here and at home, and nobody else.
+    let _towards_alice = sell_locally(kube, &alice.kube, "c1", "svc-c-svc").await?;
+    bound_pod(kube, "svc-c-svc", "db", "p-node", json!({"app": "db"}));
+    wait_for(kube, PODS, Some("svc-c-svc"), "db", "an address", |p| {
+        p["status"]["podIP"].is_string()
+    })
+    .await?;
+    let db = Endpoint::pod("svc-c-svc", "db");
+    expect(
+        kube,
+        &[
+            ("alice here → her service", &alice_web, &db, true),
+            ("alice at home → her service", &alice_home, &db, true),
+            ("bob here → alice's service", &bob_web, &db, false),
+            ("bob at home → alice's service", &bob_home, &db, false),
+            ("the provider's web → alice's service", &site, &db, false),
+        ],
+    )
+    .await?;
+
+    // Alice also runs a pod on provider q3, which this provider is peered
+    // with (Liqo's networking: its Configuration here, remapped). Her
+    // virtual kubelet names that pod for a direct connection; bob's names
+    // alice's pod at home, as if it were his on another provider.
+    liqo_support::namespace(
+        kube,
+        "liqo-tenant-q3",
+        json!({"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": "q3"}),
+    );
+    let q3_seen = configure(kube, "q3", (POD_CIDR, EXTERNAL_CIDR), None).await?;
+    let (hers, strangers) = ("10.244.0.7".parse()?, "10.244.0.8".parse()?);
+    direct_connections(kube, "app-c1", "web-direct", &[("q3", hers)]);
+    direct_connections(kube, "app-c2", "web-direct", &[("c1", alice.home)]);
+    let (hers, strangers) = (
+        seen_as(hers, POD_CIDR, &q3_seen)?,
+        seen_as(strangers, POD_CIDR, &q3_seen)?,
+    );
+    expect(
+        kube,
+        &[
+            ("alice here → her pod on q3", &alice_web, &hers, true),
+            ("her pod on q3 → alice here", &hers, &alice_web, true),
+            (
+                "alice here → a stranger on q3",
+                &alice_web,
+                &strangers,
+                false,
+            ),
+            (
+                "a stranger on q3 → alice here",
+                &strangers,
+                &alice_web,
+                false,
+            ),
+            ("bob here → alice's pod on q3", &bob_web, &hers, false),
+            (
+                "bob here → alice at home, named",
+                &bob_web,
+                &alice_home,
+                false,
+            ),
+            ("alice at home → bob here", &alice_home, &bob_web, false),
+        ],
+    )
+    .await?;
 
     // Alice peers again with other networks, which clash with nothing:
     // the policies follow, her old views admit nothing any more.

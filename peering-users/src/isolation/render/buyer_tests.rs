@@ -21,6 +21,8 @@ fn settings() -> Settings {
         )])],
         dns_namespace: "kube-system".into(),
         dns_pod_labels: BTreeMap::from([("k8s-app".into(), "kube-dns".into())]),
+        direct_connections: true,
+        cluster_id: "provider".into(),
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::*;
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings {
         enabled: true,
         protected: BTreeSet::from(["payments".to_string()]),
@@ -14,6 +14,8 @@ fn settings() -> Settings {
         ingress_from: Vec::new(),
         dns_namespace: "kube-system".into(),
         dns_pod_labels: BTreeMap::from([("k8s-app".into(), "kube-dns".into())]),
+        direct_connections: true,
+        cluster_id: "provider".into(),
     }
 }
 
@@ -24,10 +26,11 @@ pub(super) fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        contract: None,
     }
 }
 
-fn offloaded(name: &str, id: &str) -> Namespace {
+pub(super) fn offloaded(name: &str, id: &str) -> Namespace {
     ns(name, &[(REMOTE_CLUSTER_ID_LABEL, id)])
 }
 
@@ -41,7 +44,7 @@ pub(super) fn tenant_ns(id: &str) -> Namespace {
     )
 }
 
-fn conf(id: &str, pod: &str, external: &str) -> Configuration {
+pub(super) fn conf(id: &str, pod: &str, external: &str) -> Configuration {
     Configuration {
         namespace: format!("liqo-tenant-{id}"),
         name: id.into(),
@@ -55,7 +58,7 @@ fn conf(id: &str, pod: &str, external: &str) -> Configuration {
 /// Two consumers (alice: 10.71/16 and 10.72/16 here; bob: 10.81/16 and
 /// 10.82/16), each with a namespace, the provider's `payments` and
 /// `web`, Liqo's and kube-system.
-fn market() -> Observed {
+pub(super) fn market() -> Observed {
     Observed {
         namespaces: vec![
             offloaded("alice-app", "alice"),
@@ -78,7 +81,7 @@ fn market() -> Observed {
 
 /// The world as an API server would return it: the namespaces (with
 /// `kubernetes.io/metadata.name`), one pod `p` in each, and the policies.
-fn world(observed: &Observed, plan: &Plan) -> World {
+pub(super) fn world(observed: &Observed, plan: &Plan) -> World {
     let mut w = World::default();
     for (i, n) in observed.namespaces.iter().enumerate() {
         let mut labels: serde_json::Map<String, Value> = n
@@ -105,7 +108,7 @@ fn world(observed: &Observed, plan: &Plan) -> World {
     w
 }
 
-fn pod(ns: &str) -> Endpoint {
+pub(super) fn pod(ns: &str) -> Endpoint {
     Endpoint::pod(ns, "p")
 }
 
