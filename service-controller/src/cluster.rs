@@ -39,6 +39,10 @@ pub struct Found {
     pub contract_id: String,
     pub rendered: Vec<ObjectRef>,
     pub terminating: bool,
+    /// The Liqo mapping strategy it is offloaded with
+    /// ([`instance::MAPPING_ANNOTATION`]; `None`: made before it was
+    /// recorded).
+    pub mapping: Option<String>,
 }
 
 /// The provider's cluster, as the controller uses it.
@@ -112,6 +116,7 @@ impl Cluster {
                     instance::CONTRACT_ANNOTATION: names.contract_id,
                     instance::OFFER_ANNOTATION: offer,
                     instance::PLAN_ANNOTATION: plan,
+                    instance::MAPPING_ANNOTATION: names.mapping,
                     // Its Purchase lives in the controller's namespace:
                     // purchase-controller offloads another namespace only
                     // when it names the Purchase's (issue 41).
@@ -162,6 +167,7 @@ impl Cluster {
                         .and_then(|r| serde_json::from_str(r).ok())
                         .unwrap_or_default(),
                     terminating: ns.metadata.deletion_timestamp.is_some(),
+                    mapping: annotations.get(instance::MAPPING_ANNOTATION).cloned(),
                 })
             })
             .collect())
@@ -245,6 +251,20 @@ impl Cluster {
             Ok(_) => {}
         }
         Ok(api.get_opt(name).await?.is_none())
+    }
+
+    /// The name Liqo gave `namespace` at the customer's cluster
+    /// ([`instance::remote_namespace`] of the NamespaceOffloading
+    /// purchase-controller made there, `offloading.liqo.io/v1beta1`);
+    /// `None` while there is none or Liqo has not named it yet.
+    pub async fn remote_namespace(&self, namespace: &str) -> Result<Option<String>, ClusterError> {
+        let gvk = GroupVersionKind::gvk("offloading.liqo.io", "v1beta1", "NamespaceOffloading");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "namespaceoffloadings");
+        let offloading =
+            Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource)
+                .get_opt(instance::OFFLOADING)
+                .await?;
+        Ok(offloading.and_then(|o| instance::remote_namespace(&o.data)))
     }
 
     /// The API resource of `apiVersion`/`kind`, refused unless namespaced.

@@ -3,11 +3,15 @@
 //! them the same way):
 //!
 //! - each active contract of a service some valid ServiceCatalog sells is
-//!   provisioned: the instance namespace; the customer's peering
-//!   kubeconfig (`GET /provider/contracts/{id}/customer-peering`) as a
-//!   Secret; a Purchase that peers towards the customer and offloads the
-//!   namespace with the plan's hosting policy; once the Purchase is Ready,
-//!   the generated secrets, the rendered objects (server-side apply), and
+//!   provisioned: the customer's peering kubeconfig and the instance's
+//!   parameters (`GET /provider/contracts/{id}/customer-peering`); the
+//!   instance namespace (named once: an existing one keeps its name, a new
+//!   one takes the customer's `namespacePrefix`, [`instance_names`]); the
+//!   kubeconfig as a Secret; a Purchase that peers towards the customer
+//!   and offloads the namespace with the plan's hosting policy; once the
+//!   Purchase is Ready and Liqo has named the namespace at the customer's
+//!   cluster (read, never guessed: `remote_namespace`), the generated
+//!   secrets, the rendered objects (server-side apply), and
 //!   `succeeded` reported — every step's `in progress` description
 //!   reported on the way, each report sent once;
 //! - its pending bindings are made (a Secret `binding-<id>` in the
@@ -28,6 +32,7 @@ use catalog_client::wire::{
 use catalog_client::{Error as CatalogError, Session};
 use controller_core::retry::Failures;
 use kube::runtime::reflector::Store;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -176,6 +181,18 @@ impl Follower {
             }
         }
         let catalogs = valid;
+        // The instance namespaces first: one that exists keeps its name
+        // (and its mapping strategy), whatever the parameters say now.
+        let found = match self.cluster.instances().await {
+            Ok(found) => found,
+            Err(error) => {
+                self.metrics.reconcile().count_failure("kubernetes");
+                self.listing.failed(&error);
+                return;
+            }
+        };
+        self.listing.succeeded();
+        self.metrics.instances.set(found.len() as i64);
         let mut active = HashSet::new();
         for contract in contracts.iter().filter(|c| c.active) {
             let holder = holders
@@ -206,23 +223,13 @@ impl Follower {
             }
             let span = tracing::info_span!("provision", contract = %contract.id, service = %service.id, plan = %plan.id);
             let outcome = self
-                .provision(session, &contract.id, service, plan)
+                .provision(session, &contract.id, service, plan, &found)
                 .instrument(span)
                 .await;
             self.after(&contract.id, version, outcome, now);
         }
         self.waiting
             .retain(|id, _| contracts.iter().any(|c| c.active && &c.id == id));
-        let found = match self.cluster.instances().await {
-            Ok(found) => found,
-            Err(error) => {
-                self.metrics.reconcile().count_failure("kubernetes");
-                self.listing.failed(&error);
-                return;
-            }
-        };
-        self.listing.succeeded();
-        self.metrics.instances.set(found.len() as i64);
         for instance in found
             .iter()
             .filter(|f| !active.contains(&f.contract_id) && !f.terminating)
@@ -328,17 +335,21 @@ impl Follower {
         contract: &str,
         service: &Service,
         plan: &ServicePlan,
+        found: &[Found],
     ) -> Result<Outcome, StepError> {
-        let names = Names::of(contract);
-        self.cluster
-            .namespace(&names, &service.id, &plan.id)
-            .await?;
         let peering = match session.customer_peering(contract).await {
             Ok(p) => p,
             // Being deprovisioned: the next pass sees the contract end.
             Err(CatalogError::Ended(_)) => return Ok(Outcome::Going),
             Err(e) => return Err(e.into()),
         };
+        let names = match instance_names(contract, &peering.parameters, found) {
+            Ok(names) => names,
+            Err(why) => return self.fail(session, contract, why).await,
+        };
+        self.cluster
+            .namespace(&names, &service.id, &plan.id)
+            .await?;
         let own = self.cluster.own_namespace.clone();
         let kubeconfig = [(instance::KUBECONFIG_KEY.to_string(), peering.kubeconfig)].into();
         let marks = [(
@@ -368,6 +379,18 @@ impl Follower {
             Peering::Failed(why) => return self.fail(session, contract, why).await,
             Peering::Ready => {}
         }
+        // The name the customer's pods use, as Liqo wrote it: until it
+        // has, nothing is rendered (nor any binding) with a guess.
+        let Some(remote_namespace) = self.cluster.remote_namespace(&names.namespace).await? else {
+            self.report(
+                session,
+                contract,
+                ServiceState::InProgress,
+                "waiting for Liqo to name the instance namespace on the customer's cluster",
+            )
+            .await?;
+            return Ok(Outcome::Going);
+        };
         let kept = self
             .cluster
             .read_secret(&names.namespace, instance::GENERATED_SECRET)
@@ -393,6 +416,7 @@ impl Follower {
         let vars = Vars {
             instance_id: contract,
             namespace: &names.namespace,
+            remote_namespace: &remote_namespace,
             service: &service.id,
             plan: &plan.id,
             hosting: &plan.hosting,
@@ -433,13 +457,16 @@ impl Follower {
         self.cluster
             .apply_objects(&names.namespace, resolved)
             .await?;
-        self.report(
-            session,
-            contract,
-            ServiceState::Succeeded,
-            &format!("the service is running in namespace {}", names.namespace),
-        )
-        .await?;
+        let running = if remote_namespace == names.namespace {
+            format!("the service is running in namespace {}", names.namespace)
+        } else {
+            format!(
+                "the service is running in namespace {} ({remote_namespace} on your cluster)",
+                names.namespace
+            )
+        };
+        self.report(session, contract, ServiceState::Succeeded, &running)
+            .await?;
         for binding in session.pending_bindings(contract).await? {
             self.binding(session, &names, service, plan, &vars, &binding)
                 .await?;
@@ -589,6 +616,35 @@ impl Follower {
     }
 }
 
+/// The names of `contract`'s instance: those of its namespace when it
+/// exists (it keeps its name and mapping strategy, whatever the
+/// parameters say now), else new ones with the customer's prefix, if any
+/// — refused when the prefix is not a bounded DNS label, or when the name
+/// is another contract's namespace.
+pub fn instance_names(
+    contract: &str,
+    parameters: &Value,
+    found: &[Found],
+) -> Result<Names, String> {
+    if let Some(own) = found.iter().find(|f| f.contract_id == contract) {
+        return Ok(Names::found(
+            contract,
+            &own.namespace,
+            own.mapping.as_deref(),
+        ));
+    }
+    let prefix = instance::namespace_prefix(parameters)?;
+    let names = Names::new(contract, prefix.as_deref());
+    if found.iter().any(|f| f.namespace == names.namespace) {
+        return Err(format!(
+            "namespace {} is already another service instance's; choose another parameters.{}",
+            names.namespace,
+            instance::PREFIX_PARAMETER
+        ));
+    }
+    Ok(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,5 +713,53 @@ mod tests {
         // Going on again ends the wait.
         f.after("c2", "uid/1".into(), Ok(Outcome::Going), start);
         assert!(!f.waiting.contains_key("c2"));
+    }
+
+    fn found(contract: &str, namespace: &str, mapping: Option<&str>) -> Found {
+        Found {
+            namespace: namespace.into(),
+            contract_id: contract.into(),
+            rendered: Vec::new(),
+            terminating: false,
+            mapping: mapping.map(str::to_string),
+        }
+    }
+
+    /// Issue 45: a new instance is named with the customer's prefix and
+    /// offloaded with EnforceSameName; one that exists keeps its name and
+    /// strategy (an instance made before: DefaultName) whatever the
+    /// parameters say now; a bad prefix, or a name another contract's
+    /// namespace has, is refused.
+    #[test]
+    fn an_instance_is_named_once() {
+        let prefix = serde_json::json!({"namespacePrefix": "shop"});
+        let new = instance_names("c1", &prefix, &[]).unwrap();
+        assert_eq!(
+            (new.namespace.as_str(), new.mapping.as_str()),
+            ("svc-shop-c1", "EnforceSameName")
+        );
+        let none = instance_names("c1", &serde_json::json!({}), &[]).unwrap();
+        assert_eq!(none.namespace, "svc-c1");
+        let kept = [found("c1", "svc-c1", None)];
+        let old = instance_names("c1", &prefix, &kept).unwrap();
+        assert_eq!(
+            (old.namespace.as_str(), old.mapping.as_str()),
+            ("svc-c1", "DefaultName")
+        );
+        let kept = [found("c1", "svc-shop-c1", Some("EnforceSameName"))];
+        let bad = serde_json::json!({"namespacePrefix": "Not A Label"});
+        assert_eq!(
+            instance_names("c1", &bad, &kept).unwrap().namespace,
+            "svc-shop-c1"
+        );
+        let e = instance_names("c2", &bad, &kept).unwrap_err();
+        assert!(e.starts_with("parameters.namespacePrefix: "), "{e}");
+        // c1-x with prefix shop and x with prefix shop-c1: one name.
+        let taken = [found("x", "svc-shop-c1-x", Some("EnforceSameName"))];
+        let e = instance_names("c1-x", &prefix, &taken).unwrap_err();
+        assert!(
+            e.contains("namespace svc-shop-c1-x is already another service instance's"),
+            "{e}"
+        );
     }
 }

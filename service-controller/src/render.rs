@@ -58,6 +58,7 @@ struct Inner {
 struct Owned {
     instance_id: String,
     namespace: String,
+    remote_namespace: String,
     service: String,
     plan: String,
     hosting: String,
@@ -71,6 +72,7 @@ impl Owned {
         Self {
             instance_id: vars.instance_id.to_string(),
             namespace: vars.namespace.to_string(),
+            remote_namespace: vars.remote_namespace.to_string(),
             service: vars.service.to_string(),
             plan: vars.plan.to_string(),
             hosting: vars.hosting.to_string(),
@@ -87,6 +89,7 @@ impl Owned {
         Vars {
             instance_id: &self.instance_id,
             namespace: &self.namespace,
+            remote_namespace: &self.remote_namespace,
             service: &self.service,
             plan: &self.plan,
             hosting: &self.hosting,
@@ -326,6 +329,7 @@ mod tests {
         let vars = Vars {
             instance_id: "c",
             namespace: "svc-c",
+            remote_namespace: "svc-c",
             service: "svc",
             plan: "p",
             hosting: "Remote",

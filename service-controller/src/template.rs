@@ -9,7 +9,9 @@
 //! with a [`TemplateError`] naming the service, the plan and the template.
 //!
 //! The variables every template sees ([`Vars`]): `instance_id` (the
-//! contract), `namespace` (the instance namespace), `service`, `plan`,
+//! contract), `namespace` (the instance namespace, where the objects are
+//! made), `remote_namespace` (its name at the customer's cluster, as Liqo
+//! reports it: the one the customer's pods use), `service`, `plan`,
 //! `hosting`, `parameters` (the provisioning parameters, `{}` when none),
 //! `secrets` (the instance's generated secrets) and, for bindings,
 //! `binding.id` and `binding.parameters`. Values are data: in object
@@ -69,7 +71,11 @@ const CLUSTER_SCOPED: &[&str] = &[
 #[derive(Debug, Clone, Serialize)]
 pub struct Vars<'a> {
     pub instance_id: &'a str,
+    /// The instance namespace on this cluster: the objects' namespace.
     pub namespace: &'a str,
+    /// The instance namespace as the customer's cluster names it (Liqo's
+    /// `NamespaceOffloading.status.remoteNamespaceName`).
+    pub remote_namespace: &'a str,
     pub service: &'a str,
     pub plan: &'a str,
     pub hosting: &'a str,
@@ -713,6 +719,7 @@ pub fn validate_within(
             let vars = Vars {
                 instance_id: "validation",
                 namespace: "svc-validation",
+                remote_namespace: "svc-validation",
                 service: &service.id,
                 plan: &plan.id,
                 hosting: &plan.hosting,
@@ -767,10 +774,13 @@ mod tests {
                     template: t.to_string(),
                 })
                 .collect(),
-            binding_credentials: [(
-                "uri".to_string(),
-                "mysql://root:{{ secrets.password }}@db.{{ namespace }}:3306".to_string(),
-            )]
+            binding_credentials: [
+                (
+                    "uri".to_string(),
+                    "mysql://root:{{ secrets.password }}@db.{{ namespace }}:3306".to_string(),
+                ),
+                ("host".to_string(), "db.{{ remote_namespace }}".to_string()),
+            ]
             .into(),
             ..Service::default()
         }
@@ -786,6 +796,7 @@ mod tests {
         f(&Vars {
             instance_id: "c-1",
             namespace: "svc-c-1",
+            remote_namespace: "svc-c-1-far",
             service: "mysql",
             plan: "remote",
             hosting: "Remote",
@@ -816,6 +827,16 @@ mod tests {
         );
         let credentials = with(|v| render_credentials(&s, &s.plans[0], v, &mut budget())).unwrap();
         assert_eq!(credentials["uri"], "mysql://root:s3cret@db.svc-c-1:3306");
+        // The name the customer's pods use: Liqo's.
+        assert_eq!(credentials["host"], "db.svc-c-1-far");
+        // An object may name it too; it is still made here.
+        let s = service(&[(
+            "t",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\ndata: {host: {{ \"db.\" ~ remote_namespace }}}\n",
+        )]);
+        let objects = with(|v| render_objects(&s, &s.plans[0], v, &mut budget())).unwrap();
+        assert_eq!(objects[0]["data"]["host"], "db.svc-c-1-far");
+        assert_eq!(objects[0]["metadata"]["namespace"], "svc-c-1");
     }
 
     #[test]
@@ -880,6 +901,7 @@ mod tests {
         let vars = Vars {
             instance_id: "c-1",
             namespace: "svc-c-1",
+            remote_namespace: "svc-c-1-far",
             service: "mysql",
             plan: "remote",
             hosting: "Remote",
@@ -897,6 +919,7 @@ mod tests {
         f(&Vars {
             instance_id: "c-1",
             namespace: "svc-c-1",
+            remote_namespace: "svc-c-1-far",
             service: "mysql",
             plan: "remote",
             hosting: "Remote",

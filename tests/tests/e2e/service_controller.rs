@@ -64,6 +64,7 @@ fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
                "templates": [{"name": "settings", "template": template}],
                "bindingCredentials": {
                    "uri": "db://root:{{ secrets.password }}@db.{{ namespace }}:5432",
+                   "host": "db.{{ remote_namespace }}",
                    "password": "{{ secrets.password }}"}}]}})
 }
 
@@ -346,11 +347,19 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
                 .map(str::to_string)
         })
         .expect("the remote namespace's name");
+    // Named the same there (issue 45: `svc-<contract>-<cluster ID>` could
+    // pass 63 characters), and made so by Liqo.
+    assert_eq!(
+        offloading["spec"]["namespaceMappingStrategy"],
+        "EnforceSameName"
+    );
+    assert_eq!(remote_namespace, namespace);
     let remote_settings = || customer.get(CONFIGMAPS, Some(&remote_namespace), "settings");
     wait_until("the rendered ConfigMap reflected to the customer", || {
         remote_settings().is_some()
     });
     assert_eq!(remote_settings().unwrap()["data"], settings["data"]);
+    assert!(customer.get(NAMESPACES, None, &remote_namespace).is_some());
 
     // Bind: the credentials Secret lands in the customer's opted-in
     // application namespace (which accepts the service provider's
@@ -380,6 +389,8 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
         credentials["uri"],
         format!("db://root:{password}@db.{namespace}:5432")
     );
+    // The name the customer's pods use, as Liqo reported it.
+    assert_eq!(credentials["host"], format!("db.{remote_namespace}"));
     wait_until("the credentials copied into app", || {
         customer
             .get(SECRETS, Some("app"), "db-creds")
@@ -399,15 +410,16 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     });
 
     // Local, a second instance over the same peering: its pods stay at
-    // the provider (the namespace is offloaded with strategy Local).
+    // the provider (the namespace is offloaded with strategy Local); the
+    // customer chose its namespace's prefix (issue 45).
     let local = sw.local.clone();
-    let r = provision_as("inst-2", &local, json!({}));
+    let r = provision_as("inst-2", &local, json!({"namespacePrefix": "shop"}));
     match sw.settle("inst-2", &local, &r) {
         Outcome::Succeeded(_) => {}
         other => panic!("provisioning Local: {other:?}"),
     }
     let second = contract_id(catalog, provider_token, "planID", "local").to_lowercase();
-    let local_namespace = format!("svc-{second}");
+    let local_namespace = format!("svc-shop-{second}");
     let offloading = provider
         .get(OFFLOADINGS, Some(&local_namespace), "offloading")
         .expect("the Local instance's NamespaceOffloading");
@@ -509,8 +521,8 @@ spec:
 /// - C-04: an instance of `db` renders `team/shop`'s templates, never
 ///   team2's (the contract's holder is resolved explicitly);
 /// - U-08: an instance reported `failed` is not tried again at every pass:
-///   over ten passes, not one apply of its namespace (the first step, so
-///   no catalog call either);
+///   over ten passes, not one apply of its namespace (made at every pass
+///   a provisioning is tried, right after the customer-peering read);
 /// - C-05: deleting `team2/shop` leaves `db` published.
 #[test]
 fn an_offer_id_has_one_service_catalog_and_a_failed_instance_waits() {
