@@ -425,6 +425,25 @@ async fn policy(client: &Client) -> Result<String> {
         .to_string())
 }
 
+/// The orchestrator's pod template annotation `checksum/config` (the
+/// policy's), as `kubectl get` reads it.
+async fn policy_checksum(client: &Client) -> Result<String> {
+    client
+        .ok(
+            &[
+                "get",
+                "deployment",
+                "orchestrator",
+                "-n",
+                "liqo",
+                "-o",
+                "jsonpath={.spec.template.metadata.annotations.checksum/config}",
+            ],
+            None,
+        )
+        .await
+}
+
 /// The names `kubectl get <kinds> -n liqo -o name` prints, sorted.
 async fn names(client: &Client, kinds: &str) -> Result<BTreeSet<String>> {
     Ok(client
@@ -474,7 +493,8 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         .to_string();
     eprintln!("{}", helm.ok(&["version", "--short"], None).await?);
 
-    // A required value left unset: refused while rendering, nothing written.
+    // A required value left unset: refused before rendering (the chart's
+    // values.schema.json, naming the value), nothing written.
     let before = kube.resource_version();
     let err = helm
         .refused(&[
@@ -489,7 +509,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         ])
         .await?;
     ensure!(
-        err.contains("set sliceController.catalogURL: the catalog's URL"),
+        err.contains("at '/sliceController/catalogURL': minLength: got 0, want 1"),
         "{err}"
     );
     ensure!(
@@ -563,7 +583,11 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
         "{releases}"
     );
 
-    // Upgrade: a component turned off is removed, a value changed applied.
+    // Upgrade: a component turned off is removed, a value changed applied;
+    // the orchestrator reads its policy at start, so its pod template
+    // changes with it (checksum/config) and the Deployment rolls.
+    let checksum_before = policy_checksum(&client).await?;
+    ensure!(checksum_before.len() == 64, "{checksum_before:?}");
     let upgrade = |set| {
         [
             "upgrade",
@@ -586,6 +610,11 @@ async fn the_chart_installs_upgrades_and_uninstalls_with_the_real_helm() -> Resu
     ensure!(
         policy(&client).await? == "spread = 2",
         "policy not upgraded"
+    );
+    let checksum_after = policy_checksum(&client).await?;
+    ensure!(
+        checksum_after.len() == 64 && checksum_after != checksum_before,
+        "the policy changed and the orchestrator's pod template did not: {checksum_after:?}"
     );
     let left = names(&client, "deployments,configmaps,services").await?;
     ensure!(
