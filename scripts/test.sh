@@ -44,6 +44,9 @@ cargo fmt --all -- --check
 # A dev-dependency that changes a shared crate's features makes the test
 # stage compile half the dependency tree again: refused here, in seconds.
 python3 scripts/check-features.py
+# The chart README's values table is generated from values.yaml's
+# comments: refused here while it is not theirs (in well under a second).
+python3 scripts/chart-values-table.py --check
 
 stage "building every binary, bench and example (clippy lints as it compiles)"
 # --timings: each unit's compile time (target/cargo-timings/), summed per
@@ -62,16 +65,20 @@ fi
 # Schemathesis, the images and the browser tests need only the binaries the
 # build made, and mostly wait (on Python, on buildah's gzip, on a browser):
 # they run beside the Rust tests, each on its own catalog and free port,
-# their output printed after the tests' so nothing interleaves. Every test
+# their output printed after the tests' so nothing interleaves. checkov
+# needs only the chart and helm (~10 s of one core). Every test
 # holds under a machine this loaded (docs/ci-time.md: the test stage twice
 # under `stress-ng --cpu 2`).
-stage "unit, property and end-to-end tests; Schemathesis, the images and the browser tests beside them"
+stage "unit, property and end-to-end tests; Schemathesis, the images, the browser tests and checkov beside them"
 schemathesis_log="$(pwd)/build/schemathesis.log"
 CATALOG_BIN="$(pwd)/target/debug/catalog" bash scripts/schemathesis.sh >"$schemathesis_log" 2>&1 &
 schemathesis_pid=$!
 images_log="$(pwd)/build/build-images.log"
 bash scripts/build-images.sh >"$images_log" 2>&1 &
 images_pid=$!
+checkov_log="$(pwd)/build/checkov.log"
+bash scripts/checkov.sh >"$checkov_log" 2>&1 &
+checkov_pid=$!
 browser_log="$(pwd)/build/browser-tests.log"
 browser_pid=""
 if [ -f tests/browser/run.mjs ]; then
@@ -112,6 +119,8 @@ schemathesis_status=0
 wait "$schemathesis_pid" || schemathesis_status=$?
 images_status=0
 wait "$images_pid" || images_status=$?
+checkov_status=0
+wait "$checkov_pid" || checkov_status=$?
 if [ -n "$browser_pid" ]; then
   stage "browser tests' output (headless Chromium)"
   cat "$browser_log"
@@ -120,6 +129,8 @@ stage "Schemathesis's output"
 cat "$schemathesis_log"
 stage "the images' output (deploy/docker/ built with buildah, run under unshare -r chroot)"
 cat "$images_log"
+stage "checkov's output (the chart, every component on: deploy/checkov/)"
+cat "$checkov_log"
 
 # What each crate cost to build and each test to run, for docs/ci-time.md.
 stage "figures: build time per crate, test time per area"
@@ -128,10 +139,11 @@ timing_report=$(ls -t target/cargo-timings/cargo-timing-*.html 2>/dev/null | hea
 [ -f target/nextest/default/junit.xml ] && python3 scripts/ci-figures.py tests target/nextest/default/junit.xml || true
 
 if [ "$tests_status" -ne 0 ] || [ "$deploy_status" -ne 0 ] || [ "$browser_status" -ne 0 ] \
-  || [ "$schemathesis_status" -ne 0 ] || [ "$images_status" -ne 0 ]; then
+  || [ "$schemathesis_status" -ne 0 ] || [ "$images_status" -ne 0 ] \
+  || [ "$checkov_status" -ne 0 ]; then
   echo "failed: Rust tests exit $tests_status, deploy-check exit $deploy_status," \
     "browser tests exit $browser_status, Schemathesis exit $schemathesis_status," \
-    "images exit $images_status" >&2
+    "images exit $images_status, checkov exit $checkov_status" >&2
   exit 1
 fi
 

@@ -170,9 +170,12 @@ pub struct Cli {
     #[arg(long, env = "AGGREGATOR_FIRST_SYNC_TIMEOUT", value_parser = edge::duration::parse, value_name = "DURATION")]
     pub first_sync_timeout: Option<Duration>,
 
-    /// Log format; levels come from RUST_LOG (default: info).
+    /// Log format.
     #[arg(long, env = "AGGREGATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    #[arg(long, env = "AGGREGATOR_LOG_LEVEL", value_name = "LEVEL", default_value = "info", help = edge::log::LOG_LEVEL_HELP)]
+    pub log_level: edge::log::LogLevel,
 }
 
 /// A string newtype whose `FromStr` checks it: `as_str`, `Display`, and a

@@ -1,5 +1,5 @@
-//! The operator's HTTP port (`--metrics-listen`): `/metrics` (Prometheus
-//! text), `/status` (JSON: policy and every upstream up or down, why, and
+//! The operator's HTTP port (`--metrics-listen`): `/metrics` (OpenMetrics
+//! for Prometheus, the Prometheus text format for other clients), `/status` (JSON: policy and every upstream up or down, why, and
 //! for how long) and `/healthz`. Read-only, GET only. Bound, announced
 //! (role `metrics`) and served by [`edge::probe`].
 //!
@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -77,8 +78,8 @@ pub async fn bind(
     Ok(server)
 }
 
-async fn render_metrics(State(state): State<AppState>) -> impl IntoResponse {
-    edge::probe::metrics(state.metrics.render())
+async fn render_metrics(State(state): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
+    edge::probe::metrics(&headers, state.metrics.render())
 }
 
 async fn status(State(state): State<AppState>) -> impl IntoResponse {

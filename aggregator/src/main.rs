@@ -9,7 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = aggregator::Cli::parse();
-    edge::run(cli.log_format, async move {
+    edge::run(cli.log_format, cli.log_level.clone(), async move {
         aggregator::app::run(cli, edge::signal::shutdown()).await?;
         Ok(())
     })

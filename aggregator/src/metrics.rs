@@ -1,7 +1,9 @@
-//! The aggregator's Prometheus metrics: upstream up/down, upstream and
-//! downstream read latency, how reads were answered, notifications and
-//! reloads. Rendered in the Prometheus text format by [`Metrics::render`]
-//! (served on `/metrics` by the `http` module).
+//! The aggregator's Prometheus metrics: its build (`aggregator_build_info`),
+//! upstream up/down, upstream and downstream read latency, how reads were
+//! answered, failed upstream reads (`aggregator_upstream_read_errors_total`),
+//! notifications and reloads. Rendered as OpenMetrics text by
+//! [`Metrics::render`] (served on `/metrics` by the `http` module, in the
+//! format the scraper asks for).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +151,8 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("aggregator");
+        let mut root = edge::metrics::root_registry("aggregator");
+        let registry = root.sub_registry_with_prefix("aggregator");
         let upstream_up = Family::<UpstreamLabels, Gauge>::default();
         registry.register(
             "upstream_up",
@@ -173,7 +176,7 @@ impl Metrics {
         );
         let upstream_failures = Family::<FailureLabels, Counter>::default();
         registry.register(
-            "upstream_read_failures",
+            "upstream_read_errors",
             "Upstream reads that failed, by reason",
             upstream_failures.clone(),
         );
@@ -203,9 +206,15 @@ impl Metrics {
             "Configuration reloads, by result",
             reloads.clone(),
         );
+        // Both results from the start, so the first error counts in
+        // `rate()` (a series that appears at 1 shows no increase).
+        for result in ["ok", "error"] {
+            reads.get_or_create_owned(&ResultLabels { result });
+            reloads.get_or_create_owned(&ResultLabels { result });
+        }
         Self {
             inner: Arc::new(Inner {
-                registry,
+                registry: root,
                 upstream_up,
                 upstream_read_seconds,
                 upstream_answers,
@@ -334,6 +343,7 @@ mod tests {
         u.count_answer(Outcome::last_known);
         m.observe_read(Duration::from_millis(4), true);
         let text = m.render();
+        assert!(text.starts_with("# HELP aggregator_build_info "), "{text}");
         assert!(
             text.contains(r#"aggregator_upstream_up{cluster_id="c1",address="h:1"} 1"#),
             "{text}"
@@ -352,10 +362,14 @@ mod tests {
             text.contains(r#"aggregator_reads_total{result="ok"} 1"#),
             "{text}"
         );
+        assert!(
+            text.contains(r#"aggregator_reads_total{result="error"} 0"#),
+            "{text}"
+        );
 
         assert!(
             text.contains(
-                r#"aggregator_upstream_read_failures_total{cluster_id="c1",reason="timeout"} 0"#
+                r#"aggregator_upstream_read_errors_total{cluster_id="c1",reason="timeout"} 0"#
             ),
             "series exist before anything happened to them: {text}"
         );

@@ -33,9 +33,12 @@ use crate::metrics::Metrics;
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
-    /// Log format; levels come from RUST_LOG (default: info).
+    /// Log format.
     #[arg(long, env = "MARKET_AUTOSCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
+
+    #[arg(long, env = "MARKET_AUTOSCALER_LOG_LEVEL", value_name = "LEVEL", default_value = "info", help = edge::log::LOG_LEVEL_HELP, global = true)]
+    pub log_level: edge::log::LogLevel,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -9,7 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = market_autoscaler::config::Cli::parse();
-    edge::run(cli.log_format, async move {
+    edge::run(cli.log_format, cli.log_level.clone(), async move {
         market_autoscaler::config::main(cli, edge::signal::shutdown()).await
     })
 }

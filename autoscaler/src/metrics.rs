@@ -3,6 +3,7 @@
 //!
 //! | metric | what |
 //! |---|---|
+//! | `market_autoscaler_build_info{version,revision,rustc}` | 1: the build this replica runs |
 //! | `market_autoscaler_leader` | 1 while this replica leads (and buys) |
 //! | `market_autoscaler_unschedulable_pods` | waiting pods the autoscalers serve |
 //! | `market_autoscaler_spend_per_hour{currency}` | spend rate of the contracts held and in flight (a report, not a bill: the status holds the exact decimal) |
@@ -92,6 +93,7 @@ pub struct Handles {
 impl MetricSet for Handles {
     const BUCKETS: &'static [f64] = &BUCKETS;
     const PREFIX: &'static str = "market_autoscaler";
+    const FAILURE_KINDS: &'static [&'static str] = &["kubernetes", "catalog", "conflict", "spec"];
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let h = Handles {
@@ -155,7 +157,7 @@ impl MetricSet for Handles {
             "reconcile_duration_seconds",
             "One autoscaler's round",
         );
-        reconcile.register_failures(registry, "errors", "Failed reads and writes, by kind");
+        reconcile.register_errors(registry, "Failed reads and writes, by kind");
         h
     }
 }

@@ -570,7 +570,7 @@ fn run(
             .unwrap_or(f64::NAN)
     };
     let message_bytes =
-        sample("catalog_feed_bytes_sent_total") / sample("catalog_feed_messages_sent_total");
+        sample("catalog_feed_sent_bytes_total") / sample("catalog_feed_messages_sent_total");
     // The server's own view of the updates: publish → message handed to
     // the socket (bucket upper bounds).
     let during: Vec<(f64, f64)> = buckets(&metrics)

@@ -150,10 +150,17 @@ pub struct Config {
     #[arg(long, env = "CATALOG_COST_PERIOD", default_value = "hour")]
     pub cost_period: CostPeriod,
 
-    /// Log filter (tracing EnvFilter syntax, e.g. `info,catalog=debug`);
-    /// RUST_LOG, when set, wins.
-    #[arg(long, env = "CATALOG_LOG", default_value = "info")]
-    pub log: String,
+    // `--log` is the flag's former name (issue 46), still accepted; its
+    // variable, `CATALOG_LOG`, is not read any more.
+    #[arg(
+        long,
+        visible_alias = "log",
+        env = "CATALOG_LOG_LEVEL",
+        value_name = "LEVEL",
+        default_value = "info",
+        help = edge::log::LOG_LEVEL_HELP
+    )]
+    pub log_level: edge::log::LogLevel,
 
     /// Log format.
     #[arg(long, env = "CATALOG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]

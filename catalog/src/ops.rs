@@ -1,22 +1,19 @@
 //! Operability endpoints: liveness, readiness and Prometheus metrics.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
 use std::sync::Arc;
 
 use crate::http::{ApiError, ErrorBody};
 use crate::metrics::Metrics;
-use crate::offers::OfferStore;
-use crate::providers::ProviderStore;
 use crate::store::Health;
 
-/// What the operability endpoints read (`web::Data<Ops>`).
+/// What the operability endpoints read (`web::Data<Ops>`). No offer or
+/// provider store: `/metrics` reads none (`crate::metrics`).
 #[derive(Clone)]
 pub struct Ops {
     pub health: Arc<dyn Health>,
-    pub offers: Arc<dyn OfferStore>,
-    pub providers: Arc<dyn ProviderStore>,
     pub metrics: Arc<Metrics>,
     /// Set while start-up work after the port is bound still runs (the
     /// `--demo` seeding): `/readyz` answers 503 until it is done.
@@ -63,33 +60,21 @@ pub async fn readyz(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(json!({ "status": "ready", "store": state.health.kind() })))
 }
 
-/// Prometheus metrics (OpenMetrics text).
+/// Prometheus metrics: OpenMetrics text when the scraper asks for it (as
+/// Prometheus does), else the Prometheus text format (curl, promtool).
+/// Rendered from the gauges and counters as they are: a scrape reads no
+/// store.
 #[utoipa::path(
     get, path = "/metrics", tag = "ops", operation_id = "metrics",
     extensions(("x-roles" = json!(["anyone"]))),
-    responses((status = 200, description = "OpenMetrics text", body = String,
-        content_type = "application/openmetrics-text"))
+    responses((status = 200, description = "OpenMetrics text if `Accept` asks for `application/openmetrics-text`, else the Prometheus text format 0.0.4",
+        content((String = "application/openmetrics-text"), (String = "text/plain"))))
 )]
-pub async fn metrics(state: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
-    // Counts come from the store at scrape time; if it is unreachable the
-    // gauges keep their last values.
-    if let Ok(offers) = state.offers.count_offers().await {
-        state
-            .metrics
-            .offers
-            .set(i64::try_from(offers).unwrap_or(i64::MAX));
-    }
-    if let Ok(providers) = state.providers.count_providers().await {
-        state
-            .metrics
-            .providers
-            .set(i64::try_from(providers).unwrap_or(i64::MAX));
-    }
-    let text = state
-        .metrics
-        .render()
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(HttpResponse::Ok()
-        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(text))
+pub async fn metrics(state: web::Data<Ops>, request: HttpRequest) -> HttpResponse {
+    let accept = request
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let (content_type, body) = edge::metrics::exposition(state.metrics.render(), accept);
+    HttpResponse::Ok().content_type(content_type).body(body)
 }

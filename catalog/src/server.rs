@@ -154,10 +154,21 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         config.pricing(),
         shutdown.clone(),
     )?;
+    // The offer and provider gauges, counted on changes and on a timer,
+    // never by a scrape.
+    tokio::spawn(
+        crate::metrics::follow_counts(
+            metrics.clone(),
+            backend.offers.clone(),
+            backend.providers.clone(),
+            crate::metrics::RECOUNT_EVERY,
+            crate::metrics::RECOUNT_GAP,
+            shutdown.clone(),
+        )
+        .instrument(tracing::info_span!("metrics_counts")),
+    );
     let ops = Ops {
         health: backend.health.clone(),
-        offers: backend.offers.clone(),
-        providers: backend.providers.clone(),
         metrics: metrics.clone(),
         starting: Arc::new(std::sync::atomic::AtomicBool::new(config.demo)),
     };

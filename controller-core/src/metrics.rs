@@ -11,7 +11,10 @@
 //! controller onto it changes nothing a scraper sees. Each part is
 //! registered by its own call, at the place in the controller's
 //! registration order it had before, because the exposition lists metrics
-//! in registration order.
+//! in registration order. Failures are always `<prefix>_errors_total`: one
+//! word for them across every binary, as dashboards and alerts match on
+//! it. Above them all, [`Registered`] puts the binary's
+//! `<binary>_build_info` ([`edge::metrics::root_registry`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -72,9 +75,11 @@ impl ReconcileMetrics {
         registry.register(name, help, self.0.duration.clone());
     }
 
-    /// Register the failure counters as `name` (exposed as `name_total`).
-    pub fn register_failures(&self, registry: &mut Registry, name: &str, help: &str) {
-        registry.register(name, help, self.0.failures.clone());
+    /// Register the failure counters as `errors` (exposed as
+    /// `<prefix>_errors_total`): the one name for failures of every
+    /// controller.
+    pub fn register_errors(&self, registry: &mut Registry, help: &str) {
+        registry.register("errors", help, self.0.failures.clone());
     }
 
     /// Register the gauge that is 1 while this replica leads as `name`.
@@ -85,6 +90,18 @@ impl ReconcileMetrics {
     /// One reconcile ran for `took`.
     pub fn observe_reconcile(&self, took: Duration) {
         self.0.duration.observe(took.as_secs_f64());
+    }
+
+    /// Create the failure series of `kinds` at 0, so each shows before it
+    /// first happens: the first failure of a kind then counts in
+    /// `rate()` and `increase()`, which see nothing of a series that
+    /// appears at 1 (Prometheus' "avoid missing metrics").
+    pub fn expect_failures(&self, kinds: &[&'static str]) {
+        for kind in kinds {
+            self.0
+                .failures
+                .get_or_create_owned(&vec![(self.0.failure_label, *kind)]);
+        }
     }
 
     /// One failure of `kind`.
@@ -139,10 +156,18 @@ impl ReconcileMetrics {
 pub trait MetricSet: Send + Sync + 'static {
     /// The registry's prefix.
     const PREFIX: &'static str;
+    /// The binary the controller runs in, which names its
+    /// `<binary>_build_info`: the prefix, unless the controller runs
+    /// inside another binary (the class controller in resource-monitor).
+    const BINARY: &'static str = Self::PREFIX;
     /// The reconcile duration's histogram buckets, seconds.
     const BUCKETS: &'static [f64];
     /// The label that names a failure's kind.
     const FAILURE_LABEL: &'static str = "kind";
+    /// The kinds of failure the controller counts, each exposed at 0 from
+    /// the start ([`ReconcileMetrics::expect_failures`]); a kind not
+    /// listed shows when it first happens.
+    const FAILURE_KINDS: &'static [&'static str] = &[];
     /// Create every handle and register it, with the parts of `reconcile`
     /// the controller exposes, in the order `/metrics` lists them (the
     /// exposition follows registration order).
@@ -161,11 +186,13 @@ struct Parts<T> {
 }
 
 impl<T: MetricSet> Registered<T> {
-    /// Every metric of `T` created and registered under `T::PREFIX`.
+    /// Every metric of `T` created and registered under `T::PREFIX`, after
+    /// `<T::BINARY>_build_info`.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix(T::PREFIX);
+        let mut registry = edge::metrics::root_registry(T::BINARY);
         let reconcile = ReconcileMetrics::new(T::BUCKETS.iter().copied(), T::FAILURE_LABEL);
-        let handles = T::register(&mut registry, &reconcile);
+        let handles = T::register(registry.sub_registry_with_prefix(T::PREFIX), &reconcile);
+        reconcile.expect_failures(T::FAILURE_KINDS);
         Self(Arc::new(Parts {
             registry,
             reconcile,
@@ -257,6 +284,13 @@ macro_rules! controller_metrics {
     };
 }
 
+/// For tests: the `<binary>_build_info` lines every controller's
+/// exposition starts with.
+pub fn build_info_exposition(binary: &str) -> String {
+    let text = edge::metrics::openmetrics(&edge::metrics::root_registry(binary));
+    text.trim_end_matches("# EOF\n").to_string()
+}
+
 /// For tests: panic unless `text` is the exposition `expected`, in the
 /// same registration order (the `# HELP` lines) with the same lines —
 /// sorted before comparing, since a family prints its label sets in no
@@ -299,8 +333,9 @@ mod tests {
     impl MetricSet for Set {
         const PREFIX: &'static str = "set";
         const BUCKETS: &'static [f64] = &[1.0];
+        const FAILURE_KINDS: &'static [&'static str] = &["kubernetes", "catalog"];
         fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
-            reconcile.register_failures(registry, "errors", "Failed");
+            reconcile.register_errors(registry, "Failed");
             let things = Gauge::default();
             registry.register("things", "Things", things.clone());
             Set { things }
@@ -319,16 +354,19 @@ mod tests {
         clone.things.set(3);
         clone.reconcile().count_failure("kubernetes");
         clone.observe_reconcile(Duration::from_millis(1));
-        assert_eq!(
-            metrics.render(),
-            "# HELP set_errors Failed.\n\
+        assert_same_exposition(
+            &metrics.render(),
+            &(build_info_exposition("set")
+                + "# HELP set_errors Failed.\n\
              # TYPE set_errors counter\n\
              set_errors_total{kind=\"kubernetes\"} 1\n\
+             set_errors_total{kind=\"catalog\"} 0\n\
              # HELP set_things Things.\n\
              # TYPE set_things gauge\n\
              set_things 3\n\
-             # EOF\n"
+             # EOF\n"),
         );
+        assert!(metrics.render().starts_with("# HELP set_build_info "));
         assert_eq!(format!("{metrics:?}"), "Declared { .. }");
     }
 
@@ -338,7 +376,7 @@ mod tests {
         let mut registry = Registry::with_prefix("x");
         metrics.register_leader(&mut registry, "leader", "Leads");
         metrics.register_duration(&mut registry, "reconcile_duration_seconds", "Took");
-        metrics.register_failures(&mut registry, "errors", "Failed");
+        metrics.register_errors(&mut registry, "Failed");
         metrics.observe_reconcile(Duration::from_millis(700));
         metrics.count_failure("kubernetes");
         metrics.count_failure("kubernetes");

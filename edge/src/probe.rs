@@ -4,7 +4,8 @@
 //!
 //! What a binary adds is what only it knows: when it is ready and its
 //! metrics ([`Probes`], usually a prometheus-client registry rendered by
-//! [`openmetrics`]), and any route of its own (merged into [`router`]'s
+//! [`openmetrics`], answered in the format the scraper asks for:
+//! [`crate::metrics::exposition`]), and any route of its own (merged into [`router`]'s
 //! `Router`). [`bind`] binds the port at once (a bad or taken address fails
 //! at start), announces it ([`crate::announce`]) and serves it through a
 //! [`GuardedListener`] with the given [`Limits`], so clients that connect
@@ -17,26 +18,28 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::header;
 /// The status a [`Probes::readiness`] answers with.
 pub use axum::http::StatusCode;
+use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::conn::{GuardedListener, Limits};
 
-/// The `Content-Type` of `/metrics`.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// A registry's OpenMetrics text, and the `Content-Type` it is answered
+/// with (Prometheus asks for it), where the controllers have always taken
+/// them.
+pub use crate::metrics::{openmetrics, OPENMETRICS};
 
 /// What a binary's probe port reports.
 pub trait Probes: Clone + Send + Sync + 'static {
     /// `/readyz`: the status (200 or 503) and a one-line body.
     fn readiness(&self) -> (StatusCode, String);
-    /// `/metrics`: the OpenMetrics text.
+    /// `/metrics`: the OpenMetrics text (a scraper that does not ask for
+    /// OpenMetrics gets it in the text format).
     fn render(&self) -> String;
 }
 
@@ -62,7 +65,9 @@ pub fn router<P: Probes>(probes: P) -> Router {
         )
         .route(
             "/metrics",
-            get(|State(p): State<P>| async move { metrics(p.render()) }),
+            get(|State(p): State<P>, headers: HeaderMap| async move {
+                metrics(&headers, p.render())
+            }),
         )
         .layer(axum::middleware::from_fn(in_span))
         .with_state(probes)
@@ -84,22 +89,12 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// A `/metrics` answer: `text` as OpenMetrics.
-pub fn metrics(text: String) -> impl IntoResponse {
-    (StatusCode::OK, [(header::CONTENT_TYPE, OPENMETRICS)], text)
-}
-
-/// The OpenMetrics text of every metric in `registry`: the body of
-/// `/metrics`.
-pub fn openmetrics(registry: &Registry) -> String {
-    let mut text = String::new();
-    // Only the writer can fail, and a String never does; were that to
-    // change, a scraper gets nothing rather than a truncated exposition.
-    if let Err(error) = prometheus_client::encoding::text::encode(&mut text, registry) {
-        tracing::warn!(%error, "cannot encode metrics");
-        text.clear();
-    }
-    text
+/// A `/metrics` answer to a request with `headers`: `openmetrics` (a
+/// registry's rendering) in the format its `Accept` header asks for.
+pub fn metrics(headers: &HeaderMap, openmetrics: String) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let (content_type, body) = crate::metrics::exposition(openmetrics, accept);
+    (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body)
 }
 
 /// How long [`join`] waits for the port's connections to close.
@@ -177,15 +172,20 @@ mod tests {
             }
         }
         fn render(&self) -> String {
-            "up 1\n# EOF\n".into()
+            "# HELP up Up.\n# TYPE up counter\nup_total 1\n# EOF\n".into()
         }
     }
 
     /// One request over a plain TCP connection: the raw answer.
     async fn get_raw(addr: SocketAddr, path: &str) -> String {
+        get_raw_with(addr, path, "").await
+    }
+
+    /// The same, with `headers` (each line ending in CRLF).
+    async fn get_raw_with(addr: SocketAddr, path: &str, headers: &str) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n");
         s.write_all(req.as_bytes()).await.unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
@@ -214,16 +214,26 @@ mod tests {
         fake.0.store(true, Ordering::SeqCst);
         let ready = get_raw(addr, "/readyz").await;
         assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
-        let metrics = get_raw(addr, "/metrics").await;
+        // Prometheus asks for OpenMetrics; curl and promtool get the text
+        // format.
+        let prometheus =
+            "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n";
+        let metrics = get_raw_with(addr, "/metrics", prometheus).await;
         assert!(metrics.contains(OPENMETRICS), "{metrics}");
-        assert!(metrics.ends_with("up 1\n# EOF\n"), "{metrics}");
+        assert!(metrics.ends_with("up_total 1\n# EOF\n"), "{metrics}");
+        let metrics = get_raw(addr, "/metrics").await;
+        assert!(metrics.contains(crate::metrics::TEXT_FORMAT), "{metrics}");
+        assert!(
+            metrics.ends_with("# TYPE up_total counter\nup_total 1\n"),
+            "{metrics}"
+        );
         let _ = stop.send(());
         server.await.unwrap().unwrap();
     }
 
     #[test]
     fn openmetrics_renders_a_registry() {
-        let mut registry = Registry::with_prefix("x");
+        let mut registry = prometheus_client::registry::Registry::with_prefix("x");
         let up = prometheus_client::metrics::gauge::Gauge::<i64>::default();
         registry.register("up", "Up", up.clone());
         up.set(1);

@@ -5,22 +5,22 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::log::{self, LogFormat};
+use crate::log::{self, LogFormat, LogLevel};
 
 /// How long the runtime waits, once the program has returned, for work it
 /// cannot cancel (blocking file reads, for instance) before the process
 /// exits anyway. A program that has returned must not hang.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Set up logging (`RUST_LOG`, default `info`), run `program` on a
-/// multi-threaded Tokio runtime, and map its outcome to the exit code: a
-/// failure is printed as `error: …` on stderr (logged, in JSON mode, so log
-/// collectors see it) and exits 1.
-pub fn run<F>(log_format: LogFormat, program: F) -> ExitCode
+/// Set up logging (`--log-format`; `--log-level`, which `RUST_LOG` overrides),
+/// run `program` on a multi-threaded Tokio runtime, and map its outcome to
+/// the exit code: a failure is printed as `error: …` on stderr (logged, in
+/// JSON mode, so log collectors see it) and exits 1.
+pub fn run<F>(log_format: LogFormat, log_level: LogLevel, program: F) -> ExitCode
 where
     F: Future<Output = anyhow::Result<()>>,
 {
-    log::init(log_format, "info");
+    log::init(log_format, log_level.as_str());
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

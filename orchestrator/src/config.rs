@@ -94,9 +94,12 @@ pub struct Cli {
     #[command(flatten)]
     pub lease: Prefixed<LeaseTimesArgs, Env>,
 
-    /// Log format; levels come from RUST_LOG (default: info).
+    /// Log format.
     #[arg(long, env = "ORCHESTRATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
+
+    #[arg(long, env = "ORCHESTRATOR_LOG_LEVEL", value_name = "LEVEL", default_value = "info", help = edge::log::LOG_LEVEL_HELP, global = true)]
+    pub log_level: edge::log::LogLevel,
 
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -9,7 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = orchestrator::config::Cli::parse();
-    edge::run(cli.log_format, async move {
+    edge::run(cli.log_format, cli.log_level.clone(), async move {
         orchestrator::config::main(cli, edge::signal::shutdown()).await
     })
 }

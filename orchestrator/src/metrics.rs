@@ -3,6 +3,7 @@
 //!
 //! | metric | what |
 //! |---|---|
+//! | `orchestrator_build_info{version,revision,rustc}` | 1: the build this replica runs |
 //! | `orchestrator_writes_total{rule}` | NamespaceOffloadings written, by the rule of the decision (`cheapest`, `replaced`, `cheaper`, `kept`, `none-qualifies`) |
 //! | `orchestrator_moves_total` | writes that changed a namespace's providers |
 //! | `orchestrator_unplaced_namespaces` | offloaded namespaces no provider qualifies for |
@@ -52,6 +53,7 @@ pub struct Handles {
 impl MetricSet for Handles {
     const BUCKETS: &'static [f64] = &BUCKETS;
     const PREFIX: &'static str = "orchestrator";
+    const FAILURE_KINDS: &'static [&'static str] = &["kubernetes", "conflict", "demand"];
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let writes = Family::<RuleLabels, Counter>::default();
@@ -86,7 +88,7 @@ impl MetricSet for Handles {
             "reconcile_duration_seconds",
             "One namespace: decision and write",
         );
-        reconcile.register_failures(registry, "errors", "Failed reads and writes, by kind");
+        reconcile.register_errors(registry, "Failed reads and writes, by kind");
         registry.register(
             "catalog_connected",
             "1 while the catalog's feed is connected",
@@ -153,7 +155,9 @@ mod tests {
 
     /// The `/metrics` exposition as it was before the reconcile metrics
     /// moved to `controller_core::metrics`: names, help texts and label
-    /// sets are what dashboards and alerts match on.
+    /// sets are what dashboards and alerts match on. Since issue 46 it
+    /// starts with the build information (prepended by the test) and
+    /// every failure kind shows at 0 before it happens.
     const EXPOSITION: &str = r#"# HELP orchestrator_leader 1 while this replica leads.
 # TYPE orchestrator_leader gauge
 orchestrator_leader 1
@@ -190,6 +194,8 @@ orchestrator_reconcile_duration_seconds_bucket{le="+Inf"} 1
 # HELP orchestrator_errors Failed reads and writes, by kind.
 # TYPE orchestrator_errors counter
 orchestrator_errors_total{kind="conflict"} 1
+orchestrator_errors_total{kind="kubernetes"} 0
+orchestrator_errors_total{kind="demand"} 0
 # HELP orchestrator_catalog_connected 1 while the catalog's feed is connected.
 # TYPE orchestrator_catalog_connected gauge
 orchestrator_catalog_connected 1
@@ -212,6 +218,9 @@ orchestrator_catalog_events_total 2
         metrics.count_feed_event();
         metrics.count_feed_event();
         metrics.reconcile().set_leading(true);
-        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
+        controller_core::metrics::assert_same_exposition(
+            &metrics.render(),
+            &(controller_core::metrics::build_info_exposition("orchestrator") + EXPOSITION),
+        );
     }
 }

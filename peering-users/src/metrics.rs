@@ -1,6 +1,7 @@
-//! `/metrics` of the controller (prefix `peering_user_controller_`): the
-//! reconcile metrics every controller keeps (passes and their duration,
-//! failures by kind, leadership), how many peering users are usable, the
+//! `/metrics` of the controller (prefix `peering_user_controller_`): its
+//! build (`build_info`), the reconcile metrics every controller keeps
+//! (passes and their duration, failures by kind as `errors_total`,
+//! leadership), how many peering users are usable, the
 //! kubeconfigs attached to contracts, the users removed, how many wait
 //! for room, whether the catalog answers, and the isolation's policies
 //! (buyers' own applied and refused among them).
@@ -25,6 +26,8 @@ pub struct Handles {
 
 impl MetricSet for Handles {
     const PREFIX: &'static str = "peering_user_controller";
+    const FAILURE_KINDS: &'static [&'static str] =
+        &["kubernetes", "catalog", "csr", "identity", "isolation"];
     const BUCKETS: &'static [f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
@@ -34,9 +37,8 @@ impl MetricSet for Handles {
             "pass_duration_seconds",
             "Duration of one pass over the provider's contracts and peering users",
         );
-        reconcile.register_failures(
+        reconcile.register_errors(
             registry,
-            "failures",
             "Failed steps, by kind (kubernetes, catalog, csr, identity)",
         );
         let users = Gauge::default();
@@ -135,10 +137,14 @@ mod tests {
         metrics.attached.inc();
         metrics.reconcile().count_failure("csr");
         let text = metrics.render();
+        assert!(
+            text.starts_with("# HELP peering_user_controller_build_info "),
+            "{text}"
+        );
         for line in [
             "peering_user_controller_leader 0",
             "peering_user_controller_pass_duration_seconds_count 0",
-            "peering_user_controller_failures_total{kind=\"csr\"} 1",
+            "peering_user_controller_errors_total{kind=\"csr\"} 1",
             "peering_user_controller_users 2",
             "peering_user_controller_attached_total 1",
             "peering_user_controller_removed_total 0",

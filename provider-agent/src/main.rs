@@ -140,7 +140,7 @@ struct Args {
     #[arg(long, env = "PROVIDER_AGENT_CHECK")]
     check: bool,
 
-    /// Log format: text or json. Log levels come from RUST_LOG (default: info).
+    /// Log format: text or json.
     #[arg(
         long,
         env = "PROVIDER_AGENT_LOG_FORMAT",
@@ -148,11 +148,20 @@ struct Args {
         default_value = "text"
     )]
     log_format: LogFormat,
+
+    #[arg(
+        long,
+        env = "PROVIDER_AGENT_LOG_LEVEL",
+        value_name = "LEVEL",
+        default_value = "info",
+        help = edge::log::LOG_LEVEL_HELP
+    )]
+    log_level: edge::log::LogLevel,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    edge::run(args.log_format, run(args))
+    edge::run(args.log_format, args.log_level.clone(), run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {

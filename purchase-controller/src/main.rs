@@ -24,12 +24,22 @@ struct Cli {
         default_value = "text"
     )]
     log_format: LogFormat,
+
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_LOG_LEVEL",
+        value_name = "LEVEL",
+        default_value = "info",
+        help = edge::log::LOG_LEVEL_HELP
+    )]
+    log_level: edge::log::LogLevel,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     edge::run(
         cli.log_format,
+        cli.log_level.clone(),
         controller_core::shutdown::run_until_signal(
             "the controller",
             STOP_TIMEOUT,

@@ -3,6 +3,7 @@
 //!
 //! | metric | what |
 //! |---|---|
+//! | `purchase_controller_build_info{version,revision,rustc}` | 1: the build this replica runs |
 //! | `purchase_controller_purchases{phase}` | Purchases by phase (`Pending`, `Peering`, `Granting`, `Ready`, `Failed`, `Ended`, …) |
 //! | `purchase_controller_reconcile_duration_seconds` | one Purchase's reconcile, catalog calls included |
 //! | `purchase_controller_errors_total{kind}` | failures: `catalog` (unreachable, refused a state report), `kubernetes` |
@@ -43,6 +44,7 @@ pub struct Handles {
 impl MetricSet for Handles {
     const BUCKETS: &'static [f64] = &BUCKETS;
     const PREFIX: &'static str = "purchase_controller";
+    const FAILURE_KINDS: &'static [&'static str] = &["catalog", "kubernetes"];
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let purchases = Family::<PhaseLabels, Gauge>::default();
@@ -52,11 +54,7 @@ impl MetricSet for Handles {
             "reconcile_duration_seconds",
             "Time to reconcile one Purchase, catalog calls included",
         );
-        reconcile.register_failures(
-            registry,
-            "errors",
-            "Failures: catalog calls, Kubernetes API calls",
-        );
+        reconcile.register_errors(registry, "Failures: catalog calls, Kubernetes API calls");
         reconcile.register_leader(registry, "leader", "1 while this replica leads");
         Handles {
             purchases,
@@ -124,7 +122,9 @@ mod tests {
 
     /// The `/metrics` exposition as it was before the reconcile metrics
     /// moved to `controller_core::metrics`: names, help texts and label
-    /// sets are what dashboards and alerts match on.
+    /// sets are what dashboards and alerts match on. Since issue 46 it
+    /// starts with the build information (prepended by the test) and
+    /// every failure kind shows at 0 before it happens.
     const EXPOSITION: &str = r#"# HELP purchase_controller_purchases Purchases by phase.
 # TYPE purchase_controller_purchases gauge
 purchase_controller_purchases{phase="Ready"} 1
@@ -149,6 +149,7 @@ purchase_controller_reconcile_duration_seconds_bucket{le="+Inf"} 1
 # HELP purchase_controller_errors Failures: catalog calls, Kubernetes API calls.
 # TYPE purchase_controller_errors counter
 purchase_controller_errors_total{kind="catalog"} 1
+purchase_controller_errors_total{kind="kubernetes"} 0
 # HELP purchase_controller_leader 1 while this replica leads.
 # TYPE purchase_controller_leader gauge
 purchase_controller_leader 0
@@ -162,7 +163,10 @@ purchase_controller_leader 0
         metrics.set_phase("ns/a", "Ready");
         metrics.observe_reconcile(Duration::from_millis(200));
         metrics.count_error("catalog");
-        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
+        controller_core::metrics::assert_same_exposition(
+            &metrics.render(),
+            &(controller_core::metrics::build_info_exposition("purchase-controller") + EXPOSITION),
+        );
     }
 
     #[test]

@@ -127,7 +127,7 @@ struct Args {
     #[command(flatten)]
     controller: ControllerArgs,
 
-    /// Log format: text or json. Log levels come from RUST_LOG (default: info).
+    /// Log format: text or json.
     #[arg(
         long,
         env = "RESOURCE_MONITOR_LOG_FORMAT",
@@ -135,11 +135,20 @@ struct Args {
         default_value = "text"
     )]
     log_format: LogFormat,
+
+    #[arg(
+        long,
+        env = "RESOURCE_MONITOR_LOG_LEVEL",
+        value_name = "LEVEL",
+        default_value = "info",
+        help = edge::log::LOG_LEVEL_HELP
+    )]
+    log_level: edge::log::LogLevel,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    edge::run(args.log_format, run(args))
+    edge::run(args.log_format, args.log_level.clone(), run(args))
 }
 
 /// The chain file merged with the flags (flags win).

@@ -7,7 +7,8 @@
 //! | metric | what |
 //! |---|---|
 //! | `service_controller_reconcile_duration_seconds` | one ServiceCatalog reconcile or one pass over the contracts |
-//! | `service_controller_failures_total{kind}` | `catalog`, `kubernetes`, `template` |
+//! | `service_controller_build_info{version,revision,rustc}` | 1: the build this replica runs |
+//! | `service_controller_errors_total{kind}` | failures: `catalog`, `kubernetes`, `template` |
 //! | `service_controller_leader` | 1 while this replica leads |
 //! | `service_controller_instances` | service instances (instance namespaces) on this cluster |
 //! | `service_controller_reports_total` | reports sent to the catalog (service and binding states) |
@@ -27,6 +28,7 @@ pub struct Handles {
 
 impl MetricSet for Handles {
     const PREFIX: &'static str = "service_controller";
+    const FAILURE_KINDS: &'static [&'static str] = &["catalog", "kubernetes", "template"];
     const BUCKETS: &'static [f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
@@ -35,9 +37,8 @@ impl MetricSet for Handles {
             "reconcile_duration_seconds",
             "Duration of one ServiceCatalog reconcile or one pass over the service contracts",
         );
-        reconcile.register_failures(
+        reconcile.register_errors(
             registry,
-            "failures",
             "Failed steps, by kind (catalog, kubernetes, template)",
         );
         reconcile.register_leader(registry, "leader", "1 while this replica leads");
@@ -96,7 +97,7 @@ mod tests {
         let text = m.render();
         assert!(text.contains("service_controller_instances 2"), "{text}");
         assert!(
-            text.contains("service_controller_failures_total{kind=\"template\"} 1"),
+            text.contains("service_controller_errors_total{kind=\"template\"} 1"),
             "{text}"
         );
     }

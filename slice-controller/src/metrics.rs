@@ -3,6 +3,7 @@
 //!
 //! | metric | what |
 //! |---|---|
+//! | `resource_monitor_build_info{version,revision,rustc}` | 1: the build of the resource-monitor this controller runs in |
 //! | `slice_controller_slices{decision}` | slices of the class now `accepted`, `denied`, or `waiting` (not yet authenticated) |
 //! | `slice_controller_decisions_total{reason}` | verdicts written, by reason (`ResourcesGranted`, `InsufficientResources`, …) |
 //! | `slice_controller_reconcile_duration_seconds` | one consumer's reconcile: chain read, decision, status writes |
@@ -126,6 +127,10 @@ impl ElectionObserver for Metrics {
 impl MetricSet for Handles {
     const BUCKETS: &'static [f64] = &BUCKETS;
     const PREFIX: &'static str = "slice_controller";
+    const FAILURE_KINDS: &'static [&'static str] = &["chain", "kubernetes", "conflict"];
+    // The class controller runs inside resource-monitor: the build is
+    // that binary's.
+    const BINARY: &'static str = "resource-monitor";
 
     fn register(registry: &mut Registry, reconcile: &ReconcileMetrics) -> Self {
         let slices = Family::<DecisionLabels, Gauge>::default();
@@ -145,9 +150,8 @@ impl MetricSet for Handles {
             "reconcile_duration_seconds",
             "Time to reconcile one consumer: chain read, decision, status writes",
         );
-        reconcile.register_failures(
+        reconcile.register_errors(
             registry,
-            "errors",
             "Failures: chain reads, Kubernetes API calls, status write conflicts",
         );
         reconcile.register_leader(registry, "leader", "1 while this replica leads");
@@ -301,7 +305,9 @@ mod tests {
 
     /// The `/metrics` exposition as it was before the reconcile metrics
     /// moved to `controller_core::metrics`: names, help texts and label
-    /// sets are what dashboards and alerts match on.
+    /// sets are what dashboards and alerts match on. Since issue 46 it
+    /// starts with the build information (prepended by the test) and
+    /// every failure kind shows at 0 before it happens.
     const EXPOSITION: &str = r#"# HELP slice_controller_slices Slices of the class by current decision (accepted, denied, waiting for authentication).
 # TYPE slice_controller_slices gauge
 slice_controller_slices{decision="accepted"} 2
@@ -333,6 +339,7 @@ slice_controller_reconcile_duration_seconds_bucket{le="+Inf"} 1
 # TYPE slice_controller_errors counter
 slice_controller_errors_total{kind="conflict"} 1
 slice_controller_errors_total{kind="chain"} 2
+slice_controller_errors_total{kind="kubernetes"} 0
 # HELP slice_controller_leader 1 while this replica leads.
 # TYPE slice_controller_leader gauge
 slice_controller_leader 1
@@ -374,7 +381,10 @@ slice_controller_liqo_enforcement{level="unknown"} 0
         metrics.set_catalog_reachable(true);
         metrics.set_contracts(2);
         metrics.set_liqo_enforcement("none", None);
-        controller_core::metrics::assert_same_exposition(&metrics.render(), EXPOSITION);
+        controller_core::metrics::assert_same_exposition(
+            &metrics.render(),
+            &(controller_core::metrics::build_info_exposition("resource-monitor") + EXPOSITION),
+        );
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl MessageBody for FeedBody {
                     let m = &this.hub.metrics;
                     m.publish_to_send.observe(published.elapsed().as_secs_f64());
                     m.messages_sent.inc();
-                    m.bytes_sent.inc_by(frame.len() as u64);
+                    m.sent_bytes.inc_by(frame.len() as u64);
                     this.current = Some((frame, true));
                 }
                 Next::Control(frame) => this.current = Some((frame, false)),

@@ -59,8 +59,10 @@ pub struct FeedMetrics {
     pub subscribers: Gauge<i64, AtomicI64>,
     /// Data messages handed to subscriber sockets.
     pub messages_sent: Counter<u64, AtomicU64>,
-    /// Bytes of data messages handed to subscriber sockets.
-    pub bytes_sent: Counter<u64, AtomicU64>,
+    /// Bytes of data messages handed to subscriber sockets
+    /// (`catalog_feed_sent_bytes_total`: the unit last, as Prometheus names
+    /// units).
+    pub sent_bytes: Counter<u64, AtomicU64>,
     /// Subscribers disconnected for falling behind.
     pub slow_disconnects: Counter<u64, AtomicU64>,
     /// Subscribe requests refused (connection or filter limit, shutdown).
@@ -83,7 +85,7 @@ impl FeedMetrics {
         let m = FeedMetrics {
             subscribers: Gauge::default(),
             messages_sent: Counter::default(),
-            bytes_sent: Counter::default(),
+            sent_bytes: Counter::default(),
             slow_disconnects: Counter::default(),
             refused: Counter::default(),
             changes: Counter::default(),
@@ -109,9 +111,9 @@ impl FeedMetrics {
             m.messages_sent.clone(),
         );
         r.register(
-            "bytes_sent",
+            "sent_bytes",
             "Bytes of feed messages handed to subscriber sockets",
-            m.bytes_sent.clone(),
+            m.sent_bytes.clone(),
         );
         r.register(
             "slow_disconnects",
@@ -138,6 +140,23 @@ impl FeedMetrics {
             "Full reloads of the offer list from the store",
             m.reloads.clone(),
         );
+        // Every mode and reason from the start, so the first close of a
+        // kind counts in `rate()` (a series that appears at 1 shows no
+        // increase).
+        for mode in [super::Mode::Snapshot, super::Mode::Delta] {
+            m.mode_gauge(mode);
+        }
+        for reason in [
+            CloseReason::Slow,
+            CloseReason::Idle,
+            CloseReason::Shutdown,
+            CloseReason::Client,
+            CloseReason::Cut,
+        ] {
+            m.closes.get_or_create_owned(&ReasonLabel {
+                reason: reason.label(),
+            });
+        }
         r.register(
             "publish_to_send_seconds",
             "Time from the feed receiving a change to a subscriber's socket taking the message",

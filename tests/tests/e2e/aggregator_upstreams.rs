@@ -96,7 +96,7 @@ async fn omit_policy_leaves_out_a_killed_or_frozen_upstream_and_takes_it_back() 
     assert!(
         metric(
             &m,
-            "aggregator_upstream_read_failures_total{cluster_id=\"b\",reason=\"timeout\"}"
+            "aggregator_upstream_read_errors_total{cluster_id=\"b\",reason=\"timeout\"}"
         )
         .unwrap_or(0.0)
             >= 1.0,

@@ -16,6 +16,8 @@
 //! (issue 41) run with their catalog unreachable as well; the market
 //! autoscaler (issue 42) with its API server unreachable. All the binaries run side by side, so the cases
 //! take 7 s and the slowest stop, not the sum.
+//!
+//! `metrics_promtool` starts the server binaries with these arguments too.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -65,15 +67,15 @@ const STOP: Duration = Duration::from_secs(5).saturating_add(edge::SHUTDOWN_GRAC
 
 // Arguments, split on whitespace; `{kubeconfig}` and `{resources}` are
 // filled in per word.
-const RM_V1: &str = "--liqo-api v1 --class gold --source static:{resources} \
+pub(crate) const RM_V1: &str = "--liqo-api v1 --class gold --source static:{resources} \
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
 const RM_CLASS_BESIDE_GRPC: &str = "--liqo-api v0.6 --class gold --source static:{resources} \
     --kubeconfig {kubeconfig} --listen 127.0.0.1:0 --http-listen 127.0.0.1:0";
 const RM_KUBERNETES_SOURCE: &str =
     "--source kubernetes --kubeconfig {kubeconfig} --listen 127.0.0.1:0";
-const ORCHESTRATOR: &str =
+pub(crate) const ORCHESTRATOR: &str =
     "--kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --catalog http://127.0.0.1:9";
-const PURCHASE_CONTROLLER: &str =
+pub(crate) const PURCHASE_CONTROLLER: &str =
     "--liqo-api v1 --cluster-id c1 --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
 const NO_ELECTION: &str = "--leader-elect false";
 /// The class controller selling by contracts, its catalog unreachable as
@@ -84,26 +86,26 @@ const RM_V1_CONTRACTS: &str = "--liqo-api v1 --class gold --source static:{resou
     --contracts-poll-interval 200ms";
 /// peering-user-controller (issue 41, U-06's spot check): its API server
 /// and its catalog unreachable (the same port), passes every 200 ms.
-const PEERING_USER_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
+pub(crate) const PEERING_USER_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
     --catalog-credentials-file {credentials} --api-server-address https://p1.example:6443 \
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
 /// service-controller: the same.
-const SERVICE_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
+pub(crate) const SERVICE_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
     --catalog-credentials-file {credentials} --kubeconfig {kubeconfig} \
     --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
 /// The market autoscaler, electing on a Lease in `liqo` as its Deployment
 /// does (`POD_NAMESPACE`).
-const MARKET_AUTOSCALER: &str =
+pub(crate) const MARKET_AUTOSCALER: &str =
     "--kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --lease-namespace liqo";
 /// The aggregator: both its upstream resource readers unreachable.
-const AGGREGATOR: &str = "--upstream a=127.0.0.1:{port} --upstream b=127.0.0.1:{port} \
+pub(crate) const AGGREGATOR: &str = "--upstream a=127.0.0.1:{port} --upstream b=127.0.0.1:{port} \
     --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0";
 /// The provider agent: its reader works, its catalog is unreachable.
 const PROVIDER_AGENT: &str = "--catalog http://127.0.0.1:{port} --credentials {credentials} \
     --offer o1 --plan p1 --reader static:{resources} --max-backoff 1s";
 
 /// `args` and then `extra` as words, each `{name}` replaced by its value.
-fn words(args: &str, extra: &str, values: &[(&str, String)]) -> Vec<String> {
+pub(crate) fn words(args: &str, extra: &str, values: &[(&str, String)]) -> Vec<String> {
     args.split_whitespace()
         .chain(extra.split_whitespace())
         .map(|a| {
@@ -115,7 +117,7 @@ fn words(args: &str, extra: &str, values: &[(&str, String)]) -> Vec<String> {
 }
 
 /// A provider's catalog credentials file, owner-only as the binaries demand.
-fn credentials(dir: &Path) -> PathBuf {
+pub(crate) fn credentials(dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join("credentials.json");
     let creds = r#"{"clusterID": "p1", "clusterName": "p1", "authURL": "https://p1.example:6443", "token": "secret-1"}"#;
@@ -125,7 +127,7 @@ fn credentials(dir: &Path) -> PathBuf {
 }
 
 /// A kubeconfig whose server is `127.0.0.1:port`.
-fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
+pub(crate) fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
     let path = dir.join("kubeconfig");
     let text = format!(
         "apiVersion: v1\nkind: Config\ncurrent-context: dead\n\

@@ -11,6 +11,7 @@
 
 mod aggregator_support;
 mod autoscaler_support;
+mod chart_support;
 mod isolation_support;
 mod liqo_stand_in;
 mod liqo_support;
@@ -62,11 +63,17 @@ mod catalog_secrets;
 mod catalog_service_offers;
 mod catalog_shared;
 mod catalog_signing_key;
+mod chart_defects;
+mod chart_monitoring;
+mod chart_network_policy;
 mod chart_requirements;
+mod chart_values;
 mod cli;
 mod controllers_unreachable_api;
 mod duration_grammar;
 mod install_with_kubectl;
+mod log_level;
+mod metrics_promtool;
 mod multicluster_policy;
 mod orchestrator;
 mod peering_users;

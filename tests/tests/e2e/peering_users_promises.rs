@@ -80,7 +80,7 @@ fn failures(port: u16, kind: &str) -> f64 {
             .unwrap_or_default()
     });
     text.lines()
-        .filter(|l| l.starts_with("peering_user_controller_failures_total{"))
+        .filter(|l| l.starts_with("peering_user_controller_errors_total{"))
         .filter(|l| l.contains(&format!("=\"{kind}\"")))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
