@@ -590,9 +590,24 @@ impl KubeApiServer {
     /// the refused fields, rather than making a test prove a world that
     /// cannot exist.
     pub fn apply(&self, resource: impl Into<GroupResource>, object: Value) -> Value {
+        self.try_apply(resource, object)
+            .unwrap_or_else(|e| panic!("kube.apply: a real API server refuses this object: {e}"))
+    }
+
+    /// [`KubeApiServer::apply`], with the refusal returned, for a test that
+    /// must wait out a refusal the real system also gives for a while (an
+    /// admission webhook judging from a cache that has not seen an object
+    /// yet).
+    pub fn try_apply(
+        &self,
+        resource: impl Into<GroupResource>,
+        object: Value,
+    ) -> Result<Value, String> {
         let def = self.def(resource);
-        let result = self.shared.world().upsert(&def, object);
-        result.unwrap_or_else(|e| panic!("kube.apply: a real API server refuses this object: {e}"))
+        self.shared
+            .world()
+            .upsert(&def, object)
+            .map_err(|e| e.to_string())
     }
 
     /// Remove an object at once (DELETED), by `name` or `namespace/name`,

@@ -334,10 +334,18 @@ fn a_tenant_whose_handshake_failed_is_applied_again() {
     let keys = keys_of(&consumer);
     let stale =
         liqo_model::cluster_keys::sign_nonce(&keys.private_pem, b"an earlier nonce").unwrap();
-    provider.kube.apply(
-        TENANTS,
-        liqo_model::tenant::forge(CONSUMER_ID, &keys, &stale, &on_provider).unwrap(),
-    );
+    // Liqo's Tenant webhook reads the namespace from its informer cache
+    // (`pkg/webhooks/tenant/validate.go:136-159`, the model's `tenant_webhook.rs`), which
+    // may not hold it yet just after the controller made it: it refuses
+    // until it does, as Liqo's would.
+    let forged = liqo_model::tenant::forge(CONSUMER_ID, &keys, &stale, &on_provider).unwrap();
+    wait_until("the Tenant admitted once the webhook's cache has its namespace", || {
+        match provider.kube.try_apply(TENANTS, forged.clone()) {
+            Ok(_) => true,
+            Err(e) if e.contains("failed getting the tenant namespace") => false,
+            Err(e) => panic!("kube.apply: a real API server refuses this object: {e}"),
+        }
+    });
     wait_until("the Tenant refused", || {
         provider.kube.objects(EVENTS).iter().any(|e| {
             e["involvedObject"]["kind"] == "Tenant" && e["reason"] == "SignatureVerificationFailed"
