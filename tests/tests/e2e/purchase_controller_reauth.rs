@@ -339,13 +339,14 @@ fn a_tenant_whose_handshake_failed_is_applied_again() {
     // may not hold it yet just after the controller made it: it refuses
     // until it does, as Liqo's would.
     let forged = liqo_model::tenant::forge(CONSUMER_ID, &keys, &stale, &on_provider).unwrap();
-    wait_until("the Tenant admitted once the webhook's cache has its namespace", || {
-        match provider.kube.try_apply(TENANTS, forged.clone()) {
+    wait_until(
+        "the Tenant admitted once the webhook's cache has its namespace",
+        || match provider.kube.try_apply(TENANTS, forged.clone()) {
             Ok(_) => true,
             Err(e) if e.contains("failed getting the tenant namespace") => false,
             Err(e) => panic!("kube.apply: a real API server refuses this object: {e}"),
-        }
-    });
+        },
+    );
     wait_until("the Tenant refused", || {
         provider.kube.objects(EVENTS).iter().any(|e| {
             e["involvedObject"]["kind"] == "Tenant" && e["reason"] == "SignatureVerificationFailed"
