@@ -11,46 +11,28 @@
 //! Helm is the one `scripts/install-test-deps.sh` installs into
 //! `build/bin/`; without it the test fails.
 
-use std::path::PathBuf;
 use std::process::Output;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 
-fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::chart_support::helm;
 
 /// `helm template` of the chart with the slice controller on, for a cluster
 /// of `version`.
 fn template(version: &str) -> Result<Output> {
-    let root = repository();
-    let helm = root.join("build/bin/helm");
-    ensure!(
-        helm.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        helm.display()
-    );
-    let home = tempfile::tempdir()?;
-    std::process::Command::new(&helm)
-        .args([
-            "template",
-            "liqo-broker",
-            "charts/liqo-broker",
-            "--namespace",
-            "liqo",
-            "--kube-version",
-            version,
-            "--set",
-            "sliceController.enabled=true",
-            "--set",
-            "sliceController.catalogURL=http://catalog.liqo-broker:8080",
-        ])
-        .current_dir(&root)
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .with_context(|| format!("running {}", helm.display()))
+    helm(&[
+        "template",
+        "liqo-broker",
+        "charts/liqo-broker",
+        "--namespace",
+        "liqo",
+        "--kube-version",
+        version,
+        "--set",
+        "sliceController.enabled=true",
+        "--set",
+        "sliceController.catalogURL=http://catalog.liqo-broker:8080",
+    ])
 }
 
 #[test]
