@@ -14,6 +14,9 @@ pub const OFFERS: &str = "offers";
 pub const SUBSCRIBE: &str = "subscribe";
 /// `GET`: the caller's contracts (`?active=true`: only the active ones).
 pub const CONTRACTS: &str = "contracts";
+/// `GET`: the caller's contract changes, streamed (NDJSON; `?since=SEQ`
+/// resumes, `?active=true` filters the snapshot).
+pub const CONTRACT_CHANGES: &str = "contract-changes";
 /// `PUT`: the provider reports its Liqo enforcement level.
 pub const PROVIDER_ENFORCEMENT: &str = "provider/enforcement";
 /// `PUT`: the provider reports its tenant-isolation level.

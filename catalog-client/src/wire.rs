@@ -12,6 +12,7 @@
 //! - [`service`]: a provider's side of a service contract: its reports,
 //!   the customer's peering kubeconfig, pending bindings;
 //! - [`contract`]: contracts, reservations and state reports;
+//! - [`contract_stream`]: the lines of `GET /contract-changes`;
 //! - [`tenant_policy`]: a buyer's network policy for its pods on one
 //!   provider, carried on its contracts, and the provider's report;
 //! - [`feed`]: the messages of `GET /subscribe`;
@@ -19,6 +20,7 @@
 //! - [`names`]: the Kubernetes name rule of fields that become object names.
 
 pub mod contract;
+pub mod contract_stream;
 pub mod cost;
 pub mod error_body;
 pub mod feed;
@@ -35,6 +37,7 @@ pub use contract::{
     ExtendRequest, PeeringState, PurchaseRequest, Reservation, ReserveRequest, StateReport,
     V1Credentials,
 };
+pub use contract_stream::ContractEvent;
 pub use cost::{Cost, CostError};
 pub use error_body::ErrorBody;
 pub use feed::FeedEvent;

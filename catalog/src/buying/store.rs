@@ -72,6 +72,30 @@ pub fn refused(current: Reservation) -> TransitionError {
 /// decision of the model (`step`, `purchase_step`, `report_step`).
 pub type Decide = Arc<dyn Fn(&Reservation) -> Step + Send + Sync>;
 
+/// Whose records a contract change stream reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Party {
+    /// Every record (an administrator; a process's own fan-out).
+    All,
+    /// The records bought by `consumer` and those sold by cluster
+    /// `provider` (a caller may be both).
+    Of {
+        consumer: Option<String>,
+        provider: Option<String>,
+    },
+}
+
+/// A record with the store-wide sequence of its last write: every write of
+/// a reservation record takes the next one, in the order the writes commit
+/// (so a reader that saw `seq` has seen every write below it), and it is
+/// kept with the record, so it survives restarts of the catalog and of the
+/// database. 0 for records last written before sequences were kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sequenced {
+    pub seq: u64,
+    pub record: Reservation,
+}
+
 /// See the module docs.
 #[async_trait]
 pub trait ReservationStore: Send + Sync + 'static {
@@ -157,4 +181,23 @@ pub trait ReservationStore: Send + Sync + 'static {
         plan_id: &str,
         now: DateTime<Utc>,
     ) -> Result<PlanUsage, StoreError>;
+
+    /// The sequence of the last committed write of any record (0: none).
+    async fn contract_head(&self) -> Result<u64, StoreError>;
+
+    /// The records of `party` last written after `since`, in sequence
+    /// order, at most `limit`: read through an index by party and
+    /// sequence, so its cost follows the party's own writes, not the
+    /// store's size.
+    async fn changed_since(
+        &self,
+        party: &Party,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<Sequenced>, StoreError>;
+
+    /// The head as this process last learnt it, changed after every
+    /// committed write — this process's, and (MongoDB) every other
+    /// process's on the same database.
+    fn contract_writes(&self) -> tokio::sync::watch::Receiver<u64>;
 }

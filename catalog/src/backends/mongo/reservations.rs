@@ -658,4 +658,26 @@ impl ReservationStore for MongoStore {
         })
         .await
     }
+
+    // PLACEHOLDER (issue 44): replaced by the store's sequence and index.
+    async fn contract_head(&self) -> Result<u64, StoreError> {
+        Err(StoreError::Unavailable(
+            "contract sequence not kept yet".into(),
+        ))
+    }
+
+    async fn changed_since(
+        &self,
+        _party: &crate::buying::store::Party,
+        _since: u64,
+        _limit: usize,
+    ) -> Result<Vec<crate::buying::store::Sequenced>, StoreError> {
+        Err(StoreError::Unavailable(
+            "contract sequence not kept yet".into(),
+        ))
+    }
+
+    fn contract_writes(&self) -> tokio::sync::watch::Receiver<u64> {
+        tokio::sync::watch::channel(0).1
+    }
 }
