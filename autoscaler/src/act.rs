@@ -105,12 +105,14 @@ pub async fn create(api: &Api<Purchase>, purchase: &Purchase) -> Result<bool, ku
     }
 }
 
-/// Delete Purchase `name` (at `uid`, when known); gone already is fine.
+/// Delete Purchase `name` (at `uid`, when known); gone already is fine:
+/// `Ok(false)` (a round on a store that had not seen an earlier round's
+/// deletion yet must not count it again).
 pub async fn delete(
     api: &Api<Purchase>,
     name: &str,
     uid: Option<String>,
-) -> Result<(), kube::Error> {
+) -> Result<bool, kube::Error> {
     let params = DeleteParams {
         preconditions: uid.map(|uid| Preconditions {
             uid: Some(uid),
@@ -119,8 +121,8 @@ pub async fn delete(
         ..DeleteParams::default()
     };
     match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
         Err(e) => Err(e),
     }
 }

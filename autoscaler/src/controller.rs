@@ -5,7 +5,8 @@
 //!
 //! An autoscaler's round runs when it changes, when a pod, PDB or
 //! namespace it serves changes, when one of its Purchases or any node
-//! changes, when its catalog's offers change, and every `--scan-interval`.
+//! changes, when its catalog's offers change, when its contracts change on
+//! the catalog's contract stream, and every `--scan-interval`.
 //! A round:
 //!
 //! 1. reads the spec (`InvalidSpec`), the catalog token
@@ -110,6 +111,9 @@ pub async fn run(
     let catalogs = match Catalogs::new(
         metrics.clone(),
         settings.catalog_timeout,
+        // While the contract stream is unavailable, the contracts are
+        // polled as often as a round read them before the stream.
+        settings.scan_interval,
         shutdown.child_token(),
     ) {
         Ok(c) => c,

@@ -405,18 +405,27 @@ pub async fn scale_down(
             }
         }
         failpoint::reached(Step::BeforeCancel);
-        if let Err(message) = giver.end(&v.purchase).await? {
-            // Its served pods are gone now; the next round finds it
-            // drained and tries again.
-            tracing::warn!(node = %v.node, %message, "giving back stopped; the Purchase is kept");
-            ctx.events.publish(
-                core_ref("Node", None, &v.node),
-                true,
-                events::SCALE_DOWN_FAILED,
-                "ScaleDown",
-                &format!("node kept: {message}"),
-            );
-            continue;
+        match giver.end(&v.purchase).await? {
+            Ok(true) => {}
+            // A round run before the store saw an earlier round's
+            // deletion (a contract change woke it): given back already.
+            Ok(false) => {
+                tracing::debug!(node = %v.node, purchase = %v.purchase, "given back already");
+                continue;
+            }
+            Err(message) => {
+                // Its served pods are gone now; the next round finds it
+                // drained and tries again.
+                tracing::warn!(node = %v.node, %message, "giving back stopped; the Purchase is kept");
+                ctx.events.publish(
+                    core_ref("Node", None, &v.node),
+                    true,
+                    events::SCALE_DOWN_FAILED,
+                    "ScaleDown",
+                    &format!("node kept: {message}"),
+                );
+                continue;
+            }
         }
         ctx.metrics.count_given_back(label);
         let note = format!(
@@ -558,8 +567,9 @@ impl Giver<'_> {
     }
 
     /// Cancel the contract of Purchase `name`, then delete it: `Ok(Err)`
-    /// when the catalog did not cancel (the Purchase is kept).
-    async fn end(&self, name: &str) -> Result<Result<(), String>, kube::Error> {
+    /// when the catalog did not cancel (the Purchase is kept), `Ok(Ok(false))`
+    /// when it was gone already (an earlier round gave it back).
+    async fn end(&self, name: &str) -> Result<Result<bool, String>, kube::Error> {
         let purchase = self.world.purchases.iter().find(|p| p.name_any() == name);
         if let Some(contract) = purchase.and_then(|p| contract_of(p)) {
             if let Err(message) = cancel_contract(self.ctx, self.ma, self.token, &contract).await {
@@ -567,8 +577,7 @@ impl Giver<'_> {
             }
         }
         let uid = purchase.and_then(|p| p.metadata.uid.clone());
-        act::delete(&self.purchases, name, uid).await?;
-        Ok(Ok(()))
+        Ok(Ok(act::delete(&self.purchases, name, uid).await?))
     }
 }
 

@@ -1,11 +1,14 @@
 //! What the autoscaler reads from its catalogs: the offers, followed live
 //! on each catalog's WebSocket feed (`catalog_client::feed::follow`, one
 //! follower per catalog URL however many autoscalers use it), and each
-//! autoscaler's contracts, read with its own bearer token through a
-//! `catalog_client::Session` — a conditional `GET /contracts?active=true`
-//! every round (a 304 costs nothing), and the whole listing, ended
-//! contracts included, only when the active set changed, since
-//! month-to-date spend counts contracts cancelled earlier this month.
+//! autoscaler's contracts, followed with its own bearer token on the
+//! catalog's contract stream (`catalog_client::contract_follower`, one
+//! follower per autoscaler and token, polling only as its fallback): a
+//! change of the active set starts a round, and the whole listing, ended
+//! contracts included, is read through a `catalog_client::Session` only
+//! when the follower's set changed (its generation), since month-to-date
+//! spend counts contracts cancelled earlier this month. Until the follower
+//! has answered once, the listing is read every round, as before it.
 //!
 //! When a feed drops, the last offers are kept (marked disconnected) and
 //! the follower reconnects with backoff; the controller buys nothing while
@@ -15,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use catalog_client::contracts::Listing;
+use catalog_client::contract_follower::{ContractFollower, FollowerOptions};
 use catalog_client::feed::{self, CatalogAddress, FollowOptions, OfferSet, Update};
 use catalog_client::market::ContractFilter;
 use catalog_client::wire::Contract;
@@ -71,8 +74,20 @@ impl CatalogError {
 struct ContractCache {
     token: String,
     session: Arc<tokio::sync::Mutex<Session>>,
-    etag: Option<String>,
+    /// The follower of this autoscaler's contracts; stopped with `stop`
+    /// when the token changes or the autoscaler goes.
+    follower: ContractFollower,
+    stop: CancellationToken,
+    /// The follower's generation the cached listing was read at (None:
+    /// read before the follower answered).
+    generation: Option<u64>,
     contracts: Option<Arc<Vec<Contract>>>,
+}
+
+impl Drop for ContractCache {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// Every catalog the autoscalers use.
@@ -81,6 +96,8 @@ pub struct Catalogs {
     metrics: Metrics,
     stop: CancellationToken,
     timeout: Duration,
+    /// The contract followers' polls while their stream is unavailable.
+    contracts_fallback: Duration,
     feeds: Mutex<HashMap<String, watch::Receiver<Offers>>>,
     notices: mpsc::Sender<String>,
     contracts: Mutex<HashMap<String, ContractCache>>,
@@ -98,6 +115,7 @@ impl Catalogs {
     pub fn new(
         metrics: Metrics,
         timeout: Duration,
+        contracts_fallback: Duration,
         stop: CancellationToken,
     ) -> anyhow::Result<(Self, mpsc::Receiver<String>)> {
         let http = Http::client(timeout, USER_AGENT)?;
@@ -108,6 +126,7 @@ impl Catalogs {
                 metrics,
                 stop,
                 timeout,
+                contracts_fallback,
                 feeds: Mutex::new(HashMap::new()),
                 notices,
                 contracts: Mutex::new(HashMap::new()),
@@ -184,18 +203,39 @@ impl Catalogs {
             return Ok(c.session.clone());
         }
         let base = reqwest::Url::parse(url).map_err(|_| CatalogError::Address(url.to_string()))?;
-        let session = Arc::new(tokio::sync::Mutex::new(Session::new(
-            Http::new(self.http.clone(), base),
-            Login::Bearer {
-                token: token.to_string(),
+        let new_session = || {
+            Session::new(
+                Http::new(self.http.clone(), base.clone()),
+                Login::Bearer {
+                    token: token.to_string(),
+                },
+            )
+        };
+        let session = Arc::new(tokio::sync::Mutex::new(new_session()));
+        let stop = self.stop.child_token();
+        let follower = ContractFollower::start(
+            new_session(),
+            FollowerOptions {
+                fallback_poll: self.contracts_fallback,
+                ..FollowerOptions::default()
             },
-        )));
+            stop.clone(),
+        );
+        tokio::spawn(notify_changes(
+            follower.clone(),
+            stop.clone(),
+            self.notices.clone(),
+            url.to_string(),
+        ));
+        // The one replaced (a new token) stops as it is dropped.
         all.insert(
             key.to_string(),
             ContractCache {
                 token: token.to_string(),
                 session: session.clone(),
-                etag: None,
+                follower,
+                stop,
+                generation: None,
                 contracts: None,
             },
         );
@@ -203,8 +243,9 @@ impl Catalogs {
     }
 
     /// Every contract autoscaler `key`'s token bought (active or not): the
-    /// cached listing while `GET /contracts?active=true` says 304, else
-    /// the whole listing read again.
+    /// cached listing while the follower's active set is the one it was
+    /// read at, else the whole listing read again (and every time until
+    /// the follower has answered once).
     pub async fn contracts(
         &self,
         key: &str,
@@ -212,49 +253,49 @@ impl Catalogs {
         token: &str,
     ) -> Result<Arc<Vec<Contract>>, CatalogError> {
         let session = self.session(key, url, token)?;
-        let (etag, cached) = {
+        let (generation, cached) = {
             let all = self.contracts.lock().unwrap_or_else(|e| e.into_inner());
-            all.get(key)
-                .map(|c| (c.etag.clone(), c.contracts.clone()))
-                .unwrap_or_default()
+            let Some(c) = all.get(key) else {
+                return Err(CatalogError::Catalog(catalog_client::Error::Unavailable(
+                    "the autoscaler was forgotten meanwhile".to_string(),
+                )));
+            };
+            // Read before the listing: a change during it reads again.
+            let now = c.follower.current();
+            let generation = now.contracts.is_some().then_some(now.generation);
+            (
+                generation,
+                c.contracts
+                    .clone()
+                    .filter(|_| c.generation == generation && generation.is_some()),
+            )
         };
+        if let Some(cached) = cached {
+            return Ok(cached);
+        }
         let timeout = self.timeout;
         let read = async {
             let mut session = session.lock().await;
-            let etag = if cached.is_some() { etag } else { None };
-            match session
-                .active_contracts_as::<serde_json::Value>(etag.as_deref())
-                .await?
-            {
-                Listing::NotModified => Ok::<_, catalog_client::Error>(None),
-                Listing::Contracts { etag, .. } => {
-                    let all: Vec<serde_json::Value> =
-                        session.contracts_as(&ContractFilter::default()).await?;
-                    // One contract this version cannot read is left out
-                    // rather than failing the listing.
-                    let contracts = all
-                        .into_iter()
-                        .filter_map(|v| serde_json::from_value::<Contract>(v).ok())
-                        .collect::<Vec<_>>();
-                    Ok(Some((etag, contracts)))
-                }
-            }
+            let all: Vec<serde_json::Value> =
+                session.contracts_as(&ContractFilter::default()).await?;
+            // One contract this version cannot read is left out rather
+            // than failing the listing.
+            Ok::<_, catalog_client::Error>(
+                all.into_iter()
+                    .filter_map(|v| serde_json::from_value::<Contract>(v).ok())
+                    .collect::<Vec<_>>(),
+            )
         };
-        let fresh = tokio::time::timeout(timeout, read)
+        let contracts = tokio::time::timeout(timeout, read)
             .await
             .map_err(|_| CatalogError::Timeout(timeout))??;
-        match fresh {
-            None => Ok(cached.unwrap_or_default()),
-            Some((etag, contracts)) => {
-                let contracts = Arc::new(contracts);
-                let mut all = self.contracts.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(c) = all.get_mut(key) {
-                    c.etag = etag;
-                    c.contracts = Some(contracts.clone());
-                }
-                Ok(contracts)
-            }
+        let contracts = Arc::new(contracts);
+        let mut all = self.contracts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = all.get_mut(key).filter(|c| c.token == token) {
+            c.generation = generation;
+            c.contracts = Some(contracts.clone());
         }
+        Ok(contracts)
     }
 
     /// Forget autoscaler `key` (it was deleted).
@@ -274,7 +315,7 @@ impl Catalogs {
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(key)
         {
-            c.etag = None;
+            c.generation = None;
             c.contracts = None;
         }
     }
@@ -282,5 +323,34 @@ impl Catalogs {
     /// Bound on one catalog request.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+}
+
+/// A change of the contracts `follower` keeps starts a round of the
+/// autoscalers of catalog `url` (as an offer change does), until `stop`.
+async fn notify_changes(
+    mut follower: ContractFollower,
+    stop: CancellationToken,
+    notices: mpsc::Sender<String>,
+    url: String,
+) {
+    let first = follower.current();
+    let (mut generation, mut answered) = (first.generation, first.contracts.is_some());
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = follower.changed() => {}
+        }
+        let now = follower.current();
+        if now.generation != generation {
+            generation = now.generation;
+            // The first answer is what the round that started the follower
+            // read itself: no round for it.
+            if answered {
+                // A full queue already holds a round to come.
+                let _ = notices.try_send(url.clone());
+            }
+            answered = now.contracts.is_some();
+        }
     }
 }

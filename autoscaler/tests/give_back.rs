@@ -105,9 +105,16 @@ async fn an_empty_bought_node_is_given_back() {
     .await;
     let event = eventually(WITHIN, "ScaleDown on the node", || scale_down_event(&kube)).await;
     assert!(event["note"].as_str().unwrap().contains("empty"), "{event}");
-    assert!(metrics
-        .render()
-        .contains(r#"market_autoscaler_given_back_total{reason="empty"} 1"#));
+    let rendered = metrics.render();
+    assert!(
+        rendered.contains(r#"market_autoscaler_given_back_total{reason="empty"} 1"#),
+        "{}",
+        rendered
+            .lines()
+            .filter(|l| l.contains("given_back"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     stop.cancel();
 }
 

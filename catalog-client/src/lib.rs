@@ -33,7 +33,10 @@
 //!   contract, the caller's contracts with theirs;
 //! - [`feed`]: an async follower of the WebSocket feed `GET /subscribe`,
 //!   reconnecting with [`Backoff`] and starting over from the snapshot the
-//!   catalog sends on every connect.
+//!   catalog sends on every connect;
+//! - [`contract_follower`]: one follower of the caller's contracts for every
+//!   controller — the change stream `GET /contract-changes`, resumed after
+//!   a reconnect, with polling only while the stream is unavailable.
 //!
 //! Imports point down: `feed` and the endpoints use `session`, which uses
 //! `http`, `credentials` and `error`; all of them use `wire` and `routes`.
@@ -44,6 +47,8 @@ pub mod wire;
 
 #[cfg(feature = "client")]
 pub mod admin;
+#[cfg(feature = "client")]
+pub mod contract_follower;
 #[cfg(feature = "client")]
 pub mod contracts;
 #[cfg(feature = "client")]

@@ -235,6 +235,19 @@ impl Session {
         }
     }
 
+    /// The bearer token held (None before authenticating), for a request
+    /// that is not read whole through [`Session::call`] (the contract
+    /// change stream).
+    pub(crate) fn bearer(&self) -> Option<&str> {
+        self.token.as_ref().map(|t| t.bearer.as_str())
+    }
+
+    /// Whether a refused token is renewed by authenticating again (not a
+    /// consumer's bearer token, which is what it is).
+    pub(crate) fn renews_token(&self) -> bool {
+        !matches!(self.login, Login::Bearer { .. })
+    }
+
     /// Send the request `build` makes, with the bearer token, reading at
     /// most `limit` bytes. A 401 to a token the session can renew renews it
     /// and sends once more ([`Error::TokenRefused`] if that is refused

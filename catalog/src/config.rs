@@ -173,6 +173,9 @@ pub struct Config {
     pub buying: crate::buying::BuyingConfig,
 
     #[command(flatten)]
+    pub contract_stream: crate::buying::changes::ContractStreamConfig,
+
+    #[command(flatten)]
     pub providers: crate::providers::ProvidersConfig,
 
     #[command(flatten)]

@@ -1,8 +1,9 @@
 //! The catalog's Prometheus registry, composed of each part's metrics:
 //! `catalog_build_info` ([`edge::metrics::root_registry`]), requests by
 //! route, method and status and their latency ([`crate::http::HttpMetrics`]),
-//! the `/subscribe` feed's ([`crate::feed::FeedMetrics`]), and the numbers
-//! of offers and providers.
+//! the `/subscribe` feed's ([`crate::feed::FeedMetrics`]), the contract
+//! change stream's ([`crate::buying::changes::StreamMetrics`]), and the
+//! numbers of offers and providers.
 //!
 //! `/metrics` is public and a scrape must cost nothing but rendering, so
 //! the two numbers are not read from the store when scraped (each scrape
@@ -19,6 +20,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 use tokio_util::sync::CancellationToken;
 
+use crate::buying::changes::StreamMetrics;
 use crate::feed::FeedMetrics;
 use crate::http::HttpMetrics;
 use crate::offers::{OfferChange, OfferStore};
@@ -44,6 +46,8 @@ pub struct Metrics {
     pub providers: Gauge<i64, std::sync::atomic::AtomicI64>,
     /// The `/subscribe` feed's metrics (`catalog_feed_*`).
     pub feed: FeedMetrics,
+    /// `GET /contract-changes`' metrics (`catalog_contract_stream_*`).
+    pub contract_stream: StreamMetrics,
 }
 
 impl Default for Metrics {
@@ -66,12 +70,14 @@ impl Metrics {
             providers.clone(),
         );
         let feed = FeedMetrics::register(registry);
+        let contract_stream = StreamMetrics::register(registry);
         Metrics {
             registry: root,
             http,
             offers,
             providers,
             feed,
+            contract_stream,
         }
     }
 

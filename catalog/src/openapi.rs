@@ -289,6 +289,7 @@ mod tests {
         ("delete", "/purchases/{id}"),
         ("get", "/contracts"),
         ("get", "/contracts/{id}"),
+        ("get", "/contract-changes"),
         ("put", "/contracts/{id}/state"),
         ("post", "/contracts/{id}/extend"),
         ("put", "/provider/contracts/{id}/peering"),

@@ -12,6 +12,7 @@
 //! | `GET/PUT /offer/{id}/plans/{plan}/capacity` | [`buying::capacity`] |
 //! | `/reservations...`, `/purchases...` | [`buying::http`] |
 //! | `GET /contracts`, `GET /contracts/{id}`, `PUT /contracts/{id}/state`, `POST /contracts/{id}/extend`, `PUT /provider/contracts/{id}/peering`, `PUT/DELETE /contracts/{id}/network-policy`, `PUT /provider/contracts/{id}/network-policy/status` | [`buying::contracts_http`] |
+//! | `GET /contract-changes` (NDJSON stream) | [`buying::changes::http`] |
 //! | `PUT /provider/contracts/{id}/service` | [`osb::provider_report`] |
 //! | `GET /provider/contracts/{id}/customer-peering` | [`osb::customer_peering`] |
 //! | `GET /provider/contracts/{id}/bindings`, `PUT .../bindings/{bid}` | [`osb::provider_bindings`] |
@@ -27,7 +28,9 @@
 
 use actix_web::web;
 
-use crate::buying::{capacity, contracts::http as contracts, http as buying};
+use crate::buying::{
+    capacity, changes::http as changes, contracts::http as contracts, http as buying,
+};
 use crate::http::method_not_allowed;
 use crate::offers::handlers as offers;
 use crate::providers::{admin, authenticate, enforcement, isolation, peering};
@@ -76,6 +79,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(resource("/contracts", "GET").route(web::get().to(contracts::list)))
     .service(resource("/contracts/{id}", "GET").route(web::get().to(contracts::get)))
+    .service(resource("/contract-changes", "GET").route(web::get().to(changes::follow)))
     .service(resource("/contracts/{id}/state", "PUT").route(web::put().to(contracts::put_state)))
     .service(resource("/contracts/{id}/extend", "POST").route(web::post().to(contracts::extend)))
     .service(

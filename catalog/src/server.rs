@@ -14,6 +14,7 @@ use tracing::{info, Instrument};
 use crate::auth::oidc::OidcVerifier;
 use crate::auth::{key::KEY_FILE, SigningKey, TokenService, TokenSettings, Verifier};
 use crate::backends::{Backend, BackendConfig, MongoConfig, MongoStore};
+use crate::buying::changes::ContractChanges;
 use crate::buying::Buying;
 use crate::config::Config;
 use crate::feed::Feed;
@@ -79,6 +80,8 @@ pub struct Features {
     pub buying: Buying,
     pub osb: Osb,
     pub feed: Feed,
+    /// The contract change stream's fan-out (`GET /contract-changes`).
+    pub contract_changes: ContractChanges,
     pub ops: Ops,
     pub metrics: Arc<Metrics>,
     /// Cancelled when the server starts shutting down, so long-lived
@@ -154,6 +157,17 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         config.pricing(),
         shutdown.clone(),
     )?;
+    config
+        .contract_stream
+        .validate()
+        .map_err(anyhow::Error::msg)?;
+    let contract_changes = ContractChanges::start(
+        buying.clone(),
+        &config.contract_stream,
+        metrics.contract_stream.clone(),
+        shutdown.clone(),
+    )
+    .await;
     // The offer and provider gauges, counted on changes and on a timer,
     // never by a scrape.
     tokio::spawn(
@@ -179,6 +193,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
         buying,
         osb,
         feed,
+        contract_changes,
         ops,
         metrics,
         shutdown,
@@ -204,6 +219,7 @@ pub fn app(
         .app_data(web::Data::new(features.buying))
         .app_data(web::Data::new(features.osb))
         .app_data(web::Data::new(features.feed))
+        .app_data(web::Data::new(features.contract_changes))
         .app_data(web::Data::new(features.ops))
         .app_data(web::Data::new(features.metrics.http.clone()))
         .configure(crate::routes::configure)

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use catalog_client::contract_follower::{ContractFollower, FollowerOptions};
 use catalog_client::Session;
 use controller_core::flags::{
     ElectionArgs, EnvPrefix, KubeArgs, LeaseTimesArgs, Prefixed, ProbeArgs,
@@ -101,8 +102,8 @@ pub struct Args {
     )]
     pub namespace: Option<String>,
 
-    /// Time between passes over the contracts when nothing is on its way.
-    #[arg(long, env = "PEERING_USER_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = edge::duration::parse)]
+    /// Fallback poll and resync: contracts arrive on the catalog's change stream (a pass runs at each change); this is the time between passes when nothing is on its way (certificates renewed, Kubernetes-side state re-read) and between polls of the contracts while the stream is unavailable.
+    #[arg(long, env = "PEERING_USER_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub poll_interval: Duration,
 
     /// Time before the next pass while a certificate is awaited or a step failed.
@@ -319,7 +320,25 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         args.catalog_timeout,
         concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
     )?;
+    // The contracts' follower, with a session of its own (its stream holds
+    // a token for as long as it lasts): started at once, whether or not
+    // this replica leads, so a new leader decides from current contracts.
+    let follower_session = Session::provider_from_file(
+        args.catalog_url.clone(),
+        "--catalog-credentials-file",
+        &args.catalog_credentials_file,
+        args.catalog_timeout,
+        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
     let client = args.kube.client().await?;
+    let contracts = ContractFollower::start(
+        follower_session,
+        FollowerOptions {
+            fallback_poll: args.poll_interval,
+            ..FollowerOptions::default()
+        },
+        shutdown.clone(),
+    );
     let own_namespace = args
         .namespace
         .clone()
@@ -404,12 +423,21 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 let cluster = cluster.clone();
                 let metrics = lead_metrics.clone();
                 let catalog = catalog.clone();
+                let contracts = contracts.clone();
                 let (listing_tx, listing) = tokio::sync::watch::channel(None);
                 let isolated = isolation.run(metrics.clone(), listing, term.clone());
                 async move {
                     let mut session = catalog.lock().await;
                     tokio::join!(
-                        reconcile::run(cluster, &mut session, pacing, metrics, listing_tx, term),
+                        reconcile::run(
+                            cluster,
+                            contracts,
+                            &mut session,
+                            pacing,
+                            metrics,
+                            listing_tx,
+                            term
+                        ),
                         isolated
                     );
                 }
@@ -423,6 +451,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         tokio::join!(
             reconcile::run(
                 cluster,
+                contracts,
                 &mut catalog,
                 pacing,
                 metrics.clone(),
@@ -484,6 +513,10 @@ mod tests {
         let e = plain.validate().unwrap_err();
         assert!(e.to_string().contains("--api-server-address"), "{e}");
         let zero = parse(&["--retry", "0s"]).unwrap();
+        assert!(matches!(zero.validate(), Err(ConfigError::Intervals)));
+        // Contracts come on the stream: the poll is the fallback and resync.
+        assert_eq!(args.poll_interval, Duration::from_secs(5 * 60));
+        let zero = parse(&["--poll-interval", "0s"]).unwrap();
         assert!(matches!(zero.validate(), Err(ConfigError::Intervals)));
     }
 

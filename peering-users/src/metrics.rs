@@ -3,7 +3,8 @@
 //! (passes and their duration, failures by kind as `errors_total`,
 //! leadership), how many peering users are usable, the
 //! kubeconfigs attached to contracts, the users removed, how many wait
-//! for room, whether the catalog answers, and the isolation's policies
+//! for room, whether the catalog answers and whether contracts come on its
+//! change stream (or from fallback polls), and the isolation's policies
 //! (buyers' own applied and refused among them).
 
 use controller_core::metrics::{MetricSet, ReconcileMetrics};
@@ -17,6 +18,7 @@ pub struct Handles {
     pub attached: Counter,
     pub removed: Counter,
     pub catalog_reachable: Gauge,
+    pub contracts_streamed: Gauge,
     pub waiting: Gauge,
     pub isolation_policies: Gauge,
     pub isolation_consumers: Gauge,
@@ -62,8 +64,14 @@ impl MetricSet for Handles {
         let catalog_reachable = Gauge::default();
         registry.register(
             "catalog_reachable",
-            "1 when the last read of the contracts succeeded",
+            "1 when the last read of the contracts (change stream or fallback poll) succeeded",
             catalog_reachable.clone(),
+        );
+        let contracts_streamed = Gauge::default();
+        registry.register(
+            "contracts_streamed",
+            "1 while contracts arrive on the catalog's change stream, 0 while they are polled (fallback) or not read yet",
+            contracts_streamed.clone(),
         );
         let waiting = Gauge::default();
         registry.register(
@@ -105,6 +113,7 @@ impl MetricSet for Handles {
             attached,
             removed,
             catalog_reachable,
+            contracts_streamed,
         }
     }
 }
@@ -149,6 +158,7 @@ mod tests {
             "peering_user_controller_attached_total 1",
             "peering_user_controller_removed_total 0",
             "peering_user_controller_catalog_reachable 0",
+            "peering_user_controller_contracts_streamed 0",
             "peering_user_controller_waiting 0",
             "peering_user_controller_isolation_policies 0",
             "peering_user_controller_isolation_consumers 0",

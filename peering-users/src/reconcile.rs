@@ -1,15 +1,18 @@
 //! The controller's loop, while this replica leads: every pass reads the
-//! provider's active contracts from the catalog, moves each wanted
-//! consumer's peering user one step on ([`Cluster::ensure`]), attaches a
-//! usable one's kubeconfig to that consumer's contracts only, and takes
-//! down the side of consumers left without a contract (Tenant, networking
-//! objects, peering user). A pass with a
-//! user still on its way (certificate awaited) is followed by another
-//! after `--retry`, otherwise after `--poll-interval`.
+//! provider's active contracts from the [`ContractFollower`] (the
+//! catalog's contract change stream, polled only while the stream is
+//! unavailable), moves each wanted consumer's peering user one step on
+//! ([`Cluster::ensure`]), attaches a usable one's kubeconfig to that
+//! consumer's contracts only, and takes down the side of consumers left
+//! without a contract (Tenant, networking objects, peering user). A pass
+//! runs as soon as the followed contracts change; a pass with a user still
+//! on its way (certificate awaited) is followed by another after
+//! `--retry`, otherwise after `--poll-interval` (the resync: certificates
+//! to renew, Kubernetes-side state changed by others).
 //!
-//! While the catalog cannot be read, the last contracts read stand: users
-//! are kept and renewed, none is removed (an outage is not the end of a
-//! contract).
+//! While the catalog cannot be read, the follower keeps the last contracts
+//! it learnt: users are kept and renewed, none is removed (an outage is not
+//! the end of a contract).
 //!
 //! Each listing read also gives the isolation loop the buyers' own network
 //! policies of the contracts the peering users serve
@@ -19,6 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use catalog_client::contract_follower::{ContractFollower, Source};
 use catalog_client::contracts::Listing;
 use catalog_client::{Error as CatalogError, Session};
 use tokio::sync::watch;
@@ -35,7 +39,8 @@ use crate::plan::{self, Wanted};
 /// How often passes run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pacing {
-    /// `--poll-interval`: between passes with nothing pending.
+    /// `--poll-interval`: between passes with nothing pending (the
+    /// resync: contracts arrive on the stream, a pass runs at each change).
     pub poll: Duration,
     /// `--retry`: after a pass that left a user on its way or failed.
     pub retry: Duration,
@@ -71,9 +76,12 @@ struct State {
     waiting: BTreeSet<ConsumerId>,
 }
 
-/// Run passes until `stop`.
+/// Run passes until `stop`: reads from `contracts`, writes (kubeconfigs
+/// attached) through `catalog`.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     cluster: Cluster,
+    mut contracts: ContractFollower,
     catalog: &mut Session,
     pacing: Pacing,
     metrics: Metrics,
@@ -85,8 +93,9 @@ pub async fn run(
     loop {
         let started = Instant::now();
         let span = tracing::info_span!("pass", %provider);
+        let read = contracts.current().generation;
         let settled = pass(
-            &cluster, catalog, &provider, &mut state, &metrics, pacing, &listing,
+            &cluster, &contracts, catalog, &provider, &mut state, &metrics, pacing, &listing,
         )
         .instrument(span)
         .await;
@@ -95,13 +104,39 @@ pub async fn run(
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
+            () = contracts_changed(&mut contracts, read, &metrics) => {}
         }
     }
 }
 
+/// Resolves once the followed contracts differ from generation `read`;
+/// a change of source or error alone only updates the gauges.
+async fn contracts_changed(contracts: &mut ContractFollower, read: u64, metrics: &Metrics) {
+    loop {
+        contracts.changed().await;
+        let now = contracts.current();
+        show_source(metrics, now.source, now.last_error.is_none());
+        if now.generation != read {
+            return;
+        }
+    }
+}
+
+/// The gauges saying where contracts come from: `catalog_reachable` (the
+/// last read, stream or poll, worked) and `contracts_streamed`.
+fn show_source(metrics: &Metrics, source: Source, working: bool) {
+    let reachable = working && source != Source::Connecting;
+    metrics.catalog_reachable.set(i64::from(reachable));
+    metrics
+        .contracts_streamed
+        .set(i64::from(source == Source::Stream));
+}
+
 /// One pass; whether everything wanted is done.
+#[allow(clippy::too_many_arguments)]
 async fn pass(
     cluster: &Cluster,
+    contracts: &ContractFollower,
     catalog: &mut Session,
     provider: &str,
     state: &mut State,
@@ -110,21 +145,28 @@ async fn pass(
     listing: &watch::Sender<Option<BuyerPolicies>>,
 ) -> bool {
     let drain = pacing.drain;
-    let fresh = match read_contracts(catalog, provider, state, listing).await {
+    let now = contracts.current();
+    show_source(metrics, now.source, now.last_error.is_none());
+    if now.contracts.is_some() && now.last_error.is_some() {
+        // The catalog does not answer (the follower says so, once, in the
+        // log): this pass goes on from the last contracts it learnt.
+        metrics.reconcile().count_failure("catalog");
+    }
+    let fresh = match read_contracts(contracts, provider, state, listing) {
         Ok(fresh) => {
             if state.catalog_down {
                 tracing::info!("the catalog answers again");
             }
             state.catalog_down = false;
-            metrics.catalog_reachable.set(1);
             fresh
         }
         Err(error) => {
+            // Only until the catalog first answered: then the follower
+            // keeps the last contracts through an outage (and logs it).
             if !state.catalog_down {
-                tracing::warn!(%error, "cannot read the contracts; keeping the peering users of the last ones read");
+                tracing::warn!(%error, "cannot read the contracts yet");
             }
             state.catalog_down = true;
-            metrics.catalog_reachable.set(0);
             metrics.reconcile().count_failure("catalog");
             false
         }
@@ -335,20 +377,17 @@ async fn remove_tenants(
     Ok(true)
 }
 
-/// Read the contracts into `state`; whether a listing was read this time
-/// (true also when unchanged since the last).
-async fn read_contracts(
-    catalog: &mut Session,
+/// Read the followed contracts into `state`; whether a listing was read
+/// this time (true also when unchanged since the last).
+fn read_contracts(
+    contracts: &ContractFollower,
     provider: &str,
     state: &mut State,
     listing: &watch::Sender<Option<BuyerPolicies>>,
 ) -> Result<bool, CatalogError> {
     // Without a listing in hand, ask for one in full.
     let etag = state.wanted.as_ref().and(state.etag.as_deref());
-    match catalog
-        .active_contracts_as::<serde_json::Value>(etag)
-        .await?
-    {
+    match contracts.active_contracts_as::<serde_json::Value>(etag)? {
         Listing::NotModified => Ok(true),
         Listing::Contracts { etag, contracts } => {
             // One by one: a contract this build cannot read is left out,

@@ -16,6 +16,7 @@ use quantity::ResourceList;
 
 pub use catalog_client::wire::{Contract, ContractState};
 
+use crate::contract_stream::Credentials;
 use crate::decision::{Ending, Unusable};
 use crate::model::{Purchase, PurchaseStatus};
 use crate::secret_ref;
@@ -28,13 +29,21 @@ pub fn http_client(timeout: Duration) -> Result<reqwest::Client, Error> {
     Http::client(timeout, USER_AGENT)
 }
 
+/// A session with the Purchase's catalog, and what its contract follower
+/// is started from ([`crate::contract_stream`]).
+pub struct Opened {
+    pub session: Session,
+    pub credentials: Credentials,
+    pub token: String,
+}
+
 /// A session with the Purchase's catalog, as the consumer whose bearer
 /// token is in the Purchase's credentials Secret.
 pub async fn open(
     client: &Client,
     http: &reqwest::Client,
     purchase: &Purchase,
-) -> Result<Session, Unusable> {
+) -> Result<Opened, Unusable> {
     let (Some(reference), Some(url)) = (
         &purchase.spec.credentials_secret_ref,
         &purchase.spec.catalog_url,
@@ -56,10 +65,22 @@ pub async fn open(
     })?;
     let base = reqwest::Url::parse(url)
         .map_err(|e| Unusable::Spec(format!("spec.catalogURL is not a URL: {e}")))?;
-    Ok(Session::new(
+    let credentials = Credentials {
+        catalog: base.clone(),
+        secret: where_.clone(),
+        key: reference.key.clone(),
+    };
+    let session = Session::new(
         Http::new(http.clone(), base),
-        Login::Bearer { token },
-    ))
+        Login::Bearer {
+            token: token.clone(),
+        },
+    );
+    Ok(Opened {
+        session,
+        credentials,
+        token,
+    })
 }
 
 /// The token under `key`, or what is wrong with it (the end of a sentence

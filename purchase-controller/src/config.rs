@@ -45,9 +45,17 @@ pub struct Args {
     )]
     pub liqo_namespace: String,
 
-    /// While waiting for Liqo or the provider, look again this often.
-    #[arg(long, env = "PURCHASE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
+    /// The fallback: a contract's changes (the provider's peering credentials attached, its end, an extension) come on the catalog's contract stream (GET /contract-changes) and wake its Purchase at once; a Purchase waiting for the provider is looked at again this often all the same, and the contracts are polled this often while the stream is unavailable.
+    #[arg(long, env = "PURCHASE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub poll_interval: Duration,
+
+    /// While a peering waits for Liqo (here or on the provider: networking, authentication, the grant, the offloading), look again after this, doubling while nothing changes up to --liqo-poll-max.
+    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_INTERVAL", value_name = "DURATION", default_value = "200ms", value_parser = edge::duration::parse)]
+    pub liqo_poll_interval: Duration,
+
+    /// The longest wait between two looks at a peering that waits for Liqo.
+    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_MAX", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
+    pub liqo_poll_max: Duration,
 
     /// Once a Purchase is ready, re-read its contract this often (to see expiry and cancellation).
     #[arg(long, env = "PURCHASE_CONTROLLER_RESYNC", value_name = "DURATION", default_value = "1m", value_parser = edge::duration::parse)]
@@ -200,6 +208,8 @@ pub enum ConfigError {
     Retry { retry: Duration, max: Duration },
     #[error("--poll-interval and --resync must be positive")]
     Intervals,
+    #[error("--liqo-poll-interval ({interval:?}) must be positive and at most --liqo-poll-max ({max:?})")]
+    LiqoPoll { interval: Duration, max: Duration },
     #[error("--provider-max-response-bytes and --provider-request-timeout must be positive")]
     ProviderBounds,
     #[error("--network-policy-catalog and --network-policy-credentials go together")]
@@ -238,6 +248,12 @@ impl Args {
         }
         if self.poll_interval.is_zero() || self.resync.is_zero() {
             return Err(ConfigError::Intervals);
+        }
+        if self.liqo_poll_interval.is_zero() || self.liqo_poll_interval > self.liqo_poll_max {
+            return Err(ConfigError::LiqoPoll {
+                interval: self.liqo_poll_interval,
+                max: self.liqo_poll_max,
+            });
         }
         if self.provider_max_response_bytes == 0 || self.provider_request_timeout.is_zero() {
             return Err(ConfigError::ProviderBounds);
@@ -359,10 +375,21 @@ fn network_policies(
     settings: Option<&network_policy::controller::Settings>,
     client: &kube::Client,
     http: &reqwest::Client,
+    fallback_poll: Duration,
     stop: CancellationToken,
 ) -> Option<impl Future<Output = ()>> {
     settings.map(|settings| {
-        network_policy::controller::run(client.clone(), settings.clone(), http.clone(), stop)
+        let follower = catalog_client::contract_follower::FollowerOptions {
+            fallback_poll,
+            ..Default::default()
+        };
+        network_policy::controller::run(
+            client.clone(),
+            settings.clone(),
+            http.clone(),
+            follower,
+            stop,
+        )
     })
 }
 
@@ -403,6 +430,8 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         cluster_id: args.cluster_id.trim().to_string(),
         liqo_namespace: args.liqo_namespace.clone(),
         poll: args.poll_interval,
+        liqo_poll: args.liqo_poll_interval,
+        liqo_poll_max: args.liqo_poll_max,
         resync: args.resync,
         retry: args.retry,
         retry_max: args.retry_max,
@@ -458,6 +487,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
                 policy_settings.as_ref(),
                 &client,
                 &http_client,
+                settings.poll,
                 term.clone(),
             );
             let controller = reconcile::run(
@@ -478,6 +508,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
             policy_settings.as_ref(),
             &client,
             &http_client,
+            settings.poll,
             shutdown.clone(),
         );
         let controller = reconcile::run(
@@ -536,6 +567,26 @@ mod tests {
         assert!(matches!(
             v1_with(&["--retry", "2m"]).validate(),
             Err(ConfigError::Retry { .. })
+        ));
+        // The contract stream wakes Purchases: the poll is a fallback, as
+        // long as the follower's.
+        let defaults = v1_with(&[]);
+        assert_eq!(defaults.poll_interval, Duration::from_secs(300));
+        assert_eq!(
+            defaults.poll_interval,
+            catalog_client::contract_follower::FollowerOptions::default().fallback_poll
+        );
+        assert_eq!(
+            (defaults.liqo_poll_interval, defaults.liqo_poll_max),
+            (Duration::from_millis(200), Duration::from_secs(1))
+        );
+        assert!(matches!(
+            v1_with(&["--liqo-poll-interval", "2s"]).validate(),
+            Err(ConfigError::LiqoPoll { .. })
+        ));
+        assert!(matches!(
+            v1_with(&["--liqo-poll-interval", "0s"]).validate(),
+            Err(ConfigError::LiqoPoll { .. })
         ));
     }
 

@@ -788,6 +788,14 @@ pub fn catalog_unreachable(assessment: &Assessment) -> bool {
         .any(|c| c.type_ == CATALOG_REACHABLE && !c.status)
 }
 
+/// Whether the Purchase waits for its contract to change in the catalog
+/// (the provider's peering credentials, a purchase to go through) rather
+/// than for Liqo: the contract stream wakes it, so it is looked at again
+/// only at the fallback poll.
+pub fn waits_for_contract(assessment: &Assessment) -> bool {
+    matches!(assessment.phase, Phase::Pending | Phase::Purchasing)
+}
+
 /// The new conditions: `lastTransitionTime` moves only when a condition's
 /// status changes.
 pub fn merge_conditions(
@@ -898,6 +906,19 @@ mod tests {
             Some(ContractState::Pending)
         );
         assert!(reported(&waiting).starts_with("NoPeeringCredentials: "));
+        // Woken by the contract stream, not a Liqo wait.
+        assert!(waits_for_contract(&waiting));
+        assert!(!waits_for_contract(&assess(&Progress {
+            generation: Generation::V1,
+            catalog_error: None,
+            peered: false,
+            declarative: false,
+            needs_peering_command: false,
+            networking: None,
+            authentication: Some(Stage::WaitingForNonce),
+            grant: None,
+            namespaces: Vec::new(),
+        })));
     }
 
     /// The reason the catalog hears.

@@ -11,6 +11,9 @@
 //! - [`direct`]: a Purchase from a peering user's kubeconfig, with no
 //!   catalog (what a contract would say, made from the spec and the
 //!   remote cluster);
+//! - [`contract_stream`]: the buyer's contracts on the catalog's change
+//!   stream, one follower per catalog and credentials Secret, whose
+//!   changes wake the Purchases of the contracts that changed;
 //! - [`secret_ref`]: the Secrets a spec names;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
@@ -42,6 +45,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod cluster_id;
 pub mod config;
+pub mod contract_stream;
 pub mod decision;
 pub mod direct;
 pub mod http;

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use catalog_client::contract_follower::FollowerOptions;
 use catalog_client::{Backoff, Session};
 use controller_core::clock::now_rfc3339;
 use controller_core::runtime;
@@ -41,6 +42,7 @@ use tracing::Instrument;
 
 use crate::catalog::{self, Contract};
 use crate::cluster::{Cluster, ClusterError, Teardown};
+use crate::contract_stream::{self, Followers};
 use crate::decision::{self, Assessment, Phase, Unusable};
 use crate::direct;
 use crate::liqo::Generation;
@@ -57,8 +59,16 @@ pub struct Settings {
     pub cluster_id: String,
     /// Liqo's namespace (v0.x token Secrets live here).
     pub liqo_namespace: String,
-    /// While waiting for Liqo or the provider: look again this often.
+    /// While waiting for the provider or the catalog (the contract
+    /// stream wakes the Purchase when its contract changes): look again
+    /// this often all the same — the fallback, and the follower's fallback
+    /// poll.
     pub poll: Duration,
+    /// While waiting for Liqo (here or on the provider) during a peering:
+    /// look again after this, doubling while nothing changes up to
+    /// `liqo_poll_max`.
+    pub liqo_poll: Duration,
+    pub liqo_poll_max: Duration,
     /// Once ready: re-read the contract this often (expiry, cancellation).
     pub resync: Duration,
     /// First retry after a failure; doubles up to `retry_max`.
@@ -131,6 +141,10 @@ pub struct Context {
     http: reqwest::Client,
     /// Per Purchase, the retry delay after consecutive failures.
     retries: Mutex<HashMap<String, Backoff>>,
+    /// Per Purchase, the next look while waiting for Liqo.
+    liqo_waits: Mutex<HashMap<String, Backoff>>,
+    /// The contract followers whose changes wake the Purchases.
+    followers: Followers,
 }
 
 impl Context {
@@ -144,6 +158,26 @@ impl Context {
 
     fn succeeded(&self, key: &str) {
         self.retries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
+    /// The next look at a Purchase waiting for Liqo: soon after a round
+    /// that changed something, then less often while nothing does.
+    fn liqo_wait(&self, key: &str, progressed: bool) -> Duration {
+        let mut waits = self.liqo_waits.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = waits
+            .entry(key.to_string())
+            .or_insert_with(|| Backoff::new(self.settings.liqo_poll, self.settings.liqo_poll_max));
+        if progressed {
+            wait.reset();
+        }
+        wait.next_delay()
+    }
+
+    fn not_waiting_for_liqo(&self, key: &str) {
+        self.liqo_waits
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -181,6 +215,11 @@ pub async fn run(
         networking: settings.networking,
         provider_liqo_namespace: settings.provider_liqo_namespace.clone(),
     };
+    let options = FollowerOptions {
+        fallback_poll: settings.poll,
+        ..FollowerOptions::default()
+    };
+    let (followers, changes) = Followers::new(http.clone(), options, shutdown.child_token());
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
@@ -189,6 +228,8 @@ pub async fn run(
         metrics: metrics.clone(),
         http,
         retries: Mutex::new(HashMap::new()),
+        liqo_waits: Mutex::new(HashMap::new()),
+        followers,
     });
     let purchases: Api<Purchase> = Api::all(client);
     let span =
@@ -219,6 +260,20 @@ pub async fn run(
         // A Purchase's change reaches the other Purchases of its provider
         // whose NodesShared condition it changes (sharing::affected).
         let cache = controller.store();
+        // A contract that changed on the catalog's stream reaches the
+        // Purchases that name it (contract_stream).
+        let named = controller.store();
+        let woken = futures::stream::unfold(changes, |mut changes| async move {
+            changes.recv().await.map(|ids| (ids, changes))
+        })
+        .flat_map(move |ids| {
+            let all = named.state();
+            let purchases: Vec<_> = contract_stream::purchases_of(&ids, &all)
+                .map(|p| ObjectRef::from_obj(&**p))
+                .collect();
+            tracing::debug!(contracts = ?ids, purchases = purchases.len(), "contracts changed on the catalog");
+            futures::stream::iter(purchases)
+        });
         let work = controller
             .watches(purchases, watcher::Config::default(), move |changed| {
                 let all = cache.state();
@@ -227,6 +282,7 @@ pub async fn run(
                     .map(ObjectRef::from_obj)
                     .collect::<Vec<_>>()
             })
+            .reconcile_on(woken)
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(reconcile, error_policy, context)
             .for_each(|result| async move {
@@ -250,7 +306,7 @@ pub async fn run(
 pub fn error_policy(purchase: Arc<Purchase>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     if let Some(why) = error.unpeering() {
         tracing::info!(purchase = %purchase.key(), why, "deleted; waiting for the unpeering");
-        return Action::requeue(ctx.settings.poll);
+        return Action::requeue(ctx.liqo_wait(&purchase.key(), false));
     }
     let delay = ctx.backoff(&purchase.key());
     tracing::warn!(purchase = %purchase.key(), %error, ?delay, "reconcile failed; retrying");
@@ -284,6 +340,8 @@ pub async fn reconcile(
         if deleting && result.is_ok() {
             ctx.metrics.forget(&key);
             ctx.succeeded(&key);
+            ctx.not_waiting_for_liqo(&key);
+            ctx.followers.release(&key);
         }
         ctx.metrics.observe_reconcile(timer.elapsed());
         result
@@ -362,17 +420,25 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     }
     ctx.metrics.set_phase(&key, assessment.phase.as_str());
 
+    let progressed = status != before;
     Ok(if decision::catalog_unreachable(&assessment) {
         Action::requeue(ctx.backoff(&key))
     } else {
         ctx.succeeded(&key);
         if assessment.phase.is_settled() && !decision::is_unpeering(&assessment) {
+            ctx.not_waiting_for_liqo(&key);
             // In time for the warning, if it falls before the resync.
             let warn_in =
                 ending.and_then(|e| decision::until_ending_soon(&e, now, ctx.settings.ending_soon));
             Action::requeue(warn_in.map_or(ctx.settings.resync, |w| w.min(ctx.settings.resync)))
-        } else {
+        } else if !is_direct && decision::waits_for_contract(&assessment) {
+            // The provider's part (its peering credentials, say) comes on
+            // the contract stream, which wakes this Purchase: the poll is
+            // the fallback.
+            ctx.not_waiting_for_liqo(&key);
             Action::requeue(ctx.settings.poll)
+        } else {
+            Action::requeue(ctx.liqo_wait(&key, progressed))
         }
     })
 }
@@ -456,9 +522,17 @@ async fn from_catalog(
     ctx: &Context,
     status: &mut PurchaseStatus,
 ) -> Result<(Assessment, Option<Contract>), ReconcileError> {
+    let key = purchase.key();
     let mut session = match catalog::open(&ctx.client, &ctx.http, purchase).await {
-        Err(problem) => return Ok((decision::assess_unusable(&problem), None)),
-        Ok(session) => session,
+        Err(problem) => {
+            ctx.followers.release(&key);
+            return Ok((decision::assess_unusable(&problem), None));
+        }
+        Ok(opened) => {
+            ctx.followers
+                .follow(&opened.credentials, &opened.token, &key);
+            opened.session
+        }
     };
     let (assessment, contract) = drive(purchase, ctx, &mut session, status).await?;
     if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use catalog_client::contract_follower::{ContractFollower, FollowerOptions};
 use catalog_client::Session;
 use controller_core::flags::{
     ElectionArgs, EnvPrefix, KubeArgs, LeaseTimesArgs, Prefixed, ProbeArgs,
@@ -49,11 +50,11 @@ pub struct Args {
     #[arg(long, env = "SERVICE_CONTROLLER_NAMESPACE", value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
-    /// Time between passes over the service contracts (provisioning, bindings, deprovisioning).
-    #[arg(long, env = "SERVICE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
+    /// Fallback poll and resync: contracts arrive on the catalog's change stream (a pass over the service contracts runs at each change); this is the time between passes when nothing is on its way and between polls of the contracts while the stream is unavailable.
+    #[arg(long, env = "SERVICE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub poll_interval: Duration,
 
-    /// Time before a failed ServiceCatalog reconcile is tried again.
+    /// Time before a failed ServiceCatalog reconcile is tried again, before the next pass while an instance is on its way (a Purchase peering, Liqo naming the namespace, a deprovisioning step), and the first wait after a failed provisioning step (doubling up to 1m).
     #[arg(long, env = "SERVICE_CONTROLLER_RETRY", value_name = "DURATION", default_value = "5s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 
@@ -153,7 +154,25 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     // One session (its token) for the controller and the pass, kept
     // across terms of leadership.
     let session = Arc::new(Mutex::new(session));
+    // The contracts' follower, with a session of its own (its stream holds
+    // a token for as long as it lasts): started at once, whether or not
+    // this replica leads, so a new leader passes over current contracts.
+    let follower_session = Session::provider_from_file(
+        args.catalog_url.clone(),
+        "--catalog-credentials-file",
+        &args.catalog_credentials_file,
+        args.catalog_timeout,
+        concat!("service-controller/", env!("CARGO_PKG_VERSION")),
+    )?;
     let client = args.kube.client().await?;
+    let contracts = ContractFollower::start(
+        follower_session,
+        FollowerOptions {
+            fallback_poll: args.poll_interval,
+            ..FollowerOptions::default()
+        },
+        shutdown.clone(),
+    );
     let own_namespace = args
         .namespace
         .clone()
@@ -182,8 +201,19 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         let renderer = Renderer::new(args.template_bounds());
         move |term: CancellationToken| {
             let (cluster, metrics, session) = (cluster.clone(), metrics.clone(), session.clone());
-            let renderer = renderer.clone();
-            async move { lead(cluster, session, metrics, renderer, (poll, retry), term).await }
+            let (renderer, contracts) = (renderer.clone(), contracts.clone());
+            async move {
+                lead(
+                    cluster,
+                    contracts,
+                    session,
+                    metrics,
+                    renderer,
+                    (poll, retry),
+                    term,
+                )
+                .await
+            }
         }
     };
     if args.election.leader_elect {
@@ -218,6 +248,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
 /// One term of leadership: the controller and the pass, until `term` ends.
 async fn lead(
     cluster: Cluster,
+    contracts: ContractFollower,
     session: Arc<Mutex<Session>>,
     metrics: Metrics,
     renderer: Renderer,
@@ -233,6 +264,7 @@ async fn lead(
             retry,
         )
     });
+    let catalogs_changed = ctx.catalogs_changed.clone();
     let (store_tx, store_rx) = tokio::sync::oneshot::channel();
     let controller = reconcile::run(ctx, term.clone(), move |store| {
         let _ = store_tx.send(store);
@@ -240,7 +272,14 @@ async fn lead(
     let follower = async {
         let Ok(store) = store_rx.await else { return };
         Follower::new(cluster, metrics, renderer)
-            .run(session, store, poll, term.clone())
+            .run(
+                contracts,
+                session,
+                store,
+                catalogs_changed,
+                (poll, retry),
+                term.clone(),
+            )
             .await
     };
     tokio::join!(controller, follower);
@@ -269,7 +308,9 @@ mod tests {
         let with = |extra: &[&str]| Cli::try_parse_from(base.iter().chain(extra)).unwrap().args;
         let args = with(&[]);
         args.validate().unwrap();
-        assert_eq!(args.poll_interval, Duration::from_secs(5));
+        // Contracts come on the stream: the poll is the fallback and resync.
+        assert_eq!(args.poll_interval, Duration::from_secs(5 * 60));
+        assert_eq!(args.retry, Duration::from_secs(5));
         assert_eq!(
             args.election.lease_name.as_deref(),
             Some("service-controller")

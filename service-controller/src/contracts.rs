@@ -1,6 +1,11 @@
-//! The pass over the provider's service contracts, every `--poll-interval`
-//! (the catalog has no feed of contracts; peering-user-controller follows
-//! them the same way):
+//! The pass over the provider's service contracts, read from the
+//! [`ContractFollower`] (the catalog's contract change stream; polled only
+//! while the stream is unavailable, as peering-user-controller follows
+//! them). A pass runs as soon as the contracts change (a purchase, an end,
+//! a binding asked for), when a ServiceCatalog was reconciled, after
+//! `--retry` while an instance is on its way (a Purchase peering, Liqo
+//! naming the namespace, a deprovisioning step) or a failed step's wait
+//! ends, and every `--poll-interval` as a resync:
 //!
 //! - each active contract of a service some valid ServiceCatalog sells is
 //!   provisioned: the customer's peering kubeconfig and the instance's
@@ -25,6 +30,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use catalog_client::contract_follower::{ContractFollower, Source};
 use catalog_client::contracts::Listing;
 use catalog_client::wire::{
     BindingReport, PendingBinding, PendingBindingState, ServiceReport, ServiceState,
@@ -33,6 +39,7 @@ use catalog_client::{Error as CatalogError, Session};
 use controller_core::retry::Failures;
 use kube::runtime::reflector::Store;
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -72,7 +79,10 @@ pub const FAILED_RETRY: Duration = Duration::from_secs(60);
 /// Where one contract's provisioning got to in a pass.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Done, or on its way (a Purchase peering): the next pass goes on.
+    /// Provisioned (its bindings made): nothing to wait for.
+    Done,
+    /// On its way (a Purchase peering, Liqo naming the namespace): the
+    /// next pass, after `--retry`, goes on.
     Going,
     /// Reported `failed`, with this reason.
     Failed(String),
@@ -98,8 +108,10 @@ pub struct Follower {
     reported: HashMap<String, (ServiceState, String)>,
     /// Contracts whose provisioning failed, until they are tried again.
     waiting: HashMap<String, Waiting>,
-    /// The first wait after a failed step (the poll interval).
+    /// The first wait after a failed step (`--retry`).
     first_retry: Duration,
+    /// Whether the last pass left an instance on its way.
+    on_its_way: bool,
     /// Reading the contracts and listing the instance namespaces: a run of
     /// failures is logged once, then once a minute.
     reading: Failures,
@@ -116,22 +128,30 @@ impl Follower {
             reported: HashMap::new(),
             waiting: HashMap::new(),
             first_retry: Duration::from_secs(1),
+            on_its_way: false,
             reading: Failures::new("read the contracts"),
             listing: Failures::new("list the instance namespaces"),
             renderer,
         }
     }
 
-    /// Pass over the contracts every `poll` until `stop`.
+    /// Pass over the contracts read from `contracts` (reports written
+    /// through `session`) until `stop`: at each change of the contracts,
+    /// at each ServiceCatalog reconciled (`catalogs_changed`), after
+    /// `retry` while an instance is on its way, when a failed step's wait
+    /// ends, and every `poll` (the resync).
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         mut self,
+        mut contracts: ContractFollower,
         session: Arc<tokio::sync::Mutex<Session>>,
         catalogs: Store<ServiceCatalog>,
-        poll: Duration,
+        catalogs_changed: Arc<Notify>,
+        (poll, retry): (Duration, Duration),
         stop: CancellationToken,
     ) {
         let span = tracing::info_span!("service_contracts");
-        self.first_retry = poll;
+        self.first_retry = retry.min(FAILED_RETRY);
         async move {
             // The whole list first: with part of it, a contract's offer id
             // could look held by another ServiceCatalog, or by none.
@@ -141,11 +161,16 @@ impl Follower {
             }
             loop {
                 let started = Instant::now();
-                self.pass(&mut *session.lock().await, &catalogs).await;
+                let read = contracts.current().generation;
+                self.pass(&contracts, &mut *session.lock().await, &catalogs)
+                    .await;
                 self.metrics.observe_reconcile(started.elapsed());
+                let wait = self.next_pass(poll, retry, Instant::now());
                 tokio::select! {
                     _ = stop.cancelled() => break,
-                    _ = tokio::time::sleep(poll) => {}
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = contracts_changed(&mut contracts, read, &self.metrics) => {}
+                    _ = catalogs_changed.notified() => {}
                 }
             }
         }
@@ -153,20 +178,47 @@ impl Follower {
         .await
     }
 
+    /// How long until the next pass: `retry` while an instance is on its
+    /// way, the end of the first failed step's wait, at most `poll`.
+    fn next_pass(&self, poll: Duration, retry: Duration, now: Instant) -> Duration {
+        let mut wait = poll;
+        if self.on_its_way {
+            wait = wait.min(retry);
+        }
+        if let Some(until) = self.waiting.values().map(|w| w.until).min() {
+            wait = wait.min(until.saturating_duration_since(now));
+        }
+        wait
+    }
+
     /// One pass: provision and bind what is active, deprovision the rest.
-    pub async fn pass(&mut self, session: &mut Session, catalogs: &Store<ServiceCatalog>) {
-        let contracts = match session.active_contracts(None).await {
+    pub async fn pass(
+        &mut self,
+        contracts: &ContractFollower,
+        session: &mut Session,
+        catalogs: &Store<ServiceCatalog>,
+    ) {
+        let now = contracts.current();
+        show_source(&self.metrics, now.source, now.last_error.is_none());
+        if now.contracts.is_some() && now.last_error.is_some() {
+            // The catalog does not answer (the follower says so in the
+            // log): this pass goes on from the last contracts it learnt.
+            self.metrics.reconcile().count_failure("catalog");
+        }
+        self.on_its_way = false;
+        let contracts = match contracts.active_contracts(None) {
             Ok(Listing::Contracts { contracts, .. }) => contracts,
             Ok(Listing::NotModified) => return,
             Err(error) => {
-                self.metrics.catalog_reachable.set(0);
+                // Only until the catalog first answered: the follower then
+                // keeps the last contracts through an outage.
                 self.metrics.reconcile().count_failure("catalog");
                 self.reading.failed(&error);
+                self.on_its_way = true;
                 return;
             }
         };
         self.reading.succeeded();
-        self.metrics.catalog_reachable.set(1);
         // Who holds each offer id, over every ServiceCatalog: a contract
         // is served by its holder's templates or not at all, never by
         // another's that declares the same id.
@@ -188,6 +240,7 @@ impl Follower {
             Err(error) => {
                 self.metrics.reconcile().count_failure("kubernetes");
                 self.listing.failed(&error);
+                self.on_its_way = true;
                 return;
             }
         };
@@ -226,6 +279,9 @@ impl Follower {
                 .provision(session, &contract.id, service, plan, &found)
                 .instrument(span)
                 .await;
+            if matches!(outcome, Ok(Outcome::Going)) {
+                self.on_its_way = true;
+            }
             self.after(&contract.id, version, outcome, now);
         }
         self.waiting
@@ -235,17 +291,22 @@ impl Follower {
             .filter(|f| !active.contains(&f.contract_id) && !f.terminating)
         {
             let span = tracing::info_span!("deprovision", contract = %instance.contract_id);
-            if let Err(error) = self.deprovision(session, instance).instrument(span).await {
-                self.metrics.reconcile().count_failure(error.kind());
-                tracing::warn!(contract = %instance.contract_id, %error, "deprovisioning step failed; retried at the next pass");
+            match self.deprovision(session, instance).instrument(span).await {
+                Ok(true) => {}
+                Ok(false) => self.on_its_way = true,
+                Err(error) => {
+                    self.metrics.reconcile().count_failure(error.kind());
+                    self.on_its_way = true;
+                    tracing::warn!(contract = %instance.contract_id, %error, "deprovisioning step failed; retried at the next pass");
+                }
             }
         }
     }
 
     /// Keep when `contract` is tried again after `outcome`: a `failed`
-    /// reported waits [`FAILED_RETRY`]; a step that failed waits the poll
-    /// interval doubling to [`FAILED_RETRY`]; anything else is tried at the
-    /// next pass. A failure is logged once, then when its message changes or
+    /// reported waits [`FAILED_RETRY`]; a step that failed waits `--retry`
+    /// doubling to [`FAILED_RETRY`]; anything else is tried at the next
+    /// pass. A failure is logged once, then when its message changes or
     /// a minute has passed (with how many attempts failed), its end once.
     fn after(
         &mut self,
@@ -255,7 +316,7 @@ impl Follower {
         now: Instant,
     ) {
         let (delay, message) = match outcome {
-            Ok(Outcome::Going) => {
+            Ok(Outcome::Going | Outcome::Done) => {
                 if let Some(w) = self.waiting.remove(contract) {
                     tracing::info!(%contract, attempts = w.attempts, "provisioning goes on again");
                 }
@@ -471,7 +532,7 @@ impl Follower {
             self.binding(session, &names, service, plan, &vars, &binding)
                 .await?;
         }
-        Ok(Outcome::Going)
+        Ok(Outcome::Done)
     }
 
     async fn binding(
@@ -566,7 +627,12 @@ impl Follower {
         Ok(())
     }
 
-    async fn deprovision(&mut self, session: &mut Session, found: &Found) -> Result<(), StepError> {
+    /// One step of taking `found` down; whether it is gone.
+    async fn deprovision(
+        &mut self,
+        session: &mut Session,
+        found: &Found,
+    ) -> Result<bool, StepError> {
         let contract = &found.contract_id;
         let names = Names::of(contract);
         if !self
@@ -574,24 +640,24 @@ impl Follower {
             .delete_objects(&found.namespace, &found.rendered)
             .await?
         {
-            return self
-                .report(
-                    session,
-                    contract,
-                    ServiceState::InProgress,
-                    "removing the service's objects",
-                )
-                .await;
+            self.report(
+                session,
+                contract,
+                ServiceState::InProgress,
+                "removing the service's objects",
+            )
+            .await?;
+            return Ok(false);
         }
         if !self.cluster.delete_purchase(&names.purchase).await? {
-            return self
-                .report(
-                    session,
-                    contract,
-                    ServiceState::InProgress,
-                    "unpeering from the customer's cluster",
-                )
-                .await;
+            self.report(
+                session,
+                contract,
+                ServiceState::InProgress,
+                "unpeering from the customer's cluster",
+            )
+            .await?;
+            return Ok(false);
         }
         self.cluster
             .delete_secret(&self.cluster.own_namespace.clone(), &names.peering_secret)
@@ -612,8 +678,31 @@ impl Follower {
         }
         self.cluster.delete_namespace(&found.namespace).await?;
         self.reported.remove(contract);
-        Ok(())
+        Ok(true)
     }
+}
+
+/// Resolves once the followed contracts differ from generation `read`;
+/// a change of source or error alone only updates the gauges.
+async fn contracts_changed(contracts: &mut ContractFollower, read: u64, metrics: &Metrics) {
+    loop {
+        contracts.changed().await;
+        let now = contracts.current();
+        show_source(metrics, now.source, now.last_error.is_none());
+        if now.generation != read {
+            return;
+        }
+    }
+}
+
+/// The gauges saying where contracts come from: `catalog_reachable` (the
+/// last read, stream or poll, worked) and `contracts_streamed`.
+fn show_source(metrics: &Metrics, source: Source, working: bool) {
+    let reachable = working && source != Source::Connecting;
+    metrics.catalog_reachable.set(i64::from(reachable));
+    metrics
+        .contracts_streamed
+        .set(i64::from(source == Source::Stream));
 }
 
 /// The names of `contract`'s instance: those of its namespace when it
@@ -713,6 +802,31 @@ mod tests {
         // Going on again ends the wait.
         f.after("c2", "uid/1".into(), Ok(Outcome::Going), start);
         assert!(!f.waiting.contains_key("c2"));
+    }
+
+    /// Contracts come on the stream: between passes the resync
+    /// (`--poll-interval`), unless an instance is on its way (`--retry`) or
+    /// a failed step's wait ends sooner.
+    #[tokio::test]
+    async fn the_next_pass_comes_when_something_waits_else_at_the_resync() {
+        let mut f = follower().await;
+        let (poll, retry) = (Duration::from_secs(300), Duration::from_secs(5));
+        let now = Instant::now();
+        assert_eq!(f.next_pass(poll, retry, now), poll);
+        f.on_its_way = true;
+        assert_eq!(f.next_pass(poll, retry, now), retry);
+        f.on_its_way = false;
+        // A `failed` reported: retried when its minute is up.
+        f.after("c1", "uid/1".into(), Ok(Outcome::Failed("no".into())), now);
+        assert_eq!(f.next_pass(poll, retry, now), FAILED_RETRY);
+        assert_eq!(
+            f.next_pass(poll, retry, now + FAILED_RETRY * 2),
+            Duration::ZERO
+        );
+        // A first wait longer than the longest is the longest (no panic).
+        f.first_retry = Duration::from_secs(120).min(FAILED_RETRY);
+        f.after("c2", "uid/1".into(), Err(StepError::Random), now);
+        assert_eq!(f.waiting["c2"].delay, FAILED_RETRY);
     }
 
     fn found(contract: &str, namespace: &str, mapping: Option<&str>) -> Found {

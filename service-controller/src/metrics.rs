@@ -2,7 +2,7 @@
 //! probes: the reconcile metrics every controller keeps (ServiceCatalog
 //! reconciles and their duration, failures by kind, leadership), the
 //! service instances it holds, the catalog reports it sent, and whether
-//! the catalog answers.
+//! the catalog answers and whether contracts come on its change stream.
 //!
 //! | metric | what |
 //! |---|---|
@@ -12,7 +12,8 @@
 //! | `service_controller_leader` | 1 while this replica leads |
 //! | `service_controller_instances` | service instances (instance namespaces) on this cluster |
 //! | `service_controller_reports_total` | reports sent to the catalog (service and binding states) |
-//! | `service_controller_catalog_reachable` | 1 when the last read of the contracts succeeded |
+//! | `service_controller_catalog_reachable` | 1 when the last read of the contracts (change stream or fallback poll) succeeded |
+//! | `service_controller_contracts_streamed` | 1 while contracts arrive on the catalog's change stream, 0 while polled (fallback) or not read yet |
 
 use controller_core::metrics::{MetricSet, ReconcileMetrics};
 use prometheus_client::metrics::counter::Counter;
@@ -24,6 +25,7 @@ pub struct Handles {
     pub instances: Gauge,
     pub reports: Counter,
     pub catalog_reachable: Gauge,
+    pub contracts_streamed: Gauge,
 }
 
 impl MetricSet for Handles {
@@ -57,13 +59,20 @@ impl MetricSet for Handles {
         let catalog_reachable = Gauge::default();
         registry.register(
             "catalog_reachable",
-            "1 when the last read of the contracts succeeded",
+            "1 when the last read of the contracts (change stream or fallback poll) succeeded",
             catalog_reachable.clone(),
+        );
+        let contracts_streamed = Gauge::default();
+        registry.register(
+            "contracts_streamed",
+            "1 while contracts arrive on the catalog's change stream, 0 while they are polled (fallback) or not read yet",
+            contracts_streamed.clone(),
         );
         Handles {
             instances,
             reports,
             catalog_reachable,
+            contracts_streamed,
         }
     }
 }

@@ -62,6 +62,10 @@ pub struct Context {
     /// Reconciles every ServiceCatalog again: who holds an offer id
     /// changed.
     pub wake_all: Arc<Notify>,
+    /// Told at each reconcile: the contracts' pass runs again, so a
+    /// ServiceCatalog made or changed serves its contracts at once, not at
+    /// the next resync.
+    pub catalogs_changed: Arc<Notify>,
 }
 
 impl Context {
@@ -79,6 +83,7 @@ impl Context {
             renderer: crate::render::Renderer::new(Default::default()),
             catalogs: OnceLock::new(),
             wake_all: Arc::new(Notify::new()),
+            catalogs_changed: Arc::new(Notify::new()),
         }
     }
 
@@ -164,6 +169,8 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let span = tracing::info_span!("reconcile", catalog = %catalog.key());
+    // A permit is kept while the pass runs: it runs again after.
+    ctx.catalogs_changed.notify_one();
     async move {
         let started = std::time::Instant::now();
         let namespace = catalog.metadata.namespace.clone().unwrap_or_default();

@@ -89,8 +89,8 @@ pub struct ControllerArgs {
         value_name = "FILE"
     )]
     pub catalog_credentials_file: Option<PathBuf>,
-    /// With --grant-policy contracts: how often the catalog is asked (conditionally) for the active contracts.
-    #[arg(long, env = "RESOURCE_MONITOR_CONTRACTS_POLL_INTERVAL", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
+    /// With --grant-policy contracts: fallback poll and resync. Contracts arrive on the catalog's change stream (consumers whose contracts changed are reconciled at once); this is how often the catalog is asked (conditionally) for the active contracts while the stream is unavailable, and how often the followed contracts are read again.
+    #[arg(long, env = "RESOURCE_MONITOR_CONTRACTS_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub contracts_poll_interval: Duration,
     /// Re-read the chain for every consumer this often, notified or not.
     #[arg(long, env = "RESOURCE_MONITOR_RESYNC", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
@@ -287,6 +287,8 @@ pub enum ConfigError {
     NoCatalog,
     #[error("--catalog-url and --catalog-credentials-file go together")]
     CatalogIncomplete,
+    #[error("--contracts-poll-interval must be positive")]
+    PollInterval,
     #[error(transparent)]
     Catalog(#[from] crate::contracts::ClientError),
 }
@@ -313,6 +315,9 @@ impl ControllerArgs {
         // level: one flag without the other is a mistake, not a choice.
         if any && !complete {
             return Err(ConfigError::CatalogIncomplete);
+        }
+        if self.contracts_poll_interval.is_zero() {
+            return Err(ConfigError::PollInterval);
         }
         if self.election.leader_elect {
             self.lease.times().validate()?;
@@ -357,6 +362,7 @@ fn follow_contracts(
     shutdown: &CancellationToken,
 ) -> Result<Option<crate::contracts::Contracts>, ConfigError> {
     use crate::contracts::{Contracts, FollowerSettings};
+    use catalog_client::contract_follower::{ContractFollower, FollowerOptions};
     if args.grant_policy != GrantPolicy::Contracts {
         return Ok(None);
     }
@@ -365,8 +371,20 @@ fn follow_contracts(
     };
     tracing::info!(catalog = %client.http().base(), provider = client.cluster_id(), "following the provider's contracts");
     metrics.expect_contracts();
-    Ok(Some(Contracts::follow(
+    let provider = client.cluster_id().to_string();
+    // The follower's own session (its stream holds the token as long as it
+    // lasts); the enforcement report has another.
+    let follower = ContractFollower::start(
         client,
+        FollowerOptions {
+            fallback_poll: args.contracts_poll_interval,
+            ..FollowerOptions::default()
+        },
+        shutdown.clone(),
+    );
+    Ok(Some(Contracts::follow(
+        follower,
+        provider,
         FollowerSettings {
             interval: args.contracts_poll_interval,
         },
@@ -583,6 +601,17 @@ mod tests {
         let cli =
             Cli::try_parse_from(["x", "--class", "g", "--leader-elect", "false"]).expect("parse");
         assert!(!cli.controller.election.leader_elect);
+        // Contracts come on the stream: the poll is the fallback and resync.
+        assert_eq!(
+            cli.controller.contracts_poll_interval,
+            Duration::from_secs(5 * 60)
+        );
+        let cli = Cli::try_parse_from(["x", "--class", "g", "--contracts-poll-interval", "0s"])
+            .expect("parse");
+        assert!(matches!(
+            cli.controller.validate(),
+            Err(ConfigError::PollInterval)
+        ));
     }
 
     #[test]

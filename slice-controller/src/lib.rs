@@ -13,7 +13,8 @@
 //!   with typed accessors;
 //! - [`decision`]: the grant decision, a pure function;
 //! - [`contracts`]: the `contracts` policy's view of the catalog (the
-//!   provider's active contracts, polled);
+//!   provider's active contracts, followed on the catalog's change stream,
+//!   polled only as the fallback);
 //! - [`enforcement`]: the provider self-check — Liqo's enforcement
 //!   settings read from its Deployments, reported, and new grants held back
 //!   while they do not enforce what the capacity is sold with;

@@ -9,6 +9,9 @@
 //! | `slice_controller_reconcile_duration_seconds` | one consumer's reconcile: chain read, decision, status writes |
 //! | `slice_controller_errors_total{kind}` | failed reconciles and writes: `chain`, `kubernetes`, `conflict` (a 409 that was retried) |
 //! | `slice_controller_leader` | 1 while this replica leads |
+//! | `slice_controller_catalog_reachable` | under `contracts`: 1 while the catalog answers (change stream or fallback poll), 0 while decisions use the last known contracts |
+//! | `slice_controller_contracts` | under `contracts`: active contracts known |
+//! | `slice_controller_contracts_streamed` | under `contracts`: 1 while contracts arrive on the catalog's change stream, 0 while they are polled (fallback) or not read yet |
 //! | `slice_controller_liqo_enforcement{level}` | 1 for the level of Liqo's enforcement read on this provider (`off`, `none`, `soft`, `hard`, `unknown`), 0 for the others (the provider self-check) |
 
 use std::collections::HashMap;
@@ -85,6 +88,7 @@ pub struct Handles {
     per_consumer: Mutex<HashMap<String, SliceCounts>>,
     catalog_reachable: Gauge,
     contracts: Gauge,
+    contracts_streamed: Gauge,
     /// Under `contracts`: [`CONTRACTS_UNUSED`], [`CONTRACTS_WAITING`] (none
     /// read yet), [`CONTRACTS_CURRENT`] or [`CONTRACTS_STALE`].
     contracts_state: AtomicU8,
@@ -104,7 +108,7 @@ const ENFORCEMENT_UNREAD: &str = "unknown";
 pub const CONTRACTS_UNUSED: u8 = 0;
 /// Under `contracts`, before the catalog first answered.
 pub const CONTRACTS_WAITING: u8 = 1;
-/// The last poll of the catalog succeeded.
+/// The last read of the contracts (stream or poll) succeeded.
 pub const CONTRACTS_CURRENT: u8 = 2;
 /// The catalog cannot be reached: deciding from the last known contracts.
 pub const CONTRACTS_STALE: u8 = 3;
@@ -167,6 +171,12 @@ impl MetricSet for Handles {
             "Under the contracts policy: active contracts known",
             contracts.clone(),
         );
+        let contracts_streamed = Gauge::default();
+        registry.register(
+            "contracts_streamed",
+            "Under the contracts policy: 1 while contracts arrive on the catalog's change stream, 0 while they are polled (fallback) or not read yet",
+            contracts_streamed.clone(),
+        );
         let liqo_enforcement = Family::<LevelLabels, Gauge>::default();
         registry.register(
             "liqo_enforcement",
@@ -188,6 +198,7 @@ impl MetricSet for Handles {
             per_consumer: Mutex::new(HashMap::new()),
             catalog_reachable,
             contracts,
+            contracts_streamed,
             contracts_state: AtomicU8::new(CONTRACTS_UNUSED),
             liqo_enforcement,
             enforcement_note: Mutex::new(None),
@@ -248,7 +259,13 @@ impl Metrics {
             .store(CONTRACTS_WAITING, Ordering::Relaxed);
     }
 
-    /// Whether the last poll of the catalog succeeded.
+    /// Whether contracts arrive on the catalog's change stream (else they
+    /// are polled, or not read yet).
+    pub fn set_contracts_streamed(&self, streamed: bool) {
+        self.contracts_streamed.set(i64::from(streamed));
+    }
+
+    /// Whether the last read of the contracts (stream or poll) succeeded.
     pub fn set_catalog_reachable(&self, reachable: bool) {
         self.catalog_reachable.set(i64::from(reachable));
         let state = if reachable {
@@ -349,6 +366,9 @@ slice_controller_catalog_reachable 1
 # HELP slice_controller_contracts Under the contracts policy: active contracts known.
 # TYPE slice_controller_contracts gauge
 slice_controller_contracts 2
+# HELP slice_controller_contracts_streamed Under the contracts policy: 1 while contracts arrive on the catalog's change stream, 0 while they are polled (fallback) or not read yet.
+# TYPE slice_controller_contracts_streamed gauge
+slice_controller_contracts_streamed 1
 # HELP slice_controller_liqo_enforcement 1 for the level of Liqo's resource enforcement read on this provider (off, none, soft, hard: defaultLimitsEnforcement with enforcement on; unknown), 0 for the others.
 # TYPE slice_controller_liqo_enforcement gauge
 slice_controller_liqo_enforcement{level="off"} 0
@@ -380,6 +400,7 @@ slice_controller_liqo_enforcement{level="unknown"} 0
         metrics.expect_contracts();
         metrics.set_catalog_reachable(true);
         metrics.set_contracts(2);
+        metrics.set_contracts_streamed(true);
         metrics.set_liqo_enforcement("none", None);
         controller_core::metrics::assert_same_exposition(
             &metrics.render(),

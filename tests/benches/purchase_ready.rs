@@ -1,4 +1,6 @@
-//! From a Purchase's creation to its VirtualNode Ready, on the test world
+//! From the catalog purchase of a contract to its VirtualNode Ready, with
+//! the controllers' shipped defaults (contracts on the catalog's change
+//! stream, polling only as the fallback; issue 44), on the test world
 //! of `purchase_controller_ha` (issue 31): the real catalog,
 //! `purchase-controller --auto-peer`, `peering-user-controller` and class
 //! controller (`resource-monitor --liqo-api v1`), two HTTPS test API
@@ -81,17 +83,24 @@ fn main() {
 
 /// Buy a contract, then create Purchase `name` of it and wait for its
 /// virtual node to be Ready; the wall time and the calls both servers
-/// answered from the Purchase's creation on.
+/// answered from the catalog purchase on (the provider's peering user
+/// attached meanwhile, as its controller learns of the contract on the
+/// stream, is in both).
 fn purchase(world: &AutoPeerWorld, name: &str) -> Run {
     let servers = [
         ("consumer", &*world.consumer.kube),
         ("provider", &*world.provider.kube),
     ];
-    // The contract and its peering user come first (see
-    // `AutoPeerWorld::contract`): not timed, not counted.
-    let id = world.contract();
     let marks = servers.map(|(_, kube)| kube.audit().len());
     let start = Instant::now();
+    // The Purchase right after the sale: its controller waits for the
+    // peering credentials, woken by the contract stream when they come.
+    let contract = world.market.buy(
+        &world.alice,
+        "small",
+        serde_json::json!({"consumerClusterID": purchase_controller_support::CONSUMER_ID}),
+    );
+    let id = contract["id"].as_str().expect("contract id").to_string();
     world.purchase(name, &id);
     while !world.virtual_node_ready(&id) {
         assert!(start.elapsed() < BOUND, "{name}: no Ready virtual node");

@@ -41,6 +41,9 @@ pub struct Caller {
     /// Cluster name at authentication time.
     pub cluster_name: String,
     pub roles: Vec<Role>,
+    /// When the token stops being valid (its `exp`, Unix seconds): a
+    /// long-lived answer made for it (the contract change stream) ends then.
+    pub expires_at: i64,
 }
 
 impl Caller {
@@ -111,6 +114,7 @@ impl Caller {
             cluster_id: claims.sub,
             cluster_name: claims.name,
             roles: claims.roles,
+            expires_at: claims.exp,
         })
     }
 }

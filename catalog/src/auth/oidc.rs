@@ -69,6 +69,8 @@ pub struct Identity {
     pub subject: String,
     pub name: String,
     pub roles: Vec<Role>,
+    /// The token's `exp` (Unix seconds).
+    pub expires_at: i64,
 }
 
 /// Verifies an issuer's tokens.
@@ -157,10 +159,16 @@ impl OidcVerifier {
             .iter()
             .find_map(|c| claims.get(*c).and_then(text))
             .unwrap_or_else(|| subject.clone());
+        // Required and checked by the validation above.
+        let expires_at = claims
+            .get("exp")
+            .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)))
+            .ok_or(OidcError::Claim("exp"))?;
         Ok(Identity {
             subject,
             name,
             roles: self.mapping.roles(&claims),
+            expires_at,
         })
     }
 
@@ -171,6 +179,7 @@ impl OidcVerifier {
                 cluster_id: id.subject,
                 cluster_name: id.name,
                 roles: id.roles,
+                expires_at: id.expires_at,
             }),
             Err(OidcError::IssuerMismatch(e)) => {
                 tracing::error!(error = %e, "OIDC issuer misconfigured: no OIDC token can be verified");

@@ -8,6 +8,7 @@
 //!   ([`model::step`] for state transitions, [`model::sold_out`] for caps).
 //! - [`contracts`]: contracts (what a REST purchase yields, its state
 //!   reports, who sees what): their rules, operations and endpoints.
+//! - [`changes`]: the contract change stream, `GET /contract-changes`.
 //! - [`store`]: the [`ReservationStore`] trait the backends implement.
 //! - [`service`]: the operations, shared by the REST API and the Open
 //!   Service Broker API (the `osb` feature, above this one).
@@ -22,6 +23,7 @@
 //! `web::Data<Buying>`.
 
 pub mod capacity;
+pub mod changes;
 pub mod config;
 pub mod contracts;
 pub mod error;

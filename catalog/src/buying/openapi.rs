@@ -4,7 +4,7 @@
 
 use utoipa::OpenApi;
 
-use super::{capacity, contracts, http, model};
+use super::{capacity, changes, contracts, http, model};
 use crate::http::ErrorBody;
 use catalog_client::wire::tenant_policy;
 
@@ -29,6 +29,7 @@ use catalog_client::wire::tenant_policy;
         contracts::http::put_network_policy,
         contracts::http::delete_network_policy,
         contracts::http::report_network_policy,
+        changes::http::follow,
     ),
     components(schemas(
         model::Reservation,
@@ -40,6 +41,7 @@ use catalog_client::wire::tenant_policy;
         http::PurchaseRequest,
         http::PurchaseAnswer,
         contracts::model::Contract,
+        catalog_client::wire::contract_stream::ContractEvent,
         model::ContractTerms,
         model::ContractState,
         contracts::model::Ended,

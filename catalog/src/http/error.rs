@@ -27,6 +27,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("too many requests; retry later")]
     TooManyRequests,
+    /// A limit of the caller's own was reached (429): the message says which.
+    #[error("{0}")]
+    TooMany(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error")]
@@ -86,7 +89,7 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
-            ApiError::TooManyRequests => "too_many_requests",
+            ApiError::TooManyRequests | ApiError::TooMany(_) => "too_many_requests",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -117,7 +120,7 @@ impl ResponseError for ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyRequests | ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -132,7 +135,7 @@ impl ResponseError for ApiError {
             ApiError::Unauthorized(_) => {
                 resp.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
             }
-            ApiError::Unavailable(_) | ApiError::TooManyRequests => {
+            ApiError::Unavailable(_) | ApiError::TooManyRequests | ApiError::TooMany(_) => {
                 resp.insert_header((header::RETRY_AFTER, "1"));
             }
             _ => {}

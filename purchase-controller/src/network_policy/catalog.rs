@@ -1,13 +1,16 @@
 //! The providers' side of a pass, through the catalog: the buyer's
-//! active contracts (`GET /contracts?active=true`, conditional on the last
-//! `ETag`), and each provider's [`TenantPolicy`] put on every active
+//! active contracts, as its [`ContractFollower`] keeps them from the
+//! catalog's contract stream (conditional on the last `ETag`, from
+//! memory), and each provider's [`TenantPolicy`] put on every active
 //! contract with it when it differs from the one stored there, deleted
 //! when the provider has no policy left. The session is the buyer's, its
 //! bearer token read from `--network-policy-credentials` (a Secret as a
-//! Purchase's `credentialsSecretRef` names one) at each pass.
+//! Purchase's `credentialsSecretRef` names one) at each pass; the follower
+//! starts again when the token read is another one (the Secret changed).
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use catalog_client::contract_follower::{ContractFollower, FollowerOptions};
 use catalog_client::contracts::Listing;
 use catalog_client::http::Http;
 use catalog_client::wire::{Contract, TenantPolicy};
@@ -15,6 +18,7 @@ use catalog_client::{Error, Login, Session};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::Client;
+use tokio_util::sync::CancellationToken;
 
 use super::status::Delivery;
 
@@ -33,20 +37,45 @@ pub struct Catalog {
     http: reqwest::Client,
     etag: Option<String>,
     contracts: Option<Vec<Contract>>,
+    /// The follower's fallback poll.
+    options: FollowerOptions,
+    /// The follower of the buyer's contracts, with the token it was
+    /// started with; it stops with `stop`.
+    follower: Option<(String, ContractFollower, CancellationToken)>,
+    stop: CancellationToken,
 }
 
 impl Catalog {
-    pub fn new(settings: CatalogSettings, http: reqwest::Client) -> Self {
+    pub fn new(
+        settings: CatalogSettings,
+        http: reqwest::Client,
+        options: FollowerOptions,
+        stop: CancellationToken,
+    ) -> Self {
         Catalog {
             settings,
             http,
             etag: None,
             contracts: None,
+            options,
+            follower: None,
+            stop,
         }
     }
 
-    /// A session as the buyer; `Err`: why the credentials cannot be used.
-    pub async fn session(&self, client: &Client) -> Result<Session, String> {
+    /// Resolves when the buyer's contracts changed on the catalog (a
+    /// provider's report on a network policy, a contract come or gone);
+    /// never before a follower runs.
+    pub async fn changed(&mut self) {
+        match &mut self.follower {
+            Some((_, follower, _)) => follower.changed().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A session as the buyer, the follower started (again) for its
+    /// token; `Err`: why the credentials cannot be used.
+    pub async fn session(&mut self, client: &Client) -> Result<Session, String> {
         let s = &self.settings;
         let where_ = format!("{}/{}", s.secret_namespace, s.secret_name);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &s.secret_namespace);
@@ -57,17 +86,39 @@ impl Catalog {
         };
         let token = crate::catalog::bearer_token(&secret, &s.secret_key)
             .map_err(|problem| format!("credentials Secret {where_} {problem}"))?;
-        Ok(Session::new(
-            Http::new(self.http.clone(), s.url.clone()),
-            Login::Bearer { token },
-        ))
+        let session = |token: &str| {
+            Session::new(
+                Http::new(self.http.clone(), s.url.clone()),
+                Login::Bearer {
+                    token: token.to_string(),
+                },
+            )
+        };
+        if self.follower.as_ref().map(|(t, _, _)| t) != Some(&token) {
+            if let Some((_, _, old)) = self.follower.take() {
+                tracing::info!(secret = %where_, "the credentials Secret changed: the contract follower starts again");
+                old.cancel();
+                self.etag = None;
+            }
+            let stop = self.stop.child_token();
+            let follower =
+                ContractFollower::start(session(&token), self.options.clone(), stop.clone());
+            self.follower = Some((token.clone(), follower, stop));
+        }
+        Ok(session(&token))
     }
 
-    /// Read the active contracts again (unchanged since the last `ETag`:
-    /// kept as they are).
-    pub async fn refresh(&mut self, session: &mut Session) -> Result<(), Error> {
+    /// Read the active contracts again from the follower (unchanged since
+    /// the last `ETag`: kept as they are); `Err` until the catalog has
+    /// answered it once.
+    pub fn refresh(&mut self) -> Result<(), Error> {
         let etag = self.contracts.as_ref().and(self.etag.as_deref());
-        match session.active_contracts(etag).await? {
+        let Some((_, follower, _)) = &self.follower else {
+            return Err(Error::Unavailable(
+                "no contract follower: the credentials were not read".to_string(),
+            ));
+        };
+        match follower.active_contracts(etag)? {
             Listing::NotModified => {}
             Listing::Contracts { etag, contracts } => {
                 self.etag = etag;

@@ -6,7 +6,9 @@
 //! NamespaceOffloading, a Configuration or one of its NetworkPolicies
 //! changes (watches used as triggers only; changes that arrive together
 //! make one pass), after a failure (backed off), and every
-//! `--network-policy-interval`, which is how providers' reports come in.
+//! the buyer's contracts change on the catalog's contract stream (a
+//! provider's report, a contract come or gone), and every
+//! `--network-policy-interval` all the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -29,6 +31,7 @@ use super::model::MultiClusterNetworkPolicy;
 use super::refine::{self, MANAGED_BY, MANAGED_BY_LABEL};
 use super::snapshot::{Dns, Snapshot};
 use super::status::{self, Delivery, Told};
+use catalog_client::contract_follower::FollowerOptions;
 
 /// The loop's settings (the `--network-policy*` flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +51,7 @@ pub async fn run(
     client: Client,
     settings: Settings,
     http: reqwest::Client,
+    follower: FollowerOptions,
     stop: CancellationToken,
 ) {
     let span = tracing::info_span!("network_policies", domain = %settings.domain);
@@ -57,7 +61,10 @@ pub async fn run(
             full_masquerade = ?settings.full_masquerade,
             "multi-cluster network policies started"
         );
-        let mut catalog = settings.catalog.clone().map(|c| Catalog::new(c, http));
+        let mut catalog = settings
+            .catalog
+            .clone()
+            .map(|c| Catalog::new(c, http, follower, stop.child_token()));
         let mut changes = triggers(&client).boxed();
         let mut backoff = retry::api_backoff();
         let mut failures = retry::Failures::new("refine multi-cluster network policies");
@@ -76,6 +83,7 @@ pub async fn run(
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(wait) => {}
+                () = contracts_changed(catalog.as_mut()) => {}
                 next = changes.next() => {
                     if next.is_none() {
                         changes = futures::stream::pending().boxed();
@@ -90,6 +98,14 @@ pub async fn run(
     .await
 }
 
+/// The buyer's contracts changed on the catalog (never without a catalog).
+async fn contracts_changed(catalog: Option<&mut Catalog>) {
+    match catalog {
+        Some(c) => c.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// One pass.
 async fn pass(
     client: &Client,
@@ -98,7 +114,7 @@ async fn pass(
 ) -> Result<(), kube::Error> {
     let observed = cluster::observe(client).await?;
     let mut catalog = catalog;
-    let (mut session, mut told) = match catalog.as_deref() {
+    let (mut session, mut told) = match catalog.as_deref_mut() {
         None => (
             None,
             Told::NoCatalogCredentials(
@@ -110,8 +126,9 @@ async fn pass(
             Err(why) => (None, Told::NoCatalogCredentials(why)),
         },
     };
-    if let (Some(c), Some(s)) = (catalog.as_deref_mut(), session.as_mut()) {
-        if let Err(e) = c.refresh(s).await {
+    // The contracts from the follower the session's token started.
+    if let (Some(c), true) = (catalog.as_deref_mut(), session.is_some()) {
+        if let Err(e) = c.refresh() {
             told = Told::CatalogUnavailable(e.to_string());
             session = None;
         }

@@ -164,6 +164,8 @@ struct World {
     alices: String,
     bobs: String,
     controller: e2e::Child,
+    /// The controller's `/metrics` port.
+    port: u16,
 }
 
 impl World {
@@ -206,7 +208,7 @@ impl World {
         let credentials = dir.path().join("catalog-credentials.json");
         write_private(&credentials, &provider(1).to_string())?;
 
-        let (controller, _) = liqo_support::peering_user_controller(
+        let (controller, bound) = liqo_support::peering_user_controller(
             &kube,
             &kubeconfig,
             &ca,
@@ -227,8 +229,92 @@ impl World {
             alices,
             bobs,
             controller,
+            port: bound.port(None),
         })
     }
+}
+
+/// The controller's gauge `name` as `/metrics` shows it now.
+fn gauge(port: u16, name: &str) -> Option<f64> {
+    let text = blocking(|| {
+        e2e::http::blocking_client(Duration::from_secs(5))
+            .get(format!("http://127.0.0.1:{port}/metrics"))
+            .send()
+            .and_then(|r| r.text())
+            .ok()
+    })?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The default of `--poll-interval` as `peering-user-controller --help`
+/// states it: what the controller runs at in these tests.
+fn shipped_poll_interval() -> Result<Duration> {
+    let out = e2e::Spawn::new("peering-user-controller")
+        .arg("--help")
+        .output()?;
+    let help = String::from_utf8_lossy(&out.stdout).to_string();
+    let flag = help
+        .split("--poll-interval")
+        .nth(1)
+        .context("--help names --poll-interval")?;
+    let default = flag
+        .split("[default: ")
+        .nth(1)
+        .and_then(|d| d.split(']').next())
+        .context("--poll-interval states its default")?;
+    edge::duration::parse(default).map_err(|e| anyhow::anyhow!("{default}: {e}"))
+}
+
+/// Issue 44: contracts come on the catalog's change stream. The
+/// controller runs at the shipped `--poll-interval` (its fallback poll and
+/// resync, minutes), yet a contract bought while it runs, once it is idle
+/// on the stream, gets its kubeconfig within the suite's
+/// [`e2e::EVENTUALLY`], less than one poll.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contract_bought_later_gets_its_kubeconfig_from_the_stream_not_a_poll() -> Result<()> {
+    let poll = shipped_poll_interval()?;
+    assert!(
+        e2e::EVENTUALLY < poll,
+        "the shipped --poll-interval ({poll:?}) would answer within the test's wait ({:?}): it proves nothing",
+        e2e::EVENTUALLY
+    );
+    // Whole: its API server and controller live as long as the test.
+    let world = World::start(e2e::rbac::load_shipped).await?;
+    let (catalog, alice, port) = (&world.catalog, &world.alice, world.port);
+    let (alices, bob, bobs) = (&world.alices, &world.bob, &world.bobs);
+    // The contracts bought before it started: from the stream's snapshot.
+    settle("c1's kubeconfig released", || {
+        released(catalog, alice, alices)
+    })
+    .await?;
+    settle("c2's kubeconfig released", || released(catalog, bob, bobs)).await?;
+    settle("contracts followed on the stream", || {
+        (gauge(port, "peering_user_controller_contracts_streamed") == Some(1.0)).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        gauge(port, "peering_user_controller_catalog_reachable"),
+        Some(1.0)
+    );
+
+    // Alice buys for a third cluster: the change reaches the controller.
+    let third = blocking(|| {
+        let r = e2e::contracts::buy(
+            catalog,
+            alice,
+            "shop",
+            "small",
+            &json!({"consumerClusterID": "c3"}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text);
+        r.json["id"].as_str().unwrap_or_default().to_string()
+    });
+    settle("c3's kubeconfig released, with no poll", || {
+        released(catalog, alice, &third)
+    })
+    .await?;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -57,8 +57,9 @@ const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings"
 /// `GetUserNameFromClusterID`).
 const C1_CSR: &str = "liqo-peer-user-c1";
 /// Failures to see before looking: the controller passes over every
-/// consumer each `--poll-interval`, so several failures are several passes
-/// that each left everything alone.
+/// consumer each `--poll-interval` (its resync), counting a catalog failure
+/// while the catalog does not answer, so several failures are several
+/// passes that each left everything alone.
 const REFUSALS: f64 = 3.0;
 /// The shortest `--certificate-lifetime` the controller takes (the API
 /// server's minimum `expirationSeconds`).
@@ -158,6 +159,11 @@ impl World {
 
     /// The controller as deployed, and its metrics port.
     fn controller(&self) -> Result<(e2e::Child, u16)> {
+        self.controller_with(&[])
+    }
+
+    /// [`World::controller`] with `extra` flags.
+    fn controller_with(&self, extra: &[&str]) -> Result<(e2e::Child, u16)> {
         let d = self.dir.path();
         let (child, bound) = liqo_support::peering_user_controller(
             &self.kube,
@@ -167,6 +173,7 @@ impl World {
             &d.join("catalog-credentials.json"),
             LIQO,
         )
+        .args(extra)
         .start_announced(1)?;
         Ok((child, bound.port(None)))
     }
@@ -187,6 +194,9 @@ impl World {
             .arg(d.join("kubeconfig"))
             .arg("--certificate-lifetime")
             .arg(format!("{}s", lifetime.as_secs()))
+            // The renewal at 80 % of a certificate's life is Kubernetes-side
+            // time no contract change announces: the periodic resync must
+            // see it within the test.
             .args(["--poll-interval", "200ms", "--retry", "100ms"])
             .args(["--http-listen", "127.0.0.1:0"])
             .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
@@ -309,7 +319,9 @@ fn made(kube: &KubeApiServer) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn nothing_is_removed_while_the_catalog_cannot_be_read() -> Result<()> {
     let mut world = World::open().await?;
-    let (_controller, port) = world.controller()?;
+    // Passes while nothing changes are the periodic resync: short here, so
+    // that several run during the outage.
+    let (_controller, port) = world.controller_with(&["--poll-interval", "200ms"])?;
     world.both_released().await?;
     let before = made(&world.kube);
     for consumer in ["c1", "c2"] {

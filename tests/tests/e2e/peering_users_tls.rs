@@ -172,6 +172,10 @@ async fn rsa_keys_in_tls_compatibility_mode_detected_from_liqo() -> Result<()> {
         &credentials,
         LIQO,
     )
+    // Liqo's TLS compatibility mode is Kubernetes-side state read at each
+    // pass, which no contract change announces: the periodic resync must
+    // see it change within the test.
+    .args(["--poll-interval", "200ms"])
     .start_announced(1)?;
 
     // An RSA key, as liqoctl makes it in this mode, that authenticates.

@@ -117,7 +117,10 @@ impl World {
             .arg("--kubeconfig")
             .arg(&self.consumer.kubeconfig)
             .args(["--http-listen", "127.0.0.1:0"])
-            .args(["--poll-interval", "200ms", "--resync", "500ms"])
+            // The contract's changes come on the catalog's stream: the shipped
+            // --poll-interval (the fallback). A short --resync: the tests of a
+            // contract's end by time (expiry, ending soon) see the periodic re-read.
+            .args(["--resync", "500ms"])
             .args(["--retry", "200ms", "--retry-max", "1s"])
             .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
             .args(["--networking", "false"])

@@ -93,6 +93,13 @@ fn start_controller(
         .args(["--namespace", "liqo", "--lease-namespace", "liqo"])
         .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
         .args(["--lease-retry", "200ms"])
+        // Purchases and ends come on the catalog's contract change stream,
+        // but the periodic resync stays short here: OSB binding requests
+        // are not contract writes, so they do not travel on the stream (yet)
+        // and are only seen by a pass; and the tests counting ten passes to
+        // prove nothing is sent or applied twice need passes while nothing
+        // changes. `--retry` paces the passes while an instance waits on
+        // Kubernetes' side (its Purchase peering, Liqo naming the namespace).
         .args(["--poll-interval", "200ms", "--retry", "200ms"])
         .args(["--http-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "info,service_controller=debug")

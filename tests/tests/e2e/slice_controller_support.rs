@@ -408,7 +408,9 @@ impl Shop {
         })
     }
 
-    /// The controller's flags for this catalog.
+    /// The controller's flags for this catalog: contracts come on the
+    /// catalog's change stream, `--contracts-poll-interval` (the fallback
+    /// poll and resync) is the shipped default.
     pub fn flags(&self) -> Vec<String> {
         vec![
             "--grant-policy".into(),
@@ -419,8 +421,6 @@ impl Shop {
             self.catalog.url(""),
             "--catalog-credentials-file".into(),
             self.credentials.display().to_string(),
-            "--contracts-poll-interval".into(),
-            "200ms".into(),
         ]
     }
 }

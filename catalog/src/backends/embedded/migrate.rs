@@ -110,3 +110,49 @@ pub fn index_by_provider(db: &Database) -> Result<bool, StoreError> {
     txn.commit().map_err(internal)?;
     Ok(rebuilt)
 }
+
+/// Build the sequence indexes ([`BY_SEQ`], [`CONSUMER_SEQ`],
+/// [`PROVIDER_SEQ`]) from the records when [`BY_SEQ`] does not hold one
+/// entry per record — a store written before sequences were kept (its
+/// records read sequence 0 and are indexed there) or meanwhile by such a
+/// catalog — and make the head at least the highest sequence a record
+/// carries. Run on every open; complete indexes are left as they are.
+/// Returns the head.
+pub fn index_by_sequence(db: &Database) -> Result<u64, StoreError> {
+    let txn = db.begin_write().map_err(internal)?;
+    let head = {
+        let reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+        let records = reservations.len().map_err(internal)?;
+        let mut by_seq = txn.open_table(BY_SEQ).map_err(internal)?;
+        let mut heads = txn.open_table(CONTRACT_SEQ).map_err(internal)?;
+        let mut head = heads
+            .get(SEQ_HEAD)
+            .map_err(internal)?
+            .map_or(0, |v| v.value());
+        if by_seq.len().map_err(internal)? != records {
+            by_seq.retain(|_, _| false).map_err(internal)?;
+            drop(by_seq);
+            txn.open_table(CONSUMER_SEQ)
+                .map_err(internal)?
+                .retain(|_, _| false)
+                .map_err(internal)?;
+            txn.open_table(PROVIDER_SEQ)
+                .map_err(internal)?
+                .retain(|_, _| false)
+                .map_err(internal)?;
+            for entry in reservations.iter().map_err(internal)? {
+                let (_, v) = entry.map_err(internal)?;
+                let s = super::reservations::decode_sequenced(v.value())?;
+                super::reservations::index_seq(&txn, &s.record, s.seq, true)?;
+                head = head.max(s.seq);
+            }
+            tracing::info!(records, "indexed the reservations by contract sequence");
+        } else if let Some(last) = by_seq.last().map_err(internal)? {
+            head = head.max(last.0.value().0);
+        }
+        heads.insert(SEQ_HEAD, head).map_err(internal)?;
+        head
+    };
+    txn.commit().map_err(internal)?;
+    Ok(head)
+}

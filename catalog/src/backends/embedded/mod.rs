@@ -80,6 +80,23 @@ pub(crate) mod tables {
     /// of its controllers without reading anyone else's records.
     pub const BY_PROVIDER: TableDefinition<&str, u8> =
         TableDefinition::new("reservations_by_provider");
+    /// [`SEQ_HEAD`] → the sequence of the last committed write of a
+    /// reservation record (issue 44): taken in the same transaction as the
+    /// write it stamps, so sequences follow commit order.
+    pub const CONTRACT_SEQ: TableDefinition<&str, u64> = TableDefinition::new("contract_sequence");
+    /// The one key of [`CONTRACT_SEQ`].
+    pub const SEQ_HEAD: &str = "head";
+    /// `(seq, id)` of every record, at the sequence of its last write
+    /// (records written before sequences were kept: 0).
+    pub const BY_SEQ: TableDefinition<(u64, &str), u8> =
+        TableDefinition::new("reservations_by_seq");
+    /// `(consumer, seq, id)`: a consumer's records in write order, so a
+    /// consumer's changes are one range scan of its own entries.
+    pub const CONSUMER_SEQ: TableDefinition<(&str, u64, &str), u8> =
+        TableDefinition::new("reservations_by_consumer_seq");
+    /// `(provider cluster ID, seq, id)`: the same for what a provider sold.
+    pub const PROVIDER_SEQ: TableDefinition<(&str, u64, &str), u8> =
+        TableDefinition::new("reservations_by_provider_seq");
 
     pub const OSB_INSTANCES: TableDefinition<&str, &[u8]> = TableDefinition::new("osb_instances");
     pub const OSB_BINDINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("osb_bindings");
@@ -107,6 +124,9 @@ struct Inner {
     changes: broadcast::Sender<OfferChange>,
     /// Offer writes waiting for the group committer ([`group`]).
     offer_writes: std::sync::mpsc::Sender<group::Write>,
+    /// The contract sequence's head, raised after each committed record
+    /// write ([`reservations`]).
+    contract_writes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The embedded backend's one error classifier: redb and I/O failures are
@@ -220,6 +240,10 @@ impl EmbeddedStore {
             txn.open_table(DUE).map_err(internal)?;
             txn.open_table(BY_CONSUMER).map_err(internal)?;
             txn.open_table(BY_PROVIDER).map_err(internal)?;
+            txn.open_table(CONTRACT_SEQ).map_err(internal)?;
+            txn.open_table(BY_SEQ).map_err(internal)?;
+            txn.open_table(CONSUMER_SEQ).map_err(internal)?;
+            txn.open_table(PROVIDER_SEQ).map_err(internal)?;
             txn.open_table(OSB_INSTANCES).map_err(internal)?;
             txn.open_table(OSB_BINDINGS).map_err(internal)?;
             txn.open_table(OSB_BINDINGS_BY_INSTANCE).map_err(internal)?;
@@ -227,6 +251,7 @@ impl EmbeddedStore {
         txn.commit().map_err(internal)?;
         migrate::merge_buying_file(dir, &db)?;
         migrate::index_by_provider(&db)?;
+        let head = migrate::index_by_sequence(&db)?;
 
         let offers = offers::load(&db)?;
         let provider_memory = providers::load(&db)?;
@@ -239,6 +264,7 @@ impl EmbeddedStore {
             write_order: Mutex::new(()),
             changes,
             offer_writes,
+            contract_writes: tokio::sync::watch::channel(head).0,
         });
         group::start(Arc::downgrade(&inner), queue)
             .map_err(|e| internal(format!("starting the offer committer: {e}")))?;

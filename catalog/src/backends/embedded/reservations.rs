@@ -11,19 +11,31 @@
 //! A record is the reservation's JSON plus `reservedPlan`, the plan as
 //! reserved (the terms a purchase gets); records written before terms were
 //! recorded have none and read as None.
+//!
+//! Every write of a record also takes the next number of the store-wide
+//! contract sequence (issue 44), in the same transaction, kept in the
+//! record as `seq` and indexed by `(seq)`, `(consumer, seq)` and
+//! `(provider, seq)`, so [`ReservationStore::changed_since`] is a range
+//! scan of the asking party's own writes. A rewrite moves the record's
+//! index entries to its new sequence. Records written before sequences
+//! were kept read 0 (and are indexed at 0 on open, see [`super::migrate`]).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
-use super::tables::{BY_CONSUMER, BY_PROVIDER, CAPS, DUE, HOLDS, RESERVATIONS};
-use super::{from_json, get_record, internal, millis, prefix_range, to_json, EmbeddedStore, SEP};
+use super::tables::{
+    BY_CONSUMER, BY_PROVIDER, BY_SEQ, CAPS, CONSUMER_SEQ, CONTRACT_SEQ, DUE, HOLDS, PROVIDER_SEQ,
+    RESERVATIONS, SEQ_HEAD,
+};
+use super::{from_json, internal, millis, prefix_range, to_json, EmbeddedStore, Inner, SEP};
 use crate::buying::contracts::claim::{self, claim_step, Claim, ClaimStep};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, Step, Transition,
 };
 use crate::buying::store::{
-    refused, written, ClaimError, Decide, ReservationStore, ReserveError, TransitionError,
+    refused, written, ClaimError, Decide, Party, ReservationStore, ReserveError, Sequenced,
+    TransitionError,
 };
 use crate::offers::Plan;
 use crate::store::StoreError;
@@ -81,16 +93,21 @@ struct Writing<'a> {
     record: &'a Reservation,
     #[serde(rename = "reservedPlan", skip_serializing_if = "Option::is_none")]
     reserved_plan: Option<&'a Plan>,
+    /// The contract sequence of this write.
+    seq: u64,
 }
 
 /// A record as this store reads it; records written before terms were
-/// recorded have no `reservedPlan` and read as None.
+/// recorded have no `reservedPlan` and read as None, those written before
+/// sequences were kept no `seq` and read 0.
 #[derive(Deserialize)]
 struct Stored {
     #[serde(flatten)]
     record: Reservation,
     #[serde(rename = "reservedPlan", default)]
     reserved_plan: Option<Plan>,
+    #[serde(default)]
+    seq: u64,
 }
 
 impl From<Stored> for Reservation {
@@ -102,45 +119,126 @@ impl From<Stored> for Reservation {
     }
 }
 
-fn encode(r: &Reservation) -> Result<Vec<u8>, StoreError> {
+fn encode(r: &Reservation, seq: u64) -> Result<Vec<u8>, StoreError> {
     to_json(&Writing {
         record: r,
         reserved_plan: r.reserved_plan.as_ref(),
+        seq,
     })
 }
 
 pub(super) fn decode(bytes: &[u8]) -> Result<Reservation, StoreError> {
-    from_json::<Stored>("reservation", bytes).map(Reservation::from)
+    decode_sequenced(bytes).map(|s| s.record)
+}
+
+/// A stored record with the sequence of its last write.
+pub(super) fn decode_sequenced(bytes: &[u8]) -> Result<Sequenced, StoreError> {
+    let stored: Stored = from_json("reservation", bytes)?;
+    let seq = stored.seq;
+    Ok(Sequenced {
+        seq,
+        record: stored.into(),
+    })
 }
 
 fn load(
     table: &impl ReadableTable<&'static str, &'static [u8]>,
     id: &str,
-) -> Result<Option<Reservation>, StoreError> {
-    Ok(get_record::<Stored>(table, id, "reservation")?.map(Reservation::from))
+) -> Result<Option<Sequenced>, StoreError> {
+    match table.get(id).map_err(internal)? {
+        Some(v) => Ok(Some(decode_sequenced(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Take the next number of the contract sequence inside `txn`: it commits
+/// (or not) with the write it stamps, and redb runs one write transaction
+/// at a time, so numbers follow commit order.
+fn next_seq(txn: &WriteTransaction) -> Result<u64, StoreError> {
+    let mut t = txn.open_table(CONTRACT_SEQ).map_err(internal)?;
+    let next = t
+        .get(SEQ_HEAD)
+        .map_err(internal)?
+        .map_or(0, |v| v.value())
+        .saturating_add(1);
+    t.insert(SEQ_HEAD, next).map_err(internal)?;
+    Ok(next)
+}
+
+/// Add (or, `add` false, remove) the sequence index entries of `r` at `seq`.
+pub(super) fn index_seq(
+    txn: &WriteTransaction,
+    r: &Reservation,
+    seq: u64,
+    add: bool,
+) -> Result<(), StoreError> {
+    let mut by_seq = txn.open_table(BY_SEQ).map_err(internal)?;
+    let mut consumer = txn.open_table(CONSUMER_SEQ).map_err(internal)?;
+    let mut provider = txn.open_table(PROVIDER_SEQ).map_err(internal)?;
+    let id = r.id.as_str();
+    if add {
+        by_seq.insert((seq, id), 0).map_err(internal)?;
+        consumer
+            .insert((r.consumer.as_str(), seq, id), 0)
+            .map_err(internal)?;
+        provider
+            .insert((r.cluster_id.as_str(), seq, id), 0)
+            .map_err(internal)?;
+    } else {
+        by_seq.remove((seq, id)).map_err(internal)?;
+        consumer
+            .remove((r.consumer.as_str(), seq, id))
+            .map_err(internal)?;
+        provider
+            .remove((r.cluster_id.as_str(), seq, id))
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Store `next` (replacing `old`, the record as read with its sequence)
+/// at the next sequence, moving its sequence index entries; the sequence.
+fn store(
+    txn: &WriteTransaction,
+    old: Option<(&Reservation, u64)>,
+    next: &Reservation,
+) -> Result<u64, StoreError> {
+    let seq = next_seq(txn)?;
+    if let Some((r, old_seq)) = old {
+        index_seq(txn, r, old_seq, false)?;
+    }
+    index_seq(txn, next, seq, true)?;
+    txn.open_table(RESERVATIONS)
+        .map_err(internal)?
+        .insert(next.id.as_str(), encode(next, seq)?.as_slice())
+        .map_err(internal)?;
+    Ok(seq)
 }
 
 /// Apply `t` to `r` inside `txn` without checks (expiring what is due),
 /// keeping every index in step.
 fn apply(
     txn: &WriteTransaction,
-    r: &Reservation,
+    current: &Sequenced,
     t: Transition,
     now: DateTime<Utc>,
-) -> Result<Reservation, StoreError> {
-    let next = t.apply(r, now);
-    write(txn, r, &next)?;
-    Ok(next)
+) -> Result<(Reservation, u64), StoreError> {
+    let next = t.apply(&current.record, now);
+    let seq = write(txn, current, &next)?;
+    Ok((next, seq))
 }
 
-/// Replace `r` by `next` inside `txn`, keeping every index in step.
-fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<(), StoreError> {
-    let mut reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
+/// Replace `current` by `next` inside `txn`, keeping every index in step;
+/// the sequence of the write.
+fn write(
+    txn: &WriteTransaction,
+    current: &Sequenced,
+    next: &Reservation,
+) -> Result<u64, StoreError> {
+    let r = &current.record;
+    let seq = store(txn, Some((r, current.seq)), next)?;
     let mut holds = txn.open_table(HOLDS).map_err(internal)?;
     let mut due = txn.open_table(DUE).map_err(internal)?;
-    reservations
-        .insert(next.id.as_str(), encode(next)?.as_slice())
-        .map_err(internal)?;
     if let Some(old) = due_entry(r) {
         due.remove(old.as_str()).map_err(internal)?;
     }
@@ -166,15 +264,33 @@ fn write(txn: &WriteTransaction, r: &Reservation, next: &Reservation) -> Result<
             .insert(provider_key(next).as_str(), 0)
             .map_err(internal)?;
     }
-    Ok(())
+    Ok(seq)
+}
+
+impl Inner {
+    /// Tell the contract stream a write committed at `seq` (the head only
+    /// rises: writes finishing out of order never lower it).
+    fn contract_written(&self, seq: Option<u64>) {
+        if let Some(seq) = seq {
+            self.contract_writes.send_if_modified(|head| {
+                let raised = seq > *head;
+                if raised {
+                    *head = seq;
+                }
+                raised
+            });
+        }
+    }
 }
 
 impl EmbeddedStore {
+    /// The outcome, and the last sequence the transaction took.
     fn reserve_blocking(
         db: &Database,
         r: Reservation,
         now: DateTime<Utc>,
-    ) -> Result<Result<Reservation, u32>, StoreError> {
+    ) -> Result<(Result<Reservation, u32>, Option<u64>), StoreError> {
+        let mut last = None;
         let txn = db.begin_write().map_err(internal)?;
         let plan = plan_key(&r.offer_id, &r.plan_id);
         let cap = txn
@@ -201,24 +317,27 @@ impl EmbeddedStore {
         // whether or not the sweeper has run.
         for id in due_ids {
             let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, &id)?;
-            if let Some(cur) = current.filter(|c| c.is_due(now)) {
-                apply(&txn, &cur, Transition::Expire, now)?;
+            if let Some(cur) = current.filter(|c| c.record.is_due(now)) {
+                last = Some(apply(&txn, &cur, Transition::Expire, now)?.1);
             }
         }
         if let Some(cap) = cap {
             if sold_out(cap, active) {
                 txn.commit().map_err(internal)?;
-                return Ok(Err(cap));
+                return Ok((Err(cap), last));
             }
         }
         {
-            let mut reservations = txn.open_table(RESERVATIONS).map_err(internal)?;
-            if reservations.get(r.id.as_str()).map_err(internal)?.is_some() {
+            let exists = txn
+                .open_table(RESERVATIONS)
+                .map_err(internal)?
+                .get(r.id.as_str())
+                .map_err(internal)?
+                .is_some();
+            if exists {
                 return Err(internal(format!("reservation id {} already exists", r.id)));
             }
-            reservations
-                .insert(r.id.as_str(), encode(&r)?.as_slice())
-                .map_err(internal)?;
+            last = Some(store(&txn, None, &r)?);
             txn.open_table(HOLDS)
                 .map_err(internal)?
                 .insert(hold_key(&r).as_str(), millis(r.expires_at))
@@ -237,28 +356,28 @@ impl EmbeddedStore {
                 .map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
-        Ok(Ok(r))
+        Ok((Ok(r), last))
     }
 
     fn update_blocking(
         db: &Database,
         id: &str,
         decide: &Decide,
-    ) -> Result<Result<Reservation, TransitionError>, StoreError> {
+    ) -> Result<(Result<Reservation, TransitionError>, Option<u64>), StoreError> {
         let txn = db.begin_write().map_err(internal)?;
         let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, id)?;
-        let Some(r) = current else {
-            return Ok(Err(TransitionError::NotFound));
+        let Some(current) = current else {
+            return Ok((Err(TransitionError::NotFound), None));
         };
-        let outcome = match decide(&r) {
-            Step::Refuse => return Ok(Err(refused(r))),
+        let (outcome, seq) = match decide(&current.record) {
+            Step::Refuse => return Ok((Err(refused(current.record)), None)),
             Step::Write { next, refused } => {
-                write(&txn, &r, &next)?;
-                written(next, refused)
+                let seq = write(&txn, &current, &next)?;
+                (written(next, refused), seq)
             }
         };
         txn.commit().map_err(internal)?;
-        Ok(outcome)
+        Ok((outcome, Some(seq)))
     }
 
     fn claim_blocking(
@@ -283,7 +402,7 @@ impl EmbeddedStore {
             let mut live = std::collections::BTreeSet::new();
             if let Some(c) = &current {
                 for id in &c.reservations {
-                    let r = load(&reservations, id)?;
+                    let r = load(&reservations, id)?.map(|s| s.record);
                     if claim::holds(r.as_ref(), &c.owner, cluster_id, now) {
                         live.insert(id.clone());
                     }
@@ -321,10 +440,11 @@ impl EmbeddedStore {
         txn.commit().map_err(internal)
     }
 
+    /// The records expired, and the last sequence the transaction took.
     fn expire_due_blocking(
         db: &Database,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Reservation>, StoreError> {
+    ) -> Result<(Vec<Reservation>, Option<u64>), StoreError> {
         let txn = db.begin_write().map_err(internal)?;
         let upper = format!("{:020}", millis(now).saturating_add(1));
         let keys: Vec<String> = {
@@ -339,14 +459,18 @@ impl EmbeddedStore {
             }
             keys
         };
-        let (mut expired, mut dropped) = (Vec::new(), false);
+        let (mut expired, mut dropped, mut last) = (Vec::new(), false, None);
         for key in keys {
             let Some((_, id)) = key.split_once(SEP) else {
                 continue;
             };
             let current = load(&txn.open_table(RESERVATIONS).map_err(internal)?, id)?;
             match current {
-                Some(r) if r.is_due(now) => expired.push(apply(&txn, &r, Transition::Expire, now)?),
+                Some(r) if r.record.is_due(now) => {
+                    let (next, seq) = apply(&txn, &r, Transition::Expire, now)?;
+                    expired.push(next);
+                    last = Some(seq);
+                }
                 // An index entry without a due record: drop it.
                 _ => {
                     txn.open_table(DUE)
@@ -360,7 +484,22 @@ impl EmbeddedStore {
         if !expired.is_empty() || dropped {
             txn.commit().map_err(internal)?;
         }
-        Ok(expired)
+        Ok((expired, last))
+    }
+
+    /// Run a record write on the blocking pool and, once it committed,
+    /// raise the contract head to the last sequence it took.
+    async fn record_write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<(T, Option<u64>), StoreError> + Send + 'static,
+    {
+        self.blocking(move |inner| {
+            let (out, seq) = f(&inner.db)?;
+            inner.contract_written(seq);
+            Ok(out)
+        })
+        .await
     }
 }
 
@@ -372,7 +511,7 @@ impl ReservationStore for EmbeddedStore {
         now: DateTime<Utc>,
     ) -> Result<Reservation, ReserveError> {
         match self
-            .blocking_db(move |db| Self::reserve_blocking(db, r, now))
+            .record_write(move |db| Self::reserve_blocking(db, r, now))
             .await?
         {
             Ok(r) => Ok(r),
@@ -385,7 +524,7 @@ impl ReservationStore for EmbeddedStore {
         self.blocking_db(move |db| {
             let read = db.begin_read().map_err(internal)?;
             let table = read.open_table(RESERVATIONS).map_err(internal)?;
-            load(&table, &id)
+            Ok(load(&table, &id)?.map(|s| s.record))
         })
         .await
     }
@@ -440,7 +579,7 @@ impl ReservationStore for EmbeddedStore {
 
     async fn update(&self, id: &str, decide: Decide) -> Result<Reservation, TransitionError> {
         let id = id.to_string();
-        self.blocking_db(move |db| Self::update_blocking(db, &id, &decide))
+        self.record_write(move |db| Self::update_blocking(db, &id, &decide))
             .await?
     }
 
@@ -472,7 +611,7 @@ impl ReservationStore for EmbeddedStore {
     }
 
     async fn expire_due(&self, now: DateTime<Utc>) -> Result<Vec<Reservation>, StoreError> {
-        self.blocking_db(move |db| Self::expire_due_blocking(db, now))
+        self.record_write(move |db| Self::expire_due_blocking(db, now))
             .await
     }
 
@@ -560,27 +699,108 @@ impl ReservationStore for EmbeddedStore {
         .await
     }
 
-    // PLACEHOLDER (issue 44): replaced by the store's sequence and index.
     async fn contract_head(&self) -> Result<u64, StoreError> {
-        Err(StoreError::Unavailable(
-            "contract sequence not kept yet".into(),
-        ))
+        self.blocking_db(|db| {
+            let read = db.begin_read().map_err(internal)?;
+            let t = read.open_table(CONTRACT_SEQ).map_err(internal)?;
+            Ok(t.get(SEQ_HEAD).map_err(internal)?.map_or(0, |v| v.value()))
+        })
+        .await
     }
 
     async fn changed_since(
         &self,
-        _party: &crate::buying::store::Party,
-        _since: u64,
-        _limit: usize,
-    ) -> Result<Vec<crate::buying::store::Sequenced>, StoreError> {
-        Err(StoreError::Unavailable(
-            "contract sequence not kept yet".into(),
-        ))
+        party: &Party,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<Sequenced>, StoreError> {
+        let party = party.clone();
+        self.blocking_db(move |db| changed_since_blocking(db, &party, since, limit))
+            .await
     }
 
     fn contract_writes(&self) -> tokio::sync::watch::Receiver<u64> {
-        tokio::sync::watch::channel(0).1
+        self.inner.contract_writes.subscribe()
     }
+}
+
+/// The `(seq, id)` entries of `owner` in `index` after `since`, at most
+/// `limit`, in sequence order.
+fn party_entries(
+    index: &impl ReadableTable<(&'static str, u64, &'static str), u8>,
+    owner: &str,
+    since: u64,
+    limit: usize,
+) -> Result<Vec<(u64, String)>, StoreError> {
+    let mut out = Vec::new();
+    let Some(from) = since.checked_add(1) else {
+        return Ok(out);
+    };
+    let range = index
+        .range((owner, from, "")..=(owner, u64::MAX, "\u{10ffff}"))
+        .map_err(internal)?;
+    for entry in range {
+        if out.len() >= limit {
+            break;
+        }
+        let (k, _) = entry.map_err(internal)?;
+        let (_, seq, id) = k.value();
+        out.push((seq, id.to_string()));
+    }
+    Ok(out)
+}
+
+fn changed_since_blocking(
+    db: &Database,
+    party: &Party,
+    since: u64,
+    limit: usize,
+) -> Result<Vec<Sequenced>, StoreError> {
+    let read = db.begin_read().map_err(internal)?;
+    let mut entries: Vec<(u64, String)> = match party {
+        Party::All => {
+            let index = read.open_table(BY_SEQ).map_err(internal)?;
+            let mut out = Vec::new();
+            if let Some(from) = since.checked_add(1) {
+                for entry in index.range((from, "")..).map_err(internal)? {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let (k, _) = entry.map_err(internal)?;
+                    let (seq, id) = k.value();
+                    out.push((seq, id.to_string()));
+                }
+            }
+            out
+        }
+        Party::Of { consumer, provider } => {
+            let mut out = Vec::new();
+            if let Some(c) = consumer {
+                let index = read.open_table(CONSUMER_SEQ).map_err(internal)?;
+                out.extend(party_entries(&index, c, since, limit)?);
+            }
+            if let Some(p) = provider {
+                let index = read.open_table(PROVIDER_SEQ).map_err(internal)?;
+                out.extend(party_entries(&index, p, since, limit)?);
+            }
+            // Both sides in one order; a record bought from oneself is in
+            // both at the same sequence: once.
+            out.sort();
+            out.dedup();
+            out.truncate(limit);
+            out
+        }
+    };
+    let table = read.open_table(RESERVATIONS).map_err(internal)?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (seq, id) in entries.drain(..) {
+        // Read in the same snapshot as the index: the record is at `seq`.
+        if let Some(s) = load(&table, &id)? {
+            debug_assert_eq!(s.seq, seq);
+            out.push(s);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -642,7 +862,10 @@ mod tests {
         let legacy = decode(old.as_bytes()).unwrap();
         assert_eq!((legacy.id.as_str(), &legacy.reserved_plan), ("old", &None));
         assert_eq!(
-            decode(&encode(&legacy).unwrap()).unwrap().cost.to_string(),
+            decode(&encode(&legacy, 0).unwrap())
+                .unwrap()
+                .cost
+                .to_string(),
             "0.05"
         );
     }

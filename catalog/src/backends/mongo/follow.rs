@@ -73,6 +73,13 @@ pub(super) fn cannot_resume(e: &mongodb::error::Error) -> bool {
         || message.contains("resume of change stream was not possible")
 }
 
+/// Whether opening a change stream failed because the server has none (a
+/// standalone server: code 40573, or its wording).
+pub(super) fn no_change_streams(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, ErrorKind::Command(c)
+        if c.code == 40573 || c.message.contains("only supported on replica sets"))
+}
+
 impl Part {
     fn collection(self) -> &'static str {
         match self {
@@ -253,13 +260,10 @@ impl MongoStore {
             let mut stream = match opened {
                 Ok(s) => s,
                 Err(e) => {
-                    if let ErrorKind::Command(c) = &*e.kind {
-                        // 40573: not a replica set.
-                        if c.code == 40573 || c.message.contains("only supported on replica sets") {
-                            warn!("MongoDB has no change streams (standalone server): only this process's writes are published, and every read goes to the database");
-                            self.stream_opened();
-                            return;
-                        }
+                    if no_change_streams(&e) {
+                        warn!("MongoDB has no change streams (standalone server): only this process's writes are published, and every read goes to the database");
+                        self.stream_opened();
+                        return;
                     }
                     // Any refusal of a token (not a network failure) counts:
                     // a server that answers but will not resume never will.

@@ -6,10 +6,15 @@
 //!
 //! Collections (database chosen by `--mongodb-database`): `offers`,
 //! `providers`, `peering_secrets`, `disabled_providers`, `reservations`,
-//! `plan_units`, `plan_caps`, `osb_instances`, `osb_bindings`, and
-//! `settings` (the shared JWT signing key when none is configured). These
-//! are the collections catalogs have always written: a database written by
-//! an earlier catalog is read as it is.
+//! `plan_units`, `plan_caps`, `osb_instances`, `osb_bindings`,
+//! `settings` (the shared JWT signing key when none is configured), and
+//! `sequences` (the contract sequence's counter, [`sequence`]). A database
+//! written by an earlier catalog is read as it is (its reservations without
+//! a sequence read as 0).
+//!
+//! MongoDB must be a replica set (one member will do): reservation writes
+//! are transactions ([`sequence`]), and other processes' writes arrive by
+//! change streams.
 //!
 //! Offers, provider accounts (credential generations), disabled flags and
 //! peering registrations are also kept in memory ([`memory`]), loaded when
@@ -35,12 +40,14 @@
 //! ([`PING_DEADLINE`]).
 
 mod conn;
+mod contract_follow;
 mod follow;
 mod memory;
 mod offers;
 mod osb;
 mod providers;
 mod reservations;
+mod sequence;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -207,6 +214,11 @@ pub struct MongoStore {
     /// Offers, accounts, disabled flags and peering kept in memory
     /// ([`memory`], kept current by [`follow`]).
     memory: Arc<memory::Memory>,
+    /// The contract head this process knows
+    /// ([`crate::buying::store::ReservationStore::contract_writes`]):
+    /// raised by its own commits ([`sequence`]) and others' change events
+    /// ([`contract_follow`]).
+    contract_writes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 /// Every document `query` finds: the cursor drained, both steps' driver
@@ -283,6 +295,7 @@ impl MongoStore {
             streams_opened: Arc::new(tokio::sync::watch::channel(0).0),
             server_restarts,
             memory: Arc::default(),
+            contract_writes: Arc::new(tokio::sync::watch::channel(0).0),
         };
         let mut opened = store.streams_opened.subscribe();
         tokio::spawn(
@@ -296,6 +309,16 @@ impl MongoStore {
                 .clone()
                 .create_buying_indexes()
                 .instrument(tracing::info_span!("mongodb_indexes", area = "buying")),
+        );
+        // Not waited for: the first open wakes the watchers anyway.
+        tokio::spawn(
+            store
+                .clone()
+                .follow_contract_writes()
+                .instrument(tracing::info_span!(
+                    "mongodb_changes",
+                    coll = "reservations"
+                )),
         );
         for part in memory::Part::ALL {
             tokio::spawn(

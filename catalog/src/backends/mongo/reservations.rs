@@ -4,13 +4,17 @@
 //!
 //! Collections:
 //! - `reservations`: `{_id, consumer, state, expiresAt, contractEnds?,
-//!   unit, body, reservedPlan?}`, where `body` is the [`Reservation`],
+//!   unit, body, reservedPlan?, seq}`, where `body` is the [`Reservation`],
 //!   `reservedPlan` the plan as reserved (the terms a purchase gets;
 //!   absent on records from before terms were recorded) and `contractEnds`
 //!   a live contract's expiry (for the sweeper); every change is a
 //!   `replace_one` conditioned on the state it expects (and, for a
 //!   contract, its revision), so two processes never both purchase, or
 //!   purchase and expire, one reservation, nor lose a state report.
+//!   `seq` is the contract sequence of the document's last write: every
+//!   insert and replace is a transaction taking the next one
+//!   ([`super::sequence`]); absent (read as 0) on records last written
+//!   before sequences were kept.
 //! - `plan_units`: one document per held unit,
 //!   `{_id: "offer␟plan␟slot", plan, reservation, expiresAt}`. For a capped
 //!   plan the slot is a number below the cap, so the unique `_id` makes
@@ -37,13 +41,15 @@ use chrono::{DateTime, Utc};
 use mongodb::bson::{self, doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
+use super::sequence::seq_of;
 use super::{bt, classify, find_all, from_bt, is_duplicate_key, MongoStore, Op};
 use crate::buying::contracts::claim::{self, claim_step, Claim, ClaimStep};
 use crate::buying::model::{
     newest_first, sold_out, step, PlanUsage, Reservation, ReservationState, Step, Transition,
 };
 use crate::buying::store::{
-    refused, written, ClaimError, Decide, ReservationStore, ReserveError, TransitionError,
+    refused, written, ClaimError, Decide, Party, ReservationStore, ReserveError, Sequenced,
+    TransitionError,
 };
 use crate::offers::Plan;
 use crate::store::StoreError;
@@ -75,6 +81,9 @@ pub(super) struct ReservationDoc {
     /// before terms were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reserved_plan: Option<Plan>,
+    /// The contract sequence of this write (see the module docs).
+    #[serde(default)]
+    seq: Option<i64>,
 }
 
 impl ReservationDoc {
@@ -127,7 +136,8 @@ fn plan_key(offer_id: &str, plan_id: &str) -> String {
     format!("{offer_id}{SEP}{plan_id}")
 }
 
-fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
+/// The document of `r` holding `unit`, written with sequence `seq`.
+fn res_doc(r: &Reservation, unit: &str, seq: u64) -> ReservationDoc {
     ReservationDoc {
         id: r.id.clone(),
         consumer: r.consumer.clone(),
@@ -139,6 +149,7 @@ fn res_doc(r: &Reservation, unit: &str) -> ReservationDoc {
         unit: unit.to_string(),
         body: r.clone(),
         reserved_plan: r.reserved_plan.clone(),
+        seq: Some(i64::try_from(seq).unwrap_or(i64::MAX)),
     }
 }
 
@@ -161,6 +172,10 @@ impl MongoStore {
             doc! { "state": 1, "expiresAt": 1 },
             doc! { "state": 1, "contractEnds": 1 },
             doc! { "body.clusterID": 1 },
+            // `changed_since`: by party and sequence, and all by sequence.
+            doc! { "consumer": 1, "seq": 1 },
+            doc! { "body.clusterID": 1, "seq": 1 },
+            doc! { "seq": 1 },
         ];
         let bindings = [doc! { "instanceID": 1 }];
         super::conn::create_indexes("reservations", || async {
@@ -432,12 +447,17 @@ impl MongoStore {
             if let Some(terms) = &r.contract {
                 expected.insert("body.contract.revision", terms.revision);
             }
-            let replaced = self
-                .reservations
-                .replace_one(expected, res_doc(&next, &doc.unit))
-                .await
-                .map_err(classify)?;
-            if replaced.matched_count == 0 {
+            let stored = self
+                .in_sequence(|session, seq| {
+                    let (coll, filter) = (self.reservations.clone(), expected.clone());
+                    let d = res_doc(&next, &doc.unit, seq);
+                    Box::pin(async move {
+                        let replaced = coll.replace_one(filter, d).session(session).await?;
+                        Ok(replaced.matched_count == 1)
+                    })
+                })
+                .await?;
+            if stored.is_none() {
                 // Another process changed it in between: read again.
                 continue;
             }
@@ -469,11 +489,20 @@ impl ReservationStore for MongoStore {
                 Ok(unit) => unit,
                 Err(cap) => return Err(ReserveError::SoldOut { cap }),
             };
-            if let Err(e) = self.reservations.insert_one(res_doc(&r, &unit)).await {
+            let inserted = self
+                .in_sequence(|session, seq| {
+                    let (coll, d) = (self.reservations.clone(), res_doc(&r, &unit, seq));
+                    Box::pin(async move {
+                        coll.insert_one(d).session(session).await?;
+                        Ok(true)
+                    })
+                })
+                .await;
+            if let Err(e) = inserted {
                 // Give the unit back; if even that fails, the next sold-out
                 // check frees it (its reservation is missing).
                 let _ = self.free_unit(&unit, &r.id).await;
-                return Err(classify(e).into());
+                return Err(e.into());
             }
             Ok(r)
         })
@@ -659,25 +688,74 @@ impl ReservationStore for MongoStore {
         .await
     }
 
-    // PLACEHOLDER (issue 44): replaced by the store's sequence and index.
     async fn contract_head(&self) -> Result<u64, StoreError> {
-        Err(StoreError::Unavailable(
-            "contract sequence not kept yet".into(),
-        ))
+        self.bounded(Op::Read, self.read_contract_head()).await
     }
 
     async fn changed_since(
         &self,
-        _party: &crate::buying::store::Party,
-        _since: u64,
-        _limit: usize,
-    ) -> Result<Vec<crate::buying::store::Sequenced>, StoreError> {
-        Err(StoreError::Unavailable(
-            "contract sequence not kept yet".into(),
-        ))
+        party: &Party,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<Sequenced>, StoreError> {
+        let Some(filter) = party_filter(party, since) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.bounded(Op::Read, async {
+            let docs: Vec<ReservationDoc> = find_all(
+                self.reservations
+                    .find(filter)
+                    .sort(doc! { "seq": 1 })
+                    .limit(limit),
+            )
+            .await?;
+            Ok(docs
+                .into_iter()
+                .map(|d| {
+                    let seq = seq_of(d.seq);
+                    Sequenced {
+                        seq,
+                        record: d.whole().body,
+                    }
+                })
+                .collect())
+        })
+        .await
     }
 
     fn contract_writes(&self) -> tokio::sync::watch::Receiver<u64> {
-        tokio::sync::watch::channel(0).1
+        self.contract_writes.subscribe()
+    }
+}
+
+/// The query of [`ReservationStore::changed_since`]: `party`'s records
+/// written after `since`, each branch served by its (party, seq) index;
+/// None when the party names no one.
+fn party_filter(party: &Party, since: u64) -> Option<Document> {
+    let after = doc! { "$gt": i64::try_from(since).unwrap_or(i64::MAX) };
+    let consumer = |c: &str| doc! { "consumer": c, "seq": after.clone() };
+    let provider = |p: &str| doc! { "body.clusterID": p, "seq": after.clone() };
+    match party {
+        Party::All => Some(doc! { "seq": after.clone() }),
+        Party::Of {
+            consumer: Some(c),
+            provider: Some(p),
+        } => Some(doc! { "$or": [consumer(c), provider(p)] }),
+        Party::Of {
+            consumer: Some(c),
+            provider: None,
+        } => Some(consumer(c)),
+        Party::Of {
+            consumer: None,
+            provider: Some(p),
+        } => Some(provider(p)),
+        Party::Of {
+            consumer: None,
+            provider: None,
+        } => None,
     }
 }
