@@ -289,6 +289,16 @@ pub struct Contract {
         schema(value_type = Option<String>, format = DateTime, nullable = false)
     )]
     pub extended_at: Option<DateTime<Utc>>,
+    /// When one of its service bindings was last requested or its removal
+    /// asked (Open Service Broker): a service provider's controller follows
+    /// it on the contract change stream (`GET /contract-changes`) to read
+    /// the bindings that wait for it. Absent on contracts without bindings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, format = DateTime, nullable = false)
+    )]
+    pub bindings_changed_at: Option<DateTime<Utc>>,
     /// The buyer's network policy for its pods on this contract's provider,
     /// with the provider's last report (`PUT /contracts/{id}/network-policy`,
     /// [`crate::wire::tenant_policy`]). For the contract's two parties only.

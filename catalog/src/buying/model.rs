@@ -351,6 +351,13 @@ pub struct ContractTerms {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
     pub extended_at: Option<DateTime<Utc>>,
+    /// When a binding of this (service) contract was last requested or
+    /// its removal asked (Open Service Broker): the change that tells the
+    /// provider's controller, on the contract change stream, that bindings
+    /// wait for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    pub bindings_changed_at: Option<DateTime<Utc>>,
     /// The buyer's network policy for its pods on this provider, with the
     /// provider's last report (see [`super::contracts::network_policy`]).
     /// Served on the contract (`networkPolicy`) to its two parties only:
@@ -420,6 +427,7 @@ impl ContractTerms {
             revision: 0,
             v1: None,
             extended_at: None,
+            bindings_changed_at: None,
             network_policy: None,
             network_policy_revision: 0,
         }

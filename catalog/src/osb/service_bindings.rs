@@ -16,6 +16,10 @@
 //! - unbind needs `accepts_incomplete=true` too, answers 202 and leaves the
 //!   binding `deleting` for the provider; its `succeeded` removes it.
 //!
+//! Each bind and unbind request also stamps the instance's contract
+//! (`bindingsChangedAt`, [`bindings_changed`]): that write is what carries
+//! the news to the provider's controller on the contract change stream.
+//!
 //! The synchronous bindings of capacity offers are [`super::bindings`].
 
 use actix_web::http::StatusCode;
@@ -118,6 +122,7 @@ pub async fn bind(
     };
     if state.store.osb_insert_binding(&binding).await? {
         tracing::info!(instance = %inst.id, binding = %binding_id, operation = %op_id, "service binding requested: waiting for the provider");
+        bindings_changed(state, &inst.id).await;
         return Ok(accepted(&op_id));
     }
     let existing = state
@@ -155,7 +160,36 @@ pub async fn bind(
             "this service binding changed meanwhile; retry",
         ));
     }
+    bindings_changed(state, &inst.id).await;
     Ok(accepted(&op_id))
+}
+
+/// Stamp `bindingsChangedAt` on the contract of instance `instance_id`, so
+/// its provider's controller learns on the contract change stream that a
+/// binding waits for it. The binding is already stored: if the stamp
+/// cannot be written, the request still succeeded and the provider finds
+/// the binding at its next resync (`--poll-interval`), so this only warns.
+pub async fn bindings_changed(state: &Osb, instance_id: &str) {
+    let reservation = match state.store.osb_get_instance(instance_id).await {
+        Ok(Some(inst)) => inst.reservation_id,
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(instance = %instance_id, %error, "cannot read the instance to tell its provider of a binding; it sees it at its next resync");
+            return;
+        }
+    };
+    let Some(id) = reservation else { return };
+    let now = crate::store::now();
+    let stamp: crate::buying::store::Decide = std::sync::Arc::new(move |r| {
+        crate::buying::model::contract_change(r, |r| {
+            if let Some(terms) = r.contract.as_mut() {
+                terms.bindings_changed_at = Some(now);
+            }
+        })
+    });
+    if let Err(error) = state.buying.store.update(&id, stamp).await {
+        tracing::warn!(instance = %instance_id, contract = %id, %error, "cannot stamp the contract for its provider; it sees the binding at its next resync");
+    }
 }
 
 /// `GET` a service binding: its credentials once its provider made them.
@@ -211,6 +245,7 @@ pub async fn unbind(state: &Osb, b: OsbBinding, accepts: bool) -> Result<HttpRes
         ));
     }
     tracing::info!(instance = %marked.instance_id, binding = %marked.id, operation = %op_id, "service unbinding: waiting for the provider");
+    bindings_changed(state, &marked.instance_id).await;
     Ok(accepted(&op_id))
 }
 

@@ -366,11 +366,20 @@ fn service_binding(
     assert_eq!(pending(), json!([]));
     assert_eq!(p.fetch_binding("svc", "b1").status, 404);
     assert_eq!(last_operation("x").status, 410);
+    // What tells the provider's controller, on its contract change stream,
+    // that a binding waits: the contract's `bindingsChangedAt` (issue 44).
+    let stamped = || {
+        let r = get(c, &format!("/contracts/{contract}"), Some(token));
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json["bindingsChangedAt"].as_str().map(str::to_string)
+    };
+    assert_eq!(stamped(), None, "refused requests stamp nothing");
 
     // Bound: 202, the same again; the provider sees it pending.
     let r = bind("b1", target.clone(), true);
     assert_eq!(r.status, 202, "{}", r.text);
     let op = r.json["operation"].as_str().unwrap().to_string();
+    let bound_at = stamped().expect("a bind request stamps the contract");
     assert_eq!(
         bind("b1", target.clone(), true).json["operation"],
         op.as_str()
@@ -450,6 +459,13 @@ fn service_binding(
     let r = unbind(true);
     assert_eq!(r.status, 202, "{}", r.text);
     let op = r.json["operation"].as_str().unwrap().to_string();
+    let unbound_at = stamped().expect("an unbind request stamps the contract");
+    let at = |t: &str| chrono::DateTime::parse_from_rfc3339(t).unwrap();
+    // Dozens of requests (store writes among them) lie between the two.
+    assert!(
+        at(&unbound_at) > at(&bound_at),
+        "{unbound_at} not after {bound_at}"
+    );
     assert_eq!(unbind(true).json["operation"], op.as_str());
     assert_eq!(pending()[0]["state"], "deleting");
     assert_eq!(last_operation(&op).json["state"], "in progress");

@@ -79,6 +79,7 @@ pub fn view(r: &Reservation, now: DateTime<Utc>, lead: chrono::Duration) -> Opti
         peering_state: super::peering::state(r),
         ending_soon: active && r.expires_at - now <= lead,
         extended_at: terms.extended_at,
+        bindings_changed_at: terms.bindings_changed_at,
         // For its two parties: `super::service` takes it out for others.
         network_policy: terms.network_policy.clone(),
         credentials: None,
