@@ -129,6 +129,11 @@ fn start(env: &Env) -> Catalog {
             "25000",
             "--contract-stream-max",
             "20000",
+            // The resume rows open 50 streams in turn as one identity; a
+            // stream its client dropped holds its slot until the catalog
+            // next writes to it (a heartbeat), so the default 4 would refuse.
+            "--contract-stream-per-identity",
+            "64",
         ],
     )
 }
@@ -260,16 +265,16 @@ fn streams_row(n: usize, rt: &tokio::runtime::Runtime, tokens: &TokenService) ->
                 ready.load(Ordering::SeqCst)
             );
         }
-        rt.block_on(tokio::time::sleep(Duration::from_millis(100)));
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
     }
     let open_secs = opened.elapsed().as_secs_f64();
-    rt.block_on(tokio::time::sleep(Duration::from_secs(3)));
+    rt.block_on(async { tokio::time::sleep(Duration::from_secs(3)).await });
     let rss1 = rss_kib(pid)?;
     let per_stream = (rss1.saturating_sub(rss0)) as f64 * 1024.0 / n as f64;
 
     let idle_secs = env_num("CONTRACT_STREAM_IDLE_SECS", 60);
     let cpu0 = cpu_of(pid)?;
-    rt.block_on(tokio::time::sleep(Duration::from_secs(idle_secs)));
+    rt.block_on(async { tokio::time::sleep(Duration::from_secs(idle_secs)).await });
     let cpu = cpu_of(pid)? - cpu0;
     let cpu_per_min = cpu.as_secs_f64() * 60.0 / idle_secs as f64;
 
