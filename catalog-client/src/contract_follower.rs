@@ -116,6 +116,12 @@ pub struct FollowedContracts {
 }
 
 impl FollowedContracts {
+    /// Whether the catalog answered the last read, on the stream or by a
+    /// poll (false while still connecting).
+    pub fn reachable(&self) -> bool {
+        self.last_error.is_none() && self.source != Source::Connecting
+    }
+
     fn connecting() -> Self {
         Self {
             contracts: None,
@@ -222,6 +228,25 @@ impl ContractFollower {
     /// The contracts as last learnt, with where they come from.
     pub fn current(&self) -> Arc<FollowedContracts> {
         self.current.borrow().clone()
+    }
+
+    /// Resolves once the contracts differ from generation `read`; every
+    /// state passed on the way is shown to `seen` first (a change of
+    /// source or error alone does not end the wait), for the gauges a
+    /// controller keeps.
+    pub async fn contracts_changed_from(
+        &mut self,
+        read: u64,
+        mut seen: impl FnMut(&FollowedContracts),
+    ) {
+        loop {
+            self.changed().await;
+            let now = self.current();
+            seen(&now);
+            if now.generation != read {
+                return;
+            }
+        }
     }
 }
 

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use catalog_client::contract_follower::{ContractFollower, Source};
+use catalog_client::contract_follower::{ContractFollower, FollowedContracts, Source};
 use catalog_client::contracts::Listing;
 use catalog_client::{Error as CatalogError, Session};
 use tokio::sync::watch;
@@ -104,32 +104,18 @@ pub async fn run(
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
-            () = contracts_changed(&mut contracts, read, &metrics) => {}
-        }
-    }
-}
-
-/// Resolves once the followed contracts differ from generation `read`;
-/// a change of source or error alone only updates the gauges.
-async fn contracts_changed(contracts: &mut ContractFollower, read: u64, metrics: &Metrics) {
-    loop {
-        contracts.changed().await;
-        let now = contracts.current();
-        show_source(metrics, now.source, now.last_error.is_none());
-        if now.generation != read {
-            return;
+            () = contracts.contracts_changed_from(read, |now| show_source(&metrics, now)) => {}
         }
     }
 }
 
 /// The gauges saying where contracts come from: `catalog_reachable` (the
 /// last read, stream or poll, worked) and `contracts_streamed`.
-fn show_source(metrics: &Metrics, source: Source, working: bool) {
-    let reachable = working && source != Source::Connecting;
-    metrics.catalog_reachable.set(i64::from(reachable));
+fn show_source(metrics: &Metrics, now: &FollowedContracts) {
+    metrics.catalog_reachable.set(i64::from(now.reachable()));
     metrics
         .contracts_streamed
-        .set(i64::from(source == Source::Stream));
+        .set(i64::from(now.source == Source::Stream));
 }
 
 /// One pass; whether everything wanted is done.
@@ -146,7 +132,7 @@ async fn pass(
 ) -> bool {
     let drain = pacing.drain;
     let now = contracts.current();
-    show_source(metrics, now.source, now.last_error.is_none());
+    show_source(metrics, &now);
     if now.contracts.is_some() && now.last_error.is_some() {
         // The catalog does not answer (the follower says so, once, in the
         // log): this pass goes on from the last contracts it learnt.

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use catalog_client::contract_follower::{ContractFollower, Source};
+use catalog_client::contract_follower::{ContractFollower, FollowedContracts, Source};
 use catalog_client::contracts::Listing;
 use catalog_client::wire::{
     BindingReport, PendingBinding, PendingBindingState, ServiceReport, ServiceState,
@@ -169,7 +169,7 @@ impl Follower {
                 tokio::select! {
                     _ = stop.cancelled() => break,
                     _ = tokio::time::sleep(wait) => {}
-                    _ = contracts_changed(&mut contracts, read, &self.metrics) => {}
+                    _ = contracts.contracts_changed_from(read, |now| show_source(&self.metrics, now)) => {}
                     _ = catalogs_changed.notified() => {}
                 }
             }
@@ -199,7 +199,7 @@ impl Follower {
         catalogs: &Store<ServiceCatalog>,
     ) {
         let now = contracts.current();
-        show_source(&self.metrics, now.source, now.last_error.is_none());
+        show_source(&self.metrics, &now);
         if now.contracts.is_some() && now.last_error.is_some() {
             // The catalog does not answer (the follower says so in the
             // log): this pass goes on from the last contracts it learnt.
@@ -682,27 +682,13 @@ impl Follower {
     }
 }
 
-/// Resolves once the followed contracts differ from generation `read`;
-/// a change of source or error alone only updates the gauges.
-async fn contracts_changed(contracts: &mut ContractFollower, read: u64, metrics: &Metrics) {
-    loop {
-        contracts.changed().await;
-        let now = contracts.current();
-        show_source(metrics, now.source, now.last_error.is_none());
-        if now.generation != read {
-            return;
-        }
-    }
-}
-
 /// The gauges saying where contracts come from: `catalog_reachable` (the
 /// last read, stream or poll, worked) and `contracts_streamed`.
-fn show_source(metrics: &Metrics, source: Source, working: bool) {
-    let reachable = working && source != Source::Connecting;
-    metrics.catalog_reachable.set(i64::from(reachable));
+fn show_source(metrics: &Metrics, now: &FollowedContracts) {
+    metrics.catalog_reachable.set(i64::from(now.reachable()));
     metrics
         .contracts_streamed
-        .set(i64::from(source == Source::Stream));
+        .set(i64::from(now.source == Source::Stream));
 }
 
 /// The names of `contract`'s instance: those of its namespace when it
