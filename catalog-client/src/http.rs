@@ -139,14 +139,20 @@ impl Answer {
 /// A transport failure, with its causes ("connection refused" is in a
 /// source, not in reqwest's own message).
 fn transport(error: &reqwest::Error) -> Error {
-    use std::error::Error as _;
-    let mut text = if error.is_timeout() {
+    let text = if error.is_timeout() {
         "the catalog did not answer in time".to_string()
     } else if error.is_connect() {
         "cannot connect to the catalog".to_string()
     } else {
         "request to the catalog failed".to_string()
     };
+    Error::Unavailable(with_causes(text, error))
+}
+
+/// `text` followed by `error`'s causes that it does not already say
+/// ("connection refused" is in a source, not in reqwest's own message).
+pub(crate) fn with_causes(mut text: String, error: &reqwest::Error) -> String {
+    use std::error::Error as _;
     let mut source = error.source();
     while let Some(cause) = source {
         let cause = cause.to_string();
@@ -156,7 +162,7 @@ fn transport(error: &reqwest::Error) -> Error {
         }
         source = source.and_then(|s| s.source());
     }
-    Error::Unavailable(text)
+    text
 }
 
 /// The `message` (else `error`) of the catalog's error body, or a short

@@ -129,22 +129,12 @@ async fn read_some(mut response: Response) -> Vec<u8> {
 /// A transport failure with its causes ("connection refused" is in a
 /// source, not in reqwest's own message).
 pub(super) fn describe(error: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut text = if error.is_connect() {
-        "cannot connect to the catalog".to_string()
+    let head = if error.is_connect() {
+        "cannot connect to the catalog"
     } else {
-        "the contract stream failed".to_string()
+        "the contract stream failed"
     };
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-        source = source.and_then(|s| s.source());
-    }
-    text
+    crate::http::with_causes(head.to_string(), error)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::buying::contracts::http::{active_param, query_error};
 use crate::buying::contracts::model::{ContractFilter, Viewer};
 use crate::buying::error::BuyError;
 use crate::buying::store::Party;
@@ -38,16 +39,7 @@ struct Raw {
 
 /// Parse the query string: 400 naming the bad or unknown parameter.
 pub fn parse(query: &str) -> Result<StreamQuery, BuyError> {
-    let raw: Raw = serde_urlencoded::from_str(query).map_err(|e| {
-        let msg = e.to_string();
-        let field = msg
-            .split('`')
-            .nth(1)
-            .filter(|_| msg.starts_with("unknown field"))
-            .unwrap_or("query")
-            .to_string();
-        BuyError::bad_request(field, msg)
-    })?;
+    let raw: Raw = serde_urlencoded::from_str(query).map_err(query_error)?;
     let since = match raw.since.as_deref() {
         None => None,
         Some(s) => Some(s.parse::<u64>().map_err(|_| {
@@ -57,12 +49,7 @@ pub fn parse(query: &str) -> Result<StreamQuery, BuyError> {
             )
         })?),
     };
-    let active = match raw.active.as_deref() {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(_) => return Err(BuyError::bad_request("active", "must be true or false")),
-    };
+    let active = active_param(raw.active.as_deref())?;
     Ok(StreamQuery { since, active })
 }
 

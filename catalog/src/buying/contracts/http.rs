@@ -34,24 +34,32 @@ struct ListQuery {
     state: Option<String>,
 }
 
+/// A query string that does not read: 400 naming the unknown parameter
+/// (serde names it in backquotes), else the query as a whole.
+pub(crate) fn query_error(e: serde_urlencoded::de::Error) -> BuyError {
+    let msg = e.to_string();
+    let field = msg
+        .split('`')
+        .nth(1)
+        .filter(|_| msg.starts_with("unknown field"))
+        .unwrap_or("query")
+        .to_string();
+    BuyError::bad_request(field, msg)
+}
+
+/// The `active` parameter: `true`, `false` or absent (400 otherwise).
+pub(crate) fn active_param(active: Option<&str>) -> Result<Option<bool>, BuyError> {
+    match active {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(_) => Err(BuyError::bad_request("active", "must be true or false")),
+    }
+}
+
 fn filter(req: &HttpRequest) -> Result<ContractFilter, BuyError> {
-    let q: ListQuery = serde_urlencoded::from_str(req.query_string()).map_err(|e| {
-        // serde names an unknown parameter in backquotes: name it.
-        let msg = e.to_string();
-        let field = msg
-            .split('`')
-            .nth(1)
-            .filter(|_| msg.starts_with("unknown field"))
-            .unwrap_or("query")
-            .to_string();
-        BuyError::bad_request(field, msg)
-    })?;
-    let active = match q.active.as_deref() {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(_) => return Err(BuyError::bad_request("active", "must be true or false")),
-    };
+    let q: ListQuery = serde_urlencoded::from_str(req.query_string()).map_err(query_error)?;
+    let active = active_param(q.active.as_deref())?;
     let state = match q.state.as_deref() {
         None => None,
         Some(s) => Some(ContractState::parse(s).ok_or_else(|| {
