@@ -215,10 +215,7 @@ impl Catalogs {
         let stop = self.stop.child_token();
         let follower = ContractFollower::start(
             new_session(),
-            FollowerOptions {
-                fallback_poll: self.contracts_fallback,
-                ..FollowerOptions::default()
-            },
+            FollowerOptions::polling_every(self.contracts_fallback),
             stop.clone(),
         );
         tokio::spawn(notify_changes(

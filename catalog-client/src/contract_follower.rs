@@ -74,6 +74,17 @@ pub struct FollowerOptions {
     pub retry: Backoff,
 }
 
+impl FollowerOptions {
+    /// The defaults, with fallback polls (and resyncs) every
+    /// `fallback_poll`: what a controller's poll-interval flag sets.
+    pub fn polling_every(fallback_poll: Duration) -> Self {
+        Self {
+            fallback_poll,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for FollowerOptions {
     fn default() -> Self {
         Self {

@@ -33,6 +33,7 @@ use catalog::offers::Cost;
 use clap::Parser;
 use e2e::buying::{self, consumer, publish, put};
 use e2e::catalog::{Backend, Catalog, Env};
+use e2e::measure::{cpu_of, raise_nofile, rss_kib};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -54,46 +55,6 @@ fn env_num(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Raise the open-file limit to its hard maximum (the catalog child
-/// inherits it); returns the new soft limit.
-#[allow(unsafe_code)] // two syscalls on a local struct (see SAFETY below)
-fn raise_nofile() -> Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a local struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            bail!("getrlimit failed");
-        }
-        lim.rlim_cur = lim.rlim_max;
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-            bail!("setrlimit failed");
-        }
-    }
-    Ok(lim.rlim_cur)
-}
-
-fn cpu_of(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let rest = stat.rsplit_once(')').context("no ) in stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    #[allow(unsafe_code)] // SAFETY: sysconf takes and returns integers.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_nanos(ticks * 1_000_000_000 / hz))
-}
-
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use e2e::catalog::{provider, Backend, Catalog, Env};
+use e2e::measure::{cpu_of, raise_nofile, rss_kib};
 use miniz_oxide::inflate::core::{self as inflate, inflate_flags};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -65,49 +66,6 @@ fn env_usize(name: &str, default: usize) -> Result<usize> {
             .with_context(|| format!("{name}={v} is not a number")),
         Err(_) => Ok(default),
     }
-}
-
-/// Raise the open-file limit to its hard maximum (the catalog child
-/// inherits it); returns the new soft limit.
-#[allow(unsafe_code)] // two syscalls on a local struct (see SAFETY below)
-fn raise_nofile() -> Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a local struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            bail!("getrlimit failed");
-        }
-        lim.rlim_cur = lim.rlim_max;
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-            bail!("setrlimit failed");
-        }
-    }
-    Ok(lim.rlim_cur)
-}
-
-/// CPU time (user + system) used so far by process `pid`, from
-/// `/proc/<pid>/stat` (fields 14 and 15, in clock ticks).
-fn cpu_of(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The command name (field 2) may hold spaces: count after its `)`.
-    let rest = stat.rsplit_once(')').context("no ) in stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    #[allow(unsafe_code)] // SAFETY: sysconf takes and returns integers.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_nanos(ticks * 1_000_000_000 / hz))
-}
-
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS")
 }
 
 /// 48 pseudo-random hex digits (deterministic per `seed`).

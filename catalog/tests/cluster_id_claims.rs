@@ -13,33 +13,15 @@ use std::time::Duration;
 
 use catalog::backends::{EmbeddedStore, MongoConfig, MongoStore};
 use catalog::buying::model::{
-    purchase_step, Channel, ContractTerms, Reservation, ReservationState, Transition,
+    purchase_step, ContractTerms, Reservation, ReservationState, Transition,
 };
 use catalog::buying::store::ClaimError;
 use catalog::buying::ReservationStore;
-use catalog::offers::Cost;
 use catalog::providers::LiqoGeneration;
-use chrono::{DateTime, Utc};
+use records::reservation;
 
-fn reservation(id: &str, consumer: &str, provider: &str, now: DateTime<Utc>) -> Reservation {
-    Reservation {
-        id: id.into(),
-        consumer: consumer.into(),
-        offer_id: format!("{provider}-offer"),
-        plan_id: "p".into(),
-        cluster_id: provider.into(),
-        cost: Cost::ZERO,
-        state: ReservationState::Reserved,
-        channel: Channel::Rest,
-        created_at: now,
-        expires_at: now + chrono::Duration::seconds(300),
-        purchased_at: None,
-        ended_at: None,
-        contract: None,
-        reserved_plan: None,
-        bought_by: None,
-    }
-}
+#[path = "support/records.rs"]
+mod records;
 
 /// Reserve `id` for `consumer` and claim `cluster_id` with `provider` for it.
 async fn reserve_and_claim(

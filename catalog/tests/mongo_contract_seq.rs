@@ -15,13 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use catalog::backends::{MongoConfig, MongoStore};
-use catalog::buying::model::{Channel, Reservation, ReservationState, Transition};
+use catalog::buying::model::{ReservationState, Transition};
 use catalog::buying::store::Party;
 use catalog::buying::ReservationStore;
-use catalog::offers::Cost;
-use chrono::{DateTime, Utc};
 use e2e::mongo::MongoServer;
+use records::reservation;
 use tokio::sync::watch;
+
+#[path = "support/records.rs"]
+mod records;
 
 /// The store's `--mongodb-timeout` in these tests: also how long a change
 /// may take to reach another store.
@@ -32,26 +34,6 @@ fn config(server: &MongoServer, database: &str) -> MongoConfig {
         uri: server.uri(),
         database: database.into(),
         timeout: TIMEOUT,
-    }
-}
-
-fn reservation(id: &str, consumer: &str, provider: &str, now: DateTime<Utc>) -> Reservation {
-    Reservation {
-        id: id.into(),
-        consumer: consumer.into(),
-        offer_id: format!("{provider}-offer"),
-        plan_id: "p".into(),
-        cluster_id: provider.into(),
-        cost: Cost::ZERO,
-        state: ReservationState::Reserved,
-        channel: Channel::Rest,
-        created_at: now,
-        expires_at: now + chrono::Duration::seconds(300),
-        purchased_at: None,
-        ended_at: None,
-        contract: None,
-        reserved_plan: None,
-        bought_by: None,
     }
 }
 

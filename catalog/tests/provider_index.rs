@@ -8,34 +8,15 @@
 
 use catalog::backends::embedded::DB_FILE;
 use catalog::backends::EmbeddedStore;
-use catalog::buying::model::{Channel, Reservation, ReservationState};
 use catalog::buying::ReservationStore;
-use catalog::offers::Cost;
+use records::reservation;
 use redb::{Database, ReadableTableMetadata, TableDefinition};
+
+#[path = "support/records.rs"]
+mod records;
 
 const BY_PROVIDER: TableDefinition<'static, &'static str, u8> =
     TableDefinition::new("reservations_by_provider");
-
-fn record(id: &str, provider: &str) -> Reservation {
-    let now = catalog::store::now();
-    Reservation {
-        id: id.into(),
-        consumer: "alice".into(),
-        offer_id: "o1".into(),
-        plan_id: "p".into(),
-        cluster_id: provider.into(),
-        cost: Cost::ZERO,
-        state: ReservationState::Reserved,
-        channel: Channel::Rest,
-        created_at: now,
-        expires_at: now + chrono::Duration::hours(1),
-        purchased_at: None,
-        ended_at: None,
-        contract: None,
-        reserved_plan: None,
-        bought_by: None,
-    }
-}
 
 async fn sold(store: &EmbeddedStore, provider: &str) -> Vec<String> {
     let mut ids: Vec<_> = store
@@ -56,7 +37,10 @@ async fn a_provider_lists_only_its_records_and_a_short_index_is_rebuilt_on_open(
         let store = EmbeddedStore::open(dir.path()).unwrap();
         let now = catalog::store::now();
         for (id, provider) in [("r1", "p1"), ("r2", "p2"), ("r3", "p1"), ("r4", "p10")] {
-            store.reserve(record(id, provider), now).await.unwrap();
+            store
+                .reserve(reservation(id, "alice", provider, now), now)
+                .await
+                .unwrap();
         }
         assert_eq!(sold(&store, "p1").await, ["r1", "r3"]);
         // A provider whose ID begins another's sees only its own.

@@ -304,39 +304,29 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         .as_deref()
         .map(read_ca)
         .transpose()?;
-    let catalog = Session::provider_from_file(
-        args.catalog_url.clone(),
-        "--catalog-credentials-file",
-        &args.catalog_credentials_file,
-        args.catalog_timeout,
-        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
-    )?;
+    // A session of the provider's own, read from its credentials file:
+    // one each for the controller, the isolation level and the follower.
+    let provider_session = || {
+        Session::provider_from_file(
+            args.catalog_url.clone(),
+            "--catalog-credentials-file",
+            &args.catalog_credentials_file,
+            args.catalog_timeout,
+            concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
+        )
+    };
+    let catalog = provider_session()?;
     // The isolation level's own session, from the same reading of the
     // credentials (read before the probe port says the controller is up).
-    let reports = Session::provider_from_file(
-        args.catalog_url.clone(),
-        "--catalog-credentials-file",
-        &args.catalog_credentials_file,
-        args.catalog_timeout,
-        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
-    )?;
+    let reports = provider_session()?;
     // The contracts' follower, with a session of its own (its stream holds
     // a token for as long as it lasts): started at once, whether or not
     // this replica leads, so a new leader decides from current contracts.
-    let follower_session = Session::provider_from_file(
-        args.catalog_url.clone(),
-        "--catalog-credentials-file",
-        &args.catalog_credentials_file,
-        args.catalog_timeout,
-        concat!("peering-user-controller/", env!("CARGO_PKG_VERSION")),
-    )?;
+    let follower_session = provider_session()?;
     let client = args.kube.client().await?;
     let contracts = ContractFollower::start(
         follower_session,
-        FollowerOptions {
-            fallback_poll: args.poll_interval,
-            ..FollowerOptions::default()
-        },
+        FollowerOptions::polling_every(args.poll_interval),
         shutdown.clone(),
     );
     let own_namespace = args

@@ -376,10 +376,7 @@ fn follow_contracts(
     // lasts); the enforcement report has another.
     let follower = ContractFollower::start(
         client,
-        FollowerOptions {
-            fallback_poll: args.contracts_poll_interval,
-            ..FollowerOptions::default()
-        },
+        FollowerOptions::polling_every(args.contracts_poll_interval),
         shutdown.clone(),
     );
     Ok(Some(Contracts::follow(

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod contracts;
 pub mod grpc;
 pub mod http;
+pub mod measure;
 pub mod mongo;
 pub mod oidc_issuer;
 pub mod osb_client;

@@ -293,41 +293,7 @@ fn polls_while_the_identitys_streams_are_taken_then_streams_again() {
     let rt = runtime();
     let shutdown = CancellationToken::new();
     let seller = follow(&rt, &c.url("/"), provider_login(1), &options, &shutdown);
-    let now = wait_until(&rt, &seller, by_a_poll(&options), "a poll's answer", |n| {
-        n.source == Source::Polling && n.contracts.is_some()
-    });
-    assert!(
-        now.last_error.as_deref().is_some_and(|e| e.contains("429")),
-        "{now:?}"
-    );
-    let id = purchase(&c, &alice);
-    wait_until(
-        &rt,
-        &seller,
-        by_a_poll(&options),
-        "the purchase, polled",
-        |n| ids(n) == Some(vec![id.clone()]) && n.source == Source::Polling,
-    );
-
-    drop(occupant);
-    let back = wait_until(
-        &rt,
-        &seller,
-        over_the_stream(&options),
-        "the stream again",
-        |n| n.source == Source::Stream,
-    );
-    assert_eq!(back.last_error, None);
-    // And the stream delivers: the end arrives well before a poll could be
-    // the one telling (an hour of polls).
-    cancel(&c, &alice, &id);
-    wait_until(
-        &rt,
-        &seller,
-        over_the_stream(&options),
-        "the end, streamed",
-        |n| ids(n) == Some(vec![]) && n.source == Source::Stream,
-    );
+    polls_while_refused_then_streams(&rt, &seller, &options, &c, &alice, "429", || drop(occupant));
     shutdown.cancel();
 }
 
@@ -344,36 +310,61 @@ fn polls_a_catalog_without_the_stream_then_streams_once_it_has_one() {
     proxy.set(Mode::NoStream, Some(c.port));
     let shutdown = CancellationToken::new();
     let seller = follow(&rt, &proxy.url(), provider_login(1), &options, &shutdown);
-    let now = wait_until(&rt, &seller, by_a_poll(&options), "a poll's answer", |n| {
+    // Then the catalog is upgraded: the stream is there.
+    polls_while_refused_then_streams(&rt, &seller, &options, &c, &alice, "404", || {
+        proxy.set(Mode::Forward, Some(c.port))
+    });
+    shutdown.cancel();
+}
+
+/// While the stream is refused (`refusal`, the status the follower last
+/// saw), `seller`'s follower answers from polls, a purchase included; once
+/// `allow` lets the stream through, it goes back to the stream, and the
+/// stream delivers: the contract's end arrives well before a poll could be
+/// the one telling (an hour of polls).
+fn polls_while_refused_then_streams(
+    rt: &tokio::runtime::Runtime,
+    seller: &ContractFollower,
+    options: &FollowerOptions,
+    c: &Catalog,
+    alice: &str,
+    refusal: &str,
+    allow: impl FnOnce(),
+) {
+    let now = wait_until(rt, seller, by_a_poll(options), "a poll's answer", |n| {
         n.source == Source::Polling && n.contracts.is_some()
     });
     assert!(
-        now.last_error.as_deref().is_some_and(|e| e.contains("404")),
+        now.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains(refusal)),
         "{now:?}"
     );
-    let id = purchase(&c, &alice);
+    let id = purchase(c, alice);
     wait_until(
-        &rt,
-        &seller,
-        by_a_poll(&options),
+        rt,
+        seller,
+        by_a_poll(options),
         "the purchase, polled",
         |n| ids(n) == Some(vec![id.clone()]) && n.source == Source::Polling,
     );
 
-    // The catalog is upgraded: the stream is there now.
-    proxy.set(Mode::Forward, Some(c.port));
-    wait_until(&rt, &seller, over_the_stream(&options), "the stream", |n| {
-        n.source == Source::Stream && n.last_error.is_none()
-    });
-    cancel(&c, &alice, &id);
+    allow();
     wait_until(
-        &rt,
-        &seller,
-        over_the_stream(&options),
+        rt,
+        seller,
+        over_the_stream(options),
+        "the stream again",
+        |n| n.source == Source::Stream && n.last_error.is_none(),
+    );
+    cancel(c, alice, &id);
+    wait_until(
+        rt,
+        seller,
+        over_the_stream(options),
         "the end, streamed",
         |n| ids(n) == Some(vec![]) && n.source == Source::Stream,
     );
-    shutdown.cancel();
 }
 
 /// A contract stream opened by hand and held (not read) until dropped.
