@@ -23,6 +23,9 @@ pub const PROVIDER_ENFORCEMENT: &str = "provider/enforcement";
 pub const PROVIDER_ISOLATION: &str = "provider/isolation";
 /// `POST`: hold one unit of a plan.
 pub const RESERVATIONS: &str = "reservations";
+/// `GET`: the caller's service instances (OSB provisionings), with their
+/// state and last operation.
+pub const SERVICE_INSTANCES: &str = "service-instances";
 
 /// `GET`/`POST`/`DELETE` one offer.
 pub fn offer(id: &str) -> String {
@@ -92,6 +95,11 @@ pub fn purchase(reservation: &str) -> String {
     format!("{RESERVATIONS}/{}/purchase", segment(reservation))
 }
 
+/// `GET` one service instance (its owner, its provider, an admin).
+pub fn service_instance(id: &str) -> String {
+    format!("{SERVICE_INSTANCES}/{}", segment(id))
+}
+
 /// A path segment: ids are opaque, so anything but unreserved bytes is
 /// percent-encoded (an id can never climb out of its route).
 pub fn segment(id: &str) -> String {
@@ -117,6 +125,7 @@ mod tests {
         assert_eq!(offer("live"), "offer/live");
         assert_eq!(contract_peering("c/1"), "provider/contracts/c%2F1/peering");
         assert_eq!(contract_extend("c1"), "contracts/c1/extend");
+        assert_eq!(service_instance("i/1"), "service-instances/i%2F1");
         assert_eq!(
             contract_binding("c1", "b/1"),
             "provider/contracts/c1/bindings/b%2F1"

@@ -11,6 +11,8 @@
 //!   their self-checks report (Liqo enforcement, tenant isolation);
 //! - [`service`]: a provider's side of a service contract: its reports,
 //!   the customer's peering kubeconfig, pending bindings;
+//! - [`service_instance`]: the caller's service instances as the catalog
+//!   lists them (`GET /service-instances`);
 //! - [`contract`]: contracts, reservations and state reports;
 //! - [`contract_stream`]: the lines of `GET /contract-changes`;
 //! - [`tenant_policy`]: a buyer's network policy for its pods on one
@@ -29,6 +31,7 @@ pub mod offer;
 pub mod pricing;
 pub mod provider;
 pub mod service;
+pub mod service_instance;
 pub mod tenant_policy;
 
 pub use contract::{reason_step, step_reason, MAX_BOUGHT_BY_CHARS, MAX_REASON_LEN};

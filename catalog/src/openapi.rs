@@ -107,7 +107,8 @@ impl Modify for SecuritySchemes {
 pub fn document_value() -> Result<Value, serde_json::Error> {
     let doc = ApiDoc::openapi()
         .merge_from(crate::buying::openapi::BuyingDoc::openapi())
-        .merge_from(crate::osb::openapi::OsbDoc::openapi());
+        .merge_from(crate::osb::openapi::OsbDoc::openapi())
+        .merge_from(crate::osb::listing::ListingDoc::openapi());
     let mut v = serde_json::to_value(doc)?;
     complete(&mut v);
     Ok(v)
@@ -290,6 +291,8 @@ mod tests {
         ("get", "/contracts"),
         ("get", "/contracts/{id}"),
         ("get", "/contract-changes"),
+        ("get", "/service-instances"),
+        ("get", "/service-instances/{id}"),
         ("put", "/contracts/{id}/state"),
         ("post", "/contracts/{id}/extend"),
         ("put", "/provider/contracts/{id}/peering"),

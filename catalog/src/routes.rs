@@ -17,6 +17,7 @@
 //! | `GET /provider/contracts/{id}/customer-peering` | [`osb::customer_peering`] |
 //! | `GET /provider/contracts/{id}/bindings`, `PUT .../bindings/{bid}` | [`osb::provider_bindings`] |
 //! | `GET /subscribe` (WebSocket) | [`feed::subscribe`] |
+//! | `GET /service-instances`, `GET /service-instances/{id}` | [`osb::listing`] |
 //! | `/v2/...` (Open Service Broker) | [`osb::routes`] |
 //! | `GET /healthz`, `/readyz`, `/metrics` | [`ops`] |
 //! | `GET /openapi.json` | [`openapi::openapi`] |
@@ -129,6 +130,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         resource("/admin/providers/{clusterID}", "PUT").route(web::put().to(admin::set_provider)),
     )
+    .configure(osb::listing::routes)
     .configure(osb::routes)
     .default_service(web::to(webui::serve));
 }

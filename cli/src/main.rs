@@ -5,16 +5,22 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use brokerctl::args::Cli;
+use brokerctl::args::{Cli, Given};
 use brokerctl::exit::Code;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
     // clap exits 2 on a usage error and 0 for --help and --version.
-    let cli = Cli::parse();
-    // Logs (warnings and above unless RUST_LOG says otherwise) go to
-    // stderr; stdout is the command's output alone, for scripts.
-    edge::log::init(edge::log::LogFormat::Text, "warn");
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Which settings were typed, not inherited from the environment.
+    cli.given = Given::from_matches(&matches);
+    // Logs (warnings and above, more with -v, unless RUST_LOG says
+    // otherwise) go to stderr; stdout is the command's output alone.
+    edge::log::init(
+        edge::log::LogFormat::Text,
+        brokerctl::verbose::log_level(cli.global.verbose),
+    );
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

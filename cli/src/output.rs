@@ -84,8 +84,17 @@ impl Table {
     /// count characters, so `…` and accents line up. Cells are
     /// [`escape`]d first, so one line is one row and widths are what shows.
     pub fn render(&self) -> String {
+        self.render_with(true)
+    }
+
+    /// [`render`](Self::render), without the header row when `headers` is
+    /// false (`--no-headers`, for `while read` loops and `wc -l`): the
+    /// widths are then those of the rows alone, as kubectl's.
+    pub fn render_with(&self, headers: bool) -> String {
         let columns = self.header.len();
-        let escaped: Vec<Vec<String>> = std::iter::once(&self.header)
+        let header = headers.then_some(&self.header);
+        let escaped: Vec<Vec<String>> = header
+            .into_iter()
             .chain(&self.rows)
             .map(|row| row.iter().map(|cell| escape(cell).into_owned()).collect())
             .collect();
@@ -228,6 +237,16 @@ mod tests {
              a           1.5    cpu=2\n\
              longer-id   10\n"
         );
+    }
+
+    #[test]
+    fn no_headers_prints_the_rows_alone() {
+        let mut t = Table::new(&["OFFER-WITH-A-LONG-HEADER", "COST"]);
+        t.row(vec!["a".into(), "1.5".into()]);
+        t.row(vec!["bb".into(), "10".into()]);
+        assert_eq!(t.render_with(false), "a    1.5\nbb   10\n");
+        assert_eq!(t.render_with(true), t.render());
+        assert!(t.render().starts_with("OFFER-WITH-A-LONG-HEADER   COST\n"));
     }
 
     #[test]

@@ -60,32 +60,74 @@ pub fn priced(cost: Cost, pricing: Option<&Pricing>) -> String {
     }
 }
 
+/// Which columns a table shows: the ones a person compares, or `-o wide`'s
+/// extra ones after them (kubectl's `-o wide`: the same rows, more columns
+/// to the right, so a script cutting the first columns reads both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Columns {
+    Normal,
+    Wide,
+}
+
 /// One row per plan: what a buyer compares.
 pub fn offers_table(offers: &[Offer]) -> Table {
-    let mut table = Table::new(&["OFFER", "PLAN", "TYPE", "PROVIDER", "COST", "RESOURCES"]);
+    offers_table_as(offers, Columns::Normal)
+}
+
+/// [`offers_table`]; wide adds the provider's name, its Liqo generations,
+/// the levels it reported, the offer's labels and version.
+pub fn offers_table_as(offers: &[Offer], columns: Columns) -> Table {
+    let mut header = vec!["OFFER", "PLAN", "TYPE", "PROVIDER", "COST", "RESOURCES"];
+    if columns == Columns::Wide {
+        header.extend([
+            "PROVIDER NAME",
+            "LIQO",
+            "ENFORCEMENT",
+            "ISOLATION",
+            "LABELS",
+            "VERSION",
+        ]);
+    }
+    let mut table = Table::new(&header);
     for offer in offers {
         for (key, plan) in &offer.plans {
-            table.row(vec![
+            let mut row = vec![
                 offer.id.clone(),
                 key.clone(),
                 offer.offer_type.clone(),
                 offer.cluster_id.clone(),
                 priced(plan.cost, offer.pricing.as_ref()),
                 resources(&plan.resources),
-            ]);
+            ];
+            if columns == Columns::Wide {
+                row.extend([
+                    offer.cluster_name.clone(),
+                    or_dash(offer.liqo.iter().map(spelled).collect::<Vec<_>>().join(",")),
+                    or_dash(offer.enforcement.as_ref().map(spelled).unwrap_or_default()),
+                    or_dash(offer.isolation.as_ref().map(spelled).unwrap_or_default()),
+                    or_dash(labels(offer)),
+                    offer.version.to_string(),
+                ]);
+            }
+            table.row(row);
         }
     }
     table
 }
 
-/// An offer's details, then its plans.
-pub fn offer_details(offer: &Offer) -> String {
-    let labels = offer
+/// An offer's labels, `key=value` comma-separated.
+fn labels(offer: &Offer) -> String {
+    offer
         .labels
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
-        .join(",");
+        .join(",")
+}
+
+/// An offer's details, then its plans.
+pub fn offer_details(offer: &Offer) -> String {
+    let labels = labels(offer);
     let liqo = offer.liqo.iter().map(spelled).collect::<Vec<_>>().join(",");
     let mut text = details(&[
         ("ID", offer.id.clone()),
@@ -145,7 +187,13 @@ fn standing(contract: &Contract) -> String {
 }
 
 pub fn contracts_table(contracts: &[Contract]) -> Table {
-    let mut table = Table::new(&[
+    contracts_table_as(contracts, Columns::Normal)
+}
+
+/// [`contracts_table`]; wide adds the consumer, its cluster, what was
+/// bought, when, and where its peering stands.
+pub fn contracts_table_as(contracts: &[Contract], columns: Columns) -> Table {
+    let mut header = vec![
         "CONTRACT",
         "OFFER",
         "PLAN",
@@ -156,9 +204,19 @@ pub fn contracts_table(contracts: &[Contract]) -> Table {
         "STANDING",
         "EXPIRES",
         "REASON",
-    ]);
+    ];
+    if columns == Columns::Wide {
+        header.extend([
+            "CONSUMER",
+            "CONSUMER CLUSTER",
+            "RESOURCES",
+            "PURCHASED",
+            "PEERING",
+        ]);
+    }
+    let mut table = Table::new(&header);
     for c in contracts {
-        table.row(vec![
+        let mut row = vec![
             c.id.clone(),
             c.offer_id.clone(),
             c.plan_id.clone(),
@@ -169,9 +227,27 @@ pub fn contracts_table(contracts: &[Contract]) -> Table {
             standing(c),
             c.expires_at.to_rfc3339(),
             c.reason.clone().unwrap_or_default(),
-        ]);
+        ];
+        if columns == Columns::Wide {
+            row.extend([
+                c.consumer.clone(),
+                or_dash(c.consumer_cluster_id.clone().unwrap_or_default()),
+                resources(&c.resources),
+                c.purchased_at.to_rfc3339(),
+                or_dash(peering(c)),
+            ]);
+        }
+        table.row(row);
     }
     table
+}
+
+/// Where a contract's peering stands, `state: reason`.
+fn peering(c: &Contract) -> String {
+    c.peering_state
+        .as_ref()
+        .map(|p| format!("{}: {}", p.state.as_str(), p.reason))
+        .unwrap_or_default()
 }
 
 pub fn contract_details(c: &Contract) -> String {
@@ -188,11 +264,7 @@ pub fn contract_details(c: &Contract) -> String {
         }
         None => "-".to_string(),
     };
-    let peering = c
-        .peering_state
-        .as_ref()
-        .map(|p| format!("{}: {}", p.state.as_str(), p.reason))
-        .unwrap_or_default();
+    let peering = peering(c);
     details(&[
         ("Contract", c.id.clone()),
         ("Offer", c.offer_id.clone()),
@@ -257,6 +329,38 @@ mod tests {
             lines[2].starts_with("o1") && lines[2].contains("small"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn wide_adds_columns_after_the_normal_ones() {
+        let normal = offers_table(&[offer()]);
+        let wide = offers_table_as(&[offer()], Columns::Wide);
+        assert_eq!(wide.header[..normal.header.len()], normal.header[..]);
+        assert_eq!(
+            wide.header[normal.header.len()..],
+            [
+                "PROVIDER NAME",
+                "LIQO",
+                "ENFORCEMENT",
+                "ISOLATION",
+                "LABELS",
+                "VERSION"
+            ]
+        );
+        let text = wide.render();
+        assert_eq!(cell(&text, "PROVIDER NAME", 1), "one", "{text}");
+        assert_eq!(cell(&text, "ENFORCEMENT", 1), "hard", "{text}");
+        assert_eq!(cell(&text, "LABELS", 2), "region=eu", "{text}");
+        assert_eq!(cell(&text, "VERSION", 2), "3", "{text}");
+
+        let c = contract(json!({"currency": "EUR", "per": "hour"}), Value::Null);
+        let wide = contracts_table_as(std::slice::from_ref(&c), Columns::Wide).render();
+        assert_eq!(cell(&wide, "CONSUMER", 1), "alice", "{wide}");
+        assert_eq!(cell(&wide, "CONSUMER CLUSTER", 1), "-", "{wide}");
+        assert_eq!(cell(&wide, "RESOURCES", 1), "cpu=2", "{wide}");
+        assert_eq!(cell(&wide, "STATE", 1), "ready", "{wide}");
+        let normal = contracts_table(std::slice::from_ref(&c)).render();
+        assert!(!normal.contains("CONSUMER"), "{normal}");
     }
 
     #[test]

@@ -1,28 +1,35 @@
-//! Decision latency: an offer change in the catalog → the
-//! NamespaceOffloading written, for 1,000 namespaces over 100 providers.
+//! Decision latency and the orchestrator's memory: an offer change in the
+//! catalog → the NamespaceOffloadings written, at several sizes (default
+//! 30 providers × 300 namespaces, 100 × 1,000 and 200 × 2,000: the test API
+//! server's cost grows as the square of its objects, docs/benchmarks.md).
 //!
 //! The real catalog binary (`CATALOG_BIN`, default `target/release/catalog`,
-//! else `target/debug/catalog`) runs on the embedded store with 100
-//! providers, each publishing one offer; provider `i` costs `10 + i`. The
-//! test API server (Liqo v1.2.0 CRDs) runs in this process with 1,000
-//! namespaces offloaded by 10 consumers; the orchestrator's controller runs
-//! in this process too (default policy: any provider, one per namespace),
-//! following the catalog's feed. All 1,000 namespaces first go to the
-//! cheapest provider. Each round, that provider withdraws its offer
-//! (`DELETE /offer/{id}`): every namespace moves to the next cheapest. A
-//! kube-rs watch on the NamespaceOffloadings notes when each namespace's new
-//! selection arrives; its latency is that moment minus the moment the
-//! `DELETE` was sent (so it includes the catalog's write and feed, the
-//! decision of 1,000 namespaces, the `PUT`s through the API server's
-//! validation, and the watch event back). Reported: p50, p99 and max over
-//! every namespace of every round, and the time for a whole round.
+//! else `target/debug/catalog`) runs on the embedded store; for a size of N
+//! namespaces, N/10 providers each publish one offer, provider `i` costing
+//! `10 + i` (one catalog for every size: a larger size adds providers). For
+//! each size a fresh test API server (Liqo v1.2.0 CRDs) runs in this
+//! process with N namespaces offloaded by N/100 consumers, and the real
+//! `orchestrator` binary of this build runs as a child process at its
+//! shipped defaults (default policy: any provider, one per namespace; no
+//! leader election), following the catalog's feed. All N namespaces first
+//! go to the cheapest provider. Each round, that provider withdraws its
+//! offer (`DELETE /offer/{id}`): every namespace moves to the next
+//! cheapest. A kube-rs watch on the NamespaceOffloadings notes when each
+//! namespace's new selection arrives; its latency is that moment minus the
+//! moment the `DELETE` was sent (so it includes the catalog's write and
+//! feed, N decisions, the `PUT`s and Events through the API server, and
+//! the watch event back). Reported per size: p50, p99 and max over every
+//! namespace of every round, a whole round (median, worst), the first
+//! placement, and the orchestrator process's memory from
+//! `/proc/<pid>/status` (VmRSS after the rounds, VmHWM its peak).
 //!
-//! `cargo bench -p orchestrator --bench decision_latency` (`ROUNDS=N`,
-//! default 5).
+//! `cargo bench -p orchestrator --bench decision_latency`
+//! (`SIZES=300,1000,2000` the namespace counts, multiples of 100;
+//! `ROUNDS=N` rounds per size, default 3).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use catalog_client::wire::PeeringCredentials;
@@ -30,18 +37,19 @@ use catalog_client::{Http, Login, Session};
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Config, ResourceExt};
-use kube_test_server::KubeApiServer;
-use orchestrator::controller::{self, Settings};
-use orchestrator::feed::{self, Catalog};
-use orchestrator::metrics::Metrics;
+use kube_test_server::{AuditRecord, KubeApiServer};
 use orchestrator::offloading::NamespaceOffloading;
-use orchestrator::policy::Policy;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-const PROVIDERS: usize = 100;
-const NAMESPACES: usize = 1000;
-const CONSUMERS: usize = 10;
+/// Namespaces per provider, and per consumer.
+const PER_PROVIDER: usize = 10;
+const PER_CONSUMER: usize = 100;
+/// Who the orchestrator is to the API server (RBAC off: the bench measures
+/// the work, not the permissions), so that its requests can be counted.
+const CONTROLLER_USER: &str = "bench:orchestrator";
+/// A round or the first placement that sees no selection for this long
+/// has stalled: the bench stops rather than hang.
+const STALL: Duration = Duration::from_secs(120);
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -51,6 +59,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 fn catalog_bin() -> PathBuf {
@@ -67,7 +83,42 @@ fn catalog_bin() -> PathBuf {
 }
 
 fn provider(i: usize) -> String {
-    format!("provider-{i:03}")
+    format!("provider-{i:04}")
+}
+
+fn offer_id(i: usize) -> String {
+    format!("offer-{i:04}")
+}
+
+/// `VmHWM` and `VmRSS` of process `pid`, in bytes.
+fn memory_of(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// User + system CPU seconds of process `pid` ("self" for this one), every
+/// thread's (`/proc/<pid>/stat` utime and stime, at 100 ticks a second).
+fn cpu_seconds(pid: &str) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name (in parentheses, which may hold spaces):
+    // field 3 (state) onwards; utime and stime are fields 14 and 15.
+    let rest = text.rsplit_once(") ").map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 /// A child process killed when dropped.
@@ -79,113 +130,174 @@ impl Drop for Killed {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let rounds: usize = std::env::var("ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+/// Every namespace's last selection seen, with how many are on each single
+/// provider kept as they change: checking "all moved" after each event
+/// costs nothing at 10,000 namespaces.
+#[derive(Default)]
+struct Selections {
+    of: HashMap<String, Vec<String>>,
+    on: HashMap<String, usize>,
+}
 
-    // The catalog.
-    let data = tempfile::tempdir()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let bin = catalog_bin();
-    eprintln!("catalog: {}", bin.display());
-    let _catalog = Killed(
-        std::process::Command::new(&bin)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-            .arg(data.path())
-            .args(["--auth-rate-limit", "100000"])
-            .env("RUST_LOG", "warn")
-            .spawn()?,
-    );
-    let base = format!("http://127.0.0.1:{port}");
-    // Each provider publishes through its own catalog-client session.
-    let client = Http::client(Duration::from_secs(10), "orchestrator-bench")?;
-    let session = |i: usize| -> Result<Session> {
-        let credentials = PeeringCredentials {
-            cluster_id: provider(i),
-            cluster_name: provider(i),
-            auth_url: format!("https://{}.example:6443", provider(i)),
-            token: format!("secret-of-{}", provider(i)),
-        };
-        Ok(Session::new(
-            Http::new(client.clone(), base.parse()?),
-            Login::Provider {
-                credentials,
-                file: None,
-            },
-        ))
+impl Selections {
+    fn only(selection: &[String]) -> Option<&String> {
+        match selection {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Note `namespace`'s selection.
+    fn set(&mut self, namespace: String, selection: Vec<String>) {
+        if let Some(p) = Self::only(&selection) {
+            *self.on.entry(p.clone()).or_default() += 1;
+        }
+        if let Some(before) = self.of.insert(namespace, selection) {
+            if let Some(n) = Self::only(&before).and_then(|p| self.on.get_mut(p)) {
+                *n -= 1;
+            }
+        }
+    }
+
+    fn all_on(&self, total: usize, provider: &str) -> bool {
+        self.of.len() == total && self.on.get(provider).copied() == Some(total)
+    }
+}
+
+/// A provider's session: logged in and its offer published.
+async fn publish(http: Http, i: usize) -> Result<Session> {
+    let credentials = PeeringCredentials {
+        cluster_id: provider(i),
+        cluster_name: provider(i),
+        auth_url: format!("https://{}.example:6443", provider(i)),
+        token: format!("secret-of-{}", provider(i)),
     };
-    let up = Instant::now();
-    let mut first = session(0)?;
-    while let Err(e) = first.authenticate().await {
-        if up.elapsed() > Duration::from_secs(30) {
-            return Err(format!("the catalog did not start: {e}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let mut sessions = vec![first];
-    let started = Instant::now();
-    for i in 0..PROVIDERS {
-        if i > 0 {
-            sessions.push(session(i)?);
-        }
-        let offer = json!({"name": format!("offer {i}"), "type": "compute",
-                          "labels": {"region": if i % 2 == 0 { "eu" } else { "us" }},
-                          "plans": {"std": {"name": "std", "cost": format!("{}", 10 + i),
-                                            "resources": {"cpu": "4", "memory": "8Gi"}}}});
-        sessions[i]
-            .put_offer(&format!("offer-{i:03}"), &offer)
-            .await?;
-    }
-    eprintln!("{PROVIDERS} providers published in {:?}", started.elapsed());
+    let mut session = Session::new(
+        http,
+        Login::Provider {
+            credentials,
+            file: None,
+        },
+    );
+    put_offer(&mut session, i).await?;
+    Ok(session)
+}
 
+async fn put_offer(session: &mut Session, i: usize) -> Result<()> {
+    let offer = json!({"name": format!("offer {i}"), "type": "compute",
+                      "labels": {"region": if i.is_multiple_of(2) { "eu" } else { "us" }},
+                      "plans": {"std": {"name": "std", "cost": format!("{}", 10 + i),
+                                        "resources": {"cpu": "4", "memory": "8Gi"}}}});
+    session.put_offer(&offer_id(i), &offer).await?;
+    Ok(())
+}
+
+/// The controller's requests among `records`, as (`verb resource`,
+/// count), most first.
+fn requests_by_kind(records: &[AuditRecord]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
+    {
+        let what = match &r.resource {
+            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
+            None => r.verb.clone(),
+        };
+        *counts.entry(what).or_default() += 1;
+    }
+    let mut all: Vec<(String, usize)> = counts.into_iter().collect();
+    all.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    all
+}
+
+fn summary(requests: &[(String, usize)]) -> String {
+    let total: usize = requests.iter().map(|(_, n)| n).sum();
+    let kinds: Vec<String> = requests.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!("{total} ({})", kinds.join(", "))
+}
+
+/// What one size measured.
+struct Figures {
+    namespaces: usize,
+    providers: usize,
+    initial: Duration,
+    rounds: Vec<Duration>,
+    latencies: Vec<Duration>,
+    /// The orchestrator's API requests in each round.
+    requests: Vec<Vec<(String, usize)>>,
+    /// CPU seconds of each round: the orchestrator, this process (the API
+    /// server and the bench's watch), the catalog.
+    cpu_rounds: Vec<[f64; 3]>,
+    /// The orchestrator's VmRSS once placed, after the rounds, and VmHWM.
+    rss_placed: u64,
+    rss_after: u64,
+    hwm: u64,
+}
+
+impl Figures {
+    /// Mean CPU seconds of a round: orchestrator, API server, catalog.
+    fn cpu_per_round(&self) -> [f64; 3] {
+        let n = self.cpu_rounds.len().max(1) as f64;
+        let mut sum = [0.0; 3];
+        for r in &self.cpu_rounds {
+            for (s, x) in sum.iter_mut().zip(r) {
+                *s += x;
+            }
+        }
+        sum.map(|s| s / n)
+    }
+}
+
+async fn one_size(
+    catalog_pid: u32,
+    base: &str,
+    sessions: &mut [Session],
+    total: usize,
+    rounds: usize,
+) -> Result<Figures> {
+    let providers = total / PER_PROVIDER;
+    let consumers = total / PER_CONSUMER;
     // The broker cluster.
     let kube = KubeApiServer::start().await.map_err(|e| e.to_string())?;
+    kube.set_rbac(false);
     let started = Instant::now();
-    for n in 0..NAMESPACES {
-        let consumer = format!("consumer-{}", n % CONSUMERS);
+    for n in 0..total {
+        let consumer = format!("consumer-{}", n % consumers);
         kube.apply(
             ("", "namespaces"),
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("app-{n:04}"),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("app-{n:05}"),
                 "labels": {"liqo.io/remote-cluster-id": consumer},
                 "annotations": {"liqo.io/managed-by-namespace-map": format!("liqo-tenant-{consumer}/{consumer}"),
-                                "liqo.io/original-name": format!("app-{n:04}")}}}),
+                                "liqo.io/original-name": format!("app-{n:05}")}}}),
         );
     }
-    eprintln!("{NAMESPACES} namespaces created in {:?}", started.elapsed());
+    eprintln!(
+        "[{total}] {total} namespaces of {consumers} consumers created in {:?}",
+        started.elapsed()
+    );
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    kube.write_kubeconfig_as(&kubeconfig, CONTROLLER_USER)
+        .map_err(|e| e.to_string())?;
 
-    // As the tests' own user (in system:masters): a client without
-    // credentials is `system:anonymous`, whom the server refuses.
+    // The orchestrator, at its shipped defaults but for the Lease (one
+    // replica) and the probe port (any free one).
+    let orchestrator = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_orchestrator"))
+            .args(["--catalog", base, "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--leader-elect", "false", "--http-listen", "127.0.0.1:0"])
+            .args(["--instance", "bench"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let pid = orchestrator.0.id();
+
     let mut config = Config::new(kube.url().parse()?);
     config.auth_info.token = Some(kube.admin_token().to_string().into());
     let client = Client::try_from(config)?;
-    let metrics = Metrics::new();
-    let stop_feed = CancellationToken::new();
-    let (snapshot, feed_task) =
-        feed::follow(Catalog::parse(&base)?, metrics.clone(), stop_feed.clone());
-    let offers = snapshot.subscribe();
-    let shutdown = CancellationToken::new();
-    let settings = Settings {
-        policy: Arc::new(Policy::default()),
-        resync: Duration::from_secs(3600),
-        retry: Duration::from_millis(200),
-        reporter: kube::runtime::events::Reporter {
-            controller: "bench".into(),
-            instance: Some("bench".into()),
-        },
-    };
-    let controller = tokio::spawn(controller::run(
-        client.clone(),
-        settings,
-        offers,
-        metrics,
-        shutdown.clone(),
-    ));
-
     // Every namespace's selection as written.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watch = tokio::spawn({
@@ -201,69 +313,223 @@ async fn main() -> Result<()> {
         }
     });
 
-    let mut current: HashMap<String, Vec<String>> = HashMap::new();
-    let all_on = |current: &HashMap<String, Vec<String>>, p: &str| {
-        current.len() == NAMESPACES && current.values().all(|s| s.len() == 1 && s[0] == p)
-    };
+    let mut current = Selections::default();
     let first = Instant::now();
-    while !all_on(&current, &provider(0)) {
-        let Some((_, ns, sel)) = rx.recv().await else {
-            break;
+    while !current.all_on(total, &provider(0)) {
+        let Some((_, ns, sel)) = tokio::time::timeout(STALL, rx.recv()).await? else {
+            return Err("the watch ended".into());
         };
-        current.insert(ns, sel);
+        current.set(ns, sel);
     }
-    eprintln!(
-        "initial placement of {NAMESPACES} namespaces in {:?}",
-        first.elapsed()
-    );
+    let initial = first.elapsed();
+    eprintln!("[{total}] initial placement of {total} namespaces in {initial:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, rss_placed) = memory_of(pid);
 
     let mut latencies = Vec::new();
     let mut round_times = Vec::new();
+    let mut requests = Vec::new();
+    let mut cpu_rounds = Vec::new();
     for (round, session) in sessions
         .iter_mut()
         .enumerate()
-        .take(rounds.min(PROVIDERS - 1))
+        .take(rounds.min(providers - 1))
     {
         tokio::time::sleep(Duration::from_millis(300)).await;
         while let Ok((_, ns, sel)) = rx.try_recv() {
-            current.insert(ns, sel);
+            current.set(ns, sel);
         }
         let next = provider(round + 1);
+        let mark = kube.audit().len();
+        let (pid_s, catalog_s) = (pid.to_string(), catalog_pid.to_string());
+        let cpu_before = [
+            cpu_seconds(&pid_s),
+            cpu_seconds("self"),
+            cpu_seconds(&catalog_s),
+        ];
         let changed = Instant::now();
-        session.delete_offer(&format!("offer-{round:03}")).await?;
+        session.delete_offer(&offer_id(round)).await?;
         let mut moved = 0;
-        while !all_on(&current, &next) {
-            let Some((at, ns, sel)) = rx.recv().await else {
-                break;
+        while !current.all_on(total, &next) {
+            let Some((at, ns, sel)) = tokio::time::timeout(STALL, rx.recv()).await? else {
+                return Err("the watch ended".into());
             };
-            if current.get(&ns) != Some(&sel) {
+            if current.of.get(&ns) != Some(&sel) {
                 latencies.push(at.duration_since(changed));
                 moved += 1;
             }
-            current.insert(ns, sel);
+            current.set(ns, sel);
         }
-        round_times.push(changed.elapsed());
+        let took = changed.elapsed();
+        round_times.push(took);
+        let spent = [
+            cpu_seconds(&pid_s) - cpu_before[0],
+            cpu_seconds("self") - cpu_before[1],
+            cpu_seconds(&catalog_s) - cpu_before[2],
+        ];
+        cpu_rounds.push(spent);
+        let made = requests_by_kind(&kube.audit()[mark..]);
         eprintln!(
-            "round {round}: {moved} namespaces moved to {next} in {:?}",
-            changed.elapsed()
+            "[{total}] round {round}: {moved} namespaces moved to {next} in {took:?}; CPU: orchestrator {:.2} s, API server (bench process) {:.2} s, catalog {:.2} s; the orchestrator's API requests: {}",
+            spent[0], spent[1], spent[2],
+            summary(&made)
         );
+        requests.push(made);
+    }
+    let (hwm, rss_after) = memory_of(pid);
+    drop(orchestrator);
+    watch.abort();
+    drop(kube);
+    // The withdrawn offers back, for the next size.
+    for (i, session) in sessions.iter_mut().enumerate().take(round_times.len()) {
+        put_offer(session, i).await?;
     }
     latencies.sort();
     round_times.sort();
-    println!(
-        "decision latency, offer withdrawn -> NamespaceOffloading written ({NAMESPACES} namespaces, {PROVIDERS} providers, {} moves over {} rounds): \
-         p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; whole round ({NAMESPACES} namespaces) median {:.1} ms",
-        latencies.len(),
-        round_times.len(),
-        percentile(&latencies, 50.0).as_secs_f64() * 1e3,
-        percentile(&latencies, 99.0).as_secs_f64() * 1e3,
-        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
-        percentile(&round_times, 50.0).as_secs_f64() * 1e3,
+    Ok(Figures {
+        namespaces: total,
+        providers,
+        initial,
+        rounds: round_times,
+        latencies,
+        requests,
+        cpu_rounds,
+        rss_placed,
+        rss_after,
+        hwm,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let sizes: Vec<usize> = std::env::var("SIZES")
+        .unwrap_or_else(|_| "300,1000,2000".to_string())
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| format!("SIZES: a comma-separated list of namespace counts: {e}"))?;
+    if let Some(bad) = sizes
+        .iter()
+        .find(|n| **n < 2 * PER_CONSUMER || !n.is_multiple_of(PER_CONSUMER))
+    {
+        return Err(format!(
+            "SIZES: {bad} is not a multiple of {PER_CONSUMER} of at least {}",
+            2 * PER_CONSUMER
+        )
+        .into());
+    }
+
+    // The catalog.
+    let data = tempfile::tempdir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let bin = catalog_bin();
+    eprintln!("catalog: {}", bin.display());
+    let catalog = Killed(
+        std::process::Command::new(&bin)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(data.path())
+            .args(["--auth-rate-limit", "100000"])
+            .env("RUST_LOG", "warn")
+            .spawn()?,
     );
-    shutdown.cancel();
-    stop_feed.cancel();
-    let _ = controller.await;
-    watch.abort();
-    let _ = feed_task.await;
+    let catalog_pid = catalog.0.id();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = Http::new(
+        Http::client(Duration::from_secs(30), "orchestrator-bench")?,
+        base.parse()?,
+    );
+    let up = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if up.elapsed() > Duration::from_secs(30) {
+            return Err("the catalog did not start".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let mut sessions: Vec<Session> = Vec::new();
+    let mut all = Vec::new();
+    for &total in &sizes {
+        // Providers this size adds: logged in (argon2 on the catalog's
+        // side) and published a few at a time.
+        let providers = total / PER_PROVIDER;
+        if sessions.len() < providers {
+            let started = Instant::now();
+            let mut added: Vec<(usize, Session)> = futures::stream::iter(sessions.len()..providers)
+                .map(|i| {
+                    let http = http.clone();
+                    async move { publish(http, i).await.map(|s| (i, s)) }
+                })
+                .buffer_unordered(8)
+                .collect::<Vec<_>>()
+                .await
+                .into_iter()
+                .collect::<Result<_>>()?;
+            added.sort_by_key(|(i, _)| *i);
+            sessions.extend(added.into_iter().map(|(_, s)| s));
+            eprintln!(
+                "[{total}] {providers} providers published ({:?} for the new ones)",
+                started.elapsed()
+            );
+        }
+        let f = one_size(
+            catalog_pid,
+            &base,
+            &mut sessions[..providers],
+            total,
+            rounds,
+        )
+        .await?;
+        println!(
+            "decision latency, offer withdrawn -> NamespaceOffloading written ({} namespaces, {} providers, {} moves over {} rounds): \
+             p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; whole round median {:.1} ms, worst {:.1} ms; first placement {:.0} ms; \
+             CPU per round: orchestrator {:.2} s, API server {:.2} s, catalog {:.2} s; \
+             orchestrator RSS {:.1} MiB placed, {:.1} MiB after the rounds, peak (VmHWM) {:.1} MiB; \
+             its API requests in the last round: {}",
+            f.namespaces,
+            f.providers,
+            f.latencies.len(),
+            f.rounds.len(),
+            ms(percentile(&f.latencies, 50.0)),
+            ms(percentile(&f.latencies, 99.0)),
+            ms(f.latencies.last().copied().unwrap_or_default()),
+            ms(percentile(&f.rounds, 50.0)),
+            ms(f.rounds.last().copied().unwrap_or_default()),
+            ms(f.initial),
+            f.cpu_per_round()[0],
+            f.cpu_per_round()[1],
+            f.cpu_per_round()[2],
+            mib(f.rss_placed),
+            mib(f.rss_after),
+            mib(f.hwm),
+            f.requests.last().map(|r| summary(r.as_slice())).unwrap_or_default(),
+        );
+        all.push(f);
+    }
+    println!();
+    println!("| providers × namespaces | first placement | round median | round worst | p50 | p99 | orchestrator CPU per round | API server CPU per round | RSS placed | RSS after rounds | VmHWM |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for f in &all {
+        println!(
+            "| {} × {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.2} s | {:.2} s | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
+            f.providers,
+            f.namespaces,
+            ms(f.initial),
+            ms(percentile(&f.rounds, 50.0)),
+            ms(f.rounds.last().copied().unwrap_or_default()),
+            ms(percentile(&f.latencies, 50.0)),
+            ms(percentile(&f.latencies, 99.0)),
+            f.cpu_per_round()[0],
+            f.cpu_per_round()[1],
+            mib(f.rss_placed),
+            mib(f.rss_after),
+            mib(f.hwm),
+        );
+    }
     Ok(())
 }

@@ -43,6 +43,16 @@ pub struct Found {
     /// ([`instance::MAPPING_ANNOTATION`]; `None`: made before it was
     /// recorded).
     pub mapping: Option<String>,
+    /// The contract it is sold under now, when not `contract_id`'s
+    /// ([`instance::CURRENT_CONTRACT_ANNOTATION`]).
+    pub current: Option<String>,
+}
+
+impl Found {
+    /// The contract the instance is sold under now.
+    pub fn current(&self) -> &str {
+        self.current.as_deref().unwrap_or(&self.contract_id)
+    }
 }
 
 /// The provider's cluster, as the controller uses it.
@@ -114,6 +124,7 @@ impl Cluster {
                 "labels": {MANAGED_BY: MANAGER},
                 "annotations": {
                     instance::CONTRACT_ANNOTATION: names.contract_id,
+                    instance::CURRENT_CONTRACT_ANNOTATION: names.current,
                     instance::OFFER_ANNOTATION: offer,
                     instance::PLAN_ANNOTATION: plan,
                     instance::MAPPING_ANNOTATION: names.mapping,
@@ -168,6 +179,9 @@ impl Cluster {
                         .unwrap_or_default(),
                     terminating: ns.metadata.deletion_timestamp.is_some(),
                     mapping: annotations.get(instance::MAPPING_ANNOTATION).cloned(),
+                    current: annotations
+                        .get(instance::CURRENT_CONTRACT_ANNOTATION)
+                        .cloned(),
                 })
             })
             .collect())

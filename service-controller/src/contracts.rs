@@ -118,6 +118,10 @@ pub struct Follower {
     listing: Failures,
     /// Renders the templates off the runtime, each verdict kept.
     renderer: Renderer,
+    /// Per contract, the update (OSB `PATCH`) its last customer-peering
+    /// read named: a new one has its reports sent again, as for a new
+    /// provisioning, and each report names it.
+    updates: HashMap<String, String>,
 }
 
 impl Follower {
@@ -132,6 +136,7 @@ impl Follower {
             reading: Failures::new("read the contracts"),
             listing: Failures::new("list the instance namespaces"),
             renderer,
+            updates: HashMap::new(),
         }
     }
 
@@ -258,14 +263,24 @@ impl Follower {
             };
             active.insert(contract.id.clone());
             // The holder's generation: a changed ServiceCatalog is tried at
-            // once, whatever the wait.
+            // once, whatever the wait; so is a contract stamped since (an
+            // update, a binding asked for).
             let version = holder.map_or_else(String::new, |c| {
                 format!(
-                    "{}/{}",
+                    "{}/{}/{:?}",
                     c.metadata.uid.as_deref().unwrap_or_default(),
-                    c.metadata.generation.unwrap_or_default()
+                    c.metadata.generation.unwrap_or_default(),
+                    contract.bindings_changed_at,
                 )
             });
+            // Replaced by a plan change whose contract now holds the
+            // instance (its namespace names the new one as current): the
+            // new contract is served, this one waits for its end.
+            if replaced(&contract.id, &found, |id| {
+                contracts.iter().any(|c| c.active && c.id == id)
+            }) {
+                continue;
+            }
             let now = Instant::now();
             if self
                 .waiting
@@ -286,10 +301,11 @@ impl Follower {
         }
         self.waiting
             .retain(|id, _| contracts.iter().any(|c| c.active && &c.id == id));
-        for instance in found
-            .iter()
-            .filter(|f| !active.contains(&f.contract_id) && !f.terminating)
-        {
+        self.updates
+            .retain(|id, _| contracts.iter().any(|c| c.active && &c.id == id));
+        // An instance goes when neither the contract it is named after nor
+        // the one it is sold under now (after a plan change) is active.
+        for instance in found.iter().filter(|f| !kept(f, &active) && !f.terminating) {
             let span = tracing::info_span!("deprovision", contract = %instance.contract_id);
             match self.deprovision(session, instance).instrument(span).await {
                 Ok(true) => {}
@@ -380,6 +396,9 @@ impl Follower {
         let body = ServiceReport {
             state,
             description: Some(description.chars().take(1024).collect()),
+            // The update this pass read, if any: a report from before it
+            // must not settle it.
+            update: self.updates.get(contract).cloned(),
         };
         match session.report_service(contract, &body).await {
             Ok(()) | Err(CatalogError::Rejected { status: 409, .. }) => {}
@@ -404,8 +423,23 @@ impl Follower {
             Err(CatalogError::Ended(_)) => return Ok(Outcome::Going),
             Err(e) => return Err(e.into()),
         };
-        let names = match instance_names(contract, &peering.parameters, found) {
-            Ok(names) => names,
+        // An update waiting: its outcome is reported even if it reads as
+        // the last report sent (the same objects, say).
+        match &peering.update {
+            Some(update) if self.updates.get(contract) != Some(update) => {
+                self.reported.remove(contract);
+                self.updates.insert(contract.to_string(), update.clone());
+            }
+            Some(_) => {}
+            None => {
+                self.updates.remove(contract);
+            }
+        }
+        // After a plan change the instance keeps the names of its first
+        // contract; it is sold under this one.
+        let named_after = peering.instance_contract_id.as_deref().unwrap_or(contract);
+        let names = match instance_names(named_after, &peering.parameters, found) {
+            Ok(names) => names.serving(contract),
             Err(why) => return self.fail(session, contract, why).await,
         };
         self.cluster
@@ -475,7 +509,8 @@ impl Follower {
         }
         let parameters = &peering.parameters;
         let vars = Vars {
-            instance_id: contract,
+            // The first contract: the same through plan changes.
+            instance_id: &names.contract_id,
             namespace: &names.namespace,
             remote_namespace: &remote_namespace,
             service: &service.id,
@@ -505,9 +540,24 @@ impl Follower {
             Err(e) => return Err(e.into()),
         };
         let refs: Vec<_> = objects.iter().map(template::reference).collect();
-        // Recorded before any is applied, so a half-done apply is removed
-        // too.
-        self.cluster.record_rendered(&names, &refs).await?;
+        // What an earlier render made that this one does not (an update's
+        // parameters or plan dropped it): removed once the new objects are
+        // applied.
+        let stale: Vec<_> = found
+            .iter()
+            .find(|f| f.namespace == names.namespace)
+            .map(|f| {
+                f.rendered
+                    .iter()
+                    .filter(|r| !refs.contains(r))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Recorded before any is applied (with what they replace), so a
+        // half-done apply is removed too.
+        let recorded: Vec<_> = refs.iter().chain(&stale).cloned().collect();
+        self.cluster.record_rendered(&names, &recorded).await?;
         self.report(
             session,
             contract,
@@ -518,6 +568,16 @@ impl Follower {
         self.cluster
             .apply_objects(&names.namespace, resolved)
             .await?;
+        if !stale.is_empty() {
+            if !self
+                .cluster
+                .delete_objects(&names.namespace, &stale)
+                .await?
+            {
+                return Ok(Outcome::Going);
+            }
+            self.cluster.record_rendered(&names, &refs).await?;
+        }
         let running = if remote_namespace == names.namespace {
             format!("the service is running in namespace {}", names.namespace)
         } else {
@@ -614,10 +674,7 @@ impl Follower {
                 }
             }
         };
-        match session
-            .report_binding(&names.contract_id, id, &report)
-            .await
-        {
+        match session.report_binding(&names.current, id, &report).await {
             Ok(())
             | Err(CatalogError::NotFound(_))
             | Err(CatalogError::Rejected { status: 409, .. }) => {}
@@ -633,8 +690,9 @@ impl Follower {
         session: &mut Session,
         found: &Found,
     ) -> Result<bool, StepError> {
-        let contract = &found.contract_id;
-        let names = Names::of(contract);
+        // Named after its first contract; reported under the current one.
+        let names = Names::of(&found.contract_id);
+        let contract = found.current();
         if !self
             .cluster
             .delete_objects(&found.namespace, &found.rendered)
@@ -689,6 +747,20 @@ fn show_source(metrics: &Metrics, now: &FollowedContracts) {
     metrics
         .contracts_streamed
         .set(i64::from(now.source == Source::Stream));
+}
+
+/// Whether contract `id` was replaced by a plan change: the instance
+/// named after it is sold under another contract now, still `active`.
+pub fn replaced(id: &str, found: &[Found], active: impl Fn(&str) -> bool) -> bool {
+    found
+        .iter()
+        .any(|f| f.contract_id == id && f.current() != id && active(f.current()))
+}
+
+/// Whether the instance `f` stays: the contract it is named after, or the
+/// one it is sold under now (after a plan change), is `active`.
+pub fn kept(f: &Found, active: &HashSet<String>) -> bool {
+    active.contains(&f.contract_id) || active.contains(f.current())
 }
 
 /// The names of `contract`'s instance: those of its namespace when it
@@ -822,7 +894,53 @@ mod tests {
             rendered: Vec::new(),
             terminating: false,
             mapping: mapping.map(str::to_string),
+            current: None,
         }
+    }
+
+    /// Issue 45: after a plan change the instance, named after its first
+    /// contract, is sold under the new one: the first is not served while
+    /// the new one is active, and the instance stays while either is; once
+    /// both ended it goes.
+    #[test]
+    fn a_plan_change_keeps_the_instance_under_its_new_contract() {
+        let mut moved = found("c1", "svc-c1", Some("EnforceSameName"));
+        moved.current = Some("c2".into());
+        let set = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<HashSet<_>>();
+        let both = set(&["c1", "c2"]);
+        let found = [moved.clone()];
+        assert!(replaced("c1", &found, |id| both.contains(id)));
+        assert!(!replaced("c2", &found, |id| both.contains(id)));
+        // The plan change failed (c2 ended): c1 is served again.
+        let first = set(&["c1"]);
+        assert!(!replaced("c1", &found, |id| first.contains(id)));
+        assert!(kept(&moved, &first));
+        assert!(kept(&moved, &set(&["c2"])));
+        assert!(!kept(&moved, &set(&[])));
+        // Never changed: its own contract.
+        let plain = found_one("c3");
+        assert!(kept(&plain, &set(&["c3"])) && !kept(&plain, &set(&["c2"])));
+        assert!(!replaced("c3", &[plain], |_| true));
+        // Its names: the first contract's, sold under the current one.
+        let names = instance_names("c1", &serde_json::json!({}), &found)
+            .unwrap()
+            .serving("c2");
+        assert_eq!(
+            (
+                names.namespace.as_str(),
+                names.purchase.as_str(),
+                names.current.as_str()
+            ),
+            ("svc-c1", "service-c1", "c2")
+        );
+    }
+
+    fn found_one(contract: &str) -> Found {
+        found(
+            contract,
+            &format!("svc-{contract}"),
+            Some("EnforceSameName"),
+        )
     }
 
     /// Issue 45: a new instance is named with the customer's prefix and

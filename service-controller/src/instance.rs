@@ -61,6 +61,10 @@ use crate::template::{MANAGED_BY, MANAGER};
 pub const CONTRACT_ANNOTATION: &str = "broker.liqo-broker.io/contract-id";
 pub const OFFER_ANNOTATION: &str = "broker.liqo-broker.io/offer-id";
 pub const PLAN_ANNOTATION: &str = "broker.liqo-broker.io/plan-id";
+/// The contract the instance is sold under now, when a plan change (issue
+/// 45) replaced the one it is named after ([`CONTRACT_ANNOTATION`]): its
+/// reports and bindings go to this one. Absent: that one.
+pub const CURRENT_CONTRACT_ANNOTATION: &str = "broker.liqo-broker.io/current-contract-id";
 /// The objects rendered into the namespace (JSON list of references), so
 /// deprovisioning removes exactly those before the peering goes.
 pub const RENDERED_ANNOTATION: &str = "broker.liqo-broker.io/rendered";
@@ -105,7 +109,12 @@ pub const KUBECONFIG_KEY: &str = "kubeconfig";
 /// The names of what one instance is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
+    /// The contract everything is named after: the instance's first.
     pub contract_id: String,
+    /// The contract the instance is sold under now (the catalog's reports
+    /// and bindings are this one's): `contract_id` until a plan change
+    /// bought another ([`Names::serving`]).
+    pub current: String,
     /// The instance namespace (on this cluster; offloaded to the customer).
     pub namespace: String,
     /// The Purchase and, with `-peering`, the kubeconfig Secret.
@@ -139,10 +148,19 @@ impl Names {
         Self::in_namespace(contract_id, namespace, mapping.unwrap_or(DEFAULT_NAME))
     }
 
+    /// These names, the instance sold under contract `current` now.
+    pub fn serving(self, current: &str) -> Self {
+        Self {
+            current: current.to_string(),
+            ..self
+        }
+    }
+
     fn in_namespace(contract_id: &str, namespace: &str, mapping: &str) -> Self {
         let purchase = dns_label("service-", contract_id, "-peering".len());
         Self {
             contract_id: contract_id.to_string(),
+            current: contract_id.to_string(),
             namespace: namespace.to_string(),
             peering_secret: format!("{purchase}-peering"),
             purchase,

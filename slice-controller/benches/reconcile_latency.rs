@@ -1,37 +1,64 @@
-//! Reconcile latency: chain change → status written, for 1,000 slices.
+//! Reconcile latency and the controller's memory, chain change → status
+//! written, at several sizes (default 100, 300 and 1,000 slices: the test
+//! API server's cost grows as the square of its objects, docs/benchmarks.md).
 //!
-//! The test API server (Liqo v1.2.0 CRDs) holds 100 consumers with 10
-//! authenticated slices of class `bench` each, every slice asking `cpu: 1`.
-//! The controller runs in this process (`fit`, `--on-shrink follow`, no
-//! leader election) over a memory source. Each round flips the chain's
-//! answer between `cpu: 5` and `cpu: 10`, which flips 5 slices of every
-//! consumer (500 slices) between Denied and Accepted. A watch on the slices
-//! notes when each flipped slice's new status arrives; its latency is that
-//! time minus the moment the chain changed. Reported: p50, p99 and max over
-//! every flipped slice of every round, and the time for a whole round.
+//! For each size N, a fresh test API server (Liqo v1.2.0 CRDs) holds N/10
+//! consumers with 10 authenticated slices of class `bench` each, every
+//! slice asking `cpu: 1`. The controller runs in this process (`fit`,
+//! `--on-shrink follow`, no leader election) over a memory source, on a
+//! runtime of its own (two workers), so that its heap can be told apart
+//! (support/controller_heap.rs). Each round flips the chain's answer
+//! between `cpu: 5` and `cpu: 10`, which flips 5 slices of every consumer
+//! (N/2 slices): growing grants the ones refused, shrinking revokes 5
+//! granted ones (under `follow` a revoked slice stays `Accepted` with every
+//! resource at 0 and cordoned, two writes: status and annotation). A watch
+//! on the slices notes when each flipped slice reaches its new state; its
+//! latency is that time minus the moment the chain changed. Reported per size: p50, p99 and max
+//! over every flipped slice of every round, a whole round's time (median
+//! and worst), the first decision of all N slices, and the controller's
+//! heap (bytes its runtime allocated and still holds after the rounds, and
+//! its peak) beside the whole process's RSS (which includes the API
+//! server).
 //!
 //! `cargo bench -p slice-controller --bench reconcile_latency`
-//! (`ROUNDS=N` to change the number of rounds, default 6).
+//! (`SIZES=100,300,1000` the slice counts, multiples of 10; `ROUNDS=N`
+//! rounds per size, default 4).
 
-use std::collections::HashMap;
+#[path = "support/controller_heap.rs"]
+mod controller_heap;
+#[path = "support/cpu.rs"]
+mod cpu;
+
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controller_core::liqo::RESOURCES_CONDITION;
+use controller_core::liqo::{CORDON_ANNOTATION, NOT_CORDONED_VALUES, RESOURCES_CONDITION};
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client, Config};
-use kube_test_server::KubeApiServer;
+use kube::{Api, Client, Config, ResourceExt};
+use kube_test_server::{AuditRecord, KubeApiServer};
 use quantity::ResourceList;
 use resource_reader::MemorySource;
 use resource_reader::ResourceReader;
 use serde_json::json;
+use slice_controller::config::ControllerArgs;
 use slice_controller::model::{ConditionStatus, ResourceSlice};
 use tokio_util::sync::CancellationToken;
 
-const CONSUMERS: usize = 100;
+#[global_allocator]
+static HEAP: controller_heap::Tagged = controller_heap::Tagged;
+
 const PER_CONSUMER: usize = 10;
+/// Who the controller is to the API server (RBAC off: the bench measures
+/// the work, not the permissions), so that its requests can be counted.
+const CONTROLLER_USER: &str = "bench:slice-controller";
+/// The name of the controller's threads (its CPU time is theirs).
+const CONTROLLER_THREAD: &str = "slice-ctl";
 const CLASS: &str = "bench";
+/// A round or the first decision that sees no status for this long has
+/// stalled: the bench stops rather than hang.
+const STALL: Duration = Duration::from_secs(120);
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -39,8 +66,39 @@ fn cpu(n: &str) -> ResourceList {
     ResourceList::from_strings([("cpu", n)]).unwrap_or_default()
 }
 
-fn status_of(slice: &ResourceSlice) -> Option<ConditionStatus> {
-    slice.condition(RESOURCES_CONDITION).and_then(|c| c.status)
+/// A slice's decision as the consumer sees it. Under `--on-shrink follow`
+/// with `fit`, a slice that no longer fits is revoked, not denied: it stays
+/// `Accepted` with every resource at 0 and cordoned (`liqo.io/cordon`), and
+/// a later grant lifts the cordon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decided {
+    Granted,
+    Refused,
+}
+
+/// `None` while undecided, or between the two writes of a revocation or
+/// of its lifting (status and annotation).
+fn decided(slice: &ResourceSlice) -> Option<Decided> {
+    let status = slice.condition(RESOURCES_CONDITION)?.status?;
+    let cordoned = slice
+        .annotations()
+        .get(CORDON_ANNOTATION)
+        .is_some_and(|v| !NOT_CORDONED_VALUES.contains(&v.as_str()));
+    let zero = slice
+        .status
+        .as_ref()
+        .and_then(|s| s["resources"]["cpu"].as_str())
+        .is_none_or(|cpu| {
+            cpu.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<f64>()
+                .is_ok_and(|n| n == 0.0)
+        });
+    match (status, cordoned, zero) {
+        (ConditionStatus::Denied, _, _) => Some(Decided::Refused),
+        (ConditionStatus::Accepted, false, false) => Some(Decided::Granted),
+        (ConditionStatus::Accepted, true, true) => Some(Decided::Refused),
+        _ => None,
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -51,16 +109,179 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let rounds: usize = std::env::var("ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(6);
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// As the tests' own user (in system:masters): a client without
+/// credentials is `system:anonymous`, whom the server refuses.
+fn client_of(url: &str, token: &str) -> Result<Client> {
+    let mut config = Config::new(url.parse()?);
+    config.auth_info.token = Some(token.to_string().into());
+    Ok(Client::try_from(config)?)
+}
+
+fn controller_args() -> Result<ControllerArgs> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        controller: ControllerArgs,
+    }
+    Ok(Cli::try_parse_from([
+        "bench",
+        "--class",
+        CLASS,
+        "--grant-policy",
+        "fit",
+        "--on-shrink",
+        "follow",
+        "--leader-elect",
+        "false",
+        "--http-listen",
+        "127.0.0.1:0",
+    ])?
+    .controller)
+}
+
+/// The controller on a runtime of its own, whose threads' allocations are
+/// the controller's; the runtime (and what its tasks hold) is gone when
+/// the thread ends.
+fn start_controller(
+    url: String,
+    token: String,
+    reader: Arc<dyn ResourceReader>,
+    args: ControllerArgs,
+    shutdown: CancellationToken,
+) -> std::io::Result<std::thread::JoinHandle<std::result::Result<(), String>>> {
+    std::thread::Builder::new()
+        .name(CONTROLLER_THREAD.to_string())
+        .spawn(move || {
+            controller_heap::enter_controller();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name(CONTROLLER_THREAD)
+                .enable_all()
+                .on_thread_start(controller_heap::enter_controller)
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async move {
+                let client = client_of(&url, &token).map_err(|e| e.to_string())?;
+                slice_controller::config::run(client, reader, &args, shutdown)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        })
+}
+
+/// Every slice's last status seen, with the counts kept as they change:
+/// checking "settled" after each event costs nothing at 10,000 slices.
+#[derive(Default)]
+struct Statuses {
+    of: HashMap<String, Option<Decided>>,
+    granted: usize,
+    refused: usize,
+}
+
+impl Statuses {
+    fn count(&mut self, status: Option<Decided>, up: bool) {
+        let n = match status {
+            Some(Decided::Granted) => &mut self.granted,
+            Some(Decided::Refused) => &mut self.refused,
+            None => return,
+        };
+        if up {
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
+    }
+
+    /// Note `key`'s status; whether it changed.
+    fn set(&mut self, key: String, status: Option<Decided>) -> bool {
+        match self.of.insert(key, status) {
+            Some(before) if before == status => false,
+            before => {
+                if let Some(before) = before {
+                    self.count(before, false);
+                }
+                self.count(status, true);
+                true
+            }
+        }
+    }
+
+    /// All `total` decided, `granted` of them granted.
+    fn settled(&self, total: usize, granted: usize) -> bool {
+        self.granted == granted && self.granted + self.refused == total
+    }
+}
+
+/// The controller's requests among `records`, as (`verb resource`,
+/// count), most first.
+fn requests_by_kind(records: &[AuditRecord]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
+    {
+        let what = match &r.resource {
+            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
+            None => r.verb.clone(),
+        };
+        *counts.entry(what).or_default() += 1;
+    }
+    let mut all: Vec<(String, usize)> = counts.into_iter().collect();
+    all.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    all
+}
+
+fn summary(requests: &[(String, usize)]) -> String {
+    let total: usize = requests.iter().map(|(_, n)| n).sum();
+    let kinds: Vec<String> = requests.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!("{total} ({})", kinds.join(", "))
+}
+
+/// What one size measured.
+struct Figures {
+    slices: usize,
+    initial: Duration,
+    rounds: Vec<Duration>,
+    latencies: Vec<Duration>,
+    /// The controller's API requests in each round.
+    requests: Vec<Vec<(String, usize)>>,
+    /// CPU seconds of each round: the controller's threads, the whole
+    /// process (API server, controller, the bench's watch).
+    cpu_rounds: Vec<(f64, f64)>,
+    initial_cpu: (f64, f64),
+    /// Controller heap after the rounds, its peak, and what was left once
+    /// its runtime ended (bytes).
+    heap_live: usize,
+    heap_peak: usize,
+    heap_left: usize,
+    /// The whole process's VmRSS after the rounds (API server included).
+    process_rss: u64,
+}
+
+impl Figures {
+    /// Mean CPU seconds of a round: the controller's, the whole process's.
+    fn cpu_per_round(&self) -> (f64, f64) {
+        let n = self.cpu_rounds.len().max(1) as f64;
+        let (c, p) = self
+            .cpu_rounds
+            .iter()
+            .fold((0.0, 0.0), |(c, p), (dc, dp)| (c + dc, p + dp));
+        (c / n, p / n)
+    }
+}
+
+async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
+    let consumers = total / PER_CONSUMER;
     let kube = KubeApiServer::start().await.map_err(|e| e.to_string())?;
+    kube.set_rbac(false);
     let started = Instant::now();
-    for c in 0..CONSUMERS {
-        let consumer = format!("consumer-{c:03}");
+    for c in 0..consumers {
+        let consumer = format!("consumer-{c:05}");
         let namespace = format!("liqo-tenant-{consumer}");
         kube.apply(
             ("", "namespaces"),
@@ -86,46 +307,21 @@ async fn main() -> Result<()> {
             );
         }
     }
-    eprintln!(
-        "{} slices created in {:?}",
-        CONSUMERS * PER_CONSUMER,
-        started.elapsed()
-    );
+    let created = started.elapsed();
+    eprintln!("[{total}] {total} slices, {consumers} consumers created in {created:?}");
 
-    // As the tests' own user (in system:masters): a client without
-    // credentials is `system:anonymous`, whom the server refuses.
-    let mut config = Config::new(kube.url().parse()?);
-    config.auth_info.token = Some(kube.admin_token().to_string().into());
-    let client = Client::try_from(config)?;
+    let client = client_of(&kube.url(), kube.admin_token())?;
     let source = Arc::new(MemorySource::new(cpu("5")));
-    let reader: Arc<dyn ResourceReader> = source.clone();
-    let args = {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            controller: slice_controller::config::ControllerArgs,
-        }
-        Cli::try_parse_from([
-            "bench",
-            "--class",
-            CLASS,
-            "--grant-policy",
-            "fit",
-            "--on-shrink",
-            "follow",
-            "--leader-elect",
-            "false",
-            "--http-listen",
-            "127.0.0.1:0",
-        ])?
-        .controller
-    };
     let shutdown = CancellationToken::new();
-    let controller = tokio::spawn({
-        let (client, shutdown) = (client.clone(), shutdown.clone());
-        async move { slice_controller::config::run(client, reader, &args, shutdown).await }
-    });
+    let heap_before = controller_heap::live();
+    controller_heap::reset_peak();
+    let controller = start_controller(
+        kube.url(),
+        kube.token_for(CONTROLLER_USER),
+        source.clone(),
+        controller_args()?,
+        shutdown.clone(),
+    )?;
 
     // Follow every slice's Resources status as written.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -136,80 +332,175 @@ async fn main() -> Result<()> {
                 .applied_objects()
                 .boxed();
             while let Some(Ok(slice)) = events.next().await {
-                let _ = tx.send((Instant::now(), slice.key(), status_of(&slice)));
+                let _ = tx.send((Instant::now(), slice.key(), decided(&slice)));
             }
         }
     });
 
-    let mut current: HashMap<String, Option<ConditionStatus>> = HashMap::new();
-    let total = CONSUMERS * PER_CONSUMER;
-    let settle = |current: &HashMap<String, Option<ConditionStatus>>, accepted: usize| {
-        let a = current
-            .values()
-            .filter(|s| **s == Some(ConditionStatus::Accepted))
-            .count();
-        let d = current
-            .values()
-            .filter(|s| **s == Some(ConditionStatus::Denied))
-            .count();
-        a == accepted && a + d == total
-    };
+    let mut current = Statuses::default();
     // Initial decisions: 5 of 10 accepted per consumer.
+    let cpu_before = (cpu::threads(CONTROLLER_THREAD), cpu::process("self"));
     let first = Instant::now();
-    while !settle(&current, total / 2) {
-        let Some((_, key, status)) = rx.recv().await else {
-            break;
+    while !current.settled(total, total / 2) {
+        let Some((_, key, status)) = tokio::time::timeout(STALL, rx.recv()).await? else {
+            return Err("the watch ended".into());
         };
-        current.insert(key, status);
+        current.set(key, status);
     }
+    let initial = first.elapsed();
+    let initial_cpu = (
+        cpu::threads(CONTROLLER_THREAD) - cpu_before.0,
+        cpu::process("self") - cpu_before.1,
+    );
     eprintln!(
-        "initial decisions of {total} slices in {:?}",
-        first.elapsed()
+        "[{total}] initial decisions of {total} slices in {initial:?}; CPU: controller {:.2} s, whole process {:.2} s",
+        initial_cpu.0, initial_cpu.1
     );
 
     let mut latencies = Vec::new();
     let mut round_times = Vec::new();
+    let mut requests = Vec::new();
+    let mut cpu_rounds = Vec::new();
     for round in 0..rounds {
-        let grow = round % 2 == 0;
+        let grow = round.is_multiple_of(2);
         let expect_accepted = if grow { total } else { total / 2 };
         tokio::time::sleep(Duration::from_millis(300)).await;
         while let Ok((_, key, status)) = rx.try_recv() {
-            current.insert(key, status);
+            current.set(key, status);
         }
+        let mark = kube.audit().len();
+        let (controller_before, process_before) =
+            (cpu::threads(CONTROLLER_THREAD), cpu::process("self"));
         let changed = Instant::now();
         source.set(cpu(if grow { "10" } else { "5" }));
         let mut flipped = 0;
-        while !settle(&current, expect_accepted) {
-            let Some((at, key, status)) = rx.recv().await else {
-                break;
+        while !current.settled(total, expect_accepted) {
+            let Ok(Some((at, key, status))) = tokio::time::timeout(STALL, rx.recv()).await else {
+                return Err(format!(
+                    "[{total}] round {round} stalled: {} granted and {} refused of {total}, {expect_accepted} granted awaited",
+                    current.granted, current.refused
+                )
+                .into());
             };
-            if current.get(&key) != Some(&status) {
+            if current.set(key, status) {
                 latencies.push(at.duration_since(changed));
                 flipped += 1;
             }
-            current.insert(key, status);
         }
-        round_times.push(changed.elapsed());
+        let took = changed.elapsed();
+        round_times.push(took);
+        let ctl_cpu = cpu::threads(CONTROLLER_THREAD) - controller_before;
+        let all_cpu = cpu::process("self") - process_before;
+        cpu_rounds.push((ctl_cpu, all_cpu));
+        let made = requests_by_kind(&kube.audit()[mark..]);
         eprintln!(
-            "round {round}: {flipped} slices flipped in {:?}",
-            changed.elapsed()
+            "[{total}] round {round}: {flipped} slices flipped in {took:?}; CPU: controller {ctl_cpu:.2} s, whole process {all_cpu:.2} s; the controller's API requests: {}",
+            summary(&made)
         );
+        requests.push(made);
     }
+    let heap_live = controller_heap::live().saturating_sub(heap_before);
+    let heap_peak = controller_heap::peak().saturating_sub(heap_before);
+    let (_, process_rss) = controller_heap::rss("self");
+    shutdown.cancel();
+    let ended = tokio::task::spawn_blocking(move || controller.join()).await?;
+    match ended {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(format!("the controller failed: {e}").into()),
+        Err(_) => return Err("the controller's thread panicked".into()),
+    }
+    let heap_left = controller_heap::live().saturating_sub(heap_before);
+    watch.abort();
+    drop(kube);
     latencies.sort();
     round_times.sort();
-    println!(
-        "reconcile latency, chain change -> status written ({} slices, {} consumers, {} flips over {rounds} rounds): \
-         p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; whole round (500 slices) median {:.1} ms",
-        total,
-        CONSUMERS,
-        latencies.len(),
-        percentile(&latencies, 50.0).as_secs_f64() * 1000.0,
-        percentile(&latencies, 99.0).as_secs_f64() * 1000.0,
-        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
-        percentile(&round_times, 50.0).as_secs_f64() * 1000.0,
-    );
-    shutdown.cancel();
-    let _ = controller.await;
-    watch.abort();
+    Ok(Figures {
+        slices: total,
+        initial,
+        rounds: round_times,
+        latencies,
+        requests,
+        cpu_rounds,
+        initial_cpu,
+        heap_live,
+        heap_peak,
+        heap_left,
+        process_rss,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(4);
+    let sizes: Vec<usize> = std::env::var("SIZES")
+        .unwrap_or_else(|_| "100,300,1000".to_string())
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| format!("SIZES: a comma-separated list of slice counts: {e}"))?;
+    if let Some(bad) = sizes
+        .iter()
+        .find(|n| **n == 0 || !n.is_multiple_of(PER_CONSUMER))
+    {
+        return Err(format!("SIZES: {bad} is not a positive multiple of {PER_CONSUMER}").into());
+    }
+    let mut all = Vec::new();
+    for &total in &sizes {
+        let f = one_size(total, rounds).await?;
+        let (ctl_cpu, all_cpu) = f.cpu_per_round();
+        println!(
+            "reconcile latency, chain change -> status written ({} slices, {} consumers, {} flips over {rounds} rounds): \
+             p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; whole round ({} slices) median {:.1} ms, worst {:.1} ms; \
+             CPU per round: controller {:.2} s, whole process {:.2} s; \
+             first decision of all {:.0} ms (CPU: controller {:.2} s, whole process {:.2} s); \
+             controller heap {:.1} MiB after the rounds, peak {:.1} MiB, {:.2} MiB left after stop; \
+             process RSS {:.0} MiB; the controller's API requests in the last round: {}",
+            f.slices,
+            f.slices / PER_CONSUMER,
+            f.latencies.len(),
+            ms(percentile(&f.latencies, 50.0)),
+            ms(percentile(&f.latencies, 99.0)),
+            ms(f.latencies.last().copied().unwrap_or_default()),
+            f.slices / 2,
+            ms(percentile(&f.rounds, 50.0)),
+            ms(f.rounds.last().copied().unwrap_or_default()),
+            ctl_cpu,
+            all_cpu,
+            ms(f.initial),
+            f.initial_cpu.0,
+            f.initial_cpu.1,
+            controller_heap::mib(f.heap_live as u64),
+            controller_heap::mib(f.heap_peak as u64),
+            controller_heap::mib(f.heap_left as u64),
+            controller_heap::mib(f.process_rss),
+            f.requests
+                .last()
+                .map(|r| summary(r.as_slice()))
+                .unwrap_or_default(),
+        );
+        all.push(f);
+    }
+    println!();
+    println!("| slices | first decision | round median | round worst | controller CPU per round | whole process CPU per round | controller heap after | peak | per slice (peak) | process RSS |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for f in &all {
+        let (ctl_cpu, all_cpu) = f.cpu_per_round();
+        println!(
+            "| {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.2} s | {:.2} s | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.0} MiB |",
+            f.slices,
+            ms(f.initial),
+            ms(percentile(&f.rounds, 50.0)),
+            ms(f.rounds.last().copied().unwrap_or_default()),
+            ctl_cpu,
+            all_cpu,
+            controller_heap::mib(f.heap_live as u64),
+            controller_heap::mib(f.heap_peak as u64),
+            f.heap_peak as f64 / 1024.0 / f.slices as f64,
+            controller_heap::mib(f.process_rss),
+        );
+    }
     Ok(())
 }

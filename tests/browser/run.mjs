@@ -1220,6 +1220,37 @@ try {
       check(!(await page.content()).includes('s3cret'), 'no credential value on the page');
       checkEqual(await axeBothSchemes(page), { light: [], dark: [] }, 'axe-core on the bound service');
       await shot(page, 'consumer-service');
+      // "My deployments" come from the catalog (issue 45): another browser, which shares
+      // nothing with this one and holds an old version's local list (dropped, never shown),
+      // lists the instance and opens its page where it stands, binding included.
+      const other = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+      try {
+        const elsewhere = await (await other.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+        elsewhere.on('pageerror', (err) => pageErrors.push(`elsewhere: ${err.message}`));
+        await elsewhere.addInitScript(() => {
+          if (sessionStorage.getItem('seeded')) return;
+          sessionStorage.setItem('seeded', '1');
+          localStorage.setItem('catalog.service-instances', JSON.stringify({ dave: [{ id: 'kept-by-an-old-version', offerID: 'svc-mysql', offerName: 'Stale', planName: 'entry', createdAt: '2026-01-01T00:00:00Z' }] }));
+        });
+        await elsewhere.goto(`${base}/#/sign-in`);
+        await elsewhere.getByLabel('Consumer token', { exact: true }).fill(dave);
+        await elsewhere.getByRole('button', { name: 'Sign in with the token' }).click();
+        await elsewhere.getByRole('heading', { level: 1, name: 'My reservations and purchases' }).waitFor();
+        const services = elsewhere.locator('[data-list="mine-services"]');
+        await services.locator('a').getByText('Managed MySQL · in your cluster').waitFor();
+        checkEqual(await services.locator('li').count(), 1, 'the services listed in another browser');
+        check((await services.locator('li').textContent()).includes('ready'), 'the instance\'s state, from the catalog');
+        checkEqual(await elsewhere.evaluate(() => localStorage.getItem('catalog.service-instances')), null, 'the old local list, dropped');
+        await services.locator('a').click();
+        await elsewhere.locator('[data-role="kubectl"]').waitFor({ timeout: LIVE_DEADLINE_MS });
+        checkEqual(await elsewhere.locator('[data-role="kubectl"]').textContent(), await kubectl.textContent(), 'the kubectl commands in the other browser');
+        checkEqual(await elsewhere.locator('[data-field="secret-name"]').textContent(), 'orders-db', 'the binding\'s Secret, read from the catalog');
+        checkEqual(await elsewhere.locator('[data-field="credential-keys"]').textContent(), 'Keys in the Secret: host, password', 'the credentials\' keys in the other browser');
+        await elsewhere.goto(`${base}/#/service-instance/kept-by-an-old-version`);
+        await elsewhere.locator('[data-state="unknown"]').waitFor();
+      } finally {
+        await other.close();
+      }
       // My purchases lists the instance and its contract; the contract leads back to the
       // instance's page, which goes on where it was.
       await page.getByRole('link', { name: 'My purchases' }).click();

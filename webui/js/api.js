@@ -167,3 +167,15 @@ export async function listContracts(token) {
     throw err;
   }
 }
+
+/** The caller's service instances (GET /service-instances), newest first, from the catalog's records. */
+export async function listServiceInstances(token) {
+  const { data } = await request('GET', '/service-instances', { token });
+  return Array.isArray(data) ? data : [];
+}
+
+/** One service instance (GET /service-instances/{id}); 404 (an ApiError) when it is not the caller's or gone. */
+export async function getServiceInstance(id, token) {
+  const { data } = await request('GET', `/service-instances/${encodeURIComponent(id)}`, { token });
+  return data;
+}

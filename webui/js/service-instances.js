@@ -1,56 +1,75 @@
-// The service instances this browser provisioned for a consumer, so the
-// page can follow one after a reload and find it again from its service's
-// page: ids only (instance, OSB service and plan, binding and where its
-// Secret goes, the operation being followed) — never the kubeconfig or the
-// credentials. Kept in localStorage per consumer subject; the catalog holds
-// the truth (an instance it no longer knows is dropped when found gone).
+// The consumer's service instances ("my deployments"), as the catalog
+// lists them (`GET /service-instances`, from its own OSB records): the same
+// from every browser the consumer signs in on. Each becomes the record the
+// pages show — names from the offer in the live store, what the instance
+// and its binding stand at from the catalog. Nothing is kept in the
+// browser: what earlier versions kept in localStorage (ids, the binding's
+// namespace and Secret name) is all in the catalog's records, so that key
+// is dropped (removed) the first time this module loads.
 
-const KEY = 'catalog.service-instances';
+import { getServiceInstance, listServiceInstances } from './api.js';
+import { namespaceNamed } from './service-steps.js';
 
-function readAll() {
-  try {
-    const all = JSON.parse(localStorage.getItem(KEY) ?? '{}');
-    return all && typeof all === 'object' && !Array.isArray(all) ? all : {};
-  } catch {
-    return {};
-  }
+/** Where earlier versions kept the instances this browser provisioned. */
+const OLD_KEY = 'catalog.service-instances';
+
+try {
+  localStorage.removeItem(OLD_KEY);
+} catch {
+  // Storage denied: there is nothing of ours in it then.
 }
 
-function writeAll(all) {
-  try {
-    localStorage.setItem(KEY, JSON.stringify(all));
-  } catch {
-    // Storage full or denied: the page still works, only without finding the instance again later.
-  }
+/** The page's phase for a catalog `state`. */
+const PHASE = { provisioning: 'provisioning', ready: 'ready', updating: 'ready', failed: 'failed', deprovisioning: 'deprovisioning' };
+
+/** The binding the page follows: the newest the catalog lists (deleted ones are not listed). */
+function bindingOf(view) {
+  const b = (view.bindings ?? []).at(-1);
+  if (!b) return null;
+  return {
+    id: b.id,
+    operation: b.lastOperation?.operation ?? null,
+    namespace: b.parameters?.namespace ?? '',
+    secretName: b.parameters?.secretName ?? '',
+    state: b.state,
+    words: b.lastOperation?.description ?? '',
+  };
 }
 
-/** The consumer's instances, newest first. */
-export function instancesOf(subject) {
-  const mine = readAll()[subject];
-  return Array.isArray(mine) ? [...mine].sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))) : [];
+/** A listed instance (`view`) as the pages show it; `store` names its offer and plan. */
+export function recordOf(view, store) {
+  const offer = store?.get(view.offerID);
+  const plan = offer?.plans.find((p) => p.key === view.planID);
+  const op = view.lastOperation ?? null;
+  return {
+    id: view.id,
+    offerID: view.offerID,
+    offerName: offer?.name ?? view.offerID,
+    planKey: view.planID,
+    planName: plan?.name || view.planID,
+    hosting: plan?.hosting ?? '',
+    providerClusterID: view.clusterID ?? offer?.clusterID ?? '',
+    providerName: offer?.clusterName ?? '',
+    serviceID: view.osb?.serviceID,
+    planID: view.osb?.planID,
+    contractID: view.contractID ?? null,
+    createdAt: view.createdAt,
+    state: view.state,
+    phase: PHASE[view.state] ?? 'ready',
+    operation: op?.operation ?? null,
+    operationType: op?.type ?? null,
+    words: op?.description ?? '',
+    instanceNamespace: op?.type === 'provision' ? namespaceNamed(op.description) : null,
+    binding: bindingOf(view),
+  };
 }
 
-/** One instance record, or null. */
-export function instanceRecord(subject, id) {
-  return instancesOf(subject).find((r) => r.id === id) ?? null;
+/** The consumer's service instances, newest first, as records. */
+export async function instancesOf(token, store) {
+  return (await listServiceInstances(token)).map((v) => recordOf(v, store));
 }
 
-/** Add or update a record (merged by `id`); returns the record as stored. */
-export function saveInstance(subject, record) {
-  const all = readAll();
-  const mine = Array.isArray(all[subject]) ? all[subject] : [];
-  const at = mine.findIndex((r) => r.id === record.id);
-  const merged = at >= 0 ? { ...mine[at], ...record } : { createdAt: new Date().toISOString(), ...record };
-  if (at >= 0) mine[at] = merged;
-  else mine.push(merged);
-  all[subject] = mine;
-  writeAll(all);
-  return merged;
-}
-
-export function forgetInstance(subject, id) {
-  const all = readAll();
-  if (!Array.isArray(all[subject])) return;
-  all[subject] = all[subject].filter((r) => r.id !== id);
-  writeAll(all);
+/** One instance as a record; an ApiError 404 when the catalog has none of the consumer's by that id. */
+export async function instanceRecord(token, store, id) {
+  return recordOf(await getServiceInstance(id, token), store);
 }

@@ -290,9 +290,10 @@ pub struct Contract {
     )]
     pub extended_at: Option<DateTime<Utc>>,
     /// When one of its service bindings was last requested or its removal
-    /// asked (Open Service Broker): a service provider's controller follows
-    /// it on the contract change stream (`GET /contract-changes`) to read
-    /// the bindings that wait for it. Absent on contracts without bindings.
+    /// asked, or its service instance's parameters updated (Open Service
+    /// Broker): a service provider's controller follows it on the contract
+    /// change stream (`GET /contract-changes`) to read the bindings, or the
+    /// update, that wait for it. Absent on contracts without either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",

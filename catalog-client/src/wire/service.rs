@@ -43,6 +43,13 @@ pub struct ServiceReport {
         )
     )]
     pub description: Option<String>,
+    /// The update (OSB `PATCH`) this report answers: the `update` of the
+    /// customer peering the provider rendered from. While an instance is
+    /// being updated, a report naming another update (or none) is refused
+    /// (409): it comes from work done before the update was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub update: Option<String>,
 }
 
 /// The answer of `GET /provider/contracts/{id}/customer-peering`: the
@@ -60,6 +67,24 @@ pub struct CustomerPeering {
     #[serde(default = "empty_object")]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub parameters: serde_json::Value,
+    /// The contract whose names the instance has on the provider's
+    /// cluster (its namespace, Purchase and peering Secret were named
+    /// after it): the instance's first contract, once a plan change
+    /// replaced it by another. Absent: this contract.
+    #[serde(
+        rename = "instanceContractID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub instance_contract_id: Option<String>,
+    /// The id of the update (OSB `PATCH`) waiting for the provider: its
+    /// objects are rendered again with these parameters (and plan), then
+    /// the provider reports the service's state, `succeeded` or `failed`,
+    /// as for a provisioning. Absent when no update waits.
+    #[serde(rename = "update", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub update: Option<String>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -71,6 +96,8 @@ impl std::fmt::Debug for CustomerPeering {
         f.debug_struct("CustomerPeering")
             .field("kubeconfig", &"<redacted>")
             .field("parameters", &self.parameters)
+            .field("instance_contract_id", &self.instance_contract_id)
+            .field("update", &self.update)
             .finish()
     }
 }
@@ -190,6 +217,8 @@ mod tests {
         let peering = CustomerPeering {
             kubeconfig: "token: s3cret".into(),
             parameters: json!({}),
+            instance_contract_id: None,
+            update: None,
         };
         assert!(!format!("{peering:?}").contains("s3cret"));
         let report = BindingReport {

@@ -10,7 +10,9 @@
 //! unit}]`, resources as `metadata.bullets`). Disabled providers' offers are
 //! left out. A service offer's service is tagged `service` and carries
 //! `metadata.kind: service`; its plans carry `metadata.hosting` and, when
-//! declared, the OSB v2.17 `schemas` of their parameters.
+//! declared, the OSB v2.17 `schemas` of their parameters. A service plan
+//! is `plan_updateable` when another plan of its offer hosts the service
+//! the same way ([`super::update`]); capacity plans never are.
 
 use std::collections::BTreeSet;
 
@@ -103,7 +105,7 @@ fn plan_entry(
         "description": truncate(&description, MAX_DESCRIPTION),
         "free": plan.cost.nanos() == 0,
         "bindable": true,
-        "plan_updateable": false,
+        "plan_updateable": plan_updateable(offer, key),
         "metadata": {
             "displayName": plan.name,
             "planID": key,
@@ -156,7 +158,7 @@ pub fn service_entry(settings: &OsbSettings, offer: &Offer, name: String) -> Val
         "instances_retrievable": true,
         "bindings_retrievable": true,
         "allow_context_updates": false,
-        "plan_updateable": false,
+        "plan_updateable": offer.plans.keys().any(|k| plan_updateable(offer, k)),
         "metadata": {
             "displayName": offer.name,
             "providerDisplayName": offer.cluster_name,
@@ -248,6 +250,19 @@ pub async fn get(state: web::Data<Osb>, req: HttpRequest) -> Result<HttpResponse
         .map(|o| service_entry(&state.settings, o, cli_name(&o.id, &mut names)))
         .collect();
     Ok(HttpResponse::Ok().json(json!({ "services": services })))
+}
+
+/// Whether `offer`'s plan `key` may be changed for another (OSB
+/// `plan_updateable`): a service plan with a sibling of the same hosting.
+pub fn plan_updateable(offer: &Offer, key: &str) -> bool {
+    let Some(plan) = offer.plans.get(key) else {
+        return false;
+    };
+    !offer.kind.is_capacity()
+        && offer
+            .plans
+            .iter()
+            .any(|(k, p)| k != key && p.hosting == plan.hosting)
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ async fn ended(state: &Osb, inst: &OsbInstance) -> Result<Option<String>, ApiErr
     security(("bearer" = [])),
     extensions(("x-roles" = json!(["provider (sold by its cluster)"]))),
     responses(
-        (status = 200, description = "The kubeconfig of the Liqo peering user the customer made for this provider (canonical form), and the instance's parameters", body = CustomerPeering,
+        (status = 200, description = "The kubeconfig of the Liqo peering user the customer made for this provider (canonical form), the instance's parameters, the contract its objects are named after and the update waiting, if any", body = CustomerPeering,
             headers(("Cache-Control" = String, description = "`no-store`"))),
         (status = 401, description = "No or invalid bearer token", body = ErrorBody),
         (status = 403, description = "Not a provider", body = ErrorBody),
@@ -131,6 +131,11 @@ pub async fn get(
         .json(CustomerPeering {
             kubeconfig,
             parameters: answered_parameters(inst.parameters.as_deref()),
+            instance_contract_id: inst.instance_contract_id.clone(),
+            update: inst
+                .running()
+                .filter(|op| op.kind == OperationKind::Update)
+                .map(|op| op.id.clone()),
         }))
 }
 

@@ -135,6 +135,7 @@ pub(crate) fn busy(op: &Operation) -> OsbError {
         OperationKind::Deprovision => "this service instance is being deprovisioned",
         OperationKind::Bind => "this service binding is being created",
         OperationKind::Unbind => "this service binding is being deleted",
+        OperationKind::Update => "this service instance is being updated",
     })
 }
 
@@ -156,7 +157,7 @@ fn answer_running(
 }
 
 /// Provision: reserve and purchase; the reservation id on success.
-async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbError> {
+pub(crate) async fn provision_work(state: &Osb, inst: &OsbInstance) -> Result<String, OsbError> {
     let reserved = service::reserve(
         &state.buying,
         &inst.owner,
@@ -424,6 +425,8 @@ pub async fn provision(
         operation: Some(new_operation(OperationKind::Provision)?),
         revision: 1,
         created_at: crate::store::now(),
+        instance_contract_id: None,
+        update: None,
     };
     if !state.store.osb_insert_instance(&inst).await? {
         return Err(OsbError::concurrency(
@@ -443,6 +446,7 @@ pub(crate) fn new_operation(kind: OperationKind) -> Result<Operation, OsbError> 
                 OperationKind::Deprovision => "deprovision",
                 OperationKind::Bind => "bind",
                 OperationKind::Unbind => "unbind",
+                OperationKind::Update => "update",
             },
             new_id().map_err(OsbError::internal)?
         ),
@@ -568,20 +572,27 @@ pub(crate) async fn deprovision_work(state: &Osb, inst: &OsbInstance) -> Result<
 
 /// Cancel the instance's purchase (freeing its unit); an ended one is fine.
 async fn cancel_purchase(state: &Osb, inst: &OsbInstance) -> Result<(), OsbError> {
+    match &inst.reservation_id {
+        Some(rid) => cancel_contract(state, rid).await,
+        None => Ok(()),
+    }
+}
+
+/// Cancel purchase (contract) `rid`, freeing its unit; an ended one is
+/// fine.
+pub(crate) async fn cancel_contract(state: &Osb, rid: &str) -> Result<(), OsbError> {
     let reservations = &state.buying.store;
-    if let Some(rid) = &inst.reservation_id {
-        let now = crate::store::now();
-        match reservations.transition(rid, Transition::Cancel, now).await {
-            Ok(_) | Err(TransitionError::NotFound) => {}
-            // Already ended (cancelled through the REST API, say): fine.
-            Err(TransitionError::WrongState(r)) if r.state.is_final() => {}
-            Err(TransitionError::WrongState(r)) => {
-                let _ = reservations
-                    .transition(&r.id, Transition::Release, now)
-                    .await;
-            }
-            Err(TransitionError::Store(e)) => return Err(e.into()),
+    let now = crate::store::now();
+    match reservations.transition(rid, Transition::Cancel, now).await {
+        Ok(_) | Err(TransitionError::NotFound) => {}
+        // Already ended (cancelled through the REST API, say): fine.
+        Err(TransitionError::WrongState(r)) if r.state.is_final() => {}
+        Err(TransitionError::WrongState(r)) => {
+            let _ = reservations
+                .transition(&r.id, Transition::Release, now)
+                .await;
         }
+        Err(TransitionError::Store(e)) => return Err(e.into()),
     }
     Ok(())
 }

@@ -28,6 +28,7 @@ pub mod error;
 pub mod guard;
 pub mod ids;
 pub mod instances;
+pub mod listing;
 pub mod maintenance;
 pub mod model;
 pub mod openapi;

@@ -14,6 +14,9 @@ pub enum OperationKind {
     Bind,
     /// Unbinding one (asynchronous).
     Unbind,
+    /// Updating a service instance's parameters or plan (asynchronous:
+    /// its provider renders the objects again, [`super::update`]).
+    Update,
 }
 
 /// `last_operation` states, spelled as the OSB spec spells them: the
@@ -83,6 +86,32 @@ pub struct OsbInstance {
     /// Bumped by every write; writes are conditional on it.
     pub revision: u64,
     pub created_at: DateTime<Utc>,
+    /// The contract the instance's objects on its provider's cluster are
+    /// named after (its first), once a plan change bought another
+    /// ([`super::update`]); None: `reservation_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_contract_id: Option<String>,
+    /// What a running update replaces, put back if its provider fails it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<PendingUpdate>,
+}
+
+/// The instance as it was before the update under way: restored when the
+/// provider reports the update `failed`; on `succeeded`, a replaced
+/// contract is cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingUpdate {
+    #[serde(rename = "planID")]
+    pub plan_id: String,
+    pub plan_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<String>,
+    /// The contract a plan change replaces (None: parameters only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_contract_id: Option<String>,
 }
 
 impl OsbInstance {
@@ -153,7 +182,7 @@ impl OsbBinding {
         match self.running()?.kind {
             OperationKind::Bind => Some(PendingBindingState::Creating),
             OperationKind::Unbind => Some(PendingBindingState::Deleting),
-            OperationKind::Provision | OperationKind::Deprovision => None,
+            OperationKind::Provision | OperationKind::Deprovision | OperationKind::Update => None,
         }
     }
 }

@@ -6,7 +6,11 @@
 //! `succeeded` makes the instance provisioned (bindable), `failed` fails
 //! it; while deprovisioning, `succeeded` removes the instance (then
 //! `last_operation` answers 410), `failed` fails the deprovisioning.
-//! `in progress` only updates the description platforms read.
+//! `in progress` only updates the description platforms read. While
+//! updating ([`super::update`]), `succeeded` settles the update and
+//! cancels the contract a plan change replaced; `failed` puts the instance
+//! back as it was (plan, parameters, contract) and cancels the contract
+//! the plan change bought. The instance stays provisioned either way.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
@@ -35,6 +39,15 @@ fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInst
                 inst.id
             ))
         })?;
+    if running == OperationKind::Update
+        && inst.operation.as_ref().map(|op| &op.id) != report.update.as_ref()
+    {
+        return Err(ApiError::Conflict(format!(
+            "service instance {} is being updated ({}): this report does not answer that update",
+            inst.id,
+            inst.operation.as_ref().map_or("", |op| op.id.as_str())
+        )));
+    }
     let finished = report.state != ServiceState::InProgress;
     if finished && running == OperationKind::Deprovision && report.state == ServiceState::Succeeded
     {
@@ -45,14 +58,50 @@ fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInst
         if let Some(d) = &report.description {
             op.description = d.clone();
         }
+        if finished && running == OperationKind::Update && report.state == ServiceState::Failed {
+            op.description = format!(
+                "the update failed; the instance keeps its plan and parameters: {}",
+                op.description
+            );
+        }
     }
     if finished {
         inst.awaiting_provider = false;
-        inst.provisioned =
-            running == OperationKind::Provision && report.state == ServiceState::Succeeded;
+        inst.provisioned = match running {
+            OperationKind::Update => true,
+            _ => running == OperationKind::Provision && report.state == ServiceState::Succeeded,
+        };
+        if let Some(previous) = inst
+            .update
+            .take()
+            .filter(|_| report.state == ServiceState::Failed)
+        {
+            inst.plan_id = previous.plan_id;
+            inst.plan_key = previous.plan_key;
+            inst.parameters = previous.parameters;
+            if previous.reservation_id.is_some() {
+                inst.reservation_id = previous.reservation_id;
+                inst.instance_contract_id = previous.instance_contract_id;
+            }
+        }
     }
     inst.revision += 1;
     Ok(Some(inst))
+}
+
+/// The contract an update settled by this report leaves behind, to cancel:
+/// the replaced one when the plan change succeeded, the new one when it
+/// failed (None: no plan change settled).
+fn retired(before: &OsbInstance, after: &OsbInstance) -> Option<String> {
+    let replaced = before.update.as_ref()?.reservation_id.clone()?;
+    if after.update.is_some() {
+        return None;
+    }
+    if after.reservation_id == before.reservation_id {
+        Some(replaced)
+    } else {
+        before.reservation_id.clone()
+    }
 }
 
 fn check(report: &ServiceReport) -> Result<(), ApiError> {
@@ -124,6 +173,19 @@ pub async fn put(
             next.id
         )));
     }
+    if let Some(contract) = retired(&inst, &next) {
+        // The instance no longer stands on it: its unit is freed. A
+        // failure leaves a contract no instance uses, which the catalog's
+        // owner can cancel; the report itself is recorded.
+        match super::instances::cancel_contract(&state, &contract).await {
+            Ok(()) => {
+                tracing::info!(instance = %next.id, %contract, "the contract an update left behind cancelled")
+            }
+            Err(e) => {
+                tracing::warn!(instance = %next.id, %contract, error = %e.description, "cannot cancel the contract an update left behind")
+            }
+        }
+    }
     tracing::info!(instance = %next.id, contract = %id, state = ?report.state, "provider reported the service's state");
     let op = next.operation.as_ref();
     Ok(HttpResponse::Ok().json(json!({
@@ -155,6 +217,7 @@ mod tests {
         ServiceReport {
             state,
             description: Some("step".into()),
+            update: None,
         }
     }
 
@@ -197,6 +260,77 @@ mod tests {
         )
         .unwrap()
         .is_none());
+    }
+
+    /// Issue 45: an update the provider fails puts the instance back (plan,
+    /// parameters, contract) and retires the contract it bought; one it
+    /// completes retires the contract it replaced. Either way the instance
+    /// stays provisioned.
+    #[test]
+    fn an_update_settles_forward_or_back() {
+        let mut updating = waiting(OperationKind::Update);
+        updating.provisioned = true;
+        updating.plan_key = "large".into();
+        updating.parameters = Some(r#"{"size":3}"#.into());
+        updating.reservation_id = Some("r2".into());
+        updating.instance_contract_id = Some("r1".into());
+        updating.update = Some(crate::osb::model::PendingUpdate {
+            plan_id: "p".into(),
+            plan_key: "small".into(),
+            parameters: Some(r#"{"size":2}"#.into()),
+            reservation_id: Some("r1".into()),
+            instance_contract_id: None,
+        });
+        // A report from before the update was read (none, or another's).
+        for stale in [None, Some("older".to_string())] {
+            let mut r = report(ServiceState::Succeeded);
+            r.update = stale;
+            assert!(matches!(
+                apply(updating.clone(), &r),
+                Err(ApiError::Conflict(_))
+            ));
+        }
+        let done = apply(updating.clone(), &answer(ServiceState::Succeeded))
+            .unwrap()
+            .unwrap();
+        assert!(done.provisioned && done.update.is_none());
+        assert_eq!(
+            (done.plan_key.as_str(), done.reservation_id.as_deref()),
+            ("large", Some("r2"))
+        );
+        assert_eq!(retired(&updating, &done).as_deref(), Some("r1"));
+        let back = apply(updating.clone(), &answer(ServiceState::Failed))
+            .unwrap()
+            .unwrap();
+        assert!(back.provisioned && back.update.is_none());
+        assert_eq!(
+            (
+                back.plan_key.as_str(),
+                back.parameters.as_deref(),
+                back.reservation_id.as_deref(),
+                back.instance_contract_id.as_deref()
+            ),
+            ("small", Some(r#"{"size":2}"#), Some("r1"), None)
+        );
+        assert_eq!(retired(&updating, &back).as_deref(), Some("r2"));
+        let description = &back.operation.as_ref().unwrap().description;
+        assert!(
+            description.starts_with("the update failed"),
+            "{description}"
+        );
+        // Still going: nothing settled, nothing retired.
+        let going = apply(updating.clone(), &answer(ServiceState::InProgress))
+            .unwrap()
+            .unwrap();
+        assert!(going.update.is_some());
+        assert_eq!(retired(&updating, &going), None);
+    }
+
+    fn answer(state: ServiceState) -> ServiceReport {
+        ServiceReport {
+            update: Some("op".into()),
+            ..report(state)
+        }
     }
 
     #[test]

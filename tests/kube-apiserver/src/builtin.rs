@@ -8,7 +8,8 @@
 //! apiextensions.k8s.io/v1 customresourcedefinitions, and
 //! certificates.k8s.io/v1 certificatesigningrequests (whose `approval`
 //! subresource the `csr` module serves), and networking.k8s.io/v1
-//! networkpolicies (defaulted and validated by `network_policy`) — with their real scope, kinds, short
+//! networkpolicies (defaulted and validated by `network_policy`), and
+//! discovery.k8s.io/v1 endpointslices (by `endpoint_slice`) — with their real scope, kinds, short
 //! names, status subresources and field selectors; the namespaces a new
 //! cluster has; and test fixtures for Nodes and Pods.
 //!
@@ -299,6 +300,21 @@ pub fn definitions() -> Vec<ResourceDef> {
         true,
         false,
         &["netpol"],
+        &[],
+    ));
+    // discovery.k8s.io/v1 EndpointSlices: no short name, no status
+    // subresource (pkg/registry/discovery/endpointslice/storage/storage.go;
+    // pkg/registry/discovery/rest/storage_discovery.go serves
+    // `endpointslices` alone in v1), what the EndpointSlice controller
+    // (`endpointslice_controller`) writes.
+    defs.push(def(
+        crate::endpoint_slice::DISCOVERY,
+        "v1",
+        crate::endpoint_slice::ENDPOINT_SLICES,
+        "EndpointSlice",
+        true,
+        false,
+        &[],
         &[],
     ));
     defs.push(ResourceDef {

@@ -5,7 +5,8 @@
 //! controller's NoExecute tainting and the taint eviction controller
 //! ([`crate::taint_eviction`]), the Deployment and ReplicaSet controllers
 //! ([`crate::deployment`], [`crate::replicaset`]) and the disruption
-//! controller ([`crate::disruption`]) — and the apiextensions-apiserver's CRD
+//! controller ([`crate::disruption`]), the EndpointSlice controller
+//! ([`crate::endpointslice_controller`]) — and the apiextensions-apiserver's CRD
 //! naming, establishing and finalizing controllers
 //! ([`crate::crd_controller`], [`crate::crd_finalizer`]) run beside the
 //! server as one background task: after every change to the stored
@@ -82,6 +83,9 @@ pub fn spawn(world: &std::sync::Arc<Mutex<World>>) -> tokio::task::JoinHandle<()
                 crate::deployment::sync(&mut world);
                 let replicating = replica_sets.sync(&mut world, now);
                 let disrupting = crate::disruption::sync(&mut world, now);
+                // After the workloads: the pods they made this pass are
+                // listed in their Services' slices in the same pass.
+                crate::endpointslice_controller::sync(&mut world);
                 due = [finalizing, terminating, evicting, replicating, disrupting]
                     .into_iter()
                     .flatten()

@@ -415,6 +415,9 @@ fn typed_round_trip(def: &ResourceDef, object: &Value) -> Option<Value> {
         ("networking.k8s.io", "NetworkPolicy") => {
             round_trip::<k8s_openapi::api::networking::v1::NetworkPolicy>(t)
         }
+        ("discovery.k8s.io", "EndpointSlice") => {
+            round_trip::<k8s_openapi::api::discovery::v1::EndpointSlice>(t)
+        }
         ("policy", "Eviction") => round_trip::<k8s_openapi::api::policy::v1::Eviction>(t),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => round_trip::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,

@@ -32,6 +32,10 @@
 //!   its pods appear.
 //! - networking.k8s.io/v1 NetworkPolicies ([`network_policy`]), defaulted
 //!   and validated as the real registry does it.
+//! - discovery.k8s.io/v1 EndpointSlices ([`endpoint_slice`]), defaulted and
+//!   validated as the real registry does it, and kept for every Service
+//!   with a selector by kube-controller-manager's EndpointSlice controller
+//!   ([`endpointslice_controller`]).
 //! - `resourceVersion` as a real server reads it: lists at the most
 //!   recent state, at least as fresh as N, or exactly at N (410 once
 //!   compacted); reads at an N not reached yet answer the watch cache's
@@ -121,6 +125,8 @@ pub mod deletion;
 pub mod deployment;
 pub mod discovery;
 pub mod disruption;
+pub mod endpoint_slice;
+pub mod endpointslice_controller;
 pub mod eviction;
 pub mod faults;
 pub mod field_validation;

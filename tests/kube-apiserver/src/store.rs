@@ -583,6 +583,12 @@ impl World {
                 crate::network_policy::default(object);
                 crate::network_policy::causes(object, old, &mut causes);
             }
+            // `pkg/apis/discovery/v1/defaults.go` and
+            // `pkg/apis/discovery/validation/validation.go`.
+            if crate::endpoint_slice::is_endpoint_slice(def) {
+                crate::endpoint_slice::default(object);
+                crate::endpoint_slice::causes(object, old, &mut causes);
+            }
         }
         if !causes.is_empty() {
             return Err(ApiError::invalid(def, &name, causes));

@@ -231,8 +231,17 @@
 //!   `reflection/exposition/service.go`, with [`reflection_forge`] from
 //!   `forge/`): Secrets, ConfigMaps and Services of an offloaded namespace
 //!   copied to its remote namespace, labelled and filtered as Liqo forges
-//!   them, kept in step and deleted with them (not EndpointSlices: the test
-//!   server serves no `discovery.k8s.io`); [`shadowpod_controller`]
+//!   them, kept in step and deleted with them; [`reflection_endpointslices`]
+//!   (`reflection/exposition/endpointslice.go`, with
+//!   [`reflection_endpointslice_forge`] from `forge/endpointslices.go`):
+//!   the EndpointSlices of an offloaded namespace (the test server's
+//!   EndpointSlice controller keeps them) as ShadowEndpointSlices in its
+//!   remote namespace, endpoints on the peer dropped, local pod addresses
+//!   as they are; [`shadowendpointslice_controller`]
+//!   (`shadowendpointslice-controller/`): on the peer, each
+//!   ShadowEndpointSlice's EndpointSlice, its addresses remapped with the
+//!   Configuration for the origin when the ForeignCluster's networking
+//!   module is enabled; [`shadowpod_controller`]
 //!   (`shadowpod-controller/`): a ShadowPod's pod, made again when deleted.
 //!
 //! # Not modelled yet
@@ -294,6 +303,8 @@ pub mod offloading_status;
 pub mod pod_webhook;
 pub mod quota_creator;
 pub mod reflection;
+pub mod reflection_endpointslice_forge;
+pub mod reflection_endpointslices;
 pub mod reflection_forge;
 pub mod reflection_objects;
 pub mod remote_resource_slice;
@@ -301,6 +312,7 @@ pub mod resourceslice_webhook;
 pub mod runner;
 pub mod scheduler;
 pub mod scheduling;
+pub mod shadowendpointslice_controller;
 pub mod shadowpod_controller;
 pub mod shadowpod_webhook;
 pub mod slice;

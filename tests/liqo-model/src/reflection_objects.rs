@@ -43,11 +43,8 @@
 //! Events (`Event(...)` on the local object) are not recorded. A
 //! namespace whose mapping stops being `Accepted` is no longer reflected,
 //! its copies left to the namespace's deletion, as Liqo stops its
-//! reflector (`namespace.go:98-121`). EndpointSlices are not reflected:
-//! the test API server serves no `discovery.k8s.io`, so no local
-//! EndpointSlice exists to reflect (Liqo would write a ShadowEndpointSlice,
-//! `reflection/exposition/endpointslice.go:274-306`, that its provider turns
-//! into an EndpointSlice).
+//! reflector (`namespace.go:98-121`). EndpointSlices are reflected apart,
+//! as ShadowEndpointSlices: [`crate::reflection_endpointslices`].
 
 use futures::stream::BoxStream;
 use kube::api::{

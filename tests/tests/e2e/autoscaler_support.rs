@@ -372,31 +372,72 @@ impl World {
         n: usize,
         on: impl Fn(&str) -> bool,
     ) -> BTreeMap<String, String> {
-        e2e::contracts::wait_for(&format!("{n} pods of {app} Running"), || {
+        let deadline = std::time::Instant::now() + e2e::EVENTUALLY;
+        loop {
             let pods = self.pods(app);
-            let running: BTreeMap<String, String> = pods
-                .iter()
-                .filter(|p| {
-                    p["status"]["phase"] == "Running"
-                        && p["metadata"]["deletionTimestamp"].is_null()
-                })
-                .filter_map(|p| {
-                    let node = p["spec"]["nodeName"].as_str()?;
-                    on(node).then(|| {
-                        (
-                            p["metadata"]["name"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_string(),
-                            node.to_string(),
-                        )
-                    })
-                })
-                .collect();
-            (running.len() == n && pods.len() == n).then_some(running)
-        })
+            if let Some(running) = running_on(&pods, n, &on) {
+                return running;
+            }
+            if std::time::Instant::now() >= deadline {
+                // What each pod waits on, for the one who reads the failure.
+                let seen: Vec<String> = pods.iter().map(pod_state).collect();
+                panic!("timed out waiting for {n} pods of {app} Running; the pods: {seen:#?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
+}
 
+/// The pods of `pods` Running on a node `on` accepts (name → node), when
+/// they are `n` and all of the app's pods.
+fn running_on(
+    pods: &[Value],
+    n: usize,
+    on: &impl Fn(&str) -> bool,
+) -> Option<BTreeMap<String, String>> {
+    let running: BTreeMap<String, String> = pods
+        .iter()
+        .filter(|p| {
+            p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .filter_map(|p| {
+            let node = p["spec"]["nodeName"].as_str()?;
+            on(node).then(|| {
+                (
+                    p["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    node.to_string(),
+                )
+            })
+        })
+        .collect();
+    (running.len() == n && pods.len() == n).then_some(running)
+}
+
+/// One pod as a failure message shows it: name, phase, node, whether it
+/// tolerates Liqo's virtual nodes, and its PodScheduled condition.
+fn pod_state(p: &Value) -> String {
+    let tolerates = p["spec"]["tolerations"].as_array().is_some_and(|ts| {
+        ts.iter()
+            .any(|t| t["key"] == "virtual-node.liqo.io/not-allowed")
+    });
+    let scheduled = p["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled"))
+        .map(|c| format!("{} {} {}", c["status"], c["reason"], c["message"]))
+        .unwrap_or_default();
+    format!(
+        "{} phase={} node={} deleting={} tolerates-virtual-nodes={tolerates} scheduled=[{scheduled}]",
+        p["metadata"]["name"],
+        p["status"]["phase"],
+        p["spec"]["nodeName"],
+        !p["metadata"]["deletionTimestamp"].is_null(),
+    )
+}
+
+impl World {
     /// Wait until `n` pods of `app` wait `Unschedulable` (the scheduler's
     /// verdict, the autoscaler's trigger).
     #[track_caller]

@@ -12,6 +12,12 @@
 //! One catalog serves the whole first test and one API server the second,
 //! so the CLI's many runs cost process starts, not servers.
 //!
+//! Contexts (issue 46): `config set-context` and `use-context` write the
+//! config file, commands then reach the context's catalog with its token
+//! file, flags and variables win over it, and a token others may read is
+//! refused; `-o wide` adds columns, `--no-headers` drops the header, `-v`
+//! shows each request and never the token.
+//!
 //! Then what a hostile server does to it (issue 41): a fake catalog whose
 //! every string carries terminal escapes (the real catalog refuses them)
 //! and every output path shows them escaped; a fake API server answering
@@ -85,6 +91,13 @@ fn brokerctl_at(url: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
         .env_remove("BROKERCTL_TOKEN_FILE")
         .env_remove("BROKERCTL_CREDENTIALS")
         .env_remove("BROKERCTL_OUTPUT")
+        .env_remove("BROKERCTL_CONTEXT")
+        .env_remove("BROKERCTL_NO_HEADERS")
+        // brokerctl's own level (warnings; -v for more): its stderr is
+        // compared below, and Spawn would set RUST_LOG=info.
+        .env_remove("RUST_LOG")
+        // No config file: a developer's own contexts stay out of it.
+        .env("BROKERCTL_CONFIG", "/nonexistent/brokerctl/config.yaml")
         .env("BROKERCTL_CATALOG_URL", url)
         .args(args);
     for (k, v) in env {
@@ -402,6 +415,8 @@ fn cli_is_the_kubectl_broker_plugin() {
         &["offers", "show", "nope"],
         &["offers", "list", "--min", "memory"],
         &["contracts", "list"],
+        &["get", "offers", "-o", "wide"],
+        &["describe", "offer", "compute"],
     ] {
         let (through, alone) = (plugin(args), direct(args));
         assert_eq!(
@@ -585,6 +600,390 @@ fn cli_follows_a_purchase_until_ready_or_failed() {
     );
     assert_eq!(next_line(&lines), "phase Ended");
     assert_eq!(exit_code(&mut child), 6);
+}
+
+/// `brokerctl args…` with the config file `config` and no BROKERCTL_*
+/// variable but `vars`: what the contexts give is all it has.
+fn brokerctl_in(config: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut spawn = Spawn::new("brokerctl");
+    for var in [
+        "BROKERCTL_CATALOG_URL",
+        "BROKERCTL_TOKEN",
+        "BROKERCTL_TOKEN_FILE",
+        "BROKERCTL_CREDENTIALS",
+        "BROKERCTL_OUTPUT",
+        "BROKERCTL_CONTEXT",
+        "BROKERCTL_NO_HEADERS",
+        "XDG_CONFIG_HOME",
+        "RUST_LOG",
+    ] {
+        spawn = spawn.env_remove(var);
+    }
+    spawn = spawn.env("BROKERCTL_CONFIG", config).args(args);
+    for (k, v) in vars {
+        spawn = spawn.env(k, v);
+    }
+    let out = spawn.output().expect("run brokerctl");
+    Run {
+        code: out.status.code().expect("brokerctl exited, not killed"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `brokerctl --config config args…` with `stdin` (for `--token-stdin`).
+fn brokerctl_stdin(config: &Path, args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(bin_path("brokerctl"))
+        .env_remove("BROKERCTL_TOKEN")
+        .env_remove("BROKERCTL_CATALOG_URL")
+        .env("BROKERCTL_CONFIG", config)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run brokerctl");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("brokerctl ends");
+    Run {
+        code: out.status.code().expect("brokerctl exited, not killed"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The contexts of the config file, as docs/cli.md shows them: set with
+/// `config set-context`, chosen with `use-context` or `--context`; a
+/// command then reaches the context's catalog with its token file. Flags
+/// win over BROKERCTL_* variables, which win over the context; a token
+/// file or a config file holding a token that its group or other users can
+/// read is refused; no listing shows a token.
+#[test]
+fn cli_contexts_choose_the_catalog_and_credentials() {
+    let env = Env::new(Backend::Embedded);
+    let c = buying::start(&env, &[]);
+    buying::publish(&c, 2, "compute");
+    let admin = buying::admin(&c);
+    let alice = buying::consumer(&c, &admin, "alice");
+    let bob = buying::consumer(&c, &admin, "bob");
+    let url = c.url("");
+    // A catalog that is not there: its context fails to connect (1).
+    let down = format!("http://127.0.0.1:{}/", e2e::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("brokerctl").join("config.yaml");
+    let alice_file = dir.path().join("alice.token");
+    private_file(dir.path(), "alice.token", &format!("{alice}\n"));
+    let bob_file = private_file(dir.path(), "bob.token", &bob);
+    let run = |vars: &[(&str, &str)], args: &[&str]| brokerctl_in(&config, vars, args);
+
+    // Contexts set and chosen; the file is private.
+    let alice_path = alice_file.display().to_string();
+    let set = [
+        "config",
+        "set-context",
+        "alice",
+        "--catalog",
+        &url,
+        "--token-file",
+        &alice_path,
+    ];
+    assert_eq!(run(&[], &set).ok(), "Context \"alice\" created.\n");
+    assert_eq!(mode_of(&config), 0o600);
+    run(&[], &["config", "set-context", "down", "--catalog", &down]).ok();
+    // No context chosen yet: the default catalog, no credentials.
+    run(&[], &["config", "current-context"]).fails(3);
+    assert_eq!(
+        run(&[], &["config", "use-context", "alice"]).ok(),
+        "Switched to context \"alice\".\n"
+    );
+    assert_eq!(run(&[], &["config", "current-context"]).ok(), "alice\n");
+    run(&[], &["config", "use-context", "nope"]).fails(3);
+
+    // A consumer's whole purchase with the context alone: its URL, its token file.
+    let reservation = run(&[], &["reserve", "compute", "small", "-o", "json"]).json();
+    let id = reservation["id"].as_str().unwrap().to_string();
+    let bought = run(&[], &["buy", &id, "--consumer-cluster-id", "consumer-1"]).ok();
+    assert!(
+        bought.contains(&format!("Contract:         {id}")),
+        "{bought}"
+    );
+    let mine = run(&[], &["get", "contracts", "-o", "json"]).json();
+    assert_eq!(mine.as_array().unwrap().len(), 1, "{mine}");
+    assert_eq!(mine[0]["consumer"], "alice", "{mine}");
+    // The old spelling reads the same context.
+    let old = run(&[], &["contracts", "list", "-o", "json"]).json();
+    assert_eq!(old, mine);
+
+    // The listing names the credentials, never a token.
+    let contexts = run(&[], &["config", "get-contexts"]).ok();
+    let lines: Vec<&str> = contexts.lines().collect();
+    assert!(lines[0].starts_with("CURRENT   NAME"), "{contexts}");
+    assert!(
+        lines[1].starts_with("*") && lines[1].contains(&format!("token-file {alice_path}")),
+        "{contexts}"
+    );
+    assert!(!contexts.contains(&alice), "{contexts}");
+
+    // --context (and BROKERCTL_CONTEXT) choose another context.
+    let err = run(&[], &["--context", "down", "get", "offers"]).fails(1);
+    assert!(err.contains("cannot connect"), "{err}");
+    run(&[("BROKERCTL_CONTEXT", "down")], &["get", "offers"]).fails(1);
+    run(&[], &["--context", "missing", "get", "offers"]).fails(2);
+    // A flag or a variable wins over the context's catalog…
+    let offers = run(
+        &[],
+        &["--context", "down", "--catalog", &url, "get", "offers"],
+    )
+    .ok();
+    assert!(offers.contains("compute"), "{offers}");
+    run(
+        &[("BROKERCTL_CATALOG_URL", &url)],
+        &["--context", "down", "get", "offers"],
+    )
+    .ok();
+    // …and a flag over a variable.
+    run(
+        &[("BROKERCTL_CATALOG_URL", &down)],
+        &["--catalog", &url, "get", "offers"],
+    )
+    .ok();
+    // A token variable wins over the context's token file (bob has no
+    // contracts), with a warning; a flag wins over the variable.
+    let as_bob = run(
+        &[("BROKERCTL_TOKEN", &bob)],
+        &["get", "contracts", "-o", "json"],
+    );
+    assert!(
+        as_bob
+            .stderr
+            .contains("replaces the credentials of context \"alice\""),
+        "{}",
+        as_bob.stderr
+    );
+    assert_eq!(as_bob.json(), json!([]));
+    let flagged = run(
+        &[("BROKERCTL_TOKEN", &alice)],
+        &["--token-file", &bob_file, "get", "contracts", "-o", "json"],
+    )
+    .json();
+    assert_eq!(flagged, json!([]));
+
+    // A token file its group or other users can read is refused, as ssh
+    // refuses such a key: exit 2, the file named, the token not shown.
+    for mode in [0o644, 0o640] {
+        chmod(&alice_file, mode);
+        let err = run(&[], &["get", "contracts"]).fails(2);
+        assert!(
+            err.contains("too open") && err.contains("chmod 600") && err.contains(&alice_path),
+            "{err}"
+        );
+        assert!(!err.contains(&alice), "{err}");
+    }
+    chmod(&alice_file, 0o600);
+    run(&[], &["get", "contracts"]).ok();
+
+    // A token stored in the config file, read from stdin (never argv).
+    let config_flag = ["--catalog", url.as_str()];
+    let stored = brokerctl_stdin(
+        &config,
+        &[
+            "config",
+            "set-context",
+            "bob",
+            config_flag[0],
+            config_flag[1],
+            "--token-stdin",
+        ],
+        &format!("{bob}\n"),
+    );
+    assert_eq!(stored.ok(), "Context \"bob\" created.\n");
+    assert_eq!(mode_of(&config), 0o600);
+    let listed = run(&[], &["config", "get-contexts", "-o", "json"]).ok();
+    assert!(
+        !listed.contains(&bob) && listed.contains("token (stored)"),
+        "{listed}"
+    );
+    assert_eq!(
+        run(&[], &["--context", "bob", "get", "contracts", "-o", "json"]).json(),
+        json!([])
+    );
+    // The same config file readable by others: its token is refused.
+    chmod(&config, 0o644);
+    let err = run(&[], &["--context", "bob", "get", "contracts"]).fails(2);
+    assert!(err.contains("too open") && !err.contains(&bob), "{err}");
+    // The token on the command line is not stored.
+    run(&[], &["config", "set-context", "carol", "--token", "t"]).fails(2);
+    // Nor are variables, which may be exported for another catalog: only
+    // what is typed on set-context's command line.
+    run(
+        &[
+            ("BROKERCTL_TOKEN_FILE", bob_file.as_str()),
+            ("BROKERCTL_CATALOG_URL", down.as_str()),
+        ],
+        &["config", "set-context", "carol"],
+    )
+    .ok();
+    let listed = run(&[], &["config", "get-contexts", "-o", "json"]).json();
+    let carol = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "carol")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        (&carol["catalog"], &carol["credentials"]),
+        (&Value::Null, &json!("-")),
+        "{listed}"
+    );
+    chmod(&config, 0o600);
+
+    // -v: each request with its status, never the token.
+    let verbose = run(&[], &["-v", "get", "contracts"]);
+    assert_eq!(verbose.code, 0, "{}", verbose.stderr);
+    assert!(
+        verbose.stderr.contains(&format!(
+            "GET {}/contracts 200 OK",
+            url.trim_end_matches('/')
+        )),
+        "{}",
+        verbose.stderr
+    );
+    assert!(
+        verbose.stderr.contains("context alice"),
+        "{}",
+        verbose.stderr
+    );
+    assert!(!verbose.stderr.contains(&alice), "{}", verbose.stderr);
+    assert_eq!(verbose.stdout, run(&[], &["get", "contracts"]).ok());
+    let quiet = run(&[], &["get", "contracts"]);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+
+    // Deleting the current context leaves none current.
+    run(&[], &["config", "delete-context", "alice"]).ok();
+    run(&[], &["config", "current-context"]).fails(3);
+    run(&[], &["reserve", "compute", "small"]).fails(5);
+}
+
+/// The cell of `column` in row `row` (1: the first data row) of a
+/// rendered table, read at the column's offset in the header (`column`'s
+/// first occurrence there).
+fn cell<'t>(table: &'t str, column: &str, row: usize) -> &'t str {
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines[0]
+        .find(&format!("{column}   "))
+        .or_else(|| lines[0].find(column))
+        .unwrap_or_else(|| panic!("no {column}: {table}"));
+    let rest = lines[row].get(at..).unwrap_or_default();
+    rest.split("   ").next().unwrap_or_default().trim()
+}
+
+/// `-o wide` adds columns to the right of the usual ones; `--no-headers`
+/// (or BROKERCTL_NO_HEADERS) prints the rows alone, as kubectl's.
+#[test]
+fn cli_tables_go_wide_and_drop_their_headers() {
+    let env = Env::new(Backend::Embedded);
+    let c = buying::start(&env, &[]);
+    buying::publish(&c, 2, "compute");
+    let consumer = buying::consumer(&c, &buying::admin(&c), "alice");
+    let as_consumer = [("BROKERCTL_TOKEN", consumer.as_str())];
+    let offer = brokerctl(&c, &[], &["get", "offer", "compute", "-o", "json"]).json();
+
+    let normal = brokerctl(&c, &[], &["get", "offers"]).ok();
+    let wide = brokerctl(&c, &[], &["get", "offers", "-o", "wide"]).ok();
+    let (head, wide_head) = (normal.lines().next().unwrap(), wide.lines().next().unwrap());
+    let names = |h: &str| -> Vec<String> {
+        h.split("   ")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (columns, wide_columns) = (names(head), names(wide_head));
+    assert_eq!(wide_columns[..columns.len()], columns[..], "{wide}");
+    assert_eq!(
+        wide_columns[columns.len()..],
+        [
+            "PROVIDER NAME",
+            "LIQO",
+            "ENFORCEMENT",
+            "ISOLATION",
+            "LABELS",
+            "VERSION"
+        ],
+        "{wide}"
+    );
+    let row = wide.lines().nth(1).unwrap();
+    assert!(
+        row.contains(offer["clusterName"].as_str().unwrap()),
+        "{wide}"
+    );
+    assert_eq!(normal.lines().count(), wide.lines().count());
+
+    // One offer by id: its plans' rows; no filters with an id.
+    let one = brokerctl(&c, &[], &["get", "offer", "compute"]).ok();
+    assert_eq!(one.lines().count(), 3, "a header and two plans: {one}");
+    brokerctl(&c, &[], &["get", "offer", "compute", "--min", "memory=1Gi"]).fails(2);
+
+    // No headers: the plans' rows alone, with or without wide.
+    let rows = brokerctl(&c, &[], &["get", "offers", "--no-headers"]).ok();
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    assert!(rows.lines().all(|l| l.starts_with("compute ")), "{rows}");
+    let rows = brokerctl(&c, &[], &["get", "offers", "-o", "wide", "--no-headers"]).ok();
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    assert!(!rows.contains("PROVIDER NAME"), "{rows}");
+    let rows = brokerctl(&c, &[("BROKERCTL_NO_HEADERS", "true")], &["get", "offers"]).ok();
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    // JSON is JSON whatever --no-headers says.
+    let listed = brokerctl(&c, &[], &["get", "offers", "--no-headers", "-o", "json"]).json();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // Contracts: wide shows the consumer and its cluster.
+    let reservation = brokerctl(
+        &c,
+        &as_consumer,
+        &["reserve", "compute", "small", "-o", "json"],
+    )
+    .json();
+    let id = reservation["id"].as_str().unwrap().to_string();
+    brokerctl(
+        &c,
+        &as_consumer,
+        &["buy", &id, "--consumer-cluster-id", "consumer-1"],
+    )
+    .ok();
+    let wide = brokerctl(&c, &as_consumer, &["get", "contracts", "-o", "wide"]).ok();
+    assert!(
+        wide.starts_with("CONTRACT") && wide.contains("   CONSUMER   CONSUMER CLUSTER   "),
+        "{wide}"
+    );
+    assert_eq!(cell(&wide, "CONSUMER", 1), "alice", "{wide}");
+    assert_eq!(cell(&wide, "CONSUMER CLUSTER", 1), "consumer-1", "{wide}");
+    assert_eq!(cell(&wide, "STATE", 1), "pending", "{wide}");
+    let rows = brokerctl(&c, &as_consumer, &["get", "contracts", "--no-headers"]).ok();
+    assert_eq!(rows.lines().count(), 1, "{rows}");
+    assert!(rows.starts_with(&id), "{rows}");
+    let one = brokerctl(&c, &as_consumer, &["get", "contract", &id, "--no-headers"]).ok();
+    assert_eq!(one, rows);
+    let described = brokerctl(&c, &as_consumer, &["describe", "contract", &id]).ok();
+    assert!(
+        described.contains(&format!("Contract:         {id}")),
+        "{described}"
+    );
 }
 
 /// Terminal escapes a hostile server sends (the review's probes B-01..B-07,

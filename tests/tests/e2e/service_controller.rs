@@ -45,21 +45,25 @@ fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
 }
 
-/// A ServiceCatalog selling `db` (plans `remote` and `local`) whose
-/// objects are `template`.
+/// A ServiceCatalog selling `db` (plans `remote` and `local`, and
+/// `remote-large`, dearer and bigger, which `remote` may be changed for)
+/// whose objects are `template`.
 fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
-    let plan = |id: &str, hosting: &str| {
-        json!({"id": id, "name": id, "cost": "3", "hosting": hosting,
-               "resources": {"cpu": "1", "memory": "1Gi"},
-               "schemas": {"service_instance": {"create": {"parameters": {
-                   "$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-                   "properties": {"size": {"type": "integer", "minimum": 1}}}}}}})
+    let plan = |id: &str, hosting: &str, cost: &str, cpu: &str| {
+        let parameters = json!({
+            "$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+            "properties": {"size": {"type": "integer", "minimum": 1}}});
+        json!({"id": id, "name": id, "cost": cost, "hosting": hosting,
+               "resources": {"cpu": cpu, "memory": "1Gi"},
+               "schemas": {"service_instance": {"create": {"parameters": parameters},
+                                                "update": {"parameters": parameters}}}})
     };
     json!({"apiVersion": "broker.liqo-broker.io/v1alpha1", "kind": "ServiceCatalog",
            "metadata": {"name": name, "namespace": TEAM},
            "spec": {"services": [{
                "id": offer, "name": "Database", "type": "database",
-               "plans": [plan("remote", "Remote"), plan("local", "Local")],
+               "plans": [plan("remote", "Remote", "3", "1"), plan("local", "Local", "3", "1"),
+                         plan("remote-large", "Remote", "5", "2")],
                "secrets": ["password"],
                "templates": [{"name": "settings", "template": template}],
                "bindingCredentials": {
@@ -68,7 +72,9 @@ fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
                    "password": "{{ secrets.password }}"}}]}})
 }
 
-const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n  size: {{ parameters.size | string | tojson }}\n";
+/// The instance's settings; with parameter `cache`, a second ConfigMap;
+/// with `escape`, a ConfigMap in another namespace (refused at render).
+const SETTINGS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n{% if parameters.escape %}  namespace: kube-system\n{% endif %}data:\n  instance: {{ instance_id | tojson }}\n  plan: {{ plan | tojson }}\n  size: {{ parameters.size | string | tojson }}\n{% if parameters.cache %}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cache\ndata:\n  size: {{ parameters.size | string }}\n{% endif %}";
 
 fn start_controller(
     world: &DirectWorld,
@@ -146,10 +152,12 @@ pub struct ServiceWorld {
     pub catalog: e2e::catalog::Catalog,
     pub provider_token: String,
     pub platform: Platform,
-    /// The OSB service id and the OSB ids of plans `remote` and `local`.
+    /// The OSB service id and the OSB ids of plans `remote`, `local` and
+    /// `remote-large`.
     pub sid: String,
     pub remote: String,
     pub local: String,
+    pub large: String,
     /// The customer's peering user, as the platform sends it.
     pub kubeconfig: String,
     /// service-controller's operator port (`/metrics`).
@@ -204,6 +212,7 @@ impl ServiceWorld {
             sid: service["id"].as_str().unwrap().to_string(),
             remote: plan_id("remote"),
             local: plan_id("local"),
+            large: plan_id("remote-large"),
             world,
             catalog,
             provider_token,
@@ -234,6 +243,18 @@ impl ServiceWorld {
         assert_eq!(answer.status, 202, "{}", answer.text);
         let op = answer.json["operation"].as_str().map(str::to_string);
         self.platform.wait(instance, &self.sid, plan, op.as_deref())
+    }
+
+    /// Update `instance` as a platform does (`accepts_incomplete` as given).
+    pub fn update(&self, instance: &str, body: Value, accepts: bool) -> e2e::catalog::Resp {
+        let mut body = body;
+        body["service_id"] = json!(self.sid);
+        self.platform.send(
+            reqwest::Method::PATCH,
+            &format!("/v2/service_instances/{instance}?accepts_incomplete={accepts}"),
+            Some(&body),
+            Some("2.17"),
+        )
     }
 
     /// Deprovision `instance` as a platform does: the 202 answer.
@@ -684,4 +705,199 @@ pub fn controller_metric(at: std::net::SocketAddr, series: &str) -> f64 {
                 .ok()
         })
         .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+/// The `data` of ConfigMap `name` in `namespace` on `kube`, if it exists.
+fn config_data(
+    kube: &kube_test_server::KubeApiServer,
+    namespace: &str,
+    name: &str,
+) -> Option<Value> {
+    kube.get(CONFIGMAPS, Some(namespace), name)
+        .map(|c| c["data"].clone())
+}
+
+/// Issue 45: an update (OSB `PATCH`) re-renders the instance's objects in
+/// the provider's cluster, asynchronously. New parameters, checked
+/// against the plan's update schema (refused: 400, nothing stored),
+/// change the objects (one made, then one removed when a parameter drops
+/// it); an update the provider refuses (its template leaves the instance
+/// namespace) is reported `failed` and changes neither the stored
+/// parameters nor the objects. A plan change is a new contract replacing
+/// the old (cancelled once the provider succeeded): the same namespace and
+/// objects, rendered with the new plan, the Purchase asking the new plan's
+/// resources; to a plan of another hosting it is refused (422). The moved
+/// instance is bound and deprovisioned as any other.
+#[test]
+fn an_update_renders_the_instance_again_and_a_plan_change_moves_it_to_a_new_contract() {
+    let sw = ServiceWorld::open();
+    let provider = &sw.world.consumer.kube;
+    let (catalog, token, p) = (&sw.catalog, &sw.provider_token, &sw.platform);
+    let (remote, large) = (sw.remote.clone(), sw.large.clone());
+
+    // Which plans may change: those with a sibling of the same hosting.
+    let services = p.catalog();
+    let service = service_of(&services, "db");
+    assert_eq!(service["plan_updateable"], true, "{service}");
+    for (key, updateable) in [("remote", true), ("remote-large", true), ("local", false)] {
+        assert_eq!(
+            plan_of(service, key)["plan_updateable"],
+            updateable,
+            "{key}"
+        );
+    }
+
+    let r = sw.provision("inst-u", &remote, json!({"size": 2}));
+    assert!(matches!(
+        sw.settle("inst-u", &remote, &r),
+        Outcome::Succeeded(_)
+    ));
+    let first = contract_id(catalog, token, "offerID", "db");
+    let namespace = format!("svc-{}", first.to_lowercase());
+    let settings = || config_data(provider, &namespace, "settings").expect("settings");
+    assert_eq!(settings()["size"], "2");
+    let stored = || p.fetch_instance("inst-u").json;
+
+    // Refused by the update schema: 400 naming it, nothing stored.
+    let r = sw.update("inst-u", json!({"parameters": {"size": 0}}), true);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.json["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("parameters.size:")),
+        "{}",
+        r.text
+    );
+    // A change is asynchronous only.
+    let r = sw.update("inst-u", json!({"parameters": {"size": 3}}), false);
+    assert_eq!((r.status, &r.json["error"]), (422, &json!("AsyncRequired")));
+    assert_eq!(stored()["parameters"], json!({"size": 2}));
+    // The current values: nothing to do.
+    let r = sw.update("inst-u", json!({"parameters": {"size": 2}}), false);
+    assert_eq!((r.status, &r.json), (200, &json!({})), "{}", r.text);
+
+    // New parameters: the objects rendered again, one more made.
+    let r = sw.update(
+        "inst-u",
+        json!({"parameters": {"size": 3, "cache": true}}),
+        true,
+    );
+    match sw.settle("inst-u", &remote, &r) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("update: {other:?}"),
+    }
+    assert_eq!(settings()["size"], "3");
+    assert_eq!(
+        config_data(provider, &namespace, "cache"),
+        Some(json!({"size": "3"}))
+    );
+    assert_eq!(stored()["parameters"], json!({"size": 3, "cache": true}));
+    // A parameter removed (null): the object it made goes.
+    let r = sw.update("inst-u", json!({"parameters": {"cache": null}}), true);
+    assert!(matches!(
+        sw.settle("inst-u", &remote, &r),
+        Outcome::Succeeded(_)
+    ));
+    assert_eq!(config_data(provider, &namespace, "cache"), None);
+    assert_eq!(stored()["parameters"], json!({"size": 3}));
+
+    // Refused by the provider: failed, naming why; parameters and objects
+    // as they were.
+    let r = sw.update(
+        "inst-u",
+        json!({"parameters": {"size": 5, "escape": true}}),
+        true,
+    );
+    match sw.settle("inst-u", &remote, &r) {
+        Outcome::Failed(Some(why)) => assert!(why.contains("kube-system"), "{why}"),
+        other => panic!("expected a failed update: {other:?}"),
+    }
+    assert_eq!(stored()["parameters"], json!({"size": 3}));
+    assert_eq!(settings()["size"], "3");
+    assert!(provider
+        .get(CONFIGMAPS, Some("kube-system"), "settings")
+        .is_none());
+
+    // Another hosting: refused, nothing bought.
+    let r = sw.update("inst-u", json!({"plan_id": sw.local}), true);
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("keeps the hosting"), "{}", r.text);
+
+    // A plan change: a new contract, the old one cancelled; the same
+    // namespace and objects, rendered with the new plan.
+    let r = sw.update("inst-u", json!({"plan_id": large}), true);
+    match sw.settle("inst-u", &large, &r) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("plan change: {other:?}"),
+    }
+    let contracts = get(catalog, "/contracts", Some(token)).json;
+    let of = |id: &str| {
+        contracts
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["id"] == id).cloned())
+            .unwrap_or_else(|| panic!("no contract {id}: {contracts}"))
+    };
+    let second = contract_id(catalog, token, "planID", "remote-large");
+    assert_ne!(second, first);
+    let (old, new) = (of(&first), of(&second));
+    assert_eq!(old["active"], false, "{old}");
+    assert_eq!(old["ended"], "cancelled", "{old}");
+    // At the new plan's price, as bought; the old one kept its own.
+    let offer = get(catalog, "/offer/db", None).json;
+    assert_eq!(new["active"], true, "{new}");
+    assert_eq!(new["cost"], offer["plans"]["remote-large"]["cost"], "{new}");
+    assert_eq!(old["cost"], offer["plans"]["remote"]["cost"], "{old}");
+    assert_eq!(
+        settings(),
+        json!({"instance": first, "plan": "remote-large", "size": "3"})
+    );
+    let ns = provider.get(NAMESPACES, None, &namespace).unwrap();
+    assert_eq!(
+        ns["metadata"]["annotations"]["broker.liqo-broker.io/current-contract-id"],
+        json!(second)
+    );
+    let purchase = provider
+        .get(
+            PURCHASES,
+            Some("liqo"),
+            &format!("service-{}", first.to_lowercase()),
+        )
+        .expect("the instance's Purchase");
+    assert_eq!(purchase["spec"]["resources"]["cpu"], "2", "{purchase}");
+    assert_eq!(stored()["plan_id"], json!(large));
+
+    // Bound and deprovisioned under the new contract.
+    let bind = json!({"service_id": sw.sid, "plan_id": large,
+        "parameters": {"namespace": "app", "secretName": "db-creds"}});
+    let r = p.send(
+        reqwest::Method::PUT,
+        "/v2/service_instances/inst-u/service_bindings/b1?accepts_incomplete=true",
+        Some(&bind),
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    wait_until("the binding succeeded", || {
+        p.binding_last_operation("inst-u", "b1").json["state"] == "succeeded"
+    });
+    assert!(provider
+        .get(SECRETS, Some(&namespace), "binding-b1")
+        .is_some());
+    let unbind = format!(
+        "/v2/service_instances/inst-u/service_bindings/b1?service_id={}&plan_id={large}&accepts_incomplete=true",
+        sw.sid
+    );
+    assert_eq!(
+        p.send(reqwest::Method::DELETE, &unbind, None, Some("2.17"))
+            .status,
+        202
+    );
+    wait_until("the binding removed", || {
+        p.binding_last_operation("inst-u", "b1").status == 410
+    });
+    let r = sw.deprovision("inst-u", &large);
+    assert!(matches!(sw.settle("inst-u", &large, &r), Outcome::Gone));
+    wait_until("the instance namespace removed", || {
+        provider.get(NAMESPACES, None, &namespace).is_none()
+    });
+    assert!(provider.objects(PURCHASES).is_empty());
 }

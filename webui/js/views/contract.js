@@ -11,15 +11,13 @@
 // service instance's page instead: there the provider peers with the
 // consumer, not the other way round.
 
-import { cancelPurchase, getContract } from '../api.js';
+import { cancelPurchase, getContract, listServiceInstances } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
 import { peeringSteps } from '../contract-steps.js';
 import { formatPricedCost } from '../pricing.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 import { shellWord } from '../shell.js';
 import { stepItems } from './steps.js';
-import { consumerSession } from '../consumer-session.js';
-import { instancesOf } from '../service-instances.js';
 import { copyBlock } from './copy-block.js';
 
 const STATE_TEXT = {
@@ -103,7 +101,6 @@ export function mountContract(main, ctx, [id]) {
     // A service instance's contract: the provider peers with the consumer, not the other way round,
     // so the page points to the service's own page instead of peering steps and commands.
     const service = offer?.kind === 'service';
-    const instance = service ? instancesOf(consumerSession()?.subject).find((r) => r.contractID === (c.id ?? id)) : null;
     const stateText = c.legacy ? (active ? 'Bought' : 'Cancelled') : (active ? (service ? 'Active: a service instance' : STATE_TEXT[c.state] ?? c.state) : `Ended (${c.ended ?? 'ended'})`);
     const progress = c.legacy ? null : peeringSteps(c);
     const reasonText = progress ? progress.words : c.reason;
@@ -112,9 +109,16 @@ export function mountContract(main, ctx, [id]) {
     const manual = !service && (!progress || progress.fallback);
     const peering = [];
     if (active && service) {
-      peering.push(h('p', { class: 'notice', 'data-role': 'service-contract' }, 'This contract is a service instance: its provider peers with your cluster and runs the service. ',
-        instance ? h('a', { href: `#/service-instance/${encodeURIComponent(instance.id)}`, text: 'Follow it, bind it or deprovision it on its page' })
-          : h('a', { href: `#/service/${encodeURIComponent(c.offerID)}`, text: 'See the service' }), '.'));
+      // Which instance this contract is: the catalog's list says (contractID).
+      const link = h('span', { 'aria-busy': 'true', text: 'Finding its instance…' });
+      peering.push(h('p', { class: 'notice', 'data-role': 'service-contract' }, 'This contract is a service instance: its provider peers with your cluster and runs the service. ', link, '.'));
+      listServiceInstances(session.token).catch(() => []).then((all) => {
+        if (disposed) return;
+        const instance = all.find((r) => r.contractID === (c.id ?? id));
+        link.replaceWith(instance
+          ? h('a', { href: `#/service-instance/${encodeURIComponent(instance.id)}`, text: 'Follow it, bind it or deprovision it on its page' })
+          : h('a', { href: `#/service/${encodeURIComponent(c.offerID)}`, text: 'See the service' }));
+      });
     }
     if (active && progress && !service) peering.push(stepList(progress));
     if (active && progress && manual) {

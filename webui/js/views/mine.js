@@ -1,14 +1,24 @@
 // "My reservations and purchases": the signed-in consumer's live
 // reservations (with the time each has left), contracts (with their state)
-// and what ended, each linking to its page; and the service instances this
-// browser follows (service-instances.js), each linking to its steps.
+// and what ended, each linking to its page; and the consumer's service
+// instances as the catalog lists them (service-instances.js: the same from
+// every browser), each linking to its steps.
 
-import { listContracts, listReservations } from '../api.js';
+import { listContracts, listReservations, listServiceInstances } from '../api.js';
 import { formatTime, h, replaceChildren } from '../dom.js';
 import { boughtByAutoscaler, formatCost, formatPricedCost } from '../pricing.js';
 import { countdownText } from './reservation.js';
-import { instancesOf } from '../service-instances.js';
+import { recordOf } from '../service-instances.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
+
+/** A service instance's `state`, in words. */
+const SERVICE_STATE_TEXT = {
+  provisioning: 'being set up',
+  ready: 'ready',
+  updating: 'being updated',
+  failed: 'failed',
+  deprovisioning: 'being removed',
+};
 
 export function mountMine(main, ctx) {
   const session = requireConsumer(ctx, 'Sign in to see your reservations and purchases.');
@@ -16,6 +26,7 @@ export function mountMine(main, ctx) {
   document.title = 'My reservations and purchases · Liqo resource catalog';
   let disposed = false;
   let ticker = null;
+  let last = null;
   const flash = ctx.flash;
   ctx.flash = null;
   const body = h('div', { class: 'mine' }, h('p', { class: 'notice', 'aria-busy': 'true', text: 'Loading…' }));
@@ -38,7 +49,7 @@ export function mountMine(main, ctx) {
       items.length ? h('ul', { class: 'holdings', 'data-list': id }, items) : h('p', { class: 'muted', text: empty }));
   }
 
-  function render(records, contracts) {
+  function render(records, contracts, services) {
     clearInterval(ticker);
     const now = Date.now();
     const reserved = records.filter((r) => r.state === 'reserved' && Date.parse(r.expiresAt) > now);
@@ -66,11 +77,12 @@ export function mountMine(main, ctx) {
     const endedItems = ended.map((r) => h('li', { 'data-id': r.id },
       h('span', { text: planLabel(r) }),
       h('span', { class: 'muted', text: ` · ${r.state}${r.endedAt ? ` ${formatTime(r.endedAt)}` : ''}` })));
-    const serviceItems = instancesOf(session.subject).map((r) => h('li', { 'data-id': r.id },
+    const serviceItems = (services ?? []).map((v) => recordOf(v, ctx.store)).map((r) => h('li', { 'data-id': r.id, 'data-state': r.state },
       h('a', { href: `#/service-instance/${encodeURIComponent(r.id)}`, text: `${r.offerName} · ${r.planName}` }),
-      h('span', { class: 'muted', text: ` · ${r.hosting} · requested ${formatTime(r.createdAt)}` })));
+      h('span', { class: 'muted', text: ` · ${SERVICE_STATE_TEXT[r.state] ?? r.state}${r.hosting ? ` · ${r.hosting}` : ''} · requested ${formatTime(r.createdAt)}` })));
     replaceChildren(body,
-      serviceItems.length ? section('Services', 'mine-services', serviceItems, '') : null,
+      serviceItems.length ? section('Services', 'mine-services', serviceItems, '')
+        : services === null ? h('p', { class: 'notice notice--warning', 'data-state': 'services-unavailable', text: 'Your services could not be listed; reload to try again.' }) : null,
       section('Reserved', 'mine-reserved', reservedItems, 'No live reservation. Open an offer and reserve a plan to buy it.'),
       section('Bought', 'mine-bought', boughtItems, 'Nothing bought yet.'),
       endedItems.length ? section('Ended', 'mine-ended', endedItems, '') : null,
@@ -84,16 +96,26 @@ export function mountMine(main, ctx) {
 
   (async () => {
     try {
-      const [records, contracts] = await Promise.all([listReservations(session.token), listContracts(session.token).catch(() => null)]);
-      if (!disposed) render(records, contracts);
+      const [records, contracts, services] = await Promise.all([
+        listReservations(session.token),
+        listContracts(session.token).catch(() => null),
+        // A catalog without the route (older) or unreachable for it: the rest still shows.
+        listServiceInstances(session.token).catch((err) => (err.status === 404 ? [] : null)),
+      ]);
+      last = [records, contracts, services];
+      if (!disposed) render(...last);
     } catch (err) {
       if (disposed) return;
       if (err.status === 401) consumerSessionExpired(ctx);
       else replaceChildren(body, h('p', { class: 'notice notice--error', role: 'alert', text: `Could not load your reservations: ${err.message}` }));
     }
   })();
+  // The services are named from the offers: once those arrive (or change), name them again.
+  const onStore = () => { if (last && !disposed) render(...last); };
+  ctx.store.addEventListener('change', onStore);
   return () => {
     disposed = true;
     clearInterval(ticker);
+    ctx.store.removeEventListener('change', onStore);
   };
 }

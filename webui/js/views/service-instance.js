@@ -8,14 +8,15 @@
 // the `kubectl` commands that show the running service in the customer's
 // cluster. Deprovisioning unbinds first (OSB: platforms delete bindings
 // before the instance) and follows both operations until the broker
-// answers 410 Gone. What the page knows of the instance (ids only) is in
-// service-instances.js, so a reload goes on where it was.
+// answers 410 Gone. What the page starts from is the catalog's record of
+// the instance (`GET /service-instances/{id}`, service-instances.js), so a
+// reload, or another browser, goes on where it was.
 
 import { formatTime, h, replaceChildren } from '../dom.js';
 import { field } from '../fields.js';
 import { dnsLabelProblem, dnsSubdomainProblem, formFields, readParameters, serverFieldError } from '../service-form.js';
 import { bind, bindingLastOperation, deprovision, fetchBinding, lastOperation, newId, unbind } from '../service-api.js';
-import { forgetInstance, instanceRecord, saveInstance } from '../service-instances.js';
+import { instanceRecord, recordOf } from '../service-instances.js';
 import { bindingProgress, contractNamed, kubectlCommands, namespaceNamed, provisionProgress } from '../service-steps.js';
 import { copyBlock } from './copy-block.js';
 import { errorSummary } from './error-summary.js';
@@ -41,19 +42,45 @@ export function mountServiceInstance(main, ctx, [id]) {
   document.title = 'Service instance · Liqo resource catalog';
   const flash = ctx.flash;
   ctx.flash = null;
-  let record = instanceRecord(session.subject, id);
+  let dispose = null;
+  let disposed = false;
+  replaceChildren(main, h('h1', { text: 'Service instance' }), h('p', { class: 'notice', 'aria-busy': 'true', text: 'Loading the instance…' }));
+  (async () => {
+    let record;
+    try {
+      record = await instanceRecord(session.token, ctx.store, id);
+    } catch (err) {
+      if (disposed) return;
+      if (err.status === 401) {
+        consumerSessionExpired(ctx);
+        return;
+      }
+      replaceChildren(main,
+        h('p', { class: 'back-link' }, h('a', { href: '#/mine' }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'My reservations and purchases')),
+        h('h1', { text: 'Service instance' }),
+        err.status === 404
+          ? h('p', { class: 'notice', 'data-state': 'unknown' }, 'The catalog has no service instance ', h('code', { text: id }), ' of yours: it may have been removed. Your services are listed in ', h('a', { href: '#/mine', text: 'My purchases' }), '.')
+          : h('p', { class: 'notice notice--error', role: 'alert', text: `Could not load the instance: ${err.message} Reload to try again.` }));
+      return;
+    }
+    if (!disposed) dispose = follow(main, ctx, session, id, record, flash);
+  })();
+  return () => {
+    disposed = true;
+    dispose?.();
+  };
+}
+
+/** The page of instance `id`, from the catalog's `record` of it; returns its disposer. */
+function follow(main, ctx, session, id, record, flash) {
   let disposed = false;
   let timer = null;
   const notice = h('div', { class: 'notice-slot', role: 'alert' });
-  const back = h('p', { class: 'back-link' }, h('a', { href: record ? `#/service/${encodeURIComponent(record.offerID)}` : '#/' }, h('span', { 'aria-hidden': 'true', text: '← ' }), record ? 'The service' : 'All offers'));
-  if (!record) {
-    replaceChildren(main, back, h('h1', { text: 'Service instance' }),
-      h('p', { class: 'notice', 'data-state': 'unknown' }, 'This browser does not know the service instance ', h('code', { text: id }), '. Instances are followed from the browser that created them; the contract is in ', h('a', { href: '#/mine', text: 'My purchases' }), '.'));
-    return null;
-  }
+  const back = h('p', { class: 'back-link' }, h('a', { href: `#/service/${encodeURIComponent(record.offerID)}` }, h('span', { 'aria-hidden': 'true', text: '← ' }), 'The service'));
 
+  // What the page learns while it follows the instance; the catalog keeps the truth.
   const update = (changes) => {
-    record = saveInstance(session.subject, { id, ...changes });
+    record = { ...record, ...changes };
   };
   const ids = () => ({ serviceID: record.serviceID, planID: record.planID });
   const schedule = (fn, seconds) => {
@@ -88,6 +115,13 @@ export function mountServiceInstance(main, ctx, [id]) {
       h('div', {}, h('dt', { text: 'Instance ID' }), h('dd', {}, h('code', { text: id }))),
       record.createdAt ? h('div', {}, h('dt', { text: 'Requested' }), h('dd', { text: formatTime(record.createdAt) })) : null),
     provisionBox, bindBox, commandsBox, removeBox);
+  // Opened before the offers arrived: name the service once they do.
+  const heading = main.querySelector('h1');
+  const onStore = () => {
+    const named = recordOf({ offerID: record.offerID, planID: record.planKey }, ctx.store);
+    heading.textContent = `${named.offerName} · ${named.planName}`;
+  };
+  ctx.store.addEventListener('change', onStore);
 
   let lastProvisionKey = '';
   function showProvision(op) {
@@ -138,7 +172,8 @@ export function mountServiceInstance(main, ctx, [id]) {
     update({ phase: op.state === 'succeeded' ? 'ready' : 'failed' });
     if (op.state === 'succeeded') {
       showBinding();
-      if (record.binding?.state === 'creating') followBinding();
+      // Creating: follow it; bound: its keys (never kept) are read again.
+      if (record.binding?.state === 'creating' || (record.binding?.state === 'bound' && !record.binding.keys)) followBinding();
     }
     showRemove();
   }
@@ -371,7 +406,6 @@ export function mountServiceInstance(main, ctx, [id]) {
 
   function gone(text) {
     record = { ...record, phase: 'gone' };
-    forgetInstance(session.subject, id);
     bindBox.hidden = true;
     commandsBox.hidden = true;
     showRemove(removalSteps('gone', 'done'), '');
@@ -379,7 +413,14 @@ export function mountServiceInstance(main, ctx, [id]) {
     ctx.announce(text);
   }
 
-  // --- start where the record says --------------------------------------------------
+  // --- start where the catalog's record says -------------------------------------------
+  // A binding being deleted is a removal under way (this page unbinds only to deprovision):
+  // follow it, then the instance's.
+  if (record.phase !== 'deprovisioning' && record.binding?.state === 'deleting') {
+    update({ phaseBefore: 'ready', phase: 'deprovisioning', removal: 'unbind', removalOperation: record.binding.operation ?? 'done' });
+  } else if (record.phase === 'deprovisioning') {
+    update({ phaseBefore: 'ready', removal: 'remove', removalOperation: record.operation ?? 'done' });
+  }
   showProvision(record.phase === 'provisioning' ? { state: 'in progress', description: 'in progress' } : { state: record.phase === 'failed' ? 'failed' : 'succeeded' });
   showRemove();
   if (record.phase === 'deprovisioning') {
@@ -391,5 +432,6 @@ export function mountServiceInstance(main, ctx, [id]) {
   return () => {
     disposed = true;
     clearTimeout(timer);
+    ctx.store.removeEventListener('change', onStore);
   };
 }

@@ -7,14 +7,15 @@
 // a file). Creating provisions the plan over the catalog's Open Service
 // Broker API as a platform would (PUT with `accepts_incomplete=true`, the
 // kubeconfig in `context.peering`); a 400 shows beside the field its
-// description names. The instance page follows it from there.
+// description names. The instance page follows it from there; the
+// consumer's instances of this service are listed from the catalog.
 
 import { h, replaceChildren, uid } from '../dom.js';
 import { field } from '../fields.js';
 import { formatCost } from '../pricing.js';
 import { formFields, kubeconfigProblem, readParameters, serverFieldError } from '../service-form.js';
 import { newId, osbIds, provision } from '../service-api.js';
-import { forgetInstance, instancesOf, saveInstance } from '../service-instances.js';
+import { instancesOf } from '../service-instances.js';
 import { errorSummary } from './error-summary.js';
 import { consumerSessionExpired, requireConsumer } from './sign-in.js';
 
@@ -189,26 +190,19 @@ export function mountServiceOrder(main, ctx, [offerID]) {
       const planKey = form.querySelector(`input[name="${planName}"]:checked`)?.value ?? plans[0]?.key;
       const plan = plans.find((p) => p.key === planKey);
       create.disabled = true;
-      let id = null;
       try {
         const ids = await osbIds(session.token, offer.id, planKey);
         if (!ids) {
           summary.show([{ message: `Plan ${plan?.name || planKey} is not on sale right now (its provider may be disabled). Try again later.`, control: null }]);
           return;
         }
-        id = newId();
-        // Recorded first, so a reload while the request runs still finds the instance.
-        saveInstance(session.subject, {
-          id, offerID: offer.id, offerName: offer.name, planKey, planName: plan?.name || planKey,
-          hosting: plan?.hosting ?? '', providerClusterID: offer.clusterID, providerName: offer.clusterName,
-          ...ids, phase: 'provisioning', reached: -1,
-        });
-        const operation = await provision(session.token, id, { ...ids, parameters, kubeconfig: kubeconfigField.control.value, space: session.subject });
-        saveInstance(session.subject, { id, operation });
+        // The catalog records the instance with the request: its page, and
+        // "my purchases" from any browser, find it there.
+        const id = newId();
+        await provision(session.token, id, { ...ids, parameters, kubeconfig: kubeconfigField.control.value, space: session.subject });
         ctx.flash = { kind: 'ok', text: 'Requested: the provider now peers with your cluster and creates the service.' };
         ctx.navigate(`#/service-instance/${encodeURIComponent(id)}`);
       } catch (err) {
-        if (id) forgetInstance(session.subject, id);
         if (err.status === 401) {
           consumerSessionExpired(ctx);
           return;
@@ -227,16 +221,23 @@ export function mountServiceOrder(main, ctx, [offerID]) {
       }
     }
 
-    const mine = instancesOf(session.subject).filter((r) => r.offerID === offer.id);
+    const mineSlot = h('div', { 'data-role': 'service-mine' });
+    instancesOf(session.token, store).then((all) => {
+      const mine = all.filter((r) => r.offerID === offer.id);
+      if (!mine.length) return;
+      replaceChildren(mineSlot, h('section', { class: 'service-mine', 'aria-labelledby': 'service-mine-heading' },
+        h('h2', { id: 'service-mine-heading', text: 'Your instances of this service' }),
+        h('ul', { 'data-list': 'service-instances' }, mine.map((r) => h('li', {},
+          h('a', { href: `#/service-instance/${encodeURIComponent(r.id)}`, text: `${r.planName} · ${r.id}` }))))));
+    }, () => {
+      // The list is a courtesy here: the form works without it.
+    });
     replaceChildren(body,
       h('div', { class: 'view-header' },
         h('h1', { id: 'service-order-heading', tabindex: '-1', text: `Set up ${offer.name}` }),
         h('p', { class: 'lede' }, offer.description || '', ` Provided by ${offer.clusterName || offer.clusterID}.`)),
       prerequisites(offer),
-      mine.length ? h('section', { class: 'service-mine', 'aria-labelledby': 'service-mine-heading' },
-        h('h2', { id: 'service-mine-heading', text: 'Your instances of this service' }),
-        h('ul', { 'data-list': 'service-instances' }, mine.map((r) => h('li', {},
-          h('a', { href: `#/service-instance/${encodeURIComponent(r.id)}`, text: `${r.planName} · ${r.id}` }))))) : null,
+      mineSlot,
       form);
   }
 

@@ -8,6 +8,7 @@
 mod cluster_selector;
 mod consumer;
 mod drain;
+mod endpointslices;
 mod networking;
 mod networking_crds;
 mod offloading;
