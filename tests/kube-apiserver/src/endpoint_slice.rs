@@ -6,7 +6,7 @@
 //! `ValidateEndpointSliceUpdate` on update. Field paths and messages are the
 //! real `field.Error`s' (the v1.31 line; `maxPorts` is 20000 since v1.30).
 //! The controller that writes them for Services is
-//! [`crate::endpointslice_controller`].
+//! `endpointslice_controller`.
 //!
 //! Not done: the strategy's generation (1 on create, +1 when anything but
 //! metadata, or the labels, change: EndpointSlices keep none here), its

@@ -1,8 +1,8 @@
 //! What the virtual kubelet writes on the peer for a local EndpointSlice,
 //! and what the peer's ShadowEndpointSlice controller makes of it: the
 //! pure halves of the EndpointSlice data path (their effects are
-//! [`crate::reflection_endpointslices`]' and
-//! [`crate::shadowendpointslice_controller`]'), as Liqo v1.2.0 has them in
+//! `reflection_endpointslices`' and
+//! `shadowendpointslice_controller`'), as Liqo v1.2.0 has them in
 //! `pkg/virtualKubelet/reflection/exposition/endpointslice.go` (EPS),
 //! `pkg/virtualKubelet/forge/endpointslices.go` (FE), `forge/meta.go`
 //! (META) and

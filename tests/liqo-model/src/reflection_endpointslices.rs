@@ -5,7 +5,7 @@
 //! EndpointSlice of the local namespace is kept as a ShadowEndpointSlice
 //! of the same name in the remote namespace (EPS:274-326), which the
 //! peer's ShadowEndpointSlice controller
-//! ([`crate::shadowendpointslice_controller`]) turns into an EndpointSlice.
+//! (`shadowendpointslice_controller`) turns into an EndpointSlice.
 //! Local EndpointSlices, remote ShadowEndpointSlices (EPS:93-96) and local
 //! Services (all the slices labelled with their name, EPS:116-118, 434-448)
 //! queue the local key; a mapping turning `Accepted` queues its

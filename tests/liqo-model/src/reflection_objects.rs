@@ -44,7 +44,7 @@
 //! namespace whose mapping stops being `Accepted` is no longer reflected,
 //! its copies left to the namespace's deletion, as Liqo stops its
 //! reflector (`namespace.go:98-121`). EndpointSlices are reflected apart,
-//! as ShadowEndpointSlices: [`crate::reflection_endpointslices`].
+//! as ShadowEndpointSlices: `reflection_endpointslices`.
 
 use futures::stream::BoxStream;
 use kube::api::{

@@ -2,7 +2,7 @@
 //! (`pkg/liqo-controller-manager/offloading/shadowendpointslice-controller/shadowendpointslice_controller.go`,
 //! SESC below), as the cluster's controller manager: each
 //! ShadowEndpointSlice the peer's virtual kubelet wrote
-//! ([`crate::reflection_endpointslices`]) becomes an EndpointSlice of its
+//! (`reflection_endpointslices`) becomes an EndpointSlice of its
 //! name, forged by
 //! [`crate::reflection_endpointslice_forge::forge_endpoint_slice`]:
 //!
