@@ -64,7 +64,7 @@ pub const MAX_PODS_FILE: u64 = 16 * 1024 * 1024;
 /// v1 `List`); `default_ns` for those without a namespace.
 pub fn pods_from_text(text: &str, default_ns: &str) -> anyhow::Result<Vec<Pod>> {
     let value: serde_json::Value =
-        serde_yaml::from_str(text).context("--pods: neither YAML nor JSON")?;
+        serde_yaml_ng::from_str(text).context("--pods: neither YAML nor JSON")?;
     let items: Vec<serde_json::Value> = match value {
         serde_json::Value::Array(items) => items,
         serde_json::Value::Object(ref o)

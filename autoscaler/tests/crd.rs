@@ -13,7 +13,7 @@ fn the_deployed_crd_is_the_generated_one() {
     if let Err(differences) = controller_core::crd::compare(DEPLOYED, &generated) {
         panic!(
             "deploy/kubernetes/market-autoscaler/crd.yaml (left) differs from model::crd() (right):\n{differences}\n\ngenerated:\n{}",
-            serde_yaml::to_string(&generated).unwrap_or_default()
+            serde_yaml_ng::to_string(&generated).unwrap_or_default()
         );
     }
 }

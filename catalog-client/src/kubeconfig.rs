@@ -49,7 +49,7 @@ use rustls::pki_types::{
     CertificateDer, PrivateKeyDer, PrivatePkcs1KeyDer, PrivatePkcs8KeyDer, PrivateSec1KeyDer,
 };
 use serde::{Deserialize, Serialize};
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 /// Largest kubeconfig accepted, in bytes.
 pub const MAX_KUBECONFIG_BYTES: usize = 32 * 1024;
@@ -226,7 +226,7 @@ pub fn check(yaml: &str) -> Result<Kubeconfig, KubeconfigError> {
     scan(yaml)?;
     // Through a Value first: it refuses duplicate keys and several
     // documents, and lets `refuse_known_hostile` explain itself.
-    let doc: Value = serde_yaml::from_str(yaml).map_err(|e| bad(format!("is not YAML: {e}")))?;
+    let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| bad(format!("is not YAML: {e}")))?;
     if !doc.is_mapping() {
         return Err(bad("is not a kubeconfig (a YAML mapping)"));
     }
@@ -447,11 +447,11 @@ fn check_name(part: &str, name: &str) -> Result<(), KubeconfigError> {
 
 /// Refuse `value` if the canonical copy would write it unquoted and YAML
 /// 1.1 readers (client-go reads kubeconfigs through go-yaml v2) would read
-/// it as a boolean, null or number rather than the string serde_yaml (YAML
+/// it as a boolean, null or number rather than the string serde_yaml_ng (YAML
 /// 1.2) reads: `yes`, `on`, `n`, `1_000`, `0b101`, …. Quoted values are
 /// read alike by both.
 fn read_alike(part: &str, value: &str) -> Result<(), KubeconfigError> {
-    let plain = serde_yaml::to_string(value).is_ok_and(|t| !t.starts_with(['\'', '"']));
+    let plain = serde_yaml_ng::to_string(value).is_ok_and(|t| !t.starts_with(['\'', '"']));
     if plain && yaml11_not_a_string(value) {
         return Err(bad(format!(
             "{part} `{value}` would be read as a boolean or a number by client-go (YAML 1.1)"
@@ -752,7 +752,7 @@ impl Kubeconfig {
                 },
             }],
         };
-        serde_yaml::to_string(&file).map_err(|e| bad(format!("cannot be written back: {e}")))
+        serde_yaml_ng::to_string(&file).map_err(|e| bad(format!("cannot be written back: {e}")))
     }
 }
 

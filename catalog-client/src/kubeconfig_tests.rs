@@ -4,7 +4,7 @@
 //! round-trips through its canonical copy.
 
 use proptest::prelude::*;
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 
 use super::*;
 
@@ -22,11 +22,11 @@ fn b64(s: &str) -> String {
 }
 
 fn doc(yaml: &str) -> Value {
-    serde_yaml::from_str(yaml).expect("test YAML")
+    serde_yaml_ng::from_str(yaml).expect("test YAML")
 }
 
 fn text(v: &Value) -> String {
-    serde_yaml::to_string(v).expect("test YAML")
+    serde_yaml_ng::to_string(v).expect("test YAML")
 }
 
 #[track_caller]

@@ -176,7 +176,7 @@ pub fn parse(text: &str) -> Result<Config, String> {
     let config: Config = if text.trim().is_empty() {
         Config::default()
     } else {
-        serde_yaml::from_str(text).map_err(|e| format!("not a brokerctl config file: {e}"))?
+        serde_yaml_ng::from_str(text).map_err(|e| format!("not a brokerctl config file: {e}"))?
     };
     check(&config)?;
     Ok(config)
@@ -217,7 +217,7 @@ pub fn save(path: &Path, config: &Config) -> Result<(), Failure> {
     let fail = |what: &str, e: std::io::Error| {
         Failure::usage(format!("config file {}: {what}: {e}", path.display()))
     };
-    let text = serde_yaml::to_string(config)
+    let text = serde_yaml_ng::to_string(config)
         .map_err(|e| Failure::usage(format!("cannot write the config: {e}")))?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = dir {

@@ -7,14 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn manifest(text: &str) -> Value {
-    serde_yaml::from_str(text).expect("the krew manifest is YAML")
+    serde_yaml_ng::from_str(text).expect("the krew manifest is YAML")
 }
 
 /// The name of the binary cli/Cargo.toml builds (`[[bin]] name = …`).

@@ -41,10 +41,10 @@ pub fn parse(path: &Path, text: &str, id: Option<&str>) -> Result<OfferFile, Fai
     let body: Value = match extension.as_deref() {
         Some("json") => serde_json::from_str(text)
             .map_err(|e| Failure::usage(format!("{name}: not valid JSON: {e}")))?,
-        Some("yaml" | "yml") => serde_yaml::from_str(text)
+        Some("yaml" | "yml") => serde_yaml_ng::from_str(text)
             .map_err(|e| Failure::usage(format!("{name}: not valid YAML: {e}")))?,
         // YAML is a superset of JSON: one parser reads both.
-        _ => serde_yaml::from_str(text)
+        _ => serde_yaml_ng::from_str(text)
             .map_err(|e| Failure::usage(format!("{name}: neither JSON nor YAML: {e}")))?,
     };
     if !body.is_object() {

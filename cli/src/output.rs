@@ -140,7 +140,7 @@ pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<String, Failure> {
 
 /// `value` as YAML.
 pub fn yaml<T: Serialize + ?Sized>(value: &T) -> Result<String, Failure> {
-    serde_yaml::to_string(value)
+    serde_yaml_ng::to_string(value)
         .map_err(|e| Failure::new(Code::Error, format!("cannot write YAML: {e}")))
 }
 

@@ -138,7 +138,7 @@ pub struct Condition {
 /// and of `required` and `enum` lists, `listKind` and `singular` when they
 /// are the defaults, and whether a whole number is written `1` or `1.0`.
 pub fn compare(deployed_yaml: &str, generated: &CustomResourceDefinition) -> Result<(), String> {
-    let deployed: Value = serde_yaml::from_str(deployed_yaml)
+    let deployed: Value = serde_yaml_ng::from_str(deployed_yaml)
         .map_err(|e| format!("the shipped CRD is not YAML: {e}"))?;
     let generated = serde_json::to_value(generated)
         .map_err(|e| format!("the generated CRD does not serialise: {e}"))?;
@@ -397,13 +397,13 @@ spec:
     const SPEC: &str = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
 
     fn deployed() -> Value {
-        serde_yaml::from_str(DEPLOYED).unwrap()
+        serde_yaml_ng::from_str(DEPLOYED).unwrap()
     }
 
     /// The differences [`compare`] finds between `deployed`, shipped as
     /// YAML, and [`generated`].
     fn found(deployed: &Value) -> Vec<String> {
-        match compare(&serde_yaml::to_string(deployed).unwrap(), &generated()) {
+        match compare(&serde_yaml_ng::to_string(deployed).unwrap(), &generated()) {
             Ok(()) => Vec::new(),
             Err(found) => found.lines().map(str::to_string).collect(),
         }
@@ -435,7 +435,7 @@ spec:
     fn key_order_is_not_a_difference() {
         // The premise: the fixture writes keys in another order than the
         // generated CRD serialises them (`group` before `scope`).
-        let written = serde_yaml::to_string(&generated()).unwrap();
+        let written = serde_yaml_ng::to_string(&generated()).unwrap();
         assert!(written.find("group:") < written.find("scope:"));
         assert!(DEPLOYED.find("group:") > DEPLOYED.find("scope:"));
         assert_eq!(compare(DEPLOYED, &generated()), Ok(()));

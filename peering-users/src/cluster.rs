@@ -77,7 +77,7 @@ pub enum ClusterError {
     Kubeconfig {
         name: String,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
 }
 

@@ -28,7 +28,7 @@ pub fn build(
     consumer: &ConsumerId,
     cert_pem: &str,
     key_pem: &str,
-) -> Result<String, serde_yaml::Error> {
+) -> Result<String, serde_yaml_ng::Error> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let mut cluster = json!({ "server": server.address });
     if let Some(ca) = &server.ca_pem {
@@ -52,7 +52,7 @@ pub fn build(
         "current-context": "default-context",
         "preferences": {},
     });
-    serde_yaml::to_string(&config)
+    serde_yaml_ng::to_string(&config)
 }
 
 #[cfg(test)]
@@ -67,7 +67,7 @@ mod tests {
         };
         let x = ConsumerId::parse("cool-consumer").unwrap();
         let text = build(&server, &x, "CERT", "KEY").unwrap();
-        let v: serde_json::Value = serde_yaml::from_str(&text).unwrap();
+        let v: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
         assert_eq!(
             v,
             json!({

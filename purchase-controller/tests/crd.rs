@@ -16,7 +16,7 @@ fn same(file: &str, deployed: &str, generated: &CustomResourceDefinition) {
     if let Err(differences) = controller_core::crd::compare(deployed, generated) {
         panic!(
             "deploy/kubernetes/purchase-controller/{file} (left) differs from the generated CRD (right):\n{differences}\n\ngenerated:\n{}",
-            serde_yaml::to_string(generated).unwrap_or_default()
+            serde_yaml_ng::to_string(generated).unwrap_or_default()
         );
     }
 }
@@ -40,11 +40,11 @@ fn the_deployed_network_policy_crd_is_the_generated_one() {
 fn print_the_generated_crd() {
     println!(
         "{}",
-        serde_yaml::to_string(&model::crd()).unwrap_or_default()
+        serde_yaml_ng::to_string(&model::crd()).unwrap_or_default()
     );
     println!("---");
     println!(
         "{}",
-        serde_yaml::to_string(&network_policy::model::crd()).unwrap_or_default()
+        serde_yaml_ng::to_string(&network_policy::model::crd()).unwrap_or_default()
     );
 }

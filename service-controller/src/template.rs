@@ -337,7 +337,7 @@ pub fn escape_for_yaml(text: &str) -> String {
 
 /// minijinja's `tojson`, with the characters escaped that JSON leaves raw
 /// but YAML, which reads what a template renders, does not read back as
-/// given: the line breaks of YAML 1.1 (which libyaml, under serde_yaml,
+/// given: the line breaks of YAML 1.1 (which libyaml, under serde_yaml_ng,
 /// reads) NEL, LS and PS, folded with the blanks around them; what it
 /// refuses to read (DEL, the other C1 controls, U+FFFE and U+FFFF: not
 /// "c-printable", YAML 1.2 §5.1); and the BOM, a stream mark. All are BMP
@@ -541,7 +541,7 @@ pub fn render_objects(
 /// The YAML documents of `text`, empty ones left out.
 fn documents(text: &str) -> Result<Vec<Value>, Why> {
     let mut out = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
         let value = Value::deserialize(document).map_err(|e| Why::Yaml(e.to_string()))?;
         if !value.is_null() {
             out.push(value);

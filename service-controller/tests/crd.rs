@@ -23,7 +23,7 @@ fn the_deployed_crd_is_the_generated_one() {
 /// uninstall` must not delete every ServiceCatalog with the CRD.
 #[test]
 fn the_deployed_crd_is_kept_by_helm_uninstall() {
-    let deployed: Value = serde_yaml::from_str(DEPLOYED).expect("crd.yaml is YAML");
+    let deployed: Value = serde_yaml_ng::from_str(DEPLOYED).expect("crd.yaml is YAML");
     assert_eq!(
         deployed["metadata"]["annotations"]["helm.sh/resource-policy"],
         "keep"
@@ -33,5 +33,5 @@ fn the_deployed_crd_is_kept_by_helm_uninstall() {
 #[test]
 #[ignore = "prints the CRD to regenerate deploy/kubernetes/service-controller/crd.yaml"]
 fn print_the_generated_crd() {
-    print!("{}", serde_yaml::to_string(&model::crd()).unwrap());
+    print!("{}", serde_yaml_ng::to_string(&model::crd()).unwrap());
 }

@@ -1,7 +1,7 @@
 use super::*;
 
 fn spec(yaml: &str) -> MarketAutoscalerSpec {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_yaml_ng::from_str(yaml).unwrap()
 }
 
 const MINIMAL: &str = r#"
@@ -69,12 +69,12 @@ fn every_bad_field_is_named() {
     for (extra, field) in cases {
         // Later keys replace earlier ones in the YAML map.
         let text = format!("{MINIMAL}{extra}\n");
-        let mut value: serde_yaml::Value = serde_yaml::from_str(MINIMAL).unwrap();
-        let extra: serde_yaml::Value = serde_yaml::from_str(extra).unwrap();
+        let mut value: serde_yaml_ng::Value = serde_yaml_ng::from_str(MINIMAL).unwrap();
+        let extra: serde_yaml_ng::Value = serde_yaml_ng::from_str(extra).unwrap();
         for (k, v) in extra.as_mapping().unwrap() {
             value.as_mapping_mut().unwrap().insert(k.clone(), v.clone());
         }
-        let s: MarketAutoscalerSpec = serde_yaml::from_value(value).unwrap();
+        let s: MarketAutoscalerSpec = serde_yaml_ng::from_value(value).unwrap();
         let err = s.parse().unwrap_err().to_string();
         assert!(err.starts_with(field), "{text}: {err}");
     }

@@ -27,7 +27,7 @@ pub const SA: &str = "system:serviceaccount:liqo:market-autoscaler";
 /// in `liqo` as the kustomization puts them).
 pub async fn cluster() -> KubeApiServer {
     let kube = KubeApiServer::start().await.expect("server");
-    let crd = |c| serde_yaml::to_string(&c).expect("yaml");
+    let crd = |c| serde_yaml_ng::to_string(&c).expect("yaml");
     kube.register_crd_yaml(&crd(market_autoscaler::model::crd()))
         .expect("MarketAutoscaler CRD");
     kube.register_crd_yaml(&crd(purchase_controller::model::crd()))
@@ -43,7 +43,7 @@ pub async fn cluster() -> KubeApiServer {
         "/../deploy/kubernetes/market-autoscaler/rbac.yaml"
     ))
     .expect("shipped rbac.yaml");
-    let objects: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|d| serde::Deserialize::deserialize(d).ok())
         .map(|mut o: Value| {
             if matches!(o["kind"].as_str(), Some("Role" | "RoleBinding"))

@@ -287,7 +287,7 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<ResourceList, StaticFileE
     let FileResources(map) = if is_json {
         serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
     } else {
-        serde_yaml::from_str(text).map_err(|e| parse_err(e.to_string()))?
+        serde_yaml_ng::from_str(text).map_err(|e| parse_err(e.to_string()))?
     };
     Ok(ResourceList(map))
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 
 use crate::helm::{Helm, HelmError};
 
@@ -35,7 +35,7 @@ pub enum BaseError {
     #[error("{path}: {error}")]
     Yaml {
         path: PathBuf,
-        error: serde_yaml::Error,
+        error: serde_yaml_ng::Error,
     },
     #[error("base {base}: {error}")]
     Helm { base: String, error: HelmError },
@@ -100,7 +100,7 @@ pub fn read_bases(deploy: &Path) -> Result<Vec<Base>, BaseError> {
     let path = deploy.join(BASES_FILE);
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
     let file: BasesFile =
-        serde_yaml::from_str(&text).map_err(|error| BaseError::Yaml { path, error })?;
+        serde_yaml_ng::from_str(&text).map_err(|error| BaseError::Yaml { path, error })?;
     Ok(file.bases)
 }
 
@@ -147,12 +147,12 @@ pub fn values_for(chart_values: &Value, base: &Base) -> Value {
 fn chart_values(chart: &Path) -> Result<Value, BaseError> {
     let path = chart.join("values.yaml");
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-    serde_yaml::from_str(&text).map_err(|error| BaseError::Yaml { path, error })
+    serde_yaml_ng::from_str(&text).map_err(|error| BaseError::Yaml { path, error })
 }
 
 /// [`values_for`] as the YAML helm reads on its standard input.
 fn values_text(deploy: &Path, chart_values: &Value, base: &Base) -> Result<String, BaseError> {
-    serde_yaml::to_string(&values_for(chart_values, base)).map_err(|error| BaseError::Yaml {
+    serde_yaml_ng::to_string(&values_for(chart_values, base)).map_err(|error| BaseError::Yaml {
         path: deploy.join(BASES_FILE),
         error,
     })
@@ -415,13 +415,13 @@ mod tests {
             name: name.to_string(),
             namespace: "liqo".to_string(),
             about: "What it is.\n".to_string(),
-            values: serde_yaml::from_str(values).unwrap(),
+            values: serde_yaml_ng::from_str(values).unwrap(),
         }
     }
 
     #[test]
     fn every_component_is_off_but_the_bases_own() {
-        let defaults: Value = serde_yaml::from_str(
+        let defaults: Value = serde_yaml_ng::from_str(
             "images: {tag: ''}\ncatalog: {enabled: true, replicas: 1}\norchestrator: {enabled: false}\n",
         )
         .unwrap();
@@ -432,7 +432,7 @@ mod tests {
                 "orchestrator: {enabled: true, catalogURL: http://c}",
             ),
         );
-        let expected: Value = serde_yaml::from_str(
+        let expected: Value = serde_yaml_ng::from_str(
             "catalog: {enabled: false}\norchestrator: {enabled: true, catalogURL: http://c}\n",
         )
         .unwrap();

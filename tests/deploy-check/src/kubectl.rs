@@ -53,7 +53,7 @@ pub enum RenderError {
     #[error("`kubectl kustomize {dir}` printed something that is not YAML: {error}")]
     Yaml {
         dir: PathBuf,
-        error: serde_yaml::Error,
+        error: serde_yaml_ng::Error,
     },
     #[error(
         "`kubectl kustomize {dir}` printed a document without apiVersion and kind: {document}"
@@ -145,7 +145,7 @@ impl Kubectl {
 /// documents separated by `---`; `dir` is what rendered them, for errors.
 pub fn parse(dir: &Path, text: &str) -> Result<Vec<Value>, RenderError> {
     let mut out = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
         let value = Value::deserialize(document).map_err(|error| RenderError::Yaml {
             dir: dir.to_path_buf(),
             error,

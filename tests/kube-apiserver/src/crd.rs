@@ -160,7 +160,7 @@ pub fn read_crd_file(path: &Path) -> Result<Vec<ResourceDef>> {
 /// Parse every CRD in YAML text (other documents are an error).
 pub fn parse_crds(text: &str) -> Result<Vec<ResourceDef>> {
     let mut defs = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
         let value: Value = serde::Deserialize::deserialize(document)?;
         if value.is_null() {
             continue;

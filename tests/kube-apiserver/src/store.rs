@@ -798,7 +798,7 @@ impl World {
                     ));
                 }
                 if patch_type == PatchType::Apply && fields.is_some() {
-                    let config = serde_yaml::from_slice::<Value>(body).unwrap_or(Value::Null);
+                    let config = serde_yaml_ng::from_slice::<Value>(body).unwrap_or(Value::Null);
                     if let Some(refusal) =
                         field_validation::apply_refusal(def, &version(&config), &config)
                     {
@@ -1209,7 +1209,7 @@ impl World {
                 "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
             ));
         };
-        let config: Value = serde_yaml::from_slice(body)
+        let config: Value = serde_yaml_ng::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         Self::check_type(def, &config)?;
         if config["apiVersion"].is_null() || config["kind"].is_null() {
