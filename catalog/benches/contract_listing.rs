@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use bench_support::percentile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,13 +42,6 @@ fn record(i: usize) -> Reservation {
         reserved_plan: None,
         bought_by: None,
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// Grow `store` to each size in turn, then time `reads` listings of one
@@ -90,8 +84,8 @@ async fn run(name: &str, store: Arc<dyn ReservationStore>, reads: usize) -> anyh
         println!(
             "{name:<9} {size:>6} records: {:>8.1} µs mean, p50 {:>8.1} µs, p99 {:>8.1} µs per listing",
             elapsed.as_secs_f64() * 1e6 / reads as f64,
-            percentile(&latencies, 0.50).as_secs_f64() * 1e6,
-            percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+            percentile(&latencies, 0.50).unwrap_or_default().as_secs_f64() * 1e6,
+            percentile(&latencies, 0.99).unwrap_or_default().as_secs_f64() * 1e6,
         );
     }
     Ok(())

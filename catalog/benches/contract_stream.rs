@@ -20,6 +20,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use bench_support::percentile;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,13 +56,6 @@ fn env_num(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// Tokens the catalog accepts: signed with its `--jwt-key`, its issuer and
@@ -264,8 +258,8 @@ fn streams_row(n: usize, rt: &tokio::runtime::Runtime, tokens: &TokenService) ->
         per_stream / 1024.0,
         cpu_per_min,
         cpu_per_min / 60.0 * 100.0,
-        percentile(&lat, 0.5).as_secs_f64() * 1e3,
-        percentile(&lat, 0.99).as_secs_f64() * 1e3,
+        percentile(&lat, 0.5).unwrap_or_default().as_secs_f64() * 1e3,
+        percentile(&lat, 0.99).unwrap_or_default().as_secs_f64() * 1e3,
         reads / changes as f64,
     );
     drop(c);
@@ -350,8 +344,8 @@ fn resume_row(size: usize, rt: &tokio::runtime::Runtime, tokens: &TokenService) 
     lat.sort();
     println!(
         "| {size} | {:.2} ms | {:.2} ms |",
-        percentile(&lat, 0.5).as_secs_f64() * 1e3,
-        percentile(&lat, 0.99).as_secs_f64() * 1e3,
+        percentile(&lat, 0.5).unwrap_or_default().as_secs_f64() * 1e3,
+        percentile(&lat, 0.99).unwrap_or_default().as_secs_f64() * 1e3,
     );
     Ok(())
 }

@@ -365,12 +365,9 @@ async fn subscriber(
     }
 }
 
+/// The `p` percentile of microsecond samples, in milliseconds.
 fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1000.0
+    bench_support::percentile(sorted, p).map_or(f64::NAN, |us| f64::from(us) / 1000.0)
 }
 
 /// Cumulative (upper bound in seconds, count) of the server's

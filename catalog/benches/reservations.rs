@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use bench_support::percentile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,13 +37,6 @@ fn reservation(task: usize, plan: &str) -> Reservation {
         reserved_plan: None,
         bought_by: None,
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 struct Phase {
@@ -112,8 +106,8 @@ fn report(store: &str, what: &str, p: &Phase) {
         "{store:9} {what:34} {:>8.0} reserve+release/s {:>8.0} sold-out/s   reserve p50 {:.3} ms p99 {:.3} ms",
         p.reserved as f64 / secs,
         p.sold_out as f64 / secs,
-        percentile(&p.latencies, 0.50).as_secs_f64() * 1000.0,
-        percentile(&p.latencies, 0.99).as_secs_f64() * 1000.0,
+        percentile(&p.latencies, 0.50).unwrap_or_default().as_secs_f64() * 1000.0,
+        percentile(&p.latencies, 0.99).unwrap_or_default().as_secs_f64() * 1000.0,
     );
 }
 

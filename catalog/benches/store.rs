@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use bench_support::percentile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,14 +38,6 @@ fn draft(id: String, i: usize) -> catalog::offers::OfferDraft {
     OfferSpec::from_json(offer_body(i).as_bytes())
         .expect("valid bench offer")
         .into_draft(id, owner)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx]
 }
 
 fn ms(d: Duration) -> String {
@@ -134,10 +127,10 @@ async fn bench(name: &str, store: Arc<dyn Store>, phase: Duration) {
     let matched = matched.load(std::sync::atomic::Ordering::Relaxed);
     println!(
         "| {name} | {seq:.0} | {par:.0} | {} / {} | {} / {} (of {count} offers, {matched} match) |",
-        ms(percentile(&get, 0.5)),
-        ms(percentile(&get, 0.99)),
-        ms(percentile(&list, 0.5)),
-        ms(percentile(&list, 0.99)),
+        ms(percentile(&get, 0.5).unwrap_or_default()),
+        ms(percentile(&get, 0.99).unwrap_or_default()),
+        ms(percentile(&list, 0.5).unwrap_or_default()),
+        ms(percentile(&list, 0.99).unwrap_or_default()),
     );
 }
 

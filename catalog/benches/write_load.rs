@@ -179,12 +179,9 @@ struct Phase {
     refused_per_s: f64,
 }
 
+/// The `p` percentile of microsecond samples, in milliseconds.
 fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    f64::from(sorted[i]) / 1000.0
+    bench_support::percentile(sorted, p).map_or(0.0, |us| f64::from(us) / 1000.0)
 }
 
 impl Phase {
