@@ -3,14 +3,21 @@
 # already built (no second, release, build), records its size and runs it:
 #   for each deploy/docker/<image>.Dockerfile, one at a time,
 #   1. deploy/docker/rootfs.sh assembles build/images/<image>/rootfs from a
-#      stripped copy of target/debug/<bin> (<bin>: the ENTRYPOINT's name);
-#   2. Debian's buildah builds the Dockerfile with BINARY=prebuilt (vfs
-#      storage under build/images/, chroot isolation: no daemon, no
-#      overlay mounts, nothing run inside the image while building);
+#      stripped copy of target/debug/<bin> (<bin>: the ENTRYPOINT's name),
+#      with the dpkg entries of the libraries it copies and the SBOM of
+#      <package> (the crate the Dockerfile's release stage builds);
+#   2. Debian's buildah builds the Dockerfile with BINARY=prebuilt and the
+#      label values of scripts/image-build-args.sh (vfs storage under
+#      build/images/, chroot isolation: no daemon, no overlay mounts,
+#      nothing run inside the image while building);
 #   3. the image's size is recorded (as stored, and its layers as pushed:
-#      gzip-compressed, what a registry transfers), it is exported to an
-#      OCI layout and the storage is removed;
-#   4. umoci unpacks that layout to a runtime bundle, and the entrypoint
+#      gzip-compressed, what a registry transfers), its labels are read
+#      back (buildah inspect), it is exported to an OCI layout and the
+#      storage is removed;
+#   4. umoci unpacks that layout to a runtime bundle; scripts/check-image.py
+#      holds it to what scanners need (every file but ours listed in a
+#      package entry, the labels carrying the build's values, the SBOM
+#      listing every crate `cargo tree -p <package>` compiles in); the entrypoint
 #      from the image's own configuration runs chrooted into it, with the
 #      image's environment and, as root, the image's user (`chroot
 #      --userspec`; otherwise `unshare -r chroot`, which cannot take on
@@ -32,9 +39,9 @@ binaries=${IMAGE_BINARIES:-$root/target/debug}
 work=$root/build/images
 buildah=(buildah --storage-driver vfs --root "$work/storage" --runroot "$work/run")
 
-for tool in buildah umoci unshare chroot strip python3; do
+for tool in buildah umoci unshare chroot strip python3 cargo git dpkg-query; do
   command -v "$tool" >/dev/null 2>&1 \
-    || { echo "build-images: $tool missing (bash scripts/install-test-deps.sh)" >&2; exit 1; }
+    || { echo "build-images: $tool missing (bash scripts/install-test-deps.sh; cargo, git and dpkg-query come with the build machine)" >&2; exit 1; }
 done
 
 # Each image's commands write to its own log; a failing one stops the stage
@@ -55,7 +62,7 @@ cleanup() {
     wait "$catalog_pid" 2>/dev/null || true
   fi
   # vfs layers are plain directories: removing them needs no buildah.
-  rm -rf "$work/storage" "$work/run" "$work/oci" "$work"/*/
+  rm -rf "$work/storage" "$work/run" "$work/oci" "$work"/*/ "$work/cargo-metadata.json"
 }
 trap cleanup EXIT
 rm -rf "$work"
@@ -132,6 +139,12 @@ catalog_serves_healthz() {
   echo "GET /healthz: 200"
 }
 
+# The workspace's dependency graph, for every image's SBOM (deploy/docker/sbom.py):
+# the same for all nine, so read once.
+export SBOM_CARGO_METADATA=$work/cargo-metadata.json
+cargo metadata --format-version 1 --offline --locked \
+  --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" >"$SBOM_CARGO_METADATA"
+
 printf '%-26s %12s %12s %8s\n' image stored pushed seconds | tee "$work/sizes.txt"
 # Seconds since $1 (an $EPOCHREALTIME), one decimal.
 since() { awk -v from="$1" -v now="$EPOCHREALTIME" 'BEGIN { printf "%.1f", now - from }'; }
@@ -145,13 +158,32 @@ for dockerfile in deploy/docker/*.Dockerfile; do
     echo "build-images: $dockerfile: no binary ${bin:-(no ENTRYPOINT)} in $binaries" >&2
     exit 1
   fi
+  # The crate the release stage builds (`cargo build … -p <package>`).
+  package=$(sed -n 's|.*cargo build .*-p \([^ ]*\) .*|\1|p' "$dockerfile" | head -n 1)
+  if [ -z "$package" ]; then
+    echo "build-images: $dockerfile: no \`cargo build … -p <package>\` in its release stage" >&2
+    exit 1
+  fi
   context=$work/$image
   log=$work/$image.log
   {
-    bash deploy/docker/rootfs.sh "$binaries/$bin" "$context/rootfs"
-    "${buildah[@]}" build --quiet --isolation chroot --build-arg BINARY=prebuilt \
+    # `--build-arg K=V` pairs; the values hold no spaces (a version, a
+    # commit, a date, a URL).
+    args_line=$(bash scripts/image-build-args.sh "$package")
+    read -ra build_args <<<"$args_line"
+    expected=()
+    for arg in "${build_args[@]}"; do
+      if [ "$arg" != --build-arg ]; then expected+=("$arg"); fi
+    done
+    # The SBOM's date: the one the labels carry.
+    for arg in "${expected[@]}"; do
+      case $arg in SOURCE_DATE_EPOCH=*) export "$arg" ;; esac
+    done
+    bash deploy/docker/rootfs.sh "$binaries/$bin" "$context/rootfs" "$package"
+    "${buildah[@]}" build --quiet --isolation chroot --build-arg BINARY=prebuilt "${build_args[@]}" \
       -f "$dockerfile" -t "liqo-broker/$image:test" "$context"
     stored=$("${buildah[@]}" images --noheading --format '{{.Size}}' "liqo-broker/$image:test")
+    "${buildah[@]}" inspect --type image "liqo-broker/$image:test" >"$work/$image.inspect.json"
     "${buildah[@]}" push --quiet "liqo-broker/$image:test" "oci:$work/oci:$image"
     measure_disk
     rm -rf "$work/storage" "$work/run"
@@ -178,6 +210,8 @@ PY
       if [ -n "$variable" ]; then environment+=("$variable"); fi
     done
     rootfs=$context/bundle/rootfs
+    python3 scripts/check-image.py "$rootfs" "$image" "$package" "$bin" "$work/$image.inspect.json" \
+      "${expected[@]}" | tee "$work/$image.checks"
     # Absolute paths: `env -i` looks commands up in the image's PATH.
     if [ "$(id -u)" -eq 0 ]; then
       run=(env -i "${environment[@]}" "$(command -v chroot)" --userspec="$user" "$rootfs" "${argv[@]}")
@@ -195,6 +229,7 @@ PY
     printf '%-26s %12s %12s %8s\n' "$image" "$stored" "$pushed" "$(since "$start")" >>"$work/sizes.txt"
   } >"$log" 2>&1
   tail -n 1 "$work/sizes.txt"
+  sed 's/^/    /' "$work/$image.checks"
 done
 log=""
 echo "most disk held at once: $((peak / 1024)) MB under $work"

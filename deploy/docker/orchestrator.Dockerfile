@@ -17,9 +17,14 @@ ARG BINARY=release
 FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS release
 WORKDIR /src
 COPY . .
+# python3 runs deploy/docker/sbom.py (the image's SBOM); the Rust image may
+# lack it. SOURCE_DATE_EPOCH dates the SBOM (scripts/image-build-args.sh).
+ARG SOURCE_DATE_EPOCH
+RUN command -v python3 >/dev/null \
+ || (apt-get update && apt-get install -y --no-install-recommends python3 && rm -rf /var/lib/apt/lists/*)
 # One binary, from the lock file, as the README's release build does.
 RUN cargo build --release --locked -p orchestrator --bin orchestrator \
- && bash deploy/docker/rootfs.sh target/release/orchestrator /rootfs
+ && bash deploy/docker/rootfs.sh target/release/orchestrator /rootfs orchestrator
 
 FROM scratch AS prebuilt
 COPY rootfs/ /rootfs/
@@ -27,10 +32,24 @@ COPY rootfs/ /rootfs/
 # The stage named by BINARY; only it is built.
 FROM ${BINARY} AS binary
 
-# The binary, the libraries ldd lists for it and CA certificates: no shell,
-# no package manager. Numeric user (65532, distroless's nonroot): there is
+# The binary, the libraries ldd lists for it, CA certificates, the dpkg
+# entries of those files' packages and the SBOM: no shell, no package
+# manager. Numeric user (65532, distroless's nonroot): there is
 # no /etc/passwd to name one, and Kubernetes' runAsNonRoot needs a number.
 FROM scratch
 COPY --from=binary /rootfs/ /
+# What registries and scanners show of the image; the values come from
+# scripts/image-build-args.sh (docs/images.md), the defaults say they were
+# not given.
+ARG VERSION=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=https://RELEASE-SOURCE
+LABEL org.opencontainers.image.title="orchestrator" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/orchestrator"]

@@ -3,23 +3,45 @@
 # with its placeholders filled — the version, the homepage, each archive's
 # URL and sha256 — from the archives built for it.
 #
-#   deploy/krew/render.sh VERSION DOWNLOAD_BASE HOMEPAGE ARCHIVE_DIR > broker.yaml
+#   deploy/krew/render.sh [VERSION [DOWNLOAD_BASE [HOMEPAGE [ARCHIVE_DIR]]]] > broker.yaml
 #
-# VERSION is the release's tag (v0.2.0); DOWNLOAD_BASE the URL the
-# archives are published under; ARCHIVE_DIR holds
-# brokerctl-VERSION-OS-ARCH.tar.gz for each platform the manifest lists,
-# each with the `brokerctl` binary at its root, e.g. made with
+# VERSION is the release's tag (v0.2.0); default: `v` and brokerctl's
+# version in cli/Cargo.toml. DOWNLOAD_BASE is the URL the archives are
+# published under, the file names appended; default:
+# https://RELEASE-DOWNLOADS/VERSION. HOMEPAGE defaults to
+# https://RELEASE-HOMEPAGE. The project has no release pipeline and
+# publishes nothing yet, so the defaults are placeholders, not guesses:
+# krew refuses to download from them, while
+#   kubectl krew install --manifest=broker.yaml --archive=ARCHIVE
+# installs from a local archive (krew checks its sha256, which is real).
+# ARCHIVE_DIR (default build/krew) holds brokerctl-VERSION-OS-ARCH.tar.gz
+# for each platform the manifest lists, each with the `brokerctl` binary
+# at its root, e.g. made with
 #   tar -czf brokerctl-v0.2.0-linux-amd64.tar.gz -C target/x86_64-unknown-linux-gnu/release brokerctl
 # A missing archive, or one without the binary, fails the script: a
-# manifest must not point at nothing.
+# manifest must not point at nothing. docs/images.md, "Releases".
 set -euo pipefail
 
-if [ "$#" -ne 4 ]; then
-  echo "usage: $0 VERSION DOWNLOAD_BASE HOMEPAGE ARCHIVE_DIR" >&2
+if [ "$#" -gt 4 ]; then
+  echo "usage: $0 [VERSION [DOWNLOAD_BASE [HOMEPAGE [ARCHIVE_DIR]]]]" >&2
   exit 2
 fi
-version=$1 base=${2%/} homepage=$3 dir=$4
-template="$(dirname "$0")/broker.yaml"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$#" -ge 1 ]; then
+  version=$1
+else
+  # The [package] version of cli/Cargo.toml, or the workspace's when it
+  # inherits it (`version.workspace = true`).
+  version=v$(awk -F'"' '/^\[/ { section = $0 } section == "[package]" && /^version *=/ { print $2; exit }' "$here/../../cli/Cargo.toml")
+  if [ "$version" = v ]; then
+    version=v$(awk -F'"' '/^\[/ { section = $0 } section == "[workspace.package]" && /^version *=/ { print $2; exit }' "$here/../../Cargo.toml")
+  fi
+fi
+base=${2:-https://RELEASE-DOWNLOADS/$version}
+base=${base%/}
+homepage=${3:-https://RELEASE-HOMEPAGE}
+dir=${4:-$here/../../build/krew}
+template="$here/broker.yaml"
 case "$version" in
   v[0-9]*) ;;
   *) echo "VERSION must look like v1.2.3, not $version" >&2; exit 2 ;;
