@@ -22,6 +22,15 @@ pub struct Config {
     #[arg(long, env = "CATALOG_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// Address to serve /metrics on, apart from the API (e.g.
+    /// 0.0.0.0:9090): /metrics is then served there only, with the same
+    /// connection limits and deadlines as --listen, so the scraper needs no
+    /// access to the API port and the API port does not publish the metrics.
+    /// Unset: /metrics is served on --listen beside the API, as before this
+    /// flag existed.
+    #[arg(long, env = "CATALOG_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Directory for the embedded database and the generated JWT signing key.
     #[arg(long, env = "CATALOG_DATA_DIR", default_value = "./catalog-data")]
     pub data_dir: PathBuf,

@@ -200,7 +200,8 @@ pub async fn build(config: &Config) -> anyhow::Result<Features> {
     })
 }
 
-/// The actix `App` for `features` (also used by in-process tests).
+/// The actix `App` for `features`, /metrics included (also used by
+/// in-process tests).
 pub fn app(
     features: Features,
 ) -> App<
@@ -212,8 +213,31 @@ pub fn app(
         InitError = (),
     >,
 > {
-    App::new()
-        .app_data(web::Data::new(features.verifier))
+    api_app(features, true)
+}
+
+/// The API's `App`; without `metrics_on_api` (--metrics-listen given),
+/// `/metrics` answers 404 here: it is served on the metrics port only.
+pub fn api_app(
+    features: Features,
+    metrics_on_api: bool,
+) -> App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let mut app = App::new();
+    if !metrics_on_api {
+        // Registered before the route table, so it matches first: the
+        // route table's own /metrics (and the web UI, serving every other
+        // GET) never see the path.
+        app = app.service(web::resource("/metrics").to(metrics_elsewhere));
+    }
+    app.app_data(web::Data::new(features.verifier))
         .app_data(web::Data::new(features.providers))
         .app_data(web::Data::new(features.offers))
         .app_data(web::Data::new(features.buying))
@@ -226,6 +250,45 @@ pub fn app(
         .wrap(middleware::from_fn(crate::http::deadline::body_deadline))
         .wrap(middleware::from_fn(crate::store::deadline::per_request))
         .wrap(middleware::from_fn(crate::http::observe::observe))
+}
+
+/// `/metrics` on the API port when --metrics-listen moved it away.
+async fn metrics_elsewhere() -> Result<actix_web::HttpResponse, crate::http::ApiError> {
+    Err(crate::http::ApiError::NotFound(
+        "/metrics is served on the catalog's metrics port (--metrics-listen), not on the API port"
+            .to_string(),
+    ))
+}
+
+/// The server of `/metrics` alone on `addr` (--metrics-listen): bound
+/// and announced (role `metrics`), not yet running. The API port's
+/// connection limits and request deadlines apply; one worker, as a scrape
+/// is one request a few times a minute.
+fn metrics_server(
+    config: &Config,
+    ops: Ops,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<actix_web::dev::Server> {
+    let body_timeout = crate::http::deadline::BodyTimeout(config.request_body_timeout);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(ops.clone()))
+            .app_data(body_timeout)
+            .service(web::resource("/metrics").route(web::get().to(crate::ops::metrics)))
+            .wrap(middleware::from_fn(crate::http::deadline::body_deadline))
+    })
+    .workers(1)
+    .client_request_timeout(config.request_head_timeout)
+    .keep_alive(config.keep_alive_timeout)
+    .max_connections(config.max_connections)
+    .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
+    .disable_signals()
+    .bind(addr)
+    .with_context(|| format!("binding --metrics-listen {addr}"))?;
+    for addr in server.addrs() {
+        edge::announce::listening(Some("metrics"), "http", addr);
+    }
+    Ok(server.run())
 }
 
 /// Serve until SIGTERM or SIGINT; then stop accepting, let in-flight
@@ -250,13 +313,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     ));
     let factory = features.clone();
     let body_timeout = crate::http::deadline::BodyTimeout(config.request_body_timeout);
-    let mut server = HttpServer::new(move || app(factory.clone()).app_data(body_timeout))
-        .on_connect(crate::feed::on_connect)
-        .client_request_timeout(config.request_head_timeout)
-        .keep_alive(config.keep_alive_timeout)
-        .max_connections(config.max_connections)
-        .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
-        .disable_signals();
+    let metrics_on_api = config.metrics_listen.is_none();
+    let mut server =
+        HttpServer::new(move || api_app(factory.clone(), metrics_on_api).app_data(body_timeout))
+            .on_connect(crate::feed::on_connect)
+            .client_request_timeout(config.request_head_timeout)
+            .keep_alive(config.keep_alive_timeout)
+            .max_connections(config.max_connections)
+            .shutdown_timeout(config.shutdown_timeout.as_secs().max(1))
+            .disable_signals();
     if config.workers > 0 {
         server = server.workers(config.workers);
     }
@@ -266,6 +331,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for addr in server.addrs() {
         edge::announce::listening(None, "http", addr);
     }
+    // Announced after the API port, which the announcement's readers take
+    // as the first (main) one.
+    let metrics = config
+        .metrics_listen
+        .map(|addr| metrics_server(&config, features.ops.clone(), addr))
+        .transpose()?;
+    let metrics_handle = metrics.as_ref().map(|m| m.handle());
+    let metrics_stopper = metrics_handle.clone();
     let server = server.run();
     let handle = server.handle();
     let stopper = server.handle();
@@ -286,7 +359,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                 tracing::error!("the signal task panicked: shutting down");
             }
             shutdown.cancel();
-            handle.stop(true).await;
+            if let Some(metrics) = metrics_handle {
+                // Scrapes go on while in-flight API requests finish.
+                tokio::join!(handle.stop(true), metrics.stop(true));
+            } else {
+                handle.stop(true).await;
+            }
         }
         .instrument(tracing::info_span!("signals")),
     );
@@ -309,13 +387,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Err(_) => {
                 features.shutdown.cancel();
                 stopper.stop(false).await;
+                if let Some(metrics) = &metrics_stopper {
+                    metrics.stop(false).await;
+                }
             }
         }
         seeded
     };
-    let (served, seeded) = tokio::join!(server, seeding);
+    let metrics_served = async {
+        match metrics {
+            Some(metrics) => metrics.await,
+            None => Ok(()),
+        }
+    };
+    let (served, seeded, metrics_served) = tokio::join!(server, seeding, metrics_served);
     seeded?;
     served.context("HTTP server")?;
+    metrics_served.context("metrics HTTP server")?;
     info!("catalog stopped");
     Ok(())
 }

@@ -84,6 +84,10 @@ pub struct Cli {
     #[arg(long, env = "ORCHESTRATOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
+    /// Namespaces reconciled at once (each is a few requests to the API server; thousands in flight together cost more CPU in polling than they save in waiting).
+    #[arg(long, env = "ORCHESTRATOR_CONCURRENCY", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+
     /// This replica's name in Events and in the Lease [default: $HOSTNAME-<pid>].
     #[arg(long, env = "ORCHESTRATOR_INSTANCE", value_name = "ID")]
     pub instance: Option<String>,
@@ -276,6 +280,7 @@ pub async fn run(
         policy: Arc::new(policy),
         resync: cli.resync,
         retry: cli.error_retry,
+        concurrency: cli.concurrency,
         reporter: Reporter {
             controller: "liqo-broker-orchestrator".to_string(),
             instance: Some(identity.clone()),

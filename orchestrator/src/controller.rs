@@ -28,24 +28,26 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use controller_core::runtime;
+use controller_core::{retry, runtime};
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod, ResourceQuota};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::decision::{Decision, Rule};
+use crate::decision::{Decision, Prepared, Rule};
 use crate::feed::Snapshot;
 use crate::metrics::Metrics;
+use crate::offloaded::Offloaded;
 use crate::offloading::NamespaceOffloading;
 use crate::policy::Policy;
+use crate::recorders::Recorders;
 use crate::view::{consumer_of, View, ViewError, NAMESPACE_SELECTOR};
 use controller_core::liqo::OFFLOADING_NAME;
 use controller_core::pods::stale as stale_pods;
@@ -62,6 +64,11 @@ pub struct Settings {
     pub resync: Duration,
     /// Wait this long before retrying a failed reconcile.
     pub retry: Duration,
+    /// Namespaces reconciled at once: unbounded, a change of the offers
+    /// put every namespace's requests in flight together, and the CPU spent
+    /// polling them grew much faster than the namespaces (docs/benchmarks.md,
+    /// the orchestrator at scale).
+    pub concurrency: u16,
     /// Names the controller and this replica in Events.
     pub reporter: Reporter,
 }
@@ -83,15 +90,36 @@ struct Shared {
     client: Client,
     settings: Settings,
     offers: watch::Receiver<Arc<Snapshot>>,
-    namespaces: Store<Namespace>,
     pods: Store<Pod>,
     quotas: Store<ResourceQuota>,
     offloadings: Store<NamespaceOffloading>,
     metrics: Metrics,
-    recorder: Recorder,
+    recorders: Recorders,
     /// Bare pods already told they must be recreated (by UID), so each is
     /// told once.
     announced: Mutex<HashSet<String>>,
+    /// The offloaded namespaces in `namespaces`, by name (the gauge).
+    offloaded: Arc<Mutex<Offloaded>>,
+    /// The offers of the last snapshot decided on, made ready once for
+    /// all namespaces.
+    prepared: Mutex<Option<(Arc<Snapshot>, Arc<Prepared>)>>,
+}
+
+/// The offers of `snapshot` made ready to decide on: made once per
+/// snapshot (a change of the offers), shared by every reconcile.
+fn prepared_for(shared: &Shared, snapshot: &Arc<Snapshot>) -> Arc<Prepared> {
+    let make = || Arc::new(Prepared::new(&snapshot.offers, &snapshot.disabled));
+    let Ok(mut last) = shared.prepared.lock() else {
+        return make();
+    };
+    match &*last {
+        Some((seen, prepared)) if Arc::ptr_eq(seen, snapshot) => prepared.clone(),
+        _ => {
+            let prepared = make();
+            *last = Some((snapshot.clone(), prepared.clone()));
+            prepared
+        }
+    }
 }
 
 /// Every object of `api` (into the cache `writer` fills) as the namespace
@@ -117,11 +145,27 @@ pub async fn run(
     let (quotas, quota_writer) = reflector::store::<ResourceQuota>();
     let (offloadings, off_writer) = reflector::store::<NamespaceOffloading>();
 
-    let ns_events = runtime::cached_watch(
-        Api::<Namespace>::all(client.clone()),
-        watcher::Config::default().labels(NAMESPACE_SELECTOR),
-        ns_writer,
+    // As `runtime::cached_watch`, with the offloaded namespaces' names
+    // kept from the events on the way (the gauge), before any reaches the
+    // queue: a reconcile sees the count including its own namespace.
+    let offloaded = Arc::new(Mutex::new(Offloaded::default()));
+    let seen = offloaded.clone();
+    let ns_events = retry::logged_watch(
+        reflector::reflector(
+            ns_writer,
+            watcher::watcher(
+                Api::<Namespace>::all(client.clone()),
+                watcher::Config::default().labels(NAMESPACE_SELECTOR),
+            ),
+        ),
+        "watch Namespace",
     )
+    .inspect_ok(move |event| {
+        if let Ok(mut seen) = seen.lock() {
+            seen.apply(event);
+        }
+    })
+    .touched_objects()
     .map_ok(|ns| ObjectRef::from_obj(&ns));
     let pod_events = by_namespace(Api::<Pod>::all(client.clone()), pod_writer);
     let quota_events = by_namespace(Api::<ResourceQuota>::all(client.clone()), quota_writer);
@@ -144,17 +188,19 @@ pub async fn run(
     });
 
     let shared = Arc::new(Shared {
-        recorder: Recorder::new(client.clone(), settings.reporter.clone()),
+        recorders: Recorders::new(client.clone(), settings.reporter.clone()),
         client,
         settings,
         offers,
-        namespaces: namespaces.clone(),
         pods,
         quotas,
         offloadings,
         metrics,
         announced: Mutex::new(HashSet::new()),
+        offloaded,
+        prepared: Mutex::new(None),
     });
+    let concurrency = shared.settings.concurrency;
     let span = tracing::info_span!("orchestrator");
     async move {
         tracing::info!("controller started");
@@ -164,7 +210,7 @@ pub async fn run(
             shared.clone(),
             namespaces,
             queue.take_until(shutdown.cancelled_owned()),
-            ApplierConfig::default(),
+            ApplierConfig::default().concurrency(concurrency),
         )
         .for_each(|result| async move {
             if let Err(error) = result {
@@ -238,19 +284,15 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
     };
     let span = tracing::info_span!("reconcile", namespace = %name, consumer = %consumer);
     async move {
-        shared.metrics.set_namespaces(
-            shared
-                .namespaces
-                .state()
-                .iter()
-                .filter(|ns| consumer_of(ns).is_some())
-                .count(),
-        );
+        if let Ok(seen) = shared.offloaded.lock() {
+            shared.metrics.set_namespaces(seen.len());
+        }
         let snapshot = shared.offers.borrow().clone();
         if !snapshot.loaded {
             tracing::debug!("no offers from the catalog yet; deciding nothing");
             return Ok(Action::await_change());
         }
+        let prepared = prepared_for(&shared, &snapshot);
         let _ = shared.pods.wait_until_ready().await;
         let _ = shared.quotas.wait_until_ready().await;
         let _ = shared.offloadings.wait_until_ready().await;
@@ -263,8 +305,9 @@ async fn reconcile(ns: Arc<Namespace>, shared: Arc<Shared>) -> Result<Action, Re
         for _ in 0..WRITE_ATTEMPTS {
             let view = view_from_caches(&shared, &ns, existing.clone())?;
             let now = jiff::Timestamp::now();
-            let decision = view.decide(
+            let decision = view.decide_prepared(
                 &shared.settings.policy,
+                &prepared,
                 &snapshot.offers,
                 &snapshot.disabled,
                 now,
@@ -388,7 +431,11 @@ fn pod_event(
         action: "Recreate".to_string(),
         secondary: None,
     };
-    runtime::publish_event(&shared.recorder, event, core_ref("Pod", namespace, pod));
+    runtime::publish_event(
+        shared.recorders.for_namespace(namespace),
+        event,
+        core_ref("Pod", namespace, pod),
+    );
 }
 
 /// A reference to the core (`v1`) object `kind` `name` in `namespace`.
@@ -434,5 +481,5 @@ fn publish_event(
         Some(o) => o.object_ref(&()),
         None => core_ref("Namespace", namespace, namespace),
     };
-    runtime::publish_event(&shared.recorder, event, reference);
+    runtime::publish_event(shared.recorders.for_namespace(namespace), event, reference);
 }

@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -33,6 +34,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::offers::{Offers, Price};
 use crate::policy::{Hysteresis, Rules};
+
+mod index;
+pub mod prepared;
+
+pub use prepared::Prepared;
 
 /// A cheaper set of providers, first seen at `since`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,9 +142,10 @@ pub struct Decision {
     /// The providers to select, sorted.
     pub chosen: Vec<String>,
     pub rule: Rule,
-    /// Every qualifying provider, cheapest first.
-    pub candidates: Vec<Candidate>,
-    pub excluded: BTreeMap<String, Exclusion>,
+    /// Every qualifying provider, cheapest first (shared by the decisions
+    /// of namespaces with the same verdicts, see [`Prepared`]).
+    pub candidates: Arc<[Candidate]>,
+    pub excluded: Arc<BTreeMap<String, Exclusion>>,
     /// A cheaper set waiting out the hold time.
     pub pending: Option<Pending>,
     /// Decide again after this long (when `pending` matures).
@@ -187,14 +194,35 @@ impl Decision {
     }
 }
 
-/// Decide where the namespace goes (see the module docs).
+/// Every provider's verdict for one namespace: the qualifying ones
+/// (cheapest first, ties by cluster ID) and why the others were left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Qualified {
+    pub candidates: Arc<[Candidate]>,
+    pub excluded: Arc<BTreeMap<String, Exclusion>>,
+}
+
+/// Decide where the namespace goes (see the module docs). Deciding many
+/// namespaces on the same offers: [`Prepared::decide`], the same decision.
 pub fn decide(input: &Input<'_>) -> Decision {
-    let (candidates, excluded) = qualify(input);
+    let index = index::Index::new(input.offers);
+    let qualified = index.qualify(input.consumer, input.disabled, input.rules, input.demand);
+    decide_qualified(input, &index, &qualified)
+}
+
+/// [`decide`] with the offers' `index` and the providers' verdicts
+/// (`qualified`) for `input` already worked out.
+fn decide_qualified(input: &Input<'_>, index: &index::Index, qualified: &Qualified) -> Decision {
+    let candidates = &qualified.candidates;
+    // A current provider gone from the catalog is said so (the verdicts
+    // cover the providers with offers only).
+    let mut excluded = qualified.excluded.clone();
+    for p in input.current {
+        if p != input.consumer && !index.offers_from(p) {
+            Arc::make_mut(&mut excluded).insert(p.clone(), Exclusion::NoOffer);
+        }
+    }
     let spread = input.rules.spread.max(1);
-    let cost: BTreeMap<&str, Price> = candidates
-        .iter()
-        .map(|c| (c.provider.as_str(), c.cost))
-        .collect();
     let current: Vec<&String> = input
         .current
         .iter()
@@ -229,7 +257,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
     let room = kept.len() < spread.min(candidates.len());
     if lost_some || room || kept.is_empty() {
         let mut chosen = names(&kept);
-        for c in &candidates {
+        for c in candidates.iter() {
             if chosen.len() >= spread {
                 break;
             }
@@ -250,12 +278,12 @@ pub fn decide(input: &Input<'_>) -> Decision {
     let ideal: Vec<&Candidate> = candidates.iter().take(spread).collect();
     let ideal_names: BTreeSet<String> = names(&ideal).into_iter().collect();
     let kept_names: BTreeSet<String> = names(&kept).into_iter().collect();
-    let total = |set: &BTreeSet<String>| {
-        set.iter().fold(Price::default(), |sum, p| {
-            sum.saturating_add(cost[p.as_str()])
-        })
+    // Each provider is a candidate once, so a list's sum is its set's.
+    let total = |cs: &[&Candidate]| {
+        cs.iter()
+            .fold(Price::default(), |sum, c| sum.saturating_add(c.cost))
     };
-    let (ideal_cost, kept_cost) = (total(&ideal_names), total(&kept_names));
+    let (ideal_cost, kept_cost) = (total(&ideal), total(&kept));
     let margin = u128::from(100 - input.hysteresis.min_saving_percent.min(100));
     let cheaper_enough = ideal_names != kept_names
         && ideal_cost.nanos().saturating_mul(100) < kept_cost.nanos().saturating_mul(margin);
@@ -281,92 +309,6 @@ pub fn decide(input: &Input<'_>) -> Decision {
         }),
         Some(left),
     )
-}
-
-/// Every provider's verdict: the qualifying ones (cheapest first, ties by
-/// cluster ID) and why the others were left out.
-fn qualify(input: &Input<'_>) -> (Vec<Candidate>, BTreeMap<String, Exclusion>) {
-    let mut providers: BTreeMap<&str, Vec<&crate::offers::Offer>> = BTreeMap::new();
-    for offer in input.offers.values() {
-        providers
-            .entry(offer.cluster_id.as_str())
-            .or_default()
-            .push(offer);
-    }
-    let mut candidates = Vec::new();
-    let mut excluded = BTreeMap::new();
-    for p in input.current {
-        if !providers.contains_key(p.as_str()) && p != input.consumer {
-            excluded.insert(p.clone(), Exclusion::NoOffer);
-        }
-    }
-    let rules = input.rules;
-    for (provider, offers) in providers {
-        let verdict = if provider == input.consumer {
-            Err(Exclusion::OwnCluster)
-        } else if input.disabled.contains(provider) {
-            Err(Exclusion::Disabled)
-        } else if rules.deny.contains(provider) {
-            Err(Exclusion::Denied)
-        } else if rules.allow.iter().any(|a| !a.contains(provider)) {
-            Err(Exclusion::NotAllowed)
-        } else {
-            best_plan(input, &offers)
-        };
-        match verdict {
-            Ok(c) => candidates.push(c),
-            Err(why) => {
-                excluded.insert(provider.to_string(), why);
-            }
-        }
-    }
-    candidates.sort_by(|a, b| {
-        a.cost
-            .cmp(&b.cost)
-            .then_with(|| a.provider.cmp(&b.provider))
-    });
-    (candidates, excluded)
-}
-
-/// The cheapest plan fitting the demand among `offers` carrying the
-/// required labels.
-fn best_plan(input: &Input<'_>, offers: &[&crate::offers::Offer]) -> Result<Candidate, Exclusion> {
-    let labelled: Vec<&&crate::offers::Offer> = offers
-        .iter()
-        .filter(|o| {
-            input
-                .rules
-                .required_labels
-                .iter()
-                .all(|(k, v)| o.labels.get(k) == Some(v))
-        })
-        .collect();
-    if labelled.is_empty() {
-        let missing = input
-            .rules
-            .required_labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        return Err(Exclusion::MissingLabels(missing));
-    }
-    labelled
-        .iter()
-        .flat_map(|o| o.plans.iter().map(move |(key, plan)| (o, key, plan)))
-        .filter(|(_, _, plan)| input.demand.fits_within(&plan.resources))
-        .min_by(|a, b| {
-            a.2.cost
-                .cmp(&b.2.cost)
-                .then_with(|| a.0.id.cmp(&b.0.id))
-                .then_with(|| a.1.cmp(b.1))
-        })
-        .map(|(o, key, plan)| Candidate {
-            provider: o.cluster_id.clone(),
-            cost: plan.cost,
-            offer: o.id.clone(),
-            plan: key.clone(),
-        })
-        .ok_or(Exclusion::NoPlanFits)
 }
 
 mod price_text {

@@ -21,7 +21,7 @@ pub fn to_json(view: &View, decision: &Decision) -> Value {
         "current": view.current(),
         "chosen": decision.chosen,
         "rule": decision.rule,
-        "candidates": decision.candidates,
+        "candidates": &decision.candidates[..],
         "excluded": decision.excluded.iter().map(|(p, why)| (p.clone(), why.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
         "pending": decision.pending,
         "reason": decision.explain(),
@@ -41,7 +41,7 @@ pub fn to_text(view: &View, decision: &Decision) -> String {
     );
     if !decision.candidates.is_empty() {
         out.push_str("candidates (cheapest first):\n");
-        for c in &decision.candidates {
+        for c in decision.candidates.iter() {
             out.push_str(&format!(
                 "  {}: {} (offer {}, plan {})\n",
                 c.provider, c.cost, c.offer, c.plan
@@ -50,7 +50,7 @@ pub fn to_text(view: &View, decision: &Decision) -> String {
     }
     if !decision.excluded.is_empty() {
         out.push_str("excluded:\n");
-        for (p, why) in &decision.excluded {
+        for (p, why) in decision.excluded.iter() {
             out.push_str(&format!("  {p}: {why}\n"));
         }
     }

@@ -25,6 +25,8 @@
 //! - [`view`]: one namespace's inputs, gathered the same way by the
 //!   controller and by `explain`;
 //! - [`controller`]: the kube-rs controller, its writes and Events;
+//!   [`offloaded`]: the offloaded namespaces it holds, counted as they
+//!   come and go; [`recorders`]: its Event recorders;
 //! - [`explain`]: the dry run;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`;
 //! - [`config`]: the flags and [`run`](config::run).
@@ -39,6 +41,8 @@ pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod offers;
+pub mod offloaded;
 pub mod offloading;
 pub mod policy;
+pub mod recorders;
 pub mod view;

@@ -195,7 +195,7 @@ mod tests {
         Decision {
             chosen: chosen.iter().map(|s| s.to_string()).collect(),
             rule,
-            candidates: vec![],
+            candidates: Vec::new().into(),
             excluded: Default::default(),
             pending: None,
             recheck: None,

@@ -19,7 +19,7 @@ use controller_core::liqo::{
     MANAGED_BY_NAMESPACE_MAP_ANNOTATION, OFFLOADING_NAME, REMOTE_CLUSTER_ID_LABEL,
 };
 
-use crate::decision::{self, Decision, Pending};
+use crate::decision::{self, Decision, Pending, Prepared};
 use crate::demand::{self, Demand, DemandError};
 use crate::offers::Offers;
 use crate::offloading::NamespaceOffloading;
@@ -123,13 +123,40 @@ impl View {
         disabled: &std::collections::BTreeSet<String>,
         now: jiff::Timestamp,
     ) -> Decision {
+        self.with_input(policy, offers, disabled, now, decision::decide)
+    }
+
+    /// [`View::decide`] through `prepared`, made from the same `offers`
+    /// and `disabled` (the controller's way: one per change of the offers
+    /// for every namespace).
+    pub fn decide_prepared(
+        &self,
+        policy: &Policy,
+        prepared: &Prepared,
+        offers: &Offers,
+        disabled: &std::collections::BTreeSet<String>,
+        now: jiff::Timestamp,
+    ) -> Decision {
+        self.with_input(policy, offers, disabled, now, |input| {
+            prepared.decide(input)
+        })
+    }
+
+    fn with_input(
+        &self,
+        policy: &Policy,
+        offers: &Offers,
+        disabled: &std::collections::BTreeSet<String>,
+        now: jiff::Timestamp,
+        decide: impl FnOnce(&decision::Input<'_>) -> Decision,
+    ) -> Decision {
         let rules = policy.rules_for(&self.consumer);
         let current = self.current();
         let pending: Option<Pending> = self
             .existing
             .as_ref()
             .and_then(NamespaceOffloading::pending);
-        decision::decide(&decision::Input {
+        decide(&decision::Input {
             consumer: &self.consumer,
             demand: &self.demand.resources,
             rules: &rules,

@@ -28,6 +28,7 @@ use crate::identity::{self, CsrRefused, IdentityError, KeyKind, StoredCsr, UserK
 use crate::kubeconfig::{self, ApiServer};
 use crate::names::ConsumerId;
 use crate::network;
+use crate::survey::Survey;
 
 /// `app.kubernetes.io/managed-by` on every object this controller makes.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -46,11 +47,7 @@ const APPROVAL_REASON: &str = "LiqoBrokerPeeringUserApproval";
 /// On a Tenant this controller drained: so that it activates again only
 /// the drains it made (a provider's own `liqoctl drain tenant` stays).
 pub const DRAINED_BY_ANNOTATION: &str = "liqo-broker.io/drained-by";
-/// On a peering user's key Secret: the buyer (catalog identity) it was
-/// made for. A peering user serves exactly one buyer (issue 41 F2): when
-/// that buyer's contracts end it goes, even if another buyer's contracts
-/// name the same cluster ID, and the other gets a user of its own.
-pub const OWNER_ANNOTATION: &str = "liqo-broker.io/consumer";
+pub use crate::names::OWNER_ANNOTATION;
 /// `apis/authentication/v1beta1/tenant_types.go:85-86`.
 const TENANT_ACTIVE: &str = "Active";
 
@@ -260,26 +257,34 @@ impl Cluster {
 
     /// One pass over `consumer`'s peering user: the next step towards a
     /// usable one, or the one there is; `kind` is the keys it should have
-    /// ([`Cluster::key_kind`]; `None`: unknown).
+    /// ([`Cluster::key_kind`]; `None`: unknown). Its CSR, key Secret and
+    /// RoleBindings in Liqo's namespace are taken from the pass's
+    /// `survey` where it lists them, else read.
     pub async fn ensure(
         &self,
         consumer: &ConsumerId,
         owner: &str,
         kind: Option<KeyKind>,
+        survey: Option<&Survey>,
     ) -> Result<Progress, ClusterError> {
         let name = consumer.user_name();
-        self.ensure_namespace(consumer).await?;
-        let csr = self
-            .csrs()
-            .get_opt(&name)
-            .await
-            .map_err(kube_err(format!("reading CSR {name}")))?;
+        if !survey.is_some_and(|s| s.has_namespace(&consumer.tenant_namespace())) {
+            self.ensure_namespace(consumer).await?;
+        }
+        let csr = match survey.and_then(|s| s.csr(&name)) {
+            Some(csr) => Some(csr.clone()),
+            None => self
+                .csrs()
+                .get_opt(&name)
+                .await
+                .map_err(kube_err(format!("reading CSR {name}")))?,
+        };
         if let Some(csr) = &csr {
             if !is_ours(csr.metadata.labels.as_ref()) {
                 return Err(ClusterError::Foreign(name));
             }
         }
-        let stored = self.key(consumer).await?;
+        let stored = self.key(consumer, survey).await?;
         match stored.as_ref().map(|(_, o)| o.as_deref()) {
             Some(None) => {
                 // Made before users recorded their buyer: not handed on
@@ -365,7 +370,8 @@ impl Cluster {
             self.forget(consumer).await?;
             return Ok(Progress::Pending("renewing the certificate"));
         }
-        self.ensure_bindings(consumer, &key.common_name).await?;
+        self.ensure_bindings(consumer, &key.common_name, survey)
+            .await?;
         let cert_pem = String::from_utf8_lossy(&certificate.0);
         let kubeconfig = kubeconfig::build(
             &self.settings.api_server,
@@ -425,14 +431,19 @@ impl Cluster {
     async fn key(
         &self,
         consumer: &ConsumerId,
+        survey: Option<&Survey>,
     ) -> Result<Option<(UserKey, Option<String>)>, ClusterError> {
         let name = consumer.user_name();
-        let Some(secret) = self
-            .secrets()
-            .get_opt(&name)
-            .await
-            .map_err(kube_err(format!("reading Secret {name}")))?
-        else {
+        let listed = survey.and_then(|s| s.secret(&name)).cloned();
+        let secret = match listed {
+            Some(secret) => Some(secret),
+            None => self
+                .secrets()
+                .get_opt(&name)
+                .await
+                .map_err(kube_err(format!("reading Secret {name}")))?,
+        };
+        let Some(secret) = secret else {
             return Ok(None);
         };
         let owner = secret
@@ -542,7 +553,12 @@ impl Cluster {
 
     /// The two RoleBindings of `roles.go`, to the CN `user`: an existing
     /// one bound to another CN (an earlier certificate) is replaced.
-    async fn ensure_bindings(&self, consumer: &ConsumerId, user: &str) -> Result<(), ClusterError> {
+    async fn ensure_bindings(
+        &self,
+        consumer: &ConsumerId,
+        user: &str,
+        survey: Option<&Survey>,
+    ) -> Result<(), ClusterError> {
         let wanted = [
             (
                 self.settings.liqo_namespace.clone(),
@@ -559,7 +575,11 @@ impl Cluster {
         ];
         for (namespace, name, kind, role) in wanted {
             let api: Api<RoleBinding> = Api::namespaced(self.client.clone(), &namespace);
-            let existing = self.bindings_in(&namespace, consumer).await?;
+            let listed = survey.and_then(|s| s.bindings(&namespace, &consumer.user_name()));
+            let existing = match listed {
+                Some(listed) => listed,
+                None => self.bindings_in(&namespace, consumer).await?,
+            };
             let mut current = false;
             for b in existing {
                 let bname = b.metadata.name.clone().unwrap_or_default();
@@ -636,6 +656,14 @@ impl Cluster {
     /// The consumers this controller has a peering user for (a CSR or a
     /// key Secret of its own), each with the buyer its key was made for.
     pub async fn present(&self) -> Result<crate::plan::Present, ClusterError> {
+        Ok(self.survey().await?.present())
+    }
+
+    /// This controller's CSRs, key Secrets and RoleBindings, and the
+    /// tenant namespaces (those two only when they can be listed: each
+    /// consumer's are read on their own otherwise), read in one list each
+    /// ([`Survey`]).
+    pub async fn survey(&self) -> Result<Survey, ClusterError> {
         let lp = ListParams::default().labels(&selector());
         let csrs = self
             .csrs()
@@ -647,30 +675,29 @@ impl Cluster {
             .list(&lp)
             .await
             .map_err(kube_err("listing Secrets"))?;
-        let mut out = crate::plan::Present::new();
-        for name in csrs.items.iter().filter_map(|c| c.metadata.name.as_deref()) {
-            if let Some(c) = ConsumerId::from_user_name(name) {
-                out.insert(c, None);
-            }
-        }
-        for s in &secrets.items {
-            let Some(c) = s
-                .metadata
-                .name
-                .as_deref()
-                .and_then(ConsumerId::from_user_name)
-            else {
-                continue;
-            };
-            let owner = s
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(OWNER_ANNOTATION))
-                .cloned();
-            out.insert(c, owner);
-        }
-        Ok(out)
+        // The two below only spare reads: when they cannot be made, each
+        // consumer's objects are read on their own, as before.
+        let bindings = Api::<RoleBinding>::all(self.client.clone())
+            .list(&lp)
+            .await
+            .map_err(|error| {
+                tracing::debug!(%error, "cannot list the RoleBindings; listing them per consumer");
+            })
+            .ok();
+        let namespaces = Api::<Namespace>::all(self.client.clone())
+            .list(&ListParams::default().labels(liqo::TENANT_NAMESPACE_LABEL))
+            .await
+            .map_err(|error| {
+                tracing::debug!(%error, "cannot list the tenant namespaces; reading them per consumer");
+            })
+            .map(|l| l.items)
+            .unwrap_or_default();
+        Ok(Survey::new(
+            csrs.items,
+            secrets.items,
+            bindings.map(|l| l.items),
+            namespaces.into_iter().filter_map(|n| n.metadata.name),
+        ))
     }
 
     /// The consumer's tenant namespace and its Tenants' API there.

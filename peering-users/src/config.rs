@@ -130,6 +130,10 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_MAX_CONSUMERS_PER_BUYER", value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_consumers_per_buyer: u32,
 
+    /// Consumers whose peering users one pass moves on at once (each is a few requests to the API server; a pass over many consumers one at a time waits on each in turn).
+    #[arg(long, env = "PEERING_USER_CONTROLLER_CONCURRENCY", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+
     #[command(flatten)]
     pub isolation: IsolationArgs,
 
@@ -358,6 +362,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         poll: args.poll_interval,
         retry: args.retry,
         drain: args.drain_tenant.then_some(args.drain_grace),
+        concurrency: args.concurrency as usize,
         bounds: crate::plan::Bounds {
             total: args.max_consumers as usize,
             new_per_pass: args.max_new_per_pass as usize,

@@ -16,6 +16,7 @@
 //! - [`reconcile`]: the loop — read the contracts, move each peering user
 //!   on, attach, remove;
 //! - [`cluster`]: the Kubernetes side of one peering user (effects);
+//! - [`survey`]: what a pass lists in bulk of the objects it made;
 //! - [`isolation`]: tenant isolation — each consumer's offloaded
 //!   namespaces kept apart from other consumers' and the provider's by
 //!   NetworkPolicies (its own loop, watch-driven, beside the contracts');
@@ -38,3 +39,4 @@ pub mod names;
 pub mod network;
 pub mod plan;
 pub mod reconcile;
+pub mod survey;

@@ -6,6 +6,12 @@
 
 use controller_core::liqo;
 
+/// On a peering user's key Secret: the buyer (catalog identity) it was
+/// made for. A peering user serves exactly one buyer (issue 41 F2): when
+/// that buyer's contracts end it goes, even if another buyer's contracts
+/// name the same cluster ID, and the other gets a user of its own.
+pub const OWNER_ANNOTATION: &str = "liqo-broker.io/consumer";
+
 /// A consumer cluster ID that can name Kubernetes objects: a DNS-1123
 /// label, as the catalog checks it at purchase. Every name below is built
 /// only from one of these.

@@ -2,7 +2,8 @@
 //! provider's active contracts from the [`ContractFollower`] (the
 //! catalog's contract change stream, polled only while the stream is
 //! unavailable), moves each wanted consumer's peering user one step on
-//! ([`Cluster::ensure`]), attaches a usable one's kubeconfig to that
+//! ([`Cluster::ensure`], `--concurrency` consumers at a time, from the
+//! pass's lists of what exists, [`crate::survey::Survey`]), attaches a usable one's kubeconfig to that
 //! consumer's contracts only, and takes down the side of consumers left
 //! without a contract (Tenant, networking objects, peering user). A pass
 //! runs as soon as the followed contracts change; a pass with a user still
@@ -29,12 +30,15 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use futures::StreamExt;
+
 use crate::cluster::{Cluster, ClusterError, Progress};
 use crate::drain;
 use crate::isolation::render::buyer::{self, BuyerPolicies};
 use crate::metrics::Metrics;
 use crate::names::ConsumerId;
 use crate::plan::{self, Wanted};
+use crate::survey::Survey;
 
 /// How often passes run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +53,8 @@ pub struct Pacing {
     /// Liqo to remove the consumer's replicas before deleting it. None:
     /// the Tenant is deleted straight away.
     pub drain: Option<Duration>,
+    /// `--concurrency`: consumers moved on at once in a pass.
+    pub concurrency: usize,
     /// `--max-consumers`, `--max-new-per-pass`.
     pub bounds: plan::Bounds,
 }
@@ -161,9 +167,10 @@ async fn pass(
         return false;
     };
     let mut settled = !state.catalog_down;
-    // Read every pass: what exists decides the room for new users.
-    let present = match cluster.present().await {
-        Ok(present) => Some(present),
+    // Read every pass: what exists decides the room for new users, and
+    // the lists spare each consumer's step reading its objects one by one.
+    let survey = match cluster.survey().await {
+        Ok(survey) => Some(survey),
         Err(error) => {
             tracing::warn!(error = %controller_core::retry::causes(&error), "cannot list the peering users");
             metrics.reconcile().count_failure(error.kind());
@@ -171,6 +178,7 @@ async fn pass(
             None
         }
     };
+    let present = survey.as_ref().map(Survey::present);
     // Unknown: only the bound on new users applies this pass.
     let known = present.clone().unwrap_or_default();
     let (admitted, waiting) = plan::admit(&wanted, &known, pacing.bounds);
@@ -191,36 +199,52 @@ async fn pass(
     } else {
         cluster.key_kind().await
     };
-    for consumer in &admitted {
-        let Some(served) = wanted.consumers.get(consumer) else {
-            continue;
-        };
+    // Each consumer's steps touch its own objects only: up to
+    // `--concurrency` consumers are moved on at once, and each one's
+    // outcome is acted on (attachments, the loop's state) as it comes.
+    let work: Vec<_> = admitted
+        .iter()
+        .filter_map(|consumer| {
+            let served = wanted.consumers.get(consumer)?;
+            // Wanted again while its Tenants were drained (or, once after a
+            // start, maybe drained by an earlier process): the drain is
+            // undone, not only stopped.
+            let activate =
+                state.draining.contains_key(consumer) || !state.undrained.contains(consumer);
+            Some((consumer, served, activate))
+        })
+        .collect();
+    // Made here, not in a closure of the stream: a closure returning a
+    // future that borrows defeats the compiler's proof that the pass is
+    // `Send`.
+    let steps: Vec<_> = work
+        .into_iter()
+        .map(|(consumer, served, activate)| {
+            step(cluster, consumer, served, activate, kind, survey.as_ref())
+        })
+        .collect();
+    let mut steps = futures::stream::iter(steps).buffer_unordered(pacing.concurrency.max(1));
+    while let Some(Step {
+        consumer,
+        served,
+        span,
+        activated,
+        progress,
+    }) = steps.next().await
+    {
         let contracts = &served.contracts;
-        let span = tracing::info_span!("peering_user", %consumer);
-        // Wanted again while its Tenants were drained (or, once after a
-        // start, maybe drained by an earlier process): the drain is undone,
-        // not only stopped.
-        if state.draining.contains_key(consumer) || !state.undrained.contains(consumer) {
-            match cluster
-                .activate_drained(consumer)
-                .instrument(span.clone())
-                .await
-            {
-                Ok(_) => {
-                    state.draining.remove(consumer);
-                    state.undrained.insert(consumer.clone());
-                }
-                Err(error) => {
-                    tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot activate the consumer's drained Tenants");
-                    metrics.reconcile().count_failure(error.kind());
-                    settled = false;
-                }
+        match activated {
+            Some(Ok(_)) => {
+                state.draining.remove(consumer);
+                state.undrained.insert(consumer.clone());
             }
+            Some(Err(error)) => {
+                tracing::warn!(parent: &span, error = %controller_core::retry::causes(&error), "cannot activate the consumer's drained Tenants");
+                metrics.reconcile().count_failure(error.kind());
+                settled = false;
+            }
+            None => {}
         }
-        let progress = cluster
-            .ensure(consumer, &served.owner, kind)
-            .instrument(span.clone())
-            .await;
         if progress.is_ok() {
             metrics.reconcile().set_reached_api();
         }
@@ -262,6 +286,7 @@ async fn pass(
             }
         }
     }
+    drop(steps);
     metrics.users.set(ready);
     if fresh {
         // Forget contracts that are no longer active.
@@ -296,6 +321,50 @@ async fn pass(
         }
     }
     settled
+}
+
+/// A consumer's step of a pass, and what came of it.
+struct Step<'a> {
+    consumer: &'a ConsumerId,
+    served: &'a plan::Served,
+    span: tracing::Span,
+    /// Its drained Tenants activated, if that was asked.
+    activated: Option<Result<(), ClusterError>>,
+    progress: Result<Progress, ClusterError>,
+}
+
+/// Move `consumer`'s peering user one step on (first undoing a drain of
+/// its Tenants when `activate`).
+async fn step<'a>(
+    cluster: &'a Cluster,
+    consumer: &'a ConsumerId,
+    served: &'a plan::Served,
+    activate: bool,
+    kind: Option<crate::identity::KeyKind>,
+    survey: Option<&'a Survey>,
+) -> Step<'a> {
+    let span = tracing::info_span!("peering_user", %consumer);
+    let activated = match activate {
+        true => Some(
+            cluster
+                .activate_drained(consumer)
+                .instrument(span.clone())
+                .await
+                .map(|_| ()),
+        ),
+        false => None,
+    };
+    let progress = cluster
+        .ensure(consumer, &served.owner, kind, survey)
+        .instrument(span.clone())
+        .await;
+    Step {
+        consumer,
+        served,
+        span,
+        activated,
+        progress,
+    }
 }
 
 /// One step of taking down `consumer`'s side once its last contract

@@ -130,6 +130,28 @@ impl Stage {
         matches!(self, Stage::IdentityCreated)
     }
 
+    /// The next change is on the provider's API server (or a call there
+    /// failed), where the peering user may not watch: looked at again on
+    /// the timer. The others are Liqo's objects here, watched
+    /// (the `liqo_watch` module), or need a person.
+    pub fn on_provider(&self) -> bool {
+        match self {
+            Stage::ClusterIdUnreadable(side, _) | Stage::ClusterIdMismatch { side, .. } => {
+                *side == Side::Provider
+            }
+            Stage::ProviderTenantNamespaceMissing(_)
+            | Stage::WaitingForNonce
+            | Stage::WaitingForTenant(_)
+            | Stage::Provider(_)
+            | Stage::ProviderAnswerRefused(..) => true,
+            Stage::WaitingForSignature
+            | Stage::NonceMismatch(_)
+            | Stage::KeysUnreadable(_)
+            | Stage::IdentityCreated
+            | Stage::KubeconfigRefused(_) => false,
+        }
+    }
+
     /// The condition's reason and a message a person can act on.
     pub fn reason(&self) -> (&'static str, String) {
         match self {

@@ -49,13 +49,17 @@ pub struct Args {
     #[arg(long, env = "PURCHASE_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub poll_interval: Duration,
 
-    /// While a peering waits for Liqo (here or on the provider: networking, authentication, the grant, the offloading), look again after this, doubling while nothing changes up to --liqo-poll-max.
+    /// While a peering waits on the provider's API server (its GatewayServer, nonce, Tenant: Liqo's peering user may not watch there) or on Liqo v0.x, look again after this, doubling while nothing changes up to --liqo-poll-max. What it waits on here (ForeignClusters, ResourceSlices, NamespaceOffloadings, networking objects, the signed nonce) is watched instead: see --liqo-resync.
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_INTERVAL", value_name = "DURATION", default_value = "200ms", value_parser = edge::duration::parse)]
     pub liqo_poll_interval: Duration,
 
-    /// The longest wait between two looks at a peering that waits for Liqo.
+    /// The longest wait between two looks at a peering that waits on the provider's API server.
     #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_MAX", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
     pub liqo_poll_max: Duration,
+
+    /// The safety resync: while a peering waits on Liqo's objects on this cluster (watched: a change Liqo makes wakes its Purchases at once), look again this often all the same.
+    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_RESYNC", value_name = "DURATION", default_value = "30s", value_parser = edge::duration::parse)]
+    pub liqo_resync: Duration,
 
     /// Once a Purchase is ready, re-read its contract this often (to see expiry and cancellation).
     #[arg(long, env = "PURCHASE_CONTROLLER_RESYNC", value_name = "DURATION", default_value = "1m", value_parser = edge::duration::parse)]
@@ -206,7 +210,7 @@ pub enum ConfigError {
     NoClusterId,
     #[error("--retry ({retry:?}) must be positive and at most --retry-max ({max:?})")]
     Retry { retry: Duration, max: Duration },
-    #[error("--poll-interval and --resync must be positive")]
+    #[error("--poll-interval, --resync and --liqo-resync must be positive")]
     Intervals,
     #[error("--liqo-poll-interval ({interval:?}) must be positive and at most --liqo-poll-max ({max:?})")]
     LiqoPoll { interval: Duration, max: Duration },
@@ -246,7 +250,7 @@ impl Args {
                 max: self.retry_max,
             });
         }
-        if self.poll_interval.is_zero() || self.resync.is_zero() {
+        if self.poll_interval.is_zero() || self.resync.is_zero() || self.liqo_resync.is_zero() {
             return Err(ConfigError::Intervals);
         }
         if self.liqo_poll_interval.is_zero() || self.liqo_poll_interval > self.liqo_poll_max {
@@ -379,10 +383,8 @@ fn network_policies(
     stop: CancellationToken,
 ) -> Option<impl Future<Output = ()>> {
     settings.map(|settings| {
-        let follower = catalog_client::contract_follower::FollowerOptions {
-            fallback_poll,
-            ..Default::default()
-        };
+        let follower =
+            catalog_client::contract_follower::FollowerOptions::polling_every(fallback_poll);
         network_policy::controller::run(
             client.clone(),
             settings.clone(),
@@ -432,6 +434,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         poll: args.poll_interval,
         liqo_poll: args.liqo_poll_interval,
         liqo_poll_max: args.liqo_poll_max,
+        liqo_resync: args.liqo_resync,
         resync: args.resync,
         retry: args.retry,
         retry_max: args.retry_max,
@@ -580,6 +583,12 @@ mod tests {
             (defaults.liqo_poll_interval, defaults.liqo_poll_max),
             (Duration::from_millis(200), Duration::from_secs(1))
         );
+        // Liqo's objects here are watched: their timer is a safety resync.
+        assert_eq!(defaults.liqo_resync, Duration::from_secs(30));
+        assert!(matches!(
+            v1_with(&["--liqo-resync", "0s"]).validate(),
+            Err(ConfigError::Intervals)
+        ));
         assert!(matches!(
             v1_with(&["--liqo-poll-interval", "2s"]).validate(),
             Err(ConfigError::LiqoPoll { .. })

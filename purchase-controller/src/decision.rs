@@ -291,6 +291,28 @@ pub struct Progress {
     pub namespaces: Vec<(String, NamespaceOutcome)>,
 }
 
+impl Progress {
+    /// Whether what the peering waits for next is on the provider's API
+    /// server (or a call there failed) — or in Liqo v0.x, whose objects
+    /// are not watched —, so that only the timer brings the next look;
+    /// else Liqo's objects here are watched (the `liqo_watch` module) and
+    /// their changes bring it.
+    pub fn waits_on_provider(&self) -> bool {
+        if self.generation == Generation::V0 {
+            return true;
+        }
+        if self.peered {
+            return false;
+        }
+        if let Some(network) = self.networking.as_ref().filter(|n| !n.done()) {
+            return network.on_provider();
+        }
+        self.authentication
+            .as_ref()
+            .is_some_and(|a| !a.done() && a.on_provider())
+    }
+}
+
 /// A condition to set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cond {

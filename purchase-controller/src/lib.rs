@@ -26,6 +26,10 @@
 //!   conditions, the state the catalog must hear;
 //! - [`cluster`]: the objects on the consumer's cluster — created, read,
 //!   removed (only its own);
+//! - [`liqo_watch`]: Liqo's objects here that a peering waits on,
+//!   watched, their changes waking the Purchases they concern;
+//! - [`last_written`]: the status last written per Purchase, so a round
+//!   on a cache that lags behind neither writes it nor announces it again;
 //! - [`reconcile`]: the kube-rs controller (`reconcile` over kube's
 //!   finalizer helper, its context and error policy), the status, the
 //!   Events and the state reports;
@@ -49,7 +53,9 @@ pub mod contract_stream;
 pub mod decision;
 pub mod direct;
 pub mod http;
+pub mod last_written;
 pub mod liqo;
+pub mod liqo_watch;
 pub mod metrics;
 pub mod model;
 pub mod network_policy;

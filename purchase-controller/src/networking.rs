@@ -98,6 +98,23 @@ impl Stage {
         matches!(self, Stage::Connected | Stage::EstablishedReversed)
     }
 
+    /// The next change is on the provider's API server (or a call there
+    /// failed), where the peering user may not watch: looked at again on
+    /// the timer. The others are Liqo's objects here, watched
+    /// (the `liqo_watch` module), or need a person.
+    pub fn on_provider(&self) -> bool {
+        match self {
+            Stage::ClusterIdUnreadable(side, _)
+            | Stage::ClusterIdMismatch { side, .. }
+            | Stage::NetworkNotInitialized(side, _)
+            | Stage::WaitingForConfiguration(side)
+            | Stage::WaitingForGatewayKey(side)
+            | Stage::WaitingForConnection(side, _) => *side == Side::Provider,
+            Stage::WaitingForGatewayServer | Stage::Provider(_) => true,
+            Stage::Connected | Stage::EstablishedReversed | Stage::NotServed => false,
+        }
+    }
+
     /// The condition's reason and a message a person can act on.
     pub fn reason(&self) -> (&'static str, String) {
         match self {

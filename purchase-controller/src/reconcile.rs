@@ -33,8 +33,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -45,7 +45,9 @@ use crate::cluster::{Cluster, ClusterError, Teardown};
 use crate::contract_stream::{self, Followers};
 use crate::decision::{self, Assessment, Phase, Unusable};
 use crate::direct;
+use crate::last_written::LastWritten;
 use crate::liqo::Generation;
+use crate::liqo_watch;
 use crate::metrics::Metrics;
 use crate::model::{Purchase, PurchaseStatus, FINALIZER};
 use crate::sharing;
@@ -64,11 +66,14 @@ pub struct Settings {
     /// this often all the same — the fallback, and the follower's fallback
     /// poll.
     pub poll: Duration,
-    /// While waiting for Liqo (here or on the provider) during a peering:
-    /// look again after this, doubling while nothing changes up to
-    /// `liqo_poll_max`.
+    /// While a peering waits on the provider's API server (where no watch
+    /// reaches, [`crate::liqo_watch`]) or on Liqo v0.x: look again after
+    /// this, doubling while nothing changes up to `liqo_poll_max`.
     pub liqo_poll: Duration,
     pub liqo_poll_max: Duration,
+    /// While a peering waits on Liqo's objects here (watched: their
+    /// changes wake the Purchase): look again this often all the same.
+    pub liqo_resync: Duration,
     /// Once ready: re-read the contract this often (expiry, cancellation).
     pub resync: Duration,
     /// First retry after a failure; doubles up to `retry_max`.
@@ -141,8 +146,13 @@ pub struct Context {
     http: reqwest::Client,
     /// Per Purchase, the retry delay after consecutive failures.
     retries: Mutex<HashMap<String, Backoff>>,
-    /// Per Purchase, the next look while waiting for Liqo.
+    /// Per Purchase, the next look while waiting for the provider's Liqo.
     liqo_waits: Mutex<HashMap<String, Backoff>>,
+    /// The Purchases whose last round waits on the provider's API server
+    /// (set by the round, read when it ends).
+    provider_waits: Mutex<std::collections::HashSet<String>>,
+    /// Per Purchase, the status this replica last wrote.
+    written: LastWritten,
     /// The contract followers whose changes wake the Purchases.
     followers: Followers,
 }
@@ -182,6 +192,29 @@ impl Context {
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
     }
+
+    /// This round's peering waits on the provider's API server (`true`)
+    /// or on what is watched here.
+    fn waits_on_provider(&self, key: &str, on_provider: bool) {
+        let mut waits = self
+            .provider_waits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if on_provider {
+            waits.insert(key.to_string());
+        } else {
+            waits.remove(key);
+        }
+    }
+
+    /// Whether this round's peering waits on the provider's API server
+    /// (forgotten: the next round says again).
+    fn took_provider_wait(&self, key: &str) -> bool {
+        self.provider_waits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key)
+    }
 }
 
 /// Who writes the Events: this controller, this replica.
@@ -215,10 +248,7 @@ pub async fn run(
         networking: settings.networking,
         provider_liqo_namespace: settings.provider_liqo_namespace.clone(),
     };
-    let options = FollowerOptions {
-        fallback_poll: settings.poll,
-        ..FollowerOptions::default()
-    };
+    let options = FollowerOptions::polling_every(settings.poll);
     let (followers, changes) = Followers::new(http.clone(), options, shutdown.child_token());
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
@@ -229,6 +259,8 @@ pub async fn run(
         http,
         retries: Mutex::new(HashMap::new()),
         liqo_waits: Mutex::new(HashMap::new()),
+        provider_waits: Mutex::new(Default::default()),
+        written: LastWritten::default(),
         followers,
     });
     let purchases: Api<Purchase> = Api::all(client);
@@ -256,7 +288,17 @@ pub async fn run(
             }
             .in_current_span(),
         );
-        let controller = Controller::new(purchases.clone(), watcher::Config::default());
+        // A round per change of what asks for one (asks_for_a_round): not
+        // per status write, the controller's own above all (a round that
+        // wrote has acted; what it waits for wakes it: the contract stream,
+        // Liqo's objects, the timers).
+        let (reader, writer) = reflector::store();
+        let main = watcher::watcher(purchases.clone(), watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .applied_objects()
+            .predicate_filter(asks_for_a_round, Default::default());
+        let controller = Controller::for_stream(main, reader);
         // A Purchase's change reaches the other Purchases of its provider
         // whose NodesShared condition it changes (sharing::affected).
         let cache = controller.store();
@@ -274,6 +316,22 @@ pub async fn run(
             tracing::debug!(contracts = ?ids, purchases = purchases.len(), "contracts changed on the catalog");
             futures::stream::iter(purchases)
         });
+        // A change Liqo made to its objects here reaches the Purchases it
+        // concerns (liqo_watch).
+        let concerned = controller.store();
+        let liqo = liqo_watch::changes(
+            &context.client,
+            context.settings.generation,
+            context.settings.auto_peer,
+        )
+        .flat_map(move |wake| {
+            let all = concerned.state();
+            let purchases: Vec<_> = liqo_watch::purchases_woken(&wake, &all)
+                .map(|p| ObjectRef::from_obj(&**p))
+                .collect();
+            tracing::debug!(?wake, purchases = purchases.len(), "Liqo's objects changed");
+            futures::stream::iter(purchases)
+        });
         let work = controller
             .watches(purchases, watcher::Config::default(), move |changed| {
                 let all = cache.state();
@@ -283,6 +341,7 @@ pub async fn run(
                     .collect::<Vec<_>>()
             })
             .reconcile_on(woken)
+            .reconcile_on(liqo)
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(reconcile, error_policy, context)
             .for_each(|result| async move {
@@ -300,6 +359,22 @@ pub async fn run(
     }
     .instrument(span)
     .await;
+}
+
+/// What of a Purchase asks for a round when it changes: its spec (the
+/// generation), its deletion and its finalizers — not its status, which
+/// this controller writes.
+fn asks_for_a_round(purchase: &Purchase) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = &purchase.metadata;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// A failed round: counted, and retried after the Purchase's backoff.
@@ -341,6 +416,8 @@ pub async fn reconcile(
             ctx.metrics.forget(&key);
             ctx.succeeded(&key);
             ctx.not_waiting_for_liqo(&key);
+            ctx.took_provider_wait(&key);
+            ctx.written.forget(&key);
             ctx.followers.release(&key);
         }
         ctx.metrics.observe_reconcile(timer.elapsed());
@@ -363,13 +440,16 @@ async fn cleanup(purchase: &Purchase, ctx: &Context) -> Result<Action, Reconcile
 /// Bring the Purchase one step further and say where it is.
 async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileError> {
     let key = purchase.key();
-    let before = purchase.status();
+    // A cache that has not seen this replica's last write yet: from what
+    // was written (last_written).
+    let before = ctx.written.before(&key, purchase);
     let mut status = before.clone();
+    let mut superseded: Vec<String> = purchase.resource_version().into_iter().collect();
     let is_direct = direct::is_direct(purchase);
     let round = if is_direct {
         drive_direct(purchase, ctx, &mut status).await
     } else {
-        from_catalog(purchase, ctx, &mut status).await
+        from_catalog(purchase, ctx, &mut status, &mut superseded).await
     };
     let (mut assessment, contract) = match round {
         // An object built from the contract that Liqo's schema refuses
@@ -406,7 +486,8 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     status.conditions =
         decision::merge_conditions(&before.conditions, &assessment, generation, &now_rfc3339());
     if status != before {
-        patch_status(ctx, purchase, status.merge_patch_over(&before)?).await?;
+        let version = patch_status(ctx, purchase, status.merge_patch_over(&before)?).await?;
+        ctx.written.wrote(&key, superseded, version, status.clone());
     }
     if before.phase != status.phase {
         publish_event(ctx, purchase, &before.phase, &assessment);
@@ -437,8 +518,13 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
             // the fallback.
             ctx.not_waiting_for_liqo(&key);
             Action::requeue(ctx.settings.poll)
-        } else {
+        } else if ctx.took_provider_wait(&key) {
+            // No watch reaches the provider's API server: the timer.
             Action::requeue(ctx.liqo_wait(&key, progressed))
+        } else {
+            // Liqo's objects here are watched: their changes wake it.
+            ctx.not_waiting_for_liqo(&key);
+            Action::requeue(ctx.settings.liqo_resync)
         }
     })
 }
@@ -467,20 +553,21 @@ async fn nodes_shared(
 }
 
 /// A JSON merge patch of the Purchase's status.
+/// The Purchase's version after the patch.
 async fn patch_status(
     ctx: &Context,
     purchase: &Purchase,
     status: serde_json::Value,
-) -> Result<(), kube::Error> {
+) -> Result<Option<String>, kube::Error> {
     let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
-    Api::<Purchase>::namespaced(ctx.client.clone(), &namespace)
+    let patched = Api::<Purchase>::namespaced(ctx.client.clone(), &namespace)
         .patch_status(
             &purchase.name_any(),
             &PatchParams::default(),
             &Patch::Merge(json!({ "status": status })),
         )
         .await?;
-    Ok(())
+    Ok(patched.resource_version())
 }
 
 /// Tell the catalog where the contract is, when it does not know yet.
@@ -521,6 +608,7 @@ async fn from_catalog(
     purchase: &Purchase,
     ctx: &Context,
     status: &mut PurchaseStatus,
+    superseded: &mut Vec<String>,
 ) -> Result<(Assessment, Option<Contract>), ReconcileError> {
     let key = purchase.key();
     let mut session = match catalog::open(&ctx.client, &ctx.http, purchase).await {
@@ -534,7 +622,7 @@ async fn from_catalog(
             opened.session
         }
     };
-    let (assessment, contract) = drive(purchase, ctx, &mut session, status).await?;
+    let (assessment, contract) = drive(purchase, ctx, &mut session, status, superseded).await?;
     if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
         report(
             ctx,
@@ -569,6 +657,9 @@ async fn drive_direct(
     let contract = match read {
         Ok(contract) => contract,
         Err(problem) => {
+            // The remote cluster's API server (unreachable, refusing):
+            // no watch reaches it, the timer looks again.
+            ctx.waits_on_provider(&purchase.key(), true);
             let assessment = decision::assess_unusable(&problem);
             return Ok((direct::without_catalog(assessment), None));
         }
@@ -577,6 +668,7 @@ async fn drive_direct(
     status.resources = contract.resources.to_strings();
     status.resource_slice_class = purchase.spec.resource_slice_class.clone();
     let progress = crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, None).await?;
+    ctx.waits_on_provider(&purchase.key(), progress.waits_on_provider());
     Ok((direct::without_catalog(decision::assess(&progress)), None))
 }
 
@@ -587,6 +679,7 @@ async fn drive(
     ctx: &Context,
     session: &mut Session,
     status: &mut PurchaseStatus,
+    superseded: &mut Vec<String>,
 ) -> Result<(Assessment, Option<Contract>), ReconcileError> {
     let settings = &ctx.settings;
     let spec = &purchase.spec;
@@ -605,7 +698,7 @@ async fn drive(
             .await
         {
             Ok(reservation) => {
-                record_reservation(purchase, ctx, &reservation.id).await?;
+                superseded.extend(record_reservation(purchase, ctx, &reservation.id).await?);
                 status.contract_id = Some(reservation.id.clone());
                 status.phase = Phase::Purchasing.as_str().to_string();
                 reservation.id
@@ -668,20 +761,21 @@ async fn drive(
     let fresh = catalog_error.is_none();
     let progress =
         crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, catalog_error).await?;
+    ctx.waits_on_provider(&purchase.key(), progress.waits_on_provider());
     Ok((decision::assess(&progress), fresh.then_some(contract)))
 }
 
 /// Write the reserved contract's id to the status before buying it, so a
-/// restart reads it instead of buying again.
+/// restart reads it instead of buying again; the Purchase's version then.
 async fn record_reservation(
     purchase: &Purchase,
     ctx: &Context,
     id: &str,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<String>, ReconcileError> {
     let patch = json!({"contractID": id, "phase": Phase::Purchasing});
-    patch_status(ctx, purchase, patch).await?;
+    let version = patch_status(ctx, purchase, patch).await?;
     tracing::info!(reservation = %id, "plan reserved; contract id recorded");
-    Ok(())
+    Ok(version)
 }
 
 /// The contract ends soon: a Warning Event, once per end (the message
@@ -771,4 +865,34 @@ fn publish_event(ctx: &Context, purchase: &Purchase, from: &str, assessment: &As
     };
     tracing::info!(from, to = %assessment.phase, "phase changed");
     runtime::publish_event(&ctx.recorder, event, purchase.object_ref(&()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PurchaseSpec;
+
+    #[test]
+    fn a_status_write_asks_for_no_round_a_spec_change_or_deletion_does() {
+        let mut purchase = Purchase::new("p", PurchaseSpec::default());
+        purchase.metadata.generation = Some(1);
+        let first = asks_for_a_round(&purchase);
+        purchase.status = Some(PurchaseStatus {
+            phase: "Ready".into(),
+            ..PurchaseStatus::default()
+        });
+        purchase.metadata.resource_version = Some("7".into());
+        assert_eq!(asks_for_a_round(&purchase), first);
+        let mut changed = purchase.clone();
+        changed.metadata.generation = Some(2);
+        assert_ne!(asks_for_a_round(&changed), first);
+        let mut finalized = purchase.clone();
+        finalized.metadata.finalizers = Some(vec![FINALIZER.to_string()]);
+        assert_ne!(asks_for_a_round(&finalized), first);
+        let mut deleted = purchase;
+        deleted.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+        );
+        assert_ne!(asks_for_a_round(&deleted), first);
+    }
 }

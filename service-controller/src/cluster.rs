@@ -46,6 +46,9 @@ pub struct Found {
     /// The contract it is sold under now, when not `contract_id`'s
     /// ([`instance::CURRENT_CONTRACT_ANNOTATION`]).
     pub current: Option<String>,
+    /// Each binding's objects, by the binding's [`instance::label_value`]
+    /// ([`instance::BINDING_OBJECTS_PREFIX`]).
+    pub bindings: BTreeMap<String, Vec<ObjectRef>>,
 }
 
 impl Found {
@@ -159,6 +162,23 @@ impl Cluster {
         Ok(())
     }
 
+    /// Record the objects of binding `label` (its
+    /// [`instance::label_value`]) on `namespace`; `None`: forget them.
+    pub async fn record_binding_objects(
+        &self,
+        namespace: &str,
+        label: &str,
+        objects: Option<&[ObjectRef]>,
+    ) -> Result<(), ClusterError> {
+        let key = format!("{}{label}", instance::BINDING_OBJECTS_PREFIX);
+        let value = objects.map(|o| serde_json::to_string(o).unwrap_or_default());
+        let body = json!({"metadata": {"annotations": {key: value}}});
+        Api::<Namespace>::all(self.client.clone())
+            .patch(namespace, &PatchParams::default(), &Patch::Merge(body))
+            .await?;
+        Ok(())
+    }
+
     /// Every instance namespace this controller made.
     pub async fn instances(&self) -> Result<Vec<Found>, ClusterError> {
         let selector = format!("{MANAGED_BY}={MANAGER}");
@@ -182,6 +202,13 @@ impl Cluster {
                     current: annotations
                         .get(instance::CURRENT_CONTRACT_ANNOTATION)
                         .cloned(),
+                    bindings: annotations
+                        .iter()
+                        .filter_map(|(key, value)| {
+                            let id = key.strip_prefix(instance::BINDING_OBJECTS_PREFIX)?;
+                            Some((id.to_string(), serde_json::from_str(value).ok()?))
+                        })
+                        .collect(),
                 })
             })
             .collect())

@@ -167,10 +167,7 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
     let client = args.kube.client().await?;
     let contracts = ContractFollower::start(
         follower_session,
-        FollowerOptions {
-            fallback_poll: args.poll_interval,
-            ..FollowerOptions::default()
-        },
+        FollowerOptions::polling_every(args.poll_interval),
         shutdown.clone(),
     );
     let own_namespace = args

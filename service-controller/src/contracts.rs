@@ -588,13 +588,32 @@ impl Follower {
         };
         self.report(session, contract, ServiceState::Succeeded, &running)
             .await?;
+        // What each binding made beside its Secret, as recorded.
+        let made = found
+            .iter()
+            .find(|f| f.namespace == names.namespace)
+            .map(|f| f.bindings.clone())
+            .unwrap_or_default();
+        let mut settled = true;
         for binding in session.pending_bindings(contract).await? {
-            self.binding(session, &names, service, plan, &vars, &binding)
+            settled &= self
+                .binding(session, &names, service, plan, &vars, &binding, &made)
                 .await?;
         }
-        Ok(Outcome::Done)
+        // A binding whose objects are still going is on its way: the next
+        // pass comes after `--retry`, not the resync.
+        Ok(if settled {
+            Outcome::Done
+        } else {
+            Outcome::Going
+        })
     }
 
+    /// One pending binding made or removed, and reported; false while its
+    /// objects are still going (reported at a later pass).
+    // The instance's parts as provision holds them, and what its bindings
+    // made: bundling them would only rename them.
+    #[allow(clippy::too_many_arguments)]
     async fn binding(
         &mut self,
         session: &mut Session,
@@ -603,17 +622,34 @@ impl Follower {
         plan: &ServicePlan,
         instance: &Vars<'_>,
         binding: &PendingBinding,
-    ) -> Result<(), StepError> {
+        made: &BTreeMap<String, Vec<template::ObjectRef>>,
+    ) -> Result<bool, StepError> {
         let id = &binding.binding_id;
         let secret = instance::binding_secret(id);
+        let label = instance::label_value(id);
         let report = match binding.state {
             PendingBindingState::Deleting => {
+                // Its objects first: the binding is gone once they are
+                // (until then it stays `in progress`, tried again at the
+                // next pass).
+                if let Some(objects) = made.get(&label) {
+                    if !self
+                        .cluster
+                        .delete_objects(&names.namespace, objects)
+                        .await?
+                    {
+                        return Ok(false);
+                    }
+                    self.cluster
+                        .record_binding_objects(&names.namespace, &label, None)
+                        .await?;
+                }
                 self.cluster
                     .delete_secret(&names.namespace, &secret)
                     .await?;
                 BindingReport {
                     state: ServiceState::Succeeded,
-                    description: Some("the binding's Secret was removed".into()),
+                    description: Some("the binding's Secret and objects were removed".into()),
                     credentials: None,
                 }
             }
@@ -643,6 +679,23 @@ impl Follower {
                         credentials: None,
                     },
                     (Some((target_namespace, target_name)), Ok(credentials)) => {
+                        if let Err(why) = self
+                            .binding_objects(names, service, plan, &vars, &label)
+                            .await?
+                        {
+                            self.report_binding(
+                                session,
+                                names,
+                                id,
+                                &BindingReport {
+                                    state: ServiceState::Failed,
+                                    description: Some(why),
+                                    credentials: None,
+                                },
+                            )
+                            .await?;
+                            return Ok(true);
+                        }
                         let labels = [(
                             instance::BINDING_LABEL.to_string(),
                             instance::label_value(id),
@@ -674,7 +727,18 @@ impl Follower {
                 }
             }
         };
-        match session.report_binding(&names.current, id, &report).await {
+        self.report_binding(session, names, id, &report).await?;
+        Ok(true)
+    }
+
+    async fn report_binding(
+        &mut self,
+        session: &mut Session,
+        names: &Names,
+        id: &str,
+        report: &BindingReport,
+    ) -> Result<(), StepError> {
+        match session.report_binding(&names.current, id, report).await {
             Ok(())
             | Err(CatalogError::NotFound(_))
             | Err(CatalogError::Rejected { status: 409, .. }) => {}
@@ -682,6 +746,58 @@ impl Follower {
         }
         self.metrics.reports.inc();
         Ok(())
+    }
+
+    /// Make the objects of binding `label` (its `bindingTemplates`): rendered,
+    /// checked namespaced, recorded on the namespace, then applied, each
+    /// labelled with the binding. `Ok(Err(why))`: refused (a template that
+    /// fails with this binding), nothing applied.
+    async fn binding_objects(
+        &mut self,
+        names: &Names,
+        service: &Service,
+        plan: &ServicePlan,
+        vars: &Vars<'_>,
+        label: &str,
+    ) -> Result<Result<(), String>, StepError> {
+        if service.binding_templates.is_empty() {
+            return Ok(Ok(()));
+        }
+        let mut objects = match self.renderer.binding_objects(service, plan, vars).await {
+            Ok(objects) => objects,
+            Err(error) => {
+                self.metrics.reconcile().count_failure("template");
+                return Ok(Err(error.to_string()));
+            }
+        };
+        for object in &mut objects {
+            if let Some(labels) = object
+                .pointer_mut("/metadata/labels")
+                .and_then(Value::as_object_mut)
+            {
+                labels.insert(instance::BINDING_LABEL.into(), Value::from(label));
+            }
+        }
+        let resolved = match self.cluster.resolve(&objects).await {
+            Ok(resolved) => resolved,
+            Err(ClusterError::Refused(why)) => {
+                return Ok(Err(format!(
+                    "service {}, plan {}: {why}",
+                    service.id, plan.id
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let refs: Vec<_> = objects.iter().map(template::reference).collect();
+        // Recorded before any is applied, so a half-done apply is removed
+        // on unbind too.
+        self.cluster
+            .record_binding_objects(&names.namespace, label, Some(&refs))
+            .await?;
+        self.cluster
+            .apply_objects(&names.namespace, resolved)
+            .await?;
+        Ok(Ok(()))
     }
 
     /// One step of taking `found` down; whether it is gone.
@@ -693,9 +809,17 @@ impl Follower {
         // Named after its first contract; reported under the current one.
         let names = Names::of(&found.contract_id);
         let contract = found.current();
+        // The bindings' objects (those not unbound first) with the rendered.
+        let objects: Vec<_> = found
+            .bindings
+            .values()
+            .flatten()
+            .chain(&found.rendered)
+            .cloned()
+            .collect();
         if !self
             .cluster
-            .delete_objects(&found.namespace, &found.rendered)
+            .delete_objects(&found.namespace, &objects)
             .await?
         {
             self.report(
@@ -895,6 +1019,7 @@ mod tests {
             terminating: false,
             mapping: mapping.map(str::to_string),
             current: None,
+            bindings: BTreeMap::new(),
         }
     }
 

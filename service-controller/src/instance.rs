@@ -68,6 +68,10 @@ pub const CURRENT_CONTRACT_ANNOTATION: &str = "broker.liqo-broker.io/current-con
 /// The objects rendered into the namespace (JSON list of references), so
 /// deprovisioning removes exactly those before the peering goes.
 pub const RENDERED_ANNOTATION: &str = "broker.liqo-broker.io/rendered";
+/// Each binding's objects (its `bindingTemplates`), recorded as
+/// [`RENDERED_ANNOTATION`] is, under this prefix and the binding's
+/// [`label_value`], so unbinding and deprovisioning remove exactly those.
+pub const BINDING_OBJECTS_PREFIX: &str = "binding-objects.broker.liqo-broker.io/";
 
 /// The binding Secret's marks, read by the customer's purchase-controller
 /// (shared design, item 2).

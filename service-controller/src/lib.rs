@@ -22,9 +22,10 @@
 //! - [`metrics`]: `/metrics` and the probes;
 //! - [`render`]: templates rendered off the async runtime, within their
 //!   bounds, each verdict kept so a refused template is refused once;
-//! - [`offer`], [`instance`], [`template`], [`rbac_allow`]: pure — the
-//!   offer body, the names and Purchase of an instance, template rendering
-//!   and its checks, the RBAC a template may make;
+//! - [`offer`], [`instance`], [`template`], [`placement`], [`rbac_allow`]:
+//!   pure — the offer body, the names and Purchase of an instance, template
+//!   rendering and its checks, where a template's pods run, the RBAC a
+//!   template may make;
 //! - [`model`]: the `ServiceCatalog` kind.
 
 pub mod cluster;
@@ -34,6 +35,7 @@ pub mod instance;
 pub mod metrics;
 pub mod model;
 pub mod offer;
+pub mod placement;
 pub mod rbac_allow;
 pub mod reconcile;
 pub mod render;

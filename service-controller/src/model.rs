@@ -74,6 +74,15 @@ pub struct Service {
     /// The binding's credentials: key → minijinja template of the value.
     #[serde(default)]
     pub binding_credentials: BTreeMap<String, String>,
+    /// Kubernetes objects each binding makes beside its credentials Secret
+    /// (a Service, a ConfigMap), applied into the instance namespace when
+    /// the binding is made and removed when it is unbound: templates as
+    /// `templates` are, rendered with `binding.id` and
+    /// `binding.parameters` too. Name them after the binding (with
+    /// `binding.id`): two bindings rendering one name make one object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub binding_templates: Vec<ObjectTemplate>,
     /// The RBAC this service's templates may make. A Role is made only
     /// when these rules cover each of its rules (as Kubernetes' escalation
     /// check compares them); a RoleBinding only to such a Role made by the
@@ -171,6 +180,16 @@ pub struct ObjectTemplate {
     pub name: String,
     #[schemars(length(min = 1, max = 65536))]
     pub template: String,
+    /// Where the pods of this template's objects run: `provider` (on the
+    /// provider's own nodes) or `customer` (on the virtual node of the
+    /// customer's cluster), written into each pod template as the node
+    /// affinity (and toleration) Liqo honours. Within the plan's hosting:
+    /// `Local` allows `provider` only, `Remote` `customer` only,
+    /// `LocalAndRemote` either. Left out: where the plan's hosting puts
+    /// them (for `LocalAndRemote`, Liqo's scheduler chooses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["provider", "customer"]))]
+    pub runs_at: Option<String>,
 }
 
 /// One condition, as `metav1.Condition`.

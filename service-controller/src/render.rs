@@ -173,6 +173,21 @@ impl Renderer {
         .await
     }
 
+    /// [`template::render_binding_objects`], off the runtime; a refusal kept.
+    pub async fn binding_objects(
+        &self,
+        service: &Service,
+        plan: &ServicePlan,
+        vars: &Vars<'_>,
+    ) -> Result<Vec<Value>, TemplateError> {
+        let (service, plan, vars) = (service.clone(), plan.clone(), Owned::of(vars));
+        let key = digest(&("binding objects", &service, &plan, &vars));
+        self.refusable(key, move |budget| {
+            template::render_binding_objects(&service, &plan, &vars.vars(), budget)
+        })
+        .await
+    }
+
     /// [`template::render_credentials`], off the runtime; a refusal kept.
     pub async fn credentials(
         &self,
@@ -269,6 +284,7 @@ mod tests {
                 templates: vec![ObjectTemplate {
                     name: "t".into(),
                     template: template.into(),
+                    runs_at: None,
                 }],
                 ..Service::default()
             }],

@@ -30,7 +30,8 @@ use minijinja::{AutoEscape, Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Service, ServiceCatalogSpec, ServicePlan};
+use crate::model::{ObjectTemplate, Service, ServiceCatalogSpec, ServicePlan};
+use crate::placement;
 use crate::rbac_allow::{self, RbacRefused, RBAC_GROUP};
 
 /// Label every rendered object (and everything else the controller makes)
@@ -131,6 +132,8 @@ pub enum Why {
     },
     #[error(transparent)]
     Rbac(RbacRefused),
+    #[error(transparent)]
+    Placement(placement::Refused),
     #[error("ran out of fuel: more than {0} template instructions (--template-fuel)")]
     OutOfFuel(u64),
     #[error("renders more than {0} bytes (--template-max-output)")]
@@ -490,6 +493,40 @@ pub fn render_objects(
     vars: &Vars<'_>,
     budget: &mut Budget,
 ) -> Result<Vec<Value>, TemplateError> {
+    render_templates(service, plan, &service.templates, "", vars, budget)
+}
+
+/// The objects of `service.binding_templates` for the binding of `vars`
+/// (`vars.binding`), as [`render_objects`] makes an instance's; the
+/// templates are named `bindingTemplates.<name>` in errors.
+pub fn render_binding_objects(
+    service: &Service,
+    plan: &ServicePlan,
+    vars: &Vars<'_>,
+    budget: &mut Budget,
+) -> Result<Vec<Value>, TemplateError> {
+    render_templates(
+        service,
+        plan,
+        &service.binding_templates,
+        "bindingTemplates.",
+        vars,
+        budget,
+    )
+}
+
+/// `templates` of `service` rendered for `plan` within `budget` (each
+/// named in errors with `prefix` before its name): the objects, each set
+/// into `vars.namespace` and labelled as the controller's, in template
+/// order; then their RBAC checked against the service's `allowedRBAC`.
+fn render_templates(
+    service: &Service,
+    plan: &ServicePlan,
+    templates: &[ObjectTemplate],
+    prefix: &str,
+    vars: &Vars<'_>,
+    budget: &mut Budget,
+) -> Result<Vec<Value>, TemplateError> {
     let named = |template: &str, why| TemplateError {
         service: service.id.clone(),
         plan: plan.id.clone(),
@@ -499,21 +536,21 @@ pub fn render_objects(
     let mut objects = Vec::new();
     let mut made_by = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for template in &service.templates {
-        let named = |why| named(&template.name, why);
-        budget
-            .enter(&service.id, &plan.id, &template.name)
-            .map_err(named)?;
-        let text = render(
-            &template.name,
-            &template.template,
-            vars,
-            Escape::Yaml,
-            budget,
-        )
-        .map_err(named)?;
+    for template in templates {
+        let name = format!("{prefix}{}", template.name);
+        let named = |why| named(&name, why);
+        if let Some(runs_at) = &template.runs_at {
+            placement::check(runs_at, &plan.id, &plan.hosting)
+                .map_err(|e| named(Why::Placement(e)))?;
+        }
+        budget.enter(&service.id, &plan.id, &name).map_err(named)?;
+        let text = render(&name, &template.template, vars, Escape::Yaml, budget).map_err(named)?;
         for (index, object) in documents(&text).map_err(named)?.into_iter().enumerate() {
-            let (object, reference) = place(object, index + 1, vars.namespace).map_err(named)?;
+            let (mut object, reference) =
+                place(object, index + 1, vars.namespace).map_err(named)?;
+            if let Some(runs_at) = &template.runs_at {
+                placement::place(&mut object, runs_at).map_err(|e| named(Why::Placement(e)))?;
+            }
             if !seen.insert((reference.kind.clone(), reference.name.clone())) {
                 return Err(named(Why::Twice {
                     kind: reference.kind,
@@ -521,7 +558,7 @@ pub fn render_objects(
                 }));
             }
             objects.push(object);
-            made_by.push(template.name.as_str());
+            made_by.push(name.clone());
         }
     }
     if let Err(refused) = rbac_allow::check(&objects, &service.allowed_rbac) {
@@ -532,7 +569,7 @@ pub fn render_objects(
                 let r = reference(o);
                 r.kind == refused.kind() && r.name == refused.name()
             })
-            .map_or("", |i| made_by[i]);
+            .map_or("", |i| made_by[i].as_str());
         return Err(named(template, Why::Rbac(refused)));
     }
     Ok(objects)
@@ -733,6 +770,7 @@ pub fn validate_within(
             budget.refill();
             render_objects(service, plan, &vars, budget)?;
             render_credentials(service, plan, &vars, budget)?;
+            render_binding_objects(service, plan, &vars, budget)?;
         }
     }
     Ok(())
@@ -752,7 +790,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::ObjectTemplate;
 
     fn service(templates: &[(&str, &str)]) -> Service {
         Service {
@@ -772,6 +809,7 @@ mod tests {
                 .map(|(n, t)| ObjectTemplate {
                     name: n.to_string(),
                     template: t.to_string(),
+                    runs_at: None,
                 })
                 .collect(),
             binding_credentials: [
@@ -884,6 +922,67 @@ mod tests {
             .insert("x".into(), "{{ ".into());
         let e = validate(&spec, Bounds::default()).unwrap_err();
         assert_eq!(e.template, "bindingCredentials.x");
+    }
+
+    /// Issue 45: a binding's templates make objects named after it, in
+    /// the instance namespace, checked as an instance's are and named
+    /// `bindingTemplates.<name>`; validation renders them too.
+    #[test]
+    fn binding_templates_make_objects_of_the_binding() {
+        let mut s = service(&[("db", DEPLOYMENT)]);
+        s.binding_templates = vec![ObjectTemplate {
+            name: "endpoint".into(),
+            template: "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ \"db-\" ~ binding.id }}\nspec:\n  ports: [{port: {{ binding.parameters.port }}}]\n".into(),
+            runs_at: None,
+        }];
+        let binding_parameters = json!({"port": 5432});
+        let objects = with(|v| {
+            let vars = Vars {
+                binding: Some(BindingVars {
+                    id: "b1",
+                    parameters: &binding_parameters,
+                }),
+                ..v.clone()
+            };
+            render_binding_objects(&s, &s.plans[0], &vars, &mut budget())
+        })
+        .unwrap();
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0]["metadata"]["name"], "db-b1");
+        assert_eq!(objects[0]["metadata"]["namespace"], "svc-c-1");
+        assert_eq!(objects[0]["spec"]["ports"][0]["port"], 5432);
+        let mut spec = ServiceCatalogSpec { services: vec![s] };
+        validate(&spec, Bounds::default()).unwrap();
+        spec.services[0].binding_templates[0].template =
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n".into();
+        let e = validate(&spec, Bounds::default()).unwrap_err();
+        assert_eq!(e.template, "bindingTemplates.endpoint");
+        assert!(matches!(*e.why, Why::OtherNamespace { .. }), "{e}");
+    }
+
+    /// Issue 45: a template's `runsAt` places its pods, within its plan's
+    /// hosting; one that contradicts it is refused, named.
+    #[test]
+    fn a_templates_runs_at_places_its_pods_within_the_plan() {
+        let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: db}\nspec:\n  template:\n    spec:\n      containers: [{name: db, image: db}]\n---\napiVersion: v1\nkind: Service\nmetadata: {name: db}\n";
+        let mut s = service(&[("db", deployment)]);
+        s.templates[0].runs_at = Some("customer".into());
+        let objects = with(|v| render_objects(&s, &s.plans[0], v, &mut budget())).unwrap();
+        let pod = &objects[0]["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"],
+            "In"
+        );
+        assert_eq!(pod["tolerations"][0]["key"], placement::VIRTUAL_NODE_TAINT);
+        // The Service makes no pods: as it was.
+        assert!(objects[1].get("spec").is_none());
+        s.templates[0].runs_at = Some("provider".into());
+        let e = with(|v| render_objects(&s, &s.plans[0], v, &mut budget())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "service mysql, plan remote, template db: runs at the provider, but plan remote hosts Remote: Liqo runs every pod of the instance namespace at the customer's cluster"
+        );
     }
 
     #[test]

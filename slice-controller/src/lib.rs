@@ -20,6 +20,8 @@
 //!   while they do not enforce what the capacity is sold with;
 //! - [`enforcement_report`]: the self-check's level sent to the catalog,
 //!   which shows it on the provider's offers;
+//! - [`index`]: the slice and Tenant caches indexed by consumer, so that
+//!   a reconcile reads only its consumer's slices;
 //! - [`status`]: the status to write for a decision, or none;
 //! - [`reconcile`]: the kube-rs controller — one reconcile per consumer
 //!   (Tenant), driven by slice changes, Tenant changes and chain
@@ -38,6 +40,7 @@ pub mod decision;
 pub mod enforcement;
 pub mod enforcement_report;
 pub mod http;
+pub mod index;
 pub mod metrics;
 pub mod model;
 pub mod reconcile;

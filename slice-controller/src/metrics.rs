@@ -67,6 +67,13 @@ impl ErrorKind {
     }
 }
 
+/// Each consumer's slice counts and their sum.
+#[derive(Debug, Default)]
+struct PerConsumer {
+    counts: HashMap<String, SliceCounts>,
+    total: SliceCounts,
+}
+
 /// Counts of one consumer's slices, by decision.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SliceCounts {
@@ -85,7 +92,7 @@ controller_core::controller_metrics!(
 pub struct Handles {
     slices: Family<DecisionLabels, Gauge>,
     decisions: Family<ReasonLabels, Counter>,
-    per_consumer: Mutex<HashMap<String, SliceCounts>>,
+    per_consumer: Mutex<PerConsumer>,
     catalog_reachable: Gauge,
     contracts: Gauge,
     contracts_streamed: Gauge,
@@ -195,7 +202,7 @@ impl MetricSet for Handles {
         Handles {
             slices,
             decisions,
-            per_consumer: Mutex::new(HashMap::new()),
+            per_consumer: Mutex::new(PerConsumer::default()),
             catalog_reachable,
             contracts,
             contracts_streamed,
@@ -217,20 +224,22 @@ impl Metrics {
 
     /// Record one consumer's slice counts after its reconcile.
     pub fn set_consumer_counts(&self, consumer: &str, counts: SliceCounts) {
-        let mut map = self.per_consumer.lock().unwrap_or_else(|e| e.into_inner());
-        if counts == SliceCounts::default() {
-            map.remove(consumer);
+        let mut per = self.per_consumer.lock().unwrap_or_else(|e| e.into_inner());
+        let old = if counts == SliceCounts::default() {
+            per.counts.remove(consumer)
         } else {
-            map.insert(consumer.to_string(), counts);
-        }
-        let total = map
-            .values()
-            .fold(SliceCounts::default(), |a, c| SliceCounts {
-                accepted: a.accepted + c.accepted,
-                denied: a.denied + c.denied,
-                waiting: a.waiting + c.waiting,
-            });
-        drop(map);
+            per.counts.insert(consumer.to_string(), counts)
+        };
+        // A running total, not a sum over every consumer: this runs once
+        // per reconcile, and there may be thousands of consumers.
+        let old = old.unwrap_or_default();
+        per.total = SliceCounts {
+            accepted: per.total.accepted - old.accepted + counts.accepted,
+            denied: per.total.denied - old.denied + counts.denied,
+            waiting: per.total.waiting - old.waiting + counts.waiting,
+        };
+        let total = per.total;
+        drop(per);
         for (decision, value) in [
             ("accepted", total.accepted),
             ("denied", total.denied),
@@ -245,10 +254,7 @@ impl Metrics {
     /// Forget every consumer's counts (leadership lost: another replica
     /// now reports them).
     pub fn clear_counts(&self) {
-        self.per_consumer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        *self.per_consumer.lock().unwrap_or_else(|e| e.into_inner()) = PerConsumer::default();
         self.set_consumer_counts("", SliceCounts::default());
     }
 

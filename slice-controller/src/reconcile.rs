@@ -36,7 +36,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{applier, Action, Config as ApplierConfig};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{reflector::reflector, watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use quantity::ResourceList;
 use resource_reader::{Notification, ReadError, ResourceReader};
@@ -46,6 +46,7 @@ use tracing::Instrument;
 use crate::contracts::Contracts;
 use crate::decision::{self, Candidate, Context, Decision, GrantPolicy, ShrinkPolicy, Verdict};
 use crate::enforcement::{self, reader::Enforcement};
+use crate::index::ConsumerIndex;
 use crate::metrics::{ErrorKind, Metrics, SliceCounts};
 use crate::model::{ConditionStatus, NodeExtras, ResourceSlice, Tenant};
 use crate::status::{desired_annotations, desired_status};
@@ -105,6 +106,8 @@ pub struct Shared {
     /// Liqo's enforcement settings as last read; `None`: not checked.
     enforcement: Option<Enforcement>,
     slices: Store<ResourceSlice>,
+    /// The slice and Tenant caches by consumer.
+    index: ConsumerIndex,
     metrics: Metrics,
     recorder: Recorder,
     /// Cancelled when the controller stops: waits end early.
@@ -125,15 +128,20 @@ pub async fn run(
     let (slices, slice_writer) = reflector::store::<ResourceSlice>();
     let (tenants, tenant_writer) = reflector::store::<Tenant>();
 
-    let slice_events = runtime::cached_watch(
+    let index = ConsumerIndex::default();
+    let slice_index = index.clone();
+    let slice_events = indexed_watch(
         Api::<ResourceSlice>::all(client.clone()),
         watcher::Config::default().labels(REPLICATED_SELECTOR),
         slice_writer,
+        move |event| slice_index.observe_slice(event),
     );
-    let tenant_events = runtime::cached_watch(
+    let tenant_index = index.clone();
+    let tenant_events = indexed_watch(
         Api::<Tenant>::all(client.clone()),
         watcher::Config::default(),
         tenant_writer,
+        move |event| tenant_index.observe_tenant(event),
     );
 
     // Ready (for /readyz) once the slice cache is filled.
@@ -145,20 +153,21 @@ pub async fn run(
     });
 
     let class = settings.class.clone();
-    let lookup = tenants.clone();
+    let (lookup, slice_index) = (tenants.clone(), index.clone());
     let from_slices = slice_events.map_ok(move |slice| {
-        stream::iter(tenant_of_slice(&lookup, &class, &slice).map(Ok::<_, watcher::Error>))
+        let tenant = tenant_of_slice(&slice_index, &lookup, &class, &slice);
+        stream::iter(tenant.map(Ok::<_, watcher::Error>))
     });
     let from_tenants = tenant_events.map_ok(|tenant| ObjectRef::from_obj(&tenant));
-    let from_chain = chain_triggers(reader.subscribe(), tenants.clone());
+    let from_chain = chain_triggers(reader.subscribe(), tenants.clone(), index.clone());
     // A contract change reaches its consumer's slices like a chain
     // notification does, without waiting for a slice event.
     let from_contracts = match &contracts {
-        Some(c) => chain_triggers(c.subscribe(), tenants.clone()).boxed(),
+        Some(c) => chain_triggers(c.subscribe(), tenants.clone(), index.clone()).boxed(),
         None => stream::empty().boxed(),
     };
     let from_enforcement = match &enforcement {
-        Some(e) => chain_triggers(e.subscribe(), tenants.clone()).boxed(),
+        Some(e) => chain_triggers(e.subscribe(), tenants.clone(), index.clone()).boxed(),
         None => stream::empty().boxed(),
     };
 
@@ -178,6 +187,7 @@ pub async fn run(
         contracts,
         enforcement,
         slices,
+        index,
         metrics,
         stopping: shutdown.clone(),
     });
@@ -212,12 +222,27 @@ pub async fn run(
     .await;
 }
 
+/// [`runtime::cached_watch`] that also shows each event, once the cache
+/// has taken it in, to `observe` (the consumer index follows the cache).
+fn indexed_watch<K: runtime::Watched>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    observe: impl Fn(&watcher::Event<K>) + Send + 'static,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send {
+    let what = format!("watch {}", K::kind(&()));
+    retry::logged_watch(reflector(writer, watcher(api, config)), what)
+        .inspect_ok(observe)
+        .touched_objects()
+}
+
 /// The Tenant whose consumer owns `slice`, if the slice is of `class`.
 /// Liqo names a Tenant after its consumer and finds it by the
 /// `liqo.io/remote-cluster-id` label in the slice's namespace; until the
 /// Tenant is cached, the conventional name is used (the applier skips a
 /// reference that is not cached, and the Tenant's own arrival triggers it).
 fn tenant_of_slice(
+    index: &ConsumerIndex,
     tenants: &Store<Tenant>,
     class: &str,
     slice: &ResourceSlice,
@@ -227,7 +252,7 @@ fn tenant_of_slice(
     }
     let consumer = slice.consumer()?;
     let namespace = slice.metadata.namespace.as_deref()?;
-    let cached = tenants.state().into_iter().find(|t| {
+    let cached = index.tenants_of(tenants, consumer).into_iter().find(|t| {
         t.metadata.namespace.as_deref() == Some(namespace) && t.cluster_id() == Some(consumer)
     });
     Some(match cached {
@@ -237,14 +262,19 @@ fn tenant_of_slice(
 }
 
 /// Chain notifications as Tenants to reconcile: `All` → every Tenant,
-/// `Cluster(id)` → the Tenants of that consumer.
+/// `Cluster(id)` → the Tenants of that consumer (from the index, not a walk
+/// over every Tenant).
 fn chain_triggers(
     notifications: resource_reader::NotificationStream,
     tenants: Store<Tenant>,
+    index: ConsumerIndex,
 ) -> impl Stream<Item = ObjectRef<Tenant>> + Send {
     notifications.flat_map(move |notification| {
-        let refs: Vec<ObjectRef<Tenant>> = tenants
-            .state()
+        let cached = match &notification {
+            Notification::All => tenants.state(),
+            Notification::Cluster(id) => index.tenants_of(&tenants, id),
+        };
+        let refs: Vec<ObjectRef<Tenant>> = cached
             .into_iter()
             .filter(|t| match &notification {
                 Notification::All => true,
@@ -317,9 +347,11 @@ async fn reconcile(tenant: Arc<Tenant>, shared: Arc<Shared>) -> Result<Action, R
             "deciding the consumer's slices"
         );
         let settings = &shared.settings;
+        // The consumer's slices from the index, checked again against the
+        // cached objects as the whole cache once was.
         let mine: Vec<Arc<ResourceSlice>> = shared
-            .slices
-            .state()
+            .index
+            .slices_of(&shared.slices, &namespace, &consumer)
             .into_iter()
             .filter(|s| {
                 s.metadata.namespace.as_deref() == Some(namespace.as_str())
@@ -647,6 +679,7 @@ mod tests {
     #[test]
     fn only_replicated_slices_of_the_class_map_to_a_tenant() {
         let (tenants, _writer) = reflector::store::<Tenant>();
+        let index = ConsumerIndex::default();
         let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "s", "namespace": "liqo-tenant-c1",
                 "labels": {"liqo.io/replicated": "true", "liqo.io/originID": "c1"}},
@@ -654,12 +687,12 @@ mod tests {
         }))
         .expect("slice");
         assert_eq!(
-            tenant_of_slice(&tenants, "gold", &slice),
+            tenant_of_slice(&index, &tenants, "gold", &slice),
             Some(ObjectRef::new("c1").within("liqo-tenant-c1"))
         );
-        assert_eq!(tenant_of_slice(&tenants, "silver", &slice), None);
+        assert_eq!(tenant_of_slice(&index, &tenants, "silver", &slice), None);
         let mut local = slice.clone();
         local.metadata.labels = None;
-        assert_eq!(tenant_of_slice(&tenants, "gold", &local), None);
+        assert_eq!(tenant_of_slice(&index, &tenants, "gold", &local), None);
     }
 }

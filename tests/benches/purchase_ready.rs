@@ -2,9 +2,10 @@
 //! the controllers' shipped defaults (contracts on the catalog's change
 //! stream, polling only as the fallback; issue 44), on the test world
 //! of `purchase_controller_ha` (issue 31): the real catalog,
-//! `purchase-controller --auto-peer`, `peering-user-controller` and class
-//! controller (`resource-monitor --liqo-api v1`), two HTTPS test API
-//! servers with the model of Liqo v1.2 and its authentication. Per
+//! `purchase-controller` (every flag at its default: `--auto-peer` and
+//! `--networking` on), `peering-user-controller` and class controller
+//! (`resource-monitor --liqo-api v1`), two HTTPS test API servers with the
+//! model of Liqo v1.2, its authentication and networking modules. Per
 //! iteration, a fresh world: the first Purchase (no peering yet), then a
 //! second Purchase of the same provider (already peered). Prints the wall
 //! times (median, min, max) and the API calls each test API server
@@ -14,7 +15,7 @@
 //! network, no etcd, no WireGuard, the model of Liqo instead of Liqo.
 //!
 //! `cargo bench --profile dev -p e2e --bench purchase_ready` after
-//! `cargo build --bins -p purchase-controller -p peering-users -p resource-monitor -p catalog`
+//! `cargo build --workspace --bins`
 //! (the binaries of the bench's own profile are started);
 //! `BENCH_ITERATIONS=N` (default 5).
 
@@ -64,7 +65,12 @@ fn main() {
     for i in 0..iterations {
         let mut world = AutoPeerWorld::open();
         world.start_consumer_liqo();
-        let _controller = world.controller().start_announced(1).unwrap();
+        let _controller = world
+            .controller_shipped()
+            .arg("--kubeconfig")
+            .arg(&world.consumer.kubeconfig)
+            .start_announced(1)
+            .unwrap();
         let a = purchase(&world, "first");
         let b = purchase(&world, "second");
         eprintln!(

@@ -37,12 +37,19 @@ A component's image, from (list $ "<image>"):
 [<images.registry>/]<images.repository>/<image>:<tag>[@<digest>], the tag
 images.tag or the chart's appVersion, the digest images.digests.<image>.
 deploy-check holds every container of the kustomize bases to an image of
-ours, liqo-broker/<component>.
+ours, [<registry>/]liqo-broker/<component>. images.registry is required:
+no image is published, so without one Kubernetes would pull
+liqo-broker/<image> from docker.io, which someone else could publish to;
+the install fails here instead, naming the value (the kustomize bases
+render with the placeholder registry.invalid, which never resolves).
 */}}
 {{- define "liqo-broker.image" -}}
 {{- $root := index . 0 -}}
 {{- $image := index . 1 -}}
 {{- $images := $root.Values.images -}}
+{{- if not $images.registry -}}
+{{- fail (printf "set images.registry: the registry you pushed the liqo-broker images to (scripts/build-images.sh, deploy/README.md), e.g. --set images.registry=registry.example.com; no image is published, and without a registry %s would be pulled from docker.io" (printf "%s/%s" $images.repository $image)) -}}
+{{- end -}}
 {{- $name := printf "%s/%s" $images.repository $image -}}
 {{- with $images.registry }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end -}}
 {{- $reference := printf "%s:%s" $name ($images.tag | default $root.Chart.AppVersion) -}}

@@ -8,6 +8,7 @@ use quantity::ResourceList;
 use serde_json::json;
 
 use super::*;
+use crate::decision::Prepared;
 use crate::offers::{Offer, Offers};
 use crate::policy::{Hysteresis, Rules};
 
@@ -78,7 +79,7 @@ impl Case {
 
     fn decide(&self, current: &[&str], pending: Option<&Pending>, now: Timestamp) -> Decision {
         let current: Vec<String> = current.iter().map(|s| s.to_string()).collect();
-        decide(&Input {
+        let input = Input {
             consumer: &self.consumer,
             demand: &self.demand,
             rules: &self.rules,
@@ -88,7 +89,14 @@ impl Case {
             current: &current,
             pending,
             now,
-        })
+        };
+        let direct = decide(&input);
+        // Every case also checks the controller's way: the same decision
+        // worked out, then remembered.
+        let prepared = Prepared::new(&self.offers, &self.disabled);
+        assert_eq!(prepared.decide(&input), direct, "worked out");
+        assert_eq!(prepared.decide(&input), direct, "remembered");
+        direct
     }
 }
 
@@ -306,4 +314,41 @@ fn nothing_qualifying_keeps_the_selection() {
         (vec!["p1".to_string()], Rule::NoneQualifies)
     );
     assert_eq!(d.excluded["p1"], Exclusion::NoOffer);
+}
+
+#[test]
+fn prepared_offers_remember_verdicts_per_consumer_rules_and_demand() {
+    let offers = market();
+    let disabled = BTreeSet::new();
+    let prepared = Prepared::new(&offers, &disabled);
+    let (one, eu) = (rules(1), {
+        let mut r = rules(1);
+        r.required_labels.insert("region".into(), "eu".into());
+        r
+    });
+    let (small, big) = (demand("500m", "1Gi"), demand("8", "32Gi"));
+    let decide = |consumer: &str, rules: &Rules, demand: &ResourceList| {
+        prepared
+            .decide(&Input {
+                consumer,
+                demand,
+                rules,
+                hysteresis: Hysteresis::default(),
+                offers: &offers,
+                disabled: &disabled,
+                current: &[],
+                pending: None,
+                now: at(0),
+            })
+            .chosen
+    };
+    assert_eq!(decide("consumer", &one, &small), ["p3"]);
+    assert_eq!(decide("consumer", &one, &big), ["p1"], "another demand");
+    assert_eq!(decide("consumer", &one, &small), ["p3"]);
+    assert_eq!(decide("p3", &one, &small), ["consumer"], "another consumer");
+    let mut no_p3 = one.clone();
+    no_p3.deny.insert("p3".into());
+    assert_eq!(decide("consumer", &no_p3, &small), ["p2"], "other rules");
+    assert_eq!(decide("consumer", &eu, &small), ["p3"]);
+    assert_eq!(prepared.remembered(), 5);
 }

@@ -75,6 +75,10 @@ pub struct Base {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BasesFile {
+    /// Chart values every base renders with, under its own (the
+    /// placeholder `images.registry` the chart requires).
+    #[serde(default)]
+    values: Value,
     bases: Vec<Base>,
 }
 
@@ -95,13 +99,27 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BaseError + '_ {
     }
 }
 
-/// The bases `deploy/bases.yaml` names.
-pub fn read_bases(deploy: &Path) -> Result<Vec<Base>, BaseError> {
+/// `deploy/bases.yaml`.
+fn read_file(deploy: &Path) -> Result<BasesFile, BaseError> {
     let path = deploy.join(BASES_FILE);
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-    let file: BasesFile =
-        serde_yaml_ng::from_str(&text).map_err(|error| BaseError::Yaml { path, error })?;
-    Ok(file.bases)
+    serde_yaml_ng::from_str(&text).map_err(|error| BaseError::Yaml { path, error })
+}
+
+/// The bases `deploy/bases.yaml` names, each with the file's common
+/// `values` under its own.
+pub fn read_bases(deploy: &Path) -> Result<Vec<Base>, BaseError> {
+    let file = read_file(deploy)?;
+    Ok(file
+        .bases
+        .into_iter()
+        .map(|mut base| {
+            let mut values = file.values.clone();
+            merge(&mut values, &base.values);
+            base.values = values;
+            base
+        })
+        .collect())
 }
 
 /// `over` merged into `base`: mappings key by key, anything else replaced
@@ -383,7 +401,20 @@ pub fn write(deploy: &Path, rendered: &[RenderedBase]) -> Result<(), BaseError> 
 pub fn lint(helm: &Helm, chart: &Path, deploy: &Path) -> Result<Vec<String>, BaseError> {
     let bases = read_bases(deploy)?;
     let chart_values = chart_values(chart)?;
-    let mut runs = vec![("the default values".to_string(), helm.lint(chart, ""))];
+    // The chart's defaults but what every install must set (a registry).
+    let common = &read_file(deploy)?.values;
+    let common = if common.is_null() {
+        String::new()
+    } else {
+        serde_yaml_ng::to_string(common).map_err(|error| BaseError::Yaml {
+            path: deploy.join(BASES_FILE),
+            error,
+        })?
+    };
+    let mut runs = vec![(
+        "the default values and bases.yaml's `values`".to_string(),
+        helm.lint(chart, &common),
+    )];
     for base in &bases {
         let values = values_text(deploy, &chart_values, base)?;
         runs.push((

@@ -107,10 +107,21 @@ pub fn render_all(kubectl: &Kubectl, deploy: &Path) -> Result<Vec<Rendered>, Ren
         .collect())
 }
 
-/// The component a container runs, from its image.
+/// The component a container runs, from its image, under any registry
+/// (the chart requires one; the bases name `registry.invalid`).
 pub fn component_of(container: &Container) -> Option<Component> {
-    let name = image_name(&container.image).strip_prefix(IMAGE_PREFIX)?;
+    let name = without_registry(image_name(&container.image)).strip_prefix(IMAGE_PREFIX)?;
     COMPONENTS.into_iter().find(|c| c.image == name)
+}
+
+/// An image name less its registry: the first path component when it is
+/// a host (holds a `.` or a `:`, or is `localhost`), as Docker reads a
+/// reference (`distribution/reference`'s `splitDockerDomain`).
+fn without_registry(name: &str) -> &str {
+    match name.split_once('/') {
+        Some((host, rest)) if host.contains(['.', ':']) || host == "localhost" => rest,
+        _ => name,
+    }
 }
 
 /// Every container runs one of our images, through its ENTRYPOINT.
@@ -223,6 +234,29 @@ pub fn check_rbac(rendered: &[Rendered], records: &[Record]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registry_is_no_part_of_the_component() {
+        let of = |image: &str| {
+            component_of(&Container {
+                workload: String::new(),
+                name: String::new(),
+                image: image.to_string(),
+                command: None,
+                args: Vec::new(),
+                env: Vec::new(),
+            })
+            .map(|c| c.image)
+        };
+        assert_eq!(
+            of("registry.invalid/liqo-broker/catalog:0.1.0"),
+            Some("catalog")
+        );
+        assert_eq!(of("host:5000/liqo-broker/aggregator"), Some("aggregator"));
+        assert_eq!(of("liqo-broker/catalog:0.1.0"), Some("catalog"));
+        assert_eq!(of("someone/liqo-broker/catalog:0.1.0"), None);
+        assert_eq!(of("registry.invalid/other/catalog:0.1.0"), None);
+    }
 
     #[test]
     fn a_dockerfile_no_component_ships_is_a_second_recipe() {

@@ -1,7 +1,11 @@
 //! The garbage collector of kube-controller-manager, as
 //! `pkg/controller/garbagecollector/garbagecollector.go` and
-//! `graph_builder.go` (Kubernetes v1.31.0) have it, one pass over every
-//! stored object at a time:
+//! `graph_builder.go` (Kubernetes v1.31.0) have it. Each pass looks at
+//! the objects the changes since the last pass may have made collectable
+//! ([`crate::gc_graph`], the graph builder's queues) and at those whose
+//! decision was put off or whose write failed, in uid order; a pass over
+//! every stored object would decide the same, only in proportion to the
+//! world's size:
 //!
 //! - an object being deleted with the `orphan` finalizer
 //!   (`attemptToOrphanWorker`, `orphanDependents`): the reference to it is
@@ -40,13 +44,14 @@
 //! collectable, never inside it: the server's controller loop runs each
 //! pass after the writes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::crd::{GroupResource, ResourceDef};
 use crate::deletion::{self, Propagation, FOREGROUND, ORPHAN};
+use crate::gc_graph::{uid_of, Graph};
 use crate::store::{key, Target, World};
 
 /// The component the collector's events name (`garbage-collector-controller`).
@@ -57,6 +62,12 @@ const COMPONENT: &str = "garbage-collector-controller";
 pub struct Collector {
     /// `(dependent uid, owner uid)` already reported invalid.
     reported: HashSet<(String, String)>,
+    /// Owners and dependents, kept from the store's changes.
+    graph: Graph,
+    /// Objects to look at in the next pass whatever changes: a reference
+    /// that could not be decided (an owner kind nobody serves yet, as the
+    /// real collector retries a REST-mapping error) or a write that failed.
+    retry: BTreeSet<String>,
 }
 
 /// One stored object and the resource serving it.
@@ -68,7 +79,7 @@ struct Node {
 
 impl Node {
     fn uid(&self) -> &str {
-        self.object["metadata"]["uid"].as_str().unwrap_or_default()
+        uid_of(&self.object)
     }
     fn namespace(&self) -> &str {
         self.object["metadata"]["namespace"]
@@ -89,6 +100,9 @@ impl Node {
     fn refs(&self) -> Vec<Value> {
         owner_refs(&self.object)
     }
+    fn refers_to(&self, owner_uid: &str) -> bool {
+        self.refs().iter().any(|r| r["uid"] == owner_uid)
+    }
 }
 
 fn owner_refs(object: &Value) -> Vec<Value> {
@@ -96,21 +110,6 @@ fn owner_refs(object: &Value) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-/// Every stored object, by uid.
-fn graph(world: &World) -> HashMap<String, Node> {
-    let mut nodes = HashMap::new();
-    for def in world.registry.all() {
-        for object in world.list_objects(&def.group_resource()) {
-            let node = Node {
-                def: def.clone(),
-                object,
-            };
-            nodes.insert(node.uid().to_string(), node);
-        }
-    }
-    nodes
 }
 
 /// How an owner reference stands.
@@ -124,58 +123,78 @@ enum Owner {
 impl Collector {
     /// One pass of the collector.
     pub fn sync(&mut self, world: &mut World) {
-        let nodes = graph(world);
-        let mut uids: Vec<&String> = nodes.keys().collect();
-        uids.sort();
+        let mut uids = self.graph.observe(world);
+        uids.append(&mut self.retry);
         for uid in uids {
-            // Earlier writes of this pass may have changed or removed it.
-            let Some(node) = fresh(world, &nodes[uid]) else {
+            // The stored state now: earlier writes of this pass may have
+            // changed or removed it.
+            let Some(node) = self.node(world, &uid) else {
                 continue;
             };
-            let node = &node;
             if node.deleting() && node.has_finalizer(ORPHAN) {
-                orphan(world, &nodes, node);
+                self.orphan(world, &node);
             } else if node.deleting() && node.has_finalizer(FOREGROUND) {
-                self.delete_dependents(world, &nodes, node);
+                self.delete_dependents(world, &node);
             } else if !node.deleting() && !node.refs().is_empty() {
-                self.attempt_to_delete(world, &nodes, node);
+                self.attempt_to_delete(world, &node);
             }
         }
     }
 
+    /// The stored object with this uid, if any (and its resource is
+    /// still served).
+    fn node(&self, world: &World, uid: &str) -> Option<Node> {
+        let location = self.graph.location(uid)?;
+        let object = world.stored(&location.gr, &location.key)?;
+        if uid_of(object) != uid {
+            return None;
+        }
+        Some(Node {
+            def: world.registry.get(&location.gr)?,
+            object: object.clone(),
+        })
+    }
+
+    /// The objects referring to `owner_uid` now, in uid order.
+    fn dependents_of(&self, world: &World, owner_uid: &str) -> Vec<Node> {
+        self.graph
+            .dependents(owner_uid)
+            .filter_map(|uid| self.node(world, uid))
+            .filter(|n| n.refers_to(owner_uid))
+            .collect()
+    }
+
     /// `processDeletingDependentsItem`.
-    fn delete_dependents(
-        &mut self,
-        world: &mut World,
-        nodes: &HashMap<String, Node>,
-        owner: &Node,
-    ) {
-        let dependents: Vec<&Node> = dependents_of(nodes, owner.uid());
+    fn delete_dependents(&mut self, world: &mut World, owner: &Node) {
+        let dependents = self.dependents_of(world, owner.uid());
         let blocking = dependents.iter().any(|d| {
             d.refs()
                 .iter()
                 .any(|r| r["uid"] == owner.uid() && r["blockOwnerDeletion"] == true)
         });
         if !blocking {
-            remove_finalizer(world, owner, FOREGROUND);
+            self.remove_finalizer(world, owner, FOREGROUND);
             return;
         }
         for dependent in dependents {
-            match fresh(world, dependent) {
-                Some(d) if !d.deleting() => self.attempt_to_delete(world, nodes, &d),
+            match self.node(world, dependent.uid()) {
+                Some(d) if !d.deleting() => self.attempt_to_delete(world, &d),
                 _ => {}
             }
         }
     }
 
     /// `attemptToDeleteItem` for an object not being deleted.
-    fn attempt_to_delete(&mut self, world: &mut World, nodes: &HashMap<String, Node>, item: &Node) {
+    fn attempt_to_delete(&mut self, world: &mut World, item: &Node) {
         let mut solid = Vec::new();
         let mut gone = Vec::new();
         let mut waiting = false;
         for reference in item.refs() {
-            match self.classify(world, nodes, item, &reference) {
-                Err(Skip) => return,
+            match self.classify(world, item, &reference) {
+                Err(Skip) => {
+                    self.retry.insert(item.uid().to_string());
+                    return;
+                }
                 Ok(Owner::Solid) => solid.push(reference),
                 Ok(Owner::Dangling) => gone.push(reference["uid"].clone()),
                 Ok(Owner::Waiting) => {
@@ -197,10 +216,10 @@ impl Collector {
                 .filter(|r| !gone.contains(&r["uid"]))
                 .collect();
             patched["metadata"]["ownerReferences"] = json!(kept);
-            update(world, item, patched);
+            self.update(world, item, patched);
             return;
         }
-        let dependents = dependents_of(nodes, item.uid());
+        let dependents = self.dependents_of(world, item.uid());
         let policy = if waiting && !dependents.is_empty() {
             // `attemptToDeleteItem` (garbagecollector.go, the case
             // `len(waitingForDependentsDeletion) != 0 &&
@@ -212,12 +231,11 @@ impl Collector {
             // (`unblockOwnerReferencesStrategicMergePatch`, patch.go: every
             // reference with `blockOwnerDeletion: true` set to false), then
             // it is deleted in the foreground.
-            let cycle = dependents.iter().any(|d| match fresh(world, d) {
-                Some(d) => d.deleting() && d.has_finalizer(FOREGROUND),
-                None => false,
-            });
+            let cycle = dependents
+                .iter()
+                .any(|d| d.deleting() && d.has_finalizer(FOREGROUND));
             if cycle {
-                unblock_owner_references(world, item);
+                self.unblock_owner_references(world, item);
             }
             Propagation::Foreground
         } else if item.has_finalizer(ORPHAN) {
@@ -229,6 +247,7 @@ impl Collector {
         };
         if let Err(e) = world.delete_with(&item.def, &item.object, policy) {
             tracing::debug!(object = %key_of(item), error = %e, "garbage collector: delete");
+            self.retry.insert(item.uid().to_string());
         }
     }
 
@@ -236,7 +255,6 @@ impl Collector {
     fn classify(
         &mut self,
         world: &mut World,
-        nodes: &HashMap<String, Node>,
         item: &Node,
         reference: &Value,
     ) -> Result<Owner, Skip> {
@@ -248,7 +266,7 @@ impl Collector {
         };
         let uid = reference["uid"].as_str().unwrap_or_default();
         // The graph builder's check of the observed owner's namespace.
-        if let Some(observed) = nodes.get(uid) {
+        if let Some(observed) = self.node(world, uid) {
             let owner_ns = observed.namespace();
             if !owner_ns.is_empty() && owner_ns != item.namespace() {
                 self.report_invalid_namespace(world, item, reference);
@@ -324,15 +342,6 @@ impl Collector {
     }
 }
 
-/// The stored state of `node` now, if it is still the same object.
-fn fresh(world: &World, node: &Node) -> Option<Node> {
-    let object = world.stored(&node.def.group_resource(), &key_of(node))?;
-    (object["metadata"]["uid"] == node.uid()).then(|| Node {
-        def: node.def.clone(),
-        object: object.clone(),
-    })
-}
-
 /// A reference that cannot be decided now.
 struct Skip;
 
@@ -340,75 +349,73 @@ fn key_of(node: &Node) -> String {
     key(node.def.namespaced.then_some(node.namespace()), node.name())
 }
 
-fn dependents_of<'a>(nodes: &'a HashMap<String, Node>, owner_uid: &str) -> Vec<&'a Node> {
-    let mut out: Vec<&Node> = nodes
-        .values()
-        .filter(|n| n.refs().iter().any(|r| r["uid"] == owner_uid))
-        .collect();
-    out.sort_by_key(|n| n.uid().to_string());
-    out
-}
-
-/// Write `new` over `node`'s stored state (the collector's PATCH), at the
-/// resourceVersion it read.
-fn update(world: &mut World, node: &Node, new: Value) {
-    let ns = node.def.namespaced.then_some(node.namespace());
-    if let Err(e) = world.update(&node.def, ns, node.name(), new, Target::Main) {
-        tracing::debug!(object = %key_of(node), error = %e, "garbage collector: update");
+impl Collector {
+    /// Write `new` over `node`'s stored state (the collector's PATCH), at
+    /// the resourceVersion it read; a refused write is tried again next
+    /// pass, as the real collector requeues the item.
+    fn update(&mut self, world: &mut World, node: &Node, new: Value) {
+        let ns = node.def.namespaced.then_some(node.namespace());
+        if let Err(e) = world.update(&node.def, ns, node.name(), new, Target::Main) {
+            tracing::debug!(object = %key_of(node), error = %e, "garbage collector: update");
+            self.retry.insert(node.uid().to_string());
+        }
     }
-}
 
-/// `unblockOwnerReferencesStrategicMergePatch` (patch.go): the item's
-/// references with `blockOwnerDeletion: true` made `false`, the others
-/// kept as they are.
-fn unblock_owner_references(world: &mut World, item: &Node) {
-    let Some(item) = fresh(world, item) else {
-        return;
-    };
-    let refs: Vec<Value> = item
-        .refs()
-        .into_iter()
-        .map(|mut r| {
-            if r["blockOwnerDeletion"] == true {
-                r["blockOwnerDeletion"] = json!(false);
-            }
-            r
-        })
-        .collect();
-    if refs == item.refs() {
-        return;
-    }
-    let mut new = item.object.clone();
-    new["metadata"]["ownerReferences"] = json!(refs);
-    update(world, &item, new);
-}
-
-/// `removeFinalizer`.
-fn remove_finalizer(world: &mut World, node: &Node, finalizer: &str) {
-    let mut new = node.object.clone();
-    let kept: Vec<String> = deletion::finalizer_names(&node.object)
-        .into_iter()
-        .filter(|f| f != finalizer)
-        .collect();
-    new["metadata"]["finalizers"] = json!(kept);
-    update(world, node, new);
-}
-
-/// `attemptToOrphanWorker`: the owner's references out of its
-/// dependents, then its `orphan` finalizer.
-fn orphan(world: &mut World, nodes: &HashMap<String, Node>, owner: &Node) {
-    for dependent in dependents_of(nodes, owner.uid()) {
-        let Some(dependent) = fresh(world, dependent) else {
-            continue;
+    /// `unblockOwnerReferencesStrategicMergePatch` (patch.go): the item's
+    /// references with `blockOwnerDeletion: true` made `false`, the others
+    /// kept as they are.
+    fn unblock_owner_references(&mut self, world: &mut World, item: &Node) {
+        let Some(item) = self.node(world, item.uid()) else {
+            return;
         };
-        let mut new = dependent.object.clone();
-        let kept: Vec<Value> = dependent
+        let refs: Vec<Value> = item
             .refs()
             .into_iter()
-            .filter(|r| r["uid"] != owner.uid())
+            .map(|mut r| {
+                if r["blockOwnerDeletion"] == true {
+                    r["blockOwnerDeletion"] = json!(false);
+                }
+                r
+            })
             .collect();
-        new["metadata"]["ownerReferences"] = json!(kept);
-        update(world, &dependent, new);
+        if refs == item.refs() {
+            return;
+        }
+        let mut new = item.object.clone();
+        new["metadata"]["ownerReferences"] = json!(refs);
+        self.update(world, &item, new);
     }
-    remove_finalizer(world, owner, ORPHAN);
+
+    /// `removeFinalizer`.
+    fn remove_finalizer(&mut self, world: &mut World, node: &Node, finalizer: &str) {
+        let mut new = node.object.clone();
+        let kept: Vec<String> = deletion::finalizer_names(&node.object)
+            .into_iter()
+            .filter(|f| f != finalizer)
+            .collect();
+        new["metadata"]["finalizers"] = json!(kept);
+        self.update(world, node, new);
+    }
+
+    /// `attemptToOrphanWorker`: the owner's references out of its
+    /// dependents, then its `orphan` finalizer.
+    fn orphan(&mut self, world: &mut World, owner: &Node) {
+        for dependent in self.dependents_of(world, owner.uid()) {
+            let mut new = dependent.object.clone();
+            let kept: Vec<Value> = dependent
+                .refs()
+                .into_iter()
+                .filter(|r| r["uid"] != owner.uid())
+                .collect();
+            new["metadata"]["ownerReferences"] = json!(kept);
+            self.update(world, &dependent, new);
+        }
+        if let Some(owner) = self.node(world, owner.uid()) {
+            self.remove_finalizer(world, &owner, ORPHAN);
+        }
+    }
 }
+
+#[cfg(test)]
+#[path = "gc_tests.rs"]
+mod tests;

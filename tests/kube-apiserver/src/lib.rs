@@ -131,6 +131,7 @@ pub mod eviction;
 pub mod faults;
 pub mod field_validation;
 pub mod gc;
+pub mod gc_graph;
 pub mod list;
 pub mod listen;
 pub mod namespace_controller;

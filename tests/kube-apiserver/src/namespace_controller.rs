@@ -178,24 +178,34 @@ impl NamespaceController {
     /// sync those due at `now`. Returns when the next is due.
     pub fn sync(&mut self, world: &mut World, now: Instant) -> Option<Instant> {
         let namespaces = world.registry.get(&GroupResource::new("", "namespaces"))?;
-        let stored = world.list_objects(&namespaces.group_resource());
-        let mut present = HashMap::new();
-        for namespace in &stored {
-            let name = namespace["metadata"]["name"].as_str().unwrap_or_default();
+        // Read in place, not copied: this runs after every batch of
+        // writes, and a world may hold thousands of namespaces.
+        let empty = std::collections::BTreeMap::new();
+        let stored = world
+            .objects
+            .get(&namespaces.group_resource())
+            .unwrap_or(&empty);
+        for (name, namespace) in stored {
             let rv = namespace["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap_or_default();
-            present.insert(name.to_string(), rv.to_string());
             // AddFunc/UpdateFunc → `enqueueNamespace`: only deleted ones.
-            let changed = self.observed.get(name).is_none_or(|seen| seen != rv);
-            if changed && namespace["metadata"]["deletionTimestamp"].is_string() {
+            if self.observed.get(name).is_some_and(|seen| seen == rv) {
+                continue;
+            }
+            self.observed.insert(name.clone(), rv.to_string());
+            if namespace["metadata"]["deletionTimestamp"].is_string() {
                 self.add_after(name, now + DELETION_GRACE);
             }
         }
-        // `syncNamespaceFromKey`: a namespace gone is nothing to do.
-        self.queue.retain(|name, _| present.contains_key(name));
-        self.failures.retain(|name, _| present.contains_key(name));
-        self.observed = present;
+        // `syncNamespaceFromKey`: a namespace gone is nothing to do. Every
+        // stored one is observed now, so a count that differs means some
+        // observed ones are gone.
+        if self.observed.len() != stored.len() {
+            self.observed.retain(|name, _| stored.contains_key(name));
+            self.queue.retain(|name, _| stored.contains_key(name));
+            self.failures.retain(|name, _| stored.contains_key(name));
+        }
         let due: Vec<String> = self
             .queue
             .iter()

@@ -336,7 +336,11 @@ impl World {
         let objects = self.objects.entry(gr.clone()).or_default();
         if deleted {
             objects.remove(&key);
-            self.applied.retain(|(g, k, _), _| !(g == gr && *k == key));
+            // Its managers' applied configurations, main and status: by
+            // key, not a walk over every object's.
+            for status in [false, true] {
+                self.applied.remove(&(gr.clone(), key.clone(), status));
+            }
         } else {
             objects.insert(key, object.clone());
         }

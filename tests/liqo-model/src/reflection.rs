@@ -14,7 +14,11 @@
 //! the remote pod's status is copied to the local pod
 //! (PODNS:379-470, FP:101-124, the host IP the virtual node's), its
 //! address translated into how the local cluster sees the peer's pods
-//! ([`local_pod_status`], [`net_configuration`]).
+//! ([`local_pod_status`], [`net_configuration`]). A remote pod's or
+//! ShadowPod's change reaches only the virtual kubelet of the node it is
+//! labelled with (`offloading.liqo.io/nodename`, Liqo's
+//! `RemoteShadowNamespacedKeyer`), so several virtual nodes of one peer
+//! each keep their own ShadowPods.
 //!
 //! The ShadowPod carries `liqo.io/creator-user` = the user the reflection
 //! writes as: on a real provider Liqo's ShadowPod mutating webhook sets it
@@ -104,10 +108,21 @@ pub async fn run(r: Reflector) {
         runner::touched(Api::all_with(r.local.clone(), &pods()), ""),
         move |p| (p.data["spec"]["nodeName"] == node.as_str()).then(|| Key::of(&p)),
     );
-    // Remote pods and ShadowPods of this origin, back to the local pod
-    // through the NamespaceMap's mapping (Liqo runs one reflector per
-    // namespace pair, which knows both ends).
-    let origin = format!("{ORIGIN}={}", r.local_cluster_id);
+    // Remote pods and ShadowPods of this origin and this virtual node,
+    // back to the local pod through the NamespaceMap's mapping (Liqo runs
+    // one reflector per namespace pair, which knows both ends). Only this
+    // node's: Liqo's `RemoteShadowNamespacedKeyer`
+    // (`reflection/workload/shadowpod.go`, used for both remote informers
+    // in `workload/pod.go` `NewNamespaced`) enqueues an object only when
+    // its `offloading.liqo.io/nodename` is the virtual kubelet's node —
+    // another virtual node's ShadowPod, whose local pod this one's lister
+    // (pods bound to it) does not hold, would otherwise be deleted as
+    // orphaned (PODNS:147-156), and two virtual nodes of one peer would
+    // delete each other's ShadowPods for ever.
+    let selector = format!(
+        "{ORIGIN}={},{ORIGIN_NODE_NAME}={}",
+        r.local_cluster_id, r.node_name
+    );
     let maps: Api<DynamicObject> = Api::all_with(r.local.clone(), &namespace_maps());
     let back = |objects| {
         runner::keys_via(
@@ -116,9 +131,8 @@ pub async fn run(r: Reflector) {
             |maps, obj: DynamicObject| async move {
                 let remote_ns = obj.metadata.namespace.clone()?;
                 let name = obj.metadata.name.clone()?;
-                let list = maps.list(&ListParams::default()).await.ok()?;
+                let list = list_until_listed(&maps).await;
                 let keys = list
-                    .items
                     .iter()
                     .flat_map(|nm| {
                         let mapping = nm.data["status"]["currentMapping"].as_object().cloned();
@@ -137,11 +151,11 @@ pub async fn run(r: Reflector) {
     };
     let remote_pods = back(runner::touched(
         Api::all_with(r.remote.clone(), &pods()),
-        &origin,
+        &selector,
     ));
     let remote_shadows = back(runner::touched(
         Api::all_with(r.remote.clone(), &shadow_pods()),
-        &origin,
+        &selector,
     ));
     let r = &r;
     runner::run(
@@ -151,6 +165,27 @@ pub async fn run(r: Reflector) {
     )
     .await;
 }
+
+/// Every NamespaceMap, listed again after [`LIST_RETRY`] until a list
+/// succeeds: Liqo's reflector maps a remote object to its local one from
+/// what it holds in memory (its namespace pair), which cannot fail — a
+/// failed list must not lose the remote change (its status would never be
+/// copied back, the local pod Pending for ever).
+async fn list_until_listed(maps: &Api<DynamicObject>) -> Vec<DynamicObject> {
+    loop {
+        match maps.list(&ListParams::default()).await {
+            Ok(list) => return list.items,
+            Err(e) => {
+                tracing::debug!(error = %e, "listing NamespaceMaps failed; listing again");
+                tokio::time::sleep(LIST_RETRY).await;
+            }
+        }
+    }
+}
+
+/// How long a failed NamespaceMap list waits before the next (the
+/// runner's retry of a failed reconcile).
+const LIST_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The namespace the peer holds for local `namespace`, once `Accepted`.
 async fn remote_namespace(r: &Reflector, namespace: &str) -> Result<Option<String>, Error> {

@@ -1,12 +1,15 @@
 //! The chart's monitoring integration (issue 46), rendered by the real
 //! Helm: every component serving /metrics names that port `metrics` (the
-//! port its binary's `--http-listen` or the aggregator's `metrics_listen`
-//! binds), but the catalog, whose /metrics is on its API port `http`;
+//! port its binary's `--http-listen`, the catalog's `--metrics-listen` or
+//! the aggregator's `metrics_listen` binds), but the catalog with
+//! `catalog.metricsPort=0`, whose /metrics is then on its API port `http`;
 //! `metrics.serviceMonitor.enabled` renders one ServiceMonitor per such
 //! component, over a Service exposing that port (a headless
-//! `<component>-metrics` for the controllers, which have none), and
-//! `metrics.podMonitor.enabled` one PodMonitor per component on the pod's
-//! port; off (the default) neither, and both on is refused.
+//! `<component>-metrics` for the controllers, which have none, and the
+//! catalog, whose Service is the API's), and `metrics.podMonitor.enabled`
+//! one PodMonitor per component on the pod's port; off (the default)
+//! neither, and both on is refused. The Grafana dashboards are ConfigMaps
+//! for Grafana's sidecar, each while what it shows is enabled.
 
 use std::collections::BTreeMap;
 
@@ -29,9 +32,24 @@ fn port_named(deployment: &Value, name: &str) -> Option<i64> {
         .as_i64()
 }
 
+/// The catalog's flag serving /metrics: `--metrics-listen=` when given,
+/// else `--listen=` (the API port, /metrics beside the API).
+fn catalog_metrics_flag(deployment: &Value) -> &'static str {
+    let separate = container(deployment)["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|a| text(a).starts_with("--metrics-listen="));
+    if separate {
+        "--metrics-listen="
+    } else {
+        "--listen="
+    }
+}
+
 /// The port the binary serves /metrics on, from its arguments
-/// (`--http-listen=`, the catalog's `--listen=`) or, for the aggregator,
-/// its configuration's `metrics_listen`.
+/// (`--http-listen=`, the catalog's [`catalog_metrics_flag`]) or, for the
+/// aggregator, its configuration's `metrics_listen`.
 fn metrics_listen(objects: &[Value], deployment: &Value) -> Result<Option<i64>> {
     let name = text(&deployment["metadata"]["name"]);
     let address = if name == "aggregator" {
@@ -42,7 +60,7 @@ fn metrics_listen(objects: &[Value], deployment: &Value) -> Result<Option<i64>> 
             .map(|a| a.trim_matches('"').to_string())
     } else {
         let flag = if name == "catalog" {
-            "--listen="
+            catalog_metrics_flag(deployment)
         } else {
             "--http-listen="
         };
@@ -74,7 +92,11 @@ fn metrics_ports(objects: &[Value]) -> Result<BTreeMap<String, (String, i64)>> {
             ensure!(port_named(deployment, "metrics").is_none(), "{name}");
             continue;
         };
-        let port_name = if name == "catalog" { "http" } else { "metrics" };
+        let port_name = if name == "catalog" && catalog_metrics_flag(deployment) == "--listen=" {
+            "http"
+        } else {
+            "metrics"
+        };
         let port = port_named(deployment, port_name)
             .with_context(|| format!("{name}: no container port named {port_name}"))?;
         ensure!(
@@ -105,17 +127,25 @@ fn every_component_serving_metrics_names_the_port_metrics() -> Result<()> {
     let objects = template("liqo", EVERY_COMPONENT)?;
     let ports = metrics_ports(&objects)?;
     ensure!(ports.len() == 8, "{ports:?}");
+    ensure!(ports["catalog"].1 == 9090, "{ports:?}");
+    // The catalog's /metrics on its API port, as before the metrics port.
+    let mut api = EVERY_COMPONENT.to_vec();
+    api.push("catalog.metricsPort=0");
+    let on_api = metrics_ports(&template("liqo", &api)?)?;
+    ensure!(
+        on_api["catalog"] == ("http".to_string(), 8080),
+        "{on_api:?}"
+    );
     for (name, (port_name, _)) in &ports {
-        ensure!(
-            (port_name == "metrics") != (name == "catalog"),
-            "{name}: {port_name}"
-        );
-        // The probes follow the rename.
+        ensure!(port_name == "metrics", "{name}: {port_name}");
+        // The probes follow the rename; the catalog's stay on its API
+        // port (its /healthz and /readyz are there).
         let deployment = named(&objects, "Deployment", name)?;
+        let probed = if name == "catalog" { "http" } else { port_name };
         for probe in ["livenessProbe", "readinessProbe"] {
             let port = &container(deployment)[probe]["httpGet"]["port"];
             ensure!(
-                port.is_null() || port == port_name.as_str(),
+                port.is_null() || port == probed,
                 "{name}: {probe} on {port}"
             );
         }
@@ -219,8 +249,9 @@ fn the_service_monitors_scrape_the_metrics_port_of_each_enabled_component() -> R
             "{}: port {port_name} targets {target}",
             id(service)
         );
-        // The controllers' Services are the chart's own, headless.
-        if !["catalog", "aggregator"].contains(&name) {
+        // The controllers' Services (and the catalog's metrics one) are
+        // the chart's own, headless.
+        if name != "aggregator" && port_name == "metrics" {
             ensure!(
                 service["metadata"]["name"] == format!("{name}-metrics")
                     && service["spec"]["clusterIP"] == "None",
@@ -314,5 +345,141 @@ fn the_chart_lints_clean_with_the_monitors_and_the_network_policies_on() -> Resu
             "helm lint --strict {sets:?}:\n{said}"
         );
     }
+    Ok(())
+}
+
+/// The catalog's metrics port (`catalog.metricsPort`, the default 9090):
+/// its own headless Service for the ServiceMonitor (the catalog's Service
+/// stays the API's, 8080 only), and with the NetworkPolicy only the
+/// monitoring namespaces reach it, while the API port stays open as
+/// configured; with `catalog.metricsPort=0` the API port serves the
+/// monitoring namespaces too, as before.
+#[test]
+fn the_catalogs_metrics_port_is_the_monitoring_namespaces_only() -> Result<()> {
+    let sets = [
+        "metrics.serviceMonitor.enabled=true",
+        "networkPolicy.enabled=true",
+        "networkPolicy.catalog.from[0].ipBlock.cidr=198.51.100.0/24",
+    ];
+    let objects = template("liqo", &sets)?;
+    let api = named(&objects, "Service", "catalog")?;
+    ensure!(
+        api["spec"]["ports"] == json!([{"name": "http", "port": 8080, "targetPort": "http"}]),
+        "{api}"
+    );
+    let metrics = named(&objects, "Service", "catalog-metrics")?;
+    ensure!(
+        metrics["spec"]["ports"]
+            == json!([{"name": "metrics", "port": 9090, "targetPort": "metrics"}]),
+        "{metrics}"
+    );
+    let ingress = |objects: &[Value]| -> Result<Vec<(Value, Value)>> {
+        let policy = named(objects, "NetworkPolicy", "catalog")?;
+        Ok(policy["spec"]["ingress"]
+            .as_array()
+            .context("ingress")?
+            .iter()
+            .map(|rule| (rule["from"].clone(), rule["ports"].clone()))
+            .collect())
+    };
+    let monitoring = json!([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]);
+    let rules = ingress(&objects)?;
+    let to = |port: i64| json!([{"port": port, "protocol": "TCP"}]);
+    ensure!(rules.len() == 2, "{rules:?}");
+    ensure!(
+        rules[0].1 == to(8080) && rules[0].0 != monitoring,
+        "{rules:?}"
+    );
+    ensure!(rules[1] == (monitoring.clone(), to(9090)), "{rules:?}");
+
+    let mut on_api = sets.to_vec();
+    on_api.push("catalog.metricsPort=0");
+    let objects = template("liqo", &on_api)?;
+    ensure!(named(&objects, "Service", "catalog-metrics").is_err());
+    let rules = ingress(&objects)?;
+    ensure!(
+        rules.len() == 2 && rules[1] == (monitoring, to(8080)),
+        "{rules:?}"
+    );
+    let deployment = named(&objects, "Deployment", "catalog")?;
+    ensure!(
+        !deployment.to_string().contains("--metrics-listen"),
+        "{deployment}"
+    );
+    Ok(())
+}
+
+/// The dashboards (`dashboards.enabled`): a ConfigMap per dashboard of
+/// what is enabled, labelled for Grafana's sidecar (the label and its
+/// value configurable), holding the chart's dashboards/<name>.json; none
+/// by default.
+#[test]
+fn the_dashboards_are_configmaps_for_grafanas_sidecar() -> Result<()> {
+    let dashboards = |objects: &[Value]| -> Vec<String> {
+        of_kind(objects, "ConfigMap")
+            .into_iter()
+            .map(|c| text(&c["metadata"]["name"]).to_string())
+            .filter(|n| n.starts_with("liqo-broker-dashboard-"))
+            .collect()
+    };
+    ensure!(dashboards(&template("liqo", EVERY_COMPONENT)?).is_empty());
+    let mut sets = EVERY_COMPONENT.to_vec();
+    sets.push("dashboards.enabled=true");
+    let objects = template("liqo", &sets)?;
+    ensure!(
+        dashboards(&objects)
+            == [
+                "liqo-broker-dashboard-catalog",
+                "liqo-broker-dashboard-controllers",
+                "liqo-broker-dashboard-autoscaler"
+            ],
+        "{:?}",
+        dashboards(&objects)
+    );
+    for name in ["catalog", "controllers", "autoscaler"] {
+        let map = named(
+            &objects,
+            "ConfigMap",
+            &format!("liqo-broker-dashboard-{name}"),
+        )?;
+        ensure!(
+            map["metadata"]["labels"]["grafana_dashboard"] == "1",
+            "{map}"
+        );
+        let file = std::fs::read_to_string(
+            repository().join(format!("charts/liqo-broker/dashboards/{name}.json")),
+        )?;
+        let held: Value =
+            serde_json::from_str(text(&map["data"][format!("liqo-broker-{name}.json")]))
+                .with_context(|| format!("{name}: the ConfigMap's JSON"))?;
+        ensure!(
+            held == serde_json::from_str::<Value>(&file)?,
+            "{name}: not the file's dashboard"
+        );
+    }
+    // Only what is enabled, under the sidecar's label of choice.
+    let objects = template(
+        "liqo",
+        &[
+            "catalog.enabled=false",
+            "purchaseController.enabled=true",
+            "purchaseController.clusterID=consumer-1",
+            "dashboards.enabled=true",
+            "dashboards.label=example.com/dashboard",
+            "dashboards.labelValue=yes",
+            "dashboards.namespace=monitoring",
+        ],
+    )?;
+    ensure!(
+        dashboards(&objects) == ["liqo-broker-dashboard-controllers"],
+        "{:?}",
+        dashboards(&objects)
+    );
+    let map = named(&objects, "ConfigMap", "liqo-broker-dashboard-controllers")?;
+    ensure!(
+        map["metadata"]["labels"]["example.com/dashboard"] == "yes"
+            && map["metadata"]["namespace"] == "monitoring",
+        "{map}"
+    );
     Ok(())
 }

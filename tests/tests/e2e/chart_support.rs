@@ -54,15 +54,20 @@ pub fn helm(args: &[&str]) -> Result<Output> {
         .with_context(|| format!("running {}", helm.display()))
 }
 
-/// `helm <command> <release> charts/liqo-broker -n <namespace>` with each
-/// of `sets` as a `--set` (a number or a bool read as helm reads it).
+/// The registry every rendering names (the chart requires one): `sets`
+/// may override it, `images.registry=` (empty) included.
+pub const REGISTRY: &str = "images.registry=registry.example.com";
+
+/// `helm <command> <release> charts/liqo-broker -n <namespace>` with
+/// [`REGISTRY`], then each of `sets` as a `--set` (a number or a bool read
+/// as helm reads it; a later `--set` of a key wins).
 fn chart_command(command: &str, release: &str, namespace: &str, sets: &[&str]) -> Result<Output> {
     let mut args = vec![command];
     if !release.is_empty() {
         args.push(release);
     }
     args.extend(["charts/liqo-broker", "--namespace", namespace]);
-    for set in sets {
+    for set in std::iter::once(&REGISTRY).chain(sets) {
         args.extend(["--set", set]);
     }
     helm(&args)
@@ -101,7 +106,7 @@ pub fn template_refused(sets: &[&str]) -> Result<String> {
 
 /// `helm lint --strict` with `sets`: its output, and whether it passed.
 pub fn lint(sets: &[&str]) -> Result<(bool, String)> {
-    let mut with_strict = vec!["--strict"];
+    let mut with_strict = vec!["--strict", "--set", REGISTRY];
     with_strict.extend(sets.iter().flat_map(|s| ["--set", s]));
     let mut args = vec!["lint", "charts/liqo-broker", "--namespace", "liqo"];
     args.extend(with_strict);

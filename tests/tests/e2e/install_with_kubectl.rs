@@ -395,7 +395,9 @@ async fn every_component_installs_with_the_real_kubectl_apply() -> Result<()> {
 
 /// The chart's values turning every component on, with the URLs and IDs
 /// the enabled components require.
-const EVERY_COMPONENT: &str = "catalog.enabled=true,resourceMonitor.enabled=true,\
+/// The chart requires a registry (no image is published).
+const EVERY_COMPONENT: &str = "images.registry=registry.example.com,\
+     catalog.enabled=true,resourceMonitor.enabled=true,\
      sliceController.enabled=true,sliceController.catalogURL=https://catalog.example,\
      peeringUserController.enabled=true,peeringUserController.catalogURL=https://catalog.example,\
      peeringUserController.apiServerAddress=https://203.0.113.1:6443,\

@@ -103,6 +103,7 @@ mod resource_monitor_shapes;
 mod service_controller;
 mod service_controller_admission;
 mod service_controller_promises;
+mod service_local_data_path;
 mod shipped_rbac;
 mod slice_controller;
 mod slice_controller_admission;

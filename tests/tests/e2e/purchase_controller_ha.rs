@@ -5,9 +5,10 @@
 //!
 //! The world ([`AutoPeerWorld`]) is the one a consumer with no peering
 //! buys in: the real catalog, two HTTPS test API servers (consumer and
-//! provider) running the model of Liqo v1.2 with its authentication, the
-//! provider's real class controller and `peering-user-controller`, and
-//! the real `purchase-controller` on the consumer. The benchmark
+//! provider) running the model of Liqo v1.2 with its authentication and
+//! networking modules, the provider's real class controller and
+//! `peering-user-controller`, and the real `purchase-controller` on the
+//! consumer, networking on as it ships (`--networking true`). The benchmark
 //! `tests/benches/purchase_ready.rs` times the same world.
 //!
 //! Two replicas of it on the one consumer cluster elect a leader on a
@@ -42,8 +43,8 @@ const STANDBY_SA: (&str, &str) = ("liqo", "purchase-controller-standby");
 /// `endpoints/request` package, in RBAC terms).
 const WRITES: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
-/// The consumer's Liqo once started: its controllers with authentication,
-/// the crdReplicator, the offloading, and the slice Identities the model
+/// The consumer's Liqo once started: its controllers with authentication
+/// and networking, the crdReplicator, the offloading, and the slice Identities the model
 /// does not make yet (written by the stand-in).
 pub struct ConsumerLiqo {
     _controllers: liqo_model::Consumer,
@@ -53,7 +54,8 @@ pub struct ConsumerLiqo {
 
 /// A consumer with no peering and a provider selling a peering user per
 /// consumer cluster, both on HTTPS test API servers with the model of
-/// Liqo; the consumer's Liqo starts on [`AutoPeerWorld::start_consumer_liqo`].
+/// Liqo (installed with its IPAM's CIDRs, networking module running);
+/// the consumer's Liqo starts on [`AutoPeerWorld::start_consumer_liqo`].
 pub struct AutoPeerWorld {
     pub market: Market,
     /// Consumer `alice`'s catalog token, in `team/catalog-token` too.
@@ -79,9 +81,32 @@ impl AutoPeerWorld {
         let market = Market::open(catalog_flags);
         let alice = market.consumer("alice");
         let consumer = Consumer::start_on(tls(), &alice).expect("consumer cluster");
-        // Liqo installed (its cluster ID), before its controllers run.
-        cluster_id_configmap(&consumer.kube, CONSUMER_ID);
-        let provider = Provider::start_on(tls(), &market.url()).expect("provider cluster");
+        // Liqo installed (its cluster ID, its IPAM's Networks), before its
+        // controllers run.
+        let here = consumer_network();
+        // Liqo's chart installs its networking CRDs with the rest, before
+        // any of its controllers runs.
+        consumer
+            .kube
+            .register_liqo_networking_crds()
+            .expect("the networking CRDs");
+        liqo_install(
+            &consumer.kube,
+            CONSUMER_ID,
+            &here.pod_cidr,
+            &here.external_cidr,
+        );
+        // The class controller at its shipped defaults: contracts on the
+        // catalog's stream, the 5-minute fallback poll.
+        let provider =
+            Provider::start_on_with(tls(), &market.url(), &[]).expect("provider cluster");
+        let there = provider_network();
+        liqo_install(
+            &provider.kube,
+            PROVIDER_ID,
+            &there.pod_cidr,
+            &there.external_cidr,
+        );
         // A kubeconfig per consumer cluster (`v1: {}`), in the provider's class.
         let r = e2e::contracts::register_v1(
             &market.catalog,
@@ -97,6 +122,8 @@ impl AutoPeerWorld {
                 liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
                     .await?
                     .with_authentication(p)
+                    .await?
+                    .with_networking(p, there)
                     .await
             })
             .expect("the provider's Liqo");
@@ -124,6 +151,8 @@ impl AutoPeerWorld {
                         .with_authentication(c)
                         .await?
                         .with_identity_creator_only(c)
+                        .await?
+                        .with_networking(c, consumer_network())
                         .await?,
                     _replicator: liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID)
                         .await?,
@@ -135,27 +164,31 @@ impl AutoPeerWorld {
     }
 
     /// `purchase-controller --auto-peer` on the consumer, short waits,
-    /// without networking (as `liqoctl peer --networking-disabled`: the
-    /// steps the catalog hears are the same; networking's own are
-    /// `purchase_controller_auto_peer`'s to test).
+    /// networking on (its shipped `--networking`, `liqoctl peer`'s way).
     pub fn controller(&self) -> Spawn {
         self.controller_as(&self.consumer.kubeconfig)
     }
 
     /// [`AutoPeerWorld::controller`] as the user `kubeconfig` names.
     pub fn controller_as(&self, kubeconfig: &std::path::Path) -> Spawn {
-        Spawn::new("purchase-controller")
-            .args(["--liqo-api", "v1", "--cluster-id", CONSUMER_ID])
+        self.controller_shipped()
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["--http-listen", "127.0.0.1:0"])
-            // The contract's changes come on the catalog's stream: the shipped
-            // --poll-interval (the fallback). A short --resync: the tests of a
-            // contract's end by time (expiry, ending soon) see the periodic re-read.
+            // A short --resync: the tests of a contract's end by time
+            // (expiry, ending soon) see the periodic re-read.
             .args(["--resync", "500ms"])
             .args(["--retry", "200ms", "--retry-max", "1s"])
-            .args(["--catalog-timeout", "2s", "--auto-peer", "true"])
-            .args(["--networking", "false"])
+            .args(["--catalog-timeout", "2s"])
+    }
+
+    /// `purchase-controller` on the consumer with every wait at its
+    /// shipped default (what the benchmark times): contracts on the
+    /// catalog's stream, Liqo's objects watched, `--auto-peer` and
+    /// `--networking` as shipped; no `--kubeconfig` yet.
+    pub fn controller_shipped(&self) -> Spawn {
+        Spawn::new("purchase-controller")
+            .args(["--liqo-api", "v1", "--cluster-id", CONSUMER_ID])
+            .args(["--http-listen", "127.0.0.1:0"])
             .env("RUST_LOG", "info,purchase_controller=debug")
     }
 
@@ -245,6 +278,22 @@ impl AutoPeerWorld {
     }
 }
 
+/// The consumer's pod and external CIDRs (its Liqo's IPAM).
+pub fn consumer_network() -> liqo_model::networking::Options {
+    liqo_model::networking::Options {
+        pod_cidr: "10.1.0.0/16".into(),
+        external_cidr: "10.71.0.0/16".into(),
+    }
+}
+
+/// The provider's pod and external CIDRs (its Liqo's IPAM).
+pub fn provider_network() -> liqo_model::networking::Options {
+    liqo_model::networking::Options {
+        pod_cidr: "10.2.0.0/16".into(),
+        external_cidr: "10.72.0.0/16".into(),
+    }
+}
+
 /// The provider's real `peering-user-controller` under its own
 /// ServiceAccount, with the peering-user roles Liqo's chart installs.
 fn start_peering_users(provider: &Provider, catalog: &str) -> Child {
@@ -291,22 +340,24 @@ fn the_catalog_hears_each_step_of_the_automatic_peering() {
     let _controller = world.controller().start_announced(1).unwrap();
     let id = world.contract();
     world.purchase("steps", &id);
-    // The consumer's Liqo is not running: the handshake waits for its
-    // signature, and the contract says so, in the Purchase's words.
+    // The consumer's Liqo is not running: networking (first, as in
+    // `liqoctl peer`) waits for its Liqo to configure the Configuration
+    // here (the consumer's is looked at first, so it stays there), and
+    // the contract says so, in the Purchase's words.
     let waiting = world
         .consumer
         .wait_purchase("steps", |p| {
-            condition(p, "Authenticated")["reason"] == "WaitingForSignature"
+            condition(p, "NetworkConnected")["reason"] == "WaitingForConfiguration"
         })
         .unwrap();
-    let authenticating = step(&waiting, "Authenticated");
+    let connecting = step(&waiting, "NetworkConnected");
     let contract = contract_when(&world, &id, |c| {
         c["reason"]
             .as_str()
-            .is_some_and(|r| r.starts_with("WaitingForSignature: "))
+            .is_some_and(|r| r.starts_with("WaitingForConfiguration: "))
     });
     assert_eq!(contract["state"], "pending", "{contract:#}");
-    assert_eq!(contract["reason"], authenticating.as_str(), "{contract:#}");
+    assert_eq!(contract["reason"], connecting.as_str(), "{contract:#}");
 
     // Liqo starts: peered, granted, a Ready virtual node; the contract is
     // `ready` with the Purchase's Ready step.

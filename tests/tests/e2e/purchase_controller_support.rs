@@ -350,6 +350,14 @@ impl Provider {
 
     /// [`Provider::start`] on a server already started (an HTTPS one, say).
     pub fn start_on(kube: KubeApiServer, catalog: &str) -> Result<Self> {
+        // The followed contracts read again every 200 ms (the tests of a
+        // contract's end see it soon).
+        Self::start_on_with(kube, catalog, &["--contracts-poll-interval", "200ms"])
+    }
+
+    /// [`Provider::start_on`] with these class-controller flags in place
+    /// of its short contracts poll (none: its shipped defaults).
+    pub fn start_on_with(kube: KubeApiServer, catalog: &str, flags: &[&str]) -> Result<Self> {
         liqo_support::namespace(&kube, "liqo", json!({}));
         // Liqo's install: its cluster ID, which `liqoctl` (and
         // `purchase-controller --auto-peer`) reads before peering.
@@ -383,12 +391,8 @@ impl Provider {
             .arg(&chain)
             .arg("--kubeconfig")
             .arg(&kubeconfig)
-            .args([
-                "--leader-elect",
-                "false",
-                "--contracts-poll-interval",
-                "200ms",
-            ])
+            .args(["--leader-elect", "false"])
+            .args(flags)
             .args(["--http-listen", "127.0.0.1:0"])
             .env("RUST_LOG", "info,slice_controller=debug")
             .start_announced(1)?;
@@ -633,6 +637,16 @@ pub struct DirectWorld {
 
 impl DirectWorld {
     pub fn open() -> Self {
+        Self::open_with(false)
+    }
+
+    /// [`DirectWorld::open`], with Liqo's networking when `networking`:
+    /// both clusters installed with Liqo's IPAM networks (the chart's
+    /// defaults for both, `10.244.0.0/16` pods, so the peers' pod CIDRs
+    /// clash and each sees the other's remapped), its networking module
+    /// running on both, and the consumer's purchase-controller peering with
+    /// networking (`--networking true`, `liqoctl peer`'s default).
+    pub fn open_with(networking: bool) -> Self {
         let rt = runtime();
         let tls = || rt.block_on(KubeApiServer::start_tls()).expect("API server");
         let consumer = Consumer::start_on(tls(), "no-catalog").expect("consumer cluster");
@@ -644,6 +658,16 @@ impl DirectWorld {
                 .expect("the networking CRDs");
         }
         liqo_support::namespace(&remote, "liqo", json!({}));
+        let net = liqo_model::networking::Options::default();
+        if networking {
+            liqo_install(
+                &consumer.kube,
+                CONSUMER_ID,
+                &net.pod_cidr,
+                &net.external_cidr,
+            );
+            liqo_install(&remote, PROVIDER_ID, &net.pod_cidr, &net.external_cidr);
+        }
         remote
             .register_crd_file(&purchase_crd())
             .expect("the Purchase CRD");
@@ -664,17 +688,21 @@ impl DirectWorld {
         let (c, p) = (&consumer.kube, &remote);
         let (liqo, offloading, reflection) = rt
             .block_on(async {
-                let provider =
+                let mut provider =
                     liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
                         .await?
                         .with_authentication(p)
                         .await?;
-                let controllers = liqo_model::Consumer::start_as(c, CONSUMER_ID)
+                let mut controllers = liqo_model::Consumer::start_as(c, CONSUMER_ID)
                     .await?
                     .with_authentication(c)
                     .await?
                     .with_identity_creator_only(c)
                     .await?;
+                if networking {
+                    provider = provider.with_networking(p, net.clone()).await?;
+                    controllers = controllers.with_networking(c, net.clone()).await?;
+                }
                 let replicator =
                     liqo_model::Replicator::start(c, CONSUMER_ID, p, PROVIDER_ID).await?;
                 let offloading = Offloading::start(c, CONSUMER_ID, p, PROVIDER_ID).await?;
@@ -695,7 +723,12 @@ impl DirectWorld {
             .expect("kubeconfig");
         let on_consumer = consumer
             .controller_spawn("v1")
-            .args(["--auto-peer", "true", "--networking", "false"])
+            .args([
+                "--auto-peer",
+                "true",
+                "--networking",
+                &networking.to_string(),
+            ])
             .start_announced(1)
             .expect("purchase-controller on the consumer")
             .0;

@@ -38,6 +38,7 @@ const OSB_PASSWORD: &str = "platform-password-0123";
 pub(crate) const SERVICE_CATALOGS: (&str, &str) = ("broker.liqo-broker.io", "servicecatalogs");
 pub(crate) const CONFIGMAPS: (&str, &str) = ("", "configmaps");
 pub(crate) const NAMESPACES: (&str, &str) = ("", "namespaces");
+pub(crate) const SERVICES: (&str, &str) = ("", "services");
 /// Who the controller is: the ServiceAccount of `deploy/kubernetes/`.
 const SERVICE_USER: &str = "system:serviceaccount:liqo:service-controller";
 
@@ -66,11 +67,16 @@ fn service_catalog(name: &str, offer: &str, template: &str) -> Value {
                          plan("remote-large", "Remote", "5", "2")],
                "secrets": ["password"],
                "templates": [{"name": "settings", "template": template}],
+               "bindingTemplates": [{"name": "endpoint", "template": BINDING_OBJECTS}],
                "bindingCredentials": {
                    "uri": "db://root:{{ secrets.password }}@db.{{ namespace }}:5432",
                    "host": "db.{{ remote_namespace }}",
                    "password": "{{ secrets.password }}"}}]}})
 }
+
+/// What each binding makes beside its Secret: a ConfigMap naming the
+/// application's namespace and a Service of its own.
+const BINDING_OBJECTS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ \"binding-\" ~ binding.id ~ \"-settings\" }}\ndata:\n  app: {{ binding.parameters.namespace }}\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {{ \"db-\" ~ binding.id }}\nspec:\n  ports: [{port: 5432}]\n";
 
 /// The instance's settings; with parameter `cache`, a second ConfigMap;
 /// with `escape`, a ConfigMap in another namespace (refused at render).
@@ -99,12 +105,11 @@ fn start_controller(
         .args(["--namespace", "liqo", "--lease-namespace", "liqo"])
         .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
         .args(["--lease-retry", "200ms"])
-        // Purchases and ends come on the catalog's contract change stream,
-        // but the periodic resync stays short here: OSB binding requests
-        // are not contract writes, so they do not travel on the stream (yet)
-        // and are only seen by a pass; and the tests counting ten passes to
-        // prove nothing is sent or applied twice need passes while nothing
-        // changes. `--retry` paces the passes while an instance waits on
+        // Purchases, ends, updates and binding requests come on the
+        // catalog's contract change stream (a binding stamps its contract's
+        // `bindingsChangedAt`), but the periodic resync stays short here:
+        // the tests counting ten passes to prove nothing is sent or applied
+        // twice need passes while nothing changes. `--retry` paces the passes while an instance waits on
         // Kubernetes' side (its Purchase peering, Liqo naming the namespace).
         .args(["--poll-interval", "200ms", "--retry", "200ms"])
         .args(["--http-listen", "127.0.0.1:0"])
@@ -130,7 +135,7 @@ pub(crate) fn contract_id(
         .to_string()
 }
 
-fn valid(world: &DirectWorld, name: &str) -> Option<Value> {
+pub(crate) fn valid(world: &DirectWorld, name: &str) -> Option<Value> {
     let catalog = world
         .consumer
         .kube
@@ -169,7 +174,13 @@ pub struct ServiceWorld {
 
 impl ServiceWorld {
     pub fn open() -> Self {
-        let world = DirectWorld::open();
+        Self::open_with(false)
+    }
+
+    /// [`ServiceWorld::open`] on [`DirectWorld::open_with`]`(networking)`:
+    /// with Liqo's networking, the instances' Purchases peer with it.
+    pub fn open_with(networking: bool) -> Self {
+        let world = DirectWorld::open_with(networking);
         let provider = &world.consumer.kube;
         provider
             .register_crd_file(
@@ -424,6 +435,22 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
             .get(SECRETS, Some("app"), "db-creds")
             .is_some_and(|s| s["data"]["password"] == b64(&password))
     });
+    // The binding's objects (issue 45), made beside its Secret, labelled
+    // with it; Liqo reflects the Service to the customer.
+    let binding_settings = || provider.get(CONFIGMAPS, Some(&namespace), "binding-b1-settings");
+    let made = binding_settings().expect("the binding's ConfigMap");
+    assert_eq!(made["data"], json!({"app": "app"}));
+    assert_eq!(
+        made["metadata"]["labels"]["broker.liqo-broker.io/binding"],
+        "b1"
+    );
+    let binding_service = || provider.get(SERVICES, Some(&namespace), "db-b1");
+    assert!(binding_service().is_some(), "the binding's Service");
+    wait_until("the binding's Service reflected to the customer", || {
+        customer
+            .get(SERVICES, Some(&remote_namespace), "db-b1")
+            .is_some()
+    });
 
     // Unbind: the copy goes.
     let r = p.send(
@@ -436,6 +463,15 @@ fn a_service_is_sold_provisioned_offloaded_bound_and_removed() {
     wait_until("the copy removed", || {
         customer.get(SECRETS, Some("app"), "db-creds").is_none()
     });
+    // And the binding's objects with it, before it is reported gone.
+    wait_until("the unbind reported", || {
+        p.binding_last_operation("inst-1", "b1").status == 410
+    });
+    assert!(
+        binding_settings().is_none(),
+        "the binding's ConfigMap stays"
+    );
+    assert!(binding_service().is_none(), "the binding's Service stays");
 
     // Local, a second instance over the same peering: its pods stay at
     // the provider (the namespace is offloaded with strategy Local); the

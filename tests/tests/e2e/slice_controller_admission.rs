@@ -244,6 +244,9 @@ fn policy_for_a_service_customer() -> Result<Vec<serde_json::Value>> {
             "liqo",
             "--show-only",
             "templates/slice-controller/admission.yaml",
+            // Required (no image is published), though no image is shown.
+            "--set",
+            "images.registry=registry.example.com",
             "--set",
             "sliceController.enabled=true",
             "--set",

@@ -276,3 +276,66 @@ async fn a_mapping_removed_from_the_namespace_map_deletes_its_remote_namespace()
     assert!(get(&p2, NAMESPACES, None, "app-origin").is_none());
     assert!(get(&p2, NAMESPACES, None, "taken").is_some());
 }
+
+/// Two virtual nodes of one peer (two ResourceSlices, as two Purchases of
+/// one provider make): each virtual kubelet reflects its own node's pods
+/// only — Liqo's `RemoteShadowNamespacedKeyer`
+/// (`reflection/workload/shadowpod.go`) passes on a remote change only
+/// when its `offloading.liqo.io/nodename` is the kubelet's node — so the
+/// other one never takes the ShadowPod for an orphan and deletes it.
+#[tokio::test]
+async fn a_second_virtual_node_of_the_peer_leaves_the_first_ones_shadowpods_alone() {
+    use liqo_model::identity::{client_as, client_in_groups};
+    use liqo_model::reflection;
+    let origin = KubeApiServer::start().await.unwrap();
+    let _origin_liqo = Cluster::start(&origin, "origin", &[]).await.unwrap();
+    let _nodes = liqo_model::Consumer::start(&origin).await.unwrap();
+    let (p2, _c2, _r2) = peer(&origin, "p2").await;
+    // The second node's virtual kubelet, as `Peering::start` runs the
+    // first's (same identities, another node).
+    let second = reflection::Reflector {
+        local: client_as(&origin, liqo_model::VIRTUAL_KUBELET)
+            .await
+            .unwrap(),
+        remote: client_in_groups(&p2, "origin", &["liqo.io"]).await.unwrap(),
+        remote_user: "origin".into(),
+        node_name: "liqo-p2-second".into(),
+        local_cluster_id: "origin".into(),
+        remote_cluster_id: "p2".into(),
+        reflect_ips: true,
+    };
+    let second = tokio::spawn(reflection::run(second));
+    namespace(&origin, "app", json!({}));
+    let alice = user(&origin).await;
+    let offloadings: Api<DynamicObject> = Api::namespaced_with(
+        alice.clone(),
+        "app",
+        &liqo_model::offloading_consts::namespace_offloadings(),
+    );
+    offloadings
+        .create(&PostParams::default(), &offloading("Remote"))
+        .await
+        .unwrap();
+    wait_for(&p2, NAMESPACES, None, "app-origin", "made on p2", |_| true).await;
+    let pods: Api<DynamicObject> =
+        Api::namespaced_with(alice, "app", &liqo_model::offloading_consts::pods());
+    pods.create(&PostParams::default(), &pod("web"))
+        .await
+        .unwrap();
+    let web = wait_for(&origin, PODS, Some("app"), "web", "Running", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(web["spec"]["nodeName"], "liqo-p2");
+    // Both kubelets have seen the ShadowPod's creation and the remote
+    // pod's changes by now (the status came back through them).
+    let deleted: Vec<String> = p2
+        .audit()
+        .into_iter()
+        .filter_map(|r| r.resource)
+        .filter(|r| r.resource == "shadowpods" && r.verb == "delete")
+        .map(|r| format!("{r:?}"))
+        .collect();
+    assert!(deleted.is_empty(), "ShadowPods deleted: {deleted:?}");
+    second.abort();
+}
