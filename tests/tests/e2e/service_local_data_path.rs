@@ -204,6 +204,42 @@ fn remapped(customer: &kube_test_server::KubeApiServer, address: &str) -> String
         .to_string()
 }
 
+/// Provision `instance` of `offer`'s `plan` over OSB once the offer is
+/// published, wait for its last operation to succeed, and return the
+/// instance's namespace at the provider (`svc-<contract>`) with the service
+/// and plan IDs.
+fn provision(
+    sw: &ServiceWorld,
+    offer: &str,
+    plan: &str,
+    instance: &str,
+) -> (String, String, String) {
+    wait_until(&format!("the service offer {offer} published"), || {
+        get(&sw.catalog, &format!("/offer/{offer}"), None).status == 200
+    });
+    let services = sw.platform.catalog();
+    let service = service_of(&services, offer);
+    let sid = service["id"].as_str().unwrap().to_string();
+    let pid = plan_of(service, plan)["id"].as_str().unwrap().to_string();
+    let body = json!({"service_id": sid, "plan_id": pid, "organization_guid": "org",
+        "space_guid": "space", "parameters": {},
+        "context": {"platform": "kubernetes", "peering": {"kubeconfig": sw.kubeconfig}}});
+    let r = sw.platform.send(
+        reqwest::Method::PUT,
+        &format!("/v2/service_instances/{instance}?accepts_incomplete=true"),
+        Some(&body),
+        Some("2.17"),
+    );
+    assert_eq!(r.status, 202, "{}", r.text);
+    let op = r.json["operation"].as_str().map(str::to_string);
+    match sw.platform.wait(instance, &sid, &pid, op.as_deref()) {
+        Outcome::Succeeded(_) => {}
+        other => panic!("provisioning {instance} on plan {plan}: {other:?}"),
+    }
+    let contract = contract_id(&sw.catalog, &sw.provider_token, "offerID", offer);
+    (format!("svc-{}", contract.to_lowercase()), sid, pid)
+}
+
 #[test]
 fn a_local_instances_pod_addresses_reach_the_customers_endpointslice_remapped() {
     let sw = ServiceWorld::open_with(true);
@@ -212,35 +248,7 @@ fn a_local_instances_pod_addresses_reach_the_customers_endpointslice_remapped() 
     let provider = &sw.world.consumer.kube;
     let customer = &sw.world.remote;
     provider.apply(SERVICE_CATALOGS, catalog());
-    wait_until("the service offer pg published", || {
-        get(&sw.catalog, "/offer/pg", None).status == 200
-    });
-    let services = sw.platform.catalog();
-    let service = service_of(&services, "pg");
-    let (sid, pid) = (
-        service["id"].as_str().unwrap().to_string(),
-        plan_of(service, "local")["id"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-    );
-    let body = json!({"service_id": sid, "plan_id": pid, "organization_guid": "org",
-        "space_guid": "space", "parameters": {},
-        "context": {"platform": "kubernetes", "peering": {"kubeconfig": sw.kubeconfig}}});
-    let r = sw.platform.send(
-        reqwest::Method::PUT,
-        "/v2/service_instances/pg-1?accepts_incomplete=true",
-        Some(&body),
-        Some("2.17"),
-    );
-    assert_eq!(r.status, 202, "{}", r.text);
-    let op = r.json["operation"].as_str().map(str::to_string);
-    match sw.platform.wait("pg-1", &sid, &pid, op.as_deref()) {
-        Outcome::Succeeded(_) => {}
-        other => panic!("provisioning Local: {other:?}"),
-    }
-    let contract = contract_id(&sw.catalog, &sw.provider_token, "offerID", "pg");
-    let namespace = format!("svc-{}", contract.to_lowercase());
+    let (namespace, sid, pid) = provision(&sw, "pg", "local", "pg-1");
     let offloading = provider
         .get(OFFLOADINGS, Some(&namespace), "offloading")
         .expect("the instance's NamespaceOffloading");
@@ -349,7 +357,8 @@ fn a_local_instances_pod_addresses_reach_the_customers_endpointslice_remapped() 
         Outcome::Gone => {}
         other => panic!("deprovisioning Local: {other:?}"),
     }
-    assert!(provider.get(DEPLOYMENTS, Some(&namespace), "db").is_none());
+    let left = provider.get(DEPLOYMENTS, Some(&namespace), "db");
+    assert!(left.is_none(), "{left:#?}");
     assert!(provider.get(SERVICES, Some(&namespace), "db").is_none());
 }
 
@@ -442,35 +451,7 @@ fn a_templates_objects_run_where_the_template_says() {
         SERVICE_CATALOGS,
         hybrid_catalog("web", "web", "LocalAndRemote"),
     );
-    wait_until("the service offer web published", || {
-        get(&sw.catalog, "/offer/web", None).status == 200
-    });
-    let services = sw.platform.catalog();
-    let service = service_of(&services, "web");
-    let (sid, pid) = (
-        service["id"].as_str().unwrap().to_string(),
-        plan_of(service, "hybrid")["id"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-    );
-    let body = json!({"service_id": sid, "plan_id": pid, "organization_guid": "org",
-        "space_guid": "space", "parameters": {},
-        "context": {"platform": "kubernetes", "peering": {"kubeconfig": sw.kubeconfig}}});
-    let r = sw.platform.send(
-        reqwest::Method::PUT,
-        "/v2/service_instances/web-1?accepts_incomplete=true",
-        Some(&body),
-        Some("2.17"),
-    );
-    assert_eq!(r.status, 202, "{}", r.text);
-    let op = r.json["operation"].as_str().map(str::to_string);
-    match sw.platform.wait("web-1", &sid, &pid, op.as_deref()) {
-        Outcome::Succeeded(_) => {}
-        other => panic!("provisioning LocalAndRemote: {other:?}"),
-    }
-    let contract = contract_id(&sw.catalog, &sw.provider_token, "offerID", "web");
-    let namespace = format!("svc-{}", contract.to_lowercase());
+    let (namespace, _, _) = provision(&sw, "web", "hybrid", "web-1");
     let offloading = provider
         .get(OFFLOADINGS, Some(&namespace), "offloading")
         .expect("the instance's NamespaceOffloading");
