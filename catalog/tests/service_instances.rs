@@ -271,7 +271,7 @@ fn each_customer_lists_its_own_instances(backend: Backend) {
         (&going["state"], &going["bindings"]),
         (&json!("deprovisioning"), &json!([]))
     );
-    let removed = json!({ "state": "succeeded", "description": "removed" });
+    let removed = json!({ "state": "succeeded", "description": "removed", "removal": true });
     assert_eq!(put(&c, &report, &removed, Some(&seller)).status, 200);
     assert_eq!(listed_ids(&c, &alice), ["alice-shop"]);
     assert_eq!(

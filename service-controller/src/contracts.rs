@@ -105,7 +105,7 @@ pub struct Follower {
     pub metrics: Metrics,
     /// Per contract, the last service state and description reported, so
     /// each is sent once.
-    reported: HashMap<String, (ServiceState, String)>,
+    reported: HashMap<String, (ServiceState, String, bool)>,
     /// Contracts whose provisioning failed, until they are tried again.
     waiting: HashMap<String, Waiting>,
     /// The first wait after a failed step (`--retry`).
@@ -389,7 +389,32 @@ impl Follower {
         state: ServiceState,
         description: &str,
     ) -> Result<(), StepError> {
-        let now = (state, description.to_string());
+        self.send_report(session, contract, state, description, false)
+            .await
+    }
+
+    /// A report of taking the service down: marked as answering the
+    /// removal, so the catalog tells it from a late report of setting up.
+    async fn report_removal(
+        &mut self,
+        session: &mut Session,
+        contract: &str,
+        state: ServiceState,
+        description: &str,
+    ) -> Result<(), StepError> {
+        self.send_report(session, contract, state, description, true)
+            .await
+    }
+
+    async fn send_report(
+        &mut self,
+        session: &mut Session,
+        contract: &str,
+        state: ServiceState,
+        description: &str,
+        removal: bool,
+    ) -> Result<(), StepError> {
+        let now = (state, description.to_string(), removal);
         if self.reported.get(contract) == Some(&now) {
             return Ok(());
         }
@@ -399,6 +424,7 @@ impl Follower {
             // The update this pass read, if any: a report from before it
             // must not settle it.
             update: self.updates.get(contract).cloned(),
+            removal,
         };
         match session.report_service(contract, &body).await {
             Ok(()) | Err(CatalogError::Rejected { status: 409, .. }) => {}
@@ -822,7 +848,7 @@ impl Follower {
             .delete_objects(&found.namespace, &objects)
             .await?
         {
-            self.report(
+            self.report_removal(
                 session,
                 contract,
                 ServiceState::InProgress,
@@ -832,7 +858,7 @@ impl Follower {
             return Ok(false);
         }
         if !self.cluster.delete_purchase(&names.purchase).await? {
-            self.report(
+            self.report_removal(
                 session,
                 contract,
                 ServiceState::InProgress,
@@ -845,7 +871,7 @@ impl Follower {
             .delete_secret(&self.cluster.own_namespace.clone(), &names.peering_secret)
             .await?;
         match self
-            .report(
+            .report_removal(
                 session,
                 contract,
                 ServiceState::Succeeded,

@@ -50,6 +50,13 @@ pub struct ServiceReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub update: Option<String>,
+    /// This report answers the removal: the provider saw the contract end
+    /// and is taking the service down. While an instance is being
+    /// deprovisioned, a finished report without it is refused (409): it
+    /// comes from work done before the provider read the cancellation (a
+    /// late "set up" must not settle a removal).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removal: bool,
 }
 
 /// The answer of `GET /provider/contracts/{id}/customer-peering`: the

@@ -49,6 +49,12 @@ fn apply(mut inst: OsbInstance, report: &ServiceReport) -> Result<Option<OsbInst
         )));
     }
     let finished = report.state != ServiceState::InProgress;
+    if finished && running == OperationKind::Deprovision && !report.removal {
+        return Err(ApiError::Conflict(format!(
+            "service instance {} is being deprovisioned: this report does not answer the removal",
+            inst.id
+        )));
+    }
     if finished && running == OperationKind::Deprovision && report.state == ServiceState::Succeeded
     {
         return Ok(None);
@@ -218,6 +224,7 @@ mod tests {
             state,
             description: Some("step".into()),
             update: None,
+            removal: false,
         }
     }
 
@@ -254,12 +261,33 @@ mod tests {
             failed.operation.as_ref().unwrap().state,
             OperationState::Failed
         );
-        assert!(apply(
-            waiting(OperationKind::Deprovision),
-            &report(ServiceState::Succeeded)
-        )
-        .unwrap()
-        .is_none());
+        let removed = ServiceReport {
+            removal: true,
+            ..report(ServiceState::Succeeded)
+        };
+        assert!(apply(waiting(OperationKind::Deprovision), &removed)
+            .unwrap()
+            .is_none());
+    }
+
+    /// A provisioning report that arrives after the deprovisioning began
+    /// (sent before the provider read the cancellation) settles nothing.
+    #[test]
+    fn a_late_report_does_not_settle_a_removal() {
+        for state in [ServiceState::Succeeded, ServiceState::Failed] {
+            match apply(waiting(OperationKind::Deprovision), &report(state)) {
+                Err(ApiError::Conflict(why)) => assert!(why.contains("removal"), "{why}"),
+                other => panic!("{state:?}: {other:?}"),
+            }
+        }
+        let failed = ServiceReport {
+            removal: true,
+            ..report(ServiceState::Failed)
+        };
+        let kept = apply(waiting(OperationKind::Deprovision), &failed)
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.operation.unwrap().state, OperationState::Failed);
     }
 
     /// Issue 45: an update the provider fails puts the instance back (plan,

@@ -285,7 +285,13 @@ fn service_offer_lifecycle(backend: Backend) {
     assert_eq!(r.json["state"], "in progress", "{}", r.text);
     let r = get(&c, &peering_path, Some(&token));
     assert_eq!(r.status, 410, "{}", r.text);
-    let gone = json!({ "state": "succeeded" });
+    // A report that does not answer the removal (a late "set up") settles
+    // nothing; the removal's own report does.
+    let late = json!({ "state": "succeeded" });
+    assert_eq!(put(&c, &report_path, &late, Some(&token)).status, 409);
+    let r = p.last_operation("svc", &sid, &pid, Some(&op));
+    assert_eq!(r.json["state"], "in progress", "{}", r.text);
+    let gone = json!({ "state": "succeeded", "removal": true });
     assert_eq!(put(&c, &report_path, &gone, Some(&token)).status, 200);
     assert_eq!(p.last_operation("svc", &sid, &pid, Some(&op)).status, 410);
     assert_eq!(put(&c, &report_path, &gone, Some(&token)).status, 404);
