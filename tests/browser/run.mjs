@@ -1266,7 +1266,7 @@ try {
       checkEqual([unbinding.bindingID, unbinding.state], [pending.bindingID, 'deleting'], 'the unbinding the provider reads');
       await providerCall('PUT', `/provider/contracts/${contract.id}/bindings/${pending.bindingID}`, { state: 'succeeded' });
       await step('removal-steps', 'remove').and(page.locator('[data-status="current"]')).waitFor({ timeout: LIVE_DEADLINE_MS });
-      await providerCall('PUT', `/provider/contracts/${contract.id}/service`, { state: 'succeeded', description: 'removed' });
+      await providerCall('PUT', `/provider/contracts/${contract.id}/service`, { state: 'succeeded', description: 'removed', removal: true });
       await page.locator('[data-state="gone"]').waitFor({ timeout: LIVE_DEADLINE_MS });
       const instanceID = new URL(page.url()).hash.split('/').pop();
       const after = await fetch(`${base}/v2/service_instances/${instanceID}/last_operation`, { headers: { Authorization: `Bearer ${dave}`, 'X-Broker-API-Version': '2.17' } });
