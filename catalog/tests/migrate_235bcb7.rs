@@ -160,6 +160,14 @@ where
     assert_eq!((usage.cap, usage.active), (Some(2), 2));
     let inst = store.osb_get_instance("i1").await.unwrap().expect("i1");
     assert_eq!(inst.revision, 4);
+    // 235bcb7 had no instance index by owner: built from the records on
+    // open (the embedded store), a query on MongoDB.
+    let owned = store
+        .osb_list_instances(catalog::osb::InstancesOf::Owner("osb:platform"))
+        .await
+        .unwrap();
+    assert_eq!(owned.len(), 1);
+    assert_eq!(owned[0].id, "i1");
     let bound = store.osb_bindings_of("i1").await.unwrap();
     assert_eq!(bound.len(), 1);
     assert_eq!(bound[0].id, "b1");

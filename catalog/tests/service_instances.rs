@@ -6,26 +6,53 @@
 //! the selling provider lists those it sells, an admin all. The list
 //! follows the records: a service instance `provisioning` until its
 //! provider reports, then `ready`; a binding `creating`, then `bound`;
-//! deprovisioning. Never the customer's kubeconfig nor a credential.
+//! deprovisioning. Never the customer's kubeconfig nor a credential. An
+//! instance whose provisioning failed before anything was bought (its plan
+//! sold out) is listed too — it has no purchase to be found through — to
+//! its owner and its provider, never to another customer.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use catalog_client::routes;
 use catalog_client::wire::service_instance::ServiceInstance;
-use e2e::buying::{self, admin, consumer, get, publish, put};
+use e2e::buying::{self, admin, cap, consumer, get, publish, put};
 use e2e::catalog::{provider, Backend, Catalog, Env};
 use e2e::catalog_tests;
 use e2e::contracts::{kubeconfig, wait_for};
-use e2e::osb_client::{plan_of, service_of, Auth, Platform};
+use e2e::osb_client::{plan_of, service_of, Auth, Outcome, Platform};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-catalog_tests!(each_customer_lists_its_own_instances);
+catalog_tests!(
+    each_customer_lists_its_own_instances,
+    an_instance_failed_before_its_purchase_is_listed_to_its_owner_only
+);
 
 /// A service offer `db` with one `Local` plan.
 fn service_offer() -> Value {
     json!({ "name": "MySQL", "type": "database", "kind": "service",
         "plans": { "local": { "name": "local", "cost": "1", "hosting": "Local" } } })
+}
+
+/// Provision service instance `id` of OSB plan `(service, plan)` as `p`,
+/// with parameter `size` and the customer's peering `kubeconfig`; the raw
+/// answer.
+fn provision_service(
+    p: &Platform,
+    (service, plan): (&str, &str),
+    id: &str,
+    size: u32,
+    kubeconfig: &str,
+) -> e2e::catalog::Resp {
+    let body = json!({ "service_id": service, "plan_id": plan, "organization_guid": "org",
+        "space_guid": "space", "parameters": { "size": size },
+        "context": { "platform": "kubernetes", "peering": { "kubeconfig": kubeconfig } } });
+    p.send(
+        Method::PUT,
+        &format!("/v2/service_instances/{id}?accepts_incomplete=true"),
+        Some(&body),
+        Some("2.17"),
+    )
 }
 
 /// `GET /service-instances` as `token`: the instances' ids, sorted. The
@@ -83,15 +110,7 @@ fn each_customer_lists_its_own_instances(backend: Backend) {
 
     let customer = kubeconfig("https://customer.example:6443");
     let provision = |p: &Platform, id: &str, size: u32| {
-        let body = json!({ "service_id": sid, "plan_id": pid, "organization_guid": "org",
-            "space_guid": "space", "parameters": { "size": size },
-            "context": { "platform": "kubernetes", "peering": { "kubeconfig": customer } } });
-        let r = p.send(
-            Method::PUT,
-            &format!("/v2/service_instances/{id}?accepts_incomplete=true"),
-            Some(&body),
-            Some("2.17"),
-        );
+        let r = provision_service(p, (sid, pid), id, size, &customer);
         assert_eq!(r.status, 202, "{}", r.text);
     };
     provision(&as_alice, "alice-db", 2);
@@ -279,4 +298,55 @@ fn each_customer_lists_its_own_instances(backend: Backend) {
         404
     );
     assert_eq!(listed_ids(&c, &bob), ["bob-db"]);
+}
+
+/// The plan sold out (capped at 0 units): alice's provisioning fails in
+/// the background before anything is bought, so the instance holds no
+/// purchase. Listing through purchases never showed it; it is alice's
+/// deployment all the same: listed to her (`failed`, no contract, the
+/// reason as its last operation), to the provider selling the plan and to
+/// the admin — never to bob, who lists nothing.
+fn an_instance_failed_before_its_purchase_is_listed_to_its_owner_only(backend: Backend) {
+    let env = Env::new(backend);
+    let c = buying::start(&env, &[]);
+    let seller = c.login(&provider(1));
+    c.put_offer("db", &service_offer(), &seller);
+    cap(&c, &seller, "db", "local", Some(0));
+    let admin = admin(&c);
+    let alice = consumer(&c, &admin, "alice");
+    let bob = consumer(&c, &admin, "bob");
+    let as_alice = Platform::new(&c.url(""), Auth::Bearer(alice.clone()));
+    let catalog = as_alice.catalog();
+    let db = service_of(&catalog, "db").clone();
+    let (sid, pid) = (
+        db["id"].as_str().unwrap(),
+        plan_of(&db, "local")["id"].as_str().unwrap(),
+    );
+    let customer = kubeconfig("https://customer.example:6443");
+    let r = provision_service(&as_alice, (sid, pid), "sold-out", 1, &customer);
+    assert_eq!(r.status, 202, "{}", r.text);
+    let operation = r.json["operation"].as_str().map(str::to_string);
+    match as_alice.wait("sold-out", sid, pid, operation.as_deref()) {
+        Outcome::Failed(_) => {}
+        other => panic!("provisioning a sold-out plan: {other:?}"),
+    }
+
+    assert_eq!(listed_ids(&c, &alice), ["sold-out"]);
+    let failed = listed(&c, &alice, "sold-out").unwrap();
+    assert_eq!(
+        (&failed["state"], &failed["lastOperation"]["state"]),
+        (&json!("failed"), &json!("failed")),
+        "{failed}"
+    );
+    assert!(
+        failed.get("contractID").is_none(),
+        "nothing was bought: {failed}"
+    );
+    assert_eq!(listed_ids(&c, &bob), Vec::<String>::new());
+    assert_eq!(
+        get(&c, "/service-instances/sold-out", Some(&bob)).status,
+        404
+    );
+    assert_eq!(listed_ids(&c, &seller), ["sold-out"]);
+    assert_eq!(listed_ids(&c, &admin), ["sold-out"]);
 }

@@ -266,7 +266,8 @@ impl Cluster {
         }
     }
 
-    fn purchases(&self) -> Api<DynamicObject> {
+    /// The Purchases it makes, in its own namespace.
+    pub fn purchases(&self) -> Api<DynamicObject> {
         let gvk = GroupVersionKind::gvk("broker.liqo-broker.io", "v1alpha1", "Purchase");
         let resource = ApiResource::from_gvk_with_plural(&gvk, "purchases");
         Api::namespaced_with(self.client.clone(), &self.own_namespace, &resource)

@@ -262,6 +262,9 @@ async fn lead(
         )
     });
     let catalogs_changed = ctx.catalogs_changed.clone();
+    let purchases_changed = Arc::new(tokio::sync::Notify::new());
+    let purchase_watch =
+        crate::purchase_watch::run(cluster.purchases(), purchases_changed.clone(), term.clone());
     let (store_tx, store_rx) = tokio::sync::oneshot::channel();
     let controller = reconcile::run(ctx, term.clone(), move |store| {
         let _ = store_tx.send(store);
@@ -274,12 +277,13 @@ async fn lead(
                 session,
                 store,
                 catalogs_changed,
+                purchases_changed,
                 (poll, retry),
                 term.clone(),
             )
             .await
     };
-    tokio::join!(controller, follower);
+    tokio::join!(controller, follower, purchase_watch);
 }
 
 #[cfg(test)]

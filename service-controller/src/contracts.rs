@@ -2,7 +2,9 @@
 //! [`ContractFollower`] (the catalog's contract change stream; polled only
 //! while the stream is unavailable, as peering-user-controller follows
 //! them). A pass runs as soon as the contracts change (a purchase, an end,
-//! a binding asked for), when a ServiceCatalog was reconciled, after
+//! a binding asked for), when a ServiceCatalog was reconciled, when
+//! purchase-controller changes the status of one of its Purchases
+//! ([`crate::purchase_watch`]), after
 //! `--retry` while an instance is on its way (a Purchase peering, Liqo
 //! naming the namespace, a deprovisioning step) or a failed step's wait
 //! ends, and every `--poll-interval` as a resync:
@@ -142,7 +144,8 @@ impl Follower {
 
     /// Pass over the contracts read from `contracts` (reports written
     /// through `session`) until `stop`: at each change of the contracts,
-    /// at each ServiceCatalog reconciled (`catalogs_changed`), after
+    /// at each ServiceCatalog reconciled (`catalogs_changed`), at each
+    /// change of a Purchase's status (`purchases_changed`), after
     /// `retry` while an instance is on its way, when a failed step's wait
     /// ends, and every `poll` (the resync).
     #[allow(clippy::too_many_arguments)]
@@ -152,6 +155,7 @@ impl Follower {
         session: Arc<tokio::sync::Mutex<Session>>,
         catalogs: Store<ServiceCatalog>,
         catalogs_changed: Arc<Notify>,
+        purchases_changed: Arc<Notify>,
         (poll, retry): (Duration, Duration),
         stop: CancellationToken,
     ) {
@@ -176,6 +180,7 @@ impl Follower {
                     _ = tokio::time::sleep(wait) => {}
                     _ = contracts.contracts_changed_from(read, |now| show_source(&self.metrics, now)) => {}
                     _ = catalogs_changed.notified() => {}
+                    _ = purchases_changed.notified() => {}
                 }
             }
         }

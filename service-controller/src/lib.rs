@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod model;
 pub mod offer;
 pub mod placement;
+pub mod purchase_watch;
 pub mod rbac_allow;
 pub mod reconcile;
 pub mod render;

@@ -24,8 +24,8 @@
 //!
 //! The figures say what this world costs, not what real clusters cost (the
 //! thesis' 10.54 s / 4.42 s / 0.00016 s for a first instance): no network,
-//! no etcd, the model of Liqo instead of Liqo, and the controllers' poll
-//! intervals of the tests (200 ms).
+//! no etcd, the model of Liqo instead of Liqo; the controllers run at their
+//! shipped defaults (contracts on the catalog's stream, Purchases watched).
 //!
 //! `cargo bench --profile dev -p e2e --bench service_ready` after
 //! `cargo build --workspace --bins`; `BENCH_ITERATIONS=N` (default 3).

@@ -7,12 +7,13 @@
 //! | `GET /service-instances` | consumer (own), provider (sold by its cluster), admin (all) | [`ServiceInstance`]s, newest first |
 //! | `GET /service-instances/{id}` | its owner, its provider, admin | one; 404 for anyone else |
 //!
-//! The list is read through the instances' purchases: the caller's OSB
-//! reservations (as `GET /contracts` reads them), each one's instance
-//! ([`OsbStore::osb_instance_of_reservation`](super::OsbStore)). An
-//! instance whose provisioning failed before anything was bought (a plan
-//! sold out) holds no purchase and is not listed; it is still read by id.
-//! Never the customer's peering kubeconfig nor a binding's credentials.
+//! The list is read from the instance records themselves, by owner and by
+//! selling provider ([`OsbStore::osb_list_instances`](super::OsbStore),
+//! an index on both stores): one read of the caller's own instances, not
+//! one per purchase, and an instance whose provisioning failed before
+//! anything was bought (a plan sold out: no purchase) is listed too, as
+//! `failed`. Never the customer's peering kubeconfig nor a binding's
+//! credentials.
 
 use std::collections::BTreeSet;
 
@@ -26,11 +27,10 @@ use catalog_client::wire::OfferKind;
 use serde::Deserialize;
 
 use super::model::{answered_parameters, Operation, OperationState, OsbBinding, OsbInstance};
-use super::Osb;
+use super::{InstancesOf, Osb};
 use crate::auth::Caller;
 use crate::buying::contracts::model::Viewer;
 use crate::buying::contracts::service::viewer;
-use crate::buying::model::Channel;
 use crate::buying::BuyError;
 use crate::http::{ApiError, ErrorBody};
 
@@ -70,26 +70,25 @@ pub async fn list(
     let who = viewer(&caller)?;
     serde_urlencoded::from_str::<NoQuery>(req.query_string())
         .map_err(crate::buying::contracts::http::query_error)?;
-    let store = &state.buying.store;
-    let mut records = if who.admin {
-        store.list_reservations(None).await?
+    let store = &state.store;
+    let instances = if who.admin {
+        store.osb_list_instances(InstancesOf::All).await?
     } else {
-        let mut records = Vec::new();
+        let mut instances = Vec::new();
         if who.consumer {
-            records.extend(store.list_reservations(Some(&who.subject)).await?);
+            let owned = InstancesOf::Owner(&who.subject);
+            instances.extend(store.osb_list_instances(owned).await?);
         }
         if who.provider {
-            records.extend(store.list_sold(&who.subject).await?);
+            let sold = InstancesOf::Provider(&who.subject);
+            instances.extend(store.osb_list_instances(sold).await?);
         }
-        records
+        instances
     };
-    records.retain(|r| r.channel == Channel::Osb);
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    for r in records {
-        let Some(inst) = state.store.osb_instance_of_reservation(&r.id).await? else {
-            continue;
-        };
+    for inst in instances {
+        // A caller both consumer and provider may find one instance twice.
         if !may_see(&who, &inst) || !seen.insert(inst.id.clone()) {
             continue;
         }

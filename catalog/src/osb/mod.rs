@@ -50,7 +50,7 @@ use crate::buying::Buying;
 
 pub use config::{AsyncMode, OsbConfig};
 pub use error::OsbError;
-pub use store::OsbStore;
+pub use store::{InstancesOf, OsbStore};
 
 /// What the OSB handlers share (`web::Data<Osb>`): instances and bindings,
 /// the buying service every provision goes through, and the settings.

@@ -8,6 +8,30 @@ use async_trait::async_trait;
 use super::model::{OsbBinding, OsbInstance};
 use crate::store::StoreError;
 
+/// Whose instances [`OsbStore::osb_list_instances`] answers: the parties
+/// `GET /service-instances` shows them to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstancesOf<'a> {
+    /// Those this caller provisioned ([`OsbInstance::owner`]).
+    Owner(&'a str),
+    /// Those sold by this provider cluster ([`OsbInstance::provider`]).
+    Provider(&'a str),
+    /// Every instance (an administrator's view).
+    All,
+}
+
+impl InstancesOf<'_> {
+    /// Whether `inst` is one of these: what an index entry is checked
+    /// against before its record is answered.
+    pub fn holds(&self, inst: &OsbInstance) -> bool {
+        match self {
+            InstancesOf::Owner(owner) => inst.owner == *owner,
+            InstancesOf::Provider(provider) => inst.provider.as_deref() == Some(*provider),
+            InstancesOf::All => true,
+        }
+    }
+}
+
 /// See the module docs. Shared as `Arc<dyn OsbStore>`.
 #[async_trait]
 pub trait OsbStore: Send + Sync + 'static {
@@ -54,4 +78,11 @@ pub trait OsbStore: Send + Sync + 'static {
         &self,
         reservation_id: &str,
     ) -> Result<Option<OsbInstance>, StoreError>;
+
+    /// The instances of `of`, in no particular order: read from an index
+    /// by owner or by provider, so a party's listing costs its own
+    /// instances, not every instance. Instances that never got a purchase
+    /// (provisioning failed before it) are listed too.
+    async fn osb_list_instances(&self, of: InstancesOf<'_>)
+        -> Result<Vec<OsbInstance>, StoreError>;
 }

@@ -29,8 +29,9 @@ use serde_json::{json, Map, Value};
 
 use crate::networking::mapping::map_address_with_configuration;
 use crate::networking::remap::Cidr;
-use crate::offloading_consts::{ALLOW_REFLECTION, SKIP_REFLECTION};
-use crate::reflection_forge::{reflection_labels, Ends, Policy};
+// The reflection's explicit marks: `reflection/generic/namespaced.go`
+// `ForcedAllowOrSkip`, shared with the other kinds' forge.
+use crate::reflection_forge::{forced_allow_or_skip as forced, reflection_labels, Ends, Policy};
 
 /// FE:31 `EndpointSliceManagedBy`, under `discoveryv1.LabelManagedBy`.
 pub const MANAGED_BY_REFLECTION: &str = "endpointslice.reflection.liqo.io";
@@ -163,25 +164,6 @@ pub fn map_endpoint_ips(
             }
         })
         .collect()
-}
-
-/// The reflection's explicit marks (`reflection/generic/namespaced.go`
-/// `ForcedAllowOrSkip`): `Some(skip)`, or an error when marked both ways.
-fn forced(obj: &Value) -> Result<Option<bool>, String> {
-    let marked = |key: &str| {
-        obj["metadata"]["annotations"][key]
-            .as_str()
-            .is_some_and(|v| !v.eq_ignore_ascii_case("false"))
-    };
-    match (marked(ALLOW_REFLECTION), marked(SKIP_REFLECTION)) {
-        (true, true) => Err(format!(
-            "object {:?} can't have both the allow and deny annotations set",
-            obj["metadata"]["name"]
-        )),
-        (true, false) => Ok(Some(false)),
-        (false, true) => Ok(Some(true)),
-        (false, false) => Ok(None),
-    }
 }
 
 /// The generic decision of an object with no explicit mark under `policy`.
@@ -396,6 +378,7 @@ pub fn forge_endpoint_slice(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::offloading_consts::{ALLOW_REFLECTION, SKIP_REFLECTION};
 
     fn ends() -> Ends {
         Ends {

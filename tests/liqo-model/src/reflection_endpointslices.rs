@@ -40,15 +40,19 @@ use kube_test_server::KubeApiServer;
 use serde_json::Value;
 
 use crate::consts::REMOTE_CLUSTER_ID;
-use crate::identity::{self, client_as, client_in_groups, Rule, READ};
+use crate::identity::{Rule, READ};
 use crate::networking::remap::Cidr;
 use crate::offloading_consts::{namespace_maps, services};
 use crate::reflection_endpointslice_forge::{
     self as forge, forge_shadow, is_ours, remote_endpoints, should_skip, should_update,
 };
 use crate::reflection_forge::{Ends, Policy};
+// The `Accepted` namespace pairs of the peer's NamespaceMaps
+// (`reflection/namespacemap/namespace.go:45-56, 138-146`), read as the
+// other kinds' reflection reads them.
+use crate::reflection_objects::{accepted, pairs, Sides};
 use crate::runner::{self, Key};
-use crate::{Error, Tasks, VIRTUAL_KUBELET};
+use crate::{Error, Tasks};
 
 /// On the local cluster (`liqo-virtual-kubelet-local` ClusterRole,
 /// `deployments/liqo/files/liqo-virtual-kubelet-local-ClusterRole.yaml`,
@@ -148,25 +152,17 @@ impl Reflection {
             .iter()
             .map(|c| Cidr::parse(c).ok_or_else(|| Error::Config(format!("local pod CIDR {c:?}"))))
             .collect::<Result<Vec<_>, _>>()?;
-        identity::grant(
-            local,
-            VIRTUAL_KUBELET,
-            "liqo-model-virtual-kubelet-endpointslices",
-            LOCAL_RULES,
-        );
-        identity::grant(
-            remote,
-            local_id,
-            &format!("liqo-model-virtual-kubelet-remote-endpointslices-{local_id}"),
-            REMOTE_RULES,
-        );
+        let sides = Sides::connect(
+            (local, local_id),
+            (remote, remote_id),
+            "endpointslices",
+            (LOCAL_RULES, REMOTE_RULES),
+        )
+        .await?;
         let reflector = Reflector {
-            local: client_as(local, VIRTUAL_KUBELET).await?,
-            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
-            ends: Ends {
-                local_cluster_id: local_id.to_string(),
-                remote_cluster_id: remote_id.to_string(),
-            },
+            local: sides.local,
+            remote: sides.remote,
+            ends: sides.ends,
             cidrs,
             options,
         };
@@ -189,27 +185,6 @@ impl Reflector {
     fn maps(&self) -> Api<DynamicObject> {
         Api::all_with(self.local.clone(), &namespace_maps())
     }
-}
-
-/// The `Accepted` (local, remote) namespace pairs for the peer
-/// (`reflection/namespacemap/namespace.go:45-56, 138-146`).
-async fn accepted(
-    maps: &Api<DynamicObject>,
-    remote_cluster_id: &str,
-) -> Result<Vec<(String, String)>, kube::Error> {
-    let selector = format!("{REMOTE_CLUSTER_ID}={remote_cluster_id}");
-    let list = maps.list(&ListParams::default().labels(&selector)).await?;
-    Ok(list.items.iter().flat_map(|nm| pairs(&nm.data)).collect())
-}
-
-fn pairs(map: &Value) -> Vec<(String, String)> {
-    map["status"]["currentMapping"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, m)| m["phase"] == "Accepted")
-        .filter_map(|(local, m)| Some((local.clone(), m["remoteNamespace"].as_str()?.to_string())))
-        .collect()
 }
 
 async fn run(r: Reflector) {

@@ -246,8 +246,10 @@ pub fn should_skip(kind: Kind, name: &str, obj: &Value, policy: Policy) -> Resul
 }
 
 /// GEN:144-168: `Some(skip)` when explicitly marked, an error when marked
-/// both ways.
-fn forced_allow_or_skip(obj: &Value) -> Result<Option<bool>, String> {
+/// both ways. The EndpointSlice reflection's explicit marks too
+/// ([`crate::reflection_endpointslice_forge`], EPS:401-432 calls the same
+/// `ForcedAllowOrSkip`).
+pub(crate) fn forced_allow_or_skip(obj: &Value) -> Result<Option<bool>, String> {
     let marked = |key: &str| {
         obj["metadata"]["annotations"][key]
             .as_str()

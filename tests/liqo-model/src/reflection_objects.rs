@@ -113,25 +113,17 @@ impl Reflection {
         remote_id: &str,
         options: Options,
     ) -> Result<Reflection, Error> {
-        identity::grant(
-            local,
-            VIRTUAL_KUBELET,
-            "liqo-model-virtual-kubelet-objects",
-            LOCAL_RULES,
-        );
-        identity::grant(
-            remote,
-            local_id,
-            &format!("liqo-model-virtual-kubelet-remote-objects-{local_id}"),
-            REMOTE_RULES,
-        );
+        let sides = Sides::connect(
+            (local, local_id),
+            (remote, remote_id),
+            "objects",
+            (LOCAL_RULES, REMOTE_RULES),
+        )
+        .await?;
         let reflector = Reflector {
-            local: client_as(local, VIRTUAL_KUBELET).await?,
-            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
-            ends: Ends {
-                local_cluster_id: local_id.to_string(),
-                remote_cluster_id: remote_id.to_string(),
-            },
+            local: sides.local,
+            remote: sides.remote,
+            ends: sides.ends,
             options,
         };
         let tasks = KINDS
@@ -140,6 +132,49 @@ impl Reflection {
             .collect();
         Ok(Reflection {
             _tasks: Tasks(tasks),
+        })
+    }
+}
+
+/// The two sides of one virtual kubelet's reflection, shared by this
+/// reflection and the EndpointSlice one
+/// ([`crate::reflection_endpointslices`]): its clients — locally as the
+/// virtual kubelet, on the peer as the local cluster's identity (see the
+/// module docs) — and the two cluster IDs.
+pub(crate) struct Sides {
+    pub local: Client,
+    pub remote: Client,
+    pub ends: Ends,
+}
+
+impl Sides {
+    /// Grant the virtual kubelet `rules` (local, remote) on `local` and on
+    /// `remote` (bindings named after `what`), then connect as it.
+    pub async fn connect(
+        (local, local_id): (&KubeApiServer, &str),
+        (remote, remote_id): (&KubeApiServer, &str),
+        what: &str,
+        (local_rules, remote_rules): (&[Rule], &[Rule]),
+    ) -> Result<Sides, Error> {
+        identity::grant(
+            local,
+            VIRTUAL_KUBELET,
+            &format!("liqo-model-virtual-kubelet-{what}"),
+            local_rules,
+        );
+        identity::grant(
+            remote,
+            local_id,
+            &format!("liqo-model-virtual-kubelet-remote-{what}-{local_id}"),
+            remote_rules,
+        );
+        Ok(Sides {
+            local: client_as(local, VIRTUAL_KUBELET).await?,
+            remote: client_in_groups(remote, local_id, &["liqo.io"]).await?,
+            ends: Ends {
+                local_cluster_id: local_id.to_string(),
+                remote_cluster_id: remote_id.to_string(),
+            },
         })
     }
 }
@@ -159,8 +194,9 @@ impl Reflector {
 }
 
 /// The `Accepted` (local, remote) namespace pairs of the NamespaceMaps for
-/// `remote_cluster_id` (`namespace.go:45-56, 138-146`).
-async fn accepted(
+/// `remote_cluster_id` (`reflection/namespacemap/namespace.go:45-56,
+/// 138-146`); the EndpointSlice reflection reads them too.
+pub(crate) async fn accepted(
     maps: &Api<DynamicObject>,
     remote_cluster_id: &str,
 ) -> Result<Vec<(String, String)>, kube::Error> {
@@ -169,7 +205,8 @@ async fn accepted(
     Ok(list.items.iter().flat_map(|nm| pairs(&nm.data)).collect())
 }
 
-fn pairs(map: &Value) -> Vec<(String, String)> {
+/// The `Accepted` (local, remote) pairs of one NamespaceMap.
+pub(crate) fn pairs(map: &Value) -> Vec<(String, String)> {
     let mapping = map["status"]["currentMapping"].as_object();
     mapping
         .into_iter()

@@ -79,17 +79,24 @@ pub(crate) const PURCHASE_CONTROLLER: &str =
     "--liqo-api v1 --cluster-id c1 --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0";
 const NO_ELECTION: &str = "--leader-elect false";
 /// The class controller selling by contracts, its catalog unreachable as
-/// well (the same port).
+/// well (the same port). With no catalog there is no contract stream: the
+/// fallback poll is all that runs, and it is what these cases are about
+/// (each failed poll logged once, not once per try, at little CPU), so it
+/// runs every 200 ms to fail some thirty times within [`RUN_FOR`]; the same
+/// for the two controllers below (and their `--retry`, the pace of failed
+/// steps).
 const RM_V1_CONTRACTS: &str = "--liqo-api v1 --class gold --source static:{resources} \
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --grant-policy contracts \
     --catalog-url http://127.0.0.1:{port} --catalog-credentials-file {credentials} \
     --contracts-poll-interval 200ms";
 /// peering-user-controller (issue 41, U-06's spot check): its API server
-/// and its catalog unreachable (the same port), passes every 200 ms.
+/// and its catalog unreachable (the same port), fallback polls and passes
+/// every 200 ms (see [`RM_V1_CONTRACTS`]).
 pub(crate) const PEERING_USER_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
     --catalog-credentials-file {credentials} --api-server-address https://p1.example:6443 \
     --kubeconfig {kubeconfig} --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";
-/// service-controller: the same.
+/// service-controller: the same (its fallback poll and `--retry` short on
+/// purpose, see [`RM_V1_CONTRACTS`]).
 pub(crate) const SERVICE_CONTROLLER: &str = "--catalog-url http://127.0.0.1:{port} \
     --catalog-credentials-file {credentials} --kubeconfig {kubeconfig} \
     --http-listen 127.0.0.1:0 --poll-interval 200ms --retry 200ms";

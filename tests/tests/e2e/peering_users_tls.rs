@@ -173,8 +173,10 @@ async fn rsa_keys_in_tls_compatibility_mode_detected_from_liqo() -> Result<()> {
         LIQO,
     )
     // Liqo's TLS compatibility mode is Kubernetes-side state read at each
-    // pass, which no contract change announces: the periodic resync must
-    // see it change within the test.
+    // pass, which no contract change announces: what this test follows is
+    // the periodic resync itself (`--poll-interval`, the fallback poll and
+    // resync; shipped 5 min), the only way such a change reaches the
+    // controller, so it must run within the test.
     .args(["--poll-interval", "200ms"])
     .start_announced(1)?;
 

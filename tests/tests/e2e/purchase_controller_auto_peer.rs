@@ -75,7 +75,11 @@ fn peering_user_controller_at(provider: &Provider, catalog: &str, address: Optio
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--certificate-lifetime", "1h"])
-            .args(["--poll-interval", "200ms", "--retry", "100ms"])
+            // As liqo_support's spawn: contracts on the catalog's stream
+            // (the shipped `--poll-interval`, the fallback); `--retry`
+            // paces the steps on Kubernetes' side (a certificate awaited, a
+            // failed step), not the reading of contracts.
+            .args(["--retry", "100ms"])
             .args(["--http-listen", "127.0.0.1:0"])
             .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
             .args(["--lease-retry", "250ms"])

@@ -225,9 +225,11 @@ impl Both {
                 .arg("--kubeconfig")
                 .arg(&service_kubeconfig)
                 .args(["--namespace", "liqo", "--lease-namespace", "liqo"])
-                .args(["--lease-duration", "2s", "--lease-renew-deadline", "1500ms"])
-                .args(["--lease-retry", "200ms"])
-                .args(["--poll-interval", "200ms", "--retry", "200ms"])
+                // The shipped defaults otherwise, as the ServiceWorld of
+                // service_controller.rs runs it: the contracts on the
+                // catalog's stream (`--poll-interval` only the fallback),
+                // Kubernetes-side steps each `--retry` (5 s), one replica
+                // taking the free Lease at once.
                 .args(["--http-listen", "127.0.0.1:0"])
                 .env("RUST_LOG", "info,service_controller=debug")
                 .start_announced(1)

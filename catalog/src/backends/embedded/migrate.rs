@@ -111,6 +111,45 @@ pub fn index_by_provider(db: &Database) -> Result<bool, StoreError> {
     Ok(rebuilt)
 }
 
+/// Build the indexes of the OSB instances by owner and by provider
+/// ([`OSB_INSTANCES_BY_OWNER`], [`OSB_INSTANCES_BY_PROVIDER`]) from the
+/// records when the owner index does not hold one entry per instance (every
+/// instance has an owner): a data directory written before these indexes
+/// existed, or written meanwhile by such a catalog. Run on every open; a
+/// complete index is left as it is (an entry its record no longer matches
+/// is skipped when read). Returns whether they were rebuilt.
+pub fn index_osb_instances(db: &Database) -> Result<bool, StoreError> {
+    let txn = db.begin_write().map_err(internal)?;
+    let rebuilt = {
+        let instances = txn.open_table(OSB_INSTANCES).map_err(internal)?;
+        let records = instances.len().map_err(internal)?;
+        let indexed = txn
+            .open_table(OSB_INSTANCES_BY_OWNER)
+            .map_err(internal)?
+            .len()
+            .map_err(internal)?;
+        if indexed == records {
+            false
+        } else {
+            for table in [OSB_INSTANCES_BY_OWNER, OSB_INSTANCES_BY_PROVIDER] {
+                txn.open_table(table)
+                    .map_err(internal)?
+                    .retain(|_, _| false)
+                    .map_err(internal)?;
+            }
+            for entry in instances.iter().map_err(internal)? {
+                let (_, v) = entry.map_err(internal)?;
+                let inst = super::from_json("OSB instance", v.value())?;
+                super::osb::reindex(&txn, None, Some(&inst))?;
+            }
+            tracing::info!(records, "indexed the OSB instances by owner and provider");
+            true
+        }
+    };
+    txn.commit().map_err(internal)?;
+    Ok(rebuilt)
+}
+
 /// Build the sequence indexes ([`BY_SEQ`], [`CONSUMER_SEQ`],
 /// [`PROVIDER_SEQ`]) from the records when [`BY_SEQ`] does not hold one
 /// entry per record — a store written before sequences were kept (its

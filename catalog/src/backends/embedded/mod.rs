@@ -103,6 +103,13 @@ pub(crate) mod tables {
     /// `instance␟binding`.
     pub const OSB_BINDINGS_BY_INSTANCE: TableDefinition<&str, u8> =
         TableDefinition::new("osb_bindings_by_instance");
+    /// `owner␟instance`: a customer's service instances (`GET
+    /// /service-instances`) without reading anyone else's.
+    pub const OSB_INSTANCES_BY_OWNER: TableDefinition<&str, u8> =
+        TableDefinition::new("osb_instances_by_owner");
+    /// `provider cluster ID␟instance`: the instances a provider sells.
+    pub const OSB_INSTANCES_BY_PROVIDER: TableDefinition<&str, u8> =
+        TableDefinition::new("osb_instances_by_provider");
 }
 
 /// Separator inside composite keys; ids never contain control characters.
@@ -247,10 +254,14 @@ impl EmbeddedStore {
             txn.open_table(OSB_INSTANCES).map_err(internal)?;
             txn.open_table(OSB_BINDINGS).map_err(internal)?;
             txn.open_table(OSB_BINDINGS_BY_INSTANCE).map_err(internal)?;
+            txn.open_table(OSB_INSTANCES_BY_OWNER).map_err(internal)?;
+            txn.open_table(OSB_INSTANCES_BY_PROVIDER)
+                .map_err(internal)?;
         }
         txn.commit().map_err(internal)?;
         migrate::merge_buying_file(dir, &db)?;
         migrate::index_by_provider(&db)?;
+        migrate::index_osb_instances(&db)?;
         let head = migrate::index_by_sequence(&db)?;
 
         let offers = offers::load(&db)?;

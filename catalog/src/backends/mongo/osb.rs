@@ -1,5 +1,6 @@
 //! The MongoDB [`OsbStore`]: Open Service Broker instances in
-//! `osb_instances` (each write conditioned on the revision it read) and
+//! `osb_instances` (each write conditioned on the revision it read;
+//! indexed by owner, provider and purchase, [`INSTANCE_INDEXES`]) and
 //! bindings in `osb_bindings`.
 
 use async_trait::async_trait;
@@ -8,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{classify, find_all, is_duplicate_key, MongoStore, Op};
 use crate::osb::model::{OsbBinding, OsbInstance};
-use crate::osb::OsbStore;
+use crate::osb::{InstancesOf, OsbStore};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,6 +54,12 @@ impl BindingDoc {
         }
     }
 }
+
+/// The indexes of `osb_instances`: `GET /service-instances` reads a
+/// customer's instances by owner and a provider's by provider, and a
+/// provider's report finds its instance by purchase.
+pub(super) const INSTANCE_INDEXES: [&str; 3] =
+    ["body.owner", "body.provider", "body.reservationId"];
 
 #[async_trait]
 impl OsbStore for MongoStore {
@@ -207,6 +214,22 @@ impl OsbStore for MongoStore {
                 .await
                 .map_err(classify)?
                 .map(|d| d.body))
+        })
+        .await
+    }
+
+    async fn osb_list_instances(
+        &self,
+        of: InstancesOf<'_>,
+    ) -> Result<Vec<OsbInstance>, StoreError> {
+        let filter = match of {
+            InstancesOf::Owner(owner) => doc! { "body.owner": owner },
+            InstancesOf::Provider(provider) => doc! { "body.provider": provider },
+            InstancesOf::All => doc! {},
+        };
+        self.bounded(Op::Read, async {
+            let docs: Vec<InstanceDoc> = find_all(self.instances.find(filter)).await?;
+            Ok(docs.into_iter().map(|d| d.body).collect())
         })
         .await
     }

@@ -178,11 +178,13 @@ impl MongoStore {
             doc! { "seq": 1 },
         ];
         let bindings = [doc! { "instanceID": 1 }];
+        let instances = super::osb::INSTANCE_INDEXES.map(|key| doc! { key: 1 });
         super::conn::create_indexes("reservations", || async {
             use super::conn::create_key_indexes;
             create_key_indexes(&self.units, &units).await?;
             create_key_indexes(&self.reservations, &reservations).await?;
-            create_key_indexes(&self.bindings, &bindings).await
+            create_key_indexes(&self.bindings, &bindings).await?;
+            create_key_indexes(&self.instances, &instances).await
         })
         .await;
     }
