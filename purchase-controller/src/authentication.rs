@@ -23,6 +23,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
 use serde_json::{json, Value};
 
+use crate::caches::{provider_key, Caches};
 use crate::liqo::{MANAGED_BY, MANAGER};
 
 /// Which cluster a step is about.
@@ -442,6 +443,9 @@ pub struct Peers<'a> {
     /// Liqo's namespace on [P] (its cluster-ID ConfigMap, Networks and
     /// gateway templates).
     pub provider_liqo_namespace: &'a str,
+    /// The watches' caches and what earlier rounds saw of this peering
+    /// ([`crate::caches`]).
+    pub cache: &'a Caches,
 }
 
 pub(crate) fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
@@ -488,22 +492,34 @@ pub(crate) fn answer_refused(what: &str, bound: &Exceeded) -> String {
 }
 
 /// `cluster.go:76-91` on [C] (and `network/cluster.go` `SetNamespaces`):
-/// this cluster's tenant namespace for `provider`, made if missing.
+/// this cluster's tenant namespace for `provider`, made if missing (once
+/// seen, not looked for again while remembered).
 pub(crate) async fn ensure_tenant_namespace(
     consumer: &Client,
     provider: &str,
+    cache: &Caches,
 ) -> Result<(), AuthError> {
+    let remembered = provider_key(provider, "consumer-tenant-namespace");
+    if cache.recall::<()>(&remembered).is_some() {
+        return Ok(());
+    }
     let namespaces: Api<Namespace> = Api::all(consumer.clone());
     let name = tenant_namespace(provider);
     if namespaces.get_opt(&name).await?.is_none() {
-        namespaces
+        match namespaces
             .create(
                 &PostParams::default(),
                 &serde_json::from_value(tenant_namespace_object(provider))?,
             )
-            .await?;
-        tracing::info!(namespace = %name, "tenant namespace created");
+            .await
+        {
+            Ok(_) => tracing::info!(namespace = %name, "tenant namespace created"),
+            // Made meanwhile (by Liqo, say): there.
+            Err(e) if is_status(&e, &[409]) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
+    cache.remember(remembered, ());
     Ok(())
 }
 
@@ -554,16 +570,19 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     // (`tenantNamespace/namespaceManager.go:155-176` falls back to a get by
     // name). A 403 there is not final: the nonce Secret's create below
     // answers 404 if the namespace is missing.
-    let provider_namespaces: Api<Namespace> = Api::all(peers.provider.clone());
-    match provider_namespaces.get_opt(&on_provider).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return Ok(Stage::ProviderTenantNamespaceMissing(on_provider)),
-        Err(e) if is_status(&e, &[403]) => {}
-        Err(e) => return Ok(provider_failed("read its tenant namespace", &e)),
+    let seen = provider_key(peers.provider_id, "provider-tenant-namespace");
+    if peers.cache.recall::<()>(&seen).is_none() {
+        let provider_namespaces: Api<Namespace> = Api::all(peers.provider.clone());
+        match provider_namespaces.get_opt(&on_provider).await {
+            Ok(Some(_)) => peers.cache.remember(seen, ()),
+            Ok(None) => return Ok(Stage::ProviderTenantNamespaceMissing(on_provider)),
+            Err(e) if is_status(&e, &[403]) => {}
+            Err(e) => return Ok(provider_failed("read its tenant namespace", &e)),
+        }
     }
 
     // `cluster.go:76-91` on [C].
-    ensure_tenant_namespace(peers.consumer, peers.provider_id).await?;
+    ensure_tenant_namespace(peers.consumer, peers.provider_id, peers.cache).await?;
 
     // `cluster.go:95-121`, `utils/nonce.go:32-42`: [P]'s nonce. Liqo keeps
     // it (the nonce creator fills it once), so a handshake made again
@@ -573,8 +592,20 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         &on_provider,
         &ApiResource::erase::<Secret>(&()),
     );
-    let nonce = match nonces.get_opt(NONCE_SECRET).await {
-        Ok(Some(secret)) => secret_field(&serde_json::to_value(secret)?, NONCE_FIELD),
+    let remembered_nonce = provider_key(peers.provider_id, "nonce");
+    let recalled = peers.cache.recall::<Vec<u8>>(&remembered_nonce);
+    let fresh = recalled.is_none();
+    let nonce = match recalled {
+        Some(nonce) => Ok(Some(nonce)),
+        None => nonces.get_opt(NONCE_SECRET).await.and_then(|found| {
+            found
+                .map(|secret| serde_json::to_value(secret).map(|s| secret_field(&s, NONCE_FIELD)))
+                .transpose()
+                .map_err(kube::Error::SerdeError)
+        }),
+    };
+    let nonce = match nonce {
+        Ok(Some(nonce)) => nonce,
         Ok(None) => {
             let wanted = nonce_object(&on_provider, peers.consumer_id);
             if let Err(e) = nonces
@@ -594,6 +625,9 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     };
     if nonce.is_empty() {
         return Ok(Stage::WaitingForNonce);
+    }
+    if fresh {
+        peers.cache.remember(remembered_nonce, nonce.clone());
     }
 
     // `cluster.go:125-152`, `utils/nonce.go:48-80`: [C] signs it (again
@@ -627,15 +661,21 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         Ok(csr) => csr,
         Err(why) => return Ok(Stage::KeysUnreadable(why)),
     };
-    if let Err(e) = forget_certificate_of_another_csr(
-        peers.provider,
-        &on_provider,
-        REMOTE_CERTIFICATE_SECRET,
-        &csr,
-    )
-    .await
-    {
-        return Ok(e.stage());
+    // Looked at once per CSR while remembered: Liqo stores a CSR's
+    // certificate record when it issues it, for this CSR.
+    let checked = provider_key(peers.provider_id, "certificate-checked");
+    if peers.cache.recall::<String>(&checked).as_deref() != Some(csr.as_str()) {
+        if let Err(e) = forget_certificate_of_another_csr(
+            peers.provider,
+            &on_provider,
+            REMOTE_CERTIFICATE_SECRET,
+            &csr,
+        )
+        .await
+        {
+            return Ok(e.stage());
+        }
+        peers.cache.remember(checked, csr.clone());
     }
     let wanted = tenant_object(
         peers.consumer_id,
@@ -691,12 +731,27 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
 /// the real ID (`localresourceslice_controller.go:83-85`) and the provider
 /// skips it silently (`remoteresourceslice_controller.go:123-132`).
 async fn check_cluster_ids(peers: &Peers<'_>) -> Result<Option<Stage>, AuthError> {
-    let consumer = crate::cluster_id::read(peers.consumer, peers.liqo_namespace).await?;
-    let provider =
-        match crate::cluster_id::read(peers.provider, peers.provider_liqo_namespace).await {
-            Ok(read) => read,
-            Err(e) => return Ok(Some(provider_failed("read its Liqo cluster ID", &e))),
-        };
+    use crate::cluster_id::{read_remembered, Whose};
+    let consumer = read_remembered(
+        peers.consumer,
+        peers.liqo_namespace,
+        peers.cache,
+        Whose::Consumer,
+        peers.consumer_id,
+    )
+    .await?;
+    let provider = match read_remembered(
+        peers.provider,
+        peers.provider_liqo_namespace,
+        peers.cache,
+        Whose::Provider(peers.provider_id),
+        peers.provider_id,
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(e) => return Ok(Some(provider_failed("read its Liqo cluster ID", &e))),
+    };
     for (side, read, expected) in [
         (Side::Consumer, consumer, peers.consumer_id),
         (Side::Provider, provider, peers.provider_id),

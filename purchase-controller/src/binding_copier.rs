@@ -7,6 +7,11 @@
 //!
 //! A refusal is logged and recorded as a Warning Event on the source,
 //! once per distinct refusal; nothing is written for it.
+//!
+//! With `--secret-namespaces` ([`SecretScope`]) the sources and copies are
+//! listed and watched in the listed namespaces only (a binding reflected
+//! into another namespace is not seen), and a copy into a namespace
+//! outside the list is refused, naming the value to set.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -22,12 +27,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::binding_copy::{self, NotCopied, Plan, Target, BINDING, COPY_OF};
+use crate::secret_scope::SecretScope;
 
-/// Run until `stop` is cancelled, as `cluster_id`, looking again every
-/// `resync` besides on each change.
+/// Run until `stop` is cancelled, as `cluster_id`, with the Secrets of
+/// `scope`, looking again every `resync` besides on each change.
 pub async fn run(
     client: Client,
     cluster_id: String,
+    scope: SecretScope,
     resync: Duration,
     reporter: Reporter,
     stop: CancellationToken,
@@ -35,14 +42,20 @@ pub async fn run(
     let span = tracing::info_span!("binding_copies", %cluster_id);
     async move {
         tracing::info!("copying binding Secrets into namespaces that accept them");
-        let secrets: Api<Secret> = Api::all(client.clone());
-        let sources = watcher(secrets.clone(), watcher::Config::default().labels(BINDING))
-            .default_backoff();
-        let copies = watcher(secrets, watcher::Config::default().labels(COPY_OF)).default_backoff();
-        let mut changes = futures::stream::select(sources, copies).boxed();
+        // One watch of each label per namespace of the scope (or one for
+        // all): a watch over every namespace needs a ClusterRole.
+        let watches = scope.apis::<Secret>(&client).into_iter().flat_map(|secrets| {
+            [BINDING, COPY_OF].map(|label| {
+                watcher(secrets.clone(), watcher::Config::default().labels(label))
+                    .default_backoff()
+                    .boxed()
+            })
+        });
+        let mut changes = futures::stream::select_all(watches);
         let mut copier = Copier {
             client: client.clone(),
             cluster_id,
+            scope,
             recorder: Recorder::new(client, reporter),
             refused: HashMap::new(),
         };
@@ -71,6 +84,8 @@ pub async fn run(
 struct Copier {
     client: Client,
     cluster_id: String,
+    /// Where Secrets may be read and written.
+    scope: SecretScope,
     recorder: Recorder,
     /// The refusal last said per source, so each is said once.
     refused: HashMap<String, String>,
@@ -79,16 +94,16 @@ struct Copier {
 impl Copier {
     /// Every source copied or refused, every orphaned copy deleted.
     async fn pass(&mut self) -> Result<(), kube::Error> {
-        let all: Api<Secret> = Api::all(self.client.clone());
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let sources = all
-            .list(&ListParams::default().labels(BINDING))
-            .await?
-            .items;
-        let copies = all
-            .list(&ListParams::default().labels(COPY_OF))
-            .await?
-            .items;
+        let (mut sources, mut copies) = (Vec::new(), Vec::new());
+        for secrets in self.scope.apis::<Secret>(&self.client) {
+            let listed = |label| {
+                let secrets = secrets.clone();
+                async move { secrets.list(&ListParams::default().labels(label)).await }
+            };
+            sources.extend(listed(BINDING).await?.items);
+            copies.extend(listed(COPY_OF).await?.items);
+        }
         let mut kept: BTreeMap<String, Target> = BTreeMap::new();
         let mut refusals = HashMap::new();
         for source in &sources {
@@ -145,6 +160,10 @@ impl Copier {
         source: &Secret,
         target: &Target,
     ) -> Result<Result<(), NotCopied>, kube::Error> {
+        // Refused before any call: its Secrets may not be read there.
+        if let Err(why) = self.scope.copy_target(&target.namespace) {
+            return Ok(Err(NotCopied::Refused(why)));
+        }
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &target.namespace);
         let namespace = namespaces.get_opt(&target.namespace).await?;

@@ -16,6 +16,7 @@ use quantity::ResourceList;
 
 pub use catalog_client::wire::{Contract, ContractState};
 
+use crate::caches::Caches;
 use crate::contract_stream::Credentials;
 use crate::decision::{Ending, Unusable};
 use crate::model::{Purchase, PurchaseStatus};
@@ -37,12 +38,30 @@ pub struct Opened {
     pub token: String,
 }
 
+/// Where the credentials Secret `namespace/name` is remembered.
+fn credentials_key(where_: &str) -> String {
+    format!("credentials/{where_}")
+}
+
+/// The credentials Secret of `purchase` is read again next round: the
+/// catalog refused its token (it may have been replaced).
+pub fn forget_credentials(caches: &Caches, purchase: &Purchase) {
+    if let Some(reference) = &purchase.spec.credentials_secret_ref {
+        let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+        caches.forget(&credentials_key(&format!("{namespace}/{}", reference.name)));
+    }
+}
+
 /// A session with the Purchase's catalog, as the consumer whose bearer
-/// token is in the Purchase's credentials Secret.
+/// token is in the Purchase's credentials Secret — read once and
+/// remembered for `--liqo-resync` ([`Caches`]) while its token is one and
+/// the catalog takes it ([`forget_credentials`]); a missing or unusable
+/// Secret is read again each round.
 pub async fn open(
     client: &Client,
     http: &reqwest::Client,
     purchase: &Purchase,
+    caches: &Caches,
 ) -> Result<Opened, Unusable> {
     let (Some(reference), Some(url)) = (
         &purchase.spec.credentials_secret_ref,
@@ -52,17 +71,30 @@ pub async fn open(
             "spec.catalogURL and spec.credentialsSecretRef are required with spec.contractID or spec.offerID and spec.planID".to_string(),
         ));
     };
-    let (secret, where_) = secret_ref::read(
-        client,
-        purchase,
-        reference,
-        "credentials",
-        Unusable::Credentials,
-    )
-    .await?;
+    let namespace = purchase.metadata.namespace.clone().unwrap_or_default();
+    let remembered = credentials_key(&format!("{namespace}/{}", reference.name));
+    let recalled = caches.recall::<(Secret, String)>(&remembered);
+    let fresh = recalled.is_none();
+    let (secret, where_) = match recalled {
+        Some(read) => read,
+        None => {
+            secret_ref::read(
+                client,
+                purchase,
+                reference,
+                "credentials",
+                Unusable::Credentials,
+            )
+            .await?
+        }
+    };
     let token = bearer_token(&secret, &reference.key).map_err(|problem| {
+        caches.forget(&remembered);
         Unusable::Credentials(format!("credentials Secret {where_} {problem}"))
     })?;
+    if fresh {
+        caches.remember(remembered, (secret, where_.clone()));
+    }
     let base = reqwest::Url::parse(url)
         .map_err(|e| Unusable::Spec(format!("spec.catalogURL is not a URL: {e}")))?;
     let credentials = Credentials {

@@ -5,6 +5,7 @@
 //! judged by [`crate::decision`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use controller_core::liqo::{
     FOREIGN_CLUSTER, OFFLOADING_NAME, REMOTE_CLUSTER_ID_LABEL, RESOURCE_SLICE, V0_CLUSTER_ID_LABEL,
@@ -16,6 +17,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 
 use crate::authentication::{self, AuthError, Peers, Stage};
+use crate::caches::Caches;
 use crate::catalog::Contract;
 use crate::decision::{NamespaceOutcome, Progress};
 use crate::liqo::{self, Generation, Grant, Offloading, OffloadingPlan, SliceRequest};
@@ -50,6 +52,8 @@ pub struct Cluster {
     pub networking: bool,
     /// Liqo's namespace on the providers (`--provider-liqo-namespace`).
     pub provider_liqo_namespace: String,
+    /// The watches' caches and what rounds remembered ([`crate::caches`]).
+    pub cache: Arc<Caches>,
 }
 
 /// A Kubernetes call failed, or an object could not be read.
@@ -114,8 +118,17 @@ pub async fn set_up(
             progress.peered = existing.as_ref().is_some_and(liqo::v0_peered);
         }
         Generation::V1 => {
-            let label = format!("{REMOTE_CLUSTER_ID_LABEL}={provider}");
-            let existing = first(&fcs, &label).await?;
+            // From the watch's cache: one that lags says "not peered yet"
+            // a moment longer, and the authentication finds its Identity.
+            let existing = match cluster.cache.stores.labelled(
+                &fc_api,
+                None,
+                REMOTE_CLUSTER_ID_LABEL,
+                provider,
+            ) {
+                Some(found) => found.into_iter().next(),
+                None => first(&fcs, &format!("{REMOTE_CLUSTER_ID_LABEL}={provider}")).await?,
+            };
             let peering = liqo::v1_peering(existing.as_ref(), provider);
             progress.peered = peering.peered;
             progress.declarative = peering.declarative;
@@ -144,14 +157,9 @@ pub async fn set_up(
                 // The Connection, while this controller peers with
                 // networking: a condition, not a gate (Liqo reconnects).
                 if cluster.auto_peer && purchase.spec.networking.unwrap_or(cluster.networking) {
-                    progress.networking = networking::observe(&cluster.client, provider).await?;
-                }
-                // The last Purchase of the provider may not be the one that
-                // authenticated: each keeps the kubeconfig to reach the
-                // provider when it unpeers.
-                if let (Some(v1), true) = (&creds.v1, cluster.auto_peer) {
-                    let name = ensure_kubeconfig_secret(purchase, cluster, &v1.kubeconfig).await?;
-                    status.kubeconfig_secret = Some(name);
+                    progress.networking =
+                        networking::observe(&cluster.client, provider, &cluster.cache.stores)
+                            .await?;
                 }
                 let resources = contract.resources.to_strings();
                 let name = if crate::direct::is_direct(purchase) {
@@ -171,16 +179,34 @@ pub async fn set_up(
                     &peering.tenant_namespace,
                     &liqo::resource_slice(),
                 );
-                let slice = match slices.get_opt(&name).await? {
-                    None => {
-                        let created = slices
+                // From the watch's cache (the grant is its status); one the
+                // cache does not hold is asked of the API server before it is
+                // made.
+                let cached = cluster
+                    .cache
+                    .stores
+                    .get(&liqo::resource_slice(), &peering.tenant_namespace, &name)
+                    .flatten();
+                let slice = match cached {
+                    Some(have) => have,
+                    None => match slices.get_opt(&name).await? {
+                        None => match slices
                             .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-                            .await?;
-                        tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
-                        serde_json::to_value(created)?
-                    }
-                    // A contract's class and resources never change.
-                    Some(have) => serde_json::to_value(have)?,
+                            .await
+                        {
+                            Ok(created) => {
+                                tracing::info!(slice = %name, namespace = %peering.tenant_namespace, "ResourceSlice created");
+                                serde_json::to_value(created)?
+                            }
+                            // Made meanwhile (another replica's last round).
+                            Err(kube::Error::Api(e)) if e.code == 409 => {
+                                serde_json::to_value(slices.get(&name).await?)?
+                            }
+                            Err(e) => return Err(e.into()),
+                        },
+                        // A contract's class and resources never change.
+                        Some(have) => serde_json::to_value(have)?,
+                    },
                 };
                 let grant = liqo::slice_grant(&slice);
                 if let (Some(v1), true, Some(csr)) =
@@ -199,6 +225,14 @@ pub async fn set_up(
                     _ => BTreeMap::new(),
                 };
                 progress.grant = Some(grant);
+                // The last Purchase of the provider may not be the one that
+                // authenticated: each keeps the kubeconfig to reach the
+                // provider when it unpeers (stored after the slice, which
+                // the grant waits on).
+                if let (Some(v1), true) = (&creds.v1, cluster.auto_peer) {
+                    let name = ensure_kubeconfig_secret(purchase, cluster, &v1.kubeconfig).await?;
+                    status.kubeconfig_secret = Some(name);
+                }
             }
         }
     }
@@ -264,6 +298,7 @@ async fn auto_peer(
         provider_id: provider,
         liqo_namespace: &cluster.liqo_namespace,
         provider_liqo_namespace: &cluster.provider_liqo_namespace,
+        cache: &cluster.cache,
     };
     let mut steps = AutoPeer {
         networking: None,
@@ -306,6 +341,11 @@ async fn first(api: &Api<DynamicObject>, label: &str) -> Result<Option<Value>, C
     })
 }
 
+/// Where "the kubeconfig Secret `namespace/name` exists" is remembered.
+fn kubeconfig_key(namespace: &str, name: &str) -> String {
+    format!("kubeconfig-secret/{namespace}/{name}")
+}
+
 /// The Secret holding the contract's kubeconfig (created once, owned by
 /// the Purchase, never logged); its name.
 async fn ensure_kubeconfig_secret(
@@ -327,12 +367,22 @@ async fn ensure_kubeconfig_secret(
         &purchase.key(),
         owner.unwrap_or(Value::Null),
     );
-    if secrets.get_opt(&name).await?.is_none() {
-        secrets
-            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
-            .await?;
-        tracing::info!(secret = %name, "peering kubeconfig stored");
+    // Looked for once while remembered: a round needs it only to exist.
+    let remembered = kubeconfig_key(&namespace, &name);
+    if cluster.cache.recall::<()>(&remembered).is_some() {
+        return Ok(name);
     }
+    if secrets.get_opt(&name).await?.is_none() {
+        match secrets
+            .create(&PostParams::default(), &serde_json::from_value(wanted)?)
+            .await
+        {
+            Ok(_) => tracing::info!(secret = %name, "peering kubeconfig stored"),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    cluster.cache.remember(remembered, ());
     Ok(name)
 }
 
@@ -414,15 +464,31 @@ async fn offload(
             continue;
         }
         let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &ar);
-        let existing = api
-            .get_opt(OFFLOADING_NAME)
-            .await?
-            .map(serde_json::to_value)
-            .transpose()?;
-        let plan = liqo::plan_offloading(
-            existing.as_ref(),
-            &offloading_of(purchase, cluster, namespace, &key, provider),
-        );
+        let offloading = offloading_of(purchase, cluster, namespace, &key, provider);
+        // From the watch's cache when it is already as wanted (its status
+        // is what this round reads); anything to write is planned on the
+        // API server's copy (a replace needs its version).
+        let cached = cluster
+            .cache
+            .stores
+            .get(&ar, namespace, OFFLOADING_NAME)
+            .flatten()
+            .map(|have| {
+                let plan = liqo::plan_offloading(Some(&have), &offloading);
+                (have, plan)
+            });
+        let (existing, plan) = match cached {
+            Some((have, plan @ OffloadingPlan::Keep)) => (Some(have), plan),
+            _ => {
+                let existing = api
+                    .get_opt(OFFLOADING_NAME)
+                    .await?
+                    .map(serde_json::to_value)
+                    .transpose()?;
+                let plan = liqo::plan_offloading(existing.as_ref(), &offloading);
+                (existing, plan)
+            }
+        };
         let outcome = match (&plan, &existing) {
             (OffloadingPlan::NotOurs, _) => NamespaceOutcome::NotOurs,
             (OffloadingPlan::Conflict(why), _) => NamespaceOutcome::Conflict(why.clone()),
@@ -555,10 +621,10 @@ pub async fn cleanup(
     }
     if all {
         if let Some(name) = &status.kubeconfig_secret {
-            let secrets: Api<Secret> = Api::namespaced(
-                cluster.client.clone(),
-                purchase.metadata.namespace.as_deref().unwrap_or_default(),
-            );
+            let namespace = purchase.metadata.namespace.as_deref().unwrap_or_default();
+            // A Purchase made again under this name stores it again.
+            cluster.cache.forget(&kubeconfig_key(namespace, name));
+            let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
             if let Some(secret) = secrets.get_opt(name).await? {
                 if liqo::owned_by(&serde_json::to_value(&secret)?, &key) {
                     secrets.delete(name, &DeleteParams::default()).await?;
@@ -590,6 +656,10 @@ async fn unpeer_v1(purchase: &Purchase, cluster: &Cluster) -> Result<(), Cluster
         tracing::debug!(?users, "the authentication stays: other Purchases use it");
         return Ok(());
     }
+    // What rounds remembered of this peering goes with it.
+    cluster
+        .cache
+        .forget_prefix(&crate::caches::provider_prefix(provider));
     let mut provider_client = None;
     if let Some(name) = &status.kubeconfig_secret {
         let secrets: Api<Secret> = Api::namespaced(

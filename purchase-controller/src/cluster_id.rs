@@ -13,6 +13,8 @@ use kube::Client;
 
 use serde_json::Value;
 
+use crate::caches::Caches;
+
 /// `pkg/consts/clusterid.go:23-25` and `utils/labels/labelSelectors.go:32`:
 /// the ConfigMap holding the cluster ID, found by label.
 pub const CLUSTER_ID_SELECTOR: &str = "app.kubernetes.io/name=clusterid-configmap";
@@ -58,6 +60,48 @@ pub async fn read(
         .collect::<Result<Vec<_>, _>>()
         .map_err(kube::Error::SerdeError)?;
     Ok(cluster_id_of(&values))
+}
+
+/// Whose cluster ID a remembered one is ([`read_remembered`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Whose<'a> {
+    /// This cluster's.
+    Consumer,
+    /// The provider's with this contract cluster ID.
+    Provider(&'a str),
+}
+
+/// Where the cluster ID of `whose`, read in `liqo_namespace`, is
+/// remembered.
+pub fn remembered_key(whose: Whose<'_>, liqo_namespace: &str) -> String {
+    match whose {
+        Whose::Consumer => format!("cluster-id/consumer/{liqo_namespace}"),
+        Whose::Provider(provider) => {
+            crate::caches::provider_key(provider, &format!("cluster-id/{liqo_namespace}"))
+        }
+    }
+}
+
+/// [`read`], unless the ID was read before and was `expected` (a Liqo
+/// cluster ID does not change while Liqo runs; remembered for
+/// `--liqo-resync`, [`Caches`]): only an ID that matched is remembered, so
+/// a cluster that says it is another is asked again each round.
+pub async fn read_remembered(
+    client: &Client,
+    liqo_namespace: &str,
+    cache: &Caches,
+    whose: Whose<'_>,
+    expected: &str,
+) -> Result<Result<String, String>, kube::Error> {
+    let key = remembered_key(whose, liqo_namespace);
+    if cache.recall::<String>(&key).as_deref() == Some(expected) {
+        return Ok(Ok(expected.to_string()));
+    }
+    let found = read(client, liqo_namespace).await?;
+    if found.as_deref() == Ok(expected) {
+        cache.remember(key, expected.to_string());
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::network_policy;
 use crate::network_policy::catalog::CatalogSettings;
 use crate::reconcile::{self, Settings};
+use crate::secret_scope::SecretScope;
 
 /// Flags of `purchase-controller`.
 #[derive(Debug, Clone, clap::Args)]
@@ -101,6 +102,15 @@ pub struct Args {
     /// Copy the binding Secrets a service provider's Liqo reflected into this cluster (label broker.liqo-broker.io/binding, annotations broker.liqo-broker.io/target-namespace and target-name) into their target namespace, if it is labelled broker.liqo-broker.io/accept-bindings=true; never over a Secret the controller did not make; kept in step, deleted with the source. Needs no Purchase.
     #[arg(long, env = "PURCHASE_CONTROLLER_COPY_BINDINGS", value_name = "BOOL", default_value = "true", action = clap::ArgAction::Set)]
     pub copy_bindings: bool,
+
+    /// Namespaces (comma-separated) whose Secrets this controller may use; empty: every namespace (a ClusterRole grants the Secret rules). Listed, Secrets are listed, watched and written in these only (a Role in each, chart value purchaseController.secretNamespaces), and a Purchase needing one elsewhere fails with reason SecretNamespaceNotListed: list the namespaces of the Purchases and, with Liqo v1 and --auto-peer, the tenant namespace liqo-tenant-<provider cluster ID> of every provider bought from. Binding copies are watched and made in these only. Liqo's namespace needs no entry.
+    #[arg(
+        long,
+        env = "PURCHASE_CONTROLLER_SECRET_NAMESPACES",
+        value_name = "NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub secret_namespaces: Vec<String>,
 
     /// The largest answer read from a provider's API server (a peering user's kubeconfig: the Purchase's Secret or the contract's), in bytes; a larger one is cut off at this size and the Purchase says so (ProviderAnswerTooLarge, or the credentials' RemoteClusterUnreachable). A watch: the largest event.
     #[arg(long, env = "PURCHASE_CONTROLLER_PROVIDER_MAX_RESPONSE_BYTES", value_name = "BYTES", default_value_t = controller_core::bounded::DEFAULT_MAX_RESPONSE_BYTES)]
@@ -228,6 +238,9 @@ pub enum ConfigError {
     NetworkPolicyDnsLabels(String),
     #[error("--network-policy-interval must be positive")]
     NetworkPolicyInterval,
+    /// A Secret named by a flag lies outside `--secret-namespaces`.
+    #[error("{0}")]
+    SecretNamespace(String),
     #[error(transparent)]
     LeaseTimes(#[from] LeaseTimesError),
     #[error(transparent)]
@@ -266,9 +279,19 @@ impl Args {
             self.lease.times().validate()?;
         }
         if self.network_policies {
-            self.network_policy_settings()?;
+            let settings = self.network_policy_settings()?;
+            if let Some(catalog) = &settings.catalog {
+                self.secret_scope()
+                    .configured_secret("--network-policy-credentials", &catalog.secret_namespace)
+                    .map_err(ConfigError::SecretNamespace)?;
+            }
         }
         Ok(())
+    }
+
+    /// Where Secrets may be used (`--secret-namespaces`).
+    pub fn secret_scope(&self) -> SecretScope {
+        SecretScope::from_list(&self.secret_namespaces)
     }
 
     /// The multi-cluster network policies' settings.
@@ -366,6 +389,7 @@ fn copier(
         binding_copier::run(
             client.clone(),
             settings.cluster_id.clone(),
+            settings.secret_scope.clone(),
             settings.resync,
             reconcile::reporter(settings),
             stop,
@@ -444,7 +468,9 @@ pub async fn run(args: &Args, shutdown: CancellationToken) -> Result<(), ConfigE
         networking: args.networking,
         provider_liqo_namespace: args.provider_liqo_namespace.clone(),
         instance: identity.clone(),
+        secret_scope: args.secret_scope(),
     };
+    tracing::info!(namespaces = %settings.secret_scope.describe(), "Secrets used in these namespaces");
     // Built once, so a client that cannot be built fails the process
     // rather than every term of leadership.
     let http_client = crate::catalog::http_client(settings.catalog_timeout)?;
@@ -597,6 +623,36 @@ mod tests {
             v1_with(&["--liqo-poll-interval", "0s"]).validate(),
             Err(ConfigError::LiqoPoll { .. })
         ));
+    }
+
+    #[test]
+    fn secret_namespaces_default_to_every_namespace_and_bound_the_configured_secret() {
+        let with = |extra: &[&str]| {
+            let base = ["x", "--liqo-api", "v1", "--cluster-id", "c1"];
+            Cli::try_parse_from(base.iter().chain(extra)).unwrap().args
+        };
+        assert_eq!(with(&[]).secret_scope(), SecretScope::Cluster);
+        let listed = with(&["--secret-namespaces", "team,liqo-tenant-p1"]);
+        assert!(listed.secret_scope().admits("liqo-tenant-p1"));
+        assert!(!listed.secret_scope().admits("other"));
+        listed.validate().unwrap();
+        let policies = [
+            "--secret-namespaces",
+            "team",
+            "--network-policy-catalog",
+            "https://catalog.example",
+            "--network-policy-credentials",
+        ];
+        let outside = with(&[&policies[..], &["liqo/token"]].concat());
+        match outside.validate() {
+            Err(ConfigError::SecretNamespace(said)) => {
+                assert!(said.contains("namespace liqo"), "{said}")
+            }
+            other => panic!("{other:?}"),
+        }
+        with(&[&policies[..], &["team/token"]].concat())
+            .validate()
+            .unwrap();
     }
 
     #[test]

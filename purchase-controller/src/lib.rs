@@ -15,6 +15,9 @@
 //!   stream, one follower per catalog and credentials Secret, whose
 //!   changes wake the Purchases of the contracts that changed;
 //! - [`secret_ref`]: the Secrets a spec names;
+//! - [`secret_scope`]: the namespaces whose Secrets the controller may
+//!   use (`--secret-namespaces`), and the refusal of a Purchase needing
+//!   another;
 //! - [`liqo`]: the Liqo objects (v0.10.3 and v1.2.0), built and read as
 //!   pure functions, and the ownership marks;
 //! - [`networking`] and [`authentication`]: Liqo v1's networking and
@@ -28,6 +31,8 @@
 //!   removed (only its own);
 //! - [`liqo_watch`]: Liqo's objects here that a peering waits on,
 //!   watched, their changes waking the Purchases they concern;
+//! - [`caches`]: what a round reads without asking an API server (the
+//!   watches' stores, what earlier rounds saw of a peering's steps);
 //! - [`last_written`]: the status last written per Purchase, so a round
 //!   on a cache that lags behind neither writes it nor announces it again;
 //! - [`reconcile`]: the kube-rs controller (`reconcile` over kube's
@@ -45,6 +50,7 @@
 pub mod authentication;
 pub mod binding_copier;
 pub mod binding_copy;
+pub mod caches;
 pub mod catalog;
 pub mod cluster;
 pub mod cluster_id;
@@ -62,4 +68,5 @@ pub mod network_policy;
 pub mod networking;
 pub mod reconcile;
 pub mod secret_ref;
+pub mod secret_scope;
 pub mod sharing;

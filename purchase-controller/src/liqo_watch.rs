@@ -19,6 +19,10 @@
 //! Secret's `data`), compared with the last one seen, so the objects the
 //! controller creates or replaces itself (their status still empty) do not
 //! bring a round of their own. A deletion wakes too.
+//!
+//! The watches of Liqo's kinds also keep their objects (kube's reflector
+//! stores), which the rounds read instead of listing them
+//! ([`crate::caches`]); the signed-nonce Secrets are only followed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,11 +32,13 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
+use kube::runtime::reflector;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde_json::Value;
 
+use crate::caches::Stores;
 use crate::decision::Phase;
 use crate::liqo::Generation;
 use crate::model::Purchase;
@@ -195,31 +201,54 @@ pub fn purchases_woken<'a>(
         })
 }
 
-/// Every change of the watched Liqo objects, as whom it wakes; a watch
-/// that fails (a kind not served, say) retries with kube's default
-/// backoff, and says so in the log.
+/// Every change of the watched Liqo objects, as whom it wakes, and the
+/// stores the watches keep for the rounds to read ([`crate::caches`]; an
+/// event reaches its store before it wakes anyone, so a woken round reads
+/// the change). A watch that fails (a kind not served, say) retries with
+/// kube's default backoff, says so in the log, and its store stays not
+/// ready (the rounds then ask the API server).
 pub fn changes(
     client: &Client,
     generation: Generation,
     auto_peer: bool,
-) -> impl Stream<Item = Wake> + Send + 'static {
+    secret_scope: &crate::secret_scope::SecretScope,
+) -> (Stores, impl Stream<Item = Wake> + Send + 'static) {
+    let mut stores = Stores::default();
     let mut streams: Vec<futures::stream::BoxStream<'static, Wake>> =
         watched(generation, auto_peer)
             .into_iter()
             .map(|w| {
                 let api: Api<DynamicObject> = Api::all_with(client.clone(), &w.resource);
+                let writer = reflector::store::Writer::new(w.resource.clone());
+                stores.insert(&w.resource, writer.as_reader());
                 let kind = w.resource.plural.clone();
-                let events = watcher(api, watcher::Config::default()).map(|e| e.map(as_json));
+                let events = watcher(api, watcher::Config::default())
+                    .reflect(writer)
+                    .map(|e| e.map(as_json));
                 follow(events, kind, w.by).boxed()
             })
             .collect();
     if auto_peer && generation == Generation::V1 {
-        let api: Api<Secret> = Api::all(client.clone());
-        let config = watcher::Config::default().labels(SIGNED_NONCE_LABEL);
-        let events = watcher(api, config).map(|e| e.map(as_json));
+        let events = signed_nonce_secrets(client, secret_scope);
         streams.push(follow(events, "signed-nonce secrets".into(), By::Provider).boxed());
     }
-    futures::stream::select_all(streams)
+    (stores, futures::stream::select_all(streams))
+}
+
+/// The signed-nonce Secrets' events (by their label; not cached: a round
+/// reads the one it needs).
+/// With `--secret-namespaces`, one watch per listed namespace (a watch
+/// over all needs a ClusterRole on Secrets; a tenant namespace not listed
+/// is refused before any peering, `crate::secret_scope`).
+fn signed_nonce_secrets(
+    client: &Client,
+    scope: &crate::secret_scope::SecretScope,
+) -> futures::stream::BoxStream<'static, Result<Event<Value>, watcher::Error>> {
+    let watches = scope.apis::<Secret>(client).into_iter().map(|api| {
+        let config = watcher::Config::default().labels(SIGNED_NONCE_LABEL);
+        watcher(api, config).map(|e| e.map(as_json)).boxed()
+    });
+    futures::stream::select_all(watches).boxed()
 }
 
 /// An event with its object as JSON (what [`Seen`] reads).

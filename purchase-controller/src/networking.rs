@@ -23,7 +23,8 @@ use serde_json::{json, Value};
 
 pub use crate::authentication::Side;
 use crate::authentication::{is_status, provider_failure, tenant_namespace, AuthError, Peers};
-use crate::cluster_id::{cluster_id_of, CLUSTER_ID_SELECTOR};
+use crate::caches::{provider_key, Caches, Stores};
+use crate::cluster_id::{cluster_id_of, remembered_key, Whose, CLUSTER_ID_SELECTOR};
 use crate::liqo::{MANAGED_BY, MANAGER};
 use controller_core::liqo::{
     LiqoKind, CONFIGURATION, CONNECTION, GATEWAY_CLIENT, GATEWAY_SERVER, NETWORK, PUBLIC_KEY,
@@ -365,6 +366,69 @@ impl On<'_> {
             .collect())
     }
 
+    /// [`On::about`] from the watch's cache (`stores`) when it is ready:
+    /// for what a round only looks at, never for an absence that leads to
+    /// a create ([`On::ensure_cached`]).
+    async fn about_cached(
+        &self,
+        stores: &Stores,
+        namespace: &str,
+        ar: &ApiResource,
+        remote: &str,
+    ) -> Result<Vec<Value>, kube::Error> {
+        match stores.labelled(ar, Some(namespace), REMOTE_CLUSTER_ID, remote) {
+            Some(found) => Ok(found),
+            None => self.about(namespace, ar, remote).await,
+        }
+    }
+
+    /// [`On::ensure`], with the object from the watch's cache when it is
+    /// there as wanted; a missing one, or one to replace, is read from the
+    /// API server first (a cache that lags must not make it twice nor
+    /// replace what is already replaced).
+    async fn ensure_cached(
+        &self,
+        stores: &Stores,
+        ar: &ApiResource,
+        wanted: Value,
+    ) -> Result<Value, kube::Error> {
+        let namespace = wanted["metadata"]["namespace"].as_str().unwrap_or_default();
+        let remote = wanted["metadata"]["labels"][REMOTE_CLUSTER_ID]
+            .as_str()
+            .unwrap_or_default();
+        let cached = stores
+            .labelled(ar, Some(namespace), REMOTE_CLUSTER_ID, remote)
+            .and_then(|found| found.into_iter().next());
+        match cached {
+            Some(have) if !needs_update(&have, &wanted) => Ok(have),
+            _ => self.ensure(ar, wanted).await,
+        }
+    }
+
+    /// [`On::ensure`] of an object of the provider's, skipped while a copy
+    /// remembered under `key` is as wanted and `done` says it let the step
+    /// pass (the peering user may not watch there: each look is a call);
+    /// the copy is remembered once `done`.
+    async fn ensure_remembered(
+        &self,
+        cache: &Caches,
+        key: &str,
+        ar: &ApiResource,
+        wanted: Value,
+        done: fn(&Value) -> bool,
+    ) -> Result<Value, kube::Error> {
+        if let Some(have) = cache.recall::<Value>(key) {
+            if !needs_update(&have, &wanted) && done(&have) {
+                return Ok(have);
+            }
+        }
+        let have = self.ensure(ar, wanted).await?;
+        if done(&have) {
+            cache.remember(key, have.clone());
+        }
+        Ok(have)
+    }
+
     /// `resource.CreateOrUpdate` of `wanted` (an update made as a
     /// replacement), keeping the name of one that exists; the object as
     /// it now is.
@@ -409,7 +473,14 @@ impl On<'_> {
         &self,
         liqo_namespace: &str,
         expected: &str,
+        cache: &Caches,
+        whose: Whose<'_>,
     ) -> Result<Option<Stage>, AuthError> {
+        // Remembered once it matched (`crate::cluster_id::read_remembered`).
+        let key = remembered_key(whose, liqo_namespace);
+        if cache.recall::<String>(&key).as_deref() == Some(expected) {
+            return Ok(None);
+        }
         let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), liqo_namespace);
         let list = match configmaps
             .list(&ListParams::default().labels(CLUSTER_ID_SELECTOR))
@@ -433,12 +504,24 @@ impl On<'_> {
                 found,
                 expected: expected.to_string(),
             }),
-            Ok(_) => None,
+            Ok(_) => {
+                cache.remember(key, expected.to_string());
+                None
+            }
         })
     }
 
-    /// This side's CIDRs (`Err`: the stage to report).
-    async fn cidrs(&self, liqo_namespace: &str) -> Result<Result<Cidrs, Stage>, AuthError> {
+    /// This side's CIDRs (`Err`: the stage to report), remembered under
+    /// `key` once known (Liqo's IPAM does not change them while it runs).
+    async fn cidrs(
+        &self,
+        liqo_namespace: &str,
+        cache: &Caches,
+        key: &str,
+    ) -> Result<Result<Cidrs, Stage>, AuthError> {
+        if let Some(cidrs) = cache.recall::<Cidrs>(key) {
+            return Ok(Ok(cidrs));
+        }
         let list = match self
             .api(liqo_namespace, &NETWORK.api_resource())
             .list(&ListParams::default())
@@ -451,7 +534,32 @@ impl On<'_> {
             .into_iter()
             .map(serde_json::to_value)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(cidrs_of(&values).map_err(|why| Stage::NetworkNotInitialized(self.side, why)))
+        let cidrs = cidrs_of(&values).map_err(|why| Stage::NetworkNotInitialized(self.side, why));
+        if let Ok(cidrs) = &cidrs {
+            cache.remember(key, cidrs.clone());
+        }
+        Ok(cidrs)
+    }
+
+    /// [`On::gateway_key`], remembered under `key` with the Secret it was
+    /// read from (a gateway made again names another).
+    async fn gateway_key_remembered(
+        &self,
+        gateway: &Value,
+        cache: &Caches,
+        key: &str,
+    ) -> Result<Result<String, Stage>, AuthError> {
+        let from = secret_ref(gateway);
+        if let Some((seen_from, public)) = cache.recall::<(Option<(String, String)>, String)>(key) {
+            if from.is_some() && seen_from == from {
+                return Ok(Ok(public));
+            }
+        }
+        let found = self.gateway_key(gateway).await?;
+        if let Ok(public) = &found {
+            cache.remember(key, (from, public.clone()));
+        }
+        Ok(found)
     }
 
     /// The public key in the Secret a gateway's `secretRef` names.
@@ -487,6 +595,11 @@ macro_rules! step {
 
 /// One round of networking: the next step that can be done, and where it
 /// then stands.
+///
+/// What this cluster holds is read from the watches' caches where there
+/// are some (Connections, Configurations, GatewayClients); what the
+/// provider holds is read only until it lets its step pass, then
+/// remembered ([`crate::caches`]): a round reads the step it waits on.
 pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let c = On {
         client: peers.consumer,
@@ -496,23 +609,37 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         client: peers.provider,
         side: Side::Provider,
     };
+    let (cache, stores) = (peers.cache, &peers.cache.stores);
+    let remembered = |what: &str| provider_key(peers.provider_id, what);
     let on_consumer = tenant_namespace(peers.provider_id);
     let on_provider = tenant_namespace(peers.consumer_id);
 
     // Done already: both Connections Connected.
     let c_conns = match c
-        .about(&on_consumer, &CONNECTION.api_resource(), peers.provider_id)
+        .about_cached(
+            stores,
+            &on_consumer,
+            &CONNECTION.api_resource(),
+            peers.provider_id,
+        )
         .await
     {
         Err(e) if is_status(&e, &[404]) => return Ok(Stage::NotServed),
         other => other?,
     };
+    let p_connected = remembered("provider-connected");
     if connection_state(&c_conns) == CONNECTED {
+        if cache.recall::<()>(&p_connected).is_some() {
+            return Ok(Stage::Connected);
+        }
         match p
             .about(&on_provider, &CONNECTION.api_resource(), peers.consumer_id)
             .await
         {
-            Ok(p_conns) if connection_state(&p_conns) == CONNECTED => return Ok(Stage::Connected),
+            Ok(p_conns) if connection_state(&p_conns) == CONNECTED => {
+                cache.remember(p_connected, ());
+                return Ok(Stage::Connected);
+            }
             Ok(_) => {}
             Err(e) => return p.failed("read its Connection", e),
         }
@@ -520,13 +647,23 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
 
     // `cluster.go` `SetClusterIDs`: who each side says it is.
     if let Some(stage) = c
-        .check_cluster_id(peers.liqo_namespace, peers.consumer_id)
+        .check_cluster_id(
+            peers.liqo_namespace,
+            peers.consumer_id,
+            cache,
+            Whose::Consumer,
+        )
         .await?
     {
         return Ok(stage);
     }
     if let Some(stage) = p
-        .check_cluster_id(peers.provider_liqo_namespace, peers.provider_id)
+        .check_cluster_id(
+            peers.provider_liqo_namespace,
+            peers.provider_id,
+            cache,
+            Whose::Provider(peers.provider_id),
+        )
         .await?
     {
         return Ok(stage);
@@ -536,19 +673,32 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     // names the other's CIDRs, then both are waited for. The tenant
     // namespaces: [C]'s made here (`SetNamespaces`), [P]'s by the
     // provider's peering-user controller.
-    crate::authentication::ensure_tenant_namespace(peers.consumer, peers.provider_id).await?;
-    let c_cidrs = step!(c.cidrs(peers.liqo_namespace).await);
-    let p_cidrs = step!(p.cidrs(peers.provider_liqo_namespace).await);
+    crate::authentication::ensure_tenant_namespace(peers.consumer, peers.provider_id, cache)
+        .await?;
+    let c_cidrs_key = format!("cidrs/consumer/{}", peers.liqo_namespace);
+    let c_cidrs = step!(c.cidrs(peers.liqo_namespace, cache, &c_cidrs_key).await);
+    let p_cidrs = step!(
+        p.cidrs(
+            peers.provider_liqo_namespace,
+            cache,
+            &remembered("provider-cidrs")
+        )
+        .await
+    );
     let c_conf = c
-        .ensure(
+        .ensure_cached(
+            stores,
             &CONFIGURATION.api_resource(),
             configuration_object(&on_consumer, peers.provider_id, &p_cidrs),
         )
         .await?;
     let p_conf = match p
-        .ensure(
+        .ensure_remembered(
+            cache,
+            &remembered("provider-configuration"),
             &CONFIGURATION.api_resource(),
             configuration_object(&on_provider, peers.consumer_id, &c_cidrs),
+            configuration_configured,
         )
         .await
     {
@@ -563,39 +713,47 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     }
 
     // `handler.go:158-170`: gateways the other way round are networking
-    // already made.
-    let reversed_here = c
-        .about(
-            &on_consumer,
-            &GATEWAY_SERVER.api_resource(),
-            peers.provider_id,
-        )
-        .await?;
-    let reversed_there = match p
-        .about(
-            &on_provider,
-            &GATEWAY_CLIENT.api_resource(),
-            peers.consumer_id,
-        )
-        .await
-    {
-        Ok(found) => found,
-        Err(e) => return p.failed("read its GatewayClients", e),
-    };
-    if !reversed_here.is_empty() || !reversed_there.is_empty() {
-        return Ok(Stage::EstablishedReversed);
+    // already made (looked for once while remembered).
+    let server_key = remembered("provider-gateway-server");
+    let not_reversed = remembered("not-reversed");
+    if cache.recall::<()>(&not_reversed).is_none() {
+        let reversed_here = c
+            .about(
+                &on_consumer,
+                &GATEWAY_SERVER.api_resource(),
+                peers.provider_id,
+            )
+            .await?;
+        let reversed_there = match p
+            .about(
+                &on_provider,
+                &GATEWAY_CLIENT.api_resource(),
+                peers.consumer_id,
+            )
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => return p.failed("read its GatewayClients", e),
+        };
+        if !reversed_here.is_empty() || !reversed_there.is_empty() {
+            return Ok(Stage::EstablishedReversed);
+        }
+        cache.remember(not_reversed, ());
     }
 
     // `handler.go:173-205`: the server on [P], its endpoint, the client on
     // [C].
     let server = match p
-        .ensure(
+        .ensure_remembered(
+            cache,
+            &server_key,
             &GATEWAY_SERVER.api_resource(),
             gateway_server_object(
                 &on_provider,
                 peers.consumer_id,
                 peers.provider_liqo_namespace,
             ),
+            |server| server_endpoint(server).is_some(),
         )
         .await
     {
@@ -606,7 +764,8 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         return Ok(Stage::WaitingForGatewayServer);
     };
     let client = c
-        .ensure(
+        .ensure_cached(
+            stores,
             &GATEWAY_CLIENT.api_resource(),
             gateway_client_object(
                 &on_consumer,
@@ -618,28 +777,50 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
         .await?;
 
     // `handler.go:213-243`: each gateway's key to the other side, as a
-    // PublicKey owned by the local gateway.
-    let server_key = step!(p.gateway_key(&server).await);
-    c.ensure(
-        &PUBLIC_KEY.api_resource(),
-        public_key_object(&on_consumer, peers.provider_id, &server_key, &client),
-    )
-    .await?;
-    let client_key = step!(c.gateway_key(&client).await);
-    if let Err(e) = p
-        .ensure(
+    // PublicKey owned by the local gateway (each remembered with what it
+    // was made from: the key and its gateway).
+    let server_key = step!(
+        p.gateway_key_remembered(&server, cache, &remembered("provider-gateway-key"))
+            .await
+    );
+    let c_public = remembered("consumer-public-key");
+    let c_made_from = (server_key.clone(), uid(&client));
+    if cache.recall::<(String, String)>(&c_public).as_ref() != Some(&c_made_from) {
+        c.ensure(
             &PUBLIC_KEY.api_resource(),
-            public_key_object(&on_provider, peers.consumer_id, &client_key, &server),
+            public_key_object(&on_consumer, peers.provider_id, &server_key, &client),
         )
-        .await
-    {
-        return p.failed("apply the PublicKey", e);
+        .await?;
+        cache.remember(c_public, c_made_from);
+    }
+    let client_key = step!(
+        c.gateway_key_remembered(&client, cache, &remembered("consumer-gateway-key"))
+            .await
+    );
+    let p_public = remembered("provider-public-key");
+    let p_made_from = (client_key.clone(), uid(&server));
+    if cache.recall::<(String, String)>(&p_public).as_ref() != Some(&p_made_from) {
+        if let Err(e) = p
+            .ensure(
+                &PUBLIC_KEY.api_resource(),
+                public_key_object(&on_provider, peers.consumer_id, &client_key, &server),
+            )
+            .await
+        {
+            return p.failed("apply the PublicKey", e);
+        }
+        cache.remember(p_public, p_made_from);
     }
 
     // `handler.go:245-262`: both Connections Connected.
     let c_state = connection_state(
-        &c.about(&on_consumer, &CONNECTION.api_resource(), peers.provider_id)
-            .await?,
+        &c.about_cached(
+            stores,
+            &on_consumer,
+            &CONNECTION.api_resource(),
+            peers.provider_id,
+        )
+        .await?,
     );
     if c_state != CONNECTED {
         return Ok(Stage::WaitingForConnection(Side::Consumer, c_state));
@@ -654,19 +835,33 @@ pub async fn connect(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     if p_state != CONNECTED {
         return Ok(Stage::WaitingForConnection(Side::Provider, p_state));
     }
+    cache.remember(p_connected, ());
     Ok(Stage::Connected)
+}
+
+/// An object's `metadata.uid` (empty if none).
+fn uid(object: &Value) -> String {
+    object["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Once peered: the Connection here about `provider`, as a [`Stage`]
 /// (`Connected`, or waiting with its state); `None` without one (a
 /// peering made without networking) or without Liqo's networking kinds.
-pub async fn observe(consumer: &Client, provider: &str) -> Result<Option<Stage>, kube::Error> {
+pub async fn observe(
+    consumer: &Client,
+    provider: &str,
+    stores: &Stores,
+) -> Result<Option<Stage>, kube::Error> {
     let c = On {
         client: consumer,
         side: Side::Consumer,
     };
     let found = match c
-        .about(
+        .about_cached(
+            stores,
             &tenant_namespace(provider),
             &CONNECTION.api_resource(),
             provider,

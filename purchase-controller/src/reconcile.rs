@@ -28,7 +28,7 @@ use catalog_client::contract_follower::FollowerOptions;
 use catalog_client::{Backoff, Session};
 use controller_core::clock::now_rfc3339;
 use controller_core::runtime;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -40,6 +40,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::caches::Caches;
 use crate::catalog::{self, Contract};
 use crate::cluster::{Cluster, ClusterError, Teardown};
 use crate::contract_stream::{self, Followers};
@@ -91,6 +92,8 @@ pub struct Settings {
     /// Liqo's namespace on the providers.
     pub provider_liqo_namespace: String,
     pub instance: String,
+    /// The namespaces whose Secrets may be used (`--secret-namespaces`).
+    pub secret_scope: crate::secret_scope::SecretScope,
 }
 
 /// Why a reconcile failed (it is retried with backoff).
@@ -155,6 +158,8 @@ pub struct Context {
     written: LastWritten,
     /// The contract followers whose changes wake the Purchases.
     followers: Followers,
+    /// The controller's own cache of every Purchase (its watch's store).
+    purchases: reflector::Store<Purchase>,
 }
 
 impl Context {
@@ -239,7 +244,16 @@ pub async fn run(
     lost: CancellationToken,
 ) {
     let reporter = reporter(&settings);
+    // The Liqo objects here: their changes wake the Purchases, their
+    // stores serve the rounds (caches).
+    let (stores, liqo_changes) = liqo_watch::changes(
+        &client,
+        settings.generation,
+        settings.auto_peer,
+        &settings.secret_scope,
+    );
     let cluster = Cluster {
+        cache: Arc::new(Caches::new(stores, settings.liqo_resync)),
         client: client.clone(),
         generation: settings.generation,
         cluster_id: settings.cluster_id.clone(),
@@ -250,7 +264,9 @@ pub async fn run(
     };
     let options = FollowerOptions::polling_every(settings.poll);
     let (followers, changes) = Followers::new(http.clone(), options, shutdown.child_token());
+    let (reader, writer) = reflector::store();
     let context = Arc::new(Context {
+        purchases: reader.clone(),
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         cluster,
@@ -292,7 +308,6 @@ pub async fn run(
         // per status write, the controller's own above all (a round that
         // wrote has acted; what it waits for wakes it: the contract stream,
         // Liqo's objects, the timers).
-        let (reader, writer) = reflector::store();
         let main = watcher::watcher(purchases.clone(), watcher::Config::default())
             .default_backoff()
             .reflect(writer)
@@ -319,12 +334,7 @@ pub async fn run(
         // A change Liqo made to its objects here reaches the Purchases it
         // concerns (liqo_watch).
         let concerned = controller.store();
-        let liqo = liqo_watch::changes(
-            &context.client,
-            context.settings.generation,
-            context.settings.auto_peer,
-        )
-        .flat_map(move |wake| {
+        let liqo = liqo_changes.flat_map(move |wake| {
             let all = concerned.state();
             let purchases: Vec<_> = liqo_watch::purchases_woken(&wake, &all)
                 .map(|p| ObjectRef::from_obj(&**p))
@@ -446,7 +456,10 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
     let mut status = before.clone();
     let mut superseded: Vec<String> = purchase.resource_version().into_iter().collect();
     let is_direct = direct::is_direct(purchase);
-    let round = if is_direct {
+    let namespace = purchase.metadata.namespace.as_deref().unwrap_or_default();
+    let round = if let Err(refused) = ctx.settings.secret_scope.purchase(namespace) {
+        Ok((refused.assessment(), None))
+    } else if is_direct {
         drive_direct(purchase, ctx, &mut status).await
     } else {
         from_catalog(purchase, ctx, &mut status, &mut superseded).await
@@ -530,9 +543,12 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
 }
 
 /// The `NodesShared` condition ([`sharing`]) of a Purchase that has a
-/// provider and has not ended, among every Purchase in the cluster (read
-/// from the API server, not the cache: the change that brought this round
-/// may not be in the cache yet).
+/// provider and has not ended, among every Purchase in the cluster: from
+/// the controller's cache, each with the status this replica last wrote
+/// if the cache has not seen it yet (last_written); a change the cache
+/// has yet to bring wakes the Purchases it concerns when it comes
+/// (`sharing::affected`). Before the cache's first listing, from the API
+/// server.
 async fn nodes_shared(
     purchase: &Purchase,
     ctx: &Context,
@@ -546,10 +562,27 @@ async fn nodes_shared(
         return Ok(None);
     }
     let me = sharing::Served::of(purchase, provider);
-    let all = Api::<Purchase>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await?;
-    Ok(Some(sharing::assess(&me, &all.items)))
+    let listed = matches!(
+        ctx.purchases.wait_until_ready().now_or_never(),
+        Some(Ok(()))
+    );
+    let all: Vec<Purchase> = if listed {
+        ctx.purchases
+            .state()
+            .iter()
+            .map(|cached| {
+                let mut p = Purchase::clone(cached);
+                p.status = Some(ctx.written.before(&p.key(), &p));
+                p
+            })
+            .collect()
+    } else {
+        Api::<Purchase>::all(ctx.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+    };
+    Ok(Some(sharing::assess(&me, &all)))
 }
 
 /// A JSON merge patch of the Purchase's status.
@@ -611,17 +644,18 @@ async fn from_catalog(
     superseded: &mut Vec<String>,
 ) -> Result<(Assessment, Option<Contract>), ReconcileError> {
     let key = purchase.key();
-    let mut session = match catalog::open(&ctx.client, &ctx.http, purchase).await {
-        Err(problem) => {
-            ctx.followers.release(&key);
-            return Ok((decision::assess_unusable(&problem), None));
-        }
-        Ok(opened) => {
-            ctx.followers
-                .follow(&opened.credentials, &opened.token, &key);
-            opened.session
-        }
-    };
+    let mut session =
+        match catalog::open(&ctx.client, &ctx.http, purchase, &ctx.cluster.cache).await {
+            Err(problem) => {
+                ctx.followers.release(&key);
+                return Ok((decision::assess_unusable(&problem), None));
+            }
+            Ok(opened) => {
+                ctx.followers
+                    .follow(&opened.credentials, &opened.token, &key);
+                opened.session
+            }
+        };
     let (assessment, contract) = drive(purchase, ctx, &mut session, status, superseded).await?;
     if let (Some(contract), Some((state, reason))) = (&contract, &assessment.report) {
         report(
@@ -667,6 +701,9 @@ async fn drive_direct(
     status.provider_cluster_id = Some(contract.cluster_id.clone());
     status.resources = contract.resources.to_strings();
     status.resource_slice_class = purchase.spec.resource_slice_class.clone();
+    if let Err(refused) = tenant_in_scope(settings, &contract) {
+        return Ok((refused.assessment(), None));
+    }
     let progress = crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, None).await?;
     ctx.waits_on_provider(&purchase.key(), progress.waits_on_provider());
     Ok((direct::without_catalog(decision::assess(&progress)), None))
@@ -704,6 +741,7 @@ async fn drive(
                 reservation.id
             }
             Err(error) => {
+                refused_credentials(ctx, purchase, &error);
                 let assessment = match catalog::unusable(error, offer) {
                     Ok(problem) => decision::assess_unusable(&problem),
                     Err(message) => decision::waiting_for_catalog(&message),
@@ -727,6 +765,9 @@ async fn drive(
         spec.duration_seconds,
     )
     .await;
+    if let Err(error) = &read {
+        refused_credentials(ctx, purchase, error);
+    }
     let (contract, catalog_error) = match read {
         Ok(contract) => {
             if let Err(problem) =
@@ -759,10 +800,34 @@ async fn drive(
         },
     };
     let fresh = catalog_error.is_none();
+    if let Err(refused) = tenant_in_scope(settings, &contract) {
+        return Ok((refused.assessment(), None));
+    }
     let progress =
         crate::cluster::set_up(purchase, &ctx.cluster, status, &contract, catalog_error).await?;
     ctx.waits_on_provider(&purchase.key(), progress.waits_on_provider());
     Ok((decision::assess(&progress), fresh.then_some(contract)))
+}
+
+/// Whether the set-up may touch the Secrets of the provider's Liqo
+/// tenant namespace here (`--secret-namespaces`, [`crate::secret_scope`]).
+fn tenant_in_scope(
+    settings: &Settings,
+    contract: &Contract,
+) -> Result<(), crate::secret_scope::NotListed> {
+    settings.secret_scope.tenant(
+        settings.generation,
+        settings.auto_peer,
+        &contract.cluster_id,
+    )
+}
+
+/// The catalog refused the consumer's token: the credentials Secret is read
+/// again next round (it may have been replaced since it was remembered).
+fn refused_credentials(ctx: &Context, purchase: &Purchase, error: &catalog_client::Error) {
+    if matches!(error, catalog_client::Error::Unauthorized { .. }) {
+        catalog::forget_credentials(&ctx.cluster.cache, purchase);
+    }
 }
 
 /// Write the reserved contract's id to the status before buying it, so a

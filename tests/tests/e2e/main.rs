@@ -93,6 +93,7 @@ mod purchase_controller_direct;
 mod purchase_controller_ha;
 mod purchase_controller_hostile_provider;
 mod purchase_controller_reauth;
+mod purchase_controller_secret_namespaces;
 mod purchase_controller_shared_provider;
 mod resource_monitor_chain;
 mod resource_monitor_cli;
