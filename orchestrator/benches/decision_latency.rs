@@ -27,11 +27,14 @@
 //! (`SIZES=300,1000,2000` the namespace counts, multiples of 100;
 //! `ROUNDS=N` rounds per size, default 3).
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use bench_support::bins::workspace_bin;
+use bench_support::requests::{self, summary};
+use bench_support::units::{mib, ms};
+use bench_support::{measure, percentile};
 use catalog_client::wire::PeeringCredentials;
 use catalog_client::{Http, Login, Session};
 use futures::StreamExt;
@@ -53,33 +56,14 @@ const STALL: Duration = Duration::from_secs(120);
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+/// The `p` percentile (a fraction) of `sorted`, zero when empty.
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    percentile(sorted, p).unwrap_or_default()
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn catalog_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("CATALOG_BIN") {
-        return bin.into();
-    }
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let release = target.join("release/catalog");
-    if release.exists() {
-        release
-    } else {
-        target.join("debug/catalog")
-    }
+/// User + system CPU seconds of process `pid` so far.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    Ok(measure::cpu_of(pid)?.as_secs_f64())
 }
 
 fn provider(i: usize) -> String {
@@ -88,37 +72,6 @@ fn provider(i: usize) -> String {
 
 fn offer_id(i: usize) -> String {
     format!("offer-{i:04}")
-}
-
-/// `VmHWM` and `VmRSS` of process `pid`, in bytes.
-fn memory_of(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// User + system CPU seconds of process `pid` ("self" for this one), every
-/// thread's (`/proc/<pid>/stat` utime and stime, at 100 ticks a second).
-fn cpu_seconds(pid: &str) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // After the command name (in parentheses, which may hold spaces):
-    // field 3 (state) onwards; utime and stime are fields 14 and 15.
-    let rest = text.rsplit_once(") ").map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 /// A child process killed when dropped.
@@ -195,26 +148,7 @@ async fn put_offer(session: &mut Session, i: usize) -> Result<()> {
 /// The controller's requests among `records`, as (`verb resource`,
 /// count), most first.
 fn requests_by_kind(records: &[AuditRecord]) -> Vec<(String, usize)> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for r in records
-        .iter()
-        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
-    {
-        let what = match &r.resource {
-            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
-            None => r.verb.clone(),
-        };
-        *counts.entry(what).or_default() += 1;
-    }
-    let mut all: Vec<(String, usize)> = counts.into_iter().collect();
-    all.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    all
-}
-
-fn summary(requests: &[(String, usize)]) -> String {
-    let total: usize = requests.iter().map(|(_, n)| n).sum();
-    let kinds: Vec<String> = requests.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    format!("{total} ({})", kinds.join(", "))
+    requests::by_kind(AuditRecord::kinds_of(records, CONTROLLER_USER))
 }
 
 /// What one size measured.
@@ -324,7 +258,7 @@ async fn one_size(
     let initial = first.elapsed();
     eprintln!("[{total}] initial placement of {total} namespaces in {initial:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (_, rss_placed) = memory_of(pid);
+    let rss_placed = measure::rss_kib(pid)? * 1024;
 
     let mut latencies = Vec::new();
     let mut round_times = Vec::new();
@@ -341,11 +275,11 @@ async fn one_size(
         }
         let next = provider(round + 1);
         let mark = kube.audit().len();
-        let (pid_s, catalog_s) = (pid.to_string(), catalog_pid.to_string());
+        let me = std::process::id();
         let cpu_before = [
-            cpu_seconds(&pid_s),
-            cpu_seconds("self"),
-            cpu_seconds(&catalog_s),
+            cpu_seconds(pid)?,
+            cpu_seconds(me)?,
+            cpu_seconds(catalog_pid)?,
         ];
         let changed = Instant::now();
         session.delete_offer(&offer_id(round)).await?;
@@ -363,9 +297,9 @@ async fn one_size(
         let took = changed.elapsed();
         round_times.push(took);
         let spent = [
-            cpu_seconds(&pid_s) - cpu_before[0],
-            cpu_seconds("self") - cpu_before[1],
-            cpu_seconds(&catalog_s) - cpu_before[2],
+            cpu_seconds(pid)? - cpu_before[0],
+            cpu_seconds(me)? - cpu_before[1],
+            cpu_seconds(catalog_pid)? - cpu_before[2],
         ];
         cpu_rounds.push(spent);
         let made = requests_by_kind(&kube.audit()[mark..]);
@@ -376,7 +310,10 @@ async fn one_size(
         );
         requests.push(made);
     }
-    let (hwm, rss_after) = memory_of(pid);
+    let (hwm, rss_after) = (
+        measure::peak_rss_kib(pid)? * 1024,
+        measure::rss_kib(pid)? * 1024,
+    );
     drop(orchestrator);
     watch.abort();
     drop(kube);
@@ -428,7 +365,7 @@ async fn main() -> Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let bin = catalog_bin();
+    let bin = workspace_bin("catalog");
     eprintln!("catalog: {}", bin.display());
     let catalog = Killed(
         std::process::Command::new(&bin)
@@ -495,10 +432,10 @@ async fn main() -> Result<()> {
             f.providers,
             f.latencies.len(),
             f.rounds.len(),
-            ms(percentile(&f.latencies, 50.0)),
-            ms(percentile(&f.latencies, 99.0)),
+            ms(pct(&f.latencies, 0.50)),
+            ms(pct(&f.latencies, 0.99)),
             ms(f.latencies.last().copied().unwrap_or_default()),
-            ms(percentile(&f.rounds, 50.0)),
+            ms(pct(&f.rounds, 0.50)),
             ms(f.rounds.last().copied().unwrap_or_default()),
             ms(f.initial),
             f.cpu_per_round()[0],
@@ -520,10 +457,10 @@ async fn main() -> Result<()> {
             f.providers,
             f.namespaces,
             ms(f.initial),
-            ms(percentile(&f.rounds, 50.0)),
+            ms(pct(&f.rounds, 0.50)),
             ms(f.rounds.last().copied().unwrap_or_default()),
-            ms(percentile(&f.latencies, 50.0)),
-            ms(percentile(&f.latencies, 99.0)),
+            ms(pct(&f.latencies, 0.50)),
+            ms(pct(&f.latencies, 0.99)),
             f.cpu_per_round()[0],
             f.cpu_per_round()[1],
             mib(f.rss_placed),

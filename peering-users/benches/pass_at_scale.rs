@@ -31,11 +31,13 @@
 //! the set-up may take, default 180; `BENCH_CONTROLLER_LOG=FILE` keeps the
 //! controller's log).
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use bench_support::bins::workspace_bin;
+use bench_support::requests::{self, summary};
+use bench_support::units::{mib, ms};
+use bench_support::{measure, percentile};
 use futures::StreamExt;
 use kube_test_server::{AuditRecord, KubeApiServer};
 use reqwest::Method;
@@ -53,64 +55,14 @@ const STALL: Duration = Duration::from_secs(180);
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+/// The `p` percentile (a fraction) of `sorted`, zero when empty.
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    percentile(sorted, p).unwrap_or_default()
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn catalog_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("CATALOG_BIN") {
-        return bin.into();
-    }
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let release = target.join("release/catalog");
-    if release.exists() {
-        release
-    } else {
-        target.join("debug/catalog")
-    }
-}
-
-/// `VmHWM` and `VmRSS` of process `pid`, in bytes.
-fn memory_of(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// User + system CPU seconds of process `pid` ("self" for this one), every
-/// thread's (`/proc/<pid>/stat` utime and stime, at 100 ticks a second).
-fn cpu_seconds(pid: &str) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // After the command name (in parentheses, which may hold spaces):
-    // field 3 (state) onwards; utime and stime are fields 14 and 15.
-    let rest = text.rsplit_once(") ").map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / 100.0
+/// User + system CPU seconds of process `pid` so far.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    Ok(measure::cpu_of(pid)?.as_secs_f64())
 }
 
 /// Where the controller's output goes: `BENCH_CONTROLLER_LOG`, appended,
@@ -252,26 +204,7 @@ const PASS_COUNT: &str = "peering_user_controller_pass_duration_seconds_count";
 /// The controller's requests among `records`, as (`verb resource`,
 /// count), most first.
 fn requests_by_kind(records: &[AuditRecord]) -> Vec<(String, usize)> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for r in records
-        .iter()
-        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
-    {
-        let what = match &r.resource {
-            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
-            None => r.verb.clone(),
-        };
-        *counts.entry(what).or_default() += 1;
-    }
-    let mut all: Vec<(String, usize)> = counts.into_iter().collect();
-    all.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    all
-}
-
-fn summary(requests: &[(String, usize)]) -> String {
-    let total: usize = requests.iter().map(|(_, n)| n).sum();
-    let kinds: Vec<String> = requests.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    format!("{total} ({})", kinds.join(", "))
+    requests::by_kind(AuditRecord::kinds_of(records, CONTROLLER_USER))
 }
 
 /// What one size measured.
@@ -448,11 +381,11 @@ async fn one_size(
     eprintln!("[{total}] {total} peering users ready and attached in {setup:?}");
     // Whatever the last attachment woke settles first.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (_, rss_ready) = memory_of(pid);
+    let rss_ready = measure::rss_kib(pid)? * 1024;
 
     let before = metrics(&probe, port).await?;
     // Over all the rounds, to divide by the passes they took.
-    let (all_mark, all_cpu) = (kube.audit().len(), cpu_seconds(&pid.to_string()));
+    let (all_mark, all_cpu) = (kube.audit().len(), cpu_seconds(pid)?);
     let mut released = Vec::new();
     let mut cpu_rounds = Vec::new();
     for r in 0..rounds {
@@ -460,11 +393,11 @@ async fn one_size(
         let i = (r * PER_BUYER + r) % total;
         let buyer = &buyers[i / PER_BUYER];
         let mark = kube.audit().len();
-        let (pid_s, catalog_s) = (pid.to_string(), catalog_pid.to_string());
+        let me = std::process::id();
         let cpu_before = [
-            cpu_seconds(&pid_s),
-            cpu_seconds("self"),
-            cpu_seconds(&catalog_s),
+            cpu_seconds(pid)?,
+            cpu_seconds(me)?,
+            cpu_seconds(catalog_pid)?,
         ];
         let bought = Instant::now();
         let id = catalog.buy(buyer, &offer, &cluster(i)).await?;
@@ -477,9 +410,9 @@ async fn one_size(
         let took = bought.elapsed();
         released.push(took);
         let spent = [
-            cpu_seconds(&pid_s) - cpu_before[0],
-            cpu_seconds("self") - cpu_before[1],
-            cpu_seconds(&catalog_s) - cpu_before[2],
+            cpu_seconds(pid)? - cpu_before[0],
+            cpu_seconds(me)? - cpu_before[1],
+            cpu_seconds(catalog_pid)? - cpu_before[2],
         ];
         cpu_rounds.push(spent);
         let made = requests_by_kind(&kube.audit()[mark..]);
@@ -496,13 +429,16 @@ async fn one_size(
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = metrics(&probe, port).await?;
     let passes = series(&after, PASS_COUNT) - series(&before, PASS_COUNT);
-    let pass_cpu = (cpu_seconds(&pid.to_string()) - all_cpu) / passes.max(1.0);
+    let pass_cpu = (cpu_seconds(pid)? - all_cpu) / passes.max(1.0);
     let pass_requests = requests_by_kind(&kube.audit()[all_mark..])
         .into_iter()
         .map(|(kind, n)| (kind, (n as f64 / passes.max(1.0)).round() as usize))
         .collect::<Vec<_>>();
     let spent = series(&after, PASS_SUM) - series(&before, PASS_SUM);
-    let (hwm, rss_after) = memory_of(pid);
+    let (hwm, rss_after) = (
+        measure::peak_rss_kib(pid)? * 1024,
+        measure::rss_kib(pid)? * 1024,
+    );
     drop(controller);
     drop(kube);
     released.sort();
@@ -545,7 +481,7 @@ async fn main() -> Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let bin = catalog_bin();
+    let bin = workspace_bin("catalog");
     eprintln!("catalog: {}", bin.display());
     let catalog_process = Killed(
         std::process::Command::new(&bin)
@@ -599,7 +535,7 @@ async fn main() -> Result<()> {
             ms(f.pass_mean),
             f.passes,
             f.released.len(),
-            ms(percentile(&f.released, 50.0)),
+            ms(pct(&f.released, 0.50)),
             ms(f.released.last().copied().unwrap_or_default()),
             f.setup.as_secs_f64(),
             f.cpu_per_round()[0],
@@ -624,7 +560,7 @@ async fn main() -> Result<()> {
             f.passes,
             f.pass_cpu,
             f.pass_requests.iter().map(|(_, n)| n).sum::<usize>(),
-            ms(percentile(&f.released, 50.0)),
+            ms(pct(&f.released, 0.50)),
             ms(f.released.last().copied().unwrap_or_default()),
             f.setup.as_secs_f64(),
             mib(f.rss_ready),

@@ -144,6 +144,28 @@ pub struct Cluster {
     /// Whether the last read of Liqo's controller-manager Deployment
     /// failed (said once in the log, not at every pass).
     mode_unreadable: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Ready peering users as last found, by user name: a pass that finds
+    /// a user's CSR and key Secret at the same `resourceVersion`s skips
+    /// the key's and the certificate's parsing, the CSR's check and the
+    /// kubeconfig's building, which would come to the same result (they
+    /// were most of a pass's CPU at 1,000 consumers, docs/benchmarks.md).
+    ready: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Remembered>>>,
+}
+
+/// A ready peering user as [`Cluster::ensure`] last found it.
+#[derive(Clone)]
+struct Remembered {
+    /// The `resourceVersion`s of its CSR and key Secret then: any change
+    /// to either (a new object has a new one) means looking again.
+    csr_version: String,
+    secret_version: String,
+    /// The buyer its key was made for, and the keys' kind.
+    owner: String,
+    kind: KeyKind,
+    validity: Validity,
+    common_name: String,
+    /// Holds the key: never logged.
+    kubeconfig: String,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -197,6 +219,7 @@ impl Cluster {
             client,
             settings,
             mode_unreadable: Default::default(),
+            ready: Default::default(),
         }
     }
 
@@ -283,8 +306,18 @@ impl Cluster {
             if !is_ours(csr.metadata.labels.as_ref()) {
                 return Err(ClusterError::Foreign(name));
             }
+            if let Some(ready) = self.still_ready(&name, csr, owner, kind, survey) {
+                self.ensure_bindings(consumer, &ready.common_name, survey)
+                    .await?;
+                return Ok(Progress::Ready {
+                    kubeconfig: ready.kubeconfig,
+                    common_name: ready.common_name,
+                });
+            }
         }
         let stored = self.key(consumer, survey).await?;
+        let secret_version = stored.as_ref().and_then(|(_, _, v)| v.clone());
+        let stored = stored.map(|(k, o, _)| (k, o));
         match stored.as_ref().map(|(_, o)| o.as_deref()) {
             Some(None) => {
                 // Made before users recorded their buyer: not handed on
@@ -383,10 +416,66 @@ impl Cluster {
             name: name.clone(),
             source,
         })?;
+        if let (Some(csr_version), Some(secret_version)) =
+            (csr.metadata.resource_version.clone(), secret_version)
+        {
+            self.remember(
+                name,
+                Remembered {
+                    csr_version,
+                    secret_version,
+                    owner: owner.to_string(),
+                    kind: key.kind(),
+                    validity,
+                    common_name: key.common_name.clone(),
+                    kubeconfig: kubeconfig.clone(),
+                },
+            );
+        }
         Ok(Progress::Ready {
             kubeconfig,
             common_name: key.common_name,
         })
+    }
+
+    /// The ready user `name` as last found, if its CSR (`csr`) and its key
+    /// Secret (as the pass's `survey` lists it) are still at the versions
+    /// it was found ready at, still for `owner`, of the keys `kind` asks
+    /// for, and its certificate not due for renewal: everything else
+    /// [`Cluster::ensure`] checks depends on those two objects only.
+    fn still_ready(
+        &self,
+        name: &str,
+        csr: &CertificateSigningRequest,
+        owner: &str,
+        kind: Option<KeyKind>,
+        survey: Option<&Survey>,
+    ) -> Option<Remembered> {
+        let secret = survey?.secret(name)?;
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        let remembered = ready.get(name)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let same = csr.metadata.resource_version.as_deref() == Some(&remembered.csr_version)
+            && secret.metadata.resource_version.as_deref() == Some(&remembered.secret_version)
+            && remembered.owner == owner
+            && kind.is_none_or(|k| k == remembered.kind)
+            && !remembered.validity.due(now, self.settings.renew_share);
+        if same {
+            Some(remembered.clone())
+        } else {
+            // Looked at again in full; remembered again if still ready.
+            ready.remove(name);
+            None
+        }
+    }
+
+    fn remember(&self, name: String, ready: Remembered) {
+        self.ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name, ready);
     }
 
     /// `tenantNamespace.CreateNamespace`: Liqo's tenant namespace for the
@@ -425,14 +514,14 @@ impl Cluster {
         }
     }
 
-    /// The consumer's key and the buyer it was made for (None: from
-    /// before that was recorded), if stored and readable (an unreadable
-    /// one is deleted: a new user is made).
+    /// The consumer's key, the buyer it was made for (None: from before
+    /// that was recorded) and the key Secret's `resourceVersion`, if stored
+    /// and readable (an unreadable one is deleted: a new user is made).
     async fn key(
         &self,
         consumer: &ConsumerId,
         survey: Option<&Survey>,
-    ) -> Result<Option<(UserKey, Option<String>)>, ClusterError> {
+    ) -> Result<Option<(UserKey, Option<String>, Option<String>)>, ClusterError> {
         let name = consumer.user_name();
         let listed = survey.and_then(|s| s.secret(&name)).cloned();
         let secret = match listed {
@@ -446,6 +535,7 @@ impl Cluster {
         let Some(secret) = secret else {
             return Ok(None);
         };
+        let version = secret.metadata.resource_version.clone();
         let owner = secret
             .metadata
             .annotations
@@ -467,7 +557,7 @@ impl Cluster {
             tracing::warn!(secret = %name, "the stored key cannot be read; making a new peering user");
             self.delete_secret(&name).await?;
         }
-        Ok(key.map(|k| (k, owner)))
+        Ok(key.map(|k| (k, owner, version)))
     }
 
     async fn store_key(
@@ -649,6 +739,10 @@ impl Cluster {
     /// then move to its CN).
     async fn forget(&self, consumer: &ConsumerId) -> Result<(), ClusterError> {
         let name = consumer.user_name();
+        self.ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&name);
         self.delete_secret(&name).await?;
         self.delete_csr(&name).await
     }
@@ -912,5 +1006,109 @@ fn ignore_gone<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn cluster() -> Cluster {
+        // Never asked anything: `still_ready` reads no API.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Cluster::new(
+            Client::try_from(config).unwrap(),
+            UserSettings {
+                own_namespace: "broker".into(),
+                liqo_namespace: "liqo".into(),
+                controller_manager: "liqo-controller-manager".into(),
+                expiration_seconds: 3600,
+                renew_share: 0.5,
+                api_server: ApiServer {
+                    address: "https://provider:6443".into(),
+                    ca_pem: None,
+                },
+            },
+        )
+    }
+
+    fn remembered(not_after: i64) -> Remembered {
+        Remembered {
+            csr_version: "10".into(),
+            secret_version: "7".into(),
+            owner: "alice".into(),
+            kind: KeyKind::Ed25519,
+            validity: Validity {
+                not_before: 0,
+                not_after,
+            },
+            common_name: "cn".into(),
+            kubeconfig: "kubeconfig".into(),
+        }
+    }
+
+    /// The survey with the user's CSR and key Secret at these versions.
+    fn objects(
+        name: &str,
+        csr_version: &str,
+        secret_version: &str,
+    ) -> (CertificateSigningRequest, Survey) {
+        let csr: CertificateSigningRequest = object(json!({
+            "metadata": {"name": name, "resourceVersion": csr_version},
+            "spec": {"request": "", "signerName": "s"}}));
+        let secret: Secret = object(json!({
+            "metadata": {"name": name, "resourceVersion": secret_version}}));
+        let survey = Survey::new(vec![csr.clone()], vec![secret], None, []);
+        (csr, survey)
+    }
+
+    #[tokio::test]
+    async fn a_ready_user_is_looked_at_again_once_its_csr_or_key_changes() {
+        let cluster = cluster();
+        let name = "peering-user-c1";
+        let later = i64::MAX / 2;
+        let ask = |csr_version: &str, secret_version: &str, owner: &str, kind| {
+            let (csr, survey) = objects(name, csr_version, secret_version);
+            cluster
+                .still_ready(name, &csr, owner, kind, Some(&survey))
+                .map(|r| r.kubeconfig)
+        };
+
+        // Never found ready: looked at in full.
+        assert_eq!(ask("10", "7", "alice", None), None);
+
+        cluster.remember(name.into(), remembered(later));
+        assert_eq!(
+            ask("10", "7", "alice", Some(KeyKind::Ed25519)).as_deref(),
+            Some("kubeconfig")
+        );
+        // Each of these is looked at in full, and forgotten until then.
+        for (csr, secret, owner, kind) in [
+            ("11", "7", "alice", None),
+            ("10", "8", "alice", None),
+            ("10", "7", "bob", None),
+            ("10", "7", "alice", Some(KeyKind::Rsa)),
+        ] {
+            cluster.remember(name.into(), remembered(later));
+            assert_eq!(
+                ask(csr, secret, owner, kind),
+                None,
+                "{csr} {secret} {owner}"
+            );
+            assert_eq!(ask("10", "7", "alice", None), None, "forgotten");
+        }
+        // A certificate due for renewal is looked at in full (and renewed).
+        cluster.remember(name.into(), remembered(1));
+        assert_eq!(ask("10", "7", "alice", None), None);
+        // Without the Secret in the pass's lists: read, and looked at in full.
+        cluster.remember(name.into(), remembered(later));
+        let (csr, _) = objects(name, "10", "7");
+        assert!(cluster
+            .still_ready(name, &csr, "alice", None, None)
+            .is_none());
     }
 }

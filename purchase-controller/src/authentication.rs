@@ -540,24 +540,39 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let on_provider = tenant_namespace(peers.consumer_id);
     let identities: Api<DynamicObject> =
         Api::namespaced_with(peers.consumer.clone(), &on_consumer, &identities());
+    // An Identity seen in place (or made) here is remembered for
+    // `--liqo-resync`, like the other objects a step passed on.
+    let in_place = provider_key(peers.provider_id, "identity");
+    if peers.cache.recall::<()>(&in_place).is_some() {
+        return Ok(Stage::IdentityCreated);
+    }
+    // While a handshake is under way (the Identity was missing or stale
+    // when it began) the Identity is read again only before it is
+    // written, not on every round that waits on the provider.
+    let under_way = provider_key(peers.provider_id, "identity-handshake");
+    let deferred = peers.cache.recall::<()>(&under_way).is_some();
     // `cluster.go:213-233`: once applied, Liqo has what it needs — unless
     // its certificate is not for this cluster's key (Liqo reinstalled with
     // new keys): then the handshake is made again and the Identity
     // replaced.
-    let identity = identities
-        .get_opt(&identity_name(peers.provider_id))
-        .await?
-        .map(serde_json::to_value)
-        .transpose()?;
+    let identity = if deferred {
+        None
+    } else {
+        read_identity(&identities, peers.provider_id).await?
+    };
     if let Some(identity) = &identity {
         let stale = match read_keys(peers).await? {
             Ok(keys) => !keys.certifies(&identity["spec"]["authParams"]["signedCRT"]),
             Err(_) => false,
         };
         if !stale {
+            peers.cache.remember(in_place, ());
             return Ok(Stage::IdentityCreated);
         }
         tracing::info!("the control-plane Identity's certificate is not for this cluster's key: authenticating again");
+    }
+    if !deferred {
+        peers.cache.remember(under_way.clone(), ());
     }
 
     // `handler.go:46-56` (`SetLocalClusterID` on each side, `cluster.go:62-73`):
@@ -697,6 +712,12 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
     let Some(wanted) = identity_object(&tenant, peers.provider_id, &on_consumer) else {
         return Ok(Stage::WaitingForTenant(on_provider));
     };
+    // Asked of the API server before it is written, when not read above.
+    let identity = if deferred {
+        read_identity(&identities, peers.provider_id).await?
+    } else {
+        identity
+    };
     match identity {
         None => {
             identities
@@ -704,6 +725,8 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
                 .await?;
             tracing::info!(namespace = %on_consumer, "control-plane Identity created");
         }
+        // Made meanwhile for this cluster's key: in place.
+        Some(existing) if keys.certifies(&existing["spec"]["authParams"]["signedCRT"]) => {}
         Some(mut existing) => {
             existing["metadata"]["labels"] = wanted["metadata"]["labels"].clone();
             existing["spec"] = wanted["spec"].clone();
@@ -717,7 +740,21 @@ pub async fn authenticate(peers: &Peers<'_>) -> Result<Stage, AuthError> {
             tracing::info!(namespace = %on_consumer, "control-plane Identity replaced with this cluster's certificate");
         }
     }
+    peers.cache.forget(&under_way);
+    peers.cache.remember(in_place, ());
     Ok(Stage::IdentityCreated)
+}
+
+/// The control-plane Identity for `provider` on the consumer, as JSON.
+async fn read_identity(
+    identities: &Api<DynamicObject>,
+    provider: &str,
+) -> Result<Option<Value>, AuthError> {
+    Ok(identities
+        .get_opt(&identity_name(provider))
+        .await?
+        .map(serde_json::to_value)
+        .transpose()?)
 }
 
 /// `handler.go:46-56`: both clusters' IDs from their `clusterid-configmap`

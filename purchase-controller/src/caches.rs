@@ -1,6 +1,6 @@
 //! What a round reads without asking an API server (issue 44): the
 //! caches of the watches that already wake the Purchases
-//! ([`crate::liqo_watch`]: ForeignClusters, ResourceSlices,
+//! (`liqo_watch`: ForeignClusters, ResourceSlices,
 //! NamespaceOffloadings, Configurations, GatewayClients, Connections), and
 //! what a round has already seen of a peering's steps ([`Caches::recall`]:
 //! each cluster's ID and CIDRs, the tenant namespaces, the provider's

@@ -13,7 +13,7 @@
 //! controller writes there; with Liqo v1 and `--auto-peer`, Liqo's tenant
 //! namespace of the provider (`liqo-tenant-<provider cluster ID>`) holds
 //! the signed-nonce Secret and the gateway's key Secret. Binding copies
-//! follow the same list ([`crate::binding_copier`]): sources are watched in
+//! follow the same list (`binding_copier`): sources are watched in
 //! the listed namespaces and a copy into another one is refused.
 //!
 //! Liqo's own namespace (`--liqo-namespace`) is outside the list: the one

@@ -22,17 +22,20 @@
 //!
 //! `cargo bench -p slice-controller --bench reconcile_latency`
 //! (`SIZES=100,300,1000` the slice counts, multiples of 10; `ROUNDS=N`
-//! rounds per size, default 4).
+//! rounds per size, default 4; `CONCURRENCY=N` the controller's
+//! `--concurrency`; `BENCH_LOG=DIRECTIVES` logs the controller and the
+//! API server to stderr).
 
 #[path = "support/controller_heap.rs"]
 mod controller_heap;
-#[path = "support/cpu.rs"]
-mod cpu;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench_support::requests::{self, summary};
+use bench_support::units::{mib, ms};
+use bench_support::{measure, percentile};
 use controller_core::liqo::{CORDON_ANNOTATION, NOT_CORDONED_VALUES, RESOURCES_CONDITION};
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -101,16 +104,18 @@ fn decided(slice: &ResourceSlice) -> Option<Decided> {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+/// The `p` percentile (a fraction) of `sorted`, zero when empty.
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    percentile(sorted, p).unwrap_or_default()
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+/// CPU seconds so far of the controller's threads and of this whole
+/// process (the API server, the controller, the bench's watch).
+fn cpu_seconds() -> Result<(f64, f64)> {
+    Ok((
+        measure::cpu_of_threads(CONTROLLER_THREAD)?.as_secs_f64(),
+        measure::cpu_of(std::process::id())?.as_secs_f64(),
+    ))
 }
 
 /// As the tests' own user (in system:masters): a client without
@@ -128,19 +133,29 @@ fn controller_args() -> Result<ControllerArgs> {
         #[command(flatten)]
         controller: ControllerArgs,
     }
-    Ok(Cli::try_parse_from([
-        "bench",
-        "--class",
-        CLASS,
-        "--grant-policy",
-        "fit",
-        "--on-shrink",
-        "follow",
-        "--leader-elect",
-        "false",
-        "--http-listen",
-        "127.0.0.1:0",
-    ])?
+    // `CONCURRENCY=N`: the controller's `--concurrency` (consumers at
+    // once), its default otherwise.
+    let concurrency = std::env::var("CONCURRENCY").ok();
+    let concurrency = concurrency
+        .iter()
+        .flat_map(|n| ["--concurrency", n.as_str()]);
+    Ok(Cli::try_parse_from(
+        [
+            "bench",
+            "--class",
+            CLASS,
+            "--grant-policy",
+            "fit",
+            "--on-shrink",
+            "follow",
+            "--leader-elect",
+            "false",
+            "--http-listen",
+            "127.0.0.1:0",
+        ]
+        .into_iter()
+        .chain(concurrency),
+    )?
     .controller)
 }
 
@@ -220,26 +235,7 @@ impl Statuses {
 /// The controller's requests among `records`, as (`verb resource`,
 /// count), most first.
 fn requests_by_kind(records: &[AuditRecord]) -> Vec<(String, usize)> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for r in records
-        .iter()
-        .filter(|r| r.user.as_deref() == Some(CONTROLLER_USER))
-    {
-        let what = match &r.resource {
-            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
-            None => r.verb.clone(),
-        };
-        *counts.entry(what).or_default() += 1;
-    }
-    let mut all: Vec<(String, usize)> = counts.into_iter().collect();
-    all.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    all
-}
-
-fn summary(requests: &[(String, usize)]) -> String {
-    let total: usize = requests.iter().map(|(_, n)| n).sum();
-    let kinds: Vec<String> = requests.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    format!("{total} ({})", kinds.join(", "))
+    requests::by_kind(AuditRecord::kinds_of(records, CONTROLLER_USER))
 }
 
 /// What one size measured.
@@ -339,19 +335,47 @@ async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
 
     let mut current = Statuses::default();
     // Initial decisions: 5 of 10 accepted per consumer.
-    let cpu_before = (cpu::threads(CONTROLLER_THREAD), cpu::process("self"));
+    let cpu_before = cpu_seconds()?;
     let first = Instant::now();
+    // Progress every 10 s: where a slow first decision spends its time
+    // (decided slices against CPU spent) shows in the timeline.
+    let mut progress = tokio::time::interval(Duration::from_secs(10));
+    progress.tick().await;
+    let mut last_event = Instant::now();
     while !current.settled(total, total / 2) {
-        let Some((_, key, status)) = tokio::time::timeout(STALL, rx.recv()).await? else {
+        let next = tokio::select! {
+            next = rx.recv() => next,
+            _ = progress.tick() => {
+                if last_event.elapsed() > STALL {
+                    return Err(format!("[{total}] the first decision stalled").into());
+                }
+                // Only a timeline: a process out of file descriptors (the
+                // controller's connections, before `--concurrency`) says
+                // so here and carries on.
+                let cpu = match cpu_seconds() {
+                    Ok(now) => format!(
+                        "controller {:.2} s, whole process {:.2} s",
+                        now.0 - cpu_before.0,
+                        now.1 - cpu_before.1
+                    ),
+                    Err(e) => format!("unreadable ({e})"),
+                };
+                eprintln!(
+                    "[{total}] first decision, {:.0?}: {} granted, {} refused of {total}; CPU: {cpu}",
+                    first.elapsed(), current.granted, current.refused,
+                );
+                continue;
+            }
+        };
+        let Some((_, key, status)) = next else {
             return Err("the watch ended".into());
         };
+        last_event = Instant::now();
         current.set(key, status);
     }
     let initial = first.elapsed();
-    let initial_cpu = (
-        cpu::threads(CONTROLLER_THREAD) - cpu_before.0,
-        cpu::process("self") - cpu_before.1,
-    );
+    let cpu_after = cpu_seconds()?;
+    let initial_cpu = (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1);
     eprintln!(
         "[{total}] initial decisions of {total} slices in {initial:?}; CPU: controller {:.2} s, whole process {:.2} s",
         initial_cpu.0, initial_cpu.1
@@ -369,8 +393,7 @@ async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
             current.set(key, status);
         }
         let mark = kube.audit().len();
-        let (controller_before, process_before) =
-            (cpu::threads(CONTROLLER_THREAD), cpu::process("self"));
+        let (controller_before, process_before) = cpu_seconds()?;
         let changed = Instant::now();
         source.set(cpu(if grow { "10" } else { "5" }));
         let mut flipped = 0;
@@ -389,8 +412,9 @@ async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
         }
         let took = changed.elapsed();
         round_times.push(took);
-        let ctl_cpu = cpu::threads(CONTROLLER_THREAD) - controller_before;
-        let all_cpu = cpu::process("self") - process_before;
+        let (controller_after, process_after) = cpu_seconds()?;
+        let ctl_cpu = controller_after - controller_before;
+        let all_cpu = process_after - process_before;
         cpu_rounds.push((ctl_cpu, all_cpu));
         let made = requests_by_kind(&kube.audit()[mark..]);
         eprintln!(
@@ -401,7 +425,7 @@ async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
     }
     let heap_live = controller_heap::live().saturating_sub(heap_before);
     let heap_peak = controller_heap::peak().saturating_sub(heap_before);
-    let (_, process_rss) = controller_heap::rss("self");
+    let process_rss = measure::rss_kib(std::process::id())? * 1024;
     shutdown.cancel();
     let ended = tokio::task::spawn_blocking(move || controller.join()).await?;
     match ended {
@@ -431,6 +455,11 @@ async fn one_size(total: usize, rounds: usize) -> Result<Figures> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // `BENCH_LOG=info,slice_controller=debug` (tracing directives): the
+    // controller's and the API server's logs on stderr, timestamped.
+    if let Ok(level) = std::env::var("BENCH_LOG") {
+        edge::log::init(edge::log::LogFormat::Text, &level);
+    }
     let rounds: usize = std::env::var("ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -461,21 +490,21 @@ async fn main() -> Result<()> {
             f.slices,
             f.slices / PER_CONSUMER,
             f.latencies.len(),
-            ms(percentile(&f.latencies, 50.0)),
-            ms(percentile(&f.latencies, 99.0)),
+            ms(pct(&f.latencies, 0.50)),
+            ms(pct(&f.latencies, 0.99)),
             ms(f.latencies.last().copied().unwrap_or_default()),
             f.slices / 2,
-            ms(percentile(&f.rounds, 50.0)),
+            ms(pct(&f.rounds, 0.50)),
             ms(f.rounds.last().copied().unwrap_or_default()),
             ctl_cpu,
             all_cpu,
             ms(f.initial),
             f.initial_cpu.0,
             f.initial_cpu.1,
-            controller_heap::mib(f.heap_live as u64),
-            controller_heap::mib(f.heap_peak as u64),
-            controller_heap::mib(f.heap_left as u64),
-            controller_heap::mib(f.process_rss),
+            mib(f.heap_live as u64),
+            mib(f.heap_peak as u64),
+            mib(f.heap_left as u64),
+            mib(f.process_rss),
             f.requests
                 .last()
                 .map(|r| summary(r.as_slice()))
@@ -492,14 +521,14 @@ async fn main() -> Result<()> {
             "| {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.2} s | {:.2} s | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.0} MiB |",
             f.slices,
             ms(f.initial),
-            ms(percentile(&f.rounds, 50.0)),
+            ms(pct(&f.rounds, 0.50)),
             ms(f.rounds.last().copied().unwrap_or_default()),
             ctl_cpu,
             all_cpu,
-            controller_heap::mib(f.heap_live as u64),
-            controller_heap::mib(f.heap_peak as u64),
+            mib(f.heap_live as u64),
+            mib(f.heap_peak as u64),
             f.heap_peak as f64 / 1024.0 / f.slices as f64,
-            controller_heap::mib(f.process_rss),
+            mib(f.process_rss),
         );
     }
     Ok(())

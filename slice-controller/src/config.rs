@@ -100,6 +100,10 @@ pub struct ControllerArgs {
     #[arg(long, env = "RESOURCE_MONITOR_ERROR_RETRY", value_name = "DURATION", default_value = "2s", value_parser = edge::duration::parse)]
     pub error_retry: Duration,
 
+    /// Consumers (Tenants) reconciled at once; each writes up to 16 of its slices at a time. Unbounded, 1,000 consumers deciding together opened thousands of connections to the API server at once, more than its listen queue holds.
+    #[arg(long, env = "RESOURCE_MONITOR_CONCURRENCY", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+
     /// The keys every grant carries and the value each gets when the policy's grant lacks it (not asked for, or sold by none of the consumer's contracts), at most what was asked, what the chain offers the consumer and what its contracts sell of it: Liqo's virtual node is Ready only with cpu > 0 and memory > 0 and schedules pods only with a pods allocatable. Per slice, not counted against allowances. Must name cpu, memory and pods, each above 0.
     #[arg(long, env = "RESOURCE_MONITOR_GRANT_DEFAULTS", value_name = "NAME=QUANTITY,...", default_value = "cpu=4,memory=8Gi,pods=110", value_parser = parse_grant_defaults)]
     pub grant_defaults: ResourceList,
@@ -454,6 +458,7 @@ pub async fn run(
         },
         resync: args.resync,
         retry: args.error_retry,
+        concurrency: args.concurrency,
         reporter: Reporter {
             controller: "liqo-broker-slice-controller".to_string(),
             instance: Some(identity.clone()),

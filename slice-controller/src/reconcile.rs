@@ -74,6 +74,11 @@ pub struct Settings {
     pub resync: Duration,
     /// Wait this long before retrying a failed reconcile.
     pub retry: Duration,
+    /// Consumers reconciled at once (`--concurrency`): unbounded, every
+    /// consumer's writes went out together when the chain or a start-up
+    /// woke them all (docs/benchmarks.md, the class controller at 10,000
+    /// slices).
+    pub concurrency: u16,
     /// Names the controller and this replica in Events.
     pub reporter: Reporter,
     /// The keys every grant carries, with their defaults
@@ -206,7 +211,7 @@ pub async fn run(
             shared.clone(),
             tenants,
             retry::until_cancelled(queue, shutdown.clone()),
-            ApplierConfig::default(),
+            ApplierConfig::default().concurrency(shared.settings.concurrency),
         );
         let work = results.for_each(|result| async move {
             match result {

@@ -35,13 +35,13 @@ fn values<K: serde::Serialize>(items: Vec<K>) -> Vec<Value> {
         .collect()
 }
 
-/// Read everything a pass refines against.
-pub async fn observe(client: &Client) -> Result<Observed, kube::Error> {
+/// Read everything a pass refines `policies` (from the policies' cache)
+/// against.
+pub async fn observe(
+    client: &Client,
+    policies: Vec<MultiClusterNetworkPolicy>,
+) -> Result<Observed, kube::Error> {
     let lp = ListParams::default();
-    let policies = Api::<MultiClusterNetworkPolicy>::all(client.clone())
-        .list(&lp)
-        .await?
-        .items;
     let mut snap = Snapshot::default();
     if policies.is_empty() {
         // Nothing to refine: only what was rendered before is removed.

@@ -9,6 +9,14 @@
 //! the buyer's contracts change on the catalog's contract stream (a
 //! provider's report, a contract come or gone), and every
 //! `--network-policy-interval` all the same.
+//!
+//! The policies are read from a cache the policies' watch fills, not
+//! listed per pass. Until that watch has listed them once, nothing else
+//! runs: where the CRD is not installed the API server answers the list
+//! 404 (kube-apiserver's `NotFound` "the server could not find the
+//! requested resource"), and the watch alone retries, backed off up to
+//! 30 s, instead of a pass per change of a pod, a Service or a node that
+//! lists the policies to fail again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -16,10 +24,12 @@ use std::time::Duration;
 use controller_core::clock::now_rfc3339;
 use controller_core::liqo::{CONFIGURATION, NAMESPACE_OFFLOADING};
 use controller_core::retry;
+use controller_core::runtime::cached_watch;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -61,15 +71,28 @@ pub async fn run(
             full_masquerade = ?settings.full_masquerade,
             "multi-cluster network policies started"
         );
+        let (policies, writer) = reflector::store::<MultiClusterNetworkPolicy>();
+        let mut policy_changes = cached_watch(
+            Api::<MultiClusterNetworkPolicy>::all(client.clone()),
+            watcher::Config::default(),
+            writer,
+        )
+        .filter_map(|r| async move { r.ok().map(|_| ()) })
+        .boxed();
+        if !policies_listed(&policies, &mut policy_changes, &stop).await {
+            tracing::info!("multi-cluster network policies stopped");
+            return;
+        }
+        tracing::info!("multi-cluster network policies listed");
         let mut catalog = settings
             .catalog
             .clone()
             .map(|c| Catalog::new(c, http, follower, stop.child_token()));
-        let mut changes = triggers(&client).boxed();
+        let mut changes = futures::stream::select(policy_changes, triggers(&client)).boxed();
         let mut backoff = retry::api_backoff();
         let mut failures = retry::Failures::new("refine multi-cluster network policies");
         loop {
-            let wait = match pass(&client, &settings, catalog.as_mut()).await {
+            let wait = match pass(&client, &settings, &policies, catalog.as_mut()).await {
                 Ok(()) => {
                     failures.succeeded();
                     backoff.reset();
@@ -98,6 +121,27 @@ pub async fn run(
     .await
 }
 
+/// Drive the policies' watch until its first list succeeded: `false` if
+/// `stop` came first (or the watch ended). A missing CRD keeps this
+/// waiting on the watch's backed-off retries alone.
+async fn policies_listed(
+    policies: &Store<MultiClusterNetworkPolicy>,
+    changes: &mut (impl Stream<Item = ()> + Unpin),
+    stop: &CancellationToken,
+) -> bool {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            ready = policies.wait_until_ready() => return ready.is_ok(),
+            next = changes.next() => {
+                if next.is_none() {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
 /// The buyer's contracts changed on the catalog (never without a catalog).
 async fn contracts_changed(catalog: Option<&mut Catalog>) {
     match catalog {
@@ -110,9 +154,11 @@ async fn contracts_changed(catalog: Option<&mut Catalog>) {
 async fn pass(
     client: &Client,
     settings: &Settings,
+    policies: &Store<MultiClusterNetworkPolicy>,
     catalog: Option<&mut Catalog>,
 ) -> Result<(), kube::Error> {
-    let observed = cluster::observe(client).await?;
+    let policies = policies.state().iter().map(|p| (**p).clone()).collect();
+    let observed = cluster::observe(client, policies).await?;
     let mut catalog = catalog;
     let (mut session, mut told) = match catalog.as_deref_mut() {
         None => (
@@ -229,20 +275,13 @@ async fn pass(
     failed.map_or(Ok(()), Err)
 }
 
-/// One item per change of what a pass reads, each watch backed off and its
+/// One item per change of what a pass reads apart from the policies (their
+/// watch fills the cache passes read), each watch backed off and its
 /// failures logged once.
 fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
     let config = watcher::Config::default;
     let ours = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
     futures::stream::select_all([
-        retry::touches(
-            watcher(
-                Api::<MultiClusterNetworkPolicy>::all(client.clone()),
-                config(),
-            ),
-            "watch MultiClusterNetworkPolicies",
-        )
-        .boxed(),
         retry::touches(
             watcher(Api::<Pod>::all(client.clone()), config()),
             "watch pods",

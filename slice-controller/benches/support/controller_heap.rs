@@ -108,21 +108,3 @@ unsafe impl GlobalAlloc for Tagged {
         base.add(pad)
     }
 }
-
-/// `VmHWM` and `VmRSS` of process `pid` ("self" for this one), in bytes.
-pub fn rss(pid: &str) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-pub fn mib(bytes: impl Into<u64>) -> f64 {
-    bytes.into() as f64 / (1024.0 * 1024.0)
-}

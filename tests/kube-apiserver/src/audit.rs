@@ -25,6 +25,29 @@ pub struct AuditRecord {
     pub field_manager: Option<String>,
 }
 
+impl AuditRecord {
+    /// `verb resource[/subresource]` (`get secrets`, `patch purchases/status`),
+    /// or the verb alone for a non-resource URL: the kind of request the
+    /// benches count.
+    pub fn kind(&self) -> String {
+        match &self.resource {
+            Some(a) => format!("{} {}", a.verb, a.rbac_resource()),
+            None => self.verb.clone(),
+        }
+    }
+
+    /// The kinds of `user`'s requests among `records`.
+    pub fn kinds_of<'a>(
+        records: &'a [AuditRecord],
+        user: &'a str,
+    ) -> impl Iterator<Item = String> + 'a {
+        records
+            .iter()
+            .filter(move |r| r.user.as_deref() == Some(user))
+            .map(AuditRecord::kind)
+    }
+}
+
 /// What RBAC matches a resource request on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceAttributes {
