@@ -3,7 +3,9 @@
 //! change (and at the resync interval, for namespaces that start or stop
 //! accepting bindings) brings every copy in step with what
 //! [`crate::binding_copy`] decides. Level-triggered: one pass looks at all
-//! sources and copies, so a missed event or a restart loses nothing.
+//! sources and copies, so a missed event or a restart loses nothing. A
+//! pass reads the sources and copies from the watches' own stores (no
+//! listing per pass), and runs only once every watch has listed.
 //!
 //! A refusal is logged and recorded as a Warning Event on the source,
 //! once per distinct refusal; nothing is written for it.
@@ -19,8 +21,9 @@ use std::time::Duration;
 use controller_core::runtime;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
@@ -43,14 +46,21 @@ pub async fn run(
     async move {
         tracing::info!("copying binding Secrets into namespaces that accept them");
         // One watch of each label per namespace of the scope (or one for
-        // all): a watch over every namespace needs a ClusterRole.
-        let watches = scope.apis::<Secret>(&client).into_iter().flat_map(|secrets| {
-            [BINDING, COPY_OF].map(|label| {
-                watcher(secrets.clone(), watcher::Config::default().labels(label))
-                    .default_backoff()
-                    .boxed()
-            })
-        });
+        // all): a watch over every namespace needs a ClusterRole. Each
+        // keeps its store, which the passes read.
+        let (mut sources, mut copies, mut watches) = (Vec::new(), Vec::new(), Vec::new());
+        for secrets in scope.apis::<Secret>(&client) {
+            for (label, stores) in [(BINDING, &mut sources), (COPY_OF, &mut copies)] {
+                let (reader, writer) = reflector::store();
+                stores.push(reader);
+                watches.push(
+                    watcher(secrets.clone(), watcher::Config::default().labels(label))
+                        .default_backoff()
+                        .reflect(writer)
+                        .boxed(),
+                );
+            }
+        }
         let mut changes = futures::stream::select_all(watches);
         let mut copier = Copier {
             client: client.clone(),
@@ -58,10 +68,16 @@ pub async fn run(
             scope,
             recorder: Recorder::new(client, reporter),
             refused: HashMap::new(),
+            sources,
+            copies,
         };
         loop {
-            if let Err(error) = copier.pass().await {
-                tracing::warn!(%error, "binding copies: a pass failed; retrying");
+            // Until every watch has listed, a pass would take a missing
+            // copy's source for gone: the first pass waits for them.
+            if copier.listed() {
+                if let Err(error) = copier.pass().await {
+                    tracing::warn!(%error, "binding copies: a pass failed; retrying");
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => break,
@@ -89,21 +105,34 @@ struct Copier {
     recorder: Recorder,
     /// The refusal last said per source, so each is said once.
     refused: HashMap<String, String>,
+    /// The watches' stores of the sources and of the copies, one per
+    /// namespace of the scope.
+    sources: Vec<Store<Secret>>,
+    copies: Vec<Store<Secret>>,
 }
 
 impl Copier {
+    /// Every watch has listed once.
+    fn listed(&self) -> bool {
+        self.sources.iter().chain(&self.copies).all(|store| {
+            store
+                .wait_until_ready()
+                .now_or_never()
+                .is_some_and(|r| r.is_ok())
+        })
+    }
+
     /// Every source copied or refused, every orphaned copy deleted.
     async fn pass(&mut self) -> Result<(), kube::Error> {
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let (mut sources, mut copies) = (Vec::new(), Vec::new());
-        for secrets in self.scope.apis::<Secret>(&self.client) {
-            let listed = |label| {
-                let secrets = secrets.clone();
-                async move { secrets.list(&ListParams::default().labels(label)).await }
-            };
-            sources.extend(listed(BINDING).await?.items);
-            copies.extend(listed(COPY_OF).await?.items);
-        }
+        let state = |stores: &[Store<Secret>]| -> Vec<Secret> {
+            stores
+                .iter()
+                .flat_map(Store::state)
+                .map(|secret| (*secret).clone())
+                .collect()
+        };
+        let (sources, copies) = (state(&self.sources), state(&self.copies));
         let mut kept: BTreeMap<String, Target> = BTreeMap::new();
         let mut refusals = HashMap::new();
         for source in &sources {

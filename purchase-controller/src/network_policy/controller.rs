@@ -10,6 +10,13 @@
 //! provider's report, a contract come or gone), and every
 //! `--network-policy-interval` all the same.
 //!
+//! With no policy at all, once a pass has removed what was rendered and
+//! delivered before, nothing a pass reads can change its outcome: changes
+//! of pods, Services, nodes, NamespaceOffloadings, Configurations and
+//! contracts wake no pass (a policy created, one of its NetworkPolicies
+//! touched, and the interval still do), so a cluster that writes no policy
+//! pays no pass per Liqo step.
+//!
 //! The policies are read from a cache the policies' watch fills, not
 //! listed per pass. Until that watch has listed them once, nothing else
 //! runs: where the CRD is not installed the API server answers the list
@@ -88,30 +95,46 @@ pub async fn run(
             .catalog
             .clone()
             .map(|c| Catalog::new(c, http, follower, stop.child_token()));
-        let mut changes = futures::stream::select(policy_changes, triggers(&client)).boxed();
+        let mut own = futures::stream::select(policy_changes, ours(&client)).boxed();
+        let mut read = refs(&client).boxed();
         let mut backoff = retry::api_backoff();
         let mut failures = retry::Failures::new("refine multi-cluster network policies");
-        loop {
-            let wait = match pass(&client, &settings, &policies, catalog.as_mut()).await {
-                Ok(()) => {
+        'passes: loop {
+            let (wait, idle) = match pass(&client, &settings, &policies, catalog.as_mut()).await {
+                Ok(idle) => {
                     failures.succeeded();
                     backoff.reset();
-                    settings.interval
+                    (settings.interval, idle)
                 }
                 Err(error) => {
                     failures.failed(&error);
-                    backoff.next_delay().min(settings.interval)
+                    (backoff.next_delay().min(settings.interval), false)
                 }
             };
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(wait) => {}
-                () = contracts_changed(catalog.as_mut()) => {}
-                next = changes.next() => {
-                    if next.is_none() {
-                        changes = futures::stream::pending().boxed();
+            let next_pass = tokio::time::sleep(wait);
+            tokio::pin!(next_pass);
+            loop {
+                let woken = tokio::select! {
+                    _ = stop.cancelled() => break 'passes,
+                    () = &mut next_pass => Wake::Interval,
+                    () = contracts_changed(catalog.as_mut()) => Wake::Contracts,
+                    next = own.next() => {
+                        if next.is_none() {
+                            own = futures::stream::pending().boxed();
+                        }
+                        drain(&mut own);
+                        Wake::Own
                     }
-                    while let Some(Some(_)) = changes.next().now_or_never() {}
+                    next = read.next() => {
+                        if next.is_none() {
+                            read = futures::stream::pending().boxed();
+                        }
+                        drain(&mut read);
+                        Wake::Read
+                    }
+                };
+                if woken.wakes(idle) {
+                    continue 'passes;
                 }
             }
         }
@@ -150,14 +173,46 @@ async fn contracts_changed(catalog: Option<&mut Catalog>) {
     }
 }
 
-/// One pass.
+/// What woke the loop between passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// `--network-policy-interval` (or the backoff after a failure).
+    Interval,
+    /// A policy, or a NetworkPolicy this controller manages.
+    Own,
+    /// What policies are refined against: pods, Services, nodes,
+    /// NamespaceOffloadings, Configurations.
+    Read,
+    /// The buyer's contracts on the catalog.
+    Contracts,
+}
+
+impl Wake {
+    /// Whether it calls for a pass, `idle` meaning the last pass found no
+    /// policy and left nothing rendered or delivered: then only a change
+    /// of the policies or of ours, or the interval, can change an outcome.
+    fn wakes(self, idle: bool) -> bool {
+        !idle || matches!(self, Wake::Interval | Wake::Own)
+    }
+}
+
+/// Take what is ready of `changes`: one pass for changes that arrive
+/// together.
+fn drain(changes: &mut (impl Stream<Item = ()> + Unpin)) {
+    while let Some(Some(())) = changes.next().now_or_never() {}
+}
+
+/// One pass; `Ok(true)`: there was no policy, and what was rendered and
+/// delivered before is gone (idle until a policy comes).
 async fn pass(
     client: &Client,
     settings: &Settings,
     policies: &Store<MultiClusterNetworkPolicy>,
     catalog: Option<&mut Catalog>,
-) -> Result<(), kube::Error> {
-    let policies = policies.state().iter().map(|p| (**p).clone()).collect();
+) -> Result<bool, kube::Error> {
+    let policies: Vec<MultiClusterNetworkPolicy> =
+        policies.state().iter().map(|p| (**p).clone()).collect();
+    let none = policies.is_empty();
     let observed = cluster::observe(client, policies).await?;
     let mut catalog = catalog;
     let (mut session, mut told) = match catalog.as_deref_mut() {
@@ -272,15 +327,16 @@ async fn pass(
             failed = Some(e);
         }
     }
-    failed.map_or(Ok(()), Err)
+    // Idle only once the providers were told, or there was nothing to tell.
+    let delivered = !matches!(told, Told::CatalogUnavailable(_));
+    failed.map_or(Ok(none && delivered), Err)
 }
 
-/// One item per change of what a pass reads apart from the policies (their
-/// watch fills the cache passes read), each watch backed off and its
+/// One item per change of what a pass refines the policies against (their
+/// own watch fills the cache passes read), each watch backed off and its
 /// failures logged once.
-fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
+fn refs(client: &Client) -> impl Stream<Item = ()> + Send {
     let config = watcher::Config::default;
-    let ours = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
     futures::stream::select_all([
         retry::touches(
             watcher(Api::<Pod>::all(client.clone()), config()),
@@ -316,13 +372,37 @@ fn triggers(client: &Client) -> impl Stream<Item = ()> + Send {
             "watch Configurations",
         )
         .boxed(),
-        retry::touches(
-            watcher(
-                Api::<NetworkPolicy>::all(client.clone()),
-                config().labels(&ours),
-            ),
-            "watch NetworkPolicies",
-        )
-        .boxed(),
     ])
+}
+
+/// One item per change of a NetworkPolicy this controller manages.
+fn ours(client: &Client) -> impl Stream<Item = ()> + Send {
+    let ours = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
+    retry::touches(
+        watcher(
+            Api::<NetworkPolicy>::all(client.clone()),
+            watcher::Config::default().labels(&ours),
+        ),
+        "watch NetworkPolicies",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Wake;
+
+    #[test]
+    fn with_no_policy_only_the_policies_or_the_interval_wake_a_pass() {
+        assert!(Wake::Own.wakes(true));
+        assert!(Wake::Interval.wakes(true));
+        assert!(!Wake::Read.wakes(true), "a pod or a Liqo object changed");
+        assert!(!Wake::Contracts.wakes(true), "a contract changed");
+    }
+
+    #[test]
+    fn with_policies_every_change_wakes_a_pass() {
+        for wake in [Wake::Own, Wake::Interval, Wake::Read, Wake::Contracts] {
+            assert!(wake.wakes(false), "{wake:?}");
+        }
+    }
 }
