@@ -152,7 +152,9 @@ pub struct World {
     /// History at or below this resourceVersion is forgotten.
     pub compacted: u64,
     pub objects: HashMap<GroupResource, BTreeMap<String, Value>>,
-    pub history: Vec<Change>,
+    /// Shared with the broadcast: a write's change is made once, and
+    /// every watch that receives it clones a pointer, not the objects.
+    pub history: Vec<Arc<Change>>,
     pub snapshots: HashMap<u64, Snapshot>,
     pub next_snapshot: u64,
     pub max_page: Option<usize>,
@@ -179,7 +181,7 @@ pub struct World {
     /// Server-side apply: each manager's last applied configuration, per
     /// object and part (main or status).
     pub applied: HashMap<(GroupResource, String, bool), BTreeMap<String, Value>>,
-    pub changes: broadcast::Sender<Change>,
+    pub changes: broadcast::Sender<Arc<Change>>,
     /// In-process admission hooks ([`admission`]).
     pub hooks: admission::Hooks,
     /// PodSecurity's defaults for namespaces without its labels
@@ -249,7 +251,7 @@ const SYSTEM_META: &[&str] = &[
 ];
 
 impl World {
-    pub fn new(registry: Registry, changes: broadcast::Sender<Change>) -> Self {
+    pub fn new(registry: Registry, changes: broadcast::Sender<Arc<Change>>) -> Self {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -344,14 +346,14 @@ impl World {
         } else {
             objects.insert(key, object.clone());
         }
-        let change = Change {
+        let change = Arc::new(Change {
             gr: gr.clone(),
             rv,
             object: object.clone(),
             previous,
             deleted,
-        };
-        self.history.push(change.clone());
+        });
+        self.history.push(Arc::clone(&change));
         let _ = self.changes.send(change);
         object
     }

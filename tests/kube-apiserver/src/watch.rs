@@ -217,9 +217,14 @@ pub async fn watch(
                 change = live.recv() => match change {
                     Ok(c) => {
                         progress = progress.max(c.rv);
+                        // The resource first: most changes are of others,
+                        // and a selector looks into both objects.
+                        if c.gr != gr || c.rv <= last_sent {
+                            continue;
+                        }
                         match event_for(&c, &selector) {
-                            Some(e) if c.gr == gr && c.rv > last_sent => line(e, &versioned(&c.object)),
-                            _ => continue,
+                            Some(e) => line(e, &versioned(&c.object)),
+                            None => continue,
                         }
                     }
                     // A watcher that fell behind the broadcast would miss

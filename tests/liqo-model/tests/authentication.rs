@@ -167,10 +167,23 @@ async fn apply_tenant(w: &World, provider_ns: &str, tenant: Value) {
     let tenants: Api<DynamicObject> =
         Api::namespaced_with(w.provider_admin.clone(), provider_ns, &consts::tenants());
     let tenant: DynamicObject = serde_json::from_value(tenant).unwrap();
-    tenants
-        .create(&PostParams::default(), &tenant)
-        .await
-        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match tenants.create(&PostParams::default(), &tenant).await {
+            Ok(_) => return,
+            // TV:138-142: Liqo's webhook reads the tenant namespace from its
+            // informer's cache, which may not have seen a namespace made a
+            // moment ago (tenant_namespaces): as any client, try again.
+            Err(kube::Error::Api(e))
+                if e.code == 500
+                    && e.message.contains("failed getting the tenant namespace")
+                    && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("creating the Tenant: {e}"),
+        }
+    }
 }
 
 async fn consumer_keys(w: &World) -> cluster_keys::Keys {
