@@ -15,11 +15,13 @@
 //! with liqoctl are never found, changed or removed here.
 
 use controller_core::liqo::{self, LiqoKind};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use serde_json::json;
 
@@ -229,6 +231,28 @@ impl Cluster {
 
     fn csrs(&self) -> Api<CertificateSigningRequest> {
         Api::all(self.client.clone())
+    }
+
+    /// One item per change of one of this controller's CSRs (made,
+    /// approved, its certificate issued, denied or failed): what a user on
+    /// its way waits for, so its next step runs then rather than after
+    /// `--retry`. The watch's failures (an RBAC without `watch`, say) are
+    /// logged and retried, backed off; `--retry` still paces the passes
+    /// meanwhile.
+    pub fn csr_changes(&self) -> impl Stream<Item = ()> + Send + 'static {
+        let config = watcher::Config::default().labels(&selector());
+        watcher(self.csrs(), config)
+            .default_backoff()
+            .applied_objects()
+            .filter_map(|event| async move {
+                match event {
+                    Ok(_) => Some(()),
+                    Err(error) => {
+                        tracing::debug!(%error, "watching this controller's CSRs");
+                        None
+                    }
+                }
+            })
     }
 
     /// The keys `liqoctl generate peering-user` would make here

@@ -106,7 +106,7 @@ pub struct Args {
     #[arg(long, env = "PEERING_USER_CONTROLLER_POLL_INTERVAL", value_name = "DURATION", default_value = "5m", value_parser = edge::duration::parse)]
     pub poll_interval: Duration,
 
-    /// Time before the next pass while a certificate is awaited or a step failed.
+    /// Time before the next pass while a step failed, or while a peering user is on its way and none of this controller's CSRs changed (their changes are watched and run the next pass at once).
     #[arg(long, env = "PEERING_USER_CONTROLLER_RETRY", value_name = "DURATION", default_value = "1s", value_parser = edge::duration::parse)]
     pub retry: Duration,
 

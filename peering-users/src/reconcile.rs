@@ -7,9 +7,11 @@
 //! consumer's contracts only, and takes down the side of consumers left
 //! without a contract (Tenant, networking objects, peering user). A pass
 //! runs as soon as the followed contracts change; a pass with a user still
-//! on its way (certificate awaited) is followed by another after
-//! `--retry`, otherwise after `--poll-interval` (the resync: certificates
-//! to renew, Kubernetes-side state changed by others).
+//! on its way (its CSR to approve, its certificate awaited) is followed by
+//! another as soon as one of this controller's CSRs changes (they are
+//! watched) or after `--retry`, otherwise after `--poll-interval` (the
+//! resync: certificates to renew, Kubernetes-side state changed by
+//! others).
 //!
 //! While the catalog cannot be read, the follower keeps the last contracts
 //! it learnt: users are kept and renewed, none is removed (an outage is not
@@ -30,7 +32,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 
 use crate::cluster::{Cluster, ClusterError, Progress};
 use crate::drain;
@@ -96,6 +98,7 @@ pub async fn run(
 ) {
     let mut state = State::default();
     let provider = catalog.cluster_id().to_string();
+    let mut csr_changes = cluster.csr_changes().boxed();
     loop {
         let started = Instant::now();
         let span = tracing::info_span!("pass", %provider);
@@ -107,10 +110,25 @@ pub async fn run(
         .await;
         metrics.observe_reconcile(started.elapsed());
         let wait = if settled { pacing.poll } else { pacing.retry };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
-            () = contracts.contracts_changed_from(read, |now| show_source(&metrics, now)) => {}
+        let next_pass = tokio::time::sleep(wait);
+        tokio::pin!(next_pass);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = &mut next_pass => break,
+                () = contracts.contracts_changed_from(read, |now| show_source(&metrics, now)) => break,
+                next = csr_changes.next() => {
+                    if next.is_none() {
+                        csr_changes = futures::stream::pending().boxed();
+                    }
+                    while let Some(Some(())) = csr_changes.next().now_or_never() {}
+                    // What a user on its way waits for (its CSR approved,
+                    // its certificate): go on now, not after --retry.
+                    if !settled {
+                        break;
+                    }
+                }
+            }
         }
     }
 }

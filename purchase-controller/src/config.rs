@@ -51,7 +51,7 @@ pub struct Args {
     pub poll_interval: Duration,
 
     /// While a peering waits on the provider's API server (its GatewayServer, nonce, Tenant: Liqo's peering user may not watch there) or on Liqo v0.x, look again after this, doubling while nothing changes up to --liqo-poll-max. What it waits on here (ForeignClusters, ResourceSlices, NamespaceOffloadings, networking objects, the signed nonce) is watched instead: see --liqo-resync.
-    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_INTERVAL", value_name = "DURATION", default_value = "200ms", value_parser = edge::duration::parse)]
+    #[arg(long, env = "PURCHASE_CONTROLLER_LIQO_POLL_INTERVAL", value_name = "DURATION", default_value = "100ms", value_parser = edge::duration::parse)]
     pub liqo_poll_interval: Duration,
 
     /// The longest wait between two looks at a peering that waits on the provider's API server.
@@ -607,7 +607,7 @@ mod tests {
         );
         assert_eq!(
             (defaults.liqo_poll_interval, defaults.liqo_poll_max),
-            (Duration::from_millis(200), Duration::from_secs(1))
+            (Duration::from_millis(100), Duration::from_secs(1))
         );
         // Liqo's objects here are watched: their timer is a safety resync.
         assert_eq!(defaults.liqo_resync, Duration::from_secs(30));

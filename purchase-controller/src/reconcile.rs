@@ -534,6 +534,12 @@ async fn apply(purchase: &Purchase, ctx: &Context) -> Result<Action, ReconcileEr
         } else if ctx.took_provider_wait(&key) {
             // No watch reaches the provider's API server: the timer.
             Action::requeue(ctx.liqo_wait(&key, progressed))
+        } else if before.provider_cluster_id != status.provider_cluster_id {
+            // Liqo's changes made while this round ran were matched to
+            // Purchases by a status that did not name this provider yet
+            // (liqo_watch::purchases_woken): one look on the timer sees
+            // what they would have woken.
+            Action::requeue(ctx.settings.liqo_poll)
         } else {
             // Liqo's objects here are watched: their changes wake it.
             ctx.not_waiting_for_liqo(&key);

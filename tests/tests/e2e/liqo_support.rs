@@ -322,7 +322,8 @@ pub fn install_peering_user_roles(kube: &KubeApiServer, liqo_namespace: &str) {
 /// `catalog` with the provider's `credentials` file, leader election on,
 /// in Liqo's namespace `liqo_namespace`; not yet started (add flags, say).
 /// Contracts come on the catalog's change stream: `--poll-interval` (the
-/// fallback poll and resync) is the shipped default, 5 minutes.
+/// fallback poll and resync) is the shipped default, 5 minutes; so is
+/// `--retry` (1 s): a certificate awaited comes on the CSRs' watch.
 pub fn peering_user_controller(
     kube: &KubeApiServer,
     kubeconfig: &std::path::Path,
@@ -341,9 +342,6 @@ pub fn peering_user_controller(
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--certificate-lifetime", "1h"])
-        // Paces the steps on Kubernetes' side (a certificate awaited, a
-        // failed step), not the reading of contracts.
-        .args(["--retry", "100ms"])
         .args(["--http-listen", "127.0.0.1:0"])
         .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
         .args(["--lease-retry", "250ms"])

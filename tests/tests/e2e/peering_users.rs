@@ -170,6 +170,14 @@ struct World {
 
 impl World {
     async fn start(rbac: impl FnOnce(&KubeApiServer) -> Result<()>) -> Result<Self> {
+        Self::start_with(rbac, &[]).await
+    }
+
+    /// [`World::start`] with these flags added to the controller's.
+    async fn start_with(
+        rbac: impl FnOnce(&KubeApiServer) -> Result<()>,
+        flags: &[&str],
+    ) -> Result<Self> {
         let kube = KubeApiServer::start_tls().await?;
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
@@ -218,6 +226,7 @@ impl World {
         )
         // A grace no test waits out: the Tenant goes when the drain is over.
         .args(["--drain-tenant", "true", "--drain-grace", "10m"])
+        .args(flags)
         .start_announced(1)?;
         Ok(World {
             kube,
@@ -270,7 +279,9 @@ fn shipped_poll_interval() -> Result<Duration> {
 /// controller runs at the shipped `--poll-interval` (its fallback poll and
 /// resync, minutes), yet a contract bought while it runs, once it is idle
 /// on the stream, gets its kubeconfig within the suite's
-/// [`e2e::EVENTUALLY`], less than one poll.
+/// [`e2e::EVENTUALLY`], less than one poll. With `--retry` at an hour, each
+/// peering user's steps (its CSR approved, its certificate awaited) are
+/// driven by the watch of the controller's CSRs, not by retries.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_contract_bought_later_gets_its_kubeconfig_from_the_stream_not_a_poll() -> Result<()> {
     let poll = shipped_poll_interval()?;
@@ -280,7 +291,7 @@ async fn a_contract_bought_later_gets_its_kubeconfig_from_the_stream_not_a_poll(
         e2e::EVENTUALLY
     );
     // Whole: its API server and controller live as long as the test.
-    let world = World::start(e2e::rbac::load_shipped).await?;
+    let world = World::start_with(e2e::rbac::load_shipped, &["--retry", "1h"]).await?;
     let (catalog, alice, port) = (&world.catalog, &world.alice, world.port);
     let (alices, bob, bobs) = (&world.alices, &world.bob, &world.bobs);
     // The contracts bought before it started: from the stream's snapshot.
