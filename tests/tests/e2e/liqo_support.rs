@@ -6,10 +6,12 @@
 //! objects; what `liqoctl peer` leaves behind is written here, named as
 //! such.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use kube_test_server::KubeApiServer;
 use serde_json::{json, Value};
 
+/// Who the provider's peering-user controller is to its API server.
+pub const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
 pub const NAMESPACES: (&str, &str) = ("", "namespaces");
 pub const SECRETS: (&str, &str) = ("", "secrets");
 pub const SLICES: (&str, &str) = ("authentication.liqo.io", "resourceslices");
@@ -274,6 +276,26 @@ impl Liqo {
             .await?,
         })
     }
+}
+
+/// The provider's real `peering-user-controller` at `kube`, under its own
+/// ServiceAccount, with the peering-user roles Liqo's chart installs in
+/// `liqo`: its kubeconfig and CA written under `dir`, where the provider's
+/// catalog credentials are (`provider.json`), following the catalog at
+/// `catalog` ([`peering_user_controller`]'s flags).
+pub fn start_peering_user_controller(
+    kube: &KubeApiServer,
+    dir: &std::path::Path,
+    catalog: &str,
+) -> Result<e2e::Child> {
+    install_peering_user_roles(kube, "liqo");
+    let kubeconfig = dir.join("peering-user-controller.kubeconfig");
+    kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)?;
+    let ca = dir.join("ca.crt");
+    std::fs::write(&ca, kube.ca_pem().context("a TLS server")?)?;
+    let credentials = dir.join("provider.json");
+    let spawn = peering_user_controller(kube, &kubeconfig, &ca, catalog, &credentials, "liqo");
+    Ok(spawn.start_announced(1)?.0)
 }
 
 /// The two roles Liqo v1.2.0's chart installs for peering users, with

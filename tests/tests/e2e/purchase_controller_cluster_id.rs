@@ -21,8 +21,6 @@ use crate::liqo_support::{self, TENANTS};
 use crate::purchase_controller_support::*;
 
 const EVENTS: (&str, &str) = ("events.k8s.io", "events");
-/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// The ID the controller is wrongly told this cluster has.
 const WRONG_ID: &str = "not-this-cluster";
 
@@ -64,23 +62,11 @@ impl World {
             Some(CLASS),
         );
         assert_eq!(r.status, 200, "{}", r.text);
-        let kube = &provider.kube;
-        liqo_support::install_peering_user_roles(kube, "liqo");
-        let dir = provider._dir.path();
-        let kubeconfig = dir.join("peering-user-controller.kubeconfig");
-        kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)
-            .unwrap();
-        let ca = dir.join("ca.crt");
-        std::fs::write(&ca, kube.ca_pem().unwrap()).unwrap();
-        let (peering_users, _) = liqo_support::peering_user_controller(
-            kube,
-            &kubeconfig,
-            &ca,
+        let peering_users = liqo_support::start_peering_user_controller(
+            &provider.kube,
+            provider._dir.path(),
             &market.url(),
-            &dir.join("provider.json"),
-            "liqo",
         )
-        .start_announced(1)
         .unwrap();
         let liqo = rt
             .block_on(async {

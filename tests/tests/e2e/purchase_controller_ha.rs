@@ -35,7 +35,6 @@ const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
 const EVENTS: (&str, &str) = ("events.k8s.io", "events");
 
 /// The ServiceAccount `deploy/kubernetes/peering-user-controller` runs as.
-const PEERING_USERS_SA: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// The standby replica's own ServiceAccount, in Liqo's namespace beside
 /// the shipped one ([`PURCHASE_USER`]).
 const STANDBY_SA: (&str, &str) = ("liqo", "purchase-controller-standby");
@@ -297,23 +296,8 @@ pub fn provider_network() -> liqo_model::networking::Options {
 /// The provider's real `peering-user-controller` under its own
 /// ServiceAccount, with the peering-user roles Liqo's chart installs.
 fn start_peering_users(provider: &Provider, catalog: &str) -> Child {
-    let kube = &provider.kube;
-    liqo_support::install_peering_user_roles(kube, "liqo");
-    let dir = provider._dir.path();
-    let (kubeconfig, ca) = (dir.join("peering-users.kubeconfig"), dir.join("ca.pem"));
-    kube.write_kubeconfig_as(&kubeconfig, PEERING_USERS_SA)
-        .expect("kubeconfig");
-    std::fs::write(&ca, kube.ca_pem().expect("an HTTPS server")).expect("CA file");
-    let credentials = dir.join("provider.json");
-    let spawn = liqo_support::peering_user_controller(
-        kube,
-        &kubeconfig,
-        &ca,
-        catalog,
-        &credentials,
-        "liqo",
-    );
-    spawn.start_announced(1).expect("peering-user-controller").0
+    liqo_support::start_peering_user_controller(&provider.kube, provider._dir.path(), catalog)
+        .expect("peering-user-controller")
 }
 
 /// What the catalog answers for contract `id` once `check` holds.

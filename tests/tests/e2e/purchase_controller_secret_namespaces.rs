@@ -329,9 +329,6 @@ fn under_the_rendered_rbac_the_controller_uses_listed_namespaces_and_refuses_the
     Ok(())
 }
 
-/// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
-
 /// `--auto-peer` under the mode's RBAC, the tenant namespace listed (made
 /// beforehand as `docs/deploying.md` says, so the chart's Role can be
 /// installed in it): the handshake (signed nonce written and watched in
@@ -384,23 +381,11 @@ fn auto_peering_works_under_the_rendered_rbac_with_the_tenant_namespace_listed()
         Some(CLASS),
     );
     ensure!(r.status == 200, "{}", r.text);
-    let kube = &provider.kube;
-    liqo_support::install_peering_user_roles(kube, "liqo");
-    let dir = provider._dir.path();
-    let kubeconfig = dir.join("peering-user-controller.kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)?;
-    let ca = dir.join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().context("a TLS server")?)?;
-    let _peering_users = liqo_support::peering_user_controller(
-        kube,
-        &kubeconfig,
-        &ca,
+    let _peering_users = liqo_support::start_peering_user_controller(
+        &provider.kube,
+        provider._dir.path(),
         &market.url(),
-        &dir.join("provider.json"),
-        "liqo",
-    )
-    .start_announced(1)?
-    .0;
+    )?;
     let (c, p) = (&consumer.kube, &provider.kube);
     let _liqo = rt.block_on(async {
         let provider_liqo = liqo_model::Provider::start(p, liqo_model::ProviderConfig::default())
