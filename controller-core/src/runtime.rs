@@ -1,9 +1,9 @@
 //! The kube-rs plumbing the broker's controllers share (the class
 //! controller, the orchestrator and the purchase controller): a watch that
-//! fills a reflector cache, and Kubernetes Events recorded off the
-//! reconcile path.
+//! fills a reflector cache, changes that arrive together taken as one, and
+//! Kubernetes Events recorded off the reconcile path.
 
-use futures::Stream;
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::Api;
 use kube::runtime::events::{Event, Recorder};
@@ -44,6 +44,12 @@ pub fn cached_watch<K: Watched>(
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send {
     let what = format!("watch {}", K::kind(&()));
     retry::logged_watch(reflector(writer, watcher(api, config)), what).touched_objects()
+}
+
+/// Take every item `changes` has ready now, without waiting: a loop woken
+/// by one change runs one pass for the changes that came with it.
+pub fn take_ready<T>(changes: &mut (impl Stream<Item = T> + Unpin)) {
+    while let Some(Some(_)) = changes.next().now_or_never() {}
 }
 
 /// An Event's note: `text`, cut to at most 1000 bytes on a character

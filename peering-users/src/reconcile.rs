@@ -32,7 +32,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 
 use crate::cluster::{Cluster, ClusterError, Progress};
 use crate::drain;
@@ -121,7 +121,7 @@ pub async fn run(
                     if next.is_none() {
                         csr_changes = futures::stream::pending().boxed();
                     }
-                    while let Some(Some(())) = csr_changes.next().now_or_never() {}
+                    controller_core::runtime::take_ready(&mut csr_changes);
                     // What a user on its way waits for (its CSR approved,
                     // its certificate): go on now, not after --retry.
                     if !settled {

@@ -89,7 +89,7 @@ pub async fn run(
                 () = tokio::time::sleep(resync) => {}
             }
             // One pass for a burst of changes.
-            while let Some(Some(_)) = changes.next().now_or_never() {}
+            runtime::take_ready(&mut changes);
         }
         tracing::info!("binding copies stopped");
     }

@@ -23,8 +23,8 @@ use std::time::Duration;
 use catalog_client::wire::TenantPolicyReport;
 use catalog_client::Error as CatalogError;
 use controller_core::liqo::{CONFIGURATION, NAMESPACE_OFFLOADING, SHADOW_ENDPOINT_SLICE};
-use controller_core::retry;
-use futures::{FutureExt, Stream, StreamExt};
+use controller_core::{retry, runtime};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
@@ -149,7 +149,7 @@ pub async fn run(
                         changes = futures::stream::pending().boxed();
                     }
                     // Whatever else is already waiting joins this pass.
-                    while let Some(Some(_)) = changes.next().now_or_never() {}
+                    runtime::take_ready(&mut changes);
                 }
             }
         }

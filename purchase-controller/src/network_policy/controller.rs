@@ -31,8 +31,8 @@ use std::time::Duration;
 use controller_core::clock::now_rfc3339;
 use controller_core::liqo::{CONFIGURATION, NAMESPACE_OFFLOADING};
 use controller_core::retry;
-use controller_core::runtime::cached_watch;
-use futures::{FutureExt, Stream, StreamExt};
+use controller_core::runtime::{cached_watch, take_ready};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject};
@@ -122,14 +122,14 @@ pub async fn run(
                         if next.is_none() {
                             own = futures::stream::pending().boxed();
                         }
-                        drain(&mut own);
+                        take_ready(&mut own);
                         Wake::Own
                     }
                     next = read.next() => {
                         if next.is_none() {
                             read = futures::stream::pending().boxed();
                         }
-                        drain(&mut read);
+                        take_ready(&mut read);
                         Wake::Read
                     }
                 };
@@ -194,12 +194,6 @@ impl Wake {
     fn wakes(self, idle: bool) -> bool {
         !idle || matches!(self, Wake::Interval | Wake::Own)
     }
-}
-
-/// Take what is ready of `changes`: one pass for changes that arrive
-/// together.
-fn drain(changes: &mut (impl Stream<Item = ()> + Unpin)) {
-    while let Some(Some(())) = changes.next().now_or_never() {}
 }
 
 /// One pass; `Ok(true)`: there was no policy, and what was rendered and
