@@ -282,19 +282,38 @@ impl Liqo {
 /// ServiceAccount, with the peering-user roles Liqo's chart installs in
 /// `liqo`: its kubeconfig and CA written under `dir`, where the provider's
 /// catalog credentials are (`provider.json`), following the catalog at
-/// `catalog` ([`peering_user_controller`]'s flags).
-pub fn start_peering_user_controller(
+/// `catalog` and telling consumers `api_server` ([`peering_user_controller`]'s
+/// flags); not yet started (add flags, say).
+pub fn provider_peering_user_controller(
     kube: &KubeApiServer,
     dir: &std::path::Path,
     catalog: &str,
-) -> Result<e2e::Child> {
+    api_server: &str,
+) -> Result<e2e::Spawn> {
     install_peering_user_roles(kube, "liqo");
     let kubeconfig = dir.join("peering-user-controller.kubeconfig");
     kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)?;
     let ca = dir.join("ca.crt");
     std::fs::write(&ca, kube.ca_pem().context("a TLS server")?)?;
     let credentials = dir.join("provider.json");
-    let spawn = peering_user_controller(kube, &kubeconfig, &ca, catalog, &credentials, "liqo");
+    Ok(peering_user_controller_at(
+        api_server,
+        &kubeconfig,
+        &ca,
+        catalog,
+        &credentials,
+        "liqo",
+    ))
+}
+
+/// [`provider_peering_user_controller`] telling consumers `kube`'s own
+/// address, started.
+pub fn start_peering_user_controller(
+    kube: &KubeApiServer,
+    dir: &std::path::Path,
+    catalog: &str,
+) -> Result<e2e::Child> {
+    let spawn = provider_peering_user_controller(kube, dir, catalog, &kube.url())?;
     Ok(spawn.start_announced(1)?.0)
 }
 
@@ -354,11 +373,31 @@ pub fn peering_user_controller(
     credentials: &std::path::Path,
     liqo_namespace: &str,
 ) -> e2e::Spawn {
+    peering_user_controller_at(
+        &kube.url(),
+        kubeconfig,
+        ca,
+        catalog,
+        credentials,
+        liqo_namespace,
+    )
+}
+
+/// [`peering_user_controller`] telling consumers `api_server` (its
+/// `--api-server-address`: clap takes the flag once).
+pub fn peering_user_controller_at(
+    api_server: &str,
+    kubeconfig: &std::path::Path,
+    ca: &std::path::Path,
+    catalog: &str,
+    credentials: &std::path::Path,
+    liqo_namespace: &str,
+) -> e2e::Spawn {
     e2e::Spawn::new("peering-user-controller")
         .args(["--catalog-url", catalog])
         .arg("--catalog-credentials-file")
         .arg(credentials)
-        .args(["--api-server-address", &kube.url()])
+        .args(["--api-server-address", api_server])
         .arg("--api-server-ca-file")
         .arg(ca)
         .arg("--kubeconfig")

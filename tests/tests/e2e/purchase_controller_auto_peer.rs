@@ -30,7 +30,6 @@ const NAMESPACES: (&str, &str) = ("", "namespaces");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
 /// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// The second consumer cluster.
 const OTHER_ID: &str = "consumer-2";
 
@@ -47,46 +46,15 @@ fn peering_user_controller(provider: &Provider, catalog: &str) -> Child {
 /// `--api-server-address`) instead of the provider's API server.
 fn peering_user_controller_at(provider: &Provider, catalog: &str, address: Option<&str>) -> Child {
     let kube = &provider.kube;
-    liqo_support::install_peering_user_roles(kube, "liqo");
-    let dir = provider._dir.path();
-    let kubeconfig = dir.join("peering-user-controller.kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)
-        .expect("kubeconfig");
-    let ca = dir.join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().expect("a TLS server")).expect("CA file");
-    let spawn = match address {
-        None => liqo_support::peering_user_controller(
-            kube,
-            &kubeconfig,
-            &ca,
-            catalog,
-            &dir.join("provider.json"),
-            "liqo",
-        ),
-        // liqo_support's spawn with another address (clap takes the flag
-        // once).
-        Some(address) => Spawn::new("peering-user-controller")
-            .args(["--catalog-url", catalog])
-            .arg("--catalog-credentials-file")
-            .arg(dir.join("provider.json"))
-            .args(["--api-server-address", address])
-            .arg("--api-server-ca-file")
-            .arg(&ca)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--certificate-lifetime", "1h"])
-            // As liqo_support's spawn: contracts on the catalog's stream
-            // (the shipped `--poll-interval`, the fallback); `--retry`
-            // paces the steps on Kubernetes' side (a certificate awaited, a
-            // failed step), not the reading of contracts.
-            .args(["--retry", "100ms"])
-            .args(["--http-listen", "127.0.0.1:0"])
-            .args(["--lease-duration", "3s", "--lease-renew-deadline", "2s"])
-            .args(["--lease-retry", "250ms"])
-            .env("POD_NAMESPACE", "liqo")
-            .env("RUST_LOG", "info,peering_users=debug"),
-    };
-    spawn.start_announced(1).expect("peering-user-controller").0
+    let own = kube.url();
+    liqo_support::provider_peering_user_controller(
+        kube,
+        provider._dir.path(),
+        catalog,
+        address.unwrap_or(&own),
+    )
+    .and_then(|spawn| Ok(spawn.start_announced(1)?.0))
+    .expect("peering-user-controller")
 }
 
 /// The provider sells with a peering user per contract (`v1: {}`, in its

@@ -44,7 +44,6 @@ const OSB_PASSWORD: &str = "platform-password-0123";
 const SERVICE_CATALOGS: (&str, &str) = ("broker.liqo-broker.io", "servicecatalogs");
 /// The ServiceAccounts of `deploy/kubernetes/`.
 const SERVICE_USER: &str = "system:serviceaccount:liqo:service-controller";
-const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
 const VIRTUAL_NODES: (&str, &str) = ("offloading.liqo.io", "virtualnodes");
 const CSRS: (&str, &str) = ("certificates.k8s.io", "certificatesigningrequests");
 const CONFIGURATIONS: (&str, &str) = ("networking.liqo.io", "configurations");
@@ -186,7 +185,7 @@ impl Both {
         // On P: the peering users of its capacity customers.
         liqo_support::install_peering_user_roles(p, "liqo");
         let kubeconfig = dir.path().join("peering-user-controller.kubeconfig");
-        p.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)
+        p.write_kubeconfig_as(&kubeconfig, liqo_support::PEERING_USER_CONTROLLER)
             .unwrap();
         let ca = dir.path().join("ca.crt");
         std::fs::write(&ca, p.ca_pem().expect("a TLS server")).unwrap();

@@ -35,7 +35,6 @@ use crate::purchase_controller_support::*;
 const ROLE_BINDINGS: (&str, &str) = ("rbac.authorization.k8s.io", "rolebindings");
 const EVENTS: (&str, &str) = ("", "events");
 /// The ServiceAccount of `deploy/kubernetes/peering-user-controller`.
-const PEERING_USER_CONTROLLER: &str = "system:serviceaccount:liqo:peering-user-controller";
 /// What Liqo's Tenant controller binds the consumer's control plane with
 /// in its tenant namespace (`pkg/tenantNamespace/bindings.go:128-130`).
 const CONTROL_PLANE_BINDING: &str = "liqo-binding-liqo-remote-controlplane";
@@ -81,21 +80,13 @@ fn selling(
     );
     assert_eq!(r.status, 200, "{}", r.text);
     let kube = &provider.kube;
-    liqo_support::install_peering_user_roles(kube, "liqo");
-    let dir = provider._dir.path();
-    let kubeconfig = dir.join("peering-user-controller.kubeconfig");
-    kube.write_kubeconfig_as(&kubeconfig, PEERING_USER_CONTROLLER)
-        .unwrap();
-    let ca = dir.join("ca.crt");
-    std::fs::write(&ca, kube.ca_pem().unwrap()).unwrap();
-    let (peering_users, _) = liqo_support::peering_user_controller(
+    let (peering_users, _) = liqo_support::provider_peering_user_controller(
         kube,
-        &kubeconfig,
-        &ca,
+        provider._dir.path(),
         &market.url(),
-        &dir.join("provider.json"),
-        "liqo",
+        &kube.url(),
     )
+    .unwrap()
     .args(["--drain-tenant", "true", "--drain-grace", "10m"])
     .start_announced(1)
     .unwrap();
