@@ -106,6 +106,7 @@ async fn concurrent_writers_take_seqs_in_commit_order() {
         Arc::new(MongoStore::connect(&config(&server, "seq")).await.unwrap());
     let two: Arc<dyn ReservationStore> =
         Arc::new(MongoStore::connect(&config(&server, "seq")).await.unwrap());
+    sequence_indexes_built(&server, "seq").await;
 
     let done = Arc::new(AtomicBool::new(false));
     let reader = {
@@ -164,6 +165,32 @@ async fn concurrent_writers_take_seqs_in_commit_order() {
     }
 }
 
+/// Wait until the indexes `changed_since` reads by exist: the stores create
+/// them in the background once connected. SecantusDB (0.7.0b3) can leave a
+/// document written while an index is being built out of that index (seen
+/// here: a record missing from `{seq: 1}` only, about one run in two on an
+/// idle machine), where MongoDB's index builds take in the writes made
+/// meanwhile; so the writes below wait for the builds.
+async fn sequence_indexes_built(server: &MongoServer, database: &str) {
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let reservations = client
+        .database(database)
+        .collection::<mongodb::bson::Document>("reservations");
+    let wanted = ["consumer_1_seq_1", "body.clusterID_1_seq_1", "seq_1"];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let names = reservations.list_index_names().await.unwrap_or_default();
+        if wanted.iter().all(|w| names.iter().any(|n| n == w)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "indexes of reservations: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A write through one store wakes another store's `contract_writes` (its
 /// change stream) and reads there; `changed_since` reads one party's
 /// records only; a record written before sequences were kept reads as 0
@@ -173,6 +200,7 @@ async fn another_process_write_wakes_and_parties_read_their_own() {
     let server = MongoServer::start().unwrap();
     let one = MongoStore::connect(&config(&server, "wake")).await.unwrap();
     let two = MongoStore::connect(&config(&server, "wake")).await.unwrap();
+    sequence_indexes_built(&server, "wake").await;
     let mut woken = two.contract_writes();
 
     // The first wake may be the follower's read of the counter as its
